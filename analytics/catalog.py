@@ -1,0 +1,51 @@
+"""What the database holds: options for the global filters, counts, the demo flag."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import duckdb
+
+from analytics.db import query_df, query_rows
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Benchmarks, their agents and the span of evaluation dates."""
+
+    benchmarks: tuple[str, ...]
+    agents: dict[str, tuple[str, ...]]
+    date_min: dt.date | None
+    date_max: dt.date | None
+    n_runs: int
+    n_attempts: int
+    is_demo: bool
+
+
+def catalog(con: duckdb.DuckDBPyConnection) -> Catalog:
+    """Filter options and headline counts."""
+    df = query_df(con, "SELECT benchmark, agent, min(eval_date) AS d0, max(eval_date) AS d1, count(*) AS n, "
+                       "bool_or(is_demo) AS demo FROM runs GROUP BY ALL ORDER BY benchmark, agent")
+    n_attempts = int(query_rows(con, "SELECT count(*) FROM attempts")[0][0])
+    agents = {b: tuple(g["agent"]) for b, g in df.groupby("benchmark", sort=True)}
+    d0 = df["d0"].dropna()
+    d1 = df["d1"].dropna()
+    return Catalog(
+        benchmarks=tuple(agents), agents=agents,
+        date_min=pd_date(d0.min()) if not d0.empty else None,
+        date_max=pd_date(d1.max()) if not d1.empty else None,
+        n_runs=int(df["n"].sum()) if not df.empty else 0, n_attempts=n_attempts,
+        is_demo=bool(df["demo"].any()) if not df.empty else False,
+    )
+
+
+def pd_date(value: object) -> dt.date:
+    """A pandas/NumPy timestamp or date as a ``datetime.date``."""
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    import pandas as pd
+
+    return pd.Timestamp(value).date()  # type: ignore[arg-type]

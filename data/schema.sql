@@ -1,0 +1,232 @@
+-- Runlens schema, current version (schema_version in meta). Migrations in data/migrations/ reach the
+-- same catalog from any older database; tests/test_schema.py checks that they agree.
+-- Keys follow STYLE.md: run_id, task_id, sample, step; units in names; booleans is_/has_.
+
+CREATE TABLE meta (
+    key   VARCHAR PRIMARY KEY,
+    value VARCHAR
+);
+
+CREATE TABLE benchmarks (
+    benchmark      VARCHAR PRIMARY KEY,
+    version        VARCHAR,
+    scoring        VARCHAR NOT NULL DEFAULT 'binary' CHECK (scoring IN ('binary', 'graded', 'continuous')),
+    pass_threshold DOUBLE  NOT NULL DEFAULT 1.0,
+    description    VARCHAR,
+    tool_graph     JSON,                 -- {"tool": ["prerequisite", ...]}: a declared dependency graph
+    is_demo        BOOLEAN NOT NULL DEFAULT false,
+    extra          JSON
+);
+
+CREATE TABLE tasks (
+    benchmark            VARCHAR NOT NULL,
+    task_id              VARCHAR NOT NULL,
+    level                VARCHAR,
+    category             VARCHAR,
+    capabilities         VARCHAR[],
+    human_minutes        DOUBLE,
+    query                VARCHAR,
+    reference_answer     VARCHAR,
+    reference_trajectory VARCHAR[],
+    extra                JSON,
+    PRIMARY KEY (benchmark, task_id)
+);
+
+CREATE TABLE runs (
+    run_id                VARCHAR PRIMARY KEY,
+    benchmark             VARCHAR NOT NULL,
+    agent                 VARCHAR NOT NULL,
+    family                VARCHAR,
+    agent_version         VARCHAR,
+    kind                  VARCHAR NOT NULL DEFAULT 'llm' CHECK (kind IN ('llm', 'agent', 'framework', 'human')),
+    eval_date             DATE,
+    judge                 VARCHAR,
+    price_input_per_mtok  DOUBLE,
+    price_output_per_mtok DOUBLE,
+    status                VARCHAR,       -- e.g. 'cancelled' for an Inspect log without samples
+    file_id               BIGINT,        -- ingest_log row that first brought the run
+    is_demo               BOOLEAN NOT NULL DEFAULT false,
+    extra                 JSON
+);
+
+CREATE TABLE attempts (
+    attempt_id       BIGINT  NOT NULL,
+    run_id           VARCHAR NOT NULL,
+    task_id          VARCHAR NOT NULL,
+    sample           INTEGER NOT NULL,
+    score            DOUBLE,             -- normalised to [0, 1]
+    raw_score        DOUBLE,             -- as the log gave it (1-5 for graded benchmarks)
+    passed           BOOLEAN,
+    answer           VARCHAR,
+    input_tokens     BIGINT,
+    output_tokens    BIGINT,
+    cost_usd         DOUBLE,
+    is_cost_computed BOOLEAN NOT NULL DEFAULT false, -- true when derived from tokens x run prices
+    latency_s        DOUBLE,
+    status           VARCHAR NOT NULL DEFAULT 'completed'
+                     CHECK (status IN ('completed', 'tool_failure', 'timeout', 'crashed', 'refused')),
+    n_steps          INTEGER NOT NULL DEFAULT 0,
+    n_tool_calls     INTEGER NOT NULL DEFAULT 0,
+    n_rounds         INTEGER NOT NULL DEFAULT 0,
+    judge            JSON,
+    file_id          BIGINT,
+    extra            JSON
+);
+
+-- One row per step of a trajectory. Long tool results live once in `texts` (by content hash);
+-- short ones stay inline. Read through the view v_steps, which resolves both.
+CREATE TABLE steps (
+    attempt_id    BIGINT  NOT NULL,
+    step          INTEGER NOT NULL,      -- 0-based position in the trajectory
+    round         INTEGER,
+    kind          VARCHAR NOT NULL,      -- tool_call, final, thought, model, user, error, ...
+    tool          VARCHAR,
+    args          JSON,
+    content       VARCHAR,               -- text of a thought/final/model message
+    result        VARCHAR,               -- inline tool result (short)
+    result_hash   VARCHAR,               -- key into texts for a long result
+    result_chars  INTEGER,
+    input_tokens  BIGINT,
+    output_tokens BIGINT,
+    latency_s     DOUBLE,
+    error         VARCHAR,
+    extra         JSON
+);
+
+CREATE TABLE texts (
+    text_hash VARCHAR NOT NULL,          -- sha256 hex of the text (UTF-8)
+    text      VARCHAR NOT NULL
+);
+
+CREATE TABLE error_labels (
+    attempt_id     BIGINT  NOT NULL,
+    code           VARCHAR NOT NULL,
+    source         VARCHAR NOT NULL CHECK (source IN ('label', 'rule', 'judge')),
+    step           INTEGER,
+    detail         VARCHAR,
+    model          VARCHAR,              -- judge model, for source = 'judge'
+    prompt_version VARCHAR,              -- judge prompt version, for source = 'judge'
+    graph_hash     VARCHAR               -- tool graph hash, for source = 'rule'
+);
+
+CREATE TABLE attempt_metrics (
+    attempt_id BIGINT  NOT NULL,
+    name       VARCHAR NOT NULL,
+    value      DOUBLE,
+    source     VARCHAR NOT NULL DEFAULT 'log',  -- log, computed, judge
+    model      VARCHAR                          -- embedding or judge model that produced it
+);
+
+CREATE TABLE ratings (
+    attempt_id BIGINT  NOT NULL,
+    rater      VARCHAR NOT NULL,
+    rater_kind VARCHAR NOT NULL DEFAULT 'llm' CHECK (rater_kind IN ('human', 'llm')),
+    dimension  VARCHAR NOT NULL,
+    value      DOUBLE  NOT NULL
+);
+
+CREATE TABLE ingest_log (
+    file_id      BIGINT  NOT NULL,
+    path         VARCHAR NOT NULL,
+    content_hash VARCHAR NOT NULL,
+    format       VARCHAR NOT NULL,
+    n_runs       INTEGER,
+    n_tasks      INTEGER,
+    n_attempts   BIGINT,
+    n_steps      BIGINT,
+    started_at   TIMESTAMP,               -- UTC
+    seconds      DOUBLE,
+    outcome      VARCHAR NOT NULL CHECK (outcome IN ('ingested', 'duplicate', 'failed', 'deleted')),
+    errors       VARCHAR,
+    is_demo      BOOLEAN NOT NULL DEFAULT false
+);
+
+-- Audit trail for destructive actions (deleting a run from the upload page, rule recomputation).
+CREATE TABLE audit_log (
+    at_utc  TIMESTAMP NOT NULL,
+    action  VARCHAR   NOT NULL,
+    subject VARCHAR,
+    detail  JSON
+);
+
+-- LLM judge cache: one verdict per (attempt, prompt version, model).
+CREATE TABLE judge_verdicts (
+    attempt_id     BIGINT  NOT NULL,
+    prompt_version VARCHAR NOT NULL,
+    model          VARCHAR NOT NULL,
+    verdict        JSON,                  -- parsed, schema-valid output; NULL on failure
+    is_failure     BOOLEAN NOT NULL DEFAULT false,
+    failure        VARCHAR,
+    raw_output     VARCHAR,
+    input_tokens   BIGINT,
+    output_tokens  BIGINT,
+    cost_usd       DOUBLE,
+    created_at     TIMESTAMP NOT NULL
+);
+
+-- IRT fits, keyed by a hash of the response matrix and the settings.
+CREATE TABLE irt_fits (
+    fit_key     VARCHAR PRIMARY KEY,
+    benchmark   VARCHAR NOT NULL,
+    model       VARCHAR NOT NULL,
+    settings    JSON,
+    created_at  TIMESTAMP NOT NULL,
+    seconds     DOUBLE,
+    scale_shift DOUBLE,                  -- how far the anchored scale moved against the previous fit
+    extra       JSON
+);
+
+CREATE TABLE irt_abilities (
+    fit_key         VARCHAR NOT NULL,
+    subject         VARCHAR NOT NULL,    -- agent + version
+    agent           VARCHAR,
+    agent_version   VARCHAR,
+    family          VARCHAR,
+    ability         DOUBLE,
+    ability_lo      DOUBLE,
+    ability_hi      DOUBLE,
+    n_items         INTEGER,
+    first_eval_date DATE,
+    is_flagged      BOOLEAN NOT NULL DEFAULT false
+);
+
+CREATE TABLE irt_items (
+    fit_key        VARCHAR NOT NULL,
+    task_id        VARCHAR NOT NULL,
+    difficulty     DOUBLE,
+    discrimination DOUBLE,
+    pass_rate      DOUBLE,
+    n_subjects     INTEGER,
+    flag           VARCHAR
+);
+
+-- Sentence-embedding cache for GEM-Bench metrics: one vector per (text hash, model).
+CREATE TABLE embeddings (
+    text_hash VARCHAR NOT NULL,
+    model     VARCHAR NOT NULL,
+    vector    FLOAT[]  NOT NULL
+);
+
+-- Friendly views: common questions need no joins.
+CREATE VIEW v_steps AS
+SELECT s.attempt_id, s.step, s.round, s.kind, s.tool, s.args, s.content,
+       coalesce(s.result, t.text) AS result, s.result_chars,
+       s.input_tokens, s.output_tokens, s.latency_s, s.error, s.extra
+FROM steps s
+LEFT JOIN texts t ON t.text_hash = s.result_hash;
+
+CREATE VIEW v_attempts AS
+SELECT a.attempt_id, r.benchmark, a.run_id, r.agent, r.family, r.agent_version, r.kind, r.eval_date,
+       a.task_id, t.level, t.category, a.sample, a.score, a.raw_score, a.passed, a.status,
+       a.input_tokens, a.output_tokens, a.cost_usd, a.latency_s, a.n_steps, a.n_tool_calls, a.n_rounds,
+       a.answer, t.reference_answer, t.human_minutes
+FROM attempts a
+JOIN runs r USING (run_id)
+LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id;
+
+CREATE VIEW v_errors AS
+SELECT e.attempt_id, a.benchmark, a.run_id, a.agent, a.agent_version, a.task_id, a.level, a.category,
+       a.sample, a.passed, e.code, e.source, e.step, e.detail
+FROM error_labels e
+JOIN v_attempts a USING (attempt_id);
+

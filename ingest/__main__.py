@@ -1,0 +1,68 @@
+"""``python -m ingest``: load run logs (or the demo dataset) into the Runlens database."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from analytics.db import RunlensError, resolve_db_path
+from ingest.formats import FORMATS
+from ingest.pipeline import ingest_paths
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ingest",
+        description="Validate and load evaluation logs into DuckDB (one transaction per file; "
+                    "identical content is never added twice).")
+    parser.add_argument("paths", nargs="*", help="files or folders (walked recursively)")
+    parser.add_argument("--db", help="database path (default: $RUNLENS_DB or data/runlens.duckdb)")
+    parser.add_argument("--format", default="auto", choices=["auto", *FORMATS],
+                        help="input format (default: auto-detect per file)")
+    parser.add_argument("--mapping", help="column mapping for --format csv: a shipped name (swebench-verified, "
+                        "hal), a YAML file, or field=column,... (see docs/formats.md)")
+    for flag, what in (("--agent", "agent name"), ("--benchmark", "benchmark name"), ("--run-id", "run id"),
+                       ("--scorer", "Inspect scorer whose value is the score")):
+        parser.add_argument(flag, help=f"{what} for adapters that cannot read it from the file "
+                                       "(inspect, openai-messages, csv-wide)")
+    parser.add_argument("--demo", action="store_true", help="load the demo dataset")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; exit 0 when every file went in (or was already in), 2 when any was rejected."""
+    args = build_parser().parse_args(argv)
+    if not args.paths and not args.demo:
+        build_parser().print_usage(sys.stderr)
+        print("python -m ingest: error: give files or folders, or --demo", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    db = resolve_db_path(args.db)
+    try:
+        if args.demo:
+            from data.demo.build import load_demo
+
+            load_demo(db, out=sys.stderr)
+        options = {k: v for k, v in (("mapping", args.mapping), ("agent", args.agent), ("benchmark", args.benchmark),
+                                     ("run_id", args.run_id), ("scorer", args.scorer)) if v}
+        results = ingest_paths(args.paths, db=db, fmt=args.format, progress=not args.no_progress,
+                               out=sys.stderr, **options)
+    except RunlensError as exc:
+        print(f"python -m ingest: {exc}", file=sys.stderr)
+        return 2
+    ok = [r for r in results if r.outcome == "ingested"]
+    failed = [r for r in results if r.outcome == "failed"]
+    dup = [r for r in results if r.outcome == "duplicate"]
+    if results:
+        print(f"{len(results)} files: {len(ok)} ingested, {len(dup)} already present, {len(failed)} rejected; "
+              f"{sum(r.n_runs for r in ok)} runs, {sum(r.n_attempts for r in ok)} attempts, "
+              f"{sum(r.n_steps for r in ok)} steps in {time.perf_counter() - started:.1f} s -> {db}",
+              file=sys.stderr)
+    return 2 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Reader of the native run-log format v1 (JSON Lines, see DESIGN.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ingest.errors import ProblemCollector
+
+try:  # orjson is several times faster on large logs; the stdlib parser is the fallback
+    import orjson
+
+    def _loads(raw: bytes) -> Any:
+        return orjson.loads(raw)
+
+    _JSON_ERRORS: tuple[type[Exception], ...] = (orjson.JSONDecodeError, ValueError)
+except ImportError:  # pragma: no cover - orjson is pinned in requirements.txt
+    def _loads(raw: bytes) -> Any:
+        return json.loads(raw)
+
+    _JSON_ERRORS = (ValueError,)
+
+MAX_LINE_BYTES = 64 * 1024 * 1024  # one record larger than this is refused, not parsed
+
+
+def detect_native(path: Path, head: bytes) -> bool:
+    """True when the file looks like native JSONL: its first non-blank line is an object with `record`."""
+    for line in head.splitlines():
+        if line.strip():
+            try:
+                first = json.loads(line)
+            except ValueError:
+                return b'"record"' in line
+            return isinstance(first, dict) and "record" in first
+    return False
+
+
+def parse_native(path: Path, data: bytes, problems: ProblemCollector,
+                 progress: Any = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``(file:line, record)`` for every line; undecodable lines become problems.
+
+    Args:
+        path: the file (for locations only).
+        data: its bytes.
+        problems: where bad lines are reported.
+        progress: optional tqdm-like object updated with bytes consumed.
+    """
+    name = str(path)
+    if not data.strip():
+        problems.add(f"{name}:1", "-", "empty file: expected JSON Lines records")
+        return
+    start = 0
+    lineno = 0
+    size = len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = size
+        lineno += 1
+        raw = data[start:end]
+        if progress is not None:
+            progress.update(end + 1 - start)
+        start = end + 1
+        if not raw.strip():
+            continue
+        loc = f"{name}:{lineno}"
+        if len(raw) > MAX_LINE_BYTES:
+            problems.add(loc, "-", f"line of {len(raw):,} bytes exceeds the {MAX_LINE_BYTES:,}-byte limit")
+            continue
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.add(loc, "-", f"not valid UTF-8 (byte {exc.start + 1} of the line)")
+            continue
+        try:
+            record = _loads(raw)
+        except _JSON_ERRORS as exc:
+            problems.add(loc, "-", f"invalid JSON: {exc}")
+            continue
+        except RecursionError:
+            problems.add(loc, "-", "invalid JSON: nested too deeply")
+            continue
+        yield loc, record

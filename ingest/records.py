@@ -1,0 +1,535 @@
+"""Validation and normalisation of native-format (v1) records into column batches.
+
+Every reader (native JSONL and the adapters for other formats) turns its input into native v1
+record dicts, each with a location (``file:line`` or ``file:$.path``). This module checks them all,
+collecting every problem, and normalises them into a :class:`Bundle` of columns ready for one bulk
+write. References are resolved against earlier records in the same file or the database
+(:class:`Known`); a forward reference is an error, as the format specifies.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingest.errors import ProblemCollector
+
+RECORD_KINDS = ("benchmark", "task", "run", "attempt", "rating")
+SCORING = ("binary", "graded", "continuous")
+AGENT_KINDS = ("llm", "agent", "framework", "human")
+STATUSES = ("completed", "tool_failure", "timeout", "crashed", "refused")
+RATER_KINDS = ("human", "llm")
+DEFAULT_THRESHOLD = {"binary": 1.0, "graded": 0.5, "continuous": 0.5}
+INLINE_RESULT_CHARS = 1024  # longer tool results are stored once in `texts`, keyed by hash
+
+BENCHMARK_FIELDS = ("benchmark", "version", "scoring", "pass_threshold", "description", "tool_graph")
+TASK_FIELDS = ("benchmark", "task_id", "level", "category", "capabilities", "human_minutes", "query",
+               "reference_answer", "reference_trajectory")
+RUN_FIELDS = ("run_id", "benchmark", "agent", "family", "agent_version", "kind", "eval_date", "judge",
+              "price_input_per_mtok", "price_output_per_mtok", "status")
+ATTEMPT_FIELDS = ("run_id", "task_id", "sample", "score", "raw_score", "passed", "answer", "input_tokens",
+                  "output_tokens", "cost_usd", "latency_s", "status", "errors", "judge", "steps", "metrics")
+STEP_FIELDS = ("round", "kind", "tool", "args", "result", "content", "input_tokens", "output_tokens",
+               "latency_s", "error")
+RATING_FIELDS = ("run_id", "task_id", "sample", "rater", "rater_kind", "dimension", "value")
+
+
+class _Bad(Exception):
+    """Internal: one field of one record is invalid (collected, never escapes this module)."""
+
+    def __init__(self, field_name: str, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field_name
+        self.reason = reason
+
+
+# ---------------------------------------------------------------------------------------------
+# Field checkers: each returns the normalised value or raises _Bad(field, reason)
+# ---------------------------------------------------------------------------------------------
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+            dict: "object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _ident(rec: dict[str, Any], name: str, *, required: bool = True) -> str | None:
+    value = rec.get(name)
+    if value is None:
+        if required:
+            raise _Bad(name, "missing required field")
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _Bad(name, f"expected a string, got {_type_name(value)}")
+    text = str(value)
+    if not text.strip():
+        raise _Bad(name, "must not be empty")
+    return text
+
+
+def _text(rec: dict[str, Any], name: str) -> str | None:
+    value = rec.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float, bool)):
+        return json.dumps(value)
+    raise _Bad(name, f"expected a string, got {_type_name(value)}")
+
+
+def _number(rec: dict[str, Any], name: str, *, lo: float | None = None, hi: float | None = None,
+            integer: bool = False) -> float | int | None:
+    value = rec.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Bad(name, f"expected a number, got {_type_name(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _Bad(name, f"{value} is not a finite number")
+    if integer and not float(value).is_integer():
+        raise _Bad(name, f"expected an integer, got {value}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        bounds = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
+        raise _Bad(name, f"{value} is outside {bounds}")
+    return int(value) if integer else float(value)
+
+
+def _enum(rec: dict[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str:
+    value = rec.get(name)
+    if value is None:
+        return default
+    if value not in allowed:
+        raise _Bad(name, f"{value!r} is not one of {', '.join(allowed)}")
+    return str(value)
+
+
+def _bool(rec: dict[str, Any], name: str) -> bool | None:
+    value = rec.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise _Bad(name, f"expected true or false, got {_type_name(value)}")
+    return value
+
+
+def _str_list(rec: dict[str, Any], name: str) -> list[str] | None:
+    value = rec.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Bad(name, "expected an array of strings")
+    return value
+
+
+def _object(rec: dict[str, Any], name: str) -> dict[str, Any] | None:
+    value = rec.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _Bad(name, f"expected an object, got {_type_name(value)}")
+    return value
+
+
+def _date(rec: dict[str, Any], name: str) -> dt.date | None:
+    value = rec.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _Bad(name, f"expected a date 'YYYY-MM-DD', got {_type_name(value)}")
+    try:
+        if len(value) == 10:
+            return dt.date.fromisoformat(value)
+        stamp = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if stamp.tzinfo is not None:
+            stamp = stamp.astimezone(dt.timezone.utc)
+        return stamp.date()
+    except ValueError:
+        raise _Bad(name, f"{value!r} is not a date 'YYYY-MM-DD' or an ISO timestamp") from None
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, sort_keys=False)
+
+
+def _extra(rec: dict[str, Any], known: tuple[str, ...]) -> str | None:
+    rest = {k: v for k, v in rec.items() if k not in known and k != "record"}
+    return _json_text(rest) if rest else None
+
+
+def _tool_graph(rec: dict[str, Any]) -> dict[str, list[str]] | None:
+    graph = _object(rec, "tool_graph")
+    if graph is None:
+        return None
+    for tool, prereqs in graph.items():
+        if not isinstance(prereqs, list) or not all(isinstance(p, str) for p in prereqs):
+            raise _Bad(f"tool_graph.{tool}", "expected an array of prerequisite tool names")
+    return graph
+
+
+# ---------------------------------------------------------------------------------------------
+# What is already known (earlier in the file, or in the database)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Known:
+    """Definitions a record may refer to: from the database, then from earlier lines of the file.
+
+    ``benchmarks`` maps name -> (scoring, pass_threshold); ``runs`` maps run_id -> (benchmark,
+    price_in, price_out); ``tasks`` is a set of (benchmark, task_id); ``attempts`` maps
+    (run_id, task_id, sample) -> attempt_id for attempts already in the database.
+    ``definitions`` keeps the normalised row of every definition for conflict checks.
+    """
+
+    benchmarks: dict[str, tuple[str, float]] = field(default_factory=dict)
+    runs: dict[str, tuple[str, float | None, float | None]] = field(default_factory=dict)
+    tasks: set[tuple[str, str]] = field(default_factory=set)
+    attempts: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    definitions: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict)
+    attempt_loader: Callable[[str], dict[tuple[str, int], int]] | None = None
+    loaded_runs: set[str] = field(default_factory=set)
+
+    def existing_attempt(self, key: tuple[str, str, int]) -> int | None:
+        """The database id of attempt ``key``, loading the run's keys on first use."""
+        run_id = key[0]
+        if self.attempt_loader is not None and run_id not in self.loaded_runs:
+            self.loaded_runs.add(run_id)
+            for (task_id, sample), attempt_id in self.attempt_loader(run_id).items():
+                self.attempts[(run_id, task_id, sample)] = attempt_id
+        return self.attempts.get(key)
+
+
+# ---------------------------------------------------------------------------------------------
+# The normalised output
+# ---------------------------------------------------------------------------------------------
+
+
+def _columns(*names: str) -> dict[str, list[Any]]:
+    return {n: [] for n in names}
+
+
+@dataclass
+class Bundle:
+    """Columns for each table, ready for a bulk insert.
+
+    Attempts carry a local index (their position in ``attempts``); steps, labels, metrics and
+    ratings point at it through ``attempt_ix`` (or at an existing attempt through ``attempt_id``).
+    """
+
+    benchmarks: dict[str, list[Any]] = field(default_factory=lambda: _columns(
+        "benchmark", "version", "scoring", "pass_threshold", "description", "tool_graph", "extra"))
+    tasks: dict[str, list[Any]] = field(default_factory=lambda: _columns(*TASK_FIELDS, "extra"))
+    runs: dict[str, list[Any]] = field(default_factory=lambda: _columns(*RUN_FIELDS, "extra"))
+    attempts: dict[str, list[Any]] = field(default_factory=lambda: _columns(
+        "run_id", "task_id", "sample", "score", "raw_score", "passed", "answer", "input_tokens",
+        "output_tokens", "cost_usd", "is_cost_computed", "latency_s", "status", "n_steps",
+        "n_tool_calls", "n_rounds", "judge", "extra"))
+    steps: dict[str, list[Any]] = field(default_factory=lambda: _columns(
+        "attempt_ix", "step", "round", "kind", "tool", "args", "content", "result", "result_hash",
+        "result_chars", "input_tokens", "output_tokens", "latency_s", "error", "extra"))
+    texts: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, list[Any]] = field(default_factory=lambda: _columns(
+        "attempt_ix", "code", "step", "detail"))
+    metrics: dict[str, list[Any]] = field(default_factory=lambda: _columns("attempt_ix", "name", "value"))
+    ratings: dict[str, list[Any]] = field(default_factory=lambda: _columns(
+        "attempt_ix", "attempt_id", "rater", "rater_kind", "dimension", "value"))
+
+    @property
+    def n_attempts(self) -> int:
+        return len(self.attempts["run_id"])
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.steps["step"])
+
+
+def _append(cols: dict[str, list[Any]], row: dict[str, Any]) -> None:
+    for name, values in cols.items():
+        values.append(row.get(name))
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-record normalisers
+# ---------------------------------------------------------------------------------------------
+
+
+class Normaliser:
+    """Validates records one by one, collecting problems and filling a Bundle."""
+
+    def __init__(self, known: Known, problems: ProblemCollector) -> None:
+        self.known = known
+        self.problems = problems
+        self.bundle = Bundle()
+        self._file_attempts: dict[tuple[str, str, int], int] = {}
+
+    def feed(self, records: Iterable[tuple[str, dict[str, Any]]]) -> Bundle:
+        """Validate and normalise every record; problems go to the collector."""
+        handlers = {"benchmark": self._benchmark, "task": self._task, "run": self._run,
+                    "attempt": self._attempt, "rating": self._rating}
+        for loc, rec in records:
+            if not isinstance(rec, dict):
+                self.problems.add(loc, "-", f"expected a JSON object, got {_type_name(rec)}")
+                continue
+            kind = rec.get("record")
+            if kind not in handlers:
+                what = "missing" if kind is None else f"{kind!r} is not one of {', '.join(RECORD_KINDS)}"
+                self.problems.add(loc, "record", what)
+                continue
+            try:
+                handlers[kind](loc, rec)
+            except _Bad as bad:
+                self.problems.add(loc, bad.field, bad.reason)
+        return self.bundle
+
+    def _define(self, loc: str, key: tuple[str, ...], row: dict[str, Any], cols: dict[str, list[Any]]) -> bool:
+        """Record a definition; identical repeats are skipped, conflicting ones are errors."""
+        seen = self.known.definitions.get(key)
+        if seen is not None:
+            if seen != row:
+                diff = sorted(k for k in row if row.get(k) != seen.get(k))
+                raise _Bad(key[0], f"{key[1]!r} is already defined with different {', '.join(diff)}")
+            return False
+        self.known.definitions[key] = row
+        _append(cols, row)
+        return True
+
+    def _benchmark(self, loc: str, rec: dict[str, Any]) -> None:
+        name = _ident(rec, "benchmark")
+        scoring = _enum(rec, "scoring", SCORING, "binary")
+        threshold = _number(rec, "pass_threshold", lo=0.0, hi=1.0)
+        row = {"benchmark": name, "version": _text(rec, "version"), "scoring": scoring,
+               "pass_threshold": DEFAULT_THRESHOLD[scoring] if threshold is None else threshold,
+               "description": _text(rec, "description"), "tool_graph": _json_text(_tool_graph(rec)),
+               "extra": _extra(rec, BENCHMARK_FIELDS)}
+        assert name is not None
+        self._define(loc, ("benchmark", name), row, self.bundle.benchmarks)
+        self.known.benchmarks[name] = (scoring, float(row["pass_threshold"]))
+
+    def _need_benchmark(self, rec: dict[str, Any]) -> str:
+        name = _ident(rec, "benchmark")
+        assert name is not None
+        if name not in self.known.benchmarks:
+            raise _Bad("benchmark", f"unknown benchmark {name!r}: define it with a benchmark record first")
+        return name
+
+    def _task(self, loc: str, rec: dict[str, Any]) -> None:
+        bench = self._need_benchmark(rec)
+        task_id = _ident(rec, "task_id")
+        assert task_id is not None
+        ref_answer = rec.get("reference_answer")
+        row = {"benchmark": bench, "task_id": task_id, "level": _text(rec, "level"),
+               "category": _text(rec, "category"), "capabilities": _str_list(rec, "capabilities"),
+               "human_minutes": _number(rec, "human_minutes", lo=0.0), "query": _text(rec, "query"),
+               "reference_answer": ref_answer if isinstance(ref_answer, str) or ref_answer is None
+               else _json_text(ref_answer),
+               "reference_trajectory": _str_list(rec, "reference_trajectory"),
+               "extra": _extra(rec, TASK_FIELDS)}
+        self._define(loc, ("task", f"{bench}/{task_id}"), row, self.bundle.tasks)
+        self.known.tasks.add((bench, task_id))
+
+    def _run(self, loc: str, rec: dict[str, Any]) -> None:
+        run_id = _ident(rec, "run_id")
+        bench = self._need_benchmark(rec)
+        row = {"run_id": run_id, "benchmark": bench, "agent": _ident(rec, "agent"),
+               "family": _text(rec, "family"), "agent_version": _text(rec, "agent_version"),
+               "kind": _enum(rec, "kind", AGENT_KINDS, "llm"), "eval_date": _date(rec, "eval_date"),
+               "judge": _text(rec, "judge"),
+               "price_input_per_mtok": _number(rec, "price_input_per_mtok", lo=0.0),
+               "price_output_per_mtok": _number(rec, "price_output_per_mtok", lo=0.0),
+               "status": _text(rec, "status"), "extra": _extra(rec, RUN_FIELDS)}
+        assert run_id is not None
+        self._define(loc, ("run", run_id), row, self.bundle.runs)
+        self.known.runs[run_id] = (bench, row["price_input_per_mtok"], row["price_output_per_mtok"])
+
+    def _attempt_key(self, rec: dict[str, Any]) -> tuple[str, str, str, int]:
+        run_id = _ident(rec, "run_id")
+        task_id = _ident(rec, "task_id")
+        assert run_id is not None and task_id is not None
+        if run_id not in self.known.runs:
+            raise _Bad("run_id", f"unknown run {run_id!r}: define it with a run record first")
+        bench = self.known.runs[run_id][0]
+        if (bench, task_id) not in self.known.tasks:
+            raise _Bad("task_id", f"unknown task {task_id!r} of benchmark {bench!r}: define it with a task record first")
+        sample = _number(rec, "sample", lo=0, integer=True)
+        return bench, run_id, task_id, int(sample or 0)
+
+    def _score(self, rec: dict[str, Any], bench: str, status: str) -> tuple[float, float | None, bool]:
+        scoring, threshold = self.known.benchmarks[bench]
+        raw = _number(rec, "raw_score")
+        passed = _bool(rec, "passed")
+        score_value = rec.get("score")
+        if isinstance(score_value, bool):
+            score: float | None = 1.0 if score_value else 0.0
+        else:
+            score = _number(rec, "score", lo=0.0, hi=1.0)
+        if score is None and raw is not None:
+            if scoring == "graded":
+                if not 1.0 <= raw <= 5.0:
+                    raise _Bad("raw_score", f"{raw} is outside the graded scale [1, 5]")
+                score = (raw - 1.0) / 4.0
+            elif scoring == "binary" and raw in (0.0, 1.0):
+                score = raw
+            elif 0.0 <= raw <= 1.0:
+                score = raw
+            else:
+                raise _Bad("score", f"missing, and raw_score {raw} cannot be normalised for {scoring} scoring")
+        if score is None and passed is not None:
+            score = 1.0 if passed else 0.0
+        if score is None:
+            if status == "completed":
+                raise _Bad("score", "missing required field (give score, raw_score or passed)")
+            score = 0.0
+        if scoring == "binary" and score not in (0.0, 1.0):
+            raise _Bad("score", f"{score} is not 0 or 1 (benchmark {bench!r} has binary scoring)")
+        return score, raw, (score >= threshold - 1e-12) if passed is None else passed
+
+    def _attempt(self, loc: str, rec: dict[str, Any]) -> None:
+        bench, run_id, task_id, sample = self._attempt_key(rec)
+        key = (run_id, task_id, sample)
+        if key in self._file_attempts or self.known.existing_attempt(key) is not None:
+            where = "earlier in this file" if key in self._file_attempts else "in the database"
+            raise _Bad("sample", f"duplicate attempt (run {run_id!r}, task {task_id!r}, sample {sample}) {where}")
+        status = _enum(rec, "status", STATUSES, "completed")
+        score, raw, passed = self._score(rec, bench, status)
+        in_tok = _number(rec, "input_tokens", lo=0, integer=True)
+        out_tok = _number(rec, "output_tokens", lo=0, integer=True)
+        cost = _number(rec, "cost_usd", lo=0.0)
+        computed = False
+        if cost is None:
+            cost = _computed_cost(in_tok, out_tok, *self.known.runs[run_id][1:])
+            computed = cost is not None
+        judge = _object(rec, "judge")
+        errors = _labels(rec.get("errors"))
+        metrics = _metrics(rec.get("metrics"))
+        steps = rec.get("steps")
+        if steps is not None and not isinstance(steps, list):
+            raise _Bad("steps", f"expected an array of step objects, got {_type_name(steps)}")
+        ix = self.bundle.n_attempts
+        counts = self._steps(ix, steps or [])
+        answer = rec.get("answer")
+        _append(self.bundle.attempts, {
+            "run_id": run_id, "task_id": task_id, "sample": sample, "score": score, "raw_score": raw,
+            "passed": passed, "answer": answer if isinstance(answer, str) or answer is None else _json_text(answer),
+            "input_tokens": in_tok, "output_tokens": out_tok, "cost_usd": cost, "is_cost_computed": computed,
+            "latency_s": _number(rec, "latency_s", lo=0.0), "status": status, "n_steps": counts[0],
+            "n_tool_calls": counts[1], "n_rounds": counts[2], "judge": _json_text(judge),
+            "extra": _extra(rec, ATTEMPT_FIELDS)})
+        for code, step, detail in errors:
+            _append(self.bundle.labels, {"attempt_ix": ix, "code": code, "step": step, "detail": detail})
+        for name, value in metrics:
+            _append(self.bundle.metrics, {"attempt_ix": ix, "name": name, "value": value})
+        self._file_attempts[key] = ix
+
+    def _steps(self, ix: int, steps: list[Any]) -> tuple[int, int, int]:
+        """Validate and append the steps of attempt ``ix``; return (steps, tool calls, rounds)."""
+        cols = self.bundle.steps
+        n_tool = 0
+        rounds: set[int] = set()
+        for pos, raw in enumerate(steps):
+            if not isinstance(raw, dict):
+                raise _Bad(f"steps[{pos}]", f"expected an object, got {_type_name(raw)}")
+            try:
+                row = _step(raw)
+            except _Bad as bad:
+                raise _Bad(f"steps[{pos}].{bad.field}", bad.reason) from None
+            result = row.pop("result")
+            if result is not None and len(result) > INLINE_RESULT_CHARS:
+                digest = hashlib.sha256(result.encode("utf-8", "surrogatepass")).hexdigest()
+                self.bundle.texts.setdefault(digest, result)
+                row["result_hash"], row["result_chars"], row["result"] = digest, len(result), None
+            else:
+                row["result_hash"], row["result"] = None, result
+                row["result_chars"] = None if result is None else len(result)
+            row["attempt_ix"], row["step"] = ix, pos
+            _append(cols, row)
+            n_tool += row["kind"] == "tool_call"
+            rounds.add(row["round"] if row["round"] is not None else pos + 1)
+        return len(steps), n_tool, len(rounds)
+
+    def _rating(self, loc: str, rec: dict[str, Any]) -> None:
+        _, run_id, task_id, sample = self._attempt_key(rec)
+        key = (run_id, task_id, sample)
+        row = {"attempt_ix": self._file_attempts.get(key), "attempt_id": self.known.existing_attempt(key),
+               "rater": _ident(rec, "rater"), "rater_kind": _enum(rec, "rater_kind", RATER_KINDS, "llm"),
+               "dimension": _ident(rec, "dimension"), "value": _number(rec, "value")}
+        if row["value"] is None:
+            raise _Bad("value", "missing required field")
+        if row["attempt_ix"] is None and row["attempt_id"] is None:
+            raise _Bad("sample", f"no attempt (run {run_id!r}, task {task_id!r}, sample {sample}) to rate")
+        _append(self.bundle.ratings, row)
+
+
+def _step(raw: dict[str, Any]) -> dict[str, Any]:
+    tool = _text(raw, "tool")
+    kind = raw.get("kind")
+    if kind is None:
+        kind = "tool_call" if tool else "message"
+    elif not isinstance(kind, str) or not kind:
+        raise _Bad("kind", f"expected a string, got {_type_name(kind)}")
+    result = raw.get("result")
+    error = raw.get("error")
+    return {"round": _number(raw, "round", lo=0, integer=True), "kind": kind, "tool": tool,
+            "args": _json_text(raw.get("args")),
+            "result": result if isinstance(result, str) or result is None else _json_text(result),
+            "content": _text(raw, "content") if not isinstance(raw.get("content"), (list, dict))
+            else _json_text(raw.get("content")),
+            "input_tokens": _number(raw, "input_tokens", lo=0, integer=True),
+            "output_tokens": _number(raw, "output_tokens", lo=0, integer=True),
+            "latency_s": _number(raw, "latency_s", lo=0.0),
+            "error": error if isinstance(error, str) or error is None else _json_text(error),
+            "extra": _extra(raw, STEP_FIELDS)}
+
+
+def _computed_cost(in_tok: float | int | None, out_tok: float | int | None,
+                   price_in: float | None, price_out: float | None) -> float | None:
+    """Cost from tokens and per-million-token prices, when every needed price is known."""
+    if in_tok is None and out_tok is None:
+        return None
+    if (in_tok is not None and price_in is None) or (out_tok is not None and price_out is None):
+        return None
+    return ((in_tok or 0) * (price_in or 0.0) + (out_tok or 0) * (price_out or 0.0)) / 1e6
+
+
+def _labels(value: Any) -> list[tuple[str, int | None, str | None]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Bad("errors", f"expected an array of error codes, got {_type_name(value)}")
+    out: list[tuple[str, int | None, str | None]] = []
+    for pos, item in enumerate(value):
+        if isinstance(item, str) and item.strip():
+            out.append((item.strip().upper(), None, None))
+        elif isinstance(item, dict) and isinstance(item.get("code"), str) and item["code"].strip():
+            try:
+                step = _number(item, "step", lo=0, integer=True)
+            except _Bad as bad:
+                raise _Bad(f"errors[{pos}].{bad.field}", bad.reason) from None
+            detail = item.get("detail")
+            out.append((item["code"].strip().upper(), None if step is None else int(step),
+                        detail if isinstance(detail, str) or detail is None else _json_text(detail)))
+        else:
+            raise _Bad(f"errors[{pos}]", "expected an error code string or an object with a 'code'")
+    return out
+
+
+def _metrics(value: Any) -> list[tuple[str, float]]:
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        raise _Bad("metrics", f"expected an object of name: number, got {_type_name(value)}")
+    out = []
+    for name, metric in value.items():
+        if metric is None:
+            continue
+        if isinstance(metric, bool) or not isinstance(metric, (int, float)) or not math.isfinite(metric):
+            raise _Bad(f"metrics.{name}", f"expected a finite number, got {_type_name(metric)}")
+        out.append((str(name), float(metric)))
+    return out

@@ -1,0 +1,71 @@
+"""Shared fixtures: databases built by the real ingest code."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+ARTIFACTS = ROOT / "tests" / "artifacts"
+
+
+@pytest.fixture
+def tmp_db(tmp_path: Path) -> Path:
+    """Path of a new, empty database file."""
+    return tmp_path / "runlens.duckdb"
+
+
+@pytest.fixture
+def fixture_db(tmp_db: Path) -> Path:
+    """A database holding tests/fixtures/good.jsonl."""
+    from ingest.pipeline import ingest_paths
+
+    results = ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)
+    assert [r.outcome for r in results] == ["ingested"]
+    return tmp_db
+
+
+@pytest.fixture(scope="session")
+def demo_db_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole demo dataset, ingested once per test session (read-only: copy before writing)."""
+    from data.demo.build import load_demo
+
+    path = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    load_demo(path)
+    return path
+
+
+@pytest.fixture
+def demo_db(demo_db_master: Path, tmp_path: Path) -> Path:
+    """A private copy of the demo database (with its snapshot) that a test may change."""
+    target = tmp_path / "demo.duckdb"
+    for suffix in ("", ".read"):
+        src = Path(str(demo_db_master) + suffix)
+        if src.exists():
+            shutil.copyfile(src, str(target) + suffix)
+    return target
+
+
+@pytest.fixture
+def env_db(monkeypatch: pytest.MonkeyPatch):
+    """Point RUNLENS_DB at a given path for code that reads the environment (the app, CLIs)."""
+    def _set(path: Path) -> Path:
+        monkeypatch.setenv("RUNLENS_DB", str(path))
+        return path
+    return _set
+
+
+def shared_data(*parts: str) -> Path:
+    """A file under ../shared/data, skipping the test when the folder is not beside the checkout."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.fail(f"{path} not found: ../shared/data must sit beside the checkout")
+    return path
+
+
+os.environ.setdefault("RUNLENS_DISABLE_JUDGE_NETWORK", "1")

@@ -1,0 +1,85 @@
+"""Pass@k, pass^k and intervals against hand computations and AD-Bench Table 2."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from analytics import stats
+
+
+def test_pass_at_k_matches_hand_computation() -> None:
+    # n=5, c=2, k=2: 1 - C(3,2)/C(5,2) = 1 - 3/10
+    assert stats.pass_at_k(np.array([5]), np.array([2]), 2)[0] == pytest.approx(0.7)
+    # k=1 is the plain success rate
+    assert stats.pass_at_k(np.array([4]), np.array([3]), 1)[0] == pytest.approx(0.75)
+    # all correct or none
+    assert stats.pass_at_k(np.array([3, 3]), np.array([3, 0]), 3).tolist() == [1.0, 0.0]
+
+
+def test_pass_at_k_undefined_when_fewer_samples_than_k() -> None:
+    out = stats.pass_at_k(np.array([2, 5]), np.array([1, 1]), 3)
+    assert math.isnan(out[0]) and out[1] == pytest.approx(1 - math.comb(4, 3) / math.comb(5, 3))
+
+
+def test_pass_hat_k_matches_hand_computation() -> None:
+    # n=4, c=2, k=2: C(2,2)/C(4,2) = 1/6
+    assert stats.pass_hat_k(np.array([4]), np.array([2]), 2)[0] == pytest.approx(1 / 6)
+    assert stats.pass_hat_k(np.array([4]), np.array([1]), 2)[0] == 0.0
+    assert stats.pass_hat_k(np.array([4]), np.array([3]), 1)[0] == pytest.approx(0.75)
+
+
+def _tasks(n_tasks: int, successes: int, solved: int) -> np.ndarray:
+    """Per-task success counts out of 3 with the given totals (a feasible spread)."""
+    counts = np.zeros(n_tasks, dtype=int)
+    counts[:solved] = 1
+    left = successes - solved
+    for i in range(solved):
+        add = min(2, left)
+        counts[i] += add
+        left -= add
+    assert left == 0 and counts.sum() == successes
+    return counts
+
+
+@pytest.mark.parametrize(("n_tasks", "successes", "solved", "pass1", "pass3"), [
+    (24, 56, 22, 77.8, 91.7),   # L1
+    (47, 105, 43, 74.5, 91.5),  # L2
+    (29, 43, 18, 49.4, 62.1),   # L3
+])
+def test_adbench_table2_gemini_row(n_tasks: int, successes: int, solved: int, pass1: float, pass3: float) -> None:
+    c = _tasks(n_tasks, successes, solved)
+    n = np.full(n_tasks, 3)
+    assert round(100 * stats.pass_at_k(n, c, 1).mean(), 1) == pass1
+    assert round(100 * stats.pass_at_k(n, c, 3).mean(), 1) == pass3
+
+
+def test_adbench_table2_gemini_overall() -> None:
+    c = np.concatenate([_tasks(24, 56, 22), _tasks(47, 105, 43), _tasks(29, 43, 18)])
+    n = np.full(100, 3)
+    assert round(100 * stats.pass_at_k(n, c, 1).mean(), 1) == 68.0
+    assert round(100 * stats.pass_at_k(n, c, 3).mean(), 1) == 83.0
+
+
+def test_wilson_interval_hand_computation() -> None:
+    lo, hi = stats.wilson(0.5, 10)
+    assert lo == pytest.approx(0.2366, abs=1e-4) and hi == pytest.approx(0.7634, abs=1e-4)
+    lo, hi = stats.wilson(0.0, 20)
+    assert lo == 0.0 and hi == pytest.approx(0.1611, abs=1e-4)
+
+
+def test_bootstrap_is_seeded_and_covers_the_mean() -> None:
+    x = np.random.default_rng(1).normal(2.0, 1.0, 200)
+    a = stats.bootstrap_mean_ci(x, stats.stable_rng(0, "run", "all"))
+    b = stats.bootstrap_mean_ci(x, stats.stable_rng(0, "run", "all"))
+    assert a == b
+    assert a[0] < x.mean() < a[1]
+    assert a[1] - a[0] == pytest.approx(2 * 1.96 * x.std(ddof=1) / np.sqrt(200), rel=0.2)
+
+
+def test_intervals_overlap() -> None:
+    assert stats.intervals_overlap((0.1, 0.5), (0.4, 0.9))
+    assert not stats.intervals_overlap((0.1, 0.3), (0.4, 0.9))
+    assert not stats.intervals_overlap((float("nan"), 0.3), (0.1, 0.9))

@@ -1,0 +1,146 @@
+"""Shared page helpers: setup, global filters (kept in the URL), cached analytics calls, downloads, charts.
+
+Every page starts with ``page_setup()`` and reads data only through ``cached(fn, **kwargs)``, which
+opens a short-lived read-only connection to the published snapshot and caches the result keyed by the
+database version, so new data invalidates it (see analytics/db.py for the concurrency design).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import io
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from analytics import db as rdb
+
+FILTER_KEYS = ("benchmark", "agents", "from", "to")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Global filters chosen in the sidebar (and carried in the URL)."""
+
+    benchmark: str | None
+    agents: tuple[str, ...]
+    date_from: dt.date | None
+    date_to: dt.date | None
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments most analytics functions accept."""
+        return {"benchmark": self.benchmark, "agents": self.agents or None,
+                "date_from": self.date_from, "date_to": self.date_to}
+
+
+def db_path() -> str:
+    """The database path (``RUNLENS_DB`` or the default)."""
+    return str(rdb.resolve_db_path())
+
+
+def db_version() -> str:
+    """Changes whenever new data is published; part of every cache key."""
+    return rdb.db_version(db_path())
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _cached_call(module: str, name: str, version: str, path: str, kwargs: tuple[tuple[str, Any], ...]) -> Any:
+    fn = getattr(importlib.import_module(module), name)
+    with rdb.reader(path) as con:
+        return fn(con, **dict(kwargs))
+
+
+def cached(fn: Callable[..., Any], **kwargs: Any) -> Any:
+    """Call ``fn(con, **kwargs)`` on a read-only connection, cached until the data changes."""
+    frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kwargs.items()))
+    return _cached_call(fn.__module__, fn.__name__, db_version(), db_path(), frozen)
+
+
+def query_param(name: str, default: str | None = None) -> str | None:
+    """One query parameter, or the default."""
+    value = st.query_params.get(name)
+    return value if value not in (None, "") else default
+
+
+def page_setup(title: str, caption: str | None = None) -> Filters:
+    """Title, caption and the global filters (already drawn by app.py) for a page."""
+    st.title(title)
+    if caption:
+        st.caption(caption)
+    return current_filters()
+
+
+def current_filters() -> Filters:
+    """The filters the sidebar holds now."""
+    ss = st.session_state
+    agents = tuple(ss.get("flt_agents") or ())
+    dates = ss.get("flt_dates") or ()
+    date_from = dates[0] if len(dates) > 0 else None
+    date_to = dates[1] if len(dates) > 1 else None
+    return Filters(ss.get("flt_benchmark") or None, agents, date_from, date_to)
+
+
+def empty_state(message: str) -> None:
+    """Explain why there is nothing to show, and stop the page."""
+    st.info(message)
+    st.stop()
+
+
+def download_buttons(df: pd.DataFrame, name: str, *, key: str) -> None:
+    """CSV and Parquet downloads of a table."""
+    left, right = st.columns(2)
+    left.download_button("CSV", df.to_csv(index=False).encode("utf-8"), f"{name}.csv", "text/csv",
+                         key=f"{key}_csv", icon=":material/download:")
+    buf = io.BytesIO()
+    _parquet_safe(df).to_parquet(buf, index=False)
+    right.download_button("Parquet", buf.getvalue(), f"{name}.parquet", "application/octet-stream",
+                          key=f"{key}_parquet", icon=":material/download:")
+
+
+def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """Columns of Python objects (dicts, mixed types) become JSON-ish text so Parquet accepts them."""
+    out = df.copy()
+    for col in out.columns:
+        if out[col].dtype == object:
+            sample = out[col].dropna()
+            if not sample.empty and not all(isinstance(v, str) for v in sample.head(100)):
+                out[col] = out[col].map(lambda v: None if v is None else str(v))
+    return out
+
+
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def show_fig(fig: go.Figure, *, key: str, data: pd.DataFrame | None = None, name: str = "chart",
+             select: bool = False) -> Any:
+    """Draw a Plotly figure (PNG from its toolbar) with a download of its data; return the selection."""
+    event = st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG, width="stretch",
+                            on_select="rerun" if select else "ignore",
+                            selection_mode="points" if select else ("points", "box", "lasso"))
+    if data is not None and not data.empty:
+        with st.expander("Chart data", expanded=False):
+            download_buttons(data, name, key=f"{key}_data")
+    return event
+
+
+def selected_custom_data(event: Any) -> list[Any]:
+    """The ``customdata`` of the points selected in a chart (ids for drilldown)."""
+    try:
+        points = event.selection.points  # type: ignore[union-attr]
+    except AttributeError:
+        return []
+    return [p.get("customdata") for p in points if p.get("customdata") is not None]
+
+
+def drilldown_url(run_id: str, task_id: str, sample: int | None = None) -> str:
+    """Relative link to the drilldown page for one attempt."""
+    from urllib.parse import urlencode
+
+    params: dict[str, Any] = {"run": run_id, "task": task_id}
+    if sample is not None:
+        params["sample"] = int(sample)
+    return "drilldown?" + urlencode(params)
