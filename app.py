@@ -1,83 +1,38 @@
-"""Runlens: the router. Global filters (kept in the URL), the demo banner, then the chosen page."""
+"""Runlens: the router. The shared chrome (ui/shell.py: database, demo banner, filters), then the chosen page."""
 
 from __future__ import annotations
 
-import os
-
 import streamlit as st
 
-from analytics import catalog as cat
-from analytics import db as rdb
-from ui import common
+from ui.shell import render_shell
 
 st.set_page_config(page_title="Runlens", page_icon=":material/query_stats:", layout="wide")
 
-PAGES = [
-    st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="leaderboard",
-            default=True),
-]
-
-
-@st.cache_resource(show_spinner="Preparing the database (first start loads the demo dataset)...")
-def _bootstrap(path: str) -> None:
-    """Create the database, and load the demo dataset when it holds no runs."""
-    with rdb.writer(path) as con:
-        empty = rdb.query_rows(con, "SELECT count(*) FROM runs")[0][0] == 0
-    if empty and not os.environ.get("RUNLENS_SKIP_DEMO"):
-        from data.demo.build import load_demo
-
-        load_demo(path)
-
-
-def _sidebar(catalog: cat.Catalog) -> None:
-    """Global filters, initialised from the URL once per session and written back to it."""
-    ss = st.session_state
-    qp = st.query_params
-    if "flt_init" not in ss:
-        ss.flt_init = True
-        bench = qp.get("benchmark")
-        ss.flt_benchmark = bench if bench in catalog.benchmarks else (catalog.benchmarks[0] if catalog.benchmarks else None)
-        ss.flt_agents = [a for a in (qp.get("agents") or "").split(",") if a]
-        try:
-            import datetime as dt
-
-            ss.flt_dates = tuple(dt.date.fromisoformat(qp[k]) for k in ("from", "to") if qp.get(k))
-        except ValueError:
-            ss.flt_dates = ()
-    with st.sidebar:
-        st.selectbox("Benchmark", catalog.benchmarks, key="flt_benchmark")
-        options = catalog.agents.get(ss.flt_benchmark or "", ())
-        ss.flt_agents = [a for a in ss.get("flt_agents", []) if a in options]
-        st.multiselect("Agents", options, key="flt_agents", placeholder="All agents")
-        if catalog.date_min and catalog.date_max:
-            st.date_input("Evaluation dates", key="flt_dates", value=ss.get("flt_dates") or (),
-                          min_value=catalog.date_min, max_value=catalog.date_max, format="YYYY-MM-DD")
-        st.caption(f"{catalog.n_runs:,} runs · {catalog.n_attempts:,} attempts")
-    dates = ss.get("flt_dates") or ()
-    wanted = {"benchmark": ss.flt_benchmark or "", "agents": ",".join(ss.flt_agents),
-              "from": dates[0].isoformat() if len(dates) > 0 else "",
-              "to": dates[1].isoformat() if len(dates) > 1 else ""}
-    for key, value in wanted.items():
-        if value and qp.get(key) != value:
-            qp[key] = value
-        elif not value and key in qp:
-            del qp[key]
+# Sections for the sidebar; every page file is listed once (tests/test_pages.py reads this list).
+PAGES = {
+    "Results": [
+        st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="leaderboard",
+                default=True),
+        st.Page("pages/progress.py", title="Progress", icon=":material/trending_up:", url_path="progress"),
+        st.Page("pages/tmf.py", title="Tech-Market-Fit", icon=":material/paid:", url_path="tmf"),
+    ],
+    "Analysis": [
+        st.Page("pages/errors.py", title="Errors", icon=":material/bug_report:", url_path="errors"),
+        st.Page("pages/drilldown.py", title="Drilldown", icon=":material/manage_search:", url_path="drilldown"),
+        st.Page("pages/diff.py", title="Version diff", icon=":material/compare_arrows:", url_path="diff"),
+        st.Page("pages/gem.py", title="GEM-Bench", icon=":material/campaign:", url_path="gem"),
+    ],
+    "Data": [
+        st.Page("pages/sql.py", title="SQL", icon=":material/terminal:", url_path="sql"),
+        st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:", url_path="upload"),
+    ],
+}
 
 
 def main() -> None:
     """Route to the chosen page after drawing the shared chrome."""
     nav = st.navigation(PAGES)
-    try:
-        _bootstrap(common.db_path())
-        catalog = common.cached(cat.catalog)
-    except rdb.RunlensError as exc:
-        st.error(f"The database could not be opened: {exc}")
-        st.stop()
-    if catalog.is_demo:
-        st.warning("**Demo data.** These runs are generated from the published tables of the four "
-                   "benchmark papers (see the README); they are not real evaluations. Ingest your own logs "
-                   "with `python -m ingest PATH`.", icon=":material/science:")
-    _sidebar(catalog)
+    render_shell()
     nav.run()
 
 

@@ -64,6 +64,11 @@ def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
     return Path(env) if env else DEFAULT_DB
 
 
+def is_parquet_folder(path: Path) -> bool:
+    """True for a folder written by ``export-parquet`` (it holds a ``runlens-parquet.json`` marker)."""
+    return path.is_dir() and (path / "runlens-parquet.json").is_file()
+
+
 def snapshot_path(db_path: Path) -> Path:
     """Path of the published read-only snapshot of ``db_path``."""
     return db_path.with_name(db_path.name + SNAPSHOT_SUFFIX)
@@ -154,6 +159,9 @@ def writer(db: str | os.PathLike[str] | None = None, *, wait_s: float = LOCK_WAI
     without an exception.
     """
     path = resolve_db_path(db)
+    if is_parquet_folder(path):
+        raise RunlensError(f"{path} is a Parquet folder (read-only); write to a DuckDB file and export it again "
+                           "with `python -m analytics export-parquet`")
     path.parent.mkdir(parents=True, exist_ok=True)
     con = _connect_with_retry(path, read_only=False, wait_s=wait_s)
     try:
@@ -179,6 +187,8 @@ def publish(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 def ensure_snapshot(db: str | os.PathLike[str] | None = None) -> Path:
     """Make sure a readable snapshot exists (creating and migrating the DB if needed)."""
     path = resolve_db_path(db)
+    if is_parquet_folder(path):
+        return path  # a Parquet folder is its own (read-only) snapshot
     snap = snapshot_path(path)
     if snap.exists():
         return snap
@@ -190,7 +200,20 @@ def ensure_snapshot(db: str | os.PathLike[str] | None = None) -> Path:
 @contextlib.contextmanager
 def reader(db: str | os.PathLike[str] | None = None, *,
            wait_s: float = 30.0) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open the published snapshot read-only (creating it if the DB has none yet)."""
+    """Open the published snapshot read-only (creating it if the DB has none yet).
+
+    A folder written by ``python -m analytics export-parquet`` is opened as an in-memory DuckDB with a view
+    per table over its Parquet files (see analytics/parquet.py).
+    """
+    if is_parquet_folder(resolve_db_path(db)):
+        from analytics import parquet
+
+        pcon = parquet.connect(resolve_db_path(db))
+        try:
+            yield pcon
+        finally:
+            pcon.close()
+        return
     snap = ensure_snapshot(db)
     con = _connect_with_retry(snap, read_only=True, wait_s=wait_s)
     try:
@@ -201,6 +224,10 @@ def reader(db: str | os.PathLike[str] | None = None, *,
 
 def db_version(db: str | os.PathLike[str] | None = None) -> str:
     """A token that changes whenever new data is published (for cache keys)."""
+    if is_parquet_folder(resolve_db_path(db)):
+        from analytics import parquet
+
+        return parquet.folder_version(resolve_db_path(db))
     snap = snapshot_path(resolve_db_path(db))
     try:
         st = snap.stat()

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from analytics import stats
+from analytics.cliargs import add_benchmark_and_dates, date_range
 from analytics.db import load_sql, query_df, reader
 
 SLICE_KINDS = ("all", "level", "category")
@@ -131,8 +132,10 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
     k_max = int(df["k_max"].max())
     rows = []
     for _, r in df.iterrows():
-        row: dict[str, Any] = {"Rank": r["rank"], "Agent": r["agent"], "Version": r["agent_version"],
-                               "Kind": r["kind"], "Eval date": r["eval_date"], "Tasks": r["n_tasks"],
+        row: dict[str, Any] = {"Rank": r["rank"],
+                               "Tied with leader": "leader" if r["is_leader"] else ("tied" if r["is_tied"] else ""),
+                               "Agent": r["agent"], "Version": r["agent_version"] or "",
+                               "Kind": r["kind"], "Eval date": _date_text(r["eval_date"]), "Tasks": r["n_tasks"],
                                "Attempts": r["n_attempts"]}
         for k in range(1, k_max + 1):
             row[f"Pass@{k} %"] = _pct(r["pass_at"].get(str(k)))
@@ -143,10 +146,15 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
         row["Mean score 95% CI"] = _pct_ci(r["ci95"]["mean_score"])
         row["Mean steps"] = round(r["mean_steps"], 2)
         row["Mean cost/task $"] = None if r["mean_cost_usd"] is None else round(r["mean_cost_usd"], 4)
-        row["Tied with leader"] = "leader" if r["is_leader"] else ("tied" if r["is_tied"] else "")
         row["run_id"] = r["run_id"]
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _date_text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NaT:
+        return ""
+    return str(value)[:10]
 
 
 def _pct(value: float | None) -> float | None:
@@ -187,17 +195,12 @@ def _jsonable(value: Any) -> Any:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``python -m analytics leaderboard``."""
-    parser.add_argument("--benchmark", help="benchmark name (default: every benchmark)")
-    parser.add_argument("--eval-date", type=dt.date.fromisoformat, help="only runs evaluated on this date")
-    parser.add_argument("--from", dest="date_from", type=dt.date.fromisoformat, help="runs on or after this date")
-    parser.add_argument("--to", dest="date_to", type=dt.date.fromisoformat, help="runs on or before this date")
-    parser.add_argument("--json", action="store_true", help="print the JSON report")
+    add_benchmark_and_dates(parser)
 
 
 def cli(args: argparse.Namespace) -> int:
     """Print the leaderboard of one or every benchmark."""
-    date_from = args.eval_date or args.date_from
-    date_to = args.eval_date or args.date_to
+    date_from, date_to = date_range(args)
     with reader(args.db) as con:
         names = [args.benchmark] if args.benchmark else [
             r[0] for r in con.execute("SELECT benchmark FROM benchmarks ORDER BY 1").fetchall()]

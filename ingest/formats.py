@@ -11,11 +11,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ingest.csv_long import detect_csv_long, fingerprint_csv_long, parse_csv_long, swebench_format_parts
+from ingest.csv_wide import detect_csv_wide, fingerprint_csv_wide, parse_csv_wide
 from ingest.errors import ProblemCollector
+from ingest.inspect_log import detect_inspect, parse_inspect
 from ingest.native import detect_native, parse_native
+from ingest.openai_messages import detect_openai_messages, parse_openai_messages
 
 Records = Iterator[tuple[str, dict[str, Any]]]
 Parser = Callable[..., Records]
+
+
+def _no_options(parse: Parser) -> Parser:
+    """A parser that takes no format options, tolerating options meant for other formats in a batch."""
+    def wrapped(path: Path, data: bytes, problems: ProblemCollector, progress: Any = None,
+                **_options: Any) -> Records:
+        return parse(path, data, problems, progress)
+    return wrapped
 
 
 @dataclass(frozen=True)
@@ -27,16 +39,24 @@ class Format:
         detect: ``(path, first bytes) -> bool``; used by ``--format auto``.
         parse: ``(path, data, problems, progress, **options) -> (location, record)`` iterator.
         suffixes: file endings picked up when a folder is walked.
+        fingerprint: optional ``(path, data, options) -> dict`` of extra inputs (e.g. hashes of companion
+            files) that enter the idempotency hash besides the file's own bytes.
     """
 
     name: str
     detect: Callable[[Path, bytes], bool]
     parse: Parser
     suffixes: tuple[str, ...] = field(default=(".jsonl",))
+    fingerprint: Callable[[Path, bytes, dict[str, Any]], dict[str, Any]] | None = None
 
 
 FORMATS: dict[str, Format] = {
-    "native": Format("native", detect_native, parse_native, (".jsonl", ".ndjson")),
+    "inspect": Format("inspect", detect_inspect, parse_inspect, (".eval", ".json"), fingerprint=None),
+    "openai-messages": Format("openai-messages", detect_openai_messages, parse_openai_messages, (".json",)),
+    "csv": Format("csv", detect_csv_long, parse_csv_long, (".csv", ".tsv"), fingerprint=fingerprint_csv_long),
+    "swebench": Format("swebench", *swebench_format_parts()[:2], (".csv",), fingerprint=swebench_format_parts()[2]),
+    "csv-wide": Format("csv-wide", detect_csv_wide, parse_csv_wide, (".csv", ".tsv"), fingerprint=fingerprint_csv_wide),
+    "native": Format("native", detect_native, _no_options(parse_native), (".jsonl", ".ndjson")),
 }
 
 

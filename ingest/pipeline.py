@@ -22,7 +22,7 @@ from ingest.records import Normaliser
 from ingest.writer import find_ingested, load_known, write_bundle
 
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024  # show a progress bar for files at least this large
-MAX_FILE_BYTES = int(os.environ.get("RUNLENS_MAX_FILE_BYTES", 2 * 1024**3))
+MAX_FILE_BYTES = int(os.environ.get("RUNLENS_MAX_FILE_BYTES", 512 * 1024**2))  # checked before reading
 
 
 @dataclass
@@ -76,7 +76,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto"
         IngestError: the file is unreadable or invalid; every problem found is listed.
     """
     started = time.perf_counter()
-    started_at = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     name = str(path)
     try:
         size = path.stat().st_size
@@ -88,7 +88,8 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto"
     if not data.strip():
         raise IngestError.single(f"{name}:1", "-", "empty file: nothing to ingest")
     chosen = _choose_format(path, data, fmt)
-    content_hash = _content_hash(data, chosen, options)
+    content_hash = _content_hash(data, chosen, {**options, **chosen.fingerprint(path, data, options)}
+                                 if chosen.fingerprint is not None else options)
     previous = find_ingested(con, content_hash)
     if previous is not None:
         return FileResult(name, chosen.name, "duplicate", duplicate_of=previous,
@@ -103,8 +104,12 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto"
             bar.close()
     problems.raise_if_any()
     seconds = time.perf_counter() - started
-    write_bundle(con, bundle, path=name, content_hash=content_hash, fmt=chosen.name, is_demo=is_demo,
-                 started_at=started_at, seconds=seconds)
+    file_id = write_bundle(con, bundle, path=name, content_hash=content_hash, fmt=chosen.name, is_demo=is_demo,
+                           started_at=started_at, seconds=seconds)
+    if bundle.n_attempts:
+        from analytics.rules import label_file_attempts  # derived labels, in their own transaction
+
+        label_file_attempts(con, file_id=file_id)
     return FileResult(name, chosen.name, "ingested", len(bundle.runs["run_id"]), len(bundle.tasks["task_id"]),
                       bundle.n_attempts, bundle.n_steps, time.perf_counter() - started)
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ingest.errors import ProblemCollector
 
 RECORD_KINDS = ("benchmark", "task", "run", "attempt", "rating")
@@ -147,7 +149,7 @@ def _date(rec: dict[str, Any], name: str) -> dt.date | None:
             return dt.date.fromisoformat(value)
         stamp = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
         if stamp.tzinfo is not None:
-            stamp = stamp.astimezone(dt.timezone.utc)
+            stamp = stamp.astimezone(dt.UTC)
         return stamp.date()
     except ValueError:
         raise _Bad(name, f"{value!r} is not a date 'YYYY-MM-DD' or an ISO timestamp") from None
@@ -156,7 +158,10 @@ def _date(rec: dict[str, Any], name: str) -> dt.date | None:
 def _json_text(value: Any) -> str | None:
     if value is None:
         return None
-    return json.dumps(value, ensure_ascii=False, sort_keys=False)
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except (TypeError, orjson.JSONEncodeError):  # integers beyond 64 bits, exotic values
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
 def _extra(rec: dict[str, Any], known: tuple[str, ...]) -> str | None:
@@ -279,7 +284,7 @@ class Normaliser:
                 self.problems.add(loc, "-", f"expected a JSON object, got {_type_name(rec)}")
                 continue
             kind = rec.get("record")
-            if kind not in handlers:
+            if not isinstance(kind, str) or kind not in handlers:  # a list or object here is unhashable
                 what = "missing" if kind is None else f"{kind!r} is not one of {', '.join(RECORD_KINDS)}"
                 self.problems.add(loc, "record", what)
                 continue
@@ -375,9 +380,7 @@ class Normaliser:
                 if not 1.0 <= raw <= 5.0:
                     raise _Bad("raw_score", f"{raw} is outside the graded scale [1, 5]")
                 score = (raw - 1.0) / 4.0
-            elif scoring == "binary" and raw in (0.0, 1.0):
-                score = raw
-            elif 0.0 <= raw <= 1.0:
+            elif scoring == "binary" and raw in (0.0, 1.0) or 0.0 <= raw <= 1.0:
                 score = raw
             else:
                 raise _Bad("score", f"missing, and raw_score {raw} cannot be normalised for {scoring} scoring")
@@ -429,8 +432,12 @@ class Normaliser:
         self._file_attempts[key] = ix
 
     def _steps(self, ix: int, steps: list[Any]) -> tuple[int, int, int]:
-        """Validate and append the steps of attempt ``ix``; return (steps, tool calls, rounds)."""
+        """Validate and append the steps of attempt ``ix``; return (steps, tool calls, rounds).
+
+        This is the hot path of ingest (millions of steps): columns are appended directly.
+        """
         cols = self.bundle.steps
+        texts = self.bundle.texts
         n_tool = 0
         rounds: set[int] = set()
         for pos, raw in enumerate(steps):
@@ -440,18 +447,19 @@ class Normaliser:
                 row = _step(raw)
             except _Bad as bad:
                 raise _Bad(f"steps[{pos}].{bad.field}", bad.reason) from None
-            result = row.pop("result")
+            result = row[7]
             if result is not None and len(result) > INLINE_RESULT_CHARS:
                 digest = hashlib.sha256(result.encode("utf-8", "surrogatepass")).hexdigest()
-                self.bundle.texts.setdefault(digest, result)
-                row["result_hash"], row["result_chars"], row["result"] = digest, len(result), None
-            else:
-                row["result_hash"], row["result"] = None, result
-                row["result_chars"] = None if result is None else len(result)
-            row["attempt_ix"], row["step"] = ix, pos
-            _append(cols, row)
-            n_tool += row["kind"] == "tool_call"
-            rounds.add(row["round"] if row["round"] is not None else pos + 1)
+                texts.setdefault(digest, result)
+                row[7], row[8], row[9] = None, digest, len(result)
+            elif result is not None:
+                row[9] = len(result)
+            row[0], row[1] = ix, pos
+            for values, value in zip(cols.values(), row, strict=True):
+                values.append(value)
+            if row[3] == "tool_call":
+                n_tool += 1
+            rounds.add(row[2] if row[2] is not None else pos + 1)
         return len(steps), n_tool, len(rounds)
 
     def _rating(self, loc: str, rec: dict[str, Any]) -> None:
@@ -467,25 +475,47 @@ class Normaliser:
         _append(self.bundle.ratings, row)
 
 
-def _step(raw: dict[str, Any]) -> dict[str, Any]:
-    tool = _text(raw, "tool")
+_STEP_KNOWN = frozenset(STEP_FIELDS)
+
+
+def _step(raw: dict[str, Any]) -> list[Any]:
+    """One step as a row in the column order of ``Bundle.steps``."""
+    tool = raw.get("tool")
+    if tool is not None and not isinstance(tool, str):
+        tool = _text(raw, "tool")
     kind = raw.get("kind")
     if kind is None:
         kind = "tool_call" if tool else "message"
     elif not isinstance(kind, str) or not kind:
         raise _Bad("kind", f"expected a string, got {_type_name(kind)}")
     result = raw.get("result")
+    if result is not None and not isinstance(result, str):
+        result = _json_text(result)
+    content = raw.get("content")
+    if content is not None and not isinstance(content, str):
+        content = _json_text(content)
     error = raw.get("error")
-    return {"round": _number(raw, "round", lo=0, integer=True), "kind": kind, "tool": tool,
-            "args": _json_text(raw.get("args")),
-            "result": result if isinstance(result, str) or result is None else _json_text(result),
-            "content": _text(raw, "content") if not isinstance(raw.get("content"), (list, dict))
-            else _json_text(raw.get("content")),
-            "input_tokens": _number(raw, "input_tokens", lo=0, integer=True),
-            "output_tokens": _number(raw, "output_tokens", lo=0, integer=True),
-            "latency_s": _number(raw, "latency_s", lo=0.0),
-            "error": error if isinstance(error, str) or error is None else _json_text(error),
-            "extra": _extra(raw, STEP_FIELDS)}
+    if error is not None and not isinstance(error, str):
+        error = _json_text(error)
+    args = raw.get("args")
+    extra = None
+    if raw.keys() - _STEP_KNOWN:
+        extra = _extra(raw, STEP_FIELDS)
+    rnd = raw.get("round")
+    if rnd is not None and (type(rnd) is not int or rnd < 0):
+        rnd = _number(raw, "round", lo=0, integer=True)
+    latency = raw.get("latency_s")
+    if latency is not None and (type(latency) is not float or not 0.0 <= latency < math.inf):
+        latency = _number(raw, "latency_s", lo=0.0)
+    in_tok = raw.get("input_tokens")
+    if in_tok is not None:
+        in_tok = _number(raw, "input_tokens", lo=0, integer=True)
+    out_tok = raw.get("output_tokens")
+    if out_tok is not None:
+        out_tok = _number(raw, "output_tokens", lo=0, integer=True)
+    # attempt_ix, step, round, kind, tool, args, content, result, result_hash, result_chars, in, out, latency, error, extra
+    return [None, None, rnd, kind, tool, None if args is None else _json_text(args), content, result, None, None,
+            in_tok, out_tok, latency, error, extra]
 
 
 def _computed_cost(in_tok: float | int | None, out_tok: float | int | None,

@@ -8,6 +8,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from analytics.db import load_sql
 from ingest.records import Bundle, Known
 
 _DEFINITION_SQL = {
@@ -116,6 +117,8 @@ def write_bundle(con: duckdb.DuckDBPyConnection, bundle: Bundle, *, path: str, c
             [file_id, path, content_hash, fmt, len(bundle.runs["run_id"]), len(bundle.tasks["task_id"]),
              bundle.n_attempts, bundle.n_steps, started_at, seconds, is_demo],
         )
+        digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][2]
+        con.execute("UPDATE ingest_log SET rows_digest = ? WHERE file_id = ?", [digest, file_id])
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

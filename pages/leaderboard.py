@@ -24,8 +24,9 @@ left.metric("Runs", len(overall))
 mid.metric("Tasks", int(overall["n_tasks"].max()))
 leader = machines[machines["is_leader"]]
 if not leader.empty:
-    right.metric("Leader (Pass@1)", leader.iloc[0]["agent"], f"{100 * leader.iloc[0]['pass_at_1']:.1f}%",
-                 delta_color="off")
+    top = leader.iloc[0]
+    right.metric(f"Leader: {top['agent']}", f"{100 * top['pass_at_1']:.1f}% Pass@1",
+                 help=f"{int(machines['is_tied'].sum())} other run(s) statistically tied with the leader")
 
 st.subheader("Agents")
 table = lb.display_table(machines.sort_values("rank"))

@@ -57,7 +57,8 @@ def test_page_explains_an_empty_database(page: str, tmp_db: Path, monkeypatch: p
     monkeypatch.setenv("RUNLENS_SKIP_DEMO", "1")
     at = run_page(page, tmp_db, monkeypatch)
     assert not at.exception, [e.value for e in at.exception]
-    assert at.info or at.markdown, f"{page} shows nothing on an empty database"
+    assert at.title, f"{page} drew no title on an empty database"
+    assert at.info or at.markdown or at.text_area or at.caption, f"{page} shows nothing on an empty database"
 
 
 def test_leaderboard_numbers_and_deep_link(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

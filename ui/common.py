@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import importlib
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -66,8 +67,29 @@ def query_param(name: str, default: str | None = None) -> str | None:
     return value if value not in (None, "") else default
 
 
+def _leave_legacy_multipage_mode() -> None:
+    """Make sure app.py's shell (router, filters, banner) runs, even on the first deep link after start.
+
+    Streamlit runs an app whose main script sits beside a ``pages/`` folder in its legacy multipage mode
+    (each page file runs alone, without app.py) until app.py has called ``st.navigation`` once in the
+    process. A deep link such as ``/drilldown?run=...`` opened first after the server starts would then
+    render without the shell: the page then draws the shell itself, and the process is switched to
+    st.navigation mode so that later runs go through app.py.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - a future Streamlit without the legacy mode
+        return
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False  # later runs of this process go through app.py
+        from ui.shell import render_shell
+
+        render_shell()
+
+
 def page_setup(title: str, caption: str | None = None) -> Filters:
     """Title, caption and the global filters (already drawn by app.py) for a page."""
+    _leave_legacy_multipage_mode()
     st.title(title)
     if caption:
         st.caption(caption)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from analytics.db import RunlensError
+from data.demo import adbench, gembench, history, liveagentbench, xbench
 from ingest.pipeline import FileResult, describe, ingest_paths
 
 DEMO_DIR = Path(__file__).resolve().parent
@@ -32,7 +34,11 @@ def _starter(out: Path) -> list[Path]:
 
 
 GENERATORS: list[tuple[str, Generator]] = [
-    ("starter", _starter),
+    ("adbench", adbench.generate),
+    ("adbench-history", history.generate),
+    ("xbench", xbench.generate),
+    ("liveagentbench", liveagentbench.generate),
+    ("gembench", gembench.generate),
 ]
 
 
@@ -51,8 +57,10 @@ def build_demo_files(out_dir: Path = BUILD_DIR) -> list[Path]:
 
 def load_demo(db: str | os.PathLike[str] | None = None, *, out: TextIO | None = None) -> list[FileResult]:
     """Generate the demo files and ingest them (idempotent: a second load adds nothing)."""
-    files = build_demo_files()
-    results = ingest_paths(files, db=db, fmt="native", is_demo=True, out=out)
+    # A private folder per load: concurrent loads (two test sessions, two app starts) never collide.
+    with tempfile.TemporaryDirectory(prefix="runlens-demo-") as tmp:
+        files = build_demo_files(Path(tmp) / "build")
+        results = ingest_paths(files, db=db, fmt="native", is_demo=True, out=out)
     failed = [r for r in results if r.outcome == "failed"]
     if failed:
         raise RunlensError("demo dataset failed validation:\n" + "\n".join(describe(r) for r in failed))
@@ -60,5 +68,4 @@ def load_demo(db: str | os.PathLike[str] | None = None, *, out: TextIO | None = 
 
 
 if __name__ == "__main__":
-    for r in load_demo(out=sys.stderr):
-        pass
+    load_demo(out=sys.stderr)

@@ -1,0 +1,133 @@
+"""doctor: verify a database -- schema version, orphan rows, counts per table, every file's rows.
+
+``python -m analytics doctor [--db PATH] [--json] [--republish]`` exits 0 when every check passes and 1
+otherwise. It reads the primary database (waiting for a running writer to finish), not the snapshot, so
+it checks what ingest actually committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from analytics import db as rdb
+
+TABLES = ("benchmarks", "tasks", "runs", "attempts", "steps", "texts", "error_labels", "attempt_metrics", "ratings",
+          "ingest_log", "judge_verdicts", "irt_fits", "embeddings")
+
+# name -> SQL counting orphan rows (rows whose parent is missing)
+ORPHANS = {
+    "runs without benchmark": "SELECT count(*) FROM runs r ANTI JOIN benchmarks b USING (benchmark)",
+    "tasks without benchmark": "SELECT count(*) FROM tasks t ANTI JOIN benchmarks b USING (benchmark)",
+    "attempts without run": "SELECT count(*) FROM attempts a ANTI JOIN runs r USING (run_id)",
+    "attempts without task": "SELECT count(*) FROM attempts a JOIN runs r USING (run_id) "
+                             "ANTI JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id",
+    "steps without attempt": "SELECT count(*) FROM steps s ANTI JOIN attempts a USING (attempt_id)",
+    "steps with a missing text": "SELECT count(*) FROM steps s WHERE s.result_hash IS NOT NULL AND NOT EXISTS "
+                                 "(SELECT 1 FROM texts t WHERE t.text_hash = s.result_hash)",
+    "error labels without attempt": "SELECT count(*) FROM error_labels e ANTI JOIN attempts a USING (attempt_id)",
+    "metrics without attempt": "SELECT count(*) FROM attempt_metrics m ANTI JOIN attempts a USING (attempt_id)",
+    "ratings without attempt": "SELECT count(*) FROM ratings g ANTI JOIN attempts a USING (attempt_id)",
+    "duplicate attempts": "SELECT count(*) FROM (SELECT run_id, task_id, sample FROM attempts GROUP BY ALL "
+                          "HAVING count(*) > 1)",
+    "duplicate attempt ids": "SELECT count(*) FROM (SELECT attempt_id FROM attempts GROUP BY 1 HAVING count(*) > 1)",
+}
+
+
+@dataclass
+class DoctorReport:
+    """Everything doctor found; ``ok`` is False when any problem was found."""
+
+    path: str
+    schema_version: int
+    latest_version: int
+    counts: dict[str, int] = field(default_factory=dict)
+    orphans: dict[str, int] = field(default_factory=dict)
+    files_checked: int = 0
+    file_problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def check(con: duckdb.DuckDBPyConnection, path: str, *, rehash_sources: bool = True) -> DoctorReport:
+    """Run every check on an open (read-write or read-only) database."""
+    rep = DoctorReport(path=path, schema_version=rdb.schema_version(con), latest_version=rdb.latest_version())
+    if rep.schema_version != rep.latest_version:
+        rep.problems.append(f"schema version {rep.schema_version}, expected {rep.latest_version} (open it with a "
+                            "writer, e.g. `python -m ingest`, to migrate)")
+        if rep.schema_version == 0:
+            return rep
+    for table in TABLES:
+        rep.counts[table] = int(rdb.query_rows(con, f"SELECT count(*) FROM {table}")[0][0])
+    for name, sql in ORPHANS.items():
+        n = int(rdb.query_rows(con, sql)[0][0])
+        rep.orphans[name] = n
+        if n:
+            rep.problems.append(f"{n} {name}")
+    _check_files(con, rep, rehash_sources=rehash_sources)
+    rep.problems.extend(rep.file_problems)
+    return rep
+
+
+def _check_files(con: duckdb.DuckDBPyConnection, rep: DoctorReport, *, rehash_sources: bool) -> None:
+    files = rdb.query_rows(con, "SELECT file_id, path, content_hash, n_attempts, n_steps, rows_digest, format "
+                                "FROM ingest_log WHERE outcome = 'ingested' ORDER BY file_id")
+    digest_sql = rdb.load_sql("file_digest")
+    for file_id, path, content_hash, n_attempts, n_steps, digest, fmt in files:
+        rep.files_checked += 1
+        got_attempts, got_steps, got_digest = rdb.query_rows(con, digest_sql, {"file_id": file_id})[0]
+        if (got_attempts, got_steps) != (n_attempts, n_steps):
+            rep.file_problems.append(f"{path}: recorded {n_attempts} attempts / {n_steps} steps, "
+                                     f"found {got_attempts} / {got_steps}")
+        elif digest is not None and got_digest != digest:
+            rep.file_problems.append(f"{path}: its attempt rows changed since ingest (digest mismatch)")
+        if rehash_sources and fmt == "native" and Path(path).is_file() and _native_hash(path) != content_hash:
+            rep.warnings.append(f"{path}: the file on disk changed since it was ingested (content hash); "
+                                "re-ingest it to load the new content")
+
+
+def _native_hash(path: str) -> str:
+    """The content hash ingest records for a native file (bytes, format name, no options)."""
+    digest = hashlib.sha256(Path(path).read_bytes())
+    digest.update(b"\0native\0" + json.dumps({}, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``python -m analytics doctor``."""
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--republish", action="store_true", help="also republish the read snapshot")
+    parser.add_argument("--no-rehash", action="store_true", help="do not re-hash source files still on disk")
+
+
+def cli(args: argparse.Namespace) -> int:
+    """Check the database; exit 1 when anything is wrong."""
+    path = rdb.resolve_db_path(args.db)
+    if not path.exists():
+        print(f"{path}: no such database")
+        return 1
+    with rdb.writer(path, publish_snapshot=args.republish) as con:
+        rep = check(con, str(path), rehash_sources=not args.no_rehash)
+    if args.json:
+        out: dict[str, Any] = asdict(rep)
+        out["ok"] = rep.ok
+        print(json.dumps(out, indent=1))
+    else:
+        print(f"{path}: schema version {rep.schema_version} (latest {rep.latest_version})")
+        for table, n in rep.counts.items():
+            print(f"  {table:<16} {n:>12,}")
+        print(f"  files checked    {rep.files_checked:>12,}")
+        for warning in rep.warnings:
+            print(f"warning: {warning}")
+        print("OK" if rep.ok else "PROBLEMS:\n  " + "\n  ".join(rep.problems))
+    return 0 if rep.ok else 1

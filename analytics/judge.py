@@ -1,0 +1,545 @@
+"""judge: LLM-as-a-judge over stored attempts (AD-Bench Stage 1, xbench 1-5, GEM-Bench 0/30/60/90).
+
+Pipeline per selected attempt:
+    1. deterministic answer check (no LLM): numbers equal after AD-Bench report normalisation (no thousands
+       separators or units, two decimals), else exact / normalised string match (LiveAgentBench's method);
+    2. the cache: a verdict for (attempt, prompt version, model) already in ``judge_verdicts`` is reused, which is
+       also how an interrupted job resumes;
+    3. the prompt (versioned file under analytics/prompts/) with trajectory, query and answer fenced as untrusted;
+    4. the chat call (analytics.llm: bounded concurrency, timeouts, backoff on 429/5xx);
+    5. strict parsing; one repair request; anything still invalid is stored as a judge failure, never a verdict;
+    6. verdicts go to ``judge_verdicts`` (model, prompt version, tokens, cost); AD-Bench error labels go to
+       ``error_labels`` with source = 'judge'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import random
+import re
+import secrets
+import string
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from analytics import db as rdb
+from analytics import llm
+
+PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
+PROMPT_FILES = {"adbench-stage1": "adbench-stage1.v1.txt", "xbench-1to5": "xbench-1to5.v1.txt",
+                "gem-0-90": "gem-0-90.v1.txt"}
+ADBENCH_CODES = ("TE", "PE", "DE", "CE", "HAL", "LC")
+# Stage-1 booleans -> taxonomy codes (DESIGN.md): the flag that signals the error, and its value when it does.
+STAGE1_FLAGS = {"trajectory_covered": ("TE", False), "has_error_parameters": ("PE", True),
+                "has_dependency_error": ("DE", True), "has_redundant_calls": ("REDUNDANT", True),
+                "has_instructionViolation": ("NO_TOOL", True)}
+GEM_LEVELS = ("bad", "moderate", "good")
+MAX_TRAJECTORY_CHARS = 12000
+MAX_RESULT_CHARS = 400
+FLUSH_EVERY = 20
+
+
+class JudgeOutputError(ValueError):
+    """The judge's answer does not follow the prompt's output schema."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Prompts
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A versioned judge prompt: ``version`` is ``<name>@v<N>`` and is stored with every verdict."""
+
+    name: str
+    version: str
+    system: str
+    user: str
+
+    def messages(self, fields: dict[str, str], *, fence: str) -> list[dict[str, str]]:
+        """System and user messages with ``fields`` substituted once (values are never re-expanded)."""
+        values = {k: fence_safe(v) for k, v in fields.items()} | {"fence": fence}
+        return [{"role": "system", "content": string.Template(self.system).safe_substitute(fence=fence)},
+                {"role": "user", "content": string.Template(self.user).safe_substitute(values)}]
+
+
+def load_prompt(name: str) -> Prompt:
+    """Read ``analytics/prompts/<name>.v<N>.txt`` (comment lines, then ``=== system ===`` / ``=== user ===``)."""
+    if name not in PROMPT_FILES:
+        raise rdb.RunlensError(f"unknown judge prompt {name!r}; choose one of {', '.join(PROMPT_FILES)}")
+    filename = PROMPT_FILES[name]
+    text = (PROMPT_DIR / filename).read_text(encoding="utf-8")
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+    _, system, user = re.split(r"^=== (?:system|user) ===$", body, flags=re.M)
+    version = f"{name}@{filename.split('.')[1]}"
+    return Prompt(name=name, version=version, system=system.strip(), user=user.strip())
+
+
+def fence_safe(text: str) -> str:
+    """Untrusted text with fence markers defused, so it cannot close its fence early."""
+    return (text or "").replace("<<<", "< < <").replace(">>>", "> > >")
+
+
+# ---------------------------------------------------------------------------------------------
+# Deterministic answer checks (no LLM)
+# ---------------------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
+_UNIT_WORDS = ("cny", "usd", "rmb", "yuan", "元", "次", "个")
+
+
+def normalise_number(text: str | None) -> float | None:
+    """The number an answer states, per AD-Bench's report rules, or None when it is not a lone number.
+
+    Thousands separators, currency signs and units are dropped; a trailing ``%`` keeps the number as written
+    (``6.29%`` -> 6.29). The result is rounded to two decimals (0.1091 and 0.11 are the same answer).
+    """
+    if text is None:
+        return None
+    s = text.strip().lower().rstrip(".")
+    s = re.sub(r"(?<=\d),(?=\d{3}\b)", "", s)
+    s = s.replace("$", "").replace("¥", "").replace("%", "").strip()
+    for unit in _UNIT_WORDS:
+        s = s.removesuffix(unit).strip()
+    if not _NUMBER.match(s):
+        return None
+    return round(float(s), 2)
+
+
+def normalise_text(text: str | None) -> str:
+    """Case-folded text with punctuation and runs of whitespace removed (LiveAgentBench string matching)."""
+    s = (text or "").casefold()
+    s = re.sub(r"[\s\"'`.,;:!?()\[\]{}]+", " ", s)
+    return s.strip()
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """Outcome of the deterministic check: ``is_match`` None means undecided (left to the LLM)."""
+
+    is_match: bool | None
+    method: str
+
+
+def check_answer(answer: str | None, reference: str | None) -> AnswerCheck:
+    """Compare an answer with the reference without an LLM: numbers first, then exact, then normalised text."""
+    if answer is None or reference is None or not reference.strip():
+        return AnswerCheck(None, "none")
+    a_num, r_num = normalise_number(answer), normalise_number(reference)
+    if a_num is not None and r_num is not None:
+        return AnswerCheck(a_num == r_num, "numeric")
+    if answer.strip() == reference.strip():
+        return AnswerCheck(True, "exact")
+    if normalise_text(answer) == normalise_text(reference):
+        return AnswerCheck(True, "normalised")
+    return AnswerCheck(None, "none")
+
+
+# ---------------------------------------------------------------------------------------------
+# Strict output parsing
+# ---------------------------------------------------------------------------------------------
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise JudgeOutputError("duplicate keys in the JSON object")
+    return dict(pairs)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """Exactly one JSON object, optionally inside one ```json fence; nothing else around it."""
+    s = text.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*\n?(.*?)\n?```", s, flags=re.S)
+    if fenced:
+        s = fenced.group(1).strip()
+    if not s.startswith("{") or not s.endswith("}"):
+        raise JudgeOutputError("the answer is not a single JSON object")
+    try:
+        obj = json.loads(s, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        raise JudgeOutputError(f"invalid JSON: {exc.msg} at char {exc.pos}") from None
+    if not isinstance(obj, dict):
+        raise JudgeOutputError("the answer is not a JSON object")
+    return obj
+
+
+def _exact_keys(obj: dict[str, Any], keys: Sequence[str]) -> None:
+    missing = [k for k in keys if k not in obj]
+    extra = [k for k in obj if k not in keys]
+    if missing or extra:
+        raise JudgeOutputError(f"schema mismatch: missing {missing}, unexpected {extra}")
+
+
+def _reason(obj: dict[str, Any]) -> str:
+    reason = obj["brief_reason"]
+    if not isinstance(reason, str) or len(reason) > 600:
+        raise JudgeOutputError("brief_reason must be a string of at most 600 characters")
+    return reason
+
+
+def parse_adbench(text: str) -> dict[str, Any]:
+    """AD-Bench Stage-1 JSON: six booleans, ``error_types`` (subset of the six codes), ``brief_reason``."""
+    obj = _json_object(text)
+    booleans = ["result_correct", *STAGE1_FLAGS]
+    _exact_keys(obj, [*booleans, "error_types", "brief_reason"])
+    for key in booleans:
+        if not isinstance(obj[key], bool):
+            raise JudgeOutputError(f"{key} must be true or false")
+    types = obj["error_types"]
+    if not isinstance(types, list) or not all(isinstance(t, str) and t in ADBENCH_CODES for t in types):
+        raise JudgeOutputError(f"error_types must be a list drawn from {', '.join(ADBENCH_CODES)}")
+    if len(set(types)) != len(types):
+        raise JudgeOutputError("error_types repeats a code")
+    return {**{k: obj[k] for k in booleans}, "error_types": list(types), "brief_reason": _reason(obj)}
+
+
+def parse_xbench(text: str) -> dict[str, Any]:
+    """xbench rubric answer: free analysis, last non-empty line exactly ``Score: X`` with X in 1..5."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        raise JudgeOutputError("empty answer")
+    match = re.fullmatch(r"\"?Score:\s*([1-5])\"?", lines[-1])
+    if not match:
+        raise JudgeOutputError("the last line is not 'Score: X' with X from 1 to 5")
+    score = int(match.group(1))
+    return {"score": score, "score_100": (score - 1) * 25.0, "analysis": "\n".join(lines[:-1])[:2000]}
+
+
+def gem_score(first: str, second: str) -> int:
+    """GEM-Bench's unified rubric over two bad/moderate/good ratings -> 0, 30, 60 or 90."""
+    points = GEM_LEVELS.index(first) + GEM_LEVELS.index(second)  # bad 0, moderate 1, good 2
+    return {0: 0, 1: 30, 2: 60, 3: 60, 4: 90}[points]
+
+
+def parse_gem(text: str) -> dict[str, Any]:
+    """GEM-Bench accuracy judge JSON: relevance and accuracy ratings; the 0/30/60/90 score is ours."""
+    obj = _json_object(text)
+    _exact_keys(obj, ["relevance", "accuracy", "brief_reason"])
+    for key in ("relevance", "accuracy"):
+        if obj[key] not in GEM_LEVELS:
+            raise JudgeOutputError(f"{key} must be one of {', '.join(GEM_LEVELS)}")
+    return {"relevance": obj["relevance"], "accuracy": obj["accuracy"],
+            "score": gem_score(obj["relevance"], obj["accuracy"]), "brief_reason": _reason(obj)}
+
+
+PARSERS: dict[str, Callable[[str], dict[str, Any]]] = {
+    "adbench-stage1": parse_adbench, "xbench-1to5": parse_xbench, "gem-0-90": parse_gem}
+REPAIR_HINT = {
+    "adbench-stage1": "Reply with only the JSON object of the requested format, with exactly its eight keys.",
+    "xbench-1to5": "Reply with a brief analysis and, as the last line, exactly `Score: X` with X from 1 to 5.",
+    "gem-0-90": 'Reply with only {"relevance": ..., "accuracy": ..., "brief_reason": ...}, ratings bad|moderate|good.',
+}
+
+
+def labels_from_stage1(verdict: dict[str, Any]) -> list[tuple[str, str]]:
+    """Error codes a Stage-1 verdict implies, each with the field it came from."""
+    out: dict[str, str] = {code: "error_types" for code in verdict.get("error_types", [])}
+    for flag, (code, signal) in STAGE1_FLAGS.items():
+        if verdict.get(flag) is signal:
+            out.setdefault(code, flag)
+    return sorted(out.items())
+
+
+# ---------------------------------------------------------------------------------------------
+# Selecting attempts and rendering their trajectories
+# ---------------------------------------------------------------------------------------------
+
+SELECT_SQL = """
+WITH chosen AS (
+    SELECT a.attempt_id, a.run_id, a.task_id, a.sample, a.passed, a.answer,
+           t.query, t.reference_answer, t.reference_trajectory
+    FROM attempts a
+    JOIN runs r USING (run_id)
+    LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
+    WHERE r.benchmark = $benchmark
+      AND ($run_id IS NULL OR a.run_id = $run_id)
+      AND (NOT $failed_only OR a.passed = false)
+    ORDER BY a.run_id, a.task_id, a.sample
+    LIMIT $limit
+)
+SELECT c.*, v.attempt_id IS NOT NULL AS is_cached
+FROM chosen c
+LEFT JOIN (SELECT DISTINCT attempt_id FROM judge_verdicts
+           WHERE prompt_version = $prompt_version AND model = $model
+             AND (NOT $retry_failures OR NOT is_failure)) v USING (attempt_id)
+ORDER BY c.run_id, c.task_id, c.sample
+"""
+
+
+def select_attempts(con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None,
+                    is_failed_only: bool = False, limit: int | None = None, prompt_version: str, model: str,
+                    retry_failures: bool = False) -> pd.DataFrame:
+    """The attempts a judge job covers (first ``limit`` in a stable order), flagged ``is_cached`` when done."""
+    return rdb.query_df(con, SELECT_SQL, {
+        "benchmark": benchmark, "run_id": run_id, "failed_only": is_failed_only,
+        "limit": int(limit) if limit else 2**62, "prompt_version": prompt_version, "model": model,
+        "retry_failures": retry_failures})
+
+
+def trajectories(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> dict[int, str]:
+    """Each attempt's steps as compact text lines (long tool results cut), for the prompt."""
+    if not attempt_ids:
+        return {}
+    steps = rdb.query_df(con, "SELECT attempt_id, step, round, kind, tool, args::VARCHAR AS args, content, result,"
+                              " error FROM v_steps WHERE list_contains(?, attempt_id) ORDER BY attempt_id, step",
+                         [list(map(int, attempt_ids))])
+    out: dict[int, str] = {}
+    for aid, group in steps.groupby("attempt_id", sort=False):
+        lines = []
+        for s in group.itertuples(index=False):
+            head = f"[round {s.round}] {s.kind}" if pd.notna(s.round) else f"[step {s.step}] {s.kind}"
+            if isinstance(s.tool, str):
+                head += f" {s.tool}({s.args or ''})"
+            body = s.result if isinstance(s.result, str) else (s.content if isinstance(s.content, str) else "")
+            if isinstance(s.error, str) and s.error:
+                body = f"ERROR {s.error} {body}"
+            body = body if len(body) <= MAX_RESULT_CHARS else body[:MAX_RESULT_CHARS] + " ...[cut]"
+            lines.append(f"{head} -> {body}" if body else head)
+        text = "\n".join(lines)
+        out[int(aid)] = text if len(text) <= MAX_TRAJECTORY_CHARS else text[:MAX_TRAJECTORY_CHARS] + "\n...[cut]"
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging one attempt
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What judging one attempt produced: a verdict, or a failure (never both)."""
+
+    attempt_id: int
+    verdict: dict[str, Any] | None = None
+    failure: str | None = None
+    raw_output: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    labels: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _fields(item: dict[str, Any], trajectory: str) -> dict[str, str]:
+    ref_traj = item.get("reference_trajectory")
+    return {"query": str(item.get("query") or ""), "ground_truth": str(item.get("reference_answer") or ""),
+            "expected_trajectory": " -> ".join(ref_traj) if isinstance(ref_traj, (list, tuple)) and len(ref_traj)
+            else "(none given)", "trajectory": trajectory or "(no steps recorded)",
+            "final_answer": str(item.get("answer") or "")}
+
+
+def judge_one(client: Any, cfg: llm.LLMConfig, prompt: Prompt, item: dict[str, Any], trajectory: str, *,
+              seed: int = 0) -> Outcome:
+    """Judge one attempt: deterministic check, chat, strict parse, one repair; failures are outcomes too."""
+    out = Outcome(attempt_id=int(item["attempt_id"]))
+    check = check_answer(item.get("answer"), item.get("reference_answer"))
+    if prompt.name == "xbench-1to5" and check.is_match:
+        out.verdict = {"score": 5, "score_100": 100.0, "decided_by": f"deterministic:{check.method}"}
+        return out
+    messages = prompt.messages(_fields(item, trajectory), fence=secrets.token_hex(8))
+    parser = PARSERS[prompt.name]
+    rng = random.Random(seed * 1_000_003 + out.attempt_id)
+    for round_no in range(2):  # the answer, then at most one repair
+        try:
+            reply = llm.chat(client, cfg, messages, rng=rng)
+        except llm.LLMError as exc:
+            out.failure = f"{exc.kind}: {exc}"[:500]
+            return out
+        out.input_tokens += reply.input_tokens
+        out.output_tokens += reply.output_tokens
+        out.raw_output = reply.text[:20000]
+        try:
+            verdict = parser(reply.text)
+        except JudgeOutputError as exc:
+            if round_no == 1:
+                out.failure = f"invalid output after repair: {exc}"
+                return out
+            messages = [*messages, {"role": "assistant", "content": reply.text},
+                        {"role": "user", "content": f"Your answer was rejected ({exc}). {REPAIR_HINT[prompt.name]}"}]
+            continue
+        out.verdict = _finish(prompt.name, verdict, check, repaired=round_no == 1)
+        out.labels = labels_from_stage1(out.verdict) if prompt.name == "adbench-stage1" else []
+        return out
+    return out  # pragma: no cover
+
+
+def _finish(name: str, verdict: dict[str, Any], check: AnswerCheck, *, repaired: bool) -> dict[str, Any]:
+    """Attach the deterministic check; for Stage 1 a decided check overrides the LLM's result_correct."""
+    verdict = dict(verdict, answer_check={"is_match": check.is_match, "method": check.method}, is_repaired=repaired)
+    if name == "adbench-stage1" and check.is_match is not None:
+        verdict["result_correct_llm"] = verdict["result_correct"]
+        verdict["result_correct"] = check.is_match
+    return verdict
+
+
+# ---------------------------------------------------------------------------------------------
+# The job: select, judge concurrently, store in batches (resumable)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeSummary:
+    """Counts of one judge job."""
+
+    prompt_version: str
+    model: str
+    n_selected: int
+    n_cached: int
+    n_judged: int
+    n_failed: int
+    n_labels: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    is_interrupted: bool = False
+
+
+def store_outcomes(con: duckdb.DuckDBPyConnection, outcomes: Sequence[Outcome], *, prompt_version: str,
+                   cfg: llm.LLMConfig) -> None:
+    """Write verdicts/failures and judge labels of a batch in one transaction (replacing older ones)."""
+    if not outcomes:
+        return
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for o in outcomes:
+            key = [o.attempt_id, prompt_version, cfg.model]
+            con.execute("DELETE FROM judge_verdicts WHERE attempt_id = ? AND prompt_version = ? AND model = ?", key)
+            con.execute("DELETE FROM error_labels WHERE attempt_id = ? AND source = 'judge' AND prompt_version = ?"
+                        " AND model = ?", key)
+            con.execute(
+                "INSERT INTO judge_verdicts (attempt_id, prompt_version, model, verdict, is_failure, failure,"
+                " raw_output, input_tokens, output_tokens, cost_usd, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [*key, None if o.verdict is None else json.dumps(o.verdict), o.verdict is None, o.failure,
+                 o.raw_output, o.input_tokens, o.output_tokens, cfg.cost_usd(o.input_tokens, o.output_tokens), now])
+            if o.labels:
+                con.executemany(
+                    "INSERT INTO error_labels (attempt_id, code, source, detail, model, prompt_version)"
+                    " VALUES (?, ?, 'judge', ?, ?, ?)",
+                    [[o.attempt_id, code, detail, cfg.model, prompt_version] for code, detail in o.labels])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def run_judge(db: str | None, *, benchmark: str, cfg: llm.LLMConfig, prompt_name: str = "adbench-stage1",
+              run_id: str | None = None, is_failed_only: bool = False, limit: int | None = None,
+              retry_failures: bool = False, show_progress: bool = False, client: Any = None) -> JudgeSummary:
+    """Judge the selected attempts; completed verdicts are committed in batches, so a rerun resumes."""
+    prompt = load_prompt(prompt_name)
+    client = client or llm.make_client(cfg)
+    path = rdb.resolve_db_path(db)
+    with rdb.writer(path, publish_snapshot=False) as con:
+        todo_df = select_attempts(con, benchmark=benchmark, run_id=run_id, is_failed_only=is_failed_only,
+                                  limit=limit, prompt_version=prompt.version, model=cfg.model,
+                                  retry_failures=retry_failures)
+        todo = todo_df[~todo_df["is_cached"]]
+        texts = trajectories(con, todo["attempt_id"].tolist()) if prompt.name == "adbench-stage1" else {}
+        done: list[Outcome] = []
+        pending: list[Outcome] = []
+        interrupted = False
+        pool = ThreadPoolExecutor(max_workers=cfg.concurrency)
+        try:
+            futures: list[Future[Outcome]] = [
+                pool.submit(judge_one, client, cfg, prompt, item, texts.get(int(item["attempt_id"]), ""))
+                for item in todo.to_dict("records")]
+            for fut in _progress(as_completed(futures), total=len(futures), enabled=show_progress):
+                pending.append(fut.result())
+                if len(pending) >= FLUSH_EVERY:
+                    store_outcomes(con, pending, prompt_version=prompt.version, cfg=cfg)
+                    done.extend(pending)
+                    pending = []
+        except KeyboardInterrupt:
+            interrupted = True
+            pool.shutdown(wait=False, cancel_futures=True)
+        finally:
+            store_outcomes(con, pending, prompt_version=prompt.version, cfg=cfg)
+            done.extend(pending)
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
+            rdb.publish(con, path)
+    return _summary(prompt.version, cfg, todo_df, done, interrupted)
+
+
+def _progress(it: Any, *, total: int, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(it, total=total, disable=not enabled, desc="judging", unit="attempt", file=sys.stderr)
+
+
+def _summary(version: str, cfg: llm.LLMConfig, todo: pd.DataFrame, done: Sequence[Outcome],
+             interrupted: bool) -> JudgeSummary:
+    tin = sum(o.input_tokens for o in done)
+    tout = sum(o.output_tokens for o in done)
+    return JudgeSummary(
+        prompt_version=version, model=cfg.model, n_selected=len(todo), n_cached=int(todo["is_cached"].sum()),
+        n_judged=sum(o.verdict is not None for o in done), n_failed=sum(o.verdict is None for o in done),
+        n_labels=sum(len(o.labels) for o in done), input_tokens=tin, output_tokens=tout,
+        cost_usd=cfg.cost_usd(tin, tout), is_interrupted=interrupted)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading verdicts back (pages, reports)
+# ---------------------------------------------------------------------------------------------
+
+
+def judge_status(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None) -> pd.DataFrame:
+    """Per (prompt version, model): verdicts, failures, tokens and cost stored for a benchmark."""
+    return rdb.query_df(con, """
+        SELECT v.prompt_version, v.model, count(*) FILTER (WHERE NOT v.is_failure) AS n_verdicts,
+               count(*) FILTER (WHERE v.is_failure) AS n_failures, sum(v.input_tokens) AS input_tokens,
+               sum(v.output_tokens) AS output_tokens, sum(v.cost_usd) AS cost_usd, max(v.created_at) AS last_at
+        FROM judge_verdicts v JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
+        WHERE $benchmark IS NULL OR r.benchmark = $benchmark
+        GROUP BY ALL ORDER BY last_at DESC""", {"benchmark": benchmark})
+
+
+def judge_failures(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None) -> pd.DataFrame:
+    """The judge failures (attempt, reason, raw output) so they can be inspected and retried."""
+    return rdb.query_df(con, """
+        SELECT a.run_id, a.task_id, a.sample, v.prompt_version, v.model, v.failure, v.raw_output, v.created_at
+        FROM judge_verdicts v JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
+        WHERE v.is_failure AND ($benchmark IS NULL OR r.benchmark = $benchmark)
+        ORDER BY v.created_at DESC, a.run_id, a.task_id, a.sample""", {"benchmark": benchmark})
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``python -m analytics judge``."""
+    parser.add_argument("--benchmark", required=True, help="benchmark whose attempts are judged")
+    parser.add_argument("--run", dest="run_id", help="only this run")
+    parser.add_argument("--failed-only", action="store_true", help="only attempts that did not pass")
+    parser.add_argument("--limit", type=int, help="judge at most the first N selected attempts")
+    parser.add_argument("--prompt", choices=sorted(PROMPT_FILES), default="adbench-stage1", help="judge prompt")
+    parser.add_argument("--retry-failures", action="store_true", help="judge again attempts whose judging failed")
+    parser.add_argument("--json", action="store_true", help="print the job summary as JSON")
+
+
+def cli(args: argparse.Namespace) -> int:
+    """Run a judge job against the configured OpenAI-compatible endpoint."""
+    cfg = llm.require_config()
+    summary = run_judge(args.db, benchmark=args.benchmark, cfg=cfg, prompt_name=args.prompt, run_id=args.run_id,
+                        is_failed_only=args.failed_only, limit=args.limit, retry_failures=args.retry_failures,
+                        show_progress=not args.json)
+    payload = summary.__dict__
+    if args.json:
+        print(json.dumps(payload, indent=1))
+    else:
+        print(", ".join(f"{k} {v}" for k, v in payload.items()))
+    if summary.is_interrupted:
+        print("interrupted: finished verdicts are saved; run the same command again to continue", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,27 @@
+-- Failed attempts of one run carrying a code (and optionally a second code), with every code they carry.
+-- Parameters: $run_id, $code (or NULL), $code_b (or NULL), $level (or NULL), $category (or NULL),
+-- $sources (list or NULL), $limit.
+WITH labels AS (
+    SELECT e.attempt_id, e.code, e.source
+    FROM error_labels e
+    JOIN attempts a USING (attempt_id)
+    WHERE a.run_id = $run_id AND a.passed = false
+      AND ($sources IS NULL OR list_contains($sources, e.source))
+),
+per_attempt AS (
+    SELECT attempt_id, list(DISTINCT code ORDER BY code) AS codes, list(DISTINCT source ORDER BY source) AS sources
+    FROM labels
+    GROUP BY attempt_id
+)
+SELECT a.run_id, a.task_id, a.sample, t.level, t.category, array_to_string(p.codes, ', ') AS codes,
+       array_to_string(p.sources, ', ') AS sources, a.status, a.answer
+FROM per_attempt p
+JOIN attempts a USING (attempt_id)
+JOIN runs r USING (run_id)
+LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
+WHERE ($code IS NULL OR list_contains(p.codes, $code))
+  AND ($code_b IS NULL OR list_contains(p.codes, $code_b))
+  AND ($level IS NULL OR t.level = $level)
+  AND ($category IS NULL OR t.category = $category)
+ORDER BY a.task_id, a.sample
+LIMIT $limit

@@ -1,0 +1,1108 @@
+"""tmf: Tech-Market-Fit (xbench 5.2): cost vs performance, optimal supply curve, human cost curve, value, stage.
+
+Definitions (also in docs/tmf.md and on the page):
+    * Point: one non-human run. Performance is Pass@1 (mean over tasks of passed/samples, Wilson interval over
+      tasks), the mean score (percentile bootstrap over tasks) or the IRT ability of the run's agent + version
+      (from the newest stored fit in ``irt_abilities``). Cost per task is the mean over tasks of the task's mean
+      ``cost_usd`` ("logged"; ingest already fills it from tokens x prices when a log has none) or of
+      tokens x the run's prices ("tokens"); latency per task (``latency_s``) is the alternative x axis. The
+      x interval is a seeded bootstrap over tasks. Runs with no cost are kept with ``has_cost`` false.
+    * Optimal supply curve: the Pareto frontier, the runs that no other run beats on both axes (cheaper or
+      equal AND better or equal, one strictly). Exact duplicates are both kept. Supply S(p) is the cost of the
+      cheapest frontier run with performance >= p (a step). The "hull" option uses the upper convex hull of
+      the points in linear cost, i.e. what routing a share of tasks to each of two agents achieves.
+    * Human: cost per task = mean over tasks of human_minutes x hourly rate / 60; performance from kind=human
+      runs (their tasks pooled) when there are any, else an input (default 100% for rates; none for IRT).
+    * Market acceptance curve A(p) = willingness x human cost x ((p - p0) / (human performance - p0))^exponent,
+      p0 = 0 for rates (the lowest ability shown for IRT). The default (willingness 1, exponent 1) is xbench's
+      worst case: a buyer pays at most what a human costs, scaled by quality relative to the human.
+    * Value per task: the integral over performance of max(0, A(p) - S(p)); in dollars per task for rates
+      (performance on a 0..1 scale), i.e. the saving per task averaged over all quality levels.
+      Best operating point: the performance where A(p) - S(p) is largest (signed; negative = gap to TMF).
+    * Stage 1: A(p) <= S(p) everywhere (regions do not meet). Stage 3: a frontier run with performance >= the
+      human's costs less than both the human and A(p). Stage 2: otherwise, when they meet.
+    * Over time: the frontier of every run evaluated up to the end of each period. Repricing replaces a run's
+      prices by those of the newest run (by eval_date) of the same family (agent when family is empty) that
+      has prices, and recomputes cost from tokens; runs without tokens keep their logged cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from analytics import stats
+from analytics.db import RunlensError, load_sql, query_df, query_rows, reader
+
+PERFORMANCES = ("pass@1", "mean_score", "irt")
+AXES = {"cost": ("cost_per_task_usd", "USD"), "latency": ("latency_per_task_s", "s")}
+COST_SOURCES = ("logged", "tokens")
+SUPPLIES = ("step", "hull")
+PERIODS = {"month": "M", "quarter": "Q", "year": "Y"}
+DEFAULT_HOURLY_USD = 50.0
+DEFAULT_HUMAN_PERFORMANCE = 1.0
+STAGE_NAMES = {1: "Stage 1 · Tech-Market-Fit not achieved", 2: "Stage 2 · Agents and humans collaborating",
+               3: "Stage 3 · Specialised agents"}
+GRID_POINTS = 4001
+
+
+class TmfError(RunlensError):
+    """A TMF request that cannot be answered (unknown option, no data)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading (the only functions that touch the database)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TmfInputs:
+    """What the TMF analysis reads: per (run, task) rows and the stored IRT abilities (may be empty)."""
+
+    benchmark: str
+    tasks: pd.DataFrame
+    abilities: pd.DataFrame
+
+
+def load(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
+         date_from: dt.date | None = None, date_to: dt.date | None = None) -> TmfInputs:
+    """Per (run, task) rows of one benchmark (human runs always included) and its newest IRT abilities."""
+    tasks = query_df(con, load_sql("tmf_run_tasks"), {
+        "benchmark": benchmark, "agents": list(agents) if agents else None,
+        "date_from": date_from, "date_to": date_to})
+    return TmfInputs(benchmark, tasks, irt_abilities(con, benchmark=benchmark))
+
+
+def irt_abilities(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
+    """Abilities of the newest IRT fit of ``benchmark`` (subject = agent + ' ' + version), or an empty frame."""
+    return query_df(con, """
+        WITH newest AS (SELECT fit_key FROM irt_fits WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1)
+        SELECT subject, agent, agent_version, ability, ability_lo, ability_hi, fit_key
+        FROM irt_abilities JOIN newest USING (fit_key)""", [benchmark])
+
+
+def default_benchmark(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The benchmark with the most runs that have a cost (ties by name)."""
+    rows = query_rows(con, """
+        SELECT r.benchmark FROM runs r LEFT JOIN attempts a USING (run_id)
+        GROUP BY r.benchmark ORDER BY count(a.cost_usd) DESC, r.benchmark LIMIT 1""")
+    return rows[0][0] if rows else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Points: one per run
+# ---------------------------------------------------------------------------------------------
+
+
+def slice_tasks(tasks: pd.DataFrame, slice_name: str | None) -> pd.DataFrame:
+    """Rows of one slice: ``all`` (or None), ``level=L3`` or ``category=creative``."""
+    if not slice_name or slice_name == "all":
+        return tasks
+    kind, _, value = slice_name.partition("=")
+    if kind not in ("level", "category") or not value:
+        raise TmfError(f"slice {slice_name!r}: expected all, level=VALUE or category=VALUE")
+    return tasks[tasks[kind].astype("string") == value]
+
+
+def slice_names(tasks: pd.DataFrame, kind: str) -> list[str]:
+    """``kind=value`` for every value of ``level`` or ``category`` present in the agent runs."""
+    values = tasks.loc[tasks["kind"] != "human", kind].dropna().astype(str).unique()
+    return [f"{kind}={v}" for v in sorted(values)]
+
+
+def current_prices(tasks: pd.DataFrame) -> pd.DataFrame:
+    """Per run, the prices of the newest run of the same family (agent when no family) that has prices."""
+    runs = tasks.drop_duplicates("run_id")[["run_id", "agent", "family", "eval_date",
+                                            "price_input_per_mtok", "price_output_per_mtok"]].copy()
+    runs["group"] = runs["family"].fillna(runs["agent"]).astype(str)
+    priced = runs.dropna(subset=["price_input_per_mtok", "price_output_per_mtok"])
+    priced = priced.sort_values(["eval_date", "run_id"], na_position="first").groupby("group").tail(1)
+    cur = priced.set_index("group")[["price_input_per_mtok", "price_output_per_mtok", "run_id"]]
+    cur.columns = ["cur_price_in", "cur_price_out", "price_run_id"]
+    return runs[["run_id", "group"]].join(cur, on="group").drop(columns="group")
+
+
+def _task_cost(part: pd.DataFrame, *, cost_source: str, prices: tuple[float, float] | None) -> np.ndarray:
+    """Cost per task (USD): logged, or tokens x prices (NaN where tokens or prices are missing)."""
+    if prices is None and cost_source == "logged":
+        return part["cost_usd"].to_numpy(dtype=float)
+    if prices is None:
+        prices = (part["price_input_per_mtok"].iloc[0], part["price_output_per_mtok"].iloc[0])
+    p_in, p_out = (np.nan if v is None or pd.isna(v) else float(v) for v in prices)
+    tin = part["input_tokens"].to_numpy(dtype=float)
+    tout = part["output_tokens"].to_numpy(dtype=float)
+    has_tokens = np.isfinite(tin) | np.isfinite(tout)
+    cost = (np.nan_to_num(tin) * p_in + np.nan_to_num(tout) * p_out) / 1e6
+    return np.where(has_tokens, cost, np.nan)
+
+
+def _performance(part: pd.DataFrame, performance: str, rng: np.random.Generator,
+                 n_boot: int) -> tuple[float, float, float]:
+    if performance == "pass@1":
+        p = float(np.mean(part["c"].to_numpy(dtype=float) / part["n"].to_numpy(dtype=float)))
+        lo, hi = stats.wilson(p, len(part))
+        return p, lo, hi
+    scores = part["score"].to_numpy(dtype=float)
+    lo, hi = stats.bootstrap_mean_ci(scores, rng, n_boot=n_boot)
+    return float(np.nanmean(scores)) if np.isfinite(scores).any() else math.nan, lo, hi
+
+
+def _mean_ci(values: np.ndarray, rng: np.random.Generator, n_boot: int) -> tuple[float, float, float, int]:
+    ok = np.isfinite(values)
+    if not ok.any():
+        return math.nan, math.nan, math.nan, 0
+    lo, hi = stats.bootstrap_mean_ci(values[ok], rng, n_boot=n_boot)
+    return float(values[ok].mean()), lo, hi, int(ok.sum())
+
+
+def _run_point(part: pd.DataFrame, *, performance: str, cost_source: str, cur: pd.Series | None,
+               seed: int, n_boot: int) -> dict[str, Any]:
+    first = part.iloc[0]
+    rng = stats.stable_rng(seed, str(first["run_id"]))
+    perf, perf_lo, perf_hi = _performance(part, performance, rng, n_boot)
+    cost = _task_cost(part, cost_source=cost_source, prices=None)
+    is_repriced = False
+    if cur is not None and pd.notna(cur["cur_price_in"]):
+        repriced = _task_cost(part, cost_source="tokens", prices=(cur["cur_price_in"], cur["cur_price_out"]))
+        if np.isfinite(repriced).any():
+            cost, is_repriced = repriced, True
+    c_mean, c_lo, c_hi, n_cost = _mean_ci(cost, rng, n_boot)
+    l_mean, l_lo, l_hi, _ = _mean_ci(part["latency_s"].to_numpy(dtype=float), rng, n_boot)
+    return {"run_id": first["run_id"], "agent": first["agent"], "agent_version": first["agent_version"],
+            "family": first["family"], "kind": first["kind"], "eval_date": first["eval_date"],
+            "n_tasks": len(part), "performance": perf, "perf_lo": perf_lo, "perf_hi": perf_hi,
+            "cost_per_task_usd": c_mean, "cost_lo": c_lo, "cost_hi": c_hi, "n_cost_tasks": n_cost,
+            "latency_per_task_s": l_mean, "latency_lo": l_lo, "latency_hi": l_hi,
+            "is_repriced": is_repriced, "price_run_id": None if cur is None else cur["price_run_id"]}
+
+
+POINT_COLUMNS = ["run_id", "agent", "agent_version", "family", "kind", "eval_date", "n_tasks", "performance",
+                 "perf_lo", "perf_hi", "cost_per_task_usd", "cost_lo", "cost_hi", "n_cost_tasks",
+                 "latency_per_task_s", "latency_lo", "latency_hi", "is_repriced", "price_run_id"]
+
+
+def run_points(tasks: pd.DataFrame, *, performance: str = "pass@1", cost_source: str = "logged",
+               is_repriced: bool = False, abilities: pd.DataFrame | None = None, seed: int = 0,
+               n_boot: int = 500) -> pd.DataFrame:
+    """One row per run (human runs included, ``kind`` tells them apart) with performance, cost, latency, CIs.
+
+    Args:
+        tasks: rows of ``load(...).tasks`` (already sliced).
+        performance: ``pass@1``, ``mean_score`` or ``irt`` (needs ``abilities``; runs without one get NaN).
+        cost_source: ``logged`` or ``tokens``.
+        is_repriced: recompute cost from tokens at the family's current prices (see ``current_prices``).
+        abilities: ``irt_abilities`` rows.
+        seed: bootstrap seed; each run's stream also depends on its run_id only.
+        n_boot: bootstrap resamples.
+    """
+    if performance not in PERFORMANCES:
+        raise TmfError(f"performance {performance!r}: expected one of {', '.join(PERFORMANCES)}")
+    if cost_source not in COST_SOURCES:
+        raise TmfError(f"cost source {cost_source!r}: expected one of {', '.join(COST_SOURCES)}")
+    if tasks.empty:
+        return pd.DataFrame(columns=POINT_COLUMNS)
+    cur = current_prices(tasks).set_index("run_id") if is_repriced else None
+    rows = [_run_point(part, performance="mean_score" if performance == "irt" else performance,
+                       cost_source=cost_source, cur=None if cur is None else cur.loc[run_id],
+                       seed=seed, n_boot=n_boot)
+            for run_id, part in tasks.groupby("run_id", sort=False)]
+    out = pd.DataFrame(rows, columns=POINT_COLUMNS)
+    if performance == "irt":
+        out = _attach_abilities(out, abilities)
+    return out
+
+
+def _attach_abilities(points: pd.DataFrame, abilities: pd.DataFrame | None) -> pd.DataFrame:
+    out = points.copy()
+    version = out["agent_version"].fillna("").astype(str)
+    subject = out["agent"].astype(str) + np.where(version == "", "", " " + version)
+    table = (abilities if abilities is not None else pd.DataFrame(columns=["subject"])).drop_duplicates("subject")
+    table = table.set_index("subject")
+    for col, src in (("performance", "ability"), ("perf_lo", "ability_lo"), ("perf_hi", "ability_hi")):
+        out[col] = subject.map(table[src]).astype(float) if src in table else math.nan
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Frontier, hull, supply curve
+# ---------------------------------------------------------------------------------------------
+
+
+def pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """True for points no other point dominates (x <= and y >= with one strict); NaNs are never on it.
+
+    O(n log n): sort by x then -y; a point survives when its y beats every strictly cheaper point's y and it
+    is the best at its own x (exact duplicates all survive).
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    mask = np.zeros(x.shape, dtype=bool)
+    ok = np.flatnonzero(np.isfinite(x) & np.isfinite(y))
+    if ok.size == 0:
+        return mask
+    order = ok[np.lexsort((-y[ok], x[ok]))]
+    best_cheaper = -np.inf
+    i = 0
+    while i < order.size:
+        j = i
+        while j < order.size and x[order[j]] == x[order[i]]:
+            j += 1
+        group = order[i:j]
+        top = y[group].max()
+        if top > best_cheaper:
+            mask[group[y[group] == top]] = True
+        best_cheaper = max(best_cheaper, top)
+        i = j
+    return mask
+
+
+def upper_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the rising part of the upper convex hull of the points, in increasing x.
+
+    Starts at the cheapest-best point and ends at the best-cheapest point; points on a hull edge are left out.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    cand = np.flatnonzero(pareto_mask(x, y))
+    if cand.size == 0:
+        return cand
+    cand = cand[np.lexsort((-y[cand], x[cand]))]
+    hull: list[int] = []
+    for k in cand:
+        if hull and x[hull[-1]] == x[k]:
+            continue  # equal cost: the better one came first
+        while len(hull) >= 2:
+            a, b = hull[-2], hull[-1]
+            cross = (x[b] - x[a]) * (y[k] - y[a]) - (y[b] - y[a]) * (x[k] - x[a])
+            if cross >= 0:  # b lies on or below the segment a-k
+                hull.pop()
+            else:
+                break
+        hull.append(int(k))
+    return np.asarray(hull, dtype=int)
+
+
+def supply_cost(p: np.ndarray, fx: np.ndarray, fy: np.ndarray, *, supply: str = "step") -> np.ndarray:
+    """S(p): cheapest cost reaching performance >= p along the frontier (inf above the best frontier run).
+
+    Args:
+        p: performances to evaluate.
+        fx, fy: frontier (step) or hull vertices (hull), sorted by increasing x and y.
+        supply: ``step`` or ``hull`` (linear in cost and performance between hull vertices).
+    """
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.inf)
+    if len(fx) == 0:
+        return out
+    fx = np.asarray(fx, dtype=float)
+    fy = np.asarray(fy, dtype=float)
+    reach = p <= fy[-1]
+    if supply == "step":
+        idx = np.searchsorted(fy, p[reach], side="left")
+        out[reach] = fx[idx]
+    elif supply == "hull":
+        out[reach] = np.where(p[reach] <= fy[0], fx[0], np.interp(p[reach], fy, fx))
+    else:
+        raise TmfError(f"supply {supply!r}: expected step or hull")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Human baseline, acceptance curve, value and stage
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Human:
+    """The human reference point: cost (or latency) per task and performance, with where each came from."""
+
+    x: float | None
+    performance: float
+    x_source: str
+    performance_source: str
+    n_tasks_timed: int
+
+
+def human_baseline(tasks: pd.DataFrame, points: pd.DataFrame, *, axis: str = "cost",
+                   hourly_usd: float = DEFAULT_HOURLY_USD, human_minutes: float | None = None,
+                   human_performance: float | None = None,
+                   default_performance: float | None = DEFAULT_HUMAN_PERFORMANCE) -> Human:
+    """Human cost per task from tasks' human_minutes (``human_minutes`` fills tasks without) and performance.
+
+    Performance: an explicit ``human_performance`` wins; else the mean of the kind=human points; else
+    ``default_performance`` (100% for rates; None, i.e. unknown, for IRT abilities).
+    On the latency axis the human time is the human runs' mean latency, else human_minutes x 60.
+    """
+    per_task = tasks.drop_duplicates("task_id")["human_minutes"].astype(float)
+    if human_minutes is not None:
+        per_task = per_task.fillna(float(human_minutes))
+    timed = per_task.dropna()
+    humans = points[points["kind"] == "human"]
+    if axis == "latency" and humans["latency_per_task_s"].notna().any():
+        x, x_source = float(humans["latency_per_task_s"].mean()), "latency of the human runs"
+    elif timed.empty:
+        x, x_source = None, "no human_minutes on these tasks (enter minutes per task)"
+    elif axis == "latency":
+        x, x_source = float(timed.mean() * 60.0), f"human_minutes of {len(timed)} tasks"
+    else:
+        x = float(timed.mean() * hourly_usd / 60.0)
+        x_source = f"human_minutes of {len(timed)} tasks x {hourly_usd:g} USD/hour"
+    if human_performance is not None:
+        perf, perf_source = float(human_performance), "input"
+    elif humans["performance"].notna().any():
+        perf = float(humans["performance"].mean())
+        perf_source = "human runs: " + ", ".join(map(str, humans["run_id"]))
+    elif default_performance is not None:
+        perf, perf_source = default_performance, "default (no human run)"
+    else:
+        perf, perf_source = math.nan, "no human run: enter the human performance"
+    return Human(x, perf, x_source, perf_source, len(timed))
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """Market acceptance curve A(p) = willingness x human_x x ((p - p0) / (human_perf - p0)) ** exponent."""
+
+    human_x: float
+    human_performance: float
+    p0: float = 0.0
+    willingness: float = 1.0
+    exponent: float = 1.0
+
+    def performance_at(self, x: np.ndarray) -> np.ndarray:
+        """Inverse of ``cost``: the performance at which a buyer pays ``x`` (NaN for a flat curve)."""
+        if self.exponent == 0 or self.human_x <= 0 or self.willingness <= 0:
+            return np.full(np.shape(x), np.nan)
+        rel = (np.asarray(x, dtype=float) / (self.willingness * self.human_x)) ** (1.0 / self.exponent)
+        return self.p0 + rel * (self.human_performance - self.p0)
+
+    def cost(self, p: np.ndarray) -> np.ndarray:
+        """The most a buyer pays per task at performance ``p``."""
+        span = self.human_performance - self.p0
+        if span <= 0:
+            raise TmfError("human performance must exceed the performance floor")
+        rel = np.clip((np.asarray(p, dtype=float) - self.p0) / span, 0.0, None)
+        return self.willingness * self.human_x * rel ** self.exponent
+
+
+@dataclass(frozen=True)
+class Value:
+    """Value per task (area), the best operating point and the stage."""
+
+    area: float
+    best_saving: float
+    best_performance: float
+    best_run_id: str | None
+    stage: int
+
+
+def _grid(lo: float, hi: float, knots: np.ndarray) -> np.ndarray:
+    """An even grid plus the knots and their neighbours on both sides, so jumps and kinks fall on the grid
+    (trapezoids are then exact for a linear A and a step S)."""
+    base = np.linspace(lo, hi, GRID_POINTS)
+    knots = np.asarray(knots, dtype=float)
+    extra = np.concatenate([knots, np.nextafter(knots, -np.inf), np.nextafter(knots, np.inf)])
+    extra = extra[np.isfinite(extra) & (extra >= lo) & (extra <= hi)]
+    return np.unique(np.concatenate([base, extra]))
+
+
+def value_and_stage(frontier: pd.DataFrame, acceptance: Acceptance, *, x_col: str = "cost_per_task_usd",
+                    supply: str = "step", hull: pd.DataFrame | None = None) -> Value:
+    """Area between A and S where A > S, best operating point, and stage (definitions in the module doc).
+
+    Args:
+        frontier: frontier rows sorted by increasing x (columns ``run_id``, ``performance`` and ``x_col``).
+        acceptance: the market acceptance curve.
+        x_col: the x column.
+        supply: ``step`` (frontier) or ``hull`` (``hull`` rows give the vertices); the stage always uses runs.
+        hull: hull rows sorted by increasing x.
+    """
+    fx = frontier[x_col].to_numpy(dtype=float)
+    fy = frontier["performance"].to_numpy(dtype=float)
+    if fx.size == 0:
+        return Value(0.0, math.nan, math.nan, None, 1)
+    verts = hull if (supply == "hull" and hull is not None and not hull.empty) else frontier
+    vx, vy = verts[x_col].to_numpy(dtype=float), verts["performance"].to_numpy(dtype=float)
+    p = _grid(acceptance.p0, float(fy[-1]), np.concatenate([fy, vy, acceptance.performance_at(fx)]))
+    gain = acceptance.cost(p) - supply_cost(p, vx, vy, supply=supply)
+    area = float(np.trapezoid(np.clip(gain, 0.0, None), p))
+    k = int(np.argmax(gain))
+    best_idx = int(np.searchsorted(fy, p[k], side="left"))
+    a_at = acceptance.cost(fy)
+    meets = bool((fx < a_at).any())
+    at_human = (fy >= acceptance.human_performance) & (fx < acceptance.human_x) & (fx < a_at)
+    stage = 3 if at_human.any() else (2 if meets else 1)
+    return Value(area, float(gain[k]), float(p[k]), str(frontier["run_id"].iloc[best_idx]), stage)
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole analysis
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TmfResult:
+    """Everything the page, the figures and the CLI need for one benchmark slice."""
+
+    points: pd.DataFrame          # every run (humans too), on_frontier / on_hull / has_cost columns
+    frontier: tuple[str, ...]     # run ids in increasing x
+    hull: tuple[str, ...]
+    human: Human | None
+    acceptance: Acceptance | None
+    value: Value | None
+    x_col: str
+    unit: str
+    performance: str
+    slice_name: str
+    assumptions: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TmfOptions:
+    """The user's choices (all have defaults)."""
+
+    performance: str = "pass@1"
+    axis: str = "cost"
+    cost_source: str = "logged"
+    is_repriced: bool = False
+    supply: str = "step"
+    hourly_usd: float = DEFAULT_HOURLY_USD
+    human_minutes: float | None = None
+    human_performance: float | None = None
+    willingness: float = 1.0
+    exponent: float = 1.0
+    seed: int = 0
+    n_boot: int = 500
+
+
+def analyse(inputs: TmfInputs, *, slice_name: str = "all", options: TmfOptions | None = None,
+            as_of: dt.date | None = None, points: pd.DataFrame | None = None) -> TmfResult:
+    """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``)."""
+    opt = options or TmfOptions()
+    if opt.axis not in AXES:
+        raise TmfError(f"axis {opt.axis!r}: expected cost or latency")
+    x_col, unit = AXES[opt.axis]
+    tasks = slice_tasks(inputs.tasks, slice_name)
+    if points is None:
+        points = run_points(tasks, performance=opt.performance, cost_source=opt.cost_source,
+                            is_repriced=opt.is_repriced, abilities=inputs.abilities, seed=opt.seed,
+                            n_boot=opt.n_boot)
+    if as_of is not None:
+        dates = pd.to_datetime(points["eval_date"])
+        points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
+    return _assemble(tasks, points, opt, x_col, unit, slice_name)
+
+
+def _assemble(tasks: pd.DataFrame, points: pd.DataFrame, opt: TmfOptions, x_col: str, unit: str,
+              slice_name: str) -> TmfResult:
+    pts = points.copy()
+    is_agent = (pts["kind"] != "human").to_numpy()
+    pts["has_cost"] = np.isfinite(pts[x_col].to_numpy(dtype=float)) & (pts[x_col].to_numpy(dtype=float) > 0)
+    usable = is_agent & pts["has_cost"].to_numpy() & np.isfinite(pts["performance"].to_numpy(dtype=float))
+    x = np.where(usable, pts[x_col].to_numpy(dtype=float), np.nan)
+    y = np.where(usable, pts["performance"].to_numpy(dtype=float), np.nan)
+    pts["on_frontier"] = pareto_mask(x, y)
+    pts["on_hull"] = False
+    pts.iloc[upper_hull(x, y), pts.columns.get_loc("on_hull")] = True
+    order = ["performance", "run_id"]
+    frontier = pts[pts["on_frontier"]].sort_values([x_col, *order], kind="mergesort")
+    hull = pts[pts["on_hull"]].sort_values([x_col, *order], kind="mergesort")
+    human = human_baseline(tasks, pts, axis=opt.axis, hourly_usd=opt.hourly_usd,
+                           human_minutes=opt.human_minutes, human_performance=opt.human_performance,
+                           default_performance=None if opt.performance == "irt" else DEFAULT_HUMAN_PERFORMANCE)
+    p0 = 0.0 if opt.performance != "irt" else float(np.nanmin(y)) if np.isfinite(y).any() else 0.0
+    acceptance = value = None
+    if human.x is not None and math.isfinite(human.performance) and human.performance > p0:
+        acceptance = Acceptance(human.x, human.performance, p0, opt.willingness, opt.exponent)
+        value = value_and_stage(frontier, acceptance, x_col=x_col, supply=opt.supply, hull=hull)
+    assumptions = _assumptions(opt, human, unit, pts, p0)
+    return TmfResult(pts, tuple(frontier["run_id"]), tuple(hull["run_id"]), human, acceptance, value, x_col,
+                     unit, opt.performance, slice_name, assumptions)
+
+
+def _assumptions(opt: TmfOptions, human: Human, unit: str, pts: pd.DataFrame, p0: float) -> dict[str, Any]:
+    agents = pts[pts["kind"] != "human"]
+    return {
+        "performance": opt.performance, "axis": opt.axis, "unit": unit, "cost_source": opt.cost_source,
+        "is_repriced": opt.is_repriced, "supply": opt.supply, "hourly_usd": opt.hourly_usd, "currency": "USD",
+        "human_minutes_fill": opt.human_minutes, "human_x_source": human.x_source,
+        "human_performance_source": human.performance_source,
+        "acceptance": f"A(p) = {opt.willingness:g} x human cost x ((p - {p0:g}) / (human perf - {p0:g}))"
+                      f"^{opt.exponent:g}",
+        "value_area_unit": f"{unit} per task x performance (0..1)" if opt.performance != "irt"
+                           else f"{unit} per task x logits",
+        "runs_without_cost": sorted(map(str, agents.loc[~agents["has_cost"], "run_id"])),
+        "runs_without_performance": sorted(map(str, agents.loc[agents["performance"].isna(), "run_id"])),
+        "seed": opt.seed,
+    }
+
+
+def by_period(inputs: TmfInputs, *, slice_name: str = "all", options: TmfOptions | None = None,
+              freq: str = "quarter") -> list[tuple[str, TmfResult]]:
+    """The analysis as of the end of every period that has a run ("a movie, not a photograph")."""
+    if freq not in PERIODS:
+        raise TmfError(f"period {freq!r}: expected one of {', '.join(PERIODS)}")
+    opt = options or TmfOptions()
+    tasks = slice_tasks(inputs.tasks, slice_name)
+    points = run_points(tasks, performance=opt.performance, cost_source=opt.cost_source,
+                        is_repriced=opt.is_repriced, abilities=inputs.abilities, seed=opt.seed, n_boot=opt.n_boot)
+    dates = pd.to_datetime(points.loc[points["kind"] != "human", "eval_date"]).dropna()
+    periods = sorted(dates.dt.to_period(PERIODS[freq]).unique())
+    return [(str(per), analyse(inputs, slice_name=slice_name, options=opt, points=points,
+                               as_of=per.end_time.date())) for per in periods]
+
+
+def period_table(movie: list[tuple[str, TmfResult]]) -> pd.DataFrame:
+    """One row per period: runs so far, frontier, value per task, best saving and stage."""
+    rows = []
+    for label, res in movie:
+        agents = res.points[res.points["kind"] != "human"]
+        rows.append({"period": label, "n_runs": len(agents), "frontier": " → ".join(
+            agents.set_index("run_id").loc[list(res.frontier), "agent"].astype(str)),
+            "value_per_task": None if res.value is None else res.value.area,
+            "best_saving": None if res.value is None else res.value.best_saving,
+            "stage": None if res.value is None else res.value.stage})
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Overview:
+    """What the page's top half needs: the analysis of every run and the cumulative analysis per period."""
+
+    overall: TmfResult | None
+    movie: tuple[tuple[str, TmfResult], ...]
+
+
+def overview(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
+             date_from: dt.date | None = None, date_to: dt.date | None = None,
+             options: TmfOptions | None = None, freq: str = "quarter") -> Overview:
+    """Load and analyse one benchmark (for ``ui.common.cached``: every argument is hashable)."""
+    inputs = load(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
+    if inputs.tasks.empty:
+        return Overview(None, ())
+    return Overview(analyse(inputs, options=options), tuple(by_period(inputs, options=options, freq=freq)))
+
+
+def slice_results(con: duckdb.DuckDBPyConnection, *, benchmark: str, kind: str = "level",
+                  agents: Sequence[str] | None = None, date_from: dt.date | None = None,
+                  date_to: dt.date | None = None, options: TmfOptions | None = None,
+                  as_of: dt.date | None = None) -> tuple[TmfResult, ...]:
+    """The analysis of every ``level`` (or ``category``) slice, for small multiples."""
+    inputs = load(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
+    return tuple(analyse(inputs, slice_name=name, options=options, as_of=as_of)
+                 for name in slice_names(inputs.tasks, kind))
+
+
+def has_irt_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> bool:
+    """True when a stored IRT fit gives abilities for ``benchmark``."""
+    return not irt_abilities(con, benchmark=benchmark).empty
+
+
+# ---------------------------------------------------------------------------------------------
+# Report (CLI JSON)
+# ---------------------------------------------------------------------------------------------
+
+
+def report(result: TmfResult) -> dict[str, Any]:
+    """The issue's JSON shape (agents only in ``points``; runs without cost have a null cost)."""
+    agents = result.points[result.points["kind"] != "human"]
+    points = [{"run_id": str(r.run_id), "agent": str(r.agent), "cost_per_task_usd": _num(r.cost_per_task_usd),
+               "performance": _num(r.performance), "on_frontier": bool(r.on_frontier)}
+              for r in agents.itertuples()]
+    human: dict[str, float | None] | None = None
+    if result.human is not None:
+        is_cost = result.x_col == "cost_per_task_usd"
+        human = {"cost_per_task_usd": _num(result.human.x) if is_cost else None,
+                 "performance": _num(result.human.performance)}
+        if not is_cost:
+            human["latency_per_task_s"] = _num(result.human.x)
+    val = result.value
+    return {"points": points, "frontier": list(result.frontier), "human": human,
+            "value_area_usd": None if val is None else _num(val.area),
+            "best_saving_usd": None if val is None else _num(val.best_saving),
+            "best_run_id": None if val is None else val.best_run_id,
+            "stage": None if val is None else val.stage,
+            "assumptions": {**result.assumptions, "slice": result.slice_name}}
+
+
+def _num(value: Any) -> float | None:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """CLI options of ``python -m analytics tmf``."""
+    parser.add_argument("--benchmark", help="benchmark name (default: the one with most costed attempts)")
+    parser.add_argument("--slice", default="all", help="all, level=L3 or category=NAME")
+    parser.add_argument("--hourly-usd", type=float, default=DEFAULT_HOURLY_USD, help="human hourly rate, USD")
+    parser.add_argument("--human-minutes", type=float, help="minutes per task for tasks without human_minutes")
+    parser.add_argument("--human-performance", type=float, help="human performance (0..1) if no human run")
+    parser.add_argument("--performance", choices=PERFORMANCES, default="pass@1")
+    parser.add_argument("--axis", choices=tuple(AXES), default="cost")
+    parser.add_argument("--cost-source", choices=COST_SOURCES, default="logged")
+    parser.add_argument("--reprice", action="store_true", help="reprice runs at the family's newest prices")
+    parser.add_argument("--supply", choices=SUPPLIES, default="step")
+    parser.add_argument("--willingness", type=float, default=1.0, help="share of the human cost a buyer pays")
+    parser.add_argument("--exponent", type=float, default=1.0, help="shape of the acceptance curve")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print the JSON report")
+
+
+def cli(args: argparse.Namespace) -> int:
+    """Print the TMF of one benchmark slice."""
+    opt = TmfOptions(performance=args.performance, axis=args.axis, cost_source=args.cost_source,
+                     is_repriced=args.reprice, supply=args.supply, hourly_usd=args.hourly_usd,
+                     human_minutes=args.human_minutes, human_performance=args.human_performance,
+                     willingness=args.willingness, exponent=args.exponent, seed=args.seed)
+    with reader(args.db) as con:
+        bench = args.benchmark or default_benchmark(con)
+        if bench is None:
+            raise TmfError("the database holds no runs")
+        inputs = load(con, benchmark=bench)
+    if inputs.tasks.empty:
+        raise TmfError(f"benchmark {bench!r} has no attempts")
+    result = analyse(inputs, slice_name=args.slice, options=opt)
+    rep = report(result)
+    if args.json:
+        print(json.dumps({"benchmark": bench, **rep}, indent=1, default=str))
+        return 0
+    print(f"== {bench} [{args.slice}] {headline(result)}")
+    for p in rep["points"]:
+        mark = "*" if p["on_frontier"] else " "
+        cost = "   (no cost)" if p["cost_per_task_usd"] is None else f"{p['cost_per_task_usd']:12.4f}"
+        perf = "n/a" if p["performance"] is None else f"{p['performance']:.3f}"
+        print(f"{mark} {cost}  {perf}  {p['agent']}  ({p['run_id']})")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Words and figures
+# ---------------------------------------------------------------------------------------------
+
+
+def fmt_x(value: float | None, unit: str) -> str:
+    """Money as $1.23 (more digits below a cent); seconds as 12.3 s."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    if unit == "s":
+        return f"{value:,.1f} s" if value < 600 else f"{value / 60:,.1f} min"
+    return f"${value:,.4f}" if abs(value) < 0.01 else f"${value:,.2f}"
+
+
+def fmt_perf(value: float | None, performance: str) -> str:
+    """Rates as percentages, IRT abilities as logits."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:.2f} logits" if performance == "irt" else f"{100 * value:.1f}%"
+
+
+def headline(result: TmfResult) -> str:
+    """The result in one or two sentences an executive can read."""
+    val, hum, u = result.value, result.human, result.unit
+    if hum is not None and hum.x is not None and not math.isfinite(hum.performance):
+        return "No human run has an IRT ability here: enter the human performance (logits) to place the human."
+    if hum is None or val is None or result.acceptance is None:
+        return "No human cost for these tasks: enter human minutes per task to place the human curve."
+    if not result.frontier:
+        return "No run has both a cost and a performance here."
+    pts = result.points.set_index("run_id")
+    best = pts.loc[val.best_run_id]
+    where = (f"{best['agent']} reaches {fmt_perf(best['performance'], result.performance)} for "
+             f"{fmt_x(best[result.x_col], u)} per task")
+    accept = fmt_x(float(result.acceptance.cost(np.array([best["performance"]]))[0]), u)
+    if val.stage == 1:
+        return (f"{STAGE_NAMES[1]}: no agent is cheaper than a human of the same quality. Closest: {where}, "
+                f"where a buyer pays at most {accept}.")
+    return (f"{STAGE_NAMES[val.stage]}. AI adds {fmt_x(val.area, u)} of value per task (area between the curves). "
+            f"Best operating point: {where}, against {accept} for human-equivalent work — a saving of "
+            f"{fmt_x(val.best_saving, u)} per task.")
+
+
+COLORS = {"frontier": "#1f5fbf", "other": "#9aa4b2", "human": "#d9480f", "market": "rgba(47,158,68,0.10)",
+          "tech": "rgba(31,95,191,0.10)", "value": "rgba(47,158,68,0.55)", "accept": "#2f9e44",
+          "hull": "#7048e8", "no_cost": "#c92a2a"}
+STAGE_COLORS = {1: "#c92a2a", 2: "#e67700", 3: "#2f9e44"}
+
+
+def _hover(df: pd.DataFrame, result: TmfResult) -> list[str]:
+    u, perf = result.unit, result.performance
+    lo, hi = ("cost_lo", "cost_hi") if result.x_col == "cost_per_task_usd" else ("latency_lo", "latency_hi")
+    return [f"<b>{r.agent}</b> {'' if pd.isna(r.agent_version) else r.agent_version}<br>"
+            f"run {r.run_id} · {r.eval_date}<br>"
+            f"{'cost' if u == 'USD' else 'latency'}/task {fmt_x(getattr(r, result.x_col), u)} "
+            f"[{fmt_x(getattr(r, lo), u)}, {fmt_x(getattr(r, hi), u)}]<br>"
+            f"performance {fmt_perf(r.performance, perf)} [{fmt_perf(r.perf_lo, perf)}, {fmt_perf(r.perf_hi, perf)}]"
+            f"<br>{int(r.n_tasks)} tasks{' · repriced' if r.is_repriced else ''}"
+            for r in df.itertuples()]
+
+
+def _scale(result: TmfResult) -> float:
+    return 1.0 if result.performance == "irt" else 100.0
+
+
+def _x_range(result: TmfResult) -> tuple[float, float]:
+    pts = result.points[result.points["has_cost"] & (result.points["kind"] != "human")]
+    xs = list(pts[result.x_col].astype(float))
+    if result.human is not None and result.human.x:
+        xs.append(result.human.x)
+    xs = [v for v in xs if v > 0 and math.isfinite(v)] or [0.01, 1.0]
+    return math.log10(min(xs)) - 0.4, math.log10(max(xs)) + 0.4
+
+
+def _y_range(result: TmfResult) -> tuple[float, float]:
+    if result.performance != "irt":
+        return 0.0, 1.0
+    ys = list(result.points["performance"].dropna()) + ([result.human.performance] if result.human else [])
+    ys = [v for v in ys if math.isfinite(v)]
+    return (min(ys) - 0.3, max(ys) + 0.3) if ys else (-1.0, 1.0)
+
+
+def _region_traces(result: TmfResult, row: int | None = None) -> list[go.Scatter]:
+    """Market-acceptable region, tech-accessible region and their intersection as filled polygons."""
+    acc = result.acceptance
+    x0, x1 = (10 ** v for v in _x_range(result))
+    y0, y1 = _y_range(result)
+    s = _scale(result)
+    p = np.linspace(max(y0, acc.p0) if acc else y0, y1, 240)
+    traces: list[go.Scatter] = []
+    if acc is not None:
+        ax = np.clip(acc.cost(p), x0, x1)
+        traces.append(go.Scatter(x=[x0, *ax, x0], y=[p[0] * s, *(p * s), p[-1] * s], fill="toself",
+                                 mode="none", fillcolor=COLORS["market"], name="Market-acceptable region",
+                                 hoverinfo="skip", legendgroup="market", showlegend=row in (None, 1)))
+    pts = result.points.set_index("run_id")
+    if result.frontier:
+        vx = pts.loc[list(result.frontier), result.x_col].to_numpy(float)
+        vy = pts.loc[list(result.frontier), "performance"].to_numpy(float)
+        sx = supply_cost(p, vx, vy, supply="step")
+        keep = np.isfinite(sx)
+        traces.append(go.Scatter(x=[*sx[keep], x1, x1], y=[*(p[keep] * s), p[keep][-1] * s, p[0] * s],
+                                 fill="toself", mode="none", fillcolor=COLORS["tech"], hoverinfo="skip",
+                                 name="Tech-accessible region", legendgroup="tech", showlegend=row in (None, 1)))
+        if acc is not None:
+            traces.extend(_intersection(p, sx, acc.cost(p), s, show=row in (None, 1)))
+    return traces
+
+
+def _intersection(p: np.ndarray, sx: np.ndarray, ax: np.ndarray, s: float, *, show: bool) -> list[go.Scatter]:
+    inside = np.isfinite(sx) & (ax > sx)
+    out, start, first = [], None, True
+    for i, flag in enumerate([*inside, False]):
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            seg = slice(start, i)
+            out.append(go.Scatter(x=[*sx[seg], *ax[seg][::-1]], y=[*(p[seg] * s), *(p[seg][::-1] * s)],
+                                  fill="toself", mode="none", fillcolor=COLORS["value"], hoverinfo="skip",
+                                  name="AI value (intersection)", legendgroup="value",
+                                  showlegend=show and first))
+            start, first = None, False
+    return out
+
+
+def _frontier_trace(result: TmfResult, x1: float, *, show: bool) -> go.Scatter | None:
+    if not result.frontier:
+        return None
+    pts = result.points.set_index("run_id").loc[list(result.frontier)]
+    s = _scale(result)
+    xs = [*pts[result.x_col], x1]
+    ys = [*(pts["performance"] * s), pts["performance"].iloc[-1] * s]
+    return go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "color": COLORS["frontier"], "width": 3},
+                      name="Optimal supply curve (Pareto frontier)", legendgroup="frontier", showlegend=show,
+                      hoverinfo="skip")
+
+
+def _point_traces(result: TmfResult, *, show: bool, labels: bool) -> list[go.Scatter]:
+    s = _scale(result)
+    pts = result.points[(result.points["kind"] != "human") & result.points["has_cost"]]
+    traces = []
+    for on, color, name in ((False, COLORS["other"], "Other runs"), (True, COLORS["frontier"], "Frontier runs")):
+        part = pts[pts["on_frontier"] == on]
+        if part.empty:
+            continue
+        traces.append(go.Scatter(
+            x=part[result.x_col], y=part["performance"] * s, mode="markers+text" if on and labels else "markers",
+            text=frontier_labels(part, result) if on and labels else None,
+            textposition=["top right" if i == 0 else ("top left" if i % 2 else "bottom right")
+                          for i in range(len(part))],
+            textfont={"size": 11, "color": COLORS["frontier"]},
+            marker={"size": 11 if on else 8, "color": color, "line": {"width": 1, "color": "white"}},
+            customdata=part[["run_id"]].to_numpy(), hovertext=_hover(part, result), hoverinfo="text",
+            name=name, legendgroup=name, showlegend=show))
+    if result.performance != "irt" and not pts.empty:
+        traces.append(go.Scatter(
+            x=pts[result.x_col], y=pts["performance"] * s, mode="markers", marker={"size": 0, "opacity": 0},
+            error_y={"type": "data", "symmetric": False, "array": (pts["perf_hi"] - pts["performance"]) * s,
+                     "arrayminus": (pts["performance"] - pts["perf_lo"]) * s, "color": "rgba(80,80,80,0.35)",
+                     "thickness": 1, "width": 0},
+            hoverinfo="skip", showlegend=False))
+    return traces
+
+
+def short_labels(names: Sequence[str]) -> list[str]:
+    """Agent names without the words they all share at the start (``HAL Generalist Agent (GPT-5)`` -> ``GPT-5``)."""
+    names = [str(n) for n in names]
+    if len(names) < 2:
+        return names
+    prefix = 0
+    while all(len(n) > prefix and n[prefix] == names[0][prefix] for n in names):
+        prefix += 1
+    # only a shared scaffold name followed by "(model)" is dropped; "Agent A"/"Agent B" stay whole
+    cut = names[0].rfind("(", 0, prefix) + 1
+    out = []
+    for n in names:
+        label = n[cut:].strip() or n
+        if label.count(")") > label.count("("):
+            label = label[: label.rfind(")")]
+        out.append(label)
+    return out
+
+
+def frontier_labels(part: pd.DataFrame, result: TmfResult) -> list[str]:
+    """Short agent names for frontier points; a name used twice gets its month; near-coincident points share
+    one label ("Gemini-3-Pro / o3") so the chart stays readable."""
+    names = short_labels(list(part["agent"]))
+    dates = pd.to_datetime(part["eval_date"])
+    counts = pd.Series(names).value_counts()
+    names = [f"{n} ({d:%Y-%m})" if counts[n] > 1 and pd.notna(d) else n for n, d in zip(names, dates, strict=True)]
+    lx = np.log10(part[result.x_col].to_numpy(dtype=float))
+    y = part["performance"].to_numpy(dtype=float) * (0.01 * _scale(result))
+    order = np.argsort(lx, kind="mergesort")
+    out = list(names)
+    for a, b in zip(order[:-1], order[1:], strict=True):
+        if abs(lx[b] - lx[a]) < 0.08 and abs(y[b] - y[a]) < 0.03:
+            out[b] = f"{out[a]} / {out[b]}"
+            out[a] = ""
+    return out
+
+
+def _human_traces(result: TmfResult, x0: float, *, show: bool) -> list[go.Scatter]:
+    acc, hum = result.acceptance, result.human
+    if acc is None or hum is None:
+        return []
+    s = _scale(result)
+    y0, y1 = _y_range(result)
+    p = np.linspace(max(acc.p0, y0) + 1e-6, y1, 200)
+    ax = acc.cost(p)
+    keep = ax >= x0
+    return [go.Scatter(x=ax[keep], y=p[keep] * s, mode="lines", name="Human cost curve (market acceptance)",
+                       line={"color": COLORS["accept"], "dash": "dash", "width": 2}, hoverinfo="skip",
+                       legendgroup="accept", showlegend=show),
+            go.Scatter(x=[hum.x], y=[hum.performance * s], mode="markers+text", text=["Human"],
+                       textposition="middle left", textfont={"color": COLORS["human"], "size": 12},
+                       marker={"symbol": "star", "size": 18, "color": COLORS["human"],
+                               "line": {"width": 1, "color": "white"}},
+                       hovertext=[f"<b>Human</b><br>{fmt_x(hum.x, result.unit)} per task ({hum.x_source})<br>"
+                                  f"performance {fmt_perf(hum.performance, result.performance)} "
+                                  f"({hum.performance_source})"],
+                       hoverinfo="text", name="Human", legendgroup="human", showlegend=show)]
+
+
+def _panel_traces(result: TmfResult, *, row: int | None, labels: bool) -> list[go.Scatter]:
+    x0, x1 = (10 ** v for v in _x_range(result))
+    show = row in (None, 1)
+    traces = _region_traces(result, row)
+    front = _frontier_trace(result, x1, show=show)
+    traces += [front] if front is not None else []
+    traces += _human_traces(result, x0, show=show)
+    traces += _point_traces(result, show=show, labels=labels)
+    return traces
+
+
+def _axis_titles(result: TmfResult) -> tuple[str, str]:
+    x_title = "Cost per task (USD, log scale)" if result.unit == "USD" else "Latency per task (s, log scale)"
+    y_title = {"pass@1": "Pass@1 (%)", "mean_score": "Mean score (%)", "irt": "IRT ability (logits)"}
+    return x_title, y_title[result.performance]
+
+
+def fig_tmf(result: TmfResult, *, title: str | None = None, height: int = 620) -> go.Figure:
+    """The executive chart: regions, intersection, frontier step, human point and curve, stage badge."""
+    fig = go.Figure(_panel_traces(result, row=None, labels=True))
+    x_title, y_title = _axis_titles(result)
+    fig.update_xaxes(type="log", title=x_title, range=list(_x_range(result)), gridcolor="#eef0f3")
+    y0, y1 = _y_range(result)
+    s = _scale(result)
+    fig.update_yaxes(title=y_title, range=[y0 * s - 2 * (s > 1), y1 * s + 4 * (s > 1)], gridcolor="#eef0f3")
+    stage = result.value.stage if result.value else None
+    if stage:
+        fig.add_annotation(text=f"<b>{STAGE_NAMES[stage]}</b>", xref="paper", yref="paper", x=0.01, y=0.99,
+                           xanchor="left", yanchor="top", showarrow=False, font={"color": "white", "size": 14},
+                           bgcolor=STAGE_COLORS[stage], borderpad=6)
+    _annotate_best(fig, result)
+    if result.value and result.value.area > 0:
+        fig.add_annotation(text=f"AI value ≈ {fmt_x(result.value.area, result.unit)} per task", xref="paper",
+                           yref="paper", x=0.01, y=0.90, xanchor="left", showarrow=False,
+                           font={"color": "#2b8a3e", "size": 13}, bgcolor="rgba(255,255,255,0.8)")
+    fig.update_layout(title=title, height=height, template="plotly_white", hovermode="closest",
+                      legend={"orientation": "h", "y": -0.15}, margin={"l": 60, "r": 20, "t": 60, "b": 40})
+    return fig
+
+
+def _annotate_best(fig: go.Figure, result: TmfResult) -> None:
+    val = result.value
+    if val is None or val.best_run_id is None or val.best_saving <= 0:
+        return
+    best = result.points.set_index("run_id").loc[val.best_run_id]
+    fig.add_annotation(x=math.log10(float(best[result.x_col])), y=float(best["performance"]) * _scale(result),
+                       text=f"<b>Best operating point</b><br>saves {fmt_x(val.best_saving, result.unit)} per task",
+                       showarrow=True, arrowhead=2, ax=40, ay=-60, font={"color": "#2b8a3e", "size": 12},
+                       bgcolor="rgba(255,255,255,0.85)", bordercolor="#2b8a3e")
+
+
+def fig_small_multiples(results: Sequence[TmfResult], *, height: int = 380) -> go.Figure:
+    """One panel per slice (level or category), each with its own stage in the panel title."""
+    n = len(results)
+    cols = min(n, 3) or 1
+    rows = max(1, math.ceil(n / cols))
+    titles = [f"{r.slice_name.split('=', 1)[-1]} · "
+              f"{'stage ' + str(r.value.stage) if r.value else 'no human cost'}"
+              + (f" · {fmt_x(r.value.area, r.unit)}/task" if r.value else "") for r in results]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.06,
+                        vertical_spacing=0.14)
+    for i, res in enumerate(results):
+        r, c = divmod(i, cols)
+        for trace in _panel_traces(res, row=i + 1, labels=False):
+            fig.add_trace(trace, row=r + 1, col=c + 1)
+        fig.update_xaxes(type="log", range=list(_x_range(res)), row=r + 1, col=c + 1)
+        y0, y1 = _y_range(res)
+        fig.update_yaxes(range=[y0 * _scale(res), y1 * _scale(res) + 3], row=r + 1, col=c + 1)
+    fig.update_layout(height=height * rows, template="plotly_white", legend={"orientation": "h", "y": -0.08},
+                      margin={"l": 50, "r": 20, "t": 50, "b": 40})
+    return fig
+
+
+def fig_movie(movie: Sequence[tuple[str, TmfResult]], *, height: int = 480) -> go.Figure:
+    """The frontier of every period on one chart, older periods lighter."""
+    fig = go.Figure()
+    n = len(movie)
+    last: TmfResult | None = None
+    for i, (label, res) in enumerate(movie):
+        if not res.frontier:
+            continue
+        alpha = 0.25 + 0.75 * (i + 1) / max(n, 1)
+        pts = res.points.set_index("run_id").loc[list(res.frontier)]
+        s = _scale(res)
+        fig.add_trace(go.Scatter(
+            x=pts[res.x_col], y=pts["performance"] * s, mode="lines+markers", name=label,
+            line={"shape": "hv", "width": 1.5 + 1.5 * (i == n - 1), "color": f"rgba(31,95,191,{alpha:.2f})"},
+            customdata=pts.reset_index()[["run_id"]].to_numpy(), hovertext=_hover(pts.reset_index(), res),
+            hoverinfo="text"))
+        last = res
+    if last is not None:
+        fig.add_traces(_human_traces(last, 10 ** _x_range(last)[0], show=True))
+        x_title, y_title = _axis_titles(last)
+        fig.update_xaxes(type="log", title=x_title)
+        fig.update_yaxes(title=y_title)
+    fig.update_layout(height=height, template="plotly_white", title="Optimal supply curve per period (cumulative)")
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------
+# Page helpers (pure): tables, links, words, export
+# ---------------------------------------------------------------------------------------------
+
+DEFINITIONS_MD = """
+**Performance**: Pass@1 (mean over tasks of passed/samples, 95% Wilson interval over tasks), mean score
+(seeded bootstrap over tasks) or IRT ability (newest stored fit, subject = agent + version).
+
+**Cost per task**: mean over tasks of the logged `cost_usd` (ingest fills it from tokens × the run's prices when
+a log has none), or tokens × the run's prices. 95% interval: seeded bootstrap over tasks. Runs with no cost are
+listed in the table, never silently dropped. *Reprice* recomputes cost from tokens at the prices of the newest
+run (by evaluation date) of the same family (agent when no family); runs without tokens keep their cost.
+
+**Optimal supply curve**: the Pareto frontier, the runs no other run beats by being both cheaper (or equal) and
+better (or equal), one strictly; drawn as a step: S(p) = cost of the cheapest frontier run with performance ≥ p.
+The *hull* option is the upper convex hull in linear cost: what routing a share of tasks to each of two agents buys.
+
+**Human**: cost per task = mean human_minutes of the tasks × hourly rate / 60 (USD); performance from the
+benchmark's human runs (kind = human), else the override, else 100%.
+
+**Market acceptance curve** (human cost curve): A(p) = willingness × human cost × (p / human performance)^exponent.
+The default (1, 1) is xbench's worst case: a buyer pays at most what a human costs, scaled by quality relative
+to the human. The **market-acceptable region** is left of it (cheaper than the buyer accepts); the
+**tech-accessible region** is right of the supply curve (what agents can deliver).
+
+**Value per task**: the area where the two regions overlap, ∫ max(0, A(p) − S(p)) dp over performance on a 0–1
+scale, in USD per task: the saving averaged over all quality levels. **Best operating point**: the performance
+where A(p) − S(p) is largest (negative = how far the cheapest agent is from TMF).
+
+**Stages** (xbench): 1 = the regions do not meet; 2 = they meet but no frontier agent reaches human performance
+below human cost (agents and humans collaborate); 3 = a frontier agent matches human performance below human cost.
+Point estimates decide the stage; the intervals in the table show how firm it is.
+
+**Over time**: each period shows the frontier of every run evaluated up to its end.
+"""
+
+
+def period_end(label: str, freq: str) -> dt.date:
+    """Last day of a period label such as ``2025Q3`` (quarter), ``2025-07`` (month) or ``2025`` (year)."""
+    return pd.Period(label, freq=PERIODS[freq]).end_time.date()
+
+
+def run_url(run_id: str) -> str:
+    """Relative link that opens one run on the drilldown page."""
+    from urllib.parse import urlencode
+
+    return "drilldown?" + urlencode({"run": run_id})
+
+
+def md_escape(text: str) -> str:
+    """Escape Markdown (and Streamlit's $...$ LaTeX) so data-derived text renders literally."""
+    out = []
+    for ch in text:
+        out.append("\\" + ch if ch in "\\`*_{}[]()#+-!|<>$~" else ch)
+    return "".join(out)
+
+
+def points_table(result: TmfResult) -> pd.DataFrame:
+    """The runs behind the chart, frontier first, with intervals, flags and a link to open each run."""
+    pts = result.points.copy()
+    pts = pts.sort_values(["on_frontier", result.x_col], ascending=[False, True], na_position="last")
+    s = 1.0 if result.performance == "irt" else 100.0
+    out = pd.DataFrame({
+        "agent": pts["agent"], "version": pts["agent_version"], "kind": pts["kind"],
+        "eval_date": pd.to_datetime(pts["eval_date"]).dt.date, "run_id": pts["run_id"],
+        "performance": (pts["performance"] * s).round(2), "perf_lo": (pts["perf_lo"] * s).round(2),
+        "perf_hi": (pts["perf_hi"] * s).round(2),
+        result.x_col: pts[result.x_col], "x_lo": pts["cost_lo" if result.unit == "USD" else "latency_lo"],
+        "x_hi": pts["cost_hi" if result.unit == "USD" else "latency_hi"], "n_tasks": pts["n_tasks"],
+        "n_cost_tasks": pts["n_cost_tasks"], "has_cost": pts["has_cost"], "on_frontier": pts["on_frontier"],
+        "on_hull": pts["on_hull"], "is_repriced": pts["is_repriced"],
+        "open": [run_url(r) for r in pts["run_id"]]})
+    return out.reset_index(drop=True)
+
+
+def stage_table(results: Sequence[TmfResult]) -> pd.DataFrame:
+    """One row per slice: stage, value per task, best saving, human cost and performance, frontier."""
+    return pd.DataFrame([{
+        "slice": r.slice_name, "stage": None if r.value is None else r.value.stage,
+        "value_per_task": None if r.value is None else r.value.area,
+        "best_saving": None if r.value is None else r.value.best_saving,
+        "human_x": None if r.human is None else r.human.x,
+        "human_performance": None if r.human is None else r.human.performance,
+        "frontier": ", ".join(r.frontier)} for r in results])
+
+
+def page_export(result: TmfResult, fig: go.Figure, benchmark: str) -> str:
+    """A standalone HTML page (chart, words, assumptions, runs) for slides."""
+    from analytics.export import page_html
+
+    table = points_table(result).drop(columns=["open"])
+    assumptions = "\n".join(f"{k}: {v}" for k, v in result.assumptions.items())
+    return page_html(f"Tech-Market-Fit: {benchmark}", [
+        ("", headline(result)), ("", fig), ("Assumptions", assumptions),
+        ("Runs", table.to_string(index=False))], note=f"Runlens export, {dt.date.today().isoformat()}")

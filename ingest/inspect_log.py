@@ -1,0 +1,445 @@
+"""Inspect AI eval logs (``.json`` and the zipped ``.eval``) -> native v1 records, without inspect_ai.
+
+Mapping (see docs/formats.md): the eval is a run (``eval.task`` -> benchmark, ``eval.model`` -> agent,
+``eval.created`` -> eval date, log ``status`` -> run status); each sample x epoch is an attempt
+(``sample = epoch - 1``); the chosen scorer's value is the score (C=1, P=0.5, I=0, N=0; numbers and
+booleans as they are); ``model_usage`` summed over models gives tokens, ``total_time`` the latency;
+events (or, without events, messages) give steps: model turns, tool calls with arguments and
+results, errors.
+
+A ``.eval`` file is a zip: ``header.json`` (or ``_journal/start.json`` while running),
+``samples/<id>_epoch_<n>.json``, ``reductions.json``, ``summaries.json``. It is read in memory with
+caps on member count, member size, total size and compression ratio; a member name that is absolute
+or contains ``..`` rejects the whole file. Locations are ``file!member:$.json.path``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ingest.errors import ProblemCollector
+from ingest.openai_messages import load_json
+
+ZIP_MAGIC = b"PK\x03\x04"
+MAX_MEMBERS = int(os.environ.get("RUNLENS_ZIP_MAX_MEMBERS", 200_000))
+MAX_MEMBER_BYTES = int(os.environ.get("RUNLENS_ZIP_MAX_MEMBER_BYTES", 512 * 1024**2))
+MAX_TOTAL_BYTES = int(os.environ.get("RUNLENS_ZIP_MAX_TOTAL_BYTES", 4 * 1024**3))
+MAX_RATIO = float(os.environ.get("RUNLENS_ZIP_MAX_RATIO", 500))  # JSON compresses ~10-50x; bombs ~1000x
+RATIO_MIN_BYTES = 1024 * 1024  # small members may compress extremely well without harm
+SCORE_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
+SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
+TIME_LIMITS = ("time", "working")
+
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (logs omit or null out optional parts)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _seq(value: Any) -> list[Any]:
+    """``value`` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+def detect_inspect(path: Path, head: bytes) -> bool:
+    """A zip named ``.eval``, or a JSON object with an ``eval`` header naming task and model."""
+    if head.startswith(ZIP_MAGIC):
+        return path.name.lower().endswith(".eval")
+    text = head.lstrip()
+    return (text.startswith(b"{") and re.search(rb'"eval"\s*:\s*\{', text) is not None
+            and b'"task"' in text and b'"model"' in text and b'"created"' in text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Zip reading with safety caps
+# ---------------------------------------------------------------------------------------------
+
+
+def _unsafe_name(name: str) -> bool:
+    parts = name.replace("\\", "/").split("/")
+    return name.startswith(("/", "\\")) or ".." in parts or bool(re.match(r"^[A-Za-z]:", name))
+
+
+def read_zip(path: Path, data: bytes, problems: ProblemCollector) -> dict[str, bytes] | None:
+    """Every JSON member of a zip, after safety checks; None (with problems) when the archive is refused."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        infos = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError) as exc:
+        problems.add(f"{path}:1", "-", f"not a readable zip archive: {exc}")
+        return None
+    if len(infos) > MAX_MEMBERS:
+        problems.add(f"{path}:1", "-", f"{len(infos):,} members exceed the limit of {MAX_MEMBERS:,}")
+        return None
+    bad = [i.filename for i in infos if _unsafe_name(i.filename)]
+    if bad:
+        problems.add(f"{path}!{bad[0]}", "-", f"unsafe member name (absolute or '..'): {len(bad)} such member(s); "
+                     "archive refused")
+        return None
+    declared = sum(i.file_size for i in infos)
+    if declared > MAX_TOTAL_BYTES:
+        problems.add(f"{path}:1", "-", f"archive expands to {declared:,} bytes, over the {MAX_TOTAL_BYTES:,}-byte limit")
+        return None
+    out: dict[str, bytes] = {}
+    total = 0
+    for info in infos:
+        loc = f"{path}!{info.filename}"
+        if info.is_dir() or not info.filename.endswith(".json"):
+            continue
+        if info.flag_bits & 0x1:
+            problems.add(loc, "-", "encrypted member; cannot read")
+            return None
+        if info.file_size > MAX_MEMBER_BYTES or (
+                info.file_size > RATIO_MIN_BYTES and info.file_size > MAX_RATIO * max(info.compress_size, 1)):
+            problems.add(loc, "-", f"member expands to {info.file_size:,} bytes from {info.compress_size:,} "
+                         f"(limit {MAX_MEMBER_BYTES:,} bytes, ratio {MAX_RATIO:g}); looks like a zip bomb, refused")
+            return None
+        body = _read_capped(archive, info, min(MAX_MEMBER_BYTES, MAX_TOTAL_BYTES - total), problems, loc)
+        if body is None:
+            return None
+        total += len(body)
+        out[info.filename] = body
+    return out
+
+
+def _read_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, problems: ProblemCollector,
+                 loc: str) -> bytes | None:
+    """A member's bytes, stopping as soon as more than ``cap`` come out (declared sizes can lie)."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with archive.open(info) as fh:
+            while chunk := fh.read(1024 * 1024):
+                size += len(chunk)
+                if size > cap or size > MAX_RATIO * max(info.compress_size, 1) + RATIO_MIN_BYTES:
+                    problems.add(loc, "-", "member expands beyond its declared size or the limits; zip bomb refused")
+                    return None
+                chunks.append(chunk)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+        problems.add(loc, "-", f"cannot decompress member: {exc}")
+        return None
+    return b"".join(chunks)
+
+
+def _member_json(path: Path, name: str, body: bytes, problems: ProblemCollector) -> Any:
+    sub = ProblemCollector()
+    doc = load_json(Path(f"{path}!{name}"), body, sub)
+    problems.problems.extend(sub.problems)
+    return doc
+
+
+def load_log(path: Path, data: bytes, problems: ProblemCollector) -> tuple[dict[str, Any], list[tuple[str, Any]]] | None:
+    """``(header, [(location, sample), ...])`` from either layout; None when unreadable."""
+    if data.startswith(ZIP_MAGIC):
+        members = read_zip(path, data, problems)
+        if members is None:
+            return None
+        head_name = "header.json" if "header.json" in members else "_journal/start.json"
+        if head_name not in members:
+            problems.add(f"{path}:1", "-", "no header.json (nor _journal/start.json) in the .eval archive")
+            return None
+        header = _member_json(path, head_name, members[head_name], problems)
+        samples = []
+        for name in sorted(members, key=_sample_order):
+            if SAMPLE_MEMBER.match(name):
+                doc = _member_json(path, name, members[name], problems)
+                if doc is not None:
+                    samples.append((f"{path}!{name}:$", doc))
+        if header is None:
+            return None
+        return header, samples
+    doc = load_json(path, data, problems)
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        problems.add(f"{path}:$", "-", "expected an Inspect log object")
+        return None
+    raw = doc.get("samples") or []
+    if not isinstance(raw, list):
+        problems.add(f"{path}:$.samples", "-", "expected a list of samples")
+        return None
+    return doc, [(f"{path}:$.samples[{i}]", s) for i, s in enumerate(raw)]
+
+
+def _sample_order(name: str) -> tuple[Any, ...]:
+    match = SAMPLE_MEMBER.match(name)
+    if not match:
+        return (1, name)
+    sid = match.group(1)
+    return (0, int(match.group(2)), (0, int(sid), "") if sid.isdigit() else (1, 0, sid))
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_inspect(path: Path, data: bytes, problems: ProblemCollector, progress: Any = None,
+                  **options: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield native records for one Inspect log.
+
+    Args:
+        path: the ``.json`` or ``.eval`` file.
+        data: its bytes.
+        problems: where problems are reported.
+        progress: optional tqdm-like bar.
+        **options: ``scorer`` (which scorer's value is the score; default: the first in the log),
+            ``benchmark``, ``agent``, ``run_id`` to override names.
+    """
+    loaded = load_log(path, data, problems)
+    if loaded is None:
+        return
+    header, samples = loaded
+    ev = header.get("eval") if isinstance(header, dict) else None
+    if not isinstance(ev, dict):
+        problems.add(f"{path}:$.eval", "-", "missing the eval header (task, model, created)")
+        return
+    benchmark = str(options.get("benchmark") or ev.get("task") or "inspect")
+    benchmark = benchmark.split("/")[-1]
+    model = str(options.get("agent") or ev.get("model") or "unknown")
+    run_id = str(options.get("run_id") or f"{benchmark}-{ev.get('eval_id') or ev.get('run_id') or path.stem}")
+    scorer = options.get("scorer") or _default_scorer(header)
+    numeric = _all_numeric(samples, scorer)
+    yield f"{path}:$.eval", {"record": "benchmark", "benchmark": benchmark,
+                             "scoring": "binary" if numeric == "binary" else "continuous",
+                             "pass_threshold": 1.0 if numeric == "binary" else 0.5,
+                             "description": f"Inspect AI task {ev.get('task')}"}
+    yield f"{path}:$.eval", _run(header, ev, run_id, benchmark, model, scorer)
+    for loc, sample in samples:
+        if not isinstance(sample, dict):
+            problems.add(loc, "-", "expected a sample object")
+            continue
+        yield from _sample(loc, sample, benchmark, run_id, scorer, problems)
+    if progress is not None:
+        progress.update(len(data))
+
+
+def _default_scorer(header: dict[str, Any]) -> str | None:
+    results = _obj(header.get("results"))
+    for entry in results.get("scores") or []:
+        if isinstance(entry, dict) and entry.get("name"):
+            return str(entry["name"])
+    for entry in (header.get("eval") or {}).get("scorers") or []:
+        if isinstance(entry, dict) and entry.get("name"):
+            return str(entry["name"])
+    return None
+
+
+def score_value(value: Any) -> float | None:
+    """An Inspect score value as a number: C=1, P=0.5, I=0, N=0; numbers/booleans as is; dicts averaged."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        if value.strip().upper() in SCORE_LETTERS:
+            return SCORE_LETTERS[value.strip().upper()]
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    if isinstance(value, dict):
+        parts = [v for v in (score_value(x) for x in value.values()) if v is not None]
+        return sum(parts) / len(parts) if parts else None
+    return None
+
+
+def _pick_score(sample: dict[str, Any], scorer: str | None) -> tuple[str | None, dict[str, Any] | None]:
+    scores = _obj(sample.get("scores"))
+    if scorer and isinstance(scores.get(scorer), dict):
+        return scorer, scores[scorer]
+    for name, entry in scores.items():
+        if isinstance(entry, dict):
+            return name, entry
+    return None, None
+
+
+def _all_numeric(samples: list[tuple[str, Any]], scorer: str | None) -> str:
+    values = [score_value(e.get("value")) for _, s in samples if isinstance(s, dict)
+              for _, e in [_pick_score(s, scorer)] if e is not None]
+    return "binary" if all(v in (0.0, 1.0) for v in values if v is not None) else "continuous"
+
+
+def _run(header: dict[str, Any], ev: dict[str, Any], run_id: str, benchmark: str, model: str,
+         scorer: str | None) -> dict[str, Any]:
+    results = _obj(header.get("results"))
+    stats = _obj(header.get("stats"))
+    created = ev.get("created")
+    return {"record": "run", "run_id": run_id, "benchmark": benchmark, "agent": model,
+            "family": model.split("/")[0] if "/" in model else None, "kind": "llm",
+            "eval_date": created[:10] if isinstance(created, str) and len(created) >= 10 else None,
+            "status": str(header.get("status") or "unknown"), "scorer": scorer,
+            "inspect_eval_id": ev.get("eval_id"), "inspect_run_id": ev.get("run_id"),
+            "task_file": ev.get("task_file"), "results": results.get("scores"),
+            "model_usage": stats.get("model_usage"), "error": header.get("error")}
+
+
+def _text(value: Any, attachments: dict[str, Any]) -> str | None:
+    """Content (string or list of content parts) as text, resolving ``attachment://`` references."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.startswith("attachment://"):
+            return str(attachments.get(value[len("attachment://"):], value))
+        return value
+    if isinstance(value, list):
+        parts = []
+        for part in value:
+            if isinstance(part, dict):
+                parts.append(_text(part.get("text") or part.get("reasoning") or part.get("content"), attachments) or "")
+            else:
+                parts.append(_text(part, attachments) or "")
+        return "\n".join(p for p in parts if p)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _sample(loc: str, sample: dict[str, Any], benchmark: str, run_id: str, scorer: str | None,
+            problems: ProblemCollector) -> Iterator[tuple[str, dict[str, Any]]]:
+    if sample.get("id") is None:
+        problems.add(loc, "id", "missing sample id")
+        return
+    att = _obj(sample.get("attachments"))
+    task_id = str(sample["id"])
+    target = sample.get("target")
+    yield loc, {"record": "task", "benchmark": benchmark, "task_id": task_id,
+                "query": _text(sample.get("input"), att),
+                "reference_answer": _text(target, att) if not isinstance(target, list)
+                else json.dumps(target, ensure_ascii=False)}
+    name, entry = _pick_score(sample, scorer)
+    value = score_value(entry.get("value")) if entry else None
+    status = _status(sample)
+    epoch = sample.get("epoch", 1)
+    attempt: dict[str, Any] = {
+        "record": "attempt", "run_id": run_id, "task_id": task_id,
+        "sample": int(epoch) - 1 if isinstance(epoch, int) and epoch >= 1 else epoch,
+        "score": None if value is None else min(max(value, 0.0), 1.0),
+        "raw_score": value, "status": status, "latency_s": sample.get("total_time"),
+        "answer": (entry or {}).get("answer") if isinstance((entry or {}).get("answer"), str) else _answer(sample, att),
+        "scorer": name, "score_value": None if entry is None else entry.get("value"),
+        "explanation": None if entry is None else entry.get("explanation"),
+        "working_time_s": sample.get("working_time"), "inspect_uuid": sample.get("uuid")}
+    if value is None and status == "completed":
+        problems.add(f"{loc}.scores", scorer or "-", f"no usable value for scorer {scorer!r} "
+                     f"(found {sorted((sample.get('scores') or {}).keys())})")
+        return
+    attempt.update(_usage(sample.get("model_usage")))
+    if isinstance(sample.get("error"), dict):
+        attempt["error"] = sample["error"].get("message")
+    attempt["steps"] = steps_from_sample(sample, att)
+    yield loc, {k: v for k, v in attempt.items() if v is not None}
+
+
+def _status(sample: dict[str, Any]) -> str:
+    limit = sample.get("limit")
+    if isinstance(limit, dict) and limit.get("type") in TIME_LIMITS:
+        return "timeout"
+    if sample.get("error"):
+        return "crashed"
+    return "completed"
+
+
+def _answer(sample: dict[str, Any], att: dict[str, Any]) -> str | None:
+    output = _obj(sample.get("output"))
+    if isinstance(output.get("completion"), str) and output["completion"]:
+        return output["completion"]
+    for choice in output.get("choices") or []:
+        if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
+            return _text(choice["message"].get("content"), att)
+    return None
+
+
+def _usage(model_usage: Any) -> dict[str, Any]:
+    """Tokens (and cost when the log has it) summed over every model the sample used."""
+    if not isinstance(model_usage, dict) or not model_usage:
+        return {}
+    totals: dict[str, float] = {}
+    for usage in model_usage.values():
+        if not isinstance(usage, dict):
+            continue
+        for src, dst in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                         ("total_cost", "cost_usd")):
+            if isinstance(usage.get(src), (int, float)):
+                totals[dst] = totals.get(dst, 0) + usage[src]
+    return {k: (int(v) if k.endswith("tokens") else v) for k, v in totals.items()}
+
+
+def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[str, Any]]:
+    """Steps from events (model turns, tool calls, errors); from messages when the log kept no events."""
+    events = _seq(sample.get("events"))
+    steps: list[dict[str, Any]] = []
+    rnd = 0
+    for ev in events:
+        if not isinstance(ev, dict):
+            continue
+        kind = ev.get("event")
+        if kind == "model":
+            rnd += 1
+            output = _obj(ev.get("output"))
+            usage = _obj(output.get("usage"))
+            message = ((output.get("choices") or [{}])[0] or {}).get("message") or {}
+            steps.append({"round": rnd, "kind": "model", "content": _text(message.get("content"), att),
+                          "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
+                          "latency_s": output.get("time", ev.get("working_time")),
+                          "error": _err(ev.get("error")),
+                          "n_tool_calls": len(message.get("tool_calls") or [])})
+        elif kind == "tool":
+            steps.append({"round": rnd, "kind": "tool_call", "tool": ev.get("function"),
+                          "args": ev.get("arguments"), "result": _text(ev.get("result"), att) or "",
+                          "latency_s": ev.get("working_time"), "error": _err(ev.get("error"))})
+        elif kind == "error":
+            steps.append({"round": rnd, "kind": "error", "error": _err(ev.get("error")) or "error"})
+    if not steps:
+        steps = _steps_from_messages(sample.get("messages"), att)
+    _mark_final(steps)
+    return [{k: v for k, v in s.items() if v is not None} for s in steps]
+
+
+def _err(error: Any) -> str | None:
+    if error is None:
+        return None
+    if isinstance(error, dict):
+        return str(error.get("message") or error.get("type") or json.dumps(error))
+    return str(error)
+
+
+def _steps_from_messages(messages: Any, att: dict[str, Any]) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    by_call: dict[str, int] = {}
+    rnd = 0
+    for msg in messages if isinstance(messages, list) else []:
+        if not isinstance(msg, dict) or msg.get("role") in ("system", "user"):
+            continue
+        if msg.get("role") == "assistant":
+            rnd += 1
+            calls = msg.get("tool_calls") or []
+            steps.append({"round": rnd, "kind": "model", "content": _text(msg.get("content"), att),
+                          "n_tool_calls": len(calls)})
+            for call in calls:
+                if isinstance(call, dict):
+                    by_call[str(call.get("id"))] = len(steps)
+                    steps.append({"round": rnd, "kind": "tool_call", "tool": call.get("function"),
+                                  "args": call.get("arguments")})
+        elif msg.get("role") == "tool":
+            ix = by_call.get(str(msg.get("tool_call_id")))
+            if ix is not None:
+                steps[ix]["result"] = _text(msg.get("content"), att) or ""
+                steps[ix]["error"] = _err(msg.get("error"))
+    return steps
+
+
+def _mark_final(steps: list[dict[str, Any]]) -> None:
+    """The last model turn that called no tool and said something is the final answer."""
+    for step in reversed(steps):
+        if step["kind"] == "model":
+            if not step.get("n_tool_calls") and step.get("content"):
+                step["kind"] = "final"
+            break
+    for step in steps:
+        step.pop("n_tool_calls", None)

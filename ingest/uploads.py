@@ -1,0 +1,162 @@
+"""Helpers behind the Upload page: preview (validate without writing), ingest, and the ingest history.
+
+A rejected file writes nothing to the database (the CLI contract), so failed uploads are remembered
+in a small sidecar file beside the database, ``<db>.uploads.jsonl`` (the newest ``MAX_SIDECAR``
+entries), never in the database itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from analytics.db import query_df, resolve_db_path, writer
+from ingest.csv_long import companion_of, header_of
+from ingest.errors import IngestError, ProblemCollector
+from ingest.formats import FORMATS, parse_with
+from ingest.pipeline import FileResult, _choose_format, _content_hash, ingest_file
+from ingest.records import Normaliser
+from ingest.writer import find_ingested, load_known
+
+MAX_SIDECAR = 500
+FIRST_ERRORS = 5
+
+
+def is_read_only() -> bool:
+    """True when uploads and deletions are switched off (env ``RUNLENS_READ_ONLY=1``)."""
+    return os.environ.get("RUNLENS_READ_ONLY", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def upload_limit_mb() -> int:
+    """Largest accepted upload in MB (env ``RUNLENS_UPLOAD_MAX_MB``, default 200)."""
+    try:
+        return max(1, int(os.environ.get("RUNLENS_UPLOAD_MAX_MB", "200")))
+    except ValueError:
+        return 200
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a file would bring, found without writing anything."""
+
+    file: str
+    sha256: str
+    format: str
+    outcome: str  # ready | duplicate | invalid | companion
+    n_runs: int = 0
+    n_tasks: int = 0
+    n_attempts: int = 0
+    n_steps: int = 0
+    errors: tuple[str, ...] = field(default_factory=tuple)
+    n_errors: int = 0
+
+
+def _options(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if v}
+
+
+def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto", **options: Any) -> Preview:
+    """Detect, parse and validate one file against the database on ``con`` (read-only is enough)."""
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    opts = _options(options)
+    try:
+        chosen = _choose_format(path, data, fmt)
+        if chosen.name == "csv" and not opts.get("mapping") and companion_of(header_of(data)):
+            return Preview(path.name, sha, "csv", "companion", errors=(
+                f"companion file of the {companion_of(header_of(data))} mapping: read with its results file",))
+        extra = chosen.fingerprint(path, data, opts) if chosen.fingerprint is not None else {}
+        if find_ingested(con, _content_hash(data, chosen, {**opts, **extra})) is not None:
+            return Preview(path.name, sha, chosen.name, "duplicate")
+        problems = ProblemCollector()
+        bundle = Normaliser(load_known(con), problems).feed(parse_with(chosen, path, data, problems, None, **opts))
+    except IngestError as exc:
+        return Preview(path.name, sha, fmt, "invalid", errors=tuple(str(p) for p in exc.problems[:FIRST_ERRORS]),
+                       n_errors=len(exc.problems))
+    if problems:
+        return Preview(path.name, sha, chosen.name, "invalid", n_errors=len(problems.problems),
+                       errors=tuple(str(p) for p in problems.problems[:FIRST_ERRORS]))
+    return Preview(path.name, sha, chosen.name, "ready", len(bundle.runs["run_id"]), len(bundle.tasks["task_id"]),
+                   bundle.n_attempts, bundle.n_steps)
+
+
+def ingest_one(path: Path, *, db: str | os.PathLike[str] | None = None, fmt: str = "auto",
+               **options: Any) -> FileResult:
+    """Ingest one file (one transaction); a rejection is returned, and remembered in the sidecar."""
+    opts = _options(options)
+    with writer(db) as con:
+        try:
+            result = ingest_file(con, path, fmt=fmt, **opts)
+        except IngestError as exc:
+            result = FileResult(str(path), fmt, "failed", error=exc)
+    if result.outcome == "failed":
+        record_failure(path, result, db=db)
+    return result
+
+
+def sidecar_path(db: str | os.PathLike[str] | None = None) -> Path:
+    """The failed-upload history file beside the database."""
+    base = resolve_db_path(db)
+    return base.with_name(base.name + ".uploads.jsonl")
+
+
+def record_failure(path: Path, result: FileResult, *, db: str | os.PathLike[str] | None = None) -> None:
+    """Append a rejected upload to the sidecar (keeping the newest MAX_SIDECAR entries)."""
+    try:
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        sha = ""
+    problems = result.error.problems if result.error is not None else []
+    entry = {"file": path.name, "content_hash": sha, "format": result.format, "outcome": "failed",
+             "started_at": dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="seconds"),
+             "n_errors": len(problems), "errors": "\n".join(str(p) for p in problems[:FIRST_ERRORS])}
+    side = sidecar_path(db)
+    lines = side.read_text(encoding="utf-8").splitlines() if side.exists() else []
+    lines = (lines + [json.dumps(entry)])[-MAX_SIDECAR:]
+    side.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def failed_uploads(db: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """Rejected uploads from the sidecar (newest first)."""
+    side = sidecar_path(db)
+    rows = []
+    if side.exists():
+        for line in side.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue  # a torn last line after a crash is not worth failing the page for
+    df = pd.DataFrame(rows, columns=["file", "content_hash", "format", "outcome", "started_at", "n_errors", "errors"])
+    return df.iloc[::-1].reset_index(drop=True)
+
+
+def ingest_history(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """Every file the database took in (or later released by deleting its runs), newest first."""
+    return query_df(con, "SELECT path AS file, content_hash, format, n_runs, n_tasks, n_attempts, n_steps, "
+                         "started_at, round(seconds, 2) AS seconds, outcome, errors, is_demo "
+                         "FROM ingest_log ORDER BY started_at DESC NULLS LAST, file_id DESC")
+
+
+def run_list(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """Runs with their benchmark, agent and attempt count (for the delete picker)."""
+    return query_df(con, "SELECT r.run_id, r.benchmark, r.agent, r.eval_date, count(a.attempt_id) AS n_attempts "
+                         "FROM runs r LEFT JOIN attempts a USING (run_id) GROUP BY ALL ORDER BY r.benchmark, r.run_id")
+
+
+def deletions(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """Recorded run deletions (audit_log), newest first."""
+    return query_df(con, "SELECT at_utc, subject AS run_id, detail FROM audit_log WHERE action = 'run_deleted' "
+                         "ORDER BY at_utc DESC")
+
+
+def format_names() -> list[str]:
+    """``auto`` and every registered format."""
+    return ["auto", *FORMATS]

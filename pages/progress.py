@@ -1,0 +1,102 @@
+"""Progress: IRT ability over time (the xbench-index), frontier, velocity, breakthroughs, Wright map, items."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from analytics import db as rdb
+from analytics import irt
+from analytics import progress as prog
+from ui import common
+
+flt = common.page_setup("Progress", "Agent ability on one IRT scale across evaluation dates, even when the task "
+                                    "set changes (see docs/irt.md). Fits are cached; refitting is explicit.")
+if not flt.benchmark:
+    common.empty_state("No benchmark in the database yet: ingest runs first.")
+wanted_model = common.query_param("model", "1pl")
+model = st.radio("Model", irt.MODELS, horizontal=True, key="irt_model",
+                 index=irt.MODELS.index(wanted_model) if wanted_model in irt.MODELS else 0,
+                 help="1pl is the validated default; 2pl (wide priors) adds per-task discrimination.")
+
+
+def refit(label: str) -> None:
+    """A button that fits (or refits) on the current data, with progress, then reruns the page."""
+    if not st.button(label, key="irt_refit", icon=":material/refresh:"):
+        return
+    bar = st.progress(0.0, text="Fitting...")
+    try:
+        with rdb.writer(common.db_path()) as con:
+            fit = irt.fit_and_store(con, benchmark=flt.benchmark, model=model,
+                                    progress=lambda frac, msg: bar.progress(min(frac, 1.0), text=msg))
+    except rdb.RunlensError as exc:
+        st.error(f"The fit failed: {exc}")
+        return
+    bar.progress(1.0, text=f"Done in {fit.seconds:.1f} s")
+    st.rerun()
+
+
+view = common.cached(prog.progress_view, benchmark=flt.benchmark, model=model)
+if view.fit is None and (view.n_subjects_in_data < 2 or view.n_tasks_in_data < 2):
+    common.empty_state(f"Too little data for an ability index on **{flt.benchmark}**: it has "
+                       f"{view.n_subjects_in_data} agent version(s) and {view.n_tasks_in_data} task(s); IRT needs at "
+                       "least 2 of each (and about 20 answered tasks per agent to rank it).")
+if view.fit is None:
+    st.info(f"No {model} fit of **{flt.benchmark}** yet ({view.n_subjects_in_data} agent versions, "
+            f"{view.n_tasks_in_data} tasks). An IRT fit places agents and tasks on one scale; it needs at least "
+            "2 agents and 2 tasks and takes seconds to minutes. Pages never fit by themselves.")
+    refit("Fit now")
+    st.stop()
+fit = view.fit
+if not fit.is_current:
+    st.warning("The data changed since this fit (shown below). Refit to include the new runs; old agents stay "
+               "on the same scale through anchor tasks.")
+refit("Refit" if fit.is_current else "Refit on the current data")
+
+info = fit.info
+c = st.columns(5)
+c[0].metric("Agent versions", len(fit.abilities))
+c[1].metric("Tasks", len(fit.items))
+c[2].metric("Fit time", f"{fit.seconds:.1f} s")
+c[3].metric("Scale shift", f"{info.get('scale_shift', 0.0):+.2f}", help=str(info.get("link_method", "")))
+c[4].metric("Flagged (too few tasks)", int(fit.abilities["is_flagged"].sum()))
+
+left, right = st.columns(2)
+with left:
+    common.show_fig(prog.fig_ability_over_time(view), key="fig_ability", data=view.abilities, name="abilities")
+with right:
+    common.show_fig(prog.fig_raw_over_time(view), key="fig_raw", data=view.abilities, name="raw_scores")
+
+st.subheader("Velocity and breakthroughs")
+left, right = st.columns(2)
+with left:
+    st.caption("Ability gained per month (least-squares slope over a family's versions).")
+    st.dataframe(view.velocity, hide_index=True, key="tbl_velocity")
+    common.download_buttons(view.velocity, "velocity", key="dl_velocity")
+with right:
+    st.caption("Consecutive versions whose 90% intervals do not overlap.")
+    st.dataframe(view.breakthroughs, hide_index=True, key="tbl_breakthroughs")
+    common.download_buttons(view.breakthroughs, "breakthroughs", key="dl_breakthroughs")
+
+st.subheader("Abilities")
+ranked = view.abilities.sort_values("ability", ascending=False)
+st.dataframe(ranked[["subject", "family", "first_eval_date", "ability", "ability_lo", "ability_hi", "n_items",
+                     "raw_score", "is_flagged"]], hide_index=True, key="tbl_abilities")
+common.download_buttons(ranked, "irt_abilities", key="dl_abilities")
+
+st.subheader("Tasks")
+left, right = st.columns(2)
+with left:
+    common.show_fig(prog.fig_wright_map(view), key="fig_wright")
+with right:
+    tasks = list(fit.items.sort_values("difficulty")["task_id"])
+    wanted = common.query_param("task")
+    task = st.selectbox("Task", tasks, key="irt_task", index=tasks.index(wanted) if wanted in tasks else 0)
+    common.show_fig(prog.fig_icc(view, task), key="fig_icc")
+flags = st.multiselect("Show flags", ["saturated", "dead", "negative"], key="irt_flags", placeholder="all tasks")
+items = fit.items[fit.items["flag"].isin(flags)] if flags else fit.items
+st.dataframe(items, hide_index=True, key="tbl_items")
+common.download_buttons(items, "irt_items", key="dl_items")
+
+with st.expander("Refit log (every stored fit and how far the scale moved)"):
+    st.dataframe(view.log, hide_index=True, key="tbl_log")
+    common.download_buttons(view.log, "irt_fit_log", key="dl_log")

@@ -1,0 +1,127 @@
+"""SQL explorer: ad-hoc read-only SQL through the sandbox, schema browser, examples, charts, full downloads."""
+
+from urllib.parse import quote
+
+import streamlit as st
+
+from analytics import llm
+from analytics import sql_sandbox as sb
+from ui.common import cached, db_path, db_version, download_buttons, page_setup, query_param, show_fig
+
+LIMITS = sb.SandboxLimits()
+PAGE_SIZE = 100
+ss = st.session_state
+page_setup("SQL", f"One read-only statement per run, stopped after {LIMITS.timeout_s:g} s or {LIMITS.memory_limit}; "
+                  f"the first {LIMITS.max_rows:,} rows are shown, downloads hold the full result. "
+                  "Ctrl+Enter runs the editor.")
+gallery = {e.title: e for e in sb.examples()}
+
+
+@st.cache_data(show_spinner="Running the query in the sandbox...", max_entries=64)
+def _run(sql: str, version: str, path: str, run_n: int) -> sb.SqlOutcome:
+    # run_n changes on every Run click, so a click always runs; reruns (paging, charts) reuse the result
+    return sb.try_query(sql, db=path, limits=LIMITS)
+
+
+def _load(sql: str, *, run: bool) -> None:
+    """Put SQL into the editor (a callback: widgets cannot change after they are drawn)."""
+    ss.sql_editor = sql
+    if run:
+        ss.sql_current = sql
+        ss.sql_run_n = ss.get("sql_run_n", 0) + 1
+
+
+ss.setdefault("sql_history", [])
+if "sql_current" not in ss:  # first visit: a shared link (?q=...) opens with its query, already run
+    ss.sql_current = query_param("q")
+if "sql_editor" not in ss:  # widget state is dropped while another page is shown
+    ss.sql_editor = ss.sql_current or (next(iter(gallery.values())).sql if gallery else "FROM v_runs")
+
+schema_objects, schema_columns = cached(sb.schema_objects), cached(sb.schema_columns)
+with st.expander("Schema: tables and views", icon=":material/schema:"):
+    st.dataframe(schema_objects, hide_index=True, key="sql_schema", width="stretch")
+    download_buttons(schema_objects, "schema-objects", key="sql_schema_dl")
+    obj = st.selectbox("Columns of", list(schema_objects["name"]), key="sql_schema_obj")
+    columns = schema_columns[schema_columns["name"] == obj][["column", "type"]]
+    st.dataframe(columns, hide_index=True, key="sql_schema_cols", width="stretch")
+    download_buttons(columns, f"columns-{obj}", key="sql_schema_cols_dl")
+st.subheader("Examples")
+choice = st.selectbox("Example queries (queries/*.sql)", list(gallery), key="sql_example")
+if choice:
+    st.caption(gallery[choice].description)
+    st.button("Load and run", key="sql_load_example", on_click=_load, args=(gallery[choice].sql,),
+              kwargs={"run": True}, icon=":material/play_arrow:")
+
+if llm.llm_config() is None:
+    st.caption("Ask in English is off: no OpenAI-compatible endpoint is configured "
+               "(set OPENAI_BASE_URL and RUNLENS_JUDGE_MODEL).")
+else:
+    with st.expander("Ask in English", icon=":material/chat:"):
+        question = st.text_input("Question", key="sql_question", placeholder="Which agent is cheapest per passed task?")
+        if st.button("Write SQL", key="sql_ask") and question:
+            try:
+                ss.sql_proposed = sb.ask_sql(question, schema=sb.schema_text(schema_objects, schema_columns),
+                                             gallery=list(gallery.values()))
+            except llm.LLMError as exc:
+                st.error(f"The model could not be reached: {exc}")
+        if ss.get("sql_proposed"):
+            st.caption("Proposed SQL (review it; it runs only when you click, inside the same sandbox):")
+            st.code(ss.sql_proposed, language="sql")
+            st.button("Run this SQL", key="sql_run_proposed", on_click=_load, args=(ss.sql_proposed,),
+                      kwargs={"run": True})
+
+with st.form("sql_form"):
+    st.text_area("SQL", key="sql_editor", height=220)
+    if st.form_submit_button("Run", key="sql_run", type="primary", shortcut="Ctrl+Enter", icon=":material/play_arrow:"):
+        ss.sql_current = ss.sql_editor
+        ss.sql_run_n = ss.get("sql_run_n", 0) + 1
+sql = (ss.get("sql_current") or "").strip()
+if not sql:
+    st.stop()
+if st.query_params.get("q") != sql:
+    st.query_params["q"] = sql
+outcome = _run(sql, db_version(), db_path(), ss.get("sql_run_n", 0))
+if not ss.sql_history or ss.sql_history[-1]["sql"] != sql:
+    rows = outcome.result.n_rows if outcome.result else None
+    ss.sql_history.append({"sql": sql, "rows": rows, "error": outcome.error_kind})
+st.caption("Shareable link (relative to this app):")
+st.code(f"sql?q={quote(sql)}", language=None)
+
+if outcome.result is None:
+    head = {"refused": "Refused", "timeout": "Stopped (time limit)", "memory": "Stopped (memory limit)",
+            "permission": "Refused by the engine"}.get(outcome.error_kind or "", "DuckDB error")
+    st.error(f"{head}" + (f" at line {outcome.line}" if outcome.line else "") + ":")
+    st.code(outcome.error or "", language=None)
+    st.stop()
+
+res = outcome.result
+count = f"{res.n_rows:,}" if res.is_count_exact else f"at least {res.n_rows:,}"
+st.caption(f"{count} rows · {len(res.df.columns)} columns · {res.elapsed_s:.2f} s"
+           + (f" · showing the first {len(res.df):,}" if res.is_truncated else ""))
+n_pages = max(1, -(-len(res.df) // PAGE_SIZE))
+page = st.pagination(n_pages, key="sql_page") if n_pages > 1 else 1
+st.dataframe(res.df.iloc[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], hide_index=True, key="sql_result", width="stretch")
+left, right = st.columns(2)
+left.download_button("CSV (full result)", lambda: sb.export_result(sql, "csv", db=db_path(), limits=LIMITS),
+                     "query.csv", "text/csv", key="sql_dl_csv", icon=":material/download:")
+right.download_button("Parquet (full result)", lambda: sb.export_result(sql, "parquet", db=db_path(), limits=LIMITS),
+                      "query.parquet", "application/octet-stream", key="sql_dl_parquet", icon=":material/download:")
+
+if len(res.df.columns) >= 2 and not res.df.empty:
+    with st.expander("Chart this", icon=":material/bar_chart:"):
+        cols = [str(c) for c in res.df.columns]
+        numeric = [str(c) for c in res.df.select_dtypes("number").columns] or cols
+        c1, c2, c3, c4 = st.columns(4)
+        x = c1.selectbox("x", cols, key="sql_chart_x")
+        y = c2.selectbox("y", numeric, index=len(numeric) - 1, key="sql_chart_y")
+        color = c3.selectbox("colour", [None, *cols], key="sql_chart_color")
+        kind = c4.selectbox("kind", sb.CHART_KINDS, key="sql_chart_kind")
+        chart_cols = list(dict.fromkeys(c for c in (x, y, color) if c))
+        show_fig(sb.fig_result(res.df, x=x, y=y, color=color, kind=kind), key="sql_chart",
+                 data=res.df[chart_cols], name="query-chart")
+
+with st.expander(f"Query history ({len(ss.sql_history)})", icon=":material/history:"):
+    for i, item in enumerate(reversed(ss.sql_history)):
+        status = item["error"] or f"{item['rows']:,} rows"
+        st.button(f"{status}: {item['sql'][:90]}", key=f"sql_hist_{i}", on_click=_load, args=(item["sql"],),
+                  kwargs={"run": True})

@@ -1,0 +1,114 @@
+"""Upload: drop log files, preview what was recognised, ingest with progress; ingest history; delete a run."""
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from analytics import db as rdb
+from ingest import delete, uploads
+from ui.common import cached, db_path, download_buttons, page_setup
+
+page_setup("Upload", "Validate first, then one transaction per file; identical content is never added twice. "
+                     "Formats: native JSONL, Inspect AI (.json/.eval), OpenAI-message trajectories, long and wide "
+                     "CSV (see docs/formats.md).")
+read_only = uploads.is_read_only()
+ss = st.session_state
+
+if read_only:
+    st.info("Uploading and deleting are switched off on this deployment (RUNLENS_READ_ONLY=1).")
+else:
+    limit_mb = uploads.upload_limit_mb()
+    files = st.file_uploader(f"Log files (up to {limit_mb} MB each; drop a results CSV together with its companion "
+                             "files)", accept_multiple_files=True, key="up_files")
+    c1, c2, c3, c4 = st.columns(4)
+    fmt = c1.selectbox("Format", uploads.format_names(), key="up_format")
+    mapping = c2.text_input("CSV mapping", key="up_mapping", placeholder="hal, swebench-verified, field=column,...")
+    agent = c3.text_input("Agent (optional)", key="up_agent")
+    bench = c4.text_input("Benchmark (optional)", key="up_benchmark")
+    options = {"mapping": mapping.strip(), "agent": agent.strip(), "benchmark": bench.strip()}
+    if files:
+        if "up_dir" not in ss:
+            ss.up_dir = tempfile.mkdtemp(prefix="runlens-upload-")
+        saved, too_big = [], []
+        for item in files:
+            if item.size > limit_mb * 1024 * 1024:
+                too_big.append(item.name)
+                continue
+            target = Path(ss.up_dir) / Path(item.name).name  # never trust a client path
+            target.write_bytes(item.getvalue())
+            saved.append(target)
+        for name in too_big:
+            st.error(f"{name}: larger than {limit_mb} MB; not read.")
+        with rdb.reader(db_path()) as con:
+            previews = [uploads.preview_file(con, p, fmt=fmt, **options) for p in saved]
+        table = pd.DataFrame([{"file": p.file, "format": p.format, "outcome": p.outcome, "runs": p.n_runs,
+                               "tasks": p.n_tasks, "attempts": p.n_attempts, "steps": p.n_steps,
+                               "errors": p.n_errors} for p in previews])
+        st.subheader("Preview")
+        st.dataframe(table, hide_index=True, key="up_preview", width="stretch")
+        download_buttons(table, "upload-preview", key="up_preview_dl")
+        for p in previews:
+            if p.errors:
+                st.caption(f"First problems in {p.file}")
+                st.code("\n".join(p.errors), language=None)
+        ready = [path for path, p in zip(saved, previews, strict=True) if p.outcome == "ready"]
+        if st.button(f"Ingest {len(ready)} file(s)", key="up_go", disabled=not ready, type="primary"):
+            bar = st.progress(0.0, text="Ingesting...")
+            results = []
+            for i, path in enumerate(ready):
+                bar.progress(i / len(ready), text=f"Ingesting {path.name} ({i + 1}/{len(ready)})")
+                results.append(uploads.ingest_one(path, db=db_path(), fmt=fmt, **options))
+            bar.progress(1.0, text="Done")
+            for r in results:
+                name = Path(r.path).name
+                if r.outcome == "ingested":
+                    st.success(f"{name}: {r.n_runs} runs, {r.n_attempts} attempts, {r.n_steps} steps "
+                               f"in {r.seconds:.1f} s")
+                elif r.outcome == "duplicate":
+                    st.info(f"{name}: already ingested; nothing added")
+                else:
+                    st.error(f"{name}: rejected; nothing written")
+                    st.code(str(r.error), language=None)
+
+st.subheader("Ingest history")
+history = cached(uploads.ingest_history)
+failed = uploads.failed_uploads(db_path())
+st.caption("Files the database holds (and files released by deleting their runs). Rejected uploads write nothing "
+           "to the database; they are listed below from the sidecar file beside it.")
+if history.empty:
+    st.info("No file has been ingested into this database yet.")
+else:
+    st.dataframe(history, hide_index=True, key="up_history", width="stretch")
+    download_buttons(history, "ingest-history", key="up_history_dl")
+if not failed.empty:
+    st.caption("Rejected uploads")
+    st.dataframe(failed, hide_index=True, key="up_failed", width="stretch")
+    download_buttons(failed, "rejected-uploads", key="up_failed_dl")
+
+st.subheader("Delete a run")
+runs = cached(uploads.run_list)
+gone = cached(uploads.deletions)
+if read_only:
+    st.caption("Deleting is switched off on this deployment.")
+elif runs.empty:
+    st.info("The database holds no run to delete.")
+else:
+    run_id = st.selectbox("Run", runs["run_id"].tolist(), key="up_del_run")
+    row = runs[runs["run_id"] == run_id].iloc[0]
+    st.caption(f"{row['benchmark']} · {row['agent']} · {int(row['n_attempts'])} attempts. Its attempts, steps, "
+               "labels, metrics, ratings and judge verdicts are removed in one transaction; the deletion is "
+               "recorded in the audit log.")
+    sure = st.checkbox(f"Yes, delete run {run_id}", key="up_del_confirm")
+    if st.button("Delete run", key="up_del_go", disabled=not sure):
+        try:
+            done = delete.delete_run(run_id, db=db_path(), actor="upload page")
+        except rdb.RunlensError as exc:
+            st.error(str(exc))
+        else:
+            st.success(f"Deleted {done.run_id}: {done.n_attempts} attempts, {done.n_steps} steps.")
+if not gone.empty:
+    st.caption("Deletions (audit log)")
+    st.dataframe(gone, hide_index=True, key="up_deleted", width="stretch")
+    download_buttons(gone, "run-deletions", key="up_deleted_dl")

@@ -1,0 +1,54 @@
+"""The benchmark scripts at tiny sizes, so they cannot rot: generator, ingest-vs-read_json, page timings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+
+from bench.gen_logs import generate
+from tests.conftest import ROOT
+
+
+def test_generator_is_seeded_and_shaped(tmp_path: Path) -> None:
+    a = generate(tmp_path / "a", n_attempts=200, n_runs=4, seed=3)
+    b = generate(tmp_path / "b", n_attempts=200, n_runs=4, seed=3)
+    assert [f.read_bytes() for f in a] == [f.read_bytes() for f in b]
+    c = generate(tmp_path / "c", n_attempts=200, n_runs=4, seed=4)
+    assert a[0].read_bytes() != c[0].read_bytes()
+    records = [json.loads(line) for f in a for line in f.read_text().splitlines()]
+    attempts = [r for r in records if r["record"] == "attempt"]
+    assert len(attempts) == 200 and len({r["run_id"] for r in attempts}) == 4
+    steps = [len(r["steps"]) for r in attempts]
+    assert 4 <= sum(steps) / len(steps) <= 6  # about five steps each
+    assert len({r["benchmark"] for r in records if r["record"] == "benchmark"}) == 4
+    assert any("errors" in r for r in attempts) and any(r["score"] == 1 for r in attempts)
+
+
+def test_bench_ingest_and_bench_pages_run(tmp_path: Path) -> None:
+    out = tmp_path / "ingest.json"
+    done = subprocess.run([sys.executable, "bench/bench_ingest.py", "--sizes", "300", "--runs", "3", "--work",
+                           str(tmp_path), "--keep-db", "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [row] = json.loads(out.read_text())["rows"]
+    assert row["attempts"] == 300 and row["steps"] > 900
+    assert row["ingest"]["wall_s"] > 0 and row["read_json"]["cpu_s"] > 0 and row["ratio_wall"] > 0
+    assert "| 300 |" in done.stdout
+    db = tmp_path / "bench-300.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM attempts").fetchall()[0][0] == 300
+    pages = tmp_path / "pages.json"
+    done = subprocess.run([sys.executable, "bench/bench_pages.py", "--db", str(db), "--pages", "pages/leaderboard.py",
+                           "pages/drilldown.py", "--json", str(pages)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(pages.read_text())
+    timed = {p["page"]: p for p in result["pages"]}
+    assert timed["pages/leaderboard.py"]["first_wall_s"] > 0 and not timed["pages/leaderboard.py"]["problems"]
+    assert result["drilldown_queries"]["wall_s"] > 0
+    assert set(result["sql_table2"]) == {"shipped", "bench-0"}
+    assert result["sql_table2"]["bench-0"]["rows"] and not result["sql_table2"]["bench-0"]["error"]

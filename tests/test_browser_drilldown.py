@@ -1,0 +1,46 @@
+"""The drilldown page in a real browser: a deep link opens, hostile log text stays text, a screenshot is kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ingest.pipeline import ingest_paths
+from tests.browser_support import chromium_page, screenshot, streamlit_server
+from tests.test_page_drilldown import _write_special
+
+pytestmark = pytest.mark.browser
+
+
+def test_drilldown_deep_link_in_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # other people edit the tree while tests run; the file watcher's event storm is no part of this test
+    monkeypatch.setenv("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")
+    db = tmp_path / "edge.duckdb"
+    assert [r.outcome for r in ingest_paths([_write_special(tmp_path / "edge.jsonl")], db=db)] == ["ingested"]
+    requested: list[str] = []
+    with streamlit_server(db) as url, chromium_page(height=1400) as page:
+        page.set_default_timeout(120_000)  # the test machine is shared and often busy
+        page.on("request", lambda req: requested.append(req.url))
+        page.on("dialog", lambda dialog: requested.append("dialog:" + dialog.message))
+        page.goto(url + "/drilldown?run=edge-run&task=hostile&sample=0", wait_until="domcontentloaded")
+        page.get_by_text("Step timeline").wait_for(timeout=120_000)
+        page.get_by_text("Step 2", exact=True).wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        body = page.locator("body").inner_text()
+        shot = screenshot(page, "drilldown-hostile")
+        assert '<script>alert("x")</script>' in body and "![x](http://evil.example/pixel.png)" in body
+        assert page.locator('img[src*="evil.example"]').count() == 0
+        assert page.locator('a[href*="evil.example"]').count() == 0
+        assert not [r for r in requested if "evil.example" in r or r.startswith("dialog:")]
+        assert "Traceback" not in body
+        assert shot.stat().st_size > 20_000
+        # the long trajectory: paged, with the reference alignment beside it
+        page.goto(url + "/drilldown?run=edge-run&task=long&sample=0", wait_until="domcontentloaded")
+        page.get_by_text("Against the reference").wait_for(timeout=60_000)
+        page.get_by_text("Page (of 80)").wait_for(timeout=60_000)
+        page.get_by_text("Step 24", exact=True).wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        body = page.locator("body").inner_text()
+        screenshot(page, "drilldown-long")
+        assert "Step 25" not in body and "Go to the first divergence" in body

@@ -1,0 +1,58 @@
+"""AppTest of the version diff page: default pair, flips, McNemar, deltas, and both trajectories of a flip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from analytics import db as rdb
+from analytics import diff
+from tests.conftest import ROOT
+from tests.test_diff import _write_bench
+
+
+def open_diff(db: Path, monkeypatch: pytest.MonkeyPatch, **params: str) -> AppTest:
+    monkeypatch.setenv("RUNLENS_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()  # the router first (sidebar filters, bootstrap), as a visitor arriving by the link would
+    at.switch_page("pages/diff.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_diff_page_on_hand_made_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ingest.pipeline import ingest_paths
+
+    db = tmp_path / "flip.duckdb"
+    ingest_paths([_write_bench(tmp_path / "flip.jsonl")], db=db)
+    at = open_diff(db, monkeypatch, benchmark="flip-bench")
+    m = {x.label: x.value for x in at.metric}
+    assert m["Matched tasks"] == "5"
+    assert m["Regressions (A ✓, B ✗)"] == "1" and m["Fixes (A ✗, B ✓)"] == "2"
+    assert m["McNemar exact p"] == "1"
+    assert m["Pass@1 change"] == "+10.0 pp"
+    flipped = at.dataframe(key="df_flipped").value
+    assert flipped["task_id"].tolist() == ["t1", "t3", "t4"]
+    assert flipped["open_a"].iloc[0] == "drilldown?run=a-v1&task=t1&sample=0"
+    assert any(t.value == "Task t1 · regression" for t in at.text)
+    # both trajectories of the first flip, side by side
+    sides = [d.value for d in at.dataframe if "alignment" in d.value.columns]
+    assert len(sides) == 2 and all(s["tool"].tolist() == ["search"] for s in sides)
+
+
+def test_diff_page_on_demo_defaults_to_a_family_pair(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_diff(demo_db, monkeypatch)
+    bench = at.selectbox(key="flt_benchmark").value
+    with rdb.reader(demo_db) as con:
+        expected = diff.default_pair(diff.run_pairs(con, benchmark=bench))
+        result = diff.compare_runs(con, run_a=expected[0], run_b=expected[1])
+    assert (at.selectbox(key="df_a").value, at.selectbox(key="df_b").value) == expected
+    m = {x.label: x.value for x in at.metric}
+    assert m["Matched tasks"] == str(len(result.tasks))
+    assert m["McNemar exact p"] == f"{result.p_value:.3g}"
+    assert any(len(d.value) == len(result.deltas) and "delta" in d.value.columns for d in at.dataframe)

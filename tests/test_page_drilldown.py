@@ -1,0 +1,182 @@
+"""AppTest of the drilldown page: deep links (demo and tau-bench), hostile content, a 2,000-step trajectory."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from analytics import db as rdb
+from analytics import rules
+from analytics import trajectory as tr
+from ingest.pipeline import ingest_paths
+from tests.conftest import ROOT, shared_data
+
+HOSTILE = '<script>alert("x")</script> ![x](http://evil.example/pixel.png) [click](http://evil.example)'
+N_LONG = 2000
+
+
+def open_drilldown(db: Path, monkeypatch: pytest.MonkeyPatch, **params: str) -> AppTest:
+    monkeypatch.setenv("RUNLENS_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()  # the router first (sidebar filters, bootstrap), as a visitor arriving by the link would
+    at.switch_page("pages/drilldown.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_demo_attempt_by_deep_link(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with rdb.reader(demo_db) as con:
+        run_id, task_id, sample, n_steps, n_calls, query = rdb.query_rows(
+            con, "SELECT a.run_id, a.task_id, a.sample, a.n_steps, a.n_tool_calls, t.query FROM attempts a "
+                 "JOIN runs r USING (run_id) JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
+                 "WHERE a.n_tool_calls >= 2 ORDER BY r.eval_date DESC, a.run_id, a.task_id, a.sample DESC LIMIT 1")[0]
+        first_tool = rdb.query_rows(con, "SELECT tool FROM steps s JOIN attempts a USING (attempt_id) WHERE a.run_id = ? "
+                                         "AND a.task_id = ? AND a.sample = ? AND kind = 'tool_call' ORDER BY step LIMIT 1",
+                                    [run_id, task_id, sample])[0][0]
+        judge = rdb.query_rows(con, "SELECT judge::VARCHAR FROM attempts WHERE run_id = ? AND task_id = ? AND sample = ?",
+                               [run_id, task_id, sample])[0][0]
+    at = open_drilldown(demo_db, monkeypatch, run=run_id, task=task_id, sample=str(sample))
+    assert metrics(at)["Steps / tool calls"] == f"{n_steps} / {n_calls}"
+    assert query in texts(at)
+    if judge and json.loads(judge).get("brief_reason"):
+        assert json.loads(judge)["brief_reason"] in texts(at)
+    assert any(first_tool in t for t in texts(at))  # the timeline shows the steps
+    assert at.selectbox(key="dd_run").value == run_id and at.selectbox(key="dd_sample").value == sample
+    assert at.query_params["task"] == [task_id] or at.query_params["task"] == task_id
+    assert any(m.value.startswith("Coverage:") for m in at.markdown)
+    # the benchmark overview: AD-Bench Figures 4 and 3
+    at.toggle(key="dd_overview").set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(at.get("plotly_chart")) == 2
+    # one click to another sample of the same task
+    other = [b for b in at.button if b.key and b.key.startswith("dd_s_") and not b.disabled]
+    if other:
+        other[0].click().run()
+        assert not at.exception
+        assert at.selectbox(key="dd_sample").value != sample
+
+
+def _tau_native(src: Path, out: Path, *, n: int = 4) -> Path:
+    """Test-only conversion of tau-bench records to native v1 (used when no openai-messages adapter exists)."""
+    records = json.loads(src.read_text())[:n]
+    lines = [{"record": "benchmark", "benchmark": "tau-bench-airline", "scoring": "binary"},
+             {"record": "run", "run_id": "tau-bench-airline-gpt-4o", "benchmark": "tau-bench-airline",
+              "agent": "gpt-4o"}]
+    for rec in records:
+        actions = [a["name"] for a in rec["info"]["task"]["actions"]]
+        lines.append({"record": "task", "benchmark": "tau-bench-airline", "task_id": str(rec["task_id"]),
+                      "query": rec["info"]["task"]["instruction"], "reference_trajectory": actions})
+        steps, rnd = [], 0
+        results = {m.get("tool_call_id"): m.get("content") for m in rec["traj"] if m["role"] == "tool"}
+        for msg in rec["traj"]:
+            if msg["role"] == "assistant":
+                rnd += 1
+                for call in msg.get("tool_calls") or []:
+                    steps.append({"round": rnd, "kind": "tool_call", "tool": call["function"]["name"],
+                                  "args": json.loads(call["function"]["arguments"] or "{}"),
+                                  "result": results.get(call["id"])})
+                if msg.get("content"):
+                    steps.append({"round": rnd, "kind": "message", "content": msg["content"]})
+            elif msg["role"] == "user":
+                steps.append({"round": rnd, "kind": "user", "content": msg["content"]})
+        lines.append({"record": "attempt", "run_id": "tau-bench-airline-gpt-4o", "task_id": str(rec["task_id"]),
+                      "sample": rec["trial"], "score": rec["reward"], "steps": steps})
+    out.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return out
+
+
+def test_tau_bench_attempt_by_deep_link(tmp_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ingest.formats import FORMATS
+
+    src = shared_data("tau_bench", "gpt-4o-airline.json")
+    if "openai-messages" in FORMATS:
+        results = ingest_paths([src], db=tmp_db, fmt="openai-messages")
+    else:
+        results = ingest_paths([_tau_native(src, tmp_path / "tau.jsonl")], db=tmp_db)
+    assert [r.outcome for r in results] == ["ingested"]
+    with rdb.reader(tmp_db) as con:
+        run_id, task_id, sample, n_steps, n_calls = rdb.query_rows(
+            con, "SELECT run_id, task_id, sample, n_steps, n_tool_calls FROM attempts WHERE n_tool_calls > 0 "
+                 "ORDER BY attempt_id LIMIT 1")[0]
+        tools = [r[0] for r in rdb.query_rows(con, "SELECT tool FROM steps s JOIN attempts a USING (attempt_id) "
+                                                   "WHERE a.run_id = ? AND a.task_id = ? AND a.sample = ? AND "
+                                                   "kind = 'tool_call' ORDER BY step", [run_id, task_id, sample])]
+    at = open_drilldown(tmp_db, monkeypatch, run=run_id, task=task_id, sample=str(sample))
+    assert metrics(at)["Steps / tool calls"] == f"{n_steps} / {n_calls}"
+    shown = " ".join(texts(at))
+    assert tools[0] in shown and "user" in shown
+
+
+def _write_special(path: Path) -> Path:
+    lines = [{"record": "benchmark", "benchmark": "edge-bench", "tool_graph": {"daily_data": ["get_accounts"]}},
+             {"record": "task", "benchmark": "edge-bench", "task_id": "hostile", "query": "Summarise the page",
+              "reference_trajectory": ["fetch"]},
+             {"record": "task", "benchmark": "edge-bench", "task_id": "long", "query": "Long loop",
+              "reference_trajectory": ["get_accounts", "daily_data", "calculator"]},
+             {"record": "run", "run_id": "edge-run", "benchmark": "edge-bench", "agent": "Edge"},
+             {"record": "attempt", "run_id": "edge-run", "task_id": "hostile", "sample": 0, "score": 0,
+              "answer": HOSTILE, "steps": [
+                  {"round": 1, "tool": "fetch", "args": {"url": "http://evil.example"}, "result": HOSTILE},
+                  {"round": 2, "tool": "fetch", "args": {"url": "http://evil.example"}, "result": "x" * 5000 + HOSTILE},
+                  {"round": 3, "kind": "final", "content": HOSTILE}]}]
+    steps = [{"round": i + 1, "tool": "daily_data" if i % 2 else "search", "args": {"i": i % 7},
+              "result": f"row {i}", "latency_s": 0.1, "input_tokens": 10, "output_tokens": 2} for i in range(N_LONG)]
+    lines.append({"record": "attempt", "run_id": "edge-run", "task_id": "long", "sample": 0, "score": 1,
+                  "steps": steps})
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def edge_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("edge")
+    db = folder / "edge.duckdb"
+    assert [r.outcome for r in ingest_paths([_write_special(folder / "edge.jsonl")], db=db)] == ["ingested"]
+    return db
+
+
+def test_hostile_tool_output_is_literal_text(edge_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_drilldown(edge_db, monkeypatch, run="edge-run", task="hostile", sample="0")
+    assert HOSTILE in texts(at)  # the short result and the final answer, verbatim
+    assert any(t.startswith("x" * 100) and t.endswith("…") for t in texts(at))  # long result folded
+    for element in (*at.markdown, *at.caption, *at.info, *at.warning):
+        assert "evil.example" not in element.value and "<script" not in element.value
+    toggle = next(t for t in at.toggle if t.key.startswith("dd_full_"))
+    toggle.set_value(True).run()
+    assert not at.exception
+    assert any(t.endswith(HOSTILE) and len(t) > 5000 for t in texts(at))  # the whole result, still as text
+
+
+def test_long_trajectory_is_paged_and_fast(edge_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with rdb.reader(edge_db) as con:
+        t0 = time.perf_counter()
+        d = tr.attempt_detail(con, run_id="edge-run", task_id="long", sample=0)
+        tr.attempts_of(con, run_id="edge-run")
+        align = tr.alignment_frame(con, attempt_id=d["attempt_id"], reference=d["reference_trajectory"])
+        found = rules.attempt_findings(con, attempt_id=d["attempt_id"])
+        page = tr.steps_page(con, attempt_id=d["attempt_id"], offset=1975, limit=25)
+        assert time.perf_counter() - t0 < 1.0
+    assert len(page) == 25 and page["step"].iloc[-1] == N_LONG - 1
+    assert (found["code"] == "REDUNDANT").sum() > 1000 and "DE" in set(found["code"])
+    assert align["op"].tolist().count("missing") == 2  # get_accounts and calculator never called
+    at = open_drilldown(edge_db, monkeypatch, run="edge-run", task="long", sample="0")
+    assert sum(m.value.startswith("**Step ") for m in at.markdown) == 25
+    at.number_input(key="dd_page").set_value(80).run()
+    assert not at.exception
+    steps_shown = [m.value for m in at.markdown if m.value.startswith("**Step ")]
+    assert steps_shown[-1] == f"**Step {N_LONG - 1}**" and len(steps_shown) == 25

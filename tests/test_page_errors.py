@@ -1,0 +1,77 @@
+"""AppTest of the Errors page: real numbers, the judge hint without an endpoint, and the click-through links."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import ROOT
+from tests.test_errors import labels_db  # noqa: F401 - the hand-made labels fixture
+
+
+def _frame(element) -> pd.DataFrame:
+    value = element.value
+    return value.data if hasattr(value, "data") else value  # a Styler keeps its frame in .data
+
+
+def _open(db: Path, env_db, monkeypatch: pytest.MonkeyPatch, *, judge_env: dict[str, str] | None = None,
+          **params: str) -> AppTest:
+    for name in ("OPENAI_BASE_URL", "RUNLENS_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in (judge_env or {}).items():
+        monkeypatch.setenv(name, value)
+    env_db(db)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()  # the router first (sidebar filters, bootstrap), as a visitor arriving by a link would
+    at.switch_page("pages/errors.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+FRAME_COLUMNS = {"err_t3": "#Error", "err_attempts": "open"}  # AppTest does not expose a dataframe's key
+
+
+def _by_key(at: AppTest, key: str) -> pd.DataFrame:
+    return next(f for f in map(_frame, at.dataframe) if FRAME_COLUMNS[key] in f.columns)
+
+
+def test_page_counts_hint_and_click_through(labels_db: Path, env_db, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    at = _open(labels_db, env_db, monkeypatch, err_run="eb-v3", err_code="PE", err_code_b="TE")
+    t3 = _by_key(at, "err_t3").set_index("Model")
+    assert (t3.loc["Agent X v3", "PE."], t3.loc["Agent X v3", "#Error"], t3.loc["Agent X v3", "#Total"]) == (5, 8, 9)
+    assert t3.loc["Agent X v4", "#Error"] == 7  # every source: rule DE and judge HAL join the log labels
+    assert any("OPENAI_BASE_URL" in i.value for i in at.info)  # says how to enable the judge
+    assert any("parameter errors (PE)" in t.value for t in at.text)
+    # the deep link (what a click on the PE x TE cell writes) lists the attempts behind it, each with its URL
+    rows = _by_key(at, "err_attempts")
+    assert rows["task_id"].tolist() == ["B", "D"]
+    assert rows["open"].tolist() == ["drilldown?run=eb-v3&task=B&sample=0", "drilldown?run=eb-v3&task=D&sample=0"]
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_page_source_and_facet(labels_db: Path, env_db, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    # a configured endpoint (never contacted by the page) replaces the how-to-enable hint with the judge's status
+    judge_env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "RUNLENS_JUDGE_MODEL": "local-judge"}
+    at = _open(labels_db, env_db, monkeypatch, judge_env=judge_env, err_sources="judge")
+    assert not any("OPENAI_BASE_URL" in i.value for i in at.info)
+    assert any("local-judge" in c.value for c in at.caption)
+    t3 = _by_key(at, "err_t3").set_index("Model")
+    assert (t3.loc["Agent X v4", "Hal."], t3.loc["Agent X v4", "#Total"], t3.loc["Agent X v3", "#Total"]) == (1, 1, 0)
+    at = _open(labels_db, env_db, monkeypatch, err_sources="label", err_facet="level", err_slice="L3")
+    t3 = _by_key(at, "err_t3").set_index("Model")
+    assert (t3.loc["Agent X v3", "PE."], t3.loc["Agent X v4", "PE."]) == (4, 2)
+
+
+@pytest.mark.slow  # builds the whole demo database once per session
+def test_page_table3_on_demo(demo_db: Path, env_db, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = _open(demo_db, env_db, monkeypatch, benchmark="ad-bench", **{"from": "2026-01-15", "to": "2026-01-15"})
+    t3 = _by_key(at, "err_t3").set_index("Model")
+    assert (t3.loc["Gemini-3-Pro", "#Error"], t3.loc["Gemini-3-Pro", "#Total"]) == (89, 128)
+    assert (t3.loc["Qwen3-8B", "TE."], t3.loc["Qwen3-8B", "PE."]) == (65, 60)
+    assert t3.index[0] == "Gemini-3-Pro"  # fewest errors first

@@ -1,0 +1,82 @@
+"""AppTest of the Progress page: empty state with the fit button, a fit from the page, charts and tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from analytics import db as rdb
+from analytics import irt
+from analytics import progress as prog
+from ingest.pipeline import ingest_paths
+from tests.conftest import ROOT
+from tests.test_irt import write_native
+
+
+def table(at: AppTest, column: str):
+    """The first dataframe on the page holding ``column``."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert found, [list(d.value.columns) for d in at.dataframe]
+    return found[0]
+
+
+@pytest.fixture
+def sim_db(tmp_path: Path) -> Path:
+    obs, _ = irt.simulate_rotating(n_periods=3, agents_per_period=6, items_per_period=40, seed=5)
+    db = tmp_path / "progress.duckdb"
+    ingest_paths([write_native(obs, tmp_path / "sim.jsonl")], db=db)
+    return db
+
+
+def open_page(db: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    monkeypatch.setenv("RUNLENS_DB", str(db))
+    # the page fits with the model's default settings: make them quick for the test (same process)
+    monkeypatch.setattr(irt, "settings_for", lambda model, **kw: irt.IrtSettings(model=model, epochs=80, n_boot=20))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/progress.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_empty_state_then_fit_from_the_page(sim_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_page(sim_db, monkeypatch)
+    assert any("No 1pl fit of" in i.value and "18 agent versions" in i.value for i in at.info)
+    assert not at.metric
+    at.button(key="irt_refit").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Agent versions"] == "18" and metrics["Tasks"] == str(len(table(at, "flag")))
+    with rdb.reader(sim_db) as con:
+        view = prog.progress_view(con, benchmark="sim-bench", model="1pl")
+    assert view.fit is not None and view.fit.is_current
+    shown = table(at, "ability_lo")
+    assert shown["ability"].round(6).tolist() == view.abilities.sort_values("ability", ascending=False)[
+        "ability"].round(6).tolist()
+    assert len(at.get("plotly_chart")) == 4
+    assert not at.warning or all("changed" not in w.value for w in at.warning)
+    # a rerun reads the stored fit: no second fit
+    at.run()
+    with rdb.reader(sim_db) as con:
+        assert rdb.query_rows(con, "SELECT count(*) FROM irt_fits")[0][0] == 1
+
+
+def test_icc_follows_the_task_in_the_url(sim_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with rdb.writer(sim_db) as con:
+        fit = irt.fit_and_store(con, benchmark="sim-bench", settings=irt.IrtSettings(epochs=80, n_boot=20))
+    hardest = fit.items.sort_values("difficulty")["task_id"].iloc[-1]
+    monkeypatch.setenv("RUNLENS_DB", str(sim_db))
+    monkeypatch.setattr(irt, "settings_for", lambda model, **kw: irt.IrtSettings(model=model, epochs=80, n_boot=20))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.query_params["task"] = hardest
+    at.run()
+    at.switch_page("pages/progress.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="irt_task").value == hardest
+    at.multiselect(key="irt_flags").set_value(["dead"]).run()
+    assert set(table(at, "flag")["flag"]) <= {"dead"}

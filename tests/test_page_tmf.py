@@ -1,0 +1,127 @@
+"""AppTest of the Tech-Market-Fit page: numbers, stage, chart, small multiples, period slider, inputs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from analytics import tmf
+from analytics.db import reader
+from ingest.pipeline import ingest_paths
+from tests.conftest import ROOT
+
+
+def open_tmf(db: Path, monkeypatch: pytest.MonkeyPatch, benchmark: str) -> AppTest:
+    monkeypatch.setenv("RUNLENS_DB", str(db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["benchmark"] = benchmark
+    at.run()
+    at.switch_page("pages/tmf.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def rerun(at: AppTest) -> AppTest:
+    """Rerun after a widget change. After switch_page, AppTest's tree loses the sidebar widgets, so their state
+    would be dropped on the next run; carry the benchmark filter over by hand."""
+    at.session_state["flt_benchmark"] = at.query_params["benchmark"][0] if isinstance(
+        at.query_params["benchmark"], list) else at.query_params["benchmark"]
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def test_page_on_fixture_shows_stage_value_and_chart(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_tmf(fixture_db, monkeypatch, "mini-bench")
+    with reader(fixture_db) as con:
+        expected = tmf.analyse(tmf.load(con, benchmark="mini-bench"))
+    got = metrics(at)
+    assert got["TMF stage"] == f"Stage {expected.value.stage}"
+    assert got["AI value per task (area)"] == tmf.fmt_x(expected.value.area, "USD")
+    assert got["Human cost per task"] == "$5.42"  # mean(4, 9) minutes x 50 USD / 60
+    assert "Agent A" in at.info[0].value and "saving" in at.info[0].value
+    main = charts(at)[0]
+    names = {t.get("name") for t in main["data"]}
+    assert {"Optimal supply curve (Pareto frontier)", "Human", "AI value (intersection)"} <= names
+    assert any("Stage 2" in a.get("text", "") for a in main["layout"]["annotations"])
+    table = at.dataframe[0].value
+    assert "mini-a-v1" in set(table["run_id"]) and table["open"].str.startswith("drilldown?run=").all()
+
+
+def test_hourly_rate_input_changes_the_human_cost(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_tmf(fixture_db, monkeypatch, "mini-bench")
+    at.number_input(key="tmf_hourly").set_value(100.0)
+    rerun(at)
+    assert metrics(at)["Human cost per task"] == "$10.83"
+
+
+@pytest.mark.slow
+def test_page_on_demo_small_multiples_and_periods(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_tmf(demo_db, monkeypatch, "ad-bench")
+    assert re.match(r"Stage [123]", metrics(at)["TMF stage"])
+    figs = charts(at)
+    assert len(figs) >= 3  # main chart, small multiples, movie
+    titles = [a["text"] for a in figs[1]["layout"]["annotations"]]
+    assert [t.split(" · ")[0] for t in titles[:3]] == ["L1", "L2", "L3"]
+    slider = at.select_slider(key="tmf_period")
+    assert len(slider.options) > 3  # several quarters of AD-Bench history, newest last (the default)
+    assert slider.value == slider.options[-1]
+    first = slider.options[0]
+    slider.set_value(first)
+    rerun(at)
+    early = charts(at)[0]
+    n_points = sum(len(t.get("x", [])) for t in early["data"] if t.get("name") in ("Other runs", "Frontier runs"))
+    assert 0 < n_points < 35  # only the runs of the first quarter
+
+
+def _no_minutes_db(tmp_path: Path) -> Path:
+    """A benchmark whose tasks carry no human_minutes, with one costed and one cost-less run."""
+    lines = [{"record": "benchmark", "benchmark": "nm-bench", "scoring": "binary"}]
+    lines += [{"record": "task", "benchmark": "nm-bench", "task_id": t} for t in ("t1", "t2")]
+    for run, cost in (("nm-costed", 0.2), ("nm-free", None)):
+        lines.append({"record": "run", "run_id": run, "benchmark": "nm-bench", "agent": run, "kind": "agent",
+                      "eval_date": "2025-03-01"})
+        for t, score in (("t1", 1), ("t2", 0)):
+            att = {"record": "attempt", "run_id": run, "task_id": t, "sample": 0, "score": score}
+            if cost is not None:
+                att["cost_usd"] = cost
+            lines.append(att)
+    src = tmp_path / "nm.jsonl"
+    src.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    db = tmp_path / "nm.duckdb"
+    assert [r.outcome for r in ingest_paths([src], db=db)] == ["ingested"]
+    return db
+
+
+def test_benchmark_without_human_minutes_asks_for_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_tmf(_no_minutes_db(tmp_path), monkeypatch, "nm-bench")
+    assert metrics(at)["TMF stage"] == "n/a"
+    assert "enter human minutes" in at.info[0].value
+    assert any("nm\\-free" in w.value for w in at.warning)  # listed, not dropped (Markdown-escaped)
+    at.number_input(key="tmf_minutes").set_value(30.0)
+    rerun(at)
+    # 30 minutes at 50 USD/hour = $25 per task; the costed agent (50% at $0.20) meets the market: stage 2
+    assert metrics(at)["Human cost per task"] == "$25.00"
+    assert metrics(at)["TMF stage"] == "Stage 2"
+
+
+def test_changing_the_period_kind_keeps_the_page_working(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_tmf(fixture_db, monkeypatch, "mini-bench")
+    at.segmented_control(key="tmf_freq").set_value("month")
+    rerun(at)
+    at.segmented_control(key="tmf_freq").set_value("year")
+    rerun(at)
+    assert metrics(at)["TMF stage"] == "Stage 2"

@@ -1,0 +1,118 @@
+"""Upload page (AppTest), its helpers (preview, ingest, failed-upload sidecar) and run deletion."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from analytics.db import reader
+from ingest import delete, uploads
+from ingest.pipeline import ingest_paths
+from tests.adapter_helpers import counts, rows
+from tests.conftest import FIXTURES, ROOT, shared_data
+
+
+def _history(at: AppTest):
+    """The ingest history table (dataframes are found by their columns; AppTest has no key lookup for them)."""
+    return next(d.value for d in at.dataframe if "content_hash" in d.value.columns and "n_runs" in d.value.columns)
+
+
+def _page(db: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    monkeypatch.setenv("RUNLENS_DB", str(db))
+    # AppTest resets Streamlit's legacy-multipage flag on every run, so ui.common's one-time "leave legacy
+    # mode" st.rerun() fires on every run and swallows button clicks; a real server reruns only once.
+    import ui.common
+
+    monkeypatch.setattr(ui.common, "_leave_legacy_multipage_mode", lambda: None, raising=False)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/upload.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_page_shows_history_and_deletes_with_confirmation(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RUNLENS_READ_ONLY", raising=False)
+    at = _page(fixture_db, monkeypatch)
+    history = _history(at)
+    assert list(history["n_attempts"]) == [rows(fixture_db, "SELECT n_attempts FROM ingest_log")[0][0]]
+    run_id = at.selectbox(key="up_del_run").value
+    n_before = rows(fixture_db, "SELECT count(*) FROM attempts WHERE run_id = ?", [run_id])[0][0]
+    assert n_before > 0
+    assert at.button(key="up_del_go").disabled  # nothing happens without the confirmation
+    at.checkbox(key="up_del_confirm").check().run()
+    at.button(key="up_del_go").click().run()
+    assert not at.exception
+    assert any(f"Deleted {run_id}" in s.value for s in at.success)
+    assert rows(fixture_db, "SELECT count(*) FROM attempts WHERE run_id = ?", [run_id]) == [(0,)]
+    assert rows(fixture_db, "SELECT action, subject FROM audit_log") == [("run_deleted", run_id)]
+
+
+def test_read_only_hides_upload_and_delete(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUNLENS_READ_ONLY", "1")
+    at = _page(fixture_db, monkeypatch)
+    assert any("switched off" in i.value for i in at.info)
+    assert not [w for w in at.selectbox if w.key == "up_del_run"]
+    assert len(_history(at)) == 1
+
+
+def test_preview_counts_without_writing(fixture_db: Path, tmp_path: Path) -> None:
+    src = json.loads(shared_data("tau_bench", "gpt-4o-airline.json").read_text())[:6]
+    path = tmp_path / "gpt-4o-airline.json"
+    path.write_text(json.dumps(src))
+    before = counts(fixture_db)
+    with reader(fixture_db) as con:
+        preview = uploads.preview_file(con, path)
+        dup = uploads.preview_file(con, FIXTURES / "good.jsonl")
+    assert (preview.format, preview.outcome, preview.n_runs, preview.n_attempts) == ("openai-messages", "ready", 1, 6)
+    assert dup.outcome == "duplicate"
+    assert counts(fixture_db) == before
+    result = uploads.ingest_one(path, db=fixture_db)
+    assert (result.outcome, result.n_attempts, result.n_steps) == ("ingested", 6, preview.n_steps)
+    assert preview.n_steps > 6
+
+
+def test_failed_upload_goes_to_the_sidecar_not_the_db(fixture_db: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"record": "attempt", "run_id": "nope", "task_id": "T1", "score": 1}\n')
+    before = counts(fixture_db)
+    with reader(fixture_db) as con:
+        preview = uploads.preview_file(con, bad)
+    assert preview.outcome == "invalid" and "unknown run 'nope'" in preview.errors[0]
+    result = uploads.ingest_one(bad, db=fixture_db)
+    assert result.outcome == "failed"
+    assert counts(fixture_db) == before
+    failed = uploads.failed_uploads(fixture_db)
+    assert list(failed["file"]) == ["bad.jsonl"] and "unknown run" in failed["errors"][0]
+
+
+def test_delete_removes_everything_of_the_run_in_one_go(tmp_db: Path) -> None:
+    ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)
+    run_id, n_attempts = rows(tmp_db, "SELECT run_id, count(*) FROM attempts GROUP BY 1 ORDER BY 2 DESC LIMIT 1")[0]
+    others = rows(tmp_db, "SELECT count(*) FROM attempts WHERE run_id <> ?", [run_id])[0][0]
+    done = delete.delete_run(run_id, db=tmp_db, actor="test")
+    assert done.n_attempts == n_attempts
+    assert rows(tmp_db, "SELECT count(*) FROM attempts") == [(others,)]
+    orphans = rows(tmp_db, "SELECT (SELECT count(*) FROM steps WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts)),"
+                           " (SELECT count(*) FROM error_labels WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts)),"
+                           " (SELECT count(*) FROM attempt_metrics WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts)),"
+                           " (SELECT count(*) FROM ratings WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts))")
+    assert orphans == [(0, 0, 0, 0)]
+    detail = json.loads(rows(tmp_db, "SELECT detail FROM audit_log WHERE subject = ?", [run_id])[0][0])
+    assert detail["actor"] == "test" and detail["n_attempts"] == n_attempts
+    with pytest.raises(delete.RunNotFoundError):
+        delete.delete_run(run_id, db=tmp_db)
+
+
+def test_deleting_every_run_of_a_file_releases_it(tmp_db: Path) -> None:
+    ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)
+    n = rows(tmp_db, "SELECT count(*) FROM attempts")[0][0]
+    for (run_id,) in rows(tmp_db, "SELECT run_id FROM runs"):
+        delete.delete_run(run_id, db=tmp_db)
+    assert rows(tmp_db, "SELECT outcome FROM ingest_log") == [("deleted",)]
+    again = ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)
+    assert again[0].outcome == "ingested" and rows(tmp_db, "SELECT count(*) FROM attempts") == [(n,)]

@@ -1,0 +1,128 @@
+"""Crash safety: SIGKILL an ingest of several files at seeded random moments, 30+ times.
+
+After every kill the primary database opens (DuckDB replays or drops the WAL), the published snapshot opens, each
+file is entirely in or entirely absent (attempts, steps, labels and its ingest_log row agree), doctor finds no
+problem, and a rerun completes the job without duplicating anything.
+
+The ingest runs in a child forked from this (already warmed-up) process, so a trial costs the ingest itself and
+not a Python start-up; the kill is a real SIGKILL of the process holding the database.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from analytics import db as rdb
+from analytics import doctor
+from bench.gen_logs import generate
+from ingest.pipeline import ingest_paths
+
+N_TRIALS = 32
+N_FILES = 5
+
+
+def _expected(files: list[Path]) -> dict[str, tuple[int, int]]:
+    """run_id -> (attempts, steps) as written in each file."""
+    out = {}
+    for path in files:
+        n_att = n_steps = 0
+        run_id = None
+        for line in path.read_bytes().splitlines():
+            rec = json.loads(line)
+            if rec["record"] == "attempt":
+                n_att += 1
+                n_steps += len(rec.get("steps") or [])
+                run_id = rec["run_id"]
+        out[str(run_id)] = (n_att, n_steps)
+    return out
+
+
+def _child(folder: str, db: str) -> None:
+    ingest_paths([folder], db=db)
+    os._exit(0)
+
+
+def _ingest_in_child(folder: Path, db: Path, *, kill_after_s: float | None) -> bool:
+    """Run one ingest in a forked child; SIGKILL it after ``kill_after_s``. True when it ran to the end."""
+    proc = mp.get_context("fork").Process(target=_child, args=(str(folder), str(db)))
+    proc.start()
+    if kill_after_s is not None:
+        proc.join(kill_after_s)
+        if proc.is_alive():
+            os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+    return proc.exitcode == 0
+
+
+def _state(db: Path) -> dict[str, tuple[int, int, int, int]]:
+    """run_id -> (attempts, steps, labels, ingest_log rows) in the primary, opened read-write as a restart would."""
+    con = duckdb.connect(str(db))
+    try:
+        if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'attempts'").fetchall()[0][0]:
+            return {}
+        rows = con.execute("""
+            SELECT r.run_id,
+                   (SELECT count(*) FROM attempts a WHERE a.run_id = r.run_id),
+                   (SELECT count(*) FROM steps s JOIN attempts a USING (attempt_id) WHERE a.run_id = r.run_id),
+                   (SELECT count(*) FROM error_labels e JOIN attempts a USING (attempt_id) WHERE a.run_id = r.run_id),
+                   (SELECT count(*) FROM ingest_log l WHERE l.file_id = r.file_id AND l.outcome = 'ingested')
+            FROM runs r""").fetchall()
+        return {str(r[0]): tuple(int(x) for x in r[1:]) for r in rows}
+    finally:
+        con.close()
+
+
+def _check_consistent(db: Path, expected: dict[str, tuple[int, int]]) -> int:
+    """Assert the all-or-nothing property and a clean doctor report; return how many files are in."""
+    state = _state(db)
+    if not state:  # killed before the first commit (possibly mid-migration; each migration is its own transaction)
+        return 0
+    for run_id, (n_att, n_steps, n_labels, n_log) in state.items():
+        assert (n_att, n_steps) == expected[run_id], (run_id, state[run_id], expected[run_id])
+        assert n_log == 1 and n_labels > 0, (run_id, state[run_id])
+    con = duckdb.connect(str(db))
+    try:
+        report = doctor.check(con, str(db), rehash_sources=False)
+    finally:
+        con.close()
+    assert report.ok, report.problems
+    snap = rdb.snapshot_path(db)
+    if snap.exists():  # the published snapshot is always a whole, openable database
+        with duckdb.connect(str(snap), read_only=True) as con:
+            con.execute("SELECT count(*) FROM attempts").fetchall()
+    return len(state)
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_points_never_half_writes_a_file(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    files = generate(logs, n_attempts=N_FILES * 120, n_runs=N_FILES, n_benchmarks=2, seed=5)
+    expected = _expected(files)
+    db = tmp_path / "crash.duckdb"
+    started = time.perf_counter()
+    assert _ingest_in_child(logs, db, kill_after_s=None)
+    full_s = time.perf_counter() - started  # how long an uninterrupted job takes here, now
+    assert _check_consistent(db, expected) == N_FILES
+    rng = np.random.default_rng(2026)
+    partial_seen = set()
+    for _trial in range(N_TRIALS):
+        if _check_consistent(db, expected) == N_FILES:  # start again so later kills still land mid-job
+            for path in (db, Path(f"{db}.wal"), rdb.snapshot_path(db)):
+                path.unlink(missing_ok=True)
+        _ingest_in_child(logs, db, kill_after_s=float(rng.uniform(0.02, 1.1)) * full_s)
+        partial_seen.add(_check_consistent(db, expected))
+    assert len(partial_seen) >= 2, f"kills never landed between files: {partial_seen}"
+    assert _ingest_in_child(logs, db, kill_after_s=None)  # a rerun completes the job
+    assert _check_consistent(db, expected) == N_FILES
+    with rdb.reader(db) as con:
+        n = con.execute("SELECT count(*) FROM attempts").fetchall()[0][0]
+    assert n == sum(a for a, _ in expected.values())

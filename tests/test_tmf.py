@@ -1,0 +1,277 @@
+"""Tech-Market-Fit analytics: frontier (property-based against brute force), hull, value area, stage, inputs."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analytics import tmf
+from analytics.db import reader
+
+
+def brute_force_frontier(x: list[float], y: list[float]) -> set[int]:
+    """Points that no other point dominates: cheaper-or-equal and better-or-equal with one strict."""
+    out = set()
+    for i in range(len(x)):
+        dominated = any(x[j] <= x[i] and y[j] >= y[i] and (x[j] < x[i] or y[j] > y[i])
+                        for j in range(len(x)) if j != i)
+        if not dominated:
+            out.add(i)
+    return out
+
+
+# small value sets make ties and equal costs frequent
+coarse = st.sampled_from([0.01, 0.1, 0.5, 1.0, 2.0, 10.0])
+fine = st.floats(min_value=0.001, max_value=100.0, allow_nan=False, allow_infinity=False)
+perf = st.sampled_from([0.0, 0.2, 0.5, 0.7, 1.0]) | st.floats(min_value=0.0, max_value=1.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(coarse | fine, perf), min_size=1, max_size=25))
+def test_pareto_mask_equals_brute_force(pairs: list[tuple[float, float]]) -> None:
+    x, y = [p[0] for p in pairs], [p[1] for p in pairs]
+    assert set(np.flatnonzero(tmf.pareto_mask(np.array(x), np.array(y)))) == brute_force_frontier(x, y)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(coarse | fine, perf), min_size=1, max_size=25))
+def test_hull_is_on_frontier_and_concave(pairs: list[tuple[float, float]]) -> None:
+    x, y = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    hull = tmf.upper_hull(x, y)
+    assert set(hull) <= set(np.flatnonzero(tmf.pareto_mask(x, y)))
+    assert np.all(np.diff(x[hull]) > 0) and np.all(np.diff(y[hull]) > 0)
+    # every frontier point lies on or under the hull's piecewise-linear curve
+    for i in np.flatnonzero(tmf.pareto_mask(x, y)):
+        if x[hull[0]] <= x[i] <= x[hull[-1]]:
+            assert y[i] <= np.interp(x[i], x[hull], y[hull]) + 1e-9
+    # the cheapest point with the best performance at that cost and the best point are hull ends
+    assert y[hull[-1]] == y.max() and x[hull[0]] == x.min()
+
+
+def test_pareto_mask_ignores_nan_and_keeps_exact_duplicates() -> None:
+    x = np.array([1.0, 1.0, 2.0, np.nan, 0.5])
+    y = np.array([0.5, 0.5, 0.5, 0.9, np.nan])
+    assert list(tmf.pareto_mask(x, y)) == [True, True, False, False, False]
+
+
+def test_supply_cost_step_and_hull() -> None:
+    fx, fy = np.array([1.0, 4.0]), np.array([0.4, 0.8])
+    p = np.array([0.0, 0.4, 0.41, 0.6, 0.8, 0.81])
+    assert list(tmf.supply_cost(p, fx, fy, supply="step")) == [1.0, 1.0, 4.0, 4.0, 4.0, math.inf]
+    assert tmf.supply_cost(np.array([0.6]), fx, fy, supply="hull")[0] == pytest.approx(2.5)
+
+
+def _frontier(rows: list[tuple[str, float, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["run_id", "cost_per_task_usd", "performance"])
+
+
+def test_value_area_by_hand() -> None:
+    # A(p) = 10 p; S = 1 on [0, 0.5], 4 on (0.5, 0.8]
+    # area = int_0.1^0.5 (10p - 1) dp + int_0.5^0.8 (10p - 4) dp = 0.8 + 0.75 = 1.55
+    acc = tmf.Acceptance(human_x=10.0, human_performance=1.0)
+    val = tmf.value_and_stage(_frontier([("a", 1.0, 0.5), ("b", 4.0, 0.8)]), acc)
+    assert val.area == pytest.approx(1.55, rel=1e-4)
+    # best saving: max(A(0.5) - 1, A(0.8) - 4) = max(4, 4) -> the cheaper run first (argmax takes the first)
+    assert val.best_saving == pytest.approx(4.0)
+    assert val.best_run_id == "a"
+    assert val.stage == 2
+
+
+def test_value_area_hull_by_hand() -> None:
+    # hull supply: S = 1 up to p = 0.5 then linear to 4 at 0.8: S(p) = 1 + 10 (p - 0.5); A - S = 10p - 1 - 10p + 5 = 4
+    acc = tmf.Acceptance(human_x=10.0, human_performance=1.0)
+    fr = _frontier([("a", 1.0, 0.5), ("b", 4.0, 0.8)])
+    val = tmf.value_and_stage(fr, acc, supply="hull", hull=fr)
+    assert val.area == pytest.approx(0.8 + 4 * 0.3, rel=1e-4)
+
+
+def test_stage_one_when_regions_do_not_meet() -> None:
+    acc = tmf.Acceptance(human_x=1.0, human_performance=1.0)  # A(0.5) = 0.5 < 2
+    val = tmf.value_and_stage(_frontier([("a", 2.0, 0.5), ("b", 5.0, 0.9)]), acc)
+    assert (val.stage, val.area) == (1, 0.0)
+    assert val.best_saving == pytest.approx(0.5 - 2.0)
+
+
+def test_stage_three_when_an_agent_matches_the_human_below_its_cost() -> None:
+    acc = tmf.Acceptance(human_x=10.0, human_performance=0.8)
+    assert tmf.value_and_stage(_frontier([("a", 1.0, 0.5), ("b", 9.0, 0.8)]), acc).stage == 3
+    # at human performance but dearer than the human: still stage 2
+    assert tmf.value_and_stage(_frontier([("a", 1.0, 0.5), ("b", 11.0, 0.85)]), acc).stage == 2
+
+
+def test_acceptance_curve_shapes() -> None:
+    acc = tmf.Acceptance(human_x=8.0, human_performance=0.8, willingness=0.5, exponent=2.0)
+    assert acc.cost(np.array([0.4]))[0] == pytest.approx(0.5 * 8.0 * 0.25)
+    flat = tmf.Acceptance(human_x=8.0, human_performance=0.8, exponent=0.0)
+    assert flat.cost(np.array([0.1, 0.9])) == pytest.approx([8.0, 8.0])
+
+
+def _tasks(rows: list[dict]) -> pd.DataFrame:
+    base = {"agent_version": None, "family": None, "kind": "llm", "eval_date": pd.Timestamp("2026-01-15"),
+            "price_input_per_mtok": np.nan, "price_output_per_mtok": np.nan, "level": "L1", "category": "c",
+            "human_minutes": 6.0, "n": 1, "c": 1.0, "score": 1.0, "cost_usd": np.nan, "input_tokens": np.nan,
+            "output_tokens": np.nan, "latency_s": np.nan}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def _inputs(rows: list[dict]) -> tmf.TmfInputs:
+    return tmf.TmfInputs("b", _tasks(rows), pd.DataFrame(columns=["subject", "ability", "ability_lo", "ability_hi"]))
+
+
+def test_runs_without_cost_are_listed_not_dropped() -> None:
+    rows = [{"run_id": "cheap", "agent": "A", "task_id": t, "cost_usd": 0.1, "c": float(t == "1")}
+            for t in "12"] + [{"run_id": "free", "agent": "B", "task_id": t} for t in "12"]
+    res = tmf.analyse(_inputs(rows))
+    rep = tmf.report(res)
+    by_id = {p["run_id"]: p for p in rep["points"]}
+    assert set(by_id) == {"cheap", "free"}
+    assert by_id["free"]["cost_per_task_usd"] is None and not by_id["free"]["on_frontier"]
+    assert rep["assumptions"]["runs_without_cost"] == ["free"]
+    assert rep["frontier"] == ["cheap"]
+    # human: 6 minutes at 50 USD/hour = 5 USD per task, default performance 100%
+    assert rep["human"] == {"cost_per_task_usd": pytest.approx(5.0), "performance": 1.0}
+    json.dumps(rep)
+
+
+def test_points_pass_at_1_tokens_cost_and_reprice() -> None:
+    rows = [
+        {"run_id": "old", "agent": "M", "family": "F", "eval_date": pd.Timestamp("2025-01-01"), "task_id": "1",
+         "price_input_per_mtok": 10.0, "price_output_per_mtok": 20.0, "input_tokens": 1000.0,
+         "output_tokens": 500.0, "cost_usd": 0.02, "n": 2, "c": 1.0},
+        {"run_id": "new", "agent": "M2", "family": "F", "eval_date": pd.Timestamp("2026-01-01"), "task_id": "1",
+         "price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0, "input_tokens": 2000.0,
+         "output_tokens": 0.0, "cost_usd": 0.002},
+    ]
+    pts = tmf.run_points(_tasks(rows)).set_index("run_id")
+    assert pts.loc["old", "performance"] == pytest.approx(0.5)
+    assert pts.loc["old", "cost_per_task_usd"] == pytest.approx(0.02)
+    repriced = tmf.run_points(_tasks(rows), is_repriced=True).set_index("run_id")
+    # old tokens at the family's newest prices: (1000 x 1 + 500 x 2) / 1e6
+    assert repriced.loc["old", "cost_per_task_usd"] == pytest.approx(0.002)
+    assert repriced.loc["old", "price_run_id"] == "new" and bool(repriced.loc["old", "is_repriced"])
+
+
+def test_human_run_sets_human_performance_and_is_not_a_point() -> None:
+    rows = [{"run_id": "a", "agent": "A", "task_id": t, "cost_usd": 0.5} for t in "12"]
+    rows += [{"run_id": "h", "agent": "Human", "kind": "human", "task_id": t, "c": float(t == "1")} for t in "12"]
+    res = tmf.analyse(_inputs(rows))
+    assert res.human is not None and res.human.performance == pytest.approx(0.5)
+    assert [p["run_id"] for p in tmf.report(res)["points"]] == ["a"]
+    assert res.value is not None and res.value.stage == 3  # 100% at $0.50 vs a 50% human at $5
+
+
+def test_by_period_is_cumulative() -> None:
+    rows = []
+    for run, date, cost, c in (("q1", "2025-02-01", 1.0, 0.0), ("q3", "2025-08-01", 0.5, 1.0)):
+        rows += [{"run_id": run, "agent": run, "eval_date": pd.Timestamp(date), "task_id": t, "cost_usd": cost,
+                  "c": c} for t in "12"]
+    movie = tmf.by_period(_inputs(rows), freq="quarter")
+    assert [label for label, _ in movie] == ["2025Q1", "2025Q3"]
+    assert movie[0][1].frontier == ("q1",) and movie[1][1].frontier == ("q3",)
+    assert tmf.period_end("2025Q3", "quarter").isoformat() == "2025-09-30"
+    table = tmf.period_table(movie)
+    assert list(table["n_runs"]) == [1, 2]
+
+
+def test_slices_and_bad_options() -> None:
+    rows = [{"run_id": "a", "agent": "A", "task_id": t, "level": lvl, "cost_usd": 1.0}
+            for t, lvl in (("1", "L1"), ("2", "L3"))]
+    inputs = _inputs(rows)
+    assert tmf.slice_names(inputs.tasks, "level") == ["level=L1", "level=L3"]
+    assert tmf.analyse(inputs, slice_name="level=L3").points["n_tasks"].tolist() == [1]
+    with pytest.raises(tmf.TmfError):
+        tmf.analyse(inputs, slice_name="colour=red")
+    with pytest.raises(tmf.TmfError):
+        tmf.run_points(inputs.tasks, performance="elo")
+
+
+def test_intervals_are_seeded_and_bracket_the_estimate() -> None:
+    rng = np.random.default_rng(7)
+    rows = [{"run_id": "a", "agent": "A", "task_id": str(t), "cost_usd": float(rng.gamma(2.0, 0.1)),
+             "c": float(rng.random() < 0.6)} for t in range(40)]
+    p1 = tmf.run_points(_tasks(rows), seed=3)
+    p2 = tmf.run_points(_tasks(rows), seed=3)
+    pd.testing.assert_frame_equal(p1, p2)
+    r = p1.iloc[0]
+    assert r.cost_lo < r.cost_per_task_usd < r.cost_hi and r.perf_lo < r.performance < r.perf_hi
+
+
+def test_irt_performance_uses_stored_abilities() -> None:
+    rows = [{"run_id": "a", "agent": "A", "agent_version": "1", "task_id": "1", "cost_usd": 1.0},
+            {"run_id": "b", "agent": "B", "agent_version": None, "task_id": "1", "cost_usd": 2.0}]
+    abil = pd.DataFrame({"subject": ["A 1", "B"], "ability": [0.5, 1.5], "ability_lo": [0.1, 1.0],
+                         "ability_hi": [0.9, 2.0]})
+    res = tmf.analyse(tmf.TmfInputs("b", _tasks(rows), abil),
+                      options=tmf.TmfOptions(performance="irt", human_performance=2.0))
+    pts = res.points.set_index("run_id")
+    assert pts.loc["a", "performance"] == 0.5 and pts.loc["b", "performance"] == 1.5
+    assert res.frontier == ("a", "b")
+
+
+def test_fixture_db_end_to_end(fixture_db) -> None:
+    with reader(fixture_db) as con:
+        inputs = tmf.load(con, benchmark="mini-bench")
+    res = tmf.analyse(inputs)
+    rep = tmf.report(res)
+    # fixture: Agent A passes 2 of 4 attempts -> Pass@1 = mean(1/2, 1/2); human run passes both tasks
+    assert rep["points"][0]["performance"] == pytest.approx(0.5)
+    assert rep["human"]["performance"] == pytest.approx(1.0)
+    # human cost = mean(4, 9) minutes x 50 / 60
+    assert rep["human"]["cost_per_task_usd"] == pytest.approx(6.5 * 50 / 60)
+    assert rep["stage"] == 2 and rep["value_area_usd"] > 0
+    fig = tmf.fig_tmf(res)
+    assert any(t.name == "Optimal supply curve (Pareto frontier)" for t in fig.data)
+    assert any("mini-a-v1" in str(t.customdata) for t in fig.data if t.customdata is not None)
+
+
+def test_cli_json(fixture_db, capsys) -> None:
+    from analytics.__main__ import main
+
+    assert main(["tmf", "--db", str(fixture_db), "--benchmark", "mini-bench", "--hourly-usd", "60", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) >= {"points", "frontier", "human", "value_area_usd", "best_saving_usd", "stage", "assumptions"}
+    assert out["human"]["cost_per_task_usd"] == pytest.approx(6.5)
+    assert out["assumptions"]["hourly_usd"] == 60
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_frontier_sorted_by_cost(n: int) -> None:
+    rows = [{"run_id": f"r{i}", "agent": f"A{i}", "task_id": "1", "cost_usd": float(i + 1), "c": 1.0}
+            for i, _ in zip(range(n), itertools.count())]
+    res = tmf.analyse(_inputs(rows))
+    assert res.frontier == ("r0",)  # same performance: only the cheapest
+
+
+def test_value_area_with_a_curved_acceptance_by_hand() -> None:
+    # A(p) = 10 p^2, S = 1 up to p = 0.5: area = int_{sqrt(0.1)}^{0.5} (10 p^2 - 1) dp
+    acc = tmf.Acceptance(human_x=10.0, human_performance=1.0, exponent=2.0)
+    lo = math.sqrt(0.1)
+    expected = 10 / 3 * (0.5**3 - lo**3) - (0.5 - lo)
+    assert tmf.value_and_stage(_frontier([("a", 1.0, 0.5)]), acc).area == pytest.approx(expected, rel=1e-5)
+
+
+def test_latency_axis_uses_human_run_latency() -> None:
+    rows = [{"run_id": "a", "agent": "A", "task_id": t, "cost_usd": 0.1, "latency_s": 30.0} for t in "12"]
+    rows += [{"run_id": "h", "agent": "Human", "kind": "human", "task_id": t, "latency_s": 600.0} for t in "12"]
+    res = tmf.analyse(_inputs(rows), options=tmf.TmfOptions(axis="latency"))
+    assert res.x_col == "latency_per_task_s" and res.human is not None and res.human.x == 600.0
+    rep = tmf.report(res)
+    assert rep["human"]["latency_per_task_s"] == 600.0 and rep["assumptions"]["unit"] == "s"
+    assert res.value is not None and res.value.stage == 3  # same quality in 30 s instead of 10 minutes
+
+
+def test_irt_without_a_human_ability_asks_for_one() -> None:
+    rows = [{"run_id": "a", "agent": "A", "agent_version": "1", "task_id": "1", "cost_usd": 1.0}]
+    abil = pd.DataFrame({"subject": ["A 1"], "ability": [0.5], "ability_lo": [0.1], "ability_hi": [0.9]})
+    res = tmf.analyse(tmf.TmfInputs("b", _tasks(rows), abil), options=tmf.TmfOptions(performance="irt"))
+    assert res.value is None and res.acceptance is None
+    assert "enter the human performance" in tmf.headline(res)
+    assert tmf.report(res)["stage"] is None
+    tmf.fig_tmf(res)  # draws without a human curve
