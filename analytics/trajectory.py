@@ -363,16 +363,28 @@ def judge_verdicts_of(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.
 
 def steps_page(con: duckdb.DuckDBPyConnection, *, attempt_id: int, offset: int = 0, limit: int = 25) -> pd.DataFrame:
     """One page of an attempt's steps; results cut to ``PREVIEW_CHARS`` (``step_result`` has the whole)."""
-    return query_df(con, "SELECT step, round, kind, tool, args, content, left(result, ?) AS result_preview, "
-                         "coalesce(result_chars, length(result)) AS result_chars, input_tokens, output_tokens, "
-                         "latency_s, error FROM v_steps WHERE attempt_id = ? ORDER BY step LIMIT ? OFFSET ?",
-                    [PREVIEW_CHARS, int(attempt_id), int(limit), int(offset)])
+    # The page of steps first, then only the long texts it points at: joining v_steps would let DuckDB scan
+    # the whole texts table for every page (measured 1.2 s at 1M attempts against 0.1 s this way).
+    return query_df(con, "WITH page AS (SELECT * FROM steps WHERE attempt_id = ? ORDER BY step LIMIT ? OFFSET ?) "
+                         "SELECT p.step, p.round, p.kind, p.tool, p.args, p.content, "
+                         "left(coalesce(p.result, (SELECT t.text FROM texts t WHERE t.text_hash = p.result_hash "
+                         "LIMIT 1)), ?) AS result_preview, "
+                         "coalesce(p.result_chars, length(p.result)) AS result_chars, p.input_tokens, "
+                         "p.output_tokens, p.latency_s, p.error FROM page p ORDER BY p.step",
+                    [int(attempt_id), int(limit), int(offset), PREVIEW_CHARS])
 
 
 def step_result(con: duckdb.DuckDBPyConnection, *, attempt_id: int, step: int) -> str | None:
     """The full result text of one step."""
-    rows = query_rows(con, "SELECT result FROM v_steps WHERE attempt_id = ? AND step = ?", [int(attempt_id), int(step)])
-    return rows[0][0] if rows else None
+    rows = query_rows(con, "SELECT result, result_hash FROM steps WHERE attempt_id = ? AND step = ?",
+                      [int(attempt_id), int(step)])
+    if not rows:
+        return None
+    result, digest = rows[0]
+    if result is None and digest is not None:
+        texts = query_rows(con, "SELECT text FROM texts WHERE text_hash = ? LIMIT 1", [digest])
+        result = texts[0][0] if texts else None
+    return result
 
 
 def tool_calls_of(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.DataFrame:

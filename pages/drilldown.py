@@ -189,7 +189,8 @@ def _step(raw: pd.Series, marks: pd.DataFrame) -> None:
         op = step_op.get(int(row["step"]))
         if op:
             badge.markdown(OP_BADGE[op] + (" :violet-badge[first divergence]"
-                                           if not diverge.empty and diverge["step"].iloc[0] == row["step"] else ""))
+                                           if not diverge.empty and pd.notna(diverge["step"].iloc[0])
+                                           and diverge["step"].iloc[0] == row["step"] else ""))
         if row["args"] is not None:
             st.code(json.dumps(json.loads(row["args"]), indent=2, ensure_ascii=False), language="json")
         if row["content"]:

@@ -9,20 +9,12 @@ from streamlit.testing.v1 import AppTest
 
 from analytics import db as rdb
 from analytics import diff
-from tests.conftest import ROOT
+from tests.apptest import open_page
 from tests.test_diff import _write_bench
 
 
 def open_diff(db: Path, monkeypatch: pytest.MonkeyPatch, **params: str) -> AppTest:
-    monkeypatch.setenv("RUNLENS_DB", str(db))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()  # the router first (sidebar filters, bootstrap), as a visitor arriving by the link would
-    at.switch_page("pages/diff.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page("pages/diff.py", db, monkeypatch, **params)
 
 
 def test_diff_page_on_hand_made_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

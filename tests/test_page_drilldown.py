@@ -13,22 +13,15 @@ from analytics import db as rdb
 from analytics import rules
 from analytics import trajectory as tr
 from ingest.pipeline import ingest_paths
-from tests.conftest import ROOT, shared_data
+from tests.apptest import open_page
+from tests.conftest import shared_data
 
 HOSTILE = '<script>alert("x")</script> ![x](http://evil.example/pixel.png) [click](http://evil.example)'
 N_LONG = 2000
 
 
 def open_drilldown(db: Path, monkeypatch: pytest.MonkeyPatch, **params: str) -> AppTest:
-    monkeypatch.setenv("RUNLENS_DB", str(db))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()  # the router first (sidebar filters, bootstrap), as a visitor arriving by the link would
-    at.switch_page("pages/drilldown.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page("pages/drilldown.py", db, monkeypatch, **params)
 
 
 def texts(at: AppTest) -> list[str]:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import ROOT
+from tests.apptest import open_page
 from tests.test_errors import labels_db  # noqa: F401 - the hand-made labels fixture
 
 
@@ -24,14 +24,7 @@ def _open(db: Path, env_db, monkeypatch: pytest.MonkeyPatch, *, judge_env: dict[
     for name, value in (judge_env or {}).items():
         monkeypatch.setenv(name, value)
     env_db(db)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()  # the router first (sidebar filters, bootstrap), as a visitor arriving by a link would
-    at.switch_page("pages/errors.py")
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return open_page("pages/errors.py", db, monkeypatch, timeout_s=60, **params)
 
 
 FRAME_COLUMNS = {"err_t3": "#Error", "err_attempts": "open"}  # AppTest does not expose a dataframe's key

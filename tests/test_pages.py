@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest import open_page
 from tests.conftest import ROOT
 
 
@@ -24,15 +25,7 @@ def registered_pages() -> list[str]:
 
 
 def run_page(page: str, db: Path, monkeypatch: pytest.MonkeyPatch, **params: str) -> AppTest:
-    monkeypatch.setenv("RUNLENS_DB", str(db))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    if page != registered_pages()[0]:
-        at.switch_page(page)
-        at.run()
-    return at
+    return open_page(page, db, monkeypatch, check=False, **params)
 
 
 def test_every_page_file_is_registered() -> None:

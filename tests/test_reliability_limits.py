@@ -1,0 +1,138 @@
+"""Limits: a 100 MB single line, JSON nested 10,000 deep, a 10,000-step trajectory and a 1 GB upload are each
+refused cleanly (with a location) or handled, with the memory of the ingest process bounded.
+
+Memory is the peak RSS of a fresh ``python -m ingest`` process (``resource.getrusage(RUSAGE_SELF)`` read at its
+exit by a small wrapper), so nothing else in the test session inflates it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analytics import db as rdb
+from ingest.errors import IngestError
+from ingest.pipeline import MAX_FILE_BYTES, ingest_file, ingest_paths
+from ingest.uploads import ingest_one
+from tests.conftest import FIXTURES, ROOT
+
+PRELUDE = [
+    {"record": "benchmark", "benchmark": "limits"},
+    {"record": "task", "benchmark": "limits", "task_id": "t1"},
+    {"record": "run", "run_id": "limits-run", "benchmark": "limits", "agent": "A"},
+]
+WRAPPER = """
+import resource, sys
+from ingest.__main__ import main
+code = main(sys.argv[1:])
+print(f"MAXRSS_KB={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def _ingest_process(db: Path, path: Path) -> tuple[int, str, float]:
+    """Run the ingest CLI on one file in a fresh process: (exit code, stderr, peak RSS in MB)."""
+    done = subprocess.run([sys.executable, "-c", WRAPPER, "--no-progress", "--db", str(db), str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)
+    rss_kb = [int(line.split("=", 1)[1]) for line in done.stderr.splitlines() if line.startswith("MAXRSS_KB=")]
+    assert rss_kb, done.stderr[-2000:]
+    return done.returncode, done.stderr, rss_kb[0] / 1024
+
+
+def _lines(*records: dict) -> bytes:
+    return b"".join(json.dumps(r).encode() + b"\n" for r in [*PRELUDE, *records])
+
+
+def _attempt_count(db: Path) -> int:
+    with rdb.reader(db) as con:
+        return int(con.execute("SELECT count(*) FROM attempts").fetchall()[0][0])
+
+
+@pytest.mark.slow
+def test_a_100_mb_line_is_refused_with_its_line_number_and_bounded_memory(tmp_path: Path, fixture_db: Path) -> None:
+    path = tmp_path / "huge-line.jsonl"
+    with path.open("wb") as fh:
+        fh.write(_lines())
+        fh.write(b'{"record": "attempt", "run_id": "limits-run", "task_id": "t1", "score": 1, "answer": "')
+        chunk = b"x" * (1024 * 1024)
+        for _ in range(100):
+            fh.write(chunk)
+        fh.write(b'"}\n')
+    before = _attempt_count(fixture_db)
+    code, err, rss_mb = _ingest_process(fixture_db, path)
+    assert code == 2
+    assert f"{path}:4: -: line of 104,857,6" in err and "exceeds the 67,108,864-byte limit" in err
+    assert rss_mb < 700, rss_mb  # the file is read once (100 MB) and the long line never parsed
+    assert _attempt_count(fixture_db) == before
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def test_json_nested_10000_deep_is_refused_cleanly(tmp_path: Path, fixture_db: Path) -> None:
+    native = tmp_path / "deep.jsonl"
+    native.write_bytes(_lines() + b'{"record": "attempt", "run_id": "limits-run", "task_id": "t1", "score": 1, '
+                       b'"judge": {"x": ' + _deep(10_000).encode() + b"}}\n")
+    [result] = ingest_paths([native], db=fixture_db)
+    assert result.outcome == "failed"
+    assert str(result.error.problems[0]).startswith(f"{native}:4: -: invalid JSON")
+    messages = tmp_path / "gpt-4o-airline.json"  # a JSON document adapter (openai-messages)
+    messages.write_text('[{"task_id": 1, "traj": ' + _deep(10_000) + "}]")
+    [result] = ingest_paths([messages], db=fixture_db, fmt="openai-messages")
+    assert result.outcome == "failed" and str(result.error).startswith(str(messages))
+    inspect = tmp_path / "deep-inspect.json"
+    inspect.write_text('{"version": 2, "status": "success", "eval": {"task": "x"}, "samples": ' + _deep(10_000) + "}")
+    [result] = ingest_paths([inspect], db=fixture_db, fmt="inspect")
+    assert result.outcome == "failed" and str(result.error).startswith(str(inspect))
+
+
+@pytest.mark.slow
+def test_a_10000_step_trajectory_is_ingested_and_drilled_into(tmp_path: Path, tmp_db: Path) -> None:
+    steps = [{"round": i + 1, "kind": "tool_call", "tool": f"tool{i % 7}", "args": {"i": i}, "result": "r" * (i % 300)}
+             for i in range(10_000)]
+    path = tmp_path / "long-trajectory.jsonl"
+    path.write_bytes(_lines({"record": "attempt", "run_id": "limits-run", "task_id": "t1", "score": 1,
+                             "steps": steps}))
+    code, err, rss_mb = _ingest_process(tmp_db, path)
+    assert code == 0, err
+    assert rss_mb < 600, rss_mb
+    from analytics import trajectory as tr
+
+    with rdb.reader(tmp_db) as con:
+        detail = tr.attempt_detail(con, run_id="limits-run", task_id="t1", sample=0)
+        assert detail is not None and detail["n_steps"] == 10_000
+        page = tr.steps_page(con, attempt_id=int(detail["attempt_id"]), offset=9_975, limit=25)
+    assert list(page["step"]) == list(range(9_975, 10_000))
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["RUNLENS_DB"] = str(tmp_db)
+    try:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+        at.query_params.update({"run": "limits-run", "task": "t1", "sample": "0"})
+        at.run()
+        at.switch_page("pages/drilldown.py")
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+    finally:
+        del os.environ["RUNLENS_DB"]
+
+
+def test_a_1_gb_upload_is_refused_without_being_read(tmp_path: Path, fixture_db: Path) -> None:
+    path = tmp_path / "huge.jsonl"
+    with path.open("wb") as fh:  # sparse: 1 GiB of apparent size, no disk blocks
+        fh.truncate(1024**3)
+    assert MAX_FILE_BYTES < 1024**3
+    code, err, rss_mb = _ingest_process(fixture_db, path)
+    assert code == 2 and f"{path}:1: -: file of 1,073,741,824 bytes exceeds the" in err
+    assert rss_mb < 400, rss_mb  # refused on its size alone (a read would cost 1 GB)
+    result = ingest_one(path, db=fixture_db)  # the upload page's path
+    assert result.outcome == "failed" and "exceeds the" in str(result.error)
+    with rdb.writer(fixture_db, publish_snapshot=False) as con, pytest.raises(IngestError, match="exceeds"):
+        ingest_file(con, path)
+    assert _attempt_count(fixture_db) == 6 and (FIXTURES / "good.jsonl").exists()
