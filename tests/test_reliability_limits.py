@@ -1,7 +1,7 @@
 """Limits: a 100 MB single line, JSON nested 10,000 deep, a 10,000-step trajectory and a 1 GB upload are each
 refused cleanly (with a location) or handled, with the memory of the ingest process bounded.
 
-Memory is the peak RSS of a fresh ``python -m ingest`` process (``resource.getrusage(RUSAGE_SELF)`` read at its
+Memory is the peak RSS of a fresh ``python -m ingest`` process (``VmHWM`` from ``/proc/self/status`` read at its
 exit by a small wrapper), so nothing else in the test session inflates it.
 """
 
@@ -26,11 +26,14 @@ PRELUDE = [
     {"record": "task", "benchmark": "limits", "task_id": "t1"},
     {"record": "run", "run_id": "limits-run", "benchmark": "limits", "agent": "A"},
 ]
+# Peak RSS of this process's own address space: VmHWM. (getrusage's ru_maxrss would not do: Linux carries the
+# parent's peak across fork and exec, so a child of a large pytest process reports the parent's size.)
 WRAPPER = """
-import resource, sys
+import sys
 from ingest.__main__ import main
 code = main(sys.argv[1:])
-print(f"MAXRSS_KB={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+hwm = [ln.split()[1] for ln in open("/proc/self/status") if ln.startswith("VmHWM:")][0]
+print(f"MAXRSS_KB={hwm}", file=sys.stderr)
 sys.exit(code)
 """
 

@@ -84,6 +84,7 @@ def _leave_legacy_multipage_mode() -> None:
         PagesManager.uses_pages_directory = False  # later runs of this process go through app.py
         from ui.shell import render_shell
 
+        st.set_page_config(page_title="Runlens", page_icon=":material/query_stats:", layout="wide")
         render_shell()
 
 
