@@ -132,20 +132,10 @@ def test_recomputed_when_the_graph_changes(fixture_db: Path) -> None:
 
 
 def _run_cli(argv: list[str]) -> int:
-    """``python -m analytics rules`` in process (the subprocess form imports every report: slow)."""
-    import argparse
+    """``python -m analytics rules`` in process (the CLI imports only the chosen report's module)."""
+    from analytics.__main__ import main
 
-    from analytics.__main__ import REPORTS
-
-    assert REPORTS["rules"] == "analytics.rules"
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--db")
-    rules.add_arguments(parser)
-    try:
-        return rules.cli(parser.parse_args(argv))
-    except rdb.RunlensError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+    return main(["rules", *argv])
 
 
 def test_rules_cli_and_graph_file(fixture_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -133,20 +133,10 @@ def test_coverage_table_slices_on_fixture(fixture_db) -> None:
 
 
 def _run_cli(argv: list[str]) -> int:
-    """Run the coverage report the way ``python -m analytics coverage`` does, without importing every report."""
-    import argparse
+    """``python -m analytics coverage`` in process (the CLI imports only the chosen report's module)."""
+    from analytics.__main__ import main
 
-    from analytics.__main__ import REPORTS
-
-    assert REPORTS["coverage"] == "analytics.trajectory"
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--db")
-    tr.add_arguments(parser)
-    try:
-        return tr.cli(parser.parse_args(argv))
-    except rdb.RunlensError as exc:
-        print(exc, file=sys.stderr)
-        return 2
+    return main(["coverage", *argv])
 
 
 def test_coverage_cli_json(fixture_db, capsys) -> None:
