@@ -213,7 +213,7 @@ def _result(row: dict) -> None:
         full = cached(tr.step_result, attempt_id=attempt_id, step=int(row["step"])) or ""
         st.text(full)
         st.download_button("Download result", full.encode("utf-8"), f"result-step-{int(row['step'])}.txt",
-                           "text/plain", key=f"dd_dl_{attempt_id}_{int(row['step'])}")
+                           "text/plain", key=f"dd_dl_{attempt_id}_{int(row['step'])}", on_click="ignore")
 
 
 @st.fragment

@@ -103,9 +103,9 @@ page = st.pagination(n_pages, key="sql_page") if n_pages > 1 else 1
 st.dataframe(res.df.iloc[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], hide_index=True, key="sql_result", width="stretch")
 left, right = st.columns(2)
 left.download_button("CSV (full result)", lambda: sb.export_result(sql, "csv", db=db_path(), limits=LIMITS),
-                     "query.csv", "text/csv", key="sql_dl_csv", icon=":material/download:")
+                     "query.csv", "text/csv", key="sql_dl_csv", icon=":material/download:", on_click="ignore")
 right.download_button("Parquet (full result)", lambda: sb.export_result(sql, "parquet", db=db_path(), limits=LIMITS),
-                      "query.parquet", "application/octet-stream", key="sql_dl_parquet", icon=":material/download:")
+                      "query.parquet", "application/octet-stream", key="sql_dl_parquet", icon=":material/download:", on_click="ignore")
 
 if len(res.df.columns) >= 2 and not res.df.empty:
     with st.expander("Chart this", icon=":material/bar_chart:"):

@@ -99,11 +99,11 @@ st.subheader("Export for slides")
 stamp = dt.date.today().isoformat()
 e1, e2, e3 = st.columns(3)
 e1.download_button("Chart PNG", lambda: export.fig_to_images(fig, formats=["png"])["png"],
-                   f"tmf-{filters.benchmark}-{stamp}.png", "image/png", key="tmf_png", icon=":material/image:")
+                   f"tmf-{filters.benchmark}-{stamp}.png", "image/png", key="tmf_png", icon=":material/image:", on_click="ignore")
 e2.download_button("Chart SVG", lambda: export.fig_to_images(fig, formats=["svg"])["svg"],
-                   f"tmf-{filters.benchmark}-{stamp}.svg", "image/svg+xml", key="tmf_svg", icon=":material/draw:")
+                   f"tmf-{filters.benchmark}-{stamp}.svg", "image/svg+xml", key="tmf_svg", icon=":material/draw:", on_click="ignore")
 e3.download_button("Page HTML", lambda: tmf.page_export(result, fig, filters.benchmark),
-                   f"tmf-{filters.benchmark}-{stamp}.html", "text/html", key="tmf_html", icon=":material/web:")
+                   f"tmf-{filters.benchmark}-{stamp}.html", "text/html", key="tmf_html", icon=":material/web:", on_click="ignore")
 
 with st.expander("Definitions", expanded=False):
     st.markdown(tmf.DEFINITIONS_MD)

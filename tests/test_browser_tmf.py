@@ -31,7 +31,7 @@ def colour_shares(png: bytes) -> dict[str, float]:
 
 def download(page: object, label: str, target: Path, *, timeout_ms: int = 180_000) -> bytes:
     with page.expect_download(timeout=timeout_ms) as info:  # type: ignore[attr-defined]
-        page.get_by_role("button", name=label).click()  # type: ignore[attr-defined]
+        page.get_by_role("button", name=label).click(timeout=timeout_ms)  # type: ignore[attr-defined]
     info.value.save_as(str(target))
     return target.read_bytes()
 

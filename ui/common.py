@@ -114,14 +114,19 @@ def empty_state(message: str) -> None:
 
 
 def download_buttons(df: pd.DataFrame, name: str, *, key: str) -> None:
-    """CSV and Parquet downloads of a table."""
+    """CSV and Parquet downloads of a table, encoded only when clicked; a click does not rerun the page."""
     left, right = st.columns(2)
-    left.download_button("CSV", df.to_csv(index=False).encode("utf-8"), f"{name}.csv", "text/csv",
-                         key=f"{key}_csv", icon=":material/download:")
+    left.download_button("CSV", lambda: df.to_csv(index=False).encode("utf-8"), f"{name}.csv", "text/csv",
+                         key=f"{key}_csv", icon=":material/download:", on_click="ignore")
+    right.download_button("Parquet", lambda: parquet_bytes(df), f"{name}.parquet", "application/octet-stream",
+                          key=f"{key}_parquet", icon=":material/download:", on_click="ignore")
+
+
+def parquet_bytes(df: pd.DataFrame) -> bytes:
+    """``df`` as a Parquet file in memory."""
     buf = io.BytesIO()
     _parquet_safe(df).to_parquet(buf, index=False)
-    right.download_button("Parquet", buf.getvalue(), f"{name}.parquet", "application/octet-stream",
-                          key=f"{key}_parquet", icon=":material/download:")
+    return buf.getvalue()
 
 
 def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
