@@ -29,57 +29,134 @@ from analytics.db import load_sql, query_df, reader
 SLICE_KINDS = ("all", "level", "category")
 
 
+def _filter_params(benchmark: str, agents: Sequence[str] | None, date_from: dt.date | None,
+                   date_to: dt.date | None, run_ids: Sequence[str] | None) -> dict[str, Any]:
+    return {"benchmark": benchmark, "agents": list(agents) if agents else None, "date_from": date_from,
+            "date_to": date_to, "run_ids": list(run_ids) if run_ids else None}
+
+
+def runs_in(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
+            date_from: dt.date | None = None, date_to: dt.date | None = None,
+            run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """The runs that match the filters (run_id, agent, agent_version, family, kind, eval_date), newest first."""
+    return query_df(con, load_sql("leaderboard_runs"), _filter_params(benchmark, agents, date_from, date_to, run_ids))
+
+
 def task_outcomes(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
                   date_from: dt.date | None = None, date_to: dt.date | None = None,
                   run_ids: Sequence[str] | None = None) -> pd.DataFrame:
-    """One row per (run, task): samples, successes, mean score, mean tool calls, mean cost.
+    """One row per (run, task), ordered by run and task: samples, successes, mean score, tool calls, cost, and
+    the task's level and category.
 
-    The aggregation happens in DuckDB, so only runs x tasks rows reach pandas.
+    The aggregation happens in DuckDB, so only runs x tasks rows reach pandas; the task's level and category are
+    read once per task and attached here (cheaper than one text value per row from the database).
     """
-    return query_df(con, load_sql("task_outcomes"), {
-        "benchmark": benchmark, "agents": list(agents) if agents else None,
-        "date_from": date_from, "date_to": date_to, "run_ids": list(run_ids) if run_ids else None,
-    })
-
-
-def _slices(df: pd.DataFrame, kinds: Sequence[str]) -> list[tuple[str, pd.DataFrame]]:
-    out: list[tuple[str, pd.DataFrame]] = []
-    if "all" in kinds:
-        out.append(("all", df))
-    for kind in ("level", "category"):
-        if kind in kinds:
-            for value, part in df.dropna(subset=[kind]).groupby(kind, sort=True):
-                out.append((f"{kind}={value}", part))
+    out = query_df(con, load_sql("task_outcomes"), _filter_params(benchmark, agents, date_from, date_to, run_ids))
+    tasks = query_df(con, "SELECT task_id, level, category FROM tasks WHERE benchmark = ?", [benchmark])
+    at = pd.Index(tasks["task_id"]).get_indexer(out["task_id"])
+    for col in ("level", "category"):
+        values = tasks[col].to_numpy(dtype=object)
+        out[col] = np.where(at >= 0, values[np.maximum(at, 0)] if len(values) else None, None)
     return out
 
 
-def _run_row(run: pd.Series, tasks: pd.DataFrame, slice_name: str, k_max: int, *, seed: int,
-             n_boot: int) -> dict[str, Any]:
-    n = tasks["n"].to_numpy()
-    c = tasks["c"].to_numpy()
-    n_tasks = len(tasks)
-    pass_at: dict[str, float] = {}
-    pass_hat: dict[str, float] = {}
-    ci: dict[str, list[float]] = {}
-    for k in range(1, k_max + 1):
-        p = float(np.nanmean(stats.pass_at_k(n, c, k)))
-        h = float(np.nanmean(stats.pass_hat_k(n, c, k)))
-        pass_at[str(k)], pass_hat[str(k)] = p, h
-        ci[f"pass@{k}"] = list(stats.wilson(p, n_tasks))
-        ci[f"pass^{k}"] = list(stats.wilson(h, n_tasks))
-    rng = stats.stable_rng(seed, str(run["run_id"]), slice_name)
-    costs = tasks["cost_usd"].to_numpy(dtype=float)
-    for name, values in (("mean_score", tasks["score"]), ("mean_steps", tasks["steps"]), ("mean_cost_usd", costs)):
-        ci[name] = list(stats.bootstrap_mean_ci(np.asarray(values, dtype=float), rng, n_boot=n_boot))
-    has_cost = bool(np.isfinite(costs).any())
-    return {
-        "run_id": run["run_id"], "agent": run["agent"], "agent_version": run["agent_version"],
-        "family": run["family"], "kind": run["kind"], "eval_date": run["eval_date"], "slice": slice_name,
-        "n_tasks": n_tasks, "n_attempts": int(n.sum()), "k_max": k_max,
-        "pass_at": pass_at, "pass_hat": pass_hat, "mean_score": float(tasks["score"].mean()),
-        "ci95": ci, "mean_steps": float(tasks["steps"].mean()),
-        "mean_cost_usd": float(np.nanmean(costs)) if has_cost else None,
-    }
+def _slice_groups(run_pos: np.ndarray, outcomes: pd.DataFrame,
+                  kinds: Sequence[str]) -> list[tuple[int, np.ndarray, list[tuple[str, np.ndarray]]]]:
+    """Per run with outcomes (``run_pos`` sorted): its position, all its rows, and its slices in display order
+    as ``(name, row indices into outcomes)``."""
+    by_run = np.split(np.arange(len(run_pos)), np.flatnonzero(np.diff(run_pos)) + 1) if len(run_pos) else []
+    groups = [(int(run_pos[rows[0]]), rows, [("all", rows)] if "all" in kinds else []) for rows in by_run]
+    for kind in ("level", "category"):
+        if kind not in kinds:
+            continue
+        values = outcomes[kind].to_numpy(dtype=object)
+        has = pd.notna(values)
+        names = sorted({str(v) for v in values[has]})
+        codes = np.full(len(values), -1)
+        codes[has] = pd.Index(names).get_indexer(values[has].astype(str))
+        for _, rows, run_slices in groups:
+            part = codes[rows]
+            for code in np.unique(part[part >= 0]):
+                run_slices.append((f"{kind}={names[code]}", rows[part == code]))
+    return groups
+
+
+def _nanmean(x: np.ndarray) -> float:
+    ok = np.isfinite(x)
+    return float(x[ok].mean()) if ok.any() else float("nan")
+
+
+def _run_rows(run: dict[str, Any], k_max: int, slices: list[tuple[str, np.ndarray]],
+              arrays: dict[str, np.ndarray], rates: dict[str, list[np.ndarray]]) -> list[dict[str, Any]]:
+    """The leaderboard rows of one run (bootstrap intervals are added later, for all runs at once)."""
+    out = []
+    for name, rows in slices:
+        n_tasks = len(rows)
+        ci: dict[str, list[float]] = {}
+        pass_at: dict[str, float] = {}
+        pass_hat: dict[str, float] = {}
+        for k in range(1, k_max + 1):
+            p, h = _nanmean(rates["pass_at"][k - 1][rows]), _nanmean(rates["pass_hat"][k - 1][rows])
+            pass_at[str(k)], pass_hat[str(k)] = p, h
+            ci[f"pass@{k}"] = list(stats.wilson(p, n_tasks))
+            ci[f"pass^{k}"] = list(stats.wilson(h, n_tasks))
+        cost = arrays["cost_usd"][rows]
+        has_cost = bool(np.isfinite(cost).any())
+        out.append({**run, "slice": name, "n_tasks": n_tasks, "n_attempts": int(arrays["n"][rows].sum()),
+                    "k_max": k_max, "pass_at": pass_at, "pass_hat": pass_hat,
+                    "mean_score": _nanmean(arrays["score"][rows]), "ci95": ci,
+                    "mean_steps": _nanmean(arrays["steps"][rows]),
+                    "mean_cost_usd": _nanmean(cost) if has_cost else None})
+    return out
+
+
+BOOTSTRAPPED = (("mean_score", "score"), ("mean_steps", "steps"), ("mean_cost_usd", "cost_usd"))
+
+
+def _add_bootstrap_cis(rows: list[dict[str, Any]], indices: list[np.ndarray], arrays: dict[str, np.ndarray], *,
+                       seed: int, n_boot: int) -> None:
+    """Percentile bootstrap intervals (over tasks) of mean score, steps and cost of every row, in place.
+
+    Rows of one slice with the same number of tasks share one seeded resampling draw, keyed by seed, slice and
+    size only, so a row's interval never depends on which other runs are shown, and all of them cost one matrix
+    product (``stats.bootstrap_mean_cis``).
+    """
+    buckets: dict[tuple[str, int], list[int]] = {}
+    for i, (row, idx) in enumerate(zip(rows, indices, strict=True)):
+        buckets.setdefault((row["slice"], len(idx)), []).append(i)
+    for (slice_name, size), members in buckets.items():
+        matrix = np.column_stack([arrays[col][indices[i]] for i in members for _, col in BOOTSTRAPPED])
+        cis = stats.bootstrap_mean_cis(matrix, stats.stable_rng(seed, slice_name, str(size)), n_boot=n_boot)
+        for j, i in enumerate(members):
+            for m, (name, _) in enumerate(BOOTSTRAPPED):
+                rows[i]["ci95"][name] = [float(v) for v in cis[j * len(BOOTSTRAPPED) + m]]
+
+
+def leaderboard_rows(runs: pd.DataFrame, outcomes: pd.DataFrame, *, slices: Sequence[str] = SLICE_KINDS,
+                     seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
+    """The leaderboard from ``runs_in`` and ``task_outcomes`` frames: one row per run and slice (``COLUMNS``).
+
+    Pass@k and pass^k are computed once per (run, task) row for every k and averaged per slice; Wilson intervals
+    per row; bootstrap intervals for all rows at once (see ``_add_bootstrap_cis``).
+    """
+    known = pd.Index(runs["run_id"]).get_indexer(outcomes["run_id"])
+    part = outcomes[known >= 0]
+    run_pos = known[known >= 0]
+    order = np.argsort(run_pos, kind="stable")  # rows of one run together, in task order
+    part, run_pos = part.iloc[order].reset_index(drop=True), run_pos[order]
+    arrays = {col: part[col].to_numpy(dtype=float) for col in ("n", "c", "score", "steps", "cost_usd")}
+    k_top = int(arrays["n"].max()) if len(part) else 0
+    rates = {"pass_at": [stats.pass_at_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)],
+             "pass_hat": [stats.pass_hat_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)]}
+    meta = runs[["run_id", "agent", "agent_version", "family", "kind", "eval_date"]].to_dict("records")
+    rows: list[dict[str, Any]] = []
+    indices: list[np.ndarray] = []
+    for pos, run_rows, run_slices in _slice_groups(run_pos, part, slices):
+        k_max = int(arrays["n"][run_rows].min())  # Pass@k is defined up to the run's fewest samples per task
+        rows += _run_rows(meta[pos], k_max, run_slices, arrays, rates)
+        indices += [idx for _, idx in run_slices]
+    _add_bootstrap_cis(rows, indices, arrays, seed=seed, n_boot=n_boot)
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def leaderboard(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
@@ -89,15 +166,9 @@ def leaderboard(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Seque
 
     Returns an empty frame (with the columns) when nothing matches.
     """
+    runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
     outcomes = task_outcomes(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
-    rows: list[dict[str, Any]] = []
-    for _, run_tasks in outcomes.groupby("run_id", sort=False):
-        run = run_tasks.iloc[0]
-        k_max = int(run_tasks["n"].min())
-        for slice_name, part in _slices(run_tasks, slices):
-            rows.append(_run_row(run, part, slice_name, k_max, seed=seed, n_boot=n_boot))
-    df = pd.DataFrame(rows, columns=COLUMNS)
-    return mark_ties(df)
+    return mark_ties(leaderboard_rows(runs, outcomes, slices=slices, seed=seed, n_boot=n_boot))
 
 
 COLUMNS = ["run_id", "agent", "agent_version", "family", "kind", "eval_date", "slice", "n_tasks", "n_attempts",
@@ -108,20 +179,24 @@ def mark_ties(df: pd.DataFrame) -> pd.DataFrame:
     """Add ``pass_at_1``, ``rank``, ``is_leader`` and ``is_tied`` (Pass@1 interval overlaps the leader's)."""
     out = df.copy()
     out["pass_at_1"] = [p.get("1", np.nan) for p in out["pass_at"]] if not out.empty else []
-    out["rank"] = pd.Series(dtype="Int64")
-    out["is_leader"] = False
-    out["is_tied"] = False
-    for _, idx in out.groupby("slice", sort=False).groups.items():
-        part = out.loc[idx]
-        machines = part[part["kind"] != "human"].sort_values("pass_at_1", ascending=False)
-        if machines.empty:
+    rank = np.zeros(len(out), dtype=int)  # 0 = unranked (humans)
+    is_leader = np.zeros(len(out), dtype=bool)
+    is_tied = np.zeros(len(out), dtype=bool)
+    is_machine = (out["kind"] != "human").to_numpy()
+    p1 = out["pass_at_1"].to_numpy(dtype=float)
+    ci = [tuple(c.get("pass@1", (np.nan, np.nan))) for c in out["ci95"]]
+    for idx in out.groupby("slice", sort=False).indices.values():
+        machines = idx[is_machine[idx]]
+        if machines.size == 0:
             continue
-        out.loc[machines.index, "rank"] = np.arange(1, len(machines) + 1)
-        leader = machines.index[0]
-        out.loc[leader, "is_leader"] = True
-        lead_ci = tuple(out.loc[leader, "ci95"]["pass@1"])
-        for i in machines.index[1:]:
-            out.loc[i, "is_tied"] = stats.intervals_overlap(tuple(out.loc[i, "ci95"]["pass@1"]), lead_ci)
+        machines = machines[np.argsort(-p1[machines], kind="stable")]  # best first, NaN last
+        rank[machines] = np.arange(1, machines.size + 1)
+        is_leader[machines[0]] = True
+        for i in machines[1:]:
+            is_tied[i] = stats.intervals_overlap(ci[i], ci[machines[0]])
+    out["rank"] = pd.array([r if r else pd.NA for r in rank.tolist()], dtype="Int64")
+    out["is_leader"] = is_leader
+    out["is_tied"] = is_tied
     return out
 
 

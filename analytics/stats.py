@@ -68,13 +68,70 @@ def bootstrap_mean_ci(values: np.ndarray, rng: np.random.Generator, *, n_boot: i
         return (float(x[0]), float(x[0]))
     alpha = (1.0 - level) / 2.0
     if x.size > BOOTSTRAP_MAX_TASKS:
-        z = float(sps.norm.ppf(1.0 - alpha))
-        half = z * x.std(ddof=1) / np.sqrt(x.size)
-        return (float(x.mean() - half), float(x.mean() + half))
+        return normal_mean_ci(x, level=level)
     idx = rng.integers(0, x.size, size=(n_boot, x.size))
     means = x[idx].mean(axis=1)
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
     return (float(lo), float(hi))
+
+
+def normal_mean_ci(values: np.ndarray, *, level: float = 0.95) -> tuple[float, float]:
+    """The normal interval ``mean +- z * sd / sqrt(n)`` of the finite values (NaN when fewer than two)."""
+    x = np.asarray(values, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return (float("nan"), float("nan")) if x.size == 0 else (float(x[0]), float(x[0]))
+    z = Z95 if level == 0.95 else float(sps.norm.ppf(0.5 + level / 2.0))
+    half = z * x.std(ddof=1) / np.sqrt(x.size)
+    return (float(x.mean() - half), float(x.mean() + half))
+
+
+def resample_weights(n_units: int, rng: np.random.Generator, *, n_boot: int = 1000) -> np.ndarray:
+    """How often each of ``n_units`` units is drawn in each of ``n_boot`` resamples with replacement.
+
+    Returns an ``(n_boot, n_units)`` float matrix whose rows sum to ``n_units``: one seeded draw that every series
+    over the same units can share (a mean of each resample is then one matrix product).
+    """
+    idx = rng.integers(0, n_units, size=(n_boot, n_units))
+    offsets = (np.arange(n_boot) * n_units)[:, None]
+    counts = np.bincount((idx + offsets).ravel(), minlength=n_boot * n_units)
+    return counts.reshape(n_boot, n_units).astype(float)
+
+
+def bootstrap_mean_cis(values: np.ndarray, rng: np.random.Generator, *, n_boot: int = 1000,
+                       level: float = 0.95) -> np.ndarray:
+    """Percentile bootstrap intervals of the mean of every column of ``values`` (units x series) at once.
+
+    The rows (units: tasks) are resampled with replacement, one draw shared by all columns, so the cost is one
+    ``(n_boot x units) @ (units x series)`` product instead of a loop. NaN cells are left out: each resample's mean
+    of a column is over its finite cells (the mean of the resampled tasks that have a value). A column with more
+    than ``BOOTSTRAP_MAX_TASKS`` finite values gets the normal interval instead (what the bootstrap converges to);
+    when no column needs the bootstrap nothing is drawn.
+
+    Returns:
+        A ``(series, 2)`` array of (low, high); NaN for a column without finite values, (x, x) for one value.
+    """
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 2:
+        raise ValueError(f"values: expected a 2-D array (units x series), got {x.ndim} dimension(s)")
+    finite = np.isfinite(x)
+    counts = finite.sum(axis=0)
+    out = np.full((x.shape[1], 2), np.nan)
+    alpha = (1.0 - level) / 2.0
+    boot = np.flatnonzero(counts > 1) if x.shape[0] else np.array([], dtype=int)
+    big = boot[counts[boot] > BOOTSTRAP_MAX_TASKS]
+    boot = boot[counts[boot] <= BOOTSTRAP_MAX_TASKS]
+    for j in big:
+        out[j] = normal_mean_ci(x[:, j], level=level)
+    for j in np.flatnonzero(counts == 1):
+        out[j] = x[finite[:, j], j][0]
+    if boot.size:
+        weights = resample_weights(x.shape[0], rng, n_boot=n_boot)
+        filled = np.where(finite[:, boot], x[:, boot], 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = (weights @ filled) / (weights @ finite[:, boot].astype(float))
+        out[boot] = np.nanquantile(means, [alpha, 1.0 - alpha], axis=0).T
+    return out
 
 
 def intervals_overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:

@@ -30,17 +30,18 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from analytics import stats
 from analytics.db import RunlensError, load_sql, query_df, query_rows, reader
@@ -74,14 +75,55 @@ class TmfInputs:
     tasks: pd.DataFrame
     abilities: pd.DataFrame
 
+    @cached_property
+    def task_table(self) -> pd.DataFrame:
+        """One row per task present in ``tasks`` (task_id, level, category, human_minutes): what the human
+        baseline reads, without going through every (run, task) row again for each slice and period."""
+        return self.tasks.loc[~self.tasks["task_id"].duplicated(), ["task_id", "level", "category", "human_minutes"]]
+
+
+RUN_COLUMNS = ["run_id", "agent", "agent_version", "family", "kind", "eval_date", "price_input_per_mtok",
+               "price_output_per_mtok"]
+TASK_COLUMNS = ["task_id", "level", "category", "human_minutes"]
+
 
 def load(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
          date_from: dt.date | None = None, date_to: dt.date | None = None) -> TmfInputs:
-    """Per (run, task) rows of one benchmark (human runs always included) and its newest IRT abilities."""
-    tasks = query_df(con, load_sql("tmf_run_tasks"), {
-        "benchmark": benchmark, "agents": list(agents) if agents else None,
-        "date_from": date_from, "date_to": date_to})
-    return TmfInputs(benchmark, tasks, irt_abilities(con, benchmark=benchmark))
+    """Per (run, task) rows of one benchmark (human runs always included) and its newest IRT abilities.
+
+    Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
+    """
+    params = {"benchmark": benchmark, "agents": list(agents) if agents else None,
+              "date_from": date_from, "date_to": date_to}
+    outcomes = query_df(con, load_sql("tmf_run_tasks"), params)
+    runs = query_df(con, f"""
+        SELECT {", ".join(RUN_COLUMNS)} FROM runs
+        WHERE benchmark = $benchmark AND ($agents IS NULL OR kind = 'human' OR list_contains($agents, agent))
+          AND ($date_from IS NULL OR eval_date >= $date_from) AND ($date_to IS NULL OR eval_date <= $date_to)
+        ORDER BY eval_date NULLS LAST, agent, run_id""", params)
+    tasks = query_df(con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ?", [benchmark])
+    return TmfInputs(benchmark, attach_details(outcomes, runs, tasks), irt_abilities(con, benchmark=benchmark))
+
+
+def attach_details(outcomes: pd.DataFrame, runs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
+    """Per (run, task) outcomes with their run's (``RUN_COLUMNS``) and task's (``TASK_COLUMNS``) details, rows in
+    the order of ``runs`` then as given (a task missing from ``tasks`` gets empty details)."""
+    run_at = pd.Index(runs["run_id"]).get_indexer(outcomes["run_id"])
+    order = np.argsort(run_at, kind="stable")
+    order = order[run_at[order] >= 0]
+    rows = outcomes.iloc[order].reset_index(drop=True)
+    run_at = run_at[order]
+    task_at = pd.Index(tasks["task_id"]).get_indexer(rows["task_id"])
+    out = {"run_id": rows["run_id"]}
+    for col in RUN_COLUMNS[1:]:
+        out[col] = runs[col].take(run_at).reset_index(drop=True)
+    out["task_id"] = rows["task_id"]
+    for col in TASK_COLUMNS[1:]:
+        values = tasks[col] if len(tasks) else pd.Series([None], dtype=tasks[col].dtype)
+        out[col] = values.take(np.maximum(task_at, 0)).reset_index(drop=True).where(task_at >= 0, None)
+    for col in outcomes.columns.drop(["run_id", "task_id"]):
+        out[col] = rows[col]
+    return pd.DataFrame(out)
 
 
 def irt_abilities(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
@@ -112,7 +154,10 @@ def slice_tasks(tasks: pd.DataFrame, slice_name: str | None) -> pd.DataFrame:
     kind, _, value = slice_name.partition("=")
     if kind not in ("level", "category") or not value:
         raise TmfError(f"slice {slice_name!r}: expected all, level=VALUE or category=VALUE")
-    return tasks[tasks[kind].astype("string") == value]
+    column = tasks[kind]
+    if column.dtype != object:  # levels and categories are text in the database; a hand-built frame may differ
+        column = column.astype("string")
+    return tasks[(column == value).fillna(False).to_numpy(dtype=bool)]
 
 
 def slice_names(tasks: pd.DataFrame, kind: str) -> list[str]:
@@ -133,58 +178,66 @@ def current_prices(tasks: pd.DataFrame) -> pd.DataFrame:
     return runs[["run_id", "group"]].join(cur, on="group").drop(columns="group")
 
 
-def _task_cost(part: pd.DataFrame, *, cost_source: str, prices: tuple[float, float] | None) -> np.ndarray:
-    """Cost per task (USD): logged, or tokens x prices (NaN where tokens or prices are missing)."""
-    if prices is None and cost_source == "logged":
-        return part["cost_usd"].to_numpy(dtype=float)
-    if prices is None:
-        prices = (part["price_input_per_mtok"].iloc[0], part["price_output_per_mtok"].iloc[0])
-    p_in, p_out = (np.nan if v is None or pd.isna(v) else float(v) for v in prices)
-    tin = part["input_tokens"].to_numpy(dtype=float)
-    tout = part["output_tokens"].to_numpy(dtype=float)
+def _row_costs(tasks: pd.DataFrame, *, cost_source: str, cur: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
+    """Cost per (run, task) row (USD) and, per row, whether its run was repriced.
+
+    ``logged`` is ``cost_usd``; ``tokens`` is tokens x the run's prices (NaN without tokens or prices). With
+    ``cur`` (``current_prices`` by run_id) a run whose tokens give a cost at its family's current prices takes
+    that cost for every task (NaN where a task has no tokens); other runs keep theirs.
+    """
+    tin = tasks["input_tokens"].to_numpy(dtype=float)
+    tout = tasks["output_tokens"].to_numpy(dtype=float)
     has_tokens = np.isfinite(tin) | np.isfinite(tout)
-    cost = (np.nan_to_num(tin) * p_in + np.nan_to_num(tout) * p_out) / 1e6
-    return np.where(has_tokens, cost, np.nan)
+
+    def priced(p_in: np.ndarray, p_out: np.ndarray) -> np.ndarray:
+        cost = (np.nan_to_num(tin) * p_in + np.nan_to_num(tout) * p_out) / 1e6
+        return np.where(has_tokens, cost, np.nan)
+
+    if cost_source == "logged":
+        cost = tasks["cost_usd"].to_numpy(dtype=float)
+    else:
+        cost = priced(tasks["price_input_per_mtok"].to_numpy(dtype=float),
+                      tasks["price_output_per_mtok"].to_numpy(dtype=float))
+    repriced = np.zeros(len(tasks), dtype=bool)
+    if cur is not None:
+        at = cur.reindex(tasks["run_id"])
+        p_in = at["cur_price_in"].to_numpy(dtype=float)
+        new = priced(p_in, at["cur_price_out"].to_numpy(dtype=float))
+        codes = pd.factorize(tasks["run_id"])[0]
+        run_has = np.bincount(codes, weights=np.isfinite(new) & np.isfinite(p_in)) > 0
+        repriced = run_has[codes]
+        cost = np.where(repriced, new, cost)
+    return cost, repriced
 
 
-def _performance(part: pd.DataFrame, performance: str, rng: np.random.Generator,
-                 n_boot: int) -> tuple[float, float, float]:
-    if performance == "pass@1":
-        p = float(np.mean(part["c"].to_numpy(dtype=float) / part["n"].to_numpy(dtype=float)))
-        lo, hi = stats.wilson(p, len(part))
-        return p, lo, hi
-    scores = part["score"].to_numpy(dtype=float)
-    lo, hi = stats.bootstrap_mean_ci(scores, rng, n_boot=n_boot)
-    return float(np.nanmean(scores)) if np.isfinite(scores).any() else math.nan, lo, hi
-
-
-def _mean_ci(values: np.ndarray, rng: np.random.Generator, n_boot: int) -> tuple[float, float, float, int]:
+def _run_means(codes: np.ndarray, values: np.ndarray, n_runs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of the finite values of every run (NaN when none) and how many there were."""
     ok = np.isfinite(values)
-    if not ok.any():
-        return math.nan, math.nan, math.nan, 0
-    lo, hi = stats.bootstrap_mean_ci(values[ok], rng, n_boot=n_boot)
-    return float(values[ok].mean()), lo, hi, int(ok.sum())
+    count = np.bincount(codes, weights=ok, minlength=n_runs)
+    total = np.bincount(codes, weights=np.where(ok, values, 0.0), minlength=n_runs)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / count, np.nan), count.astype(int)
 
 
-def _run_point(part: pd.DataFrame, *, performance: str, cost_source: str, cur: pd.Series | None,
-               seed: int, n_boot: int) -> dict[str, Any]:
-    first = part.iloc[0]
-    rng = stats.stable_rng(seed, str(first["run_id"]))
-    perf, perf_lo, perf_hi = _performance(part, performance, rng, n_boot)
-    cost = _task_cost(part, cost_source=cost_source, prices=None)
-    is_repriced = False
-    if cur is not None and pd.notna(cur["cur_price_in"]):
-        repriced = _task_cost(part, cost_source="tokens", prices=(cur["cur_price_in"], cur["cur_price_out"]))
-        if np.isfinite(repriced).any():
-            cost, is_repriced = repriced, True
-    c_mean, c_lo, c_hi, n_cost = _mean_ci(cost, rng, n_boot)
-    l_mean, l_lo, l_hi, _ = _mean_ci(part["latency_s"].to_numpy(dtype=float), rng, n_boot)
-    return {"run_id": first["run_id"], "agent": first["agent"], "agent_version": first["agent_version"],
-            "family": first["family"], "kind": first["kind"], "eval_date": first["eval_date"],
-            "n_tasks": len(part), "performance": perf, "perf_lo": perf_lo, "perf_hi": perf_hi,
-            "cost_per_task_usd": c_mean, "cost_lo": c_lo, "cost_hi": c_hi, "n_cost_tasks": n_cost,
-            "latency_per_task_s": l_mean, "latency_lo": l_lo, "latency_hi": l_hi,
-            "is_repriced": is_repriced, "price_run_id": None if cur is None else cur["price_run_id"]}
+def _bootstrap_by_size(codes: np.ndarray, series: list[np.ndarray], n_runs: int, *, seed: int,
+                       n_boot: int) -> np.ndarray:
+    """Bootstrap intervals over tasks of every run's mean of every series: ``(runs, series, 2)``.
+
+    Runs with the same number of tasks share one seeded draw (keyed by seed and size only, so a run's interval
+    does not depend on the other runs), computed for all of them at once (``stats.bootstrap_mean_cis``).
+    """
+    out = np.full((n_runs, len(series), 2), np.nan)
+    order = np.argsort(codes, kind="stable")
+    sizes = np.bincount(codes, minlength=n_runs)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    for size in np.unique(sizes[sizes > 0]):
+        runs = np.flatnonzero(sizes == size)
+        rows = order[starts[runs][:, None] + np.arange(size)]  # (runs, size) row indices
+        matrix = np.stack([values[rows] for values in series], axis=-1)  # (runs, size, series)
+        matrix = matrix.transpose(1, 0, 2).reshape(size, -1)
+        cis = stats.bootstrap_mean_cis(matrix, stats.stable_rng(seed, "tmf", str(size)), n_boot=n_boot)
+        out[runs] = cis.reshape(len(runs), len(series), 2)
+    return out
 
 
 POINT_COLUMNS = ["run_id", "agent", "agent_version", "family", "kind", "eval_date", "n_tasks", "performance",
@@ -197,13 +250,16 @@ def run_points(tasks: pd.DataFrame, *, performance: str = "pass@1", cost_source:
                n_boot: int = 500) -> pd.DataFrame:
     """One row per run (human runs included, ``kind`` tells them apart) with performance, cost, latency, CIs.
 
+    Computed for all runs at once (no loop over runs): means by ``np.bincount``, intervals by one bootstrap draw
+    per run size (``_bootstrap_by_size``) or Wilson's formula for Pass@1.
+
     Args:
         tasks: rows of ``load(...).tasks`` (already sliced).
         performance: ``pass@1``, ``mean_score`` or ``irt`` (needs ``abilities``; runs without one get NaN).
         cost_source: ``logged`` or ``tokens``.
         is_repriced: recompute cost from tokens at the family's current prices (see ``current_prices``).
         abilities: ``irt_abilities`` rows.
-        seed: bootstrap seed; each run's stream also depends on its run_id only.
+        seed: bootstrap seed; a run's draw depends on it and on the run's number of tasks only.
         n_boot: bootstrap resamples.
     """
     if performance not in PERFORMANCES:
@@ -212,15 +268,36 @@ def run_points(tasks: pd.DataFrame, *, performance: str = "pass@1", cost_source:
         raise TmfError(f"cost source {cost_source!r}: expected one of {', '.join(COST_SOURCES)}")
     if tasks.empty:
         return pd.DataFrame(columns=POINT_COLUMNS)
+    codes, run_ids = pd.factorize(tasks["run_id"])  # runs in order of first appearance
+    n_runs = len(run_ids)
     cur = current_prices(tasks).set_index("run_id") if is_repriced else None
-    rows = [_run_point(part, performance="mean_score" if performance == "irt" else performance,
-                       cost_source=cost_source, cur=None if cur is None else cur.loc[run_id],
-                       seed=seed, n_boot=n_boot)
-            for run_id, part in tasks.groupby("run_id", sort=False)]
-    out = pd.DataFrame(rows, columns=POINT_COLUMNS)
-    if performance == "irt":
-        out = _attach_abilities(out, abilities)
-    return out
+    cost, repriced = _row_costs(tasks, cost_source=cost_source, cur=cur)
+    latency = tasks["latency_s"].to_numpy(dtype=float)
+    rate = tasks["c"].to_numpy(dtype=float) / tasks["n"].to_numpy(dtype=float)
+    score = tasks["score"].to_numpy(dtype=float)
+    by_score = performance != "pass@1"
+    series = [cost, latency, score] if by_score else [cost, latency]
+    cis = _bootstrap_by_size(codes, series, n_runs, seed=seed, n_boot=n_boot)
+    first = np.unique(codes, return_index=True)[1]
+    n_tasks = np.bincount(codes, minlength=n_runs)
+    out: dict[str, Any] = {col: tasks[col].to_numpy()[first]
+                           for col in ("run_id", "agent", "agent_version", "family", "kind", "eval_date")}
+    out["n_tasks"] = n_tasks
+    if by_score:
+        out["performance"] = _run_means(codes, score, n_runs)[0]
+        out["perf_lo"], out["perf_hi"] = cis[:, 2, 0], cis[:, 2, 1]
+    else:
+        p = np.bincount(codes, weights=rate, minlength=n_runs) / n_tasks
+        wilson = np.array([stats.wilson(float(v), int(k)) for v, k in zip(p, n_tasks, strict=True)])
+        out["performance"], out["perf_lo"], out["perf_hi"] = p, wilson[:, 0], wilson[:, 1]
+    out["cost_per_task_usd"], out["n_cost_tasks"] = _run_means(codes, cost, n_runs)
+    out["cost_lo"], out["cost_hi"] = cis[:, 0, 0], cis[:, 0, 1]
+    out["latency_per_task_s"] = _run_means(codes, latency, n_runs)[0]
+    out["latency_lo"], out["latency_hi"] = cis[:, 1, 0], cis[:, 1, 1]
+    out["is_repriced"] = repriced[first]
+    out["price_run_id"] = [None] * n_runs if cur is None else cur["price_run_id"].reindex(run_ids).to_numpy()
+    points = pd.DataFrame(out, columns=POINT_COLUMNS)
+    return _attach_abilities(points, abilities) if performance == "irt" else points
 
 
 def _attach_abilities(points: pd.DataFrame, abilities: pd.DataFrame | None) -> pd.DataFrame:
@@ -493,31 +570,34 @@ def analyse(inputs: TmfInputs, *, slice_name: str = "all", options: TmfOptions |
     if opt.axis not in AXES:
         raise TmfError(f"axis {opt.axis!r}: expected cost or latency")
     x_col, unit = AXES[opt.axis]
-    tasks = slice_tasks(inputs.tasks, slice_name)
     if points is None:
-        points = run_points(tasks, performance=opt.performance, cost_source=opt.cost_source,
-                            is_repriced=opt.is_repriced, abilities=inputs.abilities, seed=opt.seed,
-                            n_boot=opt.n_boot)
+        points = run_points(slice_tasks(inputs.tasks, slice_name), performance=opt.performance,
+                            cost_source=opt.cost_source, is_repriced=opt.is_repriced, abilities=inputs.abilities,
+                            seed=opt.seed, n_boot=opt.n_boot)
     if as_of is not None:
         dates = pd.to_datetime(points["eval_date"])
         points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
-    return _assemble(tasks, points, opt, x_col, unit, slice_name)
+    return _assemble(slice_tasks(inputs.task_table, slice_name), points, opt, x_col, unit, slice_name)
 
 
 def _assemble(tasks: pd.DataFrame, points: pd.DataFrame, opt: TmfOptions, x_col: str, unit: str,
               slice_name: str) -> TmfResult:
-    pts = points.copy()
-    is_agent = (pts["kind"] != "human").to_numpy()
-    pts["has_cost"] = np.isfinite(pts[x_col].to_numpy(dtype=float)) & (pts[x_col].to_numpy(dtype=float) > 0)
-    usable = is_agent & pts["has_cost"].to_numpy() & np.isfinite(pts["performance"].to_numpy(dtype=float))
-    x = np.where(usable, pts[x_col].to_numpy(dtype=float), np.nan)
-    y = np.where(usable, pts["performance"].to_numpy(dtype=float), np.nan)
-    pts["on_frontier"] = pareto_mask(x, y)
-    pts["on_hull"] = False
-    pts.iloc[upper_hull(x, y), pts.columns.get_loc("on_hull")] = True
-    order = ["performance", "run_id"]
-    frontier = pts[pts["on_frontier"]].sort_values([x_col, *order], kind="mergesort")
-    hull = pts[pts["on_hull"]].sort_values([x_col, *order], kind="mergesort")
+    xs = points[x_col].to_numpy(dtype=float)
+    perf = points["performance"].to_numpy(dtype=float)
+    has_cost = np.isfinite(xs) & (xs > 0)
+    usable = (points["kind"] != "human").to_numpy() & has_cost & np.isfinite(perf)
+    x = np.where(usable, xs, np.nan)
+    y = np.where(usable, perf, np.nan)
+    on_hull = np.zeros(len(points), dtype=bool)
+    on_hull[upper_hull(x, y)] = True
+    pts = points.assign(has_cost=has_cost, on_frontier=pareto_mask(x, y), on_hull=on_hull)
+    run_ids = pts["run_id"].tolist()
+
+    def by_cost(mask: np.ndarray) -> pd.DataFrame:  # increasing x, then performance, then run id
+        rows = sorted(np.flatnonzero(mask), key=lambda i: (xs[i], perf[i], run_ids[i]))
+        return pts.iloc[rows]
+
+    frontier, hull = by_cost(pts["on_frontier"].to_numpy()), by_cost(on_hull)
     human = human_baseline(tasks, pts, axis=opt.axis, hourly_usd=opt.hourly_usd,
                            human_minutes=opt.human_minutes, human_performance=opt.human_performance,
                            default_performance=None if opt.performance == "irt" else DEFAULT_HUMAN_PERFORMANCE)
@@ -578,30 +658,44 @@ def period_table(movie: list[tuple[str, TmfResult]]) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Overview:
-    """What the page's top half needs: the analysis of every run and the cumulative analysis per period."""
+    """What the page needs from one load of the data: the analysis of every run, the cumulative analysis per
+    period, and the small multiples of every run for the slice kinds asked for (``level``: the page's default)."""
 
     overall: TmfResult | None
     movie: tuple[tuple[str, TmfResult], ...]
+    by_kind: dict[str, tuple[TmfResult, ...]] = field(default_factory=dict)
 
 
 def overview(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
              date_from: dt.date | None = None, date_to: dt.date | None = None,
-             options: TmfOptions | None = None, freq: str = "quarter") -> Overview:
-    """Load and analyse one benchmark (for ``ui.common.cached``: every argument is hashable)."""
+             options: TmfOptions | None = None, freq: str = "quarter",
+             slice_kinds: tuple[str, ...] = ("level",)) -> Overview:
+    """Load and analyse one benchmark (for ``ui.common.cached``: every argument is hashable).
+
+    The small multiples of ``slice_kinds`` come with it so that the page's first render reads the data once;
+    another kind, or an earlier period, is ``slice_results``.
+    """
     inputs = load(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
     if inputs.tasks.empty:
         return Overview(None, ())
-    return Overview(analyse(inputs, options=options), tuple(by_period(inputs, options=options, freq=freq)))
+    return Overview(analyse(inputs, options=options), tuple(by_period(inputs, options=options, freq=freq)),
+                    {kind: analyse_slices(inputs, kind=kind, options=options) for kind in slice_kinds})
+
+
+def analyse_slices(inputs: TmfInputs, *, kind: str = "level", options: TmfOptions | None = None,
+                   as_of: dt.date | None = None) -> tuple[TmfResult, ...]:
+    """The analysis of every ``level`` (or ``category``) slice of ``inputs``."""
+    return tuple(analyse(inputs, slice_name=name, options=options, as_of=as_of)
+                 for name in slice_names(inputs.tasks, kind))
 
 
 def slice_results(con: duckdb.DuckDBPyConnection, *, benchmark: str, kind: str = "level",
                   agents: Sequence[str] | None = None, date_from: dt.date | None = None,
                   date_to: dt.date | None = None, options: TmfOptions | None = None,
                   as_of: dt.date | None = None) -> tuple[TmfResult, ...]:
-    """The analysis of every ``level`` (or ``category``) slice, for small multiples."""
+    """The analysis of every ``level`` (or ``category``) slice, for small multiples (runs up to ``as_of``)."""
     inputs = load(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
-    return tuple(analyse(inputs, slice_name=name, options=options, as_of=as_of)
-                 for name in slice_names(inputs.tasks, kind))
+    return analyse_slices(inputs, kind=kind, options=options, as_of=as_of)
 
 
 def has_irt_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> bool:
@@ -738,16 +832,39 @@ COLORS = {"frontier": "#1f5fbf", "other": "#9aa4b2", "human": "#d9480f", "market
 STAGE_COLORS = {1: "#c92a2a", 2: "#e67700", 3: "#2f9e44"}
 
 
+# Figures are assembled as plain dicts and validated once, by the final ``go.Figure(data, layout)``: building
+# them from ``go.Scatter`` objects, ``update_layout``/``update_xaxes`` calls and ``add_trace(row=, col=)`` validated
+# every property several times and copied the template on each layout update (0.1-0.2 s per figure at 1M attempts).
+Trace = dict[str, Any]
+
+
+@functools.cache
+def _template() -> dict[str, Any]:
+    """Plotly's ``plotly_white`` template, keeping only the defaults of the one trace type drawn here (scatter):
+    the same look, at half the cost of validating and copying the whole template for every figure."""
+    import plotly.io as pio
+
+    white = pio.templates["plotly_white"].to_plotly_json()
+    return {"layout": white["layout"], "data": {"scatter": white["data"]["scatter"]}}
+
+
 def _hover(df: pd.DataFrame, result: TmfResult) -> list[str]:
     u, perf = result.unit, result.performance
     lo, hi = ("cost_lo", "cost_hi") if result.x_col == "cost_per_task_usd" else ("latency_lo", "latency_hi")
-    return [f"<b>{r.agent}</b> {'' if pd.isna(r.agent_version) else r.agent_version}<br>"
-            f"run {r.run_id} · {r.eval_date}<br>"
-            f"{'cost' if u == 'USD' else 'latency'}/task {fmt_x(getattr(r, result.x_col), u)} "
-            f"[{fmt_x(getattr(r, lo), u)}, {fmt_x(getattr(r, hi), u)}]<br>"
-            f"performance {fmt_perf(r.performance, perf)} [{fmt_perf(r.perf_lo, perf)}, {fmt_perf(r.perf_hi, perf)}]"
-            f"<br>{int(r.n_tasks)} tasks{' · repriced' if r.is_repriced else ''}"
-            for r in df.itertuples()]
+    cols = ["agent", "agent_version", "run_id", "eval_date", result.x_col, lo, hi, "performance", "perf_lo",
+            "perf_hi", "n_tasks", "is_repriced"]
+    return [f"<b>{agent}</b> {'' if pd.isna(version) else version}<br>"
+            f"run {run_id} · {date}<br>"
+            f"{'cost' if u == 'USD' else 'latency'}/task {fmt_x(x, u)} [{fmt_x(x_lo, u)}, {fmt_x(x_hi, u)}]<br>"
+            f"performance {fmt_perf(p, perf)} [{fmt_perf(p_lo, perf)}, {fmt_perf(p_hi, perf)}]"
+            f"<br>{int(n_tasks)} tasks{' · repriced' if repriced else ''}"
+            for agent, version, run_id, date, x, x_lo, x_hi, p, p_lo, p_hi, n_tasks, repriced
+            in zip(*(df[c].tolist() for c in cols), strict=True)]
+
+
+def _rows(result: TmfResult, run_ids: Sequence[str]) -> pd.DataFrame:
+    """The points of ``run_ids``, in that order."""
+    return result.points.iloc[pd.Index(result.points["run_id"]).get_indexer(list(run_ids))]
 
 
 def _scale(result: TmfResult) -> float:
@@ -771,34 +888,33 @@ def _y_range(result: TmfResult) -> tuple[float, float]:
     return (min(ys) - 0.3, max(ys) + 0.3) if ys else (-1.0, 1.0)
 
 
-def _region_traces(result: TmfResult, row: int | None = None) -> list[go.Scatter]:
+def _region_traces(result: TmfResult, row: int | None = None) -> list[Trace]:
     """Market-acceptable region, tech-accessible region and their intersection as filled polygons."""
     acc = result.acceptance
     x0, x1 = (10 ** v for v in _x_range(result))
     y0, y1 = _y_range(result)
     s = _scale(result)
     p = np.linspace(max(y0, acc.p0) if acc else y0, y1, 240)
-    traces: list[go.Scatter] = []
+    region = {"type": "scatter", "fill": "toself", "mode": "none", "hoverinfo": "skip"}
+    traces: list[Trace] = []
     if acc is not None:
         ax = np.clip(acc.cost(p), x0, x1)
-        traces.append(go.Scatter(x=[x0, *ax, x0], y=[p[0] * s, *(p * s), p[-1] * s], fill="toself",
-                                 mode="none", fillcolor=COLORS["market"], name="Market-acceptable region",
-                                 hoverinfo="skip", legendgroup="market", showlegend=row in (None, 1)))
-    pts = result.points.set_index("run_id")
+        traces.append({**region, "x": np.concatenate([[x0], ax, [x0]]),
+                       "y": np.concatenate([[p[0] * s], p * s, [p[-1] * s]]), "fillcolor": COLORS["market"],
+                       "name": "Market-acceptable region", "legendgroup": "market", "showlegend": row in (None, 1)})
     if result.frontier:
-        vx = pts.loc[list(result.frontier), result.x_col].to_numpy(float)
-        vy = pts.loc[list(result.frontier), "performance"].to_numpy(float)
-        sx = supply_cost(p, vx, vy, supply="step")
+        front = _rows(result, result.frontier)
+        sx = supply_cost(p, front[result.x_col].to_numpy(float), front["performance"].to_numpy(float), supply="step")
         keep = np.isfinite(sx)
-        traces.append(go.Scatter(x=[*sx[keep], x1, x1], y=[*(p[keep] * s), p[keep][-1] * s, p[0] * s],
-                                 fill="toself", mode="none", fillcolor=COLORS["tech"], hoverinfo="skip",
-                                 name="Tech-accessible region", legendgroup="tech", showlegend=row in (None, 1)))
+        traces.append({**region, "x": np.concatenate([sx[keep], [x1, x1]]),
+                       "y": np.concatenate([p[keep] * s, [p[keep][-1] * s, p[0] * s]]), "fillcolor": COLORS["tech"],
+                       "name": "Tech-accessible region", "legendgroup": "tech", "showlegend": row in (None, 1)})
         if acc is not None:
             traces.extend(_intersection(p, sx, acc.cost(p), s, show=row in (None, 1)))
     return traces
 
 
-def _intersection(p: np.ndarray, sx: np.ndarray, ax: np.ndarray, s: float, *, show: bool) -> list[go.Scatter]:
+def _intersection(p: np.ndarray, sx: np.ndarray, ax: np.ndarray, s: float, *, show: bool) -> list[Trace]:
     inside = np.isfinite(sx) & (ax > sx)
     out, start, first = [], None, True
     for i, flag in enumerate([*inside, False]):
@@ -806,50 +922,55 @@ def _intersection(p: np.ndarray, sx: np.ndarray, ax: np.ndarray, s: float, *, sh
             start = i
         elif not flag and start is not None:
             seg = slice(start, i)
-            out.append(go.Scatter(x=[*sx[seg], *ax[seg][::-1]], y=[*(p[seg] * s), *(p[seg][::-1] * s)],
-                                  fill="toself", mode="none", fillcolor=COLORS["value"], hoverinfo="skip",
-                                  name="AI value (intersection)", legendgroup="value",
-                                  showlegend=show and first))
+            out.append({"type": "scatter", "x": np.concatenate([sx[seg], ax[seg][::-1]]),
+                        "y": np.concatenate([p[seg] * s, p[seg][::-1] * s]), "fill": "toself", "mode": "none",
+                        "fillcolor": COLORS["value"], "hoverinfo": "skip", "name": "AI value (intersection)",
+                        "legendgroup": "value", "showlegend": show and first})
             start, first = None, False
     return out
 
 
-def _frontier_trace(result: TmfResult, x1: float, *, show: bool) -> go.Scatter | None:
+def _frontier_trace(result: TmfResult, x1: float, *, show: bool) -> Trace | None:
     if not result.frontier:
         return None
-    pts = result.points.set_index("run_id").loc[list(result.frontier)]
+    pts = _rows(result, result.frontier)
     s = _scale(result)
-    xs = [*pts[result.x_col], x1]
-    ys = [*(pts["performance"] * s), pts["performance"].iloc[-1] * s]
-    return go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "color": COLORS["frontier"], "width": 3},
-                      name="Optimal supply curve (Pareto frontier)", legendgroup="frontier", showlegend=show,
-                      hoverinfo="skip")
+    y = pts["performance"].to_numpy(float) * s
+    return {"type": "scatter", "x": np.append(pts[result.x_col].to_numpy(float), x1), "y": np.append(y, y[-1]),
+            "mode": "lines", "line": {"shape": "hv", "color": COLORS["frontier"], "width": 3},
+            "name": "Optimal supply curve (Pareto frontier)", "legendgroup": "frontier", "showlegend": show,
+            "hoverinfo": "skip"}
 
 
-def _point_traces(result: TmfResult, *, show: bool, labels: bool) -> list[go.Scatter]:
+def _point_traces(result: TmfResult, *, show: bool, labels: bool) -> list[Trace]:
     s = _scale(result)
     pts = result.points[(result.points["kind"] != "human") & result.points["has_cost"]]
-    traces = []
+    traces: list[Trace] = []
     for on, color, name in ((False, COLORS["other"], "Other runs"), (True, COLORS["frontier"], "Frontier runs")):
         part = pts[pts["on_frontier"] == on]
         if part.empty:
             continue
-        traces.append(go.Scatter(
-            x=part[result.x_col], y=part["performance"] * s, mode="markers+text" if on and labels else "markers",
-            text=frontier_labels(part, result) if on and labels else None,
-            textposition=["top right" if i == 0 else ("top left" if i % 2 else "bottom right")
-                          for i in range(len(part))],
-            textfont={"size": 11, "color": COLORS["frontier"]},
-            marker={"size": 11 if on else 8, "color": color, "line": {"width": 1, "color": "white"}},
-            customdata=part[["run_id"]].to_numpy(), hovertext=_hover(part, result), hoverinfo="text",
-            name=name, legendgroup=name, showlegend=show))
+        trace: Trace = {
+            "type": "scatter", "x": part[result.x_col].to_numpy(float),
+            "y": part["performance"].to_numpy(float) * s, "mode": "markers+text" if on and labels else "markers",
+            "textposition": ["top right" if i == 0 else ("top left" if i % 2 else "bottom right")
+                             for i in range(len(part))],
+            "textfont": {"size": 11, "color": COLORS["frontier"]},
+            "marker": {"size": 11 if on else 8, "color": color, "line": {"width": 1, "color": "white"}},
+            "customdata": part[["run_id"]].to_numpy(), "hovertext": _hover(part, result), "hoverinfo": "text",
+            "name": name, "legendgroup": name, "showlegend": show}
+        if on and labels:
+            trace["text"] = frontier_labels(part, result)
+        traces.append(trace)
     if result.performance != "irt" and not pts.empty:
-        traces.append(go.Scatter(
-            x=pts[result.x_col], y=pts["performance"] * s, mode="markers", marker={"size": 0, "opacity": 0},
-            error_y={"type": "data", "symmetric": False, "array": (pts["perf_hi"] - pts["performance"]) * s,
-                     "arrayminus": (pts["performance"] - pts["perf_lo"]) * s, "color": "rgba(80,80,80,0.35)",
-                     "thickness": 1, "width": 0},
-            hoverinfo="skip", showlegend=False))
+        perf = pts["performance"].to_numpy(float)
+        traces.append({
+            "type": "scatter", "x": pts[result.x_col].to_numpy(float), "y": perf * s, "mode": "markers",
+            "marker": {"size": 0, "opacity": 0},
+            "error_y": {"type": "data", "symmetric": False, "array": (pts["perf_hi"].to_numpy(float) - perf) * s,
+                        "arrayminus": (perf - pts["perf_lo"].to_numpy(float)) * s, "color": "rgba(80,80,80,0.35)",
+                        "thickness": 1, "width": 0},
+            "hoverinfo": "skip", "showlegend": False})
     return traces
 
 
@@ -890,7 +1011,7 @@ def frontier_labels(part: pd.DataFrame, result: TmfResult) -> list[str]:
     return out
 
 
-def _human_traces(result: TmfResult, x0: float, *, show: bool) -> list[go.Scatter]:
+def _human_traces(result: TmfResult, x0: float, *, show: bool) -> list[Trace]:
     acc, hum = result.acceptance, result.human
     if acc is None or hum is None:
         return []
@@ -899,20 +1020,18 @@ def _human_traces(result: TmfResult, x0: float, *, show: bool) -> list[go.Scatte
     p = np.linspace(max(acc.p0, y0) + 1e-6, y1, 200)
     ax = acc.cost(p)
     keep = ax >= x0
-    return [go.Scatter(x=ax[keep], y=p[keep] * s, mode="lines", name="Human cost curve (market acceptance)",
-                       line={"color": COLORS["accept"], "dash": "dash", "width": 2}, hoverinfo="skip",
-                       legendgroup="accept", showlegend=show),
-            go.Scatter(x=[hum.x], y=[hum.performance * s], mode="markers+text", text=["Human"],
-                       textposition="middle left", textfont={"color": COLORS["human"], "size": 12},
-                       marker={"symbol": "star", "size": 18, "color": COLORS["human"],
-                               "line": {"width": 1, "color": "white"}},
-                       hovertext=[f"<b>Human</b><br>{fmt_x(hum.x, result.unit)} per task ({hum.x_source})<br>"
-                                  f"performance {fmt_perf(hum.performance, result.performance)} "
-                                  f"({hum.performance_source})"],
-                       hoverinfo="text", name="Human", legendgroup="human", showlegend=show)]
+    return [{"type": "scatter", "x": ax[keep], "y": p[keep] * s, "mode": "lines",
+             "name": "Human cost curve (market acceptance)", "hoverinfo": "skip", "legendgroup": "accept",
+             "line": {"color": COLORS["accept"], "dash": "dash", "width": 2}, "showlegend": show},
+            {"type": "scatter", "x": [hum.x], "y": [hum.performance * s], "mode": "markers+text", "text": ["Human"],
+             "textposition": "middle left", "textfont": {"color": COLORS["human"], "size": 12},
+             "marker": {"symbol": "star", "size": 18, "color": COLORS["human"], "line": {"width": 1, "color": "white"}},
+             "hovertext": [f"<b>Human</b><br>{fmt_x(hum.x, result.unit)} per task ({hum.x_source})<br>"
+                           f"performance {fmt_perf(hum.performance, result.performance)} ({hum.performance_source})"],
+             "hoverinfo": "text", "name": "Human", "legendgroup": "human", "showlegend": show}]
 
 
-def _panel_traces(result: TmfResult, *, row: int | None, labels: bool) -> list[go.Scatter]:
+def _panel_traces(result: TmfResult, *, row: int | None, labels: bool) -> list[Trace]:
     x0, x1 = (10 ** v for v in _x_range(result))
     show = row in (None, 1)
     traces = _region_traces(result, row)
@@ -931,36 +1050,62 @@ def _axis_titles(result: TmfResult) -> tuple[str, str]:
 
 def fig_tmf(result: TmfResult, *, title: str | None = None, height: int = 620) -> go.Figure:
     """The executive chart: regions, intersection, frontier step, human point and curve, stage badge."""
-    fig = go.Figure(_panel_traces(result, row=None, labels=True))
     x_title, y_title = _axis_titles(result)
-    fig.update_xaxes(type="log", title=x_title, range=list(_x_range(result)), gridcolor="#eef0f3")
     y0, y1 = _y_range(result)
     s = _scale(result)
-    fig.update_yaxes(title=y_title, range=[y0 * s - 2 * (s > 1), y1 * s + 4 * (s > 1)], gridcolor="#eef0f3")
+    annotations: list[dict[str, Any]] = []
     stage = result.value.stage if result.value else None
     if stage:
-        fig.add_annotation(text=f"<b>{STAGE_NAMES[stage]}</b>", xref="paper", yref="paper", x=0.01, y=0.99,
-                           xanchor="left", yanchor="top", showarrow=False, font={"color": "white", "size": 14},
-                           bgcolor=STAGE_COLORS[stage], borderpad=6)
-    _annotate_best(fig, result)
+        annotations.append({"text": f"<b>{STAGE_NAMES[stage]}</b>", "xref": "paper", "yref": "paper", "x": 0.01,
+                            "y": 0.99, "xanchor": "left", "yanchor": "top", "showarrow": False,
+                            "font": {"color": "white", "size": 14}, "bgcolor": STAGE_COLORS[stage], "borderpad": 6})
+    annotations += _best_annotation(result)
     if result.value and result.value.area > 0:
-        fig.add_annotation(text=f"AI value ≈ {fmt_x(result.value.area, result.unit)} per task", xref="paper",
-                           yref="paper", x=0.01, y=0.90, xanchor="left", showarrow=False,
-                           font={"color": "#2b8a3e", "size": 13}, bgcolor="rgba(255,255,255,0.8)")
-    fig.update_layout(title=title, height=height, template="plotly_white", hovermode="closest",
-                      legend={"orientation": "h", "y": -0.15}, margin={"l": 60, "r": 20, "t": 60, "b": 40})
-    return fig
+        annotations.append({"text": f"AI value ≈ {fmt_x(result.value.area, result.unit)} per task", "xref": "paper",
+                            "yref": "paper", "x": 0.01, "y": 0.90, "xanchor": "left", "showarrow": False,
+                            "font": {"color": "#2b8a3e", "size": 13}, "bgcolor": "rgba(255,255,255,0.8)"})
+    layout = {"xaxis": {"type": "log", "title": {"text": x_title}, "range": list(_x_range(result)),
+                        "gridcolor": "#eef0f3"},
+              "yaxis": {"title": {"text": y_title}, "range": [y0 * s - 2 * (s > 1), y1 * s + 4 * (s > 1)],
+                        "gridcolor": "#eef0f3"},
+              "annotations": annotations, "height": height, "template": _template(), "hovermode": "closest",
+              "legend": {"orientation": "h", "y": -0.15}, "margin": {"l": 60, "r": 20, "t": 60, "b": 40}}
+    if title:
+        layout["title"] = {"text": title}
+    return go.Figure(data=_panel_traces(result, row=None, labels=True), layout=layout)
 
 
-def _annotate_best(fig: go.Figure, result: TmfResult) -> None:
+def _best_annotation(result: TmfResult) -> list[dict[str, Any]]:
     val = result.value
     if val is None or val.best_run_id is None or val.best_saving <= 0:
-        return
-    best = result.points.set_index("run_id").loc[val.best_run_id]
-    fig.add_annotation(x=math.log10(float(best[result.x_col])), y=float(best["performance"]) * _scale(result),
-                       text=f"<b>Best operating point</b><br>saves {fmt_x(val.best_saving, result.unit)} per task",
-                       showarrow=True, arrowhead=2, ax=40, ay=-60, font={"color": "#2b8a3e", "size": 12},
-                       bgcolor="rgba(255,255,255,0.85)", bordercolor="#2b8a3e")
+        return []
+    best = _rows(result, [val.best_run_id]).iloc[0]
+    return [{"x": math.log10(float(best[result.x_col])), "y": float(best["performance"]) * _scale(result),
+             "text": f"<b>Best operating point</b><br>saves {fmt_x(val.best_saving, result.unit)} per task",
+             "showarrow": True, "arrowhead": 2, "ax": 40, "ay": -60, "font": {"color": "#2b8a3e", "size": 12},
+             "bgcolor": "rgba(255,255,255,0.85)", "bordercolor": "#2b8a3e"}]
+
+
+def subplot_grid(rows: int, cols: int, titles: Sequence[str], *, horizontal_spacing: float = 0.2,
+                 vertical_spacing: float = 0.3) -> dict[str, Any]:
+    """The layout ``plotly.subplots.make_subplots`` builds for a plain grid (axes ``x``, ``x2``... row by row from
+    the top left, each anchored to its ``y``; one title annotation per panel), without building its figure."""
+    width = (1.0 - horizontal_spacing * (cols - 1)) / cols
+    height = (1.0 - vertical_spacing * (rows - 1)) / rows
+    layout: dict[str, Any] = {}
+    annotations = []
+    for k in range(rows * cols):
+        r, c = divmod(k, cols)
+        x0 = c * (width + horizontal_spacing)
+        y1 = 1.0 - r * (height + vertical_spacing)
+        suffix = "" if k == 0 else str(k + 1)
+        layout[f"xaxis{suffix}"] = {"anchor": f"y{suffix}", "domain": [x0, x0 + width]}
+        layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "domain": [max(0.0, y1 - height), y1]}
+        if k < len(titles):
+            annotations.append({"font": {"size": 16}, "showarrow": False, "text": titles[k], "x": x0 + width / 2,
+                                "xanchor": "center", "xref": "paper", "y": y1, "yanchor": "bottom", "yref": "paper"})
+    layout["annotations"] = annotations
+    return layout
 
 
 def fig_small_multiples(results: Sequence[TmfResult], *, height: int = 380) -> go.Figure:
@@ -971,44 +1116,45 @@ def fig_small_multiples(results: Sequence[TmfResult], *, height: int = 380) -> g
     titles = [f"{r.slice_name.split('=', 1)[-1]} · "
               f"{'stage ' + str(r.value.stage) if r.value else 'no human cost'}"
               + (f" · {fmt_x(r.value.area, r.unit)}/task" if r.value else "") for r in results]
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.06,
-                        vertical_spacing=0.14)
+    layout = subplot_grid(rows, cols, titles, horizontal_spacing=0.06, vertical_spacing=0.14)
+    traces: list[Trace] = []
     for i, res in enumerate(results):
-        r, c = divmod(i, cols)
-        for trace in _panel_traces(res, row=i + 1, labels=False):
-            fig.add_trace(trace, row=r + 1, col=c + 1)
-        fig.update_xaxes(type="log", range=list(_x_range(res)), row=r + 1, col=c + 1)
+        suffix = "" if i == 0 else str(i + 1)  # panel i sits on axes x{i+1}/y{i+1}, row by row as make_subplots
+        traces += [{**trace, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
+                   for trace in _panel_traces(res, row=i + 1, labels=False)]
         y0, y1 = _y_range(res)
-        fig.update_yaxes(range=[y0 * _scale(res), y1 * _scale(res) + 3], row=r + 1, col=c + 1)
-    fig.update_layout(height=height * rows, template="plotly_white", legend={"orientation": "h", "y": -0.08},
-                      margin={"l": 50, "r": 20, "t": 50, "b": 40})
-    return fig
+        layout[f"xaxis{suffix}"] = {**layout.get(f"xaxis{suffix}", {}), "type": "log", "range": list(_x_range(res))}
+        layout[f"yaxis{suffix}"] = {**layout.get(f"yaxis{suffix}", {}),
+                                    "range": [y0 * _scale(res), y1 * _scale(res) + 3]}
+    layout.update({"height": height * rows, "template": _template(), "legend": {"orientation": "h", "y": -0.08},
+                   "margin": {"l": 50, "r": 20, "t": 50, "b": 40}})
+    return go.Figure(data=traces, layout=layout)
 
 
 def fig_movie(movie: Sequence[tuple[str, TmfResult]], *, height: int = 480) -> go.Figure:
     """The frontier of every period on one chart, older periods lighter."""
-    fig = go.Figure()
+    traces: list[Trace] = []
     n = len(movie)
     last: TmfResult | None = None
     for i, (label, res) in enumerate(movie):
         if not res.frontier:
             continue
         alpha = 0.25 + 0.75 * (i + 1) / max(n, 1)
-        pts = res.points.set_index("run_id").loc[list(res.frontier)]
-        s = _scale(res)
-        fig.add_trace(go.Scatter(
-            x=pts[res.x_col], y=pts["performance"] * s, mode="lines+markers", name=label,
-            line={"shape": "hv", "width": 1.5 + 1.5 * (i == n - 1), "color": f"rgba(31,95,191,{alpha:.2f})"},
-            customdata=pts.reset_index()[["run_id"]].to_numpy(), hovertext=_hover(pts.reset_index(), res),
-            hoverinfo="text"))
+        pts = _rows(res, res.frontier)
+        traces.append({
+            "type": "scatter", "x": pts[res.x_col].to_numpy(float), "y": pts["performance"].to_numpy(float) * _scale(res),
+            "mode": "lines+markers", "name": label,
+            "line": {"shape": "hv", "width": 1.5 + 1.5 * (i == n - 1), "color": f"rgba(31,95,191,{alpha:.2f})"},
+            "customdata": pts[["run_id"]].to_numpy(), "hovertext": _hover(pts, res), "hoverinfo": "text"})
         last = res
+    layout: dict[str, Any] = {"height": height, "template": _template(),
+                              "title": {"text": "Optimal supply curve per period (cumulative)"}}
     if last is not None:
-        fig.add_traces(_human_traces(last, 10 ** _x_range(last)[0], show=True))
+        traces += _human_traces(last, 10 ** _x_range(last)[0], show=True)
         x_title, y_title = _axis_titles(last)
-        fig.update_xaxes(type="log", title=x_title)
-        fig.update_yaxes(title=y_title)
-    fig.update_layout(height=height, template="plotly_white", title="Optimal supply curve per period (cumulative)")
-    return fig
+        layout["xaxis"] = {"type": "log", "title": {"text": x_title}}
+        layout["yaxis"] = {"title": {"text": y_title}}
+    return go.Figure(data=traces, layout=layout)
 
 
 # ---------------------------------------------------------------------------------------------

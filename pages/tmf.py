@@ -82,7 +82,8 @@ download_buttons(table, f"tmf-{filters.benchmark}", key="tmf_dl")
 
 st.subheader("By level or category")
 kind = st.segmented_control("Small multiples by", ["level", "category"], default="level", key="tmf_multi")
-multi = cached(tmf.slice_results, **filters.as_kwargs(), kind=kind or "level", options=opt, as_of=as_of)
+multi = view.by_kind[kind or "level"] if as_of is None and (kind or "level") in view.by_kind else cached(
+    tmf.slice_results, **filters.as_kwargs(), kind=kind or "level", options=opt, as_of=as_of)
 if multi:
     show_fig(tmf.fig_small_multiples(multi), key="tmf_multiples", data=tmf.stage_table(multi),
              name=f"tmf-{filters.benchmark}-by-{kind}")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -89,3 +90,42 @@ def test_display_table_and_figure(fixture_db: Path) -> None:
     assert xs == [50.0, 100.0]
     pivot = lb.slice_pivot(df, "level")
     assert list(pivot.columns) == ["Run", "L1", "L2"]
+
+
+def _runs(*ids: str) -> pd.DataFrame:
+    return pd.DataFrame({"run_id": list(ids), "agent": [i.upper() for i in ids], "agent_version": None,
+                         "family": None, "kind": "llm", "eval_date": pd.NaT})
+
+
+def _outcomes(run: str, n: list[int], c: list[int], levels: list[str | None], score: list[float]) -> pd.DataFrame:
+    return pd.DataFrame({"run_id": run, "task_id": [f"t{i}" for i in range(len(n))], "n": n, "c": c,
+                         "score": score, "steps": 1.0, "cost_usd": float("nan"), "level": levels, "category": None})
+
+
+def test_leaderboard_rows_slices_pass_at_k_and_k_max_by_hand() -> None:
+    # run a: three tasks with 3, 2 and 2 samples -> k_max = 2 for every slice of the run
+    out = _outcomes("a", [3, 2, 2], [1, 2, 0], ["L1", "L1", None], [0.2, 1.0, 0.0])
+    df = lb.leaderboard_rows(_runs("a"), out).set_index("slice")
+    assert list(df.index) == ["all", "level=L1"]  # no category anywhere; the level-less task only in "all"
+    assert (df["k_max"] == 2).all()
+    # Pass@2 per task: 1 - C(2,2)/C(3,2) = 2/3, 1, 0
+    assert df.loc["all", "pass_at"]["2"] == pytest.approx((2 / 3 + 1 + 0) / 3)
+    assert df.loc["level=L1", "pass_at"]["1"] == pytest.approx((1 / 3 + 1) / 2)
+    assert df.loc["level=L1", "pass_hat"]["2"] == pytest.approx((0 + 1) / 2)
+    assert df.loc["all", "n_attempts"] == 7 and df.loc["level=L1", "n_tasks"] == 2
+    assert df.loc["all", "mean_cost_usd"] is None and np.isnan(df.loc["all", "ci95"]["mean_cost_usd"]).all()
+
+
+def test_leaderboard_rows_interval_does_not_depend_on_the_other_runs_shown() -> None:
+    rng = np.random.default_rng(3)
+    a = _outcomes("a", [1] * 30, list(rng.integers(0, 2, 30)), ["L1"] * 30, list(rng.random(30)))
+    b = _outcomes("b", [1] * 30, list(rng.integers(0, 2, 30)), ["L1"] * 30, list(rng.random(30)))
+    alone = lb.leaderboard_rows(_runs("a"), a).set_index(["run_id", "slice"])
+    both = lb.leaderboard_rows(_runs("b", "a"), pd.concat([a, b])).set_index(["run_id", "slice"])
+    assert list(both.index.get_level_values(0).unique()) == ["b", "a"]  # the runs' order is kept
+    for key in (("a", "all"), ("a", "level=L1")):
+        got, ref = both.loc[key, "ci95"], alone.loc[key, "ci95"]
+        assert got.keys() == ref.keys()
+        assert all(np.array_equal(got[m], ref[m], equal_nan=True) for m in ref)
+    lo, hi = alone.loc[("a", "all"), "ci95"]["mean_score"]
+    assert lo < alone.loc[("a", "all"), "mean_score"] < hi

@@ -83,3 +83,35 @@ def test_intervals_overlap() -> None:
     assert stats.intervals_overlap((0.1, 0.5), (0.4, 0.9))
     assert not stats.intervals_overlap((0.1, 0.3), (0.4, 0.9))
     assert not stats.intervals_overlap((float("nan"), 0.3), (0.1, 0.9))
+
+
+def test_resample_weights_count_draws_per_resample() -> None:
+    w = stats.resample_weights(7, stats.stable_rng(0, "w"), n_boot=50)
+    assert w.shape == (50, 7) and (w.sum(axis=1) == 7).all() and (w >= 0).all()
+    assert (w == stats.resample_weights(7, stats.stable_rng(0, "w"), n_boot=50)).all()
+
+
+def test_bootstrap_mean_cis_matches_a_hand_loop_over_the_same_draw() -> None:
+    rng = np.random.default_rng(4)
+    x = np.column_stack([rng.normal(2.0, 1.0, 60), rng.gamma(2.0, 0.1, 60)])
+    got = stats.bootstrap_mean_cis(x, stats.stable_rng(1, "s"), n_boot=400)
+    # the same resamples, drawn and averaged one by one
+    idx = stats.stable_rng(1, "s").integers(0, 60, size=(400, 60))
+    for j in range(2):
+        means = x[idx, j].mean(axis=1)
+        assert got[j] == pytest.approx(np.quantile(means, [0.025, 0.975]))
+    assert (got == stats.bootstrap_mean_cis(x, stats.stable_rng(1, "s"), n_boot=400)).all()
+
+
+def test_bootstrap_mean_cis_nan_cells_single_values_and_the_normal_limit() -> None:
+    x = np.full((5, 4), np.nan)
+    x[:, 0] = [1.0, 2.0, 3.0, np.nan, 5.0]  # NaN cells are left out of each resample's mean
+    x[2, 1] = 7.0                            # one value: a zero-width interval
+    out = stats.bootstrap_mean_cis(x, stats.stable_rng(0), n_boot=300)
+    assert 1.0 <= out[0, 0] < np.nanmean(x[:, 0]) < out[0, 1] <= 5.0
+    assert list(out[1]) == [7.0, 7.0]
+    assert np.isnan(out[2]).all() and np.isnan(out[3]).all()
+    big = np.random.default_rng(2).normal(0.0, 1.0, (stats.BOOTSTRAP_MAX_TASKS + 1, 1))
+    lo, hi = stats.bootstrap_mean_cis(big, stats.stable_rng(0))[0]
+    assert (lo, hi) == pytest.approx(stats.normal_mean_ci(big[:, 0]))
+    assert hi - lo == pytest.approx(2 * stats.Z95 * big.std(ddof=1) / np.sqrt(big.shape[0]))

@@ -275,3 +275,38 @@ def test_irt_without_a_human_ability_asks_for_one() -> None:
     assert "enter the human performance" in tmf.headline(res)
     assert tmf.report(res)["stage"] is None
     tmf.fig_tmf(res)  # draws without a human curve
+
+
+@pytest.mark.parametrize(("rows", "cols", "n_titles"), [(1, 1, 1), (1, 3, 3), (2, 3, 4), (3, 3, 9), (1, 2, 2)])
+def test_subplot_grid_is_the_layout_make_subplots_builds(rows: int, cols: int, n_titles: int) -> None:
+    from plotly.subplots import make_subplots
+
+    titles = [f"panel {i}" for i in range(n_titles)]
+    ref = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.06,
+                        vertical_spacing=0.14).layout.to_plotly_json()
+    ref.pop("template", None)
+    got = tmf.subplot_grid(rows, cols, titles, horizontal_spacing=0.06, vertical_spacing=0.14)
+    assert set(got) == set(ref)
+    for key, value in ref.items():
+        if key == "annotations":
+            assert [a["text"] for a in got[key]] == [a["text"] for a in value]
+            for mine, theirs in zip(got[key], value, strict=True):
+                assert {k: v for k, v in mine.items() if k not in ("x", "y")} == {
+                    k: v for k, v in theirs.items() if k not in ("x", "y")}
+                assert (mine["x"], mine["y"]) == pytest.approx((theirs["x"], theirs["y"]), abs=1e-12)
+        else:
+            assert got[key]["anchor"] == value["anchor"]
+            assert got[key]["domain"] == pytest.approx(list(value["domain"]), abs=1e-12)
+
+
+def test_figures_validate_as_plotly_figures(fixture_db) -> None:
+    import plotly.graph_objects as go
+
+    with reader(fixture_db) as con:
+        view = tmf.overview(con, benchmark="mini-bench")
+    figs = [tmf.fig_tmf(view.overall, title="t"), tmf.fig_small_multiples(view.by_kind["level"]),
+            tmf.fig_movie(list(view.movie))]
+    for fig in figs:
+        again = go.Figure(fig.to_dict())  # what Streamlit does before sending a figure: validate it whole
+        assert again.to_dict()["data"] and again.layout.template.layout.paper_bgcolor == "white"
+    assert {t.xaxis for t in figs[1].data} == {"x", "x2"}  # one panel per level of the fixture (L1, L2)

@@ -183,3 +183,29 @@ def test_demo_l3_coverage_matches_paper(demo_db) -> None:
     l3 = by_level[by_level["level"] == "L3"].sort_values("eval_date").groupby("agent").last()
     for agent, quoted in PAPER_L3_COVERAGE.items():
         assert round(float(l3.loc[agent, "coverage"]), 3) == pytest.approx(quoted), agent
+
+
+def test_steps_page_reads_long_results_from_texts(tmp_path) -> None:
+    from ingest.pipeline import ingest_paths
+
+    long_text = "row " * 800  # 3,200 characters: stored once in `texts`, keyed by hash
+    lines = [{"record": "benchmark", "benchmark": "lt", "scoring": "binary"},
+             {"record": "task", "benchmark": "lt", "task_id": "t1"},
+             {"record": "run", "run_id": "lt-run", "benchmark": "lt", "agent": "A", "kind": "agent"},
+             {"record": "attempt", "run_id": "lt-run", "task_id": "t1", "sample": 0, "score": 1,
+              "steps": [{"round": 1, "kind": "tool_call", "tool": "q", "result": long_text},
+                        {"round": 2, "kind": "tool_call", "tool": "q", "result": "short"},
+                        {"round": 3, "kind": "final", "content": "done"}]}]
+    src = tmp_path / "lt.jsonl"
+    src.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    db = tmp_path / "lt.duckdb"
+    assert [r.outcome for r in ingest_paths([src], db=db)] == ["ingested"]
+    with rdb.reader(db) as con:
+        attempt_id = int(rdb.query_rows(con, "SELECT attempt_id FROM attempts")[0][0])
+        assert rdb.query_rows(con, "SELECT count(*) FROM steps WHERE result_hash IS NOT NULL")[0][0] == 1
+        page = tr.steps_page(con, attempt_id=attempt_id)
+        second = tr.steps_page(con, attempt_id=attempt_id, offset=1, limit=1)
+    assert page["result_preview"].iloc[0] == long_text[: tr.PREVIEW_CHARS]
+    assert page["result_chars"].iloc[0] == len(long_text)
+    assert page["result_preview"].iloc[1] == "short" and page["result_preview"].isna().iloc[2]
+    assert second["step"].tolist() == [1] and "result_hash" not in second.columns

@@ -1,0 +1,10 @@
+-- The runs of a benchmark that match the filters, newest first; the order of the leaderboard's rows.
+-- Parameters: $benchmark, $agents (list or NULL), $date_from, $date_to (dates or NULL), $run_ids (list or NULL).
+SELECT run_id, agent, agent_version, family, kind, eval_date
+FROM runs
+WHERE benchmark = $benchmark
+  AND ($agents IS NULL OR list_contains($agents, agent))
+  AND ($run_ids IS NULL OR list_contains($run_ids, run_id))
+  AND ($date_from IS NULL OR eval_date >= $date_from)
+  AND ($date_to IS NULL OR eval_date <= $date_to)
+ORDER BY eval_date DESC NULLS LAST, agent, run_id
