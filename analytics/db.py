@@ -150,6 +150,9 @@ def latest_version() -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+WRITER_CHECKPOINT_THRESHOLD = "1TB"
+
+
 @contextlib.contextmanager
 def writer(db: str | os.PathLike[str] | None = None, *, wait_s: float = LOCK_WAIT_S,
            publish_snapshot: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -165,6 +168,10 @@ def writer(db: str | os.PathLike[str] | None = None, *, wait_s: float = LOCK_WAI
     path.parent.mkdir(parents=True, exist_ok=True)
     con = _connect_with_retry(path, read_only=False, wait_s=wait_s)
     try:
+        # No automatic checkpoint inside a writer session: publishing at its end checkpoints anyway, and each
+        # intermediate one rewrites the partly filled last row groups (measured: a third of ingest time).
+        # Every commit is still durable in the write-ahead log, which the next open replays after a crash.
+        con.execute(f"SET checkpoint_threshold = '{WRITER_CHECKPOINT_THRESHOLD}'")
         migrate(con)
         yield con
         if publish_snapshot:

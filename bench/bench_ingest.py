@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,15 +45,52 @@ def machine() -> dict[str, object]:
             "loadavg": [round(x, 2) for x in os.getloadavg()]}
 
 
+def _tree_rss_mb(root: int) -> float:
+    """Resident memory of process ``root`` and all its descendants, summed (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        pid = int(entry.name)
+        children.setdefault(int(fields.get("PPid", "0").strip() or 0), []).append(pid)
+        rss[pid] = int(fields.get("VmRSS", "0 kB").split()[0] or 0)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total / 1024
+
+
 def timed(cmd: list[str], *, env: dict[str, str] | None = None) -> dict[str, float]:
-    """Run ``cmd`` under /usr/bin/time -v; return wall_s, cpu_s (user+sys), max_rss_mb and the load average."""
+    """Run ``cmd`` under /usr/bin/time -v; return wall_s, cpu_s (user+sys, worker processes included), max_rss_mb
+    (the largest single process), tree_rss_mb (peak of the whole process tree's summed RSS, sampled every 0.2 s)
+    and the load average at the start."""
     load = os.getloadavg()[0]
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
-        done = subprocess.run([TIME, "-v", "-o", tf.name, *cmd], cwd=ROOT, capture_output=True, text=True,
-                              env={**os.environ, **(env or {})})
+        proc = subprocess.Popen([TIME, "-v", "-o", tf.name, *cmd], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+        peak = [0.0]
+        done_event = threading.Event()
+
+        def sample() -> None:
+            while not done_event.wait(0.2):
+                peak[0] = max(peak[0], _tree_rss_mb(proc.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        _, stderr = proc.communicate()
+        done_event.set()
+        sampler.join()
         report = Path(tf.name).read_text()
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{stderr[-3000:]}")
 
     def grab(label: str) -> str:
         m = re.search(rf"{re.escape(label)}: (.+)", report)
@@ -62,7 +100,8 @@ def timed(cmd: list[str], *, env: dict[str, str] | None = None) -> dict[str, flo
     for part in grab("Elapsed (wall clock) time (h:mm:ss or m:ss)").split(":"):
         wall = wall * 60 + float(part)
     return {"wall_s": wall, "cpu_s": float(grab("User time (seconds)")) + float(grab("System time (seconds)")),
-            "max_rss_mb": int(grab("Maximum resident set size (kbytes)")) / 1024, "load1": round(load, 2)}
+            "max_rss_mb": int(grab("Maximum resident set size (kbytes)")) / 1024, "tree_rss_mb": round(peak[0]),
+            "load1": round(load, 2)}
 
 
 def ensure_logs(work: Path, n_attempts: int, *, runs: int) -> Path:
@@ -85,7 +124,7 @@ print(con.execute("SELECT count(*) FROM raw").fetchall()[0][0])
 """
 
 
-def bench_size(work: Path, n_attempts: int, *, runs: int, keep_db: bool) -> dict[str, object]:
+def bench_size(work: Path, n_attempts: int, *, runs: int, keep_db: bool, jobs: int | None = None) -> dict[str, object]:
     """Ingest and read_json timings for one size."""
     logs = ensure_logs(work, n_attempts, runs=runs)
     files = sorted(logs.glob("*.jsonl"))
@@ -93,7 +132,8 @@ def bench_size(work: Path, n_attempts: int, *, runs: int, keep_db: bool) -> dict
     db = work / f"bench-{n_attempts}.duckdb"
     for stale in (db, Path(str(db) + ".read"), Path(str(db) + ".wal")):
         stale.unlink(missing_ok=True)
-    ingest = timed([sys.executable, "-m", "ingest", "--no-progress", "--db", str(db), str(logs)])
+    jobs_flag = ["--jobs", str(jobs)] if jobs else []
+    ingest = timed([sys.executable, "-m", "ingest", "--no-progress", *jobs_flag, "--db", str(db), str(logs)])
     import duckdb
 
     with duckdb.connect(str(db), read_only=True) as con:
@@ -115,13 +155,13 @@ def bench_size(work: Path, n_attempts: int, *, runs: int, keep_db: bool) -> dict
 
 def markdown(rows: list[dict[str, object]]) -> str:
     """The results as a Markdown table."""
-    out = ["| attempts | steps | MB | ingest wall s | ingest CPU s | peak RSS MB | attempts/s (wall) | steps/s (wall) "
-           "| read_json wall s | read_json CPU s | ratio wall | ratio CPU | load1 |",
+    out = ["| attempts | steps | MB | ingest wall s | ingest CPU s | peak RSS MB (all processes) | attempts/s (wall) "
+           "| steps/s (wall) | read_json wall s | read_json CPU s | ratio wall | ratio CPU | load1 |",
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         i, j = r["ingest"], r["read_json"]  # type: ignore[index]
         out.append(f"| {r['attempts']:,} | {r['steps']:,} | {r['mb']} | {i['wall_s']:.1f} | {i['cpu_s']:.1f} | "
-                   f"{i['max_rss_mb']:.0f} | {r['attempts_per_s']:,} | {r['steps_per_s']:,} | {j['wall_s']:.1f} | "
+                   f"{i['tree_rss_mb']:.0f} | {r['attempts_per_s']:,} | {r['steps_per_s']:,} | {j['wall_s']:.1f} | "
                    f"{j['cpu_s']:.1f} | {r['ratio_wall']} | {r['ratio_cpu']} | {i['load1']} |")
     return "\n".join(out)
 
@@ -134,13 +174,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "runlens-bench")
     parser.add_argument("--keep-db", action="store_true", help="keep bench-N.duckdb for bench_pages.py")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--jobs", type=int, help="passed to python -m ingest --jobs (default: its own)")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     info = machine()
     print(json.dumps(info), file=sys.stderr)
     rows = []
     for n in args.sizes:
-        rows.append(bench_size(args.work, n, runs=args.runs, keep_db=args.keep_db))
+        rows.append(bench_size(args.work, n, runs=args.runs, keep_db=args.keep_db, jobs=args.jobs))
         print(json.dumps(rows[-1]), file=sys.stderr)
     print(markdown(rows))
     if args.json:

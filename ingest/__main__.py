@@ -29,6 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
                                        "(inspect, openai-messages, csv-wide)")
     parser.add_argument("--demo", action="store_true", help="load the demo dataset")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--jobs", type=int, metavar="N",
+                        help="worker processes validating files while the previous one is written (default: the "
+                             "number of CPUs, at most 4, when there are several files of 64 MB or more in all; "
+                             "1: none)")
     return parser
 
 
@@ -49,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         options = {k: v for k, v in (("mapping", args.mapping), ("agent", args.agent), ("benchmark", args.benchmark),
                                      ("run_id", args.run_id), ("scorer", args.scorer)) if v}
         results = ingest_paths(args.paths, db=db, fmt=args.format, progress=not args.no_progress,
-                               out=sys.stderr, **options)
+                               out=sys.stderr, jobs=args.jobs, **options)
     except RunlensError as exc:
         print(f"python -m ingest: {exc}", file=sys.stderr)
         return 2

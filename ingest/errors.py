@@ -37,6 +37,9 @@ class IngestError(RunlensError):
             shown.append(f"... and {len(problems) - MAX_REPORTED} more problems")
         super().__init__("\n".join(shown))
 
+    def __reduce__(self) -> tuple[type[IngestError], tuple[list[Problem]]]:
+        return (IngestError, (self.problems,))  # picklable: errors cross from validation worker processes
+
     @classmethod
     def single(cls, location: str, field: str, reason: str) -> IngestError:
         """An error with exactly one problem."""

@@ -16,15 +16,6 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _loads(raw: bytes) -> Any:
-    """Parse one line: orjson for speed; the stdlib for what orjson refuses (huge integers) and for its
-    clearer error messages (line and column). NaN and Infinity are refused either way (not JSON)."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return json.loads(raw, parse_constant=_reject_constant)
-
-
 _JSON_ERRORS: tuple[type[Exception], ...] = (ValueError,)
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one record larger than this is refused, not parsed
@@ -68,23 +59,33 @@ def parse_native(path: Path, data: bytes, problems: ProblemCollector,
         if progress is not None:
             progress.update(end + 1 - start)
         start = end + 1
-        if not raw.strip():
+        if not raw or raw.isspace():  # no copy of the line, unlike strip()
             continue
         loc = f"{name}:{lineno}"
         if len(raw) > MAX_LINE_BYTES:
             problems.add(loc, "-", f"line of {len(raw):,} bytes exceeds the {MAX_LINE_BYTES:,}-byte limit")
             continue
         try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problems.add(loc, "-", f"not valid UTF-8 (byte {exc.start + 1} of the line)")
-            continue
-        try:
-            record = _loads(raw)
-        except _JSON_ERRORS as exc:
-            problems.add(loc, "-", f"invalid JSON: {exc}")
-            continue
-        except RecursionError:
-            problems.add(loc, "-", "invalid JSON: nested too deeply")
-            continue
+            record = orjson.loads(raw)  # validates UTF-8 too; the slow path below only explains a refusal
+        except orjson.JSONDecodeError:
+            reason = _explain(raw)
+            if reason is not None:
+                problems.add(loc, "-", reason)
+                continue
+            record = json.loads(raw)  # what only the stdlib reads (integers beyond 64 bits)
         yield loc, record
+
+
+def _explain(raw: bytes) -> str | None:
+    """Why a line orjson refused is not JSON (UTF-8 first, then the stdlib's line and column); None if it is."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not valid UTF-8 (byte {exc.start + 1} of the line)"
+    try:
+        json.loads(raw, parse_constant=_reject_constant)
+    except _JSON_ERRORS as exc:
+        return f"invalid JSON: {exc}"
+    except RecursionError:
+        return "invalid JSON: nested too deeply"
+    return None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+import pyarrow as pa
 
 from ingest.errors import ProblemCollector
 
@@ -90,6 +91,8 @@ def _number(rec: dict[str, Any], name: str, *, lo: float | None = None, hi: floa
     value = rec.get(name)
     if value is None:
         return None
+    if type(value) is int and integer and (lo is None or value >= lo) and (hi is None or value <= hi):
+        return value  # the common case, without the general checks below
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _Bad(name, f"expected a number, got {_type_name(value)}")
     if isinstance(value, float) and not math.isfinite(value):
@@ -165,8 +168,16 @@ def _json_text(value: Any) -> str | None:
 
 
 def _extra(rec: dict[str, Any], known: tuple[str, ...]) -> str | None:
-    rest = {k: v for k, v in rec.items() if k not in known and k != "record"}
-    return _json_text(rest) if rest else None
+    """The fields of ``rec`` the format does not define, as JSON text (kept, never dropped); None when none."""
+    allowed = _KNOWN_SETS.get(known)
+    if allowed is None:
+        allowed = _KNOWN_SETS[known] = frozenset((*known, "record"))
+    if allowed.issuperset(rec):
+        return None
+    return _json_text({k: v for k, v in rec.items() if k not in allowed})
+
+
+_KNOWN_SETS: dict[tuple[str, ...], frozenset[str]] = {}
 
 
 def _tool_graph(rec: dict[str, Any]) -> dict[str, list[str]] | None:
@@ -184,6 +195,18 @@ def _tool_graph(rec: dict[str, Any]) -> dict[str, list[str]] | None:
 # ---------------------------------------------------------------------------------------------
 
 
+DEFINITION_TABLES = {"benchmark": "benchmarks", "task": "tasks", "run": "runs"}
+
+
+def definition_key(kind: str, row: dict[str, Any]) -> str:
+    """The name a definition is known by: the benchmark, ``benchmark/task_id``, or the run id."""
+    if kind == "benchmark":
+        return str(row["benchmark"])
+    if kind == "task":
+        return f"{row['benchmark']}/{row['task_id']}"
+    return str(row["run_id"])
+
+
 @dataclass
 class Known:
     """Definitions a record may refer to: from the database, then from earlier lines of the file.
@@ -191,7 +214,9 @@ class Known:
     ``benchmarks`` maps name -> (scoring, pass_threshold); ``runs`` maps run_id -> (benchmark,
     price_in, price_out); ``tasks`` is a set of (benchmark, task_id); ``attempts`` maps
     (run_id, task_id, sample) -> attempt_id for attempts already in the database.
-    ``definitions`` keeps the normalised row of every definition for conflict checks.
+    ``definitions`` keeps the normalised row of every definition for conflict checks; ``hashes`` maps the
+    content hash of every ingested file to its path. Without an ``attempt_loader`` (in a worker process, which
+    has no database) attempts already in the database are not seen: the parent checks them before writing.
     """
 
     benchmarks: dict[str, tuple[str, float]] = field(default_factory=dict)
@@ -199,8 +224,30 @@ class Known:
     tasks: set[tuple[str, str]] = field(default_factory=set)
     attempts: dict[tuple[str, str, int], int] = field(default_factory=dict)
     definitions: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict)
+    hashes: dict[str, str] = field(default_factory=dict)
     attempt_loader: Callable[[str], dict[tuple[str, int], int]] | None = None
     loaded_runs: set[str] = field(default_factory=set)
+
+    def add(self, kind: str, row: dict[str, Any]) -> None:
+        """Know the definition ``row`` of ``kind`` (benchmark, task or run)."""
+        if kind == "benchmark":
+            self.benchmarks[row["benchmark"]] = (row["scoring"], float(row["pass_threshold"]))
+        elif kind == "task":
+            self.tasks.add((row["benchmark"], row["task_id"]))
+        else:
+            self.runs[row["run_id"]] = (row["benchmark"], row["price_input_per_mtok"], row["price_output_per_mtok"])
+        self.definitions[(kind, definition_key(kind, row))] = row
+
+    def copy(self) -> Known:
+        """An independent copy of the definitions (a file's normaliser extends it), with no attempts cached."""
+        return Known(dict(self.benchmarks), dict(self.runs), set(self.tasks), {}, dict(self.definitions),
+                     dict(self.hashes), self.attempt_loader)
+
+    def for_worker(self) -> Known:
+        """What a validation worker process needs, small to send: names, scoring and prices, no definition rows
+        and no database. A file validated against it keeps every definition it makes, even one the database
+        already has; the writer drops the identical ones and refuses conflicting ones (``commit_prepared``)."""
+        return Known(dict(self.benchmarks), dict(self.runs), set(self.tasks), {}, {}, dict(self.hashes))
 
     def existing_attempt(self, key: tuple[str, str, int]) -> int | None:
         """The database id of attempt ``key``, loading the run's keys on first use."""
@@ -223,7 +270,7 @@ def _columns(*names: str) -> dict[str, list[Any]]:
 
 @dataclass
 class Bundle:
-    """Columns for each table, ready for a bulk insert.
+    """Columns (rows, for the millions of attempts and steps) for each table, ready for a bulk insert.
 
     Attempts carry a local index (their position in ``attempts``); steps, labels, metrics and
     ratings point at it through ``attempt_ix`` (or at an existing attempt through ``attempt_id``).
@@ -233,27 +280,58 @@ class Bundle:
         "benchmark", "version", "scoring", "pass_threshold", "description", "tool_graph", "extra"))
     tasks: dict[str, list[Any]] = field(default_factory=lambda: _columns(*TASK_FIELDS, "extra"))
     runs: dict[str, list[Any]] = field(default_factory=lambda: _columns(*RUN_FIELDS, "extra"))
-    attempts: dict[str, list[Any]] = field(default_factory=lambda: _columns(
-        "run_id", "task_id", "sample", "score", "raw_score", "passed", "answer", "input_tokens",
-        "output_tokens", "cost_usd", "is_cost_computed", "latency_s", "status", "n_steps",
-        "n_tool_calls", "n_rounds", "judge", "extra"))
-    steps: dict[str, list[Any]] = field(default_factory=lambda: _columns(
-        "attempt_ix", "step", "round", "kind", "tool", "args", "content", "result", "result_hash",
-        "result_chars", "input_tokens", "output_tokens", "latency_s", "error", "extra"))
+    attempts: list[tuple[Any, ...]] = field(default_factory=list)  # rows in ATTEMPT_COLUMNS order
+    steps: list[tuple[Any, ...]] = field(default_factory=list)  # rows in STEP_COLUMNS order
     texts: dict[str, str] = field(default_factory=dict)
     labels: dict[str, list[Any]] = field(default_factory=lambda: _columns(
         "attempt_ix", "code", "step", "detail"))
     metrics: dict[str, list[Any]] = field(default_factory=lambda: _columns("attempt_ix", "name", "value"))
     ratings: dict[str, list[Any]] = field(default_factory=lambda: _columns(
         "attempt_ix", "attempt_id", "rater", "rater_kind", "dimension", "value"))
+    arrow: dict[str, pa.Table] | None = None  # the per-attempt tables once frozen (see ``freeze``)
 
     @property
     def n_attempts(self) -> int:
-        return len(self.attempts["run_id"])
+        return self.arrow["attempts"].num_rows if self.arrow is not None else len(self.attempts)
 
     @property
     def n_steps(self) -> int:
-        return len(self.steps["step"])
+        return self.arrow["steps"].num_rows if self.arrow is not None else len(self.steps)
+
+    def freeze(self) -> dict[str, pa.Table]:
+        """Turn the per-attempt columns into Arrow tables, once, and drop the Python lists.
+
+        Arrow tables are what the writer inserts, and they cross a process boundary as plain buffers (a worker
+        process validates, the parent writes). ``attempts`` gains ``attempt_ix``, its position in the file, which
+        the writer turns into ``attempt_id`` like the ``attempt_ix`` of steps, labels, metrics and ratings.
+        Definitions (benchmarks, tasks, runs) stay Python columns: they are few, and are reconciled before writing.
+        """
+        if self.arrow is None:
+            tables = {name: pa.table({col: pa.array(values) for col, values in getattr(self, name).items()})
+                      for name in ("labels", "metrics", "ratings")}
+            tables["attempts"] = _rows_table(ATTEMPT_COLUMNS, self.attempts)
+            tables["attempts"] = tables["attempts"].append_column(
+                "attempt_ix", pa.array(range(tables["attempts"].num_rows), pa.int64()))
+            tables["steps"] = _rows_table(STEP_COLUMNS, self.steps)
+            tables["texts"] = pa.table({"text_hash": pa.array(list(self.texts), pa.string()),
+                                        "text": pa.array(list(self.texts.values()), pa.string())})
+            self.arrow = tables
+            self.attempts, self.steps, self.texts = [], [], {}
+            self.labels, self.metrics, self.ratings = {}, {}, {}
+        return self.arrow
+
+
+ATTEMPT_COLUMNS = ("run_id", "task_id", "sample", "score", "raw_score", "passed", "answer", "input_tokens",
+                   "output_tokens", "cost_usd", "is_cost_computed", "latency_s", "status", "n_steps", "n_tool_calls",
+                   "n_rounds", "judge", "extra")
+STEP_COLUMNS = ("attempt_ix", "step", "round", "kind", "tool", "args", "content", "result", "result_hash",
+                "result_chars", "input_tokens", "output_tokens", "latency_s", "error", "extra")
+
+
+def _rows_table(names: tuple[str, ...], rows: list[tuple[Any, ...]]) -> pa.Table:
+    """An Arrow table of row tuples (transposed in C by ``zip``, not appended column by column in Python)."""
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    return pa.table({name: pa.array(values) for name, values in zip(names, columns, strict=True)})
 
 
 def _append(cols: dict[str, list[Any]], row: dict[str, Any]) -> None:
@@ -302,7 +380,7 @@ class Normaliser:
                 diff = sorted(k for k in row if row.get(k) != seen.get(k))
                 raise _Bad(key[0], f"{key[1]!r} is already defined with different {', '.join(diff)}")
             return False
-        self.known.definitions[key] = row
+        self.known.add(key[0], row)
         _append(cols, row)
         return True
 
@@ -316,7 +394,6 @@ class Normaliser:
                "extra": _extra(rec, BENCHMARK_FIELDS)}
         assert name is not None
         self._define(loc, ("benchmark", name), row, self.bundle.benchmarks)
-        self.known.benchmarks[name] = (scoring, float(row["pass_threshold"]))
 
     def _need_benchmark(self, rec: dict[str, Any]) -> str:
         name = _ident(rec, "benchmark")
@@ -338,7 +415,6 @@ class Normaliser:
                "reference_trajectory": _str_list(rec, "reference_trajectory"),
                "extra": _extra(rec, TASK_FIELDS)}
         self._define(loc, ("task", f"{bench}/{task_id}"), row, self.bundle.tasks)
-        self.known.tasks.add((bench, task_id))
 
     def _run(self, loc: str, rec: dict[str, Any]) -> None:
         run_id = _ident(rec, "run_id")
@@ -352,7 +428,6 @@ class Normaliser:
                "status": _text(rec, "status"), "extra": _extra(rec, RUN_FIELDS)}
         assert run_id is not None
         self._define(loc, ("run", run_id), row, self.bundle.runs)
-        self.known.runs[run_id] = (bench, row["price_input_per_mtok"], row["price_output_per_mtok"])
 
     def _attempt_key(self, rec: dict[str, Any]) -> tuple[str, str, str, int]:
         run_id = _ident(rec, "run_id")
@@ -415,16 +490,14 @@ class Normaliser:
         steps = rec.get("steps")
         if steps is not None and not isinstance(steps, list):
             raise _Bad("steps", f"expected an array of step objects, got {_type_name(steps)}")
-        ix = self.bundle.n_attempts
-        counts = self._steps(ix, steps or [])
+        ix = len(self.bundle.attempts)
+        n_steps, n_tool, n_rounds = self._steps(ix, steps or [])
         answer = rec.get("answer")
-        _append(self.bundle.attempts, {
-            "run_id": run_id, "task_id": task_id, "sample": sample, "score": score, "raw_score": raw,
-            "passed": passed, "answer": answer if isinstance(answer, str) or answer is None else _json_text(answer),
-            "input_tokens": in_tok, "output_tokens": out_tok, "cost_usd": cost, "is_cost_computed": computed,
-            "latency_s": _number(rec, "latency_s", lo=0.0), "status": status, "n_steps": counts[0],
-            "n_tool_calls": counts[1], "n_rounds": counts[2], "judge": _json_text(judge),
-            "extra": _extra(rec, ATTEMPT_FIELDS)})
+        self.bundle.attempts.append((
+            run_id, task_id, sample, score, raw, passed,
+            answer if isinstance(answer, str) or answer is None else _json_text(answer),
+            in_tok, out_tok, cost, computed, _number(rec, "latency_s", lo=0.0), status, n_steps, n_tool, n_rounds,
+            _json_text(judge), _extra(rec, ATTEMPT_FIELDS)))
         for code, step, detail in errors:
             _append(self.bundle.labels, {"attempt_ix": ix, "code": code, "step": step, "detail": detail})
         for name, value in metrics:
@@ -436,7 +509,7 @@ class Normaliser:
 
         This is the hot path of ingest (millions of steps): columns are appended directly.
         """
-        cols = self.bundle.steps
+        rows = self.bundle.steps
         texts = self.bundle.texts
         n_tool = 0
         rounds: set[int] = set()
@@ -444,22 +517,21 @@ class Normaliser:
             if not isinstance(raw, dict):
                 raise _Bad(f"steps[{pos}]", f"expected an object, got {_type_name(raw)}")
             try:
-                row = _step(raw)
+                rnd, kind, tool, args, content, result, in_tok, out_tok, latency, error, extra = _step(raw)
             except _Bad as bad:
                 raise _Bad(f"steps[{pos}].{bad.field}", bad.reason) from None
-            result = row[7]
-            if result is not None and len(result) > INLINE_RESULT_CHARS:
-                digest = hashlib.sha256(result.encode("utf-8", "surrogatepass")).hexdigest()
-                texts.setdefault(digest, result)
-                row[7], row[8], row[9] = None, digest, len(result)
-            elif result is not None:
-                row[9] = len(result)
-            row[0], row[1] = ix, pos
-            for values, value in zip(cols.values(), row, strict=True):
-                values.append(value)
-            if row[3] == "tool_call":
+            digest = chars = None
+            if result is not None:
+                chars = len(result)
+                if chars > INLINE_RESULT_CHARS:
+                    digest = hashlib.sha256(result.encode("utf-8", "surrogatepass")).hexdigest()
+                    texts.setdefault(digest, result)
+                    result = None
+            rows.append((ix, pos, rnd, kind, tool, args, content, result, digest, chars, in_tok, out_tok, latency,
+                         error, extra))
+            if kind == "tool_call":
                 n_tool += 1
-            rounds.add(row[2] if row[2] is not None else pos + 1)
+            rounds.add(pos + 1 if rnd is None else rnd)
         return len(steps), n_tool, len(rounds)
 
     def _rating(self, loc: str, rec: dict[str, Any]) -> None:
@@ -478,8 +550,9 @@ class Normaliser:
 _STEP_KNOWN = frozenset(STEP_FIELDS)
 
 
-def _step(raw: dict[str, Any]) -> list[Any]:
-    """One step as a row in the column order of ``Bundle.steps``."""
+def _step(raw: dict[str, Any]) -> tuple[Any, ...]:
+    """One step's checked fields: round, kind, tool, args, content, result, tokens in and out, latency, error,
+    extra."""
     tool = raw.get("tool")
     if tool is not None and not isinstance(tool, str):
         tool = _text(raw, "tool")
@@ -499,7 +572,7 @@ def _step(raw: dict[str, Any]) -> list[Any]:
         error = _json_text(error)
     args = raw.get("args")
     extra = None
-    if raw.keys() - _STEP_KNOWN:
+    if not _STEP_KNOWN.issuperset(raw):
         extra = _extra(raw, STEP_FIELDS)
     rnd = raw.get("round")
     if rnd is not None and (type(rnd) is not int or rnd < 0):
@@ -508,14 +581,13 @@ def _step(raw: dict[str, Any]) -> list[Any]:
     if latency is not None and (type(latency) is not float or not 0.0 <= latency < math.inf):
         latency = _number(raw, "latency_s", lo=0.0)
     in_tok = raw.get("input_tokens")
-    if in_tok is not None:
+    if in_tok is not None and (type(in_tok) is not int or in_tok < 0):
         in_tok = _number(raw, "input_tokens", lo=0, integer=True)
     out_tok = raw.get("output_tokens")
-    if out_tok is not None:
+    if out_tok is not None and (type(out_tok) is not int or out_tok < 0):
         out_tok = _number(raw, "output_tokens", lo=0, integer=True)
-    # attempt_ix, step, round, kind, tool, args, content, result, result_hash, result_chars, in, out, latency, error, extra
-    return [None, None, rnd, kind, tool, None if args is None else _json_text(args), content, result, None, None,
-            in_tok, out_tok, latency, error, extra]
+    return (rnd, kind, tool, None if args is None else _json_text(args), content, result, in_tok, out_tok, latency,
+            error, extra)
 
 
 def _computed_cost(in_tok: float | int | None, out_tok: float | int | None,

@@ -20,11 +20,10 @@ import pandas as pd
 
 from analytics.db import query_df, resolve_db_path, writer
 from ingest.csv_long import companion_of, header_of
-from ingest.errors import IngestError, ProblemCollector
-from ingest.formats import FORMATS, parse_with
-from ingest.pipeline import FileResult, _choose_format, _content_hash, ingest_file
-from ingest.records import Normaliser
-from ingest.writer import find_ingested, load_known
+from ingest.errors import IngestError
+from ingest.formats import FORMATS
+from ingest.pipeline import FileResult, _choose_format, ingest_file, prepare_file, read_input
+from ingest.writer import load_known
 
 MAX_SIDECAR = 500
 FIRST_ERRORS = 5
@@ -64,27 +63,32 @@ def _options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto", **options: Any) -> Preview:
-    """Detect, parse and validate one file against the database on ``con`` (read-only is enough)."""
-    data = path.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
+    """Detect, parse and validate one file against the database on ``con`` (read-only is enough).
+
+    The same checks as an ingest (size limit, format, duplicate content, every record), nothing written.
+    """
     opts = _options(options)
+    sha = ""
     try:
+        data = read_input(path)
+        sha = hashlib.sha256(data).hexdigest()
         chosen = _choose_format(path, data, fmt)
-        if chosen.name == "csv" and not opts.get("mapping") and companion_of(header_of(data)):
-            return Preview(path.name, sha, "csv", "companion", errors=(
-                f"companion file of the {companion_of(header_of(data))} mapping: read with its results file",))
-        extra = chosen.fingerprint(path, data, opts) if chosen.fingerprint is not None else {}
-        if find_ingested(con, _content_hash(data, chosen, {**opts, **extra})) is not None:
-            return Preview(path.name, sha, chosen.name, "duplicate")
-        problems = ProblemCollector()
-        bundle = Normaliser(load_known(con), problems).feed(parse_with(chosen, path, data, problems, None, **opts))
     except IngestError as exc:
         return Preview(path.name, sha, fmt, "invalid", errors=tuple(str(p) for p in exc.problems[:FIRST_ERRORS]),
                        n_errors=len(exc.problems))
-    if problems:
-        return Preview(path.name, sha, chosen.name, "invalid", n_errors=len(problems.problems),
-                       errors=tuple(str(p) for p in problems.problems[:FIRST_ERRORS]))
-    return Preview(path.name, sha, chosen.name, "ready", len(bundle.runs["run_id"]), len(bundle.tasks["task_id"]),
+    if chosen.name == "csv" and not opts.get("mapping") and companion_of(header_of(data)):
+        return Preview(path.name, sha, "csv", "companion", errors=(
+            f"companion file of the {companion_of(header_of(data))} mapping: read with its results file",))
+    prepared = prepare_file(path, load_known(con), fmt=chosen.name, data=data, **opts)
+    if prepared.error is not None:
+        problems = prepared.error.problems
+        return Preview(path.name, sha, prepared.format, "invalid", n_errors=len(problems),
+                       errors=tuple(str(p) for p in problems[:FIRST_ERRORS]))
+    if prepared.duplicate_of is not None:
+        return Preview(path.name, sha, prepared.format, "duplicate")
+    bundle = prepared.bundle
+    assert bundle is not None
+    return Preview(path.name, sha, prepared.format, "ready", len(bundle.runs["run_id"]), len(bundle.tasks["task_id"]),
                    bundle.n_attempts, bundle.n_steps)
 
 

@@ -29,22 +29,16 @@ _DEFINITION_COLS = {
 
 
 def load_known(con: duckdb.DuckDBPyConnection) -> Known:
-    """Everything a new file may refer to: benchmarks, tasks and runs already in the database."""
+    """Everything a new file may refer to: benchmarks, tasks and runs already in the database, and the content
+    hashes of the files ingested so far."""
     known = Known()
     for kind, sql in _DEFINITION_SQL.items():
         cols = _DEFINITION_COLS[kind]
         for values in con.execute(sql).fetchall():
-            row = dict(zip(cols, values, strict=True))
-            if kind == "benchmark":
-                key = row["benchmark"]
-                known.benchmarks[key] = (row["scoring"], float(row["pass_threshold"]))
-            elif kind == "task":
-                key = f"{row['benchmark']}/{row['task_id']}"
-                known.tasks.add((row["benchmark"], row["task_id"]))
-            else:
-                key = row["run_id"]
-                known.runs[key] = (row["benchmark"], row["price_input_per_mtok"], row["price_output_per_mtok"])
-            known.definitions[(kind, key)] = row
+            known.add(kind, dict(zip(cols, values, strict=True)))
+    known.hashes = dict(con.execute(
+        "SELECT content_hash, any_value(path) FROM ingest_log WHERE outcome = 'ingested' GROUP BY content_hash"
+    ).fetchall())
 
     def attempts_of(run_id: str) -> dict[tuple[str, int], int]:
         rows = con.execute("SELECT task_id, sample, attempt_id FROM attempts WHERE run_id = ?", [run_id]).fetchall()
@@ -62,20 +56,33 @@ def find_ingested(con: duckdb.DuckDBPyConnection, content_hash: str) -> str | No
     return str(rows[0][0]) if rows else None
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, cols: dict[str, list[Any]],
-            fixed: dict[str, Any] | None = None) -> None:
-    if not next(iter(cols.values()), []):
+def _insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, list[Any]] | pa.Table,
+            fixed: dict[str, Any] | None = None, *, id_base: int | None = None) -> None:
+    """Insert columns (or an Arrow table) into ``table``, with ``fixed`` values for every row.
+
+    A column ``attempt_ix`` (an attempt's position in the file) becomes ``attempt_id = attempt_ix + id_base``;
+    where the batch also has ``attempt_id`` (a rating of an attempt already in the database), that one is kept
+    when ``attempt_ix`` is null.
+    """
+    arrow = data if isinstance(data, pa.Table) else pa.table({n: pa.array(v) for n, v in data.items()})
+    if arrow.num_rows == 0:
         return
-    arrow = pa.table({name: pa.array(values) for name, values in cols.items()})
+    names = [n for n in arrow.column_names if n not in ("attempt_ix", "attempt_id")]
+    exprs = [f'"{n}"' for n in names]
+    params = list((fixed or {}).values())
+    if "attempt_ix" in arrow.column_names:
+        names.append("attempt_id")
+        exprs.append("coalesce(attempt_ix + ?, attempt_id)" if "attempt_id" in arrow.column_names
+                     else "attempt_ix + ?")
+        params = [id_base, *params]
+    elif "attempt_id" in arrow.column_names:
+        names.append("attempt_id")
+        exprs.append("attempt_id")
+    names += list(fixed or {})
+    exprs += ["?"] * len(fixed or {})
     con.register("_rl_batch", arrow)
     try:
-        names = list(cols)
-        extra_names = list(fixed or {})
-        select = ", ".join([f'"{n}"' for n in names] + ["?"] * len(extra_names))
-        con.execute(
-            f"INSERT INTO {table} ({', '.join(names + extra_names)}) SELECT {select} FROM _rl_batch",
-            list((fixed or {}).values()),
-        )
+        con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(exprs)} FROM _rl_batch", params)
     finally:
         con.unregister("_rl_batch")
 
@@ -94,23 +101,17 @@ def write_bundle(con: duckdb.DuckDBPyConnection, bundle: Bundle, *, path: str, c
         _insert(con, "benchmarks", bundle.benchmarks, {"is_demo": is_demo})
         _insert(con, "tasks", bundle.tasks)
         _insert(con, "runs", bundle.runs, {"file_id": file_id, "is_demo": is_demo})
-        attempts = dict(bundle.attempts)
-        attempts["attempt_id"] = list(range(base, base + bundle.n_attempts))
-        _insert(con, "attempts", attempts, {"file_id": file_id})
-        _insert(con, "steps", _with_ids(bundle.steps, base))
-        if bundle.texts:
-            texts = pa.table({"text_hash": list(bundle.texts), "text": list(bundle.texts.values())})
-            con.register("_rl_texts", texts)
-            con.execute("INSERT INTO texts SELECT DISTINCT n.text_hash, n.text FROM _rl_texts n "
+        tables = bundle.freeze()
+        _insert(con, "attempts", tables["attempts"], {"file_id": file_id}, id_base=base)
+        _insert(con, "steps", tables["steps"], id_base=base)
+        if tables["texts"].num_rows:
+            con.register("_rl_texts", tables["texts"])
+            con.execute("INSERT INTO texts SELECT n.text_hash, n.text FROM _rl_texts n "  # hashes unique per file
                         "ANTI JOIN texts t ON t.text_hash = n.text_hash")
             con.unregister("_rl_texts")
-        labels = _with_ids(bundle.labels, base)
-        _insert(con, "error_labels", labels, {"source": "label"})
-        _insert(con, "attempt_metrics", _with_ids(bundle.metrics, base), {"source": "log"})
-        ratings = dict(bundle.ratings)
-        ix = ratings.pop("attempt_ix")
-        ratings["attempt_id"] = [aid if i is None else base + i for i, aid in zip(ix, ratings["attempt_id"], strict=True)]
-        _insert(con, "ratings", ratings)
+        _insert(con, "error_labels", tables["labels"], {"source": "label"}, id_base=base)
+        _insert(con, "attempt_metrics", tables["metrics"], {"source": "log"}, id_base=base)
+        _insert(con, "ratings", tables["ratings"], id_base=base)
         con.execute(
             "INSERT INTO ingest_log (file_id, path, content_hash, format, n_runs, n_tasks, n_attempts, n_steps,"
             " started_at, seconds, outcome, is_demo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ingested', ?)",
@@ -124,9 +125,3 @@ def write_bundle(con: duckdb.DuckDBPyConnection, bundle: Bundle, *, path: str, c
         con.execute("ROLLBACK")
         raise
     return file_id
-
-
-def _with_ids(cols: dict[str, list[Any]], base: int) -> dict[str, list[Any]]:
-    out = {k: v for k, v in cols.items() if k != "attempt_ix"}
-    out["attempt_id"] = [base + i for i in cols["attempt_ix"]]
-    return out

@@ -18,7 +18,7 @@ import pytest
 from analytics import db as rdb
 from ingest.errors import IngestError
 from ingest.pipeline import MAX_FILE_BYTES, ingest_file, ingest_paths
-from ingest.uploads import ingest_one
+from ingest.uploads import ingest_one, preview_file
 from tests.conftest import FIXTURES, ROOT
 
 PRELUDE = [
@@ -138,4 +138,8 @@ def test_a_1_gb_upload_is_refused_without_being_read(tmp_path: Path, fixture_db:
     assert result.outcome == "failed" and "exceeds the" in str(result.error)
     with rdb.writer(fixture_db, publish_snapshot=False) as con, pytest.raises(IngestError, match="exceeds"):
         ingest_file(con, path)
+    with rdb.reader(fixture_db) as con:  # the upload page's preview refuses it the same way
+        preview = preview_file(con, path)
+    assert preview.outcome == "invalid" and "exceeds the" in preview.errors[0] and preview.errors[0].startswith(
+        f"{path}:1: -:")
     assert _attempt_count(fixture_db) == 6 and (FIXTURES / "good.jsonl").exists()

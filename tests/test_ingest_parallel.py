@@ -1,0 +1,161 @@
+"""Validation in worker processes gives exactly what a file-by-file ingest gives: same rows, same ids, same errors."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import concurrent.futures.process
+import shutil
+from pathlib import Path
+
+import duckdb
+import orjson
+import pytest
+
+from bench.gen_logs import generate
+from ingest.errors import IngestError, Problem
+from ingest.pipeline import ingest_jobs, ingest_paths
+from tests.conftest import FIXTURES
+
+TABLES = {  # every row a file writes, ordered by its natural key; timings and paths left out
+    "benchmarks": "SELECT * FROM benchmarks ORDER BY benchmark",
+    "tasks": "SELECT * FROM tasks ORDER BY benchmark, task_id",
+    "runs": "SELECT * EXCLUDE (file_id) FROM runs ORDER BY run_id",
+    "attempts": "SELECT a.* EXCLUDE (file_id), l.content_hash FROM attempts a JOIN ingest_log l USING (file_id) "
+                "ORDER BY attempt_id",
+    "steps": "SELECT * FROM steps ORDER BY attempt_id, step",
+    "texts": "SELECT * FROM texts ORDER BY text_hash",
+    "error_labels": "SELECT * FROM error_labels ORDER BY ALL",
+    "attempt_metrics": "SELECT * FROM attempt_metrics ORDER BY ALL",
+    "ingest_log": "SELECT file_id, content_hash, format, n_runs, n_tasks, n_attempts, n_steps, outcome, rows_digest "
+                  "FROM ingest_log ORDER BY file_id",
+}
+
+
+def snapshot(db: Path) -> dict[str, list[tuple]]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return {name: con.execute(sql).fetchall() for name, sql in TABLES.items()}
+
+
+def lines(*records: dict) -> bytes:
+    return b"".join(orjson.dumps(r) + b"\n" for r in records)
+
+
+BENCH = {"record": "benchmark", "benchmark": "b", "scoring": "binary"}
+TASK = {"record": "task", "benchmark": "b", "task_id": "t1"}
+
+
+def run(run_id: str, **extra: object) -> dict:
+    return {"record": "run", "run_id": run_id, "benchmark": "b", "agent": "a", **extra}
+
+
+def attempt(run_id: str, sample: int = 0, score: float = 1.0) -> dict:
+    return {"record": "attempt", "run_id": run_id, "task_id": "t1", "sample": sample, "score": score,
+            "steps": [{"tool": "search", "args": {"q": "x"}, "result": "y" * 2000}]}
+
+
+def mixed_batch(folder: Path) -> list[Path]:
+    """Files whose validity depends on the files before them in the same batch."""
+    generate(folder / "gen", n_attempts=600, n_runs=6, n_benchmarks=2, seed=3)  # definitions repeated per file
+    files = {
+        "m01-defines.jsonl": lines(BENCH, TASK, run("r1"), attempt("r1")),
+        "m02-refers-to-m01.jsonl": lines(run("r2"), attempt("r2"), attempt("r1", sample=1)),
+        "m03-conflicts.jsonl": lines({**BENCH, "scoring": "graded"}, run("r3"), attempt("r3")),
+        "m04-duplicate-attempt.jsonl": lines(attempt("r1", sample=1)),
+        "m05-bad-json.jsonl": lines(run("r5")) + b"{not json\n",
+        "m06-same-as-m01.jsonl": lines(BENCH, TASK, run("r1"), attempt("r1")),
+        "m07-after-bad.jsonl": lines(run("r5", agent="other"), attempt("r5")),
+    }
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    shutil.copy(FIXTURES / "good.jsonl", folder / "m08-good.jsonl")
+    return sorted(folder.rglob("*.jsonl"))
+
+
+def outcomes(results: list) -> list[tuple[str, str, str | None]]:
+    return [(Path(r.path).name, r.outcome, str(r.error) if r.error else r.duplicate_of and Path(r.duplicate_of).name)
+            for r in results]
+
+
+def test_workers_give_the_same_database_and_outcomes_as_one_file_after_another(tmp_path: Path) -> None:
+    files = mixed_batch(tmp_path / "logs")
+    serial = ingest_paths(files, db=tmp_path / "serial.duckdb", jobs=1)
+    parallel = ingest_paths(files, db=tmp_path / "parallel.duckdb", jobs=2)
+
+    assert outcomes(parallel) == outcomes(serial)
+    by_name = {Path(r.path).name: r for r in parallel}
+    assert by_name["m02-refers-to-m01.jsonl"].outcome == "ingested"  # validated again once m01 was written
+    assert "'b' is already defined with different pass_threshold, scoring" in str(by_name["m03-conflicts.jsonl"].error)
+    assert "m04-duplicate-attempt.jsonl:1: sample: duplicate attempt" in str(by_name["m04-duplicate-attempt.jsonl"].error)
+    assert "m05-bad-json.jsonl:2: -: invalid JSON" in str(by_name["m05-bad-json.jsonl"].error)
+    assert by_name["m06-same-as-m01.jsonl"].outcome == "duplicate"
+    assert by_name["m07-after-bad.jsonl"].outcome == "ingested"  # m05 (bad) defined nothing
+    assert sum(r.outcome == "ingested" for r in parallel) == 10
+
+    assert snapshot(tmp_path / "parallel.duckdb") == snapshot(tmp_path / "serial.duckdb")
+
+
+def test_a_second_batch_in_workers_sees_the_first(tmp_path: Path) -> None:
+    """Definitions and attempts already in the database: identical repeats skipped, duplicates refused."""
+    first = generate(tmp_path / "a", n_attempts=300, n_runs=3, n_benchmarks=1, seed=1)
+    db = tmp_path / "db.duckdb"
+    ingest_paths(first, db=db, jobs=2)
+    again = tmp_path / "b"
+    again.mkdir()
+    (again / "repeat.jsonl").write_bytes(first[0].read_bytes() + b"\n")  # same records, other content hash
+    (again / "more.jsonl").write_bytes(lines(
+        {"record": "attempt", "run_id": "run-001", "task_id": "t000000", "sample": 99, "score": 0.0}))
+    results = ingest_paths([again], db=db, jobs=2)
+    assert [(Path(r.path).name, r.outcome) for r in results] == [("more.jsonl", "ingested"), ("repeat.jsonl", "failed")]
+    assert "duplicate attempt" in str(results[1].error) and "in the database" in str(results[1].error)
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM attempts WHERE sample = 99").fetchall() == [(1,)]
+
+
+def test_ingest_errors_survive_the_trip_from_a_worker() -> None:
+    import pickle
+
+    err = IngestError([Problem("f.jsonl:3", "score", "1.5 is outside [0.0, 1.0]"), Problem("f.jsonl:9", "-", "x")])
+    back = pickle.loads(pickle.dumps(err))
+    assert back.problems == err.problems and str(back) == str(err)
+
+
+def test_workers_only_for_several_large_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RUNLENS_INGEST_JOBS", raising=False)
+    small = [tmp_path / f"{i}.jsonl" for i in range(3)]
+    for path in small:
+        path.write_bytes(b"{}\n")
+    assert ingest_jobs(small, None) == 1  # a few small files: starting processes would cost more
+    assert ingest_jobs(small, 2) == 2
+    assert ingest_jobs(small[:1], 4) == 1  # one file: nothing to overlap
+    monkeypatch.setattr("ingest.pipeline.PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setenv("RUNLENS_INGEST_JOBS", "3")
+    assert ingest_jobs(small, None) == 3
+
+
+class _DeadPool:
+    """A process pool whose workers have died: every future fails with BrokenProcessPool."""
+
+    def __init__(self, *_args: object, **_kwargs: object) -> None:
+        pass
+
+    def __enter__(self) -> _DeadPool:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        return None
+
+    def submit(self, *_args: object) -> concurrent.futures.Future:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        future.set_exception(concurrent.futures.process.BrokenProcessPool("a worker was killed"))
+        return future
+
+
+def test_when_workers_die_the_remaining_files_are_validated_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    files = generate(tmp_path / "logs", n_attempts=200, n_runs=4, n_benchmarks=1, seed=2)
+    monkeypatch.setattr("ingest.pipeline.concurrent.futures.ProcessPoolExecutor", _DeadPool)
+    results = ingest_paths(files, db=tmp_path / "db.duckdb", jobs=2)
+    assert [r.outcome for r in results] == ["ingested"] * 4
+    assert "validation workers stopped (a worker was killed)" in capsys.readouterr().err
+    with duckdb.connect(str(tmp_path / "db.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM attempts").fetchall() == [(200,)]
