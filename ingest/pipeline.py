@@ -12,6 +12,7 @@ import json
 import multiprocessing
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -322,7 +323,8 @@ def _prepare_in_workers(files: list[Path], known: Known, n_jobs: int, *, fmt: st
 
         bar = tqdm(total=sum(_size(f) for f in files), unit="B", unit_scale=True, desc="ingest", file=sys.stderr)
     context = multiprocessing.get_context("spawn")  # never fork a process holding a DuckDB connection
-    with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=context) as pool:
+    with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=context, initializer=_watch_parent,
+                                                initargs=(os.getpid(),)) as pool:
         pending: collections.deque[concurrent.futures.Future[Prepared]] = collections.deque()
         queue = iter(files)
         try:
@@ -347,6 +349,17 @@ def _prepare_in_workers(files: list[Path], known: Known, n_jobs: int, *, fmt: st
                 future.cancel()
             if bar is not None:
                 bar.close()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """In a worker: exit as soon as the ingest process is gone (killed), instead of waiting forever for work."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="runlens-parent-watch", daemon=True).start()
 
 
 def _prepare_worker(path: Path, known: Known, fmt: str, options: dict[str, Any]) -> Prepared:

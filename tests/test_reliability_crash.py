@@ -46,21 +46,53 @@ def _expected(files: list[Path]) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _child(folder: str, db: str) -> None:
-    ingest_paths([folder], db=db)
+def _child(folder: str, db: str, jobs: int) -> None:
+    ingest_paths([folder], db=db, jobs=jobs)
     os._exit(0)
 
 
-def _ingest_in_child(folder: Path, db: Path, *, kill_after_s: float | None) -> bool:
-    """Run one ingest in a forked child; SIGKILL it after ``kill_after_s``. True when it ran to the end."""
-    proc = mp.get_context("fork").Process(target=_child, args=(str(folder), str(db)))
+def _descendants(pid: int) -> set[int]:
+    """Every live descendant of ``pid`` (validation workers and their resource tracker)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            kids = {int(k) for k in Path(f"/proc/{parent}/task/{parent}/children").read_text().split()}
+        except OSError:
+            continue
+        found |= kids
+        todo.extend(kids)
+    return found
+
+
+def _ingest_in_child(folder: Path, db: Path, *, kill_after_s: float | None, jobs: int = 1) -> bool:
+    """Run one ingest in a forked child; SIGKILL it after ``kill_after_s``. True when it ran to the end.
+
+    With validation workers, they must not outlive the killed ingest: they exit once it is gone."""
+    proc = mp.get_context("fork").Process(target=_child, args=(str(folder), str(db), jobs))
     proc.start()
+    orphans: set[int] = set()
     if kill_after_s is not None:
         proc.join(kill_after_s)
         if proc.is_alive():
+            orphans = _descendants(proc.pid)
             os.kill(proc.pid, signal.SIGKILL)
     proc.join()
+    deadline = time.monotonic() + 30
+    while orphans and time.monotonic() < deadline:
+        orphans = {p for p in orphans if _alive(p)}
+        time.sleep(0.1)
+    assert not orphans, f"processes outlived the killed ingest: {orphans}"
     return proc.exitcode == 0
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting to be reaped does not count)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def _state(db: Path) -> dict[str, tuple[int, int, int, int]]:
@@ -103,25 +135,27 @@ def _check_consistent(db: Path, expected: dict[str, tuple[int, int]]) -> int:
 
 
 @pytest.mark.slow
-def test_sigkill_at_random_points_never_half_writes_a_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("jobs", "n_trials"), [(1, N_TRIALS), (2, 10)])
+def test_sigkill_at_random_points_never_half_writes_a_file(tmp_path: Path, jobs: int, n_trials: int) -> None:
+    """File by file (32 kills), and with validation worker processes (10 kills: they start in about a second)."""
     logs = tmp_path / "logs"
     files = generate(logs, n_attempts=N_FILES * 120, n_runs=N_FILES, n_benchmarks=2, seed=5)
     expected = _expected(files)
     db = tmp_path / "crash.duckdb"
     started = time.perf_counter()
-    assert _ingest_in_child(logs, db, kill_after_s=None)
+    assert _ingest_in_child(logs, db, kill_after_s=None, jobs=jobs)
     full_s = time.perf_counter() - started  # how long an uninterrupted job takes here, now
     assert _check_consistent(db, expected) == N_FILES
-    rng = np.random.default_rng(2026)
+    rng = np.random.default_rng(2026 + jobs)
     partial_seen = set()
-    for _trial in range(N_TRIALS):
+    for _trial in range(n_trials):
         if _check_consistent(db, expected) == N_FILES:  # start again so later kills still land mid-job
             for path in (db, Path(f"{db}.wal"), rdb.snapshot_path(db)):
                 path.unlink(missing_ok=True)
-        _ingest_in_child(logs, db, kill_after_s=float(rng.uniform(0.02, 1.1)) * full_s)
+        _ingest_in_child(logs, db, kill_after_s=float(rng.uniform(0.02, 1.1)) * full_s, jobs=jobs)
         partial_seen.add(_check_consistent(db, expected))
     assert len(partial_seen) >= 2, f"kills never landed between files: {partial_seen}"
-    assert _ingest_in_child(logs, db, kill_after_s=None)  # a rerun completes the job
+    assert _ingest_in_child(logs, db, kill_after_s=None, jobs=jobs)  # a rerun completes the job
     assert _check_consistent(db, expected) == N_FILES
     with rdb.reader(db) as con:
         n = con.execute("SELECT count(*) FROM attempts").fetchall()[0][0]
