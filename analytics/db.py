@@ -125,17 +125,12 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     for version, name, sql in migrations():
         if version <= current:
             continue
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute(sql)
             con.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), (?, ?)",
                 [str(version), f"migration:{name}", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())],
             )
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
         current = version
     return current
 
@@ -151,6 +146,24 @@ def latest_version() -> int:
 
 
 WRITER_CHECKPOINT_THRESHOLD = "1TB"
+
+
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection, *, own: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    """``BEGIN`` ... ``COMMIT``, or ``ROLLBACK`` and re-raise on any exception.
+
+    With ``own=False`` the block joins the transaction the caller already opened (nothing is begun or ended).
+    """
+    if not own:
+        yield con
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics.db import RunlensError, query_df, query_rows
+from analytics.db import RunlensError, query_df, query_rows, transaction
 
 MODELS = ("1pl", "2pl")
 Z90 = 1.6448536269514722  # two-sided 90% normal quantile
@@ -632,19 +632,15 @@ def store_fit(con: duckdb.DuckDBPyConnection, key: str, benchmark: str, settings
     items = result.items.reindex(columns=ITEM_COLS)
     items.insert(0, "fit_key", key)
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    con.execute("BEGIN TRANSACTION")
     try:
-        con.execute("INSERT INTO irt_fits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [key, benchmark, settings.model, json.dumps(settings.key_dict()), now,
-                     result.info["seconds"], result.info["scale_shift"], json.dumps(result.info, default=str)])
-        con.register("_irt_abil", abil)
-        con.execute("INSERT INTO irt_abilities SELECT * FROM _irt_abil")
-        con.register("_irt_items", items)
-        con.execute("INSERT INTO irt_items SELECT * FROM _irt_items")
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
+        with transaction(con):
+            con.execute("INSERT INTO irt_fits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [key, benchmark, settings.model, json.dumps(settings.key_dict()), now,
+                         result.info["seconds"], result.info["scale_shift"], json.dumps(result.info, default=str)])
+            con.register("_irt_abil", abil)
+            con.execute("INSERT INTO irt_abilities SELECT * FROM _irt_abil")
+            con.register("_irt_items", items)
+            con.execute("INSERT INTO irt_items SELECT * FROM _irt_items")
     finally:
         for name in ("_irt_abil", "_irt_items"):
             con.unregister(name)

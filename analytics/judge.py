@@ -409,8 +409,7 @@ def store_outcomes(con: duckdb.DuckDBPyConnection, outcomes: Sequence[Outcome], 
     if not outcomes:
         return
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with rdb.transaction(con):
         for o in outcomes:
             key = [o.attempt_id, prompt_version, cfg.model]
             con.execute("DELETE FROM judge_verdicts WHERE attempt_id = ? AND prompt_version = ? AND model = ?", key)
@@ -426,10 +425,6 @@ def store_outcomes(con: duckdb.DuckDBPyConnection, outcomes: Sequence[Outcome], 
                     "INSERT INTO error_labels (attempt_id, code, source, detail, model, prompt_version)"
                     " VALUES (?, ?, 'judge', ?, ?, ?)",
                     [[o.attempt_id, code, detail, cfg.model, prompt_version] for code, detail in o.labels])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def run_judge(db: str | None, *, benchmark: str, cfg: llm.LLMConfig, prompt_name: str = "adbench-stage1",

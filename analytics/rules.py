@@ -35,7 +35,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from analytics.db import PROJECT_ROOT, RunlensError, query_df, query_rows, reader, writer
+from analytics.db import PROJECT_ROOT, RunlensError, query_df, query_rows, reader, transaction, writer
 
 DEFAULT_COMPUTE_TOOLS = ("calculator", "python", "code_interpreter", "execute_python")
 GRAPHS_DIR = PROJECT_ROOT / "data" / "tool_graphs"
@@ -209,10 +209,10 @@ def _insert_findings(con: duckdb.DuckDBPyConnection, findings: pd.DataFrame, gha
         con.unregister("_rl_rules")
 
 
-def _replace(con: duckdb.DuckDBPyConnection, benchmark: str, findings: pd.DataFrame, ghash: str) -> None:
+def _replace(con: duckdb.DuckDBPyConnection, benchmark: str, findings: pd.DataFrame, ghash: str, *,
+             own_transaction: bool = True) -> None:
     """Swap a benchmark's rule labels for ``findings`` in one transaction, with an audit row."""
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con, own=own_transaction):
         old = query_rows(con, "DELETE FROM error_labels WHERE source = 'rule' AND attempt_id IN (SELECT a.attempt_id "
                               "FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = ?) RETURNING 1",
                          [benchmark])
@@ -221,19 +221,16 @@ def _replace(con: duckdb.DuckDBPyConnection, benchmark: str, findings: pd.DataFr
         con.execute("INSERT INTO audit_log VALUES (?, 'rules_recomputed', ?, ?)",
                     [dt.datetime.now(dt.UTC).replace(tzinfo=None), benchmark,
                      json.dumps({"graph_hash": ghash, "removed": len(old), "added": len(findings)})])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
-def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int) -> int:
+def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int, own_transaction: bool = True) -> int:
     """Store rule findings for the attempts one ingested file brought; return how many were added.
 
     Only benchmarks that declare a tool graph are labelled at ingest (so logs without one pay nothing);
     the others get their findings from ``python -m analytics rules``. When a benchmark's findings were
     never computed and it already held attempts, or were computed with another graph, the whole
-    benchmark is recomputed instead, so stored findings always match one graph.
+    benchmark is recomputed instead, so stored findings always match one graph. Ingest calls this inside the
+    file's own transaction (``own_transaction=False``): a file and its findings go in together or not at all.
     """
     added = 0
     benches = query_rows(con, "SELECT DISTINCT r.benchmark FROM attempts a JOIN runs r USING (run_id) "
@@ -247,7 +244,7 @@ def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int) -> int:
                                 "WHERE r.benchmark = ? AND a.file_id IS DISTINCT FROM ?", [bench, file_id])[0][0]
         if stored_hash(con, bench) != ghash and (older or stored_hash(con, bench) is not None):
             findings = compute_findings(con, benchmark=bench, graph=graph)
-            _replace(con, bench, findings, ghash)
+            _replace(con, bench, findings, ghash, own_transaction=own_transaction)
             added += len(findings)
             continue
         steps = query_df(con, "SELECT s.attempt_id, s.step, s.round, s.kind, s.tool, s.args::VARCHAR AS args, "
@@ -258,14 +255,9 @@ def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int) -> int:
                 for aid, g in steps.groupby("attempt_id", sort=True)
                 for f in find_rule_errors(g.to_dict("records"), graph)]
         findings = pd.DataFrame(rows, columns=["attempt_id", "code", "step", "detail"])
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con, own=own_transaction):
             _insert_findings(con, findings, ghash)
             con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [META_PREFIX + bench, ghash])
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         added += len(findings)
     return added
 

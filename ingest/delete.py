@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 
 import duckdb
 
-from analytics.db import RunlensError, writer
+from analytics.db import RunlensError, transaction, writer
 
 # child tables keyed by attempt_id, deleted before the attempts themselves
 ATTEMPT_CHILDREN = ("steps", "error_labels", "attempt_metrics", "ratings", "judge_verdicts")
@@ -54,8 +54,7 @@ def delete_run_con(con: duckdb.DuckDBPyConnection, run_id: str, *, actor: str = 
     if not rows:
         raise RunNotFoundError(f"run {run_id!r} is not in the database")
     benchmark, file_id = rows[0]
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         con.execute("CREATE TEMP TABLE _rl_del AS SELECT attempt_id FROM attempts WHERE run_id = ?", [run_id])
         counts = {t: _count(con, t) for t in ATTEMPT_CHILDREN}
         n_attempts = int(con.execute("SELECT count(*) FROM _rl_del").fetchall()[0][0])
@@ -75,10 +74,6 @@ def delete_run_con(con: duckdb.DuckDBPyConnection, run_id: str, *, actor: str = 
         detail = {**asdict(result), "actor": actor, "file_id": file_id}
         con.execute("INSERT INTO audit_log (at_utc, action, subject, detail) VALUES (?, 'run_deleted', ?, ?)",
                     [dt.datetime.now(dt.UTC).replace(tzinfo=None), run_id, json.dumps(detail)])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return result
 
 

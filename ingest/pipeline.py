@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 import duckdb
 
-from analytics.db import writer
+from analytics.db import RunlensError, writer
 from ingest.errors import IngestError, ProblemCollector
 from ingest.formats import FORMATS, Format, detect_format, parse_with, walk_suffixes
 from ingest.records import DEFINITION_TABLES, Bundle, Known, Normaliser, definition_key
@@ -184,19 +184,22 @@ def commit_prepared(con: duckdb.DuckDBPyConnection, prepared: Prepared, known: K
     new_rows = _new_definitions(bundle, known)
     if new_rows is None or _has_stored_attempts(con, bundle, new_rows):
         return None
-    file_id = write_bundle(con, bundle, path=prepared.path, content_hash=prepared.content_hash, fmt=prepared.format,
-                           is_demo=is_demo, started_at=prepared.started_at,
-                           seconds=prepared.seconds + time.perf_counter() - started)
+    write_bundle(con, bundle, path=prepared.path, content_hash=prepared.content_hash, fmt=prepared.format,
+                 is_demo=is_demo, started_at=prepared.started_at, seconds=prepared.seconds + time.perf_counter() - started,
+                 before_commit=_label_rules if bundle.n_attempts else None)
     for kind, row in new_rows:
         known.add(kind, row)
     known.hashes[prepared.content_hash] = prepared.path
-    if bundle.n_attempts:
-        from analytics.rules import label_file_attempts  # derived labels, in their own transaction
-
-        label_file_attempts(con, file_id=file_id)
     return FileResult(prepared.path, prepared.format, "ingested", len(bundle.runs["run_id"]),
                       len(bundle.tasks["task_id"]), bundle.n_attempts, bundle.n_steps,
                       prepared.seconds + time.perf_counter() - started)
+
+
+def _label_rules(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+    """Rule findings of the file's attempts (benchmarks with a tool graph), inside the file's transaction."""
+    from analytics.rules import label_file_attempts
+
+    label_file_attempts(con, file_id=file_id, own_transaction=False)
 
 
 def _new_definitions(bundle: Bundle, known: Known) -> list[tuple[str, dict[str, Any]]] | None:
@@ -249,7 +252,10 @@ def ingest_jobs(files: list[Path], jobs: int | None) -> int:
     """How many worker processes validate files: ``jobs`` when given, else (``RUNLENS_INGEST_JOBS`` or the number
     of CPUs, at most 4) when there are several files of at least ``PARALLEL_MIN_BYTES`` in all; 1 means no pool."""
     if jobs is None:
-        jobs = int(os.environ.get("RUNLENS_INGEST_JOBS", 0)) or min(4, os.cpu_count() or 1)
+        setting = os.environ.get("RUNLENS_INGEST_JOBS", "").strip()
+        if setting and not setting.isdigit():
+            raise RunlensError(f"RUNLENS_INGEST_JOBS must be a whole number of worker processes, not {setting!r}")
+        jobs = int(setting or 0) or min(4, os.cpu_count() or 1)
         if sum(_size(f) for f in files) < PARALLEL_MIN_BYTES:
             return 1
     return max(1, min(jobs, len(files)))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from analytics.db import load_sql
+from analytics.db import load_sql, transaction
 from ingest.records import Bundle, Known
 
 _DEFINITION_SQL = {
@@ -92,10 +93,13 @@ def _next_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:
 
 
 def write_bundle(con: duckdb.DuckDBPyConnection, bundle: Bundle, *, path: str, content_hash: str, fmt: str,
-                 is_demo: bool, started_at: dt.datetime, seconds: float) -> int:
-    """Write a validated bundle and its ingest_log row in one transaction; return the file_id."""
-    con.execute("BEGIN TRANSACTION")
-    try:
+                 is_demo: bool, started_at: dt.datetime, seconds: float,
+                 before_commit: Callable[[duckdb.DuckDBPyConnection, int], object] | None = None) -> int:
+    """Write a validated bundle and its ingest_log row in one transaction; return the file_id.
+
+    ``before_commit(con, file_id)`` runs last inside the transaction (rule findings derived from the rows).
+    """
+    with transaction(con):
         file_id = _next_id(con, "ingest_log", "file_id")
         base = _next_id(con, "attempts", "attempt_id")
         _insert(con, "benchmarks", bundle.benchmarks, {"is_demo": is_demo})
@@ -120,8 +124,6 @@ def write_bundle(con: duckdb.DuckDBPyConnection, bundle: Bundle, *, path: str, c
         )
         digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][2]
         con.execute("UPDATE ingest_log SET rows_digest = ? WHERE file_id = ?", [digest, file_id])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        if before_commit is not None:
+            before_commit(con, file_id)
     return file_id

@@ -11,6 +11,7 @@ import duckdb
 import orjson
 import pytest
 
+from analytics.db import RunlensError
 from bench.gen_logs import generate
 from ingest.errors import IngestError, Problem
 from ingest.pipeline import ingest_jobs, ingest_paths
@@ -159,3 +160,9 @@ def test_when_workers_die_the_remaining_files_are_validated_here(tmp_path: Path,
     assert "validation workers stopped (a worker was killed)" in capsys.readouterr().err
     with duckdb.connect(str(tmp_path / "db.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM attempts").fetchall() == [(200,)]
+
+
+def test_a_bad_jobs_setting_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUNLENS_INGEST_JOBS", "two")
+    with pytest.raises(RunlensError, match="RUNLENS_INGEST_JOBS must be a whole number.*'two'"):
+        ingest_jobs([tmp_path / "a.jsonl", tmp_path / "b.jsonl"], None)

@@ -117,6 +117,25 @@ def test_ingest_labels_new_attempts_and_refresh_keeps_log_labels(fixture_db: Pat
     assert ("rules_recomputed", "mini-bench") in audit
 
 
+def test_a_file_and_its_rule_findings_go_in_together(tmp_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Findings are written inside the file's transaction: when they fail, nothing of the file remains."""
+    from ingest.pipeline import ingest_paths
+    from tests.conftest import FIXTURES
+
+    def broken(*_args: object, **_kwargs: object) -> int:
+        raise RuntimeError("findings failed")
+
+    monkeypatch.setattr(rules, "label_file_attempts", broken)
+    with pytest.raises(RuntimeError, match="findings failed"):
+        ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)
+    with rdb.writer(tmp_db, publish_snapshot=False) as con:
+        assert rdb.query_rows(con, "SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM ingest_log), "
+                                   "(SELECT count(*) FROM runs)") == [(0, 0, 0)]
+    monkeypatch.undo()
+    assert [r.outcome for r in ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)] == ["ingested"]
+    assert [r for r in _labels(tmp_db) if r[3] == "rule"]
+
+
 def test_recomputed_when_the_graph_changes(fixture_db: Path) -> None:
     rules.refresh_rules(fixture_db)
     with rdb.writer(fixture_db) as con:
