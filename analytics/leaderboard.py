@@ -44,14 +44,17 @@ def runs_in(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[
 
 def task_outcomes(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
                   date_from: dt.date | None = None, date_to: dt.date | None = None,
-                  run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+                  run_ids: Sequence[str] | None = None, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (run, task), ordered by run and task: samples, successes, mean score, tool calls, cost, and
     the task's level and category.
 
     The aggregation happens in DuckDB, so only runs x tasks rows reach pandas; the task's level and category are
-    read once per task and attached here (cheaper than one text value per row from the database).
+    read once per task and attached here (cheaper than one text value per row from the database). ``runs`` is
+    the result of ``runs_in`` for the same filters, when the caller has it already.
     """
-    out = query_df(con, load_sql("task_outcomes"), _filter_params(benchmark, agents, date_from, date_to, run_ids))
+    if runs is None:
+        runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to, run_ids=run_ids)
+    out = query_df(con, load_sql("task_outcomes"), {"run_ids": runs["run_id"].astype(str).tolist()})
     tasks = query_df(con, "SELECT task_id, level, category FROM tasks WHERE benchmark = ?", [benchmark])
     at = pd.Index(tasks["task_id"]).get_indexer(out["task_id"])
     for col in ("level", "category"):
@@ -167,7 +170,7 @@ def leaderboard(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Seque
     Returns an empty frame (with the columns) when nothing matches.
     """
     runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
-    outcomes = task_outcomes(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
+    outcomes = task_outcomes(con, benchmark=benchmark, runs=runs)
     return mark_ties(leaderboard_rows(runs, outcomes, slices=slices, seed=seed, n_boot=n_boot))
 
 
