@@ -62,8 +62,10 @@ def _sidebar(catalog: cat.Catalog) -> None:
         ss.flt_agents = [a for a in ss.get("flt_agents", []) if a in options]
         st.multiselect("Agents", options, key="flt_agents", placeholder="All agents")
         if catalog.date_min and catalog.date_max:
-            st.date_input("Evaluation dates", key="flt_dates", value=ss.get("flt_dates") or (),
-                          min_value=catalog.date_min, max_value=catalog.date_max, format="YYYY-MM-DD")
+            if not ss.get("flt_dates"):
+                ss.flt_dates = ()  # the widget's value lives in session state only (no second default)
+            st.date_input("Evaluation dates", key="flt_dates", min_value=catalog.date_min,
+                          max_value=catalog.date_max, format="YYYY-MM-DD")
         st.caption(f"{catalog.n_runs:,} runs · {catalog.n_attempts:,} attempts")
     dates = ss.get("flt_dates") or ()
     wanted = {"benchmark": ss.flt_benchmark or "", "agents": ",".join(ss.flt_agents),
