@@ -82,10 +82,11 @@ def check(con: duckdb.DuckDBPyConnection, path: str, *, rehash_sources: bool = T
 def _check_files(con: duckdb.DuckDBPyConnection, rep: DoctorReport, *, rehash_sources: bool) -> None:
     files = rdb.query_rows(con, "SELECT file_id, path, content_hash, n_attempts, n_steps, rows_digest, format "
                                 "FROM ingest_log WHERE outcome = 'ingested' ORDER BY file_id")
-    digest_sql = rdb.load_sql("file_digest")
+    counts_sql, digest_sql = rdb.load_sql("file_counts"), rdb.load_sql("file_digest")
     for file_id, path, content_hash, n_attempts, n_steps, digest, fmt in files:
         rep.files_checked += 1
-        got_attempts, got_steps, got_digest = rdb.query_rows(con, digest_sql, {"file_id": file_id})[0]
+        got_attempts, got_steps = rdb.query_rows(con, counts_sql, {"file_id": file_id})[0]
+        got_digest = rdb.query_rows(con, digest_sql, {"file_id": file_id})[0][0]
         if (got_attempts, got_steps) != (n_attempts, n_steps):
             rep.file_problems.append(f"{path}: recorded {n_attempts} attempts / {n_steps} steps, "
                                      f"found {got_attempts} / {got_steps}")

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from ingest.errors import ProblemCollector
+from ingest.fastpath import decode_attempt
 
 
 def _reject_constant(name: str) -> Any:
@@ -34,8 +35,11 @@ def detect_native(path: Path, head: bytes) -> bool:
 
 
 def parse_native(path: Path, data: bytes, problems: ProblemCollector,
-                 progress: Any = None) -> Iterator[tuple[str, dict[str, Any]]]:
+                 progress: Any = None) -> Iterator[tuple[str, Any]]:
     """Yield ``(file:line, record)`` for every line; undecodable lines become problems.
+
+    A record is the line's JSON value, or a :class:`~ingest.fastpath.FastLine` for an attempt the fast path
+    decoded (see ``Normaliser.feed``).
 
     Args:
         path: the file (for locations only).
@@ -44,7 +48,7 @@ def parse_native(path: Path, data: bytes, problems: ProblemCollector,
         progress: optional tqdm-like object updated with bytes consumed.
     """
     name = str(path)
-    if not data.strip():
+    if not data or data.isspace():
         problems.add(f"{name}:1", "-", "empty file: expected JSON Lines records")
         return
     start = 0
@@ -65,15 +69,36 @@ def parse_native(path: Path, data: bytes, problems: ProblemCollector,
         if len(raw) > MAX_LINE_BYTES:
             problems.add(loc, "-", f"line of {len(raw):,} bytes exceeds the {MAX_LINE_BYTES:,}-byte limit")
             continue
-        try:
-            record = orjson.loads(raw)  # validates UTF-8 too; the slow path below only explains a refusal
-        except orjson.JSONDecodeError:
-            reason = _explain(raw)
-            if reason is not None:
-                problems.add(loc, "-", reason)
-                continue
-            record = json.loads(raw)  # what only the stdlib reads (integers beyond 64 bits)
+        fast = decode_attempt(raw)
+        if fast is not None:
+            yield loc, fast
+            continue
+        record, reason = load_record(raw)
+        if reason is not None:
+            problems.add(loc, "-", reason)
+            continue
         yield loc, record
+
+
+def load_record(raw: bytes) -> tuple[Any, str | None]:
+    """``(value, None)`` for a line of JSON, ``(None, why not)`` for any other."""
+    try:
+        return orjson.loads(raw), None  # validates UTF-8 too; the slow path below only explains a refusal
+    except orjson.JSONDecodeError:
+        reason = _explain(raw)
+        if reason is not None:
+            return None, reason
+        value = json.loads(raw)  # what only the stdlib reads: numbers beyond double range, lone surrogates
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:  # nested deeper than orjson goes, or a string that is not text
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            return None, "invalid text: a \\u escape makes a lone UTF-16 surrogate, which is not a character"
+        except (RecursionError, ValueError):
+            pass  # deep, but text: kept (stored through the stdlib encoder)
+    return value, None
 
 
 def _explain(raw: bytes) -> str | None:

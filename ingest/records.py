@@ -21,6 +21,8 @@ import orjson
 import pyarrow as pa
 
 from ingest.errors import ProblemCollector
+from ingest.fastpath import FastAttempt, FastLine, FastStep
+from ingest.native import load_record
 
 RECORD_KINDS = ("benchmark", "task", "run", "attempt", "rating")
 SCORING = ("binary", "graded", "continuous")
@@ -28,6 +30,7 @@ AGENT_KINDS = ("llm", "agent", "framework", "human")
 STATUSES = ("completed", "tool_failure", "timeout", "crashed", "refused")
 RATER_KINDS = ("human", "llm")
 DEFAULT_THRESHOLD = {"binary": 1.0, "graded": 0.5, "continuous": 0.5}
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1  # the INTEGER and BIGINT columns the values go to
 INLINE_RESULT_CHARS = 1024  # longer tool results are stored once in `texts`, keyed by hash
 
 BENCHMARK_FIELDS = ("benchmark", "version", "scoring", "pass_threshold", "description", "tool_graph")
@@ -40,6 +43,10 @@ ATTEMPT_FIELDS = ("run_id", "task_id", "sample", "score", "raw_score", "passed",
 STEP_FIELDS = ("round", "kind", "tool", "args", "result", "content", "input_tokens", "output_tokens",
                "latency_s", "error")
 RATING_FIELDS = ("run_id", "task_id", "sample", "rater", "rater_kind", "dimension", "value")
+
+
+class _Fallback(Exception):
+    """Internal: a line the fast path decoded needs the general path (which then reports any problem)."""
 
 
 class _Bad(Exception):
@@ -283,9 +290,8 @@ class Bundle:
     attempts: list[tuple[Any, ...]] = field(default_factory=list)  # rows in ATTEMPT_COLUMNS order
     steps: list[tuple[Any, ...]] = field(default_factory=list)  # rows in STEP_COLUMNS order
     texts: dict[str, str] = field(default_factory=dict)
-    labels: dict[str, list[Any]] = field(default_factory=lambda: _columns(
-        "attempt_ix", "code", "step", "detail"))
-    metrics: dict[str, list[Any]] = field(default_factory=lambda: _columns("attempt_ix", "name", "value"))
+    labels: list[tuple[Any, ...]] = field(default_factory=list)  # rows in LABEL_COLUMNS order
+    metrics: list[tuple[Any, ...]] = field(default_factory=list)  # rows in METRIC_COLUMNS order
     ratings: dict[str, list[Any]] = field(default_factory=lambda: _columns(
         "attempt_ix", "attempt_id", "rater", "rater_kind", "dimension", "value"))
     arrow: dict[str, pa.Table] | None = None  # the per-attempt tables once frozen (see ``freeze``)
@@ -307,8 +313,9 @@ class Bundle:
         Definitions (benchmarks, tasks, runs) stay Python columns: they are few, and are reconciled before writing.
         """
         if self.arrow is None:
-            tables = {name: pa.table({col: pa.array(values) for col, values in getattr(self, name).items()})
-                      for name in ("labels", "metrics", "ratings")}
+            tables = {"ratings": pa.table({col: pa.array(values) for col, values in self.ratings.items()}),
+                      "labels": _rows_table(LABEL_COLUMNS, self.labels),
+                      "metrics": _rows_table(METRIC_COLUMNS, self.metrics)}
             tables["attempts"] = _rows_table(ATTEMPT_COLUMNS, self.attempts)
             tables["attempts"] = tables["attempts"].append_column(
                 "attempt_ix", pa.array(range(tables["attempts"].num_rows), pa.int64()))
@@ -317,21 +324,37 @@ class Bundle:
                                         "text": pa.array(list(self.texts.values()), pa.string())})
             self.arrow = tables
             self.attempts, self.steps, self.texts = [], [], {}
-            self.labels, self.metrics, self.ratings = {}, {}, {}
+            self.labels, self.metrics, self.ratings = [], [], {}
         return self.arrow
 
 
-ATTEMPT_COLUMNS = ("run_id", "task_id", "sample", "score", "raw_score", "passed", "answer", "input_tokens",
-                   "output_tokens", "cost_usd", "is_cost_computed", "latency_s", "status", "n_steps", "n_tool_calls",
-                   "n_rounds", "judge", "extra")
-STEP_COLUMNS = ("attempt_ix", "step", "round", "kind", "tool", "args", "content", "result", "result_hash",
-                "result_chars", "input_tokens", "output_tokens", "latency_s", "error", "extra")
+_JSON = pa.json_(pa.string())  # JSON text: DuckDB stores it in a JSON column as is, without parsing it again
+ATTEMPT_COLUMNS = {"run_id": pa.string(), "task_id": pa.string(), "sample": pa.int64(), "score": pa.float64(),
+                   "raw_score": pa.float64(), "passed": pa.bool_(), "answer": pa.string(), "input_tokens": pa.int64(),
+                   "output_tokens": pa.int64(), "cost_usd": pa.float64(), "is_cost_computed": pa.bool_(),
+                   "latency_s": pa.float64(), "status": pa.string(), "n_steps": pa.int64(), "n_tool_calls": pa.int64(),
+                   "n_rounds": pa.int64(), "judge": _JSON, "extra": _JSON}
+LABEL_COLUMNS = {"attempt_ix": pa.int64(), "code": pa.string(), "step": pa.int64(), "detail": pa.string()}
+METRIC_COLUMNS = {"attempt_ix": pa.int64(), "name": pa.string(), "value": pa.float64()}
+STEP_COLUMNS = {"attempt_ix": pa.int64(), "step": pa.int64(), "round": pa.int64(), "kind": pa.string(),
+                "tool": pa.string(), "args": _JSON, "content": pa.string(), "result": pa.string(),
+                "result_hash": pa.string(), "result_chars": pa.int64(), "input_tokens": pa.int64(),
+                "output_tokens": pa.int64(), "latency_s": pa.float64(), "error": pa.string(), "extra": _JSON}
 
 
-def _rows_table(names: tuple[str, ...], rows: list[tuple[Any, ...]]) -> pa.Table:
-    """An Arrow table of row tuples (transposed in C by ``zip``, not appended column by column in Python)."""
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-    return pa.table({name: pa.array(values) for name, values in zip(names, columns, strict=True)})
+def _rows_table(columns: dict[str, pa.DataType], rows: list[tuple[Any, ...]]) -> pa.Table:
+    """An Arrow table of row tuples with the given column types, converted row by row in C++ (as a struct array:
+    no transposing in Python)."""
+    storage = pa.struct([pa.field(name, kind.storage_type if isinstance(kind, pa.BaseExtensionType) else kind)
+                         for name, kind in columns.items()])
+    converted = pa.array(rows, type=storage)
+    chunks = converted.chunks if isinstance(converted, pa.ChunkedArray) else [converted]
+    table = pa.Table.from_batches([pa.RecordBatch.from_struct_array(c) for c in chunks], pa.schema(storage))
+    for i, kind in enumerate(columns.values()):
+        if isinstance(kind, pa.BaseExtensionType):
+            table = table.set_column(i, table.field(i).name, pa.chunked_array(
+                [pa.ExtensionArray.from_storage(kind, chunk) for chunk in table.column(i).chunks], kind))
+    return table
 
 
 def _append(cols: dict[str, list[Any]], row: dict[str, Any]) -> None:
@@ -353,11 +376,27 @@ class Normaliser:
         self.bundle = Bundle()
         self._file_attempts: dict[tuple[str, str, int], int] = {}
 
-    def feed(self, records: Iterable[tuple[str, dict[str, Any]]]) -> Bundle:
-        """Validate and normalise every record; problems go to the collector."""
+    def feed(self, records: Iterable[tuple[str, Any]]) -> Bundle:
+        """Validate and normalise every record; problems go to the collector.
+
+        A record is a decoded JSON value, or a :class:`~ingest.fastpath.FastLine` (an attempt line the native
+        reader decoded with the fast path); a fast line any check would refuse is re-read and normalised by the
+        general path, which reports the problem exactly as for any other line.
+        """
         handlers = {"benchmark": self._benchmark, "task": self._task, "run": self._run,
                     "attempt": self._attempt, "rating": self._rating}
         for loc, rec in records:
+            if rec.__class__ is FastLine:
+                n_steps = len(self.bundle.steps)
+                try:
+                    self._fast_attempt(rec.attempt)
+                    continue
+                except (_Bad, _Fallback):
+                    del self.bundle.steps[n_steps:]  # the steps of the attempt appended before the check failed
+                rec, reason = load_record(rec.raw)
+                if reason is not None:
+                    self.problems.add(loc, "-", reason)
+                    continue
             if not isinstance(rec, dict):
                 self.problems.add(loc, "-", f"expected a JSON object, got {_type_name(rec)}")
                 continue
@@ -433,16 +472,25 @@ class Normaliser:
         run_id = _ident(rec, "run_id")
         task_id = _ident(rec, "task_id")
         assert run_id is not None and task_id is not None
+        bench = self._benchmark_of(run_id, task_id)
+        sample = _number(rec, "sample", lo=0, hi=INT32_MAX, integer=True)
+        return bench, run_id, task_id, int(sample or 0)
+
+    def _benchmark_of(self, run_id: str, task_id: str) -> str:
+        """The benchmark of an attempt's run, once its run and task are known to be defined."""
         if run_id not in self.known.runs:
             raise _Bad("run_id", f"unknown run {run_id!r}: define it with a run record first")
         bench = self.known.runs[run_id][0]
         if (bench, task_id) not in self.known.tasks:
             raise _Bad("task_id", f"unknown task {task_id!r} of benchmark {bench!r}: define it with a task record first")
-        sample = _number(rec, "sample", lo=0, integer=True)
-        return bench, run_id, task_id, int(sample or 0)
+        return bench
+
+    def _check_new(self, key: tuple[str, str, int]) -> None:
+        if key in self._file_attempts or self.known.existing_attempt(key) is not None:
+            where = "earlier in this file" if key in self._file_attempts else "in the database"
+            raise _Bad("sample", f"duplicate attempt (run {key[0]!r}, task {key[1]!r}, sample {key[2]}) {where}")
 
     def _score(self, rec: dict[str, Any], bench: str, status: str) -> tuple[float, float | None, bool]:
-        scoring, threshold = self.known.benchmarks[bench]
         raw = _number(rec, "raw_score")
         passed = _bool(rec, "passed")
         score_value = rec.get("score")
@@ -450,6 +498,12 @@ class Normaliser:
             score: float | None = 1.0 if score_value else 0.0
         else:
             score = _number(rec, "score", lo=0.0, hi=1.0)
+        return self._scored(bench, status, score, raw, passed)  # type: ignore[arg-type]
+
+    def _scored(self, bench: str, status: str, score: float | None, raw: float | None,
+                passed: bool | None) -> tuple[float, float | None, bool]:
+        """(score on [0, 1], raw score, passed) from the checked values of an attempt of ``bench``."""
+        scoring, threshold = self.known.benchmarks[bench]
         if score is None and raw is not None:
             if scoring == "graded":
                 if not 1.0 <= raw <= 5.0:
@@ -469,48 +523,90 @@ class Normaliser:
             raise _Bad("score", f"{score} is not 0 or 1 (benchmark {bench!r} has binary scoring)")
         return score, raw, (score >= threshold - 1e-12) if passed is None else passed
 
+    def _cost(self, run_id: str, cost: float | None, in_tok: int | None,
+              out_tok: int | None) -> tuple[float | None, bool]:
+        """(cost, whether it was computed from tokens and the run's prices)."""
+        if cost is not None:
+            return cost, False
+        computed = _computed_cost(in_tok, out_tok, *self.known.runs[run_id][1:])
+        return computed, computed is not None
+
     def _attempt(self, loc: str, rec: dict[str, Any]) -> None:
         bench, run_id, task_id, sample = self._attempt_key(rec)
         key = (run_id, task_id, sample)
-        if key in self._file_attempts or self.known.existing_attempt(key) is not None:
-            where = "earlier in this file" if key in self._file_attempts else "in the database"
-            raise _Bad("sample", f"duplicate attempt (run {run_id!r}, task {task_id!r}, sample {sample}) {where}")
+        self._check_new(key)
         status = _enum(rec, "status", STATUSES, "completed")
         score, raw, passed = self._score(rec, bench, status)
-        in_tok = _number(rec, "input_tokens", lo=0, integer=True)
-        out_tok = _number(rec, "output_tokens", lo=0, integer=True)
-        cost = _number(rec, "cost_usd", lo=0.0)
-        computed = False
-        if cost is None:
-            cost = _computed_cost(in_tok, out_tok, *self.known.runs[run_id][1:])
-            computed = cost is not None
+        in_tok = _number(rec, "input_tokens", lo=0, hi=INT64_MAX, integer=True)
+        out_tok = _number(rec, "output_tokens", lo=0, hi=INT64_MAX, integer=True)
+        cost, computed = self._cost(run_id, _number(rec, "cost_usd", lo=0.0), in_tok, out_tok)  # type: ignore[arg-type]
         judge = _object(rec, "judge")
         errors = _labels(rec.get("errors"))
         metrics = _metrics(rec.get("metrics"))
         steps = rec.get("steps")
         if steps is not None and not isinstance(steps, list):
             raise _Bad("steps", f"expected an array of step objects, got {_type_name(steps)}")
-        ix = len(self.bundle.attempts)
-        n_steps, n_tool, n_rounds = self._steps(ix, steps or [])
         answer = rec.get("answer")
-        self.bundle.attempts.append((
-            run_id, task_id, sample, score, raw, passed,
-            answer if isinstance(answer, str) or answer is None else _json_text(answer),
-            in_tok, out_tok, cost, computed, _number(rec, "latency_s", lo=0.0), status, n_steps, n_tool, n_rounds,
-            _json_text(judge), _extra(rec, ATTEMPT_FIELDS)))
-        for code, step, detail in errors:
-            _append(self.bundle.labels, {"attempt_ix": ix, "code": code, "step": step, "detail": detail})
-        for name, value in metrics:
-            _append(self.bundle.metrics, {"attempt_ix": ix, "name": name, "value": value})
+        latency = _number(rec, "latency_s", lo=0.0)
+        counts = self._steps(len(self.bundle.attempts), steps or ())
+        self._store_attempt(
+            key, (score, raw, passed, answer if isinstance(answer, str) or answer is None else _json_text(answer),
+                  in_tok, out_tok, cost, computed, latency, status),
+            (_json_text(judge), _extra(rec, ATTEMPT_FIELDS)), counts, errors, metrics)
+
+    def _fast_attempt(self, att: FastAttempt) -> None:
+        """An attempt the fast path decoded: its types are checked already, the rest as in ``_attempt``.
+
+        Raises _Fallback (or _Bad) when any check fails: the caller then normalises the line by the general path,
+        which finds and reports the same problem.
+        """
+        run_id, task_id = att.run_id, att.task_id
+        if not run_id.strip() or not task_id.strip():
+            raise _Fallback
+        bench = self._benchmark_of(run_id, task_id)
+        key = (run_id, task_id, att.sample or 0)
+        self._check_new(key)
+        status = att.status
+        if status is None:
+            status = "completed"
+        elif status not in STATUSES:
+            raise _Fallback
+        score = att.score
+        if score.__class__ is bool:
+            score = 1.0 if score else 0.0
+        score, raw, passed = self._scored(bench, status, score, att.raw_score, att.passed)
+        cost, computed = self._cost(run_id, att.cost_usd, att.input_tokens, att.output_tokens)
+        errors = []
+        for code in att.errors or ():
+            code = code.strip()
+            if not code:
+                raise _Fallback
+            errors.append((code.upper(), None, None))
+        metrics = [(name, value) for name, value in att.metrics.items() if value is not None] if att.metrics else []
+        answer = att.answer
+        if answer is not None and answer.__class__ is not str:
+            answer = _fast_json(answer)
+        judge = None if att.judge is None else _fast_json(att.judge)
+        counts = self._fast_steps(len(self.bundle.attempts), att.steps or ())
+        self._store_attempt(key, (score, raw, passed, answer, att.input_tokens, att.output_tokens, cost, computed,
+                                  att.latency_s, status), (judge, None), counts, errors, metrics)
+
+    def _store_attempt(self, key: tuple[str, str, int], head: tuple[Any, ...], tail: tuple[Any, ...],
+                       counts: tuple[int, int, int], errors: list[tuple[str, int | None, str | None]],
+                       metrics: list[tuple[str, float]]) -> None:
+        """Append attempt ``key`` (columns ``head``, the step ``counts``, then ``tail``), its labels and metrics;
+        its steps are appended already, at index ``len(attempts)``."""
+        ix = len(self.bundle.attempts)
+        self.bundle.attempts.append((*key, *head, *counts, *tail))
+        if errors:
+            self.bundle.labels.extend((ix, *label) for label in errors)
+        if metrics:
+            self.bundle.metrics.extend((ix, *metric) for metric in metrics)
         self._file_attempts[key] = ix
 
-    def _steps(self, ix: int, steps: list[Any]) -> tuple[int, int, int]:
-        """Validate and append the steps of attempt ``ix``; return (steps, tool calls, rounds).
-
-        This is the hot path of ingest (millions of steps): columns are appended directly.
-        """
+    def _steps(self, ix: int, steps: list[Any] | tuple[()]) -> tuple[int, int, int]:
+        """Check and append the steps of attempt ``ix``; return (steps, tool calls, rounds)."""
         rows = self.bundle.steps
-        texts = self.bundle.texts
         n_tool = 0
         rounds: set[int] = set()
         for pos, raw in enumerate(steps):
@@ -520,19 +616,60 @@ class Normaliser:
                 rnd, kind, tool, args, content, result, in_tok, out_tok, latency, error, extra = _step(raw)
             except _Bad as bad:
                 raise _Bad(f"steps[{pos}].{bad.field}", bad.reason) from None
-            digest = chars = None
+            chars = digest = None
             if result is not None:
                 chars = len(result)
                 if chars > INLINE_RESULT_CHARS:
-                    digest = hashlib.sha256(result.encode("utf-8", "surrogatepass")).hexdigest()
-                    texts.setdefault(digest, result)
-                    result = None
+                    digest, result = self._long_text(result), None
             rows.append((ix, pos, rnd, kind, tool, args, content, result, digest, chars, in_tok, out_tok, latency,
                          error, extra))
             if kind == "tool_call":
                 n_tool += 1
             rounds.add(pos + 1 if rnd is None else rnd)
         return len(steps), n_tool, len(rounds)
+
+    def _fast_steps(self, ix: int, steps: list[FastStep] | tuple[()]) -> tuple[int, int, int]:
+        """``_steps`` for steps the fast path decoded (their types are checked already): the hot loop of ingest.
+
+        Raises _Fallback where ``_steps`` would find a problem (steps appended so far are then dropped by ``feed``).
+        """
+        rows = self.bundle.steps
+        n_tool = 0
+        rounds: set[int] = set()
+        for pos, step in enumerate(steps):
+            tool = step.tool
+            kind = step.kind
+            if kind is None:
+                kind = "tool_call" if tool else "message"
+            elif not kind:
+                raise _Fallback
+            args, content, result, error = step.args, step.content, step.result, step.error
+            if args is not None:
+                args = _fast_json(args)
+            if content is not None and content.__class__ is not str:
+                content = _fast_json(content)
+            if error is not None and error.__class__ is not str:
+                error = _fast_json(error)
+            chars = digest = None
+            if result is not None:
+                if result.__class__ is not str:
+                    result = _fast_json(result)
+                chars = len(result)
+                if chars > INLINE_RESULT_CHARS:
+                    digest, result = self._long_text(result), None
+            rnd = step.round
+            rows.append((ix, pos, rnd, kind, tool, args, content, result, digest, chars, step.input_tokens,
+                         step.output_tokens, step.latency_s, error, None))
+            if kind == "tool_call":
+                n_tool += 1
+            rounds.add(pos + 1 if rnd is None else rnd)
+        return len(steps), n_tool, len(rounds)
+
+    def _long_text(self, text: str) -> str:
+        """Keep a long tool result once in ``texts``; return its key (the SHA-256 of its UTF-8)."""
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        self.bundle.texts.setdefault(digest, text)
+        return digest
 
     def _rating(self, loc: str, rec: dict[str, Any]) -> None:
         _, run_id, task_id, sample = self._attempt_key(rec)
@@ -550,6 +687,15 @@ class Normaliser:
 _STEP_KNOWN = frozenset(STEP_FIELDS)
 
 
+def _fast_json(value: Any) -> str:
+    """``_json_text`` of a value the fast path decoded; _Fallback for integers beyond 64 bits, which the general
+    path reads differently (orjson makes them floats)."""
+    try:
+        return orjson.dumps(value).decode("utf-8")
+    except (TypeError, orjson.JSONEncodeError):
+        raise _Fallback from None
+
+
 def _step(raw: dict[str, Any]) -> tuple[Any, ...]:
     """One step's checked fields: round, kind, tool, args, content, result, tokens in and out, latency, error,
     extra."""
@@ -559,8 +705,10 @@ def _step(raw: dict[str, Any]) -> tuple[Any, ...]:
     kind = raw.get("kind")
     if kind is None:
         kind = "tool_call" if tool else "message"
-    elif not isinstance(kind, str) or not kind:
+    elif not isinstance(kind, str):
         raise _Bad("kind", f"expected a string, got {_type_name(kind)}")
+    elif not kind:
+        raise _Bad("kind", "must not be empty")
     result = raw.get("result")
     if result is not None and not isinstance(result, str):
         result = _json_text(result)
@@ -575,17 +723,17 @@ def _step(raw: dict[str, Any]) -> tuple[Any, ...]:
     if not _STEP_KNOWN.issuperset(raw):
         extra = _extra(raw, STEP_FIELDS)
     rnd = raw.get("round")
-    if rnd is not None and (type(rnd) is not int or rnd < 0):
-        rnd = _number(raw, "round", lo=0, integer=True)
+    if rnd is not None and (type(rnd) is not int or not 0 <= rnd <= INT32_MAX):
+        rnd = _number(raw, "round", lo=0, hi=INT32_MAX, integer=True)
     latency = raw.get("latency_s")
     if latency is not None and (type(latency) is not float or not 0.0 <= latency < math.inf):
         latency = _number(raw, "latency_s", lo=0.0)
     in_tok = raw.get("input_tokens")
-    if in_tok is not None and (type(in_tok) is not int or in_tok < 0):
-        in_tok = _number(raw, "input_tokens", lo=0, integer=True)
+    if in_tok is not None and (type(in_tok) is not int or not 0 <= in_tok <= INT64_MAX):
+        in_tok = _number(raw, "input_tokens", lo=0, hi=INT64_MAX, integer=True)
     out_tok = raw.get("output_tokens")
-    if out_tok is not None and (type(out_tok) is not int or out_tok < 0):
-        out_tok = _number(raw, "output_tokens", lo=0, integer=True)
+    if out_tok is not None and (type(out_tok) is not int or not 0 <= out_tok <= INT64_MAX):
+        out_tok = _number(raw, "output_tokens", lo=0, hi=INT64_MAX, integer=True)
     return (rnd, kind, tool, None if args is None else _json_text(args), content, result, in_tok, out_tok, latency,
             error, extra)
 
@@ -611,7 +759,7 @@ def _labels(value: Any) -> list[tuple[str, int | None, str | None]]:
             out.append((item.strip().upper(), None, None))
         elif isinstance(item, dict) and isinstance(item.get("code"), str) and item["code"].strip():
             try:
-                step = _number(item, "step", lo=0, integer=True)
+                step = _number(item, "step", lo=0, hi=INT32_MAX, integer=True)
             except _Bad as bad:
                 raise _Bad(f"errors[{pos}].{bad.field}", bad.reason) from None
             detail = item.get("detail")

@@ -122,7 +122,7 @@ def write_bundle(con: duckdb.DuckDBPyConnection, bundle: Bundle, *, path: str, c
             [file_id, path, content_hash, fmt, len(bundle.runs["run_id"]), len(bundle.tasks["task_id"]),
              bundle.n_attempts, bundle.n_steps, started_at, seconds, is_demo],
         )
-        digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][2]
+        digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][0]
         con.execute("UPDATE ingest_log SET rows_digest = ? WHERE file_id = ?", [digest, file_id])
         if before_commit is not None:
             before_commit(con, file_id)
