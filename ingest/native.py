@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -92,13 +93,30 @@ def load_record(raw: bytes) -> tuple[Any, str | None]:
     try:
         orjson.dumps(value)
     except orjson.JSONEncodeError:  # nested deeper than orjson goes, or a string that is not text
-        try:
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            return None, "invalid text: a \\u escape makes a lone UTF-16 surrogate, which is not a character"
-        except (RecursionError, ValueError):
-            pass  # deep, but text: kept (stored through the stdlib encoder)
+        if has_lone_surrogate(value):
+            return None, LONE_SURROGATE
     return value, None
+
+
+LONE_SURROGATE = "invalid text: a \\u escape makes a lone UTF-16 surrogate, which is not a character"
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
+def may_hold_lone_surrogate(data: bytes) -> bool:
+    """True when JSON text has a surrogate escape (``\\ud800``-``\\udfff``), paired or not: a cheap pre-check."""
+    return _SURROGATE_ESCAPE.search(data) is not None
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """True when a decoded JSON value holds a string with a lone UTF-16 surrogate (the stdlib reads ``"\\ud800"``
+    into one; it is not text, and nothing downstream can store it)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (RecursionError, ValueError):
+        return False  # deep, but text: kept (stored through the stdlib encoder)
+    return False
 
 
 def _explain(raw: bytes) -> str | None:

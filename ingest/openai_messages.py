@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.errors import ProblemCollector
+from ingest.native import LONE_SURROGATE, has_lone_surrogate, may_hold_lone_surrogate
 
 DOMAINS = ("airline", "retail")
 ERROR_PREFIX = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
@@ -60,7 +61,11 @@ def names_from_path(path: Path, options: dict[str, Any]) -> tuple[str, str, str]
 def load_json(path: Path, data: bytes, problems: ProblemCollector) -> Any:
     """Parse a whole JSON document; a syntax error is reported at ``file:line`` (None returned)."""
     try:
-        return json.loads(data.decode("utf-8-sig"))
+        value = json.loads(data.decode("utf-8-sig"))
+        if may_hold_lone_surrogate(data) and has_lone_surrogate(value):
+            problems.add(f"{path}:1", "-", LONE_SURROGATE)
+            return None
+        return value
     except UnicodeDecodeError as exc:
         problems.add(f"{path}:1", "-", f"not valid UTF-8 (byte {exc.start + 1})")
     except json.JSONDecodeError as exc:

@@ -350,7 +350,7 @@ def _prepare_in_workers(files: list[Path], known: Known, n_jobs: int, *, fmt: st
 
         try:
             hand_out(0)
-            for i, path in enumerate(files):
+            for i in range(len(files)):
                 try:
                     ready = pending.popleft().result()
                 except concurrent.futures.process.BrokenProcessPool as exc:  # a worker died (killed, out of memory)

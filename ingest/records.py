@@ -576,7 +576,7 @@ class Normaliser:
             score = 1.0 if score else 0.0
         score, raw, passed = self._scored(bench, status, score, att.raw_score, att.passed)
         cost, computed = self._cost(run_id, att.cost_usd, att.input_tokens, att.output_tokens)
-        errors = []
+        errors: list[tuple[str, int | None, str | None]] = []
         for code in att.errors or ():
             code = code.strip()
             if not code:

@@ -52,3 +52,13 @@ def test_bench_ingest_and_bench_pages_run(tmp_path: Path) -> None:
     assert result["drilldown_queries"]["wall_s"] > 0
     assert set(result["sql_table2"]) == {"shipped", "bench-0"}
     assert result["sql_table2"]["bench-0"]["rows"] and not result["sql_table2"]["bench-0"]["error"]
+
+
+def test_bench_fastpath_runs(tmp_path: Path) -> None:
+    [log, *_] = generate(tmp_path / "logs", n_attempts=60, n_runs=2, seed=1)
+    done = subprocess.run([sys.executable, "bench/bench_fastpath.py", str(log), "--repeat", "1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = done.stdout.splitlines()[-1].split("|")
+    assert row[1].strip() == log.name and row[2].strip() == "30"
+    assert float(row[3]) > 0 and float(row[4]) > 0

@@ -17,6 +17,7 @@ import pytest
 
 from analytics import db as rdb
 from ingest.errors import IngestError
+from ingest.native import LONE_SURROGATE
 from ingest.pipeline import MAX_FILE_BYTES, ingest_file, ingest_paths
 from ingest.uploads import ingest_one, preview_file
 from tests.conftest import FIXTURES, ROOT
@@ -93,6 +94,28 @@ def test_json_nested_10000_deep_is_refused_cleanly(tmp_path: Path, fixture_db: P
     inspect.write_text('{"version": 2, "status": "success", "eval": {"task": "x"}, "samples": ' + _deep(10_000) + "}")
     [result] = ingest_paths([inspect], db=fixture_db, fmt="inspect")
     assert result.outcome == "failed" and str(result.error).startswith(str(inspect))
+
+
+def test_a_lone_surrogate_is_refused_at_its_place_in_every_json_format(tmp_path: Path, fixture_db: Path) -> None:
+    """``"\\ud800"`` is valid JSON syntax that the stdlib reads into a string no store can hold."""
+    native = tmp_path / "surrogate.jsonl"
+    native.write_bytes(_lines() + b'{"record": "attempt", "run_id": "limits-run", "task_id": "t1", "score": 1, '
+                       b'"answer": "ok \\ud800"}\n')
+    [result] = ingest_paths([native], db=fixture_db)
+    assert result.outcome == "failed"
+    assert str(result.error.problems[0]) == f"{native}:4: -: {LONE_SURROGATE}"
+    messages = tmp_path / "gpt-4o-airline.json"
+    messages.write_text('[{"task_id": 1, "reward": 1, "traj": [{"role": "assistant", "content": "\\udc00"}]}]')
+    [result] = ingest_paths([messages], db=fixture_db, fmt="openai-messages")
+    assert result.outcome == "failed" and str(result.error.problems[0]) == f"{messages}:1: -: {LONE_SURROGATE}"
+    fine = tmp_path / "emoji.jsonl"  # a surrogate pair is one character, and is kept
+    fine.write_bytes(_lines() + b'{"record": "attempt", "run_id": "limits-run", "task_id": "t1", "sample": 7, '
+                     b'"score": 1, "answer": "\\ud83d\\ude00"}\n')
+    [result] = ingest_paths([fine], db=fixture_db)
+    assert result.outcome == "ingested", result.error
+    with rdb.reader(fixture_db) as con:
+        assert con.execute("SELECT answer FROM attempts WHERE sample = 7 AND run_id = 'limits-run'").fetchall() == [
+            ("\U0001f600",)]
 
 
 @pytest.mark.slow
