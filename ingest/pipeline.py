@@ -29,6 +29,7 @@ from ingest.writer import load_known, write_bundle
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024  # show a progress bar for files at least this large
 MAX_FILE_BYTES = int(os.environ.get("RUNLENS_MAX_FILE_BYTES", 512 * 1024**2))  # checked before reading
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this in all, worker processes cost more than they save
+WORKER_MEMORY_FACTOR = 8  # a worker's peak memory in multiples of its file (measured: about 6 for native logs)
 WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init_worker)
 PREFETCH_BYTES = 384 * 1024 * 1024  # validated files waiting for the writer, beyond one per worker and one more
 INGEST_MEMORY_LIMIT = "1GB"  # DuckDB's buffer pool while ingesting (its default is 80 % of RAM)
@@ -251,15 +252,29 @@ def _choose_format(path: Path, data: bytes, fmt: str) -> Format:
 
 def ingest_jobs(files: list[Path], jobs: int | None) -> int:
     """How many worker processes validate files: ``jobs`` when given, else (``RUNLENS_INGEST_JOBS`` or the number
-    of CPUs, at most 4) when there are several files of at least ``PARALLEL_MIN_BYTES`` in all; 1 means no pool."""
+    of CPUs, at most 4) when there are several files of at least ``PARALLEL_MIN_BYTES`` in all, and no more than
+    the available memory holds (``WORKER_MEMORY_FACTOR`` times the largest file each); 1 means no pool."""
     if jobs is None:
         setting = os.environ.get("RUNLENS_INGEST_JOBS", "").strip()
         if setting and not setting.isdigit():
             raise RunlensError(f"RUNLENS_INGEST_JOBS must be a whole number of worker processes, not {setting!r}")
         jobs = int(setting or 0) or min(4, os.cpu_count() or 1)
-        if sum(_size(f) for f in files) < PARALLEL_MIN_BYTES:
+        sizes = [_size(f) for f in files]
+        if sum(sizes) < PARALLEL_MIN_BYTES:
             return 1
+        jobs = min(jobs, max(1, _available_memory() // (WORKER_MEMORY_FACTOR * max(sizes))))
     return max(1, min(jobs, len(files)))
+
+
+def _available_memory() -> int:
+    """Bytes of memory available to new processes (MemAvailable), or a generous guess where /proc has none."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 8 * 1024**3
 
 
 def _size(path: Path) -> int:

@@ -131,6 +131,11 @@ def test_workers_only_for_several_large_files(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr("ingest.pipeline.PARALLEL_MIN_BYTES", 1)
     monkeypatch.setenv("RUNLENS_INGEST_JOBS", "3")
     assert ingest_jobs(small, None) == 3
+    monkeypatch.setattr("ingest.pipeline._available_memory", lambda: 2 * 8 * 3)  # room for two 3-byte files
+    assert ingest_jobs(small, None) == 2
+    assert ingest_jobs(small, 3) == 3  # asked for: as asked
+    monkeypatch.setattr("ingest.pipeline._available_memory", lambda: 0)
+    assert ingest_jobs(small, None) == 1
 
 
 class _DeadPool:
