@@ -337,31 +337,29 @@ def _prepare_in_workers(files: list[Path], known: Known, n_jobs: int, *, fmt: st
 
     Files are handed out while fewer than ``n_jobs + 1`` wait for the writer, or (up to ``4 * n_jobs``) while those
     waiting come to at most ``PREFETCH_BYTES``: the workers keep busy while the writer checkpoints, and memory
-    stays bounded. Each
-    file is validated against ``known`` as it is when the file is handed out (earlier files may still be being
-    written); a failed file is yielded as None, to be validated again in this process against the current
-    database, so that its errors are exactly those of a file-by-file ingest.
+    stays bounded. Each file is validated against ``known`` as it is when the file is handed out (earlier files
+    may still be being written); a failed file is yielded as None, to be validated again in this process against
+    the current database, so that its errors are exactly those of a file-by-file ingest.
     """
+    sizes = [_size(f) for f in files]
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=sum(_size(f) for f in files), unit="B", unit_scale=True, desc="ingest", file=sys.stderr)
-    sizes = [_size(f) for f in files]
+        bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="ingest", file=sys.stderr)
     context = multiprocessing.get_context("spawn")  # never fork a process holding a DuckDB connection
     with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=context, initializer=_init_worker,
                                                 initargs=(os.getpid(),)) as pool:
         pending: collections.deque[concurrent.futures.Future[Prepared]] = collections.deque()
         handed = 0  # files handed out so far (files[i] for i < handed)
 
-        def hand_out(first: int) -> int:
+        def hand_out(first: int) -> None:
             """Submit files from ``handed`` on while the budget allows; ``first`` is the oldest not yet yielded."""
             nonlocal handed
             while handed < len(files) and (handed - first < n_jobs + 1 or (
                     handed - first < 4 * n_jobs and sum(sizes[first:handed + 1]) <= PREFETCH_BYTES)):
                 pending.append(pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, options))
                 handed += 1
-            return handed
 
         try:
             hand_out(0)

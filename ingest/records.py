@@ -486,6 +486,7 @@ class Normaliser:
         return bench
 
     def _check_new(self, key: tuple[str, str, int]) -> None:
+        """Refuse attempt ``key`` (run, task, sample) when it is already earlier in the file or in the database."""
         if key in self._file_attempts or self.known.existing_attempt(key) is not None:
             where = "earlier in this file" if key in self._file_attempts else "in the database"
             raise _Bad("sample", f"duplicate attempt (run {key[0]!r}, task {key[1]!r}, sample {key[2]}) {where}")
