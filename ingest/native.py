@@ -89,12 +89,9 @@ def load_record(raw: bytes) -> tuple[Any, str | None]:
         reason = _explain(raw)
         if reason is not None:
             return None, reason
-        value = json.loads(raw)  # what only the stdlib reads: numbers beyond double range, lone surrogates
-    try:
-        orjson.dumps(value)
-    except orjson.JSONEncodeError:  # nested deeper than orjson goes, or a string that is not text
-        if has_lone_surrogate(value):
-            return None, LONE_SURROGATE
+    value = json.loads(raw)  # what only the stdlib reads: numbers beyond double range, lone surrogates
+    if may_hold_lone_surrogate(raw) and has_lone_surrogate(value):
+        return None, LONE_SURROGATE
     return value, None
 
 

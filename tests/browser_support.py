@@ -11,6 +11,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import ARTIFACTS, ROOT
 
@@ -79,3 +80,10 @@ def screenshot(page: object, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
     return path
+
+
+def assert_app_navigation(page: Any) -> None:
+    """The sidebar shows the app's sections (app.py's st.navigation), not Streamlit's list of the pages/ files,
+    which a deep link opened first after the server starts used to get."""
+    lines = {line.strip() for line in page.locator('[data-testid="stSidebarNav"]').inner_text().splitlines()}
+    assert {"Results", "Analysis", "Data", "Leaderboard", "Version diff"} <= lines and "app" not in lines, lines

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ingest.pipeline import ingest_paths
-from tests.browser_support import chromium_page, screenshot, streamlit_server
+from tests.browser_support import assert_app_navigation, chromium_page, screenshot, streamlit_server
 from tests.test_page_drilldown import _write_special
 
 pytestmark = pytest.mark.browser
@@ -35,6 +35,7 @@ def test_drilldown_deep_link_in_chromium(tmp_path: Path, monkeypatch: pytest.Mon
         assert not [r for r in requested if "evil.example" in r or r.startswith("dialog:")]
         assert "Traceback" not in body
         assert shot.stat().st_size > 20_000
+        assert_app_navigation(page)  # the first request after the server started, yet the app's own sidebar
         # the long trajectory: paged, with the reference alignment beside it
         page.goto(url + "/drilldown?run=edge-run&task=long&sample=0", wait_until="domcontentloaded")
         page.get_by_text("Against the reference").wait_for(timeout=60_000)

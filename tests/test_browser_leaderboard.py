@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import chromium_page, screenshot, streamlit_server
+from tests.browser_support import assert_app_navigation, chromium_page, screenshot, streamlit_server
 
 pytestmark = pytest.mark.browser
 
@@ -27,3 +27,4 @@ def test_leaderboard_renders_in_chromium(demo_db: Path) -> None:
         assert shot.stat().st_size > 20_000
         assert re.search(r"\d+\.\d", grid_text) or re.search(r"\d+\.\d", body), "no numbers rendered"
         assert "Traceback" not in body and "Error" not in page.title()
+        assert_app_navigation(page)

@@ -22,11 +22,6 @@ def _history(at: AppTest):
 
 def _page(db: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("RUNLENS_DB", str(db))
-    # AppTest resets Streamlit's legacy-multipage flag on every run, so ui.common's one-time "leave legacy
-    # mode" st.rerun() fires on every run and swallows button clicks; a real server reruns only once.
-    import ui.common
-
-    monkeypatch.setattr(ui.common, "_leave_legacy_multipage_mode", lambda: None, raising=False)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
     at.switch_page("pages/upload.py")

@@ -1,4 +1,4 @@
-"""AppTest smoke test of every page registered in app.py, on the demo database, plus deep links."""
+"""AppTest smoke test of every page app.py routes to, on the demo database, plus deep links."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from tests.conftest import ROOT
 
 
 def registered_pages() -> list[str]:
-    """The page files app.py routes to (read from its source, so a new page is tested automatically)."""
-    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    """The page files app.py routes to (ui.shell.navigation_pages, read from its source, so a new page is tested
+    automatically)."""
+    tree = ast.parse((ROOT / "ui" / "shell.py").read_text(encoding="utf-8"))
     pages = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Page" and node.args:

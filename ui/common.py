@@ -71,9 +71,10 @@ def _leave_legacy_multipage_mode() -> None:
     """Make sure app.py's shell (router, filters, banner) runs, even on the first deep link after start.
 
     Streamlit runs an app whose main script sits beside a ``pages/`` folder in its legacy multipage mode
-    (each page file runs alone, without app.py) until app.py has called ``st.navigation`` once in the
-    process. A deep link such as ``/drilldown?run=...`` opened first after the server starts would then
-    render without the shell: the page then draws the shell itself, and the process is switched to
+    (each page file runs alone, without app.py, under a sidebar listing the files) until app.py has called
+    ``st.navigation`` once in the process. A deep link such as ``/drilldown?run=...`` opened first after the
+    server starts runs the page that way: the page then hands over to app.py's router, which draws the app's
+    sections and the shared chrome and runs this page again inside them, and the process is switched to
     st.navigation mode so that later runs go through app.py.
     """
     try:
@@ -82,10 +83,11 @@ def _leave_legacy_multipage_mode() -> None:
         return
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False  # later runs of this process go through app.py
-        from ui.shell import render_shell
+        from ui.shell import PAGE_CONFIG, run_app
 
-        st.set_page_config(page_title="Runlens", page_icon=":material/query_stats:", layout="wide")
-        render_shell()
+        st.set_page_config(**PAGE_CONFIG)
+        run_app()  # what app.py does: the app's navigation, the shared chrome, then this same page
+        st.stop()  # (this legacy run of the file ends here)
 
 
 def page_setup(title: str, caption: str | None = None) -> Filters:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -77,6 +78,40 @@ def _sidebar(catalog: cat.Catalog) -> None:
             qp[key] = value
         elif not value and key in qp:
             del qp[key]
+
+
+PAGE_CONFIG: dict[str, Any] = {"page_title": "Runlens", "page_icon": ":material/query_stats:", "layout": "wide"}
+
+
+def run_app() -> None:
+    """The router (app.py): the app's navigation, the shared chrome (database, demo banner, filters), then the
+    chosen page."""
+    nav = st.navigation(navigation_pages())
+    render_shell()
+    nav.run()
+
+
+def navigation_pages() -> dict[str, list[st.Page]]:
+    """The app's pages in their sidebar sections; every page file is listed once (tests/test_pages.py reads this
+    list). Paths are relative to app.py, the main script."""
+    return {
+        "Results": [
+            st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="leaderboard",
+                    default=True),
+            st.Page("pages/progress.py", title="Progress", icon=":material/trending_up:", url_path="progress"),
+            st.Page("pages/tmf.py", title="Tech-Market-Fit", icon=":material/paid:", url_path="tmf"),
+        ],
+        "Analysis": [
+            st.Page("pages/errors.py", title="Errors", icon=":material/bug_report:", url_path="errors"),
+            st.Page("pages/drilldown.py", title="Drilldown", icon=":material/manage_search:", url_path="drilldown"),
+            st.Page("pages/diff.py", title="Version diff", icon=":material/compare_arrows:", url_path="diff"),
+            st.Page("pages/gem.py", title="GEM-Bench", icon=":material/campaign:", url_path="gem"),
+        ],
+        "Data": [
+            st.Page("pages/sql.py", title="SQL", icon=":material/terminal:", url_path="sql"),
+            st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:", url_path="upload"),
+        ],
+    }
 
 
 def render_shell() -> None:
