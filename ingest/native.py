@@ -97,11 +97,21 @@ def load_record(raw: bytes) -> tuple[Any, str | None]:
 
 LONE_SURROGATE = "invalid text: a \\u escape makes a lone UTF-16 surrogate, which is not a character"
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+# a high surrogate escape with the low one that should follow it, or a low one on its own
+_SURROGATE_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(\\u[dD][c-fC-F][0-9a-fA-F]{2})?|(\\u[dD][c-fC-F][0-9a-fA-F]{2})")
 
 
 def may_hold_lone_surrogate(data: bytes) -> bool:
     """True when JSON text has a surrogate escape (``\\ud800``-``\\udfff``), paired or not: a cheap pre-check."""
     return _SURROGATE_ESCAPE.search(data) is not None
+
+
+def lone_surrogate_line(data: bytes) -> int:
+    """The line of the first lone surrogate escape in JSON text (1 when none is found)."""
+    for found in _SURROGATE_PAIR.finditer(data):
+        if found.group(2) is not None or found.group(1) is None:
+            return data.count(b"\n", 0, found.start()) + 1
+    return 1
 
 
 def has_lone_surrogate(value: Any) -> bool:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.errors import ProblemCollector
-from ingest.native import LONE_SURROGATE, has_lone_surrogate, may_hold_lone_surrogate
+from ingest.native import LONE_SURROGATE, has_lone_surrogate, lone_surrogate_line, may_hold_lone_surrogate
 
 DOMAINS = ("airline", "retail")
 ERROR_PREFIX = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
@@ -63,7 +63,7 @@ def load_json(path: Path, data: bytes, problems: ProblemCollector) -> Any:
     try:
         value = json.loads(data.decode("utf-8-sig"))
         if may_hold_lone_surrogate(data) and has_lone_surrogate(value):
-            problems.add(f"{path}:1", "-", LONE_SURROGATE)
+            problems.add(f"{path}:{lone_surrogate_line(data)}", "-", LONE_SURROGATE)
             return None
         return value
     except UnicodeDecodeError as exc:

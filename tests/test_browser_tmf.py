@@ -39,8 +39,8 @@ def download(page: object, label: str, target: Path, *, timeout_ms: int = 180_00
 def test_tmf_page_and_exports_in_chromium(demo_db: Path) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with streamlit_server(demo_db) as url, chromium_page(height=1100) as page:
-        # Open the app first, then follow the sidebar link: a cold deep link to /tmf is served by Streamlit's
-        # pages/ auto-discovery without app.py's router (no sidebar filters), so it would show an empty state.
+        # Open the app first, then follow the sidebar link, as a user does (a cold deep link is what the
+        # leaderboard and drilldown browser tests open).
         page.goto(url + "/?benchmark=ad-bench", wait_until="domcontentloaded")
         page.wait_for_selector('[data-testid="stMetricValue"]', timeout=120_000)
         link = page.locator('[data-testid="stSidebarNav"] a', has_text="Tech-Market-Fit")

@@ -99,8 +99,10 @@ def attempt(draw: st.DrawFn) -> dict[str, Any]:
                          task_id="t1"))
     record["steps"] = draw(st.lists(_plain(STEP_FIELDS), max_size=4))
     for _ in range(draw(st.integers(0, 2))):
-        if record["steps"] and draw(st.booleans()):
-            target = record["steps"][draw(st.integers(0, len(record["steps"]) - 1))]
+        steps = record.get("steps")  # an earlier change may have made it missing, or not a list of objects
+        objects = [s for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+        if objects and draw(st.booleans()):
+            target = draw(st.sampled_from(objects))
             key, value = draw(_odd(STEP_FIELDS))
         else:
             target = record

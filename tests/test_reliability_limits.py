@@ -105,9 +105,10 @@ def test_a_lone_surrogate_is_refused_at_its_place_in_every_json_format(tmp_path:
     assert result.outcome == "failed"
     assert str(result.error.problems[0]) == f"{native}:4: -: {LONE_SURROGATE}"
     messages = tmp_path / "gpt-4o-airline.json"
-    messages.write_text('[{"task_id": 1, "reward": 1, "traj": [{"role": "assistant", "content": "\\udc00"}]}]')
+    messages.write_text('[{"task_id": 1, "reward": 1, "traj": [\n {"role": "user", "content": "\\ud83d\\ude00"},\n'
+                        ' {"role": "assistant", "content": "\\udc00"}]}]')
     [result] = ingest_paths([messages], db=fixture_db, fmt="openai-messages")
-    assert result.outcome == "failed" and str(result.error.problems[0]) == f"{messages}:1: -: {LONE_SURROGATE}"
+    assert result.outcome == "failed" and str(result.error.problems[0]) == f"{messages}:3: -: {LONE_SURROGATE}"
     fine = tmp_path / "emoji.jsonl"  # a surrogate pair is one character, and is kept
     fine.write_bytes(_lines() + b'{"record": "attempt", "run_id": "limits-run", "task_id": "t1", "sample": 7, '
                      b'"score": 1, "answer": "\\ud83d\\ude00"}\n')
