@@ -22,7 +22,7 @@ def registered_pages() -> list[str]:
             arg = node.args[0]
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 pages.append(arg.value)
-    return pages
+    return sorted(set(pages))  # the leaderboard is registered twice: at the root URL and at /leaderboard
 
 
 def run_page(page: str, db: Path, monkeypatch: pytest.MonkeyPatch, **params: str) -> AppTest:

@@ -92,12 +92,14 @@ def run_app() -> None:
 
 
 def navigation_pages() -> dict[str, list[st.Page]]:
-    """The app's pages in their sidebar sections; every page file is listed once (tests/test_pages.py reads this
-    list). Paths are relative to app.py, the main script."""
+    """The app's pages in their sidebar sections; every page file is listed (tests/test_pages.py reads this list).
+    Paths are relative to app.py, the main script."""
     return {
         "Results": [
-            st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="leaderboard",
-                    default=True),
+            st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="home",
+                    default=True),  # served at the root URL
+            # the same page at /leaderboard too (a link people type), not listed twice in the sidebar
+            st.Page("pages/leaderboard.py", title="Leaderboard", url_path="leaderboard", visibility="hidden"),
             st.Page("pages/progress.py", title="Progress", icon=":material/trending_up:", url_path="progress"),
             st.Page("pages/tmf.py", title="Tech-Market-Fit", icon=":material/paid:", url_path="tmf"),
         ],
