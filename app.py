@@ -3,9 +3,6 @@ demo banner, filters), then the chosen page."""
 
 from __future__ import annotations
 
-import streamlit as st
+from ui.shell import run_app
 
-from ui.shell import PAGE_CONFIG, run_app
-
-st.set_page_config(**PAGE_CONFIG)
 run_app()

@@ -83,9 +83,8 @@ def _leave_legacy_multipage_mode() -> None:
         return
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False  # later runs of this process go through app.py
-        from ui.shell import PAGE_CONFIG, run_app
+        from ui.shell import run_app
 
-        st.set_page_config(**PAGE_CONFIG)
         run_app()  # what app.py does: the app's navigation, the shared chrome, then this same page
         st.stop()  # (this legacy run of the file ends here)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
-from typing import Any
 
 import streamlit as st
 
@@ -80,12 +79,10 @@ def _sidebar(catalog: cat.Catalog) -> None:
             del qp[key]
 
 
-PAGE_CONFIG: dict[str, Any] = {"page_title": "Runlens", "page_icon": ":material/query_stats:", "layout": "wide"}
-
-
 def run_app() -> None:
-    """The router (app.py): the app's navigation, the shared chrome (database, demo banner, filters), then the
-    chosen page."""
+    """The router (app.py): page configuration, the app's navigation, the shared chrome (database, demo banner,
+    filters), then the chosen page."""
+    st.set_page_config(page_title="Runlens", page_icon=":material/query_stats:", layout="wide")
     nav = st.navigation(navigation_pages())
     render_shell()
     nav.run()
