@@ -33,8 +33,7 @@ REPORTS: dict[str, str] = {
 def build_parser(report: str | None = None) -> argparse.ArgumentParser:
     """One sub-command per report; only ``report``'s module is imported (all of them for ``--help``)."""
     parser = argparse.ArgumentParser(prog="python -m analytics", description="Runlens reports over the database.")
-    subs = parser.add_subparsers(dest="report", required=True, metavar="REPORT",
-                                 help=", ".join(REPORTS))
+    subs = parser.add_subparsers(dest="report", required=True, metavar="REPORT", help=", ".join(REPORTS))
     for name, module in REPORTS.items():
         if report is not None and name != report:
             subs.add_parser(name)  # a name only: its options are parsed when it is the one asked for

@@ -25,17 +25,22 @@ class Catalog:
 
 def catalog(con: duckdb.DuckDBPyConnection) -> Catalog:
     """Filter options and headline counts."""
-    df = query_df(con, "SELECT benchmark, agent, min(eval_date) AS d0, max(eval_date) AS d1, count(*) AS n, "
-                       "bool_or(is_demo) AS demo FROM runs GROUP BY ALL ORDER BY benchmark, agent")
+    df = query_df(
+        con,
+        "SELECT benchmark, agent, min(eval_date) AS d0, max(eval_date) AS d1, count(*) AS n, "
+        "bool_or(is_demo) AS demo FROM runs GROUP BY ALL ORDER BY benchmark, agent",
+    )
     n_attempts = int(query_rows(con, "SELECT count(*) FROM attempts")[0][0])
     agents = {b: tuple(g["agent"]) for b, g in df.groupby("benchmark", sort=True)}
     d0 = df["d0"].dropna()
     d1 = df["d1"].dropna()
     return Catalog(
-        benchmarks=tuple(agents), agents=agents,
+        benchmarks=tuple(agents),
+        agents=agents,
         date_min=pd_date(d0.min()) if not d0.empty else None,
         date_max=pd_date(d1.max()) if not d1.empty else None,
-        n_runs=int(df["n"].sum()) if not df.empty else 0, n_attempts=n_attempts,
+        n_runs=int(df["n"].sum()) if not df.empty else 0,
+        n_attempts=n_attempts,
         is_demo=bool(df["demo"].any()) if not df.empty else False,
     )
 

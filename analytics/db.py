@@ -110,9 +110,7 @@ def migrations() -> list[tuple[int, str, str]]:
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     """The schema version recorded in ``meta`` (0 for an empty database)."""
-    has_meta = con.execute(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
-    ).fetchall()[0][0]
+    has_meta = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'").fetchall()[0][0]
     if not has_meta:
         return 0
     rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
@@ -167,8 +165,9 @@ def transaction(con: duckdb.DuckDBPyConnection, *, own: bool = True) -> Iterator
 
 
 @contextlib.contextmanager
-def writer(db: str | os.PathLike[str] | None = None, *, wait_s: float = LOCK_WAIT_S,
-           publish_snapshot: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+def writer(
+    db: str | os.PathLike[str] | None = None, *, wait_s: float = LOCK_WAIT_S, publish_snapshot: bool = True
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the primary database read-write (migrated), and publish a snapshot when done.
 
     Callers open their own transactions; the snapshot is published only when the block exits
@@ -176,8 +175,10 @@ def writer(db: str | os.PathLike[str] | None = None, *, wait_s: float = LOCK_WAI
     """
     path = resolve_db_path(db)
     if is_parquet_folder(path):
-        raise RunlensError(f"{path} is a Parquet folder (read-only); write to a DuckDB file and export it again "
-                           "with `python -m analytics export-parquet`")
+        raise RunlensError(
+            f"{path} is a Parquet folder (read-only); write to a DuckDB file and export it again "
+            "with `python -m analytics export-parquet`"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     con = _connect_with_retry(path, read_only=False, wait_s=wait_s)
     try:
@@ -219,8 +220,7 @@ def ensure_snapshot(db: str | os.PathLike[str] | None = None) -> Path:
 
 
 @contextlib.contextmanager
-def reader(db: str | os.PathLike[str] | None = None, *,
-           wait_s: float = 30.0) -> Iterator[duckdb.DuckDBPyConnection]:
+def reader(db: str | os.PathLike[str] | None = None, *, wait_s: float = 30.0) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the published snapshot read-only (creating it if the DB has none yet).
 
     A folder written by ``python -m analytics export-parquet`` is opened as an in-memory DuckDB with a view
@@ -267,8 +267,9 @@ def load_sql(name: str) -> str:
     return (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")
 
 
-def query_df(con: duckdb.DuckDBPyConnection, sql: str,
-             params: Sequence[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
+def query_df(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
+) -> pd.DataFrame:
     """Run one parameterised statement and return a DataFrame; errors carry SQL and params."""
     try:
         return con.execute(sql, params or []).df()
@@ -276,8 +277,9 @@ def query_df(con: duckdb.DuckDBPyConnection, sql: str,
         raise QueryError(str(exc), sql, params) from exc
 
 
-def query_rows(con: duckdb.DuckDBPyConnection, sql: str,
-               params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+def query_rows(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
+) -> list[tuple[Any, ...]]:
     """Run one parameterised statement and return its rows as tuples."""
     try:
         return con.execute(sql, params or []).fetchall()
@@ -303,5 +305,10 @@ def db_info(con: duckdb.DuckDBPyConnection, path: Path) -> DbInfo:
         "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM runs WHERE is_demo),"
         " (SELECT count(*) FROM attempts)",
     )[0]
-    return DbInfo(path=path, is_empty=n_runs == 0, is_demo=n_runs > 0 and n_demo > 0,
-                  n_runs=int(n_runs), n_attempts=int(n_attempts))
+    return DbInfo(
+        path=path,
+        is_empty=n_runs == 0,
+        is_demo=n_runs > 0 and n_demo > 0,
+        n_runs=int(n_runs),
+        n_attempts=int(n_attempts),
+    )

@@ -36,8 +36,12 @@ def mcnemar_exact(b: int, c: int) -> float:
 
 def run_pairs(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
     """Runs of a benchmark, newest first, with family and version (for the pickers)."""
-    return query_df(con, "SELECT run_id, agent, family, agent_version, eval_date FROM runs WHERE benchmark = ? "
-                         "ORDER BY eval_date DESC NULLS LAST, run_id DESC", [benchmark])
+    return query_df(
+        con,
+        "SELECT run_id, agent, family, agent_version, eval_date FROM runs WHERE benchmark = ? "
+        "ORDER BY eval_date DESC NULLS LAST, run_id DESC",
+        [benchmark],
+    )
 
 
 def default_pair(runs: pd.DataFrame) -> tuple[str, str] | None:
@@ -57,11 +61,15 @@ def default_pair(runs: pd.DataFrame) -> tuple[str, str] | None:
 
 
 def _task_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    return query_df(con, "SELECT a.task_id, t.level, t.category, count(*) AS n, avg(a.passed::INT) AS rate, "
-                         "arg_min(a.passed, a.sample)::INT AS first, min(a.sample) AS first_sample "
-                         "FROM attempts a JOIN runs r USING (run_id) "
-                         "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
-                         "WHERE a.run_id = ? AND a.passed IS NOT NULL GROUP BY ALL ORDER BY a.task_id", [run_id])
+    return query_df(
+        con,
+        "SELECT a.task_id, t.level, t.category, count(*) AS n, avg(a.passed::INT) AS rate, "
+        "arg_min(a.passed, a.sample)::INT AS first, min(a.sample) AS first_sample "
+        "FROM attempts a JOIN runs r USING (run_id) "
+        "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
+        "WHERE a.run_id = ? AND a.passed IS NOT NULL GROUP BY ALL ORDER BY a.task_id",
+        [run_id],
+    )
 
 
 @dataclass(frozen=True)
@@ -71,13 +79,13 @@ class RunDiff:
     run_a: str
     run_b: str
     basis: str
-    tasks: pd.DataFrame       # one row per matched task
+    tasks: pd.DataFrame  # one row per matched task
     n_only_a: int
     n_only_b: int
-    b_regressions: int        # A pass, B fail
-    c_fixes: int              # A fail, B pass
+    b_regressions: int  # A pass, B fail
+    c_fixes: int  # A fail, B pass
     p_value: float
-    deltas: pd.DataFrame      # slice, n_tasks, pass_a, pass_b, delta, lo, hi
+    deltas: pd.DataFrame  # slice, n_tasks, pass_a, pass_b, delta, lo, hi
 
     @property
     def flipped(self) -> pd.DataFrame:
@@ -103,16 +111,43 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
     col = "first" if basis == "sample0" else "rate"
     m["pass_a"] = (m[f"{col}_a"] >= 0.5) if basis == "majority" else m["first_a"].astype(bool)
     m["pass_b"] = (m[f"{col}_b"] >= 0.5) if basis == "majority" else m["first_b"].astype(bool)
-    m["change"] = np.select([m.pass_a & ~m.pass_b, ~m.pass_a & m.pass_b, m.pass_a & m.pass_b],
-                            ["regression", "fix", "both pass"], "both fail")
+    m["change"] = np.select(
+        [m.pass_a & ~m.pass_b, ~m.pass_a & m.pass_b, m.pass_a & m.pass_b],
+        ["regression", "fix", "both pass"],
+        "both fail",
+    )
     m["delta"] = m["rate_b"] - m["rate_a"]
     m = m.sort_values(["change", "task_id"], key=lambda s: s.map(CHANGE_ORDER) if s.name == "change" else s)
     n_reg, n_fix = int((m["change"] == "regression").sum()), int((m["change"] == "fix").sum())
-    tasks = m[["task_id", "level", "category", "n_a", "n_b", "rate_a", "rate_b", "delta", "pass_a", "pass_b",
-               "change", "first_sample_a", "first_sample_b"]].reset_index(drop=True)
-    return RunDiff(run_a, run_b, basis, tasks, int((~a.task_id.isin(b.task_id)).sum()),
-                   int((~b.task_id.isin(a.task_id)).sum()), n_reg, n_fix, mcnemar_exact(n_reg, n_fix),
-                   slice_deltas(tasks, seed_labels=(run_a, run_b)))
+    tasks = m[
+        [
+            "task_id",
+            "level",
+            "category",
+            "n_a",
+            "n_b",
+            "rate_a",
+            "rate_b",
+            "delta",
+            "pass_a",
+            "pass_b",
+            "change",
+            "first_sample_a",
+            "first_sample_b",
+        ]
+    ].reset_index(drop=True)
+    return RunDiff(
+        run_a,
+        run_b,
+        basis,
+        tasks,
+        int((~a.task_id.isin(b.task_id)).sum()),
+        int((~b.task_id.isin(a.task_id)).sum()),
+        n_reg,
+        n_fix,
+        mcnemar_exact(n_reg, n_fix),
+        slice_deltas(tasks, seed_labels=(run_a, run_b)),
+    )
 
 
 def slice_deltas(tasks: pd.DataFrame, *, seed_labels: tuple[str, ...] = (), n_boot: int = 2000) -> pd.DataFrame:
@@ -126,8 +161,17 @@ def slice_deltas(tasks: pd.DataFrame, *, seed_labels: tuple[str, ...] = (), n_bo
         if g.empty:
             continue
         lo, hi = bootstrap_mean_ci(g["delta"].to_numpy(float), stable_rng(SEED, *seed_labels, name), n_boot=n_boot)
-        rows.append({"slice": name, "n_tasks": len(g), "pass_a": float(g["rate_a"].mean()),
-                     "pass_b": float(g["rate_b"].mean()), "delta": float(g["delta"].mean()), "lo": lo, "hi": hi})
+        rows.append(
+            {
+                "slice": name,
+                "n_tasks": len(g),
+                "pass_a": float(g["rate_a"].mean()),
+                "pass_b": float(g["rate_b"].mean()),
+                "delta": float(g["delta"].mean()),
+                "lo": lo,
+                "hi": hi,
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -136,14 +180,25 @@ def fig_deltas(deltas: pd.DataFrame):  # noqa: ANN201 - plotly Figure
     import plotly.graph_objects as go
 
     d = deltas.iloc[::-1]
-    fig = go.Figure(go.Scatter(
-        x=d["delta"] * 100, y=d["slice"], mode="markers", customdata=d[["slice"]].to_numpy(),
-        error_x={"type": "data", "symmetric": False, "array": (d["hi"] - d["delta"]) * 100,
-                 "arrayminus": (d["delta"] - d["lo"]) * 100},
-        hovertemplate="%{y}: %{x:+.1f} pp<extra></extra>"))
+    fig = go.Figure(
+        go.Scatter(
+            x=d["delta"] * 100,
+            y=d["slice"],
+            mode="markers",
+            customdata=d[["slice"]].to_numpy(),
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": (d["hi"] - d["delta"]) * 100,
+                "arrayminus": (d["delta"] - d["lo"]) * 100,
+            },
+            hovertemplate="%{y}: %{x:+.1f} pp<extra></extra>",
+        )
+    )
     fig.add_vline(x=0, line_dash="dot")
-    fig.update_layout(xaxis_title="Pass@1 change, B - A (percentage points)", yaxis_title=None,
-                      height=max(260, 28 * len(d) + 100))
+    fig.update_layout(
+        xaxis_title="Pass@1 change, B - A (percentage points)", yaxis_title=None, height=max(260, 28 * len(d) + 100)
+    )
     return fig
 
 

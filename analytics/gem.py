@@ -25,8 +25,14 @@ from scipy.stats import spearmanr
 from analytics.db import RunlensError, query_df, reader
 
 DIMENSIONS = ("accuracy", "naturalness", "personality", "trust", "notice", "click")
-QUANT = {"RF": "response_flow", "RC": "response_coherence", "AF": "ad_flow", "AC": "ad_coherence",
-         "IR": "injection", "CTR": "click"}
+QUANT = {
+    "RF": "response_flow",
+    "RC": "response_coherence",
+    "AF": "ad_flow",
+    "AC": "ad_coherence",
+    "IR": "injection",
+    "CTR": "click",
+}
 EMBEDDING_METRICS = ("response_flow", "response_coherence", "ad_flow", "ad_coherence", "injection")
 LEVELS = {"bad": 0, "moderate": 1, "good": 2}
 SOURCES = ("log", "computed")
@@ -71,8 +77,9 @@ def parse_ads(value: Any) -> list[dict[str, str]]:
         value = [value]
     if not isinstance(value, list):
         return []
-    return [{k: str(v) for k, v in ad.items() if k in ("name", "url", "text") and v}
-            for ad in value if isinstance(ad, dict)]
+    return [
+        {k: str(v) for k, v in ad.items() if k in ("name", "url", "text") and v} for ad in value if isinstance(ad, dict)
+    ]
 
 
 def ad_mask(sentences: Sequence[str], ads: Sequence[dict[str, str]]) -> np.ndarray:
@@ -88,8 +95,10 @@ def ad_mask(sentences: Sequence[str], ads: Sequence[dict[str, str]]) -> np.ndarr
         if len(ad.get("name", "").strip()) > 2:
             keys.append(ad["name"].strip().lower())
     texts = {ad["text"].strip().lower() for ad in ads if ad.get("text")}
-    mask = [any(k in s.lower() for k in keys) or any(s.strip().lower() in t for t in texts if len(s) > 20)
-            for s in sentences]
+    mask = [
+        any(k in s.lower() for k in keys) or any(s.strip().lower() in t for t in texts if len(s) > 20)
+        for s in sentences
+    ]
     return np.array(mask, dtype=bool)
 
 
@@ -135,8 +144,11 @@ def ad_flow(emb: np.ndarray, mask: np.ndarray) -> float:
     An ad that opens or closes the response has no flow on one side and is left out (NaN when none is left).
     """
     u = _unit(emb)
-    vals = [math.exp(-abs(float(u[a - 1] @ u[a]) - float(u[b] @ u[b + 1])))
-            for a, b in _blocks(np.asarray(mask, dtype=bool)) if a > 0 and b < len(u) - 1]
+    vals = [
+        math.exp(-abs(float(u[a - 1] @ u[a]) - float(u[b] @ u[b + 1])))
+        for a, b in _blocks(np.asarray(mask, dtype=bool))
+        if a > 0 and b < len(u) - 1
+    ]
     return float(np.mean(vals)) if vals else math.nan
 
 
@@ -153,9 +165,13 @@ def ad_coherence(emb: np.ndarray, mask: np.ndarray) -> float:
 def response_metrics(emb: np.ndarray, mask: np.ndarray) -> dict[str, float]:
     """All embedding metrics of one response (values in [-1, 1]; injection 0/1)."""
     mask = np.asarray(mask, dtype=bool)
-    return {"response_flow": response_flow(emb), "response_coherence": response_coherence(emb),
-            "ad_flow": ad_flow(emb, mask), "ad_coherence": ad_coherence(emb, mask),
-            "injection": float(mask.any())}
+    return {
+        "response_flow": response_flow(emb),
+        "response_coherence": response_coherence(emb),
+        "ad_flow": ad_flow(emb, mask),
+        "ad_coherence": ad_coherence(emb, mask),
+        "injection": float(mask.any()),
+    }
 
 
 def aggregate_levels(first: int | str, second: int | str) -> int:
@@ -217,8 +233,9 @@ def _label(solution: str, k: int) -> str:
 KEYS = ["dataset", "solution", "k"]
 
 
-def quantitative(con: duckdb.DuckDBPyConnection, *, benchmark: str, source: str = "log",
-                 model: str | None = None) -> pd.DataFrame:
+def quantitative(
+    con: duckdb.DuckDBPyConnection, *, benchmark: str, source: str = "log", model: str | None = None
+) -> pd.DataFrame:
     """Table 2: mean RF, RC, AF, AC, IR, CTR (x 100) and their overall per dataset x solution x k.
 
     ``source='computed'`` reads the embedding metrics of ``python -m analytics gem-metrics`` (``model``: one
@@ -232,13 +249,17 @@ def quantitative(con: duckdb.DuckDBPyConnection, *, benchmark: str, source: str 
         models = models[models["source"] == "computed"].sort_values("n", ascending=False)
         model = str(models["model"].iloc[0]) if not models.empty else None
     att = attempts(con, benchmark=benchmark)
-    met = query_df(con, """
+    met = query_df(
+        con,
+        """
         SELECT m.attempt_id, m.name, m.value, m.source, m.model FROM attempt_metrics m
         JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
         WHERE r.benchmark = ? AND m.name IN ('response_flow', 'response_coherence', 'ad_flow', 'ad_coherence',
                                              'injection', 'click')
           AND (m.source = ? OR (m.name = 'click' AND m.source = 'log')) AND (? IS NULL OR m.model = ?
-               OR m.source = 'log')""", [benchmark, source, model, model])
+               OR m.source = 'log')""",
+        [benchmark, source, model, model],
+    )
     cols = list(QUANT)
     if met.empty or att.empty:
         return pd.DataFrame(columns=KEYS + ["solution_label", "n"] + cols + ["overall"])
@@ -248,8 +269,7 @@ def quantitative(con: duckdb.DuckDBPyConnection, *, benchmark: str, source: str 
     for name in QUANT.values():
         if name not in df:
             df[name] = np.nan
-    out = df.groupby(KEYS, as_index=False).agg(n=("attempt_id", "count"),
-                                               **{c: (QUANT[c], "mean") for c in cols})
+    out = df.groupby(KEYS, as_index=False).agg(n=("attempt_id", "count"), **{c: (QUANT[c], "mean") for c in cols})
     out[cols] = out[cols] * 100
     out["overall"] = out[cols].mean(axis=1, skipna=True)
     out.insert(2, "solution_label", [_label(s, k) for s, k in zip(out["solution"], out["k"], strict=True)])
@@ -258,8 +278,11 @@ def quantitative(con: duckdb.DuckDBPyConnection, *, benchmark: str, source: str 
 
 def default_rater(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> str | None:
     """The judge named on the benchmark's runs, else the LLM rater with the most ratings."""
-    runs = query_df(con, "SELECT judge, count(*) AS n FROM runs WHERE benchmark = ? AND judge IS NOT NULL "
-                         "GROUP BY 1 ORDER BY 2 DESC, 1", [benchmark])
+    runs = query_df(
+        con,
+        "SELECT judge, count(*) AS n FROM runs WHERE benchmark = ? AND judge IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1",
+        [benchmark],
+    )
     raters = llm_raters(con, benchmark=benchmark)
     for judge in runs["judge"]:
         if judge in raters:
@@ -269,9 +292,13 @@ def default_rater(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> str | No
 
 def llm_raters(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> list[str]:
     """LLM raters of the benchmark, most ratings first."""
-    df = query_df(con, """SELECT g.rater, count(*) AS n FROM ratings g JOIN attempts a USING (attempt_id)
+    df = query_df(
+        con,
+        """SELECT g.rater, count(*) AS n FROM ratings g JOIN attempts a USING (attempt_id)
                           JOIN runs r USING (run_id) WHERE r.benchmark = ? AND g.rater_kind = 'llm'
-                          GROUP BY 1 ORDER BY 2 DESC, 1""", [benchmark])
+                          GROUP BY 1 ORDER BY 2 DESC, 1""",
+        [benchmark],
+    )
     return [str(r) for r in df["rater"]]
 
 
@@ -281,10 +308,13 @@ def ratings(con: duckdb.DuckDBPyConnection, *, benchmark: str, rater_kind: str |
     A stored ``accuracy`` rating is used as is; else two sub-dimension ratings ``accuracy/<name>`` (0/1/2 or
     bad/moderate/good) are aggregated with :func:`aggregate_levels`.
     """
-    df = query_df(con, """SELECT g.attempt_id, g.rater, g.rater_kind, g.dimension, g.value FROM ratings g
+    df = query_df(
+        con,
+        """SELECT g.attempt_id, g.rater, g.rater_kind, g.dimension, g.value FROM ratings g
                           JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
                           WHERE r.benchmark = ? AND (? IS NULL OR g.rater_kind = ?)""",
-                  [benchmark, rater_kind, rater_kind])
+        [benchmark, rater_kind, rater_kind],
+    )
     df["dim"] = df["dimension"].str.split("/").str[0]
     df = df[df["dim"].isin(DIMENSIONS)]
     direct = df[df["dimension"] == df["dim"]][["attempt_id", "rater", "rater_kind", "dim", "value"]]
@@ -297,8 +327,9 @@ def ratings(con: duckdb.DuckDBPyConnection, *, benchmark: str, rater_kind: str |
         agg = agg[agg["count"] == 2]
         agg["value"] = [float(aggregate_levels(int(a), int(b))) for a, b in zip(agg["first"], agg["last"], strict=True)]
         agg = agg[keys + ["value"]]
-        agg = agg.merge(direct[["attempt_id", "rater", "dim"]], how="left", indicator=True,
-                        on=["attempt_id", "rater", "dim"])
+        agg = agg.merge(
+            direct[["attempt_id", "rater", "dim"]], how="left", indicator=True, on=["attempt_id", "rater", "dim"]
+        )
         direct = pd.concat([direct, agg[agg["_merge"] == "left_only"].drop(columns="_merge")], ignore_index=True)
     return direct.rename(columns={"dim": "dimension"}).reset_index(drop=True)
 
@@ -347,9 +378,12 @@ def cost(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
         ref = ref.fillna(df["task_id"].map(by_task[col]) if not base.empty else np.nan)
         df[f"base_{short}"] = ref
         df[f"extra_{short}"] = df[col] - ref.fillna(0.0)
-    out = df.groupby(KEYS, as_index=False).agg(n=("attempt_id", "count"), ittft=("extra_in", "mean"),
-                                               ottft=("extra_out", "mean"),
-                                               has_base=("base_in", lambda s: bool(s.notna().all())))
+    out = df.groupby(KEYS, as_index=False).agg(
+        n=("attempt_id", "count"),
+        ittft=("extra_in", "mean"),
+        ottft=("extra_out", "mean"),
+        has_base=("base_in", lambda s: bool(s.notna().all())),
+    )
     out["overall"] = cost_overall(out["ittft"], out["ottft"])
     out["baseline"] = np.where(out.pop("has_base"), "ad-free run", "none (all tokens counted)")
     out.insert(2, "solution_label", [_label(s, k) for s, k in zip(out["solution"], out["k"], strict=True)])
@@ -394,18 +428,26 @@ def agreement_from(att: pd.DataFrame, rat: pd.DataFrame) -> pd.DataFrame:
     rat = rat[rat["rater_kind"] == "llm"]
     rows: list[dict[str, Any]] = []
     if rat.empty:
-        return pd.DataFrame(columns=["judge_a", "judge_b", "n_attempts", "spearman_attempts", "n_cells",
-                                     "spearman_cells"])
+        return pd.DataFrame(
+            columns=["judge_a", "judge_b", "n_attempts", "spearman_attempts", "n_cells", "spearman_cells"]
+        )
     per_attempt = _attempt_overall(rat)
     cells = judges_from(att, rat).set_index(["dataset", "solution"])
     judges = list(per_attempt.columns)
     for i, a in enumerate(judges):
-        for b in judges[i + 1:]:
+        for b in judges[i + 1 :]:
             both = per_attempt[[a, b]].dropna()
             cb = cells[[a, b]].dropna() if a in cells and b in cells else pd.DataFrame()
-            rows.append({"judge_a": a, "judge_b": b, "n_attempts": len(both),
-                         "spearman_attempts": _spearman(both[a], both[b]),
-                         "n_cells": len(cb), "spearman_cells": _spearman(cb[a], cb[b]) if len(cb) else math.nan})
+            rows.append(
+                {
+                    "judge_a": a,
+                    "judge_b": b,
+                    "n_attempts": len(both),
+                    "spearman_attempts": _spearman(both[a], both[b]),
+                    "n_cells": len(cb),
+                    "spearman_cells": _spearman(cb[a], cb[b]) if len(cb) else math.nan,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -421,18 +463,19 @@ def _spearman(x: Sequence[float] | np.ndarray | pd.Series, y: Sequence[float] | 
 class HumanAgreement:
     """Section 4.2: split-half reliability of people and their correlation with an LLM judge."""
 
-    split_half: float        # mean Spearman over random halves of the raters (rho_hh)
+    split_half: float  # mean Spearman over random halves of the raters (rho_hh)
     split_half_sd: float
-    human_llm: float         # Spearman of human item means vs the judge (rho_hl)
+    human_llm: float  # Spearman of human item means vs the judge (rho_hl)
     judge: str | None
-    n_items: int             # (attempt, dimension) cells with human ratings
+    n_items: int  # (attempt, dimension) cells with human ratings
     n_raters: int
     n_ratings: int
     n_splits: int
 
 
-def human_agreement(con: duckdb.DuckDBPyConnection, *, benchmark: str, judge: str | None = None,
-                    n_splits: int = 100, seed: int = 0) -> HumanAgreement | None:
+def human_agreement(
+    con: duckdb.DuckDBPyConnection, *, benchmark: str, judge: str | None = None, n_splits: int = 100, seed: int = 0
+) -> HumanAgreement | None:
     """Split-half reliability over ``n_splits`` seeded random halves of the human raters, and the Spearman
     correlation of human item means with ``judge`` (default: the benchmark's judge). An item is one
     (attempt, dimension); None when fewer than two human raters exist."""
@@ -463,10 +506,16 @@ def human_from(rat: pd.DataFrame, *, judge: str | None, n_splits: int = 100, see
     llm = rat[rat["rater"] == judge].set_index(["attempt_id", "dimension"])["value"]
     both = pd.concat([item_mean.rename("human"), llm.rename("llm")], axis=1, join="inner").dropna()
     rhos_arr = np.array([r for r in rhos if not math.isnan(r)])
-    return HumanAgreement(float(rhos_arr.mean()) if len(rhos_arr) else math.nan,
-                          float(rhos_arr.std()) if len(rhos_arr) else math.nan,
-                          _spearman(both["human"], both["llm"]) if len(both) else math.nan, judge,
-                          int(seen.any(axis=0).sum()), int(len(values)), int(len(hum)), n_splits)
+    return HumanAgreement(
+        float(rhos_arr.mean()) if len(rhos_arr) else math.nan,
+        float(rhos_arr.std()) if len(rhos_arr) else math.nan,
+        _spearman(both["human"], both["llm"]) if len(both) else math.nan,
+        judge,
+        int(seen.any(axis=0).sum()),
+        int(len(values)),
+        int(len(hum)),
+        n_splits,
+    )
 
 
 def human_vs_llm(con: duckdb.DuckDBPyConnection, *, benchmark: str, judge: str | None = None) -> pd.DataFrame:
@@ -500,8 +549,8 @@ class GemView:
     source: str
     rater: str | None
     raters: tuple[str, ...]
-    sources: tuple[str, ...]           # metric sources present ('log', 'computed')
-    models: tuple[str, ...]            # embedding models of computed metrics
+    sources: tuple[str, ...]  # metric sources present ('log', 'computed')
+    models: tuple[str, ...]  # embedding models of computed metrics
     quantitative: pd.DataFrame
     qualitative: pd.DataFrame
     cost: pd.DataFrame
@@ -513,47 +562,76 @@ class GemView:
 
 def sources(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
     """Metric sources and models present for the embedding metrics of ``benchmark``."""
-    return query_df(con, """SELECT m.source, coalesce(m.model, '') AS model, count(*) AS n FROM attempt_metrics m
+    return query_df(
+        con,
+        """SELECT m.source, coalesce(m.model, '') AS model, count(*) AS n FROM attempt_metrics m
                             JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
                             WHERE r.benchmark = ? AND m.name = 'response_flow' GROUP BY ALL ORDER BY 1, 2""",
-                    [benchmark])
+        [benchmark],
+    )
 
 
-def view(con: duckdb.DuckDBPyConnection, *, benchmark: str, source: str = "log", rater: str | None = None,
-         model: str | None = None) -> GemView:
+def view(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    source: str = "log",
+    rater: str | None = None,
+    model: str | None = None,
+) -> GemView:
     """Every table of the GEM page for one benchmark."""
     src = sources(con, benchmark=benchmark)
     rater = rater or default_rater(con, benchmark=benchmark)
     att, rat = attempts(con, benchmark=benchmark), ratings(con, benchmark=benchmark)
-    return GemView(benchmark, source, rater, tuple(llm_raters(con, benchmark=benchmark)),
-                   tuple(dict.fromkeys(src["source"])), tuple(m for m in src.loc[src["source"] == "computed", "model"]),
-                   quantitative(con, benchmark=benchmark, source=source, model=model),
-                   qualitative_from(att, rat, rater=rater), cost(con, benchmark=benchmark),
-                   judges_from(att, rat), agreement_from(att, rat), human_from(rat, judge=rater),
-                   human_vs_llm_from(att, rat, judge=rater))
+    return GemView(
+        benchmark,
+        source,
+        rater,
+        tuple(llm_raters(con, benchmark=benchmark)),
+        tuple(dict.fromkeys(src["source"])),
+        tuple(m for m in src.loc[src["source"] == "computed", "model"]),
+        quantitative(con, benchmark=benchmark, source=source, model=model),
+        qualitative_from(att, rat, rater=rater),
+        cost(con, benchmark=benchmark),
+        judges_from(att, rat),
+        agreement_from(att, rat),
+        human_from(rat, judge=rater),
+        human_vs_llm_from(att, rat, judge=rater),
+    )
 
 
 def _num(v: Any) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 2)
 
 
-def report(con: duckdb.DuckDBPyConnection, *, benchmark: str, source: str = "log",
-           rater: str | None = None) -> dict[str, Any]:
+def report(
+    con: duckdb.DuckDBPyConnection, *, benchmark: str, source: str = "log", rater: str | None = None
+) -> dict[str, Any]:
     """The ``python -m analytics gem --json`` shape: one row per dataset x solution (scores 0-100)."""
     v = view(con, benchmark=benchmark, source=source, rater=rater)
     frames = {"quantitative": v.quantitative, "qualitative": v.qualitative, "cost": v.cost}
-    keys = sorted({(r.dataset, r.solution, int(r.k)) for f in frames.values() for r in f.itertuples()},
-                  key=lambda t: (t[2], t[0], t[1]))
+    keys = sorted(
+        {(r.dataset, r.solution, int(r.k)) for f in frames.values() for r in f.itertuples()},
+        key=lambda t: (t[2], t[0], t[1]),
+    )
+
     def pick(df: pd.DataFrame, key: tuple[str, str, int], cols: dict[str, str]) -> dict[str, float | None] | None:
         hit = df[(df["dataset"] == key[0]) & (df["solution"] == key[1]) & (df["k"] == key[2])]
         return None if hit.empty else {out: _num(hit.iloc[0][col]) for out, col in cols.items()}
 
     rows = []
     for key in keys:
-        rows.append({"benchmark": benchmark, "dataset": key[0], "solution": _label(key[1], key[2]), "k": key[2],
-                     "qualitative": pick(v.qualitative, key, {d: d for d in DIMENSIONS} | {"overall": "overall"}),
-                     "quantitative": pick(v.quantitative, key, {c: c for c in QUANT} | {"overall": "overall"}),
-                     "cost": pick(v.cost, key, {"ittft": "ittft", "ottft": "ottft", "overall": "overall"})})
+        rows.append(
+            {
+                "benchmark": benchmark,
+                "dataset": key[0],
+                "solution": _label(key[1], key[2]),
+                "k": key[2],
+                "qualitative": pick(v.qualitative, key, {d: d for d in DIMENSIONS} | {"overall": "overall"}),
+                "quantitative": pick(v.quantitative, key, {c: c for c in QUANT} | {"overall": "overall"}),
+                "cost": pick(v.cost, key, {"ittft": "ittft", "ottft": "ottft", "overall": "overall"}),
+            }
+        )
     return {"benchmark": benchmark, "source": source, "rater": v.rater, "rows": rows}
 
 
@@ -572,8 +650,9 @@ ORDER BY a.task_id, a.sample, a.run_id
 """
 
 
-def responses(con: duckdb.DuckDBPyConnection, *, benchmark: str, dataset: str | None = None,
-              solution: str | None = None) -> pd.DataFrame:
+def responses(
+    con: duckdb.DuckDBPyConnection, *, benchmark: str, dataset: str | None = None, solution: str | None = None
+) -> pd.DataFrame:
     """Attempts with their query, response text and ads (JSON text)."""
     return query_df(con, RESPONSES_SQL, [benchmark, dataset, dataset, solution, solution])
 
@@ -591,8 +670,13 @@ def marked_text(answer: str | None, ads: Any) -> str:
     return "\n".join((AD_PREFIX if ad else TEXT_PREFIX) + s for ad, s in zip(df["is_ad"], df["sentence"], strict=True))
 
 
-def compute_metrics(rows: pd.DataFrame, embed: Callable[[list[str]], np.ndarray], *,
-                    progress: Callable[[int, int], None] | None = None, chunk: int = 256) -> pd.DataFrame:
+def compute_metrics(
+    rows: pd.DataFrame,
+    embed: Callable[[list[str]], np.ndarray],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    chunk: int = 256,
+) -> pd.DataFrame:
     """Embedding metrics for each response of ``rows`` (columns attempt_id, answer, ads).
 
     ``embed`` maps sentences to vectors (cached and batched by the caller); responses are embedded in
@@ -601,13 +685,13 @@ def compute_metrics(rows: pd.DataFrame, embed: Callable[[list[str]], np.ndarray]
     out: list[tuple[int, str, float]] = []
     total = len(rows)
     for start in range(0, total, chunk):
-        part = rows.iloc[start:start + chunk]
+        part = rows.iloc[start : start + chunk]
         split = [split_sentences(a) for a in part["answer"]]
         flat = [s for sents in split for s in sents]
         vecs = embed(flat) if flat else np.zeros((0, 1))
         pos = 0
         for (attempt_id, ads), sents in zip(part[["attempt_id", "ads"]].itertuples(index=False), split, strict=True):
-            emb = vecs[pos:pos + len(sents)]
+            emb = vecs[pos : pos + len(sents)]
             pos += len(sents)
             if not sents:
                 continue
@@ -619,14 +703,17 @@ def compute_metrics(rows: pd.DataFrame, embed: Callable[[list[str]], np.ndarray]
     return pd.DataFrame(out, columns=["attempt_id", "name", "value"])
 
 
-def store_metrics(con: duckdb.DuckDBPyConnection, metrics: pd.DataFrame, *, attempt_ids: Sequence[int],
-                  model: str) -> int:
+def store_metrics(
+    con: duckdb.DuckDBPyConnection, metrics: pd.DataFrame, *, attempt_ids: Sequence[int], model: str
+) -> int:
     """Replace the computed embedding metrics of ``attempt_ids`` for ``model`` (source 'computed')."""
     ids = pd.DataFrame({"attempt_id": list(attempt_ids)})
     con.register("gem_ids", ids)
-    con.execute(f"""DELETE FROM attempt_metrics WHERE source = 'computed' AND model = ?
+    con.execute(
+        f"""DELETE FROM attempt_metrics WHERE source = 'computed' AND model = ?
                     AND name IN {tuple(EMBEDDING_METRICS)} AND attempt_id IN (SELECT attempt_id FROM gem_ids)""",
-                [model])
+        [model],
+    )
     con.unregister("gem_ids")
     if metrics.empty:
         return 0
@@ -657,14 +744,27 @@ def fig_quality_cost(df: pd.DataFrame, *, quality: str = "qualitative") -> go.Fi
     fig = go.Figure()
     symbols = ["circle", "square", "diamond", "triangle-up", "x", "star"]
     for i, (dataset, part) in enumerate(df.groupby("dataset", sort=True)):
-        fig.add_trace(go.Scatter(
-            x=part["cost"], y=part[quality], mode="markers+text", name=str(dataset), text=part["solution"],
-            textposition="top center", marker={"size": 12, "symbol": symbols[i % len(symbols)]},
-            customdata=np.stack([part["dataset"], part["solution"]], axis=1),
-            hovertemplate="%{customdata[1]} on %{customdata[0]}<br>cost %{x:.0f} tokens<br>"
-                          + quality + " %{y:.2f}<extra></extra>"))
-    fig.update_layout(xaxis_title="cost: 0.5 x ITTFT + OTTFT (extra tokens)", yaxis_title=f"{quality} overall (0-100)",
-                      legend_title="dataset", margin={"t": 40})
+        fig.add_trace(
+            go.Scatter(
+                x=part["cost"],
+                y=part[quality],
+                mode="markers+text",
+                name=str(dataset),
+                text=part["solution"],
+                textposition="top center",
+                marker={"size": 12, "symbol": symbols[i % len(symbols)]},
+                customdata=np.stack([part["dataset"], part["solution"]], axis=1),
+                hovertemplate="%{customdata[1]} on %{customdata[0]}<br>cost %{x:.0f} tokens<br>"
+                + quality
+                + " %{y:.2f}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        xaxis_title="cost: 0.5 x ITTFT + OTTFT (extra tokens)",
+        yaxis_title=f"{quality} overall (0-100)",
+        legend_title="dataset",
+        margin={"t": 40},
+    )
     return fig
 
 
@@ -683,12 +783,24 @@ def fig_density(df: pd.DataFrame) -> go.Figure:
     """One line per judge dimension against k."""
     fig = go.Figure()
     for dim in (*DIMENSIONS, "overall"):
-        fig.add_trace(go.Scatter(x=df["k"], y=df[dim], mode="lines+markers", name=dim,
-                                 customdata=np.stack([df["dataset"], df["solution"]], axis=1),
-                                 line={"width": 4 if dim == "overall" else 2}))
+        fig.add_trace(
+            go.Scatter(
+                x=df["k"],
+                y=df[dim],
+                mode="lines+markers",
+                name=dim,
+                customdata=np.stack([df["dataset"], df["solution"]], axis=1),
+                line={"width": 4 if dim == "overall" else 2},
+            )
+        )
     title = ", ".join(sorted({f"{s} on {d}" for d, s in zip(df["dataset"], df["solution"], strict=True)}))
-    fig.update_layout(title=f"Quality-density trade-off: {title}", xaxis_title="k (ads per response)",
-                      yaxis_title="judge score (0-100)", xaxis={"dtick": 1}, margin={"t": 50})
+    fig.update_layout(
+        title=f"Quality-density trade-off: {title}",
+        xaxis_title="k (ads per response)",
+        yaxis_title="judge score (0-100)",
+        xaxis={"dtick": 1},
+        margin={"t": 50},
+    )
     return fig
 
 
@@ -697,8 +809,14 @@ def fig_human_llm(df: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     for solution, part in df.groupby("solution", sort=True):
         for who in ("human", "llm"):
-            fig.add_trace(go.Bar(x=part["dimension"], y=part[who], name=f"{solution} ({who})",
-                                 customdata=part[["solution"]].to_numpy()))
+            fig.add_trace(
+                go.Bar(
+                    x=part["dimension"],
+                    y=part[who],
+                    name=f"{solution} ({who})",
+                    customdata=part[["solution"]].to_numpy(),
+                )
+            )
     fig.update_layout(barmode="group", yaxis_title="mean score (0-90)", margin={"t": 30})
     return fig
 
@@ -724,8 +842,12 @@ DEFINITIONS_MD = """
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``python -m analytics gem``."""
     parser.add_argument("--benchmark", help="GEM benchmark (default: every benchmark with GEM data)")
-    parser.add_argument("--source", choices=SOURCES, default="log",
-                        help="quantitative metrics as logged, or computed by `gem-metrics` (default: log)")
+    parser.add_argument(
+        "--source",
+        choices=SOURCES,
+        default="log",
+        help="quantitative metrics as logged, or computed by `gem-metrics` (default: log)",
+    )
     parser.add_argument("--rater", help="LLM judge for the qualitative scores (default: the runs' judge)")
     parser.add_argument("--json", action="store_true", help="print the JSON report")
 
@@ -735,8 +857,9 @@ def cli(args: argparse.Namespace) -> int:
     with reader(args.db) as con:
         found = gem_benchmarks(con)
         if args.benchmark and args.benchmark not in found:
-            raise GemError(f"benchmark {args.benchmark!r} holds no GEM-style data (GEM benchmarks: "
-                           f"{', '.join(found) or 'none'})")
+            raise GemError(
+                f"benchmark {args.benchmark!r} holds no GEM-style data (GEM benchmarks: {', '.join(found) or 'none'})"
+            )
         names = [args.benchmark] if args.benchmark else found
         if not names:
             raise GemError("no GEM-style data in the database (see docs/gem.md)")
@@ -750,7 +873,8 @@ def cli(args: argparse.Namespace) -> int:
         for r in rep["rows"]:
             q, n, c = r["qualitative"] or {}, r["quantitative"] or {}, r["cost"] or {}
             vals = [q.get("overall"), n.get("overall"), c.get("ittft"), c.get("ottft"), c.get("overall")]
-            cells = " ".join(f"{'-' if v is None else f'{v:.2f}':>{w}}" for v, w in zip(vals, (6, 6, 8, 8, 8),
-                                                                                        strict=True))
+            cells = " ".join(
+                f"{'-' if v is None else f'{v:.2f}':>{w}}" for v, w in zip(vals, (6, 6, 8, 8, 8), strict=True)
+            )
             print(f"  {r['dataset']:<10} {r['solution']:<14} {cells}")
     return 0

@@ -117,12 +117,15 @@ WITH rs0 AS (
 )
 """
 
-RESPONSES_SQL = SUBJECTS_CTE + """
+RESPONSES_SQL = (
+    SUBJECTS_CTE
+    + """
 SELECT subject, agent, agent_version, family, eval_date, a.task_id, a.sample,
        coalesce(a.passed, false)::INTEGER AS passed
 FROM attempts a JOIN subj USING (run_id)
 ORDER BY subject, a.task_id, eval_date, a.sample
 """
+)
 
 
 def load_responses(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
@@ -231,8 +234,17 @@ def _register_models() -> None:
 
         two_param = False
 
-        def __init__(self, *, num_items: int, num_subjects: int, device: str = "cpu", prior_sd_ability: float = 3.0,
-                     prior_sd_difficulty: float = 3.0, prior_sd_log_disc: float = 0.5, **_: Any) -> None:
+        def __init__(
+            self,
+            *,
+            num_items: int,
+            num_subjects: int,
+            device: str = "cpu",
+            prior_sd_ability: float = 3.0,
+            prior_sd_difficulty: float = 3.0,
+            prior_sd_log_disc: float = 0.5,
+            **_: Any,
+        ) -> None:
             super().__init__(num_items=num_items, num_subjects=num_subjects, device=device)
             self.sd_theta, self.sd_b, self.sd_log_a = prior_sd_ability, prior_sd_difficulty, prior_sd_log_disc
 
@@ -289,8 +301,14 @@ def _register_models() -> None:
     _REGISTERED = True
 
 
-def jml_start(arrays: Arrays, *, iters: int = 200, ridge: float = 0.01, weights: np.ndarray | None = None,
-              start: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def jml_start(
+    arrays: Arrays,
+    *,
+    iters: int = 200,
+    ridge: float = 0.01,
+    weights: np.ndarray | None = None,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Ridge-penalised joint maximum-likelihood 1PL (diagonal Newton): the starting point of SVI.
 
     Starting py-irt's guide at these values instead of zeros lets the fit converge in a few hundred epochs
@@ -377,11 +395,21 @@ def _svi(arrays: Arrays, settings: IrtSettings, seed: int, progress: ProgressFn 
     pyro.clear_param_store()
     # "wide": our registered subclasses; "vague" / "hierarchical": py-irt's own 1pl / 2pl, for comparison
     name = f"runlens_{settings.model}" if settings.priors == "wide" else settings.model
-    irt = IrtModel.from_name(name)(priors=settings.priors, num_items=len(arrays.item_ids),
-                                   num_subjects=len(arrays.subject_ids), device="cpu",
-                                   prior_sd_ability=settings.prior_sd, prior_sd_difficulty=settings.prior_sd)
-    optim = pyro.optim.ExponentialLR({"optimizer": torch.optim.Adam, "optim_args": {"lr": settings.lr},  # type: ignore[attr-defined]
-                                      "gamma": settings.lr_decay})
+    irt = IrtModel.from_name(name)(
+        priors=settings.priors,
+        num_items=len(arrays.item_ids),
+        num_subjects=len(arrays.subject_ids),
+        device="cpu",
+        prior_sd_ability=settings.prior_sd,
+        prior_sd_difficulty=settings.prior_sd,
+    )
+    optim = pyro.optim.ExponentialLR(
+        {
+            "optimizer": torch.optim.Adam,
+            "optim_args": {"lr": settings.lr},  # type: ignore[attr-defined]
+            "gamma": settings.lr_decay,
+        }
+    )
     svi = SVI(irt.get_model(), irt.get_guide(), optim, loss=Trace_ELBO())
     if settings.init == "jml":
         _start_guide(irt, arrays)
@@ -444,8 +472,14 @@ class Link:
     method: str
 
 
-def link_to_previous(difficulty: pd.Series, discrimination: pd.Series, previous: pd.DataFrame | None, *,
-                     model: str, min_anchor_items: int) -> Link:
+def link_to_previous(
+    difficulty: pd.Series,
+    discrimination: pd.Series,
+    previous: pd.DataFrame | None,
+    *,
+    model: str,
+    min_anchor_items: int,
+) -> Link:
     """Link through anchor items (tasks in both fits): mean-mean for 1PL, mean-sigma for 2PL.
 
     Without a previous fit (or too few shared tasks) the scale is fixed by centring the difficulties of
@@ -480,8 +514,9 @@ def _item_flags(items: pd.DataFrame, *, model: str) -> pd.Series:
 def _subject_frame(obs: pd.DataFrame) -> pd.DataFrame:
     meta = {"agent": "first", "agent_version": "first", "family": "first", "eval_date": "min"}
     have = {k: v for k, v in meta.items() if k in obs.columns}
-    per = obs.groupby("subject", sort=True).agg(n_items=("task_id", "nunique"), raw_score=("passed", "mean"),
-                                                **{k: (k, v) for k, v in have.items()})
+    per = obs.groupby("subject", sort=True).agg(
+        n_items=("task_id", "nunique"), raw_score=("passed", "mean"), **{k: (k, v) for k, v in have.items()}
+    )
     if "eval_date" in per:
         per = per.rename(columns={"eval_date": "first_eval_date"})
     return per
@@ -494,12 +529,19 @@ def _item_frame(obs: pd.DataFrame, ability: pd.Series) -> pd.DataFrame:
     tmp = pd.DataFrame({"task_id": obs["task_id"], "y": obs["passed"].astype(float), "t": theta})
     per["r_ability"] = tmp.groupby("task_id").apply(
         lambda g: float(np.corrcoef(g["y"], g["t"])[0, 1]) if g["y"].std() > 0 and g["t"].std() > 0 else 0.0,
-        include_groups=False)
+        include_groups=False,
+    )
     return per
 
 
-def estimate(obs: pd.DataFrame, settings: IrtSettings | None = None, *, previous_items: pd.DataFrame | None = None,
-             previous_abilities: pd.DataFrame | None = None, progress: ProgressFn | None = None) -> IrtResult:
+def estimate(
+    obs: pd.DataFrame,
+    settings: IrtSettings | None = None,
+    *,
+    previous_items: pd.DataFrame | None = None,
+    previous_abilities: pd.DataFrame | None = None,
+    progress: ProgressFn | None = None,
+) -> IrtResult:
     """Fit abilities and item parameters from observation rows, linked to a previous fit's items.
 
     Args:
@@ -523,8 +565,13 @@ def estimate(obs: pd.DataFrame, settings: IrtSettings | None = None, *, previous
     discrimination = pd.Series(raw.discrimination, index=list(arrays.item_ids))
     items = _item_frame(obs, pd.Series(raw.ability, index=list(arrays.subject_ids)))
     usable = items.index[(items["pass_rate"] > 0) & (items["pass_rate"] < 1)]
-    link = link_to_previous(difficulty.loc[usable] if len(usable) else difficulty, discrimination, previous_items,
-                            model=settings.model, min_anchor_items=settings.min_anchor_items)
+    link = link_to_previous(
+        difficulty.loc[usable] if len(usable) else difficulty,
+        discrimination,
+        previous_items,
+        model=settings.model,
+        min_anchor_items=settings.min_anchor_items,
+    )
     abilities = _subject_frame(obs)
     abilities["ability"] = link.slope * raw.ability + link.shift
     sd = raw.ability_sd
@@ -541,11 +588,22 @@ def estimate(obs: pd.DataFrame, settings: IrtSettings | None = None, *, previous
     items["difficulty"] = link.slope * difficulty + link.shift
     items["discrimination"] = discrimination / link.slope
     items["flag"] = _item_flags(items, model=settings.model)
-    info = {"model": settings.model, "seconds": round(time.perf_counter() - started, 3), "n_subjects": len(arrays.subject_ids),
-            "n_items": len(arrays.item_ids), "n_obs": int(arrays.y.size), "final_loss": raw.final_loss,
-            "seed_used": raw.seed_used, "restarts": raw.restarts, "sd_bootstrap_share": boot_share, "link_method": link.method,
-            "link_slope": link.slope, "scale_shift": link.shift, "n_anchor_items": link.n_anchor,
-            "old_agents_moved": _moved(abilities, previous_abilities)}
+    info = {
+        "model": settings.model,
+        "seconds": round(time.perf_counter() - started, 3),
+        "n_subjects": len(arrays.subject_ids),
+        "n_items": len(arrays.item_ids),
+        "n_obs": int(arrays.y.size),
+        "final_loss": raw.final_loss,
+        "seed_used": raw.seed_used,
+        "restarts": raw.restarts,
+        "sd_bootstrap_share": boot_share,
+        "link_method": link.method,
+        "link_slope": link.slope,
+        "scale_shift": link.shift,
+        "n_anchor_items": link.n_anchor,
+        "old_agents_moved": _moved(abilities, previous_abilities),
+    }
     return IrtResult(abilities.reset_index(), items.reset_index(), info)
 
 
@@ -581,29 +639,55 @@ class StoredFit:
     is_current: bool
 
 
-ABILITY_COLS = ["subject", "agent", "agent_version", "family", "ability", "ability_lo", "ability_hi",
-                "n_items", "first_eval_date", "is_flagged"]
+ABILITY_COLS = [
+    "subject",
+    "agent",
+    "agent_version",
+    "family",
+    "ability",
+    "ability_lo",
+    "ability_hi",
+    "n_items",
+    "first_eval_date",
+    "is_flagged",
+]
 ITEM_COLS = ["task_id", "difficulty", "discrimination", "pass_rate", "n_subjects", "flag"]
 
 
 def _latest_key(con: duckdb.DuckDBPyConnection, benchmark: str, model: str, *, exclude: str = "") -> str | None:
-    rows = query_rows(con, "SELECT fit_key FROM irt_fits WHERE benchmark = ? AND model = ? AND fit_key <> ? "
-                           "ORDER BY created_at DESC LIMIT 1", [benchmark, model, exclude])
+    rows = query_rows(
+        con,
+        "SELECT fit_key FROM irt_fits WHERE benchmark = ? AND model = ? AND fit_key <> ? "
+        "ORDER BY created_at DESC LIMIT 1",
+        [benchmark, model, exclude],
+    )
     return rows[0][0] if rows else None
 
 
 def read_fit(con: duckdb.DuckDBPyConnection, key: str, *, is_current: bool = True) -> StoredFit:
     """A stored fit by key."""
-    head = query_rows(con, "SELECT fit_key, benchmark, model, created_at, seconds, scale_shift, extra "
-                           "FROM irt_fits WHERE fit_key = ?", [key])
+    head = query_rows(
+        con,
+        "SELECT fit_key, benchmark, model, created_at, seconds, scale_shift, extra FROM irt_fits WHERE fit_key = ?",
+        [key],
+    )
     if not head:
         raise IrtError(f"no IRT fit with key {key}")
     k, bench, model, created, seconds, shift, extra = head[0]
-    abil = query_df(con, "SELECT * EXCLUDE (fit_key) FROM irt_abilities WHERE fit_key = ? ORDER BY ability DESC",
-                    [key])
+    abil = query_df(con, "SELECT * EXCLUDE (fit_key) FROM irt_abilities WHERE fit_key = ? ORDER BY ability DESC", [key])
     items = query_df(con, "SELECT * EXCLUDE (fit_key) FROM irt_items WHERE fit_key = ? ORDER BY difficulty", [key])
-    return StoredFit(k, bench, model, created, float(seconds or 0.0), shift,
-                     json.loads(extra) if isinstance(extra, str) else (extra or {}), abil, items, is_current)
+    return StoredFit(
+        k,
+        bench,
+        model,
+        created,
+        float(seconds or 0.0),
+        shift,
+        json.loads(extra) if isinstance(extra, str) else (extra or {}),
+        abil,
+        items,
+        is_current,
+    )
 
 
 def get_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str = "1pl") -> StoredFit | None:
@@ -617,15 +701,20 @@ def get_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str = "1pl
 
 def fit_log(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
     """Every stored fit of a benchmark, newest first: the refit log with scale movement."""
-    return query_df(con, "SELECT created_at, model, fit_key, seconds, scale_shift, "
-                         "extra->>'n_subjects' AS n_agents, extra->>'n_items' AS n_tasks, "
-                         "extra->>'link_method' AS link, extra->>'n_anchor_items' AS anchor_tasks, "
-                         "extra->>'old_agents_moved' AS old_agents_moved FROM irt_fits WHERE benchmark = ? "
-                         "ORDER BY created_at DESC", [benchmark])
+    return query_df(
+        con,
+        "SELECT created_at, model, fit_key, seconds, scale_shift, "
+        "extra->>'n_subjects' AS n_agents, extra->>'n_items' AS n_tasks, "
+        "extra->>'link_method' AS link, extra->>'n_anchor_items' AS anchor_tasks, "
+        "extra->>'old_agents_moved' AS old_agents_moved FROM irt_fits WHERE benchmark = ? "
+        "ORDER BY created_at DESC",
+        [benchmark],
+    )
 
 
-def store_fit(con: duckdb.DuckDBPyConnection, key: str, benchmark: str, settings: IrtSettings,
-              result: IrtResult) -> None:
+def store_fit(
+    con: duckdb.DuckDBPyConnection, key: str, benchmark: str, settings: IrtSettings, result: IrtResult
+) -> None:
     """Write one fit (three tables) in a single transaction."""
     abil = result.abilities.reindex(columns=ABILITY_COLS)
     abil.insert(0, "fit_key", key)
@@ -634,9 +723,19 @@ def store_fit(con: duckdb.DuckDBPyConnection, key: str, benchmark: str, settings
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     try:
         with transaction(con):
-            con.execute("INSERT INTO irt_fits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        [key, benchmark, settings.model, json.dumps(settings.key_dict()), now,
-                         result.info["seconds"], result.info["scale_shift"], json.dumps(result.info, default=str)])
+            con.execute(
+                "INSERT INTO irt_fits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    key,
+                    benchmark,
+                    settings.model,
+                    json.dumps(settings.key_dict()),
+                    now,
+                    result.info["seconds"],
+                    result.info["scale_shift"],
+                    json.dumps(result.info, default=str),
+                ],
+            )
             con.register("_irt_abil", abil)
             con.execute("INSERT INTO irt_abilities SELECT * FROM _irt_abil")
             con.register("_irt_items", items)
@@ -646,8 +745,14 @@ def store_fit(con: duckdb.DuckDBPyConnection, key: str, benchmark: str, settings
             con.unregister(name)
 
 
-def fit_and_store(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str = "1pl",
-                  progress: ProgressFn | None = None, settings: IrtSettings | None = None) -> StoredFit:
+def fit_and_store(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    model: str = "1pl",
+    progress: ProgressFn | None = None,
+    settings: IrtSettings | None = None,
+) -> StoredFit:
     """Return the cached fit for the current data, or fit, link to the previous fit, store, and return it.
 
     ``con`` must be a writer connection (analytics.db.writer).
@@ -661,9 +766,13 @@ def fit_and_store(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str 
         return read_fit(con, key)
     prev_key = _latest_key(con, benchmark, settings.model, exclude=key)
     prev = read_fit(con, prev_key) if prev_key else None
-    result = estimate(obs, settings, progress=progress,
-                      previous_items=prev.items if prev else None,
-                      previous_abilities=prev.abilities if prev else None)
+    result = estimate(
+        obs,
+        settings,
+        progress=progress,
+        previous_items=prev.items if prev else None,
+        previous_abilities=prev.abilities if prev else None,
+    )
     store_fit(con, key, benchmark, settings, result)
     return read_fit(con, key)
 
@@ -673,9 +782,17 @@ def fit_and_store(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str 
 # ---------------------------------------------------------------------------------------------
 
 
-def simulate_rotating(*, n_periods: int = 4, agents_per_period: int = 12, items_per_period: int = 100,
-                      overlap: float = 0.3, growth: float = 0.8, missing: float = 0.0, model: str = "1pl",
-                      seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def simulate_rotating(
+    *,
+    n_periods: int = 4,
+    agents_per_period: int = 12,
+    items_per_period: int = 100,
+    overlap: float = 0.3,
+    growth: float = 0.8,
+    missing: float = 0.0,
+    model: str = "1pl",
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Observations and truth for agents that improve while the task pool rotates to harder tasks.
 
     Each period draws ``items_per_period`` tasks: a share ``overlap`` carried from the previous period (the
@@ -706,10 +823,19 @@ def simulate_rotating(*, n_periods: int = 4, agents_per_period: int = 12, items_
             subject = f"A{k % 4}-p{p}-{k}"
             y = rng.random(len(pool)) < 1.0 / (1.0 + np.exp(-a * (theta - b)))
             answered = rng.random(len(pool)) >= missing
-            rows.append(pd.DataFrame({"subject": subject, "agent": f"A{k % 4}", "agent_version": f"p{p}-{k}",
-                                      "family": f"F{k % 4}", "eval_date": date,
-                                      "task_id": [f"t{j:05d}" for j in np.array(pool)[answered]],
-                                      "passed": y[answered].astype(int)}))
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "subject": subject,
+                        "agent": f"A{k % 4}",
+                        "agent_version": f"p{p}-{k}",
+                        "family": f"F{k % 4}",
+                        "eval_date": date,
+                        "task_id": [f"t{j:05d}" for j in np.array(pool)[answered]],
+                        "passed": y[answered].astype(int),
+                    }
+                )
+            )
             truth.append({"subject": subject, "true_ability": theta, "period": p})
     return pd.concat(rows, ignore_index=True), pd.DataFrame(truth)
 
@@ -723,8 +849,12 @@ def recovery(result: IrtResult, truth: pd.DataFrame) -> dict[str, float]:
     lo, hi = icpt + slope * df["ability_lo"], icpt + slope * df["ability_hi"]
     lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
     covered = float(((df["true_ability"] >= lo) & (df["true_ability"] <= hi)).mean())
-    return {"spearman": rho, "spearman_raw": rho_raw, "coverage90": covered,
-            "pearson": float(df["ability"].corr(df["true_ability"]))}
+    return {
+        "spearman": rho,
+        "spearman_raw": rho_raw,
+        "coverage90": covered,
+        "pearson": float(df["ability"].corr(df["true_ability"])),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -741,14 +871,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _json_shape(fit: StoredFit) -> dict[str, Any]:
     ab = fit.abilities.sort_values("ability", ascending=False)
-    abilities = [{"agent": r.agent, "agent_version": r.agent_version or None, "ability": round(float(r.ability), 4),
-                  "ability_lo": round(float(r.ability_lo), 4), "ability_hi": round(float(r.ability_hi), 4),
-                  "n_items": int(r.n_items),
-                  "first_eval_date": None if pd.isna(r.first_eval_date) else str(pd.Timestamp(r.first_eval_date).date())}
-                 for r in ab.itertuples()]
-    items = [{"task_id": r.task_id, "difficulty": round(float(r.difficulty), 4),
-              "discrimination": round(float(r.discrimination), 4), "pass_rate": round(float(r.pass_rate), 4),
-              "flag": r.flag or None} for r in fit.items.itertuples()]
+    abilities = [
+        {
+            "agent": r.agent,
+            "agent_version": r.agent_version or None,
+            "ability": round(float(r.ability), 4),
+            "ability_lo": round(float(r.ability_lo), 4),
+            "ability_hi": round(float(r.ability_hi), 4),
+            "n_items": int(r.n_items),
+            "first_eval_date": None if pd.isna(r.first_eval_date) else str(pd.Timestamp(r.first_eval_date).date()),
+        }
+        for r in ab.itertuples()
+    ]
+    items = [
+        {
+            "task_id": r.task_id,
+            "difficulty": round(float(r.difficulty), 4),
+            "discrimination": round(float(r.discrimination), 4),
+            "pass_rate": round(float(r.pass_rate), 4),
+            "flag": r.flag or None,
+        }
+        for r in fit.items.itertuples()
+    ]
     return {"model": fit.model, "abilities": abilities, "items": items}
 
 
@@ -768,15 +912,18 @@ def cli(args: argparse.Namespace) -> int:
             print(f"\rfitting {benchmark} ({args.model}): {msg}   ", end="", file=sys.stderr, flush=True)
 
         with writer(args.db) as con:
-            fit = fit_and_store(con, benchmark=benchmark, model=args.model,
-                                progress=show if sys.stderr.isatty() else None)
+            fit = fit_and_store(
+                con, benchmark=benchmark, model=args.model, progress=show if sys.stderr.isatty() else None
+            )
         if sys.stderr.isatty():
             print(file=sys.stderr)
     if args.json:
         print(json.dumps(_json_shape(fit), indent=1))
         return 0
-    print(f"{benchmark}: {fit.model}, {len(fit.abilities)} agents x {len(fit.items)} tasks, "
-          f"fit in {fit.seconds:.1f} s (key {fit.fit_key})")
+    print(
+        f"{benchmark}: {fit.model}, {len(fit.abilities)} agents x {len(fit.items)} tasks, "
+        f"fit in {fit.seconds:.1f} s (key {fit.fit_key})"
+    )
     table = fit.abilities[["agent", "agent_version", "ability", "ability_lo", "ability_hi", "n_items", "is_flagged"]]
     print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return 0

@@ -35,13 +35,20 @@ from analytics import db as rdb
 from analytics import llm
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
-PROMPT_FILES = {"adbench-stage1": "adbench-stage1.v1.txt", "xbench-1to5": "xbench-1to5.v1.txt",
-                "gem-0-90": "gem-0-90.v1.txt"}
+PROMPT_FILES = {
+    "adbench-stage1": "adbench-stage1.v1.txt",
+    "xbench-1to5": "xbench-1to5.v1.txt",
+    "gem-0-90": "gem-0-90.v1.txt",
+}
 ADBENCH_CODES = ("TE", "PE", "DE", "CE", "HAL", "LC")
 # Stage-1 booleans -> taxonomy codes (DESIGN.md): the flag that signals the error, and its value when it does.
-STAGE1_FLAGS = {"trajectory_covered": ("TE", False), "has_error_parameters": ("PE", True),
-                "has_dependency_error": ("DE", True), "has_redundant_calls": ("REDUNDANT", True),
-                "has_instructionViolation": ("NO_TOOL", True)}
+STAGE1_FLAGS = {
+    "trajectory_covered": ("TE", False),
+    "has_error_parameters": ("PE", True),
+    "has_dependency_error": ("DE", True),
+    "has_redundant_calls": ("REDUNDANT", True),
+    "has_instructionViolation": ("NO_TOOL", True),
+}
 GEM_LEVELS = ("bad", "moderate", "good")
 MAX_TRAJECTORY_CHARS = 12000
 MAX_RESULT_CHARS = 400
@@ -69,8 +76,10 @@ class Prompt:
     def messages(self, fields: dict[str, str], *, fence: str) -> list[dict[str, str]]:
         """System and user messages with ``fields`` substituted once (values are never re-expanded)."""
         values = {k: fence_safe(v) for k, v in fields.items()} | {"fence": fence}
-        return [{"role": "system", "content": string.Template(self.system).safe_substitute(fence=fence)},
-                {"role": "user", "content": string.Template(self.user).safe_substitute(values)}]
+        return [
+            {"role": "system", "content": string.Template(self.system).safe_substitute(fence=fence)},
+            {"role": "user", "content": string.Template(self.user).safe_substitute(values)},
+        ]
 
 
 def load_prompt(name: str) -> Prompt:
@@ -229,12 +238,19 @@ def parse_gem(text: str) -> dict[str, Any]:
     for key in ("relevance", "accuracy"):
         if obj[key] not in GEM_LEVELS:
             raise JudgeOutputError(f"{key} must be one of {', '.join(GEM_LEVELS)}")
-    return {"relevance": obj["relevance"], "accuracy": obj["accuracy"],
-            "score": gem_score(obj["relevance"], obj["accuracy"]), "brief_reason": _reason(obj)}
+    return {
+        "relevance": obj["relevance"],
+        "accuracy": obj["accuracy"],
+        "score": gem_score(obj["relevance"], obj["accuracy"]),
+        "brief_reason": _reason(obj),
+    }
 
 
 PARSERS: dict[str, Callable[[str], dict[str, Any]]] = {
-    "adbench-stage1": parse_adbench, "xbench-1to5": parse_xbench, "gem-0-90": parse_gem}
+    "adbench-stage1": parse_adbench,
+    "xbench-1to5": parse_xbench,
+    "gem-0-90": parse_gem,
+}
 REPAIR_HINT = {
     "adbench-stage1": "Reply with only the JSON object of the requested format, with exactly its eight keys.",
     "xbench-1to5": "Reply with a brief analysis and, as the last line, exactly `Score: X` with X from 1 to 5.",
@@ -277,23 +293,43 @@ ORDER BY c.run_id, c.task_id, c.sample
 """
 
 
-def select_attempts(con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None,
-                    is_failed_only: bool = False, limit: int | None = None, prompt_version: str, model: str,
-                    retry_failures: bool = False) -> pd.DataFrame:
+def select_attempts(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    run_id: str | None = None,
+    is_failed_only: bool = False,
+    limit: int | None = None,
+    prompt_version: str,
+    model: str,
+    retry_failures: bool = False,
+) -> pd.DataFrame:
     """The attempts a judge job covers (first ``limit`` in a stable order), flagged ``is_cached`` when done."""
-    return rdb.query_df(con, SELECT_SQL, {
-        "benchmark": benchmark, "run_id": run_id, "failed_only": is_failed_only,
-        "limit": int(limit) if limit else 2**62, "prompt_version": prompt_version, "model": model,
-        "retry_failures": retry_failures})
+    return rdb.query_df(
+        con,
+        SELECT_SQL,
+        {
+            "benchmark": benchmark,
+            "run_id": run_id,
+            "failed_only": is_failed_only,
+            "limit": int(limit) if limit else 2**62,
+            "prompt_version": prompt_version,
+            "model": model,
+            "retry_failures": retry_failures,
+        },
+    )
 
 
 def trajectories(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> dict[int, str]:
     """Each attempt's steps as compact text lines (long tool results cut), for the prompt."""
     if not attempt_ids:
         return {}
-    steps = rdb.query_df(con, "SELECT attempt_id, step, round, kind, tool, args::VARCHAR AS args, content, result,"
-                              " error FROM v_steps WHERE list_contains(?, attempt_id) ORDER BY attempt_id, step",
-                         [list(map(int, attempt_ids))])
+    steps = rdb.query_df(
+        con,
+        "SELECT attempt_id, step, round, kind, tool, args::VARCHAR AS args, content, result,"
+        " error FROM v_steps WHERE list_contains(?, attempt_id) ORDER BY attempt_id, step",
+        [list(map(int, attempt_ids))],
+    )
     out: dict[int, str] = {}
     for aid, group in steps.groupby("attempt_id", sort=False):
         lines = []
@@ -331,14 +367,20 @@ class Outcome:
 
 def _fields(item: dict[str, Any], trajectory: str) -> dict[str, str]:
     ref_traj = item.get("reference_trajectory")
-    return {"query": str(item.get("query") or ""), "ground_truth": str(item.get("reference_answer") or ""),
-            "expected_trajectory": " -> ".join(ref_traj) if isinstance(ref_traj, (list, tuple)) and len(ref_traj)
-            else "(none given)", "trajectory": trajectory or "(no steps recorded)",
-            "final_answer": str(item.get("answer") or "")}
+    return {
+        "query": str(item.get("query") or ""),
+        "ground_truth": str(item.get("reference_answer") or ""),
+        "expected_trajectory": " -> ".join(ref_traj)
+        if isinstance(ref_traj, (list, tuple)) and len(ref_traj)
+        else "(none given)",
+        "trajectory": trajectory or "(no steps recorded)",
+        "final_answer": str(item.get("answer") or ""),
+    }
 
 
-def judge_one(client: Any, cfg: llm.LLMConfig, prompt: Prompt, item: dict[str, Any], trajectory: str, *,
-              seed: int = 0) -> Outcome:
+def judge_one(
+    client: Any, cfg: llm.LLMConfig, prompt: Prompt, item: dict[str, Any], trajectory: str, *, seed: int = 0
+) -> Outcome:
     """Judge one attempt: deterministic check, chat, strict parse, one repair; failures are outcomes too."""
     out = Outcome(attempt_id=int(item["attempt_id"]))
     check = check_answer(item.get("answer"), item.get("reference_answer"))
@@ -363,8 +405,11 @@ def judge_one(client: Any, cfg: llm.LLMConfig, prompt: Prompt, item: dict[str, A
             if round_no == 1:
                 out.failure = f"invalid output after repair: {exc}"
                 return out
-            messages = [*messages, {"role": "assistant", "content": reply.text},
-                        {"role": "user", "content": f"Your answer was rejected ({exc}). {REPAIR_HINT[prompt.name]}"}]
+            messages = [
+                *messages,
+                {"role": "assistant", "content": reply.text},
+                {"role": "user", "content": f"Your answer was rejected ({exc}). {REPAIR_HINT[prompt.name]}"},
+            ]
             continue
         out.verdict = _finish(prompt.name, verdict, check, repaired=round_no == 1)
         out.labels = labels_from_stage1(out.verdict) if prompt.name == "adbench-stage1" else []
@@ -403,8 +448,9 @@ class JudgeSummary:
     is_interrupted: bool = False
 
 
-def store_outcomes(con: duckdb.DuckDBPyConnection, outcomes: Sequence[Outcome], *, prompt_version: str,
-                   cfg: llm.LLMConfig) -> None:
+def store_outcomes(
+    con: duckdb.DuckDBPyConnection, outcomes: Sequence[Outcome], *, prompt_version: str, cfg: llm.LLMConfig
+) -> None:
     """Write verdicts/failures and judge labels of a batch in one transaction (replacing older ones)."""
     if not outcomes:
         return
@@ -413,31 +459,62 @@ def store_outcomes(con: duckdb.DuckDBPyConnection, outcomes: Sequence[Outcome], 
         for o in outcomes:
             key = [o.attempt_id, prompt_version, cfg.model]
             con.execute("DELETE FROM judge_verdicts WHERE attempt_id = ? AND prompt_version = ? AND model = ?", key)
-            con.execute("DELETE FROM error_labels WHERE attempt_id = ? AND source = 'judge' AND prompt_version = ?"
-                        " AND model = ?", key)
+            con.execute(
+                "DELETE FROM error_labels WHERE attempt_id = ? AND source = 'judge' AND prompt_version = ?"
+                " AND model = ?",
+                key,
+            )
             con.execute(
                 "INSERT INTO judge_verdicts (attempt_id, prompt_version, model, verdict, is_failure, failure,"
                 " raw_output, input_tokens, output_tokens, cost_usd, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                [*key, None if o.verdict is None else json.dumps(o.verdict), o.verdict is None, o.failure,
-                 o.raw_output, o.input_tokens, o.output_tokens, cfg.cost_usd(o.input_tokens, o.output_tokens), now])
+                [
+                    *key,
+                    None if o.verdict is None else json.dumps(o.verdict),
+                    o.verdict is None,
+                    o.failure,
+                    o.raw_output,
+                    o.input_tokens,
+                    o.output_tokens,
+                    cfg.cost_usd(o.input_tokens, o.output_tokens),
+                    now,
+                ],
+            )
             if o.labels:
                 con.executemany(
                     "INSERT INTO error_labels (attempt_id, code, source, detail, model, prompt_version)"
                     " VALUES (?, ?, 'judge', ?, ?, ?)",
-                    [[o.attempt_id, code, detail, cfg.model, prompt_version] for code, detail in o.labels])
+                    [[o.attempt_id, code, detail, cfg.model, prompt_version] for code, detail in o.labels],
+                )
 
 
-def run_judge(db: str | None, *, benchmark: str, cfg: llm.LLMConfig, prompt_name: str = "adbench-stage1",
-              run_id: str | None = None, is_failed_only: bool = False, limit: int | None = None,
-              retry_failures: bool = False, show_progress: bool = False, client: Any = None) -> JudgeSummary:
+def run_judge(
+    db: str | None,
+    *,
+    benchmark: str,
+    cfg: llm.LLMConfig,
+    prompt_name: str = "adbench-stage1",
+    run_id: str | None = None,
+    is_failed_only: bool = False,
+    limit: int | None = None,
+    retry_failures: bool = False,
+    show_progress: bool = False,
+    client: Any = None,
+) -> JudgeSummary:
     """Judge the selected attempts; completed verdicts are committed in batches, so a rerun resumes."""
     prompt = load_prompt(prompt_name)
     client = client or llm.make_client(cfg)
     path = rdb.resolve_db_path(db)
     with rdb.writer(path, publish_snapshot=False) as con:
-        todo_df = select_attempts(con, benchmark=benchmark, run_id=run_id, is_failed_only=is_failed_only,
-                                  limit=limit, prompt_version=prompt.version, model=cfg.model,
-                                  retry_failures=retry_failures)
+        todo_df = select_attempts(
+            con,
+            benchmark=benchmark,
+            run_id=run_id,
+            is_failed_only=is_failed_only,
+            limit=limit,
+            prompt_version=prompt.version,
+            model=cfg.model,
+            retry_failures=retry_failures,
+        )
         todo = todo_df[~todo_df["is_cached"]]
         texts = trajectories(con, todo["attempt_id"].tolist()) if prompt.name == "adbench-stage1" else {}
         done: list[Outcome] = []
@@ -447,7 +524,8 @@ def run_judge(db: str | None, *, benchmark: str, cfg: llm.LLMConfig, prompt_name
         try:
             futures: list[Future[Outcome]] = [
                 pool.submit(judge_one, client, cfg, prompt, item, texts.get(int(item["attempt_id"]), ""))
-                for item in todo.to_dict("records")]
+                for item in todo.to_dict("records")
+            ]
             for fut in _progress(as_completed(futures), total=len(futures), enabled=show_progress):
                 pending.append(fut.result())
                 if len(pending) >= FLUSH_EVERY:
@@ -471,15 +549,24 @@ def _progress(it: Any, *, total: int, enabled: bool) -> Any:
     return tqdm(it, total=total, disable=not enabled, desc="judging", unit="attempt", file=sys.stderr)
 
 
-def _summary(version: str, cfg: llm.LLMConfig, todo: pd.DataFrame, done: Sequence[Outcome],
-             interrupted: bool) -> JudgeSummary:
+def _summary(
+    version: str, cfg: llm.LLMConfig, todo: pd.DataFrame, done: Sequence[Outcome], interrupted: bool
+) -> JudgeSummary:
     tin = sum(o.input_tokens for o in done)
     tout = sum(o.output_tokens for o in done)
     return JudgeSummary(
-        prompt_version=version, model=cfg.model, n_selected=len(todo), n_cached=int(todo["is_cached"].sum()),
-        n_judged=sum(o.verdict is not None for o in done), n_failed=sum(o.verdict is None for o in done),
-        n_labels=sum(len(o.labels) for o in done), input_tokens=tin, output_tokens=tout,
-        cost_usd=cfg.cost_usd(tin, tout), is_interrupted=interrupted)
+        prompt_version=version,
+        model=cfg.model,
+        n_selected=len(todo),
+        n_cached=int(todo["is_cached"].sum()),
+        n_judged=sum(o.verdict is not None for o in done),
+        n_failed=sum(o.verdict is None for o in done),
+        n_labels=sum(len(o.labels) for o in done),
+        input_tokens=tin,
+        output_tokens=tout,
+        cost_usd=cfg.cost_usd(tin, tout),
+        is_interrupted=interrupted,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -489,22 +576,30 @@ def _summary(version: str, cfg: llm.LLMConfig, todo: pd.DataFrame, done: Sequenc
 
 def judge_status(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None) -> pd.DataFrame:
     """Per (prompt version, model): verdicts, failures, tokens and cost stored for a benchmark."""
-    return rdb.query_df(con, """
+    return rdb.query_df(
+        con,
+        """
         SELECT v.prompt_version, v.model, count(*) FILTER (WHERE NOT v.is_failure) AS n_verdicts,
                count(*) FILTER (WHERE v.is_failure) AS n_failures, sum(v.input_tokens) AS input_tokens,
                sum(v.output_tokens) AS output_tokens, sum(v.cost_usd) AS cost_usd, max(v.created_at) AS last_at
         FROM judge_verdicts v JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
         WHERE $benchmark IS NULL OR r.benchmark = $benchmark
-        GROUP BY ALL ORDER BY last_at DESC""", {"benchmark": benchmark})
+        GROUP BY ALL ORDER BY last_at DESC""",
+        {"benchmark": benchmark},
+    )
 
 
 def judge_failures(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None) -> pd.DataFrame:
     """The judge failures (attempt, reason, raw output) so they can be inspected and retried."""
-    return rdb.query_df(con, """
+    return rdb.query_df(
+        con,
+        """
         SELECT a.run_id, a.task_id, a.sample, v.prompt_version, v.model, v.failure, v.raw_output, v.created_at
         FROM judge_verdicts v JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
         WHERE v.is_failure AND ($benchmark IS NULL OR r.benchmark = $benchmark)
-        ORDER BY v.created_at DESC, a.run_id, a.task_id, a.sample""", {"benchmark": benchmark})
+        ORDER BY v.created_at DESC, a.run_id, a.task_id, a.sample""",
+        {"benchmark": benchmark},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -526,9 +621,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def cli(args: argparse.Namespace) -> int:
     """Run a judge job against the configured OpenAI-compatible endpoint."""
     cfg = llm.require_config()
-    summary = run_judge(args.db, benchmark=args.benchmark, cfg=cfg, prompt_name=args.prompt, run_id=args.run_id,
-                        is_failed_only=args.failed_only, limit=args.limit, retry_failures=args.retry_failures,
-                        show_progress=not args.json)
+    summary = run_judge(
+        args.db,
+        benchmark=args.benchmark,
+        cfg=cfg,
+        prompt_name=args.prompt,
+        run_id=args.run_id,
+        is_failed_only=args.failed_only,
+        limit=args.limit,
+        retry_failures=args.retry_failures,
+        show_progress=not args.json,
+    )
     payload = summary.__dict__
     if args.json:
         print(json.dumps(payload, indent=1))

@@ -29,22 +29,45 @@ from analytics.db import load_sql, query_df, reader
 SLICE_KINDS = ("all", "level", "category")
 
 
-def _filter_params(benchmark: str, agents: Sequence[str] | None, date_from: dt.date | None,
-                   date_to: dt.date | None, run_ids: Sequence[str] | None) -> dict[str, Any]:
-    return {"benchmark": benchmark, "agents": list(agents) if agents else None, "date_from": date_from,
-            "date_to": date_to, "run_ids": list(run_ids) if run_ids else None}
+def _filter_params(
+    benchmark: str,
+    agents: Sequence[str] | None,
+    date_from: dt.date | None,
+    date_to: dt.date | None,
+    run_ids: Sequence[str] | None,
+) -> dict[str, Any]:
+    return {
+        "benchmark": benchmark,
+        "agents": list(agents) if agents else None,
+        "date_from": date_from,
+        "date_to": date_to,
+        "run_ids": list(run_ids) if run_ids else None,
+    }
 
 
-def runs_in(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
-            date_from: dt.date | None = None, date_to: dt.date | None = None,
-            run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+def runs_in(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    run_ids: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """The runs that match the filters (run_id, agent, agent_version, family, kind, eval_date), newest first."""
     return query_df(con, load_sql("leaderboard_runs"), _filter_params(benchmark, agents, date_from, date_to, run_ids))
 
 
-def task_outcomes(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
-                  date_from: dt.date | None = None, date_to: dt.date | None = None,
-                  run_ids: Sequence[str] | None = None, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+def task_outcomes(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    run_ids: Sequence[str] | None = None,
+    runs: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """One row per (run, task), ordered by run and task: samples, successes, mean score, tool calls, cost, and
     the task's level and category.
 
@@ -63,8 +86,9 @@ def task_outcomes(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Seq
     return out
 
 
-def _slice_groups(run_pos: np.ndarray, outcomes: pd.DataFrame,
-                  kinds: Sequence[str]) -> list[tuple[int, np.ndarray, list[tuple[str, np.ndarray]]]]:
+def _slice_groups(
+    run_pos: np.ndarray, outcomes: pd.DataFrame, kinds: Sequence[str]
+) -> list[tuple[int, np.ndarray, list[tuple[str, np.ndarray]]]]:
     """Per run with outcomes (``run_pos`` sorted): its position, all its rows, and its slices in display order
     as ``(name, row indices into outcomes)``."""
     by_run = np.split(np.arange(len(run_pos)), np.flatnonzero(np.diff(run_pos)) + 1) if len(run_pos) else []
@@ -89,8 +113,13 @@ def _nanmean(x: np.ndarray) -> float:
     return float(x[ok].mean()) if ok.any() else float("nan")
 
 
-def _run_rows(run: dict[str, Any], k_max: int, slices: list[tuple[str, np.ndarray]],
-              arrays: dict[str, np.ndarray], rates: dict[str, list[np.ndarray]]) -> list[dict[str, Any]]:
+def _run_rows(
+    run: dict[str, Any],
+    k_max: int,
+    slices: list[tuple[str, np.ndarray]],
+    arrays: dict[str, np.ndarray],
+    rates: dict[str, list[np.ndarray]],
+) -> list[dict[str, Any]]:
     """The leaderboard rows of one run (bootstrap intervals are added later, for all runs at once)."""
     out = []
     for name, rows in slices:
@@ -105,19 +134,30 @@ def _run_rows(run: dict[str, Any], k_max: int, slices: list[tuple[str, np.ndarra
             ci[f"pass^{k}"] = list(stats.wilson(h, n_tasks))
         cost = arrays["cost_usd"][rows]
         has_cost = bool(np.isfinite(cost).any())
-        out.append({**run, "slice": name, "n_tasks": n_tasks, "n_attempts": int(arrays["n"][rows].sum()),
-                    "k_max": k_max, "pass_at": pass_at, "pass_hat": pass_hat,
-                    "mean_score": _nanmean(arrays["score"][rows]), "ci95": ci,
-                    "mean_steps": _nanmean(arrays["steps"][rows]),
-                    "mean_cost_usd": _nanmean(cost) if has_cost else None})
+        out.append(
+            {
+                **run,
+                "slice": name,
+                "n_tasks": n_tasks,
+                "n_attempts": int(arrays["n"][rows].sum()),
+                "k_max": k_max,
+                "pass_at": pass_at,
+                "pass_hat": pass_hat,
+                "mean_score": _nanmean(arrays["score"][rows]),
+                "ci95": ci,
+                "mean_steps": _nanmean(arrays["steps"][rows]),
+                "mean_cost_usd": _nanmean(cost) if has_cost else None,
+            }
+        )
     return out
 
 
 BOOTSTRAPPED = (("mean_score", "score"), ("mean_steps", "steps"), ("mean_cost_usd", "cost_usd"))
 
 
-def _add_bootstrap_cis(rows: list[dict[str, Any]], indices: list[np.ndarray], arrays: dict[str, np.ndarray], *,
-                       seed: int, n_boot: int) -> None:
+def _add_bootstrap_cis(
+    rows: list[dict[str, Any]], indices: list[np.ndarray], arrays: dict[str, np.ndarray], *, seed: int, n_boot: int
+) -> None:
     """Percentile bootstrap intervals (over tasks) of mean score, steps and cost of every row, in place.
 
     Rows of one slice with the same number of tasks share one seeded resampling draw, keyed by seed, slice and
@@ -135,8 +175,14 @@ def _add_bootstrap_cis(rows: list[dict[str, Any]], indices: list[np.ndarray], ar
                 rows[i]["ci95"][name] = [float(v) for v in cis[j * len(BOOTSTRAPPED) + m]]
 
 
-def leaderboard_rows(runs: pd.DataFrame, outcomes: pd.DataFrame, *, slices: Sequence[str] = SLICE_KINDS,
-                     seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
+def leaderboard_rows(
+    runs: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    *,
+    slices: Sequence[str] = SLICE_KINDS,
+    seed: int = 0,
+    n_boot: int = 1000,
+) -> pd.DataFrame:
     """The leaderboard from ``runs_in`` and ``task_outcomes`` frames: one row per run and slice (``COLUMNS``).
 
     Pass@k and pass^k are computed once per (run, task) row for every k and averaged per slice; Wilson intervals
@@ -149,8 +195,10 @@ def leaderboard_rows(runs: pd.DataFrame, outcomes: pd.DataFrame, *, slices: Sequ
     part, run_pos = part.iloc[order].reset_index(drop=True), run_pos[order]
     arrays = {col: part[col].to_numpy(dtype=float) for col in ("n", "c", "score", "steps", "cost_usd")}
     k_top = int(arrays["n"].max()) if len(part) else 0
-    rates = {"pass_at": [stats.pass_at_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)],
-             "pass_hat": [stats.pass_hat_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)]}
+    rates = {
+        "pass_at": [stats.pass_at_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)],
+        "pass_hat": [stats.pass_hat_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)],
+    }
     meta = runs[["run_id", "agent", "agent_version", "family", "kind", "eval_date"]].to_dict("records")
     rows: list[dict[str, Any]] = []
     indices: list[np.ndarray] = []
@@ -162,9 +210,17 @@ def leaderboard_rows(runs: pd.DataFrame, outcomes: pd.DataFrame, *, slices: Sequ
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def leaderboard(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
-                date_from: dt.date | None = None, date_to: dt.date | None = None,
-                slices: Sequence[str] = SLICE_KINDS, seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
+def leaderboard(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    slices: Sequence[str] = SLICE_KINDS,
+    seed: int = 0,
+    n_boot: int = 1000,
+) -> pd.DataFrame:
     """The leaderboard of one benchmark: one row per run and slice (``all``, ``level=L``, ``category=C``).
 
     Returns an empty frame (with the columns) when nothing matches.
@@ -174,8 +230,24 @@ def leaderboard(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Seque
     return mark_ties(leaderboard_rows(runs, outcomes, slices=slices, seed=seed, n_boot=n_boot))
 
 
-COLUMNS = ["run_id", "agent", "agent_version", "family", "kind", "eval_date", "slice", "n_tasks", "n_attempts",
-           "k_max", "pass_at", "pass_hat", "mean_score", "ci95", "mean_steps", "mean_cost_usd"]
+COLUMNS = [
+    "run_id",
+    "agent",
+    "agent_version",
+    "family",
+    "kind",
+    "eval_date",
+    "slice",
+    "n_tasks",
+    "n_attempts",
+    "k_max",
+    "pass_at",
+    "pass_hat",
+    "mean_score",
+    "ci95",
+    "mean_steps",
+    "mean_cost_usd",
+]
 
 
 def mark_ties(df: pd.DataFrame) -> pd.DataFrame:
@@ -210,11 +282,16 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
     k_max = int(df["k_max"].max())
     rows = []
     for _, r in df.iterrows():
-        row: dict[str, Any] = {"Rank": r["rank"],
-                               "Tied with leader": "leader" if r["is_leader"] else ("tied" if r["is_tied"] else ""),
-                               "Agent": r["agent"], "Version": r["agent_version"] or "",
-                               "Kind": r["kind"], "Eval date": _date_text(r["eval_date"]), "Tasks": r["n_tasks"],
-                               "Attempts": r["n_attempts"]}
+        row: dict[str, Any] = {
+            "Rank": r["rank"],
+            "Tied with leader": "leader" if r["is_leader"] else ("tied" if r["is_tied"] else ""),
+            "Agent": r["agent"],
+            "Version": r["agent_version"] or "",
+            "Kind": r["kind"],
+            "Eval date": _date_text(r["eval_date"]),
+            "Tasks": r["n_tasks"],
+            "Attempts": r["n_attempts"],
+        }
         for k in range(1, k_max + 1):
             row[f"Pass@{k} %"] = _pct(r["pass_at"].get(str(k)))
             row[f"Pass@{k} 95% CI"] = _pct_ci(r["ci95"].get(f"pass@{k}"))
@@ -245,12 +322,34 @@ def _pct_ci(ci: Sequence[float] | None) -> str:
     return f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}"
 
 
-def report(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
-           date_from: dt.date | None = None, date_to: dt.date | None = None, seed: int = 0) -> dict[str, Any]:
+def report(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
     """The JSON report of DESIGN.md / the foundation issue."""
     df = leaderboard(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to, seed=seed)
-    keys = ["run_id", "agent", "agent_version", "kind", "eval_date", "slice", "n_tasks", "n_attempts", "pass_at",
-            "pass_hat", "mean_score", "ci95", "mean_steps", "mean_cost_usd", "is_tied"]
+    keys = [
+        "run_id",
+        "agent",
+        "agent_version",
+        "kind",
+        "eval_date",
+        "slice",
+        "n_tasks",
+        "n_attempts",
+        "pass_at",
+        "pass_hat",
+        "mean_score",
+        "ci95",
+        "mean_steps",
+        "mean_cost_usd",
+        "is_tied",
+    ]
     rows = [{k: _jsonable(r[k]) for k in keys} for _, r in df.iterrows()]
     return {"benchmark": benchmark, "rows": rows}
 
@@ -280,8 +379,11 @@ def cli(args: argparse.Namespace) -> int:
     """Print the leaderboard of one or every benchmark."""
     date_from, date_to = date_range(args)
     with reader(args.db) as con:
-        names = [args.benchmark] if args.benchmark else [
-            r[0] for r in con.execute("SELECT benchmark FROM benchmarks ORDER BY 1").fetchall()]
+        names = (
+            [args.benchmark]
+            if args.benchmark
+            else [r[0] for r in con.execute("SELECT benchmark FROM benchmarks ORDER BY 1").fetchall()]
+        )
         reports = [report(con, benchmark=b, date_from=date_from, date_to=date_to) for b in names]
     if args.json:
         print(json.dumps(reports[0] if args.benchmark else reports, indent=1))
@@ -290,8 +392,10 @@ def cli(args: argparse.Namespace) -> int:
         print(f"== {rep['benchmark']}")
         for r in rep["rows"]:
             if r["slice"] == "all":
-                print(f"  {r['agent']:<24} {r['eval_date'] or '':<10} pass@1 {100 * r['pass_at']['1']:5.1f}%  "
-                      f"tasks {r['n_tasks']:>5}  attempts {r['n_attempts']:>6}")
+                print(
+                    f"  {r['agent']:<24} {r['eval_date'] or '':<10} pass@1 {100 * r['pass_at']['1']:5.1f}%  "
+                    f"tasks {r['n_tasks']:>5}  attempts {r['n_attempts']:>6}"
+                )
     return 0
 
 
@@ -305,18 +409,34 @@ def fig_pass_at_1(df: pd.DataFrame, *, title: str = "Pass@1 with 95% Wilson inte
         lo = np.array([c["pass@1"][0] for c in group["ci95"]])
         hi = np.array([c["pass@1"][1] for c in group["ci95"]])
         p = group["pass_at_1"].to_numpy()
-        labels = [f"{a} {v}" if isinstance(v, str) and v and v not in a else a
-                  for a, v in zip(group["agent"], group["agent_version"], strict=True)]
-        fig.add_trace(go.Scatter(
-            x=100 * p, y=labels, mode="markers", name="human baseline" if is_human else "agents",
-            marker={"size": 10, "symbol": "diamond" if is_human else "circle",
-                    "color": "#7f7f7f" if is_human else "#1f77b4"},
-            error_x={"type": "data", "symmetric": False, "array": 100 * (hi - p), "arrayminus": 100 * (p - lo)},
-            customdata=np.stack([group["run_id"], group["n_tasks"]], axis=1),
-            hovertemplate="%{y}<br>Pass@1 %{x:.1f}%<br>tasks %{customdata[1]}<br>run %{customdata[0]}<extra></extra>",
-        ))
-    fig.update_layout(title=title, xaxis_title="Pass@1 (%)", xaxis_range=[0, 100], height=120 + 28 * len(part),
-                      margin={"l": 10, "r": 10, "t": 50, "b": 40}, legend={"orientation": "h", "y": -0.15})
+        labels = [
+            f"{a} {v}" if isinstance(v, str) and v and v not in a else a
+            for a, v in zip(group["agent"], group["agent_version"], strict=True)
+        ]
+        fig.add_trace(
+            go.Scatter(
+                x=100 * p,
+                y=labels,
+                mode="markers",
+                name="human baseline" if is_human else "agents",
+                marker={
+                    "size": 10,
+                    "symbol": "diamond" if is_human else "circle",
+                    "color": "#7f7f7f" if is_human else "#1f77b4",
+                },
+                error_x={"type": "data", "symmetric": False, "array": 100 * (hi - p), "arrayminus": 100 * (p - lo)},
+                customdata=np.stack([group["run_id"], group["n_tasks"]], axis=1),
+                hovertemplate="%{y}<br>Pass@1 %{x:.1f}%<br>tasks %{customdata[1]}<br>run %{customdata[0]}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        xaxis_title="Pass@1 (%)",
+        xaxis_range=[0, 100],
+        height=120 + 28 * len(part),
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+        legend={"orientation": "h", "y": -0.15},
+    )
     return fig
 
 
@@ -325,7 +445,8 @@ def slice_pivot(df: pd.DataFrame, kind: str) -> pd.DataFrame:
     part = df[df["slice"].str.startswith(f"{kind}=")]
     if part.empty:
         return pd.DataFrame()
-    part = part.assign(value=part["slice"].str.split("=", n=1).str[1],
-                       label=part["agent"] + " (" + part["run_id"] + ")")
+    part = part.assign(
+        value=part["slice"].str.split("=", n=1).str[1], label=part["agent"] + " (" + part["run_id"] + ")"
+    )
     pivot = part.pivot_table(index="label", columns="value", values="pass_at_1", aggfunc="first")
     return (100 * pivot).round(1).reset_index().rename(columns={"label": "Run"})

@@ -94,7 +94,9 @@ def llm_config(env: Mapping[str, str] | None = None) -> LLMConfig | None:
     if env.get("RUNLENS_DISABLE_JUDGE_NETWORK") == "1" and urlparse(base_url).hostname not in LOOPBACK_HOSTS:
         return None  # tests must never reach a real server
     return LLMConfig(
-        base_url=base_url, api_key=(env.get("OPENAI_API_KEY") or "none"), model=model,
+        base_url=base_url,
+        api_key=(env.get("OPENAI_API_KEY") or "none"),
+        model=model,
         timeout_s=_float(env, "RUNLENS_JUDGE_TIMEOUT_S", 60.0) or 60.0,
         max_retries=int(_float(env, "RUNLENS_JUDGE_RETRIES", 4) or 0),
         concurrency=max(1, int(_float(env, "RUNLENS_JUDGE_CONCURRENCY", 4) or 1)),
@@ -139,8 +141,14 @@ def _classify(exc: BaseException) -> tuple[str, bool, float | None]:
     return "client", False, None
 
 
-def chat(client: Any, cfg: LLMConfig, messages: Sequence[Mapping[str, str]], *, rng: random.Random | None = None,
-         max_tokens: int = 1024) -> ChatResult:
+def chat(
+    client: Any,
+    cfg: LLMConfig,
+    messages: Sequence[Mapping[str, str]],
+    *,
+    rng: random.Random | None = None,
+    max_tokens: int = 1024,
+) -> ChatResult:
     """One chat completion at temperature 0, retried with exponential backoff on 429, 5xx and timeouts.
 
     Raises:
@@ -151,17 +159,21 @@ def chat(client: Any, cfg: LLMConfig, messages: Sequence[Mapping[str, str]], *, 
     rng = rng or random.Random(0)
     for attempt in range(cfg.max_retries + 1):
         try:
-            resp = client.chat.completions.create(model=cfg.model, messages=list(messages), temperature=0,
-                                                  max_tokens=max_tokens, timeout=cfg.timeout_s)
+            resp = client.chat.completions.create(
+                model=cfg.model, messages=list(messages), temperature=0, max_tokens=max_tokens, timeout=cfg.timeout_s
+            )
             text = (resp.choices[0].message.content or "") if resp.choices else ""
             usage = getattr(resp, "usage", None)
-            return ChatResult(text=text, input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                              output_tokens=int(getattr(usage, "completion_tokens", 0) or 0))
+            return ChatResult(
+                text=text,
+                input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            )
         except openai.OpenAIError as exc:
             kind, retryable, retry_after = _classify(exc)
             if not retryable or attempt == cfg.max_retries:
                 raise LLMError(f"{kind}: {exc}", kind=kind) from exc
             # Full jitter keeps concurrent workers from retrying in lock-step; Retry-After wins when given.
-            delay = retry_after if retry_after is not None else cfg.backoff_s * (2 ** attempt) * rng.uniform(0.5, 1.0)
+            delay = retry_after if retry_after is not None else cfg.backoff_s * (2**attempt) * rng.uniform(0.5, 1.0)
             time.sleep(min(delay, 60.0))
     raise LLMError("unreachable", kind="client")  # pragma: no cover

@@ -34,13 +34,12 @@ REMOTE_PREFIXES = ("s3://", "s3a://", "gs://", "gcs://", "r2://", "http://", "ht
 # table -> SQL giving its rows plus the hive partition keys `bench` and `month` (kept apart from the table's own
 # columns, so a benchmark named "2024" is never re-typed as a number on the way back)
 _PARTITIONED = {
-    "runs": "SELECT r.*, r.benchmark AS bench, coalesce(strftime(r.eval_date, '%Y-%m'), 'none') AS month "
-            "FROM runs r",
+    "runs": "SELECT r.*, r.benchmark AS bench, coalesce(strftime(r.eval_date, '%Y-%m'), 'none') AS month FROM runs r",
     "attempts": "SELECT a.*, r.benchmark AS bench, coalesce(strftime(r.eval_date, '%Y-%m'), 'none') AS month "
-                "FROM attempts a JOIN runs r USING (run_id) ORDER BY a.attempt_id",
+    "FROM attempts a JOIN runs r USING (run_id) ORDER BY a.attempt_id",
     "steps": "SELECT s.*, r.benchmark AS bench, coalesce(strftime(r.eval_date, '%Y-%m'), 'none') AS month "
-             "FROM steps s JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
-             "ORDER BY s.attempt_id, s.step",
+    "FROM steps s JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
+    "ORDER BY s.attempt_id, s.step",
 }
 
 
@@ -64,10 +63,12 @@ def _ident(name: str) -> str:
 
 def _tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
     rows = rdb.query_rows(
-        con, "SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
-             "JOIN information_schema.tables t USING (table_catalog, table_schema, table_name) "
-             "WHERE t.table_type = 'BASE TABLE' AND t.table_schema = 'main' "
-             "ORDER BY c.table_name, c.ordinal_position")
+        con,
+        "SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
+        "JOIN information_schema.tables t USING (table_catalog, table_schema, table_name) "
+        "WHERE t.table_type = 'BASE TABLE' AND t.table_schema = 'main' "
+        "ORDER BY c.table_name, c.ordinal_position",
+    )
     out: dict[str, list[tuple[str, str]]] = {}
     for table, column, dtype in rows:
         out.setdefault(table, []).append((column, dtype))
@@ -75,9 +76,13 @@ def _tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
 
 
 def _views(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
-    return [(str(n), str(s)) for n, s in rdb.query_rows(
-        con, "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' "
-             "ORDER BY view_name")]
+    return [
+        (str(n), str(s))
+        for n, s in rdb.query_rows(
+            con,
+            "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' ORDER BY view_name",
+        )
+    ]
 
 
 def _prepare_out(out: Path, *, overwrite: bool) -> None:
@@ -93,8 +98,9 @@ def _prepare_out(out: Path, *, overwrite: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
-def export_parquet(db: str | os.PathLike[str] | None, out: str | os.PathLike[str], *,
-                   overwrite: bool = False) -> dict[str, Any]:
+def export_parquet(
+    db: str | os.PathLike[str] | None, out: str | os.PathLike[str], *, overwrite: bool = False
+) -> dict[str, Any]:
     """Write every table of the database's snapshot as Parquet under ``out``; return the marker written.
 
     Raises:
@@ -113,18 +119,28 @@ def export_parquet(db: str | os.PathLike[str] | None, out: str | os.PathLike[str
             target = out_path / table
             target.mkdir()
             if table in _PARTITIONED and n_rows:
-                con.execute(f"COPY ({_PARTITIONED[table]}) TO {_lit(str(target))} "
-                            "(FORMAT parquet, PARTITION_BY (bench, month), COMPRESSION zstd)")
+                con.execute(
+                    f"COPY ({_PARTITIONED[table]}) TO {_lit(str(target))} "
+                    "(FORMAT parquet, PARTITION_BY (bench, month), COMPRESSION zstd)"
+                )
                 partition_by = ["bench", "month"]
             else:
-                con.execute(f"COPY (SELECT * FROM {_ident(table)}) TO {_lit(str(target / 'data_0.parquet'))} "
-                            "(FORMAT parquet, COMPRESSION zstd)")
+                con.execute(
+                    f"COPY (SELECT * FROM {_ident(table)}) TO {_lit(str(target / 'data_0.parquet'))} "
+                    "(FORMAT parquet, COMPRESSION zstd)"
+                )
                 partition_by = []
             tables[table] = {"columns": [list(c) for c in columns], "rows": n_rows, "partition_by": partition_by}
-        marker = {"format": "runlens-parquet", "format_version": FORMAT_VERSION,
-                  "schema_version": rdb.schema_version(con), "source": str(src),
-                  "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  "seconds": round(time.perf_counter() - started, 3), "tables": tables, "views": _views(con)}
+        marker = {
+            "format": "runlens-parquet",
+            "format_version": FORMAT_VERSION,
+            "schema_version": rdb.schema_version(con),
+            "source": str(src),
+            "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "seconds": round(time.perf_counter() - started, 3),
+            "tables": tables,
+            "views": _views(con),
+        }
     tmp = out_path / (MARKER + ".tmp")
     tmp.write_text(json.dumps(marker, indent=1), encoding="utf-8")
     os.replace(tmp, out_path / MARKER)
@@ -151,10 +167,18 @@ def _enable_remote(con: duckdb.DuckDBPyConnection) -> None:
     """httpfs plus an S3 secret from the usual environment variables (not exercised offline)."""
     con.execute("INSTALL httpfs")
     con.execute("LOAD httpfs")
-    env = {"KEY_ID": "AWS_ACCESS_KEY_ID", "SECRET": "AWS_SECRET_ACCESS_KEY", "REGION": "AWS_REGION",
-           "ENDPOINT": "AWS_ENDPOINT_URL", "SESSION_TOKEN": "AWS_SESSION_TOKEN"}
-    parts = [f"{k} {_lit(os.environ[v].removeprefix('https://').removeprefix('http://'))}"
-             for k, v in env.items() if os.environ.get(v)]
+    env = {
+        "KEY_ID": "AWS_ACCESS_KEY_ID",
+        "SECRET": "AWS_SECRET_ACCESS_KEY",
+        "REGION": "AWS_REGION",
+        "ENDPOINT": "AWS_ENDPOINT_URL",
+        "SESSION_TOKEN": "AWS_SESSION_TOKEN",
+    }
+    parts = [
+        f"{k} {_lit(os.environ[v].removeprefix('https://').removeprefix('http://'))}"
+        for k, v in env.items()
+        if os.environ.get(v)
+    ]
     if parts:
         if os.environ.get("AWS_ENDPOINT_URL", "").startswith("http://"):
             parts.append("USE_SSL false")
@@ -170,8 +194,10 @@ def attach_views(con: duckdb.DuckDBPyConnection, folder: str | os.PathLike[str])
     for table, spec in marker["tables"].items():
         cols = ", ".join(f"CAST({_ident(c)} AS {t}) AS {_ident(c)}" for c, t in spec["columns"])
         glob = _lit(location.rstrip("/") + f"/{table}/**/*.parquet")
-        con.execute(f"CREATE VIEW {_ident(table)} AS SELECT {cols} FROM read_parquet({glob}, "
-                    "hive_partitioning = true, union_by_name = true)")
+        con.execute(
+            f"CREATE VIEW {_ident(table)} AS SELECT {cols} FROM read_parquet({glob}, "
+            "hive_partitioning = true, union_by_name = true)"
+        )
     pending = list(marker.get("views", []))
     for _ in range(len(pending) + 1):  # views may depend on each other: retry until all bind
         failed = []

@@ -18,11 +18,14 @@ from analytics.db import query_df
 
 DAYS_PER_MONTH = 30.4375
 
-RAW_SQL = irt.SUBJECTS_CTE + """
+RAW_SQL = (
+    irt.SUBJECTS_CTE
+    + """
 SELECT subject, avg(coalesce(a.passed, false)::INTEGER) AS raw_score, count(DISTINCT a.task_id) AS n_tasks_answered
 FROM attempts a JOIN subj USING (run_id)
 GROUP BY subject
 """
+)
 
 
 @dataclass(frozen=True)
@@ -32,11 +35,11 @@ class ProgressView:
     benchmark: str
     model: str
     fit: irt.StoredFit | None
-    abilities: pd.DataFrame      # one row per agent version, with raw_score and date
-    frontier: pd.DataFrame       # record-setting versions (best ability to date)
-    velocity: pd.DataFrame       # per family: ability gained per month
+    abilities: pd.DataFrame  # one row per agent version, with raw_score and date
+    frontier: pd.DataFrame  # record-setting versions (best ability to date)
+    velocity: pd.DataFrame  # per family: ability gained per month
     breakthroughs: pd.DataFrame  # consecutive versions whose 90% intervals do not overlap
-    log: pd.DataFrame            # every stored fit of the benchmark (refit log)
+    log: pd.DataFrame  # every stored fit of the benchmark (refit log)
     n_subjects_in_data: int
     n_tasks_in_data: int
 
@@ -45,8 +48,13 @@ def progress_view(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str 
     """Read the stored fit for ``benchmark`` (current or stale) and derive the progress tables."""
     fit = irt.get_fit(con, benchmark=benchmark, model=model)
     raw = query_df(con, RAW_SQL, [benchmark])
-    n_tasks = int(query_df(con, "SELECT count(DISTINCT a.task_id) AS n FROM attempts a JOIN runs r USING (run_id) "
-                                "WHERE r.benchmark = ?", [benchmark])["n"].iloc[0])
+    n_tasks = int(
+        query_df(
+            con,
+            "SELECT count(DISTINCT a.task_id) AS n FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = ?",
+            [benchmark],
+        )["n"].iloc[0]
+    )
     log = irt.fit_log(con, benchmark=benchmark)
     if fit is None:
         empty = pd.DataFrame()
@@ -55,8 +63,9 @@ def progress_view(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str 
     ab["first_eval_date"] = pd.to_datetime(ab["first_eval_date"])
     ab["family"] = ab["family"].fillna(ab["agent"])
     ab = ab.sort_values(["first_eval_date", "subject"]).reset_index(drop=True)
-    return ProgressView(benchmark, model, fit, ab, frontier(ab), velocity(ab), breakthroughs(ab), log,
-                        len(raw), n_tasks)
+    return ProgressView(
+        benchmark, model, fit, ab, frontier(ab), velocity(ab), breakthroughs(ab), log, len(raw), n_tasks
+    )
 
 
 def frontier(abilities: pd.DataFrame) -> pd.DataFrame:
@@ -85,10 +94,19 @@ def velocity(abilities: pd.DataFrame) -> pd.DataFrame:
             continue
         months = (g["first_eval_date"] - g["first_eval_date"].min()).dt.days / DAYS_PER_MONTH
         slope = float(np.polyfit(months.to_numpy(float), g["ability"].to_numpy(float), 1)[0])
-        rows.append({"family": fam, "n_versions": len(g), "first_date": g["first_eval_date"].min().date(),
-                     "last_date": g["first_eval_date"].max().date(), "ability_per_month": slope,
-                     "ability_gain": float(g.sort_values("first_eval_date")["ability"].iloc[-1]
-                                           - g.sort_values("first_eval_date")["ability"].iloc[0])})
+        rows.append(
+            {
+                "family": fam,
+                "n_versions": len(g),
+                "first_date": g["first_eval_date"].min().date(),
+                "last_date": g["first_eval_date"].max().date(),
+                "ability_per_month": slope,
+                "ability_gain": float(
+                    g.sort_values("first_eval_date")["ability"].iloc[-1]
+                    - g.sort_values("first_eval_date")["ability"].iloc[0]
+                ),
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -103,9 +121,17 @@ def breakthroughs(abilities: pd.DataFrame) -> pd.DataFrame:
         for prev, cur in zip(g.iloc[:-1].itertuples(), g.iloc[1:].itertuples(), strict=True):
             if cur.ability_lo > prev.ability_hi:
                 months = (cur.first_eval_date - prev.first_eval_date).days / DAYS_PER_MONTH
-                rows.append({"family": fam, "from_subject": prev.subject, "to_subject": cur.subject,
-                             "date": cur.first_eval_date, "ability_gain": cur.ability - prev.ability,
-                             "ability": cur.ability, "months": months})
+                rows.append(
+                    {
+                        "family": fam,
+                        "from_subject": prev.subject,
+                        "to_subject": cur.subject,
+                        "date": cur.first_eval_date,
+                        "ability_gain": cur.ability - prev.ability,
+                        "ability": cur.ability,
+                        "months": months,
+                    }
+                )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -124,15 +150,32 @@ def _family_traces(fig: go.Figure, ab: pd.DataFrame, *, y: str, with_interval: b
     for n, (name, g) in enumerate(groups):
         g = g.sort_values("first_eval_date")
         is_line = name != "single-version agents"
-        err = dict(type="data", symmetric=False, array=g["ability_hi"] - g[y], arrayminus=g[y] - g["ability_lo"],
-                   thickness=1) if with_interval else None
-        fig.add_trace(go.Scatter(
-            x=g["first_eval_date"], y=g[y], name=name, mode="lines+markers" if is_line else "markers",
-            error_y=err, legendgroup=name, showlegend=n < max_legend or not is_line,
-            marker=dict(symbol=np.where(g["is_flagged"], "circle-open", "circle")),
-            customdata=np.stack([g["subject"], g["n_items"]], axis=1),
-            hovertemplate="%{customdata[0]}<br>%{x|%Y-%m-%d}<br>" + y + " %{y:.2f}<br>%{customdata[1]} tasks"
-                          "<extra></extra>"))
+        err = (
+            dict(
+                type="data",
+                symmetric=False,
+                array=g["ability_hi"] - g[y],
+                arrayminus=g[y] - g["ability_lo"],
+                thickness=1,
+            )
+            if with_interval
+            else None
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=g["first_eval_date"],
+                y=g[y],
+                name=name,
+                mode="lines+markers" if is_line else "markers",
+                error_y=err,
+                legendgroup=name,
+                showlegend=n < max_legend or not is_line,
+                marker=dict(symbol=np.where(g["is_flagged"], "circle-open", "circle")),
+                customdata=np.stack([g["subject"], g["n_items"]], axis=1),
+                hovertemplate="%{customdata[0]}<br>%{x|%Y-%m-%d}<br>" + y + " %{y:.2f}<br>%{customdata[1]} tasks"
+                "<extra></extra>",
+            )
+        )
 
 
 def fig_ability_over_time(view: ProgressView) -> go.Figure:
@@ -146,15 +189,33 @@ def fig_ability_over_time(view: ProgressView) -> go.Figure:
     fr = view.frontier
     if not fr.empty:
         end = ab["first_eval_date"].max()
-        fig.add_trace(go.Scatter(x=list(fr["first_eval_date"]) + [end], y=list(fr["ability"]) + [fr["ability"].iloc[-1]],
-                                 name="frontier (best to date)", mode="lines", line=dict(shape="hv", dash="dash",
-                                                                                          color="black", width=2),
-                                 hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter(
+                x=list(fr["first_eval_date"]) + [end],
+                y=list(fr["ability"]) + [fr["ability"].iloc[-1]],
+                name="frontier (best to date)",
+                mode="lines",
+                line=dict(shape="hv", dash="dash", color="black", width=2),
+                hoverinfo="skip",
+            )
+        )
     for b in view.breakthroughs.itertuples():
-        fig.add_annotation(x=b.date, y=b.ability, text=f"breakthrough +{b.ability_gain:.2f}", showarrow=True,
-                           arrowhead=2, ay=-30, font=dict(size=10))
-    fig.update_layout(title=f"IRT ability over time ({view.model}, 90% intervals)", xaxis_title="evaluation date",
-                      yaxis_title="ability (logits)", legend_title="family", margin=dict(t=50))
+        fig.add_annotation(
+            x=b.date,
+            y=b.ability,
+            text=f"breakthrough +{b.ability_gain:.2f}",
+            showarrow=True,
+            arrowhead=2,
+            ay=-30,
+            font=dict(size=10),
+        )
+    fig.update_layout(
+        title=f"IRT ability over time ({view.model}, 90% intervals)",
+        xaxis_title="evaluation date",
+        yaxis_title="ability (logits)",
+        legend_title="family",
+        margin=dict(t=50),
+    )
     return fig
 
 
@@ -165,15 +226,25 @@ def fig_raw_over_time(view: ProgressView) -> go.Figure:
     if ab.empty:
         return fig
     _family_traces(fig, ab.assign(raw_pct=100 * ab["raw_score"]), y="raw_pct", with_interval=False)
-    fig.update_layout(title="Raw pass rate over time (tasks differ between dates)", xaxis_title="evaluation date",
-                      yaxis_title="pass rate (%)", showlegend=False, margin=dict(t=50))
+    fig.update_layout(
+        title="Raw pass rate over time (tasks differ between dates)",
+        xaxis_title="evaluation date",
+        yaxis_title="pass rate (%)",
+        showlegend=False,
+        margin=dict(t=50),
+    )
     return fig
 
 
 def fig_wright_map(view: ProgressView) -> go.Figure:
     """Abilities (left) and task difficulties (right) on one logit scale."""
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.02,
-                        subplot_titles=("agents (ability)", "tasks (difficulty)"))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        shared_yaxes=True,
+        horizontal_spacing=0.02,
+        subplot_titles=("agents (ability)", "tasks (difficulty)"),
+    )
     if view.fit is None:
         return fig
     ab, items = view.abilities, view.fit.items
@@ -199,14 +270,26 @@ def fig_icc(view: ProgressView, task_id: str) -> go.Figure:
     ab = view.abilities
     lo, hi = min(ab["ability"].min(), item["difficulty"]) - 1, max(ab["ability"].max(), item["difficulty"]) + 1
     grid = np.linspace(lo, hi, 200)
-    fig.add_trace(go.Scatter(x=grid, y=icc(grid, item["difficulty"], item["discrimination"]), mode="lines",
-                             name="P(pass)"))
-    fig.add_trace(go.Scatter(x=ab["ability"], y=icc(ab["ability"].to_numpy(), item["difficulty"],
-                                                     item["discrimination"]),
-                             mode="markers", name="agents", customdata=ab[["subject"]],
-                             hovertemplate="%{customdata[0]}<br>ability %{x:.2f}<br>P %{y:.2f}<extra></extra>"))
+    fig.add_trace(
+        go.Scatter(x=grid, y=icc(grid, item["difficulty"], item["discrimination"]), mode="lines", name="P(pass)")
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=ab["ability"],
+            y=icc(ab["ability"].to_numpy(), item["difficulty"], item["discrimination"]),
+            mode="markers",
+            name="agents",
+            customdata=ab[["subject"]],
+            hovertemplate="%{customdata[0]}<br>ability %{x:.2f}<br>P %{y:.2f}<extra></extra>",
+        )
+    )
     fig.add_vline(x=item["difficulty"], line_dash="dot", annotation_text="difficulty")
-    fig.update_layout(title=f"Item characteristic curve: {task_id} (pass rate {item['pass_rate']:.0%}, "
-                            f"flag {item['flag'] or 'none'})", xaxis_title="ability", yaxis_title="P(pass)",
-                      yaxis_range=[0, 1], margin=dict(t=50))
+    fig.update_layout(
+        title=f"Item characteristic curve: {task_id} (pass rate {item['pass_rate']:.0%}, "
+        f"flag {item['flag'] or 'none'})",
+        xaxis_title="ability",
+        yaxis_title="P(pass)",
+        yaxis_range=[0, 1],
+        margin=dict(t=50),
+    )
     return fig

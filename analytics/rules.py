@@ -154,7 +154,8 @@ def read_graph_file(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     except (OSError, ValueError) as exc:
         raise RunlensError(f"{path}: cannot read tool graph: {exc}") from exc
     if not isinstance(graph, dict) or not all(
-            isinstance(v, list) and all(isinstance(p, str) for p in v) for v in graph.values()):
+        isinstance(v, list) and all(isinstance(p, str) for p in v) for v in graph.values()
+    ):
         raise RunlensError(f"{path}: a tool graph is an object {{tool: [prerequisite, ...]}}")
     return graph
 
@@ -169,9 +170,13 @@ def load_graph(con: duckdb.DuckDBPyConnection, benchmark: str) -> dict[str, list
 
 
 def _benchmark_steps(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    return query_df(con, "SELECT s.attempt_id, s.step, s.round, s.kind, s.tool, s.args::VARCHAR AS args, s.error "
-                         "FROM steps s JOIN attempts a USING (attempt_id) WHERE a.run_id = ? "
-                         "ORDER BY s.attempt_id, s.step", [run_id])
+    return query_df(
+        con,
+        "SELECT s.attempt_id, s.step, s.round, s.kind, s.tool, s.args::VARCHAR AS args, s.error "
+        "FROM steps s JOIN attempts a USING (attempt_id) WHERE a.run_id = ? "
+        "ORDER BY s.attempt_id, s.step",
+        [run_id],
+    )
 
 
 def compute_findings(con: duckdb.DuckDBPyConnection, *, benchmark: str, graph: Graph | None) -> pd.DataFrame:
@@ -203,24 +208,36 @@ def _insert_findings(con: duckdb.DuckDBPyConnection, findings: pd.DataFrame, gha
         return
     con.register("_rl_rules", findings)
     try:
-        con.execute("INSERT INTO error_labels (attempt_id, code, source, step, detail, graph_hash) "
-                    "SELECT attempt_id, code, 'rule', step, detail, ? FROM _rl_rules", [ghash])
+        con.execute(
+            "INSERT INTO error_labels (attempt_id, code, source, step, detail, graph_hash) "
+            "SELECT attempt_id, code, 'rule', step, detail, ? FROM _rl_rules",
+            [ghash],
+        )
     finally:
         con.unregister("_rl_rules")
 
 
-def _replace(con: duckdb.DuckDBPyConnection, benchmark: str, findings: pd.DataFrame, ghash: str, *,
-             own_transaction: bool = True) -> None:
+def _replace(
+    con: duckdb.DuckDBPyConnection, benchmark: str, findings: pd.DataFrame, ghash: str, *, own_transaction: bool = True
+) -> None:
     """Swap a benchmark's rule labels for ``findings`` in one transaction, with an audit row."""
     with transaction(con, own=own_transaction):
-        old = query_rows(con, "DELETE FROM error_labels WHERE source = 'rule' AND attempt_id IN (SELECT a.attempt_id "
-                              "FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = ?) RETURNING 1",
-                         [benchmark])
+        old = query_rows(
+            con,
+            "DELETE FROM error_labels WHERE source = 'rule' AND attempt_id IN (SELECT a.attempt_id "
+            "FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = ?) RETURNING 1",
+            [benchmark],
+        )
         _insert_findings(con, findings, ghash)
         con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [META_PREFIX + benchmark, ghash])
-        con.execute("INSERT INTO audit_log VALUES (?, 'rules_recomputed', ?, ?)",
-                    [dt.datetime.now(dt.UTC).replace(tzinfo=None), benchmark,
-                     json.dumps({"graph_hash": ghash, "removed": len(old), "added": len(findings)})])
+        con.execute(
+            "INSERT INTO audit_log VALUES (?, 'rules_recomputed', ?, ?)",
+            [
+                dt.datetime.now(dt.UTC).replace(tzinfo=None),
+                benchmark,
+                json.dumps({"graph_hash": ghash, "removed": len(old), "added": len(findings)}),
+            ],
+        )
 
 
 def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int, own_transaction: bool = True) -> int:
@@ -233,27 +250,39 @@ def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int, own_tra
     file's own transaction (``own_transaction=False``): a file and its findings go in together or not at all.
     """
     added = 0
-    benches = query_rows(con, "SELECT DISTINCT r.benchmark FROM attempts a JOIN runs r USING (run_id) "
-                              "WHERE a.file_id = ? ORDER BY 1", [file_id])
+    benches = query_rows(
+        con,
+        "SELECT DISTINCT r.benchmark FROM attempts a JOIN runs r USING (run_id) WHERE a.file_id = ? ORDER BY 1",
+        [file_id],
+    )
     for (bench,) in benches:
         graph = load_graph(con, bench)
         if graph is None:
             continue
         ghash = graph_hash(graph)
-        older = query_rows(con, "SELECT count(*) FROM attempts a JOIN runs r USING (run_id) "
-                                "WHERE r.benchmark = ? AND a.file_id IS DISTINCT FROM ?", [bench, file_id])[0][0]
+        older = query_rows(
+            con,
+            "SELECT count(*) FROM attempts a JOIN runs r USING (run_id) "
+            "WHERE r.benchmark = ? AND a.file_id IS DISTINCT FROM ?",
+            [bench, file_id],
+        )[0][0]
         if stored_hash(con, bench) != ghash and (older or stored_hash(con, bench) is not None):
             findings = compute_findings(con, benchmark=bench, graph=graph)
             _replace(con, bench, findings, ghash, own_transaction=own_transaction)
             added += len(findings)
             continue
-        steps = query_df(con, "SELECT s.attempt_id, s.step, s.round, s.kind, s.tool, s.args::VARCHAR AS args, "
-                              "s.error FROM steps s JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
-                              "WHERE a.file_id = ? AND r.benchmark = ? ORDER BY s.attempt_id, s.step",
-                         [file_id, bench])
-        rows = [{"attempt_id": int(aid), "code": f.code, "step": f.step, "detail": f.detail}
-                for aid, g in steps.groupby("attempt_id", sort=True)
-                for f in find_rule_errors(g.to_dict("records"), graph)]
+        steps = query_df(
+            con,
+            "SELECT s.attempt_id, s.step, s.round, s.kind, s.tool, s.args::VARCHAR AS args, "
+            "s.error FROM steps s JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
+            "WHERE a.file_id = ? AND r.benchmark = ? ORDER BY s.attempt_id, s.step",
+            [file_id, bench],
+        )
+        rows = [
+            {"attempt_id": int(aid), "code": f.code, "step": f.step, "detail": f.detail}
+            for aid, g in steps.groupby("attempt_id", sort=True)
+            for f in find_rule_errors(g.to_dict("records"), graph)
+        ]
         findings = pd.DataFrame(rows, columns=["attempt_id", "code", "step", "detail"])
         with transaction(con, own=own_transaction):
             _insert_findings(con, findings, ghash)
@@ -262,8 +291,13 @@ def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int, own_tra
     return added
 
 
-def refresh_rules(db: str | os.PathLike[str] | None = None, *, benchmark: str | None = None,
-                  force: bool = False, graph: Graph | None = None) -> dict[str, int]:
+def refresh_rules(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    benchmark: str | None = None,
+    force: bool = False,
+    graph: Graph | None = None,
+) -> dict[str, int]:
     """Recompute rule findings where the graph changed (or everywhere with ``force``).
 
     Args:
@@ -299,17 +333,29 @@ def attempt_findings(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.D
     Rule findings are computed on the spot (tool, args, round and error columns only), so the drilldown shows
     the current graph's verdict even before ``python -m analytics rules`` has run.
     """
-    stored = query_df(con, "SELECT code, source, step, detail FROM error_labels WHERE attempt_id = ? "
-                           "AND source <> 'rule' ORDER BY step NULLS FIRST, code", [int(attempt_id)])
-    bench = query_rows(con, "SELECT r.benchmark FROM attempts a JOIN runs r USING (run_id) WHERE a.attempt_id = ?",
-                       [int(attempt_id)])
+    stored = query_df(
+        con,
+        "SELECT code, source, step, detail FROM error_labels WHERE attempt_id = ? "
+        "AND source <> 'rule' ORDER BY step NULLS FIRST, code",
+        [int(attempt_id)],
+    )
+    bench = query_rows(
+        con, "SELECT r.benchmark FROM attempts a JOIN runs r USING (run_id) WHERE a.attempt_id = ?", [int(attempt_id)]
+    )
     if not bench:
         return stored
-    steps = query_df(con, "SELECT step, round, kind, tool, args::VARCHAR AS args, error FROM steps "
-                          "WHERE attempt_id = ? ORDER BY step", [int(attempt_id)])
-    live = pd.DataFrame([{"code": f.code, "source": "rule", "step": f.step, "detail": f.detail}
-                         for f in find_rule_errors(steps.to_dict("records"), load_graph(con, bench[0][0]))],
-                        columns=["code", "source", "step", "detail"])
+    steps = query_df(
+        con,
+        "SELECT step, round, kind, tool, args::VARCHAR AS args, error FROM steps WHERE attempt_id = ? ORDER BY step",
+        [int(attempt_id)],
+    )
+    live = pd.DataFrame(
+        [
+            {"code": f.code, "source": "rule", "step": f.step, "detail": f.detail}
+            for f in find_rule_errors(steps.to_dict("records"), load_graph(con, bench[0][0]))
+        ],
+        columns=["code", "source", "step", "detail"],
+    )
     out = pd.concat([stored, live], ignore_index=True) if not live.empty else stored
     out["step"] = out["step"].astype("Int64")
     return out.reset_index(drop=True)
@@ -341,8 +387,9 @@ def cli(args: argparse.Namespace) -> int:
         if not done:
             print("rule findings are up to date")
     with reader(args.db) as con:
-        counts = query_rows(con, "SELECT code, count(*) FROM error_labels WHERE source = 'rule' GROUP BY code "
-                                 "ORDER BY code")
+        counts = query_rows(
+            con, "SELECT code, count(*) FROM error_labels WHERE source = 'rule' GROUP BY code ORDER BY code"
+        )
     if not args.json:
         print(", ".join(f"{c}: {n}" for c, n in counts) or "no rule findings")
     return 0

@@ -48,28 +48,58 @@ CATALOG_ALIAS = "runlens"
 
 # Table functions a read-only query may use: generators and DuckDB's own catalog functions. Everything
 # else (read_csv, read_text, read_json, read_parquet, glob, query, query_table, iceberg_scan, ...) is out.
-ALLOWED_TABLE_FUNCTIONS = frozenset({
-    "range", "generate_series", "unnest", "json_each", "json_tree",
-    "duckdb_tables", "duckdb_views", "duckdb_columns", "duckdb_schemas", "duckdb_databases",
-    "duckdb_types", "duckdb_functions", "duckdb_constraints", "duckdb_indexes", "duckdb_keywords",
-    "duckdb_settings", "pragma_table_info", "pragma_show", "pragma_version", "pragma_database_size",
-})
+ALLOWED_TABLE_FUNCTIONS = frozenset(
+    {
+        "range",
+        "generate_series",
+        "unnest",
+        "json_each",
+        "json_tree",
+        "duckdb_tables",
+        "duckdb_views",
+        "duckdb_columns",
+        "duckdb_schemas",
+        "duckdb_databases",
+        "duckdb_types",
+        "duckdb_functions",
+        "duckdb_constraints",
+        "duckdb_indexes",
+        "duckdb_keywords",
+        "duckdb_settings",
+        "pragma_table_info",
+        "pragma_show",
+        "pragma_version",
+        "pragma_database_size",
+    }
+)
 # PRAGMAs that only describe the database (anything that assigns or changes state is refused).
-ALLOWED_PRAGMAS = frozenset({"table_info", "show_tables", "show_tables_expanded", "show", "database_size",
-                             "version", "platform", "functions"})
+ALLOWED_PRAGMAS = frozenset(
+    {"table_info", "show_tables", "show_tables_expanded", "show", "database_size", "version", "platform", "functions"}
+)
 # Why a statement type is refused, in words a user understands.
 REFUSALS = {
-    "INSERT": "INSERT changes the database", "UPDATE": "UPDATE changes the database",
-    "DELETE": "DELETE changes the database", "CREATE": "CREATE changes the database",
-    "DROP": "DROP changes the database", "ALTER": "ALTER changes the database",
-    "COPY": "COPY reads or writes files", "EXPORT": "EXPORT DATABASE writes files",
-    "ATTACH": "ATTACH opens other databases", "DETACH": "DETACH changes the attached databases",
-    "LOAD": "INSTALL/LOAD add extensions", "SET": "SET/RESET/USE and assigning PRAGMAs change settings or the session",
-    "VARIABLE_SET": "SET VARIABLE changes the session", "TRANSACTION": "transactions are not needed to read",
-    "PREPARE": "PREPARE/EXECUTE are not supported", "EXECUTE": "PREPARE/EXECUTE are not supported",
-    "CALL": "CALL/CHECKPOINT run procedures", "VACUUM": "VACUUM changes the database",
-    "ANALYZE": "ANALYZE changes the database", "MULTI": "this statement expands into several statements",
-    "UPDATE_EXTENSIONS": "extensions cannot be updated here", "COPY_DATABASE": "COPY DATABASE writes files",
+    "INSERT": "INSERT changes the database",
+    "UPDATE": "UPDATE changes the database",
+    "DELETE": "DELETE changes the database",
+    "CREATE": "CREATE changes the database",
+    "DROP": "DROP changes the database",
+    "ALTER": "ALTER changes the database",
+    "COPY": "COPY reads or writes files",
+    "EXPORT": "EXPORT DATABASE writes files",
+    "ATTACH": "ATTACH opens other databases",
+    "DETACH": "DETACH changes the attached databases",
+    "LOAD": "INSTALL/LOAD add extensions",
+    "SET": "SET/RESET/USE and assigning PRAGMAs change settings or the session",
+    "VARIABLE_SET": "SET VARIABLE changes the session",
+    "TRANSACTION": "transactions are not needed to read",
+    "PREPARE": "PREPARE/EXECUTE are not supported",
+    "EXECUTE": "PREPARE/EXECUTE are not supported",
+    "CALL": "CALL/CHECKPOINT run procedures",
+    "VACUUM": "VACUUM changes the database",
+    "ANALYZE": "ANALYZE changes the database",
+    "MULTI": "this statement expands into several statements",
+    "UPDATE_EXTENSIONS": "extensions cannot be updated here",
+    "COPY_DATABASE": "COPY DATABASE writes files",
 }
 
 # Friendly one-line descriptions for the schema browser (tables and views of data/schema.sql).
@@ -126,11 +156,11 @@ class SandboxLimits:
     timeout_s: float = 10.0
     memory_limit: str = "512MB"
     threads: int = 1
-    max_rows: int = 10_000            # rows held in memory for display
+    max_rows: int = 10_000  # rows held in memory for display
     max_export_bytes: int = 200_000_000
     batch_rows: int = 2048
     process_memory_bytes: int = 3 * 1024**3  # address space of the worker process (isolated runs)
-    startup_grace_s: float = 15.0            # worker start-up allowance on top of timeout_s
+    startup_grace_s: float = 15.0  # worker start-up allowance on top of timeout_s
 
 
 @dataclass(frozen=True)
@@ -173,16 +203,17 @@ def _check_tree(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         if kind == "TABLE_FUNCTION":
             name = str((node.get("function") or {}).get("function_name", "")).lower()
             if name not in ALLOWED_TABLE_FUNCTIONS:
-                raise SqlRefused(f"table function {name}() is not allowed (it can read files, URLs or run "
-                                 "other SQL); query the tables and views instead")
+                raise SqlRefused(
+                    f"table function {name}() is not allowed (it can read files, URLs or run "
+                    "other SQL); query the tables and views instead"
+                )
         elif kind == "BASE_TABLE":
             name = str(node.get("table_name", ""))
             if re.search(r"[/\\:.*?]", name):
                 raise SqlRefused(f"{name!r} looks like a file path or URL; reading files is not allowed")
 
 
-def check_statement(sql: str, *, con: duckdb.DuckDBPyConnection | None = None,
-                    is_deep: bool = True) -> tuple[str, str]:
+def check_statement(sql: str, *, con: duckdb.DuckDBPyConnection | None = None, is_deep: bool = True) -> tuple[str, str]:
     """Classify ``sql`` with DuckDB's parser; return ``(statement, type)`` or raise ``SqlRefused``.
 
     Args:
@@ -209,8 +240,9 @@ def check_statement(sql: str, *, con: duckdb.DuckDBPyConnection | None = None,
     if kind == "PRAGMA":
         match = re.match(r"PRAGMA\s+(\w+)\s*(\(|$)", text, re.IGNORECASE)
         if not match or match.group(1).lower() not in ALLOWED_PRAGMAS:
-            raise SqlRefused("this PRAGMA changes settings or state; only "
-                             + ", ".join(sorted(ALLOWED_PRAGMAS)) + " are allowed")
+            raise SqlRefused(
+                "this PRAGMA changes settings or state; only " + ", ".join(sorted(ALLOWED_PRAGMAS)) + " are allowed"
+            )
         return text, kind
     if kind == "EXPLAIN":
         inner = re.sub(r"^\s*EXPLAIN\s+(ANALY[SZ]E\s+)?", "", text, flags=re.IGNORECASE)
@@ -252,11 +284,17 @@ def open_sandbox(db: str | Path | None = None, *, limits: SandboxLimits | None =
     """A fresh in-memory DuckDB with the snapshot attached read-only and the configuration locked."""
     limits = limits or SandboxLimits()
     snap = rdb.ensure_snapshot(db)
-    con = duckdb.connect(":memory:", config={
-        "autoinstall_known_extensions": False, "autoload_known_extensions": False,
-        "allow_community_extensions": False, "memory_limit": limits.memory_limit,
-        "threads": limits.threads, "max_temp_directory_size": "0B",
-    })
+    con = duckdb.connect(
+        ":memory:",
+        config={
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            "allow_community_extensions": False,
+            "memory_limit": limits.memory_limit,
+            "threads": limits.threads,
+            "max_temp_directory_size": "0B",
+        },
+    )
     try:
         if rdb.is_parquet_folder(snap):
             # An exported Parquet folder: views over its files, which stay readable through
@@ -311,8 +349,11 @@ def _engine_error(exc: BaseException, dog: _Watchdog | None, limits: SandboxLimi
     if (dog is not None and dog.fired) or "INTERRUPT" in text:
         return SqlFailed(f"the statement ran longer than {limits.timeout_s:g} s and was stopped", kind="timeout")
     if isinstance(exc, duckdb.OutOfMemoryException) or "Out of Memory" in text:
-        return SqlFailed(f"the statement needed more than the sandbox's {limits.memory_limit} of memory "
-                         f"and was stopped: {text.splitlines()[0]}", kind="memory")
+        return SqlFailed(
+            f"the statement needed more than the sandbox's {limits.memory_limit} of memory "
+            f"and was stopped: {text.splitlines()[0]}",
+            kind="memory",
+        )
     if isinstance(exc, duckdb.PermissionException) or "Permission Error" in text:
         return SqlFailed(f"refused by the engine (no file, network or extension access): {text}", kind="permission")
     if "read-only" in text:
@@ -346,8 +387,14 @@ def _relation(con: duckdb.DuckDBPyConnection, statement: str) -> duckdb.DuckDBPy
         raise exc
 
 
-def _stream(sql: str, *, db: str | Path | None, limits: SandboxLimits,
-            consume: Callable[[pa.RecordBatch], bool], run: _Run | None = None) -> _Run:
+def _stream(
+    sql: str,
+    *,
+    db: str | Path | None,
+    limits: SandboxLimits,
+    consume: Callable[[pa.RecordBatch], bool],
+    run: _Run | None = None,
+) -> _Run:
     """Check and run ``sql``, passing Arrow batches to ``consume`` until it returns False.
 
     Raises:
@@ -369,8 +416,9 @@ def _stream(sql: str, *, db: str | Path | None, limits: SandboxLimits,
                 run.schema = reader.schema
                 for batch in reader:
                     if dog.is_expired:  # between batches the interrupt may not surface as an error
-                        raise SqlFailed(f"the statement ran longer than {limits.timeout_s:g} s and was stopped",
-                                        kind="timeout")
+                        raise SqlFailed(
+                            f"the statement ran longer than {limits.timeout_s:g} s and was stopped", kind="timeout"
+                        )
                     if not consume(batch):
                         break
         except (duckdb.Error, pa.ArrowException, OSError) as exc:
@@ -410,9 +458,15 @@ def _run_in_process(sql: str, *, db: str | Path | None = None, limits: SandboxLi
             raise
         is_exact = False
     table = pa.Table.from_batches(kept, schema=run.schema) if run.schema is not None else pa.table({})
-    return SqlResult(sql=run.statement, df=_to_pandas(table), n_rows=counts["seen"],
-                     is_truncated=counts["seen"] > counts["kept"], is_count_exact=is_exact,
-                     elapsed_s=run.elapsed_s, column_types=run.duck_types)
+    return SqlResult(
+        sql=run.statement,
+        df=_to_pandas(table),
+        n_rows=counts["seen"],
+        is_truncated=counts["seen"] > counts["kept"],
+        is_count_exact=is_exact,
+        elapsed_s=run.elapsed_s,
+        column_types=run.duck_types,
+    )
 
 
 @dataclass(frozen=True)
@@ -440,13 +494,15 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     try:
         return table.to_pandas()
     except (pa.ArrowException, TypeError, ValueError):
-        cols = {name: [None if v is None else str(v) for v in table.column(name).to_pylist()]
-                for name in table.column_names}
+        cols = {
+            name: [None if v is None else str(v) for v in table.column(name).to_pylist()] for name in table.column_names
+        }
         return pd.DataFrame(cols)
 
 
-def _export_in_process(sql: str, fmt: str, *, db: str | Path | None = None,
-                       limits: SandboxLimits | None = None) -> bytes:
+def _export_in_process(
+    sql: str, fmt: str, *, db: str | Path | None = None, limits: SandboxLimits | None = None
+) -> bytes:
     """The FULL result of ``sql`` as CSV or Parquet bytes, streamed under the sandbox and a byte cap."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
@@ -466,8 +522,10 @@ def _export_in_process(sql: str, fmt: str, *, db: str | Path | None = None,
             writers.append(open_writer(batch.schema))
         writers[0].write_batch(batch)
         if buf.tell() > limits.max_export_bytes:
-            raise SqlFailed(f"the result is larger than {limits.max_export_bytes / 1e6:.0f} MB; "
-                            "add a LIMIT or aggregate", kind="too_large")
+            raise SqlFailed(
+                f"the result is larger than {limits.max_export_bytes / 1e6:.0f} MB; add a LIMIT or aggregate",
+                kind="too_large",
+            )
         return True
 
     run = _stream(sql, db=db, limits=limits, consume=consume)
@@ -483,8 +541,12 @@ def _needs_text(data_type: pa.DataType, *, is_csv: bool) -> bool:
     if pa.types.is_null(data_type) or pa.types.is_union(data_type) or pa.types.is_interval(data_type):
         return True
     if is_csv:
-        return (pa.types.is_nested(data_type) or pa.types.is_binary(data_type)
-                or pa.types.is_large_binary(data_type) or isinstance(data_type, pa.BaseExtensionType))
+        return (
+            pa.types.is_nested(data_type)
+            or pa.types.is_binary(data_type)
+            or pa.types.is_large_binary(data_type)
+            or isinstance(data_type, pa.BaseExtensionType)
+        )
     return False
 
 
@@ -524,8 +586,9 @@ def result_csv(result: SqlResult) -> str:
 # worker process with an address-space limit and kill it when timeout_s (plus start-up) has passed.
 
 
-def run_query(sql: str, *, db: str | Path | None = None, limits: SandboxLimits | None = None,
-              is_isolated: bool = True) -> SqlResult:
+def run_query(
+    sql: str, *, db: str | Path | None = None, limits: SandboxLimits | None = None, is_isolated: bool = True
+) -> SqlResult:
     """Run one statement in the sandbox; keep at most ``limits.max_rows`` rows, count the rest.
 
     When the timeout hits after the displayed rows were collected, the result is returned with
@@ -550,8 +613,9 @@ def run_query(sql: str, *, db: str | Path | None = None, limits: SandboxLimits |
     return result
 
 
-def export_result(sql: str, fmt: str, *, db: str | Path | None = None, limits: SandboxLimits | None = None,
-                  is_isolated: bool = True) -> bytes:
+def export_result(
+    sql: str, fmt: str, *, db: str | Path | None = None, limits: SandboxLimits | None = None, is_isolated: bool = True
+) -> bytes:
     """The FULL result of ``sql`` as CSV or Parquet bytes, streamed under the sandbox and a byte cap."""
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"fmt must be 'csv' or 'parquet', not {fmt!r}")
@@ -572,21 +636,31 @@ def _in_worker(request: dict[str, Any], *, db: str | Path | None, limits: Sandbo
     import subprocess
 
     payload = {**request, "db": str(rdb.resolve_db_path(db)), "limits": dataclasses.asdict(limits)}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(rdb.PROJECT_ROOT),
-                                                                   os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.Popen([sys.executable, "-m", "analytics.sql_sandbox"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=rdb.PROJECT_ROOT, env=env)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(rdb.PROJECT_ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analytics.sql_sandbox"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=rdb.PROJECT_ROOT,
+        env=env,
+    )
     try:
         out, err = proc.communicate(json.dumps(payload).encode(), timeout=limits.timeout_s + limits.startup_grace_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        raise SqlFailed(f"the statement ran longer than {limits.timeout_s:g} s and was stopped",
-                        kind="timeout") from None
+        raise SqlFailed(
+            f"the statement ran longer than {limits.timeout_s:g} s and was stopped", kind="timeout"
+        ) from None
     if proc.returncode != 0 or not out:
         tail = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        raise SqlFailed("the statement exhausted the sandbox worker's memory and was stopped "
-                        f"({tail[0][:200]})", kind="memory")
+        raise SqlFailed(
+            f"the statement exhausted the sandbox worker's memory and was stopped ({tail[0][:200]})", kind="memory"
+        )
     # The worker is our own code (same interpreter, same tree): its pickle is trusted.
     kind, value = pickle.loads(out)  # noqa: S301
     if kind == "refused":
@@ -631,13 +705,16 @@ def _worker_main() -> int:
 
 def schema_objects(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Tables and views of the database: name, kind, description, row count, column count."""
-    objs = rdb.query_df(con, """
+    objs = rdb.query_df(
+        con,
+        """
         SELECT table_name AS name, 'table' AS kind, column_count AS n_columns, comment FROM duckdb_tables()
         WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
         UNION ALL
         SELECT view_name, 'view', column_count, comment FROM duckdb_views()
         WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
-        ORDER BY kind DESC, name""")
+        ORDER BY kind DESC, name""",
+    )
     counts = []
     for name in objs["name"]:
         # Identifiers come from the catalog itself, quoted, never from user input.
@@ -645,18 +722,23 @@ def schema_objects(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         counts.append(int(rdb.query_rows(con, f"SELECT count(*) FROM {quoted}")[0][0]))
     objs["n_rows"] = counts
     # our one-liners first; a COMMENT ON a table added later still shows up
-    objs["description"] = [DESCRIPTIONS.get(str(n)) or (str(c) if isinstance(c, str) else "")
-                           for n, c in zip(objs["name"], objs["comment"], strict=True)]
+    objs["description"] = [
+        DESCRIPTIONS.get(str(n)) or (str(c) if isinstance(c, str) else "")
+        for n, c in zip(objs["name"], objs["comment"], strict=True)
+    ]
     return objs[["name", "kind", "n_rows", "n_columns", "description"]]
 
 
 def schema_columns(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Columns of every table and view: object, column, type, position."""
-    return rdb.query_df(con, """
+    return rdb.query_df(
+        con,
+        """
         SELECT table_name AS name, column_name AS "column", data_type AS type, column_index AS position
         FROM duckdb_columns()
         WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
-        ORDER BY name, position""")
+        ORDER BY name, position""",
+    )
 
 
 @dataclass(frozen=True)
@@ -675,8 +757,14 @@ def examples(folder: Path = QUERIES_DIR) -> list[Example]:
     for path in sorted(folder.glob("*.sql")):
         text = path.read_text(encoding="utf-8")
         meta = dict(re.findall(r"^--\s*(title|description):\s*(.+)$", text, flags=re.MULTILINE))
-        out.append(Example(name=path.stem, title=meta.get("title", path.stem),
-                           description=meta.get("description", ""), sql=text.strip()))
+        out.append(
+            Example(
+                name=path.stem,
+                title=meta.get("title", path.stem),
+                description=meta.get("description", ""),
+                sql=text.strip(),
+            )
+        )
     return out
 
 
@@ -697,8 +785,9 @@ def schema_text(objects: pd.DataFrame, columns: pd.DataFrame) -> str:
 CHART_KINDS = ("bar", "line", "scatter")
 
 
-def fig_result(df: pd.DataFrame, *, x: str, y: str, color: str | None = None, kind: str = "bar",
-               title: str | None = None) -> Any:
+def fig_result(
+    df: pd.DataFrame, *, x: str, y: str, color: str | None = None, kind: str = "bar", title: str | None = None
+) -> Any:
     """A Plotly chart of a query result (``x``, ``y`` and an optional ``color`` column).
 
     Raises:
@@ -735,8 +824,10 @@ Example queries:
 def nl_messages(question: str, *, schema: str, gallery: list[Example], max_examples: int = 6) -> list[dict[str, str]]:
     """Chat messages asking the model for SQL answering ``question``."""
     shots = "\n\n".join(f"-- {e.title}\n{e.sql}" for e in gallery[:max_examples])
-    return [{"role": "system", "content": NL_SYSTEM.format(schema=schema, examples=shots)},
-            {"role": "user", "content": question.strip()}]
+    return [
+        {"role": "system", "content": NL_SYSTEM.format(schema=schema, examples=shots)},
+        {"role": "user", "content": question.strip()},
+    ]
 
 
 def extract_sql(text: str) -> str:
@@ -773,17 +864,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query", help='one SQL statement, e.g. "SELECT * FROM v_runs"; "-" reads stdin')
     parser.add_argument("--timeout-s", type=float, default=SandboxLimits.timeout_s, help="statement timeout")
     parser.add_argument("--memory-limit", default=SandboxLimits.memory_limit, help="DuckDB memory limit")
-    parser.add_argument("--max-rows", type=int, default=None,
-                        help="print at most this many rows (default: the full result, byte-capped)")
-    parser.add_argument("--json", action="store_true",
-                        help="print {columns, types, rows, n_rows, is_truncated, elapsed_s} instead of CSV")
+    parser.add_argument(
+        "--max-rows",
+        type=int,
+        default=None,
+        help="print at most this many rows (default: the full result, byte-capped)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print {columns, types, rows, n_rows, is_truncated, elapsed_s} instead of CSV",
+    )
 
 
 def cli(args: argparse.Namespace) -> int:
     """Run the statement; CSV on stdout; refused (exit 3), failed (1) or bounded (4) with the reason."""
     sql = sys.stdin.read() if args.query == "-" else args.query
-    limits = SandboxLimits(timeout_s=args.timeout_s, memory_limit=args.memory_limit,
-                           max_rows=args.max_rows or SandboxLimits.max_rows)
+    limits = SandboxLimits(
+        timeout_s=args.timeout_s, memory_limit=args.memory_limit, max_rows=args.max_rows or SandboxLimits.max_rows
+    )
     try:
         if args.json or args.max_rows:
             result = run_query(sql, db=args.db, limits=limits)
@@ -804,10 +903,15 @@ def cli(args: argparse.Namespace) -> int:
 
 
 def _result_json(result: SqlResult) -> dict[str, Any]:
-    return {"columns": [c for c, _ in result.column_types], "types": [t for _, t in result.column_types],
-            "rows": json.loads(result.df.to_json(orient="values", date_format="iso", default_handler=str)),
-            "n_rows": result.n_rows, "is_truncated": result.is_truncated,
-            "is_count_exact": result.is_count_exact, "elapsed_s": round(result.elapsed_s, 4)}
+    return {
+        "columns": [c for c, _ in result.column_types],
+        "types": [t for _, t in result.column_types],
+        "rows": json.loads(result.df.to_json(orient="values", date_format="iso", default_handler=str)),
+        "n_rows": result.n_rows,
+        "is_truncated": result.is_truncated,
+        "is_count_exact": result.is_count_exact,
+        "elapsed_s": round(result.elapsed_s, 4),
+    }
 
 
 if __name__ == "__main__":

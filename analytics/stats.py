@@ -53,8 +53,9 @@ def stable_rng(seed: int, *labels: str) -> np.random.Generator:
     return np.random.default_rng([seed, *[zlib.crc32(label.encode()) for label in labels]])
 
 
-def bootstrap_mean_ci(values: np.ndarray, rng: np.random.Generator, *, n_boot: int = 1000,
-                      level: float = 0.95) -> tuple[float, float]:
+def bootstrap_mean_ci(
+    values: np.ndarray, rng: np.random.Generator, *, n_boot: int = 1000, level: float = 0.95
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean over units (tasks); NaN values are ignored.
 
     Above ``BOOTSTRAP_MAX_TASKS`` units the normal interval ``mean +- z * sd / sqrt(n)`` is returned instead,
@@ -98,8 +99,9 @@ def resample_weights(n_units: int, rng: np.random.Generator, *, n_boot: int = 10
     return counts.reshape(n_boot, n_units).astype(float)
 
 
-def bootstrap_mean_cis(values: np.ndarray, rng: np.random.Generator, *, n_boot: int = 1000,
-                       level: float = 0.95) -> np.ndarray:
+def bootstrap_mean_cis(
+    values: np.ndarray, rng: np.random.Generator, *, n_boot: int = 1000, level: float = 0.95
+) -> np.ndarray:
     """Percentile bootstrap intervals of the mean of every column of ``values`` (units x series) at once.
 
     The rows (units: tasks) are resampled with replacement, one draw shared by all columns, so the cost is one

@@ -53,8 +53,11 @@ SUPPLIES = ("step", "hull")
 PERIODS = {"month": "M", "quarter": "Q", "year": "Y"}
 DEFAULT_HOURLY_USD = 50.0
 DEFAULT_HUMAN_PERFORMANCE = 1.0
-STAGE_NAMES = {1: "Stage 1 · Tech-Market-Fit not achieved", 2: "Stage 2 · Agents and humans collaborating",
-               3: "Stage 3 · Specialised agents"}
+STAGE_NAMES = {
+    1: "Stage 1 · Tech-Market-Fit not achieved",
+    2: "Stage 2 · Agents and humans collaborating",
+    3: "Stage 3 · Specialised agents",
+}
 GRID_POINTS = 4001
 
 
@@ -82,25 +85,47 @@ class TmfInputs:
         return self.tasks.loc[~self.tasks["task_id"].duplicated(), ["task_id", "level", "category", "human_minutes"]]
 
 
-RUN_COLUMNS = ["run_id", "agent", "agent_version", "family", "kind", "eval_date", "price_input_per_mtok",
-               "price_output_per_mtok"]
+RUN_COLUMNS = [
+    "run_id",
+    "agent",
+    "agent_version",
+    "family",
+    "kind",
+    "eval_date",
+    "price_input_per_mtok",
+    "price_output_per_mtok",
+]
 TASK_COLUMNS = ["task_id", "level", "category", "human_minutes"]
 
 
-def load(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
-         date_from: dt.date | None = None, date_to: dt.date | None = None) -> TmfInputs:
+def load(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+) -> TmfInputs:
     """Per (run, task) rows of one benchmark (human runs always included) and its newest IRT abilities.
 
     Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
     """
-    params = {"benchmark": benchmark, "agents": list(agents) if agents else None,
-              "date_from": date_from, "date_to": date_to}
+    params = {
+        "benchmark": benchmark,
+        "agents": list(agents) if agents else None,
+        "date_from": date_from,
+        "date_to": date_to,
+    }
     outcomes = query_df(con, load_sql("tmf_run_tasks"), params)
-    runs = query_df(con, f"""
+    runs = query_df(
+        con,
+        f"""
         SELECT {", ".join(RUN_COLUMNS)} FROM runs
         WHERE benchmark = $benchmark AND ($agents IS NULL OR kind = 'human' OR list_contains($agents, agent))
           AND ($date_from IS NULL OR eval_date >= $date_from) AND ($date_to IS NULL OR eval_date <= $date_to)
-        ORDER BY eval_date NULLS LAST, agent, run_id""", params)
+        ORDER BY eval_date NULLS LAST, agent, run_id""",
+        params,
+    )
     tasks = query_df(con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ?", [benchmark])
     return TmfInputs(benchmark, attach_details(outcomes, runs, tasks), irt_abilities(con, benchmark=benchmark))
 
@@ -128,17 +153,24 @@ def attach_details(outcomes: pd.DataFrame, runs: pd.DataFrame, tasks: pd.DataFra
 
 def irt_abilities(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
     """Abilities of the newest IRT fit of ``benchmark`` (subject = agent + ' ' + version), or an empty frame."""
-    return query_df(con, """
+    return query_df(
+        con,
+        """
         WITH newest AS (SELECT fit_key FROM irt_fits WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1)
         SELECT subject, agent, agent_version, ability, ability_lo, ability_hi, fit_key
-        FROM irt_abilities JOIN newest USING (fit_key)""", [benchmark])
+        FROM irt_abilities JOIN newest USING (fit_key)""",
+        [benchmark],
+    )
 
 
 def default_benchmark(con: duckdb.DuckDBPyConnection) -> str | None:
     """The benchmark with the most runs that have a cost (ties by name)."""
-    rows = query_rows(con, """
+    rows = query_rows(
+        con,
+        """
         SELECT r.benchmark FROM runs r LEFT JOIN attempts a USING (run_id)
-        GROUP BY r.benchmark ORDER BY count(a.cost_usd) DESC, r.benchmark LIMIT 1""")
+        GROUP BY r.benchmark ORDER BY count(a.cost_usd) DESC, r.benchmark LIMIT 1""",
+    )
     return rows[0][0] if rows else None
 
 
@@ -168,8 +200,9 @@ def slice_names(tasks: pd.DataFrame, kind: str) -> list[str]:
 
 def current_prices(tasks: pd.DataFrame) -> pd.DataFrame:
     """Per run, the prices of the newest run of the same family (agent when no family) that has prices."""
-    runs = tasks.drop_duplicates("run_id")[["run_id", "agent", "family", "eval_date",
-                                            "price_input_per_mtok", "price_output_per_mtok"]].copy()
+    runs = tasks.drop_duplicates("run_id")[
+        ["run_id", "agent", "family", "eval_date", "price_input_per_mtok", "price_output_per_mtok"]
+    ].copy()
     runs["group"] = runs["family"].fillna(runs["agent"]).astype(str)
     priced = runs.dropna(subset=["price_input_per_mtok", "price_output_per_mtok"])
     priced = priced.sort_values(["eval_date", "run_id"], na_position="first").groupby("group").tail(1)
@@ -196,8 +229,9 @@ def _row_costs(tasks: pd.DataFrame, *, cost_source: str, cur: pd.DataFrame | Non
     if cost_source == "logged":
         cost = tasks["cost_usd"].to_numpy(dtype=float)
     else:
-        cost = priced(tasks["price_input_per_mtok"].to_numpy(dtype=float),
-                      tasks["price_output_per_mtok"].to_numpy(dtype=float))
+        cost = priced(
+            tasks["price_input_per_mtok"].to_numpy(dtype=float), tasks["price_output_per_mtok"].to_numpy(dtype=float)
+        )
     repriced = np.zeros(len(tasks), dtype=bool)
     if cur is not None:
         at = cur.reindex(tasks["run_id"])
@@ -219,8 +253,9 @@ def _run_means(codes: np.ndarray, values: np.ndarray, n_runs: int) -> tuple[np.n
         return np.where(count > 0, total / count, np.nan), count.astype(int)
 
 
-def _bootstrap_by_size(codes: np.ndarray, series: list[np.ndarray], n_runs: int, *, seed: int,
-                       n_boot: int) -> np.ndarray:
+def _bootstrap_by_size(
+    codes: np.ndarray, series: list[np.ndarray], n_runs: int, *, seed: int, n_boot: int
+) -> np.ndarray:
     """Bootstrap intervals over tasks of every run's mean of every series: ``(runs, series, 2)``.
 
     Runs with the same number of tasks share one seeded draw (keyed by seed and size only, so a run's interval
@@ -240,14 +275,39 @@ def _bootstrap_by_size(codes: np.ndarray, series: list[np.ndarray], n_runs: int,
     return out
 
 
-POINT_COLUMNS = ["run_id", "agent", "agent_version", "family", "kind", "eval_date", "n_tasks", "performance",
-                 "perf_lo", "perf_hi", "cost_per_task_usd", "cost_lo", "cost_hi", "n_cost_tasks",
-                 "latency_per_task_s", "latency_lo", "latency_hi", "is_repriced", "price_run_id"]
+POINT_COLUMNS = [
+    "run_id",
+    "agent",
+    "agent_version",
+    "family",
+    "kind",
+    "eval_date",
+    "n_tasks",
+    "performance",
+    "perf_lo",
+    "perf_hi",
+    "cost_per_task_usd",
+    "cost_lo",
+    "cost_hi",
+    "n_cost_tasks",
+    "latency_per_task_s",
+    "latency_lo",
+    "latency_hi",
+    "is_repriced",
+    "price_run_id",
+]
 
 
-def run_points(tasks: pd.DataFrame, *, performance: str = "pass@1", cost_source: str = "logged",
-               is_repriced: bool = False, abilities: pd.DataFrame | None = None, seed: int = 0,
-               n_boot: int = 500) -> pd.DataFrame:
+def run_points(
+    tasks: pd.DataFrame,
+    *,
+    performance: str = "pass@1",
+    cost_source: str = "logged",
+    is_repriced: bool = False,
+    abilities: pd.DataFrame | None = None,
+    seed: int = 0,
+    n_boot: int = 500,
+) -> pd.DataFrame:
     """One row per run (human runs included, ``kind`` tells them apart) with performance, cost, latency, CIs.
 
     Computed for all runs at once (no loop over runs): means by ``np.bincount``, intervals by one bootstrap draw
@@ -280,8 +340,9 @@ def run_points(tasks: pd.DataFrame, *, performance: str = "pass@1", cost_source:
     cis = _bootstrap_by_size(codes, series, n_runs, seed=seed, n_boot=n_boot)
     first = np.unique(codes, return_index=True)[1]
     n_tasks = np.bincount(codes, minlength=n_runs)
-    out: dict[str, Any] = {col: tasks[col].to_numpy()[first]
-                           for col in ("run_id", "agent", "agent_version", "family", "kind", "eval_date")}
+    out: dict[str, Any] = {
+        col: tasks[col].to_numpy()[first] for col in ("run_id", "agent", "agent_version", "family", "kind", "eval_date")
+    }
     out["n_tasks"] = n_tasks
     if by_score:
         out["performance"] = _run_means(codes, score, n_runs)[0]
@@ -411,10 +472,16 @@ class Human:
     n_tasks_timed: int
 
 
-def human_baseline(tasks: pd.DataFrame, points: pd.DataFrame, *, axis: str = "cost",
-                   hourly_usd: float = DEFAULT_HOURLY_USD, human_minutes: float | None = None,
-                   human_performance: float | None = None,
-                   default_performance: float | None = DEFAULT_HUMAN_PERFORMANCE) -> Human:
+def human_baseline(
+    tasks: pd.DataFrame,
+    points: pd.DataFrame,
+    *,
+    axis: str = "cost",
+    hourly_usd: float = DEFAULT_HOURLY_USD,
+    human_minutes: float | None = None,
+    human_performance: float | None = None,
+    default_performance: float | None = DEFAULT_HUMAN_PERFORMANCE,
+) -> Human:
     """Human cost per task from tasks' human_minutes (``human_minutes`` fills tasks without) and performance.
 
     Performance: an explicit ``human_performance`` wins; else the mean of the kind=human points; else
@@ -470,7 +537,7 @@ class Acceptance:
         if span <= 0:
             raise TmfError("human performance must exceed the performance floor")
         rel = np.clip((np.asarray(p, dtype=float) - self.p0) / span, 0.0, None)
-        return self.willingness * self.human_x * rel ** self.exponent
+        return self.willingness * self.human_x * rel**self.exponent
 
 
 @dataclass(frozen=True)
@@ -494,8 +561,14 @@ def _grid(lo: float, hi: float, knots: np.ndarray) -> np.ndarray:
     return np.unique(np.concatenate([base, extra]))
 
 
-def value_and_stage(frontier: pd.DataFrame, acceptance: Acceptance, *, x_col: str = "cost_per_task_usd",
-                    supply: str = "step", hull: pd.DataFrame | None = None) -> Value:
+def value_and_stage(
+    frontier: pd.DataFrame,
+    acceptance: Acceptance,
+    *,
+    x_col: str = "cost_per_task_usd",
+    supply: str = "step",
+    hull: pd.DataFrame | None = None,
+) -> Value:
     """Area between A and S where A > S, best operating point, and stage (definitions in the module doc).
 
     Args:
@@ -532,8 +605,8 @@ def value_and_stage(frontier: pd.DataFrame, acceptance: Acceptance, *, x_col: st
 class TmfResult:
     """Everything the page, the figures and the CLI need for one benchmark slice."""
 
-    points: pd.DataFrame          # every run (humans too), on_frontier / on_hull / has_cost columns
-    frontier: tuple[str, ...]     # run ids in increasing x
+    points: pd.DataFrame  # every run (humans too), on_frontier / on_hull / has_cost columns
+    frontier: tuple[str, ...]  # run ids in increasing x
     hull: tuple[str, ...]
     human: Human | None
     acceptance: Acceptance | None
@@ -563,25 +636,38 @@ class TmfOptions:
     n_boot: int = 500
 
 
-def analyse(inputs: TmfInputs, *, slice_name: str = "all", options: TmfOptions | None = None,
-            as_of: dt.date | None = None, points: pd.DataFrame | None = None) -> TmfResult:
+def analyse(
+    inputs: TmfInputs,
+    *,
+    slice_name: str = "all",
+    options: TmfOptions | None = None,
+    as_of: dt.date | None = None,
+    points: pd.DataFrame | None = None,
+) -> TmfResult:
     """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``)."""
     opt = options or TmfOptions()
     if opt.axis not in AXES:
         raise TmfError(f"axis {opt.axis!r}: expected cost or latency")
     x_col, unit = AXES[opt.axis]
     if points is None:
-        points = run_points(slice_tasks(inputs.tasks, slice_name), performance=opt.performance,
-                            cost_source=opt.cost_source, is_repriced=opt.is_repriced, abilities=inputs.abilities,
-                            seed=opt.seed, n_boot=opt.n_boot)
+        points = run_points(
+            slice_tasks(inputs.tasks, slice_name),
+            performance=opt.performance,
+            cost_source=opt.cost_source,
+            is_repriced=opt.is_repriced,
+            abilities=inputs.abilities,
+            seed=opt.seed,
+            n_boot=opt.n_boot,
+        )
     if as_of is not None:
         dates = pd.to_datetime(points["eval_date"])
         points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
     return _assemble(slice_tasks(inputs.task_table, slice_name), points, opt, x_col, unit, slice_name)
 
 
-def _assemble(tasks: pd.DataFrame, points: pd.DataFrame, opt: TmfOptions, x_col: str, unit: str,
-              slice_name: str) -> TmfResult:
+def _assemble(
+    tasks: pd.DataFrame, points: pd.DataFrame, opt: TmfOptions, x_col: str, unit: str, slice_name: str
+) -> TmfResult:
     xs = points[x_col].to_numpy(dtype=float)
     perf = points["performance"].to_numpy(dtype=float)
     has_cost = np.isfinite(xs) & (xs > 0)
@@ -598,49 +684,84 @@ def _assemble(tasks: pd.DataFrame, points: pd.DataFrame, opt: TmfOptions, x_col:
         return pts.iloc[rows]
 
     frontier, hull = by_cost(pts["on_frontier"].to_numpy()), by_cost(on_hull)
-    human = human_baseline(tasks, pts, axis=opt.axis, hourly_usd=opt.hourly_usd,
-                           human_minutes=opt.human_minutes, human_performance=opt.human_performance,
-                           default_performance=None if opt.performance == "irt" else DEFAULT_HUMAN_PERFORMANCE)
+    human = human_baseline(
+        tasks,
+        pts,
+        axis=opt.axis,
+        hourly_usd=opt.hourly_usd,
+        human_minutes=opt.human_minutes,
+        human_performance=opt.human_performance,
+        default_performance=None if opt.performance == "irt" else DEFAULT_HUMAN_PERFORMANCE,
+    )
     p0 = 0.0 if opt.performance != "irt" else float(np.nanmin(y)) if np.isfinite(y).any() else 0.0
     acceptance = value = None
     if human.x is not None and math.isfinite(human.performance) and human.performance > p0:
         acceptance = Acceptance(human.x, human.performance, p0, opt.willingness, opt.exponent)
         value = value_and_stage(frontier, acceptance, x_col=x_col, supply=opt.supply, hull=hull)
     assumptions = _assumptions(opt, human, unit, pts, p0)
-    return TmfResult(pts, tuple(frontier["run_id"]), tuple(hull["run_id"]), human, acceptance, value, x_col,
-                     unit, opt.performance, slice_name, assumptions)
+    return TmfResult(
+        pts,
+        tuple(frontier["run_id"]),
+        tuple(hull["run_id"]),
+        human,
+        acceptance,
+        value,
+        x_col,
+        unit,
+        opt.performance,
+        slice_name,
+        assumptions,
+    )
 
 
 def _assumptions(opt: TmfOptions, human: Human, unit: str, pts: pd.DataFrame, p0: float) -> dict[str, Any]:
     agents = pts[pts["kind"] != "human"]
     return {
-        "performance": opt.performance, "axis": opt.axis, "unit": unit, "cost_source": opt.cost_source,
-        "is_repriced": opt.is_repriced, "supply": opt.supply, "hourly_usd": opt.hourly_usd, "currency": "USD",
-        "human_minutes_fill": opt.human_minutes, "human_x_source": human.x_source,
+        "performance": opt.performance,
+        "axis": opt.axis,
+        "unit": unit,
+        "cost_source": opt.cost_source,
+        "is_repriced": opt.is_repriced,
+        "supply": opt.supply,
+        "hourly_usd": opt.hourly_usd,
+        "currency": "USD",
+        "human_minutes_fill": opt.human_minutes,
+        "human_x_source": human.x_source,
         "human_performance_source": human.performance_source,
         "acceptance": f"A(p) = {opt.willingness:g} x human cost x ((p - {p0:g}) / (human perf - {p0:g}))"
-                      f"^{opt.exponent:g}",
-        "value_area_unit": f"{unit} per task x performance (0..1)" if opt.performance != "irt"
-                           else f"{unit} per task x logits",
+        f"^{opt.exponent:g}",
+        "value_area_unit": f"{unit} per task x performance (0..1)"
+        if opt.performance != "irt"
+        else f"{unit} per task x logits",
         "runs_without_cost": sorted(map(str, agents.loc[~agents["has_cost"], "run_id"])),
         "runs_without_performance": sorted(map(str, agents.loc[agents["performance"].isna(), "run_id"])),
         "seed": opt.seed,
     }
 
 
-def by_period(inputs: TmfInputs, *, slice_name: str = "all", options: TmfOptions | None = None,
-              freq: str = "quarter") -> list[tuple[str, TmfResult]]:
+def by_period(
+    inputs: TmfInputs, *, slice_name: str = "all", options: TmfOptions | None = None, freq: str = "quarter"
+) -> list[tuple[str, TmfResult]]:
     """The analysis as of the end of every period that has a run ("a movie, not a photograph")."""
     if freq not in PERIODS:
         raise TmfError(f"period {freq!r}: expected one of {', '.join(PERIODS)}")
     opt = options or TmfOptions()
     tasks = slice_tasks(inputs.tasks, slice_name)
-    points = run_points(tasks, performance=opt.performance, cost_source=opt.cost_source,
-                        is_repriced=opt.is_repriced, abilities=inputs.abilities, seed=opt.seed, n_boot=opt.n_boot)
+    points = run_points(
+        tasks,
+        performance=opt.performance,
+        cost_source=opt.cost_source,
+        is_repriced=opt.is_repriced,
+        abilities=inputs.abilities,
+        seed=opt.seed,
+        n_boot=opt.n_boot,
+    )
     dates = pd.to_datetime(points.loc[points["kind"] != "human", "eval_date"]).dropna()
     periods = sorted(dates.dt.to_period(PERIODS[freq]).unique())
-    return [(str(per), analyse(inputs, slice_name=slice_name, options=opt, points=points,
-                               as_of=per.end_time.date())) for per in periods]
+    return [
+        (str(per), analyse(inputs, slice_name=slice_name, options=opt, points=points, as_of=per.end_time.date()))
+        for per in periods
+    ]
 
 
 def period_table(movie: list[tuple[str, TmfResult]]) -> pd.DataFrame:
@@ -648,11 +769,16 @@ def period_table(movie: list[tuple[str, TmfResult]]) -> pd.DataFrame:
     rows = []
     for label, res in movie:
         agents = res.points[res.points["kind"] != "human"]
-        rows.append({"period": label, "n_runs": len(agents), "frontier": " → ".join(
-            agents.set_index("run_id").loc[list(res.frontier), "agent"].astype(str)),
-            "value_per_task": None if res.value is None else res.value.area,
-            "best_saving": None if res.value is None else res.value.best_saving,
-            "stage": None if res.value is None else res.value.stage})
+        rows.append(
+            {
+                "period": label,
+                "n_runs": len(agents),
+                "frontier": " → ".join(agents.set_index("run_id").loc[list(res.frontier), "agent"].astype(str)),
+                "value_per_task": None if res.value is None else res.value.area,
+                "best_saving": None if res.value is None else res.value.best_saving,
+                "stage": None if res.value is None else res.value.stage,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -666,10 +792,17 @@ class Overview:
     by_kind: dict[str, tuple[TmfResult, ...]] = field(default_factory=dict)
 
 
-def overview(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence[str] | None = None,
-             date_from: dt.date | None = None, date_to: dt.date | None = None,
-             options: TmfOptions | None = None, freq: str = "quarter",
-             slice_kinds: tuple[str, ...] = ("level",)) -> Overview:
+def overview(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    options: TmfOptions | None = None,
+    freq: str = "quarter",
+    slice_kinds: tuple[str, ...] = ("level",),
+) -> Overview:
     """Load and analyse one benchmark (for ``ui.common.cached``: every argument is hashable).
 
     The small multiples of ``slice_kinds`` come with it so that the page's first render reads the data once;
@@ -678,21 +811,33 @@ def overview(con: duckdb.DuckDBPyConnection, *, benchmark: str, agents: Sequence
     inputs = load(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
     if inputs.tasks.empty:
         return Overview(None, ())
-    return Overview(analyse(inputs, options=options), tuple(by_period(inputs, options=options, freq=freq)),
-                    {kind: analyse_slices(inputs, kind=kind, options=options) for kind in slice_kinds})
+    return Overview(
+        analyse(inputs, options=options),
+        tuple(by_period(inputs, options=options, freq=freq)),
+        {kind: analyse_slices(inputs, kind=kind, options=options) for kind in slice_kinds},
+    )
 
 
-def analyse_slices(inputs: TmfInputs, *, kind: str = "level", options: TmfOptions | None = None,
-                   as_of: dt.date | None = None) -> tuple[TmfResult, ...]:
+def analyse_slices(
+    inputs: TmfInputs, *, kind: str = "level", options: TmfOptions | None = None, as_of: dt.date | None = None
+) -> tuple[TmfResult, ...]:
     """The analysis of every ``level`` (or ``category``) slice of ``inputs``."""
-    return tuple(analyse(inputs, slice_name=name, options=options, as_of=as_of)
-                 for name in slice_names(inputs.tasks, kind))
+    return tuple(
+        analyse(inputs, slice_name=name, options=options, as_of=as_of) for name in slice_names(inputs.tasks, kind)
+    )
 
 
-def slice_results(con: duckdb.DuckDBPyConnection, *, benchmark: str, kind: str = "level",
-                  agents: Sequence[str] | None = None, date_from: dt.date | None = None,
-                  date_to: dt.date | None = None, options: TmfOptions | None = None,
-                  as_of: dt.date | None = None) -> tuple[TmfResult, ...]:
+def slice_results(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    kind: str = "level",
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    options: TmfOptions | None = None,
+    as_of: dt.date | None = None,
+) -> tuple[TmfResult, ...]:
     """The analysis of every ``level`` (or ``category``) slice, for small multiples (runs up to ``as_of``)."""
     inputs = load(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
     return analyse_slices(inputs, kind=kind, options=options, as_of=as_of)
@@ -711,23 +856,36 @@ def has_irt_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> bool:
 def report(result: TmfResult) -> dict[str, Any]:
     """The issue's JSON shape (agents only in ``points``; runs without cost have a null cost)."""
     agents = result.points[result.points["kind"] != "human"]
-    points = [{"run_id": str(r.run_id), "agent": str(r.agent), "cost_per_task_usd": _num(r.cost_per_task_usd),
-               "performance": _num(r.performance), "on_frontier": bool(r.on_frontier)}
-              for r in agents.itertuples()]
+    points = [
+        {
+            "run_id": str(r.run_id),
+            "agent": str(r.agent),
+            "cost_per_task_usd": _num(r.cost_per_task_usd),
+            "performance": _num(r.performance),
+            "on_frontier": bool(r.on_frontier),
+        }
+        for r in agents.itertuples()
+    ]
     human: dict[str, float | None] | None = None
     if result.human is not None:
         is_cost = result.x_col == "cost_per_task_usd"
-        human = {"cost_per_task_usd": _num(result.human.x) if is_cost else None,
-                 "performance": _num(result.human.performance)}
+        human = {
+            "cost_per_task_usd": _num(result.human.x) if is_cost else None,
+            "performance": _num(result.human.performance),
+        }
         if not is_cost:
             human["latency_per_task_s"] = _num(result.human.x)
     val = result.value
-    return {"points": points, "frontier": list(result.frontier), "human": human,
-            "value_area_usd": None if val is None else _num(val.area),
-            "best_saving_usd": None if val is None else _num(val.best_saving),
-            "best_run_id": None if val is None else val.best_run_id,
-            "stage": None if val is None else val.stage,
-            "assumptions": {**result.assumptions, "slice": result.slice_name}}
+    return {
+        "points": points,
+        "frontier": list(result.frontier),
+        "human": human,
+        "value_area_usd": None if val is None else _num(val.area),
+        "best_saving_usd": None if val is None else _num(val.best_saving),
+        "best_run_id": None if val is None else val.best_run_id,
+        "stage": None if val is None else val.stage,
+        "assumptions": {**result.assumptions, "slice": result.slice_name},
+    }
 
 
 def _num(value: Any) -> float | None:
@@ -758,10 +916,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cli(args: argparse.Namespace) -> int:
     """Print the TMF of one benchmark slice."""
-    opt = TmfOptions(performance=args.performance, axis=args.axis, cost_source=args.cost_source,
-                     is_repriced=args.reprice, supply=args.supply, hourly_usd=args.hourly_usd,
-                     human_minutes=args.human_minutes, human_performance=args.human_performance,
-                     willingness=args.willingness, exponent=args.exponent, seed=args.seed)
+    opt = TmfOptions(
+        performance=args.performance,
+        axis=args.axis,
+        cost_source=args.cost_source,
+        is_repriced=args.reprice,
+        supply=args.supply,
+        hourly_usd=args.hourly_usd,
+        human_minutes=args.human_minutes,
+        human_performance=args.human_performance,
+        willingness=args.willingness,
+        exponent=args.exponent,
+        seed=args.seed,
+    )
     with reader(args.db) as con:
         bench = args.benchmark or default_benchmark(con)
         if bench is None:
@@ -815,20 +982,34 @@ def headline(result: TmfResult) -> str:
         return "No run has both a cost and a performance here."
     pts = result.points.set_index("run_id")
     best = pts.loc[val.best_run_id]
-    where = (f"{best['agent']} reaches {fmt_perf(best['performance'], result.performance)} for "
-             f"{fmt_x(best[result.x_col], u)} per task")
+    where = (
+        f"{best['agent']} reaches {fmt_perf(best['performance'], result.performance)} for "
+        f"{fmt_x(best[result.x_col], u)} per task"
+    )
     accept = fmt_x(float(result.acceptance.cost(np.array([best["performance"]]))[0]), u)
     if val.stage == 1:
-        return (f"{STAGE_NAMES[1]}: no agent is cheaper than a human of the same quality. Closest: {where}, "
-                f"where a buyer pays at most {accept}.")
-    return (f"{STAGE_NAMES[val.stage]}. AI adds {fmt_x(val.area, u)} of value per task (area between the curves). "
-            f"Best operating point: {where}, against {accept} for human-equivalent work — a saving of "
-            f"{fmt_x(val.best_saving, u)} per task.")
+        return (
+            f"{STAGE_NAMES[1]}: no agent is cheaper than a human of the same quality. Closest: {where}, "
+            f"where a buyer pays at most {accept}."
+        )
+    return (
+        f"{STAGE_NAMES[val.stage]}. AI adds {fmt_x(val.area, u)} of value per task (area between the curves). "
+        f"Best operating point: {where}, against {accept} for human-equivalent work — a saving of "
+        f"{fmt_x(val.best_saving, u)} per task."
+    )
 
 
-COLORS = {"frontier": "#1f5fbf", "other": "#9aa4b2", "human": "#d9480f", "market": "rgba(47,158,68,0.10)",
-          "tech": "rgba(31,95,191,0.10)", "value": "rgba(47,158,68,0.55)", "accept": "#2f9e44",
-          "hull": "#7048e8", "no_cost": "#c92a2a"}
+COLORS = {
+    "frontier": "#1f5fbf",
+    "other": "#9aa4b2",
+    "human": "#d9480f",
+    "market": "rgba(47,158,68,0.10)",
+    "tech": "rgba(31,95,191,0.10)",
+    "value": "rgba(47,158,68,0.55)",
+    "accept": "#2f9e44",
+    "hull": "#7048e8",
+    "no_cost": "#c92a2a",
+}
 STAGE_COLORS = {1: "#c92a2a", 2: "#e67700", 3: "#2f9e44"}
 
 
@@ -851,15 +1032,30 @@ def _template() -> dict[str, Any]:
 def _hover(df: pd.DataFrame, result: TmfResult) -> list[str]:
     u, perf = result.unit, result.performance
     lo, hi = ("cost_lo", "cost_hi") if result.x_col == "cost_per_task_usd" else ("latency_lo", "latency_hi")
-    cols = ["agent", "agent_version", "run_id", "eval_date", result.x_col, lo, hi, "performance", "perf_lo",
-            "perf_hi", "n_tasks", "is_repriced"]
-    return [f"<b>{agent}</b> {'' if pd.isna(version) else version}<br>"
-            f"run {run_id} · {date}<br>"
-            f"{'cost' if u == 'USD' else 'latency'}/task {fmt_x(x, u)} [{fmt_x(x_lo, u)}, {fmt_x(x_hi, u)}]<br>"
-            f"performance {fmt_perf(p, perf)} [{fmt_perf(p_lo, perf)}, {fmt_perf(p_hi, perf)}]"
-            f"<br>{int(n_tasks)} tasks{' · repriced' if repriced else ''}"
-            for agent, version, run_id, date, x, x_lo, x_hi, p, p_lo, p_hi, n_tasks, repriced
-            in zip(*(df[c].tolist() for c in cols), strict=True)]
+    cols = [
+        "agent",
+        "agent_version",
+        "run_id",
+        "eval_date",
+        result.x_col,
+        lo,
+        hi,
+        "performance",
+        "perf_lo",
+        "perf_hi",
+        "n_tasks",
+        "is_repriced",
+    ]
+    return [
+        f"<b>{agent}</b> {'' if pd.isna(version) else version}<br>"
+        f"run {run_id} · {date}<br>"
+        f"{'cost' if u == 'USD' else 'latency'}/task {fmt_x(x, u)} [{fmt_x(x_lo, u)}, {fmt_x(x_hi, u)}]<br>"
+        f"performance {fmt_perf(p, perf)} [{fmt_perf(p_lo, perf)}, {fmt_perf(p_hi, perf)}]"
+        f"<br>{int(n_tasks)} tasks{' · repriced' if repriced else ''}"
+        for agent, version, run_id, date, x, x_lo, x_hi, p, p_lo, p_hi, n_tasks, repriced in zip(
+            *(df[c].tolist() for c in cols), strict=True
+        )
+    ]
 
 
 def _rows(result: TmfResult, run_ids: Sequence[str]) -> pd.DataFrame:
@@ -891,7 +1087,7 @@ def _y_range(result: TmfResult) -> tuple[float, float]:
 def _region_traces(result: TmfResult, row: int | None = None) -> list[Trace]:
     """Market-acceptable region, tech-accessible region and their intersection as filled polygons."""
     acc = result.acceptance
-    x0, x1 = (10 ** v for v in _x_range(result))
+    x0, x1 = (10**v for v in _x_range(result))
     y0, y1 = _y_range(result)
     s = _scale(result)
     p = np.linspace(max(y0, acc.p0) if acc else y0, y1, 240)
@@ -899,16 +1095,32 @@ def _region_traces(result: TmfResult, row: int | None = None) -> list[Trace]:
     traces: list[Trace] = []
     if acc is not None:
         ax = np.clip(acc.cost(p), x0, x1)
-        traces.append({**region, "x": np.concatenate([[x0], ax, [x0]]),
-                       "y": np.concatenate([[p[0] * s], p * s, [p[-1] * s]]), "fillcolor": COLORS["market"],
-                       "name": "Market-acceptable region", "legendgroup": "market", "showlegend": row in (None, 1)})
+        traces.append(
+            {
+                **region,
+                "x": np.concatenate([[x0], ax, [x0]]),
+                "y": np.concatenate([[p[0] * s], p * s, [p[-1] * s]]),
+                "fillcolor": COLORS["market"],
+                "name": "Market-acceptable region",
+                "legendgroup": "market",
+                "showlegend": row in (None, 1),
+            }
+        )
     if result.frontier:
         front = _rows(result, result.frontier)
         sx = supply_cost(p, front[result.x_col].to_numpy(float), front["performance"].to_numpy(float), supply="step")
         keep = np.isfinite(sx)
-        traces.append({**region, "x": np.concatenate([sx[keep], [x1, x1]]),
-                       "y": np.concatenate([p[keep] * s, [p[keep][-1] * s, p[0] * s]]), "fillcolor": COLORS["tech"],
-                       "name": "Tech-accessible region", "legendgroup": "tech", "showlegend": row in (None, 1)})
+        traces.append(
+            {
+                **region,
+                "x": np.concatenate([sx[keep], [x1, x1]]),
+                "y": np.concatenate([p[keep] * s, [p[keep][-1] * s, p[0] * s]]),
+                "fillcolor": COLORS["tech"],
+                "name": "Tech-accessible region",
+                "legendgroup": "tech",
+                "showlegend": row in (None, 1),
+            }
+        )
         if acc is not None:
             traces.extend(_intersection(p, sx, acc.cost(p), s, show=row in (None, 1)))
     return traces
@@ -922,10 +1134,20 @@ def _intersection(p: np.ndarray, sx: np.ndarray, ax: np.ndarray, s: float, *, sh
             start = i
         elif not flag and start is not None:
             seg = slice(start, i)
-            out.append({"type": "scatter", "x": np.concatenate([sx[seg], ax[seg][::-1]]),
-                        "y": np.concatenate([p[seg] * s, p[seg][::-1] * s]), "fill": "toself", "mode": "none",
-                        "fillcolor": COLORS["value"], "hoverinfo": "skip", "name": "AI value (intersection)",
-                        "legendgroup": "value", "showlegend": show and first})
+            out.append(
+                {
+                    "type": "scatter",
+                    "x": np.concatenate([sx[seg], ax[seg][::-1]]),
+                    "y": np.concatenate([p[seg] * s, p[seg][::-1] * s]),
+                    "fill": "toself",
+                    "mode": "none",
+                    "fillcolor": COLORS["value"],
+                    "hoverinfo": "skip",
+                    "name": "AI value (intersection)",
+                    "legendgroup": "value",
+                    "showlegend": show and first,
+                }
+            )
             start, first = None, False
     return out
 
@@ -936,10 +1158,17 @@ def _frontier_trace(result: TmfResult, x1: float, *, show: bool) -> Trace | None
     pts = _rows(result, result.frontier)
     s = _scale(result)
     y = pts["performance"].to_numpy(float) * s
-    return {"type": "scatter", "x": np.append(pts[result.x_col].to_numpy(float), x1), "y": np.append(y, y[-1]),
-            "mode": "lines", "line": {"shape": "hv", "color": COLORS["frontier"], "width": 3},
-            "name": "Optimal supply curve (Pareto frontier)", "legendgroup": "frontier", "showlegend": show,
-            "hoverinfo": "skip"}
+    return {
+        "type": "scatter",
+        "x": np.append(pts[result.x_col].to_numpy(float), x1),
+        "y": np.append(y, y[-1]),
+        "mode": "lines",
+        "line": {"shape": "hv", "color": COLORS["frontier"], "width": 3},
+        "name": "Optimal supply curve (Pareto frontier)",
+        "legendgroup": "frontier",
+        "showlegend": show,
+        "hoverinfo": "skip",
+    }
 
 
 def _point_traces(result: TmfResult, *, show: bool, labels: bool) -> list[Trace]:
@@ -951,26 +1180,47 @@ def _point_traces(result: TmfResult, *, show: bool, labels: bool) -> list[Trace]
         if part.empty:
             continue
         trace: Trace = {
-            "type": "scatter", "x": part[result.x_col].to_numpy(float),
-            "y": part["performance"].to_numpy(float) * s, "mode": "markers+text" if on and labels else "markers",
-            "textposition": ["top right" if i == 0 else ("top left" if i % 2 else "bottom right")
-                             for i in range(len(part))],
+            "type": "scatter",
+            "x": part[result.x_col].to_numpy(float),
+            "y": part["performance"].to_numpy(float) * s,
+            "mode": "markers+text" if on and labels else "markers",
+            "textposition": [
+                "top right" if i == 0 else ("top left" if i % 2 else "bottom right") for i in range(len(part))
+            ],
             "textfont": {"size": 11, "color": COLORS["frontier"]},
             "marker": {"size": 11 if on else 8, "color": color, "line": {"width": 1, "color": "white"}},
-            "customdata": part[["run_id"]].to_numpy(), "hovertext": _hover(part, result), "hoverinfo": "text",
-            "name": name, "legendgroup": name, "showlegend": show}
+            "customdata": part[["run_id"]].to_numpy(),
+            "hovertext": _hover(part, result),
+            "hoverinfo": "text",
+            "name": name,
+            "legendgroup": name,
+            "showlegend": show,
+        }
         if on and labels:
             trace["text"] = frontier_labels(part, result)
         traces.append(trace)
     if result.performance != "irt" and not pts.empty:
         perf = pts["performance"].to_numpy(float)
-        traces.append({
-            "type": "scatter", "x": pts[result.x_col].to_numpy(float), "y": perf * s, "mode": "markers",
-            "marker": {"size": 0, "opacity": 0},
-            "error_y": {"type": "data", "symmetric": False, "array": (pts["perf_hi"].to_numpy(float) - perf) * s,
-                        "arrayminus": (perf - pts["perf_lo"].to_numpy(float)) * s, "color": "rgba(80,80,80,0.35)",
-                        "thickness": 1, "width": 0},
-            "hoverinfo": "skip", "showlegend": False})
+        traces.append(
+            {
+                "type": "scatter",
+                "x": pts[result.x_col].to_numpy(float),
+                "y": perf * s,
+                "mode": "markers",
+                "marker": {"size": 0, "opacity": 0},
+                "error_y": {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": (pts["perf_hi"].to_numpy(float) - perf) * s,
+                    "arrayminus": (perf - pts["perf_lo"].to_numpy(float)) * s,
+                    "color": "rgba(80,80,80,0.35)",
+                    "thickness": 1,
+                    "width": 0,
+                },
+                "hoverinfo": "skip",
+                "showlegend": False,
+            }
+        )
     return traces
 
 
@@ -1020,19 +1270,41 @@ def _human_traces(result: TmfResult, x0: float, *, show: bool) -> list[Trace]:
     p = np.linspace(max(acc.p0, y0) + 1e-6, y1, 200)
     ax = acc.cost(p)
     keep = ax >= x0
-    return [{"type": "scatter", "x": ax[keep], "y": p[keep] * s, "mode": "lines",
-             "name": "Human cost curve (market acceptance)", "hoverinfo": "skip", "legendgroup": "accept",
-             "line": {"color": COLORS["accept"], "dash": "dash", "width": 2}, "showlegend": show},
-            {"type": "scatter", "x": [hum.x], "y": [hum.performance * s], "mode": "markers+text", "text": ["Human"],
-             "textposition": "middle left", "textfont": {"color": COLORS["human"], "size": 12},
-             "marker": {"symbol": "star", "size": 18, "color": COLORS["human"], "line": {"width": 1, "color": "white"}},
-             "hovertext": [f"<b>Human</b><br>{fmt_x(hum.x, result.unit)} per task ({hum.x_source})<br>"
-                           f"performance {fmt_perf(hum.performance, result.performance)} ({hum.performance_source})"],
-             "hoverinfo": "text", "name": "Human", "legendgroup": "human", "showlegend": show}]
+    return [
+        {
+            "type": "scatter",
+            "x": ax[keep],
+            "y": p[keep] * s,
+            "mode": "lines",
+            "name": "Human cost curve (market acceptance)",
+            "hoverinfo": "skip",
+            "legendgroup": "accept",
+            "line": {"color": COLORS["accept"], "dash": "dash", "width": 2},
+            "showlegend": show,
+        },
+        {
+            "type": "scatter",
+            "x": [hum.x],
+            "y": [hum.performance * s],
+            "mode": "markers+text",
+            "text": ["Human"],
+            "textposition": "middle left",
+            "textfont": {"color": COLORS["human"], "size": 12},
+            "marker": {"symbol": "star", "size": 18, "color": COLORS["human"], "line": {"width": 1, "color": "white"}},
+            "hovertext": [
+                f"<b>Human</b><br>{fmt_x(hum.x, result.unit)} per task ({hum.x_source})<br>"
+                f"performance {fmt_perf(hum.performance, result.performance)} ({hum.performance_source})"
+            ],
+            "hoverinfo": "text",
+            "name": "Human",
+            "legendgroup": "human",
+            "showlegend": show,
+        },
+    ]
 
 
 def _panel_traces(result: TmfResult, *, row: int | None, labels: bool) -> list[Trace]:
-    x0, x1 = (10 ** v for v in _x_range(result))
+    x0, x1 = (10**v for v in _x_range(result))
     show = row in (None, 1)
     traces = _region_traces(result, row)
     front = _frontier_trace(result, x1, show=show)
@@ -1056,20 +1328,50 @@ def fig_tmf(result: TmfResult, *, title: str | None = None, height: int = 620) -
     annotations: list[dict[str, Any]] = []
     stage = result.value.stage if result.value else None
     if stage:
-        annotations.append({"text": f"<b>{STAGE_NAMES[stage]}</b>", "xref": "paper", "yref": "paper", "x": 0.01,
-                            "y": 0.99, "xanchor": "left", "yanchor": "top", "showarrow": False,
-                            "font": {"color": "white", "size": 14}, "bgcolor": STAGE_COLORS[stage], "borderpad": 6})
+        annotations.append(
+            {
+                "text": f"<b>{STAGE_NAMES[stage]}</b>",
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0.01,
+                "y": 0.99,
+                "xanchor": "left",
+                "yanchor": "top",
+                "showarrow": False,
+                "font": {"color": "white", "size": 14},
+                "bgcolor": STAGE_COLORS[stage],
+                "borderpad": 6,
+            }
+        )
     annotations += _best_annotation(result)
     if result.value and result.value.area > 0:
-        annotations.append({"text": f"AI value ≈ {fmt_x(result.value.area, result.unit)} per task", "xref": "paper",
-                            "yref": "paper", "x": 0.01, "y": 0.90, "xanchor": "left", "showarrow": False,
-                            "font": {"color": "#2b8a3e", "size": 13}, "bgcolor": "rgba(255,255,255,0.8)"})
-    layout = {"xaxis": {"type": "log", "title": {"text": x_title}, "range": list(_x_range(result)),
-                        "gridcolor": "#eef0f3"},
-              "yaxis": {"title": {"text": y_title}, "range": [y0 * s - 2 * (s > 1), y1 * s + 4 * (s > 1)],
-                        "gridcolor": "#eef0f3"},
-              "annotations": annotations, "height": height, "template": _template(), "hovermode": "closest",
-              "legend": {"orientation": "h", "y": -0.15}, "margin": {"l": 60, "r": 20, "t": 60, "b": 40}}
+        annotations.append(
+            {
+                "text": f"AI value ≈ {fmt_x(result.value.area, result.unit)} per task",
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0.01,
+                "y": 0.90,
+                "xanchor": "left",
+                "showarrow": False,
+                "font": {"color": "#2b8a3e", "size": 13},
+                "bgcolor": "rgba(255,255,255,0.8)",
+            }
+        )
+    layout = {
+        "xaxis": {"type": "log", "title": {"text": x_title}, "range": list(_x_range(result)), "gridcolor": "#eef0f3"},
+        "yaxis": {
+            "title": {"text": y_title},
+            "range": [y0 * s - 2 * (s > 1), y1 * s + 4 * (s > 1)],
+            "gridcolor": "#eef0f3",
+        },
+        "annotations": annotations,
+        "height": height,
+        "template": _template(),
+        "hovermode": "closest",
+        "legend": {"orientation": "h", "y": -0.15},
+        "margin": {"l": 60, "r": 20, "t": 60, "b": 40},
+    }
     if title:
         layout["title"] = {"text": title}
     return go.Figure(data=_panel_traces(result, row=None, labels=True), layout=layout)
@@ -1080,14 +1382,25 @@ def _best_annotation(result: TmfResult) -> list[dict[str, Any]]:
     if val is None or val.best_run_id is None or val.best_saving <= 0:
         return []
     best = _rows(result, [val.best_run_id]).iloc[0]
-    return [{"x": math.log10(float(best[result.x_col])), "y": float(best["performance"]) * _scale(result),
-             "text": f"<b>Best operating point</b><br>saves {fmt_x(val.best_saving, result.unit)} per task",
-             "showarrow": True, "arrowhead": 2, "ax": 40, "ay": -60, "font": {"color": "#2b8a3e", "size": 12},
-             "bgcolor": "rgba(255,255,255,0.85)", "bordercolor": "#2b8a3e"}]
+    return [
+        {
+            "x": math.log10(float(best[result.x_col])),
+            "y": float(best["performance"]) * _scale(result),
+            "text": f"<b>Best operating point</b><br>saves {fmt_x(val.best_saving, result.unit)} per task",
+            "showarrow": True,
+            "arrowhead": 2,
+            "ax": 40,
+            "ay": -60,
+            "font": {"color": "#2b8a3e", "size": 12},
+            "bgcolor": "rgba(255,255,255,0.85)",
+            "bordercolor": "#2b8a3e",
+        }
+    ]
 
 
-def subplot_grid(rows: int, cols: int, titles: Sequence[str], *, horizontal_spacing: float = 0.2,
-                 vertical_spacing: float = 0.3) -> dict[str, Any]:
+def subplot_grid(
+    rows: int, cols: int, titles: Sequence[str], *, horizontal_spacing: float = 0.2, vertical_spacing: float = 0.3
+) -> dict[str, Any]:
     """The layout ``plotly.subplots.make_subplots`` builds for a plain grid (axes ``x``, ``x2``... row by row from
     the top left, each anchored to its ``y``; one title annotation per panel), without building its figure."""
     width = (1.0 - horizontal_spacing * (cols - 1)) / cols
@@ -1102,8 +1415,19 @@ def subplot_grid(rows: int, cols: int, titles: Sequence[str], *, horizontal_spac
         layout[f"xaxis{suffix}"] = {"anchor": f"y{suffix}", "domain": [x0, x0 + width]}
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "domain": [max(0.0, y1 - height), y1]}
         if k < len(titles):
-            annotations.append({"font": {"size": 16}, "showarrow": False, "text": titles[k], "x": x0 + width / 2,
-                                "xanchor": "center", "xref": "paper", "y": y1, "yanchor": "bottom", "yref": "paper"})
+            annotations.append(
+                {
+                    "font": {"size": 16},
+                    "showarrow": False,
+                    "text": titles[k],
+                    "x": x0 + width / 2,
+                    "xanchor": "center",
+                    "xref": "paper",
+                    "y": y1,
+                    "yanchor": "bottom",
+                    "yref": "paper",
+                }
+            )
     layout["annotations"] = annotations
     return layout
 
@@ -1113,21 +1437,34 @@ def fig_small_multiples(results: Sequence[TmfResult], *, height: int = 380) -> g
     n = len(results)
     cols = min(n, 3) or 1
     rows = max(1, math.ceil(n / cols))
-    titles = [f"{r.slice_name.split('=', 1)[-1]} · "
-              f"{'stage ' + str(r.value.stage) if r.value else 'no human cost'}"
-              + (f" · {fmt_x(r.value.area, r.unit)}/task" if r.value else "") for r in results]
+    titles = [
+        f"{r.slice_name.split('=', 1)[-1]} · "
+        f"{'stage ' + str(r.value.stage) if r.value else 'no human cost'}"
+        + (f" · {fmt_x(r.value.area, r.unit)}/task" if r.value else "")
+        for r in results
+    ]
     layout = subplot_grid(rows, cols, titles, horizontal_spacing=0.06, vertical_spacing=0.14)
     traces: list[Trace] = []
     for i, res in enumerate(results):
         suffix = "" if i == 0 else str(i + 1)  # panel i sits on axes x{i+1}/y{i+1}, row by row as make_subplots
-        traces += [{**trace, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
-                   for trace in _panel_traces(res, row=i + 1, labels=False)]
+        traces += [
+            {**trace, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
+            for trace in _panel_traces(res, row=i + 1, labels=False)
+        ]
         y0, y1 = _y_range(res)
         layout[f"xaxis{suffix}"] = {**layout.get(f"xaxis{suffix}", {}), "type": "log", "range": list(_x_range(res))}
-        layout[f"yaxis{suffix}"] = {**layout.get(f"yaxis{suffix}", {}),
-                                    "range": [y0 * _scale(res), y1 * _scale(res) + 3]}
-    layout.update({"height": height * rows, "template": _template(), "legend": {"orientation": "h", "y": -0.08},
-                   "margin": {"l": 50, "r": 20, "t": 50, "b": 40}})
+        layout[f"yaxis{suffix}"] = {
+            **layout.get(f"yaxis{suffix}", {}),
+            "range": [y0 * _scale(res), y1 * _scale(res) + 3],
+        }
+    layout.update(
+        {
+            "height": height * rows,
+            "template": _template(),
+            "legend": {"orientation": "h", "y": -0.08},
+            "margin": {"l": 50, "r": 20, "t": 50, "b": 40},
+        }
+    )
     return go.Figure(data=traces, layout=layout)
 
 
@@ -1141,14 +1478,25 @@ def fig_movie(movie: Sequence[tuple[str, TmfResult]], *, height: int = 480) -> g
             continue
         alpha = 0.25 + 0.75 * (i + 1) / max(n, 1)
         pts = _rows(res, res.frontier)
-        traces.append({
-            "type": "scatter", "x": pts[res.x_col].to_numpy(float), "y": pts["performance"].to_numpy(float) * _scale(res),
-            "mode": "lines+markers", "name": label,
-            "line": {"shape": "hv", "width": 1.5 + 1.5 * (i == n - 1), "color": f"rgba(31,95,191,{alpha:.2f})"},
-            "customdata": pts[["run_id"]].to_numpy(), "hovertext": _hover(pts, res), "hoverinfo": "text"})
+        traces.append(
+            {
+                "type": "scatter",
+                "x": pts[res.x_col].to_numpy(float),
+                "y": pts["performance"].to_numpy(float) * _scale(res),
+                "mode": "lines+markers",
+                "name": label,
+                "line": {"shape": "hv", "width": 1.5 + 1.5 * (i == n - 1), "color": f"rgba(31,95,191,{alpha:.2f})"},
+                "customdata": pts[["run_id"]].to_numpy(),
+                "hovertext": _hover(pts, res),
+                "hoverinfo": "text",
+            }
+        )
         last = res
-    layout: dict[str, Any] = {"height": height, "template": _template(),
-                              "title": {"text": "Optimal supply curve per period (cumulative)"}}
+    layout: dict[str, Any] = {
+        "height": height,
+        "template": _template(),
+        "title": {"text": "Optimal supply curve per period (cumulative)"},
+    }
     if last is not None:
         traces += _human_traces(last, 10 ** _x_range(last)[0], show=True)
         x_title, y_title = _axis_titles(last)
@@ -1219,28 +1567,47 @@ def points_table(result: TmfResult) -> pd.DataFrame:
     pts = result.points.copy()
     pts = pts.sort_values(["on_frontier", result.x_col], ascending=[False, True], na_position="last")
     s = 1.0 if result.performance == "irt" else 100.0
-    out = pd.DataFrame({
-        "agent": pts["agent"], "version": pts["agent_version"], "kind": pts["kind"],
-        "eval_date": pd.to_datetime(pts["eval_date"]).dt.date, "run_id": pts["run_id"],
-        "performance": (pts["performance"] * s).round(2), "perf_lo": (pts["perf_lo"] * s).round(2),
-        "perf_hi": (pts["perf_hi"] * s).round(2),
-        result.x_col: pts[result.x_col], "x_lo": pts["cost_lo" if result.unit == "USD" else "latency_lo"],
-        "x_hi": pts["cost_hi" if result.unit == "USD" else "latency_hi"], "n_tasks": pts["n_tasks"],
-        "n_cost_tasks": pts["n_cost_tasks"], "has_cost": pts["has_cost"], "on_frontier": pts["on_frontier"],
-        "on_hull": pts["on_hull"], "is_repriced": pts["is_repriced"],
-        "open": [run_url(r) for r in pts["run_id"]]})
+    out = pd.DataFrame(
+        {
+            "agent": pts["agent"],
+            "version": pts["agent_version"],
+            "kind": pts["kind"],
+            "eval_date": pd.to_datetime(pts["eval_date"]).dt.date,
+            "run_id": pts["run_id"],
+            "performance": (pts["performance"] * s).round(2),
+            "perf_lo": (pts["perf_lo"] * s).round(2),
+            "perf_hi": (pts["perf_hi"] * s).round(2),
+            result.x_col: pts[result.x_col],
+            "x_lo": pts["cost_lo" if result.unit == "USD" else "latency_lo"],
+            "x_hi": pts["cost_hi" if result.unit == "USD" else "latency_hi"],
+            "n_tasks": pts["n_tasks"],
+            "n_cost_tasks": pts["n_cost_tasks"],
+            "has_cost": pts["has_cost"],
+            "on_frontier": pts["on_frontier"],
+            "on_hull": pts["on_hull"],
+            "is_repriced": pts["is_repriced"],
+            "open": [run_url(r) for r in pts["run_id"]],
+        }
+    )
     return out.reset_index(drop=True)
 
 
 def stage_table(results: Sequence[TmfResult]) -> pd.DataFrame:
     """One row per slice: stage, value per task, best saving, human cost and performance, frontier."""
-    return pd.DataFrame([{
-        "slice": r.slice_name, "stage": None if r.value is None else r.value.stage,
-        "value_per_task": None if r.value is None else r.value.area,
-        "best_saving": None if r.value is None else r.value.best_saving,
-        "human_x": None if r.human is None else r.human.x,
-        "human_performance": None if r.human is None else r.human.performance,
-        "frontier": ", ".join(r.frontier)} for r in results])
+    return pd.DataFrame(
+        [
+            {
+                "slice": r.slice_name,
+                "stage": None if r.value is None else r.value.stage,
+                "value_per_task": None if r.value is None else r.value.area,
+                "best_saving": None if r.value is None else r.value.best_saving,
+                "human_x": None if r.human is None else r.human.x,
+                "human_performance": None if r.human is None else r.human.performance,
+                "frontier": ", ".join(r.frontier),
+            }
+            for r in results
+        ]
+    )
 
 
 def page_export(result: TmfResult, fig: go.Figure, benchmark: str) -> str:
@@ -1249,6 +1616,8 @@ def page_export(result: TmfResult, fig: go.Figure, benchmark: str) -> str:
 
     table = points_table(result).drop(columns=["open"])
     assumptions = "\n".join(f"{k}: {v}" for k, v in result.assumptions.items())
-    return page_html(f"Tech-Market-Fit: {benchmark}", [
-        ("", headline(result)), ("", fig), ("Assumptions", assumptions),
-        ("Runs", table.to_string(index=False))], note=f"Runlens export, {dt.date.today().isoformat()}")
+    return page_html(
+        f"Tech-Market-Fit: {benchmark}",
+        [("", headline(result)), ("", fig), ("Assumptions", assumptions), ("Runs", table.to_string(index=False))],
+        note=f"Runlens export, {dt.date.today().isoformat()}",
+    )

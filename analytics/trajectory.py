@@ -120,8 +120,9 @@ def align(reference: Sequence[str], calls: Sequence[str]) -> Alignment:
         if i < n and j < m and ref[i] == got[j] and lcs[i][j] == lcs[i + 1][j + 1] + 1:
             out.append(AlignedStep(MATCHED, i, j, got[j]))
             i, j = i + 1, j + 1
-        elif j < m and (i == n or lcs[i][j + 1] > lcs[i + 1][j]
-                        or (lcs[i][j + 1] == lcs[i + 1][j] and got[j] not in ref[i + 1:])):
+        elif j < m and (
+            i == n or lcs[i][j + 1] > lcs[i + 1][j] or (lcs[i][j + 1] == lcs[i + 1][j] and got[j] not in ref[i + 1 :])
+        ):
             out.append(AlignedStep(EXTRA, None, j, got[j]))
             j += 1
         else:
@@ -133,13 +134,22 @@ def align(reference: Sequence[str], calls: Sequence[str]) -> Alignment:
 def attempt_metrics(reference: Sequence[str] | None, calls: Sequence[str]) -> dict[str, Any]:
     """Coverage, recall, precision, LCS ratio and first divergence of one attempt (NaN without a reference)."""
     if not reference:
-        return {"coverage": math.nan, "recall": math.nan, "precision": math.nan, "lcs_ratio": math.nan,
-                "first_divergence_call": None}
+        return {
+            "coverage": math.nan,
+            "recall": math.nan,
+            "precision": math.nan,
+            "lcs_ratio": math.nan,
+            "first_divergence_call": None,
+        }
     al = align(reference, calls)
     recall, precision = recall_precision(reference, calls)
-    return {"coverage": float(al.is_covered), "recall": recall,
-            "precision": precision, "lcs_ratio": al.n_matched / al.n_reference,
-            "first_divergence_call": al.first_divergence_call}
+    return {
+        "coverage": float(al.is_covered),
+        "recall": recall,
+        "precision": precision,
+        "lcs_ratio": al.n_matched / al.n_reference,
+        "first_divergence_call": al.first_divergence_call,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,15 +163,26 @@ def _as_list(value: Any) -> list[str] | None:
     return [str(v) for v in value]
 
 
-def attempt_trajectories(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None,
-                         run_ids: Sequence[str] | None = None, agents: Sequence[str] | None = None,
-                         date_from: dt.date | None = None, date_to: dt.date | None = None) -> pd.DataFrame:
+def attempt_trajectories(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None = None,
+    run_ids: Sequence[str] | None = None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+) -> pd.DataFrame:
     """One row per attempt: ids, level, category, outcome, lengths and trajectory metrics.
 
     Only tool names are read (never results), one list per attempt, so this scales to large logs.
     """
-    params = {"benchmark": benchmark, "run_ids": list(run_ids) if run_ids else None,
-              "agents": list(agents) if agents else None, "date_from": date_from, "date_to": date_to}
+    params = {
+        "benchmark": benchmark,
+        "run_ids": list(run_ids) if run_ids else None,
+        "agents": list(agents) if agents else None,
+        "date_from": date_from,
+        "date_to": date_to,
+    }
     df = query_df(con, load_sql("trajectory_attempts"), params)
     memo: dict[tuple[tuple[str, ...] | None, tuple[str, ...]], dict[str, Any]] = {}  # trajectories repeat a lot
     metrics = []
@@ -184,8 +205,14 @@ def attempt_trajectories(con: duckdb.DuckDBPyConnection, *, benchmark: str | Non
 SLICE_COLUMNS = ("level", "category")
 
 
-METRIC_COLUMNS = {"coverage": "coverage", "recall": "recall", "precision": "precision", "lcs_ratio": "lcs_ratio",
-                  "mean_tool_calls": "n_tool_calls", "mean_rounds": "n_rounds"}
+METRIC_COLUMNS = {
+    "coverage": "coverage",
+    "recall": "recall",
+    "precision": "precision",
+    "lcs_ratio": "lcs_ratio",
+    "mean_tool_calls": "n_tool_calls",
+    "mean_rounds": "n_rounds",
+}
 
 
 def _long_slices(att: pd.DataFrame) -> pd.DataFrame:
@@ -197,12 +224,19 @@ def _long_slices(att: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def coverage_table(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None,
-                   run_ids: Sequence[str] | None = None, agents: Sequence[str] | None = None,
-                   date_from: dt.date | None = None, date_to: dt.date | None = None) -> pd.DataFrame:
+def coverage_table(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None = None,
+    run_ids: Sequence[str] | None = None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+) -> pd.DataFrame:
     """Coverage, recall, precision, Pass@1 and length per run and slice ("all", "level=L", "category=C")."""
-    att = attempt_trajectories(con, benchmark=benchmark, run_ids=run_ids, agents=agents,
-                               date_from=date_from, date_to=date_to)
+    att = attempt_trajectories(
+        con, benchmark=benchmark, run_ids=run_ids, agents=agents, date_from=date_from, date_to=date_to
+    )
     return summarise_slices(att)
 
 
@@ -212,8 +246,21 @@ def summarise_slices(att: pd.DataFrame) -> pd.DataFrame:
     Means skip undefined values (no reference, no calls); ``pass_at_1`` is the mean over tasks of the share of
     passed samples; ``n`` counts the attempts in the slice.
     """
-    cols = ["benchmark", "run_id", "agent", "eval_date", "slice", "coverage", "recall", "precision", "lcs_ratio",
-            "mean_tool_calls", "mean_rounds", "pass_at_1", "n"]
+    cols = [
+        "benchmark",
+        "run_id",
+        "agent",
+        "eval_date",
+        "slice",
+        "coverage",
+        "recall",
+        "precision",
+        "lcs_ratio",
+        "mean_tool_calls",
+        "mean_rounds",
+        "pass_at_1",
+        "n",
+    ]
     if att.empty:
         return pd.DataFrame(columns=cols)
     keys = ["benchmark", "run_id", "agent", "slice"]
@@ -222,8 +269,10 @@ def summarise_slices(att: pd.DataFrame) -> pd.DataFrame:
         long[col] = pd.to_numeric(long[col], errors="coerce").astype(float)
     long["passed_f"] = long["passed"].astype("boolean").astype("Float64").astype(float)
     out = long.groupby(keys, sort=True).agg(
-        eval_date=("eval_date", "first"), n=("attempt_id", "size"),
-        **{name: (col, "mean") for name, col in METRIC_COLUMNS.items()})
+        eval_date=("eval_date", "first"),
+        n=("attempt_id", "size"),
+        **{name: (col, "mean") for name, col in METRIC_COLUMNS.items()},
+    )
     per_task = long.groupby([*keys, "task_id"], sort=False)["passed_f"].mean()
     out["pass_at_1"] = per_task.groupby(level=keys).mean()
     out = out.reset_index()
@@ -278,11 +327,20 @@ def fig_coverage_by_level(by_level: pd.DataFrame) -> go.Figure:
     """Grouped bars: coverage per level for each run (AD-Bench Figure 4); run ids in custom_data."""
     fig = go.Figure()
     for (_run_id, agent), g in by_level.groupby(["run_id", "agent"], sort=False):
-        fig.add_bar(x=g["level"], y=g["coverage"] * 100, name=str(agent),
-                    customdata=np.column_stack([g["run_id"], g["level"]]),
-                    hovertemplate="%{x}: %{y:.1f}%<extra>" + str(agent) + "</extra>")
-    fig.update_layout(barmode="group", yaxis_title="Trajectory coverage (%)", xaxis_title="Level",
-                      yaxis_range=[0, 100], legend_title="Agent")
+        fig.add_bar(
+            x=g["level"],
+            y=g["coverage"] * 100,
+            name=str(agent),
+            customdata=np.column_stack([g["run_id"], g["level"]]),
+            hovertemplate="%{x}: %{y:.1f}%<extra>" + str(agent) + "</extra>",
+        )
+    fig.update_layout(
+        barmode="group",
+        yaxis_title="Trajectory coverage (%)",
+        xaxis_title="Level",
+        yaxis_range=[0, 100],
+        legend_title="Agent",
+    )
     return fig
 
 
@@ -293,13 +351,25 @@ def fig_pass_vs_coverage(by_level: pd.DataFrame, fits: Sequence[Fit]) -> go.Figu
     for level, g in by_level.groupby("level", sort=True):
         fit = by_fit.get(str(level))
         label = f"{level} (r = {fit.r:.3f})" if fit and np.isfinite(fit.r) else str(level)
-        fig.add_scatter(x=g["coverage"] * 100, y=g["pass_at_1"] * 100, mode="markers", name=label,
-                        text=g["agent"], customdata=np.column_stack([g["run_id"], g["level"]]),
-                        hovertemplate="%{text}<br>coverage %{x:.1f}%<br>Pass@1 %{y:.1f}%<extra></extra>")
+        fig.add_scatter(
+            x=g["coverage"] * 100,
+            y=g["pass_at_1"] * 100,
+            mode="markers",
+            name=label,
+            text=g["agent"],
+            customdata=np.column_stack([g["run_id"], g["level"]]),
+            hovertemplate="%{text}<br>coverage %{x:.1f}%<br>Pass@1 %{y:.1f}%<extra></extra>",
+        )
         if fit and np.isfinite(fit.slope):
             xs = np.array([g["coverage"].min(), g["coverage"].max()])
-            fig.add_scatter(x=xs * 100, y=(fit.intercept + fit.slope * xs) * 100, mode="lines",
-                            name=f"{level} fit", showlegend=False, hoverinfo="skip")
+            fig.add_scatter(
+                x=xs * 100,
+                y=(fit.intercept + fit.slope * xs) * 100,
+                mode="lines",
+                name=f"{level} fit",
+                showlegend=False,
+                hoverinfo="skip",
+            )
     fig.update_layout(xaxis_title="Trajectory coverage (%)", yaxis_title="Pass@1 (%)")
     return fig
 
@@ -313,35 +383,50 @@ PREVIEW_CHARS = 2000
 
 def runs_of(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None) -> pd.DataFrame:
     """Runs (newest first) with their benchmark, agent, version and date."""
-    return query_df(con, "SELECT run_id, benchmark, agent, family, agent_version, eval_date FROM runs "
-                         "WHERE (? IS NULL OR benchmark = ?) ORDER BY eval_date DESC NULLS LAST, run_id",
-                    [benchmark, benchmark])
+    return query_df(
+        con,
+        "SELECT run_id, benchmark, agent, family, agent_version, eval_date FROM runs "
+        "WHERE (? IS NULL OR benchmark = ?) ORDER BY eval_date DESC NULLS LAST, run_id",
+        [benchmark, benchmark],
+    )
 
 
 def attempts_of(con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str | None = None) -> pd.DataFrame:
     """Attempts of a run (optionally of one task): ids, sample, outcome, status and lengths."""
-    return query_df(con, "SELECT attempt_id, task_id, sample, score, passed, status, n_steps, n_tool_calls "
-                         "FROM attempts WHERE run_id = ? AND (? IS NULL OR task_id = ?) ORDER BY task_id, sample",
-                    [run_id, task_id, task_id])
+    return query_df(
+        con,
+        "SELECT attempt_id, task_id, sample, score, passed, status, n_steps, n_tool_calls "
+        "FROM attempts WHERE run_id = ? AND (? IS NULL OR task_id = ?) ORDER BY task_id, sample",
+        [run_id, task_id, task_id],
+    )
 
 
 def runs_with_task(con: duckdb.DuckDBPyConnection, *, benchmark: str, task_id: str) -> pd.DataFrame:
     """Runs of a benchmark that attempted a task, with their Pass@1 on it."""
-    return query_df(con, "SELECT r.run_id, r.agent, r.agent_version, r.eval_date, count(*) AS n_samples, "
-                         "avg(a.passed::INT) AS pass_rate FROM attempts a JOIN runs r USING (run_id) "
-                         "WHERE r.benchmark = ? AND a.task_id = ? GROUP BY ALL "
-                         "ORDER BY r.eval_date DESC NULLS LAST, r.run_id", [benchmark, task_id])
+    return query_df(
+        con,
+        "SELECT r.run_id, r.agent, r.agent_version, r.eval_date, count(*) AS n_samples, "
+        "avg(a.passed::INT) AS pass_rate FROM attempts a JOIN runs r USING (run_id) "
+        "WHERE r.benchmark = ? AND a.task_id = ? GROUP BY ALL "
+        "ORDER BY r.eval_date DESC NULLS LAST, r.run_id",
+        [benchmark, task_id],
+    )
 
 
-def attempt_detail(con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str,
-                   sample: int | None = None) -> dict[str, Any] | None:
+def attempt_detail(
+    con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str, sample: int | None = None
+) -> dict[str, Any] | None:
     """Everything the drilldown header shows for one attempt (the lowest sample when none is given)."""
-    rows = query_df(con, "SELECT a.*, r.benchmark, r.agent, r.agent_version, r.judge AS run_judge, t.query, "
-                         "t.level, t.category, t.human_minutes, t.reference_answer, t.reference_trajectory "
-                         "FROM attempts a JOIN runs r USING (run_id) "
-                         "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
-                         "WHERE a.run_id = ? AND a.task_id = ? AND (? IS NULL OR a.sample = ?) "
-                         "ORDER BY a.sample LIMIT 1", [run_id, task_id, sample, sample])
+    rows = query_df(
+        con,
+        "SELECT a.*, r.benchmark, r.agent, r.agent_version, r.judge AS run_judge, t.query, "
+        "t.level, t.category, t.human_minutes, t.reference_answer, t.reference_trajectory "
+        "FROM attempts a JOIN runs r USING (run_id) "
+        "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
+        "WHERE a.run_id = ? AND a.task_id = ? AND (? IS NULL OR a.sample = ?) "
+        "ORDER BY a.sample LIMIT 1",
+        [run_id, task_id, sample, sample],
+    )
     if rows.empty:
         return None
     rec = {k: (None if _is_missing(v) else v) for k, v in rows.iloc[0].to_dict().items()}
@@ -357,8 +442,12 @@ def _is_missing(value: Any) -> bool:
 
 def judge_verdicts_of(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.DataFrame:
     """Cached LLM-judge verdicts of one attempt (newest first): model, prompt version, verdict JSON, failure."""
-    return query_df(con, "SELECT model, prompt_version, created_at, verdict::VARCHAR AS verdict, is_failure, failure "
-                         "FROM judge_verdicts WHERE attempt_id = ? ORDER BY created_at DESC", [int(attempt_id)])
+    return query_df(
+        con,
+        "SELECT model, prompt_version, created_at, verdict::VARCHAR AS verdict, is_failure, failure "
+        "FROM judge_verdicts WHERE attempt_id = ? ORDER BY created_at DESC",
+        [int(attempt_id)],
+    )
 
 
 def steps_page(con: duckdb.DuckDBPyConnection, *, attempt_id: int, offset: int = 0, limit: int = 25) -> pd.DataFrame:
@@ -367,15 +456,23 @@ def steps_page(con: duckdb.DuckDBPyConnection, *, attempt_id: int, offset: int =
     # same statement (v_steps, or a correlated subquery) lets DuckDB read the whole texts table: 1.2-2.9 CPU s
     # at 1M attempts. An IN list is not pushed into the scan either (the text column is read for every row,
     # 1.1 s); a semi join with a list is, through its join filter (0.1 s for a few texts).
-    page = query_df(con, "SELECT step, round, kind, tool, args, content, left(result, ?) AS result_preview, "
-                         "coalesce(result_chars, length(result)) AS result_chars, input_tokens, output_tokens, "
-                         "latency_s, error, result_hash FROM steps WHERE attempt_id = ? ORDER BY step LIMIT ? OFFSET ?",
-                    [PREVIEW_CHARS, int(attempt_id), int(limit), int(offset)])
+    page = query_df(
+        con,
+        "SELECT step, round, kind, tool, args, content, left(result, ?) AS result_preview, "
+        "coalesce(result_chars, length(result)) AS result_chars, input_tokens, output_tokens, "
+        "latency_s, error, result_hash FROM steps WHERE attempt_id = ? ORDER BY step LIMIT ? OFFSET ?",
+        [PREVIEW_CHARS, int(attempt_id), int(limit), int(offset)],
+    )
     hashes = sorted({h for h in page["result_hash"] if isinstance(h, str)})
     if hashes:
-        texts = dict(query_rows(con, "SELECT t.text_hash, left(t.text, ?) FROM texts t SEMI JOIN "
-                                     "(SELECT unnest(?::VARCHAR[]) AS h) q ON t.text_hash = q.h",
-                                [PREVIEW_CHARS, hashes]))
+        texts = dict(
+            query_rows(
+                con,
+                "SELECT t.text_hash, left(t.text, ?) FROM texts t SEMI JOIN "
+                "(SELECT unnest(?::VARCHAR[]) AS h) q ON t.text_hash = q.h",
+                [PREVIEW_CHARS, hashes],
+            )
+        )
         long = page["result_hash"].map(texts)
         page["result_preview"] = page["result_preview"].where(page["result_preview"].notna(), long)
     return page.drop(columns="result_hash")
@@ -383,8 +480,9 @@ def steps_page(con: duckdb.DuckDBPyConnection, *, attempt_id: int, offset: int =
 
 def step_result(con: duckdb.DuckDBPyConnection, *, attempt_id: int, step: int) -> str | None:
     """The full result text of one step."""
-    rows = query_rows(con, "SELECT result, result_hash FROM steps WHERE attempt_id = ? AND step = ?",
-                      [int(attempt_id), int(step)])
+    rows = query_rows(
+        con, "SELECT result, result_hash FROM steps WHERE attempt_id = ? AND step = ?", [int(attempt_id), int(step)]
+    )
     if not rows:
         return None
     result, digest = rows[0]
@@ -396,12 +494,17 @@ def step_result(con: duckdb.DuckDBPyConnection, *, attempt_id: int, step: int) -
 
 def tool_calls_of(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.DataFrame:
     """The attempt's tool calls in order (step number and tool name only; cheap for long trajectories)."""
-    return query_df(con, "SELECT step, round, tool FROM steps WHERE attempt_id = ? AND kind = 'tool_call' "
-                         "AND tool IS NOT NULL ORDER BY step", [int(attempt_id)])
+    return query_df(
+        con,
+        "SELECT step, round, tool FROM steps WHERE attempt_id = ? AND kind = 'tool_call' "
+        "AND tool IS NOT NULL ORDER BY step",
+        [int(attempt_id)],
+    )
 
 
-def alignment_frame(con: duckdb.DuckDBPyConnection, *, attempt_id: int,
-                    reference: Sequence[str] | None = None) -> pd.DataFrame:
+def alignment_frame(
+    con: duckdb.DuckDBPyConnection, *, attempt_id: int, reference: Sequence[str] | None = None
+) -> pd.DataFrame:
     """Reference and agent steps side by side: ``op``, ``ref_index``, ``ref_tool``, ``step``, ``tool``.
 
     ``step`` is the agent's step number (the ``step`` column); ``is_first_divergence`` marks one row.
@@ -410,9 +513,16 @@ def alignment_frame(con: duckdb.DuckDBPyConnection, *, attempt_id: int,
     ref = list(reference or [])
     al = align(ref, calls["tool"].tolist())
     steps = calls["step"].tolist()
-    rows = [{"op": s.op, "ref_index": s.ref_index, "ref_tool": None if s.ref_index is None else ref[s.ref_index],
-             "step": None if s.call_index is None else int(steps[s.call_index]),
-             "tool": None if s.call_index is None else s.tool} for s in al.steps]
+    rows = [
+        {
+            "op": s.op,
+            "ref_index": s.ref_index,
+            "ref_tool": None if s.ref_index is None else ref[s.ref_index],
+            "step": None if s.call_index is None else int(steps[s.call_index]),
+            "tool": None if s.call_index is None else s.tool,
+        }
+        for s in al.steps
+    ]
     out = pd.DataFrame(rows, columns=["op", "ref_index", "ref_tool", "step", "tool"])
     out["is_first_divergence"] = out.index == (al.first_divergence if al.first_divergence is not None else -1)
     out["ref_index"] = out["ref_index"].astype("Int64")

@@ -51,8 +51,10 @@ def main(argv: list[str] | None = None) -> int:
                     seconds, n = validate_cpu_s(path, data)
                     best[mode] = min(best[mode], seconds)
             per = {mode: seconds / max(n, 1) * 1e6 for mode, seconds in best.items()}
-            print(f"| {path.name} | {n:,} | {per['fast']:.1f} | {per['general']:.1f} | "
-                  f"{per['general'] / per['fast']:.2f}x |")
+            print(
+                f"| {path.name} | {n:,} | {per['fast']:.1f} | {per['general']:.1f} | "
+                f"{per['general'] / per['fast']:.2f}x |"
+            )
     finally:
         ingest.native.decode_attempt = fast_decoder
         gc.enable()

@@ -41,8 +41,13 @@ def machine() -> dict[str, object]:
     except OSError:
         pass
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
-    return {"cpu": model, "cores": os.cpu_count(), "mem_gb": round(mem_gb, 1), "python": platform.python_version(),
-            "loadavg": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "mem_gb": round(mem_gb, 1),
+        "python": platform.python_version(),
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def _tree_rss_mb(root: int) -> float:
@@ -74,8 +79,14 @@ def timed(cmd: list[str], *, env: dict[str, str] | None = None) -> dict[str, flo
     and the load average at the start."""
     load = os.getloadavg()[0]
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
-        proc = subprocess.Popen([TIME, "-v", "-o", tf.name, *cmd], cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            [TIME, "-v", "-o", tf.name, *cmd],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
         peak = [0.0]
         done_event = threading.Event()
 
@@ -99,9 +110,13 @@ def timed(cmd: list[str], *, env: dict[str, str] | None = None) -> dict[str, flo
     wall = 0.0
     for part in grab("Elapsed (wall clock) time (h:mm:ss or m:ss)").split(":"):
         wall = wall * 60 + float(part)
-    return {"wall_s": wall, "cpu_s": float(grab("User time (seconds)")) + float(grab("System time (seconds)")),
-            "max_rss_mb": int(grab("Maximum resident set size (kbytes)")) / 1024, "tree_rss_mb": round(peak[0]),
-            "load1": round(load, 2)}
+    return {
+        "wall_s": wall,
+        "cpu_s": float(grab("User time (seconds)")) + float(grab("System time (seconds)")),
+        "max_rss_mb": int(grab("Maximum resident set size (kbytes)")) / 1024,
+        "tree_rss_mb": round(peak[0]),
+        "load1": round(load, 2),
+    }
 
 
 def ensure_logs(work: Path, n_attempts: int, *, runs: int) -> Path:
@@ -109,8 +124,20 @@ def ensure_logs(work: Path, n_attempts: int, *, runs: int) -> Path:
     out = work / f"logs-{n_attempts}"
     done = out / ".complete"
     if not done.exists():
-        subprocess.run([sys.executable, str(ROOT / "bench" / "gen_logs.py"), "--attempts", str(n_attempts),
-                        "--runs", str(runs), "--out", str(out)], check=True, cwd=ROOT)
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "bench" / "gen_logs.py"),
+                "--attempts",
+                str(n_attempts),
+                "--runs",
+                str(runs),
+                "--out",
+                str(out),
+            ],
+            check=True,
+            cwd=ROOT,
+        )
         done.write_text("ok")
     return out
 
@@ -137,7 +164,9 @@ def bench_size(work: Path, n_attempts: int, *, runs: int, keep_db: bool, jobs: i
     import duckdb
 
     with duckdb.connect(str(db), read_only=True) as con:
-        n_att, n_steps = con.execute("SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM steps)").fetchall()[0]
+        n_att, n_steps = con.execute("SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM steps)").fetchall()[
+            0
+        ]
     raw_db = work / f"raw-{n_attempts}.duckdb"
     raw_db.unlink(missing_ok=True)
     raw = timed([sys.executable, "-c", READ_JSON, str(raw_db), str(logs)])
@@ -145,24 +174,35 @@ def bench_size(work: Path, n_attempts: int, *, runs: int, keep_db: bool, jobs: i
     if not keep_db:
         for f in (db, Path(str(db) + ".read")):
             f.unlink(missing_ok=True)
-    return {"attempts": int(n_att), "steps": int(n_steps), "files": len(files), "mb": round(size_mb, 1),
-            "ingest": ingest, "read_json": raw,
-            "attempts_per_s": round(n_att / ingest["wall_s"]), "steps_per_s": round(n_steps / ingest["wall_s"]),
-            "attempts_per_cpu_s": round(n_att / max(ingest["cpu_s"], 1e-9)),
-            "ratio_wall": round(ingest["wall_s"] / raw["wall_s"], 2),
-            "ratio_cpu": round(ingest["cpu_s"] / max(raw["cpu_s"], 1e-9), 2)}
+    return {
+        "attempts": int(n_att),
+        "steps": int(n_steps),
+        "files": len(files),
+        "mb": round(size_mb, 1),
+        "ingest": ingest,
+        "read_json": raw,
+        "attempts_per_s": round(n_att / ingest["wall_s"]),
+        "steps_per_s": round(n_steps / ingest["wall_s"]),
+        "attempts_per_cpu_s": round(n_att / max(ingest["cpu_s"], 1e-9)),
+        "ratio_wall": round(ingest["wall_s"] / raw["wall_s"], 2),
+        "ratio_cpu": round(ingest["cpu_s"] / max(raw["cpu_s"], 1e-9), 2),
+    }
 
 
 def markdown(rows: list[dict[str, object]]) -> str:
     """The results as a Markdown table."""
-    out = ["| attempts | steps | MB | ingest wall s | ingest CPU s | peak RSS MB (all processes) | attempts/s (wall) "
-           "| steps/s (wall) | read_json wall s | read_json CPU s | ratio wall | ratio CPU | load1 |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [
+        "| attempts | steps | MB | ingest wall s | ingest CPU s | peak RSS MB (all processes) | attempts/s (wall) "
+        "| steps/s (wall) | read_json wall s | read_json CPU s | ratio wall | ratio CPU | load1 |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         i, j = r["ingest"], r["read_json"]  # type: ignore[index]
-        out.append(f"| {r['attempts']:,} | {r['steps']:,} | {r['mb']} | {i['wall_s']:.1f} | {i['cpu_s']:.1f} | "
-                   f"{i['tree_rss_mb']:.0f} | {r['attempts_per_s']:,} | {r['steps_per_s']:,} | {j['wall_s']:.1f} | "
-                   f"{j['cpu_s']:.1f} | {r['ratio_wall']} | {r['ratio_cpu']} | {i['load1']} |")
+        out.append(
+            f"| {r['attempts']:,} | {r['steps']:,} | {r['mb']} | {i['wall_s']:.1f} | {i['cpu_s']:.1f} | "
+            f"{i['tree_rss_mb']:.0f} | {r['attempts_per_s']:,} | {r['steps_per_s']:,} | {j['wall_s']:.1f} | "
+            f"{j['cpu_s']:.1f} | {r['ratio_wall']} | {r['ratio_cpu']} | {i['load1']} |"
+        )
     return "\n".join(out)
 
 

@@ -33,8 +33,15 @@ def _sim_case(name: str, model: str, **design: object) -> dict[str, object]:
     res = irt.estimate(obs, irt.settings_for(model))
     seconds = time.perf_counter() - started
     rec = irt.recovery(res, truth)
-    return {"case": name, "model": model, "agents": obs["subject"].nunique(), "tasks": obs["task_id"].nunique(),
-            "observations": len(obs), "fit_s": seconds, **rec}
+    return {
+        "case": name,
+        "model": model,
+        "agents": obs["subject"].nunique(),
+        "tasks": obs["task_id"].nunique(),
+        "observations": len(obs),
+        "fit_s": seconds,
+        **rec,
+    }
 
 
 def _swe_case(tmp: Path) -> tuple[dict[str, object], Path]:
@@ -49,9 +56,21 @@ def _swe_case(tmp: Path) -> tuple[dict[str, object], Path]:
     with rdb.reader(db) as con:
         ab = prog.progress_view(con, benchmark="swe-bench-verified").abilities
     rho = float(ab["ability"].rank().corr(ab["raw_score"].rank()))
-    return ({"case": "SWE-bench Verified (real)", "model": "1pl", "agents": len(ab), "tasks": len(fit.items),
-             "observations": int(fit.info["n_obs"]), "fit_s": seconds, "spearman": float("nan"),
-             "spearman_raw": rho, "coverage90": float("nan"), "pearson": float("nan")}, db)
+    return (
+        {
+            "case": "SWE-bench Verified (real)",
+            "model": "1pl",
+            "agents": len(ab),
+            "tasks": len(fit.items),
+            "observations": int(fit.info["n_obs"]),
+            "fit_s": seconds,
+            "spearman": float("nan"),
+            "spearman_raw": rho,
+            "coverage90": float("nan"),
+            "pearson": float("nan"),
+        },
+        db,
+    )
 
 
 def _page_render_s(db: Path) -> tuple[float, float]:
@@ -74,13 +93,16 @@ def _page_render_s(db: Path) -> tuple[float, float]:
 def _table(rows: list[dict[str, object]]) -> str:
     head = "| case | model | agents x tasks | observations | fit (s) | Spearman vs truth | Spearman raw vs truth | 90% coverage |"
     lines = [head, "|---|---|---|---|---|---|---|---|"]
+
     def f(r: dict[str, object], key: str) -> str:
         v = float(r[key])  # type: ignore[arg-type]
         return "-" if v != v else f"{v:.3f}"
 
     for r in rows:
-        lines.append(f"| {r['case']} | {r['model']} | {r['agents']} x {r['tasks']} | {r['observations']:,} | "
-                     f"{float(r['fit_s']):.1f} | {f(r, 'spearman')} | {f(r, 'spearman_raw')} | {f(r, 'coverage90')} |")
+        lines.append(
+            f"| {r['case']} | {r['model']} | {r['agents']} x {r['tasks']} | {r['observations']:,} | "
+            f"{float(r['fit_s']):.1f} | {f(r, 'spearman')} | {f(r, 'spearman_raw')} | {f(r, 'coverage90')} |"
+        )
     return "\n".join(lines)
 
 
@@ -101,16 +123,27 @@ def main(argv: list[str] | None = None) -> int:
         first_s, cached_s = _page_render_s(db)
         print(f"page first {first_s:.2f} s, cached {cached_s:.2f} s", flush=True)
     if not args.skip_large:
-        rows.append(_sim_case("500 x 5,000, 50% missing", "1pl", n_periods=1, agents_per_period=500,
-                              items_per_period=5000, missing=0.5, growth=0.0))
+        rows.append(
+            _sim_case(
+                "500 x 5,000, 50% missing",
+                "1pl",
+                n_periods=1,
+                agents_per_period=500,
+                items_per_period=5000,
+                missing=0.5,
+                growth=0.0,
+            )
+        )
         print(rows[-1], flush=True)
-    text = (f"## IRT\n\nCommand: `python bench/bench_irt.py --write` on {platform.node() or 'the dev box'} "
-            f"({os.cpu_count()} cores, shared with other jobs; load average at the end "
-            f"{os.getloadavg()[0]:.1f}), Python {platform.python_version()}, py-irt 0.7.1, torch CPU, one torch thread. "
-            "Default settings (`analytics.irt.settings_for`). For SWE-bench the 'Spearman raw' column is the "
-            "agreement of abilities with resolve rates (no ground truth exists).\n\n"
-            f"{_table(rows)}\n\nProgress page on SWE-bench with the fit stored: first render {first_s:.2f} s, "
-            f"cached rerun {cached_s:.2f} s.\n")
+    text = (
+        f"## IRT\n\nCommand: `python bench/bench_irt.py --write` on {platform.node() or 'the dev box'} "
+        f"({os.cpu_count()} cores, shared with other jobs; load average at the end "
+        f"{os.getloadavg()[0]:.1f}), Python {platform.python_version()}, py-irt 0.7.1, torch CPU, one torch thread. "
+        "Default settings (`analytics.irt.settings_for`). For SWE-bench the 'Spearman raw' column is the "
+        "agreement of abilities with resolve rates (no ground truth exists).\n\n"
+        f"{_table(rows)}\n\nProgress page on SWE-bench with the fit stored: first render {first_s:.2f} s, "
+        f"cached rerun {cached_s:.2f} s.\n"
+    )
     print(text)
     if args.write:
         path = ROOT / "BENCHMARKS.md"

@@ -22,8 +22,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-PAGES = ["pages/leaderboard.py", "pages/errors.py", "pages/tmf.py", "pages/progress.py", "pages/drilldown.py",
-         "pages/diff.py", "pages/gem.py", "pages/sql.py", "pages/upload.py"]
+PAGES = [
+    "pages/leaderboard.py",
+    "pages/errors.py",
+    "pages/tmf.py",
+    "pages/progress.py",
+    "pages/drilldown.py",
+    "pages/diff.py",
+    "pages/gem.py",
+    "pages/sql.py",
+    "pages/upload.py",
+]
 
 
 def _clock() -> tuple[float, float]:
@@ -43,7 +52,8 @@ def one_attempt(db: Path) -> dict[str, str]:
 
     with rdb.reader(db) as con:
         run, task, sample = rdb.query_rows(
-            con, "SELECT run_id, task_id, sample FROM attempts ORDER BY n_steps DESC, attempt_id LIMIT 1")[0]
+            con, "SELECT run_id, task_id, sample FROM attempts ORDER BY n_steps DESC, attempt_id LIMIT 1"
+        )[0]
     return {"run": str(run), "task": str(task), "sample": str(sample)}
 
 
@@ -73,11 +83,28 @@ def render_pages(db: Path, pages: list[str]) -> list[dict[str, object]]:
         at.run()
         warm = _since(start)
         problems = [str(e.value)[:200] for e in at.exception] + [str(e.value)[:200] for e in at.error]
-        out.append({"page": page, "first_wall_s": first[0], "first_cpu_s": first[1], "warm_wall_s": warm[0],
-                    "warm_cpu_s": warm[1], "problems": problems})
+        out.append(
+            {
+                "page": page,
+                "first_wall_s": first[0],
+                "first_cpu_s": first[1],
+                "warm_wall_s": warm[0],
+                "warm_cpu_s": warm[1],
+                "problems": problems,
+            }
+        )
         print(json.dumps(out[-1]), file=sys.stderr)
-    out.insert(0, {"page": "(app bootstrap, once per server)", "first_wall_s": boot_wall, "first_cpu_s": boot_cpu,
-                   "warm_wall_s": None, "warm_cpu_s": None, "problems": []})
+    out.insert(
+        0,
+        {
+            "page": "(app bootstrap, once per server)",
+            "first_wall_s": boot_wall,
+            "first_cpu_s": boot_cpu,
+            "warm_wall_s": None,
+            "warm_cpu_s": None,
+            "problems": [],
+        },
+    )
     return out
 
 
@@ -113,9 +140,10 @@ def sql_table2(db: Path) -> dict[str, object]:
     from analytics import sql_sandbox as sb
 
     shipped = (ROOT / "queries" / "ad_bench_table2.sql").read_text(encoding="utf-8")
-    variants = {"shipped": shipped,
-                "bench-0": shipped.replace("benchmark = 'ad-bench' AND eval_date = DATE '2026-01-15'",
-                                           "benchmark = 'bench-0'")}
+    variants = {
+        "shipped": shipped,
+        "bench-0": shipped.replace("benchmark = 'ad-bench' AND eval_date = DATE '2026-01-15'", "benchmark = 'bench-0'"),
+    }
     out: dict[str, object] = {}
     for name, sql in variants.items():
         start = _clock()
@@ -133,14 +161,20 @@ def irt_fit(db: Path, *, benchmark: str = "bench-0") -> dict[str, object]:
 
     with rdb.writer(db) as con:
         for table in ("irt_abilities", "irt_items", "irt_fits"):  # force a real fit, not the cached one
-            con.execute(f"DELETE FROM {table} WHERE fit_key IN (SELECT fit_key FROM irt_fits WHERE benchmark = ?)",
-                        [benchmark])
+            con.execute(
+                f"DELETE FROM {table} WHERE fit_key IN (SELECT fit_key FROM irt_fits WHERE benchmark = ?)", [benchmark]
+            )
         n_obs = rdb.query_rows(con, "SELECT count(*) FROM v_attempts WHERE benchmark = ?", [benchmark])[0][0]
         start = _clock()
         fit = irt.fit_and_store(con, benchmark=benchmark)
         wall, cpu = _since(start)
-    return {"benchmark": benchmark, "observations": int(n_obs), "wall_s": wall, "cpu_s": cpu,
-            "reported_fit_s": round(float(getattr(fit, "seconds", 0.0) or 0.0), 3)}
+    return {
+        "benchmark": benchmark,
+        "observations": int(n_obs),
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "reported_fit_s": round(float(getattr(fit, "seconds", 0.0) or 0.0), 3),
+    }
 
 
 def browser_leaderboard(db: Path) -> dict[str, float]:

@@ -20,9 +20,41 @@ from typing import IO
 import numpy as np
 import orjson
 
-TOOLS = ["search", "get_user_account_list", "daily_data_by_group_and_field", "calculator", "get_campaign_list",
-         "hourly_data", "knowledge_base", "python_exec", "summarize_results"]
-WORDS = ["account", "campaign", "spend", "click", "impression", "conversion", "ratio", "video", "image", "budget", "week", "growth", "threshold", "creative", "audience", "segment", "daily", "hourly", "report", "summary", "total", "average"]
+TOOLS = [
+    "search",
+    "get_user_account_list",
+    "daily_data_by_group_and_field",
+    "calculator",
+    "get_campaign_list",
+    "hourly_data",
+    "knowledge_base",
+    "python_exec",
+    "summarize_results",
+]
+WORDS = [
+    "account",
+    "campaign",
+    "spend",
+    "click",
+    "impression",
+    "conversion",
+    "ratio",
+    "video",
+    "image",
+    "budget",
+    "week",
+    "growth",
+    "threshold",
+    "creative",
+    "audience",
+    "segment",
+    "daily",
+    "hourly",
+    "report",
+    "summary",
+    "total",
+    "average",
+]
 ERROR_CODES = ["TE", "PE", "DE", "CE", "HAL", "LC"]
 STREAM_WORDS = 1 << 20  # words in the shared text stream texts are sliced from
 
@@ -41,15 +73,16 @@ class _TextPool:
         """``n_words`` words beginning at word ``start_word`` (wrapped into range)."""
         n_words = max(1, min(int(n_words), self.n_words - 1))
         s = int(start_word) % (self.n_words - n_words)
-        return self.stream[self.starts[s]:self.starts[s + n_words] - 1]
+        return self.stream[self.starts[s] : self.starts[s + n_words] - 1]
 
 
 def _line(obj: dict) -> bytes:
     return orjson.dumps(obj) + b"\n"
 
 
-def generate(out: Path, *, n_attempts: int, n_runs: int = 50, n_benchmarks: int = 4, samples: int = 3,
-             seed: int = 0) -> list[Path]:
+def generate(
+    out: Path, *, n_attempts: int, n_runs: int = 50, n_benchmarks: int = 4, samples: int = 3, seed: int = 0
+) -> list[Path]:
     """Write ``n_runs`` files holding ``n_attempts`` attempts in total; return the file paths."""
     rng = np.random.default_rng(seed)
     pool = _TextPool(rng)
@@ -64,21 +97,49 @@ def generate(out: Path, *, n_attempts: int, n_runs: int = 50, n_benchmarks: int 
         with path.open("wb") as fh:
             fh.write(_line({"record": "benchmark", "benchmark": bench, "scoring": "binary"}))
             for t in range(n_tasks):
-                fh.write(_line({"record": "task", "benchmark": bench, "task_id": f"t{t:06d}",
-                                "level": f"L{1 + t % 3}", "category": ["lookup", "compute", "judge"][t % 3],
-                                "human_minutes": float(2 + t % 15),
-                                "reference_trajectory": TOOLS[: 2 + t % 3] + ["summarize_results"]}))
-            fh.write(_line({"record": "run", "run_id": f"run-{r:03d}", "benchmark": bench,
-                            "agent": f"agent-{r % 17}", "family": f"family-{r % 5}", "agent_version": str(r),
-                            "eval_date": f"202{4 + r % 3}-0{1 + r % 9}-15", "price_input_per_mtok": 1.0,
-                            "price_output_per_mtok": 4.0}))
+                fh.write(
+                    _line(
+                        {
+                            "record": "task",
+                            "benchmark": bench,
+                            "task_id": f"t{t:06d}",
+                            "level": f"L{1 + t % 3}",
+                            "category": ["lookup", "compute", "judge"][t % 3],
+                            "human_minutes": float(2 + t % 15),
+                            "reference_trajectory": TOOLS[: 2 + t % 3] + ["summarize_results"],
+                        }
+                    )
+                )
+            fh.write(
+                _line(
+                    {
+                        "record": "run",
+                        "run_id": f"run-{r:03d}",
+                        "benchmark": bench,
+                        "agent": f"agent-{r % 17}",
+                        "family": f"family-{r % 5}",
+                        "agent_version": str(r),
+                        "eval_date": f"202{4 + r % 3}-0{1 + r % 9}-15",
+                        "price_input_per_mtok": 1.0,
+                        "price_output_per_mtok": 4.0,
+                    }
+                )
+            )
             _attempts(fh, rng, pool, f"run-{r:03d}", n_tasks, per_run, samples, ability)
         files.append(path)
     return files
 
 
-def _attempts(fh: IO[bytes], rng: np.random.Generator, pool: _TextPool, run_id: str, n_tasks: int, per_run: int,
-              samples: int, ability: float) -> None:
+def _attempts(
+    fh: IO[bytes],
+    rng: np.random.Generator,
+    pool: _TextPool,
+    run_id: str,
+    n_tasks: int,
+    per_run: int,
+    samples: int,
+    ability: float,
+) -> None:
     """Write ``per_run`` attempt lines; every random draw of the run is made up front, vectorised."""
     difficulty = rng.normal(0, 1, n_tasks)
     task = np.arange(per_run) % n_tasks
@@ -99,15 +160,31 @@ def _attempts(fh: IO[bytes], rng: np.random.Generator, pool: _TextPool, run_id: 
     for i in range(per_run):
         steps = []
         for s in range(int(n_steps[i]) - 1):
-            steps.append({"round": s + 1, "kind": "tool_call", "tool": TOOLS[tools[k]],
-                          "args": {"query": pool.take(offsets[k, 0], 4), "account_id": f"a{accounts[k]}"},
-                          "result": pool.take(offsets[k, 1], result_words[k]), "latency_s": float(step_latency[k])})
+            steps.append(
+                {
+                    "round": s + 1,
+                    "kind": "tool_call",
+                    "tool": TOOLS[tools[k]],
+                    "args": {"query": pool.take(offsets[k, 0], 4), "account_id": f"a{accounts[k]}"},
+                    "result": pool.take(offsets[k, 1], result_words[k]),
+                    "latency_s": float(step_latency[k]),
+                }
+            )
             k += 1
         steps.append({"round": int(n_steps[i]), "kind": "final", "content": pool.take(final_off[i, 0], 20)})
         sample = i // n_tasks
-        rec = {"record": "attempt", "run_id": run_id, "task_id": f"t{int(task[i]):06d}", "sample": sample,
-               "score": int(passed[i]), "answer": pool.take(final_off[i, 1], 8), "input_tokens": int(in_tok[i]),
-               "output_tokens": int(out_tok[i]), "latency_s": float(latency[i]), "steps": steps}
+        rec = {
+            "record": "attempt",
+            "run_id": run_id,
+            "task_id": f"t{int(task[i]):06d}",
+            "sample": sample,
+            "score": int(passed[i]),
+            "answer": pool.take(final_off[i, 1], 8),
+            "input_tokens": int(in_tok[i]),
+            "output_tokens": int(out_tok[i]),
+            "latency_s": float(latency[i]),
+            "steps": steps,
+        }
         if not passed[i]:
             rec["errors"] = [ERROR_CODES[codes[i]]]
         fh.write(_line(rec))
@@ -123,8 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    files = generate(args.out, n_attempts=args.attempts, n_runs=args.runs, n_benchmarks=args.benchmarks,
-                     seed=args.seed)
+    files = generate(args.out, n_attempts=args.attempts, n_runs=args.runs, n_benchmarks=args.benchmarks, seed=args.seed)
     size = sum(f.stat().st_size for f in files)
     print(f"wrote {len(files)} files, {size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0

@@ -16,23 +16,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m ingest",
         description="Validate and load evaluation logs into DuckDB (one transaction per file; "
-                    "identical content is never added twice).")
+        "identical content is never added twice).",
+    )
     parser.add_argument("paths", nargs="*", help="files or folders (walked recursively)")
     parser.add_argument("--db", help="database path (default: $RUNLENS_DB or data/runlens.duckdb)")
-    parser.add_argument("--format", default="auto", choices=["auto", *FORMATS],
-                        help="input format (default: auto-detect per file)")
-    parser.add_argument("--mapping", help="column mapping for --format csv: a shipped name (swebench-verified, "
-                        "hal), a YAML file, or field=column,... (see docs/formats.md)")
-    for flag, what in (("--agent", "agent name"), ("--benchmark", "benchmark name"), ("--run-id", "run id"),
-                       ("--scorer", "Inspect scorer whose value is the score")):
-        parser.add_argument(flag, help=f"{what} for adapters that cannot read it from the file "
-                                       "(inspect, openai-messages, csv-wide)")
+    parser.add_argument(
+        "--format", default="auto", choices=["auto", *FORMATS], help="input format (default: auto-detect per file)"
+    )
+    parser.add_argument(
+        "--mapping",
+        help="column mapping for --format csv: a shipped name (swebench-verified, "
+        "hal), a YAML file, or field=column,... (see docs/formats.md)",
+    )
+    for flag, what in (
+        ("--agent", "agent name"),
+        ("--benchmark", "benchmark name"),
+        ("--run-id", "run id"),
+        ("--scorer", "Inspect scorer whose value is the score"),
+    ):
+        parser.add_argument(
+            flag, help=f"{what} for adapters that cannot read it from the file (inspect, openai-messages, csv-wide)"
+        )
     parser.add_argument("--demo", action="store_true", help="load the demo dataset")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.add_argument("--jobs", type=int, metavar="N",
-                        help="worker processes validating files while the previous one is written (default: the "
-                             "number of CPUs, at most 4, when there are several files of 64 MB or more in all; "
-                             "1: none)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="worker processes validating files while the previous one is written (default: the "
+        "number of CPUs, at most 4, when there are several files of 64 MB or more in all; "
+        "1: none)",
+    )
     return parser
 
 
@@ -50,10 +64,20 @@ def main(argv: list[str] | None = None) -> int:
             from data.demo.build import load_demo
 
             load_demo(db, out=sys.stderr)
-        options = {k: v for k, v in (("mapping", args.mapping), ("agent", args.agent), ("benchmark", args.benchmark),
-                                     ("run_id", args.run_id), ("scorer", args.scorer)) if v}
-        results = ingest_paths(args.paths, db=db, fmt=args.format, progress=not args.no_progress,
-                               out=sys.stderr, jobs=args.jobs, **options)
+        options = {
+            k: v
+            for k, v in (
+                ("mapping", args.mapping),
+                ("agent", args.agent),
+                ("benchmark", args.benchmark),
+                ("run_id", args.run_id),
+                ("scorer", args.scorer),
+            )
+            if v
+        }
+        results = ingest_paths(
+            args.paths, db=db, fmt=args.format, progress=not args.no_progress, out=sys.stderr, jobs=args.jobs, **options
+        )
     except RunlensError as exc:
         print(f"python -m ingest: {exc}", file=sys.stderr)
         return 2
@@ -61,10 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     failed = [r for r in results if r.outcome == "failed"]
     dup = [r for r in results if r.outcome == "duplicate"]
     if results:
-        print(f"{len(results)} files: {len(ok)} ingested, {len(dup)} already present, {len(failed)} rejected; "
-              f"{sum(r.n_runs for r in ok)} runs, {sum(r.n_attempts for r in ok)} attempts, "
-              f"{sum(r.n_steps for r in ok)} steps in {time.perf_counter() - started:.1f} s -> {db}",
-              file=sys.stderr)
+        print(
+            f"{len(results)} files: {len(ok)} ingested, {len(dup)} already present, {len(failed)} rejected; "
+            f"{sum(r.n_runs for r in ok)} runs, {sum(r.n_attempts for r in ok)} attempts, "
+            f"{sum(r.n_steps for r in ok)} steps in {time.perf_counter() - started:.1f} s -> {db}",
+            file=sys.stderr,
+        )
     return 2 if failed else 0
 
 

@@ -22,15 +22,41 @@ import yaml
 from ingest.errors import IngestError, ProblemCollector
 
 MAPPINGS_DIR = Path(__file__).resolve().parent / "mappings"
-RUN_FIELDS = ("agent", "family", "agent_version", "kind", "eval_date", "judge", "price_input_per_mtok",
-              "price_output_per_mtok", "run_status")
+RUN_FIELDS = (
+    "agent",
+    "family",
+    "agent_version",
+    "kind",
+    "eval_date",
+    "judge",
+    "price_input_per_mtok",
+    "price_output_per_mtok",
+    "run_status",
+)
 TASK_FIELDS = ("level", "category", "query", "reference_answer", "human_minutes")
-ATTEMPT_FIELDS = ("sample", "score", "raw_score", "passed", "answer", "input_tokens", "output_tokens",
-                  "cost_usd", "latency_s", "status")
+ATTEMPT_FIELDS = (
+    "sample",
+    "score",
+    "raw_score",
+    "passed",
+    "answer",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_s",
+    "status",
+)
 KEY_FIELDS = ("run_id", "task_id", "benchmark")
 ALL_FIELDS = KEY_FIELDS + RUN_FIELDS + TASK_FIELDS + ATTEMPT_FIELDS
-FLOAT_FIELDS = {"score", "raw_score", "cost_usd", "latency_s", "human_minutes", "price_input_per_mtok",
-                "price_output_per_mtok"}
+FLOAT_FIELDS = {
+    "score",
+    "raw_score",
+    "cost_usd",
+    "latency_s",
+    "human_minutes",
+    "price_input_per_mtok",
+    "price_output_per_mtok",
+}
 INT_FIELDS = {"sample", "input_tokens", "output_tokens"}
 TRUE = {"1", "1.0", "true", "t", "yes", "y", "c", "pass", "passed", "resolved"}
 FALSE = {"0", "0.0", "false", "f", "no", "n", "i", "fail", "failed", "unresolved"}
@@ -93,8 +119,12 @@ def load_mapping(spec: str, *, where: str = "--mapping") -> Mapping:
         return _from_yaml(path, str(path))
     if "=" in spec:
         return _from_inline(spec, where)
-    raise IngestError.single(where, "mapping", f"unknown mapping {spec!r}: give one of "
-                             f"{', '.join(shipped) or '(none shipped)'}, a .yaml file, or field=column,...")
+    raise IngestError.single(
+        where,
+        "mapping",
+        f"unknown mapping {spec!r}: give one of "
+        f"{', '.join(shipped) or '(none shipped)'}, a .yaml file, or field=column,...",
+    )
 
 
 def _from_yaml(path: Path, label: str) -> Mapping:
@@ -123,7 +153,7 @@ def _from_inline(spec: str, where: str) -> Mapping:
         elif key in ("scoring", "kind", "run_id_scope"):
             raw[key] = value
         elif key.startswith("metric."):
-            raw.setdefault("metrics", {})[key[len("metric."):]] = value
+            raw.setdefault("metrics", {})[key[len("metric.") :]] = value
         else:
             raw["columns"][key] = value
     return _build(raw, where, "inline")
@@ -133,8 +163,9 @@ def _build(raw: dict[str, Any], where: str, label: str) -> Mapping:
     columns = raw.get("columns") or {}
     unknown = sorted(set(columns) - set(ALL_FIELDS))
     if unknown:
-        raise IngestError.single(where, "mapping", f"unknown field(s) {', '.join(unknown)}; fields are "
-                                 f"{', '.join(ALL_FIELDS)}")
+        raise IngestError.single(
+            where, "mapping", f"unknown field(s) {', '.join(unknown)}; fields are {', '.join(ALL_FIELDS)}"
+        )
     missing = [f for f in ("run_id", "task_id") if f not in columns]
     if missing or not {"score", "passed", "raw_score"} & set(columns):
         need = missing + ([] if {"score", "passed", "raw_score"} & set(columns) else ["score|passed"])
@@ -145,18 +176,30 @@ def _build(raw: dict[str, Any], where: str, label: str) -> Mapping:
         bench_col = columns["benchmark"]
     if bench is None and bench_col is None:
         raise IngestError.single(where, "mapping", "give benchmark (a name) or benchmark_column")
-    comps = tuple(Companion(file=str(c["file"]), key=dict(c["key"]), columns=dict(c.get("columns") or {}),
-                            spread={k: tuple(v if isinstance(v, list) else [v])
-                                    for k, v in (c.get("spread") or {}).items()},
-                            extra=tuple(c.get("extra") or ()), required=bool(c.get("required", True)))
-                  for c in raw.get("companions") or ())
-    return Mapping(name=str(raw.get("name") or label), columns={k: str(v) for k, v in columns.items()
-                                                                if k != "benchmark"},
-                   benchmark=None if bench_col else str(bench), benchmark_column=bench_col,
-                   scoring=raw.get("scoring"), kind=raw.get("kind"),
-                   metrics={str(k): str(v) for k, v in (raw.get("metrics") or {}).items()},
-                   companions=comps, detect=tuple(raw.get("detect") or ()),
-                   run_id_scope=raw.get("run_id_scope"), source=label)
+    comps = tuple(
+        Companion(
+            file=str(c["file"]),
+            key=dict(c["key"]),
+            columns=dict(c.get("columns") or {}),
+            spread={k: tuple(v if isinstance(v, list) else [v]) for k, v in (c.get("spread") or {}).items()},
+            extra=tuple(c.get("extra") or ()),
+            required=bool(c.get("required", True)),
+        )
+        for c in raw.get("companions") or ()
+    )
+    return Mapping(
+        name=str(raw.get("name") or label),
+        columns={k: str(v) for k, v in columns.items() if k != "benchmark"},
+        benchmark=None if bench_col else str(bench),
+        benchmark_column=bench_col,
+        scoring=raw.get("scoring"),
+        kind=raw.get("kind"),
+        metrics={str(k): str(v) for k, v in (raw.get("metrics") or {}).items()},
+        companions=comps,
+        detect=tuple(raw.get("detect") or ()),
+        run_id_scope=raw.get("run_id_scope"),
+        source=label,
+    )
 
 
 def header_of(data: bytes) -> list[str]:
@@ -173,8 +216,10 @@ def mapping_for_header(header: list[str]) -> Mapping | None:
         if mapping.detect and set(mapping.detect) <= cols:
             return mapping
     if {"run_id", "task_id"} <= cols and {"score", "passed", "raw_score"} & cols:
-        raw: dict[str, Any] = {"name": "native-columns", "columns": {f: f for f in ALL_FIELDS
-                                                                   if f in cols and f != "benchmark"}}
+        raw: dict[str, Any] = {
+            "name": "native-columns",
+            "columns": {f: f for f in ALL_FIELDS if f in cols and f != "benchmark"},
+        }
         raw["benchmark"] = {"column": "benchmark"} if "benchmark" in cols else "__stem__"
         return _build(raw, "header", "native-columns")
     return None
@@ -207,8 +252,12 @@ def _resolve(path: Path, data: bytes, options: dict[str, Any]) -> Mapping:
         return load_mapping(str(spec), where=f"{path}:1")
     found = mapping_for_header(header_of(data))
     if found is None:
-        raise IngestError.single(f"{path}:1", "-", "no column mapping: pass --mapping NAME|FILE.yaml|"
-                                 "field=column,... (shipped: " + ", ".join(shipped_mappings()) + ")")
+        raise IngestError.single(
+            f"{path}:1",
+            "-",
+            "no column mapping: pass --mapping NAME|FILE.yaml|"
+            "field=column,... (shipped: " + ", ".join(shipped_mappings()) + ")",
+        )
     return found
 
 
@@ -221,8 +270,7 @@ def fingerprint_csv_long(path: Path, data: bytes, options: dict[str, Any]) -> di
     out: dict[str, Any] = {"mapping": repr(replace(mapping, source=""))}
     for comp in mapping.companions:
         other = path.parent / comp.file
-        out[f"_companion:{comp.file}"] = (hashlib.sha256(other.read_bytes()).hexdigest()
-                                          if other.is_file() else None)
+        out[f"_companion:{comp.file}"] = hashlib.sha256(other.read_bytes()).hexdigest() if other.is_file() else None
     return out
 
 
@@ -326,8 +374,9 @@ def convert(value: str, fld: str) -> Any:
         raise ValueError(f"{value.strip()!r} is not a number") from None
 
 
-def _check_columns(where: str, header: list[str], needed: dict[str, str], what: str,
-                   problems: ProblemCollector) -> bool:
+def _check_columns(
+    where: str, header: list[str], needed: dict[str, str], what: str, problems: ProblemCollector
+) -> bool:
     absent = [f"{col!r} (for {fld})" for fld, col in needed.items() if col not in header]
     for item in absent:
         problems.add(where, "mapping", f"{what} has no column {item}; its columns are {', '.join(header)}")
@@ -348,20 +397,28 @@ def _load_companion(path: Path, comp: Companion, problems: ProblemCollector) -> 
     other = path.parent / comp.file
     if not other.is_file():
         if comp.required:
-            problems.add(f"{path}:1", "companion", f"companion file {comp.file!r} not found beside the results "
-                         f"file (expected {other})")
+            problems.add(
+                f"{path}:1",
+                "companion",
+                f"companion file {comp.file!r} not found beside the results file (expected {other})",
+            )
         return {}
     header, rows = read_csv(other, other.read_bytes(), problems)
-    needed = {**{f"key {k}": c for k, c in comp.key.items()}, **comp.columns,
-              **{f"{k}[{i}]": c for k, cols in comp.spread.items() for i, c in enumerate(cols)},
-              **{f"extra {c}": c for c in comp.extra}}
+    needed = {
+        **{f"key {k}": c for k, c in comp.key.items()},
+        **comp.columns,
+        **{f"{k}[{i}]": c for k, cols in comp.spread.items() for i, c in enumerate(cols)},
+        **{f"extra {c}": c for c in comp.extra},
+    }
     if not header or not _check_columns(f"{other}:1", header, needed, f"companion {comp.file}", problems):
         return {}
     ix = {name: i for i, name in enumerate(header)}
     out: dict[tuple[str, ...], _RunInfo] = {}
     for line, row in rows:
+
         def cell(col: str, row: list[str] = row) -> str:
             return row[ix[col]] if ix[col] < len(row) else ""  # short rows read as blanks
+
         key = tuple(cell(c).strip() for c in comp.key.values())
         info = out.get(key)
         if info is None:
@@ -384,8 +441,9 @@ def _load_companion(path: Path, comp: Companion, problems: ProblemCollector) -> 
     return out
 
 
-def parse_csv_long(path: Path, data: bytes, problems: ProblemCollector, progress: Any = None,
-                   **options: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+def parse_csv_long(
+    path: Path, data: bytes, problems: ProblemCollector, progress: Any = None, **options: Any
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield native records for a long CSV read through its mapping (``options['mapping']`` or detected).
 
     Args:
@@ -420,8 +478,9 @@ def parse_csv_long(path: Path, data: bytes, problems: ProblemCollector, progress
         progress.update(len(data))
 
 
-def _rows(path: Path, header: list[str], rows: list[tuple[int, list[str]]], mapping: Mapping,
-          problems: ProblemCollector) -> list[tuple[str, dict[str, Any], dict[str, float]]]:
+def _rows(
+    path: Path, header: list[str], rows: list[tuple[int, list[str]]], mapping: Mapping, problems: ProblemCollector
+) -> list[tuple[str, dict[str, Any], dict[str, float]]]:
     """Every row converted to ``(location, fields, metrics)``; bad cells become problems."""
     ix = {name: i for i, name in enumerate(header)}
     pairs = list(mapping.columns.items())
@@ -447,10 +506,14 @@ def _rows(path: Path, header: list[str], rows: list[tuple[int, list[str]]], mapp
                 if value is not None:
                     metrics[metric] = value
         except ValueError:
-            bad = next(header[i] for fld, i, _ in fields + [(m, i, None) for m, i in metric_cols]
-                       if not _converts(row[i], fld))
-            problems.add(f"{name}:{line}", bad, _why(row[header.index(bad)], dict(pairs + [(m, header[i])
-                         for m, i in metric_cols]), bad))
+            bad = next(
+                header[i] for fld, i, _ in fields + [(m, i, None) for m, i in metric_cols] if not _converts(row[i], fld)
+            )
+            problems.add(
+                f"{name}:{line}",
+                bad,
+                _why(row[header.index(bad)], dict(pairs + [(m, header[i]) for m, i in metric_cols]), bad),
+            )
             continue
         out.append((f"{name}:{line}", rec, metrics))
     return out
@@ -477,9 +540,13 @@ def _run_key(rec: dict[str, Any], comp: Companion) -> tuple[str, ...]:
     return tuple("" if rec.get(f) is None else str(rec.get(f)) for f in comp.key)
 
 
-def _records(path: Path, parsed: list[tuple[str, dict[str, Any], dict[str, float]]], mapping: Mapping,
-             companions: list[tuple[dict[tuple[str, ...], _RunInfo], Companion]],
-             problems: ProblemCollector) -> Iterator[tuple[str, dict[str, Any]]]:
+def _records(
+    path: Path,
+    parsed: list[tuple[str, dict[str, Any], dict[str, float]]],
+    mapping: Mapping,
+    companions: list[tuple[dict[tuple[str, ...], _RunInfo], Companion]],
+    problems: ProblemCollector,
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """Benchmark, task and run records on first use, then one attempt per row."""
     n_per_run: dict[tuple[Any, Any], int] = {}
     benches_of: dict[Any, set[Any]] = {}
@@ -487,8 +554,11 @@ def _records(path: Path, parsed: list[tuple[str, dict[str, Any], dict[str, float
         key = (rec.get("benchmark"), rec.get("run_id"))
         n_per_run[key] = n_per_run.get(key, 0) + 1
         benches_of.setdefault(rec.get("run_id"), set()).add(rec.get("benchmark"))
-    non_binary = {rec.get("benchmark") for _, rec, _ in parsed
-                  if rec.get("score", 0.0) not in (0.0, 1.0, None) or rec.get("raw_score", 0.0) not in (0.0, 1.0, None)}
+    non_binary = {
+        rec.get("benchmark")
+        for _, rec, _ in parsed
+        if rec.get("score", 0.0) not in (0.0, 1.0, None) or rec.get("raw_score", 0.0) not in (0.0, 1.0, None)
+    }
     seen_bench: set[Any] = set()
     seen_task: set[tuple[Any, Any]] = set()
     runs: dict[tuple[Any, Any], tuple[Any, dict[str, float]]] = {}
@@ -503,19 +573,31 @@ def _records(path: Path, parsed: list[tuple[str, dict[str, Any], dict[str, float
             yield loc, {"record": "benchmark", "benchmark": bench, "scoring": scoring}
         if (bench, rec.get("task_id")) not in seen_task:
             seen_task.add((bench, rec.get("task_id")))
-            yield loc, {"record": "task", "benchmark": bench, "task_id": rec.get("task_id"),
-                        **{f: rec[f] for f in TASK_FIELDS if rec.get(f) is not None}}
+            yield (
+                loc,
+                {
+                    "record": "task",
+                    "benchmark": bench,
+                    "task_id": rec.get("task_id"),
+                    **{f: rec[f] for f in TASK_FIELDS if rec.get(f) is not None},
+                },
+            )
         if (bench, src_run) not in runs:
             shared = mapping.run_id_scope and len(benches_of.get(src_run, ())) > 1
             run_id = f"{bench}:{src_run}" if shared and src_run is not None else src_run
-            run_loc, run_rec, per_task = _run_record(loc, rec, run_id, n_per_run[(bench, src_run)],
-                                                     mapping, companions, problems)
+            run_loc, run_rec, per_task = _run_record(
+                loc, rec, run_id, n_per_run[(bench, src_run)], mapping, companions, problems
+            )
             runs[(bench, src_run)] = (run_id, per_task)
             if run_rec is not None:
                 yield run_loc, run_rec
         run_id, per_task = runs[(bench, src_run)]
-        attempt = {"record": "attempt", "run_id": run_id, "task_id": rec.get("task_id"),
-                   **{f: rec[f] for f in ATTEMPT_FIELDS if rec.get(f) is not None}}
+        attempt = {
+            "record": "attempt",
+            "run_id": run_id,
+            "task_id": rec.get("task_id"),
+            **{f: rec[f] for f in ATTEMPT_FIELDS if rec.get(f) is not None},
+        }
         for fld, value in per_task.items():
             attempt.setdefault(fld, value)
         if metrics:
@@ -523,9 +605,15 @@ def _records(path: Path, parsed: list[tuple[str, dict[str, Any], dict[str, float
         yield loc, attempt
 
 
-def _run_record(loc: str, rec: dict[str, Any], run_id: Any, n_tasks: int, mapping: Mapping,
-                companions: list[tuple[dict[tuple[str, ...], _RunInfo], Companion]],
-                problems: ProblemCollector) -> tuple[str, dict[str, Any] | None, dict[str, float]]:
+def _run_record(
+    loc: str,
+    rec: dict[str, Any],
+    run_id: Any,
+    n_tasks: int,
+    mapping: Mapping,
+    companions: list[tuple[dict[tuple[str, ...], _RunInfo], Companion]],
+    problems: ProblemCollector,
+) -> tuple[str, dict[str, Any] | None, dict[str, float]]:
     """The run record for a row's run, with companion facts; and per-task values spread from run totals."""
     run: dict[str, Any] = {"record": "run", "run_id": run_id, "benchmark": rec["benchmark"]}
     if mapping.kind:
@@ -539,8 +627,11 @@ def _run_record(loc: str, rec: dict[str, Any], run_id: Any, n_tasks: int, mappin
         info = table.get(_run_key(rec, comp))
         if info is None:
             if comp.required:
-                problems.add(loc, "run_id", f"run {rec.get('run_id')!r} is not in {comp.file} (joined on "
-                             f"{', '.join(comp.key.values())})")
+                problems.add(
+                    loc,
+                    "run_id",
+                    f"run {rec.get('run_id')!r} is not in {comp.file} (joined on {', '.join(comp.key.values())})",
+                )
                 return loc, None, {}
             continue
         if comp.required:
@@ -561,11 +652,13 @@ def _run_record(loc: str, rec: dict[str, Any], run_id: Any, n_tasks: int, mappin
 
 def swebench_format_parts() -> tuple[Any, Any, Any]:
     """``(detect, parse, fingerprint)`` of ``--format swebench`` (DESIGN.md): csv with the swebench-verified mapping."""
+
     def detect(path: Path, head: bytes) -> bool:
         return False  # --format auto already reads these files as csv; this name exists for the CLI contract
 
-    def parse(path: Path, data: bytes, problems: ProblemCollector, progress: Any = None,
-              **options: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    def parse(
+        path: Path, data: bytes, problems: ProblemCollector, progress: Any = None, **options: Any
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         return parse_csv_long(path, data, problems, progress, **{**options, "mapping": "swebench-verified"})
 
     def fingerprint(path: Path, data: bytes, options: dict[str, Any]) -> dict[str, Any]:

@@ -22,9 +22,20 @@ from typing import Any
 from ingest.csv_long import convert, header_of, read_csv
 from ingest.errors import ProblemCollector
 
-META = {"run_id": "run_id", "agent": "agent", "model": "agent", "name": "agent", "system": "agent",
-        "eval_date": "eval_date", "date": "eval_date", "kind": "kind", "family": "family",
-        "agent_version": "agent_version", "version": "agent_version", "benchmark": "benchmark"}
+META = {
+    "run_id": "run_id",
+    "agent": "agent",
+    "model": "agent",
+    "name": "agent",
+    "system": "agent",
+    "eval_date": "eval_date",
+    "date": "eval_date",
+    "kind": "kind",
+    "family": "family",
+    "agent_version": "agent_version",
+    "version": "agent_version",
+    "benchmark": "benchmark",
+}
 MIN_TASK_COLUMNS = 2
 
 
@@ -76,8 +87,9 @@ def fingerprint_csv_wide(path: Path, data: bytes, options: dict[str, Any]) -> di
     return {}
 
 
-def parse_csv_wide(path: Path, data: bytes, problems: ProblemCollector, progress: Any = None,
-                   **options: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+def parse_csv_wide(
+    path: Path, data: bytes, problems: ProblemCollector, progress: Any = None, **options: Any
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield native records for an agents x tasks score matrix (see the module docstring)."""
     opts = _options(options)
     header, rows = read_csv(path, data, problems)
@@ -114,19 +126,27 @@ def parse_csv_wide(path: Path, data: bytes, problems: ProblemCollector, progress
         progress.update(len(data))
 
 
-def _records(path: Path, cells: list[tuple[str, dict[str, Any], list[tuple[str, float]]]],
-             opts: dict[str, str], binary: bool) -> Iterator[tuple[str, dict[str, Any]]]:
+def _records(
+    path: Path, cells: list[tuple[str, dict[str, Any], list[tuple[str, float]]]], opts: dict[str, str], binary: bool
+) -> Iterator[tuple[str, dict[str, Any]]]:
     seen_bench: set[str] = set()
     seen_task: set[tuple[str, str]] = set()
     for loc, info, scores in cells:
         bench = opts.get("benchmark") or info.get("benchmark") or path.stem
         if bench not in seen_bench:
             seen_bench.add(bench)
-            yield f"{path}:1", {"record": "benchmark", "benchmark": bench,
-                                "scoring": "binary" if binary else "continuous"}
+            yield (
+                f"{path}:1",
+                {"record": "benchmark", "benchmark": bench, "scoring": "binary" if binary else "continuous"},
+            )
         agent = info.get("agent") or info.get("run_id")
-        run = {"record": "run", "run_id": info.get("run_id") or f"{bench}:{agent}", "benchmark": bench,
-               "agent": agent, "kind": info.get("kind") or opts.get("kind")}
+        run = {
+            "record": "run",
+            "run_id": info.get("run_id") or f"{bench}:{agent}",
+            "benchmark": bench,
+            "agent": agent,
+            "kind": info.get("kind") or opts.get("kind"),
+        }
         for fld in ("eval_date", "family", "agent_version"):
             if info.get(fld):
                 run[fld] = convert(info[fld], fld)

@@ -69,11 +69,22 @@ def delete_run_con(con: duckdb.DuckDBPyConnection, run_id: str, *, actor: str = 
             if int(left) == 0:
                 con.execute("UPDATE ingest_log SET outcome = 'deleted' WHERE file_id = ?", [file_id])
                 released = True
-        result = Deletion(run_id, str(benchmark), n_attempts, counts["steps"], counts["error_labels"],
-                          counts["attempt_metrics"], counts["ratings"], counts["judge_verdicts"], released)
+        result = Deletion(
+            run_id,
+            str(benchmark),
+            n_attempts,
+            counts["steps"],
+            counts["error_labels"],
+            counts["attempt_metrics"],
+            counts["ratings"],
+            counts["judge_verdicts"],
+            released,
+        )
         detail = {**asdict(result), "actor": actor, "file_id": file_id}
-        con.execute("INSERT INTO audit_log (at_utc, action, subject, detail) VALUES (?, 'run_deleted', ?, ?)",
-                    [dt.datetime.now(dt.UTC).replace(tzinfo=None), run_id, json.dumps(detail)])
+        con.execute(
+            "INSERT INTO audit_log (at_utc, action, subject, detail) VALUES (?, 'run_deleted', ?, ?)",
+            [dt.datetime.now(dt.UTC).replace(tzinfo=None), run_id, json.dumps(detail)],
+        )
     return result
 
 

@@ -24,9 +24,10 @@ Parser = Callable[..., Records]
 
 def _no_options(parse: Parser) -> Parser:
     """A parser that takes no format options, tolerating options meant for other formats in a batch."""
-    def wrapped(path: Path, data: bytes, problems: ProblemCollector, progress: Any = None,
-                **_options: Any) -> Records:
+
+    def wrapped(path: Path, data: bytes, problems: ProblemCollector, progress: Any = None, **_options: Any) -> Records:
         return parse(path, data, problems, progress)
+
     return wrapped
 
 
@@ -76,7 +77,8 @@ def walk_suffixes() -> tuple[str, ...]:
     return tuple(sorted({s for f in FORMATS.values() for s in f.suffixes}))
 
 
-def parse_with(fmt: Format, path: Path, data: bytes, problems: ProblemCollector, progress: Any = None,
-               **options: Any) -> Records:
+def parse_with(
+    fmt: Format, path: Path, data: bytes, problems: ProblemCollector, progress: Any = None, **options: Any
+) -> Records:
     """Run a format's parser."""
     return fmt.parse(path, data, problems, progress, **options)

@@ -38,7 +38,6 @@ SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 TIME_LIMITS = ("time", "working")
 
 
-
 def _obj(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one (logs omit or null out optional parts)."""
     return value if isinstance(value, dict) else {}
@@ -48,13 +47,19 @@ def _seq(value: Any) -> list[Any]:
     """``value`` when it is a JSON array, else an empty one."""
     return value if isinstance(value, list) else []
 
+
 def detect_inspect(path: Path, head: bytes) -> bool:
     """A zip named ``.eval``, or a JSON object with an ``eval`` header naming task and model."""
     if head.startswith(ZIP_MAGIC):
         return path.name.lower().endswith(".eval")
     text = head.lstrip()
-    return (text.startswith(b"{") and re.search(rb'"eval"\s*:\s*\{', text) is not None
-            and b'"task"' in text and b'"model"' in text and b'"created"' in text)
+    return (
+        text.startswith(b"{")
+        and re.search(rb'"eval"\s*:\s*\{', text) is not None
+        and b'"task"' in text
+        and b'"model"' in text
+        and b'"created"' in text
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -80,12 +85,17 @@ def read_zip(path: Path, data: bytes, problems: ProblemCollector) -> dict[str, b
         return None
     bad = [i.filename for i in infos if _unsafe_name(i.filename)]
     if bad:
-        problems.add(f"{path}!{bad[0]}", "-", f"unsafe member name (absolute or '..'): {len(bad)} such member(s); "
-                     "archive refused")
+        problems.add(
+            f"{path}!{bad[0]}",
+            "-",
+            f"unsafe member name (absolute or '..'): {len(bad)} such member(s); archive refused",
+        )
         return None
     declared = sum(i.file_size for i in infos)
     if declared > MAX_TOTAL_BYTES:
-        problems.add(f"{path}:1", "-", f"archive expands to {declared:,} bytes, over the {MAX_TOTAL_BYTES:,}-byte limit")
+        problems.add(
+            f"{path}:1", "-", f"archive expands to {declared:,} bytes, over the {MAX_TOTAL_BYTES:,}-byte limit"
+        )
         return None
     out: dict[str, bytes] = {}
     total = 0
@@ -97,9 +107,14 @@ def read_zip(path: Path, data: bytes, problems: ProblemCollector) -> dict[str, b
             problems.add(loc, "-", "encrypted member; cannot read")
             return None
         if info.file_size > MAX_MEMBER_BYTES or (
-                info.file_size > RATIO_MIN_BYTES and info.file_size > MAX_RATIO * max(info.compress_size, 1)):
-            problems.add(loc, "-", f"member expands to {info.file_size:,} bytes from {info.compress_size:,} "
-                         f"(limit {MAX_MEMBER_BYTES:,} bytes, ratio {MAX_RATIO:g}); looks like a zip bomb, refused")
+            info.file_size > RATIO_MIN_BYTES and info.file_size > MAX_RATIO * max(info.compress_size, 1)
+        ):
+            problems.add(
+                loc,
+                "-",
+                f"member expands to {info.file_size:,} bytes from {info.compress_size:,} "
+                f"(limit {MAX_MEMBER_BYTES:,} bytes, ratio {MAX_RATIO:g}); looks like a zip bomb, refused",
+            )
             return None
         body = _read_capped(archive, info, min(MAX_MEMBER_BYTES, MAX_TOTAL_BYTES - total), problems, loc)
         if body is None:
@@ -109,8 +124,9 @@ def read_zip(path: Path, data: bytes, problems: ProblemCollector) -> dict[str, b
     return out
 
 
-def _read_capped(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, problems: ProblemCollector,
-                 loc: str) -> bytes | None:
+def _read_capped(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, problems: ProblemCollector, loc: str
+) -> bytes | None:
     """A member's bytes, stopping as soon as more than ``cap`` come out (declared sizes can lie)."""
     chunks: list[bytes] = []
     size = 0
@@ -135,7 +151,9 @@ def _member_json(path: Path, name: str, body: bytes, problems: ProblemCollector)
     return doc
 
 
-def load_log(path: Path, data: bytes, problems: ProblemCollector) -> tuple[dict[str, Any], list[tuple[str, Any]]] | None:
+def load_log(
+    path: Path, data: bytes, problems: ProblemCollector
+) -> tuple[dict[str, Any], list[tuple[str, Any]]] | None:
     """``(header, [(location, sample), ...])`` from either layout; None when unreadable."""
     if data.startswith(ZIP_MAGIC):
         members = read_zip(path, data, problems)
@@ -181,8 +199,9 @@ def _sample_order(name: str) -> tuple[Any, ...]:
 # ---------------------------------------------------------------------------------------------
 
 
-def parse_inspect(path: Path, data: bytes, problems: ProblemCollector, progress: Any = None,
-                  **options: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+def parse_inspect(
+    path: Path, data: bytes, problems: ProblemCollector, progress: Any = None, **options: Any
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield native records for one Inspect log.
 
     Args:
@@ -207,10 +226,16 @@ def parse_inspect(path: Path, data: bytes, problems: ProblemCollector, progress:
     run_id = str(options.get("run_id") or f"{benchmark}-{ev.get('eval_id') or ev.get('run_id') or path.stem}")
     scorer = options.get("scorer") or _default_scorer(header)
     numeric = _all_numeric(samples, scorer)
-    yield f"{path}:$.eval", {"record": "benchmark", "benchmark": benchmark,
-                             "scoring": "binary" if numeric == "binary" else "continuous",
-                             "pass_threshold": 1.0 if numeric == "binary" else 0.5,
-                             "description": f"Inspect AI task {ev.get('task')}"}
+    yield (
+        f"{path}:$.eval",
+        {
+            "record": "benchmark",
+            "benchmark": benchmark,
+            "scoring": "binary" if numeric == "binary" else "continuous",
+            "pass_threshold": 1.0 if numeric == "binary" else 0.5,
+            "description": f"Inspect AI task {ev.get('task')}",
+        },
+    )
     yield f"{path}:$.eval", _run(header, ev, run_id, benchmark, model, scorer)
     for loc, sample in samples:
         if not isinstance(sample, dict):
@@ -262,23 +287,39 @@ def _pick_score(sample: dict[str, Any], scorer: str | None) -> tuple[str | None,
 
 
 def _all_numeric(samples: list[tuple[str, Any]], scorer: str | None) -> str:
-    values = [score_value(e.get("value")) for _, s in samples if isinstance(s, dict)
-              for _, e in [_pick_score(s, scorer)] if e is not None]
+    values = [
+        score_value(e.get("value"))
+        for _, s in samples
+        if isinstance(s, dict)
+        for _, e in [_pick_score(s, scorer)]
+        if e is not None
+    ]
     return "binary" if all(v in (0.0, 1.0) for v in values if v is not None) else "continuous"
 
 
-def _run(header: dict[str, Any], ev: dict[str, Any], run_id: str, benchmark: str, model: str,
-         scorer: str | None) -> dict[str, Any]:
+def _run(
+    header: dict[str, Any], ev: dict[str, Any], run_id: str, benchmark: str, model: str, scorer: str | None
+) -> dict[str, Any]:
     results = _obj(header.get("results"))
     stats = _obj(header.get("stats"))
     created = ev.get("created")
-    return {"record": "run", "run_id": run_id, "benchmark": benchmark, "agent": model,
-            "family": model.split("/")[0] if "/" in model else None, "kind": "llm",
-            "eval_date": created[:10] if isinstance(created, str) and len(created) >= 10 else None,
-            "status": str(header.get("status") or "unknown"), "scorer": scorer,
-            "inspect_eval_id": ev.get("eval_id"), "inspect_run_id": ev.get("run_id"),
-            "task_file": ev.get("task_file"), "results": results.get("scores"),
-            "model_usage": stats.get("model_usage"), "error": header.get("error")}
+    return {
+        "record": "run",
+        "run_id": run_id,
+        "benchmark": benchmark,
+        "agent": model,
+        "family": model.split("/")[0] if "/" in model else None,
+        "kind": "llm",
+        "eval_date": created[:10] if isinstance(created, str) and len(created) >= 10 else None,
+        "status": str(header.get("status") or "unknown"),
+        "scorer": scorer,
+        "inspect_eval_id": ev.get("eval_id"),
+        "inspect_run_id": ev.get("run_id"),
+        "task_file": ev.get("task_file"),
+        "results": results.get("scores"),
+        "model_usage": stats.get("model_usage"),
+        "error": header.get("error"),
+    }
 
 
 def _text(value: Any, attachments: dict[str, Any]) -> str | None:
@@ -287,7 +328,7 @@ def _text(value: Any, attachments: dict[str, Any]) -> str | None:
         return None
     if isinstance(value, str):
         if value.startswith("attachment://"):
-            return str(attachments.get(value[len("attachment://"):], value))
+            return str(attachments.get(value[len("attachment://") :], value))
         return value
     if isinstance(value, list):
         parts = []
@@ -300,34 +341,53 @@ def _text(value: Any, attachments: dict[str, Any]) -> str | None:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _sample(loc: str, sample: dict[str, Any], benchmark: str, run_id: str, scorer: str | None,
-            problems: ProblemCollector) -> Iterator[tuple[str, dict[str, Any]]]:
+def _sample(
+    loc: str, sample: dict[str, Any], benchmark: str, run_id: str, scorer: str | None, problems: ProblemCollector
+) -> Iterator[tuple[str, dict[str, Any]]]:
     if sample.get("id") is None:
         problems.add(loc, "id", "missing sample id")
         return
     att = _obj(sample.get("attachments"))
     task_id = str(sample["id"])
     target = sample.get("target")
-    yield loc, {"record": "task", "benchmark": benchmark, "task_id": task_id,
-                "query": _text(sample.get("input"), att),
-                "reference_answer": _text(target, att) if not isinstance(target, list)
-                else json.dumps(target, ensure_ascii=False)}
+    yield (
+        loc,
+        {
+            "record": "task",
+            "benchmark": benchmark,
+            "task_id": task_id,
+            "query": _text(sample.get("input"), att),
+            "reference_answer": _text(target, att)
+            if not isinstance(target, list)
+            else json.dumps(target, ensure_ascii=False),
+        },
+    )
     name, entry = _pick_score(sample, scorer)
     value = score_value(entry.get("value")) if entry else None
     status = _status(sample)
     epoch = sample.get("epoch", 1)
     attempt: dict[str, Any] = {
-        "record": "attempt", "run_id": run_id, "task_id": task_id,
+        "record": "attempt",
+        "run_id": run_id,
+        "task_id": task_id,
         "sample": int(epoch) - 1 if isinstance(epoch, int) and epoch >= 1 else epoch,
         "score": None if value is None else min(max(value, 0.0), 1.0),
-        "raw_score": value, "status": status, "latency_s": sample.get("total_time"),
+        "raw_score": value,
+        "status": status,
+        "latency_s": sample.get("total_time"),
         "answer": (entry or {}).get("answer") if isinstance((entry or {}).get("answer"), str) else _answer(sample, att),
-        "scorer": name, "score_value": None if entry is None else entry.get("value"),
+        "scorer": name,
+        "score_value": None if entry is None else entry.get("value"),
         "explanation": None if entry is None else entry.get("explanation"),
-        "working_time_s": sample.get("working_time"), "inspect_uuid": sample.get("uuid")}
+        "working_time_s": sample.get("working_time"),
+        "inspect_uuid": sample.get("uuid"),
+    }
     if value is None and status == "completed":
-        problems.add(f"{loc}.scores", scorer or "-", f"no usable value for scorer {scorer!r} "
-                     f"(found {sorted((sample.get('scores') or {}).keys())})")
+        problems.add(
+            f"{loc}.scores",
+            scorer or "-",
+            f"no usable value for scorer {scorer!r} (found {sorted((sample.get('scores') or {}).keys())})",
+        )
         return
     attempt.update(_usage(sample.get("model_usage")))
     if isinstance(sample.get("error"), dict):
@@ -363,8 +423,11 @@ def _usage(model_usage: Any) -> dict[str, Any]:
     for usage in model_usage.values():
         if not isinstance(usage, dict):
             continue
-        for src, dst in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
-                         ("total_cost", "cost_usd")):
+        for src, dst in (
+            ("input_tokens", "input_tokens"),
+            ("output_tokens", "output_tokens"),
+            ("total_cost", "cost_usd"),
+        ):
             if isinstance(usage.get(src), (int, float)):
                 totals[dst] = totals.get(dst, 0) + usage[src]
     return {k: (int(v) if k.endswith("tokens") else v) for k, v in totals.items()}
@@ -384,15 +447,30 @@ def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[
             output = _obj(ev.get("output"))
             usage = _obj(output.get("usage"))
             message = ((output.get("choices") or [{}])[0] or {}).get("message") or {}
-            steps.append({"round": rnd, "kind": "model", "content": _text(message.get("content"), att),
-                          "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
-                          "latency_s": output.get("time", ev.get("working_time")),
-                          "error": _err(ev.get("error")),
-                          "n_tool_calls": len(message.get("tool_calls") or [])})
+            steps.append(
+                {
+                    "round": rnd,
+                    "kind": "model",
+                    "content": _text(message.get("content"), att),
+                    "input_tokens": usage.get("input_tokens"),
+                    "output_tokens": usage.get("output_tokens"),
+                    "latency_s": output.get("time", ev.get("working_time")),
+                    "error": _err(ev.get("error")),
+                    "n_tool_calls": len(message.get("tool_calls") or []),
+                }
+            )
         elif kind == "tool":
-            steps.append({"round": rnd, "kind": "tool_call", "tool": ev.get("function"),
-                          "args": ev.get("arguments"), "result": _text(ev.get("result"), att) or "",
-                          "latency_s": ev.get("working_time"), "error": _err(ev.get("error"))})
+            steps.append(
+                {
+                    "round": rnd,
+                    "kind": "tool_call",
+                    "tool": ev.get("function"),
+                    "args": ev.get("arguments"),
+                    "result": _text(ev.get("result"), att) or "",
+                    "latency_s": ev.get("working_time"),
+                    "error": _err(ev.get("error")),
+                }
+            )
         elif kind == "error":
             steps.append({"round": rnd, "kind": "error", "error": _err(ev.get("error")) or "error"})
     if not steps:
@@ -419,13 +497,15 @@ def _steps_from_messages(messages: Any, att: dict[str, Any]) -> list[dict[str, A
         if msg.get("role") == "assistant":
             rnd += 1
             calls = msg.get("tool_calls") or []
-            steps.append({"round": rnd, "kind": "model", "content": _text(msg.get("content"), att),
-                          "n_tool_calls": len(calls)})
+            steps.append(
+                {"round": rnd, "kind": "model", "content": _text(msg.get("content"), att), "n_tool_calls": len(calls)}
+            )
             for call in calls:
                 if isinstance(call, dict):
                     by_call[str(call.get("id"))] = len(steps)
-                    steps.append({"round": rnd, "kind": "tool_call", "tool": call.get("function"),
-                                  "args": call.get("arguments")})
+                    steps.append(
+                        {"round": rnd, "kind": "tool_call", "tool": call.get("function"), "args": call.get("arguments")}
+                    )
         elif msg.get("role") == "tool":
             ix = by_call.get(str(msg.get("tool_call_id")))
             if ix is not None:

@@ -35,8 +35,9 @@ def detect_native(path: Path, head: bytes) -> bool:
     return False
 
 
-def parse_native(path: Path, data: bytes, problems: ProblemCollector,
-                 progress: Any = None) -> Iterator[tuple[str, Any]]:
+def parse_native(
+    path: Path, data: bytes, problems: ProblemCollector, progress: Any = None
+) -> Iterator[tuple[str, Any]]:
     """Yield ``(file:line, record)`` for every line; undecodable lines become problems.
 
     A record is the line's JSON value, or a :class:`~ingest.fastpath.FastLine` for an attempt the fast path
@@ -98,7 +99,9 @@ def load_record(raw: bytes) -> tuple[Any, str | None]:
 LONE_SURROGATE = "invalid text: a \\u escape makes a lone UTF-16 surrogate, which is not a character"
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 # a high surrogate escape with the low one that should follow it, or a low one on its own
-_SURROGATE_PAIR = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(\\u[dD][c-fC-F][0-9a-fA-F]{2})?|(\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+_SURROGATE_PAIR = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(\\u[dD][c-fC-F][0-9a-fA-F]{2})?|(\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
 
 
 def may_hold_lone_surrogate(data: bytes) -> bool:

@@ -26,7 +26,6 @@ DOMAINS = ("airline", "retail")
 ERROR_PREFIX = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
 
 
-
 def _obj(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one (logs omit or null out optional parts)."""
     return value if isinstance(value, dict) else {}
@@ -36,13 +35,18 @@ def _seq(value: Any) -> list[Any]:
     """``value`` when it is a JSON array, else an empty one."""
     return value if isinstance(value, list) else []
 
+
 def detect_openai_messages(path: Path, head: bytes) -> bool:
     """A JSON array whose items carry ``task_id``, a reward and a ``traj``/``messages`` list."""
     text = head.lstrip()
     if not text.startswith(b"["):
         return False
-    return (b'"task_id"' in text and b'"reward"' in text
-            and (b'"traj"' in text or b'"messages"' in text) and b'"role"' in text)
+    return (
+        b'"task_id"' in text
+        and b'"reward"' in text
+        and (b'"traj"' in text or b'"messages"' in text)
+        and b'"role"' in text
+    )
 
 
 def names_from_path(path: Path, options: dict[str, Any]) -> tuple[str, str, str]:
@@ -75,8 +79,9 @@ def load_json(path: Path, data: bytes, problems: ProblemCollector) -> Any:
     return None
 
 
-def parse_openai_messages(path: Path, data: bytes, problems: ProblemCollector, progress: Any = None,
-                          **options: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+def parse_openai_messages(
+    path: Path, data: bytes, problems: ProblemCollector, progress: Any = None, **options: Any
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield benchmark, task, run and attempt records for a tau-bench style trajectory file.
 
     Args:
@@ -95,10 +100,26 @@ def parse_openai_messages(path: Path, data: bytes, problems: ProblemCollector, p
     benchmark, agent, run_id = names_from_path(path, options)
     rewards = [item.get("reward") for item in doc if isinstance(item, dict)]
     binary = all(r in (0, 1, 0.0, 1.0, True, False) for r in rewards)
-    yield f"{path}:$", {"record": "benchmark", "benchmark": benchmark, "scoring": "binary" if binary else "continuous",
-                        "description": "OpenAI chat-message trajectories (tau-bench format)"}
-    yield f"{path}:$", {"record": "run", "run_id": run_id, "benchmark": benchmark, "agent": agent, "kind": "llm",
-                        "source_file": path.name}
+    yield (
+        f"{path}:$",
+        {
+            "record": "benchmark",
+            "benchmark": benchmark,
+            "scoring": "binary" if binary else "continuous",
+            "description": "OpenAI chat-message trajectories (tau-bench format)",
+        },
+    )
+    yield (
+        f"{path}:$",
+        {
+            "record": "run",
+            "run_id": run_id,
+            "benchmark": benchmark,
+            "agent": agent,
+            "kind": "llm",
+            "source_file": path.name,
+        },
+    )
     for i, item in enumerate(doc):
         loc = f"{path}:$[{i}]"
         if not isinstance(item, dict):
@@ -109,8 +130,9 @@ def parse_openai_messages(path: Path, data: bytes, problems: ProblemCollector, p
         progress.update(len(data))
 
 
-def _item(loc: str, item: dict[str, Any], benchmark: str, run_id: str,
-          problems: ProblemCollector) -> Iterator[tuple[str, dict[str, Any]]]:
+def _item(
+    loc: str, item: dict[str, Any], benchmark: str, run_id: str, problems: ProblemCollector
+) -> Iterator[tuple[str, dict[str, Any]]]:
     task_id = item.get("task_id")
     if task_id is None:
         problems.add(loc, "task_id", "missing required field")
@@ -118,11 +140,19 @@ def _item(loc: str, item: dict[str, Any], benchmark: str, run_id: str,
     info = _obj(item.get("info"))
     task = _obj(info.get("task"))
     actions = _seq(task.get("actions"))
-    yield loc, {"record": "task", "benchmark": benchmark, "task_id": str(task_id),
-                "query": task.get("instruction"),
-                "reference_trajectory": [str(a.get("name")) for a in actions if isinstance(a, dict)],
-                "reference_actions": actions or None, "user_id": task.get("user_id"),
-                "reference_outputs": task.get("outputs") or None}
+    yield (
+        loc,
+        {
+            "record": "task",
+            "benchmark": benchmark,
+            "task_id": str(task_id),
+            "query": task.get("instruction"),
+            "reference_trajectory": [str(a.get("name")) for a in actions if isinstance(a, dict)],
+            "reference_actions": actions or None,
+            "user_id": task.get("user_id"),
+            "reference_outputs": task.get("outputs") or None,
+        },
+    )
     messages = item.get("traj", item.get("messages"))
     key = "traj" if "traj" in item else "messages"
     if not isinstance(messages, list):
@@ -130,9 +160,16 @@ def _item(loc: str, item: dict[str, Any], benchmark: str, run_id: str,
         return
     steps, answer = messages_to_steps(messages, f"{loc}.{key}", problems)
     reward = item.get("reward")
-    attempt: dict[str, Any] = {"record": "attempt", "run_id": run_id, "task_id": str(task_id),
-                               "sample": item.get("trial", 0), "score": reward, "answer": answer,
-                               "steps": steps, "status": "completed"}
+    attempt: dict[str, Any] = {
+        "record": "attempt",
+        "run_id": run_id,
+        "task_id": str(task_id),
+        "sample": item.get("trial", 0),
+        "score": reward,
+        "answer": answer,
+        "steps": steps,
+        "status": "completed",
+    }
     metrics = {}
     if isinstance(info.get("user_cost"), (int, float)):
         metrics["user_cost_usd"] = info["user_cost"]
@@ -164,7 +201,9 @@ def _text(content: Any) -> str | None:
     return json.dumps(content, ensure_ascii=False)
 
 
-def messages_to_steps(messages: list[Any], loc: str, problems: ProblemCollector) -> tuple[list[dict[str, Any]], str | None]:
+def messages_to_steps(
+    messages: list[Any], loc: str, problems: ProblemCollector
+) -> tuple[list[dict[str, Any]], str | None]:
     """Chat messages -> native steps (user turns, assistant messages, tool calls with results); final answer.
 
     Tool results are matched to calls by ``tool_call_id`` (the earliest unanswered call with that id,
@@ -192,8 +231,15 @@ def messages_to_steps(messages: list[Any], loc: str, problems: ProblemCollector)
                 if not isinstance(fn, dict) or not fn.get("name"):
                     problems.add(f"{loc}[{j}].tool_calls", "-", "tool call without function.name")
                     continue
-                steps.append({"round": rnd, "kind": "tool_call", "tool": str(fn["name"]),
-                              "args": _args(fn.get("arguments")), "call_id": call.get("id")})
+                steps.append(
+                    {
+                        "round": rnd,
+                        "kind": "tool_call",
+                        "tool": str(fn["name"]),
+                        "args": _args(fn.get("arguments")),
+                        "call_id": call.get("id"),
+                    }
+                )
                 pending.append(len(steps) - 1)
         elif role == "tool":
             target = _match(steps, pending, msg.get("tool_call_id"), msg.get("name"))

@@ -92,8 +92,9 @@ class Prepared:
     seconds: float = 0.0
 
 
-def prepare_file(path: Path, known: Known, *, fmt: str = "auto", progress: bool = False, data: bytes | None = None,
-                 **options: Any) -> Prepared:
+def prepare_file(
+    path: Path, known: Known, *, fmt: str = "auto", progress: bool = False, data: bytes | None = None, **options: Any
+) -> Prepared:
     """Read, hash, parse and validate one file against ``known``; touch no database.
 
     The result holds either the validated bundle (frozen to Arrow), the error listing every problem, or the
@@ -108,8 +109,14 @@ def prepare_file(path: Path, known: Known, *, fmt: str = "auto", progress: bool 
         extra = chosen.fingerprint(path, data, options) if chosen.fingerprint is not None else {}
         content_hash = _content_hash(data, chosen, {**options, **extra})
         if content_hash in known.hashes:
-            return Prepared(name, chosen.name, started_at, content_hash, duplicate_of=known.hashes[content_hash],
-                            seconds=time.perf_counter() - started)
+            return Prepared(
+                name,
+                chosen.name,
+                started_at,
+                content_hash,
+                duplicate_of=known.hashes[content_hash],
+                seconds=time.perf_counter() - started,
+            )
         problems = ProblemCollector()
         bar = _progress_bar(len(data), name, progress)
         collecting = gc.isenabled()
@@ -135,7 +142,9 @@ def read_input(path: Path) -> bytes:
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise IngestError.single(f"{name}:1", "-", f"file of {size:,} bytes exceeds the {MAX_FILE_BYTES:,}-byte limit")
+            raise IngestError.single(
+                f"{name}:1", "-", f"file of {size:,} bytes exceeds the {MAX_FILE_BYTES:,}-byte limit"
+            )
         data = path.read_bytes()
     except OSError as exc:
         raise IngestError.single(f"{name}:1", "-", f"cannot read file: {exc.strerror or exc}") from exc
@@ -144,8 +153,16 @@ def read_input(path: Path) -> bytes:
     return data
 
 
-def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto", is_demo: bool = False,
-                progress: bool = False, known: Known | None = None, **options: Any) -> FileResult:
+def ingest_file(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    *,
+    fmt: str = "auto",
+    is_demo: bool = False,
+    progress: bool = False,
+    known: Known | None = None,
+    **options: Any,
+) -> FileResult:
     """Validate one file completely, then write it in one transaction (or nothing at all).
 
     Args:
@@ -162,8 +179,9 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto"
     return result
 
 
-def commit_prepared(con: duckdb.DuckDBPyConnection, prepared: Prepared, known: Known, *,
-                    is_demo: bool = False) -> FileResult | None:
+def commit_prepared(
+    con: duckdb.DuckDBPyConnection, prepared: Prepared, known: Known, *, is_demo: bool = False
+) -> FileResult | None:
     """Write a prepared file in one transaction, after checking it against what the database holds now.
 
     A file prepared against an older ``known`` (in a worker, while earlier files were being written) is written
@@ -179,22 +197,38 @@ def commit_prepared(con: duckdb.DuckDBPyConnection, prepared: Prepared, known: K
         raise prepared.error
     duplicate_of = prepared.duplicate_of or known.hashes.get(prepared.content_hash)
     if duplicate_of is not None:
-        return FileResult(prepared.path, prepared.format, "duplicate", duplicate_of=duplicate_of,
-                          seconds=prepared.seconds)
+        return FileResult(
+            prepared.path, prepared.format, "duplicate", duplicate_of=duplicate_of, seconds=prepared.seconds
+        )
     bundle = prepared.bundle
     assert bundle is not None
     new_rows = _new_definitions(bundle, known)
     if new_rows is None or _has_stored_attempts(con, bundle, new_rows):
         return None
-    write_bundle(con, bundle, path=prepared.path, content_hash=prepared.content_hash, fmt=prepared.format,
-                 is_demo=is_demo, started_at=prepared.started_at, seconds=prepared.seconds + time.perf_counter() - started,
-                 before_commit=_label_rules if bundle.n_attempts else None)
+    write_bundle(
+        con,
+        bundle,
+        path=prepared.path,
+        content_hash=prepared.content_hash,
+        fmt=prepared.format,
+        is_demo=is_demo,
+        started_at=prepared.started_at,
+        seconds=prepared.seconds + time.perf_counter() - started,
+        before_commit=_label_rules if bundle.n_attempts else None,
+    )
     for kind, row in new_rows:
         known.add(kind, row)
     known.hashes[prepared.content_hash] = prepared.path
-    return FileResult(prepared.path, prepared.format, "ingested", len(bundle.runs["run_id"]),
-                      len(bundle.tasks["task_id"]), bundle.n_attempts, bundle.n_steps,
-                      prepared.seconds + time.perf_counter() - started)
+    return FileResult(
+        prepared.path,
+        prepared.format,
+        "ingested",
+        len(bundle.runs["run_id"]),
+        len(bundle.tasks["task_id"]),
+        bundle.n_attempts,
+        bundle.n_steps,
+        prepared.seconds + time.perf_counter() - started,
+    )
 
 
 def _label_rules(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
@@ -224,8 +258,9 @@ def _new_definitions(bundle: Bundle, known: Known) -> list[tuple[str, dict[str, 
     return new_rows
 
 
-def _has_stored_attempts(con: duckdb.DuckDBPyConnection, bundle: Bundle,
-                         new_rows: list[tuple[str, dict[str, Any]]]) -> bool:
+def _has_stored_attempts(
+    con: duckdb.DuckDBPyConnection, bundle: Bundle, new_rows: list[tuple[str, dict[str, Any]]]
+) -> bool:
     """True when an attempt of the bundle is already in the database (only possible for runs it did not define)."""
     attempts = bundle.freeze()["attempts"]
     new_runs = {row["run_id"] for kind, row in new_rows if kind == "run"}
@@ -233,8 +268,11 @@ def _has_stored_attempts(con: duckdb.DuckDBPyConnection, bundle: Bundle,
         return False
     con.register("_rl_keys", attempts.select(["run_id", "task_id", "sample"]))
     try:
-        return bool(con.execute("SELECT count(*) FROM _rl_keys k JOIN attempts a USING (run_id, task_id, sample)"
-                                ).fetchall()[0][0])
+        return bool(
+            con.execute("SELECT count(*) FROM _rl_keys k JOIN attempts a USING (run_id, task_id, sample)").fetchall()[
+                0
+            ][0]
+        )
     finally:
         con.unregister("_rl_keys")
 
@@ -242,11 +280,15 @@ def _has_stored_attempts(con: duckdb.DuckDBPyConnection, bundle: Bundle,
 def _choose_format(path: Path, data: bytes, fmt: str) -> Format:
     if fmt != "auto":
         if fmt not in FORMATS:
-            raise IngestError.single(f"{path}:1", "--format", f"unknown format {fmt!r}; one of auto, {', '.join(FORMATS)}")
+            raise IngestError.single(
+                f"{path}:1", "--format", f"unknown format {fmt!r}; one of auto, {', '.join(FORMATS)}"
+            )
         return FORMATS[fmt]
     found = detect_format(path, data[:65536])
     if found is None:
-        raise IngestError.single(f"{path}:1", "-", f"format not recognised; pass --format (one of {', '.join(FORMATS)})")
+        raise IngestError.single(
+            f"{path}:1", "-", f"format not recognised; pass --format (one of {', '.join(FORMATS)})"
+        )
     return found
 
 
@@ -284,9 +326,17 @@ def _size(path: Path) -> int:
         return 0
 
 
-def ingest_paths(paths: Iterable[str | os.PathLike[str]], *, db: str | os.PathLike[str] | None = None,
-                 fmt: str = "auto", is_demo: bool = False, progress: bool = False, out: TextIO | None = None,
-                 jobs: int | None = None, **options: Any) -> list[FileResult]:
+def ingest_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    db: str | os.PathLike[str] | None = None,
+    fmt: str = "auto",
+    is_demo: bool = False,
+    progress: bool = False,
+    out: TextIO | None = None,
+    jobs: int | None = None,
+    **options: Any,
+) -> list[FileResult]:
     """Ingest every file under ``paths``; a bad file is reported and skipped, the others still go in.
 
     Files are written in order, one transaction each. With several files (see ``ingest_jobs``), worker processes
@@ -321,8 +371,9 @@ def ingest_paths(paths: Iterable[str | os.PathLike[str]], *, db: str | os.PathLi
             try:
                 result = commit_prepared(con, ready, known, is_demo=is_demo) if ready is not None else None
                 if result is None:
-                    result = ingest_file(con, path, fmt=fmt, is_demo=is_demo, progress=progress and n_jobs == 1,
-                                         known=known, **options)
+                    result = ingest_file(
+                        con, path, fmt=fmt, is_demo=is_demo, progress=progress and n_jobs == 1, known=known, **options
+                    )
             except IngestError as exc:
                 result = FileResult(str(path), fmt, "failed", error=exc)
             results.append(result)
@@ -331,8 +382,9 @@ def ingest_paths(paths: Iterable[str | os.PathLike[str]], *, db: str | os.PathLi
     return results
 
 
-def _prepare_in_workers(files: list[Path], known: Known, n_jobs: int, *, fmt: str, progress: bool,
-                        **options: Any) -> Iterator[Prepared | None]:
+def _prepare_in_workers(
+    files: list[Path], known: Known, n_jobs: int, *, fmt: str, progress: bool, **options: Any
+) -> Iterator[Prepared | None]:
     """Prepared files in order, validated by ``n_jobs`` worker processes ahead of the writer.
 
     Files are handed out while fewer than ``n_jobs + 1`` wait for the writer, or (up to ``4 * n_jobs``) while those
@@ -348,16 +400,19 @@ def _prepare_in_workers(files: list[Path], known: Known, n_jobs: int, *, fmt: st
 
         bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="ingest", file=sys.stderr)
     context = multiprocessing.get_context("spawn")  # never fork a process holding a DuckDB connection
-    with concurrent.futures.ProcessPoolExecutor(n_jobs, mp_context=context, initializer=_init_worker,
-                                                initargs=(os.getpid(),)) as pool:
+    with concurrent.futures.ProcessPoolExecutor(
+        n_jobs, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),)
+    ) as pool:
         pending: collections.deque[concurrent.futures.Future[Prepared]] = collections.deque()
         handed = 0  # files handed out so far (files[i] for i < handed)
 
         def hand_out(first: int) -> None:
             """Submit files from ``handed`` on while the budget allows; ``first`` is the oldest not yet yielded."""
             nonlocal handed
-            while handed < len(files) and (handed - first < n_jobs + 1 or (
-                    handed - first < 4 * n_jobs and sum(sizes[first:handed + 1]) <= PREFETCH_BYTES)):
+            while handed < len(files) and (
+                handed - first < n_jobs + 1
+                or (handed - first < 4 * n_jobs and sum(sizes[first : handed + 1]) <= PREFETCH_BYTES)
+            ):
                 pending.append(pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, options))
                 handed += 1
 
@@ -367,8 +422,10 @@ def _prepare_in_workers(files: list[Path], known: Known, n_jobs: int, *, fmt: st
                 try:
                     ready = pending.popleft().result()
                 except concurrent.futures.process.BrokenProcessPool as exc:  # a worker died (killed, out of memory)
-                    print(f"ingest: validation workers stopped ({exc}); validating the remaining files in this "
-                          "process", file=sys.stderr)
+                    print(
+                        f"ingest: validation workers stopped ({exc}); validating the remaining files in this process",
+                        file=sys.stderr,
+                    )
                     yield from (None for _ in files[i:])
                     return
                 if bar is not None:
@@ -409,5 +466,7 @@ def describe(result: FileResult) -> str:
         return f"{result.path}: already ingested (identical content as {result.duplicate_of}); nothing added"
     if result.outcome == "failed":
         return f"{result.error}\n{result.path}: not ingested; nothing written"
-    return (f"{result.path}: ingested as {result.format}: {result.n_runs} runs, {result.n_tasks} tasks, "
-            f"{result.n_attempts} attempts, {result.n_steps} steps in {result.seconds:.2f} s")
+    return (
+        f"{result.path}: ingested as {result.format}: {result.n_runs} runs, {result.n_tasks} tasks, "
+        f"{result.n_attempts} attempts, {result.n_steps} steps in {result.seconds:.2f} s"
+    )

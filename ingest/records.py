@@ -34,14 +34,60 @@ INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1  # the INTEGER and BIGINT columns th
 INLINE_RESULT_CHARS = 1024  # longer tool results are stored once in `texts`, keyed by hash
 
 BENCHMARK_FIELDS = ("benchmark", "version", "scoring", "pass_threshold", "description", "tool_graph")
-TASK_FIELDS = ("benchmark", "task_id", "level", "category", "capabilities", "human_minutes", "query",
-               "reference_answer", "reference_trajectory")
-RUN_FIELDS = ("run_id", "benchmark", "agent", "family", "agent_version", "kind", "eval_date", "judge",
-              "price_input_per_mtok", "price_output_per_mtok", "status")
-ATTEMPT_FIELDS = ("run_id", "task_id", "sample", "score", "raw_score", "passed", "answer", "input_tokens",
-                  "output_tokens", "cost_usd", "latency_s", "status", "errors", "judge", "steps", "metrics")
-STEP_FIELDS = ("round", "kind", "tool", "args", "result", "content", "input_tokens", "output_tokens",
-               "latency_s", "error")
+TASK_FIELDS = (
+    "benchmark",
+    "task_id",
+    "level",
+    "category",
+    "capabilities",
+    "human_minutes",
+    "query",
+    "reference_answer",
+    "reference_trajectory",
+)
+RUN_FIELDS = (
+    "run_id",
+    "benchmark",
+    "agent",
+    "family",
+    "agent_version",
+    "kind",
+    "eval_date",
+    "judge",
+    "price_input_per_mtok",
+    "price_output_per_mtok",
+    "status",
+)
+ATTEMPT_FIELDS = (
+    "run_id",
+    "task_id",
+    "sample",
+    "score",
+    "raw_score",
+    "passed",
+    "answer",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_s",
+    "status",
+    "errors",
+    "judge",
+    "steps",
+    "metrics",
+)
+STEP_FIELDS = (
+    "round",
+    "kind",
+    "tool",
+    "args",
+    "result",
+    "content",
+    "input_tokens",
+    "output_tokens",
+    "latency_s",
+    "error",
+)
 RATING_FIELDS = ("run_id", "task_id", "sample", "rater", "rater_kind", "dimension", "value")
 
 
@@ -64,8 +110,15 @@ class _Bad(Exception):
 
 
 def _type_name(value: Any) -> str:
-    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
-            dict: "object", type(None): "null"}.get(type(value), type(value).__name__)
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "object",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
 
 
 def _ident(rec: dict[str, Any], name: str, *, required: bool = True) -> str | None:
@@ -93,8 +146,9 @@ def _text(rec: dict[str, Any], name: str) -> str | None:
     raise _Bad(name, f"expected a string, got {_type_name(value)}")
 
 
-def _number(rec: dict[str, Any], name: str, *, lo: float | None = None, hi: float | None = None,
-            integer: bool = False) -> float | int | None:
+def _number(
+    rec: dict[str, Any], name: str, *, lo: float | None = None, hi: float | None = None, integer: bool = False
+) -> float | int | None:
     value = rec.get(name)
     if value is None:
         return None
@@ -247,8 +301,15 @@ class Known:
 
     def copy(self) -> Known:
         """An independent copy of the definitions (a file's normaliser extends it), with no attempts cached."""
-        return Known(dict(self.benchmarks), dict(self.runs), set(self.tasks), {}, dict(self.definitions),
-                     dict(self.hashes), self.attempt_loader)
+        return Known(
+            dict(self.benchmarks),
+            dict(self.runs),
+            set(self.tasks),
+            {},
+            dict(self.definitions),
+            dict(self.hashes),
+            self.attempt_loader,
+        )
 
     def for_worker(self) -> Known:
         """What a validation worker process needs, small to send: names, scoring and prices, no definition rows
@@ -283,8 +344,11 @@ class Bundle:
     ratings point at it through ``attempt_ix`` (or at an existing attempt through ``attempt_id``).
     """
 
-    benchmarks: dict[str, list[Any]] = field(default_factory=lambda: _columns(
-        "benchmark", "version", "scoring", "pass_threshold", "description", "tool_graph", "extra"))
+    benchmarks: dict[str, list[Any]] = field(
+        default_factory=lambda: _columns(
+            "benchmark", "version", "scoring", "pass_threshold", "description", "tool_graph", "extra"
+        )
+    )
     tasks: dict[str, list[Any]] = field(default_factory=lambda: _columns(*TASK_FIELDS, "extra"))
     runs: dict[str, list[Any]] = field(default_factory=lambda: _columns(*RUN_FIELDS, "extra"))
     attempts: list[tuple[Any, ...]] = field(default_factory=list)  # rows in ATTEMPT_COLUMNS order
@@ -292,8 +356,9 @@ class Bundle:
     texts: dict[str, str] = field(default_factory=dict)
     labels: list[tuple[Any, ...]] = field(default_factory=list)  # rows in LABEL_COLUMNS order
     metrics: list[tuple[Any, ...]] = field(default_factory=list)  # rows in METRIC_COLUMNS order
-    ratings: dict[str, list[Any]] = field(default_factory=lambda: _columns(
-        "attempt_ix", "attempt_id", "rater", "rater_kind", "dimension", "value"))
+    ratings: dict[str, list[Any]] = field(
+        default_factory=lambda: _columns("attempt_ix", "attempt_id", "rater", "rater_kind", "dimension", "value")
+    )
     arrow: dict[str, pa.Table] | None = None  # the per-attempt tables once frozen (see ``freeze``)
 
     @property
@@ -313,15 +378,22 @@ class Bundle:
         Definitions (benchmarks, tasks, runs) stay Python columns: they are few, and are reconciled before writing.
         """
         if self.arrow is None:
-            tables = {"ratings": pa.table({col: pa.array(values) for col, values in self.ratings.items()}),
-                      "labels": _rows_table(LABEL_COLUMNS, self.labels),
-                      "metrics": _rows_table(METRIC_COLUMNS, self.metrics)}
+            tables = {
+                "ratings": pa.table({col: pa.array(values) for col, values in self.ratings.items()}),
+                "labels": _rows_table(LABEL_COLUMNS, self.labels),
+                "metrics": _rows_table(METRIC_COLUMNS, self.metrics),
+            }
             tables["attempts"] = _rows_table(ATTEMPT_COLUMNS, self.attempts)
             tables["attempts"] = tables["attempts"].append_column(
-                "attempt_ix", pa.array(range(tables["attempts"].num_rows), pa.int64()))
+                "attempt_ix", pa.array(range(tables["attempts"].num_rows), pa.int64())
+            )
             tables["steps"] = _rows_table(STEP_COLUMNS, self.steps)
-            tables["texts"] = pa.table({"text_hash": pa.array(list(self.texts), pa.string()),
-                                        "text": pa.array(list(self.texts.values()), pa.string())})
+            tables["texts"] = pa.table(
+                {
+                    "text_hash": pa.array(list(self.texts), pa.string()),
+                    "text": pa.array(list(self.texts.values()), pa.string()),
+                }
+            )
             self.arrow = tables
             self.attempts, self.steps, self.texts = [], [], {}
             self.labels, self.metrics, self.ratings = [], [], {}
@@ -329,31 +401,68 @@ class Bundle:
 
 
 _JSON = pa.json_(pa.string())  # JSON text: DuckDB stores it in a JSON column as is, without parsing it again
-ATTEMPT_COLUMNS = {"run_id": pa.string(), "task_id": pa.string(), "sample": pa.int64(), "score": pa.float64(),
-                   "raw_score": pa.float64(), "passed": pa.bool_(), "answer": pa.string(), "input_tokens": pa.int64(),
-                   "output_tokens": pa.int64(), "cost_usd": pa.float64(), "is_cost_computed": pa.bool_(),
-                   "latency_s": pa.float64(), "status": pa.string(), "n_steps": pa.int64(), "n_tool_calls": pa.int64(),
-                   "n_rounds": pa.int64(), "judge": _JSON, "extra": _JSON}
+ATTEMPT_COLUMNS = {
+    "run_id": pa.string(),
+    "task_id": pa.string(),
+    "sample": pa.int64(),
+    "score": pa.float64(),
+    "raw_score": pa.float64(),
+    "passed": pa.bool_(),
+    "answer": pa.string(),
+    "input_tokens": pa.int64(),
+    "output_tokens": pa.int64(),
+    "cost_usd": pa.float64(),
+    "is_cost_computed": pa.bool_(),
+    "latency_s": pa.float64(),
+    "status": pa.string(),
+    "n_steps": pa.int64(),
+    "n_tool_calls": pa.int64(),
+    "n_rounds": pa.int64(),
+    "judge": _JSON,
+    "extra": _JSON,
+}
 LABEL_COLUMNS = {"attempt_ix": pa.int64(), "code": pa.string(), "step": pa.int64(), "detail": pa.string()}
 METRIC_COLUMNS = {"attempt_ix": pa.int64(), "name": pa.string(), "value": pa.float64()}
-STEP_COLUMNS = {"attempt_ix": pa.int64(), "step": pa.int64(), "round": pa.int64(), "kind": pa.string(),
-                "tool": pa.string(), "args": _JSON, "content": pa.string(), "result": pa.string(),
-                "result_hash": pa.string(), "result_chars": pa.int64(), "input_tokens": pa.int64(),
-                "output_tokens": pa.int64(), "latency_s": pa.float64(), "error": pa.string(), "extra": _JSON}
+STEP_COLUMNS = {
+    "attempt_ix": pa.int64(),
+    "step": pa.int64(),
+    "round": pa.int64(),
+    "kind": pa.string(),
+    "tool": pa.string(),
+    "args": _JSON,
+    "content": pa.string(),
+    "result": pa.string(),
+    "result_hash": pa.string(),
+    "result_chars": pa.int64(),
+    "input_tokens": pa.int64(),
+    "output_tokens": pa.int64(),
+    "latency_s": pa.float64(),
+    "error": pa.string(),
+    "extra": _JSON,
+}
 
 
 def _rows_table(columns: dict[str, pa.DataType], rows: list[tuple[Any, ...]]) -> pa.Table:
     """An Arrow table of row tuples with the given column types, converted row by row in C++ (as a struct array:
     no transposing in Python)."""
-    storage = pa.struct([pa.field(name, kind.storage_type if isinstance(kind, pa.BaseExtensionType) else kind)
-                         for name, kind in columns.items()])
+    storage = pa.struct(
+        [
+            pa.field(name, kind.storage_type if isinstance(kind, pa.BaseExtensionType) else kind)
+            for name, kind in columns.items()
+        ]
+    )
     converted = pa.array(rows, type=storage)
     chunks = converted.chunks if isinstance(converted, pa.ChunkedArray) else [converted]
     table = pa.Table.from_batches([pa.RecordBatch.from_struct_array(c) for c in chunks], pa.schema(storage))
     for i, kind in enumerate(columns.values()):
         if isinstance(kind, pa.BaseExtensionType):
-            table = table.set_column(i, table.field(i).name, pa.chunked_array(
-                [pa.ExtensionArray.from_storage(kind, chunk) for chunk in table.column(i).chunks], kind))
+            table = table.set_column(
+                i,
+                table.field(i).name,
+                pa.chunked_array(
+                    [pa.ExtensionArray.from_storage(kind, chunk) for chunk in table.column(i).chunks], kind
+                ),
+            )
     return table
 
 
@@ -383,8 +492,13 @@ class Normaliser:
         reader decoded with the fast path); a fast line any check would refuse is re-read and normalised by the
         general path, which reports the problem exactly as for any other line.
         """
-        handlers = {"benchmark": self._benchmark, "task": self._task, "run": self._run,
-                    "attempt": self._attempt, "rating": self._rating}
+        handlers = {
+            "benchmark": self._benchmark,
+            "task": self._task,
+            "run": self._run,
+            "attempt": self._attempt,
+            "rating": self._rating,
+        }
         for loc, rec in records:
             if rec.__class__ is FastLine:
                 n_steps = len(self.bundle.steps)
@@ -427,10 +541,15 @@ class Normaliser:
         name = _ident(rec, "benchmark")
         scoring = _enum(rec, "scoring", SCORING, "binary")
         threshold = _number(rec, "pass_threshold", lo=0.0, hi=1.0)
-        row = {"benchmark": name, "version": _text(rec, "version"), "scoring": scoring,
-               "pass_threshold": DEFAULT_THRESHOLD[scoring] if threshold is None else threshold,
-               "description": _text(rec, "description"), "tool_graph": _json_text(_tool_graph(rec)),
-               "extra": _extra(rec, BENCHMARK_FIELDS)}
+        row = {
+            "benchmark": name,
+            "version": _text(rec, "version"),
+            "scoring": scoring,
+            "pass_threshold": DEFAULT_THRESHOLD[scoring] if threshold is None else threshold,
+            "description": _text(rec, "description"),
+            "tool_graph": _json_text(_tool_graph(rec)),
+            "extra": _extra(rec, BENCHMARK_FIELDS),
+        }
         assert name is not None
         self._define(loc, ("benchmark", name), row, self.bundle.benchmarks)
 
@@ -446,25 +565,39 @@ class Normaliser:
         task_id = _ident(rec, "task_id")
         assert task_id is not None
         ref_answer = rec.get("reference_answer")
-        row = {"benchmark": bench, "task_id": task_id, "level": _text(rec, "level"),
-               "category": _text(rec, "category"), "capabilities": _str_list(rec, "capabilities"),
-               "human_minutes": _number(rec, "human_minutes", lo=0.0), "query": _text(rec, "query"),
-               "reference_answer": ref_answer if isinstance(ref_answer, str) or ref_answer is None
-               else _json_text(ref_answer),
-               "reference_trajectory": _str_list(rec, "reference_trajectory"),
-               "extra": _extra(rec, TASK_FIELDS)}
+        row = {
+            "benchmark": bench,
+            "task_id": task_id,
+            "level": _text(rec, "level"),
+            "category": _text(rec, "category"),
+            "capabilities": _str_list(rec, "capabilities"),
+            "human_minutes": _number(rec, "human_minutes", lo=0.0),
+            "query": _text(rec, "query"),
+            "reference_answer": ref_answer
+            if isinstance(ref_answer, str) or ref_answer is None
+            else _json_text(ref_answer),
+            "reference_trajectory": _str_list(rec, "reference_trajectory"),
+            "extra": _extra(rec, TASK_FIELDS),
+        }
         self._define(loc, ("task", f"{bench}/{task_id}"), row, self.bundle.tasks)
 
     def _run(self, loc: str, rec: dict[str, Any]) -> None:
         run_id = _ident(rec, "run_id")
         bench = self._need_benchmark(rec)
-        row = {"run_id": run_id, "benchmark": bench, "agent": _ident(rec, "agent"),
-               "family": _text(rec, "family"), "agent_version": _text(rec, "agent_version"),
-               "kind": _enum(rec, "kind", AGENT_KINDS, "llm"), "eval_date": _date(rec, "eval_date"),
-               "judge": _text(rec, "judge"),
-               "price_input_per_mtok": _number(rec, "price_input_per_mtok", lo=0.0),
-               "price_output_per_mtok": _number(rec, "price_output_per_mtok", lo=0.0),
-               "status": _text(rec, "status"), "extra": _extra(rec, RUN_FIELDS)}
+        row = {
+            "run_id": run_id,
+            "benchmark": bench,
+            "agent": _ident(rec, "agent"),
+            "family": _text(rec, "family"),
+            "agent_version": _text(rec, "agent_version"),
+            "kind": _enum(rec, "kind", AGENT_KINDS, "llm"),
+            "eval_date": _date(rec, "eval_date"),
+            "judge": _text(rec, "judge"),
+            "price_input_per_mtok": _number(rec, "price_input_per_mtok", lo=0.0),
+            "price_output_per_mtok": _number(rec, "price_output_per_mtok", lo=0.0),
+            "status": _text(rec, "status"),
+            "extra": _extra(rec, RUN_FIELDS),
+        }
         assert run_id is not None
         self._define(loc, ("run", run_id), row, self.bundle.runs)
 
@@ -482,7 +615,9 @@ class Normaliser:
             raise _Bad("run_id", f"unknown run {run_id!r}: define it with a run record first")
         bench = self.known.runs[run_id][0]
         if (bench, task_id) not in self.known.tasks:
-            raise _Bad("task_id", f"unknown task {task_id!r} of benchmark {bench!r}: define it with a task record first")
+            raise _Bad(
+                "task_id", f"unknown task {task_id!r} of benchmark {bench!r}: define it with a task record first"
+            )
         return bench
 
     def _check_new(self, key: tuple[str, str, int]) -> None:
@@ -501,8 +636,9 @@ class Normaliser:
             score = _number(rec, "score", lo=0.0, hi=1.0)
         return self._scored(bench, status, score, raw, passed)  # type: ignore[arg-type]
 
-    def _scored(self, bench: str, status: str, score: float | None, raw: float | None,
-                passed: bool | None) -> tuple[float, float | None, bool]:
+    def _scored(
+        self, bench: str, status: str, score: float | None, raw: float | None, passed: bool | None
+    ) -> tuple[float, float | None, bool]:
         """(score on [0, 1], raw score, passed) from the checked values of an attempt of ``bench``."""
         scoring, threshold = self.known.benchmarks[bench]
         if score is None and raw is not None:
@@ -524,8 +660,9 @@ class Normaliser:
             raise _Bad("score", f"{score} is not 0 or 1 (benchmark {bench!r} has binary scoring)")
         return score, raw, (score >= threshold - 1e-12) if passed is None else passed
 
-    def _cost(self, run_id: str, cost: float | None, in_tok: int | None,
-              out_tok: int | None) -> tuple[float | None, bool]:
+    def _cost(
+        self, run_id: str, cost: float | None, in_tok: int | None, out_tok: int | None
+    ) -> tuple[float | None, bool]:
         """(cost, whether it was computed from tokens and the run's prices)."""
         if cost is not None:
             return cost, False
@@ -551,9 +688,24 @@ class Normaliser:
         latency = _number(rec, "latency_s", lo=0.0)
         counts = self._steps(len(self.bundle.attempts), steps or ())
         self._store_attempt(
-            key, (score, raw, passed, answer if isinstance(answer, str) or answer is None else _json_text(answer),
-                  in_tok, out_tok, cost, computed, latency, status),
-            (_json_text(judge), _extra(rec, ATTEMPT_FIELDS)), counts, errors, metrics)
+            key,
+            (
+                score,
+                raw,
+                passed,
+                answer if isinstance(answer, str) or answer is None else _json_text(answer),
+                in_tok,
+                out_tok,
+                cost,
+                computed,
+                latency,
+                status,
+            ),
+            (_json_text(judge), _extra(rec, ATTEMPT_FIELDS)),
+            counts,
+            errors,
+            metrics,
+        )
 
     def _fast_attempt(self, att: FastAttempt) -> None:
         """An attempt the fast path decoded: its types are checked already, the rest as in ``_attempt``.
@@ -589,12 +741,24 @@ class Normaliser:
             answer = _fast_json(answer)
         judge = None if att.judge is None else _fast_json(att.judge)
         counts = self._fast_steps(len(self.bundle.attempts), att.steps or ())
-        self._store_attempt(key, (score, raw, passed, answer, att.input_tokens, att.output_tokens, cost, computed,
-                                  att.latency_s, status), (judge, None), counts, errors, metrics)
+        self._store_attempt(
+            key,
+            (score, raw, passed, answer, att.input_tokens, att.output_tokens, cost, computed, att.latency_s, status),
+            (judge, None),
+            counts,
+            errors,
+            metrics,
+        )
 
-    def _store_attempt(self, key: tuple[str, str, int], head: tuple[Any, ...], tail: tuple[Any, ...],
-                       counts: tuple[int, int, int], errors: list[tuple[str, int | None, str | None]],
-                       metrics: list[tuple[str, float]]) -> None:
+    def _store_attempt(
+        self,
+        key: tuple[str, str, int],
+        head: tuple[Any, ...],
+        tail: tuple[Any, ...],
+        counts: tuple[int, int, int],
+        errors: list[tuple[str, int | None, str | None]],
+        metrics: list[tuple[str, float]],
+    ) -> None:
         """Append attempt ``key`` (columns ``head``, the step ``counts``, then ``tail``), its labels and metrics;
         its steps are appended already, at index ``len(attempts)``."""
         ix = len(self.bundle.attempts)
@@ -622,8 +786,9 @@ class Normaliser:
                 chars = len(result)
                 if chars > INLINE_RESULT_CHARS:
                     digest, result = self._long_text(result), None
-            rows.append((ix, pos, rnd, kind, tool, args, content, result, digest, chars, in_tok, out_tok, latency,
-                         error, extra))
+            rows.append(
+                (ix, pos, rnd, kind, tool, args, content, result, digest, chars, in_tok, out_tok, latency, error, extra)
+            )
             if kind == "tool_call":
                 n_tool += 1
             rounds.add(pos + 1 if rnd is None else rnd)
@@ -659,8 +824,25 @@ class Normaliser:
                 if chars > INLINE_RESULT_CHARS:
                     digest, result = self._long_text(result), None
             rnd = step.round
-            rows.append((ix, pos, rnd, kind, tool, args, content, result, digest, chars, step.input_tokens,
-                         step.output_tokens, step.latency_s, error, None))
+            rows.append(
+                (
+                    ix,
+                    pos,
+                    rnd,
+                    kind,
+                    tool,
+                    args,
+                    content,
+                    result,
+                    digest,
+                    chars,
+                    step.input_tokens,
+                    step.output_tokens,
+                    step.latency_s,
+                    error,
+                    None,
+                )
+            )
             if kind == "tool_call":
                 n_tool += 1
             rounds.add(pos + 1 if rnd is None else rnd)
@@ -675,9 +857,14 @@ class Normaliser:
     def _rating(self, loc: str, rec: dict[str, Any]) -> None:
         _, run_id, task_id, sample = self._attempt_key(rec)
         key = (run_id, task_id, sample)
-        row = {"attempt_ix": self._file_attempts.get(key), "attempt_id": self.known.existing_attempt(key),
-               "rater": _ident(rec, "rater"), "rater_kind": _enum(rec, "rater_kind", RATER_KINDS, "llm"),
-               "dimension": _ident(rec, "dimension"), "value": _number(rec, "value")}
+        row = {
+            "attempt_ix": self._file_attempts.get(key),
+            "attempt_id": self.known.existing_attempt(key),
+            "rater": _ident(rec, "rater"),
+            "rater_kind": _enum(rec, "rater_kind", RATER_KINDS, "llm"),
+            "dimension": _ident(rec, "dimension"),
+            "value": _number(rec, "value"),
+        }
         if row["value"] is None:
             raise _Bad("value", "missing required field")
         if row["attempt_ix"] is None and row["attempt_id"] is None:
@@ -735,12 +922,24 @@ def _step(raw: dict[str, Any]) -> tuple[Any, ...]:
     out_tok = raw.get("output_tokens")
     if out_tok is not None and (type(out_tok) is not int or not 0 <= out_tok <= INT64_MAX):
         out_tok = _number(raw, "output_tokens", lo=0, hi=INT64_MAX, integer=True)
-    return (rnd, kind, tool, None if args is None else _json_text(args), content, result, in_tok, out_tok, latency,
-            error, extra)
+    return (
+        rnd,
+        kind,
+        tool,
+        None if args is None else _json_text(args),
+        content,
+        result,
+        in_tok,
+        out_tok,
+        latency,
+        error,
+        extra,
+    )
 
 
-def _computed_cost(in_tok: float | int | None, out_tok: float | int | None,
-                   price_in: float | None, price_out: float | None) -> float | None:
+def _computed_cost(
+    in_tok: float | int | None, out_tok: float | int | None, price_in: float | None, price_out: float | None
+) -> float | None:
     """Cost from tokens and per-million-token prices, when every needed price is known."""
     if in_tok is None and out_tok is None:
         return None
@@ -764,8 +963,13 @@ def _labels(value: Any) -> list[tuple[str, int | None, str | None]]:
             except _Bad as bad:
                 raise _Bad(f"errors[{pos}].{bad.field}", bad.reason) from None
             detail = item.get("detail")
-            out.append((item["code"].strip().upper(), None if step is None else int(step),
-                        detail if isinstance(detail, str) or detail is None else _json_text(detail)))
+            out.append(
+                (
+                    item["code"].strip().upper(),
+                    None if step is None else int(step),
+                    detail if isinstance(detail, str) or detail is None else _json_text(detail),
+                )
+            )
         else:
             raise _Bad(f"errors[{pos}]", "expected an error code string or an object with a 'code'")
     return out

@@ -74,26 +74,52 @@ def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto
         sha = hashlib.sha256(data).hexdigest()
         chosen = _choose_format(path, data, fmt)
     except IngestError as exc:
-        return Preview(path.name, sha, fmt, "invalid", errors=tuple(str(p) for p in exc.problems[:FIRST_ERRORS]),
-                       n_errors=len(exc.problems))
+        return Preview(
+            path.name,
+            sha,
+            fmt,
+            "invalid",
+            errors=tuple(str(p) for p in exc.problems[:FIRST_ERRORS]),
+            n_errors=len(exc.problems),
+        )
     if chosen.name == "csv" and not opts.get("mapping") and companion_of(header_of(data)):
-        return Preview(path.name, sha, "csv", "companion", errors=(
-            f"companion file of the {companion_of(header_of(data))} mapping: read with its results file",))
+        return Preview(
+            path.name,
+            sha,
+            "csv",
+            "companion",
+            errors=(f"companion file of the {companion_of(header_of(data))} mapping: read with its results file",),
+        )
     prepared = prepare_file(path, load_known(con), fmt=chosen.name, data=data, **opts)
     if prepared.error is not None:
         problems = prepared.error.problems
-        return Preview(path.name, sha, prepared.format, "invalid", n_errors=len(problems),
-                       errors=tuple(str(p) for p in problems[:FIRST_ERRORS]))
+        return Preview(
+            path.name,
+            sha,
+            prepared.format,
+            "invalid",
+            n_errors=len(problems),
+            errors=tuple(str(p) for p in problems[:FIRST_ERRORS]),
+        )
     if prepared.duplicate_of is not None:
         return Preview(path.name, sha, prepared.format, "duplicate")
     bundle = prepared.bundle
     assert bundle is not None
-    return Preview(path.name, sha, prepared.format, "ready", len(bundle.runs["run_id"]), len(bundle.tasks["task_id"]),
-                   bundle.n_attempts, bundle.n_steps)
+    return Preview(
+        path.name,
+        sha,
+        prepared.format,
+        "ready",
+        len(bundle.runs["run_id"]),
+        len(bundle.tasks["task_id"]),
+        bundle.n_attempts,
+        bundle.n_steps,
+    )
 
 
-def ingest_one(path: Path, *, db: str | os.PathLike[str] | None = None, fmt: str = "auto",
-               **options: Any) -> FileResult:
+def ingest_one(
+    path: Path, *, db: str | os.PathLike[str] | None = None, fmt: str = "auto", **options: Any
+) -> FileResult:
     """Ingest one file (one transaction); a rejection is returned, and remembered in the sidecar."""
     opts = _options(options)
     with writer(db) as con:
@@ -119,9 +145,15 @@ def record_failure(path: Path, result: FileResult, *, db: str | os.PathLike[str]
     except OSError:
         sha = ""
     problems = result.error.problems if result.error is not None else []
-    entry = {"file": path.name, "content_hash": sha, "format": result.format, "outcome": "failed",
-             "started_at": dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="seconds"),
-             "n_errors": len(problems), "errors": "\n".join(str(p) for p in problems[:FIRST_ERRORS])}
+    entry = {
+        "file": path.name,
+        "content_hash": sha,
+        "format": result.format,
+        "outcome": "failed",
+        "started_at": dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="seconds"),
+        "n_errors": len(problems),
+        "errors": "\n".join(str(p) for p in problems[:FIRST_ERRORS]),
+    }
     side = sidecar_path(db)
     lines = side.read_text(encoding="utf-8").splitlines() if side.exists() else []
     lines = (lines + [json.dumps(entry)])[-MAX_SIDECAR:]
@@ -144,21 +176,28 @@ def failed_uploads(db: str | os.PathLike[str] | None = None) -> pd.DataFrame:
 
 def ingest_history(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Every file the database took in (or later released by deleting its runs), newest first."""
-    return query_df(con, "SELECT path AS file, content_hash, format, n_runs, n_tasks, n_attempts, n_steps, "
-                         "started_at, round(seconds, 2) AS seconds, outcome, errors, is_demo "
-                         "FROM ingest_log ORDER BY started_at DESC NULLS LAST, file_id DESC")
+    return query_df(
+        con,
+        "SELECT path AS file, content_hash, format, n_runs, n_tasks, n_attempts, n_steps, "
+        "started_at, round(seconds, 2) AS seconds, outcome, errors, is_demo "
+        "FROM ingest_log ORDER BY started_at DESC NULLS LAST, file_id DESC",
+    )
 
 
 def run_list(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Runs with their benchmark, agent and attempt count (for the delete picker)."""
-    return query_df(con, "SELECT r.run_id, r.benchmark, r.agent, r.eval_date, count(a.attempt_id) AS n_attempts "
-                         "FROM runs r LEFT JOIN attempts a USING (run_id) GROUP BY ALL ORDER BY r.benchmark, r.run_id")
+    return query_df(
+        con,
+        "SELECT r.run_id, r.benchmark, r.agent, r.eval_date, count(a.attempt_id) AS n_attempts "
+        "FROM runs r LEFT JOIN attempts a USING (run_id) GROUP BY ALL ORDER BY r.benchmark, r.run_id",
+    )
 
 
 def deletions(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Recorded run deletions (audit_log), newest first."""
-    return query_df(con, "SELECT at_utc, subject AS run_id, detail FROM audit_log WHERE action = 'run_deleted' "
-                         "ORDER BY at_utc DESC")
+    return query_df(
+        con, "SELECT at_utc, subject AS run_id, detail FROM audit_log WHERE action = 'run_deleted' ORDER BY at_utc DESC"
+    )
 
 
 def format_names() -> list[str]:

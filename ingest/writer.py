@@ -14,18 +14,40 @@ from ingest.records import Bundle, Known
 
 _DEFINITION_SQL = {
     "benchmark": "SELECT benchmark, version, scoring, pass_threshold, description, tool_graph::VARCHAR, "
-                 "extra::VARCHAR FROM benchmarks",
+    "extra::VARCHAR FROM benchmarks",
     "task": "SELECT benchmark, task_id, level, category, capabilities, human_minutes, query, reference_answer, "
-            "reference_trajectory, extra::VARCHAR FROM tasks",
+    "reference_trajectory, extra::VARCHAR FROM tasks",
     "run": "SELECT run_id, benchmark, agent, family, agent_version, kind, eval_date, judge, price_input_per_mtok, "
-           "price_output_per_mtok, status, extra::VARCHAR FROM runs",
+    "price_output_per_mtok, status, extra::VARCHAR FROM runs",
 }
 _DEFINITION_COLS = {
     "benchmark": ["benchmark", "version", "scoring", "pass_threshold", "description", "tool_graph", "extra"],
-    "task": ["benchmark", "task_id", "level", "category", "capabilities", "human_minutes", "query",
-             "reference_answer", "reference_trajectory", "extra"],
-    "run": ["run_id", "benchmark", "agent", "family", "agent_version", "kind", "eval_date", "judge",
-            "price_input_per_mtok", "price_output_per_mtok", "status", "extra"],
+    "task": [
+        "benchmark",
+        "task_id",
+        "level",
+        "category",
+        "capabilities",
+        "human_minutes",
+        "query",
+        "reference_answer",
+        "reference_trajectory",
+        "extra",
+    ],
+    "run": [
+        "run_id",
+        "benchmark",
+        "agent",
+        "family",
+        "agent_version",
+        "kind",
+        "eval_date",
+        "judge",
+        "price_input_per_mtok",
+        "price_output_per_mtok",
+        "status",
+        "extra",
+    ],
 }
 
 
@@ -37,9 +59,11 @@ def load_known(con: duckdb.DuckDBPyConnection) -> Known:
         cols = _DEFINITION_COLS[kind]
         for values in con.execute(sql).fetchall():
             known.add(kind, dict(zip(cols, values, strict=True)))
-    known.hashes = dict(con.execute(
-        "SELECT content_hash, any_value(path) FROM ingest_log WHERE outcome = 'ingested' GROUP BY content_hash"
-    ).fetchall())
+    known.hashes = dict(
+        con.execute(
+            "SELECT content_hash, any_value(path) FROM ingest_log WHERE outcome = 'ingested' GROUP BY content_hash"
+        ).fetchall()
+    )
 
     def attempts_of(run_id: str) -> dict[tuple[str, int], int]:
         rows = con.execute("SELECT task_id, sample, attempt_id FROM attempts WHERE run_id = ?", [run_id]).fetchall()
@@ -57,8 +81,14 @@ def find_ingested(con: duckdb.DuckDBPyConnection, content_hash: str) -> str | No
     return str(rows[0][0]) if rows else None
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, list[Any]] | pa.Table,
-            fixed: dict[str, Any] | None = None, *, id_base: int | None = None) -> None:
+def _insert(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    data: dict[str, list[Any]] | pa.Table,
+    fixed: dict[str, Any] | None = None,
+    *,
+    id_base: int | None = None,
+) -> None:
     """Insert columns (or an Arrow table) into ``table``, with ``fixed`` values for every row.
 
     A column ``attempt_ix`` (an attempt's position in the file) becomes ``attempt_id = attempt_ix + id_base``;
@@ -73,8 +103,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, data: dict[str, list[Any
     params = list((fixed or {}).values())
     if "attempt_ix" in arrow.column_names:
         names.append("attempt_id")
-        exprs.append("coalesce(attempt_ix + ?, attempt_id)" if "attempt_id" in arrow.column_names
-                     else "attempt_ix + ?")
+        exprs.append("coalesce(attempt_ix + ?, attempt_id)" if "attempt_id" in arrow.column_names else "attempt_ix + ?")
         params = [id_base, *params]
     elif "attempt_id" in arrow.column_names:
         names.append("attempt_id")
@@ -92,9 +121,18 @@ def _next_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:
     return int(con.execute(f"SELECT coalesce(max({column}), 0) + 1 FROM {table}").fetchall()[0][0])
 
 
-def write_bundle(con: duckdb.DuckDBPyConnection, bundle: Bundle, *, path: str, content_hash: str, fmt: str,
-                 is_demo: bool, started_at: dt.datetime, seconds: float,
-                 before_commit: Callable[[duckdb.DuckDBPyConnection, int], object] | None = None) -> int:
+def write_bundle(
+    con: duckdb.DuckDBPyConnection,
+    bundle: Bundle,
+    *,
+    path: str,
+    content_hash: str,
+    fmt: str,
+    is_demo: bool,
+    started_at: dt.datetime,
+    seconds: float,
+    before_commit: Callable[[duckdb.DuckDBPyConnection, int], object] | None = None,
+) -> int:
     """Write a validated bundle and its ingest_log row in one transaction; return the file_id.
 
     ``before_commit(con, file_id)`` runs last inside the transaction (rule findings derived from the rows).
@@ -110,8 +148,10 @@ def write_bundle(con: duckdb.DuckDBPyConnection, bundle: Bundle, *, path: str, c
         _insert(con, "steps", tables["steps"], id_base=base)
         if tables["texts"].num_rows:
             con.register("_rl_texts", tables["texts"])
-            con.execute("INSERT INTO texts SELECT n.text_hash, n.text FROM _rl_texts n "  # hashes unique per file
-                        "ANTI JOIN texts t ON t.text_hash = n.text_hash")
+            con.execute(
+                "INSERT INTO texts SELECT n.text_hash, n.text FROM _rl_texts n "  # hashes unique per file
+                "ANTI JOIN texts t ON t.text_hash = n.text_hash"
+            )
             con.unregister("_rl_texts")
         _insert(con, "error_labels", tables["labels"], {"source": "label"}, id_base=base)
         _insert(con, "attempt_metrics", tables["metrics"], {"source": "log"}, id_base=base)
@@ -119,8 +159,19 @@ def write_bundle(con: duckdb.DuckDBPyConnection, bundle: Bundle, *, path: str, c
         con.execute(
             "INSERT INTO ingest_log (file_id, path, content_hash, format, n_runs, n_tasks, n_attempts, n_steps,"
             " started_at, seconds, outcome, is_demo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ingested', ?)",
-            [file_id, path, content_hash, fmt, len(bundle.runs["run_id"]), len(bundle.tasks["task_id"]),
-             bundle.n_attempts, bundle.n_steps, started_at, seconds, is_demo],
+            [
+                file_id,
+                path,
+                content_hash,
+                fmt,
+                len(bundle.runs["run_id"]),
+                len(bundle.tasks["task_id"]),
+                bundle.n_attempts,
+                bundle.n_steps,
+                started_at,
+                seconds,
+                is_demo,
+            ],
         )
         digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][0]
         con.execute("UPDATE ingest_log SET rows_digest = ? WHERE file_id = ?", [digest, file_id])

@@ -10,7 +10,8 @@ from ui.common import cached, download_buttons, drilldown_url, empty_state, page
 filters = page_setup(
     "Version diff",
     "Flips and the McNemar test use each task's sample 0 (or, if chosen, 'passed in at least half the samples'); "
-    "the deltas use Pass@1 (mean over samples per task) with a seeded paired bootstrap 95% interval over tasks.")
+    "the deltas use Pass@1 (mean over samples per task) with a seeded paired bootstrap 95% interval over tasks.",
+)
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
 runs = cached(rd.run_pairs, benchmark=filters.benchmark)
@@ -27,8 +28,12 @@ for key, param, fallback in (("df_a", "a", pair[0]), ("df_b", "b", pair[1])):
 left, right, basis_col = st.columns([4, 4, 2])
 run_a = left.selectbox("Run A (before)", ids, key="df_a", format_func=labels.get)
 run_b = right.selectbox("Run B (after)", ids, key="df_b", format_func=labels.get)
-basis = basis_col.selectbox("Outcome per task", rd.BASES, key="df_basis",
-                            format_func={"sample0": "sample 0", "majority": "majority of samples"}.get)
+basis = basis_col.selectbox(
+    "Outcome per task",
+    rd.BASES,
+    key="df_basis",
+    format_func={"sample0": "sample 0", "majority": "majority of samples"}.get,
+)
 st.query_params.update({"a": run_a, "b": run_b})
 if run_a == run_b:
     empty_state("Pick two different runs.")
@@ -43,12 +48,19 @@ m[1].metric("Regressions (A ✓, B ✗)", result.b_regressions)
 m[2].metric("Fixes (A ✗, B ✓)", result.c_fixes)
 m[3].metric("McNemar exact p", f"{result.p_value:.3g}")
 overall = result.deltas.set_index("slice").loc["all"]
-m[4].metric("Pass@1 change", f"{100 * overall['delta']:+.1f} pp",
-            f"95% CI {100 * overall['lo']:+.1f} to {100 * overall['hi']:+.1f}", delta_color="off")
+m[4].metric(
+    "Pass@1 change",
+    f"{100 * overall['delta']:+.1f} pp",
+    f"95% CI {100 * overall['lo']:+.1f} to {100 * overall['hi']:+.1f}",
+    delta_color="off",
+)
 if result.n_only_a or result.n_only_b:
     st.caption(f"{result.n_only_a} tasks only in A and {result.n_only_b} only in B are left out.")
-st.caption("Significant at 5%." if rd.is_significant(result.p_value) else
-           "Not significant at 5%: the flips are consistent with chance.")
+st.caption(
+    "Significant at 5%."
+    if rd.is_significant(result.p_value)
+    else "Not significant at 5%: the flips are consistent with chance."
+)
 
 st.subheader("Deltas by level and category")
 deltas = result.deltas.assign(**{c: result.deltas[c] * 100 for c in ("pass_a", "pass_b", "delta", "lo", "hi")})
@@ -61,12 +73,22 @@ flipped = result.flipped
 if flipped.empty:
     st.info("No task changed outcome between these runs.")
     st.stop()
-flipped = flipped.assign(open_a=[drilldown_url(run_a, t, s) for t, s in zip(flipped.task_id, flipped.first_sample_a, strict=False)],
-                         open_b=[drilldown_url(run_b, t, s) for t, s in zip(flipped.task_id, flipped.first_sample_b, strict=False)])
-event = st.dataframe(flipped, hide_index=True, key="df_flipped", width="stretch", on_select="rerun",
-                     selection_mode="single-row",
-                     column_config={"open_a": st.column_config.LinkColumn("A", display_text="open A"),
-                                    "open_b": st.column_config.LinkColumn("B", display_text="open B")})
+flipped = flipped.assign(
+    open_a=[drilldown_url(run_a, t, s) for t, s in zip(flipped.task_id, flipped.first_sample_a, strict=False)],
+    open_b=[drilldown_url(run_b, t, s) for t, s in zip(flipped.task_id, flipped.first_sample_b, strict=False)],
+)
+event = st.dataframe(
+    flipped,
+    hide_index=True,
+    key="df_flipped",
+    width="stretch",
+    on_select="rerun",
+    selection_mode="single-row",
+    column_config={
+        "open_a": st.column_config.LinkColumn("A", display_text="open A"),
+        "open_b": st.column_config.LinkColumn("B", display_text="open B"),
+    },
+)
 download_buttons(flipped, f"diff-flipped-{run_a}-{run_b}", key="df_flipped_dl")
 rows = event.selection.rows if event and event.selection else []
 pick = flipped.iloc[rows[0]] if rows else flipped.iloc[0]
@@ -83,18 +105,23 @@ def _side(col: st.delta_generator.DeltaGenerator, run_id: str, sample: int, labe
             return
         st.text(f"{labels[run_id]} · sample {int(sample)} · passed {d.get('passed')}")
         st.text(f"answer: {d.get('answer') or '–'}")
-        align = cached(tr.alignment_frame, attempt_id=int(d["attempt_id"]),
-                       reference=tuple(d.get("reference_trajectory") or ()))
+        align = cached(
+            tr.alignment_frame, attempt_id=int(d["attempt_id"]), reference=tuple(d.get("reference_trajectory") or ())
+        )
         steps = cached(tr.steps_page, attempt_id=int(d["attempt_id"]), offset=0, limit=200)
         ops = dict(zip(align["step"].dropna().astype(int), align.loc[align["step"].notna(), "op"], strict=True))
         view = steps[["step", "round", "kind", "tool", "args", "result_preview", "error"]].assign(
-            alignment=[ops.get(int(s), "") for s in steps["step"]])
+            alignment=[ops.get(int(s), "") for s in steps["step"]]
+        )
         st.dataframe(view, hide_index=True, key=f"df_steps_{label}", width="stretch")
         download_buttons(view, f"steps-{d['attempt_id']}", key=f"df_steps_{label}_dl")
         if int(d["n_steps"]) > len(steps):
             st.caption(f"First {len(steps)} of {int(d['n_steps'])} steps; the drilldown page has them all.")
-        st.page_link("pages/drilldown.py", label="Open in the drilldown", query_params={
-            "run": run_id, "task": str(pick.task_id), "sample": str(int(sample))})
+        st.page_link(
+            "pages/drilldown.py",
+            label="Open in the drilldown",
+            query_params={"run": run_id, "task": str(pick.task_id), "sample": str(int(sample))},
+        )
 
 
 a_col, b_col = st.columns(2)

@@ -17,8 +17,11 @@ from ui.common import cached, download_buttons, empty_state, page_setup, query_p
 PAGE_SIZES = (10, 25, 50, 100)
 OP_BADGE = {"matched": ":green-badge[matched]", "extra": ":orange-badge[extra]", "missing": ":red-badge[missing]"}
 
-filters = page_setup("Drilldown", "One attempt: the task, the answers, the judge, and every step of the trajectory "
-                                  "next to the reference trajectory. Log content is shown as plain text.")
+filters = page_setup(
+    "Drilldown",
+    "One attempt: the task, the answers, the judge, and every step of the trajectory "
+    "next to the reference trajectory. Log content is shown as plain text.",
+)
 ss = st.session_state
 runs = cached(tr.runs_of)
 if runs.empty:
@@ -52,8 +55,12 @@ _valid("dd_bench", benchmarks, filters.benchmark if filters.benchmark in benchma
 c_bench, c_run, c_task, c_sample = st.columns([2, 4, 3, 1])
 bench = c_bench.selectbox("Benchmark", benchmarks, key="dd_bench")
 bench_runs = runs[runs["benchmark"] == bench]
-labels = {r.run_id: " · ".join(str(x) for x in (f"{r.agent} {r.agent_version or ''}".strip(), r.eval_date, r.run_id)
-                               if not pd.isna(x)) for r in bench_runs.itertuples()}
+labels = {
+    r.run_id: " · ".join(
+        str(x) for x in (f"{r.agent} {r.agent_version or ''}".strip(), r.eval_date, r.run_id) if not pd.isna(x)
+    )
+    for r in bench_runs.itertuples()
+}
 _valid("dd_run", list(labels), next(iter(labels)))
 run_id = c_run.selectbox("Run", list(labels), key="dd_run", format_func=labels.get)
 attempts = cached(tr.attempts_of, run_id=run_id)
@@ -71,16 +78,25 @@ if any(st.query_params.get(k) != v for k, v in wanted.items()):
 ss.dd_link = (run_id, task_id, str(sample))
 
 if st.toggle("Coverage across the runs of this benchmark (AD-Bench Figures 3 and 4)", key="dd_overview"):
-    by_level = cached(tr.coverage_by_level, benchmark=bench, agents=filters.agents or None,
-                      date_from=filters.date_from, date_to=filters.date_to)
+    by_level = cached(
+        tr.coverage_by_level,
+        benchmark=bench,
+        agents=filters.agents or None,
+        date_from=filters.date_from,
+        date_to=filters.date_to,
+    )
     if by_level["coverage"].notna().any():
         fits = tr.pass_vs_coverage_fits(by_level)
         f4, f3 = st.columns(2)
         with f4:
             show_fig(tr.fig_coverage_by_level(by_level), key="dd_fig4", data=by_level, name=f"coverage-{bench}")
         with f3:
-            show_fig(tr.fig_pass_vs_coverage(by_level, fits), key="dd_fig3",
-                     data=pd.DataFrame([f.__dict__ for f in fits]), name=f"pass-vs-coverage-{bench}")
+            show_fig(
+                tr.fig_pass_vs_coverage(by_level, fits),
+                key="dd_fig3",
+                data=pd.DataFrame([f.__dict__ for f in fits]),
+                name=f"pass-vs-coverage-{bench}",
+            )
     else:
         st.info("The tasks of this benchmark carry no reference trajectories, so there is no coverage.")
 
@@ -106,8 +122,12 @@ m = st.columns(3) + st.columns(3)
 m[0].metric("Score", "–" if d.get("score") is None else f"{d['score']:.3g}")
 m[1].metric("Passed", {True: "yes", False: "no"}.get(d.get("passed"), "–"))
 m[2].metric("Status", str(d.get("status")))
-m[3].metric("Tokens in / out", "–" if d.get("input_tokens") is None and d.get("output_tokens") is None
-            else f"{d.get('input_tokens') or 0:,} / {d.get('output_tokens') or 0:,}")
+m[3].metric(
+    "Tokens in / out",
+    "–"
+    if d.get("input_tokens") is None and d.get("output_tokens") is None
+    else f"{d.get('input_tokens') or 0:,} / {d.get('output_tokens') or 0:,}",
+)
 m[4].metric("Cost (USD)", "–" if d.get("cost_usd") is None else f"{d['cost_usd']:.4f}")
 m[5].metric("Latency (s)", "–" if d.get("latency_s") is None else f"{d['latency_s']:.1f}")
 verdicts = cached(tr.judge_verdicts_of, attempt_id=attempt_id)
@@ -130,16 +150,23 @@ with nav_left:
     cols = st.columns(max(len(rows), 1))
     for col, r in zip(cols, rows.itertuples(), strict=False):
         mark = {True: "✓", False: "✗"}.get(r.passed, "·")
-        col.button(f"{int(r.sample)} {mark}", key=f"dd_s_{int(r.sample)}", disabled=int(r.sample) == sample,
-                   on_click=_go, args=(run_id, task_id, int(r.sample)))
+        col.button(
+            f"{int(r.sample)} {mark}",
+            key=f"dd_s_{int(r.sample)}",
+            disabled=int(r.sample) == sample,
+            on_click=_go,
+            args=(run_id, task_id, int(r.sample)),
+        )
 with nav_right:
     others = cached(tr.runs_with_task, benchmark=bench, task_id=task_id)
     others = others[others["run_id"] != run_id]
     if others.empty:
         st.caption("No other run attempted this task.")
     else:
-        olabels = {r.run_id: f"{r.agent} {r.agent_version or ''} · {r.run_id} · pass {r.pass_rate:.0%}"
-                   for r in others.itertuples()}
+        olabels = {
+            r.run_id: f"{r.agent} {r.agent_version or ''} · {r.run_id} · pass {r.pass_rate:.0%}"
+            for r in others.itertuples()
+        }
         other = st.selectbox("Same task in another run", list(olabels), format_func=olabels.get, key="dd_other")
         st.button("Open", key="dd_open_other", on_click=_go, args=(other, task_id, 0))
 
@@ -155,13 +182,19 @@ with side:
         st.info("The task has no reference trajectory.")
     else:
         covered = (align["op"] != "missing").all()
-        st.markdown(f"Coverage: **{'covered' if covered else 'not covered'}** · "
-                    f"{(align['op'] == 'matched').sum()} matched · {(align['op'] == 'missing').sum()} missing · "
-                    f"{(align['op'] == 'extra').sum()} extra")
+        st.markdown(
+            f"Coverage: **{'covered' if covered else 'not covered'}** · "
+            f"{(align['op'] == 'matched').sum()} matched · {(align['op'] == 'missing').sum()} missing · "
+            f"{(align['op'] == 'extra').sum()} extra"
+        )
         show = align.assign(divergence=align["is_first_divergence"].map({True: "◀ first divergence", False: ""}))
         show = show[["ref_index", "ref_tool", "op", "step", "tool", "divergence"]]
-        st.dataframe(show.style.apply(lambda r: [f"color: {tr.OP_COLOURS[r['op']]}"] * len(r), axis=1),
-                     hide_index=True, key="dd_align", width="stretch")
+        st.dataframe(
+            show.style.apply(lambda r: [f"color: {tr.OP_COLOURS[r['op']]}"] * len(r), axis=1),
+            hide_index=True,
+            key="dd_align",
+            width="stretch",
+        )
         download_buttons(show, f"alignment-{run_id}-{task_id}-{sample}", key="dd_align_dl")
     st.subheader("Findings")
     if findings.empty:
@@ -181,16 +214,26 @@ def _step(raw: pd.Series, marks: pd.DataFrame) -> None:
     with st.container(border=True):
         head, meta, badge = st.columns([1, 4, 2])
         head.markdown(f"**Step {int(row['step'])}**")
-        tokens = "" if row["input_tokens"] is None and row["output_tokens"] is None else \
-            f" · {row['input_tokens'] or 0:,.0f}/{row['output_tokens'] or 0:,.0f} tokens"
+        tokens = (
+            ""
+            if row["input_tokens"] is None and row["output_tokens"] is None
+            else f" · {row['input_tokens'] or 0:,.0f}/{row['output_tokens'] or 0:,.0f} tokens"
+        )
         latency = "" if row["latency_s"] is None else f" · {row['latency_s']:.2f} s"
         rnd = "–" if row["round"] is None else int(row["round"])
         meta.text(f"round {rnd} · {row['kind']} · {row['tool'] or ''}{tokens}{latency}")
         op = step_op.get(int(row["step"]))
         if op:
-            badge.markdown(OP_BADGE[op] + (" :violet-badge[first divergence]"
-                                           if not diverge.empty and pd.notna(diverge["step"].iloc[0])
-                                           and diverge["step"].iloc[0] == row["step"] else ""))
+            badge.markdown(
+                OP_BADGE[op]
+                + (
+                    " :violet-badge[first divergence]"
+                    if not diverge.empty
+                    and pd.notna(diverge["step"].iloc[0])
+                    and diverge["step"].iloc[0] == row["step"]
+                    else ""
+                )
+            )
         if row["args"] is not None:
             st.code(json.dumps(json.loads(row["args"]), indent=2, ensure_ascii=False), language="json")
         if row["content"]:
@@ -212,8 +255,14 @@ def _result(row: dict) -> None:
     if st.toggle(f"Whole result ({n_chars:,} characters)", key=f"dd_full_{attempt_id}_{int(row['step'])}"):
         full = cached(tr.step_result, attempt_id=attempt_id, step=int(row["step"])) or ""
         st.text(full)
-        st.download_button("Download result", full.encode("utf-8"), f"result-step-{int(row['step'])}.txt",
-                           "text/plain", key=f"dd_dl_{attempt_id}_{int(row['step'])}", on_click="ignore")
+        st.download_button(
+            "Download result",
+            full.encode("utf-8"),
+            f"result-step-{int(row['step'])}.txt",
+            "text/plain",
+            key=f"dd_dl_{attempt_id}_{int(row['step'])}",
+            on_click="ignore",
+        )
 
 
 @st.fragment
@@ -229,8 +278,9 @@ def _timeline() -> None:
     page = st.number_input(f"Page (of {n_pages})", 1, n_pages, key="dd_page")
     if not diverge.empty and pd.notna(diverge["step"].iloc[0]):
         first = int(diverge["step"].iloc[0])
-        st.button(f"Go to the first divergence (step {first})", key="dd_jump", on_click=_jump,
-                  args=(first // size + 1,))
+        st.button(
+            f"Go to the first divergence (step {first})", key="dd_jump", on_click=_jump, args=(first // size + 1,)
+        )
     steps = cached(tr.steps_page, attempt_id=attempt_id, offset=(int(page) - 1) * size, limit=size)
     for _, row in steps.iterrows():
         _step(row, findings[findings["step"] == row["step"]] if not findings.empty else findings)

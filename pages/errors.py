@@ -21,7 +21,8 @@ filters = page_setup(
     "Errors",
     "Error codes on failed attempts; a code counts once per attempt whichever source reports it. "
     "#Error = TE+PE+DE+CE+HAL+LC (AD-Bench Table 3), #Total = every code. Fewer is better: best in bold, "
-    "second best underlined.")
+    "second best underlined.",
+)
 ss, qp = st.session_state, st.query_params
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
@@ -31,16 +32,22 @@ if cfg is None:
     st.info(llm.ENABLE_HELP, icon=":material/smart_toy:")
 else:
     status = cached(jg.judge_status, benchmark=filters.benchmark)
-    st.caption(f"LLM judge: model `{cfg.model}`; {int(status['n_verdicts'].sum()) if not status.empty else 0} "
-               f"verdicts stored for {filters.benchmark}. Run `python -m analytics judge --benchmark "
-               f"{filters.benchmark} --failed-only` to add judge labels.")
+    st.caption(
+        f"LLM judge: model `{cfg.model}`; {int(status['n_verdicts'].sum()) if not status.empty else 0} "
+        f"verdicts stored for {filters.benchmark}. Run `python -m analytics judge --benchmark "
+        f"{filters.benchmark} --failed-only` to add judge labels."
+    )
 
 if "err_sources" not in ss:  # shareable choices start from the URL: errors?err_sources=label,judge&err_facet=level
     ss.err_sources = [s for s in (query_param("err_sources") or "").split(",") if s in err.SOURCES] or list(err.SOURCES)
     ss.err_facet = query_param("err_facet") if query_param("err_facet") in ("level", "category") else "all"
 left, right = st.columns([2, 1])
-sources = left.multiselect("Label sources", err.SOURCES, key="err_sources",
-                           help="label: from the log; rule: tool-graph rules; judge: the LLM judge")
+sources = left.multiselect(
+    "Label sources",
+    err.SOURCES,
+    key="err_sources",
+    help="label: from the log; rule: tool-graph rules; judge: the LLM judge",
+)
 facet = right.segmented_control("Facet", ["all", "level", "category"], key="err_facet") or "all"
 if not sources:
     empty_state("Pick at least one label source.")
@@ -53,15 +60,18 @@ if facet != "all":
     if not values:
         empty_state(f"The tasks of **{filters.benchmark}** carry no {facet}.")
     linked = query_param("err_slice")
-    value = st.selectbox(facet.capitalize(), values, index=values.index(linked) if linked in values else 0,
-                         key="err_slice_value")
+    value = st.selectbox(
+        facet.capitalize(), values, index=values.index(linked) if linked in values else 0, key="err_slice_value"
+    )
     slice_name = f"{facet}={value}"
 
 st.subheader(f"Error types per run ({slice_name})")
 t3 = err.table3(table, slice_name=slice_name)
 if int(t3["#Total"].sum()) == 0:
-    st.info("No failed attempt of these runs carries an error label from the chosen sources. Labels come from "
-            "the logs (`errors`), from `python -m analytics rules`, or from the LLM judge.")
+    st.info(
+        "No failed attempt of these runs carries an error label from the chosen sources. Labels come from "
+        "the logs (`errors`), from `python -m analytics rules`, or from the LLM judge."
+    )
 st.dataframe(err.style_table3(t3.drop(columns="run_id")), hide_index=True, key="err_t3", width="stretch")
 download_buttons(t3, f"errors-{filters.benchmark}-{slice_name}", key="err_dl_t3")
 part = table[table["slice"] == slice_name]
@@ -71,8 +81,9 @@ with st.expander("Every code, failed attempts and errors per failed case"):
     download_buttons(full, f"errors-full-{filters.benchmark}", key="err_dl_full")
 
 long = err.shares(table, slice_name=slice_name)
-picked = selected_custom_data(show_fig(err.fig_error_shares(long), key="err_shares", data=long,
-                                       name="error-shares", select=True))
+picked = selected_custom_data(
+    show_fig(err.fig_error_shares(long), key="err_shares", data=long, name="error-shares", select=True)
+)
 if picked:
     qp["err_run"], qp["err_code"] = str(picked[0][0]), str(picked[0][1])
     qp.pop("err_code_b", None)
@@ -85,8 +96,9 @@ co = cached(err.cooccurrence, **filters.as_kwargs(), sources=tuple(sources), run
 if co.empty:
     st.info("This run has no labelled failed attempt.")
 else:
-    cell = selected_custom_data(show_fig(err.fig_cooccurrence(co), key="err_co", data=co, name="error-cooccurrence",
-                                        select=True))
+    cell = selected_custom_data(
+        show_fig(err.fig_cooccurrence(co), key="err_co", data=co, name="error-cooccurrence", select=True)
+    )
     if cell:
         qp["err_run"], qp["err_code"], qp["err_code_b"] = co_run, str(cell[0][0]), str(cell[0][1])
 
@@ -115,13 +127,23 @@ c1, c2, c3 = st.columns(3)
 pick_run = c1.selectbox("Run", run_ids, format_func=labels.get, key="err_pick_run")
 pick_code = c2.selectbox("Code", codes, index=None, placeholder="any code", key="err_pick_code")
 pick_b = c3.selectbox("With code", codes, index=None, placeholder="-", key="err_pick_code_b")
-attempts = cached(err.error_attempts, run_id=pick_run, code=pick_code, code_b=pick_b, slice_name=slice_name,
-                  sources=tuple(sources))
+attempts = cached(
+    err.error_attempts, run_id=pick_run, code=pick_code, code_b=pick_b, slice_name=slice_name, sources=tuple(sources)
+)
 if attempts.empty:
     st.info("No failed attempt matches.")
 else:
-    attempts = attempts.assign(open=[drilldown_url(r, t, int(s)) for r, t, s in
-                                     zip(attempts["run_id"], attempts["task_id"], attempts["sample"], strict=True)])
-    st.dataframe(attempts, hide_index=True, key="err_attempts", width="stretch",
-                 column_config={"open": st.column_config.LinkColumn("Open", display_text="drilldown")})
+    attempts = attempts.assign(
+        open=[
+            drilldown_url(r, t, int(s))
+            for r, t, s in zip(attempts["run_id"], attempts["task_id"], attempts["sample"], strict=True)
+        ]
+    )
+    st.dataframe(
+        attempts,
+        hide_index=True,
+        key="err_attempts",
+        width="stretch",
+        column_config={"open": st.column_config.LinkColumn("Open", display_text="drilldown")},
+    )
     download_buttons(attempts, f"errors-attempts-{pick_run}", key="err_dl_attempts")

@@ -8,30 +8,43 @@ from ui.common import cached, download_buttons, empty_state, page_setup, query_p
 filters = page_setup(
     "GEM-Bench",
     "GEM-Bench (ad-injected response generation): embedding metrics of each response, six LLM-judge dimensions "
-    "(0/30/60/90), agreement between judges and with people, and the extra tokens each solution spends.")
+    "(0/30/60/90), agreement between judges and with people, and the extra tokens each solution spends.",
+)
 benches = cached(gem.gem_benchmarks)
 if not benches:
-    empty_state("No GEM-style data yet: no responses with GEM metrics or GEM judge ratings. Ingest runs whose "
-                "attempts carry `ads` and `metrics` (see docs/gem.md), or load the demo dataset.")
+    empty_state(
+        "No GEM-style data yet: no responses with GEM metrics or GEM judge ratings. Ingest runs whose "
+        "attempts carry `ads` and `metrics` (see docs/gem.md), or load the demo dataset."
+    )
 default = filters.benchmark if filters.benchmark in benches else (query_param("gem_benchmark") or benches[0])
-bench = st.selectbox("GEM benchmark", benches, index=benches.index(default) if default in benches else 0,
-                     key="gem_bench")
+bench = st.selectbox(
+    "GEM benchmark", benches, index=benches.index(default) if default in benches else 0, key="gem_bench"
+)
 if bench != filters.benchmark:
     st.caption(f"The sidebar's benchmark has no GEM data; showing **{bench}**.")
 
 c1, c2 = st.columns(2)
-source = c1.segmented_control("Quantitative metrics", list(gem.SOURCES), default="log", key="gem_source",
-                              help="log: the values that came with the run (published numbers for the demo); "
-                                   "computed: recomputed from the response text by `python -m analytics gem-metrics`") \
+source = (
+    c1.segmented_control(
+        "Quantitative metrics",
+        list(gem.SOURCES),
+        default="log",
+        key="gem_source",
+        help="log: the values that came with the run (published numbers for the demo); "
+        "computed: recomputed from the response text by `python -m analytics gem-metrics`",
+    )
     or "log"
+)
 raters = cached(gem.llm_raters, benchmark=bench)
 rater = c2.selectbox("Judge", raters or ["(none)"], key="gem_rater")
 v = cached(gem.view, benchmark=bench, source=source, rater=rater if raters else None)
 if source == "computed" and v.models:
     st.caption(f"Computed metrics from the embedding model **{v.models[0]}** (CTR always comes from the log).")
 if source == "computed" and "computed" not in v.sources:
-    st.warning("No computed metrics are stored yet: run `python -m analytics gem-metrics` (embeds every response "
-               "with all-MiniLM-L6-v2, offline). The quantitative table below is empty until then.")
+    st.warning(
+        "No computed metrics are stored yet: run `python -m analytics gem-metrics` (embeds every response "
+        "with all-MiniLM-L6-v2, offline). The quantitative table below is empty until then."
+    )
 
 datasets = sorted(set(v.cost["dataset"]) | set(v.qualitative["dataset"]) | set(v.quantitative["dataset"]))
 solutions = sorted(set(v.cost["solution"]) | set(v.qualitative["solution"]) | set(v.quantitative["solution"]))
@@ -46,9 +59,10 @@ def _sel(df, *, k1: bool = True):
 
 
 for title, df, key in (
-        (f"Table 2 · quantitative ({source}, x 100)", v.quantitative, "gem_t2"),
-        (f"Table 3 · qualitative (judge {v.rater})", v.qualitative, "gem_t3"),
-        ("Table 6 · cost (extra tokens; overall = 0.5 x ITTFT + OTTFT)", v.cost, "gem_t6")):
+    (f"Table 2 · quantitative ({source}, x 100)", v.quantitative, "gem_t2"),
+    (f"Table 3 · qualitative (judge {v.rater})", v.qualitative, "gem_t3"),
+    ("Table 6 · cost (extra tokens; overall = 0.5 x ITTFT + OTTFT)", v.cost, "gem_t6"),
+):
     st.subheader(title)
     table = _sel(df)
     if table.empty:
@@ -60,8 +74,10 @@ for title, df, key in (
 st.subheader("Quality against cost")
 qc = gem.quality_cost(v)
 qc = qc[qc["dataset"].isin(pick_d) & qc["solution"].isin(pick_s)]
-axis = st.segmented_control("Quality", ["qualitative", "quantitative"], default="qualitative", key="gem_qaxis") \
+axis = (
+    st.segmented_control("Quality", ["qualitative", "quantitative"], default="qualitative", key="gem_qaxis")
     or "qualitative"
+)
 if qc.empty or qc[axis].isna().all():
     st.caption("Needs both scores and token counts for the selection.")
 else:
@@ -69,8 +85,10 @@ else:
 
 st.subheader("Agreement")
 if not v.judges.empty:
-    st.caption("Table 4: qualitative overall per judge. Spearman between judges on the attempts both rated and "
-               "on the dataset x solution cells.")
+    st.caption(
+        "Table 4: qualitative overall per judge. Spearman between judges on the attempts both rated and "
+        "on the dataset x solution cells."
+    )
     judges = v.judges[v.judges["dataset"].isin(pick_d) & v.judges["solution"].isin(pick_s)].round(2)
     st.dataframe(judges, hide_index=True, key="gem_t4", width="stretch")
     download_buttons(judges, f"{bench}-judges", key="gem_t4_dl")
@@ -82,8 +100,10 @@ if v.human is not None:
     m1.metric("Human split-half ρ_hh", f"{h.split_half:.2f}")
     m2.metric(f"Human vs {h.judge} ρ_hl", f"{h.human_llm:.2f}")
     m3.metric("Human ratings", f"{h.n_ratings:,}")
-    st.caption(f"Spearman; split-half is the mean over {h.n_splits} seeded random halves of {h.n_raters} raters "
-               f"(sd {h.split_half_sd:.2f}); items are {h.n_items} (attempt, dimension) pairs.")
+    st.caption(
+        f"Spearman; split-half is the mean over {h.n_splits} seeded random halves of {h.n_raters} raters "
+        f"(sd {h.split_half_sd:.2f}); items are {h.n_items} (attempt, dimension) pairs."
+    )
     show_fig(gem.fig_human_llm(v.human_llm), key="gem_human", data=v.human_llm, name=f"{bench}-human-vs-llm")
 elif v.judges.empty:
     st.caption("Agreement needs ratings from several raters (rating records).")

@@ -9,7 +9,8 @@ filters = page_setup(
     "Leaderboard",
     "Pass@k is the unbiased estimator (Chen et al.); pass^k is the chance that k samples all succeed. "
     "Intervals are 95%: Wilson over tasks for rates, a seeded bootstrap over tasks otherwise. "
-    "Rows whose Pass@1 interval overlaps the leader's are marked as statistically tied.")
+    "Rows whose Pass@1 interval overlaps the leader's are marked as statistically tied.",
+)
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
 
@@ -25,8 +26,11 @@ mid.metric("Tasks", int(overall["n_tasks"].max()))
 leader = machines[machines["is_leader"]]
 if not leader.empty:
     top = leader.iloc[0]
-    right.metric(f"Leader: {top['agent']}", f"{100 * top['pass_at_1']:.1f}% Pass@1",
-                 help=f"{int(machines['is_tied'].sum())} other run(s) statistically tied with the leader")
+    right.metric(
+        f"Leader: {top['agent']}",
+        f"{100 * top['pass_at_1']:.1f}% Pass@1",
+        help=f"{int(machines['is_tied'].sum())} other run(s) statistically tied with the leader",
+    )
 
 st.subheader("Agents")
 table = lb.display_table(machines.sort_values("rank"))

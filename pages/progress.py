@@ -9,14 +9,22 @@ from analytics import irt
 from analytics import progress as prog
 from ui import common
 
-flt = common.page_setup("Progress", "Agent ability on one IRT scale across evaluation dates, even when the task "
-                                    "set changes (see docs/irt.md). Fits are cached; refitting is explicit.")
+flt = common.page_setup(
+    "Progress",
+    "Agent ability on one IRT scale across evaluation dates, even when the task "
+    "set changes (see docs/irt.md). Fits are cached; refitting is explicit.",
+)
 if not flt.benchmark:
     common.empty_state("No benchmark in the database yet: ingest runs first.")
 wanted_model = common.query_param("model", "1pl")
-model = st.radio("Model", irt.MODELS, horizontal=True, key="irt_model",
-                 index=irt.MODELS.index(wanted_model) if wanted_model in irt.MODELS else 0,
-                 help="1pl is the validated default; 2pl (wide priors) adds per-task discrimination.")
+model = st.radio(
+    "Model",
+    irt.MODELS,
+    horizontal=True,
+    key="irt_model",
+    index=irt.MODELS.index(wanted_model) if wanted_model in irt.MODELS else 0,
+    help="1pl is the validated default; 2pl (wide priors) adds per-task discrimination.",
+)
 
 
 def refit(label: str) -> None:
@@ -26,8 +34,12 @@ def refit(label: str) -> None:
     bar = st.progress(0.0, text="Fitting...")
     try:
         with rdb.writer(common.db_path()) as con:
-            fit = irt.fit_and_store(con, benchmark=flt.benchmark, model=model,
-                                    progress=lambda frac, msg: bar.progress(min(frac, 1.0), text=msg))
+            fit = irt.fit_and_store(
+                con,
+                benchmark=flt.benchmark,
+                model=model,
+                progress=lambda frac, msg: bar.progress(min(frac, 1.0), text=msg),
+            )
     except rdb.RunlensError as exc:
         st.error(f"The fit failed: {exc}")
         return
@@ -37,19 +49,25 @@ def refit(label: str) -> None:
 
 view = common.cached(prog.progress_view, benchmark=flt.benchmark, model=model)
 if view.fit is None and (view.n_subjects_in_data < 2 or view.n_tasks_in_data < 2):
-    common.empty_state(f"Too little data for an ability index on **{flt.benchmark}**: it has "
-                       f"{view.n_subjects_in_data} agent version(s) and {view.n_tasks_in_data} task(s); IRT needs at "
-                       "least 2 of each (and about 20 answered tasks per agent to rank it).")
+    common.empty_state(
+        f"Too little data for an ability index on **{flt.benchmark}**: it has "
+        f"{view.n_subjects_in_data} agent version(s) and {view.n_tasks_in_data} task(s); IRT needs at "
+        "least 2 of each (and about 20 answered tasks per agent to rank it)."
+    )
 if view.fit is None:
-    st.info(f"No {model} fit of **{flt.benchmark}** yet ({view.n_subjects_in_data} agent versions, "
-            f"{view.n_tasks_in_data} tasks). An IRT fit places agents and tasks on one scale; it needs at least "
-            "2 agents and 2 tasks and takes seconds to minutes. Pages never fit by themselves.")
+    st.info(
+        f"No {model} fit of **{flt.benchmark}** yet ({view.n_subjects_in_data} agent versions, "
+        f"{view.n_tasks_in_data} tasks). An IRT fit places agents and tasks on one scale; it needs at least "
+        "2 agents and 2 tasks and takes seconds to minutes. Pages never fit by themselves."
+    )
     refit("Fit now")
     st.stop()
 fit = view.fit
 if not fit.is_current:
-    st.warning("The data changed since this fit (shown below). Refit to include the new runs; old agents stay "
-               "on the same scale through anchor tasks.")
+    st.warning(
+        "The data changed since this fit (shown below). Refit to include the new runs; old agents stay "
+        "on the same scale through anchor tasks."
+    )
 refit("Refit" if fit.is_current else "Refit on the current data")
 
 info = fit.info
@@ -79,8 +97,23 @@ with right:
 
 st.subheader("Abilities")
 ranked = view.abilities.sort_values("ability", ascending=False)
-st.dataframe(ranked[["subject", "family", "first_eval_date", "ability", "ability_lo", "ability_hi", "n_items",
-                     "raw_score", "is_flagged"]], hide_index=True, key="tbl_abilities")
+st.dataframe(
+    ranked[
+        [
+            "subject",
+            "family",
+            "first_eval_date",
+            "ability",
+            "ability_lo",
+            "ability_hi",
+            "n_items",
+            "raw_score",
+            "is_flagged",
+        ]
+    ],
+    hide_index=True,
+    key="tbl_abilities",
+)
 common.download_buttons(ranked, "irt_abilities", key="dl_abilities")
 
 st.subheader("Tasks")

@@ -11,9 +11,12 @@ from ui.common import cached, db_path, db_version, download_buttons, page_setup,
 LIMITS = sb.SandboxLimits()
 PAGE_SIZE = 100
 ss = st.session_state
-page_setup("SQL", f"One read-only statement per run, stopped after {LIMITS.timeout_s:g} s or {LIMITS.memory_limit}; "
-                  f"the first {LIMITS.max_rows:,} rows are shown, downloads hold the full result. "
-                  "Ctrl+Enter runs the editor.")
+page_setup(
+    "SQL",
+    f"One read-only statement per run, stopped after {LIMITS.timeout_s:g} s or {LIMITS.memory_limit}; "
+    f"the first {LIMITS.max_rows:,} rows are shown, downloads hold the full result. "
+    "Ctrl+Enter runs the editor.",
+)
 gallery = {e.title: e for e in sb.examples()}
 
 
@@ -49,26 +52,36 @@ st.subheader("Examples")
 choice = st.selectbox("Example queries (queries/*.sql)", list(gallery), key="sql_example")
 if choice:
     st.caption(gallery[choice].description)
-    st.button("Load and run", key="sql_load_example", on_click=_load, args=(gallery[choice].sql,),
-              kwargs={"run": True}, icon=":material/play_arrow:")
+    st.button(
+        "Load and run",
+        key="sql_load_example",
+        on_click=_load,
+        args=(gallery[choice].sql,),
+        kwargs={"run": True},
+        icon=":material/play_arrow:",
+    )
 
 if llm.llm_config() is None:
-    st.caption("Ask in English is off: no OpenAI-compatible endpoint is configured "
-               "(set OPENAI_BASE_URL and RUNLENS_JUDGE_MODEL).")
+    st.caption(
+        "Ask in English is off: no OpenAI-compatible endpoint is configured "
+        "(set OPENAI_BASE_URL and RUNLENS_JUDGE_MODEL)."
+    )
 else:
     with st.expander("Ask in English", icon=":material/chat:"):
         question = st.text_input("Question", key="sql_question", placeholder="Which agent is cheapest per passed task?")
         if st.button("Write SQL", key="sql_ask") and question:
             try:
-                ss.sql_proposed = sb.ask_sql(question, schema=sb.schema_text(schema_objects, schema_columns),
-                                             gallery=list(gallery.values()))
+                ss.sql_proposed = sb.ask_sql(
+                    question, schema=sb.schema_text(schema_objects, schema_columns), gallery=list(gallery.values())
+                )
             except llm.LLMError as exc:
                 st.error(f"The model could not be reached: {exc}")
         if ss.get("sql_proposed"):
             st.caption("Proposed SQL (review it; it runs only when you click, inside the same sandbox):")
             st.code(ss.sql_proposed, language="sql")
-            st.button("Run this SQL", key="sql_run_proposed", on_click=_load, args=(ss.sql_proposed,),
-                      kwargs={"run": True})
+            st.button(
+                "Run this SQL", key="sql_run_proposed", on_click=_load, args=(ss.sql_proposed,), kwargs={"run": True}
+            )
 
 with st.form("sql_form"):
     st.text_area("SQL", key="sql_editor", height=220)
@@ -88,24 +101,44 @@ st.caption("Shareable link (relative to this app):")
 st.code(f"sql?q={quote(sql)}", language=None)
 
 if outcome.result is None:
-    head = {"refused": "Refused", "timeout": "Stopped (time limit)", "memory": "Stopped (memory limit)",
-            "permission": "Refused by the engine"}.get(outcome.error_kind or "", "DuckDB error")
+    head = {
+        "refused": "Refused",
+        "timeout": "Stopped (time limit)",
+        "memory": "Stopped (memory limit)",
+        "permission": "Refused by the engine",
+    }.get(outcome.error_kind or "", "DuckDB error")
     st.error(f"{head}" + (f" at line {outcome.line}" if outcome.line else "") + ":")
     st.code(outcome.error or "", language=None)
     st.stop()
 
 res = outcome.result
 count = f"{res.n_rows:,}" if res.is_count_exact else f"at least {res.n_rows:,}"
-st.caption(f"{count} rows · {len(res.df.columns)} columns · {res.elapsed_s:.2f} s"
-           + (f" · showing the first {len(res.df):,}" if res.is_truncated else ""))
+st.caption(
+    f"{count} rows · {len(res.df.columns)} columns · {res.elapsed_s:.2f} s"
+    + (f" · showing the first {len(res.df):,}" if res.is_truncated else "")
+)
 n_pages = max(1, -(-len(res.df) // PAGE_SIZE))
 page = st.pagination(n_pages, key="sql_page") if n_pages > 1 else 1
-st.dataframe(res.df.iloc[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], hide_index=True, key="sql_result", width="stretch")
+st.dataframe(res.df.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE], hide_index=True, key="sql_result", width="stretch")
 left, right = st.columns(2)
-left.download_button("CSV (full result)", lambda: sb.export_result(sql, "csv", db=db_path(), limits=LIMITS),
-                     "query.csv", "text/csv", key="sql_dl_csv", icon=":material/download:", on_click="ignore")
-right.download_button("Parquet (full result)", lambda: sb.export_result(sql, "parquet", db=db_path(), limits=LIMITS),
-                      "query.parquet", "application/octet-stream", key="sql_dl_parquet", icon=":material/download:", on_click="ignore")
+left.download_button(
+    "CSV (full result)",
+    lambda: sb.export_result(sql, "csv", db=db_path(), limits=LIMITS),
+    "query.csv",
+    "text/csv",
+    key="sql_dl_csv",
+    icon=":material/download:",
+    on_click="ignore",
+)
+right.download_button(
+    "Parquet (full result)",
+    lambda: sb.export_result(sql, "parquet", db=db_path(), limits=LIMITS),
+    "query.parquet",
+    "application/octet-stream",
+    key="sql_dl_parquet",
+    icon=":material/download:",
+    on_click="ignore",
+)
 
 if len(res.df.columns) >= 2 and not res.df.empty:
     with st.expander("Chart this", icon=":material/bar_chart:"):
@@ -117,11 +150,20 @@ if len(res.df.columns) >= 2 and not res.df.empty:
         color = c3.selectbox("colour", [None, *cols], key="sql_chart_color")
         kind = c4.selectbox("kind", sb.CHART_KINDS, key="sql_chart_kind")
         chart_cols = list(dict.fromkeys(c for c in (x, y, color) if c))
-        show_fig(sb.fig_result(res.df, x=x, y=y, color=color, kind=kind), key="sql_chart",
-                 data=res.df[chart_cols], name="query-chart")
+        show_fig(
+            sb.fig_result(res.df, x=x, y=y, color=color, kind=kind),
+            key="sql_chart",
+            data=res.df[chart_cols],
+            name="query-chart",
+        )
 
 with st.expander(f"Query history ({len(ss.sql_history)})", icon=":material/history:"):
     for i, item in enumerate(reversed(ss.sql_history)):
         status = item["error"] or f"{item['rows']:,} rows"
-        st.button(f"{status}: {item['sql'][:90]}", key=f"sql_hist_{i}", on_click=_load, args=(item["sql"],),
-                  kwargs={"run": True})
+        st.button(
+            f"{status}: {item['sql'][:90]}",
+            key=f"sql_hist_{i}",
+            on_click=_load,
+            args=(item["sql"],),
+            kwargs={"run": True},
+        )

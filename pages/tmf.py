@@ -11,7 +11,8 @@ filters = page_setup(
     "Tech-Market-Fit",
     "xbench §5.2: where agents are cheaper than people for the same quality. Blue: what technology can "
     "deliver (the optimal supply curve and the region to its right). Green: what the market accepts (left of "
-    "the human cost curve). Dark green: their intersection, the value AI adds per task.")
+    "the human cost curve). Dark green: their intersection, the value AI adds per task.",
+)
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH`.")
 has_irt = cached(tmf.has_irt_fit, benchmark=filters.benchmark)
@@ -20,25 +21,44 @@ with st.expander("Assumptions (performance, cost, human, market)", expanded=Fals
     perf_options = list(tmf.PERFORMANCES if has_irt else tmf.PERFORMANCES[:2])
     performance = c1.selectbox("Performance", perf_options, key="tmf_perf")
     axis = c1.selectbox("X axis", list(tmf.AXES), key="tmf_axis", help="cost per task (USD) or latency per task")
-    cost_source = c2.selectbox("Cost", list(tmf.COST_SOURCES), key="tmf_cost",
-                               help="logged cost_usd, or tokens x the run's prices")
-    reprice = c2.toggle("Reprice at current prices", key="tmf_reprice",
-                        help="tokens x the newest prices of the same family (runs without tokens keep their cost)")
-    supply = c2.selectbox("Supply curve", list(tmf.SUPPLIES), key="tmf_supply",
-                          help="step: Pareto frontier; hull: upper convex hull (routing tasks between two agents)")
+    cost_source = c2.selectbox(
+        "Cost", list(tmf.COST_SOURCES), key="tmf_cost", help="logged cost_usd, or tokens x the run's prices"
+    )
+    reprice = c2.toggle(
+        "Reprice at current prices",
+        key="tmf_reprice",
+        help="tokens x the newest prices of the same family (runs without tokens keep their cost)",
+    )
+    supply = c2.selectbox(
+        "Supply curve",
+        list(tmf.SUPPLIES),
+        key="tmf_supply",
+        help="step: Pareto frontier; hull: upper convex hull (routing tasks between two agents)",
+    )
     hourly = c3.number_input("Human hourly rate (USD)", 1.0, 10000.0, tmf.DEFAULT_HOURLY_USD, key="tmf_hourly")
-    minutes = c3.number_input("Human minutes per task when the data has none (0 = none)", 0.0, 10000.0, 0.0,
-                              key="tmf_minutes")
-    human_perf = c3.number_input("Human performance override (0 = from human runs, else 100%)", 0.0, 100.0, 0.0,
-                                 key="tmf_hperf")
+    minutes = c3.number_input(
+        "Human minutes per task when the data has none (0 = none)", 0.0, 10000.0, 0.0, key="tmf_minutes"
+    )
+    human_perf = c3.number_input(
+        "Human performance override (0 = from human runs, else 100%)", 0.0, 100.0, 0.0, key="tmf_hperf"
+    )
     willing = c4.number_input("Willingness to pay (share of human cost)", 0.05, 10.0, 1.0, key="tmf_willing")
     exponent = c4.number_input("Acceptance curve exponent (1 = linear, 0 = flat)", 0.0, 5.0, 1.0, key="tmf_exp")
     if not has_irt:
-        st.caption("IRT ability is not offered: no IRT fit is stored for this benchmark (run the IRT page or "
-                   "`python -m analytics irt`).")
-opt = tmf.TmfOptions(performance=performance, axis=axis, cost_source=cost_source, is_repriced=reprice,
-                     supply=supply, hourly_usd=hourly, human_minutes=minutes or None,
-                     human_performance=(human_perf / 100.0 if performance != "irt" else human_perf) or None)
+        st.caption(
+            "IRT ability is not offered: no IRT fit is stored for this benchmark (run the IRT page or "
+            "`python -m analytics irt`)."
+        )
+opt = tmf.TmfOptions(
+    performance=performance,
+    axis=axis,
+    cost_source=cost_source,
+    is_repriced=reprice,
+    supply=supply,
+    hourly_usd=hourly,
+    human_minutes=minutes or None,
+    human_performance=(human_perf / 100.0 if performance != "irt" else human_perf) or None,
+)
 
 freq = st.segmented_control("Period", list(tmf.PERIODS), default="quarter", key="tmf_freq") or "quarter"
 view = cached(tmf.overview, **filters.as_kwargs(), options=opt, freq=freq)
@@ -48,21 +68,38 @@ movie = list(view.movie)
 labels = [label for label, _ in movie] or ["all runs"]
 if st.session_state.get("tmf_period") not in labels:  # the period kind changed: start at the newest period
     st.session_state.pop("tmf_period", None)
-as_of_label = st.select_slider("As of the end of", labels, value=labels[-1], key="tmf_period",
-                               help="the frontier of the runs evaluated up to the end of that period (undated runs "
-                                    "count in every period)") if len(labels) > 1 else labels[-1]
+as_of_label = (
+    st.select_slider(
+        "As of the end of",
+        labels,
+        value=labels[-1],
+        key="tmf_period",
+        help="the frontier of the runs evaluated up to the end of that period (undated runs count in every period)",
+    )
+    if len(labels) > 1
+    else labels[-1]
+)
 result = dict(movie).get(as_of_label) or view.overall
 as_of = None if as_of_label in ("all runs", labels[-1]) else tmf.period_end(as_of_label, freq)
 
 val = result.value
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("TMF stage", "n/a" if val is None else tmf.STAGE_NAMES[val.stage].split(" · ")[0],
-          None if val is None else tmf.STAGE_NAMES[val.stage].split(" · ")[1], delta_color="off", delta_arrow="off")
+m1.metric(
+    "TMF stage",
+    "n/a" if val is None else tmf.STAGE_NAMES[val.stage].split(" · ")[0],
+    None if val is None else tmf.STAGE_NAMES[val.stage].split(" · ")[1],
+    delta_color="off",
+    delta_arrow="off",
+)
 m2.metric("AI value per task (area)", "n/a" if val is None else tmf.fmt_x(val.area, result.unit))
 m3.metric("Best saving per task", "n/a" if val is None else tmf.fmt_x(val.best_saving, result.unit))
-m4.metric("Human cost per task", tmf.fmt_x(result.human.x if result.human else None, result.unit),
-          None if result.human is None else "at " + tmf.fmt_perf(result.human.performance, performance),
-          delta_color="off", delta_arrow="off")
+m4.metric(
+    "Human cost per task",
+    tmf.fmt_x(result.human.x if result.human else None, result.unit),
+    None if result.human is None else "at " + tmf.fmt_perf(result.human.performance, performance),
+    delta_color="off",
+    delta_arrow="off",
+)
 st.info(tmf.md_escape(tmf.headline(result)), icon=":material/lightbulb:")
 
 fig = tmf.fig_tmf(result, title=f"{filters.benchmark}: cost vs performance ({as_of_label})")
@@ -72,21 +109,37 @@ for picked in selected_custom_data(event):
     run_id = picked[0] if isinstance(picked, list) else picked
     st.markdown(f":material/open_in_new: [Open run {tmf.md_escape(str(run_id))}]({tmf.run_url(run_id)})")
 if result.assumptions["runs_without_cost"]:
-    st.warning(tmf.md_escape("Runs without a cost (listed in the table, not on the chart): "
-                             + ", ".join(result.assumptions["runs_without_cost"])))
+    st.warning(
+        tmf.md_escape(
+            "Runs without a cost (listed in the table, not on the chart): "
+            + ", ".join(result.assumptions["runs_without_cost"])
+        )
+    )
 
 st.subheader("Runs")
-st.dataframe(table, hide_index=True, key="tmf_table", width="stretch",
-             column_config={"open": st.column_config.LinkColumn("open", display_text="open run")})
+st.dataframe(
+    table,
+    hide_index=True,
+    key="tmf_table",
+    width="stretch",
+    column_config={"open": st.column_config.LinkColumn("open", display_text="open run")},
+)
 download_buttons(table, f"tmf-{filters.benchmark}", key="tmf_dl")
 
 st.subheader("By level or category")
 kind = st.segmented_control("Small multiples by", ["level", "category"], default="level", key="tmf_multi")
-multi = view.by_kind[kind or "level"] if as_of is None and (kind or "level") in view.by_kind else cached(
-    tmf.slice_results, **filters.as_kwargs(), kind=kind or "level", options=opt, as_of=as_of)
+multi = (
+    view.by_kind[kind or "level"]
+    if as_of is None and (kind or "level") in view.by_kind
+    else cached(tmf.slice_results, **filters.as_kwargs(), kind=kind or "level", options=opt, as_of=as_of)
+)
 if multi:
-    show_fig(tmf.fig_small_multiples(multi), key="tmf_multiples", data=tmf.stage_table(multi),
-             name=f"tmf-{filters.benchmark}-by-{kind}")
+    show_fig(
+        tmf.fig_small_multiples(multi),
+        key="tmf_multiples",
+        data=tmf.stage_table(multi),
+        name=f"tmf-{filters.benchmark}-by-{kind}",
+    )
 else:
     st.caption(f"The tasks of {filters.benchmark} carry no {kind}.")
 
@@ -99,12 +152,33 @@ download_buttons(periods, f"tmf-{filters.benchmark}-periods", key="tmf_periods_d
 st.subheader("Export for slides")
 stamp = dt.date.today().isoformat()
 e1, e2, e3 = st.columns(3)
-e1.download_button("Chart PNG", lambda: export.fig_to_images(fig, formats=["png"])["png"],
-                   f"tmf-{filters.benchmark}-{stamp}.png", "image/png", key="tmf_png", icon=":material/image:", on_click="ignore")
-e2.download_button("Chart SVG", lambda: export.fig_to_images(fig, formats=["svg"])["svg"],
-                   f"tmf-{filters.benchmark}-{stamp}.svg", "image/svg+xml", key="tmf_svg", icon=":material/draw:", on_click="ignore")
-e3.download_button("Page HTML", lambda: tmf.page_export(result, fig, filters.benchmark),
-                   f"tmf-{filters.benchmark}-{stamp}.html", "text/html", key="tmf_html", icon=":material/web:", on_click="ignore")
+e1.download_button(
+    "Chart PNG",
+    lambda: export.fig_to_images(fig, formats=["png"])["png"],
+    f"tmf-{filters.benchmark}-{stamp}.png",
+    "image/png",
+    key="tmf_png",
+    icon=":material/image:",
+    on_click="ignore",
+)
+e2.download_button(
+    "Chart SVG",
+    lambda: export.fig_to_images(fig, formats=["svg"])["svg"],
+    f"tmf-{filters.benchmark}-{stamp}.svg",
+    "image/svg+xml",
+    key="tmf_svg",
+    icon=":material/draw:",
+    on_click="ignore",
+)
+e3.download_button(
+    "Page HTML",
+    lambda: tmf.page_export(result, fig, filters.benchmark),
+    f"tmf-{filters.benchmark}-{stamp}.html",
+    "text/html",
+    key="tmf_html",
+    icon=":material/web:",
+    on_click="ignore",
+)
 
 with st.expander("Definitions", expanded=False):
     st.markdown(tmf.DEFINITIONS_MD)

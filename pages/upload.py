@@ -10,9 +10,12 @@ from analytics import db as rdb
 from ingest import delete, uploads
 from ui.common import cached, db_path, download_buttons, page_setup
 
-page_setup("Upload", "Validate first, then one transaction per file; identical content is never added twice. "
-                     "Formats: native JSONL, Inspect AI (.json/.eval), OpenAI-message trajectories, long and wide "
-                     "CSV (see docs/formats.md).")
+page_setup(
+    "Upload",
+    "Validate first, then one transaction per file; identical content is never added twice. "
+    "Formats: native JSONL, Inspect AI (.json/.eval), OpenAI-message trajectories, long and wide "
+    "CSV (see docs/formats.md).",
+)
 read_only = uploads.is_read_only()
 ss = st.session_state
 
@@ -20,8 +23,11 @@ if read_only:
     st.info("Uploading and deleting are switched off on this deployment (RUNLENS_READ_ONLY=1).")
 else:
     limit_mb = uploads.upload_limit_mb()
-    files = st.file_uploader(f"Log files (up to {limit_mb} MB each; drop a results CSV together with its companion "
-                             "files)", accept_multiple_files=True, key="up_files")
+    files = st.file_uploader(
+        f"Log files (up to {limit_mb} MB each; drop a results CSV together with its companion files)",
+        accept_multiple_files=True,
+        key="up_files",
+    )
     c1, c2, c3, c4 = st.columns(4)
     fmt = c1.selectbox("Format", uploads.format_names(), key="up_format")
     mapping = c2.text_input("CSV mapping", key="up_mapping", placeholder="hal, swebench-verified, field=column,...")
@@ -43,9 +49,21 @@ else:
             st.error(f"{name}: larger than {limit_mb} MB; not read.")
         with rdb.reader(db_path()) as con:
             previews = [uploads.preview_file(con, p, fmt=fmt, **options) for p in saved]
-        table = pd.DataFrame([{"file": p.file, "format": p.format, "outcome": p.outcome, "runs": p.n_runs,
-                               "tasks": p.n_tasks, "attempts": p.n_attempts, "steps": p.n_steps,
-                               "errors": p.n_errors} for p in previews])
+        table = pd.DataFrame(
+            [
+                {
+                    "file": p.file,
+                    "format": p.format,
+                    "outcome": p.outcome,
+                    "runs": p.n_runs,
+                    "tasks": p.n_tasks,
+                    "attempts": p.n_attempts,
+                    "steps": p.n_steps,
+                    "errors": p.n_errors,
+                }
+                for p in previews
+            ]
+        )
         st.subheader("Preview")
         st.dataframe(table, hide_index=True, key="up_preview", width="stretch")
         download_buttons(table, "upload-preview", key="up_preview_dl")
@@ -64,8 +82,9 @@ else:
             for r in results:
                 name = Path(r.path).name
                 if r.outcome == "ingested":
-                    st.success(f"{name}: {r.n_runs} runs, {r.n_attempts} attempts, {r.n_steps} steps "
-                               f"in {r.seconds:.1f} s")
+                    st.success(
+                        f"{name}: {r.n_runs} runs, {r.n_attempts} attempts, {r.n_steps} steps in {r.seconds:.1f} s"
+                    )
                 elif r.outcome == "duplicate":
                     st.info(f"{name}: already ingested; nothing added")
                 else:
@@ -75,8 +94,10 @@ else:
 st.subheader("Ingest history")
 history = cached(uploads.ingest_history)
 failed = uploads.failed_uploads(db_path())
-st.caption("Files the database holds (and files released by deleting their runs). Rejected uploads write nothing "
-           "to the database; they are listed below from the sidecar file beside it.")
+st.caption(
+    "Files the database holds (and files released by deleting their runs). Rejected uploads write nothing "
+    "to the database; they are listed below from the sidecar file beside it."
+)
 if history.empty:
     st.info("No file has been ingested into this database yet.")
 else:
@@ -97,9 +118,11 @@ elif runs.empty:
 else:
     run_id = st.selectbox("Run", runs["run_id"].tolist(), key="up_del_run")
     row = runs[runs["run_id"] == run_id].iloc[0]
-    st.caption(f"{row['benchmark']} · {row['agent']} · {int(row['n_attempts'])} attempts. Its attempts, steps, "
-               "labels, metrics, ratings and judge verdicts are removed in one transaction; the deletion is "
-               "recorded in the audit log.")
+    st.caption(
+        f"{row['benchmark']} · {row['agent']} · {int(row['n_attempts'])} attempts. Its attempts, steps, "
+        "labels, metrics, ratings and judge verdicts are removed in one transaction; the deletion is "
+        "recorded in the audit log."
+    )
     sure = st.checkbox(f"Yes, delete run {run_id}", key="up_del_confirm")
     if st.button("Delete run", key="up_del_go", disabled=not sure):
         try:

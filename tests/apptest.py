@@ -10,8 +10,9 @@ from streamlit.testing.v1 import AppTest
 from tests.conftest import ROOT
 
 
-def open_page(page: str, db: Path, monkeypatch: pytest.MonkeyPatch, *, timeout_s: float = 120,
-              check: bool = True, **params: str) -> AppTest:
+def open_page(
+    page: str, db: Path, monkeypatch: pytest.MonkeyPatch, *, timeout_s: float = 120, check: bool = True, **params: str
+) -> AppTest:
     """Run app.py (router, bootstrap, sidebar filters) with ``params`` in the URL, then switch to ``page``.
 
     Args:

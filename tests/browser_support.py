@@ -16,8 +16,15 @@ from typing import Any
 from tests.conftest import ARTIFACTS, ROOT
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def free_port() -> int:
@@ -31,13 +38,30 @@ def streamlit_server(db: Path, *, timeout_s: float = 90.0) -> Iterator[str]:
     """Start ``streamlit run app.py`` on a free loopback port with RUNLENS_DB=db; yield its base URL."""
     port = free_port()
     env = {**os.environ, "RUNLENS_DB": str(db), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    log = (ARTIFACTS / f"streamlit-{port}.log")
+    log = ARTIFACTS / f"streamlit-{port}.log"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + timeout_s

@@ -54,9 +54,11 @@ def demo_db(demo_db_master: Path, tmp_path: Path) -> Path:
 @pytest.fixture
 def env_db(monkeypatch: pytest.MonkeyPatch):
     """Point RUNLENS_DB at a given path for code that reads the environment (the app, CLIs)."""
+
     def _set(path: Path) -> Path:
         monkeypatch.setenv("RUNLENS_DB", str(path))
         return path
+
     return _set
 
 

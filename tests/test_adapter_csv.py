@@ -45,11 +45,15 @@ def _write(path: Path, text: str) -> Path:
 
 def test_inline_and_yaml_mappings(tmp_db: Path, tmp_path: Path) -> None:
     csv_path = _write(tmp_path / "grades.csv", "model,item,ok,secs\nA,1,1,2.5\nA,2,0,3\nB,1,yes,1\n")
-    res = ingest_paths([csv_path], db=tmp_db, fmt="csv",
-                       mapping="run_id=model,task_id=item,passed=ok,latency_s=secs,benchmark=mini")
+    res = ingest_paths(
+        [csv_path], db=tmp_db, fmt="csv", mapping="run_id=model,task_id=item,passed=ok,latency_s=secs,benchmark=mini"
+    )
     assert res[0].outcome == "ingested", res[0].error
     assert rows(tmp_db, "SELECT run_id, task_id, passed, latency_s FROM attempts ORDER BY 1, 2") == [
-        ("A", "1", True, 2.5), ("A", "2", False, 3.0), ("B", "1", True, 1.0)]
+        ("A", "1", True, 2.5),
+        ("A", "2", False, 3.0),
+        ("B", "1", True, 1.0),
+    ]
     yaml_path = _write(tmp_path / "m.yaml", "benchmark: mini2\ncolumns: {run_id: model, task_id: item, score: ok}\n")
     csv2 = _write(tmp_path / "g2.csv", "model,item,ok\nC,1,0.5\n")
     res = ingest_paths([csv2], db=tmp_db, fmt="csv", mapping=str(yaml_path))
@@ -63,16 +67,20 @@ def test_native_column_names_are_detected(tmp_db: Path, tmp_path: Path) -> None:
     assert rows(tmp_db, "SELECT benchmark FROM runs") == [("mybench",)]
 
 
-@pytest.mark.parametrize("content, mapping, expected", [
-    ("submission,date,instance_id\nx,2024-01-01,i1\n", "swebench-verified", "has no column 'resolved'"),
-    ("model,item,ok\nA,1,1\n", "run_id=model,task_id=nope,passed=ok,benchmark=b", "has no column 'nope'"),
-    ("model,item,ok\nA,1,maybe\n", "run_id=model,task_id=item,passed=ok,benchmark=b", "not a yes/no value"),
-    ("model,item,ok\nA,1,1,9\n", "run_id=model,task_id=item,passed=ok,benchmark=b", "4 cells"),
-    ("model,item,ok\nA,1,1\n", "run_id=model,passed=ok,benchmark=b", "must map task_id"),
-    ("model,item,ok\nA,1,1\n", "no-such-mapping", "unknown mapping"),
-])
-def test_malformed_csv_is_rejected_and_writes_nothing(fixture_db: Path, tmp_path: Path, content: str,
-                                                      mapping: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    "content, mapping, expected",
+    [
+        ("submission,date,instance_id\nx,2024-01-01,i1\n", "swebench-verified", "has no column 'resolved'"),
+        ("model,item,ok\nA,1,1\n", "run_id=model,task_id=nope,passed=ok,benchmark=b", "has no column 'nope'"),
+        ("model,item,ok\nA,1,maybe\n", "run_id=model,task_id=item,passed=ok,benchmark=b", "not a yes/no value"),
+        ("model,item,ok\nA,1,1,9\n", "run_id=model,task_id=item,passed=ok,benchmark=b", "4 cells"),
+        ("model,item,ok\nA,1,1\n", "run_id=model,passed=ok,benchmark=b", "must map task_id"),
+        ("model,item,ok\nA,1,1\n", "no-such-mapping", "unknown mapping"),
+    ],
+)
+def test_malformed_csv_is_rejected_and_writes_nothing(
+    fixture_db: Path, tmp_path: Path, content: str, mapping: str, expected: str
+) -> None:
     before = counts(fixture_db)
     path = _write(tmp_path / "bad.csv", content)
     res = ingest_paths([path], db=fixture_db, fmt="csv", mapping=mapping)

@@ -20,8 +20,9 @@ pytestmark = pytest.mark.slow
 def swe_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float]:
     db = tmp_path_factory.mktemp("swe") / "swe.duckdb"
     started = time.perf_counter()
-    results = ingest_paths([shared_data("swebench_verified", "instance_results.csv")], db=db, fmt="csv",
-                           mapping="swebench-verified")
+    results = ingest_paths(
+        [shared_data("swebench_verified", "instance_results.csv")], db=db, fmt="csv", mapping="swebench-verified"
+    )
     assert [r.outcome for r in results] == ["ingested"], results[0].error
     return db, time.perf_counter() - started
 
@@ -38,8 +39,9 @@ def test_swebench_resolve_rates_and_counts_equal_the_source(swe_db: tuple[Path, 
     db, seconds = swe_db
     src = pd.read_csv(shared_data("swebench_verified", "instance_results.csv"))
     expected = src.groupby("submission")["resolved"].agg(["count", "mean"])
-    got = pd.DataFrame(rows(db, "SELECT run_id, count(*), avg(score) FROM attempts GROUP BY 1"),
-                       columns=["run_id", "n", "rate"]).set_index("run_id")
+    got = pd.DataFrame(
+        rows(db, "SELECT run_id, count(*), avg(score) FROM attempts GROUP BY 1"), columns=["run_id", "n", "rate"]
+    ).set_index("run_id")
     joined = expected.join(got, how="outer")
     assert len(joined) == 156
     assert (joined["count"] == joined["n"]).all()
@@ -58,7 +60,10 @@ def test_swebench_runs_take_names_dates_and_costs_from_the_files(swe_db: tuple[P
     costed = src.dropna(subset=["instance_cost_usd"])
     total = rows(db, "SELECT sum(cost_usd), count(cost_usd) FROM attempts")[0]
     assert total[1] == len(costed) and abs(total[0] - costed["instance_cost_usd"].sum()) < 1e-6
-    assert rows(db, "SELECT count(*) FROM attempt_metrics WHERE name = 'api_calls'")[0][0] == costed["api_calls"].notna().sum()
+    assert (
+        rows(db, "SELECT count(*) FROM attempt_metrics WHERE name = 'api_calls'")[0][0]
+        == costed["api_calls"].notna().sum()
+    )
     assert rows(db, "SELECT category FROM tasks WHERE task_id = 'django__django-11099'") == [("django/django",)]
 
 
@@ -70,9 +75,10 @@ def test_hal_rates_costs_and_tokens(hal_db: Path) -> None:
     key = lambda b, r: f"{b}:{r}" if r in shared else r  # noqa: E731
     outcomes["rid"] = [key(b, r) for b, r in zip(outcomes["benchmark"], outcomes["run_id"], strict=True)]
     expected = outcomes.groupby("rid")["success"].agg(["count", "mean"])
-    got = pd.DataFrame(rows(hal_db, "SELECT run_id, count(*), avg(score), sum(cost_usd), sum(input_tokens) "
-                                    "FROM attempts GROUP BY 1"),
-                       columns=["rid", "n", "rate", "cost", "tok_in"]).set_index("rid")
+    got = pd.DataFrame(
+        rows(hal_db, "SELECT run_id, count(*), avg(score), sum(cost_usd), sum(input_tokens) FROM attempts GROUP BY 1"),
+        columns=["rid", "n", "rate", "cost", "tok_in"],
+    ).set_index("rid")
     joined = expected.join(got, how="outer")
     assert len(joined) == len(runs) and (joined["count"] == joined["n"]).all()
     assert (joined["mean"] - joined["rate"]).abs().max() < 1e-12

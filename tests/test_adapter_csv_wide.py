@@ -21,10 +21,14 @@ def test_matrix_becomes_runs_and_attempts(tmp_db: Path, tmp_path: Path) -> None:
     res = ingest_paths([path], db=tmp_db)
     assert (res[0].outcome, res[0].format) == ("ingested", "csv-wide"), res[0].error
     assert rows(tmp_db, "SELECT run_id, agent, eval_date::VARCHAR FROM runs ORDER BY 1") == [
-        ("spreadsheet-bench:Claude", "Claude", "2025-02-01"), ("spreadsheet-bench:GPT-4o", "GPT-4o", "2025-01-10")]
+        ("spreadsheet-bench:Claude", "Claude", "2025-02-01"),
+        ("spreadsheet-bench:GPT-4o", "GPT-4o", "2025-01-10"),
+    ]
     # a blank cell is a task not run, not a failure
     assert rows(tmp_db, "SELECT agent, count(*), avg(score) FROM v_attempts GROUP BY 1 ORDER BY 1") == [
-        ("Claude", 2, 1.0), ("GPT-4o", 3, 0.5)]
+        ("Claude", 2, 1.0),
+        ("GPT-4o", 3, 0.5),
+    ]
     assert rows(tmp_db, "SELECT scoring FROM benchmarks") == [("continuous",)]
 
 
@@ -36,12 +40,15 @@ def test_benchmark_option(tmp_db: Path, tmp_path: Path) -> None:
     assert rows(tmp_db, "SELECT DISTINCT benchmark FROM runs") == [("sheet",)]
 
 
-@pytest.mark.parametrize("content, expected", [
-    ("agent,t1,t2\nA,1,high\n", "'high' is not a score"),
-    ("agent,t1,t2\nA,1\n", "2 cells"),
-    ("agent,t1,t1\nA,1,0\n", "duplicate column"),
-    ("agent,t1,t2\nA,1,7\n", "outside"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ("agent,t1,t2\nA,1,high\n", "'high' is not a score"),
+        ("agent,t1,t2\nA,1\n", "2 cells"),
+        ("agent,t1,t1\nA,1,0\n", "duplicate column"),
+        ("agent,t1,t2\nA,1,7\n", "outside"),
+    ],
+)
 def test_malformed_matrix_writes_nothing(fixture_db: Path, tmp_path: Path, content: str, expected: str) -> None:
     path = tmp_path / "bad.csv"
     path.write_text(content)

@@ -32,7 +32,9 @@ def _eval_zip(path: Path, log: dict, *, extra: dict[str, bytes] | None = None) -
         for sample in log.get("samples") or []:
             zf.writestr(f"samples/{sample['id']}_epoch_{sample['epoch']}.json", json.dumps(sample))
         zf.writestr("reductions.json", json.dumps(log.get("reductions") or []))
-        zf.writestr("summaries.json", json.dumps([{"id": s["id"], "epoch": s["epoch"]} for s in log.get("samples") or []]))
+        zf.writestr(
+            "summaries.json", json.dumps([{"id": s["id"], "epoch": s["epoch"]} for s in log.get("samples") or []])
+        )
         for name, body in (extra or {}).items():
             zf.writestr(name, body)
     return path
@@ -42,17 +44,26 @@ def test_real_json_logs(tmp_db: Path) -> None:
     res = ingest_paths([shared_data("inspect")], db=tmp_db)
     assert [(r.outcome, r.format) for r in res] == [("ingested", "inspect")] * 2, [str(r.error) for r in res]
     runs = rows(tmp_db, "SELECT benchmark, agent, eval_date::VARCHAR, status FROM runs ORDER BY benchmark")
-    assert runs == [("browser", "openai/gpt-4o-mini", "2025-05-12", "success"),
-                    ("popularity", "openai/gpt-4o-mini", "2025-05-12", "cancelled")]
+    assert runs == [
+        ("browser", "openai/gpt-4o-mini", "2025-05-12", "success"),
+        ("popularity", "openai/gpt-4o-mini", "2025-05-12", "cancelled"),
+    ]
     pop = _log(POPULARITY)
     expected = {str(s["id"]): score_value(s["scores"]["match"]["value"]) for s in pop["samples"]}
-    got = dict(rows(tmp_db, "SELECT a.task_id, a.score FROM attempts a JOIN runs r USING (run_id) "
-                            "WHERE r.benchmark = 'popularity'"))
+    got = dict(
+        rows(
+            tmp_db,
+            "SELECT a.task_id, a.score FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = 'popularity'",
+        )
+    )
     assert got == expected
     browser = _log(BROWSER)["samples"][0]
     tokens = sum(u["input_tokens"] for u in browser["model_usage"].values())
-    att = rows(tmp_db, "SELECT input_tokens, latency_s, n_tool_calls, passed FROM attempts a JOIN runs r USING (run_id) "
-                       "WHERE r.benchmark = 'browser'")[0]
+    att = rows(
+        tmp_db,
+        "SELECT input_tokens, latency_s, n_tool_calls, passed FROM attempts a JOIN runs r USING (run_id) "
+        "WHERE r.benchmark = 'browser'",
+    )[0]
     n_tool_events = sum(e["event"] == "tool" for e in browser["events"])
     assert att == (tokens, browser["total_time"], n_tool_events, True)
     tools = [t for (t,) in rows(tmp_db, "SELECT tool FROM steps WHERE kind = 'tool_call' ORDER BY attempt_id, step")]
@@ -98,7 +109,14 @@ def test_cancelled_log_without_samples_is_an_empty_run(tmp_db: Path, tmp_path: P
 
 def test_score_letters() -> None:
     assert [score_value(v) for v in ("C", "I", "P", "N", 0.25, True, {"a": "C", "b": "I"})] == [
-        1.0, 0.0, 0.5, 0.0, 0.25, 1.0, 0.5]
+        1.0,
+        0.0,
+        0.5,
+        0.0,
+        0.25,
+        1.0,
+        0.5,
+    ]
 
 
 def _bomb() -> bytes:
@@ -108,14 +126,17 @@ def _bomb() -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("traversal", "unsafe member name"),
-    ("absolute", "unsafe member name"),
-    ("bomb", "zip bomb"),
-    ("truncated_member", "invalid JSON"),
-    ("truncated_archive", "not a readable zip"),
-    ("no_header", "no header.json"),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("traversal", "unsafe member name"),
+        ("absolute", "unsafe member name"),
+        ("bomb", "zip bomb"),
+        ("truncated_member", "invalid JSON"),
+        ("truncated_archive", "not a readable zip"),
+        ("no_header", "no header.json"),
+    ],
+)
 def test_hostile_or_broken_archives_write_nothing(fixture_db: Path, tmp_path: Path, case: str, expected: str) -> None:
     path = tmp_path / f"{case}.eval"
     log = _log(POPULARITY)

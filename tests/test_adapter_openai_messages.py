@@ -23,7 +23,8 @@ def tau_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_trials_become_samples_with_the_source_rewards(tau_db: Path) -> None:
     source = json.loads(shared_data("tau_bench", "gpt-4o-airline.json").read_text())
     assert rows(tau_db, "SELECT run_id, benchmark, agent FROM runs") == [
-        ("tau-bench-airline-gpt-4o", "tau-bench-airline", "gpt-4o")]
+        ("tau-bench-airline-gpt-4o", "tau-bench-airline", "gpt-4o")
+    ]
     got = {(t, s): p for t, s, p in rows(tau_db, "SELECT task_id, sample, score FROM attempts")}
     assert got == {(str(r["task_id"]), r["trial"]): float(r["reward"]) for r in source}
     assert rows(tau_db, "SELECT count(DISTINCT task_id), count(DISTINCT sample) FROM attempts") == [(50, 4)]
@@ -33,12 +34,18 @@ def test_tool_calls_carry_arguments_and_results(tau_db: Path) -> None:
     source = json.loads(shared_data("tau_bench", "gpt-4o-airline.json").read_text())
     first = source[0]
     n_calls = sum(len(m.get("tool_calls") or []) for m in first["traj"])
-    got = rows(tau_db, "SELECT n_tool_calls FROM attempts WHERE task_id = ? AND sample = ?",
-               [str(first["task_id"]), first["trial"]])
+    got = rows(
+        tau_db,
+        "SELECT n_tool_calls FROM attempts WHERE task_id = ? AND sample = ?",
+        [str(first["task_id"]), first["trial"]],
+    )
     assert got == [(n_calls,)]
-    step = rows(tau_db, "SELECT s.tool, s.args, s.result FROM v_steps s JOIN attempts a USING (attempt_id) "
-                        "WHERE a.task_id = ? AND a.sample = ? AND s.kind = 'tool_call' ORDER BY s.step LIMIT 1",
-                [str(first["task_id"]), first["trial"]])[0]
+    step = rows(
+        tau_db,
+        "SELECT s.tool, s.args, s.result FROM v_steps s JOIN attempts a USING (attempt_id) "
+        "WHERE a.task_id = ? AND a.sample = ? AND s.kind = 'tool_call' ORDER BY s.step LIMIT 1",
+        [str(first["task_id"]), first["trial"]],
+    )[0]
     call = next(m["tool_calls"][0] for m in first["traj"] if m.get("tool_calls"))
     reply = next(m for m in first["traj"] if m["role"] == "tool")
     assert step[0] == call["function"]["name"]
@@ -64,11 +71,14 @@ def test_options_override_names(tmp_db: Path, tmp_path: Path) -> None:
     assert rows(tmp_db, "SELECT run_id, agent, benchmark FROM runs") == [("r1", "my-agent", "tau-bench-airline")]
 
 
-@pytest.mark.parametrize("mutate, expected", [
-    (lambda text: text[: len(text) // 2], "invalid JSON"),
-    (lambda text: text.replace('"task_id": 0', '"task_idx": 0', 1), "task_id: missing"),
-    (lambda text: text.replace('"reward": 0.0', '"reward": "lots"', 1), "score"),
-])
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda text: text[: len(text) // 2], "invalid JSON"),
+        (lambda text: text.replace('"task_id": 0', '"task_idx": 0', 1), "task_id: missing"),
+        (lambda text: text.replace('"reward": 0.0', '"reward": "lots"', 1), "score"),
+    ],
+)
 def test_malformed_trajectories_write_nothing(fixture_db: Path, tmp_path: Path, mutate, expected: str) -> None:
     text = json.dumps(json.loads(shared_data("tau_bench", "gpt-4o-airline.json").read_text())[:3], indent=1)
     path = tmp_path / "gpt-4o-airline.json"

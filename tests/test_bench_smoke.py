@@ -30,9 +30,25 @@ def test_generator_is_seeded_and_shaped(tmp_path: Path) -> None:
 
 def test_bench_ingest_and_bench_pages_run(tmp_path: Path) -> None:
     out = tmp_path / "ingest.json"
-    done = subprocess.run([sys.executable, "bench/bench_ingest.py", "--sizes", "300", "--runs", "3", "--work",
-                           str(tmp_path), "--keep-db", "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/bench_ingest.py",
+            "--sizes",
+            "300",
+            "--runs",
+            "3",
+            "--work",
+            str(tmp_path),
+            "--keep-db",
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     [row] = json.loads(out.read_text())["rows"]
     assert row["attempts"] == 300 and row["steps"] > 900
@@ -42,9 +58,23 @@ def test_bench_ingest_and_bench_pages_run(tmp_path: Path) -> None:
     with duckdb.connect(str(db), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM attempts").fetchall()[0][0] == 300
     pages = tmp_path / "pages.json"
-    done = subprocess.run([sys.executable, "bench/bench_pages.py", "--db", str(db), "--pages", "pages/leaderboard.py",
-                           "pages/drilldown.py", "--json", str(pages)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "bench/bench_pages.py",
+            "--db",
+            str(db),
+            "--pages",
+            "pages/leaderboard.py",
+            "pages/drilldown.py",
+            "--json",
+            str(pages),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(pages.read_text())
     timed = {p["page"]: p for p in result["pages"]}
@@ -56,8 +86,13 @@ def test_bench_ingest_and_bench_pages_run(tmp_path: Path) -> None:
 
 def test_bench_fastpath_runs(tmp_path: Path) -> None:
     [log, *_] = generate(tmp_path / "logs", n_attempts=60, n_runs=2, seed=1)
-    done = subprocess.run([sys.executable, "bench/bench_fastpath.py", str(log), "--repeat", "1"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "bench/bench_fastpath.py", str(log), "--repeat", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     row = done.stdout.splitlines()[-1].split("|")
     assert row[1].strip() == log.name and row[2].strip() == "30"

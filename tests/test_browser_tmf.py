@@ -23,10 +23,12 @@ def colour_shares(png: bytes) -> dict[str, float]:
     img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
     r, g, b = img[..., 0], img[..., 1], img[..., 2]
     n = r.size
-    return {"blue": float(((b > r + 90) & (b > g + 40)).sum() / n),
-            "orange": float(((r > 180) & (g < 120) & (b < 60)).sum() / n),
-            "green": float(((g > r + 40) & (g > b + 30)).sum() / n),
-            "white": float(((r > 245) & (g > 245) & (b > 245)).sum() / n)}
+    return {
+        "blue": float(((b > r + 90) & (b > g + 40)).sum() / n),
+        "orange": float(((r > 180) & (g < 120) & (b < 60)).sum() / n),
+        "green": float(((g > r + 40) & (g > b + 30)).sum() / n),
+        "white": float(((r > 245) & (g > 245) & (b > 245)).sum() / n),
+    }
 
 
 def download(page: object, label: str, target: Path, *, timeout_ms: int = 180_000) -> bytes:
@@ -66,9 +68,9 @@ def test_tmf_page_and_exports_in_chromium(demo_db: Path) -> None:
     img = Image.open(io.BytesIO(png))
     assert img.format == "PNG" and img.size == (2400, 1400)  # 1200 x 700 at scale 2
     shares = colour_shares(png)
-    assert shares["blue"] > 0.002, shares    # frontier step and frontier points
+    assert shares["blue"] > 0.002, shares  # frontier step and frontier points
     assert shares["orange"] > 0.0002, shares  # the human star
-    assert shares["green"] > 0.01, shares    # the intersection (value) fill
+    assert shares["green"] > 0.01, shares  # the intersection (value) fill
     assert 0.2 < shares["white"] < 0.95, shares
     assert svg.lstrip().startswith(b"<svg") and b"Optimal supply curve" in svg
     text = html.decode("utf-8")

@@ -43,12 +43,16 @@ TABLE3 = {
     "Qwen3-8B": (65, 60, 6, 33, 21, 8, 193, 310),
 }
 L3_COVERAGE = {"Gemini-3-Pro": 70.1, "GPT-5.1": 36.8, "o3": 48.3}
-DATA_TOOLS = {"daily_data_by_group_and_field", "hourly_data_by_group_and_field", "get_account_info",
-              "get_account_adgroup_info"}
+DATA_TOOLS = {
+    "daily_data_by_group_and_field",
+    "hourly_data_by_group_and_field",
+    "get_account_info",
+    "get_account_adgroup_info",
+}
 
 
 def _prints(value: float, printed: float, decimals: int = 1) -> bool:
-    return abs(value - printed) <= 0.5 * 10 ** -decimals + 1e-9
+    return abs(value - printed) <= 0.5 * 10**-decimals + 1e-9
 
 
 def _pass_at_k(n: int, c: int, k: int) -> float:
@@ -65,12 +69,16 @@ def con(demo_db: Path):
 
 
 def _per_task(con) -> dict[str, list[tuple[str, int, int]]]:
-    rows = query_rows(con, """
+    rows = query_rows(
+        con,
+        """
         SELECT r.agent, t.level, count(*) AS n, count_if(a.passed) AS c
         FROM attempts a JOIN runs r USING (run_id)
         JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
         WHERE r.benchmark = 'ad-bench' AND r.eval_date = ?
-        GROUP BY r.agent, a.run_id, a.task_id, t.level""", [SNAPSHOT])
+        GROUP BY r.agent, a.run_id, a.task_id, t.level""",
+        [SNAPSHOT],
+    )
     out: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
     for agent, level, n, c in rows:
         out[agent].append((level, n, c))
@@ -80,17 +88,25 @@ def _per_task(con) -> dict[str, list[tuple[str, int, int]]]:
 def test_table2_every_cell_from_sql(con) -> None:
     per_task = _per_task(con)
     assert set(per_task) == set(TABLE2)
-    steps = dict(query_rows(con, """
+    steps = dict(
+        query_rows(
+            con,
+            """
         SELECT r.agent, avg(a.n_tool_calls) FROM attempts a JOIN runs r USING (run_id)
-        WHERE r.benchmark = 'ad-bench' AND r.eval_date = ? GROUP BY r.agent""", [SNAPSHOT]))
+        WHERE r.benchmark = 'ad-bench' AND r.eval_date = ? GROUP BY r.agent""",
+            [SNAPSHOT],
+        )
+    )
     for agent, cells in TABLE2.items():
         tasks = per_task[agent]
         assert len(tasks) == 100 and all(n == 3 for _, n, _ in tasks)
         got = []
         for level in (None, "L1", "L2", "L3"):
             part = [(n, c) for lv, n, c in tasks if level is None or lv == level]
-            got += [100 * np.mean([_pass_at_k(n, c, 1) for n, c in part]),
-                    100 * np.mean([_pass_at_k(n, c, 3) for n, c in part])]
+            got += [
+                100 * np.mean([_pass_at_k(n, c, 1) for n, c in part]),
+                100 * np.mean([_pass_at_k(n, c, 3) for n, c in part]),
+            ]
         for value, printed in zip(got, cells[:8], strict=True):
             assert _prints(value, printed), (agent, got, cells)
         assert _prints(steps[agent], cells[8], 2), (agent, steps[agent])
@@ -112,15 +128,23 @@ def test_table2_through_leaderboard_report(con) -> None:
 
 
 def test_table3_exact_from_error_labels(con) -> None:
-    df = query_df(con, """
+    df = query_df(
+        con,
+        """
         SELECT r.agent, e.code, count(*) AS n
         FROM error_labels e JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
         WHERE r.benchmark = 'ad-bench' AND r.eval_date = ? AND NOT a.passed AND e.source = 'label'
-        GROUP BY r.agent, e.code""", [SNAPSHOT])
+        GROUP BY r.agent, e.code""",
+        [SNAPSHOT],
+    )
     counts = {(r.agent, r.code): int(r.n) for r in df.itertuples()}
-    on_passed = query_rows(con, """
+    on_passed = query_rows(
+        con,
+        """
         SELECT count(*) FROM error_labels e JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
-        WHERE r.eval_date = ? AND a.passed""", [SNAPSHOT])[0][0]
+        WHERE r.eval_date = ? AND a.passed""",
+        [SNAPSHOT],
+    )[0][0]
     assert on_passed == 0
     for agent, (te, pe, de, ce, hal, lc, n_err, n_total) in TABLE3.items():
         got = [counts.get((agent, code), 0) for code in ("TE", "PE", "DE", "CE", "HAL", "LC")]
@@ -128,31 +152,50 @@ def test_table3_exact_from_error_labels(con) -> None:
         assert sum(got) == n_err
         total = sum(v for (a, _), v in counts.items() if a == agent)
         assert total == n_total, agent
-        assert {code for (a, code) in counts if a == agent} <= {"TE", "PE", "DE", "CE", "HAL", "LC", "REDUNDANT",
-                                                                 "NO_TOOL", "TOOL"}
+        assert {code for (a, code) in counts if a == agent} <= {
+            "TE",
+            "PE",
+            "DE",
+            "CE",
+            "HAL",
+            "LC",
+            "REDUNDANT",
+            "NO_TOOL",
+            "TOOL",
+        }
 
 
 def _trajectories(con, date: str) -> dict[int, dict]:
-    rows = query_rows(con, """
+    rows = query_rows(
+        con,
+        """
         SELECT a.attempt_id, r.agent, t.level, t.reference_trajectory, a.passed, s.step, s.kind, s.tool,
                CAST(s.args AS VARCHAR), s.error
         FROM attempts a JOIN runs r USING (run_id)
         JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
         LEFT JOIN steps s USING (attempt_id)
         WHERE r.benchmark = 'ad-bench' AND r.eval_date = ?
-        ORDER BY a.attempt_id, s.step""", [date])
+        ORDER BY a.attempt_id, s.step""",
+        [date],
+    )
     out: dict[int, dict] = {}
     for aid, agent, level, ref, passed, _step, kind, tool, args, error in rows:
-        att = out.setdefault(aid, {"agent": agent, "level": level, "ref": list(ref), "passed": passed, "calls": [],
-                                   "kinds": [], "errors": 0})
+        att = out.setdefault(
+            aid,
+            {"agent": agent, "level": level, "ref": list(ref), "passed": passed, "calls": [], "kinds": [], "errors": 0},
+        )
         att["kinds"].append(kind)
         att["errors"] += error is not None
         if kind == "tool_call":
             att["calls"].append((tool, json.loads(args) if args else None))
-    labels = query_rows(con, """
+    labels = query_rows(
+        con,
+        """
         SELECT e.attempt_id, list(e.code ORDER BY e.code) FROM error_labels e
         JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
-        WHERE r.eval_date = ? AND r.benchmark = 'ad-bench' GROUP BY e.attempt_id""", [date])
+        WHERE r.eval_date = ? AND r.benchmark = 'ad-bench' GROUP BY e.attempt_id""",
+        [date],
+    )
     for aid, codes in labels:
         out[aid]["codes"] = set(codes)
     return out
@@ -198,23 +241,31 @@ def test_trajectories_agree_with_labels(con) -> None:
 
 
 def test_benchmark_runs_tasks_costs(con) -> None:
-    bench = query_rows(con, "SELECT scoring, pass_threshold, CAST(tool_graph AS VARCHAR) FROM benchmarks "
-                            "WHERE benchmark = 'ad-bench'")
+    bench = query_rows(
+        con, "SELECT scoring, pass_threshold, CAST(tool_graph AS VARCHAR) FROM benchmarks WHERE benchmark = 'ad-bench'"
+    )
     assert bench and bench[0][0] == "binary" and bench[0][1] == 1.0
     graph = json.loads(bench[0][2])
     assert len(graph) == 9 and graph["daily_data_by_group_and_field"] == ["get_user_account_list"]
-    levels = dict(query_rows(con, "SELECT level, count(*) FROM tasks WHERE benchmark = 'ad-bench' "
-                                  "AND task_id LIKE 'L%' GROUP BY level"))
+    levels = dict(
+        query_rows(
+            con, "SELECT level, count(*) FROM tasks WHERE benchmark = 'ad-bench' AND task_id LIKE 'L%' GROUP BY level"
+        )
+    )
     assert levels == {"L1": 24, "L2": 47, "L3": 29}
-    ref_len = query_rows(con, "SELECT DISTINCT level, len(reference_trajectory) FROM tasks "
-                              "WHERE benchmark = 'ad-bench' ORDER BY 1")
+    ref_len = query_rows(
+        con, "SELECT DISTINCT level, len(reference_trajectory) FROM tasks WHERE benchmark = 'ad-bench' ORDER BY 1"
+    )
     assert ref_len == [("L1", 2), ("L2", 3), ("L3", 4)]
-    missing = query_rows(con, """
+    missing = query_rows(
+        con,
+        """
         SELECT count_if(r.price_input_per_mtok IS NULL OR r.price_output_per_mtok IS NULL),
                count_if(a.cost_usd IS NULL OR a.latency_s IS NULL OR a.input_tokens IS NULL),
                count_if(t.human_minutes IS NULL), count(DISTINCT r.run_id), count_if(r.judge IS NULL)
         FROM attempts a JOIN runs r USING (run_id) JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
-        WHERE r.benchmark = 'ad-bench'""")[0]
+        WHERE r.benchmark = 'ad-bench'""",
+    )[0]
     assert missing[:3] == (0, 0, 0) and missing[3] > 10 and missing[4] == 0
     # the hand-written starter is no longer part of the demo
     assert query_rows(con, "SELECT count(*) FROM benchmarks WHERE benchmark = 'mini-bench'")[0][0] == 0
@@ -235,10 +286,13 @@ def test_history_truth_csv_is_current_and_abilities_rise() -> None:
 
 def test_history_raw_pass_rates_mislead(con) -> None:
     truth = {row["id"]: row for row in history.truth_rows(history.simulate()) if row["kind"] == "run"}
-    rows = query_rows(con, """
+    rows = query_rows(
+        con,
+        """
         SELECT r.run_id, r.eval_date, avg(CAST(a.passed AS DOUBLE)), count(*), max(a.sample)
         FROM attempts a JOIN runs r USING (run_id)
-        WHERE r.benchmark = 'ad-bench' AND r.eval_date < DATE '2026-01-01' GROUP BY r.run_id, r.eval_date""")
+        WHERE r.benchmark = 'ad-bench' AND r.eval_date < DATE '2026-01-01' GROUP BY r.run_id, r.eval_date""",
+    )
     assert {r[0] for r in rows} == set(truth)
     assert all(r[4] == 0 for r in rows)  # one sample per task in history runs
     raw = np.array([r[2] for r in rows])
@@ -251,9 +305,12 @@ def test_history_raw_pass_rates_mislead(con) -> None:
     drops = [sorted(v)[0][1] - sorted(v)[-1][1] for v in by_version.values() if len(v) > 1]
     assert max(drops) > 0.1
     # pools are refreshed: tasks retired and added between periods, linked through shared ones
-    pools = query_rows(con, """
+    pools = query_rows(
+        con,
+        """
         SELECT r.eval_date, list(DISTINCT a.task_id) FROM attempts a JOIN runs r USING (run_id)
-        WHERE r.benchmark = 'ad-bench' AND r.eval_date < DATE '2026-01-01' GROUP BY r.eval_date ORDER BY 1""")
+        WHERE r.benchmark = 'ad-bench' AND r.eval_date < DATE '2026-01-01' GROUP BY r.eval_date ORDER BY 1""",
+    )
     sets = [set(p[1]) for p in pools]
     assert len(sets) == 4
     for a, b in zip(sets, sets[1:], strict=False):
@@ -277,9 +334,12 @@ def test_generation_is_deterministic(tmp_path: Path) -> None:
 def test_history_abilities_recoverable_by_a_simple_rasch_fit(con) -> None:
     """A ridge-penalised 1PL joint fit (written out here) tracks the truth far better than raw rates do."""
     truth = {row["id"]: row["ability"] for row in history.truth_rows(history.simulate()) if row["kind"] == "run"}
-    df = query_df(con, """
+    df = query_df(
+        con,
+        """
         SELECT a.run_id, a.task_id, CAST(a.passed AS DOUBLE) AS y FROM attempts a JOIN runs r USING (run_id)
-        WHERE r.benchmark = 'ad-bench' AND r.eval_date < DATE '2026-01-01' ORDER BY a.run_id, a.task_id""")
+        WHERE r.benchmark = 'ad-bench' AND r.eval_date < DATE '2026-01-01' ORDER BY a.run_id, a.task_id""",
+    )
     runs, r_ix = np.unique(df["run_id"], return_inverse=True)
     _, i_ix = np.unique(df["task_id"], return_inverse=True)
     y = df["y"].to_numpy()
@@ -302,14 +362,17 @@ def test_rule_labels_agree_with_log_labels(demo_db: Path) -> None:
     rules = pytest.importorskip("analytics.rules")
     rules.refresh_rules(demo_db, benchmark="ad-bench")
     with reader(demo_db) as con:
-        rows = query_rows(con, """
+        rows = query_rows(
+            con,
+            """
             WITH ab AS (SELECT a.attempt_id FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = 'ad-bench'),
             l AS (SELECT DISTINCT attempt_id, code FROM error_labels JOIN ab USING (attempt_id)
                   WHERE source = 'label' AND code IN ('DE', 'REDUNDANT', 'NO_TOOL', 'TOOL')),
             ru AS (SELECT DISTINCT attempt_id, code FROM error_labels JOIN ab USING (attempt_id) WHERE source = 'rule')
             SELECT coalesce(l.code, ru.code), count_if(l.attempt_id IS NULL), count_if(ru.attempt_id IS NULL),
                    count_if(l.attempt_id IS NOT NULL AND ru.attempt_id IS NOT NULL)
-            FROM l FULL JOIN ru USING (attempt_id, code) GROUP BY 1""")
+            FROM l FULL JOIN ru USING (attempt_id, code) GROUP BY 1""",
+        )
     got = {code: (rule_only, label_only, both) for code, rule_only, label_only, both in rows}
     assert set(got) == {"DE", "REDUNDANT", "NO_TOOL", "TOOL"}
     for code, (rule_only, label_only, both) in got.items():

@@ -22,23 +22,35 @@ TOL = 0.5
 
 # xbench Table 9 (recruitment): Average, Company Mapping, People-to-Info, Info-to-People.
 TABLE9 = {
-    "o3": (78.5, 92.3, 82.8, 66.2), "Perplexity-Search": (64.4, 88.5, 59.4, 51.9),
-    "Claude-3.7-Sonnet": (61.4, 86.5, 47.2, 54.8), "o4-mini-high": (61.4, 71.3, 50.1, 62.9),
-    "Gemini-2.5-Flash": (60.6, 84.5, 50.0, 52.4), "Perplexity-Research": (59.1, 88.5, 56.3, 41.4),
-    "Gemini-2.5-Pro": (57.3, 75.0, 53.1, 48.6), "DeepSeek R1": (48.3, 75.0, 42.2, 34.8),
-    "Grok3-Search": (47.1, 82.8, 45.0, 13.3), "GPT-4o": (38.9, 62.5, 30.1, 29.5),
+    "o3": (78.5, 92.3, 82.8, 66.2),
+    "Perplexity-Search": (64.4, 88.5, 59.4, 51.9),
+    "Claude-3.7-Sonnet": (61.4, 86.5, 47.2, 54.8),
+    "o4-mini-high": (61.4, 71.3, 50.1, 62.9),
+    "Gemini-2.5-Flash": (60.6, 84.5, 50.0, 52.4),
+    "Perplexity-Research": (59.1, 88.5, 56.3, 41.4),
+    "Gemini-2.5-Pro": (57.3, 75.0, 53.1, 48.6),
+    "DeepSeek R1": (48.3, 75.0, 42.2, 34.8),
+    "Grok3-Search": (47.1, 82.8, 45.0, 13.3),
+    "GPT-4o": (38.9, 62.5, 30.1, 29.5),
 }
 # xbench Table 8 (marketing): Average, E-commerce, App, Game.
 TABLE8 = {
-    "o3": (50.8, 50.6, 46.0, 52.5), "Claude-3.7-Sonnet": (47.6, 46.2, 46.9, 43.5),
-    "Grok3-Search": (46.5, 45.3, 52.2, 47.5), "Gemini-2.5-Pro": (45.9, 45.8, 40.1, 45.4),
-    "Gemini-2.5-Flash": (45.3, 40.8, 45.3, 46.7), "o4-mini-high": (43.5, 44.1, 39.0, 40.5),
-    "Perplexity-Research": (40.2, 41.3, 32.0, 44.0), "Perplexity-Search": (34.4, 36.6, 26.4, 31.1),
+    "o3": (50.8, 50.6, 46.0, 52.5),
+    "Claude-3.7-Sonnet": (47.6, 46.2, 46.9, 43.5),
+    "Grok3-Search": (46.5, 45.3, 52.2, 47.5),
+    "Gemini-2.5-Pro": (45.9, 45.8, 40.1, 45.4),
+    "Gemini-2.5-Flash": (45.3, 40.8, 45.3, 46.7),
+    "o4-mini-high": (43.5, 44.1, 39.0, 40.5),
+    "Perplexity-Research": (40.2, 41.3, 32.0, 44.0),
+    "Perplexity-Search": (34.4, 36.6, 26.4, 31.1),
     "GPT-4o": (32.0, 30.4, 36.4, 26.8),
 }
 XBENCH = {
-    "xbench-recruitment": (TABLE9, ("Company Mapping", "People-to-Info", "Info-to-People"),
-                           {"Company Mapping": 22, "Info-to-People": 15, "People-to-Info": 13}),
+    "xbench-recruitment": (
+        TABLE9,
+        ("Company Mapping", "People-to-Info", "Info-to-People"),
+        {"Company Mapping": 22, "Info-to-People": 15, "People-to-Info": 13},
+    ),
     "xbench-marketing": (TABLE8, ("E-commerce", "App", "Game"), {"App": 34, "Game": 8, "E-commerce": 8}),
 }
 # LiveAgentBench Table 2: Overall, W&S, DL, IA&P, H&SS, SP, Text File, Image, Video, Audio.
@@ -58,10 +70,20 @@ TABLE2 = {
     "Human": (69.25, 75.41, 74.23, 74.47, 62.65, 64.20, 73.33, 60.50, 80.0, 73.33),
 }
 LAB_SCENARIOS = {"W&S": 61, "DL": 97, "IA&P": 47, "H&SS": 83, "SP": 81}
-LAB_KINDS = {"Qwen3-235B-A22B": "llm", "Claude35-sonnet": "llm", "GPT-4o": "llm", "Gemini-2.5-pro": "llm",
-             "Deepseek-R1": "llm", "Gemini Deep Research": "agent", "Manus": "agent",
-             "OpenAI Deep Research": "agent", "Perplexity Research": "agent", "Coze Space": "agent",
-             "AWorld": "framework", "Human": "human"}
+LAB_KINDS = {
+    "Qwen3-235B-A22B": "llm",
+    "Claude35-sonnet": "llm",
+    "GPT-4o": "llm",
+    "Gemini-2.5-pro": "llm",
+    "Deepseek-R1": "llm",
+    "Gemini Deep Research": "agent",
+    "Manus": "agent",
+    "OpenAI Deep Research": "agent",
+    "Perplexity Research": "agent",
+    "Coze Space": "agent",
+    "AWorld": "framework",
+    "Human": "human",
+}
 
 # Per run and task: mean normalised score over samples; then per category and overall, x 100.
 CELLS_SQL = """
@@ -105,8 +127,9 @@ def _doc_exceptions() -> set[tuple[str, str, str]]:
     """(benchmark, agent, column) rows of the exceptions table in the doc: `| bench | agent | column | ...`."""
     found = set()
     for line in _doc().splitlines():
-        m = re.match(r"^\|\s*(xbench-recruitment|xbench-marketing|liveagentbench)\s*\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|",
-                     line)
+        m = re.match(
+            r"^\|\s*(xbench-recruitment|xbench-marketing|liveagentbench)\s*\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|", line
+        )
         if m:
             found.add((m.group(1), m.group(2), m.group(3)))
     return found
@@ -123,28 +146,53 @@ def test_xbench_tasks_scoring_and_human_minutes(db: Path) -> None:
             assert query_rows(con, "SELECT scoring FROM benchmarks WHERE benchmark = ?", [bench]) == [("graded",)]
             rows = dict(query_rows(con, "SELECT category, count(*) FROM tasks WHERE benchmark = ? GROUP BY 1", [bench]))
             assert rows == counts
-            bad = query_rows(con, """SELECT count(*) FROM attempts a JOIN runs r USING (run_id)
+            bad = query_rows(
+                con,
+                """SELECT count(*) FROM attempts a JOIN runs r USING (run_id)
                                     WHERE r.benchmark = ? AND NOT (a.raw_score BETWEEN 1 AND 5
-                                    AND abs(a.score - (a.raw_score - 1) / 4) < 1e-9)""", [bench])
+                                    AND abs(a.score - (a.raw_score - 1) / 4) < 1e-9)""",
+                [bench],
+            )
             assert bad == [(0,)]
-        rec = query_rows(con, """SELECT count_if(human_minutes <= 5), count_if(human_minutes > 5 AND human_minutes <= 20),
+        rec = query_rows(
+            con,
+            """SELECT count_if(human_minutes <= 5), count_if(human_minutes > 5 AND human_minutes <= 20),
                                  count_if(human_minutes > 20 AND human_minutes <= 40), count_if(human_minutes > 40)
-                                 FROM tasks WHERE benchmark = 'xbench-recruitment'""", [])
+                                 FROM tasks WHERE benchmark = 'xbench-recruitment'""",
+            [],
+        )
         assert rec == [(6, 8, 17, 19)]  # 12 / 16 / 34 / 38 % of 50
-        mkt = query_rows(con, """SELECT count_if(human_minutes <= 30), count_if(human_minutes > 30 AND human_minutes <= 60),
+        mkt = query_rows(
+            con,
+            """SELECT count_if(human_minutes <= 30), count_if(human_minutes > 30 AND human_minutes <= 60),
                                  count_if(human_minutes > 60 AND human_minutes <= 120), count_if(human_minutes > 120)
-                                 FROM tasks WHERE benchmark = 'xbench-marketing'""", [])
+                                 FROM tasks WHERE benchmark = 'xbench-marketing'""",
+            [],
+        )
         assert mkt == [(18, 10, 11, 11)]  # 36 / 20 / 22 / 22 % of 50
-        runs = query_rows(con, """SELECT count(*), count_if(eval_date BETWEEN DATE '2025-05-01' AND DATE '2025-05-31'),
-                                  count_if(judge = 'gemini-2.5-flash') FROM runs WHERE benchmark LIKE 'xbench-%'""", [])
+        runs = query_rows(
+            con,
+            """SELECT count(*), count_if(eval_date BETWEEN DATE '2025-05-01' AND DATE '2025-05-31'),
+                                  count_if(judge = 'gemini-2.5-flash') FROM runs WHERE benchmark LIKE 'xbench-%'""",
+            [],
+        )
         assert runs == [(19, 19, 19)]
-        costs = query_rows(con, """SELECT count_if(a.cost_usd IS NULL OR a.latency_s IS NULL OR a.input_tokens IS NULL)
-                                   FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark LIKE 'xbench-%'""", [])
+        costs = query_rows(
+            con,
+            """SELECT count_if(a.cost_usd IS NULL OR a.latency_s IS NULL OR a.input_tokens IS NULL)
+                                   FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark LIKE 'xbench-%'""",
+            [],
+        )
         assert costs == [(0,)]
 
 
-def _nearest_feasible_gap(published: tuple[float, ...], cats: tuple[str, ...], counts: dict[str, int],
-                          n_items: dict[str, int], raw_step: float) -> float:
+def _nearest_feasible_gap(
+    published: tuple[float, ...],
+    cats: tuple[str, ...],
+    counts: dict[str, int],
+    n_items: dict[str, int],
+    raw_step: float,
+) -> float:
     """The smallest achievable worst deviation of a row (Average included), every category within TOL.
 
     A category of ``n`` attempts has means 100 * u * step / (4 n) for integer u (raw scores on a
@@ -174,11 +222,21 @@ def test_xbench_every_cell(db: Path, bench: str) -> None:
     assert {a for a, _ in cells} == set(table)
     exceptions = _doc_exceptions()
     with reader(db) as con:
-        samples = dict(query_rows(con, """SELECT t.category, count(*) / count(DISTINCT r.run_id) FROM attempts a
+        samples = dict(
+            query_rows(
+                con,
+                """SELECT t.category, count(*) / count(DISTINCT r.run_id) FROM attempts a
                                          JOIN runs r USING (run_id) JOIN tasks t ON t.benchmark = r.benchmark
-                                         AND t.task_id = a.task_id WHERE r.benchmark = ? GROUP BY 1""", [bench]))
-        raws = query_rows(con, """SELECT bool_and(a.raw_score = round(a.raw_score)) FROM attempts a JOIN runs r
-                                  USING (run_id) WHERE r.benchmark = ?""", [bench])
+                                         AND t.task_id = a.task_id WHERE r.benchmark = ? GROUP BY 1""",
+                [bench],
+            )
+        )
+        raws = query_rows(
+            con,
+            """SELECT bool_and(a.raw_score = round(a.raw_score)) FROM attempts a JOIN runs r
+                                  USING (run_id) WHERE r.benchmark = ?""",
+            [bench],
+        )
     raw_step = 1.0 if raws == [(True,)] else 0.01
     for agent, published in table.items():
         average, *published_cats = published
@@ -192,7 +250,9 @@ def test_xbench_every_cell(db: Path, bench: str) -> None:
         # Published Average not reachable with the categories in tolerance: must be documented, and the
         # row's worst deviation must be the best any data could achieve (nearest feasible).
         assert (bench, agent, "Average") in exceptions, f"undocumented exception {bench} {agent} Average"
-        worst = max([abs(got - average)] + [abs(cells[(agent, c)] - v) for c, v in zip(cats, published_cats, strict=True)])
+        worst = max(
+            [abs(got - average)] + [abs(cells[(agent, c)] - v) for c, v in zip(cats, published_cats, strict=True)]
+        )
         best = _nearest_feasible_gap(published, cats, counts, samples, raw_step)
         assert worst <= best + 0.06, (agent, worst, best)  # 0.06: marketing keeps 0.05 inside the tolerance
 
@@ -219,10 +279,14 @@ def test_xbench_leaderboard_agrees(db: Path) -> None:
 def _lab_cells(db: Path) -> dict[tuple[str, str], float]:
     cells = {(a, c or "none"): v for (a, c), v in _cells(db, "liveagentbench").items()}
     with reader(db) as con:
-        rows = query_rows(con, """SELECT r.agent, cap, 100 * avg(a.score) FROM attempts a JOIN runs r USING (run_id)
+        rows = query_rows(
+            con,
+            """SELECT r.agent, cap, 100 * avg(a.score) FROM attempts a JOIN runs r USING (run_id)
                                   JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id,
                                   unnest(t.capabilities) AS u(cap)
-                                  WHERE r.benchmark = 'liveagentbench' GROUP BY 1, 2""", [])
+                                  WHERE r.benchmark = 'liveagentbench' GROUP BY 1, 2""",
+            [],
+        )
     cells.update({(a, cap): v for a, cap, v in rows})
     return cells
 
@@ -230,26 +294,52 @@ def _lab_cells(db: Path) -> dict[tuple[str, str], float]:
 def test_lab_tasks(db: Path) -> None:
     with reader(db) as con:
         assert query_rows(con, "SELECT count(*) FROM tasks WHERE benchmark = 'liveagentbench'", []) == [(374,)]
-        scen = dict(query_rows(con, """SELECT category, count(*) FROM tasks WHERE benchmark = 'liveagentbench'
-                                       AND category IS NOT NULL GROUP BY 1""", []))
+        scen = dict(
+            query_rows(
+                con,
+                """SELECT category, count(*) FROM tasks WHERE benchmark = 'liveagentbench'
+                                       AND category IS NOT NULL GROUP BY 1""",
+                [],
+            )
+        )
         assert scen == LAB_SCENARIOS
-        caps = dict(query_rows(con, """SELECT cap, count(*) FROM tasks, unnest(capabilities) AS u(cap)
-                                       WHERE benchmark = 'liveagentbench' GROUP BY 1""", []))
+        caps = dict(
+            query_rows(
+                con,
+                """SELECT cap, count(*) FROM tasks, unnest(capabilities) AS u(cap)
+                                       WHERE benchmark = 'liveagentbench' GROUP BY 1""",
+                [],
+            )
+        )
         assert set(caps) == {"text file", "image", "video", "audio"}
         kinds = dict(query_rows(con, "SELECT agent, kind FROM runs WHERE benchmark = 'liveagentbench'", []))
         assert kinds == LAB_KINDS
-        one = query_rows(con, """SELECT count(*), count(DISTINCT (run_id, task_id)), bool_and(score IN (0, 1))
-                                 FROM attempts JOIN runs USING (run_id) WHERE benchmark = 'liveagentbench'""", [])
+        one = query_rows(
+            con,
+            """SELECT count(*), count(DISTINCT (run_id, task_id)), bool_and(score IN (0, 1))
+                                 FROM attempts JOIN runs USING (run_id) WHERE benchmark = 'liveagentbench'""",
+            [],
+        )
         assert one == [(12 * 374, 12 * 374, True)]
 
 
 def test_lab_every_cell(db: Path) -> None:
     cells = _lab_cells(db)
     with reader(db) as con:
-        sizes = dict(query_rows(con, """SELECT cap, count(*) FROM tasks, unnest(capabilities) AS u(cap)
-                                        WHERE benchmark = 'liveagentbench' GROUP BY 1""", []))
-        n_none = query_rows(con, """SELECT count(*) FROM tasks WHERE benchmark = 'liveagentbench'
-                                    AND category IS NULL""", [])[0][0]
+        sizes = dict(
+            query_rows(
+                con,
+                """SELECT cap, count(*) FROM tasks, unnest(capabilities) AS u(cap)
+                                        WHERE benchmark = 'liveagentbench' GROUP BY 1""",
+                [],
+            )
+        )
+        n_none = query_rows(
+            con,
+            """SELECT count(*) FROM tasks WHERE benchmark = 'liveagentbench'
+                                    AND category IS NULL""",
+            [],
+        )[0][0]
     sizes.update(LAB_SCENARIOS)
     sizes["Overall"] = 374
     exceptions = _doc_exceptions()
@@ -273,23 +363,37 @@ def test_lab_every_cell(db: Path) -> None:
     for agent, values in TABLE2.items():
         for col, value in zip(LAB_COLUMNS[:6], values[:6], strict=True):
             n = sizes[col]
-            if not any(round(100 * k / n, 2) == value for k in range(n + 1)) and abs(
-                    round(cells[(agent, col)], 2) - value) > 0.011:
+            if (
+                not any(round(100 * k / n, 2) == value for k in range(n + 1))
+                and abs(round(cells[(agent, col)], 2) - value) > 0.011
+            ):
                 assert ("liveagentbench", agent, col) in exceptions, f"{agent} {col} not documented"
 
 
 def test_lab_aworld_tool_failures_and_refusals(db: Path) -> None:
     with reader(db) as con:
-        rows = query_rows(con, """SELECT r.agent, count_if(a.status = 'tool_failure'), count(*),
+        rows = query_rows(
+            con,
+            """SELECT r.agent, count_if(a.status = 'tool_failure'), count(*),
                                          count_if(a.status = 'tool_failure' AND a.passed)
                                   FROM attempts a JOIN runs r USING (run_id)
-                                  WHERE r.benchmark = 'liveagentbench' GROUP BY 1""", [])
-        labels = query_rows(con, """SELECT count(*) FROM error_labels l JOIN attempts a USING (attempt_id)
+                                  WHERE r.benchmark = 'liveagentbench' GROUP BY 1""",
+            [],
+        )
+        labels = query_rows(
+            con,
+            """SELECT count(*) FROM error_labels l JOIN attempts a USING (attempt_id)
                                     JOIN runs r USING (run_id) WHERE r.agent = 'AWorld' AND l.code = 'TOOL'
-                                    AND r.benchmark = 'liveagentbench'""", [])
-        refused_passed = query_rows(con, """SELECT count(*) FROM attempts a JOIN runs r USING (run_id)
+                                    AND r.benchmark = 'liveagentbench'""",
+            [],
+        )
+        refused_passed = query_rows(
+            con,
+            """SELECT count(*) FROM attempts a JOIN runs r USING (run_id)
                                             WHERE r.benchmark = 'liveagentbench' AND a.status = 'refused'
-                                            AND a.passed""", [])
+                                            AND a.passed""",
+            [],
+        )
     by = {agent: (fail, n, fail_passed) for agent, fail, n, fail_passed in rows}
     fail, n, fail_passed = by["AWorld"]
     assert round(100 * fail / n, 2) == 11.76 and n == 374 and fail_passed == 0

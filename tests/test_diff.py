@@ -13,16 +13,23 @@ from analytics import diff
 from ingest.pipeline import ingest_paths
 
 
-@pytest.mark.parametrize(("b", "c", "p"), [(1, 6, 16 / 128), (0, 5, 2 / 32), (3, 3, 1.0), (0, 0, 1.0),
-                                           (6, 1, 16 / 128)])
+@pytest.mark.parametrize(
+    ("b", "c", "p"), [(1, 6, 16 / 128), (0, 5, 2 / 32), (3, 3, 1.0), (0, 0, 1.0), (6, 1, 16 / 128)]
+)
 def test_mcnemar_exact_by_hand(b: int, c: int, p: float) -> None:
     assert diff.mcnemar_exact(b, c) == pytest.approx(p)
 
 
 def test_default_pair_prefers_a_family_with_two_versions() -> None:
-    runs = pd.DataFrame({"run_id": ["x3", "g2", "x2", "g1"], "agent": ["X", "G", "X", "G"],
-                         "family": [None, "G", None, "G"], "agent_version": ["3", "2", "2", "1"],
-                         "eval_date": pd.to_datetime(["2026-03-01", "2026-02-01", "2026-01-15", "2026-01-01"])})
+    runs = pd.DataFrame(
+        {
+            "run_id": ["x3", "g2", "x2", "g1"],
+            "agent": ["X", "G", "X", "G"],
+            "family": [None, "G", None, "G"],
+            "agent_version": ["3", "2", "2", "1"],
+            "eval_date": pd.to_datetime(["2026-03-01", "2026-02-01", "2026-01-15", "2026-01-01"]),
+        }
+    )
     assert diff.default_pair(runs) == ("x2", "x3")  # family falls back to the agent name
     assert diff.default_pair(runs[runs.run_id != "x2"]) == ("g1", "g2")
     assert diff.default_pair(runs.head(1)) is None
@@ -33,15 +40,39 @@ def _write_bench(path: Path) -> Path:
     outcomes_a = {"t1": [1, 1], "t2": [1, 0], "t3": [0, 0], "t4": [0, 1], "t5": [1, 1], "t6": [0, 0]}
     outcomes_b = {"t1": [0, 0], "t2": [1, 1], "t3": [1, 0], "t4": [1, 1], "t5": [1, 1], "t7": [1, 1]}
     for t in sorted(set(outcomes_a) | set(outcomes_b)):
-        lines.append({"record": "task", "benchmark": "flip-bench", "task_id": t,
-                      "level": "L1" if t in ("t1", "t2", "t3") else "L2", "category": "c"})
+        lines.append(
+            {
+                "record": "task",
+                "benchmark": "flip-bench",
+                "task_id": t,
+                "level": "L1" if t in ("t1", "t2", "t3") else "L2",
+                "category": "c",
+            }
+        )
     for run, outcomes, date in (("a-v1", outcomes_a, "2026-01-01"), ("a-v2", outcomes_b, "2026-02-01")):
-        lines.append({"record": "run", "run_id": run, "benchmark": "flip-bench", "agent": "A", "family": "A",
-                      "agent_version": run[-2:], "eval_date": date})
+        lines.append(
+            {
+                "record": "run",
+                "run_id": run,
+                "benchmark": "flip-bench",
+                "agent": "A",
+                "family": "A",
+                "agent_version": run[-2:],
+                "eval_date": date,
+            }
+        )
         for t, scores in outcomes.items():
             for sample, score in enumerate(scores):
-                lines.append({"record": "attempt", "run_id": run, "task_id": t, "sample": sample, "score": score,
-                              "steps": [{"round": 1, "tool": "search", "args": {"q": t}, "result": "r"}]})
+                lines.append(
+                    {
+                        "record": "attempt",
+                        "run_id": run,
+                        "task_id": t,
+                        "sample": sample,
+                        "score": score,
+                        "steps": [{"round": 1, "tool": "search", "args": {"q": t}, "result": "r"}],
+                    }
+                )
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     return path
 

@@ -13,8 +13,13 @@ from tests.conftest import ROOT
 
 
 def run_doctor(db: Path) -> tuple[int, dict]:
-    out = subprocess.run([sys.executable, "-m", "analytics", "doctor", "--db", str(db), "--json"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "analytics", "doctor", "--db", str(db), "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return out.returncode, json.loads(out.stdout)
 
 

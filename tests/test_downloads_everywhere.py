@@ -21,9 +21,14 @@ def deep_link_params(db: Path) -> dict[str, str]:
     """Query parameters that select one attempt (drilldown-style pages) and a query (the SQL page)."""
     with rdb.reader(db) as con:
         run_id, task_id, sample = rdb.query_rows(
-            con, "SELECT run_id, task_id, sample FROM attempts ORDER BY attempt_id LIMIT 1")[0]
-    return {"run": str(run_id), "task": str(task_id), "sample": str(sample),
-            "q": "SELECT agent, count(*) AS n_attempts FROM v_attempts GROUP BY agent ORDER BY agent"}
+            con, "SELECT run_id, task_id, sample FROM attempts ORDER BY attempt_id LIMIT 1"
+        )[0]
+    return {
+        "run": str(run_id),
+        "task": str(task_id),
+        "sample": str(sample),
+        "q": "SELECT agent, count(*) AS n_attempts FROM v_attempts GROUP BY agent ORDER BY agent",
+    }
 
 
 def download_counts(at: AppTest) -> tuple[int, int]:
@@ -35,8 +40,10 @@ def download_counts(at: AppTest) -> tuple[int, int]:
 def chart_png_configured(chart) -> bool:
     """A Plotly chart whose toolbar saves a PNG (the config ui.common.show_fig passes)."""
     config = json.loads(chart.proto.config or "{}")
-    return config.get("toImageButtonOptions", {}).get("format", "png") == "png" and config.get(
-        "displayModeBar", True) is not False
+    return (
+        config.get("toImageButtonOptions", {}).get("format", "png") == "png"
+        and config.get("displayModeBar", True) is not False
+    )
 
 
 @pytest.mark.slow
@@ -58,8 +65,9 @@ def test_every_table_and_chart_offers_downloads(page: str, demo_db: Path, monkey
 
 def test_the_check_sees_tables_and_buttons(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The counting helpers work on a page known to draw a table, a chart and their downloads."""
-    at = run_page("pages/sql.py", fixture_db, monkeypatch,
-                  q="SELECT agent, count(*) AS n FROM v_attempts GROUP BY agent")
+    at = run_page(
+        "pages/sql.py", fixture_db, monkeypatch, q="SELECT agent, count(*) AS n FROM v_attempts GROUP BY agent"
+    )
     assert not at.exception
     n_csv, n_parquet = download_counts(at)
     charts = at.get("plotly_chart")

@@ -14,15 +14,27 @@ from analytics import db as rdb
 from analytics import errors as err
 from ingest.pipeline import ingest_paths
 
-TASKS = {"A": ("L1", "lookup"), "B": ("L3", "compute"), "C": ("L3", "compute"), "D": ("L3", "trend"),
-         "E": ("L3", "trend")}
+TASKS = {
+    "A": ("L1", "lookup"),
+    "B": ("L3", "compute"),
+    "C": ("L3", "compute"),
+    "D": ("L3", "trend"),
+    "E": ("L3", "trend"),
+}
 # (run, task, sample, passed, codes from the log)
 ATTEMPTS = [
-    ("v3", "A", 0, False, ["PE", "HAL"]), ("v3", "B", 0, False, ["PE", "TE"]), ("v3", "C", 0, False, ["PE"]),
-    ("v3", "D", 0, False, ["PE", "TE", "XYZ"]), ("v3", "E", 0, False, ["PE", {"code": "PE", "step": 1}]),
-    ("v3", "A", 1, True, ["TE"]), ("v3", "B", 1, False, []),
-    ("v4", "A", 0, False, ["PE"]), ("v4", "B", 0, False, ["PE", "CE"]), ("v4", "C", 0, False, ["TE"]),
-    ("v4", "D", 0, True, []), ("v4", "E", 0, False, ["PE"]),
+    ("v3", "A", 0, False, ["PE", "HAL"]),
+    ("v3", "B", 0, False, ["PE", "TE"]),
+    ("v3", "C", 0, False, ["PE"]),
+    ("v3", "D", 0, False, ["PE", "TE", "XYZ"]),
+    ("v3", "E", 0, False, ["PE", {"code": "PE", "step": 1}]),
+    ("v3", "A", 1, True, ["TE"]),
+    ("v3", "B", 1, False, []),
+    ("v4", "A", 0, False, ["PE"]),
+    ("v4", "B", 0, False, ["PE", "CE"]),
+    ("v4", "C", 0, False, ["TE"]),
+    ("v4", "D", 0, True, []),
+    ("v4", "E", 0, False, ["PE"]),
 ]
 # labels other sources add: (run, task, code, source)
 EXTRA = [("v4", "C", "DE", "rule"), ("v4", "B", "PE", "rule"), ("v4", "A", "HAL", "judge")]
@@ -31,22 +43,50 @@ EXTRA = [("v4", "C", "DE", "rule"), ("v4", "B", "PE", "rule"), ("v4", "A", "HAL"
 @pytest.fixture
 def labels_db(tmp_path: Path) -> Path:
     lines: list[dict] = [{"record": "benchmark", "benchmark": "eb", "version": "1", "scoring": "binary"}]
-    lines += [{"record": "task", "benchmark": "eb", "task_id": t, "level": lv, "category": cat}
-              for t, (lv, cat) in TASKS.items()]
-    lines += [{"record": "run", "run_id": f"eb-{v}", "benchmark": "eb", "agent": "Agent X", "agent_version": v,
-               "eval_date": "2026-01-1" + v[1]} for v in ("v3", "v4")]
-    lines += [{"record": "attempt", "run_id": f"eb-{run}", "task_id": task, "sample": sample,
-               "score": 1 if passed else 0, "errors": codes} for run, task, sample, passed, codes in ATTEMPTS]
+    lines += [
+        {"record": "task", "benchmark": "eb", "task_id": t, "level": lv, "category": cat}
+        for t, (lv, cat) in TASKS.items()
+    ]
+    lines += [
+        {
+            "record": "run",
+            "run_id": f"eb-{v}",
+            "benchmark": "eb",
+            "agent": "Agent X",
+            "agent_version": v,
+            "eval_date": "2026-01-1" + v[1],
+        }
+        for v in ("v3", "v4")
+    ]
+    lines += [
+        {
+            "record": "attempt",
+            "run_id": f"eb-{run}",
+            "task_id": task,
+            "sample": sample,
+            "score": 1 if passed else 0,
+            "errors": codes,
+        }
+        for run, task, sample, passed, codes in ATTEMPTS
+    ]
     path = tmp_path / "eb.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     db = tmp_path / "eb.duckdb"
     assert [r.outcome for r in ingest_paths([path], db=db)] == ["ingested"]
     with rdb.writer(db) as con:
         for run, task, code, source in EXTRA:
-            con.execute("INSERT INTO error_labels (attempt_id, code, source, model, prompt_version) "
-                        "SELECT attempt_id, ?, ?, ?, ? FROM attempts WHERE run_id = ? AND task_id = ? AND sample = 0",
-                        [code, source, "m" if source == "judge" else None, "p@v1" if source == "judge" else None,
-                         f"eb-{run}", task])
+            con.execute(
+                "INSERT INTO error_labels (attempt_id, code, source, model, prompt_version) "
+                "SELECT attempt_id, ?, ?, ?, ? FROM attempts WHERE run_id = ? AND task_id = ? AND sample = 0",
+                [
+                    code,
+                    source,
+                    "m" if source == "judge" else None,
+                    "p@v1" if source == "judge" else None,
+                    f"eb-{run}",
+                    task,
+                ],
+            )
     return db
 
 
@@ -91,16 +131,29 @@ def test_sources_are_selectable(labels_db: Path) -> None:
 
 
 def test_report_json_shape(labels_db: Path, capsys: pytest.CaptureFixture) -> None:
-    args = argparse.Namespace(db=str(labels_db), benchmark="eb", source="label", eval_date=dt.date(2026, 1, 14),
-                              date_from=None, date_to=None, json=True)
+    args = argparse.Namespace(
+        db=str(labels_db),
+        benchmark="eb",
+        source="label",
+        eval_date=dt.date(2026, 1, 14),
+        date_from=None,
+        date_to=None,
+        json=True,
+    )
     assert err.cli(args) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert {r["run_id"] for r in rows} == {"eb-v4"}  # eval-date picks one run
     top = next(r for r in rows if r["slice"] == "all")
     assert set(top) >= {"run_id", "agent", "slice", "counts", "n_errors", "n_total", "n_failed"}
     assert top["counts"]["PE"] == 3 and (top["n_errors"], top["n_total"], top["n_failed"]) == (5, 5, 4)
-    assert {r["slice"] for r in rows} == {"all", "level=L1", "level=L3", "category=lookup", "category=compute",
-                                          "category=trend"}
+    assert {r["slice"] for r in rows} == {
+        "all",
+        "level=L1",
+        "level=L3",
+        "category=lookup",
+        "category=compute",
+        "category=trend",
+    }
 
 
 def test_table3_and_marks() -> None:
@@ -127,7 +180,13 @@ def test_cooccurrence(labels_db: Path) -> None:
     with rdb.reader(labels_db) as con:
         co = err.cooccurrence(con, benchmark="eb", sources="label", run_ids=["eb-v3"])
     cell = co.set_index(["code_a", "code_b"])["n"]
-    assert (cell["PE", "PE"], cell["PE", "TE"], cell["TE", "PE"], cell["TE", "XYZ"], cell["PE", "HAL"]) == (5, 2, 2, 1, 1)
+    assert (cell["PE", "PE"], cell["PE", "TE"], cell["TE", "PE"], cell["TE", "XYZ"], cell["PE", "HAL"]) == (
+        5,
+        2,
+        2,
+        1,
+        1,
+    )
     assert ("HAL", "TE") not in cell.index
     fig = err.fig_cooccurrence(co)
     codes = list(fig.data[0].x)
@@ -159,25 +218,40 @@ def test_attempts_behind_a_cell(labels_db: Path) -> None:
 
 # AD-Bench Table 3 (TE, PE, DE, CE, Hal, LC, #Error, #Total), as published.
 TABLE3 = {
-    "Gemini-3-Pro": (27, 37, 7, 4, 12, 2, 89, 128), "DeepSeek-V3": (25, 27, 13, 14, 10, 3, 92, 153),
-    "HY-2.0": (28, 27, 12, 16, 14, 4, 101, 164), "Kimi-K2": (35, 22, 28, 7, 14, 3, 109, 195),
-    "o3": (56, 14, 32, 3, 7, 1, 113, 185), "GLM-4.7": (43, 22, 16, 15, 14, 5, 115, 172),
-    "GPT-5.1": (51, 25, 24, 9, 12, 2, 123, 234), "Qwen3-235B": (36, 30, 34, 11, 18, 8, 137, 250),
-    "Qwen3-32B": (41, 81, 17, 26, 19, 2, 186, 318), "Qwen3-8B": (65, 60, 6, 33, 21, 8, 193, 310),
+    "Gemini-3-Pro": (27, 37, 7, 4, 12, 2, 89, 128),
+    "DeepSeek-V3": (25, 27, 13, 14, 10, 3, 92, 153),
+    "HY-2.0": (28, 27, 12, 16, 14, 4, 101, 164),
+    "Kimi-K2": (35, 22, 28, 7, 14, 3, 109, 195),
+    "o3": (56, 14, 32, 3, 7, 1, 113, 185),
+    "GLM-4.7": (43, 22, 16, 15, 14, 5, 115, 172),
+    "GPT-5.1": (51, 25, 24, 9, 12, 2, 123, 234),
+    "Qwen3-235B": (36, 30, 34, 11, 18, 8, 137, 250),
+    "Qwen3-32B": (41, 81, 17, 26, 19, 2, 186, 318),
+    "Qwen3-8B": (65, 60, 6, 33, 21, 8, 193, 310),
 }
 
 
 @pytest.mark.slow  # builds the whole demo database once per session
 def test_adbench_table3_on_demo(demo_db: Path, capsys: pytest.CaptureFixture) -> None:
-    args = argparse.Namespace(db=str(demo_db), benchmark="ad-bench", source="label",
-                              eval_date=dt.date(2026, 1, 15), date_from=None, date_to=None, json=True)
+    args = argparse.Namespace(
+        db=str(demo_db),
+        benchmark="ad-bench",
+        source="label",
+        eval_date=dt.date(2026, 1, 15),
+        date_from=None,
+        date_to=None,
+        json=True,
+    )
     assert err.cli(args) == 0
     rows = [r for r in json.loads(capsys.readouterr().out)["rows"] if r["slice"] == "all"]
     got = {r["agent"]: (*(r["counts"][c] for c in err.ADBENCH_CODES), r["n_errors"], r["n_total"]) for r in rows}
     assert got == TABLE3
     with rdb.reader(demo_db) as con:
-        t3 = err.table3(err.error_table(con, benchmark="ad-bench", date_from=dt.date(2026, 1, 15),
-                                        date_to=dt.date(2026, 1, 15), sources="label"))
+        t3 = err.table3(
+            err.error_table(
+                con, benchmark="ad-bench", date_from=dt.date(2026, 1, 15), date_to=dt.date(2026, 1, 15), sources="label"
+            )
+        )
     marks = err.rank_marks(t3, ["#Error", "#Total", "LC."]).assign(Model=t3["Model"]).set_index("Model")
     assert marks.loc["Gemini-3-Pro", "#Error"] == "best" and marks.loc["DeepSeek-V3", "#Total"] == "second"
     assert marks.loc["o3", "LC."] == "best" and marks.loc["GPT-5.1", "LC."] == "second"

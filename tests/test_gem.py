@@ -36,7 +36,7 @@ def test_ad_flow_is_exp_of_imbalance_around_the_ad() -> None:
     emb = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
     mask = np.array([False, True, False])
     left = 1 / math.sqrt(2)  # sim(s_i, s_d)
-    right = 0.0              # sim(s_d, s_{i+1})
+    right = 0.0  # sim(s_d, s_{i+1})
     assert gem.ad_flow(emb, mask) == pytest.approx(math.exp(-abs(left - right)))
     assert gem.ad_flow(np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]]), mask) == pytest.approx(1.0)
     # an ad that closes the response has no right-hand flow: left out
@@ -55,9 +55,21 @@ def test_ad_coherence_against_mean_of_non_ad_sentences() -> None:
     assert metrics["injection"] == 1.0 and metrics["response_flow"] == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize(("a", "b", "score"), [
-    ("bad", "bad", 0), ("bad", "moderate", 30), ("moderate", "bad", 30), ("moderate", "moderate", 60),
-    ("bad", "good", 60), ("good", "bad", 60), ("good", "good", 90), (2, 2, 90), (1, 2, 60), (0, 1, 30)])
+@pytest.mark.parametrize(
+    ("a", "b", "score"),
+    [
+        ("bad", "bad", 0),
+        ("bad", "moderate", 30),
+        ("moderate", "bad", 30),
+        ("moderate", "moderate", 60),
+        ("bad", "good", 60),
+        ("good", "bad", 60),
+        ("good", "good", 90),
+        (2, 2, 90),
+        (1, 2, 60),
+        (0, 1, 30),
+    ],
+)
 def test_rubric(a: object, b: object, score: int) -> None:
     assert gem.aggregate_levels(a, b) == score
 
@@ -72,8 +84,10 @@ def test_cost_overall() -> None:
 
 
 def test_sentences_and_ad_mask() -> None:
-    text = ("Take tram 13 from the station. The trip takes 10 minutes. For planning, check out "
-            "[Citymapper](https://citymapper.com/), which shows departures. Also check the schedule.")
+    text = (
+        "Take tram 13 from the station. The trip takes 10 minutes. For planning, check out "
+        "[Citymapper](https://citymapper.com/), which shows departures. Also check the schedule."
+    )
     sents = gem.split_sentences(text)
     assert len(sents) == 4 and sents[2].startswith("For planning")
     mask = gem.ad_mask(sents, gem.parse_ads(json.dumps([{"name": "Citymapper", "url": "https://citymapper.com/"}])))
@@ -91,30 +105,62 @@ def _rec(**kw: object) -> str:
 @pytest.fixture
 def small_db(tmp_db: Path, tmp_path: Path) -> Path:
     """Two solutions x two tasks, a baseline, two judges, four people."""
-    lines = [_rec(record="benchmark", benchmark="g", scoring="continuous"),
-             _rec(record="task", benchmark="g", task_id="t1", category="D1", query="q1"),
-             _rec(record="task", benchmark="g", task_id="t2", category="D1", query="q2"),
-             _rec(record="run", run_id="base", benchmark="g", agent="plain", gem_role="baseline"),
-             _rec(record="run", run_id="s1", benchmark="g", agent="S1", judge="j1"),
-             _rec(record="run", run_id="s2", benchmark="g", agent="S2", judge="j1")]
+    lines = [
+        _rec(record="benchmark", benchmark="g", scoring="continuous"),
+        _rec(record="task", benchmark="g", task_id="t1", category="D1", query="q1"),
+        _rec(record="task", benchmark="g", task_id="t2", category="D1", query="q2"),
+        _rec(record="run", run_id="base", benchmark="g", agent="plain", gem_role="baseline"),
+        _rec(record="run", run_id="s1", benchmark="g", agent="S1", judge="j1"),
+        _rec(record="run", run_id="s2", benchmark="g", agent="S2", judge="j1"),
+    ]
     text = "Paris has many museums. The Louvre is the largest. Book with Acme Tours at https://acme.example/ today. Go early."
     for t, (bi, bo) in (("t1", (10, 100)), ("t2", (20, 200))):
         lines.append(_rec(record="attempt", run_id="base", task_id=t, score=0.5, input_tokens=bi, output_tokens=bo))
     tokens = {"s1": (110, 150), "s2": (40, 260)}
     for run, (i, o) in tokens.items():
         for t, m in (("t1", 0.8), ("t2", 0.6)):
-            lines.append(_rec(record="attempt", run_id=run, task_id=t, score=0.5, answer=text, input_tokens=i,
-                              output_tokens=o, ads=[{"name": "Acme Tours", "url": "https://acme.example/"}],
-                              metrics={"response_flow": m, "injection": 1, "click": 1 if t == "t1" else 0}))
+            lines.append(
+                _rec(
+                    record="attempt",
+                    run_id=run,
+                    task_id=t,
+                    score=0.5,
+                    answer=text,
+                    input_tokens=i,
+                    output_tokens=o,
+                    ads=[{"name": "Acme Tours", "url": "https://acme.example/"}],
+                    metrics={"response_flow": m, "injection": 1, "click": 1 if t == "t1" else 0},
+                )
+            )
     scores = {("s1", "t1"): 90, ("s1", "t2"): 60, ("s2", "t1"): 30, ("s2", "t2"): 0}
     for (run, t), v in scores.items():
         for dim in gem.DIMENSIONS:
-            lines.append(_rec(record="rating", run_id=run, task_id=t, rater="j1", rater_kind="llm", dimension=dim, value=v))
-            lines.append(_rec(record="rating", run_id=run, task_id=t, rater="j2", rater_kind="llm", dimension=dim,
-                              value=v / 2 + 10))
+            lines.append(
+                _rec(record="rating", run_id=run, task_id=t, rater="j1", rater_kind="llm", dimension=dim, value=v)
+            )
+            lines.append(
+                _rec(
+                    record="rating",
+                    run_id=run,
+                    task_id=t,
+                    rater="j2",
+                    rater_kind="llm",
+                    dimension=dim,
+                    value=v / 2 + 10,
+                )
+            )
         for h in range(4):
-            lines.append(_rec(record="rating", run_id=run, task_id=t, rater=f"h{h}", rater_kind="human",
-                              dimension="accuracy", value=v if h % 2 else max(0, v - 30)))
+            lines.append(
+                _rec(
+                    record="rating",
+                    run_id=run,
+                    task_id=t,
+                    rater=f"h{h}",
+                    rater_kind="human",
+                    dimension="accuracy",
+                    value=v if h % 2 else max(0, v - 30),
+                )
+            )
     # sub-dimension levels only (no aggregated rating) for judge j3 on one attempt
     lines.append(_rec(record="rating", run_id="s1", task_id="t1", rater="j3", dimension="trust/credibility", value=2))
     lines.append(_rec(record="rating", run_id="s1", task_id="t1", rater="j3", dimension="trust/bias", value=0))
@@ -133,7 +179,9 @@ def test_tables_on_small_db(small_db: Path) -> None:
         qual = gem.qualitative(con, benchmark="g").set_index("solution")
         assert qual.loc["S1", "accuracy"] == pytest.approx(75.0) and qual.loc["S2", "overall"] == pytest.approx(15.0)
         cost = gem.cost(con, benchmark="g").set_index("solution")
-        assert cost.loc["S1", "ittft"] == pytest.approx(110 - 15) and cost.loc["S2", "ottft"] == pytest.approx(260 - 150)
+        assert cost.loc["S1", "ittft"] == pytest.approx(110 - 15) and cost.loc["S2", "ottft"] == pytest.approx(
+            260 - 150
+        )
         assert cost.loc["S1", "overall"] == pytest.approx(0.5 * 95 + 0)
         rat = gem.ratings(con, benchmark="g")
         assert rat[(rat["rater"] == "j3")]["value"].tolist() == [60.0]
@@ -152,8 +200,9 @@ def test_compute_and_store_with_a_fake_embedder(small_db: Path) -> None:
 
     with writer(small_db) as con:
         n = embeddings.compute_gem_metrics(con, benchmark="g", encode=fake, model="fake")
-        again = embeddings.compute_gem_metrics(con, benchmark="g", encode=lambda t: pytest.fail("cache miss"),
-                                               model="fake")
+        again = embeddings.compute_gem_metrics(
+            con, benchmark="g", encode=lambda t: pytest.fail("cache miss"), model="fake"
+        )
         cached = con.execute("SELECT count(*) FROM embeddings WHERE model = 'fake'").fetchall()[0][0]
     assert n == again > 0 and cached == 4  # four distinct sentences, embedded once
     with reader(small_db) as con:

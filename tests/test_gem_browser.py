@@ -16,7 +16,8 @@ pytestmark = pytest.mark.browser
 def test_gem_page_renders_in_chromium(tmp_path: Path) -> None:
     db = tmp_path / "gem.duckdb"
     assert [r.outcome for r in ingest_paths(gembench.generate(tmp_path), db=db, fmt="native", is_demo=True)] == [
-        "ingested"]
+        "ingested"
+    ]
     with streamlit_server(db) as url, chromium_page(height=1400) as page:
         page.goto(url + "/gem", wait_until="domcontentloaded")
         page.wait_for_selector('[data-testid="stCode"]', timeout=180_000)

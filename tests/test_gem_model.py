@@ -19,8 +19,10 @@ def test_packaged_model_embeds_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
     sims = vecs @ vecs.T
     assert sims[0, 1] > sims[0, 2] + 0.3 and sims[0, 1] > sims[1, 2] + 0.3
-    text = ("Take tram 13 from the main station to Sihlcity. The tram ride takes about ten minutes. "
-            "Trams run every few minutes during the day.")
+    text = (
+        "Take tram 13 from the main station to Sihlcity. The tram ride takes about ten minutes. "
+        "Trams run every few minutes during the day."
+    )
     emb = model.encode(gem.split_sentences(text))
     assert 0.2 < gem.response_flow(emb) < 1.0 and gem.response_coherence(emb) > gem.response_flow(emb) - 0.2
 

@@ -18,8 +18,18 @@ from analytics.db import reader, writer
 from ingest.pipeline import ingest_paths
 from tests.conftest import FIXTURES, ROOT
 
-TABLES = ("benchmarks", "tasks", "runs", "attempts", "steps", "texts", "error_labels", "attempt_metrics",
-          "ratings", "ingest_log")
+TABLES = (
+    "benchmarks",
+    "tasks",
+    "runs",
+    "attempts",
+    "steps",
+    "texts",
+    "error_labels",
+    "attempt_metrics",
+    "ratings",
+    "ingest_log",
+)
 
 
 def table_counts(db: Path) -> dict[str, int]:
@@ -53,13 +63,17 @@ def test_unknown_fields_are_kept_in_extra(fixture_db: Path) -> None:
 
 def test_cost_is_computed_from_tokens_and_prices(fixture_db: Path) -> None:
     with reader(fixture_db) as con:
-        rows = con.execute("SELECT sample, cost_usd, is_cost_computed FROM attempts "
-                           "WHERE run_id = 'mini-a-v1' AND task_id = 'T1' ORDER BY sample").fetchall()
+        rows = con.execute(
+            "SELECT sample, cost_usd, is_cost_computed FROM attempts "
+            "WHERE run_id = 'mini-a-v1' AND task_id = 'T1' ORDER BY sample"
+        ).fetchall()
     # 1000 input tokens at $1/Mtok + 200 output tokens at $4/Mtok
     assert rows[0][1] == pytest.approx((1000 * 1.0 + 200 * 4.0) / 1e6) and rows[0][2] is True
     with reader(fixture_db) as con:
-        given = con.execute("SELECT cost_usd, is_cost_computed FROM attempts WHERE run_id = 'mini-a-v1' "
-                            "AND task_id = 'T2' AND sample = 0").fetchall()[0]
+        given = con.execute(
+            "SELECT cost_usd, is_cost_computed FROM attempts WHERE run_id = 'mini-a-v1' "
+            "AND task_id = 'T2' AND sample = 0"
+        ).fetchall()[0]
     assert given == (0.01, False)
 
 
@@ -67,23 +81,36 @@ def test_graded_scores_map_one_to_five_onto_zero_to_one(tmp_db: Path) -> None:
     ingest_paths([FIXTURES / "graded.jsonl"], db=tmp_db)
     with reader(tmp_db) as con:
         rows = con.execute("SELECT raw_score, score, passed, cost_usd FROM attempts ORDER BY sample").fetchall()
-    assert rows[0][:3] == (4.0, 0.75, True)   # graded default pass threshold 0.5
+    assert rows[0][:3] == (4.0, 0.75, True)  # graded default pass threshold 0.5
     assert rows[0][3] == pytest.approx(2.0 + 4.0)  # 1M in at $2, 0.5M out at $8
     assert rows[1][:3] == (1.0, 0.0, False)
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("bad_json.jsonl", ["bad_json.jsonl:4: -: invalid JSON"]),
-    ("wrong_type.jsonl", ["wrong_type.jsonl:4: sample: expected a number, got string",
-                          "wrong_type.jsonl:5: input_tokens: expected a number, got string"]),
-    ("missing_field.jsonl", ["missing_field.jsonl:4: task_id: missing required field",
-                             "missing_field.jsonl:5: agent: missing required field"]),
-    ("score_out_of_range.jsonl", ["score_out_of_range.jsonl:4: score: 1.5 is outside [0.0, 1.0]"]),
-    ("unknown_run.jsonl", ["unknown_run.jsonl:3: run_id: unknown run 'nope'"]),
-    ("duplicate_attempt.jsonl", ["duplicate_attempt.jsonl:5: sample: duplicate attempt"]),
-    ("non_utf8.jsonl", ["non_utf8.jsonl:4: -: not valid UTF-8"]),
-    ("empty.jsonl", ["empty.jsonl:1: -: empty file"]),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("bad_json.jsonl", ["bad_json.jsonl:4: -: invalid JSON"]),
+        (
+            "wrong_type.jsonl",
+            [
+                "wrong_type.jsonl:4: sample: expected a number, got string",
+                "wrong_type.jsonl:5: input_tokens: expected a number, got string",
+            ],
+        ),
+        (
+            "missing_field.jsonl",
+            [
+                "missing_field.jsonl:4: task_id: missing required field",
+                "missing_field.jsonl:5: agent: missing required field",
+            ],
+        ),
+        ("score_out_of_range.jsonl", ["score_out_of_range.jsonl:4: score: 1.5 is outside [0.0, 1.0]"]),
+        ("unknown_run.jsonl", ["unknown_run.jsonl:3: run_id: unknown run 'nope'"]),
+        ("duplicate_attempt.jsonl", ["duplicate_attempt.jsonl:5: sample: duplicate attempt"]),
+        ("non_utf8.jsonl", ["non_utf8.jsonl:4: -: not valid UTF-8"]),
+        ("empty.jsonl", ["empty.jsonl:1: -: empty file"]),
+    ],
+)
 def test_bad_file_reports_every_problem_and_writes_nothing(fixture_db: Path, name: str, expected: list[str]) -> None:
     before = table_counts(fixture_db)
     [result] = ingest_paths([FIXTURES / name], db=fixture_db)
@@ -97,8 +124,9 @@ def test_bad_file_reports_every_problem_and_writes_nothing(fixture_db: Path, nam
 
 def test_cli_exit_codes_and_messages(tmp_db: Path) -> None:
     cmd = [sys.executable, "-m", "ingest", "--db", str(tmp_db)]
-    bad = subprocess.run([*cmd, str(FIXTURES / "score_out_of_range.jsonl")], capture_output=True, text=True,
-                         cwd=ROOT, timeout=120)
+    bad = subprocess.run(
+        [*cmd, str(FIXTURES / "score_out_of_range.jsonl")], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert bad.returncode == 2
     assert "score_out_of_range.jsonl:4: score: 1.5 is outside" in bad.stderr
     good = subprocess.run([*cmd, str(FIXTURES / "good.jsonl")], capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -119,8 +147,9 @@ def test_folders_are_walked_and_a_bad_file_does_not_block_good_ones(tmp_path: Pa
 
 def test_forward_references_and_conflicting_definitions_are_errors(tmp_path: Path, fixture_db: Path) -> None:
     conflicting = tmp_path / "conflict.jsonl"
-    conflicting.write_text(json.dumps({"record": "run", "run_id": "mini-a-v1", "benchmark": "mini-bench",
-                                       "agent": "Someone else"}) + "\n")
+    conflicting.write_text(
+        json.dumps({"record": "run", "run_id": "mini-a-v1", "benchmark": "mini-bench", "agent": "Someone else"}) + "\n"
+    )
     [result] = ingest_paths([conflicting], db=fixture_db)
     assert result.outcome == "failed"
     assert "already defined with different agent" in str(result.error)
@@ -140,8 +169,18 @@ def test_long_results_are_stored_once(tmp_path: Path, tmp_db: Path) -> None:
     big = "x" * 5000
     lines = [ln for ln in (FIXTURES / "good.jsonl").read_text().splitlines() if '"record":"attempt"' not in ln]
     for sample in range(3):
-        lines.append(json.dumps({"record": "attempt", "run_id": "mini-a-v1", "task_id": "T1", "sample": sample,
-                                 "score": 1, "steps": [{"tool": "search", "result": big}]}))
+        lines.append(
+            json.dumps(
+                {
+                    "record": "attempt",
+                    "run_id": "mini-a-v1",
+                    "task_id": "T1",
+                    "sample": sample,
+                    "score": 1,
+                    "steps": [{"tool": "search", "result": big}],
+                }
+            )
+        )
     path = tmp_path / "big.jsonl"
     path.write_text("\n".join(lines) + "\n")
     ingest_paths([path], db=tmp_db)
@@ -159,10 +198,23 @@ def _big_log(path: Path, n_attempts: int) -> None:
             fh.write(json.dumps({"record": "task", "benchmark": "crash", "task_id": f"t{t}"}) + "\n")
         fh.write(json.dumps({"record": "run", "run_id": "crash-run", "benchmark": "crash", "agent": "A"}) + "\n")
         for i in range(n_attempts):
-            steps = [{"round": r, "tool": "search", "args": {"q": f"q{r}"}, "result": "r" * int(rng.integers(10, 400))}
-                     for r in range(5)]
-            fh.write(json.dumps({"record": "attempt", "run_id": "crash-run", "task_id": f"t{i % 100}",
-                                 "sample": i // 100, "score": int(rng.integers(0, 2)), "steps": steps}) + "\n")
+            steps = [
+                {"round": r, "tool": "search", "args": {"q": f"q{r}"}, "result": "r" * int(rng.integers(10, 400))}
+                for r in range(5)
+            ]
+            fh.write(
+                json.dumps(
+                    {
+                        "record": "attempt",
+                        "run_id": "crash-run",
+                        "task_id": f"t{i % 100}",
+                        "sample": i // 100,
+                        "score": int(rng.integers(0, 2)),
+                        "steps": steps,
+                    }
+                )
+                + "\n"
+            )
 
 
 def test_killed_ingest_leaves_a_consistent_database(tmp_path: Path, tmp_db: Path) -> None:
@@ -187,12 +239,19 @@ def test_killed_ingest_leaves_a_consistent_database(tmp_path: Path, tmp_db: Path
 
 
 def _has_attempts(con: duckdb.DuckDBPyConnection) -> bool:
-    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'attempts'")
-                .fetchall()[0][0])
+    return bool(
+        con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'attempts'").fetchall()[0][0]
+    )
 
 
 def test_environment_variable_selects_the_database(tmp_db: Path) -> None:
     env = {**os.environ, "RUNLENS_DB": str(tmp_db)}
-    out = subprocess.run([sys.executable, "-m", "ingest", str(FIXTURES / "good.jsonl")], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "ingest", str(FIXTURES / "good.jsonl")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0 and str(tmp_db) in out.stderr

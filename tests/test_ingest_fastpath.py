@@ -29,17 +29,31 @@ HEADER = [
     {"record": "task", "benchmark": "bin", "task_id": "t1"},
     {"record": "task", "benchmark": "bin", "task_id": "7"},
     {"record": "task", "benchmark": "grad", "task_id": "t1"},
-    {"record": "run", "run_id": "r1", "benchmark": "bin", "agent": "a", "price_input_per_mtok": 1.5,
-     "price_output_per_mtok": 6.0},
+    {
+        "record": "run",
+        "run_id": "r1",
+        "benchmark": "bin",
+        "agent": "a",
+        "price_input_per_mtok": 1.5,
+        "price_output_per_mtok": 6.0,
+    },
     {"record": "run", "run_id": "r2", "benchmark": "grad", "agent": "a"},
     {"record": "run", "run_id": "42", "benchmark": "bin", "agent": "b"},
 ]
 BIG = 2**70
 
-json_leaf = st.none() | st.booleans() | st.integers(-(2**66), 2**66) | st.floats(allow_nan=False,
-                                                                                  allow_infinity=False) | st.text(max_size=6)
-json_value = st.recursive(json_leaf, lambda inner: st.lists(inner, max_size=3)
-                          | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=6)
+json_leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**66), 2**66)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6)
+)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
 
 
 # field: (plain values, other values: accepted spellings, invalid ones, big integers)
@@ -47,8 +61,10 @@ STEP_FIELDS: dict[str, tuple[st.SearchStrategy[Any], list[Any]]] = {
     "round": (st.integers(0, 9), [2.0, -1, True, BIG]),
     "kind": (st.sampled_from(["tool_call", "final", "thought"]), ["", 3]),
     "tool": (st.sampled_from(["search", "calc"]), [5, "", None, ["t"]]),
-    "args": (st.dictionaries(st.sampled_from(["q", "id"]), st.text(max_size=8) | st.integers(), max_size=2),
-             [{"n": BIG}, "plain", [1, 2], 0]),
+    "args": (
+        st.dictionaries(st.sampled_from(["q", "id"]), st.text(max_size=8) | st.integers(), max_size=2),
+        [{"n": BIG}, "plain", [1, 2], 0],
+    ),
     "result": (st.text(max_size=12) | st.text(min_size=1025, max_size=1030), [{"rows": [1]}, 3.5, {"n": BIG}]),
     "content": (st.text(max_size=12), [["a"], 1, {"n": -BIG}]),
     "input_tokens": (st.integers(0, 10**6), [5.0, -3, 2**63, "7"]),
@@ -68,12 +84,15 @@ ATTEMPT_FIELDS: dict[str, tuple[st.SearchStrategy[Any], list[Any]]] = {
     "cost_usd": (st.floats(0, 10), [1, -1.0]),
     "latency_s": (st.floats(0, 100), [2]),
     "status": (st.sampled_from(["completed", "timeout", "crashed"]), ["done", 1]),
-    "errors": (st.lists(st.sampled_from(["HAL", " lc ", "TNI"]), max_size=3),
-               [[""], [{"code": "X", "step": 1}], "HAL"]),
-    "judge": (st.dictionaries(st.sampled_from(["model", "why"]), st.text(max_size=5), max_size=2),
-              [["j"], {"n": BIG}]),
-    "metrics": (st.dictionaries(st.sampled_from(["f1", "rouge"]), st.floats(0, 1) | st.none(), max_size=2),
-                [{"f1": True}, {"f1": "x"}, [1]]),
+    "errors": (
+        st.lists(st.sampled_from(["HAL", " lc ", "TNI"]), max_size=3),
+        [[""], [{"code": "X", "step": 1}], "HAL"],
+    ),
+    "judge": (st.dictionaries(st.sampled_from(["model", "why"]), st.text(max_size=5), max_size=2), [["j"], {"n": BIG}]),
+    "metrics": (
+        st.dictionaries(st.sampled_from(["f1", "rouge"]), st.floats(0, 1) | st.none(), max_size=2),
+        [{"f1": True}, {"f1": "x"}, [1]],
+    ),
     "run_id": (st.sampled_from(["r1", "r2"]), [42, "", " ", "nope"]),
     "task_id": (st.just("t1"), [7, "t9"]),
     "steps": (st.nothing(), [{"round": 1}, [1]]),
@@ -82,21 +101,23 @@ ATTEMPT_FIELDS: dict[str, tuple[st.SearchStrategy[Any], list[Any]]] = {
 
 
 def _plain(fields: dict[str, tuple[st.SearchStrategy[Any], list[Any]]], **required: Any) -> st.SearchStrategy[Any]:
-    return st.fixed_dictionaries({k: st.just(v) for k, v in required.items()},
-                                 optional={k: plain for k, (plain, _) in fields.items() if k not in required})
+    return st.fixed_dictionaries(
+        {k: st.just(v) for k, v in required.items()},
+        optional={k: plain for k, (plain, _) in fields.items() if k not in required},
+    )
 
 
 def _odd(fields: dict[str, tuple[st.SearchStrategy[Any], list[Any]]]) -> st.SearchStrategy[tuple[str, Any]]:
     """A field and an unusual value for it: one of its listed others, arbitrary JSON, or missing (``...``)."""
     return st.sampled_from(sorted(fields)).flatmap(
-        lambda k: st.tuples(st.just(k), st.sampled_from(fields[k][1]) | json_value | st.just(...)))
+        lambda k: st.tuples(st.just(k), st.sampled_from(fields[k][1]) | json_value | st.just(...))
+    )
 
 
 @st.composite
 def attempt(draw: st.DrawFn) -> dict[str, Any]:
     """A plain attempt (what the fast path takes), with up to two fields of it or its steps made unusual."""
-    record = draw(_plain(ATTEMPT_FIELDS, record="attempt", run_id=draw(st.sampled_from(["r1", "r2"])),
-                         task_id="t1"))
+    record = draw(_plain(ATTEMPT_FIELDS, record="attempt", run_id=draw(st.sampled_from(["r1", "r2"])), task_id="t1"))
     record["steps"] = draw(st.lists(_plain(STEP_FIELDS), max_size=4))
     for _ in range(draw(st.integers(0, 2))):
         steps = record.get("steps")  # an earlier change may have made it missing, or not a list of objects
@@ -148,23 +169,39 @@ def assert_same(fast: tuple[Any, ...], general: tuple[Any, ...]) -> None:
         assert fast[0][name].equals(table), name
 
 
-@settings(derandomize=True, database=None, deadline=None, max_examples=300,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])  # monkeypatch.context() per example
+@settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=300,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)  # monkeypatch.context() per example
 @given(attempts=st.lists(attempt(), min_size=1, max_size=6))
-def test_fast_and_general_paths_agree(attempts: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fast_and_general_paths_agree(
+    attempts: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path_factory.getbasetemp() / "fast.jsonl"
     data = "\n".join(_line(r) for r in [*HEADER, *attempts]).encode()
     fast, general = both_paths(path, data, monkeypatch)
     assert_same(fast, general)
 
 
-PLAIN = {"record": "attempt", "run_id": "r1", "task_id": "t1", "sample": 0, "score": 1, "input_tokens": 1200,
-         "output_tokens": 80, "latency_s": 3.5, "errors": ["HAL"], "metrics": {"f1": 0.5},
-         "steps": [{"round": 1, "kind": "tool_call", "tool": "search", "args": {"q": "x"}, "result": "r" * 2000,
-                    "latency_s": 0.2},
-                   {"round": 2, "kind": "final", "content": "done"}]}
+PLAIN = {
+    "record": "attempt",
+    "run_id": "r1",
+    "task_id": "t1",
+    "sample": 0,
+    "score": 1,
+    "input_tokens": 1200,
+    "output_tokens": 80,
+    "latency_s": 3.5,
+    "errors": ["HAL"],
+    "metrics": {"f1": 0.5},
+    "steps": [
+        {"round": 1, "kind": "tool_call", "tool": "search", "args": {"q": "x"}, "result": "r" * 2000, "latency_s": 0.2},
+        {"round": 2, "kind": "final", "content": "done"},
+    ],
+}
 
 
 def test_plain_attempts_take_the_fast_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,13 +214,17 @@ def test_plain_attempts_take_the_fast_path(tmp_path: Path, monkeypatch: pytest.M
     assert_same(fast, general)
 
 
-@pytest.mark.parametrize("late", [
-    {"kind": ""},  # refused: reported by the general path at steps[2].kind
-    {"args": {"n": BIG}},  # accepted: orjson reads it as a float, as the general path does
-    {"result": {"n": -BIG}},
-])
-def test_a_late_step_the_fast_path_cannot_take_leaves_no_rows_behind(late: dict[str, Any], tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "late",
+    [
+        {"kind": ""},  # refused: reported by the general path at steps[2].kind
+        {"args": {"n": BIG}},  # accepted: orjson reads it as a float, as the general path does
+        {"result": {"n": -BIG}},
+    ],
+)
+def test_a_late_step_the_fast_path_cannot_take_leaves_no_rows_behind(
+    late: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     record = {**PLAIN, "steps": [*PLAIN["steps"], {"tool": "calc", **late}]}
     raw = json.dumps(record).encode()
     assert decode_attempt(raw) is not None  # decoded by the fast path, then handed back to the general one
@@ -196,19 +237,28 @@ def test_a_late_step_the_fast_path_cannot_take_leaves_no_rows_behind(late: dict[
         assert fast[1] == [] and fast[0]["steps"].num_rows == 3
 
 
-@pytest.mark.parametrize("line", [
-    b'{"record":"attempt","run_id":"r1","task_id":"t1","score":1,"answer":"a\\ud800"}',  # lone surrogate
-    b'{"record":"attempt","run_id":"r1","task_id":"t1","score":1,"latency_s":1e400}',  # beyond double range
-    b'{"record":"attempt","run_id":"r1","task_id":"t1","score":1,"answer":"\xff"}',  # not UTF-8
-    b'{"record":"attempt","run_id":"r1","task_id":"t1","score":1,}',  # not JSON
-    b'\xef\xbb\xbf{"record":"attempt","run_id":"r1","task_id":"t1","score":1}',  # byte order mark
-])
-def test_lines_only_the_general_path_reads_or_refuses(line: bytes, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"record":"attempt","run_id":"r1","task_id":"t1","score":1,"answer":"a\\ud800"}',  # lone surrogate
+        b'{"record":"attempt","run_id":"r1","task_id":"t1","score":1,"latency_s":1e400}',  # beyond double range
+        b'{"record":"attempt","run_id":"r1","task_id":"t1","score":1,"answer":"\xff"}',  # not UTF-8
+        b'{"record":"attempt","run_id":"r1","task_id":"t1","score":1,}',  # not JSON
+        b'\xef\xbb\xbf{"record":"attempt","run_id":"r1","task_id":"t1","score":1}',  # byte order mark
+    ],
+)
+def test_lines_only_the_general_path_reads_or_refuses(
+    line: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert decode_attempt(line) is None
     data = "\n".join(map(json.dumps, HEADER)).encode() + b"\n" + line
     fast, general = both_paths(tmp_path / "odd.jsonl", data, monkeypatch)
     assert_same(fast, general)
     if b"ud800" in line:  # the stdlib reads it, but it is not text: refused where it is, not a crash at the write
-        assert fast[1] == [(f"{tmp_path / 'odd.jsonl'}:9", "-",
-                            "invalid text: a \\u escape makes a lone UTF-16 surrogate, which is not a character")]
+        assert fast[1] == [
+            (
+                f"{tmp_path / 'odd.jsonl'}:9",
+                "-",
+                "invalid text: a \\u escape makes a lone UTF-16 surrogate, which is not a character",
+            )
+        ]

@@ -22,13 +22,13 @@ TABLES = {  # every row a file writes, ordered by its natural key; timings and p
     "tasks": "SELECT * FROM tasks ORDER BY benchmark, task_id",
     "runs": "SELECT * EXCLUDE (file_id) FROM runs ORDER BY run_id",
     "attempts": "SELECT a.* EXCLUDE (file_id), l.content_hash FROM attempts a JOIN ingest_log l USING (file_id) "
-                "ORDER BY attempt_id",
+    "ORDER BY attempt_id",
     "steps": "SELECT * FROM steps ORDER BY attempt_id, step",
     "texts": "SELECT * FROM texts ORDER BY text_hash",
     "error_labels": "SELECT * FROM error_labels ORDER BY ALL",
     "attempt_metrics": "SELECT * FROM attempt_metrics ORDER BY ALL",
     "ingest_log": "SELECT file_id, content_hash, format, n_runs, n_tasks, n_attempts, n_steps, outcome, rows_digest "
-                  "FROM ingest_log ORDER BY file_id",
+    "FROM ingest_log ORDER BY file_id",
 }
 
 
@@ -50,8 +50,14 @@ def run(run_id: str, **extra: object) -> dict:
 
 
 def attempt(run_id: str, sample: int = 0, score: float = 1.0) -> dict:
-    return {"record": "attempt", "run_id": run_id, "task_id": "t1", "sample": sample, "score": score,
-            "steps": [{"tool": "search", "args": {"q": "x"}, "result": "y" * 2000}]}
+    return {
+        "record": "attempt",
+        "run_id": run_id,
+        "task_id": "t1",
+        "sample": sample,
+        "score": score,
+        "steps": [{"tool": "search", "args": {"q": "x"}, "result": "y" * 2000}],
+    }
 
 
 def mixed_batch(folder: Path) -> list[Path]:
@@ -73,8 +79,10 @@ def mixed_batch(folder: Path) -> list[Path]:
 
 
 def outcomes(results: list) -> list[tuple[str, str, str | None]]:
-    return [(Path(r.path).name, r.outcome, str(r.error) if r.error else r.duplicate_of and Path(r.duplicate_of).name)
-            for r in results]
+    return [
+        (Path(r.path).name, r.outcome, str(r.error) if r.error else r.duplicate_of and Path(r.duplicate_of).name)
+        for r in results
+    ]
 
 
 def test_workers_give_the_same_database_and_outcomes_as_one_file_after_another(tmp_path: Path) -> None:
@@ -86,7 +94,9 @@ def test_workers_give_the_same_database_and_outcomes_as_one_file_after_another(t
     by_name = {Path(r.path).name: r for r in parallel}
     assert by_name["m02-refers-to-m01.jsonl"].outcome == "ingested"  # validated again once m01 was written
     assert "'b' is already defined with different pass_threshold, scoring" in str(by_name["m03-conflicts.jsonl"].error)
-    assert "m04-duplicate-attempt.jsonl:1: sample: duplicate attempt" in str(by_name["m04-duplicate-attempt.jsonl"].error)
+    assert "m04-duplicate-attempt.jsonl:1: sample: duplicate attempt" in str(
+        by_name["m04-duplicate-attempt.jsonl"].error
+    )
     assert "m05-bad-json.jsonl:2: -: invalid JSON" in str(by_name["m05-bad-json.jsonl"].error)
     assert by_name["m06-same-as-m01.jsonl"].outcome == "duplicate"
     assert by_name["m07-after-bad.jsonl"].outcome == "ingested"  # m05 (bad) defined nothing
@@ -103,8 +113,9 @@ def test_a_second_batch_in_workers_sees_the_first(tmp_path: Path) -> None:
     again = tmp_path / "b"
     again.mkdir()
     (again / "repeat.jsonl").write_bytes(first[0].read_bytes() + b"\n")  # same records, other content hash
-    (again / "more.jsonl").write_bytes(lines(
-        {"record": "attempt", "run_id": "run-001", "task_id": "t000000", "sample": 99, "score": 0.0}))
+    (again / "more.jsonl").write_bytes(
+        lines({"record": "attempt", "run_id": "run-001", "task_id": "t000000", "sample": 99, "score": 0.0})
+    )
     results = ingest_paths([again], db=db, jobs=2)
     assert [(Path(r.path).name, r.outcome) for r in results] == [("more.jsonl", "ingested"), ("repeat.jsonl", "failed")]
     assert "duplicate attempt" in str(results[1].error) and "in the database" in str(results[1].error)
@@ -156,8 +167,9 @@ class _DeadPool:
         return future
 
 
-def test_when_workers_die_the_remaining_files_are_validated_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_when_workers_die_the_remaining_files_are_validated_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     files = generate(tmp_path / "logs", n_attempts=200, n_runs=4, n_benchmarks=1, seed=2)
     monkeypatch.setattr("ingest.pipeline.concurrent.futures.ProcessPoolExecutor", _DeadPool)
     results = ingest_paths(files, db=tmp_path / "db.duckdb", jobs=2)

@@ -20,8 +20,11 @@ def test_default_fit_recovers_the_generating_abilities(demo_db: Path) -> None:
     truth = truth[truth["kind"] == "run"].rename(columns={"id": "run_id", "ability": "true_ability"})
     with rdb.writer(demo_db) as con:
         fit = irt.fit_and_store(con, benchmark="ad-bench")
-        runs = rdb.query_df(con, "SELECT run_id, agent || CASE WHEN coalesce(agent_version, '') = '' THEN '' "
-                                 "ELSE ' ' || agent_version END AS subject FROM runs WHERE benchmark = 'ad-bench'")
+        runs = rdb.query_df(
+            con,
+            "SELECT run_id, agent || CASE WHEN coalesce(agent_version, '') = '' THEN '' "
+            "ELSE ' ' || agent_version END AS subject FROM runs WHERE benchmark = 'ad-bench'",
+        )
         raw = irt.load_responses(con, benchmark="ad-bench").groupby("subject")["passed"].mean().rename("raw")
     per_subject = truth.merge(runs, on="run_id").groupby("subject")["true_ability"].first()
     df = fit.abilities.set_index("subject").join(per_subject, how="inner").join(raw)

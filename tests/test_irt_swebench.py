@@ -25,8 +25,9 @@ SUSPECT = "20250720_mini-v0.0.0-claude-3-7-sonnet-20250219"  # does not reconcil
 @pytest.fixture(scope="module")
 def swe_fit(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, irt.StoredFit, float]:
     db = tmp_path_factory.mktemp("swe_irt") / "swe.duckdb"
-    results = ingest_paths([shared_data("swebench_verified", "instance_results.csv")], db=db, fmt="csv",
-                           mapping="swebench-verified")
+    results = ingest_paths(
+        [shared_data("swebench_verified", "instance_results.csv")], db=db, fmt="csv", mapping="swebench-verified"
+    )
     assert [r.outcome for r in results] == ["ingested"], results[0].error
     started = time.perf_counter()
     with rdb.writer(db) as con:
@@ -52,7 +53,7 @@ def test_items_flag_the_instances_nobody_solves(swe_fit) -> None:
     never = set(src.groupby("instance_id")["resolved"].max().loc[lambda s: s == 0].index)
     flagged_dead = set(fit.items.loc[fit.items["flag"] == "dead", "task_id"])
     assert flagged_dead == never and len(never) == 32
-    assert not (fit.items["flag"] == "saturated").any()   # no instance is solved by every submission
+    assert not (fit.items["flag"] == "saturated").any()  # no instance is solved by every submission
 
 
 def test_the_frontier_rises_from_2023_to_2025(swe_fit) -> None:
@@ -62,6 +63,6 @@ def test_the_frontier_rises_from_2023_to_2025(swe_fit) -> None:
     fr = view.frontier
     assert fr["first_eval_date"].is_monotonic_increasing and fr["ability"].is_monotonic_increasing
     assert fr["first_eval_date"].iloc[0].year == 2023 and fr["first_eval_date"].iloc[-1].year == 2025
-    assert fr["ability"].iloc[-1] - fr["ability"].iloc[0] > 3.0    # logits: from ~0% to ~75% resolved
+    assert fr["ability"].iloc[-1] - fr["ability"].iloc[0] > 3.0  # logits: from ~0% to ~75% resolved
     rate = view.velocity.set_index("family").loc["(frontier)", "ability_per_month"]
     assert rate > 0

@@ -22,8 +22,22 @@ def test_report_shape_and_values(fixture_db: Path) -> None:
     assert rep["benchmark"] == "mini-bench"
     rows = {(r["run_id"], r["slice"]): r for r in rep["rows"]}
     a = rows[("mini-a-v1", "all")]
-    assert set(a) >= {"run_id", "agent", "agent_version", "kind", "eval_date", "slice", "n_tasks", "n_attempts",
-                      "pass_at", "pass_hat", "mean_score", "ci95", "mean_steps", "mean_cost_usd"}
+    assert set(a) >= {
+        "run_id",
+        "agent",
+        "agent_version",
+        "kind",
+        "eval_date",
+        "slice",
+        "n_tasks",
+        "n_attempts",
+        "pass_at",
+        "pass_hat",
+        "mean_score",
+        "ci95",
+        "mean_steps",
+        "mean_cost_usd",
+    }
     # T1: 1 of 2 samples, T2: 1 of 2 samples -> Pass@1 = 0.5, Pass@2 = 1.0, pass^2 = 0
     assert a["pass_at"] == {"1": 0.5, "2": 1.0}
     assert a["pass_hat"]["2"] == 0.0
@@ -39,12 +53,34 @@ def test_report_shape_and_values(fixture_db: Path) -> None:
 
 def test_ties_and_humans_apart() -> None:
     def row(run: str, kind: str, p: float, ci: tuple[float, float]) -> dict:
-        return {"run_id": run, "agent": run, "agent_version": None, "family": None, "kind": kind, "eval_date": None,
-                "slice": "all", "n_tasks": 50, "n_attempts": 50, "k_max": 1, "pass_at": {"1": p}, "pass_hat": {"1": p},
-                "mean_score": p, "ci95": {"pass@1": list(ci)}, "mean_steps": 1.0, "mean_cost_usd": None}
-    df = pd.DataFrame([row("a", "llm", 0.80, (0.70, 0.88)), row("b", "llm", 0.74, (0.62, 0.84)),
-                       row("c", "llm", 0.40, (0.30, 0.52)), row("h", "human", 0.95, (0.88, 0.98))],
-                      columns=lb.COLUMNS)
+        return {
+            "run_id": run,
+            "agent": run,
+            "agent_version": None,
+            "family": None,
+            "kind": kind,
+            "eval_date": None,
+            "slice": "all",
+            "n_tasks": 50,
+            "n_attempts": 50,
+            "k_max": 1,
+            "pass_at": {"1": p},
+            "pass_hat": {"1": p},
+            "mean_score": p,
+            "ci95": {"pass@1": list(ci)},
+            "mean_steps": 1.0,
+            "mean_cost_usd": None,
+        }
+
+    df = pd.DataFrame(
+        [
+            row("a", "llm", 0.80, (0.70, 0.88)),
+            row("b", "llm", 0.74, (0.62, 0.84)),
+            row("c", "llm", 0.40, (0.30, 0.52)),
+            row("h", "human", 0.95, (0.88, 0.98)),
+        ],
+        columns=lb.COLUMNS,
+    )
     out = lb.mark_ties(df).set_index("run_id")
     assert out.loc["a", "is_leader"] and not out.loc["h", "is_leader"]
     assert out.loc["b", "is_tied"] and not out.loc["c", "is_tied"]
@@ -71,9 +107,23 @@ def test_bootstrap_interval_is_deterministic(fixture_db: Path) -> None:
 
 
 def test_cli_json(fixture_db: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "analytics", "leaderboard", "--db", str(fixture_db),
-                          "--benchmark", "mini-bench", "--json"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "analytics",
+            "leaderboard",
+            "--db",
+            str(fixture_db),
+            "--benchmark",
+            "mini-bench",
+            "--json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout)
     assert rep["benchmark"] == "mini-bench" and {r["slice"] for r in rep["rows"]} >= {"all", "level=L1", "level=L2"}
@@ -93,13 +143,32 @@ def test_display_table_and_figure(fixture_db: Path) -> None:
 
 
 def _runs(*ids: str) -> pd.DataFrame:
-    return pd.DataFrame({"run_id": list(ids), "agent": [i.upper() for i in ids], "agent_version": None,
-                         "family": None, "kind": "llm", "eval_date": pd.NaT})
+    return pd.DataFrame(
+        {
+            "run_id": list(ids),
+            "agent": [i.upper() for i in ids],
+            "agent_version": None,
+            "family": None,
+            "kind": "llm",
+            "eval_date": pd.NaT,
+        }
+    )
 
 
 def _outcomes(run: str, n: list[int], c: list[int], levels: list[str | None], score: list[float]) -> pd.DataFrame:
-    return pd.DataFrame({"run_id": run, "task_id": [f"t{i}" for i in range(len(n))], "n": n, "c": c,
-                         "score": score, "steps": 1.0, "cost_usd": float("nan"), "level": levels, "category": None})
+    return pd.DataFrame(
+        {
+            "run_id": run,
+            "task_id": [f"t{i}" for i in range(len(n))],
+            "n": n,
+            "c": c,
+            "score": score,
+            "steps": 1.0,
+            "cost_usd": float("nan"),
+            "level": levels,
+            "category": None,
+        }
+    )
 
 
 def test_leaderboard_rows_slices_pass_at_k_and_k_max_by_hand() -> None:

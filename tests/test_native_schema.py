@@ -23,9 +23,15 @@ def test_good_fixtures_are_valid(name: str) -> None:
         jsonschema.validate(rec, SCHEMA)
 
 
-@pytest.mark.parametrize(("name", "line"), [
-    ("wrong_type.jsonl", 4), ("missing_field.jsonl", 4), ("missing_field.jsonl", 5), ("score_out_of_range.jsonl", 4),
-])
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        ("wrong_type.jsonl", 4),
+        ("missing_field.jsonl", 4),
+        ("missing_field.jsonl", 5),
+        ("score_out_of_range.jsonl", 4),
+    ],
+)
 def test_bad_lines_are_invalid(name: str, line: int) -> None:
     rec = records(name)[line - 1]
     with pytest.raises(jsonschema.ValidationError):

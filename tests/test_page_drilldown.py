@@ -35,14 +35,22 @@ def metrics(at: AppTest) -> dict[str, str]:
 def test_demo_attempt_by_deep_link(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with rdb.reader(demo_db) as con:
         run_id, task_id, sample, n_steps, n_calls, query = rdb.query_rows(
-            con, "SELECT a.run_id, a.task_id, a.sample, a.n_steps, a.n_tool_calls, t.query FROM attempts a "
-                 "JOIN runs r USING (run_id) JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
-                 "WHERE a.n_tool_calls >= 2 ORDER BY r.eval_date DESC, a.run_id, a.task_id, a.sample DESC LIMIT 1")[0]
-        first_tool = rdb.query_rows(con, "SELECT tool FROM steps s JOIN attempts a USING (attempt_id) WHERE a.run_id = ? "
-                                         "AND a.task_id = ? AND a.sample = ? AND kind = 'tool_call' ORDER BY step LIMIT 1",
-                                    [run_id, task_id, sample])[0][0]
-        judge = rdb.query_rows(con, "SELECT judge::VARCHAR FROM attempts WHERE run_id = ? AND task_id = ? AND sample = ?",
-                               [run_id, task_id, sample])[0][0]
+            con,
+            "SELECT a.run_id, a.task_id, a.sample, a.n_steps, a.n_tool_calls, t.query FROM attempts a "
+            "JOIN runs r USING (run_id) JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
+            "WHERE a.n_tool_calls >= 2 ORDER BY r.eval_date DESC, a.run_id, a.task_id, a.sample DESC LIMIT 1",
+        )[0]
+        first_tool = rdb.query_rows(
+            con,
+            "SELECT tool FROM steps s JOIN attempts a USING (attempt_id) WHERE a.run_id = ? "
+            "AND a.task_id = ? AND a.sample = ? AND kind = 'tool_call' ORDER BY step LIMIT 1",
+            [run_id, task_id, sample],
+        )[0][0]
+        judge = rdb.query_rows(
+            con,
+            "SELECT judge::VARCHAR FROM attempts WHERE run_id = ? AND task_id = ? AND sample = ?",
+            [run_id, task_id, sample],
+        )[0][0]
     at = open_drilldown(demo_db, monkeypatch, run=run_id, task=task_id, sample=str(sample))
     assert metrics(at)["Steps / tool calls"] == f"{n_steps} / {n_calls}"
     assert query in texts(at)
@@ -67,28 +75,50 @@ def test_demo_attempt_by_deep_link(demo_db: Path, monkeypatch: pytest.MonkeyPatc
 def _tau_native(src: Path, out: Path, *, n: int = 4) -> Path:
     """Test-only conversion of tau-bench records to native v1 (used when no openai-messages adapter exists)."""
     records = json.loads(src.read_text())[:n]
-    lines = [{"record": "benchmark", "benchmark": "tau-bench-airline", "scoring": "binary"},
-             {"record": "run", "run_id": "tau-bench-airline-gpt-4o", "benchmark": "tau-bench-airline",
-              "agent": "gpt-4o"}]
+    lines = [
+        {"record": "benchmark", "benchmark": "tau-bench-airline", "scoring": "binary"},
+        {"record": "run", "run_id": "tau-bench-airline-gpt-4o", "benchmark": "tau-bench-airline", "agent": "gpt-4o"},
+    ]
     for rec in records:
         actions = [a["name"] for a in rec["info"]["task"]["actions"]]
-        lines.append({"record": "task", "benchmark": "tau-bench-airline", "task_id": str(rec["task_id"]),
-                      "query": rec["info"]["task"]["instruction"], "reference_trajectory": actions})
+        lines.append(
+            {
+                "record": "task",
+                "benchmark": "tau-bench-airline",
+                "task_id": str(rec["task_id"]),
+                "query": rec["info"]["task"]["instruction"],
+                "reference_trajectory": actions,
+            }
+        )
         steps, rnd = [], 0
         results = {m.get("tool_call_id"): m.get("content") for m in rec["traj"] if m["role"] == "tool"}
         for msg in rec["traj"]:
             if msg["role"] == "assistant":
                 rnd += 1
                 for call in msg.get("tool_calls") or []:
-                    steps.append({"round": rnd, "kind": "tool_call", "tool": call["function"]["name"],
-                                  "args": json.loads(call["function"]["arguments"] or "{}"),
-                                  "result": results.get(call["id"])})
+                    steps.append(
+                        {
+                            "round": rnd,
+                            "kind": "tool_call",
+                            "tool": call["function"]["name"],
+                            "args": json.loads(call["function"]["arguments"] or "{}"),
+                            "result": results.get(call["id"]),
+                        }
+                    )
                 if msg.get("content"):
                     steps.append({"round": rnd, "kind": "message", "content": msg["content"]})
             elif msg["role"] == "user":
                 steps.append({"round": rnd, "kind": "user", "content": msg["content"]})
-        lines.append({"record": "attempt", "run_id": "tau-bench-airline-gpt-4o", "task_id": str(rec["task_id"]),
-                      "sample": rec["trial"], "score": rec["reward"], "steps": steps})
+        lines.append(
+            {
+                "record": "attempt",
+                "run_id": "tau-bench-airline-gpt-4o",
+                "task_id": str(rec["task_id"]),
+                "sample": rec["trial"],
+                "score": rec["reward"],
+                "steps": steps,
+            }
+        )
     out.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     return out
 
@@ -104,11 +134,20 @@ def test_tau_bench_attempt_by_deep_link(tmp_db: Path, tmp_path: Path, monkeypatc
     assert [r.outcome for r in results] == ["ingested"]
     with rdb.reader(tmp_db) as con:
         run_id, task_id, sample, n_steps, n_calls = rdb.query_rows(
-            con, "SELECT run_id, task_id, sample, n_steps, n_tool_calls FROM attempts WHERE n_tool_calls > 0 "
-                 "ORDER BY attempt_id LIMIT 1")[0]
-        tools = [r[0] for r in rdb.query_rows(con, "SELECT tool FROM steps s JOIN attempts a USING (attempt_id) "
-                                                   "WHERE a.run_id = ? AND a.task_id = ? AND a.sample = ? AND "
-                                                   "kind = 'tool_call' ORDER BY step", [run_id, task_id, sample])]
+            con,
+            "SELECT run_id, task_id, sample, n_steps, n_tool_calls FROM attempts WHERE n_tool_calls > 0 "
+            "ORDER BY attempt_id LIMIT 1",
+        )[0]
+        tools = [
+            r[0]
+            for r in rdb.query_rows(
+                con,
+                "SELECT tool FROM steps s JOIN attempts a USING (attempt_id) "
+                "WHERE a.run_id = ? AND a.task_id = ? AND a.sample = ? AND "
+                "kind = 'tool_call' ORDER BY step",
+                [run_id, task_id, sample],
+            )
+        ]
     at = open_drilldown(tmp_db, monkeypatch, run=run_id, task=task_id, sample=str(sample))
     assert metrics(at)["Steps / tool calls"] == f"{n_steps} / {n_calls}"
     shown = " ".join(texts(at))
@@ -116,21 +155,52 @@ def test_tau_bench_attempt_by_deep_link(tmp_db: Path, tmp_path: Path, monkeypatc
 
 
 def _write_special(path: Path) -> Path:
-    lines = [{"record": "benchmark", "benchmark": "edge-bench", "tool_graph": {"daily_data": ["get_accounts"]}},
-             {"record": "task", "benchmark": "edge-bench", "task_id": "hostile", "query": "Summarise the page",
-              "reference_trajectory": ["fetch"]},
-             {"record": "task", "benchmark": "edge-bench", "task_id": "long", "query": "Long loop",
-              "reference_trajectory": ["get_accounts", "daily_data", "calculator"]},
-             {"record": "run", "run_id": "edge-run", "benchmark": "edge-bench", "agent": "Edge"},
-             {"record": "attempt", "run_id": "edge-run", "task_id": "hostile", "sample": 0, "score": 0,
-              "answer": HOSTILE, "steps": [
-                  {"round": 1, "tool": "fetch", "args": {"url": "http://evil.example"}, "result": HOSTILE},
-                  {"round": 2, "tool": "fetch", "args": {"url": "http://evil.example"}, "result": "x" * 5000 + HOSTILE},
-                  {"round": 3, "kind": "final", "content": HOSTILE}]}]
-    steps = [{"round": i + 1, "tool": "daily_data" if i % 2 else "search", "args": {"i": i % 7},
-              "result": f"row {i}", "latency_s": 0.1, "input_tokens": 10, "output_tokens": 2} for i in range(N_LONG)]
-    lines.append({"record": "attempt", "run_id": "edge-run", "task_id": "long", "sample": 0, "score": 1,
-                  "steps": steps})
+    lines = [
+        {"record": "benchmark", "benchmark": "edge-bench", "tool_graph": {"daily_data": ["get_accounts"]}},
+        {
+            "record": "task",
+            "benchmark": "edge-bench",
+            "task_id": "hostile",
+            "query": "Summarise the page",
+            "reference_trajectory": ["fetch"],
+        },
+        {
+            "record": "task",
+            "benchmark": "edge-bench",
+            "task_id": "long",
+            "query": "Long loop",
+            "reference_trajectory": ["get_accounts", "daily_data", "calculator"],
+        },
+        {"record": "run", "run_id": "edge-run", "benchmark": "edge-bench", "agent": "Edge"},
+        {
+            "record": "attempt",
+            "run_id": "edge-run",
+            "task_id": "hostile",
+            "sample": 0,
+            "score": 0,
+            "answer": HOSTILE,
+            "steps": [
+                {"round": 1, "tool": "fetch", "args": {"url": "http://evil.example"}, "result": HOSTILE},
+                {"round": 2, "tool": "fetch", "args": {"url": "http://evil.example"}, "result": "x" * 5000 + HOSTILE},
+                {"round": 3, "kind": "final", "content": HOSTILE},
+            ],
+        },
+    ]
+    steps = [
+        {
+            "round": i + 1,
+            "tool": "daily_data" if i % 2 else "search",
+            "args": {"i": i % 7},
+            "result": f"row {i}",
+            "latency_s": 0.1,
+            "input_tokens": 10,
+            "output_tokens": 2,
+        }
+        for i in range(N_LONG)
+    ]
+    lines.append(
+        {"record": "attempt", "run_id": "edge-run", "task_id": "long", "sample": 0, "score": 1, "steps": steps}
+    )
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     return path
 

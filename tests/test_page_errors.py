@@ -17,8 +17,9 @@ def _frame(element) -> pd.DataFrame:
     return value.data if hasattr(value, "data") else value  # a Styler keeps its frame in .data
 
 
-def _open(db: Path, env_db, monkeypatch: pytest.MonkeyPatch, *, judge_env: dict[str, str] | None = None,
-          **params: str) -> AppTest:
+def _open(
+    db: Path, env_db, monkeypatch: pytest.MonkeyPatch, *, judge_env: dict[str, str] | None = None, **params: str
+) -> AppTest:
     for name in ("OPENAI_BASE_URL", "RUNLENS_JUDGE_MODEL"):
         monkeypatch.delenv(name, raising=False)
     for name, value in (judge_env or {}).items():

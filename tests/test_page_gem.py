@@ -85,8 +85,9 @@ def test_computed_source_without_metrics_warns(gem_db: Path, monkeypatch: pytest
     assert any("gem-metrics" in w.value for w in at.warning)
 
 
-def test_computed_source_shows_recomputed_metrics(gem_db: Path, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_computed_source_shows_recomputed_metrics(
+    gem_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "gem.duckdb"
     for suffix in ("", ".read"):
         shutil.copyfile(str(gem_db) + suffix, str(db) + suffix)

@@ -55,8 +55,10 @@ def test_empty_state_then_fit_from_the_page(sim_db: Path, monkeypatch: pytest.Mo
         view = prog.progress_view(con, benchmark="sim-bench", model="1pl")
     assert view.fit is not None and view.fit.is_current
     shown = table(at, "ability_lo")
-    assert shown["ability"].round(6).tolist() == view.abilities.sort_values("ability", ascending=False)[
-        "ability"].round(6).tolist()
+    assert (
+        shown["ability"].round(6).tolist()
+        == view.abilities.sort_values("ability", ascending=False)["ability"].round(6).tolist()
+    )
     assert len(at.get("plotly_chart")) == 4
     assert not at.warning or all("changed" not in w.value for w in at.warning)
     # a rerun reads the stored fit: no second fit

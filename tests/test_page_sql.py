@@ -55,16 +55,19 @@ def test_a_shared_link_runs_its_query(fixture_db: Path, monkeypatch: pytest.Monk
     assert at.text_area(key="sql_editor").value == QUERY
 
 
-def test_the_editor_runs_and_refuses_with_the_db_unchanged(fixture_db: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_editor_runs_and_refuses_with_the_db_unchanged(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_sql_page(fixture_db, monkeypatch)
     assert not has_result(at)  # nothing runs before the user asks
     before = file_hashes(fixture_db)
     run_editor(at, "SELECT count(*) AS n_attempts FROM attempts")
     assert result_frame(at)["n_attempts"].tolist() == [6]
     assert at.query_params["q"] == "SELECT count(*) AS n_attempts FROM attempts"
-    for attack in ("DROP TABLE attempts", "COPY runs TO '/tmp/runlens_page_leak.csv'",
-                   "SELECT * FROM read_csv('/etc/passwd')", "SELECT 1; DELETE FROM runs"):
+    for attack in (
+        "DROP TABLE attempts",
+        "COPY runs TO '/tmp/runlens_page_leak.csv'",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT 1; DELETE FROM runs",
+    ):
         run_editor(at, attack)
         assert at.error and at.error[0].value.startswith("Refused"), attack
         assert not has_result(at), attack
@@ -72,8 +75,7 @@ def test_the_editor_runs_and_refuses_with_the_db_unchanged(fixture_db: Path,
     assert not Path("/tmp/runlens_page_leak.csv").exists()
 
 
-def test_errors_show_duckdbs_position_and_history_keeps_runs(fixture_db: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_errors_show_duckdbs_position_and_history_keeps_runs(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_sql_page(fixture_db, monkeypatch)
     run_editor(at, "SELECT agent,\n  nope\nFROM runs")
     assert at.error[0].value == "DuckDB error at line 2:"
@@ -116,8 +118,7 @@ def test_chart_this_draws_the_result(fixture_db: Path, monkeypatch: pytest.Monke
     assert {"sql_chart_data_csv", "sql_chart_data_parquet"} <= {b.key for b in at.download_button}
 
 
-def test_ask_in_english_proposes_sql_and_runs_only_on_click(fixture_db: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ask_in_english_proposes_sql_and_runs_only_on_click(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.fake_openai_server import FakeOpenAI
 
     proposed = "SELECT run_id FROM v_runs ORDER BY run_id"
@@ -148,8 +149,10 @@ def test_sql_page_in_chromium_runs_with_ctrl_enter(demo_db: Path) -> None:
         page.goto(url + "/sql?q=" + quote("SELECT * FROM v_runs ORDER BY run_id"), wait_until="domcontentloaded")
         page.wait_for_selector("text=rows ·", timeout=120_000)
         editor = page.locator("textarea").first
-        editor.fill("SELECT agent, round(100 * avg(passed::DOUBLE), 1) AS pass_pct FROM v_attempts "
-                    "WHERE benchmark = 'ad-bench' GROUP BY agent ORDER BY pass_pct DESC")
+        editor.fill(
+            "SELECT agent, round(100 * avg(passed::DOUBLE), 1) AS pass_pct FROM v_attempts "
+            "WHERE benchmark = 'ad-bench' GROUP BY agent ORDER BY pass_pct DESC"
+        )
         editor.press("Control+Enter")
         page.wait_for_selector("text=rows · 2 columns", timeout=120_000)  # the new result, not the old one
         page.wait_for_function("() => location.search.includes('pass_pct')", timeout=30_000)
@@ -165,8 +168,7 @@ def test_sql_page_in_chromium_runs_with_ctrl_enter(demo_db: Path) -> None:
     assert shot.stat().st_size > 10_000
 
 
-def test_query_and_history_survive_a_visit_to_another_page(fixture_db: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_query_and_history_survive_a_visit_to_another_page(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_sql_page(fixture_db, monkeypatch)
     run_editor(at, "SELECT 41 + 1 AS answer")
     at.switch_page("pages/upload.py").run()

@@ -29,8 +29,11 @@ def open_tmf(db: Path, monkeypatch: pytest.MonkeyPatch, benchmark: str) -> AppTe
 def rerun(at: AppTest) -> AppTest:
     """Rerun after a widget change. After switch_page, AppTest's tree loses the sidebar widgets, so their state
     would be dropped on the next run; carry the benchmark filter over by hand."""
-    at.session_state["flt_benchmark"] = at.query_params["benchmark"][0] if isinstance(
-        at.query_params["benchmark"], list) else at.query_params["benchmark"]
+    at.session_state["flt_benchmark"] = (
+        at.query_params["benchmark"][0]
+        if isinstance(at.query_params["benchmark"], list)
+        else at.query_params["benchmark"]
+    )
     at.run()
     assert not at.exception, at.exception
     return at
@@ -92,8 +95,16 @@ def _no_minutes_db(tmp_path: Path) -> Path:
     lines = [{"record": "benchmark", "benchmark": "nm-bench", "scoring": "binary"}]
     lines += [{"record": "task", "benchmark": "nm-bench", "task_id": t} for t in ("t1", "t2")]
     for run, cost in (("nm-costed", 0.2), ("nm-free", None)):
-        lines.append({"record": "run", "run_id": run, "benchmark": "nm-bench", "agent": run, "kind": "agent",
-                      "eval_date": "2025-03-01"})
+        lines.append(
+            {
+                "record": "run",
+                "run_id": run,
+                "benchmark": "nm-bench",
+                "agent": run,
+                "kind": "agent",
+                "eval_date": "2025-03-01",
+            }
+        )
         for t, score in (("t1", 1), ("t2", 0)):
             att = {"record": "attempt", "run_id": run, "task_id": t, "sample": 0, "score": score}
             if cost is not None:

@@ -92,10 +92,13 @@ def test_delete_removes_everything_of_the_run_in_one_go(tmp_db: Path) -> None:
     done = delete.delete_run(run_id, db=tmp_db, actor="test")
     assert done.n_attempts == n_attempts
     assert rows(tmp_db, "SELECT count(*) FROM attempts") == [(others,)]
-    orphans = rows(tmp_db, "SELECT (SELECT count(*) FROM steps WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts)),"
-                           " (SELECT count(*) FROM error_labels WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts)),"
-                           " (SELECT count(*) FROM attempt_metrics WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts)),"
-                           " (SELECT count(*) FROM ratings WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts))")
+    orphans = rows(
+        tmp_db,
+        "SELECT (SELECT count(*) FROM steps WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts)),"
+        " (SELECT count(*) FROM error_labels WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts)),"
+        " (SELECT count(*) FROM attempt_metrics WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts)),"
+        " (SELECT count(*) FROM ratings WHERE attempt_id NOT IN (SELECT attempt_id FROM attempts))",
+    )
     assert orphans == [(0, 0, 0, 0)]
     detail = json.loads(rows(tmp_db, "SELECT detail FROM audit_log WHERE subject = ?", [run_id])[0][0])
     assert detail["actor"] == "test" and detail["n_attempts"] == n_attempts

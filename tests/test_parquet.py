@@ -19,8 +19,9 @@ TABLES = ("benchmarks", "tasks", "runs", "attempts", "steps", "texts", "error_la
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "analytics", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "analytics", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +99,9 @@ def test_export_refuses_a_non_empty_folder_unless_overwriting(fixture_db: Path, 
     assert (stray / "keep.txt").read_text() == "mine"
 
 
-def test_leaderboard_page_renders_from_the_parquet_folder(demo_export: tuple[Path, Path],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_leaderboard_page_renders_from_the_parquet_folder(
+    demo_export: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     db, out = demo_export
     monkeypatch.setenv("RUNLENS_DB", str(out))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)

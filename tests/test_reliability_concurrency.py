@@ -59,8 +59,13 @@ def test_twenty_ingests_during_page_loads(tmp_path: Path, monkeypatch: pytest.Mo
     sizes = [sum(b'"record":"attempt"' in ln for ln in f.read_bytes().splitlines()) for f in files]
     valid = {base + sum(c) for k in range(N_FILES + 1) for c in combinations(sizes, k)}
     jobs = [str(f) for f in files] * 2  # every file twice: the second ingest must add nothing
-    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(db), json.dumps(jobs)], cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(db), json.dumps(jobs)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     monkeypatch.setenv("RUNLENS_DB", str(db))
     loads, seen = 0, [base]
     try:
@@ -82,8 +87,9 @@ def test_twenty_ingests_during_page_loads(tmp_path: Path, monkeypatch: pytest.Mo
     assert worker.returncode == 0, err[-3000:]
     assert _n_attempts(db) == base + sum(sizes)
     with rdb.reader(db) as con:
-        dups = con.execute("SELECT count(*) FROM (SELECT run_id, task_id, sample FROM attempts GROUP BY ALL "
-                           "HAVING count(*) > 1)").fetchall()[0][0]
+        dups = con.execute(
+            "SELECT count(*) FROM (SELECT run_id, task_id, sample FROM attempts GROUP BY ALL HAVING count(*) > 1)"
+        ).fetchall()[0][0]
         logged = con.execute("SELECT count(*) FROM ingest_log WHERE outcome = 'ingested'").fetchall()[0][0]
     assert dups == 0 and logged == 1 + N_FILES
     assert loads >= 3 and len(set(seen)) >= 2, seen  # pages really ran while data arrived

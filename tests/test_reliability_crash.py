@@ -99,7 +99,9 @@ def _state(db: Path) -> dict[str, tuple[int, int, int, int]]:
     """run_id -> (attempts, steps, labels, ingest_log rows) in the primary, opened read-write as a restart would."""
     con = duckdb.connect(str(db))
     try:
-        if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'attempts'").fetchall()[0][0]:
+        if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'attempts'").fetchall()[
+            0
+        ][0]:
             return {}
         rows = con.execute("""
             SELECT r.run_id,

@@ -26,20 +26,43 @@ from tests.conftest import FIXTURES, SHARED_DATA
 
 pytestmark = pytest.mark.slow
 
-TABLES = ("benchmarks", "tasks", "runs", "attempts", "steps", "texts", "error_labels", "attempt_metrics",
-          "ratings", "ingest_log")
-FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=60,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+TABLES = (
+    "benchmarks",
+    "tasks",
+    "runs",
+    "attempts",
+    "steps",
+    "texts",
+    "error_labels",
+    "attempt_metrics",
+    "ratings",
+    "ingest_log",
+)
+FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-    max_leaves=8)
-tree_edits = st.tuples(st.lists(st.integers(min_value=0, max_value=10_000), max_size=8),
-                       st.sampled_from(["replace", "delete", "duplicate"]), json_values)
-byte_edits = st.one_of(st.none(), st.tuples(st.sampled_from(["truncate", "insert"]), st.floats(0, 1),
-                                            st.binary(min_size=1, max_size=8)))
+    max_leaves=8,
+)
+tree_edits = st.tuples(
+    st.lists(st.integers(min_value=0, max_value=10_000), max_size=8),
+    st.sampled_from(["replace", "delete", "duplicate"]),
+    json_values,
+)
+byte_edits = st.one_of(
+    st.none(), st.tuples(st.sampled_from(["truncate", "insert"]), st.floats(0, 1), st.binary(min_size=1, max_size=8))
+)
 
 
 class Sandbox:
@@ -156,8 +179,7 @@ def test_mutated_openai_message_trajectories(sandbox: Sandbox, edit: tuple[list[
 
 LONG_CSV = "run_id,task_id,score,cost_usd,eval_date\nr1,t1,1,0.1,2025-01-02\nr1,t2,0,0.2,2025-01-02\nr2,t1,0.5,,\n"
 WIDE_CSV = "agent,eval_date,task-1,task-2,task-3\nGPT-4o,2025-01-10,1,0,0.5\nClaude,20250201,1,,1\n"
-cell_edits = st.lists(st.tuples(st.integers(0, 100), st.integers(0, 100), st.text(max_size=12)), min_size=1,
-                      max_size=3)
+cell_edits = st.lists(st.tuples(st.integers(0, 100), st.integers(0, 100), st.text(max_size=12)), min_size=1, max_size=3)
 
 
 def edit_cells(text: str, edits: list[tuple[int, int, str]]) -> str:

@@ -41,8 +41,13 @@ sys.exit(code)
 
 def _ingest_process(db: Path, path: Path) -> tuple[int, str, float]:
     """Run the ingest CLI on one file in a fresh process: (exit code, stderr, peak RSS in MB)."""
-    done = subprocess.run([sys.executable, "-c", WRAPPER, "--no-progress", "--db", str(db), str(path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, "--no-progress", "--db", str(db), str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     rss_kb = [int(line.split("=", 1)[1]) for line in done.stderr.splitlines() if line.startswith("MAXRSS_KB=")]
     assert rss_kb, done.stderr[-2000:]
     return done.returncode, done.stderr, rss_kb[0] / 1024
@@ -81,8 +86,10 @@ def _deep(depth: int) -> str:
 
 def test_json_nested_10000_deep_is_refused_cleanly(tmp_path: Path, fixture_db: Path) -> None:
     native = tmp_path / "deep.jsonl"
-    native.write_bytes(_lines() + b'{"record": "attempt", "run_id": "limits-run", "task_id": "t1", "score": 1, '
-                       b'"judge": {"x": ' + _deep(10_000).encode() + b"}}\n")
+    native.write_bytes(
+        _lines() + b'{"record": "attempt", "run_id": "limits-run", "task_id": "t1", "score": 1, '
+        b'"judge": {"x": ' + _deep(10_000).encode() + b"}}\n"
+    )
     [result] = ingest_paths([native], db=fixture_db)
     assert result.outcome == "failed"
     assert str(result.error.problems[0]).startswith(f"{native}:4: -: invalid JSON")
@@ -99,33 +106,41 @@ def test_json_nested_10000_deep_is_refused_cleanly(tmp_path: Path, fixture_db: P
 def test_a_lone_surrogate_is_refused_at_its_place_in_every_json_format(tmp_path: Path, fixture_db: Path) -> None:
     """``"\\ud800"`` is valid JSON syntax that the stdlib reads into a string no store can hold."""
     native = tmp_path / "surrogate.jsonl"
-    native.write_bytes(_lines() + b'{"record": "attempt", "run_id": "limits-run", "task_id": "t1", "score": 1, '
-                       b'"answer": "ok \\ud800"}\n')
+    native.write_bytes(
+        _lines() + b'{"record": "attempt", "run_id": "limits-run", "task_id": "t1", "score": 1, '
+        b'"answer": "ok \\ud800"}\n'
+    )
     [result] = ingest_paths([native], db=fixture_db)
     assert result.outcome == "failed"
     assert str(result.error.problems[0]) == f"{native}:4: -: {LONE_SURROGATE}"
     messages = tmp_path / "gpt-4o-airline.json"
-    messages.write_text('[{"task_id": 1, "reward": 1, "traj": [\n {"role": "user", "content": "\\ud83d\\ude00"},\n'
-                        ' {"role": "assistant", "content": "\\udc00"}]}]')
+    messages.write_text(
+        '[{"task_id": 1, "reward": 1, "traj": [\n {"role": "user", "content": "\\ud83d\\ude00"},\n'
+        ' {"role": "assistant", "content": "\\udc00"}]}]'
+    )
     [result] = ingest_paths([messages], db=fixture_db, fmt="openai-messages")
     assert result.outcome == "failed" and str(result.error.problems[0]) == f"{messages}:3: -: {LONE_SURROGATE}"
     fine = tmp_path / "emoji.jsonl"  # a surrogate pair is one character, and is kept
-    fine.write_bytes(_lines() + b'{"record": "attempt", "run_id": "limits-run", "task_id": "t1", "sample": 7, '
-                     b'"score": 1, "answer": "\\ud83d\\ude00"}\n')
+    fine.write_bytes(
+        _lines() + b'{"record": "attempt", "run_id": "limits-run", "task_id": "t1", "sample": 7, '
+        b'"score": 1, "answer": "\\ud83d\\ude00"}\n'
+    )
     [result] = ingest_paths([fine], db=fixture_db)
     assert result.outcome == "ingested", result.error
     with rdb.reader(fixture_db) as con:
         assert con.execute("SELECT answer FROM attempts WHERE sample = 7 AND run_id = 'limits-run'").fetchall() == [
-            ("\U0001f600",)]
+            ("\U0001f600",)
+        ]
 
 
 @pytest.mark.slow
 def test_a_10000_step_trajectory_is_ingested_and_drilled_into(tmp_path: Path, tmp_db: Path) -> None:
-    steps = [{"round": i + 1, "kind": "tool_call", "tool": f"tool{i % 7}", "args": {"i": i}, "result": "r" * (i % 300)}
-             for i in range(10_000)]
+    steps = [
+        {"round": i + 1, "kind": "tool_call", "tool": f"tool{i % 7}", "args": {"i": i}, "result": "r" * (i % 300)}
+        for i in range(10_000)
+    ]
     path = tmp_path / "long-trajectory.jsonl"
-    path.write_bytes(_lines({"record": "attempt", "run_id": "limits-run", "task_id": "t1", "score": 1,
-                             "steps": steps}))
+    path.write_bytes(_lines({"record": "attempt", "run_id": "limits-run", "task_id": "t1", "score": 1, "steps": steps}))
     code, err, rss_mb = _ingest_process(tmp_db, path)
     assert code == 0, err
     assert rss_mb < 600, rss_mb
@@ -164,6 +179,9 @@ def test_a_1_gb_upload_is_refused_without_being_read(tmp_path: Path, fixture_db:
         ingest_file(con, path)
     with rdb.reader(fixture_db) as con:  # the upload page's preview refuses it the same way
         preview = preview_file(con, path)
-    assert preview.outcome == "invalid" and "exceeds the" in preview.errors[0] and preview.errors[0].startswith(
-        f"{path}:1: -:")
+    assert (
+        preview.outcome == "invalid"
+        and "exceeds the" in preview.errors[0]
+        and preview.errors[0].startswith(f"{path}:1: -:")
+    )
     assert _attempt_count(fixture_db) == 6 and (FIXTURES / "good.jsonl").exists()

@@ -12,13 +12,24 @@ import pytest
 from analytics import db as rdb
 from analytics import rules
 
-GRAPH = {"search": [], "get_user_account_list": [], "daily_data": ["get_user_account_list"],
-         "get_account_adgroup_info": ["get_user_account_list"], "calculator": []}
+GRAPH = {
+    "search": [],
+    "get_user_account_list": [],
+    "daily_data": ["get_user_account_list"],
+    "get_account_adgroup_info": ["get_user_account_list"],
+    "calculator": [],
+}
 
 
 def call(step: int, rnd: int, tool: str, args: dict | None = None, error: str | None = None) -> dict:
-    return {"step": step, "round": rnd, "kind": "tool_call", "tool": tool,
-            "args": json.dumps(args or {}), "error": error}
+    return {
+        "step": step,
+        "round": rnd,
+        "kind": "tool_call",
+        "tool": tool,
+        "args": json.dumps(args or {}),
+        "error": error,
+    }
 
 
 def codes(findings: list[rules.Finding]) -> list[tuple[str, int]]:
@@ -26,9 +37,13 @@ def codes(findings: list[rules.Finding]) -> list[tuple[str, int]]:
 
 
 def test_clean_trajectory_has_no_findings() -> None:
-    steps = [call(0, 1, "get_user_account_list", {"user_id": "u1"}), call(1, 1, "search", {"query": "CTR"}),
-             call(2, 2, "daily_data", {"a": 1}), call(3, 3, "calculator", {"code": "print(1)"}),
-             {"step": 4, "round": 4, "kind": "final", "tool": None, "args": None, "error": None}]
+    steps = [
+        call(0, 1, "get_user_account_list", {"user_id": "u1"}),
+        call(1, 1, "search", {"query": "CTR"}),
+        call(2, 2, "daily_data", {"a": 1}),
+        call(3, 3, "calculator", {"code": "print(1)"}),
+        {"step": 4, "round": 4, "kind": "final", "tool": None, "args": None, "error": None},
+    ]
     assert rules.find_rule_errors(steps, GRAPH) == []
 
 
@@ -38,8 +53,12 @@ def test_empty_trajectory() -> None:
 
 
 def test_dependency_error_before_prerequisite_and_in_same_round() -> None:
-    steps = [call(0, 1, "daily_data"), call(1, 2, "get_user_account_list"), call(2, 2, "get_account_adgroup_info"),
-             call(3, 3, "daily_data", {"b": 2})]
+    steps = [
+        call(0, 1, "daily_data"),
+        call(1, 2, "get_user_account_list"),
+        call(2, 2, "get_account_adgroup_info"),
+        call(3, 3, "daily_data", {"b": 2}),
+    ]
     found = rules.find_rule_errors(steps, GRAPH)
     # step 0: prerequisite never called; step 2: prerequisite only in the same (parallel) round
     assert codes(found) == [("DE", 0), ("DE", 2)]
@@ -52,8 +71,11 @@ def test_failed_prerequisite_does_not_count() -> None:
 
 
 def test_computation_before_any_data() -> None:
-    steps = [call(0, 1, "calculator", {"code": "1+1"}), call(1, 2, "search", {"q": "x"}),
-             call(2, 3, "calculator", {"code": "2+2"})]
+    steps = [
+        call(0, 1, "calculator", {"code": "1+1"}),
+        call(1, 2, "search", {"q": "x"}),
+        call(2, 3, "calculator", {"code": "2+2"}),
+    ]
     found = rules.find_rule_errors(steps, GRAPH)
     assert codes(found) == [("DE", 0)] and "computation" in found[0].detail
     # works without a graph too, and the _compute directive names other computation tools
@@ -62,8 +84,12 @@ def test_computation_before_any_data() -> None:
 
 
 def test_redundant_repeats_with_identical_arguments_only() -> None:
-    steps = [call(0, 1, "search", {"query": "CTR", "n": 1}), call(1, 2, "search", {"n": 1, "query": "CTR"}),
-             call(2, 3, "search", {"query": "CPC"}), call(3, 4, "search", {"query": "CTR", "n": 1})]
+    steps = [
+        call(0, 1, "search", {"query": "CTR", "n": 1}),
+        call(1, 2, "search", {"n": 1, "query": "CTR"}),
+        call(2, 3, "search", {"query": "CPC"}),
+        call(3, 4, "search", {"query": "CTR", "n": 1}),
+    ]
     assert codes(rules.find_rule_errors(steps, GRAPH)) == [("REDUNDANT", 1), ("REDUNDANT", 3)]
 
 
@@ -73,11 +99,13 @@ def test_retry_after_failure_is_not_redundant() -> None:
 
 
 def test_no_tool_round_needs_a_graph_and_skips_last_and_user_rounds() -> None:
-    steps = [{"step": 0, "round": 1, "kind": "thought", "tool": None, "args": None, "error": None},
-             call(1, 2, "search", {"q": "a"}),
-             {"step": 2, "round": 3, "kind": "user", "tool": None, "args": None, "error": None},
-             {"step": 3, "round": 4, "kind": "model", "tool": None, "args": None, "error": None},
-             {"step": 4, "round": 5, "kind": "model", "tool": None, "args": None, "error": None}]
+    steps = [
+        {"step": 0, "round": 1, "kind": "thought", "tool": None, "args": None, "error": None},
+        call(1, 2, "search", {"q": "a"}),
+        {"step": 2, "round": 3, "kind": "user", "tool": None, "args": None, "error": None},
+        {"step": 3, "round": 4, "kind": "model", "tool": None, "args": None, "error": None},
+        {"step": 4, "round": 5, "kind": "model", "tool": None, "args": None, "error": None},
+    ]
     assert codes(rules.find_rule_errors(steps, GRAPH)) == [("NO_TOOL", 0), ("NO_TOOL", 3)]
     assert rules.find_rule_errors(steps, None) == []
 
@@ -90,8 +118,11 @@ def test_graph_hash_is_stable_and_changes_with_the_graph() -> None:
 
 def _labels(db: Path) -> list[tuple]:
     with rdb.reader(db) as con:
-        return rdb.query_rows(con, "SELECT a.task_id, a.sample, e.code, e.source, e.step, e.graph_hash "
-                                   "FROM error_labels e JOIN attempts a USING (attempt_id) ORDER BY ALL")
+        return rdb.query_rows(
+            con,
+            "SELECT a.task_id, a.sample, e.code, e.source, e.step, e.graph_hash "
+            "FROM error_labels e JOIN attempts a USING (attempt_id) ORDER BY ALL",
+        )
 
 
 def test_ingest_labels_new_attempts_and_refresh_keeps_log_labels(fixture_db: Path) -> None:
@@ -129,8 +160,10 @@ def test_a_file_and_its_rule_findings_go_in_together(tmp_db: Path, monkeypatch: 
     with pytest.raises(RuntimeError, match="findings failed"):
         ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)
     with rdb.writer(tmp_db, publish_snapshot=False) as con:
-        assert rdb.query_rows(con, "SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM ingest_log), "
-                                   "(SELECT count(*) FROM runs)") == [(0, 0, 0)]
+        assert rdb.query_rows(
+            con,
+            "SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM ingest_log), (SELECT count(*) FROM runs)",
+        ) == [(0, 0, 0)]
     monkeypatch.undo()
     assert [r.outcome for r in ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)] == ["ingested"]
     assert [r for r in _labels(tmp_db) if r[3] == "rule"]
@@ -139,8 +172,10 @@ def test_a_file_and_its_rule_findings_go_in_together(tmp_db: Path, monkeypatch: 
 def test_recomputed_when_the_graph_changes(fixture_db: Path) -> None:
     rules.refresh_rules(fixture_db)
     with rdb.writer(fixture_db) as con:
-        con.execute("UPDATE benchmarks SET tool_graph = ? WHERE benchmark = 'mini-bench'",
-                    [json.dumps({"daily_data": [], "calculator": ["search"]})])
+        con.execute(
+            "UPDATE benchmarks SET tool_graph = ? WHERE benchmark = 'mini-bench'",
+            [json.dumps({"daily_data": [], "calculator": ["search"]})],
+        )
         assert rules.stale_benchmarks(con) == ["mini-bench"]
     done = rules.refresh_rules(fixture_db)
     assert list(done) == ["mini-bench"]
@@ -180,11 +215,19 @@ def test_graph_file_beside_the_benchmark(fixture_db: Path, tmp_path: Path, monke
 
 @pytest.mark.slow
 def test_rules_cli_subprocess(fixture_db: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "analytics", "rules", "--db", str(fixture_db)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "analytics", "rules", "--db", str(fixture_db)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "up to date" in out.stdout  # ingest already labelled the fixture
-    forced = subprocess.run([sys.executable, "-m", "analytics", "rules", "--force", "--db", str(fixture_db)],
-                            capture_output=True, text=True, check=True)
+    forced = subprocess.run(
+        [sys.executable, "-m", "analytics", "rules", "--force", "--db", str(fixture_db)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "mini-bench" in forced.stdout
 
 

@@ -12,10 +12,12 @@ from analytics import db as rdb
 def catalog(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     cols = con.execute(
         "SELECT table_name, column_name, data_type, is_nullable, column_default FROM information_schema.columns "
-        "WHERE table_schema = 'main' ORDER BY table_name, column_name").fetchall()
+        "WHERE table_schema = 'main' ORDER BY table_name, column_name"
+    ).fetchall()
     views = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY 1").fetchall()
     constraints = con.execute(
-        "SELECT table_name, constraint_type, constraint_text FROM duckdb_constraints() ORDER BY ALL").fetchall()
+        "SELECT table_name, constraint_type, constraint_text FROM duckdb_constraints() ORDER BY ALL"
+    ).fetchall()
     return cols + views + constraints
 
 

@@ -31,6 +31,7 @@ def run(sql: str, **kwargs):
 def export(sql: str, fmt: str, **kwargs) -> bytes:
     return sb.export_result(sql, fmt, is_isolated=False, **kwargs)
 
+
 # (statement, why it must not work). Every one is refused by the parser layer or bounded by the engine.
 ATTACKS = [
     ("INSERT INTO runs (run_id, benchmark, agent) VALUES ('x', 'b', 'a')", "write"),
@@ -117,7 +118,9 @@ def test_every_attack_is_refused_or_bounded_and_the_db_is_unchanged(fixture_db: 
         with pytest.raises((sb.SqlRefused, sb.SqlFailed)) as info:
             sb.run_query(sql, db=fixture_db, limits=FAST)  # as the page and the CLI run it: in a worker
         elapsed = time.monotonic() - started
-        assert elapsed < FAST.timeout_s + FAST.startup_grace_s + 5, f"{sql!r} ({why}) was not stopped in time: {elapsed:.1f} s"
+        assert elapsed < FAST.timeout_s + FAST.startup_grace_s + 5, (
+            f"{sql!r} ({why}) was not stopped in time: {elapsed:.1f} s"
+        )
         err = info.value
         outcomes[sql] = "refused" if isinstance(err, sb.SqlRefused) else err.kind
         assert str(err).strip(), f"{sql!r} gave no reason"
@@ -153,20 +156,37 @@ def test_the_engine_refuses_even_without_the_parser_layer(fixture_db: Path) -> N
     before = file_hashes(fixture_db)
     con = sb.open_sandbox(fixture_db, limits=FAST)
     try:
-        settings = dict(con.execute(
-            "SELECT name, value FROM duckdb_settings() WHERE name IN "
-            "('enable_external_access', 'lock_configuration', 'autoinstall_known_extensions', "
-            "'autoload_known_extensions', 'threads')").fetchall())
-        assert settings == {"enable_external_access": "false", "lock_configuration": "true",
-                            "autoinstall_known_extensions": "false", "autoload_known_extensions": "false",
-                            "threads": "1"}
-        for sql in ("SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM read_text('/etc/passwd')",
-                    "SELECT * FROM glob('/*')", "COPY runs TO '/tmp/runlens_leak2.csv'",
-                    "EXPORT DATABASE '/tmp/runlens_export2'", "ATTACH '/tmp/runlens_other2.duckdb'",
-                    "INSTALL httpfs", "LOAD httpfs", "SET enable_external_access = true",
-                    "SET lock_configuration = false", "SET memory_limit = '64GB'",
-                    "DROP TABLE runs", "INSERT INTO runs (run_id, benchmark, agent) VALUES ('x', 'b', 'a')",
-                    "CREATE TABLE runlens.main.evil (a INTEGER)", "DELETE FROM attempts"):
+        settings = dict(
+            con.execute(
+                "SELECT name, value FROM duckdb_settings() WHERE name IN "
+                "('enable_external_access', 'lock_configuration', 'autoinstall_known_extensions', "
+                "'autoload_known_extensions', 'threads')"
+            ).fetchall()
+        )
+        assert settings == {
+            "enable_external_access": "false",
+            "lock_configuration": "true",
+            "autoinstall_known_extensions": "false",
+            "autoload_known_extensions": "false",
+            "threads": "1",
+        }
+        for sql in (
+            "SELECT * FROM read_csv('/etc/passwd')",
+            "SELECT * FROM read_text('/etc/passwd')",
+            "SELECT * FROM glob('/*')",
+            "COPY runs TO '/tmp/runlens_leak2.csv'",
+            "EXPORT DATABASE '/tmp/runlens_export2'",
+            "ATTACH '/tmp/runlens_other2.duckdb'",
+            "INSTALL httpfs",
+            "LOAD httpfs",
+            "SET enable_external_access = true",
+            "SET lock_configuration = false",
+            "SET memory_limit = '64GB'",
+            "DROP TABLE runs",
+            "INSERT INTO runs (run_id, benchmark, agent) VALUES ('x', 'b', 'a')",
+            "CREATE TABLE runlens.main.evil (a INTEGER)",
+            "DELETE FROM attempts",
+        ):
             with pytest.raises(duckdb.Error):
                 con.execute(sql).fetchall()
     finally:
@@ -176,18 +196,29 @@ def test_the_engine_refuses_even_without_the_parser_layer(fixture_db: Path) -> N
 
 
 def test_read_only_statements_run(fixture_db: Path) -> None:
-    for sql in ("SELECT * FROM v_runs", "FROM v_attempts", "DESCRIBE runs", "SHOW TABLES", "SUMMARIZE runs",
-                "PRAGMA table_info('runs')", "EXPLAIN SELECT * FROM runs",
-                "WITH a AS (SELECT agent FROM runs) SELECT * FROM a;  -- a comment",
-                "SELECT table_name FROM information_schema.tables", "SELECT * FROM duckdb_tables()",
-                "SELECT * FROM range(3)", "SELECT unnest([1, 2, 3]) AS x"):
+    for sql in (
+        "SELECT * FROM v_runs",
+        "FROM v_attempts",
+        "DESCRIBE runs",
+        "SHOW TABLES",
+        "SUMMARIZE runs",
+        "PRAGMA table_info('runs')",
+        "EXPLAIN SELECT * FROM runs",
+        "WITH a AS (SELECT agent FROM runs) SELECT * FROM a;  -- a comment",
+        "SELECT table_name FROM information_schema.tables",
+        "SELECT * FROM duckdb_tables()",
+        "SELECT * FROM range(3)",
+        "SELECT unnest([1, 2, 3]) AS x",
+    ):
         result = run(sql, db=fixture_db, limits=FAST)
         assert not result.df.empty, sql
 
 
 def test_result_values_and_types(fixture_db: Path) -> None:
-    result = run("SELECT agent, count(*) AS n, avg(score) AS mean_score FROM v_attempts "
-                          "GROUP BY agent ORDER BY agent", db=fixture_db)
+    result = run(
+        "SELECT agent, count(*) AS n, avg(score) AS mean_score FROM v_attempts GROUP BY agent ORDER BY agent",
+        db=fixture_db,
+    )
     assert result.df["agent"].tolist() == ["Agent A", "Human"]
     assert result.df["n"].tolist() == [4, 2]
     # Agent A: scores 1, 0, 1 and a failed attempt without a score, which ingest stores as 0
@@ -217,8 +248,11 @@ def test_the_watchdog_really_interrupts(fixture_db: Path) -> None:
     limits = sb.SandboxLimits(timeout_s=0.5)
     started = time.monotonic()
     with pytest.raises(sb.SqlFailed) as info:
-        run("SELECT count(*) FROM range(1000000000) a, range(1000000000) b WHERE a.range = b.range + 7",
-                     db=fixture_db, limits=limits)
+        run(
+            "SELECT count(*) FROM range(1000000000) a, range(1000000000) b WHERE a.range = b.range + 7",
+            db=fixture_db,
+            limits=limits,
+        )
     assert info.value.kind == "timeout"
     assert "0.5 s" in str(info.value)
     assert time.monotonic() - started < 5
@@ -294,8 +328,19 @@ def test_cli_prints_csv_and_refuses_with_a_reason(fixture_db: Path, capsys: pyte
     before = file_hashes(fixture_db)
     assert main(["sql", "--db", str(fixture_db), "DELETE FROM runs"]) == sb.EXIT_REFUSED
     assert "refused: DELETE changes the database" in capsys.readouterr().err
-    assert main(["sql", "--db", str(fixture_db), "--timeout-s", "0.5",
-                 "SELECT count(*) FROM range(1000000000) a, range(1000000) b"]) == sb.EXIT_BOUNDED
+    assert (
+        main(
+            [
+                "sql",
+                "--db",
+                str(fixture_db),
+                "--timeout-s",
+                "0.5",
+                "SELECT count(*) FROM range(1000000000) a, range(1000000) b",
+            ]
+        )
+        == sb.EXIT_BOUNDED
+    )
     assert "stopped" in capsys.readouterr().err
     assert main(["sql", "--db", str(fixture_db), "--json", "SELECT 2 AS two"]) == 0
     payload = json.loads(capsys.readouterr().out)
@@ -305,14 +350,22 @@ def test_cli_prints_csv_and_refuses_with_a_reason(fixture_db: Path, capsys: pyte
 
 @pytest.mark.slow
 def test_cli_as_a_subprocess(fixture_db: Path) -> None:
-    run = subprocess.run([sys.executable, "-m", "analytics", "sql", "--db", str(fixture_db),
-                          "SELECT count(*) AS n FROM attempts"], capture_output=True, text=True, cwd=ROOT,
-                         timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "analytics", "sql", "--db", str(fixture_db), "SELECT count(*) AS n FROM attempts"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines() == ['"n"', "6"]
-    refused = subprocess.run([sys.executable, "-m", "analytics", "sql", "--db", str(fixture_db),
-                              "SELECT * FROM read_csv('/etc/passwd')"], capture_output=True, text=True, cwd=ROOT,
-                             timeout=120)
+    refused = subprocess.run(
+        [sys.executable, "-m", "analytics", "sql", "--db", str(fixture_db), "SELECT * FROM read_csv('/etc/passwd')"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert refused.returncode != 0 and "read_csv() is not allowed" in refused.stderr and not refused.stdout
 
 
@@ -342,15 +395,15 @@ def test_schema_browser_lists_tables_views_counts(fixture_db: Path) -> None:
 
 
 def test_friendly_views_answer_without_joins(fixture_db: Path) -> None:
-    runs = run("SELECT run_id, n_attempts, n_tasks, pass_rate, cost_usd FROM v_runs ORDER BY run_id",
-                        db=fixture_db).df
+    runs = run("SELECT run_id, n_attempts, n_tasks, pass_rate, cost_usd FROM v_runs ORDER BY run_id", db=fixture_db).df
     assert runs["n_attempts"].tolist() == [4, 2] and runs["n_tasks"].tolist() == [2, 2]
     assert runs["pass_rate"].tolist() == [0.5, 1.0]
     calls = run("SELECT tool, is_error FROM v_tool_calls ORDER BY attempt_id, step", db=fixture_db).df
     assert calls["tool"].tolist() == ["search", "get_accounts", "daily_data", "calculator", "daily_data"]
     assert calls["is_error"].tolist() == [False, False, False, False, True]
-    caps = run("SELECT task_id, capability FROM v_attempt_capabilities WHERE run_id = 'mini-human' "
-                        "ORDER BY ALL", db=fixture_db).df
+    caps = run(
+        "SELECT task_id, capability FROM v_attempt_capabilities WHERE run_id = 'mini-human' ORDER BY ALL", db=fixture_db
+    ).df
     assert caps.values.tolist() == [["T1", "search"], ["T2", "calculator"], ["T2", "search"]]
 
 
@@ -378,10 +431,19 @@ def test_ask_sql_against_a_local_openai_compatible_server() -> None:
     server = FakeOpenAI([("cheapest", [("reply", "```sql\nSELECT agent FROM v_runs ORDER BY cost_usd LIMIT 1\n```")])])
     server.start()
     try:
-        cfg = llm.llm_config({"OPENAI_BASE_URL": server.base_url, "RUNLENS_JUDGE_MODEL": "test-model",
-                              "RUNLENS_DISABLE_JUDGE_NETWORK": "1"})
-        sql = sb.ask_sql("Which agent is cheapest?", schema="view v_runs(agent VARCHAR, cost_usd DOUBLE)",
-                         gallery=sb.examples(), cfg=cfg)
+        cfg = llm.llm_config(
+            {
+                "OPENAI_BASE_URL": server.base_url,
+                "RUNLENS_JUDGE_MODEL": "test-model",
+                "RUNLENS_DISABLE_JUDGE_NETWORK": "1",
+            }
+        )
+        sql = sb.ask_sql(
+            "Which agent is cheapest?",
+            schema="view v_runs(agent VARCHAR, cost_usd DOUBLE)",
+            gallery=sb.examples(),
+            cfg=cfg,
+        )
     finally:
         server.stop()
     assert sql == "SELECT agent FROM v_runs ORDER BY cost_usd LIMIT 1"
@@ -394,10 +456,18 @@ def test_ask_sql_against_a_local_openai_compatible_server() -> None:
 
 
 def _attempt(run: str, task: str, sample: int, score: float, *, calls: int = 0, errors: tuple[str, ...] = ()):
-    steps = [{"round": i + 1, "kind": "tool_call", "tool": "search", "args": {"q": i}, "result": "r"}
-             for i in range(calls)]
-    return {"record": "attempt", "run_id": run, "task_id": task, "sample": sample, "score": score,
-            "errors": list(errors), "steps": steps}
+    steps = [
+        {"round": i + 1, "kind": "tool_call", "tool": "search", "args": {"q": i}, "result": "r"} for i in range(calls)
+    ]
+    return {
+        "record": "attempt",
+        "run_id": run,
+        "task_id": task,
+        "sample": sample,
+        "score": score,
+        "errors": list(errors),
+        "steps": steps,
+    }
 
 
 @pytest.fixture
@@ -413,9 +483,17 @@ def paper_db(tmp_path: Path) -> Path:
         {"record": "run", "run_id": "m1", "benchmark": "ad-bench", "agent": "M1", "eval_date": "2026-01-15"},
         {"record": "run", "run_id": "m1-old", "benchmark": "ad-bench", "agent": "M1", "eval_date": "2025-12-01"},
     ]
-    plan = {("A1", 0): (1, 1, ()), ("A1", 1): (0, 2, ("TE", "PE")), ("A1", 2): (0, 3, ("TE", "REDUNDANT")),
-            ("A2", 0): (0, 0, ("HAL",)), ("A2", 1): (0, 0, ()), ("A2", 2): (0, 0, ("LC", "TOOL")),
-            ("B1", 0): (1, 4, ()), ("B1", 1): (1, 4, ()), ("B1", 2): (1, 4, ())}
+    plan = {
+        ("A1", 0): (1, 1, ()),
+        ("A1", 1): (0, 2, ("TE", "PE")),
+        ("A1", 2): (0, 3, ("TE", "REDUNDANT")),
+        ("A2", 0): (0, 0, ("HAL",)),
+        ("A2", 1): (0, 0, ()),
+        ("A2", 2): (0, 0, ("LC", "TOOL")),
+        ("B1", 0): (1, 4, ()),
+        ("B1", 1): (1, 4, ()),
+        ("B1", 2): (1, 4, ()),
+    }
     for (task, sample), (score, calls, errors) in plan.items():
         recs.append(_attempt("m1", task, sample, score, calls=calls, errors=errors))
         recs.append(_attempt("m1-old", task, sample, 1, calls=9, errors=("TE",) if task == "A2" else ()))
@@ -426,18 +504,36 @@ def paper_db(tmp_path: Path) -> Path:
         {"record": "task", "benchmark": "xbench-recruitment", "task_id": "I1", "category": "Info-to-People"},
         {"record": "run", "run_id": "x", "benchmark": "xbench-recruitment", "agent": "X"},
         {"record": "run", "run_id": "y", "benchmark": "xbench-recruitment", "agent": "Y"},
-        _attempt("x", "C1", 0, 1.0), _attempt("x", "P1", 0, 0.5), _attempt("x", "I1", 0, 0.25),
-        _attempt("y", "C1", 0, 0.75), _attempt("y", "P1", 0, 0.75), _attempt("y", "I1", 0, 0.75),
+        _attempt("x", "C1", 0, 1.0),
+        _attempt("x", "P1", 0, 0.5),
+        _attempt("x", "I1", 0, 0.25),
+        _attempt("y", "C1", 0, 0.75),
+        _attempt("y", "P1", 0, 0.75),
+        _attempt("y", "I1", 0, 0.75),
         {"record": "benchmark", "benchmark": "liveagentbench", "scoring": "binary"},
-        {"record": "task", "benchmark": "liveagentbench", "task_id": "L1", "category": "W&S",
-         "capabilities": ["text file"]},
-        {"record": "task", "benchmark": "liveagentbench", "task_id": "L2", "category": "DL",
-         "capabilities": ["image", "text file"]},
+        {
+            "record": "task",
+            "benchmark": "liveagentbench",
+            "task_id": "L1",
+            "category": "W&S",
+            "capabilities": ["text file"],
+        },
+        {
+            "record": "task",
+            "benchmark": "liveagentbench",
+            "task_id": "L2",
+            "category": "DL",
+            "capabilities": ["image", "text file"],
+        },
         {"record": "task", "benchmark": "liveagentbench", "task_id": "L3", "capabilities": ["audio"]},
         {"record": "run", "run_id": "h", "benchmark": "liveagentbench", "agent": "H", "kind": "human"},
         {"record": "run", "run_id": "m", "benchmark": "liveagentbench", "agent": "M", "kind": "llm"},
-        _attempt("h", "L1", 0, 1), _attempt("h", "L2", 0, 1), _attempt("h", "L3", 0, 0),
-        _attempt("m", "L1", 0, 0), _attempt("m", "L2", 0, 1), _attempt("m", "L3", 0, 0),
+        _attempt("h", "L1", 0, 1),
+        _attempt("h", "L2", 0, 1),
+        _attempt("h", "L3", 0, 0),
+        _attempt("m", "L1", 0, 0),
+        _attempt("m", "L2", 0, 1),
+        _attempt("m", "L3", 0, 0),
     ]
     path = tmp_path / "paper.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in recs) + "\n", encoding="utf-8")
@@ -477,7 +573,14 @@ def test_xbench_table9_query_by_hand(paper_db: Path) -> None:
 def test_liveagentbench_table2_query_by_hand(paper_db: Path) -> None:
     df = _example("liveagentbench_table2", paper_db).set_index("subject")
     assert df["group"].tolist() == ["LLMs", "Human"]
-    assert df.loc["H", ["overall", "W&S", "DL", "Text File", "Image", "Audio"]].tolist() == [66.67, 100, 100, 100, 100, 0]
+    assert df.loc["H", ["overall", "W&S", "DL", "Text File", "Image", "Audio"]].tolist() == [
+        66.67,
+        100,
+        100,
+        100,
+        100,
+        0,
+    ]
     assert df.loc["M", ["overall", "W&S", "DL", "Text File", "Image", "Audio"]].tolist() == [33.33, 0, 100, 50, 100, 0]
     assert pd.isna(df.loc["M", "Video"])
 
@@ -494,7 +597,7 @@ def _paper_rows(name: str, header: str, n_rows: int) -> list[list[str]]:
     lines = (SEEDS / name).read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(header))
     rows = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         cells = [re.sub(r"</?[bu]>", "", c).strip() for c in line.split("\t")]
         if len(cells) > 3 and cells[1]:
             rows.append(cells)

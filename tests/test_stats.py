@@ -44,11 +44,14 @@ def _tasks(n_tasks: int, successes: int, solved: int) -> np.ndarray:
     return counts
 
 
-@pytest.mark.parametrize(("n_tasks", "successes", "solved", "pass1", "pass3"), [
-    (24, 56, 22, 77.8, 91.7),   # L1
-    (47, 105, 43, 74.5, 91.5),  # L2
-    (29, 43, 18, 49.4, 62.1),   # L3
-])
+@pytest.mark.parametrize(
+    ("n_tasks", "successes", "solved", "pass1", "pass3"),
+    [
+        (24, 56, 22, 77.8, 91.7),  # L1
+        (47, 105, 43, 74.5, 91.5),  # L2
+        (29, 43, 18, 49.4, 62.1),  # L3
+    ],
+)
 def test_adbench_table2_gemini_row(n_tasks: int, successes: int, solved: int, pass1: float, pass3: float) -> None:
     c = _tasks(n_tasks, successes, solved)
     n = np.full(n_tasks, 3)
@@ -106,7 +109,7 @@ def test_bootstrap_mean_cis_matches_a_hand_loop_over_the_same_draw() -> None:
 def test_bootstrap_mean_cis_nan_cells_single_values_and_the_normal_limit() -> None:
     x = np.full((5, 4), np.nan)
     x[:, 0] = [1.0, 2.0, 3.0, np.nan, 5.0]  # NaN cells are left out of each resample's mean
-    x[2, 1] = 7.0                            # one value: a zero-width interval
+    x[2, 1] = 7.0  # one value: a zero-width interval
     out = stats.bootstrap_mean_cis(x, stats.stable_rng(0), n_boot=300)
     assert 1.0 <= out[0, 0] < np.nanmean(x[:, 0]) < out[0, 1] <= 5.0
     assert list(out[1]) == [7.0, 7.0]

@@ -20,8 +20,7 @@ def brute_force_frontier(x: list[float], y: list[float]) -> set[int]:
     """Points that no other point dominates: cheaper-or-equal and better-or-equal with one strict."""
     out = set()
     for i in range(len(x)):
-        dominated = any(x[j] <= x[i] and y[j] >= y[i] and (x[j] < x[i] or y[j] > y[i])
-                        for j in range(len(x)) if j != i)
+        dominated = any(x[j] <= x[i] and y[j] >= y[i] and (x[j] < x[i] or y[j] > y[i]) for j in range(len(x)) if j != i)
         if not dominated:
             out.add(i)
     return out
@@ -114,10 +113,24 @@ def test_acceptance_curve_shapes() -> None:
 
 
 def _tasks(rows: list[dict]) -> pd.DataFrame:
-    base = {"agent_version": None, "family": None, "kind": "llm", "eval_date": pd.Timestamp("2026-01-15"),
-            "price_input_per_mtok": np.nan, "price_output_per_mtok": np.nan, "level": "L1", "category": "c",
-            "human_minutes": 6.0, "n": 1, "c": 1.0, "score": 1.0, "cost_usd": np.nan, "input_tokens": np.nan,
-            "output_tokens": np.nan, "latency_s": np.nan}
+    base = {
+        "agent_version": None,
+        "family": None,
+        "kind": "llm",
+        "eval_date": pd.Timestamp("2026-01-15"),
+        "price_input_per_mtok": np.nan,
+        "price_output_per_mtok": np.nan,
+        "level": "L1",
+        "category": "c",
+        "human_minutes": 6.0,
+        "n": 1,
+        "c": 1.0,
+        "score": 1.0,
+        "cost_usd": np.nan,
+        "input_tokens": np.nan,
+        "output_tokens": np.nan,
+        "latency_s": np.nan,
+    }
     return pd.DataFrame([{**base, **r} for r in rows])
 
 
@@ -126,8 +139,9 @@ def _inputs(rows: list[dict]) -> tmf.TmfInputs:
 
 
 def test_runs_without_cost_are_listed_not_dropped() -> None:
-    rows = [{"run_id": "cheap", "agent": "A", "task_id": t, "cost_usd": 0.1, "c": float(t == "1")}
-            for t in "12"] + [{"run_id": "free", "agent": "B", "task_id": t} for t in "12"]
+    rows = [{"run_id": "cheap", "agent": "A", "task_id": t, "cost_usd": 0.1, "c": float(t == "1")} for t in "12"] + [
+        {"run_id": "free", "agent": "B", "task_id": t} for t in "12"
+    ]
     res = tmf.analyse(_inputs(rows))
     rep = tmf.report(res)
     by_id = {p["run_id"]: p for p in rep["points"]}
@@ -142,12 +156,32 @@ def test_runs_without_cost_are_listed_not_dropped() -> None:
 
 def test_points_pass_at_1_tokens_cost_and_reprice() -> None:
     rows = [
-        {"run_id": "old", "agent": "M", "family": "F", "eval_date": pd.Timestamp("2025-01-01"), "task_id": "1",
-         "price_input_per_mtok": 10.0, "price_output_per_mtok": 20.0, "input_tokens": 1000.0,
-         "output_tokens": 500.0, "cost_usd": 0.02, "n": 2, "c": 1.0},
-        {"run_id": "new", "agent": "M2", "family": "F", "eval_date": pd.Timestamp("2026-01-01"), "task_id": "1",
-         "price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0, "input_tokens": 2000.0,
-         "output_tokens": 0.0, "cost_usd": 0.002},
+        {
+            "run_id": "old",
+            "agent": "M",
+            "family": "F",
+            "eval_date": pd.Timestamp("2025-01-01"),
+            "task_id": "1",
+            "price_input_per_mtok": 10.0,
+            "price_output_per_mtok": 20.0,
+            "input_tokens": 1000.0,
+            "output_tokens": 500.0,
+            "cost_usd": 0.02,
+            "n": 2,
+            "c": 1.0,
+        },
+        {
+            "run_id": "new",
+            "agent": "M2",
+            "family": "F",
+            "eval_date": pd.Timestamp("2026-01-01"),
+            "task_id": "1",
+            "price_input_per_mtok": 1.0,
+            "price_output_per_mtok": 2.0,
+            "input_tokens": 2000.0,
+            "output_tokens": 0.0,
+            "cost_usd": 0.002,
+        },
     ]
     pts = tmf.run_points(_tasks(rows)).set_index("run_id")
     assert pts.loc["old", "performance"] == pytest.approx(0.5)
@@ -170,8 +204,10 @@ def test_human_run_sets_human_performance_and_is_not_a_point() -> None:
 def test_by_period_is_cumulative() -> None:
     rows = []
     for run, date, cost, c in (("q1", "2025-02-01", 1.0, 0.0), ("q3", "2025-08-01", 0.5, 1.0)):
-        rows += [{"run_id": run, "agent": run, "eval_date": pd.Timestamp(date), "task_id": t, "cost_usd": cost,
-                  "c": c} for t in "12"]
+        rows += [
+            {"run_id": run, "agent": run, "eval_date": pd.Timestamp(date), "task_id": t, "cost_usd": cost, "c": c}
+            for t in "12"
+        ]
     movie = tmf.by_period(_inputs(rows), freq="quarter")
     assert [label for label, _ in movie] == ["2025Q1", "2025Q3"]
     assert movie[0][1].frontier == ("q1",) and movie[1][1].frontier == ("q3",)
@@ -181,8 +217,10 @@ def test_by_period_is_cumulative() -> None:
 
 
 def test_slices_and_bad_options() -> None:
-    rows = [{"run_id": "a", "agent": "A", "task_id": t, "level": lvl, "cost_usd": 1.0}
-            for t, lvl in (("1", "L1"), ("2", "L3"))]
+    rows = [
+        {"run_id": "a", "agent": "A", "task_id": t, "level": lvl, "cost_usd": 1.0}
+        for t, lvl in (("1", "L1"), ("2", "L3"))
+    ]
     inputs = _inputs(rows)
     assert tmf.slice_names(inputs.tasks, "level") == ["level=L1", "level=L3"]
     assert tmf.analyse(inputs, slice_name="level=L3").points["n_tasks"].tolist() == [1]
@@ -194,8 +232,16 @@ def test_slices_and_bad_options() -> None:
 
 def test_intervals_are_seeded_and_bracket_the_estimate() -> None:
     rng = np.random.default_rng(7)
-    rows = [{"run_id": "a", "agent": "A", "task_id": str(t), "cost_usd": float(rng.gamma(2.0, 0.1)),
-             "c": float(rng.random() < 0.6)} for t in range(40)]
+    rows = [
+        {
+            "run_id": "a",
+            "agent": "A",
+            "task_id": str(t),
+            "cost_usd": float(rng.gamma(2.0, 0.1)),
+            "c": float(rng.random() < 0.6),
+        }
+        for t in range(40)
+    ]
     p1 = tmf.run_points(_tasks(rows), seed=3)
     p2 = tmf.run_points(_tasks(rows), seed=3)
     pd.testing.assert_frame_equal(p1, p2)
@@ -204,12 +250,16 @@ def test_intervals_are_seeded_and_bracket_the_estimate() -> None:
 
 
 def test_irt_performance_uses_stored_abilities() -> None:
-    rows = [{"run_id": "a", "agent": "A", "agent_version": "1", "task_id": "1", "cost_usd": 1.0},
-            {"run_id": "b", "agent": "B", "agent_version": None, "task_id": "1", "cost_usd": 2.0}]
-    abil = pd.DataFrame({"subject": ["A 1", "B"], "ability": [0.5, 1.5], "ability_lo": [0.1, 1.0],
-                         "ability_hi": [0.9, 2.0]})
-    res = tmf.analyse(tmf.TmfInputs("b", _tasks(rows), abil),
-                      options=tmf.TmfOptions(performance="irt", human_performance=2.0))
+    rows = [
+        {"run_id": "a", "agent": "A", "agent_version": "1", "task_id": "1", "cost_usd": 1.0},
+        {"run_id": "b", "agent": "B", "agent_version": None, "task_id": "1", "cost_usd": 2.0},
+    ]
+    abil = pd.DataFrame(
+        {"subject": ["A 1", "B"], "ability": [0.5, 1.5], "ability_lo": [0.1, 1.0], "ability_hi": [0.9, 2.0]}
+    )
+    res = tmf.analyse(
+        tmf.TmfInputs("b", _tasks(rows), abil), options=tmf.TmfOptions(performance="irt", human_performance=2.0)
+    )
     pts = res.points.set_index("run_id")
     assert pts.loc["a", "performance"] == 0.5 and pts.loc["b", "performance"] == 1.5
     assert res.frontier == ("a", "b")
@@ -243,8 +293,10 @@ def test_cli_json(fixture_db, capsys) -> None:
 
 @pytest.mark.parametrize("n", [1, 2, 5])
 def test_frontier_sorted_by_cost(n: int) -> None:
-    rows = [{"run_id": f"r{i}", "agent": f"A{i}", "task_id": "1", "cost_usd": float(i + 1), "c": 1.0}
-            for i, _ in zip(range(n), itertools.count())]
+    rows = [
+        {"run_id": f"r{i}", "agent": f"A{i}", "task_id": "1", "cost_usd": float(i + 1), "c": 1.0}
+        for i, _ in zip(range(n), itertools.count())
+    ]
     res = tmf.analyse(_inputs(rows))
     assert res.frontier == ("r0",)  # same performance: only the cheapest
 
@@ -282,8 +334,9 @@ def test_subplot_grid_is_the_layout_make_subplots_builds(rows: int, cols: int, n
     from plotly.subplots import make_subplots
 
     titles = [f"panel {i}" for i in range(n_titles)]
-    ref = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.06,
-                        vertical_spacing=0.14).layout.to_plotly_json()
+    ref = make_subplots(
+        rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.06, vertical_spacing=0.14
+    ).layout.to_plotly_json()
     ref.pop("template", None)
     got = tmf.subplot_grid(rows, cols, titles, horizontal_spacing=0.06, vertical_spacing=0.14)
     assert set(got) == set(ref)
@@ -292,7 +345,8 @@ def test_subplot_grid_is_the_layout_make_subplots_builds(rows: int, cols: int, n
             assert [a["text"] for a in got[key]] == [a["text"] for a in value]
             for mine, theirs in zip(got[key], value, strict=True):
                 assert {k: v for k, v in mine.items() if k not in ("x", "y")} == {
-                    k: v for k, v in theirs.items() if k not in ("x", "y")}
+                    k: v for k, v in theirs.items() if k not in ("x", "y")
+                }
                 assert (mine["x"], mine["y"]) == pytest.approx((theirs["x"], theirs["y"]), abs=1e-12)
         else:
             assert got[key]["anchor"] == value["anchor"]
@@ -304,8 +358,11 @@ def test_figures_validate_as_plotly_figures(fixture_db) -> None:
 
     with reader(fixture_db) as con:
         view = tmf.overview(con, benchmark="mini-bench")
-    figs = [tmf.fig_tmf(view.overall, title="t"), tmf.fig_small_multiples(view.by_kind["level"]),
-            tmf.fig_movie(list(view.movie))]
+    figs = [
+        tmf.fig_tmf(view.overall, title="t"),
+        tmf.fig_small_multiples(view.by_kind["level"]),
+        tmf.fig_movie(list(view.movie)),
+    ]
     for fig in figs:
         again = go.Figure(fig.to_dict())  # what Streamlit does before sending a figure: validate it whole
         assert again.to_dict()["data"] and again.layout.template.layout.paper_bgcolor == "white"

@@ -62,8 +62,7 @@ def test_hal_frontier_pure_matches_brute_force(bench: str) -> None:
 
 @pytest.mark.parametrize("bench", HAL_BENCHMARKS)
 def test_hal_frontier_through_ingest_and_cli(bench: str, hal_db: Path, capsys: pytest.CaptureFixture) -> None:
-    assert analytics_main(["tmf", "--db", str(hal_db), "--benchmark", bench, "--human-minutes", "30",
-                           "--json"]) == 0
+    assert analytics_main(["tmf", "--db", str(hal_db), "--benchmark", bench, "--human-minutes", "30", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     expected = hal_points(bench)
     brute = _brute(expected)
@@ -99,13 +98,16 @@ def test_swebench_verified_costed_runs(tmp_path: Path, capsys: pytest.CaptureFix
     costed = inst[inst.groupby("submission")["instance_cost_usd"].transform(lambda s: s.notna().any())]
     assert costed["submission"].nunique() == 25
     costed.to_csv(tmp_path / "instance_results.csv", index=False)
-    pd.read_csv(shared_data("swebench_verified", "submissions.csv")).to_csv(tmp_path / "submissions.csv",
-                                                                            index=False)
+    pd.read_csv(shared_data("swebench_verified", "submissions.csv")).to_csv(tmp_path / "submissions.csv", index=False)
     db = tmp_path / "swe.duckdb"
-    assert [r.outcome for r in ingest_paths([tmp_path / "instance_results.csv"], db=db, fmt="csv",
-                                            mapping="swebench-verified")] == ["ingested"]
-    assert analytics_main(["tmf", "--db", str(db), "--benchmark", "swe-bench-verified", "--human-minutes", "60",
-                           "--json"]) == 0
+    assert [
+        r.outcome
+        for r in ingest_paths([tmp_path / "instance_results.csv"], db=db, fmt="csv", mapping="swebench-verified")
+    ] == ["ingested"]
+    assert (
+        analytics_main(["tmf", "--db", str(db), "--benchmark", "swe-bench-verified", "--human-minutes", "60", "--json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     per = costed.groupby("submission").agg(cost=("instance_cost_usd", "mean"), perf=("resolved", "mean"))
     per = per.reset_index().rename(columns={"submission": "run_id"})

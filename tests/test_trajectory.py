@@ -16,16 +16,19 @@ from analytics import trajectory as tr
 REF = ["get_user_account_list", "search", "daily_data", "calculator"]
 
 
-@pytest.mark.parametrize(("reference", "calls", "expected"), [
-    (REF, REF, True),
-    (REF, ["get_user_account_list", "search", "search", "daily_data", "calculator", "summarize"], True),
-    (REF, ["search", "get_user_account_list", "daily_data", "calculator"], False),  # order matters
-    (REF, ["get_user_account_list", "daily_data", "calculator"], False),
-    (REF, [], False),  # empty trajectory
-    (["daily_data", "daily_data"], ["daily_data"], False),  # a repeated reference tool needs two calls
-    (["daily_data", "daily_data"], ["daily_data", "calculator", "daily_data"], True),
-    (REF + REF, REF, False),  # reference longer than the trajectory
-])
+@pytest.mark.parametrize(
+    ("reference", "calls", "expected"),
+    [
+        (REF, REF, True),
+        (REF, ["get_user_account_list", "search", "search", "daily_data", "calculator", "summarize"], True),
+        (REF, ["search", "get_user_account_list", "daily_data", "calculator"], False),  # order matters
+        (REF, ["get_user_account_list", "daily_data", "calculator"], False),
+        (REF, [], False),  # empty trajectory
+        (["daily_data", "daily_data"], ["daily_data"], False),  # a repeated reference tool needs two calls
+        (["daily_data", "daily_data"], ["daily_data", "calculator", "daily_data"], True),
+        (REF + REF, REF, False),  # reference longer than the trajectory
+    ],
+)
 def test_is_subsequence(reference: list[str], calls: list[str], expected: bool) -> None:
     assert tr.is_subsequence(reference, calls) is expected
     assert tr.align(reference, calls).is_covered is expected
@@ -42,8 +45,13 @@ def test_recall_precision_is_order_free_multiset() -> None:
 def test_alignment_marks_matched_missing_extra_in_order() -> None:
     al = tr.align(["acct", "search", "data", "calc"], ["acct", "data", "data", "calc"])
     ops = [(s.op, s.tool) for s in al.steps]
-    assert ops == [("matched", "acct"), ("missing", "search"), ("matched", "data"), ("extra", "data"),
-                   ("matched", "calc")]
+    assert ops == [
+        ("matched", "acct"),
+        ("missing", "search"),
+        ("matched", "data"),
+        ("extra", "data"),
+        ("matched", "calc"),
+    ]
     assert al.n_matched == 3 and not al.is_covered
     assert al.first_divergence == 1
     assert al.first_divergence_call == 1  # the agent's second call is where it left the reference
@@ -86,15 +94,23 @@ def test_alignment_is_fast_on_long_trajectories() -> None:
 
 
 def test_fits_pearson_and_line_match_numpy() -> None:
-    df = pd.DataFrame({"run_id": list("abcd"), "agent": list("ABCD"), "level": ["L1"] * 4,
-                       "coverage": [0.2, 0.4, 0.6, 0.9], "pass_at_1": [0.1, 0.35, 0.5, 0.8]})
+    df = pd.DataFrame(
+        {
+            "run_id": list("abcd"),
+            "agent": list("ABCD"),
+            "level": ["L1"] * 4,
+            "coverage": [0.2, 0.4, 0.6, 0.9],
+            "pass_at_1": [0.1, 0.35, 0.5, 0.8],
+        }
+    )
     (l1, overall) = tr.pass_vs_coverage_fits(df)
     assert l1.level == "L1" and overall.level == "all" and l1.n == 4
     import numpy as np
 
     assert l1.r == pytest.approx(float(np.corrcoef(df["coverage"], df["pass_at_1"])[0, 1]))
     slope = ((df.coverage - df.coverage.mean()) * (df.pass_at_1 - df.pass_at_1.mean())).sum() / (
-        (df.coverage - df.coverage.mean()) ** 2).sum()
+        (df.coverage - df.coverage.mean()) ** 2
+    ).sum()
     assert l1.slope == pytest.approx(slope)
     fig = tr.fig_pass_vs_coverage(df, [l1, overall])
     assert len(fig.data) == 2 and "r = " in fig.data[0].name
@@ -151,8 +167,12 @@ def test_coverage_cli_json(fixture_db, capsys) -> None:
 
 @pytest.mark.slow
 def test_coverage_cli_subprocess(fixture_db) -> None:
-    out = subprocess.run([sys.executable, "-m", "analytics", "coverage", "--db", str(fixture_db), "--json"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "analytics", "coverage", "--db", str(fixture_db), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert {r["slice"] for r in json.loads(out.stdout)["rows"]} >= {"all", "level=L1"}
 
 
@@ -175,7 +195,9 @@ PAPER_L3_COVERAGE = {"Gemini-3-Pro": 0.701, "GPT-5.1": 0.368, "o3": 0.483}
 
 def test_demo_l3_coverage_matches_paper(demo_db) -> None:
     with rdb.reader(demo_db) as con:
-        benches = [r[0] for r in rdb.query_rows(con, "SELECT benchmark FROM benchmarks WHERE benchmark ILIKE 'ad-bench%'")]
+        benches = [
+            r[0] for r in rdb.query_rows(con, "SELECT benchmark FROM benchmarks WHERE benchmark ILIKE 'ad-bench%'")
+        ]
         if not benches:
             pytest.skip("the paper-calibrated AD-Bench demo generator is not registered yet")
         by_level = tr.coverage_by_level(con, benchmark=benches[0])
@@ -189,13 +211,23 @@ def test_steps_page_reads_long_results_from_texts(tmp_path) -> None:
     from ingest.pipeline import ingest_paths
 
     long_text = "row " * 800  # 3,200 characters: stored once in `texts`, keyed by hash
-    lines = [{"record": "benchmark", "benchmark": "lt", "scoring": "binary"},
-             {"record": "task", "benchmark": "lt", "task_id": "t1"},
-             {"record": "run", "run_id": "lt-run", "benchmark": "lt", "agent": "A", "kind": "agent"},
-             {"record": "attempt", "run_id": "lt-run", "task_id": "t1", "sample": 0, "score": 1,
-              "steps": [{"round": 1, "kind": "tool_call", "tool": "q", "result": long_text},
-                        {"round": 2, "kind": "tool_call", "tool": "q", "result": "short"},
-                        {"round": 3, "kind": "final", "content": "done"}]}]
+    lines = [
+        {"record": "benchmark", "benchmark": "lt", "scoring": "binary"},
+        {"record": "task", "benchmark": "lt", "task_id": "t1"},
+        {"record": "run", "run_id": "lt-run", "benchmark": "lt", "agent": "A", "kind": "agent"},
+        {
+            "record": "attempt",
+            "run_id": "lt-run",
+            "task_id": "t1",
+            "sample": 0,
+            "score": 1,
+            "steps": [
+                {"round": 1, "kind": "tool_call", "tool": "q", "result": long_text},
+                {"round": 2, "kind": "tool_call", "tool": "q", "result": "short"},
+                {"round": 3, "kind": "final", "content": "done"},
+            ],
+        },
+    ]
     src = tmp_path / "lt.jsonl"
     src.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     db = tmp_path / "lt.duckdb"

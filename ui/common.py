@@ -34,8 +34,12 @@ class Filters:
 
     def as_kwargs(self) -> dict[str, Any]:
         """Keyword arguments most analytics functions accept."""
-        return {"benchmark": self.benchmark, "agents": self.agents or None,
-                "date_from": self.date_from, "date_to": self.date_to}
+        return {
+            "benchmark": self.benchmark,
+            "agents": self.agents or None,
+            "date_from": self.date_from,
+            "date_to": self.date_to,
+        }
 
 
 def db_path() -> str:
@@ -117,10 +121,24 @@ def empty_state(message: str) -> None:
 def download_buttons(df: pd.DataFrame, name: str, *, key: str) -> None:
     """CSV and Parquet downloads of a table, encoded only when clicked; a click does not rerun the page."""
     left, right = st.columns(2)
-    left.download_button("CSV", lambda: df.to_csv(index=False).encode("utf-8"), f"{name}.csv", "text/csv",
-                         key=f"{key}_csv", icon=":material/download:", on_click="ignore")
-    right.download_button("Parquet", lambda: parquet_bytes(df), f"{name}.parquet", "application/octet-stream",
-                          key=f"{key}_parquet", icon=":material/download:", on_click="ignore")
+    left.download_button(
+        "CSV",
+        lambda: df.to_csv(index=False).encode("utf-8"),
+        f"{name}.csv",
+        "text/csv",
+        key=f"{key}_csv",
+        icon=":material/download:",
+        on_click="ignore",
+    )
+    right.download_button(
+        "Parquet",
+        lambda: parquet_bytes(df),
+        f"{name}.parquet",
+        "application/octet-stream",
+        key=f"{key}_parquet",
+        icon=":material/download:",
+        on_click="ignore",
+    )
 
 
 def parquet_bytes(df: pd.DataFrame) -> bytes:
@@ -144,12 +162,18 @@ def _parquet_safe(df: pd.DataFrame) -> pd.DataFrame:
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
-def show_fig(fig: go.Figure, *, key: str, data: pd.DataFrame | None = None, name: str = "chart",
-             select: bool = False) -> Any:
+def show_fig(
+    fig: go.Figure, *, key: str, data: pd.DataFrame | None = None, name: str = "chart", select: bool = False
+) -> Any:
     """Draw a Plotly figure (PNG from its toolbar) with a download of its data; return the selection."""
-    event = st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG, width="stretch",
-                            on_select="rerun" if select else "ignore",
-                            selection_mode="points" if select else ("points", "box", "lasso"))
+    event = st.plotly_chart(
+        fig,
+        key=key,
+        config=PLOTLY_CONFIG,
+        width="stretch",
+        on_select="rerun" if select else "ignore",
+        selection_mode="points" if select else ("points", "box", "lasso"),
+    )
     if data is not None and not data.empty:
         with st.expander("Chart data", expanded=False):
             download_buttons(data, name, key=f"{key}_data")

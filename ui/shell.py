@@ -64,13 +64,21 @@ def _sidebar(catalog: cat.Catalog) -> None:
         if catalog.date_min and catalog.date_max:
             if not ss.get("flt_dates"):
                 ss.flt_dates = ()  # the widget's value lives in session state only (no second default)
-            st.date_input("Evaluation dates", key="flt_dates", min_value=catalog.date_min,
-                          max_value=catalog.date_max, format="YYYY-MM-DD")
+            st.date_input(
+                "Evaluation dates",
+                key="flt_dates",
+                min_value=catalog.date_min,
+                max_value=catalog.date_max,
+                format="YYYY-MM-DD",
+            )
         st.caption(f"{catalog.n_runs:,} runs · {catalog.n_attempts:,} attempts")
     dates = ss.get("flt_dates") or ()
-    wanted = {"benchmark": ss.flt_benchmark or "", "agents": ",".join(ss.flt_agents),
-              "from": dates[0].isoformat() if len(dates) > 0 else "",
-              "to": dates[1].isoformat() if len(dates) > 1 else ""}
+    wanted = {
+        "benchmark": ss.flt_benchmark or "",
+        "agents": ",".join(ss.flt_agents),
+        "from": dates[0].isoformat() if len(dates) > 0 else "",
+        "to": dates[1].isoformat() if len(dates) > 1 else "",
+    }
     qp = st.query_params
     for key, value in wanted.items():
         if value and qp.get(key) != value:
@@ -93,8 +101,13 @@ def navigation_pages() -> dict[str, list[st.Page]]:
     Paths are relative to app.py, the main script."""
     return {
         "Results": [
-            st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="home",
-                    default=True),  # served at the root URL
+            st.Page(
+                "pages/leaderboard.py",
+                title="Leaderboard",
+                icon=":material/leaderboard:",
+                url_path="home",
+                default=True,
+            ),  # served at the root URL
             # the same page at /leaderboard too (a link people type), not listed twice in the sidebar
             st.Page("pages/leaderboard.py", title="Leaderboard", url_path="leaderboard", visibility="hidden"),
             st.Page("pages/progress.py", title="Progress", icon=":material/trending_up:", url_path="progress"),
@@ -122,7 +135,10 @@ def render_shell() -> None:
         st.error(f"The database could not be opened: {exc}")
         st.stop()
     if catalog.is_demo:
-        st.warning("**Demo data.** These runs are generated from the published tables of the four "
-                   "benchmark papers (see the README); they are not real evaluations. Ingest your own logs "
-                   "with `python -m ingest PATH`.", icon=":material/science:")
+        st.warning(
+            "**Demo data.** These runs are generated from the published tables of the four "
+            "benchmark papers (see the README); they are not real evaluations. Ingest your own logs "
+            "with `python -m ingest PATH`.",
+            icon=":material/science:",
+        )
     _sidebar(catalog)

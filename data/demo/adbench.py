@@ -37,8 +37,8 @@ LEVELS = ("L1", "L2", "L3")
 N_TASKS = {"L1": 24, "L2": 47, "L3": 29}
 N_SAMPLES = 3
 REF_LEN = {"L1": 2, "L2": 3, "L3": 4}
-LC_MIN_CALLS = 8      # an LC (long-context) attempt has at least this many tool calls
-MAX_CALLS = 7         # every other attempt has at most this many
+LC_MIN_CALLS = 8  # an LC (long-context) attempt has at least this many tool calls
+MAX_CALLS = 7  # every other attempt has at most this many
 LC_MAX_CALLS = 12
 
 GUAL = "get_user_account_list"
@@ -52,8 +52,17 @@ TOP = "get_top_good_creative"
 SUMMARIZE = "summarize_results"
 TOOLS = (GUAL, INFO, ADGROUP, DAILY, HOURLY, SEARCH, CALC, TOP, SUMMARIZE)
 DATA_TOOLS = (DAILY, HOURLY, INFO, ADGROUP)  # need account ids from get_user_account_list (Figure 9)
-TOOL_GRAPH = {GUAL: [], INFO: [GUAL], ADGROUP: [GUAL], DAILY: [GUAL], HOURLY: [GUAL], SEARCH: [],
-              CALC: [], TOP: [], SUMMARIZE: []}
+TOOL_GRAPH = {
+    GUAL: [],
+    INFO: [GUAL],
+    ADGROUP: [GUAL],
+    DAILY: [GUAL],
+    HOURLY: [GUAL],
+    SEARCH: [],
+    CALC: [],
+    TOP: [],
+    SUMMARIZE: [],
+}
 TABLE3_CODES = ("TE", "PE", "DE", "CE", "HAL", "LC")
 OTHER_CODES = ("REDUNDANT", "NO_TOOL", "TOOL")
 
@@ -66,36 +75,146 @@ class Model:
     slug: str
     family: str
     version: str
-    price_in: float            # USD per million input tokens (public list prices, rounded)
+    price_in: float  # USD per million input tokens (public list prices, rounded)
     price_out: float
     table2: tuple[float, ...]  # overall P@1, P@3, L1 P@1, P@3, L2 P@1, P@3, L3 P@1, P@3, avg len
-    table3: tuple[int, ...]    # TE, PE, DE, CE, HAL, LC, #Error, #Total
+    table3: tuple[int, ...]  # TE, PE, DE, CE, HAL, LC, #Error, #Total
     l3_coverage_pct: float | None = None
     out_tokens_per_round: int = 160
     s_per_round: float = 12.0
 
 
 MODELS: tuple[Model, ...] = (
-    Model("Gemini-3-Pro", "gemini3pro", "Gemini", "3-pro", 2.0, 12.0,
-          (68.0, 83.0, 77.8, 91.7, 74.5, 91.5, 49.4, 62.1, 3.45), (27, 37, 7, 4, 12, 2, 89, 128), 70.1, 260, 16.0),
-    Model("GPT-5.1", "gpt51", "GPT", "5.1", 1.25, 10.0,
-          (64.7, 82.0, 88.9, 95.8, 66.7, 83.0, 41.4, 69.0, 3.48), (51, 25, 24, 9, 12, 2, 123, 234), 36.8, 240, 14.0),
-    Model("HY-2.0", "hy20", "Hunyuan", "2.0", 0.55, 2.2,
-          (65.7, 82.0, 84.7, 87.5, 70.2, 91.5, 42.5, 62.1, 3.71), (28, 27, 12, 16, 14, 4, 101, 164), None, 180, 11.0),
-    Model("o3", "o3", "OpenAI o", "o3", 2.0, 8.0,
-          (69.0, 82.0, 86.1, 91.7, 75.9, 91.5, 43.7, 58.6, 4.15), (56, 14, 32, 3, 7, 1, 113, 185), 48.3, 420, 19.0),
-    Model("GLM-4.7", "glm47", "GLM", "4.7", 0.6, 2.2,
-          (64.7, 81.0, 72.2, 87.5, 72.3, 91.5, 46.0, 58.6, 3.81), (43, 22, 16, 15, 14, 5, 115, 172), None, 200, 10.0),
-    Model("DeepSeek-V3", "deepseekv3", "DeepSeek", "V3", 0.27, 1.1,
-          (68.3, 80.0, 81.9, 87.5, 74.5, 87.2, 47.1, 62.1, 3.60), (25, 27, 13, 14, 10, 3, 92, 153), None, 170, 9.0),
-    Model("Kimi-K2", "kimik2", "Kimi", "K2", 0.6, 2.5,
-          (64.0, 79.0, 83.3, 91.7, 66.7, 85.1, 43.7, 58.6, 4.31), (35, 22, 28, 7, 14, 3, 109, 195), None, 190, 10.5),
-    Model("Qwen3-235B", "qwen3-235b", "Qwen", "3-235B", 0.22, 0.88,
-          (54.3, 68.0, 79.2, 87.5, 53.2, 72.3, 35.6, 44.8, 3.55), (36, 30, 34, 11, 18, 8, 137, 250), None, 180, 9.5),
-    Model("Qwen3-32B", "qwen3-32b", "Qwen", "3-32B", 0.1, 0.3,
-          (38.0, 59.0, 50.0, 70.8, 41.8, 63.8, 21.8, 41.4, 3.75), (41, 81, 17, 26, 19, 2, 186, 318), None, 150, 6.0),
-    Model("Qwen3-8B", "qwen3-8b", "Qwen", "3-8B", 0.05, 0.2,
-          (38.0, 58.0, 51.4, 79.2, 41.8, 61.7, 20.7, 34.5, 4.10), (65, 60, 6, 33, 21, 8, 193, 310), None, 120, 4.0),
+    Model(
+        "Gemini-3-Pro",
+        "gemini3pro",
+        "Gemini",
+        "3-pro",
+        2.0,
+        12.0,
+        (68.0, 83.0, 77.8, 91.7, 74.5, 91.5, 49.4, 62.1, 3.45),
+        (27, 37, 7, 4, 12, 2, 89, 128),
+        70.1,
+        260,
+        16.0,
+    ),
+    Model(
+        "GPT-5.1",
+        "gpt51",
+        "GPT",
+        "5.1",
+        1.25,
+        10.0,
+        (64.7, 82.0, 88.9, 95.8, 66.7, 83.0, 41.4, 69.0, 3.48),
+        (51, 25, 24, 9, 12, 2, 123, 234),
+        36.8,
+        240,
+        14.0,
+    ),
+    Model(
+        "HY-2.0",
+        "hy20",
+        "Hunyuan",
+        "2.0",
+        0.55,
+        2.2,
+        (65.7, 82.0, 84.7, 87.5, 70.2, 91.5, 42.5, 62.1, 3.71),
+        (28, 27, 12, 16, 14, 4, 101, 164),
+        None,
+        180,
+        11.0,
+    ),
+    Model(
+        "o3",
+        "o3",
+        "OpenAI o",
+        "o3",
+        2.0,
+        8.0,
+        (69.0, 82.0, 86.1, 91.7, 75.9, 91.5, 43.7, 58.6, 4.15),
+        (56, 14, 32, 3, 7, 1, 113, 185),
+        48.3,
+        420,
+        19.0,
+    ),
+    Model(
+        "GLM-4.7",
+        "glm47",
+        "GLM",
+        "4.7",
+        0.6,
+        2.2,
+        (64.7, 81.0, 72.2, 87.5, 72.3, 91.5, 46.0, 58.6, 3.81),
+        (43, 22, 16, 15, 14, 5, 115, 172),
+        None,
+        200,
+        10.0,
+    ),
+    Model(
+        "DeepSeek-V3",
+        "deepseekv3",
+        "DeepSeek",
+        "V3",
+        0.27,
+        1.1,
+        (68.3, 80.0, 81.9, 87.5, 74.5, 87.2, 47.1, 62.1, 3.60),
+        (25, 27, 13, 14, 10, 3, 92, 153),
+        None,
+        170,
+        9.0,
+    ),
+    Model(
+        "Kimi-K2",
+        "kimik2",
+        "Kimi",
+        "K2",
+        0.6,
+        2.5,
+        (64.0, 79.0, 83.3, 91.7, 66.7, 85.1, 43.7, 58.6, 4.31),
+        (35, 22, 28, 7, 14, 3, 109, 195),
+        None,
+        190,
+        10.5,
+    ),
+    Model(
+        "Qwen3-235B",
+        "qwen3-235b",
+        "Qwen",
+        "3-235B",
+        0.22,
+        0.88,
+        (54.3, 68.0, 79.2, 87.5, 53.2, 72.3, 35.6, 44.8, 3.55),
+        (36, 30, 34, 11, 18, 8, 137, 250),
+        None,
+        180,
+        9.5,
+    ),
+    Model(
+        "Qwen3-32B",
+        "qwen3-32b",
+        "Qwen",
+        "3-32B",
+        0.1,
+        0.3,
+        (38.0, 59.0, 50.0, 70.8, 41.8, 63.8, 21.8, 41.4, 3.75),
+        (41, 81, 17, 26, 19, 2, 186, 318),
+        None,
+        150,
+        6.0,
+    ),
+    Model(
+        "Qwen3-8B",
+        "qwen3-8b",
+        "Qwen",
+        "3-8B",
+        0.05,
+        0.2,
+        (38.0, 58.0, 51.4, 79.2, 41.8, 61.7, 20.7, 34.5, 4.10),
+        (65, 60, 6, 33, 21, 8, 193, 310),
+        None,
+        120,
+        4.0,
+    ),
 )
 
 
@@ -105,7 +224,7 @@ MODELS: tuple[Model, ...] = (
 
 
 def _prints_as(value: float, printed: float, decimals: int) -> bool:
-    return abs(value - printed) <= 0.5 * 10 ** -decimals + 1e-9
+    return abs(value - printed) <= 0.5 * 10**-decimals + 1e-9
 
 
 def solve_level(n_tasks: int, pass1_pct: float, pass3_pct: float, *, n_samples: int = N_SAMPLES) -> tuple[int, int]:
@@ -115,9 +234,14 @@ def solve_level(n_tasks: int, pass1_pct: float, pass3_pct: float, *, n_samples: 
         ValueError: when no integer pair, or more than one, reproduces both cells.
     """
     n_att = n_tasks * n_samples
-    found = [(s, t) for s in range(n_att + 1) for t in range(n_tasks + 1)
-             if _prints_as(100 * s / n_att, pass1_pct, 1) and _prints_as(100 * t / n_tasks, pass3_pct, 1)
-             and t <= s <= n_samples * t]
+    found = [
+        (s, t)
+        for s in range(n_att + 1)
+        for t in range(n_tasks + 1)
+        if _prints_as(100 * s / n_att, pass1_pct, 1)
+        and _prints_as(100 * t / n_tasks, pass3_pct, 1)
+        and t <= s <= n_samples * t
+    ]
     if len(found) != 1:
         raise ValueError(f"{len(found)} solutions for P@1={pass1_pct} P@3={pass3_pct} over {n_tasks} tasks")
     return found[0]
@@ -166,11 +290,24 @@ def run_targets(model: Model) -> dict[str, Any]:
 # Tasks
 # ---------------------------------------------------------------------------------------------
 
-METRICS = (("cost", "cost", "CNY"), ("clicks", "valid_click_count", ""), ("impressions", "view_count", ""),
-           ("conversions", "conversions_count", ""), ("deep conversions", "deep_conversions_count", ""),
-           ("CTR", "ctr", "%"), ("CPC", "cpc", "CNY"), ("conversion cost", "conversions_cost", "CNY"))
-WINDOWS = (("yesterday", 1), ("over the past 7 days", 7), ("last week", 7), ("over the past 30 days", 30),
-           ("this month so far", 14), ("over the past 3 days", 3))
+METRICS = (
+    ("cost", "cost", "CNY"),
+    ("clicks", "valid_click_count", ""),
+    ("impressions", "view_count", ""),
+    ("conversions", "conversions_count", ""),
+    ("deep conversions", "deep_conversions_count", ""),
+    ("CTR", "ctr", "%"),
+    ("CPC", "cpc", "CNY"),
+    ("conversion cost", "conversions_cost", "CNY"),
+)
+WINDOWS = (
+    ("yesterday", 1),
+    ("over the past 7 days", 7),
+    ("last week", 7),
+    ("over the past 30 days", 30),
+    ("this month so far", 14),
+    ("over the past 3 days", 3),
+)
 INDUSTRIES = ("e-commerce", "education", "gaming", "local services", "finance", "travel")
 
 # (level, category, query template, reference trajectory, group_by_type, human minutes range)
@@ -184,28 +321,79 @@ TEMPLATES: dict[str, tuple[tuple[str, str, tuple[str, ...], str, tuple[int, int]
     ),
     "L2": (
         ("comparison", "Compute the week-over-week {metric} growth rate.", (GUAL, DAILY, CALC), "WEEK", (6, 12)),
-        ("filtering", "Count how many days {window} had total daily cost exceeding {threshold}.",
-         (GUAL, DAILY, CALC), "DATE", (7, 14)),
-        ("comparison", "Which hour yesterday had the highest {metric}, and what share of the day's total was it?",
-         (GUAL, HOURLY, CALC), "HOUR", (8, 15)),
-        ("filtering", "What was the average {metric} of ad group {adgroup} in account {acct} {window}?",
-         (GUAL, ADGROUP, DAILY), "ADGROUP_ID", (8, 16)),
-        ("comparison", "Which region contributed the most {metric} {window}, and what share of the total?",
-         (GUAL, DAILY, CALC), "REGION", (7, 14)),
-        ("filtering", "Which accounts spent more than {threshold} {window}, and how many are there?",
-         (GUAL, DAILY, CALC), "ACCOUNT_ID", (6, 13)),
+        (
+            "filtering",
+            "Count how many days {window} had total daily cost exceeding {threshold}.",
+            (GUAL, DAILY, CALC),
+            "DATE",
+            (7, 14),
+        ),
+        (
+            "comparison",
+            "Which hour yesterday had the highest {metric}, and what share of the day's total was it?",
+            (GUAL, HOURLY, CALC),
+            "HOUR",
+            (8, 15),
+        ),
+        (
+            "filtering",
+            "What was the average {metric} of ad group {adgroup} in account {acct} {window}?",
+            (GUAL, ADGROUP, DAILY),
+            "ADGROUP_ID",
+            (8, 16),
+        ),
+        (
+            "comparison",
+            "Which region contributed the most {metric} {window}, and what share of the total?",
+            (GUAL, DAILY, CALC),
+            "REGION",
+            (7, 14),
+        ),
+        (
+            "filtering",
+            "Which accounts spent more than {threshold} {window}, and how many are there?",
+            (GUAL, DAILY, CALC),
+            "ACCOUNT_ID",
+            (6, 13),
+        ),
     ),
     "L3": (
-        ("creative", "Analyze whether video and image creatives of account {acct} both meet the excellence "
-                     "threshold yesterday.", (GUAL, SEARCH, DAILY, CALC), "MATERIAL_VIDEO", (14, 28)),
-        ("benchmark", "Is the conversion cost of account {acct} {window} above the industry benchmark, "
-                      "and by how much?", (GUAL, SEARCH, DAILY, CALC), "SUM", (15, 30)),
-        ("creative", "Compare the CTR of our best creative yesterday with top peer creatives in {industry}.",
-         (TOP, GUAL, DAILY, CALC), "CREATIVE_ID", (16, 32)),
-        ("diagnosis", "Find ad groups in account {acct} whose bid is below the suggested level and whose CTR "
-                      "dropped week over week.", (GUAL, ADGROUP, DAILY, CALC), "ADGROUP_ID", (20, 40)),
-        ("pacing", "Did any hour yesterday breach the cost pacing rule for account {acct}?",
-         (SEARCH, GUAL, HOURLY, CALC), "HOUR", (15, 30)),
+        (
+            "creative",
+            "Analyze whether video and image creatives of account {acct} both meet the excellence threshold yesterday.",
+            (GUAL, SEARCH, DAILY, CALC),
+            "MATERIAL_VIDEO",
+            (14, 28),
+        ),
+        (
+            "benchmark",
+            "Is the conversion cost of account {acct} {window} above the industry benchmark, and by how much?",
+            (GUAL, SEARCH, DAILY, CALC),
+            "SUM",
+            (15, 30),
+        ),
+        (
+            "creative",
+            "Compare the CTR of our best creative yesterday with top peer creatives in {industry}.",
+            (TOP, GUAL, DAILY, CALC),
+            "CREATIVE_ID",
+            (16, 32),
+        ),
+        (
+            "diagnosis",
+            "Find ad groups in account {acct} whose bid is below the suggested level and whose CTR "
+            "dropped week over week.",
+            (GUAL, ADGROUP, DAILY, CALC),
+            "ADGROUP_ID",
+            (20, 40),
+        ),
+        (
+            "pacing",
+            "Did any hour yesterday breach the cost pacing rule for account {acct}?",
+            (SEARCH, GUAL, HOURLY, CALC),
+            "HOUR",
+            (15, 30),
+        ),
     ),
 }
 
@@ -226,10 +414,18 @@ class Task:
 
     def record(self, *, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """The native v1 task record."""
-        rec = {"record": "task", "benchmark": BENCHMARK, "task_id": self.task_id, "level": self.level,
-               "category": self.category, "capabilities": sorted(set(self.reference)),
-               "human_minutes": self.human_minutes, "query": self.query, "reference_answer": self.answer,
-               "reference_trajectory": list(self.reference)}
+        rec = {
+            "record": "task",
+            "benchmark": BENCHMARK,
+            "task_id": self.task_id,
+            "level": self.level,
+            "category": self.category,
+            "capabilities": sorted(set(self.reference)),
+            "human_minutes": self.human_minutes,
+            "query": self.query,
+            "reference_answer": self.answer,
+            "reference_trajectory": list(self.reference),
+        }
         rec.update(extra or {})
         return rec
 
@@ -250,24 +446,44 @@ def _answer(rng: np.random.Generator, level: str, template: str, metric: tuple[s
     return f"{verdict} -- {ours:.2f}% vs threshold {ref:.2f}%"
 
 
-def make_task(rng: np.random.Generator, task_id: str, level: str, index: int, *, today: str,
-              difficulty: float) -> Task:
+def make_task(rng: np.random.Generator, task_id: str, level: str, index: int, *, today: str, difficulty: float) -> Task:
     """One task of ``level`` built from the level's templates (``index`` picks the template)."""
     templates = TEMPLATES[level]
     category, template, ref, group_by, minutes = templates[index % len(templates)]
     metric = METRICS[int(rng.integers(len(METRICS)))]
     window = WINDOWS[int(rng.integers(len(WINDOWS)))]
-    ctx = {"acct": f"acct_{int(rng.integers(1, 156)):03d}", "adgroup": f"ag_{int(rng.integers(10000, 99999))}",
-           "hour": int(rng.integers(0, 24)), "threshold": f"{int(rng.integers(5, 40)) * 100_000:,}",
-           "industry": INDUSTRIES[int(rng.integers(len(INDUSTRIES)))], "metric": metric[0], "field": metric[1],
-           "window": window[0], "days": window[1], "group_by": group_by, "today": today,
-           "user_id": f"u{int(rng.integers(1000, 9999))}", "n_accounts": int(rng.integers(3, 160))}
-    ctx["search"] = {"creative": "CTR excellence threshold", "benchmark": "conversion cost benchmark",
-                     "pacing": "cost pacing rule"}.get(category, f"{metric[0]} definition")[:20]
+    ctx = {
+        "acct": f"acct_{int(rng.integers(1, 156)):03d}",
+        "adgroup": f"ag_{int(rng.integers(10000, 99999))}",
+        "hour": int(rng.integers(0, 24)),
+        "threshold": f"{int(rng.integers(5, 40)) * 100_000:,}",
+        "industry": INDUSTRIES[int(rng.integers(len(INDUSTRIES)))],
+        "metric": metric[0],
+        "field": metric[1],
+        "window": window[0],
+        "days": window[1],
+        "group_by": group_by,
+        "today": today,
+        "user_id": f"u{int(rng.integers(1000, 9999))}",
+        "n_accounts": int(rng.integers(3, 160)),
+    }
+    ctx["search"] = {
+        "creative": "CTR excellence threshold",
+        "benchmark": "conversion cost benchmark",
+        "pacing": "cost pacing rule",
+    }.get(category, f"{metric[0]} definition")[:20]
     query = template.format(**ctx)
-    return Task(task_id=task_id, level=level, category=category, query=query, reference=ref,
-                answer=_answer(rng, level, template, metric),
-                human_minutes=float(rng.integers(minutes[0], minutes[1] + 1)), difficulty=difficulty, ctx=ctx)
+    return Task(
+        task_id=task_id,
+        level=level,
+        category=category,
+        query=query,
+        reference=ref,
+        answer=_answer(rng, level, template, metric),
+        human_minutes=float(rng.integers(minutes[0], minutes[1] + 1)),
+        difficulty=difficulty,
+        ctx=ctx,
+    )
 
 
 def make_tasks(rng: np.random.Generator) -> list[Task]:
@@ -314,7 +530,9 @@ class Plan:
         return lo, MAX_CALLS
 
 
-def _success_matrix(rng: np.random.Generator, tasks: list[Task], targets: dict[str, Any]) -> dict[tuple[str, int], bool]:
+def _success_matrix(
+    rng: np.random.Generator, tasks: list[Task], targets: dict[str, Any]
+) -> dict[tuple[str, int], bool]:
     """Which (task, sample) attempts succeed: exact per-level counts, easier tasks more often solved."""
     out: dict[tuple[str, int], bool] = {}
     for level in LEVELS:
@@ -348,7 +566,7 @@ def _coverage(plans: list[Plan], model: Model, targets: dict[str, Any], rng: np.
             raise ValueError(f"{model.agent}: {n_cov} covered {level} attempts exceed the {len(level_plans)} there")
         for i in rng.permutation(len(wins))[:n_cov_wins]:
             wins[i].covered = True
-        for i in rng.permutation(len(losses))[:n_cov - n_cov_wins]:
+        for i in rng.permutation(len(losses))[: n_cov - n_cov_wins]:
             losses[i].covered = True
 
 
@@ -357,8 +575,17 @@ def _assign_labels(failed: list[Plan], model: Model, rng: np.random.Generator) -
     te, pe, de, ce, hal, lc, n_err, n_total = model.table3
     assert te + pe + de + ce + hal + lc == n_err, model.agent
     other = n_total - n_err
-    counts = {"TE": te, "DE": de, "LC": lc, "CE": ce, "PE": pe, "HAL": hal,
-              "REDUNDANT": other - 2 * (other // 3), "NO_TOOL": other // 3, "TOOL": other // 3}
+    counts = {
+        "TE": te,
+        "DE": de,
+        "LC": lc,
+        "CE": ce,
+        "PE": pe,
+        "HAL": hal,
+        "REDUNDANT": other - 2 * (other // 3),
+        "NO_TOOL": other // 3,
+        "TOOL": other // 3,
+    }
     order = {"L1": 2, "L2": 1, "L3": 0}
     for code, k in counts.items():
         pool = [p for p in failed if code not in p.labels]
@@ -421,8 +648,9 @@ def make_plans(model: Model, tasks: list[Task], rng: np.random.Generator) -> lis
     """Every attempt of one model, reproducing the model's Table 2 / Table 3 / coverage targets."""
     targets = run_targets(model)
     wins = _success_matrix(rng, tasks, targets)
-    plans = [Plan(task=t, sample=s, passed=wins[(t.task_id, s)], covered=False)
-             for t in tasks for s in range(N_SAMPLES)]
+    plans = [
+        Plan(task=t, sample=s, passed=wins[(t.task_id, s)], covered=False) for t in tasks for s in range(N_SAMPLES)
+    ]
     _coverage(plans, model, targets, rng)
     failed = [p for p in plans if not p.passed]
     _assign_labels(failed, model, rng)
@@ -449,47 +677,88 @@ def tool_call(tool: str, ctx: dict[str, Any], *, variant: int = 0) -> tuple[dict
     begin, end = _dates(ctx)
     acct = ctx["acct"]
     if tool == GUAL:
-        return ({"user_id": ctx["user_id"], "page_size": 200},
-                f"{ctx['n_accounts']} authorized accounts (acct_001 ... acct_{ctx['n_accounts']:03d}), incl. {acct}")
+        return (
+            {"user_id": ctx["user_id"], "page_size": 200},
+            f"{ctx['n_accounts']} authorized accounts (acct_001 ... acct_{ctx['n_accounts']:03d}), incl. {acct}",
+        )
     if tool == DAILY:
-        args = {"user_id": ctx["user_id"], "begin": begin, "end": end, "group_by_type": ctx["group_by"],
-                "fields": [ctx["field"]], "account_id_list": [acct], "page_size": 100}
+        args = {
+            "user_id": ctx["user_id"],
+            "begin": begin,
+            "end": end,
+            "group_by_type": ctx["group_by"],
+            "fields": [ctx["field"]],
+            "account_id_list": [acct],
+            "page_size": 100,
+        }
         if variant:
             args["page"] = variant + 1
         return args, f"{min(int(ctx['days']), 30)} rows: [{{'date': '{end}', '{ctx['field']}': 18342.17}}, ...]"
     if tool == HOURLY:
-        args = {"user_id": ctx["user_id"], "date": end, "group_by_type": "HOUR", "fields": [ctx["field"]],
-                "page_size": 24}
+        args = {
+            "user_id": ctx["user_id"],
+            "date": end,
+            "group_by_type": "HOUR",
+            "fields": [ctx["field"]],
+            "page_size": 24,
+        }
         if variant:
             args["page"] = variant + 1
         return args, f"24 rows: [{{'hour': {ctx['hour']}, '{ctx['field']}': 912.4}}, ...]"
     if tool == INFO:
-        return ({"user_id": ctx["user_id"], "account_id_list": [acct] if not variant else [f"acct_{variant:03d}"]},
-                f"{acct}: daily budget 50000 CNY, audit status APPROVED, industry {ctx['industry']}")
+        return (
+            {"user_id": ctx["user_id"], "account_id_list": [acct] if not variant else [f"acct_{variant:03d}"]},
+            f"{acct}: daily budget 50000 CNY, audit status APPROVED, industry {ctx['industry']}",
+        )
     if tool == ADGROUP:
         args = {"user_id": ctx["user_id"], "account_id": acct}
         if variant:
             args["page"] = variant + 1
         return args, f"37 ad groups ({ctx['adgroup']} ACTIVE, bid 2.40 CNY, placement WECHAT_MOMENTS, ...)"
     if tool == SEARCH:
-        words = ("CTR excellence threshold", "pacing rule", "conversion cost benchmark", "CPC definition",
-                 "deep conversion", "budget pacing", "creative grading", "attribution window")
+        words = (
+            "CTR excellence threshold",
+            "pacing rule",
+            "conversion cost benchmark",
+            "CPC definition",
+            "deep conversion",
+            "budget pacing",
+            "creative grading",
+            "attribution window",
+        )
         others = [w for w in words if w[:20] != ctx["search"]]
-        query = ctx["search"] if not variant else (others[(variant - 1) % len(others)]
-                                                   + (f" {variant}" if variant > len(others) else ""))
+        query = (
+            ctx["search"]
+            if not variant
+            else (others[(variant - 1) % len(others)] + (f" {variant}" if variant > len(others) else ""))
+        )
         return {"query": query[:20]}, f"Knowledge: {query}: industry benchmark 5%, see platform guide 4.2"
     if tool == CALC:
-        return ({"code": f"rows = data['{ctx['field']}']\nprint(round(sum(rows) / len(rows), 4))"
-                 + (f"  # pass {variant}" if variant else "")}, "0.0629")
+        return (
+            {
+                "code": f"rows = data['{ctx['field']}']\nprint(round(sum(rows) / len(rows), 4))"
+                + (f"  # pass {variant}" if variant else "")
+            },
+            "0.0629",
+        )
     if tool == TOP:
-        return ({"query": f"{ctx['industry']} video top creatives" + (f" p{variant}" if variant else "")},
-                "Top 10 peer creatives, median CTR 5.8%")
+        return (
+            {"query": f"{ctx['industry']} video top creatives" + (f" p{variant}" if variant else "")},
+            "Top 10 peer creatives, median CTR 5.8%",
+        )
     raise ValueError(tool)
 
 
-_WRONG_ARG = {DAILY: ("group_by_type", "SUM"), HOURLY: ("date", "2025-12-31"), INFO: ("account_id_list", ["ag_10001"]),
-              ADGROUP: ("account_id", "ag_10001"), SEARCH: ("query", "cost"), CALC: ("code", "print(sum(data['cost']))"),
-              TOP: ("query", "all industries"), GUAL: ("page_size", 1)}
+_WRONG_ARG = {
+    DAILY: ("group_by_type", "SUM"),
+    HOURLY: ("date", "2025-12-31"),
+    INFO: ("account_id_list", ["ag_10001"]),
+    ADGROUP: ("account_id", "ag_10001"),
+    SEARCH: ("query", "cost"),
+    CALC: ("code", "print(sum(data['cost']))"),
+    TOP: ("query", "all industries"),
+    GUAL: ("page_size", 1),
+}
 
 
 def _non_calc_before_calc(body: list[str]) -> int:
@@ -527,8 +796,14 @@ def _body(plan: Plan, rng: np.random.Generator) -> list[str]:
         n_before_calc = (1 + ("TOOL" in has)) if "CE" in has else 0
         while len(body) > max(want - ("REDUNDANT" in has), 0):
             # premature termination: drop the last tool that no label needs
-            drop = next((i for i in range(len(body) - 1, -1, -1) if body[i] not in needed
-                         and _non_calc_before_calc(body[:i] + body[i + 1:]) >= n_before_calc), None)
+            drop = next(
+                (
+                    i
+                    for i in range(len(body) - 1, -1, -1)
+                    if body[i] not in needed and _non_calc_before_calc(body[:i] + body[i + 1 :]) >= n_before_calc
+                ),
+                None,
+            )
             if drop is None:
                 break
             body.pop(drop)
@@ -537,8 +812,11 @@ def _body(plan: Plan, rng: np.random.Generator) -> list[str]:
     if "REDUNDANT" in has:
         assert body, (plan.task.task_id, plan.labels)
         body.insert(1, "__repeat__")  # the forgotten first call, made again with identical arguments
-    pool = [t for t in (SEARCH, INFO, TOP, ADGROUP, DAILY) if t != missing and t in TOOL_GRAPH
-            and (t not in DATA_TOOLS or GUAL in body or "DE" in has)]
+    pool = [
+        t
+        for t in (SEARCH, INFO, TOP, ADGROUP, DAILY)
+        if t != missing and t in TOOL_GRAPH and (t not in DATA_TOOLS or GUAL in body or "DE" in has)
+    ]
     k = 0
     while len(body) < want:
         # extra calls go before the calculator, which stays the last step before summarize
@@ -549,7 +827,9 @@ def _body(plan: Plan, rng: np.random.Generator) -> list[str]:
     return body
 
 
-def _call_steps(names: list[str], ctx: dict[str, Any], rng: np.random.Generator) -> tuple[list[dict[str, Any]], list[Any]]:
+def _call_steps(
+    names: list[str], ctx: dict[str, Any], rng: np.random.Generator
+) -> tuple[list[dict[str, Any]], list[Any]]:
     """Tool-call steps for the planned tool names; ``__repeat__`` re-issues the previous call verbatim."""
     steps: list[dict[str, Any]] = []
     labels: list[Any] = []
@@ -558,13 +838,26 @@ def _call_steps(names: list[str], ctx: dict[str, Any], rng: np.random.Generator)
         if name == "__repeat__":
             prev = steps[-1]
             steps.append({**prev, "round": len(steps) + 1})
-            labels.append({"code": "REDUNDANT", "step": len(steps) - 1,
-                           "detail": f"{prev['tool']} called again with identical arguments"})
+            labels.append(
+                {
+                    "code": "REDUNDANT",
+                    "step": len(steps) - 1,
+                    "detail": f"{prev['tool']} called again with identical arguments",
+                }
+            )
             continue
         args, result = tool_call(name, ctx, variant=seen[name])
         seen[name] += 1
-        steps.append({"round": len(steps) + 1, "kind": "tool_call", "tool": name, "args": args, "result": result,
-                      "latency_s": round(float(rng.uniform(0.3, 2.5)), 2)})
+        steps.append(
+            {
+                "round": len(steps) + 1,
+                "kind": "tool_call",
+                "tool": name,
+                "args": args,
+                "result": result,
+                "latency_s": round(float(rng.uniform(0.3, 2.5)), 2),
+            }
+        )
     return steps, labels
 
 
@@ -582,12 +875,13 @@ def _tool_error_step(steps: list[dict[str, Any]], has: set[str]) -> int:
         tool = steps[j]["tool"]
         if keys.count(keys[j]) > 1 or (tool == CALC and "CE" in has):
             return False
-        if tool == GUAL and any(st["tool"] in DATA_TOOLS for st in steps[j + 1:]):
+        if tool == GUAL and any(st["tool"] in DATA_TOOLS for st in steps[j + 1 :]):
             return False
         return not (j < calc < len(steps) and sum(st["tool"] != CALC for st in steps[:calc]) < 2)
 
-    order = sorted(range(len(steps)), key=lambda j: (steps[j]["tool"] not in (*DATA_TOOLS, SEARCH),
-                                                      steps[j]["tool"] == CALC, j))
+    order = sorted(
+        range(len(steps)), key=lambda j: (steps[j]["tool"] not in (*DATA_TOOLS, SEARCH), steps[j]["tool"] == CALC, j)
+    )
     return next(j for j in order if ok(j))
 
 
@@ -601,13 +895,18 @@ def _inject_faults(steps: list[dict[str, Any]], has: set[str]) -> list[Any]:
     calc_ix: set[int] = set()
     if "CE" in has:
         i = max(j for j, st in enumerate(steps) if st["tool"] == CALC)
-        steps[i] = {**steps[i], "args": {**steps[i]["args"], "code": "rows = data['cost']\nprint(sum(rows) / 7)"},
-                    "result": "1.0391"}
+        steps[i] = {
+            **steps[i],
+            "args": {**steps[i]["args"], "code": "rows = data['cost']\nprint(sum(rows) / 7)"},
+            "result": "1.0391",
+        }
         calc_ix.add(i)
         labels.append({"code": "CE", "step": i, "detail": "calculator divided by a fixed 7 instead of the row count"})
     if "PE" in has:
-        i = next((j for j, st in enumerate(steps) if st["tool"] in DATA_TOOLS),
-                 next(j for j in range(len(steps)) if j not in calc_ix))
+        i = next(
+            (j for j, st in enumerate(steps) if st["tool"] in DATA_TOOLS),
+            next(j for j in range(len(steps)) if j not in calc_ix),
+        )
         tool, same = steps[i]["tool"], steps[i]["args"]
         key, bad = _WRONG_ARG[tool]
         for j, st in enumerate(steps):  # an identical repeat stays identical
@@ -626,22 +925,38 @@ def _trajectory_labels(steps: list[dict[str, Any]], plan: Plan, has: set[str]) -
     if "TE" in has:
         called = {st["tool"] for st in steps}
         missing = [t for t in plan.task.reference if t not in called]
-        labels.append({"code": "TE", "detail": "trajectory deviates from the reference"
-                       + (f"; never called {', '.join(missing)}" if missing else "; tools out of order")})
+        labels.append(
+            {
+                "code": "TE",
+                "detail": "trajectory deviates from the reference"
+                + (f"; never called {', '.join(missing)}" if missing else "; tools out of order"),
+            }
+        )
     if "NO_TOOL" in has:
-        steps.append({"round": len(steps) + 1, "kind": "message",
-                      "content": "Based on typical platform values the answer is probably about 4%."})
+        steps.append(
+            {
+                "round": len(steps) + 1,
+                "kind": "message",
+                "content": "Based on typical platform values the answer is probably about 4%.",
+            }
+        )
         labels.append({"code": "NO_TOOL", "step": len(steps) - 1, "detail": "a round answered without a tool call"})
     if "HAL" in has:
         labels.append({"code": "HAL", "detail": "final answer states figures no tool returned"})
     if "LC" in has:
-        labels.append({"code": "LC", "step": len(steps) - 1,
-                       "detail": f"lost track of intermediate results after {len(steps)} steps"})
+        labels.append(
+            {
+                "code": "LC",
+                "step": len(steps) - 1,
+                "detail": f"lost track of intermediate results after {len(steps)} steps",
+            }
+        )
     return labels
 
 
-def build_steps(plan: Plan, rng: np.random.Generator, *,
-                wrong_answer: str) -> tuple[list[dict[str, Any]], list[Any], str]:
+def build_steps(
+    plan: Plan, rng: np.random.Generator, *, wrong_answer: str
+) -> tuple[list[dict[str, Any]], list[Any], str]:
     """Steps, error labels (with step index and detail) and final answer of one attempt."""
     has = set(plan.labels)
     steps, labels = _call_steps(_body(plan, rng), plan.task.ctx, rng)
@@ -649,9 +964,16 @@ def build_steps(plan: Plan, rng: np.random.Generator, *,
     labels += _trajectory_labels(steps, plan, has)
     answer = plan.task.answer if plan.passed else wrong_answer
     final_round = len(steps) + 1
-    steps.append({"round": final_round, "kind": "tool_call", "tool": SUMMARIZE,
-                  "args": {"query": "Resolved" if plan.passed or "TE" not in has else "Unresolved"},
-                  "result": "session closed", "latency_s": 0.2})
+    steps.append(
+        {
+            "round": final_round,
+            "kind": "tool_call",
+            "tool": SUMMARIZE,
+            "args": {"query": "Resolved" if plan.passed or "TE" not in has else "Unresolved"},
+            "result": "session closed",
+            "latency_s": 0.2,
+        }
+    )
     steps.append({"round": final_round, "kind": "final", "content": answer})
     return steps, labels, answer
 
@@ -664,11 +986,18 @@ def _wrong_answer(task: Task, rng: np.random.Generator) -> str:
     if match is None:
         return "Unable to determine"
     value = float(match.group().replace(",", "")) * rng.uniform(0.6, 1.4)
-    return task.answer[:match.start()] + f"{value:.2f}" + task.answer[match.end():]
+    return task.answer[: match.start()] + f"{value:.2f}" + task.answer[match.end() :]
 
 
-def attempt_record(run_id: str, plan: Plan, rng: np.random.Generator, *, out_tokens_per_round: int,
-                   s_per_round: float, judge: bool = True) -> dict[str, Any]:
+def attempt_record(
+    run_id: str,
+    plan: Plan,
+    rng: np.random.Generator,
+    *,
+    out_tokens_per_round: int,
+    s_per_round: float,
+    judge: bool = True,
+) -> dict[str, Any]:
     """The native v1 attempt record of a plan (tokens, latency and the Stage-1 judge JSON included)."""
     steps, labels, answer = build_steps(plan, rng, wrong_answer=_wrong_answer(plan.task, rng))
     n_rounds = len({s["round"] for s in steps})
@@ -676,17 +1005,33 @@ def attempt_record(run_id: str, plan: Plan, rng: np.random.Generator, *, out_tok
     output_tokens = int(n_rounds * out_tokens_per_round * rng.uniform(0.8, 1.2) + 40)
     latency = sum(s.get("latency_s", 0.0) for s in steps) + n_rounds * s_per_round * float(rng.uniform(0.8, 1.25))
     rec: dict[str, Any] = {
-        "record": "attempt", "run_id": run_id, "task_id": plan.task.task_id, "sample": plan.sample,
-        "score": 1.0 if plan.passed else 0.0, "passed": plan.passed, "answer": answer,
-        "input_tokens": input_tokens, "output_tokens": output_tokens, "latency_s": round(latency, 1),
-        "status": "completed", "errors": labels if not plan.passed else [], "steps": steps}
+        "record": "attempt",
+        "run_id": run_id,
+        "task_id": plan.task.task_id,
+        "sample": plan.sample,
+        "score": 1.0 if plan.passed else 0.0,
+        "passed": plan.passed,
+        "answer": answer,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "latency_s": round(latency, 1),
+        "status": "completed",
+        "errors": labels if not plan.passed else [],
+        "steps": steps,
+    }
     if judge:
         codes = {lab["code"] for lab in labels}
-        rec["judge"] = {"result_correct": plan.passed, "trajectory_covered": plan.covered,
-                        "has_instructionViolation": "NO_TOOL" in codes, "has_error_parameters": "PE" in codes,
-                        "has_redundant_calls": "REDUNDANT" in codes, "has_dependency_error": "DE" in codes,
-                        "brief_reason": "answer matches the reference" if plan.passed
-                        else "; ".join(lab.get("detail", lab["code"]) for lab in labels)[:300]}
+        rec["judge"] = {
+            "result_correct": plan.passed,
+            "trajectory_covered": plan.covered,
+            "has_instructionViolation": "NO_TOOL" in codes,
+            "has_error_parameters": "PE" in codes,
+            "has_redundant_calls": "REDUNDANT" in codes,
+            "has_dependency_error": "DE" in codes,
+            "brief_reason": "answer matches the reference"
+            if plan.passed
+            else "; ".join(lab.get("detail", lab["code"]) for lab in labels)[:300],
+        }
     return rec
 
 
@@ -732,16 +1077,31 @@ def _dump(path: Path, records: list[dict[str, Any]]) -> None:
 
 def benchmark_record() -> dict[str, Any]:
     """The AD-Bench benchmark record (binary scoring, tool dependency graph of Figure 9)."""
-    return {"record": "benchmark", "benchmark": BENCHMARK, "version": "1", "scoring": "binary",
-            "pass_threshold": 1.0, "tool_graph": TOOL_GRAPH,
-            "description": "AD-Bench (demo): advertising analytics agent tasks, L1-L3, nine marketing tools"}
+    return {
+        "record": "benchmark",
+        "benchmark": BENCHMARK,
+        "version": "1",
+        "scoring": "binary",
+        "pass_threshold": 1.0,
+        "tool_graph": TOOL_GRAPH,
+        "description": "AD-Bench (demo): advertising analytics agent tasks, L1-L3, nine marketing tools",
+    }
 
 
 def run_record(model: Model, *, run_id: str, eval_date: str, judge: str | None = JUDGE) -> dict[str, Any]:
     """The native v1 run record of a model."""
-    rec = {"record": "run", "run_id": run_id, "benchmark": BENCHMARK, "agent": model.agent,
-           "family": model.family, "agent_version": model.version, "kind": "llm", "eval_date": eval_date,
-           "price_input_per_mtok": model.price_in, "price_output_per_mtok": model.price_out}
+    rec = {
+        "record": "run",
+        "run_id": run_id,
+        "benchmark": BENCHMARK,
+        "agent": model.agent,
+        "family": model.family,
+        "agent_version": model.version,
+        "kind": "llm",
+        "eval_date": eval_date,
+        "price_input_per_mtok": model.price_in,
+        "price_output_per_mtok": model.price_out,
+    }
     if judge:
         rec["judge"] = judge
     return rec
@@ -763,8 +1123,9 @@ def build_records(seed: int = SEED) -> tuple[list[Task], list[dict[str, Any]]]:
         records.append(run_record(model, run_id=run_id, eval_date=EVAL_DATE))
         plans = make_plans(model, tasks, rng)
         for plan in plans:
-            rec = attempt_record(run_id, plan, rng, out_tokens_per_round=model.out_tokens_per_round,
-                                 s_per_round=model.s_per_round)
+            rec = attempt_record(
+                run_id, plan, rng, out_tokens_per_round=model.out_tokens_per_round, s_per_round=model.s_per_round
+            )
             check_attempt(rec, by_id[plan.task.task_id], covered=plan.covered)
             records.append(rec)
     return tasks, records

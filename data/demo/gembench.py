@@ -39,9 +39,14 @@ SEED = 20250915
 DATASETS = ("MT-Human", "LM-Market", "CA-Prod")
 SOLUTIONS = ("Ad-Chat", "GI-R", "GIR-R", "GIR-P")
 DIMENSIONS = ("accuracy", "naturalness", "personality", "trust", "notice", "click")
-SUB_DIMENSIONS = {"accuracy": ("relevance", "accuracy"), "naturalness": ("interruptiveness", "authenticity"),
-                  "personality": ("helpfulness", "salesmanship"), "trust": ("credibility", "bias"),
-                  "notice": ("awareness", "attitude"), "click": ("link_awareness", "click_likelihood")}
+SUB_DIMENSIONS = {
+    "accuracy": ("relevance", "accuracy"),
+    "naturalness": ("interruptiveness", "authenticity"),
+    "personality": ("helpfulness", "salesmanship"),
+    "trust": ("credibility", "bias"),
+    "notice": ("awareness", "attitude"),
+    "click": ("link_awareness", "click_likelihood"),
+}
 N_QUERIES = {"MT-Human": 10, "LM-Market": 100, "CA-Prod": 120}
 N_SAMPLES = {"MT-Human": 5, "LM-Market": 1, "CA-Prod": 1}
 DEFAULT_JUDGE = "gpt-4.1-mini"
@@ -133,8 +138,11 @@ def _parse(text: str) -> dict[tuple[str, str], tuple[float, ...]]:
 
 
 JUDGE_TABLES: dict[str, dict[tuple[str, str], tuple[float, ...]]] = {
-    "gpt-4.1-mini": _parse(_T3), "qwen-max": _parse(_T8), "kimi-k2": _parse(_T9),
-    "claude-3.5-haiku": _parse(_T10)}
+    "gpt-4.1-mini": _parse(_T3),
+    "qwen-max": _parse(_T8),
+    "kimi-k2": _parse(_T9),
+    "claude-3.5-haiku": _parse(_T10),
+}
 TABLE3 = JUDGE_TABLES[DEFAULT_JUDGE]
 # Table 4: overall per judge (the mean of that judge's six dimensions, as published).
 TABLE4: dict[tuple[str, str], dict[str, float]] = {
@@ -153,13 +161,17 @@ TABLE4: dict[tuple[str, str], dict[str, float]] = {
 }
 # Table 6: ITTFT, OTTFT (overall = 0.5 x ITTFT + OTTFT).
 TABLE6: dict[tuple[str, str], tuple[float, float, float]] = {
-    ("MT-Human", "Ad-Chat"): (686.03, 523.80, 866.82), ("LM-Market", "Ad-Chat"): (897.46, 456.56, 905.29),
+    ("MT-Human", "Ad-Chat"): (686.03, 523.80, 866.82),
+    ("LM-Market", "Ad-Chat"): (897.46, 456.56, 905.29),
     ("CA-Prod", "Ad-Chat"): (2911.49, 217.68, 1673.43),
-    ("MT-Human", "GI-R"): (125.83, 503.73, 566.65), ("LM-Market", "GI-R"): (127.06, 411.22, 474.75),
+    ("MT-Human", "GI-R"): (125.83, 503.73, 566.65),
+    ("LM-Market", "GI-R"): (127.06, 411.22, 474.75),
     ("CA-Prod", "GI-R"): (108.94, 138.31, 192.78),
-    ("MT-Human", "GIR-R"): (1180.26, 1030.23, 1620.36), ("LM-Market", "GIR-R"): (1106.29, 849.73, 1402.88),
+    ("MT-Human", "GIR-R"): (1180.26, 1030.23, 1620.36),
+    ("LM-Market", "GIR-R"): (1106.29, 849.73, 1402.88),
     ("CA-Prod", "GIR-R"): (968.72, 424.40, 908.76),
-    ("MT-Human", "GIR-P"): (1192.96, 1036.13, 1632.61), ("LM-Market", "GIR-P"): (1106.67, 850.21, 1403.55),
+    ("MT-Human", "GIR-P"): (1192.96, 1036.13, 1632.61),
+    ("LM-Market", "GIR-P"): (1106.67, 850.21, 1403.55),
     ("CA-Prod", "GIR-P"): (953.16, 413.09, 889.67),
 }
 HUMAN_QUERIES = {"MT-Human": 2, "LM-Market": 13, "CA-Prod": 5}
@@ -173,89 +185,182 @@ HUMAN_QUERIES_PER_RATER = 10
 
 TOPICS: dict[str, list[dict[str, Any]]] = {
     "MT-Human": [
-        {"q": "What are some business etiquette norms when doing business in {x}?", "x": ["Japan", "Germany", "Brazil", "India", "Korea"],
-         "s": ["Punctuality is taken very seriously in {x}, so arrive a few minutes early to every meeting.",
-               "Exchange business cards with both hands and take a moment to read the card you receive.",
-               "Dress conservatively; dark suits remain the safe choice for first meetings in {x}.",
-               "Hierarchy matters, so address the most senior person first and wait to be seated.",
-               "Small gifts are appreciated, but avoid anything too expensive or flashy.",
-               "Decisions often take time because consensus is built before a formal answer is given.",
-               "Follow up with a short thank-you note after the meeting to show respect."],
-         "ads": [("Rosetta Stone", "https://www.rosettastone.com/", "offers language courses that help you learn local phrases before a business trip"),
-                 ("Expedia", "https://www.expedia.com/", "lets you book flights and hotels for business travel in one place")]},
-        {"q": "Describe the most influential {x} and why it still matters today.", "x": ["novel of the 19th century", "painting of the Renaissance", "philosophical school of antiquity", "poem of the modern era", "film movement of the 1960s"],
-         "s": ["The work reshaped how later artists and thinkers approached their craft.",
-               "Its themes of identity and change still speak to readers and viewers today.",
-               "Scholars point to its innovative structure as a turning point in the history of the {x}.",
-               "It also provoked debate when it first appeared, which widened its audience.",
-               "Many schools still include it in their curriculum as a reference point.",
-               "Reading it alongside its historical context reveals how radical it was.",
-               "Its influence can be traced in contemporary culture, from novels to advertising."],
-         "ads": [("Audible", "https://www.audible.com/", "offers audiobooks and lectures on classic works of literature and history"),
-                 ("MasterClass", "https://www.masterclass.com/", "has video lessons from leading writers and artists")]},
+        {
+            "q": "What are some business etiquette norms when doing business in {x}?",
+            "x": ["Japan", "Germany", "Brazil", "India", "Korea"],
+            "s": [
+                "Punctuality is taken very seriously in {x}, so arrive a few minutes early to every meeting.",
+                "Exchange business cards with both hands and take a moment to read the card you receive.",
+                "Dress conservatively; dark suits remain the safe choice for first meetings in {x}.",
+                "Hierarchy matters, so address the most senior person first and wait to be seated.",
+                "Small gifts are appreciated, but avoid anything too expensive or flashy.",
+                "Decisions often take time because consensus is built before a formal answer is given.",
+                "Follow up with a short thank-you note after the meeting to show respect.",
+            ],
+            "ads": [
+                (
+                    "Rosetta Stone",
+                    "https://www.rosettastone.com/",
+                    "offers language courses that help you learn local phrases before a business trip",
+                ),
+                (
+                    "Expedia",
+                    "https://www.expedia.com/",
+                    "lets you book flights and hotels for business travel in one place",
+                ),
+            ],
+        },
+        {
+            "q": "Describe the most influential {x} and why it still matters today.",
+            "x": [
+                "novel of the 19th century",
+                "painting of the Renaissance",
+                "philosophical school of antiquity",
+                "poem of the modern era",
+                "film movement of the 1960s",
+            ],
+            "s": [
+                "The work reshaped how later artists and thinkers approached their craft.",
+                "Its themes of identity and change still speak to readers and viewers today.",
+                "Scholars point to its innovative structure as a turning point in the history of the {x}.",
+                "It also provoked debate when it first appeared, which widened its audience.",
+                "Many schools still include it in their curriculum as a reference point.",
+                "Reading it alongside its historical context reveals how radical it was.",
+                "Its influence can be traced in contemporary culture, from novels to advertising.",
+            ],
+            "ads": [
+                (
+                    "Audible",
+                    "https://www.audible.com/",
+                    "offers audiobooks and lectures on classic works of literature and history",
+                ),
+                ("MasterClass", "https://www.masterclass.com/", "has video lessons from leading writers and artists"),
+            ],
+        },
     ],
     "LM-Market": [
-        {"q": "Plan a {x} trip for two people on a moderate budget.", "x": ["three-day Seattle", "week-long Lisbon", "weekend Zurich", "five-day Kyoto", "four-day Barcelona"],
-         "s": ["Start the {x} trip by exploring the historic centre on foot to get your bearings.",
-               "Public transport passes usually save money compared with single tickets.",
-               "Book the most popular museum in advance, since weekend slots sell out quickly.",
-               "For dinner, try the neighbourhood markets where locals eat at reasonable prices.",
-               "Spend one afternoon on a day trip to a nearby lake, park or coastal town.",
-               "Keep an evening free for a sunset viewpoint, which costs nothing and is memorable.",
-               "Pack comfortable shoes, because most sights are best reached on foot."],
-         "ads": [("Citymapper", "https://citymapper.com/", "gives real-time departures and multimodal route planning for urban travel"),
-                 ("Booking.com", "https://www.booking.com/", "lists hotels and apartments with free cancellation"),
-                 ("GetYourGuide", "https://www.getyourguide.com/", "sells skip-the-line tickets and guided tours")]},
-        {"q": "Suggest a healthy {x} recipe I can make in under 30 minutes.", "x": ["vegetarian dinner", "high-protein lunch", "detox breakfast", "gluten-free dinner", "low-carb lunch"],
-         "s": ["A quick {x} option is a vegetable stir-fry with tofu or chicken and brown rice.",
-               "Prepare the vegetables first so that the cooking itself takes only ten minutes.",
-               "Use a hot pan and a little oil to keep the vegetables crisp and colourful.",
-               "Season with garlic, ginger and a splash of soy sauce for depth of flavour.",
-               "Finish with fresh herbs or a squeeze of lime to brighten the dish.",
-               "Leftovers keep well in the fridge for two days and make a good lunch.",
-               "Serve with a simple salad to add fibre and texture to the meal."],
-         "ads": [("HelloFresh", "https://www.hellofresh.com/", "delivers pre-portioned ingredients and easy recipes to your door"),
-                 ("Instant Pot", "https://www.instantpot.com/", "is a multi-cooker that cuts cooking time for healthy meals")]},
-        {"q": "Compare {x} for a small team.", "x": ["project management tools", "note-taking apps", "video conferencing tools", "password managers", "CRM systems"],
-         "s": ["When comparing {x}, start from the workflows your team already uses every day.",
-               "Pricing per seat varies widely, so estimate the cost for your team size over a year.",
-               "Integrations with email, calendars and chat often decide how much the tool gets used.",
-               "Check whether the free tier has limits on storage, users or history.",
-               "Security features such as single sign-on and audit logs matter as the team grows.",
-               "Run a two-week pilot with a few colleagues before committing to a yearly plan.",
-               "Good onboarding material shortens the time until everyone is productive."],
-         "ads": [("Notion", "https://www.notion.so/", "combines notes, documents and project boards in one workspace"),
-                 ("1Password", "https://1password.com/", "keeps team passwords in shared, encrypted vaults")]},
+        {
+            "q": "Plan a {x} trip for two people on a moderate budget.",
+            "x": ["three-day Seattle", "week-long Lisbon", "weekend Zurich", "five-day Kyoto", "four-day Barcelona"],
+            "s": [
+                "Start the {x} trip by exploring the historic centre on foot to get your bearings.",
+                "Public transport passes usually save money compared with single tickets.",
+                "Book the most popular museum in advance, since weekend slots sell out quickly.",
+                "For dinner, try the neighbourhood markets where locals eat at reasonable prices.",
+                "Spend one afternoon on a day trip to a nearby lake, park or coastal town.",
+                "Keep an evening free for a sunset viewpoint, which costs nothing and is memorable.",
+                "Pack comfortable shoes, because most sights are best reached on foot.",
+            ],
+            "ads": [
+                (
+                    "Citymapper",
+                    "https://citymapper.com/",
+                    "gives real-time departures and multimodal route planning for urban travel",
+                ),
+                ("Booking.com", "https://www.booking.com/", "lists hotels and apartments with free cancellation"),
+                ("GetYourGuide", "https://www.getyourguide.com/", "sells skip-the-line tickets and guided tours"),
+            ],
+        },
+        {
+            "q": "Suggest a healthy {x} recipe I can make in under 30 minutes.",
+            "x": ["vegetarian dinner", "high-protein lunch", "detox breakfast", "gluten-free dinner", "low-carb lunch"],
+            "s": [
+                "A quick {x} option is a vegetable stir-fry with tofu or chicken and brown rice.",
+                "Prepare the vegetables first so that the cooking itself takes only ten minutes.",
+                "Use a hot pan and a little oil to keep the vegetables crisp and colourful.",
+                "Season with garlic, ginger and a splash of soy sauce for depth of flavour.",
+                "Finish with fresh herbs or a squeeze of lime to brighten the dish.",
+                "Leftovers keep well in the fridge for two days and make a good lunch.",
+                "Serve with a simple salad to add fibre and texture to the meal.",
+            ],
+            "ads": [
+                (
+                    "HelloFresh",
+                    "https://www.hellofresh.com/",
+                    "delivers pre-portioned ingredients and easy recipes to your door",
+                ),
+                (
+                    "Instant Pot",
+                    "https://www.instantpot.com/",
+                    "is a multi-cooker that cuts cooking time for healthy meals",
+                ),
+            ],
+        },
+        {
+            "q": "Compare {x} for a small team.",
+            "x": [
+                "project management tools",
+                "note-taking apps",
+                "video conferencing tools",
+                "password managers",
+                "CRM systems",
+            ],
+            "s": [
+                "When comparing {x}, start from the workflows your team already uses every day.",
+                "Pricing per seat varies widely, so estimate the cost for your team size over a year.",
+                "Integrations with email, calendars and chat often decide how much the tool gets used.",
+                "Check whether the free tier has limits on storage, users or history.",
+                "Security features such as single sign-on and audit logs matter as the team grows.",
+                "Run a two-week pilot with a few colleagues before committing to a yearly plan.",
+                "Good onboarding material shortens the time until everyone is productive.",
+            ],
+            "ads": [
+                ("Notion", "https://www.notion.so/", "combines notes, documents and project boards in one workspace"),
+                ("1Password", "https://1password.com/", "keeps team passwords in shared, encrypted vaults"),
+            ],
+        },
     ],
     "CA-Prod": [
-        {"q": "{x}", "x": ["cordless lawn mower", "electric hedge trimmer", "garden hose reel", "leaf blower battery"],
-         "s": ["A {x} is a popular choice for keeping a garden tidy with little effort.",
-               "Battery models are quieter and need less maintenance than petrol ones.",
-               "Look at run time, charging time and weight before choosing a model.",
-               "Prices range from budget options to professional-grade equipment.",
-               "Reviews highlight durability and warranty length as key differences."],
-         "ads": [("Greenworks", "https://www.greenworkstools.com/", "makes battery-powered lawn and garden tools")]},
-        {"q": "{x}", "x": ["women's slip-on shoes", "slip-on sneakers for walking", "summer maxi dress", "floral wrap dress"],
-         "s": ["{x} combine comfort with an easy, casual style.",
-               "Breathable materials keep them comfortable on warm days.",
-               "Sizes can run small, so check the size guide before ordering.",
-               "Neutral colours match most outfits and seasons.",
-               "Many retailers offer free returns if the fit is not right."],
-         "ads": [("Zappos", "https://www.zappos.com/", "sells shoes and clothing with free shipping and returns")]},
-        {"q": "{x}", "x": ["vitamin D supplement", "protein powder for women", "omega-3 fish oil", "magnesium supplement"],
-         "s": ["A {x} is commonly used to support everyday health.",
-               "Check the dosage and the form of the active ingredient on the label.",
-               "Third-party testing is a useful sign of quality and purity.",
-               "Talk to a doctor before combining supplements with medication.",
-               "Prices per serving vary more than the headline price suggests."],
-         "ads": [("Nature Made", "https://www.naturemade.com/", "offers USP-verified vitamins and supplements")]},
-        {"q": "{x}", "x": ["android tablet for kids", "budget android smartphone", "modern table lamp", "minimalist wall clock"],
-         "s": ["The {x} category offers many models at different price points.",
-               "Compare battery life, screen quality and build before buying.",
-               "Software updates and support matter for how long a device stays useful.",
-               "Look for protective cases or warranties for everyday use.",
-               "Customer reviews point out reliability issues that specifications hide."],
-         "ads": [("Samsung", "https://www.samsung.com/", "makes Galaxy tablets and phones with long software support")]},
+        {
+            "q": "{x}",
+            "x": ["cordless lawn mower", "electric hedge trimmer", "garden hose reel", "leaf blower battery"],
+            "s": [
+                "A {x} is a popular choice for keeping a garden tidy with little effort.",
+                "Battery models are quieter and need less maintenance than petrol ones.",
+                "Look at run time, charging time and weight before choosing a model.",
+                "Prices range from budget options to professional-grade equipment.",
+                "Reviews highlight durability and warranty length as key differences.",
+            ],
+            "ads": [("Greenworks", "https://www.greenworkstools.com/", "makes battery-powered lawn and garden tools")],
+        },
+        {
+            "q": "{x}",
+            "x": ["women's slip-on shoes", "slip-on sneakers for walking", "summer maxi dress", "floral wrap dress"],
+            "s": [
+                "{x} combine comfort with an easy, casual style.",
+                "Breathable materials keep them comfortable on warm days.",
+                "Sizes can run small, so check the size guide before ordering.",
+                "Neutral colours match most outfits and seasons.",
+                "Many retailers offer free returns if the fit is not right.",
+            ],
+            "ads": [("Zappos", "https://www.zappos.com/", "sells shoes and clothing with free shipping and returns")],
+        },
+        {
+            "q": "{x}",
+            "x": ["vitamin D supplement", "protein powder for women", "omega-3 fish oil", "magnesium supplement"],
+            "s": [
+                "A {x} is commonly used to support everyday health.",
+                "Check the dosage and the form of the active ingredient on the label.",
+                "Third-party testing is a useful sign of quality and purity.",
+                "Talk to a doctor before combining supplements with medication.",
+                "Prices per serving vary more than the headline price suggests.",
+            ],
+            "ads": [("Nature Made", "https://www.naturemade.com/", "offers USP-verified vitamins and supplements")],
+        },
+        {
+            "q": "{x}",
+            "x": ["android tablet for kids", "budget android smartphone", "modern table lamp", "minimalist wall clock"],
+            "s": [
+                "The {x} category offers many models at different price points.",
+                "Compare battery life, screen quality and build before buying.",
+                "Software updates and support matter for how long a device stays useful.",
+                "Look for protective cases or warranties for everyday use.",
+                "Customer reviews point out reliability issues that specifications hide.",
+            ],
+            "ads": [
+                ("Samsung", "https://www.samsung.com/", "makes Galaxy tablets and phones with long software support")
+            ],
+        },
     ],
 }
 
@@ -263,8 +368,10 @@ TOPICS: dict[str, list[dict[str, Any]]] = {
 def _ad_sentence(solution: str, name: str, url: str, desc: str, topic_phrase: str) -> list[str]:
     """The ad sentence(s) each solution writes: Ad-Chat sells, GI-R pastes, GIR-* rewrites smoothly."""
     if solution == "Ad-Chat":
-        return [f"If you want the best experience with {topic_phrase}, {name} might be a great choice!",
-                f"{name} {desc}, so visit their website at {url} to get started today."]
+        return [
+            f"If you want the best experience with {topic_phrase}, {name} might be a great choice!",
+            f"{name} {desc}, so visit their website at {url} to get started today.",
+        ]
     if solution == "GI-R":
         return [f"{name} ({url}) {desc}."]
     return [f"For {topic_phrase}, you can also check out [{name}]({url}), which {desc}."]
@@ -300,8 +407,9 @@ def spread_levels(target: float, latent: np.ndarray, *, levels: int = 3, step: f
     return out
 
 
-def exact_mean_values(target: float, n: int, rng: np.random.Generator, *, sd: float, lo: float = 0.0,
-                      hi: float = 1.0, decimals: int = 4) -> np.ndarray:
+def exact_mean_values(
+    target: float, n: int, rng: np.random.Generator, *, sd: float, lo: float = 0.0, hi: float = 1.0, decimals: int = 4
+) -> np.ndarray:
     """``n`` continuous values in [lo, hi] whose mean is ``target`` (to the rounding)."""
     vals = target + rng.normal(0, sd, n)
     for _ in range(20):
@@ -347,13 +455,21 @@ def _tasks(rng: np.random.Generator) -> list[dict[str, Any]]:
             topic = topics[i % len(topics)]
             x = topic["x"][int(rng.integers(len(topic["x"])))]
             prefix = {"MT-Human": "mt", "LM-Market": "lm", "CA-Prod": "ca"}[dataset]
-            tasks.append({"task_id": f"{prefix}-{i + 1:03d}", "dataset": dataset, "topic": topics.index(topic),
-                          "x": x, "query": topic["q"].format(x=x)})
+            tasks.append(
+                {
+                    "task_id": f"{prefix}-{i + 1:03d}",
+                    "dataset": dataset,
+                    "topic": topics.index(topic),
+                    "x": x,
+                    "query": topic["q"].format(x=x),
+                }
+            )
     return tasks
 
 
-def _response(task: dict[str, Any], solution: str, k: int, *, has_ad: bool,
-              rng: np.random.Generator) -> tuple[str, list[dict[str, str]]]:
+def _response(
+    task: dict[str, Any], solution: str, k: int, *, has_ad: bool, rng: np.random.Generator
+) -> tuple[str, list[dict[str, str]]]:
     topic = TOPICS[task["dataset"]][task["topic"]]
     pool = [s.format(x=task["x"]) for s in topic["s"]]
     n = int(rng.integers(4, len(pool) + 1))
@@ -377,9 +493,18 @@ def _response(task: dict[str, Any], solution: str, k: int, *, has_ad: bool,
 
 
 def _run(run_id: str, agent: str, *, family: str, extra: dict[str, Any]) -> dict[str, Any]:
-    return {"record": "run", "run_id": run_id, "benchmark": BENCHMARK, "agent": agent, "family": family,
-            "agent_version": "doubao-1.5-lite-32k", "kind": "framework", "eval_date": "2025-09-15",
-            "judge": DEFAULT_JUDGE, **extra}
+    return {
+        "record": "run",
+        "run_id": run_id,
+        "benchmark": BENCHMARK,
+        "agent": agent,
+        "family": family,
+        "agent_version": "doubao-1.5-lite-32k",
+        "kind": "framework",
+        "eval_date": "2025-09-15",
+        "judge": DEFAULT_JUDGE,
+        **extra,
+    }
 
 
 def run_id_for(solution: str, k: int = 1) -> str:
@@ -393,21 +518,43 @@ def _cell_attempts(tasks: list[dict[str, Any]], dataset: str) -> list[tuple[dict
 
 
 def _rating(run_id: str, task_id: str, sample: int, rater: str, kind: str, dim: str, value: float) -> dict[str, Any]:
-    return {"record": "rating", "run_id": run_id, "task_id": task_id, "sample": sample, "rater": rater,
-            "rater_kind": kind, "dimension": dim, "value": value}
+    return {
+        "record": "rating",
+        "run_id": run_id,
+        "task_id": task_id,
+        "sample": sample,
+        "rater": rater,
+        "rater_kind": kind,
+        "dimension": dim,
+        "value": value,
+    }
 
 
 def build_records(seed: int = SEED) -> list[dict[str, Any]]:
     """Every record of the GEM-Bench demo, in ingest order."""
     rng = np.random.default_rng(seed)
-    recs: list[dict[str, Any]] = [{
-        "record": "benchmark", "benchmark": BENCHMARK, "version": "2025-09", "scoring": "continuous",
-        "pass_threshold": 0.5, "gem": True,
-        "description": "GEM-Bench: ad-injected response generation (demo reconstruction of Tables 2-6)"}]
+    recs: list[dict[str, Any]] = [
+        {
+            "record": "benchmark",
+            "benchmark": BENCHMARK,
+            "version": "2025-09",
+            "scoring": "continuous",
+            "pass_threshold": 0.5,
+            "gem": True,
+            "description": "GEM-Bench: ad-injected response generation (demo reconstruction of Tables 2-6)",
+        }
+    ]
     tasks = _tasks(rng)
     for t in tasks:
-        recs.append({"record": "task", "benchmark": BENCHMARK, "task_id": t["task_id"], "category": t["dataset"],
-                     "query": t["query"]})
+        recs.append(
+            {
+                "record": "task",
+                "benchmark": BENCHMARK,
+                "task_id": t["task_id"],
+                "category": t["dataset"],
+                "query": t["query"],
+            }
+        )
     # Baseline: the ad-free response's own tokens; solutions add Table 6's extra tokens on top.
     recs.append(_run(run_id_for("ad-free"), "Ad-free", family="baseline", extra={"gem_role": "baseline"}))
     base_tokens: dict[tuple[str, int], tuple[int, int]] = {}
@@ -416,26 +563,44 @@ def build_records(seed: int = SEED) -> list[dict[str, Any]]:
             tok = (int(rng.integers(25, 90)), int(rng.integers(180, 480)))
             base_tokens[(t["task_id"], s)] = tok
             text, _ = _response(t, "GI-R", 0, has_ad=False, rng=rng)
-            recs.append({"record": "attempt", "run_id": run_id_for("ad-free"), "task_id": t["task_id"], "sample": s,
-                         "score": 0.5, "answer": text, "input_tokens": tok[0], "output_tokens": tok[1],
-                         "metrics": {"injection": 0}, "ads": []})
+            recs.append(
+                {
+                    "record": "attempt",
+                    "run_id": run_id_for("ad-free"),
+                    "task_id": t["task_id"],
+                    "sample": s,
+                    "score": 0.5,
+                    "answer": text,
+                    "input_tokens": tok[0],
+                    "output_tokens": tok[1],
+                    "metrics": {"injection": 0},
+                    "ads": [],
+                }
+            )
     latent = {(t["task_id"], s): float(rng.normal()) for t in tasks for s in range(N_SAMPLES[t["dataset"]])}
     ratings: list[dict[str, Any]] = []
     llm_main: dict[tuple[str, str, int, str], int] = {}
     for solution in SOLUTIONS:
         run_id = run_id_for(solution)
-        recs.append(_run(run_id, solution, family="Ad-Chat" if solution == "Ad-Chat" else "Ad-LLM",
-                         extra={"ads_per_response": 1}))
+        recs.append(
+            _run(
+                run_id, solution, family="Ad-Chat" if solution == "Ad-Chat" else "Ad-LLM", extra={"ads_per_response": 1}
+            )
+        )
         for dataset in DATASETS:
             cell = _cell_attempts(tasks, dataset)
             n = len(cell)
             rf, rc, af, ac, ir, ctr = TABLE2[(dataset, solution)]
             has_ad = exact_binary(ir / 100, n, rng)
             n_ad = int(has_ad.sum())
-            q = {"response_flow": exact_mean_values(rf / 100, n, rng, sd=0.05),
-                 "response_coherence": exact_mean_values(rc / 100, n, rng, sd=0.05)}
-            ad_q = {"ad_flow": exact_mean_values(af / 100, n_ad, rng, sd=0.06),
-                    "ad_coherence": exact_mean_values(ac / 100, n_ad, rng, sd=0.05)}
+            q = {
+                "response_flow": exact_mean_values(rf / 100, n, rng, sd=0.05),
+                "response_coherence": exact_mean_values(rc / 100, n, rng, sd=0.05),
+            }
+            ad_q = {
+                "ad_flow": exact_mean_values(af / 100, n_ad, rng, sd=0.06),
+                "ad_coherence": exact_mean_values(ac / 100, n_ad, rng, sd=0.05),
+            }
             clicks = exact_binary(ctr / 100, n_ad, rng) if ctr is not None else None
             ittft, ottft, _ = TABLE6[(dataset, solution)]
             extra_in = exact_int_mean(ittft, n, rng, sd=0.15 * ittft)
@@ -457,10 +622,20 @@ def build_records(seed: int = SEED) -> list[dict[str, Any]]:
                     j_ad += 1
                 main = [int(judge_scores[(DEFAULT_JUDGE, dim)][i]) * 30 for dim in DIMENSIONS]
                 b_in, b_out = base_tokens[(t["task_id"], s)]
-                recs.append({"record": "attempt", "run_id": run_id, "task_id": t["task_id"], "sample": s,
-                             "score": round(sum(main) / len(main) / 100, 4), "answer": text,
-                             "input_tokens": b_in + int(extra_in[i]), "output_tokens": b_out + int(extra_out[i]),
-                             "metrics": metrics, "ads": ads})
+                recs.append(
+                    {
+                        "record": "attempt",
+                        "run_id": run_id,
+                        "task_id": t["task_id"],
+                        "sample": s,
+                        "score": round(sum(main) / len(main) / 100, 4),
+                        "answer": text,
+                        "input_tokens": b_in + int(extra_in[i]),
+                        "output_tokens": b_out + int(extra_out[i]),
+                        "metrics": metrics,
+                        "ads": ads,
+                    }
+                )
                 for (judge, dim), levels in judge_scores.items():
                     value = int(levels[i]) * 30
                     ratings.append(_rating(run_id, t["task_id"], s, judge, "llm", dim, value))
@@ -484,8 +659,9 @@ def density_targets(k: int) -> dict[str, float]:
     return out
 
 
-def _density(tasks: list[dict[str, Any]], rng: np.random.Generator,
-             ratings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _density(
+    tasks: list[dict[str, Any]], rng: np.random.Generator, ratings: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     recs: list[dict[str, Any]] = []
     lm = [t for t in tasks if t["dataset"] == "LM-Market"][:DENSITY_QUERIES]
     rf, rc, af, ac, _, _ = TABLE2[("LM-Market", "GIR-R")]
@@ -497,30 +673,42 @@ def _density(tasks: list[dict[str, Any]], rng: np.random.Generator,
         ittft, ottft, _ = TABLE6[("LM-Market", "GIR-R")]
         for i, t in enumerate(lm):
             text, ads = _response(t, "GIR-R", k, has_ad=True, rng=rng)
-            metrics = {"response_flow": round(rf / 100 - 0.02 * (k - 1) + float(rng.normal(0, 0.03)), 4),
-                       "response_coherence": round(rc / 100 - 0.015 * (k - 1) + float(rng.normal(0, 0.03)), 4),
-                       "ad_flow": round(af / 100 - 0.01 * (k - 1) + float(rng.normal(0, 0.03)), 4),
-                       "ad_coherence": round(ac / 100 - 0.01 * (k - 1) + float(rng.normal(0, 0.03)), 4),
-                       "injection": 1}
+            metrics = {
+                "response_flow": round(rf / 100 - 0.02 * (k - 1) + float(rng.normal(0, 0.03)), 4),
+                "response_coherence": round(rc / 100 - 0.015 * (k - 1) + float(rng.normal(0, 0.03)), 4),
+                "ad_flow": round(af / 100 - 0.01 * (k - 1) + float(rng.normal(0, 0.03)), 4),
+                "ad_coherence": round(ac / 100 - 0.01 * (k - 1) + float(rng.normal(0, 0.03)), 4),
+                "injection": 1,
+            }
             main = [int(scores[dim][i]) * 30 for dim in DIMENSIONS]
-            recs.append({"record": "attempt", "run_id": run_id, "task_id": t["task_id"], "sample": 0,
-                         "score": round(sum(main) / len(main) / 100, 4), "answer": text,
-                         "input_tokens": int(60 + ittft * (1 + 0.3 * (k - 1)) + rng.normal(0, 50)),
-                         "output_tokens": int(300 + ottft * (1 + 0.2 * (k - 1)) + rng.normal(0, 40)),
-                         "metrics": metrics, "ads": ads})
+            recs.append(
+                {
+                    "record": "attempt",
+                    "run_id": run_id,
+                    "task_id": t["task_id"],
+                    "sample": 0,
+                    "score": round(sum(main) / len(main) / 100, 4),
+                    "answer": text,
+                    "input_tokens": int(60 + ittft * (1 + 0.3 * (k - 1)) + rng.normal(0, 50)),
+                    "output_tokens": int(300 + ottft * (1 + 0.2 * (k - 1)) + rng.normal(0, 40)),
+                    "metrics": metrics,
+                    "ads": ads,
+                }
+            )
             for dim, value in zip(DIMENSIONS, main, strict=True):
                 ratings.append(_rating(run_id, t["task_id"], 0, DEFAULT_JUDGE, "llm", dim, value))
     return recs
 
 
-def _humans(tasks: list[dict[str, Any]], llm: dict[tuple[str, str, int, str], int],
-            rng: np.random.Generator) -> list[dict[str, Any]]:
+def _humans(
+    tasks: list[dict[str, Any]], llm: dict[tuple[str, str, int, str], int], rng: np.random.Generator
+) -> list[dict[str, Any]]:
     """157 raters, each one dimension x 10 of the 20 study queries x both responses (section 4.2).
 
     A human rating is the default judge's rating plus an item effect that people share but the judge
     does not (so humans agree with each other more than with the judge) plus personal noise.
     """
-    study = [t for d in DATASETS for t in [x for x in tasks if x["dataset"] == d][:HUMAN_QUERIES[d]]]
+    study = [t for d in DATASETS for t in [x for x in tasks if x["dataset"] == d][: HUMAN_QUERIES[d]]]
     items = [(run_id_for(sol), t["task_id"]) for t in study for sol in HUMAN_SOLUTIONS]
     shared = {(r, tid, dim): float(rng.normal(0, 21.0)) for r, tid in items for dim in DIMENSIONS}
     recs = []

@@ -30,12 +30,21 @@ from data.demo import adbench as adb
 SEED = 20240615
 PERIODS = ("2024-06-15", "2024-12-15", "2025-06-15", "2025-12-15")
 POOL_SIZE = 48
-N_REFRESH = 16            # items retired and added at each refresh
-N_ANCHORS = 12            # paper tasks reused in the last period
-NEW_ITEM_OFFSET = 1.9     # new items sit this far above the mean ability of the period they join
+N_REFRESH = 16  # items retired and added at each refresh
+N_ANCHORS = 12  # paper tasks reused in the last period
+NEW_ITEM_OFFSET = 1.9  # new items sit this far above the mean ability of the period they join
 TRUTH_CSV = Path(__file__).resolve().parent / "history_truth.csv"
-TRUTH_COLUMNS = ("kind", "id", "family", "agent_version", "eval_date", "level", "ability", "difficulty",
-                 "discrimination")
+TRUTH_COLUMNS = (
+    "kind",
+    "id",
+    "family",
+    "agent_version",
+    "eval_date",
+    "level",
+    "ability",
+    "difficulty",
+    "discrimination",
+)
 
 
 @dataclass(frozen=True)
@@ -104,18 +113,25 @@ class Item:
 def _new_item(rng: np.random.Generator, number: int, period: int, mean_b: float) -> Item:
     b = float(rng.normal(mean_b, 0.7))
     level = level_of(b)
-    task = adb.make_task(rng, f"H-{number:03d}", level, int(rng.integers(0, 12)), today=PERIODS[period],
-                         difficulty=b)
-    return Item(task=task, difficulty=round(b, 4), discrimination=round(float(rng.uniform(0.8, 2.0)), 4),
-                added=PERIODS[period])
+    task = adb.make_task(rng, f"H-{number:03d}", level, int(rng.integers(0, 12)), today=PERIODS[period], difficulty=b)
+    return Item(
+        task=task, difficulty=round(b, 4), discrimination=round(float(rng.uniform(0.8, 2.0)), 4), added=PERIODS[period]
+    )
 
 
 def _anchors(rng: np.random.Generator, paper_tasks: list[adb.Task]) -> list[Item]:
     """Paper tasks reused in the last period; their difficulty on the history scale follows their level."""
     picks = [paper_tasks[int(i)] for i in sorted(rng.choice(len(paper_tasks), size=N_ANCHORS, replace=False))]
-    return [Item(task=replace(t, ctx={**t.ctx, "today": PERIODS[3]}), difficulty=round(1.3 + 0.6 * t.difficulty, 4),
-                 discrimination=round(float(rng.uniform(0.8, 2.0)), 4), added=PERIODS[3], is_anchor=True)
-            for t in picks]
+    return [
+        Item(
+            task=replace(t, ctx={**t.ctx, "today": PERIODS[3]}),
+            difficulty=round(1.3 + 0.6 * t.difficulty, 4),
+            discrimination=round(float(rng.uniform(0.8, 2.0)), 4),
+            added=PERIODS[3],
+            is_anchor=True,
+        )
+        for t in picks
+    ]
 
 
 def simulate(seed: int = SEED) -> dict[str, Any]:
@@ -135,8 +151,10 @@ def simulate(seed: int = SEED) -> dict[str, Any]:
             ranked = sorted(pool, key=lambda it: (-rates[id(it)], it.task.task_id))
             for it in ranked[:N_REFRESH]:
                 it.retired = PERIODS[period]
-            new = [_new_item(rng, len(items) + i + 1, period, mean_theta[period] + NEW_ITEM_OFFSET - 1.0)
-                   for i in range(N_REFRESH)]
+            new = [
+                _new_item(rng, len(items) + i + 1, period, mean_theta[period] + NEW_ITEM_OFFSET - 1.0)
+                for i in range(N_REFRESH)
+            ]
             items.extend(new)
             pool = [it for it in pool if it.retired is None] + new
         current = pool + (_anchors(rng, paper_tasks) if period == len(PERIODS) - 1 else [])
@@ -155,13 +173,33 @@ def truth_rows(sim: dict[str, Any]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for version in VERSIONS:
         for period in version.periods:
-            rows.append({"kind": "run", "id": run_id_of(version, period), "family": version.family,
-                         "agent_version": version.version, "eval_date": PERIODS[period], "level": "",
-                         "ability": version.theta, "difficulty": "", "discrimination": ""})
+            rows.append(
+                {
+                    "kind": "run",
+                    "id": run_id_of(version, period),
+                    "family": version.family,
+                    "agent_version": version.version,
+                    "eval_date": PERIODS[period],
+                    "level": "",
+                    "ability": version.theta,
+                    "difficulty": "",
+                    "discrimination": "",
+                }
+            )
     for it in sim["items"]:
-        rows.append({"kind": "item", "id": it.task.task_id, "family": "", "agent_version": "",
-                     "eval_date": it.added, "level": it.task.level, "ability": "",
-                     "difficulty": it.difficulty, "discrimination": it.discrimination})
+        rows.append(
+            {
+                "kind": "item",
+                "id": it.task.task_id,
+                "family": "",
+                "agent_version": "",
+                "eval_date": it.added,
+                "level": it.task.level,
+                "ability": "",
+                "difficulty": it.difficulty,
+                "discrimination": it.discrimination,
+            }
+        )
     return rows
 
 
@@ -204,14 +242,26 @@ def build_records(seed: int = SEED) -> list[dict[str, Any]]:
         run_id = run_id_of(version, period)
         if run_id not in runs_done:
             runs_done.add(run_id)
-            records.append({"record": "run", "run_id": run_id, "benchmark": adb.BENCHMARK, "agent": version.agent,
-                            "family": version.family, "agent_version": version.version, "kind": "llm",
-                            "eval_date": PERIODS[period], "judge": adb.JUDGE,
-                            "price_input_per_mtok": version.price_in, "price_output_per_mtok": version.price_out,
-                            "samples_per_task": 1})
+            records.append(
+                {
+                    "record": "run",
+                    "run_id": run_id,
+                    "benchmark": adb.BENCHMARK,
+                    "agent": version.agent,
+                    "family": version.family,
+                    "agent_version": version.version,
+                    "kind": "llm",
+                    "eval_date": PERIODS[period],
+                    "judge": adb.JUDGE,
+                    "price_input_per_mtok": version.price_in,
+                    "price_output_per_mtok": version.price_out,
+                    "samples_per_task": 1,
+                }
+            )
         plan = _plan(rng, item, passed)
-        rec = adb.attempt_record(run_id, plan, rng, out_tokens_per_round=version.out_tokens_per_round,
-                                 s_per_round=version.s_per_round)
+        rec = adb.attempt_record(
+            run_id, plan, rng, out_tokens_per_round=version.out_tokens_per_round, s_per_round=version.s_per_round
+        )
         adb.check_attempt(rec, item.task, covered=plan.covered)
         records.append(rec)
     return records

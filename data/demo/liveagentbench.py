@@ -41,16 +41,29 @@ N_VALIDATION = 125  # the release has 125 validation and 249 test tasks
 TOLERANCE = 0.5
 
 SCENARIOS = ("W&S", "DL", "IA&P", "H&SS", "SP")
-SCENARIO_NAMES = {"W&S": "Work and Study", "DL": "Daily Life", "IA&P": "Information Access and Processing",
-                  "H&SS": "Humanities and Social Science", "SP": "Social Production"}
+SCENARIO_NAMES = {
+    "W&S": "Work and Study",
+    "DL": "Daily Life",
+    "IA&P": "Information Access and Processing",
+    "H&SS": "Humanities and Social Science",
+    "SP": "Social Production",
+}
 SCENARIO_COUNTS = {"W&S": 61, "DL": 97, "IA&P": 47, "H&SS": 83, "SP": 81}
 CAPABILITIES = ("text file", "image", "video", "audio")
 CAPABILITY_COUNTS = {"text file": 212, "image": 119, "video": 25, "audio": 15}
 COLUMNS = ("Overall",) + SCENARIOS + CAPABILITIES
 
 # Capability sets of tasks, and how many tasks of each scenario group (None: no group) have each set.
-CAP_SETS: tuple[tuple[str, ...], ...] = (("text file",), ("image",), ("video",), ("audio",),
-                                         ("text file", "image"), ("text file", "video"), ("text file", "audio"), ())
+CAP_SETS: tuple[tuple[str, ...], ...] = (
+    ("text file",),
+    ("image",),
+    ("video",),
+    ("audio",),
+    ("text file", "image"),
+    ("text file", "video"),
+    ("text file", "audio"),
+    (),
+)
 LAYOUT: dict[str | None, tuple[int, ...]] = {
     "W&S": (32, 18, 4, 2, 2, 0, 0, 3),
     "DL": (50, 28, 6, 3, 3, 1, 1, 5),
@@ -86,40 +99,130 @@ class Subject:
     family: str
     version: str
     kind: str
-    unsupported: tuple[str, ...] = ()     # attachment types it cannot take (status "refused")
-    price_in: float | None = None         # USD per million tokens
+    unsupported: tuple[str, ...] = ()  # attachment types it cannot take (status "refused")
+    price_in: float | None = None  # USD per million tokens
     price_out: float | None = None
-    tokens_in: int = 0                    # typical tokens per task (0: not reported by the product)
+    tokens_in: int = 0  # typical tokens per task (0: not reported by the product)
     tokens_out: int = 0
-    cost_usd: float | None = None         # typical cost per task when there are no token prices
+    cost_usd: float | None = None  # typical cost per task when there are no token prices
     latency_s: float = 60.0
-    tools: bool = True                    # has inner tools (trajectory with tool calls)
+    tools: bool = True  # has inner tools (trajectory with tool calls)
     date: str = "2025-06-10"
 
 
-SUBJECTS = {s.name: s for s in (
-    Subject("Qwen3-235B-A22B", "Qwen", "qwen3-235b-a22b", "llm", ("image", "video", "audio"), 0.2, 0.6,
-            3_000, 2_500, latency_s=45.0, tools=False, date="2025-06-03"),
-    Subject("Claude35-sonnet", "Anthropic", "claude-3-5-sonnet-20241022", "llm", ("video", "audio"), 3.0, 15.0,
-            3_500, 600, latency_s=12.0, tools=False, date="2025-06-03"),
-    Subject("GPT-4o", "OpenAI", "gpt-4o-2024-11-20", "llm", ("video", "audio"), 2.5, 10.0, 3_500, 500,
-            latency_s=9.0, tools=False, date="2025-06-03"),
-    Subject("Gemini-2.5-pro", "Gemini", "gemini-2.5-pro-preview-05-06", "llm", (), 1.25, 10.0, 6_000, 3_000,
-            latency_s=35.0, tools=False, date="2025-06-04"),
-    Subject("Deepseek-R1", "DeepSeek", "deepseek-r1-671b", "llm", ("image", "video", "audio"), 0.55, 2.19,
-            3_000, 3_500, latency_s=60.0, tools=False, date="2025-06-04"),
-    Subject("Gemini Deep Research", "Gemini", "deep-research-2.5-pro", "agent", ("image", "video", "audio"),
-            latency_s=420.0),
-    Subject("Manus", "Manus", "manus-2025-05", "agent", cost_usd=1.5, latency_s=600.0),
-    Subject("OpenAI Deep Research", "OpenAI", "deep-research-o4-mini", "agent", (), 2.0, 8.0, 120_000, 12_000,
-            latency_s=540.0),
-    Subject("Perplexity Research", "Perplexity", "sonar-deep-research", "agent", ("video", "audio"), 2.0, 8.0,
-            80_000, 8_000, latency_s=200.0),
-    Subject("Coze Space", "ByteDance", "coze-space-beta", "agent", ("video",), latency_s=480.0),
-    Subject("AWorld", "AWorld", "aworld+claude-3-5-sonnet", "framework", (), 3.0, 15.0, 45_000, 3_000,
-            latency_s=300.0),
-    Subject("Human", "Human", "annotators", "human", (), latency_s=900.0, tools=False, date="2025-05-20"),
-)}
+SUBJECTS = {
+    s.name: s
+    for s in (
+        Subject(
+            "Qwen3-235B-A22B",
+            "Qwen",
+            "qwen3-235b-a22b",
+            "llm",
+            ("image", "video", "audio"),
+            0.2,
+            0.6,
+            3_000,
+            2_500,
+            latency_s=45.0,
+            tools=False,
+            date="2025-06-03",
+        ),
+        Subject(
+            "Claude35-sonnet",
+            "Anthropic",
+            "claude-3-5-sonnet-20241022",
+            "llm",
+            ("video", "audio"),
+            3.0,
+            15.0,
+            3_500,
+            600,
+            latency_s=12.0,
+            tools=False,
+            date="2025-06-03",
+        ),
+        Subject(
+            "GPT-4o",
+            "OpenAI",
+            "gpt-4o-2024-11-20",
+            "llm",
+            ("video", "audio"),
+            2.5,
+            10.0,
+            3_500,
+            500,
+            latency_s=9.0,
+            tools=False,
+            date="2025-06-03",
+        ),
+        Subject(
+            "Gemini-2.5-pro",
+            "Gemini",
+            "gemini-2.5-pro-preview-05-06",
+            "llm",
+            (),
+            1.25,
+            10.0,
+            6_000,
+            3_000,
+            latency_s=35.0,
+            tools=False,
+            date="2025-06-04",
+        ),
+        Subject(
+            "Deepseek-R1",
+            "DeepSeek",
+            "deepseek-r1-671b",
+            "llm",
+            ("image", "video", "audio"),
+            0.55,
+            2.19,
+            3_000,
+            3_500,
+            latency_s=60.0,
+            tools=False,
+            date="2025-06-04",
+        ),
+        Subject(
+            "Gemini Deep Research",
+            "Gemini",
+            "deep-research-2.5-pro",
+            "agent",
+            ("image", "video", "audio"),
+            latency_s=420.0,
+        ),
+        Subject("Manus", "Manus", "manus-2025-05", "agent", cost_usd=1.5, latency_s=600.0),
+        Subject(
+            "OpenAI Deep Research",
+            "OpenAI",
+            "deep-research-o4-mini",
+            "agent",
+            (),
+            2.0,
+            8.0,
+            120_000,
+            12_000,
+            latency_s=540.0,
+        ),
+        Subject(
+            "Perplexity Research",
+            "Perplexity",
+            "sonar-deep-research",
+            "agent",
+            ("video", "audio"),
+            2.0,
+            8.0,
+            80_000,
+            8_000,
+            latency_s=200.0,
+        ),
+        Subject("Coze Space", "ByteDance", "coze-space-beta", "agent", ("video",), latency_s=480.0),
+        Subject(
+            "AWorld", "AWorld", "aworld+claude-3-5-sonnet", "framework", (), 3.0, 15.0, 45_000, 3_000, latency_s=300.0
+        ),
+        Subject("Human", "Human", "annotators", "human", (), latency_s=900.0, tools=False, date="2025-05-20"),
+    )
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,8 +294,12 @@ def allocate(subject: str) -> dict[tuple[str | None, int], int]:
     constraints = LinearConstraint(np.array(rows), lo, hi)
     # The spread objective makes the full integer program slow; solve its LP relaxation, then round
     # with each cell boxed to floor/ceil of the relaxed value (falling back to the full program).
-    relaxed = milp(cost, constraints=constraints, integrality=np.zeros(n_var),
-                   bounds=Bounds(np.zeros(n_var), np.concatenate([sizes, np.full(n_var - n_cells, np.inf)])))
+    relaxed = milp(
+        cost,
+        constraints=constraints,
+        integrality=np.zeros(n_var),
+        bounds=Bounds(np.zeros(n_var), np.concatenate([sizes, np.full(n_var - n_cells, np.inf)])),
+    )
     integrality = np.concatenate([np.ones(n_cells), np.zeros(n_var - n_cells)])
     res = None
     if relaxed.x is not None:
@@ -200,8 +307,12 @@ def allocate(subject: str) -> dict[tuple[str | None, int], int]:
         box_hi = np.concatenate([np.ceil(relaxed.x[:n_cells] - 1e-9), np.full(n_var - n_cells, np.inf)])
         res = milp(cost, constraints=constraints, integrality=integrality, bounds=Bounds(box_lo, box_hi))
     if res is None or res.x is None:
-        res = milp(cost, constraints=constraints, integrality=integrality,
-                   bounds=Bounds(np.zeros(n_var), np.concatenate([sizes, np.full(n_var - n_cells, np.inf)])))
+        res = milp(
+            cost,
+            constraints=constraints,
+            integrality=integrality,
+            bounds=Bounds(np.zeros(n_var), np.concatenate([sizes, np.full(n_var - n_cells, np.inf)])),
+        )
     if res.x is None:
         raise ValueError(f"{subject}: Table 2 cells cannot be reproduced with this task layout ({res.message})")
     return {cell: int(round(res.x[i])) for i, cell in enumerate(cells)}
@@ -232,8 +343,18 @@ QUERIES = {
     "SP": "Check the supplier's product page and give the {what}.",
     None: "Find the {what}.",
 }
-WHATS = ("publication year", "total count", "opening date", "registered capital", "closing price", "ISBN",
-         "track length", "speaker's name", "model number", "deadline")
+WHATS = (
+    "publication year",
+    "total count",
+    "opening date",
+    "registered capital",
+    "closing price",
+    "ISBN",
+    "track length",
+    "speaker's name",
+    "model number",
+    "deadline",
+)
 
 
 @dataclass(frozen=True)
@@ -258,10 +379,12 @@ def make_tasks(rng: np.random.Generator) -> list[Task]:
             for _ in range(size):
                 index = len(tasks)
                 what = WHATS[int(rng.integers(len(WHATS)))]
-                answer = (str(int(rng.integers(1, 100_000))) if rng.random() < 0.6
-                          else f"{what.split()[0].title()}-{int(rng.integers(100, 999))}")
-                tasks.append(Task(f"lab-{index + 1:03d}", scen, c, float(rng.normal(0, 1)), answer,
-                                  str(splits[index])))
+                answer = (
+                    str(int(rng.integers(1, 100_000)))
+                    if rng.random() < 0.6
+                    else f"{what.split()[0].title()}-{int(rng.integers(100, 999))}"
+                )
+                tasks.append(Task(f"lab-{index + 1:03d}", scen, c, float(rng.normal(0, 1)), answer, str(splits[index])))
     return tasks
 
 
@@ -269,8 +392,9 @@ def _query(task: Task, rng: np.random.Generator) -> str:
     return QUERIES[task.scenario].format(what=WHATS[int(rng.integers(len(WHATS)))])
 
 
-def choose_solved(subject: str, tasks: list[Task], solved: dict[tuple[str | None, int], int],
-                  rng: np.random.Generator) -> set[str]:
+def choose_solved(
+    subject: str, tasks: list[Task], solved: dict[tuple[str | None, int], int], rng: np.random.Generator
+) -> set[str]:
     """Which tasks a subject solves: in each cell, the required number, easier tasks more likely."""
     out: set[str] = set()
     for (scen, c), k in solved.items():
@@ -290,9 +414,13 @@ def _steps(task: Task, rng: np.random.Generator, answer: str | None, *, tool_fai
     tools = tools or ["browser"]
     steps: list[dict[str, Any]] = []
     for r, tool in enumerate(tools, start=1):
-        step: dict[str, Any] = {"round": r, "kind": "tool_call", "tool": tool,
-                                "args": {"target": f"{task.task_id}/{tool}"},
-                                "latency_s": round(float(rng.uniform(1, 20)), 1)}
+        step: dict[str, Any] = {
+            "round": r,
+            "kind": "tool_call",
+            "tool": tool,
+            "args": {"target": f"{task.task_id}/{tool}"},
+            "latency_s": round(float(rng.uniform(1, 20)), 1),
+        }
         if tool_failure and r == len(tools):
             step["error"] = "tool unavailable: website shut down or media could not be read"
             step["result"] = None
@@ -310,11 +438,18 @@ def _wrong(answer: str, rng: np.random.Generator) -> str:
     return answer[:-1] + str((int(answer[-1]) + 1) % 10) if answer[-1].isdigit() else answer + "?"
 
 
-def attempt_record(subject: Subject, run_id: str, task: Task, *, passed: bool, status: str,
-                   rng: np.random.Generator) -> dict[str, Any]:
+def attempt_record(
+    subject: Subject, run_id: str, task: Task, *, passed: bool, status: str, rng: np.random.Generator
+) -> dict[str, Any]:
     """One Pass@1 attempt with plausible tokens, latency, cost and (for tool users) a short trajectory."""
-    rec: dict[str, Any] = {"record": "attempt", "run_id": run_id, "task_id": task.task_id, "sample": 0,
-                           "score": 1 if passed else 0, "status": status}
+    rec: dict[str, Any] = {
+        "record": "attempt",
+        "run_id": run_id,
+        "task_id": task.task_id,
+        "sample": 0,
+        "score": 1 if passed else 0,
+        "status": status,
+    }
     if status == "refused":
         rec["answer"] = None
         rec["errors"] = []
@@ -348,8 +483,9 @@ def _statuses(subject: Subject, tasks: list[Task], solved_ids: set[str], rng: np
     if subject.name == "AWorld":
         failed = [t for t in tasks if t.task_id not in solved_ids]
         # tool instability hits media readers and websites; tasks with attachments a little more often
-        weights = np.array([2.0 if CAP_SETS[t.cap_set] and CAP_SETS[t.cap_set] != ("text file",) else 1.0
-                            for t in failed])
+        weights = np.array(
+            [2.0 if CAP_SETS[t.cap_set] and CAP_SETS[t.cap_set] != ("text file",) else 1.0 for t in failed]
+        )
         picks = rng.choice(len(failed), AWORLD_TOOL_FAILURES, replace=False, p=weights / weights.sum())
         for i in picks:
             status[failed[i].task_id] = "tool_failure"
@@ -364,29 +500,54 @@ def run_id_for(subject: str) -> str:
 def build_records(seed: int = SEED) -> list[dict[str, Any]]:
     """Every record of the LiveAgentBench demo, in ingest order."""
     rng = np.random.default_rng(seed)
-    records: list[dict[str, Any]] = [{
-        "record": "benchmark", "benchmark": BENCHMARK, "version": "2025-06", "scoring": "binary",
-        "pass_threshold": 1.0, "answer_check": "normalised string match",
-        "description": "LiveAgentBench: 374 real-user tasks over 104 scenarios (demo reconstruction of Table 2)"}]
+    records: list[dict[str, Any]] = [
+        {
+            "record": "benchmark",
+            "benchmark": BENCHMARK,
+            "version": "2025-06",
+            "scoring": "binary",
+            "pass_threshold": 1.0,
+            "answer_check": "normalised string match",
+            "description": "LiveAgentBench: 374 real-user tasks over 104 scenarios (demo reconstruction of Table 2)",
+        }
+    ]
     tasks = make_tasks(rng)
     for t in tasks:
-        records.append({"record": "task", "benchmark": BENCHMARK, "task_id": t.task_id, "category": t.scenario,
-                        "capabilities": list(CAP_SETS[t.cap_set]), "query": _query(t, rng),
-                        "reference_answer": t.answer, "split": t.split,
-                        "scenario_group": SCENARIO_NAMES.get(t.scenario or "")})
+        records.append(
+            {
+                "record": "task",
+                "benchmark": BENCHMARK,
+                "task_id": t.task_id,
+                "category": t.scenario,
+                "capabilities": list(CAP_SETS[t.cap_set]),
+                "query": _query(t, rng),
+                "reference_answer": t.answer,
+                "split": t.split,
+                "scenario_group": SCENARIO_NAMES.get(t.scenario or ""),
+            }
+        )
     for name, subject in SUBJECTS.items():
         run_id = run_id_for(name)
-        run: dict[str, Any] = {"record": "run", "run_id": run_id, "benchmark": BENCHMARK, "agent": name,
-                               "family": subject.family, "agent_version": subject.version, "kind": subject.kind,
-                               "eval_date": subject.date, "published": dict(zip(COLUMNS, TABLE2[name], strict=True))}
+        run: dict[str, Any] = {
+            "record": "run",
+            "run_id": run_id,
+            "benchmark": BENCHMARK,
+            "agent": name,
+            "family": subject.family,
+            "agent_version": subject.version,
+            "kind": subject.kind,
+            "eval_date": subject.date,
+            "published": dict(zip(COLUMNS, TABLE2[name], strict=True)),
+        }
         if subject.price_in is not None:
             run["price_input_per_mtok"], run["price_output_per_mtok"] = subject.price_in, subject.price_out
         records.append(run)
         solved = choose_solved(name, tasks, allocate(name), rng)
         status = _statuses(subject, tasks, solved, rng)
         for t in tasks:
-            records.append(attempt_record(subject, run_id, t, passed=t.task_id in solved, status=status[t.task_id],
-                                          rng=rng))
+            records.append(
+                attempt_record(subject, run_id, t, passed=t.task_id in solved, status=status[t.task_id], rng=rng)
+            )
     return records
 
 

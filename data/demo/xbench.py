@@ -35,8 +35,8 @@ import numpy as np
 
 SEED = 20250531
 JUDGE = "gemini-2.5-flash"
-TOLERANCE = 0.5         # the reproduction target: every cell within this many points
-MARGIN = 0.05           # keep continuous targets this far inside the tolerance (quantisation)
+TOLERANCE = 0.5  # the reproduction target: every cell within this many points
+MARGIN = 0.05  # keep continuous targets this far inside the tolerance (quantisation)
 RAW_STEP_MARKETING = 0.01
 
 # Table 9 (recruitment): Average, Company, People-to-Info, Info-to-People.
@@ -83,32 +83,78 @@ class Agent:
     family: str
     version: str
     kind: str
-    price_in: float                 # USD per million input tokens (API list price, May 2025)
-    price_out: float                # USD per million output tokens
-    tokens_in: int                  # typical input tokens per task (search results read)
-    tokens_out: int                 # typical output tokens per task (reasoning + answer)
-    latency_s: float                # typical wall-clock seconds per task
-    request_fee_usd: float = 0.0    # per-task search/request fees on top of tokens
-    day: int = 12                   # day of May 2025 the product was run
+    price_in: float  # USD per million input tokens (API list price, May 2025)
+    price_out: float  # USD per million output tokens
+    tokens_in: int  # typical input tokens per task (search results read)
+    tokens_out: int  # typical output tokens per task (reasoning + answer)
+    latency_s: float  # typical wall-clock seconds per task
+    request_fee_usd: float = 0.0  # per-task search/request fees on top of tokens
+    day: int = 12  # day of May 2025 the product was run
 
 
-AGENTS = {a.name: a for a in (
-    Agent("o3", "OpenAI", "o3-2025-04-16", "llm", 10.0, 40.0, 38_000, 7_500, 190.0, day=8),
-    Agent("o4-mini-high", "OpenAI", "o4-mini-high", "llm", 1.1, 4.4, 30_000, 9_000, 120.0, day=8),
-    Agent("GPT-4o", "OpenAI", "gpt-4o-2024-11-20", "llm", 2.5, 10.0, 12_000, 900, 25.0, day=9),
-    Agent("Claude-3.7-Sonnet", "Anthropic", "claude-3-7-sonnet-20250219", "llm", 3.0, 15.0, 28_000, 3_200, 95.0,
-          day=13),
-    Agent("Gemini-2.5-Pro", "Gemini", "gemini-2.5-pro-preview-05-06", "llm", 1.25, 10.0, 32_000, 6_500, 110.0,
-          day=14),
-    Agent("Gemini-2.5-Flash", "Gemini", "gemini-2.5-flash-preview-04-17", "llm", 0.15, 3.5, 30_000, 5_000, 55.0,
-          day=14),
-    Agent("Grok3-Search", "xAI", "grok-3-deepsearch", "llm", 3.0, 15.0, 26_000, 2_400, 80.0, day=16),
-    Agent("DeepSeek R1", "DeepSeek", "deepseek-r1-0120", "llm", 0.55, 2.19, 14_000, 4_800, 140.0, day=16),
-    Agent("Perplexity-Search", "Perplexity", "sonar-pro", "agent", 3.0, 15.0, 18_000, 1_400, 20.0,
-          request_fee_usd=0.010, day=20),
-    Agent("Perplexity-Research", "Perplexity", "sonar-deep-research", "agent", 2.0, 8.0, 95_000, 9_500, 260.0,
-          request_fee_usd=0.150, day=20),
-)}
+AGENTS = {
+    a.name: a
+    for a in (
+        Agent("o3", "OpenAI", "o3-2025-04-16", "llm", 10.0, 40.0, 38_000, 7_500, 190.0, day=8),
+        Agent("o4-mini-high", "OpenAI", "o4-mini-high", "llm", 1.1, 4.4, 30_000, 9_000, 120.0, day=8),
+        Agent("GPT-4o", "OpenAI", "gpt-4o-2024-11-20", "llm", 2.5, 10.0, 12_000, 900, 25.0, day=9),
+        Agent(
+            "Claude-3.7-Sonnet",
+            "Anthropic",
+            "claude-3-7-sonnet-20250219",
+            "llm",
+            3.0,
+            15.0,
+            28_000,
+            3_200,
+            95.0,
+            day=13,
+        ),
+        Agent(
+            "Gemini-2.5-Pro", "Gemini", "gemini-2.5-pro-preview-05-06", "llm", 1.25, 10.0, 32_000, 6_500, 110.0, day=14
+        ),
+        Agent(
+            "Gemini-2.5-Flash",
+            "Gemini",
+            "gemini-2.5-flash-preview-04-17",
+            "llm",
+            0.15,
+            3.5,
+            30_000,
+            5_000,
+            55.0,
+            day=14,
+        ),
+        Agent("Grok3-Search", "xAI", "grok-3-deepsearch", "llm", 3.0, 15.0, 26_000, 2_400, 80.0, day=16),
+        Agent("DeepSeek R1", "DeepSeek", "deepseek-r1-0120", "llm", 0.55, 2.19, 14_000, 4_800, 140.0, day=16),
+        Agent(
+            "Perplexity-Search",
+            "Perplexity",
+            "sonar-pro",
+            "agent",
+            3.0,
+            15.0,
+            18_000,
+            1_400,
+            20.0,
+            request_fee_usd=0.010,
+            day=20,
+        ),
+        Agent(
+            "Perplexity-Research",
+            "Perplexity",
+            "sonar-deep-research",
+            "agent",
+            2.0,
+            8.0,
+            95_000,
+            9_500,
+            260.0,
+            request_fee_usd=0.150,
+            day=20,
+        ),
+    )
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,18 +168,34 @@ class Spec:
 
     benchmark: str
     table: dict[str, tuple[float, float, float, float]]
-    categories: tuple[str, ...]       # in table column order
+    categories: tuple[str, ...]  # in table column order
     counts: dict[str, int]
     samples: int
-    raw_step: float                   # 1.0: integer judge scores; 0.01: aggregated influencer scores
+    raw_step: float  # 1.0: integer judge scores; 0.01: aggregated influencer scores
     minutes: tuple[tuple[tuple[int, int], int], ...]
     prefix: str
 
 
-RECRUITMENT = Spec("xbench-recruitment", RECRUITMENT_TABLE, RECRUITMENT_CATEGORIES, RECRUITMENT_COUNTS, 2, 1.0,
-                   RECRUITMENT_MINUTES, "rec")
-MARKETING = Spec("xbench-marketing", MARKETING_TABLE, MARKETING_CATEGORIES, MARKETING_COUNTS, 1,
-                 RAW_STEP_MARKETING, MARKETING_MINUTES, "mkt")
+RECRUITMENT = Spec(
+    "xbench-recruitment",
+    RECRUITMENT_TABLE,
+    RECRUITMENT_CATEGORIES,
+    RECRUITMENT_COUNTS,
+    2,
+    1.0,
+    RECRUITMENT_MINUTES,
+    "rec",
+)
+MARKETING = Spec(
+    "xbench-marketing",
+    MARKETING_TABLE,
+    MARKETING_CATEGORIES,
+    MARKETING_COUNTS,
+    1,
+    RAW_STEP_MARKETING,
+    MARKETING_MINUTES,
+    "mkt",
+)
 
 
 def _pct(units: int, n_items: int, raw_step: float) -> float:
@@ -147,8 +209,11 @@ def _candidates(published: float, n_items: int, raw_step: float) -> list[int]:
     lo = math.ceil((published - TOLERANCE) * per_point)
     hi = math.floor((published + TOLERANCE) * per_point)
     margin = MARGIN if raw_step < 1 else 1e-9
-    return [u for u in range(max(lo, 0), min(hi, round(4 * n_items / raw_step)) + 1)
-            if abs(_pct(u, n_items, raw_step) - published) <= TOLERANCE - margin]
+    return [
+        u
+        for u in range(max(lo, 0), min(hi, round(4 * n_items / raw_step)) + 1)
+        if abs(_pct(u, n_items, raw_step) - published) <= TOLERANCE - margin
+    ]
 
 
 def category_targets(spec: Spec, agent: str) -> dict[str, int]:
@@ -222,10 +287,28 @@ QUERY = {
     "Game": "Campaign {i}: {domain} game launch, YouTube/TikTok, budget ${budget:,}. Recommend {m} influencers.",
     "E-commerce": "Campaign {i}: {domain} product, drive off-site sales, budget ${budget:,}. Recommend {m} influencers.",
 }
-ROLES = ("recommendation algorithm lead", "battery engineer", "GM", "chip verification lead", "growth PM",
-         "autonomous driving planner", "CFO", "LLM infra engineer")
-DOMAINS = ("Industry A", "Industry B", "Industry C", "consumer electronics", "biotech", "fintech",
-           "short video", "mobile games", "kitchen appliances", "fitness")
+ROLES = (
+    "recommendation algorithm lead",
+    "battery engineer",
+    "GM",
+    "chip verification lead",
+    "growth PM",
+    "autonomous driving planner",
+    "CFO",
+    "LLM infra engineer",
+)
+DOMAINS = (
+    "Industry A",
+    "Industry B",
+    "Industry C",
+    "consumer electronics",
+    "biotech",
+    "fintech",
+    "short video",
+    "mobile games",
+    "kitchen appliances",
+    "fitness",
+)
 
 
 @dataclass(frozen=True)
@@ -258,9 +341,13 @@ def make_tasks(spec: Spec, rng: np.random.Generator) -> list[Task]:
             index += 1
             difficulty = float(0.6 * np.log(mins / 30.0) + rng.normal(0.0, 0.8))
             m = int(rng.integers(5, 16)) if spec.raw_step < 1 else 0
-            query = QUERY[cat].format(i=index, role=ROLES[int(rng.integers(len(ROLES)))],
-                                      domain=DOMAINS[int(rng.integers(len(DOMAINS)))],
-                                      budget=int(rng.integers(10, 80)) * 1000, m=m)
+            query = QUERY[cat].format(
+                i=index,
+                role=ROLES[int(rng.integers(len(ROLES)))],
+                domain=DOMAINS[int(rng.integers(len(DOMAINS)))],
+                budget=int(rng.integers(10, 80)) * 1000,
+                m=m,
+            )
             tasks.append(Task(f"{spec.prefix}-{index:03d}", cat, difficulty, mins, query, m))
     return tasks
 
@@ -320,29 +407,48 @@ def run_scores(spec: Spec, agent: str, tasks: list[Task], rng: np.random.Generat
 # Records
 # ---------------------------------------------------------------------------------------------
 
-REASONS = {1: "Wrong targets; fabricated entries.", 2: "Under half of the reference covered; hallucinations.",
-           3: "Partly covered; some unsupported claims.", 4: "Mostly covered; almost no hallucination.",
-           5: "Fully covered, no hallucination."}
+REASONS = {
+    1: "Wrong targets; fabricated entries.",
+    2: "Under half of the reference covered; hallucinations.",
+    3: "Partly covered; some unsupported claims.",
+    4: "Mostly covered; almost no hallucination.",
+    5: "Fully covered, no hallucination.",
+}
 
 
 def _steps(spec: Spec, task: Task, agent: Agent, rng: np.random.Generator, answer: str) -> list[dict[str, Any]]:
     n_search = int(rng.integers(1, 3))
     steps: list[dict[str, Any]] = []
     for r in range(n_search):
-        steps.append({"round": r + 1, "kind": "tool_call", "tool": "web_search",
-                      "args": {"query": f"{task.category} {task.task_id} q{r + 1}"},
-                      "result": f"{int(rng.integers(5, 40))} results", "latency_s": round(float(rng.uniform(1, 6)), 1)})
+        steps.append(
+            {
+                "round": r + 1,
+                "kind": "tool_call",
+                "tool": "web_search",
+                "args": {"query": f"{task.category} {task.task_id} q{r + 1}"},
+                "result": f"{int(rng.integers(5, 40))} results",
+                "latency_s": round(float(rng.uniform(1, 6)), 1),
+            }
+        )
     if rng.random() < 0.4:
         site = "youtube.com" if spec.raw_step < 1 else "linkedin.com"
-        steps.append({"round": n_search + 1, "kind": "tool_call", "tool": "browse",
-                      "args": {"url": f"https://{site}/search?q={task.task_id}"},
-                      "result": "page text (truncated)", "latency_s": round(float(rng.uniform(2, 12)), 1)})
+        steps.append(
+            {
+                "round": n_search + 1,
+                "kind": "tool_call",
+                "tool": "browse",
+                "args": {"url": f"https://{site}/search?q={task.task_id}"},
+                "result": "page text (truncated)",
+                "latency_s": round(float(rng.uniform(2, 12)), 1),
+            }
+        )
     steps.append({"round": len(steps) + 1, "kind": "final", "content": answer})
     return steps
 
 
-def attempt_record(spec: Spec, run_id: str, agent: Agent, task: Task, sample: int, raw: float,
-                   rng: np.random.Generator) -> dict[str, Any]:
+def attempt_record(
+    spec: Spec, run_id: str, agent: Agent, task: Task, sample: int, raw: float, rng: np.random.Generator
+) -> dict[str, Any]:
     """One attempt: raw judge score, tokens, latency, cost extras and a short trajectory."""
     scale = float(rng.lognormal(0, 0.35))
     tokens_in = int(agent.tokens_in * scale)
@@ -351,17 +457,35 @@ def attempt_record(spec: Spec, run_id: str, agent: Agent, task: Task, sample: in
     if spec.raw_step < 1:
         n_selected = int(round((raw - 1) / 4 * task.n_influencers))
         answer = f"{task.n_influencers} influencers recommended (YouTube/TikTok/Instagram handles)"
-        judge = {"score": raw, "n_recommended": task.n_influencers, "n_selected": n_selected,
-                 "brief_reason": f"{n_selected}/{task.n_influencers} match the ideal persona."}
+        judge = {
+            "score": raw,
+            "n_recommended": task.n_influencers,
+            "n_selected": n_selected,
+            "brief_reason": f"{n_selected}/{task.n_influencers} match the ideal persona.",
+        }
     else:
-        answer = {"Company Mapping": "Target list: 8 companies, 5 teams", "Info-to-People": "Candidates: Person A, Person B",
-                  "People-to-Info": "Work history verified: 3 roles, 2 projects"}[task.category]
+        answer = {
+            "Company Mapping": "Target list: 8 companies, 5 teams",
+            "Info-to-People": "Candidates: Person A, Person B",
+            "People-to-Info": "Work history verified: 3 roles, 2 projects",
+        }[task.category]
         judge = {"score": int(raw), "brief_reason": REASONS[int(raw)]}
     cost = (tokens_in * agent.price_in + tokens_out * agent.price_out) / 1e6 + agent.request_fee_usd
-    return {"record": "attempt", "run_id": run_id, "task_id": task.task_id, "sample": sample, "raw_score": raw,
-            "input_tokens": tokens_in, "output_tokens": tokens_out, "cost_usd": round(cost, 5),
-            "latency_s": latency, "status": "completed", "judge": judge,
-            "steps": _steps(spec, task, agent, rng, answer), "answer": answer}
+    return {
+        "record": "attempt",
+        "run_id": run_id,
+        "task_id": task.task_id,
+        "sample": sample,
+        "raw_score": raw,
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cost_usd": round(cost, 5),
+        "latency_s": latency,
+        "status": "completed",
+        "judge": judge,
+        "steps": _steps(spec, task, agent, rng, answer),
+        "answer": answer,
+    }
 
 
 def run_id_for(spec: Spec, agent: str) -> str:
@@ -373,26 +497,55 @@ def run_id_for(spec: Spec, agent: str) -> str:
 def build_records(spec: Spec, seed: int = SEED) -> list[dict[str, Any]]:
     """Every record of one benchmark, in ingest order."""
     rng = np.random.default_rng([seed, 1 if spec is RECRUITMENT else 2])
-    description = ("xbench profession-aligned " + spec.benchmark.split("-")[1]
-                   + " tasks; 1-5 LLM-judge scores mapped linearly to 0-100 (demo reconstruction of the paper)")
-    records: list[dict[str, Any]] = [{"record": "benchmark", "benchmark": spec.benchmark, "version": "2025-05",
-                                      "scoring": "graded", "pass_threshold": 0.5, "description": description}]
+    description = (
+        "xbench profession-aligned "
+        + spec.benchmark.split("-")[1]
+        + " tasks; 1-5 LLM-judge scores mapped linearly to 0-100 (demo reconstruction of the paper)"
+    )
+    records: list[dict[str, Any]] = [
+        {
+            "record": "benchmark",
+            "benchmark": spec.benchmark,
+            "version": "2025-05",
+            "scoring": "graded",
+            "pass_threshold": 0.5,
+            "description": description,
+        }
+    ]
     tasks = make_tasks(spec, rng)
     for t in tasks:
-        rec = {"record": "task", "benchmark": spec.benchmark, "task_id": t.task_id, "category": t.category,
-               "capabilities": ["web_search", "browse"], "human_minutes": t.human_minutes, "query": t.query}
+        rec = {
+            "record": "task",
+            "benchmark": spec.benchmark,
+            "task_id": t.task_id,
+            "category": t.category,
+            "capabilities": ["web_search", "browse"],
+            "human_minutes": t.human_minutes,
+            "query": t.query,
+        }
         if t.n_influencers:
             rec["n_influencers"] = t.n_influencers
         records.append(rec)
     for name, row in spec.table.items():
         agent = AGENTS[name]
         run_id = run_id_for(spec, name)
-        records.append({"record": "run", "run_id": run_id, "benchmark": spec.benchmark, "agent": name,
-                        "family": agent.family, "agent_version": agent.version, "kind": agent.kind,
-                        "eval_date": f"2025-05-{agent.day:02d}", "judge": JUDGE,
-                        "price_input_per_mtok": agent.price_in, "price_output_per_mtok": agent.price_out,
-                        "interface": "web UI with search enabled",
-                        "published": dict(zip(("Average",) + spec.categories, row, strict=True))})
+        records.append(
+            {
+                "record": "run",
+                "run_id": run_id,
+                "benchmark": spec.benchmark,
+                "agent": name,
+                "family": agent.family,
+                "agent_version": agent.version,
+                "kind": agent.kind,
+                "eval_date": f"2025-05-{agent.day:02d}",
+                "judge": JUDGE,
+                "price_input_per_mtok": agent.price_in,
+                "price_output_per_mtok": agent.price_out,
+                "interface": "web UI with search enabled",
+                "published": dict(zip(("Average",) + spec.categories, row, strict=True)),
+            }
+        )
         scores = run_scores(spec, name, tasks, rng)
         for t in tasks:
             for s in range(spec.samples):
