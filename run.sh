@@ -37,6 +37,9 @@ case "${1:-app}" in
     install
     install_browser
     shift || true
+    # Lint and format first: cheap, and the house style asks for both (ruff check, ruff format).
+    .venv/bin/ruff check --quiet .
+    .venv/bin/ruff format --check --quiet .
     # pytest exits 5 when it collected no test: that is a failure here, like any other non-zero exit.
     exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@" ;;
   *)
