@@ -38,17 +38,73 @@ def _bootstrap(path: str) -> None:
         load_demo(path)
 
 
+def url_filters(
+    params: dict[str, str], catalog: cat.Catalog
+) -> tuple[str | None, list[str], tuple[dt.date, ...], list[str]]:
+    """The sidebar filters a link asks for, checked against the data: (benchmark, agents, dates, notices).
+
+    A stale or hand-edited link (a benchmark or agent no longer stored, a date past the newest run, a malformed
+    date) never raises: each value that cannot be used is replaced or dropped, and a notice says so.
+    """
+    notices: list[str] = []
+    default = catalog.benchmarks[0] if catalog.benchmarks else None
+    bench = params.get("benchmark") or None
+    if bench is not None and bench not in catalog.benchmarks:
+        notices.append(f"The link's benchmark {bench!r} is not in this database; showing {default!r} instead.")
+        bench = None
+    bench = bench or default
+    asked = [a for a in (params.get("agents") or "").split(",") if a]
+    known = set(catalog.agents.get(bench or "", ()))
+    agents = [a for a in asked if a in known]
+    if len(agents) < len(asked):
+        missing = ", ".join(repr(a) for a in asked if a not in known)
+        notices.append(f"The link's agents not found on {bench!r} were left out of the filter: {missing}.")
+    return bench, agents, _url_dates(params, catalog, notices), notices
+
+
+def _url_dates(params: dict[str, str], catalog: cat.Catalog, notices: list[str]) -> tuple[dt.date, ...]:
+    """The link's date range clamped to the stored evaluation dates (the date widget refuses values outside)."""
+    raw = [params.get("from") or "", params.get("to") or ""]
+    if not any(raw):
+        return ()
+    try:
+        lo, hi = (dt.date.fromisoformat(v) if v else None for v in raw)
+    except ValueError:
+        notices.append(f"The link's dates {raw[0]!r} to {raw[1]!r} are not YYYY-MM-DD dates; showing all dates.")
+        return ()
+    if catalog.date_min is None or catalog.date_max is None:
+        return ()
+    lo, hi = lo or catalog.date_min, hi or catalog.date_max
+    if lo > hi:
+        lo, hi = hi, lo
+    if hi < catalog.date_min or lo > catalog.date_max:
+        notices.append(
+            f"No run was evaluated between {lo} and {hi} (stored runs span {catalog.date_min} to "
+            f"{catalog.date_max}); showing all dates."
+        )
+        return ()
+    clamped = (max(lo, catalog.date_min), min(hi, catalog.date_max))
+    if clamped != (lo, hi):
+        notices.append(
+            f"The link's dates {lo} to {hi} were narrowed to the stored runs' span: {clamped[0]} to {clamped[1]}."
+        )
+    return clamped
+
+
+def _plain(text: str) -> str:
+    """Text for an alert, shown literally: every ASCII punctuation mark is backslash-escaped (CommonMark), so a
+    name taken from a link or a log can make no link, image, emphasis or Streamlit directive."""
+    return "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in text)
+
+
+_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
 def _init_filters_from_url(catalog: cat.Catalog) -> None:
     ss = st.session_state
-    qp = st.query_params
     ss.flt_init = True
-    bench = qp.get("benchmark")
-    ss.flt_benchmark = bench if bench in catalog.benchmarks else (catalog.benchmarks[0] if catalog.benchmarks else None)
-    ss.flt_agents = [a for a in (qp.get("agents") or "").split(",") if a]
-    try:
-        ss.flt_dates = tuple(dt.date.fromisoformat(qp[k]) for k in ("from", "to") if qp.get(k))
-    except ValueError:
-        ss.flt_dates = ()
+    params = {key: st.query_params.get(key) or "" for key in ("benchmark", "agents", "from", "to")}
+    ss.flt_benchmark, ss.flt_agents, ss.flt_dates, ss.flt_notices = url_filters(params, catalog)
 
 
 def _sidebar(catalog: cat.Catalog) -> None:
@@ -56,6 +112,8 @@ def _sidebar(catalog: cat.Catalog) -> None:
     ss = st.session_state
     if "flt_init" not in ss:
         _init_filters_from_url(catalog)
+    for notice in ss.pop("flt_notices", None) or []:
+        st.warning(_plain(notice), icon=":material/link_off:")
     with st.sidebar:
         st.selectbox("Benchmark", catalog.benchmarks, key="flt_benchmark")
         options = catalog.agents.get(ss.flt_benchmark or "", ())

@@ -1,0 +1,73 @@
+"""Links with stale or hand-edited filter parameters open with a notice, never an exception."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from analytics.catalog import Catalog
+from tests.apptest import open_page
+from ui.shell import url_filters
+
+CATALOG = Catalog(
+    benchmarks=("ad-bench", "xbench"),
+    agents={"ad-bench": ("o3", "Qwen3-8B"), "xbench": ("o3",)},
+    date_min=dt.date(2025, 1, 15),
+    date_max=dt.date(2026, 1, 15),
+    n_runs=3,
+    n_attempts=30,
+    is_demo=False,
+)
+
+
+def test_a_valid_link_is_taken_as_it_is() -> None:
+    params = {"benchmark": "xbench", "agents": "o3", "from": "2025-02-01", "to": "2025-12-31"}
+    assert url_filters(params, CATALOG) == ("xbench", ["o3"], (dt.date(2025, 2, 1), dt.date(2025, 12, 31)), [])
+
+
+def test_dates_past_the_newest_run_are_clamped_with_a_notice() -> None:
+    _, _, dates, notices = url_filters({"from": "2025-06-01", "to": "2026-01-31"}, CATALOG)
+    assert dates == (dt.date(2025, 6, 1), dt.date(2026, 1, 15))
+    assert len(notices) == 1 and "narrowed" in notices[0]
+
+
+def test_a_range_outside_the_data_or_malformed_shows_all_dates() -> None:
+    for params in ({"from": "2027-01-01", "to": "2027-02-01"}, {"to": "31/01/2026"}, {"from": "2024-13-01"}):
+        _, _, dates, notices = url_filters(params, CATALOG)
+        assert dates == () and len(notices) == 1, params
+
+
+def test_reversed_and_one_sided_ranges() -> None:
+    assert url_filters({"from": "2025-12-01", "to": "2025-03-01"}, CATALOG)[2] == (
+        dt.date(2025, 3, 1),
+        dt.date(2025, 12, 1),
+    )
+    assert url_filters({"from": "2025-12-01"}, CATALOG)[2] == (dt.date(2025, 12, 1), dt.date(2026, 1, 15))
+
+
+def test_unknown_benchmark_and_agents_are_replaced_or_dropped_with_notices() -> None:
+    bench, agents, _, notices = url_filters({"benchmark": "gone", "agents": "o3,Nope"}, CATALOG)
+    assert bench == "ad-bench" and agents == ["o3"]
+    assert len(notices) == 2 and "'gone'" in notices[0] and "'Nope'" in notices[1]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"to": "2099-01-31"},
+        {"from": "1999-01-01", "to": "not-a-date"},
+        {"benchmark": "![x](http://127.0.0.1:9/beacon.png)", "agents": "[a](http://127.0.0.1:9)"},
+    ],
+)
+def test_stale_links_open_every_page_with_a_notice(
+    params: dict[str, str], fixture_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, **params)
+    notices = [w.value for w in at.warning if "link" in w.value or "dates" in w.value]
+    assert notices, [w.value for w in at.warning]
+    if "benchmark" in params:
+        # names from the link are shown literally: every bracket and colon of the payload is escaped
+        assert any("\\!\\[x\\]\\(http\\:" in n for n in notices), notices
+        assert any("\\[a\\]\\(http\\:" in n for n in notices), notices
