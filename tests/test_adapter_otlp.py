@@ -1,0 +1,254 @@
+"""OTLP trace files (OTLP/JSON lines and protobuf) made by the real OpenTelemetry SDK: attempts, steps, scores."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+
+from ingest.pipeline import ingest_paths
+from tests.adapter_helpers import counts, rows
+from tests.otlp_producer import T0, by_trace, make_spans, otlp_json_lines, otlp_proto_file
+
+STEP_OPS = {"chat": "llm", "execute_tool": "tool"}
+
+
+@pytest.fixture(scope="module")
+def spans() -> list[ReadableSpan]:
+    return make_spans()
+
+
+def _ingest(db: Path, path: Path, **options: Any) -> Any:
+    [result] = ingest_paths([path], db=db, **options)
+    return result
+
+
+@pytest.fixture(scope="module")
+def json_db(tmp_path_factory: pytest.TempPathFactory, spans: list[ReadableSpan]) -> Path:
+    folder = tmp_path_factory.mktemp("otlp")
+    path = folder / "traces.jsonl"
+    path.write_bytes(otlp_json_lines(spans))
+    result = _ingest(folder / "db.duckdb", path)
+    assert (result.outcome, result.format) == ("ingested", "otlp"), result.error
+    return folder / "db.duckdb"
+
+
+def _role(span: ReadableSpan) -> str | None:
+    """What the span is by its own attributes: llm, tool or another kind (None)."""
+    attrs = span.attributes or {}
+    oi = attrs.get("openinference.span.kind")
+    if oi in ("LLM", "TOOL"):
+        return str(oi).lower()
+    return STEP_OPS.get(str(attrs.get("gen_ai.operation.name")))
+
+
+def _expected(spans: list[ReadableSpan]) -> dict[str, dict[str, Any]]:
+    """Per trace id (hex): steps in start order, token sums and root latency, read off the SDK's spans."""
+    out = {}
+    for group in by_trace(spans):
+        root = next(s for s in group if s.parent is None)
+        steps = sorted((s for s in group if _role(s)), key=lambda s: s.start_time or 0)
+        llms = [s.attributes or {} for s in steps if _role(s) == "llm"]
+        tokens_in = sum(int(a.get("llm.token_count.prompt", a.get("gen_ai.usage.input_tokens", 0))) for a in llms)
+        tokens_out = sum(int(a.get("llm.token_count.completion", a.get("gen_ai.usage.output_tokens", 0))) for a in llms)
+        out[format(root.context.trace_id, "032x")] = {
+            "tools": [
+                str((s.attributes or {}).get("tool.name", (s.attributes or {}).get("gen_ai.tool.name")))
+                for s in steps
+                if _role(s) == "tool"
+            ],
+            "n_steps": len(steps),
+            "latencies": [((s.end_time or 0) - (s.start_time or 0)) / 1e9 for s in steps],
+            "tokens": (tokens_in, tokens_out),
+            "latency_s": ((root.end_time or 0) - (root.start_time or 0)) / 1e9,
+            "service": root.resource.attributes["service.name"],
+        }
+    return out
+
+
+def test_each_trace_is_an_attempt_with_its_llm_and_tool_spans_as_steps(
+    json_db: Path, spans: list[ReadableSpan]
+) -> None:
+    expected = _expected(spans)
+    got = rows(
+        json_db,
+        "SELECT json_extract_string(extra, '$.trace_id'), run_id, input_tokens, output_tokens, latency_s, n_steps, "
+        "n_tool_calls FROM attempts",
+    )
+    assert {g[0] for g in got} == set(expected)
+    for trace_id, run_id, tok_in, tok_out, latency, n_steps, n_tools in got:
+        want = expected[trace_id]
+        assert run_id.startswith(want["service"] + "@")
+        assert (tok_in, tok_out) == want["tokens"]
+        assert latency == pytest.approx(want["latency_s"])
+        assert (n_steps, n_tools) == (want["n_steps"], len(want["tools"]))
+        steps = rows(
+            json_db,
+            "SELECT s.tool, s.latency_s FROM steps s JOIN attempts a USING (attempt_id) "
+            "WHERE json_extract_string(a.extra, '$.trace_id') = ? ORDER BY s.step",
+            [trace_id],
+        )
+        assert [t for t, _ in steps if t] == want["tools"]
+        assert [lat for _, lat in steps] == pytest.approx(want["latencies"])
+
+
+def test_runs_tasks_and_samples_come_from_service_and_session(json_db: Path) -> None:
+    assert rows(json_db, "SELECT run_id, agent, agent_version, kind, eval_date::VARCHAR FROM runs ORDER BY run_id") == [
+        ("support-agent@1.2", "support-agent", "1.2", "agent", "2026-01-01"),
+        ("travel-agent@0.3", "travel-agent", "0.3", "agent", "2026-01-01"),
+    ]
+    # the two support-agent traces share session.id "weather-paris": samples 0 and 1 of one task, in start order
+    got = rows(json_db, "SELECT run_id, task_id, sample, score FROM attempts ORDER BY run_id, sample")
+    assert got == [
+        ("support-agent@1.2", "weather-paris", 0, 1.0),  # OpenInference EVALUATOR span, evaluation.score 1.0
+        ("support-agent@1.2", "weather-paris", 1, 0.0),  # root attribute eval.score 0.0
+        ("travel-agent@0.3", "flight-nyc", 0, 0.5),  # GenAI gen_ai.evaluation.result event, score 0.5
+    ]
+    assert rows(json_db, "SELECT name, value FROM attempt_metrics ORDER BY name") == [
+        ("correctness", 1.0),
+        ("task_success", 0.5),
+    ]
+
+
+def test_step_details_errors_and_unknown_attributes(json_db: Path) -> None:
+    travel = rows(
+        json_db,
+        "SELECT s.kind, s.tool, s.args::VARCHAR, s.result, s.error, s.content FROM steps s "
+        "JOIN attempts a USING (attempt_id) WHERE a.run_id = 'travel-agent@0.3' ORDER BY s.step",
+    )
+    assert [r[0] for r in travel] == ["model", "tool_call", "tool_call", "final"]
+    assert json.loads(travel[1][2]) == {"to": "NYC"}
+    assert travel[1][4] == "tool failed; TimeoutError: upstream timed out"  # status message + exception event
+    assert travel[2][3] == "AF12 09:40" and travel[2][4] is None
+    assert travel[3][5] == "Take AF12 at 09:40."
+    [(extra,)] = rows(json_db, "SELECT s.extra::VARCHAR FROM steps s WHERE s.tool = 'get_weather' LIMIT 1")
+    assert json.loads(extra)["attributes"] == {"weather.provider": "met-office"}
+    [(attempt_extra,)] = rows(json_db, "SELECT extra::VARCHAR FROM attempts WHERE sample = 1")
+    assert json.loads(attempt_extra)["attributes"]["customer.tier"] == "gold"
+    [(answer, status)] = rows(json_db, "SELECT answer, status FROM attempts WHERE run_id = 'travel-agent@0.3'")
+    assert (answer, status) == ("Take AF12 at 09:40.", "completed")
+
+
+def test_protobuf_file_reads_as_the_json_one(tmp_path: Path, json_db: Path, spans: list[ReadableSpan]) -> None:
+    path = tmp_path / "traces.pb"
+    path.write_bytes(otlp_proto_file(spans))
+    db = tmp_path / "pb.duckdb"
+    result = _ingest(db, path)
+    assert (result.outcome, result.format) == ("ingested", "otlp"), result.error
+    sql = "SELECT run_id, task_id, sample, score, input_tokens, output_tokens, n_steps FROM attempts ORDER BY ALL"
+    assert rows(db, sql) == rows(json_db, sql)
+    assert _ingest(db, path).outcome == "duplicate"
+
+
+def test_scores_csv_joined_by_trace_id_wins(tmp_path: Path, spans: list[ReadableSpan]) -> None:
+    path = tmp_path / "traces.jsonl"
+    path.write_bytes(otlp_json_lines(spans))
+    ids = list(_expected(spans))
+    scores = tmp_path / "scores.csv"
+    scores.write_text("trace_id,score,helpfulness\n" + "".join(f"{t},0.25,{i}\n" for i, t in enumerate(ids)))
+    db = tmp_path / "db.duckdb"
+    result = _ingest(db, path, scores=str(scores))
+    assert result.outcome == "ingested", result.error
+    assert rows(db, "SELECT DISTINCT score FROM attempts") == [(0.25,)]
+    got = rows(
+        db,
+        "SELECT json_extract_string(a.extra, '$.trace_id'), m.value FROM attempt_metrics m JOIN attempts a USING (attempt_id) WHERE m.name = 'helpfulness'",
+    )
+    assert dict(got) == {t: float(i) for i, t in enumerate(ids)}
+
+
+def test_mapping_names_other_attributes(tmp_path: Path, spans: list[ReadableSpan]) -> None:
+    path = tmp_path / "traces.jsonl"
+    path.write_bytes(otlp_json_lines(spans))
+    db = tmp_path / "db.duckdb"
+    result = _ingest(db, path, mapping="task_id=input.value,run_id=service.name,benchmark=weather-bench")
+    assert result.outcome == "ingested", result.error
+    got = rows(
+        db, "SELECT r.benchmark, a.run_id, a.task_id, a.sample FROM attempts a JOIN runs r USING (run_id) ORDER BY ALL"
+    )
+    # travel-agent's root has no input.value: its task falls back to the trace id
+    assert got[:2] == [
+        ("otel", "support-agent", "Weather in Paris?", 0),
+        ("otel", "support-agent", "Weather in Paris?", 1),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Malformed files: file:line and nothing written
+# ---------------------------------------------------------------------------------------------
+
+
+def _span_json(trace: str, span: str, parent: str = "", name: str = "s") -> dict[str, Any]:
+    return {
+        "traceId": trace,
+        "spanId": span,
+        "parentSpanId": parent,
+        "name": name,
+        "startTimeUnixNano": str(T0),
+        "endTimeUnixNano": str(T0 + 1000),
+        "attributes": [{"key": "eval.score", "value": {"doubleValue": 1.0}}],
+    }
+
+
+def _line(*spans: dict[str, Any]) -> str:
+    return json.dumps(
+        {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {}, "spans": list(spans)}]}]}
+    )
+
+
+TRACE = "5b8efff798038103d269b633813fc60c"
+
+
+@pytest.mark.parametrize(
+    ("lines", "where", "reason"),
+    [
+        ([_line(_span_json(TRACE, "eee19b7ec3c1b174")), '{"resourceSpans": [ oops'], ":2: -:", "invalid JSON"),
+        (
+            [_line(_span_json(TRACE, "eee19b7ec3c1b174")), _line(_span_json("", "eee19b7ec3c1b175"))],
+            ":2: traceId:",
+            "missing",
+        ),
+        (
+            [
+                _line(_span_json(TRACE, "000000000000000a", "000000000000000b")),
+                _line(_span_json(TRACE, "000000000000000b", "000000000000000a")),
+            ],
+            ":1: parentSpanId:",
+            "cycle in the parent ids",
+        ),
+        (
+            [
+                _line(
+                    *(_span_json(TRACE, format(i + 1, "016x"), "0000000000000001" if i else "") for i in range(10_000))
+                )
+            ],
+            ":1: spans:",
+            "10,000 spans, more than the limit",
+        ),
+        ([_line({**_span_json(TRACE, "eee19b7ec3c1b174"), "attributes": []})], ":1: score:", "has no score"),
+    ],
+    ids=["bad-json", "no-trace-id", "cycle", "10k-spans", "no-score"],
+)
+def test_malformed_otlp_names_the_line_and_writes_nothing(
+    tmp_path: Path, lines: list[str], where: str, reason: str
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "db.duckdb"
+    result = _ingest(db, path, fmt="otlp")
+    assert result.outcome == "failed"
+    message = str(result.error)
+    assert f"{path}{where}" in message and reason in message, message
+    assert {k: v for k, v in counts(db).items() if k != "ingest_log"} == dict.fromkeys(
+        ("benchmarks", "tasks", "runs", "attempts", "steps", "texts", "attempt_metrics"), 0
+    )
+
+
+def test_garbage_protobuf_is_refused_at_its_message(tmp_path: Path) -> None:
+    path = tmp_path / "bad.pb"
+    path.write_bytes((5).to_bytes(4, "big") + b"\xff\xff\xff\xff\xff")
+    result = _ingest(tmp_path / "db.duckdb", path, fmt="otlp")
+    assert result.outcome == "failed" and f"{path}:1: -: not an OTLP protobuf" in str(result.error)
