@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
@@ -190,8 +190,9 @@ def genai_trace(tracer: Any, clock: Clock, *, conversation: str, score: float) -
     root.end(end_time=clock.tick(1))
 
 
-def make_spans(exporter: SpanExporter | None = None) -> list[ReadableSpan]:
-    """Produce the test traces with the SDK; every span also goes to ``exporter`` when given (as it ends)."""
+def make_spans(exporter: Callable[[], SpanExporter] | None = None) -> list[ReadableSpan]:
+    """Produce the test traces with the SDK; every span also goes to an exporter made by ``exporter`` (one per
+    service, as each service has its own provider) as it ends."""
     out: list[ReadableSpan] = []
     clock = Clock(T0)
     for service, version in (("support-agent", "1.2"), ("travel-agent", "0.3")):
@@ -199,7 +200,7 @@ def make_spans(exporter: SpanExporter | None = None) -> list[ReadableSpan]:
         provider = TracerProvider(resource=Resource.create({"service.name": service, "service.version": version}))
         provider.add_span_processor(SimpleSpanProcessor(memory))
         if exporter is not None:
-            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            provider.add_span_processor(SimpleSpanProcessor(exporter()))
         tracer = provider.get_tracer("runlens-tests")
         if service == "support-agent":
             oi_trace(tracer, clock, session="weather-paris", question="Weather in Paris?", score=1.0, extra={})
@@ -252,4 +253,40 @@ def otlp_proto_file(spans: Sequence[ReadableSpan]) -> bytes:
     for group in by_trace(spans):
         message = encode_spans(group).SerializeToString()
         out += len(message).to_bytes(4, "big") + message
+    return out
+
+
+STEP_OPS = {"chat": "llm", "execute_tool": "tool"}
+
+
+def _role(span: ReadableSpan) -> str | None:
+    """What the span is by its own attributes: llm, tool or another kind (None)."""
+    attrs = span.attributes or {}
+    oi = attrs.get("openinference.span.kind")
+    if oi in ("LLM", "TOOL"):
+        return str(oi).lower()
+    return STEP_OPS.get(str(attrs.get("gen_ai.operation.name")))
+
+
+def expected_by_trace(spans: list[ReadableSpan]) -> dict[str, dict[str, Any]]:
+    """Per trace id (hex): steps in start order, token sums and root latency, read off the SDK's spans."""
+    out = {}
+    for group in by_trace(spans):
+        root = next(s for s in group if s.parent is None)
+        steps = sorted((s for s in group if _role(s)), key=lambda s: s.start_time or 0)
+        llms = [s.attributes or {} for s in steps if _role(s) == "llm"]
+        tokens_in = sum(int(a.get("llm.token_count.prompt", a.get("gen_ai.usage.input_tokens", 0))) for a in llms)
+        tokens_out = sum(int(a.get("llm.token_count.completion", a.get("gen_ai.usage.output_tokens", 0))) for a in llms)
+        out[format(root.context.trace_id, "032x")] = {
+            "tools": [
+                str((s.attributes or {}).get("tool.name", (s.attributes or {}).get("gen_ai.tool.name")))
+                for s in steps
+                if _role(s) == "tool"
+            ],
+            "n_steps": len(steps),
+            "latencies": [((s.end_time or 0) - (s.start_time or 0)) / 1e9 for s in steps],
+            "tokens": (tokens_in, tokens_out),
+            "latency_s": ((root.end_time or 0) - (root.start_time or 0)) / 1e9,
+            "service": root.resource.attributes["service.name"],
+        }
     return out

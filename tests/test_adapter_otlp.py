@@ -11,9 +11,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from ingest.pipeline import ingest_paths
 from tests.adapter_helpers import counts, rows
-from tests.otlp_producer import T0, by_trace, make_spans, otlp_json_lines, otlp_proto_file
-
-STEP_OPS = {"chat": "llm", "execute_tool": "tool"}
+from tests.otlp_producer import T0, expected_by_trace, make_spans, otlp_json_lines, otlp_proto_file
 
 
 @pytest.fixture(scope="module")
@@ -36,43 +34,10 @@ def json_db(tmp_path_factory: pytest.TempPathFactory, spans: list[ReadableSpan])
     return folder / "db.duckdb"
 
 
-def _role(span: ReadableSpan) -> str | None:
-    """What the span is by its own attributes: llm, tool or another kind (None)."""
-    attrs = span.attributes or {}
-    oi = attrs.get("openinference.span.kind")
-    if oi in ("LLM", "TOOL"):
-        return str(oi).lower()
-    return STEP_OPS.get(str(attrs.get("gen_ai.operation.name")))
-
-
-def _expected(spans: list[ReadableSpan]) -> dict[str, dict[str, Any]]:
-    """Per trace id (hex): steps in start order, token sums and root latency, read off the SDK's spans."""
-    out = {}
-    for group in by_trace(spans):
-        root = next(s for s in group if s.parent is None)
-        steps = sorted((s for s in group if _role(s)), key=lambda s: s.start_time or 0)
-        llms = [s.attributes or {} for s in steps if _role(s) == "llm"]
-        tokens_in = sum(int(a.get("llm.token_count.prompt", a.get("gen_ai.usage.input_tokens", 0))) for a in llms)
-        tokens_out = sum(int(a.get("llm.token_count.completion", a.get("gen_ai.usage.output_tokens", 0))) for a in llms)
-        out[format(root.context.trace_id, "032x")] = {
-            "tools": [
-                str((s.attributes or {}).get("tool.name", (s.attributes or {}).get("gen_ai.tool.name")))
-                for s in steps
-                if _role(s) == "tool"
-            ],
-            "n_steps": len(steps),
-            "latencies": [((s.end_time or 0) - (s.start_time or 0)) / 1e9 for s in steps],
-            "tokens": (tokens_in, tokens_out),
-            "latency_s": ((root.end_time or 0) - (root.start_time or 0)) / 1e9,
-            "service": root.resource.attributes["service.name"],
-        }
-    return out
-
-
 def test_each_trace_is_an_attempt_with_its_llm_and_tool_spans_as_steps(
     json_db: Path, spans: list[ReadableSpan]
 ) -> None:
-    expected = _expected(spans)
+    expected = expected_by_trace(spans)
     got = rows(
         json_db,
         "SELECT json_extract_string(extra, '$.trace_id'), run_id, input_tokens, output_tokens, latency_s, n_steps, "
@@ -146,7 +111,7 @@ def test_protobuf_file_reads_as_the_json_one(tmp_path: Path, json_db: Path, span
 def test_scores_csv_joined_by_trace_id_wins(tmp_path: Path, spans: list[ReadableSpan]) -> None:
     path = tmp_path / "traces.jsonl"
     path.write_bytes(otlp_json_lines(spans))
-    ids = list(_expected(spans))
+    ids = list(expected_by_trace(spans))
     scores = tmp_path / "scores.csv"
     scores.write_text("trace_id,score,helpfulness\n" + "".join(f"{t},0.25,{i}\n" for i, t in enumerate(ids)))
     db = tmp_path / "db.duckdb"
