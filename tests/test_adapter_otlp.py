@@ -217,3 +217,48 @@ def test_garbage_protobuf_is_refused_at_its_message(tmp_path: Path) -> None:
     path.write_bytes((5).to_bytes(4, "big") + b"\xff\xff\xff\xff\xff")
     result = _ingest(tmp_path / "db.duckdb", path, fmt="otlp")
     assert result.outcome == "failed" and f"{path}:1: -: not an OTLP protobuf" in str(result.error)
+
+
+def test_attempt_span_makes_each_agent_span_an_attempt(tmp_path: Path) -> None:
+    """One trace holding a whole experiment (a CHAIN root over two AGENT runs, each scored by an annotation)."""
+    from openinference.semconv.trace import AnnotationAttributes, OpenInferenceSpanKindValues, SpanAttributes
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import set_span_in_context
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("t")
+    kind = SpanAttributes.OPENINFERENCE_SPAN_KIND
+    root = tracer.start_span("experiment", attributes={kind: OpenInferenceSpanKindValues.CHAIN.value})
+    for i, label in enumerate(("correct", "incorrect")):
+        agent = tracer.start_span("agent", context=set_span_in_context(root))
+        agent.set_attributes(
+            {
+                kind: OpenInferenceSpanKindValues.AGENT.value,
+                "runlens.task_id": f"q{i}",
+                f"annotations.0.{AnnotationAttributes.ANNOTATION_NAME}": "judge",
+                f"annotations.0.{AnnotationAttributes.ANNOTATION_LABEL}": label,  # a label, no score: 1 / 0
+            }
+        )
+        tool = tracer.start_span("lookup", context=set_span_in_context(agent))
+        tool.set_attributes({kind: OpenInferenceSpanKindValues.TOOL.value, SpanAttributes.TOOL_NAME: f"lookup{i}"})
+        tool.end()
+        agent.end()
+    root.end()
+    path = tmp_path / "experiment.jsonl"
+    path.write_bytes(otlp_json_lines(memory.get_finished_spans()))
+    mapping = tmp_path / "agents.yaml"
+    mapping.write_text("name: agents\nattempt_span: {kind: AGENT}\nbenchmark: qa\n")
+    db = tmp_path / "db.duckdb"
+    result = _ingest(db, path, mapping=str(mapping))
+    assert result.outcome == "ingested", result.error
+    got = rows(
+        db,
+        "SELECT a.task_id, a.score, s.tool, json_extract_string(a.extra, '$.root_span') FROM attempts a "
+        "JOIN steps s USING (attempt_id) ORDER BY a.task_id",
+    )
+    assert got == [("q0", 1.0, "lookup0", "agent"), ("q1", 0.0, "lookup1", "agent")]
+    assert rows(db, "SELECT benchmark FROM runs") == [("qa",)]
