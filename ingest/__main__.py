@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("--agent", "agent name"),
         ("--benchmark", "benchmark name"),
         ("--run-id", "run id"),
-        ("--scorer", "Inspect scorer whose value is the score"),
+        ("--scorer", "Inspect scorer, or lm-eval metric[,filter], whose value is the score"),
         ("--scores", "CSV of scores joined by trace_id (otlp)"),
     ):
         parser.add_argument(
