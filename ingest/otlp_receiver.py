@@ -17,8 +17,10 @@ every buffered trace, then exit. Docs: docs/formats.md, "Live OTLP receiver".
 from __future__ import annotations
 
 import argparse
+import collections
 import datetime as dt
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -73,6 +75,7 @@ class TraceBuffer:
         self._open: dict[str, _Open] = {}
         self._bytes = 0
         self._lock = threading.Lock()
+        self._dropped: collections.OrderedDict[str, float] = collections.OrderedDict()  # trace id -> when
         self.dropped_spans = 0
 
     @property
@@ -105,15 +108,32 @@ class TraceBuffer:
         return rejected, list(dict.fromkeys(reasons))
 
     def _admit(self, trace_id: str, size: int) -> str | None:
-        """None when a span of ``size`` bytes of ``trace_id`` fits, else why not."""
+        """None when a span of ``size`` bytes of ``trace_id`` fits, else why not. A trace that does not fit is
+        dropped whole (its buffered spans too, and its later spans for a while): only complete traces are
+        written."""
+        if trace_id in self._dropped:
+            return f"trace {trace_id} was dropped earlier"
         entry = self._open.get(trace_id)
+        reason = None
         if entry is None and len(self._open) >= self.limits.max_open_traces:
-            return f"{self.limits.max_open_traces:,} traces are open (--max-open-traces); trace {trace_id} dropped"
-        if self._bytes + size > self.limits.max_buffered_bytes:
-            return f"{self.limits.max_buffered_bytes:,} bytes of spans are buffered (--max-buffered-mb)"
-        if entry is not None and len(entry.parts) >= MAX_SPANS_PER_TRACE:
-            return f"trace {trace_id} has more than {MAX_SPANS_PER_TRACE:,} spans (RUNLENS_OTLP_MAX_SPANS)"
-        return None
+            reason = f"{self.limits.max_open_traces:,} traces are open (--max-open-traces)"
+        elif self._bytes + size > self.limits.max_buffered_bytes:
+            reason = f"{self.limits.max_buffered_bytes:,} bytes of spans are buffered (--max-buffered-mb)"
+        elif entry is not None and len(entry.parts) >= MAX_SPANS_PER_TRACE:
+            reason = f"more than {MAX_SPANS_PER_TRACE:,} spans (RUNLENS_OTLP_MAX_SPANS)"
+        if reason is None:
+            return None
+        self._drop(trace_id)
+        return f"trace {trace_id} dropped: {reason}"
+
+    def _drop(self, trace_id: str) -> None:
+        entry = self._open.pop(trace_id, None)
+        if entry is not None:
+            self._bytes -= entry.n_bytes
+            self.dropped_spans += len(entry.parts)
+        self._dropped[trace_id] = self.clock()
+        while len(self._dropped) > self.limits.max_open_traces:  # remembered ids are bounded too
+            self._dropped.popitem(last=False)
 
     def take_complete(self, *, everything: bool = False) -> list[tuple[str, bytes, bool]]:
         """Remove and return ``(trace id, OTLP/JSON line, has root)`` of every complete trace (all when
@@ -121,6 +141,8 @@ class TraceBuffer:
         now = self.clock()
         out = []
         with self._lock:
+            while self._dropped and now - next(iter(self._dropped.values())) >= self.limits.trace_timeout_s:
+                self._dropped.popitem(last=False)
             for trace_id, entry in list(self._open.items()):
                 idle = now - entry.last_seen
                 if (
@@ -357,7 +379,11 @@ class Flusher:
         if result.written:
             log.info("wrote %d trace(s) in one transaction (%d open)", result.written, self.buffer.n_open)
         if result.already:
-            log.info("%d trace(s) already stored (a resent request): not written again", result.already)
+            log.info(
+                "%d trace(s) already stored (a resent request, or spans that came after their trace was written): "
+                "not written again",
+                result.already,
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,8 +413,13 @@ def make_app(buffer: TraceBuffer, flusher: Flusher | None, *, token: str | None)
         ctype = request.headers.get("content-type", "")
         protobuf = ctype.split(";")[0].strip().lower() == PROTOBUF
         media = PROTOBUF if protobuf else "application/json"
-        if token and request.headers.get("authorization", "") != f"Bearer {token}":
+        if token and not hmac.compare_digest(
+            request.headers.get("authorization", "").encode(), f"Bearer {token}".encode()
+        ):
             return Response(_status_body("missing or wrong bearer token", 16, protobuf), 401, media_type=media)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > buffer.limits.max_body_bytes:  # refused before reading it
+            return Response(_status_body("request body too large", 3, protobuf), 413, media_type=media)
         body = await request.body()
         if len(body) > buffer.limits.max_body_bytes:
             return Response(_status_body("request body too large", 3, protobuf), 413, media_type=media)

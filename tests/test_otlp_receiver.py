@@ -262,15 +262,23 @@ def test_a_trace_is_complete_when_its_root_has_settled_or_it_timed_out() -> None
     assert buffer.n_open == 0
 
 
-def test_limits_drop_spans_with_a_log_line(caplog: pytest.LogCaptureFixture) -> None:
-    buffer = TraceBuffer(Limits(max_open_traces=2, max_buffered_bytes=10_000), FakeClock())
+def test_limits_drop_whole_traces_with_a_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock()
+    buffer = TraceBuffer(Limits(max_open_traces=2, max_buffered_bytes=10_000, trace_timeout_s=60), clock)
+    t1, t2, t3 = "1" * 32, "2" * 32, "3" * 32
     with caplog.at_level(logging.WARNING, logger="runlens.otlp"):
-        assert buffer.add(_doc("1" * 32, "00000000000000a1"))[0] == 0
-        assert buffer.add(_doc("2" * 32, "00000000000000b1"))[0] == 0
-        rejected, reasons = buffer.add(_doc("3" * 32, "00000000000000c1"))
-    assert rejected == 1 and "2 traces are open" in reasons[0]
-    assert "dropped 1 span(s): 2 traces are open" in caplog.text
-    big = _doc("1" * 32, "00000000000000a2")
-    big["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["name"] = "x" * 20_000
-    assert buffer.add(big)[0] == 1 and "bytes of spans are buffered" in caplog.text
-    assert buffer.dropped_spans == 2 and buffer.n_open == 2
+        assert buffer.add(_doc(t1, "00000000000000a1"))[0] == 0
+        assert buffer.add(_doc(t2, "00000000000000b1"))[0] == 0
+        rejected, reasons = buffer.add(_doc(t3, "00000000000000c1"))
+        assert rejected == 1 and reasons == [f"trace {t3} dropped: 2 traces are open (--max-open-traces)"]
+        big = _doc(t1, "00000000000000a2")
+        big["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["name"] = "x" * 20_000
+        assert buffer.add(big)[0] == 1  # over the byte budget: all of t1 goes, not just this span
+        assert buffer.n_open == 1
+        assert buffer.add(_doc(t1, "00000000000000a0"))[1] == [f"trace {t1} was dropped earlier"]
+    assert f"dropped 1 span(s): trace {t3} dropped: 2 traces are open" in caplog.text
+    assert "bytes of spans are buffered (--max-buffered-mb)" in caplog.text
+    assert buffer.dropped_spans == 4  # t3's span, t1's big span, t1's buffered span, t1's late root
+    clock.now = 61.0  # a dropped trace is forgotten after the trace timeout
+    assert [t for t, _, _ in buffer.take_complete()] == [t2]
+    assert buffer.add(_doc(t1, "00000000000000a3"))[0] == 0
