@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from analytics.db import RunlensError, resolve_db_path, writer
 from ingest.errors import IngestError, ProblemCollector
 from ingest.otlp import MAX_SPANS_PER_TRACE, group_traces, load_trace_mapping, parse_otlp
@@ -134,6 +136,11 @@ class TraceBuffer:
         self._dropped[trace_id] = self.clock()
         while len(self._dropped) > self.limits.max_open_traces:  # remembered ids are bounded too
             self._dropped.popitem(last=False)
+
+    def put_back(self, traces: list[tuple[str, bytes, bool]]) -> None:
+        """Buffer again traces that could not be written (within the limits, like new spans)."""
+        for _, line, _ in traces:
+            self.add(json.loads(line))
 
     def take_complete(self, *, everything: bool = False) -> list[tuple[str, bytes, bool]]:
         """Remove and return ``(trace id, OTLP/JSON line, has root)`` of every complete trace (all when
@@ -370,8 +377,15 @@ class Flusher:
             log.warning("%d trace(s) written without their root span (timed out or at shutdown)", len(partial))
         try:
             result = write_batch(self.db, traces, self.options)
-        except (RunlensError, OSError) as exc:
+        except IngestError as exc:  # cannot happen (each trace was validated alone); never retried
             log.error("could not write %d trace(s): %s", len(traces), exc)
+            return
+        except (RunlensError, OSError, duckdb.Error) as exc:  # the database is busy or unwritable: retry later
+            if everything:
+                log.error("could not write %d trace(s) at shutdown; they are lost: %s", len(traces), exc)
+                return
+            log.error("could not write %d trace(s), will retry: %s", len(traces), exc)
+            self.buffer.put_back(traces)
             return
         self.written += result.written
         for trace_id, why in result.rejected.items():

@@ -282,3 +282,25 @@ def test_limits_drop_whole_traces_with_a_log_line(caplog: pytest.LogCaptureFixtu
     clock.now = 61.0  # a dropped trace is forgotten after the trace timeout
     assert [t for t, _, _ in buffer.take_complete()] == [t2]
     assert buffer.add(_doc(t1, "00000000000000a3"))[0] == 0
+
+
+def test_a_batch_that_cannot_be_written_is_retried(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from ingest.otlp_receiver import Flusher
+
+    clock = FakeClock()
+    buffer = TraceBuffer(Limits(settle_s=1), clock)
+    trace = "4df7651916cd43dd8448eb211c80319c"
+    buffer.add(json.loads(_request(_span(trace, "00000000000000d0", score=0.25))))
+    unwritable = tmp_path / "a-folder"
+    unwritable.mkdir()
+    flusher = Flusher(unwritable, buffer, {})  # a folder is no database: the write fails
+    clock.now = 1.0
+    with caplog.at_level(logging.ERROR, logger="runlens.otlp"):
+        flusher.flush()
+    assert "could not write 1 trace(s), will retry" in caplog.text
+    assert buffer.n_open == 1
+    flusher.db = tmp_path / "db.duckdb"
+    clock.now = 2.0
+    flusher.flush()
+    assert flusher.written == 1
+    assert _snapshot(flusher.db, "SELECT score FROM attempts") == [(0.25,)]
