@@ -25,7 +25,16 @@ from typing import Any
 import yaml
 
 from ingest.errors import IngestError, ProblemCollector
-from ingest.otlp_conventions import STEP_KINDS, Evaluation, evaluations, llm_step, span_class, tool_step
+from ingest.otlp_conventions import (
+    LLM_TOKENS_IN,
+    LLM_TOKENS_OUT,
+    STEP_KINDS,
+    Evaluation,
+    evaluations,
+    llm_step,
+    span_class,
+    tool_step,
+)
 from ingest.otlp_decode import STATUS_ERROR, Span, is_json, proto_messages, read_spans
 
 MAPPINGS_DIR = Path(__file__).resolve().parent / "mappings" / "otlp"
@@ -430,8 +439,8 @@ def _attempt_record(
     record: dict[str, Any] = {
         "record": "attempt",
         "answer": answer,
-        "input_tokens": _sum(models, "input_tokens"),
-        "output_tokens": _sum(models, "output_tokens"),
+        "input_tokens": _first(_sum(models, "input_tokens"), _root_tokens(rest, LLM_TOKENS_IN)),
+        "output_tokens": _first(_sum(models, "output_tokens"), _root_tokens(rest, LLM_TOKENS_OUT)),
         "cost_usd": _sum(models, "cost_usd"),
         "latency_s": (root.end_ns - root.start_ns) / 1e9,
         "status": "crashed" if root.status_code == STATUS_ERROR else "completed",
@@ -446,6 +455,19 @@ def _attempt_record(
         record["error"] = root.status_message or "error"
     _apply_scores(record, evals, mapping, score_attr)
     return {k: v for k, v in record.items() if v is not None}
+
+
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def _root_tokens(rest: dict[str, Any], keys: tuple[str, ...]) -> int | None:
+    """Token counts an agent's root span carries itself (used only when no LLM span reports any)."""
+    for key in keys:
+        value = rest.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
 
 
 def _sum(steps: list[dict[str, Any]], key: str) -> Any:

@@ -262,3 +262,17 @@ def test_attempt_span_makes_each_agent_span_an_attempt(tmp_path: Path) -> None:
     )
     assert got == [("q0", 1.0, "lookup0", "agent"), ("q1", 0.0, "lookup1", "agent")]
     assert rows(db, "SELECT benchmark FROM runs") == [("qa",)]
+
+
+def test_root_token_counts_are_used_when_no_llm_span_has_any(tmp_path: Path) -> None:
+    root = _span_json(TRACE, "eee19b7ec3c1b174")
+    root["attributes"] += [
+        {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "1234"}},  # int64 as a string, as OTLP/JSON
+        {"key": "gen_ai.usage.output_tokens", "value": {"intValue": 56}},
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(root) + "\n")
+    db = tmp_path / "db.duckdb"
+    result = _ingest(db, path, fmt="otlp")
+    assert result.outcome == "ingested", result.error
+    assert rows(db, "SELECT input_tokens, output_tokens, n_steps FROM attempts") == [(1234, 56, 0)]
