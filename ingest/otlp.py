@@ -165,21 +165,23 @@ def _build(raw: dict[str, Any], where: str, label: str) -> TraceMapping:
 
 def detect_otlp(path: Path, head: bytes) -> bool:
     """OTLP/JSON (``"resourceSpans"`` near the start of a JSON object) or an OTLP protobuf file (``.pb``,
-    ``.binpb``, ``.otlp``, ``.proto``) whose first message parses as a trace request."""
+    ``.binpb``, ``.otlp``) whose first message parses as a trace request."""
     if is_json(head):
         start = head.lstrip()[:4096]
         return b'"resourceSpans"' in start or b'"resource_spans"' in start
-    if not path.name.lower().endswith((".pb", ".binpb", ".otlp", ".proto")):
+    if not path.name.lower().endswith((".pb", ".binpb", ".otlp")):
         return False
-    from ingest.otlp_decode import BadSpan, decode_proto_request
+    from ingest.otlp_decode import BadSpan, decode_proto_request, varint_messages
 
-    first = proto_messages(head)[0]
-    if len(first) >= len(head) and len(head) >= 65536:
-        return True  # a bare message larger than the head: trust the suffix, the parser reports problems
-    try:
-        return bool(decode_proto_request(first).get("resourceSpans"))
-    except BadSpan:
-        return False
+    if len(head) >= 65536:
+        return True  # the head may cut a message short: trust the suffix, the parser reports problems
+    for messages in (proto_messages(head), varint_messages(head) or []):
+        try:
+            if messages and decode_proto_request(messages[0]).get("resourceSpans"):
+                return True
+        except BadSpan:
+            continue
+    return False
 
 
 def fingerprint_otlp(path: Path, data: bytes, options: dict[str, Any]) -> dict[str, Any]:

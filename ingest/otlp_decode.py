@@ -7,7 +7,8 @@ What is accepted (docs/formats.md, "OpenTelemetry traces"):
   as strings or numbers; attribute values as ``AnyValue`` objects). A whole file holding one pretty-printed
   request is read too. snake_case keys and base64 ids (what protobuf's own ``json_format`` writes) are accepted.
 - **OTLP protobuf**: the Collector file exporter's ``format: proto`` (each message preceded by its length as a
-  4-byte big-endian unsigned integer), or one bare message (an OTLP/HTTP request body saved to a file).
+  4-byte big-endian unsigned integer), one bare message (an OTLP/HTTP request body saved to a file), or messages
+  each preceded by a varint length (protobuf's ``writeDelimitedTo``).
 
 The result is a list of :class:`Span` with the line (JSON) or message number (protobuf) each came from; nothing
 here knows about evaluation runs (see ``ingest.otlp``).
@@ -304,6 +305,9 @@ def decode_proto_request(message: bytes) -> dict[str, Any]:
     except (DecodeError, RuntimeWarning, ValueError) as exc:
         raise BadSpan("-", f"not an OTLP protobuf ExportTraceServiceRequest: {exc}") from None
     doc = MessageToDict(request, use_integers_for_enums=True)
+    if message and not doc.get("resourceSpans"):  # bytes that parse only as unknown fields are no trace request
+        raise BadSpan("-", "not an OTLP protobuf ExportTraceServiceRequest: no resourceSpans in it")
+    doc.setdefault("resourceSpans", [])
     for rs in doc.get("resourceSpans") or []:
         for ss in rs.get("scopeSpans") or []:
             for span in ss.get("spans") or []:
@@ -313,9 +317,41 @@ def decode_proto_request(message: bytes) -> dict[str, Any]:
     return doc
 
 
+def varint_messages(data: bytes) -> list[bytes] | None:
+    """The messages of a varint length-delimited stream (protobuf's ``writeDelimitedTo``), or None when the
+    prefixes do not tile the bytes exactly."""
+    messages: list[bytes] = []
+    offset = 0
+    while offset < len(data):
+        size, shift = 0, 0
+        while True:
+            if offset >= len(data) or shift > 63:
+                return None
+            byte = data[offset]
+            offset += 1
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        if offset + size > len(data):
+            return None
+        messages.append(data[offset : offset + size])
+        offset += size
+    return messages or None
+
+
 def _proto_spans(path: Path, data: bytes, problems: ProblemCollector) -> list[Span]:
+    messages = proto_messages(data)
+    if messages == [data]:  # not 4-byte framed: one bare message, else a varint-delimited stream
+        try:
+            return list(spans_of_request(decode_proto_request(data), 1))
+        except BadSpan as bad:
+            messages = varint_messages(data) or messages
+            if messages == [data]:
+                problems.add(f"{path}:1", bad.field, bad.reason)
+                return []
     spans: list[Span] = []
-    for number, message in enumerate(proto_messages(data), start=1):
+    for number, message in enumerate(messages, start=1):
         try:
             spans.extend(spans_of_request(decode_proto_request(message), number))
         except BadSpan as bad:

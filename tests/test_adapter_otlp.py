@@ -276,3 +276,31 @@ def test_root_token_counts_are_used_when_no_llm_span_has_any(tmp_path: Path) -> 
     result = _ingest(db, path, fmt="otlp")
     assert result.outcome == "ingested", result.error
     assert rows(db, "SELECT input_tokens, output_tokens, n_steps FROM attempts") == [(1234, 56, 0)]
+
+
+def _varint(n: int) -> bytes:
+    out = b""
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out += bytes([byte | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def test_bare_and_varint_delimited_protobuf(tmp_path: Path, json_db: Path, spans: list[ReadableSpan]) -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from tests.otlp_producer import by_trace
+
+    messages = [encode_spans(group).SerializeToString() for group in by_trace(spans)]
+    sql = "SELECT run_id, task_id, sample, score, input_tokens, n_steps FROM attempts ORDER BY ALL"
+    for name, data in (
+        ("bare.binpb", encode_spans(spans).SerializeToString()),  # one request body, all traces
+        ("delimited.pb", b"".join(_varint(len(m)) + m for m in messages)),
+    ):
+        path = tmp_path / name
+        path.write_bytes(data)
+        db = tmp_path / f"{name}.duckdb"
+        result = _ingest(db, path)
+        assert (result.outcome, result.format) == ("ingested", "otlp"), result.error
+        assert rows(db, sql) == rows(json_db, sql)
