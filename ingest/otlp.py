@@ -90,12 +90,15 @@ def _read_yaml(path: Path, where: str) -> dict[str, Any]:
     return raw
 
 
-def load_trace_mapping(spec: str | None, *, where: str = "--mapping") -> TraceMapping:
-    """The default mapping, overridden by a shipped name, a YAML file, or inline ``field=attribute,...``.
+def load_trace_mapping(spec: str | TraceMapping | None, *, where: str = "--mapping") -> TraceMapping:
+    """The default mapping, overridden by a shipped name, a YAML file, or inline ``field=attribute,...`` (a mapping
+    already loaded is returned as it is).
 
     Raises:
         IngestError: the spec names no mapping, or the mapping is malformed.
     """
+    if isinstance(spec, TraceMapping):
+        return spec
     raw = _read_yaml(shipped_trace_mappings()["default"], where)
     if spec:
         shipped = shipped_trace_mappings()

@@ -302,40 +302,56 @@ def _validate(path: Path, data: bytes, known: Known, options: dict[str, Any]) ->
     return bundle, problems
 
 
+def _batch_file(traces: list[tuple[str, bytes]]) -> tuple[Path, bytes]:
+    """The OTLP/JSON lines of a batch and the name it is logged under (``ingest_log``)."""
+    data = b"\n".join(line for _, line in traces) + b"\n"
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    return Path(f"otlp-http/{stamp}-{hashlib.sha256(data).hexdigest()[:12]}.jsonl"), data
+
+
 def write_batch(db: Path, traces: list[tuple[str, bytes, bool]], options: dict[str, Any]) -> BatchResult:
     """Write complete traces in one transaction through the writer (which publishes the read snapshot).
 
-    Each trace is validated on its own first; one that fails is logged and left out of the batch.
+    Traces already stored are skipped. When the batch fails validation, each trace is validated on its own; those
+    at fault are left out (and reported), the others are written.
     """
     result = BatchResult()
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     with writer(db) as con:
         known = load_known(con)
         stored = _stored_traces(con, [t for t, _, _ in traces])
-        good = []
-        for trace_id, line, _ in traces:
-            if trace_id in stored:
-                result.already += 1
-                continue
-            _, problems = _validate(Path(f"otlp-http/{trace_id}"), line, known, options)
-            if problems:
-                result.rejected[trace_id] = "; ".join(str(p) for p in problems.problems[:3])
-                continue
-            good.append(line)
-        if not good:
+        fresh = [(t, line) for t, line, _ in traces if t not in stored]
+        result.already = len(traces) - len(fresh)
+        if not fresh:
             return result
-        data = b"\n".join(good) + b"\n"
-        digest = hashlib.sha256(data).hexdigest()
-        path = Path(f"otlp-http/{stamp}-{digest[:12]}.jsonl")
+        path, data = _batch_file(fresh)
         bundle, problems = _validate(path, data, known, options)
-        problems.raise_if_any()  # each trace passed alone; together they cannot fail (guarded all the same)
+        if problems:
+            fresh = _isolate(fresh, known, options, result)
+            if not fresh:
+                return result
+            path, data = _batch_file(fresh)
+            bundle, problems = _validate(path, data, known, options)
+            problems.raise_if_any()  # each trace passed alone; together they cannot fail (guarded all the same)
         bundle.freeze()
-        started = _utcnow()
-        prepared = Prepared(str(path), "otlp", started, digest, bundle)
+        prepared = Prepared(str(path), "otlp", _utcnow(), hashlib.sha256(data).hexdigest(), bundle)
         if commit_prepared(con, prepared, known) is None:
             raise RunlensError(f"{path}: batch inconsistent with the database it was validated against")
-        result.written = len(good)
+        result.written = len(fresh)
     return result
+
+
+def _isolate(
+    traces: list[tuple[str, bytes]], known: Known, options: dict[str, Any], result: BatchResult
+) -> list[tuple[str, bytes]]:
+    """The traces that pass validation on their own; the others go to ``result.rejected`` with their reasons."""
+    good = []
+    for trace_id, line in traces:
+        _, problems = _validate(Path(f"otlp-http/{trace_id}"), line, known, options)
+        if problems:
+            result.rejected[trace_id] = "; ".join(str(p) for p in problems.problems[:3])
+        else:
+            good.append((trace_id, line))
+    return good
 
 
 def _utcnow() -> dt.datetime:
@@ -510,12 +526,13 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    options = {k: v for k, v in (("mapping", args.mapping), ("benchmark", args.benchmark)) if v}
-    try:
-        load_trace_mapping(args.mapping)
+    try:  # loaded once, not per batch; a bad mapping stops the receiver before it listens
+        options: dict[str, Any] = {"mapping": load_trace_mapping(args.mapping)}
     except IngestError as exc:
         print(f"python -m ingest serve-otlp: {exc}", flush=True)
         return 2
+    if args.benchmark:
+        options["benchmark"] = args.benchmark
     limits = Limits(
         settle_s=args.settle,
         trace_timeout_s=args.trace_timeout,

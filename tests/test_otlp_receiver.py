@@ -304,3 +304,24 @@ def test_a_batch_that_cannot_be_written_is_retried(tmp_path: Path, caplog: pytes
     flusher.flush()
     assert flusher.written == 1
     assert _snapshot(flusher.db, "SELECT score FROM attempts") == [(0.25,)]
+
+
+def test_a_bad_trace_is_left_out_and_the_rest_of_its_batch_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from ingest.otlp_receiver import Flusher
+
+    clock = FakeClock()
+    buffer = TraceBuffer(Limits(settle_s=1), clock)
+    good, bad = "5ef7651916cd43dd8448eb211c80319c", "6af7651916cd43dd8448eb211c80319c"
+    buffer.add(
+        json.loads(_request(_span(good, "00000000000000e0", score=1.0), _span(bad, "00000000000000e1", score=None)))
+    )
+    flusher = Flusher(tmp_path / "db.duckdb", buffer, {})
+    clock.now = 1.0
+    with caplog.at_level(logging.WARNING, logger="runlens.otlp"):
+        flusher.flush()
+    assert flusher.written == 1
+    assert f"trace {bad} not written" in caplog.text and "has no score" in caplog.text
+    got = _snapshot(flusher.db, "SELECT json_extract_string(extra, '$.trace_id'), score FROM attempts")
+    assert got == [(good, 1.0)]
