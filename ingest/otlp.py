@@ -367,6 +367,7 @@ def build_attempt(
 ) -> Attempt:
     """The attempt record (without run, task and sample numbers resolved) of one attempt root and its spans."""
     steps, evals = _steps_and_evaluations(spans)
+    others = [_span_summary(s) for s in spans if s is not root and span_class(s) not in STEP_KINDS]
     agent = options.get("agent") or _lookup("agent", root, spans, mapping) or root.resource.get("service.name")
     version = _lookup("agent_version", root, spans, mapping)
     run_id = options.get("run_id") or _lookup("run_id", root, spans, mapping)
@@ -377,6 +378,8 @@ def build_attempt(
         task_id = trace.trace_id if not mapping.attempt_span else f"{trace.trace_id}:{root.span_id}"
     sample = _lookup("sample", root, spans, mapping)
     record = _attempt_record(trace, root, steps, evals, mapping, _lookup("score", root, spans, mapping))
+    if others:
+        record["other_spans"] = others
     passed = _lookup("passed", root, spans, mapping)
     if isinstance(passed, bool):
         record["passed"] = passed
@@ -399,6 +402,22 @@ def build_attempt(
     )
 
 
+def _span_summary(span: Span) -> dict[str, Any]:
+    """A span that is neither the root nor a step, kept whole (its attributes are not dropped)."""
+    summary = {
+        "name": span.name,
+        "span_id": span.span_id,
+        "parent_span_id": span.parent_id,
+        "span_kind": span_class(span),
+        "latency_s": (span.end_ns - span.start_ns) / 1e9,
+        "attributes": span.attrs or None,
+        "status": {2: "error", 1: "ok"}.get(span.status_code),
+        "status_message": span.status_message or None,
+        "events": [{"name": n, "attributes": a} for n, _, a in span.events] or None,
+    }
+    return {k: v for k, v in summary.items() if v is not None}
+
+
 def _date(ns: int) -> str | None:
     if ns <= 0:
         return None
@@ -418,7 +437,7 @@ def _steps_and_evaluations(spans: list[Span]) -> tuple[list[dict[str, Any]], lis
         elif cls in STEP_KINDS:
             step = tool_step(span, cls)
         else:
-            continue
+            continue  # agent, chain, evaluator and other spans: kept whole in the attempt's extra (other_spans)
         step["round"] = max(rnd, 1)
         steps.append(step)
     last_llm = max((i for i, s in enumerate(steps) if s["kind"] == "model"), default=None)

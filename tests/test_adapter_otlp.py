@@ -93,6 +93,13 @@ def test_step_details_errors_and_unknown_attributes(json_db: Path) -> None:
     assert json.loads(extra)["attributes"] == {"weather.provider": "met-office"}
     [(attempt_extra,)] = rows(json_db, "SELECT extra::VARCHAR FROM attempts WHERE sample = 1")
     assert json.loads(attempt_extra)["attributes"]["customer.tier"] == "gold"
+    # spans that are neither root nor step (here the EVALUATOR span) are kept whole in the attempt's extra
+    [(first_extra,)] = rows(
+        json_db, "SELECT extra::VARCHAR FROM attempts WHERE sample = 0 AND task_id = 'weather-paris'"
+    )
+    [evaluator] = json.loads(first_extra)["other_spans"]
+    assert (evaluator["name"], evaluator["span_kind"]) == ("eval.correctness", "evaluator")
+    assert evaluator["attributes"]["evaluation.label"] == "correct"
     [(answer, status)] = rows(json_db, "SELECT answer, status FROM attempts WHERE run_id = 'travel-agent@0.3'")
     assert (answer, status) == ("Take AF12 at 09:40.", "completed")
 
