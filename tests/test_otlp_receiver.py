@@ -139,7 +139,10 @@ def test_json_payload_and_a_resent_trace_are_stored_once(receiver: Receiver) -> 
     assert receiver.post(body).status_code == 200
     _wait_for(receiver.db, TRACE_IDS_SQL, [ids], 1, receiver)
     assert receiver.post(gzip.compress(body), **{"Content-Encoding": "gzip"}).status_code == 200  # a retry
-    time.sleep(1.0)  # settle + flush: the retry is seen as already stored
+    deadline = time.monotonic() + 30
+    while "1 trace(s) already stored" not in receiver.log() and time.monotonic() < deadline:
+        time.sleep(0.1)  # settle + flush: the retry is seen as already stored
+    assert "1 trace(s) already stored" in receiver.log()
     assert _snapshot(receiver.db, TRACE_IDS_SQL, [ids]) == [(1,)]
     # a new trace of the same run and task becomes the next sample
     samples = _snapshot(receiver.db, "SELECT sample FROM attempts WHERE task_id = 'flight-nyc' ORDER BY sample")
