@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -311,3 +312,17 @@ def test_bare_and_varint_delimited_protobuf(tmp_path: Path, json_db: Path, spans
         result = _ingest(db, path)
         assert (result.outcome, result.format) == ("ingested", "otlp"), result.error
         assert rows(db, sql) == rows(json_db, sql)
+
+
+def test_drilldown_and_leaderboard_show_a_trace(json_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pages read traces like any attempt: the drilldown lists the GenAI trace's steps and its tool error."""
+    from tests.apptest import open_page
+
+    db = tmp_path / "pages.duckdb"
+    shutil.copy(json_db, db)  # a private copy: the app may publish its snapshot beside it
+    at = open_page("pages/drilldown.py", db, monkeypatch, run="travel-agent@0.3", task="flight-nyc", sample="0")
+    assert {m.label: m.value for m in at.metric}["Steps / tool calls"] == "4 / 2"
+    shown = " ".join(str(t.value) for t in at.text)
+    assert "search_flights" in shown and "upstream timed out" in shown
+    board = open_page("pages/leaderboard.py", db, monkeypatch, benchmark="otel")
+    assert any("support-agent" in df.value.to_csv() for df in board.dataframe)
