@@ -37,6 +37,12 @@ GENAI_OPS = {
     "create_agent": "agent",
 }
 STEP_KINDS = ("llm", "tool", "retriever")
+LEGACY_REQUEST_TYPE = "llm.request.type"
+LEGACY_KIND = "traceloop.span.kind"
+LEGACY_KINDS = {"tool": "tool", "agent": "agent", "workflow": "chain", "task": "chain"}
+# the earlier GenAI message attributes, flattened: gen_ai.completion.0.content, gen_ai.prompt.1.role, ...
+_LEGACY_MESSAGE = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
+_LEGACY_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(name|arguments|id)$")
 # OpenInference flattens lists: llm.output_messages.0.message.tool_calls.1.tool_call.function.name
 _OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 _OI_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
@@ -67,7 +73,10 @@ def span_class(span: Span) -> str:
     op = span.attrs.get(GENAI_OP)
     if isinstance(op, str) and op in GENAI_OPS:
         return GENAI_OPS[op]
-    return "other"
+    # the earlier GenAI attributes (still written by OpenLLMetry): llm.request.type and traceloop.span.kind
+    if span.attrs.get(LEGACY_REQUEST_TYPE) in ("chat", "completion"):
+        return "llm"
+    return LEGACY_KINDS.get(str(span.attrs.get(LEGACY_KIND)), "other")
 
 
 def _take(rest: dict[str, Any], *keys: str) -> Any:
@@ -176,6 +185,33 @@ def genai_messages(rest: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return out
 
 
+def legacy_messages(rest: dict[str, Any], direction: str) -> list[dict[str, Any]]:
+    """The earlier GenAI ``gen_ai.<prompt|completion>.N.{role,content,tool_calls.M.*}`` attributes as
+    ``[{role, content, tool_calls}]`` (keys removed)."""
+    messages: dict[int, dict[str, Any]] = {}
+    for key in [k for k in rest if k.startswith(f"gen_ai.{direction}.")]:
+        match = _LEGACY_MESSAGE.match(key)
+        if match is None:
+            continue
+        value = rest.pop(key)
+        msg = messages.setdefault(int(match.group(2)), {})
+        call = _LEGACY_TOOL_CALL.match(match.group(3))
+        if call is not None:
+            msg.setdefault("_calls", {}).setdefault(int(call.group(1)), {})[call.group(2)] = value
+        elif match.group(3) in ("role", "content"):
+            msg[match.group(3)] = value
+    out = []
+    for _, msg in sorted(messages.items()):
+        calls = msg.pop("_calls", {})
+        if calls:
+            msg["tool_calls"] = [
+                _drop_none({"name": c.get("name"), "arguments": _json_or_text(c.get("arguments")), "id": c.get("id")})
+                for _, c in sorted(calls.items())
+            ]
+        out.append(msg)
+    return out
+
+
 def span_error(span: Span, rest: dict[str, Any]) -> str | None:
     """The span's error: its ERROR status message, its exception events, or the GenAI ``error.type``."""
     parts = []
@@ -195,8 +231,15 @@ def llm_step(span: Span, *, keep_input: bool) -> dict[str, Any]:
     """A native ``model`` step from an LLM span: output text, requested tool calls, tokens, model, latency."""
     rest = dict(span.attrs)
     _take(rest, OI_KIND, GENAI_OP)
-    inputs = oi_messages(rest, "input") or genai_messages(rest, "gen_ai.input.messages")
-    outputs = oi_messages(rest, "output") or genai_messages(rest, "gen_ai.output.messages")
+    inputs = (
+        oi_messages(rest, "input") or genai_messages(rest, "gen_ai.input.messages") or legacy_messages(rest, "prompt")
+    )
+    outputs = (
+        oi_messages(rest, "output")
+        or genai_messages(rest, "gen_ai.output.messages")
+        or legacy_messages(rest, "completion")
+    )
+    _take(rest, LEGACY_REQUEST_TYPE)
     out_text = "\n".join(str(m["content"]) for m in outputs if m.get("content")) or None
     input_value, output_value = _take(rest, "input.value"), _take(rest, "output.value")
     _take(rest, "input.mime_type", "output.mime_type")
@@ -230,9 +273,10 @@ def tool_step(span: Span, cls: str) -> dict[str, Any]:
     """A native ``tool_call`` step from a tool (or retriever) span: tool name, arguments, result, error."""
     rest = dict(span.attrs)
     _take(rest, OI_KIND, GENAI_OP)
-    name = _take(rest, "tool.name", "gen_ai.tool.name") or span.name or cls
-    args = _take(rest, "gen_ai.tool.call.arguments", "input.value")
-    result = _take(rest, "gen_ai.tool.call.result", "output.value")
+    _take(rest, LEGACY_KIND)
+    name = _take(rest, "tool.name", "gen_ai.tool.name", "traceloop.entity.name") or span.name or cls
+    args = _take(rest, "gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input")
+    result = _take(rest, "gen_ai.tool.call.result", "output.value", "traceloop.entity.output")
     if result is None and cls == "retriever":
         docs = sorted(k for k in rest if k.startswith("retrieval.documents."))
         result = json.dumps({k: rest.pop(k) for k in docs}, ensure_ascii=False) if docs else None

@@ -326,3 +326,58 @@ def test_drilldown_and_leaderboard_show_a_trace(json_db: Path, tmp_path: Path, m
     assert "search_flights" in shown and "upstream timed out" in shown
     board = open_page("pages/leaderboard.py", db, monkeypatch, benchmark="otel")
     assert any("support-agent" in df.value.to_csv() for df in board.dataframe)
+
+
+def test_earlier_genai_attributes_as_openllmetry_writes_them(tmp_path: Path) -> None:
+    """gen_ai.prompt.N.* / gen_ai.completion.N.* with llm.request.type and traceloop.span.kind (OpenLLMetry)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import set_span_in_context
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("t")
+    root = tracer.start_span("qa.workflow", attributes={"traceloop.span.kind": "workflow", "eval.score": 1.0})
+    ctx = set_span_in_context(root)
+    llm_attrs: dict[str, Any] = {
+        "llm.request.type": "chat",
+        "gen_ai.system": "openai",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.prompt.0.role": "user",
+        "gen_ai.prompt.0.content": "Who wrote Dune?",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.tool_calls.0.name": "lookup",
+        "gen_ai.completion.0.tool_calls.0.arguments": '{"q": "Dune"}',
+        "gen_ai.usage.prompt_tokens": 11,
+        "gen_ai.usage.completion_tokens": 7,
+    }
+    tracer.start_span("openai.chat", context=ctx, attributes=llm_attrs).end()
+    tool_attrs = {
+        "traceloop.span.kind": "tool",
+        "traceloop.entity.name": "lookup",
+        "traceloop.entity.input": '{"q": "Dune"}',
+        "traceloop.entity.output": "Frank Herbert",
+    }
+    tracer.start_span("lookup.tool", context=ctx, attributes=tool_attrs).end()
+    final_attrs = {
+        "llm.request.type": "chat",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.content": "Frank Herbert.",
+        "gen_ai.usage.prompt_tokens": 20,
+        "gen_ai.usage.completion_tokens": 4,
+    }
+    tracer.start_span("openai.chat", context=ctx, attributes=final_attrs).end()
+    root.end()
+    path = tmp_path / "legacy.jsonl"
+    path.write_bytes(otlp_json_lines(memory.get_finished_spans()))
+    db = tmp_path / "db.duckdb"
+    result = _ingest(db, path)
+    assert result.outcome == "ingested", result.error
+    got = rows(db, "SELECT kind, tool, args::VARCHAR, result, content FROM steps ORDER BY step")
+    assert [(k, t) for k, t, *_ in got] == [("model", None), ("tool_call", "lookup"), ("final", None)]
+    assert json.loads(got[1][2]) == {"q": "Dune"} and got[1][3] == "Frank Herbert"
+    assert rows(db, "SELECT input_tokens, output_tokens, answer, score FROM attempts") == [
+        (31, 11, "Frank Herbert.", 1.0)
+    ]
