@@ -395,11 +395,20 @@ def build_attempt(
         benchmark=str(benchmark),
         run_id=str(run_id),
         task_id=str(task_id),
-        sample=sample if isinstance(sample, int) and not isinstance(sample, bool) else None,
+        sample=_sample(sample),
         start_ns=root.start_ns,
         run=run,
         record=record,
     )
+
+
+def _sample(value: Any) -> int | None:
+    """A sample number from an attribute (an integer, or its decimal text); None when it is neither."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
 
 
 def _span_summary(span: Span) -> dict[str, Any]:
