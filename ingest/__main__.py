@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("--agent", "agent name"),
         ("--benchmark", "benchmark name"),
         ("--run-id", "run id"),
-        ("--scorer", "Inspect scorer whose value is the score"),
+        ("--scorer", "Inspect scorer, or lm-eval metric[,filter], whose value is the score"),
+        ("--scores", "CSV of scores joined by trace_id (otlp)"),
     ):
         parser.add_argument(
             flag, help=f"{what} for adapters that cannot read it from the file (inspect, openai-messages, csv-wide)"
@@ -52,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; exit 0 when every file went in (or was already in), 2 when any was rejected."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve-otlp"]:  # the live OTLP receiver (docs/formats.md)
+        from ingest.otlp_receiver import main as serve_otlp
+
+        return serve_otlp(argv[1:])
     args = build_parser().parse_args(argv)
     if not args.paths and not args.demo:
         build_parser().print_usage(sys.stderr)
@@ -72,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("benchmark", args.benchmark),
                 ("run_id", args.run_id),
                 ("scorer", args.scorer),
+                ("scores", args.scores),
             )
             if v
         }

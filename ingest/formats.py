@@ -15,8 +15,10 @@ from ingest.csv_long import detect_csv_long, fingerprint_csv_long, parse_csv_lon
 from ingest.csv_wide import detect_csv_wide, fingerprint_csv_wide, parse_csv_wide
 from ingest.errors import ProblemCollector
 from ingest.inspect_log import detect_inspect, parse_inspect
+from ingest.lm_eval import detect_lm_eval, fingerprint_lm_eval, parse_lm_eval
 from ingest.native import detect_native, parse_native
 from ingest.openai_messages import detect_openai_messages, parse_openai_messages
+from ingest.otlp import detect_otlp, fingerprint_otlp, parse_otlp
 
 Records = Iterator[tuple[str, dict[str, Any]]]
 Parser = Callable[..., Records]
@@ -57,6 +59,10 @@ FORMATS: dict[str, Format] = {
     "csv": Format("csv", detect_csv_long, parse_csv_long, (".csv", ".tsv"), fingerprint=fingerprint_csv_long),
     "swebench": Format("swebench", *swebench_format_parts()[:2], (".csv",), fingerprint=swebench_format_parts()[2]),
     "csv-wide": Format("csv-wide", detect_csv_wide, parse_csv_wide, (".csv", ".tsv"), fingerprint=fingerprint_csv_wide),
+    "otlp": Format(
+        "otlp", detect_otlp, parse_otlp, (".jsonl", ".json", ".pb", ".binpb", ".otlp"), fingerprint=fingerprint_otlp
+    ),
+    "lm-eval": Format("lm-eval", detect_lm_eval, parse_lm_eval, (".json", ".jsonl"), fingerprint=fingerprint_lm_eval),
     "native": Format("native", detect_native, _no_options(parse_native), (".jsonl", ".ndjson")),
 }
 
