@@ -403,10 +403,10 @@ def _svi(arrays: Arrays, settings: IrtSettings, seed: int, progress: ProgressFn 
         prior_sd_ability=settings.prior_sd,
         prior_sd_difficulty=settings.prior_sd,
     )
-    optim = pyro.optim.ExponentialLR(
+    optim = pyro.optim.ExponentialLR(  # type: ignore[attr-defined]
         {
             "optimizer": torch.optim.Adam,
-            "optim_args": {"lr": settings.lr},  # type: ignore[attr-defined]
+            "optim_args": {"lr": settings.lr},
             "gamma": settings.lr_decay,
         }
     )
