@@ -37,9 +37,10 @@ case "${1:-app}" in
     install
     install_browser
     shift || true
-    # Lint and format first: cheap, and the house style asks for both (ruff check, ruff format).
+    # Lint, format and types first: cheap, and the house style asks for them (ruff check, ruff format, mypy).
     .venv/bin/ruff check --quiet .
     .venv/bin/ruff format --check --quiet .
+    .venv/bin/mypy  # analytics/ and ingest/ (pyproject.toml)
     # pytest exits 5 when it collected no test: that is a failure here, like any other non-zero exit.
     exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@" ;;
   *)
