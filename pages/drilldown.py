@@ -12,6 +12,7 @@ import streamlit as st
 
 from analytics import rules
 from analytics import trajectory as tr
+from ui import review
 from ui.common import cached, download_buttons, empty_state, page_setup, query_param, show_fig
 
 PAGE_SIZES = (10, 25, 50, 100)
@@ -206,6 +207,10 @@ with side:
     else:
         st.dataframe(findings, hide_index=True, key="dd_findings", width="stretch")
         download_buttons(findings, f"findings-{run_id}-{task_id}-{sample}", key="dd_findings_dl")
+    st.subheader("Human reviews")  # beside the log's labels, rule findings and judge verdicts above
+    review.reviews_table(attempt_id, key="dd_reviews")
+    with st.expander("Review this attempt"):
+        review.review_form(attempt_id, key="dd_review")
 
 
 def _jump(page: int) -> None:
