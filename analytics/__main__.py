@@ -28,6 +28,7 @@ REPORTS: dict[str, str] = {
     "irt": "analytics.irt",
     "export-parquet": "analytics.parquet",
     "search": "analytics.search",
+    "clusters": "analytics.clusters",
 }
 
 
