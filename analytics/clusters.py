@@ -278,3 +278,28 @@ def cli(args: argparse.Namespace, *, embed: Callable[..., int] | None = None) ->
     for r in clusters.summary.itertuples():
         print(f"{r.cluster_id:>3}  {r.n_attempts:>5}  {r.share_of_failures:6.1%}  {r.label}")
     return 0
+
+
+def by_run_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    """Long frame (cluster_id, label, run_id, n_attempts) of each cluster's size per run."""
+    rows = [
+        (int(r.cluster_id), r.label, run, int(n)) for r in summary.itertuples() for run, n in dict(r.by_run).items()
+    ]
+    return pd.DataFrame(rows, columns=["cluster_id", "label", "run_id", "n_attempts"])
+
+
+def fig_clusters_by_run(long: pd.DataFrame) -> Any:
+    """Stacked bars: failed attempts per run, split by cluster (a fix shows as its cluster shrinking)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for (cid, label), g in long.groupby(["cluster_id", "label"], sort=True):
+        fig.add_bar(
+            x=g["run_id"],
+            y=g["n_attempts"],
+            name=f"{cid}: {label}"[:60],
+            customdata=np.column_stack([g["run_id"], np.full(len(g), cid)]),
+            hovertemplate="run %{x}<br>%{y} failed attempts<extra>%{fullData.name}</extra>",
+        )
+    fig.update_layout(barmode="stack", xaxis_title="run", yaxis_title="failed attempts", legend_title="cluster")
+    return fig
