@@ -58,6 +58,8 @@ def test_drilldown_review_panel_refuses_without_a_verdict(
     at.radio(key="dd_review_verdict").set_value("correct")
     at.button(key="dd_review_save").click().run()
     assert [r[:2] for r in _reviews(db)] == [("Zoe", "correct")]
+    shown = next(d.value for d in at.dataframe if "reviewer" in d.value.columns)
+    assert "Zoe" in set(shown["reviewer"])  # the table above the form shows the new review at once
 
 
 def test_errors_page_says_how_far_the_judge_is_trusted(review_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -38,6 +38,9 @@ def name_input(*, key: str) -> str:
 
 def review_form(attempt_id: int, *, key: str) -> None:
     """Verdict, error codes and a note for one attempt, saved as a review with the reviewer and the time (UTC)."""
+    flash = st.session_state.pop(f"{key}_flash", None)
+    if flash:
+        st.success(flash)
     name_input(key=f"{key}_name")
     with st.form(key=f"{key}_form", clear_on_submit=True):
         verdict = st.radio("Verdict", rv.VERDICTS, index=None, horizontal=True, key=f"{key}_verdict")
@@ -57,8 +60,9 @@ def review_form(attempt_id: int, *, key: str) -> None:
             )
         except ReviewError as exc:
             st.error(str(exc))
-        else:
-            st.success(f"Review #{rid} saved as {reviewer()}: {verdict}.")
+        else:  # rerun so the reviews table and the queue drawn above show the new review
+            st.session_state[f"{key}_flash"] = f"Review #{rid} saved as {reviewer()}: {verdict}."
+            st.rerun()
 
 
 def reviews_table(attempt_id: int, *, key: str) -> None:
