@@ -67,6 +67,7 @@ items = cached(rv.review_queue, queue=queue, reviewer=review.reviewer(), **filte
 if items.empty:
     empty_state("Nothing in this queue for the current filters.")
 st.dataframe(_with_links(items), hide_index=True, key="rv_items", width="stretch", column_config=LINK)
+download_buttons(items, f"review-queue-{queue}", key="rv_items_dl")
 labels = {
     int(r.attempt_id): f"{r.run_id} · {r.task_id} · sample {int(r.sample)}"
     + (" · reviewed" if r.is_reviewed_by_me else "")
