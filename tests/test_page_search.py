@@ -38,7 +38,8 @@ def test_search_page_without_query_explains(search_db: Path, monkeypatch: pytest
 
 def test_drilldown_marks_the_hit_step(search_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_page("pages/drilldown.py", search_db, monkeypatch, run="r-a", task="T1", sample="0", step="2")
-    marks = [m.value for m in at.markdown if "search hit" in m.value]
-    assert len(marks) == 1
+    values = [m.value for m in at.markdown]
+    marks = [i for i, v in enumerate(values) if "search hit" in v]
+    assert len(marks) == 1 and values[marks[0] + 1] == "**Step 2**"  # the badge heads step 2's box
     texts = [t.value for t in at.text]
     assert any("hello (world)" in t for t in texts)
