@@ -27,6 +27,8 @@ REPORTS: dict[str, str] = {
     "gem-metrics": "analytics.embeddings",
     "irt": "analytics.irt",
     "export-parquet": "analytics.parquet",
+    "search": "analytics.search",
+    "clusters": "analytics.clusters",
 }
 
 

@@ -12,6 +12,7 @@ import streamlit as st
 
 from analytics import rules
 from analytics import trajectory as tr
+from ui import review
 from ui.common import cached, download_buttons, empty_state, page_setup, query_param, show_fig
 
 PAGE_SIZES = (10, 25, 50, 100)
@@ -39,6 +40,10 @@ if ss.get("dd_link") != link:
         ss.dd_page = 1
     elif link[0]:
         st.warning("The linked run is not in the database; pick one below.")
+hit = (*link, query_param("step"))  # a search hit (pages/search.py): its step is marked and its page shown
+if ss.get("dd_hit") != hit and (hit[3] or "").isdigit():
+    ss.dd_page = int(hit[3]) // (ss.get("dd_size") or 25) + 1
+ss.dd_hit = hit
 
 
 def _valid(key: str, options: list, fallback: object) -> None:
@@ -202,6 +207,10 @@ with side:
     else:
         st.dataframe(findings, hide_index=True, key="dd_findings", width="stretch")
         download_buttons(findings, f"findings-{run_id}-{task_id}-{sample}", key="dd_findings_dl")
+    st.subheader("Human reviews")  # beside the log's labels, rule findings and judge verdicts above
+    review.reviews_table(attempt_id, key="dd_reviews")
+    with st.expander("Review this attempt"):
+        review.review_form(attempt_id, key="dd_review")
 
 
 def _jump(page: int) -> None:
@@ -212,6 +221,8 @@ def _step(raw: pd.Series, marks: pd.DataFrame) -> None:
     """One step of the timeline: header, arguments, content, result (folded when long), findings."""
     row = {k: (None if pd.isna(v) else v) for k, v in raw.items()}
     with st.container(border=True):
+        if ss.dd_hit[:3] == (run_id, task_id, str(sample)) and ss.dd_hit[3] == str(int(row["step"])):
+            st.markdown(":blue-badge[:material/search: search hit]")
         head, meta, badge = st.columns([1, 4, 2])
         head.markdown(f"**Step {int(row['step'])}**")
         tokens = (

@@ -6,6 +6,7 @@ import streamlit as st
 from analytics import errors as err
 from analytics import judge as jg
 from analytics import llm
+from analytics import review as rv
 from ui.common import (
     cached,
     download_buttons,
@@ -37,6 +38,13 @@ else:
         f"verdicts stored for {filters.benchmark}. Run `python -m analytics judge --benchmark "
         f"{filters.benchmark} --failed-only` to add judge labels."
     )
+
+# how far the judge can be trusted, before its distributions (agreement with human reviews, pages/review.py)
+trust = cached(rv.agreement, **filters.as_kwargs())
+st.info(rv.trust_sentence(trust.verdicts, trust.n_reviewed), icon=":material/balance:")
+st.page_link(
+    "pages/review.py", label="Review attempts; see where judge and humans disagree", icon=":material/rate_review:"
+)
 
 if "err_sources" not in ss:  # shareable choices start from the URL: errors?err_sources=label,judge&err_facet=level
     ss.err_sources = [s for s in (query_param("err_sources") or "").split(",") if s in err.SOURCES] or list(err.SOURCES)

@@ -189,11 +189,13 @@ def selected_custom_data(event: Any) -> list[Any]:
     return [p.get("customdata") for p in points if p.get("customdata") is not None]
 
 
-def drilldown_url(run_id: str, task_id: str, sample: int | None = None) -> str:
-    """Relative link to the drilldown page for one attempt."""
+def drilldown_url(run_id: str, task_id: str, sample: int | None = None, *, step: int | None = None) -> str:
+    """Relative link to the drilldown page for one attempt (and a step to highlight)."""
     from urllib.parse import urlencode
 
     params: dict[str, Any] = {"run": run_id, "task": task_id}
     if sample is not None:
         params["sample"] = int(sample)
+    if step is not None:
+        params["step"] = int(step)
     return "drilldown?" + urlencode(params)

@@ -174,6 +174,9 @@ def navigation_pages() -> dict[str, list[st.Page]]:
         "Analysis": [
             st.Page("pages/errors.py", title="Errors", icon=":material/bug_report:", url_path="errors"),
             st.Page("pages/drilldown.py", title="Drilldown", icon=":material/manage_search:", url_path="drilldown"),
+            st.Page("pages/search.py", title="Search", icon=":material/search:", url_path="search"),
+            st.Page("pages/clusters.py", title="Failure clusters", icon=":material/hub:", url_path="clusters"),
+            st.Page("pages/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
             st.Page("pages/diff.py", title="Version diff", icon=":material/compare_arrows:", url_path="diff"),
             st.Page("pages/gem.py", title="GEM-Bench", icon=":material/campaign:", url_path="gem"),
         ],

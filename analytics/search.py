@@ -1,0 +1,300 @@
+"""search: transcript search across answers, step contents, tool arguments and tool results.
+
+Definitions (docs/failure_analysis.md):
+    * ``phrase`` (default): the query, case-insensitively, as one substring (``"rate limit"`` finds
+      ``Rate limit exceeded``); every character is literal, so ``50%``, ``a_b`` and quotes need no escaping;
+    * ``words``: every word of the query, as a whole word (RE2 ``\\b``), in any order, in the same field;
+    * ``regex``: an RE2 regular expression (DuckDB's regexp functions use RE2, which runs in linear time, so a
+      user's pattern cannot backtrack catastrophically); at most ``MAX_QUERY_CHARS`` characters;
+      case-sensitive unless it starts with ``(?i)``.
+    * fields: the attempt's final ``answer`` (``step`` is null), and per step ``content``, ``args`` (the JSON
+      text), ``result`` (inline, or the long result stored once in ``texts``) and ``error``;
+    * ``n_attempts``: distinct attempts with at least one hit (all of them, not only the hits listed);
+      ``hits``: one row per (attempt, step, field), ordered by run, task, sample, step, at most ``limit``.
+
+``python -m analytics search [--benchmark B] [--regex|--words] "QUERY" --json`` prints
+``{"query", "n_attempts", "hits": [{"run_id", "task_id", "sample", "step", "snippet"}]}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from analytics.cliargs import add_benchmark_and_dates, date_range
+from analytics.db import QueryError, RunlensError, load_sql, query_df, query_rows, reader
+
+MODES = ("phrase", "words", "regex")
+MAX_QUERY_CHARS = 200
+MAX_WORDS = 8
+SNIPPET_CONTEXT = 60
+DEFAULT_LIMIT = 100
+HIT_COLUMNS = ["run_id", "task_id", "sample", "step", "field", "snippet", "match_start", "match_len", "passed"]
+
+
+class SearchError(RunlensError):
+    """A query the search refuses: empty, too long, or an invalid regular expression."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a search found: the distinct attempts hit, and the first ``limit`` hits with snippets."""
+
+    query: str
+    mode: str
+    n_attempts: int
+    n_hits: int
+    hits: pd.DataFrame
+
+
+def match_pattern(query: str, mode: str) -> tuple[str, list[str]]:
+    """The predicate kind and its patterns for ``query`` in ``mode``.
+
+    Returns:
+        ``("contains", [lowered phrase])`` for phrases, ``("regex", [RE2 pattern])`` for regular expressions,
+        ``("words", [lowered word, ...])`` for words.
+
+    Raises:
+        SearchError: empty or too long a query, an unknown mode, or too many words.
+    """
+    if mode not in MODES:
+        raise SearchError(f"unknown search mode {mode!r}; choose from {', '.join(MODES)}")
+    if not query.strip():
+        raise SearchError("the query is empty")
+    text = query if mode == "regex" else " ".join(query.split())
+    if len(text) > MAX_QUERY_CHARS:
+        raise SearchError(f"the query has {len(text)} characters; at most {MAX_QUERY_CHARS} are allowed")
+    if mode == "phrase":
+        return "contains", [text.lower()]
+    if mode == "regex":
+        return "regex", [text]
+    words = list(dict.fromkeys(text.lower().split()))
+    if len(words) > MAX_WORDS:
+        raise SearchError(f"at most {MAX_WORDS} words; use a phrase or a regular expression")
+    return "words", words
+
+
+def _params(kind: str, patterns: list[str]) -> dict[str, str]:
+    """SQL parameters of the patterns: ``$q`` (the phrase or regex), or ``$w0``.. and ``$r0``.. per word."""
+    if kind != "words":
+        return {"q": patterns[0]}
+    out = {f"w{i}": w for i, w in enumerate(patterns)}
+    # a whole word: RE2 \b around the escaped word, case-insensitive; the substring test runs first (cheap)
+    return out | {f"r{i}": r"(?i)\b" + re.escape(w) + r"\b" for i, w in enumerate(patterns)}
+
+
+def _predicate(kind: str, column: str, n_words: int = 0) -> str:
+    """SQL that is true when ``column`` matches (the patterns are parameters, see ``_params``)."""
+    if kind == "contains":
+        return f"contains(lower({column}), $q)"
+    if kind == "regex":
+        return f"regexp_matches({column}, $q)"
+    low = f"lower({column})"
+    parts = [f"contains({low}, $w{i}) AND regexp_matches({column}, $r{i})" for i in range(n_words)]
+    return "(" + " AND ".join(parts) + ")"
+
+
+def _locate(kind: str, column: str) -> str:
+    """SQL for the 1-based position (``pos``) and the length (``mlen``) of the first match in ``column``."""
+    if kind == "contains":
+        return f"strpos(lower({column}), $q) AS pos, length($q) AS mlen"
+    pattern = "$q" if kind == "regex" else "$r0"
+    found = f"regexp_extract({column}, {pattern}, 0)"
+    return f"strpos({column}, {found}) AS pos, length({found}) AS mlen"
+
+
+STEP_FIELDS = {"content": "s.content", "args": "s.args::VARCHAR", "result": "s.result", "error": "s.error"}
+
+
+def _sql(kind: str, n_words: int) -> str:
+    """The search statement: every field of every attempt the filters keep, matched by ``kind``."""
+    preds = {name: _predicate(kind, col, n_words) for name, col in STEP_FIELDS.items()}
+    field_case = " ".join(f"WHEN {p} THEN '{name}'" for name, p in preds.items())
+    text_case = " ".join(f"WHEN {preds[name]} THEN {col}" for name, col in STEP_FIELDS.items())
+    return load_sql("search").format(
+        match_text=_predicate(kind, "t.text", n_words),
+        match_answer=_predicate(kind, "k.answer", n_words),
+        match_step=" OR ".join(f"coalesce({p}, false)" for p in preds.values()),
+        field_case=f"CASE {field_case} END",
+        text_case=f"CASE {text_case} END",
+        locate=_locate(kind, "text"),
+    )
+
+
+def _snippet(win: str, lead: int, mlen: int, *, is_cut_left: bool, is_cut_right: bool) -> tuple[str, int, int]:
+    """One line around a match: ``win`` holds the match at 0-based ``lead``; whitespace runs fold to a space.
+
+    Returns:
+        ``(snippet, match start in the snippet, match length in the snippet)``.
+    """
+    before, match, after = win[:lead], win[lead : lead + mlen], win[lead + mlen :]
+
+    def fold(text: str) -> str:
+        return re.sub(r"\s+", " ", text)
+
+    head = ("…" if is_cut_left else "") + fold(before)
+    body = fold(match)
+    return head + body + fold(after) + ("…" if is_cut_right else ""), len(head), len(body)
+
+
+def search(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    query: str,
+    mode: str = "phrase",
+    benchmark: str | None = None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    run_ids: Sequence[str] | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> SearchResult:
+    """Search the transcripts of the attempts the filters keep.
+
+    Args:
+        con: a read connection.
+        query: the phrase, words or RE2 pattern.
+        mode: ``phrase``, ``words`` or ``regex`` (see the module docstring).
+        benchmark: only this benchmark (None: all).
+        agents: only these agents (None: all).
+        date_from: only runs evaluated on or after this date.
+        date_to: only runs evaluated on or before this date.
+        run_ids: only these runs (None: all).
+        limit: at most this many hits are returned (``n_attempts`` and ``n_hits`` count all).
+
+    Raises:
+        SearchError: the query is refused (empty, too long, invalid regular expression).
+    """
+    kind, patterns = match_pattern(query, mode)
+    params: dict[str, Any] = _params(kind, patterns) | {
+        "benchmark": benchmark,
+        "agents": list(agents) if agents else None,
+        "date_from": date_from,
+        "date_to": date_to,
+        "run_ids": list(run_ids) if run_ids else None,
+        "limit": int(limit),
+        "context": SNIPPET_CONTEXT,
+    }
+    if kind == "regex":
+        check_regex(con, patterns[0])
+    return _result(query, mode, query_df(con, _sql(kind, len(patterns)), params))
+
+
+def check_regex(con: duckdb.DuckDBPyConnection, pattern: str) -> None:
+    """Compile ``pattern`` with DuckDB's RE2 once, so a bad pattern is a clear error before any scan.
+
+    RE2 has no backreferences or lookaround, the constructs that make backtracking engines exponential.
+
+    Raises:
+        SearchError: RE2 refuses the pattern.
+    """
+    try:
+        query_rows(con, "SELECT regexp_matches('', ?)", [pattern])
+    except QueryError as exc:
+        raise SearchError(f"invalid regular expression: {exc.reason.splitlines()[0]}") from exc
+
+
+def _result(query: str, mode: str, df: pd.DataFrame) -> SearchResult:
+    """Snippets for the hits the statement returned (every row also carries the totals)."""
+    if df.empty:
+        return SearchResult(query, mode, 0, 0, pd.DataFrame(columns=HIT_COLUMNS))
+    n_attempts, n_hits = int(df["n_attempts"].iloc[0]), int(df["n_hits"].iloc[0])
+    hits = df.dropna(subset=["run_id"]).copy()
+    if hits.empty:
+        return SearchResult(query, mode, n_attempts, n_hits, pd.DataFrame(columns=HIT_COLUMNS))
+    parts = [
+        _snippet(
+            win or "",
+            int(pos) - int(w0),
+            int(mlen),
+            is_cut_left=int(w0) > 1,
+            is_cut_right=int(w0) + len(win or "") - 1 < int(n_chars),
+        )
+        for win, pos, w0, mlen, n_chars in zip(
+            hits["win"], hits["pos"], hits["w0"], hits["mlen"], hits["n_chars"], strict=True
+        )
+    ]
+    hits["snippet"] = [p[0] for p in parts]
+    hits["match_start"] = [p[1] for p in parts]
+    hits["match_len"] = [p[2] for p in parts]
+    hits["step"] = hits["step"].astype("Int64")
+    hits["sample"] = hits["sample"].astype(int)
+    return SearchResult(query, mode, n_attempts, n_hits, hits[HIT_COLUMNS].reset_index(drop=True))
+
+
+def marked(snippet: str, start: int, length: int) -> str:
+    """The snippet with its match between ``⟦`` and ``⟧``: a plain-text highlight (no markup from the log)."""
+    return snippet[:start] + "⟦" + snippet[start : start + length] + "⟧" + snippet[start + length :]
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI: python -m analytics search
+# ---------------------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``python -m analytics search``."""
+    add_benchmark_and_dates(parser)
+    parser.add_argument("query", help="phrase (default), words (--words) or RE2 regular expression (--regex)")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--regex", action="store_true", help="the query is an RE2 regular expression")
+    how.add_argument("--words", action="store_true", help="every word, whole, in any order")
+    parser.add_argument("--run", action="append", dest="runs", help="only this run (repeatable)")
+    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help=f"hits listed (default {DEFAULT_LIMIT})")
+
+
+def to_json(result: SearchResult) -> dict[str, Any]:
+    """The CLI's JSON document."""
+    hits = [
+        {
+            "run_id": r.run_id,
+            "task_id": r.task_id,
+            "sample": int(r.sample),
+            "step": None if pd.isna(r.step) else int(r.step),
+            "field": r.field,
+            "snippet": r.snippet,
+        }
+        for r in result.hits.itertuples()
+    ]
+    return {
+        "query": result.query,
+        "mode": result.mode,
+        "n_attempts": result.n_attempts,
+        "n_hits": result.n_hits,
+        "hits": hits,
+    }
+
+
+def cli(args: argparse.Namespace) -> int:
+    """Print the hits (JSON with ``--json``, else one line per hit)."""
+    mode = "regex" if args.regex else "words" if args.words else "phrase"
+    date_from, date_to = date_range(args)
+    with reader(args.db) as con:
+        result = search(
+            con,
+            query=args.query,
+            mode=mode,
+            benchmark=args.benchmark,
+            date_from=date_from,
+            date_to=date_to,
+            run_ids=args.runs,
+            limit=args.limit,
+        )
+    if args.json:
+        json.dump(to_json(result), sys.stdout, indent=1, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{result.n_attempts} attempts, {result.n_hits} hits ({len(result.hits)} listed)")
+    for r in result.hits.itertuples():
+        step = "answer" if pd.isna(r.step) else f"step {int(r.step)}"
+        print(f"{r.run_id}\t{r.task_id}\t{int(r.sample)}\t{step} {r.field}\t{r.snippet}")
+    return 0

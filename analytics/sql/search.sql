@@ -1,0 +1,55 @@
+-- Transcript search (analytics/search.py). Parameters: $q (phrase, RE2 pattern, or a list of word patterns),
+-- $benchmark, $agents, $date_from, $date_to, $run_ids (each NULL for all), $limit (hits returned).
+-- The brace-delimited placeholders are fixed SQL from analytics/search.py, one form per search mode; the user's query is only
+-- ever the parameter $q. One scan of steps; a long result (stored once in texts) is matched once.
+WITH kept AS (
+    SELECT a.attempt_id, a.run_id, a.task_id, a.sample, a.passed, a.answer
+    FROM attempts a
+    JOIN runs r USING (run_id)
+    WHERE ($benchmark IS NULL OR r.benchmark = $benchmark)
+      AND ($agents IS NULL OR list_contains($agents, r.agent))
+      AND ($date_from IS NULL OR r.eval_date >= $date_from)
+      AND ($date_to IS NULL OR r.eval_date <= $date_to)
+      AND ($run_ids IS NULL OR list_contains($run_ids, a.run_id))
+),
+long_texts AS (
+    SELECT t.text_hash, t.text FROM texts t WHERE {match_text}
+),
+matched AS (
+    SELECT k.attempt_id, NULL::INTEGER AS step, 'answer' AS field, k.answer AS text
+    FROM kept k
+    WHERE {match_answer}
+    UNION ALL
+    SELECT s.attempt_id, s.step, {field_case}, {text_case}
+    FROM steps s
+    SEMI JOIN kept k ON k.attempt_id = s.attempt_id
+    WHERE {match_step}
+    UNION ALL
+    SELECT s.attempt_id, s.step, 'result', t.text
+    FROM steps s
+    JOIN long_texts t ON t.text_hash = s.result_hash
+    SEMI JOIN kept k ON k.attempt_id = s.attempt_id
+),
+located AS (
+    SELECT attempt_id, step, field, text, {locate} FROM matched
+),
+windows AS (
+    -- only a window around the first match travels on: a common phrase may hit millions of long texts
+    SELECT attempt_id, step, field, pos, mlen, greatest(pos - $context, 1) AS w0, length(text) AS n_chars,
+           substr(text, greatest(pos - $context, 1), pos - greatest(pos - $context, 1) + mlen + $context) AS win
+    FROM located
+),
+totals AS (
+    SELECT count(DISTINCT attempt_id) AS n_attempts, count(*) AS n_hits FROM windows
+),
+top AS (
+    SELECT k.run_id, k.task_id, k.sample, k.passed, w.step, w.field, w.pos, w.mlen, w.w0, w.n_chars, w.win
+    FROM windows w
+    JOIN kept k USING (attempt_id)
+    ORDER BY k.run_id, k.task_id, k.sample, w.step NULLS FIRST, w.field
+    LIMIT $limit
+)
+SELECT totals.n_attempts, totals.n_hits, top.*
+FROM totals
+LEFT JOIN top ON true
+ORDER BY top.run_id, top.task_id, top.sample, top.step NULLS FIRST, top.field

@@ -1,0 +1,66 @@
+"""Human reviews go into ``reviews`` through the one writer: validated, appended (never overwriting the log's own
+labels or an earlier review), with the reviewer and the time (UTC)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+from collections.abc import Sequence
+
+from analytics.db import RunlensError, query_rows, transaction, writer
+from analytics.review import MAX_NOTE_CHARS, MAX_REVIEWER_CHARS, VERDICTS
+
+CODE_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,31}$")
+
+
+class ReviewError(RunlensError):
+    """A review the store refuses (no reviewer, an unknown verdict or attempt, a malformed code)."""
+
+
+def clean_review(reviewer: str, verdict: str, codes: Sequence[str], note: str | None) -> tuple[str, list[str], str]:
+    """The reviewer's name and the codes and note as stored; raises ReviewError on bad input."""
+    name = " ".join((reviewer or "").split())
+    if not name:
+        raise ReviewError("type your name as reviewer first")
+    if len(name) > MAX_REVIEWER_CHARS:
+        raise ReviewError(f"the reviewer name is longer than {MAX_REVIEWER_CHARS} characters")
+    if verdict not in VERDICTS:
+        raise ReviewError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
+    clean = sorted({c.strip().upper() for c in codes if c and c.strip()})
+    bad = [c for c in clean if not CODE_RE.match(c)]
+    if bad:
+        raise ReviewError(f"error codes are letters, digits and _ (like PE or NO_TOOL): {', '.join(bad)}")
+    text = (note or "").strip()
+    if len(text) > MAX_NOTE_CHARS:
+        raise ReviewError(f"the note is longer than {MAX_NOTE_CHARS} characters")
+    return name, clean, text
+
+
+def record_review(
+    db: str | os.PathLike[str] | None,
+    *,
+    attempt_id: int,
+    reviewer: str,
+    verdict: str,
+    codes: Sequence[str] = (),
+    note: str | None = None,
+    now: dt.datetime | None = None,
+) -> int:
+    """Append one human review of an attempt and publish it; return its ``review_id``.
+
+    Raises:
+        ReviewError: bad input, or no attempt with that id.
+    """
+    name, clean, text = clean_review(reviewer, verdict, codes, note)
+    at = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(tzinfo=None)
+    with writer(db) as con, transaction(con):
+        if not query_rows(con, "SELECT 1 FROM attempts WHERE attempt_id = ?", [int(attempt_id)]):
+            raise ReviewError(f"no attempt with id {attempt_id}")
+        review_id = int(query_rows(con, "SELECT coalesce(max(review_id), 0) + 1 FROM reviews")[0][0])
+        con.execute(
+            "INSERT INTO reviews (review_id, attempt_id, reviewer, verdict, codes, note, source, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'human', ?)",
+            [review_id, int(attempt_id), name, verdict, clean, text or None, at],
+        )
+    return review_id

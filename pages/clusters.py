@@ -1,0 +1,72 @@
+"""Failure clusters: failed attempts grouped by what their transcripts say (pinned sentence model, agglomerative
+clustering), each named by its distinctive terms, with its size per run, its error codes and its attempts (each
+opening the drilldown). Deep link: ``clusters?cl_run=<run_id>``."""
+
+import streamlit as st
+
+from analytics import clusters as cl
+from analytics import llm
+from analytics import trajectory as tr
+from ingest.derived import embed_failures
+from ui.common import cached, db_path, download_buttons, drilldown_url, empty_state, page_setup, query_param, show_fig
+
+filters = page_setup(
+    "Failure clusters",
+    "Failed attempts embedded (final answer, last steps, tool errors) with all-MiniLM-L6-v2, clustered by "
+    "cosine distance (average linkage, cut at 0.3) and named by their most distinctive terms (class TF-IDF).",
+)
+if not filters.benchmark:
+    empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
+runs = cached(tr.runs_of, benchmark=filters.benchmark)
+options = ["(all runs)", *runs["run_id"]]
+linked = query_param("cl_run")
+run_pick = st.selectbox("Run", options, index=options.index(linked) if linked in options else 0, key="cl_run")
+run_id = None if run_pick == "(all runs)" else run_pick
+try:
+    clusters = cached(cl.failure_clusters, benchmark=filters.benchmark, run_id=run_id)
+except cl.ClusterError as exc:
+    empty_state(f"{exc}.")
+if clusters is None:
+    st.info(
+        "Some failed attempts have no embedding yet. Embedding runs on this machine (about 5-20 failures a second "
+        f"on two cores); `python -m analytics clusters --benchmark {filters.benchmark}` does the same."
+    )
+    if st.button("Embed the failed attempts", key="cl_embed", type="primary"):
+        with st.spinner("Embedding failed attempts..."):
+            n = embed_failures(db_path(), benchmark=filters.benchmark, run_id=run_id)
+        st.success(f"{n} texts embedded.")
+        st.rerun()
+    st.stop()
+if llm.llm_config() is None:
+    st.caption("Clusters are named by their distinctive terms. A one-line LLM name per cluster is not built yet.")
+
+summary = clusters.summary.assign(
+    share_pct=(100 * clusters.summary["share_of_failures"]).round(1),
+    terms=clusters.summary["terms"].map(", ".join),
+    codes=clusters.summary["codes"].map(lambda c: ", ".join(f"{k} {v}" for k, v in c.items())),
+)
+st.metric("Failed attempts", f"{clusters.n_failures:,}")
+table = summary[["cluster_id", "label", "n_attempts", "share_pct", "codes", "terms"]]
+st.dataframe(table, hide_index=True, key="cl_table", width="stretch")
+download_buttons(table, f"clusters-{filters.benchmark}", key="cl_dl")
+long = cl.by_run_frame(clusters.summary)
+show_fig(cl.fig_clusters_by_run(long), key="cl_fig", data=long, name="clusters-by-run")
+
+labels = {int(r.cluster_id): f"{int(r.cluster_id)}: {r.label} ({r.n_attempts})" for r in summary.itertuples()}
+cid = st.selectbox("Cluster", list(labels), format_func=labels.get, key="cl_pick")
+members = clusters.members[clusters.members["cluster_id"] == cid]
+members = members.assign(
+    codes=members["codes"].map(", ".join),
+    open=[
+        drilldown_url(r, t, int(s))
+        for r, t, s in zip(members["run_id"], members["task_id"], members["sample"], strict=True)
+    ],
+)
+st.dataframe(
+    members[["run_id", "agent_version", "task_id", "sample", "codes", "open"]],
+    hide_index=True,
+    key="cl_members",
+    width="stretch",
+    column_config={"open": st.column_config.LinkColumn("Open", display_text="drilldown")},
+)
+download_buttons(members.drop(columns="open"), f"cluster-{cid}", key="cl_members_dl")

@@ -1,0 +1,98 @@
+"""Review: a queue of attempts to review (failed, judge-vs-label disagreements, a seeded calibration sample), the
+review form, and how far the judge and the log's labels agree with the humans (Cohen's kappa with a bootstrap
+interval, confusion, per-code precision and recall, reviewers against each other), disagreements one click away.
+Deep link: ``review?queue=failed|disagreements|calibration``."""
+
+import streamlit as st
+
+from analytics import llm
+from analytics import review as rv
+from analytics import trajectory as tr
+from ui import review
+from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, query_param
+
+filters = page_setup(
+    "Review",
+    "Human verdicts and error codes on attempts, stored with the reviewer and the time (never changing the log's "
+    "own labels), and the judge measured against them.",
+)
+ss = st.session_state
+if not filters.benchmark:
+    empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
+LINK = {"open": st.column_config.LinkColumn("Open", display_text="drilldown")}
+
+
+def _with_links(df):  # type: ignore[no-untyped-def]
+    urls = [drilldown_url(r, t, int(s)) for r, t, s in zip(df["run_id"], df["task_id"], df["sample"], strict=True)]
+    return df.assign(open=urls)
+
+
+# --- agreement first: how far can the judge be trusted? --------------------------------------------------------
+st.subheader("Judge and labels against human reviewers")
+agr = cached(rv.agreement, **filters.as_kwargs())
+st.info(rv.trust_sentence(agr.verdicts, agr.n_reviewed), icon=":material/balance:")
+if llm.llm_config() is None:
+    st.caption(
+        "No judge server is configured: the raters below are the log's own score, judge and labels. With an "
+        "OpenAI-compatible server (OPENAI_BASE_URL, RUNLENS_JUDGE_MODEL) `python -m analytics judge` adds Runlens "
+        "judge verdicts and codes per model and prompt version, measured here against the same reviews."
+    )
+if agr.n_reviewed:
+    st.caption(f"{agr.n_reviewed} reviewed attempts; kappa with a 95% bootstrap interval (2,000 resamples, seed 0).")
+    st.dataframe(agr.verdicts.round(3), hide_index=True, key="rv_verdicts", width="stretch")
+    download_buttons(agr.verdicts, "agreement-verdicts", key="rv_verdicts_dl")
+    with st.expander("Error codes: precision and recall against the human codes"):
+        st.dataframe(agr.codes.round(3), hide_index=True, key="rv_codes", width="stretch")
+        download_buttons(agr.codes, "agreement-codes", key="rv_codes_dl")
+    with st.expander("Reviewers against each other"):
+        if agr.reviewers.empty:
+            st.caption("No attempt has two reviewers yet.")
+        else:
+            st.dataframe(agr.reviewers.round(3), hide_index=True, key="rv_pairs", width="stretch")
+            download_buttons(agr.reviewers, "agreement-reviewers", key="rv_pairs_dl")
+    with st.expander(f"Disagreements with the humans ({len(agr.disagreements)})"):
+        dis = _with_links(agr.disagreements)
+        st.dataframe(dis, hide_index=True, key="rv_dis", width="stretch", column_config=LINK)
+        download_buttons(dis.drop(columns="open"), "disagreements", key="rv_dis_dl")
+
+# --- the queue and the form ------------------------------------------------------------------------------------
+st.subheader("Review queue")
+if "rv_queue" not in ss:
+    ss.rv_queue = query_param("queue") if query_param("queue") in rv.QUEUES else "failed"
+left, right = st.columns([3, 1])
+queue = left.segmented_control("Queue", rv.QUEUES, key="rv_queue") or "failed"
+seed = right.number_input("Calibration seed", 0, 10_000, 0, key="rv_seed", disabled=queue != "calibration")
+st.query_params["queue"] = queue
+items = cached(rv.review_queue, queue=queue, reviewer=review.reviewer(), **filters.as_kwargs(), n=50, seed=int(seed))
+if items.empty:
+    empty_state("Nothing in this queue for the current filters.")
+st.dataframe(_with_links(items), hide_index=True, key="rv_items", width="stretch", column_config=LINK)
+download_buttons(items, f"review-queue-{queue}", key="rv_items_dl")
+labels = {
+    int(r.attempt_id): f"{r.run_id} · {r.task_id} · sample {int(r.sample)}"
+    + (" · reviewed" if r.is_reviewed_by_me else "")
+    for r in items.itertuples()
+}
+attempt_id = st.selectbox("Attempt to review", list(labels), format_func=labels.get, key="rv_pick")
+row = items[items["attempt_id"] == attempt_id].iloc[0]
+d = cached(tr.attempt_detail, run_id=row["run_id"], task_id=row["task_id"], sample=int(row["sample"]))
+st.page_link(
+    "pages/drilldown.py",
+    label="Open the whole trajectory in the drilldown",
+    icon=":material/open_in_new:",
+    query_params={"run": row["run_id"], "task": row["task_id"], "sample": str(int(row["sample"]))},
+)
+q, a = st.columns(2)
+q.caption("Task")
+q.text((d or {}).get("query") or "(the log gives no query text)")
+q.caption("Reference answer")
+q.text((d or {}).get("reference_answer") or "–")
+a.caption("Agent's final answer")
+a.text((d or {}).get("answer") or "–")
+a.caption("Log / judges")
+a.text(
+    f"passed: {row['passed']} · log labels: {row['log_codes'] or '–'} · log judge correct: "
+    f"{row['log_judge_correct']} · Runlens judge correct: {row['runlens_judge_correct']}"
+)
+review.reviews_table(int(attempt_id), key="rv_reviews")
+review.review_form(int(attempt_id), key="rv_form")

@@ -1,0 +1,76 @@
+"""Search: find words, phrases or RE2 regular expressions in the transcripts the sidebar filters keep (answers,
+step contents, tool arguments, tool results, errors); every hit opens the drilldown at its step.
+Deep link: ``search?q=<query>&mode=phrase|words|regex``. Snippets are log text: shown as plain text only."""
+
+import streamlit as st
+
+from analytics import search as sr
+from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, query_param
+
+filters = page_setup(
+    "Search",
+    "Phrase (case-insensitive, every character literal), whole words in any order, or an RE2 regular expression, "
+    "across answers, step contents, tool arguments and results (long results included). The match is shown "
+    "between ⟦ and ⟧.",
+)
+ss, qp = st.session_state, st.query_params
+if not filters.benchmark:
+    empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
+if "se_q" not in ss:  # shareable: the query and mode start from the URL
+    ss.se_q = query_param("q", "")
+    ss.se_mode = query_param("mode") if query_param("mode") in sr.MODES else "phrase"
+left, right = st.columns([3, 1])
+query = left.text_input("Search the transcripts", key="se_q", max_chars=sr.MAX_QUERY_CHARS)
+mode = right.segmented_control("Match", sr.MODES, key="se_mode") or "phrase"
+for key, value in (("q", query), ("mode", mode)):
+    if qp.get(key) != value:
+        qp[key] = value
+if not query.strip():
+    empty_state(f"Type a phrase to search the transcripts of **{filters.benchmark}** (the sidebar filters apply).")
+try:
+    result = cached(sr.search, query=query, mode=mode, **filters.as_kwargs(), limit=500)
+except sr.SearchError as exc:
+    st.error(str(exc))
+    st.stop()
+
+c1, c2, c3 = st.columns(3)
+c1.metric("Attempts with a hit", f"{result.n_attempts:,}")
+c2.metric("Hits (attempt × step)", f"{result.n_hits:,}")
+c3.metric("Listed", f"{len(result.hits):,}")
+if result.hits.empty:
+    empty_state("No transcript matches. Try fewer words, the words mode, or widen the sidebar filters.")
+hits = result.hits.assign(
+    match=[
+        sr.marked(s, a, n)
+        for s, a, n in zip(result.hits["snippet"], result.hits["match_start"], result.hits["match_len"], strict=True)
+    ],
+    open=[
+        drilldown_url(r, t, int(s), step=None if str(p) == "<NA>" else int(p))
+        for r, t, s, p in zip(
+            result.hits["run_id"], result.hits["task_id"], result.hits["sample"], result.hits["step"], strict=True
+        )
+    ],
+)
+st.dataframe(
+    hits[["run_id", "task_id", "sample", "step", "field", "passed", "match", "open"]],
+    hide_index=True,
+    key="se_hits",
+    width="stretch",
+    column_config={"open": st.column_config.LinkColumn("Open", display_text="drilldown")},
+)
+download_buttons(hits.drop(columns=["open"]), f"search-{filters.benchmark}", key="se_dl")
+
+labels = {
+    i: f"{r.run_id} · {r.task_id} · sample {int(r.sample)} · "
+    + ("answer" if str(r.step) == "<NA>" else f"step {int(r.step)} {r.field}")
+    for i, r in enumerate(hits.itertuples())
+}
+pick = st.selectbox("Hit", list(labels), format_func=labels.get, key="se_pick")
+chosen = hits.iloc[int(pick or 0)]
+st.text(chosen["match"])
+params = {"run": chosen["run_id"], "task": chosen["task_id"], "sample": str(int(chosen["sample"]))}
+if str(chosen["step"]) != "<NA>":
+    params["step"] = str(int(chosen["step"]))
+st.page_link(
+    "pages/drilldown.py", label="Open this hit in the drilldown", icon=":material/open_in_new:", query_params=params
+)

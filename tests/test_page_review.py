@@ -1,0 +1,68 @@
+# ruff: noqa: F811  (pytest fixtures imported from the analytics tests are redefined as arguments)
+"""The Review page and the drilldown's review panel (AppTest): agreement before the queue, a review saved with the
+reviewer typed once, and a bad review refused with a message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analytics.db import reader
+from tests.apptest import open_page
+from tests.test_review import _copy, review_db  # noqa: F401  (the fixture)
+
+
+def _reviews(db: Path) -> list[tuple]:
+    with reader(db) as con:
+        return con.execute("SELECT reviewer, verdict, codes, note FROM reviews WHERE reviewer = 'Zoe'").fetchall()
+
+
+def test_review_page_shows_agreement_and_saves(
+    review_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _copy(review_db, tmp_path)
+    at = open_page("pages/review.py", db, monkeypatch, benchmark="rb", queue="failed")
+    assert any("log judge judge-x: kappa" in i.value for i in at.info)
+    verdicts = at.dataframe[0].value
+    assert {"log score", "log judge judge-x"} <= set(verdicts["rater"])
+    queue = next(d.value for d in at.dataframe if "is_reviewed_by_me" in d.value.columns)
+    assert not queue["passed"].any() and queue["open"].str.startswith("drilldown?run=run-1").all()
+    at.text_input(key="rv_form_name").input("Zoe").run()
+    at.radio(key="rv_form_verdict").set_value("incorrect")
+    at.multiselect(key="rv_form_codes").set_value(["PE"])
+    at.text_area(key="rv_form_note").input("wrong account id")
+    at.button(key="rv_form_save").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("saved as Zoe" in s.value for s in at.success)
+    assert _reviews(db) == [("Zoe", "incorrect", ["PE"], "wrong account id")]
+    # the name is kept for the session: the next review needs no typing
+    at.radio(key="rv_form_verdict").set_value("correct")
+    at.button(key="rv_form_save").click().run()
+    assert len(_reviews(db)) == 2
+
+
+def test_drilldown_review_panel_refuses_without_a_verdict(
+    review_db: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    db = _copy(review_db, tmp_path)
+    at = open_page("pages/drilldown.py", db, monkeypatch, run="run-1", task="T00", sample="0")
+    assert "Human reviews" in [s.value for s in at.subheader]
+    reviews = next(d.value for d in at.dataframe if "reviewer" in d.value.columns)
+    assert set(reviews["reviewer"]) == {"A", "B"}
+    at.text_input(key="dd_review_name").input("Zoe").run()
+    at.button(key="dd_review_save").click().run()
+    assert any("verdict must be one of" in e.value for e in at.error)
+    at.radio(key="dd_review_verdict").set_value("correct")
+    at.button(key="dd_review_save").click().run()
+    assert [r[:2] for r in _reviews(db)] == [("Zoe", "correct")]
+    shown = next(d.value for d in at.dataframe if "reviewer" in d.value.columns)
+    assert "Zoe" in set(shown["reviewer"])  # the table above the form shows the new review at once
+
+
+def test_errors_page_says_how_far_the_judge_is_trusted(review_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_page("pages/errors.py", review_db, monkeypatch, benchmark="rb")
+    trust = [i.value for i in at.info if "Judge agreement with human reviewers" in i.value]
+    assert len(trust) == 1 and "log judge judge-x: kappa" in trust[0]

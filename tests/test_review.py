@@ -1,0 +1,208 @@
+"""Human reviews (writes through the one writer, append-only, exported), the review queue, and the judge checked
+against humans: Cohen's kappa against a hand computation and scikit-learn, the bootstrap interval, confusion
+counts, per-code precision and recall, and inter-reviewer agreement."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from analytics import review as rv
+from analytics.db import reader
+from ingest.reviews import ReviewError, record_review
+
+N = 40
+
+
+def _verdicts() -> tuple[list[bool], list[bool], list[bool]]:
+    """(log passed, log judge's result_correct, human A's verdict) for N attempts, from a fixed seed."""
+    rng = np.random.default_rng(7)
+    human = rng.random(N) < 0.4
+    judge = np.where(rng.random(N) < 0.8, human, ~human)  # the judge agrees with A on about 80 %
+    passed = np.where(rng.random(N) < 0.9, human, ~human)
+    return passed.tolist(), judge.tolist(), human.tolist()
+
+
+@pytest.fixture(scope="module")
+def review_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """N attempts of one run whose log carries a judge; human A reviewed all, B the first 20 (5 differently)."""
+    from ingest.pipeline import ingest_paths
+
+    folder = tmp_path_factory.mktemp("review")
+    passed, judge, human = _verdicts()
+    lines = [
+        {"record": "benchmark", "benchmark": "rb", "scoring": "binary"},
+        {"record": "run", "run_id": "run-1", "benchmark": "rb", "agent": "A", "judge": "judge-x"},
+    ]
+    for i in range(N):
+        lines.append({"record": "task", "benchmark": "rb", "task_id": f"T{i:02d}"})
+        lines.append(
+            {
+                "record": "attempt",
+                "run_id": "run-1",
+                "task_id": f"T{i:02d}",
+                "sample": 0,
+                "score": 1.0 if passed[i] else 0.0,
+                "errors": [] if passed[i] else (["PE"] if i % 2 else ["HAL"]),
+                "judge": {"result_correct": judge[i]},
+                "steps": [{"round": 1, "kind": "final", "content": "done"}],
+            }
+        )
+    path = folder / "run.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    db = folder / "r.duckdb"
+    assert [r.outcome for r in ingest_paths([path], db=db)] == ["ingested"]
+    ids = _ids(db)
+    t0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+    for i in range(N):
+        codes = [] if human[i] else (["PE"] if i % 4 == 1 else ["HAL"])
+        verdict = "correct" if human[i] else "incorrect"
+        record_review(db, attempt_id=ids[i], reviewer="A", verdict=verdict, codes=codes, now=t0)
+    for i in range(20):
+        flip = i < 5
+        verdict = "correct" if human[i] != flip else "incorrect"
+        record_review(db, attempt_id=ids[i], reviewer="B", verdict=verdict, now=t0)
+    return db
+
+
+def _ids(db: Path) -> list[int]:
+    with reader(db) as con:
+        rows = con.execute("SELECT attempt_id FROM attempts ORDER BY task_id").fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def test_kappa_matches_a_hand_computation_and_sklearn() -> None:
+    a = [1, 1, 0, 0, 1, 0, 1, 1, 0, 1]
+    b = [1, 0, 0, 0, 1, 1, 1, 1, 0, 1]
+    # by hand: po = 8/10; P(a=1) = .6, P(b=1) = .6 -> pe = .36 + .16 = .52; kappa = (.8 - .52) / .48
+    assert rv.cohen_kappa(a, b) == pytest.approx((0.8 - 0.52) / 0.48)
+    assert rv.cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b))
+    rng = np.random.default_rng(3)
+    x, y = rng.integers(0, 3, 200).tolist(), rng.integers(0, 3, 200).tolist()
+    assert rv.cohen_kappa(x, y) == pytest.approx(cohen_kappa_score(x, y))
+    assert np.isnan(rv.cohen_kappa([1, 1], [1, 1]))
+
+
+def test_bootstrap_interval_is_seeded_and_brackets_the_estimate() -> None:
+    rng = np.random.default_rng(1)
+    a = rng.random(300) < 0.5
+    b = np.where(rng.random(300) < 0.85, a, ~a)
+    lo, hi = rv.kappa_interval(a, b, seed=5)
+    assert (lo, hi) == rv.kappa_interval(a, b, seed=5)
+    k = rv.cohen_kappa(a.tolist(), b.tolist())
+    assert lo < k < hi and 0.05 < hi - lo < 0.4
+    # a binary-specific fast path: each resample's kappa equals the general formula on that resample
+    idx = np.random.default_rng(0).integers(0, 300, size=(3, 300))
+    fast = rv._binary_kappas(a[idx], b[idx])
+    assert fast == pytest.approx([cohen_kappa_score(a[i], b[i]) for i in idx])
+
+
+def test_code_scores_by_hand() -> None:
+    got = rv.code_scores([{"PE"}, {"PE", "HAL"}, set(), {"HAL"}], [{"PE"}, {"HAL"}, {"PE"}, {"HAL"}])
+    pe = got.set_index("code").loc["PE"]
+    assert (pe.tp, pe.fp, pe.fn) == (1, 1, 1) and pe.precision == 0.5 and pe.recall == 0.5
+    hal = got.set_index("code").loc["HAL"]
+    assert (hal.tp, hal.fp, hal.fn, hal.precision, hal.recall) == (2, 0, 0, 1.0, 1.0)
+
+
+def _copy(db: Path, tmp_path: Path) -> Path:
+    """A private copy (with its snapshot) for a test that writes."""
+    target = tmp_path / db.name
+    for suffix in ("", ".read"):
+        shutil.copyfile(str(db) + suffix, str(target) + suffix)
+    return target
+
+
+def test_reviews_append_and_never_touch_the_log_labels(review_db: Path, tmp_path: Path) -> None:
+    review_db = _copy(review_db, tmp_path)
+    with reader(review_db) as con:
+        before = con.execute("SELECT count(*), count_if(passed) FROM attempts").fetchall()
+        labels = con.execute("SELECT count(*) FROM error_labels").fetchall()
+    first = _ids(review_db)[0]
+    rid = record_review(review_db, attempt_id=first, reviewer="  C  ", verdict="incorrect", codes=["pe", " TE "])
+    rid2 = record_review(review_db, attempt_id=first, reviewer="C", verdict="correct", note="changed my mind")
+    assert rid2 == rid + 1
+    with reader(review_db) as con:
+        assert con.execute("SELECT count(*), count_if(passed) FROM attempts").fetchall() == before
+        assert con.execute("SELECT count(*) FROM error_labels").fetchall() == labels
+        hist = rv.reviews_of(con, attempt_id=first)
+        rows = con.execute("SELECT reviewer, codes, source FROM reviews WHERE review_id = ?", [rid]).fetchall()
+    assert rows == [("C", ["PE", "TE"], "human")]
+    mine = hist[hist["reviewer"] == "C"]
+    assert list(mine["verdict"]) == ["correct", "incorrect"] and list(mine["is_current"]) == [True, False]
+    assert mine["note"].iloc[0] == "changed my mind"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"reviewer": " ", "verdict": "correct"}, "reviewer"),
+        ({"reviewer": "A", "verdict": "maybe"}, "verdict"),
+        ({"reviewer": "A", "verdict": "correct", "codes": ["P E"]}, "codes"),
+        ({"reviewer": "A", "verdict": "correct", "note": "x" * (rv.MAX_NOTE_CHARS + 1)}, "note"),
+    ],
+)
+def test_bad_reviews_are_refused(review_db: Path, kwargs: dict, message: str) -> None:
+    with pytest.raises(ReviewError, match=message):
+        record_review(review_db, attempt_id=_ids(review_db)[0], **kwargs)
+
+
+def test_review_of_a_missing_attempt_is_refused(tmp_db: Path) -> None:
+    with pytest.raises(ReviewError, match="no attempt"):
+        record_review(tmp_db, attempt_id=12345, reviewer="A", verdict="correct")
+
+
+def test_agreement_against_sklearn(review_db: Path) -> None:
+    passed, judge, human = _verdicts()
+    with reader(review_db) as con:
+        agr = rv.agreement(con, benchmark="rb", n_boot=500, seed=0)
+    rows = agr.verdicts.set_index("rater")
+    # the human consensus: A alone on 20..39; A and B on 0..19, where the 5 flips are ties (no verdict)
+    keep = [i for i in range(N) if i >= 5]
+    want_human = [human[i] for i in keep]
+    lj = rows.loc["log judge judge-x"]
+    assert lj.n == len(keep)
+    assert lj.kappa == pytest.approx(cohen_kappa_score([judge[i] for i in keep], want_human))
+    assert lj.kappa_lo < lj.kappa < lj.kappa_hi
+    assert lj.tp + lj.tn + lj.fp + lj.fn == lj.n
+    assert lj.fp == sum(judge[i] and not human[i] for i in keep)
+    ls = rows.loc["log score"]
+    assert ls.kappa == pytest.approx(cohen_kappa_score([passed[i] for i in keep], want_human))
+    dis = agr.disagreements[agr.disagreements["rater"] == "log judge judge-x"]
+    assert len(dis) == lj.fp + lj.fn and set(dis["run_id"]) <= {"run-1"}
+    pair = agr.reviewers.iloc[0]
+    assert (pair.reviewer_a, pair.reviewer_b, pair.n, pair.agreement) == ("A", "B", 20, 0.75)
+    codes = agr.codes[agr.codes["rater"] == "log labels"].set_index("code")
+    assert set(codes.index) >= {"PE", "HAL"} and codes["n"].iloc[0] == agr.n_reviewed
+    assert "log judge judge-x: kappa" in rv.trust_sentence(agr.verdicts, agr.n_reviewed)
+
+
+def test_queue_kinds(review_db: Path) -> None:
+    with reader(review_db) as con:
+        failed = rv.review_queue(con, queue="failed", reviewer="nobody", benchmark="rb", n=100)
+        cal1 = rv.review_queue(con, queue="calibration", benchmark="rb", n=10, seed=1)
+        cal2 = rv.review_queue(con, queue="calibration", benchmark="rb", n=10, seed=1)
+        cal3 = rv.review_queue(con, queue="calibration", benchmark="rb", n=10, seed=2)
+        dis = rv.review_queue(con, queue="disagreements", benchmark="rb", n=100)
+        mine = rv.review_queue(con, queue="failed", reviewer="A", benchmark="rb", n=100)
+    passed, judge, _ = _verdicts()
+    assert len(failed) == N - sum(passed) and not failed["passed"].any()
+    assert list(cal1["attempt_id"]) == list(cal2["attempt_id"]) != list(cal3["attempt_id"])
+    assert len(dis) == sum(p != j for p, j in zip(passed, judge, strict=True))
+    assert mine["is_reviewed_by_me"].all()  # A reviewed everything: nothing unreviewed goes first
+
+
+def test_reviews_are_exported(review_db: Path, tmp_path: Path) -> None:
+    from analytics.parquet import export_parquet
+
+    marker = export_parquet(review_db, tmp_path / "out")
+    assert marker["tables"]["reviews"]["rows"] >= N + 20
+    df = pd.read_parquet(tmp_path / "out" / "reviews")
+    assert set(df["source"]) == {"human"} and {"reviewer", "verdict", "codes", "created_at"} <= set(df.columns)

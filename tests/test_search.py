@@ -1,0 +1,201 @@
+"""Transcript search: phrase, words and RE2 regex over answers, contents, arguments, results (long ones stored
+apart included) and errors; the global filters; refused queries; the CLI's JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analytics import search as sr
+from analytics.db import reader
+from tests.conftest import ROOT
+
+LONG = ("lorem ipsum dolor " * 100) + "the needle QUOTA_EXCEEDED appears late" + (" tail" * 50)
+
+
+def _attempt(run: str, task: str, sample: int, answer: str, steps: list[dict], passed: bool = False) -> dict:
+    return {
+        "record": "attempt",
+        "run_id": run,
+        "task_id": task,
+        "sample": sample,
+        "score": 1.0 if passed else 0.0,
+        "answer": answer,
+        "steps": steps,
+    }
+
+
+@pytest.fixture(scope="module")
+def search_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two runs of two agents on different dates, with texts placed in every searchable field."""
+    from ingest.pipeline import ingest_paths
+
+    folder = tmp_path_factory.mktemp("search")
+    lines = [
+        {"record": "benchmark", "benchmark": "sb", "scoring": "binary"},
+        {"record": "benchmark", "benchmark": "other", "scoring": "binary"},
+        {"record": "task", "benchmark": "sb", "task_id": "T1"},
+        {"record": "task", "benchmark": "sb", "task_id": "T2"},
+        {"record": "task", "benchmark": "other", "task_id": "O1"},
+        {"record": "run", "run_id": "r-a", "benchmark": "sb", "agent": "A", "eval_date": "2026-01-10"},
+        {"record": "run", "run_id": "r-b", "benchmark": "sb", "agent": "B", "eval_date": "2026-02-10"},
+        {"record": "run", "run_id": "r-o", "benchmark": "other", "agent": "A", "eval_date": "2026-01-10"},
+        _attempt(
+            "r-a",
+            "T1",
+            0,
+            "Final: the discount is 50%_off",
+            [
+                {
+                    "round": 1,
+                    "kind": "tool_call",
+                    "tool": "search",
+                    "args": {"query": "Rate Limit policy"},
+                    "result": "ok",
+                },
+                {"round": 2, "kind": "tool_call", "tool": "fetch", "args": {"url": "x"}, "result": LONG},
+                {"round": 3, "kind": "thought", "content": 'He said "hello (world)" [twice]\nthen stopped'},
+            ],
+        ),
+        _attempt(
+            "r-b",
+            "T2",
+            0,
+            "no idea",
+            [
+                {"round": 1, "kind": "tool_call", "tool": "calc", "args": {"expr": "1+1"}, "error": "rate limit hit"},
+                {"round": 2, "kind": "final", "content": "limit rate reached"},
+            ],
+        ),
+        _attempt("r-o", "O1", 0, "rate limit elsewhere", []),
+    ]
+    path = folder / "runs.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    db = folder / "s.duckdb"
+    assert [r.outcome for r in ingest_paths([path], db=db)] == ["ingested"]
+    return db
+
+
+def _run(db: Path, **kwargs: object) -> sr.SearchResult:
+    with reader(db) as con:
+        return sr.search(con, **kwargs)  # type: ignore[arg-type]
+
+
+def _where(result: sr.SearchResult) -> set[tuple[str, object, str]]:
+    return {
+        (r.run_id, None if r.step is None or str(r.step) == "<NA>" else int(r.step), r.field)
+        for r in result.hits.itertuples()
+    }
+
+
+def test_phrase_is_case_insensitive_across_fields(search_db: Path) -> None:
+    res = _run(search_db, query="RATE limit")
+    assert _where(res) == {("r-a", 0, "args"), ("r-b", 0, "error"), ("r-o", None, "answer")}
+    assert res.n_attempts == 3 and res.n_hits == 3
+
+
+def test_long_result_stored_apart_is_found_with_a_snippet_around_the_match(search_db: Path) -> None:
+    with reader(search_db) as con:
+        stored_apart = con.execute("SELECT count(*) FROM steps WHERE result_hash IS NOT NULL").fetchall()[0][0]
+    assert stored_apart == 1  # the fixture really exercises the texts table
+    res = _run(search_db, query="quota_exceeded")
+    (hit,) = res.hits.itertuples()
+    assert (hit.run_id, int(hit.step), hit.field) == ("r-a", 1, "result")
+    assert hit.snippet[hit.match_start : hit.match_start + hit.match_len] == "QUOTA_EXCEEDED"
+    assert hit.snippet.startswith("…") and hit.snippet.endswith("…")
+    assert len(hit.snippet) < 200
+
+
+def test_special_characters_are_literal_in_a_phrase(search_db: Path) -> None:
+    assert _where(_run(search_db, query="50%_off")) == {("r-a", None, "answer")}
+    assert _run(search_db, query="50%%").n_hits == 0  # % is no wildcard
+    assert _where(_run(search_db, query='"hello (world)" [twice]')) == {("r-a", 2, "content")}
+
+
+def test_snippet_folds_newlines(search_db: Path) -> None:
+    (hit,) = _run(search_db, query="stopped").hits.itertuples()
+    assert "\n" not in hit.snippet and "[twice] then stopped" in hit.snippet
+
+
+def test_words_match_whole_words_in_any_order(search_db: Path) -> None:
+    assert _where(_run(search_db, query="limit rate", mode="words")) == {
+        ("r-a", 0, "args"),
+        ("r-b", 0, "error"),
+        ("r-b", 1, "content"),
+        ("r-o", None, "answer"),
+    }
+    assert _run(search_db, query="limi rate", mode="words").n_hits == 0  # a part of a word is no word
+
+
+def test_regex_uses_re2(search_db: Path) -> None:
+    assert _where(_run(search_db, query=r"\d+%_off")) == set()  # a phrase, not a pattern
+    assert _where(_run(search_db, query=r"\d+%_off", mode="regex")) == {("r-a", None, "answer")}
+    res = _run(search_db, query=r"(?i)quota_\w+", mode="regex")
+    (hit,) = res.hits.itertuples()
+    assert hit.snippet[hit.match_start : hit.match_start + hit.match_len] == "QUOTA_EXCEEDED"
+
+
+@pytest.mark.parametrize("pattern", [r"(a", r"(?<=x)y", r"(a)\1"])
+def test_invalid_or_backtracking_regex_is_refused(search_db: Path, pattern: str) -> None:
+    with pytest.raises(sr.SearchError, match="invalid regular expression"):
+        _run(search_db, query=pattern, mode="regex")
+
+
+def test_queries_are_bounded() -> None:
+    with pytest.raises(sr.SearchError, match="at most"):
+        sr.match_pattern("a" * (sr.MAX_QUERY_CHARS + 1), "regex")
+    with pytest.raises(sr.SearchError, match="empty"):
+        sr.match_pattern("   ", "phrase")
+    with pytest.raises(sr.SearchError, match="words"):
+        sr.match_pattern(" ".join("w" * (i + 1) for i in range(sr.MAX_WORDS + 1)), "words")
+
+
+def test_filters_and_limit(search_db: Path) -> None:
+    assert {r.run_id for r in _run(search_db, query="rate limit", benchmark="sb").hits.itertuples()} == {"r-a", "r-b"}
+    assert {r.run_id for r in _run(search_db, query="rate limit", agents=("B",)).hits.itertuples()} == {"r-b"}
+    import datetime as dt
+
+    late = _run(search_db, query="rate limit", date_from=dt.date(2026, 2, 1))
+    assert {r.run_id for r in late.hits.itertuples()} == {"r-b"}
+    limited = _run(search_db, query="rate limit", limit=1)
+    assert len(limited.hits) == 1 and limited.n_hits == 3 and limited.n_attempts == 3
+
+
+def test_marked_highlights_without_markup() -> None:
+    assert sr.marked("ab<b>cd", 2, 3) == "ab⟦<b>⟧cd"
+
+
+def test_cli_json_shape(search_db: Path) -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "analytics",
+            "search",
+            "--db",
+            str(search_db),
+            "--benchmark",
+            "sb",
+            "--json",
+            "rate limit",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    doc = json.loads(out.stdout)
+    assert doc["query"] == "rate limit" and doc["n_attempts"] == 2
+    assert {"run_id", "task_id", "sample", "step", "snippet"} <= set(doc["hits"][0])
+    assert {(h["run_id"], h["step"]) for h in doc["hits"]} == {("r-a", 0), ("r-b", 0)}
+    bad = subprocess.run(
+        [sys.executable, "-m", "analytics", "search", "--db", str(search_db), "--regex", "(a"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "invalid regular expression" in bad.stderr
