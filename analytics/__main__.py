@@ -27,6 +27,7 @@ REPORTS: dict[str, str] = {
     "gem-metrics": "analytics.embeddings",
     "irt": "analytics.irt",
     "export-parquet": "analytics.parquet",
+    "gate": "analytics.gate",
 }
 
 

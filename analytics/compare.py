@@ -133,7 +133,8 @@ def paired_tests(
         n_perm: sign flips for the permutation test.
         n_boot: bootstrap resamples for the interval of the mean difference.
     """
-    x = np.asarray(d, dtype=float).reshape(len(d), -1)
+    x = np.asarray(d, dtype=float)
+    x = x[:, None] if x.ndim == 1 else x
     n = x.shape[0]
     single = np.asarray(is_binary_single, dtype=bool).reshape(-1)
     if n == 0:
@@ -203,8 +204,8 @@ def clustered_n_eff(task_means: np.ndarray, n_samples: np.ndarray | None = None)
 
     ``SE^2 = var(task means, ddof=1) / tasks`` (with equal samples per task this is statsmodels' cluster-robust
     variance of the overall mean, small-sample corrected). Bounded to [1, total samples]: samples of a task can
-    carry less information than independent ones, never more. Falls back to the number of tasks when the
-    variance is zero or p is 0 or 1.
+    carry less information than independent ones, never more (so a zero variance between tasks gives the total).
+    When p is 0 or 1 the number of tasks is returned (Wilson over tasks).
     """
     m = np.asarray(task_means, dtype=float)
     m = m[np.isfinite(m)]
@@ -214,8 +215,10 @@ def clustered_n_eff(task_means: np.ndarray, n_samples: np.ndarray | None = None)
     total = float(np.sum(n_samples)) if n_samples is not None else float(t)
     p = float(m.mean())
     se2 = float(m.var(ddof=1)) / t if t > 1 else 0.0
-    if se2 <= 0 or p <= 0 or p >= 1:
+    if p <= 0 or p >= 1:
         return float(t)
+    if se2 <= 0:
+        return max(total, float(t))
     return float(min(max(p * (1 - p) / se2, 1.0), max(total, t)))
 
 
