@@ -250,6 +250,31 @@ def measure_deltas(
     return pd.DataFrame(rows, columns=MEASURE_COLUMNS)
 
 
+def tasks_by_change(result: RunDiff, *, low: float = -1.0, high: float = 1.0) -> pd.DataFrame:
+    """Matched tasks sorted by regression (largest drop of the metric first), filtered to a change in [low, high].
+
+    ``change_pp`` is the per-task change of the benchmark's metric (Pass@1 rate or mean score), B - A, in
+    percentage points; cost and latency changes are per task too.
+    """
+    t = result.tasks
+    a, b = ("rate_a", "rate_b") if result.metric == "pass@1" else ("score_a", "score_b")
+    out = pd.DataFrame(
+        {
+            "task_id": t["task_id"],
+            "level": t["level"],
+            "category": t["category"],
+            "metric_a": t[a],
+            "metric_b": t[b],
+            "change_pp": 100.0 * (t[b] - t[a]),
+            "cost_change_usd": t["cost_usd_b"] - t["cost_usd_a"],
+            "latency_change_s": t["latency_s_b"] - t["latency_s_a"],
+            "outcome": t["change"],
+        }
+    )
+    keep = out["change_pp"].between(100.0 * low - 1e-9, 100.0 * high + 1e-9)
+    return out[keep].sort_values(["change_pp", "task_id"]).reset_index(drop=True)
+
+
 def slice_deltas(tasks: pd.DataFrame, *, seed_labels: tuple[str, ...] = (), n_boot: int = 2000) -> pd.DataFrame:
     """Pass@1 of A and B and their difference per slice, with a paired bootstrap 95% interval over tasks."""
     cols = ["slice", "n_tasks", "pass_a", "pass_b", "delta", "lo", "hi"]
