@@ -267,6 +267,38 @@ def leaderboard(
     return leaderboard_rows(runs, outcomes, slices=slices, metric=metric, seed=seed, n_boot=n_boot)
 
 
+def comparable_runs(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    kinds: Sequence[str] = ("all", "level"),
+) -> pd.DataFrame:
+    """Per run and slice, whether the run is on the slice's comparison set (``compare.comparison_set``).
+
+    The same definition as the leaderboard's ``is_comparable`` (rankable runs vote: not human, not baseline),
+    for views that need only the membership (coverage correlation, TMF). Columns: run_id, slice, is_comparable,
+    comparison_set_size.
+    """
+    runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
+    out = task_outcomes(con, benchmark=benchmark, runs=runs)
+    rankable = set(runs.loc[(runs["kind"] != "human") & ~runs["is_baseline"].astype(bool), "run_id"].astype(str))
+    rows = []
+    for kind in kinds:
+        if kind == "all":
+            groups = {"all": out}
+        else:
+            part = out.dropna(subset=[kind])
+            groups = {f"{kind}={v}": g for v, g in part.groupby(kind, sort=True)}
+        for name, g in groups.items():
+            sets = {str(r): frozenset(t.astype(str)) for r, t in g.groupby("run_id", sort=False)["task_id"]}
+            cset = compare.comparison_set(sets, eligible=[r for r in sets if r in rankable])
+            rows += [(r, name, s == cset, len(cset)) for r, s in sets.items()]
+    return pd.DataFrame(rows, columns=["run_id", "slice", "is_comparable", "comparison_set_size"])
+
+
 def benchmark_scoring(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> str | None:
     """The benchmark's scoring (``binary``, ``graded``, ``continuous``), None when unknown."""
     rows = query_df(con, "SELECT scoring FROM benchmarks WHERE benchmark = ?", [benchmark])
