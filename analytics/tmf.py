@@ -29,6 +29,7 @@ Definitions (also in docs/tmf.md and on the page):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -43,7 +44,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analytics import stats
+from analytics import compare, stats
 from analytics.db import RunlensError, load_sql, query_df, query_rows, reader
 
 PERFORMANCES = ("pass@1", "mean_score", "irt")
@@ -59,6 +60,8 @@ STAGE_NAMES = {
     3: "Stage 3 · Specialised agents",
 }
 GRID_POINTS = 4001
+N_REPLICATES = 500  # paired task bootstrap of the stage, frontier and best point
+MIN_TASKS = 30  # runs on fewer tasks are flagged: their point moves a lot from one task sample to another
 
 
 class TmfError(RunlensError):
@@ -616,6 +619,28 @@ class TmfResult:
     performance: str
     slice_name: str
     assumptions: dict[str, Any] = field(default_factory=dict)
+    uncertainty: Uncertainty | None = None
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """A seeded paired task bootstrap of the whole TMF analysis over the comparison set (``bootstrap_tmf``).
+
+    Attributes:
+        n_replicates: resamples drawn (tasks with replacement, one draw shared by every run: paired).
+        n_tasks: tasks resampled (the comparison set of the slice).
+        stage_probability: {"1", "2", "3"} -> share of replicates in that stage.
+        p_frontier: run id -> share of replicates where the run is on the frontier.
+        p_best: run id -> share of replicates where the run is the best operating point.
+        value_ci95: 95% percentile interval of the value per task (area).
+    """
+
+    n_replicates: int
+    n_tasks: int
+    stage_probability: dict[str, float]
+    p_frontier: dict[str, float]
+    p_best: dict[str, float]
+    value_ci95: tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -634,6 +659,7 @@ class TmfOptions:
     exponent: float = 1.0
     seed: int = 0
     n_boot: int = 500
+    n_replicates: int = N_REPLICATES
 
 
 def analyse(
@@ -643,15 +669,22 @@ def analyse(
     options: TmfOptions | None = None,
     as_of: dt.date | None = None,
     points: pd.DataFrame | None = None,
+    with_uncertainty: bool = True,
 ) -> TmfResult:
-    """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``)."""
+    """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``).
+
+    Only runs on the slice's comparison set (``compare.comparison_set`` over the agent runs up to ``as_of``) are
+    analysed; the others are listed in ``assumptions["runs_on_other_tasks"]``. With ``with_uncertainty`` a
+    paired task bootstrap (``bootstrap_tmf``) gives the stage probabilities, p_frontier and p_best.
+    """
     opt = options or TmfOptions()
     if opt.axis not in AXES:
         raise TmfError(f"axis {opt.axis!r}: expected cost or latency")
     x_col, unit = AXES[opt.axis]
+    rows = slice_tasks(inputs.tasks, slice_name)
     if points is None:
         points = run_points(
-            slice_tasks(inputs.tasks, slice_name),
+            rows,
             performance=opt.performance,
             cost_source=opt.cost_source,
             is_repriced=opt.is_repriced,
@@ -662,7 +695,106 @@ def analyse(
     if as_of is not None:
         dates = pd.to_datetime(points["eval_date"])
         points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
-    return _assemble(slice_tasks(inputs.task_table, slice_name), points, opt, x_col, unit, slice_name)
+    keep, cset = comparable_runs(rows[rows["run_id"].isin(points["run_id"])])
+    is_agent = (points["kind"] != "human").to_numpy()
+    other = sorted(map(str, points.loc[is_agent & ~points["run_id"].isin(keep), "run_id"]))
+    points = points[~is_agent | points["run_id"].isin(keep).to_numpy()]
+    points = points.assign(is_few_tasks=points["n_tasks"].to_numpy() < MIN_TASKS)
+    result = _assemble(slice_tasks(inputs.task_table, slice_name), points, opt, x_col, unit, slice_name)
+    result.assumptions.update(comparison_set_size=len(cset), runs_on_other_tasks=other, min_tasks=MIN_TASKS)
+    if not with_uncertainty or result.value is None or opt.performance == "irt" or opt.n_replicates <= 0:
+        return result
+    cur = current_prices(rows).set_index("run_id") if opt.is_repriced else None
+    agent_rows = rows[rows["run_id"].isin(keep)]
+    return dataclasses.replace(result, uncertainty=bootstrap_tmf(agent_rows, result, opt, cur=cur))
+
+
+def comparable_runs(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
+    """The agent runs of ``rows`` on their comparison set (the task set most of them were evaluated on)."""
+    agents = rows[rows["kind"] != "human"]
+    sets = {str(r): frozenset(t.astype(str)) for r, t in agents.groupby("run_id", sort=False)["task_id"]}
+    cset = compare.comparison_set(sets)
+    return {r for r, s in sets.items() if s == cset}, cset
+
+
+def bootstrap_tmf(
+    rows: pd.DataFrame, result: TmfResult, opt: TmfOptions, *, cur: pd.DataFrame | None = None
+) -> Uncertainty | None:
+    """Resample the comparison set's tasks (one seeded draw for all runs) and redo frontier, value and stage.
+
+    The human side (cost per task, performance, acceptance curve) is held at its estimate: the replicates
+    measure how much the agents' points move with the task sample.
+    """
+    usable = result.points[(result.points["kind"] != "human") & result.points["has_cost"]]
+    usable = usable[np.isfinite(usable["performance"].to_numpy(dtype=float))]
+    rows = rows[rows["run_id"].isin(usable["run_id"])]
+    if rows.empty or result.acceptance is None:
+        return None
+    cost, _ = _row_costs(rows, cost_source=opt.cost_source, cur=cur)
+    x = cost if opt.axis == "cost" else rows["latency_s"].to_numpy(dtype=float)
+    y = rows["c"].to_numpy(dtype=float) / rows["n"].to_numpy(dtype=float)
+    if opt.performance == "mean_score":
+        y = rows["score"].to_numpy(dtype=float)
+    t_codes, t_ids = pd.factorize(rows["task_id"])
+    r_codes, r_ids = pd.factorize(rows["run_id"])
+    mx, my = (np.full((len(t_ids), len(r_ids)), np.nan) for _ in range(2))
+    mx[t_codes, r_codes], my[t_codes, r_codes] = x, y
+    weights = stats.resample_weights(
+        len(t_ids), stats.stable_rng(opt.seed, "tmf-boot", result.slice_name), n_boot=opt.n_replicates
+    )
+    bx, by = (_weighted_means(weights, m) for m in (mx, my))
+    stages, on_front, best, area = _replicate_values(bx, by, [str(r) for r in r_ids], result, opt)
+    n = opt.n_replicates
+    return Uncertainty(
+        n,
+        len(t_ids),
+        {str(k): float((stages == k).mean()) for k in (1, 2, 3)},
+        {str(r): float(on_front[:, j].mean()) for j, r in enumerate(r_ids)},
+        {str(r): float(sum(b == str(r) for b in best) / n) for r in r_ids},
+        (float(np.nanquantile(area, 0.025)), float(np.nanquantile(area, 0.975))),
+    )
+
+
+def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Per replicate and run, the mean of the finite cells over the resampled tasks: ``(replicates, runs)``."""
+    ok = np.isfinite(matrix)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights @ np.where(ok, matrix, 0.0)) / (weights @ ok.astype(float))
+
+
+def _replicate_values(
+    bx: np.ndarray, by: np.ndarray, run_ids: list[str], result: TmfResult, opt: TmfOptions
+) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
+    """Stage, frontier membership, best run and value area of every bootstrap replicate."""
+    n_rep = bx.shape[0]
+    stages = np.zeros(n_rep, dtype=int)
+    on_front = np.zeros(bx.shape, dtype=bool)
+    best: list[str | None] = []
+    area = np.full(n_rep, np.nan)
+    ids = np.array(run_ids, dtype=object)
+    assert result.acceptance is not None
+    for i in range(n_rep):
+        x, y = bx[i], by[i]
+        ok = np.isfinite(x) & np.isfinite(y) & (x > 0)
+        x, y = np.where(ok, x, np.nan), np.where(ok, y, np.nan)
+        mask = pareto_mask(x, y)
+        on_front[i] = mask
+        frontier = _by_x(ids, x, y, mask, result.x_col)
+        hull = None
+        if opt.supply == "hull":
+            hmask = np.zeros(len(ids), dtype=bool)
+            hmask[upper_hull(x, y)] = True
+            hull = _by_x(ids, x, y, hmask, result.x_col)
+        val = value_and_stage(frontier, result.acceptance, x_col=result.x_col, supply=opt.supply, hull=hull)
+        stages[i], area[i] = val.stage, val.area
+        best.append(val.best_run_id)
+    return stages, on_front, best, area
+
+
+def _by_x(ids: np.ndarray, x: np.ndarray, y: np.ndarray, mask: np.ndarray, x_col: str) -> pd.DataFrame:
+    """Rows of ``mask`` sorted by increasing x, then performance, then run id (as ``_assemble`` sorts)."""
+    rows = sorted(np.flatnonzero(mask), key=lambda i: (x[i], y[i], ids[i]))
+    return pd.DataFrame({"run_id": ids[rows], "performance": y[rows], x_col: x[rows]})
 
 
 def _assemble(
@@ -759,7 +891,17 @@ def by_period(
     dates = pd.to_datetime(points.loc[points["kind"] != "human", "eval_date"]).dropna()
     periods = sorted(dates.dt.to_period(PERIODS[freq]).unique())
     return [
-        (str(per), analyse(inputs, slice_name=slice_name, options=opt, points=points, as_of=per.end_time.date()))
+        (
+            str(per),
+            analyse(
+                inputs,
+                slice_name=slice_name,
+                options=opt,
+                points=points,
+                as_of=per.end_time.date(),
+                with_uncertainty=False,  # the movie shows estimates; the bootstrap is for the current view
+            ),
+        )
         for per in periods
     ]
 
@@ -856,6 +998,7 @@ def has_irt_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> bool:
 def report(result: TmfResult) -> dict[str, Any]:
     """The issue's JSON shape (agents only in ``points``; runs without cost have a null cost)."""
     agents = result.points[result.points["kind"] != "human"]
+    unc = result.uncertainty
     points = [
         {
             "run_id": str(r.run_id),
@@ -863,6 +1006,10 @@ def report(result: TmfResult) -> dict[str, Any]:
             "cost_per_task_usd": _num(r.cost_per_task_usd),
             "performance": _num(r.performance),
             "on_frontier": bool(r.on_frontier),
+            "n_tasks": int(r.n_tasks),
+            "is_few_tasks": bool(r.is_few_tasks),
+            "p_frontier": None if unc is None else unc.p_frontier.get(str(r.run_id), 0.0),
+            "p_best": None if unc is None else unc.p_best.get(str(r.run_id), 0.0),
         }
         for r in agents.itertuples()
     ]
@@ -884,6 +1031,9 @@ def report(result: TmfResult) -> dict[str, Any]:
         "best_saving_usd": None if val is None else _num(val.best_saving),
         "best_run_id": None if val is None else val.best_run_id,
         "stage": None if val is None else val.stage,
+        "stage_probability": None if unc is None else unc.stage_probability,
+        "value_per_task_ci95": None if unc is None else [_num(v) for v in unc.value_ci95],
+        "n_replicates": None if unc is None else unc.n_replicates,
         "assumptions": {**result.assumptions, "slice": result.slice_name},
     }
 
@@ -987,15 +1137,44 @@ def headline(result: TmfResult) -> str:
         f"{fmt_x(best[result.x_col], u)} per task"
     )
     accept = fmt_x(float(result.acceptance.cost(np.array([best["performance"]]))[0]), u)
+    stage = stage_label(result)
+    few = int(result.points.loc[result.points["kind"] != "human", "is_few_tasks"].sum())
+    caution = f" {few} run(s) on fewer than {MIN_TASKS} tasks: their points are uncertain." if few else ""
     if val.stage == 1:
         return (
-            f"{STAGE_NAMES[1]}: no agent is cheaper than a human of the same quality. Closest: {where}, "
-            f"where a buyer pays at most {accept}."
+            f"{stage}: no agent is cheaper than a human of the same quality. Closest: {where}, "
+            f"where a buyer pays at most {accept}.{caution}"
         )
     return (
-        f"{STAGE_NAMES[val.stage]}. AI adds {fmt_x(val.area, u)} of value per task (area between the curves). "
+        f"{stage}. AI adds {fmt_x(val.area, u)} of value per task (area between the curves). "
         f"Best operating point: {where}, against {accept} for human-equivalent work — a saving of "
-        f"{fmt_x(val.best_saving, u)} per task."
+        f"{fmt_x(val.best_saving, u)} per task.{_best_odds(result)}{caution}"
+    )
+
+
+def stage_label(result: TmfResult) -> str:
+    """``Stage 2 (99%) · Agents and humans collaborating``: the stage with the share of bootstrap replicates that
+    agree (the estimate alone when there is no bootstrap)."""
+    if result.value is None:
+        return ""
+    name = STAGE_NAMES[result.value.stage]
+    unc = result.uncertainty
+    if unc is None:
+        return name
+    share = unc.stage_probability.get(str(result.value.stage), 0.0)
+    head, _, tail = name.partition(" · ")
+    return f"{head} ({100 * share:.0f}%) · {tail}"
+
+
+def _best_odds(result: TmfResult) -> str:
+    unc, val = result.uncertainty, result.value
+    if unc is None or val is None or val.best_run_id is None:
+        return ""
+    return (
+        f" It is the best point in {100 * unc.p_best.get(val.best_run_id, 0.0):.0f}% and on the frontier in "
+        f"{100 * unc.p_frontier.get(val.best_run_id, 0.0):.0f}% of {unc.n_replicates} task-bootstrap replicates; "
+        f"value per task 95% interval {fmt_x(unc.value_ci95[0], result.unit)} to "
+        f"{fmt_x(unc.value_ci95[1], result.unit)}."
     )
 
 
