@@ -1765,10 +1765,39 @@ def points_table(result: TmfResult) -> pd.DataFrame:
             "on_frontier": pts["on_frontier"],
             "on_hull": pts["on_hull"],
             "is_repriced": pts["is_repriced"],
+            "is_few_tasks": pts.get("is_few_tasks", False),
+            "p_frontier": _odds(result, "p_frontier", pts["run_id"]),
+            "p_best": _odds(result, "p_best", pts["run_id"]),
             "open": [run_url(r) for r in pts["run_id"]],
         }
     )
     return out.reset_index(drop=True)
+
+
+def _odds(result: TmfResult, name: str, run_ids: pd.Series) -> list[float | None]:
+    """Per run, its share of bootstrap replicates (None for humans or without a bootstrap)."""
+    unc = result.uncertainty
+    table = {} if unc is None else getattr(unc, name)
+    return [table.get(str(r), 0.0 if unc is not None else None) if unc is not None else None for r in run_ids]
+
+
+def comparison_caption(result: TmfResult) -> str:
+    """Which task set the chart compares, which runs are left out, and the bootstrap behind the odds."""
+    a = result.assumptions
+    other = a.get("runs_on_other_tasks") or []
+    text = f"Compared on the {a.get('comparison_set_size', 0)} tasks most runs share"
+    text += (
+        f"; {len(other)} run(s) on other tasks are left out (the IRT Progress page compares across pools)"
+        if other
+        else ""
+    )
+    unc = result.uncertainty
+    if unc is not None:
+        text += (
+            f". Odds from {unc.n_replicates} seeded paired task-bootstrap replicates over {unc.n_tasks} tasks "
+            "(the human curve held at its estimate)"
+        )
+    return text + "."
 
 
 def stage_table(results: Sequence[TmfResult]) -> pd.DataFrame:
@@ -1778,6 +1807,9 @@ def stage_table(results: Sequence[TmfResult]) -> pd.DataFrame:
             {
                 "slice": r.slice_name,
                 "stage": None if r.value is None else r.value.stage,
+                "p_stage": None
+                if r.value is None or r.uncertainty is None
+                else r.uncertainty.stage_probability[str(r.value.stage)],
                 "value_per_task": None if r.value is None else r.value.area,
                 "best_saving": None if r.value is None else r.value.best_saving,
                 "human_x": None if r.human is None else r.human.x,
