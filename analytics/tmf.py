@@ -61,6 +61,7 @@ STAGE_NAMES = {
 }
 GRID_POINTS = 4001
 N_REPLICATES = 500  # paired task bootstrap of the stage, frontier and best point
+BOOT_GRID_POINTS = 401  # even grid of each bootstrap replicate's value integral (knots are added to it)
 MIN_TASKS = 30  # runs on fewer tasks are flagged: their point moves a lot from one task sample to another
 
 
@@ -554,10 +555,10 @@ class Value:
     stage: int
 
 
-def _grid(lo: float, hi: float, knots: np.ndarray) -> np.ndarray:
+def _grid(lo: float, hi: float, knots: np.ndarray, *, points: int = GRID_POINTS) -> np.ndarray:
     """An even grid plus the knots and their neighbours on both sides, so jumps and kinks fall on the grid
     (trapezoids are then exact for a linear A and a step S)."""
-    base = np.linspace(lo, hi, GRID_POINTS)
+    base = np.linspace(lo, hi, points)
     knots = np.asarray(knots, dtype=float)
     extra = np.concatenate([knots, np.nextafter(knots, -np.inf), np.nextafter(knots, np.inf)])
     extra = extra[np.isfinite(extra) & (extra >= lo) & (extra <= hi)]
@@ -583,11 +584,27 @@ def value_and_stage(
     """
     fx = frontier[x_col].to_numpy(dtype=float)
     fy = frontier["performance"].to_numpy(dtype=float)
-    if fx.size == 0:
-        return Value(0.0, math.nan, math.nan, None, 1)
     verts = hull if (supply == "hull" and hull is not None and not hull.empty) else frontier
     vx, vy = verts[x_col].to_numpy(dtype=float), verts["performance"].to_numpy(dtype=float)
-    p = _grid(acceptance.p0, float(fy[-1]), np.concatenate([fy, vy, acceptance.performance_at(fx)]))
+    ids = frontier["run_id"].to_numpy(dtype=object)
+    return value_from_arrays(fx, fy, ids, acceptance, vx=vx, vy=vy, supply=supply)
+
+
+def value_from_arrays(
+    fx: np.ndarray,
+    fy: np.ndarray,
+    ids: np.ndarray,
+    acceptance: Acceptance,
+    *,
+    vx: np.ndarray,
+    vy: np.ndarray,
+    supply: str = "step",
+    grid_points: int = GRID_POINTS,
+) -> Value:
+    """``value_and_stage`` on arrays: frontier x, performance and run ids sorted by x; supply vertices."""
+    if fx.size == 0:
+        return Value(0.0, math.nan, math.nan, None, 1)
+    p = _grid(acceptance.p0, float(fy[-1]), np.concatenate([fy, vy, acceptance.performance_at(fx)]), points=grid_points)
     gain = acceptance.cost(p) - supply_cost(p, vx, vy, supply=supply)
     area = float(np.trapezoid(np.clip(gain, 0.0, None), p))
     k = int(np.argmax(gain))
@@ -596,7 +613,7 @@ def value_and_stage(
     meets = bool((fx < a_at).any())
     at_human = (fy >= acceptance.human_performance) & (fx < acceptance.human_x) & (fx < a_at)
     stage = 3 if at_human.any() else (2 if meets else 1)
-    return Value(area, float(gain[k]), float(p[k]), str(frontier["run_id"].iloc[best_idx]), stage)
+    return Value(area, float(gain[k]), float(p[k]), str(ids[best_idx]), stage)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -765,36 +782,44 @@ def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
 def _replicate_values(
     bx: np.ndarray, by: np.ndarray, run_ids: list[str], result: TmfResult, opt: TmfOptions
 ) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
-    """Stage, frontier membership, best run and value area of every bootstrap replicate."""
+    """Stage, frontier membership, best run and value area of every bootstrap replicate.
+
+    The value grid is coarser than the estimate's (``BOOT_GRID_POINTS``): the frontier's knots are on it either
+    way, so the stage and the best point are unchanged and the area of a linear acceptance curve stays exact.
+    """
     n_rep = bx.shape[0]
     stages = np.zeros(n_rep, dtype=int)
     on_front = np.zeros(bx.shape, dtype=bool)
     best: list[str | None] = []
     area = np.full(n_rep, np.nan)
     ids = np.array(run_ids, dtype=object)
-    assert result.acceptance is not None
+    rank = np.argsort(np.argsort(ids))  # run-id order, the last tie-break of ``_assemble``
+    acceptance = result.acceptance
+    if acceptance is None:
+        return stages, on_front, best, area
     for i in range(n_rep):
-        x, y = bx[i], by[i]
-        ok = np.isfinite(x) & np.isfinite(y) & (x > 0)
-        x, y = np.where(ok, x, np.nan), np.where(ok, y, np.nan)
+        ok = np.isfinite(bx[i]) & np.isfinite(by[i]) & (bx[i] > 0)
+        x, y = np.where(ok, bx[i], np.nan), np.where(ok, by[i], np.nan)
         mask = pareto_mask(x, y)
         on_front[i] = mask
-        frontier = _by_x(ids, x, y, mask, result.x_col)
-        hull = None
+        f = _sorted_rows(mask, x, y, rank)
+        v = f
         if opt.supply == "hull":
             hmask = np.zeros(len(ids), dtype=bool)
             hmask[upper_hull(x, y)] = True
-            hull = _by_x(ids, x, y, hmask, result.x_col)
-        val = value_and_stage(frontier, result.acceptance, x_col=result.x_col, supply=opt.supply, hull=hull)
+            v = _sorted_rows(hmask, x, y, rank) if hmask.any() else f
+        val = value_from_arrays(
+            x[f], y[f], ids[f], acceptance, vx=x[v], vy=y[v], supply=opt.supply, grid_points=BOOT_GRID_POINTS
+        )
         stages[i], area[i] = val.stage, val.area
         best.append(val.best_run_id)
     return stages, on_front, best, area
 
 
-def _by_x(ids: np.ndarray, x: np.ndarray, y: np.ndarray, mask: np.ndarray, x_col: str) -> pd.DataFrame:
-    """Rows of ``mask`` sorted by increasing x, then performance, then run id (as ``_assemble`` sorts)."""
-    rows = sorted(np.flatnonzero(mask), key=lambda i: (x[i], y[i], ids[i]))
-    return pd.DataFrame({"run_id": ids[rows], "performance": y[rows], x_col: x[rows]})
+def _sorted_rows(mask: np.ndarray, x: np.ndarray, y: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Indices of ``mask`` by increasing x, then performance, then run id (as ``_assemble`` sorts)."""
+    rows = np.flatnonzero(mask)
+    return rows[np.lexsort((rank[rows], y[rows], x[rows]))]
 
 
 def _assemble(
