@@ -26,6 +26,7 @@ from analytics import stats
 
 METRIC_BY_SCORING = {"binary": "pass@1", "graded": "mean_score", "continuous": "mean_score"}
 N_PERM = 10_000  # sign flips: p resolution 1e-4, enough for Holm over ~100 rows at 5%
+N_BOOT = 1_000  # bootstrap resamples of the paired difference's interval
 PERM_CHUNK = 2_000  # flips drawn per block, to bound memory at (chunk x tasks)
 ALPHA = 0.05
 
@@ -96,11 +97,14 @@ def sign_flip_pvalues(d: np.ndarray, rng: np.random.Generator, *, n_perm: int = 
 
     Missing cells (NaN: task not shared) count as zero differences, which a sign flip leaves unchanged, so one
     draw of signs serves every column. ``p = (1 + #{|T*| >= |T|}) / (1 + n_perm)`` with ``T`` the sum of
-    differences (Phipson and Smyth 2010: never 0). A column without a nonzero difference gets p = 1.
+    differences (Phipson and Smyth 2010: never 0). A column without a nonzero difference gets p = 1. Above
+    ``stats.BOOTSTRAP_MAX_TASKS`` rows the distribution's normal limit is used (``_sign_flip_normal``).
     """
     x = np.nan_to_num(np.asarray(d, dtype=float), nan=0.0)
     if x.ndim == 1:
         x = x[:, None]
+    if x.shape[0] > stats.BOOTSTRAP_MAX_TASKS:
+        return _sign_flip_normal(x)
     observed = np.abs(x.sum(axis=0))
     tol = 1e-9 * np.maximum(1.0, np.abs(x).sum(axis=0))
     hits = np.zeros(x.shape[1])
@@ -115,13 +119,24 @@ def sign_flip_pvalues(d: np.ndarray, rng: np.random.Generator, *, n_perm: int = 
     return p
 
 
+def _sign_flip_normal(x: np.ndarray) -> np.ndarray:
+    """The sign-flip distribution's normal limit: ``T = sum(d)`` has mean 0 and variance ``sum(d^2)`` under
+    random signs, so ``p = 2 (1 - Phi(|T| / sqrt(sum d^2)))`` (used above ``stats.BOOTSTRAP_MAX_TASKS`` tasks,
+    where drawing the flips would cost O(tasks x flips) for a distribution already normal to within 1e-3)."""
+    t = np.abs(x.sum(axis=0))
+    sd = np.sqrt((x * x).sum(axis=0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = 2.0 * sps.norm.sf(t / sd)
+    return np.where(sd > 0, np.minimum(p, 1.0), 1.0)
+
+
 def paired_tests(
     d: np.ndarray,
     *,
     is_binary_single: Sequence[bool] | np.ndarray,
     seed: int = 0,
     n_perm: int = N_PERM,
-    n_boot: int = 2000,
+    n_boot: int = N_BOOT,
 ) -> list[PairedTest]:
     """Paired tests of several candidates against one reference on the same shared tasks.
 
@@ -144,13 +159,14 @@ def paired_tests(
     p = np.full(x.shape[1], np.nan)
     if flip.size:
         p[flip] = sign_flip_pvalues(x[:, flip], stats.stable_rng(seed, "sign-flip", str(n)), n_perm=n_perm)
+    # one resampling draw for every column (keyed by seed and n only): a matrix product, not a loop
+    cis = stats.bootstrap_mean_cis(x, stats.stable_rng(seed, "paired-ci", str(n)), n_boot=n_boot)
     out = []
     for j in range(x.shape[1]):
         col = x[:, j]
         worse, better = int((col < 0).sum()), int((col > 0).sum())
         pj, method = (mcnemar_exact(worse, better), "mcnemar-exact") if single[j] else (float(p[j]), "sign-flip")
-        ci = stats.bootstrap_mean_ci(col, stats.stable_rng(seed, "paired-ci", str(n)), n_boot=n_boot)
-        out.append(PairedTest(n, float(col.mean()), ci, pj, method, worse, better))
+        out.append(PairedTest(n, float(col.mean()), (float(cis[j, 0]), float(cis[j, 1])), pj, method, worse, better))
     return out
 
 
@@ -161,7 +177,7 @@ def paired_test(
     is_binary_single: bool = False,
     seed: int = 0,
     n_perm: int = N_PERM,
-    n_boot: int = 2000,
+    n_boot: int = N_BOOT,
 ) -> PairedTest:
     """Paired test of ``candidate`` against ``reference`` over the tasks both have a finite value for.
 

@@ -133,3 +133,13 @@ def test_fisher_z_interval_by_hand() -> None:
     assert (lo, hi) == pytest.approx((np.tanh(np.arctanh(0.77) - half), np.tanh(np.arctanh(0.77) + half)))
     assert round(lo, 2) == 0.27 and round(hi, 2) == 0.94
     assert np.isnan(compare.fisher_z_ci(0.5, 3)[0])
+
+
+def test_sign_flip_normal_limit_matches_the_permutation_distribution() -> None:
+    rng = np.random.default_rng(12)
+    d = rng.normal(0.05, 1.0, (1500, 3)) * (rng.random((1500, 3)) < 0.5)
+    mc = compare.sign_flip_pvalues(d, np.random.default_rng(0), n_perm=20_000)
+    normal = compare._sign_flip_normal(d)
+    assert np.allclose(mc, normal, atol=0.01), (mc, normal)
+    big = np.concatenate([d, d])  # above stats.BOOTSTRAP_MAX_TASKS rows: the normal limit is used
+    assert np.array_equal(compare.sign_flip_pvalues(big, np.random.default_rng(0)), compare._sign_flip_normal(big))
