@@ -1,8 +1,8 @@
 """tmf: Tech-Market-Fit (xbench 5.2): cost vs performance, optimal supply curve, human cost curve, value, stage.
 
 Definitions (also in docs/tmf.md and on the page):
-    * Point: one non-human run. Performance is Pass@1 (mean over tasks of passed/samples, Wilson interval over
-      tasks), the mean score (percentile bootstrap over tasks) or the IRT ability of the run's agent + version
+    * Point: one non-human run on the slice's comparison set (the task set most runs share; ``compare``).
+      Performance is Pass@1 (mean over tasks of passed/samples, Wilson interval with the task-clustered n_eff), the mean score (percentile bootstrap over tasks) or the IRT ability of the run's agent + version
       (from the newest stored fit in ``irt_abilities``). Cost per task is the mean over tasks of the task's mean
       ``cost_usd`` ("logged"; ingest already fills it from tokens x prices when a log has none) or of
       tokens x the run's prices ("tokens"); latency per task (``latency_s``) is the alternative x axis. The
@@ -353,7 +353,11 @@ def run_points(
         out["perf_lo"], out["perf_hi"] = cis[:, 2, 0], cis[:, 2, 1]
     else:
         p = np.bincount(codes, weights=rate, minlength=n_runs) / n_tasks
-        wilson = np.array([stats.wilson(float(v), int(k)) for v, k in zip(p, n_tasks, strict=True)])
+        order = np.argsort(codes, kind="stable")
+        per_run = np.split(order, np.cumsum(n_tasks)[:-1])
+        samples = tasks["n"].to_numpy(dtype=float)
+        # the leaderboard's Pass@1 interval: Wilson with the task-clustered effective sample size
+        wilson = np.array([compare.wilson_clustered(rate[rows], samples[rows]) for rows in per_run])
         out["performance"], out["perf_lo"], out["perf_hi"] = p, wilson[:, 0], wilson[:, 1]
     out["cost_per_task_usd"], out["n_cost_tasks"] = _run_means(codes, cost, n_runs)
     out["cost_lo"], out["cost_hi"] = cis[:, 0, 0], cis[:, 0, 1]
@@ -717,7 +721,10 @@ def analyse(
     other = sorted(map(str, points.loc[is_agent & ~points["run_id"].isin(keep), "run_id"]))
     points = points[~is_agent | points["run_id"].isin(keep).to_numpy()]
     points = points.assign(is_few_tasks=points["n_tasks"].to_numpy() < MIN_TASKS)
-    result = _assemble(slice_tasks(inputs.task_table, slice_name), points, opt, x_col, unit, slice_name)
+    table = slice_tasks(inputs.task_table, slice_name)
+    if cset:  # the human is costed on the tasks the agents are compared on
+        table = table[table["task_id"].astype(str).isin(cset)]
+    result = _assemble(table, points, opt, x_col, unit, slice_name)
     result.assumptions.update(comparison_set_size=len(cset), runs_on_other_tasks=other, min_tasks=MIN_TASKS)
     if not with_uncertainty or result.value is None or opt.performance == "irt" or opt.n_replicates <= 0:
         return result
