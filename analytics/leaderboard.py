@@ -466,6 +466,7 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, Any] = {
             "Rank": r["rank"],
             "vs leader": comparison_label(r),
+            "p vs leader (Holm)": None if r["p_vs_leader"] is None else round(float(r["p_vs_leader"]), 4),
             "Agent": r["agent"],
             "Version": r["agent_version"] or "",
             "Kind": r["kind"],
@@ -478,8 +479,7 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
             row["Mean score %"] = _pct(r["mean_score"])
             row["Mean score 95% CI"] = _pct_ci(r["ci95"]["mean_score"])
         row["Δ vs leader (pp)"] = _pct(r["diff_vs_leader"])
-        row["Δ 95% CI"] = _pct_ci(r["diff_vs_leader_ci95"])
-        row["p vs leader (Holm)"] = None if r["p_vs_leader"] is None else round(float(r["p_vs_leader"]), 4)
+        row["Δ 95% CI (pp)"] = _signed_ci(r["diff_vs_leader_ci95"])
         for k in range(1, k_max + 1):
             row[f"Pass@{k} %"] = _pct(r["pass_at"].get(str(k)))
             row[f"Pass@{k} 95% CI"] = _pct_ci(r["ci95"].get(f"pass@{k}"))
@@ -525,6 +525,12 @@ def _date_text(value: Any) -> str:
 
 def _pct(value: float | None) -> float | None:
     return None if value is None or not np.isfinite(value) else round(100.0 * value, 1)
+
+
+def _signed_ci(ci: Sequence[float] | None) -> str:
+    if not ci or not all(np.isfinite(v) for v in ci):
+        return ""
+    return f"{100 * ci[0]:+.1f} to {100 * ci[1]:+.1f}"
 
 
 def _pct_ci(ci: Sequence[float] | None) -> str:
