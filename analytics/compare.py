@@ -18,12 +18,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from scipy import stats as sps
 
 from analytics import stats
 
+K = TypeVar("K", bound=Hashable)
 METRIC_BY_SCORING = {"binary": "pass@1", "graded": "mean_score", "continuous": "mean_score"}
 N_PERM = 10_000  # sign flips: p resolution 1e-4, enough for Holm over ~100 rows at 5%
 N_BOOT = 1_000  # bootstrap resamples of the paired difference's interval
@@ -36,9 +38,7 @@ def ranking_metric(scoring: str | None) -> str:
     return METRIC_BY_SCORING.get(scoring or "binary", "pass@1")
 
 
-def comparison_set(
-    task_sets: Mapping[Hashable, Iterable[str]], *, eligible: Iterable[Hashable] | None = None
-) -> frozenset[str]:
+def comparison_set(task_sets: Mapping[K, Iterable[str]], *, eligible: Iterable[K] | None = None) -> frozenset[str]:
     """The task set most runs were evaluated on; ties go to the larger set, then to the smallest sorted ids.
 
     Args:
