@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -433,11 +434,13 @@ def _test_against(
     for i in range(len(rows)):
         if i == ref:
             continue
-        shared = tuple(sorted(t for t in per_task[i] if t in per_task[ref]))
-        shared = tuple(t for t in shared if np.isfinite(per_task[i][t]) and np.isfinite(per_task[ref][t]))
+        mine, theirs = per_task[i], per_task[ref]
+        shared = tuple(
+            sorted(t for t in mine.keys() & theirs.keys() if math.isfinite(mine[t]) and math.isfinite(theirs[t]))
+        )
         if shared:
             groups.setdefault(shared, []).append(i)
-            diffs[i] = np.array([per_task[i][t] - per_task[ref][t] for t in shared])
+            diffs[i] = np.fromiter((mine[t] - theirs[t] for t in shared), dtype=float, count=len(shared))
     tested: list[tuple[int, compare.PairedTest]] = []
     for members in groups.values():
         d = np.column_stack([diffs[i] for i in members])
