@@ -629,16 +629,19 @@ def cli(args: argparse.Namespace) -> int:
     return 0
 
 
-def fig_pass_at_1(df: pd.DataFrame, *, title: str = "Pass@1 with 95% Wilson interval"):  # -> go.Figure
-    """Horizontal dot-and-whisker chart of Pass@1 per run; humans drawn apart; run ids in custom_data."""
+def fig_pass_at_1(df: pd.DataFrame, *, title: str | None = None):  # -> go.Figure
+    """Horizontal dot-and-whisker chart of the ranking metric per run (Pass@1 with its clustered Wilson interval,
+    or mean score with its bootstrap interval); humans drawn apart; run ids in custom_data."""
     import plotly.graph_objects as go
 
-    part = df.sort_values("pass_at_1")
+    by_score = "metric" in df and not df.empty and str(df["metric"].iloc[0]) == "mean_score"
+    value, ci_key, name = ("mean_score", "mean_score", "Mean score") if by_score else ("pass_at_1", "pass@1", "Pass@1")
+    part = df.sort_values(value)
     fig = go.Figure()
     for is_human, group in part.groupby(part["kind"] == "human", sort=False):
-        lo = np.array([c["pass@1"][0] for c in group["ci95"]])
-        hi = np.array([c["pass@1"][1] for c in group["ci95"]])
-        p = group["pass_at_1"].to_numpy()
+        lo = np.array([c[ci_key][0] for c in group["ci95"]])
+        hi = np.array([c[ci_key][1] for c in group["ci95"]])
+        p = group[value].to_numpy(dtype=float)
         labels = [
             f"{a} {v}" if isinstance(v, str) and v and v not in a else a
             for a, v in zip(group["agent"], group["agent_version"], strict=True)
@@ -656,12 +659,13 @@ def fig_pass_at_1(df: pd.DataFrame, *, title: str = "Pass@1 with 95% Wilson inte
                 },
                 error_x={"type": "data", "symmetric": False, "array": 100 * (hi - p), "arrayminus": 100 * (p - lo)},
                 customdata=np.stack([group["run_id"], group["n_tasks"]], axis=1),
-                hovertemplate="%{y}<br>Pass@1 %{x:.1f}%<br>tasks %{customdata[1]}<br>run %{customdata[0]}<extra></extra>",
+                hovertemplate="%{y}<br>" + name + " %{x:.1f}%<br>tasks %{customdata[1]}<br>run %{customdata[0]}"
+                "<extra></extra>",
             )
         )
     fig.update_layout(
-        title=title,
-        xaxis_title="Pass@1 (%)",
+        title=title or f"{name} with its 95% interval",
+        xaxis_title=f"{name} (%)",
         xaxis_range=[0, 100],
         height=120 + 28 * len(part),
         margin={"l": 10, "r": 10, "t": 50, "b": 40},

@@ -71,7 +71,7 @@ if not humans.empty:
     st.dataframe(human_table, hide_index=True, key="lb_humans", width="stretch")
     download_buttons(human_table, f"leaderboard-{filters.benchmark}-human", key="lb_dl_h")
 
-show_fig(lb.fig_pass_at_1(pd.concat([ranked, humans])), key="lb_fig", data=table, name=f"pass-at-1-{filters.benchmark}")
+show_fig(lb.fig_pass_at_1(pd.concat([ranked, humans])), key="lb_fig", data=table, name=f"ranking-{filters.benchmark}")
 
 st.subheader("Breakdowns")
 kind = st.segmented_control("Break down by", ["level", "category"], default="level", key="lb_breakdown")

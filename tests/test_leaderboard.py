@@ -268,3 +268,13 @@ def test_leaderboard_rows_interval_does_not_depend_on_the_other_runs_shown() -> 
         assert all(np.array_equal(got[m], ref[m], equal_nan=True) for m in ref)
     lo, hi = alone.loc[("a", "all"), "ci95"]["mean_score"]
     assert lo < alone.loc[("a", "all"), "mean_score"] < hi
+
+
+def test_figure_plots_the_ranking_metric() -> None:
+    a = _outcomes("a", [1] * 4, [1, 1, 0, 0], [None] * 4, [0.9, 0.9, 0.4, 0.4])
+    b = _outcomes("b", [1] * 4, [1, 1, 0, 0], [None] * 4, [0.6, 0.6, 0.1, 0.1])
+    graded = lb.leaderboard_rows(_runs("a", "b"), pd.concat([a, b]), metric="mean_score")
+    fig = lb.fig_pass_at_1(graded)
+    assert sorted(fig.data[0].x) == pytest.approx([35.0, 65.0]) and "Mean score" in fig.layout.xaxis.title.text
+    binary = lb.leaderboard_rows(_runs("a", "b"), pd.concat([a, b]))
+    assert sorted(lb.fig_pass_at_1(binary).data[0].x) == [50.0, 50.0]
