@@ -619,13 +619,16 @@ def cli(args: argparse.Namespace) -> int:
         print(json.dumps(reports[0] if args.benchmark else reports, indent=1))
         return 0
     for rep in reports:
-        print(f"== {rep['benchmark']}")
-        for r in rep["rows"]:
-            if r["slice"] == "all":
-                print(
-                    f"  {r['agent']:<24} {r['eval_date'] or '':<10} pass@1 {100 * r['pass_at']['1']:5.1f}%  "
-                    f"tasks {r['n_tasks']:>5}  attempts {r['n_attempts']:>6}"
-                )
+        cset = rep["comparison_sets"].get("all", {})
+        print(f"== {rep['benchmark']} (ranked by {cset.get('metric')} on {cset.get('n_tasks')} shared tasks)")
+        rows = [r for r in rep["rows"] if r["slice"] == "all"]
+        for r in sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["run_id"])):
+            rank = f"{r['rank']:>3}" if r["rank"] is not None else "  -"
+            print(
+                f"{rank} {r['agent']:<24} {r['eval_date'] or '':<10} pass@1 {100 * r['pass_at']['1']:5.1f}%  "
+                f"score {100 * (r['mean_score'] or 0):5.1f}%  tasks {r['n_tasks']:>5}  "
+                f"{comparison_label(r) if r['rank'] is not None else apart_reason(r)}"
+            )
     return 0
 
 
