@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analytics import compare, diff, gate
@@ -121,3 +122,20 @@ def test_diff_without_shared_tasks_cannot_be_tested(gate_db: Path) -> None:
     assert not d.is_testable and np.isnan(d.p_value)
     assert d.paired is not None and not d.paired.is_testable
     assert compare.mcnemar_exact(0, 0) == 1.0  # shared tasks without discordance: testable, p = 1
+
+
+def test_run_level_role_baseline_is_shown_apart(tmp_path: Path) -> None:
+    """A general ``role: baseline`` run field (kept in runs.extra by ingest) puts the run apart, like gem_role."""
+    path = _bench(tmp_path / "r.jsonl", {"ref": {"t1": [1], "t2": [1]}, "a": {"t1": [1], "t2": [0]}})
+    lines = path.read_text().splitlines()
+    lines = [
+        line.replace('"agent": "ref"', '"agent": "ref", "role": "baseline"') if '"record": "run"' in line else line
+        for line in lines
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "r.duckdb"
+    ingest_paths([path], db=db)
+    with rdb.reader(db) as con:
+        board = lb.leaderboard(con, benchmark="g-bench").set_index(["run_id", "slice"]).xs("all", level=1)
+    assert board.loc["ref", "is_baseline"] and board.loc["ref", "rank"] is pd.NA
+    assert board.loc["a", "is_leader"] and board.loc["ref", "n_shared_with_leader"] == 2
