@@ -29,6 +29,7 @@ REPORTS: dict[str, str] = {
     "export-parquet": "analytics.parquet",
     "search": "analytics.search",
     "clusters": "analytics.clusters",
+    "gate": "analytics.gate",
 }
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
-from analytics.db import RunlensError, query_df
+from analytics import compare
+from analytics.db import RunlensError, load_sql, query_df
 from analytics.stats import bootstrap_mean_ci, stable_rng
 
 BASES = ("sample0", "majority")
@@ -28,10 +29,7 @@ SEED = 20260122
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts ``b`` and ``c`` (binomial, p = 1/2)."""
-    n = b + c
-    if n == 0:
-        return 1.0
-    return float(min(1.0, 2.0 * sps.binom.cdf(min(b, c), n, 0.5)))
+    return compare.mcnemar_exact(b, c)
 
 
 def run_pairs(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
@@ -60,11 +58,30 @@ def default_pair(runs: pd.DataFrame) -> tuple[str, str] | None:
     return str(runs["run_id"].iloc[1]), str(runs["run_id"].iloc[0])
 
 
+def task_values(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
+    """Per task of one run: samples, Pass@1 rate, sample-0 outcome, mean score, cost and latency."""
+    return _task_outcomes(con, run_id)
+
+
+def run_benchmark(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str | None]:
+    """``(benchmark, scoring)`` of a run; RunlensError when the run does not exist."""
+    rows = query_df(
+        con,
+        "SELECT r.benchmark, b.scoring FROM runs r LEFT JOIN benchmarks b USING (benchmark) WHERE r.run_id = ?",
+        [run_id],
+    )
+    if rows.empty:
+        raise RunlensError(f"no run {run_id!r} in the database")
+    scoring = rows["scoring"].iloc[0]
+    return str(rows["benchmark"].iloc[0]), None if pd.isna(scoring) else str(scoring)
+
+
 def _task_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     return query_df(
         con,
         "SELECT a.task_id, t.level, t.category, count(*) AS n, avg(a.passed::INT) AS rate, "
-        "arg_min(a.passed, a.sample)::INT AS first, min(a.sample) AS first_sample "
+        "arg_min(a.passed, a.sample)::INT AS first, min(a.sample) AS first_sample, "
+        "avg(a.score) AS score, avg(a.cost_usd) AS cost_usd, avg(a.latency_s) AS latency_s "
         "FROM attempts a JOIN runs r USING (run_id) "
         "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
         "WHERE a.run_id = ? AND a.passed IS NOT NULL GROUP BY ALL ORDER BY a.task_id",
@@ -84,8 +101,16 @@ class RunDiff:
     n_only_b: int
     b_regressions: int  # A pass, B fail
     c_fixes: int  # A fail, B pass
-    p_value: float
+    p_value: float  # exact McNemar on the flips; NaN when the runs share no task (cannot be tested)
     deltas: pd.DataFrame  # slice, n_tasks, pass_a, pass_b, delta, lo, hi
+    metric: str = "pass@1"  # the benchmark's own metric (pass@1 or mean_score)
+    paired: compare.PairedTest | None = None  # the leaderboard's test of B against A on the metric
+    measures: pd.DataFrame | None = None  # metric, cost and latency: mean A, mean B, delta, CI, p (MEASURE_COLUMNS)
+
+    @property
+    def is_testable(self) -> bool:
+        """False when the runs share no task: nothing can be said about a difference."""
+        return len(self.tasks) > 0
 
     @property
     def flipped(self) -> pd.DataFrame:
@@ -107,7 +132,8 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
     a, b = _task_outcomes(con, run_a), _task_outcomes(con, run_b)
     if a.empty or b.empty:
         raise RunlensError(f"no scored attempts in run {run_a if a.empty else run_b!r}")
-    m = a.merge(b[["task_id", "n", "rate", "first", "first_sample"]], on="task_id", suffixes=("_a", "_b"))
+    extra = ["n", "rate", "first", "first_sample", "score", "cost_usd", "latency_s"]
+    m = a.merge(b[["task_id", *extra]], on="task_id", suffixes=("_a", "_b"))
     col = "first" if basis == "sample0" else "rate"
     m["pass_a"] = (m[f"{col}_a"] >= 0.5) if basis == "majority" else m["first_a"].astype(bool)
     m["pass_b"] = (m[f"{col}_b"] >= 0.5) if basis == "majority" else m["first_b"].astype(bool)
@@ -134,8 +160,19 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
             "change",
             "first_sample_a",
             "first_sample_b",
+            "score_a",
+            "score_b",
+            "cost_usd_a",
+            "cost_usd_b",
+            "latency_s_a",
+            "latency_s_b",
         ]
     ].reset_index(drop=True)
+    metric = compare.ranking_metric(run_benchmark(con, run_a)[1])
+    values = {r: metric_values(con, r, metric) for r in (run_a, run_b)}
+    paired = compare.paired_test(
+        values[run_a]["value"], values[run_b]["value"], is_binary_single=_single(values, metric)
+    )
     return RunDiff(
         run_a,
         run_b,
@@ -145,9 +182,97 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
         int((~b.task_id.isin(a.task_id)).sum()),
         n_reg,
         n_fix,
-        mcnemar_exact(n_reg, n_fix),
+        mcnemar_exact(n_reg, n_fix) if len(tasks) else float("nan"),
         slice_deltas(tasks, seed_labels=(run_a, run_b)),
+        metric,
+        paired,
+        measure_deltas(values[run_a], values[run_b], metric=metric, paired=paired),
     )
+
+
+MEASURE_COLUMNS = ["measure", "n_tasks", "mean_a", "mean_b", "delta", "lo", "hi", "p_value", "method"]
+MEASURES = {"pass@1": "Pass@1", "mean_score": "mean score", "cost_usd": "cost per task ($)", "latency_s": "latency (s)"}
+
+
+def metric_values(con: duckdb.DuckDBPyConnection, run_id: str, metric: str) -> dict[str, Any]:
+    """Per-task values of one run as the leaderboard computes them (``task_outcomes.sql``).
+
+    Returns ``{"value": {task: metric value}, "cost_usd": {...}, "latency_s": {...}, "n": {task: samples}}``:
+    the metric is c/n (Pass@1 per task, attempts without a verdict count as failures, as on the leaderboard) or
+    the mean score; cost and latency are means over the task's samples.
+    """
+    df = query_df(con, load_sql("task_outcomes"), {"run_ids": [run_id]})
+    lat = query_df(
+        con, "SELECT task_id, avg(latency_s) AS latency_s FROM attempts WHERE run_id = ? GROUP BY task_id", [run_id]
+    )
+    df = df.merge(lat, on="task_id", how="left")
+    value = df["c"] / df["n"] if metric == "pass@1" else df["score"]
+    tasks = df["task_id"].astype(str)
+    return {
+        "value": dict(zip(tasks, value.astype(float), strict=True)),
+        "cost_usd": dict(zip(tasks, df["cost_usd"].astype(float), strict=True)),
+        "latency_s": dict(zip(tasks, df["latency_s"].astype(float), strict=True)),
+        "n": dict(zip(tasks, df["n"].astype(int), strict=True)),
+    }
+
+
+def _single(values: dict[str, dict[str, Any]], metric: str) -> bool:
+    """Both runs have one sample per task of a binary metric: the paired test is the exact McNemar test."""
+    return metric == "pass@1" and all(all(v == 1 for v in run["n"].values()) for run in values.values())
+
+
+def measure_deltas(
+    a: dict[str, Any], b: dict[str, Any], *, metric: str, paired: compare.PairedTest | None = None
+) -> pd.DataFrame:
+    """The metric, cost and latency of B against A on shared tasks: means, paired difference, 95% CI, p.
+
+    The metric row is ``paired`` (the leaderboard's test) when given; cost and latency use the sign-flip test
+    and the bootstrap over the tasks where both runs have a value.
+    """
+    rows = []
+    for key, name in (("value", metric), ("cost_usd", "cost_usd"), ("latency_s", "latency_s")):
+        d = compare.shared_differences(a[key], b[key])
+        test = paired if key == "value" and paired is not None else compare.paired_test(a[key], b[key])
+        shared = [t for t in a[key] if t in b[key] and np.isfinite(a[key][t]) and np.isfinite(b[key][t])]
+        rows.append(
+            {
+                "measure": MEASURES[name],
+                "n_tasks": len(d),
+                "mean_a": float(np.mean([a[key][t] for t in shared])) if shared else float("nan"),
+                "mean_b": float(np.mean([b[key][t] for t in shared])) if shared else float("nan"),
+                "delta": test.diff,
+                "lo": test.ci95[0],
+                "hi": test.ci95[1],
+                "p_value": test.p_value,
+                "method": test.method,
+            }
+        )
+    return pd.DataFrame(rows, columns=MEASURE_COLUMNS)
+
+
+def tasks_by_change(result: RunDiff, *, low: float = -1.0, high: float = 1.0) -> pd.DataFrame:
+    """Matched tasks sorted by regression (largest drop of the metric first), filtered to a change in [low, high].
+
+    ``change_pp`` is the per-task change of the benchmark's metric (Pass@1 rate or mean score), B - A, in
+    percentage points; cost and latency changes are per task too.
+    """
+    t = result.tasks
+    a, b = ("rate_a", "rate_b") if result.metric == "pass@1" else ("score_a", "score_b")
+    out = pd.DataFrame(
+        {
+            "task_id": t["task_id"],
+            "level": t["level"],
+            "category": t["category"],
+            "metric_a": t[a],
+            "metric_b": t[b],
+            "change_pp": 100.0 * (t[b] - t[a]),
+            "cost_change_usd": t["cost_usd_b"] - t["cost_usd_a"],
+            "latency_change_s": t["latency_s_b"] - t["latency_s_a"],
+            "outcome": t["change"],
+        }
+    )
+    keep = out["change_pp"].between(100.0 * low - 1e-9, 100.0 * high + 1e-9)
+    return out[keep].sort_values(["change_pp", "task_id"]).reset_index(drop=True)
 
 
 def slice_deltas(tasks: pd.DataFrame, *, seed_labels: tuple[str, ...] = (), n_boot: int = 2000) -> pd.DataFrame:

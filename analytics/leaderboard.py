@@ -15,14 +15,15 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics import stats
+from analytics import compare, stats
 from analytics.cliargs import add_benchmark_and_dates, date_range
 from analytics.db import load_sql, query_df, reader
 
@@ -180,14 +181,18 @@ def leaderboard_rows(
     outcomes: pd.DataFrame,
     *,
     slices: Sequence[str] = SLICE_KINDS,
+    metric: str = "pass@1",
     seed: int = 0,
     n_boot: int = 1000,
 ) -> pd.DataFrame:
     """The leaderboard from ``runs_in`` and ``task_outcomes`` frames: one row per run and slice (``COLUMNS``).
 
-    Pass@k and pass^k are computed once per (run, task) row for every k and averaged per slice; Wilson intervals
-    per row; bootstrap intervals for all rows at once (see ``_add_bootstrap_cis``).
+    Pass@k and pass^k are computed once per (run, task) row for every k and averaged per slice; a clustered
+    Wilson interval for Pass@1 and plain Wilson over tasks for the other rates; bootstrap intervals for all rows
+    at once (see ``_add_bootstrap_cis``); then ranks and paired tests per slice by ``metric`` (``compare_rows``).
     """
+    if metric not in compare.METRIC_BY_SCORING.values():
+        raise ValueError(f"metric: expected pass@1 or mean_score, got {metric!r}")
     known = pd.Index(runs["run_id"]).get_indexer(outcomes["run_id"])
     part = outcomes[known >= 0]
     run_pos = known[known >= 0]
@@ -199,7 +204,9 @@ def leaderboard_rows(
         "pass_at": [stats.pass_at_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)],
         "pass_hat": [stats.pass_hat_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)],
     }
-    meta = runs[["run_id", "agent", "agent_version", "family", "kind", "eval_date"]].to_dict("records")
+    if "is_baseline" not in runs:
+        runs = runs.assign(is_baseline=False)
+    meta = runs[["run_id", "agent", "agent_version", "family", "kind", "eval_date", "is_baseline"]].to_dict("records")
     rows: list[dict[str, Any]] = []
     indices: list[np.ndarray] = []
     for pos, run_rows, run_slices in _slice_groups(run_pos, part, slices):
@@ -207,7 +214,37 @@ def leaderboard_rows(
         rows += _run_rows(meta[pos], k_max, run_slices, arrays, rates)
         indices += [idx for _, idx in run_slices]
     _add_bootstrap_cis(rows, indices, arrays, seed=seed, n_boot=n_boot)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    per_task = {"pass@1": rates["pass_at"][0] if rates["pass_at"] else arrays["c"], "mean_score": arrays["score"]}
+    _add_pass1_clustered_cis(rows, indices, per_task["pass@1"], arrays["n"])
+    tasks = part["task_id"].astype(str).to_numpy(dtype=object)
+    compare_rows(rows, indices, tasks, per_task[metric], arrays["n"], metric=metric, seed=seed)
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    out["rank"] = pd.array([None if pd.isna(v) else int(v) for v in out["rank"]], dtype="Int64")
+    for col in NULLABLE:  # None, not NaN, where a comparison does not exist (JSON null, ``is None`` checks)
+        out[col] = pd.Series([_none_if_missing(v) for v in out[col]], index=out.index, dtype=object)
+    out["n_shared_with_leader"] = pd.Series(
+        [None if v is None else int(v) for v in out["n_shared_with_leader"]], index=out.index, dtype=object
+    )
+    return out
+
+
+NULLABLE = (
+    "n_shared_with_leader",
+    "diff_vs_leader",
+    "diff_vs_leader_ci95",
+    "p_raw_vs_leader",
+    "p_vs_leader",
+    "test_method",
+    "is_tied",
+)
+
+
+def _none_if_missing(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    return value
 
 
 def leaderboard(
@@ -227,16 +264,56 @@ def leaderboard(
     """
     runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
     outcomes = task_outcomes(con, benchmark=benchmark, runs=runs)
-    return mark_ties(leaderboard_rows(runs, outcomes, slices=slices, seed=seed, n_boot=n_boot))
+    metric = compare.ranking_metric(benchmark_scoring(con, benchmark=benchmark))
+    return leaderboard_rows(runs, outcomes, slices=slices, metric=metric, seed=seed, n_boot=n_boot)
 
 
-COLUMNS = [
+def comparable_runs(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    kinds: Sequence[str] = ("all", "level"),
+) -> pd.DataFrame:
+    """Per run and slice, whether the run is on the slice's comparison set (``compare.comparison_set``).
+
+    The same definition as the leaderboard's ``is_comparable`` (rankable runs vote: not human, not baseline),
+    for views that need only the membership (coverage correlation, TMF). Columns: run_id, slice, is_comparable,
+    comparison_set_size.
+    """
+    runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
+    out = task_outcomes(con, benchmark=benchmark, runs=runs)
+    rankable = set(runs.loc[(runs["kind"] != "human") & ~runs["is_baseline"].astype(bool), "run_id"].astype(str))
+    rows = []
+    for kind in kinds:
+        if kind == "all":
+            groups = {"all": out}
+        else:
+            part = out.dropna(subset=[kind])
+            groups = {f"{kind}={v}": g for v, g in part.groupby(kind, sort=True)}
+        for name, g in groups.items():
+            sets = {str(r): frozenset(t.astype(str)) for r, t in g.groupby("run_id", sort=False)["task_id"]}
+            cset = compare.comparison_set(sets, eligible=[r for r in sets if r in rankable])
+            rows += [(r, name, s == cset, len(cset)) for r, s in sets.items()]
+    return pd.DataFrame(rows, columns=["run_id", "slice", "is_comparable", "comparison_set_size"])
+
+
+def benchmark_scoring(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> str | None:
+    """The benchmark's scoring (``binary``, ``graded``, ``continuous``), None when unknown."""
+    rows = query_df(con, "SELECT scoring FROM benchmarks WHERE benchmark = ?", [benchmark])
+    return None if rows.empty else str(rows["scoring"].iloc[0])
+
+
+BASE_COLUMNS = [
     "run_id",
     "agent",
     "agent_version",
     "family",
     "kind",
     "eval_date",
+    "is_baseline",
     "slice",
     "n_tasks",
     "n_attempts",
@@ -247,63 +324,200 @@ COLUMNS = [
     "ci95",
     "mean_steps",
     "mean_cost_usd",
+    "pass_at_1",
 ]
+# Added per slice by ``compare_rows``: the comparison against the slice's leader.
+COMPARISON_COLUMNS = [
+    "metric",
+    "metric_value",
+    "rank",
+    "is_leader",
+    "is_comparable",
+    "comparison_set_size",
+    "n_shared_with_leader",
+    "diff_vs_leader",
+    "diff_vs_leader_ci95",
+    "p_raw_vs_leader",
+    "p_vs_leader",
+    "test_method",
+    "is_tied",
+]
+# Further per-row columns (another report's fields) join by appending here and filling them in a step of
+# ``leaderboard``; ``report`` and ``display_table`` read this list, nothing else needs to change.
+COLUMNS = BASE_COLUMNS + COMPARISON_COLUMNS
 
 
-def mark_ties(df: pd.DataFrame) -> pd.DataFrame:
-    """Add ``pass_at_1``, ``rank``, ``is_leader`` and ``is_tied`` (Pass@1 interval overlaps the leader's)."""
-    out = df.copy()
-    out["pass_at_1"] = [p.get("1", np.nan) for p in out["pass_at"]] if not out.empty else []
-    rank = np.zeros(len(out), dtype=int)  # 0 = unranked (humans)
-    is_leader = np.zeros(len(out), dtype=bool)
-    is_tied = np.zeros(len(out), dtype=bool)
-    is_machine = (out["kind"] != "human").to_numpy()
-    p1 = out["pass_at_1"].to_numpy(dtype=float)
-    ci = [tuple(c.get("pass@1", (np.nan, np.nan))) for c in out["ci95"]]
-    for idx in out.groupby("slice", sort=False).indices.values():
-        machines = idx[is_machine[idx]]
-        if machines.size == 0:
+def _add_pass1_clustered_cis(
+    rows: list[dict[str, Any]], indices: list[np.ndarray], pass1: np.ndarray, n: np.ndarray
+) -> None:
+    """Pass@1 interval of every row: Wilson with the task-clustered effective sample size (in place)."""
+    for row, idx in zip(rows, indices, strict=True):
+        row["pass_at_1"] = row["pass_at"].get("1", float("nan"))
+        if "pass@1" in row["ci95"]:
+            row["ci95"]["pass@1"] = list(compare.wilson_clustered(pass1[idx], n[idx]))
+
+
+def _competition_ranks(values: np.ndarray) -> np.ndarray:
+    """1 + the number of strictly better values; equal values (to 1e-12) share a rank, whatever the row order."""
+    v = np.round(values, 12)
+    return 1 + (v[None, :] > v[:, None]).sum(axis=1)
+
+
+def compare_rows(
+    rows: list[dict[str, Any]],
+    indices: list[np.ndarray],
+    tasks: np.ndarray,
+    values: np.ndarray,
+    n: np.ndarray,
+    *,
+    metric: str,
+    seed: int = 0,
+) -> None:
+    """Comparison set, rank and paired test against the leader for every slice, in place.
+
+    Args:
+        rows: leaderboard rows (one per run and slice).
+        indices: per row, its (run, task) positions into ``tasks`` / ``values`` / ``n``.
+        tasks: task id per (run, task) position.
+        values: the per-task value of the ranking metric (c/n for Pass@1, mean score otherwise).
+        n: samples per (run, task) position (one binary sample per task -> exact McNemar).
+        metric: ``pass@1`` or ``mean_score``.
+        seed: seed of the sign flips and bootstrap draws.
+    """
+    by_slice: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_slice.setdefault(row["slice"], []).append(i)
+    for members in by_slice.values():
+        per_row = [dict(zip(tasks[indices[i]], values[indices[i]], strict=True)) for i in members]
+        single = [bool((n[indices[i]] == 1).all()) and metric == "pass@1" for i in members]
+        _compare_slice([rows[i] for i in members], per_row, single, metric=metric, seed=seed)
+
+
+def _compare_slice(
+    rows: list[dict[str, Any]], per_task: list[dict[str, float]], single: list[bool], *, metric: str, seed: int
+) -> None:
+    """Rank the comparable, rankable rows of one slice and test every row against the leader (in place)."""
+    sets = [frozenset(t) for t in per_task]
+    rankable = [i for i, r in enumerate(rows) if r["kind"] != "human" and not r["is_baseline"]]
+    cset = compare.comparison_set(dict(enumerate(sets)), eligible=rankable)
+    point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
+    ranked = [i for i in rankable if sets[i] == cset and np.isfinite(point[i])]
+    ranks = dict(zip(ranked, _competition_ranks(point[ranked]).tolist(), strict=True)) if ranked else {}
+    leaders = sorted((i for i in ranked if ranks[i] == 1), key=lambda i: str(rows[i]["run_id"]))
+    ref = leaders[0] if leaders else None
+    for i, row in enumerate(rows):
+        row.update(
+            metric=metric,
+            metric_value=float(point[i]),
+            rank=ranks.get(i),
+            is_leader=i in leaders,
+            is_comparable=sets[i] == cset,
+            comparison_set_size=len(cset),
+            n_shared_with_leader=None if ref is None else len(sets[i] & sets[ref]),
+            diff_vs_leader=None,
+            diff_vs_leader_ci95=None,
+            p_raw_vs_leader=None,
+            p_vs_leader=None,
+            test_method=None,
+            is_tied=None,
+        )
+    if ref is not None:
+        _test_against(rows, per_task, single, ref, seed=seed)
+
+
+def _test_against(
+    rows: list[dict[str, Any]], per_task: list[dict[str, float]], single: list[bool], ref: int, *, seed: int
+) -> None:
+    """Paired tests of every row against row ``ref`` on shared tasks, grouped by shared task set; Holm over all."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    diffs: dict[int, np.ndarray] = {}
+    for i in range(len(rows)):
+        if i == ref:
             continue
-        machines = machines[np.argsort(-p1[machines], kind="stable")]  # best first, NaN last
-        rank[machines] = np.arange(1, machines.size + 1)
-        is_leader[machines[0]] = True
-        for i in machines[1:]:
-            is_tied[i] = stats.intervals_overlap(ci[i], ci[machines[0]])
-    out["rank"] = pd.array([r if r else pd.NA for r in rank.tolist()], dtype="Int64")
-    out["is_leader"] = is_leader
-    out["is_tied"] = is_tied
-    return out
+        mine, theirs = per_task[i], per_task[ref]
+        shared = tuple(
+            sorted(t for t in mine.keys() & theirs.keys() if math.isfinite(mine[t]) and math.isfinite(theirs[t]))
+        )
+        if shared:
+            groups.setdefault(shared, []).append(i)
+            diffs[i] = np.fromiter((mine[t] - theirs[t] for t in shared), dtype=float, count=len(shared))
+    tested: list[tuple[int, compare.PairedTest]] = []
+    for members in groups.values():
+        d = np.column_stack([diffs[i] for i in members])
+        flags = [single[i] and single[ref] for i in members]
+        tested += list(zip(members, compare.paired_tests(d, is_binary_single=flags, seed=seed), strict=True))
+    adjusted = compare.holm([t.p_value for _, t in tested])
+    for (i, test), p_adj in zip(tested, adjusted, strict=True):
+        rows[i].update(
+            diff_vs_leader=test.diff,
+            diff_vs_leader_ci95=list(test.ci95),
+            p_raw_vs_leader=test.p_value,
+            p_vs_leader=float(p_adj),
+            test_method=test.method,
+            is_tied=bool(p_adj >= compare.ALPHA),
+        )
 
 
 def display_table(df: pd.DataFrame) -> pd.DataFrame:
-    """A flat, human-readable table of one slice (percentages, intervals as text)."""
+    """A flat, human-readable table of one slice (percentages, intervals as text), ranked rows first."""
     if df.empty:
         return pd.DataFrame()
     k_max = int(df["k_max"].max())
+    by_score = str(df["metric"].iloc[0]) == "mean_score"
     rows = []
     for _, r in df.iterrows():
         row: dict[str, Any] = {
             "Rank": r["rank"],
-            "Tied with leader": "leader" if r["is_leader"] else ("tied" if r["is_tied"] else ""),
+            "vs leader": comparison_label(r),
+            "p vs leader (Holm)": None if r["p_vs_leader"] is None else round(float(r["p_vs_leader"]), 4),
             "Agent": r["agent"],
             "Version": r["agent_version"] or "",
             "Kind": r["kind"],
             "Eval date": _date_text(r["eval_date"]),
             "Tasks": r["n_tasks"],
+            "Shared with leader": r["n_shared_with_leader"],
             "Attempts": r["n_attempts"],
         }
+        if by_score:
+            row["Mean score %"] = _pct(r["mean_score"])
+            row["Mean score 95% CI"] = _pct_ci(r["ci95"]["mean_score"])
+        row["Δ vs leader (pp)"] = _pct(r["diff_vs_leader"])
+        row["Δ 95% CI (pp)"] = _signed_ci(r["diff_vs_leader_ci95"])
         for k in range(1, k_max + 1):
             row[f"Pass@{k} %"] = _pct(r["pass_at"].get(str(k)))
             row[f"Pass@{k} 95% CI"] = _pct_ci(r["ci95"].get(f"pass@{k}"))
         for k in range(2, k_max + 1):
             row[f"pass^{k} %"] = _pct(r["pass_hat"].get(str(k)))
-        row["Mean score %"] = _pct(r["mean_score"])
-        row["Mean score 95% CI"] = _pct_ci(r["ci95"]["mean_score"])
+        if not by_score:
+            row["Mean score %"] = _pct(r["mean_score"])
+            row["Mean score 95% CI"] = _pct_ci(r["ci95"]["mean_score"])
         row["Mean steps"] = round(r["mean_steps"], 2)
         row["Mean cost/task $"] = None if r["mean_cost_usd"] is None else round(r["mean_cost_usd"], 4)
         row["run_id"] = r["run_id"]
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def comparison_label(row: Mapping[str, Any]) -> str:
+    """``leader``, ``tied``, ``behind``/``ahead`` (significant after Holm), or why the row is not tested."""
+    if row["is_leader"] and row["p_vs_leader"] is None:
+        return "leader"
+    if row["is_tied"] is None:
+        return "no shared tasks" if row["n_shared_with_leader"] is not None else "no leader"
+    if row["is_tied"]:
+        return "co-leader" if row["is_leader"] else "tied"
+    return "behind" if (row["diff_vs_leader"] or 0.0) < 0 else "ahead"
+
+
+def apart_reason(row: Mapping[str, Any]) -> str:
+    """Why a row is shown apart from the ranking (empty for ranked rows)."""
+    if row["kind"] == "human":
+        return "human baseline"
+    if row["is_baseline"]:
+        return "baseline run"
+    if not row["is_comparable"]:
+        return f"evaluated on other tasks: {row['n_shared_with_leader'] or 0} shared"
+    return "" if row["rank"] is not None and not pd.isna(row["rank"]) else "no score"
 
 
 def _date_text(value: Any) -> str:
@@ -314,6 +528,12 @@ def _date_text(value: Any) -> str:
 
 def _pct(value: float | None) -> float | None:
     return None if value is None or not np.isfinite(value) else round(100.0 * value, 1)
+
+
+def _signed_ci(ci: Sequence[float] | None) -> str:
+    if not ci or not all(np.isfinite(v) for v in ci):
+        return ""
+    return f"{100 * ci[0]:+.1f} to {100 * ci[1]:+.1f}"
 
 
 def _pct_ci(ci: Sequence[float] | None) -> str:
@@ -333,28 +553,38 @@ def report(
 ) -> dict[str, Any]:
     """The JSON report of DESIGN.md / the foundation issue."""
     df = leaderboard(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to, seed=seed)
-    keys = [
-        "run_id",
-        "agent",
-        "agent_version",
-        "kind",
-        "eval_date",
-        "slice",
-        "n_tasks",
-        "n_attempts",
-        "pass_at",
-        "pass_hat",
-        "mean_score",
-        "ci95",
-        "mean_steps",
-        "mean_cost_usd",
-        "is_tied",
-    ]
-    rows = [{k: _jsonable(r[k]) for k in keys} for _, r in df.iterrows()]
-    return {"benchmark": benchmark, "rows": rows}
+    rows = [{k: _jsonable(r[k]) for k in REPORT_KEYS} for _, r in df.iterrows()]
+    sets = {
+        str(r["slice"]): {"n_tasks": int(r["comparison_set_size"]), "metric": r["metric"]}
+        for _, r in df.drop_duplicates("slice").iterrows()
+    }
+    return {"benchmark": benchmark, "comparison_sets": sets, "rows": rows}
+
+
+# The keys of each row of ``report`` (``python -m analytics leaderboard --json``); append new fields here.
+REPORT_KEYS = [
+    "run_id",
+    "agent",
+    "agent_version",
+    "kind",
+    "eval_date",
+    "is_baseline",
+    "slice",
+    "n_tasks",
+    "n_attempts",
+    "pass_at",
+    "pass_hat",
+    "mean_score",
+    "ci95",
+    "mean_steps",
+    "mean_cost_usd",
+    *COMPARISON_COLUMNS,
+]
 
 
 def _jsonable(value: Any) -> Any:
+    if value is None or value is pd.NA:
+        return None
     if isinstance(value, (dt.date, pd.Timestamp)):
         return value.isoformat()[:10]
     if isinstance(value, (np.integer,)):
@@ -389,26 +619,32 @@ def cli(args: argparse.Namespace) -> int:
         print(json.dumps(reports[0] if args.benchmark else reports, indent=1))
         return 0
     for rep in reports:
-        print(f"== {rep['benchmark']}")
-        for r in rep["rows"]:
-            if r["slice"] == "all":
-                print(
-                    f"  {r['agent']:<24} {r['eval_date'] or '':<10} pass@1 {100 * r['pass_at']['1']:5.1f}%  "
-                    f"tasks {r['n_tasks']:>5}  attempts {r['n_attempts']:>6}"
-                )
+        cset = rep["comparison_sets"].get("all", {})
+        print(f"== {rep['benchmark']} (ranked by {cset.get('metric')} on {cset.get('n_tasks')} shared tasks)")
+        rows = [r for r in rep["rows"] if r["slice"] == "all"]
+        for r in sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["run_id"])):
+            rank = f"{r['rank']:>3}" if r["rank"] is not None else "  -"
+            print(
+                f"{rank} {r['agent']:<24} {r['eval_date'] or '':<10} pass@1 {100 * r['pass_at']['1']:5.1f}%  "
+                f"score {100 * (r['mean_score'] or 0):5.1f}%  tasks {r['n_tasks']:>5}  "
+                f"{comparison_label(r) if r['rank'] is not None else apart_reason(r)}"
+            )
     return 0
 
 
-def fig_pass_at_1(df: pd.DataFrame, *, title: str = "Pass@1 with 95% Wilson interval"):  # -> go.Figure
-    """Horizontal dot-and-whisker chart of Pass@1 per run; humans drawn apart; run ids in custom_data."""
+def fig_pass_at_1(df: pd.DataFrame, *, title: str | None = None):  # -> go.Figure
+    """Horizontal dot-and-whisker chart of the ranking metric per run (Pass@1 with its clustered Wilson interval,
+    or mean score with its bootstrap interval); humans drawn apart; run ids in custom_data."""
     import plotly.graph_objects as go
 
-    part = df.sort_values("pass_at_1")
+    by_score = "metric" in df and not df.empty and str(df["metric"].iloc[0]) == "mean_score"
+    value, ci_key, name = ("mean_score", "mean_score", "Mean score") if by_score else ("pass_at_1", "pass@1", "Pass@1")
+    part = df.sort_values(value)
     fig = go.Figure()
     for is_human, group in part.groupby(part["kind"] == "human", sort=False):
-        lo = np.array([c["pass@1"][0] for c in group["ci95"]])
-        hi = np.array([c["pass@1"][1] for c in group["ci95"]])
-        p = group["pass_at_1"].to_numpy()
+        lo = np.array([c[ci_key][0] for c in group["ci95"]])
+        hi = np.array([c[ci_key][1] for c in group["ci95"]])
+        p = group[value].to_numpy(dtype=float)
         labels = [
             f"{a} {v}" if isinstance(v, str) and v and v not in a else a
             for a, v in zip(group["agent"], group["agent_version"], strict=True)
@@ -426,12 +662,13 @@ def fig_pass_at_1(df: pd.DataFrame, *, title: str = "Pass@1 with 95% Wilson inte
                 },
                 error_x={"type": "data", "symmetric": False, "array": 100 * (hi - p), "arrayminus": 100 * (p - lo)},
                 customdata=np.stack([group["run_id"], group["n_tasks"]], axis=1),
-                hovertemplate="%{y}<br>Pass@1 %{x:.1f}%<br>tasks %{customdata[1]}<br>run %{customdata[0]}<extra></extra>",
+                hovertemplate="%{y}<br>" + name + " %{x:.1f}%<br>tasks %{customdata[1]}<br>run %{customdata[0]}"
+                "<extra></extra>",
             )
         )
     fig.update_layout(
-        title=title,
-        xaxis_title="Pass@1 (%)",
+        title=title or f"{name} with its 95% interval",
+        xaxis_title=f"{name} (%)",
         xaxis_range=[0, 100],
         height=120 + 28 * len(part),
         margin={"l": 10, "r": 10, "t": 50, "b": 40},

@@ -6,40 +6,64 @@ import zlib
 
 import numpy as np
 from scipy import stats as sps
-from scipy.special import comb
 
 Z95 = float(sps.norm.ppf(0.975))
 BOOTSTRAP_MAX_TASKS = 2000  # above this a normal interval replaces the bootstrap (they agree; see README)
 
 
+def _per_pair(n: np.ndarray, c: np.ndarray, k: int, fn) -> np.ndarray:  # noqa: ANN001 - a small callable
+    """Apply ``fn(n, c)`` once per distinct (n, c) pair with ``n >= k``; NaN where ``n < k``."""
+    n = np.asarray(n, dtype=float)
+    c = np.asarray(c, dtype=float)
+    out = np.full(n.shape, np.nan)
+    ok = (n >= k) & np.isfinite(n) & np.isfinite(c)
+    if not ok.any():
+        return out
+    # one integer key per (n, c) pair: np.unique on a 1-D array is much faster than on rows (axis=0)
+    ni, ci = n[ok].astype(np.int64), c[ok].astype(np.int64)
+    width = int(ci.max()) + 1
+    keys, inverse = np.unique(ni * width + ci, return_inverse=True)
+    values = np.array([fn(int(key // width), int(key % width)) for key in keys])
+    out[ok] = values[np.ravel(inverse)]
+    return out
+
+
+def _pass_at_k_one(n: int, c: int, k: int) -> float:
+    """Chen et al.'s numerically stable product form: ``1 - prod_{i=n-c+1}^{n} (1 - k / i)``."""
+    if n - c < k:
+        return 1.0
+    return float(-np.expm1(np.sum(np.log1p(-k / np.arange(n - c + 1, n + 1, dtype=float)))))
+
+
+def _pass_hat_k_one(n: int, c: int, k: int) -> float:
+    """``C(c, k) / C(n, k) = prod_{i<k} (c - i) / (n - i)``, as a product (no overflow for any n)."""
+    if c < k:
+        return 0.0
+    i = np.arange(k, dtype=float)
+    return float(np.exp(np.sum(np.log((c - i) / (n - i)))))
+
+
 def pass_at_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     """Unbiased Pass@k per task (Chen et al. 2021): ``1 - C(n-c, k) / C(n, k)``.
+
+    Computed in the product form ``1 - prod_{i=n-c+1}^{n} (1 - k/i)``, stable for any number of samples (the
+    ratio of binomial coefficients overflows above about 1,030 samples).
 
     Args:
         n: samples per task.
         c: correct samples per task.
         k: the k of Pass@k; tasks with ``n < k`` give NaN (undefined).
     """
-    n = np.asarray(n, dtype=float)
-    c = np.asarray(c, dtype=float)
-    out = np.full(n.shape, np.nan)
-    ok = n >= k
-    out[ok] = 1.0 - comb(n[ok] - c[ok], k) / comb(n[ok], k)
-    return out
+    return _per_pair(n, c, k, lambda pn, pc: _pass_at_k_one(pn, pc, k))
 
 
 def pass_hat_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     """Unbiased pass^k per task (tau-bench): probability that k samples are all correct, ``C(c, k) / C(n, k)``."""
-    n = np.asarray(n, dtype=float)
-    c = np.asarray(c, dtype=float)
-    out = np.full(n.shape, np.nan)
-    ok = n >= k
-    out[ok] = comb(c[ok], k) / comb(n[ok], k)
-    return out
+    return _per_pair(n, c, k, lambda pn, pc: _pass_hat_k_one(pn, pc, k))
 
 
-def wilson(p: float, n: int, *, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for a proportion ``p`` observed over ``n`` units (here: tasks)."""
+def wilson(p: float, n: float, *, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a proportion ``p`` observed over ``n`` units (tasks, or an effective size)."""
     if n <= 0 or not np.isfinite(p):
         return (float("nan"), float("nan"))
     denom = 1.0 + z * z / n

@@ -1,8 +1,8 @@
 """tmf: Tech-Market-Fit (xbench 5.2): cost vs performance, optimal supply curve, human cost curve, value, stage.
 
 Definitions (also in docs/tmf.md and on the page):
-    * Point: one non-human run. Performance is Pass@1 (mean over tasks of passed/samples, Wilson interval over
-      tasks), the mean score (percentile bootstrap over tasks) or the IRT ability of the run's agent + version
+    * Point: one non-human run on the slice's comparison set (the task set most runs share; ``compare``).
+      Performance is Pass@1 (mean over tasks of passed/samples, Wilson interval with the task-clustered n_eff), the mean score (percentile bootstrap over tasks) or the IRT ability of the run's agent + version
       (from the newest stored fit in ``irt_abilities``). Cost per task is the mean over tasks of the task's mean
       ``cost_usd`` ("logged"; ingest already fills it from tokens x prices when a log has none) or of
       tokens x the run's prices ("tokens"); latency per task (``latency_s``) is the alternative x axis. The
@@ -29,6 +29,7 @@ Definitions (also in docs/tmf.md and on the page):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -43,7 +44,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analytics import stats
+from analytics import compare, stats
 from analytics.db import RunlensError, load_sql, query_df, query_rows, reader
 
 PERFORMANCES = ("pass@1", "mean_score", "irt")
@@ -59,6 +60,9 @@ STAGE_NAMES = {
     3: "Stage 3 · Specialised agents",
 }
 GRID_POINTS = 4001
+N_REPLICATES = 500  # paired task bootstrap of the stage, frontier and best point
+BOOT_GRID_POINTS = 401  # even grid of each bootstrap replicate's value integral (knots are added to it)
+MIN_TASKS = 30  # runs on fewer tasks are flagged: their point moves a lot from one task sample to another
 
 
 class TmfError(RunlensError):
@@ -349,7 +353,11 @@ def run_points(
         out["perf_lo"], out["perf_hi"] = cis[:, 2, 0], cis[:, 2, 1]
     else:
         p = np.bincount(codes, weights=rate, minlength=n_runs) / n_tasks
-        wilson = np.array([stats.wilson(float(v), int(k)) for v, k in zip(p, n_tasks, strict=True)])
+        order = np.argsort(codes, kind="stable")
+        per_run = np.split(order, np.cumsum(n_tasks)[:-1])
+        samples = tasks["n"].to_numpy(dtype=float)
+        # the leaderboard's Pass@1 interval: Wilson with the task-clustered effective sample size
+        wilson = np.array([compare.wilson_clustered(rate[rows], samples[rows]) for rows in per_run])
         out["performance"], out["perf_lo"], out["perf_hi"] = p, wilson[:, 0], wilson[:, 1]
     out["cost_per_task_usd"], out["n_cost_tasks"] = _run_means(codes, cost, n_runs)
     out["cost_lo"], out["cost_hi"] = cis[:, 0, 0], cis[:, 0, 1]
@@ -551,10 +559,10 @@ class Value:
     stage: int
 
 
-def _grid(lo: float, hi: float, knots: np.ndarray) -> np.ndarray:
+def _grid(lo: float, hi: float, knots: np.ndarray, *, points: int = GRID_POINTS) -> np.ndarray:
     """An even grid plus the knots and their neighbours on both sides, so jumps and kinks fall on the grid
     (trapezoids are then exact for a linear A and a step S)."""
-    base = np.linspace(lo, hi, GRID_POINTS)
+    base = np.linspace(lo, hi, points)
     knots = np.asarray(knots, dtype=float)
     extra = np.concatenate([knots, np.nextafter(knots, -np.inf), np.nextafter(knots, np.inf)])
     extra = extra[np.isfinite(extra) & (extra >= lo) & (extra <= hi)]
@@ -580,11 +588,27 @@ def value_and_stage(
     """
     fx = frontier[x_col].to_numpy(dtype=float)
     fy = frontier["performance"].to_numpy(dtype=float)
-    if fx.size == 0:
-        return Value(0.0, math.nan, math.nan, None, 1)
     verts = hull if (supply == "hull" and hull is not None and not hull.empty) else frontier
     vx, vy = verts[x_col].to_numpy(dtype=float), verts["performance"].to_numpy(dtype=float)
-    p = _grid(acceptance.p0, float(fy[-1]), np.concatenate([fy, vy, acceptance.performance_at(fx)]))
+    ids = frontier["run_id"].to_numpy(dtype=object)
+    return value_from_arrays(fx, fy, ids, acceptance, vx=vx, vy=vy, supply=supply)
+
+
+def value_from_arrays(
+    fx: np.ndarray,
+    fy: np.ndarray,
+    ids: np.ndarray,
+    acceptance: Acceptance,
+    *,
+    vx: np.ndarray,
+    vy: np.ndarray,
+    supply: str = "step",
+    grid_points: int = GRID_POINTS,
+) -> Value:
+    """``value_and_stage`` on arrays: frontier x, performance and run ids sorted by x; supply vertices."""
+    if fx.size == 0:
+        return Value(0.0, math.nan, math.nan, None, 1)
+    p = _grid(acceptance.p0, float(fy[-1]), np.concatenate([fy, vy, acceptance.performance_at(fx)]), points=grid_points)
     gain = acceptance.cost(p) - supply_cost(p, vx, vy, supply=supply)
     area = float(np.trapezoid(np.clip(gain, 0.0, None), p))
     k = int(np.argmax(gain))
@@ -593,7 +617,7 @@ def value_and_stage(
     meets = bool((fx < a_at).any())
     at_human = (fy >= acceptance.human_performance) & (fx < acceptance.human_x) & (fx < a_at)
     stage = 3 if at_human.any() else (2 if meets else 1)
-    return Value(area, float(gain[k]), float(p[k]), str(frontier["run_id"].iloc[best_idx]), stage)
+    return Value(area, float(gain[k]), float(p[k]), str(ids[best_idx]), stage)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,6 +640,28 @@ class TmfResult:
     performance: str
     slice_name: str
     assumptions: dict[str, Any] = field(default_factory=dict)
+    uncertainty: Uncertainty | None = None
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """A seeded paired task bootstrap of the whole TMF analysis over the comparison set (``bootstrap_tmf``).
+
+    Attributes:
+        n_replicates: resamples drawn (tasks with replacement, one draw shared by every run: paired).
+        n_tasks: tasks resampled (the comparison set of the slice).
+        stage_probability: {"1", "2", "3"} -> share of replicates in that stage.
+        p_frontier: run id -> share of replicates where the run is on the frontier.
+        p_best: run id -> share of replicates where the run is the best operating point.
+        value_ci95: 95% percentile interval of the value per task (area).
+    """
+
+    n_replicates: int
+    n_tasks: int
+    stage_probability: dict[str, float]
+    p_frontier: dict[str, float]
+    p_best: dict[str, float]
+    value_ci95: tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -634,6 +680,7 @@ class TmfOptions:
     exponent: float = 1.0
     seed: int = 0
     n_boot: int = 500
+    n_replicates: int = N_REPLICATES
 
 
 def analyse(
@@ -643,15 +690,22 @@ def analyse(
     options: TmfOptions | None = None,
     as_of: dt.date | None = None,
     points: pd.DataFrame | None = None,
+    with_uncertainty: bool = True,
 ) -> TmfResult:
-    """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``)."""
+    """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``).
+
+    Only runs on the slice's comparison set (``compare.comparison_set`` over the agent runs up to ``as_of``) are
+    analysed; the others are listed in ``assumptions["runs_on_other_tasks"]``. With ``with_uncertainty`` a
+    paired task bootstrap (``bootstrap_tmf``) gives the stage probabilities, p_frontier and p_best.
+    """
     opt = options or TmfOptions()
     if opt.axis not in AXES:
         raise TmfError(f"axis {opt.axis!r}: expected cost or latency")
     x_col, unit = AXES[opt.axis]
+    rows = slice_tasks(inputs.tasks, slice_name)
     if points is None:
         points = run_points(
-            slice_tasks(inputs.tasks, slice_name),
+            rows,
             performance=opt.performance,
             cost_source=opt.cost_source,
             is_repriced=opt.is_repriced,
@@ -662,7 +716,117 @@ def analyse(
     if as_of is not None:
         dates = pd.to_datetime(points["eval_date"])
         points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
-    return _assemble(slice_tasks(inputs.task_table, slice_name), points, opt, x_col, unit, slice_name)
+    keep, cset = comparable_runs(rows[rows["run_id"].isin(points["run_id"])])
+    is_agent = (points["kind"] != "human").to_numpy()
+    other = sorted(map(str, points.loc[is_agent & ~points["run_id"].isin(keep), "run_id"]))
+    points = points[~is_agent | points["run_id"].isin(keep).to_numpy()]
+    points = points.assign(is_few_tasks=points["n_tasks"].to_numpy() < MIN_TASKS)
+    table = slice_tasks(inputs.task_table, slice_name)
+    if cset:  # the human is costed on the tasks the agents are compared on
+        table = table[table["task_id"].astype(str).isin(cset)]
+    result = _assemble(table, points, opt, x_col, unit, slice_name)
+    result.assumptions.update(comparison_set_size=len(cset), runs_on_other_tasks=other, min_tasks=MIN_TASKS)
+    if not with_uncertainty or result.value is None or opt.performance == "irt" or opt.n_replicates <= 0:
+        return result
+    cur = current_prices(rows).set_index("run_id") if opt.is_repriced else None
+    agent_rows = rows[rows["run_id"].isin(keep)]
+    return dataclasses.replace(result, uncertainty=bootstrap_tmf(agent_rows, result, opt, cur=cur))
+
+
+def comparable_runs(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
+    """The agent runs of ``rows`` on their comparison set (the task set most of them were evaluated on)."""
+    agents = rows[rows["kind"] != "human"]
+    sets = {str(r): frozenset(t.astype(str)) for r, t in agents.groupby("run_id", sort=False)["task_id"]}
+    cset = compare.comparison_set(sets)
+    return {r for r, s in sets.items() if s == cset}, cset
+
+
+def bootstrap_tmf(
+    rows: pd.DataFrame, result: TmfResult, opt: TmfOptions, *, cur: pd.DataFrame | None = None
+) -> Uncertainty | None:
+    """Resample the comparison set's tasks (one seeded draw for all runs) and redo frontier, value and stage.
+
+    The human side (cost per task, performance, acceptance curve) is held at its estimate: the replicates
+    measure how much the agents' points move with the task sample.
+    """
+    usable = result.points[(result.points["kind"] != "human") & result.points["has_cost"]]
+    usable = usable[np.isfinite(usable["performance"].to_numpy(dtype=float))]
+    rows = rows[rows["run_id"].isin(usable["run_id"])]
+    if rows.empty or result.acceptance is None:
+        return None
+    cost, _ = _row_costs(rows, cost_source=opt.cost_source, cur=cur)
+    x = cost if opt.axis == "cost" else rows["latency_s"].to_numpy(dtype=float)
+    y = rows["c"].to_numpy(dtype=float) / rows["n"].to_numpy(dtype=float)
+    if opt.performance == "mean_score":
+        y = rows["score"].to_numpy(dtype=float)
+    t_codes, t_ids = pd.factorize(rows["task_id"])
+    r_codes, r_ids = pd.factorize(rows["run_id"])
+    mx, my = (np.full((len(t_ids), len(r_ids)), np.nan) for _ in range(2))
+    mx[t_codes, r_codes], my[t_codes, r_codes] = x, y
+    weights = stats.resample_weights(
+        len(t_ids), stats.stable_rng(opt.seed, "tmf-boot", result.slice_name), n_boot=opt.n_replicates
+    )
+    bx, by = (_weighted_means(weights, m) for m in (mx, my))
+    stages, on_front, best, area = _replicate_values(bx, by, [str(r) for r in r_ids], result, opt)
+    n = opt.n_replicates
+    return Uncertainty(
+        n,
+        len(t_ids),
+        {str(k): float((stages == k).mean()) for k in (1, 2, 3)},
+        {str(r): float(on_front[:, j].mean()) for j, r in enumerate(r_ids)},
+        {str(r): float(sum(b == str(r) for b in best) / n) for r in r_ids},
+        (float(np.nanquantile(area, 0.025)), float(np.nanquantile(area, 0.975))),
+    )
+
+
+def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Per replicate and run, the mean of the finite cells over the resampled tasks: ``(replicates, runs)``."""
+    ok = np.isfinite(matrix)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights @ np.where(ok, matrix, 0.0)) / (weights @ ok.astype(float))
+
+
+def _replicate_values(
+    bx: np.ndarray, by: np.ndarray, run_ids: list[str], result: TmfResult, opt: TmfOptions
+) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
+    """Stage, frontier membership, best run and value area of every bootstrap replicate.
+
+    The value grid is coarser than the estimate's (``BOOT_GRID_POINTS``): the frontier's knots are on it either
+    way, so the stage and the best point are unchanged and the area of a linear acceptance curve stays exact.
+    """
+    n_rep = bx.shape[0]
+    stages = np.zeros(n_rep, dtype=int)
+    on_front = np.zeros(bx.shape, dtype=bool)
+    best: list[str | None] = []
+    area = np.full(n_rep, np.nan)
+    ids = np.array(run_ids, dtype=object)
+    rank = np.argsort(np.argsort(ids))  # run-id order, the last tie-break of ``_assemble``
+    acceptance = result.acceptance
+    if acceptance is None:
+        return stages, on_front, best, area
+    for i in range(n_rep):
+        ok = np.isfinite(bx[i]) & np.isfinite(by[i]) & (bx[i] > 0)
+        x, y = np.where(ok, bx[i], np.nan), np.where(ok, by[i], np.nan)
+        mask = pareto_mask(x, y)
+        on_front[i] = mask
+        f = _sorted_rows(mask, x, y, rank)
+        v = f
+        if opt.supply == "hull":
+            hmask = np.zeros(len(ids), dtype=bool)
+            hmask[upper_hull(x, y)] = True
+            v = _sorted_rows(hmask, x, y, rank) if hmask.any() else f
+        val = value_from_arrays(
+            x[f], y[f], ids[f], acceptance, vx=x[v], vy=y[v], supply=opt.supply, grid_points=BOOT_GRID_POINTS
+        )
+        stages[i], area[i] = val.stage, val.area
+        best.append(val.best_run_id)
+    return stages, on_front, best, area
+
+
+def _sorted_rows(mask: np.ndarray, x: np.ndarray, y: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Indices of ``mask`` by increasing x, then performance, then run id (as ``_assemble`` sorts)."""
+    rows = np.flatnonzero(mask)
+    return rows[np.lexsort((rank[rows], y[rows], x[rows]))]
 
 
 def _assemble(
@@ -759,7 +923,17 @@ def by_period(
     dates = pd.to_datetime(points.loc[points["kind"] != "human", "eval_date"]).dropna()
     periods = sorted(dates.dt.to_period(PERIODS[freq]).unique())
     return [
-        (str(per), analyse(inputs, slice_name=slice_name, options=opt, points=points, as_of=per.end_time.date()))
+        (
+            str(per),
+            analyse(
+                inputs,
+                slice_name=slice_name,
+                options=opt,
+                points=points,
+                as_of=per.end_time.date(),
+                with_uncertainty=False,  # the movie shows estimates; the bootstrap is for the current view
+            ),
+        )
         for per in periods
     ]
 
@@ -856,6 +1030,7 @@ def has_irt_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> bool:
 def report(result: TmfResult) -> dict[str, Any]:
     """The issue's JSON shape (agents only in ``points``; runs without cost have a null cost)."""
     agents = result.points[result.points["kind"] != "human"]
+    unc = result.uncertainty
     points = [
         {
             "run_id": str(r.run_id),
@@ -863,6 +1038,10 @@ def report(result: TmfResult) -> dict[str, Any]:
             "cost_per_task_usd": _num(r.cost_per_task_usd),
             "performance": _num(r.performance),
             "on_frontier": bool(r.on_frontier),
+            "n_tasks": int(r.n_tasks),
+            "is_few_tasks": bool(r.is_few_tasks),
+            "p_frontier": None if unc is None else unc.p_frontier.get(str(r.run_id), 0.0),
+            "p_best": None if unc is None else unc.p_best.get(str(r.run_id), 0.0),
         }
         for r in agents.itertuples()
     ]
@@ -884,6 +1063,9 @@ def report(result: TmfResult) -> dict[str, Any]:
         "best_saving_usd": None if val is None else _num(val.best_saving),
         "best_run_id": None if val is None else val.best_run_id,
         "stage": None if val is None else val.stage,
+        "stage_probability": None if unc is None else unc.stage_probability,
+        "value_per_task_ci95": None if unc is None else [_num(v) for v in unc.value_ci95],
+        "n_replicates": None if unc is None else unc.n_replicates,
         "assumptions": {**result.assumptions, "slice": result.slice_name},
     }
 
@@ -987,15 +1169,44 @@ def headline(result: TmfResult) -> str:
         f"{fmt_x(best[result.x_col], u)} per task"
     )
     accept = fmt_x(float(result.acceptance.cost(np.array([best["performance"]]))[0]), u)
+    stage = stage_label(result)
+    few = int(result.points.loc[result.points["kind"] != "human", "is_few_tasks"].sum())
+    caution = f" {few} run(s) on fewer than {MIN_TASKS} tasks: their points are uncertain." if few else ""
     if val.stage == 1:
         return (
-            f"{STAGE_NAMES[1]}: no agent is cheaper than a human of the same quality. Closest: {where}, "
-            f"where a buyer pays at most {accept}."
+            f"{stage}: no agent is cheaper than a human of the same quality. Closest: {where}, "
+            f"where a buyer pays at most {accept}.{caution}"
         )
     return (
-        f"{STAGE_NAMES[val.stage]}. AI adds {fmt_x(val.area, u)} of value per task (area between the curves). "
+        f"{stage}. AI adds {fmt_x(val.area, u)} of value per task (area between the curves). "
         f"Best operating point: {where}, against {accept} for human-equivalent work — a saving of "
-        f"{fmt_x(val.best_saving, u)} per task."
+        f"{fmt_x(val.best_saving, u)} per task.{_best_odds(result)}{caution}"
+    )
+
+
+def stage_label(result: TmfResult) -> str:
+    """``Stage 2 (99%) · Agents and humans collaborating``: the stage with the share of bootstrap replicates that
+    agree (the estimate alone when there is no bootstrap)."""
+    if result.value is None:
+        return ""
+    name = STAGE_NAMES[result.value.stage]
+    unc = result.uncertainty
+    if unc is None:
+        return name
+    share = unc.stage_probability.get(str(result.value.stage), 0.0)
+    head, _, tail = name.partition(" · ")
+    return f"{head} ({100 * share:.0f}%) · {tail}"
+
+
+def _best_odds(result: TmfResult) -> str:
+    unc, val = result.uncertainty, result.value
+    if unc is None or val is None or val.best_run_id is None:
+        return ""
+    return (
+        f" It is the best point in {100 * unc.p_best.get(val.best_run_id, 0.0):.0f}% and on the frontier in "
+        f"{100 * unc.p_frontier.get(val.best_run_id, 0.0):.0f}% of {unc.n_replicates} task-bootstrap replicates; "
+        f"value per task 95% interval {fmt_x(unc.value_ci95[0], result.unit)} to "
+        f"{fmt_x(unc.value_ci95[1], result.unit)}."
     )
 
 
@@ -1586,10 +1797,39 @@ def points_table(result: TmfResult) -> pd.DataFrame:
             "on_frontier": pts["on_frontier"],
             "on_hull": pts["on_hull"],
             "is_repriced": pts["is_repriced"],
+            "is_few_tasks": pts.get("is_few_tasks", False),
+            "p_frontier": _odds(result, "p_frontier", pts["run_id"]),
+            "p_best": _odds(result, "p_best", pts["run_id"]),
             "open": [run_url(r) for r in pts["run_id"]],
         }
     )
     return out.reset_index(drop=True)
+
+
+def _odds(result: TmfResult, name: str, run_ids: pd.Series) -> list[float | None]:
+    """Per run, its share of bootstrap replicates (None for humans or without a bootstrap)."""
+    unc = result.uncertainty
+    table = {} if unc is None else getattr(unc, name)
+    return [table.get(str(r), 0.0 if unc is not None else None) if unc is not None else None for r in run_ids]
+
+
+def comparison_caption(result: TmfResult) -> str:
+    """Which task set the chart compares, which runs are left out, and the bootstrap behind the odds."""
+    a = result.assumptions
+    other = a.get("runs_on_other_tasks") or []
+    text = f"Compared on the {a.get('comparison_set_size', 0)} tasks most runs share"
+    text += (
+        f"; {len(other)} run(s) on other tasks are left out (the IRT Progress page compares across pools)"
+        if other
+        else ""
+    )
+    unc = result.uncertainty
+    if unc is not None:
+        text += (
+            f". Odds from {unc.n_replicates} seeded paired task-bootstrap replicates over {unc.n_tasks} tasks "
+            "(the human curve held at its estimate)"
+        )
+    return text + "."
 
 
 def stage_table(results: Sequence[TmfResult]) -> pd.DataFrame:
@@ -1599,6 +1839,9 @@ def stage_table(results: Sequence[TmfResult]) -> pd.DataFrame:
             {
                 "slice": r.slice_name,
                 "stage": None if r.value is None else r.value.stage,
+                "p_stage": None
+                if r.value is None or r.uncertainty is None
+                else r.uncertainty.stage_probability[str(r.value.stage)],
                 "value_per_task": None if r.value is None else r.value.area,
                 "best_saving": None if r.value is None else r.value.best_saving,
                 "human_x": None if r.human is None else r.human.x,

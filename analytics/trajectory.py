@@ -31,7 +31,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from analytics.compare import fisher_z_ci
 from analytics.db import RunlensError, load_sql, query_df, query_rows, reader
+from analytics.leaderboard import comparable_runs
 
 MATCHED, MISSING, EXTRA = "matched", "missing", "extra"
 OP_COLOURS = {MATCHED: "#2e7d32", MISSING: "#c62828", EXTRA: "#ef6c00"}
@@ -282,10 +284,21 @@ def summarise_slices(att: pd.DataFrame) -> pd.DataFrame:
 
 
 def coverage_by_level(con: duckdb.DuckDBPyConnection, **filters: Any) -> pd.DataFrame:
-    """AD-Bench Figure 4 / Figure 3 data: per run and level, coverage, Pass@1 and trajectory length."""
+    """AD-Bench Figure 4 / Figure 3 data: per run and level, coverage, Pass@1 and trajectory length.
+
+    ``is_comparable``: the run is on the level's comparison set (the leaderboard's definition); the correlation
+    fits use those rows only, so runs on another task pool do not enter one level's correlation.
+    """
     table = coverage_table(con, **filters)
     out = table[table["slice"].str.startswith("level=")].copy()
     out["level"] = out["slice"].str.removeprefix("level=")
+    if filters.get("benchmark") and not out.empty:
+        keys = {k: filters.get(k) for k in ("agents", "date_from", "date_to")}
+        member = comparable_runs(con, benchmark=filters["benchmark"], kinds=("level",), **keys)
+        out = out.merge(member[["run_id", "slice", "is_comparable"]], on=["run_id", "slice"], how="left")
+        out["is_comparable"] = out["is_comparable"].astype("boolean").fillna(False).astype(bool)
+    else:
+        out["is_comparable"] = True
     return out.drop(columns=["slice"]).reset_index(drop=True)
 
 
@@ -298,29 +311,42 @@ def trajectory_length(con: duckdb.DuckDBPyConnection, **filters: Any) -> pd.Data
 
 @dataclass(frozen=True)
 class Fit:
-    """Pearson correlation and least-squares line of Pass@1 on coverage for one level."""
+    """Pearson correlation (with its 95% Fisher-z interval) and least-squares line of Pass@1 on coverage.
+
+    ``n`` counts runs (one point per run); the interval needs n > 3 and is NaN otherwise.
+    """
 
     level: str
     n: int
     r: float
     slope: float
     intercept: float
+    r_lo: float = math.nan
+    r_hi: float = math.nan
 
 
 def pass_vs_coverage_fits(by_level: pd.DataFrame) -> list[Fit]:
-    """One fit per level (and "all" over every point) of Pass@1 against coverage, AD-Bench Figure 3."""
-    fits = []
-    groups = [(str(lv), g) for lv, g in by_level.groupby("level", sort=True)] + [("all", by_level)]
-    for level, g in groups:
-        g = g.dropna(subset=["coverage", "pass_at_1"])
-        x, y = g["coverage"].to_numpy(float), g["pass_at_1"].to_numpy(float)
-        if len(g) < 2 or np.ptp(x) == 0:
-            fits.append(Fit(level, len(g), math.nan, math.nan, math.nan))
-            continue
-        slope, intercept = np.polyfit(x, y, 1)
-        r = float(np.corrcoef(x, y)[0, 1]) if np.ptp(y) > 0 else math.nan
-        fits.append(Fit(level, len(g), r, float(slope), float(intercept)))
-    return fits
+    """One fit per level of Pass@1 against coverage across runs (AD-Bench Figure 3), plus "all".
+
+    Only rows on the level's comparison set enter (``is_comparable`` when present). "all" takes one point per
+    run, the unweighted mean over its levels, since the levels of one run are not independent points.
+    """
+    if "is_comparable" in by_level:
+        by_level = by_level[by_level["is_comparable"].astype(bool)]
+    per_run = by_level.groupby("run_id", sort=True)[["coverage", "pass_at_1"]].mean().reset_index()
+    groups = [(str(lv), g) for lv, g in by_level.groupby("level", sort=True)] + [("all", per_run)]
+    return [_fit(level, g) for level, g in groups]
+
+
+def _fit(level: str, g: pd.DataFrame) -> Fit:
+    g = g.dropna(subset=["coverage", "pass_at_1"])
+    x, y = g["coverage"].to_numpy(float), g["pass_at_1"].to_numpy(float)
+    if len(g) < 2 or np.ptp(x) == 0:
+        return Fit(level, len(g), math.nan, math.nan, math.nan)
+    slope, intercept = np.polyfit(x, y, 1)
+    r = float(np.corrcoef(x, y)[0, 1]) if np.ptp(y) > 0 else math.nan
+    lo, hi = fisher_z_ci(r, len(g))
+    return Fit(level, len(g), r, float(slope), float(intercept), lo, hi)
 
 
 def fig_coverage_by_level(by_level: pd.DataFrame) -> go.Figure:
@@ -348,9 +374,13 @@ def fig_pass_vs_coverage(by_level: pd.DataFrame, fits: Sequence[Fit]) -> go.Figu
     """Scatter of Pass@1 against coverage per level with fitted lines and r (AD-Bench Figure 3)."""
     fig = go.Figure()
     by_fit = {f.level: f for f in fits}
+    if "is_comparable" in by_level:  # the points the fits used
+        by_level = by_level[by_level["is_comparable"].astype(bool)]
     for level, g in by_level.groupby("level", sort=True):
         fit = by_fit.get(str(level))
         label = f"{level} (r = {fit.r:.3f})" if fit and np.isfinite(fit.r) else str(level)
+        if fit and np.isfinite(fit.r_lo):
+            label += f", 95% CI {fit.r_lo:.2f} to {fit.r_hi:.2f}, {fit.n} runs"
         fig.add_scatter(
             x=g["coverage"] * 100,
             y=g["pass_at_1"] * 100,

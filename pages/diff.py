@@ -1,4 +1,4 @@
-"""Version diff: two runs of one benchmark, task by task -- flips, an exact McNemar test, deltas by slice."""
+"""Version diff: a candidate against a baseline run, task by task -- paired test, regressions, flips, deltas."""
 
 import streamlit as st
 
@@ -9,8 +9,10 @@ from ui.common import cached, download_buttons, drilldown_url, empty_state, page
 
 filters = page_setup(
     "Version diff",
-    "Flips and the McNemar test use each task's sample 0 (or, if chosen, 'passed in at least half the samples'); "
-    "the deltas use Pass@1 (mean over samples per task) with a seeded paired bootstrap 95% interval over tasks.",
+    "Run A is the baseline (kept in the URL). The paired test is the leaderboard's (same p, before its Holm "
+    "adjustment): the benchmark's metric per task over shared tasks, exact McNemar with one binary sample per task, "
+    "else a seeded sign-flip test. Flips and the McNemar test on them use each task's sample 0 (or, if chosen, "
+    "'passed in at least half the samples'); deltas carry a seeded paired bootstrap 95% interval over tasks.",
 )
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
@@ -26,8 +28,8 @@ for key, param, fallback in (("df_a", "a", pair[0]), ("df_b", "b", pair[1])):
     if ss.get(key) not in ids:
         ss[key] = query_param(param) if query_param(param) in ids else fallback
 left, right, basis_col = st.columns([4, 4, 2])
-run_a = left.selectbox("Run A (before)", ids, key="df_a", format_func=labels.get)
-run_b = right.selectbox("Run B (after)", ids, key="df_b", format_func=labels.get)
+run_a = left.selectbox("Baseline run A (before)", ids, key="df_a", format_func=labels.get)
+run_b = right.selectbox("Candidate run B (after)", ids, key="df_b", format_func=labels.get)
 basis = basis_col.selectbox(
     "Outcome per task",
     rd.BASES,
@@ -42,6 +44,11 @@ try:
 except RunlensError as exc:
     empty_state(f"These runs cannot be compared: {exc}")
 
+if not result.is_testable:
+    empty_state(
+        "These runs share no task: the difference cannot be tested. The IRT Progress page compares runs "
+        "across task pools."
+    )
 m = st.columns(5)
 m[0].metric("Matched tasks", len(result.tasks))
 m[1].metric("Regressions (A ✓, B ✗)", result.b_regressions)
@@ -57,10 +64,30 @@ m[4].metric(
 if result.n_only_a or result.n_only_b:
     st.caption(f"{result.n_only_a} tasks only in A and {result.n_only_b} only in B are left out.")
 st.caption(
-    "Significant at 5%."
+    "Flips: significant at 5%."
     if rd.is_significant(result.p_value)
-    else "Not significant at 5%: the flips are consistent with chance."
+    else "Flips: not significant at 5%, consistent with chance."
 )
+
+st.subheader("Paired test and deltas (B - A)")
+paired = result.paired
+if paired is not None:
+    verdict = "significant" if rd.is_significant(paired.p_value) else "not significant"
+    st.text(
+        f"{result.metric}: {paired.diff * 100:+.1f} pp over {paired.n_shared} shared tasks "
+        f"(95% CI {paired.ci95[0] * 100:+.1f} to {paired.ci95[1] * 100:+.1f}), p = {paired.p_value:.3g} "
+        f"({paired.method}), {verdict} at 5%; B worse on {paired.n_worse} tasks, better on {paired.n_better}."
+    )
+if result.measures is not None:
+    st.dataframe(result.measures, hide_index=True, key="df_measures", width="stretch")
+    download_buttons(result.measures, f"diff-measures-{run_a}-{run_b}", key="df_measures_dl")
+
+st.subheader("Tasks by change")
+low, high = st.slider("Change of the metric per task (B - A, pp)", -100, 100, (-100, 100), step=5, key="df_change")
+changes = rd.tasks_by_change(result, low=low / 100, high=high / 100)
+st.caption(f"{len(changes)} of {len(result.tasks)} tasks; largest regressions first.")
+st.dataframe(changes, hide_index=True, key="df_changes", width="stretch")
+download_buttons(changes, f"diff-changes-{run_a}-{run_b}", key="df_changes_dl")
 
 st.subheader("Deltas by level and category")
 deltas = result.deltas.assign(**{c: result.deltas[c] * 100 for c in ("pass_a", "pass_b", "delta", "lo", "hi")})

@@ -1,5 +1,6 @@
-"""Leaderboard: Pass@k, pass^k, score, steps and cost per run, with intervals and statistical ties."""
+"""Leaderboard: runs ranked on their shared tasks by the benchmark's metric, with paired tests against the leader."""
 
+import pandas as pd
 import streamlit as st
 
 from analytics import leaderboard as lb
@@ -7,9 +8,11 @@ from ui.common import cached, download_buttons, empty_state, page_setup, show_fi
 
 filters = page_setup(
     "Leaderboard",
-    "Pass@k is the unbiased estimator (Chen et al.); pass^k is the chance that k samples all succeed. "
-    "Intervals are 95%: Wilson over tasks for rates, a seeded bootstrap over tasks otherwise. "
-    "Rows whose Pass@1 interval overlaps the leader's are marked as statistically tied.",
+    "Runs are ranked only against runs evaluated on the same tasks (the comparison set), by the benchmark's own "
+    "metric: Pass@1 for binary scoring, mean score for graded and continuous. Each row is compared with the leader "
+    "by a paired test over shared tasks (exact McNemar with one binary sample per task, else a seeded sign-flip "
+    "test), Holm-adjusted within the slice: 'tied' means not significantly different at 5%. Pass@1 intervals are "
+    "Wilson with the task-clustered effective sample size; Pass@k (k > 1) plain Wilson over tasks.",
 )
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
@@ -19,31 +22,56 @@ if df.empty:
     empty_state(f"No runs of **{filters.benchmark}** match the filters. Widen the agents or dates in the sidebar.")
 
 overall = df[df["slice"] == "all"]
-machines, humans = overall[overall["kind"] != "human"], overall[overall["kind"] == "human"]
+metric_name = "Pass@1" if overall["metric"].iloc[0] == "pass@1" else "mean score"
+ranked = overall[overall["rank"].notna()]
+apart = overall[overall["rank"].isna() & (overall["kind"] != "human")]
+humans = overall[overall["kind"] == "human"]
 left, mid, right = st.columns(3)
-left.metric("Runs", len(overall))
-mid.metric("Tasks", int(overall["n_tasks"].max()))
-leader = machines[machines["is_leader"]]
+left.metric("Runs ranked", f"{len(ranked)} of {len(overall)}")
+mid.metric(
+    "Comparison set",
+    f"{int(overall['comparison_set_size'].iloc[0])} tasks",
+    help="The task set most runs were evaluated on (ties go to the larger set); only runs on exactly these "
+    "tasks are ranked.",
+)
+leader = ranked[ranked["is_leader"]]
 if not leader.empty:
-    top = leader.iloc[0]
+    top = leader.sort_values("run_id").iloc[0]
     right.metric(
         f"Leader: {top['agent']}",
-        f"{100 * top['pass_at_1']:.1f}% Pass@1",
-        help=f"{int(machines['is_tied'].sum())} other run(s) statistically tied with the leader",
+        f"{100 * top['metric_value']:.1f}% {metric_name}",
+        help=f"{int(ranked['is_tied'].eq(True).sum())} other ranked run(s) not significantly different "
+        "(paired test, Holm-adjusted, 5%)",
     )
+st.caption(
+    f"Ranked by {metric_name} on {int(overall['comparison_set_size'].iloc[0])} shared tasks. "
+    "Δ vs leader: the paired mean difference over shared tasks with its 95% bootstrap interval."
+)
 
 st.subheader("Agents")
-table = lb.display_table(machines.sort_values("rank"))
+table = lb.display_table(ranked.sort_values(["rank", "run_id"]))
 st.dataframe(table, hide_index=True, key="lb_table", width="stretch")
 download_buttons(table, f"leaderboard-{filters.benchmark}", key="lb_dl")
+if not apart.empty:
+    st.subheader("Shown apart")
+    st.caption(
+        "Runs evaluated on other tasks, or marked as baselines (`gem_role: baseline` or `role: baseline`), are "
+        "not ranked; their test against the leader uses only the tasks they share. Comparing across task pools "
+        "is what the IRT Progress page is for."
+    )
+    st.page_link("pages/progress.py", label="Open IRT Progress (compares runs across task pools)")
+    apart_table = lb.display_table(apart).drop(columns=["Rank"])
+    apart_table.insert(0, "Why apart", [lb.apart_reason(r) for _, r in apart.iterrows()])
+    st.dataframe(apart_table, hide_index=True, key="lb_apart", width="stretch")
+    download_buttons(apart_table, f"leaderboard-{filters.benchmark}-apart", key="lb_dl_apart")
 if not humans.empty:
     st.subheader("Human baseline")
     st.caption("Human rows are ranked apart: they are the reference, not a competitor.")
-    human_table = lb.display_table(humans).drop(columns=["Rank", "Tied with leader"])
+    human_table = lb.display_table(humans).drop(columns=["Rank"])
     st.dataframe(human_table, hide_index=True, key="lb_humans", width="stretch")
     download_buttons(human_table, f"leaderboard-{filters.benchmark}-human", key="lb_dl_h")
 
-show_fig(lb.fig_pass_at_1(overall), key="lb_fig", data=table, name=f"pass-at-1-{filters.benchmark}")
+show_fig(lb.fig_pass_at_1(pd.concat([ranked, humans])), key="lb_fig", data=table, name=f"ranking-{filters.benchmark}")
 
 st.subheader("Breakdowns")
 kind = st.segmented_control("Break down by", ["level", "category"], default="level", key="lb_breakdown")
@@ -57,6 +85,7 @@ else:
     values = sorted(s.split("=", 1)[1] for s in df["slice"].unique() if s.startswith(f"{kind}="))
     chosen = st.selectbox(f"Detail for one {kind}", values, key="lb_slice_value")
     detail = df[df["slice"] == f"{kind}={chosen}"]
-    detail_table = lb.display_table(detail.sort_values("rank", na_position="last"))
+    st.caption(f"Comparison set of this slice: {int(detail['comparison_set_size'].iloc[0])} tasks.")
+    detail_table = lb.display_table(detail.sort_values(["rank", "run_id"], na_position="last"))
     st.dataframe(detail_table, hide_index=True, key="lb_detail", width="stretch")
     download_buttons(detail_table, f"leaderboard-{filters.benchmark}-{kind}-{chosen}", key="lb_dl_detail")

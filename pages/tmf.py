@@ -79,15 +79,17 @@ as_of_label = (
     if len(labels) > 1
     else labels[-1]
 )
-result = dict(movie).get(as_of_label) or view.overall
 as_of = None if as_of_label in ("all runs", labels[-1]) else tmf.period_end(as_of_label, freq)
+# the newest period is the overall analysis, which carries the task bootstrap; earlier periods are estimates
+result = view.overall if as_of is None else (dict(movie).get(as_of_label) or view.overall)
 
 val = result.value
 m1, m2, m3, m4 = st.columns(4)
 m1.metric(
     "TMF stage",
-    "n/a" if val is None else tmf.STAGE_NAMES[val.stage].split(" · ")[0],
-    None if val is None else tmf.STAGE_NAMES[val.stage].split(" · ")[1],
+    "n/a" if val is None else tmf.stage_label(result).split(" · ")[0],
+    None if val is None else tmf.stage_label(result).split(" · ")[1],
+    help="In brackets: the share of paired task-bootstrap replicates in that stage (newest period only).",
     delta_color="off",
     delta_arrow="off",
 )
@@ -101,6 +103,7 @@ m4.metric(
     delta_arrow="off",
 )
 st.info(tmf.md_escape(tmf.headline(result)), icon=":material/lightbulb:")
+st.caption(tmf.md_escape(tmf.comparison_caption(result)))
 
 fig = tmf.fig_tmf(result, title=f"{filters.benchmark}: cost vs performance ({as_of_label})")
 table = tmf.points_table(result)

@@ -97,3 +97,17 @@ def test_bench_fastpath_runs(tmp_path: Path) -> None:
     row = done.stdout.splitlines()[-1].split("|")
     assert row[1].strip() == log.name and row[2].strip() == "30"
     assert float(row[3]) > 0 and float(row[4]) > 0
+
+
+def test_bench_tmf_bootstrap_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, "bench/bench_tmf_bootstrap.py", "--shapes", "60x4"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout.splitlines()[0])
+    assert row["shape"] == "60x4" and row["replicates"] == 500
+    assert abs(sum(row["stage_probability"].values()) - 1.0) < 1e-9

@@ -37,6 +37,12 @@ def test_report_shape_and_values(fixture_db: Path) -> None:
         "ci95",
         "mean_steps",
         "mean_cost_usd",
+        "rank",
+        "is_leader",
+        "is_comparable",
+        "n_shared_with_leader",
+        "p_vs_leader",
+        "is_tied",
     }
     # T1: 1 of 2 samples, T2: 1 of 2 samples -> Pass@1 = 0.5, Pass@2 = 1.0, pass^2 = 0
     assert a["pass_at"] == {"1": 0.5, "2": 1.0}
@@ -51,40 +57,104 @@ def test_report_shape_and_values(fixture_db: Path) -> None:
     assert rows[("mini-human", "all")]["kind"] == "human"
 
 
-def test_ties_and_humans_apart() -> None:
-    def row(run: str, kind: str, p: float, ci: tuple[float, float]) -> dict:
-        return {
-            "run_id": run,
-            "agent": run,
-            "agent_version": None,
-            "family": None,
-            "kind": kind,
-            "eval_date": None,
-            "slice": "all",
-            "n_tasks": 50,
-            "n_attempts": 50,
-            "k_max": 1,
-            "pass_at": {"1": p},
-            "pass_hat": {"1": p},
-            "mean_score": p,
-            "ci95": {"pass@1": list(ci)},
-            "mean_steps": 1.0,
-            "mean_cost_usd": None,
-        }
+def test_humans_and_baselines_apart_and_ties_by_paired_test() -> None:
+    rng = np.random.default_rng(11)
+    truth = rng.random(60) < 0.7
+    flip = rng.random(60) < 0.08  # b disagrees with a on a few tasks: tied
+    parts = [
+        _outcomes("a", [1] * 60, list(truth.astype(int)), ["L1"] * 60, list(truth.astype(float))),
+        _outcomes("b", [1] * 60, list((truth ^ flip).astype(int)), ["L1"] * 60, [0.0] * 60),
+        _outcomes("c", [1] * 60, [0] * 60, ["L1"] * 60, [0.0] * 60),  # far behind
+        _outcomes("h", [1] * 60, [1] * 60, ["L1"] * 60, [1.0] * 60),  # human, better than all
+        _outcomes("base", [1] * 60, [1] * 60, ["L1"] * 60, [1.0] * 60),  # a baseline run, better than all
+    ]
+    runs = _runs("a", "b", "c", "h", "base")
+    runs.loc[runs["run_id"] == "h", "kind"] = "human"
+    runs["is_baseline"] = runs["run_id"] == "base"
+    out = lb.leaderboard_rows(runs, pd.concat(parts)).set_index(["run_id", "slice"]).xs("all", level=1)
+    p_b = out.loc["b", "pass_at_1"]
+    assert out.loc["a", "is_leader"] if out.loc["a", "pass_at_1"] > p_b else out.loc["b", "is_leader"]
+    assert not out.loc["h", "is_leader"] and not out.loc["base", "is_leader"]
+    assert pd.isna(out.loc["h", "rank"]) and pd.isna(out.loc["base", "rank"]) and out.loc["c", "rank"] == 3
+    assert out.loc["c", "is_tied"] is False and out.loc["c", "test_method"] == "mcnemar-exact"
+    non_leader = "b" if out.loc["a", "is_leader"] else "a"
+    assert out.loc[non_leader, "is_tied"] is True and out.loc[non_leader, "n_shared_with_leader"] == 60
+    # Holm over the four rows tested against the leader, from the exact McNemar p-values
+    raw = out["p_raw_vs_leader"].dropna().astype(float)
+    from statsmodels.stats.multitest import multipletests
 
-    df = pd.DataFrame(
-        [
-            row("a", "llm", 0.80, (0.70, 0.88)),
-            row("b", "llm", 0.74, (0.62, 0.84)),
-            row("c", "llm", 0.40, (0.30, 0.52)),
-            row("h", "human", 0.95, (0.88, 0.98)),
-        ],
-        columns=lb.COLUMNS,
-    )
-    out = lb.mark_ties(df).set_index("run_id")
-    assert out.loc["a", "is_leader"] and not out.loc["h", "is_leader"]
-    assert out.loc["b", "is_tied"] and not out.loc["c", "is_tied"]
-    assert pd.isna(out.loc["h", "rank"]) and out.loc["c", "rank"] == 3
+    want = multipletests(raw.to_numpy(), method="holm")[1]
+    assert np.allclose(out.loc[raw.index, "p_vs_leader"].astype(float), want)
+
+
+def test_leaderboard_with_two_task_pools() -> None:
+    """Three runs on pool P, two on pool Q that shares 5 tasks with P: only P's runs are ranked."""
+    rng = np.random.default_rng(5)
+    pool_p = [f"p{i:02d}" for i in range(40)]
+    pool_q = pool_p[:5] + [f"q{i:02d}" for i in range(30)]
+
+    def run(name: str, tasks: list[str], rate: float) -> pd.DataFrame:
+        c = (rng.random(len(tasks)) < rate).astype(int)
+        return pd.DataFrame(
+            {
+                "run_id": name,
+                "task_id": tasks,
+                "n": 1,
+                "c": c,
+                "score": c.astype(float),
+                "steps": 1.0,
+                "cost_usd": np.nan,
+                "level": None,
+                "category": None,
+            }
+        )
+
+    parts = [
+        run("p1", pool_p, 0.5),
+        run("p2", pool_p, 0.6),
+        run("p3", pool_p, 0.4),
+        run("q1", pool_q, 1.0),
+        run("q2", pool_q, 0.95),
+    ]
+    runs = _runs("p1", "p2", "p3", "q1", "q2")
+    out = lb.leaderboard_rows(runs, pd.concat(parts)).set_index("run_id")
+    assert (out["comparison_set_size"] == 40).all()
+    assert set(out.index[out["is_comparable"]]) == {"p1", "p2", "p3"}
+    assert out.loc[["q1", "q2"], "rank"].isna().all() and not out.loc[["q1", "q2"], "is_leader"].any()
+    leader = out.index[out["is_leader"]][0]
+    assert leader in {"p1", "p2", "p3"} and out.loc[leader, "rank"] == 1
+    assert out.loc[leader, "pass_at_1"] == out.loc[["p1", "p2", "p3"], "pass_at_1"].max()
+    assert (out.loc[["q1", "q2"], "n_shared_with_leader"] == 5).all()  # tested on the 5 shared tasks only
+    assert lb.apart_reason(out.loc["q1"].to_dict()) == "evaluated on other tasks: 5 shared"
+    assert out.loc[leader, "is_tied"] is None and out.loc[leader, "p_vs_leader"] is None
+
+
+def test_equal_estimates_share_rank_whatever_the_order() -> None:
+    a = _outcomes("a", [1] * 4, [1, 1, 0, 0], [None] * 4, [1.0, 1.0, 0.0, 0.0])
+    b = _outcomes("b", [1] * 4, [0, 0, 1, 1], [None] * 4, [0.0, 0.0, 1.0, 1.0])
+    for order in (("a", "b"), ("b", "a")):
+        out = lb.leaderboard_rows(_runs(*order), pd.concat([a, b])).set_index("run_id")
+        assert list(out["rank"]) == [1, 1] and out["is_leader"].all()
+        assert out.loc["a", "is_tied"] is None and out.loc["b", "is_tied"] is True  # reference: smallest run id
+
+
+def test_graded_benchmark_ranks_by_mean_score() -> None:
+    # Pass@1 (thresholded) ties at 50%, mean score separates them
+    a = _outcomes("a", [1] * 4, [1, 1, 0, 0], [None] * 4, [0.9, 0.9, 0.4, 0.4])
+    b = _outcomes("b", [1] * 4, [1, 1, 0, 0], [None] * 4, [0.6, 0.6, 0.1, 0.1])
+    out = lb.leaderboard_rows(_runs("b", "a"), pd.concat([a, b]), metric="mean_score").set_index("run_id")
+    assert out.loc["a", "rank"] == 1 and out.loc["b", "rank"] == 2 and out.loc["b", "test_method"] == "sign-flip"
+    assert out.loc["b", "diff_vs_leader"] == pytest.approx(-0.3)
+
+
+def test_no_shared_tasks_is_untestable_not_tied() -> None:
+    a = _outcomes("a", [1] * 3, [1, 1, 0], [None] * 3, [1.0, 1.0, 0.0])
+    b = _outcomes("b", [1] * 3, [1, 0, 0], [None] * 3, [1.0, 0.0, 0.0]).assign(task_id=["x", "y", "z"])
+    out = lb.leaderboard_rows(_runs("a", "b"), pd.concat([a, b])).set_index("run_id")
+    # equal counts of runs per pool: the tie goes to the larger set, then to the smaller ids ("t..." < "x...")
+    assert out.loc["a", "is_leader"] and not out.loc["b", "is_comparable"]
+    assert out.loc["b", "n_shared_with_leader"] == 0
+    assert out.loc["b", "is_tied"] is None and out.loc["b", "p_vs_leader"] is None
 
 
 def test_filters_by_agent_and_date(fixture_db: Path) -> None:
@@ -198,3 +268,13 @@ def test_leaderboard_rows_interval_does_not_depend_on_the_other_runs_shown() -> 
         assert all(np.array_equal(got[m], ref[m], equal_nan=True) for m in ref)
     lo, hi = alone.loc[("a", "all"), "ci95"]["mean_score"]
     assert lo < alone.loc[("a", "all"), "mean_score"] < hi
+
+
+def test_figure_plots_the_ranking_metric() -> None:
+    a = _outcomes("a", [1] * 4, [1, 1, 0, 0], [None] * 4, [0.9, 0.9, 0.4, 0.4])
+    b = _outcomes("b", [1] * 4, [1, 1, 0, 0], [None] * 4, [0.6, 0.6, 0.1, 0.1])
+    graded = lb.leaderboard_rows(_runs("a", "b"), pd.concat([a, b]), metric="mean_score")
+    fig = lb.fig_pass_at_1(graded)
+    assert sorted(fig.data[0].x) == pytest.approx([35.0, 65.0]) and "Mean score" in fig.layout.xaxis.title.text
+    binary = lb.leaderboard_rows(_runs("a", "b"), pd.concat([a, b]))
+    assert sorted(lb.fig_pass_at_1(binary).data[0].x) == [50.0, 50.0]

@@ -48,3 +48,24 @@ def test_diff_page_on_demo_defaults_to_a_family_pair(demo_db: Path, monkeypatch:
     assert m["Matched tasks"] == str(len(result.tasks))
     assert m["McNemar exact p"] == f"{result.p_value:.3g}"
     assert any(len(d.value) == len(result.deltas) and "delta" in d.value.columns for d in at.dataframe)
+
+
+def test_diff_page_paired_test_and_regressions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ingest.pipeline import ingest_paths
+
+    db = tmp_path / "flip.duckdb"
+    ingest_paths([_write_bench(tmp_path / "flip.jsonl")], db=db)
+    at = open_diff(db, monkeypatch, benchmark="flip-bench", a="a-v1", b="a-v2")
+    assert at.selectbox(key="df_a").value == "a-v1"
+    with rdb.reader(db) as con:
+        result = diff.compare_runs(con, run_a="a-v1", run_b="a-v2")
+    assert result.paired is not None
+    assert any(f"p = {result.paired.p_value:.3g} (sign-flip)" in t.value for t in at.text)
+    frames = lambda col: [d.value for d in at.dataframe if col in d.value.columns]  # noqa: E731
+    measures = frames("measure")[0]
+    assert list(measures["measure"]) == ["Pass@1", "cost per task ($)", "latency (s)"]
+    changes = frames("change_pp")[0]
+    assert changes["task_id"].iloc[0] == "t1" and changes["change_pp"].iloc[0] == -100.0  # worst regression first
+    at.slider(key="df_change").set_value((0, 100)).run()
+    kept = frames("change_pp")[0]
+    assert (kept["change_pp"] >= 0).all() and "t1" not in set(kept["task_id"])

@@ -52,7 +52,8 @@ def test_page_on_fixture_shows_stage_value_and_chart(fixture_db: Path, monkeypat
     with reader(fixture_db) as con:
         expected = tmf.analyse(tmf.load(con, benchmark="mini-bench"))
     got = metrics(at)
-    assert got["TMF stage"] == f"Stage {expected.value.stage}"
+    assert got["TMF stage"] == tmf.stage_label(expected).split(" · ")[0]
+    assert re.fullmatch(rf"Stage {expected.value.stage} \(\d+%\)", got["TMF stage"])
     assert got["AI value per task (area)"] == tmf.fmt_x(expected.value.area, "USD")
     assert got["Human cost per task"] == "$5.42"  # mean(4, 9) minutes x 50 USD / 60
     assert "Agent A" in at.info[0].value and "saving" in at.info[0].value
@@ -126,7 +127,7 @@ def test_benchmark_without_human_minutes_asks_for_them(tmp_path: Path, monkeypat
     rerun(at)
     # 30 minutes at 50 USD/hour = $25 per task; the costed agent (50% at $0.20) meets the market: stage 2
     assert metrics(at)["Human cost per task"] == "$25.00"
-    assert metrics(at)["TMF stage"] == "Stage 2"
+    assert re.fullmatch(r"Stage 2 \(\d+%\)", metrics(at)["TMF stage"])
 
 
 def test_changing_the_period_kind_keeps_the_page_working(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,4 +136,4 @@ def test_changing_the_period_kind_keeps_the_page_working(fixture_db: Path, monke
     rerun(at)
     at.segmented_control(key="tmf_freq").set_value("year")
     rerun(at)
-    assert metrics(at)["TMF stage"] == "Stage 2"
+    assert re.fullmatch(r"Stage 2 \(\d+%\)", metrics(at)["TMF stage"])

@@ -367,3 +367,46 @@ def test_figures_validate_as_plotly_figures(fixture_db) -> None:
         again = go.Figure(fig.to_dict())  # what Streamlit does before sending a figure: validate it whole
         assert again.to_dict()["data"] and again.layout.template.layout.paper_bgcolor == "white"
     assert {t.xaxis for t in figs[1].data} == {"x", "x2"}  # one panel per level of the fixture (L1, L2)
+
+
+def _pool_rows(run: str, tasks: list[str], rate: float, cost: float, rng: np.random.Generator) -> list[dict]:
+    return [
+        {"run_id": run, "agent": run.upper(), "task_id": t, "cost_usd": cost, "c": float(rng.random() < rate)}
+        for t in tasks
+    ]
+
+
+def test_tmf_uses_the_comparison_set_and_bootstraps_the_stage() -> None:
+    rng = np.random.default_rng(3)
+    pool = [f"p{i:02d}" for i in range(40)]
+    rows = _pool_rows("a", pool, 0.6, 0.01, rng) + _pool_rows("b", pool, 0.62, 0.02, rng)
+    rows += _pool_rows("c", pool, 0.3, 0.005, rng)
+    rows += _pool_rows("other", [f"q{i}" for i in range(12)], 1.0, 0.001, rng)  # 12/12 on another pool
+    res = tmf.analyse(_inputs(rows), options=tmf.TmfOptions(n_replicates=200))
+    assert "other" not in set(res.points["run_id"]) and res.assumptions["runs_on_other_tasks"] == ["other"]
+    assert res.assumptions["comparison_set_size"] == 40
+    unc = res.uncertainty
+    assert unc is not None and unc.n_replicates == 200 and unc.n_tasks == 40
+    assert sum(unc.stage_probability.values()) == pytest.approx(1.0)
+    assert sum(unc.p_best.values()) == pytest.approx(1.0)
+    assert unc.p_frontier["c"] == 1.0  # the cheapest run is on the frontier in every replicate
+    assert 0 < unc.p_frontier["b"] < 1  # a and b trade places with the task sample
+    assert unc.value_ci95[0] <= res.value.area <= unc.value_ci95[1]
+    rep = tmf.report(res)
+    assert set(rep["stage_probability"]) == {"1", "2", "3"} and len(rep["value_per_task_ci95"]) == 2
+    assert all({"p_frontier", "p_best", "is_few_tasks"} <= set(p) for p in rep["points"])
+    assert not any(p["is_few_tasks"] for p in rep["points"])
+    head = tmf.headline(res)
+    share = round(100 * unc.stage_probability[str(res.value.stage)])
+    assert head.startswith(f"Stage {res.value.stage} ({share}%)")
+    again = tmf.analyse(_inputs(rows), options=tmf.TmfOptions(n_replicates=200))
+    assert again.uncertainty == unc  # seeded
+    json.dumps(rep)
+
+
+def test_tmf_flags_runs_on_few_tasks() -> None:
+    rng = np.random.default_rng(0)
+    rows = _pool_rows("a", list("abcdefghij"), 0.5, 0.01, rng) + _pool_rows("b", list("abcdefghij"), 0.7, 0.1, rng)
+    res = tmf.analyse(_inputs(rows), options=tmf.TmfOptions(n_replicates=50))
+    assert res.points.loc[res.points["kind"] != "human", "is_few_tasks"].all()
+    assert "fewer than 30 tasks" in tmf.headline(res)

@@ -241,3 +241,27 @@ def test_steps_page_reads_long_results_from_texts(tmp_path) -> None:
     assert page["result_chars"].iloc[0] == len(long_text)
     assert page["result_preview"].iloc[1] == "short" and page["result_preview"].isna().iloc[2]
     assert second["step"].tolist() == [1] and "result_hash" not in second.columns
+
+
+def test_fits_use_comparable_runs_one_point_per_run_and_fisher_interval() -> None:
+    import numpy as np
+
+    from analytics.compare import fisher_z_ci
+
+    df = pd.DataFrame(
+        {
+            "run_id": list("abcdeab"),
+            "agent": list("ABCDEAB"),
+            "level": ["L1"] * 5 + ["L2"] * 2,
+            "coverage": [0.2, 0.4, 0.6, 0.9, 0.1, 0.5, 0.7],
+            "pass_at_1": [0.1, 0.35, 0.5, 0.8, 0.95, 0.4, 0.6],
+            "is_comparable": [True, True, True, True, False, True, True],  # e: another task pool
+        }
+    )
+    fits = {f.level: f for f in tr.pass_vs_coverage_fits(df)}
+    l1 = df[(df.level == "L1") & df.is_comparable]
+    assert fits["L1"].n == 4
+    assert fits["L1"].r == pytest.approx(float(np.corrcoef(l1.coverage, l1.pass_at_1)[0, 1]))
+    assert (fits["L1"].r_lo, fits["L1"].r_hi) == pytest.approx(fisher_z_ci(fits["L1"].r, 4))
+    assert fits["all"].n == 4  # runs, not (run, level) points
+    assert np.isnan(fits["L2"].r_lo)  # two runs: no interval

@@ -1,0 +1,126 @@
+"""Cost of the TMF paired task bootstrap (500 replicates) on its own and in the page's overview.
+
+``python bench/bench_tmf_bootstrap.py [--shapes 100x10 1000x50 6700x50] [--db PATH --benchmark NAME]``
+
+*shapes*: synthetic benchmarks of TASKS x RUNS (one sample per task, costs and success rates varied per run, three
+levels), analysed with ``tmf.analyse`` for the overall slice with and without the bootstrap; the difference is the
+bootstrap's cost. 6,700 tasks x 50 runs is the shape of one benchmark of the 1M-attempt bench database.
+*--db*: ``tmf.overview`` (what the TMF page computes on its first render: overall with the bootstrap, the period
+movie without, the level small multiples with) on a real database, timed twice (the second from a warm process,
+not from Streamlit's cache, which the page adds on top).
+Wall and CPU (process) time are both printed; on a shared machine wall time is inflated by other processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from analytics import tmf  # noqa: E402
+
+
+def synthetic_inputs(n_tasks: int, n_runs: int, *, seed: int = 0) -> tmf.TmfInputs:
+    """A benchmark of ``n_tasks`` x ``n_runs`` (one sample per task) with varied rates and costs."""
+    rng = np.random.default_rng(seed)
+    rate = rng.uniform(0.2, 0.9, n_runs)
+    cost = np.exp(rng.normal(-4, 1.5, n_runs))
+    tasks = np.array([f"t{i:05d}" for i in range(n_tasks)])
+    run = np.repeat(np.arange(n_runs), n_tasks)
+    c = (rng.random(n_runs * n_tasks) < rate[run]).astype(float)
+    frame = pd.DataFrame(
+        {
+            "run_id": [f"r{r:03d}" for r in run],
+            "agent": [f"A{r:03d}" for r in run],
+            "agent_version": None,
+            "family": None,
+            "kind": "llm",
+            "eval_date": pd.Timestamp("2026-01-15"),
+            "price_input_per_mtok": np.nan,
+            "price_output_per_mtok": np.nan,
+            "task_id": np.tile(tasks, n_runs),
+            "level": np.tile(np.array(["L1", "L2", "L3"])[np.arange(n_tasks) % 3], n_runs),
+            "category": "c",
+            "human_minutes": 10.0,
+            "n": 1,
+            "c": c,
+            "score": c,
+            "cost_usd": cost[run] * rng.lognormal(0, 0.3, run.size),
+            "input_tokens": np.nan,
+            "output_tokens": np.nan,
+            "latency_s": 10.0,
+        }
+    )
+    return tmf.TmfInputs("synthetic", frame, pd.DataFrame(columns=["subject", "ability", "ability_lo", "ability_hi"]))
+
+
+def _timed(fn, *args, **kwargs):  # noqa: ANN001, ANN202 - a tiny timing helper
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = fn(*args, **kwargs)
+    return out, round(time.perf_counter() - wall, 3), round(time.process_time() - cpu, 3)
+
+
+def bench_shape(n_tasks: int, n_runs: int) -> dict[str, object]:
+    """``analyse`` of the overall slice with and without the bootstrap."""
+    inputs = synthetic_inputs(n_tasks, n_runs)
+    _, wall0, cpu0 = _timed(tmf.analyse, inputs, with_uncertainty=False)
+    res, wall1, cpu1 = _timed(tmf.analyse, inputs)
+    unc = res.uncertainty
+    return {
+        "shape": f"{n_tasks}x{n_runs}",
+        "estimate_wall_s": wall0,
+        "estimate_cpu_s": cpu0,
+        "with_bootstrap_wall_s": wall1,
+        "with_bootstrap_cpu_s": cpu1,
+        "bootstrap_cpu_s": round(cpu1 - cpu0, 3),
+        "replicates": None if unc is None else unc.n_replicates,
+        "stage_probability": None if unc is None else unc.stage_probability,
+    }
+
+
+def bench_db(db: Path, benchmark: str | None) -> dict[str, object]:
+    """``tmf.overview`` on a real database, twice."""
+    from analytics.db import reader
+
+    with reader(db) as con:
+        bench = benchmark or tmf.default_benchmark(con)
+        _, wall0, cpu0 = _timed(tmf.overview, con, benchmark=bench)
+        view, wall1, cpu1 = _timed(tmf.overview, con, benchmark=bench)
+        n_rows = len(tmf.load(con, benchmark=bench).tasks)
+    assert view.overall is not None
+    return {
+        "db": str(db),
+        "benchmark": bench,
+        "run_task_rows": n_rows,
+        "first_wall_s": wall0,
+        "first_cpu_s": cpu0,
+        "again_wall_s": wall1,
+        "again_cpu_s": cpu1,
+        "stage": tmf.stage_label(view.overall),
+    }
+
+
+def main() -> None:
+    """Print one JSON line per measurement."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", nargs="*", default=["100x10", "1000x50", "6700x50"])
+    parser.add_argument("--db", type=Path)
+    parser.add_argument("--benchmark")
+    args = parser.parse_args()
+    for shape in args.shapes:
+        n_tasks, n_runs = (int(v) for v in shape.split("x"))
+        print(json.dumps(bench_shape(n_tasks, n_runs)), flush=True)
+    if args.db:
+        print(json.dumps(bench_db(args.db, args.benchmark)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

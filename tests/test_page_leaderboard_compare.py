@@ -1,0 +1,52 @@
+"""AppTest of the leaderboard's comparisons on the demo: task pools apart, baselines apart, p against the leader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analytics import db as rdb
+from analytics import leaderboard as lb
+from tests.apptest import open_page
+
+
+def test_two_task_pools_on_the_demo(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_page("pages/leaderboard.py", demo_db, monkeypatch, benchmark="ad-bench")
+    with rdb.reader(demo_db) as con:
+        board = lb.leaderboard(con, benchmark="ad-bench")
+    overall = board[board["slice"] == "all"]
+    ranked = overall[overall["rank"].notna()]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Comparison set"] == f"{int(overall['comparison_set_size'].iloc[0])} tasks" == "100 tasks"
+    assert metrics["Runs ranked"] == f"{len(ranked)} of {len(overall)}"
+    assert "Shown apart" in [s.value for s in at.subheader]
+    table = next(d.value for d in at.dataframe if "vs leader" in d.value.columns and "Why apart" not in d.value)
+    assert set(table["run_id"]) == set(ranked["run_id"]) and table["Tasks"].eq(100).all()
+    assert (table["vs leader"] == "leader").sum() == 1
+    apart = next(d.value for d in at.dataframe if "Why apart" in d.value.columns)
+    assert apart["Why apart"].str.startswith("evaluated on other tasks: ").all()
+    assert set(apart["run_id"]) == set(overall.loc[overall["rank"].isna(), "run_id"])
+    # p shown on the page is the Holm-adjusted p of the analytics
+    row = ranked[~ranked["is_leader"]].iloc[0]
+    shown = table.set_index("run_id").loc[row["run_id"], "p vs leader (Holm)"]
+    assert shown == pytest.approx(round(row["p_vs_leader"], 4))
+
+
+def test_gem_baseline_is_shown_apart_and_graded_ranks_by_mean_score(demo_db: Path) -> None:
+    with rdb.reader(demo_db) as con:
+        gem = lb.leaderboard(con, benchmark="gem-bench")
+        xb = lb.leaderboard(con, benchmark="xbench-marketing")
+    g = gem[gem["slice"] == "all"].set_index("run_id")
+    assert g.loc["gem-bench-ad-free", "is_baseline"] and pd_isna(g.loc["gem-bench-ad-free", "rank"])
+    assert not g.loc["gem-bench-ad-free", "is_leader"]
+    x = xb[xb["slice"] == "all"]
+    assert (x["metric"] == "mean_score").all()
+    leader_score = x.loc[x["is_leader"], "mean_score"].max()
+    assert leader_score == x.loc[x["rank"].notna(), "mean_score"].max()
+
+
+def pd_isna(value: object) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(value))
