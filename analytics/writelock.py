@@ -59,8 +59,12 @@ _HOLDERS_GUARD = threading.Lock()
 
 
 def _reset_after_fork() -> None:
-    # A forked child must not believe it holds its parent's lock (its threads are gone; the fd is shared with the
-    # parent's lock): it starts with no holders and takes the lock on its own, waiting for the parent like anyone.
+    # A forked child must not believe it holds its parent's lock (the holding thread is not in the child): it starts
+    # with no holders and waits for the parent like anyone. Its copy of the parent's lock fd is closed, or the lock
+    # would outlive the parent's release for as long as the child lives (flock belongs to the open file description).
+    for state in _HOLDERS.values():
+        if state.fd is not None:
+            os.close(state.fd)
     _HOLDERS.clear()
 
 
@@ -148,8 +152,16 @@ def try_acquire(db_path: Path) -> _Holder | None:
     if state.depth:
         state.thread_lock.release()
         return None
-    fd = _open(lock_path(db_path))
-    if not _try_flock(fd, fcntl.LOCK_EX) or has_waiters(db_path):
+    fd = None
+    try:
+        fd = _open(lock_path(db_path))
+        is_free = _try_flock(fd, fcntl.LOCK_EX) and not has_waiters(db_path)
+    except BaseException:
+        is_free = False
+        if fd is None:  # could not even open the lock file (a read-only folder): let the caller see why
+            state.thread_lock.release()
+            raise
+    if not is_free:
         os.close(fd)
         state.thread_lock.release()
         return None
