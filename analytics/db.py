@@ -268,10 +268,20 @@ def _end_session(
         con.close()  # before the copy: no handle on the primary but DuckDB's own, and DuckDB's one is gone now
     if generation is None:
         return None
-    if is_ok and writelock.has_waiters(path) and _pending_age_s(path) < publish_max_defer_s():
+    if _may_leave_publish(path) and is_ok:
         return generation  # a short session is queued: it publishes this generation with its own
     publish_file(path, generation)
     return None
+
+
+def _may_leave_publish(path: Path) -> bool:
+    """True when a short session waits for the lock and no other one does (that one could get the lock first,
+    and this session's data would wait for its whole length), and the snapshot has not lagged for too long."""
+    return (
+        writelock.has_waiters(path)
+        and not writelock.has_waiters(path, is_short=False)
+        and _pending_age_s(path) < publish_max_defer_s()
+    )
 
 
 # ---------------------------------------------------------------------------------------------

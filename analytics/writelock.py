@@ -10,7 +10,8 @@ Files next to ``<db>`` (never opened by DuckDB):
 
 * ``<db>.lock``   held exclusively (``LOCK_EX``) for a whole writer session, publish included;
 * ``<db>.queue``  held shared (``LOCK_SH``) by every writer that waits for the lock and declared a short session;
-  the holder probes it to learn whether such a writer is queued behind it (see ``analytics.db`` on batching).
+  the holder probes it to learn whether such a writer is queued behind it (see ``analytics.db`` on batching);
+* ``<db>.queue-long``  the same for waiting writers that did not declare a short session.
 
 Within one process, sessions on the same file are serialised by a re-entrant thread lock first: another thread
 waits its turn, the same thread may nest sessions (only the outermost one holds the file lock).
@@ -38,9 +39,9 @@ def lock_path(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + ".lock")
 
 
-def queue_path(db_path: Path) -> Path:
-    """The file on which queued writers hold a shared lock while they wait."""
-    return db_path.with_name(db_path.name + ".queue")
+def queue_path(db_path: Path, *, is_short: bool = True) -> Path:
+    """The file on which writers waiting for the lock hold a shared lock (one for short sessions, one for others)."""
+    return db_path.with_name(db_path.name + (".queue" if is_short else ".queue-long"))
 
 
 @dataclass
@@ -99,7 +100,7 @@ def acquire(db_path: Path, *, wait_s: float, queue: bool) -> _Holder:
         db_path: the primary database file.
         wait_s: how long to wait for another process or thread before giving up.
         queue: announce this session as short while waiting (a holder that ends meanwhile may leave its
-            publish to it).
+            publish to it); otherwise it is announced as a long one (which keeps holders from leaving theirs).
 
     Raises:
         LockTimeout: the lock was still held by someone else after ``wait_s``.
@@ -126,9 +127,8 @@ def _wait_for_flock(db_path: Path, deadline: float, *, queue: bool) -> int:
     try:
         if _try_flock(fd, fcntl.LOCK_EX):
             return fd
-        if queue:
-            queue_fd = _open(queue_path(db_path))
-            fcntl.flock(queue_fd, fcntl.LOCK_SH)  # a holder's probe keeps it exclusive for microseconds only
+        queue_fd = _open(queue_path(db_path, is_short=queue))
+        fcntl.flock(queue_fd, fcntl.LOCK_SH)  # a holder's probe keeps it exclusive for microseconds only
         delay = 0.002
         while not _try_flock(fd, fcntl.LOCK_EX):
             if time.monotonic() > deadline:
@@ -145,7 +145,7 @@ def _wait_for_flock(db_path: Path, deadline: float, *, queue: bool) -> int:
 
 
 def try_acquire(db_path: Path) -> _Holder | None:
-    """Enter a session only if nobody holds or queues for the lock right now (never waits); else None."""
+    """Enter a session only if nobody holds or waits for the lock right now (never waits itself); else None."""
     state = holder(db_path)
     if not state.thread_lock.acquire(blocking=False):
         return None
@@ -155,7 +155,9 @@ def try_acquire(db_path: Path) -> _Holder | None:
     fd = None
     try:
         fd = _open(lock_path(db_path))
-        is_free = _try_flock(fd, fcntl.LOCK_EX) and not has_waiters(db_path)
+        is_free = (
+            _try_flock(fd, fcntl.LOCK_EX) and not has_waiters(db_path) and not has_waiters(db_path, is_short=False)
+        )
     except BaseException:
         is_free = False
         if fd is None:  # could not even open the lock file (a read-only folder): let the caller see why
@@ -184,9 +186,10 @@ def held_here(db_path: Path) -> _Holder | None:
     return state if state.depth and state.owner == threading.get_ident() else None
 
 
-def has_waiters(db_path: Path) -> bool:
-    """True while some writer that declared a short session waits for the lock of ``db_path``."""
-    fd = _open(queue_path(db_path))
+def has_waiters(db_path: Path, *, is_short: bool = True) -> bool:
+    """True while some writer that declared a short session (or, with ``is_short=False``, another one) waits for
+    the lock of ``db_path``."""
+    fd = _open(queue_path(db_path, is_short=is_short))
     try:
         if _try_flock(fd, fcntl.LOCK_EX):
             fcntl.flock(fd, fcntl.LOCK_UN)

@@ -322,3 +322,33 @@ def test_publish_now_publishes_midway_through_a_session(tmp_path: Path) -> None:
         assert "early" in _probes(rdb.snapshot_path(db))
         con.execute("INSERT INTO meta VALUES ('late', 'x')")
     assert _probes(rdb.snapshot_path(db)) >= {"early", "late"}
+
+
+def _wait_in_queue(db: str, is_short: bool) -> None:
+    state = writelock.acquire(Path(db), wait_s=60, queue=is_short)
+    writelock.release(state)
+    os._exit(0)
+
+
+def test_a_publish_is_left_only_to_short_sessions(tmp_path: Path) -> None:
+    """A long session waiting as well could take the lock first, and the data would wait for its whole length."""
+    db = tmp_path / "long.duckdb"
+    with rdb.writer(db):
+        pass
+    ctx = mp.get_context("fork")
+    state = writelock.acquire(db, wait_s=5, queue=False)
+    try:
+        assert not rdb._may_leave_publish(db)  # nobody waits
+        short = ctx.Process(target=_wait_in_queue, args=(str(db), True))
+        short.start()
+        assert _wait_for(lambda: writelock.has_waiters(db), 30)
+        assert rdb._may_leave_publish(db)
+        long = ctx.Process(target=_wait_in_queue, args=(str(db), False))
+        long.start()
+        assert _wait_for(lambda: writelock.has_waiters(db, is_short=False), 30)
+        assert not rdb._may_leave_publish(db)
+    finally:
+        writelock.release(state)
+    short.join(30)
+    long.join(30)
+    assert (short.exitcode, long.exitcode) == (0, 0)
