@@ -1,18 +1,22 @@
 """The one gateway to DuckDB: paths, migrations, reader and writer connections, SQL execution.
 
-Concurrency design (build-and-swap, see README "Concurrency"):
+Concurrency design (build-and-swap behind a writer lock, see README "Concurrency"):
     DuckDB lets one process hold a database file read-write, and readers in other processes cannot
     open it meanwhile. Runlens therefore keeps two files:
 
     * ``<db>``       the primary database; only writers (ingest, judge, IRT fit cache, rule labels)
-                     open it, one at a time, waiting with retry if another writer holds it;
+                     open it, one session at a time under an exclusive ``flock`` on ``<db>.lock``
+                     (analytics/writelock.py), waiting with retry if another writer holds it;
     * ``<db>.read``  a published snapshot; every reader (dashboard pages, ``python -m analytics``)
                      opens it read-only for the duration of one query batch.
 
-    When a writer session ends it checkpoints the primary and atomically replaces the snapshot
-    (copy to a temporary file, fsync, ``os.replace``). A reader that already has the old snapshot
-    open keeps reading the old inode; the next rerun sees the new data. Readers never take the
-    primary's lock, so the dashboard never shows a lock error while an ingest runs.
+    When a writer session ends it numbers the primary's state (a generation), checkpoints, closes its
+    connection and, still holding the lock, copies the file to a temporary one, fsyncs it and renames it
+    over the snapshot unless that already holds a later generation. A reader that already has the old
+    snapshot open keeps reading the old inode; the next rerun sees the new data. Readers never take the
+    primary's lock, so the dashboard never shows a lock error while an ingest runs. A writer that ends while
+    a short session waits may leave its publish to it (one publish per burst) and waits for it; a marker
+    ``<db>.pending`` lets the next reader or writer publish what a killed writer committed.
 """
 
 from __future__ import annotations
