@@ -497,7 +497,7 @@ def _stamp(snap: Path) -> tuple[int, int] | None:
     return st.st_ino, st.st_mtime_ns
 
 
-def _publish_if_idle(path: Path, generation: Generation | None) -> bool:
+def _publish_if_idle(path: Path, generation: Generation | None, *, wait_s: float = LOCK_WAIT_S) -> bool:
     """Take the writer lock if nobody holds or awaits it, and publish unless the snapshot is already at
     ``generation`` (None: publish whatever is pending). False when the lock was busy."""
     state = writelock.try_acquire(path)
@@ -509,7 +509,7 @@ def _publish_if_idle(path: Path, generation: Generation | None) -> bool:
         if generation is None and not pending_path(path).exists():
             return True
         # A full session: a writer that died may have left commits in the write-ahead log, which only DuckDB replays.
-        con = _open_writer(path, wait_s=LOCK_WAIT_S)
+        con = _open_writer(path, wait_s=wait_s)
         try:
             sealed = seal(con)
         finally:
@@ -533,7 +533,7 @@ def ensure_snapshot(db: str | os.PathLike[str] | None = None) -> Path:
     if snap.exists():
         if pending_path(path).exists():
             with contextlib.suppress(OSError, duckdb.Error, RunlensError):  # a read-only folder: read what there is
-                _publish_if_idle(path, None)
+                _publish_if_idle(path, None, wait_s=1.0)  # a page load does not wait for a stray DuckDB lock
         return snap
     with writer(path):
         pass
