@@ -97,3 +97,18 @@ def test_bench_fastpath_runs(tmp_path: Path) -> None:
     row = done.stdout.splitlines()[-1].split("|")
     assert row[1].strip() == log.name and row[2].strip() == "30"
     assert float(row[3]) > 0 and float(row[4]) > 0
+
+
+def test_bench_publish_runs(fixture_db: Path, tmp_path: Path) -> None:
+    from bench import bench_publish
+
+    out = tmp_path / "publish.json"
+    assert (
+        bench_publish.main(
+            ["--store", str(fixture_db), "--burst", "2", "--attempts", "6", "--repeat", "1", "--json", str(out)]
+        )
+        == 0
+    )
+    result = json.loads(out.read_text())
+    assert [r["uploads"] for r in result["one"] + result["burst2"]] == [1, 2]
+    assert all(r["publishes"] >= 1 and len(r["latency_s"]) == r["uploads"] for r in result["one"] + result["burst2"])
