@@ -33,6 +33,9 @@ WORKER_MEMORY_FACTOR = 8  # a worker's peak memory in multiples of its file (mea
 WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init_worker)
 PREFETCH_BYTES = 384 * 1024 * 1024  # validated files waiting for the writer, beyond one per worker and one more
 INGEST_MEMORY_LIMIT = "1GB"  # DuckDB's buffer pool while ingesting (its default is 80 % of RAM)
+# Ingests of at most this many bytes in all declare a short writer session: a writer finishing while one waits
+# may leave its snapshot publish to it (one publish per burst of small uploads; analytics.db.writer).
+SHORT_SESSION_MAX_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -358,7 +361,8 @@ def ingest_paths(
     files = list(iter_files(paths))
     n_jobs = ingest_jobs(files, jobs)
     results: list[FileResult] = []
-    with writer(db) as con:
+    is_short = sum(_size(f) for f in files) <= SHORT_SESSION_MAX_BYTES
+    with writer(db, short_session=is_short) as con:
         # Written blocks are on disk already: a small buffer pool only means less cached, and keeps a long
         # ingest's memory flat (measured at 1M attempts: 3.7 GB for this process at DuckDB's default, 1.3 GB here).
         con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")

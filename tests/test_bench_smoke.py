@@ -111,3 +111,18 @@ def test_bench_tmf_bootstrap_runs() -> None:
     row = json.loads(done.stdout.splitlines()[0])
     assert row["shape"] == "60x4" and row["replicates"] == 500
     assert abs(sum(row["stage_probability"].values()) - 1.0) < 1e-9
+
+
+def test_bench_publish_runs(fixture_db: Path, tmp_path: Path) -> None:
+    from bench import bench_publish
+
+    out = tmp_path / "publish.json"
+    assert (
+        bench_publish.main(
+            ["--store", str(fixture_db), "--burst", "2", "--attempts", "6", "--repeat", "1", "--json", str(out)]
+        )
+        == 0
+    )
+    result = json.loads(out.read_text())
+    assert [r["uploads"] for r in result["one"] + result["burst2"]] == [1, 2]
+    assert all(r["publishes"] >= 1 and len(r["latency_s"]) == r["uploads"] for r in result["one"] + result["burst2"])
