@@ -316,7 +316,7 @@ def write_batch(db: Path, traces: list[tuple[str, bytes, bool]], options: dict[s
     at fault are left out (and reported), the others are written.
     """
     result = BatchResult()
-    with writer(db) as con:
+    with writer(db, short_session=True) as con:  # a small batch: may share one publish with queued writers
         known = load_known(con)
         stored = _stored_traces(con, [t for t, _, _ in traces])
         fresh = [(t, line) for t, line, _ in traces if t not in stored]
