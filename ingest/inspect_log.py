@@ -8,31 +8,25 @@ events (or, without events, messages) give steps: model turns, tool calls with a
 results, errors.
 
 A ``.eval`` file is a zip: ``header.json`` (or ``_journal/start.json`` while running),
-``samples/<id>_epoch_<n>.json``, ``reductions.json``, ``summaries.json``. It is read in memory with
-caps on member count, member size, total size and compression ratio; a member name that is absolute
-or contains ``..`` rejects the whole file. Locations are ``file!member:$.json.path``.
+``samples/<id>_epoch_<n>.json``, ``reductions.json``, ``summaries.json``, each member stored, deflated or
+(current inspect-ai) zstd-compressed. It is read in memory by ``ingest.safezip`` with archive-bomb limits
+(member count, total and per-member size, compression ratio) checked before and while decompressing; a
+member name that is absolute or contains ``..`` rejects the whole file. Locations are ``file!member:$.json.path``.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import re
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ingest.errors import ProblemCollector
 from ingest.openai_messages import load_json
+from ingest.safezip import read_zip
 
 ZIP_MAGIC = b"PK\x03\x04"
-MAX_MEMBERS = int(os.environ.get("RUNLENS_ZIP_MAX_MEMBERS", 200_000))
-MAX_MEMBER_BYTES = int(os.environ.get("RUNLENS_ZIP_MAX_MEMBER_BYTES", 512 * 1024**2))
-MAX_TOTAL_BYTES = int(os.environ.get("RUNLENS_ZIP_MAX_TOTAL_BYTES", 4 * 1024**3))
-MAX_RATIO = float(os.environ.get("RUNLENS_ZIP_MAX_RATIO", 500))  # JSON compresses ~10-50x; bombs ~1000x
-RATIO_MIN_BYTES = 1024 * 1024  # small members may compress extremely well without harm
 SCORE_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
 SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 TIME_LIMITS = ("time", "working")
@@ -60,88 +54,6 @@ def detect_inspect(path: Path, head: bytes) -> bool:
         and b'"model"' in text
         and b'"created"' in text
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Zip reading with safety caps
-# ---------------------------------------------------------------------------------------------
-
-
-def _unsafe_name(name: str) -> bool:
-    parts = name.replace("\\", "/").split("/")
-    return name.startswith(("/", "\\")) or ".." in parts or bool(re.match(r"^[A-Za-z]:", name))
-
-
-def read_zip(path: Path, data: bytes, problems: ProblemCollector) -> dict[str, bytes] | None:
-    """Every JSON member of a zip, after safety checks; None (with problems) when the archive is refused."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError) as exc:
-        problems.add(f"{path}:1", "-", f"not a readable zip archive: {exc}")
-        return None
-    if len(infos) > MAX_MEMBERS:
-        problems.add(f"{path}:1", "-", f"{len(infos):,} members exceed the limit of {MAX_MEMBERS:,}")
-        return None
-    bad = [i.filename for i in infos if _unsafe_name(i.filename)]
-    if bad:
-        problems.add(
-            f"{path}!{bad[0]}",
-            "-",
-            f"unsafe member name (absolute or '..'): {len(bad)} such member(s); archive refused",
-        )
-        return None
-    declared = sum(i.file_size for i in infos)
-    if declared > MAX_TOTAL_BYTES:
-        problems.add(
-            f"{path}:1", "-", f"archive expands to {declared:,} bytes, over the {MAX_TOTAL_BYTES:,}-byte limit"
-        )
-        return None
-    out: dict[str, bytes] = {}
-    total = 0
-    for info in infos:
-        loc = f"{path}!{info.filename}"
-        if info.is_dir() or not info.filename.endswith(".json"):
-            continue
-        if info.flag_bits & 0x1:
-            problems.add(loc, "-", "encrypted member; cannot read")
-            return None
-        if info.file_size > MAX_MEMBER_BYTES or (
-            info.file_size > RATIO_MIN_BYTES and info.file_size > MAX_RATIO * max(info.compress_size, 1)
-        ):
-            problems.add(
-                loc,
-                "-",
-                f"member expands to {info.file_size:,} bytes from {info.compress_size:,} "
-                f"(limit {MAX_MEMBER_BYTES:,} bytes, ratio {MAX_RATIO:g}); looks like a zip bomb, refused",
-            )
-            return None
-        body = _read_capped(archive, info, min(MAX_MEMBER_BYTES, MAX_TOTAL_BYTES - total), problems, loc)
-        if body is None:
-            return None
-        total += len(body)
-        out[info.filename] = body
-    return out
-
-
-def _read_capped(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, problems: ProblemCollector, loc: str
-) -> bytes | None:
-    """A member's bytes, stopping as soon as more than ``cap`` come out (declared sizes can lie)."""
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        with archive.open(info) as fh:
-            while chunk := fh.read(1024 * 1024):
-                size += len(chunk)
-                if size > cap or size > MAX_RATIO * max(info.compress_size, 1) + RATIO_MIN_BYTES:
-                    problems.add(loc, "-", "member expands beyond its declared size or the limits; zip bomb refused")
-                    return None
-                chunks.append(chunk)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-        problems.add(loc, "-", f"cannot decompress member: {exc}")
-        return None
-    return b"".join(chunks)
 
 
 def _member_json(path: Path, name: str, body: bytes, problems: ProblemCollector) -> Any:
