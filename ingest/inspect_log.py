@@ -29,7 +29,6 @@ from ingest.safezip import read_zip
 ZIP_MAGIC = b"PK\x03\x04"
 SCORE_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
 SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
-TIME_LIMITS = ("time", "working")
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -183,7 +182,7 @@ def score_value(value: Any) -> float | None:
         except ValueError:
             return None
     if isinstance(value, dict):
-        parts = [v for v in (score_value(x) for x in value.values()) if v is not None]
+        parts = [v for v in (score_value(x) for x in value.values()) if v is not None and v == v]
         return sum(parts) / len(parts) if parts else None
     return None
 
@@ -275,7 +274,9 @@ def _sample(
         },
     )
     name, entry = _pick_score(sample, scorer)
-    value = score_value(entry.get("value")) if entry else None
+    value = _checked_value(loc, name, entry, problems)
+    if value is _ODD:
+        return
     status = _status(sample)
     epoch = sample.get("epoch", 1)
     attempt: dict[str, Any] = {
@@ -293,24 +294,59 @@ def _sample(
         "explanation": None if entry is None else entry.get("explanation"),
         "working_time_s": sample.get("working_time"),
         "inspect_uuid": sample.get("uuid"),
+        "limit": sample.get("limit") if isinstance(sample.get("limit"), dict) else None,
     }
     if value is None and status == "completed":
-        problems.add(
+        # Inspect writes samples before scoring them (``--no-score``) or keeps a NaN: an empty score, not a 0
+        attempt["is_scored"] = False
+        problems.warn(
             f"{loc}.scores",
-            scorer or "-",
-            f"no usable value for scorer {scorer!r} (found {sorted((sample.get('scores') or {}).keys())})",
+            f"sample {task_id!r} epoch {epoch} has no score{f' for {scorer!r}' if scorer else ''}: stored with an "
+            "empty score (run `inspect score` on the log to score it)",
         )
-        return
-    attempt.update(_usage(sample.get("model_usage")))
+    attempt.update(agent_usage(sample))
+    attempt["grading"] = grading_of(sample, att)
     if isinstance(sample.get("error"), dict):
         attempt["error"] = sample["error"].get("message")
     attempt["steps"] = steps_from_sample(sample, att)
     yield loc, {k: v for k, v in attempt.items() if v is not None}
 
 
+_ODD = float("inf")  # marks a score value refused (a problem was reported)
+
+
+def _checked_value(
+    loc: str, name: str | None, entry: dict[str, Any] | None, problems: ProblemCollector
+) -> float | None:
+    """The score as a number; None when missing or NaN; ``_ODD`` (with a problem naming scorer and type)
+    when the value is of a shape no single score can come from (a list, a dict of non-scores, text)."""
+    if entry is None:
+        return None
+    raw = entry.get("value")
+    value = score_value(raw)
+    if value is not None and value != value:  # NaN: Inspect's "no score", never a number to average
+        return None
+    if value is None and raw is not None and not (isinstance(raw, float) and raw != raw):
+        problems.add(
+            f"{loc}.scores.{name}.value",
+            name or "-",
+            f"scorer {name!r} gave a {type(raw).__name__} ({json.dumps(raw)[:80]}) that is not a score; "
+            "choose another scorer with --scorer",
+        )
+        return _ODD
+    if isinstance(raw, dict) and len(raw) > 1 and value is not None:
+        problems.warn(
+            f"{loc}.scores.{name}.value",
+            f"scorer {name!r} gave a dict of {len(raw)} values; the score is their mean (choose one with --scorer)",
+        )
+    return value
+
+
 def _status(sample: dict[str, Any]) -> str:
+    """``timeout`` for any limit Inspect hit (message, token, time, working, cost, ...; the kind is kept in the
+    attempt's ``limit``), ``crashed`` for an error, else ``completed``."""
     limit = sample.get("limit")
-    if isinstance(limit, dict) and limit.get("type") in TIME_LIMITS:
+    if isinstance(limit, dict) and limit.get("type"):
         return "timeout"
     if sample.get("error"):
         return "crashed"
@@ -345,32 +381,59 @@ def _usage(model_usage: Any) -> dict[str, Any]:
     return {k: (int(v) if k.endswith("tokens") else v) for k, v in totals.items()}
 
 
-def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[str, Any]]:
-    """Steps from events (model turns, tool calls, errors); from messages when the log kept no events."""
-    events = _seq(sample.get("events"))
-    steps: list[dict[str, Any]] = []
-    rnd = 0
+GRADING_SPANS = ("scorer", "scorers")
+
+
+def _is_grading_open(ev: dict[str, Any]) -> bool:
+    """A scorer span (``span_begin`` of type scorer/scorers) or an old-style scorer ``step`` beginning."""
+    if ev.get("event") == "span_begin":
+        return ev.get("type") in GRADING_SPANS
+    return ev.get("event") == "step" and ev.get("type") == "scorer" and ev.get("action") == "begin"
+
+
+def _is_grading_close(ev: dict[str, Any], open_ids: list[Any]) -> bool:
+    if ev.get("event") == "span_end":
+        return ev.get("id") in open_ids
+    return ev.get("event") == "step" and ev.get("type") == "scorer" and ev.get("action") == "end"
+
+
+def split_events(events: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(solver events, grading events)``: whatever happens inside a scorer span belongs to the grader.
+
+    Inspect scores a sample after its solver, so the events inside a scorer span are contiguous; model calls
+    there are the grader's (``model_graded_qa``), never the agent's turns.
+    """
+    solver: list[dict[str, Any]] = []
+    grading: list[dict[str, Any]] = []
+    open_ids: list[Any] = []
+    depth = 0
     for ev in events:
         if not isinstance(ev, dict):
             continue
+        if _is_grading_open(ev):
+            depth += 1
+            open_ids.append(ev.get("id"))
+        elif depth and _is_grading_close(ev, open_ids):
+            depth -= 1
+            if ev.get("event") == "span_end":
+                open_ids.remove(ev.get("id"))
+        (grading if depth else solver).append(ev)
+    return solver, grading
+
+
+def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[str, Any]]:
+    """Steps from the solver's events (model turns, tool calls, errors); from messages without events.
+
+    Scorer spans are left out: ``grading_of`` reads them.
+    """
+    solver, _ = split_events(_seq(sample.get("events")))
+    steps: list[dict[str, Any]] = []
+    rnd = 0
+    for ev in solver:
         kind = ev.get("event")
         if kind == "model":
             rnd += 1
-            output = _obj(ev.get("output"))
-            usage = _obj(output.get("usage"))
-            message = ((output.get("choices") or [{}])[0] or {}).get("message") or {}
-            steps.append(
-                {
-                    "round": rnd,
-                    "kind": "model",
-                    "content": _text(message.get("content"), att),
-                    "input_tokens": usage.get("input_tokens"),
-                    "output_tokens": usage.get("output_tokens"),
-                    "latency_s": output.get("time", ev.get("working_time")),
-                    "error": _err(ev.get("error")),
-                    "n_tool_calls": len(message.get("tool_calls") or []),
-                }
-            )
+            steps.append(_model_step(ev, rnd, att))
         elif kind == "tool":
             steps.append(
                 {
@@ -389,6 +452,60 @@ def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[
         steps = _steps_from_messages(sample.get("messages"), att)
     _mark_final(steps)
     return [{k: v for k, v in s.items() if v is not None} for s in steps]
+
+
+def _model_step(ev: dict[str, Any], rnd: int, att: dict[str, Any]) -> dict[str, Any]:
+    output = _obj(ev.get("output"))
+    usage = _obj(output.get("usage"))
+    message = _obj(_obj((_seq(output.get("choices")) or [{}])[0]).get("message"))
+    return {
+        "round": rnd,
+        "kind": "model",
+        "content": _text(message.get("content"), att),
+        "input_tokens": usage.get("input_tokens"),
+        "output_tokens": usage.get("output_tokens"),
+        "latency_s": output.get("time", ev.get("working_time")),
+        "error": _err(ev.get("error")),
+        "n_tool_calls": len(_seq(message.get("tool_calls"))),
+    }
+
+
+def _token_sums(model_events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Input/output tokens (and cost when every call has one) over model events."""
+    usages = [_obj(_obj(ev.get("output")).get("usage")) for ev in model_events]
+    out: dict[str, Any] = {}
+    for key in ("input_tokens", "output_tokens"):
+        values = [int(u[key]) for u in usages if isinstance(u.get(key), int)]
+        if values:
+            out[key] = sum(values)
+    costs = [float(u["total_cost"]) for u in usages if isinstance(u.get("total_cost"), (int, float))]
+    if usages and len(costs) == len(usages):
+        out["cost_usd"] = sum(costs)
+    return out
+
+
+def grading_of(sample: dict[str, Any], att: dict[str, Any]) -> dict[str, Any] | None:
+    """The grader's model calls and their tokens (kept apart from the agent's), or None without any."""
+    _, grading = split_events(_seq(sample.get("events")))
+    calls = [ev for ev in grading if ev.get("event") == "model"]
+    if not calls:
+        return None
+    turns = [
+        {"model": ev.get("model"), **{k: v for k, v in _model_step(ev, 0, att).items() if k not in ("round", "kind")}}
+        for ev in calls
+    ]
+    return {"model_calls": turns, **_token_sums(calls)}
+
+
+def agent_usage(sample: dict[str, Any]) -> dict[str, Any]:
+    """The agent's tokens and cost: its own model calls when the log has events, else ``model_usage``."""
+    solver, grading = split_events(_seq(sample.get("events")))
+    calls = [ev for ev in solver if ev.get("event") == "model"]
+    if calls:
+        return _token_sums(calls)
+    if any(ev.get("event") == "model" for ev in grading):
+        return {}  # only the grader's calls were logged: model_usage would credit them to the agent
+    return _usage(sample.get("model_usage"))
 
 
 def _err(error: Any) -> str | None:

@@ -49,6 +49,7 @@ class FileResult:
     seconds: float = 0.0
     error: IngestError | None = None
     duplicate_of: str | None = None
+    warnings: tuple[str, ...] = ()  # what the reader noted without refusing the file (unscored samples, ...)
 
 
 def iter_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -90,6 +91,7 @@ class Prepared:
     error: IngestError | None = None
     duplicate_of: str | None = None
     seconds: float = 0.0
+    warnings: tuple[str, ...] = ()
 
 
 def prepare_file(
@@ -133,7 +135,15 @@ def prepare_file(
     except IngestError as exc:
         return Prepared(name, fmt, started_at, error=exc, seconds=time.perf_counter() - started)
     bundle.freeze()
-    return Prepared(name, chosen.name, started_at, content_hash, bundle, seconds=time.perf_counter() - started)
+    return Prepared(
+        name,
+        chosen.name,
+        started_at,
+        content_hash,
+        bundle,
+        seconds=time.perf_counter() - started,
+        warnings=tuple(problems.warnings),
+    )
 
 
 def read_input(path: Path) -> bytes:
@@ -228,6 +238,7 @@ def commit_prepared(
         bundle.n_attempts,
         bundle.n_steps,
         prepared.seconds + time.perf_counter() - started,
+        warnings=prepared.warnings,
     )
 
 

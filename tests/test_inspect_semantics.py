@@ -1,0 +1,128 @@
+"""Inspect samples read as Inspect reads them: unscored and NaN scores, odd score values, limits, errors, graders.
+
+Each test edits one real log (tests/conftest.py ``shared_data``) in the way the issue describes and ingests it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ingest.pipeline import ingest_paths
+from tests.adapter_helpers import counts, rows
+from tests.conftest import shared_data
+
+POPULARITY = "2025-05-12T20-28-13-04-00_popularity.json"
+
+
+def _log() -> dict[str, Any]:
+    return json.loads(shared_data("inspect", POPULARITY).read_text())
+
+
+def _write(tmp_path: Path, log: dict[str, Any], name: str = "log.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(log))
+    return path
+
+
+def test_unscored_samples_ingest_empty_with_a_warning(tmp_db: Path, tmp_path: Path) -> None:
+    log = _log()
+    log["samples"][0]["scores"] = {}
+    del log["samples"][1]["scores"]
+    res = ingest_paths([_write(tmp_path, log)], db=tmp_db)
+    assert res[0].outcome == "ingested", res[0].error
+    got = rows(tmp_db, "SELECT task_id, score, passed FROM attempts ORDER BY task_id")
+    ids = [str(s["id"]) for s in log["samples"]]
+    by_id = {t: (sc, p) for t, sc, p in got}
+    assert by_id[ids[0]] == (None, None) and by_id[ids[1]] == (None, None)
+    assert by_id[ids[2]][0] is not None
+    assert len(res[0].warnings) == 2 and all("inspect score" in w for w in res[0].warnings)
+
+
+def test_nan_score_is_missing(tmp_db: Path, tmp_path: Path) -> None:
+    log = _log()
+    log["samples"][0]["scores"]["match"]["value"] = math.nan
+    path = tmp_path / "nan.json"
+    path.write_text(json.dumps(log))  # json.dumps writes NaN, as Inspect does
+    res = ingest_paths([path], db=tmp_db)
+    assert res[0].outcome == "ingested", res[0].error
+    sid = str(log["samples"][0]["id"])
+    assert rows(tmp_db, "SELECT score FROM attempts WHERE task_id = ?", [sid]) == [(None,)]
+
+
+def test_odd_score_value_names_scorer_and_type(fixture_db: Path, tmp_path: Path) -> None:
+    log = _log()
+    log["samples"][1]["scores"]["match"]["value"] = ["C", "I"]
+    path = _write(tmp_path, log)
+    before = counts(fixture_db)
+    res = ingest_paths([path], db=fixture_db)
+    assert res[0].outcome == "failed"
+    text = str(res[0].error)
+    assert "scorer 'match' gave a list" in text and f"{path}:$.samples[1].scores.match.value" in text
+    assert counts(fixture_db) == before
+
+
+def test_several_key_dict_warns(tmp_db: Path, tmp_path: Path) -> None:
+    log = _log()
+    log["samples"][0]["scores"]["match"]["value"] = {"a": 1, "b": 0}
+    res = ingest_paths([_write(tmp_path, log)], db=tmp_db)
+    assert res[0].outcome == "ingested", res[0].error
+    assert any("dict of 2 values" in w and "'match'" in w for w in res[0].warnings)
+
+
+def test_limits_and_errors_become_statuses(tmp_db: Path, tmp_path: Path) -> None:
+    log = _log()
+    log["samples"][0]["limit"] = {"type": "message", "limit": 3}
+    log["samples"][1]["error"] = {"message": "RuntimeError('tool broke')", "traceback": "", "traceback_ansi": ""}
+    del log["samples"][1]["scores"]
+    res = ingest_paths([_write(tmp_path, log)], db=tmp_db)
+    assert res[0].outcome == "ingested", res[0].error
+    got = {
+        t: (st, json.loads(ex or "{}"))
+        for t, st, ex in rows(tmp_db, "SELECT task_id, status, CAST(extra AS VARCHAR) FROM attempts")
+    }
+    first, second = (str(s["id"]) for s in log["samples"][:2])
+    assert got[first][0] == "timeout" and got[first][1]["limit"] == {"type": "message", "limit": 3}
+    assert got[second][0] == "crashed" and "tool broke" in got[second][1]["error"]
+    assert res[0].warnings == ()  # an errored sample is not "unscored": it failed
+
+
+def _graded(log: dict[str, Any]) -> dict[str, Any]:
+    """The log with a model call inside each sample's scorer span, as ``model_graded_qa`` writes it."""
+    log = copy.deepcopy(log)
+    for sample in log["samples"]:
+        events = sample["events"]
+        at = next(i for i, e in enumerate(events) if e["event"] == "span_begin" and e.get("type") == "scorer")
+        model = copy.deepcopy(next(e for e in events if e["event"] == "model"))
+        model["model"] = "grader/model"
+        model["output"]["choices"][0]["message"]["content"] = "GRADE: C"
+        model["output"]["usage"] = {"input_tokens": 500, "output_tokens": 7, "total_tokens": 507}
+        events.insert(at + 1, model)
+        sample["model_usage"]["grader/model"] = {"input_tokens": 500, "output_tokens": 7, "total_tokens": 507}
+    return log
+
+
+def test_grader_calls_are_grading_not_trajectory(tmp_db: Path, tmp_path: Path) -> None:
+    log = _graded(_log())
+    res = ingest_paths([_write(tmp_path, log)], db=tmp_db)
+    assert res[0].outcome == "ingested", res[0].error
+    for sample in log["samples"]:
+        agent = next(u for m, u in sample["model_usage"].items() if m != "grader/model")
+        got = rows(
+            tmp_db,
+            "SELECT input_tokens, output_tokens, n_steps, CAST(extra AS VARCHAR) FROM attempts WHERE task_id = ?",
+            [str(sample["id"])],
+        )[0]
+        assert got[:2] == (agent["input_tokens"], agent["output_tokens"])
+        grading = json.loads(got[3])["grading"]
+        assert (grading["input_tokens"], grading["output_tokens"]) == (500, 7)
+        assert grading["model_calls"][0]["content"] == "GRADE: C"
+        steps = rows(
+            tmp_db,
+            "SELECT s.kind, s.content FROM steps s JOIN attempts a USING (attempt_id) WHERE a.task_id = ?",
+            [str(sample["id"])],
+        )
+        assert got[2] == len(steps) and all(content != "GRADE: C" for _, content in steps)
