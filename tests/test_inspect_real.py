@@ -1,0 +1,147 @@
+"""Runlens against the real tool: logs written by inspect-ai itself, compared with what Inspect reads from them.
+
+tests/inspect_real/generate.py runs in the test-only virtualenv ``.venv-inspect`` (requirements-inspect.txt,
+installed by ``run.sh test``; its dependencies need other versions than the shared pins) and writes, once per
+session: a multiple-choice task with epochs=3, an agentic task with parallel tool calls, a model-graded task,
+and a ``fail_on_error=False`` task with a ``message_limit``, each as ``.eval`` (zstd members) and ``.json``, plus
+``reference.json`` from ``read_eval_log``, ``evals_df``, ``samples_df`` and ``events_df``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingest.pipeline import ingest_paths
+from tests.adapter_helpers import rows
+
+ROOT = Path(__file__).resolve().parents[1]
+INSPECT_PYTHON = Path(os.environ.get("RUNLENS_INSPECT_PYTHON", ROOT / ".venv-inspect" / "bin" / "python"))
+LETTERS = {"C": 1.0, "I": 0.0}
+
+
+@pytest.fixture(scope="session")
+def real_logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """(a database holding every generated log, Inspect's reference for each log)."""
+    if not INSPECT_PYTHON.exists():
+        pytest.fail(f"{INSPECT_PYTHON} not found: `bash run.sh test` installs requirements-inspect.txt there")
+    out = tmp_path_factory.mktemp("inspect_real")
+    proc = subprocess.run(
+        [str(INSPECT_PYTHON), str(ROOT / "tests" / "inspect_real" / "generate.py"), str(out / "logs")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    refs = json.loads((out / "logs" / "reference.json").read_text())
+    db = out / "real.duckdb"
+    results = ingest_paths([Path(r["path"]) for r in refs], db=db)
+    assert [r.outcome for r in results] == ["ingested"] * len(refs), [str(r.error) for r in results]
+    return db, refs
+
+
+def _ids(refs: list[dict[str, Any]]) -> list[str]:
+    return [f"{r['task']}.{Path(r['path']).suffix[1:]}" for r in refs]
+
+
+def _attempts(db: Path, ref: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+    run_id = f"{ref['task']}-{ref['eval_id']}"
+    got = rows(
+        db,
+        "SELECT attempt_id, task_id, sample, score, status, input_tokens, output_tokens, CAST(extra AS VARCHAR) "
+        "FROM attempts WHERE run_id = ?",
+        [run_id],
+    )
+    out = {}
+    for attempt_id, task_id, sample, score, status, n_in, n_out, extra in got:
+        tools = rows(
+            db, "SELECT tool FROM steps WHERE attempt_id = ? AND kind = 'tool_call' ORDER BY step", [attempt_id]
+        )
+        out[(task_id, sample + 1)] = {
+            "score": score,
+            "status": status,
+            "tokens": [n_in, n_out],
+            "extra": json.loads(extra or "{}"),
+            "tools": [t for (t,) in tools],
+        }
+    return out
+
+
+def test_every_format_and_task_generated(real_logs: tuple[Path, list[dict[str, Any]]]) -> None:
+    _, refs = real_logs
+    assert sorted(_ids(refs)) == sorted(
+        f"{t}.{f}" for t in ("mc", "agent", "graded", "limits") for f in ("eval", "json")
+    )
+
+
+def test_attempts_scores_tokens_tools_match_inspect(real_logs: tuple[Path, list[dict[str, Any]]]) -> None:
+    db, refs = real_logs
+    for ref in refs:
+        got = _attempts(db, ref)
+        assert len(got) == len(ref["samples"]) == ref["total_samples"], ref["path"]
+        for sample in ref["samples"]:
+            mine = got[(sample["id"], sample["epoch"])]
+            where = f"{ref['path']} {sample['id']}/{sample['epoch']}"
+            value = next(iter(sample["scores"].values()), None)
+            if value is not None:
+                assert mine["score"] == LETTERS[value], where
+            assert mine["tokens"] == sample["model_usage"]["mockllm/model"], where
+            assert mine["tools"] == sample["tools"], where
+
+
+def test_accuracy_matches_inspect_when_errors_are_left_out(real_logs: tuple[Path, list[dict[str, Any]]]) -> None:
+    db, refs = real_logs
+    for ref in refs:
+        got = _attempts(db, ref).values()
+        kept = [a["score"] for a in got if a["status"] != "crashed"]
+        assert sum(kept) / len(kept) == pytest.approx(ref["headline"]), ref["path"]
+        assert len(kept) == ref["completed_samples"], ref["path"]
+
+
+def test_grader_tokens_apart_from_the_agent(real_logs: tuple[Path, list[dict[str, Any]]]) -> None:
+    db, refs = real_logs
+    graded = [r for r in refs if r["task"] == "graded"]
+    assert len(graded) == 2
+    for ref in graded:
+        got = _attempts(db, ref)
+        for sample in ref["samples"]:
+            mine = got[(sample["id"], sample["epoch"])]
+            grading = mine["extra"]["grading"]
+            assert [grading["input_tokens"], grading["output_tokens"]] == sample["model_usage"]["mockllm/grader"]
+            assert grading["model_calls"][0]["content"].startswith("GRADE:")
+            steps = rows(
+                db,
+                "SELECT count(*) FROM steps s JOIN attempts a USING (attempt_id) "
+                "WHERE a.run_id = ? AND a.task_id = ? AND s.content LIKE 'GRADE:%'",
+                [f"{ref['task']}-{ref['eval_id']}", sample["id"]],
+            )
+            assert steps == [(0,)]
+
+
+def test_limits_and_errors_match_inspect(real_logs: tuple[Path, list[dict[str, Any]]]) -> None:
+    db, refs = real_logs
+    limited = [r for r in refs if r["task"] == "limits"]
+    assert len(limited) == 2
+    for ref in limited:
+        got = _attempts(db, ref)
+        statuses = []
+        for sample in ref["samples"]:
+            mine = got[(sample["id"], sample["epoch"])]
+            if sample["limit"]:
+                assert mine["status"] == "timeout" and mine["extra"]["limit"]["type"] == sample["limit"]["type"]
+                assert mine["extra"]["limit"]["type"] == sample["sdf_limit"]
+            elif sample["error"]:
+                assert mine["status"] == "crashed" and mine["extra"]["error"] == sample["error"] == sample["sdf_error"]
+                assert mine["score"] == 0.0  # counted as a failure by default
+            else:
+                assert mine["status"] == "completed"
+            statuses.append(mine["status"])
+        assert sorted(statuses) == ["completed", "crashed", "timeout"]
+        status = rows(db, "SELECT status FROM runs WHERE run_id = ?", [f"{ref['task']}-{ref['eval_id']}"])
+        assert status == [(ref["status"],)]
