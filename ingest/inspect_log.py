@@ -16,6 +16,7 @@ member name that is absolute or contains ``..`` rejects the whole file. Location
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Iterator
@@ -28,6 +29,109 @@ from ingest.safezip import read_zip
 
 ZIP_MAGIC = b"PK\x03\x04"
 SCORE_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
+KNOWN_HEADER = frozenset(
+    {
+        "version",
+        "status",
+        "eval",
+        "plan",
+        "results",
+        "stats",
+        "error",
+        "samples",
+        "reductions",
+        "location",
+        "invalidated",
+    }
+)
+KNOWN_EVAL = frozenset(
+    [
+        "eval_set_id",
+        "eval_id",
+        "run_id",
+        "created",
+        "task",
+        "task_id",
+        "task_version",
+        "task_file",
+        "task_display_name",
+        "task_registry_name",
+        "task_attribs",
+        "task_args",
+        "task_args_passed",
+        "solver",
+        "solver_args",
+        "tags",
+        "dataset",
+        "sandbox",
+        "model",
+        "model_generate_config",
+        "model_base_url",
+        "model_args",
+        "model_roles",
+        "config",
+        "revision",
+        "packages",
+        "metadata",
+        "scorers",
+        "metrics",
+    ]
+)
+KNOWN_SAMPLE = frozenset(
+    [
+        "id",
+        "epoch",
+        "input",
+        "choices",
+        "target",
+        "sandbox",
+        "files",
+        "setup",
+        "messages",
+        "output",
+        "scores",
+        "metadata",
+        "store",
+        "events",
+        "model_usage",
+        "total_time",
+        "working_time",
+        "uuid",
+        "error",
+        "error_retries",
+        "attachments",
+        "limit",
+        "invalidation",
+        "total_tokens",
+        "started_at",
+        "completed_at",
+        "timelines",
+    ]
+)
+KNOWN_EVENTS = frozenset(
+    [
+        "sample_init",
+        "sample_limit",
+        "sandbox",
+        "state",
+        "store",
+        "model",
+        "tool",
+        "approval",
+        "input",
+        "score",
+        "score_edit",
+        "error",
+        "logger",
+        "info",
+        "step",
+        "subtask",
+        "span_begin",
+        "span_end",
+        "compaction",
+        "checkpoint",
+    ]
+)
 SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 
 
@@ -41,16 +145,22 @@ def _seq(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+# Inspect writes ``version``, ``status`` and then the ``eval`` spec first; ``model`` comes after the dataset's
+# sample ids and can sit far past any fixed window, so detection needs only these leading keys.
+INSPECT_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:\s*"[a-z_]+"\s*,\s*"eval"\s*:\s*\{')
+
+
 def detect_inspect(path: Path, head: bytes) -> bool:
-    """A zip named ``.eval``, or a JSON object with an ``eval`` header naming task and model."""
+    """A zip named ``.eval``, or a JSON object opening with Inspect's header (version, status, eval spec)."""
     if head.startswith(ZIP_MAGIC):
         return path.name.lower().endswith(".eval")
     text = head.lstrip()
-    return (
+    if INSPECT_HEAD.match(text):
+        return True
+    return (  # other key orders (hand-edited or re-serialised logs): the eval spec's leading fields
         text.startswith(b"{")
         and re.search(rb'"eval"\s*:\s*\{', text) is not None
         and b'"task"' in text
-        and b'"model"' in text
         and b'"created"' in text
     )
 
@@ -67,8 +177,18 @@ def load_log(
 ) -> tuple[dict[str, Any], list[tuple[str, Any]]] | None:
     """``(header, [(location, sample), ...])`` from either layout; None when unreadable."""
     if data.startswith(ZIP_MAGIC):
-        members = read_zip(path, data, problems)
+        # members under samples/ are read whatever their name, so an unknown (chunked) layout is seen and refused
+        members = read_zip(path, data, problems, wanted=lambda n: n.endswith(".json") or n.startswith("samples/"))
         if members is None:
+            return None
+        odd = [n for n in members if n.startswith("samples/") and not SAMPLE_MEMBER.match(n)]
+        if odd:
+            problems.add(
+                f"{path}!{odd[0]}",
+                "-",
+                f"unknown sample layout ({len(odd)} member(s) like this one); this reader knows "
+                "samples/<id>_epoch_<n>.json only: convert the log with `inspect log convert`",
+            )
             return None
         head_name = "header.json" if "header.json" in members else "_journal/start.json"
         if head_name not in members:
@@ -81,7 +201,7 @@ def load_log(
                 doc = _member_json(path, name, members[name], problems)
                 if doc is not None:
                     samples.append((f"{path}!{name}:$", doc))
-        if header is None:
+        if header is None or _missing_samples(f"{path}!{head_name}", header, samples, problems):
             return None
         return header, samples
     doc = load_json(path, data, problems)
@@ -94,7 +214,24 @@ def load_log(
     if not isinstance(raw, list):
         problems.add(f"{path}:$.samples", "-", "expected a list of samples")
         return None
+    if doc.get("samples") is None and _missing_samples(f"{path}", doc, raw, problems):  # [] is said, not lost
+        return None
     return doc, [(f"{path}:$.samples[{i}]", s) for i, s in enumerate(raw)]
+
+
+def _missing_samples(loc: str, header: Any, samples: list[Any], problems: ProblemCollector) -> bool:
+    """True (with a problem) when the header counts completed samples but the log holds none: a header-only or
+    unknown layout must not ingest as a run of 0 attempts."""
+    completed = _obj(_obj(header).get("results")).get("completed_samples")
+    if samples or not isinstance(completed, int) or completed <= 0:
+        return False
+    problems.add(
+        f"{loc}:$.results.completed_samples",
+        "-",
+        f"the header counts {completed} completed samples but the log holds none (a header-only log, or a "
+        "layout this reader does not know); refused rather than ingested as 0 attempts",
+    )
+    return True
 
 
 def _sample_order(name: str) -> tuple[Any, ...]:
@@ -133,7 +270,10 @@ def parse_inspect(
         return
     benchmark = str(options.get("benchmark") or ev.get("task") or "inspect")
     benchmark = benchmark.split("/")[-1]
-    model = str(options.get("agent") or ev.get("model") or "unknown")
+    if not (options.get("agent") or isinstance(ev.get("model"), str) and ev["model"]):
+        problems.add(f"{path}:$.eval.model", "model", "missing or not a string; name the agent with --agent")
+        return
+    model = str(options.get("agent") or ev.get("model"))
     run_id = str(options.get("run_id") or f"{benchmark}-{ev.get('eval_id') or ev.get('run_id') or path.stem}")
     scorer = options.get("scorer") or _default_scorer(header)
     numeric = _all_numeric(samples, scorer)
@@ -221,7 +361,7 @@ def _run(
         "agent": model,
         "family": model.split("/")[0] if "/" in model else None,
         "kind": "llm",
-        "eval_date": created[:10] if isinstance(created, str) and len(created) >= 10 else None,
+        "eval_date": _date(created),
         "status": str(header.get("status") or "unknown"),
         "scorer": scorer,
         "inspect_eval_id": ev.get("eval_id"),
@@ -230,7 +370,24 @@ def _run(
         "results": results.get("scores"),
         "model_usage": stats.get("model_usage"),
         "error": header.get("error"),
+        "inspect_extra": _unknown(header, KNOWN_HEADER) | {f"eval.{k}": v for k, v in _unknown(ev, KNOWN_EVAL).items()}
+        or None,
     }
+
+
+def _date(created: Any) -> str | None:
+    """``YYYY-MM-DD`` from an ISO string or a Unix time (seconds, or milliseconds when that large)."""
+    if isinstance(created, str) and len(created) >= 10:
+        return created[:10]
+    if isinstance(created, (int, float)) and not isinstance(created, bool):
+        seconds = created / 1000 if created > 1e11 else created
+        return dt.datetime.fromtimestamp(seconds, dt.UTC).date().isoformat()
+    return None
+
+
+def _unknown(obj: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """Fields this reader does not map: kept (in ``extra``), never dropped."""
+    return {k: v for k, v in obj.items() if k not in known}
 
 
 def _text(value: Any, attachments: dict[str, Any]) -> str | None:
@@ -279,11 +436,14 @@ def _sample(
         return
     status = _status(sample)
     epoch = sample.get("epoch", 1)
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        problems.add(f"{loc}.epoch", "epoch", f"expected an integer >= 1, got {type(epoch).__name__} {epoch!r}")
+        return
     attempt: dict[str, Any] = {
         "record": "attempt",
         "run_id": run_id,
         "task_id": task_id,
-        "sample": int(epoch) - 1 if isinstance(epoch, int) and epoch >= 1 else epoch,
+        "sample": epoch - 1,
         "score": None if value is None else min(max(value, 0.0), 1.0),
         "raw_score": value,
         "status": status,
@@ -295,6 +455,11 @@ def _sample(
         "working_time_s": sample.get("working_time"),
         "inspect_uuid": sample.get("uuid"),
         "limit": sample.get("limit") if isinstance(sample.get("limit"), dict) else None,
+        "inspect_extra": _unknown(sample, KNOWN_SAMPLE) or None,
+        "unknown_events": [
+            e for e in _seq(sample.get("events")) if isinstance(e, dict) and e.get("event") not in KNOWN_EVENTS
+        ]
+        or None,
     }
     if value is None and status == "completed":
         # Inspect writes samples before scoring them (``--no-score``) or keeps a NaN: an empty score, not a 0
@@ -304,11 +469,15 @@ def _sample(
             f"sample {task_id!r} epoch {epoch} has no score{f' for {scorer!r}' if scorer else ''}: stored with an "
             "empty score (run `inspect score` on the log to score it)",
         )
-    attempt.update(agent_usage(sample))
-    attempt["grading"] = grading_of(sample, att)
+    try:  # every token count is read here once: a bad one refuses the sample with its path
+        attempt.update(agent_usage(sample))
+        attempt["grading"] = grading_of(sample, att)
+        attempt["steps"] = steps_from_sample(sample, att)
+    except BadCount as exc:
+        problems.add(f"{loc}.{exc.args[0]}", "tokens", "expected a whole number of tokens")
+        return
     if isinstance(sample.get("error"), dict):
         attempt["error"] = sample["error"].get("message")
-    attempt["steps"] = steps_from_sample(sample, att)
     yield loc, {k: v for k, v in attempt.items() if v is not None}
 
 
@@ -363,22 +532,40 @@ def _answer(sample: dict[str, Any], att: dict[str, Any]) -> str | None:
     return None
 
 
+class BadCount(ValueError):
+    """A token count that is not a whole number; ``args[0]`` is its JSON path below the sample."""
+
+
+def _count(value: Any, where: str) -> int | None:
+    """A token count: an int, an integral float, or digits in a string (``"74"``); None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise BadCount(where)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise BadCount(where)
+
+
 def _usage(model_usage: Any) -> dict[str, Any]:
     """Tokens (and cost when the log has it) summed over every model the sample used."""
     if not isinstance(model_usage, dict) or not model_usage:
         return {}
-    totals: dict[str, float] = {}
-    for usage in model_usage.values():
+    totals: dict[str, Any] = {}
+    for name, usage in model_usage.items():
         if not isinstance(usage, dict):
             continue
-        for src, dst in (
-            ("input_tokens", "input_tokens"),
-            ("output_tokens", "output_tokens"),
-            ("total_cost", "cost_usd"),
-        ):
-            if isinstance(usage.get(src), (int, float)):
-                totals[dst] = totals.get(dst, 0) + usage[src]
-    return {k: (int(v) if k.endswith("tokens") else v) for k, v in totals.items()}
+        for key in ("input_tokens", "output_tokens"):
+            n = _count(usage.get(key), f"model_usage.{name}.{key}")
+            if n is not None:
+                totals[key] = totals.get(key, 0) + n
+        if isinstance(usage.get("total_cost"), (int, float)):
+            totals["cost_usd"] = totals.get("cost_usd", 0.0) + usage["total_cost"]
+    return totals
 
 
 GRADING_SPANS = ("scorer", "scorers")
@@ -462,8 +649,8 @@ def _model_step(ev: dict[str, Any], rnd: int, att: dict[str, Any]) -> dict[str, 
         "round": rnd,
         "kind": "model",
         "content": _text(message.get("content"), att),
-        "input_tokens": usage.get("input_tokens"),
-        "output_tokens": usage.get("output_tokens"),
+        "input_tokens": _count(usage.get("input_tokens"), "events[].output.usage.input_tokens"),
+        "output_tokens": _count(usage.get("output_tokens"), "events[].output.usage.output_tokens"),
         "latency_s": output.get("time", ev.get("working_time")),
         "error": _err(ev.get("error")),
         "n_tool_calls": len(_seq(message.get("tool_calls"))),
@@ -475,7 +662,7 @@ def _token_sums(model_events: list[dict[str, Any]]) -> dict[str, Any]:
     usages = [_obj(_obj(ev.get("output")).get("usage")) for ev in model_events]
     out: dict[str, Any] = {}
     for key in ("input_tokens", "output_tokens"):
-        values = [int(u[key]) for u in usages if isinstance(u.get(key), int)]
+        values = [n for n in (_count(u.get(key), f"events[].output.usage.{key}") for u in usages) if n is not None]
         if values:
             out[key] = sum(values)
     costs = [float(u["total_cost"]) for u in usages if isinstance(u.get("total_cost"), (int, float))]
@@ -498,7 +685,11 @@ def grading_of(sample: dict[str, Any], att: dict[str, Any]) -> dict[str, Any] | 
 
 
 def agent_usage(sample: dict[str, Any]) -> dict[str, Any]:
-    """The agent's tokens and cost: its own model calls when the log has events, else ``model_usage``."""
+    """The agent's tokens and cost: its own model calls when the log has events, else ``model_usage``.
+
+    Raises:
+        BadCount: a token count is not a whole number (its JSON path below the sample in ``args[0]``).
+    """
     solver, grading = split_events(_seq(sample.get("events")))
     calls = [ev for ev in solver if ev.get("event") == "model"]
     if calls:

@@ -126,3 +126,80 @@ def test_grader_calls_are_grading_not_trajectory(tmp_db: Path, tmp_path: Path) -
             [str(sample["id"])],
         )
         assert got[2] == len(steps) and all(content != "GRADE: C" for _, content in steps)
+
+
+def test_detected_by_its_header_past_64_kb_of_sample_ids(tmp_db: Path, tmp_path: Path) -> None:
+    log = _log()
+    log["eval"]["dataset"]["sample_ids"] = list(range(20_000))  # MMLU-sized: "model" now sits ~150 KB in
+    path = _write(tmp_path, log, "big_header.json")
+    assert path.read_text().index('"model"') > 65536
+    res = ingest_paths([path], db=tmp_db)  # --format auto
+    assert res[0].outcome == "ingested" and res[0].format == "inspect", res[0].error
+
+
+def test_type_errors_carry_inspects_json_path(fixture_db: Path, tmp_path: Path) -> None:
+    log = _log()
+    log["samples"][2]["epoch"] = "2"
+    path = _write(tmp_path, log)
+    before = counts(fixture_db)
+    res = ingest_paths([path], db=fixture_db)
+    assert res[0].outcome == "failed" and f"{path}:$.samples[2].epoch" in str(res[0].error)
+    assert counts(fixture_db) == before
+
+
+def test_nothing_emptied_silently(tmp_db: Path, tmp_path: Path) -> None:
+    log = _log()
+    sample = log["samples"][0]
+    for event in sample["events"]:
+        if event["event"] == "model":
+            event["output"]["usage"]["input_tokens"] = "74"
+    log["eval"]["created"] = 1747081693  # 2025-05-12 as a Unix time
+    log["eval"]["brand_new_field"] = {"x": 1}
+    log["new_top_level"] = [1, 2]
+    sample["new_sample_field"] = "kept"
+    sample["events"].append({"event": "future_event", "payload": 3})
+    res = ingest_paths([_write(tmp_path, log)], db=tmp_db)
+    assert res[0].outcome == "ingested", res[0].error
+    tokens, extra = rows(
+        tmp_db, "SELECT input_tokens, CAST(extra AS VARCHAR) FROM attempts WHERE task_id = ?", [str(sample["id"])]
+    )[0]
+    assert tokens == 74
+    extra = json.loads(extra)
+    assert extra["inspect_extra"] == {"new_sample_field": "kept"}
+    assert extra["unknown_events"] == [{"event": "future_event", "payload": 3}]
+    date, run_extra = rows(tmp_db, "SELECT eval_date, CAST(extra AS VARCHAR) FROM runs")[0]
+    assert str(date) == "2025-05-12"
+    assert json.loads(run_extra)["inspect_extra"] == {"new_top_level": [1, 2], "eval.brand_new_field": {"x": 1}}
+
+
+def test_null_model_and_bad_tokens_refused(fixture_db: Path, tmp_path: Path) -> None:
+    log = _log()
+    log["eval"]["model"] = None
+    res = ingest_paths([_write(tmp_path, log, "nomodel.json")], db=fixture_db)
+    assert res[0].outcome == "failed" and "$.eval.model" in str(res[0].error) and "--agent" in str(res[0].error)
+    log = _log()
+    log["samples"][1]["events"] = []
+    log["samples"][1]["model_usage"] = {"m": {"input_tokens": "many", "output_tokens": 1}}
+    path = _write(tmp_path, log, "badtokens.json")
+    res = ingest_paths([path], db=fixture_db)
+    assert res[0].outcome == "failed"
+    assert f"{path}:$.samples[1].model_usage.m.input_tokens" in str(res[0].error)
+
+
+def test_unknown_layouts_refused_never_zero_attempts(fixture_db: Path, tmp_path: Path) -> None:
+    import zipfile
+
+    log = _log()
+    header = {k: v for k, v in log.items() if k != "samples"}
+    chunked = tmp_path / "chunked.eval"
+    with zipfile.ZipFile(chunked, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", json.dumps(header))
+        zf.writestr("samples/chunk_0001.jsonl", "\n".join(json.dumps(s) for s in log["samples"]))
+    headless = tmp_path / "header_only.json"
+    headless.write_text(json.dumps(header))
+    before = counts(fixture_db)
+    res = ingest_paths([chunked, headless], db=fixture_db)
+    assert [r.outcome for r in res] == ["failed", "failed"]
+    assert "unknown sample layout" in str(res[0].error) and "samples/chunk_0001.jsonl" in str(res[0].error)
+    assert "holds none" in str(res[1].error)
+    assert counts(fixture_db) == before
