@@ -29,6 +29,7 @@ from ingest.safezip import read_zip
 
 ZIP_MAGIC = b"PK\x03\x04"
 SCORE_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
+LAYOUT_ONLY = frozenset({"inspect_extra", "unknown_events"})
 KNOWN_HEADER = frozenset(
     {
         "version",
@@ -106,6 +107,7 @@ KNOWN_SAMPLE = frozenset(
         "started_at",
         "completed_at",
         "timelines",
+        "events_data",  # the pool of messages events point into (0.3.2xx .eval): its content is read as steps
     ]
 )
 KNOWN_EVENTS = frozenset(
@@ -295,6 +297,22 @@ def parse_inspect(
         yield from _sample(loc, sample, benchmark, run_id, scorer, problems)
     if progress is not None:
         progress.update(len(data))
+
+
+def canonical_inspect(path: Path, data: bytes, options: dict[str, Any]) -> bytes | None:
+    """The records a log yields, without their locations: one eval written as ``.eval`` and as ``.json`` (``inspect
+    log convert``) gives the same bytes, so the second adds nothing and is reported as already present. None
+    (hash the file's bytes) when the log does not parse: the ingest then reports its problems."""
+    problems = ProblemCollector()
+    # fields kept only in ``extra`` (unknown to this reader) differ by layout, not content: the .eval keeps a
+    # message pool (``events_data``) that conversion resolves, the .json gains counts such as ``turn_count``
+    records = [
+        {k: v for k, v in rec.items() if k not in LAYOUT_ONLY}
+        for _, rec in parse_inspect(path, data, problems, **options)
+    ]
+    if problems:
+        return None
+    return b"inspect-records\0" + json.dumps(records, sort_keys=True, default=str).encode()
 
 
 def _default_scorer(header: dict[str, Any]) -> str | None:

@@ -65,8 +65,9 @@ def iter_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
             yield path
 
 
-def _content_hash(data: bytes, fmt: Format, options: dict[str, Any]) -> str:
-    digest = hashlib.sha256(data)
+def _content_hash(path: Path, data: bytes, fmt: Format, options: dict[str, Any]) -> str:
+    body = fmt.canonical(path, data, options) if fmt.canonical is not None else None
+    digest = hashlib.sha256(data if body is None else body)
     digest.update(b"\0" + fmt.name.encode() + b"\0" + json.dumps(options, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
@@ -109,7 +110,7 @@ def prepare_file(
         data = read_input(path) if data is None else data
         chosen = _choose_format(path, data, fmt)
         extra = chosen.fingerprint(path, data, options) if chosen.fingerprint is not None else {}
-        content_hash = _content_hash(data, chosen, {**options, **extra})
+        content_hash = _content_hash(path, data, chosen, {**options, **extra})
         if content_hash in known.hashes:
             return Prepared(
                 name,

@@ -145,3 +145,16 @@ def test_limits_and_errors_match_inspect(real_logs: tuple[Path, list[dict[str, A
         assert sorted(statuses) == ["completed", "crashed", "timeout"]
         status = rows(db, "SELECT status FROM runs WHERE run_id = ?", [f"{ref['task']}-{ref['eval_id']}"])
         assert status == [(ref["status"],)]
+
+
+def test_the_same_eval_converted_adds_nothing(real_logs: tuple[Path, list[dict[str, Any]]]) -> None:
+    """``inspect log convert`` of every .eval log: the .json twin is the same content, reported as present."""
+    db, refs = real_logs
+    converted = sorted((Path(refs[0]["path"]).parents[1] / "converted").glob("*.json"))
+    originals = {Path(r["path"]).stem: r["path"] for r in refs if r["path"].endswith(".eval")}
+    assert len(converted) == len(originals) == 4
+    before = rows(db, "SELECT count(*) FROM attempts")
+    results = ingest_paths(converted, db=db)
+    assert [r.outcome for r in results] == ["duplicate"] * 4, [str(r.error) for r in results]
+    assert all(r.duplicate_of == originals[Path(r.path).stem] for r in results)
+    assert rows(db, "SELECT count(*) FROM attempts") == before

@@ -21,7 +21,7 @@ import pandas as pd
 from inspect_ai import Task, eval
 from inspect_ai.analysis import EventColumn, EventInfo, evals_df, events_df, samples_df
 from inspect_ai.dataset import Sample
-from inspect_ai.log import read_eval_log
+from inspect_ai.log import convert_eval_logs, read_eval_log
 from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import choice, includes, model_graded_qa
 from inspect_ai.solver import generate, multiple_choice, use_tools
@@ -213,8 +213,13 @@ def reference(path: Path) -> dict[str, Any]:
 def main() -> int:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    refs = [reference(p) for p in run_all(out)]
+    written = run_all(out)
+    refs = [reference(p) for p in written]
     (out / "reference.json").write_text(json.dumps(refs, indent=1))
+    # `inspect log convert`: each .eval log again as .json, the same eval in the other layout
+    for path in written:
+        if path.suffix == ".eval":
+            convert_eval_logs(str(path), "json", str(out / "converted"))
     return 0
 
 
