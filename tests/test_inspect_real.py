@@ -19,6 +19,7 @@ import pytest
 
 from ingest.pipeline import ingest_paths
 from tests.adapter_helpers import rows
+from tests.apptest import open_page
 
 ROOT = Path(__file__).resolve().parents[1]
 INSPECT_PYTHON = Path(os.environ.get("RUNLENS_INSPECT_PYTHON", ROOT / ".venv-inspect" / "bin" / "python"))
@@ -158,3 +159,22 @@ def test_the_same_eval_converted_adds_nothing(real_logs: tuple[Path, list[dict[s
     assert [r.outcome for r in results] == ["duplicate"] * 4, [str(r.error) for r in results]
     assert all(r.duplicate_of == originals[Path(r.path).stem] for r in results)
     assert rows(db, "SELECT count(*) FROM attempts") == before
+
+
+def test_drilldown_shows_the_limit_the_error_and_the_grader(
+    real_logs: tuple[Path, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, refs = real_logs
+    limits = next(r for r in refs if r["task"] == "limits" and r["path"].endswith(".eval"))
+    run_id = f"limits-{limits['eval_id']}"
+    limited = next(s for s in limits["samples"] if s["limit"])
+    at = open_page("pages/drilldown.py", db, monkeypatch, run=run_id, task=limited["id"])
+    status = {m.label: m.value for m in at.metric}["Status"]
+    assert status == f"timeout: {limited['limit']['type']} limit ({limited['limit']['limit']:g})"
+    errored = next(s for s in limits["samples"] if s["error"])
+    at = open_page("pages/drilldown.py", db, monkeypatch, run=run_id, task=errored["id"])
+    assert f"Error: {errored['error']}" in [t.value for t in at.text]
+    graded = next(r for r in refs if r["task"] == "graded")
+    at = open_page("pages/drilldown.py", db, monkeypatch, run=f"graded-{graded['eval_id']}", task="g0")
+    grader_in, grader_out = graded["samples"][0]["model_usage"]["mockllm/grader"]
+    assert any(f"{grader_in:,} / {grader_out:,} tokens" in c.value for c in at.caption)
