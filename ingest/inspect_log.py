@@ -386,6 +386,8 @@ def _run(
         "inspect_run_id": ev.get("run_id"),
         "task_file": ev.get("task_file"),
         "results": results.get("scores"),
+        "total_samples": results.get("total_samples"),
+        "completed_samples": results.get("completed_samples"),
         "model_usage": stats.get("model_usage"),
         "error": header.get("error"),
         "inspect_extra": _unknown(header, KNOWN_HEADER) | {f"eval.{k}": v for k, v in _unknown(ev, KNOWN_EVAL).items()}

@@ -178,3 +178,41 @@ def test_drilldown_shows_the_limit_the_error_and_the_grader(
     at = open_page("pages/drilldown.py", db, monkeypatch, run=f"graded-{graded['eval_id']}", task="g0")
     grader_in, grader_out = graded["samples"][0]["model_usage"]["mockllm/grader"]
     assert any(f"{grader_in:,} / {grader_out:,} tokens" in c.value for c in at.caption)
+
+
+def test_run_health_states_both_treatments_of_errors(real_logs: tuple[Path, list[dict[str, Any]]]) -> None:
+    import duckdb
+
+    from analytics.run_health import run_health
+
+    db, refs = real_logs
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        limits = run_health(con, benchmark="limits").set_index("run_id")
+        mc = run_health(con, benchmark="mc")
+    finally:
+        con.close()
+    assert mc["is_complete"].all() and len(mc) == 2
+    for ref in (r for r in refs if r["task"] == "limits"):
+        row = limits.loc[f"limits-{ref['eval_id']}"]
+        assert not row["is_complete"] and row["log_status"] == ref["status"]
+        assert (row["completed_samples"], row["total_samples"]) == (ref["completed_samples"], ref["total_samples"])
+        assert (row["n_errored"], row["n_limited"]) == (1, 1)
+        assert row["pass_rate_errors_excluded"] == pytest.approx(ref["headline"])  # Inspect's accuracy
+        passed = sum(1 for s in ref["samples"] if LETTERS.get(next(iter(s["scores"].values()), "I")) == 1.0)
+        assert row["pass_rate_errors_failed"] == pytest.approx(passed / ref["total_samples"])
+
+
+def test_leaderboard_names_incomplete_runs(
+    real_logs: tuple[Path, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, refs = real_logs
+    at = open_page("pages/leaderboard.py", db, monkeypatch, benchmark="limits")
+    assert any("count as failures" in c.value for c in at.caption)
+    table = next(df.value for df in at.dataframe if "completed / total" in df.value.columns)
+    ref = next(r for r in refs if r["task"] == "limits")
+    assert f"{ref['completed_samples']} / {ref['total_samples']}" in set(table["completed / total"])
+    assert set(table["Pass rate (%)"]) == {round(100 / 3, 1)}
+    at.toggle(key="lb_errors_out").set_value(True).run()
+    table = next(df.value for df in at.dataframe if "completed / total" in df.value.columns)
+    assert set(table["Pass rate (%)"]) == {round(100 * ref["headline"], 1)}
