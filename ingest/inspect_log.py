@@ -107,7 +107,8 @@ KNOWN_SAMPLE = frozenset(
         "started_at",
         "completed_at",
         "timelines",
-        "events_data",  # the pool of messages events point into (0.3.2xx .eval): its content is read as steps
+        "events_data",
+        "transcript",  # old layout of events (read through _events)  # the pool of messages events point into (0.3.2xx .eval): its content is read as steps
     ]
 )
 KNOWN_EVENTS = frozenset(
@@ -315,6 +316,32 @@ def canonical_inspect(path: Path, data: bytes, options: dict[str, Any]) -> bytes
     return b"inspect-records\0" + json.dumps(records, sort_keys=True, default=str).encode()
 
 
+def _events(sample: dict[str, Any]) -> list[Any]:
+    """A sample's events: ``events``, or in old logs ``transcript.events``."""
+    events = sample.get("events")
+    if events is None:
+        events = _obj(sample.get("transcript")).get("events")
+    return _seq(events)
+
+
+def _results_scores(results: dict[str, Any]) -> Any:
+    """``results.scores`` with each metric's ``options`` named ``params``, as current Inspect names it (so one log
+    converted between versions and layouts reads the same)."""
+    scores = results.get("scores")
+    if not isinstance(scores, list):
+        return scores
+    out = []
+    for entry in scores:
+        if isinstance(entry, dict) and isinstance(entry.get("metrics"), dict):
+            metrics = {
+                name: {("params" if k == "options" else k): v for k, v in m.items()} if isinstance(m, dict) else m
+                for name, m in entry["metrics"].items()
+            }
+            entry = {**entry, "metrics": metrics}
+        out.append(entry)
+    return out
+
+
 def _default_scorer(header: dict[str, Any]) -> str | None:
     results = _obj(header.get("results"))
     for entry in results.get("scores") or []:
@@ -385,7 +412,7 @@ def _run(
         "inspect_eval_id": ev.get("eval_id"),
         "inspect_run_id": ev.get("run_id"),
         "task_file": ev.get("task_file"),
-        "results": results.get("scores"),
+        "results": _results_scores(results),
         "total_samples": results.get("total_samples"),
         "completed_samples": results.get("completed_samples"),
         "model_usage": stats.get("model_usage"),
@@ -415,8 +442,9 @@ def _text(value: Any, attachments: dict[str, Any]) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
-        if value.startswith("attachment://"):
-            return str(attachments.get(value[len("attachment://") :], value))
+        for scheme in ("attachment://", "tc://"):  # tc:// is the old transcript's content pool
+            if value.startswith(scheme):
+                return str(attachments.get(value[len(scheme) :], value))
         return value
     if isinstance(value, list):
         parts = []
@@ -435,7 +463,8 @@ def _sample(
     if sample.get("id") is None:
         problems.add(loc, "id", "missing sample id")
         return
-    att = _obj(sample.get("attachments"))
+    # old logs (before ~0.3.50) keep events and their content pool under ``transcript``
+    att = {**_obj(_obj(sample.get("transcript")).get("content")), **_obj(sample.get("attachments"))}
     task_id = str(sample["id"])
     target = sample.get("target")
     yield (
@@ -476,9 +505,7 @@ def _sample(
         "inspect_uuid": sample.get("uuid"),
         "limit": sample.get("limit") if isinstance(sample.get("limit"), dict) else None,
         "inspect_extra": _unknown(sample, KNOWN_SAMPLE) or None,
-        "unknown_events": [
-            e for e in _seq(sample.get("events")) if isinstance(e, dict) and e.get("event") not in KNOWN_EVENTS
-        ]
+        "unknown_events": [e for e in _events(sample) if isinstance(e, dict) and e.get("event") not in KNOWN_EVENTS]
         or None,
     }
     if value is None and status == "completed":
@@ -633,7 +660,7 @@ def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[
 
     Scorer spans are left out: ``grading_of`` reads them.
     """
-    solver, _ = split_events(_seq(sample.get("events")))
+    solver, _ = split_events(_events(sample))
     steps: list[dict[str, Any]] = []
     rnd = 0
     for ev in solver:
@@ -693,7 +720,7 @@ def _token_sums(model_events: list[dict[str, Any]]) -> dict[str, Any]:
 
 def grading_of(sample: dict[str, Any], att: dict[str, Any]) -> dict[str, Any] | None:
     """The grader's model calls and their tokens (kept apart from the agent's), or None without any."""
-    _, grading = split_events(_seq(sample.get("events")))
+    _, grading = split_events(_events(sample))
     calls = [ev for ev in grading if ev.get("event") == "model"]
     if not calls:
         return None
@@ -710,7 +737,7 @@ def agent_usage(sample: dict[str, Any]) -> dict[str, Any]:
     Raises:
         BadCount: a token count is not a whole number (its JSON path below the sample in ``args[0]``).
     """
-    solver, grading = split_events(_seq(sample.get("events")))
+    solver, grading = split_events(_events(sample))
     calls = [ev for ev in solver if ev.get("event") == "model"]
     if calls:
         return _token_sums(calls)
