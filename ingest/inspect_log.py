@@ -428,7 +428,10 @@ def _date(created: Any) -> str | None:
         return created[:10]
     if isinstance(created, (int, float)) and not isinstance(created, bool):
         seconds = created / 1000 if created > 1e11 else created
-        return dt.datetime.fromtimestamp(seconds, dt.UTC).date().isoformat()
+        try:
+            return dt.datetime.fromtimestamp(seconds, dt.UTC).date().isoformat()
+        except (OverflowError, OSError, ValueError):  # out of any calendar: no date rather than a crash
+            return None
     return None
 
 
