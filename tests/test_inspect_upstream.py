@@ -42,3 +42,17 @@ def test_upstream_eval_and_json_of_one_log_are_the_same_content(tmp_db: Path) ->
 def test_unscored_upstream_log_warns(tmp_db: Path) -> None:
     res = ingest_paths([UPSTREAM / "log_tool_call_error.json"], db=tmp_db)[0]
     assert res.outcome == "ingested" and any("inspect score" in w for w in res.warnings)
+
+
+def test_cli_prints_the_warning(tmp_db: Path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "ingest", "--db", str(tmp_db), str(UPSTREAM / "log_tool_call_error.json")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "warning:" in proc.stderr and "inspect score" in proc.stderr
