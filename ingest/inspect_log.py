@@ -29,6 +29,20 @@ from ingest.safezip import read_zip
 
 ZIP_MAGIC = b"PK\x03\x04"
 SCORE_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
+# The fields of Inspect's ModelEvent / ToolEvent / ErrorEvent (0.3.285, plus older names): any other field of such
+# an event is kept in the step's extra (``inspect_extra``), never dropped.
+_EVENT_BASE = "uuid span_id timestamp working_start metadata pending event"
+KNOWN_EVENT_FIELDS = {
+    "model": frozenset(
+        f"""{_EVENT_BASE} model role requested_model input input_refs tools tool_choice config output retries
+        request_ids error traceback traceback_ansi cache call completed working_time""".split()
+    ),
+    "tool": frozenset(
+        f"""{_EVENT_BASE} type id function arguments view result truncated error events completed working_time agent
+        agent_span_id failed message_id internal""".split()
+    ),
+    "error": frozenset(_EVENT_BASE.split() + ["error"]),
+}
 LAYOUT_ONLY = frozenset({"inspect_extra", "unknown_events"})
 KNOWN_HEADER = frozenset(
     {
@@ -670,7 +684,7 @@ def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[
         kind = ev.get("event")
         if kind == "model":
             rnd += 1
-            steps.append(_model_step(ev, rnd, att))
+            steps.append(_model_step(ev, rnd, att) | _event_extra(ev))
         elif kind == "tool":
             steps.append(
                 {
@@ -682,13 +696,21 @@ def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[
                     "latency_s": ev.get("working_time"),
                     "error": _err(ev.get("error")),
                 }
+                | _event_extra(ev)
             )
         elif kind == "error":
-            steps.append({"round": rnd, "kind": "error", "error": _err(ev.get("error")) or "error"})
+            steps.append({"round": rnd, "kind": "error", "error": _err(ev.get("error")) or "error"} | _event_extra(ev))
     if not steps:
         steps = _steps_from_messages(sample.get("messages"), att)
     _mark_final(steps)
     return [{k: v for k, v in s.items() if v is not None} for s in steps]
+
+
+def _event_extra(ev: dict[str, Any]) -> dict[str, Any]:
+    """``{"inspect_extra": {...}}`` with the event's fields this reader does not know, or nothing."""
+    known = KNOWN_EVENT_FIELDS.get(str(ev.get("event")), frozenset())
+    unknown = {k: v for k, v in ev.items() if k not in known}
+    return {"inspect_extra": unknown} if unknown else {}
 
 
 def _model_step(ev: dict[str, Any], rnd: int, att: dict[str, Any]) -> dict[str, Any]:

@@ -153,6 +153,7 @@ def test_nothing_emptied_silently(tmp_db: Path, tmp_path: Path) -> None:
     for event in sample["events"]:
         if event["event"] == "model":
             event["output"]["usage"]["input_tokens"] = "74"
+            event["future_model_field"] = {"kept": True}
     log["eval"]["created"] = 1747081693  # 2025-05-12 as a Unix time
     log["eval"]["brand_new_field"] = {"x": 1}
     log["new_top_level"] = [1, 2]
@@ -167,6 +168,13 @@ def test_nothing_emptied_silently(tmp_db: Path, tmp_path: Path) -> None:
     extra = json.loads(extra)
     assert extra["inspect_extra"] == {"new_sample_field": "kept"}
     assert extra["unknown_events"] == [{"event": "future_event", "payload": 3}]
+    step_extra = rows(
+        tmp_db,
+        "SELECT CAST(s.extra AS VARCHAR) FROM steps s JOIN attempts a USING (attempt_id) "
+        "WHERE a.task_id = ? AND s.extra IS NOT NULL",
+        [str(sample["id"])],
+    )
+    assert [json.loads(e)["inspect_extra"] for (e,) in step_extra] == [{"future_model_field": {"kept": True}}]
     date, run_extra = rows(tmp_db, "SELECT eval_date, CAST(extra AS VARCHAR) FROM runs")[0]
     assert str(date) == "2025-05-12"
     assert json.loads(run_extra)["inspect_extra"] == {"new_top_level": [1, 2], "eval.brand_new_field": {"x": 1}}
