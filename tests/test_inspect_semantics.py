@@ -211,3 +211,22 @@ def test_unknown_layouts_refused_never_zero_attempts(fixture_db: Path, tmp_path:
     assert "unknown sample layout" in str(res[0].error) and "samples/chunk_0001.jsonl" in str(res[0].error)
     assert "holds none" in str(res[1].error)
     assert counts(fixture_db) == before
+
+
+def test_unscored_attempts_are_not_failures_on_the_leaderboard(tmp_db: Path, tmp_path: Path) -> None:
+    import duckdb
+
+    from analytics import leaderboard as lb
+
+    log = _log()
+    log["samples"][0]["scores"] = {}
+    res = ingest_paths([_write(tmp_path, log)], db=tmp_db)
+    assert res[0].outcome == "ingested", res[0].error
+    bench = log["eval"]["task"].split("/")[-1]
+    con = duckdb.connect(str(tmp_db), read_only=True)
+    try:
+        out = lb.task_outcomes(con, benchmark=bench)
+    finally:
+        con.close()
+    assert str(log["samples"][0]["id"]) not in set(out["task_id"])
+    assert len(out) == len(log["samples"]) - 1
