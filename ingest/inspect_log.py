@@ -480,6 +480,8 @@ def _sample(
     if sample.get("id") is None:
         problems.add(loc, "id", "missing sample id")
         return
+    if _bad_types(loc, sample, problems):
+        return
     # old logs (before ~0.3.50) keep events and their content pool under ``transcript``
     att = {**_obj(_obj(sample.get("transcript")).get("content")), **_obj(sample.get("attachments"))}
     task_id = str(sample["id"])
@@ -543,6 +545,33 @@ def _sample(
     if isinstance(sample.get("error"), dict):
         attempt["error"] = sample["error"].get("message")
     yield loc, {k: v for k, v in attempt.items() if v is not None}
+
+
+SAMPLE_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str, int),
+    "total_time": (int, float),
+    "working_time": (int, float),
+    "scores": (dict,),
+    "events": (list,),
+    "messages": (list,),
+    "model_usage": (dict,),
+}
+
+
+def _bad_types(loc: str, sample: dict[str, Any], problems: ProblemCollector) -> bool:
+    """True (with problems at Inspect's JSON path, ``$.samples[3].total_time``) when a field has the wrong type."""
+    bad = False
+    for name, types in SAMPLE_TYPES.items():
+        value = sample.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            expected = " or ".join("number" if t in (int, float) else t.__name__ for t in types)
+            problems.add(
+                f"{loc}.{name}",
+                name,
+                f"expected {expected.replace('number or number', 'number')}, got {type(value).__name__}",
+            )
+            bad = True
+    return bad
 
 
 _ODD = float("inf")  # marks a score value refused (a problem was reported)

@@ -140,10 +140,14 @@ def test_detected_by_its_header_past_64_kb_of_sample_ids(tmp_db: Path, tmp_path:
 def test_type_errors_carry_inspects_json_path(fixture_db: Path, tmp_path: Path) -> None:
     log = _log()
     log["samples"][2]["epoch"] = "2"
+    log["samples"][1]["total_time"] = "12.5"
+    log["samples"][0]["scores"] = ["C"]
     path = _write(tmp_path, log)
     before = counts(fixture_db)
     res = ingest_paths([path], db=fixture_db)
     assert res[0].outcome == "failed" and f"{path}:$.samples[2].epoch" in str(res[0].error)
+    assert f"{path}:$.samples[1].total_time: total_time: expected number, got str" in str(res[0].error)
+    assert f"{path}:$.samples[0].scores: scores: expected dict, got list" in str(res[0].error)
     assert counts(fixture_db) == before
 
 
