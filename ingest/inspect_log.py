@@ -17,6 +17,7 @@ member name that is absolute or contains ``..`` rejects the whole file. Location
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -321,13 +322,11 @@ def canonical_inspect(path: Path, data: bytes, options: dict[str, Any]) -> bytes
     problems = ProblemCollector()
     # fields kept only in ``extra`` (unknown to this reader) differ by layout, not content: the .eval keeps a
     # message pool (``events_data``) that conversion resolves, the .json gains counts such as ``turn_count``
-    records = [
-        {k: v for k, v in rec.items() if k not in LAYOUT_ONLY}
-        for _, rec in parse_inspect(path, data, problems, **options)
-    ]
-    if problems:
-        return None
-    return b"inspect-records\0" + json.dumps(records, sort_keys=True, default=str).encode()
+    digest = hashlib.sha256(b"inspect-records\0")
+    for _, rec in parse_inspect(path, data, problems, **options):  # streamed: no second copy of a large log
+        kept = {k: v for k, v in rec.items() if k not in LAYOUT_ONLY}
+        digest.update(json.dumps(kept, sort_keys=True, default=str).encode() + b"\n")
+    return None if problems else digest.digest()
 
 
 def _events(sample: dict[str, Any]) -> list[Any]:
