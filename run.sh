@@ -17,6 +17,15 @@ install() {
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 }
 
+install_inspect() {
+  # Test-only: inspect-ai writes the real logs tests/test_inspect_real.py checks the reader against. Its own
+  # virtualenv, because its dependencies need other versions of pinned packages (fsspec, python-dateutil, rich).
+  if [ ! -x .venv-inspect/bin/python ]; then
+    "$PY" -m venv .venv-inspect
+  fi
+  .venv-inspect/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-inspect.txt
+}
+
 install_browser() {
   if [ ! -x /usr/bin/chromium ]; then
     echo "run.sh: installing Debian's chromium for the browser tests" >&2
@@ -36,6 +45,7 @@ case "${1:-app}" in
   test)
     install
     install_browser
+    install_inspect
     shift || true
     # Lint, format and types first: cheap, and the house style asks for them (ruff check, ruff format, mypy).
     .venv/bin/ruff check --quiet .

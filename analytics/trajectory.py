@@ -463,7 +463,29 @@ def attempt_detail(
     judge = rec.get("judge")
     rec["judge"] = json.loads(judge) if isinstance(judge, str) else judge
     rec["reference_trajectory"] = _as_list(rec.get("reference_trajectory"))
+    rec.update(_outcome_details(rec.get("extra")))
     return rec
+
+
+def _outcome_details(extra: Any) -> dict[str, Any]:
+    """What the attempt's ``extra`` says about how it ended: the limit hit (kind and value, e.g. an Inspect
+    ``message`` limit of 6), the error message, and the grader's tokens (kept apart from the agent's)."""
+    data = json.loads(extra) if isinstance(extra, str) else extra
+    if not isinstance(data, dict):
+        return {"limit_text": None, "error_text": None, "grading": None}
+    limit = data.get("limit")
+    limit_text = None
+    if isinstance(limit, dict) and limit.get("type"):
+        limit_text = f"{limit['type']} limit" + (
+            f" ({limit['limit']:g})" if isinstance(limit.get("limit"), (int, float)) else ""
+        )
+    error = data.get("error")
+    grading = data.get("grading")
+    return {
+        "limit_text": limit_text,
+        "error_text": error if isinstance(error, str) else None,
+        "grading": grading if isinstance(grading, dict) else None,
+    }
 
 
 def _is_missing(value: Any) -> bool:

@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     ok = [r for r in results if r.outcome == "ingested"]
     failed = [r for r in results if r.outcome == "failed"]
     dup = [r for r in results if r.outcome == "duplicate"]
+    for result in ok:
+        for note in result.warnings:
+            print(f"warning: {note}", file=sys.stderr)
     if results:
         print(
             f"{len(results)} files: {len(ok)} ingested, {len(dup)} already present, {len(failed)} rejected; "

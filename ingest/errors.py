@@ -51,6 +51,11 @@ class ProblemCollector:
 
     def __init__(self) -> None:
         self.problems: list[Problem] = []
+        self.warnings: list[str] = []
+
+    def warn(self, location: str, reason: str) -> None:
+        """Record something the user should know that does not refuse the file (``file:line: reason``)."""
+        self.warnings.append(f"{location}: {reason}")
 
     def add(self, location: str, field: str, reason: str) -> None:
         """Record one problem."""

@@ -14,7 +14,7 @@ from typing import Any
 from ingest.csv_long import detect_csv_long, fingerprint_csv_long, parse_csv_long, swebench_format_parts
 from ingest.csv_wide import detect_csv_wide, fingerprint_csv_wide, parse_csv_wide
 from ingest.errors import ProblemCollector
-from ingest.inspect_log import detect_inspect, parse_inspect
+from ingest.inspect_log import canonical_inspect, detect_inspect, parse_inspect
 from ingest.lm_eval import detect_lm_eval, fingerprint_lm_eval, parse_lm_eval
 from ingest.native import detect_native, parse_native
 from ingest.openai_messages import detect_openai_messages, parse_openai_messages
@@ -44,6 +44,9 @@ class Format:
         suffixes: file endings picked up when a folder is walked.
         fingerprint: optional ``(path, data, options) -> dict`` of extra inputs (e.g. hashes of companion
             files) that enter the idempotency hash besides the file's own bytes.
+        canonical: optional ``(path, data, options) -> bytes | None``: what the idempotency hash is taken of
+            instead of the file's bytes, so one content in two layouts (an Inspect log as ``.eval`` and as
+            ``.json``) is recognised as the same; None falls back to the bytes.
     """
 
     name: str
@@ -51,10 +54,11 @@ class Format:
     parse: Parser
     suffixes: tuple[str, ...] = field(default=(".jsonl",))
     fingerprint: Callable[[Path, bytes, dict[str, Any]], dict[str, Any]] | None = None
+    canonical: Callable[[Path, bytes, dict[str, Any]], bytes | None] | None = None
 
 
 FORMATS: dict[str, Format] = {
-    "inspect": Format("inspect", detect_inspect, parse_inspect, (".eval", ".json"), fingerprint=None),
+    "inspect": Format("inspect", detect_inspect, parse_inspect, (".eval", ".json"), canonical=canonical_inspect),
     "openai-messages": Format("openai-messages", detect_openai_messages, parse_openai_messages, (".json",)),
     "csv": Format("csv", detect_csv_long, parse_csv_long, (".csv", ".tsv"), fingerprint=fingerprint_csv_long),
     "swebench": Format("swebench", *swebench_format_parts()[:2], (".csv",), fingerprint=swebench_format_parts()[2]),

@@ -8,34 +8,149 @@ events (or, without events, messages) give steps: model turns, tool calls with a
 results, errors.
 
 A ``.eval`` file is a zip: ``header.json`` (or ``_journal/start.json`` while running),
-``samples/<id>_epoch_<n>.json``, ``reductions.json``, ``summaries.json``. It is read in memory with
-caps on member count, member size, total size and compression ratio; a member name that is absolute
-or contains ``..`` rejects the whole file. Locations are ``file!member:$.json.path``.
+``samples/<id>_epoch_<n>.json``, ``reductions.json``, ``summaries.json``, each member stored, deflated or
+(current inspect-ai) zstd-compressed. It is read in memory by ``ingest.safezip`` with archive-bomb limits
+(member count, total and per-member size, compression ratio) checked before and while decompressing; a
+member name that is absolute or contains ``..`` rejects the whole file. Locations are ``file!member:$.json.path``.
 """
 
 from __future__ import annotations
 
-import io
+import datetime as dt
+import hashlib
 import json
-import os
 import re
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ingest.errors import ProblemCollector
 from ingest.openai_messages import load_json
+from ingest.safezip import read_zip
 
 ZIP_MAGIC = b"PK\x03\x04"
-MAX_MEMBERS = int(os.environ.get("RUNLENS_ZIP_MAX_MEMBERS", 200_000))
-MAX_MEMBER_BYTES = int(os.environ.get("RUNLENS_ZIP_MAX_MEMBER_BYTES", 512 * 1024**2))
-MAX_TOTAL_BYTES = int(os.environ.get("RUNLENS_ZIP_MAX_TOTAL_BYTES", 4 * 1024**3))
-MAX_RATIO = float(os.environ.get("RUNLENS_ZIP_MAX_RATIO", 500))  # JSON compresses ~10-50x; bombs ~1000x
-RATIO_MIN_BYTES = 1024 * 1024  # small members may compress extremely well without harm
 SCORE_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
+# The fields of Inspect's ModelEvent / ToolEvent / ErrorEvent (0.3.285, plus older names): any other field of such
+# an event is kept in the step's extra (``inspect_extra``), never dropped.
+_EVENT_BASE = "uuid span_id timestamp working_start metadata pending event"
+KNOWN_EVENT_FIELDS = {
+    "model": frozenset(
+        f"""{_EVENT_BASE} model role requested_model input input_refs tools tool_choice config output retries
+        request_ids error traceback traceback_ansi cache call completed working_time""".split()
+    ),
+    "tool": frozenset(
+        f"""{_EVENT_BASE} type id function arguments view result truncated error events completed working_time agent
+        agent_span_id failed message_id internal""".split()
+    ),
+    "error": frozenset(_EVENT_BASE.split() + ["error"]),
+}
+LAYOUT_ONLY = frozenset({"inspect_extra", "unknown_events"})
+KNOWN_HEADER = frozenset(
+    {
+        "version",
+        "status",
+        "eval",
+        "plan",
+        "results",
+        "stats",
+        "error",
+        "samples",
+        "reductions",
+        "location",
+        "invalidated",
+    }
+)
+KNOWN_EVAL = frozenset(
+    [
+        "eval_set_id",
+        "eval_id",
+        "run_id",
+        "created",
+        "task",
+        "task_id",
+        "task_version",
+        "task_file",
+        "task_display_name",
+        "task_registry_name",
+        "task_attribs",
+        "task_args",
+        "task_args_passed",
+        "solver",
+        "solver_args",
+        "tags",
+        "dataset",
+        "sandbox",
+        "model",
+        "model_generate_config",
+        "model_base_url",
+        "model_args",
+        "model_roles",
+        "config",
+        "revision",
+        "packages",
+        "metadata",
+        "scorers",
+        "metrics",
+    ]
+)
+KNOWN_SAMPLE = frozenset(
+    [
+        "id",
+        "epoch",
+        "input",
+        "choices",
+        "target",
+        "sandbox",
+        "files",
+        "setup",
+        "messages",
+        "output",
+        "scores",
+        "metadata",
+        "store",
+        "events",
+        "model_usage",
+        "total_time",
+        "working_time",
+        "uuid",
+        "error",
+        "error_retries",
+        "attachments",
+        "limit",
+        "invalidation",
+        "total_tokens",
+        "started_at",
+        "completed_at",
+        "timelines",
+        "events_data",
+        "transcript",  # old layout of events (read through _events)  # the pool of messages events point into (0.3.2xx .eval): its content is read as steps
+    ]
+)
+KNOWN_EVENTS = frozenset(
+    [
+        "sample_init",
+        "sample_limit",
+        "sandbox",
+        "state",
+        "store",
+        "model",
+        "tool",
+        "approval",
+        "input",
+        "score",
+        "score_edit",
+        "error",
+        "logger",
+        "info",
+        "step",
+        "subtask",
+        "span_begin",
+        "span_end",
+        "compaction",
+        "checkpoint",
+    ]
+)
 SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
-TIME_LIMITS = ("time", "working")
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -48,100 +163,24 @@ def _seq(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+# Inspect writes ``version``, ``status`` and then the ``eval`` spec first; ``model`` comes after the dataset's
+# sample ids and can sit far past any fixed window, so detection needs only these leading keys.
+INSPECT_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:\s*"[a-z_]+"\s*,\s*"eval"\s*:\s*\{')
+
+
 def detect_inspect(path: Path, head: bytes) -> bool:
-    """A zip named ``.eval``, or a JSON object with an ``eval`` header naming task and model."""
+    """A zip named ``.eval``, or a JSON object opening with Inspect's header (version, status, eval spec)."""
     if head.startswith(ZIP_MAGIC):
         return path.name.lower().endswith(".eval")
     text = head.lstrip()
-    return (
+    if INSPECT_HEAD.match(text):
+        return True
+    return (  # other key orders (hand-edited or re-serialised logs): the eval spec's leading fields
         text.startswith(b"{")
         and re.search(rb'"eval"\s*:\s*\{', text) is not None
         and b'"task"' in text
-        and b'"model"' in text
         and b'"created"' in text
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Zip reading with safety caps
-# ---------------------------------------------------------------------------------------------
-
-
-def _unsafe_name(name: str) -> bool:
-    parts = name.replace("\\", "/").split("/")
-    return name.startswith(("/", "\\")) or ".." in parts or bool(re.match(r"^[A-Za-z]:", name))
-
-
-def read_zip(path: Path, data: bytes, problems: ProblemCollector) -> dict[str, bytes] | None:
-    """Every JSON member of a zip, after safety checks; None (with problems) when the archive is refused."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        infos = archive.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError) as exc:
-        problems.add(f"{path}:1", "-", f"not a readable zip archive: {exc}")
-        return None
-    if len(infos) > MAX_MEMBERS:
-        problems.add(f"{path}:1", "-", f"{len(infos):,} members exceed the limit of {MAX_MEMBERS:,}")
-        return None
-    bad = [i.filename for i in infos if _unsafe_name(i.filename)]
-    if bad:
-        problems.add(
-            f"{path}!{bad[0]}",
-            "-",
-            f"unsafe member name (absolute or '..'): {len(bad)} such member(s); archive refused",
-        )
-        return None
-    declared = sum(i.file_size for i in infos)
-    if declared > MAX_TOTAL_BYTES:
-        problems.add(
-            f"{path}:1", "-", f"archive expands to {declared:,} bytes, over the {MAX_TOTAL_BYTES:,}-byte limit"
-        )
-        return None
-    out: dict[str, bytes] = {}
-    total = 0
-    for info in infos:
-        loc = f"{path}!{info.filename}"
-        if info.is_dir() or not info.filename.endswith(".json"):
-            continue
-        if info.flag_bits & 0x1:
-            problems.add(loc, "-", "encrypted member; cannot read")
-            return None
-        if info.file_size > MAX_MEMBER_BYTES or (
-            info.file_size > RATIO_MIN_BYTES and info.file_size > MAX_RATIO * max(info.compress_size, 1)
-        ):
-            problems.add(
-                loc,
-                "-",
-                f"member expands to {info.file_size:,} bytes from {info.compress_size:,} "
-                f"(limit {MAX_MEMBER_BYTES:,} bytes, ratio {MAX_RATIO:g}); looks like a zip bomb, refused",
-            )
-            return None
-        body = _read_capped(archive, info, min(MAX_MEMBER_BYTES, MAX_TOTAL_BYTES - total), problems, loc)
-        if body is None:
-            return None
-        total += len(body)
-        out[info.filename] = body
-    return out
-
-
-def _read_capped(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, problems: ProblemCollector, loc: str
-) -> bytes | None:
-    """A member's bytes, stopping as soon as more than ``cap`` come out (declared sizes can lie)."""
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        with archive.open(info) as fh:
-            while chunk := fh.read(1024 * 1024):
-                size += len(chunk)
-                if size > cap or size > MAX_RATIO * max(info.compress_size, 1) + RATIO_MIN_BYTES:
-                    problems.add(loc, "-", "member expands beyond its declared size or the limits; zip bomb refused")
-                    return None
-                chunks.append(chunk)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-        problems.add(loc, "-", f"cannot decompress member: {exc}")
-        return None
-    return b"".join(chunks)
 
 
 def _member_json(path: Path, name: str, body: bytes, problems: ProblemCollector) -> Any:
@@ -156,8 +195,18 @@ def load_log(
 ) -> tuple[dict[str, Any], list[tuple[str, Any]]] | None:
     """``(header, [(location, sample), ...])`` from either layout; None when unreadable."""
     if data.startswith(ZIP_MAGIC):
-        members = read_zip(path, data, problems)
+        # members under samples/ are read whatever their name, so an unknown (chunked) layout is seen and refused
+        members = read_zip(path, data, problems, wanted=lambda n: n.endswith(".json") or n.startswith("samples/"))
         if members is None:
+            return None
+        odd = [n for n in members if n.startswith("samples/") and not SAMPLE_MEMBER.match(n)]
+        if odd:
+            problems.add(
+                f"{path}!{odd[0]}",
+                "-",
+                f"unknown sample layout ({len(odd)} member(s) like this one); this reader knows "
+                "samples/<id>_epoch_<n>.json only: convert the log with `inspect log convert`",
+            )
             return None
         head_name = "header.json" if "header.json" in members else "_journal/start.json"
         if head_name not in members:
@@ -170,7 +219,7 @@ def load_log(
                 doc = _member_json(path, name, members[name], problems)
                 if doc is not None:
                     samples.append((f"{path}!{name}:$", doc))
-        if header is None:
+        if header is None or _missing_samples(f"{path}!{head_name}", header, samples, problems):
             return None
         return header, samples
     doc = load_json(path, data, problems)
@@ -183,7 +232,24 @@ def load_log(
     if not isinstance(raw, list):
         problems.add(f"{path}:$.samples", "-", "expected a list of samples")
         return None
+    if doc.get("samples") is None and _missing_samples(f"{path}", doc, raw, problems):  # [] is said, not lost
+        return None
     return doc, [(f"{path}:$.samples[{i}]", s) for i, s in enumerate(raw)]
+
+
+def _missing_samples(loc: str, header: Any, samples: list[Any], problems: ProblemCollector) -> bool:
+    """True (with a problem) when the header counts completed samples but the log holds none: a header-only or
+    unknown layout must not ingest as a run of 0 attempts."""
+    completed = _obj(_obj(header).get("results")).get("completed_samples")
+    if samples or not isinstance(completed, int) or completed <= 0:
+        return False
+    problems.add(
+        f"{loc}:$.results.completed_samples",
+        "-",
+        f"the header counts {completed} completed samples but the log holds none (a header-only log, or a "
+        "layout this reader does not know); refused rather than ingested as 0 attempts",
+    )
+    return True
 
 
 def _sample_order(name: str) -> tuple[Any, ...]:
@@ -222,7 +288,10 @@ def parse_inspect(
         return
     benchmark = str(options.get("benchmark") or ev.get("task") or "inspect")
     benchmark = benchmark.split("/")[-1]
-    model = str(options.get("agent") or ev.get("model") or "unknown")
+    if not (options.get("agent") or isinstance(ev.get("model"), str) and ev["model"]):
+        problems.add(f"{path}:$.eval.model", "model", "missing or not a string; name the agent with --agent")
+        return
+    model = str(options.get("agent") or ev.get("model"))
     run_id = str(options.get("run_id") or f"{benchmark}-{ev.get('eval_id') or ev.get('run_id') or path.stem}")
     scorer = options.get("scorer") or _default_scorer(header)
     numeric = _all_numeric(samples, scorer)
@@ -244,6 +313,46 @@ def parse_inspect(
         yield from _sample(loc, sample, benchmark, run_id, scorer, problems)
     if progress is not None:
         progress.update(len(data))
+
+
+def canonical_inspect(path: Path, data: bytes, options: dict[str, Any]) -> bytes | None:
+    """The records a log yields, without their locations: one eval written as ``.eval`` and as ``.json`` (``inspect
+    log convert``) gives the same bytes, so the second adds nothing and is reported as already present. None
+    (hash the file's bytes) when the log does not parse: the ingest then reports its problems."""
+    problems = ProblemCollector()
+    # fields kept only in ``extra`` (unknown to this reader) differ by layout, not content: the .eval keeps a
+    # message pool (``events_data``) that conversion resolves, the .json gains counts such as ``turn_count``
+    digest = hashlib.sha256(b"inspect-records\0")
+    for _, rec in parse_inspect(path, data, problems, **options):  # streamed: no second copy of a large log
+        kept = {k: v for k, v in rec.items() if k not in LAYOUT_ONLY}
+        digest.update(json.dumps(kept, sort_keys=True, default=str).encode() + b"\n")
+    return None if problems else digest.digest()
+
+
+def _events(sample: dict[str, Any]) -> list[Any]:
+    """A sample's events: ``events``, or in old logs ``transcript.events``."""
+    events = sample.get("events")
+    if events is None:
+        events = _obj(sample.get("transcript")).get("events")
+    return _seq(events)
+
+
+def _results_scores(results: dict[str, Any]) -> Any:
+    """``results.scores`` with each metric's ``options`` named ``params``, as current Inspect names it (so one log
+    converted between versions and layouts reads the same)."""
+    scores = results.get("scores")
+    if not isinstance(scores, list):
+        return scores
+    out = []
+    for entry in scores:
+        if isinstance(entry, dict) and isinstance(entry.get("metrics"), dict):
+            metrics = {
+                name: {("params" if k == "options" else k): v for k, v in m.items()} if isinstance(m, dict) else m
+                for name, m in entry["metrics"].items()
+            }
+            entry = {**entry, "metrics": metrics}
+        out.append(entry)
+    return out
 
 
 def _default_scorer(header: dict[str, Any]) -> str | None:
@@ -271,7 +380,7 @@ def score_value(value: Any) -> float | None:
         except ValueError:
             return None
     if isinstance(value, dict):
-        parts = [v for v in (score_value(x) for x in value.values()) if v is not None]
+        parts = [v for v in (score_value(x) for x in value.values()) if v is not None and v == v]
         return sum(parts) / len(parts) if parts else None
     return None
 
@@ -310,16 +419,38 @@ def _run(
         "agent": model,
         "family": model.split("/")[0] if "/" in model else None,
         "kind": "llm",
-        "eval_date": created[:10] if isinstance(created, str) and len(created) >= 10 else None,
+        "eval_date": _date(created),
         "status": str(header.get("status") or "unknown"),
         "scorer": scorer,
         "inspect_eval_id": ev.get("eval_id"),
         "inspect_run_id": ev.get("run_id"),
         "task_file": ev.get("task_file"),
-        "results": results.get("scores"),
+        "results": _results_scores(results),
+        "total_samples": results.get("total_samples"),
+        "completed_samples": results.get("completed_samples"),
         "model_usage": stats.get("model_usage"),
         "error": header.get("error"),
+        "inspect_extra": _unknown(header, KNOWN_HEADER) | {f"eval.{k}": v for k, v in _unknown(ev, KNOWN_EVAL).items()}
+        or None,
     }
+
+
+def _date(created: Any) -> str | None:
+    """``YYYY-MM-DD`` from an ISO string or a Unix time (seconds, or milliseconds when that large)."""
+    if isinstance(created, str) and len(created) >= 10:
+        return created[:10]
+    if isinstance(created, (int, float)) and not isinstance(created, bool):
+        seconds = created / 1000 if created > 1e11 else created
+        try:
+            return dt.datetime.fromtimestamp(seconds, dt.UTC).date().isoformat()
+        except (OverflowError, OSError, ValueError):  # out of any calendar: no date rather than a crash
+            return None
+    return None
+
+
+def _unknown(obj: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """Fields this reader does not map: kept (in ``extra``), never dropped."""
+    return {k: v for k, v in obj.items() if k not in known}
 
 
 def _text(value: Any, attachments: dict[str, Any]) -> str | None:
@@ -327,8 +458,9 @@ def _text(value: Any, attachments: dict[str, Any]) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
-        if value.startswith("attachment://"):
-            return str(attachments.get(value[len("attachment://") :], value))
+        for scheme in ("attachment://", "tc://"):  # tc:// is the old transcript's content pool
+            if value.startswith(scheme):
+                return str(attachments.get(value[len(scheme) :], value))
         return value
     if isinstance(value, list):
         parts = []
@@ -347,7 +479,10 @@ def _sample(
     if sample.get("id") is None:
         problems.add(loc, "id", "missing sample id")
         return
-    att = _obj(sample.get("attachments"))
+    if _bad_types(loc, sample, problems):
+        return
+    # old logs (before ~0.3.50) keep events and their content pool under ``transcript``
+    att = {**_obj(_obj(sample.get("transcript")).get("content")), **_obj(sample.get("attachments"))}
     task_id = str(sample["id"])
     target = sample.get("target")
     yield (
@@ -363,14 +498,19 @@ def _sample(
         },
     )
     name, entry = _pick_score(sample, scorer)
-    value = score_value(entry.get("value")) if entry else None
+    value = _checked_value(loc, name, entry, problems)
+    if value is _ODD:
+        return
     status = _status(sample)
     epoch = sample.get("epoch", 1)
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
+        problems.add(f"{loc}.epoch", "epoch", f"expected an integer >= 1, got {type(epoch).__name__} {epoch!r}")
+        return
     attempt: dict[str, Any] = {
         "record": "attempt",
         "run_id": run_id,
         "task_id": task_id,
-        "sample": int(epoch) - 1 if isinstance(epoch, int) and epoch >= 1 else epoch,
+        "sample": epoch - 1,
         "score": None if value is None else min(max(value, 0.0), 1.0),
         "raw_score": value,
         "status": status,
@@ -381,24 +521,93 @@ def _sample(
         "explanation": None if entry is None else entry.get("explanation"),
         "working_time_s": sample.get("working_time"),
         "inspect_uuid": sample.get("uuid"),
+        "limit": sample.get("limit") if isinstance(sample.get("limit"), dict) else None,
+        "inspect_extra": _unknown(sample, KNOWN_SAMPLE) or None,
+        "unknown_events": [e for e in _events(sample) if isinstance(e, dict) and e.get("event") not in KNOWN_EVENTS]
+        or None,
     }
     if value is None and status == "completed":
-        problems.add(
+        # Inspect writes samples before scoring them (``--no-score``) or keeps a NaN: an empty score, not a 0
+        attempt["is_scored"] = False
+        problems.warn(
             f"{loc}.scores",
-            scorer or "-",
-            f"no usable value for scorer {scorer!r} (found {sorted((sample.get('scores') or {}).keys())})",
+            f"sample {task_id!r} epoch {epoch} has no score{f' for {scorer!r}' if scorer else ''}: stored with an "
+            "empty score (run `inspect score` on the log to score it)",
         )
+    try:  # every token count is read here once: a bad one refuses the sample with its path
+        attempt.update(agent_usage(sample))
+        attempt["grading"] = grading_of(sample, att)
+        attempt["steps"] = steps_from_sample(sample, att)
+    except BadCount as exc:
+        problems.add(f"{loc}.{exc.args[0]}", "tokens", "expected a whole number of tokens")
         return
-    attempt.update(_usage(sample.get("model_usage")))
     if isinstance(sample.get("error"), dict):
         attempt["error"] = sample["error"].get("message")
-    attempt["steps"] = steps_from_sample(sample, att)
     yield loc, {k: v for k, v in attempt.items() if v is not None}
 
 
+SAMPLE_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str, int),
+    "total_time": (int, float),
+    "working_time": (int, float),
+    "scores": (dict,),
+    "events": (list,),
+    "messages": (list,),
+    "model_usage": (dict,),
+}
+
+
+def _bad_types(loc: str, sample: dict[str, Any], problems: ProblemCollector) -> bool:
+    """True (with problems at Inspect's JSON path, ``$.samples[3].total_time``) when a field has the wrong type."""
+    bad = False
+    for name, types in SAMPLE_TYPES.items():
+        value = sample.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            expected = " or ".join("number" if t in (int, float) else t.__name__ for t in types)
+            problems.add(
+                f"{loc}.{name}",
+                name,
+                f"expected {expected.replace('number or number', 'number')}, got {type(value).__name__}",
+            )
+            bad = True
+    return bad
+
+
+_ODD = float("inf")  # marks a score value refused (a problem was reported)
+
+
+def _checked_value(
+    loc: str, name: str | None, entry: dict[str, Any] | None, problems: ProblemCollector
+) -> float | None:
+    """The score as a number; None when missing or NaN; ``_ODD`` (with a problem naming scorer and type)
+    when the value is of a shape no single score can come from (a list, a dict of non-scores, text)."""
+    if entry is None:
+        return None
+    raw = entry.get("value")
+    value = score_value(raw)
+    if value is not None and value != value:  # NaN: Inspect's "no score", never a number to average
+        return None
+    if value is None and raw is not None and not (isinstance(raw, float) and raw != raw):
+        problems.add(
+            f"{loc}.scores.{name}.value",
+            name or "-",
+            f"scorer {name!r} gave a {type(raw).__name__} ({json.dumps(raw)[:80]}) that is not a score; "
+            "choose another scorer with --scorer",
+        )
+        return _ODD
+    if isinstance(raw, dict) and len(raw) > 1 and value is not None:
+        problems.warn(
+            f"{loc}.scores.{name}.value",
+            f"scorer {name!r} gave a dict of {len(raw)} values; the score is their mean (choose one with --scorer)",
+        )
+    return value
+
+
 def _status(sample: dict[str, Any]) -> str:
+    """``timeout`` for any limit Inspect hit (message, token, time, working, cost, ...; the kind is kept in the
+    attempt's ``limit``), ``crashed`` for an error, else ``completed``."""
     limit = sample.get("limit")
-    if isinstance(limit, dict) and limit.get("type") in TIME_LIMITS:
+    if isinstance(limit, dict) and limit.get("type"):
         return "timeout"
     if sample.get("error"):
         return "crashed"
@@ -415,50 +624,95 @@ def _answer(sample: dict[str, Any], att: dict[str, Any]) -> str | None:
     return None
 
 
+class BadCount(ValueError):
+    """A token count that is not a whole number; ``args[0]`` is its JSON path below the sample."""
+
+
+def _count(value: Any, where: str) -> int | None:
+    """A token count: an int, an integral float, or digits in a string (``"74"``); None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise BadCount(where)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise BadCount(where)
+
+
 def _usage(model_usage: Any) -> dict[str, Any]:
     """Tokens (and cost when the log has it) summed over every model the sample used."""
     if not isinstance(model_usage, dict) or not model_usage:
         return {}
-    totals: dict[str, float] = {}
-    for usage in model_usage.values():
+    totals: dict[str, Any] = {}
+    for name, usage in model_usage.items():
         if not isinstance(usage, dict):
             continue
-        for src, dst in (
-            ("input_tokens", "input_tokens"),
-            ("output_tokens", "output_tokens"),
-            ("total_cost", "cost_usd"),
-        ):
-            if isinstance(usage.get(src), (int, float)):
-                totals[dst] = totals.get(dst, 0) + usage[src]
-    return {k: (int(v) if k.endswith("tokens") else v) for k, v in totals.items()}
+        for key in ("input_tokens", "output_tokens"):
+            n = _count(usage.get(key), f"model_usage.{name}.{key}")
+            if n is not None:
+                totals[key] = totals.get(key, 0) + n
+        if isinstance(usage.get("total_cost"), (int, float)):
+            totals["cost_usd"] = totals.get("cost_usd", 0.0) + usage["total_cost"]
+    return totals
 
 
-def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[str, Any]]:
-    """Steps from events (model turns, tool calls, errors); from messages when the log kept no events."""
-    events = _seq(sample.get("events"))
-    steps: list[dict[str, Any]] = []
-    rnd = 0
+GRADING_SPANS = ("scorer", "scorers")
+
+
+def _is_grading_open(ev: dict[str, Any]) -> bool:
+    """A scorer span (``span_begin`` of type scorer/scorers) or an old-style scorer ``step`` beginning."""
+    if ev.get("event") == "span_begin":
+        return ev.get("type") in GRADING_SPANS
+    return ev.get("event") == "step" and ev.get("type") == "scorer" and ev.get("action") == "begin"
+
+
+def _is_grading_close(ev: dict[str, Any], open_ids: list[Any]) -> bool:
+    if ev.get("event") == "span_end":
+        return ev.get("id") in open_ids
+    return ev.get("event") == "step" and ev.get("type") == "scorer" and ev.get("action") == "end"
+
+
+def split_events(events: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(solver events, grading events)``: whatever happens inside a scorer span belongs to the grader.
+
+    Inspect scores a sample after its solver, so the events inside a scorer span are contiguous; model calls
+    there are the grader's (``model_graded_qa``), never the agent's turns.
+    """
+    solver: list[dict[str, Any]] = []
+    grading: list[dict[str, Any]] = []
+    open_ids: list[Any] = []
+    depth = 0
     for ev in events:
         if not isinstance(ev, dict):
             continue
+        if _is_grading_open(ev):
+            depth += 1
+            open_ids.append(ev.get("id"))
+        elif depth and _is_grading_close(ev, open_ids):
+            depth -= 1
+            if ev.get("event") == "span_end":
+                open_ids.remove(ev.get("id"))
+        (grading if depth else solver).append(ev)
+    return solver, grading
+
+
+def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[str, Any]]:
+    """Steps from the solver's events (model turns, tool calls, errors); from messages without events.
+
+    Scorer spans are left out: ``grading_of`` reads them.
+    """
+    solver, _ = split_events(_events(sample))
+    steps: list[dict[str, Any]] = []
+    rnd = 0
+    for ev in solver:
         kind = ev.get("event")
         if kind == "model":
             rnd += 1
-            output = _obj(ev.get("output"))
-            usage = _obj(output.get("usage"))
-            message = ((output.get("choices") or [{}])[0] or {}).get("message") or {}
-            steps.append(
-                {
-                    "round": rnd,
-                    "kind": "model",
-                    "content": _text(message.get("content"), att),
-                    "input_tokens": usage.get("input_tokens"),
-                    "output_tokens": usage.get("output_tokens"),
-                    "latency_s": output.get("time", ev.get("working_time")),
-                    "error": _err(ev.get("error")),
-                    "n_tool_calls": len(message.get("tool_calls") or []),
-                }
-            )
+            steps.append(_model_step(ev, rnd, att) | _event_extra(ev))
         elif kind == "tool":
             steps.append(
                 {
@@ -470,13 +724,79 @@ def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[
                     "latency_s": ev.get("working_time"),
                     "error": _err(ev.get("error")),
                 }
+                | _event_extra(ev)
             )
         elif kind == "error":
-            steps.append({"round": rnd, "kind": "error", "error": _err(ev.get("error")) or "error"})
+            steps.append({"round": rnd, "kind": "error", "error": _err(ev.get("error")) or "error"} | _event_extra(ev))
     if not steps:
         steps = _steps_from_messages(sample.get("messages"), att)
     _mark_final(steps)
     return [{k: v for k, v in s.items() if v is not None} for s in steps]
+
+
+def _event_extra(ev: dict[str, Any]) -> dict[str, Any]:
+    """``{"inspect_extra": {...}}`` with the event's fields this reader does not know, or nothing."""
+    known = KNOWN_EVENT_FIELDS.get(str(ev.get("event")), frozenset())
+    unknown = {k: v for k, v in ev.items() if k not in known}
+    return {"inspect_extra": unknown} if unknown else {}
+
+
+def _model_step(ev: dict[str, Any], rnd: int, att: dict[str, Any]) -> dict[str, Any]:
+    output = _obj(ev.get("output"))
+    usage = _obj(output.get("usage"))
+    message = _obj(_obj((_seq(output.get("choices")) or [{}])[0]).get("message"))
+    return {
+        "round": rnd,
+        "kind": "model",
+        "content": _text(message.get("content"), att),
+        "input_tokens": _count(usage.get("input_tokens"), "events[].output.usage.input_tokens"),
+        "output_tokens": _count(usage.get("output_tokens"), "events[].output.usage.output_tokens"),
+        "latency_s": output.get("time", ev.get("working_time")),
+        "error": _err(ev.get("error")),
+        "n_tool_calls": len(_seq(message.get("tool_calls"))),
+    }
+
+
+def _token_sums(model_events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Input/output tokens (and cost when every call has one) over model events."""
+    usages = [_obj(_obj(ev.get("output")).get("usage")) for ev in model_events]
+    out: dict[str, Any] = {}
+    for key in ("input_tokens", "output_tokens"):
+        values = [n for n in (_count(u.get(key), f"events[].output.usage.{key}") for u in usages) if n is not None]
+        if values:
+            out[key] = sum(values)
+    costs = [float(u["total_cost"]) for u in usages if isinstance(u.get("total_cost"), (int, float))]
+    if usages and len(costs) == len(usages):
+        out["cost_usd"] = sum(costs)
+    return out
+
+
+def grading_of(sample: dict[str, Any], att: dict[str, Any]) -> dict[str, Any] | None:
+    """The grader's model calls and their tokens (kept apart from the agent's), or None without any."""
+    _, grading = split_events(_events(sample))
+    calls = [ev for ev in grading if ev.get("event") == "model"]
+    if not calls:
+        return None
+    turns = [
+        {"model": ev.get("model"), **{k: v for k, v in _model_step(ev, 0, att).items() if k not in ("round", "kind")}}
+        for ev in calls
+    ]
+    return {"model_calls": turns, **_token_sums(calls)}
+
+
+def agent_usage(sample: dict[str, Any]) -> dict[str, Any]:
+    """The agent's tokens and cost: its own model calls when the log has events, else ``model_usage``.
+
+    Raises:
+        BadCount: a token count is not a whole number (its JSON path below the sample in ``args[0]``).
+    """
+    solver, grading = split_events(_events(sample))
+    calls = [ev for ev in solver if ev.get("event") == "model"]
+    if calls:
+        return _token_sums(calls)
+    if any(ev.get("event") == "model" for ev in grading):
+        return {}  # only the grader's calls were logged: model_usage would credit them to the agent
+    return _usage(sample.get("model_usage"))
 
 
 def _err(error: Any) -> str | None:

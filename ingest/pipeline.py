@@ -52,6 +52,7 @@ class FileResult:
     seconds: float = 0.0
     error: IngestError | None = None
     duplicate_of: str | None = None
+    warnings: tuple[str, ...] = ()  # what the reader noted without refusing the file (unscored samples, ...)
 
 
 def iter_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -67,8 +68,9 @@ def iter_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
             yield path
 
 
-def _content_hash(data: bytes, fmt: Format, options: dict[str, Any]) -> str:
-    digest = hashlib.sha256(data)
+def _content_hash(path: Path, data: bytes, fmt: Format, options: dict[str, Any]) -> str:
+    body = fmt.canonical(path, data, options) if fmt.canonical is not None else None
+    digest = hashlib.sha256(data if body is None else body)
     digest.update(b"\0" + fmt.name.encode() + b"\0" + json.dumps(options, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
@@ -93,6 +95,7 @@ class Prepared:
     error: IngestError | None = None
     duplicate_of: str | None = None
     seconds: float = 0.0
+    warnings: tuple[str, ...] = ()
 
 
 def prepare_file(
@@ -110,7 +113,7 @@ def prepare_file(
         data = read_input(path) if data is None else data
         chosen = _choose_format(path, data, fmt)
         extra = chosen.fingerprint(path, data, options) if chosen.fingerprint is not None else {}
-        content_hash = _content_hash(data, chosen, {**options, **extra})
+        content_hash = _content_hash(path, data, chosen, {**options, **extra})
         if content_hash in known.hashes:
             return Prepared(
                 name,
@@ -136,7 +139,15 @@ def prepare_file(
     except IngestError as exc:
         return Prepared(name, fmt, started_at, error=exc, seconds=time.perf_counter() - started)
     bundle.freeze()
-    return Prepared(name, chosen.name, started_at, content_hash, bundle, seconds=time.perf_counter() - started)
+    return Prepared(
+        name,
+        chosen.name,
+        started_at,
+        content_hash,
+        bundle,
+        seconds=time.perf_counter() - started,
+        warnings=tuple(problems.warnings),
+    )
 
 
 def read_input(path: Path) -> bytes:
@@ -231,6 +242,7 @@ def commit_prepared(
         bundle.n_attempts,
         bundle.n_steps,
         prepared.seconds + time.perf_counter() - started,
+        warnings=prepared.warnings,
     )
 
 

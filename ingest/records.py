@@ -75,6 +75,7 @@ ATTEMPT_FIELDS = (
     "judge",
     "steps",
     "metrics",
+    "is_scored",
 )
 STEP_FIELDS = (
     "round",
@@ -626,7 +627,9 @@ class Normaliser:
             where = "earlier in this file" if key in self._file_attempts else "in the database"
             raise _Bad("sample", f"duplicate attempt (run {key[0]!r}, task {key[1]!r}, sample {key[2]}) {where}")
 
-    def _score(self, rec: dict[str, Any], bench: str, status: str) -> tuple[float, float | None, bool]:
+    def _score(self, rec: dict[str, Any], bench: str, status: str) -> tuple[float | None, float | None, bool | None]:
+        if rec.get("is_scored") is False:  # not scored yet (an Inspect sample before `inspect score`): empty, not 0
+            return None, None, None
         raw = _number(rec, "raw_score")
         passed = _bool(rec, "passed")
         score_value = rec.get("score")

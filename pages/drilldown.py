@@ -126,7 +126,7 @@ right.text(d.get("answer") or "–")
 m = st.columns(3) + st.columns(3)
 m[0].metric("Score", "–" if d.get("score") is None else f"{d['score']:.3g}")
 m[1].metric("Passed", {True: "yes", False: "no"}.get(d.get("passed"), "–"))
-m[2].metric("Status", str(d.get("status")))
+m[2].metric("Status", str(d.get("status")) + (f": {d['limit_text']}" if d.get("limit_text") else ""))
 m[3].metric(
     "Tokens in / out",
     "–"
@@ -135,6 +135,14 @@ m[3].metric(
 )
 m[4].metric("Cost (USD)", "–" if d.get("cost_usd") is None else f"{d['cost_usd']:.4f}")
 m[5].metric("Latency (s)", "–" if d.get("latency_s") is None else f"{d['latency_s']:.1f}")
+if d.get("error_text"):
+    st.text(f"Error: {d['error_text']}")  # log text: plain text, never markup
+if d.get("grading"):
+    g = d["grading"]
+    st.caption(
+        f"Grader (not counted in the agent's steps, tokens or cost): {len(g.get('model_calls') or [])} model "
+        f"call(s), {g.get('input_tokens') or 0:,} / {g.get('output_tokens') or 0:,} tokens in / out"
+    )
 verdicts = cached(tr.judge_verdicts_of, attempt_id=attempt_id)
 if d.get("judge") or not verdicts.empty:
     with st.expander("Judge verdict and rationale", expanded=True):

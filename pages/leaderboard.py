@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics import leaderboard as lb
+from analytics import run_health as rh
 from ui.common import cached, download_buttons, empty_state, page_setup, show_fig
 
 filters = page_setup(
@@ -64,6 +65,14 @@ if not apart.empty:
     apart_table.insert(0, "Why apart", [lb.apart_reason(r) for _, r in apart.iterrows()])
     st.dataframe(apart_table, hide_index=True, key="lb_apart", width="stretch")
     download_buttons(apart_table, f"leaderboard-{filters.benchmark}-apart", key="lb_dl_apart")
+st.caption("Errored attempts count as failures here; Inspect's own accuracy leaves them out.")
+health = cached(rh.run_health, benchmark=filters.benchmark)
+if not health.empty and not health["is_complete"].all():
+    st.subheader("Runs that are not complete")
+    leave_out = st.toggle("Leave errored samples out (as Inspect does)", key="lb_errors_out")
+    incomplete = rh.incomplete_table(health, errors_excluded=leave_out)
+    st.dataframe(incomplete, hide_index=True, key="lb_incomplete", width="stretch")
+    download_buttons(incomplete, f"leaderboard-{filters.benchmark}-incomplete", key="lb_dl_incomplete")
 if not humans.empty:
     st.subheader("Human baseline")
     st.caption("Human rows are ranked apart: they are the reference, not a competitor.")

@@ -10,5 +10,6 @@ SELECT a.run_id, a.task_id,
        avg(a.cost_usd)        AS cost_usd
 FROM attempts a
 JOIN (SELECT unnest($run_ids) AS run_id) r USING (run_id)
+WHERE a.score IS NOT NULL  -- an unscored attempt (Inspect sample before `inspect score`) is neither pass nor fail
 GROUP BY a.run_id, a.task_id
 ORDER BY a.run_id, a.task_id
