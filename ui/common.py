@@ -18,6 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from analytics import csvsafe
 from analytics import db as rdb
 
 FILTER_KEYS = ("benchmark", "agents", "from", "to")
@@ -123,7 +124,7 @@ def download_buttons(df: pd.DataFrame, name: str, *, key: str) -> None:
     left, right = st.columns(2)
     left.download_button(
         "CSV",
-        lambda: df.to_csv(index=False).encode("utf-8"),
+        lambda: csvsafe.csv_bytes(df),  # formula prefixes neutralised (OWASP); Parquet keeps raw values
         f"{name}.csv",
         "text/csv",
         key=f"{key}_csv",
