@@ -3,7 +3,7 @@
 import streamlit as st
 
 from analytics import leaderboard as lb
-from ui.common import cached, download_buttons, empty_state, page_setup, show_fig
+from ui.common import cached, download_buttons, empty_state, page_setup, plain, show_fig
 
 filters = page_setup(
     "Leaderboard",
@@ -16,7 +16,9 @@ if not filters.benchmark:
 
 df = cached(lb.leaderboard, **filters.as_kwargs())
 if df.empty:
-    empty_state(f"No runs of **{filters.benchmark}** match the filters. Widen the agents or dates in the sidebar.")
+    empty_state(
+        f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
+    )
 
 overall = df[df["slice"] == "all"]
 machines, humans = overall[overall["kind"] != "human"], overall[overall["kind"] == "human"]
@@ -27,7 +29,7 @@ leader = machines[machines["is_leader"]]
 if not leader.empty:
     top = leader.iloc[0]
     right.metric(
-        f"Leader: {top['agent']}",
+        f"Leader: {plain(top['agent'], max_chars=80)}",
         f"{100 * top['pass_at_1']:.1f}% Pass@1",
         help=f"{int(machines['is_tied'].sum())} other run(s) statistically tied with the leader",
     )
@@ -49,7 +51,7 @@ st.subheader("Breakdowns")
 kind = st.segmented_control("Break down by", ["level", "category"], default="level", key="lb_breakdown")
 pivot = lb.slice_pivot(df, kind or "level")
 if pivot.empty:
-    st.info(f"The tasks of **{filters.benchmark}** carry no {kind or 'level'}.")
+    st.info(f"The tasks of **{plain(filters.benchmark)}** carry no {kind or 'level'}.")
 else:
     st.caption(f"Pass@1 (%) per {kind}; each cell's interval and n are in the table below.")
     st.dataframe(pivot, hide_index=True, key="lb_pivot", width="stretch")

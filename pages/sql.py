@@ -7,7 +7,7 @@ import streamlit as st
 from analytics import llm
 from analytics import sql_sandbox as sb
 from ui.budget_cache import shared_sql_cache
-from ui.common import cached, db_path, db_version, download_buttons, page_setup, query_param, show_fig
+from ui.common import cached, db_path, db_version, download_buttons, page_setup, plain, query_param, show_fig
 
 LIMITS = sb.SandboxLimits()
 PAGE_SIZE = 100
@@ -164,7 +164,7 @@ with st.expander(f"Query history ({len(ss.sql_history)})", icon=":material/histo
     for i, item in enumerate(reversed(ss.sql_history)):
         status = item["error"] or f"{item['rows']:,} rows"
         st.button(
-            f"{status}: {item['sql'][:90]}",
+            plain(f"{status}: {item['sql'][:90]}"),  # a shared sql?q= link must not put Markdown here
             key=f"sql_hist_{i}",
             on_click=_load,
             args=(item["sql"],),

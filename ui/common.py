@@ -20,6 +20,11 @@ import streamlit as st
 
 from analytics import csvsafe
 from analytics import db as rdb
+from analytics.plaintext import md_plain, plain_figure, plotly_unplain
+
+# THE helper for any text from a log that goes into Markdown (labels, captions, info boxes, subheaders,
+# buttons): shown literally, never as a link, an image or formatting. Charts are escaped in show_fig.
+plain = md_plain
 
 FILTER_KEYS = ("benchmark", "agents", "from", "to")
 
@@ -168,7 +173,7 @@ def show_fig(
 ) -> Any:
     """Draw a Plotly figure (PNG from its toolbar) with a download of its data; return the selection."""
     event = st.plotly_chart(
-        fig,
+        plain_figure(fig),  # log text in ticks, legends and hovers shows as text, never as a link
         key=key,
         config=PLOTLY_CONFIG,
         width="stretch",
@@ -187,7 +192,8 @@ def selected_custom_data(event: Any) -> list[Any]:
         points = event.selection.points  # type: ignore[union-attr]
     except AttributeError:
         return []
-    return [p.get("customdata") for p in points if p.get("customdata") is not None]
+    # show_fig escaped the figure's data; ids come back as the analytics code wrote them
+    return [plotly_unplain(p.get("customdata")) for p in points if p.get("customdata") is not None]
 
 
 def drilldown_url(run_id: str, task_id: str, sample: int | None = None) -> str:
