@@ -12,7 +12,7 @@ import streamlit as st
 
 from analytics import rules
 from analytics import trajectory as tr
-from ui.common import cached, download_buttons, empty_state, page_setup, plain, query_param, show_fig
+from ui.common import cached, download_buttons, empty_state, long_text, page_setup, plain, query_param, show_fig
 
 PAGE_SIZES = (10, 25, 50, 100)
 OP_BADGE = {"matched": ":green-badge[matched]", "extra": ":orange-badge[extra]", "missing": ":red-badge[missing]"}
@@ -115,9 +115,11 @@ m[2].metric("Human minutes", "–" if d.get("human_minutes") is None else f"{d['
 m[3].metric("Steps / tool calls", f"{d['n_steps']} / {d['n_tool_calls']}")
 left, right = st.columns(2)
 left.caption("Reference answer")
-left.text(d.get("reference_answer") or "–")
+with left:
+    long_text(d.get("reference_answer") or "–", key="dd_ref", name=f"reference-{attempt_id}")
 right.caption("Agent's final answer")
-right.text(d.get("answer") or "–")
+with right:
+    long_text(d.get("answer") or "–", key="dd_answer", name=f"answer-{attempt_id}")  # cut, with the whole a click away
 m = st.columns(3) + st.columns(3)
 m[0].metric("Score", "–" if d.get("score") is None else f"{d['score']:.3g}")
 m[1].metric("Passed", {True: "yes", False: "no"}.get(d.get("passed"), "–"))

@@ -204,3 +204,25 @@ def drilldown_url(run_id: str, task_id: str, sample: int | None = None) -> str:
     if sample is not None:
         params["sample"] = int(sample)
     return "drilldown?" + urlencode(params)
+
+
+LONG_TEXT_CHARS = 20_000
+
+
+def long_text(text: str, *, key: str, name: str, max_chars: int = LONG_TEXT_CHARS) -> None:
+    """Log text as plain text, cut at ``max_chars`` (a 1 MB answer would otherwise be sent to the browser whole)
+    with a toggle that shows all of it and a download of the whole text."""
+    if len(text) <= max_chars:
+        st.text(text)
+        return
+    is_whole = st.toggle(f"Whole text ({len(text):,} characters)", key=f"{key}_whole")
+    st.text(text if is_whole else text[:max_chars] + " …")
+    st.download_button(
+        "Download the whole text",
+        text.encode("utf-8"),
+        f"{name}.txt",
+        "text/plain",
+        key=f"{key}_dl",
+        icon=":material/download:",
+        on_click="ignore",
+    )
