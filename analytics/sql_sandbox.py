@@ -240,8 +240,8 @@ def _refusal(kind: str, text: str) -> str:
     return REFUSALS.get(kind, f"{kind} statements are not allowed")
 
 
-def _check_tree(con: duckdb.DuckDBPyConnection, sql: str) -> None:
-    """Refuse a SELECT whose parse tree reads files, URLs or runs SQL held in a string."""
+def _check_tree(con: duckdb.DuckDBPyConnection, sql: str, *, denied: frozenset[str] = frozenset()) -> None:
+    """Refuse a SELECT whose parse tree reads files, URLs or runs SQL held in a string (or calls ``denied``)."""
     try:
         raw = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0]
     except duckdb.Error as exc:
@@ -255,7 +255,7 @@ def _check_tree(con: duckdb.DuckDBPyConnection, sql: str) -> None:
             raise SqlRefused(f"{node['function_name']}() is not allowed (it shows the server's settings and paths)")
         if kind == "TABLE_FUNCTION":
             name = str((node.get("function") or {}).get("function_name", "")).lower()
-            if name in DISCLOSING_TABLE_FUNCTIONS:
+            if name in DISCLOSING_TABLE_FUNCTIONS or name in denied:
                 raise SqlRefused(f"{name}() is not allowed (it shows the server's file paths and settings)")
             if name not in ALLOWED_TABLE_FUNCTIONS:
                 raise SqlRefused(
@@ -274,6 +274,7 @@ def check_statement(
     con: duckdb.DuckDBPyConnection | None = None,
     is_deep: bool = True,
     limits: SandboxLimits | None = None,
+    denied: frozenset[str] = frozenset(),
 ) -> tuple[str, str]:
     """Classify ``sql`` with DuckDB's parser; return ``(statement, type)`` or raise ``SqlRefused``.
 
@@ -283,6 +284,7 @@ def check_statement(
         is_deep: also inspect the parse tree of a SELECT (table functions, file paths); False checks
             only the statement count and type, which needs no connection.
         limits: where ``max_statement_chars`` comes from (the defaults when omitted).
+        denied: further table functions to refuse as disclosing server paths (see ``_stream``).
 
     Parsing costs time and memory superlinear in the text: call this inside the sandbox worker (as
     ``run_query`` does), not in a server process, for text a user typed.
@@ -322,23 +324,23 @@ def check_statement(
         if len(inner_stmts) != 1 or _statement_kind(inner_stmts[0]) != "SELECT":
             raise SqlRefused("EXPLAIN is allowed for SELECT statements only")
         if is_deep:
-            _check_tree_with(con, inner)
+            _check_tree_with(con, inner, denied=denied)
         return text, kind
     if kind != "SELECT":
         reason = _refusal(kind, text)
         raise SqlRefused(f"{reason}; the SQL explorer is read-only (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE)")
     if is_deep:
-        _check_tree_with(con, text)
+        _check_tree_with(con, text, denied=denied)
     return text, kind
 
 
-def _check_tree_with(con: duckdb.DuckDBPyConnection | None, sql: str) -> None:
+def _check_tree_with(con: duckdb.DuckDBPyConnection | None, sql: str, *, denied: frozenset[str]) -> None:
     if con is not None:
-        _check_tree(con, sql)
+        _check_tree(con, sql, denied=denied)
         return
     private = duckdb.connect(":memory:", config={"enable_external_access": False})
     try:
-        _check_tree(private, sql)
+        _check_tree(private, sql, denied=denied)
     finally:
         private.close()
 
@@ -485,7 +487,9 @@ def _stream(
     check_statement(sql, is_deep=False, limits=limits)  # refuse writes, settings, ... before opening anything
     con = open_sandbox(db, limits=limits)
     try:
-        run.statement, _ = check_statement(sql, con=con, limits=limits)
+        # an exported Parquet folder's views are read_parquet('<folder>/...'): their SQL names a server path
+        denied = frozenset({"duckdb_views"}) if rdb.is_parquet_folder(rdb.resolve_db_path(db)) else frozenset()
+        run.statement, _ = check_statement(sql, con=con, limits=limits, denied=denied)
         start = time.perf_counter()
         dog: _Watchdog | None = None
         try:

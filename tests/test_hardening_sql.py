@@ -324,3 +324,14 @@ def test_csv_exports_neutralise_formulas_and_parquet_keeps_raw_values(fixture_db
     assert raw["agent"] == "=1+1" and raw["b"] == "-2" and raw["n"] == -2
     shown = sb.run_query(FORMULAS, db=fixture_db, is_isolated=False)
     assert sb.result_csv(shown).splitlines()[1].startswith("'=1+1,")
+
+
+def test_a_parquet_folder_does_not_show_its_path_through_view_sql(fixture_db: Path, tmp_path: Path) -> None:
+    from analytics import parquet
+
+    folder = tmp_path / "export"
+    parquet.export_parquet(fixture_db, folder)
+    views = "SELECT view_name, sql FROM duckdb_views()"
+    with pytest.raises(sb.SqlRefused, match=r"duckdb_views\(\) is not allowed"):
+        sb.run_query(views, db=folder, is_isolated=False)
+    assert sb.run_query(views, db=fixture_db, is_isolated=False).n_rows > 0  # a DuckDB file's views name no path
