@@ -18,8 +18,12 @@ from typing import Any
 import plotly.graph_objects as go
 
 # CommonMark lets a backslash escape any ASCII punctuation; escaping all of it also breaks Streamlit's own
-# extensions (:red[...] colours, :material/icon:, $LaTeX$) and GFM autolinks (http\:, www\., a\@b\.c).
+# extensions (:red[...] colours, :material/icon:, $LaTeX$), links, images and emphasis.
 _MD_SPECIAL = frozenset(string.punctuation)
+# Streamlit links bare URLs and e-mail addresses after parsing (escapes do not stop it): an invisible WORD
+# JOINER after "scheme:", "www" and "@" breaks the patterns GFM's autolinker looks for; the text reads the same.
+WORD_JOINER = "\u2060"
+_AUTOLINK = re.compile(r"(?i)([a-z][a-z0-9+.\-]*:)(?=//)|\b(www)(?=\.)|(@)")
 # Tags Plotly draws that only format text; everything else (<a href>, <span style>, unknown tags) is escaped
 # in the templates and titles figure builders write. Data values are escaped completely.
 _BENIGN_TAG = re.compile(r"</?(br|b|i|em|sup|sub|s|u|extra)\s*/?>", re.IGNORECASE)
@@ -59,6 +63,7 @@ def md_plain(value: Any, *, max_chars: int | None = None) -> str:
     text = "" if value is None else str(value)
     if max_chars is not None and len(text) > max_chars:
         text = text[: max(0, max_chars - 1)] + "…"
+    text = _AUTOLINK.sub(lambda m: m.group(0) + WORD_JOINER, text)
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
 
 
@@ -86,6 +91,8 @@ def plotly_template_safe(text: str) -> str:
 def _escape_values(node: Any) -> Any:
     if isinstance(node, str):
         return plotly_plain(node)
+    if isinstance(node, dict) and "bdata" in node:
+        return node  # Plotly's typed-array encoding of a numeric numpy array: numbers, no text
     if isinstance(node, dict):
         return {k: _escape_values(v) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
