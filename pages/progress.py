@@ -41,7 +41,7 @@ def refit(label: str) -> None:
                 progress=lambda frac, msg: bar.progress(min(frac, 1.0), text=msg),
             )
     except rdb.RunlensError as exc:
-        st.error(f"The fit failed: {exc}")
+        st.error(f"The fit failed: {common.plain(exc)}")
         return
     bar.progress(1.0, text=f"Done in {fit.seconds:.1f} s")
     st.rerun()

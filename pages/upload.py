@@ -46,7 +46,7 @@ else:
                     )
             except rdb.RunlensError as exc:
                 ss.up_previews = []
-                st.error(str(exc))
+                st.error(plain(exc))
             ss.up_preview_key = preview_key
         previews = ss.up_previews
         table = pd.DataFrame(
@@ -85,7 +85,7 @@ else:
                 )
             except rdb.RunlensError as exc:
                 results = []
-                st.error(str(exc))
+                st.error(plain(exc))
             bar.progress(1.0, text="Done")
             for r in results:
                 name = plain(r.file)
