@@ -48,3 +48,14 @@ def test_plain_figure_escapes_data_and_keeps_only_formatting_tags() -> None:
     assert safe.layout.title.text == "T <b>x</b> &lt;a href='u'&gt;l&lt;/a&gt;"
     assert safe.to_plotly_json()["data"][0]["y"] == fig.to_plotly_json()["data"][0]["y"]  # numbers untouched
     assert fig.data[0].x[0].startswith("<a href=")  # the original is not changed
+
+
+def test_ids_read_back_from_a_chart_selection_are_the_originals() -> None:
+    from types import SimpleNamespace
+
+    from ui.common import selected_custom_data
+
+    run_id = "<run & co>"
+    escaped = plotly_plain(run_id)
+    event = SimpleNamespace(selection=SimpleNamespace(points=[{"customdata": [escaped, "PE"]}, {"x": 1}]))
+    assert selected_custom_data(event) == [[run_id, "PE"]]
