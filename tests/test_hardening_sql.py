@@ -240,7 +240,7 @@ PEAK_SCRIPT = textwrap.dedent(
     """
     import resource, sys
     from analytics import sql_sandbox as sb
-    sql = "SELECT 1 WHERE 1 IN (" + ",".join(["1"] * 30000) + ")"
+    sql = "SELECT 1 WHERE 1 IN (" + ",".join(["1"] * 45000) + ")"  # 90 KB, under the size limit
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if sys.argv[1] == "in-process":
         sb.check_statement(sql)
@@ -266,8 +266,8 @@ def test_parsing_moved_out_of_the_calling_process(fixture_db: Path) -> None:
         )
         assert out.returncode == 0, out.stderr[-2000:]
         growth[mode] = int(out.stdout.strip().splitlines()[-1])
-    assert growth["in-process"] > 40, growth  # MB: a 60 KB IN list costs the parser this much
-    assert growth["worker"] < growth["in-process"] / 2, growth
+    assert growth["in-process"] > 40, growth  # MB: a 90 KB IN list costs the parser this much (measured 33-190)
+    assert growth["worker"] < 10, growth  # the calling process only waits for the worker
 
 
 def test_cli_exits_3_for_a_statement_duckdb_cannot_name(fixture_db: Path) -> None:
