@@ -52,6 +52,9 @@ STAGE1_FLAGS = {
 GEM_LEVELS = ("bad", "moderate", "good")
 MAX_TRAJECTORY_CHARS = 12000
 MAX_RESULT_CHARS = 400
+# Every free-text field sent to the model is cut to this many characters (one 1.3 MB answer cost 655,679
+# input tokens): about 4,000 tokens, ample for a judgement, and a bound on what a hostile log can spend.
+MAX_FIELD_CHARS = 16000
 FLUSH_EVERY = 20
 
 
@@ -365,9 +368,16 @@ class Outcome:
     labels: list[tuple[str, str]] = field(default_factory=list)
 
 
+def cut_text(text: str, max_chars: int = MAX_FIELD_CHARS) -> str:
+    """``text`` cut to ``max_chars`` characters, saying how much was left out (the judge's input is bounded)."""
+    if len(text) <= max_chars:
+        return text
+    return text[:max_chars] + f"\n...[cut: {len(text) - max_chars:,} more characters]"
+
+
 def _fields(item: dict[str, Any], trajectory: str) -> dict[str, str]:
     ref_traj = item.get("reference_trajectory")
-    return {
+    fields = {
         "query": str(item.get("query") or ""),
         "ground_truth": str(item.get("reference_answer") or ""),
         "expected_trajectory": " -> ".join(ref_traj)
@@ -376,6 +386,7 @@ def _fields(item: dict[str, Any], trajectory: str) -> dict[str, str]:
         "trajectory": trajectory or "(no steps recorded)",
         "final_answer": str(item.get("answer") or ""),
     }
+    return {name: cut_text(value) for name, value in fields.items()}
 
 
 def judge_one(

@@ -11,14 +11,16 @@ The SQL explorer page and ``python -m analytics sql "SELECT ..."`` share this ex
    extensions off, a ``memory_limit``, one thread and no temp-file spilling; it ATTACHes the published
    snapshot ``<db>.read`` READ_ONLY, then sets ``enable_external_access = false`` and
    ``lock_configuration = true`` so no statement can reach a file, the network or an extension, or
-   loosen a setting.
+   loosen a setting; there is no temp directory, and the local file system is switched off once the
+   snapshot is attached (``read_blob`` of the snapshot fails too).
 3. **Time and size bounds.** A watchdog thread calls ``con.interrupt()`` when the statement runs past
    its timeout; results are streamed in Arrow batches and at most ``max_rows`` rows are kept in
    memory for display (the rest are only counted); downloads stream into a byte-capped buffer.
-4. **Process isolation.** ``run_query`` / ``export_result`` run an allowed statement in a worker
-   process (``python -m analytics.sql_sandbox``) with an address-space limit, killed after the timeout:
-   a single huge scalar call (``repeat('x', 3e9)``) never checks for an interrupt and would otherwise
-   freeze or exhaust the app's own process.
+4. **Process isolation.** ``run_query`` / ``export_result`` check only the statement's length in the calling
+   process; the parsing of step 1 and the run happen in a worker process (``python -m analytics.sql_sandbox``)
+   with an address-space limit, killed after the timeout: parsing is superlinear in the text (a 2 MB
+   ``SELECT 1,1,...`` took 66 s and 4.4 GB), and a single huge scalar call (``repeat('x', 3e9)``) never
+   checks for an interrupt; either would otherwise freeze or exhaust the app's own process.
 
 The primary database file is never opened, so nothing the user types can change it.
 """
@@ -41,6 +43,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+from analytics import csvsafe
 from analytics import db as rdb
 
 QUERIES_DIR = rdb.PROJECT_ROOT / "queries"
@@ -59,18 +62,23 @@ ALLOWED_TABLE_FUNCTIONS = frozenset(
         "duckdb_views",
         "duckdb_columns",
         "duckdb_schemas",
-        "duckdb_databases",
         "duckdb_types",
         "duckdb_functions",
         "duckdb_constraints",
         "duckdb_indexes",
         "duckdb_keywords",
-        "duckdb_settings",
         "pragma_table_info",
         "pragma_show",
         "pragma_version",
         "pragma_database_size",
     }
+)
+# Scalar functions that would tell a user the server's paths or settings (current_setting('temp_directory'),
+# the home directory behind secret_directory); duckdb_databases() and duckdb_settings() are left off the
+# table-function list above for the same reason.
+DENIED_FUNCTIONS = frozenset({"current_setting"})
+DISCLOSING_TABLE_FUNCTIONS = frozenset(
+    {"duckdb_databases", "duckdb_settings", "duckdb_extensions", "duckdb_temporary_files", "duckdb_secrets"}
 )
 # PRAGMAs that only describe the database (anything that assigns or changes state is refused).
 ALLOWED_PRAGMAS = frozenset(
@@ -99,8 +107,13 @@ REFUSALS = {
     "ANALYZE": "ANALYZE changes the database",
     "MULTI": "this statement expands into several statements",
     "UPDATE_EXTENSIONS": "extensions cannot be updated here",
-    "COPY_DATABASE": "COPY DATABASE writes files",
+    "COPY_DATABASE": "COPY FROM DATABASE copies a database into files",
+    "DEALLOCATE": "PREPARE/EXECUTE/DEALLOCATE are not supported",
+    "UNKNOWN": "this kind of statement is not supported here",
 }
+# DuckDB types a few statements by what they become, not by what they say (COPY FROM DATABASE is typed
+# PRAGMA, DEALLOCATE is typed DROP): the leading keyword gives the reason a user recognises.
+KEYWORD_REFUSALS = {"COPY": "COPY_DATABASE", "DEALLOCATE": "DEALLOCATE"}
 
 # Friendly one-line descriptions for the schema browser (tables and views of data/schema.sql).
 DESCRIPTIONS = {
@@ -161,6 +174,11 @@ class SandboxLimits:
     batch_rows: int = 2048
     process_memory_bytes: int = 3 * 1024**3  # address space of the worker process (isolated runs)
     startup_grace_s: float = 15.0  # worker start-up allowance on top of timeout_s
+    # Parsing alone is superlinear in the text (a 2 MB SELECT 1,1,... took 66 s and 4.4 GB): the size is
+    # checked in the calling process before anything else, and the parsing itself runs in the worker.
+    max_statement_chars: int = 100_000
+    # Bytes of the displayed rows a result may hold (Arrow buffers); 10,000 rows of wide text could be GBs.
+    max_result_bytes: int = 32_000_000
 
 
 @dataclass(frozen=True)
@@ -182,26 +200,65 @@ class SqlResult:
 
 
 def _walk(node: Any) -> Iterator[dict[str, Any]]:
-    """Every dict in a JSON parse tree, depth first."""
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
+    """Every dict in a JSON parse tree (iteratively: a deeply nested tree must not hit Python's recursion limit)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            yield item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
-def _check_tree(con: duckdb.DuckDBPyConnection, sql: str) -> None:
-    """Refuse a SELECT whose parse tree reads files, URLs or runs SQL held in a string."""
-    raw = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0]
+def check_size(sql: str, *, limits: SandboxLimits | None = None) -> None:
+    """Refuse a statement longer than ``limits.max_statement_chars`` (cheap: it runs before any parsing).
+
+    Raises:
+        SqlRefused: the text is too long.
+    """
+    cap = (limits or SandboxLimits()).max_statement_chars
+    if len(sql) > cap:
+        raise SqlRefused(
+            f"the statement is {len(sql):,} characters long; the limit is {cap:,} "
+            "(aggregate in SQL or use a shorter IN list instead of pasting data)"
+        )
+
+
+def _statement_kind(stmt: Any) -> str:
+    """The statement's type name; DuckDB has types its Python enum does not know (UPDATE EXTENSIONS is 29)."""
+    try:
+        return str(stmt.type.name)
+    except ValueError:
+        return "UNKNOWN"
+
+
+def _refusal(kind: str, text: str) -> str:
+    """Why a statement of ``kind`` is refused, from its leading keyword when DuckDB retypes it."""
+    match = re.match(r"\s*(\w+)", text)
+    first = match.group(1).upper() if match else ""
+    if first in KEYWORD_REFUSALS and first != kind:
+        kind = KEYWORD_REFUSALS[first]
+    return REFUSALS.get(kind, f"{kind} statements are not allowed")
+
+
+def _check_tree(con: duckdb.DuckDBPyConnection, sql: str, *, denied: frozenset[str] = frozenset()) -> None:
+    """Refuse a SELECT whose parse tree reads files, URLs or runs SQL held in a string (or calls ``denied``)."""
+    try:
+        raw = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0]
+    except duckdb.Error as exc:
+        raise SqlFailed(str(exc)) from exc
     tree = json.loads(raw)
     if tree.get("error"):
         raise SqlRefused(f"only plain queries can run here ({tree.get('error_message', 'not a SELECT')})")
     for node in _walk(tree.get("statements", [])):
         kind = node.get("type")
+        if kind == "FUNCTION" and str(node.get("function_name", "")).lower() in DENIED_FUNCTIONS:
+            raise SqlRefused(f"{node['function_name']}() is not allowed (it shows the server's settings and paths)")
         if kind == "TABLE_FUNCTION":
             name = str((node.get("function") or {}).get("function_name", "")).lower()
+            if name in DISCLOSING_TABLE_FUNCTIONS or name in denied:
+                raise SqlRefused(f"{name}() is not allowed (it shows the server's file paths and settings)")
             if name not in ALLOWED_TABLE_FUNCTIONS:
                 raise SqlRefused(
                     f"table function {name}() is not allowed (it can read files, URLs or run "
@@ -213,7 +270,14 @@ def _check_tree(con: duckdb.DuckDBPyConnection, sql: str) -> None:
                 raise SqlRefused(f"{name!r} looks like a file path or URL; reading files is not allowed")
 
 
-def check_statement(sql: str, *, con: duckdb.DuckDBPyConnection | None = None, is_deep: bool = True) -> tuple[str, str]:
+def check_statement(
+    sql: str,
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
+    is_deep: bool = True,
+    limits: SandboxLimits | None = None,
+    denied: frozenset[str] = frozenset(),
+) -> tuple[str, str]:
     """Classify ``sql`` with DuckDB's parser; return ``(statement, type)`` or raise ``SqlRefused``.
 
     Args:
@@ -221,11 +285,17 @@ def check_statement(sql: str, *, con: duckdb.DuckDBPyConnection | None = None, i
         con: a connection for ``json_serialize_sql`` (a private in-memory one when omitted).
         is_deep: also inspect the parse tree of a SELECT (table functions, file paths); False checks
             only the statement count and type, which needs no connection.
+        limits: where ``max_statement_chars`` comes from (the defaults when omitted).
+        denied: further table functions to refuse as disclosing server paths (see ``_stream``).
+
+    Parsing costs time and memory superlinear in the text: call this inside the sandbox worker (as
+    ``run_query`` does), not in a server process, for text a user typed.
 
     Raises:
-        SqlRefused: empty, several statements, a disallowed statement type or table function.
+        SqlRefused: too long, empty, several statements, a disallowed statement type or table function.
         SqlFailed: a syntax error (with DuckDB's line and caret).
     """
+    check_size(sql, limits=limits)
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
@@ -235,8 +305,10 @@ def check_statement(sql: str, *, con: duckdb.DuckDBPyConnection | None = None, i
     if len(statements) > 1:
         raise SqlRefused(f"one statement per run ({len(statements)} found); run them one at a time")
     stmt = statements[0]
-    kind = stmt.type.name
+    kind = _statement_kind(stmt)
     text = stmt.query.strip().rstrip(";").strip()
+    if kind == "PRAGMA" and not re.match(r"PRAGMA\b", text, re.IGNORECASE):
+        raise SqlRefused(f"{_refusal(kind, text)}; the SQL explorer is read-only")
     if kind == "PRAGMA":
         match = re.match(r"PRAGMA\s+(\w+)\s*(\(|$)", text, re.IGNORECASE)
         if not match or match.group(1).lower() not in ALLOWED_PRAGMAS:
@@ -245,28 +317,32 @@ def check_statement(sql: str, *, con: duckdb.DuckDBPyConnection | None = None, i
             )
         return text, kind
     if kind == "EXPLAIN":
-        inner = re.sub(r"^\s*EXPLAIN\s+(ANALY[SZ]E\s+)?", "", text, flags=re.IGNORECASE)
-        inner_stmts = duckdb.extract_statements(inner) if inner != text else []
-        if len(inner_stmts) != 1 or inner_stmts[0].type.name != "SELECT":
+        # EXPLAIN [ANALYZE] [(option, ...)] <statement>: the options are DuckDB's (FORMAT JSON, ...)
+        inner = re.sub(r"^\s*EXPLAIN\s+(ANALY[SZ]E\s+)?(\([^()]*\)\s*)?", "", text, flags=re.IGNORECASE)
+        try:
+            inner_stmts = duckdb.extract_statements(inner) if inner != text else []
+        except duckdb.Error:
+            inner_stmts = []
+        if len(inner_stmts) != 1 or _statement_kind(inner_stmts[0]) != "SELECT":
             raise SqlRefused("EXPLAIN is allowed for SELECT statements only")
         if is_deep:
-            _check_tree_with(con, inner)
+            _check_tree_with(con, inner, denied=denied)
         return text, kind
     if kind != "SELECT":
-        reason = REFUSALS.get(kind, f"{kind} statements are not allowed")
+        reason = _refusal(kind, text)
         raise SqlRefused(f"{reason}; the SQL explorer is read-only (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE)")
     if is_deep:
-        _check_tree_with(con, text)
+        _check_tree_with(con, text, denied=denied)
     return text, kind
 
 
-def _check_tree_with(con: duckdb.DuckDBPyConnection | None, sql: str) -> None:
+def _check_tree_with(con: duckdb.DuckDBPyConnection | None, sql: str, *, denied: frozenset[str]) -> None:
     if con is not None:
-        _check_tree(con, sql)
+        _check_tree(con, sql, denied=denied)
         return
     private = duckdb.connect(":memory:", config={"enable_external_access": False})
     try:
-        _check_tree(private, sql)
+        _check_tree(private, sql, denied=denied)
     finally:
         private.close()
 
@@ -293,6 +369,9 @@ def open_sandbox(db: str | Path | None = None, *, limits: SandboxLimits | None =
             "memory_limit": limits.memory_limit,
             "threads": limits.threads,
             "max_temp_directory_size": "0B",
+            # no temp directory at all: DuckDB keeps its temp directory writable after external access is
+            # switched off, so a COPY ... TO '.tmp/x' would otherwise still write a file
+            "temp_directory": "",
         },
     )
     try:
@@ -309,6 +388,11 @@ def open_sandbox(db: str | Path | None = None, *, limits: SandboxLimits | None =
             con.execute(f"ATTACH {_sql_literal(str(snap))} AS {CATALOG_ALIAS} (READ_ONLY)")
             con.execute(f"USE {CATALOG_ALIAS}")
         con.execute("SET enable_external_access = false")
+        if not rdb.is_parquet_folder(snap):
+            # An attached file stays on allowed_paths, so read_blob('<snapshot>') would still read it: switch
+            # off the local file system itself (the attached database keeps its open handle). The Parquet
+            # folder's views read their files lazily, so there allowed_directories is the engine's bound.
+            con.execute("SET disabled_filesystems = 'LocalFileSystem'")
         con.execute("SET lock_configuration = true")
     except BaseException:
         con.close()
@@ -402,10 +486,12 @@ def _stream(
         SqlFailed: DuckDB's error, the timeout, the memory limit or the byte cap.
     """
     run = run if run is not None else _Run()
-    check_statement(sql, is_deep=False)  # refuse writes, settings, ... before opening anything
+    check_statement(sql, is_deep=False, limits=limits)  # refuse writes, settings, ... before opening anything
     con = open_sandbox(db, limits=limits)
     try:
-        run.statement, _ = check_statement(sql, con=con)
+        # an exported Parquet folder's views are read_parquet('<folder>/...'): their SQL names a server path
+        denied = frozenset({"duckdb_views"}) if rdb.is_parquet_folder(rdb.resolve_db_path(db)) else frozenset()
+        run.statement, _ = check_statement(sql, con=con, limits=limits, denied=denied)
         start = time.perf_counter()
         dog: _Watchdog | None = None
         try:
@@ -430,6 +516,17 @@ def _stream(
         con.close()
 
 
+def _within_bytes(batch: pa.RecordBatch, budget: int) -> pa.RecordBatch:
+    """The longest head of ``batch`` whose buffers take at most ``budget`` bytes (binary search on rows)."""
+    if batch.nbytes <= budget:
+        return batch
+    lo, hi = 0, batch.num_rows  # invariant: head(lo) fits, head(hi) does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if batch.slice(0, mid).nbytes <= budget else (lo, mid)
+    return batch.slice(0, lo)
+
+
 def _run_in_process(sql: str, *, db: str | Path | None = None, limits: SandboxLimits | None = None) -> SqlResult:
     """Run one statement in the sandbox; keep at most ``limits.max_rows`` rows, count the rest.
 
@@ -438,15 +535,17 @@ def _run_in_process(sql: str, *, db: str | Path | None = None, limits: SandboxLi
     """
     limits = limits or SandboxLimits()
     kept: list[pa.RecordBatch] = []
-    counts = {"kept": 0, "seen": 0}
+    counts = {"kept": 0, "seen": 0, "bytes": 0, "is_full": False}
 
     def consume(batch: pa.RecordBatch) -> bool:
         counts["seen"] += batch.num_rows
         room = limits.max_rows - counts["kept"]
-        if room > 0:
-            part = batch.slice(0, room)
+        if room > 0 and not counts["is_full"]:
+            part = _within_bytes(batch.slice(0, room), limits.max_result_bytes - counts["bytes"])
+            counts["is_full"] = part.num_rows < min(room, batch.num_rows)
             kept.append(part)
             counts["kept"] += part.num_rows
+            counts["bytes"] += part.get_total_buffer_size()
         return True
 
     run = _Run()
@@ -454,7 +553,7 @@ def _run_in_process(sql: str, *, db: str | Path | None = None, limits: SandboxLi
     try:
         _stream(sql, db=db, limits=limits, consume=consume, run=run)
     except SqlFailed as exc:
-        if exc.kind != "timeout" or counts["kept"] < limits.max_rows:
+        if exc.kind != "timeout" or (counts["kept"] < limits.max_rows and not counts["is_full"]):
             raise
         is_exact = False
     table = pa.Table.from_batches(kept, schema=run.schema) if run.schema is not None else pa.table({})
@@ -518,6 +617,8 @@ def _export_in_process(
 
     def consume(batch: pa.RecordBatch) -> bool:
         batch = _exportable(batch, is_csv=fmt == "csv")
+        if fmt == "csv":  # formula prefixes neutralised for spreadsheets; Parquet keeps raw values
+            batch = csvsafe.csv_safe_batch(batch)
         if not writers:
             writers.append(open_writer(batch.schema))
         writers[0].write_batch(batch)
@@ -531,7 +632,8 @@ def _export_in_process(
     run = _stream(sql, db=db, limits=limits, consume=consume)
     if not writers:  # no rows: still write the header / an empty file with the columns
         empty = pa.RecordBatch.from_pylist([], schema=run.schema or pa.schema([]))
-        writers.append(open_writer(_exportable(empty, is_csv=fmt == "csv").schema))
+        empty = _exportable(empty, is_csv=fmt == "csv")
+        writers.append(open_writer((csvsafe.csv_safe_batch(empty) if fmt == "csv" else empty).schema))
     writers[0].close()
     return buf.getvalue()
 
@@ -573,8 +675,8 @@ def _exportable(batch: pa.RecordBatch, *, is_csv: bool) -> pa.RecordBatch:
 
 
 def result_csv(result: SqlResult) -> str:
-    """CSV text of the rows a result holds."""
-    return result.df.to_csv(index=False)
+    """CSV text of the rows a result holds (formula prefixes neutralised, see ``analytics.csvsafe``)."""
+    return csvsafe.csv_text(result.df)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -601,13 +703,14 @@ def run_query(
         is_isolated: run in a killable worker process (default); False runs in this process.
 
     Raises:
-        SqlRefused: the statement is not allowed (decided before anything runs).
+        SqlRefused: the statement is too long (checked here) or not allowed (decided in the worker by
+            DuckDB's parser, before the statement runs).
         SqlFailed: DuckDB's error (with ``line``), or a bound was hit (``kind`` timeout / memory).
     """
     limits = limits or SandboxLimits()
+    check_size(sql, limits=limits)  # the only check in this process: parsing happens in the worker
     if not is_isolated:
         return _run_in_process(sql, db=db, limits=limits)
-    check_statement(sql)
     result = _in_worker({"mode": "run", "sql": sql}, db=db, limits=limits)
     assert isinstance(result, SqlResult)
     return result
@@ -620,9 +723,9 @@ def export_result(
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"fmt must be 'csv' or 'parquet', not {fmt!r}")
     limits = limits or SandboxLimits()
+    check_size(sql, limits=limits)
     if not is_isolated:
         return _export_in_process(sql, fmt, db=db, limits=limits)
-    check_statement(sql)
     data = _in_worker({"mode": fmt, "sql": sql}, db=db, limits=limits)
     assert isinstance(data, bytes)
     return data
@@ -693,6 +796,8 @@ def _worker_main() -> int:
         outcome = ("failed", (exc.message, exc.kind))
     except MemoryError:
         outcome = ("failed", ("the statement exhausted the sandbox worker's memory and was stopped", "memory"))
+    except Exception as exc:  # noqa: BLE001 - the worker's boundary: report the project's error, never a traceback
+        outcome = ("failed", (f"the sandbox could not run this statement ({type(exc).__name__})", "error"))
     sys.stdout.buffer.write(pickle.dumps(outcome))
     sys.stdout.flush()
     return 0

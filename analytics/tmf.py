@@ -1765,14 +1765,6 @@ def run_url(run_id: str) -> str:
     return "drilldown?" + urlencode({"run": run_id})
 
 
-def md_escape(text: str) -> str:
-    """Escape Markdown (and Streamlit's $...$ LaTeX) so data-derived text renders literally."""
-    out = []
-    for ch in text:
-        out.append("\\" + ch if ch in "\\`*_{}[]()#+-!|<>$~" else ch)
-    return "".join(out)
-
-
 def points_table(result: TmfResult) -> pd.DataFrame:
     """The runs behind the chart, frontier first, with intervals, flags and a link to open each run."""
     pts = result.points.copy()

@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     except RunlensError as exc:
         print(f"python -m ingest: {exc}", file=sys.stderr)
         return 2
+    if args.paths and not results:  # an empty folder (or one without a log file) is a mistake, not a success
+        print(f"python -m ingest: no log files found in {', '.join(map(str, args.paths))}", file=sys.stderr)
+        return 2
     ok = [r for r in results if r.outcome == "ingested"]
     failed = [r for r in results if r.outcome == "failed"]
     dup = [r for r in results if r.outcome == "duplicate"]

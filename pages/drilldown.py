@@ -13,7 +13,7 @@ import streamlit as st
 from analytics import rules
 from analytics import trajectory as tr
 from ui import review
-from ui.common import cached, download_buttons, empty_state, page_setup, query_param, show_fig
+from ui.common import cached, download_buttons, empty_state, long_text, page_setup, plain, query_param, show_fig
 
 PAGE_SIZES = (10, 25, 50, 100)
 OP_BADGE = {"matched": ":green-badge[matched]", "extra": ":orange-badge[extra]", "missing": ":red-badge[missing]"}
@@ -114,19 +114,23 @@ attempt_id = int(d["attempt_id"])
 st.subheader("Task")
 st.text(d.get("query") or "(the log gives no query text)")
 m = st.columns(4)
-m[0].metric("Level", str(d.get("level") or "–"))
-m[1].metric("Category", str(d.get("category") or "–"))
+m[0].metric("Level", plain(d.get("level") or "–", max_chars=80))
+m[1].metric("Category", plain(d.get("category") or "–", max_chars=80))
 m[2].metric("Human minutes", "–" if d.get("human_minutes") is None else f"{d['human_minutes']:g}")
 m[3].metric("Steps / tool calls", f"{d['n_steps']} / {d['n_tool_calls']}")
 left, right = st.columns(2)
 left.caption("Reference answer")
-left.text(d.get("reference_answer") or "–")
+with left:
+    long_text(d.get("reference_answer") or "–", key="dd_ref", name=f"reference-{attempt_id}")
 right.caption("Agent's final answer")
-right.text(d.get("answer") or "–")
+with right:
+    long_text(d.get("answer") or "–", key="dd_answer", name=f"answer-{attempt_id}")  # cut, with the whole a click away
 m = st.columns(3) + st.columns(3)
 m[0].metric("Score", "–" if d.get("score") is None else f"{d['score']:.3g}")
 m[1].metric("Passed", {True: "yes", False: "no"}.get(d.get("passed"), "–"))
-m[2].metric("Status", str(d.get("status")) + (f": {d['limit_text']}" if d.get("limit_text") else ""))
+m[2].metric(
+    "Status", plain(str(d.get("status")) + (f": {d['limit_text']}" if d.get("limit_text") else ""), max_chars=80)
+)
 m[3].metric(
     "Tokens in / out",
     "–"

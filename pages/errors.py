@@ -13,6 +13,7 @@ from ui.common import (
     drilldown_url,
     empty_state,
     page_setup,
+    plain,
     query_param,
     selected_custom_data,
     show_fig,
@@ -35,8 +36,8 @@ else:
     status = cached(jg.judge_status, benchmark=filters.benchmark)
     st.caption(
         f"LLM judge: model `{cfg.model}`; {int(status['n_verdicts'].sum()) if not status.empty else 0} "
-        f"verdicts stored for {filters.benchmark}. Run `python -m analytics judge --benchmark "
-        f"{filters.benchmark} --failed-only` to add judge labels."
+        f"verdicts stored for {plain(filters.benchmark)}. Run `python -m analytics judge --benchmark "
+        f"{plain(filters.benchmark)} --failed-only` to add judge labels."
     )
 
 # how far the judge can be trusted, before its distributions (agreement with human reviews, pages/review.py)
@@ -61,19 +62,21 @@ if not sources:
     empty_state("Pick at least one label source.")
 table = cached(err.error_table, **filters.as_kwargs(), sources=tuple(sources))
 if table.empty:
-    empty_state(f"No runs of **{filters.benchmark}** match the filters. Widen the agents or dates in the sidebar.")
+    empty_state(
+        f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
+    )
 slice_name = "all"
 if facet != "all":
     values = sorted(s.split("=", 1)[1] for s in table["slice"].unique() if s.startswith(f"{facet}="))
     if not values:
-        empty_state(f"The tasks of **{filters.benchmark}** carry no {facet}.")
+        empty_state(f"The tasks of **{plain(filters.benchmark)}** carry no {facet}.")
     linked = query_param("err_slice")
     value = st.selectbox(
         facet.capitalize(), values, index=values.index(linked) if linked in values else 0, key="err_slice_value"
     )
     slice_name = f"{facet}={value}"
 
-st.subheader(f"Error types per run ({slice_name})")
+st.subheader(f"Error types per run ({plain(slice_name)})")
 t3 = err.table3(table, slice_name=slice_name)
 if int(t3["#Total"].sum()) == 0:
     st.info(

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from analytics import gem
-from ui.common import cached, download_buttons, empty_state, page_setup, query_param, show_fig
+from ui.common import cached, download_buttons, empty_state, page_setup, plain, query_param, show_fig
 
 filters = page_setup(
     "GEM-Bench",
@@ -21,7 +21,7 @@ bench = st.selectbox(
     "GEM benchmark", benches, index=benches.index(default) if default in benches else 0, key="gem_bench"
 )
 if bench != filters.benchmark:
-    st.caption(f"The sidebar's benchmark has no GEM data; showing **{bench}**.")
+    st.caption(f"The sidebar's benchmark has no GEM data; showing **{plain(bench)}**.")
 
 c1, c2 = st.columns(2)
 source = (
@@ -39,7 +39,7 @@ raters = cached(gem.llm_raters, benchmark=bench)
 rater = c2.selectbox("Judge", raters or ["(none)"], key="gem_rater")
 v = cached(gem.view, benchmark=bench, source=source, rater=rater if raters else None)
 if source == "computed" and v.models:
-    st.caption(f"Computed metrics from the embedding model **{v.models[0]}** (CTR always comes from the log).")
+    st.caption(f"Computed metrics from the embedding model **{plain(v.models[0])}** (CTR always comes from the log).")
 if source == "computed" and "computed" not in v.sources:
     st.warning(
         "No computed metrics are stored yet: run `python -m analytics gem-metrics` (embeds every response "
@@ -98,7 +98,7 @@ if v.human is not None:
     h = v.human
     m1, m2, m3 = st.columns(3)
     m1.metric("Human split-half ρ_hh", f"{h.split_half:.2f}")
-    m2.metric(f"Human vs {h.judge} ρ_hl", f"{h.human_llm:.2f}")
+    m2.metric(f"Human vs {plain(h.judge, max_chars=60)} ρ_hl", f"{h.human_llm:.2f}")
     m3.metric("Human ratings", f"{h.n_ratings:,}")
     st.caption(
         f"Spearman; split-half is the mean over {h.n_splits} seeded random halves of {h.n_raters} raters "

@@ -5,7 +5,7 @@ import streamlit as st
 
 from analytics import leaderboard as lb
 from analytics import run_health as rh
-from ui.common import cached, download_buttons, empty_state, page_setup, show_fig
+from ui.common import cached, download_buttons, empty_state, page_setup, plain, show_fig
 
 filters = page_setup(
     "Leaderboard",
@@ -20,7 +20,9 @@ if not filters.benchmark:
 
 df = cached(lb.leaderboard, **filters.as_kwargs())
 if df.empty:
-    empty_state(f"No runs of **{filters.benchmark}** match the filters. Widen the agents or dates in the sidebar.")
+    empty_state(
+        f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
+    )
 
 overall = df[df["slice"] == "all"]
 metric_name = "Pass@1" if overall["metric"].iloc[0] == "pass@1" else "mean score"
@@ -39,7 +41,7 @@ leader = ranked[ranked["is_leader"]]
 if not leader.empty:
     top = leader.sort_values("run_id").iloc[0]
     right.metric(
-        f"Leader: {top['agent']}",
+        f"Leader: {plain(top['agent'], max_chars=80)}",
         f"{100 * top['metric_value']:.1f}% {metric_name}",
         help=f"{int(ranked['is_tied'].eq(True).sum())} other ranked run(s) not significantly different "
         "(paired test, Holm-adjusted, 5%)",
@@ -86,7 +88,7 @@ st.subheader("Breakdowns")
 kind = st.segmented_control("Break down by", ["level", "category"], default="level", key="lb_breakdown")
 pivot = lb.slice_pivot(df, kind or "level")
 if pivot.empty:
-    st.info(f"The tasks of **{filters.benchmark}** carry no {kind or 'level'}.")
+    st.info(f"The tasks of **{plain(filters.benchmark)}** carry no {kind or 'level'}.")
 else:
     st.caption(f"Pass@1 (%) per {kind}; each cell's interval and n are in the table below.")
     st.dataframe(pivot, hide_index=True, key="lb_pivot", width="stretch")

@@ -41,7 +41,7 @@ def refit(label: str) -> None:
                 progress=lambda frac, msg: bar.progress(min(frac, 1.0), text=msg),
             )
     except rdb.RunlensError as exc:
-        st.error(f"The fit failed: {exc}")
+        st.error(f"The fit failed: {common.plain(exc)}")
         return
     bar.progress(1.0, text=f"Done in {fit.seconds:.1f} s")
     st.rerun()
@@ -50,13 +50,13 @@ def refit(label: str) -> None:
 view = common.cached(prog.progress_view, benchmark=flt.benchmark, model=model)
 if view.fit is None and (view.n_subjects_in_data < 2 or view.n_tasks_in_data < 2):
     common.empty_state(
-        f"Too little data for an ability index on **{flt.benchmark}**: it has "
+        f"Too little data for an ability index on **{common.plain(flt.benchmark)}**: it has "
         f"{view.n_subjects_in_data} agent version(s) and {view.n_tasks_in_data} task(s); IRT needs at "
         "least 2 of each (and about 20 answered tasks per agent to rank it)."
     )
 if view.fit is None:
     st.info(
-        f"No {model} fit of **{flt.benchmark}** yet ({view.n_subjects_in_data} agent versions, "
+        f"No {model} fit of **{common.plain(flt.benchmark)}** yet ({view.n_subjects_in_data} agent versions, "
         f"{view.n_tasks_in_data} tasks). An IRT fit places agents and tasks on one scale; it needs at least "
         "2 agents and 2 tasks and takes seconds to minutes. Pages never fit by themselves."
     )

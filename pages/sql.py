@@ -6,7 +6,8 @@ import streamlit as st
 
 from analytics import llm
 from analytics import sql_sandbox as sb
-from ui.common import cached, db_path, db_version, download_buttons, page_setup, query_param, show_fig
+from ui.budget_cache import shared_sql_cache
+from ui.common import cached, db_path, db_version, download_buttons, page_setup, plain, query_param, show_fig
 
 LIMITS = sb.SandboxLimits()
 PAGE_SIZE = 100
@@ -20,10 +21,12 @@ page_setup(
 gallery = {e.title: e for e in sb.examples()}
 
 
-@st.cache_data(show_spinner="Running the query in the sandbox...", max_entries=64)
 def _run(sql: str, version: str, path: str, run_n: int) -> sb.SqlOutcome:
-    # run_n changes on every Run click, so a click always runs; reruns (paging, charts) reuse the result
-    return sb.try_query(sql, db=path, limits=LIMITS)
+    # run_n changes on every Run click, so a click always runs; reruns (paging, charts) reuse the result,
+    # held in a cache bounded in bytes (ui/budget_cache.py), not only in entries
+    with st.spinner("Running the query in the sandbox..."):
+        key = (sql, version, path, run_n)
+        return shared_sql_cache().get_or_compute(key, lambda: sb.try_query(sql, db=path, limits=LIMITS))
 
 
 def _load(sql: str, *, run: bool) -> None:
@@ -161,7 +164,7 @@ with st.expander(f"Query history ({len(ss.sql_history)})", icon=":material/histo
     for i, item in enumerate(reversed(ss.sql_history)):
         status = item["error"] or f"{item['rows']:,} rows"
         st.button(
-            f"{status}: {item['sql'][:90]}",
+            plain(f"{status}: {item['sql'][:90]}"),  # a shared sql?q= link must not put Markdown here
             key=f"sql_hist_{i}",
             on_click=_load,
             args=(item["sql"],),

@@ -5,7 +5,8 @@ import datetime as dt
 import streamlit as st
 
 from analytics import export, tmf
-from ui.common import cached, download_buttons, empty_state, page_setup, selected_custom_data, show_fig
+from analytics.plaintext import plain_figure
+from ui.common import cached, download_buttons, empty_state, page_setup, plain, selected_custom_data, show_fig
 
 filters = page_setup(
     "Tech-Market-Fit",
@@ -63,7 +64,9 @@ opt = tmf.TmfOptions(
 freq = st.segmented_control("Period", list(tmf.PERIODS), default="quarter", key="tmf_freq") or "quarter"
 view = cached(tmf.overview, **filters.as_kwargs(), options=opt, freq=freq)
 if view.overall is None:
-    empty_state(f"No runs of **{filters.benchmark}** match the filters. Widen the agents or dates in the sidebar.")
+    empty_state(
+        f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
+    )
 movie = list(view.movie)
 labels = [label for label, _ in movie] or ["all runs"]
 if st.session_state.get("tmf_period") not in labels:  # the period kind changed: start at the newest period
@@ -102,18 +105,18 @@ m4.metric(
     delta_color="off",
     delta_arrow="off",
 )
-st.info(tmf.md_escape(tmf.headline(result)), icon=":material/lightbulb:")
-st.caption(tmf.md_escape(tmf.comparison_caption(result)))
+st.info(plain(tmf.headline(result)), icon=":material/lightbulb:")  # no auto-linked bare URLs either
+st.caption(plain(tmf.comparison_caption(result)))
 
 fig = tmf.fig_tmf(result, title=f"{filters.benchmark}: cost vs performance ({as_of_label})")
 table = tmf.points_table(result)
 event = show_fig(fig, key="tmf_fig", data=table, name=f"tmf-{filters.benchmark}", select=True)
 for picked in selected_custom_data(event):
     run_id = picked[0] if isinstance(picked, list) else picked
-    st.markdown(f":material/open_in_new: [Open run {tmf.md_escape(str(run_id))}]({tmf.run_url(run_id)})")
+    st.markdown(f":material/open_in_new: [Open run {plain(run_id)}]({tmf.run_url(run_id)})")
 if result.assumptions["runs_without_cost"]:
     st.warning(
-        tmf.md_escape(
+        plain(
             "Runs without a cost (listed in the table, not on the chart): "
             + ", ".join(result.assumptions["runs_without_cost"])
         )
@@ -144,7 +147,7 @@ if multi:
         name=f"tmf-{filters.benchmark}-by-{kind}",
     )
 else:
-    st.caption(f"The tasks of {filters.benchmark} carry no {kind}.")
+    st.caption(f"The tasks of {plain(filters.benchmark)} carry no {kind}.")
 
 st.subheader("Over time: a movie, not a photograph")
 show_fig(tmf.fig_movie(movie), key="tmf_movie", data=tmf.period_table(movie), name=f"tmf-{filters.benchmark}-movie")
@@ -175,7 +178,7 @@ e2.download_button(
 )
 e3.download_button(
     "Page HTML",
-    lambda: tmf.page_export(result, fig, filters.benchmark),
+    lambda: tmf.page_export(result, plain_figure(fig), filters.benchmark),
     f"tmf-{filters.benchmark}-{stamp}.html",
     "text/html",
     key="tmf_html",

@@ -1,14 +1,11 @@
 """Upload: drop log files, preview what was recognised, ingest with progress; ingest history; delete a run."""
 
-import tempfile
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
 from analytics import db as rdb
-from ingest import delete, uploads
-from ui.common import cached, db_path, download_buttons, page_setup
+from ingest import delete, upload_worker, uploads
+from ui.common import cached, db_path, db_version, download_buttons, page_setup, plain
 
 page_setup(
     "Upload",
@@ -35,20 +32,23 @@ else:
     bench = c4.text_input("Benchmark (optional)", key="up_benchmark")
     options = {"mapping": mapping.strip(), "agent": agent.strip(), "benchmark": bench.strip()}
     if files:
-        if "up_dir" not in ss:
-            ss.up_dir = tempfile.mkdtemp(prefix="runlens-upload-")
-        saved, too_big = [], []
+        accepted = [f for f in files if f.size <= limit_mb * 1024 * 1024]
         for item in files:
-            if item.size > limit_mb * 1024 * 1024:
-                too_big.append(item.name)
-                continue
-            target = Path(ss.up_dir) / Path(item.name).name  # never trust a client path
-            target.write_bytes(item.getvalue())
-            saved.append(target)
-        for name in too_big:
-            st.error(f"{name}: larger than {limit_mb} MB; not read.")
-        with rdb.reader(db_path()) as con:
-            previews = [uploads.preview_file(con, p, fmt=fmt, **options) for p in saved]
+            if item not in accepted:
+                st.error(plain(f"{item.name}: larger than {limit_mb} MB; not read."))
+        # checked in a worker with ingest's limits, once per set of files and options (not on every rerun)
+        preview_key = (tuple(f.file_id for f in accepted), fmt, tuple(options.items()), db_version())
+        if ss.get("up_preview_key") != preview_key:
+            try:
+                with st.spinner("Checking the files..."):
+                    ss.up_previews = upload_worker.preview_uploads(
+                        [(f.name, f.getvalue()) for f in accepted], db=db_path(), fmt=fmt, **options
+                    )
+            except rdb.RunlensError as exc:
+                ss.up_previews = []
+                st.error(plain(exc))
+            ss.up_preview_key = preview_key
+        previews = ss.up_previews
         table = pd.DataFrame(
             [
                 {
@@ -69,27 +69,35 @@ else:
         download_buttons(table, "upload-preview", key="up_preview_dl")
         for p in previews:
             if p.errors:
-                st.caption(f"First problems in {p.file}")
+                st.caption(plain(f"First problems in {p.file}"))
                 st.code("\n".join(p.errors), language=None)
-        ready = [path for path, p in zip(saved, previews, strict=True) if p.outcome == "ready"]
+        ready = [p.file for p in previews if p.outcome == "ready"]
         if st.button(f"Ingest {len(ready)} file(s)", key="up_go", disabled=not ready, type="primary"):
             bar = st.progress(0.0, text="Ingesting...")
-            results = []
-            for i, path in enumerate(ready):
-                bar.progress(i / len(ready), text=f"Ingesting {path.name} ({i + 1}/{len(ready)})")
-                results.append(uploads.ingest_one(path, db=db_path(), fmt=fmt, **options))
+            try:
+                results = upload_worker.ingest_uploads(
+                    [(f.name, f.getvalue()) for f in accepted],
+                    ready,
+                    db=db_path(),
+                    fmt=fmt,
+                    on_file=lambda i, r: bar.progress((i + 1) / len(ready), text=plain(f"Ingested {r.file}")),
+                    **options,
+                )
+            except rdb.RunlensError as exc:
+                results = []
+                st.error(plain(exc))
             bar.progress(1.0, text="Done")
             for r in results:
-                name = Path(r.path).name
+                name = plain(r.file)
                 if r.outcome == "ingested":
                     st.success(
                         f"{name}: {r.n_runs} runs, {r.n_attempts} attempts, {r.n_steps} steps in {r.seconds:.1f} s"
                     )
                 elif r.outcome == "duplicate":
-                    st.info(f"{name}: already ingested; nothing added")
+                    st.info(f"{name}: already ingested; nothing added")  # name is plain() already
                 else:
                     st.error(f"{name}: rejected; nothing written")
-                    st.code(str(r.error), language=None)
+                    st.code(r.error, language=None)
 
 st.subheader("Ingest history")
 history = cached(uploads.ingest_history)
@@ -119,18 +127,18 @@ else:
     run_id = st.selectbox("Run", runs["run_id"].tolist(), key="up_del_run")
     row = runs[runs["run_id"] == run_id].iloc[0]
     st.caption(
-        f"{row['benchmark']} · {row['agent']} · {int(row['n_attempts'])} attempts. Its attempts, steps, "
+        f"{plain(row['benchmark'])} · {plain(row['agent'])} · {int(row['n_attempts'])} attempts. Its attempts, steps, "
         "labels, metrics, ratings and judge verdicts are removed in one transaction; the deletion is "
         "recorded in the audit log."
     )
-    sure = st.checkbox(f"Yes, delete run {run_id}", key="up_del_confirm")
+    sure = st.checkbox(f"Yes, delete run {plain(run_id)}", key="up_del_confirm")
     if st.button("Delete run", key="up_del_go", disabled=not sure):
         try:
             done = delete.delete_run(run_id, db=db_path(), actor="upload page")
         except rdb.RunlensError as exc:
-            st.error(str(exc))
+            st.error(plain(exc))
         else:
-            st.success(f"Deleted {done.run_id}: {done.n_attempts} attempts, {done.n_steps} steps.")
+            st.success(f"Deleted {plain(done.run_id)}: {done.n_attempts} attempts, {done.n_steps} steps.")
 if not gone.empty:
     st.caption("Deletions (audit log)")
     st.dataframe(gone, hide_index=True, key="up_deleted", width="stretch")

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from analytics import embeddings, gem
 from analytics.db import writer
+from analytics.plaintext import md_plain
 from data.demo import gembench
 from ingest.pipeline import ingest_paths
 from tests.conftest import ROOT
@@ -99,7 +100,7 @@ def test_computed_source_shows_recomputed_metrics(
         assert embeddings.compute_gem_metrics(con, benchmark="gem-bench", encode=fake, model="fake-model") > 0
     at = open_gem(db, monkeypatch, "gem-bench")
     at.segmented_control(key="gem_source").set_value("computed").run()
-    assert not at.exception and any("fake-model" in c.value for c in at.caption)
+    assert not at.exception and any(md_plain("fake-model") in c.value for c in at.caption)  # log text escaped
     t2 = next(d.value for d in at.dataframe if "RF" in d.value.columns)
     ad_llm = t2[t2["solution_label"] != "Ad-Chat"]  # one ad sentence, with its URL: AC 0 and AF 100 exactly
     assert len(ad_llm) == 9 and (ad_llm["AC"] == 0).all() and (ad_llm["AF"] == 100).all()

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from analytics.plaintext import md_plain
 from tests.conftest import ROOT
 from tests.test_sql_sandbox import file_hashes
 
@@ -84,7 +85,8 @@ def test_errors_show_duckdbs_position_and_history_keeps_runs(fixture_db: Path, m
     labels = [e.label for e in at.expander]
     assert "Query history (2)" in labels
     history = [b.label for b in at.button if b.key and b.key.startswith("sql_hist_")]
-    assert history == ["1 rows: SELECT 1 AS one", "error: SELECT agent,\n  nope\nFROM runs"]
+    # the labels are the queries as plain text (escaped Markdown: a shared link must not draw a link or image)
+    assert history == [md_plain("1 rows: SELECT 1 AS one"), md_plain("error: SELECT agent,\n  nope\nFROM runs")]
     at.button(key="sql_hist_1").click().run()  # back to the failed one
     assert at.text_area(key="sql_editor").value.startswith("SELECT agent,")
 

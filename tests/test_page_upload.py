@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analytics.db import reader
+from analytics.plaintext import md_plain
 from ingest import delete, uploads
 from ingest.pipeline import ingest_paths
 from tests.adapter_helpers import counts, rows
@@ -42,7 +43,7 @@ def test_page_shows_history_and_deletes_with_confirmation(fixture_db: Path, monk
     at.checkbox(key="up_del_confirm").check().run()
     at.button(key="up_del_go").click().run()
     assert not at.exception
-    assert any(f"Deleted {run_id}" in s.value for s in at.success)
+    assert any(f"Deleted {md_plain(run_id)}" in s.value for s in at.success)  # log text is escaped Markdown
     assert rows(fixture_db, "SELECT count(*) FROM attempts WHERE run_id = ?", [run_id]) == [(0,)]
     assert rows(fixture_db, "SELECT action, subject FROM audit_log") == [("run_deleted", run_id)]
 

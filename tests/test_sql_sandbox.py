@@ -129,7 +129,8 @@ def test_every_attack_is_refused_or_bounded_and_the_db_is_unchanged(fixture_db: 
     # the parser layer decides everything but the resource attacks; those the engine bounds
     assert outcomes["DROP TABLE runs"] == "refused"
     assert outcomes["SELECT * FROM read_csv('/etc/passwd', sep = ':')"] == "refused"
-    assert outcomes[ATTACKS[-5][0]] == "timeout"
+    # the runaway join needs memory it cannot spill (no temp directory at all): it stops on whichever comes first
+    assert outcomes[ATTACKS[-5][0]] in ("timeout", "memory")
     assert outcomes[ATTACKS[-4][0]] == "timeout"
     assert outcomes[ATTACKS[-3][0]] in ("memory", "timeout")
 

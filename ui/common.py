@@ -18,7 +18,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from analytics import csvsafe
 from analytics import db as rdb
+from analytics.plaintext import md_plain, plain_figure, plotly_unplain
+
+# THE helper for any text from a log that goes into Markdown (labels, captions, info boxes, subheaders,
+# buttons): shown literally, never as a link, an image or formatting. Charts are escaped in show_fig.
+plain = md_plain
 
 FILTER_KEYS = ("benchmark", "agents", "from", "to")
 
@@ -123,7 +129,7 @@ def download_buttons(df: pd.DataFrame, name: str, *, key: str) -> None:
     left, right = st.columns(2)
     left.download_button(
         "CSV",
-        lambda: df.to_csv(index=False).encode("utf-8"),
+        lambda: csvsafe.csv_bytes(df),  # formula prefixes neutralised (OWASP); Parquet keeps raw values
         f"{name}.csv",
         "text/csv",
         key=f"{key}_csv",
@@ -167,7 +173,7 @@ def show_fig(
 ) -> Any:
     """Draw a Plotly figure (PNG from its toolbar) with a download of its data; return the selection."""
     event = st.plotly_chart(
-        fig,
+        plain_figure(fig),  # log text in ticks, legends and hovers shows as text, never as a link
         key=key,
         config=PLOTLY_CONFIG,
         width="stretch",
@@ -186,7 +192,8 @@ def selected_custom_data(event: Any) -> list[Any]:
         points = event.selection.points  # type: ignore[union-attr]
     except AttributeError:
         return []
-    return [p.get("customdata") for p in points if p.get("customdata") is not None]
+    # show_fig escaped the figure's data; ids come back as the analytics code wrote them
+    return [plotly_unplain(p.get("customdata")) for p in points if p.get("customdata") is not None]
 
 
 def drilldown_url(run_id: str, task_id: str, sample: int | None = None, *, step: int | None = None) -> str:
@@ -199,3 +206,25 @@ def drilldown_url(run_id: str, task_id: str, sample: int | None = None, *, step:
     if step is not None:
         params["step"] = int(step)
     return "drilldown?" + urlencode(params)
+
+
+LONG_TEXT_CHARS = 20_000
+
+
+def long_text(text: str, *, key: str, name: str, max_chars: int = LONG_TEXT_CHARS) -> None:
+    """Log text as plain text, cut at ``max_chars`` (a 1 MB answer would otherwise be sent to the browser whole)
+    with a toggle that shows all of it and a download of the whole text."""
+    if len(text) <= max_chars:
+        st.text(text)
+        return
+    is_whole = st.toggle(f"Whole text ({len(text):,} characters)", key=f"{key}_whole")
+    st.text(text if is_whole else text[:max_chars] + " …")
+    st.download_button(
+        "Download the whole text",
+        text.encode("utf-8"),
+        f"{name}.txt",
+        "text/plain",
+        key=f"{key}_dl",
+        icon=":material/download:",
+        on_click="ignore",
+    )
