@@ -8,7 +8,17 @@ from analytics import clusters as cl
 from analytics import llm
 from analytics import trajectory as tr
 from ingest.derived import embed_failures
-from ui.common import cached, db_path, download_buttons, drilldown_url, empty_state, page_setup, query_param, show_fig
+from ui.common import (
+    cached,
+    db_path,
+    download_buttons,
+    drilldown_url,
+    empty_state,
+    page_setup,
+    plain,
+    query_param,
+    show_fig,
+)
 
 filters = page_setup(
     "Failure clusters",
@@ -25,11 +35,11 @@ run_id = None if run_pick == "(all runs)" else run_pick
 try:
     clusters = cached(cl.failure_clusters, benchmark=filters.benchmark, run_id=run_id)
 except cl.ClusterError as exc:
-    empty_state(f"{exc}.")
+    empty_state(plain(f"{exc}."))
 if clusters is None:
     st.info(
         "Some failed attempts have no embedding yet. Embedding runs on this machine (about 5-20 failures a second "
-        f"on two cores); `python -m analytics clusters --benchmark {filters.benchmark}` does the same."
+        "on two cores); `python -m analytics clusters --benchmark NAME` does the same."
     )
     if st.button("Embed the failed attempts", key="cl_embed", type="primary"):
         with st.spinner("Embedding failed attempts..."):

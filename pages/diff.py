@@ -5,7 +5,7 @@ import streamlit as st
 from analytics import diff as rd
 from analytics import trajectory as tr
 from analytics.db import RunlensError
-from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, query_param, show_fig
+from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, plain, query_param, show_fig
 
 filters = page_setup(
     "Version diff",
@@ -42,7 +42,7 @@ if run_a == run_b:
 try:
     result = cached(rd.compare_runs, run_a=run_a, run_b=run_b, basis=basis)
 except RunlensError as exc:
-    empty_state(f"These runs cannot be compared: {exc}")
+    empty_state(plain(f"These runs cannot be compared: {exc}"))
 
 if not result.is_testable:
     empty_state(

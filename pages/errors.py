@@ -42,7 +42,7 @@ else:
 
 # how far the judge can be trusted, before its distributions (agreement with human reviews, pages/review.py)
 trust = cached(rv.agreement, **filters.as_kwargs())
-st.info(rv.trust_sentence(trust.verdicts, trust.n_reviewed), icon=":material/balance:")
+st.info(plain(rv.trust_sentence(trust.verdicts, trust.n_reviewed)), icon=":material/balance:")
 st.page_link(
     "pages/review.py", label="Review attempts; see where judge and humans disagree", icon=":material/rate_review:"
 )

@@ -63,7 +63,7 @@ for title, df, key in (
     (f"Table 3 · qualitative (judge {v.rater})", v.qualitative, "gem_t3"),
     ("Table 6 · cost (extra tokens; overall = 0.5 x ITTFT + OTTFT)", v.cost, "gem_t6"),
 ):
-    st.subheader(title)
+    st.subheader(plain(title))
     table = _sel(df)
     if table.empty:
         st.caption("No data for this selection.")

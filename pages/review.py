@@ -9,7 +9,7 @@ from analytics import llm
 from analytics import review as rv
 from analytics import trajectory as tr
 from ui import review
-from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, query_param
+from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, plain, query_param
 
 filters = page_setup(
     "Review",
@@ -30,7 +30,7 @@ def _with_links(df):  # type: ignore[no-untyped-def]
 # --- agreement first: how far can the judge be trusted? --------------------------------------------------------
 st.subheader("Judge and labels against human reviewers")
 agr = cached(rv.agreement, **filters.as_kwargs())
-st.info(rv.trust_sentence(agr.verdicts, agr.n_reviewed), icon=":material/balance:")
+st.info(plain(rv.trust_sentence(agr.verdicts, agr.n_reviewed)), icon=":material/balance:")
 if llm.llm_config() is None:
     st.caption(
         "No judge server is configured: the raters below are the log's own score, judge and labels. With an "

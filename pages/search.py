@@ -5,7 +5,7 @@ Deep link: ``search?q=<query>&mode=phrase|words|regex``. Snippets are log text: 
 import streamlit as st
 
 from analytics import search as sr
-from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, query_param
+from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, plain, query_param
 
 filters = page_setup(
     "Search",
@@ -26,11 +26,13 @@ for key, value in (("q", query), ("mode", mode)):
     if qp.get(key) != value:
         qp[key] = value
 if not query.strip():
-    empty_state(f"Type a phrase to search the transcripts of **{filters.benchmark}** (the sidebar filters apply).")
+    empty_state(
+        f"Type a phrase to search the transcripts of **{plain(filters.benchmark)}** (the sidebar filters apply)."
+    )
 try:
     result = cached(sr.search, query=query, mode=mode, **filters.as_kwargs(), limit=500)
 except sr.SearchError as exc:
-    st.error(str(exc))
+    st.error(plain(str(exc)))
     st.stop()
 
 c1, c2, c3 = st.columns(3)

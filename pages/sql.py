@@ -78,7 +78,7 @@ else:
                     question, schema=sb.schema_text(schema_objects, schema_columns), gallery=list(gallery.values())
                 )
             except llm.LLMError as exc:
-                st.error(f"The model could not be reached: {exc}")
+                st.error(plain(f"The model could not be reached: {exc}"))
         if ss.get("sql_proposed"):
             st.caption("Proposed SQL (review it; it runs only when you click, inside the same sandbox):")
             st.code(ss.sql_proposed, language="sql")

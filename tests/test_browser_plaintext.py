@@ -22,7 +22,7 @@ from tests.browser_support import chromium_page, free_port, screenshot, streamli
 from tests.conftest import FIXTURES
 from tests.hostile_log import payload, write_hostile_log
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]  # one server, ten pages: minutes on a busy machine
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # one server, every page: minutes on a busy machine
 
 # (path, page title, a text that shows the page has drawn its content, not only its title)
 PAGES = [
@@ -34,6 +34,9 @@ PAGES = [
     ("/diff", "Version diff", "Both trajectories"),
     ("/gem", "GEM-Bench", "No GEM-style data"),
     ("/upload", "Upload", "Delete a run"),
+    ("/search?q=link&mode=words", "Search", "Attempts with a hit"),
+    ("/clusters", "Failure clusters", "Embed the failed attempts"),
+    ("/review", "Review", "Review queue"),
 ]
 BUSY_JS = """() => document.querySelectorAll(
     '[data-testid="stStatusWidget"], [data-testid="stSkeleton"], [data-stale="true"]').length"""

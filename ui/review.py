@@ -9,7 +9,7 @@ import streamlit as st
 from analytics import errors as err
 from analytics import review as rv
 from ingest.reviews import ReviewError, record_review
-from ui.common import cached, db_path, download_buttons
+from ui.common import cached, db_path, download_buttons, plain
 
 NAME_KEY = "reviewer_name"  # not a widget key: Streamlit drops a widget's state on pages that do not draw it
 
@@ -40,7 +40,7 @@ def review_form(attempt_id: int, *, key: str) -> None:
     """Verdict, error codes and a note for one attempt, saved as a review with the reviewer and the time (UTC)."""
     flash = st.session_state.pop(f"{key}_flash", None)
     if flash:
-        st.success(flash)
+        st.success(plain(flash))
     name_input(key=f"{key}_name")
     with st.form(key=f"{key}_form", clear_on_submit=True):
         verdict = st.radio("Verdict", rv.VERDICTS, index=None, horizontal=True, key=f"{key}_verdict")
@@ -59,7 +59,7 @@ def review_form(attempt_id: int, *, key: str) -> None:
                 db_path(), attempt_id=attempt_id, reviewer=reviewer(), verdict=verdict or "", codes=codes, note=note
             )
         except ReviewError as exc:
-            st.error(str(exc))
+            st.error(plain(str(exc)))
         else:  # rerun so the reviews table and the queue drawn above show the new review
             st.session_state[f"{key}_flash"] = f"Review #{rid} saved as {reviewer()}: {verdict}."
             st.rerun()

@@ -91,15 +91,6 @@ def _url_dates(params: dict[str, str], catalog: cat.Catalog, notices: list[str])
     return clamped
 
 
-def _plain(text: str) -> str:
-    """Text for an alert, shown literally: every ASCII punctuation mark is backslash-escaped (CommonMark), so a
-    name taken from a link or a log can make no link, image, emphasis or Streamlit directive."""
-    return "".join("\\" + ch if ch in _PUNCTUATION else ch for ch in text)
-
-
-_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
-
-
 def _init_filters_from_url(catalog: cat.Catalog) -> None:
     ss = st.session_state
     ss.flt_init = True
@@ -113,7 +104,7 @@ def _sidebar(catalog: cat.Catalog) -> None:
     if "flt_init" not in ss:
         _init_filters_from_url(catalog)
     for notice in ss.pop("flt_notices", None) or []:
-        st.warning(_plain(notice), icon=":material/link_off:")
+        st.warning(common.plain(notice), icon=":material/link_off:")
     with st.sidebar:
         st.selectbox("Benchmark", catalog.benchmarks, key="flt_benchmark")
         options = catalog.agents.get(ss.flt_benchmark or "", ())
@@ -193,7 +184,7 @@ def render_shell() -> None:
         _bootstrap(common.db_path())
         catalog = common.cached(cat.catalog)
     except rdb.RunlensError as exc:
-        st.error(f"The database could not be opened: {exc}")
+        st.error(common.plain(f"The database could not be opened: {exc}"))
         st.stop()
     if catalog.is_demo:
         st.warning(
