@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from analytics.db import reader
+from analytics.plaintext import md_plain
 from tests.apptest import open_page
 from tests.test_review import _copy, review_db  # noqa: F401  (the fixture)
 
@@ -23,7 +24,7 @@ def test_review_page_shows_agreement_and_saves(
 ) -> None:
     db = _copy(review_db, tmp_path)
     at = open_page("pages/review.py", db, monkeypatch, benchmark="rb", queue="failed")
-    assert any("log judge judge-x: kappa" in i.value for i in at.info)
+    assert any(md_plain("log judge judge-x: kappa") in i.value for i in at.info)  # log text shown escaped
     verdicts = at.dataframe[0].value
     assert {"log score", "log judge judge-x"} <= set(verdicts["rater"])
     queue = next(d.value for d in at.dataframe if "is_reviewed_by_me" in d.value.columns)
@@ -65,4 +66,4 @@ def test_drilldown_review_panel_refuses_without_a_verdict(
 def test_errors_page_says_how_far_the_judge_is_trusted(review_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_page("pages/errors.py", review_db, monkeypatch, benchmark="rb")
     trust = [i.value for i in at.info if "Judge agreement with human reviewers" in i.value]
-    assert len(trust) == 1 and "log judge judge-x: kappa" in trust[0]
+    assert len(trust) == 1 and md_plain("log judge judge-x: kappa") in trust[0]
