@@ -208,6 +208,17 @@ CREATE TABLE embeddings (
     vector    FLOAT[]  NOT NULL
 );
 
+-- LLM labels of failure clusters (migration 005), keyed by the cluster's content, model and prompt version.
+CREATE TABLE cluster_labels (
+    content_key    VARCHAR   NOT NULL,
+    model          VARCHAR   NOT NULL,
+    prompt_version VARCHAR   NOT NULL,
+    label          VARCHAR   NOT NULL,
+    input_tokens   BIGINT,
+    output_tokens  BIGINT,
+    created_at     TIMESTAMP NOT NULL    -- UTC
+);
+
 -- Friendly views: common questions need no joins.
 CREATE VIEW v_steps AS
 SELECT s.attempt_id, s.step, s.round, s.kind, s.tool, s.args, s.content,

@@ -1,17 +1,29 @@
-"""Derived data written through the one writer: sentence embeddings of failed attempts (for failure clusters).
+"""Derived data written through the one writer: sentence embeddings of failed attempts (for failure clusters) and
+the clusters' cached LLM labels.
 
 analytics/ only reads; this module computes what is missing and appends it in one transaction."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analytics.clusters import cached_failure_vectors, failure_texts
-from analytics.db import transaction, writer
+from analytics import llm
+from analytics.clusters import (
+    LABEL_PROMPT_VERSION,
+    Clusters,
+    cached_failure_vectors,
+    cached_labels,
+    clean_label,
+    failure_texts,
+    label_messages,
+)
+from analytics.db import publish, resolve_db_path, transaction, writer
 from analytics.embeddings import DEFAULT_MODEL, Embedder, text_hash
 
 
@@ -53,7 +65,42 @@ def embed_failures(
         vectors = (encode or Embedder(model).encode)(missing)
         with transaction(con):
             n = store_vectors(con, missing, vectors, model=model)
-        from analytics.db import publish, resolve_db_path
-
         publish(con, resolve_db_path(db))
     return n
+
+
+def label_clusters(
+    db: str | os.PathLike[str] | None,
+    clusters: Clusters,
+    *,
+    cfg: llm.LLMConfig | None = None,
+    client: Any = None,
+) -> int:
+    """Ask the configured LLM for a one-line label of each cluster not labelled yet; return how many calls were made.
+
+    Labels are cached in ``cluster_labels`` by (content key, model, prompt version): a cluster seen before costs
+    nothing. Without a configured endpoint (``llm.llm_config()`` is None) nothing is called and 0 is returned.
+    """
+    cfg = cfg or llm.llm_config()
+    if cfg is None:
+        return 0
+    todo = clusters.summary[clusters.summary["cluster_id"] >= 0]
+    with writer(db, publish_snapshot=False) as con:
+        have = cached_labels(con, todo["content_key"].tolist(), model=cfg.model)
+        todo = todo[~todo["content_key"].isin(have)].drop_duplicates("content_key")
+        if todo.empty:
+            return 0
+        client = client or llm.make_client(cfg)
+        rows = []
+        for r in todo.itertuples():
+            res = llm.chat(client, cfg, label_messages(list(r.terms), list(r.examples)), max_tokens=60)
+            rows.append((r.content_key, clean_label(res.text) or " · ".join(r.terms), res))
+        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        with transaction(con):
+            for key, label, res in rows:
+                con.execute(
+                    "INSERT INTO cluster_labels VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [key, cfg.model, LABEL_PROMPT_VERSION, label, res.input_tokens, res.output_tokens, now],
+                )
+        publish(con, resolve_db_path(db))
+    return len(rows)

@@ -7,7 +7,7 @@ import streamlit as st
 from analytics import clusters as cl
 from analytics import llm
 from analytics import trajectory as tr
-from ingest.derived import embed_failures
+from ingest.derived import embed_failures, label_clusters
 from ui.common import (
     cached,
     db_path,
@@ -32,8 +32,11 @@ options = ["(all runs)", *runs["run_id"]]
 linked = query_param("cl_run")
 run_pick = st.selectbox("Run", options, index=options.index(linked) if linked in options else 0, key="cl_run")
 run_id = None if run_pick == "(all runs)" else run_pick
+cfg = llm.llm_config()
 try:
-    clusters = cached(cl.failure_clusters, benchmark=filters.benchmark, run_id=run_id)
+    clusters = cached(
+        cl.failure_clusters, benchmark=filters.benchmark, run_id=run_id, label_model=cfg.model if cfg else None
+    )
 except cl.ClusterError as exc:
     empty_state(plain(f"{exc}."))
 if clusters is None:
@@ -47,8 +50,18 @@ if clusters is None:
         st.success(f"{n} texts embedded.")
         st.rerun()
     st.stop()
-if llm.llm_config() is None:
-    st.caption("Clusters are named by their distinctive terms. A one-line LLM name per cluster is not built yet.")
+if cfg is None:
+    st.caption(
+        "Clusters are named by their distinctive terms. With an OpenAI-compatible judge configured (OPENAI_BASE_URL, "
+        "RUNLENS_JUDGE_MODEL) each cluster also gets a one-line LLM label from its terms and a few example texts, "
+        "cached in the database so a cluster is never labelled twice."
+    )
+unlabelled = cfg is not None and bool(clusters.summary.query("cluster_id >= 0")["llm_label"].isna().any())
+if unlabelled and st.button("Label the clusters with the LLM", key="cl_label"):
+    with st.spinner("Asking the LLM for one line per cluster..."):
+        n = label_clusters(db_path(), clusters, cfg=cfg)
+    st.success(f"{n} clusters labelled.")
+    st.rerun()
 
 summary = clusters.summary.assign(
     share_pct=(100 * clusters.summary["share_of_failures"]).round(1),
@@ -56,7 +69,7 @@ summary = clusters.summary.assign(
     codes=clusters.summary["codes"].map(lambda c: ", ".join(f"{k} {v}" for k, v in c.items())),
 )
 st.metric("Failed attempts", f"{clusters.n_failures:,}")
-table = summary[["cluster_id", "label", "n_attempts", "share_pct", "codes", "terms"]]
+table = summary[["cluster_id", "label", "llm_label", "n_attempts", "share_pct", "codes", "terms"]]
 st.dataframe(table, hide_index=True, key="cl_table", width="stretch")
 download_buttons(table, f"clusters-{filters.benchmark}", key="cl_dl")
 long = cl.by_run_frame(clusters.summary)

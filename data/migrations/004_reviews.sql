@@ -1,4 +1,4 @@
--- 005_reviews: human reviews of attempts (issue 20). Append-only: a reviewer's newest review of an attempt is the
+-- 004_reviews: human reviews of attempts (issue 20). Append-only: a reviewer's newest review of an attempt is the
 -- one that counts (v_reviews); the log's own labels (attempts.passed, error_labels) are never changed.
 CREATE TABLE reviews (
     review_id  BIGINT    NOT NULL,
