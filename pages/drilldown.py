@@ -221,7 +221,8 @@ with side:
         download_buttons(findings, f"findings-{run_id}-{task_id}-{sample}", key="dd_findings_dl")
     st.subheader("Human reviews")  # beside the log's labels, rule findings and judge verdicts above
     review.reviews_table(attempt_id, key="dd_reviews")
-    with st.expander("Review this attempt"):
+    # open after a save, so the confirmation drawn inside is seen (the rerun would collapse it)
+    with st.expander("Review this attempt", expanded="dd_review_flash" in st.session_state):
         review.review_form(attempt_id, key="dd_review")
 
 
