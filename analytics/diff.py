@@ -201,7 +201,7 @@ def metric_values(con: duckdb.DuckDBPyConnection, run_id: str, metric: str) -> d
     the metric is c/n (Pass@1 per task, attempts without a verdict count as failures, as on the leaderboard) or
     the mean score; cost and latency are means over the task's samples.
     """
-    df = query_df(con, load_sql("task_outcomes"), {"run_ids": [run_id]})
+    df = query_df(con, load_sql("task_outcomes"), {"run_ids": [run_id], "exclude_errored": False})
     lat = query_df(
         con, "SELECT task_id, avg(latency_s) AS latency_s FROM attempts WHERE run_id = ? GROUP BY task_id", [run_id]
     )

@@ -68,17 +68,20 @@ def task_outcomes(
     date_to: dt.date | None = None,
     run_ids: Sequence[str] | None = None,
     runs: pd.DataFrame | None = None,
+    exclude_errored: bool = False,
 ) -> pd.DataFrame:
     """One row per (run, task), ordered by run and task: samples, successes, mean score, tool calls, cost, and
     the task's level and category.
 
     The aggregation happens in DuckDB, so only runs x tasks rows reach pandas; the task's level and category are
     read once per task and attached here (cheaper than one text value per row from the database). ``runs`` is
-    the result of ``runs_in`` for the same filters, when the caller has it already.
+    the result of ``runs_in`` for the same filters, when the caller has it already. ``exclude_errored`` leaves
+    errored attempts (status ``crashed``) out, as Inspect's accuracy does; by default they count as failures.
     """
     if runs is None:
         runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to, run_ids=run_ids)
-    out = query_df(con, load_sql("task_outcomes"), {"run_ids": runs["run_id"].astype(str).tolist()})
+    params = {"run_ids": runs["run_id"].astype(str).tolist(), "exclude_errored": bool(exclude_errored)}
+    out = query_df(con, load_sql("task_outcomes"), params)
     tasks = query_df(con, "SELECT task_id, level, category FROM tasks WHERE benchmark = ?", [benchmark])
     at = pd.Index(tasks["task_id"]).get_indexer(out["task_id"])
     for col in ("level", "category"):
@@ -257,13 +260,15 @@ def leaderboard(
     slices: Sequence[str] = SLICE_KINDS,
     seed: int = 0,
     n_boot: int = 1000,
+    exclude_errored: bool = False,
 ) -> pd.DataFrame:
     """The leaderboard of one benchmark: one row per run and slice (``all``, ``level=L``, ``category=C``).
 
-    Returns an empty frame (with the columns) when nothing matches.
+    Errored attempts (status ``crashed``) count as failures unless ``exclude_errored`` leaves them out, as
+    Inspect's accuracy does. Returns an empty frame (with the columns) when nothing matches.
     """
     runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
-    outcomes = task_outcomes(con, benchmark=benchmark, runs=runs)
+    outcomes = task_outcomes(con, benchmark=benchmark, runs=runs, exclude_errored=exclude_errored)
     metric = compare.ranking_metric(benchmark_scoring(con, benchmark=benchmark))
     return leaderboard_rows(runs, outcomes, slices=slices, metric=metric, seed=seed, n_boot=n_boot)
 
@@ -550,15 +555,25 @@ def report(
     date_from: dt.date | None = None,
     date_to: dt.date | None = None,
     seed: int = 0,
+    exclude_errored: bool = False,
 ) -> dict[str, Any]:
-    """The JSON report of DESIGN.md / the foundation issue."""
-    df = leaderboard(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to, seed=seed)
+    """The JSON report of DESIGN.md / the foundation issue (``errored`` says how errored attempts counted)."""
+    df = leaderboard(
+        con,
+        benchmark=benchmark,
+        agents=agents,
+        date_from=date_from,
+        date_to=date_to,
+        seed=seed,
+        exclude_errored=exclude_errored,
+    )
     rows = [{k: _jsonable(r[k]) for k in REPORT_KEYS} for _, r in df.iterrows()]
     sets = {
         str(r["slice"]): {"n_tasks": int(r["comparison_set_size"]), "metric": r["metric"]}
         for _, r in df.drop_duplicates("slice").iterrows()
     }
-    return {"benchmark": benchmark, "comparison_sets": sets, "rows": rows}
+    errored = "excluded" if exclude_errored else "failures"
+    return {"benchmark": benchmark, "errored": errored, "comparison_sets": sets, "rows": rows}
 
 
 # The keys of each row of ``report`` (``python -m analytics leaderboard --json``); append new fields here.
@@ -603,6 +618,12 @@ def _jsonable(value: Any) -> Any:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``python -m analytics leaderboard``."""
     add_benchmark_and_dates(parser)
+    parser.add_argument(
+        "--errored",
+        choices=("failures", "excluded"),
+        default="failures",
+        help="errored attempts (status crashed) count as failures (default) or are left out, as Inspect does",
+    )
 
 
 def cli(args: argparse.Namespace) -> int:
@@ -614,7 +635,10 @@ def cli(args: argparse.Namespace) -> int:
             if args.benchmark
             else [r[0] for r in con.execute("SELECT benchmark FROM benchmarks ORDER BY 1").fetchall()]
         )
-        reports = [report(con, benchmark=b, date_from=date_from, date_to=date_to) for b in names]
+        excluded = args.errored == "excluded"
+        reports = [
+            report(con, benchmark=b, date_from=date_from, date_to=date_to, exclude_errored=excluded) for b in names
+        ]
     if args.json:
         print(json.dumps(reports[0] if args.benchmark else reports, indent=1))
         return 0

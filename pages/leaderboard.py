@@ -18,7 +18,15 @@ filters = page_setup(
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
 
-df = cached(lb.leaderboard, **filters.as_kwargs())
+health = cached(rh.run_health, benchmark=filters.benchmark)
+n_errored = int(health["n_errored"].sum()) if not health.empty else 0
+leave_out = n_errored > 0 and st.toggle(
+    f"Leave errored attempts out, as Inspect does ({n_errored} in this benchmark)",
+    key="lb_errors_out",
+    help="Errored attempts (status crashed: the sample raised an error) count as failures by default. Left out, "
+    "every rate, interval, test and rank below is computed without them.",
+)
+df = cached(lb.leaderboard, **filters.as_kwargs(), exclude_errored=leave_out)
 if df.empty:
     empty_state(
         f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
@@ -67,11 +75,13 @@ if not apart.empty:
     apart_table.insert(0, "Why apart", [lb.apart_reason(r) for _, r in apart.iterrows()])
     st.dataframe(apart_table, hide_index=True, key="lb_apart", width="stretch")
     download_buttons(apart_table, f"leaderboard-{filters.benchmark}-apart", key="lb_dl_apart")
-st.caption("Errored attempts count as failures here; Inspect's own accuracy leaves them out.")
-health = cached(rh.run_health, benchmark=filters.benchmark)
+st.caption(
+    "Errored attempts are left out here, as Inspect's own accuracy does."
+    if leave_out
+    else "Errored attempts count as failures here (Inspect's own accuracy leaves them out)."
+)
 if not health.empty and not health["is_complete"].all():
     st.subheader("Runs that are not complete")
-    leave_out = st.toggle("Leave errored samples out (as Inspect does)", key="lb_errors_out")
     incomplete = rh.incomplete_table(health, errors_excluded=leave_out)
     st.dataframe(incomplete, hide_index=True, key="lb_incomplete", width="stretch")
     download_buttons(incomplete, f"leaderboard-{filters.benchmark}-incomplete", key="lb_dl_incomplete")

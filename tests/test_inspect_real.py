@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from analytics.plaintext import md_plain
 from ingest.pipeline import ingest_paths
 from tests.adapter_helpers import rows
 from tests.apptest import open_page
@@ -170,7 +172,8 @@ def test_drilldown_shows_the_limit_the_error_and_the_grader(
     limited = next(s for s in limits["samples"] if s["limit"])
     at = open_page("pages/drilldown.py", db, monkeypatch, run=run_id, task=limited["id"])
     status = {m.label: m.value for m in at.metric}["Status"]
-    assert status == f"timeout: {limited['limit']['type']} limit ({limited['limit']['limit']:g})"
+    # shown through the plain-text helper (the value comes from the log)
+    assert status == md_plain(f"timeout: {limited['limit']['type']} limit ({limited['limit']['limit']:g})")
     errored = next(s for s in limits["samples"] if s["error"])
     at = open_page("pages/drilldown.py", db, monkeypatch, run=run_id, task=errored["id"])
     assert f"Error: {errored['error']}" in [t.value for t in at.text]
@@ -216,3 +219,32 @@ def test_leaderboard_names_incomplete_runs(
     at.toggle(key="lb_errors_out").set_value(True).run()
     table = next(df.value for df in at.dataframe if "completed / total" in df.value.columns)
     assert set(table["Pass rate (%)"]) == {round(100 * ref["headline"], 1)}
+
+
+def test_leaving_errored_samples_out_gives_inspects_accuracy_on_the_leaderboard(
+    real_logs: tuple[Path, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The switch decides the leaderboard itself (rates, tests, ranks), not only the incomplete-runs table."""
+    db, refs = real_logs
+    monkeypatch.setenv("RUNLENS_DB", str(db))
+    for ref in (r for r in refs if r["task"] == "limits"):
+        reports = {}
+        for mode in ("failures", "excluded"):
+            out = subprocess.run(
+                [sys.executable, "-m", "analytics", "leaderboard", "--benchmark", "limits", "--json"]
+                + ["--errored", mode],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            reports[mode] = json.loads(out.stdout)
+            assert reports[mode]["errored"] == mode
+        for mode, expected in (("excluded", ref["headline"]), ("failures", None)):
+            row = next(r for r in reports[mode]["rows"] if r["slice"] == "all" and ref["eval_id"] in r["run_id"])
+            if expected is not None:
+                assert row["pass_at"]["1"] == pytest.approx(expected)  # Inspect's accuracy: errored samples left out
+            else:
+                assert row["pass_at"]["1"] < ref["headline"]  # an errored sample counted as a failure
+    at = open_page("pages/leaderboard.py", db, monkeypatch, benchmark="limits")
+    at.toggle(key="lb_errors_out").set_value(True).run()
+    assert not at.exception and any("left out here" in c.value for c in at.caption)
