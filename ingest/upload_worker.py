@@ -53,6 +53,7 @@ class IngestSummary:
     n_steps: int = 0
     seconds: float = 0.0
     error: str = ""
+    warnings: tuple[str, ...] = ()  # what the reader noted without refusing the file (e.g. unscored samples)
 
 
 class UploadWorkerError(RunlensError):
@@ -153,7 +154,7 @@ def ingest_uploads(
         out: list[IngestSummary] = []
 
         def collect(row: dict[str, Any]) -> None:
-            summary = IngestSummary(**{**row, "file": ready[len(out)]})
+            summary = IngestSummary(**{**row, "file": ready[len(out)], "warnings": tuple(row.get("warnings") or ())})
             out.append(summary)
             if on_file is not None:
                 on_file(len(out) - 1, summary)
@@ -231,7 +232,9 @@ def _worker_main() -> int:
         result = uploads.ingest_one(path, db=request["db"], fmt=request["fmt"], **options)
         fields = ("outcome", "n_runs", "n_attempts", "n_steps", "seconds")
         row = {k: getattr(result, k) for k in fields}
-        _emit({**row, "file": path.name, "error": "" if result.error is None else _relative(str(result.error), path)})
+        error = "" if result.error is None else _relative(str(result.error), path)
+        warnings = [_relative(w, path) for w in result.warnings]
+        _emit({**row, "file": path.name, "error": error, "warnings": warnings})
     return 0
 
 

@@ -98,6 +98,8 @@ else:
                 else:
                     st.error(f"{name}: rejected; nothing written")
                     st.code(r.error, language=None)
+                for warning in r.warnings:  # e.g. an Inspect log not scored yet: `inspect score` scores it
+                    st.warning(plain(warning), icon=":material/info:")
 
 st.subheader("Ingest history")
 history = cached(uploads.ingest_history)

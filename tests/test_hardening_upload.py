@@ -104,3 +104,12 @@ def test_stale_upload_folders_are_removed(private_tmp: Path) -> None:
     os.utime(old, (time.time() - 2 * uw.STALE_AFTER_S,) * 2)
     assert uw.remove_stale() == 1
     assert not old.exists() and new.exists()
+
+
+def test_upload_ingest_carries_the_readers_warnings(tmp_db: Path, private_tmp: Path) -> None:
+    """An Inspect log not scored yet goes in, and the upload page is told why its scores are empty."""
+    log = FIXTURES / "inspect_upstream" / "log_tool_call_error.json"
+    out = uw.ingest_uploads([("unscored.json", log.read_bytes())], ["unscored.json"], db=tmp_db)
+    assert [s.outcome for s in out] == ["ingested"]
+    assert any("inspect score" in w for w in out[0].warnings), out[0].warnings
+    assert not any(str(private_tmp) in w for w in out[0].warnings)  # no server path in what the page shows
