@@ -22,6 +22,7 @@ Concurrency design (build-and-swap behind a writer lock, see README "Concurrency
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import shutil
 import time
@@ -29,7 +30,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import duckdb
 import pandas as pd
@@ -586,6 +587,28 @@ def db_version(db: str | os.PathLike[str] | None = None) -> str:
 def load_sql(name: str) -> str:
     """Text of ``analytics/sql/<name>.sql``."""
     return (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")
+
+
+def run_filter_params(
+    benchmark: str | None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    *,
+    run_ids: Sequence[str] | None | Literal[False] = False,
+) -> dict[str, Any]:
+    """The named parameters of the global run filter (``$benchmark``, ``$agents``, ``$date_from``, ``$date_to``,
+    and ``$run_ids`` unless ``run_ids`` is False), as every filtered query takes them: an empty agent list means
+    all agents. DuckDB refuses unused named parameters, hence the opt-out for queries without ``$run_ids``."""
+    params: dict[str, Any] = {
+        "benchmark": benchmark,
+        "agents": list(agents) if agents else None,
+        "date_from": date_from,
+        "date_to": date_to,
+    }
+    if run_ids is not False:
+        params["run_ids"] = list(run_ids) if run_ids else None
+    return params
 
 
 def query_df(

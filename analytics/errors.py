@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analytics.cliargs import add_benchmark_and_dates, date_range
-from analytics.db import load_sql, query_df, reader
+from analytics.db import load_sql, query_df, reader, run_filter_params
 
 ADBENCH_CODES = ("TE", "PE", "DE", "CE", "HAL", "LC")
 KNOWN_CODES = (*ADBENCH_CODES, "TOOL", "NO_TOOL", "REDUNDANT")
@@ -50,17 +50,6 @@ TABLE3_COLUMNS = {
 }
 
 
-def _params(
-    benchmark: str | None, agents: Sequence[str] | None, date_from: dt.date | None, date_to: dt.date | None
-) -> dict[str, Any]:
-    return {
-        "benchmark": benchmark,
-        "agents": list(agents) if agents else None,
-        "date_from": date_from,
-        "date_to": date_to,
-    }
-
-
 def _sources(sources: Sequence[str] | str | None) -> list[str] | None:
     """Allow-listed sources (None = all)."""
     if sources is None or sources == ():
@@ -83,7 +72,9 @@ def error_cells(
 ) -> pd.DataFrame:
     """Failed attempts per (run, level, category, code), aggregated in DuckDB."""
     return query_df(
-        con, load_sql("error_cells"), _params(benchmark, agents, date_from, date_to) | {"sources": _sources(sources)}
+        con,
+        load_sql("error_cells"),
+        run_filter_params(benchmark, agents, date_from, date_to) | {"sources": _sources(sources)},
     )
 
 
@@ -96,7 +87,7 @@ def failed_cells(
     date_to: dt.date | None = None,
 ) -> pd.DataFrame:
     """Attempts and failed attempts per (run, level, category), with the run's agent and date."""
-    return query_df(con, load_sql("error_failed"), _params(benchmark, agents, date_from, date_to))
+    return query_df(con, load_sql("error_failed"), run_filter_params(benchmark, agents, date_from, date_to))
 
 
 def _slice_frames(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -296,7 +287,7 @@ def cooccurrence(
     df = query_df(
         con,
         load_sql("error_cooccurrence"),
-        _params(benchmark, agents, date_from, date_to)
+        run_filter_params(benchmark, agents, date_from, date_to)
         | {"sources": _sources(sources), "run_ids": list(run_ids) if run_ids else None},
     )
     if df.empty:

@@ -25,25 +25,9 @@ import pandas as pd
 
 from analytics import compare, stats
 from analytics.cliargs import add_benchmark_and_dates, date_range
-from analytics.db import load_sql, query_df, reader
+from analytics.db import load_sql, query_df, reader, run_filter_params
 
 SLICE_KINDS = ("all", "level", "category")
-
-
-def _filter_params(
-    benchmark: str,
-    agents: Sequence[str] | None,
-    date_from: dt.date | None,
-    date_to: dt.date | None,
-    run_ids: Sequence[str] | None,
-) -> dict[str, Any]:
-    return {
-        "benchmark": benchmark,
-        "agents": list(agents) if agents else None,
-        "date_from": date_from,
-        "date_to": date_to,
-        "run_ids": list(run_ids) if run_ids else None,
-    }
 
 
 def runs_in(
@@ -56,7 +40,9 @@ def runs_in(
     run_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """The runs that match the filters (run_id, agent, agent_version, family, kind, eval_date), newest first."""
-    return query_df(con, load_sql("leaderboard_runs"), _filter_params(benchmark, agents, date_from, date_to, run_ids))
+    return query_df(
+        con, load_sql("leaderboard_runs"), run_filter_params(benchmark, agents, date_from, date_to, run_ids=run_ids)
+    )
 
 
 def task_outcomes(

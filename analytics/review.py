@@ -27,7 +27,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics.db import query_df
+from analytics.db import query_df, run_filter_params
 
 VERDICTS = ("correct", "incorrect")
 QUEUES = ("failed", "disagreements", "calibration")
@@ -128,17 +128,6 @@ _FILTER_SQL = """
 """
 
 
-def _filters(
-    benchmark: str | None, agents: Sequence[str] | None, date_from: dt.date | None, date_to: dt.date | None
-) -> dict[str, Any]:
-    return {
-        "benchmark": benchmark,
-        "agents": list(agents) if agents else None,
-        "date_from": date_from,
-        "date_to": date_to,
-    }
-
-
 def reviews_of(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.DataFrame:
     """Every review of one attempt, newest first; ``is_current`` marks each reviewer's newest."""
     return query_df(
@@ -211,7 +200,7 @@ def review_queue(
         ORDER BY coalesce(m.is_reviewed_by_me, false), {order}
         LIMIT $n
     """
-    params = _filters(benchmark, agents, date_from, date_to) | {"reviewer": reviewer or "", "n": int(n)}
+    params = run_filter_params(benchmark, agents, date_from, date_to) | {"reviewer": reviewer or "", "n": int(n)}
     if queue == "calibration":
         params["seed"] = int(seed)
     return query_df(con, sql, params)
@@ -237,7 +226,7 @@ def current_reviews(
         "coalesce(v.codes, []) AS codes, v.note, v.created_at "
         f"FROM v_reviews v JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) {_FILTER_SQL} "
         "ORDER BY v.attempt_id, v.reviewer",
-        _filters(benchmark, agents, date_from, date_to),
+        run_filter_params(benchmark, agents, date_from, date_to),
     )
 
 

@@ -31,7 +31,7 @@ import duckdb
 import pandas as pd
 
 from analytics.cliargs import add_benchmark_and_dates, date_range
-from analytics.db import QueryError, RunlensError, load_sql, query_df, query_rows, reader
+from analytics.db import QueryError, RunlensError, load_sql, query_df, query_rows, reader, run_filter_params
 
 MODES = ("phrase", "words", "regex")
 MAX_QUERY_CHARS = 200
@@ -175,15 +175,14 @@ def search(
         SearchError: the query is refused (empty, too long, invalid regular expression).
     """
     kind, patterns = match_pattern(query, mode)
-    params: dict[str, Any] = _params(kind, patterns) | {
-        "benchmark": benchmark,
-        "agents": list(agents) if agents else None,
-        "date_from": date_from,
-        "date_to": date_to,
-        "run_ids": list(run_ids) if run_ids else None,
-        "limit": int(limit),
-        "context": SNIPPET_CONTEXT,
-    }
+    params: dict[str, Any] = (
+        _params(kind, patterns)
+        | run_filter_params(benchmark, agents, date_from, date_to, run_ids=run_ids)
+        | {
+            "limit": int(limit),
+            "context": SNIPPET_CONTEXT,
+        }
+    )
     if kind == "regex":
         check_regex(con, patterns[0])
     return _result(query, mode, query_df(con, _sql(kind, len(patterns)), params))

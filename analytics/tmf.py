@@ -45,7 +45,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analytics import compare, stats
-from analytics.db import RunlensError, load_sql, query_df, query_rows, reader
+from analytics.db import RunlensError, load_sql, query_df, query_rows, reader, run_filter_params
 
 PERFORMANCES = ("pass@1", "mean_score", "irt")
 AXES = {"cost": ("cost_per_task_usd", "USD"), "latency": ("latency_per_task_s", "s")}
@@ -114,12 +114,7 @@ def load(
 
     Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
     """
-    params = {
-        "benchmark": benchmark,
-        "agents": list(agents) if agents else None,
-        "date_from": date_from,
-        "date_to": date_to,
-    }
+    params = run_filter_params(benchmark, agents, date_from, date_to)
     outcomes = query_df(con, load_sql("tmf_run_tasks"), params)
     runs = query_df(
         con,

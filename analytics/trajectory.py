@@ -32,7 +32,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analytics.compare import fisher_z_ci
-from analytics.db import RunlensError, load_sql, query_df, query_rows, reader
+from analytics.db import RunlensError, load_sql, query_df, query_rows, reader, run_filter_params
 from analytics.leaderboard import comparable_runs
 
 MATCHED, MISSING, EXTRA = "matched", "missing", "extra"
@@ -178,13 +178,7 @@ def attempt_trajectories(
 
     Only tool names are read (never results), one list per attempt, so this scales to large logs.
     """
-    params = {
-        "benchmark": benchmark,
-        "run_ids": list(run_ids) if run_ids else None,
-        "agents": list(agents) if agents else None,
-        "date_from": date_from,
-        "date_to": date_to,
-    }
+    params = run_filter_params(benchmark, agents, date_from, date_to, run_ids=run_ids)
     df = query_df(con, load_sql("trajectory_attempts"), params)
     memo: dict[tuple[tuple[str, ...] | None, tuple[str, ...]], dict[str, Any]] = {}  # trajectories repeat a lot
     metrics = []
