@@ -31,6 +31,22 @@ N_PERM = 10_000  # sign flips: p resolution 1e-4, enough for Holm over ~100 rows
 N_BOOT = 1_000  # bootstrap resamples of the paired difference's interval
 PERM_CHUNK = 2_000  # flips drawn per block, to bound memory at (chunk x tasks)
 ALPHA = 0.05
+# A run that says it is a reference, not a competitor (``gem_role: baseline`` or ``role: baseline`` in runs.extra).
+# The one SQL definition; every ranking view selects it as ``is_baseline`` and filters with ``is_rankable``.
+IS_BASELINE_SQL = (
+    "(coalesce(json_extract_string(extra, '$.gem_role') = 'baseline', false)"
+    " OR coalesce(json_extract_string(extra, '$.role') = 'baseline', false))"
+)
+
+
+def is_rankable(kind: object, is_baseline: object) -> bool:
+    """Whether a run competes in rankings: not a human run and not a baseline-marked run.
+
+    Args:
+        kind: the run's kind (``human`` runs are references).
+        is_baseline: the run's ``is_baseline`` flag (``IS_BASELINE_SQL``); missing values count as False.
+    """
+    return str(kind) != "human" and not (isinstance(is_baseline, bool | np.bool_) and bool(is_baseline))
 
 
 def ranking_metric(scoring: str | None) -> str:

@@ -39,10 +39,10 @@ def runs_in(
     date_to: dt.date | None = None,
     run_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """The runs that match the filters (run_id, agent, agent_version, family, kind, eval_date), newest first."""
-    return query_df(
-        con, load_sql("leaderboard_runs"), run_filter_params(benchmark, agents, date_from, date_to, run_ids=run_ids)
-    )
+    """The runs that match the filters (run_id, agent, agent_version, family, kind, eval_date, is_baseline), newest
+    first; ``is_baseline`` is ``compare.IS_BASELINE_SQL``."""
+    sql = load_sql("leaderboard_runs").replace("$is_baseline", compare.IS_BASELINE_SQL)
+    return query_df(con, sql, run_filter_params(benchmark, agents, date_from, date_to, run_ids=run_ids))
 
 
 def task_outcomes(
@@ -276,7 +276,7 @@ def comparable_runs(
     """
     runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
     out = task_outcomes(con, benchmark=benchmark, runs=runs)
-    rankable = set(runs.loc[(runs["kind"] != "human") & ~runs["is_baseline"].astype(bool), "run_id"].astype(str))
+    rankable = {str(r.run_id) for r in runs.itertuples() if compare.is_rankable(r.kind, bool(r.is_baseline))}
     rows = []
     for kind in kinds:
         if kind == "all":
@@ -389,7 +389,7 @@ def _compare_slice(
 ) -> None:
     """Rank the comparable, rankable rows of one slice and test every row against the leader (in place)."""
     sets = [frozenset(t) for t in per_task]
-    rankable = [i for i, r in enumerate(rows) if r["kind"] != "human" and not r["is_baseline"]]
+    rankable = [i for i, r in enumerate(rows) if compare.is_rankable(r["kind"], bool(r["is_baseline"]))]
     cset = compare.comparison_set(dict(enumerate(sets)), eligible=rankable)
     point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
     ranked = [i for i in rankable if sets[i] == cset and np.isfinite(point[i])]

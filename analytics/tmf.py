@@ -119,7 +119,7 @@ def load(
     runs = query_df(
         con,
         f"""
-        SELECT {", ".join(RUN_COLUMNS)} FROM runs
+        SELECT {", ".join(RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline FROM runs
         WHERE benchmark = $benchmark AND ($agents IS NULL OR kind = 'human' OR list_contains($agents, agent))
           AND ($date_from IS NULL OR eval_date >= $date_from) AND ($date_to IS NULL OR eval_date <= $date_to)
         ORDER BY eval_date NULLS LAST, agent, run_id""",
@@ -139,7 +139,7 @@ def attach_details(outcomes: pd.DataFrame, runs: pd.DataFrame, tasks: pd.DataFra
     run_at = run_at[order]
     task_at = pd.Index(tasks["task_id"]).get_indexer(rows["task_id"])
     out = {"run_id": rows["run_id"]}
-    for col in RUN_COLUMNS[1:]:
+    for col in RUN_COLUMNS[1:] + [c for c in ("is_baseline",) if c in runs]:
         out[col] = runs[col].take(run_at).reset_index(drop=True)
     out["task_id"] = rows["task_id"]
     for col in TASK_COLUMNS[1:]:
@@ -697,7 +697,7 @@ def analyse(
     if opt.axis not in AXES:
         raise TmfError(f"axis {opt.axis!r}: expected cost or latency")
     x_col, unit = AXES[opt.axis]
-    rows = slice_tasks(inputs.tasks, slice_name)
+    rows, baselines = drop_baselines(slice_tasks(inputs.tasks, slice_name))
     if points is None:
         points = run_points(
             rows,
@@ -711,6 +711,7 @@ def analyse(
     if as_of is not None:
         dates = pd.to_datetime(points["eval_date"])
         points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
+    points = points[~points["run_id"].isin(baselines)]
     keep, cset = comparable_runs(rows[rows["run_id"].isin(points["run_id"])])
     is_agent = (points["kind"] != "human").to_numpy()
     other = sorted(map(str, points.loc[is_agent & ~points["run_id"].isin(keep), "run_id"]))
@@ -720,12 +721,22 @@ def analyse(
     if cset:  # the human is costed on the tasks the agents are compared on
         table = table[table["task_id"].astype(str).isin(cset)]
     result = _assemble(table, points, opt, x_col, unit, slice_name)
-    result.assumptions.update(comparison_set_size=len(cset), runs_on_other_tasks=other, min_tasks=MIN_TASKS)
+    result.assumptions.update(
+        comparison_set_size=len(cset), runs_on_other_tasks=other, baseline_runs=baselines, min_tasks=MIN_TASKS
+    )
     if not with_uncertainty or result.value is None or opt.performance == "irt" or opt.n_replicates <= 0:
         return result
     cur = current_prices(rows).set_index("run_id") if opt.is_repriced else None
     agent_rows = rows[rows["run_id"].isin(keep)]
     return dataclasses.replace(result, uncertainty=bootstrap_tmf(agent_rows, result, opt, cur=cur))
+
+
+def drop_baselines(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """``rows`` without baseline-marked runs (``compare.is_rankable``, as on the leaderboard), and their ids."""
+    if "is_baseline" not in rows or rows.empty:
+        return rows, []
+    flag = rows["is_baseline"].fillna(False).astype(bool)
+    return rows[~flag], sorted(map(str, rows.loc[flag, "run_id"].unique()))
 
 
 def comparable_runs(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:

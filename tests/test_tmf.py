@@ -410,3 +410,28 @@ def test_tmf_flags_runs_on_few_tasks() -> None:
     res = tmf.analyse(_inputs(rows), options=tmf.TmfOptions(n_replicates=50))
     assert res.points.loc[res.points["kind"] != "human", "is_few_tasks"].all()
     assert "fewer than 30 tasks" in tmf.headline(res)
+
+
+def test_tmf_leaves_out_baseline_runs_like_the_leaderboard() -> None:
+    rng = np.random.default_rng(5)
+    pool = [f"p{i:02d}" for i in range(40)]
+    rows = _pool_rows("a", pool, 0.5, 0.01, rng) + _pool_rows("b", pool, 0.6, 0.02, rng)
+    base = [{**r, "is_baseline": True} for r in _pool_rows("base", pool, 1.0, 0.0001, rng)]
+    rows = [{**r, "is_baseline": False} for r in rows] + base
+    res = tmf.analyse(_inputs(rows), options=tmf.TmfOptions(n_replicates=0))
+    assert "base" not in set(res.points["run_id"])
+    assert res.assumptions["baseline_runs"] == ["base"] and res.assumptions["runs_on_other_tasks"] == []
+
+
+def test_one_baseline_definition_in_sql_and_python() -> None:
+    import duckdb
+
+    from analytics import compare
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE runs (extra JSON)")
+    con.execute("""INSERT INTO runs VALUES ('{"gem_role": "baseline"}'), ('{"role": "baseline"}'), ('{}'), (NULL)""")
+    flags = [r[0] for r in con.execute(f"SELECT {compare.IS_BASELINE_SQL} FROM runs").fetchall()]
+    assert flags == [True, True, False, False]
+    assert not compare.is_rankable("llm", True) and not compare.is_rankable("human", False)
+    assert compare.is_rankable("llm", False) and compare.is_rankable("llm", None)

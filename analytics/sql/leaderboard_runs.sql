@@ -1,10 +1,9 @@
 -- The runs of a benchmark that match the filters, newest first; the order of the leaderboard's rows.
 -- Parameters: $benchmark, $agents (list or NULL), $date_from, $date_to (dates or NULL), $run_ids (list or NULL).
 -- is_baseline: the run says it is a reference, not a competitor (`gem_role: baseline`, or `role: baseline`;
--- both are unknown run fields, kept in extra).
-SELECT run_id, agent, agent_version, family, kind, eval_date,
-       coalesce(json_extract_string(extra, '$.gem_role') = 'baseline', false)
-         OR coalesce(json_extract_string(extra, '$.role') = 'baseline', false) AS is_baseline
+-- both are unknown run fields, kept in extra). $is_baseline is replaced by analytics.compare.IS_BASELINE_SQL
+-- (a constant expression, not a value), the one definition shared with TMF.
+SELECT run_id, agent, agent_version, family, kind, eval_date, $is_baseline AS is_baseline
 FROM runs
 WHERE benchmark = $benchmark
   AND ($agents IS NULL OR list_contains($agents, agent))
