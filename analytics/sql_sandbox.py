@@ -228,9 +228,11 @@ def check_size(sql: str, *, limits: SandboxLimits | None = None) -> None:
 def _statement_kind(stmt: Any) -> str:
     """The statement's type name; DuckDB has types its Python enum does not know (UPDATE EXTENSIONS is 29)."""
     try:
-        return str(stmt.type.name)
+        name = str(stmt.type.name)
     except ValueError:
         return "UNKNOWN"
+    # DuckDB 1.5 names such types "???" instead of raising
+    return name if re.fullmatch(r"[A-Z_]+", name) else "UNKNOWN"
 
 
 def _refusal(kind: str, text: str) -> str:
@@ -303,6 +305,13 @@ def check_statement(
     if not statements:
         raise SqlRefused("there is no statement to run")
     if len(statements) > 1:
+        # DuckDB 1.5 expands some statements before we see them (COPY FROM DATABASE becomes a transaction of
+        # two copies): a refused kind among them is the reason the user should read, not the count.
+        for part in statements:
+            part_kind = _statement_kind(part)
+            if part_kind not in ("TRANSACTION", "SELECT"):
+                reason = _refusal(part_kind, sql.strip())
+                raise SqlRefused(f"{reason}; the SQL explorer is read-only (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE)")
         raise SqlRefused(f"one statement per run ({len(statements)} found); run them one at a time")
     stmt = statements[0]
     kind = _statement_kind(stmt)
