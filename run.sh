@@ -50,7 +50,7 @@ case "${1:-app}" in
     # Lint, format and types first: cheap, and the house style asks for them (ruff check, ruff format, mypy).
     .venv/bin/ruff check --quiet .
     .venv/bin/ruff format --check --quiet .
-    .venv/bin/mypy  # analytics/ and ingest/ (pyproject.toml)
+    .venv/bin/mypy  # analytics/, ingest/ and store/ (pyproject.toml)
     # pytest exits 5 when it collected no test: that is a failure here, like any other non-zero exit.
     exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@" ;;
   *)

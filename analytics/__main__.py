@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from analytics.db import RunlensError
+from store import RunlensError
 
 # report name -> module exposing add_arguments(parser) and cli(args) -> int
 REPORTS: dict[str, str] = {
@@ -26,7 +26,7 @@ REPORTS: dict[str, str] = {
     "gem": "analytics.gem",
     "gem-metrics": "analytics.embeddings",
     "irt": "analytics.irt",
-    "export-parquet": "analytics.parquet",
+    "export-parquet": "store.export_parquet",
     "search": "analytics.search",
     "clusters": "analytics.clusters",
     "gate": "analytics.gate",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from analytics.db import query_df, query_rows
+from store import query_df, query_rows
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,13 @@ def catalog(con: duckdb.DuckDBPyConnection) -> Catalog:
         n_attempts=n_attempts,
         is_demo=bool(df["demo"].any()) if not df.empty else False,
     )
+
+
+def default_benchmark(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The benchmark a report shows when none is named: the one with the most runs (ties by name), for every
+    report alike (IRT, TMF); None for an empty database."""
+    rows = query_rows(con, "SELECT benchmark FROM runs GROUP BY benchmark ORDER BY count(*) DESC, benchmark LIMIT 1")
+    return rows[0][0] if rows else None
 
 
 def pd_date(value: object) -> dt.date:

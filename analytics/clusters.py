@@ -31,7 +31,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics.db import RunlensError, query_df, reader
+from store import RunlensError, query_df, reader
 
 LAST_STEPS = 4
 STEP_CHARS = 200

@@ -19,8 +19,9 @@ import numpy as np
 import pandas as pd
 
 from analytics import compare
-from analytics.db import RunlensError, load_sql, query_df
+from analytics.sqlfiles import load_sql
 from analytics.stats import bootstrap_mean_ci, stable_rng
+from store import RunlensError, query_df
 
 BASES = ("sample0", "majority")
 CHANGE_ORDER = {"regression": 0, "fix": 1, "both fail": 2, "both pass": 3}

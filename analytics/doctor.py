@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from analytics import db as rdb
+import store as rdb
 
 TABLES = (
     "benchmarks",

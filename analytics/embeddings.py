@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analytics import gem
-from analytics.db import RunlensError, query_df, writer
+from store import RunlensError, derived, query_df, writer
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_BATCH = 64
@@ -117,9 +117,7 @@ def embed_cached(
     if todo:
         vecs = encode(list(todo.values()))
         new = pd.DataFrame({"text_hash": list(todo), "model": model, "vector": [v.tolist() for v in vecs]})
-        con.register("emb_new", new)
-        con.execute("INSERT INTO embeddings SELECT text_hash, model, vector::FLOAT[] FROM emb_new")
-        con.unregister("emb_new")
+        derived.insert_embeddings(con, new)
         have.update(dict(zip(todo, vecs, strict=True)))
     if not hashes:
         return np.zeros((0, 0), dtype=np.float32)

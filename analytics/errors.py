@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from analytics.cliargs import add_benchmark_and_dates, date_range
-from analytics.db import load_sql, query_df, reader, run_filter_params
+from analytics.sqlfiles import load_sql
+from store import query_df, reader, run_filter_params
 
 ADBENCH_CODES = ("TE", "PE", "DE", "CE", "HAL", "LC")
 KNOWN_CODES = (*ADBENCH_CODES, "TOOL", "NO_TOOL", "REDUNDANT")

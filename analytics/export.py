@@ -17,7 +17,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from analytics.db import RunlensError
+from store import RunlensError
 
 DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
 IMAGE_FORMATS = ("png", "svg")

@@ -20,8 +20,8 @@ import duckdb
 import numpy as np
 
 from analytics import compare
-from analytics.db import RunlensError, reader
 from analytics.diff import _single, metric_values, run_benchmark
+from store import RunlensError, reader
 
 GATE_METRICS = ("pass@1", "mean_score", "cost")
 EXIT_OK, EXIT_WORSE, EXIT_UNTESTABLE = 0, 1, 2

@@ -22,7 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from scipy.stats import spearmanr
 
-from analytics.db import RunlensError, query_df, reader
+from store import RunlensError, derived, query_df, reader
 
 DIMENSIONS = ("accuracy", "naturalness", "personality", "trust", "notice", "click")
 QUANT = {
@@ -707,21 +707,9 @@ def store_metrics(
     con: duckdb.DuckDBPyConnection, metrics: pd.DataFrame, *, attempt_ids: Sequence[int], model: str
 ) -> int:
     """Replace the computed embedding metrics of ``attempt_ids`` for ``model`` (source 'computed')."""
-    ids = pd.DataFrame({"attempt_id": list(attempt_ids)})
-    con.register("gem_ids", ids)
-    con.execute(
-        f"""DELETE FROM attempt_metrics WHERE source = 'computed' AND model = ?
-                    AND name IN {tuple(EMBEDDING_METRICS)} AND attempt_id IN (SELECT attempt_id FROM gem_ids)""",
-        [model],
+    return derived.replace_computed_metrics(
+        con, metrics, attempt_ids=attempt_ids, model=model, names=list(EMBEDDING_METRICS)
     )
-    con.unregister("gem_ids")
-    if metrics.empty:
-        return 0
-    df = metrics.assign(source="computed", model=model)[["attempt_id", "name", "value", "source", "model"]]
-    con.register("gem_new", df)
-    con.execute("INSERT INTO attempt_metrics SELECT attempt_id, name, value, source, model FROM gem_new")
-    con.unregister("gem_new")
-    return len(df)
 
 
 # ---------------------------------------------------------------------------------------------

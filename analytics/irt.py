@@ -35,7 +35,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics.db import RunlensError, query_df, query_rows, transaction
+from analytics import catalog
+from store import RunlensError, derived, query_df, query_rows
 
 MODELS = ("1pl", "2pl")
 Z90 = 1.6448536269514722  # two-sided 90% normal quantile
@@ -131,12 +132,6 @@ ORDER BY subject, a.task_id, eval_date, a.sample
 def load_responses(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
     """One row per attempt of ``benchmark``: subject, agent, agent_version, family, eval_date, task_id, passed."""
     return query_df(con, RESPONSES_SQL, [benchmark])
-
-
-def default_benchmark(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The benchmark with the most runs (the CLI's default)."""
-    rows = query_rows(con, "SELECT benchmark FROM runs GROUP BY benchmark ORDER BY count(*) DESC, benchmark LIMIT 1")
-    return rows[0][0] if rows else None
 
 
 @dataclass(frozen=True)
@@ -720,29 +715,17 @@ def store_fit(
     abil.insert(0, "fit_key", key)
     items = result.items.reindex(columns=ITEM_COLS)
     items.insert(0, "fit_key", key)
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    try:
-        with transaction(con):
-            con.execute(
-                "INSERT INTO irt_fits VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    key,
-                    benchmark,
-                    settings.model,
-                    json.dumps(settings.key_dict()),
-                    now,
-                    result.info["seconds"],
-                    result.info["scale_shift"],
-                    json.dumps(result.info, default=str),
-                ],
-            )
-            con.register("_irt_abil", abil)
-            con.execute("INSERT INTO irt_abilities SELECT * FROM _irt_abil")
-            con.register("_irt_items", items)
-            con.execute("INSERT INTO irt_items SELECT * FROM _irt_items")
-    finally:
-        for name in ("_irt_abil", "_irt_items"):
-            con.unregister(name)
+    fit = [
+        key,
+        benchmark,
+        settings.model,
+        json.dumps(settings.key_dict()),
+        dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        result.info["seconds"],
+        result.info["scale_shift"],
+        json.dumps(result.info, default=str),
+    ]
+    derived.insert_irt_fit(con, fit, abil, items)
 
 
 def fit_and_store(
@@ -755,7 +738,7 @@ def fit_and_store(
 ) -> StoredFit:
     """Return the cached fit for the current data, or fit, link to the previous fit, store, and return it.
 
-    ``con`` must be a writer connection (analytics.db.writer).
+    ``con`` must be a writer connection (store.writer).
     """
     settings = settings or settings_for(model)
     obs = load_responses(con, benchmark=benchmark)
@@ -898,10 +881,10 @@ def _json_shape(fit: StoredFit) -> dict[str, Any]:
 
 def cli(args: argparse.Namespace) -> int:
     """Print the IRT abilities (cached fit if present, else fit and store it)."""
-    from analytics.db import reader, writer
+    from store import reader, writer
 
     with reader(args.db) as con:
-        benchmark = args.benchmark or default_benchmark(con)
+        benchmark = args.benchmark or catalog.default_benchmark(con)
         if benchmark is None:
             raise IrtError("the database holds no runs")
         fit = get_fit(con, benchmark=benchmark, model=args.model)

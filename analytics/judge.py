@@ -31,8 +31,9 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from analytics import db as rdb
+import store as rdb
 from analytics import llm
+from store import derived
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 PROMPT_FILES = {
@@ -466,36 +467,26 @@ def store_outcomes(
     if not outcomes:
         return
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    with rdb.transaction(con):
-        for o in outcomes:
-            key = [o.attempt_id, prompt_version, cfg.model]
-            con.execute("DELETE FROM judge_verdicts WHERE attempt_id = ? AND prompt_version = ? AND model = ?", key)
-            con.execute(
-                "DELETE FROM error_labels WHERE attempt_id = ? AND source = 'judge' AND prompt_version = ?"
-                " AND model = ?",
-                key,
-            )
-            con.execute(
-                "INSERT INTO judge_verdicts (attempt_id, prompt_version, model, verdict, is_failure, failure,"
-                " raw_output, input_tokens, output_tokens, cost_usd, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    *key,
-                    None if o.verdict is None else json.dumps(o.verdict),
-                    o.verdict is None,
-                    o.failure,
-                    o.raw_output,
-                    o.input_tokens,
-                    o.output_tokens,
-                    cfg.cost_usd(o.input_tokens, o.output_tokens),
-                    now,
-                ],
-            )
-            if o.labels:
-                con.executemany(
-                    "INSERT INTO error_labels (attempt_id, code, source, detail, model, prompt_version)"
-                    " VALUES (?, ?, 'judge', ?, ?, ?)",
-                    [[o.attempt_id, code, detail, cfg.model, prompt_version] for code, detail in o.labels],
-                )
+    derived.replace_judge_outcomes(
+        con,
+        [
+            {
+                "attempt_id": o.attempt_id,
+                "prompt_version": prompt_version,
+                "model": cfg.model,
+                "verdict": None if o.verdict is None else json.dumps(o.verdict),
+                "is_failure": o.verdict is None,
+                "failure": o.failure,
+                "raw_output": o.raw_output,
+                "input_tokens": o.input_tokens,
+                "output_tokens": o.output_tokens,
+                "cost_usd": cfg.cost_usd(o.input_tokens, o.output_tokens),
+                "created_at": now,
+                "labels": list(o.labels or []),
+            }
+            for o in outcomes
+        ],
+    )
 
 
 def run_judge(

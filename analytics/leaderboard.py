@@ -25,7 +25,8 @@ import pandas as pd
 
 from analytics import compare, stats
 from analytics.cliargs import add_benchmark_and_dates, date_range
-from analytics.db import load_sql, query_df, reader, run_filter_params
+from analytics.sqlfiles import load_sql
+from store import query_df, reader, run_filter_params
 
 SLICE_KINDS = ("all", "level", "category")
 

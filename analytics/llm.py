@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from analytics.db import RunlensError
+from store import RunlensError
 
 ENABLE_HELP = (
     "The LLM judge is off: no OpenAI-compatible endpoint is configured. To enable it, set "

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from analytics import irt
-from analytics.db import query_df
+from store import query_df
 
 DAYS_PER_MONTH = 30.4375
 

@@ -27,7 +27,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics.db import query_df, run_filter_params
+from store import query_df, run_filter_params, with_run_filter
 
 VERDICTS = ("correct", "incorrect")
 QUEUES = ("failed", "disagreements", "calibration")
@@ -120,12 +120,7 @@ def code_scores(rater: Sequence[set[str]], human: Sequence[set[str]]) -> pd.Data
 # Reading reviews and the queue
 # ---------------------------------------------------------------------------------------------
 
-_FILTER_SQL = """
-    WHERE ($benchmark IS NULL OR r.benchmark = $benchmark)
-      AND ($agents IS NULL OR list_contains($agents, r.agent))
-      AND ($date_from IS NULL OR r.eval_date >= $date_from)
-      AND ($date_to IS NULL OR r.eval_date <= $date_to)
-"""
+_FILTER_SQL = with_run_filter(" WHERE $run_filter ")
 
 
 def reviews_of(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.DataFrame:

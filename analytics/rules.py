@@ -22,7 +22,6 @@ recomputes benchmarks whose graph changed (``--force``: all), each in one transa
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import hashlib
 import json
 import os
@@ -35,7 +34,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from analytics.db import PROJECT_ROOT, RunlensError, query_df, query_rows, reader, transaction, writer
+from store import PROJECT_ROOT, RunlensError, derived, query_df, query_rows, reader, transaction, writer
 
 DEFAULT_COMPUTE_TOOLS = ("calculator", "python", "code_interpreter", "execute_python")
 GRAPHS_DIR = PROJECT_ROOT / "data" / "tool_graphs"
@@ -202,44 +201,6 @@ def stale_benchmarks(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [b for b in names if stored_hash(con, b) != graph_hash(load_graph(con, b))]
 
 
-def _insert_findings(con: duckdb.DuckDBPyConnection, findings: pd.DataFrame, ghash: str) -> None:
-    """Append findings as error labels with source 'rule' (inside the caller's transaction)."""
-    if findings.empty:
-        return
-    con.register("_rl_rules", findings)
-    try:
-        con.execute(
-            "INSERT INTO error_labels (attempt_id, code, source, step, detail, graph_hash) "
-            "SELECT attempt_id, code, 'rule', step, detail, ? FROM _rl_rules",
-            [ghash],
-        )
-    finally:
-        con.unregister("_rl_rules")
-
-
-def _replace(
-    con: duckdb.DuckDBPyConnection, benchmark: str, findings: pd.DataFrame, ghash: str, *, own_transaction: bool = True
-) -> None:
-    """Swap a benchmark's rule labels for ``findings`` in one transaction, with an audit row."""
-    with transaction(con, own=own_transaction):
-        old = query_rows(
-            con,
-            "DELETE FROM error_labels WHERE source = 'rule' AND attempt_id IN (SELECT a.attempt_id "
-            "FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = ?) RETURNING 1",
-            [benchmark],
-        )
-        _insert_findings(con, findings, ghash)
-        con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [META_PREFIX + benchmark, ghash])
-        con.execute(
-            "INSERT INTO audit_log VALUES (?, 'rules_recomputed', ?, ?)",
-            [
-                dt.datetime.now(dt.UTC).replace(tzinfo=None),
-                benchmark,
-                json.dumps({"graph_hash": ghash, "removed": len(old), "added": len(findings)}),
-            ],
-        )
-
-
 def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int, own_transaction: bool = True) -> int:
     """Store rule findings for the attempts one ingested file brought; return how many were added.
 
@@ -268,7 +229,9 @@ def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int, own_tra
         )[0][0]
         if stored_hash(con, bench) != ghash and (older or stored_hash(con, bench) is not None):
             findings = compute_findings(con, benchmark=bench, graph=graph)
-            _replace(con, bench, findings, ghash, own_transaction=own_transaction)
+            derived.replace_rule_findings(
+                con, bench, findings, ghash, meta_key=META_PREFIX + bench, own_transaction=own_transaction
+            )
             added += len(findings)
             continue
         steps = query_df(
@@ -285,8 +248,8 @@ def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int, own_tra
         ]
         findings = pd.DataFrame(rows, columns=["attempt_id", "code", "step", "detail"])
         with transaction(con, own=own_transaction):
-            _insert_findings(con, findings, ghash)
-            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [META_PREFIX + bench, ghash])
+            derived.insert_rule_findings(con, findings, ghash)
+            derived.set_meta(con, META_PREFIX + bench, ghash)
         added += len(findings)
     return added
 
@@ -322,7 +285,7 @@ def refresh_rules(
             if not force and stored_hash(con, name) == ghash:
                 continue
             findings = compute_findings(con, benchmark=name, graph=g)
-            _replace(con, name, findings, ghash)
+            derived.replace_rule_findings(con, name, findings, ghash, meta_key=META_PREFIX + name)
             done[name] = len(findings)
     return done
 

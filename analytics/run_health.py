@@ -11,7 +11,7 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
-from analytics.db import query_df
+from store import query_df
 
 HEALTH_SQL = """
 SELECT r.run_id, r.agent, r.status AS log_status,

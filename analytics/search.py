@@ -31,7 +31,8 @@ import duckdb
 import pandas as pd
 
 from analytics.cliargs import add_benchmark_and_dates, date_range
-from analytics.db import QueryError, RunlensError, load_sql, query_df, query_rows, reader, run_filter_params
+from analytics.sqlfiles import load_sql
+from store import QueryError, RunlensError, query_df, query_rows, reader, run_filter_params
 
 MODES = ("phrase", "words", "regex")
 MAX_QUERY_CHARS = 200

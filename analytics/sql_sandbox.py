@@ -43,8 +43,8 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
+import store as rdb
 from analytics import csvsafe
-from analytics import db as rdb
 
 QUERIES_DIR = rdb.PROJECT_ROOT / "queries"
 CATALOG_ALIAS = "runlens"
@@ -387,7 +387,7 @@ def open_sandbox(db: str | Path | None = None, *, limits: SandboxLimits | None =
         if rdb.is_parquet_folder(snap):
             # An exported Parquet folder: views over its files, which stay readable through
             # allowed_directories once external access is off (every other path is refused).
-            from analytics import parquet
+            from store import parquet
 
             marker = parquet.attach_views(con, snap)
             location = str(marker.get("location") or snap.resolve()).rstrip("/") + "/"

@@ -44,8 +44,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analytics import compare, stats
-from analytics.db import RunlensError, load_sql, query_df, query_rows, reader, run_filter_params
+from analytics import catalog, compare, stats
+from analytics.sqlfiles import load_sql
+from store import RunlensError, query_df, reader, run_filter_params, with_run_filter
 
 PERFORMANCES = ("pass@1", "mean_score", "irt")
 AXES = {"cost": ("cost_per_task_usd", "USD"), "latency": ("latency_per_task_s", "s")}
@@ -114,15 +115,16 @@ def load(
 
     Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
     """
-    params = run_filter_params(benchmark, agents, date_from, date_to)
+    params = run_filter_params(benchmark, agents, date_from, date_to, with_humans=True)
     outcomes = query_df(con, load_sql("tmf_run_tasks"), params)
     runs = query_df(
         con,
-        f"""
-        SELECT {", ".join(RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline FROM runs
-        WHERE benchmark = $benchmark AND ($agents IS NULL OR kind = 'human' OR list_contains($agents, agent))
-          AND ($date_from IS NULL OR eval_date >= $date_from) AND ($date_to IS NULL OR eval_date <= $date_to)
-        ORDER BY eval_date NULLS LAST, agent, run_id""",
+        with_run_filter(
+            f"""
+        SELECT {", ".join(RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline FROM runs r
+        WHERE r.benchmark = $benchmark AND $run_filter
+        ORDER BY r.eval_date NULLS LAST, r.agent, r.run_id"""
+        ),
         params,
     )
     tasks = query_df(con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ?", [benchmark])
@@ -160,17 +162,6 @@ def irt_abilities(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataF
         FROM irt_abilities JOIN newest USING (fit_key)""",
         [benchmark],
     )
-
-
-def default_benchmark(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The benchmark with the most runs that have a cost (ties by name)."""
-    rows = query_rows(
-        con,
-        """
-        SELECT r.benchmark FROM runs r LEFT JOIN attempts a USING (run_id)
-        GROUP BY r.benchmark ORDER BY count(a.cost_usd) DESC, r.benchmark LIMIT 1""",
-    )
-    return rows[0][0] if rows else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1118,7 +1109,7 @@ def cli(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     with reader(args.db) as con:
-        bench = args.benchmark or default_benchmark(con)
+        bench = args.benchmark or catalog.default_benchmark(con)
         if bench is None:
             raise TmfError("the database holds no runs")
         inputs = load(con, benchmark=bench)

@@ -32,8 +32,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analytics.compare import fisher_z_ci
-from analytics.db import RunlensError, load_sql, query_df, query_rows, reader, run_filter_params
 from analytics.leaderboard import comparable_runs
+from analytics.sqlfiles import load_sql
+from store import RunlensError, query_df, query_rows, reader, run_filter_params
 
 MATCHED, MISSING, EXTRA = "matched", "missing", "extra"
 OP_COLOURS = {MATCHED: "#2e7d32", MISSING: "#c62828", EXTRA: "#ef6c00"}

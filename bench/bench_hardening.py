@@ -22,7 +22,7 @@ sys.path.insert(0, {root!r})
 kind, mode, db = sys.argv[1], sys.argv[2], sys.argv[3]
 from analytics import sql_sandbox as sb
 from ingest import upload_worker, uploads
-from analytics.db import reader
+from store import reader
 from pathlib import Path
 sql = {{
     "select_100kb": "SELECT " + ",".join(["1"] * 49_000),

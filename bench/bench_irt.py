@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analytics import db as rdb  # noqa: E402
+import store as rdb  # noqa: E402
 from analytics import irt  # noqa: E402
 from analytics import progress as prog  # noqa: E402
 

@@ -48,7 +48,7 @@ def _since(start: tuple[float, float]) -> tuple[float, float]:
 
 def one_attempt(db: Path) -> dict[str, str]:
     """Deep-link parameters of the attempt with the most steps (the drilldown's worst case)."""
-    from analytics import db as rdb
+    import store as rdb
 
     with rdb.reader(db) as con:
         run, task, sample = rdb.query_rows(
@@ -111,7 +111,7 @@ def render_pages(db: Path, pages: list[str]) -> list[dict[str, object]]:
 def drilldown_queries(db: Path, *, repeats: int = 5) -> dict[str, float]:
     """The per-attempt analytics calls of the drilldown page, uncached (median of ``repeats``): the run's
     attempt list, the header, the first page of steps, the alignment with the reference and the findings."""
-    from analytics import db as rdb
+    import store as rdb
     from analytics import rules
     from analytics import trajectory as tr
 
@@ -156,7 +156,7 @@ def sql_table2(db: Path) -> dict[str, object]:
 
 def irt_fit(db: Path, *, benchmark: str = "bench-0") -> dict[str, object]:
     """Time a fresh 1PL fit of one benchmark with the shipped defaults (analytics/irt.py; it writes the fit)."""
-    from analytics import db as rdb
+    import store as rdb
     from analytics import irt
 
     with rdb.writer(db) as con:

@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 
 import duckdb  # noqa: E402
 
-from analytics import db as rdb  # noqa: E402
-from analytics import writelock  # noqa: E402
+import store as rdb  # noqa: E402
 from bench.gen_logs import generate  # noqa: E402
+from store import writelock  # noqa: E402
 
 
 def upload_files(folder: Path, n: int, n_attempts: int) -> list[Path]:

@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analytics.db import reader  # noqa: E402
 from analytics.search import search  # noqa: E402
+from store import reader  # noqa: E402
 
 QUERIES = [
     ("budget week growth", "phrase"),

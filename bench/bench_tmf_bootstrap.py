@@ -25,7 +25,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analytics import tmf  # noqa: E402
+from analytics import catalog, tmf  # noqa: E402
 
 
 def synthetic_inputs(n_tasks: int, n_runs: int, *, seed: int = 0) -> tmf.TmfInputs:
@@ -88,10 +88,10 @@ def bench_shape(n_tasks: int, n_runs: int) -> dict[str, object]:
 
 def bench_db(db: Path, benchmark: str | None) -> dict[str, object]:
     """``tmf.overview`` on a real database, twice."""
-    from analytics.db import reader
+    from store import reader
 
     with reader(db) as con:
-        bench = benchmark or tmf.default_benchmark(con)
+        bench = benchmark or catalog.default_benchmark(con)
         _, wall0, cpu0 = _timed(tmf.overview, con, benchmark=bench)
         view, wall1, cpu1 = _timed(tmf.overview, con, benchmark=bench)
         n_rows = len(tmf.load(con, benchmark=bench).tasks)

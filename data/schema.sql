@@ -139,7 +139,7 @@ CREATE TABLE ingest_log (
     outcome      VARCHAR NOT NULL CHECK (outcome IN ('ingested', 'duplicate', 'failed', 'deleted')),
     errors       VARCHAR,
     is_demo      BOOLEAN NOT NULL DEFAULT false,
-    rows_digest  VARCHAR                 -- md5 over the file's attempt rows (see analytics/sql/file_digest.sql)
+    rows_digest  VARCHAR                 -- md5 over the file's attempt rows (see store/sql/file_digest.sql)
 );
 
 -- Audit trail for destructive actions (deleting a run from the upload page, rule recomputation).

@@ -6,9 +6,9 @@ import argparse
 import sys
 import time
 
-from analytics.db import RunlensError, resolve_db_path
 from ingest.formats import FORMATS
 from ingest.pipeline import ingest_paths
+from store import RunlensError, resolve_db_path
 
 
 def build_parser() -> argparse.ArgumentParser:

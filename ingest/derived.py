@@ -23,8 +23,8 @@ from analytics.clusters import (
     failure_texts,
     label_messages,
 )
-from analytics.db import publish, resolve_db_path, transaction, writer
 from analytics.embeddings import DEFAULT_MODEL, Embedder, text_hash
+from store import derived, publish, resolve_db_path, transaction, writer
 
 
 def store_vectors(con: object, texts: Sequence[str], vectors: np.ndarray, *, model: str) -> int:
@@ -34,14 +34,7 @@ def store_vectors(con: object, texts: Sequence[str], vectors: np.ndarray, *, mod
     frame = pd.DataFrame(
         {"text_hash": [text_hash(t) for t in texts], "model": model, "vector": [v.tolist() for v in vectors]}
     )
-    con.register("_rl_vectors", frame)  # type: ignore[attr-defined]
-    try:
-        con.execute(  # type: ignore[attr-defined]
-            "INSERT INTO embeddings SELECT n.text_hash, n.model, n.vector::FLOAT[] FROM _rl_vectors n "
-            "ANTI JOIN embeddings e ON e.text_hash = n.text_hash AND e.model = n.model"
-        )
-    finally:
-        con.unregister("_rl_vectors")  # type: ignore[attr-defined]
+    derived.insert_embeddings(con, frame)  # type: ignore[arg-type]
     return len(frame)
 
 
@@ -96,11 +89,12 @@ def label_clusters(
             res = llm.chat(client, cfg, label_messages(list(r.terms), list(r.examples)), max_tokens=60)
             rows.append((r.content_key, clean_label(res.text) or " · ".join(r.terms), res))
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        with transaction(con):
-            for key, label, res in rows:
-                con.execute(
-                    "INSERT INTO cluster_labels VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [key, cfg.model, LABEL_PROMPT_VERSION, label, res.input_tokens, res.output_tokens, now],
-                )
+        derived.insert_cluster_labels(
+            con,
+            [
+                (key, cfg.model, LABEL_PROMPT_VERSION, label, res.input_tokens, res.output_tokens, now)
+                for key, label, res in rows
+            ],
+        )
         publish(con, resolve_db_path(db))
     return len(rows)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analytics.db import RunlensError
+from store import RunlensError
 
 MAX_REPORTED = 200
 

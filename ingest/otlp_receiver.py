@@ -34,13 +34,13 @@ from typing import Any
 
 import duckdb
 
-from analytics.db import RunlensError, resolve_db_path, writer
 from ingest.errors import IngestError, ProblemCollector
+from ingest.known import load_known
 from ingest.otlp import MAX_SPANS_PER_TRACE, group_traces, load_trace_mapping, parse_otlp
 from ingest.otlp_decode import BadSpan, decode_proto_request, spans_of_request
 from ingest.pipeline import Prepared, commit_prepared
 from ingest.records import Known, Normaliser
-from ingest.writer import load_known
+from store import RunlensError, resolve_db_path, writer
 
 log = logging.getLogger("runlens.otlp")
 PROTOBUF = "application/x-protobuf"

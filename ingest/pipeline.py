@@ -20,11 +20,12 @@ from typing import Any, TextIO
 
 import duckdb
 
-from analytics.db import RunlensError, writer
 from ingest.errors import IngestError, ProblemCollector
 from ingest.formats import FORMATS, Format, detect_format, parse_with, walk_suffixes
+from ingest.known import load_known
 from ingest.records import DEFINITION_TABLES, Bundle, Known, Normaliser, definition_key
-from ingest.writer import load_known, write_bundle
+from store import RunlensError, writer
+from store.ingest_writer import write_bundle
 
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024  # show a progress bar for files at least this large
 MAX_FILE_BYTES = int(os.environ.get("RUNLENS_MAX_FILE_BYTES", 512 * 1024**2))  # checked before reading
@@ -34,7 +35,7 @@ WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init
 PREFETCH_BYTES = 384 * 1024 * 1024  # validated files waiting for the writer, beyond one per worker and one more
 INGEST_MEMORY_LIMIT = "1GB"  # DuckDB's buffer pool while ingesting (its default is 80 % of RAM)
 # Ingests of at most this many bytes in all declare a short writer session: a writer finishing while one waits
-# may leave its snapshot publish to it (one publish per burst of small uploads; analytics.db.writer).
+# may leave its snapshot publish to it (one publish per burst of small uploads; store.writer).
 SHORT_SESSION_MAX_BYTES = 16 * 1024 * 1024
 
 
@@ -362,7 +363,7 @@ def ingest_paths(
 
     Args:
         paths: files or folders (walked recursively).
-        db: database path (see ``analytics.db.resolve_db_path``).
+        db: database path (see ``store.resolve_db_path``).
         fmt: a format name or ``auto``.
         is_demo: mark the data as demo data.
         progress: show progress bars (per large file; over all files when validating in parallel).

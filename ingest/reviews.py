@@ -8,8 +8,8 @@ import os
 import re
 from collections.abc import Sequence
 
-from analytics.db import RunlensError, query_rows, transaction, writer
 from analytics.review import MAX_NOTE_CHARS, MAX_REVIEWER_CHARS, VERDICTS
+from store import RunlensError, derived, writer
 
 CODE_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,31}$")
 
@@ -54,13 +54,16 @@ def record_review(
     """
     name, clean, text = clean_review(reviewer, verdict, codes, note)
     at = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(tzinfo=None)
-    with writer(db) as con, transaction(con):
-        if not query_rows(con, "SELECT 1 FROM attempts WHERE attempt_id = ?", [int(attempt_id)]):
-            raise ReviewError(f"no attempt with id {attempt_id}")
-        review_id = int(query_rows(con, "SELECT coalesce(max(review_id), 0) + 1 FROM reviews")[0][0])
-        con.execute(
-            "INSERT INTO reviews (review_id, attempt_id, reviewer, verdict, codes, note, source, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'human', ?)",
-            [review_id, int(attempt_id), name, verdict, clean, text or None, at],
+    with writer(db) as con:
+        review_id = derived.insert_review(
+            con,
+            attempt_id=int(attempt_id),
+            reviewer=name,
+            verdict=verdict,
+            codes=clean,
+            note=text or None,
+            created_at=at,
         )
+    if review_id is None:
+        raise ReviewError(f"no attempt with id {attempt_id}")
     return review_id

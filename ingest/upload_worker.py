@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analytics.db import PROJECT_ROOT, RunlensError, reader, resolve_db_path
+from store import PROJECT_ROOT, RunlensError, reader, resolve_db_path
 
 TEMP_PREFIX = "runlens-upload-"
 STALE_AFTER_S = 24 * 3600  # a folder this old was left by a killed server: removed at the next upload

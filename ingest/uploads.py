@@ -18,12 +18,12 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from analytics.db import query_df, resolve_db_path, writer
 from ingest.csv_long import companion_of, header_of
 from ingest.errors import IngestError
 from ingest.formats import FORMATS
+from ingest.known import load_known
 from ingest.pipeline import FileResult, _choose_format, ingest_file, prepare_file, read_input
-from ingest.writer import load_known
+from store import query_df, resolve_db_path, writer
 
 MAX_SIDECAR = 500
 FIRST_ERRORS = 5

@@ -4,7 +4,7 @@ import streamlit as st
 
 from analytics import diff as rd
 from analytics import trajectory as tr
-from analytics.db import RunlensError
+from store import RunlensError
 from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, plain, query_param, show_fig
 
 filters = page_setup(

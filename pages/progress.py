@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analytics import db as rdb
+import store as rdb
 from analytics import irt
 from analytics import progress as prog
 from ui import common
@@ -33,13 +33,12 @@ def refit(label: str) -> None:
         return
     bar = st.progress(0.0, text="Fitting...")
     try:
-        with rdb.writer(common.db_path()) as con:
-            fit = irt.fit_and_store(
-                con,
-                benchmark=flt.benchmark,
-                model=model,
-                progress=lambda frac, msg: bar.progress(min(frac, 1.0), text=msg),
-            )
+        fit = common.write(
+            irt.fit_and_store,
+            benchmark=flt.benchmark,
+            model=model,
+            progress=lambda frac, msg: bar.progress(min(frac, 1.0), text=msg),
+        )
     except rdb.RunlensError as exc:
         st.error(f"The fit failed: {common.plain(exc)}")
         return

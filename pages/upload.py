@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from analytics import db as rdb
-from ingest import delete, upload_worker, uploads
+import store as rdb
+from ingest import upload_worker, uploads
 from ui.common import cached, db_path, db_version, download_buttons, page_setup, plain
 
 page_setup(
@@ -136,7 +136,7 @@ else:
     sure = st.checkbox(f"Yes, delete run {plain(run_id)}", key="up_del_confirm")
     if st.button("Delete run", key="up_del_go", disabled=not sure):
         try:
-            done = delete.delete_run(run_id, db=db_path(), actor="upload page")
+            done = rdb.delete_run(run_id, db=db_path(), actor="upload page")
         except rdb.RunlensError as exc:
             st.error(plain(exc))
         else:

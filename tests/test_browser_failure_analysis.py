@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analytics.db import reader
+from store import reader
 from tests.browser_support import chromium_page, screenshot, streamlit_server
 from tests.test_search import search_db  # noqa: F401  (the fixture)
 

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from analytics import export, tmf
-from analytics.db import reader
+from store import reader
 from tests.browser_support import chromium_page, screenshot, streamlit_server
 from tests.conftest import ARTIFACTS
 

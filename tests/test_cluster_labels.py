@@ -12,8 +12,8 @@ import pytest
 
 from analytics import clusters as cl
 from analytics import llm
-from analytics.db import reader, writer
 from ingest.derived import label_clusters
+from store import reader, writer
 from tests.fake_openai_server import FakeOpenAI
 
 

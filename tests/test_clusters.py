@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from analytics import clusters as cl
-from analytics.db import reader
+from store import reader
 from tests.conftest import ROOT
 
 CAUSES = {

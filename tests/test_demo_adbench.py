@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analytics.db import query_df, query_rows, reader
 from data.demo import adbench, history
+from store import query_df, query_rows, reader
 
 SNAPSHOT = "2026-01-15"
 

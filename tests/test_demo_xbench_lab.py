@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analytics.db import query_rows, reader
 from ingest.pipeline import ingest_paths
+from store import query_rows, reader
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "demo_xbench_lab.md"

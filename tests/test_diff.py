@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import diff
 from ingest.pipeline import ingest_paths
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from analytics import doctor
-from analytics.db import writer
+from store import writer
 from tests.conftest import ROOT
 
 

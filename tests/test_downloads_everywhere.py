@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics import db as rdb
+import store as rdb
 from tests.test_pages import registered_pages, run_page
 
 

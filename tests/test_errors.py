@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import errors as err
 from ingest.pipeline import ingest_paths
 

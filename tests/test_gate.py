@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import store as rdb
 from analytics import compare, diff, gate
-from analytics import db as rdb
 from analytics import leaderboard as lb
 from ingest.pipeline import ingest_paths
 from tests.conftest import ROOT

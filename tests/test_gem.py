@@ -12,8 +12,8 @@ import pytest
 
 from analytics import embeddings, gem
 from analytics.__main__ import main
-from analytics.db import reader, writer
 from ingest.pipeline import ingest_paths
+from store import reader, writer
 
 E = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # cos(e0,e1)=0, cos(e1,e2)=cos(e0,e2)=1/sqrt2
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from analytics import gem
-from analytics.db import reader
 from data.demo import build, gembench
 from ingest.pipeline import ingest_paths
+from store import reader
 
 TOL = 0.5
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import sql_sandbox as sb
 from tests.conftest import ROOT
 
@@ -338,10 +338,10 @@ def test_csv_exports_neutralise_formulas_and_parquet_keeps_raw_values(fixture_db
 
 
 def test_a_parquet_folder_does_not_show_its_path_through_view_sql(fixture_db: Path, tmp_path: Path) -> None:
-    from analytics import parquet
+    from store import export_parquet
 
     folder = tmp_path / "export"
-    parquet.export_parquet(fixture_db, folder)
+    export_parquet.export_parquet(fixture_db, folder)
     views = "SELECT view_name, sql FROM duckdb_views()"
     with pytest.raises(sb.SqlRefused, match=r"duckdb_views\(\) is not allowed"):
         sb.run_query(views, db=folder, is_isolated=False)

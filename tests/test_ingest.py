@@ -14,8 +14,8 @@ import duckdb
 import numpy as np
 import pytest
 
-from analytics.db import reader, writer
 from ingest.pipeline import ingest_paths
+from store import reader, writer
 from tests.conftest import FIXTURES, ROOT
 
 TABLES = (

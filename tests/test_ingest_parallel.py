@@ -11,10 +11,10 @@ import duckdb
 import orjson
 import pytest
 
-from analytics.db import RunlensError
 from bench.gen_logs import generate
 from ingest.errors import IngestError, Problem
 from ingest.pipeline import ingest_jobs, ingest_paths
+from store import RunlensError
 from tests.conftest import FIXTURES
 
 TABLES = {  # every row a file writes, ordered by its natural key; timings and paths left out

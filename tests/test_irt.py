@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import irt
 
 # Small but informative: 3 periods x 10 agents x 60 tasks, a quarter carried over; later periods harder.

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import irt
 from analytics import progress as prog
 from ingest.pipeline import ingest_paths

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import errors as err
 from analytics import judge as jg
 from analytics import llm

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from analytics import leaderboard as lb
-from analytics.db import reader
+from store import reader
 from tests.conftest import ROOT
 
 

@@ -7,7 +7,7 @@ import json
 import jsonschema
 import pytest
 
-from analytics.db import PROJECT_ROOT
+from store import PROJECT_ROOT
 from tests.conftest import FIXTURES
 
 SCHEMA = json.loads((PROJECT_ROOT / "data" / "schema" / "native-v1.schema.json").read_text())

@@ -24,8 +24,8 @@ from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan
 
-from analytics.db import reader
 from ingest.otlp_receiver import Limits, TraceBuffer
+from store import reader
 from tests.otlp_producer import T0, expected_by_trace, make_spans, otlp_json_lines
 
 TOKEN = "s3cret-token"

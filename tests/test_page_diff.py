@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import diff
 from tests.apptest import open_page
 from tests.test_diff import _write_bench

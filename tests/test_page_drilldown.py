@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import rules
 from analytics import trajectory as tr
 from ingest.pipeline import ingest_paths

@@ -11,10 +11,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analytics import embeddings, gem
-from analytics.db import writer
 from analytics.plaintext import md_plain
 from data.demo import gembench
 from ingest.pipeline import ingest_paths
+from store import writer
 from tests.conftest import ROOT
 from tests.test_pages import registered_pages
 

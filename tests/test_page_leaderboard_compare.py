@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import leaderboard as lb
 from tests.apptest import open_page
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import irt
 from analytics import progress as prog
 from ingest.pipeline import ingest_paths

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analytics.db import reader
 from analytics.plaintext import md_plain
+from store import reader
 from tests.apptest import open_page
 from tests.test_review import _copy, review_db  # noqa: F401  (the fixture)
 

@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analytics import tmf
-from analytics.db import reader
 from ingest.pipeline import ingest_paths
+from store import reader
 from tests.conftest import ROOT
 
 

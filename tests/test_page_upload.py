@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics.db import reader
+import store
 from analytics.plaintext import md_plain
-from ingest import delete, uploads
+from ingest import uploads
 from ingest.pipeline import ingest_paths
+from store import reader
 from tests.adapter_helpers import counts, rows
 from tests.conftest import FIXTURES, ROOT, shared_data
 
@@ -90,7 +91,7 @@ def test_delete_removes_everything_of_the_run_in_one_go(tmp_db: Path) -> None:
     ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)
     run_id, n_attempts = rows(tmp_db, "SELECT run_id, count(*) FROM attempts GROUP BY 1 ORDER BY 2 DESC LIMIT 1")[0]
     others = rows(tmp_db, "SELECT count(*) FROM attempts WHERE run_id <> ?", [run_id])[0][0]
-    done = delete.delete_run(run_id, db=tmp_db, actor="test")
+    done = store.delete_run(run_id, db=tmp_db, actor="test")
     assert done.n_attempts == n_attempts
     assert rows(tmp_db, "SELECT count(*) FROM attempts") == [(others,)]
     orphans = rows(
@@ -103,15 +104,15 @@ def test_delete_removes_everything_of_the_run_in_one_go(tmp_db: Path) -> None:
     assert orphans == [(0, 0, 0, 0)]
     detail = json.loads(rows(tmp_db, "SELECT detail FROM audit_log WHERE subject = ?", [run_id])[0][0])
     assert detail["actor"] == "test" and detail["n_attempts"] == n_attempts
-    with pytest.raises(delete.RunNotFoundError):
-        delete.delete_run(run_id, db=tmp_db)
+    with pytest.raises(store.RunNotFoundError):
+        store.delete_run(run_id, db=tmp_db)
 
 
 def test_deleting_every_run_of_a_file_releases_it(tmp_db: Path) -> None:
     ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)
     n = rows(tmp_db, "SELECT count(*) FROM attempts")[0][0]
     for (run_id,) in rows(tmp_db, "SELECT run_id FROM runs"):
-        delete.delete_run(run_id, db=tmp_db)
+        store.delete_run(run_id, db=tmp_db)
     assert rows(tmp_db, "SELECT outcome FROM ingest_log") == [("deleted",)]
     again = ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)
     assert again[0].outcome == "ingested" and rows(tmp_db, "SELECT count(*) FROM attempts") == [(n,)]

@@ -44,7 +44,7 @@ def test_page_renders_on_demo_data(page: str, demo_db: Path, monkeypatch: pytest
 
 @pytest.mark.parametrize("page", registered_pages())
 def test_page_explains_an_empty_database(page: str, tmp_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from analytics.db import writer
+    from store import writer
 
     with writer(tmp_db):
         pass  # an existing but empty database (the app only seeds a new one)

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import leaderboard as lb
-from analytics.parquet import MARKER, ParquetFolderError, export_parquet
+from store.export_parquet import export_parquet
+from store.parquet import MARKER, ParquetFolderError
 from tests.conftest import ROOT
 
 TABLES = ("benchmarks", "tasks", "runs", "attempts", "steps", "texts", "error_labels", "ingest_log")

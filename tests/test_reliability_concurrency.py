@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics import db as rdb
+import store as rdb
 from bench.gen_logs import generate
 from tests.conftest import FIXTURES, ROOT
 

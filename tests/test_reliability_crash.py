@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import doctor
 from bench.gen_logs import generate
 from ingest.pipeline import ingest_paths

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analytics.db import migrate
 from ingest.errors import IngestError
 from ingest.pipeline import ingest_file
+from store import migrate
 from tests.conftest import FIXTURES, SHARED_DATA
 
 pytestmark = pytest.mark.slow

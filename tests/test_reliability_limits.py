@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from ingest.errors import IngestError
 from ingest.native import LONE_SURROGATE
 from ingest.pipeline import MAX_FILE_BYTES, ingest_file, ingest_paths

@@ -15,8 +15,8 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from analytics import review as rv
-from analytics.db import reader
 from ingest.reviews import ReviewError, record_review
+from store import reader
 
 N = 40
 
@@ -200,7 +200,7 @@ def test_queue_kinds(review_db: Path) -> None:
 
 
 def test_reviews_are_exported(review_db: Path, tmp_path: Path) -> None:
-    from analytics.parquet import export_parquet
+    from store.export_parquet import export_parquet
 
     marker = export_parquet(review_db, tmp_path / "out")
     assert marker["tables"]["reviews"]["rows"] >= N + 20

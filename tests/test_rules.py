@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import rules
 
 GRAPH = {

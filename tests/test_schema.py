@@ -6,7 +6,7 @@ from pathlib import Path
 
 import duckdb
 
-from analytics import db as rdb
+import store as rdb
 
 
 def catalog(con: duckdb.DuckDBPyConnection) -> list[tuple]:

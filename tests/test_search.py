@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from analytics import search as sr
-from analytics.db import reader
+from store import reader
 from tests.conftest import ROOT
 
 LONG = ("lorem ipsum dolor " * 100) + "the needle QUOTA_EXCEEDED appears late" + (" tail" * 50)

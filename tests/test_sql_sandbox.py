@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import sql_sandbox as sb
 from tests.conftest import ROOT
 
@@ -635,10 +635,10 @@ def test_demo_reproduces_liveagentbench_table2_within_half_a_point(demo_db: Path
 @pytest.mark.slow
 def test_a_parquet_folder_is_sandboxed_too(fixture_db: Path, tmp_path: Path) -> None:
     """RUNLENS_DB may be an exported Parquet folder: its views stay readable, nothing else is."""
-    from analytics import parquet
+    from store import export_parquet
 
     folder = tmp_path / "export"
-    parquet.export_parquet(fixture_db, folder)
+    export_parquet.export_parquet(fixture_db, folder)
 
     def folder_hash() -> str:
         digest = hashlib.sha256()

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analytics import tmf
-from analytics.db import reader
+from store import reader
 
 
 def brute_force_frontier(x: list[float], y: list[float]) -> set[int]:

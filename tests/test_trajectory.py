@@ -10,7 +10,7 @@ import sys
 import pandas as pd
 import pytest
 
-from analytics import db as rdb
+import store as rdb
 from analytics import trajectory as tr
 
 REF = ["get_user_account_list", "search", "daily_data", "calculator"]

@@ -2,7 +2,7 @@
 
 Every page starts with ``page_setup()`` and reads data only through ``cached(fn, **kwargs)``, which
 opens a short-lived read-only connection to the published snapshot and caches the result keyed by the
-database version, so new data invalidates it (see analytics/db.py for the concurrency design).
+database version, so new data invalidates it (see store/connect.py for the concurrency design).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+import store as rdb
 from analytics import csvsafe
-from analytics import db as rdb
 from analytics.plaintext import md_plain, plain_figure, plotly_unplain
 
 # THE helper for any text from a log that goes into Markdown (labels, captions, info boxes, subheaders,
@@ -63,6 +63,13 @@ def _cached_call(module: str, name: str, version: str, path: str, kwargs: tuple[
     fn = getattr(importlib.import_module(module), name)
     with rdb.reader(path) as con:
         return fn(con, **dict(kwargs))
+
+
+def write(fn: Callable[..., Any], **kwargs: Any) -> Any:
+    """Call ``fn(con, **kwargs)`` in one writer session of the store (derived data a page asked for, e.g. an IRT
+    fit); the published snapshot shows it on the next rerun. Pages never open connections themselves."""
+    with rdb.writer(db_path()) as con:
+        return fn(con, **kwargs)
 
 
 def cached(fn: Callable[..., Any], **kwargs: Any) -> Any:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import streamlit as st
 
+import store as rdb
 from analytics import catalog as cat
-from analytics import db as rdb
 from ui import common
 
 
@@ -22,17 +22,16 @@ def _bootstrap(path: str) -> None:
     """Create the database, and load the demo dataset when it holds no runs."""
     if rdb.is_parquet_folder(Path(path)):
         return  # an exported Parquet folder is read-only (docs/scale.md)
-    current = False
+    info = None
     if rdb.snapshot_path(Path(path)).exists():
         # Read the published snapshot: opening a writer would republish it (a full copy of the database)
         # on every server start. Only an older schema needs the writer (which migrates and republishes).
         with rdb.reader(path) as con:
-            current = rdb.schema_version(con) >= rdb.latest_version()
-            empty = current and rdb.query_rows(con, "SELECT count(*) FROM runs")[0][0] == 0
-    if not current:
+            info = rdb.describe(con)
+    if info is None or not info.is_current:
         with rdb.writer(path) as con:
-            empty = rdb.query_rows(con, "SELECT count(*) FROM runs")[0][0] == 0
-    if empty and not os.environ.get("RUNLENS_SKIP_DEMO"):
+            info = rdb.describe(con)
+    if info.is_empty and not os.environ.get("RUNLENS_SKIP_DEMO"):
         from data.demo.build import load_demo
 
         load_demo(path)

@@ -1,13 +1,10 @@
 -- Error labels on failed attempts counted per (run, level, category, code): distinct attempts per cell, so a code
 -- reported by several sources (log label, rule, judge) or at several steps of one attempt counts once.
--- Parameters: $benchmark (or NULL), $agents (list or NULL), $date_from, $date_to, $sources (list or NULL).
+-- Parameters: the run filter's (store/filters.py), $sources (list or NULL).
 WITH runs_in AS (
-    SELECT run_id, benchmark
-    FROM runs
-    WHERE ($benchmark IS NULL OR benchmark = $benchmark)
-      AND ($agents IS NULL OR list_contains($agents, agent))
-      AND ($date_from IS NULL OR eval_date >= $date_from)
-      AND ($date_to IS NULL OR eval_date <= $date_to)
+    SELECT r.run_id, r.benchmark
+    FROM runs r
+    WHERE $run_filter
 ),
 failed AS (
     SELECT a.attempt_id, a.run_id, t.level, t.category

@@ -1,16 +1,12 @@
 -- Transcript search (analytics/search.py). Parameters: $q (phrase, RE2 pattern, or a list of word patterns),
--- $benchmark, $agents, $date_from, $date_to, $run_ids (each NULL for all), $limit (hits returned).
+-- the run filter's (store/filters.py), $limit (hits returned).
 -- The brace-delimited placeholders are fixed SQL from analytics/search.py, one form per search mode; the user's query is only
 -- ever the parameter $q. One scan of steps; a long result (stored once in texts) is matched once.
 WITH kept AS (
     SELECT a.attempt_id, a.run_id, a.task_id, a.sample, a.passed, a.answer
     FROM attempts a
     JOIN runs r USING (run_id)
-    WHERE ($benchmark IS NULL OR r.benchmark = $benchmark)
-      AND ($agents IS NULL OR list_contains($agents, r.agent))
-      AND ($date_from IS NULL OR r.eval_date >= $date_from)
-      AND ($date_to IS NULL OR r.eval_date <= $date_to)
-      AND ($run_ids IS NULL OR list_contains($run_ids, a.run_id))
+    WHERE $run_filter
 ),
 long_texts AS (
     SELECT t.text_hash, t.text FROM texts t WHERE {match_text}

@@ -1,14 +1,11 @@
 -- Tech-Market-Fit input: one row per (run, task) of a benchmark (human runs always included): samples, successes,
 -- mean score, cost, tokens and latency. Lean on purpose: the run's and the task's details are read by two small
 -- queries and attached in pandas (one text value per row costs more than the aggregation itself).
--- Parameters: $benchmark, $agents (list or NULL), $date_from, $date_to (dates or NULL).
+-- Parameters: the run filter's (store/filters.py) with $with_humans true; $benchmark is required here.
 WITH runs_in AS (
-    SELECT run_id
-    FROM runs
-    WHERE benchmark = $benchmark
-      AND ($agents IS NULL OR kind = 'human' OR list_contains($agents, agent))
-      AND ($date_from IS NULL OR eval_date >= $date_from)
-      AND ($date_to IS NULL OR eval_date <= $date_to)
+    SELECT r.run_id
+    FROM runs r
+    WHERE r.benchmark = $benchmark AND $run_filter
 )
 SELECT a.run_id, a.task_id,
        count(*)                 AS n,

@@ -6,11 +6,7 @@ WITH picked AS (
     FROM attempts a
     JOIN runs r USING (run_id)
     LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
-    WHERE ($benchmark IS NULL OR r.benchmark = $benchmark)
-      AND ($run_ids IS NULL OR list_contains($run_ids, a.run_id))
-      AND ($agents IS NULL OR list_contains($agents, r.agent))
-      AND ($date_from IS NULL OR r.eval_date >= $date_from)
-      AND ($date_to IS NULL OR r.eval_date <= $date_to)
+    WHERE $run_filter
 ),
 calls AS (
     SELECT s.attempt_id, list(s.tool ORDER BY s.step) AS calls

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from analytics.db import RunlensError
 from data.demo import adbench, gembench, history, liveagentbench, xbench
 from ingest.pipeline import FileResult, describe, ingest_paths
+from store import RunlensError
 
 DEMO_DIR = Path(__file__).resolve().parent
 BUILD_DIR = DEMO_DIR / "build"

@@ -10,7 +10,9 @@ from dataclasses import asdict, dataclass
 
 import duckdb
 
-from analytics.db import RunlensError, transaction, writer
+from store.connect import writer
+from store.errors import RunlensError
+from store.query import transaction
 
 # child tables keyed by attempt_id, deleted before the attempts themselves
 ATTEMPT_CHILDREN = ("steps", "error_labels", "attempt_metrics", "ratings", "judge_verdicts")

@@ -6,7 +6,7 @@ Concurrency design (build-and-swap behind a writer lock, see README "Concurrency
 
     * ``<db>``       the primary database; only writers (ingest, judge, IRT fit cache, rule labels)
                      open it, one session at a time under an exclusive ``flock`` on ``<db>.lock``
-                     (analytics/writelock.py), waiting with retry if another writer holds it;
+                     (store/writelock.py), waiting with retry if another writer holds it;
     * ``<db>.read``  a published snapshot; every reader (dashboard pages, ``python -m analytics``)
                      opens it read-only for the duration of one query batch.
 
@@ -22,65 +22,25 @@ Concurrency design (build-and-swap behind a writer lock, see README "Concurrency
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
 import duckdb
-import pandas as pd
 
-from analytics import writelock
+from store import writelock
+from store.errors import DatabaseBusyError, RunlensError
+from store.migrate import migrate
+from store.paths import is_parquet_folder, pending_path, resolve_db_path, snapshot_path
+from store.query import transaction
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-SCHEMA_FILE = PROJECT_ROOT / "data" / "schema.sql"
-MIGRATIONS_DIR = PROJECT_ROOT / "data" / "migrations"
-SQL_DIR = Path(__file__).resolve().parent / "sql"
-DEFAULT_DB = PROJECT_ROOT / "data" / "runlens.duckdb"
-SNAPSHOT_SUFFIX = ".read"
 LOCK_WAIT_S = 120.0
+
 PUBLISH_MAX_DEFER_S = 20.0  # default of RUNLENS_PUBLISH_MAX_DEFER_S (see publish_max_defer_s)
-
-
-class RunlensError(Exception):
-    """Base class of the project's own errors (pages catch these, not bare Exception)."""
-
-
-class QueryError(RunlensError):
-    """A SQL statement failed; carries the statement and its parameters."""
-
-    def __init__(self, message: str, sql: str, params: Sequence[Any] | dict[str, Any] | None) -> None:
-        super().__init__(f"{message}\n-- SQL:\n{sql.strip()}\n-- params: {params!r}")
-        self.reason = message
-        self.sql = sql
-        self.params = params
-
-
-class DatabaseBusyError(RunlensError):
-    """Another process held the database lock for longer than we were willing to wait."""
-
-
-def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
-    """Return the database path: the argument, else env ``RUNLENS_DB``, else ``data/runlens.duckdb``."""
-    if db:
-        return Path(db)
-    env = os.environ.get("RUNLENS_DB")
-    return Path(env) if env else DEFAULT_DB
-
-
-def is_parquet_folder(path: Path) -> bool:
-    """True for a folder written by ``export-parquet`` (it holds a ``runlens-parquet.json`` marker)."""
-    return path.is_dir() and (path / "runlens-parquet.json").is_file()
-
-
-def snapshot_path(db_path: Path) -> Path:
-    """Path of the published read-only snapshot of ``db_path``."""
-    return db_path.with_name(db_path.name + SNAPSHOT_SUFFIX)
 
 
 def _is_lock_error(exc: BaseException) -> bool:
@@ -103,74 +63,7 @@ def _connect_with_retry(path: Path, *, read_only: bool, wait_s: float) -> duckdb
             delay = min(delay * 2, 0.5)
 
 
-# ---------------------------------------------------------------------------------------------
-# Schema and migrations
-# ---------------------------------------------------------------------------------------------
-
-
-def migrations() -> list[tuple[int, str, str]]:
-    """All migrations as ``(version, name, sql)`` sorted by version."""
-    out = []
-    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
-        version = int(path.name.split("_", 1)[0])
-        out.append((version, path.stem, path.read_text(encoding="utf-8")))
-    return out
-
-
-def schema_version(con: duckdb.DuckDBPyConnection) -> int:
-    """The schema version recorded in ``meta`` (0 for an empty database)."""
-    has_meta = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'").fetchall()[0][0]
-    if not has_meta:
-        return 0
-    rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-    return int(rows[0][0]) if rows else 0
-
-
-def migrate(con: duckdb.DuckDBPyConnection) -> int:
-    """Apply pending migrations, each in its own transaction; return the resulting version."""
-    current = schema_version(con)
-    for version, name, sql in migrations():
-        if version <= current:
-            continue
-        with transaction(con):
-            con.execute(sql)
-            con.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), (?, ?)",
-                [str(version), f"migration:{name}", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())],
-            )
-        current = version
-    return current
-
-
-def latest_version() -> int:
-    """The newest migration's version number."""
-    return max(v for v, _, _ in migrations())
-
-
-# ---------------------------------------------------------------------------------------------
-# Connections
-# ---------------------------------------------------------------------------------------------
-
-
 WRITER_CHECKPOINT_THRESHOLD = "256MB"
-
-
-@contextlib.contextmanager
-def transaction(con: duckdb.DuckDBPyConnection, *, own: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
-    """``BEGIN`` ... ``COMMIT``, or ``ROLLBACK`` and re-raise on any exception.
-
-    With ``own=False`` the block joins the transaction the caller already opened (nothing is begun or ended).
-    """
-    if not own:
-        yield con
-        return
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield con
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 @contextlib.contextmanager
@@ -183,7 +76,7 @@ def writer(
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the primary database read-write (migrated) under the writer lock, and publish a snapshot when done.
 
-    The lock (``<db>.lock``, see analytics/writelock.py) is held from before the connection opens until the
+    The lock (``<db>.lock``, see store/writelock.py) is held from before the connection opens until the
     snapshot is published, so writer sessions never overlap, in any process or thread; the same thread may nest
     sessions (the outermost one publishes). Callers open their own transactions; the snapshot is published only
     when the block exits without an exception (or after ``publish(con, path)``, whatever the exit).
@@ -289,11 +182,6 @@ def _may_leave_publish(path: Path) -> bool:
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# Publishing the read snapshot
-# ---------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Generation:
     """Which state of which primary a snapshot holds: ``meta`` keys ``store_id`` and ``generation``.
@@ -394,7 +282,7 @@ def publish(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """
     state = writelock.held_here(Path(path))
     if state is None:
-        raise RunlensError(f"{path}: publish() needs an open writer session (analytics.db.writer)")
+        raise RunlensError(f"{path}: publish() needs an open writer session (store.writer)")
     state.publish_requested = True
 
 
@@ -408,7 +296,7 @@ def publish_now(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
         RunlensError: the calling thread holds no writer session of ``path``.
     """
     if writelock.held_here(Path(path)) is None:
-        raise RunlensError(f"{path}: publish_now() needs an open writer session (analytics.db.writer)")
+        raise RunlensError(f"{path}: publish_now() needs an open writer session (store.writer)")
     generation = seal(con)
     snap = snapshot_path(Path(path))
     tmp = snap.with_name(snap.name + f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -435,11 +323,6 @@ def publish_now(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
 def publish_max_defer_s() -> float:
     """How long the snapshot may lag while writers leave their publish to queued ones (``RUNLENS_PUBLISH_MAX_DEFER_S``)."""
     return float(os.environ.get("RUNLENS_PUBLISH_MAX_DEFER_S") or PUBLISH_MAX_DEFER_S)
-
-
-def pending_path(db_path: Path) -> Path:
-    """Marker file: the primary may hold commits the snapshot lacks (its modification time: since when)."""
-    return db_path.with_name(db_path.name + ".pending")
 
 
 def _mark_pending(path: Path) -> bool:
@@ -546,10 +429,10 @@ def reader(db: str | os.PathLike[str] | None = None, *, wait_s: float = 30.0) ->
     """Open the published snapshot read-only (creating it if the DB has none yet).
 
     A folder written by ``python -m analytics export-parquet`` is opened as an in-memory DuckDB with a view
-    per table over its Parquet files (see analytics/parquet.py).
+    per table over its Parquet files (see store/parquet.py).
     """
     if is_parquet_folder(resolve_db_path(db)):
-        from analytics import parquet
+        from store import parquet
 
         pcon = parquet.connect(resolve_db_path(db))
         try:
@@ -568,7 +451,7 @@ def reader(db: str | os.PathLike[str] | None = None, *, wait_s: float = 30.0) ->
 def db_version(db: str | os.PathLike[str] | None = None) -> str:
     """A token that changes whenever new data is published (for cache keys)."""
     if is_parquet_folder(resolve_db_path(db)):
-        from analytics import parquet
+        from store import parquet
 
         return parquet.folder_version(resolve_db_path(db))
     snap = snapshot_path(resolve_db_path(db))
@@ -577,82 +460,3 @@ def db_version(db: str | os.PathLike[str] | None = None) -> str:
     except FileNotFoundError:
         return "missing"
     return f"{st.st_mtime_ns}:{st.st_size}"
-
-
-# ---------------------------------------------------------------------------------------------
-# Executing SQL
-# ---------------------------------------------------------------------------------------------
-
-
-def load_sql(name: str) -> str:
-    """Text of ``analytics/sql/<name>.sql``."""
-    return (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")
-
-
-def run_filter_params(
-    benchmark: str | None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
-    *,
-    run_ids: Sequence[str] | None | Literal[False] = False,
-) -> dict[str, Any]:
-    """The named parameters of the global run filter (``$benchmark``, ``$agents``, ``$date_from``, ``$date_to``,
-    and ``$run_ids`` unless ``run_ids`` is False), as every filtered query takes them: an empty agent list means
-    all agents. DuckDB refuses unused named parameters, hence the opt-out for queries without ``$run_ids``."""
-    params: dict[str, Any] = {
-        "benchmark": benchmark,
-        "agents": list(agents) if agents else None,
-        "date_from": date_from,
-        "date_to": date_to,
-    }
-    if run_ids is not False:
-        params["run_ids"] = list(run_ids) if run_ids else None
-    return params
-
-
-def query_df(
-    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
-) -> pd.DataFrame:
-    """Run one parameterised statement and return a DataFrame; errors carry SQL and params."""
-    try:
-        return con.execute(sql, params or []).df()
-    except duckdb.Error as exc:
-        raise QueryError(str(exc), sql, params) from exc
-
-
-def query_rows(
-    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
-) -> list[tuple[Any, ...]]:
-    """Run one parameterised statement and return its rows as tuples."""
-    try:
-        return con.execute(sql, params or []).fetchall()
-    except duckdb.Error as exc:
-        raise QueryError(str(exc), sql, params) from exc
-
-
-@dataclass(frozen=True)
-class DbInfo:
-    """What the shell needs to know about the database."""
-
-    path: Path
-    is_empty: bool
-    is_demo: bool
-    n_runs: int
-    n_attempts: int
-
-
-def db_info(con: duckdb.DuckDBPyConnection, path: Path) -> DbInfo:
-    """Counts and the demo flag of an open database."""
-    n_runs, n_demo, n_attempts = query_rows(
-        con,
-        "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM runs WHERE is_demo),"
-        " (SELECT count(*) FROM attempts)",
-    )[0]
-    return DbInfo(
-        path=path,
-        is_empty=n_runs == 0,
-        is_demo=n_runs > 0 and n_demo > 0,
-        n_runs=int(n_runs),
-        n_attempts=int(n_attempts),
-    )

@@ -6,7 +6,7 @@ and evaluation year-month (``DIR/attempts/bench=ad-bench/month=2026-01/data_0.pa
 one file each. A marker ``DIR/runlens-parquet.json`` (written last, so a half-written export is never
 mistaken for a finished one) records each table's columns and types and the friendly views.
 
-Point Runlens at the folder (``RUNLENS_DB=DIR``) and :func:`analytics.db.reader` opens an in-memory DuckDB
+Point Runlens at the folder (``RUNLENS_DB=DIR``) and :func:`store.reader` opens an in-memory DuckDB
 with one view per table over ``read_parquet(..., hive_partitioning = true)`` plus the friendly views, so
 every page and report runs unchanged. The marker may carry a ``location`` (for example
 ``s3://bucket/runlens``): the views then read the files there through DuckDB's httpfs (see docs/scale.md).
@@ -15,19 +15,17 @@ A Parquet folder is read-only: writers refuse it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from analytics import db as rdb
+from store.errors import RunlensError
+from store.paths import PARQUET_MARKER
 
-MARKER = "runlens-parquet.json"
+MARKER = PARQUET_MARKER
 FORMAT_VERSION = 1
 REMOTE_PREFIXES = ("s3://", "s3a://", "gs://", "gcs://", "r2://", "http://", "https://", "az://", "abfss://")
 
@@ -43,14 +41,8 @@ _PARTITIONED = {
 }
 
 
-class ParquetFolderError(rdb.RunlensError):
+class ParquetFolderError(RunlensError):
     """A Parquet folder is missing, malformed, or was asked to do what only a DuckDB file can (writes)."""
-
-
-def is_parquet_folder(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` is a folder holding a ``runlens-parquet.json`` marker."""
-    p = Path(path)
-    return p.is_dir() and (p / MARKER).is_file()
 
 
 def _lit(text: str) -> str:
@@ -59,92 +51,6 @@ def _lit(text: str) -> str:
 
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def _tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
-    rows = rdb.query_rows(
-        con,
-        "SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
-        "JOIN information_schema.tables t USING (table_catalog, table_schema, table_name) "
-        "WHERE t.table_type = 'BASE TABLE' AND t.table_schema = 'main' "
-        "ORDER BY c.table_name, c.ordinal_position",
-    )
-    out: dict[str, list[tuple[str, str]]] = {}
-    for table, column, dtype in rows:
-        out.setdefault(table, []).append((column, dtype))
-    return out
-
-
-def _views(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
-    return [
-        (str(n), str(s))
-        for n, s in rdb.query_rows(
-            con,
-            "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal AND schema_name = 'main' ORDER BY view_name",
-        )
-    ]
-
-
-def _prepare_out(out: Path, *, overwrite: bool) -> None:
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise ParquetFolderError(f"{out} is not empty; pass --overwrite to replace a previous export")
-        if not is_parquet_folder(out):
-            raise ParquetFolderError(f"{out} is not empty and holds no {MARKER}; refusing to overwrite it")
-        old = json.loads((out / MARKER).read_text(encoding="utf-8"))
-        (out / MARKER).unlink()  # first: a half-replaced folder must not look like a finished export
-        for table in old.get("tables", {}):
-            shutil.rmtree(out / table, ignore_errors=True)
-    out.mkdir(parents=True, exist_ok=True)
-
-
-def export_parquet(
-    db: str | os.PathLike[str] | None, out: str | os.PathLike[str], *, overwrite: bool = False
-) -> dict[str, Any]:
-    """Write every table of the database's snapshot as Parquet under ``out``; return the marker written.
-
-    Raises:
-        ParquetFolderError: ``out`` is not empty (and ``overwrite`` is false) or the source is itself a folder.
-    """
-    src = rdb.resolve_db_path(db)
-    if is_parquet_folder(src):
-        raise ParquetFolderError(f"{src} is already a Parquet folder; export from a DuckDB file")
-    out_path = Path(out).resolve()
-    _prepare_out(out_path, overwrite=overwrite)
-    started = time.perf_counter()
-    tables: dict[str, Any] = {}
-    with rdb.reader(src) as con:
-        for table, columns in _tables(con).items():
-            n_rows = int(rdb.query_rows(con, f"SELECT count(*) FROM {_ident(table)}")[0][0])
-            target = out_path / table
-            target.mkdir()
-            if table in _PARTITIONED and n_rows:
-                con.execute(
-                    f"COPY ({_PARTITIONED[table]}) TO {_lit(str(target))} "
-                    "(FORMAT parquet, PARTITION_BY (bench, month), COMPRESSION zstd)"
-                )
-                partition_by = ["bench", "month"]
-            else:
-                con.execute(
-                    f"COPY (SELECT * FROM {_ident(table)}) TO {_lit(str(target / 'data_0.parquet'))} "
-                    "(FORMAT parquet, COMPRESSION zstd)"
-                )
-                partition_by = []
-            tables[table] = {"columns": [list(c) for c in columns], "rows": n_rows, "partition_by": partition_by}
-        marker = {
-            "format": "runlens-parquet",
-            "format_version": FORMAT_VERSION,
-            "schema_version": rdb.schema_version(con),
-            "source": str(src),
-            "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "seconds": round(time.perf_counter() - started, 3),
-            "tables": tables,
-            "views": _views(con),
-        }
-    tmp = out_path / (MARKER + ".tmp")
-    tmp.write_text(json.dumps(marker, indent=1), encoding="utf-8")
-    os.replace(tmp, out_path / MARKER)
-    return marker
 
 
 def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any]:
@@ -232,23 +138,3 @@ def folder_version(folder: str | os.PathLike[str]) -> str:
     except FileNotFoundError:
         return "missing"
     return f"parquet:{st.st_mtime_ns}:{st.st_size}"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics export-parquet``."""
-    parser.add_argument("--out", required=True, type=Path, help="folder to write (created; must be empty)")
-    parser.add_argument("--overwrite", action="store_true", help="replace a previous export in --out")
-    parser.add_argument("--json", action="store_true", help="print the marker (tables, rows, columns) as JSON")
-
-
-def cli(args: argparse.Namespace) -> int:
-    """Export and print a summary (or the marker with ``--json``)."""
-    marker = export_parquet(args.db, args.out, overwrite=args.overwrite)
-    if args.json:
-        print(json.dumps(marker, indent=1))
-    else:
-        for table, spec in marker["tables"].items():
-            parts = f" partitioned by {', '.join(spec['partition_by'])}" if spec["partition_by"] else ""
-            print(f"{table}: {spec['rows']:,} rows{parts}")
-        print(f"wrote {args.out} in {marker['seconds']:.1f} s; use it with RUNLENS_DB={args.out}")
-    return 0

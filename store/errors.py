@@ -1,0 +1,24 @@
+"""The project's own exceptions (pages catch these, never bare Exception)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+class RunlensError(Exception):
+    """Base class of the project's own errors (pages catch these, not bare Exception)."""
+
+
+class QueryError(RunlensError):
+    """A SQL statement failed; carries the statement and its parameters."""
+
+    def __init__(self, message: str, sql: str, params: Sequence[Any] | dict[str, Any] | None) -> None:
+        super().__init__(f"{message}\n-- SQL:\n{sql.strip()}\n-- params: {params!r}")
+        self.reason = message
+        self.sql = sql
+        self.params = params
+
+
+class DatabaseBusyError(RunlensError):
+    """Another process held the database lock for longer than we were willing to wait."""
