@@ -122,7 +122,8 @@ CREATE TABLE ratings (
     rater      VARCHAR NOT NULL,
     rater_kind VARCHAR NOT NULL DEFAULT 'llm' CHECK (rater_kind IN ('human', 'llm')),
     dimension  VARCHAR NOT NULL,
-    value      DOUBLE  NOT NULL
+    value      DOUBLE  NOT NULL,
+    extra      JSON                      -- the record's fields the format does not define (kept, never dropped)
 );
 
 CREATE TABLE ingest_log (

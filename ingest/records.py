@@ -358,7 +358,9 @@ class Bundle:
     labels: list[tuple[Any, ...]] = field(default_factory=list)  # rows in LABEL_COLUMNS order
     metrics: list[tuple[Any, ...]] = field(default_factory=list)  # rows in METRIC_COLUMNS order
     ratings: dict[str, list[Any]] = field(
-        default_factory=lambda: _columns("attempt_ix", "attempt_id", "rater", "rater_kind", "dimension", "value")
+        default_factory=lambda: _columns(
+            "attempt_ix", "attempt_id", "rater", "rater_kind", "dimension", "value", "extra"
+        )
     )
     arrow: dict[str, pa.Table] | None = None  # the per-attempt tables once frozen (see ``freeze``)
 
@@ -867,6 +869,7 @@ class Normaliser:
             "rater_kind": _enum(rec, "rater_kind", RATER_KINDS, "llm"),
             "dimension": _ident(rec, "dimension"),
             "value": _number(rec, "value"),
+            "extra": _extra(rec, RATING_FIELDS),
         }
         if row["value"] is None:
             raise _Bad("value", "missing required field")
