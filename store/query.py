@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
 from store.errors import QueryError
+
+if TYPE_CHECKING:  # pandas costs ~0.6 s to import: only the callers of query_df (which DuckDB serves) pay it
+    import pandas as pd
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 
