@@ -591,19 +591,6 @@ def judge_status(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None
     )
 
 
-def judge_failures(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None) -> pd.DataFrame:
-    """The judge failures (attempt, reason, raw output) so they can be inspected and retried."""
-    return rdb.query_df(
-        con,
-        """
-        SELECT a.run_id, a.task_id, a.sample, v.prompt_version, v.model, v.failure, v.raw_output, v.created_at
-        FROM judge_verdicts v JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
-        WHERE v.is_failure AND ($benchmark IS NULL OR r.benchmark = $benchmark)
-        ORDER BY v.created_at DESC, a.run_id, a.task_id, a.sample""",
-        {"benchmark": benchmark},
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # CLI
 # ---------------------------------------------------------------------------------------------

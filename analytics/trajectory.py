@@ -297,13 +297,6 @@ def coverage_by_level(con: duckdb.DuckDBPyConnection, **filters: Any) -> pd.Data
     return out.drop(columns=["slice"]).reset_index(drop=True)
 
 
-def trajectory_length(con: duckdb.DuckDBPyConnection, **filters: Any) -> pd.DataFrame:
-    """Mean tool calls and rounds per run and level (plus "all"), AD-Bench Table 2's last column."""
-    table = coverage_table(con, **filters)
-    keep = table["slice"].eq("all") | table["slice"].str.startswith("level=")
-    return table.loc[keep, ["run_id", "agent", "slice", "mean_tool_calls", "mean_rounds", "n"]].reset_index(drop=True)
-
-
 @dataclass(frozen=True)
 class Fit:
     """Pearson correlation (with its 95% Fisher-z interval) and least-squares line of Pass@1 on coverage.

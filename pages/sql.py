@@ -12,13 +12,18 @@ from ui.common import cached, db_path, db_version, download_buttons, page_setup,
 LIMITS = sb.SandboxLimits()
 PAGE_SIZE = 100
 ss = st.session_state
-page_setup(
+filters = page_setup(
     "SQL",
     f"One read-only statement per run, stopped after {LIMITS.timeout_s:g} s or {LIMITS.memory_limit}; "
     f"the first {LIMITS.max_rows:,} rows are shown, downloads hold the full result. "
     "Ctrl+Enter runs the editor.",
 )
 gallery = {e.title: e for e in sb.examples()}
+if not filters.benchmark:  # the schema and the examples still help; say why every result is empty
+    st.info(
+        "The database holds no runs yet, so queries return empty tables. Ingest logs with "
+        "`python -m ingest PATH` or on the Upload page."
+    )
 
 
 def _run(sql: str, version: str, path: str, run_n: int) -> sb.SqlOutcome:

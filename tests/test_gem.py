@@ -7,7 +7,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from analytics import embeddings, gem
@@ -229,4 +228,15 @@ def test_empty_database_has_no_gem_data(tmp_db: Path) -> None:
     with writer(tmp_db) as con:
         assert gem.gem_benchmarks(con) == []
         assert gem.quantitative(con, benchmark="nope").empty and gem.cost(con, benchmark="nope").empty
-    assert isinstance(gem.sentences_frame(None, None), pd.DataFrame)
+    empty = gem.sentences_frame(None, None)
+    assert empty.empty and list(empty.columns) == ["n", "is_ad", "sentence"]
+
+
+def test_sentences_frame_marks_the_ad_sentences() -> None:
+    answer = "Paris is the capital. Book at https://www.example-hotels.com today! The Seine runs through it."
+    ads = '[{"name": "Example Hotels", "url": "https://www.example-hotels.com"}]'
+    frame = gem.sentences_frame(answer, ads)
+    assert list(frame["n"]) == [1, 2, 3]
+    assert list(frame["is_ad"]) == [False, True, False]
+    assert frame.loc[1, "sentence"] == "Book at https://www.example-hotels.com today!"
+    assert gem.marked_text(answer, ads).splitlines()[1].startswith(gem.AD_PREFIX)

@@ -38,7 +38,10 @@ def test_demo_attempt_by_deep_link(demo_db: Path, monkeypatch: pytest.MonkeyPatc
             con,
             "SELECT a.run_id, a.task_id, a.sample, a.n_steps, a.n_tool_calls, t.query FROM attempts a "
             "JOIN runs r USING (run_id) JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
-            "WHERE a.n_tool_calls >= 2 ORDER BY r.eval_date DESC, a.run_id, a.task_id, a.sample DESC LIMIT 1",
+            # an attempt with a judge's reason whose task has another sample in the run (both are asserted below)
+            "WHERE a.n_tool_calls >= 2 AND json_extract_string(a.judge, '$.brief_reason') IS NOT NULL AND EXISTS (SELECT 1 FROM attempts b "
+            "WHERE b.run_id = a.run_id AND b.task_id = a.task_id AND b.sample <> a.sample) "
+            "ORDER BY r.eval_date DESC, a.run_id, a.task_id, a.sample DESC LIMIT 1",
         )[0]
         first_tool = rdb.query_rows(
             con,
@@ -54,8 +57,7 @@ def test_demo_attempt_by_deep_link(demo_db: Path, monkeypatch: pytest.MonkeyPatc
     at = open_drilldown(demo_db, monkeypatch, run=run_id, task=task_id, sample=str(sample))
     assert metrics(at)["Steps / tool calls"] == f"{n_steps} / {n_calls}"
     assert query in texts(at)
-    if judge and json.loads(judge).get("brief_reason"):
-        assert json.loads(judge)["brief_reason"] in texts(at)
+    assert json.loads(judge)["brief_reason"] in texts(at)
     assert any(first_tool in t for t in texts(at))  # the timeline shows the steps
     assert at.selectbox(key="dd_run").value == run_id and at.selectbox(key="dd_sample").value == sample
     assert at.query_params["task"] == [task_id] or at.query_params["task"] == task_id
@@ -66,71 +68,18 @@ def test_demo_attempt_by_deep_link(demo_db: Path, monkeypatch: pytest.MonkeyPatc
     assert len(at.get("plotly_chart")) == 2
     # one click to another sample of the same task
     other = [b for b in at.button if b.key and b.key.startswith("dd_s_") and not b.disabled]
-    if other:
-        other[0].click().run()
-        assert not at.exception
-        assert at.selectbox(key="dd_sample").value != sample
-
-
-def _tau_native(src: Path, out: Path, *, n: int = 4) -> Path:
-    """Test-only conversion of tau-bench records to native v1 (used when no openai-messages adapter exists)."""
-    records = json.loads(src.read_text())[:n]
-    lines = [
-        {"record": "benchmark", "benchmark": "tau-bench-airline", "scoring": "binary"},
-        {"record": "run", "run_id": "tau-bench-airline-gpt-4o", "benchmark": "tau-bench-airline", "agent": "gpt-4o"},
-    ]
-    for rec in records:
-        actions = [a["name"] for a in rec["info"]["task"]["actions"]]
-        lines.append(
-            {
-                "record": "task",
-                "benchmark": "tau-bench-airline",
-                "task_id": str(rec["task_id"]),
-                "query": rec["info"]["task"]["instruction"],
-                "reference_trajectory": actions,
-            }
-        )
-        steps, rnd = [], 0
-        results = {m.get("tool_call_id"): m.get("content") for m in rec["traj"] if m["role"] == "tool"}
-        for msg in rec["traj"]:
-            if msg["role"] == "assistant":
-                rnd += 1
-                for call in msg.get("tool_calls") or []:
-                    steps.append(
-                        {
-                            "round": rnd,
-                            "kind": "tool_call",
-                            "tool": call["function"]["name"],
-                            "args": json.loads(call["function"]["arguments"] or "{}"),
-                            "result": results.get(call["id"]),
-                        }
-                    )
-                if msg.get("content"):
-                    steps.append({"round": rnd, "kind": "message", "content": msg["content"]})
-            elif msg["role"] == "user":
-                steps.append({"round": rnd, "kind": "user", "content": msg["content"]})
-        lines.append(
-            {
-                "record": "attempt",
-                "run_id": "tau-bench-airline-gpt-4o",
-                "task_id": str(rec["task_id"]),
-                "sample": rec["trial"],
-                "score": rec["reward"],
-                "steps": steps,
-            }
-        )
-    out.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return out
+    assert other, "the task has another sample: a button should lead to it"
+    other[0].click().run()
+    assert not at.exception
+    assert at.selectbox(key="dd_sample").value != sample
 
 
 def test_tau_bench_attempt_by_deep_link(tmp_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from ingest.formats import FORMATS
 
     src = shared_data("tau_bench", "gpt-4o-airline.json")
-    if "openai-messages" in FORMATS:
-        results = ingest_paths([src], db=tmp_db, fmt="openai-messages")
-    else:
-        results = ingest_paths([_tau_native(src, tmp_path / "tau.jsonl")], db=tmp_db)
+    assert "openai-messages" in FORMATS  # tau-bench's trajectories are OpenAI chat messages
+    results = ingest_paths([src], db=tmp_db, fmt="openai-messages")
     assert [r.outcome for r in results] == ["ingested"]
     with rdb.reader(tmp_db) as con:
         run_id, task_id, sample, n_steps, n_calls = rdb.query_rows(

@@ -26,8 +26,6 @@ from analytics.plaintext import md_plain, plain_figure, plotly_unplain
 # buttons): shown literally, never as a link, an image or formatting. Charts are escaped in show_fig.
 plain = md_plain
 
-FILTER_KEYS = ("benchmark", "agents", "from", "to")
-
 
 @dataclass(frozen=True)
 class Filters:
