@@ -5,7 +5,8 @@ import streamlit as st
 from analytics import diff as rd
 from analytics import trajectory as tr
 from store import RunlensError
-from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, plain, query_param, show_fig
+from ui.common import cached, download_buttons, drilldown_url, empty_state, plain, query_param, show_fig
+from ui.shell import page_setup
 
 filters = page_setup(
     "Version diff",

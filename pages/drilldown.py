@@ -13,7 +13,8 @@ import streamlit as st
 from analytics import rules
 from analytics import trajectory as tr
 from ui import review
-from ui.common import cached, download_buttons, empty_state, long_text, page_setup, plain, query_param, show_fig
+from ui.common import cached, download_buttons, empty_state, long_text, plain, query_param, show_fig
+from ui.shell import page_setup
 
 PAGE_SIZES = (10, 25, 50, 100)
 OP_BADGE = {"matched": ":green-badge[matched]", "extra": ":orange-badge[extra]", "missing": ":red-badge[missing]"}

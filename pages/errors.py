@@ -12,12 +12,12 @@ from ui.common import (
     download_buttons,
     drilldown_url,
     empty_state,
-    page_setup,
     plain,
     query_param,
     selected_custom_data,
     show_fig,
 )
+from ui.shell import page_setup
 
 filters = page_setup(
     "Errors",

@@ -3,7 +3,8 @@
 import streamlit as st
 
 from analytics import gem
-from ui.common import cached, download_buttons, empty_state, page_setup, plain, query_param, show_fig
+from ui.common import cached, download_buttons, empty_state, plain, query_param, show_fig
+from ui.shell import page_setup
 
 filters = page_setup(
     "GEM-Bench",

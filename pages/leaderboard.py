@@ -5,7 +5,8 @@ import streamlit as st
 
 from analytics import leaderboard as lb
 from analytics import run_health as rh
-from ui.common import cached, download_buttons, empty_state, page_setup, plain, show_fig
+from ui.common import cached, download_buttons, empty_state, plain, show_fig
+from ui.shell import page_setup
 
 filters = page_setup(
     "Leaderboard",

@@ -7,9 +7,9 @@ import streamlit as st
 import store as rdb
 from analytics import irt
 from analytics import progress as prog
-from ui import common
+from ui import common, shell
 
-flt = common.page_setup(
+flt = shell.page_setup(
     "Progress",
     "Agent ability on one IRT scale across evaluation dates, even when the task "
     "set changes (see docs/irt.md). Fits are cached; refitting is explicit.",

@@ -9,7 +9,8 @@ from analytics import llm
 from analytics import review as rv
 from analytics import trajectory as tr
 from ui import review
-from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, plain, query_param
+from ui.common import cached, download_buttons, drilldown_url, empty_state, plain, query_param
+from ui.shell import page_setup
 
 filters = page_setup(
     "Review",

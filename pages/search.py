@@ -5,7 +5,8 @@ Deep link: ``search?q=<query>&mode=phrase|words|regex``. Snippets are log text: 
 import streamlit as st
 
 from analytics import search as sr
-from ui.common import cached, download_buttons, drilldown_url, empty_state, page_setup, plain, query_param
+from ui.common import cached, download_buttons, drilldown_url, empty_state, plain, query_param
+from ui.shell import page_setup
 
 filters = page_setup(
     "Search",

@@ -7,7 +7,8 @@ import streamlit as st
 from analytics import llm
 from analytics import sql_sandbox as sb
 from ui.budget_cache import shared_sql_cache
-from ui.common import cached, db_path, db_version, download_buttons, page_setup, plain, query_param, show_fig
+from ui.common import cached, db_path, db_version, download_buttons, plain, query_param, show_fig
+from ui.shell import page_setup
 
 LIMITS = sb.SandboxLimits()
 PAGE_SIZE = 100

@@ -6,7 +6,8 @@ import streamlit as st
 
 from analytics import export, tmf
 from analytics.plaintext import plain_figure
-from ui.common import cached, download_buttons, empty_state, page_setup, plain, selected_custom_data, show_fig
+from ui.common import cached, download_buttons, empty_state, plain, selected_custom_data, show_fig
+from ui.shell import page_setup
 
 filters = page_setup(
     "Tech-Market-Fit",

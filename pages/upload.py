@@ -5,7 +5,8 @@ import streamlit as st
 
 import store as rdb
 from ingest import upload_worker, uploads
-from ui.common import cached, db_path, db_version, download_buttons, page_setup, plain
+from ui.common import cached, db_path, db_version, download_buttons, plain
+from ui.shell import page_setup
 
 page_setup(
     "Upload",

@@ -23,6 +23,7 @@ RULES = {
 INGEST_USES_ANALYTICS = {"ingest/pipeline.py", "ingest/derived.py", "ingest/reviews.py"}
 # The store's internals: what may be imported only inside store/ (others use ``store`` and its writer modules).
 STORE_INTERNALS = {"store.connect", "store.paths", "store.migrate", "store.query", "store.filters", "store.writelock"}
+PUBLIC_ST = ("streamlit.testing", "streamlit.components", "streamlit.column_config")
 WRITE_SQL = re.compile(
     r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
     r"CREATE\s+(OR\s+REPLACE\s+)?(TEMP\s+|TEMPORARY\s+)?(TABLE|VIEW|SEQUENCE|INDEX|MACRO)|"
@@ -96,3 +97,12 @@ def test_pages_hold_no_sql() -> None:
         text = page.read_text(encoding="utf-8").upper()
         for keyword in ("SELECT ", "INSERT INTO", "CREATE TABLE"):
             assert keyword not in text, f"{page.name} contains SQL ({keyword.strip()})"
+
+
+def test_no_private_streamlit_api_and_no_ui_circle() -> None:
+    """ui/ and pages/ use Streamlit's public API only; ui.common never reaches back into ui.shell."""
+    for layer in ("ui", "pages"):
+        for f in sorted((ROOT / layer).rglob("*.py")):
+            private = {m for m in imported_modules(f) if m.startswith("streamlit.") and not m.startswith(PUBLIC_ST)}
+            assert not private, f"{f.relative_to(ROOT)} imports Streamlit internals: {sorted(private)}"
+    assert not {m for m in imported_modules(ROOT / "ui" / "common.py") if m.startswith("ui.shell")}

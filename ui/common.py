@@ -1,6 +1,6 @@
 """Shared page helpers: setup, global filters (kept in the URL), cached analytics calls, downloads, charts.
 
-Every page starts with ``page_setup()`` and reads data only through ``cached(fn, **kwargs)``, which
+Every page starts with ``ui.shell.page_setup()`` and reads data only through ``cached(fn, **kwargs)``, which
 opens a short-lived read-only connection to the published snapshot and caches the result keyed by the
 database version, so new data invalidates it (see store/connect.py for the concurrency design).
 """
@@ -80,37 +80,6 @@ def query_param(name: str, default: str | None = None) -> str | None:
     """One query parameter, or the default."""
     value = st.query_params.get(name)
     return value if value not in (None, "") else default
-
-
-def _leave_legacy_multipage_mode() -> None:
-    """Make sure app.py's shell (router, filters, banner) runs, even on the first deep link after start.
-
-    Streamlit runs an app whose main script sits beside a ``pages/`` folder in its legacy multipage mode
-    (each page file runs alone, without app.py, under a sidebar listing the files) until app.py has called
-    ``st.navigation`` once in the process. A deep link such as ``/drilldown?run=...`` opened first after the
-    server starts runs the page that way: the page then hands over to app.py's router, which draws the app's
-    sections and the shared chrome and runs this page again inside them, and the process is switched to
-    st.navigation mode so that later runs go through app.py.
-    """
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # pragma: no cover - a future Streamlit without the legacy mode
-        return
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False  # later runs of this process go through app.py
-        from ui.shell import run_app
-
-        run_app()  # what app.py does: the app's navigation, the shared chrome, then this same page
-        st.stop()  # (this legacy run of the file ends here)
-
-
-def page_setup(title: str, caption: str | None = None) -> Filters:
-    """Title, caption and the global filters (already drawn by app.py) for a page."""
-    _leave_legacy_multipage_mode()
-    st.title(title)
-    if caption:
-        st.caption(caption)
-    return current_filters()
 
 
 def current_filters() -> Filters:

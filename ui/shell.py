@@ -1,13 +1,14 @@
 """The shared chrome of every page: database bootstrap, demo banner, global filters kept in the URL.
 
 app.py draws it before running the chosen page. A page that Streamlit runs without app.py (its legacy
-multipage mode; see ``ui.common.page_setup``) draws it itself, so every page always has it.
+multipage mode; see ``page_setup`` below) draws it itself, so every page always has it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 from pathlib import Path
 
 import streamlit as st
@@ -135,13 +136,38 @@ def _sidebar(catalog: cat.Catalog) -> None:
             del qp[key]
 
 
+_ROUTED = threading.local()  # per script thread: is the page running inside run_app (app.py's router)?
+
+
 def run_app() -> None:
     """The router (app.py): page configuration, the app's navigation, the shared chrome (database, demo banner,
     filters), then the chosen page."""
     st.set_page_config(page_title="Runlens", page_icon=":material/query_stats:", layout="wide")
     nav = st.navigation(navigation_pages())
     render_shell()
-    nav.run()
+    _ROUTED.active = True
+    try:
+        nav.run()
+    finally:
+        _ROUTED.active = False
+
+
+def page_setup(title: str, caption: str | None = None) -> common.Filters:
+    """Title, caption and the global filters (drawn by the router) for a page.
+
+    Streamlit runs an app whose main script sits beside a ``pages/`` folder in its legacy multipage mode (each
+    page file alone, without app.py) until ``st.navigation`` has been called once in the process. A deep link such
+    as ``/drilldown?run=...`` opened first after the server starts runs the page that way: the page then hands
+    over to the router, whose ``st.navigation`` call switches Streamlit to the app's navigation for good (the
+    supported way: no private API), draws the shared chrome and runs this page again inside it.
+    """
+    if not getattr(_ROUTED, "active", False):
+        run_app()
+        st.stop()  # (this legacy run of the file ends here)
+    st.title(title)
+    if caption:
+        st.caption(caption)
+    return common.current_filters()
 
 
 def navigation_pages() -> dict[str, list[st.Page]]:
