@@ -8,7 +8,6 @@ database version, so new data invalidates it (see store/connect.py for the concu
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import io
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,10 +56,13 @@ def db_version() -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def _cached_call(module: str, name: str, version: str, path: str, kwargs: tuple[tuple[str, Any], ...]) -> Any:
-    fn = getattr(importlib.import_module(module), name)
+def _cached_call(
+    key: str, version: str, path: str, kwargs: tuple[tuple[str, Any], ...], _fn: Callable[..., Any]
+) -> Any:
+    # the cache key is the function's qualified name (``key``), the data version, the path and the arguments;
+    # ``_fn`` itself is called, not looked up by name, so a reader (or a tool) follows the page's call into it
     with rdb.reader(path) as con:
-        return fn(con, **dict(kwargs))
+        return _fn(con, **dict(kwargs))
 
 
 def write(fn: Callable[..., Any], **kwargs: Any) -> Any:
@@ -73,7 +75,7 @@ def write(fn: Callable[..., Any], **kwargs: Any) -> Any:
 def cached(fn: Callable[..., Any], **kwargs: Any) -> Any:
     """Call ``fn(con, **kwargs)`` on a read-only connection, cached until the data changes."""
     frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kwargs.items()))
-    return _cached_call(fn.__module__, fn.__name__, db_version(), db_path(), frozen)
+    return _cached_call(f"{fn.__module__}.{fn.__qualname__}", db_version(), db_path(), frozen, fn)
 
 
 def query_param(name: str, default: str | None = None) -> str | None:
