@@ -20,7 +20,12 @@ class Catalog:
     date_max: dt.date | None
     n_runs: int
     n_attempts: int
-    is_demo: bool
+    is_demo: bool  # any demo run in the database
+    demo_agents: frozenset[tuple[str, str]] = frozenset()  # (benchmark, agent) pairs with a demo run
+
+    def shows_demo(self, benchmark: str | None, agents: tuple[str, ...] | list[str] = ()) -> bool:
+        """True when the view of ``benchmark`` (and ``agents``, all when empty) holds demo runs."""
+        return any(b == benchmark and (not agents or a in agents) for b, a in self.demo_agents)
 
 
 def catalog(con: duckdb.DuckDBPyConnection) -> Catalog:
@@ -42,6 +47,9 @@ def catalog(con: duckdb.DuckDBPyConnection) -> Catalog:
         n_runs=int(df["n"].sum()) if not df.empty else 0,
         n_attempts=n_attempts,
         is_demo=bool(df["demo"].any()) if not df.empty else False,
+        demo_agents=frozenset(
+            (str(b), str(a)) for b, a, d in zip(df["benchmark"], df["agent"], df["demo"], strict=True) if d
+        ),
     )
 
 

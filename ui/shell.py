@@ -211,11 +211,12 @@ def render_shell() -> None:
     except rdb.RunlensError as exc:
         st.error(common.plain(f"The database could not be opened: {exc}"))
         st.stop()
-    if catalog.is_demo:
+    _sidebar(catalog)
+    flt = common.current_filters()
+    if catalog.shows_demo(flt.benchmark, flt.agents):  # only while demo runs are in view
         st.warning(
             "**Demo data.** These runs are generated from the published tables of the four "
             "benchmark papers (see the README); they are not real evaluations. Ingest your own logs "
             "with `python -m ingest PATH`.",
             icon=":material/science:",
         )
-    _sidebar(catalog)
