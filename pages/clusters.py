@@ -15,6 +15,7 @@ filters = page_setup(
     "Failure clusters",
     "Failed attempts embedded (final answer, last steps, tool errors) with all-MiniLM-L6-v2, clustered by "
     "cosine distance (average linkage, cut at 0.3) and named by their most distinctive terms (class TF-IDF).",
+    unused=("agents", "dates"),
 )
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")

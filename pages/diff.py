@@ -14,6 +14,7 @@ filters = page_setup(
     "adjustment): the benchmark's metric per task over shared tasks, exact McNemar with one binary sample per task, "
     "else a seeded sign-flip test. Flips and the McNemar test on them use each task's sample 0 (or, if chosen, "
     "'passed in at least half the samples'); deltas carry a seeded paired bootstrap 95% interval over tasks.",
+    unused=("agents", "dates"),
 )
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")

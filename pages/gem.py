@@ -10,6 +10,7 @@ filters = page_setup(
     "GEM-Bench",
     "GEM-Bench (ad-injected response generation): embedding metrics of each response, six LLM-judge dimensions "
     "(0/30/60/90), agreement between judges and with people, and the extra tokens each solution spends.",
+    unused=("agents", "dates"),
 )
 benches = cached(gem.gem_benchmarks)
 if not benches:

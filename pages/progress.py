@@ -13,6 +13,7 @@ flt = shell.page_setup(
     "Progress",
     "Agent ability on one IRT scale across evaluation dates, even when the task "
     "set changes (see docs/irt.md). Fits are cached; refitting is explicit.",
+    unused=("agents", "dates"),
 )
 if not flt.benchmark:
     common.empty_state("No benchmark in the database yet: ingest runs first.")

@@ -18,6 +18,7 @@ filters = page_setup(
     f"One read-only statement per run, stopped after {LIMITS.timeout_s:g} s or {LIMITS.memory_limit}; "
     f"the first {LIMITS.max_rows:,} rows are shown, downloads hold the full result. "
     "Ctrl+Enter runs the editor.",
+    unused=("benchmark", "agents", "dates"),
 )
 gallery = {e.title: e for e in sb.examples()}
 if not filters.benchmark:  # the schema and the examples still help; say why every result is empty

@@ -13,6 +13,7 @@ page_setup(
     "Validate first, then one transaction per file; identical content is never added twice. "
     "Formats: native JSONL, Inspect AI (.json/.eval), OpenAI-message trajectories, long and wide "
     "CSV (see docs/formats.md).",
+    unused=("benchmark", "agents", "dates"),
 )
 read_only = uploads.is_read_only()
 ss = st.session_state

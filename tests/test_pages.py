@@ -84,3 +84,21 @@ def test_breakdown_by_category(fixture_db: Path, monkeypatch: pytest.MonkeyPatch
     assert not at.exception
     pivot = next(d.value for d in at.dataframe if "Run" in d.value.columns)
     assert set(pivot.columns) == {"Run", "compute", "lookup"}
+
+
+@pytest.mark.parametrize(
+    ("page", "unused"),
+    [
+        ("pages/leaderboard.py", None),
+        ("pages/drilldown.py", None),
+        ("pages/progress.py", "Agents, Evaluation dates"),
+        ("pages/sql.py", "Benchmark, Agents, Evaluation dates"),
+    ],
+)
+def test_filters_a_page_ignores_are_marked(
+    page: str, unused: str | None, fixture_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No sidebar filter is silently ignored: the sidebar names the ones a page does not apply (issue 22)."""
+    at = run_page(page, fixture_db, monkeypatch)
+    notes = [c.value for c in at.sidebar.caption if "Not used on this page" in c.value]
+    assert notes == ([] if unused is None else [f":material/filter_alt_off: Not used on this page: {unused}."])

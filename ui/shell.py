@@ -152,8 +152,12 @@ def run_app() -> None:
         _ROUTED.active = False
 
 
-def page_setup(title: str, caption: str | None = None) -> common.Filters:
-    """Title, caption and the global filters (drawn by the router) for a page.
+FILTER_NAMES = {"benchmark": "Benchmark", "agents": "Agents", "dates": "Evaluation dates"}
+
+
+def page_setup(title: str, caption: str | None = None, *, unused: tuple[str, ...] = ()) -> common.Filters:
+    """Title, caption and the global filters (drawn by the router) for a page; the sidebar says which of them
+    (``unused``: names of ``FILTER_NAMES``) the page does not apply, so no filter is silently ignored.
 
     Streamlit runs an app whose main script sits beside a ``pages/`` folder in its legacy multipage mode (each
     page file alone, without app.py) until ``st.navigation`` has been called once in the process. A deep link such
@@ -164,6 +168,9 @@ def page_setup(title: str, caption: str | None = None) -> common.Filters:
     if not getattr(_ROUTED, "active", False):
         run_app()
         st.stop()  # (this legacy run of the file ends here)
+    if unused:
+        names = ", ".join(FILTER_NAMES[u] for u in unused)
+        st.sidebar.caption(f":material/filter_alt_off: Not used on this page: {names}.")
     st.title(title)
     if caption:
         st.caption(caption)
