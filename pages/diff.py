@@ -26,9 +26,14 @@ if pair is None:
 ss = st.session_state
 ids = runs["run_id"].tolist()
 labels = {r.run_id: f"{r.agent} {r.agent_version or ''} · {r.eval_date or ''} · {r.run_id}" for r in runs.itertuples()}
-for key, param, fallback in (("df_a", "a", pair[0]), ("df_b", "b", pair[1])):
+# a link names the pair as baseline=/candidate= (a=/b= still work); a run the link names that is not here
+# (deleted, another benchmark) gives a notice, never a silent swap
+for key, names, fallback in (("df_a", ("baseline", "a"), pair[0]), ("df_b", ("candidate", "b"), pair[1])):
     if ss.get(key) not in ids:
-        ss[key] = query_param(param) if query_param(param) in ids else fallback
+        asked = next((query_param(n) for n in names if query_param(n)), None)
+        if asked is not None and asked not in ids:
+            st.info(f"The link's {names[0]} run {plain(repr(asked))} is not in this benchmark; showing the default.")
+        ss[key] = asked if asked in ids else fallback
 left, right, basis_col = st.columns([4, 4, 2])
 run_a = left.selectbox("Baseline run A (before)", ids, key="df_a", format_func=labels.get)
 run_b = right.selectbox("Candidate run B (after)", ids, key="df_b", format_func=labels.get)
@@ -38,7 +43,9 @@ basis = basis_col.selectbox(
     key="df_basis",
     format_func={"sample0": "sample 0", "majority": "majority of samples"}.get,
 )
-st.query_params.update({"a": run_a, "b": run_b})
+for alias in ("a", "b"):
+    st.query_params.pop(alias, None)
+st.query_params.update({"baseline": run_a, "candidate": run_b})
 if run_a == run_b:
     empty_state("Pick two different runs.")
 try:

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 import store as rdb
 from analytics import diff
+from analytics.plaintext import md_plain
 from tests.apptest import open_page
 from tests.test_diff import _write_bench
 
@@ -69,3 +70,22 @@ def test_diff_page_paired_test_and_regressions(tmp_path: Path, monkeypatch: pyte
     at.slider(key="df_change").set_value((0, 100)).run()
     kept = frames("change_pp")[0]
     assert (kept["change_pp"] >= 0).all() and "t1" not in set(kept["task_id"])
+
+
+def test_diff_link_names_the_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """baseline=/candidate= choose the pair and are what the URL keeps; a=/b= still work; a stale run gives a notice."""
+    from ingest.pipeline import ingest_paths
+
+    db = tmp_path / "flip.duckdb"
+    ingest_paths([_write_bench(tmp_path / "flip.jsonl")], db=db)
+    at = open_diff(db, monkeypatch, benchmark="flip-bench", baseline="a-v2", candidate="a-v1")
+    assert (at.selectbox(key="df_a").value, at.selectbox(key="df_b").value) == ("a-v2", "a-v1")
+    assert at.query_params["baseline"] in ("a-v2", ["a-v2"]) and "a" not in at.query_params
+    at = open_diff(db, monkeypatch, benchmark="flip-bench", a="a-v2", b="a-v1")
+    assert (at.selectbox(key="df_a").value, at.selectbox(key="df_b").value) == ("a-v2", "a-v1")
+    assert at.query_params["candidate"] in ("a-v1", ["a-v1"])
+    at = open_diff(db, monkeypatch, benchmark="flip-bench", baseline="deleted-run", candidate="a-v1")
+    assert not at.exception
+    stale = md_plain(repr("deleted-run"))  # log text is escaped for Markdown on the page
+    assert any(stale in i.value and "not in this benchmark" in i.value for i in at.info)
+    assert at.selectbox(key="df_b").value == "a-v1"
