@@ -4,44 +4,18 @@ from __future__ import annotations
 
 import duckdb
 
-from ingest.records import Known
+from ingest.records import BENCHMARK_FIELDS, RUN_FIELDS, TASK_FIELDS, Known
 
-_DEFINITION_SQL = {
-    "benchmark": "SELECT benchmark, version, scoring, pass_threshold, description, tool_graph::VARCHAR, "
-    "extra::VARCHAR FROM benchmarks",
-    "task": "SELECT benchmark, task_id, level, category, capabilities, human_minutes, query, reference_answer, "
-    "reference_trajectory, extra::VARCHAR FROM tasks",
-    "run": "SELECT run_id, benchmark, agent, family, agent_version, kind, eval_date, judge, price_input_per_mtok, "
-    "price_output_per_mtok, status, extra::VARCHAR FROM runs",
-}
+# the columns of each definition table a file may refer to: the record's fields, then its kept unknown fields
 _DEFINITION_COLS = {
-    "benchmark": ["benchmark", "version", "scoring", "pass_threshold", "description", "tool_graph", "extra"],
-    "task": [
-        "benchmark",
-        "task_id",
-        "level",
-        "category",
-        "capabilities",
-        "human_minutes",
-        "query",
-        "reference_answer",
-        "reference_trajectory",
-        "extra",
-    ],
-    "run": [
-        "run_id",
-        "benchmark",
-        "agent",
-        "family",
-        "agent_version",
-        "kind",
-        "eval_date",
-        "judge",
-        "price_input_per_mtok",
-        "price_output_per_mtok",
-        "status",
-        "extra",
-    ],
+    "benchmark": [*BENCHMARK_FIELDS, "extra"],
+    "task": [*TASK_FIELDS, "extra"],
+    "run": [*RUN_FIELDS, "extra"],
+}
+_JSON_COLS = {"tool_graph", "extra"}  # read back as JSON text, as a file would carry them
+_DEFINITION_SQL = {
+    kind: "SELECT " + ", ".join(f"{c}::VARCHAR" if c in _JSON_COLS else c for c in cols) + f" FROM {table}"
+    for (kind, cols), table in zip(_DEFINITION_COLS.items(), ("benchmarks", "tasks", "runs"), strict=True)
 }
 
 

@@ -249,16 +249,24 @@ def publish_file(path: Path, generation: Generation) -> bool:
     tmp = snap.with_name(snap.name + f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         shutil.copyfile(path, tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        # Checked again just before the rename: whatever happened during a slow copy, never go back in time.
-        if not generation.is_newer_than(snapshot_generation(snap)):
+        if not _swap_in(tmp, snap, generation):
             return False
-        os.replace(tmp, snap)
-        _fsync_dir(snap.parent)
     finally:
         tmp.unlink(missing_ok=True)
     _clear_pending(path)
+    return True
+
+
+def _swap_in(tmp: Path, snap: Path, generation: Generation) -> bool:
+    """fsync the copy ``tmp`` and rename it over the snapshot, unless the snapshot already holds ``generation`` or
+    a later one: checked again just before the rename, so whatever happened during a slow copy, the snapshot never
+    goes back in time."""
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    if not generation.is_newer_than(snapshot_generation(snap)):
+        return False
+    os.replace(tmp, snap)
+    _fsync_dir(snap.parent)
     return True
 
 
@@ -308,13 +316,7 @@ def publish_now(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
             con.execute(f'COPY FROM DATABASE "{name}" TO rl_publish')
         finally:
             con.execute("DETACH rl_publish")
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        if not generation.is_newer_than(snapshot_generation(snap)):
-            return False
-        os.replace(tmp, snap)
-        _fsync_dir(snap.parent)
-        return True
+        return _swap_in(tmp, snap, generation)
     finally:
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
