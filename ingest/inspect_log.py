@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.errors import ProblemCollector
-from ingest.openai_messages import load_json
+from ingest.jsonline import load_json
 from ingest.safezip import read_zip
 
 ZIP_MAGIC = b"PK\x03\x04"

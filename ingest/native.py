@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ingest.errors import ProblemCollector
 from ingest.fastpath import decode_attempt
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-_JSON_ERRORS: tuple[type[Exception], ...] = (ValueError,)
+from ingest.jsonline import load_record
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one record larger than this is refused, not parsed
 
@@ -80,65 +71,3 @@ def parse_native(
             problems.add(loc, "-", reason)
             continue
         yield loc, record
-
-
-def load_record(raw: bytes) -> tuple[Any, str | None]:
-    """``(value, None)`` for a line of JSON, ``(None, why not)`` for any other."""
-    try:
-        return orjson.loads(raw), None  # validates UTF-8 too; the slow path below only explains a refusal
-    except orjson.JSONDecodeError:
-        reason = _explain(raw)
-        if reason is not None:
-            return None, reason
-    value = json.loads(raw)  # what only the stdlib reads: numbers beyond double range, lone surrogates
-    if may_hold_lone_surrogate(raw) and has_lone_surrogate(value):
-        return None, LONE_SURROGATE
-    return value, None
-
-
-LONE_SURROGATE = "invalid text: a \\u escape makes a lone UTF-16 surrogate, which is not a character"
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
-# a high surrogate escape with the low one that should follow it, or a low one on its own
-_SURROGATE_PAIR = re.compile(
-    rb"\\u[dD][89abAB][0-9a-fA-F]{2}(\\u[dD][c-fC-F][0-9a-fA-F]{2})?|(\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-)
-
-
-def may_hold_lone_surrogate(data: bytes) -> bool:
-    """True when JSON text has a surrogate escape (``\\ud800``-``\\udfff``), paired or not: a cheap pre-check."""
-    return _SURROGATE_ESCAPE.search(data) is not None
-
-
-def lone_surrogate_line(data: bytes) -> int:
-    """The line of the first lone surrogate escape in JSON text (1 when none is found)."""
-    for found in _SURROGATE_PAIR.finditer(data):
-        if found.group(2) is not None or found.group(1) is None:
-            return data.count(b"\n", 0, found.start()) + 1
-    return 1
-
-
-def has_lone_surrogate(value: Any) -> bool:
-    """True when a decoded JSON value holds a string with a lone UTF-16 surrogate (the stdlib reads ``"\\ud800"``
-    into one; it is not text, and nothing downstream can store it)."""
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    except (RecursionError, ValueError):
-        return False  # deep, but text: kept (stored through the stdlib encoder)
-    return False
-
-
-def _explain(raw: bytes) -> str | None:
-    """Why a line orjson refused is not JSON (UTF-8 first, then the stdlib's line and column); None if it is."""
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"not valid UTF-8 (byte {exc.start + 1} of the line)"
-    try:
-        json.loads(raw, parse_constant=_reject_constant)
-    except _JSON_ERRORS as exc:
-        return f"invalid JSON: {exc}"
-    except RecursionError:
-        return "invalid JSON: nested too deeply"
-    return None

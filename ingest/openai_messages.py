@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.errors import ProblemCollector
-from ingest.native import LONE_SURROGATE, has_lone_surrogate, lone_surrogate_line, may_hold_lone_surrogate
+from ingest.jsonline import load_json
 
 DOMAINS = ("airline", "retail")
 ERROR_PREFIX = re.compile(r"^\s*(error|exception|traceback)\b", re.IGNORECASE)
@@ -60,23 +60,6 @@ def names_from_path(path: Path, options: dict[str, Any]) -> tuple[str, str, str]
     agent = options.get("agent") or agent
     run_id = options.get("run_id") or f"{benchmark}-{agent}"
     return str(benchmark), str(agent), str(run_id)
-
-
-def load_json(path: Path, data: bytes, problems: ProblemCollector) -> Any:
-    """Parse a whole JSON document; a syntax error is reported at ``file:line`` (None returned)."""
-    try:
-        value = json.loads(data.decode("utf-8-sig"))
-        if may_hold_lone_surrogate(data) and has_lone_surrogate(value):
-            problems.add(f"{path}:{lone_surrogate_line(data)}", "-", LONE_SURROGATE)
-            return None
-        return value
-    except UnicodeDecodeError as exc:
-        problems.add(f"{path}:1", "-", f"not valid UTF-8 (byte {exc.start + 1})")
-    except json.JSONDecodeError as exc:
-        problems.add(f"{path}:{exc.lineno}", "-", f"invalid JSON (column {exc.colno}): {exc.msg}")
-    except RecursionError:
-        problems.add(f"{path}:1", "-", "invalid JSON: nested too deeply")
-    return None
 
 
 def parse_openai_messages(

@@ -112,7 +112,7 @@ def prepare_file(
     name = str(path)
     try:
         data = read_input(path) if data is None else data
-        chosen = _choose_format(path, data, fmt)
+        chosen = choose_format(path, data, fmt)
         extra = chosen.fingerprint(path, data, options) if chosen.fingerprint is not None else {}
         content_hash = _content_hash(path, data, chosen, {**options, **extra})
         if content_hash in known.hashes:
@@ -293,7 +293,7 @@ def _has_stored_attempts(
         con.unregister("_rl_keys")
 
 
-def _choose_format(path: Path, data: bytes, fmt: str) -> Format:
+def choose_format(path: Path, data: bytes, fmt: str) -> Format:
     if fmt != "auto":
         if fmt not in FORMATS:
             raise IngestError.single(

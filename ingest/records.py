@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from ingest.errors import ProblemCollector
 from ingest.fastpath import FastAttempt, FastLine, FastStep
-from ingest.native import load_record
+from ingest.jsonline import load_record
 
 RECORD_KINDS = ("benchmark", "task", "run", "attempt", "rating")
 SCORING = ("binary", "graded", "continuous")

@@ -22,7 +22,7 @@ from ingest.csv_long import companion_of, header_of
 from ingest.errors import IngestError
 from ingest.formats import FORMATS
 from ingest.known import load_known
-from ingest.pipeline import FileResult, _choose_format, ingest_file, prepare_file, read_input
+from ingest.pipeline import FileResult, choose_format, ingest_file, prepare_file, read_input
 from store import query_df, resolve_db_path, writer
 
 MAX_SIDECAR = 500
@@ -72,7 +72,7 @@ def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto
     try:
         data = read_input(path)
         sha = hashlib.sha256(data).hexdigest()
-        chosen = _choose_format(path, data, fmt)
+        chosen = choose_format(path, data, fmt)
     except IngestError as exc:
         return Preview(
             path.name,

@@ -106,3 +106,19 @@ def test_no_private_streamlit_api_and_no_ui_circle() -> None:
             private = {m for m in imported_modules(f) if m.startswith("streamlit.") and not m.startswith(PUBLIC_ST)}
             assert not private, f"{f.relative_to(ROOT)} imports Streamlit internals: {sorted(private)}"
     assert not {m for m in imported_modules(ROOT / "ui" / "common.py") if m.startswith("ui.shell")}
+
+
+READERS = {
+    f"ingest.{m}" for m in ("csv_long", "csv_wide", "inspect_log", "lm_eval", "native", "openai_messages", "otlp")
+}
+# a reader may build on another only where its format is a variant of the other's (wide CSV is long CSV pivoted)
+READER_VARIANTS = {"ingest.csv_wide": {"ingest.csv_long"}}
+
+
+def test_validator_and_readers_stay_apart() -> None:
+    """The validator imports no reader, and readers share helpers (ingest/jsonline.py) instead of each other."""
+    assert not imported_modules(ROOT / "ingest" / "records.py") & READERS
+    for reader in sorted(READERS):
+        path = ROOT / (reader.replace(".", "/") + ".py")
+        others = {m for m in imported_modules(path) if m in READERS} - {reader}
+        assert others <= READER_VARIANTS.get(reader, set()), f"{reader} imports {sorted(others)}"

@@ -17,7 +17,7 @@ import pytest
 
 import store as rdb
 from ingest.errors import IngestError
-from ingest.native import LONE_SURROGATE
+from ingest.jsonline import LONE_SURROGATE
 from ingest.pipeline import MAX_FILE_BYTES, ingest_file, ingest_paths
 from ingest.uploads import ingest_one, preview_file
 from tests.conftest import FIXTURES, ROOT
