@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.errors import ProblemCollector
+from ingest.jsonline import load_json
 
 Records = Iterator[tuple[str, dict[str, Any]]]
 _PRETRAINED = re.compile(r"(?:^|,)\s*pretrained=([^,]+)")
@@ -87,18 +88,6 @@ def run_units(doc: dict[str, Any]) -> dict[str, list[str]]:
     return {u: ts for u, ts in units.items() if ts}
 
 
-def _read_json(path: Path, data: bytes, problems: ProblemCollector) -> Any:
-    try:
-        return json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        problems.add(f"{path}:1", "-", f"not valid UTF-8 (byte {exc.start + 1})")
-    except json.JSONDecodeError as exc:
-        problems.add(f"{path}:{exc.lineno}", "-", f"invalid JSON (column {exc.colno}): {exc.msg}")
-    except RecursionError:
-        problems.add(f"{path}:1", "-", "invalid JSON: nested too deeply")
-    return None
-
-
 def siblings(path: Path) -> list[tuple[str, str, frozenset[str]]]:
     """``(date id, model, units)`` of every lm-eval results file in ``path``'s folder (repeated evaluations)."""
     out = []
@@ -157,7 +146,7 @@ def parse_lm_eval(path: Path, data: bytes, problems: ProblemCollector, progress:
     """
     if _is_samples_file(path, data[:4096]):
         return
-    doc = _read_json(path, data, problems)
+    doc = load_json(path, data, problems)
     if doc is None:
         return
     if (
