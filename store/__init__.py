@@ -32,7 +32,7 @@ from store.connect import (
     writer,
 )
 from store.delete import Deletion, RunNotFoundError, delete_run
-from store.errors import DatabaseBusyError, QueryError, RunlensError
+from store.errors import DatabaseBusyError, QueryError, RunlensError, StoreVersionError
 from store.filters import RunFilter, run_filter_params, with_run_filter
 from store.migrate import StoreInfo, describe, latest_version, migrate, migrations, schema_version
 from store.paths import (
@@ -61,6 +61,7 @@ __all__ = [
     "RunFilter",
     "RunlensError",
     "StoreInfo",
+    "StoreVersionError",
     "db_version",
     "delete_run",
     "describe",

@@ -33,7 +33,7 @@ from pathlib import Path
 import duckdb
 
 from store import writelock
-from store.errors import DatabaseBusyError, RunlensError
+from store.errors import DatabaseBusyError, RunlensError, StoreVersionError
 from store.migrate import migrate
 from store.paths import is_parquet_folder, pending_path, resolve_db_path, snapshot_path
 from store.query import transaction
@@ -48,6 +48,21 @@ def _is_lock_error(exc: BaseException) -> bool:
     return "lock" in text and ("conflicting" in text or "could not set" in text)
 
 
+def _is_newer_storage(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "created with an newer version of duckdb" in text or "created with a newer version of duckdb" in text
+
+
+def _newer_storage_message(path: Path) -> str:
+    return (
+        f"{path} was written by a newer DuckDB than the {duckdb.__version__} Runlens uses (requirements.txt says why "
+        "it is pinned), and DuckDB cannot read a newer storage format. Demo data: delete the file (and its .read "
+        "snapshot); the app rebuilds it on the next start. Your own data: with the newer DuckDB run "
+        "`EXPORT DATABASE 'folder'`, then `python -m ingest` the logs again or, in DuckDB "
+        f"{duckdb.__version__}, `IMPORT DATABASE 'folder'` into a new file."
+    )
+
+
 def _connect_with_retry(path: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + wait_s
     delay = 0.02
@@ -55,6 +70,8 @@ def _connect_with_retry(path: Path, *, read_only: bool, wait_s: float) -> duckdb
         try:
             return duckdb.connect(str(path), read_only=read_only)
         except duckdb.IOException as exc:
+            if _is_newer_storage(exc):
+                raise StoreVersionError(_newer_storage_message(path)) from exc
             if not _is_lock_error(exc) or time.monotonic() > deadline:
                 if _is_lock_error(exc):
                     raise DatabaseBusyError(f"{path}: database is locked by another process") from exc

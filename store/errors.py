@@ -20,5 +20,9 @@ class QueryError(RunlensError):
         self.params = params
 
 
+class StoreVersionError(RunlensError):
+    """The database file was written by a DuckDB whose storage format the pinned one cannot read."""
+
+
 class DatabaseBusyError(RunlensError):
     """Another process held the database lock for longer than we were willing to wait."""
