@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from store import query_df, query_rows
+from store import RunlensError, query_df, query_rows
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,20 @@ def default_benchmark(con: duckdb.DuckDBPyConnection) -> str | None:
     report alike (IRT, TMF); None for an empty database."""
     rows = query_rows(con, "SELECT benchmark FROM runs GROUP BY benchmark ORDER BY count(*) DESC, benchmark LIMIT 1")
     return rows[0][0] if rows else None
+
+
+def benchmark_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every declared benchmark, by name (those without runs included)."""
+    return [r[0] for r in query_rows(con, "SELECT benchmark FROM benchmarks ORDER BY benchmark")]
+
+
+def require_benchmark(con: duckdb.DuckDBPyConnection, benchmark: str) -> str:
+    """``benchmark`` when the database declares it, else a RunlensError naming the ones it has."""
+    names = benchmark_names(con)
+    if benchmark not in names:
+        have = ", ".join(names) or "none"
+        raise RunlensError(f"no benchmark named {benchmark!r} (the database has: {have})")
+    return benchmark
 
 
 def pd_date(value: object) -> dt.date:

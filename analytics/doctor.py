@@ -7,7 +7,6 @@ it checks what ingest actually committed.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
@@ -125,31 +124,16 @@ def _native_hash(path: str) -> str:
     return digest.hexdigest()
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics doctor``."""
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--republish", action="store_true", help="also republish the read snapshot")
-    parser.add_argument("--no-rehash", action="store_true", help="do not re-hash source files still on disk")
+def to_json(rep: DoctorReport) -> dict[str, Any]:
+    """The report of ``python -m analytics doctor --json``."""
+    return {**asdict(rep), "ok": rep.ok}
 
 
-def cli(args: argparse.Namespace) -> int:
-    """Check the database; exit 1 when anything is wrong."""
-    path = rdb.resolve_db_path(args.db)
-    if not path.exists():
-        print(f"{path}: no such database")
-        return 1
-    with rdb.writer(path, publish_snapshot=args.republish) as con:
-        rep = check(con, str(path), rehash_sources=not args.no_rehash)
-    if args.json:
-        out: dict[str, Any] = asdict(rep)
-        out["ok"] = rep.ok
-        print(json.dumps(out, indent=1))
-    else:
-        print(f"{path}: schema version {rep.schema_version} (latest {rep.latest_version})")
-        for table, n in rep.counts.items():
-            print(f"  {table:<16} {n:>12,}")
-        print(f"  files checked    {rep.files_checked:>12,}")
-        for warning in rep.warnings:
-            print(f"warning: {warning}")
-        print("OK" if rep.ok else "PROBLEMS:\n  " + "\n  ".join(rep.problems))
-    return 0 if rep.ok else 1
+def text_report(path: str, rep: DoctorReport) -> str:
+    """Schema version, row counts, files checked, warnings, then OK or the problems."""
+    lines = [f"{path}: schema version {rep.schema_version} (latest {rep.latest_version})"]
+    lines += [f"  {table:<16} {n:>12,}" for table, n in rep.counts.items()]
+    lines.append(f"  files checked    {rep.files_checked:>12,}")
+    lines += [f"warning: {w}" for w in rep.warnings]
+    lines.append("OK" if rep.ok else "PROBLEMS:\n  " + "\n  ".join(rep.problems))
+    return "\n".join(lines)

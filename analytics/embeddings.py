@@ -8,11 +8,9 @@ imported lazily: importing this module never loads torch.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +19,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics import gem
-from store import RunlensError, derived, query_df, writer
+from store import RunlensError, query_df
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_BATCH = 64
@@ -107,84 +104,6 @@ def cached_vectors(con: duckdb.DuckDBPyConnection, hashes: Sequence[str], *, mod
     return {h: np.asarray(v, dtype=np.float32) for h, v in zip(df["text_hash"], df["vector"], strict=True)}
 
 
-def embed_cached(
-    con: duckdb.DuckDBPyConnection, texts: Sequence[str], *, encode: Callable[[list[str]], np.ndarray], model: str
-) -> np.ndarray:
-    """Vectors for ``texts``: from the cache, else from ``encode`` (then cached). ``con`` must be writable."""
-    hashes = [text_hash(t) for t in texts]
-    have = cached_vectors(con, hashes, model=model)
-    todo = {h: t for h, t in zip(hashes, texts, strict=True) if h not in have}
-    if todo:
-        vecs = encode(list(todo.values()))
-        new = pd.DataFrame({"text_hash": list(todo), "model": model, "vector": [v.tolist() for v in vecs]})
-        derived.insert_embeddings(con, new)
-        have.update(dict(zip(todo, vecs, strict=True)))
-    if not hashes:
-        return np.zeros((0, 0), dtype=np.float32)
-    return np.stack([have[h] for h in hashes])
-
-
-def compute_gem_metrics(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    benchmark: str,
-    encode: Callable[[list[str]], np.ndarray],
-    model: str,
-    progress: Callable[[int, int], None] | None = None,
-) -> int:
-    """Embed every response of ``benchmark`` and store RF, RC, AF, AC and injection (source 'computed').
-
-    Returns the number of metric rows written. ``con`` must be a writer connection.
-    """
-    rows = gem.responses(con, benchmark=benchmark)
-    rows = rows[rows["answer"].notna()]
-    metrics = gem.compute_metrics(
-        rows, lambda texts: embed_cached(con, texts, encode=encode, model=model), progress=progress
-    )
-    return gem.store_metrics(con, metrics, attempt_ids=rows["attempt_id"].tolist(), model=model)
-
-
 # ---------------------------------------------------------------------------------------------
 # CLI: python -m analytics gem-metrics
 # ---------------------------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics gem-metrics``."""
-    parser.add_argument("--benchmark", help="GEM benchmark (default: every benchmark with GEM data)")
-    parser.add_argument(
-        "--model",
-        default=DEFAULT_MODEL,
-        help=f"{DEFAULT_MODEL} (the packaged offline copy) or a sentence-transformers folder",
-    )
-    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help="sentences per model call")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-
-
-def cli(args: argparse.Namespace) -> int:
-    """Compute and store the embedding metrics, with a progress bar for large runs."""
-    embedder = Embedder(args.model, batch_size=args.batch_size)
-    with writer(args.db) as con:
-        names = [args.benchmark] if args.benchmark else gem.gem_benchmarks(con)
-        if not names:
-            raise gem.GemError("no GEM-style data in the database (see docs/gem.md)")
-        for bench in names:
-            bar = None
-            if not args.no_progress:
-                from tqdm import tqdm
-
-                bar = tqdm(total=0, desc=bench, unit="response", file=sys.stderr)
-
-            def progress(done: int, total: int, bar: Any = bar) -> None:
-                if bar is not None:
-                    bar.total = total
-                    bar.n = done
-                    bar.refresh()
-
-            n = compute_gem_metrics(
-                con, benchmark=bench, encode=embedder.encode, model=embedder.name, progress=progress
-            )
-            if bar is not None:
-                bar.close()
-            print(f"{bench}: stored {n} computed metric values (model {embedder.name})")
-    return 0

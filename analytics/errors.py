@@ -11,9 +11,7 @@ Definitions (docs/errors_and_judge.md):
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,9 +19,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics.cliargs import add_benchmark_and_dates, date_range
 from analytics.sqlfiles import load_sql
-from store import query_df, reader, run_filter_params
+from store import query_df, query_rows, run_filter_params
 
 ADBENCH_CODES = ("TE", "PE", "DE", "CE", "HAL", "LC")
 KNOWN_CODES = (*ADBENCH_CODES, "TOOL", "NO_TOOL", "REDUNDANT")
@@ -407,30 +404,27 @@ def error_attempts(
 # ---------------------------------------------------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics errors``."""
-    add_benchmark_and_dates(parser)
-    parser.add_argument("--source", choices=SOURCES, help="only labels from this source (default: all sources)")
+def rule_counts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
+    """(code, findings) of the stored rule findings, by code."""
+    return [
+        (str(c), int(n))
+        for c, n in query_rows(
+            con, "SELECT code, count(*) FROM error_labels WHERE source = 'rule' GROUP BY code ORDER BY code"
+        )
+    ]
 
 
-def cli(args: argparse.Namespace) -> int:
-    """Print error distributions per run (Table 3 layout), or the JSON report."""
-    date_from, date_to = date_range(args)
-    with reader(args.db) as con:
-        rep = report(con, benchmark=args.benchmark, date_from=date_from, date_to=date_to, sources=args.source)
-    if args.json:
-        print(json.dumps(rep, indent=1))
-        return 0
+def text_report(rep: dict[str, Any]) -> str:
+    """Error counts per run (AD-Bench Table 3 layout), fewest errors first."""
     rows = [r for r in rep["rows"] if r["slice"] == "all"]
     if not rows:
-        print("no runs match")
-        return 0
+        return "no runs match"
     codes = list(rows[0]["counts"])
-    print(f"{'agent':<24} {'run':<28} " + " ".join(f"{c:>5}" for c in codes) + "  #Error #Total failed")
+    lines = [f"{'agent':<24} {'run':<28} " + " ".join(f"{c:>5}" for c in codes) + "  #Error #Total failed"]
     for r in sorted(rows, key=lambda r: (r["n_errors"], r["n_total"])):
-        print(
+        lines.append(
             f"{r['agent']:<24} {r['run_id']:<28} "
             + " ".join(f"{r['counts'][c]:>5}" for c in codes)
             + f"  {r['n_errors']:>6} {r['n_total']:>6} {r['n_failed']:>6}"
         )
-    return 0
+    return "\n".join(lines)

@@ -11,8 +11,6 @@ direction (lower Pass@1 or mean score; higher cost).
 
 from __future__ import annotations
 
-import argparse
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +19,7 @@ import numpy as np
 
 from analytics import compare
 from analytics.diff import _single, metric_values, run_benchmark
-from store import RunlensError, reader
+from store import RunlensError
 
 GATE_METRICS = ("pass@1", "mean_score", "cost")
 EXIT_OK, EXIT_WORSE, EXIT_UNTESTABLE = 0, 1, 2
@@ -123,32 +121,7 @@ def report(result: GateResult) -> dict[str, Any]:
     }
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics gate``."""
-    parser.add_argument("--baseline", required=True, help="run id of the reference run")
-    parser.add_argument("--candidate", required=True, help="run id of the run under test")
-    parser.add_argument("--metric", choices=GATE_METRICS, default=None, help="default: the benchmark's metric")
-    parser.add_argument("--alpha", type=float, default=compare.ALPHA, help="significance level (default 0.05)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-
-
-def cli(args: argparse.Namespace) -> int:
-    """Run the gate; the exit code is the verdict."""
-    if not 0 < args.alpha < 1:
-        raise RunlensError(f"--alpha must be between 0 and 1, got {args.alpha}")
-    with reader(args.db) as con:
-        result = gate(
-            con, baseline=args.baseline, candidate=args.candidate, metric=args.metric, alpha=args.alpha, seed=args.seed
-        )
-    if args.json:
-        print(json.dumps(report(result), indent=1))
-        return result.exit_code
-    print(_text(result))
-    return result.exit_code
-
-
-def _text(result: GateResult) -> str:
+def text_report(result: GateResult) -> str:
     t = result.test
     if not t.is_testable:
         return f"UNTESTABLE: {result.candidate} and {result.baseline} share no task with a {result.metric} value."

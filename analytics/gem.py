@@ -8,7 +8,6 @@ solution, attempt field ``ads``, run fields ``gem_role`` and ``ads_per_response`
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import re
@@ -22,7 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from scipy.stats import spearmanr
 
-from store import RunlensError, derived, query_df, reader
+from store import RunlensError, query_df
 
 DIMENSIONS = ("accuracy", "naturalness", "personality", "trust", "notice", "click")
 QUANT = {
@@ -703,15 +702,6 @@ def compute_metrics(
     return pd.DataFrame(out, columns=["attempt_id", "name", "value"])
 
 
-def store_metrics(
-    con: duckdb.DuckDBPyConnection, metrics: pd.DataFrame, *, attempt_ids: Sequence[int], model: str
-) -> int:
-    """Replace the computed embedding metrics of ``attempt_ids`` for ``model`` (source 'computed')."""
-    return derived.replace_computed_metrics(
-        con, metrics, attempt_ids=attempt_ids, model=model, names=list(EMBEDDING_METRICS)
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # Figures
 # ---------------------------------------------------------------------------------------------
@@ -827,42 +817,28 @@ DEFINITIONS_MD = """
 # ---------------------------------------------------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics gem``."""
-    parser.add_argument("--benchmark", help="GEM benchmark (default: every benchmark with GEM data)")
-    parser.add_argument(
-        "--source",
-        choices=SOURCES,
-        default="log",
-        help="quantitative metrics as logged, or computed by `gem-metrics` (default: log)",
-    )
-    parser.add_argument("--rater", help="LLM judge for the qualitative scores (default: the runs' judge)")
-    parser.add_argument("--json", action="store_true", help="print the JSON report")
+def chosen_benchmarks(con: duckdb.DuckDBPyConnection, benchmark: str | None) -> list[str]:
+    """``[benchmark]`` when it holds GEM-style data, every GEM benchmark when None; GemError otherwise."""
+    found = gem_benchmarks(con)
+    if benchmark and benchmark not in found:
+        raise GemError(
+            f"benchmark {benchmark!r} holds no GEM-style data (GEM benchmarks: {', '.join(found) or 'none'})"
+        )
+    names = [benchmark] if benchmark else found
+    if not names:
+        raise GemError("no GEM-style data in the database (see docs/gem.md)")
+    return names
 
 
-def cli(args: argparse.Namespace) -> int:
-    """Print Tables 2, 3 and 6 per dataset x solution."""
-    with reader(args.db) as con:
-        found = gem_benchmarks(con)
-        if args.benchmark and args.benchmark not in found:
-            raise GemError(
-                f"benchmark {args.benchmark!r} holds no GEM-style data (GEM benchmarks: {', '.join(found) or 'none'})"
-            )
-        names = [args.benchmark] if args.benchmark else found
-        if not names:
-            raise GemError("no GEM-style data in the database (see docs/gem.md)")
-        reps = [report(con, benchmark=b, source=args.source, rater=args.rater) for b in names]
-    if args.json:
-        print(json.dumps({"rows": [r for rep in reps for r in rep["rows"]]}, indent=1))
-        return 0
-    for rep in reps:
-        print(f"== {rep['benchmark']} (quantitative: {rep['source']}, judge: {rep['rater']})")
-        print(f"  {'dataset':<10} {'solution':<14} {'qual':>6} {'quant':>6} {'ITTFT':>8} {'OTTFT':>8} {'cost':>8}")
-        for r in rep["rows"]:
-            q, n, c = r["qualitative"] or {}, r["quantitative"] or {}, r["cost"] or {}
-            vals = [q.get("overall"), n.get("overall"), c.get("ittft"), c.get("ottft"), c.get("overall")]
-            cells = " ".join(
-                f"{'-' if v is None else f'{v:.2f}':>{w}}" for v, w in zip(vals, (6, 6, 8, 8, 8), strict=True)
-            )
-            print(f"  {r['dataset']:<10} {r['solution']:<14} {cells}")
-    return 0
+def text_report(rep: dict[str, Any]) -> str:
+    """Tables 2, 3 and 6 of one benchmark as text: qualitative, quantitative and cost overall per solution."""
+    lines = [
+        f"== {rep['benchmark']} (quantitative: {rep['source']}, judge: {rep['rater']})",
+        f"  {'dataset':<10} {'solution':<14} {'qual':>6} {'quant':>6} {'ITTFT':>8} {'OTTFT':>8} {'cost':>8}",
+    ]
+    for r in rep["rows"]:
+        q, n, c = r["qualitative"] or {}, r["quantitative"] or {}, r["cost"] or {}
+        vals = [q.get("overall"), n.get("overall"), c.get("ittft"), c.get("ottft"), c.get("overall")]
+        cells = " ".join(f"{'-' if v is None else f'{v:.2f}':>{w}}" for v, w in zip(vals, (6, 6, 8, 8, 8), strict=True))
+        lines.append(f"  {r['dataset']:<10} {r['solution']:<14} {cells}")
+    return "\n".join(lines)

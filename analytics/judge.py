@@ -9,21 +9,18 @@ Pipeline per selected attempt:
     4. the chat call (analytics.llm: bounded concurrency, timeouts, backoff on 429/5xx);
     5. strict parsing; one repair request; anything still invalid is stored as a judge failure, never a verdict;
     6. verdicts go to ``judge_verdicts`` (model, prompt version, tokens, cost); AD-Bench error labels go to
-       ``error_labels`` with source = 'judge'.
+       ``error_labels`` with source = 'judge' (the job that selects, judges concurrently and stores in
+       resumable batches is ``jobs/judge.py``; this module only reads and computes).
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
 import random
 import re
 import secrets
 import string
-import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +30,6 @@ import pandas as pd
 
 import store as rdb
 from analytics import llm
-from store import derived
 
 PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
 PROMPT_FILES = {
@@ -56,7 +52,6 @@ MAX_RESULT_CHARS = 400
 # Every free-text field sent to the model is cut to this many characters (one 1.3 MB answer cost 655,679
 # input tokens): about 4,000 tokens, ample for a judgement, and a bound on what a hostile log can spend.
 MAX_FIELD_CHARS = 16000
-FLUSH_EVERY = 20
 
 
 class JudgeOutputError(ValueError):
@@ -439,139 +434,6 @@ def _finish(name: str, verdict: dict[str, Any], check: AnswerCheck, *, repaired:
 
 
 # ---------------------------------------------------------------------------------------------
-# The job: select, judge concurrently, store in batches (resumable)
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class JudgeSummary:
-    """Counts of one judge job."""
-
-    prompt_version: str
-    model: str
-    n_selected: int
-    n_cached: int
-    n_judged: int
-    n_failed: int
-    n_labels: int
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float | None
-    is_interrupted: bool = False
-
-
-def store_outcomes(
-    con: duckdb.DuckDBPyConnection, outcomes: Sequence[Outcome], *, prompt_version: str, cfg: llm.LLMConfig
-) -> None:
-    """Write verdicts/failures and judge labels of a batch in one transaction (replacing older ones)."""
-    if not outcomes:
-        return
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    derived.replace_judge_outcomes(
-        con,
-        [
-            {
-                "attempt_id": o.attempt_id,
-                "prompt_version": prompt_version,
-                "model": cfg.model,
-                "verdict": None if o.verdict is None else json.dumps(o.verdict),
-                "is_failure": o.verdict is None,
-                "failure": o.failure,
-                "raw_output": o.raw_output,
-                "input_tokens": o.input_tokens,
-                "output_tokens": o.output_tokens,
-                "cost_usd": cfg.cost_usd(o.input_tokens, o.output_tokens),
-                "created_at": now,
-                "labels": list(o.labels or []),
-            }
-            for o in outcomes
-        ],
-    )
-
-
-def run_judge(
-    db: str | None,
-    *,
-    benchmark: str,
-    cfg: llm.LLMConfig,
-    prompt_name: str = "adbench-stage1",
-    run_id: str | None = None,
-    is_failed_only: bool = False,
-    limit: int | None = None,
-    retry_failures: bool = False,
-    show_progress: bool = False,
-    client: Any = None,
-) -> JudgeSummary:
-    """Judge the selected attempts; completed verdicts are committed in batches, so a rerun resumes."""
-    prompt = load_prompt(prompt_name)
-    client = client or llm.make_client(cfg)
-    path = rdb.resolve_db_path(db)
-    with rdb.writer(path, publish_snapshot=False) as con:
-        todo_df = select_attempts(
-            con,
-            benchmark=benchmark,
-            run_id=run_id,
-            is_failed_only=is_failed_only,
-            limit=limit,
-            prompt_version=prompt.version,
-            model=cfg.model,
-            retry_failures=retry_failures,
-        )
-        todo = todo_df[~todo_df["is_cached"]]
-        texts = trajectories(con, todo["attempt_id"].tolist()) if prompt.name == "adbench-stage1" else {}
-        done: list[Outcome] = []
-        pending: list[Outcome] = []
-        interrupted = False
-        pool = ThreadPoolExecutor(max_workers=cfg.concurrency)
-        try:
-            futures: list[Future[Outcome]] = [
-                pool.submit(judge_one, client, cfg, prompt, item, texts.get(int(item["attempt_id"]), ""))
-                for item in todo.to_dict("records")
-            ]
-            for fut in _progress(as_completed(futures), total=len(futures), enabled=show_progress):
-                pending.append(fut.result())
-                if len(pending) >= FLUSH_EVERY:
-                    store_outcomes(con, pending, prompt_version=prompt.version, cfg=cfg)
-                    done.extend(pending)
-                    pending = []
-        except KeyboardInterrupt:
-            interrupted = True
-            pool.shutdown(wait=False, cancel_futures=True)
-        finally:
-            store_outcomes(con, pending, prompt_version=prompt.version, cfg=cfg)
-            done.extend(pending)
-            pool.shutdown(wait=not interrupted, cancel_futures=True)
-            rdb.publish(con, path)
-    return _summary(prompt.version, cfg, todo_df, done, interrupted)
-
-
-def _progress(it: Any, *, total: int, enabled: bool) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(it, total=total, disable=not enabled, desc="judging", unit="attempt", file=sys.stderr)
-
-
-def _summary(
-    version: str, cfg: llm.LLMConfig, todo: pd.DataFrame, done: Sequence[Outcome], interrupted: bool
-) -> JudgeSummary:
-    tin = sum(o.input_tokens for o in done)
-    tout = sum(o.output_tokens for o in done)
-    return JudgeSummary(
-        prompt_version=version,
-        model=cfg.model,
-        n_selected=len(todo),
-        n_cached=int(todo["is_cached"].sum()),
-        n_judged=sum(o.verdict is not None for o in done),
-        n_failed=sum(o.verdict is None for o in done),
-        n_labels=sum(len(o.labels) for o in done),
-        input_tokens=tin,
-        output_tokens=tout,
-        cost_usd=cfg.cost_usd(tin, tout),
-        is_interrupted=interrupted,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
 # Reading verdicts back (pages, reports)
 # ---------------------------------------------------------------------------------------------
 
@@ -589,44 +451,3 @@ def judge_status(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None
         GROUP BY ALL ORDER BY last_at DESC""",
         {"benchmark": benchmark},
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# CLI
-# ---------------------------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics judge``."""
-    parser.add_argument("--benchmark", required=True, help="benchmark whose attempts are judged")
-    parser.add_argument("--run", dest="run_id", help="only this run")
-    parser.add_argument("--failed-only", action="store_true", help="only attempts that did not pass")
-    parser.add_argument("--limit", type=int, help="judge at most the first N selected attempts")
-    parser.add_argument("--prompt", choices=sorted(PROMPT_FILES), default="adbench-stage1", help="judge prompt")
-    parser.add_argument("--retry-failures", action="store_true", help="judge again attempts whose judging failed")
-    parser.add_argument("--json", action="store_true", help="print the job summary as JSON")
-
-
-def cli(args: argparse.Namespace) -> int:
-    """Run a judge job against the configured OpenAI-compatible endpoint."""
-    cfg = llm.require_config()
-    summary = run_judge(
-        args.db,
-        benchmark=args.benchmark,
-        cfg=cfg,
-        prompt_name=args.prompt,
-        run_id=args.run_id,
-        is_failed_only=args.failed_only,
-        limit=args.limit,
-        retry_failures=args.retry_failures,
-        show_progress=not args.json,
-    )
-    payload = summary.__dict__
-    if args.json:
-        print(json.dumps(payload, indent=1))
-    else:
-        print(", ".join(f"{k} {v}" for k, v in payload.items()))
-    if summary.is_interrupted:
-        print("interrupted: finished verdicts are saved; run the same command again to continue", file=sys.stderr)
-        return 130
-    return 0

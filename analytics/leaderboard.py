@@ -12,9 +12,7 @@ Definitions (also in the README):
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,9 +22,8 @@ import numpy as np
 import pandas as pd
 
 from analytics import compare, stats
-from analytics.cliargs import add_benchmark_and_dates, date_range
 from analytics.sqlfiles import load_sql
-from store import query_df, reader, run_filter_params
+from store import query_df, run_filter_params
 
 SLICE_KINDS = ("all", "level", "category")
 
@@ -602,47 +599,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics leaderboard``."""
-    add_benchmark_and_dates(parser)
-    parser.add_argument(
-        "--errored",
-        choices=("failures", "excluded"),
-        default="failures",
-        help="errored attempts (status crashed) count as failures (default) or are left out, as Inspect does",
-    )
-
-
-def cli(args: argparse.Namespace) -> int:
-    """Print the leaderboard of one or every benchmark."""
-    date_from, date_to = date_range(args)
-    with reader(args.db) as con:
-        names = (
-            [args.benchmark]
-            if args.benchmark
-            else [r[0] for r in con.execute("SELECT benchmark FROM benchmarks ORDER BY 1").fetchall()]
-        )
-        excluded = args.errored == "excluded"
-        reports = [
-            report(con, benchmark=b, date_from=date_from, date_to=date_to, exclude_errored=excluded) for b in names
-        ]
-    if args.json:
-        print(json.dumps(reports[0] if args.benchmark else reports, indent=1))
-        return 0
-    for rep in reports:
-        cset = rep["comparison_sets"].get("all", {})
-        print(f"== {rep['benchmark']} (ranked by {cset.get('metric')} on {cset.get('n_tasks')} shared tasks)")
-        rows = [r for r in rep["rows"] if r["slice"] == "all"]
-        for r in sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["run_id"])):
-            rank = f"{r['rank']:>3}" if r["rank"] is not None else "  -"
-            print(
-                f"{rank} {r['agent']:<24} {r['eval_date'] or '':<10} pass@1 {100 * r['pass_at']['1']:5.1f}%  "
-                f"score {100 * (r['mean_score'] or 0):5.1f}%  tasks {r['n_tasks']:>5}  "
-                f"{comparison_label(r) if r['rank'] is not None else apart_reason(r)}"
-            )
-    return 0
-
-
 def fig_pass_at_1(df: pd.DataFrame, *, title: str | None = None):  # -> go.Figure
     """Horizontal dot-and-whisker chart of the ranking metric per run (Pass@1 with its clustered Wilson interval,
     or mean score with its bootstrap interval); humans drawn apart; run ids in custom_data."""
@@ -698,3 +654,18 @@ def slice_pivot(df: pd.DataFrame, kind: str) -> pd.DataFrame:
     )
     pivot = part.pivot_table(index="label", columns="value", values="pass_at_1", aggfunc="first")
     return (100 * pivot).round(1).reset_index().rename(columns={"label": "Run"})
+
+
+def text_report(rep: dict[str, Any]) -> str:
+    """The leaderboard of one benchmark as text: rank, agent, date, Pass@1, score, tasks, comparison."""
+    cset = rep["comparison_sets"].get("all", {})
+    lines = [f"== {rep['benchmark']} (ranked by {cset.get('metric')} on {cset.get('n_tasks')} shared tasks)"]
+    rows = [r for r in rep["rows"] if r["slice"] == "all"]
+    for r in sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["run_id"])):
+        rank = f"{r['rank']:>3}" if r["rank"] is not None else "  -"
+        lines.append(
+            f"{rank} {r['agent']:<24} {r['eval_date'] or '':<10} pass@1 {100 * r['pass_at']['1']:5.1f}%  "
+            f"score {100 * (r['mean_score'] or 0):5.1f}%  tasks {r['n_tasks']:>5}  "
+            f"{comparison_label(r) if r['rank'] is not None else apart_reason(r)}"
+        )
+    return "\n".join(lines)

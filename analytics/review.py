@@ -29,10 +29,7 @@ import pandas as pd
 
 from store import query_df, run_filter_params, with_run_filter
 
-VERDICTS = ("correct", "incorrect")
 QUEUES = ("failed", "disagreements", "calibration")
-MAX_NOTE_CHARS = 4000
-MAX_REVIEWER_CHARS = 80
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,11 +18,8 @@ Definitions (docs/failure_analysis.md):
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import json
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,9 +27,8 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from analytics.cliargs import add_benchmark_and_dates, date_range
 from analytics.sqlfiles import load_sql
-from store import QueryError, RunlensError, query_df, query_rows, reader, run_filter_params
+from store import QueryError, RunlensError, query_df, query_rows, run_filter_params
 
 MODES = ("phrase", "words", "regex")
 MAX_QUERY_CHARS = 200
@@ -241,19 +237,8 @@ def marked(snippet: str, start: int, length: int) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics search``."""
-    add_benchmark_and_dates(parser)
-    parser.add_argument("query", help="phrase (default), words (--words) or RE2 regular expression (--regex)")
-    how = parser.add_mutually_exclusive_group()
-    how.add_argument("--regex", action="store_true", help="the query is an RE2 regular expression")
-    how.add_argument("--words", action="store_true", help="every word, whole, in any order")
-    parser.add_argument("--run", action="append", dest="runs", help="only this run (repeatable)")
-    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help=f"hits listed (default {DEFAULT_LIMIT})")
-
-
 def to_json(result: SearchResult) -> dict[str, Any]:
-    """The CLI's JSON document."""
+    """The JSON document of ``python -m analytics search --json``."""
     hits = [
         {
             "run_id": r.run_id,
@@ -274,27 +259,10 @@ def to_json(result: SearchResult) -> dict[str, Any]:
     }
 
 
-def cli(args: argparse.Namespace) -> int:
-    """Print the hits (JSON with ``--json``, else one line per hit)."""
-    mode = "regex" if args.regex else "words" if args.words else "phrase"
-    date_from, date_to = date_range(args)
-    with reader(args.db) as con:
-        result = search(
-            con,
-            query=args.query,
-            mode=mode,
-            benchmark=args.benchmark,
-            date_from=date_from,
-            date_to=date_to,
-            run_ids=args.runs,
-            limit=args.limit,
-        )
-    if args.json:
-        json.dump(to_json(result), sys.stdout, indent=1, ensure_ascii=False)
-        sys.stdout.write("\n")
-        return 0
-    print(f"{result.n_attempts} attempts, {result.n_hits} hits ({len(result.hits)} listed)")
+def text_report(result: SearchResult) -> str:
+    """One line per hit (tab-separated), after a count line."""
+    lines = [f"{result.n_attempts} attempts, {result.n_hits} hits ({len(result.hits)} listed)"]
     for r in result.hits.itertuples():
         step = "answer" if pd.isna(r.step) else f"step {int(r.step)}"
-        print(f"{r.run_id}\t{r.task_id}\t{int(r.sample)}\t{step} {r.field}\t{r.snippet}")
-    return 0
+        lines.append(f"{r.run_id}\t{r.task_id}\t{int(r.sample)}\t{step} {r.field}\t{r.snippet}")
+    return "\n".join(lines)

@@ -27,7 +27,6 @@ The primary database file is never opened, so nothing the user types can change 
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import re
@@ -973,50 +972,7 @@ EXIT_FAILED = 1
 EXIT_BOUNDED = 4
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The query (or ``-`` for stdin), limits and output options."""
-    parser.add_argument("query", help='one SQL statement, e.g. "SELECT * FROM v_runs"; "-" reads stdin')
-    parser.add_argument("--timeout-s", type=float, default=SandboxLimits.timeout_s, help="statement timeout")
-    parser.add_argument("--memory-limit", default=SandboxLimits.memory_limit, help="DuckDB memory limit")
-    parser.add_argument(
-        "--max-rows",
-        type=int,
-        default=None,
-        help="print at most this many rows (default: the full result, byte-capped)",
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print {columns, types, rows, n_rows, is_truncated, elapsed_s} instead of CSV",
-    )
-
-
-def cli(args: argparse.Namespace) -> int:
-    """Run the statement; CSV on stdout; refused (exit 3), failed (1) or bounded (4) with the reason."""
-    sql = sys.stdin.read() if args.query == "-" else args.query
-    limits = SandboxLimits(
-        timeout_s=args.timeout_s, memory_limit=args.memory_limit, max_rows=args.max_rows or SandboxLimits.max_rows
-    )
-    try:
-        if args.json or args.max_rows:
-            result = run_query(sql, db=args.db, limits=limits)
-            if args.json:
-                print(json.dumps(_result_json(result), default=str, indent=2))
-            else:
-                sys.stdout.write(result_csv(result))
-        else:
-            sys.stdout.buffer.write(export_result(sql, "csv", db=args.db, limits=limits))
-            sys.stdout.flush()
-    except SqlRefused as exc:
-        print(f"python -m analytics sql: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
-    except SqlFailed as exc:
-        print(f"python -m analytics sql: {exc.message}", file=sys.stderr)
-        return EXIT_BOUNDED if exc.kind in ("timeout", "memory", "too_large") else EXIT_FAILED
-    return 0
-
-
-def _result_json(result: SqlResult) -> dict[str, Any]:
+def result_json(result: SqlResult) -> dict[str, Any]:
     return {
         "columns": [c for c, _ in result.column_types],
         "types": [t for _, t in result.column_types],

@@ -28,11 +28,9 @@ Definitions (also in docs/tmf.md and on the page):
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as dt
 import functools
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,9 +42,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analytics import catalog, compare, stats
+from analytics import compare, stats
 from analytics.sqlfiles import load_sql
-from store import RunlensError, query_df, reader, run_filter_params, with_run_filter
+from store import RunlensError, query_df, run_filter_params, with_run_filter
 
 PERFORMANCES = ("pass@1", "mean_score", "irt")
 AXES = {"cost": ("cost_per_task_usd", "USD"), "latency": ("latency_per_task_s", "s")}
@@ -1075,58 +1073,15 @@ def _num(value: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """CLI options of ``python -m analytics tmf``."""
-    parser.add_argument("--benchmark", help="benchmark name (default: the one with most costed attempts)")
-    parser.add_argument("--slice", default="all", help="all, level=L3 or category=NAME")
-    parser.add_argument("--hourly-usd", type=float, default=DEFAULT_HOURLY_USD, help="human hourly rate, USD")
-    parser.add_argument("--human-minutes", type=float, help="minutes per task for tasks without human_minutes")
-    parser.add_argument("--human-performance", type=float, help="human performance (0..1) if no human run")
-    parser.add_argument("--performance", choices=PERFORMANCES, default="pass@1")
-    parser.add_argument("--axis", choices=tuple(AXES), default="cost")
-    parser.add_argument("--cost-source", choices=COST_SOURCES, default="logged")
-    parser.add_argument("--reprice", action="store_true", help="reprice runs at the family's newest prices")
-    parser.add_argument("--supply", choices=SUPPLIES, default="step")
-    parser.add_argument("--willingness", type=float, default=1.0, help="share of the human cost a buyer pays")
-    parser.add_argument("--exponent", type=float, default=1.0, help="shape of the acceptance curve")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", action="store_true", help="print the JSON report")
-
-
-def cli(args: argparse.Namespace) -> int:
-    """Print the TMF of one benchmark slice."""
-    opt = TmfOptions(
-        performance=args.performance,
-        axis=args.axis,
-        cost_source=args.cost_source,
-        is_repriced=args.reprice,
-        supply=args.supply,
-        hourly_usd=args.hourly_usd,
-        human_minutes=args.human_minutes,
-        human_performance=args.human_performance,
-        willingness=args.willingness,
-        exponent=args.exponent,
-        seed=args.seed,
-    )
-    with reader(args.db) as con:
-        bench = args.benchmark or catalog.default_benchmark(con)
-        if bench is None:
-            raise TmfError("the database holds no runs")
-        inputs = load(con, benchmark=bench)
-    if inputs.tasks.empty:
-        raise TmfError(f"benchmark {bench!r} has no attempts")
-    result = analyse(inputs, slice_name=args.slice, options=opt)
-    rep = report(result)
-    if args.json:
-        print(json.dumps({"benchmark": bench, **rep}, indent=1, default=str))
-        return 0
-    print(f"== {bench} [{args.slice}] {headline(result)}")
+def text_report(benchmark: str, slice_name: str, result: TmfResult, rep: dict[str, Any]) -> str:
+    """The headline and one line per run (``*`` on the frontier): cost per task, performance, agent, run."""
+    lines = [f"== {benchmark} [{slice_name}] {headline(result)}"]
     for p in rep["points"]:
         mark = "*" if p["on_frontier"] else " "
         cost = "   (no cost)" if p["cost_per_task_usd"] is None else f"{p['cost_per_task_usd']:12.4f}"
         perf = "n/a" if p["performance"] is None else f"{p['performance']:.3f}"
-        print(f"{mark} {cost}  {perf}  {p['agent']}  ({p['run_id']})")
-    return 0
+        lines.append(f"{mark} {cost}  {perf}  {p['agent']}  ({p['run_id']})")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------------

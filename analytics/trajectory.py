@@ -16,11 +16,9 @@ Definitions (docs/trajectories.md has the long form):
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import math
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +32,7 @@ import plotly.graph_objects as go
 from analytics.compare import fisher_z_ci
 from analytics.leaderboard import comparable_runs
 from analytics.sqlfiles import load_sql
-from store import RunlensError, query_df, query_rows, reader, run_filter_params
+from store import query_df, query_rows, run_filter_params
 
 MATCHED, MISSING, EXTRA = "matched", "missing", "extra"
 OP_COLOURS = {MATCHED: "#2e7d32", MISSING: "#c62828", EXTRA: "#ef6c00"}
@@ -574,33 +572,18 @@ def alignment_frame(
 # CLI: python -m analytics coverage
 # ---------------------------------------------------------------------------------------------
 
-JSON_KEYS = ("run_id", "agent", "slice", "coverage", "recall", "precision", "mean_tool_calls", "n")
+
+COVERAGE_KEYS = ("run_id", "agent", "slice", "coverage", "recall", "precision", "mean_tool_calls", "n")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics coverage``."""
-    parser.add_argument("--benchmark", help="only this benchmark")
-    parser.add_argument("--json", action="store_true", help='print {"rows": [...]} on stdout')
+def coverage_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of ``python -m analytics coverage --json``: the coverage table with JSON-safe numbers."""
 
+    def clean(value: Any) -> Any:
+        if isinstance(value, (float, np.floating)):
+            return None if not np.isfinite(value) else round(float(value), 6)
+        if isinstance(value, np.integer):
+            return int(value)
+        return value
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, (float, np.floating)):
-        return None if not np.isfinite(value) else round(float(value), 6)
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
-
-
-def cli(args: argparse.Namespace) -> int:
-    """Print coverage per run and slice (JSON with ``--json``, else a table)."""
-    with reader(args.db) as con:
-        if args.benchmark and not query_rows(con, "SELECT 1 FROM benchmarks WHERE benchmark = ?", [args.benchmark]):
-            raise RunlensError(f"no benchmark named {args.benchmark!r}")
-        table = coverage_table(con, benchmark=args.benchmark)
-    if args.json:
-        rows = [{k: _clean(r[k]) for k in JSON_KEYS} for r in table.to_dict("records")]
-        json.dump({"rows": rows}, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        print(table[list(JSON_KEYS)].to_string(index=False) if not table.empty else "no attempts")
-    return 0
+    return [{k: clean(r[k]) for k in COVERAGE_KEYS} for r in table.to_dict("records")]

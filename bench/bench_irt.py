@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 import store as rdb  # noqa: E402
 from analytics import irt  # noqa: E402
 from analytics import progress as prog  # noqa: E402
+from jobs.irt import fit_and_store  # noqa: E402
 
 SWE_CSV = ROOT.parent / "shared" / "data" / "swebench_verified" / "instance_results.csv"
 
@@ -51,7 +52,7 @@ def _swe_case(tmp: Path) -> tuple[dict[str, object], Path]:
     ingest_paths([SWE_CSV], db=db, fmt="csv", mapping="swebench-verified")
     started = time.perf_counter()
     with rdb.writer(db) as con:
-        fit = irt.fit_and_store(con, benchmark="swe-bench-verified")
+        fit = fit_and_store(con, benchmark="swe-bench-verified")
     seconds = time.perf_counter() - started
     with rdb.reader(db) as con:
         ab = prog.progress_view(con, benchmark="swe-bench-verified").abilities

@@ -157,7 +157,7 @@ def sql_table2(db: Path) -> dict[str, object]:
 def irt_fit(db: Path, *, benchmark: str = "bench-0") -> dict[str, object]:
     """Time a fresh 1PL fit of one benchmark with the shipped defaults (analytics/irt.py; it writes the fit)."""
     import store as rdb
-    from analytics import irt
+    from jobs.irt import fit_and_store
 
     with rdb.writer(db) as con:
         for table in ("irt_abilities", "irt_items", "irt_fits"):  # force a real fit, not the cached one
@@ -166,7 +166,7 @@ def irt_fit(db: Path, *, benchmark: str = "bench-0") -> dict[str, object]:
             )
         n_obs = rdb.query_rows(con, "SELECT count(*) FROM v_attempts WHERE benchmark = ?", [benchmark])[0][0]
         start = _clock()
-        fit = irt.fit_and_store(con, benchmark=benchmark)
+        fit = fit_and_store(con, benchmark=benchmark)
         wall, cpu = _since(start)
     return {
         "benchmark": benchmark,

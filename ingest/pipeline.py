@@ -249,7 +249,7 @@ def commit_prepared(
 
 def _label_rules(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
     """Rule findings of the file's attempts (benchmarks with a tool graph), inside the file's transaction."""
-    from analytics.rules import label_file_attempts
+    from ingest.rules import label_file_attempts
 
     label_file_attempts(con, file_id=file_id, own_transaction=False)
 

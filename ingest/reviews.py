@@ -8,9 +8,11 @@ import os
 import re
 from collections.abc import Sequence
 
-from analytics.review import MAX_NOTE_CHARS, MAX_REVIEWER_CHARS, VERDICTS
 from store import RunlensError, derived, writer
 
+VERDICTS = ("correct", "incorrect")
+MAX_NOTE_CHARS = 4000
+MAX_REVIEWER_CHARS = 80
 CODE_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,31}$")
 
 

@@ -7,7 +7,7 @@ import streamlit as st
 from analytics import clusters as cl
 from analytics import llm
 from analytics import trajectory as tr
-from ingest.derived import embed_failures, label_clusters
+from jobs.failures import embed_failures, label_clusters
 from ui.common import cached, db_path, download_buttons, drilldown_url, empty_state, plain, query_param, show_fig
 from ui.shell import page_setup
 

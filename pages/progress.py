@@ -7,6 +7,7 @@ import streamlit as st
 import store as rdb
 from analytics import irt
 from analytics import progress as prog
+from jobs.irt import fit_and_store
 from ui import common, shell
 
 flt = shell.page_setup(
@@ -35,7 +36,7 @@ def refit(label: str) -> None:
     bar = st.progress(0.0, text="Fitting...")
     try:
         fit = common.write(
-            irt.fit_and_store,
+            fit_and_store,
             benchmark=flt.benchmark,
             model=model,
             progress=lambda frac, msg: bar.progress(min(frac, 1.0), text=msg),

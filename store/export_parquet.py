@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -106,23 +105,3 @@ def export_parquet(
     tmp.write_text(json.dumps(marker, indent=1), encoding="utf-8")
     os.replace(tmp, out_path / MARKER)
     return marker
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``python -m analytics export-parquet``."""
-    parser.add_argument("--out", required=True, type=Path, help="folder to write (created; must be empty)")
-    parser.add_argument("--overwrite", action="store_true", help="replace a previous export in --out")
-    parser.add_argument("--json", action="store_true", help="print the marker (tables, rows, columns) as JSON")
-
-
-def cli(args: argparse.Namespace) -> int:
-    """Export and print a summary (or the marker with ``--json``)."""
-    marker = export_parquet(args.db, args.out, overwrite=args.overwrite)
-    if args.json:
-        print(json.dumps(marker, indent=1))
-    else:
-        for table, spec in marker["tables"].items():
-            parts = f" partitioned by {', '.join(spec['partition_by'])}" if spec["partition_by"] else ""
-            print(f"{table}: {spec['rows']:,} rows{parts}")
-        print(f"wrote {args.out} in {marker['seconds']:.1f} s; use it with RUNLENS_DB={args.out}")
-    return 0

@@ -12,7 +12,7 @@ import pytest
 
 from analytics import clusters as cl
 from analytics import llm
-from ingest.derived import label_clusters
+from jobs.failures import label_clusters
 from store import reader, writer
 from tests.fake_openai_server import FakeOpenAI
 

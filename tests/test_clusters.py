@@ -108,7 +108,7 @@ def test_clusters_need_embeddings_first(failures_db: Path, tmp_path: Path) -> No
 
 
 def test_clusters_recover_known_causes_with_the_pinned_model(failures_db: Path) -> None:
-    from ingest.derived import embed_failures
+    from jobs.failures import embed_failures
 
     n_texts = embed_failures(failures_db, benchmark="fb")
     assert 4 <= n_texts <= 4 * PER_CAUSE  # distinct texts only (same cause and topic give the same text)
@@ -150,8 +150,8 @@ DEMO_PURITY_FLOOR = 0.35
 def test_clusters_agree_with_the_adbench_demo_codes(tmp_path: Path) -> None:
     """The AD-Bench demo alone (1,216 failures; embedding them takes 1-3 minutes on two shared cores)."""
     from data.demo import adbench
-    from ingest.derived import embed_failures
     from ingest.pipeline import ingest_paths
+    from jobs.failures import embed_failures
 
     db = tmp_path / "adb.duckdb"
     assert [r.outcome for r in ingest_paths(adbench.generate(tmp_path), db=db)] == ["ingested"]

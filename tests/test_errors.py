@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 import store as rdb
 from analytics import errors as err
+from analytics.cli import main as analytics_main
 from ingest.pipeline import ingest_paths
 
 TASKS = {
@@ -131,16 +131,8 @@ def test_sources_are_selectable(labels_db: Path) -> None:
 
 
 def test_report_json_shape(labels_db: Path, capsys: pytest.CaptureFixture) -> None:
-    args = argparse.Namespace(
-        db=str(labels_db),
-        benchmark="eb",
-        source="label",
-        eval_date=dt.date(2026, 1, 14),
-        date_from=None,
-        date_to=None,
-        json=True,
-    )
-    assert err.cli(args) == 0
+    argv = ["errors", "--db", str(labels_db), "--benchmark", "eb", "--source", "label", "--json"]
+    assert analytics_main([*argv, "--eval-date", "2026-01-14"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert {r["run_id"] for r in rows} == {"eb-v4"}  # eval-date picks one run
     top = next(r for r in rows if r["slice"] == "all")
@@ -233,16 +225,8 @@ TABLE3 = {
 
 @pytest.mark.slow  # builds the whole demo database once per session
 def test_adbench_table3_on_demo(demo_db: Path, capsys: pytest.CaptureFixture) -> None:
-    args = argparse.Namespace(
-        db=str(demo_db),
-        benchmark="ad-bench",
-        source="label",
-        eval_date=dt.date(2026, 1, 15),
-        date_from=None,
-        date_to=None,
-        json=True,
-    )
-    assert err.cli(args) == 0
+    argv = ["errors", "--db", str(demo_db), "--benchmark", "ad-bench", "--source", "label", "--json"]
+    assert analytics_main([*argv, "--eval-date", "2026-01-15"]) == 0
     rows = [r for r in json.loads(capsys.readouterr().out)["rows"] if r["slice"] == "all"]
     got = {r["agent"]: (*(r["counts"][c] for c in err.ADBENCH_CODES), r["n_errors"], r["n_total"]) for r in rows}
     assert got == TABLE3

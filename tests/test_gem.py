@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analytics import embeddings, gem
-from analytics.__main__ import main
+from analytics import gem
+from analytics.cli import main
 from ingest.pipeline import ingest_paths
+from jobs import gem_metrics
 from store import reader, writer
 
 E = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # cos(e0,e1)=0, cos(e1,e2)=cos(e0,e2)=1/sqrt2
@@ -198,8 +199,8 @@ def test_compute_and_store_with_a_fake_embedder(small_db: Path) -> None:
         return np.array([[0.0, 1.0] if "acme" in t.lower() else [1.0, 0.0] for t in texts])
 
     with writer(small_db) as con:
-        n = embeddings.compute_gem_metrics(con, benchmark="g", encode=fake, model="fake")
-        again = embeddings.compute_gem_metrics(
+        n = gem_metrics.compute_gem_metrics(con, benchmark="g", encode=fake, model="fake")
+        again = gem_metrics.compute_gem_metrics(
             con, benchmark="g", encode=lambda t: pytest.fail("cache miss"), model="fake"
         )
         cached = con.execute("SELECT count(*) FROM embeddings WHERE model = 'fake'").fetchall()[0][0]

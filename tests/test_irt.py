@@ -11,6 +11,8 @@ import pytest
 
 import store as rdb
 from analytics import irt
+from analytics.irt import fit as irt_fit
+from jobs.irt import fit_and_store
 
 # Small but informative: 3 periods x 10 agents x 60 tasks, a quarter carried over; later periods harder.
 DESIGN = dict(n_periods=3, agents_per_period=10, items_per_period=60, overlap=0.3, growth=1.0)
@@ -110,17 +112,17 @@ def test_same_data_and_settings_give_identical_numbers(sim) -> None:
 
 
 def test_a_nan_divergence_is_refitted_with_the_next_seed(monkeypatch: pytest.MonkeyPatch, sim) -> None:
-    real = irt._train_once
+    real = irt_fit._train_once
     seeds: list[int] = []
 
     def flaky(arrays, settings, seed, progress):
         seeds.append(seed)
         return None if len(seeds) == 1 else real(arrays, settings, seed, progress)
 
-    monkeypatch.setattr(irt, "_train_once", flaky)
+    monkeypatch.setattr(irt_fit, "_train_once", flaky)
     res = irt.estimate(sim[0].head(400), irt.settings_for("1pl", epochs=20, n_boot=0))
     assert res.info["restarts"] == 1 and seeds == [irt.IrtSettings().seed, irt.IrtSettings().seed + 1]
-    monkeypatch.setattr(irt, "_train_once", lambda *a: None)
+    monkeypatch.setattr(irt_fit, "_train_once", lambda *a: None)
     with pytest.raises(irt.IrtError, match="diverged"):
         irt.estimate(sim[0].head(400), irt.settings_for("1pl", epochs=20, n_boot=0))
 
@@ -129,7 +131,7 @@ def test_item_flags_and_agents_with_too_few_tasks(fitted: irt.IrtResult) -> None
     items = pd.DataFrame(
         {"pass_rate": [1.0, 0.0, 0.5, 0.5], "r_ability": [0.0, 0.0, -0.4, 0.3], "discrimination": [1.0, 1.0, 1.0, 1.0]}
     )
-    assert irt._item_flags(items, model="1pl").tolist() == ["saturated", "dead", "negative", ""]
+    assert irt_fit._item_flags(items, model="1pl").tolist() == ["saturated", "dead", "negative", ""]
     assert not fitted.abilities["is_flagged"].any()  # 60 tasks each, above min_items
     obs = pd.DataFrame(
         {
@@ -175,7 +177,7 @@ def test_fit_is_stored_keyed_by_data_and_settings_and_never_refit(
     ingest_paths([write_native(obs, tmp_path / "a.jsonl")], db=db)
     settings = irt.settings_for("1pl", epochs=60, n_boot=10)
     with rdb.writer(db) as con:
-        fit = irt.fit_and_store(con, benchmark="sim-bench", settings=settings)
+        fit = fit_and_store(con, benchmark="sim-bench", settings=settings)
     assert len(fit.abilities) == 20 and fit.info["link_method"].startswith("centred")
 
     def boom(*a, **k):
@@ -183,12 +185,12 @@ def test_fit_is_stored_keyed_by_data_and_settings_and_never_refit(
 
     monkeypatch.setattr(irt, "estimate", boom)
     with rdb.writer(db) as con:
-        again = irt.fit_and_store(con, benchmark="sim-bench", settings=settings)
+        again = fit_and_store(con, benchmark="sim-bench", settings=settings)
     assert again.fit_key == fit.fit_key
     monkeypatch.undo()
     ingest_paths([write_native(sim[0][sim[0]["subject"].str.contains("-p2-")], tmp_path / "b.jsonl")], db=db)
     with rdb.writer(db) as con:
-        new = irt.fit_and_store(con, benchmark="sim-bench", settings=settings)
+        new = fit_and_store(con, benchmark="sim-bench", settings=settings)
         log = irt.fit_log(con, benchmark="sim-bench")
     assert new.fit_key != fit.fit_key and len(new.abilities) == 30
     assert new.info["link_method"].startswith("anchor") and new.scale_shift is not None
@@ -201,7 +203,7 @@ def test_fit_is_stored_keyed_by_data_and_settings_and_never_refit(
 def test_cli_json_shape(
     tmp_path: Path, sim, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from analytics.__main__ import main
+    from analytics.cli import main
     from ingest.pipeline import ingest_paths
 
     db = tmp_path / "cli.duckdb"

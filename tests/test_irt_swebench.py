@@ -16,6 +16,7 @@ import store as rdb
 from analytics import irt
 from analytics import progress as prog
 from ingest.pipeline import ingest_paths
+from jobs.irt import fit_and_store
 from tests.conftest import shared_data
 
 pytestmark = pytest.mark.slow
@@ -31,7 +32,7 @@ def swe_fit(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, irt.StoredF
     assert [r.outcome for r in results] == ["ingested"], results[0].error
     started = time.perf_counter()
     with rdb.writer(db) as con:
-        fit = irt.fit_and_store(con, benchmark="swe-bench-verified")
+        fit = fit_and_store(con, benchmark="swe-bench-verified")
     return db, fit, time.perf_counter() - started
 
 

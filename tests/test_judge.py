@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,10 +9,12 @@ from pathlib import Path
 import pytest
 
 import store as rdb
-from analytics import errors as err
 from analytics import judge as jg
 from analytics import llm
+from analytics.cli import main as analytics_main
 from ingest.pipeline import ingest_paths
+from jobs import judge as judge_job
+from jobs.judge import run_judge
 from tests.fake_openai_server import FakeOpenAI
 
 MODEL = "fake-judge-1"
@@ -184,10 +185,8 @@ def _verdicts(db: Path) -> dict[str, dict]:
     }
 
 
-def _errors_args(db: Path, source: str) -> argparse.Namespace:
-    return argparse.Namespace(
-        db=str(db), benchmark="jb", source=source, eval_date=None, date_from=None, date_to=None, json=True
-    )
+def _errors_argv(db: Path, source: str) -> list[str]:
+    return ["errors", "--db", str(db), "--benchmark", "jb", "--source", source, "--json"]
 
 
 def _judge_labels(db: Path) -> dict[str, set[str]]:
@@ -209,7 +208,7 @@ def _requests_for(server: FakeOpenAI, marker: str) -> list[dict]:
 
 
 def test_stage1_job_against_local_server(judge_db: Path, cfg: llm.LLMConfig, server: FakeOpenAI) -> None:
-    summary = jg.run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
+    summary = run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
     assert (summary.n_selected, summary.n_cached) == (7, 0)
     v = _verdicts(judge_db)
     assert set(v) == set(TASKS)
@@ -236,7 +235,7 @@ def test_stage1_job_against_local_server(judge_db: Path, cfg: llm.LLMConfig, ser
 
 
 def test_prompt_injection_is_fenced_and_rejected(judge_db: Path, cfg: llm.LLMConfig, server: FakeOpenAI) -> None:
-    jg.run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
+    run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
     first = _requests_for(server, "Q-INJECT")[0]
     system, user = first["messages"][0]["content"], first["messages"][1]["content"]
     fence = system.split("<<<UNTRUSTED ", 1)[1].split(">>>", 1)[0]
@@ -252,7 +251,7 @@ def test_prompt_injection_is_fenced_and_rejected(judge_db: Path, cfg: llm.LLMCon
 def test_cache_and_resume(
     judge_db: Path, cfg: llm.LLMConfig, server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = jg._progress
+    real = judge_job._progress
 
     def interrupted(it, *, total: int, enabled: bool):  # the user presses Ctrl-C after two verdicts
         for i, fut in enumerate(real(it, total=total, enabled=enabled)):
@@ -260,22 +259,22 @@ def test_cache_and_resume(
                 raise KeyboardInterrupt
             yield fut
 
-    monkeypatch.setattr(jg, "_progress", interrupted)
-    one = jg.run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
+    monkeypatch.setattr(judge_job, "_progress", interrupted)
+    one = run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
     assert one.is_interrupted and one.n_judged + one.n_failed >= 2
     saved = set(_verdicts(judge_db))
     assert 2 <= len(saved) < 7
-    monkeypatch.setattr(jg, "_progress", real)
+    monkeypatch.setattr(judge_job, "_progress", real)
     n_before = len(server.requests)
-    two = jg.run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
+    two = run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
     assert two.n_cached == len(saved) and two.n_judged + two.n_failed == 7 - len(saved)
     assert set(_verdicts(judge_db)) == set(TASKS)
     # a finished job is all cache: no request at all
     n_after = len(server.requests)
-    three = jg.run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
+    three = run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
     assert three.n_cached == 7 and len(server.requests) == n_after and n_after > n_before
     # another model is another cache key
-    other = jg.run_judge(
+    other = run_judge(
         str(judge_db),
         benchmark="jb",
         cfg=llm.LLMConfig(**{**cfg.__dict__, "model": "m2"}),
@@ -286,9 +285,9 @@ def test_cache_and_resume(
 
 
 def test_failures_retried_on_request(judge_db: Path, cfg: llm.LLMConfig, server: FakeOpenAI) -> None:
-    jg.run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
+    run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
     server.set_script([*SCRIPT[:2], ("Q-MALFORMED", [("reply", stage1(error_types=["CE"]))]), *SCRIPT[3:]])
-    again = jg.run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True, retry_failures=True)
+    again = run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True, retry_failures=True)
     assert again.n_cached == 4  # the three failures are judged again
     v = _verdicts(judge_db)
     assert not v["t-malformed"]["is_failure"] and _judge_labels(judge_db)["t-malformed"] == {"CE", "PE", "TE"}
@@ -297,19 +296,19 @@ def test_failures_retried_on_request(judge_db: Path, cfg: llm.LLMConfig, server:
 
 
 def test_errors_report_shows_judge_labels(judge_db: Path, cfg: llm.LLMConfig, capsys: pytest.CaptureFixture) -> None:
-    jg.run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
-    assert err.cli(_errors_args(judge_db, "judge")) == 0
+    run_judge(str(judge_db), benchmark="jb", cfg=cfg, is_failed_only=True)
+    assert analytics_main(_errors_argv(judge_db, "judge")) == 0
     rows = {r["slice"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     counts = rows["all"]["counts"]
     # t-valid PE CE TE, t-fenced HAL, t-repair DE TE PE, t-rate LC TE PE, t-timeout/malformed/inject: nothing
     assert (counts["PE"], counts["CE"], counts["TE"], counts["HAL"], counts["DE"], counts["LC"]) == (3, 1, 3, 1, 1, 1)
     assert rows["all"]["n_failed"] == 7 and rows["all"]["n_errors"] == 10
-    assert err.cli(_errors_args(judge_db, "label")) == 0
+    assert analytics_main(_errors_argv(judge_db, "label")) == 0
     assert json.loads(capsys.readouterr().out)["rows"][0]["n_total"] == 0
 
 
 def test_xbench_and_gem_prompts(judge_db: Path, cfg: llm.LLMConfig, server: FakeOpenAI) -> None:
-    jg.run_judge(str(judge_db), benchmark="jb", cfg=cfg, prompt_name="xbench-1to5")
+    run_judge(str(judge_db), benchmark="jb", cfg=cfg, prompt_name="xbench-1to5")
     v = _verdicts(judge_db)
     # the deterministic check settles t-number (1,234.50 CNY == 1234.5) without a request
     assert v["t-number"]["verdict"] == {"score": 5, "score_100": 100.0, "decided_by": "deterministic:numeric"}
@@ -317,7 +316,7 @@ def test_xbench_and_gem_prompts(judge_db: Path, cfg: llm.LLMConfig, server: Fake
         "t-number" not in r["messages"][1]["content"] for r in server.requests
     )
     assert v["t-gem"]["prompt_version"] == "xbench-1to5@v1"
-    jg.run_judge(str(judge_db), benchmark="jb", cfg=cfg, prompt_name="gem-0-90", run_id="jb-r1")
+    run_judge(str(judge_db), benchmark="jb", cfg=cfg, prompt_name="gem-0-90", run_id="jb-r1")
     with rdb.reader(judge_db) as con:
         gem = rdb.query_rows(
             con,
@@ -327,15 +326,13 @@ def test_xbench_and_gem_prompts(judge_db: Path, cfg: llm.LLMConfig, server: Fake
     assert json.loads(gem[0][0])["score"] == 60
 
 
-def test_judge_cli_without_endpoint(judge_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_judge_cli_without_endpoint(
+    judge_db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     for name in ("OPENAI_BASE_URL", "RUNLENS_JUDGE_MODEL"):
         monkeypatch.delenv(name, raising=False)
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--db")
-    jg.add_arguments(parser)
-    args = parser.parse_args(["--db", str(judge_db), "--benchmark", "jb", "--failed-only"])
-    with pytest.raises(llm.LLMError, match="OPENAI_BASE_URL"):  # python -m analytics prints it and exits 2
-        jg.cli(args)
+    assert analytics_main(["judge", "--db", str(judge_db), "--benchmark", "jb", "--failed-only"]) == 2
+    assert "OPENAI_BASE_URL" in capsys.readouterr().err  # the message says what to set
 
 
 def test_judge_cli_against_local_server(
@@ -345,13 +342,8 @@ def test_judge_cli_against_local_server(
     monkeypatch.setenv("RUNLENS_JUDGE_MODEL", MODEL)
     monkeypatch.setenv("RUNLENS_JUDGE_TIMEOUT_S", "0.5")
     monkeypatch.setenv("RUNLENS_JUDGE_BACKOFF_S", "0.01")
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--db")
-    jg.add_arguments(parser)
-    args = parser.parse_args(
-        ["--db", str(judge_db), "--benchmark", "jb", "--run", "jb-r1", "--failed-only", "--limit", "2", "--json"]
-    )
-    assert jg.cli(args) == 0
+    argv = ["--db", str(judge_db), "--benchmark", "jb", "--run", "jb-r1", "--failed-only", "--limit", "2", "--json"]
+    assert analytics_main(["judge", *argv]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n_selected"] == 2 and out["model"] == MODEL and out["prompt_version"] == "adbench-stage1@v1"
 

@@ -1,5 +1,7 @@
-"""Layers only reach the right way (README "Layout"): store/ at the bottom, then ingest and analytics, then ui and
-pages. Pages and ui use only the store's public API (``import store``); all write SQL lives under store/."""
+"""Layers only reach the right way (README "Layout"): store/ at the bottom, then ingest, analytics (pure: it never
+writes), jobs (derived data computed with analytics and kept through the store's one writer), then ui and pages;
+``analytics/cli.py`` is the command line, on top like a page. Pages and ui use only the store's public API
+(``import store``); all write SQL lives under store/."""
 
 from __future__ import annotations
 
@@ -12,15 +14,17 @@ import pytest
 from tests.conftest import ROOT
 
 RULES = {
-    "store": {"streamlit", "ui", "pages", "analytics", "ingest"},
-    "analytics": {"streamlit", "ui", "pages"},
-    "ingest": {"streamlit", "ui", "pages", "analytics"},
+    "store": {"streamlit", "ui", "pages", "analytics", "ingest", "jobs"},
+    "ingest": {"streamlit", "ui", "pages", "analytics", "jobs"},
+    "analytics": {"streamlit", "ui", "pages", "jobs"},
+    "jobs": {"streamlit", "ui", "pages"},
     "pages": {"duckdb"},
     "ui": {"duckdb", "pages"},
 }
-# Known exceptions to ingest -> analytics, each a derived-data job that still lives in ingest (docs/CONVENTIONS.md):
-# the rule findings labelled inside an ingest's transaction, failure embeddings and cluster labels, review codes.
-INGEST_USES_ANALYTICS = {"ingest/pipeline.py", "ingest/derived.py", "ingest/reviews.py"}
+# The command line sits on top like a page: it may start jobs (each report imports only what it runs).
+ENTRY_POINTS = {"analytics/cli.py": {"jobs"}}
+# What only writes: analytics (the command line apart) never opens a writer nor calls the store's write functions.
+STORE_WRITES = {"writer", "publish", "derived", "transaction", "delete_run", "export_parquet"}
 # The store's internals: what may be imported only inside store/ (others use ``store`` and its writer modules).
 STORE_INTERNALS = {"store.connect", "store.paths", "store.migrate", "store.query", "store.filters", "store.writelock"}
 PUBLIC_ST = ("streamlit.testing", "streamlit.components", "streamlit.column_config")
@@ -61,14 +65,36 @@ def imported_roots(path: Path) -> set[str]:
 def test_layer_imports(layer: str) -> None:
     files = sorted((ROOT / layer).rglob("*.py"))
     assert files, f"{layer}/ has no Python files"
-    offences = {str(f.relative_to(ROOT)): sorted(imported_roots(f) & RULES[layer]) for f in files}
-    for name in INGEST_USES_ANALYTICS:
-        if name in offences:
-            offences[name] = [m for m in offences[name] if m != "analytics"]
+    offences = {
+        name: sorted(imported_roots(f) & RULES[layer] - ENTRY_POINTS.get(name, set()))
+        for f in files
+        for name in [str(f.relative_to(ROOT))]
+    }
     assert {f: bad for f, bad in offences.items() if bad} == {}
 
 
-@pytest.mark.parametrize("layer", ["analytics", "ingest", "ui", "pages"])
+def store_writes_used(path: Path) -> set[str]:
+    """The store's write functions a file imports (``from store import writer``) or calls (``store.writer``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "store":
+            used |= {a.name for a in node.names} & STORE_WRITES
+            used |= {node.module.split(".")[1]} & STORE_WRITES if "." in node.module else set()
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in {"store", "rdb"}:
+            used |= {node.attr} & STORE_WRITES
+    return used
+
+
+def test_analytics_never_writes() -> None:
+    """analytics/ computes and reads; keeping a result is a job's (jobs/) or ingest's, through the one writer."""
+    files = [f for f in sorted((ROOT / "analytics").rglob("*.py")) if str(f.relative_to(ROOT)) not in ENTRY_POINTS]
+    offences = {str(f.relative_to(ROOT)): sorted(store_writes_used(f)) for f in files}
+    assert {f: bad for f, bad in offences.items() if bad} == {}
+    assert store_writes_used(ROOT / "jobs" / "irt.py"), "the check finds a writer's use"
+
+
+@pytest.mark.parametrize("layer", ["analytics", "ingest", "jobs", "ui", "pages"])
 def test_store_internals_stay_inside_the_store(layer: str) -> None:
     files = sorted((ROOT / layer).rglob("*.py")) + ([ROOT / "app.py"] if layer == "pages" else [])
     offences = {str(f.relative_to(ROOT)): sorted(imported_modules(f) & STORE_INTERNALS) for f in files}
@@ -78,7 +104,7 @@ def test_store_internals_stay_inside_the_store(layer: str) -> None:
 def test_write_sql_lives_only_in_the_store() -> None:
     """One writer: no INSERT/UPDATE/DELETE/CREATE/DROP/ALTER text in product code outside store/."""
     files = [ROOT / "app.py"]
-    for layer in ("analytics", "ingest", "ui", "pages"):
+    for layer in ("analytics", "ingest", "jobs", "ui", "pages"):
         files += sorted((ROOT / layer).rglob("*.py")) + sorted((ROOT / layer).rglob("*.sql"))
     offences = {
         str(f.relative_to(ROOT)): sorted({m.group(0) for m in WRITE_SQL.finditer(f.read_text(encoding="utf-8"))})

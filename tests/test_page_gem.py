@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analytics import embeddings, gem
+from analytics import gem
 from analytics.plaintext import md_plain
 from data.demo import gembench
 from ingest.pipeline import ingest_paths
+from jobs import gem_metrics
 from store import writer
 from tests.conftest import ROOT
 from tests.test_pages import registered_pages
@@ -97,7 +98,7 @@ def test_computed_source_shows_recomputed_metrics(
         return np.array([[0.0, 1.0] if "http" in t else [1.0, 0.0] for t in texts])
 
     with writer(db) as con:
-        assert embeddings.compute_gem_metrics(con, benchmark="gem-bench", encode=fake, model="fake-model") > 0
+        assert gem_metrics.compute_gem_metrics(con, benchmark="gem-bench", encode=fake, model="fake-model") > 0
     at = open_gem(db, monkeypatch, "gem-bench")
     at.segmented_control(key="gem_source").set_value("computed").run()
     assert not at.exception and any(md_plain("fake-model") in c.value for c in at.caption)  # log text escaped

@@ -11,6 +11,7 @@ import store as rdb
 from analytics import irt
 from analytics import progress as prog
 from ingest.pipeline import ingest_paths
+from jobs.irt import fit_and_store
 from tests.conftest import ROOT
 from tests.test_irt import write_native
 
@@ -69,7 +70,7 @@ def test_empty_state_then_fit_from_the_page(sim_db: Path, monkeypatch: pytest.Mo
 
 def test_icc_follows_the_task_in_the_url(sim_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with rdb.writer(sim_db) as con:
-        fit = irt.fit_and_store(con, benchmark="sim-bench", settings=irt.IrtSettings(epochs=80, n_boot=20))
+        fit = fit_and_store(con, benchmark="sim-bench", settings=irt.IrtSettings(epochs=80, n_boot=20))
     hardest = fit.items.sort_values("difficulty")["task_id"].iloc[-1]
     monkeypatch.setenv("RUNLENS_DB", str(sim_db))
     monkeypatch.setattr(irt, "settings_for", lambda model, **kw: irt.IrtSettings(model=model, epochs=80, n_boot=20))

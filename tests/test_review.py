@@ -15,7 +15,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from analytics import review as rv
-from ingest.reviews import ReviewError, record_review
+from ingest.reviews import MAX_NOTE_CHARS, ReviewError, record_review
 from store import reader
 
 N = 40
@@ -146,7 +146,7 @@ def test_reviews_append_and_never_touch_the_log_labels(review_db: Path, tmp_path
         ({"reviewer": " ", "verdict": "correct"}, "reviewer"),
         ({"reviewer": "A", "verdict": "maybe"}, "verdict"),
         ({"reviewer": "A", "verdict": "correct", "codes": ["P E"]}, "codes"),
-        ({"reviewer": "A", "verdict": "correct", "note": "x" * (rv.MAX_NOTE_CHARS + 1)}, "note"),
+        ({"reviewer": "A", "verdict": "correct", "note": "x" * (MAX_NOTE_CHARS + 1)}, "note"),
     ],
 )
 def test_bad_reviews_are_refused(review_db: Path, kwargs: dict, message: str) -> None:

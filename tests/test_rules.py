@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import store as rdb
-from analytics import rules
+from analytics.rules import attempt_findings
+from ingest import rules
 
 GRAPH = {
     "search": [],
@@ -187,7 +188,7 @@ def test_recomputed_when_the_graph_changes(fixture_db: Path) -> None:
 
 def _run_cli(argv: list[str]) -> int:
     """``python -m analytics rules`` in process (the CLI imports only the chosen report's module)."""
-    from analytics.__main__ import main
+    from analytics.cli import main
 
     return main(["rules", *argv])
 
@@ -234,6 +235,6 @@ def test_rules_cli_subprocess(fixture_db: Path) -> None:
 def test_attempt_findings_live(fixture_db: Path) -> None:
     with rdb.reader(fixture_db) as con:
         aid = rdb.query_rows(con, "SELECT attempt_id FROM attempts WHERE task_id = 'T2' AND sample = 1")[0][0]
-        found = rules.attempt_findings(con, attempt_id=aid)
+        found = attempt_findings(con, attempt_id=aid)
     pairs = set(zip(found["code"], found["source"], strict=False))
     assert {("TOOL", "label"), ("DE", "rule"), ("TOOL", "rule")} <= pairs

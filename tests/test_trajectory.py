@@ -150,7 +150,7 @@ def test_coverage_table_slices_on_fixture(fixture_db) -> None:
 
 def _run_cli(argv: list[str]) -> int:
     """``python -m analytics coverage`` in process (the CLI imports only the chosen report's module)."""
-    from analytics.__main__ import main
+    from analytics.cli import main
 
     return main(["coverage", *argv])
 
@@ -158,7 +158,7 @@ def _run_cli(argv: list[str]) -> int:
 def test_coverage_cli_json(fixture_db, capsys) -> None:
     assert _run_cli(["--db", str(fixture_db), "--benchmark", "mini-bench", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    assert rows and set(rows[0]) == set(tr.JSON_KEYS)
+    assert rows and set(rows[0]) == set(tr.COVERAGE_KEYS)
     alls = {r["run_id"]: r for r in rows if r["slice"] == "all"}
     assert alls["mini-a-v1"]["coverage"] == 0.25
     assert _run_cli(["--db", str(fixture_db), "--benchmark", "nope", "--json"]) == 2

@@ -8,7 +8,7 @@ import streamlit as st
 
 from analytics import errors as err
 from analytics import review as rv
-from ingest.reviews import ReviewError, record_review
+from ingest.reviews import MAX_NOTE_CHARS, MAX_REVIEWER_CHARS, VERDICTS, ReviewError, record_review
 from ui.common import cached, db_path, download_buttons, plain
 
 NAME_KEY = "reviewer_name"  # not a widget key: Streamlit drops a widget's state on pages that do not draw it
@@ -29,7 +29,7 @@ def name_input(*, key: str) -> str:
     st.text_input(
         "Reviewer (your name, kept for this session)",
         key=key,
-        max_chars=rv.MAX_REVIEWER_CHARS,
+        max_chars=MAX_REVIEWER_CHARS,
         on_change=_keep_name,
         args=(key,),
     )
@@ -43,7 +43,7 @@ def review_form(attempt_id: int, *, key: str) -> None:
         st.success(plain(flash))
     name_input(key=f"{key}_name")
     with st.form(key=f"{key}_form", clear_on_submit=True):
-        verdict = st.radio("Verdict", rv.VERDICTS, index=None, horizontal=True, key=f"{key}_verdict")
+        verdict = st.radio("Verdict", VERDICTS, index=None, horizontal=True, key=f"{key}_verdict")
         codes = st.multiselect(
             "Error codes",
             err.KNOWN_CODES,
@@ -51,7 +51,7 @@ def review_form(attempt_id: int, *, key: str) -> None:
             accept_new_options=True,
             help=", ".join(f"{c}: {n}" for c, n in err.CODE_NAMES.items()),
         )
-        note = st.text_area("Note", key=f"{key}_note", max_chars=rv.MAX_NOTE_CHARS, height=80)
+        note = st.text_area("Note", key=f"{key}_note", max_chars=MAX_NOTE_CHARS, height=80)
         saved = st.form_submit_button("Save review", key=f"{key}_save", type="primary")
     if saved:
         try:

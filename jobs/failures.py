@@ -1,7 +1,6 @@
-"""Derived data written through the one writer: sentence embeddings of failed attempts (for failure clusters) and
-the clusters' cached LLM labels.
+"""Failure clusters' derived data: sentence embeddings of failed attempts and the clusters' cached LLM labels.
 
-analytics/ only reads; this module computes what is missing and appends it in one transaction."""
+analytics/ only reads; this job computes what is missing and appends it through the one writer."""
 
 from __future__ import annotations
 
