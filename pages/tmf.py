@@ -6,7 +6,7 @@ import streamlit as st
 
 from analytics import export, tmf
 from analytics.plaintext import plain_figure
-from ui.common import cached, download_buttons, empty_state, plain, selected_custom_data, show_fig
+from ui.common import cached, download_buttons, drilldown_url, empty_state, plain, selected_custom_data, show_fig
 from ui.shell import page_setup
 
 filters = page_setup(
@@ -111,10 +111,11 @@ st.caption(plain(tmf.comparison_caption(result)))
 
 fig = tmf.fig_tmf(result, title=f"{filters.benchmark}: cost vs performance ({as_of_label})")
 table = tmf.points_table(result)
+table["open"] = [drilldown_url(r) for r in table["run_id"]]
 event = show_fig(fig, key="tmf_fig", data=table, name=f"tmf-{filters.benchmark}", select=True)
 for picked in selected_custom_data(event):
     run_id = picked[0] if isinstance(picked, list) else picked
-    st.markdown(f":material/open_in_new: [Open run {plain(run_id)}]({tmf.run_url(run_id)})")
+    st.markdown(f":material/open_in_new: [Open run {plain(run_id)}]({drilldown_url(run_id)})")
 if result.assumptions["runs_without_cost"]:
     st.warning(
         plain(

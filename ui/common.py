@@ -172,11 +172,15 @@ def selected_custom_data(event: Any) -> list[Any]:
     return [plotly_unplain(p.get("customdata")) for p in points if p.get("customdata") is not None]
 
 
-def drilldown_url(run_id: str, task_id: str, sample: int | None = None, *, step: int | None = None) -> str:
-    """Relative link to the drilldown page for one attempt (and a step to highlight)."""
+def drilldown_url(
+    run_id: str, task_id: str | None = None, sample: int | None = None, *, step: int | None = None
+) -> str:
+    """Relative link to the drilldown page for one run, or one attempt (and a step to highlight)."""
     from urllib.parse import urlencode
 
-    params: dict[str, Any] = {"run": run_id, "task": task_id}
+    params: dict[str, Any] = {"run": run_id}
+    if task_id is not None:
+        params["task"] = task_id
     if sample is not None:
         params["sample"] = int(sample)
     if step is not None:

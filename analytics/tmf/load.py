@@ -1,0 +1,112 @@
+"""Loading: the only functions of the TMF that touch the database (per run x task rows, stored IRT abilities)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from analytics import compare
+from analytics.sqlfiles import load_sql
+from store import query_df, run_filter_params, with_run_filter
+
+
+@dataclass(frozen=True)
+class TmfInputs:
+    """What the TMF analysis reads: per (run, task) rows and the stored IRT abilities (may be empty)."""
+
+    benchmark: str
+    tasks: pd.DataFrame
+    abilities: pd.DataFrame
+
+    @cached_property
+    def task_table(self) -> pd.DataFrame:
+        """One row per task present in ``tasks`` (task_id, level, category, human_minutes): what the human
+        baseline reads, without going through every (run, task) row again for each slice and period."""
+        return self.tasks.loc[~self.tasks["task_id"].duplicated(), ["task_id", "level", "category", "human_minutes"]]
+
+
+RUN_COLUMNS = [
+    "run_id",
+    "agent",
+    "agent_version",
+    "family",
+    "kind",
+    "eval_date",
+    "price_input_per_mtok",
+    "price_output_per_mtok",
+]
+
+
+TASK_COLUMNS = ["task_id", "level", "category", "human_minutes"]
+
+
+def load(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+) -> TmfInputs:
+    """Per (run, task) rows of one benchmark (human runs always included) and its newest IRT abilities.
+
+    Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
+    """
+    params = run_filter_params(benchmark, agents, date_from, date_to, with_humans=True)
+    outcomes = query_df(con, load_sql("tmf_run_tasks"), params)
+    runs = query_df(
+        con,
+        with_run_filter(
+            f"""
+        SELECT {", ".join(RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline FROM runs r
+        WHERE r.benchmark = $benchmark AND $run_filter
+        ORDER BY r.eval_date NULLS LAST, r.agent, r.run_id"""
+        ),
+        params,
+    )
+    tasks = query_df(con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ?", [benchmark])
+    return TmfInputs(benchmark, attach_details(outcomes, runs, tasks), irt_abilities(con, benchmark=benchmark))
+
+
+def attach_details(outcomes: pd.DataFrame, runs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
+    """Per (run, task) outcomes with their run's (``RUN_COLUMNS``) and task's (``TASK_COLUMNS``) details, rows in
+    the order of ``runs`` then as given (a task missing from ``tasks`` gets empty details)."""
+    run_at = pd.Index(runs["run_id"]).get_indexer(outcomes["run_id"])
+    order = np.argsort(run_at, kind="stable")
+    order = order[run_at[order] >= 0]
+    rows = outcomes.iloc[order].reset_index(drop=True)
+    run_at = run_at[order]
+    task_at = pd.Index(tasks["task_id"]).get_indexer(rows["task_id"])
+    out = {"run_id": rows["run_id"]}
+    for col in RUN_COLUMNS[1:] + [c for c in ("is_baseline",) if c in runs]:
+        out[col] = runs[col].take(run_at).reset_index(drop=True)
+    out["task_id"] = rows["task_id"]
+    for col in TASK_COLUMNS[1:]:
+        values = tasks[col] if len(tasks) else pd.Series([None], dtype=tasks[col].dtype)
+        out[col] = values.take(np.maximum(task_at, 0)).reset_index(drop=True).where(task_at >= 0, None)
+    for col in outcomes.columns.drop(["run_id", "task_id"]):
+        out[col] = rows[col]
+    return pd.DataFrame(out)
+
+
+def irt_abilities(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
+    """Abilities of the newest IRT fit of ``benchmark`` (subject = agent + ' ' + version), or an empty frame."""
+    return query_df(
+        con,
+        """
+        WITH newest AS (SELECT fit_key FROM irt_fits WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1)
+        SELECT subject, agent, agent_version, ability, ability_lo, ability_hi, fit_key
+        FROM irt_abilities JOIN newest USING (fit_key)""",
+        [benchmark],
+    )
+
+
+def has_irt_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> bool:
+    """True when a stored IRT fit gives abilities for ``benchmark``."""
+    return not irt_abilities(con, benchmark=benchmark).empty
