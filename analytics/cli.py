@@ -319,7 +319,7 @@ def gate_run(args: argparse.Namespace) -> int:
 
 
 def sql_options(parser: argparse.ArgumentParser) -> None:
-    from analytics.sql_sandbox import SandboxLimits
+    from analytics.sql_console import SandboxLimits
 
     parser.add_argument("query", help='one SQL statement, e.g. "SELECT * FROM v_runs"; "-" reads stdin')
     parser.add_argument("--timeout-s", type=float, default=SandboxLimits.timeout_s, help="statement timeout")
@@ -334,7 +334,7 @@ def sql_options(parser: argparse.ArgumentParser) -> None:
 
 def sql_run(args: argparse.Namespace) -> int:
     """CSV on stdout; refused (exit 3), failed (1) or bounded (4) with the reason on stderr."""
-    from analytics import sql_sandbox as sb
+    from analytics import sql_console as sb
 
     sql = sys.stdin.read() if args.query == "-" else args.query
     limits = sb.SandboxLimits(

@@ -20,7 +20,7 @@ CASE = r"""
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
 kind, mode, db = sys.argv[1], sys.argv[2], sys.argv[3]
-from analytics import sql_sandbox as sb
+from analytics import sql_console as sb
 from ingest import upload_worker, uploads
 from store import reader
 from pathlib import Path

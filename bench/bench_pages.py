@@ -137,7 +137,7 @@ def drilldown_queries(db: Path, *, repeats: int = 5) -> dict[str, float]:
 def sql_table2(db: Path) -> dict[str, object]:
     """The SQL console's AD-Bench Table 2 query (queries/ad_bench_table2.sql) through the sandbox, as shipped and
     with its filter pointed at a generated benchmark (``bench-0``, all dates) so it aggregates real rows."""
-    from analytics import sql_sandbox as sb
+    from analytics import sql_console as sb
 
     shipped = (ROOT / "queries" / "ad_bench_table2.sql").read_text(encoding="utf-8")
     variants = {

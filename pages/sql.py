@@ -5,7 +5,7 @@ from urllib.parse import quote
 import streamlit as st
 
 from analytics import llm
-from analytics import sql_sandbox as sb
+from analytics import sql_console as sb
 from ui.budget_cache import shared_sql_cache
 from ui.common import cached, db_path, db_version, download_buttons, plain, query_param, show_fig
 from ui.shell import page_setup

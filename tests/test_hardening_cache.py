@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analytics import sql_sandbox as sb
+from analytics import sql_console as sb
 from ui.budget_cache import ByteBudgetCache, size_of
 
 

@@ -7,7 +7,7 @@ import re
 from tests import test_hardening_sql as hs
 from tests import test_hardening_upload as hu
 from tests.conftest import ROOT
-from tests.test_sql_sandbox import ATTACKS
+from tests.test_sql_console import ATTACKS
 
 N_BOUNDED_ATTACKS = 5  # the resource attacks at the end of ATTACKS (time and memory)
 

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import store as rdb
-from analytics import sql_sandbox as sb
+from analytics import sql_console as sb
+from analytics.sql_console import worker as sql_worker
 from tests.conftest import ROOT
 
 FAST = sb.SandboxLimits(timeout_s=2.0, memory_limit="256MB", startup_grace_s=10.0)
@@ -213,7 +214,7 @@ def test_the_statement_size_is_checked_before_any_parsing(monkeypatch: pytest.Mo
         raise AssertionError("the calling process parsed the statement")
 
     monkeypatch.setattr(duckdb, "extract_statements", no_parsing)
-    monkeypatch.setattr(sb, "_in_worker", no_parsing)
+    monkeypatch.setattr(sql_worker, "_in_worker", no_parsing)
     big = "SELECT " + ",".join(["1"] * 2_000)
     with pytest.raises(sb.SqlRefused, match=r"4,006 characters long; the limit is 1,000"):
         sb.run_query(big, db=fixture_db, limits=small)
@@ -239,7 +240,7 @@ def test_isolated_runs_parse_in_the_worker_only(monkeypatch: pytest.MonkeyPatch,
 PEAK_SCRIPT = textwrap.dedent(
     """
     import sys
-    from analytics import sql_sandbox as sb
+    from analytics import sql_console as sb
 
     def status_kb(field):
         for line in open("/proc/self/status"):

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from analytics.plaintext import md_plain
 from tests.conftest import ROOT
-from tests.test_sql_sandbox import file_hashes
+from tests.test_sql_console import file_hashes
 
 QUERY = "SELECT agent, count(*) AS n FROM v_attempts GROUP BY agent ORDER BY agent"
 

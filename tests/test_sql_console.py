@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import store as rdb
-from analytics import sql_sandbox as sb
+from analytics import sql_console as sb
 from tests.conftest import ROOT
 
 FAST = sb.SandboxLimits(timeout_s=2.0, memory_limit="256MB", startup_grace_s=10.0)
