@@ -506,7 +506,7 @@ class Normaliser:
             if rec.__class__ is FastLine:
                 n_steps = len(self.bundle.steps)
                 try:
-                    self._fast_attempt(rec.attempt)
+                    self._add_attempt(_FastFields(rec.attempt))
                     continue
                 except (_Bad, _Fallback):
                     del self.bundle.steps[n_steps:]  # the steps of the attempt appended before the check failed
@@ -629,18 +629,6 @@ class Normaliser:
             where = "earlier in this file" if key in self._file_attempts else "in the database"
             raise _Bad("sample", f"duplicate attempt (run {key[0]!r}, task {key[1]!r}, sample {key[2]}) {where}")
 
-    def _score(self, rec: dict[str, Any], bench: str, status: str) -> tuple[float | None, float | None, bool | None]:
-        if rec.get("is_scored") is False:  # not scored yet (an Inspect sample before `inspect score`): empty, not 0
-            return None, None, None
-        raw = _number(rec, "raw_score")
-        passed = _bool(rec, "passed")
-        score_value = rec.get("score")
-        if isinstance(score_value, bool):
-            score: float | None = 1.0 if score_value else 0.0
-        else:
-            score = _number(rec, "score", lo=0.0, hi=1.0)
-        return self._scored(bench, status, score, raw, passed)  # type: ignore[arg-type]
-
     def _scored(
         self, bench: str, status: str, score: float | None, raw: float | None, passed: bool | None
     ) -> tuple[float, float | None, bool]:
@@ -675,81 +663,33 @@ class Normaliser:
         return computed, computed is not None
 
     def _attempt(self, loc: str, rec: dict[str, Any]) -> None:
-        bench, run_id, task_id, sample = self._attempt_key(rec)
-        key = (run_id, task_id, sample)
-        self._check_new(key)
-        status = _enum(rec, "status", STATUSES, "completed")
-        score, raw, passed = self._score(rec, bench, status)
-        in_tok = _number(rec, "input_tokens", lo=0, hi=INT64_MAX, integer=True)
-        out_tok = _number(rec, "output_tokens", lo=0, hi=INT64_MAX, integer=True)
-        cost, computed = self._cost(run_id, _number(rec, "cost_usd", lo=0.0), in_tok, out_tok)  # type: ignore[arg-type]
-        judge = _object(rec, "judge")
-        errors = _labels(rec.get("errors"))
-        metrics = _metrics(rec.get("metrics"))
-        steps = rec.get("steps")
-        if steps is not None and not isinstance(steps, list):
-            raise _Bad("steps", f"expected an array of step objects, got {_type_name(steps)}")
-        answer = rec.get("answer")
-        latency = _number(rec, "latency_s", lo=0.0)
-        counts = self._steps(len(self.bundle.attempts), steps or ())
-        self._store_attempt(
-            key,
-            (
-                score,
-                raw,
-                passed,
-                answer if isinstance(answer, str) or answer is None else _json_text(answer),
-                in_tok,
-                out_tok,
-                cost,
-                computed,
-                latency,
-                status,
-            ),
-            (_json_text(judge), _extra(rec, ATTEMPT_FIELDS)),
-            counts,
-            errors,
-            metrics,
-        )
+        self._add_attempt(_RecordFields(rec))
 
-    def _fast_attempt(self, att: FastAttempt) -> None:
-        """An attempt the fast path decoded: its types are checked already, the rest as in ``_attempt``.
-
-        Raises _Fallback (or _Bad) when any check fails: the caller then normalises the line by the general path,
-        which finds and reports the same problem.
-        """
-        run_id, task_id = att.run_id, att.task_id
-        if not run_id.strip() or not task_id.strip():
-            raise _Fallback
+    def _add_attempt(self, fields: _RecordFields | _FastFields) -> None:
+        """The one attempt handler: ``fields`` checks and converts each field as it is asked for (a decoded
+        record's fields one by one, or a fast-path line's, already typed); the order of the questions is the order
+        in which problems are found and reported."""
+        run_id, task_id = fields.ids()
         bench = self._benchmark_of(run_id, task_id)
-        key = (run_id, task_id, att.sample or 0)
+        key = (run_id, task_id, fields.sample())
         self._check_new(key)
-        status = att.status
-        if status is None:
-            status = "completed"
-        elif status not in STATUSES:
-            raise _Fallback
-        score = att.score
-        if score.__class__ is bool:
-            score = 1.0 if score else 0.0
-        score, raw, passed = self._scored(bench, status, score, att.raw_score, att.passed)
-        cost, computed = self._cost(run_id, att.cost_usd, att.input_tokens, att.output_tokens)
-        errors: list[tuple[str, int | None, str | None]] = []
-        for code in att.errors or ():
-            code = code.strip()
-            if not code:
-                raise _Fallback
-            errors.append((code.upper(), None, None))
-        metrics = [(name, value) for name, value in att.metrics.items() if value is not None] if att.metrics else []
-        answer = att.answer
-        if answer is not None and answer.__class__ is not str:
-            answer = _fast_json(answer)
-        judge = None if att.judge is None else _fast_json(att.judge)
-        counts = self._fast_steps(len(self.bundle.attempts), att.steps or ())
+        status = fields.status()
+        given = fields.score()
+        score, raw, passed = (None, None, None) if given is None else self._scored(bench, status, *given)
+        in_tok, out_tok = fields.tokens()
+        cost, computed = self._cost(run_id, fields.cost(), in_tok, out_tok)
+        judge = fields.judge()
+        errors = fields.errors()
+        metrics = fields.metrics()
+        ix = len(self.bundle.attempts)
+        steps = fields.steps(ix, self._long_text)
+        answer = fields.answer()
+        latency = fields.latency()
+        counts = self._append_steps(steps)
         self._store_attempt(
             key,
-            (score, raw, passed, answer, att.input_tokens, att.output_tokens, cost, computed, att.latency_s, status),
-            (judge, None),
+            (score, raw, passed, answer, in_tok, out_tok, cost, computed, latency, status),
+            (judge, fields.extra()),
             counts,
             errors,
             metrics,
@@ -774,83 +714,17 @@ class Normaliser:
             self.bundle.metrics.extend((ix, *metric) for metric in metrics)
         self._file_attempts[key] = ix
 
-    def _steps(self, ix: int, steps: list[Any] | tuple[()]) -> tuple[int, int, int]:
-        """Check and append the steps of attempt ``ix``; return (steps, tool calls, rounds)."""
-        rows = self.bundle.steps
+    def _append_steps(self, steps: list[tuple[Any, ...]]) -> tuple[int, int, int]:
+        """Append an attempt's step rows (from ``_record_steps`` or ``_fast_steps``); return (steps, tool calls,
+        rounds)."""
+        self.bundle.steps.extend(steps)
         n_tool = 0
         rounds: set[int] = set()
-        for pos, raw in enumerate(steps):
-            if not isinstance(raw, dict):
-                raise _Bad(f"steps[{pos}]", f"expected an object, got {_type_name(raw)}")
-            try:
-                rnd, kind, tool, args, content, result, in_tok, out_tok, latency, error, extra = _step(raw)
-            except _Bad as bad:
-                raise _Bad(f"steps[{pos}].{bad.field}", bad.reason) from None
-            chars = digest = None
-            if result is not None:
-                chars = len(result)
-                if chars > INLINE_RESULT_CHARS:
-                    digest, result = self._long_text(result), None
-            rows.append(
-                (ix, pos, rnd, kind, tool, args, content, result, digest, chars, in_tok, out_tok, latency, error, extra)
-            )
-            if kind == "tool_call":
+        for row in steps:
+            if row[3] == "tool_call":
                 n_tool += 1
-            rounds.add(pos + 1 if rnd is None else rnd)
-        return len(steps), n_tool, len(rounds)
-
-    def _fast_steps(self, ix: int, steps: list[FastStep] | tuple[()]) -> tuple[int, int, int]:
-        """``_steps`` for steps the fast path decoded (their types are checked already): the hot loop of ingest.
-
-        Raises _Fallback where ``_steps`` would find a problem (steps appended so far are then dropped by ``feed``).
-        """
-        rows = self.bundle.steps
-        n_tool = 0
-        rounds: set[int] = set()
-        for pos, step in enumerate(steps):
-            tool = step.tool
-            kind = step.kind
-            if kind is None:
-                kind = "tool_call" if tool else "message"
-            elif not kind:
-                raise _Fallback
-            args, content, result, error = step.args, step.content, step.result, step.error
-            if args is not None:
-                args = _fast_json(args)
-            if content is not None and content.__class__ is not str:
-                content = _fast_json(content)
-            if error is not None and error.__class__ is not str:
-                error = _fast_json(error)
-            chars = digest = None
-            if result is not None:
-                if result.__class__ is not str:
-                    result = _fast_json(result)
-                chars = len(result)
-                if chars > INLINE_RESULT_CHARS:
-                    digest, result = self._long_text(result), None
-            rnd = step.round
-            rows.append(
-                (
-                    ix,
-                    pos,
-                    rnd,
-                    kind,
-                    tool,
-                    args,
-                    content,
-                    result,
-                    digest,
-                    chars,
-                    step.input_tokens,
-                    step.output_tokens,
-                    step.latency_s,
-                    error,
-                    None,
-                )
-            )
-            if kind == "tool_call":
-                n_tool += 1
-            rounds.add(pos + 1 if rnd is None else rnd)
+            rnd = row[2]
+            rounds.add(row[1] + 1 if rnd is None else rnd)
         return len(steps), n_tool, len(rounds)
 
     def _long_text(self, text: str) -> str:
@@ -876,6 +750,201 @@ class Normaliser:
         if row["attempt_ix"] is None and row["attempt_id"] is None:
             raise _Bad("sample", f"no attempt (run {run_id!r}, task {task_id!r}, sample {sample}) to rate")
         _append(self.bundle.ratings, row)
+
+
+class _RecordFields:
+    """An attempt record decoded as JSON, each field checked (``_Bad`` names the field) as the handler asks."""
+
+    __slots__ = ("rec",)
+
+    def __init__(self, rec: dict[str, Any]) -> None:
+        self.rec = rec
+
+    def ids(self) -> tuple[str, str]:
+        run_id, task_id = _ident(self.rec, "run_id"), _ident(self.rec, "task_id")
+        assert run_id is not None and task_id is not None
+        return run_id, task_id
+
+    def sample(self) -> int:
+        return int(_number(self.rec, "sample", lo=0, hi=INT32_MAX, integer=True) or 0)
+
+    def status(self) -> str:
+        return _enum(self.rec, "status", STATUSES, "completed")  # type: ignore[return-value]
+
+    def score(self) -> tuple[float | None, float | None, bool | None] | None:
+        """(score, raw score, passed) as given; None when not scored yet (an Inspect sample before ``inspect
+        score``: empty, not 0)."""
+        rec = self.rec
+        if rec.get("is_scored") is False:
+            return None
+        raw = _number(rec, "raw_score")
+        passed = _bool(rec, "passed")
+        value = rec.get("score")
+        score = (1.0 if value else 0.0) if isinstance(value, bool) else _number(rec, "score", lo=0.0, hi=1.0)
+        return score, raw, passed
+
+    def tokens(self) -> tuple[int | None, int | None]:
+        in_tok = _number(self.rec, "input_tokens", lo=0, hi=INT64_MAX, integer=True)
+        out_tok = _number(self.rec, "output_tokens", lo=0, hi=INT64_MAX, integer=True)
+        return in_tok, out_tok  # type: ignore[return-value]
+
+    def cost(self) -> float | None:
+        return _number(self.rec, "cost_usd", lo=0.0)
+
+    def judge(self) -> str | None:
+        return _json_text(_object(self.rec, "judge"))
+
+    def errors(self) -> list[tuple[str, int | None, str | None]]:
+        return _labels(self.rec.get("errors"))
+
+    def metrics(self) -> list[tuple[str, float]]:
+        return _metrics(self.rec.get("metrics"))
+
+    def steps(self, ix: int, keep: Callable[[str], str]) -> list[tuple[Any, ...]]:
+        steps = self.rec.get("steps")
+        if steps is not None and not isinstance(steps, list):
+            raise _Bad("steps", f"expected an array of step objects, got {_type_name(steps)}")
+        return _record_steps(steps or (), ix, keep)
+
+    def answer(self) -> str | None:
+        answer = self.rec.get("answer")
+        return answer if isinstance(answer, str) or answer is None else _json_text(answer)
+
+    def latency(self) -> float | None:
+        return _number(self.rec, "latency_s", lo=0.0)
+
+    def extra(self) -> str | None:
+        return _extra(self.rec, ATTEMPT_FIELDS)
+
+
+def _record_steps(steps: list[Any] | tuple[()], ix: int, keep: Callable[[str], str]) -> list[tuple[Any, ...]]:
+    """The step rows of attempt ``ix`` from a decoded record, each step checked; ``_Bad`` names the step
+    (``steps[2].kind``). ``keep`` stores a long tool result apart and returns its key."""
+    rows = []
+    for pos, raw in enumerate(steps):
+        if not isinstance(raw, dict):
+            raise _Bad(f"steps[{pos}]", f"expected an object, got {_type_name(raw)}")
+        try:
+            rnd, kind, tool, args, content, result, in_tok, out_tok, latency, error, extra = _step(raw)
+        except _Bad as bad:
+            raise _Bad(f"steps[{pos}].{bad.field}", bad.reason) from None
+        chars = digest = None
+        if result is not None:
+            chars = len(result)
+            if chars > INLINE_RESULT_CHARS:
+                digest, result = keep(result), None
+        rows.append(
+            (ix, pos, rnd, kind, tool, args, content, result, digest, chars, in_tok, out_tok, latency, error, extra)
+        )
+    return rows
+
+
+class _FastFields:
+    """An attempt line the fast path decoded (ingest/fastpath.py: every field has its documented type already).
+
+    What the record path would refuse raises ``_Fallback`` here: the caller then reads the line again by the record
+    path, which finds and reports the same problem exactly as for any other line.
+    """
+
+    __slots__ = ("att",)
+
+    def __init__(self, att: FastAttempt) -> None:
+        self.att = att
+
+    def ids(self) -> tuple[str, str]:
+        run_id, task_id = self.att.run_id, self.att.task_id
+        if not run_id.strip() or not task_id.strip():
+            raise _Fallback
+        return run_id, task_id
+
+    def sample(self) -> int:
+        return self.att.sample or 0
+
+    def status(self) -> str:
+        status = self.att.status
+        if status is None:
+            return "completed"
+        if status not in STATUSES:
+            raise _Fallback
+        return status
+
+    def score(self) -> tuple[float | None, float | None, bool | None]:
+        score = self.att.score
+        if score.__class__ is bool:
+            score = 1.0 if score else 0.0
+        return score, self.att.raw_score, self.att.passed
+
+    def tokens(self) -> tuple[int | None, int | None]:
+        return self.att.input_tokens, self.att.output_tokens
+
+    def cost(self) -> float | None:
+        return self.att.cost_usd
+
+    def judge(self) -> str | None:
+        return None if self.att.judge is None else _fast_json(self.att.judge)
+
+    def errors(self) -> list[tuple[str, int | None, str | None]]:
+        out: list[tuple[str, int | None, str | None]] = []
+        for code in self.att.errors or ():
+            code = code.strip()
+            if not code:
+                raise _Fallback
+            out.append((code.upper(), None, None))
+        return out
+
+    def metrics(self) -> list[tuple[str, float]]:
+        metrics = self.att.metrics
+        return [(name, value) for name, value in metrics.items() if value is not None] if metrics else []
+
+    def steps(self, ix: int, keep: Callable[[str], str]) -> list[tuple[Any, ...]]:
+        return _fast_steps(self.att.steps or (), ix, keep)
+
+    def answer(self) -> str | None:
+        answer = self.att.answer
+        return answer if answer is None or answer.__class__ is str else _fast_json(answer)
+
+    def latency(self) -> float | None:
+        return self.att.latency_s
+
+    def extra(self) -> None:
+        return None  # the fast path takes only lines without unknown fields
+
+
+def _fast_steps(steps: list[FastStep] | tuple[()], ix: int, keep: Callable[[str], str]) -> list[tuple[Any, ...]]:
+    """``_record_steps`` for steps the fast path decoded: the hot loop of ingest. ``_Fallback`` where
+    ``_record_steps`` would find a problem (the steps appended so far are then dropped by ``feed``)."""
+    rows = []
+    for pos, step in enumerate(steps):
+        tool, kind, args, content, result, error = (
+            step.tool,
+            step.kind,
+            step.args,
+            step.content,
+            step.result,
+            step.error,
+        )
+        if kind is None:
+            kind = "tool_call" if tool else "message"
+        elif not kind:
+            raise _Fallback
+        if args is not None:
+            args = _fast_json(args)
+        if content is not None and content.__class__ is not str:
+            content = _fast_json(content)
+        if error is not None and error.__class__ is not str:
+            error = _fast_json(error)
+        chars = digest = None
+        if result is not None:
+            if result.__class__ is not str:
+                result = _fast_json(result)
+            chars = len(result)
+            if chars > INLINE_RESULT_CHARS:
+                digest, result = keep(result), None
+        rows.append((
+            ix, pos, step.round, kind, tool, args, content, result, digest, chars,
+            step.input_tokens, step.output_tokens, step.latency_s, error, None,
+        ))  # fmt: skip
+    return rows
 
 
 _STEP_KNOWN = frozenset(STEP_FIELDS)
