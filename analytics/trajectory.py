@@ -32,7 +32,7 @@ import plotly.graph_objects as go
 from analytics.compare import fisher_z_ci
 from analytics.leaderboard import comparable_runs
 from analytics.sqlfiles import load_sql
-from store import query_df, query_rows, run_filter_params
+from store import query_df, query_rows, run_filter_params, with_run_filter
 
 MATCHED, MISSING, EXTRA = "matched", "missing", "extra"
 OP_COLOURS = {MATCHED: "#2e7d32", MISSING: "#c62828", EXTRA: "#ef6c00"}
@@ -397,13 +397,26 @@ def fig_pass_vs_coverage(by_level: pd.DataFrame, fits: Sequence[Fit]) -> go.Figu
 PREVIEW_CHARS = 2000
 
 
-def runs_of(con: duckdb.DuckDBPyConnection, *, benchmark: str | None = None) -> pd.DataFrame:
-    """Runs (newest first) with their benchmark, agent, version and date."""
+def runs_of(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None = None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    include: str | None = None,
+) -> pd.DataFrame:
+    """Runs the filters select (newest first) with their benchmark, agent, version and date; run ``include`` (a
+    linked run) is listed whatever the filters say, with ``is_filtered_out`` true."""
+    params = run_filter_params(benchmark, agents, date_from, date_to)
     return query_df(
         con,
-        "SELECT run_id, benchmark, agent, family, agent_version, eval_date FROM runs "
-        "WHERE (? IS NULL OR benchmark = ?) ORDER BY eval_date DESC NULLS LAST, run_id",
-        [benchmark, benchmark],
+        with_run_filter(
+            "SELECT * FROM (SELECT r.run_id, r.benchmark, r.agent, r.family, r.agent_version, r.eval_date, "
+            "NOT ($run_filter) AS is_filtered_out FROM runs r) WHERE NOT is_filtered_out OR run_id = $include "
+            "ORDER BY eval_date DESC NULLS LAST, run_id"
+        ),
+        {**params, "include": include},
     )
 
 
@@ -436,7 +449,8 @@ def attempt_detail(
     rows = query_df(
         con,
         "SELECT a.*, r.benchmark, r.agent, r.agent_version, r.judge AS run_judge, t.query, "
-        "t.level, t.category, t.human_minutes, t.reference_answer, t.reference_trajectory "
+        "t.level, t.category, t.human_minutes, t.reference_answer, t.reference_trajectory, "
+        "t.extra::VARCHAR AS task_extra "
         "FROM attempts a JOIN runs r USING (run_id) "
         "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
         "WHERE a.run_id = ? AND a.task_id = ? AND (? IS NULL OR a.sample = ?) "
@@ -450,7 +464,29 @@ def attempt_detail(
     rec["judge"] = json.loads(judge) if isinstance(judge, str) else judge
     rec["reference_trajectory"] = _as_list(rec.get("reference_trajectory"))
     rec.update(_outcome_details(rec.get("extra")))
+    rec["expected_actions"] = expected_actions(rec.pop("task_extra", None))
     return rec
+
+
+def expected_actions(task_extra: Any) -> list[dict[str, Any]]:
+    """The task's expected actions as the log gives them (tau-bench's ``actions``: ``{name, kwargs}``, kept by the
+    OpenAI-messages reader as ``reference_actions``); empty when the format has none."""
+    data = json.loads(task_extra) if isinstance(task_extra, str) else task_extra
+    actions = data.get("reference_actions") if isinstance(data, dict) else None
+    return [a for a in actions if isinstance(a, dict) and a.get("name")] if isinstance(actions, list) else []
+
+
+def canonical_json(value: Any) -> str | None:
+    """Arguments as canonical JSON (sorted keys, no spaces), so the same call compares equal however it was
+    written; text that is not JSON is kept as it is."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _outcome_details(extra: Any) -> dict[str, Any]:
@@ -531,10 +567,10 @@ def step_result(con: duckdb.DuckDBPyConnection, *, attempt_id: int, step: int) -
 
 
 def tool_calls_of(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.DataFrame:
-    """The attempt's tool calls in order (step number and tool name only; cheap for long trajectories)."""
+    """The attempt's tool calls in order: step, round, tool and arguments (JSON text)."""
     return query_df(
         con,
-        "SELECT step, round, tool FROM steps WHERE attempt_id = ? AND kind = 'tool_call' "
+        "SELECT step, round, tool, args::VARCHAR AS args FROM steps WHERE attempt_id = ? AND kind = 'tool_call' "
         "AND tool IS NOT NULL ORDER BY step",
         [int(attempt_id)],
     )

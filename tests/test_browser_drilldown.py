@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
+import store as rdb
 from ingest.pipeline import ingest_paths
 from tests.browser_support import assert_app_navigation, chromium_page, screenshot, streamlit_server
+from tests.conftest import shared_data
 from tests.test_page_drilldown import _write_special
 
 pytestmark = pytest.mark.browser
@@ -24,7 +26,7 @@ def test_drilldown_deep_link_in_chromium(tmp_path: Path, monkeypatch: pytest.Mon
         page.on("request", lambda req: requested.append(req.url))
         page.on("dialog", lambda dialog: requested.append("dialog:" + dialog.message))
         page.goto(url + "/drilldown?run=edge-run&task=hostile&sample=0", wait_until="domcontentloaded")
-        page.get_by_text("Step timeline").wait_for(timeout=120_000)
+        page.get_by_text("Transcript", exact=True).wait_for(timeout=120_000)
         page.get_by_text("Step 2", exact=True).wait_for(timeout=60_000)
         page.wait_for_timeout(1500)
         body = page.locator("body").inner_text()
@@ -45,3 +47,33 @@ def test_drilldown_deep_link_in_chromium(tmp_path: Path, monkeypatch: pytest.Mon
         body = page.locator("body").inner_text()
         screenshot(page, "drilldown-long")
         assert "Step 25" not in body and "Go to the first divergence" in body
+
+
+def test_tau_transcript_and_next_failed_in_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real tau-bench trajectory reads as a transcript (roles apart, expected vs actual actions) and "Next
+    failed" opens the run's next failed attempt."""
+    monkeypatch.setenv("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")
+    db = tmp_path / "tau.duckdb"
+    src = shared_data("tau_bench", "gpt-4o-airline.json")
+    assert [r.outcome for r in ingest_paths([src], db=db, fmt="openai-messages")] == ["ingested"]
+    with rdb.reader(db) as con:
+        failed = rdb.query_rows(
+            con,
+            "SELECT run_id, task_id, sample FROM attempts WHERE NOT passed AND n_tool_calls > 0 "
+            "ORDER BY task_id, sample LIMIT 2",
+        )
+    (run_id, task_id, sample), second = failed
+    with streamlit_server(db) as url, chromium_page(width=1440, height=1400) as page:
+        page.set_default_timeout(120_000)
+        page.goto(url + f"/drilldown?run={run_id}&task={task_id}&sample={sample}", wait_until="domcontentloaded")
+        page.get_by_text("Expected vs actual actions").wait_for(timeout=120_000)
+        page.get_by_text("Step 1", exact=True).wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        screenshot(page, "drilldown-tau")
+        body = page.locator("body").inner_text()
+        assert "user · round" in body and "tool call · round" in body  # each message names its role
+        assert page.locator('[data-testid="stChatMessage"]').count() >= 2
+        page.get_by_role("button", name="Next failed ▶").click()
+        page.wait_for_url(f"**task={second[1]}**", timeout=60_000)
+        page.get_by_text("Expected vs actual actions").wait_for(timeout=60_000)
+        assert "Traceback" not in page.locator("body").inner_text()

@@ -101,6 +101,18 @@ def test_tau_bench_attempt_by_deep_link(tmp_db: Path, tmp_path: Path, monkeypatc
     assert metrics(at)["Steps / tool calls"] == f"{n_steps} / {n_calls}"
     shown = " ".join(texts(at))
     assert tools[0] in shown and "user" in shown
+    # a transcript: the user's turns and the agent's tool calls are messages of different roles
+    roles = {m.name for m in at.chat_message}
+    assert {"user", "tool call"} <= roles, roles
+    # tau-bench gives the expected actions: they stand beside the calls the agent made, in order
+    actions = next(f.value for f in at.dataframe if "expected arguments" in f.value.columns)
+    with rdb.reader(tmp_db) as con:
+        extra = rdb.query_rows(con, "SELECT extra::VARCHAR FROM tasks WHERE task_id = ?", [task_id])[0][0]
+    expected = [a["name"] for a in json.loads(extra)["reference_actions"]]
+    assert actions["expected action"].tolist() == expected
+    for action, steps in zip(actions["expected action"], actions["steps calling this tool"], strict=True):
+        assert (steps == "never called") == (action not in tools)  # exactly when the agent never called it
+    assert not actions.isna().any().any()  # no None cells
 
 
 def _write_special(path: Path) -> Path:
@@ -150,6 +162,26 @@ def _write_special(path: Path) -> Path:
     lines.append(
         {"record": "attempt", "run_id": "edge-run", "task_id": "long", "sample": 0, "score": 1, "steps": steps}
     )
+    big_args = {f"field_{i}": {"value": i, "note": "n" * 10} for i in range(40)}
+    lines += [
+        {"record": "task", "benchmark": "edge-bench", "task_id": "wide-args", "query": "One call, long arguments"},
+        {
+            "record": "attempt",
+            "run_id": "edge-run",
+            "task_id": "wide-args",
+            "sample": 0,
+            "score": 0,
+            "steps": [{"round": 1, "tool": "bulk_update", "args": big_args, "result": "ok"}],
+        },
+        {
+            "record": "attempt",
+            "run_id": "edge-run",
+            "task_id": "wide-args",
+            "sample": 1,
+            "score": 1,
+            "steps": [{"round": 1, "tool": "bulk_update", "args": {"a": 1}, "result": "ok"}],
+        },
+    ]
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     return path
 
@@ -192,3 +224,34 @@ def test_long_trajectory_is_paged_and_fast(edge_db: Path, monkeypatch: pytest.Mo
     assert not at.exception
     steps_shown = [m.value for m in at.markdown if m.value.startswith("**Step ")]
     assert steps_shown[-1] == f"**Step {N_LONG - 1}**" and len(steps_shown) == 25
+
+
+def test_tasks_are_marked_and_failed_attempts_one_click_apart(edge_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The task list marks pass/fail; "Next failed" walks the run's failed attempts in order; long arguments fold."""
+    at = open_drilldown(edge_db, monkeypatch, run="edge-run", task="hostile", sample="0")
+    task_box = at.selectbox(key="dd_task")
+    assert task_box.format_func("hostile") == "✗ hostile" and task_box.format_func("long") == "✓ long"
+    assert task_box.format_func("wide-args") == "◐ wide-args"  # one sample failed, one passed
+    assert at.button(key="dd_prev_failed").disabled  # hostile/0 is the run's first failed attempt
+    at.button(key="dd_next_failed").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    # the next failed attempt in the run's order (long passed; wide-args sample 0 failed)
+    assert (at.selectbox(key="dd_task").value, at.selectbox(key="dd_sample").value) == ("wide-args", 0)
+    assert at.button(key="dd_next_failed").disabled and not at.button(key="dd_prev_failed").disabled
+    folded = [e for e in at.expander if e.label.startswith("Arguments (")]
+    assert len(folded) == 1 and "field_39" in folded[0].code[0].value  # 40 fields: folded, still all there
+
+
+def test_the_run_list_follows_the_sidebar(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of the sidebar's benchmark only; a deep link to another benchmark's run still opens it, marked."""
+    with rdb.reader(demo_db) as con:
+        benches = rdb.query_rows(con, "SELECT benchmark, min(run_id) FROM runs GROUP BY 1 ORDER BY 1")
+    (b1, _), (_, run2) = benches[0], benches[1]
+    at = open_drilldown(demo_db, monkeypatch, benchmark=b1)
+    box = at.selectbox(key="dd_run")
+    with rdb.reader(demo_db) as con:
+        b1_runs = {r[0] for r in rdb.query_rows(con, "SELECT run_id FROM runs WHERE benchmark = ?", [b1])}
+    assert set(box.options) and {box.format_func(r) for r in b1_runs} == set(box.options)
+    at = open_drilldown(demo_db, monkeypatch, benchmark=b1, run=run2)
+    assert at.selectbox(key="dd_run").value == run2
+    assert at.selectbox(key="dd_run").format_func(run2).endswith("(outside the sidebar's filters)")

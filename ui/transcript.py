@@ -1,0 +1,297 @@
+"""The drilldown's pieces: one attempt's header (task, answers, outcome, judge), its reference panel (expected vs
+actual actions, findings, reviews) and its step timeline drawn as a transcript, each role styled apart.
+
+Everything from a log is drawn as plain text (st.text, st.code, dataframes): Markdown is only ever our own words
+(labels and badges), so a hostile log cannot render links, images or HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from analytics import trajectory as tr
+from ui import review
+from ui.common import cached, download_buttons, long_text, plain
+
+PAGE_SIZES = (10, 25, 50, 100)
+FOLD_LINES = 12  # arguments (JSON) longer than this many lines are folded
+OP_BADGE = {"matched": ":green-badge[matched]", "extra": ":orange-badge[extra]", "missing": ":red-badge[missing]"}
+# step kind -> (chat role, avatar): people, the agent's own words, its tool calls and what tools returned
+ROLES = {
+    "user": ("user", ":material/person:"),
+    "human": ("user", ":material/person:"),
+    "system": ("system", ":material/settings:"),
+    "tool_call": ("tool call", ":material/build:"),
+    "tool_result": ("tool", ":material/output:"),
+    "tool": ("tool", ":material/output:"),
+    "error": ("error", ":material/error:"),
+}
+AGENT = ("assistant", ":material/smart_toy:")
+
+
+def role_of(kind: str | None) -> tuple[str, str]:
+    """(role, avatar) of a step kind; every kind not named is the agent speaking (model, message, final, ...)."""
+    return ROLES.get(str(kind or "").lower(), AGENT)
+
+
+def mark(passed: Any) -> str:
+    """✓ passed, ✗ failed, · not scored."""
+    return {True: "✓", False: "✗"}.get(None if pd.isna(passed) else bool(passed), "·")
+
+
+def task_marks(attempts: pd.DataFrame) -> dict[str, str]:
+    """Per task of a run: ✓ every sample passed, ✗ none did, ◐ some did, · not scored."""
+    out = {}
+    for task_id, g in attempts.groupby("task_id", sort=False):
+        scored = g["passed"].dropna().astype(bool)
+        out[str(task_id)] = "·" if scored.empty else "✓" if scored.all() else "✗" if not scored.any() else "◐"
+    return out
+
+
+def failed_neighbours(
+    attempts: pd.DataFrame, task_id: str, sample: int
+) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
+    """The failed attempts (task, sample) just before and just after the current one, in the run's order."""
+    keys = list(zip(attempts["task_id"].astype(str), attempts["sample"].astype(int), strict=True))
+    failed = [k for k, p in zip(keys, attempts["passed"], strict=True) if p is False or p == 0]
+    here = keys.index((task_id, sample)) if (task_id, sample) in keys else -1
+    before = [k for k in failed if keys.index(k) < here]
+    after = [k for k in failed if keys.index(k) > here]
+    return (before[-1] if before else None), (after[0] if after else None)
+
+
+def _num(value: Any, fmt: str) -> str:
+    return "–" if value is None else format(value, fmt)
+
+
+def attempt_header(d: dict[str, Any]) -> None:
+    """The task, the reference and final answers, the outcome metrics, the error and the grader's usage."""
+    attempt_id = int(d["attempt_id"])
+    st.subheader("Task")
+    st.text(d.get("query") or "(the log gives no query text)")
+    m = st.columns(4)
+    m[0].metric("Level", plain(d.get("level") or "–", max_chars=80))
+    m[1].metric("Category", plain(d.get("category") or "–", max_chars=80))
+    m[2].metric("Human minutes", _num(d.get("human_minutes"), "g"))
+    m[3].metric("Steps / tool calls", f"{d['n_steps']} / {d['n_tool_calls']}")
+    left, right = st.columns(2)
+    left.caption("Reference answer")
+    with left:
+        long_text(d.get("reference_answer") or "–", key="dd_ref", name=f"reference-{attempt_id}")
+    right.caption("Agent's final answer")
+    with right:
+        long_text(d.get("answer") or "–", key="dd_answer", name=f"answer-{attempt_id}")
+    m = st.columns(3) + st.columns(3)
+    m[0].metric("Score", _num(d.get("score"), ".3g"))
+    m[1].metric("Passed", {True: "yes", False: "no"}.get(d.get("passed"), "–"))
+    status = str(d.get("status")) + (f": {d['limit_text']}" if d.get("limit_text") else "")
+    m[2].metric("Status", plain(status, max_chars=80))
+    no_tokens = d.get("input_tokens") is None and d.get("output_tokens") is None
+    tokens = "–" if no_tokens else f"{d.get('input_tokens') or 0:,} / {d.get('output_tokens') or 0:,}"
+    m[3].metric("Tokens in / out", tokens)
+    m[4].metric("Cost (USD)", _num(d.get("cost_usd"), ".4f"))
+    m[5].metric("Latency (s)", _num(d.get("latency_s"), ".1f"))
+    if d.get("error_text"):
+        st.text(f"Error: {d['error_text']}")
+    if d.get("grading"):
+        g = d["grading"]
+        st.caption(
+            f"Grader (not counted in the agent's steps, tokens or cost): {len(g.get('model_calls') or [])} model "
+            f"call(s), {g.get('input_tokens') or 0:,} / {g.get('output_tokens') or 0:,} tokens in / out"
+        )
+
+
+def judge_section(d: dict[str, Any], verdicts: pd.DataFrame, *, name: str) -> None:
+    """The log's own judge verdict and Runlens' stored LLM-judge verdicts, when there are any."""
+    if not d.get("judge") and verdicts.empty:
+        return
+    with st.expander("Judge verdict and rationale", expanded=True):
+        if d.get("judge"):
+            st.caption("From the log")
+            st.text(str(d["judge"].get("brief_reason") or d["judge"].get("rationale") or ""))
+            st.json(d["judge"], expanded=False)
+        if not verdicts.empty:
+            st.caption("Runlens LLM judge (python -m analytics judge), newest first")
+            st.dataframe(verdicts, hide_index=True, key="dd_verdicts", width="stretch")
+            download_buttons(verdicts, f"verdicts-{name}", key="dd_verdicts_dl")
+
+
+def expected_actions(actions: list[dict[str, Any]], calls: pd.DataFrame, *, name: str) -> None:
+    """The log's expected actions (tau-bench's ``actions``), each with whether the agent made that exact call
+    (same tool, same arguments) and the steps where it called that tool at all."""
+    st.subheader("Expected vs actual actions")
+    exact: dict[tuple[str, str | None], list[int]] = {}
+    by_tool: dict[str, list[int]] = {}
+    for step, tool, args in zip(calls["step"], calls["tool"], calls["args"], strict=True):
+        exact.setdefault((str(tool), tr.canonical_json(args)), []).append(int(step))
+        by_tool.setdefault(str(tool), []).append(int(step))
+    rows = []
+    for i, action in enumerate(actions):
+        tool, args = str(action.get("name")), tr.canonical_json(action.get("kwargs", action.get("arguments")))
+        same = exact.get((tool, args), [])
+        rows.append(
+            {
+                "#": i + 1,
+                "expected action": tool,
+                "made exactly": "✓ step " + ", ".join(map(str, same)) if same else "✗ no",
+                "steps calling this tool": ", ".join(map(str, by_tool.get(tool, []))) or "never called",
+                "expected arguments": args or "",
+            }
+        )
+    table = pd.DataFrame(rows)
+    n_made = sum(1 for r in rows if r["made exactly"].startswith("✓"))
+    st.caption(
+        f"{n_made} of {len(actions)} expected actions made exactly (same tool, same arguments); the agent made "
+        f"{len(calls)} tool calls in all (the transcript shows each)."
+    )
+    st.dataframe(table, hide_index=True, key="dd_actions", width="stretch")
+    download_buttons(table, f"actions-{name}", key="dd_actions_dl")
+
+
+def reference_panel(d: dict[str, Any], align: pd.DataFrame, findings: pd.DataFrame, *, name: str) -> None:
+    """Coverage of the reference trajectory, the alignment table, the findings and the human reviews."""
+    st.subheader("Against the reference")
+    if not d.get("reference_trajectory"):
+        st.info("The task has no reference trajectory.")
+    else:
+        covered = (align["op"] != "missing").all()
+        counts = align["op"].value_counts()
+        st.markdown(
+            f"Coverage: **{'covered' if covered else 'not covered'}** · {counts.get('matched', 0)} matched · "
+            f"{counts.get('missing', 0)} missing · {counts.get('extra', 0)} extra"
+        )
+        show = align.assign(divergence=align["is_first_divergence"].map({True: "◀ first divergence", False: ""}))
+        show = show[["ref_index", "ref_tool", "op", "step", "tool", "divergence"]]
+        st.dataframe(
+            show.style.apply(lambda r: [f"color: {tr.OP_COLOURS[r['op']]}"] * len(r), axis=1),
+            hide_index=True,
+            key="dd_align",
+            width="stretch",
+        )
+        download_buttons(show, f"alignment-{name}", key="dd_align_dl")
+    st.subheader("Findings")
+    if findings.empty:
+        st.caption("No error labels or rule findings.")
+    else:
+        st.dataframe(findings, hide_index=True, key="dd_findings", width="stretch")
+        download_buttons(findings, f"findings-{name}", key="dd_findings_dl")
+    attempt_id = int(d["attempt_id"])
+    st.subheader("Human reviews")  # beside the log's labels, rule findings and judge verdicts above
+    review.reviews_table(attempt_id, key="dd_reviews")
+    # open after a save, so the confirmation drawn inside is seen (the rerun would collapse it)
+    with st.expander("Review this attempt", expanded="dd_review_flash" in st.session_state):
+        review.review_form(attempt_id, key="dd_review")
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """What the step timeline of one attempt needs besides its steps."""
+
+    attempt_id: int
+    n_steps: int
+    findings: pd.DataFrame
+    step_op: dict[int, str]  # step -> matched / extra (alignment with the reference)
+    first_divergence: int | None
+    hit_step: int | None  # a search hit's step, marked
+
+
+def step_result(row: dict[str, Any], attempt_id: int) -> None:
+    """A tool result: whole when short, else a preview with the whole text (and a download) one toggle away."""
+    n_chars = int(row["result_chars"] or 0)
+    if n_chars <= tr.PREVIEW_CHARS:
+        st.text(row["result_preview"])
+        return
+    st.text(row["result_preview"] + " …")
+    step = int(row["step"])
+    if st.toggle(f"Whole result ({n_chars:,} characters)", key=f"dd_full_{attempt_id}_{step}"):
+        full = cached(tr.step_result, attempt_id=attempt_id, step=step) or ""
+        st.text(full)
+        st.download_button(
+            "Download result",
+            full.encode("utf-8"),
+            f"result-step-{step}.txt",
+            "text/plain",
+            key=f"dd_dl_{attempt_id}_{step}",
+            on_click="ignore",
+        )
+
+
+def step_arguments(args: str, *, key: str) -> None:
+    """A tool call's arguments as indented JSON, folded when longer than ``FOLD_LINES`` lines."""
+    text = json.dumps(json.loads(args), indent=2, ensure_ascii=False)
+    n_lines = text.count("\n") + 1
+    if n_lines <= FOLD_LINES:
+        st.code(text, language="json")
+        return
+    with st.expander(f"Arguments ({n_lines} lines)", expanded=False, key=key):
+        st.code(text, language="json")
+
+
+def step_message(raw: pd.Series, tl: Timeline) -> None:
+    """One step as a transcript message: role, header, arguments, content, result, error and its findings."""
+    row = {k: (None if pd.isna(v) else v) for k, v in raw.items()}
+    step = int(row["step"])
+    role, avatar = role_of(row["kind"])
+    with st.chat_message(role, avatar=avatar):
+        head, meta, badge = st.columns([1, 4, 2])
+        head.markdown(f"**Step {step}**")
+        tokens = (
+            ""
+            if row["input_tokens"] is None and row["output_tokens"] is None
+            else f" · {row['input_tokens'] or 0:,.0f}/{row['output_tokens'] or 0:,.0f} tokens"
+        )
+        latency = "" if row["latency_s"] is None else f" · {row['latency_s']:.2f} s"
+        rnd = "–" if row["round"] is None else int(row["round"])
+        meta.text(f"{role} · round {rnd} · {row['kind']} · {row['tool'] or ''}{tokens}{latency}")
+        badges = [OP_BADGE[tl.step_op[step]]] if step in tl.step_op else []
+        if step == tl.first_divergence:
+            badges.append(":violet-badge[first divergence]")
+        if step == tl.hit_step:
+            badges.append(":blue-badge[:material/search: search hit]")
+        if badges:
+            badge.markdown(" ".join(badges))
+        if row["args"] is not None:
+            step_arguments(row["args"], key=f"dd_args_{tl.attempt_id}_{step}")
+        if row["content"]:
+            st.text(row["content"])
+        if row["result_preview"] is not None:
+            step_result(row, tl.attempt_id)
+        if row["error"]:
+            st.text(f"error: {row['error']}")
+        marks = tl.findings[tl.findings["step"] == step] if not tl.findings.empty else tl.findings
+        for f in marks.itertuples():
+            st.text(f"⚠ {f.code} ({f.source}): {f.detail or ''}")
+
+
+def go_to_page(page: int) -> None:
+    st.session_state.dd_page = page
+
+
+@st.fragment
+def timeline(tl: Timeline) -> None:
+    """The steps, a page at a time (a fragment: paging reruns only this part of the page)."""
+    st.subheader("Transcript")
+    if not tl.n_steps:
+        st.info("This attempt recorded no steps.")
+        return
+    size = st.segmented_control("Steps per page", PAGE_SIZES, default=25, key="dd_size") or 25
+    n_pages = max(1, math.ceil(tl.n_steps / size))
+    if st.session_state.get("dd_page", 1) > n_pages:
+        st.session_state.dd_page = 1
+    page = st.number_input(f"Page (of {n_pages})", 1, n_pages, key="dd_page")
+    if tl.first_divergence is not None:
+        st.button(
+            f"Go to the first divergence (step {tl.first_divergence})",
+            key="dd_jump",
+            on_click=go_to_page,
+            args=(tl.first_divergence // size + 1,),
+        )
+    steps = cached(tr.steps_page, attempt_id=tl.attempt_id, offset=(int(page) - 1) * size, limit=size)
+    for _, row in steps.iterrows():
+        step_message(row, tl)
