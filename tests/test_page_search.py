@@ -40,6 +40,6 @@ def test_drilldown_marks_the_hit_step(search_db: Path, monkeypatch: pytest.Monke
     at = open_page("pages/drilldown.py", search_db, monkeypatch, run="r-a", task="T1", sample="0", step="2")
     values = [m.value for m in at.markdown]
     marks = [i for i, v in enumerate(values) if "search hit" in v]
-    assert len(marks) == 1 and values[marks[0] + 1] == "**Step 2**"  # the badge heads step 2's box
+    assert len(marks) == 1 and values[marks[0] - 1] == "**Step 2**"  # the badge sits in step 2's header
     texts = [t.value for t in at.text]
     assert any("hello (world)" in t for t in texts)

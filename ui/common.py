@@ -7,10 +7,8 @@ database version, so new data invalidates it (see store/connect.py for the concu
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -26,23 +24,7 @@ from analytics.plaintext import md_plain, plain_figure, plotly_unplain
 plain = md_plain
 
 
-@dataclass(frozen=True)
-class Filters:
-    """Global filters chosen in the sidebar (and carried in the URL)."""
-
-    benchmark: str | None
-    agents: tuple[str, ...]
-    date_from: dt.date | None
-    date_to: dt.date | None
-
-    def as_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments most analytics functions accept."""
-        return {
-            "benchmark": self.benchmark,
-            "agents": self.agents or None,
-            "date_from": self.date_from,
-            "date_to": self.date_to,
-        }
+Filters = rdb.RunFilter  # the sidebar's filters are the store's one run filter (as_kwargs for analytics calls)
 
 
 def db_path() -> str:
@@ -91,7 +73,7 @@ def current_filters() -> Filters:
     dates = ss.get("flt_dates") or ()
     date_from = dates[0] if len(dates) > 0 else None
     date_to = dates[1] if len(dates) > 1 else None
-    return Filters(ss.get("flt_benchmark") or None, agents, date_from, date_to)
+    return rdb.RunFilter(ss.get("flt_benchmark") or None, tuple(agents), date_from, date_to)
 
 
 def empty_state(message: str) -> None:
