@@ -616,3 +616,8 @@ def main(argv: list[str] | None = None) -> int:
     except RunlensError as exc:
         print(f"python -m analytics {args.report}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as Unix tools do
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

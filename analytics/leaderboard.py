@@ -582,7 +582,7 @@ REPORT_KEYS = [
 
 
 def _jsonable(value: Any) -> Any:
-    if value is None or value is pd.NA:
+    if value is None or value is pd.NA or value is pd.NaT:  # NaT is a Timestamp: before the date branch
         return None
     if isinstance(value, (dt.date, pd.Timestamp)):
         return value.isoformat()[:10]
