@@ -212,7 +212,7 @@ def leaderboard_rows(
     out["n_shared_with_leader"] = pd.Series(
         [None if v is None else int(v) for v in out["n_shared_with_leader"]], index=out.index, dtype=object
     )
-    return out
+    return add_pareto(out)
 
 
 NULLABLE = (
@@ -255,6 +255,27 @@ def leaderboard(
     outcomes = task_outcomes(con, benchmark=benchmark, runs=runs, exclude_errored=exclude_errored)
     metric = compare.ranking_metric(benchmark_scoring(con, benchmark=benchmark))
     return leaderboard_rows(runs, outcomes, slices=slices, metric=metric, seed=seed, n_boot=n_boot)
+
+
+def add_pareto(df: pd.DataFrame) -> pd.DataFrame:
+    """``is_pareto_optimal`` per row (HAL's cost-accuracy view): within its slice, among the ranked runs with a
+    cost, no other run is at most as costly AND at least as good on the ranking metric, one of them strictly
+    (``stats.pareto_mask``; exact ties are all optimal). None for rows not assessed: no cost, or not ranked
+    (humans, baselines, runs on other tasks)."""
+    out = df.copy()
+    flags: list[bool | None] = [None] * len(out)
+    if out.empty:
+        out["is_pareto_optimal"] = pd.Series(dtype=object)
+        return out
+    cost = pd.to_numeric(out["mean_cost_usd"], errors="coerce").to_numpy(dtype=float)
+    value = pd.to_numeric(out["metric_value"], errors="coerce").to_numpy(dtype=float)
+    ranked = out["rank"].notna().to_numpy()
+    for _, idx in out.groupby("slice", sort=False).indices.items():
+        cand = idx[ranked[idx] & np.isfinite(cost[idx]) & np.isfinite(value[idx])]
+        for i, is_optimal in zip(cand, stats.pareto_mask(cost[cand], value[cand]), strict=True):
+            flags[i] = bool(is_optimal)
+    out["is_pareto_optimal"] = pd.Series(flags, index=out.index, dtype=object)
+    return out
 
 
 def comparable_runs(
@@ -333,7 +354,7 @@ COMPARISON_COLUMNS = [
 ]
 # Further per-row columns (another report's fields) join by appending here and filling them in a step of
 # ``leaderboard``; ``report`` and ``display_table`` read this list, nothing else needs to change.
-COLUMNS = BASE_COLUMNS + COMPARISON_COLUMNS
+COLUMNS = BASE_COLUMNS + COMPARISON_COLUMNS + ["is_pareto_optimal"]
 
 
 def _add_pass1_clustered_cis(
@@ -482,6 +503,7 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
             row["Mean score 95% CI"] = _pct_ci(r["ci95"]["mean_score"])
         row["Mean steps"] = round(r["mean_steps"], 2)
         row["Mean cost/task $"] = None if r["mean_cost_usd"] is None else round(r["mean_cost_usd"], 4)
+        row["Cost-accuracy Pareto"] = {True: "✓ optimal", False: "dominated"}.get(r.get("is_pareto_optimal"), "")
         row["run_id"] = r["run_id"]
         rows.append(row)
     return pd.DataFrame(rows)
@@ -578,6 +600,7 @@ REPORT_KEYS = [
     "mean_steps",
     "mean_cost_usd",
     *COMPARISON_COLUMNS,
+    "is_pareto_optimal",
 ]
 
 
@@ -607,15 +630,13 @@ def fig_pass_at_1(df: pd.DataFrame, *, title: str | None = None):  # -> go.Figur
     by_score = "metric" in df and not df.empty and str(df["metric"].iloc[0]) == "mean_score"
     value, ci_key, name = ("mean_score", "mean_score", "Mean score") if by_score else ("pass_at_1", "pass@1", "Pass@1")
     part = df.sort_values(value)
+    full = unique_run_labels(part)
     fig = go.Figure()
     for is_human, group in part.groupby(part["kind"] == "human", sort=False):
         lo = np.array([c[ci_key][0] for c in group["ci95"]])
         hi = np.array([c[ci_key][1] for c in group["ci95"]])
         p = group[value].to_numpy(dtype=float)
-        labels = [
-            f"{a} {v}" if isinstance(v, str) and v and v not in a else a
-            for a, v in zip(group["agent"], group["agent_version"], strict=True)
-        ]
+        labels = [full[r] for r in group["run_id"]]
         fig.add_trace(
             go.Scatter(
                 x=100 * p,
@@ -638,6 +659,71 @@ def fig_pass_at_1(df: pd.DataFrame, *, title: str | None = None):  # -> go.Figur
         xaxis_title=f"{name} (%)",
         xaxis_range=[0, 100],
         height=120 + 28 * len(part),
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+        legend={"orientation": "h", "y": -0.15},
+    )
+    return fig
+
+
+def run_label(row: Mapping[str, Any]) -> str:
+    """Agent, version (when it adds something) and evaluation date: one label per run, so runs of one agent
+    never share a row or a point label."""
+    agent, version = str(row["agent"]), row.get("agent_version")
+    parts = [f"{agent} {version}" if isinstance(version, str) and version and version not in agent else agent]
+    date = _date_text(row.get("eval_date"))
+    return " · ".join(parts + ([date] if date else []))
+
+
+def unique_run_labels(df: pd.DataFrame) -> dict[str, str]:
+    """``run_label`` per run id, with the run id added where two runs would otherwise share a label (a chart
+    row or point per run, never two runs drawn as one)."""
+    labels = {str(r["run_id"]): run_label(r) for _, r in df.iterrows()}
+    counts = pd.Series(list(labels.values())).value_counts()
+    return {rid: f"{lab} · {rid}" if counts[lab] > 1 else lab for rid, lab in labels.items()}
+
+
+def fig_cost_accuracy(df: pd.DataFrame):  # -> go.Figure
+    """HAL's view: mean cost per task (x) against the ranking metric (y) of the ranked runs with a cost; the
+    Pareto-optimal runs (``is_pareto_optimal``) joined by the frontier line and labelled, the dominated ones grey.
+    Run ids in custom_data. A log x axis when costs span more than 20x (major ticks only)."""
+    import plotly.graph_objects as go
+
+    part = df[df["is_pareto_optimal"].notna()].copy()
+    by_score = not part.empty and str(part["metric"].iloc[0]) == "mean_score"
+    name = "Mean score" if by_score else "Pass@1"
+    part["x"] = part["mean_cost_usd"].astype(float)
+    part["y"] = 100 * part["metric_value"].astype(float)
+    labels = unique_run_labels(part)
+    part["label"] = [labels[str(r)] for r in part["run_id"]]
+    fig = go.Figure()
+    for is_optimal, group in part.groupby(part["is_pareto_optimal"].astype(bool), sort=True):
+        group = group.sort_values("x")
+        fig.add_trace(
+            go.Scatter(
+                x=group["x"],
+                y=group["y"],
+                mode="lines+markers+text" if is_optimal else "markers",
+                line={"color": "#1f77b4", "width": 2, "shape": "hv"} if is_optimal else None,
+                text=group["label"] if is_optimal else None,
+                textposition="top left",
+                name="Pareto frontier" if is_optimal else "dominated",
+                marker={"size": 11 if is_optimal else 8, "color": "#1f77b4" if is_optimal else "#adb5bd"},
+                customdata=np.stack([group["run_id"], group["label"], group["n_tasks"]], axis=1),
+                hovertemplate="%{customdata[1]}<br>$%{x:.4f} per task<br>" + name + " %{y:.1f}%<br>"
+                "tasks %{customdata[2]}<br>run %{customdata[0]}<extra></extra>",
+            )
+        )
+    positive = part["x"][part["x"] > 0]
+    is_log = len(positive) == len(part) and len(part) > 1 and positive.max() / positive.min() > 20
+    fig.update_layout(
+        title=f"Cost vs {name}: the Pareto frontier (HAL)",
+        xaxis={
+            "title": "Mean cost per task (USD)",
+            "type": "log" if is_log else "linear",
+            "dtick": 1 if is_log else None,
+        },
+        yaxis_title=f"{name} (%)",
+        height=480,
         margin={"l": 10, "r": 10, "t": 50, "b": 40},
         legend={"orientation": "h", "y": -0.15},
     )

@@ -165,3 +165,31 @@ def intervals_overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     if not all(np.isfinite(v) for v in (*a, *b)):
         return False
     return a[0] <= b[1] and b[0] <= a[1]
+
+
+def pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """True for points no other point dominates (x <= and y >= with one strict); NaNs are never on it.
+
+    O(n log n): sort by x then -y; a point survives when its y beats every strictly cheaper point's y and it
+    is the best at its own x (exact duplicates all survive).
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    mask = np.zeros(x.shape, dtype=bool)
+    ok = np.flatnonzero(np.isfinite(x) & np.isfinite(y))
+    if ok.size == 0:
+        return mask
+    order = ok[np.lexsort((-y[ok], x[ok]))]
+    best_cheaper = -np.inf
+    i = 0
+    while i < order.size:
+        j = i
+        while j < order.size and x[order[j]] == x[order[i]]:
+            j += 1
+        group = order[i:j]
+        top = y[group].max()
+        if top > best_cheaper:
+            mask[group[y[group] == top]] = True
+        best_cheaper = max(best_cheaper, top)
+        i = j
+    return mask

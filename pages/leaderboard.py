@@ -95,6 +95,24 @@ if not humans.empty:
 
 show_fig(lb.fig_pass_at_1(pd.concat([ranked, humans])), key="lb_fig", data=table, name=f"ranking-{filters.benchmark}")
 
+st.subheader("Cost vs accuracy")
+costed = ranked[ranked["is_pareto_optimal"].notna()]
+if costed.empty:
+    st.info(
+        "No ranked run of this benchmark logs a cost (or tokens with prices), so there is no cost-accuracy view. "
+        "Give `cost_usd` per attempt, or `input_tokens`/`output_tokens` with the run's prices."
+    )
+else:
+    n_optimal = int(costed["is_pareto_optimal"].astype(bool).sum())
+    st.caption(
+        f"{n_optimal} of {len(costed)} ranked runs with a cost are Pareto-optimal: no other run is as cheap or "
+        f"cheaper AND as good or better on {metric_name} (one strictly). The line is the best {metric_name} "
+        "reachable at each cost. Runs without a cost are left out"
+        + (f" ({len(ranked) - len(costed)} here)." if len(ranked) > len(costed) else ".")
+    )
+    pareto_data = table[["Agent", "Version", "Eval date", "Mean cost/task $", "Cost-accuracy Pareto", "run_id"]]
+    show_fig(lb.fig_cost_accuracy(costed), key="lb_pareto", data=pareto_data, name=f"pareto-{filters.benchmark}")
+
 st.subheader("Breakdowns")
 kind = st.segmented_control("Break down by", ["level", "category"], default="level", key="lb_breakdown")
 pivot = lb.slice_pivot(df, kind or "level")

@@ -278,3 +278,45 @@ def test_figure_plots_the_ranking_metric() -> None:
     assert sorted(fig.data[0].x) == pytest.approx([35.0, 65.0]) and "Mean score" in fig.layout.xaxis.title.text
     binary = lb.leaderboard_rows(_runs("a", "b"), pd.concat([a, b]))
     assert sorted(lb.fig_pass_at_1(binary).data[0].x) == [50.0, 50.0]
+
+
+def _costed(run: str, c: list[int], cost: float | None) -> pd.DataFrame:
+    out = _outcomes(run, [1] * len(c), c, [None] * len(c), [float(v) for v in c])
+    return out.assign(cost_usd=np.nan if cost is None else cost)
+
+
+def test_pareto_flags_by_hand() -> None:
+    """HAL's cost-accuracy frontier: dominated (costlier and no better), ties (both optimal), no cost (None)."""
+    c = [1] * 6 + [0] * 4  # 60% pass
+    parts = [
+        _costed("cheap", [1] * 5 + [0] * 5, 0.10),  # 50% at $0.10: optimal (cheapest)
+        _costed("best", [1] * 8 + [0] * 2, 0.50),  # 80% at $0.50: optimal (best)
+        _costed("mid", c, 0.30),  # 60% at $0.30: optimal
+        _costed("mid-twin", c, 0.30),  # exactly the same point: both optimal
+        _costed("waste", c, 0.60),  # 60% at $0.60: dominated by mid (and by best)
+        _costed("free", [1] * 4 + [0] * 6, None),  # no cost: not assessed
+    ]
+    out = lb.leaderboard_rows(_runs("cheap", "best", "mid", "mid-twin", "waste", "free"), pd.concat(parts))
+    flags = out[out["slice"] == "all"].set_index("run_id")["is_pareto_optimal"].to_dict()
+    assert flags == {"cheap": True, "best": True, "mid": True, "mid-twin": True, "waste": False, "free": None}
+
+
+def test_pareto_is_in_the_json_report(fixture_db: Path) -> None:
+    with reader(fixture_db) as con:
+        rep = lb.report(con, benchmark="mini-bench")
+    assert rep["rows"] and all("is_pareto_optimal" in r for r in rep["rows"])
+    assert {r["is_pareto_optimal"] for r in rep["rows"]} <= {True, False, None}
+
+
+def test_each_run_has_its_own_chart_row() -> None:
+    """Three runs of one agent (o3 on three dates, two of them the same day) are three rows, never one."""
+    runs = _runs("r1", "r2", "r3").assign(
+        agent="o3", eval_date=pd.to_datetime(["2025-01-01", "2025-02-01", "2025-02-01"])
+    )
+    parts = [_costed(r, [1, 0, 1, 0], 0.1 * (i + 1)) for i, r in enumerate(["r1", "r2", "r3"])]
+    out = lb.leaderboard_rows(runs, pd.concat(parts))
+    overall = out[out["slice"] == "all"]
+    labels = [y for trace in lb.fig_pass_at_1(overall).data for y in trace.y]
+    assert sorted(labels) == ["o3 · 2025-01-01", "o3 · 2025-02-01 · r2", "o3 · 2025-02-01 · r3"]
+    points = [t for t in lb.fig_cost_accuracy(overall).data]
+    assert sum(len(t.x) for t in points) == 3

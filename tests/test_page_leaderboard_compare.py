@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,13 @@ def test_two_task_pools_on_the_demo(demo_db: Path, monkeypatch: pytest.MonkeyPat
     row = ranked[~ranked["is_leader"]].iloc[0]
     shown = table.set_index("run_id").loc[row["run_id"], "p vs leader (Holm)"]
     assert shown == pytest.approx(round(row["p_vs_leader"], 4))
+    # HAL's cost-accuracy view: the table's Pareto column and the frontier chart agree with the analytics
+    optimal = set(ranked.loc[ranked["is_pareto_optimal"].eq(True), "run_id"])
+    assert optimal and set(table.loc[table["Cost-accuracy Pareto"] == "✓ optimal", "run_id"]) == optimal
+    assert "Cost vs accuracy" in [s.value for s in at.subheader]
+    fig = json.loads(next(c.proto.spec for c in at.get("plotly_chart") if "Pareto frontier" in c.proto.spec))
+    on_line = next(t for t in fig["data"] if t["name"] == "Pareto frontier")
+    assert {row[0] for row in on_line["customdata"]} == optimal
 
 
 def test_gem_baseline_is_shown_apart_and_graded_ranks_by_mean_score(demo_db: Path) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analytics import compare, stats
+from analytics.stats import pareto_mask
 from store import RunlensError
 
 PERFORMANCES = ("pass@1", "mean_score", "irt")
@@ -251,34 +252,6 @@ def _attach_abilities(points: pd.DataFrame, abilities: pd.DataFrame | None) -> p
     for col, src in (("performance", "ability"), ("perf_lo", "ability_lo"), ("perf_hi", "ability_hi")):
         out[col] = subject.map(table[src]).astype(float) if src in table else math.nan
     return out
-
-
-def pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """True for points no other point dominates (x <= and y >= with one strict); NaNs are never on it.
-
-    O(n log n): sort by x then -y; a point survives when its y beats every strictly cheaper point's y and it
-    is the best at its own x (exact duplicates all survive).
-    """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    mask = np.zeros(x.shape, dtype=bool)
-    ok = np.flatnonzero(np.isfinite(x) & np.isfinite(y))
-    if ok.size == 0:
-        return mask
-    order = ok[np.lexsort((-y[ok], x[ok]))]
-    best_cheaper = -np.inf
-    i = 0
-    while i < order.size:
-        j = i
-        while j < order.size and x[order[j]] == x[order[i]]:
-            j += 1
-        group = order[i:j]
-        top = y[group].max()
-        if top > best_cheaper:
-            mask[group[y[group] == top]] = True
-        best_cheaper = max(best_cheaper, top)
-        i = j
-    return mask
 
 
 def upper_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
