@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analytics import compare, stats
+from analytics import formatting as fmt
 from analytics.sqlfiles import load_sql
 from store import query_df, run_filter_params
 
@@ -509,6 +510,36 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def summary_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The columns people read first, as text that fits a 1440-px screen: rank, run (agent · version · date), the
+    ranking metric with its 95% interval, the paired difference to the leader with its interval and verdict,
+    tasks, cost per task and the cost-accuracy Pareto flag (``display_table`` has every column)."""
+    if df.empty:
+        return pd.DataFrame()
+    by_score = str(df["metric"].iloc[0]) == "mean_score"
+    name, key = ("Mean score % [95% CI]", "mean_score") if by_score else ("Pass@1 % [95% CI]", "pass@1")
+    labels = unique_run_labels(df)
+    rows = []
+    for _, r in df.iterrows():
+        verdict = comparison_label(r)
+        if r["p_vs_leader"] is not None and not pd.isna(r["p_vs_leader"]):
+            verdict += f" (p {fmt.p_value(r['p_vs_leader'])})"
+        rows.append(
+            {
+                "Rank": fmt.count(r["rank"]) if r["rank"] is not None and not pd.isna(r["rank"]) else fmt.MISSING,
+                "Run": labels[str(r["run_id"])],
+                name: fmt.interval(r["metric_value"], r["ci95"].get(key)),
+                "Δ vs leader [95% CI]": fmt.signed_interval(r["diff_vs_leader"], r["diff_vs_leader_ci95"]),
+                "vs leader": verdict,
+                "Tasks": fmt.count(r["n_tasks"]),
+                "Cost/task": fmt.usd(r["mean_cost_usd"]),
+                "Pareto": {True: "✓ optimal", False: "dominated"}.get(r.get("is_pareto_optimal"), fmt.MISSING),
+                "run_id": r["run_id"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def comparison_label(row: Mapping[str, Any]) -> str:
     """``leader``, ``tied``, ``behind``/``ahead`` (significant after Holm), or why the row is not tested."""
     if row["is_leader"] and row["p_vs_leader"] is None:
@@ -669,7 +700,8 @@ def run_label(row: Mapping[str, Any]) -> str:
     """Agent, version (when it adds something) and evaluation date: one label per run, so runs of one agent
     never share a row or a point label."""
     agent, version = str(row["agent"]), row.get("agent_version")
-    parts = [f"{agent} {version}" if isinstance(version, str) and version and version not in agent else agent]
+    adds = isinstance(version, str) and version and version.lower() not in agent.lower()
+    parts = [f"{agent} {version}" if adds else agent]
     date = _date_text(row.get("eval_date"))
     return " · ".join(parts + ([date] if date else []))
 

@@ -61,8 +61,23 @@ st.caption(
 )
 
 st.subheader("Agents")
-table = lb.display_table(ranked.sort_values(["rank", "run_id"]))
-st.dataframe(table, hide_index=True, key="lb_table", width="stretch")
+ordered = ranked.sort_values(["rank", "run_id"])
+summary = lb.summary_table(ordered)
+st.dataframe(
+    summary,
+    hide_index=True,
+    key="lb_summary",
+    width="stretch",
+    column_config={
+        "Rank": st.column_config.TextColumn(width="small"),
+        "Run": st.column_config.TextColumn(width="medium"),
+        "Tasks": st.column_config.TextColumn(width="small"),
+        "run_id": st.column_config.TextColumn("Run id", width="small"),
+    },
+)
+table = lb.display_table(ordered)
+with st.expander("Every column (Pass@k, pass^k, steps, attempts, raw p-values)"):
+    st.dataframe(table, hide_index=True, key="lb_table", width="stretch")
 download_buttons(table, f"leaderboard-{filters.benchmark}", key="lb_dl")
 if not apart.empty:
     st.subheader("Shown apart")

@@ -22,7 +22,17 @@ def test_two_task_pools_on_the_demo(demo_db: Path, monkeypatch: pytest.MonkeyPat
     assert metrics["Comparison set"] == f"{int(overall['comparison_set_size'].iloc[0])} tasks" == "100 tasks"
     assert metrics["Runs ranked"] == f"{len(ranked)} of {len(overall)}"
     assert "Shown apart" in [s.value for s in at.subheader]
-    table = next(d.value for d in at.dataframe if "vs leader" in d.value.columns and "Why apart" not in d.value)
+    table = next(
+        d.value for d in at.dataframe if "p vs leader (Holm)" in d.value.columns and "Why apart" not in d.value
+    )
+    # the table read first: one row per ranked run, metric with its interval as text, no None anywhere
+    summary = next(d.value for d in at.dataframe if "Pass@1 % [95% CI]" in d.value.columns)
+    assert list(summary["run_id"]) == list(table["run_id"])
+    assert not summary.astype(str).isin(["None", "nan", "NaT"]).any().any()
+    lead = ranked[ranked["is_leader"]].sort_values("run_id").iloc[0]
+    lo, hi = lead["ci95"]["pass@1"]
+    shown = summary.set_index("run_id").loc[lead["run_id"], "Pass@1 % [95% CI]"]
+    assert shown == f"{100 * lead['metric_value']:.1f} [{100 * lo:.1f}–{100 * hi:.1f}]"
     assert set(table["run_id"]) == set(ranked["run_id"]) and table["Tasks"].eq(100).all()
     assert (table["vs leader"] == "leader").sum() == 1
     apart = next(d.value for d in at.dataframe if "Why apart" in d.value.columns)

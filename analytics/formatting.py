@@ -1,0 +1,134 @@
+"""How numbers, intervals and dates read on a page, in a caption or a hover: one place, so no table shows ``None``,
+``nan``, ``-0.0``, ``2025-12-15 00:00:00`` or ``0.30000000000000004``.
+
+Every function takes what analytics returns (floats that may be NaN or None, NumPy scalars, dates or timestamps)
+and gives text; a missing value is ``MISSING`` (an en dash), never the word None.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from typing import Any
+
+MISSING = "–"
+
+
+def _number(value: Any) -> float | None:
+    """``value`` as a finite float, or None (None, NaN, NaT, infinities, text that is not a number)."""
+    if value is None or isinstance(value, bool):
+        return None if value is None else float(value)
+    if str(value) in ("<NA>", "NaT"):
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def _clean(text: str) -> str:
+    """No negative zero: ``-0.0`` reads ``0.0``."""
+    stripped = text.lstrip("-−")
+    return stripped if stripped != text and not any(c in "123456789" for c in stripped) else text
+
+
+def number(value: Any, digits: int = 1) -> str:
+    """A plain number with ``digits`` decimals and thousands separators: ``1,234.5``."""
+    x = _number(value)
+    return MISSING if x is None else _clean(f"{x:,.{digits}f}")
+
+
+def count(value: Any) -> str:
+    """A whole count with thousands separators: ``12,345``."""
+    x = _number(value)
+    return MISSING if x is None else f"{round(x):,}"
+
+
+def pct(value: Any, digits: int = 1) -> str:
+    """A fraction in [0, 1] as a percentage: ``0.621`` -> ``62.1%``."""
+    x = _number(value)
+    return MISSING if x is None else _clean(f"{100 * x:.{digits}f}") + "%"
+
+
+def interval(value: Any, ci: Sequence[Any] | None, *, scale: float = 100.0, digits: int = 1) -> str:
+    """An estimate with its interval: ``62.1 [55.0–69.0]`` (fractions times ``scale``: percentages by default);
+    the estimate alone when the interval is missing."""
+    x = _number(value)
+    if x is None:
+        return MISSING
+    head = _clean(f"{scale * x:.{digits}f}")
+    lo, hi = (_number(v) for v in ci) if ci is not None and len(ci) == 2 else (None, None)
+    if lo is None or hi is None:
+        return head
+    return f"{head} [{_clean(f'{scale * lo:.{digits}f}')}–{_clean(f'{scale * hi:.{digits}f}')}]"
+
+
+def signed(value: Any, *, scale: float = 100.0, digits: int = 1, unit: str = " pp") -> str:
+    """A difference with its sign: ``+4.3 pp``, ``−2.0 pp``, ``0.0 pp`` (never ``-0.0``)."""
+    x = _number(value)
+    if x is None:
+        return MISSING
+    text = _clean(f"{scale * x:+.{digits}f}")
+    if text.lstrip("+") and float(text) == 0:
+        text = text.lstrip("+-")
+    return text.replace("-", "−") + unit
+
+
+def signed_interval(value: Any, ci: Sequence[Any] | None, *, scale: float = 100.0, digits: int = 1) -> str:
+    """A difference with its interval: ``−4.3 [−12.3, +3.7] pp``."""
+    x = _number(value)
+    if x is None:
+        return MISSING
+    lo, hi = (_number(v) for v in ci) if ci is not None and len(ci) == 2 else (None, None)
+    head = signed(x, scale=scale, digits=digits, unit="")
+    if lo is None or hi is None:
+        return head + " pp"
+    bounds = ", ".join(signed(v, scale=scale, digits=digits, unit="") for v in (lo, hi))
+    return f"{head} [{bounds}] pp"
+
+
+def p_value(value: Any) -> str:
+    """A p-value to two significant figures, ``<0.0001`` below that; ``1`` reads ``1.00``."""
+    x = _number(value)
+    if x is None:
+        return MISSING
+    if x < 1e-4:
+        return "<0.0001"
+    return f"{x:.2f}" if x >= 0.01 else f"{x:.2g}"
+
+
+def usd(value: Any) -> str:
+    """Dollars with enough decimals to tell small costs apart: ``$12.30``, ``$0.0123``, ``$0.000045``."""
+    x = _number(value)
+    if x is None:
+        return MISSING
+    if x == 0:
+        return "$0"
+    if abs(x) >= 1:
+        return _clean(f"${x:,.2f}")
+    digits = min(8, 2 - math.floor(math.log10(abs(x))))  # three significant figures
+    text = f"{x:.{digits}f}".rstrip("0")
+    whole, _, frac = text.partition(".")
+    return _clean(f"${whole}.{frac.ljust(2, '0')}")
+
+
+def date(value: Any) -> str:
+    """A calendar date ``2025-12-15`` (timestamps lose their midnight time; missing dates read ``–``)."""
+    text = str(value)
+    if value is None or text in ("NaT", "nan", "None", "<NA>", "inf", "-inf", ""):
+        return MISSING
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return text[:10]
+
+
+def slice_label(name: str) -> str:
+    """A slice as people read it: ``category=pacing`` -> ``category: pacing``; ``all`` -> ``all tasks``."""
+    if name == "all":
+        return "all tasks"
+    kind, _, value = name.partition("=")
+    return f"{kind}: {value}" if value else name
