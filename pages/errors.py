@@ -22,8 +22,8 @@ from ui.shell import page_setup
 filters = page_setup(
     "Errors",
     "Error codes on failed attempts; a code counts once per attempt whichever source reports it. "
-    "#Error = TE+PE+DE+CE+HAL+LC (AD-Bench Table 3), #Total = every code. Fewer is better: best in bold, "
-    "second best underlined.",
+    "#Error = TE+PE+DE+CE+HAL+LC (AD-Bench Table 3), #Total = every code. Counts grow with a run's size: "
+    "compare runs by the rates per attempt, with their intervals.",
 )
 ss, qp = st.session_state, st.query_params
 if not filters.benchmark:
@@ -83,8 +83,19 @@ if int(t3["#Total"].sum()) == 0:
         "No failed attempt of these runs carries an error label from the chosen sources. Labels come from "
         "the logs (`errors`), from `python -m analytics rules`, or from the LLM judge."
     )
-st.dataframe(err.style_table3(t3.drop(columns="run_id")), hide_index=True, key="err_t3", width="stretch")
-download_buttons(t3, f"errors-{filters.benchmark}-{slice_name}", key="err_dl_t3")
+rates = err.rate_table(table, slice_name=slice_name)
+st.caption(
+    "Share of each run's attempts that failed, and that carry each code, in % with a Wilson 95% interval over the "
+    "run's attempts: runs of 48 and of 300 attempts compare fairly here."
+)
+st.dataframe(rates.drop(columns="run_id"), hide_index=True, key="err_rates", width="stretch")
+download_buttons(rates, f"error-rates-{filters.benchmark}-{slice_name}", key="err_dl_rates")
+with st.expander(
+    "Counts in AD-Bench Table 3's layout (fewest in bold, second underlined: fair only between runs of the same size)",
+    expanded=len(set(rates["Attempts"])) == 1,
+):
+    st.dataframe(err.style_table3(t3.drop(columns="run_id")), hide_index=True, key="err_t3", width="stretch")
+    download_buttons(t3, f"errors-{filters.benchmark}-{slice_name}", key="err_dl_t3")
 part = table[table["slice"] == slice_name]
 with st.expander("Every code, failed attempts and errors per failed case"):
     full = part.drop(columns=["benchmark", "kind"]).round({"errors_per_failed": 2})

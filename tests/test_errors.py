@@ -239,3 +239,19 @@ def test_adbench_table3_on_demo(demo_db: Path, capsys: pytest.CaptureFixture) ->
     marks = err.rank_marks(t3, ["#Error", "#Total", "LC."]).assign(Model=t3["Model"]).set_index("Model")
     assert marks.loc["Gemini-3-Pro", "#Error"] == "best" and marks.loc["DeepSeek-V3", "#Total"] == "second"
     assert marks.loc["o3", "LC."] == "best" and marks.loc["GPT-5.1", "LC."] == "second"
+
+
+def test_rates_per_attempt_with_wilson_intervals(labels_db: Path) -> None:
+    """Rates divide by the run's attempts (not failures), each with a Wilson 95% interval, checked by hand."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    df = _table(labels_db, sources="label")
+    rates = err.rate_table(df).set_index("run_id")
+    row = df[(df["run_id"] == "eb-v3") & (df["slice"] == "all")].iloc[0]
+    n, k = int(row["n_attempts"]), int(row["PE"])
+    lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson")
+    assert rates.loc["eb-v3", "Attempts"] == n
+    assert rates.loc["eb-v3", "PE %"] == f"{100 * k / n:.1f} [{100 * lo:.1f}–{100 * hi:.1f}]"
+    failed = [int(df[(df["run_id"] == r) & (df["slice"] == "all")]["n_failed"].iloc[0]) for r in rates.index]
+    shares = [f / int(a) for f, a in zip(failed, rates["Attempts"], strict=True)]
+    assert shares == sorted(shares)  # fewest failed first

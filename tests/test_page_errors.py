@@ -28,7 +28,11 @@ def _open(
     return open_page("pages/errors.py", db, monkeypatch, timeout_s=60, **params)
 
 
-FRAME_COLUMNS = {"err_t3": "#Error", "err_attempts": "open"}  # AppTest does not expose a dataframe's key
+FRAME_COLUMNS = {
+    "err_t3": "#Error",
+    "err_attempts": "open",
+    "err_rates": "Failed %",
+}  # AppTest does not expose a dataframe's key
 
 
 def _by_key(at: AppTest, key: str) -> pd.DataFrame:
@@ -37,6 +41,9 @@ def _by_key(at: AppTest, key: str) -> pd.DataFrame:
 
 def test_page_counts_hint_and_click_through(labels_db: Path, env_db, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     at = _open(labels_db, env_db, monkeypatch, err_run="eb-v3", err_code="PE", err_code_b="TE")
+    rates = _by_key(at, "err_rates").set_index("Model")  # read first: per attempt, with intervals
+    assert rates.loc["Agent X v3", "PE %"].endswith("]") and "[" in rates.loc["Agent X v3", "PE %"]
+    assert not rates.astype(str).isin(["None", "nan"]).any().any()
     t3 = _by_key(at, "err_t3").set_index("Model")
     assert (t3.loc["Agent X v3", "PE."], t3.loc["Agent X v3", "#Error"], t3.loc["Agent X v3", "#Total"]) == (5, 8, 9)
     assert t3.loc["Agent X v4", "#Error"] == 7  # every source: rule DE and judge HAL join the log labels
@@ -55,9 +62,15 @@ def test_page_source_and_facet(labels_db: Path, env_db, monkeypatch: pytest.Monk
     at = _open(labels_db, env_db, monkeypatch, judge_env=judge_env, err_sources="judge")
     assert not any("OPENAI_BASE_URL" in i.value for i in at.info)
     assert any("local-judge" in c.value for c in at.caption)
+    rates = _by_key(at, "err_rates").set_index("Model")  # read first: per attempt, with intervals
+    assert rates.loc["Agent X v3", "PE %"].endswith("]") and "[" in rates.loc["Agent X v3", "PE %"]
+    assert not rates.astype(str).isin(["None", "nan"]).any().any()
     t3 = _by_key(at, "err_t3").set_index("Model")
     assert (t3.loc["Agent X v4", "Hal."], t3.loc["Agent X v4", "#Total"], t3.loc["Agent X v3", "#Total"]) == (1, 1, 0)
     at = _open(labels_db, env_db, monkeypatch, err_sources="label", err_facet="level", err_slice="L3")
+    rates = _by_key(at, "err_rates").set_index("Model")  # read first: per attempt, with intervals
+    assert rates.loc["Agent X v3", "PE %"].endswith("]") and "[" in rates.loc["Agent X v3", "PE %"]
+    assert not rates.astype(str).isin(["None", "nan"]).any().any()
     t3 = _by_key(at, "err_t3").set_index("Model")
     assert (t3.loc["Agent X v3", "PE."], t3.loc["Agent X v4", "PE."]) == (4, 2)
 
@@ -65,6 +78,9 @@ def test_page_source_and_facet(labels_db: Path, env_db, monkeypatch: pytest.Monk
 @pytest.mark.slow  # builds the whole demo database once per session
 def test_page_table3_on_demo(demo_db: Path, env_db, monkeypatch: pytest.MonkeyPatch) -> None:
     at = _open(demo_db, env_db, monkeypatch, benchmark="ad-bench", **{"from": "2026-01-15", "to": "2026-01-15"})
+    rates = _by_key(at, "err_rates").set_index("Model")
+    assert rates.loc["Qwen3-8B", "Attempts"] == 300  # the demo's runs: 100 tasks x 3 samples
+    assert rates.loc["Qwen3-8B", "TE %"].startswith(f"{100 * 65 / 300:.1f} [")  # 65 of 300 attempts
     t3 = _by_key(at, "err_t3").set_index("Model")
     assert (t3.loc["Gemini-3-Pro", "#Error"], t3.loc["Gemini-3-Pro", "#Total"]) == (89, 128)
     assert (t3.loc["Qwen3-8B", "TE."], t3.loc["Qwen3-8B", "PE."]) == (65, 60)
