@@ -26,7 +26,7 @@ def test_search_open_hit_and_review(search_db: Path, monkeypatch: pytest.MonkeyP
         assert "⟦QUOTA_EXCEEDED⟧" in page.locator("body").inner_text()
         link.click()
         page.get_by_text("search hit").wait_for()
-        page.get_by_text("Step timeline").wait_for()
+        page.get_by_text("Transcript", exact=True).wait_for()
         page.get_by_text("Review this attempt").click()
         page.get_by_label("Reviewer (your name, kept for this session)").fill("Browser Bot")
         page.get_by_label("Reviewer (your name, kept for this session)").press("Enter")

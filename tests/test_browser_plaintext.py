@@ -30,7 +30,7 @@ PAGES = [
     ("/progress", "Progress", "fit of"),
     ("/tmf", "Tech-Market-Fit", "Over time"),
     ("/errors", "Errors", "Attempts behind a bar or cell"),
-    ("/drilldown", "Drilldown", "Step timeline"),
+    ("/drilldown", "Drilldown", "Transcript"),
     ("/diff", "Version diff", "Both trajectories"),
     ("/gem", "GEM-Bench", "No GEM-style data"),
     ("/upload", "Upload", "Delete a run"),
@@ -106,7 +106,7 @@ def test_log_text_never_becomes_a_link_or_an_image(
     sql = f"SELECT agent, run_id FROM v_runs WHERE agent <> '{payload(beacon_url, 'q')}'"
     visits = [
         *PAGES,
-        (f"/drilldown?run={run}&task={task}&sample=0", "Drilldown", "Step timeline"),
+        (f"/drilldown?run={run}&task={task}&sample=0", "Drilldown", "Transcript"),
         (f"/sql?q={quote(sql)}", "SQL", "Shareable link"),
     ]
     requested: list[str] = []
