@@ -75,10 +75,11 @@ st.dataframe(
         "run_id": st.column_config.TextColumn("Run id", width="small"),
     },
 )
+download_buttons(summary, f"leaderboard-{filters.benchmark}-summary", key="lb_dl_summary")
 table = lb.display_table(ordered)
 with st.expander("Every column (Pass@k, pass^k, steps, attempts, raw p-values)"):
     st.dataframe(table, hide_index=True, key="lb_table", width="stretch")
-download_buttons(table, f"leaderboard-{filters.benchmark}", key="lb_dl")
+    download_buttons(table, f"leaderboard-{filters.benchmark}", key="lb_dl")
 if not apart.empty:
     st.subheader("Shown apart")
     st.caption(
