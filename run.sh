@@ -2,6 +2,7 @@
 # Runlens developer entry point.
 #   bash run.sh app    install (first time) and open the dashboard on the demo data
 #   bash run.sh test   install (first time) and run the whole test suite, browser tests included
+#   bash run.sh team-demo   the dashboard on a team store (DuckLake: PostgreSQL + a local S3 server) holding the demo
 #   bash run.sh install
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -26,6 +27,24 @@ install_inspect() {
   .venv-inspect/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-inspect.txt
 }
 
+install_s3() {
+  # Test and team-demo only: moto's S3 server, in its own virtualenv (botocore pins an older python-dateutil).
+  if [ ! -x .venv-s3/bin/python ]; then
+    "$PY" -m venv .venv-s3
+  fi
+  .venv-s3/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-s3.txt
+}
+
+install_postgres() {
+  # The team store's catalog: Debian's PostgreSQL binaries (scripts/servers.py runs initdb in a temporary folder).
+  if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    echo "run.sh: installing Debian's postgresql for the team store" >&2
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq postgresql >/dev/null
+  fi
+}
+
 install_browser() {
   if [ ! -x /usr/bin/chromium ]; then
     echo "run.sh: installing Debian's chromium for the browser tests" >&2
@@ -42,10 +61,18 @@ case "${1:-app}" in
     install
     shift || true
     exec .venv/bin/python -m streamlit run app.py --server.headless "${RUNLENS_HEADLESS:-false}" "$@" ;;
+  team-demo)
+    install
+    install_postgres
+    install_s3
+    shift || true
+    exec .venv/bin/python -m scripts.servers team-demo --server.headless "${RUNLENS_HEADLESS:-false}" "$@" ;;
   test)
     install
     install_browser
     install_inspect
+    install_postgres
+    install_s3
     shift || true
     # Lint, format and types first: cheap, and the house style asks for them (ruff check, ruff format, mypy).
     .venv/bin/ruff check --quiet .
@@ -54,6 +81,6 @@ case "${1:-app}" in
     # pytest exits 5 when it collected no test: that is a failure here, like any other non-zero exit.
     exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@" ;;
   *)
-    echo "usage: bash run.sh [app|test|install]" >&2
+    echo "usage: bash run.sh [app|test|team-demo|install]" >&2
     exit 2 ;;
 esac

@@ -35,6 +35,7 @@ class Report:
         run: runs it; returns the exit code.
         filtered: the report honours the run filter (``--benchmark``, ``--eval-date``, ``--from``, ``--to``).
         json_help: help of ``--json`` (empty: the report has no JSON output).
+        as_of: the report only reads, and can read a team store's past snapshot (``--as-of``).
     """
 
     name: str
@@ -43,6 +44,7 @@ class Report:
     run: Callable[[argparse.Namespace], int]
     filtered: bool = False
     json_help: str = "print the JSON report"
+    as_of: bool = False
 
 
 def no_options(parser: argparse.ArgumentParser) -> None:
@@ -91,7 +93,7 @@ def leaderboard_run(args: argparse.Namespace) -> int:
     from analytics import catalog, leaderboard
 
     flt = run_filter(args)
-    with reader(args.db) as con:
+    with reader(args.db, as_of=args.as_of) as con:
         names = [flt.benchmark] if flt.benchmark else catalog.benchmark_names(con)
         excluded = args.errored == "excluded"
         reports = [
@@ -116,7 +118,7 @@ def errors_run(args: argparse.Namespace) -> int:
     from analytics import errors
 
     flt = run_filter(args)
-    with reader(args.db) as con:
+    with reader(args.db, as_of=args.as_of) as con:
         rep = errors.report(
             con, benchmark=flt.benchmark, date_from=flt.date_from, date_to=flt.date_to, sources=args.source
         )
@@ -134,7 +136,7 @@ def coverage_options(parser: argparse.ArgumentParser) -> None:
 def coverage_run(args: argparse.Namespace) -> int:
     from analytics import catalog, trajectory
 
-    with reader(args.db) as con:
+    with reader(args.db, as_of=args.as_of) as con:
         if args.benchmark:
             catalog.require_benchmark(con, args.benchmark)
         table = trajectory.coverage_table(con, benchmark=args.benchmark)
@@ -179,7 +181,7 @@ def tmf_run(args: argparse.Namespace) -> int:
         exponent=args.exponent,
         seed=args.seed,
     )
-    with reader(args.db) as con:
+    with reader(args.db, as_of=args.as_of) as con:
         bench = args.benchmark or catalog.default_benchmark(con)
         if bench is None:
             raise tmf.TmfError("the database holds no runs")
@@ -211,7 +213,7 @@ def gem_options(parser: argparse.ArgumentParser) -> None:
 def gem_run(args: argparse.Namespace) -> int:
     from analytics import gem
 
-    with reader(args.db) as con:
+    with reader(args.db, as_of=args.as_of) as con:
         names = gem.chosen_benchmarks(con, args.benchmark)
         reps = [gem.report(con, benchmark=b, source=args.source, rater=args.rater) for b in names]
     if args.json:
@@ -272,7 +274,7 @@ def search_run(args: argparse.Namespace) -> int:
     from analytics import search
 
     flt = run_filter(args)
-    with reader(args.db) as con:
+    with reader(args.db, as_of=args.as_of) as con:
         result = search.search(
             con,
             query=args.query,
@@ -307,7 +309,7 @@ def gate_run(args: argparse.Namespace) -> int:
 
     if not 0 < args.alpha < 1:
         raise RunlensError(f"--alpha must be between 0 and 1, got {args.alpha}")
-    with reader(args.db) as con:
+    with reader(args.db, as_of=args.as_of) as con:
         result = gate.gate(
             con, baseline=args.baseline, candidate=args.candidate, metric=args.metric, alpha=args.alpha, seed=args.seed
         )
@@ -504,10 +506,10 @@ def doctor_options(parser: argparse.ArgumentParser) -> None:
 def doctor_run(args: argparse.Namespace) -> int:
     """Check the database (it waits for a running writer); exit 1 when anything is wrong."""
     from analytics import doctor
-    from store import resolve_db_path, writer
+    from store import Lake, resolve_db_path, writer
 
     path = resolve_db_path(args.db)
-    if not path.exists():
+    if not isinstance(path, Lake) and not path.exists():
         print(f"{path}: no such database")
         return 1
     with writer(path, publish_snapshot=args.republish) as con:
@@ -539,6 +541,55 @@ def export_parquet_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def migrate_store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--from", dest="source", help="the store to copy (default: --db, $RUNLENS_DB or the file)")
+    parser.add_argument("--to", dest="target", required=True, help="the new store: a DuckDB file or ducklake:...")
+
+
+def migrate_store_run(args: argparse.Namespace) -> int:
+    """Copy a store into a new one (file to team store or back) and check every table's rows and digest."""
+    from store.transfer import copy_store
+
+    def progress(table: str, n: int) -> None:
+        print(f"\r{table}: {n:,} rows".ljust(60), end="", file=sys.stderr, flush=True)
+
+    checks = copy_store(args.source or args.db, args.target, progress=None if args.json else progress)
+    if args.json:
+        print_json({"tables": [{**vars(c), "ok": c.ok} for c in checks], "ok": all(c.ok for c in checks)})
+        return 0
+    print(file=sys.stderr)
+    for c in checks:
+        print(f"{c.table:<16} {c.n_source:>12,} rows  digest {'matches' if c.ok else 'DIFFERS'}")
+    print(f"copied {sum(c.n_source for c in checks):,} rows; check the target with python -m analytics doctor --db ...")
+    return 0
+
+
+def maintain_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-days",
+        type=float,
+        default=7.0,
+        help="keep time travel (--as-of) for this many days; older snapshots and their files go (default 7)",
+    )
+
+
+def maintain_run(args: argparse.Namespace) -> int:
+    """Compact a team store and expire old snapshots."""
+    from store.transfer import maintain
+
+    if args.keep_days < 0:
+        raise RunlensError(f"--keep-days must be 0 or more, got {args.keep_days}")
+    done = maintain(args.db, keep=dt.timedelta(days=args.keep_days))
+    if args.json:
+        print_json(vars(done))
+        return 0
+    print(
+        f"flushed inlined rows of {done.flushed_tables} table(s), merged files of {done.merged_tables}, "
+        f"expired {done.expired_snapshots} snapshot(s), removed {done.removed_files} file(s) in {done.seconds:.1f} s"
+    )
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------
 # The registry and the entry point
 # ---------------------------------------------------------------------------------------------
@@ -547,21 +598,21 @@ REPORTS: dict[str, Report] = {
     r.name: r
     for r in (
         Report("leaderboard", "Pass@k per run on shared tasks, with intervals and ranks", leaderboard_options,
-               leaderboard_run, filtered=True),
+               leaderboard_run, filtered=True, as_of=True),
         Report("doctor", "check the database's schema, counts and source files (exit 1 on a problem)",
                doctor_options, doctor_run, json_help="print the report as JSON"),
         Report("sql", "one read-only SQL statement through the sandbox (CSV on stdout)", sql_options, sql_run,
                json_help="print {columns, types, rows, n_rows, is_truncated, elapsed_s} instead of CSV"),
         Report("coverage", "trajectory coverage, recall and precision per run and slice", coverage_options,
-               coverage_run, json_help='print {"rows": [...]} on stdout'),
+               coverage_run, json_help='print {"rows": [...]} on stdout', as_of=True),
         Report("rules", "recompute rule findings from the tool graphs", rules_options, rules_run,
                json_help='print {"recomputed": {benchmark: n_findings}}'),
         Report("errors", "error distributions per run (AD-Bench Table 3 layout)", errors_options, errors_run,
-               filtered=True),
+               filtered=True, as_of=True),
         Report("judge", "LLM-judge the selected attempts (OpenAI-compatible endpoint)", judge_options, judge_run,
                json_help="print the job summary as JSON"),
-        Report("tmf", "Tech-Market-Fit of one benchmark slice (xbench 5.2)", tmf_options, tmf_run),
-        Report("gem", "GEM-Bench Tables 2, 3 and 6 per dataset x solution", gem_options, gem_run),
+        Report("tmf", "Tech-Market-Fit of one benchmark slice (xbench 5.2)", tmf_options, tmf_run, as_of=True),
+        Report("gem", "GEM-Bench Tables 2, 3 and 6 per dataset x solution", gem_options, gem_run, as_of=True),
         Report("gem-metrics", "compute and store GEM embedding metrics (offline model)", gem_metrics_options,
                gem_metrics_run, json_help=""),
         Report("irt", "IRT abilities over time (fit and store when the data changed)", irt_options, irt_run,
@@ -569,18 +620,26 @@ REPORTS: dict[str, Report] = {
         Report("export-parquet", "export every table to a Parquet folder (RUNLENS_DB can point at it)",
                export_parquet_options, export_parquet_run, json_help="print the marker (tables, rows, columns) as JSON"),
         Report("search", "transcript search: phrase, words or regular expression", search_options, search_run,
-               filtered=True),
+               filtered=True, as_of=True),
         Report("clusters", "failure clusters of a benchmark (embeds what is missing first)", clusters_options,
                clusters_run),
+        Report("migrate-store", "copy a store into a new one (DuckDB file <-> team store), checking every table",
+               migrate_store_options, migrate_store_run, json_help="print each table's rows and digests as JSON"),
+        Report("maintain", "compact a team store (DuckLake) and expire snapshots older than --keep-days",
+               maintain_options, maintain_run, json_help="print what was done as JSON"),
         Report("gate", "CI gate: is the candidate run significantly worse than the baseline?", gate_options,
-               gate_run, json_help="print the result as JSON"),
+               gate_run, json_help="print the result as JSON", as_of=True),
     )
 }  # fmt: skip
 
 
 def add_shared_options(parser: argparse.ArgumentParser, report: Report) -> None:
     """``--db`` for every report; ``--json`` and the run filter for those that have them."""
-    parser.add_argument("--db", help="database path (default: $RUNLENS_DB or data/runlens.duckdb)")
+    parser.add_argument(
+        "--db",
+        help="database path, or a team store ducklake:postgres:<libpq string> (default: $RUNLENS_DB or "
+        "data/runlens.duckdb)",
+    )
     if report.filtered:
         parser.add_argument("--benchmark", help="benchmark name (default: every benchmark)")
         parser.add_argument("--eval-date", type=dt.date.fromisoformat, help="only runs evaluated on this date")
@@ -588,6 +647,12 @@ def add_shared_options(parser: argparse.ArgumentParser, report: Report) -> None:
         parser.add_argument("--to", dest="date_to", type=dt.date.fromisoformat, help="runs on or before this date")
     if report.json_help:
         parser.add_argument("--json", action="store_true", help=report.json_help)
+    if report.as_of:
+        parser.add_argument(
+            "--as-of",
+            metavar="SNAPSHOT|TIME",
+            help="read a team store (DuckLake) as it was: a snapshot id, or a time such as 2026-11-24T09:00 (UTC)",
+        )
 
 
 def build_parser(report: str | None = None) -> argparse.ArgumentParser:

@@ -51,6 +51,52 @@ ORPHANS = {
     "duplicate attempt ids": "SELECT count(*) FROM (SELECT attempt_id FROM attempts GROUP BY 1 HAVING count(*) > 1)",
 }
 
+# The schema's keys and value domains, checked on every store: a team store (DuckLake) cannot declare PRIMARY KEY
+# or CHECK constraints (store/migrate.py lake_ddl), so the writer keeps them and this verifies they held.
+KEYS = {
+    "meta": ("key",),
+    "benchmarks": ("benchmark",),
+    "tasks": ("benchmark", "task_id"),
+    "runs": ("run_id",),
+    "attempts": ("attempt_id",),
+    "ingest_log": ("file_id",),
+    "irt_fits": ("fit_key",),
+    "reviews": ("review_id",),
+}
+DOMAINS = {
+    ("benchmarks", "scoring"): ("binary", "graded", "continuous"),
+    ("runs", "kind"): ("llm", "agent", "framework", "human"),
+    ("attempts", "status"): ("completed", "tool_failure", "timeout", "crashed", "refused"),
+    ("error_labels", "source"): ("label", "rule", "judge"),
+    ("ratings", "rater_kind"): ("human", "llm"),
+    ("ingest_log", "outcome"): ("ingested", "duplicate", "failed", "deleted"),
+    ("reviews", "verdict"): ("correct", "incorrect"),
+    ("reviews", "source"): ("human",),
+}
+
+
+def constraint_checks() -> dict[str, str]:
+    """name -> SQL counting the rows that break a key (duplicates or NULLs) or a domain, or an ingested file
+    stored twice (the content-hash check of an upload)."""
+    checks = {}
+    for table, key in KEYS.items():
+        cols = ", ".join(key)
+        nulls = " OR ".join(f"{c} IS NULL" for c in key)
+        checks[f"duplicate {table} keys ({cols})"] = (
+            f"SELECT count(*) FROM (SELECT {cols} FROM {table} GROUP BY ALL HAVING count(*) > 1)"
+        )
+        checks[f"{table} rows without a key ({cols})"] = f"SELECT count(*) FROM {table} WHERE {nulls}"
+    for (table, column), allowed in DOMAINS.items():
+        listed = ", ".join(f"'{v}'" for v in allowed)
+        checks[f"{table}.{column} outside {{{', '.join(allowed)}}}"] = (
+            f"SELECT count(*) FROM {table} WHERE {column} IS NOT NULL AND {column} NOT IN ({listed})"
+        )
+    checks["files ingested twice (same content hash)"] = (
+        "SELECT count(*) FROM (SELECT content_hash FROM ingest_log WHERE outcome = 'ingested' GROUP BY 1 "
+        "HAVING count(*) > 1)"
+    )
+    return checks
+
 
 @dataclass
 class DoctorReport:
@@ -61,6 +107,7 @@ class DoctorReport:
     latest_version: int
     counts: dict[str, int] = field(default_factory=dict)
     orphans: dict[str, int] = field(default_factory=dict)
+    constraints: dict[str, int] = field(default_factory=dict)  # rows breaking a key or a domain (0: held)
     files_checked: int = 0
     file_problems: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -86,6 +133,11 @@ def check(con: duckdb.DuckDBPyConnection, path: str, *, rehash_sources: bool = T
     for name, sql in ORPHANS.items():
         n = int(rdb.query_rows(con, sql)[0][0])
         rep.orphans[name] = n
+        if n:
+            rep.problems.append(f"{n} {name}")
+    for name, sql in constraint_checks().items():
+        n = int(rdb.query_rows(con, sql)[0][0])
+        rep.constraints[name] = n
         if n:
             rep.problems.append(f"{n} {name}")
     _check_files(con, rep, rehash_sources=rehash_sources)
@@ -134,6 +186,8 @@ def text_report(path: str, rep: DoctorReport) -> str:
     lines = [f"{path}: schema version {rep.schema_version} (latest {rep.latest_version})"]
     lines += [f"  {table:<16} {n:>12,}" for table, n in rep.counts.items()]
     lines.append(f"  files checked    {rep.files_checked:>12,}")
+    held = sum(1 for n in rep.constraints.values() if not n)
+    lines.append(f"  keys and domains {held:>12,} of {len(rep.constraints)} hold")
     lines += [f"warning: {w}" for w in rep.warnings]
     lines.append("OK" if rep.ok else "PROBLEMS:\n  " + "\n  ".join(rep.problems))
     return "\n".join(lines)

@@ -159,8 +159,8 @@ def attempt_metrics(reference: Sequence[str] | None, calls: Sequence[str]) -> di
 
 
 def _as_list(value: Any) -> list[str] | None:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None  # a missing list: None, NaN or pd.NA depending on how the frame was built
     return [str(v) for v in value]
 
 

@@ -40,7 +40,7 @@ from ingest.otlp import MAX_SPANS_PER_TRACE, group_traces, load_trace_mapping, p
 from ingest.otlp_decode import BadSpan, decode_proto_request, spans_of_request
 from ingest.pipeline import Prepared, commit_prepared
 from ingest.records import Known, Normaliser
-from store import RunlensError, resolve_db_path, writer
+from store import Location, RunlensError, resolve_db_path, writer
 
 log = logging.getLogger("runlens.otlp")
 PROTOBUF = "application/x-protobuf"
@@ -309,7 +309,7 @@ def _batch_file(traces: list[tuple[str, bytes]]) -> tuple[Path, bytes]:
     return Path(f"otlp-http/{stamp}-{hashlib.sha256(data).hexdigest()[:12]}.jsonl"), data
 
 
-def write_batch(db: Path, traces: list[tuple[str, bytes, bool]], options: dict[str, Any]) -> BatchResult:
+def write_batch(db: Location, traces: list[tuple[str, bytes, bool]], options: dict[str, Any]) -> BatchResult:
     """Write complete traces in one transaction through the writer (which publishes the read snapshot).
 
     Traces already stored are skipped. When the batch fails validation, each trace is validated on its own; those
@@ -361,7 +361,7 @@ def _utcnow() -> dt.datetime:
 class Flusher:
     """Writes complete traces every ``flush_interval_s`` in a thread of its own; ``stop`` flushes everything."""
 
-    def __init__(self, db: Path, buffer: TraceBuffer, options: dict[str, Any]) -> None:
+    def __init__(self, db: Location, buffer: TraceBuffer, options: dict[str, Any]) -> None:
         self.db = db
         self.buffer = buffer
         self.options = options

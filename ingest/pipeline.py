@@ -24,7 +24,7 @@ from ingest.errors import IngestError, ProblemCollector
 from ingest.formats import FORMATS, Format, detect_format, parse_with, walk_suffixes
 from ingest.known import load_known
 from ingest.records import DEFINITION_TABLES, Bundle, Known, Normaliser, definition_key
-from store import RunlensError, writer
+from store import Location, RunlensError, writer
 from store.ingest_writer import write_bundle
 
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024  # show a progress bar for files at least this large
@@ -220,7 +220,7 @@ def commit_prepared(
     new_rows = _new_definitions(bundle, known)
     if new_rows is None or _has_stored_attempts(con, bundle, new_rows):
         return None
-    write_bundle(
+    _, retries = write_bundle(
         con,
         bundle,
         path=prepared.path,
@@ -243,7 +243,8 @@ def commit_prepared(
         bundle.n_attempts,
         bundle.n_steps,
         prepared.seconds + time.perf_counter() - started,
-        warnings=prepared.warnings,
+        warnings=prepared.warnings
+        + ((f"the commit conflicted with another one and was retried {retries} time(s)",) if retries else ()),
     )
 
 
@@ -345,7 +346,7 @@ def _size(path: Path) -> int:
 def ingest_paths(
     paths: Iterable[str | os.PathLike[str]],
     *,
-    db: str | os.PathLike[str] | None = None,
+    db: Location = None,
     fmt: str = "auto",
     is_demo: bool = False,
     progress: bool = False,

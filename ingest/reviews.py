@@ -4,11 +4,10 @@ labels or an earlier review), with the reviewer and the time (UTC)."""
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 from collections.abc import Sequence
 
-from store import RunlensError, derived, writer
+from store import Location, RunlensError, derived, writer
 
 VERDICTS = ("correct", "incorrect")
 MAX_NOTE_CHARS = 4000
@@ -40,7 +39,7 @@ def clean_review(reviewer: str, verdict: str, codes: Sequence[str], note: str | 
 
 
 def record_review(
-    db: str | os.PathLike[str] | None,
+    db: Location,
     *,
     attempt_id: int,
     reviewer: str,

@@ -34,7 +34,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from store import PROJECT_ROOT, RunlensError, derived, query_df, query_rows, transaction, writer
+from store import PROJECT_ROOT, Location, RunlensError, derived, query_df, query_rows, transaction, writer
 
 DEFAULT_COMPUTE_TOOLS = ("calculator", "python", "code_interpreter", "execute_python")
 GRAPHS_DIR = PROJECT_ROOT / "data" / "tool_graphs"
@@ -255,7 +255,7 @@ def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int, own_tra
 
 
 def refresh_rules(
-    db: str | os.PathLike[str] | None = None,
+    db: Location = None,
     *,
     benchmark: str | None = None,
     force: bool = False,

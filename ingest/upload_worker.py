@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from store import PROJECT_ROOT, RunlensError, reader, resolve_db_path
+from store import PROJECT_ROOT, Location, RunlensError, reader, resolve_db_path
 
 TEMP_PREFIX = "runlens-upload-"
 STALE_AFTER_S = 24 * 3600  # a folder this old was left by a killed server: removed at the next upload
@@ -110,7 +110,7 @@ def remove_stale(*, now: float | None = None) -> int:
 def preview_uploads(
     files: Sequence[tuple[str, bytes]],
     *,
-    db: str | os.PathLike[str] | None,
+    db: Location,
     fmt: str = "auto",
     limits: WorkerLimits | None = None,
     **options: Any,
@@ -134,7 +134,7 @@ def ingest_uploads(
     files: Sequence[tuple[str, bytes]],
     ready: Sequence[str],
     *,
-    db: str | os.PathLike[str] | None,
+    db: Location,
     fmt: str = "auto",
     limits: WorkerLimits | None = None,
     on_file: Callable[[int, IngestSummary], None] | None = None,

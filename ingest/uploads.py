@@ -23,7 +23,7 @@ from ingest.errors import IngestError
 from ingest.formats import FORMATS
 from ingest.known import load_known
 from ingest.pipeline import FileResult, choose_format, ingest_file, prepare_file, read_input
-from store import query_df, resolve_db_path, writer
+from store import PROJECT_ROOT, Lake, Location, query_df, resolve_db_path, writer
 
 MAX_SIDECAR = 500
 FIRST_ERRORS = 5
@@ -117,9 +117,7 @@ def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto
     )
 
 
-def ingest_one(
-    path: Path, *, db: str | os.PathLike[str] | None = None, fmt: str = "auto", **options: Any
-) -> FileResult:
+def ingest_one(path: Path, *, db: Location = None, fmt: str = "auto", **options: Any) -> FileResult:
     """Ingest one file (one transaction); a rejection is returned, and remembered in the sidecar."""
     opts = _options(options)
     with writer(db) as con:
@@ -132,13 +130,16 @@ def ingest_one(
     return result
 
 
-def sidecar_path(db: str | os.PathLike[str] | None = None) -> Path:
-    """The failed-upload history file beside the database."""
+def sidecar_path(db: Location = None) -> Path:
+    """The failed-upload history file beside the database (a team store's is under data/, named by its catalog)."""
     base = resolve_db_path(db)
+    if isinstance(base, Lake):
+        digest = hashlib.sha256(base.conninfo.encode()).hexdigest()[:12]
+        return PROJECT_ROOT / "data" / f"lake-{digest}.uploads.jsonl"
     return base.with_name(base.name + ".uploads.jsonl")
 
 
-def record_failure(path: Path, result: FileResult, *, db: str | os.PathLike[str] | None = None) -> None:
+def record_failure(path: Path, result: FileResult, *, db: Location = None) -> None:
     """Append a rejected upload to the sidecar (keeping the newest MAX_SIDECAR entries)."""
     try:
         sha = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -160,7 +161,7 @@ def record_failure(path: Path, result: FileResult, *, db: str | os.PathLike[str]
     side.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def failed_uploads(db: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+def failed_uploads(db: Location = None) -> pd.DataFrame:
     """Rejected uploads from the sidecar (newest first)."""
     side = sidecar_path(db)
     rows = []

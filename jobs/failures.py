@@ -5,7 +5,6 @@ analytics/ only reads; this job computes what is missing and appends it through 
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,7 +22,7 @@ from analytics.clusters import (
     label_messages,
 )
 from analytics.embeddings import DEFAULT_MODEL, Embedder, text_hash
-from store import derived, publish, resolve_db_path, transaction, writer
+from store import Location, derived, publish, resolve_db_path, transaction, writer
 
 
 def store_vectors(con: object, texts: Sequence[str], vectors: np.ndarray, *, model: str) -> int:
@@ -38,7 +37,7 @@ def store_vectors(con: object, texts: Sequence[str], vectors: np.ndarray, *, mod
 
 
 def embed_failures(
-    db: str | os.PathLike[str] | None,
+    db: Location,
     *,
     benchmark: str,
     run_id: str | None = None,
@@ -62,7 +61,7 @@ def embed_failures(
 
 
 def label_clusters(
-    db: str | os.PathLike[str] | None,
+    db: Location,
     clusters: Clusters,
     *,
     cfg: llm.LLMConfig | None = None,

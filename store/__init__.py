@@ -18,6 +18,7 @@ Modules: ``paths`` (locations), ``connect`` (sessions, publish, snapshots), ``mi
 
 from __future__ import annotations
 
+from store import lake
 from store.connect import (
     LOCK_WAIT_S,
     Generation,
@@ -34,15 +35,18 @@ from store.connect import (
 from store.delete import Deletion, RunNotFoundError, delete_run
 from store.errors import DatabaseBusyError, QueryError, RunlensError, StoreVersionError
 from store.filters import RunFilter, run_filter_params, with_run_filter
+from store.lake import Lake, LakeError, is_lake
 from store.migrate import StoreInfo, describe, latest_version, migrate, migrations, schema_version
 from store.paths import (
     DEFAULT_DB,
     MIGRATIONS_DIR,
     PROJECT_ROOT,
     SCHEMA_FILE,
+    Location,
     is_parquet_folder,
     pending_path,
     resolve_db_path,
+    resolve_file_path,
     snapshot_path,
 )
 from store.query import load_sql, query_df, query_rows, transaction
@@ -54,6 +58,9 @@ __all__ = [
     "PROJECT_ROOT",
     "SCHEMA_FILE",
     "DatabaseBusyError",
+    "Lake",
+    "LakeError",
+    "Location",
     "Deletion",
     "Generation",
     "QueryError",
@@ -66,6 +73,8 @@ __all__ = [
     "delete_run",
     "describe",
     "ensure_snapshot",
+    "is_lake",
+    "lake",
     "is_parquet_folder",
     "latest_version",
     "load_sql",
@@ -79,6 +88,7 @@ __all__ = [
     "query_rows",
     "reader",
     "resolve_db_path",
+    "resolve_file_path",
     "run_filter_params",
     "schema_version",
     "seal",

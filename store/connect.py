@@ -22,6 +22,7 @@ Concurrency design (build-and-swap behind a writer lock, see README "Concurrency
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import shutil
 import time
@@ -32,10 +33,11 @@ from pathlib import Path
 
 import duckdb
 
-from store import writelock
+from store import lake, writelock
 from store.errors import DatabaseBusyError, RunlensError, StoreVersionError
-from store.migrate import migrate
-from store.paths import is_parquet_folder, pending_path, resolve_db_path, snapshot_path
+from store.lake import Lake
+from store.migrate import latest_version, migrate, schema_version
+from store.paths import Location, is_parquet_folder, pending_path, resolve_db_path, snapshot_path
 from store.query import transaction
 
 LOCK_WAIT_S = 120.0
@@ -85,7 +87,7 @@ WRITER_CHECKPOINT_THRESHOLD = "256MB"
 
 @contextlib.contextmanager
 def writer(
-    db: str | os.PathLike[str] | None = None,
+    db: Location = None,
     *,
     wait_s: float = LOCK_WAIT_S,
     publish_snapshot: bool = True,
@@ -105,10 +107,18 @@ def writer(
         short_session: this session is short (one small upload): while it waits for the lock, a writer that
             finishes may leave its publish to it, so a burst of uploads publishes once (README "Concurrency").
 
+    On a team store (DuckLake, store/lake.py) the session holds the lake's advisory lock instead, and there is
+    nothing to publish: every commit is a snapshot readers see at once.
+
     Raises:
         DatabaseBusyError: another writer kept the lock for longer than ``wait_s``.
     """
-    path = _writable_path(db)
+    location = resolve_db_path(db)
+    if isinstance(location, Lake):
+        with _lake_writer(location, wait_s=wait_s) as con:
+            yield con
+        return
+    path = _writable_path(location)
     started = time.monotonic()
     state = _enter(path, wait_s=wait_s, queue=short_session)
     deferred: Generation | None = None
@@ -135,8 +145,18 @@ def writer(
         _await_publish(path, deferred, wait_s=wait_s)
 
 
-def _writable_path(db: str | os.PathLike[str] | None) -> Path:
-    path = resolve_db_path(db)
+@contextlib.contextmanager
+def _lake_writer(location: Lake, *, wait_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
+    with lake.session_lock(location, wait_s=wait_s):
+        con = lake.connect(location, read_only=False)
+        try:
+            migrate(con)
+            yield con
+        finally:
+            lake.close(con)
+
+
+def _writable_path(path: Path) -> Path:
     if is_parquet_folder(path):
         raise RunlensError(
             f"{path} is a Parquet folder (read-only); write to a DuckDB file and export it again "
@@ -295,23 +315,27 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def publish(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def publish(con: duckdb.DuckDBPyConnection, path: Path | Lake) -> None:
     """Publish the snapshot when the current writer session ends, even if its block raises.
 
     For sessions opened with ``publish_snapshot=False`` that want a publish whatever happens (the judge saves
     partial work on an interrupt). The copy itself waits for the session's end, when the connection is closed;
     a long-lived session that must publish midway uses ``publish_now``.
 
+    On a team store every commit is visible at once: nothing to do.
+
     Raises:
         RunlensError: the calling thread holds no writer session of ``path``.
     """
+    if isinstance(path, Lake):
+        return
     state = writelock.held_here(Path(path))
     if state is None:
         raise RunlensError(f"{path}: publish() needs an open writer session (store.writer)")
     state.publish_requested = True
 
 
-def publish_now(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+def publish_now(con: duckdb.DuckDBPyConnection, path: Path | Lake) -> bool:
     """Publish the snapshot now, from inside a writer session, through DuckDB itself (``COPY FROM DATABASE``).
 
     About eight times slower than the file copy made at the session's end (BENCHMARKS.md), but it never opens
@@ -320,6 +344,8 @@ def publish_now(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     Raises:
         RunlensError: the calling thread holds no writer session of ``path``.
     """
+    if isinstance(path, Lake):
+        return False  # commits are visible at once
     if writelock.held_here(Path(path)) is None:
         raise RunlensError(f"{path}: publish_now() needs an open writer session (store.writer)")
     generation = seal(con)
@@ -423,13 +449,19 @@ def _publish_if_idle(path: Path, generation: Generation | None, *, wait_s: float
     return True
 
 
-def ensure_snapshot(db: str | os.PathLike[str] | None = None) -> Path:
+def ensure_snapshot(db: Location = None) -> Path | Lake:
     """Make sure a readable, current snapshot exists (creating and migrating the DB if needed).
 
     A pending marker with the writer lock free means a writer died between its commits and its publish: publish
-    now, so readers do not lag behind committed data until some unrelated upload.
+    now, so readers do not lag behind committed data until some unrelated upload. A team store is created and
+    migrated by a writer session when it is new or older than this code; it is its own snapshot.
     """
     path = resolve_db_path(db)
+    if isinstance(path, Lake):
+        if lake.snapshot_id(path) is None:
+            with writer(path):
+                pass
+        return path
     if is_parquet_folder(path):
         return path  # a Parquet folder is its own (read-only) snapshot
     snap = snapshot_path(path)
@@ -444,36 +476,69 @@ def ensure_snapshot(db: str | os.PathLike[str] | None = None) -> Path:
 
 
 @contextlib.contextmanager
-def reader(db: str | os.PathLike[str] | None = None, *, wait_s: float = 30.0) -> Iterator[duckdb.DuckDBPyConnection]:
+def reader(
+    db: Location = None, *, wait_s: float = 30.0, as_of: str | int | dt.datetime | None = None
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the published snapshot read-only (creating it if the DB has none yet).
 
     A folder written by ``python -m analytics export-parquet`` is opened as an in-memory DuckDB with a view
-    per table over its Parquet files (see store/parquet.py).
+    per table over its Parquet files (see store/parquet.py). A team store is attached read-only at its newest
+    snapshot, or at ``as_of`` (a snapshot id or a time: ``--as-of``, ``?as_of=``).
+
+    Raises:
+        RunlensError: ``as_of`` on a store without time travel (a DuckDB file or a Parquet folder).
     """
-    if is_parquet_folder(resolve_db_path(db)):
+    location = resolve_db_path(db)
+    if isinstance(location, Lake):
+        with _lake_reader(location, as_of=lake.parse_as_of(as_of)) as con:
+            yield con
+        return
+    if as_of not in (None, ""):
+        raise RunlensError(
+            f"{location}: --as-of (time travel) needs a team store (DuckLake); a DuckDB file keeps only its latest state"
+        )
+    if is_parquet_folder(location):
         from store import parquet
 
-        pcon = parquet.connect(resolve_db_path(db))
+        pcon = parquet.connect(location)
         try:
             yield pcon
         finally:
             pcon.close()
         return
-    snap = ensure_snapshot(db)
-    con = _connect_with_retry(snap, read_only=True, wait_s=wait_s)
+    ensure_snapshot(location)
+    con = _connect_with_retry(snapshot_path(location), read_only=True, wait_s=wait_s)
     try:
         yield con
     finally:
         con.close()
 
 
-def db_version(db: str | os.PathLike[str] | None = None) -> str:
-    """A token that changes whenever new data is published (for cache keys)."""
-    if is_parquet_folder(resolve_db_path(db)):
+@contextlib.contextmanager
+def _lake_reader(location: Lake, *, as_of: int | dt.datetime | None) -> Iterator[duckdb.DuckDBPyConnection]:
+    ensure_snapshot(location)
+    con = lake.connect(location, read_only=True, as_of=as_of)
+    try:
+        if as_of is None and schema_version(con) < latest_version():  # made by an older Runlens: migrate first
+            lake.close(con)
+            with writer(location):
+                pass
+            con = lake.connect(location, read_only=True)
+        yield con
+    finally:
+        lake.close(con)
+
+
+def db_version(db: Location = None) -> str:
+    """A token that changes whenever new data is published (for cache keys; a team store's snapshot id)."""
+    location = resolve_db_path(db)
+    if isinstance(location, Lake):
+        return f"snapshot:{lake.snapshot_id(location)}"
+    if is_parquet_folder(location):
         from store import parquet
 
-        return parquet.folder_version(resolve_db_path(db))
-    snap = snapshot_path(resolve_db_path(db))
+        return parquet.folder_version(location)
+    snap = snapshot_path(location)
     try:
         st = snap.stat()
     except FileNotFoundError:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from dataclasses import asdict, dataclass
 
 import duckdb
 
 from store.connect import writer
 from store.errors import RunlensError
+from store.paths import Location
 from store.query import transaction
 
 # child tables keyed by attempt_id, deleted before the attempts themselves
@@ -90,7 +90,7 @@ def delete_run_con(con: duckdb.DuckDBPyConnection, run_id: str, *, actor: str = 
     return result
 
 
-def delete_run(run_id: str, *, db: str | os.PathLike[str] | None = None, actor: str = "cli") -> Deletion:
+def delete_run(run_id: str, *, db: Location = None, actor: str = "cli") -> Deletion:
     """Open the database for writing and delete one run (see :func:`delete_run_con`)."""
     with writer(db) as con:
         return delete_run_con(con, run_id, actor=actor)

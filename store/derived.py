@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from store.migrate import set_meta as _set_meta
 from store.query import query_rows, transaction
 
 
@@ -131,7 +132,7 @@ def insert_rule_findings(con: duckdb.DuckDBPyConnection, findings: pd.DataFrame,
 
 def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
     """Set one ``meta`` key (e.g. the tool-graph hash a benchmark's rule findings were computed with)."""
-    con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [key, value])
+    _set_meta(con, {key: value})
 
 
 def replace_rule_findings(

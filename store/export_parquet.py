@@ -17,7 +17,7 @@ import duckdb
 from store import connect as rdb
 from store.migrate import schema_version
 from store.parquet import _PARTITIONED, FORMAT_VERSION, MARKER, ParquetFolderError, _ident, _lit
-from store.paths import is_parquet_folder
+from store.paths import Location, is_parquet_folder
 from store.query import query_rows
 
 
@@ -58,9 +58,7 @@ def _prepare_out(out: Path, *, overwrite: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
-def export_parquet(
-    db: str | os.PathLike[str] | None, out: str | os.PathLike[str], *, overwrite: bool = False
-) -> dict[str, Any]:
+def export_parquet(db: Location, out: str | os.PathLike[str], *, overwrite: bool = False) -> dict[str, Any]:
     """Write every table of the database's snapshot as Parquet under ``out``; return the marker written.
 
     Raises:

@@ -6,12 +6,14 @@ Part of the store: all write SQL of the project lives under ``store/`` (tests/te
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
 
+from store import lake
 from store.query import load_sql, transaction
 
 if TYPE_CHECKING:  # the writer takes what ingest validated; it does not depend on ingest at run time
@@ -69,49 +71,82 @@ def write_bundle(
     started_at: dt.datetime,
     seconds: float,
     before_commit: Callable[[duckdb.DuckDBPyConnection, int], object] | None = None,
-) -> int:
-    """Write a validated bundle and its ingest_log row in one transaction; return the file_id.
+) -> tuple[int, int]:
+    """Write a validated bundle and its ingest_log row in one transaction; return the file_id and how many times
+    the commit was retried.
 
-    ``before_commit(con, file_id)`` runs last inside the transaction (rule findings derived from the rows).
+    ``before_commit(con, file_id)`` runs last inside the transaction (rule findings derived from the rows). On a
+    team store the commit message records the file, its hash and who ingested it, and a commit that conflicts
+    with another one (a maintenance job, a writer outside Runlens) is retried with backoff (``lake.RETRY_MAX``).
     """
-    with transaction(con):
-        file_id = _next_id(con, "ingest_log", "file_id")
-        base = _next_id(con, "attempts", "attempt_id")
-        _insert(con, "benchmarks", bundle.benchmarks, {"is_demo": is_demo})
-        _insert(con, "tasks", bundle.tasks)
-        _insert(con, "runs", bundle.runs, {"file_id": file_id, "is_demo": is_demo})
-        tables = bundle.freeze()
-        _insert(con, "attempts", tables["attempts"], {"file_id": file_id}, id_base=base)
-        _insert(con, "steps", tables["steps"], id_base=base)
-        if tables["texts"].num_rows:
-            con.register("_rl_texts", tables["texts"])
-            con.execute(
-                "INSERT INTO texts SELECT n.text_hash, n.text FROM _rl_texts n "  # hashes unique per file
-                "ANTI JOIN texts t ON t.text_hash = n.text_hash"
-            )
-            con.unregister("_rl_texts")
-        _insert(con, "error_labels", tables["labels"], {"source": "label"}, id_base=base)
-        _insert(con, "attempt_metrics", tables["metrics"], {"source": "log"}, id_base=base)
-        _insert(con, "ratings", tables["ratings"], id_base=base)
+    on_lake = lake.is_lake_connection(con)
+    for attempt in range(1, lake.RETRY_MAX + 1):
+        try:
+            with transaction(con):
+                file_id = _write(con, bundle, path, content_hash, fmt, is_demo, started_at, seconds, before_commit)
+                if on_lake:
+                    lake.set_commit_message(
+                        con,
+                        f"ingest {path}",
+                        {"file": path, "content_hash": content_hash, "format": fmt, "file_id": file_id},
+                    )
+            return file_id, attempt - 1
+        except duckdb.Error as exc:
+            if not (on_lake and lake.is_conflict(exc)) or attempt == lake.RETRY_MAX:
+                raise
+            time.sleep(lake.backoff_s(attempt))
+    raise AssertionError("unreachable")
+
+
+def _write(
+    con: duckdb.DuckDBPyConnection,
+    bundle: Bundle,
+    path: str,
+    content_hash: str,
+    fmt: str,
+    is_demo: bool,
+    started_at: dt.datetime,
+    seconds: float,
+    before_commit: Callable[[duckdb.DuckDBPyConnection, int], object] | None,
+) -> int:
+    """The rows of one file (inside the caller's transaction); its file_id."""
+    file_id = _next_id(con, "ingest_log", "file_id")
+    base = _next_id(con, "attempts", "attempt_id")
+    _insert(con, "benchmarks", bundle.benchmarks, {"is_demo": is_demo})
+    _insert(con, "tasks", bundle.tasks)
+    _insert(con, "runs", bundle.runs, {"file_id": file_id, "is_demo": is_demo})
+    tables = bundle.freeze()
+    _insert(con, "attempts", tables["attempts"], {"file_id": file_id}, id_base=base)
+    _insert(con, "steps", tables["steps"], id_base=base)
+    if tables["texts"].num_rows:
+        con.register("_rl_texts", tables["texts"])
         con.execute(
-            "INSERT INTO ingest_log (file_id, path, content_hash, format, n_runs, n_tasks, n_attempts, n_steps,"
-            " started_at, seconds, outcome, is_demo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ingested', ?)",
-            [
-                file_id,
-                path,
-                content_hash,
-                fmt,
-                len(bundle.runs["run_id"]),
-                len(bundle.tasks["task_id"]),
-                bundle.n_attempts,
-                bundle.n_steps,
-                started_at,
-                seconds,
-                is_demo,
-            ],
+            "INSERT INTO texts SELECT n.text_hash, n.text FROM _rl_texts n "  # hashes unique per file
+            "ANTI JOIN texts t ON t.text_hash = n.text_hash"
         )
-        digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][0]
-        con.execute("UPDATE ingest_log SET rows_digest = ? WHERE file_id = ?", [digest, file_id])
-        if before_commit is not None:
-            before_commit(con, file_id)
+        con.unregister("_rl_texts")
+    _insert(con, "error_labels", tables["labels"], {"source": "label"}, id_base=base)
+    _insert(con, "attempt_metrics", tables["metrics"], {"source": "log"}, id_base=base)
+    _insert(con, "ratings", tables["ratings"], id_base=base)
+    con.execute(
+        "INSERT INTO ingest_log (file_id, path, content_hash, format, n_runs, n_tasks, n_attempts, n_steps,"
+        " started_at, seconds, outcome, is_demo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ingested', ?)",
+        [
+            file_id,
+            path,
+            content_hash,
+            fmt,
+            len(bundle.runs["run_id"]),
+            len(bundle.tasks["task_id"]),
+            bundle.n_attempts,
+            bundle.n_steps,
+            started_at,
+            seconds,
+            is_demo,
+        ],
+    )
+    digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][0]
+    con.execute("UPDATE ingest_log SET rows_digest = ? WHERE file_id = ?", [digest, file_id])
+    if before_commit is not None:
+        before_commit(con, file_id)
     return file_id

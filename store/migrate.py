@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -22,27 +23,68 @@ def migrations() -> list[tuple[int, str, str]]:
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     """The schema version recorded in ``meta`` (0 for an empty database)."""
-    has_meta = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'").fetchall()[0][0]
-    if not has_meta:
-        return 0
-    rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    try:  # not information_schema: on a team store it lists every attached catalog (0.1 s a call)
+        rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    except duckdb.CatalogException:
+        return 0  # no meta table: a new database
     return int(rows[0][0]) if rows else 0
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
-    """Apply pending migrations, each in its own transaction; return the resulting version."""
+    """Apply pending migrations, each in its own transaction; return the resulting version.
+
+    On a DuckLake (store/lake.py) the constraints it cannot hold are left out of the DDL (``lake_ddl``); the
+    writer keeps them and ``python -m analytics doctor`` checks them on both stores.
+    """
+    from store.lake import is_lake_connection
+
+    on_lake = is_lake_connection(con)
     current = schema_version(con)
     for version, name, sql in migrations():
         if version <= current:
             continue
         with transaction(con):
-            con.execute(sql)
-            con.execute(
-                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), (?, ?)",
-                [str(version), f"migration:{name}", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())],
+            con.execute(lake_ddl(sql) if on_lake else sql)
+            set_meta(
+                con,
+                {
+                    "schema_version": str(version),
+                    f"migration:{name}": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                },
             )
         current = version
     return current
+
+
+def set_meta(con: duckdb.DuckDBPyConnection, values: dict[str, str]) -> None:
+    """Set ``meta`` keys inside the caller's transaction (delete and insert: DuckLake has no INSERT OR REPLACE)."""
+    keys = list(values)
+    con.execute("DELETE FROM meta WHERE list_contains(?, key)", [keys])
+    con.executemany("INSERT INTO meta VALUES (?, ?)", [[k, v] for k, v in values.items()])
+
+
+_PRIMARY_KEY_LINE = re.compile(r",\s*PRIMARY\s+KEY\s*\([^)]*\)", re.IGNORECASE)
+_PRIMARY_KEY = re.compile(r"\s+PRIMARY\s+KEY\b", re.IGNORECASE)
+_CHECK = re.compile(r"\s+CHECK\s*\(", re.IGNORECASE)
+
+
+def lake_ddl(sql: str) -> str:
+    """A migration's SQL without what DuckLake rejects: PRIMARY KEY and CHECK constraints (NOT NULL and DEFAULT
+    stay). The writer validates every value first, and ``doctor`` checks keys and domains on both stores."""
+    sql = _PRIMARY_KEY_LINE.sub("", sql)
+    sql = _PRIMARY_KEY.sub(" NOT NULL", sql)  # a key column is never null
+    out, pos = [], 0
+    for match in _CHECK.finditer(sql):
+        if match.start() < pos:
+            continue
+        depth, end = 1, match.end()
+        while depth:  # skip to the parenthesis that closes CHECK (
+            depth += {"(": 1, ")": -1}.get(sql[end], 0)
+            end += 1
+        out.append(sql[pos : match.start()])
+        pos = end
+    out.append(sql[pos:])
+    return "".join(out)
 
 
 def latest_version() -> int:

@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from store.errors import RunlensError
+from store.lake import Lake, is_lake
+from store.lake import parse as parse_lake
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_FILE = PROJECT_ROOT / "data" / "schema.sql"
 MIGRATIONS_DIR = PROJECT_ROOT / "data" / "migrations"
@@ -13,16 +17,39 @@ SNAPSHOT_SUFFIX = ".read"
 PARQUET_MARKER = "runlens-parquet.json"  # written last by export-parquet
 
 
-def resolve_db_path(db: str | os.PathLike[str] | None = None) -> Path:
-    """Return the database path: the argument, else env ``RUNLENS_DB``, else ``data/runlens.duckdb``."""
-    if db:
-        return Path(db)
-    env = os.environ.get("RUNLENS_DB")
-    return Path(env) if env else DEFAULT_DB
+Location = str | os.PathLike[str] | Lake | None  # what --db / RUNLENS_DB may name (None: the default)
 
 
-def is_parquet_folder(path: str | os.PathLike[str]) -> bool:
+def resolve_db_path(db: Location = None) -> Path | Lake:
+    """Return the store's location: the argument, else env ``RUNLENS_DB``, else ``data/runlens.duckdb``.
+
+    A DuckDB file or an exported Parquet folder is a Path; ``ducklake:postgres:...`` is a team store (``Lake``,
+    store/lake.py). ``str()`` of either gives a location this function accepts again.
+    """
+    location = db or os.environ.get("RUNLENS_DB") or DEFAULT_DB
+    if isinstance(location, Lake):
+        return location
+    if isinstance(location, str) and is_lake(location):
+        return parse_lake(location)
+    return Path(location)
+
+
+def resolve_file_path(db: Location = None) -> Path:
+    """The location as a DuckDB file or Parquet folder path.
+
+    Raises:
+        RunlensError: the location is a team store (DuckLake), which has no file.
+    """
+    location = resolve_db_path(db)
+    if isinstance(location, Lake):
+        raise RunlensError(f"{location.label} is a team store (DuckLake): this works on a DuckDB file only")
+    return location
+
+
+def is_parquet_folder(path: str | os.PathLike[str] | Lake) -> bool:
     """True for a folder written by ``export-parquet`` (it holds a ``runlens-parquet.json`` marker)."""
+    if isinstance(path, Lake) or is_lake(path):
+        return False
     folder = Path(path)
     return folder.is_dir() and (folder / PARQUET_MARKER).is_file()
 

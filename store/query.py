@@ -31,7 +31,8 @@ def transaction(con: duckdb.DuckDBPyConnection, *, own: bool = True) -> Iterator
         yield con
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        with contextlib.suppress(duckdb.TransactionException):  # a failed COMMIT has already rolled back
+            con.execute("ROLLBACK")
         raise
 
 

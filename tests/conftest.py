@@ -71,3 +71,25 @@ def shared_data(*parts: str) -> Path:
 
 
 os.environ.setdefault("RUNLENS_DISABLE_JUDGE_NETWORK", "1")
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL (scripts/servers.py) for the team-store tests, one per test process."""
+    from scripts.servers import start_postgres
+
+    server = start_postgres(durable=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def lake(postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new, empty team store (DuckLake on the session's PostgreSQL, data in a temporary folder); RUNLENS_DB and
+    RUNLENS_LAKE_DATA_PATH point at it."""
+    from tests.lake_support import new_lake
+
+    location, env = new_lake(postgres, tmp_path / "lake-data")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return location

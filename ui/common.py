@@ -32,9 +32,41 @@ def db_path() -> str:
     return str(rdb.resolve_db_path())
 
 
+PINNED_KEY = "_rl_pinned_version"
+SNAPSHOT_PREFIX = "snapshot:"
+
+
 def db_version() -> str:
-    """Changes whenever new data is published; part of every cache key."""
-    return rdb.db_version(db_path())
+    """The data version this page run reads (pinned by ``pin_version`` when the run starts; part of every cache
+    key). A team store's is its snapshot id: every query of one page run reads that one snapshot."""
+    return st.session_state.get(PINNED_KEY) or rdb.db_version(db_path())
+
+
+def pin_version() -> str | None:
+    """Pin this page run to the store's current version, or to the link's ``?as_of=`` snapshot on a team store.
+
+    Returns a sentence for the page when the link pins the past (or asks for time travel the store lacks).
+    """
+    path = db_path()
+    as_of = query_param("as_of")
+    notice = None
+    version = rdb.db_version(path)
+    if as_of and rdb.is_lake(path):
+        try:
+            snapshot, at = rdb.lake.resolve_as_of(rdb.lake.parse(path), rdb.lake.parse_as_of(as_of))
+        except rdb.RunlensError as exc:
+            notice = f"The link's as_of could not be used ({exc}); showing the latest data."
+        else:
+            version = f"{SNAPSHOT_PREFIX}{snapshot}"
+            notice = f"Pinned to snapshot {snapshot} (committed {at:%Y-%m-%d %H:%M} UTC) by the link's as_of."
+    elif as_of:
+        notice = "The link asks for a past state (as_of), but this store is a single file without time travel."
+    st.session_state[PINNED_KEY] = version
+    return notice
+
+
+def _as_of(version: str) -> int | None:
+    return int(version[len(SNAPSHOT_PREFIX) :]) if version.startswith(SNAPSHOT_PREFIX) else None
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -42,8 +74,9 @@ def _cached_call(
     key: str, version: str, path: str, kwargs: tuple[tuple[str, Any], ...], _fn: Callable[..., Any]
 ) -> Any:
     # the cache key is the function's qualified name (``key``), the data version, the path and the arguments;
-    # ``_fn`` itself is called, not looked up by name, so a reader (or a tool) follows the page's call into it
-    with rdb.reader(path) as con:
+    # ``_fn`` itself is called, not looked up by name, so a reader (or a tool) follows the page's call into it.
+    # A team store is read at the pinned snapshot, so one page run never mixes two states of the data.
+    with rdb.reader(path, as_of=_as_of(version)) as con:
         return _fn(con, **dict(kwargs))
 
 

@@ -20,7 +20,10 @@ from ui import common
 
 @st.cache_resource(show_spinner="Preparing the database (first start loads the demo dataset)...")
 def _bootstrap(path: str) -> None:
-    """Create the database, and load the demo dataset when it holds no runs."""
+    """Create the database, and load the demo dataset when it holds no runs (never into a team store)."""
+    if rdb.is_lake(path):
+        rdb.ensure_snapshot(path)  # creates the lake when new; a team's shared store gets no demo data
+        return
     if rdb.is_parquet_folder(Path(path)):
         return  # an exported Parquet folder is read-only (docs/scale.md)
     info = None
@@ -214,10 +217,13 @@ def render_shell() -> None:
     """Bootstrap the database, show the demo banner and the sidebar filters."""
     try:
         _bootstrap(common.db_path())
+        notice = common.pin_version()
         catalog = common.cached(cat.catalog)
     except rdb.RunlensError as exc:
         st.error(common.plain(f"The database could not be opened: {exc}"))
         st.stop()
+    if notice:
+        st.info(common.plain(notice), icon=":material/history:")
     _sidebar(catalog)
     flt = common.current_filters()
     if catalog.shows_demo(flt.benchmark, flt.agents):  # only while demo runs are in view

@@ -19,6 +19,7 @@ import store as rdb
 from analytics import csvsafe
 from analytics.sql_console.check import check_statement
 from analytics.sql_console.limits import SandboxLimits, SqlFailed, SqlResult
+from store import lake
 
 CATALOG_ALIAS = "runlens"
 
@@ -31,20 +32,20 @@ def open_sandbox(db: str | Path | None = None, *, limits: SandboxLimits | None =
     """A fresh in-memory DuckDB with the snapshot attached read-only and the configuration locked."""
     limits = limits or SandboxLimits()
     snap = rdb.ensure_snapshot(db)
-    con = duckdb.connect(
-        ":memory:",
-        config={
-            "autoinstall_known_extensions": False,
-            "autoload_known_extensions": False,
-            "allow_community_extensions": False,
-            "memory_limit": limits.memory_limit,
-            "threads": limits.threads,
-            "max_temp_directory_size": "0B",
-            # no temp directory at all: DuckDB keeps its temp directory writable after external access is
-            # switched off, so a COPY ... TO '.tmp/x' would otherwise still write a file
-            "temp_directory": "",
-        },
-    )
+    config: dict[str, Any] = {
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        "allow_community_extensions": False,
+        "memory_limit": limits.memory_limit,
+        "threads": limits.threads,
+        "max_temp_directory_size": "0B",
+        # no temp directory at all: DuckDB keeps its temp directory writable after external access is
+        # switched off, so a COPY ... TO '.tmp/x' would otherwise still write a file
+        "temp_directory": "",
+    }
+    if isinstance(snap, rdb.Lake):
+        return _open_lake_sandbox(snap, config)
+    con = duckdb.connect(":memory:", config=config)
     try:
         if rdb.is_parquet_folder(snap):
             # An exported Parquet folder: views over its files, which stay readable through
@@ -64,6 +65,24 @@ def open_sandbox(db: str | Path | None = None, *, limits: SandboxLimits | None =
             # off the local file system itself (the attached database keeps its open handle). The Parquet
             # folder's views read their files lazily, so there allowed_directories is the engine's bound.
             con.execute("SET disabled_filesystems = 'LocalFileSystem'")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _open_lake_sandbox(location: rdb.Lake, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+    """A team store attached read-only in a locked-down DuckDB: with external access off, only the lake's own
+    data folder stays readable (DuckLake reads its Parquet files lazily), and the catalog connection stays open."""
+    con = lake.connect(location, read_only=True, config={**config, "autoload_known_extensions": False})
+    try:
+        data_path = con.execute(
+            f"SELECT value FROM __ducklake_metadata_{lake.alias(con)}.ducklake_metadata WHERE key = 'data_path'"
+        ).fetchall()
+        if data_path and "://" not in data_path[0][0]:
+            con.execute("SET allowed_directories = [?]", [data_path[0][0]])
+        con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
     except BaseException:
         con.close()

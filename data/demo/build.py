@@ -6,7 +6,6 @@ ingested with ``is_demo`` set, so the dashboard can say plainly that it shows de
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -16,7 +15,7 @@ from typing import TextIO
 
 from data.demo import adbench, gembench, history, liveagentbench, xbench
 from ingest.pipeline import FileResult, describe, ingest_paths
-from store import RunlensError
+from store import Location, RunlensError
 
 DEMO_DIR = Path(__file__).resolve().parent
 BUILD_DIR = DEMO_DIR / "build"
@@ -55,7 +54,7 @@ def build_demo_files(out_dir: Path = BUILD_DIR) -> list[Path]:
     return files
 
 
-def load_demo(db: str | os.PathLike[str] | None = None, *, out: TextIO | None = None) -> list[FileResult]:
+def load_demo(db: Location = None, *, out: TextIO | None = None) -> list[FileResult]:
     """Generate the demo files and ingest them (idempotent: a second load adds nothing)."""
     # A private folder per load: concurrent loads (two test sessions, two app starts) never collide.
     with tempfile.TemporaryDirectory(prefix="runlens-demo-") as tmp:

@@ -1,0 +1,450 @@
+"""The team store: a DuckLake (catalog in PostgreSQL, data as Parquet in a folder or on S3-compatible storage).
+
+Location (``--db`` / ``RUNLENS_DB``): ``ducklake:postgres:<libpq connection string>``, e.g.
+``ducklake:postgres:dbname=runlens host=db.internal user=runlens``. The data path comes from
+``RUNLENS_LAKE_DATA_PATH`` (a local folder or ``s3://bucket/prefix``); when unset, the path stored in the lake is
+used (creating a lake needs it). S3 credentials come from ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+``AWS_REGION`` and ``AWS_ENDPOINT_URL`` (MinIO, R2, Ceph, a local test server).
+
+How the single-file store's guarantees carry over (docs/scale.md):
+
+* **One writer session at a time per lake**, across machines: a PostgreSQL advisory lock held by the session
+  (``pg_advisory_lock`` on its own connection; PostgreSQL drops it when the process dies). Under it, ids taken as
+  ``max + 1`` and the content-hash check of an upload cannot race, so two uploads of one file cannot both go in,
+  and DuckLake's own commit conflicts (which it does not raise for read-then-write) never arise between Runlens
+  writers. A session is short: one upload holds it for its own validation and commit, whatever the lake's size.
+* **Readers never wait**: each commit is a DuckLake snapshot; a reader attaches the lake read-only, pinned to one
+  snapshot id (``as_of``), so a page shows one consistent state and a link can show it again tomorrow.
+* **Extensions from PyPI only**: ``ducklake``, ``postgres_scanner`` (PyPI's ``duckdb-extension-postgres``) and
+  ``httpfs`` are loaded from the ``duckdb-extension-*`` packages through an extension folder of links made here;
+  nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import importlib.util
+import itertools
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import duckdb
+
+from store.errors import DatabaseBusyError, RunlensError
+
+PREFIX = "ducklake:"
+ALIAS = "runlens_lake"  # the attached catalog's name in every lake connection
+# The extensions a lake needs, by the name DuckDB loads them under and the PyPI package that ships the binary.
+EXTENSIONS = {
+    "ducklake": ("duckdb_extension_ducklake", "ducklake"),
+    "postgres_scanner": ("duckdb_extension_postgres", "postgres"),
+    "httpfs": ("duckdb_extension_httpfs", "httpfs"),
+}
+LOCK_KEY = int.from_bytes(hashlib.sha256(b"runlens writer session").digest()[:8], "big", signed=True)
+RETRY_MAX = 8  # commit attempts on a DuckLake conflict (with a maintenance job or a writer outside Runlens)
+
+
+class LakeError(RunlensError):
+    """The lake location is malformed, or the lake cannot be reached or created."""
+
+
+@dataclass(frozen=True)
+class Lake:
+    """A DuckLake location: its PostgreSQL catalog and (optionally) the data path to use."""
+
+    conninfo: str  # the libpq connection string after ``ducklake:postgres:``
+    data_path: str | None = None
+
+    def __str__(self) -> str:
+        return f"{PREFIX}postgres:{self.conninfo}"
+
+    @property
+    def label(self) -> str:
+        """The location without secrets (a ``password=...`` is masked), for messages and pages."""
+        parts = [("password=***" if p.lower().startswith("password=") else p) for p in self.conninfo.split()]
+        return f"{PREFIX}postgres:{' '.join(parts)}"
+
+
+def is_lake(db: object) -> bool:
+    """True for a DuckLake location (a ``ducklake:`` string)."""
+    return isinstance(db, Lake) or (isinstance(db, str) and db.startswith(PREFIX))
+
+
+def parse(db: str | Lake) -> Lake:
+    """The lake a ``ducklake:postgres:...`` location names (data path from ``RUNLENS_LAKE_DATA_PATH``).
+
+    Raises:
+        LakeError: not a PostgreSQL-catalogued DuckLake location.
+    """
+    if isinstance(db, Lake):
+        return db
+    rest = db[len(PREFIX) :]
+    if not rest.startswith("postgres:"):
+        raise LakeError(
+            f"{db!r}: a team store is `ducklake:postgres:<libpq connection string>` "
+            "(e.g. ducklake:postgres:dbname=runlens host=localhost); other DuckLake catalogs are not supported"
+        )
+    conninfo = rest[len("postgres:") :].strip()
+    if not conninfo:
+        raise LakeError(f"{db!r}: the PostgreSQL connection string is empty (e.g. dbname=runlens host=localhost)")
+    return Lake(conninfo, os.environ.get("RUNLENS_LAKE_DATA_PATH") or None)
+
+
+# --- extensions -------------------------------------------------------------------------------------------------
+
+
+_EXT_GUARD = threading.Lock()
+_EXT_DIR: Path | None = None
+
+
+def extension_dir() -> Path:
+    """A DuckDB extension folder whose entries link to the binaries the PyPI packages ship (made once).
+
+    Raises:
+        LakeError: a package is missing, or built for another DuckDB version than the one installed.
+    """
+    global _EXT_DIR
+    with _EXT_GUARD:
+        if _EXT_DIR is not None:
+            return _EXT_DIR
+        version = f"v{duckdb.__version__}"
+        probe = duckdb.connect(":memory:")
+        try:
+            platform = probe.execute("PRAGMA platform").fetchall()[0][0]
+        finally:
+            probe.close()
+        root = Path(os.environ.get("RUNLENS_CACHE_DIR") or Path(tempfile.gettempdir()) / f"runlens-{os.getuid()}")
+        folder = root / "duckdb-extensions" / version / platform
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, (package, shipped) in EXTENSIONS.items():
+            spec = importlib.util.find_spec(package)
+            if spec is None or spec.origin is None:
+                raise LakeError(f"the {package.replace('_', '-')} package is not installed (requirements.txt pins it)")
+            binary = Path(spec.origin).parent / "extensions" / version / f"{shipped}.duckdb_extension"
+            if not binary.is_file():
+                raise LakeError(
+                    f"{package.replace('_', '-')} has no binary for DuckDB {duckdb.__version__} ({binary}); "
+                    "its version must equal DuckDB's (requirements.txt)"
+                )
+            link = folder / f"{name}.duckdb_extension"
+            if not link.exists() or link.resolve() != binary.resolve():
+                tmp = folder / f".{name}.{os.getpid()}.{threading.get_ident()}"
+                tmp.unlink(missing_ok=True)
+                tmp.symlink_to(binary)
+                os.replace(tmp, link)  # atomic: another process never sees a half-made link
+        _EXT_DIR = root / "duckdb-extensions"
+        return _EXT_DIR
+
+
+# --- connections ------------------------------------------------------------------------------------------------
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _s3_secret(con: duckdb.DuckDBPyConnection) -> None:
+    """An S3 secret from the usual AWS variables, when any is set (no variable: public or no S3 access)."""
+    env = os.environ
+    if not any(env.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_ENDPOINT_URL", "AWS_REGION")):
+        return
+    options = ["TYPE s3"]
+    if env.get("AWS_ACCESS_KEY_ID"):
+        options.append(f"KEY_ID {_literal(env['AWS_ACCESS_KEY_ID'])}")
+        options.append(f"SECRET {_literal(env.get('AWS_SECRET_ACCESS_KEY', ''))}")
+    if env.get("AWS_SESSION_TOKEN"):
+        options.append(f"SESSION_TOKEN {_literal(env['AWS_SESSION_TOKEN'])}")
+    options.append(f"REGION {_literal(env.get('AWS_REGION') or env.get('AWS_DEFAULT_REGION') or 'us-east-1')}")
+    endpoint = env.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        url = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+        options.append(f"ENDPOINT {_literal(url.netloc + url.path.rstrip('/'))}")
+        options.append("URL_STYLE 'path'")  # MinIO, Ceph and local servers serve buckets as paths
+        options.append(f"USE_SSL {'true' if url.scheme == 'https' else 'false'}")
+    con.execute(f"CREATE OR REPLACE SECRET runlens_s3 ({', '.join(options)})")
+
+
+_ENGINE: duckdb.DuckDBPyConnection | None = None
+_ENGINE_PID = 0
+_ENGINE_S3: tuple[str, ...] = ()
+_ENGINE_GUARD = threading.Lock()
+_ATTACHED = itertools.count()
+
+
+def _s3_env() -> tuple[str, ...]:
+    keys = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_ENDPOINT_URL")
+    return tuple(os.environ.get(k, "") for k in keys)
+
+
+def _new_instance(config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+    settings = {
+        "extension_directory": str(extension_dir()),
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": True,
+        **(config or {}),
+    }
+    con = duckdb.connect(":memory:", config=settings)
+    try:
+        for name in EXTENSIONS:
+            con.execute(f"LOAD {name}")
+        _s3_secret(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _engine() -> duckdb.DuckDBPyConnection:
+    """This process's DuckDB instance for lake sessions, extensions loaded (0.3 s per instance: paid once).
+
+    Each session is a cursor of it with the lake attached under its own name, so sessions pinned to different
+    snapshots (pages of different visitors) live side by side. A forked child makes its own.
+    """
+    global _ENGINE, _ENGINE_PID, _ENGINE_S3
+    with _ENGINE_GUARD:
+        if _ENGINE is None or os.getpid() != _ENGINE_PID:
+            _ENGINE, _ENGINE_PID, _ENGINE_S3 = _new_instance(), os.getpid(), _s3_env()
+        elif _s3_env() != _ENGINE_S3:  # the AWS variables changed since: the next attachments use the new ones
+            _s3_secret(_ENGINE)
+            _ENGINE_S3 = _s3_env()
+        return _ENGINE
+
+
+def connect(
+    lake: Lake, *, read_only: bool, as_of: int | dt.datetime | None = None, config: dict[str, Any] | None = None
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection whose default catalog is the lake (attached for this session only: ``close`` it).
+
+    Args:
+        read_only: attach read-only (readers).
+        as_of: pin the attachment to a snapshot id or to the snapshot current at a time (time travel).
+        config: DuckDB settings of an instance of its own (the SQL console's limits); without it the session is
+            a cursor of this process's shared instance.
+
+    Raises:
+        LakeError: the catalog or the data cannot be reached (the message names the location, without password).
+    """
+    con = _new_instance(config) if config is not None else _engine().cursor()
+    alias = ALIAS if config is not None else f"{ALIAS}_{next(_ATTACHED)}"
+    try:
+        options = []
+        if lake.data_path:
+            options.append(f"DATA_PATH {_literal(_folder(lake.data_path))}")
+        if read_only:
+            options.append("READ_ONLY")
+        if isinstance(as_of, dt.datetime):
+            options.append(f"SNAPSHOT_TIME {_literal(as_of.isoformat())}")
+        elif as_of is not None:
+            options.append(f"SNAPSHOT_VERSION {int(as_of)}")
+        suffix = f" ({', '.join(options)})" if options else ""
+        con.execute(f"ATTACH {_literal(f'{PREFIX}postgres:{lake.conninfo}')} AS {alias}{suffix}")
+        con.execute(f"USE {alias}")
+    except duckdb.Error as exc:
+        con.close()
+        if "data_path is not set" in str(exc):
+            raise LakeError(
+                f"{lake.label}: this catalog holds no lake yet; set RUNLENS_LAKE_DATA_PATH (a folder, or "
+                "s3://bucket/prefix) for its data, and the first ingest creates it"
+            ) from exc
+        raise LakeError(f"{lake.label}: {_first_line(exc)}") from exc
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def close(con: duckdb.DuckDBPyConnection) -> None:
+    """End a session made by ``connect``: detach its lake (from the shared instance) and close the connection."""
+    try:
+        name = alias(con)
+        if name != ALIAS:
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")  # a session that raised mid-transaction
+            con.execute("USE memory")
+            con.execute(f"DETACH {name}")
+    except duckdb.Error:
+        pass  # the connection is unusable: closing it is all that is left
+    finally:
+        con.close()
+
+
+def alias(con: duckdb.DuckDBPyConnection) -> str:
+    """The name the session's lake is attached under (its default catalog)."""
+    return str(con.execute("SELECT current_database()").fetchall()[0][0])
+
+
+def _folder(path: str) -> str:
+    if "://" in path:
+        return path.rstrip("/") + "/"
+    folder = Path(path).expanduser().resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder) + "/"
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def is_lake_connection(con: duckdb.DuckDBPyConnection) -> bool:
+    """True when ``con``'s default catalog is a DuckLake (a connection made by ``connect``)."""
+    rows = con.execute("SELECT type FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    return bool(rows) and rows[0][0] == "ducklake"
+
+
+def current_snapshot(con: duckdb.DuckDBPyConnection) -> int:
+    """The snapshot id ``con`` reads (its pinned one, or the newest at attach time for a reader)."""
+    return int(con.execute(f"SELECT id FROM {alias(con)}.current_snapshot()").fetchall()[0][0])
+
+
+def snapshot_id(lake: Lake) -> int | None:
+    """The lake's newest snapshot id, straight from the catalog (cheap: no DuckDB attach); None before it exists."""
+    psycopg = _psycopg()
+    try:
+        with psycopg.connect(lake.conninfo, autocommit=True, connect_timeout=10) as pg:
+            row = pg.execute(
+                "SELECT to_regclass('ducklake_snapshot') IS NOT NULL",
+            ).fetchone()
+            if not row or not row[0]:
+                return None
+            found = pg.execute("SELECT max(snapshot_id) FROM ducklake_snapshot").fetchone()
+            return int(found[0]) if found and found[0] is not None else None
+    except psycopg.Error as exc:
+        raise LakeError(f"{lake.label}: {_first_line(exc)}") from exc
+
+
+def resolve_as_of(lake: Lake, as_of: int | dt.datetime) -> tuple[int, dt.datetime]:
+    """The snapshot ``as_of`` names (an id, or the last one committed at or before a time) and its commit time.
+
+    Raises:
+        LakeError: no such snapshot (an id past the newest, or a time before the lake existed).
+    """
+    psycopg = _psycopg()
+    try:
+        with psycopg.connect(lake.conninfo, autocommit=True, connect_timeout=10) as pg:
+            if isinstance(as_of, dt.datetime):
+                row = pg.execute(
+                    "SELECT snapshot_id, snapshot_time FROM ducklake_snapshot WHERE snapshot_time <= %s "
+                    "ORDER BY snapshot_id DESC LIMIT 1",
+                    [as_of],
+                ).fetchone()
+            else:
+                row = pg.execute(
+                    "SELECT snapshot_id, snapshot_time FROM ducklake_snapshot WHERE snapshot_id = %s", [as_of]
+                ).fetchone()
+    except psycopg.Error as exc:
+        raise LakeError(f"{lake.label}: {_first_line(exc)}") from exc
+    if row is None:
+        raise LakeError(f"{lake.label}: no snapshot {'at or before ' if isinstance(as_of, dt.datetime) else ''}{as_of}")
+    return int(row[0]), row[1]
+
+
+def parse_as_of(text: str | int | dt.datetime | None) -> int | dt.datetime | None:
+    """``--as-of`` / ``?as_of=``: a snapshot id (digits) or an ISO timestamp (UTC when it gives no zone).
+
+    Raises:
+        LakeError: neither.
+    """
+    if text is None or isinstance(text, (int, dt.datetime)):
+        return text
+    value = text.strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return int(value)
+    try:
+        stamp = dt.datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise LakeError(f"--as-of {value!r}: give a snapshot id (e.g. 42) or a time (e.g. 2026-11-24T09:00)") from exc
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)
+
+
+# --- the writer session ------------------------------------------------------------------------------------------
+
+
+def _psycopg() -> Any:
+    import psycopg  # lazily: only a team store needs it
+
+    return psycopg
+
+
+@dataclass
+class _Held:
+    pg: Any  # the psycopg connection that holds the advisory lock
+    depth: int
+
+
+_HELD: dict[tuple[str, int], _Held] = {}
+_HELD_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def session_lock(lake: Lake, *, wait_s: float) -> Iterator[None]:
+    """Hold the lake's writer lock (a PostgreSQL advisory lock) for the block; re-entrant in one thread.
+
+    Raises:
+        DatabaseBusyError: another writer held it for longer than ``wait_s``.
+        LakeError: PostgreSQL cannot be reached.
+    """
+    key = (lake.conninfo, threading.get_ident())
+    with _HELD_GUARD:
+        held = _HELD.get(key)
+        if held is not None:
+            held.depth += 1
+    if held is not None:
+        try:
+            yield
+        finally:
+            held.depth -= 1
+        return
+    psycopg = _psycopg()
+    try:
+        pg = psycopg.connect(lake.conninfo, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise LakeError(f"{lake.label}: {_first_line(exc)}") from exc
+    try:
+        # a blocking wait in PostgreSQL's lock queue: writers get in first come, first served, the moment the
+        # holder ends, with no polling; lock_timeout bounds the wait
+        pg.execute("SELECT set_config('lock_timeout', %s, false)", [f"{max(1, round(wait_s * 1000))}ms"])
+        try:
+            pg.execute("SELECT pg_advisory_lock(%s)", [LOCK_KEY])
+        except psycopg.errors.LockNotAvailable as exc:
+            raise DatabaseBusyError(
+                f"{lake.label}: another writer held the lake for longer than {wait_s:.0f} s"
+            ) from exc
+        with _HELD_GUARD:
+            _HELD[key] = _Held(pg, 1)
+        try:
+            yield
+        finally:
+            with _HELD_GUARD:
+                del _HELD[key]
+    finally:
+        pg.close()  # ends the PostgreSQL session: the advisory lock goes with it
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """True for DuckLake's commit conflict (another commit touched what this transaction changed)."""
+    return isinstance(exc, duckdb.TransactionException) or "conflict" in str(exc).lower()
+
+
+def backoff_s(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (1-based) of a conflicting commit: exponential, capped at 2 s."""
+    return float(min(0.05 * 2 ** (attempt - 1), 2.0))
+
+
+def set_commit_message(con: duckdb.DuckDBPyConnection, message: str, extra: dict[str, Any]) -> None:
+    """Record who committed what in the current transaction's DuckLake snapshot (``snapshots()`` shows it)."""
+    author = os.environ.get("RUNLENS_USER") or os.environ.get("USER") or os.environ.get("LOGNAME") or "unknown"
+    con.execute(
+        f"CALL {alias(con)}.set_commit_message(?, ?, extra_info => ?)",
+        [author, message, json.dumps(extra, sort_keys=True)],
+    )

@@ -1,0 +1,101 @@
+"""The team store under a team's load: many writer processes uploading at once (some the same file) while
+dashboards read, and writers killed at random points. Every file goes in exactly once or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import store as rdb
+from analytics import doctor
+from tests.conftest import ROOT
+from tests.lake_support import make_upload, new_lake
+
+N_WRITERS, N_UPLOADS, N_FILES = 8, 20, 120
+
+
+def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.lake_worker", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.slow
+def test_eight_writers_and_two_readers(postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    location, env = new_lake(postgres, tmp_path / "data")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    files = [make_upload(tmp_path, i) for i in range(N_FILES)]
+    # each writer uploads 20 files; files overlap between writers (the same CI artefact uploaded twice)
+    plans = [[str(files[(w * 13 + j) % N_FILES]) for j in range(N_UPLOADS)] for w in range(N_WRITERS)]
+    rdb.ensure_snapshot(location)  # the lake exists before the readers start
+    stop = tmp_path / "stop"
+    readers = [_spawn(["read", str(stop)], env) for _ in range(2)]
+    writers = [_spawn(["write", *plan], env) for plan in plans]
+    outcomes: dict[str, list[str]] = {}
+    for proc in writers:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+        for line in out.splitlines():
+            row = json.loads(line)
+            outcomes.setdefault(row["file"], []).append(row["outcome"])
+    stop.touch()
+    reads = []
+    for proc in readers:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-3000:]
+        reads.append(json.loads(out))
+    uploaded = {f for plan in plans for f in plan}
+    assert all(sorted(o)[-1] == "ingested" and o.count("ingested") == 1 for o in outcomes.values()), outcomes
+    assert set(outcomes) == uploaded
+    with rdb.reader(location) as con:
+        n_runs, n_attempts, n_ids = con.execute(
+            "SELECT count(DISTINCT run_id), count(*), count(DISTINCT attempt_id) FROM attempts"
+        ).fetchall()[0]
+        n_files = con.execute("SELECT count(*) FROM ingest_log").fetchall()[0][0]
+    assert n_runs == n_files == len(uploaded) and n_attempts == n_ids == 40 * len(uploaded)
+    with rdb.writer(location) as con:
+        report = doctor.check(con, location, rehash_sources=False)
+    assert report.ok, report.problems
+    for read in reads:
+        assert read["failures"] == [], read["failures"][:2]
+        assert len(read["seen"]) > 5
+        snapshots = [s for s, _ in read["seen"]]
+        runs = [n for _, n in read["seen"]]
+        assert snapshots == sorted(snapshots) and runs == sorted(runs), "a reader went back in time"
+
+
+@pytest.mark.slow
+def test_a_writer_killed_at_any_point_leaves_each_file_whole_or_absent(
+    postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    location, env = new_lake(postgres, tmp_path / "data")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    rng = random.Random(19)
+    files = [make_upload(tmp_path, i, n_tasks=400, samples=5) for i in range(10)]  # 2,000 attempts each
+    for trial, path in enumerate(files):
+        proc = _spawn(["write", str(path)], env)
+        time.sleep(rng.uniform(0.3, 4.0))  # startup, validation, writing, committing: anywhere
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        with rdb.reader(location) as con:
+            n = con.execute("SELECT count(*) FROM attempts WHERE run_id = ?", [f"run-{trial}"]).fetchall()[0][0]
+            logged = con.execute("SELECT count(*) FROM ingest_log WHERE path = ?", [str(path)]).fetchall()[0][0]
+        assert (n, logged) in ((0, 0), (2000, 1)), f"trial {trial}: {n} attempts, {logged} log rows"
+    with rdb.writer(location) as con:  # the lock a killed writer held is gone: a new writer gets in at once
+        report = doctor.check(con, location, rehash_sources=False)
+    assert report.ok, report.problems
