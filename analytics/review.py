@@ -179,8 +179,8 @@ def review_queue(
         mine AS (SELECT attempt_id, count(*) AS n_reviews, bool_or(reviewer = $reviewer) AS is_reviewed_by_me
                  FROM v_reviews GROUP BY attempt_id)
         SELECT a.attempt_id, a.run_id, r.agent, a.task_id, a.sample, a.passed, lj.judge_correct AS log_judge_correct,
-               rj.judge_correct AS runlens_judge_correct, array_to_string(lb.codes, ', ') AS log_codes,
-               array_to_string(rj.codes, ', ') AS judge_codes, coalesce(m.n_reviews, 0) AS n_reviews,
+               rj.judge_correct AS runlens_judge_correct, array_to_string(list_sort(lb.codes), ', ') AS log_codes,
+               array_to_string(list_sort(rj.codes), ', ') AS judge_codes, coalesce(m.n_reviews, 0) AS n_reviews,
                coalesce(m.is_reviewed_by_me, false) AS is_reviewed_by_me
         FROM attempts a
         JOIN runs r USING (run_id)

@@ -46,13 +46,22 @@ def schema_objects(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Tables and views of the database: name, kind, description, row count, column count."""
     objs = rdb.query_df(
         con,
+        # columns are counted from duckdb_columns(): a DuckLake view's column_count is NULL
         """
-        SELECT table_name AS name, 'table' AS kind, column_count AS n_columns, comment FROM duckdb_tables()
-        WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
-        UNION ALL
-        SELECT view_name, 'view', column_count, comment FROM duckdb_views()
-        WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
-        ORDER BY kind DESC, name""",
+        WITH objs AS (
+            SELECT table_name AS name, 'table' AS kind, comment FROM duckdb_tables()
+            WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
+            UNION ALL
+            SELECT view_name, 'view', comment FROM duckdb_views()
+            WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
+        ), cols AS (
+            SELECT table_name AS name, count(*) AS n_columns FROM duckdb_columns()
+            WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
+            GROUP BY table_name
+        )
+        SELECT objs.name, objs.kind, coalesce(cols.n_columns, 0) AS n_columns, objs.comment
+        FROM objs LEFT JOIN cols USING (name)
+        ORDER BY objs.kind DESC, objs.name""",
     )
     counts = []
     for name in objs["name"]:
