@@ -63,6 +63,7 @@ class _Open:
     """The spans received so far of one trace, as ``(resource, scope, span)`` OTLP/JSON objects."""
 
     parts: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    span_ids: set[str] = field(default_factory=set)
     n_bytes: int = 0
     has_root: bool = False
     last_seen: float = 0.0
@@ -91,6 +92,11 @@ class TraceBuffer:
         now = self.clock()
         with self._lock:
             for resource, scope, span in _iter_spans(request):
+                held = self._open.get(span["traceId"])
+                if held is not None and span.get("spanId") in held.span_ids:
+                    # an exporter's retry of a request that did arrive: the span is buffered already
+                    held.last_seen = now
+                    continue
                 size = len(json.dumps(span, separators=(",", ":")))
                 reason = self._admit(span["traceId"], size)
                 if reason is not None:
@@ -99,6 +105,7 @@ class TraceBuffer:
                     continue
                 entry = self._open.setdefault(span["traceId"], _Open())
                 entry.parts.append((resource, scope, span))
+                entry.span_ids.add(span.get("spanId", ""))
                 entry.n_bytes += size
                 entry.has_root = entry.has_root or not span.get("parentSpanId")
                 entry.last_seen = now

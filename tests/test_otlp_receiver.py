@@ -265,6 +265,28 @@ def test_a_trace_is_complete_when_its_root_has_settled_or_it_timed_out() -> None
     assert buffer.n_open == 0
 
 
+def test_a_request_resent_before_its_trace_settled_is_buffered_once() -> None:
+    clock = FakeClock()
+    buffer = TraceBuffer(Limits(settle_s=2, trace_timeout_s=10), clock)
+    t1 = "1" * 32
+    request = {
+        "resourceSpans": [
+            *_doc(t1, "00000000000000a0")["resourceSpans"],
+            *_doc(t1, "00000000000000a1", parent="00000000000000a0")["resourceSpans"],
+        ]
+    }
+    buffer.add(request)
+    buffer.add(request)  # the exporter timed out waiting for our 200 and sent the same request again
+    clock.now = 2.0
+    ((trace_id, line, has_root),) = buffer.take_complete()
+    spans = [span for rs in json.loads(line)["resourceSpans"] for ss in rs["scopeSpans"] for span in ss["spans"]]
+    assert (trace_id, has_root, sorted(s["spanId"] for s in spans)) == (
+        t1,
+        True,
+        ["00000000000000a0", "00000000000000a1"],
+    )
+
+
 def test_limits_drop_whole_traces_with_a_log_line(caplog: pytest.LogCaptureFixture) -> None:
     clock = FakeClock()
     buffer = TraceBuffer(Limits(max_open_traces=2, max_buffered_bytes=10_000, trace_timeout_s=60), clock)
