@@ -146,12 +146,13 @@ def replace_rule_findings(
 ) -> None:
     """Swap a benchmark's rule labels for ``findings`` in one transaction, with an audit row."""
     with transaction(con, own=own_transaction):
-        old = query_rows(
-            con,
-            "DELETE FROM error_labels WHERE source = 'rule' AND attempt_id IN (SELECT a.attempt_id "
-            "FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = ?) RETURNING 1",
-            [benchmark],
+        # counted, then deleted: DuckLake has no DELETE ... RETURNING
+        of_benchmark = (
+            "FROM error_labels WHERE source = 'rule' AND attempt_id IN (SELECT a.attempt_id "
+            "FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = ?)"
         )
+        n_old = int(query_rows(con, f"SELECT count(*) {of_benchmark}", [benchmark])[0][0])
+        con.execute(f"DELETE {of_benchmark}", [benchmark])
         insert_rule_findings(con, findings, graph_hash)
         set_meta(con, meta_key, graph_hash)
         con.execute(
@@ -159,7 +160,7 @@ def replace_rule_findings(
             [
                 dt.datetime.now(dt.UTC).replace(tzinfo=None),
                 benchmark,
-                json.dumps({"graph_hash": graph_hash, "removed": len(old), "added": len(findings)}),
+                json.dumps({"graph_hash": graph_hash, "removed": n_old, "added": len(findings)}),
             ],
         )
 
