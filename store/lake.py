@@ -173,6 +173,14 @@ def _s3_secret(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"CREATE OR REPLACE SECRET runlens_s3 ({', '.join(options)})")
 
 
+def enable_s3(con: duckdb.DuckDBPyConnection) -> None:
+    """Load httpfs into ``con`` from the shipped binary and create the S3 secret (reading a Parquet export that sits
+    on object storage)."""
+    con.execute(f"SET extension_directory = {_literal(str(extension_dir()))}")
+    con.execute("LOAD httpfs")
+    _s3_secret(con)
+
+
 _ENGINE: duckdb.DuckDBPyConnection | None = None
 _ENGINE_PID = 0
 _ENGINE_S3: tuple[str, ...] = ()

@@ -22,6 +22,7 @@ from typing import Any
 
 import duckdb
 
+from store import lake
 from store.errors import RunlensError
 from store.paths import PARQUET_MARKER
 
@@ -70,25 +71,8 @@ def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _enable_remote(con: duckdb.DuckDBPyConnection) -> None:
-    """httpfs plus an S3 secret from the usual environment variables (not exercised offline)."""
-    con.execute("INSTALL httpfs")
-    con.execute("LOAD httpfs")
-    env = {
-        "KEY_ID": "AWS_ACCESS_KEY_ID",
-        "SECRET": "AWS_SECRET_ACCESS_KEY",
-        "REGION": "AWS_REGION",
-        "ENDPOINT": "AWS_ENDPOINT_URL",
-        "SESSION_TOKEN": "AWS_SESSION_TOKEN",
-    }
-    parts = [
-        f"{k} {_lit(os.environ[v].removeprefix('https://').removeprefix('http://'))}"
-        for k, v in env.items()
-        if os.environ.get(v)
-    ]
-    if parts:
-        if os.environ.get("AWS_ENDPOINT_URL", "").startswith("http://"):
-            parts.append("USE_SSL false")
-        con.execute(f"CREATE OR REPLACE SECRET runlens_s3 (TYPE s3, {', '.join(parts)}, URL_STYLE 'path')")
+    """httpfs (the binary the PyPI package ships: nothing is downloaded) plus an S3 secret from the AWS variables."""
+    lake.enable_s3(con)
 
 
 def attach_views(con: duckdb.DuckDBPyConnection, folder: str | os.PathLike[str]) -> dict[str, Any]:

@@ -113,3 +113,37 @@ def test_leaderboard_page_renders_from_the_parquet_folder(
         agents = {a for (a,) in con.execute("SELECT DISTINCT agent FROM runs").fetchall()}
     shown = " ".join(str(df.value.to_string()) for df in at.dataframe)
     assert any(agent in shown for agent in agents)
+
+
+def test_an_export_read_from_a_local_s3_server(
+    demo_export: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/scale.md's recipe: the folder copied to a bucket, a local pointer folder holding the marker with its
+    ``location``; httpfs comes from the PyPI package (nothing downloaded)."""
+    import duckdb
+
+    from scripts.servers import start_s3
+    from store import lake
+
+    db, out = demo_export
+    s3 = start_s3()
+    try:
+        s3.create_bucket("team")
+        for key, value in s3.env().items():
+            monkeypatch.setenv(key, value)
+        copier = duckdb.connect()
+        lake.enable_s3(copier)
+        for path in sorted(out.rglob("*.parquet")):
+            rel = path.relative_to(out).as_posix()
+            copier.execute(f"COPY (FROM read_parquet('{path}')) TO 's3://team/runlens/{rel}' (FORMAT parquet)")
+        copier.close()
+        pointer = tmp_path / "runlens-s3"
+        pointer.mkdir()
+        marker = json.loads((out / MARKER).read_text()) | {"location": "s3://team/runlens"}
+        (pointer / MARKER).write_text(json.dumps(marker))
+        b = _cli("leaderboard", "--db", str(pointer), "--json")
+        a = _cli("leaderboard", "--db", str(db), "--json")
+        assert b.returncode == 0, b.stderr
+        assert json.loads(a.stdout) == json.loads(b.stdout)
+    finally:
+        s3.stop()
