@@ -29,8 +29,10 @@ from store.connect import (
     publish_now,
     reader,
     seal,
+    set_aside_newer_file,
     snapshot_generation,
     writer,
+    written_by_newer_duckdb,
 )
 from store.delete import Deletion, RunNotFoundError, delete_run
 from store.errors import DatabaseBusyError, QueryError, RunlensError, StoreVersionError
@@ -73,6 +75,8 @@ __all__ = [
     "delete_run",
     "describe",
     "ensure_snapshot",
+    "set_aside_newer_file",
+    "written_by_newer_duckdb",
     "is_lake",
     "lake",
     "is_parquet_folder",

@@ -25,6 +25,7 @@ import contextlib
 import datetime as dt
 import os
 import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -63,6 +64,46 @@ def _newer_storage_message(path: Path) -> str:
         "`EXPORT DATABASE 'folder'`, then `python -m ingest` the logs again or, in DuckDB "
         f"{duckdb.__version__}, `IMPORT DATABASE 'folder'` into a new file."
     )
+
+
+def written_by_newer_duckdb(path: Path) -> bool:
+    """True when the DuckDB file at ``path`` has a storage version newer than the pinned DuckDB reads.
+
+    Only a copy of the file's first block (its header) is opened: opening the primary itself outside the writer
+    would drop a writer's lock on it (README "Concurrency").
+    """
+    try:
+        with path.open("rb") as f:
+            header = f.read(4096)
+    except OSError:
+        return False
+    if header[8:12] != b"DUCK":
+        return False
+    with tempfile.TemporaryDirectory(prefix="runlens-header-") as folder:
+        probe = Path(folder) / "header.duckdb"
+        probe.write_bytes(header)
+        try:
+            duckdb.connect(str(probe), read_only=True).close()
+        except duckdb.Error as exc:
+            return _is_newer_storage(exc)
+    return False
+
+
+def set_aside_newer_file(path: Path) -> Path | None:
+    """Rename a database a newer DuckDB wrote (and its snapshot) to ``<name>.newer-duckdb[.read]`` so a new one can
+    be made in its place; return the new name, or None when the file is readable (nothing is deleted)."""
+    if not written_by_newer_duckdb(path):
+        return None
+    held = _enter(path, wait_s=LOCK_WAIT_S, queue=False)  # no writer may be using it meanwhile
+    try:
+        target = path.with_name(path.name + ".newer-duckdb")
+        moves = [(snapshot_path(path), Path(f"{target}.read")), (Path(f"{path}.wal"), Path(f"{target}.wal"))]
+        for src, dst in [*moves, (path, target)]:
+            if src.exists():
+                os.replace(src, dst)
+    finally:
+        writelock.release(held)
+    return target
 
 
 def _connect_with_retry(path: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -26,6 +27,11 @@ def _bootstrap(path: str) -> None:
         return
     if rdb.is_parquet_folder(Path(path)):
         return  # an exported Parquet folder is read-only (docs/scale.md)
+    if Path(path).resolve() == rdb.DEFAULT_DB.resolve():
+        # the demo database a DuckDB newer than the pinned one wrote (2.0.0, before the pin): kept aside, rebuilt
+        moved = rdb.set_aside_newer_file(Path(path))
+        if moved is not None:
+            print(f"runlens: {path} was written by a newer DuckDB; moved to {moved}, rebuilding", file=sys.stderr)
     info = None
     if rdb.snapshot_path(Path(path)).exists():
         # Read the published snapshot: opening a writer would republish it (a full copy of the database)
