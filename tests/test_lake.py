@@ -189,5 +189,11 @@ def test_a_lake_on_a_local_s3_server(postgres, tmp_path: Path, monkeypatch: pyte
         monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH")  # readers use the data path stored in the lake
         with rdb.reader(location) as con:
             assert con.execute("SELECT count(*) FROM attempts").fetchall()[0][0] == 120 + 6
+        # the SQL console's sandbox (external access off) reads the lake's files on the server
+        from analytics.sql_console import run_query
+
+        monkeypatch.setenv("RUNLENS_LAKE_DATA_PATH", "s3://team/lake/")  # as a team's machines set it
+        scan = "SELECT count(*) AS n FROM attempts WHERE task_id || sample <> ''"  # reads the files, not the counts
+        assert run_query(scan, db=location).df["n"].tolist() == [126]
     finally:
         s3.stop()

@@ -80,7 +80,7 @@ def _open_lake_sandbox(location: rdb.Lake, config: dict[str, Any]) -> duckdb.Duc
         data_path = con.execute(
             f"SELECT value FROM __ducklake_metadata_{lake.alias(con)}.ducklake_metadata WHERE key = 'data_path'"
         ).fetchall()
-        if data_path and "://" not in data_path[0][0]:
+        if data_path:  # a folder, or an s3:// prefix (httpfs paths are checked against it the same way)
             con.execute("SET allowed_directories = [?]", [data_path[0][0]])
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
