@@ -195,7 +195,7 @@ def browser_leaderboard(db: Path) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     """Command line."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--db", required=True, help="a DuckDB file, a Parquet folder or a ducklake: location")
     parser.add_argument("--pages", nargs="+", default=PAGES)
     parser.add_argument("--browser", action="store_true", help="also time the leaderboard in Chromium")
     parser.add_argument("--irt", action="store_true", help="also time a 1PL IRT fit of bench-0 (writes the fit)")

@@ -29,8 +29,8 @@ def resolve_db_path(db: Location = None) -> Path | Lake:
     location = db or os.environ.get("RUNLENS_DB") or DEFAULT_DB
     if isinstance(location, Lake):
         return location
-    if isinstance(location, str) and is_lake(location):
-        return parse_lake(location)
+    if is_lake(str(location)):  # also a Path made from one by a caller's argparse ``type=Path``
+        return parse_lake(str(location))
     return Path(location)
 
 

@@ -9,6 +9,7 @@ maintain`` on a team store (docs/scale.md: what it gives up).
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -147,8 +148,6 @@ def maintain(location: Location, *, keep: dt.timedelta = dt.timedelta(days=7)) -
     loc = resolve_db_path(location)
     if not isinstance(loc, Lake):
         raise RunlensError(f"{loc}: maintain is for a team store (DuckLake); a DuckDB file needs no maintenance")
-    import time
-
     started = time.perf_counter()
     cutoff = dt.datetime.now(dt.UTC) - keep
     with writer(loc) as con:
