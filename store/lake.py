@@ -70,6 +70,12 @@ class Lake:
     @property
     def label(self) -> str:
         """The location without secrets (a ``password=...`` is masked), for messages and pages."""
+        if self.conninfo.startswith(("postgres://", "postgresql://")):  # libpq's URI form: user:password@host
+            url = urlsplit(self.conninfo)
+            if url.password is not None:
+                netloc = url.netloc.replace(f":{url.password}@", ":***@", 1)
+                return f"{PREFIX}postgres:{url._replace(netloc=netloc).geturl()}"
+            return f"{PREFIX}postgres:{self.conninfo}"
         parts = [("password=***" if p.lower().startswith("password=") else p) for p in self.conninfo.split()]
         return f"{PREFIX}postgres:{' '.join(parts)}"
 

@@ -30,6 +30,8 @@ def test_location_parsing_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     loc = rdb.resolve_db_path("ducklake:postgres:dbname=x host=h password=secret")
     assert isinstance(loc, rdb.Lake) and loc.conninfo == "dbname=x host=h password=secret"
     assert loc.data_path == "/data/lake" and "secret" not in loc.label and str(loc).endswith("password=secret")
+    uri = rdb.resolve_db_path("ducklake:postgres:postgresql://ann:s3cr3t@db.internal:5432/runlens")
+    assert uri.label == "ducklake:postgres:postgresql://ann:***@db.internal:5432/runlens"  # type: ignore[union-attr]
     with pytest.raises(rdb.LakeError, match="ducklake:postgres:"):
         rdb.resolve_db_path("ducklake:/tmp/catalog.ducklake")
     with pytest.raises(rdb.LakeError, match="empty"):

@@ -51,3 +51,5 @@ def test_every_page_draws_the_same_tables_on_the_lake(
         assert lake_tables and any(lake_tables), f"{page} drew no table: nothing was compared"
     assert [m.value for m in on_lake.metric] == [m.value for m in on_file.metric]
     assert len(on_lake.get("plotly_chart")) == len(on_file.get("plotly_chart"))
+    captions = [c.value.replace("\\", "") for c in on_lake.sidebar.caption]  # plain text: Markdown escaped
+    assert any(c.startswith("Team store dbname=") and "· snapshot " in c for c in captions), captions

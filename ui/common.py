@@ -65,6 +65,17 @@ def pin_version() -> str | None:
     return notice
 
 
+def store_caption() -> str | None:
+    """Which team store and snapshot this page run reads (None for a DuckDB file: the usual case says nothing)."""
+    path = db_path()
+    if not rdb.is_lake(path):
+        return None
+    snapshot = _as_of(str(st.session_state.get(PINNED_KEY) or ""))
+    label = rdb.lake.parse(path).label.removeprefix(f"{rdb.lake.PREFIX}postgres:")
+    where = f"Team store {label}"
+    return where if snapshot is None else f"{where} · snapshot {snapshot}"
+
+
 def _as_of(version: str) -> int | None:
     return int(version[len(SNAPSHOT_PREFIX) :]) if version.startswith(SNAPSHOT_PREFIX) else None
 

@@ -130,6 +130,9 @@ def _sidebar(catalog: cat.Catalog) -> None:
                 format="YYYY-MM-DD",
             )
         st.caption(f"{catalog.n_runs:,} runs · {catalog.n_attempts:,} attempts")
+        where = common.store_caption()
+        if where:
+            st.caption(common.plain(where))
     dates = ss.get("flt_dates") or ()
     wanted = {
         "benchmark": ss.flt_benchmark or "",
