@@ -189,6 +189,9 @@ def writer(
 @contextlib.contextmanager
 def _lake_writer(location: Lake, *, wait_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
     with lake.session_lock(location, wait_s=wait_s):
+        found = lake.snapshot_range(location)
+        if found is not None:
+            lake.drop_expired(location, found[0])
         con = lake.connect(location, read_only=False)
         try:
             migrate(con)
@@ -557,14 +560,22 @@ def reader(
 
 @contextlib.contextmanager
 def _lake_reader(location: Lake, *, as_of: int | dt.datetime | None) -> Iterator[duckdb.DuckDBPyConnection]:
-    ensure_snapshot(location)
-    con = lake.connect(location, read_only=True, as_of=as_of)
+    found = lake.snapshot_range(location)
+    if found is None:  # a new catalog: the first reader creates the lake
+        ensure_snapshot(location)
+        found = lake.snapshot_range(location)
+    if found is not None:
+        lake.drop_expired(location, found[0])
+    snapshot = found[1] if found is not None and as_of is None else None
+    if as_of is not None:
+        snapshot = lake.resolve_as_of(location, as_of)[0]
+    con, is_new = lake.pinned_reader(location, int(snapshot or 0))
     try:
-        if as_of is None and schema_version(con) < latest_version():  # made by an older Runlens: migrate first
+        if as_of is None and is_new and schema_version(con) < latest_version():  # an older Runlens made it
             lake.close(con)
-            with writer(location):
+            with writer(location):  # migrates
                 pass
-            con = lake.connect(location, read_only=True)
+            con, _ = lake.pinned_reader(location, int(lake.snapshot_id(location) or 0))
         yield con
     finally:
         lake.close(con)

@@ -31,6 +31,7 @@ import json
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -276,11 +277,102 @@ def connect(
     return con
 
 
+@dataclass
+class _Pinned:
+    """A read-only attachment of one snapshot of a lake in the shared instance, reused by every reader of it."""
+
+    alias: str
+    users: int = 0
+    last_used: float = 0.0
+
+
+POOL_SIZE = 4  # snapshots kept attached per process (the pages of a few visitors; older ones are detached)
+POOL_IDLE_S = 120.0  # and none is kept unused for longer
+_POOL: dict[tuple[str, str | None, int], _Pinned] = {}
+_POOL_ALIASES: dict[str, _Pinned] = {}
+_POOL_PID = 0
+_POOL_GUARD = threading.Lock()
+
+
+def pinned_reader(lake: Lake, snapshot: int) -> tuple[duckdb.DuckDBPyConnection, bool]:
+    """A read-only session on ``snapshot`` of the lake, and whether its attachment is new (``close`` it).
+
+    Attaching costs tens of milliseconds of catalog reads; a snapshot never changes, so its attachment is kept
+    and shared: the many reads of one page run (all pinned to one snapshot) attach once.
+
+    Raises:
+        LakeError: the catalog or the data cannot be reached.
+    """
+    global _POOL_PID
+    engine = _engine()
+    key = (lake.conninfo, lake.data_path, int(snapshot))
+    with _POOL_GUARD:
+        if os.getpid() != _POOL_PID:  # a forked child has its own instance, without the parent's attachments
+            _POOL.clear()
+            _POOL_ALIASES.clear()
+            _POOL_PID = os.getpid()
+        entry = _POOL.get(key)
+        is_new = entry is None
+        if entry is None:
+            attach = connect(lake, read_only=True, as_of=int(snapshot))
+            try:
+                entry = _Pinned(alias(attach))
+            finally:
+                attach.execute("USE memory")
+                attach.close()  # the cursor goes; the attachment stays in the instance
+            _POOL[key] = _POOL_ALIASES[entry.alias] = entry
+        entry.users += 1
+        entry.last_used = time.monotonic()
+        if is_new:
+            _evict(engine)
+    con = engine.cursor()
+    try:
+        con.execute(f"USE {entry.alias}")
+    except BaseException:
+        con.close()
+        _release(entry)
+        raise
+    return con, is_new
+
+
+def _evict(engine: duckdb.DuckDBPyConnection, *, conninfo: str | None = None) -> None:
+    """Detach idle attachments: the least recently used beyond POOL_SIZE, those idle for POOL_IDLE_S, and with
+    ``conninfo`` every idle one of that lake (the caller holds _POOL_GUARD).
+
+    An attachment must not outlive its snapshot: once ``maintain`` expires it, any failed name lookup in the
+    instance (DuckDB searches every attached catalog for suggestions) would fail on it.
+    """
+    now = time.monotonic()
+    idle = sorted((e.last_used, k) for k, e in _POOL.items() if e.users == 0)
+    surplus = {k for _, k in idle[: max(0, len(_POOL) - POOL_SIZE)]}
+    for last_used, key in idle:
+        if key in surplus or now - last_used > POOL_IDLE_S or key[0] == conninfo:
+            entry = _POOL.pop(key)
+            del _POOL_ALIASES[entry.alias]
+            with contextlib.suppress(duckdb.Error):
+                engine.execute(f"DETACH {entry.alias}")
+
+
+def forget_snapshots(lake: Lake) -> None:
+    """Detach this process's idle snapshot attachments of ``lake`` (before its snapshots are expired)."""
+    with _POOL_GUARD:
+        if _POOL and os.getpid() == _POOL_PID:
+            _evict(_engine(), conninfo=lake.conninfo)
+
+
+def _release(entry: _Pinned) -> None:
+    with _POOL_GUARD:
+        entry.users -= 1
+
+
 def close(con: duckdb.DuckDBPyConnection) -> None:
     """End a session made by ``connect``: detach its lake (from the shared instance) and close the connection."""
     try:
         name = alias(con)
-        if name != ALIAS:
+        pinned = _POOL_ALIASES.get(name)
+        if pinned is not None:  # a shared snapshot attachment: it stays for the next reader
+            _release(pinned)
+        elif name != ALIAS:
             with contextlib.suppress(duckdb.Error):
                 con.execute("ROLLBACK")  # a session that raised mid-transaction
             con.execute("USE memory")
@@ -319,20 +411,38 @@ def current_snapshot(con: duckdb.DuckDBPyConnection) -> int:
     return int(con.execute(f"SELECT id FROM {alias(con)}.current_snapshot()").fetchall()[0][0])
 
 
-def snapshot_id(lake: Lake) -> int | None:
-    """The lake's newest snapshot id, straight from the catalog (cheap: no DuckDB attach); None before it exists."""
+def snapshot_range(lake: Lake) -> tuple[int, int] | None:
+    """The lake's oldest and newest snapshot ids, straight from the catalog (cheap: no DuckDB attach); None before
+    the lake exists."""
     psycopg = _psycopg()
     try:
         with psycopg.connect(lake.conninfo, autocommit=True, connect_timeout=10) as pg:
-            row = pg.execute(
-                "SELECT to_regclass('ducklake_snapshot') IS NOT NULL",
-            ).fetchone()
+            row = pg.execute("SELECT to_regclass('ducklake_snapshot') IS NOT NULL").fetchone()
             if not row or not row[0]:
                 return None
-            found = pg.execute("SELECT max(snapshot_id) FROM ducklake_snapshot").fetchone()
-            return int(found[0]) if found and found[0] is not None else None
+            found = pg.execute("SELECT min(snapshot_id), max(snapshot_id) FROM ducklake_snapshot").fetchone()
+            return (int(found[0]), int(found[1])) if found and found[1] is not None else None
     except psycopg.Error as exc:
         raise LakeError(f"{lake.label}: {_first_line(exc)}") from exc
+
+
+def snapshot_id(lake: Lake) -> int | None:
+    """The lake's newest snapshot id; None before the lake exists."""
+    found = snapshot_range(lake)
+    return None if found is None else found[1]
+
+
+def drop_expired(lake: Lake, oldest: int) -> None:
+    """Detach this process's idle attachments of snapshots older than ``oldest`` (expired by ``maintain``,
+    perhaps in another process): a stale one would break name lookups in the whole instance."""
+    with _POOL_GUARD:
+        if os.getpid() != _POOL_PID:
+            return
+        for key, entry in list(_POOL.items()):
+            if key[0] == lake.conninfo and key[2] < oldest and entry.users == 0:
+                del _POOL[key], _POOL_ALIASES[entry.alias]
+                with contextlib.suppress(duckdb.Error):
+                    _engine().execute(f"DETACH {entry.alias}")
 
 
 def resolve_as_of(lake: Lake, as_of: int | dt.datetime) -> tuple[int, dt.datetime]:

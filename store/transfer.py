@@ -150,6 +150,7 @@ def maintain(location: Location, *, keep: dt.timedelta = dt.timedelta(days=7)) -
         raise RunlensError(f"{loc}: maintain is for a team store (DuckLake); a DuckDB file needs no maintenance")
     started = time.perf_counter()
     cutoff = dt.datetime.now(dt.UTC) - keep
+    lake.forget_snapshots(loc)  # this process's attachments of snapshots about to expire
     with writer(loc) as con:
         alias = lake.alias(con)
         flushed = con.execute(f"CALL ducklake_flush_inlined_data('{alias}')").fetchall()

@@ -199,3 +199,21 @@ def test_a_lake_on_a_local_s3_server(postgres, tmp_path: Path, monkeypatch: pyte
         assert run_query(scan, db=location).df["n"].tolist() == [126]
     finally:
         s3.stop()
+
+
+def test_snapshots_expired_by_another_process_do_not_break_this_one(lake: str, postgres, tmp_path: Path) -> None:
+    ingest_paths([make_upload(tmp_path, 0)], db=lake)
+    with rdb.reader(lake) as con:  # this process keeps the snapshot attached for the next reader
+        pinned = lk.current_snapshot(con)
+    ingest_paths([make_upload(tmp_path, 1)], db=lake)
+    done = run_cli("analytics", "maintain", "--keep-days", "0", env={"RUNLENS_DB": lake})
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(rdb.LakeError):
+        lk.resolve_as_of(lk.parse(lake), pinned)  # gone
+    assert [r.outcome for r in ingest_paths([make_upload(tmp_path, 2)], db=lake)] == ["ingested"]
+    with rdb.reader(lake) as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchall() == [(3,)]
+    other, env = new_lake(postgres, tmp_path / "other")  # a new lake's first lookups search every catalog
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RUNLENS_LAKE_DATA_PATH", env["RUNLENS_LAKE_DATA_PATH"])
+        assert [r.outcome for r in ingest_paths([make_upload(tmp_path, 3)], db=other)] == ["ingested"]
