@@ -126,3 +126,15 @@ def test_bench_publish_runs(fixture_db: Path, tmp_path: Path) -> None:
     result = json.loads(out.read_text())
     assert [r["uploads"] for r in result["one"] + result["burst2"]] == [1, 2]
     assert all(r["publishes"] >= 1 and len(r["latency_s"]) == r["uploads"] for r in result["one"] + result["burst2"])
+
+
+def test_bench_lake_runs(tmp_path: Path) -> None:
+    from bench import bench_lake
+
+    out = tmp_path / "lake.json"
+    args = ["--sizes", "600", "--work", str(tmp_path / "work"), "--writers", "2", "--uploads", "2", "--json", str(out)]
+    assert bench_lake.main(args) == 0
+    row = json.loads(out.read_text())["sizes"]["600"]
+    assert set(row) == {"file", "lake (local disk)", "burst"}
+    assert all(len(row[s]["upload_s"]) == 3 for s in ("file", "lake (local disk)"))
+    assert row["burst"]["ingested"] == row["burst"]["runs_stored"] == 4
