@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -80,10 +81,11 @@ def write_bundle(
     with another one (a maintenance job, a writer outside Runlens) is retried with backoff (``lake.RETRY_MAX``).
     """
     on_lake = lake.is_lake_connection(con)
+    facts = _FileFacts(path, content_hash, fmt, is_demo, started_at, seconds)
     for attempt in range(1, lake.RETRY_MAX + 1):
         try:
             with transaction(con):
-                file_id = _write(con, bundle, path, content_hash, fmt, is_demo, started_at, seconds, before_commit)
+                file_id = _write(con, bundle, facts, before_commit)
                 if on_lake:
                     lake.set_commit_message(
                         con,
@@ -98,18 +100,26 @@ def write_bundle(
     raise AssertionError("unreachable")
 
 
+@dataclass(frozen=True)
+class _FileFacts:
+    """What the ingest_log row says about the file besides its counts."""
+
+    path: str
+    content_hash: str
+    fmt: str
+    is_demo: bool
+    started_at: dt.datetime
+    seconds: float
+
+
 def _write(
     con: duckdb.DuckDBPyConnection,
     bundle: Bundle,
-    path: str,
-    content_hash: str,
-    fmt: str,
-    is_demo: bool,
-    started_at: dt.datetime,
-    seconds: float,
+    facts: _FileFacts,
     before_commit: Callable[[duckdb.DuckDBPyConnection, int], object] | None,
 ) -> int:
     """The rows of one file (inside the caller's transaction); its file_id."""
+    is_demo = facts.is_demo
     file_id = _next_id(con, "ingest_log", "file_id")
     base = _next_id(con, "attempts", "attempt_id")
     _insert(con, "benchmarks", bundle.benchmarks, {"is_demo": is_demo})
@@ -133,15 +143,15 @@ def _write(
         " started_at, seconds, outcome, is_demo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ingested', ?)",
         [
             file_id,
-            path,
-            content_hash,
-            fmt,
+            facts.path,
+            facts.content_hash,
+            facts.fmt,
             len(bundle.runs["run_id"]),
             len(bundle.tasks["task_id"]),
             bundle.n_attempts,
             bundle.n_steps,
-            started_at,
-            seconds,
+            facts.started_at,
+            facts.seconds,
             is_demo,
         ],
     )
