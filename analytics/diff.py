@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analytics import compare
+from analytics import formatting as fmt
 from analytics.sqlfiles import load_sql
 from analytics.stats import bootstrap_mean_ci, stable_rng
 from store import RunlensError, query_df
@@ -82,11 +83,15 @@ def _task_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
         con,
         "SELECT a.task_id, t.level, t.category, count(*) AS n, avg(a.passed::INT) AS rate, "
         "arg_min(a.passed, a.sample)::INT AS first, min(a.sample) AS first_sample, "
-        "avg(a.score) AS score, avg(a.cost_usd) AS cost_usd, avg(a.latency_s) AS latency_s "
+        "avg(a.score) AS score, avg(a.cost_usd) AS cost_usd, avg(a.latency_s) AS latency_s, "
+        "avg(a.input_tokens + a.output_tokens) AS tokens, avg(a.n_tool_calls) AS steps, "
+        # the error codes of the task's attempts, from every source (log labels, rules, judge), sorted
+        "(SELECT list_sort(list(DISTINCT e.code)) FROM error_labels e JOIN attempts x USING (attempt_id) "
+        " WHERE x.run_id = ? AND x.task_id = a.task_id) AS codes "
         "FROM attempts a JOIN runs r USING (run_id) "
         "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
         "WHERE a.run_id = ? AND a.passed IS NOT NULL GROUP BY ALL ORDER BY a.task_id",
-        [run_id],
+        [run_id, run_id],
     )
 
 
@@ -133,7 +138,7 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
     a, b = _task_outcomes(con, run_a), _task_outcomes(con, run_b)
     if a.empty or b.empty:
         raise RunlensError(f"no scored attempts in run {run_a if a.empty else run_b!r}")
-    extra = ["n", "rate", "first", "first_sample", "score", "cost_usd", "latency_s"]
+    extra = ["n", "rate", "first", "first_sample", "score", "cost_usd", "latency_s", "tokens", "steps", "codes"]
     m = a.merge(b[["task_id", *extra]], on="task_id", suffixes=("_a", "_b"))
     col = "first" if basis == "sample0" else "rate"
     m["pass_a"] = (m[f"{col}_a"] >= 0.5) if basis == "majority" else m["first_a"].astype(bool)
@@ -167,6 +172,12 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
             "cost_usd_b",
             "latency_s_a",
             "latency_s_b",
+            "tokens_a",
+            "tokens_b",
+            "steps_a",
+            "steps_b",
+            "codes_a",
+            "codes_b",
         ]
     ].reset_index(drop=True)
     metric = compare.ranking_metric(run_benchmark(con, run_a)[1])
@@ -192,19 +203,29 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
 
 
 MEASURE_COLUMNS = ["measure", "n_tasks", "mean_a", "mean_b", "delta", "lo", "hi", "p_value", "method"]
-MEASURES = {"pass@1": "Pass@1", "mean_score": "mean score", "cost_usd": "cost per task ($)", "latency_s": "latency (s)"}
+MEASURES = {
+    "pass@1": "Pass@1",
+    "mean_score": "mean score",
+    "cost_usd": "cost per task ($)",
+    "latency_s": "latency (s)",
+    "tokens": "tokens per task",
+    "steps": "tool calls per task",
+}
 
 
 def metric_values(con: duckdb.DuckDBPyConnection, run_id: str, metric: str) -> dict[str, Any]:
     """Per-task values of one run as the leaderboard computes them (``task_outcomes.sql``).
 
-    Returns ``{"value": {task: metric value}, "cost_usd": {...}, "latency_s": {...}, "n": {task: samples}}``:
+    Returns ``{"value": {task: metric value}, "cost_usd", "latency_s", "tokens", "steps" (tool calls): {...}, "n": {task: samples}}``:
     the metric is c/n (Pass@1 per task, attempts without a verdict count as failures, as on the leaderboard) or
-    the mean score; cost and latency are means over the task's samples.
+    the mean score; cost, latency, tokens and steps are means over the task's samples.
     """
     df = query_df(con, load_sql("task_outcomes"), {"run_ids": [run_id], "exclude_errored": False})
     lat = query_df(
-        con, "SELECT task_id, avg(latency_s) AS latency_s FROM attempts WHERE run_id = ? GROUP BY task_id", [run_id]
+        con,
+        "SELECT task_id, avg(latency_s) AS latency_s, avg(input_tokens + output_tokens) AS tokens "
+        "FROM attempts WHERE run_id = ? GROUP BY task_id",
+        [run_id],
     )
     df = df.merge(lat, on="task_id", how="left")
     value = df["c"] / df["n"] if metric == "pass@1" else df["score"]
@@ -213,6 +234,8 @@ def metric_values(con: duckdb.DuckDBPyConnection, run_id: str, metric: str) -> d
         "value": dict(zip(tasks, value.astype(float), strict=True)),
         "cost_usd": dict(zip(tasks, df["cost_usd"].astype(float), strict=True)),
         "latency_s": dict(zip(tasks, df["latency_s"].astype(float), strict=True)),
+        "tokens": dict(zip(tasks, df["tokens"].astype(float), strict=True)),
+        "steps": dict(zip(tasks, df["steps"].astype(float), strict=True)),
         "n": dict(zip(tasks, df["n"].astype(int), strict=True)),
     }
 
@@ -231,10 +254,14 @@ def measure_deltas(
     and the bootstrap over the tasks where both runs have a value.
     """
     rows = []
-    for key, name in (("value", metric), ("cost_usd", "cost_usd"), ("latency_s", "latency_s")):
+    keys = [("value", metric), ("cost_usd", "cost_usd"), ("latency_s", "latency_s")]
+    keys += [(k, k) for k in ("tokens", "steps") if k in a and k in b]
+    for key, name in keys:
         d = compare.shared_differences(a[key], b[key])
         test = paired if key == "value" and paired is not None else compare.paired_test(a[key], b[key])
         shared = [t for t in a[key] if t in b[key] and np.isfinite(a[key][t]) and np.isfinite(b[key][t])]
+        if key in ("tokens", "steps") and not shared:
+            continue  # neither run logs it: no row rather than a row of blanks
         rows.append(
             {
                 "measure": MEASURES[name],
@@ -251,11 +278,15 @@ def measure_deltas(
     return pd.DataFrame(rows, columns=MEASURE_COLUMNS)
 
 
-def tasks_by_change(result: RunDiff, *, low: float = -1.0, high: float = 1.0) -> pd.DataFrame:
-    """Matched tasks sorted by regression (largest drop of the metric first), filtered to a change in [low, high].
+def tasks_by_change(
+    result: RunDiff, *, low: float = -1.0, high: float = 1.0, regressions_only: bool = False
+) -> pd.DataFrame:
+    """Matched tasks sorted by regression (largest drop of the metric first), filtered to a change in [low, high]
+    (and to tasks where B is worse, with ``regressions_only``).
 
     ``change_pp`` is the per-task change of the benchmark's metric (Pass@1 rate or mean score), B - A, in
-    percentage points; cost and latency changes are per task too.
+    percentage points; cost, latency, token and tool-call changes are per task too (means over the task's samples),
+    and ``error_codes`` the codes that appeared (+) or went (-) between A's and B's attempts of the task.
     """
     t = result.tasks
     a, b = ("rate_a", "rate_b") if result.metric == "pass@1" else ("score_a", "score_b")
@@ -269,11 +300,26 @@ def tasks_by_change(result: RunDiff, *, low: float = -1.0, high: float = 1.0) ->
             "change_pp": 100.0 * (t[b] - t[a]),
             "cost_change_usd": t["cost_usd_b"] - t["cost_usd_a"],
             "latency_change_s": t["latency_s_b"] - t["latency_s_a"],
+            "tokens_change": t["tokens_b"] - t["tokens_a"],
+            "tool_calls_change": t["steps_b"] - t["steps_a"],
+            "error_codes": [_code_change(a_, b_) for a_, b_ in zip(t["codes_a"], t["codes_b"], strict=True)],
             "outcome": t["change"],
         }
     )
     keep = out["change_pp"].between(100.0 * low - 1e-9, 100.0 * high + 1e-9)
+    if regressions_only:
+        keep &= out["change_pp"] < 0
     return out[keep].sort_values(["change_pp", "task_id"]).reset_index(drop=True)
+
+
+def _codes(value: Any) -> list[str]:
+    return [str(c) for c in value] if isinstance(value, (list, tuple, np.ndarray)) else []
+
+
+def _code_change(before: Any, after: Any) -> str:
+    """Error codes B has and A had not (``+``), and those A had and B has not (``-``), e.g. ``+HAL -TE``."""
+    a, b = set(_codes(before)), set(_codes(after))
+    return " ".join([*(f"+{c}" for c in sorted(b - a)), *(f"-{c}" for c in sorted(a - b))])
 
 
 def slice_deltas(tasks: pd.DataFrame, *, seed_labels: tuple[str, ...] = (), n_boot: int = 2000) -> pd.DataFrame:
@@ -331,3 +377,56 @@ def fig_deltas(deltas: pd.DataFrame):  # noqa: ANN201 - plotly Figure
 def is_significant(p_value: float, *, alpha: float = 0.05) -> bool:
     """Whether a McNemar p-value is below ``alpha`` (NaN never is)."""
     return not math.isnan(p_value) and p_value < alpha
+
+
+def _formatter(name: str) -> tuple[Any, Any]:
+    """How a measure's values and differences read: (value, signed difference) formatters."""
+    if name in ("Pass@1", "mean score"):
+        return fmt.pct, lambda v: fmt.signed(v)
+    if name.startswith("cost"):
+        return fmt.usd, fmt.signed_usd
+    if name.startswith("tokens"):
+        return fmt.count, lambda v: fmt.signed(v, scale=1.0, digits=0, unit="")
+    return (lambda v: fmt.number(v, 1)), (lambda v: fmt.signed(v, scale=1.0, digits=1, unit=""))
+
+
+def measures_table(measures: pd.DataFrame) -> pd.DataFrame:
+    """``RunDiff.measures`` as people read it: each measure in its unit, B - A with its 95% interval, p, n."""
+    rows = []
+    for r in measures.itertuples():
+        value, diff = _formatter(str(r.measure))
+        rows.append(
+            {
+                "Measure": r.measure,
+                "A": value(r.mean_a),
+                "B": value(r.mean_b),
+                "B − A [95% CI]": fmt.signed_interval(r.delta, (r.lo, r.hi))
+                if r.measure in ("Pass@1", "mean score")
+                else f"{diff(r.delta)} [{diff(r.lo)}, {diff(r.hi)}]",
+                "p": fmt.p_value(r.p_value),
+                "Test": r.method,
+                "Tasks": fmt.count(r.n_tasks),
+            }
+        )
+    return pd.DataFrame(rows, columns=["Measure", "A", "B", "B − A [95% CI]", "p", "Test", "Tasks"])
+
+
+def changes_table(changes: pd.DataFrame, *, metric: str) -> pd.DataFrame:
+    """``tasks_by_change`` as people read it: the metric per run, then every per-task change in its unit."""
+    value = fmt.pct if metric == "pass@1" else (lambda v: fmt.number(v, 2))
+    return pd.DataFrame(
+        {
+            "Task": changes["task_id"],
+            "Level": changes["level"].map(lambda v: fmt.MISSING if v is None or pd.isna(v) else str(v)),
+            "Category": changes["category"].map(lambda v: fmt.MISSING if v is None or pd.isna(v) else str(v)),
+            f"{MEASURES.get(metric, metric)} A": changes["metric_a"].map(value),
+            f"{MEASURES.get(metric, metric)} B": changes["metric_b"].map(value),
+            "Change": changes["change_pp"].map(lambda v: fmt.signed(v, scale=1.0)),
+            "Cost Δ": changes["cost_change_usd"].map(_formatter("cost")[1]),
+            "Latency Δ (s)": changes["latency_change_s"].map(_formatter("latency")[1]),
+            "Tokens Δ": changes["tokens_change"].map(_formatter("tokens")[1]),
+            "Tool calls Δ": changes["tool_calls_change"].map(_formatter("steps")[1]),
+            "Error codes (+ new in B, − gone)": changes["error_codes"].map(lambda v: v or fmt.MISSING),
+            "Outcome (sample 0 or majority)": changes["outcome"],
+        }
+    )

@@ -114,6 +114,14 @@ def usd(value: Any) -> str:
     return _clean(f"${whole}.{frac.ljust(2, '0')}")
 
 
+def signed_usd(value: Any) -> str:
+    """A cost difference with its sign: ``+$0.0123``, ``−$1.20``, ``$0``."""
+    x = _number(value)
+    if x is None:
+        return MISSING
+    return "$0" if x == 0 else ("+" if x > 0 else "−") + usd(abs(x))
+
+
 def date(value: Any) -> str:
     """A calendar date ``2025-12-15`` (timestamps lose their midnight time; missing dates read ``–``)."""
     text = str(value)

@@ -88,14 +88,26 @@ if paired is not None:
         f"({paired.method}), {verdict} at 5%; B worse on {paired.n_worse} tasks, better on {paired.n_better}."
     )
 if result.measures is not None:
-    st.dataframe(result.measures, hide_index=True, key="df_measures", width="stretch")
+    st.caption(
+        "Means over shared tasks (each task's mean over its samples); B − A with a paired bootstrap 95% interval "
+        "and the paired test's p."
+    )
+    st.dataframe(rd.measures_table(result.measures), hide_index=True, key="df_measures", width="stretch")
     download_buttons(result.measures, f"diff-measures-{run_a}-{run_b}", key="df_measures_dl")
 
 st.subheader("Tasks by change")
-low, high = st.slider("Change of the metric per task (B - A, pp)", -100, 100, (-100, 100), step=5, key="df_change")
-changes = rd.tasks_by_change(result, low=low / 100, high=high / 100)
-st.caption(f"{len(changes)} of {len(result.tasks)} tasks; largest regressions first.")
-st.dataframe(changes, hide_index=True, key="df_changes", width="stretch")
+slider_col, only_col = st.columns([4, 1])
+low, high = slider_col.slider(
+    "Change of the metric per task (B - A, pp)", -100, 100, (-100, 100), step=5, key="df_change"
+)
+only_worse = only_col.toggle("Regressions only", key="df_worse", help="Tasks where B's metric is below A's.")
+changes = rd.tasks_by_change(result, low=low / 100, high=high / 100, regressions_only=only_worse)
+st.caption(
+    f"{len(changes)} of {len(result.tasks)} tasks; largest regressions first. Cost, latency, tokens and tool calls: "
+    "B − A of the task's mean over its samples; error codes that B's attempts have and A's had not (+), or the "
+    "reverse (−)."
+)
+st.dataframe(rd.changes_table(changes, metric=result.metric), hide_index=True, key="df_changes", width="stretch")
 download_buttons(changes, f"diff-changes-{run_a}-{run_b}", key="df_changes_dl")
 
 st.subheader("Deltas by level and category")
@@ -130,6 +142,11 @@ rows = event.selection.rows if event and event.selection else []
 pick = flipped.iloc[rows[0]] if rows else flipped.iloc[0]
 st.subheader("Both trajectories")
 st.text(f"Task {pick.task_id} · {pick.change}")
+task = cached(tr.attempt_detail, run_id=run_a, task_id=pick.task_id, sample=int(pick.first_sample_a)) or {}
+if task.get("query") or task.get("reference_answer"):
+    question, reference = st.columns(2)
+    question.text(f"Task: {task.get('query') or '–'}")
+    reference.text(f"Reference answer: {task.get('reference_answer') or '–'}")
 
 
 def _side(col: st.delta_generator.DeltaGenerator, run_id: str, sample: int, label: str) -> None:

@@ -71,6 +71,7 @@ def _write_bench(path: Path) -> Path:
                         "sample": sample,
                         "score": score,
                         "steps": [{"round": 1, "tool": "search", "args": {"q": t}, "result": "r"}],
+                        **({"errors": ["HAL"]} if (run, t) == ("a-v2", "t1") else {}),
                     }
                 )
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")

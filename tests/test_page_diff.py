@@ -63,13 +63,19 @@ def test_diff_page_paired_test_and_regressions(tmp_path: Path, monkeypatch: pyte
     assert result.paired is not None
     assert any(f"p = {result.paired.p_value:.3g} (sign-flip)" in t.value for t in at.text)
     frames = lambda col: [d.value for d in at.dataframe if col in d.value.columns]  # noqa: E731
-    measures = frames("measure")[0]
-    assert list(measures["measure"]) == ["Pass@1", "cost per task ($)", "latency (s)"]
-    changes = frames("change_pp")[0]
-    assert changes["task_id"].iloc[0] == "t1" and changes["change_pp"].iloc[0] == -100.0  # worst regression first
+    measures = frames("Measure")[0]  # no tokens in this log: no tokens row
+    assert list(measures["Measure"]) == ["Pass@1", "cost per task ($)", "latency (s)", "tool calls per task"]
+    assert measures["B − A [95% CI]"].iloc[0].endswith(" pp") and "None" not in measures.to_string()
+    changes = frames("Change")[0]
+    assert changes["Task"].iloc[0] == "t1" and changes["Change"].iloc[0] == "−100.0 pp"  # worst regression first
+    assert changes["Error codes (+ new in B, − gone)"].iloc[0] == "+HAL"
     at.slider(key="df_change").set_value((0, 100)).run()
-    kept = frames("change_pp")[0]
-    assert (kept["change_pp"] >= 0).all() and "t1" not in set(kept["task_id"])
+    kept = frames("Change")[0]
+    assert not kept["Change"].str.startswith("−").any() and "t1" not in set(kept["Task"])
+    at.slider(key="df_change").set_value((-100, 100))
+    at.toggle(key="df_worse").set_value(True).run()
+    worse = frames("Change")[0]
+    assert len(worse) == 1 and worse["Task"].tolist() == ["t1"]
 
 
 def test_diff_link_names_the_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
