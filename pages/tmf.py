@@ -5,8 +5,20 @@ import datetime as dt
 import streamlit as st
 
 from analytics import export, tmf
+from analytics.catalog import catalog as catalog_of
 from analytics.plaintext import plain_figure
-from ui.common import cached, download_buttons, drilldown_url, empty_state, plain, selected_custom_data, show_fig
+from ui.common import (
+    UrlField,
+    cached,
+    download_buttons,
+    drilldown_url,
+    empty_state,
+    keep_in_url,
+    plain,
+    restore_from_url,
+    selected_custom_data,
+    show_fig,
+)
 from ui.shell import page_setup
 
 filters = page_setup(
@@ -18,9 +30,33 @@ filters = page_setup(
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH`.")
 has_irt = cached(tmf.has_irt_fit, benchmark=filters.benchmark)
-with st.expander("Assumptions (performance, cost, human, market)", expanded=False):
+perf_options = list(tmf.PERFORMANCES if has_irt else tmf.PERFORMANCES[:2])
+# every assumption is kept in the URL, so a shared link (and the exports) carry the same numbers
+URL_FIELDS = [
+    UrlField("tmf_perf", "performance", perf_options[0], choices=perf_options),
+    UrlField("tmf_axis", "axis", list(tmf.AXES)[0], choices=list(tmf.AXES)),
+    UrlField("tmf_cost", "cost", list(tmf.COST_SOURCES)[0], choices=list(tmf.COST_SOURCES)),
+    UrlField("tmf_reprice", "reprice", False),
+    UrlField("tmf_supply", "supply", list(tmf.SUPPLIES)[0], choices=list(tmf.SUPPLIES)),
+    UrlField("tmf_hourly", "hourly_usd", tmf.DEFAULT_HOURLY_USD, bounds=(1.0, 10000.0)),
+    UrlField("tmf_minutes", "human_minutes", 0.0, bounds=(0.0, 10000.0)),
+    UrlField("tmf_hperf", "human_performance", 0.0, bounds=(0.0, 100.0)),
+    UrlField("tmf_willing", "willingness", 1.0, bounds=(0.05, 10.0)),
+    UrlField("tmf_exp", "acceptance_exponent", 1.0, bounds=(0.0, 5.0)),
+]
+for notice in restore_from_url(URL_FIELDS):
+    st.info(plain(notice), icon=":material/link_off:")
+
+
+def number(col: st.delta_generator.DeltaGenerator, label: str, field: UrlField, **kwargs: object) -> float:
+    lo, hi = field.bounds or (None, None)
+    start = {} if field.key in st.session_state else {"value": field.default}
+    return float(col.number_input(label, lo, hi, key=field.key, **start, **kwargs))  # type: ignore[arg-type]
+
+
+fields = {f.key: f for f in URL_FIELDS}
+with st.expander("Change the assumptions (performance, cost, human, market)", expanded=False):
     c1, c2, c3, c4 = st.columns(4)
-    perf_options = list(tmf.PERFORMANCES if has_irt else tmf.PERFORMANCES[:2])
     performance = c1.selectbox("Performance", perf_options, key="tmf_perf")
     axis = c1.selectbox("X axis", list(tmf.AXES), key="tmf_axis", help="cost per task (USD) or latency per task")
     cost_source = c2.selectbox(
@@ -37,20 +73,17 @@ with st.expander("Assumptions (performance, cost, human, market)", expanded=Fals
         key="tmf_supply",
         help="step: Pareto frontier; hull: upper convex hull (routing tasks between two agents)",
     )
-    hourly = c3.number_input("Human hourly rate (USD)", 1.0, 10000.0, tmf.DEFAULT_HOURLY_USD, key="tmf_hourly")
-    minutes = c3.number_input(
-        "Human minutes per task when the data has none (0 = none)", 0.0, 10000.0, 0.0, key="tmf_minutes"
-    )
-    human_perf = c3.number_input(
-        "Human performance override (0 = from human runs, else 100%)", 0.0, 100.0, 0.0, key="tmf_hperf"
-    )
-    willing = c4.number_input("Willingness to pay (share of human cost)", 0.05, 10.0, 1.0, key="tmf_willing")
-    exponent = c4.number_input("Acceptance curve exponent (1 = linear, 0 = flat)", 0.0, 5.0, 1.0, key="tmf_exp")
+    hourly = number(c3, "Human hourly rate (USD)", fields["tmf_hourly"])
+    minutes = number(c3, "Human minutes per task when the data has none (0 = none)", fields["tmf_minutes"])
+    human_perf = number(c3, "Human performance override (0 = from human runs, else 100%)", fields["tmf_hperf"])
+    willing = number(c4, "Willingness to pay (share of human cost)", fields["tmf_willing"])
+    exponent = number(c4, "Acceptance curve exponent (1 = linear, 0 = flat)", fields["tmf_exp"])
     if not has_irt:
         st.caption(
             "IRT ability is not offered: no IRT fit is stored for this benchmark (run the IRT page or "
             "`python -m analytics irt`)."
         )
+keep_in_url(URL_FIELDS)
 opt = tmf.TmfOptions(
     performance=performance,
     axis=axis,
@@ -60,6 +93,8 @@ opt = tmf.TmfOptions(
     hourly_usd=hourly,
     human_minutes=minutes or None,
     human_performance=(human_perf / 100.0 if performance != "irt" else human_perf) or None,
+    willingness=willing,
+    exponent=exponent,
 )
 
 freq = st.segmented_control("Period", list(tmf.PERIODS), default="quarter", key="tmf_freq") or "quarter"
@@ -97,17 +132,33 @@ m1.metric(
     delta_color="off",
     delta_arrow="off",
 )
-m2.metric("AI value per task (area)", "n/a" if val is None else tmf.fmt_x(val.area, result.unit))
-m3.metric("Best saving per task", "n/a" if val is None else tmf.fmt_x(val.best_saving, result.unit))
+m2.metric(
+    "AI value per task (area)",
+    "n/a" if val is None else tmf.fmt_x(val.area, result.unit),
+    help=tmf.DOLLAR_DEFINITIONS["area"],
+)
+m3.metric(
+    "Best saving per task",
+    "n/a" if val is None else tmf.fmt_x(val.best_saving, result.unit),
+    help=tmf.DOLLAR_DEFINITIONS["saving"],
+)
 m4.metric(
     "Human cost per task",
     tmf.fmt_x(result.human.x if result.human else None, result.unit),
     None if result.human is None else "at " + tmf.fmt_perf(result.human.performance, performance),
     delta_color="off",
     delta_arrow="off",
+    help=tmf.DOLLAR_DEFINITIONS["human"],
 )
 st.info(plain(tmf.headline(result)), icon=":material/lightbulb:")  # no auto-linked bare URLs either
+st.caption(plain(tmf.assumptions_sentence(result)) + " Change them under 'Change the assumptions' above; the link keeps them.")
 st.caption(plain(tmf.comparison_caption(result)))
+is_demo = cached(catalog_of).shows_demo(filters.benchmark, list(filters.agents))
+if not result.frontier:
+    empty_state(
+        "No run of these has both a cost and a performance, so there is no cost-performance chart to draw. Log "
+        "`cost_usd` per attempt, or tokens with the run's prices (`price_input_per_mtok`), then ingest again."
+    )
 
 fig = tmf.fig_tmf(result, title=f"{filters.benchmark}: cost vs performance ({as_of_label})")
 table = tmf.points_table(result)
@@ -158,11 +209,13 @@ st.dataframe(periods, hide_index=True, key="tmf_periods", width="stretch")
 download_buttons(periods, f"tmf-{filters.benchmark}-periods", key="tmf_periods_dl")
 
 st.subheader("Export for slides")
+st.caption("Every export prints the assumptions above" + (" and the demo-data caveat." if is_demo else "."))
+printed = tmf.export_figure(fig, result, is_demo=is_demo)
 stamp = dt.date.today().isoformat()
 e1, e2, e3 = st.columns(3)
 e1.download_button(
     "Chart PNG",
-    lambda: export.fig_to_images(fig, formats=["png"])["png"],
+    lambda: export.fig_to_images(printed, formats=["png"], height=int(printed.layout.height))["png"],
     f"tmf-{filters.benchmark}-{stamp}.png",
     "image/png",
     key="tmf_png",
@@ -171,7 +224,7 @@ e1.download_button(
 )
 e2.download_button(
     "Chart SVG",
-    lambda: export.fig_to_images(fig, formats=["svg"])["svg"],
+    lambda: export.fig_to_images(printed, formats=["svg"], height=int(printed.layout.height))["svg"],
     f"tmf-{filters.benchmark}-{stamp}.svg",
     "image/svg+xml",
     key="tmf_svg",
@@ -180,7 +233,7 @@ e2.download_button(
 )
 e3.download_button(
     "Page HTML",
-    lambda: tmf.page_export(result, plain_figure(fig), filters.benchmark),
+    lambda: tmf.page_export(result, plain_figure(fig), filters.benchmark, is_demo=is_demo),
     f"tmf-{filters.benchmark}-{stamp}.html",
     "text/html",
     key="tmf_html",

@@ -91,11 +91,11 @@ def test_page_on_demo_small_multiples_and_periods(demo_db: Path, monkeypatch: py
     assert 0 < n_points < 35  # only the runs of the first quarter
 
 
-def _no_minutes_db(tmp_path: Path) -> Path:
-    """A benchmark whose tasks carry no human_minutes, with one costed and one cost-less run."""
+def _no_minutes_db(tmp_path: Path, costs: tuple[float | None, float | None] = (0.2, None)) -> Path:
+    """A benchmark whose tasks carry no human_minutes, with one costed and one cost-less run (by default)."""
     lines = [{"record": "benchmark", "benchmark": "nm-bench", "scoring": "binary"}]
     lines += [{"record": "task", "benchmark": "nm-bench", "task_id": t} for t in ("t1", "t2")]
-    for run, cost in (("nm-costed", 0.2), ("nm-free", None)):
+    for run, cost in zip(("nm-costed", "nm-free"), costs, strict=True):
         lines.append(
             {
                 "record": "run",
@@ -137,3 +137,39 @@ def test_changing_the_period_kind_keeps_the_page_working(fixture_db: Path, monke
     at.segmented_control(key="tmf_freq").set_value("year")
     rerun(at)
     assert re.fullmatch(r"Stage 2 \(\d+%\)", metrics(at)["TMF stage"])
+
+
+def test_assumptions_travel_in_the_link_and_bad_values_give_notices(
+    fixture_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RUNLENS_DB", str(fixture_db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    link = {"benchmark": "mini-bench", "hourly_usd": "100", "willingness": "0.5", "acceptance_exponent": "0"}
+    for key, value in {**link, "performance": "bogus", "human_minutes": "-3"}.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page("pages/tmf.py").run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="tmf_hourly").value == 100.0 and at.number_input(key="tmf_minutes").value == 0.0
+    notices = " ".join(i.value for i in at.info)
+    assert "bogus" in notices and "outside" in notices  # dropped and clamped, said so, no exception
+    with reader(fixture_db) as con:
+        opt = tmf.TmfOptions(hourly_usd=100.0, willingness=0.5, exponent=0.0)
+        expected = tmf.analyse(tmf.load(con, benchmark="mini-bench"), options=opt)
+    got = metrics(at)
+    assert got["Human cost per task"] == "$10.83"
+    assert got["AI value per task (area)"] == tmf.fmt_x(expected.value.area, "USD")  # willingness is applied
+    captions = " ".join(c.value for c in at.caption).replace("\\", "")  # plain text: Markdown escaped
+    assert "0.5x the human cost, whatever the performance" in captions
+    kept = {k: at.query_params[k] for k in ("hourly_usd", "willingness", "acceptance_exponent")}
+    assert {k: v[0] if isinstance(v, list) else v for k, v in kept.items()} == {
+        "hourly_usd": "100",
+        "willingness": "0.5",
+        "acceptance_exponent": "0",
+    }
+
+
+def test_runs_without_costs_get_an_empty_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_tmf(_no_minutes_db(tmp_path, costs=(None, None)), monkeypatch, "nm-bench")
+    assert any("has both a cost and a performance" in i.value for i in at.info)
+    assert not charts(at) and not at.get("download_button")

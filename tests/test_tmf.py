@@ -435,3 +435,22 @@ def test_one_baseline_definition_in_sql_and_python() -> None:
     assert flags == [True, True, False, False]
     assert not compare.is_rankable("llm", True) and not compare.is_rankable("human", False)
     assert compare.is_rankable("llm", False) and compare.is_rankable("llm", None)
+
+
+def test_exports_carry_the_assumptions_and_the_demo_caveat(fixture_db) -> None:
+    with reader(fixture_db) as con:
+        result = tmf.analyse(
+            tmf.load(con, benchmark="mini-bench"), options=tmf.TmfOptions(willingness=0.8, exponent=2.0)
+        )
+    sentence = tmf.assumptions_sentence(result)
+    assert "0.8x the human cost, scaled by performance to the power 2" in sentence
+    assert "human time: human_minutes of 2 tasks x 50 USD/hour" in sentence
+    fig = tmf.fig_tmf(result, title="t")
+    for is_demo in (False, True):
+        printed = tmf.export_figure(fig, result, is_demo=is_demo)
+        footer = printed.layout.annotations[-1].text.replace("<br>", " ")
+        assert "0.8x the human cost" in footer and ("DEMO DATA" in footer) is is_demo
+        assert len(printed.layout.annotations) == len(fig.layout.annotations) + 1  # the chart itself is unchanged
+        html_page = tmf.page_export(result, fig, "mini-bench", is_demo=is_demo)
+        assert "Assumptions: human performance" in html_page and ("not real" in html_page) is is_demo
+        assert "The value AI adds per task" in html_page  # every dollar figure defined

@@ -8,7 +8,9 @@ database version, so new data invalidates it (see store/connect.py for the concu
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -108,6 +110,68 @@ def query_param(name: str, default: str | None = None) -> str | None:
     """One query parameter, or the default."""
     value = st.query_params.get(name)
     return value if value not in (None, "") else default
+
+
+@dataclass(frozen=True)
+class UrlField:
+    """A widget whose value a link carries: its session-state key, its URL parameter, its default, and what the
+    link may ask for (one of ``choices``, a number within ``bounds``, or a flag when the default is a bool)."""
+
+    key: str
+    param: str
+    default: Any
+    choices: Sequence[Any] | None = None
+    bounds: tuple[float, float] | None = None
+
+
+def restore_from_url(fields: Sequence[UrlField]) -> list[str]:
+    """Seed each widget from the link on the page's first run; return a notice for every value the link asks for
+    that cannot be used (an unknown choice is dropped, a number out of range is clamped), never an error."""
+    ss, notices = st.session_state, []
+    for f in fields:
+        raw = query_param(f.param)
+        if f.key in ss or raw is None:
+            continue
+        if f.choices is not None:
+            match = next((c for c in f.choices if str(c) == raw), None)
+            if match is None:
+                notices.append(
+                    f"The link's {f.param} {raw!r} is not one of {', '.join(map(str, f.choices))}; using {f.default}."
+                )
+            else:
+                ss[f.key] = match
+        elif isinstance(f.default, bool):
+            ss[f.key] = raw.lower() in ("1", "true", "yes", "on")
+        else:
+            try:
+                value = float(raw)
+            except ValueError:
+                notices.append(f"The link's {f.param} {raw!r} is not a number; using {f.default:g}.")
+                continue
+            lo, hi = f.bounds or (-math.inf, math.inf)
+            if not lo <= value <= hi:  # NaN included
+                value = min(max(value if math.isfinite(value) else f.default, lo), hi)
+                notices.append(f"The link's {f.param} {raw} is outside {lo:g}–{hi:g}; using {value:g}.")
+            ss[f.key] = value
+    return notices
+
+
+def keep_in_url(fields: Sequence[UrlField]) -> None:
+    """Write each widget's current value into the URL (defaults left out, so a plain link stays short)."""
+    for f in fields:
+        value = st.session_state.get(f.key, f.default)
+        if value == f.default:
+            st.query_params.pop(f.param, None)
+            continue
+        text = (
+            ("1" if value else "0")
+            if isinstance(value, bool)
+            else f"{value:g}"
+            if isinstance(value, float)
+            else str(value)
+        )
+        if st.query_params.get(f.param) != text:
+            st.query_params[f.param] = text
 
 
 def current_filters() -> Filters:

@@ -100,7 +100,11 @@ from analytics.tmf.model import (
 )
 from analytics.tmf.report import (
     DEFINITIONS_MD,
+    DEMO_CAVEAT,
+    DOLLAR_DEFINITIONS,
+    assumptions_sentence,
     comparison_caption,
+    export_figure,
     fmt_perf,
     fmt_x,
     headline,
@@ -166,6 +170,10 @@ __all__ = [
     "text_report",
     "fmt_x",
     "fmt_perf",
+    "DEMO_CAVEAT",
+    "DOLLAR_DEFINITIONS",
+    "assumptions_sentence",
+    "export_figure",
     "headline",
     "stage_label",
     "DEFINITIONS_MD",

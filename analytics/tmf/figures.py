@@ -376,7 +376,13 @@ def fig_tmf(result: TmfResult, *, title: str | None = None, height: int = 620) -
             }
         )
     layout = {
-        "xaxis": {"type": "log", "title": {"text": x_title}, "range": list(_x_range(result)), "gridcolor": "#eef0f3"},
+        "xaxis": {
+            "type": "log",
+            "dtick": 1,  # a label per decade only: 0.001, 0.01, 0.1, 1 (no minor-tick digits)
+            "title": {"text": x_title},
+            "range": list(_x_range(result)),
+            "gridcolor": "#eef0f3",
+        },
         "yaxis": {
             "title": {"text": y_title},
             "range": [y0 * s - 2 * (s > 1), y1 * s + 4 * (s > 1)],
@@ -469,7 +475,12 @@ def fig_small_multiples(results: Sequence[TmfResult], *, height: int = 380) -> g
             for trace in _panel_traces(res, row=i + 1, labels=False)
         ]
         y0, y1 = _y_range(res)
-        layout[f"xaxis{suffix}"] = {**layout.get(f"xaxis{suffix}", {}), "type": "log", "range": list(_x_range(res))}
+        layout[f"xaxis{suffix}"] = {
+            **layout.get(f"xaxis{suffix}", {}),
+            "type": "log",
+            "dtick": 1,
+            "range": list(_x_range(res)),
+        }
         layout[f"yaxis{suffix}"] = {
             **layout.get(f"yaxis{suffix}", {}),
             "range": [y0 * _scale(res), y1 * _scale(res) + 3],
@@ -517,6 +528,6 @@ def fig_movie(movie: Sequence[tuple[str, TmfResult]], *, height: int = 480) -> g
     if last is not None:
         traces += _human_traces(last, 10 ** _x_range(last)[0], show=True)
         x_title, y_title = _axis_titles(last)
-        layout["xaxis"] = {"type": "log", "title": {"text": x_title}}
+        layout["xaxis"] = {"type": "log", "dtick": 1, "title": {"text": x_title}}
         layout["yaxis"] = {"title": {"text": y_title}}
     return go.Figure(data=traces, layout=layout)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import html
 import math
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -122,6 +124,38 @@ def headline(result: TmfResult) -> str:
         f"Best operating point: {where}, against {accept} for human-equivalent work — a saving of "
         f"{fmt_x(val.best_saving, u)} per task.{_best_odds(result)}{caution}"
     )
+
+
+def assumptions_sentence(result: TmfResult) -> str:
+    """The assumptions behind every figure, in one sentence (on the page, and printed on each export)."""
+    a = result.assumptions
+    exponent = float(a.get("exponent", 1.0))
+    shape = (
+        "in proportion to performance"
+        if exponent == 1
+        else "whatever the performance"
+        if exponent == 0
+        else f"scaled by performance to the power {exponent:g}"
+    )
+    human = result.human
+    perf = "unknown" if human is None else fmt_perf(human.performance, result.performance)
+    source = "" if human is None else f" [{human.performance_source}]"
+    time = "" if human is None else f"; human time: {human.x_source}"
+    return (
+        f"Assumptions: human performance {perf}{source}{time}; a buyer pays up to "
+        f"{float(a.get('willingness', 1.0)):g}x the human cost, {shape}; agent cost: "
+        f"{'tokens x current prices' if a.get('is_repriced') else a.get('cost_source', 'logged')} "
+        f"({a.get('axis', 'cost')} axis); supply curve: {a.get('supply', 'step')}."
+    )
+
+
+DOLLAR_DEFINITIONS = {
+    "area": "The value AI adds per task: the area between the optimal supply curve (what agents deliver) and the "
+    "acceptance curve (what a buyer pays for that quality), over the performances where agents are cheaper.",
+    "saving": "At the best operating point (the agent run furthest below the acceptance curve): what a buyer "
+    "would pay a human for the same quality, minus what the agent costs. Per task.",
+    "human": "A human doing one task: the tasks' mean human minutes x the hourly rate, at the human performance.",
+}
 
 
 def stage_label(result: TmfResult) -> str:
@@ -262,14 +296,57 @@ def stage_table(results: Sequence[TmfResult]) -> pd.DataFrame:
     )
 
 
-def page_export(result: TmfResult, fig: go.Figure, benchmark: str) -> str:
+def page_export(result: TmfResult, fig: go.Figure, benchmark: str, *, is_demo: bool = False) -> str:
     """A standalone HTML page (chart, words, assumptions, runs) for slides."""
     from analytics.export import page_html
 
     table = points_table(result)
     assumptions = "\n".join(f"{k}: {v}" for k, v in result.assumptions.items())
+    caveat = [("Demo data", DEMO_CAVEAT)] if is_demo else []
     return page_html(
         f"Tech-Market-Fit: {benchmark}",
-        [("", headline(result)), ("", fig), ("Assumptions", assumptions), ("Runs", table.to_string(index=False))],
+        [
+            *caveat,
+            ("", headline(result)),
+            ("", assumptions_sentence(result)),
+            ("", fig),
+            ("What the dollar figures mean", "\n".join(f"{k}: {v}" for k, v in DOLLAR_DEFINITIONS.items())),
+            ("Assumptions (all)", assumptions),
+            ("Runs", table.to_string(index=False)),
+        ],
         note=f"Runlens export, {dt.date.today().isoformat()}",
     )
+
+
+DEMO_CAVEAT = (
+    "These runs are generated from the published tables of the four benchmark papers; they are not real evaluations."
+)
+
+
+FOOTER_PX = 160  # below the legend: the assumptions and the demo caveat on exported charts
+
+
+def export_figure(fig: go.Figure, result: TmfResult, *, is_demo: bool) -> go.Figure:
+    """The chart as exported (PNG, SVG): the assumptions, and the demo caveat when demo runs are in view, printed
+    under the plot so a slide never travels without them."""
+    footer = assumptions_sentence(result) + (f" DEMO DATA: {DEMO_CAVEAT}" if is_demo else "")
+    out = go.Figure(fig)
+    margin = out.layout.margin
+    top = margin.t if margin and margin.t is not None else 60
+    bottom = margin.b if margin and margin.b is not None else 40
+    height = (out.layout.height or 620) + FOOTER_PX  # the plot keeps its size; the footer gets its own band
+    plot_px = height - top - (bottom + FOOTER_PX)
+    out.update_layout(height=height, margin={"b": bottom + FOOTER_PX})
+    out.add_annotation(
+        text="<br>".join(textwrap.wrap(html.escape(footer), 180)),
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=-(bottom + FOOTER_PX - 8) / plot_px,  # its bottom 8 px above the image's
+        xanchor="left",
+        yanchor="bottom",
+        showarrow=False,
+        align="left",
+        font={"size": 11, "color": "#444"},
+    )
+    return out
