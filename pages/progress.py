@@ -8,12 +8,12 @@ import store as rdb
 from analytics import irt
 from analytics import progress as prog
 from jobs.irt import fit_and_store
-from ui import common, shell
+from ui import background, common, shell
 
 flt = shell.page_setup(
     "Progress",
     "Agent ability on one IRT scale across evaluation dates, even when the task "
-    "set changes (see docs/irt.md). Fits are cached; refitting is explicit.",
+    "set changes (see docs/irt.md). The first visit fits in the background; fits are stored, refitting is explicit.",
     unused=("agents", "dates"),
 )
 if not flt.benchmark:
@@ -55,13 +55,39 @@ if view.fit is None and (view.n_subjects_in_data < 2 or view.n_tasks_in_data < 2
         f"{view.n_subjects_in_data} agent version(s) and {view.n_tasks_in_data} task(s); IRT needs at "
         "least 2 of each (and about 20 answered tasks per agent to rank it)."
     )
-if view.fit is None:
+if view.fit is None and not background.is_enabled():
     st.info(
         f"No {model} fit of **{common.plain(flt.benchmark)}** yet ({view.n_subjects_in_data} agent versions, "
         f"{view.n_tasks_in_data} tasks). An IRT fit places agents and tasks on one scale; it needs at least "
-        "2 agents and 2 tasks and takes seconds to minutes. Pages never fit by themselves."
+        "2 agents and 2 tasks and takes seconds to minutes (RUNLENS_AUTO_FIT=0: fits start only from here)."
     )
     refit("Fit now")
+    st.stop()
+if view.fit is None:
+    # the first visit fits in the background (once per store, benchmark, model and data version), with progress;
+    # every visitor meanwhile sees the same job, and the page shows the fit as soon as it is stored
+    key = f"irt-fit|{common.db_path()}|{flt.benchmark}|{model}|{common.db_version()}"
+    job = background.start(
+        key, common.write, fit_and_store, store=common.db_path(), benchmark=flt.benchmark, model=model
+    )
+    st.info(
+        f"No {model} fit of **{common.plain(flt.benchmark)}** yet ({view.n_subjects_in_data} agent versions, "
+        f"{view.n_tasks_in_data} tasks): fitting now, in the background. An IRT fit places agents and tasks on one "
+        "scale; it takes seconds to minutes, and is stored for every later visit."
+    )
+    if job.error is not None:
+        st.error(f"The fit failed: {common.plain(job.error)}")
+        refit("Try again")
+        st.stop()
+
+    @st.fragment(run_every=1.0)
+    def wait_for_fit() -> None:
+        current = background.get(key)
+        if current is None or current.is_done:
+            st.rerun(scope="app")
+        st.progress(current.fraction, text=current.message)
+
+    wait_for_fit()
     st.stop()
 fit = view.fit
 if not fit.is_current:

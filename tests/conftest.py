@@ -71,6 +71,9 @@ def shared_data(*parts: str) -> Path:
 
 
 os.environ.setdefault("RUNLENS_DISABLE_JUDGE_NETWORK", "1")
+# pages do not start background IRT fits in tests (each test of the Progress page asks for what it checks);
+# tests/test_page_progress.py switches them on to test them
+os.environ.setdefault("RUNLENS_AUTO_FIT", "0")
 
 
 @pytest.fixture(scope="session")

@@ -83,3 +83,23 @@ def test_icc_follows_the_task_in_the_url(sim_db: Path, monkeypatch: pytest.Monke
     assert at.selectbox(key="irt_task").value == hardest
     at.multiselect(key="irt_flags").set_value(["dead"]).run()
     assert set(table(at, "flag")["flag"]) <= {"dead"}
+
+
+def test_the_first_visit_fits_in_the_background(sim_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ui import background
+
+    monkeypatch.setenv("RUNLENS_AUTO_FIT", "1")
+    at = open_page(sim_db, monkeypatch)
+    assert any("fitting now, in the background" in i.value for i in at.info)
+    assert at.get("progress") and not at.metric  # a progress bar while the fit runs (or just finished)
+    jobs = [j for k, j in background._JOBS.items() if str(sim_db) in k]
+    assert len(jobs) == 1 and jobs[0].thread is not None
+    jobs[0].thread.join(timeout=120)
+    assert jobs[0].is_done and jobs[0].error is None, jobs[0].error
+    at.run()  # what the page's own timer does once the job is done
+    assert not at.exception, [e.value for e in at.exception]
+    assert {m.label: m.value for m in at.metric}["Agent versions"] == "18"
+    with rdb.reader(sim_db) as con:
+        assert rdb.query_rows(con, "SELECT count(*) FROM irt_fits")[0][0] == 1  # one fit, stored
+    again = open_page(sim_db, monkeypatch)  # a later visitor reads the stored fit at once
+    assert again.metric and not again.get("progress")

@@ -93,10 +93,13 @@ def _cached_call(
         return _fn(con, **dict(kwargs))
 
 
-def write(fn: Callable[..., Any], **kwargs: Any) -> Any:
+def write(fn: Callable[..., Any], /, *, store: str | None = None, **kwargs: Any) -> Any:
     """Call ``fn(con, **kwargs)`` in one writer session of the store (derived data a page asked for, e.g. an IRT
-    fit); the published snapshot shows it on the next rerun. Pages never open connections themselves."""
-    with rdb.writer(db_path()) as con:
+    fit); the published snapshot shows it on the next rerun. Pages never open connections themselves.
+
+    ``store`` names the store when the call runs outside the page's run (a background job); default: this one.
+    """
+    with rdb.writer(store or db_path()) as con:
         return fn(con, **kwargs)
 
 
