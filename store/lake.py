@@ -188,9 +188,14 @@ def enable_s3(con: duckdb.DuckDBPyConnection) -> None:
     _s3_secret(con)
 
 
-_ENGINE: duckdb.DuckDBPyConnection | None = None
-_ENGINE_PID = 0
-_ENGINE_S3: tuple[str, ...] = ()
+@dataclass
+class _Engine:
+    con: duckdb.DuckDBPyConnection
+    pid: int
+    s3: tuple[str, ...]
+
+
+_ENGINES: dict[str, _Engine] = {}  # one DuckDB instance per lake (its catalog's connection string)
 _ENGINE_GUARD = threading.Lock()
 _ATTACHED = itertools.count()
 
@@ -218,20 +223,22 @@ def _new_instance(config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnec
     return con
 
 
-def _engine() -> duckdb.DuckDBPyConnection:
-    """This process's DuckDB instance for lake sessions, extensions loaded (0.3 s per instance: paid once).
+def _engine(lake: Lake) -> duckdb.DuckDBPyConnection:
+    """This process's DuckDB instance for sessions of ``lake``, extensions loaded (0.3 s per instance: paid once).
 
     Each session is a cursor of it with the lake attached under its own name, so sessions pinned to different
-    snapshots (pages of different visitors) live side by side. A forked child makes its own.
+    snapshots (pages of different visitors) live side by side. One instance per lake: a lookup that fails in one
+    (DuckDB then searches every attached catalog) never touches another lake's attachments, whose server may be
+    gone. A forked child makes its own.
     """
-    global _ENGINE, _ENGINE_PID, _ENGINE_S3
     with _ENGINE_GUARD:
-        if _ENGINE is None or os.getpid() != _ENGINE_PID:
-            _ENGINE, _ENGINE_PID, _ENGINE_S3 = _new_instance(), os.getpid(), _s3_env()
-        elif _s3_env() != _ENGINE_S3:  # the AWS variables changed since: the next attachments use the new ones
-            _s3_secret(_ENGINE)
-            _ENGINE_S3 = _s3_env()
-        return _ENGINE
+        engine = _ENGINES.get(lake.conninfo)
+        if engine is None or os.getpid() != engine.pid:
+            engine = _ENGINES[lake.conninfo] = _Engine(_new_instance(), os.getpid(), _s3_env())
+        elif _s3_env() != engine.s3:  # the AWS variables changed since: the next attachments use the new ones
+            _s3_secret(engine.con)
+            engine.s3 = _s3_env()
+        return engine.con
 
 
 def connect(
@@ -248,7 +255,7 @@ def connect(
     Raises:
         LakeError: the catalog or the data cannot be reached (the message names the location, without password).
     """
-    con = _new_instance(config) if config is not None else _engine().cursor()
+    con = _new_instance(config) if config is not None else _engine(lake).cursor()
     alias = ALIAS if config is not None else f"{ALIAS}_{next(_ATTACHED)}"
     try:
         options = []
@@ -286,7 +293,7 @@ class _Pinned:
     last_used: float = 0.0
 
 
-POOL_SIZE = 4  # snapshots kept attached per process (the pages of a few visitors; older ones are detached)
+POOL_SIZE = 4  # snapshots of a lake kept attached per process (the pages of a few visitors; older ones go)
 POOL_IDLE_S = 120.0  # and none is kept unused for longer
 _POOL: dict[tuple[str, str | None, int], _Pinned] = {}
 _POOL_ALIASES: dict[str, _Pinned] = {}
@@ -304,7 +311,7 @@ def pinned_reader(lake: Lake, snapshot: int) -> tuple[duckdb.DuckDBPyConnection,
         LakeError: the catalog or the data cannot be reached.
     """
     global _POOL_PID
-    engine = _engine()
+    engine = _engine(lake)
     key = (lake.conninfo, lake.data_path, int(snapshot))
     with _POOL_GUARD:
         if os.getpid() != _POOL_PID:  # a forked child has its own instance, without the parent's attachments
@@ -324,7 +331,7 @@ def pinned_reader(lake: Lake, snapshot: int) -> tuple[duckdb.DuckDBPyConnection,
         entry.users += 1
         entry.last_used = time.monotonic()
         if is_new:
-            _evict(engine)
+            _evict(engine, lake.conninfo)
     con = engine.cursor()
     try:
         con.execute(f"USE {entry.alias}")
@@ -335,18 +342,19 @@ def pinned_reader(lake: Lake, snapshot: int) -> tuple[duckdb.DuckDBPyConnection,
     return con, is_new
 
 
-def _evict(engine: duckdb.DuckDBPyConnection, *, conninfo: str | None = None) -> None:
-    """Detach idle attachments: the least recently used beyond POOL_SIZE, those idle for POOL_IDLE_S, and with
-    ``conninfo`` every idle one of that lake (the caller holds _POOL_GUARD).
+def _evict(engine: duckdb.DuckDBPyConnection, conninfo: str, *, everything: bool = False) -> None:
+    """Detach idle attachments of one lake from its instance: the least recently used beyond POOL_SIZE, those idle
+    for POOL_IDLE_S, or with ``everything`` all of them (the caller holds _POOL_GUARD).
 
     An attachment must not outlive its snapshot: once ``maintain`` expires it, any failed name lookup in the
     instance (DuckDB searches every attached catalog for suggestions) would fail on it.
     """
     now = time.monotonic()
-    idle = sorted((e.last_used, k) for k, e in _POOL.items() if e.users == 0)
-    surplus = {k for _, k in idle[: max(0, len(_POOL) - POOL_SIZE)]}
+    idle = sorted((e.last_used, k) for k, e in _POOL.items() if k[0] == conninfo and e.users == 0)
+    n_held = sum(1 for k in _POOL if k[0] == conninfo)
+    surplus = {k for _, k in idle[: max(0, n_held - POOL_SIZE)]}
     for last_used, key in idle:
-        if key in surplus or now - last_used > POOL_IDLE_S or key[0] == conninfo:
+        if everything or key in surplus or now - last_used > POOL_IDLE_S:
             entry = _POOL.pop(key)
             del _POOL_ALIASES[entry.alias]
             with contextlib.suppress(duckdb.Error):
@@ -357,7 +365,7 @@ def forget_snapshots(lake: Lake) -> None:
     """Detach this process's idle snapshot attachments of ``lake`` (before its snapshots are expired)."""
     with _POOL_GUARD:
         if _POOL and os.getpid() == _POOL_PID:
-            _evict(_engine(), conninfo=lake.conninfo)
+            _evict(_engine(lake), lake.conninfo, everything=True)
 
 
 def _release(entry: _Pinned) -> None:
@@ -442,7 +450,7 @@ def drop_expired(lake: Lake, oldest: int) -> None:
             if key[0] == lake.conninfo and key[2] < oldest and entry.users == 0:
                 del _POOL[key], _POOL_ALIASES[entry.alias]
                 with contextlib.suppress(duckdb.Error):
-                    _engine().execute(f"DETACH {entry.alias}")
+                    _engine(lake).execute(f"DETACH {entry.alias}")
 
 
 def resolve_as_of(lake: Lake, as_of: int | dt.datetime) -> tuple[int, dt.datetime]:
