@@ -151,7 +151,9 @@ m4.metric(
     help=tmf.DOLLAR_DEFINITIONS["human"],
 )
 st.info(plain(tmf.headline(result)), icon=":material/lightbulb:")  # no auto-linked bare URLs either
-st.caption(plain(tmf.assumptions_sentence(result)) + " Change them under 'Change the assumptions' above; the link keeps them.")
+st.caption(
+    plain(tmf.assumptions_sentence(result)) + " Change them under 'Change the assumptions' above; the link keeps them."
+)
 st.caption(plain(tmf.comparison_caption(result)))
 is_demo = cached(catalog_of).shows_demo(filters.benchmark, list(filters.agents))
 if not result.frontier:
