@@ -3,6 +3,7 @@
 import streamlit as st
 
 from analytics import diff as rd
+from analytics import formatting as fmt
 from analytics import trajectory as tr
 from store import RunlensError
 from ui.common import cached, download_buttons, drilldown_url, empty_state, plain, query_param, show_fig
@@ -25,7 +26,9 @@ if pair is None:
 
 ss = st.session_state
 ids = runs["run_id"].tolist()
-labels = {r.run_id: f"{r.agent} {r.agent_version or ''} · {r.eval_date or ''} · {r.run_id}" for r in runs.itertuples()}
+labels = {
+    r.run_id: f"{r.agent} {r.agent_version or ''} · {fmt.date(r.eval_date)} · {r.run_id}" for r in runs.itertuples()
+}
 # a link names the pair as baseline=/candidate= (a=/b= still work); a run the link names that is not here
 # (deleted, another benchmark) gives a notice, never a silent swap
 for key, names, fallback in (("df_a", ("baseline", "a"), pair[0]), ("df_b", ("candidate", "b"), pair[1])):

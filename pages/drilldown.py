@@ -8,6 +8,7 @@ that comes from a log is drawn as text (ui/transcript.py), never as Markdown or 
 import pandas as pd
 import streamlit as st
 
+from analytics import formatting as fmt
 from analytics import rules
 from analytics import trajectory as tr
 from ui import transcript
@@ -56,7 +57,7 @@ def open_attempt(run_id: str, task_id: str, sample: int) -> None:
 labels = {
     r.run_id: " · ".join(
         str(x)
-        for x in (f"{r.agent} {r.agent_version or ''}".strip(), r.eval_date, r.run_id, r.benchmark)
+        for x in (f"{r.agent} {r.agent_version or ''}".strip(), fmt.date(r.eval_date), r.run_id, r.benchmark)
         if not pd.isna(x)
     )
     + (" (outside the sidebar's filters)" if r.is_filtered_out else "")
