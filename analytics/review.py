@@ -389,3 +389,30 @@ def _kappa_band(kappa: float) -> str:
         if kappa > bound:
             return name
     return "no better than chance"
+
+
+def _verdict(value: Any) -> str:
+    if value is None or (isinstance(value, float) and value != value) or value is pd.NA:
+        return "–"
+    return "correct" if bool(value) else "incorrect"
+
+
+def queue_table(items: pd.DataFrame) -> pd.DataFrame:
+    """``review_queue`` as people read it: who, which task, the outcome, what each rater said (``–`` where a rater
+    said nothing), how many reviews; the raw frame stays the download."""
+    text = lambda v: "–" if v is None or v is pd.NA or v != v or v == "" else str(v)  # noqa: E731
+    return pd.DataFrame(
+        {
+            "Run": items["run_id"].astype(str),
+            "Agent": items["agent"].map(text),
+            "Task": items["task_id"].astype(str),
+            "Sample": items["sample"].astype(int),
+            "Passed": items["passed"].map(lambda v: "–" if v is None or v is pd.NA else "✓" if bool(v) else "✗"),
+            "Log judge": items["log_judge_correct"].map(_verdict),
+            "Runlens judge": items["runlens_judge_correct"].map(_verdict),
+            "Log codes": items["log_codes"].map(text),
+            "Judge codes": items["judge_codes"].map(text),
+            "Reviews": items["n_reviews"].astype(int),
+            "Reviewed by you": items["is_reviewed_by_me"].map(lambda v: "yes" if bool(v) else ""),
+        }
+    )

@@ -59,7 +59,10 @@ if agr.n_reviewed:
 # --- the queue and the form ------------------------------------------------------------------------------------
 st.subheader("Review queue")
 if "rv_queue" not in ss:
-    ss.rv_queue = query_param("queue") if query_param("queue") in rv.QUEUES else "failed"
+    asked = query_param("queue")
+    if asked is not None and asked not in rv.QUEUES:
+        st.info(f"The link's queue {plain(repr(asked))} is not one of {', '.join(rv.QUEUES)}; showing 'failed'.")
+    ss.rv_queue = asked if asked in rv.QUEUES else "failed"
 left, right = st.columns([3, 1])
 queue = left.segmented_control("Queue", rv.QUEUES, key="rv_queue") or "failed"
 seed = right.number_input("Calibration seed", 0, 10_000, 0, key="rv_seed", disabled=queue != "calibration")
@@ -67,7 +70,8 @@ st.query_params["queue"] = queue
 items = cached(rv.review_queue, queue=queue, reviewer=review.reviewer(), **filters.as_kwargs(), n=50, seed=int(seed))
 if items.empty:
     empty_state("Nothing in this queue for the current filters.")
-st.dataframe(_with_links(items), hide_index=True, key="rv_items", width="stretch", column_config=LINK)
+shown = rv.queue_table(items).assign(open=_with_links(items)["open"].to_numpy())
+st.dataframe(shown, hide_index=True, key="rv_items", width="stretch", column_config=LINK)
 download_buttons(items, f"review-queue-{queue}", key="rv_items_dl")
 labels = {
     int(r.attempt_id): f"{r.run_id} · {r.task_id} · sample {int(r.sample)}"

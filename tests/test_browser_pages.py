@@ -28,7 +28,7 @@ LINKS: list[tuple[str, str, str, str | None]] = [
     ),
     ("search?benchmark=ad-bench&q=revenue", "Search", "Attempts with a hit", None),
     ("clusters?benchmark=ad-bench&run=deleted-run", "Failure clusters", "Failure clusters", None),
-    ("review?queue=bogus", "Review", "Review", None),
+    ("review?queue=bogus", "Review", "is not one of", None),
     ("diff?benchmark=ad-bench&baseline=deleted-run&candidate=also-gone", "Version diff", "not in this benchmark", None),
     ("gem?benchmark=gem-bench&from=1999-01-01", "GEM-Bench", "GEM", None),
     ("sql?q=SELECT%20agent%2C%20count(*)%20AS%20n%20FROM%20v_runs%20GROUP%20BY%20agent", "SQL", "agent", None),

@@ -27,8 +27,9 @@ def test_review_page_shows_agreement_and_saves(
     assert any(md_plain("log judge judge-x: kappa") in i.value for i in at.info)  # log text shown escaped
     verdicts = at.dataframe[0].value
     assert {"log score", "log judge judge-x"} <= set(verdicts["rater"])
-    queue = next(d.value for d in at.dataframe if "is_reviewed_by_me" in d.value.columns)
-    assert not queue["passed"].any() and queue["open"].str.startswith("drilldown?run=run-1").all()
+    queue = next(d.value for d in at.dataframe if "Reviewed by you" in d.value.columns)
+    assert set(queue["Passed"]) == {"✗"} and queue["open"].str.startswith("drilldown?run=run-1").all()
+    assert "None" not in queue.to_string() and "nan" not in queue.to_string()
     at.text_input(key="rv_form_name").input("Zoe").run()
     at.radio(key="rv_form_verdict").set_value("incorrect")
     at.multiselect(key="rv_form_codes").set_value(["PE"])
@@ -67,3 +68,11 @@ def test_errors_page_says_how_far_the_judge_is_trusted(review_db: Path, monkeypa
     at = open_page("pages/errors.py", review_db, monkeypatch, benchmark="rb")
     trust = [i.value for i in at.info if "Judge agreement with human reviewers" in i.value]
     assert len(trust) == 1 and md_plain("log judge judge-x: kappa") in trust[0]
+
+
+def test_an_unknown_queue_in_the_link_gives_a_notice(
+    review_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_page("pages/review.py", _copy(review_db, tmp_path), monkeypatch, benchmark="rb", queue="bogus")
+    assert any("queue 'bogus' is not one of" in i.value.replace("\\", "") for i in at.info)
+    assert at.session_state["rv_queue"] == "failed"
