@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import duckdb
@@ -182,6 +182,32 @@ def ingest_history(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         "SELECT path AS file, content_hash, format, n_runs, n_tasks, n_attempts, n_steps, "
         "started_at, round(seconds, 2) AS seconds, outcome, errors, is_demo "
         "FROM ingest_log ORDER BY started_at DESC NULLS LAST, file_id DESC",
+    )
+
+
+def history_table(history: pd.DataFrame) -> pd.DataFrame:
+    """``ingest_history`` as people read it: the file's name (its folder apart), a short hash, counts, when and how
+    it went, ``–`` for what is missing; the raw frame (full paths and hashes) stays the download."""
+
+    def text(value: Any) -> str:
+        return "–" if value is None or value is pd.NA or value != value or value == "" else str(value)
+
+    paths = history["file"].astype(str)
+    return pd.DataFrame(
+        {
+            "File": paths.map(lambda p: PurePath(p).name or p),
+            "Folder": paths.map(lambda p: str(PurePath(p).parent) if PurePath(p).name else "–"),
+            "Hash": history["content_hash"].map(lambda h: text(h)[:12] + "…" if text(h) != "–" else "–"),
+            "Format": history["format"].map(text),
+            "Runs": history["n_runs"].map(text),
+            "Tasks": history["n_tasks"].map(text),
+            "Attempts": history["n_attempts"].map(text),
+            "Steps": history["n_steps"].map(text),
+            "Ingested (UTC)": pd.to_datetime(history["started_at"]).dt.strftime("%Y-%m-%d %H:%M").fillna("–"),
+            "Seconds": history["seconds"].map(lambda v: "–" if v is None or v != v else f"{float(v):.2f}"),
+            "Outcome": history["outcome"].map(text),
+            "Demo": history["is_demo"].map(lambda v: "demo" if v is True else ""),
+        }
     )
 
 

@@ -113,7 +113,7 @@ st.caption(
 if history.empty:
     st.info("No file has been ingested into this database yet.")
 else:
-    st.dataframe(history, hide_index=True, key="up_history", width="stretch")
+    st.dataframe(uploads.history_table(history), hide_index=True, key="up_history", width="stretch")
     download_buttons(history, "ingest-history", key="up_history_dl")
 if not failed.empty:
     st.caption("Rejected uploads")

@@ -19,7 +19,7 @@ from tests.conftest import FIXTURES, ROOT, shared_data
 
 def _history(at: AppTest):
     """The ingest history table (dataframes are found by their columns; AppTest has no key lookup for them)."""
-    return next(d.value for d in at.dataframe if "content_hash" in d.value.columns and "n_runs" in d.value.columns)
+    return next(d.value for d in at.dataframe if "Hash" in d.value.columns and "Runs" in d.value.columns)
 
 
 def _page(db: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
@@ -36,7 +36,10 @@ def test_page_shows_history_and_deletes_with_confirmation(fixture_db: Path, monk
     monkeypatch.delenv("RUNLENS_READ_ONLY", raising=False)
     at = _page(fixture_db, monkeypatch)
     history = _history(at)
-    assert list(history["n_attempts"]) == [rows(fixture_db, "SELECT n_attempts FROM ingest_log")[0][0]]
+    path, n_attempts, digest = rows(fixture_db, "SELECT path, n_attempts, content_hash FROM ingest_log")[0]
+    assert list(history["Attempts"]) == [str(n_attempts)]
+    assert list(history["File"]) == [Path(path).name] and list(history["Hash"]) == [digest[:12] + "…"]
+    assert "None" not in history.to_string() and "NaT" not in history.to_string()
     run_id = at.selectbox(key="up_del_run").value
     n_before = rows(fixture_db, "SELECT count(*) FROM attempts WHERE run_id = ?", [run_id])[0][0]
     assert n_before > 0
