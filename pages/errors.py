@@ -48,7 +48,13 @@ st.page_link(
 )
 
 if "err_sources" not in ss:  # shareable choices start from the URL: errors?err_sources=label,judge&err_facet=level
-    ss.err_sources = [s for s in (query_param("err_sources") or "").split(",") if s in err.SOURCES] or list(err.SOURCES)
+    asked = [s for s in (query_param("err_sources") or "").split(",") if s]
+    unknown = [repr(s) for s in asked if s not in err.SOURCES]
+    if query_param("err_facet") not in (None, "all", "level", "category"):
+        unknown.append(f"facet {query_param('err_facet')!r}")
+    if unknown:  # a hand-edited link: say what is left out, never fail
+        st.info(plain(f"The link's {', '.join(unknown)}: not a label source or facet here; left out."))
+    ss.err_sources = [s for s in asked if s in err.SOURCES] or list(err.SOURCES)
     ss.err_facet = query_param("err_facet") if query_param("err_facet") in ("level", "category") else "all"
 left, right = st.columns([2, 1])
 sources = left.multiselect(

@@ -19,7 +19,7 @@ LINKS: list[tuple[str, str, str, str | None]] = [
     ("leaderboard?benchmark=ad-bench&to=2099-12-31&agents=Nobody", "Leaderboard", "were left out of the filter", None),
     ("progress?benchmark=no-such-bench&model=9pl", "Progress", "not in this database", None),
     ("tmf?benchmark=ad-bench&hourly_usd=-5&performance=bogus", "Tech-Market-Fit", "bogus", None),
-    ("errors?benchmark=ad-bench&err_sources=bogus&err_facet=nope", "Errors", "Error", None),
+    ("errors?benchmark=ad-bench&err_sources=bogus&err_facet=nope", "Errors", "not a label source or facet", None),
     (
         "drilldown?run=deleted-run&task=T9&sample=99",
         "Drilldown",

@@ -75,6 +75,17 @@ def test_page_source_and_facet(labels_db: Path, env_db, monkeypatch: pytest.Monk
     assert (t3.loc["Agent X v3", "PE."], t3.loc["Agent X v4", "PE."]) == (4, 2)
 
 
+def test_unknown_sources_and_facet_in_the_link_give_a_notice(
+    labels_db: Path,  # noqa: F811
+    env_db,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    at = _open(labels_db, env_db, monkeypatch, err_sources="label,bogus", err_facet="nope")
+    notice = next(i.value for i in at.info if "not a label source or facet" in i.value).replace("\\", "")
+    assert "'bogus'" in notice and "facet 'nope'" in notice
+    assert at.session_state["err_sources"] == ["label"] and at.session_state["err_facet"] == "all"
+
+
 @pytest.mark.slow  # builds the whole demo database once per session
 def test_page_table3_on_demo(demo_db: Path, env_db, monkeypatch: pytest.MonkeyPatch) -> None:
     at = _open(demo_db, env_db, monkeypatch, benchmark="ad-bench", **{"from": "2026-01-15", "to": "2026-01-15"})
