@@ -69,9 +69,10 @@ m[3].metric("McNemar exact p", f"{result.p_value:.3g}")
 overall = result.deltas.set_index("slice").loc["all"]
 m[4].metric(
     "Pass@1 change",
-    f"{100 * overall['delta']:+.1f} pp",
-    f"95% CI {100 * overall['lo']:+.1f} to {100 * overall['hi']:+.1f}",
+    fmt.signed(overall["delta"]),
+    f"95% CI {fmt.signed(overall['lo'], unit='')} to {fmt.signed(overall['hi'], unit='')}",
     delta_color="off",
+    delta_arrow="off",  # the interval is not a direction
 )
 if result.n_only_a or result.n_only_b:
     st.caption(f"{result.n_only_a} tasks only in A and {result.n_only_b} only in B are left out.")
@@ -86,8 +87,9 @@ paired = result.paired
 if paired is not None:
     verdict = "significant" if rd.is_significant(paired.p_value) else "not significant"
     st.text(
-        f"{result.metric}: {paired.diff * 100:+.1f} pp over {paired.n_shared} shared tasks "
-        f"(95% CI {paired.ci95[0] * 100:+.1f} to {paired.ci95[1] * 100:+.1f}), p = {paired.p_value:.3g} "
+        f"{result.metric}: {fmt.signed(paired.diff)} over {paired.n_shared} shared tasks "
+        f"(95% CI {fmt.signed(paired.ci95[0], unit='')} to {fmt.signed(paired.ci95[1], unit='')}), "
+        f"p = {paired.p_value:.3g} "
         f"({paired.method}), {verdict} at 5%; B worse on {paired.n_worse} tasks, better on {paired.n_better}."
     )
 if result.measures is not None:

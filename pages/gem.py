@@ -70,7 +70,13 @@ for title, df, key in (
     if table.empty:
         st.caption("No data for this selection.")
         continue
-    st.dataframe(table, hide_index=True, key=key, width="stretch")
+    st.dataframe(
+        gem.display_table(table),
+        hide_index=True,
+        key=key,
+        width="stretch",
+        column_config={c: st.column_config.Column(c, help=h) for c, h in gem.COLUMN_HELP.items() if c in table},
+    )
     download_buttons(table, f"{bench}-{key}", key=f"{key}_dl")
 
 st.subheader("Quality against cost")

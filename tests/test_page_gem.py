@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -26,6 +27,17 @@ def gem_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     results = ingest_paths(gembench.generate(out), db=out / "gem.duckdb", fmt="native", is_demo=True)
     assert [r.outcome for r in results] == ["ingested"]
     return out / "gem.duckdb"
+
+
+def _numbers(df: pd.DataFrame) -> pd.DataFrame:
+    """A displayed GEM table (numbers as text, – where missing) read back as numbers; no cell shows None."""
+    assert not df.astype(str).isin(["None", "nan"]).any().any(), df
+    out = df.copy()
+    for col in out.columns:
+        parsed = pd.to_numeric(out[col].replace("–", None), errors="coerce")
+        if parsed.notna().sum() == out[col].ne("–").sum():
+            out[col] = parsed
+    return out
 
 
 def open_gem(db: Path, monkeypatch: pytest.MonkeyPatch, benchmark: str | None = None) -> AppTest:
@@ -49,7 +61,7 @@ def test_tables_agreement_and_viewer(gem_db: Path, monkeypatch: pytest.MonkeyPat
     at = open_gem(gem_db, monkeypatch, "gem-bench")
     subheaders = [s.value for s in at.subheader]
     assert any(s.startswith("Table 2") for s in subheaders) and any(s.startswith("Table 6") for s in subheaders)
-    tables = [d.value for d in at.dataframe]
+    tables = [_numbers(d.value) for d in at.dataframe]
     t2 = next(t for t in tables if "RF" in t.columns)
     t3 = next(t for t in tables if "naturalness" in t.columns and "n" in t.columns)
     t6 = next(t for t in tables if "ittft" in t.columns)
@@ -102,7 +114,7 @@ def test_computed_source_shows_recomputed_metrics(
     at = open_gem(db, monkeypatch, "gem-bench")
     at.segmented_control(key="gem_source").set_value("computed").run()
     assert not at.exception and any(md_plain("fake-model") in c.value for c in at.caption)  # log text escaped
-    t2 = next(d.value for d in at.dataframe if "RF" in d.value.columns)
+    t2 = _numbers(next(d.value for d in at.dataframe if "RF" in d.value.columns))
     ad_llm = t2[t2["solution_label"] != "Ad-Chat"]  # one ad sentence, with its URL: AC 0 and AF 100 exactly
     assert len(ad_llm) == 9 and (ad_llm["AC"] == 0).all() and (ad_llm["AF"] == 100).all()
 

@@ -50,8 +50,10 @@ from analytics.gem.formulas import (
     split_sentences,
 )
 from analytics.gem.report import (
+    COLUMN_HELP,
     DEFINITIONS_MD,
     GemView,
+    display_table,
     report,
     text_report,
     view,
@@ -132,7 +134,9 @@ __all__ = [
     "GemView",
     "view",
     "report",
+    "COLUMN_HELP",
     "DEFINITIONS_MD",
+    "display_table",
     "text_report",
     "quality_cost",
     "fig_quality_cost",

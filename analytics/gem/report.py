@@ -120,6 +120,30 @@ DEFINITIONS_MD = """
 """
 
 
+COLUMN_HELP = {
+    "RF": "response flow: mean cosine similarity of consecutive sentences (x 100)",
+    "RC": "response coherence: mean similarity of each sentence to the mean sentence embedding (x 100)",
+    "AF": "ad flow: how smoothly the text flows into and out of each ad (x 100; responses with an ad)",
+    "AC": "ad coherence: similarity of ad sentences to the rest of the response (x 100; responses with an ad)",
+    "IR": "injection rate: share of responses with an ad (x 100)",
+    "CTR": "click-through rate: share of ad responses clicked, from the log (x 100; – where the log has none)",
+    "ITTFT": "extra input tokens before the first token of the final response, against the ad-free baseline",
+    "OTTFT": "extra output tokens before the first token of the final response, against the ad-free baseline",
+    "overall": "the mean of the metrics available in the row (cost table: 0.5 x ITTFT + OTTFT)",
+    "k": "samples per prompt the row summarises",
+    "n": "responses in the row",
+}
+
+
+def display_table(df: pd.DataFrame) -> pd.DataFrame:
+    """A GEM table as people read it: numbers to two decimals, ``–`` where a metric is missing (never ``None``)."""
+    out = df.copy()
+    for col in out.columns:
+        if pd.api.types.is_float_dtype(out[col]) or out[col].map(lambda v: isinstance(v, float) or v is None).all():
+            out[col] = out[col].map(lambda v: "–" if v is None or v != v else f"{float(v):.2f}".rstrip("0").rstrip("."))
+    return out.fillna("–")
+
+
 def text_report(rep: dict[str, Any]) -> str:
     """Tables 2, 3 and 6 of one benchmark as text: qualitative, quantitative and cost overall per solution."""
     lines = [
