@@ -5,6 +5,9 @@ Everything here reads a stored fit (analytics.irt) and never fits: the Progress 
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -65,6 +68,31 @@ def progress_view(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str 
     ab = ab.sort_values(["first_eval_date", "subject"]).reset_index(drop=True)
     return ProgressView(
         benchmark, model, fit, ab, frontier(ab), velocity(ab), breakthroughs(ab), log, len(raw), n_tasks
+    )
+
+
+def shown(
+    view: ProgressView,
+    *,
+    agents: Sequence[str] = (),
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+) -> ProgressView:
+    """The view restricted to the versions of ``agents`` (all when empty) first evaluated within the dates, with its
+    frontier, velocity and breakthroughs recomputed over them. The scale is the fit's, made from every run of the
+    benchmark (a scale needs all of them); the filters choose what is shown on it."""
+    if view.fit is None or view.abilities.empty or not (agents or date_from or date_to):
+        return view
+    ab = view.abilities
+    keep = ab["agent"].isin(list(agents)) if agents else pd.Series(True, index=ab.index)
+    dates = ab["first_eval_date"].dt.date
+    if date_from is not None:
+        keep &= dates >= date_from
+    if date_to is not None:
+        keep &= dates <= date_to
+    ab = ab[keep.fillna(False)].reset_index(drop=True)
+    return dataclasses.replace(
+        view, abilities=ab, frontier=frontier(ab), velocity=velocity(ab), breakthroughs=breakthroughs(ab)
     )
 
 

@@ -13,8 +13,8 @@ from ui import background, common, shell
 flt = shell.page_setup(
     "Progress",
     "Agent ability on one IRT scale across evaluation dates, even when the task "
-    "set changes (see docs/irt.md). The first visit fits in the background; fits are stored, refitting is explicit.",
-    unused=("agents", "dates"),
+    "set changes (see docs/irt.md). The first visit fits in the background; fits are stored, refitting is explicit. "
+    "The scale is fitted on every run of the benchmark; the sidebar's agents and dates choose the versions shown.",
 )
 if not flt.benchmark:
     common.empty_state("No benchmark in the database yet: ingest runs first.")
@@ -90,6 +90,15 @@ if view.fit is None:
     wait_for_fit()
     st.stop()
 fit = view.fit
+everything = view
+view = prog.shown(view, agents=flt.agents, date_from=flt.date_from, date_to=flt.date_to)
+if len(view.abilities) < len(everything.abilities):
+    st.caption(
+        f"Showing {len(view.abilities)} of the fit's {len(everything.abilities)} agent versions (the sidebar's agents "
+        "and dates); the fit, the tasks and the refit log cover them all."
+    )
+if view.abilities.empty:
+    common.empty_state("No agent version of this fit matches the sidebar's agents and dates: widen them.")
 if not fit.is_current:
     st.warning(
         "The data changed since this fit (shown below). Refit to include the new runs; old agents stay "

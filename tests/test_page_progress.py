@@ -103,3 +103,21 @@ def test_the_first_visit_fits_in_the_background(sim_db: Path, monkeypatch: pytes
         assert rdb.query_rows(con, "SELECT count(*) FROM irt_fits")[0][0] == 1  # one fit, stored
     again = open_page(sim_db, monkeypatch)  # a later visitor reads the stored fit at once
     assert again.metric and not again.get("progress")
+
+
+def test_the_sidebar_agents_choose_the_versions_shown(sim_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with rdb.writer(sim_db) as con:
+        fit_and_store(con, benchmark="sim-bench", settings=irt.IrtSettings(epochs=80, n_boot=20))
+    with rdb.reader(sim_db) as con:
+        everything = prog.progress_view(con, benchmark="sim-bench", model="1pl").abilities
+    agent = str(everything["agent"].iloc[0])
+    mine = everything[everything["agent"] == agent]
+    monkeypatch.setenv("RUNLENS_DB", str(sim_db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.query_params["agents"] = agent
+    at.run()
+    at.switch_page("pages/progress.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(f"Showing {len(mine)} of the fit's {len(everything)} agent versions" in c.value for c in at.caption)
+    assert set(table(at, "ability_lo")["subject"]) == set(mine["subject"])
+    assert {m.label: m.value for m in at.metric}["Agent versions"] == str(len(everything))  # the fit is whole
