@@ -27,6 +27,19 @@ from store import query_df, query_rows, run_filter_params
 ADBENCH_CODES = ("TE", "PE", "DE", "CE", "HAL", "LC")
 KNOWN_CODES = (*ADBENCH_CODES, "TOOL", "NO_TOOL", "REDUNDANT")
 SOURCES = ("label", "rule", "judge")
+# one colour per code, kept across charts, no two alike (Okabe-Ito's colour-blind-safe set, then distinct extras)
+CODE_COLORS = {
+    "TE": "#0072B2",
+    "PE": "#E69F00",
+    "DE": "#009E73",
+    "CE": "#CC79A7",
+    "HAL": "#D55E00",
+    "LC": "#56B4E9",
+    "TOOL": "#999999",
+    "NO_TOOL": "#000000",
+    "REDUNDANT": "#F0E442",
+}
+OTHER_COLORS = ("#8c564b", "#7f3c8d", "#11a579", "#3969ac", "#f2b701", "#e73f74", "#80ba5a", "#e68310")
 CODE_NAMES = {
     "TE": "trajectory",
     "PE": "parameter",
@@ -271,6 +284,7 @@ def fig_error_shares(long: pd.DataFrame, *, title: str = "Share of error labels 
     import plotly.graph_objects as go
 
     fig = go.Figure()
+    others = iter(OTHER_COLORS * 8)
     for code in code_order(list(long["code"].unique())):
         part = long[long["code"] == code]
         fig.add_trace(
@@ -279,6 +293,7 @@ def fig_error_shares(long: pd.DataFrame, *, title: str = "Share of error labels 
                 x=100 * part["share"],
                 name=code,
                 orientation="h",
+                marker={"color": CODE_COLORS.get(code) or next(others)},
                 customdata=np.stack([part["run_id"], part["code"], part["n"]], axis=1),
                 hovertemplate="%{y}<br>%{customdata[1]}: %{customdata[2]} attempts (%{x:.1f}%)<extra></extra>",
             )

@@ -335,23 +335,40 @@ def _fit(level: str, g: pd.DataFrame) -> Fit:
     return Fit(level, len(g), r, float(slope), float(intercept), lo, hi)
 
 
+LEVEL_STYLE = (
+    ("#0072B2", "circle"),
+    ("#E69F00", "diamond"),
+    ("#009E73", "square"),
+    ("#CC79A7", "triangle-up"),
+    ("#D55E00", "x"),
+    ("#56B4E9", "star"),
+)
+
+
 def fig_coverage_by_level(by_level: pd.DataFrame) -> go.Figure:
-    """Grouped bars: coverage per level for each run (AD-Bench Figure 4); run ids in custom_data."""
+    """Coverage per level for each run (AD-Bench Figure 4): one row per run (agent · run id), one marker per level,
+    so 50 runs stay readable; rows sorted by mean coverage; run ids in custom_data."""
     fig = go.Figure()
-    for (_run_id, agent), g in by_level.groupby(["run_id", "agent"], sort=False):
-        fig.add_bar(
-            x=g["level"],
-            y=g["coverage"] * 100,
-            name=str(agent),
+    data = by_level.assign(label=by_level["agent"].astype(str) + " · " + by_level["run_id"].astype(str))
+    order = data.groupby("label", sort=False)["coverage"].mean().sort_values(kind="stable").index.tolist()
+    for i, (level, g) in enumerate(data.groupby("level", sort=True)):
+        color, symbol = LEVEL_STYLE[i % len(LEVEL_STYLE)]
+        fig.add_scatter(
+            x=g["coverage"] * 100,
+            y=g["label"],
+            mode="markers",
+            name=str(level),
+            marker={"size": 10, "color": color, "symbol": symbol, "line": {"width": 1, "color": "white"}},
             customdata=np.column_stack([g["run_id"], g["level"]]),
-            hovertemplate="%{x}: %{y:.1f}%<extra>" + str(agent) + "</extra>",
+            hovertemplate="%{y}<br>" + str(level) + ": %{x:.1f}%<extra></extra>",
         )
     fig.update_layout(
-        barmode="group",
-        yaxis_title="Trajectory coverage (%)",
-        xaxis_title="Level",
-        yaxis_range=[0, 100],
-        legend_title="Agent",
+        xaxis_title="Trajectory coverage (%)",
+        xaxis_range=[-2, 102],
+        yaxis={"categoryorder": "array", "categoryarray": order, "title": None},
+        legend_title="Level",
+        height=160 + 24 * len(order),
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
     )
     return fig
 
