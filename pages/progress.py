@@ -107,6 +107,35 @@ if not fit.is_current:
 refit("Refit" if fit.is_current else "Refit on the current data")
 
 info = fit.info
+N2 = {"format": "%.2f"}
+COLUMNS = {  # what each table column means, in words (the downloads keep the raw names)
+    "subject": st.column_config.TextColumn("Agent version"),
+    "family": st.column_config.TextColumn("Family"),
+    "first_eval_date": st.column_config.DateColumn("First evaluated", format="YYYY-MM-DD"),
+    "first_date": st.column_config.DateColumn("First version", format="YYYY-MM-DD"),
+    "last_date": st.column_config.DateColumn("Last version", format="YYYY-MM-DD"),
+    "date": st.column_config.DateColumn("Date", format="YYYY-MM-DD"),
+    "ability": st.column_config.NumberColumn("Ability (logits)", **N2),
+    "ability_lo": st.column_config.NumberColumn("90% low", **N2),
+    "ability_hi": st.column_config.NumberColumn("90% high", **N2),
+    "n_items": st.column_config.NumberColumn("Tasks answered"),
+    "raw_score": st.column_config.NumberColumn("Raw pass rate", format="%.3f"),
+    "is_flagged": st.column_config.CheckboxColumn("Too few tasks"),
+    "n_versions": st.column_config.NumberColumn("Versions"),
+    "ability_per_month": st.column_config.NumberColumn(
+        "Ability gained per month (logits)", help="least-squares slope over the family's versions", **N2
+    ),
+    "ability_gain": st.column_config.NumberColumn("Ability gained (logits)", **N2),
+    "from_subject": st.column_config.TextColumn("From version"),
+    "to_subject": st.column_config.TextColumn("To version"),
+    "months": st.column_config.NumberColumn("Months apart", format="%.1f"),
+    "task_id": st.column_config.TextColumn("Task"),
+    "difficulty": st.column_config.NumberColumn("Difficulty (logits)", **N2),
+    "discrimination": st.column_config.NumberColumn("Discrimination", **N2),
+    "pass_rate": st.column_config.NumberColumn("Pass rate", format="%.3f"),
+    "n_subjects": st.column_config.NumberColumn("Agent versions"),
+    "flag": st.column_config.TextColumn("Flag"),
+}
 c = st.columns(5)
 c[0].metric("Agent versions", len(fit.abilities))
 c[1].metric("Tasks", len(fit.items))
@@ -124,11 +153,11 @@ st.subheader("Velocity and breakthroughs")
 left, right = st.columns(2)
 with left:
     st.caption("Ability gained per month (least-squares slope over a family's versions).")
-    st.dataframe(view.velocity, hide_index=True, key="tbl_velocity")
+    st.dataframe(view.velocity, hide_index=True, key="tbl_velocity", column_config=COLUMNS)
     common.download_buttons(view.velocity, "velocity", key="dl_velocity")
 with right:
     st.caption("Consecutive versions whose 90% intervals do not overlap.")
-    st.dataframe(view.breakthroughs, hide_index=True, key="tbl_breakthroughs")
+    st.dataframe(view.breakthroughs, hide_index=True, key="tbl_breakthroughs", column_config=COLUMNS)
     common.download_buttons(view.breakthroughs, "breakthroughs", key="dl_breakthroughs")
 
 st.subheader("Abilities")
@@ -149,6 +178,7 @@ st.dataframe(
     ],
     hide_index=True,
     key="tbl_abilities",
+    column_config=COLUMNS,
 )
 common.download_buttons(ranked, "irt_abilities", key="dl_abilities")
 
@@ -163,7 +193,7 @@ with right:
     common.show_fig(prog.fig_icc(view, task), key="fig_icc")
 flags = st.multiselect("Show flags", ["saturated", "dead", "negative"], key="irt_flags", placeholder="all tasks")
 items = fit.items[fit.items["flag"].isin(flags)] if flags else fit.items
-st.dataframe(items, hide_index=True, key="tbl_items")
+st.dataframe(items, hide_index=True, key="tbl_items", column_config=COLUMNS)
 common.download_buttons(items, "irt_items", key="dl_items")
 
 with st.expander("Refit log (every stored fit and how far the scale moved)"):
