@@ -66,15 +66,18 @@ def test_tmf_page_and_exports_in_chromium(demo_db: Path) -> None:
         html = download(page, "Page HTML", ARTIFACTS / "tmf-page.html", timeout_ms=60_000)
 
     img = Image.open(io.BytesIO(png))
-    assert img.format == "PNG" and img.size == (2400, 1400)  # 1200 x 700 at scale 2
+    # 1200 x (620 + the 160-px footer with the assumptions and the demo caveat) at scale 2
+    assert img.format == "PNG" and img.size == (2400, 1560)
     shares = colour_shares(png)
     assert shares["blue"] > 0.002, shares  # frontier step and frontier points
     assert shares["orange"] > 0.0002, shares  # the human star
     assert shares["green"] > 0.01, shares  # the intersection (value) fill
     assert 0.2 < shares["white"] < 0.95, shares
     assert svg.lstrip().startswith(b"<svg") and b"Optimal supply curve" in svg
+    assert b"Assumptions: human performance" in svg and b"DEMO DATA" in svg  # printed on the chart itself
     text = html.decode("utf-8")
     assert text.startswith("<!DOCTYPE html>") and "Tech-Market-Fit: ad-bench" in text and "Plotly" in text
+    assert "Assumptions: human performance" in text and "not real" in text
 
 
 def test_export_module_renders_the_fixture_chart(fixture_db: Path) -> None:
