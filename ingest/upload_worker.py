@@ -126,7 +126,10 @@ def preview_uploads(
     with staged(files) as paths:
         request = {"mode": "preview", "paths": [str(p) for p in paths], "db": str(resolve_db_path(db)), "fmt": fmt}
         lines = _run_worker({**request, "options": options}, limits=limits, timeout_s=limits.preview_timeout_s)
-    previews = [Preview(**{**row, "errors": tuple(row["errors"])}) for row in lines]
+    previews = [
+        Preview(**{**row, "errors": tuple(row["errors"]), "runs": tuple(tuple(r) for r in row.get("runs", ()))})
+        for row in lines
+    ]
     return [dataclasses.replace(p, file=name) for p, (name, _) in zip(previews, files, strict=True)]
 
 

@@ -56,6 +56,7 @@ class Preview:
     n_steps: int = 0
     errors: tuple[str, ...] = field(default_factory=tuple)
     n_errors: int = 0
+    runs: tuple[tuple[str, str, str], ...] = ()  # what it would create: (run_id, benchmark, agent)
 
 
 def _options(options: dict[str, Any]) -> dict[str, Any]:
@@ -114,6 +115,10 @@ def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto
         len(bundle.tasks["task_id"]),
         bundle.n_attempts,
         bundle.n_steps,
+        runs=tuple(
+            (str(r), str(b), str(a))
+            for r, b, a in zip(bundle.runs["run_id"], bundle.runs["benchmark"], bundle.runs["agent"], strict=True)
+        ),
     )
 
 

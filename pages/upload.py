@@ -62,6 +62,7 @@ else:
                     "attempts": p.n_attempts,
                     "steps": p.n_steps,
                     "errors": p.n_errors,
+                    "creates (run: benchmark, agent)": "; ".join(f"{r}: {b}, {a}" for r, b, a in p.runs) or "–",
                 }
                 for p in previews
             ]
@@ -89,19 +90,38 @@ else:
                 results = []
                 st.error(plain(exc))
             bar.progress(1.0, text="Done")
-            for r in results:
-                name = plain(r.file)
-                if r.outcome == "ingested":
-                    st.success(
-                        f"{name}: {r.n_runs} runs, {r.n_attempts} attempts, {r.n_steps} steps in {r.seconds:.1f} s"
-                    )
-                elif r.outcome == "duplicate":
-                    st.info(f"{name}: already ingested; nothing added")  # name is plain() already
-                else:
-                    st.error(f"{name}: rejected; nothing written")
-                    st.code(r.error, language=None)
-                for warning in r.warnings:  # e.g. an Inspect log not scored yet: `inspect score` scores it
-                    st.warning(plain(warning), icon=":material/info:")
+            created = {p.file: p.runs for p in previews}
+            # kept for the next run of the page, which the rerun below starts: the sidebar's counts include the
+            # new runs, and the results stay on screen with links to them
+            ss.up_done = [(r, created.get(r.file, ())) for r in results]
+            st.rerun()
+
+for r, runs in ss.get("up_done") or []:
+    name = plain(r.file)
+    if r.outcome == "ingested":
+        st.success(f"{name}: {r.n_runs} runs, {r.n_attempts} attempts, {r.n_steps} steps in {r.seconds:.1f} s")
+        left, right = st.columns(2)
+        for run_id, _, agent in runs:
+            left.page_link(
+                "pages/drilldown.py",
+                label=plain(f"Open run {run_id} ({agent})"),
+                icon=":material/manage_search:",
+                query_params={"run": run_id},
+            )
+        for benchmark in dict.fromkeys(b for _, b, _ in runs):
+            right.page_link(
+                "pages/leaderboard.py",
+                label=plain(f"Leaderboard of {benchmark}"),
+                icon=":material/leaderboard:",
+                query_params={"benchmark": benchmark},
+            )
+    elif r.outcome == "duplicate":
+        st.info(f"{name}: already ingested; nothing added")  # name is plain() already
+    else:
+        st.error(f"{name}: rejected; nothing written")
+        st.code(r.error, language=None)
+    for warning in r.warnings:  # e.g. an Inspect log not scored yet: `inspect score` scores it
+        st.warning(plain(warning), icon=":material/info:")
 
 st.subheader("Ingest history")
 history = cached(uploads.ingest_history)

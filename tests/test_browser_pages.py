@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.browser_support import assert_app_navigation, chromium_page, screenshot, streamlit_server
+from tests.conftest import FIXTURES
 from tests.test_browser_plaintext import open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -52,3 +53,22 @@ def test_every_page_from_a_stale_link(demo_db: Path) -> None:
                 page.wait_for_timeout(3000)  # type: ignore[attr-defined]
                 assert not exceptions(page), (link, button, exceptions(page))
             screenshot(page, f"browser-page-{name}")
+
+        # the upload page's whole flow: preview says what the file creates, ingest, links to the new run
+        open_page(page, f"{url}/upload", "Upload", "Delete a run")
+        page.locator('input[type="file"]').set_input_files(  # type: ignore[attr-defined]
+            files=[
+                {"name": "mini.jsonl", "mimeType": "application/json", "buffer": (FIXTURES / "good.jsonl").read_bytes()}
+            ]
+        )
+        page.get_by_role("heading", name="Preview").wait_for(timeout=180_000)  # type: ignore[attr-defined]
+        page.wait_for_timeout(1500)  # type: ignore[attr-defined]
+        # the preview's grid (a canvas) keeps each cell's text in a hidden DOM cell
+        assert page.get_by_text("mini-a-v1: mini-bench, Agent A").count() > 0  # type: ignore[attr-defined]
+        page.get_by_role("button", name="Ingest 1 file(s)").click()  # type: ignore[attr-defined]
+        page.get_by_text("Open run mini-a-v1 (Agent A)").first.wait_for(timeout=180_000)  # type: ignore[attr-defined]
+        page.wait_for_timeout(1500)  # type: ignore[attr-defined]
+        sidebar = page.locator('[data-testid="stSidebar"]').inner_text()  # type: ignore[attr-defined]
+        assert "75 runs" not in sidebar and "runs ·" in sidebar, sidebar  # the counts include the new runs at once
+        assert not exceptions(page)
+        screenshot(page, "browser-page-upload-done")

@@ -62,6 +62,8 @@ def test_preview_in_a_worker_with_hostile_names_leaves_nothing_behind(fixture_db
     assert [p.outcome for p in previews][1] == "invalid"
     assert previews[1].errors and all(str(private_tmp) not in e for e in previews[1].errors)
     assert previews[0].outcome in ("duplicate", "ready") and previews[0].format == "native"
+    if previews[2].outcome == "ready":  # what the file would create is said before anything is written
+        assert ("mini-a-v9", "mini-bench", "Agent A") in previews[2].runs
     assert not list(private_tmp.glob(uw.TEMP_PREFIX + "*"))
 
 
