@@ -260,8 +260,8 @@ def measure_deltas(
         d = compare.shared_differences(a[key], b[key])
         test = paired if key == "value" and paired is not None else compare.paired_test(a[key], b[key])
         shared = [t for t in a[key] if t in b[key] and np.isfinite(a[key][t]) and np.isfinite(b[key][t])]
-        if key in ("tokens", "steps") and not shared:
-            continue  # neither run logs it: no row rather than a row of blanks
+        if key in ("tokens", "steps") and not any(a[key][t] or b[key][t] for t in shared):
+            continue  # neither run logs it (no values, or only the zeros of logs without steps): no row
         rows.append(
             {
                 "measure": MEASURES[name],
