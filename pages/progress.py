@@ -19,6 +19,8 @@ flt = shell.page_setup(
 if not flt.benchmark:
     common.empty_state("No benchmark in the database yet: ingest runs first.")
 wanted_model = common.query_param("model", "1pl")
+if wanted_model not in irt.MODELS:
+    st.info(common.plain(f"The link's model {wanted_model!r} is not one of {', '.join(irt.MODELS)}; showing 1pl."))
 model = st.radio(
     "Model",
     irt.MODELS,

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 # (url path and link, the page's title, text the page must show for that link, a button to press then, if any)
 LINKS: list[tuple[str, str, str, str | None]] = [
     ("leaderboard?benchmark=ad-bench&to=2099-12-31&agents=Nobody", "Leaderboard", "were left out of the filter", None),
-    ("progress?benchmark=no-such-bench&model=9pl", "Progress", "not in this database", None),
+    ("progress?benchmark=no-such-bench&model=9pl", "Progress", "is not one of 1pl", None),
     ("tmf?benchmark=ad-bench&hourly_usd=-5&performance=bogus", "Tech-Market-Fit", "bogus", None),
     ("errors?benchmark=ad-bench&err_sources=bogus&err_facet=nope", "Errors", "not a label source or facet", None),
     (

@@ -121,3 +121,13 @@ def test_the_sidebar_agents_choose_the_versions_shown(sim_db: Path, monkeypatch:
     assert any(f"Showing {len(mine)} of the fit's {len(everything)} agent versions" in c.value for c in at.caption)
     assert set(table(at, "ability_lo")["subject"]) == set(mine["subject"])
     assert {m.label: m.value for m in at.metric}["Agent versions"] == str(len(everything))  # the fit is whole
+
+
+def test_an_unknown_model_in_the_link_gives_a_notice(sim_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUNLENS_DB", str(sim_db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.query_params["model"] = "9pl"
+    at.run()
+    at.switch_page("pages/progress.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("is not one of 1pl" in i.value for i in at.info) and at.radio(key="irt_model").value == "1pl"
