@@ -34,6 +34,13 @@ def _clean(text: str) -> str:
     return stripped if stripped != text and not any(c in "123456789" for c in stripped) else text
 
 
+def text(value: Any) -> str:
+    """A value from a log as a cell: itself as text, ``–`` when missing (None, NaN, NA, an empty string)."""
+    if value is None or str(value) in ("", "nan", "NaN", "<NA>", "NaT", "None"):
+        return MISSING
+    return str(value)
+
+
 def number(value: Any, digits: int = 1) -> str:
     """A plain number with ``digits`` decimals and thousands separators: ``1,234.5``."""
     x = _number(value)

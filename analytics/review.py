@@ -27,6 +27,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from analytics import formatting as fmt
 from store import query_df, run_filter_params, with_run_filter
 
 QUEUES = ("failed", "disagreements", "calibration")
@@ -392,22 +393,20 @@ def _kappa_band(kappa: float) -> str:
 
 
 def _verdict(value: Any) -> str:
-    if value is None or (isinstance(value, float) and value != value) or value is pd.NA:
-        return "–"
-    return "correct" if bool(value) else "incorrect"
+    return fmt.MISSING if fmt.text(value) == fmt.MISSING else "correct" if bool(value) else "incorrect"
 
 
 def queue_table(items: pd.DataFrame) -> pd.DataFrame:
     """``review_queue`` as people read it: who, which task, the outcome, what each rater said (``–`` where a rater
     said nothing), how many reviews; the raw frame stays the download."""
-    text = lambda v: "–" if v is None or v is pd.NA or v != v or v == "" else str(v)  # noqa: E731
+    text = fmt.text
     return pd.DataFrame(
         {
             "Run": items["run_id"].astype(str),
             "Agent": items["agent"].map(text),
             "Task": items["task_id"].astype(str),
             "Sample": items["sample"].astype(int),
-            "Passed": items["passed"].map(lambda v: "–" if v is None or v is pd.NA else "✓" if bool(v) else "✗"),
+            "Passed": items["passed"].map(lambda v: fmt.MISSING if fmt.text(v) == fmt.MISSING else "✓" if v else "✗"),
             "Log judge": items["log_judge_correct"].map(_verdict),
             "Runlens judge": items["runlens_judge_correct"].map(_verdict),
             "Log codes": items["log_codes"].map(text),

@@ -18,15 +18,13 @@ flt = shell.page_setup(
 )
 if not flt.benchmark:
     common.empty_state("No benchmark in the database yet: ingest runs first.")
-wanted_model = common.query_param("model", "1pl")
-if wanted_model not in irt.MODELS:
-    st.info(common.plain(f"The link's model {wanted_model!r} is not one of {', '.join(irt.MODELS)}; showing 1pl."))
+for notice in common.restore_from_url([common.UrlField("irt_model", "model", irt.MODELS[0], choices=irt.MODELS)]):
+    st.info(common.plain(notice))
 model = st.radio(
     "Model",
     irt.MODELS,
     horizontal=True,
     key="irt_model",
-    index=irt.MODELS.index(wanted_model) if wanted_model in irt.MODELS else 0,
     help="1pl is the validated default; 2pl (wide priors) adds per-task discrimination.",
 )
 
@@ -57,15 +55,18 @@ if view.fit is None and (view.n_subjects_in_data < 2 or view.n_tasks_in_data < 2
         f"{view.n_subjects_in_data} agent version(s) and {view.n_tasks_in_data} task(s); IRT needs at "
         "least 2 of each (and about 20 answered tasks per agent to rank it)."
     )
-if view.fit is None and not background.is_enabled():
-    st.info(
-        f"No {model} fit of **{common.plain(flt.benchmark)}** yet ({view.n_subjects_in_data} agent versions, "
-        f"{view.n_tasks_in_data} tasks). An IRT fit places agents and tasks on one scale; it needs at least "
-        "2 agents and 2 tasks and takes seconds to minutes (RUNLENS_AUTO_FIT=0: fits start only from here)."
-    )
-    refit("Fit now")
-    st.stop()
 if view.fit is None:
+    missing = (
+        f"No {model} fit of **{common.plain(flt.benchmark)}** yet ({view.n_subjects_in_data} agent versions, "
+        f"{view.n_tasks_in_data} tasks)"
+    )
+    if not background.is_enabled():
+        st.info(
+            f"{missing}. An IRT fit places agents and tasks on one scale; it needs at least 2 agents and 2 tasks "
+            "and takes seconds to minutes (RUNLENS_AUTO_FIT=0: fits start only from here)."
+        )
+        refit("Fit now")
+        st.stop()
     # the first visit fits in the background (once per store, benchmark, model and data version), with progress;
     # every visitor meanwhile sees the same job, and the page shows the fit as soon as it is stored
     key = f"irt-fit|{common.db_path()}|{flt.benchmark}|{model}|{common.db_version()}"
@@ -73,9 +74,8 @@ if view.fit is None:
         key, common.write, fit_and_store, store=common.db_path(), benchmark=flt.benchmark, model=model
     )
     st.info(
-        f"No {model} fit of **{common.plain(flt.benchmark)}** yet ({view.n_subjects_in_data} agent versions, "
-        f"{view.n_tasks_in_data} tasks): fitting now, in the background. An IRT fit places agents and tasks on one "
-        "scale; it takes seconds to minutes, and is stored for every later visit."
+        f"{missing}: fitting now, in the background. An IRT fit places agents and tasks on one scale; it takes "
+        "seconds to minutes, and is stored for every later visit."
     )
     if job.error is not None:
         st.error(f"The fit failed: {common.plain(job.error)}")

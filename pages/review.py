@@ -9,7 +9,15 @@ from analytics import llm
 from analytics import review as rv
 from analytics import trajectory as tr
 from ui import review
-from ui.common import cached, download_buttons, drilldown_url, empty_state, plain, query_param
+from ui.common import (
+    UrlField,
+    cached,
+    download_buttons,
+    drilldown_url,
+    empty_state,
+    plain,
+    restore_from_url,
+)
 from ui.shell import page_setup
 
 filters = page_setup(
@@ -58,11 +66,9 @@ if agr.n_reviewed:
 
 # --- the queue and the form ------------------------------------------------------------------------------------
 st.subheader("Review queue")
-if "rv_queue" not in ss:
-    asked = query_param("queue")
-    if asked is not None and asked not in rv.QUEUES:
-        st.info(f"The link's queue {plain(repr(asked))} is not one of {', '.join(rv.QUEUES)}; showing 'failed'.")
-    ss.rv_queue = asked if asked in rv.QUEUES else "failed"
+for notice in restore_from_url([UrlField("rv_queue", "queue", "failed", choices=rv.QUEUES)]):
+    st.info(plain(notice))
+ss.setdefault("rv_queue", "failed")
 left, right = st.columns([3, 1])
 queue = left.segmented_control("Queue", rv.QUEUES, key="rv_queue") or "failed"
 seed = right.number_input("Calibration seed", 0, 10_000, 0, key="rv_seed", disabled=queue != "calibration")

@@ -189,9 +189,7 @@ def writer(
 @contextlib.contextmanager
 def _lake_writer(location: Lake, *, wait_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
     with lake.session_lock(location, wait_s=wait_s):
-        found = lake.snapshot_range(location)
-        if found is not None:
-            lake.drop_expired(location, found[0])
+        lake.refresh(location)
         con = lake.connect(location, read_only=False)
         try:
             migrate(con)
@@ -560,16 +558,12 @@ def reader(
 
 @contextlib.contextmanager
 def _lake_reader(location: Lake, *, as_of: int | dt.datetime | None) -> Iterator[duckdb.DuckDBPyConnection]:
-    found = lake.snapshot_range(location)
+    found = lake.refresh(location)
     if found is None:  # a new catalog: the first reader creates the lake
         ensure_snapshot(location)
-        found = lake.snapshot_range(location)
-    if found is not None:
-        lake.drop_expired(location, found[0])
-    snapshot = found[1] if found is not None and as_of is None else None
-    if as_of is not None:
-        snapshot = lake.resolve_as_of(location, as_of)[0]
-    con, is_new = lake.pinned_reader(location, int(snapshot or 0))
+        found = lake.refresh(location) or (0, 0)
+    snapshot = found[1] if as_of is None else lake.resolve_as_of(location, as_of)[0]
+    con, is_new = lake.pinned_reader(location, snapshot)
     try:
         if as_of is None and is_new and schema_version(con) < latest_version():  # an older Runlens made it
             lake.close(con)

@@ -342,9 +342,9 @@ def pinned_reader(lake: Lake, snapshot: int) -> tuple[duckdb.DuckDBPyConnection,
     return con, is_new
 
 
-def _evict(engine: duckdb.DuckDBPyConnection, conninfo: str, *, everything: bool = False) -> None:
+def _evict(engine: duckdb.DuckDBPyConnection, conninfo: str, *, older_than: int | None = None) -> None:
     """Detach idle attachments of one lake from its instance: the least recently used beyond POOL_SIZE, those idle
-    for POOL_IDLE_S, or with ``everything`` all of them (the caller holds _POOL_GUARD).
+    for POOL_IDLE_S, and those of snapshots older than ``older_than`` (the caller holds _POOL_GUARD).
 
     An attachment must not outlive its snapshot: once ``maintain`` expires it, any failed name lookup in the
     instance (DuckDB searches every attached catalog for suggestions) would fail on it.
@@ -354,18 +354,12 @@ def _evict(engine: duckdb.DuckDBPyConnection, conninfo: str, *, everything: bool
     n_held = sum(1 for k in _POOL if k[0] == conninfo)
     surplus = {k for _, k in idle[: max(0, n_held - POOL_SIZE)]}
     for last_used, key in idle:
-        if everything or key in surplus or now - last_used > POOL_IDLE_S:
+        expired = older_than is not None and key[2] < older_than
+        if expired or key in surplus or now - last_used > POOL_IDLE_S:
             entry = _POOL.pop(key)
             del _POOL_ALIASES[entry.alias]
             with contextlib.suppress(duckdb.Error):
                 engine.execute(f"DETACH {entry.alias}")
-
-
-def forget_snapshots(lake: Lake) -> None:
-    """Detach this process's idle snapshot attachments of ``lake`` (before its snapshots are expired)."""
-    with _POOL_GUARD:
-        if _POOL and os.getpid() == _POOL_PID:
-            _evict(_engine(lake), lake.conninfo, everything=True)
 
 
 def _release(entry: _Pinned) -> None:
@@ -419,19 +413,38 @@ def current_snapshot(con: duckdb.DuckDBPyConnection) -> int:
     return int(con.execute(f"SELECT id FROM {alias(con)}.current_snapshot()").fetchall()[0][0])
 
 
-def snapshot_range(lake: Lake) -> tuple[int, int] | None:
-    """The lake's oldest and newest snapshot ids, straight from the catalog (cheap: no DuckDB attach); None before
-    the lake exists."""
+@contextlib.contextmanager
+def _catalog(lake: Lake) -> Iterator[Any]:
+    """A psycopg connection to the lake's PostgreSQL catalog (autocommit); its errors name the lake."""
     psycopg = _psycopg()
     try:
         with psycopg.connect(lake.conninfo, autocommit=True, connect_timeout=10) as pg:
-            row = pg.execute("SELECT to_regclass('ducklake_snapshot') IS NOT NULL").fetchone()
-            if not row or not row[0]:
-                return None
-            found = pg.execute("SELECT min(snapshot_id), max(snapshot_id) FROM ducklake_snapshot").fetchone()
-            return (int(found[0]), int(found[1])) if found and found[1] is not None else None
+            yield pg
     except psycopg.Error as exc:
         raise LakeError(f"{lake.label}: {_first_line(exc)}") from exc
+
+
+def snapshot_range(lake: Lake) -> tuple[int, int] | None:
+    """The lake's oldest and newest snapshot ids, straight from the catalog (cheap: no DuckDB attach); None before
+    the lake exists."""
+    with _catalog(lake) as pg:
+        row = pg.execute("SELECT to_regclass('ducklake_snapshot') IS NOT NULL").fetchone()
+        if not row or not row[0]:
+            return None
+        found = pg.execute("SELECT min(snapshot_id), max(snapshot_id) FROM ducklake_snapshot").fetchone()
+        return (int(found[0]), int(found[1])) if found and found[1] is not None else None
+
+
+def refresh(lake: Lake) -> tuple[int, int] | None:
+    """``snapshot_range``, after detaching this process's idle attachments of snapshots older than the oldest
+    (expired by ``maintain``, perhaps in another process): a stale one would break name lookups in the instance.
+    Every session starts with it."""
+    found = snapshot_range(lake)
+    if found is not None:
+        with _POOL_GUARD:
+            if os.getpid() == _POOL_PID:
+                _evict(_engine(lake), lake.conninfo, older_than=found[0])
+    return found
 
 
 def snapshot_id(lake: Lake) -> int | None:
@@ -440,40 +453,23 @@ def snapshot_id(lake: Lake) -> int | None:
     return None if found is None else found[1]
 
 
-def drop_expired(lake: Lake, oldest: int) -> None:
-    """Detach this process's idle attachments of snapshots older than ``oldest`` (expired by ``maintain``,
-    perhaps in another process): a stale one would break name lookups in the whole instance."""
-    with _POOL_GUARD:
-        if os.getpid() != _POOL_PID:
-            return
-        for key, entry in list(_POOL.items()):
-            if key[0] == lake.conninfo and key[2] < oldest and entry.users == 0:
-                del _POOL[key], _POOL_ALIASES[entry.alias]
-                with contextlib.suppress(duckdb.Error):
-                    _engine(lake).execute(f"DETACH {entry.alias}")
-
-
 def resolve_as_of(lake: Lake, as_of: int | dt.datetime) -> tuple[int, dt.datetime]:
     """The snapshot ``as_of`` names (an id, or the last one committed at or before a time) and its commit time.
 
     Raises:
         LakeError: no such snapshot (an id past the newest, or a time before the lake existed).
     """
-    psycopg = _psycopg()
-    try:
-        with psycopg.connect(lake.conninfo, autocommit=True, connect_timeout=10) as pg:
-            if isinstance(as_of, dt.datetime):
-                row = pg.execute(
-                    "SELECT snapshot_id, snapshot_time FROM ducklake_snapshot WHERE snapshot_time <= %s "
-                    "ORDER BY snapshot_id DESC LIMIT 1",
-                    [as_of],
-                ).fetchone()
-            else:
-                row = pg.execute(
-                    "SELECT snapshot_id, snapshot_time FROM ducklake_snapshot WHERE snapshot_id = %s", [as_of]
-                ).fetchone()
-    except psycopg.Error as exc:
-        raise LakeError(f"{lake.label}: {_first_line(exc)}") from exc
+    with _catalog(lake) as pg:
+        if isinstance(as_of, dt.datetime):
+            row = pg.execute(
+                "SELECT snapshot_id, snapshot_time FROM ducklake_snapshot WHERE snapshot_time <= %s "
+                "ORDER BY snapshot_id DESC LIMIT 1",
+                [as_of],
+            ).fetchone()
+        else:
+            row = pg.execute(
+                "SELECT snapshot_id, snapshot_time FROM ducklake_snapshot WHERE snapshot_id = %s", [as_of]
+            ).fetchone()
     if row is None:
         raise LakeError(f"{lake.label}: no snapshot {'at or before ' if isinstance(as_of, dt.datetime) else ''}{as_of}")
     return int(row[0]), row[1]
@@ -538,13 +534,10 @@ def session_lock(lake: Lake, *, wait_s: float) -> Iterator[None]:
             held.depth -= 1
         return
     psycopg = _psycopg()
-    try:
-        pg = psycopg.connect(lake.conninfo, autocommit=True, connect_timeout=10)
-    except psycopg.Error as exc:
-        raise LakeError(f"{lake.label}: {_first_line(exc)}") from exc
-    try:
-        # a blocking wait in PostgreSQL's lock queue: writers get in first come, first served, the moment the
-        # holder ends, with no polling; lock_timeout bounds the wait
+    # closing the connection ends the PostgreSQL session: the advisory lock goes with it. A blocking wait in
+    # PostgreSQL's lock queue lets writers in first come, first served, the moment the holder ends (no polling);
+    # lock_timeout bounds the wait.
+    with _catalog(lake) as pg:
         pg.execute("SELECT set_config('lock_timeout', %s, false)", [f"{max(1, round(wait_s * 1000))}ms"])
         try:
             pg.execute("SELECT pg_advisory_lock(%s)", [LOCK_KEY])
@@ -559,8 +552,6 @@ def session_lock(lake: Lake, *, wait_s: float) -> Iterator[None]:
         finally:
             with _HELD_GUARD:
                 del _HELD[key]
-    finally:
-        pg.close()  # ends the PostgreSQL session: the advisory lock goes with it
 
 
 def is_conflict(exc: BaseException) -> bool:

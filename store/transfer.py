@@ -53,11 +53,16 @@ def base_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
 def table_digest(con: duckdb.DuckDBPyConnection, table: str) -> tuple[int, str]:
     """Row count and an order-free digest of every row (the sum of the rows' hashes; meta without its publish
     bookkeeping)."""
-    where = " WHERE key NOT IN ('store_id', 'generation')" if table == "meta" else ""
-    n, digest = con.execute(f'SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM "{table}" t{where}').fetchall()[
-        0
-    ]
+    n, digest = con.execute(
+        f'SELECT count(*), coalesce(sum(hash(t)::HUGEINT), 0) FROM "{table}" t{_data_rows(table)}'
+    ).fetchall()[0]
     return int(n), str(digest)
+
+
+def _data_rows(table: str) -> str:
+    """The WHERE clause that leaves the single-file store's publish bookkeeping out of ``meta`` (not data)."""
+    listed = ", ".join(f"'{key}'" for key in SKIPPED_META)
+    return f" WHERE key NOT IN ({listed})" if table == "meta" else ""
 
 
 def copy_store(
@@ -111,8 +116,7 @@ def _copy_table(
     names = ", ".join(f'"{c}"' for c in columns)
     if table == "meta":  # the target's own schema rows are replaced by the source's
         dst.execute("DELETE FROM meta")
-    where = " WHERE key NOT IN ('store_id', 'generation')" if table == "meta" else ""
-    batches = src.execute(f'SELECT {names} FROM "{table}"{where}').to_arrow_reader(BATCH_ROWS)
+    batches = src.execute(f'SELECT {names} FROM "{table}"{_data_rows(table)}').to_arrow_reader(BATCH_ROWS)
     n = 0
     for batch in batches:
         dst.register("_rl_copy", batch)
@@ -150,7 +154,6 @@ def maintain(location: Location, *, keep: dt.timedelta = dt.timedelta(days=7)) -
         raise RunlensError(f"{loc}: maintain is for a team store (DuckLake); a DuckDB file needs no maintenance")
     started = time.perf_counter()
     cutoff = dt.datetime.now(dt.UTC) - keep
-    lake.forget_snapshots(loc)  # this process's attachments of snapshots about to expire
     with writer(loc) as con:
         alias = lake.alias(con)
         flushed = con.execute(f"CALL ducklake_flush_inlined_data('{alias}')").fetchall()

@@ -50,10 +50,7 @@ def _passed(values: pd.Series) -> pd.Series:
     """``passed`` as nullable booleans, whatever the frame holds (bools, 0/1, None, NaN)."""
     if values.dtype == bool:
         return values.astype("boolean")
-    return pd.Series(
-        pd.array([None if v is None or v is pd.NA or v != v else bool(v) for v in values], dtype="boolean"),
-        index=values.index,
-    )
+    return pd.Series(pd.array([None if pd.isna(v) else bool(v) for v in values], dtype="boolean"), index=values.index)
 
 
 def task_marks(attempts: pd.DataFrame) -> dict[str, str]:

@@ -9,6 +9,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from analytics import formatting as fmt
 from analytics.gem.agreement import HumanAgreement, agreement_from, human_from, human_vs_llm_from, judges_from
 from analytics.gem.formulas import DIMENSIONS, QUANT
 from analytics.gem.tables import (
@@ -140,8 +141,10 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
     out = df.copy()
     for col in out.columns:
         if pd.api.types.is_float_dtype(out[col]) or out[col].map(lambda v: isinstance(v, float) or v is None).all():
-            out[col] = out[col].map(lambda v: "–" if v is None or v != v else f"{float(v):.2f}".rstrip("0").rstrip("."))
-    return out.fillna("–")
+            out[col] = out[col].map(
+                lambda v: fmt.MISSING if fmt.text(v) == fmt.MISSING else f"{float(v):.2f}".rstrip("0").rstrip(".")
+            )
+    return out.fillna(fmt.MISSING)
 
 
 def text_report(rep: dict[str, Any]) -> str:
