@@ -45,7 +45,8 @@ if source == "computed" and v.models:
 if source == "computed" and "computed" not in v.sources:
     st.warning(
         "No computed metrics are stored yet: run `python -m analytics gem-metrics` (embeds every response "
-        "with all-MiniLM-L6-v2, offline). The quantitative table below is empty until then."
+        "with all-MiniLM-L6-v2, offline). Table 2 stays empty until then (CTR alone is not shown as a score); "
+        "**log** shows the values that came with the run."
     )
 
 datasets = sorted(set(v.cost["dataset"]) | set(v.qualitative["dataset"]) | set(v.quantitative["dataset"]))

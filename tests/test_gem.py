@@ -193,6 +193,12 @@ def test_tables_on_small_db(small_db: Path) -> None:
         assert human.human_llm == pytest.approx(1.0) and 0.5 < human.split_half <= 1.0
 
 
+def test_computed_mode_with_nothing_computed_is_empty_not_ctr_alone(small_db: Path) -> None:
+    with reader(small_db) as con:
+        assert not gem.quantitative(con, benchmark="g").empty  # the log's values, CTR among them
+        assert gem.quantitative(con, benchmark="g", source="computed").empty
+
+
 def test_compute_and_store_with_a_fake_embedder(small_db: Path) -> None:
     def fake(texts: list[str]) -> np.ndarray:
         # an ad sentence points elsewhere than the rest: a known geometry

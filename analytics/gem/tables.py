@@ -94,6 +94,8 @@ def quantitative(
         [benchmark, source, model, model],
     )
     cols = list(QUANT)
+    if source == "computed":  # CTR alone (from the log) is not a computed row: its "overall" would be CTR
+        met = met[met["attempt_id"].isin(met.loc[met["source"] == "computed", "attempt_id"])]
     if met.empty or att.empty:
         return pd.DataFrame(columns=KEYS + ["solution_label", "n"] + cols + ["overall"])
     met = met.drop_duplicates(["attempt_id", "name"], keep="last")
