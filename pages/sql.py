@@ -1,17 +1,29 @@
 """SQL explorer: ad-hoc read-only SQL through the sandbox, schema browser, examples, charts, full downloads."""
 
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import streamlit as st
 
 from analytics import llm
 from analytics import sql_console as sb
 from ui.budget_cache import shared_sql_cache
-from ui.common import cached, db_path, db_version, download_buttons, plain, query_param, show_fig
+from ui.common import (
+    UrlField,
+    cached,
+    db_path,
+    db_version,
+    download_buttons,
+    keep_in_url,
+    plain,
+    query_param,
+    restore_from_url,
+    show_fig,
+)
 from ui.shell import page_setup
 
 LIMITS = sb.SandboxLimits()
 PAGE_SIZE = 100
+CHART_PARAMS = ("x", "y", "colour", "kind")
 ss = st.session_state
 filters = page_setup(
     "SQL",
@@ -36,6 +48,14 @@ def _run(sql: str, version: str, path: str, run_n: int) -> sb.SqlOutcome:
         return shared_sql_cache().get_or_compute(key, lambda: sb.try_query(sql, db=path, limits=LIMITS))
 
 
+def _share_link(sql: str) -> None:
+    """The link that reopens this query (and its chart settings): absolute when the browser's address is known."""
+    params = {"q": sql} | {k: v for k, v in st.query_params.items() if k in CHART_PARAMS}
+    base = (st.context.url or "").split("?")[0] or "sql"  # AppTest and old clients give no address
+    st.caption("Shareable link (opens this query, run, with its chart settings):")
+    st.code(f"{base}?{urlencode(params, quote_via=quote)}", language=None, wrap_lines=True)
+
+
 def _load(sql: str, *, run: bool) -> None:
     """Put SQL into the editor (a callback: widgets cannot change after they are drawn)."""
     ss.sql_editor = sql
@@ -51,13 +71,6 @@ if "sql_editor" not in ss:  # widget state is dropped while another page is show
     ss.sql_editor = ss.sql_current or (next(iter(gallery.values())).sql if gallery else "FROM v_runs")
 
 schema_objects, schema_columns = cached(sb.schema_objects), cached(sb.schema_columns)
-with st.expander("Schema: tables and views", icon=":material/schema:"):
-    st.dataframe(schema_objects, hide_index=True, key="sql_schema", width="stretch")
-    download_buttons(schema_objects, "schema-objects", key="sql_schema_dl")
-    obj = st.selectbox("Columns of", list(schema_objects["name"]), key="sql_schema_obj")
-    columns = schema_columns[schema_columns["name"] == obj][["column", "type"]]
-    st.dataframe(columns, hide_index=True, key="sql_schema_cols", width="stretch")
-    download_buttons(columns, f"columns-{obj}", key="sql_schema_cols_dl")
 st.subheader("Examples")
 choice = st.selectbox("Example queries (queries/*.sql)", list(gallery), key="sql_example")
 if choice:
@@ -93,22 +106,33 @@ else:
                 "Run this SQL", key="sql_run_proposed", on_click=_load, args=(ss.sql_proposed,), kwargs={"run": True}
             )
 
-with st.form("sql_form"):
+editor, schema = st.columns([3, 1])
+with editor.form("sql_form"):
     st.text_area("SQL", key="sql_editor", height=220)
     if st.form_submit_button("Run", key="sql_run", type="primary", shortcut="Ctrl+Enter", icon=":material/play_arrow:"):
         ss.sql_current = ss.sql_editor
         ss.sql_run_n = ss.get("sql_run_n", 0) + 1
+with schema.container(height=330, border=True):  # beside the editor, where a name is looked up while typing
+    obj = st.selectbox("Schema: columns of", list(schema_objects["name"]), key="sql_schema_obj")
+    columns = schema_columns[schema_columns["name"] == obj][["column", "type"]]
+    st.dataframe(columns, hide_index=True, key="sql_schema_cols", width="stretch")
+with st.expander("All tables and views", icon=":material/schema:"):
+    st.dataframe(schema_objects, hide_index=True, key="sql_schema", width="stretch")
+    download_buttons(schema_objects, "schema-objects", key="sql_schema_dl")
+    download_buttons(columns, f"columns-{obj}", key="sql_schema_cols_dl")
 sql = (ss.get("sql_current") or "").strip()
 if not sql:
     st.stop()
-if st.query_params.get("q") != sql:
+if st.query_params.get("q") != sql:  # another query: the last one's chart settings do not apply to it
+    for name in ("q", *CHART_PARAMS):
+        st.query_params.pop(name, None)
     st.query_params["q"] = sql
 outcome = _run(sql, db_version(), db_path(), ss.get("sql_run_n", 0))
 if not ss.sql_history or ss.sql_history[-1]["sql"] != sql:
     rows = outcome.result.n_rows if outcome.result else None
     ss.sql_history.append({"sql": sql, "rows": rows, "error": outcome.error_kind})
-st.caption("Shareable link (relative to this app):")
-st.code(f"sql?q={quote(sql)}", language=None)
+editor.caption("The query that ran:")
+editor.code(sql, language="sql", wrap_lines=True)  # highlighted; the editor above is a plain text box
 
 if outcome.result is None:
     head = {
@@ -119,6 +143,7 @@ if outcome.result is None:
     }.get(outcome.error_kind or "", "DuckDB error")
     st.error(f"{head}" + (f" at line {outcome.line}" if outcome.line else "") + ":")
     st.code(outcome.error or "", language=None)
+    _share_link(sql)
     st.stop()
 
 res = outcome.result
@@ -150,22 +175,38 @@ right.download_button(
     on_click="ignore",
 )
 
+chart_fields: list[UrlField] = []
 if len(res.df.columns) >= 2 and not res.df.empty:
-    with st.expander("Chart this", icon=":material/bar_chart:"):
-        cols = [str(c) for c in res.df.columns]
-        numeric = [str(c) for c in res.df.select_dtypes("number").columns] or cols
+    cols = [str(c) for c in res.df.columns]
+    numeric = [str(c) for c in res.df.select_dtypes("number").columns] or cols
+    chart_fields = [
+        UrlField("sql_chart_x", "x", cols[0], choices=cols),
+        UrlField("sql_chart_y", "y", numeric[-1], choices=numeric),
+        UrlField("sql_chart_color", "colour", "", choices=["", *cols]),
+        UrlField("sql_chart_kind", "kind", sb.CHART_KINDS[0], choices=sb.CHART_KINDS),
+    ]
+    for f in chart_fields:  # a new query's columns: a choice kept from the last result may no longer exist
+        if f.key in ss and ss[f.key] not in (f.choices or ()):
+            del ss[f.key]
+    for notice in restore_from_url(chart_fields):
+        st.warning(notice)
+    for f in chart_fields:  # the widgets start at the fields' defaults, so a default stays out of the link
+        ss.setdefault(f.key, f.default)
+    with st.expander("Chart this", icon=":material/bar_chart:", expanded=bool(query_param("x"))):
         c1, c2, c3, c4 = st.columns(4)
         x = c1.selectbox("x", cols, key="sql_chart_x")
-        y = c2.selectbox("y", numeric, index=len(numeric) - 1, key="sql_chart_y")
-        color = c3.selectbox("colour", [None, *cols], key="sql_chart_color")
+        y = c2.selectbox("y", numeric, key="sql_chart_y")
+        color = c3.selectbox("colour", ["", *cols], key="sql_chart_color", format_func=lambda c: c or "(none)")
         kind = c4.selectbox("kind", sb.CHART_KINDS, key="sql_chart_kind")
         chart_cols = list(dict.fromkeys(c for c in (x, y, color) if c))
         show_fig(
-            sb.fig_result(res.df, x=x, y=y, color=color, kind=kind),
+            sb.fig_result(res.df, x=x, y=y, color=color or None, kind=kind),
             key="sql_chart",
             data=res.df[chart_cols],
             name="query-chart",
         )
+    keep_in_url(chart_fields)
+_share_link(sql)
 
 with st.expander(f"Query history ({len(ss.sql_history)})", icon=":material/history:"):
     for i, item in enumerate(reversed(ss.sql_history)):

@@ -103,10 +103,10 @@ def test_the_gallery_loads_and_runs_an_example(fixture_db: Path, monkeypatch: py
 
 def test_schema_browser_lists_objects_with_counts(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_sql_page(fixture_db, monkeypatch)
-    objects = at.dataframe[0].value.set_index("name")
+    objects = at.dataframe[1].value.set_index("name")  # the column list beside the editor comes first
     assert objects.loc["attempts", "n_rows"] == 6 and objects.loc["v_runs", "kind"] == "view"
     at.selectbox(key="sql_schema_obj").set_value("v_runs").run()
-    cols = at.dataframe[1].value
+    cols = at.dataframe[0].value
     assert "pass_rate" in cols["column"].tolist()
     assert {"sql_schema_dl_csv", "sql_schema_dl_parquet"} <= {b.key for b in at.download_button}
 
@@ -118,6 +118,20 @@ def test_chart_this_draws_the_result(fixture_db: Path, monkeypatch: pytest.Monke
     at.selectbox(key="sql_chart_kind").set_value("scatter").run()
     assert not at.exception
     assert {"sql_chart_data_csv", "sql_chart_data_parquet"} <= {b.key for b in at.download_button}
+    assert at.query_params["kind"] in ("scatter", ["scatter"])  # the chart settings are part of the shareable link
+    assert any("kind=scatter" in c.value and c.value.startswith("sql?q=") for c in at.code)
+
+
+def test_a_link_restores_the_chart_settings_and_drops_unknown_ones(
+    fixture_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_sql_page(fixture_db, monkeypatch, q=QUERY, kind="scatter", y="nope")
+    assert at.selectbox(key="sql_chart_kind").value == "scatter"
+    assert at.selectbox(key="sql_chart_y").value == "n"
+    assert any("y 'nope' is not one of" in w.value for w in at.warning)
+    run_editor(at, "SELECT 1 AS a, 2 AS b")  # another query: settings that no longer fit leave the link
+    assert at.selectbox(key="sql_chart_kind").value == "scatter" and at.selectbox(key="sql_chart_y").value == "b"
+    assert "y" not in at.query_params and not at.warning
 
 
 def test_ask_in_english_proposes_sql_and_runs_only_on_click(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
