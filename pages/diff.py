@@ -31,6 +31,9 @@ labels = {
 }
 # a link names the pair as baseline=/candidate= (a=/b= still work); a run the link names that is not here
 # (deleted, another benchmark) gives a notice, never a silent swap
+in_url = (query_param("baseline"), query_param("candidate"))
+if all(in_url) and in_url != ss.get("df_written", in_url):  # Back/Forward put an earlier pair in the URL
+    ss.df_a, ss.df_b = (run if run in ids else None for run in in_url)
 for key, names, fallback in (("df_a", ("baseline", "a"), pair[0]), ("df_b", ("candidate", "b"), pair[1])):
     if ss.get(key) not in ids:
         asked = next((query_param(n) for n in names if query_param(n)), None)
@@ -49,6 +52,7 @@ basis = basis_col.selectbox(
 for alias in ("a", "b"):
     st.query_params.pop(alias, None)
 st.query_params.update({"baseline": run_a, "candidate": run_b})
+ss.df_written = (run_a, run_b)
 if run_a == run_b:
     empty_state("Pick two different runs.")
 try:

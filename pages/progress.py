@@ -18,7 +18,8 @@ flt = shell.page_setup(
 )
 if not flt.benchmark:
     common.empty_state("No benchmark in the database yet: ingest runs first.")
-for notice in common.restore_from_url([common.UrlField("irt_model", "model", irt.MODELS[0], choices=irt.MODELS)]):
+MODEL_FIELD = common.UrlField("irt_model", "model", irt.MODELS[0], choices=irt.MODELS)
+for notice in common.restore_from_url([MODEL_FIELD]):
     st.info(common.plain(notice))
 model = st.radio(
     "Model",
@@ -27,6 +28,7 @@ model = st.radio(
     key="irt_model",
     help="1pl is the validated default; 2pl (wide priors) adds per-task discrimination.",
 )
+common.keep_in_url([MODEL_FIELD])
 
 
 def refit(label: str) -> None:

@@ -15,6 +15,7 @@ from ui.common import (
     download_buttons,
     drilldown_url,
     empty_state,
+    keep_in_url,
     plain,
     restore_from_url,
 )
@@ -66,13 +67,14 @@ if agr.n_reviewed:
 
 # --- the queue and the form ------------------------------------------------------------------------------------
 st.subheader("Review queue")
-for notice in restore_from_url([UrlField("rv_queue", "queue", "failed", choices=rv.QUEUES)]):
+QUEUE_FIELD = UrlField("rv_queue", "queue", "failed", choices=rv.QUEUES)
+for notice in restore_from_url([QUEUE_FIELD]):
     st.info(plain(notice))
 ss.setdefault("rv_queue", "failed")
 left, right = st.columns([3, 1])
 queue = left.segmented_control("Queue", rv.QUEUES, key="rv_queue") or "failed"
 seed = right.number_input("Calibration seed", 0, 10_000, 0, key="rv_seed", disabled=queue != "calibration")
-st.query_params["queue"] = queue
+keep_in_url([QUEUE_FIELD])
 items = cached(rv.review_queue, queue=queue, reviewer=review.reviewer(), **filters.as_kwargs(), n=50, seed=int(seed))
 if items.empty:
     empty_state("Nothing in this queue for the current filters.")

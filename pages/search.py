@@ -5,7 +5,16 @@ Deep link: ``search?q=<query>&mode=phrase|words|regex``. Snippets are log text: 
 import streamlit as st
 
 from analytics import search as sr
-from ui.common import cached, download_buttons, drilldown_url, empty_state, plain, query_param
+from ui.common import (
+    UrlField,
+    cached,
+    download_buttons,
+    drilldown_url,
+    empty_state,
+    keep_in_url,
+    plain,
+    restore_from_url,
+)
 from ui.shell import page_setup
 
 filters = page_setup(
@@ -14,18 +23,19 @@ filters = page_setup(
     "across answers, step contents, tool arguments and results (long results included). The match is shown "
     "between ⟦ and ⟧.",
 )
-ss, qp = st.session_state, st.query_params
+ss = st.session_state
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
-if "se_q" not in ss:  # shareable: the query and mode start from the URL
-    ss.se_q = query_param("q", "")
-    ss.se_mode = query_param("mode") if query_param("mode") in sr.MODES else "phrase"
+# shareable: the query and the mode come from the URL on a first visit and after Back/Forward
+URL_FIELDS = [UrlField("se_q", "q", ""), UrlField("se_mode", "mode", "phrase", choices=sr.MODES)]
+for notice in restore_from_url(URL_FIELDS):
+    st.info(plain(notice))
+ss["se_q"] = (ss.get("se_q") or "")[: sr.MAX_QUERY_CHARS]
 left, right = st.columns([3, 1])
 query = left.text_input("Search the transcripts", key="se_q", max_chars=sr.MAX_QUERY_CHARS)
+ss.setdefault("se_mode", "phrase")
 mode = right.segmented_control("Match", sr.MODES, key="se_mode") or "phrase"
-for key, value in (("q", query), ("mode", mode)):
-    if qp.get(key) != value:
-        qp[key] = value
+keep_in_url(URL_FIELDS)
 if not query.strip():
     empty_state(
         f"Type a phrase to search the transcripts of **{plain(filters.benchmark)}** (the sidebar filters apply)."

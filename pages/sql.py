@@ -13,6 +13,7 @@ from ui.common import (
     db_path,
     db_version,
     download_buttons,
+    drop_from_url,
     keep_in_url,
     plain,
     query_param,
@@ -113,7 +114,9 @@ with editor.form("sql_form"):
         ss.sql_current = ss.sql_editor
         ss.sql_run_n = ss.get("sql_run_n", 0) + 1
 with schema.container(height=330, border=True):  # beside the editor, where a name is looked up while typing
-    obj = st.selectbox("Schema: columns of", list(schema_objects["name"]), key="sql_schema_obj")
+    names = list(schema_objects["name"])
+    first = names.index("v_runs") if "v_runs" in names else 0  # the view most questions start from
+    obj = st.selectbox("Schema: columns of", names, index=first, key="sql_schema_obj")
     columns = schema_columns[schema_columns["name"] == obj][["column", "type"]]
     st.dataframe(columns, hide_index=True, key="sql_schema_cols", width="stretch")
 with st.expander("All tables and views", icon=":material/schema:"):
@@ -124,8 +127,7 @@ sql = (ss.get("sql_current") or "").strip()
 if not sql:
     st.stop()
 if st.query_params.get("q") != sql:  # another query: the last one's chart settings do not apply to it
-    for name in ("q", *CHART_PARAMS):
-        st.query_params.pop(name, None)
+    drop_from_url(*CHART_PARAMS)
     st.query_params["q"] = sql
 outcome = _run(sql, db_version(), db_path(), ss.get("sql_run_n", 0))
 if not ss.sql_history or ss.sql_history[-1]["sql"] != sql:
@@ -149,8 +151,8 @@ if outcome.result is None:
 res = outcome.result
 count = f"{res.n_rows:,}" if res.is_count_exact else f"at least {res.n_rows:,}"
 st.caption(
-    f"{count} rows · {len(res.df.columns)} columns · {res.elapsed_s:.2f} s"
-    + (f" · showing the first {len(res.df):,}" if res.is_truncated else "")
+    f"{count} row{'' if res.n_rows == 1 else 's'} · {len(res.df.columns)} column{'' if len(res.df.columns) == 1 else 's'}"
+    f" · {res.elapsed_s:.2f} s" + (f" · showing the first {len(res.df):,}" if res.is_truncated else "")
 )
 n_pages = max(1, -(-len(res.df) // PAGE_SIZE))
 page = st.pagination(n_pages, key="sql_page") if n_pages > 1 else 1

@@ -95,3 +95,13 @@ def test_diff_link_names_the_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     stale = md_plain(repr("deleted-run"))  # log text is escaped for Markdown on the page
     assert any(stale in i.value and "not in this benchmark" in i.value for i in at.info)
     assert at.selectbox(key="df_b").value == "a-v1"
+    # Back to an earlier URL (the pair swapped): the page follows the URL, then keeps the session's choice
+    at.query_params["baseline"], at.query_params["candidate"] = "a-v1", "a-v2"
+    at.session_state["flt_benchmark"] = "flip-bench"
+    at.run()
+    assert (at.selectbox(key="df_a").value, at.selectbox(key="df_b").value) == ("a-v1", "a-v2")
+    at.selectbox(key="df_a").set_value("a-v2")
+    at.session_state["flt_benchmark"] = "flip-bench"
+    at.selectbox(key="df_b").set_value("a-v1").run()
+    assert (at.selectbox(key="df_a").value, at.selectbox(key="df_b").value) == ("a-v2", "a-v1")
+    assert at.query_params["baseline"] in ("a-v2", ["a-v2"])

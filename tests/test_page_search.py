@@ -43,3 +43,14 @@ def test_drilldown_marks_the_hit_step(search_db: Path, monkeypatch: pytest.Monke
     assert len(marks) == 1 and values[marks[0] - 1] == "**Step 2**"  # the badge sits in step 2's header
     texts = [t.value for t in at.text]
     assert any("hello (world)" in t for t in texts)
+
+
+def test_search_page_back_restores_the_earlier_query(search_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_page("pages/search.py", search_db, monkeypatch, benchmark="sb", q="rate limit")
+    at.text_input(key="se_q").set_value("quota").run()
+    assert at.query_params["q"] in ("quota", ["quota"]) and "mode" not in at.query_params  # the default is left out
+    at.query_params["q"] = "rate limit"  # Back
+    at.run()
+    assert at.text_input(key="se_q").value == "rate limit" and [m.value for m in at.metric][:2] == ["2", "2"]
+    at = open_page("pages/search.py", search_db, monkeypatch, benchmark="sb", q="x", mode="bogus")
+    assert any("bogus" in i.value for i in at.info) and at.segmented_control(key="se_mode").value == "phrase"

@@ -139,6 +139,23 @@ def test_changing_the_period_kind_keeps_the_page_working(fixture_db: Path, monke
     assert re.fullmatch(r"Stage 2 \(\d+%\)", metrics(at)["TMF stage"])
 
 
+def test_back_to_an_earlier_url_restores_that_view(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The browser's Back puts the earlier URL back and reruns: the page follows the URL, not the session."""
+    at = open_tmf(fixture_db, monkeypatch, "mini-bench")
+    at.number_input(key="tmf_hourly").set_value(100.0)
+    rerun(at)
+    assert at.query_params["hourly_usd"] in ("100", ["100"])
+    del at.query_params["hourly_usd"]  # Back: the URL before the change (the default rate)
+    rerun(at)
+    assert at.number_input(key="tmf_hourly").value == 50.0 and metrics(at)["Human cost per task"] == "$5.42"
+    at.query_params["hourly_usd"] = "100"  # Forward
+    rerun(at)
+    assert at.number_input(key="tmf_hourly").value == 100.0 and metrics(at)["Human cost per task"] == "$10.83"
+    at.number_input(key="tmf_hourly").set_value(80.0)  # a change in the page still wins over the old URL
+    rerun(at)
+    assert at.number_input(key="tmf_hourly").value == 80.0 and at.query_params["hourly_usd"] in ("80", ["80"])
+
+
 def test_assumptions_travel_in_the_link_and_bad_values_give_notices(
     fixture_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

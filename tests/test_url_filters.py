@@ -71,3 +71,21 @@ def test_stale_links_open_every_page_with_a_notice(
         # names from the link are shown literally: every bracket and colon of the payload is escaped
         assert any("\\!\\[x\\]\\(http\\:" in n for n in notices), notices
         assert any("\\[a\\]\\(http\\:" in n for n in notices), notices
+
+
+def test_back_to_an_earlier_url_restores_its_filters(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Filters come from the session on every rerun, except when the URL no longer holds what the sidebar last
+    wrote there (the browser's Back or Forward): then the URL's filters are taken."""
+    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench")
+    lo, hi = at.session_state["flt_dates"] or (None, None)
+    assert lo is None  # all dates
+    first_day = min(at.date_input[0].min, at.date_input[0].max)
+    at.date_input[0].set_value((first_day, first_day)).run()
+    assert at.query_params["from"] in (first_day.isoformat(), [first_day.isoformat()])
+    for key in ("from", "to"):  # Back: the URL before the dates were set
+        del at.query_params[key]
+    at.run()
+    assert not at.exception and not at.session_state["flt_dates"]
+    assert at.session_state["flt_benchmark"] == "mini-bench"
+    at.run()  # a plain rerun keeps the session's filters
+    assert not at.session_state["flt_dates"] and "from" not in at.query_params

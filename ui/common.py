@@ -118,7 +118,8 @@ def query_param(name: str, default: str | None = None) -> str | None:
 @dataclass(frozen=True)
 class UrlField:
     """A widget whose value a link carries: its session-state key, its URL parameter, its default, and what the
-    link may ask for (one of ``choices``, a number within ``bounds``, or a flag when the default is a bool)."""
+    link may ask for (one of ``choices``, a number within ``bounds``, a flag when the default is a bool, free
+    text when it is a string)."""
 
     key: str
     param: str
@@ -127,13 +128,26 @@ class UrlField:
     bounds: tuple[float, float] | None = None
 
 
+URL_WRITTEN = "_url_written"  # session key: each parameter's text as keep_in_url last wrote it (None: left out)
+
+
 def restore_from_url(fields: Sequence[UrlField]) -> list[str]:
-    """Seed each widget from the link on the page's first run; return a notice for every value the link asks for
-    that cannot be used (an unknown choice is dropped, a number out of range is clamped), never an error."""
+    """Seed each widget from the link on the page's first run, and again whenever the URL no longer holds what
+    ``keep_in_url`` last wrote there (the browser's Back or Forward put an earlier view's URL back, so that view is
+    restored). Return a notice for every value the link asks for that cannot be used (an unknown choice is dropped,
+    a number out of range is clamped), never an error."""
     ss, notices = st.session_state, []
+    written = ss.setdefault(URL_WRITTEN, {})
     for f in fields:
         raw = query_param(f.param)
-        if f.key in ss or raw is None:
+        if f.key in ss:
+            if f.param not in written or raw == written[f.param]:
+                continue
+            written.pop(f.param)
+            if raw is None:  # Back to a view that had the default
+                ss[f.key] = f.default
+                continue
+        elif raw is None:
             continue
         if f.choices is not None:
             match = next((c for c in f.choices if str(c) == raw), None)
@@ -145,6 +159,8 @@ def restore_from_url(fields: Sequence[UrlField]) -> list[str]:
                 ss[f.key] = match
         elif isinstance(f.default, bool):
             ss[f.key] = raw.lower() in ("1", "true", "yes", "on")
+        elif isinstance(f.default, str):  # free text (a search query): the widget bounds its length
+            ss[f.key] = raw
         else:
             try:
                 value = float(raw)
@@ -159,12 +175,23 @@ def restore_from_url(fields: Sequence[UrlField]) -> list[str]:
     return notices
 
 
+def drop_from_url(*params: str) -> None:
+    """Take parameters out of the URL because the page moved on (not because of Back): the widgets keep their
+    values, and ``keep_in_url`` writes them again where they still apply."""
+    written = st.session_state.setdefault(URL_WRITTEN, {})
+    for name in params:
+        st.query_params.pop(name, None)
+        written.pop(name, None)
+
+
 def keep_in_url(fields: Sequence[UrlField]) -> None:
     """Write each widget's current value into the URL (defaults left out, so a plain link stays short)."""
+    written = st.session_state.setdefault(URL_WRITTEN, {})
     for f in fields:
         value = st.session_state.get(f.key, f.default)
         if value == f.default:
             st.query_params.pop(f.param, None)
+            written[f.param] = None
             continue
         text = (
             ("1" if value else "0")
@@ -175,6 +202,7 @@ def keep_in_url(fields: Sequence[UrlField]) -> None:
         )
         if st.query_params.get(f.param) != text:
             st.query_params[f.param] = text
+        written[f.param] = text
 
 
 def current_filters() -> Filters:

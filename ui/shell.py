@@ -100,17 +100,23 @@ def _url_dates(params: dict[str, str], catalog: cat.Catalog, notices: list[str])
     return clamped
 
 
+FILTER_PARAMS = ("benchmark", "agents", "from", "to")
+
+
 def _init_filters_from_url(catalog: cat.Catalog) -> None:
     ss = st.session_state
     ss.flt_init = True
-    params = {key: st.query_params.get(key) or "" for key in ("benchmark", "agents", "from", "to")}
+    params = {key: st.query_params.get(key) or "" for key in FILTER_PARAMS}
     ss.flt_benchmark, ss.flt_agents, ss.flt_dates, ss.flt_notices = url_filters(params, catalog)
 
 
 def _sidebar(catalog: cat.Catalog) -> None:
     """Global filters, initialised from the URL once per session and written back to it."""
     ss = st.session_state
-    if "flt_init" not in ss:
+    in_url = {key: st.query_params.get(key) or "" for key in FILTER_PARAMS}
+    # first run, or the browser's Back/Forward put an earlier view's filters in the URL (a page switch from the
+    # navigation clears the URL instead: the session's filters then stay and are written back below)
+    if "flt_init" not in ss or (any(in_url.values()) and in_url != ss.get("flt_written", in_url)):
         _init_filters_from_url(catalog)
     for notice in ss.pop("flt_notices", None) or []:
         st.warning(common.plain(notice), icon=":material/link_off:")
@@ -146,6 +152,7 @@ def _sidebar(catalog: cat.Catalog) -> None:
             qp[key] = value
         elif not value and key in qp:
             del qp[key]
+    ss.flt_written = wanted
 
 
 _ROUTED = threading.local()  # per script thread: is the page running inside run_app (app.py's router)?
@@ -156,12 +163,42 @@ def run_app() -> None:
     filters), then the chosen page."""
     st.set_page_config(page_title="Runlens", page_icon=":material/query_stats:", layout="wide")
     nav = st.navigation(navigation_pages())
+    _undo_leaked_params(nav.url_path)
     render_shell()
     _ROUTED.active = True
     try:
         nav.run()
     finally:
         _ROUTED.active = False
+        _remember_page_url(nav.url_path)
+
+
+PAGE_URLS = "_page_urls"  # session key: each page's parameters as its last run left them in the URL
+SHARED_PARAMS = (*FILTER_PARAMS, "as_of")
+
+
+def _own(params: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in params.items() if k not in SHARED_PARAMS}
+
+
+def _remember_page_url(page: str) -> None:
+    st.session_state[PAGE_URLS] = {**st.session_state.get(PAGE_URLS, {}), page: st.query_params.to_dict()}
+    st.session_state["_last_page"] = page
+
+
+def _undo_leaked_params(page: str) -> None:
+    """Back from one page to another (e.g. Search -> a hit in the drilldown -> Back) reruns the earlier page with the
+    later page's parameters, not with the URL the browser went back to (Streamlit's frontend keeps its last query
+    parameters across that history step). When a page change arrives with exactly the parameters the previous page
+    left, this page's own last parameters are put back, so its view (query, pair of runs, settings) returns.
+    Links between pages carry their own parameters and are left alone."""
+    ss = st.session_state
+    last, pages = ss.get("_last_page"), ss.get(PAGE_URLS, {})
+    arrived = _own(st.query_params.to_dict())
+    if not last or last == page or page not in pages or not arrived or arrived != _own(pages.get(last, {})):
+        return
+    shared = {k: v for k, v in st.query_params.to_dict().items() if k in SHARED_PARAMS}
+    st.query_params.from_dict({**_own(pages[page]), **shared})
 
 
 FILTER_NAMES = {"benchmark": "Benchmark", "agents": "Agents", "dates": "Evaluation dates"}
