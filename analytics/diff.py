@@ -351,11 +351,13 @@ def fig_deltas(deltas: pd.DataFrame):  # noqa: ANN201 - plotly Figure
     """Forest plot of Pass@1 deltas (B - A) per slice with intervals; slice names in custom_data."""
     import plotly.graph_objects as go
 
+    from analytics.formatting import slice_label
+
     d = deltas.iloc[::-1]
     fig = go.Figure(
         go.Scatter(
             x=d["delta"] * 100,
-            y=d["slice"],
+            y=d["slice"].map(slice_label),
             mode="markers",
             customdata=d[["slice"]].to_numpy(),
             error_x={

@@ -4,6 +4,7 @@ attempts behind any bar or cell (each opening the drilldown page). Deep link: ``
 import streamlit as st
 
 from analytics import errors as err
+from analytics import formatting as fmt
 from analytics import judge as jg
 from analytics import llm
 from analytics import review as rv
@@ -82,7 +83,7 @@ if facet != "all":
     )
     slice_name = f"{facet}={value}"
 
-st.subheader(f"Error types per run ({plain(slice_name)})")
+st.subheader(f"Error types per run ({plain(fmt.slice_label(slice_name))})")
 t3 = err.table3(table, slice_name=slice_name)
 if int(t3["#Total"].sum()) == 0:
     st.info(

@@ -34,10 +34,10 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(db: Path, *, timeout_s: float = 90.0) -> Iterator[str]:
-    """Start ``streamlit run app.py`` on a free loopback port with RUNLENS_DB=db; yield its base URL."""
+def streamlit_server(db: Path, *, timeout_s: float = 90.0, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start ``streamlit run app.py`` on a free loopback port with RUNLENS_DB=db (and ``env``); yield its URL."""
     port = free_port()
-    env = {**os.environ, "RUNLENS_DB": str(db), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    env = {**os.environ, "RUNLENS_DB": str(db), "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", **(env or {})}
     log = ARTIFACTS / f"streamlit-{port}.log"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
@@ -102,7 +102,19 @@ def screenshot(page: object, name: str) -> Path:
     """Save a full-page screenshot under tests/artifacts/ and return its path."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
+    # Streamlit scrolls inside its main block, so a "full page" screenshot is only the window: grow the window to
+    # the block's height (at most 6,000 px) for the picture, then put it back
+    size = page.viewport_size  # type: ignore[attr-defined]
+    tall = page.evaluate(  # type: ignore[attr-defined]
+        "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stMainBlockContainer]')]"
+        ".map(e => e.scrollHeight), 0)"
+    )
+    if size and tall > size["height"]:
+        page.set_viewport_size({"width": size["width"], "height": min(int(tall) + 40, 6000)})  # type: ignore[attr-defined]
+        page.wait_for_timeout(1500)  # type: ignore[attr-defined]  # charts redraw at the new size
     page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
+    if size:
+        page.set_viewport_size(size)  # type: ignore[attr-defined]
     return path
 
 

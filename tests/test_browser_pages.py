@@ -1,74 +1,236 @@
 """Every page opened cold in Chromium from a stale or hand-edited link, as a newcomer arriving from a chat message
-would: the page draws, says what it could not use, raises nothing, answers its main interaction, and leaves a
-screenshot in tests/artifacts/ (browser-page-<name>.png) to look at."""
+would: the page draws, says what it could not use, raises nothing, answers its main interaction (and the browser's
+Back restores the view before it), and leaves a screenshot in tests/artifacts/ (browser-page-<name>.png) to look
+at."""
 
 from __future__ import annotations
 
+import hashlib
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+import numpy as np
 import pytest
 
+from jobs.failures import embed_failures
 from tests.browser_support import assert_app_navigation, chromium_page, screenshot, streamlit_server
 from tests.conftest import FIXTURES
-from tests.test_browser_plaintext import open_page
+from tests.test_browser_plaintext import BUSY_JS, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+Page = Any  # playwright's sync Page (the package has no type stubs here)
 
-# (url path and link, the page's title, text the page must show for that link, a button to press then, if any)
-LINKS: list[tuple[str, str, str, str | None]] = [
-    ("leaderboard?benchmark=ad-bench&to=2099-12-31&agents=Nobody", "Leaderboard", "were left out of the filter", None),
-    ("progress?benchmark=no-such-bench&model=9pl", "Progress", "is not one of 1pl", None),
-    ("tmf?benchmark=ad-bench&hourly_usd=-5&performance=bogus", "Tech-Market-Fit", "bogus", None),
-    ("errors?benchmark=ad-bench&err_sources=bogus&err_facet=nope", "Errors", "not a label source or facet", None),
+
+def settle(page: Page, *, timeout_s: int = 240) -> str:
+    """Wait until the script has finished (nothing running or stale twice in a row); return the page's text."""
+    page.wait_for_timeout(800)
+    quiet = 0
+    for _ in range(timeout_s):
+        quiet = quiet + 1 if page.evaluate(BUSY_JS) == 0 else 0
+        if quiet >= 2:
+            break
+        page.wait_for_timeout(1000)
+    page.wait_for_timeout(1000)
+    return str(page.locator("body").inner_text()).replace("\u2060", "")
+
+
+def wait_text(page: Page, text: str, *, timeout_ms: int = 240_000) -> None:
+    page.get_by_text(text).first.wait_for(timeout=timeout_ms)
+
+
+def url_param(page: Page, name: str) -> str | None:
+    return (parse_qs(urlsplit(page.url).query).get(name) or [None])[0]
+
+
+def main_area(page: Page) -> Page:
+    return page.locator('[data-testid="stMain"]')
+
+
+def sidebar_benchmark(page: Page) -> str:
+    return str(page.locator('[data-testid="stSidebar"] input[aria-label="Benchmark"]').input_value())
+
+
+def choose(page: Page, option: str) -> None:
+    """Click one option of a segmented control (a radio button with that exact name) in the main area."""
+    main_area(page).get_by_role("radio", name=option, exact=True).first.click()
+    settle(page)
+
+
+# --- the main interaction of each page -------------------------------------------------------------------------
+
+
+def leaderboard(page: Page, url: str) -> None:
+    choose(page, "category")
+    wait_text(page, "Detail for one category")
+    # the sidebar's benchmark changed, then Back: the earlier benchmark is in the URL and in the sidebar again
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    page.get_by_role("option", name="liveagentbench").click()
+    settle(page)
+    assert url_param(page, "benchmark") == "liveagentbench" and "liveagentbench" in sidebar_benchmark(page)
+    page.go_back()
+    settle(page)
+    assert url_param(page, "benchmark") == "ad-bench" and "ad-bench" in sidebar_benchmark(page), page.url
+
+
+def progress(page: Page, url: str) -> None:
+    wait_text(page, "Abilities")  # the first visit fitted in the background (RUNLENS_AUTO_FIT=1 here)
+    text = settle(page)
+    assert "Velocity and breakthroughs" in text
+
+
+def tmf(page: Page, url: str) -> None:
+    rate = page.get_by_label("Human hourly rate (USD)").first
+    page.get_by_text("Change the assumptions").first.click()
+    assert rate.input_value() == "1.00"  # the link's -5 was clamped
+    before = main_area(page).locator('[data-testid="stMetric"]').all_inner_texts()
+    rate.fill("120")
+    rate.press("Enter")
+    settle(page)
+    assert url_param(page, "hourly_usd") == "120"
+    assert main_area(page).locator('[data-testid="stMetric"]').all_inner_texts() != before
+    page.go_back()  # the view of the earlier URL: its rate and its numbers
+    settle(page)
+    assert url_param(page, "hourly_usd") == "1" and rate.input_value() == "1.00", page.url
+    assert main_area(page).locator('[data-testid="stMetric"]').all_inner_texts() == before
+
+
+def errors(page: Page, url: str) -> None:
+    choose(page, "level")
+    wait_text(page, "Error types per run (level: ")
+
+
+def drilldown(page: Page, url: str) -> None:
+    before = page.url
+    page.get_by_role("button", name="Next failed ▶").first.click(timeout=60_000)
+    settle(page)
+    assert page.url != before and url_param(page, "run"), page.url
+
+
+def search(page: Page, url: str) -> None:
+    box = page.get_by_label("Search the transcripts")
+    box.fill("budget")
+    box.press("Enter")
+    settle(page)
+    assert url_param(page, "q") == "budget"
+    hits = main_area(page).locator('[data-testid="stMetric"]').first.inner_text()
+    assert re.search(r"\d", hits) and not hits.strip().endswith("\n0"), hits
+    page.get_by_text("Open this hit in the drilldown").first.click()
+    page.get_by_role("heading", name="Drilldown", exact=True).first.wait_for(timeout=120_000)
+    settle(page)
+    assert url_param(page, "step") is not None
+    page.go_back()
+    page.get_by_role("heading", name="Search", exact=True).first.wait_for(timeout=120_000)
+    settle(page)
+    assert page.get_by_label("Search the transcripts").input_value() == "budget", page.url
+
+
+def clusters(page: Page, url: str) -> None:
+    wait_text(page, "Failed attempts")
+    page.get_by_text("drilldown").first.wait_for(timeout=60_000)  # a cluster's member attempts, with links
+
+
+def review(page: Page, url: str) -> None:
+    choose(page, "calibration")
+    assert url_param(page, "queue") == "calibration"
+    page.go_back()
+    settle(page)
+    assert url_param(page, "queue") is None, page.url  # the default queue ("failed") again
+
+
+def diff(page: Page, url: str) -> None:
+    pair = (url_param(page, "baseline"), url_param(page, "candidate"))
+    page.get_by_text("Regressions only").first.click()
+    settle(page)
+    page.get_by_text("Open in the drilldown").first.click()
+    page.get_by_role("heading", name="Drilldown", exact=True).first.wait_for(timeout=120_000)
+    settle(page)
+    page.go_back()  # the diff comes back with the same pair, and no drilldown parameter in its URL
+    page.get_by_role("heading", name="Version diff", exact=True).first.wait_for(timeout=120_000)
+    settle(page)
+    assert (url_param(page, "baseline"), url_param(page, "candidate")) == pair, page.url
+    assert url_param(page, "task") is None and url_param(page, "run") is None, page.url
+
+
+def gem(page: Page, url: str) -> None:
+    choose(page, "computed")
+    wait_text(page, "No computed metrics are stored yet")
+
+
+def sql(page: Page, url: str) -> None:
+    link = main_area(page).locator('[data-testid="stCode"]').all_inner_texts()
+    assert any(t.strip().startswith(f"{url}/sql?q=SELECT") for t in link), link  # absolute, runs the query
+    editor = page.get_by_role("textbox", name="SQL", exact=True)
+    editor.fill("SELECT 42 AS answer")
+    editor.press("Control+Enter")
+    wait_text(page, "1 row · 1 column ·")
+
+
+def upload(page: Page, url: str) -> None:
+    """The whole flow: the preview says what the file creates, ingest, links to the new run, fresh counts."""
+    page.locator('input[type="file"]').set_input_files(
+        files=[{"name": "mini.jsonl", "mimeType": "application/json", "buffer": (FIXTURES / "good.jsonl").read_bytes()}]
+    )
+    page.get_by_role("heading", name="Preview").wait_for(timeout=180_000)
+    page.wait_for_timeout(1500)
+    # the preview's grid (a canvas) keeps each cell's text in a hidden DOM cell
+    assert page.get_by_text("mini-a-v1: mini-bench, Agent A").count() > 0
+    page.get_by_role("button", name="Ingest 1 file(s)").click()
+    page.get_by_text("Open run mini-a-v1 (Agent A)").first.wait_for(timeout=180_000)
+    page.wait_for_timeout(1500)
+    sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
+    assert "75 runs" not in sidebar and "runs ·" in sidebar, sidebar  # the counts include the new runs at once
+
+
+# (url path and link, the page's title, text the page must show for that link, its main interaction)
+LINKS: list[tuple[str, str, str, Callable[[Page, str], None]]] = [
     (
-        "drilldown?run=deleted-run&task=T9&sample=99",
-        "Drilldown",
-        "The linked run is not in the database",
-        "Next failed ▶",
+        "leaderboard?benchmark=ad-bench&to=2099-12-31&agents=Nobody",
+        "Leaderboard",
+        "were left out of the filter",
+        leaderboard,
     ),
-    ("search?benchmark=ad-bench&q=revenue", "Search", "Attempts with a hit", None),
-    ("clusters?benchmark=ad-bench&run=deleted-run", "Failure clusters", "Failure clusters", None),
-    ("review?queue=bogus", "Review", "is not one of", None),
-    ("diff?benchmark=ad-bench&baseline=deleted-run&candidate=also-gone", "Version diff", "not in this benchmark", None),
-    ("gem?benchmark=gem-bench&from=1999-01-01", "GEM-Bench", "GEM", None),
-    ("sql?q=SELECT%20agent%2C%20count(*)%20AS%20n%20FROM%20v_runs%20GROUP%20BY%20agent", "SQL", "agent", None),
-    ("upload", "Upload", "Ingest history", None),
+    ("progress?benchmark=no-such-bench&model=9pl", "Progress", "is not one of 1pl", progress),
+    ("tmf?benchmark=ad-bench&hourly_usd=-5&performance=bogus", "Tech-Market-Fit", "bogus", tmf),
+    ("errors?benchmark=ad-bench&err_sources=bogus&err_facet=nope", "Errors", "not a label source or facet", errors),
+    ("drilldown?run=deleted-run&task=T9&sample=99", "Drilldown", "The linked run is not in the database", drilldown),
+    ("search?benchmark=ad-bench&q=revenue", "Search", "Attempts with a hit", search),
+    ("clusters?benchmark=ad-bench&run=deleted-run", "Failure clusters", "Failure clusters", clusters),
+    ("review?benchmark=ad-bench&queue=bogus", "Review", "is not one of", review),
+    ("diff?benchmark=ad-bench&baseline=deleted-run&candidate=also-gone", "Version diff", "not in this benchmark", diff),
+    ("gem?benchmark=gem-bench&from=1999-01-01", "GEM-Bench", "GEM", gem),
+    ("sql?q=SELECT%20agent%2C%20count(*)%20AS%20n%20FROM%20v_runs%20GROUP%20BY%20agent", "SQL", "agent", sql),
+    ("upload", "Upload", "Ingest history", upload),
 ]
 
 
-def exceptions(page: Any) -> list[str]:
+def hashed_words(texts: list[str]) -> np.ndarray:
+    """A stand-in for the sentence model (not available to a browser test's time budget): bag of hashed words,
+    64 dimensions, unit length; texts that share words point the same way."""
+    out = np.zeros((len(texts), 64))
+    for i, text in enumerate(texts):
+        for word in re.findall(r"\w+", text.lower()):
+            out[i, int(hashlib.sha1(word.encode()).hexdigest(), 16) % 64] += 1.0
+    return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+def exceptions(page: Page) -> list[str]:
     return [str(t) for t in page.locator('[data-testid="stException"]').all_inner_texts()]
 
 
 def test_every_page_from_a_stale_link(demo_db: Path) -> None:
-    with streamlit_server(demo_db, timeout_s=180) as url, chromium_page() as page:
-        for link, title, marker, button in LINKS:
+    assert embed_failures(demo_db, benchmark="ad-bench", encode=hashed_words) > 0  # the clusters page has data
+    with (
+        streamlit_server(demo_db, timeout_s=180, env={"RUNLENS_AUTO_FIT": "1"}) as url,
+        chromium_page() as page,
+    ):
+        for link, title, marker, interact in LINKS:
             name = link.split("?")[0]
             text = open_page(page, f"{url}/{link}", title, marker)
             assert "Traceback" not in text and not exceptions(page), (link, exceptions(page))
             assert_app_navigation(page)
-            if button is not None:
-                page.get_by_role("button", name=button).first.click(timeout=60_000)  # type: ignore[attr-defined]
-                page.wait_for_timeout(3000)  # type: ignore[attr-defined]
-                assert not exceptions(page), (link, button, exceptions(page))
+            interact(page, url)
+            assert not exceptions(page), (link, exceptions(page))
             screenshot(page, f"browser-page-{name}")
-
-        # the upload page's whole flow: preview says what the file creates, ingest, links to the new run
-        open_page(page, f"{url}/upload", "Upload", "Delete a run")
-        page.locator('input[type="file"]').set_input_files(  # type: ignore[attr-defined]
-            files=[
-                {"name": "mini.jsonl", "mimeType": "application/json", "buffer": (FIXTURES / "good.jsonl").read_bytes()}
-            ]
-        )
-        page.get_by_role("heading", name="Preview").wait_for(timeout=180_000)  # type: ignore[attr-defined]
-        page.wait_for_timeout(1500)  # type: ignore[attr-defined]
-        # the preview's grid (a canvas) keeps each cell's text in a hidden DOM cell
-        assert page.get_by_text("mini-a-v1: mini-bench, Agent A").count() > 0  # type: ignore[attr-defined]
-        page.get_by_role("button", name="Ingest 1 file(s)").click()  # type: ignore[attr-defined]
-        page.get_by_text("Open run mini-a-v1 (Agent A)").first.wait_for(timeout=180_000)  # type: ignore[attr-defined]
-        page.wait_for_timeout(1500)  # type: ignore[attr-defined]
-        sidebar = page.locator('[data-testid="stSidebar"]').inner_text()  # type: ignore[attr-defined]
-        assert "75 runs" not in sidebar and "runs ·" in sidebar, sidebar  # the counts include the new runs at once
-        assert not exceptions(page)
-        screenshot(page, "browser-page-upload-done")
