@@ -9,12 +9,15 @@ from analytics import judge as jg
 from analytics import llm
 from analytics import review as rv
 from ui.common import (
+    UrlField,
     cached,
     download_buttons,
     drilldown_url,
     empty_state,
+    keep_in_url,
     plain,
     query_param,
+    restore_from_url,
     selected_custom_data,
     show_fig,
 )
@@ -51,12 +54,13 @@ st.page_link(
 if "err_sources" not in ss:  # shareable choices start from the URL: errors?err_sources=label,judge&err_facet=level
     asked = [s for s in (query_param("err_sources") or "").split(",") if s]
     unknown = [repr(s) for s in asked if s not in err.SOURCES]
-    if query_param("err_facet") not in (None, "all", "level", "category"):
-        unknown.append(f"facet {query_param('err_facet')!r}")
     if unknown:  # a hand-edited link: say what is left out, never fail
-        st.info(plain(f"The link's {', '.join(unknown)}: not a label source or facet here; left out."))
+        st.info(plain(f"The link's {', '.join(unknown)}: not a label source here; left out."))
     ss.err_sources = [s for s in asked if s in err.SOURCES] or list(err.SOURCES)
-    ss.err_facet = query_param("err_facet") if query_param("err_facet") in ("level", "category") else "all"
+FACET = UrlField("err_facet", "err_facet", "all", choices=("all", "level", "category"))
+for notice in restore_from_url([FACET]):  # a facet change is a history entry; Back returns to the last one
+    st.info(plain(notice))
+ss.setdefault("err_facet", "all")
 left, right = st.columns([2, 1])
 sources = left.multiselect(
     "Label sources",
@@ -65,6 +69,7 @@ sources = left.multiselect(
     help="label: from the log; rule: tool-graph rules; judge: the LLM judge",
 )
 facet = right.segmented_control("Facet", ["all", "level", "category"], key="err_facet") or "all"
+keep_in_url([FACET])
 if not sources:
     empty_state("Pick at least one label source.")
 table = cached(err.error_table, **filters.as_kwargs(), sources=tuple(sources))

@@ -194,7 +194,7 @@ LINKS: list[tuple[str, str, str, Callable[[Page, str], None]]] = [
     ),
     ("progress?benchmark=no-such-bench&model=9pl", "Progress", "is not one of 1pl", progress),
     ("tmf?benchmark=ad-bench&hourly_usd=-5&performance=bogus", "Tech-Market-Fit", "bogus", tmf),
-    ("errors?benchmark=ad-bench&err_sources=bogus&err_facet=nope", "Errors", "not a label source or facet", errors),
+    ("errors?benchmark=ad-bench&err_sources=bogus&err_facet=nope", "Errors", "not a label source", errors),
     ("drilldown?run=deleted-run&task=T9&sample=99", "Drilldown", "The linked run is not in the database", drilldown),
     ("search?benchmark=ad-bench&q=revenue", "Search", "Attempts with a hit", search),
     ("clusters?benchmark=ad-bench&run=deleted-run", "Failure clusters", "Failure clusters", clusters),

@@ -81,9 +81,11 @@ def test_unknown_sources_and_facet_in_the_link_give_a_notice(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     at = _open(labels_db, env_db, monkeypatch, err_sources="label,bogus", err_facet="nope")
-    notice = next(i.value for i in at.info if "not a label source or facet" in i.value).replace("\\", "")
-    assert "'bogus'" in notice and "facet 'nope'" in notice
+    notices = " ".join(i.value for i in at.info).replace("\\", "")
+    assert "'bogus': not a label source" in notices and "err_facet 'nope' is not one of" in notices
     assert at.session_state["err_sources"] == ["label"] and at.session_state["err_facet"] == "all"
+    at.segmented_control(key="err_facet").set_value("level").run()  # a facet change goes into the URL
+    assert at.query_params["err_facet"] in ("level", ["level"])
 
 
 @pytest.mark.slow  # builds the whole demo database once per session
