@@ -55,13 +55,9 @@ if unlabelled and st.button("Label the clusters with the LLM", key="cl_label"):
     st.success(f"{n} clusters labelled.")
     st.rerun()
 
-summary = clusters.summary.assign(
-    share_pct=(100 * clusters.summary["share_of_failures"]).round(1),
-    terms=clusters.summary["terms"].map(", ".join),
-    codes=clusters.summary["codes"].map(lambda c: ", ".join(f"{k} {v}" for k, v in c.items())),
-)
+summary = clusters.summary
 st.metric("Failed attempts", f"{clusters.n_failures:,}")
-table = summary[["cluster_id", "label", "llm_label", "n_attempts", "share_pct", "codes", "terms"]]
+table = cl.display_table(summary)
 st.dataframe(table, hide_index=True, key="cl_table", width="stretch")
 download_buttons(table, f"clusters-{filters.benchmark}", key="cl_dl")
 long = cl.by_run_frame(clusters.summary)

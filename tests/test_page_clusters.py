@@ -19,9 +19,41 @@ def test_clusters_page_embeds_then_clusters(failures_db: Path, monkeypatch: pyte
     assert not at.exception, [e.value for e in at.exception]
     at.run()  # the page reruns itself after embedding; AppTest needs the explicit run
     table = at.dataframe[0].value
-    assert int(table["n_attempts"].sum()) == 4 * PER_CAUSE
+    assert int(table["Failed attempts"].sum()) == 4 * PER_CAUSE
     assert at.metric[0].value == str(4 * PER_CAUSE)
     members = at.dataframe[1].value
-    assert len(members) == int(table["n_attempts"].iloc[0])
+    assert len(members) == int(table["Failed attempts"].iloc[0])
     assert members["open"].str.startswith("drilldown?run=v").all()
     assert len(at.get("plotly_chart")) == 1
+
+
+def test_cluster_chart_keeps_ten_colours_and_greys_the_rest() -> None:
+    import pandas as pd
+
+    from analytics import clusters as cl
+
+    long = pd.DataFrame(
+        [(cid, f"c{cid}", run, cid + 1) for cid in range(25) for run in ("r1", "r2")],
+        columns=["cluster_id", "label", "run_id", "n_attempts"],
+    )
+    fig = cl.fig_clusters_by_run(long)
+    names = [t.name for t in fig.data]
+    assert len(fig.data) == 11 and names[0] == "24: c24" and names[-1] == "15 smaller clusters"
+    assert len({t.marker.color for t in fig.data}) == 11  # no colour used twice
+    rest = fig.data[-1]
+    assert list(rest.y) == [sum(range(1, 16))] * 2  # the 15 smallest clusters, per run
+    table = cl.display_table(
+        pd.DataFrame(
+            {
+                "cluster_id": [0],
+                "label": ["a · b"],
+                "llm_label": [None],
+                "n_attempts": [3],
+                "share_of_failures": [0.5],
+                "codes": [{"TE": 2}],
+                "terms": [["a", "b"]],
+            }
+        )
+    )
+    assert list(table.columns)[:2] == ["Cluster", "Named by its terms"] and "LLM label" not in table
+    assert table["Error codes (attempts)"].iloc[0] == "TE 2" and table["Share of failures (%)"].iloc[0] == 50.0
