@@ -480,7 +480,7 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, Any] = {
             "Rank": r["rank"],
             "vs leader": comparison_label(r),
-            "p vs leader (Holm)": None if r["p_vs_leader"] is None else round(float(r["p_vs_leader"]), 4),
+            "p vs leader (Holm)": fmt.p_value(r["p_vs_leader"]),
             "Agent": r["agent"],
             "Version": r["agent_version"] or "",
             "Kind": r["kind"],
@@ -503,7 +503,7 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
             row["Mean score %"] = _pct(r["mean_score"])
             row["Mean score 95% CI"] = _pct_ci(r["ci95"]["mean_score"])
         row["Mean steps"] = round(r["mean_steps"], 2)
-        row["Mean cost/task $"] = None if r["mean_cost_usd"] is None else round(r["mean_cost_usd"], 4)
+        row["Cost per task"] = fmt.usd(r["mean_cost_usd"])
         row["Cost-accuracy Pareto"] = {True: "✓ optimal", False: "dominated"}.get(r.get("is_pareto_optimal"), "")
         row["run_id"] = r["run_id"]
         rows.append(row)

@@ -126,7 +126,7 @@ else:
         "reachable at each cost. Runs without a cost are left out"
         + (f" ({len(ranked) - len(costed)} here)." if len(ranked) > len(costed) else ".")
     )
-    pareto_data = table[["Agent", "Version", "Eval date", "Mean cost/task $", "Cost-accuracy Pareto", "run_id"]]
+    pareto_data = costed[["run_id", "agent", "agent_version", "eval_date", "mean_cost_usd", "is_pareto_optimal"]]
     show_fig(lb.fig_cost_accuracy(costed), key="lb_pareto", data=pareto_data, name=f"pareto-{filters.benchmark}")
 
 st.subheader("Breakdowns")

@@ -204,7 +204,7 @@ def test_display_table_and_figure(fixture_db: Path) -> None:
         df = lb.leaderboard(con, benchmark="mini-bench")
     overall = df[df["slice"] == "all"]
     table = lb.display_table(overall)
-    assert {"Pass@1 %", "Pass@1 95% CI", "pass^2 %", "Mean cost/task $", "Tasks"} <= set(table.columns)
+    assert {"Pass@1 %", "Pass@1 95% CI", "pass^2 %", "Cost per task", "Tasks"} <= set(table.columns)
     fig = lb.fig_pass_at_1(overall)
     xs = sorted(x for trace in fig.data for x in trace.x)
     assert xs == [50.0, 100.0]
