@@ -8,7 +8,18 @@ from analytics import clusters as cl
 from analytics import llm
 from analytics import trajectory as tr
 from jobs.failures import embed_failures, label_clusters
-from ui.common import cached, db_path, download_buttons, drilldown_url, empty_state, plain, query_param, show_fig
+from ui.common import (
+    UrlField,
+    cached,
+    db_path,
+    download_buttons,
+    drilldown_url,
+    empty_state,
+    keep_in_url,
+    plain,
+    restore_from_url,
+    show_fig,
+)
 from ui.shell import page_setup
 
 filters = page_setup(
@@ -21,8 +32,13 @@ if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
 runs = cached(tr.runs_of, benchmark=filters.benchmark)
 options = ["(all runs)", *runs["run_id"]]
-linked = query_param("cl_run")
-run_pick = st.selectbox("Run", options, index=options.index(linked) if linked in options else 0, key="cl_run")
+RUN = UrlField("cl_run", "cl_run", options[0], choices=options)
+for notice in restore_from_url([RUN]):
+    st.info(plain(notice))
+if st.session_state.get("cl_run") not in options:  # a run deleted since, or another benchmark's
+    st.session_state["cl_run"] = options[0]
+run_pick = st.selectbox("Run", options, key="cl_run")
+keep_in_url([RUN])
 run_id = None if run_pick == "(all runs)" else run_pick
 cfg = llm.llm_config()
 try:

@@ -6,7 +6,18 @@ from analytics import diff as rd
 from analytics import formatting as fmt
 from analytics import trajectory as tr
 from store import RunlensError
-from ui.common import cached, download_buttons, drilldown_url, empty_state, plain, query_param, show_fig
+from ui.common import (
+    UrlField,
+    cached,
+    download_buttons,
+    drilldown_url,
+    empty_state,
+    keep_in_url,
+    plain,
+    query_param,
+    restore_from_url,
+    show_fig,
+)
 from ui.shell import page_setup
 
 filters = page_setup(
@@ -43,6 +54,12 @@ for key, names, fallback in (("df_a", ("baseline", "a"), pair[0]), ("df_b", ("ca
 left, right, basis_col = st.columns([4, 4, 2])
 run_a = left.selectbox("Baseline run A (before)", ids, key="df_a", format_func=labels.get)
 run_b = right.selectbox("Candidate run B (after)", ids, key="df_b", format_func=labels.get)
+VIEW_FIELDS = [
+    UrlField("df_basis", "basis", rd.BASES[0], choices=rd.BASES),
+    UrlField("df_worse", "regressions_only", False),
+]
+for notice in restore_from_url(VIEW_FIELDS):
+    st.info(plain(notice))
 basis = basis_col.selectbox(
     "Outcome per task",
     rd.BASES,
@@ -110,6 +127,7 @@ low, high = slider_col.slider(
     "Change of the metric per task (B - A, pp)", -100, 100, (-100, 100), step=5, key="df_change"
 )
 only_worse = only_col.toggle("Regressions only", key="df_worse", help="Tasks where B's metric is below A's.")
+keep_in_url(VIEW_FIELDS)
 changes = rd.tasks_by_change(result, low=low / 100, high=high / 100, regressions_only=only_worse)
 st.caption(
     f"{len(changes)} of {len(result.tasks)} tasks; largest regressions first. Cost, latency, tokens and tool calls: "

@@ -3,7 +3,17 @@
 import streamlit as st
 
 from analytics import gem
-from ui.common import cached, download_buttons, empty_state, plain, query_param, show_fig
+from ui.common import (
+    UrlField,
+    cached,
+    download_buttons,
+    empty_state,
+    keep_in_url,
+    plain,
+    query_param,
+    restore_from_url,
+    show_fig,
+)
 from ui.shell import page_setup
 
 filters = page_setup(
@@ -26,17 +36,21 @@ if bench != filters.benchmark:
     st.caption(f"The sidebar's benchmark has no GEM data; showing **{plain(bench)}**.")
 
 c1, c2 = st.columns(2)
+SOURCE = UrlField("gem_source", "metrics", "log", choices=list(gem.SOURCES))
+for notice in restore_from_url([SOURCE]):
+    st.info(plain(notice))
+st.session_state.setdefault("gem_source", "log")
 source = (
     c1.segmented_control(
         "Quantitative metrics",
         list(gem.SOURCES),
-        default="log",
         key="gem_source",
         help="log: the values that came with the run (published numbers for the demo); "
         "computed: recomputed from the response text by `python -m analytics gem-metrics`",
     )
     or "log"
 )
+keep_in_url([SOURCE])
 raters = cached(gem.llm_raters, benchmark=bench)
 rater = c2.selectbox("Judge", raters or ["(none)"], key="gem_rater")
 v = cached(gem.view, benchmark=bench, source=source, rater=rater if raters else None)

@@ -5,7 +5,16 @@ import streamlit as st
 
 from analytics import leaderboard as lb
 from analytics import run_health as rh
-from ui.common import cached, download_buttons, empty_state, plain, show_fig
+from ui.common import (
+    UrlField,
+    cached,
+    download_buttons,
+    empty_state,
+    keep_in_url,
+    plain,
+    restore_from_url,
+    show_fig,
+)
 from ui.shell import page_setup
 
 filters = page_setup(
@@ -130,7 +139,12 @@ else:
     show_fig(lb.fig_cost_accuracy(costed), key="lb_pareto", data=pareto_data, name=f"pareto-{filters.benchmark}")
 
 st.subheader("Breakdowns")
-kind = st.segmented_control("Break down by", ["level", "category"], default="level", key="lb_breakdown")
+BREAKDOWN = UrlField("lb_breakdown", "by", "level", choices=("level", "category"))
+for notice in restore_from_url([BREAKDOWN]):
+    st.info(plain(notice))
+st.session_state.setdefault("lb_breakdown", "level")
+kind = st.segmented_control("Break down by", ["level", "category"], key="lb_breakdown")
+keep_in_url([BREAKDOWN])
 pivot = lb.slice_pivot(df, kind or "level")
 if pivot.empty:
     st.info(f"The tasks of **{plain(filters.benchmark)}** carry no {kind or 'level'}.")

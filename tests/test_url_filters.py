@@ -89,3 +89,19 @@ def test_back_to_an_earlier_url_restores_its_filters(fixture_db: Path, monkeypat
     assert at.session_state["flt_benchmark"] == "mini-bench"
     at.run()  # a plain rerun keeps the session's filters
     assert not at.session_state["flt_dates"] and "from" not in at.query_params
+
+
+def test_page_settings_travel_in_the_link(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A few view settings beyond the filters: the leaderboard's breakdown, the diff's outcome basis and its
+    regressions-only switch; an unknown value gives a notice and the default."""
+    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench", by="category")
+    assert at.segmented_control(key="lb_breakdown").value == "category"
+    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench", by="bogus")
+    assert at.segmented_control(key="lb_breakdown").value == "level"
+    notices = [i.value.replace("\\", "") for i in at.info]  # plain text: Markdown escaped
+    assert any("by 'bogus' is not one of level, category" in n for n in notices), notices
+    at = open_page("pages/diff.py", fixture_db, monkeypatch, benchmark="mini-bench", regressions_only="1")
+    assert at.toggle(key="df_worse").value is True
+    at.session_state["flt_benchmark"] = "mini-bench"
+    at.toggle(key="df_worse").set_value(False).run()
+    assert at.toggle(key="df_worse").value is False and "regressions_only" not in at.query_params
