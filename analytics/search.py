@@ -142,6 +142,8 @@ def _indexed_sql(index: str, *, has_unindexed: bool) -> str:
         covered=_covered_cte(index),
         idx=index,
         if_unindexed="true" if has_unindexed else "false",
+        # the long text with an empty string that depends on the step (see search_indexed.sql)
+        match_long=_predicate("contains", "t.text || left(s.step::VARCHAR, 0)"),
     )
 
 

@@ -33,9 +33,6 @@ unindexed AS (
     ANTI JOIN covered c ON c.attempt_id = k.attempt_id
     WHERE {if_unindexed} AND k.attempt_id >= $min_unindexed
 ),
-long_texts AS (
-    SELECT t.text_hash, t.text FROM texts t WHERE {if_unindexed} AND {match_text}
-),
 scanned AS (
     SELECT k.attempt_id, NULL::INTEGER AS step, 'answer' AS field, k.answer AS text
     FROM unindexed k
@@ -48,9 +45,11 @@ scanned AS (
     UNION ALL
     SELECT s.attempt_id, s.step, 'result', t.text
     FROM steps s
-    JOIN long_texts t ON t.text_hash = s.result_hash
+    JOIN texts t ON t.text_hash = s.result_hash
     SEMI JOIN unindexed k ON k.attempt_id = s.attempt_id
-    WHERE {if_unindexed} AND s.attempt_id >= $min_unindexed
+    -- match_long names a column of steps too, so it runs after the join on the few long texts of the attempts
+    -- not covered, instead of being pushed into a scan of every long text
+    WHERE {if_unindexed} AND s.attempt_id >= $min_unindexed AND {match_long}
 ),
 hits AS (
     SELECT attempt_id, step, field, src, pos, mlen, text FROM index_hits
