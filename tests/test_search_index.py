@@ -92,7 +92,7 @@ def _write(path: Path, runs: list[tuple[str, str]], *, seed: int, n_tasks: int =
     return path
 
 
-def _ingest(path: Path, db: Path) -> None:
+def _ingest(path: Path, db: Path | str) -> None:
     from ingest.pipeline import ingest_paths
 
     assert [r.outcome for r in ingest_paths([path], db=db)] == ["ingested"]
@@ -272,3 +272,21 @@ def test_cli_builds_the_index_and_search_json_is_unchanged(db: Path) -> None:
     assert run("search-index", "--rebuild")["attempts_added"] == 72
     assert run("search-index", "--drop") == {"dropped": True}
     assert run("search", "imit exce") == before
+
+
+def test_a_team_store_has_no_index_and_its_search_scans(lake: str, db: Path, tmp_path: Path) -> None:
+    """DuckLake: search-index refuses with a clear error, and a phrase search gives the file store's result."""
+    from store import RunlensError
+
+    path = _write(tmp_path / "l.jsonl", [("r-a", "sb"), ("r-b", "sb"), ("r-o", "other")], seed=7)
+    _ingest(path, lake)
+    with pytest.raises(RunlensError, match="DuckDB file store"):
+        refresh(lake)
+    refresh(db)  # the same data in a file store, indexed
+    with reader(lake) as con:
+        assert sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) is None
+        on_lake = [sr.search(con, query=q) for q in QUERIES[:6]]
+    with reader(db) as con:
+        on_file = [sr.search(con, query=q) for q in QUERIES[:6]]
+    for a, b in zip(on_lake, on_file, strict=True):
+        _assert_same(a, b)
