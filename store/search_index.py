@@ -5,7 +5,7 @@ Why a separate file: every write session of a file store publishes by copying th
 upload pay for copying it too (measured in BENCHMARKS.md). Beside the store, an upload never touches it.
 
 Tables of the index file:
-    * ``search_text(attempt_id, step, field, text)``: every text transcript search reads (analytics/sql/search.sql),
+    * ``search_text(attempt_id, file_id, step, field, text)``: every text transcript search reads (analytics/sql/search.sql),
       lower-cased, one row per attempt, step and field; ``step`` is null for the answer; a long result stored once
       in ``texts`` is the field ``long_result`` (the scan matches it apart from the inline fields);
     * ``search_files(file_id, content_hash)``: the ingested files (ingest_log) all of whose attempts are in
@@ -15,8 +15,11 @@ Freshness: an attempt of the store is covered only while its file (``attempts.fi
 the same content hash. A file is ingested in one transaction and file ids are never reused (ingest_log keeps the
 rows of deleted files), so the attempts of a covered file are exactly those indexed, minus deleted ones, which the
 search never joins. Every other attempt (a file ingested after the index was built, an attempt id reused after a
-run was deleted: it comes with a new file) is scanned; a refresh first drops the rows of attempts whose id now
-belongs to another file. So the index can lag, never be wrong.
+run was deleted: it comes with a new file) is scanned; a refresh drops the rows of attempts whose id now belongs
+to another file. Each row also carries its attempt's file, and a search reads a row only for an attempt with that
+very id and file, so a search on a snapshot older than the index (opened before a deletion, an id reuse and a
+refresh) never reads another attempt's text; it can only miss the hits of an attempt deleted meanwhile. So the
+index can lag, never be wrong.
 
 Building (``refresh_search_index``) reads the published snapshot, so it never holds the writer lock and never
 blocks an ingest; it writes a copy of the index and renames it over the old one, so a reader sees the old index
@@ -44,6 +47,7 @@ INDEX_SUFFIX = ".search"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS search_text (
     attempt_id BIGINT  NOT NULL,
+    file_id    BIGINT  NOT NULL,
     step       INTEGER,
     field      VARCHAR NOT NULL,
     text       VARCHAR NOT NULL
@@ -68,18 +72,18 @@ HAVING count(DISTINCT content_hash) = 1
 # The texts of the attempts in _rl_new, as analytics/sql/search.sql reads them, lower-cased.
 _TEXTS = """
 INSERT INTO search_text
-SELECT a.attempt_id, NULL::INTEGER, 'answer', lower(a.answer)
-FROM src.attempts a SEMI JOIN _rl_new n ON n.attempt_id = a.attempt_id
+SELECT a.attempt_id, n.file_id, NULL::INTEGER, 'answer', lower(a.answer)
+FROM src.attempts a JOIN _rl_new n ON n.attempt_id = a.attempt_id
 WHERE a.answer IS NOT NULL
 UNION ALL
-SELECT s.attempt_id, s.step, f.field, lower(f.text)
-FROM src.steps s SEMI JOIN _rl_new n ON n.attempt_id = s.attempt_id,
+SELECT s.attempt_id, n.file_id, s.step, f.field, lower(f.text)
+FROM src.steps s JOIN _rl_new n ON n.attempt_id = s.attempt_id,
      LATERAL (VALUES ('content', s.content), ('args', s.args::VARCHAR), ('result', s.result), ('error', s.error))
          AS f(field, text)
 WHERE f.text IS NOT NULL
 UNION ALL
-SELECT s.attempt_id, s.step, 'long_result', lower(t.text)
-FROM src.steps s SEMI JOIN _rl_new n ON n.attempt_id = s.attempt_id
+SELECT s.attempt_id, n.file_id, s.step, 'long_result', lower(t.text)
+FROM src.steps s JOIN _rl_new n ON n.attempt_id = s.attempt_id
 JOIN src.texts t ON t.text_hash = s.result_hash
 """
 

@@ -218,6 +218,24 @@ def test_a_deleted_run_is_gone_and_a_reused_attempt_id_finds_only_the_new_text(d
         assert sr.search(con, query="new sentinel").n_attempts == 1
 
 
+def test_a_search_on_an_older_snapshot_never_reads_another_attempts_text(db: Path, tmp_path: Path) -> None:
+    """A reader opened before a deletion, an id reuse and a refresh: the reused id's new text is not its hit."""
+    extra = tmp_path / "x.jsonl"
+    run = {"record": "run", "run_id": "r-x", "benchmark": "sb", "agent": "X", "eval_date": "2026-03-01"}
+    attempt = {"record": "attempt", "run_id": "r-x", "task_id": "T0", "sample": 0, "score": 0.0, "answer": "old one"}
+    extra.write_text(json.dumps(run) + "\n" + json.dumps(attempt) + "\n", encoding="utf-8")
+    _ingest(extra, db)
+    refresh(db)
+    with reader(db) as old:
+        delete_run("r-x", db=db)
+        extra.write_text(extra.read_text(encoding="utf-8").replace("old one", "new one"), encoding="utf-8")
+        _ingest(extra, db)
+        assert refresh(db).attempts_removed == 1
+        assert sr.search(old, query="new one").n_attempts == 0  # the old snapshot has no such text
+        assert sr.search(old, query="new one", use_index=False).n_attempts == 0
+        assert sr.search(old, query="rate limit").hits.equals(sr.search(old, query="rate limit", use_index=False).hits)
+
+
 def test_another_store_at_the_same_path_is_not_read_through_the_old_index(db: Path, tmp_path: Path) -> None:
     """Same file ids and attempt ids, other content (a restored copy, say): nothing counts as covered."""
     refresh(db)

@@ -1,7 +1,7 @@
 covered AS (
     -- the attempts the index holds as they are now: those of the files it covers with the same content hash (an
     -- attempt ingested after the index was built, or an id reused after a deletion, comes with another file)
-    SELECT k.attempt_id
+    SELECT k.attempt_id, k.file_id
     FROM kept k
     SEMI JOIN (
         SELECT f.file_id

@@ -17,7 +17,7 @@ indexed AS (
            CASE st.field WHEN 'content' THEN 1 WHEN 'args' THEN 2 WHEN 'result' THEN 3 WHEN 'error' THEN 4
                 ELSE 0 END AS ord
     FROM {idx}.search_text st
-    SEMI JOIN covered c ON c.attempt_id = st.attempt_id
+    SEMI JOIN covered c ON c.attempt_id = st.attempt_id AND c.file_id = st.file_id
     WHERE contains(st.text, $q)
 ),
 index_hits AS (
