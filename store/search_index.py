@@ -5,9 +5,10 @@ Why a separate file: every write session of a file store publishes by copying th
 upload pay for copying it too (measured in BENCHMARKS.md). Beside the store, an upload never touches it.
 
 Tables of the index file:
-    * ``search_text(attempt_id, file_id, step, field, text)``: every text transcript search reads (analytics/sql/search.sql),
-      lower-cased, one row per attempt, step and field; ``step`` is null for the answer; a long result stored once
-      in ``texts`` is the field ``long_result`` (the scan matches it apart from the inline fields);
+    * ``search_text(attempt_id, file_id, step, field, text)``: every text transcript search reads
+      (analytics/sql/search.sql), lower-cased, one row per attempt, step and field; ``step`` is null for the
+      answer; a long result stored once in ``texts`` is the field ``long_result`` (the scan matches it apart from
+      the inline fields); ``file_id`` is the attempt's file;
     * ``search_files(file_id, content_hash)``: the ingested files (ingest_log) all of whose attempts are in
       ``search_text``; ``search_attempts(attempt_id, file_id)``: which file each indexed attempt came from.
 
@@ -185,7 +186,8 @@ def _refresh(con: duckdb.DuckDBPyConnection, snapshot: Path) -> tuple[int, int, 
         # gone: files no longer in the store or with other content, and attempts deleted or whose id now belongs to
         # an attempt of another file
         con.execute(
-            "CREATE TEMP TABLE _rl_stale AS SELECT file_id FROM search_files ANTI JOIN _rl_files USING (file_id, content_hash)"
+            "CREATE TEMP TABLE _rl_stale AS "
+            "SELECT file_id FROM search_files ANTI JOIN _rl_files USING (file_id, content_hash)"
         )
         con.execute(
             "CREATE TEMP TABLE _rl_gone AS SELECT i.attempt_id FROM search_attempts i "

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -106,8 +107,9 @@ def db(tmp_path: Path) -> Path:
     return out
 
 
-def _both(con: duckdb.DuckDBPyConnection, query: str, **kw: object) -> tuple[sr.SearchResult, sr.SearchResult]:
-    return sr.search(con, query=query, use_index=True, **kw), sr.search(con, query=query, use_index=False, **kw)  # type: ignore[arg-type]
+def _both(con: duckdb.DuckDBPyConnection, query: str, **kw: Any) -> tuple[sr.SearchResult, sr.SearchResult]:
+    """The search through the index and the plain scan."""
+    return sr.search(con, query=query, use_index=True, **kw), sr.search(con, query=query, use_index=False, **kw)
 
 
 def _assert_same(a: sr.SearchResult, b: sr.SearchResult) -> None:
