@@ -292,6 +292,37 @@ def search_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def search_index_options(parser: argparse.ArgumentParser) -> None:
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--rebuild", action="store_true", help="build the index anew instead of adding to it")
+    how.add_argument("--drop", action="store_true", help="delete the index file (phrase search then scans)")
+
+
+def search_index_run(args: argparse.Namespace) -> int:
+    """Build, refresh or drop transcript search's index file (jobs.search_index)."""
+    import dataclasses
+
+    from jobs import search_index
+
+    if args.drop:
+        dropped = search_index.drop(args.db)
+        if args.json:
+            print_json({"dropped": dropped})
+        else:
+            print("index dropped" if dropped else "no index")
+        return 0
+    done = search_index.refresh(args.db, rebuild=args.rebuild)
+    if args.json:
+        print_json(dataclasses.asdict(done))
+        return 0
+    print(
+        f"search index {done.path}: {done.attempts_added:,} attempts added, {done.attempts_removed:,} removed; "
+        f"{done.attempts_covered:,} covered ({done.attempts_not_indexable:,} without a known file are always scanned), "
+        f"{done.rows:,} texts, {done.text_chars:,} characters, {done.index_bytes / 1e6:,.0f} MB, {done.seconds} s"
+    )
+    return 0
+
+
 def gate_options(parser: argparse.ArgumentParser) -> None:
     from analytics import compare
     from analytics.gate import GATE_METRICS
@@ -621,6 +652,8 @@ REPORTS: dict[str, Report] = {
                export_parquet_options, export_parquet_run, json_help="print the marker (tables, rows, columns) as JSON"),
         Report("search", "transcript search: phrase, words or regular expression", search_options, search_run,
                filtered=True, as_of=True),
+        Report("search-index", "build or refresh transcript search's index", search_index_options, search_index_run,
+               json_help="print what was done as JSON"),
         Report("clusters", "failure clusters of a benchmark (embeds what is missing first)", clusters_options,
                clusters_run),
         Report("migrate-store", "copy a store into a new one (DuckDB file <-> team store), checking every table",

@@ -12,6 +12,11 @@ Definitions (docs/failure_analysis.md):
     * ``n_attempts``: distinct attempts with at least one hit (all of them, not only the hits listed);
       ``hits``: one row per (attempt, step, field), ordered by run, task, sample, step, at most ``limit``.
 
+A phrase search reads the search index when the store has one (``python -m analytics search-index``: a file
+beside a DuckDB file store, store/search_index.py; analytics/sql/search_indexed.sql) and scans only the attempts
+it does not cover; the result is the scan's (search.sql), hit for hit. Words, regular expressions, team stores and
+Parquet folders always scan.
+
 ``python -m analytics search [--benchmark B] [--regex|--words] "QUERY" --json`` prints
 ``{"query", "n_attempts", "hits": [{"run_id", "task_id", "sample", "step", "snippet"}]}``.
 """
@@ -28,13 +33,15 @@ import duckdb
 import pandas as pd
 
 from analytics.sqlfiles import load_sql
-from store import QueryError, RunlensError, query_df, query_rows, run_filter_params
+from store import QueryError, RunlensError, attach_search_index, query_df, query_rows, run_filter_params
 
 MODES = ("phrase", "words", "regex")
 MAX_QUERY_CHARS = 200
 MAX_WORDS = 8
 SNIPPET_CONTEXT = 60
 DEFAULT_LIMIT = 100
+# the catalog name store/search_index.py gives the attached index (checked before it goes into SQL)
+INDEX_CATALOG = re.compile(r"rl_search_[0-9a-f]+_[0-9a-f]+")
 HIT_COLUMNS = ["run_id", "task_id", "sample", "step", "field", "snippet", "match_start", "match_len", "passed"]
 
 
@@ -114,17 +121,60 @@ STEP_FIELDS = {"content": "s.content", "args": "s.args::VARCHAR", "result": "s.r
 
 def _sql(kind: str, n_words: int) -> str:
     """The search statement: every field of every attempt the filters keep, matched by ``kind``."""
+    return load_sql("search").format(**_scan_parts(kind, n_words))
+
+
+def _scan_parts(kind: str, n_words: int) -> dict[str, str]:
+    """The fixed SQL fragments of the scan (search.sql, and the unindexed branch of search_indexed.sql)."""
     preds = {name: _predicate(kind, col, n_words) for name, col in STEP_FIELDS.items()}
     field_case = " ".join(f"WHEN {p} THEN '{name}'" for name, p in preds.items())
     text_case = " ".join(f"WHEN {preds[name]} THEN {col}" for name, col in STEP_FIELDS.items())
-    return load_sql("search").format(
-        match_text=_predicate(kind, "t.text", n_words),
-        match_answer=_predicate(kind, "k.answer", n_words),
-        match_step=" OR ".join(f"coalesce({p}, false)" for p in preds.values()),
-        field_case=f"CASE {field_case} END",
-        text_case=f"CASE {text_case} END",
-        locate=_locate(kind, "text"),
+    return {
+        "match_text": _predicate(kind, "t.text", n_words),
+        "match_answer": _predicate(kind, "k.answer", n_words),
+        "match_step": " OR ".join(f"coalesce({p}, false)" for p in preds.values()),
+        "field_case": f"CASE {field_case} END",
+        "text_case": f"CASE {text_case} END",
+        "locate": _locate(kind, "text"),
+    }
+
+
+def _indexed_sql(index: str, *, has_unindexed: bool) -> str:
+    """The phrase search through the index catalog ``index`` (search_indexed.sql); the scan's branch only if some
+    attempt needs it."""
+    return load_sql("search_indexed").format(
+        **_scan_parts("contains", 0),
+        covered=_covered_cte(index),
+        idx=index,
+        if_unindexed="true" if has_unindexed else "false",
+        # the long text with an empty string that depends on the step (see search_indexed.sql)
+        match_long=_predicate("contains", "t.text || left(s.step::VARCHAR, 0)"),
     )
+
+
+def _covered_cte(index: str) -> str:
+    if not INDEX_CATALOG.fullmatch(index):  # an identifier in SQL: only the store's own names
+        raise ValueError(f"not a search index catalog: {index!r}")
+    return load_sql("search_covered").format(idx=index)
+
+
+def index_coverage(con: duckdb.DuckDBPyConnection, run_filter: dict[str, Any]) -> tuple[str, int, int | None] | None:
+    """The search index of the store ``con`` reads, and what it does not cover of the attempts ``run_filter``
+    (``run_filter_params``) keeps.
+
+    Returns:
+        ``(index catalog, attempts not covered, the smallest id among them)``, or None when the store has no index
+        (never built, dropped, a team store or a Parquet folder): search then scans.
+    """
+    index = attach_search_index(con)
+    if index is None:
+        return None
+    sql = load_sql("search_unindexed").format(covered=_covered_cte(index))
+    try:
+        n, lowest = query_rows(con, sql, run_filter)[0]
+    except QueryError:
+        return None  # an index file from an older layout: scan
+    return index, int(n), None if lowest is None else int(lowest)
 
 
 def _snippet(win: str, lead: int, mlen: int, *, is_cut_left: bool, is_cut_right: bool) -> tuple[str, int, int]:
@@ -154,8 +204,13 @@ def search(
     date_to: dt.date | None = None,
     run_ids: Sequence[str] | None = None,
     limit: int = DEFAULT_LIMIT,
+    use_index: bool = True,
 ) -> SearchResult:
     """Search the transcripts of the attempts the filters keep.
+
+    A phrase search reads the search index (``python -m analytics search-index``) when the store has one, and scans
+    only the attempts it does not cover; words, regular expressions and stores without an index are scanned. Both
+    paths give the same result.
 
     Args:
         con: a read connection.
@@ -167,22 +222,22 @@ def search(
         date_to: only runs evaluated on or before this date.
         run_ids: only these runs (None: all).
         limit: at most this many hits are returned (``n_attempts`` and ``n_hits`` count all).
+        use_index: False scans even when an index exists (for comparisons).
 
     Raises:
         SearchError: the query is refused (empty, too long, invalid regular expression).
     """
     kind, patterns = match_pattern(query, mode)
-    params: dict[str, Any] = (
-        _params(kind, patterns)
-        | run_filter_params(benchmark, agents, date_from, date_to, run_ids=run_ids)
-        | {
-            "limit": int(limit),
-            "context": SNIPPET_CONTEXT,
-        }
-    )
+    run_filter = run_filter_params(benchmark, agents, date_from, date_to, run_ids=run_ids)
+    params: dict[str, Any] = _params(kind, patterns) | run_filter | {"limit": int(limit), "context": SNIPPET_CONTEXT}
     if kind == "regex":
         check_regex(con, patterns[0])
-    return _result(query, mode, query_df(con, _sql(kind, len(patterns)), params))
+    coverage = index_coverage(con, run_filter) if use_index and kind == "contains" else None
+    if coverage is None:
+        return _result(query, mode, query_df(con, _sql(kind, len(patterns)), params))
+    index, n_unindexed, lowest = coverage
+    params["min_unindexed"] = lowest if lowest is not None else 0
+    return _result(query, mode, query_df(con, _indexed_sql(index, has_unindexed=n_unindexed > 0), params))
 
 
 def check_regex(con: duckdb.DuckDBPyConnection, pattern: str) -> None:

@@ -13,7 +13,7 @@ Modules: ``paths`` (locations), ``connect`` (sessions, publish, snapshots), ``mi
 ``query`` (executing SQL, ``store/sql/*.sql``), ``filters`` (the run filter), ``writelock`` (the writer's flock),
 ``parquet`` (a read-only store exported as Parquet files), ``ingest_writer`` (ingested files), ``derived``
 (computed data: embeddings, metrics, IRT fits, judge verdicts, rule findings, reviews, cluster labels),
-``delete`` (run deletion).
+``delete`` (run deletion), ``search_index`` (transcript search's index file beside a file store).
 """
 
 from __future__ import annotations
@@ -52,8 +52,13 @@ from store.paths import (
     snapshot_path,
 )
 from store.query import load_sql, query_df, query_rows, transaction
+from store.search_index import SearchIndexRefresh, attach_search_index, drop_search_index, refresh_search_index
 
 __all__ = [
+    "SearchIndexRefresh",
+    "attach_search_index",
+    "drop_search_index",
+    "refresh_search_index",
     "DEFAULT_DB",
     "LOCK_WAIT_S",
     "MIGRATIONS_DIR",

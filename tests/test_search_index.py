@@ -1,0 +1,312 @@
+"""Transcript search's index (store/search_index.py, analytics/sql/search_indexed.sql): a phrase search through the
+index gives exactly the scan's result (counts, hits, snippets) on tricky texts; data ingested after the index
+was built is found, deleted runs are gone (also when the next ingest reuses their attempt ids); words, regular
+expressions and stores without an index scan."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pytest
+
+from analytics import search as sr
+from ingest.records import INLINE_RESULT_CHARS
+from jobs.search_index import drop, refresh
+from store import delete_run, reader
+from tests.conftest import ROOT
+
+# fragments with punctuation, LIKE wildcards, quotes, non-ASCII, mixed case and words inside words
+FRAGMENTS = [
+    "Rate limit exceeded",
+    "RATE-LIMIT: retry after 30s",
+    "discount 50%_off (final)",
+    'He said "hello (world)" [twice]',
+    "naïve café ÜBER straße",
+    "İstanbul ΣΊΣΥΦΟΣ",
+    "a_b%c\\d 'quoted'",
+    "QUOTA_EXCEEDED at line 7",
+    "tab\tseparated  and   spaced",
+    "limitless exceedance",
+    "snake_case_identifier_42",
+]
+QUERIES = [
+    "rate limit",
+    "imit exce",
+    "e",
+    "50%",
+    "%_o",
+    '"hello (world)"',
+    "café über",
+    "naïve",
+    "straße",
+    "σίσυφος",
+    "istanbul",
+    "\\d 'quo",
+    "quota_exceeded at",
+    "tab separated and spaced",
+    "needle zz9",
+    "identifier_42",
+    "ed",
+    "not there at all",
+]
+
+
+def _text(rng: np.random.Generator, n: int) -> str:
+    return " ".join(FRAGMENTS[i] for i in rng.integers(0, len(FRAGMENTS), n))
+
+
+def _attempt(rng: np.random.Generator, run: str, task: str, sample: int) -> dict:
+    steps = []
+    for rnd in range(int(rng.integers(0, 5))):
+        step: dict = {"round": rnd, "kind": "tool_call", "tool": "t", "args": {"q": _text(rng, 1), "n": rnd}}
+        if rng.random() < 0.2:  # a long result, stored once in texts
+            step["result"] = _text(rng, 2) + " " + "filler " * (INLINE_RESULT_CHARS // 6) + "needle zz9 end"
+        elif rng.random() < 0.7:
+            step["result"] = _text(rng, 2)
+        else:
+            step["error"] = _text(rng, 1)
+        steps.append(step)
+        if rng.random() < 0.5:
+            steps.append({"round": rnd, "kind": "thought", "content": _text(rng, 3)})
+    answer = _text(rng, 2) if rng.random() < 0.8 else None
+    return {"record": "attempt", "run_id": run, "task_id": task, "sample": sample, "score": 0.0, "answer": answer,
+            "steps": steps}  # fmt: skip
+
+
+def _write(path: Path, runs: list[tuple[str, str]], *, seed: int, n_tasks: int = 12) -> Path:
+    rng = np.random.default_rng(seed)
+    lines: list[dict] = [{"record": "benchmark", "benchmark": b, "scoring": "binary"} for b in {b for _, b in runs}]
+    lines += [
+        {"record": "task", "benchmark": b, "task_id": f"T{i}"} for b in {b for _, b in runs} for i in range(n_tasks)
+    ]
+    for run, bench in runs:
+        lines.append({"record": "run", "run_id": run, "benchmark": bench, "agent": run, "eval_date": "2026-01-10"})
+        lines += [_attempt(rng, run, f"T{i}", s) for i in range(n_tasks) for s in range(2)]
+    path.write_text("\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _ingest(path: Path, db: Path | str) -> None:
+    from ingest.pipeline import ingest_paths
+
+    assert [r.outcome for r in ingest_paths([path], db=db)] == ["ingested"]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """Two benchmarks, three runs of generated tricky texts, ingested but not indexed."""
+    out = tmp_path / "s.duckdb"
+    _ingest(_write(tmp_path / "a.jsonl", [("r-a", "sb"), ("r-b", "sb"), ("r-o", "other")], seed=7), out)
+    return out
+
+
+def _both(con: duckdb.DuckDBPyConnection, query: str, **kw: Any) -> tuple[sr.SearchResult, sr.SearchResult]:
+    """The search through the index and the plain scan."""
+    return sr.search(con, query=query, use_index=True, **kw), sr.search(con, query=query, use_index=False, **kw)
+
+
+def _assert_same(a: sr.SearchResult, b: sr.SearchResult) -> None:
+    assert (a.n_attempts, a.n_hits) == (b.n_attempts, b.n_hits), a.query
+    assert a.hits.to_dict("records") == b.hits.to_dict("records"), a.query
+
+
+def test_index_gives_the_scans_result_for_every_query_and_filter(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    done = refresh(db)
+    assert done.attempts_added == 72 and done.attempts_covered == 72 and done.rows > 72
+    used = []
+    indexed_sql = sr._indexed_sql
+    monkeypatch.setattr(sr, "_indexed_sql", lambda index, **kw: used.append(kw) or indexed_sql(index, **kw))
+    n_with_hits = 0
+    with reader(db) as con:
+        for query in QUERIES:
+            for kw in ({}, {"benchmark": "sb"}, {"run_ids": ["r-b"], "limit": 5}, {"limit": 1000}):
+                used.clear()
+                indexed, scanned = _both(con, query, **kw)
+                assert used == [{"has_unindexed": False}]  # the index was read, the scan was not needed
+                _assert_same(indexed, scanned)
+                n_with_hits += indexed.n_hits > 0
+    assert n_with_hits >= 3 * (len(QUERIES) - 2)  # the queries do hit (the comparison is not of empty results)
+
+
+def test_the_index_is_what_is_read(db: Path) -> None:
+    """Emptying search_text but keeping search_covered makes the indexed search miss: proof that it reads it."""
+    done = refresh(db)
+    assert Path(done.path) == db.with_name(db.name + ".search") and done.index_bytes > 0
+    with reader(db) as con:
+        assert sr.search(con, query="rate limit").n_hits > 0
+    con = duckdb.connect(done.path)
+    con.execute("DELETE FROM search_text")
+    con.close()
+    with reader(db) as con:
+        assert sr.search(con, query="rate limit").n_hits == 0
+        assert sr.search(con, query="rate limit", use_index=False).n_hits > 0
+
+
+def test_ingest_after_the_build_is_found_and_a_refresh_covers_it(db: Path, tmp_path: Path) -> None:
+    refresh(db)
+    _ingest(_write(tmp_path / "new.jsonl", [("r-new", "sb")], seed=11, n_tasks=3), db)
+    extra = tmp_path / "x.jsonl"
+    extra.write_text(
+        json.dumps({"record": "run", "run_id": "r-x", "benchmark": "sb", "agent": "X", "eval_date": "2026-03-01"})
+        + "\n"
+        + json.dumps(
+            {
+                "record": "attempt",
+                "run_id": "r-x",
+                "task_id": "T0",
+                "sample": 0,
+                "score": 1.0,
+                "answer": "the Brand-New sentinel phrase",
+            }
+        )  # fmt: skip
+        + "\n",
+        encoding="utf-8",
+    )
+    _ingest(extra, db)
+    with reader(db) as con:
+        _, n_unindexed, lowest = sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) or ("", 0, None)
+        assert n_unindexed == 3 * 2 + 1 and lowest is not None
+        hit = sr.search(con, query="brand-new sentinel")
+        assert (hit.n_attempts, list(hit.hits["run_id"])) == (1, ["r-x"])
+        for query in QUERIES:
+            _assert_same(*_both(con, query))
+    done = refresh(db)
+    assert (done.attempts_added, done.attempts_covered) == (7, 79)
+    with reader(db) as con:
+        assert (sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) or ())[1:] == (0, None)
+        assert sr.search(con, query="brand-new sentinel").n_attempts == 1
+
+
+def test_a_deleted_run_is_gone_and_a_reused_attempt_id_finds_only_the_new_text(db: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "x.jsonl"
+    extra.write_text(
+        json.dumps({"record": "run", "run_id": "r-x", "benchmark": "sb", "agent": "X", "eval_date": "2026-03-01"})
+        + "\n"
+        + json.dumps(
+            {"record": "attempt", "run_id": "r-x", "task_id": "T0", "sample": 0, "score": 0.0, "answer": "old sentinel"}
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    _ingest(extra, db)
+    refresh(db)
+    with reader(db) as con:
+        assert sr.search(con, query="old sentinel").n_attempts == 1
+        old_id = con.execute("SELECT attempt_id FROM attempts WHERE run_id = 'r-x'").fetchall()
+    delete_run("r-x", db=db)
+    with reader(db) as con:
+        assert sr.search(con, query="old sentinel").n_attempts == 0
+        assert sr.search(con, query="sentinel").n_attempts == 0
+    # the next ingest numbers its attempts from the top again: the same id, the same run, task and sample, new text
+    extra.write_text(extra.read_text(encoding="utf-8").replace("old sentinel", "new sentinel"), encoding="utf-8")
+    _ingest(extra, db)
+    with reader(db) as con:
+        assert con.execute("SELECT attempt_id FROM attempts WHERE run_id = 'r-x'").fetchall() == old_id
+        assert sr.search(con, query="old sentinel").n_attempts == 0
+        assert sr.search(con, query="new sentinel").n_attempts == 1
+        _assert_same(*_both(con, "sentinel"))
+    done = refresh(db)
+    assert (done.attempts_added, done.attempts_removed, done.attempts_covered) == (1, 1, 73)
+    with reader(db) as con:
+        assert (sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) or ())[1:] == (0, None)
+        assert sr.search(con, query="old sentinel").n_attempts == 0
+        assert sr.search(con, query="new sentinel").n_attempts == 1
+
+
+def test_a_search_on_an_older_snapshot_never_reads_another_attempts_text(db: Path, tmp_path: Path) -> None:
+    """A reader opened before a deletion, an id reuse and a refresh: the reused id's new text is not its hit."""
+    extra = tmp_path / "x.jsonl"
+    run = {"record": "run", "run_id": "r-x", "benchmark": "sb", "agent": "X", "eval_date": "2026-03-01"}
+    attempt = {"record": "attempt", "run_id": "r-x", "task_id": "T0", "sample": 0, "score": 0.0, "answer": "old one"}
+    extra.write_text(json.dumps(run) + "\n" + json.dumps(attempt) + "\n", encoding="utf-8")
+    _ingest(extra, db)
+    refresh(db)
+    with reader(db) as old:
+        delete_run("r-x", db=db)
+        extra.write_text(extra.read_text(encoding="utf-8").replace("old one", "new one"), encoding="utf-8")
+        _ingest(extra, db)
+        assert refresh(db).attempts_removed == 1
+        assert sr.search(old, query="new one").n_attempts == 0  # the old snapshot has no such text
+        assert sr.search(old, query="new one", use_index=False).n_attempts == 0
+        assert sr.search(old, query="rate limit").hits.equals(sr.search(old, query="rate limit", use_index=False).hits)
+
+
+def test_another_store_at_the_same_path_is_not_read_through_the_old_index(db: Path, tmp_path: Path) -> None:
+    """Same file ids and attempt ids, other content (a restored copy, say): nothing counts as covered."""
+    refresh(db)
+    other = tmp_path / "o" / "s.duckdb"
+    other.parent.mkdir()
+    _ingest(_write(tmp_path / "b.jsonl", [("r-a", "sb"), ("r-b", "sb"), ("r-o", "other")], seed=8), other)
+    for suffix in ("", ".read"):
+        shutil.copyfile(f"{other}{suffix}", f"{db}{suffix}")
+    with reader(db) as con:
+        assert (sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) or ())[1] == 72
+        for query in QUERIES[:8]:
+            _assert_same(*_both(con, query))
+    done = refresh(db)
+    assert (done.attempts_added, done.attempts_removed, done.attempts_covered) == (72, 72, 72)
+    with reader(db) as con:
+        for query in QUERIES[:8]:
+            _assert_same(*_both(con, query))
+
+
+def test_words_regex_and_stores_without_an_index_scan(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with reader(db) as con:  # never built: the scan
+        assert sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) is None
+        before = sr.search(con, query="rate limit")
+    refresh(db)
+    monkeypatch.setattr(sr, "_indexed_sql", lambda *a, **kw: pytest.fail("the index was used"))
+    with reader(db) as con:
+        assert sr.search(con, query="rate limit", mode="words").n_hits > 0
+        assert sr.search(con, query=r"(?i)rate.limit", mode="regex").n_hits > 0
+        assert sr.search(con, query="rate limit", use_index=False).hits.equals(before.hits)
+    assert drop(db) and not drop(db)
+    with reader(db) as con:
+        assert sr.search(con, query="rate limit").hits.equals(before.hits)
+    # an index file without the index's tables (another layout): the scan
+    duckdb.connect(str(db.with_name(db.name + ".search"))).close()
+    with reader(db) as con:
+        assert sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) is None
+        assert sr.search(con, query="rate limit").hits.equals(before.hits)
+    with duckdb.connect(":memory:") as con:  # no file, no index
+        assert sr.attach_search_index(con) is None
+
+
+def test_cli_builds_the_index_and_search_json_is_unchanged(db: Path) -> None:
+    def run(*args: str) -> dict:
+        cmd = [sys.executable, "-m", "analytics", *args, "--db", str(db), "--json"]
+        return json.loads(subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout)
+
+    before = run("search", "imit exce")
+    built = run("search-index")
+    assert (built["attempts_added"], built["attempts_covered"], built["attempts_removed"]) == (72, 72, 0)
+    assert built["rows"] > 0 and built["text_chars"] > 0
+    assert run("search", "imit exce") == before and before["n_attempts"] > 0
+    assert run("search-index", "--rebuild")["attempts_added"] == 72
+    assert run("search-index", "--drop") == {"dropped": True}
+    assert run("search", "imit exce") == before
+
+
+def test_a_team_store_has_no_index_and_its_search_scans(lake: str, db: Path, tmp_path: Path) -> None:
+    """DuckLake: search-index refuses with a clear error, and a phrase search gives the file store's result."""
+    from store import RunlensError
+
+    path = _write(tmp_path / "l.jsonl", [("r-a", "sb"), ("r-b", "sb"), ("r-o", "other")], seed=7)
+    _ingest(path, lake)
+    with pytest.raises(RunlensError, match="DuckDB file store"):
+        refresh(lake)
+    refresh(db)  # the same data in a file store, indexed
+    with reader(lake) as con:
+        assert sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) is None
+        on_lake = [sr.search(con, query=q) for q in QUERIES[:6]]
+    with reader(db) as con:
+        on_file = [sr.search(con, query=q) for q in QUERIES[:6]]
+    for a, b in zip(on_lake, on_file, strict=True):
+        _assert_same(a, b)
