@@ -15,9 +15,9 @@ from ui.common import (
     download_buttons,
     drilldown_url,
     empty_state,
+    from_url,
     keep_in_url,
     plain,
-    restore_from_url,
     show_fig,
 )
 from ui.shell import page_setup
@@ -33,8 +33,7 @@ if not filters.benchmark:
 runs = cached(tr.runs_of, benchmark=filters.benchmark)
 options = ["(all runs)", *runs["run_id"]]
 RUN = UrlField("cl_run", "cl_run", options[0], choices=options)
-for notice in restore_from_url([RUN]):
-    st.info(plain(notice))
+from_url([RUN])
 if st.session_state.get("cl_run") not in options:  # a run deleted since, or another benchmark's
     st.session_state["cl_run"] = options[0]
 run_pick = st.selectbox("Run", options, key="cl_run")

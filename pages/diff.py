@@ -12,10 +12,10 @@ from ui.common import (
     download_buttons,
     drilldown_url,
     empty_state,
+    from_url,
     keep_in_url,
     plain,
     query_param,
-    restore_from_url,
     show_fig,
 )
 from ui.shell import page_setup
@@ -58,8 +58,7 @@ VIEW_FIELDS = [
     UrlField("df_basis", "basis", rd.BASES[0], choices=rd.BASES),
     UrlField("df_worse", "regressions_only", False),
 ]
-for notice in restore_from_url(VIEW_FIELDS):
-    st.info(plain(notice))
+from_url(VIEW_FIELDS)
 basis = basis_col.selectbox(
     "Outcome per task",
     rd.BASES,

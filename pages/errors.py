@@ -14,10 +14,10 @@ from ui.common import (
     download_buttons,
     drilldown_url,
     empty_state,
+    from_url,
     keep_in_url,
     plain,
     query_param,
-    restore_from_url,
     selected_custom_data,
     show_fig,
 )
@@ -58,9 +58,7 @@ if "err_sources" not in ss:  # shareable choices start from the URL: errors?err_
         st.info(plain(f"The link's {', '.join(unknown)}: not a label source here; left out."))
     ss.err_sources = [s for s in asked if s in err.SOURCES] or list(err.SOURCES)
 FACET = UrlField("err_facet", "err_facet", "all", choices=("all", "level", "category"))
-for notice in restore_from_url([FACET]):  # a facet change is a history entry; Back returns to the last one
-    st.info(plain(notice))
-ss.setdefault("err_facet", "all")
+from_url([FACET])  # a facet change is a history entry; Back returns to the last one
 left, right = st.columns([2, 1])
 sources = left.multiselect(
     "Label sources",

@@ -8,10 +8,10 @@ from ui.common import (
     cached,
     download_buttons,
     empty_state,
+    from_url,
     keep_in_url,
     plain,
     query_param,
-    restore_from_url,
     show_fig,
 )
 from ui.shell import page_setup
@@ -37,9 +37,7 @@ if bench != filters.benchmark:
 
 c1, c2 = st.columns(2)
 SOURCE = UrlField("gem_source", "metrics", "log", choices=list(gem.SOURCES))
-for notice in restore_from_url([SOURCE]):
-    st.info(plain(notice))
-st.session_state.setdefault("gem_source", "log")
+from_url([SOURCE])
 source = (
     c1.segmented_control(
         "Quantitative metrics",

@@ -10,9 +10,9 @@ from ui.common import (
     cached,
     download_buttons,
     empty_state,
+    from_url,
     keep_in_url,
     plain,
-    restore_from_url,
     show_fig,
 )
 from ui.shell import page_setup
@@ -140,9 +140,7 @@ else:
 
 st.subheader("Breakdowns")
 BREAKDOWN = UrlField("lb_breakdown", "by", "level", choices=("level", "category"))
-for notice in restore_from_url([BREAKDOWN]):
-    st.info(plain(notice))
-st.session_state.setdefault("lb_breakdown", "level")
+from_url([BREAKDOWN])
 kind = st.segmented_control("Break down by", ["level", "category"], key="lb_breakdown")
 keep_in_url([BREAKDOWN])
 pivot = lb.slice_pivot(df, kind or "level")

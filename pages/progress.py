@@ -19,8 +19,7 @@ flt = shell.page_setup(
 if not flt.benchmark:
     common.empty_state("No benchmark in the database yet: ingest runs first.")
 MODEL_FIELD = common.UrlField("irt_model", "model", irt.MODELS[0], choices=irt.MODELS)
-for notice in common.restore_from_url([MODEL_FIELD]):
-    st.info(common.plain(notice))
+common.from_url([MODEL_FIELD])
 model = st.radio(
     "Model",
     irt.MODELS,

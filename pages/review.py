@@ -15,9 +15,9 @@ from ui.common import (
     download_buttons,
     drilldown_url,
     empty_state,
+    from_url,
     keep_in_url,
     plain,
-    restore_from_url,
 )
 from ui.shell import page_setup
 
@@ -68,9 +68,7 @@ if agr.n_reviewed:
 # --- the queue and the form ------------------------------------------------------------------------------------
 st.subheader("Review queue")
 QUEUE_FIELD = UrlField("rv_queue", "queue", "failed", choices=rv.QUEUES)
-for notice in restore_from_url([QUEUE_FIELD]):
-    st.info(plain(notice))
-ss.setdefault("rv_queue", "failed")
+from_url([QUEUE_FIELD])
 left, right = st.columns([3, 1])
 queue = left.segmented_control("Queue", rv.QUEUES, key="rv_queue") or "failed"
 seed = right.number_input("Calibration seed", 0, 10_000, 0, key="rv_seed", disabled=queue != "calibration")

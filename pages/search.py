@@ -11,9 +11,9 @@ from ui.common import (
     download_buttons,
     drilldown_url,
     empty_state,
+    from_url,
     keep_in_url,
     plain,
-    restore_from_url,
 )
 from ui.shell import page_setup
 
@@ -28,12 +28,10 @@ if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
 # shareable: the query and the mode come from the URL on a first visit and after Back/Forward
 URL_FIELDS = [UrlField("se_q", "q", ""), UrlField("se_mode", "mode", "phrase", choices=sr.MODES)]
-for notice in restore_from_url(URL_FIELDS):
-    st.info(plain(notice))
+from_url(URL_FIELDS)
 ss["se_q"] = (ss.get("se_q") or "")[: sr.MAX_QUERY_CHARS]
 left, right = st.columns([3, 1])
 query = left.text_input("Search the transcripts", key="se_q", max_chars=sr.MAX_QUERY_CHARS)
-ss.setdefault("se_mode", "phrase")
 mode = right.segmented_control("Match", sr.MODES, key="se_mode") or "phrase"
 keep_in_url(URL_FIELDS)
 if not query.strip():

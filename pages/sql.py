@@ -14,10 +14,10 @@ from ui.common import (
     db_version,
     download_buttons,
     drop_from_url,
+    from_url,
     keep_in_url,
     plain,
     query_param,
-    restore_from_url,
     show_fig,
 )
 from ui.shell import page_setup
@@ -190,10 +190,7 @@ if len(res.df.columns) >= 2 and not res.df.empty:
     for f in chart_fields:  # a new query's columns: a choice kept from the last result may no longer exist
         if f.key in ss and ss[f.key] not in (f.choices or ()):
             del ss[f.key]
-    for notice in restore_from_url(chart_fields):
-        st.warning(notice)
-    for f in chart_fields:  # the widgets start at the fields' defaults, so a default stays out of the link
-        ss.setdefault(f.key, f.default)
+    from_url(chart_fields)
     with st.expander("Chart this", icon=":material/bar_chart:", expanded=bool(query_param("x"))):
         c1, c2, c3, c4 = st.columns(4)
         x = c1.selectbox("x", cols, key="sql_chart_x")

@@ -13,9 +13,9 @@ from ui.common import (
     download_buttons,
     drilldown_url,
     empty_state,
+    from_url,
     keep_in_url,
     plain,
-    restore_from_url,
     selected_custom_data,
     show_fig,
 )
@@ -44,8 +44,7 @@ URL_FIELDS = [
     UrlField("tmf_willing", "willingness", 1.0, bounds=(0.05, 10.0)),
     UrlField("tmf_exp", "acceptance_exponent", 1.0, bounds=(0.0, 5.0)),
 ]
-for notice in restore_from_url(URL_FIELDS):
-    st.info(plain(notice), icon=":material/link_off:")
+from_url(URL_FIELDS)
 
 
 def number(col: st.delta_generator.DeltaGenerator, label: str, field: UrlField, **kwargs: object) -> float:

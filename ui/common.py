@@ -175,6 +175,15 @@ def restore_from_url(fields: Sequence[UrlField]) -> list[str]:
     return notices
 
 
+def from_url(fields: Sequence[UrlField]) -> None:
+    """``restore_from_url`` for a page's widgets, each notice shown (plain text), and every widget not set by the
+    link starting at its field's default (so the widgets are drawn without a second default of their own)."""
+    for notice in restore_from_url(fields):
+        st.info(plain(notice), icon=":material/link_off:")
+    for f in fields:
+        st.session_state.setdefault(f.key, f.default)
+
+
 def drop_from_url(*params: str) -> None:
     """Take parameters out of the URL because the page moved on (not because of Back): the widgets keep their
     values, and ``keep_in_url`` writes them again where they still apply."""
