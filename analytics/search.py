@@ -23,6 +23,7 @@ Parquet folders always scan.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections.abc import Sequence
@@ -58,6 +59,8 @@ class SearchResult:
     n_attempts: int
     n_hits: int
     hits: pd.DataFrame
+    is_indexed: bool = False  # read through the search index (store/search_index.py), else a scan of every text
+    n_unindexed: int = 0  # attempts the index did not cover yet, scanned
 
 
 def match_pattern(query: str, mode: str) -> tuple[str, list[str]]:
@@ -237,7 +240,21 @@ def search(
         return _result(query, mode, query_df(con, _sql(kind, len(patterns)), params))
     index, n_unindexed, lowest = coverage
     params["min_unindexed"] = lowest if lowest is not None else 0
-    return _result(query, mode, query_df(con, _indexed_sql(index, has_unindexed=n_unindexed > 0), params))
+    result = _result(query, mode, query_df(con, _indexed_sql(index, has_unindexed=n_unindexed > 0), params))
+    return dataclasses.replace(result, is_indexed=True, n_unindexed=n_unindexed)
+
+
+def how_searched(result: SearchResult) -> str:
+    """One sentence on how the result was computed, and what would make it faster."""
+    if result.is_indexed:
+        rest = f"; {result.n_unindexed:,} attempts ingested since were scanned" if result.n_unindexed else ""
+        return f"Read through the search index{rest} (refresh it with `python -m analytics search-index`)."
+    if result.mode != "phrase":
+        return "Scanned every transcript (word and regular-expression searches always scan)."
+    return (
+        "Scanned every transcript: this store has no search index. On a file store, "
+        "`python -m analytics search-index` builds one beside the database; phrase searches then read it."
+    )
 
 
 def check_regex(con: duckdb.DuckDBPyConnection, pattern: str) -> None:

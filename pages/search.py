@@ -48,6 +48,7 @@ c1, c2, c3 = st.columns(3)
 c1.metric("Attempts with a hit", f"{result.n_attempts:,}")
 c2.metric("Hits (attempt × step)", f"{result.n_hits:,}")
 c3.metric("Listed", f"{len(result.hits):,}")
+st.caption(sr.how_searched(result))
 if result.hits.empty:
     empty_state("No transcript matches. Try fewer words, the words mode, or widen the sidebar filters.")
 hits = result.hits.assign(

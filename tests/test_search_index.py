@@ -310,3 +310,17 @@ def test_a_team_store_has_no_index_and_its_search_scans(lake: str, db: Path, tmp
         on_file = [sr.search(con, query=q) for q in QUERIES[:6]]
     for a, b in zip(on_lake, on_file, strict=True):
         _assert_same(a, b)
+
+
+def test_the_result_says_how_it_was_searched(db: Path, tmp_path: Path) -> None:
+    with reader(db) as con:
+        before = sr.search(con, query="rate limit")
+    assert not before.is_indexed and "no search index" in sr.how_searched(before)
+    refresh(db)
+    _ingest(_write(tmp_path / "late.jsonl", [("r-late", "sb")], seed=5, n_tasks=2), db)
+    with reader(db) as con:
+        after = sr.search(con, query="rate limit")
+        words = sr.search(con, query="rate limit", mode="words")
+    assert after.is_indexed and after.n_unindexed > 0
+    assert "search index" in sr.how_searched(after) and f"{after.n_unindexed:,} attempts" in sr.how_searched(after)
+    assert not words.is_indexed and "always scan" in sr.how_searched(words)
