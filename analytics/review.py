@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -396,6 +396,19 @@ def _verdict(value: Any) -> str:
     return fmt.MISSING if fmt.text(value) == fmt.MISSING else "correct" if bool(value) else "incorrect"
 
 
+def _passed(value: Any) -> str:
+    return fmt.MISSING if fmt.text(value) == fmt.MISSING else "✓" if bool(value) else "✗"
+
+
+def raters_line(item: Mapping[str, Any]) -> str:
+    """What the log and the judges say of one queue item, in one line: ``passed ✗ · log codes PE, TOOL · log judge
+    incorrect · Runlens judge –``."""
+    return (
+        f"passed {_passed(item.get('passed'))} · log codes {fmt.text(item.get('log_codes'))} · "
+        f"log judge {_verdict(item.get('log_judge_correct'))} · Runlens judge {_verdict(item.get('runlens_judge_correct'))}"
+    )
+
+
 def queue_table(items: pd.DataFrame) -> pd.DataFrame:
     """``review_queue`` as people read it: who, which task, the outcome, what each rater said (``–`` where a rater
     said nothing), how many reviews; the raw frame stays the download."""
@@ -406,7 +419,7 @@ def queue_table(items: pd.DataFrame) -> pd.DataFrame:
             "Agent": items["agent"].map(text),
             "Task": items["task_id"].astype(str),
             "Sample": items["sample"].astype(int),
-            "Passed": items["passed"].map(lambda v: fmt.MISSING if fmt.text(v) == fmt.MISSING else "✓" if v else "✗"),
+            "Passed": items["passed"].map(_passed),
             "Log judge": items["log_judge_correct"].map(_verdict),
             "Runlens judge": items["runlens_judge_correct"].map(_verdict),
             "Log codes": items["log_codes"].map(text),

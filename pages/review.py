@@ -101,9 +101,6 @@ q.text((d or {}).get("reference_answer") or "–")
 a.caption("Agent's final answer")
 a.text((d or {}).get("answer") or "–")
 a.caption("Log / judges")
-a.text(
-    f"passed: {row['passed']} · log labels: {row['log_codes'] or '–'} · log judge correct: "
-    f"{row['log_judge_correct']} · Runlens judge correct: {row['runlens_judge_correct']}"
-)
+a.text(rv.raters_line(row))
 review.reviews_table(int(attempt_id), key="rv_reviews")
 review.review_form(int(attempt_id), key="rv_form")

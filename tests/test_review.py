@@ -206,3 +206,26 @@ def test_reviews_are_exported(review_db: Path, tmp_path: Path) -> None:
     assert marker["tables"]["reviews"]["rows"] >= N + 20
     df = pd.read_parquet(tmp_path / "out" / "reviews")
     assert set(df["source"]) == {"human"} and {"reviewer", "verdict", "codes", "created_at"} <= set(df.columns)
+
+
+def test_queue_table_and_raters_line_read_without_raw_values() -> None:
+    items = pd.DataFrame(
+        {
+            "run_id": ["r"],
+            "agent": [None],
+            "task_id": ["t"],
+            "sample": [0],
+            "passed": [False],
+            "log_judge_correct": [False],
+            "runlens_judge_correct": [pd.NA],
+            "log_codes": ["PE, TOOL"],
+            "judge_codes": [None],
+            "n_reviews": [0],
+            "is_reviewed_by_me": [False],
+        }
+    )
+    table = rv.queue_table(items)
+    assert table.iloc[0][["Passed", "Log judge", "Runlens judge", "Agent"]].tolist() == ["✗", "incorrect", "–", "–"]
+    line = rv.raters_line(items.iloc[0])
+    assert line == "passed ✗ · log codes PE, TOOL · log judge incorrect · Runlens judge –"
+    assert not any(raw in line for raw in ("False", "None", "<NA>", "nan"))
