@@ -83,12 +83,13 @@ for title, df, key in (
     if table.empty:
         st.caption("No data for this selection.")
         continue
+    shown = gem.display_table(table)
     st.dataframe(
-        gem.display_table(table),
+        shown,
         hide_index=True,
         key=key,
         width="stretch",
-        column_config={c: st.column_config.Column(c, help=h) for c, h in gem.COLUMN_HELP.items() if c in table},
+        column_config={c: st.column_config.Column(c, help=h) for c, h in gem.COLUMN_HELP.items() if c in shown},
     )
     download_buttons(table, f"{bench}-{key}", key=f"{key}_dl")
 

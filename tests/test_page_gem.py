@@ -63,14 +63,14 @@ def test_tables_agreement_and_viewer(gem_db: Path, monkeypatch: pytest.MonkeyPat
     assert any(s.startswith("Table 2") for s in subheaders) and any(s.startswith("Table 6") for s in subheaders)
     tables = [_numbers(d.value) for d in at.dataframe]
     t2 = next(t for t in tables if "RF" in t.columns)
-    t3 = next(t for t in tables if "naturalness" in t.columns and "n" in t.columns)
-    t6 = next(t for t in tables if "ittft" in t.columns)
-    row2 = t2[(t2["dataset"] == "MT-Human") & (t2["solution_label"] == "Ad-Chat")].iloc[0]
+    t3 = next(t for t in tables if "Naturalness" in t.columns and "n" in t.columns)
+    t6 = next(t for t in tables if "ITTFT" in t.columns)
+    row2 = t2[(t2["Dataset"] == "MT-Human") & (t2["Solution"] == "Ad-Chat")].iloc[0]
     assert abs(row2["RF"] - 82.06) <= 0.5 and abs(row2["IR"] - 66.0) <= 0.5
-    row3 = t3[(t3["dataset"] == "CA-Prod") & (t3["solution_label"] == "GIR-P")].iloc[0]
-    assert abs(row3["overall"] - 58.41) <= 0.5
-    row6 = t6[(t6["dataset"] == "CA-Prod") & (t6["solution_label"] == "Ad-Chat")].iloc[0]
-    assert abs(row6["overall"] - 1673.43) <= 0.5
+    row3 = t3[(t3["Dataset"] == "CA-Prod") & (t3["Solution"] == "GIR-P")].iloc[0]
+    assert abs(row3["Overall"] - 58.41) <= 0.5
+    row6 = t6[(t6["Dataset"] == "CA-Prod") & (t6["Solution"] == "Ad-Chat")].iloc[0]
+    assert abs(row6["Overall"] - 1673.43) <= 0.5
     t4 = next(t for t in tables if "kimi-k2" in t.columns)
     assert len(t4) == 12
     labels = {m.label: m.value for m in at.metric}
@@ -115,7 +115,7 @@ def test_computed_source_shows_recomputed_metrics(
     at.segmented_control(key="gem_source").set_value("computed").run()
     assert not at.exception and any(md_plain("fake-model") in c.value for c in at.caption)  # log text escaped
     t2 = _numbers(next(d.value for d in at.dataframe if "RF" in d.value.columns))
-    ad_llm = t2[t2["solution_label"] != "Ad-Chat"]  # one ad sentence, with its URL: AC 0 and AF 100 exactly
+    ad_llm = t2[t2["Solution"] != "Ad-Chat"]  # one ad sentence, with its URL: AC 0 and AF 100 exactly
     assert len(ad_llm) == 9 and (ad_llm["AC"] == 0).all() and (ad_llm["AF"] == 100).all()
 
 

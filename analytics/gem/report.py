@@ -130,21 +130,27 @@ COLUMN_HELP = {
     "CTR": "click-through rate: share of ad responses clicked, from the log (x 100; – where the log has none)",
     "ITTFT": "extra input tokens before the first token of the final response, against the ad-free baseline",
     "OTTFT": "extra output tokens before the first token of the final response, against the ad-free baseline",
-    "overall": "the mean of the metrics available in the row (cost table: 0.5 x ITTFT + OTTFT)",
+    "Overall": "the mean of the metrics available in the row (cost table: 0.5 x ITTFT + OTTFT)",
     "k": "samples per prompt the row summarises",
     "n": "responses in the row",
+    "Baseline": "the run the extra tokens are counted against",
 }
+# the frames' column names as the page shows them (the rest are capitalised: accuracy -> Accuracy)
+DISPLAY_NAMES = {"solution_label": "Solution", "ittft": "ITTFT", "ottft": "OTTFT", "k": "k", "n": "n"}
 
 
 def display_table(df: pd.DataFrame) -> pd.DataFrame:
-    """A GEM table as people read it: numbers to two decimals, ``–`` where a metric is missing (never ``None``)."""
+    """A GEM table as people read it: numbers to two decimals, ``–`` where a metric is missing (never ``None``),
+    column names as on the page (``Solution``, ``ITTFT``, ``Accuracy``; ``COLUMN_HELP`` explains them)."""
     out = df.copy()
     for col in out.columns:
         if pd.api.types.is_float_dtype(out[col]) or out[col].map(lambda v: isinstance(v, float) or v is None).all():
             out[col] = out[col].map(
                 lambda v: fmt.MISSING if fmt.text(v) == fmt.MISSING else f"{float(v):.2f}".rstrip("0").rstrip(".")
             )
-    return out.fillna(fmt.MISSING)
+    out = out.fillna(fmt.MISSING)
+    names = {c: DISPLAY_NAMES.get(c, c if c.isupper() else c[:1].upper() + c[1:]) for c in map(str, out.columns)}
+    return out.rename(columns=names)
 
 
 def text_report(rep: dict[str, Any]) -> str:
