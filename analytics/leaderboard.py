@@ -699,11 +699,7 @@ def fig_pass_at_1(df: pd.DataFrame, *, title: str | None = None):  # -> go.Figur
 def run_label(row: Mapping[str, Any]) -> str:
     """Agent, version (when it adds something) and evaluation date: one label per run, so runs of one agent
     never share a row or a point label."""
-    agent, version = str(row["agent"]), row.get("agent_version")
-    adds = isinstance(version, str) and version and version.lower() not in agent.lower()
-    parts = [f"{agent} {version}" if adds else agent]
-    date = _date_text(row.get("eval_date"))
-    return " · ".join(parts + ([date] if date else []))
+    return fmt.run_label(row["agent"], row.get("agent_version"), row.get("eval_date"))
 
 
 def unique_run_labels(df: pd.DataFrame) -> dict[str, str]:

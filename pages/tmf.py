@@ -177,8 +177,12 @@ if result.assumptions["runs_without_cost"]:
     )
 
 st.subheader("Runs")
+st.caption(
+    "Frontier runs first. P(on frontier) and P(best value): the share of bootstrap replicates over tasks in which "
+    "the run is on the frontier, or gives the best operating point. The download has every column as numbers."
+)
 st.dataframe(
-    table,
+    tmf.runs_display(table, result),
     hide_index=True,
     key="tmf_table",
     width="stretch",

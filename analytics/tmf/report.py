@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from analytics import formatting as fmt
 from analytics.tmf.analysis import TmfResult
 from analytics.tmf.model import MIN_TASKS, STAGE_NAMES
 
@@ -247,6 +248,62 @@ def points_table(result: TmfResult) -> pd.DataFrame:
         }
     )
     return out.reset_index(drop=True)
+
+
+def runs_display(table: pd.DataFrame, result: TmfResult) -> pd.DataFrame:
+    """``points_table`` as people read it: one run per row (agent · version · date), performance and cost with
+    their 95% intervals as text, flags as marks, the bootstrap odds in %; ``run_id`` (and ``open``) kept last."""
+    perf_scale = 1.0 if result.performance == "irt" else 0.01  # the table holds percentages (or logits)
+    perf_name = "IRT ability [90% CI]" if result.performance == "irt" else f"{_perf_name(result)} % [95% CI]"
+    if result.unit == "USD":
+        x_name = "Cost per task [95% CI]"
+
+        def x_text(v: Any, lo: Any, hi: Any) -> str:
+            return fmt.usd(v) if fmt.text(lo) == fmt.MISSING else f"{fmt.usd(v)} [{fmt.usd(lo)}–{fmt.usd(hi)}]"
+    else:
+        x_name = "Latency per task, s [95% CI]"
+
+        def x_text(v: Any, lo: Any, hi: Any) -> str:
+            return fmt.interval(v, (lo, hi), scale=1.0, digits=1)
+
+    def odds(v: Any) -> str:
+        return fmt.pct(v, 0)
+
+    out = pd.DataFrame(
+        {
+            "Run": [
+                fmt.run_label(a, v, d)
+                for a, v, d in zip(table["agent"], table["version"], table["eval_date"], strict=True)
+            ],
+            perf_name: [
+                fmt.interval(v * perf_scale, (lo * perf_scale, hi * perf_scale), scale=1 / perf_scale, digits=1)
+                if fmt.text(v) != fmt.MISSING
+                else fmt.MISSING
+                for v, lo, hi in zip(table["performance"], table["perf_lo"], table["perf_hi"], strict=True)
+            ],
+            x_name: [
+                x_text(v, lo, hi) for v, lo, hi in zip(table[result.x_col], table["x_lo"], table["x_hi"], strict=True)
+            ],
+            "Tasks": table["n_tasks"],
+            "On the frontier": table["on_frontier"].map(lambda b: "✓" if bool(b) else ""),
+            "P(on frontier)": table["p_frontier"].map(odds),
+            "P(best value)": table["p_best"].map(odds),
+            "Notes": [
+                ", ".join(
+                    n for n, on in (("no cost", not bool(c)), ("repriced", bool(r)), ("few tasks", bool(f))) if on
+                )
+                for c, r, f in zip(table["has_cost"], table["is_repriced"], table["is_few_tasks"], strict=True)
+            ],
+            "run_id": table["run_id"],
+        }
+    )
+    if "open" in table:
+        out["open"] = table["open"]
+    return out
+
+
+def _perf_name(result: TmfResult) -> str:
+    return {"pass@1": "Pass@1", "mean_score": "Mean score"}.get(result.performance, result.performance)
 
 
 def _odds(result: TmfResult, name: str, run_ids: pd.Series) -> list[float | None]:
