@@ -16,6 +16,10 @@ DB is only read (``store.reader``); nothing is written to it, and no vector is s
    the data keep about the sample's cluster structure (random unit vectors in 384 dimensions would be all
    singletons, a different workload).
 
+``--cache-store NEW.duckdb`` (a path that must not exist yet: a throwaway store) also times the step before
+``build_clusters`` in ``failure_clusters``: the stand-in vectors are written there (``jobs.failures.store_vectors``,
+one writer session, timed) and read back ``--repeat`` times with ``analytics.clusters.cached_failure_vectors``.
+
 ``--stand-in`` loads no model at all: the sample's vectors are seeded random unit vectors too (the smoke test;
 no embedding rate is then reported). Each line gives wall and CPU seconds (this process, all threads), the load
 average when the step started and the process's peak RSS so far.
@@ -36,12 +40,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analytics.clusters import MAX_POINTS, build_clusters, cluster_vectors, distinctive_terms, failure_texts  # noqa: E402
-from store import reader  # noqa: E402
+from analytics.clusters import (  # noqa: E402
+    MAX_POINTS,
+    build_clusters,
+    cached_failure_vectors,
+    cluster_vectors,
+    distinctive_terms,
+    failure_texts,
+)
+from store import reader, transaction, writer  # noqa: E402
 
 DIM = 384  # all-MiniLM-L6-v2's width
 NOISE = 0.3  # a stand-in is its anchor plus noise of this norm: cosine distance ~0.04 to it (the cut is 0.3)
@@ -116,6 +128,32 @@ def embed_sample(texts: list[str], *, is_stand_in: bool) -> tuple[np.ndarray, di
     return vecs, {"stand_in": False, "model_load": load_t, "encode": t, **rate}
 
 
+def time_cache_read(store_path: Path, failures: pd.DataFrame, vectors: np.ndarray, *, repeat: int) -> dict[str, Any]:
+    """Write the stand-in vectors to a NEW throwaway store, then time reading them back as ``failure_clusters`` does."""
+    from jobs.failures import store_vectors
+
+    if store_path.exists():
+        raise SystemExit(f"{store_path} exists: --cache-store must be a new, throwaway store")
+    model = "all-MiniLM-L6-v2"
+    texts = failures["text"].tolist()
+
+    def write() -> None:
+        with writer(store_path) as con, transaction(con):
+            store_vectors(con, texts, vectors, model=model)
+
+    _, t_write = _timed(write)
+    _line("write stand-ins (throwaway)", t_write, f"{len(texts):,} vectors to {store_path}")
+    reads = []
+    for _ in range(max(1, repeat)):
+        with reader(store_path) as con:
+            (got, missing), t = _timed(lambda: cached_failure_vectors(con, failures, model=model))  # noqa: B023
+        if missing or not np.allclose(got, vectors, atol=1e-6):
+            raise SystemExit("the vectors read back differ from those written")
+        reads.append(t)
+        _line("cached_failure_vectors", t, f"{len(got):,} vectors read back")
+    return {"write": t_write, "read": reads}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the two costs; with ``--json``, also write them to a file."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -125,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="clustering runs (report best and median)")
     parser.add_argument("--stand-in", action="store_true", help="no model: the sample's vectors are stand-ins too")
     parser.add_argument("--max-points", type=int, default=MAX_POINTS, help="failures clustered directly")
+    parser.add_argument("--cache-store", type=Path, help="NEW throwaway store: also time the cached-vector read")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"db": args.db, "benchmark": args.benchmark, "load_at_start": os.getloadavg()}
@@ -150,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     vectors, t = _timed(lambda: stand_in_vectors(texts, sample_ix, sample_vecs, seed=SEED))
     _line("stand-in vectors", t, f"{n:,} x {DIM}")
 
+    if args.cache_store:
+        result["cache"] = time_cache_read(args.cache_store, failures, vectors, repeat=args.repeat)
     runs = []
     for _ in range(max(1, args.repeat)):
         clusters, t = _timed(lambda: build_clusters(failures, vectors, model="stand-in", max_points=args.max_points))

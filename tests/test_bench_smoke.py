@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from bench.gen_logs import generate
 from tests.conftest import ROOT
@@ -160,14 +161,18 @@ def test_bench_clusters_runs_with_stand_in_vectors(tmp_path: Path) -> None:
         n_failed = con.execute("SELECT count(*) FROM attempts WHERE NOT passed").fetchall()[0][0]
     assert n_failed > 60
     out = tmp_path / "clusters.json"
+    cache = tmp_path / "throwaway.duckdb"
     argv = ["--db", str(db), "--sample", "20", "--repeat", "1", "--stand-in", "--max-points", "40", "--json", str(out)]
-    assert bench_clusters.main(argv) == 0
+    assert bench_clusters.main([*argv, "--cache-store", str(cache)]) == 0
+    with pytest.raises(SystemExit, match="throwaway"):  # never writes into a store that exists
+        bench_clusters.main([*argv, "--cache-store", str(db)])
     result = json.loads(out.read_text())
     clustering = result["clustering"]
     assert result["n_failures"] == n_failed and result["embedding"]["stand_in"] is True
     assert (clustering["n_clustered_directly"], clustering["n_assigned"]) == (40, n_failed - 40)
     assert clustering["member_total"] == clustering["by_run_total"] == n_failed
     assert clustering["n_clusters"] >= 1 and clustering["wall_s_best"] > 0 and result["peak_rss_mb"] > 0
+    assert len(result["cache"]["read"]) == 1 and result["cache"]["write"]["wall_s"] > 0
 
     # the stand-ins: the sample keeps its vectors, every other text lies near one of them, all unit length
     texts = [f"text {i}" for i in range(50)]
