@@ -88,9 +88,17 @@ def failure_texts(con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str
 
 
 def cluster_vectors(
-    vectors: np.ndarray, *, threshold: float = DISTANCE_THRESHOLD, min_size: int = MIN_SIZE, seed: int = SEED
+    vectors: np.ndarray,
+    *,
+    threshold: float = DISTANCE_THRESHOLD,
+    min_size: int = MIN_SIZE,
+    seed: int = SEED,
+    max_points: int = MAX_POINTS,
 ) -> np.ndarray:
-    """Cluster labels (0.. by size, -1 for pooled small clusters) of unit vectors; see the module docstring."""
+    """Cluster labels (0.. by size, -1 for pooled small clusters) of unit vectors; see the module docstring.
+
+    At most ``max_points`` vectors (a seeded sample) are clustered; the others join the nearest cluster centre.
+    """
     n = len(vectors)
     if n == 0:
         return np.zeros(0, dtype=int)
@@ -99,7 +107,7 @@ def cluster_vectors(
     from sklearn.cluster import AgglomerativeClustering
 
     rng = np.random.default_rng(seed)
-    fit_ix = np.sort(rng.choice(n, MAX_POINTS, replace=False)) if n > MAX_POINTS else np.arange(n)
+    fit_ix = np.sort(rng.choice(n, max_points, replace=False)) if n > max_points else np.arange(n)
     model = AgglomerativeClustering(n_clusters=None, distance_threshold=threshold, metric="cosine", linkage="average")
     fitted = model.fit_predict(vectors[fit_ix])
     labels = np.empty(n, dtype=int)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from bench.gen_logs import generate
 from tests.conftest import ROOT
@@ -138,3 +139,46 @@ def test_bench_lake_runs(tmp_path: Path) -> None:
     assert set(row) == {"file", "lake (local disk)", "burst"}
     assert all(len(row[s]["upload_s"]) == 3 for s in ("file", "lake (local disk)"))
     assert row["burst"]["ingested"] == row["burst"]["runs_stored"] == 4
+
+
+def test_bench_clusters_runs_with_stand_in_vectors(tmp_path: Path) -> None:
+    import numpy as np
+
+    from bench import bench_clusters
+
+    logs = tmp_path / "logs"
+    generate(logs, n_attempts=300, n_runs=3, n_benchmarks=1, seed=2)
+    db = tmp_path / "bench.duckdb"
+    done = subprocess.run(
+        [sys.executable, "-m", "ingest", "--no-progress", "--db", str(db), str(logs)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with duckdb.connect(str(db), read_only=True) as con:
+        n_failed = con.execute("SELECT count(*) FROM attempts WHERE NOT passed").fetchall()[0][0]
+    assert n_failed > 60
+    out = tmp_path / "clusters.json"
+    cache = tmp_path / "throwaway.duckdb"
+    argv = ["--db", str(db), "--sample", "20", "--repeat", "1", "--stand-in", "--max-points", "40", "--json", str(out)]
+    assert bench_clusters.main([*argv, "--cache-store", str(cache)]) == 0
+    with pytest.raises(SystemExit, match="throwaway"):  # never writes into a store that exists
+        bench_clusters.main([*argv, "--cache-store", str(db)])
+    result = json.loads(out.read_text())
+    clustering = result["clustering"]
+    assert result["n_failures"] == n_failed and result["embedding"]["stand_in"] is True
+    assert (clustering["n_clustered_directly"], clustering["n_assigned"]) == (40, n_failed - 40)
+    assert clustering["member_total"] == clustering["by_run_total"] == n_failed
+    assert clustering["n_clusters"] >= 1 and clustering["wall_s_best"] > 0 and result["peak_rss_mb"] > 0
+    assert len(result["cache"]["read"]) == 1 and result["cache"]["write"]["wall_s"] > 0
+
+    # the stand-ins: the sample keeps its vectors, every other text lies near one of them, all unit length
+    texts = [f"text {i}" for i in range(50)]
+    sample_ix = np.array([3, 10, 20])
+    sample_vecs = bench_clusters.random_unit_vectors([texts[i] for i in sample_ix])
+    vecs = bench_clusters.stand_in_vectors(texts, sample_ix, sample_vecs, seed=0)
+    assert np.array_equal(vecs[sample_ix], sample_vecs)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1, atol=1e-5)
+    assert (vecs @ sample_vecs.T).max(axis=1).min() > 0.9

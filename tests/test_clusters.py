@@ -38,6 +38,18 @@ def test_distinctive_terms_pick_what_sets_a_cluster_apart() -> None:
     assert terms == {0: ["timeout"], 1: ["division"]}  # 'answer' is everywhere: never distinctive
 
 
+def test_cluster_vectors_beyond_max_points_join_the_nearest_centre() -> None:
+    rng = np.random.default_rng(5)
+    centres = np.eye(8)[:3]  # three orthogonal causes: far apart at any cut
+    truth = rng.integers(3, size=60)
+    vectors = centres[truth] + 0.05 * rng.standard_normal((60, 8))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    got = cl.cluster_vectors(vectors, max_points=12, min_size=1)
+    assert len(set(got.tolist())) == 3  # 12 clustered directly, 48 assigned
+    assert pd.crosstab(got, truth).gt(0).sum(axis=1).eq(1).all()  # every assigned point joined its own cause
+    assert len(set(cl.cluster_vectors(vectors, max_points=2, min_size=1).tolist())) <= 2  # only 2 were clustered
+
+
 def test_label_quality_by_hand() -> None:
     members = pd.DataFrame({"codes": [["A"], ["A"], ["B"], ["B"], ["A", "B"]], "cluster_id": [0, 0, 0, 1, 1]})
     q = cl.label_quality(members)

@@ -1,0 +1,228 @@
+"""Failure clusters' two costs: ``python bench/bench_clusters.py --db DB --benchmark bench-0 [--sample 500]
+[--repeat 2] [--stand-in] [--max-points 4000] [--json OUT.json]``.
+
+DB is only read (``store.reader``); nothing is written to it, and no vector is stored anywhere.
+
+1. **Embedding throughput**: a seeded random sample of ``--sample`` failure texts (``analytics.clusters.
+   failure_texts``) embedded by the pinned all-MiniLM-L6-v2 (``analytics.embeddings.Embedder``, offline), as
+   ``jobs/failures.py`` does; prints texts/s on the wall and per CPU second, and the one-off time to embed all
+   the benchmark's failures extrapolated from that rate (labelled as such: embeddings are cached per text, so it
+   is paid once per text). The model's load is timed apart.
+2. **Clustering itself**: ``analytics.clusters.build_clusters`` (what ``failure_clusters`` does once every vector
+   exists: agglomerative clustering of at most ``--max-points`` failures, nearest-centre assignment of the rest,
+   c-TF-IDF naming, per-run sizes) on ALL the benchmark's failures, ``--repeat`` times, with the clustering and
+   the naming also timed alone. The vectors are **stand-ins**, not the model's: the sample keeps its real vectors
+   and every other text gets a seeded copy of a sample vector (picked by its text's hash) plus seeded noise, so
+   the data keep about the sample's cluster structure (random unit vectors in 384 dimensions would be all
+   singletons, a different workload).
+
+``--cache-store NEW.duckdb`` (a path that must not exist yet: a throwaway store) also times the step before
+``build_clusters`` in ``failure_clusters``: the stand-in vectors are written there (``jobs.failures.store_vectors``,
+one writer session, timed) and read back ``--repeat`` times with ``analytics.clusters.cached_failure_vectors``.
+
+``--stand-in`` loads no model at all: the sample's vectors are seeded random unit vectors too (the smoke test;
+no embedding rate is then reported). Each line gives wall and CPU seconds (this process, all threads), the load
+average when the step started and the process's peak RSS so far.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from analytics.clusters import (  # noqa: E402
+    MAX_POINTS,
+    build_clusters,
+    cached_failure_vectors,
+    cluster_vectors,
+    distinctive_terms,
+    failure_texts,
+)
+from store import reader, transaction, writer  # noqa: E402
+
+DIM = 384  # all-MiniLM-L6-v2's width
+NOISE = 0.3  # a stand-in is its anchor plus noise of this norm: cosine distance ~0.04 to it (the cut is 0.3)
+SEED = 0
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _text_seed(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:8], "little")
+
+
+def random_unit_vectors(texts: list[str]) -> np.ndarray:
+    """Seeded stand-in 'encoder': one random unit vector per text, seeded by the text (no model)."""
+    out = np.stack([np.random.default_rng(_text_seed(t)).standard_normal(DIM) for t in texts]).astype(np.float32)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def stand_in_vectors(texts: list[str], sample_ix: np.ndarray, sample_vecs: np.ndarray, *, seed: int) -> np.ndarray:
+    """Vectors for all ``texts``: the sample's own, for the others a hash-picked sample vector plus seeded noise."""
+    n = len(texts)
+    anchors = np.fromiter((_text_seed(t) % len(sample_ix) for t in texts), dtype=np.int64, count=n)
+    noise = np.random.default_rng(seed).standard_normal((n, DIM), dtype=np.float32)
+    noise *= NOISE / np.linalg.norm(noise, axis=1, keepdims=True)
+    vecs = sample_vecs[anchors] + noise
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    vecs[sample_ix] = sample_vecs
+    return vecs
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
+    load = os.getloadavg()[0]
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return out, {
+        "wall_s": round(time.perf_counter() - w0, 3),
+        "cpu_s": round(time.process_time() - c0, 3),
+        "load1": round(load, 2),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+    }
+
+
+def _line(name: str, t: dict[str, float], extra: str = "") -> None:
+    print(
+        f"{name:28} wall {t['wall_s']:8.2f} s  cpu {t['cpu_s']:8.2f} s  load1 {t['load1']:5.1f}  "
+        f"peak RSS {t['peak_rss_mb']:7.0f} MB  {extra}",
+        flush=True,
+    )
+
+
+def embed_sample(texts: list[str], *, is_stand_in: bool) -> tuple[np.ndarray, dict[str, Any]]:
+    """The sample's vectors and the embedding figures (model load and encode timed apart)."""
+    if is_stand_in:
+        vecs, t = _timed(lambda: random_unit_vectors(texts))
+        _line("sample vectors (stand-in)", t, f"{len(texts)} texts, no model")
+        return vecs, {"stand_in": True, "encode": t}
+    from analytics.embeddings import Embedder
+
+    embedder = Embedder()
+    _, load_t = _timed(lambda: embedder.encode(texts[:1]))  # loads the model (and warms it up on one text)
+    _line("model load + 1 text", load_t)
+    vecs, t = _timed(lambda: embedder.encode(texts))
+    rate = {"texts_per_wall_s": len(texts) / t["wall_s"], "texts_per_cpu_s": len(texts) / max(t["cpu_s"], 1e-9)}
+    _line(
+        "embed sample (model)",
+        t,
+        f"{len(texts)} texts: {rate['texts_per_wall_s']:.1f} texts/s wall, {rate['texts_per_cpu_s']:.1f} per CPU s",
+    )
+    return vecs, {"stand_in": False, "model_load": load_t, "encode": t, **rate}
+
+
+def time_cache_read(store_path: Path, failures: pd.DataFrame, vectors: np.ndarray, *, repeat: int) -> dict[str, Any]:
+    """Write the stand-in vectors to a NEW throwaway store, then time reading them back as ``failure_clusters`` does."""
+    from jobs.failures import store_vectors
+
+    if store_path.exists():
+        raise SystemExit(f"{store_path} exists: --cache-store must be a new, throwaway store")
+    model = "all-MiniLM-L6-v2"
+    texts = failures["text"].tolist()
+
+    def write() -> None:
+        with writer(store_path) as con, transaction(con):
+            store_vectors(con, texts, vectors, model=model)
+
+    _, t_write = _timed(write)
+    _line("write stand-ins (throwaway)", t_write, f"{len(texts):,} vectors to {store_path}")
+    reads = []
+    for _ in range(max(1, repeat)):
+        with reader(store_path) as con:
+            (got, missing), t = _timed(lambda: cached_failure_vectors(con, failures, model=model))  # noqa: B023
+        if missing or not np.allclose(got, vectors, atol=1e-6):
+            raise SystemExit("the vectors read back differ from those written")
+        reads.append(t)
+        _line("cached_failure_vectors", t, f"{len(got):,} vectors read back")
+    return {"write": t_write, "read": reads}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the two costs; with ``--json``, also write them to a file."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--benchmark", default="bench-0")
+    parser.add_argument("--sample", type=int, default=500, help="texts embedded by the model (seeded sample)")
+    parser.add_argument("--repeat", type=int, default=2, help="clustering runs (report best and median)")
+    parser.add_argument("--stand-in", action="store_true", help="no model: the sample's vectors are stand-ins too")
+    parser.add_argument("--max-points", type=int, default=MAX_POINTS, help="failures clustered directly")
+    parser.add_argument("--cache-store", type=Path, help="NEW throwaway store: also time the cached-vector read")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    result: dict[str, Any] = {"db": args.db, "benchmark": args.benchmark, "load_at_start": os.getloadavg()}
+    print(f"{args.db} {args.benchmark}: load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with reader(args.db) as con:
+        failures, t = _timed(lambda: failure_texts(con, benchmark=args.benchmark))
+    n = len(failures)
+    texts = failures["text"].tolist()
+    _line(
+        "failure_texts", t, f"{n:,} failures, {len(set(texts)):,} distinct texts, {failures['run_id'].nunique()} runs"
+    )
+    result.update(n_failures=n, n_distinct_texts=len(set(texts)), failure_texts=t)
+
+    sample_ix = np.sort(np.random.default_rng(SEED).choice(n, min(args.sample, n), replace=False))
+    sample_vecs, emb = embed_sample([texts[i] for i in sample_ix], is_stand_in=args.stand_in)
+    if not args.stand_in:
+        emb["extrapolated_all_failures_s"] = result["n_distinct_texts"] / emb["texts_per_wall_s"]
+        print(
+            f"EXTRAPOLATED one-off embedding of all {result['n_distinct_texts']:,} distinct failure texts at this "
+            f"rate: {emb['extrapolated_all_failures_s'] / 60:,.0f} min ({emb['extrapolated_all_failures_s'] / 3600:.1f} h)"
+        )
+    result["embedding"] = emb
+    vectors, t = _timed(lambda: stand_in_vectors(texts, sample_ix, sample_vecs, seed=SEED))
+    _line("stand-in vectors", t, f"{n:,} x {DIM}")
+
+    if args.cache_store:
+        result["cache"] = time_cache_read(args.cache_store, failures, vectors, repeat=args.repeat)
+    runs = []
+    for _ in range(max(1, args.repeat)):
+        clusters, t = _timed(lambda: build_clusters(failures, vectors, model="stand-in", max_points=args.max_points))
+        runs.append(t)
+        n_clusters = int((clusters.summary["cluster_id"] >= 0).sum())
+        _line("build_clusters (all)", t, f"{n_clusters} clusters (+ pooled small ones)")
+    labels, t_cluster = _timed(lambda: cluster_vectors(vectors, max_points=args.max_points))
+    _line("  of which cluster_vectors", t_cluster)
+    _, t_terms = _timed(lambda: distinctive_terms(texts, labels.tolist()))
+    _line("  of which c-TF-IDF terms", t_terms)
+    n_direct = min(n, args.max_points)
+    sizes = clusters.summary["n_attempts"]
+    result["clustering"] = {
+        "stand_in_vectors": True,
+        "n_clustered_directly": n_direct,
+        "n_assigned": n - n_direct,
+        "n_clusters": n_clusters,
+        "pooled_small": int(sizes[clusters.summary["cluster_id"] < 0].sum()),
+        "member_total": int(sizes.sum()),
+        "by_run_total": int(sum(sum(b.values()) for b in clusters.summary["by_run"])),
+        "build_clusters": runs,
+        "wall_s_best": min(r["wall_s"] for r in runs),
+        "wall_s_median": statistics.median(r["wall_s"] for r in runs),
+        "cluster_vectors": t_cluster,
+        "terms": t_terms,
+    }
+    print(f"clustered directly {n_direct:,}, assigned to the nearest centre {n - n_direct:,}")
+    result["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
