@@ -16,9 +16,9 @@ from ui.common import (
     empty_state,
     from_url,
     keep_in_url,
+    new_selection,
     plain,
     query_param,
-    selected_custom_data,
     show_fig,
 )
 from ui.shell import page_setup
@@ -113,40 +113,22 @@ with st.expander("Every code, failed attempts and errors per failed case"):
     download_buttons(full, f"errors-full-{filters.benchmark}", key="err_dl_full")
 
 long = err.shares(table, slice_name=slice_name)
-picked = selected_custom_data(
-    show_fig(err.fig_error_shares(long), key="err_shares", data=long, name="error-shares", select=True)
-)
-if picked:
-    qp["err_run"], qp["err_code"] = str(picked[0][0]), str(picked[0][1])
-    qp.pop("err_code_b", None)
-
+show_fig(err.fig_error_shares(long), key="err_shares", data=long, name="error-shares", select=True)
 run_ids = part["run_id"].tolist()
 labels = dict(zip(run_ids, err.run_labels(part), strict=True))
-st.subheader("Co-occurrence within failed attempts")
-co_run = st.selectbox("Run", run_ids, format_func=labels.get, key="err_co_run")
-co = cached(err.cooccurrence, **filters.as_kwargs(), sources=tuple(sources), run_ids=(co_run,))
-if co.empty:
-    st.info("This run has no labelled failed attempt.")
-else:
-    cell = selected_custom_data(
-        show_fig(err.fig_cooccurrence(co), key="err_co", data=co, name="error-cooccurrence", select=True)
-    )
-    if cell:
-        qp["err_run"], qp["err_code"], qp["err_code_b"] = co_run, str(cell[0][0]), str(cell[0][1])
 
-if len(run_ids) > 1:
-    st.subheader("Diff between two runs")
-    a_col, b_col = st.columns(2)
-    run_a = a_col.selectbox("From", run_ids, index=1, format_func=labels.get, key="err_diff_a")
-    run_b = b_col.selectbox("To", run_ids, index=0, format_func=labels.get, key="err_diff_b")
-    diff = err.error_diff(table, run_a, run_b)
-    for line in err.diff_sentences(diff, labels[run_a], labels[run_b]) or ["No code changed by 10% or more."]:
-        st.text(line)
-    st.dataframe(diff, hide_index=True, key="err_diff", width="stretch")
-    download_buttons(diff, "errors-diff", key="err_dl_diff")
+# a click on a bar (run, code) or on a heatmap cell (code, code) picks the attempts listed right under the chart
+if bar := new_selection("err_shares"):
+    qp["err_run"], qp["err_code"] = str(bar[0][0]), str(bar[0][1])
+    qp.pop("err_code_b", None)
+if (cell := new_selection("err_co")) and ss.get("err_co_run"):
+    qp["err_run"], qp["err_code"], qp["err_code_b"] = str(ss.err_co_run), str(cell[0][0]), str(cell[0][1])
 
 st.subheader("Attempts behind a bar or cell")
-st.caption("Click a bar or a heatmap cell, or pick below; each row opens the attempt in the drilldown page.")
+st.caption(
+    "Click a bar above or a cell of the co-occurrence heatmap below, or pick here; each row opens the attempt in "
+    "the drilldown page."
+)
 codes = err.codes_of(table)
 link = (query_param("err_run"), query_param("err_code"), query_param("err_code_b"))
 if ss.get("err_link") != link:  # a click or a deep link re-seeds the pickers
@@ -179,3 +161,22 @@ else:
         column_config={"open": st.column_config.LinkColumn("Open", display_text="drilldown")},
     )
     download_buttons(attempts, f"errors-attempts-{pick_run}", key="err_dl_attempts")
+
+st.subheader("Co-occurrence within failed attempts")
+co_run = st.selectbox("Run", run_ids, format_func=labels.get, key="err_co_run")
+co = cached(err.cooccurrence, **filters.as_kwargs(), sources=tuple(sources), run_ids=(co_run,))
+if co.empty:
+    st.info("This run has no labelled failed attempt.")
+else:
+    show_fig(err.fig_cooccurrence(co), key="err_co", data=co, name="error-cooccurrence", select=True)
+
+if len(run_ids) > 1:
+    st.subheader("Diff between two runs")
+    a_col, b_col = st.columns(2)
+    run_a = a_col.selectbox("From", run_ids, index=1, format_func=labels.get, key="err_diff_a")
+    run_b = b_col.selectbox("To", run_ids, index=0, format_func=labels.get, key="err_diff_b")
+    diff = err.error_diff(table, run_a, run_b)
+    for line in err.diff_sentences(diff, labels[run_a], labels[run_b]) or ["No code changed by 10% or more."]:
+        st.text(line)
+    st.dataframe(diff, hide_index=True, key="err_diff", width="stretch")
+    download_buttons(diff, "errors-diff", key="err_dl_diff")

@@ -100,6 +100,16 @@ def tmf(page: Page, url: str) -> None:
 def errors(page: Page, url: str) -> None:
     choose(page, "level")
     wait_text(page, "Error types per run (level: ")
+    # a click on a bar lists that run's attempts with that code right under the chart
+    bar = page.locator(".st-key-err_shares .js-plotly-plot .barlayer .point path >> visible=true").first
+    bar.scroll_into_view_if_needed()
+    box = bar.bounding_box()  # Plotly's drag layer lies over the bars: click where the bar is drawn
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    settle(page)
+    run, code = url_param(page, "err_run"), url_param(page, "err_code")
+    assert run and code, page.url
+    assert page.locator('input[aria-label="Code"]').input_value() == code  # the pickers under the chart follow
+    assert "No failed attempt matches" not in settle(page)
 
 
 def drilldown(page: Page, url: str) -> None:

@@ -302,6 +302,26 @@ def selected_custom_data(event: Any) -> list[Any]:
     return [plotly_unplain(p.get("customdata")) for p in points if p.get("customdata") is not None]
 
 
+def new_selection(key: str) -> list[Any]:
+    """The ``customdata`` of the points selected in chart ``key`` when the selection changed since the last run
+    (a click), else nothing: a selection a chart keeps must not win again over a newer click elsewhere. Readable
+    before the chart is drawn in this run, so what a click picks can be shown above the chart."""
+    picked = selected_custom_data(st.session_state.get(key))
+    seen = st.session_state.setdefault("_selections_seen", {})
+    if picked == seen.get(key):
+        return []
+    seen[key] = picked
+    return picked
+
+
+def link_params(params: dict[str, str]) -> dict[str, str]:
+    """Query parameters for a link to another page of the app: ``params`` plus the sidebar's filters as the URL
+    holds them, so the page opened has nothing to add to its URL (an addition would be a second history entry,
+    and Back would stop on it instead of returning to this page)."""
+    written = st.session_state.get("flt_written") or {}
+    return {**{k: str(v) for k, v in written.items() if v}, **params}
+
+
 def drilldown_url(
     run_id: str, task_id: str | None = None, sample: int | None = None, *, step: int | None = None
 ) -> str:
