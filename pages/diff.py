@@ -14,6 +14,7 @@ from ui.common import (
     empty_state,
     from_url,
     keep_in_url,
+    link_params,
     plain,
     query_param,
     show_fig,
@@ -199,7 +200,7 @@ def _side(col: st.delta_generator.DeltaGenerator, run_id: str, sample: int, labe
         st.page_link(
             "pages/drilldown.py",
             label="Open in the drilldown",
-            query_params={"run": run_id, "task": str(pick.task_id), "sample": str(int(sample))},
+            query_params=link_params({"run": run_id, "task": str(pick.task_id), "sample": str(int(sample))}),
         )
 
 

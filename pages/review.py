@@ -17,6 +17,7 @@ from ui.common import (
     empty_state,
     from_url,
     keep_in_url,
+    link_params,
     plain,
 )
 from ui.shell import page_setup
@@ -91,7 +92,7 @@ st.page_link(
     "pages/drilldown.py",
     label="Open the whole trajectory in the drilldown",
     icon=":material/open_in_new:",
-    query_params={"run": row["run_id"], "task": row["task_id"], "sample": str(int(row["sample"]))},
+    query_params=link_params({"run": row["run_id"], "task": row["task_id"], "sample": str(int(row["sample"]))}),
 )
 q, a = st.columns(2)
 q.caption("Task")

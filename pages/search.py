@@ -13,6 +13,7 @@ from ui.common import (
     empty_state,
     from_url,
     keep_in_url,
+    link_params,
     plain,
 )
 from ui.shell import page_setup
@@ -84,5 +85,8 @@ params = {"run": chosen["run_id"], "task": chosen["task_id"], "sample": str(int(
 if str(chosen["step"]) != "<NA>":
     params["step"] = str(int(chosen["step"]))
 st.page_link(
-    "pages/drilldown.py", label="Open this hit in the drilldown", icon=":material/open_in_new:", query_params=params
+    "pages/drilldown.py",
+    label="Open this hit in the drilldown",
+    icon=":material/open_in_new:",
+    query_params=link_params(params),
 )
