@@ -199,9 +199,7 @@ def report(
 
 def run_label(row: pd.Series | dict[str, Any]) -> str:
     """``agent`` or ``agent version`` when the version adds something to the name."""
-    agent, version = row["agent"], row.get("agent_version")
-    is_new = isinstance(version, str) and version and version.casefold() not in agent.casefold()
-    return f"{agent} {version}" if is_new else agent
+    return fmt.run_label(row["agent"], row.get("agent_version"))
 
 
 def run_labels(df: pd.DataFrame) -> list[str]:

@@ -253,7 +253,6 @@ def points_table(result: TmfResult) -> pd.DataFrame:
 def runs_display(table: pd.DataFrame, result: TmfResult) -> pd.DataFrame:
     """``points_table`` as people read it: one run per row (agent · version · date), performance and cost with
     their 95% intervals as text, flags as marks, the bootstrap odds in %; ``run_id`` (and ``open``) kept last."""
-    perf_scale = 1.0 if result.performance == "irt" else 0.01  # the table holds percentages (or logits)
     perf_name = "IRT ability [90% CI]" if result.performance == "irt" else f"{_perf_name(result)} % [95% CI]"
     if result.unit == "USD":
         x_name = "Cost per task [95% CI]"
@@ -275,10 +274,8 @@ def runs_display(table: pd.DataFrame, result: TmfResult) -> pd.DataFrame:
                 fmt.run_label(a, v, d)
                 for a, v, d in zip(table["agent"], table["version"], table["eval_date"], strict=True)
             ],
-            perf_name: [
-                fmt.interval(v * perf_scale, (lo * perf_scale, hi * perf_scale), scale=1 / perf_scale, digits=1)
-                if fmt.text(v) != fmt.MISSING
-                else fmt.MISSING
+            perf_name: [  # the table holds percentages (or logits) already
+                fmt.interval(v, (lo, hi), scale=1.0)
                 for v, lo, hi in zip(table["performance"], table["perf_lo"], table["perf_hi"], strict=True)
             ],
             x_name: [
