@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from analytics import formatting as fmt
 from analytics import trajectory as tr
 from ui import review
 from ui.common import cached, download_buttons, long_text, plain
@@ -185,11 +186,25 @@ def reference_panel(d: dict[str, Any], align: pd.DataFrame, findings: pd.DataFra
         )
         show = align.assign(divergence=align["is_first_divergence"].map({True: "◀ first divergence", False: ""}))
         show = show[["ref_index", "ref_tool", "op", "step", "tool", "divergence"]]
+        shown = show.assign(  # as text: a dash where a side has no step (never None), counts without decimals
+            ref_index=show["ref_index"].map(fmt.count),
+            ref_tool=show["ref_tool"].map(fmt.text),
+            step=show["step"].map(fmt.count),
+            tool=show["tool"].map(fmt.text),
+        )
         st.dataframe(
-            show.style.apply(lambda r: [f"color: {tr.OP_COLOURS[r['op']]}"] * len(r), axis=1),
+            shown.style.apply(lambda r: [f"color: {tr.OP_COLOURS[r['op']]}"] * len(r), axis=1),
             hide_index=True,
             key="dd_align",
             width="stretch",
+            column_config={
+                "ref_index": "Reference #",
+                "ref_tool": "Reference tool",
+                "op": "Match",
+                "step": "Agent step",
+                "tool": "Agent tool",
+                "divergence": " ",
+            },
         )
         download_buttons(show, f"alignment-{name}", key="dd_align_dl")
     st.subheader("Findings")
