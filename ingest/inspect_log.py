@@ -9,9 +9,9 @@ results, errors.
 
 A ``.eval`` file is a zip: ``header.json`` (or ``_journal/start.json`` while running),
 ``samples/<id>_epoch_<n>.json``, ``reductions.json``, ``summaries.json``, each member stored, deflated or
-(current inspect-ai) zstd-compressed. It is read in memory by ``ingest.safezip`` with archive-bomb limits
-(member count, total and per-member size, compression ratio) checked before and while decompressing; a
-member name that is absolute or contains ``..`` rejects the whole file. Locations are ``file!member:$.json.path``.
+(current inspect-ai) zstd-compressed. Its members are parsed one at a time as ``ingest.safezip`` streams them out,
+within a budget of bytes decompressed (member count, total and per-member size, checked before and while
+decompressing; no ratio limit); a member name that is absolute or contains ``..`` rejects the whole file. Locations are ``file!member:$.json.path``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from ingest.errors import ProblemCollector
 from ingest.jsonline import load_json
-from ingest.safezip import read_zip
+from ingest.safezip import ZipRefused, iter_members, member_names
 
 ZIP_MAGIC = b"PK\x03\x04"
 SCORE_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
@@ -183,7 +183,7 @@ def detect_inspect(path: Path, head: bytes) -> bool:
     )
 
 
-def _member_json(path: Path, name: str, body: bytes, problems: ProblemCollector) -> Any:
+def _member_json(path: Path, name: str, body: bytes | bytearray, problems: ProblemCollector) -> Any:
     sub = ProblemCollector()
     doc = load_json(Path(f"{path}!{name}"), body, sub)
     problems.problems.extend(sub.problems)
@@ -195,33 +195,7 @@ def load_log(
 ) -> tuple[dict[str, Any], list[tuple[str, Any]]] | None:
     """``(header, [(location, sample), ...])`` from either layout; None when unreadable."""
     if data.startswith(ZIP_MAGIC):
-        # members under samples/ are read whatever their name, so an unknown (chunked) layout is seen and refused
-        members = read_zip(path, data, problems, wanted=lambda n: n.endswith(".json") or n.startswith("samples/"))
-        if members is None:
-            return None
-        odd = [n for n in members if n.startswith("samples/") and not SAMPLE_MEMBER.match(n)]
-        if odd:
-            problems.add(
-                f"{path}!{odd[0]}",
-                "-",
-                f"unknown sample layout ({len(odd)} member(s) like this one); this reader knows "
-                "samples/<id>_epoch_<n>.json only: convert the log with `inspect log convert`",
-            )
-            return None
-        head_name = "header.json" if "header.json" in members else "_journal/start.json"
-        if head_name not in members:
-            problems.add(f"{path}:1", "-", "no header.json (nor _journal/start.json) in the .eval archive")
-            return None
-        header = _member_json(path, head_name, members[head_name], problems)
-        samples = []
-        for name in sorted(members, key=_sample_order):
-            if SAMPLE_MEMBER.match(name):
-                doc = _member_json(path, name, members[name], problems)
-                if doc is not None:
-                    samples.append((f"{path}!{name}:$", doc))
-        if header is None or _missing_samples(f"{path}!{head_name}", header, samples, problems):
-            return None
-        return header, samples
+        return _load_archive(path, data, problems)
     doc = load_json(path, data, problems)
     if doc is None:
         return None
@@ -235,6 +209,45 @@ def load_log(
     if doc.get("samples") is None and _missing_samples(f"{path}", doc, raw, problems):  # [] is said, not lost
         return None
     return doc, [(f"{path}:$.samples[{i}]", s) for i, s in enumerate(raw)]
+
+
+def _load_archive(
+    path: Path, data: bytes, problems: ProblemCollector
+) -> tuple[dict[str, Any], list[tuple[str, Any]]] | None:
+    """``load_log`` of a ``.eval``: members parsed one at a time as they stream out (``safezip.iter_members``), so
+    the archive's expansion is never held at once, only the parsed header and samples."""
+    try:  # members under samples/ are read whatever their name, so an unknown (chunked) layout is seen and refused
+        odd = [n for n in member_names(path, data) if n.startswith("samples/") and not SAMPLE_MEMBER.match(n)]
+        if odd:
+            problems.add(
+                f"{path}!{odd[0]}",
+                "-",
+                f"unknown sample layout ({len(odd)} member(s) like this one); this reader knows "
+                "samples/<id>_epoch_<n>.json only: convert the log with `inspect log convert`",
+            )
+            return None
+        docs: dict[str, Any] = {}
+        for name, body in iter_members(path, data, wanted=_archive_member_wanted):
+            docs[name] = _member_json(path, name, body, problems)
+            del body  # the member's bytes go before the next one is decompressed
+    except ZipRefused as exc:
+        problems.add(exc.loc, "-", exc.reason)
+        return None
+    head_name = "header.json" if "header.json" in docs else "_journal/start.json"
+    if head_name not in docs:
+        problems.add(f"{path}:1", "-", "no header.json (nor _journal/start.json) in the .eval archive")
+        return None
+    header = docs[head_name]
+    samples = [(f"{path}!{n}:$", docs[n]) for n in sorted(docs, key=_sample_order) if SAMPLE_MEMBER.match(n)]
+    samples = [(loc, doc) for loc, doc in samples if doc is not None]
+    if header is None or _missing_samples(f"{path}!{head_name}", header, samples, problems):
+        return None
+    return header, samples
+
+
+def _archive_member_wanted(name: str) -> bool:
+    """The members a ``.eval`` is read for: its header (or the journal's start) and the samples."""
+    return name in ("header.json", "_journal/start.json") or name.startswith("samples/")
 
 
 def _missing_samples(loc: str, header: Any, samples: list[Any], problems: ProblemCollector) -> bool:

@@ -44,12 +44,12 @@ _SURROGATE_PAIR = re.compile(
 )
 
 
-def may_hold_lone_surrogate(data: bytes) -> bool:
+def may_hold_lone_surrogate(data: bytes | bytearray) -> bool:
     """True when JSON text has a surrogate escape (``\\ud800``-``\\udfff``), paired or not: a cheap pre-check."""
     return _SURROGATE_ESCAPE.search(data) is not None
 
 
-def lone_surrogate_line(data: bytes) -> int:
+def lone_surrogate_line(data: bytes | bytearray) -> int:
     """The line of the first lone surrogate escape in JSON text (1 when none is found)."""
     for found in _SURROGATE_PAIR.finditer(data):
         if found.group(2) is not None or found.group(1) is None:
@@ -84,7 +84,7 @@ def _explain(raw: bytes) -> str | None:
     return None
 
 
-def load_json(path: Path, data: bytes, problems: ProblemCollector) -> Any:
+def load_json(path: Path, data: bytes | bytearray, problems: ProblemCollector) -> Any:
     """Parse a whole JSON document; a syntax error is reported at ``file:line`` (None returned)."""
     try:
         value = json.loads(data.decode("utf-8-sig"))

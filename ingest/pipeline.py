@@ -137,9 +137,11 @@ def prepare_file(
             if bar is not None:
                 bar.close()
         problems.raise_if_any()
+        bundle.freeze()
     except IngestError as exc:
         return Prepared(name, fmt, started_at, error=exc, seconds=time.perf_counter() - started)
-    bundle.freeze()
+    except MemoryError:  # ArrowMemoryError too: the file's content outgrew this process's memory (its limit)
+        return Prepared(name, fmt, started_at, error=out_of_memory(name), seconds=time.perf_counter() - started)
     return Prepared(
         name,
         chosen.name,
@@ -148,6 +150,15 @@ def prepare_file(
         bundle,
         seconds=time.perf_counter() - started,
         warnings=tuple(problems.warnings),
+    )
+
+
+def out_of_memory(name: str) -> IngestError:
+    """The error of a file whose records did not fit in this process's memory (a limit, or the machine's)."""
+    return IngestError.single(
+        f"{name}:1",
+        "-",
+        "ran out of memory holding this file's records; split it into smaller files (nothing was written)",
     )
 
 
@@ -394,6 +405,8 @@ def ingest_paths(
                     )
             except IngestError as exc:
                 result = FileResult(str(path), fmt, "failed", error=exc)
+            except MemoryError:  # while writing (Arrow buffers): the transaction rolled back, the next file goes on
+                result = FileResult(str(path), fmt, "failed", error=out_of_memory(str(path)))
             results.append(result)
             if out is not None:
                 print(describe(result), file=out)

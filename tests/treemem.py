@@ -1,0 +1,76 @@
+"""Peak resident memory of a process tree (a server and the workers it starts), sampled from /proc.
+
+Used by the hardening tests and ``bench/bench_hardening.py``: ``ru_maxrss`` gives one process's peak, or the
+largest child's, never the sum of processes alive at once, which is what a memory budget for the dashboard's
+process tree is about. Sampling every 10 ms can miss a spike shorter than that; what it reports is a lower
+bound of the true peak, close for anything that lasts.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (through /proc/<pid>/task/<tid>/children)."""
+    found, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                stack.extend(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            continue  # ended meanwhile
+    return found
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident bytes of one process (0 once it has ended)."""
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """Resident bytes of ``pid`` and its descendants now."""
+    return sum(rss_bytes(p) for p in descendants(pid))
+
+
+class TreePeak:
+    """Samples a process tree's resident memory in a thread; ``peak_bytes`` is the largest sum seen.
+
+    Use as a context manager around the work: ``with TreePeak(os.getpid()) as peak: ...; peak.peak_mb``.
+    """
+
+    def __init__(self, pid: int, *, interval_s: float = 0.01) -> None:
+        self.pid = pid
+        self.interval_s = interval_s
+        self.peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="tree-peak")
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.pid))
+            time.sleep(self.interval_s)
+
+    def __enter__(self) -> TreePeak:
+        self.peak_bytes = tree_rss_bytes(self.pid)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.pid))
+
+    @property
+    def peak_mb(self) -> float:
+        return self.peak_bytes / 1024**2
