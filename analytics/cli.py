@@ -380,8 +380,15 @@ def sql_run(args: argparse.Namespace) -> int:
                 print(json.dumps(sb.result_json(result), default=str, indent=2))
             else:
                 sys.stdout.write(sb.result_csv(result))
-        else:
-            sys.stdout.buffer.write(sb.export_result(sql, "csv", db=args.db, limits=limits))
+        else:  # streamed through a file: the full result is never held in this process
+            import shutil
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="runlens-sql-") as tmp:
+                dest = Path(tmp) / "result.csv"
+                sb.export_to(sql, "csv", dest, db=args.db, limits=limits)
+                with dest.open("rb") as fh:
+                    shutil.copyfileobj(fh, sys.stdout.buffer)
             sys.stdout.flush()
     except sb.SqlRefused as exc:
         print(f"python -m analytics sql: {exc}", file=sys.stderr)

@@ -76,6 +76,7 @@ from analytics.sql_console.schema import (
 )
 from analytics.sql_console.worker import (
     export_result,
+    export_to,
     run_query,
     try_query,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "try_query",
     "run_query",
     "export_result",
+    "export_to",
     "QUERIES_DIR",
     "DESCRIPTIONS",
     "schema_objects",

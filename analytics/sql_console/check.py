@@ -46,6 +46,30 @@ DISCLOSING_TABLE_FUNCTIONS = frozenset(
 )
 
 
+# DuckDB's built-in views read without parentheses (``FROM duckdb_databases``, ``FROM pg_settings``), in any
+# schema (``system.main.``, ``pg_catalog.``): those that show database files, settings (the home directory,
+# the temp directory) or the engine's log are refused by name, whatever their qualifier or quoting.
+DISCLOSING_VIEWS = frozenset(
+    {
+        "duckdb_databases",
+        "pragma_database_list",
+        "pg_settings",
+        "duckdb_settings",
+        "duckdb_extensions",
+        "duckdb_secrets",
+        "duckdb_temporary_files",
+        "duckdb_logs",
+        "duckdb_log_contexts",
+        "duckdb_memory",
+        "duckdb_external_file_cache",
+    }
+)
+# Views that show other views' SQL: on an exported Parquet folder that SQL names the folder (see ``_stream``).
+VIEW_SQL_VIEWS = frozenset(
+    {"duckdb_views", "views", "pg_views", "sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"}
+)
+
+
 # PRAGMAs that only describe the database (anything that assigns or changes state is refused).
 ALLOWED_PRAGMAS = frozenset(
     {"table_info", "show_tables", "show_tables_expanded", "show", "database_size", "version", "platform", "functions"}
@@ -153,6 +177,8 @@ def _check_tree(con: duckdb.DuckDBPyConnection, sql: str, *, denied: frozenset[s
                 )
         elif kind == "BASE_TABLE":
             name = str(node.get("table_name", ""))
+            if name.lower() in DISCLOSING_VIEWS or name.lower() in denied:
+                raise SqlRefused(f"{name} is not allowed (it shows the server's file paths and settings)")
             if re.search(r"[/\\:.*?]", name):
                 raise SqlRefused(f"{name!r} looks like a file path or URL; reading files is not allowed")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 import time
@@ -17,7 +16,7 @@ import pyarrow as pa
 
 import store as rdb
 from analytics import csvsafe
-from analytics.sql_console.check import check_statement
+from analytics.sql_console.check import VIEW_SQL_VIEWS, check_statement
 from analytics.sql_console.limits import SandboxLimits, SqlFailed, SqlResult
 from store import lake
 
@@ -47,6 +46,7 @@ def open_sandbox(db: str | Path | None = None, *, limits: SandboxLimits | None =
         return _open_lake_sandbox(snap, config)
     con = duckdb.connect(":memory:", config=config)
     try:
+        con.execute("SET enable_progress_bar = false")  # it prints to stdout (the answer travels apart anyway)
         if rdb.is_parquet_folder(snap):
             # An exported Parquet folder: views over its files, which stay readable through
             # allowed_directories once external access is off (every other path is refused).
@@ -77,6 +77,7 @@ def _open_lake_sandbox(location: rdb.Lake, config: dict[str, Any]) -> duckdb.Duc
     data folder stays readable (DuckLake reads its Parquet files lazily), and the catalog connection stays open."""
     con = lake.connect(location, read_only=True, config={**config, "autoload_known_extensions": False})
     try:
+        con.execute("SET enable_progress_bar = false")
         data_path = con.execute(
             f"SELECT value FROM __ducklake_metadata_{lake.alias(con)}.ducklake_metadata WHERE key = 'data_path'"
         ).fetchall()
@@ -120,12 +121,18 @@ class _Watchdog:
 
 def _engine_error(exc: BaseException, dog: _Watchdog | None, limits: SandboxLimits) -> SqlFailed:
     text = str(exc)
+    if isinstance(exc, MemoryError):  # ArrowMemoryError: the worker's own limit, beyond DuckDB's
+        return SqlFailed(
+            f"the statement needed more than the sandbox worker's {limits.worker_memory_bytes() / 1024**2:,.0f} MB "
+            "(Python, Arrow and DuckDB together) and was stopped; aggregate in SQL or add a LIMIT",
+            kind="memory",
+        )
     if (dog is not None and dog.fired) or "INTERRUPT" in text:
         return SqlFailed(f"the statement ran longer than {limits.timeout_s:g} s and was stopped", kind="timeout")
     if isinstance(exc, duckdb.OutOfMemoryException) or "Out of Memory" in text:
         return SqlFailed(
-            f"the statement needed more than the sandbox's {limits.memory_limit} of memory "
-            f"and was stopped: {text.splitlines()[0]}",
+            f"the statement needed more memory than the sandbox allows (DuckDB {limits.memory_limit}, the worker "
+            f"{limits.worker_memory_bytes() / 1024**2:,.0f} MB in all) and was stopped: {text.splitlines()[0]}",
             kind="memory",
         )
     if isinstance(exc, duckdb.PermissionException) or "Permission Error" in text:
@@ -180,7 +187,7 @@ def _stream(
     con = open_sandbox(db, limits=limits)
     try:
         # an exported Parquet folder's views are read_parquet('<folder>/...'): their SQL names a server path
-        denied = frozenset({"duckdb_views"}) if rdb.is_parquet_folder(rdb.resolve_db_path(db)) else frozenset()
+        denied = VIEW_SQL_VIEWS if rdb.is_parquet_folder(rdb.resolve_db_path(db)) else frozenset()
         run.statement, _ = check_statement(sql, con=con, limits=limits, denied=denied)
         start = time.perf_counter()
         dog: _Watchdog | None = None
@@ -270,42 +277,43 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
 
 
 def _export_in_process(
-    sql: str, fmt: str, *, db: str | Path | None = None, limits: SandboxLimits | None = None
-) -> bytes:
-    """The FULL result of ``sql`` as CSV or Parquet bytes, streamed under the sandbox and a byte cap."""
+    sql: str, fmt: str, dest: Path, *, db: str | Path | None = None, limits: SandboxLimits | None = None
+) -> int:
+    """Write the FULL result of ``sql`` to ``dest`` as CSV or Parquet, batch by batch, under the sandbox and a byte
+    cap; return the file's size. Nothing of the result is held beyond one batch."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"fmt must be 'csv' or 'parquet', not {fmt!r}")
     limits = limits or SandboxLimits()
-    buf = io.BytesIO()
     writers: list[Any] = []
+    with open(dest, "wb") as out:
 
-    def open_writer(schema: pa.Schema) -> Any:
-        return pacsv.CSVWriter(buf, schema) if fmt == "csv" else pq.ParquetWriter(buf, schema)
+        def open_writer(schema: pa.Schema) -> Any:
+            return pacsv.CSVWriter(out, schema) if fmt == "csv" else pq.ParquetWriter(out, schema)
 
-    def consume(batch: pa.RecordBatch) -> bool:
-        batch = _exportable(batch, is_csv=fmt == "csv")
-        if fmt == "csv":  # formula prefixes neutralised for spreadsheets; Parquet keeps raw values
-            batch = csvsafe.csv_safe_batch(batch)
-        if not writers:
-            writers.append(open_writer(batch.schema))
-        writers[0].write_batch(batch)
-        if buf.tell() > limits.max_export_bytes:
-            raise SqlFailed(
-                f"the result is larger than {limits.max_export_bytes / 1e6:.0f} MB; add a LIMIT or aggregate",
-                kind="too_large",
-            )
-        return True
+        def consume(batch: pa.RecordBatch) -> bool:
+            batch = _exportable(batch, is_csv=fmt == "csv")
+            if fmt == "csv":  # formula prefixes neutralised for spreadsheets; Parquet keeps raw values
+                batch = csvsafe.csv_safe_batch(batch)
+            if not writers:
+                writers.append(open_writer(batch.schema))
+            writers[0].write_batch(batch)
+            if out.tell() > limits.max_export_bytes:
+                raise SqlFailed(
+                    f"the result is larger than {limits.max_export_bytes / 1e6:.0f} MB; add a LIMIT or aggregate",
+                    kind="too_large",
+                )
+            return True
 
-    run = _stream(sql, db=db, limits=limits, consume=consume)
-    if not writers:  # no rows: still write the header / an empty file with the columns
-        empty = pa.RecordBatch.from_pylist([], schema=run.schema or pa.schema([]))
-        empty = _exportable(empty, is_csv=fmt == "csv")
-        writers.append(open_writer((csvsafe.csv_safe_batch(empty) if fmt == "csv" else empty).schema))
-    writers[0].close()
-    return buf.getvalue()
+        run = _stream(sql, db=db, limits=limits, consume=consume)
+        if not writers:  # no rows: still write the header / an empty file with the columns
+            empty = pa.RecordBatch.from_pylist([], schema=run.schema or pa.schema([]))
+            empty = _exportable(empty, is_csv=fmt == "csv")
+            writers.append(open_writer((csvsafe.csv_safe_batch(empty) if fmt == "csv" else empty).schema))
+        writers[0].close()
+        return out.tell()
 
 
 def _needs_text(data_type: pa.DataType, *, is_csv: bool) -> bool:

@@ -1,9 +1,11 @@
-"""Step 4 of the sandbox: every statement is parsed and run in a worker process (``python -m analytics.sql_console.worker``) with address-space and CPU limits, killed after its timeout; the calling process only checks the statement's length."""
+"""Step 4 of the sandbox: every statement is parsed and run in a worker process (``python -m analytics.sql_console.worker``) with address-space and CPU limits, killed after its timeout, one of a bounded pool (``ingest.workers``); its answer comes back in a file, never on its stdout; the calling process only checks the statement's length."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import store as rdb
 from analytics.sql_console.check import check_size
 from analytics.sql_console.limits import SandboxLimits, SqlFailed, SqlOutcome, SqlRefused, SqlResult
 from analytics.sql_console.run import _export_in_process, _run_in_process
+from ingest import workers
 
 
 def try_query(sql: str, *, db: str | Path | None = None, limits: SandboxLimits | None = None) -> SqlOutcome:
@@ -55,52 +58,81 @@ def export_result(
     sql: str, fmt: str, *, db: str | Path | None = None, limits: SandboxLimits | None = None, is_isolated: bool = True
 ) -> bytes:
     """The FULL result of ``sql`` as CSV or Parquet bytes, streamed under the sandbox and a byte cap."""
+    with tempfile.TemporaryDirectory(prefix="runlens-sql-") as tmp:
+        dest = Path(tmp) / f"export.{fmt}"
+        export_to(sql, fmt, dest, db=db, limits=limits, is_isolated=is_isolated)
+        return dest.read_bytes()
+
+
+def export_to(
+    sql: str,
+    fmt: str,
+    dest: Path,
+    *,
+    db: str | Path | None = None,
+    limits: SandboxLimits | None = None,
+    is_isolated: bool = True,
+) -> int:
+    """Write the FULL result of ``sql`` to the file ``dest`` as CSV or Parquet, streamed batch by batch under the
+    sandbox and a byte cap (nothing of it is held in memory at once); return its size in bytes."""
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"fmt must be 'csv' or 'parquet', not {fmt!r}")
     limits = limits or SandboxLimits()
     check_size(sql, limits=limits)
     if not is_isolated:
-        return _export_in_process(sql, fmt, db=db, limits=limits)
-    data = _in_worker({"mode": fmt, "sql": sql}, db=db, limits=limits)
-    assert isinstance(data, bytes)
-    return data
+        return _export_in_process(sql, fmt, dest, db=db, limits=limits)
+    size = _in_worker({"mode": fmt, "sql": sql, "export_path": str(dest)}, db=db, limits=limits)
+    assert isinstance(size, int)
+    return size
+
+
+WORKER_WAIT_S = 20.0  # how long a statement queues for a worker slot before it is refused (ingest.workers)
 
 
 def _in_worker(request: dict[str, Any], *, db: str | Path | None, limits: SandboxLimits) -> Any:
-    """Run ``request`` in ``python -m analytics.sql_console.worker``; return its value or raise its error."""
+    """Run ``request`` in ``python -m analytics.sql_console.worker``; return its value or raise its error.
+
+    The answer comes back in a file of a private temporary folder, never on the worker's stdout or stderr:
+    DuckDB's progress bar (or anything else a library prints) cannot corrupt it. At most
+    ``ingest.workers.WORKER_SLOTS`` workers run at once; this one queues up to ``WORKER_WAIT_S`` for a slot.
+    """
     import dataclasses
-    import os
-    import pickle
     import subprocess
 
-    payload = {**request, "db": str(rdb.resolve_db_path(db)), "limits": dataclasses.asdict(limits)}
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(rdb.PROJECT_ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "analytics.sql_console.worker"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=rdb.PROJECT_ROOT,
-        env=env,
-    )
     try:
-        out, err = proc.communicate(json.dumps(payload).encode(), timeout=limits.timeout_s + limits.startup_grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise SqlFailed(
-            f"the statement ran longer than {limits.timeout_s:g} s and was stopped", kind="timeout"
-        ) from None
-    if proc.returncode != 0 or not out:
-        tail = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        raise SqlFailed(
-            f"the statement exhausted the sandbox worker's memory and was stopped ({tail[0][:200]})", kind="memory"
-        )
-    # The worker is our own code (same interpreter, same tree): its pickle is trusted.
-    kind, value = pickle.loads(out)  # noqa: S301
+        with (
+            workers.worker_slot("The SQL statement", wait_s=WORKER_WAIT_S),
+            tempfile.TemporaryDirectory(prefix="runlens-sql-") as tmp,
+        ):
+            answer = Path(tmp) / "answer.pickle"
+            payload = {
+                **request,
+                "db": str(rdb.resolve_db_path(db)),
+                "limits": dataclasses.asdict(limits),
+                "answer_path": str(answer),
+            }
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "analytics.sql_console.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,  # progress bars and prints: not the result channel
+                stderr=subprocess.PIPE,
+                cwd=rdb.PROJECT_ROOT,
+                env=workers.worker_env(str(rdb.PROJECT_ROOT)),
+            )
+            try:
+                _, err = proc.communicate(
+                    json.dumps(payload).encode(), timeout=limits.timeout_s + limits.startup_grace_s
+                )
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise SqlFailed(
+                    f"the statement ran longer than {limits.timeout_s:g} s and was stopped", kind="timeout"
+                ) from None
+            outcome = _read_answer(answer, proc.returncode, err, limits)
+    except workers.WorkersBusy as exc:
+        raise SqlFailed(str(exc), kind="busy") from None
+    kind, value = outcome
     if kind == "refused":
         raise SqlRefused(value)
     if kind == "failed":
@@ -108,34 +140,64 @@ def _in_worker(request: dict[str, Any], *, db: str | Path | None, limits: Sandbo
     return value
 
 
-def _worker_main() -> int:
-    """Entry of the worker process: one JSON request on stdin, one pickled ``(kind, value)`` on stdout."""
+def _read_answer(answer: Path, returncode: int | None, err: bytes, limits: SandboxLimits) -> tuple[str, Any]:
+    """The worker's ``(kind, value)``; a worker that died without one hit its memory (or CPU) limit."""
     import pickle
-    import resource
+
+    try:
+        data = answer.read_bytes()
+    except OSError:
+        data = b""
+    if returncode != 0 or not data:
+        tail = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {returncode}"]
+        return "failed", (
+            f"the statement needed more than the sandbox worker's {limits.worker_memory_bytes() / 1024**2:,.0f} MB "
+            f"and was stopped ({tail[0][:200]})",
+            "memory",
+        )
+    try:
+        # The worker is our own code (same interpreter, same tree) writing into our private folder: trusted.
+        kind, value = pickle.loads(data)  # noqa: S301
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
+        return "failed", ("the sandbox worker's answer could not be read; run the statement again", "error")
+    return kind, value
+
+
+def _worker_main() -> int:
+    """Entry of the worker process: one JSON request on stdin, one pickled ``(kind, value)`` in ``answer_path``."""
+    import pickle
 
     request = json.loads(sys.stdin.buffer.read())
     limits = SandboxLimits(**request["limits"])
-    cap = limits.process_memory_bytes
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    cpu_s = int(limits.timeout_s + limits.startup_grace_s) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s))
+    workers.limit_this_process(limits.worker_memory_bytes(), int(limits.timeout_s + limits.startup_grace_s) + 1)
+    os.dup2(2, 1)  # anything printed to stdout (DuckDB's progress bar) goes where diagnostics go
     outcome: tuple[str, Any]
     try:
         if request["mode"] == "run":
             outcome = ("ok", _run_in_process(request["sql"], db=request["db"], limits=limits))
         else:
-            outcome = ("ok", _export_in_process(request["sql"], request["mode"], db=request["db"], limits=limits))
+            dest = Path(request["export_path"])
+            outcome = ("ok", _export_in_process(request["sql"], request["mode"], dest, db=request["db"], limits=limits))
     except SqlRefused as exc:
         outcome = ("refused", exc.reason)
     except SqlFailed as exc:
         outcome = ("failed", (exc.message, exc.kind))
     except MemoryError:
-        outcome = ("failed", ("the statement exhausted the sandbox worker's memory and was stopped", "memory"))
+        outcome = ("failed", (_memory_message(limits), "memory"))
     except Exception as exc:  # noqa: BLE001 - the worker's boundary: report the project's error, never a traceback
         outcome = ("failed", (f"the sandbox could not run this statement ({type(exc).__name__})", "error"))
-    sys.stdout.buffer.write(pickle.dumps(outcome))
-    sys.stdout.flush()
+    answer = Path(request["answer_path"])
+    partial = answer.with_suffix(".partial")
+    partial.write_bytes(pickle.dumps(outcome))
+    partial.replace(answer)  # whole or absent: a worker killed while writing leaves no half answer
     return 0
+
+
+def _memory_message(limits: SandboxLimits) -> str:
+    return (
+        f"the statement needed more than the sandbox worker's {limits.worker_memory_bytes() / 1024**2:,.0f} MB "
+        "(Python, Arrow and DuckDB together) and was stopped; aggregate in SQL or add a LIMIT"
+    )
 
 
 if __name__ == "__main__":
