@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runlens developer entry point.
-#   bash run.sh app    install (first time) and open the dashboard on the demo data
+#   bash run.sh app    install (first time) and open the dashboard on the demo data, on 127.0.0.1 only
+#                      (.streamlit/config.toml; to expose it: bash run.sh app --server.address 0.0.0.0)
 #   bash run.sh test   install (first time) and run the whole test suite, browser tests included
 #   bash run.sh team-demo   the dashboard on a team store (DuckLake: PostgreSQL + a local S3 server) holding the demo
 #   bash run.sh install

@@ -155,13 +155,15 @@ def _sidebar(catalog: cat.Catalog) -> None:
     ss.flt_written = wanted
 
 
+PAGE_ICON = Path(__file__).resolve().parent / "assets" / "runlens-icon.svg"
 _ROUTED = threading.local()  # per script thread: is the page running inside run_app (app.py's router)?
 
 
 def run_app() -> None:
     """The router (app.py): page configuration, the app's navigation, the shared chrome (database, demo banner,
     filters), then the chosen page."""
-    st.set_page_config(page_title="Runlens", page_icon=":material/query_stats:", layout="wide")
+    # an icon file served by the app: a ":material/...:" page icon makes every page fetch it from fonts.gstatic.com
+    st.set_page_config(page_title="Runlens", page_icon=str(PAGE_ICON), layout="wide")
     nav = st.navigation(navigation_pages())
     _undo_leaked_params(nav.url_path)
     render_shell()
