@@ -6,6 +6,7 @@ Shared by the native reader, the OpenAI-messages reader and the validator, so no
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,18 @@ from typing import Any
 import orjson
 
 from ingest.errors import ProblemCollector
+
+# One record (a line of JSON) larger than this is refused before it is copied or parsed: parsing takes several
+# times the line in memory, and no real record is this large (an attempt with a 1 MB trajectory is about 1 MB).
+MAX_RECORD_BYTES = int(os.environ.get("RUNLENS_MAX_RECORD_BYTES", 64 * 1024 * 1024))
+
+
+def record_too_long(n_bytes: int) -> str:
+    """The reason a record of ``n_bytes`` is refused."""
+    return (
+        f"line of {n_bytes:,} bytes exceeds the {MAX_RECORD_BYTES:,}-byte limit of one record "
+        "(RUNLENS_MAX_RECORD_BYTES); refused without reading it"
+    )
 
 
 def _reject_constant(name: str) -> Any:
@@ -23,7 +36,10 @@ _JSON_ERRORS: tuple[type[Exception], ...] = (ValueError,)
 
 
 def load_record(raw: bytes) -> tuple[Any, str | None]:
-    """``(value, None)`` for a line of JSON, ``(None, why not)`` for any other."""
+    """``(value, None)`` for a line of JSON, ``(None, why not)`` for any other (a line over ``MAX_RECORD_BYTES``
+    included)."""
+    if len(raw) > MAX_RECORD_BYTES:
+        return None, record_too_long(len(raw))
     try:
         return orjson.loads(raw), None  # validates UTF-8 too; the slow path below only explains a refusal
     except orjson.JSONDecodeError:
