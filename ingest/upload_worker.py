@@ -1,10 +1,11 @@
 """Uploads checked and ingested in a worker process, with limits, from files that never outlive the request.
 
 The Upload page used to preview (detect, parse, validate) in the Streamlit process itself, on every rerun: a
-1.16 MB archive cost the server 1 GB each time. Here the page hands the uploaded bytes to
-``python -m ingest.upload_worker``, which runs the same code as ``python -m ingest`` (its size limit, the
-readers' own archive limits, DuckDB's ingest memory limit) under an address-space limit and a CPU-time limit,
-and is killed when its time is up. The files are written under safe names (``..`` or ``a/b`` cannot name
+1.16 MB archive cost the server 1 GB each time. Here the page's uploads are copied in chunks to files (never a
+second copy in the server's memory) and checked by ``python -m ingest.upload_worker``, which runs the same code
+as ``python -m ingest`` (its size limit, the archive budget, DuckDB's memory limit below the worker's) under an
+address-space limit covering Python, Arrow and DuckDB and a CPU-time limit, in one of the server's bounded worker
+slots (``ingest.workers``), and is killed when its time is up. The files are written under safe names (``..`` or ``a/b`` cannot name
 anything outside) into a fresh ``runlens-upload-*`` folder that is deleted when the call returns, whatever
 happens, so no upload stays on disk after the preview or the ingest.
 """
@@ -25,21 +26,32 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from ingest import workers
+from ingest.workers import WORKER_MEMORY_BYTES
 from store import PROJECT_ROOT, Location, RunlensError, reader, resolve_db_path
 
 TEMP_PREFIX = "runlens-upload-"
+DUCKDB_HEADROOM_BYTES = 640 * 1024**2  # what the worker's interpreter and records take beside DuckDB's buffers
 STALE_AFTER_S = 24 * 3600  # a folder this old was left by a killed server: removed at the next upload
+
+
+WORKER_WAIT_S = 20.0  # how long a preview or ingest queues for a worker slot and memory (ingest.workers)
+CHUNK_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
 class WorkerLimits:
-    """Bounds of one upload worker (env ``RUNLENS_UPLOAD_WORKER_MB`` sets the address space)."""
+    """Bounds of one upload worker: the address space it asks for (env ``RUNLENS_UPLOAD_WORKER_MB``, else
+    ``ingest.workers.WORKER_MEMORY_BYTES``; the server's memory budget may grant less), wall-clock limits."""
 
-    memory_bytes: int = int(os.environ.get("RUNLENS_UPLOAD_WORKER_MB", "4096")) * 1024 * 1024
-    preview_timeout_s: float = 300.0
+    memory_bytes: int = int(os.environ.get("RUNLENS_UPLOAD_WORKER_MB", "0") or 0) * 1024 * 1024 or WORKER_MEMORY_BYTES
+    preview_timeout_s: float = 60.0
     ingest_timeout_s: float = 1800.0
+
+
+Upload = tuple[str, "bytes | BinaryIO"]  # a name and its content: bytes, or a readable file (Streamlit's upload)
 
 
 @dataclass(frozen=True)
@@ -77,16 +89,25 @@ def safe_name(name: str, taken: set[str]) -> str:
 
 
 @contextlib.contextmanager
-def staged(files: Sequence[tuple[str, bytes]]) -> Iterator[list[Path]]:
-    """Write ``(name, bytes)`` uploads under safe names into a new temporary folder, deleted on exit."""
+def staged(files: Sequence[Upload]) -> Iterator[list[Path]]:
+    """Write ``(name, content)`` uploads under safe names into a new temporary folder, deleted on exit.
+
+    A file-like content (Streamlit's ``UploadedFile``) is copied in 1 MiB chunks from its start: no second copy of
+    the upload in the server's memory (``getvalue()`` made one per file, per preview and per ingest).
+    """
     remove_stale()
     folder = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
     try:
         taken: set[str] = set()
         paths = []
-        for name, data in files:
+        for name, content in files:
             path = folder / safe_name(name, taken)
-            path.write_bytes(data)
+            with path.open("wb") as out:
+                if isinstance(content, (bytes, bytearray, memoryview)):
+                    out.write(content)
+                else:
+                    content.seek(0)
+                    shutil.copyfileobj(content, out, CHUNK_BYTES)
             paths.append(path)
         yield paths
     finally:
@@ -108,14 +129,14 @@ def remove_stale(*, now: float | None = None) -> int:
 
 
 def preview_uploads(
-    files: Sequence[tuple[str, bytes]],
+    files: Sequence[Upload],
     *,
     db: Location,
     fmt: str = "auto",
     limits: WorkerLimits | None = None,
     **options: Any,
 ) -> list[Any]:
-    """``uploads.Preview`` of every ``(name, bytes)`` upload, computed in a worker; names are the uploads' own.
+    """``uploads.Preview`` of every ``(name, content)`` upload, computed in a worker; names are the uploads' own.
 
     Raises:
         UploadWorkerError: the worker hit its memory or time limit.
@@ -134,7 +155,7 @@ def preview_uploads(
 
 
 def ingest_uploads(
-    files: Sequence[tuple[str, bytes]],
+    files: Sequence[Upload],
     ready: Sequence[str],
     *,
     db: Location,
@@ -173,16 +194,30 @@ def _run_worker(
     timeout_s: float,
     on_line: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run ``python -m ingest.upload_worker`` on ``request``; one JSON line per file comes back."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
-    payload = {**request, "memory_bytes": limits.memory_bytes, "cpu_s": int(timeout_s) + 1}
+    """Run ``python -m ingest.upload_worker`` on ``request`` in one of the server's worker slots, with the memory the
+    budget grants (``ingest.workers``); one JSON line per file comes back.
+
+    Raises:
+        UploadWorkerError: no slot came free, or the worker hit its memory or time limit.
+    """
+    try:
+        with workers.worker_slot("Checking the upload", wait_s=WORKER_WAIT_S, want_bytes=limits.memory_bytes) as cap:
+            return _run_granted(request, cap, timeout_s=timeout_s, on_line=on_line)
+    except workers.WorkersBusy as exc:
+        raise UploadWorkerError(str(exc)) from None
+
+
+def _run_granted(
+    request: dict[str, Any], cap: int, *, timeout_s: float, on_line: Callable[[dict[str, Any]], None] | None
+) -> list[dict[str, Any]]:
+    payload = {**request, "memory_bytes": cap, "cpu_s": int(timeout_s) + 1}
     proc = subprocess.Popen(
         [sys.executable, "-m", "ingest.upload_worker"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=PROJECT_ROOT,
-        env=env,
+        env=workers.worker_env(str(PROJECT_ROOT)),
     )
     timer = threading.Timer(timeout_s, proc.kill)  # wall-clock bound; RLIMIT_CPU bounds the CPU time too
     timer.start()
@@ -204,35 +239,38 @@ def _run_worker(
             proc.kill()
             proc.wait()
     if proc.returncode != 0 or len(rows) != len(request["paths"]):
-        why = "time" if proc.returncode in (-9, -24) else "memory"  # SIGKILL by the timer, SIGXCPU by RLIMIT_CPU
+        if proc.returncode in (-9, -24):  # SIGKILL by the timer, SIGXCPU by RLIMIT_CPU
+            why = f"time limit ({timeout_s:g} s)"
+        else:
+            why = f"memory limit ({cap / 1024**2:,.0f} MB)"
         tail = (err.strip().splitlines() or [f"exit status {proc.returncode}"])[-1][:200]
         raise UploadWorkerError(
-            f"checking the upload stopped at the worker's {why} limit after {len(rows)} of "
-            f"{len(request['paths'])} file(s) ({tail}); nothing of the unfinished files was written"
+            f"checking the upload stopped at the worker's {why} after {len(rows)} of "
+            f"{len(request['paths'])} file(s) ({tail}); nothing of the unfinished files was written; "
+            "larger files go in with `python -m ingest`"
         )
     return rows
 
 
 def _worker_main() -> int:
     """Entry of the worker: one JSON request on stdin, one JSON line per file on stdout."""
-    import resource
-
     request = json.loads(sys.stdin.buffer.read())
     cap = int(request["memory_bytes"])
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    resource.setrlimit(resource.RLIMIT_CPU, (int(request["cpu_s"]), int(request["cpu_s"])))
+    workers.limit_this_process(cap, int(request["cpu_s"]))
+    duck_limit = f"{max(64, (cap - DUCKDB_HEADROOM_BYTES) // 1024**2)}MB"  # DuckDB's own, below the worker's
     from ingest import uploads
 
     paths = [Path(p) for p in request["paths"]]
     options = request.get("options") or {}
     if request["mode"] == "preview":
         with reader(request["db"]) as con:
+            con.execute("SET memory_limit = ?", [duck_limit])
             for path in paths:
                 row = dataclasses.asdict(uploads.preview_file(con, path, fmt=request["fmt"], **options))
                 _emit({**row, "errors": [_relative(e, path) for e in row["errors"]]})
         return 0
     for path in paths:
-        result = uploads.ingest_one(path, db=request["db"], fmt=request["fmt"], **options)
+        result = uploads.ingest_one(path, db=request["db"], fmt=request["fmt"], memory_limit=duck_limit, **options)
         fields = ("outcome", "n_runs", "n_attempts", "n_steps", "seconds")
         row = {k: getattr(result, k) for k in fields}
         error = "" if result.error is None else _relative(str(result.error), path)

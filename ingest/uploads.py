@@ -122,10 +122,18 @@ def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto
     )
 
 
-def ingest_one(path: Path, *, db: Location = None, fmt: str = "auto", **options: Any) -> FileResult:
-    """Ingest one file (one transaction); a rejection is returned, and remembered in the sidecar."""
+def ingest_one(
+    path: Path, *, db: Location = None, fmt: str = "auto", memory_limit: str | None = None, **options: Any
+) -> FileResult:
+    """Ingest one file (one transaction); a rejection is returned, and remembered in the sidecar.
+
+    Args:
+        memory_limit: DuckDB's memory limit for the write (the upload worker keeps it below its own limit).
+    """
     opts = _options(options)
     with writer(db) as con:
+        if memory_limit is not None:
+            con.execute("SET memory_limit = ?", [memory_limit])
         try:
             result = ingest_file(con, path, fmt=fmt, **opts)
         except IngestError as exc:

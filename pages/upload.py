@@ -44,7 +44,7 @@ else:
             try:
                 with st.spinner("Checking the files..."):
                     ss.up_previews = upload_worker.preview_uploads(
-                        [(f.name, f.getvalue()) for f in accepted], db=db_path(), fmt=fmt, **options
+                        [(f.name, f) for f in accepted], db=db_path(), fmt=fmt, **options
                     )
             except rdb.RunlensError as exc:
                 ss.up_previews = []
@@ -79,7 +79,7 @@ else:
             bar = st.progress(0.0, text="Ingesting...")
             try:
                 results = upload_worker.ingest_uploads(
-                    [(f.name, f.getvalue()) for f in accepted],
+                    [(f.name, f) for f in accepted],
                     ready,
                     db=db_path(),
                     fmt=fmt,

@@ -190,7 +190,7 @@ def test_workers_beyond_the_pool_queue_then_are_refused(fixture_db: Path, monkey
 
 
 def _hold_slot(release: threading.Event) -> None:
-    with workers.worker_slot("a test", wait_s=5):
+    with workers.worker_slot("a test", wait_s=5, want_bytes=1):
         release.wait(10)
 
 

@@ -16,6 +16,7 @@ import streamlit as st
 
 import store as rdb
 from analytics import catalog as cat
+from ingest import workers
 from ui import common
 
 
@@ -159,11 +160,19 @@ PAGE_ICON = Path(__file__).resolve().parent / "assets" / "runlens-icon.svg"
 _ROUTED = threading.local()  # per script thread: is the page running inside run_app (app.py's router)?
 
 
+def is_streamlit_server() -> bool:
+    """True in a server started by ``streamlit run`` (its bootstrap is loaded); False under AppTest, whose script
+    runs inside the test process (that memory is the test suite's, not a server's)."""
+    return "streamlit.web.bootstrap" in sys.modules
+
+
 def run_app() -> None:
     """The router (app.py): page configuration, the app's navigation, the shared chrome (database, demo banner,
     filters), then the chosen page."""
     # an icon file served by the app: a ":material/...:" page icon makes every page fetch it from fonts.gstatic.com
     st.set_page_config(page_title="Runlens", page_icon=str(PAGE_ICON), layout="wide")
+    if is_streamlit_server():  # this server and its SQL and upload workers share one memory budget (ingest/workers.py)
+        workers.use_budget()
     nav = st.navigation(navigation_pages())
     _undo_leaked_params(nav.url_path)
     render_shell()

@@ -100,8 +100,9 @@ def _in_worker(request: dict[str, Any], *, db: str | Path | None, limits: Sandbo
     import subprocess
 
     try:
+        want = limits.worker_memory_bytes()
         with (
-            workers.worker_slot("The SQL statement", wait_s=WORKER_WAIT_S),
+            workers.worker_slot("The SQL statement", wait_s=WORKER_WAIT_S, want_bytes=want, min_bytes=want),
             tempfile.TemporaryDirectory(prefix="runlens-sql-") as tmp,
         ):
             answer = Path(tmp) / "answer.pickle"
