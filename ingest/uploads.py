@@ -35,11 +35,39 @@ def is_read_only() -> bool:
 
 
 def upload_limit_mb() -> int:
-    """Largest accepted upload in MB (env ``RUNLENS_UPLOAD_MAX_MB``, default 200)."""
+    """Largest accepted upload in MB (env ``RUNLENS_UPLOAD_MAX_MB``, default 100: what a 1 GiB upload worker can
+    validate, about a sixth of its memory; larger files go in with ``python -m ingest``)."""
     try:
-        return max(1, int(os.environ.get("RUNLENS_UPLOAD_MAX_MB", "200")))
+        return max(1, int(os.environ.get("RUNLENS_UPLOAD_MAX_MB", "100")))
     except ValueError:
-        return 200
+        return 100
+
+
+def upload_total_mb() -> int:
+    """Most MB of uploads one page session keeps at once (env ``RUNLENS_UPLOAD_TOTAL_MB``, default 300): Streamlit
+    holds every file dropped on the page in the server's memory, and the server has one memory budget."""
+    try:
+        return max(1, int(os.environ.get("RUNLENS_UPLOAD_TOTAL_MB", "300")))
+    except ValueError:
+        return 300
+
+
+def within_upload_limits(sizes: list[int]) -> list[str]:
+    """For each upload of ``sizes`` (bytes, in order): "" when kept, else why it is refused (too large, or past
+    the total that one session may hold)."""
+    each, total = upload_limit_mb() * 1024 * 1024, upload_total_mb() * 1024 * 1024
+    verdicts, kept = [], 0
+    for size in sizes:
+        if size > each:
+            verdicts.append(f"larger than {upload_limit_mb()} MB; not read (use `python -m ingest` for it)")
+        elif kept + size > total:
+            verdicts.append(
+                f"past the {upload_total_mb()} MB the page takes at once; not read (drop it after these are in)"
+            )
+        else:
+            kept += size
+            verdicts.append("")
+    return verdicts
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,19 @@ def _grant(want: int, minimum: int) -> int:
     if total is None:
         return want
     left = total - server_rss_bytes() - sum(_reserved.values())
+    if left < minimum and _trim_heap():  # memory the server freed (an upload's request body) but still holds
+        left = total - server_rss_bytes() - sum(_reserved.values())
     return min(want, left) if left >= minimum else 0
+
+
+def _trim_heap() -> bool:
+    """Give the heap's free pages back to the system (glibc's ``malloc_trim``); True when it could."""
+    try:
+        import ctypes
+
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):
+        return False
 
 
 @contextlib.contextmanager

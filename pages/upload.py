@@ -5,7 +5,7 @@ import streamlit as st
 
 import store as rdb
 from ingest import upload_worker, uploads
-from ui.common import cached, db_path, db_version, download_buttons, plain
+from ui.common import cached, db_path, db_version, download_buttons, plain, release_uploads
 from ui.shell import page_setup
 
 page_setup(
@@ -23,7 +23,8 @@ if read_only:
 else:
     limit_mb = uploads.upload_limit_mb()
     files = st.file_uploader(
-        f"Log files (up to {limit_mb} MB each; drop a results CSV together with its companion files)",
+        f"Log files (up to {limit_mb} MB each, {uploads.upload_total_mb()} MB at once; drop a results CSV together "
+        "with its companion files)",
         accept_multiple_files=True,
         key="up_files",
     )
@@ -34,10 +35,12 @@ else:
     bench = c4.text_input("Benchmark (optional)", key="up_benchmark")
     options = {"mapping": mapping.strip(), "agent": agent.strip(), "benchmark": bench.strip()}
     if files:
-        accepted = [f for f in files if f.size <= limit_mb * 1024 * 1024]
-        for item in files:
-            if item not in accepted:
-                st.error(plain(f"{item.name}: larger than {limit_mb} MB; not read."))
+        verdicts = uploads.within_upload_limits([f.size for f in files])
+        accepted = [f for f, why in zip(files, verdicts, strict=True) if not why]
+        for item, why in zip(files, verdicts, strict=True):
+            if why:
+                st.error(plain(f"{item.name}: {why}."))
+        release_uploads([f for f, why in zip(files, verdicts, strict=True) if why])  # out of the server's memory
         # checked in a worker with ingest's limits, once per set of files and options (not on every rerun)
         preview_key = (tuple(f.file_id for f in accepted), fmt, tuple(options.items()), db_version())
         if ss.get("up_preview_key") != preview_key:

@@ -88,6 +88,13 @@ def test_a_worker_gets_what_the_budget_leaves_or_is_refused(fixture_db: Path, bu
     budget(workers.server_rss_bytes() + 800 * MB)  # room for a smaller worker: an upload check still runs
     [preview] = uw.preview_uploads([("a.jsonl", (FIXTURES / "good.jsonl").read_bytes())], db=fixture_db)
     assert preview.outcome == "duplicate"  # checked (the fixture database holds it already)
+    assert sb.try_query("SELECT 1 AS one", db=fixture_db).result is not None  # DuckDB given less, below the grant
+
+
+def test_a_smaller_grant_lowers_duckdbs_limit_below_it() -> None:
+    granted = sql_worker.granted_limits(sb.SandboxLimits(), 800 * MB)
+    assert granted.memory_limit == "160MB" and granted.worker_memory_bytes() == 800 * MB
+    assert sql_worker.granted_limits(sb.SandboxLimits(), 2048 * MB) == sb.SandboxLimits()
 
 
 def test_four_memory_attacks_at_once_stay_within_the_budget(fixture_db: Path, budget) -> None:  # noqa: ANN001
@@ -139,3 +146,14 @@ def test_the_cli_answers_the_sql_link_of_the_issue(demo_db: Path) -> None:
     )
     assert proc.returncode == 4, proc.stderr
     assert proc.stderr.strip() == "python -m analytics sql: the statement ran longer than 2 s and was stopped"
+
+
+def test_upload_limits_each_and_in_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ingest import uploads
+
+    monkeypatch.delenv("RUNLENS_UPLOAD_MAX_MB", raising=False)
+    monkeypatch.delenv("RUNLENS_UPLOAD_TOTAL_MB", raising=False)
+    verdicts = uploads.within_upload_limits([155 * MB, 90 * MB, 90 * MB, 90 * MB, 50 * MB, 20 * MB])
+    assert verdicts[0].startswith("larger than 100 MB; not read")
+    assert verdicts[1:4] == ["", "", ""] and verdicts[5] == ""  # 90 + 90 + 90 + 20 = 290 MB kept
+    assert verdicts[4].startswith("past the 300 MB the page takes at once")

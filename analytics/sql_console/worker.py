@@ -11,7 +11,14 @@ from typing import Any
 
 import store as rdb
 from analytics.sql_console.check import check_size
-from analytics.sql_console.limits import SandboxLimits, SqlFailed, SqlOutcome, SqlRefused, SqlResult
+from analytics.sql_console.limits import (
+    WORKER_HEADROOM_BYTES,
+    SandboxLimits,
+    SqlFailed,
+    SqlOutcome,
+    SqlRefused,
+    SqlResult,
+)
 from analytics.sql_console.run import _export_in_process, _run_in_process
 from ingest import workers
 
@@ -87,6 +94,7 @@ def export_to(
 
 
 WORKER_WAIT_S = 20.0  # how long a statement queues for a worker slot before it is refused (ingest.workers)
+MIN_DUCKDB_BYTES = 128 * 1024**2  # the least DuckDB memory a statement is started with when the budget is short
 
 
 def _in_worker(request: dict[str, Any], *, db: str | Path | None, limits: SandboxLimits) -> Any:
@@ -101,15 +109,16 @@ def _in_worker(request: dict[str, Any], *, db: str | Path | None, limits: Sandbo
 
     try:
         want = limits.worker_memory_bytes()
+        least = min(want, WORKER_HEADROOM_BYTES + MIN_DUCKDB_BYTES)
         with (
-            workers.worker_slot("The SQL statement", wait_s=WORKER_WAIT_S, want_bytes=want, min_bytes=want),
+            workers.worker_slot("The SQL statement", wait_s=WORKER_WAIT_S, want_bytes=want, min_bytes=least) as cap,
             tempfile.TemporaryDirectory(prefix="runlens-sql-") as tmp,
         ):
             answer = Path(tmp) / "answer.pickle"
             payload = {
                 **request,
                 "db": str(rdb.resolve_db_path(db)),
-                "limits": dataclasses.asdict(limits),
+                "limits": dataclasses.asdict(granted_limits(limits, cap)),
                 "answer_path": str(answer),
             }
             proc = subprocess.Popen(
@@ -139,6 +148,16 @@ def _in_worker(request: dict[str, Any], *, db: str | Path | None, limits: Sandbo
     if kind == "failed":
         raise SqlFailed(value[0], kind=value[1])
     return value
+
+
+def granted_limits(limits: SandboxLimits, cap: int) -> SandboxLimits:
+    """``limits`` within ``cap`` bytes (what the server's budget granted): DuckDB's limit lowered to fit under it."""
+    import dataclasses
+
+    if cap >= limits.worker_memory_bytes():
+        return limits
+    duck_mb = max(MIN_DUCKDB_BYTES, cap - WORKER_HEADROOM_BYTES) // 1024**2
+    return dataclasses.replace(limits, memory_limit=f"{duck_mb}MB", process_memory_bytes=cap)
 
 
 def _read_answer(answer: Path, returncode: int | None, err: bytes, limits: SandboxLimits) -> tuple[str, Any]:
