@@ -103,9 +103,11 @@ def main() -> int:
     parser.add_argument(
         "--upload-mb", type=int, default=95, help="size of each of the four uploads (the page takes 100 MB a file)"
     )
+    parser.add_argument("--line-mb", type=int, default=500, help="size of the single-line file for the CLI")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="rl-tree-"))
     bomb = bomb_of_small_members(work / "bomb.eval")
+    cli_cases(args.db, work, bomb, args.line_mb)
     big = []
     for i in range(4):
         path = work / f"big-{i}.jsonl"
@@ -137,6 +139,42 @@ def main() -> int:
         page.goto(f"{url}/sql?q=SELECT%202")  # type: ignore[attr-defined]
         measure(pid, "kept_after_the_uploads", lambda: answered(page, marker=SQL_DONE))
     return 0
+
+
+def cli_cases(db: str, work: Path, bomb: Path, line_mb: int) -> None:
+    """The command line's attacks: the zip bomb and a single line of ``line_mb`` MB (the issue: 500 MB cost 1.09 GB)."""
+    import subprocess
+
+    line = work / "line.jsonl"
+    with line.open("wb") as fh:
+        fh.write(b'{"record": "benchmark", "benchmark": "b"}\n{"record": "attempt", "answer": "')
+        for _ in range(line_mb):
+            fh.write(b"x" * 1024 * 1024)
+        fh.write(b'"}\n')
+    for name, path in (("cli_zip_bomb_6.5MB", bomb), (f"cli_single_line_{line_mb}MB", line)):
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ingest", "--db", db, "--no-progress", str(path)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        with TreePeak(proc.pid) as peak:
+            _, err = proc.communicate()
+        said = next((ln for ln in err.splitlines() if ": -: " in ln), err.strip()[-200:])
+        print(
+            json.dumps(
+                {
+                    "attack": name,
+                    "tree_peak_mb": round(peak.peak_mb),
+                    "seconds": round(time.perf_counter() - started, 1),
+                    "outcome": said.replace(str(work) + "/", "")[:240],
+                }
+            ),
+            flush=True,
+        )
+    line.unlink()
 
 
 def four_tabs(page: object, url: str) -> str:

@@ -44,12 +44,12 @@ def upload_limit_mb() -> int:
 
 
 def upload_total_mb() -> int:
-    """Most MB of uploads one page session keeps at once (env ``RUNLENS_UPLOAD_TOTAL_MB``, default 300): Streamlit
+    """Most MB of uploads one page session keeps at once (env ``RUNLENS_UPLOAD_TOTAL_MB``, default 200): Streamlit
     holds every file dropped on the page in the server's memory, and the server has one memory budget."""
     try:
-        return max(1, int(os.environ.get("RUNLENS_UPLOAD_TOTAL_MB", "300")))
+        return max(1, int(os.environ.get("RUNLENS_UPLOAD_TOTAL_MB", "200")))
     except ValueError:
-        return 300
+        return 200
 
 
 def within_upload_limits(sizes: list[int]) -> list[str]:
