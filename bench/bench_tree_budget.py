@@ -78,7 +78,12 @@ def answered(page: object, *, marker: re.Pattern[str] | None = None, timeout_s: 
     return " / ".join(t.replace("\n", " ")[:200] for t in wanted[:3])
 
 
+ONLY: list[str] = []
+
+
 def measure(pid: int, name: str, action) -> None:  # noqa: ANN001
+    if ONLY and ONLY[0] not in name:
+        return
     before = tree_rss_bytes(pid)
     started = time.perf_counter()
     with TreePeak(pid) as peak:
@@ -104,10 +109,13 @@ def main() -> int:
         "--upload-mb", type=int, default=95, help="size of each of the four uploads (the page takes 100 MB a file)"
     )
     parser.add_argument("--line-mb", type=int, default=500, help="size of the single-line file for the CLI")
+    parser.add_argument("--only", help="run only the cases whose name contains this")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="rl-tree-"))
     bomb = bomb_of_small_members(work / "bomb.eval")
-    cli_cases(args.db, work, bomb, args.line_mb)
+    ONLY.extend([args.only] if args.only else [])
+    if not ONLY or "cli" in ONLY[0]:
+        cli_cases(args.db, work, bomb, args.line_mb)
     big = []
     for i in range(4):
         path = work / f"big-{i}.jsonl"
@@ -137,7 +145,7 @@ def main() -> int:
         measure(pid, "four_sql_memory_attacks_at_once", lambda: four_tabs(page, url))
         measure(pid, f"upload_4x{args.upload_mb}MB", lambda: upload(big))
         page.goto(f"{url}/sql?q=SELECT%202")  # type: ignore[attr-defined]
-        measure(pid, "kept_after_the_uploads", lambda: answered(page, marker=SQL_DONE))
+        measure(pid, "upload_kept_after", lambda: answered(page, marker=SQL_DONE))
     return 0
 
 

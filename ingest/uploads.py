@@ -61,9 +61,7 @@ def within_upload_limits(sizes: list[int]) -> list[str]:
         if size > each:
             verdicts.append(f"larger than {upload_limit_mb()} MB; not read (use `python -m ingest` for it)")
         elif kept + size > total:
-            verdicts.append(
-                f"past the {upload_total_mb()} MB the page takes at once; not read (drop it after these are in)"
-            )
+            verdicts.append(f"past the {upload_total_mb()} MB the page takes at once; not read")
         else:
             kept += size
             verdicts.append("")

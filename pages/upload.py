@@ -5,8 +5,9 @@ import streamlit as st
 
 import store as rdb
 from ingest import upload_worker, uploads
-from ui.common import cached, db_path, db_version, download_buttons, plain, release_uploads
+from ui.common import cached, db_path, db_version, download_buttons, plain
 from ui.shell import page_setup
+from ui.upload_memory import release_uploads
 
 page_setup(
     "Upload",
@@ -26,8 +27,10 @@ else:
         f"Log files (up to {limit_mb} MB each, {uploads.upload_total_mb()} MB at once; drop a results CSV together "
         "with its companion files)",
         accept_multiple_files=True,
-        key="up_files",
+        key=f"up_files_{ss.get('up_files_n', 0)}",  # a new key empties the uploader (see below)
     )
+    for line in ss.pop("up_refused", ()):
+        st.error(plain(line))
     c1, c2, c3, c4 = st.columns(4)
     fmt = c1.selectbox("Format", uploads.format_names(), key="up_format")
     mapping = c2.text_input("CSV mapping", key="up_mapping", placeholder="hal, swebench-verified, field=column,...")
@@ -36,11 +39,14 @@ else:
     options = {"mapping": mapping.strip(), "agent": agent.strip(), "benchmark": bench.strip()}
     if files:
         verdicts = uploads.within_upload_limits([f.size for f in files])
-        accepted = [f for f, why in zip(files, verdicts, strict=True) if not why]
-        for item, why in zip(files, verdicts, strict=True):
-            if why:
-                st.error(plain(f"{item.name}: {why}."))
-        release_uploads([f for f, why in zip(files, verdicts, strict=True) if why])  # out of the server's memory
+        if any(verdicts):  # Streamlit holds every dropped file in the server's memory: drop them all from it
+            release_uploads(files)
+            ss.up_refused = [f"{f.name}: {why}." for f, why in zip(files, verdicts, strict=True) if why] + [
+                "The files were dropped from the server; drop them again, within these limits."
+            ]
+            ss.up_files_n = ss.get("up_files_n", 0) + 1
+            st.rerun()
+        accepted = list(files)
         # checked in a worker with ingest's limits, once per set of files and options (not on every rerun)
         preview_key = (tuple(f.file_id for f in accepted), fmt, tuple(options.items()), db_version())
         if ss.get("up_preview_key") != preview_key:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from tests import test_hardening_sql as hs
 from tests import test_hardening_upload as hu
@@ -44,3 +45,13 @@ def test_upload_name_row_matches_the_corpus() -> None:
 def test_formula_row_matches_the_corpus() -> None:
     n_formulas = len(re.findall(r"'[=+\-@]", hs.FORMULAS))
     assert table_row("CSV formula cells") == (n_formulas, 0, 0, n_formulas)
+
+
+def test_round_two_rows_match_the_corpus(fixture_db: Path) -> None:
+    """CSV cells with line breaks, and the disclosure payloads as the sandbox answers them (issue 30)."""
+    from tests import test_hardening_csv as hc
+    from tests import test_hardening_sql_channel as hd
+
+    assert table_row("`CELLS`") == (len(hc.CELLS), 0, 0, len(hc.CELLS))
+    kinds = [hd._answer_text(sql, fixture_db)[0] for sql in hd.DISCLOSURE]
+    assert table_row("`DISCLOSURE`") == (len(kinds), len(kinds) - kinds.count("ran"), 0, kinds.count("ran"))

@@ -253,18 +253,6 @@ def download_buttons(df: pd.DataFrame, name: str, *, key: str) -> None:
     )
 
 
-def release_uploads(files: list[Any]) -> None:
-    """Drop uploaded files the page refused from the server's memory (Streamlit keeps every file dropped on an
-    uploader until its session ends; the widget still lists them, and its value no longer holds them)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    if ctx is None or ctx.uploaded_file_mgr is None:
-        return
-    for item in files:
-        ctx.uploaded_file_mgr.remove_file(ctx.session_id, item.file_id)
-
-
 def parquet_bytes(df: pd.DataFrame) -> bytes:
     """``df`` as a Parquet file in memory."""
     buf = io.BytesIO()
