@@ -406,7 +406,7 @@ def _sample(value: Any) -> int | None:
     """A sample number from an attribute (an integer, or its decimal text); None when it is neither."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii() and len(value.strip()) <= 9:
         return int(value)
     return None
 

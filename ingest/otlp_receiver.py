@@ -21,6 +21,7 @@ import collections
 import datetime as dt
 import hashlib
 import hmac
+import ipaddress
 import json
 import logging
 import os
@@ -56,6 +57,9 @@ class Limits:
     max_open_traces: int = 10_000
     max_buffered_bytes: int = 64 * 1024 * 1024
     max_body_bytes: int = 32 * 1024 * 1024
+    max_requests: int = 8  # trace requests read or decoded at once (more get HTTP 503)
+    decode_workers: int = 2  # threads decoding and buffering requests
+    max_batch_traces: int = 500  # traces written per transaction (more complete traces: more transactions)
 
 
 @dataclass
@@ -87,8 +91,12 @@ class TraceBuffer:
         return len(self._open)
 
     def add(self, request: dict[str, Any]) -> tuple[int, list[str]]:
-        """Buffer the spans of a (validated) OTLP/JSON request; return (spans rejected, reasons)."""
-        rejected, reasons = 0, []
+        """Buffer the spans of a (validated) OTLP/JSON request; return (spans rejected, reasons).
+
+        Linear in the request's spans: reasons are counted in a dict by kind (a few trace ids each as examples),
+        and one summary line is logged per request, however many traces it drops."""
+        rejected = 0
+        counts: dict[str, list[Any]] = {}  # reason -> [spans, traces (set, bounded), example trace ids]
         now = self.clock()
         with self._lock:
             for resource, scope, span in _iter_spans(request):
@@ -101,7 +109,7 @@ class TraceBuffer:
                 reason = self._admit(span["traceId"], size)
                 if reason is not None:
                     rejected += 1
-                    reasons.append(reason)
+                    _count(counts, reason, span["traceId"])
                     continue
                 entry = self._open.setdefault(span["traceId"], _Open())
                 entry.parts.append((resource, scope, span))
@@ -110,18 +118,18 @@ class TraceBuffer:
                 entry.has_root = entry.has_root or not span.get("parentSpanId")
                 entry.last_seen = now
                 self._bytes += size
+        reasons = _summaries(counts)
         if rejected:
             self.dropped_spans += rejected
-            for reason in dict.fromkeys(reasons):
-                log.warning("dropped %d span(s): %s", reasons.count(reason), reason)
-        return rejected, list(dict.fromkeys(reasons))
+            log.warning("request: dropped %d span(s): %s", rejected, "; ".join(reasons))
+        return rejected, reasons
 
     def _admit(self, trace_id: str, size: int) -> str | None:
-        """None when a span of ``size`` bytes of ``trace_id`` fits, else why not. A trace that does not fit is
-        dropped whole (its buffered spans too, and its later spans for a while): only complete traces are
-        written."""
+        """None when a span of ``size`` bytes of ``trace_id`` fits, else why not (without the trace id: reasons
+        are counted by kind). A trace that does not fit is dropped whole (its buffered spans too, and its later
+        spans for a while): only complete traces are written."""
         if trace_id in self._dropped:
-            return f"trace {trace_id} was dropped earlier"
+            return "their trace was dropped earlier"
         entry = self._open.get(trace_id)
         reason = None
         if entry is None and len(self._open) >= self.limits.max_open_traces:
@@ -129,11 +137,11 @@ class TraceBuffer:
         elif self._bytes + size > self.limits.max_buffered_bytes:
             reason = f"{self.limits.max_buffered_bytes:,} bytes of spans are buffered (--max-buffered-mb)"
         elif entry is not None and len(entry.parts) >= MAX_SPANS_PER_TRACE:
-            reason = f"more than {MAX_SPANS_PER_TRACE:,} spans (RUNLENS_OTLP_MAX_SPANS)"
+            reason = f"more than {MAX_SPANS_PER_TRACE:,} spans in a trace (RUNLENS_OTLP_MAX_SPANS)"
         if reason is None:
             return None
         self._drop(trace_id)
-        return f"trace {trace_id} dropped: {reason}"
+        return f"trace dropped: {reason}"
 
     def _drop(self, trace_id: str) -> None:
         entry = self._open.pop(trace_id, None)
@@ -149,9 +157,9 @@ class TraceBuffer:
         for _, line, _ in traces:
             self.add(json.loads(line))
 
-    def take_complete(self, *, everything: bool = False) -> list[tuple[str, bytes, bool]]:
-        """Remove and return ``(trace id, OTLP/JSON line, has root)`` of every complete trace (all when
-        ``everything``, at shutdown)."""
+    def take_complete(self, *, everything: bool = False, limit: int | None = None) -> list[tuple[str, bytes, bool]]:
+        """Remove and return ``(trace id, OTLP/JSON line, has root)`` of complete traces, at most ``limit`` (all
+        buffered traces when ``everything``, at shutdown)."""
         now = self.clock()
         out = []
         with self._lock:
@@ -167,6 +175,8 @@ class TraceBuffer:
                     del self._open[trace_id]
                     self._bytes -= entry.n_bytes
                     out.append((trace_id, _as_line(entry.parts), entry.has_root))
+                    if limit is not None and len(out) >= limit:
+                        break
         return out
 
 
@@ -177,6 +187,28 @@ def _iter_spans(request: dict[str, Any]) -> Iterable[tuple[dict[str, Any], dict[
             scope = ss.get("scope") or {}
             for span in ss.get("spans") or []:
                 yield resource, scope, span
+
+
+EXAMPLES = 3  # trace ids named per reason in a log line or a partialSuccess message
+
+
+def _count(counts: dict[str, list[Any]], reason: str, trace_id: str) -> None:
+    """Count one rejected span of ``trace_id`` under ``reason`` (constant time)."""
+    entry = counts.setdefault(reason, [0, set(), []])
+    entry[0] += 1
+    if trace_id not in entry[1]:
+        entry[1].add(trace_id)
+        if len(entry[2]) < EXAMPLES:
+            entry[2].append(trace_id)
+
+
+def _summaries(counts: dict[str, list[Any]]) -> list[str]:
+    """One line per reason: ``N span(s) of M trace(s): reason (e.g. trace a, b)``."""
+    out = []
+    for reason, (spans, traces, examples) in counts.items():
+        more = ", ..." if len(traces) > len(examples) else ""
+        out.append(f"{spans:,} span(s) of {len(traces):,} trace(s): {reason} (trace {', '.join(examples)}{more})")
+    return out
 
 
 def _as_line(parts: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]) -> bytes:
@@ -388,13 +420,22 @@ class Flusher:
 
     def _run(self) -> None:
         while not self._stop.wait(self.buffer.limits.flush_interval_s):
-            self.flush()
+            while self.flush() and not self._stop.is_set():
+                pass  # a full batch: more traces may be complete
 
-    def flush(self, *, everything: bool = False) -> None:
-        """Write what is complete now (everything at shutdown); errors are logged, the receiver keeps running."""
-        traces = self.buffer.take_complete(everything=everything)
-        if not traces:
-            return
+    def flush(self, *, everything: bool = False) -> bool:
+        """Write what is complete now, at most ``max_batch_traces`` per transaction (everything at shutdown);
+        errors are logged, the receiver keeps running. True when a full batch was taken (more may wait)."""
+        size = self.buffer.limits.max_batch_traces
+        while True:
+            traces = self.buffer.take_complete(everything=everything, limit=size)
+            if not traces:
+                return False
+            self._write(traces, everything=everything)
+            if not everything:
+                return len(traces) >= size
+
+    def _write(self, traces: list[tuple[str, bytes, bool]], *, everything: bool) -> None:
         partial = [t for t, _, has_root in traces if not has_root]
         if partial:
             log.warning("%d trace(s) written without their root span (timed out or at shutdown)", len(partial))
@@ -410,6 +451,9 @@ class Flusher:
             log.error("could not write %d trace(s), will retry: %s", len(traces), exc)
             self.buffer.put_back(traces)
             return
+        except Exception:  # a fault in reading a trace must not stop the flushes: said, with the traces' ids
+            log.exception("could not read %d trace(s) (%s): not written", len(traces), _examples(traces))
+            return
         self.written += result.written
         for trace_id, why in result.rejected.items():
             log.warning("trace %s not written: %s", trace_id, why)
@@ -421,6 +465,11 @@ class Flusher:
                 "not written again",
                 result.already,
             )
+
+
+def _examples(traces: list[tuple[str, bytes, bool]]) -> str:
+    ids = [t for t, _, _ in traces[:EXAMPLES]]
+    return ", ".join(ids) + (", ..." if len(traces) > EXAMPLES else "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -438,38 +487,77 @@ def _status_body(message: str, code: int, protobuf: bool) -> bytes:
 
 
 def make_app(buffer: TraceBuffer, flusher: Flusher | None, *, token: str | None) -> Any:
-    """The Starlette app: ``POST /v1/traces``; the flusher is started and stopped (flushing) with the app."""
+    """The Starlette app: ``POST /v1/traces`` and ``GET /health``; the flusher is started and stopped (flushing)
+    with the app.
+
+    No request can stall the others: the body is counted while it is read (chunked bodies too) and refused past
+    the limit; decoding and buffering run in worker threads, at most ``decode_workers`` at once, and at most
+    ``max_requests`` trace requests are held at once (more get 503, which exporters retry); the event loop itself
+    only reads bodies and answers ``/health``, which takes no lock."""
     import contextlib
 
+    import anyio
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import Response
+    from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
+
+    limits = buffer.limits
+    decoders = anyio.CapacityLimiter(limits.decode_workers)
+    held = [0]  # trace requests being read or decoded (the event loop is one thread: no lock needed)
+
+    def error(message: str, code: int, status: int, protobuf: bool) -> Response:
+        media = PROTOBUF if protobuf else "application/json"
+        return Response(_status_body(message, code, protobuf), status, media_type=media)
+
+    async def read_body(request: Request) -> bytes | None:
+        """The body, or None once it passes the limit (counted as it arrives, whatever Content-Length said)."""
+        chunks, n = [], 0
+        async for chunk in request.stream():
+            n += len(chunk)
+            if n > limits.max_body_bytes:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def work(body: bytes, ctype: str, encoding: str) -> tuple[int, list[str]]:
+        doc = decode_payload(body, ctype, encoding, max_bytes=limits.max_body_bytes)
+        return buffer.add(doc)
 
     async def traces(request: Request) -> Response:
         ctype = request.headers.get("content-type", "")
         protobuf = ctype.split(";")[0].strip().lower() == PROTOBUF
-        media = PROTOBUF if protobuf else "application/json"
         if token and not hmac.compare_digest(
             request.headers.get("authorization", "").encode(), f"Bearer {token}".encode()
         ):
-            return Response(_status_body("missing or wrong bearer token", 16, protobuf), 401, media_type=media)
+            return error("missing or wrong bearer token", 16, 401, protobuf)
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > buffer.limits.max_body_bytes:  # refused before reading it
-            return Response(_status_body("request body too large", 3, protobuf), 413, media_type=media)
-        body = await request.body()
-        if len(body) > buffer.limits.max_body_bytes:
-            return Response(_status_body("request body too large", 3, protobuf), 413, media_type=media)
+        if declared.isdigit() and int(declared) > limits.max_body_bytes:  # refused before reading it
+            return error(f"request body larger than {limits.max_body_bytes:,} bytes", 3, 413, protobuf)
+        if held[0] >= limits.max_requests:
+            log.warning("HTTP 503: %d requests are being read or decoded", held[0])
+            return error(f"busy: {held[0]} requests in progress, retry later", 14, 503, protobuf)
+        held[0] += 1
         try:
-            doc = decode_payload(
-                body, ctype, request.headers.get("content-encoding", ""), max_bytes=buffer.limits.max_body_bytes
-            )
-        except BadSpan as bad:
-            reason = bad.reason if bad.field == "-" else f"{bad.field}: {bad.reason}"
-            log.warning("HTTP 400: %s", reason)
-            return Response(_status_body(reason, 3, protobuf), 400, media_type=media)
-        rejected, reasons = buffer.add(doc)
+            body = await read_body(request)
+            if body is None:
+                log.warning("HTTP 413: body larger than %d bytes (counted while read)", limits.max_body_bytes)
+                return error(f"request body larger than {limits.max_body_bytes:,} bytes", 3, 413, protobuf)
+            encoding = request.headers.get("content-encoding", "")
+            try:
+                rejected, reasons = await anyio.to_thread.run_sync(work, body, ctype, encoding, limiter=decoders)
+            except BadSpan as bad:
+                reason = bad.reason if bad.field == "-" else f"{bad.field}: {bad.reason}"
+                log.warning("HTTP 400: %s", reason)
+                return error(reason, 3, 400, protobuf)
+        finally:
+            held[0] -= 1
+        media = PROTOBUF if protobuf else "application/json"
         return Response(_success_body(rejected, reasons, protobuf), 200, media_type=media)
+
+    async def health(request: Request) -> Response:
+        """Liveness: answered by the event loop at once, without the buffer's lock (its counts are read as is)."""
+        return JSONResponse({"status": "ok", "open_traces": buffer.n_open})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
@@ -482,7 +570,10 @@ def make_app(buffer: TraceBuffer, flusher: Flusher | None, *, token: str | None)
                 flusher.stop()
                 log.info("stopped: %d trace(s) written in all", flusher.written)
 
-    return Starlette(routes=[Route("/v1/traces", traces, methods=["POST"])], lifespan=lifespan)
+    return Starlette(
+        routes=[Route("/v1/traces", traces, methods=["POST"]), Route("/health", health, methods=["GET"])],
+        lifespan=lifespan,
+    )
 
 
 def _success_body(rejected: int, reasons: list[str], protobuf: bool) -> bytes:
@@ -523,8 +614,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--trace-timeout", type=float, default=Limits.trace_timeout_s, metavar="S")
     parser.add_argument("--max-open-traces", type=int, default=Limits.max_open_traces, metavar="N")
     parser.add_argument("--max-buffered-mb", type=float, default=Limits.max_buffered_bytes / 2**20, metavar="MB")
+    parser.add_argument(
+        "--max-body-mb", type=float, default=Limits.max_body_bytes / 2**20, metavar="MB", help="per request"
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine reaches (127.0.0.0/8, ::1, localhost)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to any interface
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -546,10 +650,19 @@ def main(argv: list[str] | None = None) -> int:
         flush_interval_s=args.flush_interval,
         max_open_traces=args.max_open_traces,
         max_buffered_bytes=int(args.max_buffered_mb * 2**20),
+        max_body_bytes=int(args.max_body_mb * 2**20),
     )
+    token = args.token or os.environ.get("RUNLENS_OTLP_TOKEN")
+    if not token and not is_loopback(args.host):
+        print(
+            f"python -m ingest serve-otlp: --host {args.host} listens beyond this machine: set RUNLENS_OTLP_TOKEN "
+            "(or --token) so that only exporters with the token can write",
+            flush=True,
+        )
+        return 2
     db = resolve_db_path(args.db)
     buffer = TraceBuffer(limits)
-    app = make_app(buffer, Flusher(db, buffer, options), token=args.token or os.environ.get("RUNLENS_OTLP_TOKEN"))
+    app = make_app(buffer, Flusher(db, buffer, options), token=token)
     log.info("receiving OTLP/HTTP traces on http://%s:%d/v1/traces -> %s", args.host, args.port, db)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0

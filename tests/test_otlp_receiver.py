@@ -41,12 +41,12 @@ def _free_port() -> int:
 class Receiver:
     """A running ``serve-otlp`` process."""
 
-    def __init__(self, db: Path, port: int, log: Path) -> None:
+    def __init__(self, db: Path, port: int, log: Path, *extra: str, timeout: str = "30") -> None:
         self.db, self.port, self.log_path = db, port, log
         self.url = f"http://127.0.0.1:{port}/v1/traces"
         args = ["--db", str(db), "--port", str(port), "--token", TOKEN, "--flush-interval", "0.2", "--settle", "0.3"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ingest", "serve-otlp", *args, "--trace-timeout", "30"],
+            [sys.executable, "-m", "ingest", "serve-otlp", *args, "--trace-timeout", timeout, *extra],
             cwd=ROOT,
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
@@ -295,13 +295,20 @@ def test_limits_drop_whole_traces_with_a_log_line(caplog: pytest.LogCaptureFixtu
         assert buffer.add(_doc(t1, "00000000000000a1"))[0] == 0
         assert buffer.add(_doc(t2, "00000000000000b1"))[0] == 0
         rejected, reasons = buffer.add(_doc(t3, "00000000000000c1"))
-        assert rejected == 1 and reasons == [f"trace {t3} dropped: 2 traces are open (--max-open-traces)"]
+        assert rejected == 1 and reasons == [
+            f"1 span(s) of 1 trace(s): trace dropped: 2 traces are open (--max-open-traces) (trace {t3})"
+        ]
         big = _doc(t1, "00000000000000a2")
         big["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["name"] = "x" * 20_000
         assert buffer.add(big)[0] == 1  # over the byte budget: all of t1 goes, not just this span
         assert buffer.n_open == 1
-        assert buffer.add(_doc(t1, "00000000000000a0"))[1] == [f"trace {t1} was dropped earlier"]
-    assert f"dropped 1 span(s): trace {t3} dropped: 2 traces are open" in caplog.text
+        assert buffer.add(_doc(t1, "00000000000000a0"))[1] == [
+            f"1 span(s) of 1 trace(s): their trace was dropped earlier (trace {t1})"
+        ]
+    assert (
+        f"dropped 1 span(s): 1 span(s) of 1 trace(s): trace dropped: 2 traces are open (--max-open-traces) (trace {t3})"
+        in caplog.text
+    )
     assert "bytes of spans are buffered (--max-buffered-mb)" in caplog.text
     assert buffer.dropped_spans == 4  # t3's span, t1's big span, t1's buffered span, t1's late root
     clock.now = 61.0  # a dropped trace is forgotten after the trace timeout
