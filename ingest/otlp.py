@@ -49,8 +49,14 @@ ATTRIBUTE_FIELDS = (
     "sample",
     "score",
     "passed",
+    "query",
+    "reference_answer",
 )
 SCORINGS = ("binary", "graded", "continuous")
+MISSING_SCORE = ("keep", "error", "skip")
+# the keys a mapping may set besides ``attributes`` (a YAML file, or inline ``key=value``)
+MAPPING_KEYS = ("name", "benchmark", "scoring", "kind", "evaluation", "missing_score", "attempt_span", "prices")
+INLINE_KEYS = ("name", "benchmark", "scoring", "kind", "evaluation", "missing_score")
 
 Records = Iterator[tuple[str, dict[str, Any]]]
 
@@ -65,8 +71,9 @@ class TraceMapping:
     scoring: str = "continuous"
     kind: str = "agent"
     evaluation: str | None = None
-    missing_score: str = "error"
+    missing_score: str = "keep"
     attempt_span: tuple[tuple[str, str], ...] = ()  # (("name", X),) or (("kind", "AGENT"),)
+    prices: tuple[tuple[str, float, float], ...] = ()  # (model, USD per million input, per million output tokens)
     source: str = field(default="", compare=False)
 
 
@@ -122,6 +129,9 @@ def load_trace_mapping(spec: str | TraceMapping | None, *, where: str = "--mappi
 
 
 def _inline(spec: str, where: str) -> dict[str, Any]:
+    """``field=attribute,key=value,...``: a field of ATTRIBUTE_FIELDS sets its attribute list to that one
+    attribute, a key of INLINE_KEYS sets the key; any other name is refused, as in a YAML file (a typo must not
+    silently leave the default in place)."""
     out: dict[str, Any] = {"attributes": {}}
     for part in filter(None, (p.strip() for p in spec.split(","))):
         key, sep, value = (s.strip() for s in part.partition("="))
@@ -129,12 +139,46 @@ def _inline(spec: str, where: str) -> dict[str, Any]:
             raise IngestError.single(where, "mapping", f"{part!r} is not field=attribute")
         if key in ATTRIBUTE_FIELDS:
             out["attributes"][key] = [value]
-        else:
+        elif key in INLINE_KEYS:
             out[key] = value
+        else:
+            raise IngestError.single(
+                where,
+                "mapping",
+                f"unknown mapping key {key!r} in {part!r}: fields {', '.join(ATTRIBUTE_FIELDS)}; keys "
+                f"{', '.join(INLINE_KEYS)} (attempt_span and prices: in a YAML file)",
+            )
     return out
 
 
+def _prices(raw: Any, where: str) -> tuple[tuple[str, float, float], ...]:
+    """``prices: {model: {input_per_mtok: X, output_per_mtok: Y}}`` (USD per million tokens), checked."""
+    if raw is None:
+        return ()
+    bad = IngestError.single(
+        where, "mapping", "prices must be {MODEL: {input_per_mtok: USD, output_per_mtok: USD}} (numbers >= 0)"
+    )
+    if not isinstance(raw, dict):
+        raise bad
+    out = []
+    for model, entry in raw.items():
+        if not isinstance(entry, dict) or set(entry) != {"input_per_mtok", "output_per_mtok"}:
+            raise bad
+        values = [entry["input_per_mtok"], entry["output_per_mtok"]]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values):
+            raise bad
+        out.append((str(model), float(values[0]), float(values[1])))
+    return tuple(sorted(out))
+
+
 def _build(raw: dict[str, Any], where: str, label: str) -> TraceMapping:
+    unknown_keys = sorted(set(raw) - {*MAPPING_KEYS, "attributes"})
+    if unknown_keys:
+        raise IngestError.single(
+            where,
+            "mapping",
+            f"unknown mapping key(s) {', '.join(unknown_keys)}; keys: attributes, {', '.join(MAPPING_KEYS)}",
+        )
     attrs = raw.get("attributes") or {}
     unknown = sorted(set(attrs) - set(ATTRIBUTE_FIELDS))
     if unknown:
@@ -142,9 +186,11 @@ def _build(raw: dict[str, Any], where: str, label: str) -> TraceMapping:
             where, "mapping", f"unknown field(s) {', '.join(unknown)}; {', '.join(ATTRIBUTE_FIELDS)}"
         )
     scoring = str(raw.get("scoring") or "continuous")
-    missing = str(raw.get("missing_score") or "error")
-    if scoring not in SCORINGS or missing not in ("error", "skip"):
-        raise IngestError.single(where, "mapping", "scoring must be binary|graded|continuous, missing_score error|skip")
+    missing = str(raw.get("missing_score") or "keep")
+    if scoring not in SCORINGS or missing not in MISSING_SCORE:
+        raise IngestError.single(
+            where, "mapping", "scoring must be binary|graded|continuous, missing_score keep|error|skip"
+        )
     selector = raw.get("attempt_span") or {}
     if not isinstance(selector, dict) or not set(selector) <= {"name", "kind"}:
         raise IngestError.single(where, "mapping", "attempt_span must be {name: NAME} or {kind: KIND}")
@@ -157,6 +203,7 @@ def _build(raw: dict[str, Any], where: str, label: str) -> TraceMapping:
         evaluation=None if raw.get("evaluation") is None else str(raw["evaluation"]),
         missing_score=missing,
         attempt_span=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+        prices=_prices(raw.get("prices"), where),
         source=label,
     )
 
@@ -345,6 +392,7 @@ class Attempt:
     start_ns: int
     run: dict[str, Any]
     record: dict[str, Any]
+    task: dict[str, Any] = field(default_factory=dict)  # query, reference_answer: when the mapping finds them
 
 
 def _lookup(name: str, root: Span, spans: list[Span], mapping: TraceMapping) -> Any:
@@ -384,6 +432,9 @@ def build_attempt(
     if isinstance(passed, bool):
         record["passed"] = passed
     eval_date = _lookup("eval_date", root, spans, mapping)
+    if root.parent_id is not None:  # the trace's root span has not been seen: never stored as complete
+        record["trace_partial"] = {"missing": "root span", "root_parent_span_id": root.parent_id, "spans": len(spans)}
+    task = {k: str(v) for k in ("query", "reference_answer") if (v := _lookup(k, root, spans, mapping)) is not None}
     run = {
         "agent": str(agent or run_id),
         "agent_version": None if version is None else str(version),
@@ -399,6 +450,7 @@ def build_attempt(
         start_ns=root.start_ns,
         run=run,
         record=record,
+        task=task,
     )
 
 
@@ -636,16 +688,19 @@ def _records(
                 **joined[1],
                 "metrics": {**att.record.get("metrics", {}), **joined[1].get("metrics", {})},
             }
-        if not {"score", "raw_score", "passed"} & set(att.record) and att.record.get("status") == "completed":
-            if mapping.missing_score == "skip":
+        if not {"score", "raw_score", "passed"} & set(att.record):  # one rule, whatever the trace's status
+            if mapping.missing_score == "keep":  # stored unscored (score empty, never 0) until a late score
+                att.record["is_scored"] = False
+            elif mapping.missing_score == "skip":
                 continue
-            problems.add(
-                att.loc,
-                "score",
-                f"trace {att.trace_id} has no score: no score attribute, evaluation or annotation, and no row in "
-                "--scores (or set missing_score: skip in the mapping)",
-            )
-            continue
+            else:
+                problems.add(
+                    att.loc,
+                    "score",
+                    f"trace {att.trace_id} has no score: no score attribute, evaluation or annotation, and no row "
+                    "in --scores (missing_score: error; keep stores it unscored, skip leaves it out)",
+                )
+                continue
         kept.append(att)
     yield from _definitions(kept, mapping)
     samples: dict[tuple[str, str], int] = defaultdict(int)
@@ -670,7 +725,7 @@ def _definitions(attempts: list[Attempt], mapping: TraceMapping) -> Records:
             yield att.loc, {"record": "benchmark", "benchmark": att.benchmark, "scoring": mapping.scoring}
         if ("t", att.benchmark, att.task_id) not in seen:
             seen.add(("t", att.benchmark, att.task_id))
-            yield att.loc, {"record": "task", "benchmark": att.benchmark, "task_id": att.task_id}
+            yield att.loc, {"record": "task", "benchmark": att.benchmark, "task_id": att.task_id, **att.task}
         if ("r", att.run_id) not in seen:
             seen.add(("r", att.run_id))
             run = {**att.run, "eval_date": first_date.get(att.run_id)}

@@ -244,11 +244,18 @@ def llm_step(span: Span, *, keep_input: bool) -> dict[str, Any]:
     )
     _take(rest, LEGACY_REQUEST_TYPE)
     out_text = "\n".join(str(m["content"]) for m in outputs if m.get("content")) or None
-    input_value, output_value = _take(rest, "input.value"), _take(rest, "output.value")
-    _take(rest, "input.mime_type", "output.mime_type")
+    input_value = _take(rest, "input.value")
+    if outputs or rest.get("output.mime_type") == "application/json":
+        # the output messages say what the model said (a turn that only asks for a tool says nothing); the raw
+        # response (OpenInference's output.value: the provider's HTTP response JSON) stays in the attributes
+        content = out_text
+    else:
+        content = _as_text(_take(rest, "output.value"))
+        _take(rest, "output.mime_type")
+    _take(rest, "input.mime_type")
     step: dict[str, Any] = {
         "kind": "model",
-        "content": out_text if out_text is not None else _as_text(output_value),
+        "content": content,
         "input_tokens": _int_or_none(_take(rest, *LLM_TOKENS_IN)),
         "output_tokens": _int_or_none(_take(rest, *LLM_TOKENS_OUT)),
         "latency_s": (span.end_ns - span.start_ns) / 1e9,

@@ -39,9 +39,10 @@ from ingest.errors import IngestError, ProblemCollector
 from ingest.known import load_known
 from ingest.otlp import MAX_SPANS_PER_TRACE, group_traces, load_trace_mapping, parse_otlp
 from ingest.otlp_decode import BadSpan, decode_proto_request, spans_of_request
-from ingest.pipeline import Prepared, commit_prepared
 from ingest.records import Known, Normaliser
 from store import Location, RunlensError, resolve_db_path, writer
+from store.attempt_update import replace_attempts
+from store.ingest_writer import write_bundle
 
 log = logging.getLogger("runlens.otlp")
 PROTOBUF = "application/x-protobuf"
@@ -60,6 +61,8 @@ class Limits:
     max_requests: int = 8  # trace requests read or decoded at once (more get HTTP 503)
     decode_workers: int = 2  # threads decoding and buffering requests
     max_batch_traces: int = 500  # traces written per transaction (more complete traces: more transactions)
+    root_wait_s: float = 1800.0  # how long spans of a trace wait for its root span before being stored as partial
+    max_waiting_bytes: int = 16 * 1024 * 1024  # rootless traces past the timeout: beyond, oldest stored as partial
 
 
 @dataclass
@@ -70,6 +73,7 @@ class _Open:
     span_ids: set[str] = field(default_factory=set)
     n_bytes: int = 0
     has_root: bool = False
+    stored: bool = False  # the trace was written already (these spans came late): merged after the settle time
     last_seen: float = 0.0
 
 
@@ -83,7 +87,18 @@ class TraceBuffer:
         self._bytes = 0
         self._lock = threading.Lock()
         self._dropped: collections.OrderedDict[str, float] = collections.OrderedDict()  # trace id -> when
+        self._stored: collections.OrderedDict[str, None] = collections.OrderedDict()  # written lately (bounded)
         self.dropped_spans = 0
+
+    def mark_stored(self, trace_ids: Iterable[str]) -> None:
+        """Remember traces just written: their late spans are merged after the settle time, not kept waiting for
+        a root span that is stored already."""
+        with self._lock:
+            for trace_id in trace_ids:
+                self._stored[trace_id] = None
+                self._stored.move_to_end(trace_id)
+            while len(self._stored) > self.limits.max_open_traces:
+                self._stored.popitem(last=False)
 
     @property
     def n_open(self) -> int:
@@ -111,7 +126,9 @@ class TraceBuffer:
                     rejected += 1
                     _count(counts, reason, span["traceId"])
                     continue
-                entry = self._open.setdefault(span["traceId"], _Open())
+                entry = self._open.get(span["traceId"])
+                if entry is None:
+                    entry = self._open[span["traceId"]] = _Open(stored=span["traceId"] in self._stored)
                 entry.parts.append((resource, scope, span))
                 entry.span_ids.add(span.get("spanId", ""))
                 entry.n_bytes += size
@@ -159,25 +176,47 @@ class TraceBuffer:
 
     def take_complete(self, *, everything: bool = False, limit: int | None = None) -> list[tuple[str, bytes, bool]]:
         """Remove and return ``(trace id, OTLP/JSON line, has root)`` of complete traces, at most ``limit`` (all
-        buffered traces when ``everything``, at shutdown)."""
+        buffered traces when ``everything``, at shutdown).
+
+        Complete: the root span arrived (or the trace is stored already) and nothing came for ``settle_s``. A trace
+        whose root has not arrived waits: past ``trace_timeout_s`` of silence it is *waiting*, and it is taken (to
+        be stored marked partial, completed when the rest arrives) only after ``root_wait_s``, or, oldest first,
+        when the waiting traces hold more than ``max_waiting_bytes``."""
         now = self.clock()
-        out = []
+        out: list[tuple[str, bytes, bool]] = []
+        limits = self.limits
         with self._lock:
-            while self._dropped and now - next(iter(self._dropped.values())) >= self.limits.trace_timeout_s:
+            while self._dropped and now - next(iter(self._dropped.values())) >= limits.trace_timeout_s:
                 self._dropped.popitem(last=False)
-            for trace_id, entry in list(self._open.items()):
+            waiting: list[tuple[float, str]] = []
+            waiting_bytes = 0
+            chosen: list[str] = []
+            for trace_id, entry in self._open.items():
                 idle = now - entry.last_seen
-                if (
-                    everything
-                    or idle >= self.limits.trace_timeout_s
-                    or (entry.has_root and idle >= self.limits.settle_s)
-                ):
-                    del self._open[trace_id]
-                    self._bytes -= entry.n_bytes
-                    out.append((trace_id, _as_line(entry.parts), entry.has_root))
-                    if limit is not None and len(out) >= limit:
+                if everything or ((entry.has_root or entry.stored) and idle >= limits.settle_s):
+                    chosen.append(trace_id)
+                elif not (entry.has_root or entry.stored) and idle >= limits.trace_timeout_s:
+                    if idle >= limits.root_wait_s:
+                        chosen.append(trace_id)
+                    else:
+                        waiting.append((entry.last_seen, trace_id))
+                        waiting_bytes += entry.n_bytes
+            if waiting_bytes > limits.max_waiting_bytes:
+                for _, trace_id in sorted(waiting):  # the oldest first, until the rest fits
+                    chosen.append(trace_id)
+                    waiting_bytes -= self._open[trace_id].n_bytes
+                    if waiting_bytes <= limits.max_waiting_bytes:
                         break
+            for trace_id in chosen[:limit]:
+                entry = self._open.pop(trace_id)
+                self._bytes -= entry.n_bytes
+                out.append((trace_id, _as_line(entry.parts), entry.has_root))
         return out
+
+    @property
+    def n_waiting_bytes(self) -> int:
+        """Bytes buffered in traces without a root span (read without the lock: a figure for the log)."""
+        return sum(e.n_bytes for e in list(self._open.values()) if not (e.has_root or e.stored))
 
 
 def _iter_spans(request: dict[str, Any]) -> Iterable[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
@@ -294,24 +333,76 @@ class BatchResult:
 
     written: int = 0
     rejected: dict[str, str] = field(default_factory=dict)  # trace id -> why
-    already: int = 0
+    already: int = 0  # traces whose every span was stored already (a resent request)
+    merged: int = 0  # traces stored earlier, stored again with the spans that came since
+    unmergeable: dict[str, str] = field(default_factory=dict)  # trace id -> why its late spans were not kept
+    partial: int = 0  # attempts written without their trace's root span (marked trace_partial)
+    unscored: int = 0  # attempts written without a score (awaiting python -m ingest scores)
+    written_ids: list[str] = field(default_factory=list)
 
 
-def _stored_traces(con: Any, trace_ids: list[str]) -> set[str]:
-    """Trace ids of ``trace_ids`` already stored (an exporter retrying a request must not add attempts)."""
+@dataclass
+class _Stored:
+    """The attempts a trace already has in the store, and its spans as stored (None: not kept)."""
+
+    attempt_ids: list[int]
+    keys: set[tuple[str, str, int]]
+    spans_hash: str | None
+    line: bytes | None = None
+
+
+def _stored_traces(con: Any, trace_ids: list[str]) -> dict[str, _Stored]:
+    """Trace id -> its stored attempts, of ``trace_ids`` already stored (with the OTLP/JSON of their spans when
+    the receiver kept it: ``extra.otlp_spans``, a key into ``texts``)."""
     if not trace_ids:
-        return set()
-    found = con.execute(
-        "SELECT DISTINCT json_extract_string(extra, '$.trace_id') FROM attempts "
-        "WHERE json_extract_string(extra, '$.trace_id') IN (SELECT unnest(?::VARCHAR[]))",
+        return {}
+    rows = con.execute(
+        "SELECT json_extract_string(extra, '$.trace_id'), attempt_id, run_id, task_id, sample, "
+        "json_extract_string(extra, '$.otlp_spans') FROM attempts "
+        "WHERE json_extract_string(extra, '$.trace_id') IN (SELECT unnest(?::VARCHAR[])) ORDER BY attempt_id",
         [trace_ids],
     ).fetchall()
-    return {row[0] for row in found}
+    out: dict[str, _Stored] = {}
+    for trace_id, attempt_id, run_id, task_id, sample, spans_hash in rows:
+        entry = out.setdefault(trace_id, _Stored([], set(), spans_hash))
+        entry.attempt_ids.append(int(attempt_id))
+        entry.keys.add((run_id, task_id, int(sample)))
+        entry.spans_hash = entry.spans_hash or spans_hash
+    hashes = [e.spans_hash for e in out.values() if e.spans_hash]
+    if hashes:
+        texts = dict(
+            con.execute(
+                "SELECT text_hash, any_value(text) FROM texts WHERE text_hash IN (SELECT unnest(?::VARCHAR[])) "
+                "GROUP BY text_hash",
+                [hashes],
+            ).fetchall()
+        )
+        for entry in out.values():
+            if entry.spans_hash in texts:
+                entry.line = texts[entry.spans_hash].encode()
+    return out
 
 
-def _adjusted(records: Iterable[tuple[str, dict[str, Any]]], known: Known) -> list[tuple[str, dict[str, Any]]]:
+def _merged(old: bytes, new: bytes) -> tuple[bytes, int]:
+    """The spans stored and the spans that came since, as one trace line (each span once, by span id); and how
+    many spans are new."""
+    parts = list(_iter_spans(json.loads(old)))
+    seen = {span.get("spanId") for _, _, span in parts}
+    added = 0
+    for resource, scope, span in _iter_spans(json.loads(new)):
+        if span.get("spanId") not in seen:
+            seen.add(span.get("spanId"))
+            parts.append((resource, scope, span))
+            added += 1
+    return _as_line(parts), added
+
+
+def _adjusted(
+    records: Iterable[tuple[str, dict[str, Any]]], known: Known, spans: dict[str, tuple[str, str]]
+) -> list[tuple[str, dict[str, Any]]]:
     """Records of a batch made to fit what is stored: definitions already stored are kept as stored (the first
-    trace of a run defines it), and a sample number already taken becomes the next free one."""
+    trace of a run defines it), a sample number already taken becomes the next free one, and each attempt names
+    the stored text of its trace's spans (``otlp_spans``: what a later merge starts from)."""
     out = []
     taken: set[tuple[str, str, int]] = set()
     for loc, rec in records:
@@ -330,15 +421,20 @@ def _adjusted(records: Iterable[tuple[str, dict[str, Any]]], known: Known) -> li
                 sample += 1
             taken.add((rec["run_id"], rec["task_id"], sample))
             rec = {**rec, "sample": sample}
+            if rec.get("trace_id") in spans:
+                rec["otlp_spans"] = spans[rec["trace_id"]][0]
         out.append((loc, rec))
     return out
 
 
-def _validate(path: Path, data: bytes, known: Known, options: dict[str, Any]) -> tuple[Any, ProblemCollector]:
+def _validate(
+    path: Path, data: bytes, known: Known, options: dict[str, Any], spans: dict[str, tuple[str, str]]
+) -> tuple[Any, ProblemCollector, list[dict[str, Any]]]:
     problems = ProblemCollector()
-    records = list(parse_otlp(path, data, problems, **options))
-    bundle = Normaliser(known.copy(), problems).feed(_adjusted(records, known))
-    return bundle, problems
+    records = _adjusted(parse_otlp(path, data, problems, **options), known, spans)
+    bundle = Normaliser(known.copy(), problems).feed(records)
+    attempts = [rec for _, rec in records if rec.get("record") == "attempt"]
+    return bundle, problems, attempts
 
 
 def _batch_file(traces: list[tuple[str, bytes]]) -> tuple[Path, bytes]:
@@ -348,44 +444,108 @@ def _batch_file(traces: list[tuple[str, bytes]]) -> tuple[Path, bytes]:
     return Path(f"otlp-http/{stamp}-{hashlib.sha256(data).hexdigest()[:12]}.jsonl"), data
 
 
+def _forgetting(known: Known, freed: set[tuple[str, str, int]]) -> None:
+    """Make ``known`` (and its copies) see the attempts about to be replaced as gone: their keys are free."""
+    loader = known.attempt_loader
+    if loader is None or not freed:
+        return
+
+    def without(run_id: str) -> dict[tuple[str, int], int]:
+        return {k: v for k, v in loader(run_id).items() if (run_id, *k) not in freed}
+
+    known.attempt_loader = without
+    known.attempts = {k: v for k, v in known.attempts.items() if k not in freed}
+
+
 def write_batch(db: Location, traces: list[tuple[str, bytes, bool]], options: dict[str, Any]) -> BatchResult:
     """Write complete traces in one transaction through the writer (which publishes the read snapshot).
 
-    Traces already stored are skipped. When the batch fails validation, each trace is validated on its own; those
-    at fault are left out (and reported), the others are written.
+    A trace already stored is merged: its stored spans and the new ones are read again as one trace, and the
+    attempt(s) it gives replace the stored ones in the same transaction (steps in tree order, tokens summed, a
+    partial attempt completed). A resent request (no new span) writes nothing. When the batch fails validation,
+    each trace is validated on its own; those at fault are left out (and reported), the others are written.
     """
     result = BatchResult()
     with writer(db, short_session=True) as con:  # a small batch: may share one publish with queued writers
         known = load_known(con)
         stored = _stored_traces(con, [t for t, _, _ in traces])
-        fresh = [(t, line) for t, line, _ in traces if t not in stored]
-        result.already = len(traces) - len(fresh)
+        fresh: list[tuple[str, bytes]] = []
+        replaced: dict[str, _Stored] = {}
+        for trace_id, line, _ in traces:
+            before = stored.get(trace_id)
+            if before is None:
+                fresh.append((trace_id, line))
+                continue
+            if before.line is None:
+                result.unmergeable[trace_id] = (
+                    "stored by a file ingest or an older receiver, without its spans: the late spans cannot be "
+                    "merged and are not kept"
+                )
+                continue
+            merged, added = _merged(before.line, line)
+            if not added:
+                result.already += 1
+                continue
+            fresh.append((trace_id, merged))
+            replaced[trace_id] = before
         if not fresh:
             return result
+        _forgetting(known, {key for r in replaced.values() for key in r.keys})
+        spans = {t: (hashlib.sha256(line).hexdigest(), line.decode()) for t, line in fresh}
         path, data = _batch_file(fresh)
-        bundle, problems = _validate(path, data, known, options)
+        bundle, problems, attempts = _validate(path, data, known, options, spans)
         if problems:
-            fresh = _isolate(fresh, known, options, result)
+            fresh = _isolate(fresh, known, options, spans, result)
             if not fresh:
                 return result
             path, data = _batch_file(fresh)
-            bundle, problems = _validate(path, data, known, options)
+            bundle, problems, attempts = _validate(path, data, known, options, spans)
             problems.raise_if_any()  # each trace passed alone; together they cannot fail (guarded all the same)
+        for trace_id, _ in fresh:
+            digest, text = spans[trace_id]
+            bundle.texts.setdefault(digest, text)  # the spans, kept for a later merge (extra.otlp_spans)
         bundle.freeze()
-        prepared = Prepared(str(path), "otlp", _utcnow(), hashlib.sha256(data).hexdigest(), bundle)
-        if commit_prepared(con, prepared, known) is None:
-            raise RunlensError(f"{path}: batch inconsistent with the database it was validated against")
-        result.written = len(fresh)
+        old_ids = [i for t, _ in fresh if t in replaced for i in replaced[t].attempt_ids]
+        merged_ids = [t for t, _ in fresh if t in replaced]
+
+        def before_commit(con: Any, file_id: int) -> None:
+            replace_attempts(
+                con, old_ids, reason="otlp late spans", detail={"trace_ids": merged_ids, "file_id": file_id}
+            )
+            from ingest.rules import label_file_attempts  # pandas: loaded when a batch is first written
+
+            label_file_attempts(con, file_id=file_id, own_transaction=False)
+
+        write_bundle(
+            con,
+            bundle,
+            path=str(path),
+            content_hash=hashlib.sha256(data).hexdigest(),
+            fmt="otlp",
+            is_demo=False,
+            started_at=_utcnow(),
+            seconds=0.0,
+            before_commit=before_commit,
+        )
+        result.written = len(fresh) - len(merged_ids)
+        result.merged = len(merged_ids)
+        result.written_ids = [t for t, _ in fresh]
+        result.partial = sum(1 for a in attempts if "trace_partial" in a)
+        result.unscored = sum(1 for a in attempts if a.get("is_scored") is False)
     return result
 
 
 def _isolate(
-    traces: list[tuple[str, bytes]], known: Known, options: dict[str, Any], result: BatchResult
+    traces: list[tuple[str, bytes]],
+    known: Known,
+    options: dict[str, Any],
+    spans: dict[str, tuple[str, str]],
+    result: BatchResult,
 ) -> list[tuple[str, bytes]]:
     """The traces that pass validation on their own; the others go to ``result.rejected`` with their reasons."""
     good = []
     for trace_id, line in traces:
-        _, problems = _validate(Path(f"otlp-http/{trace_id}"), line, known, options)
+        _, problems, _ = _validate(Path(f"otlp-http/{trace_id}"), line, known, options, spans)
         if problems:
             result.rejected[trace_id] = "; ".join(str(p) for p in problems.problems[:3])
         else:
@@ -436,9 +596,20 @@ class Flusher:
                 return len(traces) >= size
 
     def _write(self, traces: list[tuple[str, bytes, bool]], *, everything: bool) -> None:
-        partial = [t for t, _, has_root in traces if not has_root]
-        if partial:
-            log.warning("%d trace(s) written without their root span (timed out or at shutdown)", len(partial))
+        rootless = [t for t, _, has_root in traces if not has_root]
+        if rootless:
+            why = (
+                "at shutdown"
+                if everything
+                else f"after waiting {self.buffer.limits.root_wait_s:g} s or past --max-waiting-mb"
+            )
+            log.warning(
+                "%d trace(s) without their root span taken %s (%s): stored marked partial, completed if the rest "
+                "arrives",
+                len(rootless),
+                why,
+                _examples([(t, b"", False) for t in rootless]),
+            )
         try:
             result = write_batch(self.db, traces, self.options)
         except IngestError as exc:  # cannot happen (each trace was validated alone); never retried
@@ -454,17 +625,30 @@ class Flusher:
         except Exception:  # a fault in reading a trace must not stop the flushes: said, with the traces' ids
             log.exception("could not read %d trace(s) (%s): not written", len(traces), _examples(traces))
             return
+        self.buffer.mark_stored(result.written_ids)
         self.written += result.written
         for trace_id, why in result.rejected.items():
             log.warning("trace %s not written: %s", trace_id, why)
-        if result.written:
-            log.info("wrote %d trace(s) in one transaction (%d open)", result.written, self.buffer.n_open)
-        if result.already:
+        for trace_id, why in result.unmergeable.items():
+            log.warning("trace %s already stored; spans that came later: %s", trace_id, why)
+        if result.written or result.merged:
+            notes = [
+                f"{n} {what}"
+                for n, what in (
+                    (result.merged, "merged with the spans stored earlier (the attempt replaced)"),
+                    (result.partial, "partial: no root span yet (extra.trace_partial)"),
+                    (result.unscored, "without a score: score empty until python -m ingest scores"),
+                )
+                if n
+            ]
             log.info(
-                "%d trace(s) already stored (a resent request, or spans that came after their trace was written): "
-                "not written again",
-                result.already,
+                "wrote %d new trace(s) in one transaction%s (%d open)",
+                result.written,
+                f"; {'; '.join(notes)}" if notes else "",
+                self.buffer.n_open,
             )
+        if result.already:
+            log.info("%d trace(s) already stored with every span (a resent request): not written again", result.already)
 
 
 def _examples(traces: list[tuple[str, bytes, bool]]) -> str:
@@ -612,6 +796,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--flush-interval", type=float, default=Limits.flush_interval_s, metavar="S")
     parser.add_argument("--settle", type=float, default=Limits.settle_s, metavar="S", help="wait after a root span")
     parser.add_argument("--trace-timeout", type=float, default=Limits.trace_timeout_s, metavar="S")
+    parser.add_argument(
+        "--root-wait",
+        type=float,
+        default=Limits.root_wait_s,
+        metavar="S",
+        help="how long spans wait for their trace's root span before being stored marked partial",
+    )
+    parser.add_argument(
+        "--max-waiting-mb",
+        type=float,
+        default=Limits.max_waiting_bytes / 2**20,
+        metavar="MB",
+        help="spans of traces past --trace-timeout without a root: beyond, the oldest are stored marked partial",
+    )
     parser.add_argument("--max-open-traces", type=int, default=Limits.max_open_traces, metavar="N")
     parser.add_argument("--max-buffered-mb", type=float, default=Limits.max_buffered_bytes / 2**20, metavar="MB")
     parser.add_argument(
@@ -651,6 +849,8 @@ def main(argv: list[str] | None = None) -> int:
         max_open_traces=args.max_open_traces,
         max_buffered_bytes=int(args.max_buffered_mb * 2**20),
         max_body_bytes=int(args.max_body_mb * 2**20),
+        root_wait_s=args.root_wait,
+        max_waiting_bytes=int(args.max_waiting_mb * 2**20),
     )
     token = args.token or os.environ.get("RUNLENS_OTLP_TOKEN")
     if not token and not is_loopback(args.host):

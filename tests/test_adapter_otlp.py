@@ -211,7 +211,7 @@ def test_malformed_otlp_names_the_line_and_writes_nothing(
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n")
     db = tmp_path / "db.duckdb"
-    result = _ingest(db, path, fmt="otlp")
+    result = _ingest(db, path, fmt="otlp", mapping="missing_score=error")
     assert result.outcome == "failed"
     message = str(result.error)
     assert f"{path}{where}" in message and reason in message, message
