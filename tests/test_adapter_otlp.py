@@ -381,3 +381,89 @@ def test_earlier_genai_attributes_as_openllmetry_writes_them(tmp_path: Path) -> 
     assert rows(db, "SELECT input_tokens, output_tokens, answer, score FROM attempts") == [
         (31, 11, "Frank Herbert.", 1.0)
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Score-less traces, partial traces, mapping keys, task text
+# ---------------------------------------------------------------------------------------------
+
+
+def _unscored(trace: str, span: str, *, crashed: bool, parent: str = "") -> dict[str, Any]:
+    out = {**_span_json(trace, span, parent), "attributes": [{"key": "session.id", "value": {"stringValue": trace}}]}
+    if crashed:
+        out["status"] = {"code": 2, "message": "agent crashed"}
+    return out
+
+
+SCORELESS = [
+    _line(_unscored(format(i + 1, "032x"), format(i + 1, "016x"), crashed=i == 9)) for i in range(10)
+]  # the ten score-less traces, the last one crashed
+
+
+def test_score_less_traces_are_stored_unscored_whatever_their_status(tmp_path: Path) -> None:
+    path = tmp_path / "scoreless.jsonl"
+    path.write_text("\n".join(SCORELESS) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path)
+    assert result.outcome == "ingested", result.error
+    got = rows(tmp_path / "db.duckdb", "SELECT status, score, passed FROM attempts ORDER BY task_id")
+    assert got == [("completed", None, None)] * 9 + [("crashed", None, None)]  # never 0 for the crashed one
+
+
+@pytest.mark.parametrize(("missing", "outcome", "n"), [("error", "failed", 0), ("skip", "ingested", 0)])
+def test_missing_score_error_and_skip_treat_every_status_alike(
+    tmp_path: Path, missing: str, outcome: str, n: int
+) -> None:
+    path = tmp_path / "scoreless.jsonl"
+    path.write_text("\n".join(SCORELESS) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path, mapping=f"missing_score={missing}")
+    assert result.outcome == outcome
+    if missing == "error":
+        assert str(result.error).count("has no score") == 10  # the crashed one too
+    else:
+        assert rows(tmp_path / "db.duckdb", "SELECT count(*) FROM attempts") == [(n,)]
+
+
+def test_a_trace_without_its_root_span_is_marked_partial(tmp_path: Path) -> None:
+    path = tmp_path / "fragment.jsonl"
+    path.write_text(_line(_span_json(TRACE, "eee19b7ec3c1b174", parent="00000000000000aa")) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path)
+    assert result.outcome == "ingested", result.error
+    got = rows(tmp_path / "db.duckdb", "SELECT json_extract_string(extra, '$.trace_partial.missing') FROM attempts")
+    assert got == [("root span",)]
+
+
+@pytest.mark.parametrize(
+    ("mapping", "reason"),
+    [
+        ("taskid=dataset.example_id", "unknown mapping key 'taskid'"),  # a typo: was silently ignored
+        ("task_id=x,evaluaton=correctness", "unknown mapping key 'evaluaton'"),
+        ("missing_score=sometimes", "missing_score keep|error|skip"),
+    ],
+)
+def test_inline_mapping_keys_are_validated(tmp_path: Path, mapping: str, reason: str) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(_span_json(TRACE, "eee19b7ec3c1b174")) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path, mapping=mapping)
+    assert result.outcome == "failed" and reason in str(result.error), result.error
+
+
+def test_a_yaml_mapping_with_an_unknown_key_is_refused(tmp_path: Path) -> None:
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text("name: m\nevaluaton: correctness\n")
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(_span_json(TRACE, "eee19b7ec3c1b174")) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path, mapping=str(mapping))
+    assert result.outcome == "failed" and "unknown mapping key(s) evaluaton" in str(result.error)
+
+
+def test_task_text_and_reference_answer_are_mapped(tmp_path: Path) -> None:
+    span = _span_json(TRACE, "eee19b7ec3c1b174")
+    span["attributes"] += [
+        {"key": "dataset.question", "value": {"stringValue": "What is 2+2?"}},
+        {"key": "runlens.reference_answer", "value": {"stringValue": "4"}},
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(span) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path, mapping="query=dataset.question")
+    assert result.outcome == "ingested", result.error
+    assert rows(tmp_path / "db.duckdb", "SELECT query, reference_answer FROM tasks") == [("What is 2+2?", "4")]
