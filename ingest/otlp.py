@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from ingest.cost import price_call
 from ingest.errors import IngestError, ProblemCollector
 from ingest.otlp_conventions import (
     LLM_TOKENS_IN,
@@ -414,7 +415,7 @@ def build_attempt(
     path: Path, trace: Trace, root: Span, spans: list[Span], mapping: TraceMapping, options: dict[str, Any]
 ) -> Attempt:
     """The attempt record (without run, task and sample numbers resolved) of one attempt root and its spans."""
-    steps, evals = _steps_and_evaluations(spans)
+    steps, evals = _steps_and_evaluations(spans, mapping)
     others = [_span_summary(s) for s in spans if s is not root and span_class(s) not in STEP_KINDS]
     agent = options.get("agent") or _lookup("agent", root, spans, mapping) or root.resource.get("service.name")
     version = _lookup("agent_version", root, spans, mapping)
@@ -485,7 +486,10 @@ def _date(ns: int) -> str | None:
     return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).date().isoformat()
 
 
-def _steps_and_evaluations(spans: list[Span]) -> tuple[list[dict[str, Any]], list[Evaluation]]:
+PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+
+
+def _steps_and_evaluations(spans: list[Span], mapping: TraceMapping) -> tuple[list[dict[str, Any]], list[Evaluation]]:
     steps: list[dict[str, Any]] = []
     evals: list[Evaluation] = []
     rnd = 0
@@ -495,6 +499,17 @@ def _steps_and_evaluations(spans: list[Span]) -> tuple[list[dict[str, Any]], lis
         if cls == "llm":
             rnd += 1
             step = llm_step(span, keep_input=rnd == 1)
+            if step.get("cost_usd") is None:  # neither convention carries one: priced from model and tokens
+                price = price_call(
+                    step.get("model"),
+                    step.get("input_tokens"),
+                    step.get("output_tokens"),
+                    overrides=mapping.prices,
+                    provider=next((str(span.attrs[k]) for k in PROVIDER_KEYS if span.attrs.get(k)), None),
+                    when_ns=span.start_ns,
+                )
+                if price is not None:
+                    step["cost_usd"], step["cost_source"] = price.usd, price.source
         elif cls in STEP_KINDS:
             step = tool_step(span, cls)
         else:
@@ -526,7 +541,7 @@ def _attempt_record(
         "answer": answer,
         "input_tokens": _first(_sum(models, "input_tokens"), _root_tokens(rest, LLM_TOKENS_IN)),
         "output_tokens": _first(_sum(models, "output_tokens"), _root_tokens(rest, LLM_TOKENS_OUT)),
-        "cost_usd": _sum(models, "cost_usd"),
+        "cost_usd": None,
         "latency_s": (root.end_ns - root.start_ns) / 1e9,
         "status": "crashed" if root.status_code == STATUS_ERROR else "completed",
         "steps": steps,
@@ -538,8 +553,34 @@ def _attempt_record(
     }
     if root.status_code == STATUS_ERROR:
         record["error"] = root.status_message or "error"
+    _apply_cost(record, models)
     _apply_scores(record, evals, mapping, score_attr)
     return {k: v for k, v in record.items() if v is not None}
+
+
+def _apply_cost(record: dict[str, Any], models: list[dict[str, Any]]) -> None:
+    """The attempt's cost: the sum over its model steps when every step with tokens has a cost (from the span, the
+    mapping's prices or the catalog), else none, with the models that had no price (``cost_missing``). A cost
+    with any computed part names its sources (``cost_source``: source -> steps), which marks it computed."""
+    priced = [s for s in models if s.get("cost_usd") is not None]
+    unpriced = [s for s in models if s.get("cost_usd") is None and (s.get("input_tokens") or s.get("output_tokens"))]
+    if unpriced:
+        names = sorted({str(s.get("model") or "(no model name)") for s in unpriced})
+        record["cost_missing"] = {
+            "models": names,
+            "steps": len(unpriced),
+            "reason": "no price in the mapping's prices or the catalog: add them under prices: in the mapping",
+        }
+        return
+    if not priced:
+        return
+    record["cost_usd"] = sum(s["cost_usd"] for s in priced)
+    sources: dict[str, int] = {}
+    for s in priced:
+        key = s.get("cost_source", "span")
+        sources[key] = sources.get(key, 0) + 1
+    if set(sources) != {"span"}:
+        record["cost_source"] = sources
 
 
 def _first(*values: Any) -> Any:

@@ -467,3 +467,62 @@ def test_task_text_and_reference_answer_are_mapped(tmp_path: Path) -> None:
     result = _ingest(tmp_path / "db.duckdb", path, mapping="query=dataset.question")
     assert result.outcome == "ingested", result.error
     assert rows(tmp_path / "db.duckdb", "SELECT query, reference_answer FROM tasks") == [("What is 2+2?", "4")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Cost from model and tokens
+# ---------------------------------------------------------------------------------------------
+
+
+def _catalog_usd(model: str, n_in: int, n_out: int, when_ns: int) -> float:
+    """The pinned catalog's own answer (the reference the reader must agree with)."""
+    import datetime as dt
+
+    from genai_prices import Usage, calc_price
+
+    when = dt.datetime.fromtimestamp(when_ns / 1e9, dt.UTC)
+    found = calc_price(Usage(input_tokens=n_in, output_tokens=n_out), model_ref=model, genai_request_timestamp=when)
+    return float(found.total_price)
+
+
+def test_traced_runs_get_a_computed_cost_from_the_catalog(json_db: Path, spans: list[ReadableSpan]) -> None:
+    got = rows(
+        json_db,
+        "SELECT run_id, sample, cost_usd, is_cost_computed, json_extract(extra, '$.cost_source')::VARCHAR "
+        "FROM attempts ORDER BY run_id, sample",
+    )
+    llm = {}  # trace -> [(model, in, out, start)]
+    for span in spans:
+        attrs = span.attributes or {}
+        model = attrs.get("llm.model_name") or attrs.get("gen_ai.request.model")
+        if model:
+            n_in = int(attrs.get("llm.token_count.prompt", attrs.get("gen_ai.usage.input_tokens", 0)))  # type: ignore[arg-type]
+            n_out = int(attrs.get("llm.token_count.completion", attrs.get("gen_ai.usage.output_tokens", 0)))  # type: ignore[arg-type]
+            llm.setdefault(span.context.trace_id, []).append((str(model), n_in, n_out, span.start_time or 0))
+    want = sorted(sum(_catalog_usd(*call) for call in calls) for calls in llm.values())
+    assert sorted(r[2] for r in got) == pytest.approx(want)
+    assert all(r[2] > 0 for r in got)
+    assert {(r[3], r[4]) for r in got} == {(True, '{"genai-prices 0.2.3":2}')}
+
+
+def test_the_mappings_prices_win_over_the_catalog_and_an_unknown_model_leaves_the_cost_empty(
+    tmp_path: Path, spans: list[ReadableSpan]
+) -> None:
+    path = tmp_path / "traces.jsonl"
+    text = otlp_json_lines(spans).decode().replace("gpt-4.1", "house-model-7")  # the GenAI trace's model
+    path.write_text(text)
+    mapping = tmp_path / "prices.yaml"
+    mapping.write_text("prices:\n  gpt-4o-mini: {input_per_mtok: 1000, output_per_mtok: 2000}\n")
+    db = tmp_path / "db.duckdb"
+    assert _ingest(db, path, mapping=str(mapping)).outcome == "ingested"
+    got = rows(
+        db,
+        "SELECT run_id, cost_usd, is_cost_computed, json_extract_string(extra, '$.cost_missing.models[0]') "
+        "FROM attempts ORDER BY run_id, sample",
+    )
+    oi_cost = ((120 + 160) * 1000 + (15 + 6) * 2000) / 1e6  # the OpenInference trace's tokens at the mapping's price
+    assert got == [
+        ("support-agent@1.2", pytest.approx(oi_cost), True, None),
+        ("support-agent@1.2", pytest.approx(oi_cost), True, None),
+        ("travel-agent@0.3", None, False, "house-model-7"),  # no price: no cost, not a partial sum
+    ]

@@ -168,6 +168,15 @@ def test_a_slow_step_and_a_late_span_from_instrumented_openai_calls(
             ("model", None, "A sunny day in Paris.", None),  # in start order, before the final answer
             ("final", None, "Sunny, 21C", None),
         ]
+        from genai_prices import Usage, calc_price
+
+        per_call = float(calc_price(Usage(input_tokens=100, output_tokens=20), model_ref="gpt-4o-mini").total_price)
+        cost = _snapshot(
+            receiver.db,
+            "SELECT cost_usd, is_cost_computed FROM attempts WHERE json_extract_string(extra, '$.trace_id') = ?",
+            [trace_id],
+        )
+        assert cost == [(pytest.approx(3 * per_call), True)]  # three calls priced by the catalog, marked computed
     finally:
         instrumentor.uninstrument()
         provider.shutdown()
