@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import csv
 import datetime as dt
 import hashlib
 import hmac
+import io
 import ipaddress
 import json
 import logging
@@ -40,6 +42,7 @@ from ingest.known import load_known
 from ingest.otlp import MAX_SPANS_PER_TRACE, group_traces, load_trace_mapping, parse_otlp
 from ingest.otlp_decode import BadSpan, decode_proto_request, spans_of_request
 from ingest.records import Known, Normaliser
+from ingest.scores import apply_scores
 from store import Location, RunlensError, resolve_db_path, writer
 from store.attempt_update import replace_attempts
 from store.ingest_writer import write_bundle
@@ -670,9 +673,9 @@ def _status_body(message: str, code: int, protobuf: bool) -> bytes:
     return json.dumps({"code": code, "message": message}).encode()
 
 
-def make_app(buffer: TraceBuffer, flusher: Flusher | None, *, token: str | None) -> Any:
-    """The Starlette app: ``POST /v1/traces`` and ``GET /health``; the flusher is started and stopped (flushing)
-    with the app.
+def make_app(buffer: TraceBuffer, flusher: Flusher | None, *, token: str | None, db: Location = None) -> Any:
+    """The Starlette app: ``POST /v1/traces``, ``POST /v1/scores`` (scores after the run, only with a token) and
+    ``GET /health``; the flusher is started and stopped (flushing) with the app.
 
     No request can stall the others: the body is counted while it is read (chunked bodies too) and refused past
     the limit; decoding and buffering run in worker threads, at most ``decode_workers`` at once, and at most
@@ -739,6 +742,31 @@ def make_app(buffer: TraceBuffer, flusher: Flusher | None, *, token: str | None)
         media = PROTOBUF if protobuf else "application/json"
         return Response(_success_body(rejected, reasons, protobuf), 200, media_type=media)
 
+    async def scores(request: Request) -> Response:
+        """Scores after the run (``ingest.scores``): a CSV body (``text/csv``) or JSON (``{"scores": [{...}]}``,
+        the CSV's columns as keys); all rows or none. Only with a token: it changes stored attempts."""
+        if not token:
+            return JSONResponse({"message": "scores need a receiver started with RUNLENS_OTLP_TOKEN"}, 403)
+        if not hmac.compare_digest(request.headers.get("authorization", "").encode(), f"Bearer {token}".encode()):
+            return JSONResponse({"message": "missing or wrong bearer token"}, 401)
+        body = await read_body(request)
+        if body is None:
+            return JSONResponse({"message": f"request body larger than {limits.max_body_bytes:,} bytes"}, 413)
+        try:
+            text = _scores_csv(body, request.headers.get("content-type", ""))
+            done = await anyio.to_thread.run_sync(
+                lambda: apply_scores(db, "request", text, source="POST /v1/scores"), limiter=decoders
+            )
+        except ValueError as exc:
+            return JSONResponse({"message": str(exc)}, 400)
+        except IngestError as exc:
+            listed = [str(p) for p in exc.problems[:20]]
+            more = len(exc.problems) - len(listed)
+            log.warning("POST /v1/scores refused: %s", listed[0])
+            return JSONResponse({"message": "nothing written", "problems": listed, "more_problems": more}, 400)
+        log.info("POST /v1/scores: %d row(s), %d attempt(s) scored", done.rows, done.attempts)
+        return JSONResponse({"rows": done.rows, "attempts": done.attempts})
+
     async def health(request: Request) -> Response:
         """Liveness: answered by the event loop at once, without the buffer's lock (its counts are read as is)."""
         return JSONResponse({"status": "ok", "open_traces": buffer.n_open})
@@ -755,9 +783,39 @@ def make_app(buffer: TraceBuffer, flusher: Flusher | None, *, token: str | None)
                 log.info("stopped: %d trace(s) written in all", flusher.written)
 
     return Starlette(
-        routes=[Route("/v1/traces", traces, methods=["POST"]), Route("/health", health, methods=["GET"])],
+        routes=[
+            Route("/v1/traces", traces, methods=["POST"]),
+            Route("/v1/scores", scores, methods=["POST"]),
+            Route("/health", health, methods=["GET"]),
+        ],
         lifespan=lifespan,
     )
+
+
+def _scores_csv(body: bytes, content_type: str) -> str:
+    """A scores request body as CSV text (JSON rows are written as CSV with the union of their keys)."""
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"the body is not UTF-8: {exc}") from None
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        return text
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"invalid JSON: {exc}") from None
+    rows = doc.get("scores") if isinstance(doc, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ValueError('expected {"scores": [{"trace_id": ..., "score": ...}, ...]}')
+    columns = list(dict.fromkeys(str(k) for r in rows for k in r))
+    out = io.StringIO()
+    table = csv.writer(out)
+    table.writerow(columns)
+    for r in rows:
+        table.writerow(
+            ["" if r.get(c) is None else json.dumps(r[c]) if isinstance(r[c], bool) else r[c] for c in columns]
+        )
+    return out.getvalue()
 
 
 def _success_body(rejected: int, reasons: list[str], protobuf: bool) -> bytes:
@@ -862,7 +920,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     db = resolve_db_path(args.db)
     buffer = TraceBuffer(limits)
-    app = make_app(buffer, Flusher(db, buffer, options), token=token)
+    app = make_app(buffer, Flusher(db, buffer, options), token=token, db=db)
     log.info("receiving OTLP/HTTP traces on http://%s:%d/v1/traces -> %s", args.host, args.port, db)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
