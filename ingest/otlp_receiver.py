@@ -673,7 +673,14 @@ def _status_body(message: str, code: int, protobuf: bool) -> bytes:
     return json.dumps({"code": code, "message": message}).encode()
 
 
-def make_app(buffer: TraceBuffer, flusher: Flusher | None, *, token: str | None, db: Location = None) -> Any:
+def make_app(
+    buffer: TraceBuffer,
+    flusher: Flusher | None,
+    *,
+    token: str | None,
+    db: Location = None,
+    grpc_server: Callable[[], Any] | None = None,
+) -> Any:
     """The Starlette app: ``POST /v1/traces``, ``POST /v1/scores`` (scores after the run, only with a token) and
     ``GET /health``; the flusher is started and stopped (flushing) with the app.
 
@@ -775,9 +782,12 @@ def make_app(buffer: TraceBuffer, flusher: Flusher | None, *, token: str | None,
     async def lifespan(app: Any) -> Any:
         if flusher is not None:
             flusher.start()
+        grpc = grpc_server() if grpc_server is not None else None  # OTLP/gRPC beside (ingest.otlp_grpc)
         try:
             yield
         finally:
+            if grpc is not None:
+                grpc.stop(grace=5).wait()  # no new spans, then the last flush
             if flusher is not None:
                 flusher.stop()
                 log.info("stopped: %d trace(s) written in all", flusher.written)
@@ -848,6 +858,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", help="database path (default: $RUNLENS_DB or data/runlens.duckdb)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1 only)")
     parser.add_argument("--port", type=int, default=4318, help="port (default: 4318, OTLP/HTTP's)")
+    parser.add_argument(
+        "--grpc-port",
+        type=int,
+        metavar="PORT",
+        help="also serve OTLP/gRPC on this port (OTLP's is 4317); off by default",
+    )
     parser.add_argument("--mapping", help="OTLP mapping: a shipped name, a YAML file, or field=attribute,...")
     parser.add_argument("--benchmark", help="benchmark name for every trace (else from attributes)")
     parser.add_argument("--token", help="require 'Authorization: Bearer TOKEN' (default: $RUNLENS_OTLP_TOKEN)")
@@ -920,7 +936,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     db = resolve_db_path(args.db)
     buffer = TraceBuffer(limits)
-    app = make_app(buffer, Flusher(db, buffer, options), token=token, db=db)
+    grpc_server = None
+    if args.grpc_port:
+        from ingest.otlp_grpc import start_grpc_server
+
+        def grpc_server() -> Any:
+            return start_grpc_server(buffer, host=args.host, port=args.grpc_port, token=token)
+
+    app = make_app(buffer, Flusher(db, buffer, options), token=token, db=db, grpc_server=grpc_server)
     log.info("receiving OTLP/HTTP traces on http://%s:%d/v1/traces -> %s", args.host, args.port, db)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
