@@ -1,17 +1,23 @@
-"""``python -m ingest serve-otlp``: a live OTLP/HTTP trace receiver that writes complete traces as attempts.
+"""``python -m ingest serve-otlp``: a live OTLP trace receiver that writes complete traces as attempts.
 
 Any OpenTelemetry exporter can point at it (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4318/v1/traces``).
 ``POST /v1/traces`` takes an ``ExportTraceServiceRequest`` as protobuf (``application/x-protobuf``) or OTLP/JSON
-(``application/json``), optionally gzip-compressed. Spans are buffered per trace until the trace is complete: its
-root span has arrived and no span came for ``settle_s`` (late children of other services), or no span came for
-``trace_timeout_s`` (a trace whose root never arrives is written as it is). Every ``flush_interval_s`` the complete
-traces are written in one transaction through the one writer, which then publishes the read snapshot: the
-dashboard shows an evaluation while it runs, one batch at a time. Traces go through the ``otlp`` reader and the
-usual validation; a trace that fails validation is logged and left out, the others of its batch are written.
+(``application/json``), optionally gzip-compressed; ``--grpc-port`` adds OTLP/gRPC (``ingest.otlp_grpc``).
+Spans are buffered per trace until the trace is complete: its root span has arrived (or the trace is stored
+already) and no span came for ``settle_s``. A trace whose root has not arrived waits (a step slower than
+``trace_timeout_s`` must not split it): it is stored marked partial only after ``root_wait_s``, past
+``max_waiting_bytes`` of such traces, or at shutdown. Spans of a trace already stored are merged: the trace's
+stored spans and the new ones are read again and its attempt replaced in one transaction. Every
+``flush_interval_s`` the complete traces are written, at most ``max_batch_traces`` per transaction, through the one
+writer, which then publishes the read snapshot. Traces go through the ``otlp`` reader and the usual validation; a
+trace that fails validation is logged and left out, the others of its batch are written. ``POST /v1/scores``
+(with the token) sets scores after the run (``ingest.scores``); ``GET /health`` answers at once.
 
-Memory is bounded: at most ``max_open_traces`` traces and ``max_buffered_bytes`` of spans wait; spans beyond are
-dropped with a warning (and reported to the exporter as rejected spans). SIGTERM / SIGINT stop accepting, flush
-every buffered trace, then exit. Docs: docs/formats.md, "Live OTLP receiver".
+No request can stall it: bodies are counted while read, decoding runs in worker threads (never in the event loop,
+which answers ``/health``), dropped spans are counted by reason with one log line per request, and memory is
+bounded (``max_open_traces``, ``max_buffered_bytes``; spans beyond are dropped and reported to the exporter in
+``partialSuccess``). SIGTERM / SIGINT stop accepting, flush every buffered trace, then exit. Docs:
+docs/formats.md, "Live OTLP receiver"; docs/security.md.
 """
 
 from __future__ import annotations
