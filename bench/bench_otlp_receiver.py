@@ -4,9 +4,9 @@
 
 Starts ``python -m ingest serve-otlp`` on a free 127.0.0.1 port with the default limits and a token, then:
 one request of N single-span traces (each its own trace: 26 MB at 100,000), a chunked body of M MB without
-Content-Length, a span whose timestamp has 5,000 digits. A thread probes ``GET /health`` every 0.1 s throughout.
-Prints one JSON object: per attack, the HTTP status, the seconds to answer, the slowest probe, and the receiver's
-peak RSS (VmHWM) before and after.
+Content-Length, a span whose timestamp has 5,000 digits. A thread probes ``GET /health`` every 0.1 s throughout,
+also while the flood's kept traces are written. Prints one JSON object: per attack, the HTTP status, the seconds
+to answer, the slowest probe, and the receiver's peak RSS (VmHWM) before and after.
 """
 
 from __future__ import annotations
@@ -19,8 +19,16 @@ from pathlib import Path
 
 import requests
 
+from store import reader
 from tests.test_otlp_receiver import TOKEN, Receiver, _free_port
 from tests.test_otlp_receiver_attacks import Prober, _chunked_post, _vm_hwm_mb, flood
+
+
+def _stored(db: Path) -> int:
+    if not Path(f"{db}.read").exists():
+        return 0
+    with reader(db) as con:
+        return int(con.execute("SELECT count(*) FROM attempts").fetchall()[0][0])
 
 
 def main() -> None:
@@ -51,7 +59,12 @@ def main() -> None:
                     "rejected_spans": response.json().get("partialSuccess", {}).get("rejectedSpans"),
                     "error_message_chars": len(response.json().get("partialSuccess", {}).get("errorMessage", "")),
                 }
-                time.sleep(15)  # the flush of the kept traces, probed too
+                kept = args.traces - int(out["flood"]["rejected_spans"] or 0)  # type: ignore[index]
+                deadline = time.monotonic() + 240
+                while time.monotonic() < deadline and _stored(rx.db) < kept:
+                    time.sleep(0.5)  # the kept traces are written 500 per transaction, probed meanwhile
+                out["flood"]["kept_written_s"] = round(time.monotonic() - start, 1)  # type: ignore[index]
+                out["flood"]["kept_written"] = _stored(rx.db)  # type: ignore[index]
                 out["flood"]["slowest_probe_s"] = round(max(probe.times), 3)  # type: ignore[index]
                 out["flood"]["probe_failures"] = len(probe.failures)  # type: ignore[index]
                 out["flood"]["peak_rss_mb"] = [round(rss0), round(_vm_hwm_mb(pid))]  # type: ignore[index]

@@ -66,6 +66,9 @@ class BadSpan(ValueError):
         self.field = field_name
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type[BadSpan], tuple[str, str]]:
+        return (BadSpan, (self.field, self.reason))  # raised in a decoding worker process, re-raised here
+
 
 # ---------------------------------------------------------------------------------------------
 # Values

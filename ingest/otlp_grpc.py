@@ -2,7 +2,7 @@
 
 The ``TraceService/Export`` call of ``opentelemetry-proto`` (the generated service in
 ``opentelemetry.proto.collector.trace.v1``), served by ``grpcio``. A request goes the way of an OTLP/HTTP protobuf
-body (``otlp_receiver.decode_payload``, then the same ``TraceBuffer``): the same checks, limits, late-span merging
+body (decoded in the receiver's worker processes, ``otlp_receiver.DecodePool``, then the same ``TraceBuffer``): the same checks, limits, late-span merging
 and ``partial_success`` answer. The token is the ``authorization: Bearer TOKEN`` metadata. At most
 ``decode_workers`` calls run at once and ``max_requests`` wait (more get ``RESOURCE_EXHAUSTED``, which exporters
 retry); a message larger than ``max_body_bytes`` is refused by grpc itself (``RESOURCE_EXHAUSTED``).
@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any
 from ingest.otlp_decode import BadSpan
 
 if TYPE_CHECKING:
-    from ingest.otlp_receiver import TraceBuffer
+    from ingest.otlp_receiver import DecodePool, TraceBuffer
 
 log = logging.getLogger("runlens.otlp")
 
 
-def start_grpc_server(buffer: TraceBuffer, *, host: str, port: int, token: str | None) -> Any:
+def start_grpc_server(buffer: TraceBuffer, pool: DecodePool, *, host: str, port: int, token: str | None) -> Any:
     """Start serving ``TraceService/Export`` on ``host:port``; return the started ``grpc.Server`` (``stop`` it)."""
     import grpc
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-    from ingest.otlp_receiver import PROTOBUF, decode_payload
+    from ingest.otlp_receiver import PROTOBUF, BusyError
 
     limits = buffer.limits
 
@@ -40,13 +40,15 @@ def start_grpc_server(buffer: TraceBuffer, *, host: str, port: int, token: str |
                 given = str(metadata.get("authorization", ""))
                 if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
                     context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-            try:
-                doc = decode_payload(request.SerializeToString(), PROTOBUF, "", max_bytes=limits.max_body_bytes)
+            try:  # decoded in a worker process, as an OTLP/HTTP protobuf body is
+                spans = pool.prepare(request.SerializeToString(), PROTOBUF, "", limits.max_body_bytes)
+            except BusyError as busy:
+                context.abort(grpc.StatusCode.UNAVAILABLE, str(busy))
             except BadSpan as bad:
                 reason = bad.reason if bad.field == "-" else f"{bad.field}: {bad.reason}"
                 log.warning("gRPC INVALID_ARGUMENT: %s", reason)
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, reason)
-            rejected, reasons = buffer.add(doc)
+            rejected, reasons = buffer.add(spans)
             response = ExportTraceServiceResponse()
             if rejected:
                 response.partial_success.rejected_spans = rejected

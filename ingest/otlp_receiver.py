@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import orjson
 
 from ingest.errors import IngestError, ProblemCollector
 from ingest.known import load_known
@@ -78,7 +79,7 @@ class Limits:
 class _Open:
     """The spans received so far of one trace, as ``(resource, scope, span)`` OTLP/JSON objects."""
 
-    parts: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)
     span_ids: set[str] = field(default_factory=set)
     n_bytes: int = 0
     has_root: bool = False
@@ -114,34 +115,36 @@ class TraceBuffer:
         """Traces waiting."""
         return len(self._open)
 
-    def add(self, request: dict[str, Any]) -> tuple[int, list[str]]:
-        """Buffer the spans of a (validated) OTLP/JSON request; return (spans rejected, reasons).
+    def add(self, request: dict[str, Any] | list[Prepared]) -> tuple[int, list[str]]:
+        """Buffer the spans of a (validated) OTLP/JSON request, or of its ``prepare``d form; return (spans
+        rejected, reasons).
 
         Linear in the request's spans: reasons are counted in a dict by kind (a few trace ids each as examples),
         and one summary line is logged per request, however many traces it drops."""
+        spans = prepare(request) if isinstance(request, dict) else request
         rejected = 0
         counts: dict[str, list[Any]] = {}  # reason -> [spans, traces (set, bounded), example trace ids]
         now = self.clock()
         with self._lock:
-            for resource, scope, span in _iter_spans(request):
-                held = self._open.get(span["traceId"])
-                if held is not None and span.get("spanId") in held.span_ids:
+            for trace_id, span_id, is_root, part in spans:
+                held = self._open.get(trace_id)
+                if held is not None and span_id in held.span_ids:
                     # an exporter's retry of a request that did arrive: the span is buffered already
                     held.last_seen = now
                     continue
-                size = len(json.dumps(span, separators=(",", ":")))
-                reason = self._admit(span["traceId"], size)
+                size = len(part[2])
+                reason = self._admit(trace_id, size)
                 if reason is not None:
                     rejected += 1
-                    _count(counts, reason, span["traceId"])
+                    _count(counts, reason, trace_id)
                     continue
-                entry = self._open.get(span["traceId"])
+                entry = self._open.get(trace_id)
                 if entry is None:
-                    entry = self._open[span["traceId"]] = _Open(stored=span["traceId"] in self._stored)
-                entry.parts.append((resource, scope, span))
-                entry.span_ids.add(span.get("spanId", ""))
+                    entry = self._open[trace_id] = _Open(stored=trace_id in self._stored)
+                entry.parts.append(part)
+                entry.span_ids.add(span_id)
                 entry.n_bytes += size
-                entry.has_root = entry.has_root or not span.get("parentSpanId")
+                entry.has_root = entry.has_root or is_root
                 entry.last_seen = now
                 self._bytes += size
         reasons = _summaries(counts)
@@ -181,7 +184,7 @@ class TraceBuffer:
     def put_back(self, traces: list[tuple[str, bytes, bool]]) -> None:
         """Buffer again traces that could not be written (within the limits, like new spans)."""
         for _, line, _ in traces:
-            self.add(json.loads(line))
+            self.add(orjson.loads(line))
 
     def take_complete(self, *, everything: bool = False, limit: int | None = None) -> list[tuple[str, bytes, bool]]:
         """Remove and return ``(trace id, OTLP/JSON line, has root)`` of complete traces, at most ``limit`` (all
@@ -228,13 +231,27 @@ class TraceBuffer:
         return sum(e.n_bytes for e in list(self._open.values()) if not (e.has_root or e.stored))
 
 
-def _iter_spans(request: dict[str, Any]) -> Iterable[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]:
-    for rs in request.get("resourceSpans") or []:
-        resource = rs.get("resource") or {}
+Part = tuple[bytes, bytes, bytes]  # one span's resource, scope and span, each as compact OTLP/JSON
+Prepared = tuple[str, str, bool, Part]  # (trace id, span id, is a root, part)
+
+
+def prepare(doc: dict[str, Any]) -> list[Prepared]:
+    """A canonical request's spans as compact JSON, ready to buffer (a resource or scope is serialised once)."""
+    out: list[Prepared] = []
+    for rs in doc.get("resourceSpans") or []:
+        resource = orjson.dumps(rs.get("resource") or {})
         for ss in rs.get("scopeSpans") or []:
-            scope = ss.get("scope") or {}
+            scope = orjson.dumps(ss.get("scope") or {})
             for span in ss.get("spans") or []:
-                yield resource, scope, span
+                part = (resource, scope, orjson.dumps(span))
+                out.append((span["traceId"], span.get("spanId", ""), not span.get("parentSpanId"), part))
+    return out
+
+
+def prepare_payload(body: bytes, content_type: str, content_encoding: str, max_bytes: int) -> list[Prepared]:
+    """Decode, check and prepare a request body: what a decoding worker process does (``decode_payload`` then
+    ``prepare``), so the receiver's own process never holds the interpreter lock for a large body's parse."""
+    return prepare(decode_payload(body, content_type, content_encoding, max_bytes=max_bytes))
 
 
 EXAMPLES = 3  # trace ids named per reason in a log line or a partialSuccess message
@@ -259,12 +276,10 @@ def _summaries(counts: dict[str, list[Any]]) -> list[str]:
     return out
 
 
-def _as_line(parts: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]]) -> bytes:
+def _as_line(parts: list[Part]) -> bytes:
     """One OTLP/JSON request line holding a trace's spans, one resourceSpans entry per span (simple, valid)."""
-    request = {
-        "resourceSpans": [{"resource": r, "scopeSpans": [{"scope": s, "spans": [span]}]} for r, s, span in parts]
-    }
-    return json.dumps(request, separators=(",", ":")).encode()
+    entries = [b'{"resource":%s,"scopeSpans":[{"scope":%s,"spans":[%s]}]}' % part for part in parts]
+    return b'{"resourceSpans":[' + b",".join(entries) + b"]}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,9 +303,9 @@ def decode_payload(body: bytes, content_type: str, content_encoding: str, *, max
     if content_type.split(";")[0].strip().lower() == PROTOBUF:
         doc = decode_proto_request(body)
     else:
-        try:
-            doc = json.loads(body)
-        except (ValueError, RecursionError) as exc:
+        try:  # orjson: a 26 MB body parses in a fraction of json's time, and the parse holds the GIL throughout
+            doc = orjson.loads(body)
+        except (orjson.JSONDecodeError, RecursionError) as exc:
             raise BadSpan("-", f"invalid JSON: {exc}") from None
     spans = list(spans_of_request(doc, 1))  # checks every span, as the file reader does
     problems = ProblemCollector()
@@ -395,13 +410,14 @@ def _stored_traces(con: Any, trace_ids: list[str]) -> dict[str, _Stored]:
 def _merged(old: bytes, new: bytes) -> tuple[bytes, int]:
     """The spans stored and the spans that came since, as one trace line (each span once, by span id); and how
     many spans are new."""
-    parts = list(_iter_spans(json.loads(old)))
-    seen = {span.get("spanId") for _, _, span in parts}
+    old_spans = prepare(orjson.loads(old))
+    parts = [part for _, _, _, part in old_spans]
+    seen = {span_id for _, span_id, _, _ in old_spans}
     added = 0
-    for resource, scope, span in _iter_spans(json.loads(new)):
-        if span.get("spanId") not in seen:
-            seen.add(span.get("spanId"))
-            parts.append((resource, scope, span))
+    for _, span_id, _, part in prepare(orjson.loads(new)):
+        if span_id not in seen:
+            seen.add(span_id)
+            parts.append(part)
             added += 1
     return _as_line(parts), added
 
@@ -686,6 +702,7 @@ def make_app(
     token: str | None,
     db: Location = None,
     grpc_server: Callable[[], Any] | None = None,
+    pool: DecodePool | None = None,
 ) -> Any:
     """The Starlette app: ``POST /v1/traces``, ``POST /v1/scores`` (scores after the run, only with a token) and
     ``GET /health``; the flusher is started and stopped (flushing) with the app.
@@ -705,6 +722,7 @@ def make_app(
     limits = buffer.limits
     decoders = anyio.CapacityLimiter(limits.decode_workers)
     held = [0]  # trace requests being read or decoded (the event loop is one thread: no lock needed)
+    pool = pool or DecodePool(limits.decode_workers)
 
     def error(message: str, code: int, status: int, protobuf: bool) -> Response:
         media = PROTOBUF if protobuf else "application/json"
@@ -721,8 +739,7 @@ def make_app(
         return b"".join(chunks)
 
     def work(body: bytes, ctype: str, encoding: str) -> tuple[int, list[str]]:
-        doc = decode_payload(body, ctype, encoding, max_bytes=limits.max_body_bytes)
-        return buffer.add(doc)
+        return buffer.add(pool.prepare(body, ctype, encoding, limits.max_body_bytes))
 
     async def traces(request: Request) -> Response:
         ctype = request.headers.get("content-type", "")
@@ -746,6 +763,8 @@ def make_app(
             encoding = request.headers.get("content-encoding", "")
             try:
                 rejected, reasons = await anyio.to_thread.run_sync(work, body, ctype, encoding, limiter=decoders)
+            except BusyError as busy:
+                return error(str(busy), 14, 503, protobuf)
             except BadSpan as bad:
                 reason = bad.reason if bad.field == "-" else f"{bad.field}: {bad.reason}"
                 log.warning("HTTP 400: %s", reason)
@@ -789,9 +808,11 @@ def make_app(
         if flusher is not None:
             flusher.start()
         grpc = grpc_server() if grpc_server is not None else None  # OTLP/gRPC beside (ingest.otlp_grpc)
+        pool.start()
         try:
             yield
         finally:
+            pool.stop()
             if grpc is not None:
                 grpc.stop(grace=5).wait()  # no new spans, then the last flush
             if flusher is not None:
@@ -806,6 +827,56 @@ def make_app(
         ],
         lifespan=lifespan,
     )
+
+
+class DecodePool:
+    """Worker processes that decode request bodies (``prepare_payload``): a 26 MB JSON body's parse holds the
+    interpreter lock for its whole length, which in a thread would keep ``/health`` waiting. A worker that dies
+    (out of memory) is replaced; its request gets 503."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: Any = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the workers (spawned: the receiver has threads, which a fork would copy mid-flight)."""
+        import concurrent.futures
+        import multiprocessing
+
+        with self._lock:
+            if self._pool is None:
+                context = multiprocessing.get_context("spawn")
+                self._pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context)
+                for _ in range(self.workers):  # imported now, not at the first request
+                    self._pool.submit(_warm)
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool = None
+
+    def prepare(self, body: bytes, ctype: str, encoding: str, max_bytes: int) -> list[Prepared]:
+        """``prepare_payload`` in a worker (raises its BadSpan); BusyError when the worker died."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        self.start()
+        try:
+            return self._pool.submit(prepare_payload, body, ctype, encoding, max_bytes).result()  # type: ignore[no-any-return]
+        except BrokenProcessPool:
+            log.error("a decoding worker died (out of memory?): restarting the workers")
+            with self._lock:
+                self._pool = None
+            raise BusyError("the request could not be decoded (a worker died): retry later") from None
+
+
+class BusyError(RunlensError):
+    """The receiver cannot take the request now (HTTP 503, gRPC UNAVAILABLE): exporters retry."""
+
+
+def _warm() -> None:
+    """Nothing: a worker's first task, so that it has imported this module before a request comes."""
 
 
 def _scores_csv(body: bytes, content_type: str) -> str:
@@ -942,14 +1013,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     db = resolve_db_path(args.db)
     buffer = TraceBuffer(limits)
+    pool = DecodePool(limits.decode_workers)
     grpc_server = None
     if args.grpc_port:
         from ingest.otlp_grpc import start_grpc_server
 
         def grpc_server() -> Any:
-            return start_grpc_server(buffer, host=args.host, port=args.grpc_port, token=token)
+            return start_grpc_server(buffer, pool, host=args.host, port=args.grpc_port, token=token)
 
-    app = make_app(buffer, Flusher(db, buffer, options), token=token, db=db, grpc_server=grpc_server)
+    app = make_app(buffer, Flusher(db, buffer, options), token=token, db=db, grpc_server=grpc_server, pool=pool)
     log.info("receiving OTLP/HTTP traces on http://%s:%d/v1/traces -> %s", args.host, args.port, db)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0

@@ -7,6 +7,7 @@ message; each request consumes the next action of that marker (the last one repe
     ("status", code)           an error response with that HTTP status (429, 500, ...)
     ("sleep", seconds, text)   wait, then reply (longer than the client timeout = a timeout)
     ("tool_call", name, args)  200 with an assistant message that asks for tool ``name`` (``args``: JSON text)
+    ("wait", event, text)      wait until ``event`` (a threading.Event) is set (at most 60 s), then reply
 
 Unrouted requests get a 500. Every request body is kept in ``server.requests`` for assertions.
 """
@@ -91,6 +92,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if action[0] == "sleep":
             time.sleep(float(action[1]))
+        if action[0] == "wait":
+            action[1].wait(60)
         message: dict[str, Any] = {"role": "assistant", "content": action[-1]}
         finish = "stop"
         if action[0] == "tool_call":

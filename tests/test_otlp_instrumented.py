@@ -29,7 +29,6 @@ from tests.fake_openai_server import FakeOpenAI
 from tests.test_otlp_receiver import TOKEN, Receiver, _free_port, _snapshot
 
 SLOW_TOOL_S = 2.5  # the receiver's trace timeout is 1 s
-LATE_S = 3.0  # the background call ends this long after it started: after the trace was stored
 
 
 @pytest.fixture(scope="module")
@@ -104,10 +103,11 @@ def test_a_slow_step_and_a_late_span_from_instrumented_openai_calls(
 ) -> None:
     import openai
 
+    release = threading.Event()  # the summary call answers once the trace is stored
     fake_openai.set_script(
         [
             ("Weather in Paris", [("tool_call", "get_weather", '{"city": "Paris"}'), ("reply", "Sunny, 21C")]),
-            ("Summarize", [("sleep", LATE_S, "A sunny day in Paris.")]),
+            ("Summarize", [("wait", release, "A sunny day in Paris.")]),
         ]
     )
     provider = TracerProvider(resource=Resource.create({"service.name": f"{convention}-agent", "service.version": "1"}))
@@ -159,6 +159,7 @@ def test_a_slow_step_and_a_late_span_from_instrumented_openai_calls(
         assert _snapshot(receiver.db, "SELECT query, reference_answer FROM tasks WHERE task_id = ?", [task]) == [
             ("Weather in Paris?", "Sunny")
         ]
+        release.set()
         summary.join()
         provider.force_flush()  # the summary's span, sent after its trace was stored
         assert _wait(receiver.db, trace_id, 4, receiver) == [(task, 1.0, 300, 60, 4, 1, None)]  # merged: one attempt
@@ -178,6 +179,7 @@ def test_a_slow_step_and_a_late_span_from_instrumented_openai_calls(
         )
         assert cost == [(pytest.approx(3 * per_call), True)]  # three calls priced by the catalog, marked computed
     finally:
+        release.set()
         instrumentor.uninstrument()
         provider.shutdown()
     assert "merged with the spans stored earlier" in receiver.log()
