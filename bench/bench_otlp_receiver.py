@@ -3,25 +3,79 @@
     PYTHONPATH=. python bench/bench_otlp_receiver.py [--traces 100000] [--chunked-mb 600]
 
 Starts ``python -m ingest serve-otlp`` on a free 127.0.0.1 port with the default limits and a token, then:
-one request of N single-span traces (each its own trace: 26 MB at 100,000), a chunked body of M MB without
-Content-Length, a span whose timestamp has 5,000 digits. A thread probes ``GET /health`` every 0.1 s throughout,
-also while the flood's kept traces are written. Prints one JSON object: per attack, the HTTP status, the seconds
-to answer, the slowest probe, and the receiver's peak RSS (VmHWM) before and after.
+one request of N single-span traces (each its own trace: 25 MB at 100,000), a chunked body of M MB without
+Content-Length, a span whose timestamp has 5,000 digits. A separate process probes ``GET /health`` every 0.1 s
+throughout, also while the flood's kept traces are written. Prints one JSON object: per attack, the HTTP status,
+the seconds to answer, the slowest probe, the receiver's peak RSS (VmHWM) before and after, and its decoding
+workers' peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import requests
 
 from store import reader
 from tests.test_otlp_receiver import TOKEN, Receiver, _free_port
-from tests.test_otlp_receiver_attacks import Prober, _chunked_post, _vm_hwm_mb, flood
+from tests.test_otlp_receiver_attacks import _chunked_post, _vm_hwm_mb, flood
+
+PROBE = """
+import json, sys, time, urllib.request
+url, stop = sys.argv[1], sys.argv[2]
+times, failures = [], 0
+while True:
+    start = time.monotonic()
+    try:
+        urllib.request.urlopen(url, timeout=10).read()
+        times.append(time.monotonic() - start)
+    except OSError:
+        failures += 1
+    try:
+        open(stop).close()
+        break
+    except OSError:
+        time.sleep(0.1)
+print(json.dumps({"slowest_probe_s": round(max(times), 3), "probes": len(times), "probe_failures": failures}))
+"""
+
+
+class ProbeProcess:
+    """``GET /health`` every 0.1 s from another process until the block ends."""
+
+    def __init__(self, port: int, folder: Path) -> None:
+        self.stop = folder / f"stop-{time.monotonic_ns()}"
+        url = f"http://127.0.0.1:{port}/health"
+        self.proc = subprocess.Popen([sys.executable, "-c", PROBE, url, str(self.stop)], stdout=subprocess.PIPE)
+        self.result: dict[str, Any] = {}
+
+    def __enter__(self) -> ProbeProcess:
+        time.sleep(0.3)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.touch()
+        out, _ = self.proc.communicate(timeout=60)
+        self.result = json.loads(out)
+
+
+def _workers_hwm_mb(pid: int) -> list[int]:
+    """Peak RSS of the receiver's decoding worker processes (its children)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                out.append(round(_vm_hwm_mb(int(child))))
+            except (OSError, AssertionError):
+                continue
+    return sorted(out)
 
 
 def _stored(db: Path) -> int:
@@ -36,13 +90,14 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=100_000)
     parser.add_argument("--chunked-mb", type=int, default=600)
     args = parser.parse_args()
-    out: dict[str, object] = {}
-    with tempfile.TemporaryDirectory() as folder:
-        rx = Receiver(Path(folder) / "b.duckdb", _free_port(), Path(folder) / "b.log")
+    out: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        rx = Receiver(folder / "b.duckdb", _free_port(), folder / "b.log")
         try:
             pid = rx.proc.pid
             body = flood(args.traces)
-            with Prober(rx.port) as probe:
+            with ProbeProcess(rx.port, folder) as probe:
                 rss0 = _vm_hwm_mb(pid)
                 start = time.monotonic()
                 response = requests.post(
@@ -51,34 +106,35 @@ def main() -> None:
                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"},
                     timeout=600,
                 )
-                out["flood"] = {
+                partial = response.json().get("partialSuccess", {})
+                flood_out = {
                     "traces": args.traces,
                     "body_mb": round(len(body) / 1e6, 1),
                     "status": response.status_code,
                     "seconds": round(time.monotonic() - start, 2),
-                    "rejected_spans": response.json().get("partialSuccess", {}).get("rejectedSpans"),
-                    "error_message_chars": len(response.json().get("partialSuccess", {}).get("errorMessage", "")),
+                    "rejected_spans": partial.get("rejectedSpans"),
+                    "error_message_chars": len(partial.get("errorMessage", "")),
                 }
-                kept = args.traces - int(out["flood"]["rejected_spans"] or 0)  # type: ignore[index]
+                kept = args.traces - int(partial.get("rejectedSpans") or 0)
                 deadline = time.monotonic() + 240
                 while time.monotonic() < deadline and _stored(rx.db) < kept:
                     time.sleep(0.5)  # the kept traces are written 500 per transaction, probed meanwhile
-                out["flood"]["kept_written_s"] = round(time.monotonic() - start, 1)  # type: ignore[index]
-                out["flood"]["kept_written"] = _stored(rx.db)  # type: ignore[index]
-                out["flood"]["slowest_probe_s"] = round(max(probe.times), 3)  # type: ignore[index]
-                out["flood"]["probe_failures"] = len(probe.failures)  # type: ignore[index]
-                out["flood"]["peak_rss_mb"] = [round(rss0), round(_vm_hwm_mb(pid))]  # type: ignore[index]
-            with Prober(rx.port) as probe:
+                flood_out["kept_written"] = _stored(rx.db)
+                flood_out["kept_written_s"] = round(time.monotonic() - start, 1)
+                flood_out["peak_rss_mb"] = [round(rss0), round(_vm_hwm_mb(pid))]
+                flood_out["worker_peak_rss_mb"] = _workers_hwm_mb(pid)
+            out["flood"] = {**flood_out, **probe.result}
+            with ProbeProcess(rx.port, folder) as probe:
                 rss0 = _vm_hwm_mb(pid)
                 start = time.monotonic()
                 answer = _chunked_post(rx.port, args.chunked_mb << 20)
-                out["chunked"] = {
+                chunked = {
                     "mb": args.chunked_mb,
                     "status": answer[:12].decode(errors="replace"),
                     "seconds": round(time.monotonic() - start, 2),
                     "peak_rss_mb": [round(rss0), round(_vm_hwm_mb(pid))],
-                    "slowest_probe_s": round(max(probe.times), 3) if probe.times else None,
                 }
+            out["chunked"] = {**chunked, **probe.result}
             span = {"traceId": "7" * 32, "spanId": "7" * 16, "name": "x", "startTimeUnixNano": "9" * 5000}
             start = time.monotonic()
             response = rx.post(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode())
