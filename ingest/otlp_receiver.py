@@ -715,7 +715,7 @@ def make_app(
 
     import anyio
     from starlette.applications import Starlette
-    from starlette.requests import Request
+    from starlette.requests import ClientDisconnect, Request
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
@@ -729,13 +729,18 @@ def make_app(
         return Response(_status_body(message, code, protobuf), status, media_type=media)
 
     async def read_body(request: Request) -> bytes | None:
-        """The body, or None once it passes the limit (counted as it arrives, whatever Content-Length said)."""
+        """The body, or None once it passes the limit (counted as it arrives, whatever Content-Length said);
+        ClientGone when the client went away before sending it all."""
         chunks, n = [], 0
-        async for chunk in request.stream():
-            n += len(chunk)
-            if n > limits.max_body_bytes:
-                return None
-            chunks.append(chunk)
+        try:
+            async for chunk in request.stream():
+                n += len(chunk)
+                if n > limits.max_body_bytes:
+                    return None
+                chunks.append(chunk)
+        except ClientDisconnect:
+            log.info("a client went away before sending its whole body (%d bytes read)", n)
+            raise ClientGone from None
         return b"".join(chunks)
 
     def work(body: bytes, ctype: str, encoding: str) -> tuple[int, list[str]]:
@@ -756,7 +761,10 @@ def make_app(
             return error(f"busy: {held[0]} requests in progress, retry later", 14, 503, protobuf)
         held[0] += 1
         try:
-            body = await read_body(request)
+            try:
+                body = await read_body(request)
+            except ClientGone:
+                return Response(status_code=400)  # nobody is there to read it
             if body is None:
                 log.warning("HTTP 413: body larger than %d bytes (counted while read)", limits.max_body_bytes)
                 return error(f"request body larger than {limits.max_body_bytes:,} bytes", 3, 413, protobuf)
@@ -781,7 +789,10 @@ def make_app(
             return JSONResponse({"message": "scores need a receiver started with RUNLENS_OTLP_TOKEN"}, 403)
         if not hmac.compare_digest(request.headers.get("authorization", "").encode(), f"Bearer {token}".encode()):
             return JSONResponse({"message": "missing or wrong bearer token"}, 401)
-        body = await read_body(request)
+        try:
+            body = await read_body(request)
+        except ClientGone:
+            return Response(status_code=400)
         if body is None:
             return JSONResponse({"message": f"request body larger than {limits.max_body_bytes:,} bytes"}, 413)
         try:
@@ -869,6 +880,10 @@ class DecodePool:
             with self._lock:
                 self._pool = None
             raise BusyError("the request could not be decoded (a worker died): retry later") from None
+
+
+class ClientGone(Exception):
+    """The client closed the connection before its body was read whole."""
 
 
 class BusyError(RunlensError):

@@ -175,3 +175,29 @@ def test_listening_beyond_loopback_needs_a_token(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("RUNLENS_OTLP_TOKEN", raising=False)
     assert serve_main(["--host", "0.0.0.0", "--port", "1"]) == 2
     assert "set RUNLENS_OTLP_TOKEN" in capsys.readouterr().out
+
+
+def test_requests_held_at_once_are_bounded_and_the_probe_still_answers(small: Receiver) -> None:
+    """Eight clients that send their bodies slowly hold the eight request slots: a ninth request gets 503 (OTLP
+    exporters retry it), the probe is answered, and the slots free up when the slow clients go."""
+    slow = []
+    for _ in range(8):
+        sock = socket.create_connection(("127.0.0.1", small.port), timeout=10)
+        sock.sendall(
+            b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+            + b"1\r\n{\r\n"  # one byte of the body, then nothing
+        )
+        slow.append(sock)
+    time.sleep(0.5)
+    busy = small.post(b'{"resourceSpans": []}')
+    assert busy.status_code == 503 and "busy" in busy.json()["message"]
+    start = time.monotonic()
+    assert requests.get(f"http://127.0.0.1:{small.port}/health", timeout=5).status_code == 200
+    assert time.monotonic() - start < 1.0
+    for sock in slow:
+        sock.close()
+    deadline = time.monotonic() + 10
+    while small.post(b'{"resourceSpans": []}').status_code == 503 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert small.post(b'{"resourceSpans": []}').status_code == 200
