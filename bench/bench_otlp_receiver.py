@@ -66,15 +66,17 @@ class ProbeProcess:
         self.result = json.loads(out)
 
 
-def _workers_hwm_mb(pid: int) -> list[int]:
-    """Peak RSS of the receiver's decoding worker processes (its children)."""
+def _workers_mb(pid: int, field: str = "VmHWM:") -> list[int]:
+    """Peak (VmHWM) or current (VmRSS) RSS of the receiver's child processes: its decoding workers (and the
+    multiprocessing resource tracker)."""
     out = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         for child in (task / "children").read_text().split():
             try:
-                out.append(round(_vm_hwm_mb(int(child))))
-            except (OSError, AssertionError):
+                lines = Path(f"/proc/{child}/status").read_text().splitlines()
+            except OSError:
                 continue
+            out += [round(int(line.split()[1]) / 1024) for line in lines if line.startswith(field)]
     return sorted(out)
 
 
@@ -122,7 +124,8 @@ def main() -> None:
                 flood_out["kept_written"] = _stored(rx.db)
                 flood_out["kept_written_s"] = round(time.monotonic() - start, 1)
                 flood_out["peak_rss_mb"] = [round(rss0), round(_vm_hwm_mb(pid))]
-                flood_out["worker_peak_rss_mb"] = _workers_hwm_mb(pid)
+                flood_out["worker_peak_rss_mb"] = _workers_mb(pid)
+                flood_out["worker_rss_after_mb"] = _workers_mb(pid, "VmRSS:")
             out["flood"] = {**flood_out, **probe.result}
             with ProbeProcess(rx.port, folder) as probe:
                 rss0 = _vm_hwm_mb(pid)

@@ -239,19 +239,40 @@ def prepare(doc: dict[str, Any]) -> list[Prepared]:
     """A canonical request's spans as compact JSON, ready to buffer (a resource or scope is serialised once)."""
     out: list[Prepared] = []
     for rs in doc.get("resourceSpans") or []:
-        resource = orjson.dumps(rs.get("resource") or {})
+        resource = _compact(rs.get("resource") or {})
         for ss in rs.get("scopeSpans") or []:
-            scope = orjson.dumps(ss.get("scope") or {})
+            scope = _compact(ss.get("scope") or {})
             for span in ss.get("spans") or []:
-                part = (resource, scope, orjson.dumps(span))
+                part = (resource, scope, _compact(span))
                 out.append((span["traceId"], span.get("spanId", ""), not span.get("parentSpanId"), part))
     return out
+
+
+def _compact(obj: Any) -> bytes:
+    """Compact JSON, copied to an exact-size object: orjson's own result keeps its larger working buffer's
+    allocation (100,000 spans took 385 MB that way, against none extra copied)."""
+    return bytes(memoryview(orjson.dumps(obj)))
 
 
 def prepare_payload(body: bytes, content_type: str, content_encoding: str, max_bytes: int) -> list[Prepared]:
     """Decode, check and prepare a request body: what a decoding worker process does (``decode_payload`` then
     ``prepare``), so the receiver's own process never holds the interpreter lock for a large body's parse."""
-    return prepare(decode_payload(body, content_type, content_encoding, max_bytes=max_bytes))
+    out = prepare(decode_payload(body, content_type, content_encoding, max_bytes=max_bytes))
+    if len(body) > 1 << 20:
+        _trim()  # the decoded request is garbage now: give its pages back, so an idle worker stays small
+    return out
+
+
+def _trim() -> None:
+    """glibc's malloc_trim: return freed heap pages to the system (elsewhere: nothing)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 EXAMPLES = 3  # trace ids named per reason in a log line or a partialSuccess message
