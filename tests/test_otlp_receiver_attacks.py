@@ -7,6 +7,7 @@ at the full sizes); everything listens on 127.0.0.1 only.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -201,3 +202,23 @@ def test_requests_held_at_once_are_bounded_and_the_probe_still_answers(small: Re
     while small.post(b'{"resourceSpans": []}').status_code == 503 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert small.post(b'{"resourceSpans": []}').status_code == 200
+
+
+def test_the_attack_bench_runs_at_a_tiny_size() -> None:
+    """bench/bench_otlp_receiver.py (the figures of docs/security.md) at a tiny size, so it cannot rot."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "bench/bench_otlp_receiver.py", "--traces", "2000", "--chunked-mb", "40"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["flood"]["status"] == 200 and out["flood"]["kept_written"] == 2000
+    assert out["chunked"]["status"] == "HTTP/1.1 413" and out["digits"]["status"] == 400
