@@ -394,6 +394,7 @@ class _Stored:
     keys: set[tuple[str, str, int]]
     spans_hash: str | None
     line: bytes | None = None
+    late_score: dict[str, Any] | None = None  # a score given after the run (extra.late_score): kept on a rebuild
 
 
 def _stored_traces(con: Any, trace_ids: list[str]) -> dict[str, _Stored]:
@@ -403,13 +404,14 @@ def _stored_traces(con: Any, trace_ids: list[str]) -> dict[str, _Stored]:
         return {}
     rows = con.execute(
         "SELECT json_extract_string(extra, '$.trace_id'), attempt_id, run_id, task_id, sample, "
-        "json_extract_string(extra, '$.otlp_spans') FROM attempts "
+        "json_extract_string(extra, '$.otlp_spans'), json_extract_string(extra, '$.late_score') FROM attempts "
         "WHERE json_extract_string(extra, '$.trace_id') IN (SELECT unnest(?::VARCHAR[])) ORDER BY attempt_id",
         [trace_ids],
     ).fetchall()
     out: dict[str, _Stored] = {}
-    for trace_id, attempt_id, run_id, task_id, sample, spans_hash in rows:
+    for trace_id, attempt_id, run_id, task_id, sample, spans_hash, late in rows:
         entry = out.setdefault(trace_id, _Stored([], set(), spans_hash))
+        entry.late_score = orjson.loads(late) if late and not entry.attempt_ids else None  # one attempt only
         entry.attempt_ids.append(int(attempt_id))
         entry.keys.add((run_id, task_id, int(sample)))
         entry.spans_hash = entry.spans_hash or spans_hash
@@ -444,11 +446,15 @@ def _merged(old: bytes, new: bytes) -> tuple[bytes, int]:
 
 
 def _adjusted(
-    records: Iterable[tuple[str, dict[str, Any]]], known: Known, spans: dict[str, tuple[str, str]]
+    records: Iterable[tuple[str, dict[str, Any]]],
+    known: Known,
+    spans: dict[str, tuple[str, str]],
+    late: dict[str, dict[str, Any]] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """Records of a batch made to fit what is stored: definitions already stored are kept as stored (the first
-    trace of a run defines it), a sample number already taken becomes the next free one, and each attempt names
-    the stored text of its trace's spans (``otlp_spans``: what a later merge starts from)."""
+    trace of a run defines it), a sample number already taken becomes the next free one, each attempt names the
+    stored text of its trace's spans (``otlp_spans``: what a later merge starts from), and an attempt rebuilt from
+    a trace that was scored after the run keeps that score (``late``: trace id -> ``extra.late_score``)."""
     out = []
     taken: set[tuple[str, str, int]] = set()
     for loc, rec in records:
@@ -469,15 +475,25 @@ def _adjusted(
             rec = {**rec, "sample": sample}
             if rec.get("trace_id") in spans:
                 rec["otlp_spans"] = spans[rec["trace_id"]][0]
+            given = (late or {}).get(rec.get("trace_id", ""))
+            if given is not None:
+                rec.pop("is_scored", None)
+                rec.update({k: given.get(k) for k in ("score", "raw_score", "passed")}, late_score=given)
+                rec["metrics"] = {**(rec.get("metrics") or {}), **(given.get("metrics") or {})}
         out.append((loc, rec))
     return out
 
 
 def _validate(
-    path: Path, data: bytes, known: Known, options: dict[str, Any], spans: dict[str, tuple[str, str]]
+    path: Path,
+    data: bytes,
+    known: Known,
+    options: dict[str, Any],
+    spans: dict[str, tuple[str, str]],
+    late: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[Any, ProblemCollector, list[dict[str, Any]]]:
     problems = ProblemCollector()
-    records = _adjusted(parse_otlp(path, data, problems, **options), known, spans)
+    records = _adjusted(parse_otlp(path, data, problems, **options), known, spans, late)
     bundle = Normaliser(known.copy(), problems).feed(records)
     attempts = [rec for _, rec in records if rec.get("record") == "attempt"]
     return bundle, problems, attempts
@@ -538,14 +554,15 @@ def write_batch(db: Location, traces: list[tuple[str, bytes, bool]], options: di
             return result
         _forgetting(known, {key for r in replaced.values() for key in r.keys})
         spans = {t: (hashlib.sha256(line).hexdigest(), line.decode()) for t, line in fresh}
+        late = {t: r.late_score for t, r in replaced.items() if r.late_score is not None and len(r.attempt_ids) == 1}
         path, data = _batch_file(fresh)
-        bundle, problems, attempts = _validate(path, data, known, options, spans)
+        bundle, problems, attempts = _validate(path, data, known, options, spans, late)
         if problems:
-            fresh = _isolate(fresh, known, options, spans, result)
+            fresh = _isolate(fresh, known, options, spans, result, late)
             if not fresh:
                 return result
             path, data = _batch_file(fresh)
-            bundle, problems, attempts = _validate(path, data, known, options, spans)
+            bundle, problems, attempts = _validate(path, data, known, options, spans, late)
             problems.raise_if_any()  # each trace passed alone; together they cannot fail (guarded all the same)
         for trace_id, _ in fresh:
             digest, text = spans[trace_id]
@@ -587,11 +604,12 @@ def _isolate(
     options: dict[str, Any],
     spans: dict[str, tuple[str, str]],
     result: BatchResult,
+    late: dict[str, dict[str, Any]],
 ) -> list[tuple[str, bytes]]:
     """The traces that pass validation on their own; the others go to ``result.rejected`` with their reasons."""
     good = []
     for trace_id, line in traces:
-        _, problems, _ = _validate(Path(f"otlp-http/{trace_id}"), line, known, options, spans)
+        _, problems, _ = _validate(Path(f"otlp-http/{trace_id}"), line, known, options, spans, late)
         if problems:
             result.rejected[trace_id] = "; ".join(str(p) for p in problems.problems[:3])
         else:

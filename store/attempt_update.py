@@ -80,7 +80,8 @@ class LateScore:
 
 def set_scores(con: duckdb.DuckDBPyConnection, scores: Sequence[LateScore], *, source: str) -> int:
     """Set the headline score of stored attempts (inside the caller's transaction) and add or replace their
-    metrics; the attempt's ``extra.late_score`` records where the score came from. Return the attempts updated."""
+    metrics; the attempt's ``extra.late_score`` records the score, its metrics and where it came from (so that an
+    attempt rebuilt later, when more of its trace arrives, keeps it). Return the attempts updated."""
     if not scores:
         return 0
     ids = [s.attempt_id for s in scores]
@@ -93,7 +94,18 @@ def set_scores(con: duckdb.DuckDBPyConnection, scores: Sequence[LateScore], *, s
                 s.score,
                 s.raw_score,
                 s.passed,
-                json.dumps({"late_score": {"source": source, "at_utc": stamp}}),
+                json.dumps(
+                    {
+                        "late_score": {
+                            "source": source,
+                            "at_utc": stamp,
+                            "score": s.score,
+                            "raw_score": s.raw_score,
+                            "passed": s.passed,
+                            "metrics": dict(s.metrics),
+                        }
+                    }
+                ),
                 s.attempt_id,
             ],
         )

@@ -15,7 +15,7 @@ from ingest.__main__ import main as ingest_main
 from ingest.pipeline import ingest_paths
 from tests.adapter_helpers import rows
 from tests.test_adapter_otlp import _line, _unscored
-from tests.test_otlp_receiver import TOKEN, Receiver, _free_port, _request, _snapshot, _span
+from tests.test_otlp_receiver import TOKEN, Receiver, _free_port, _oi_span, _request, _snapshot, _span
 
 TRACES = [format(i + 1, "032x") for i in range(3)]
 
@@ -125,6 +125,17 @@ def test_the_receiver_takes_scores_with_its_token(receiver: Receiver) -> None:
     while _snapshot(receiver.db, sql, [trace]) != [(0.9, True)] and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _snapshot(receiver.db, sql, [trace]) == [(0.9, True)]
+    # more of the trace arrives after its late score: the attempt is rebuilt, and keeps the score and its metric
+    late_llm = _oi_span(trace, "00000000000000a7", "00000000000000a0", "LLM", 3, **{"llm.token_count.prompt": 5})
+    assert receiver.post(_request(late_llm)).status_code == 200
+    merged = (
+        "SELECT score, passed, n_steps, (SELECT value FROM attempt_metrics m WHERE m.attempt_id = a.attempt_id "
+        "AND name = 'judge_agreement') FROM attempts a WHERE json_extract_string(extra, '$.trace_id') = ?"
+    )
+    deadline = time.monotonic() + 30
+    while _snapshot(receiver.db, merged, [trace]) != [(0.9, True, 1, 1.0)] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _snapshot(receiver.db, merged, [trace]) == [(0.9, True, 1, 1.0)], receiver.log()
     csv_body = f"trace_id,passed\n{trace},false\n"
     done = requests.post(
         url, data=csv_body, headers={"Content-Type": "text/csv", "Authorization": f"Bearer {TOKEN}"}, timeout=10
