@@ -572,8 +572,24 @@ def write_batch(db: Location, traces: list[tuple[str, bytes, bool]], options: di
         merged_ids = [t for t, _ in fresh if t in replaced]
 
         def before_commit(con: Any, file_id: int) -> None:
+            successors: dict[int, int] = {}
+            if merged_ids:  # a trace with one attempt before and after: its reviews follow it
+                new_ids: dict[str, list[int]] = {}
+                for trace_id, attempt_id in con.execute(
+                    "SELECT json_extract_string(extra, '$.trace_id'), attempt_id FROM attempts WHERE file_id = ?",
+                    [file_id],
+                ).fetchall():
+                    new_ids.setdefault(trace_id, []).append(int(attempt_id))
+                for trace_id in merged_ids:
+                    before, after = replaced[trace_id].attempt_ids, new_ids.get(trace_id, [])
+                    if len(before) == 1 and len(after) == 1:
+                        successors[before[0]] = after[0]
             replace_attempts(
-                con, old_ids, reason="otlp late spans", detail={"trace_ids": merged_ids, "file_id": file_id}
+                con,
+                old_ids,
+                reason="otlp late spans",
+                detail={"trace_ids": merged_ids, "file_id": file_id},
+                successors=successors,
             )
             from ingest.rules import label_file_attempts  # pandas: loaded when a batch is first written
 

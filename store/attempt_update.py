@@ -47,13 +47,23 @@ def refresh_file_facts(con: duckdb.DuckDBPyConnection, file_ids: Iterable[int]) 
 
 
 def replace_attempts(
-    con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int], *, reason: str, detail: dict[str, Any]
+    con: duckdb.DuckDBPyConnection,
+    attempt_ids: Sequence[int],
+    *,
+    reason: str,
+    detail: dict[str, Any],
+    successors: dict[int, int] | None = None,
 ) -> int:
     """Delete attempts (and every row hanging off them) that rows inserted in the same transaction replace; return
-    how many were deleted. Their files' ``ingest_log`` facts are recomputed; an ``audit_log`` row says why."""
+    how many were deleted. Human reviews move to the attempt that replaces theirs (``successors``: old id -> new
+    id); derived rows (judge verdicts, labels, metrics, ratings) go, as they judged the old content. Their files'
+    ``ingest_log`` facts are recomputed; an ``audit_log`` row says why."""
     ids = sorted({int(i) for i in attempt_ids})
     if not ids:
         return 0
+    for old, new in sorted((successors or {}).items()):
+        con.execute("UPDATE reviews SET attempt_id = ? WHERE attempt_id = ?", [int(new), int(old)])
+    con.execute("DELETE FROM reviews WHERE attempt_id IN (SELECT unnest(?::BIGINT[]))", [ids])
     files = _file_ids(con, ids)
     for table in ATTEMPT_CHILDREN:  # an allow-list of table names, never the caller's
         con.execute(f"DELETE FROM {table} WHERE attempt_id IN (SELECT unnest(?::BIGINT[]))", [ids])
@@ -61,7 +71,7 @@ def replace_attempts(
     refresh_file_facts(con, files)
     con.execute(
         "INSERT INTO audit_log (at_utc, action, subject, detail) VALUES (?, 'attempts_replaced', ?, ?)",
-        [_now(), reason, json.dumps({**detail, "attempt_ids": ids})],
+        [_now(), reason, json.dumps({**detail, "attempt_ids": ids, "successors": successors or {}})],
     )
     return int(n[0][0]) if n else len(ids)
 

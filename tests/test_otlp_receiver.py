@@ -456,6 +456,22 @@ def test_a_span_that_comes_after_its_trace_was_stored_is_merged(tmp_path: Path) 
     clock.now = 1.0
     flusher.flush()
     assert _attempt_rows(db, trace) == [("t1", 1.0, 10, None, 1, None)]
+    import datetime as dt
+
+    from store import writer
+    from store.derived import insert_review
+
+    with writer(db) as con:  # a reviewer's verdict on the attempt as first stored
+        (first_id,) = con.execute("SELECT attempt_id FROM attempts").fetchall()[0]
+        insert_review(
+            con,
+            attempt_id=first_id,
+            reviewer="ana",
+            verdict="correct",
+            codes=[],
+            note="ok",
+            created_at=dt.datetime(2026, 1, 2),
+        )
     late = _request(
         _oi_span(trace, "00000000000000f2", root, "TOOL", 8, **{"tool.name": "search"}),
         _oi_span(
@@ -478,6 +494,8 @@ def test_a_span_that_comes_after_its_trace_was_stored_is_merged(tmp_path: Path) 
         [trace],
     )
     assert steps == [("model", None), ("tool_call", "search"), ("final", None)]
+    reviews = _snapshot(db, "SELECT r.reviewer, r.attempt_id = a.attempt_id FROM reviews r, attempts a")
+    assert reviews == [("ana", True)]  # the review follows the rebuilt attempt
     buffer.add(json.loads(late))  # the same late request resent: nothing new
     clock.now = 4.0
     flusher.flush()
