@@ -913,7 +913,9 @@ class DecodePool:
         with self._lock:
             if self._pool is None:
                 context = multiprocessing.get_context("spawn")
-                self._pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context)
+                self._pool = concurrent.futures.ProcessPoolExecutor(
+                    self.workers, mp_context=context, initializer=_exit_with_parent, initargs=(os.getpid(),)
+                )
                 for _ in range(self.workers):  # imported now, not at the first request
                     self._pool.submit(_warm)
 
@@ -943,6 +945,18 @@ class ClientGone(Exception):
 
 class BusyError(RunlensError):
     """The receiver cannot take the request now (HTTP 503, gRPC UNAVAILABLE): exporters retry."""
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A decoding worker's initializer: it ends when the receiver is gone (killed with SIGKILL, the pool cannot tell
+    its workers), instead of living on as an orphan holding its memory."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _warm() -> None:
