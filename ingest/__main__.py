@@ -58,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         from ingest.otlp_receiver import main as serve_otlp
 
         return serve_otlp(argv[1:])
+    if argv[:1] == ["scores"]:  # scores given after the run (docs/formats.md, "Scores after the run")
+        from ingest.scores import main as apply_scores
+
+        return apply_scores(argv[1:])
     args = build_parser().parse_args(argv)
     if not args.paths and not args.demo:
         build_parser().print_usage(sys.stderr)

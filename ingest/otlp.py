@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from ingest.cost import price_call
 from ingest.errors import IngestError, ProblemCollector
 from ingest.otlp_conventions import (
     LLM_TOKENS_IN,
@@ -49,8 +50,14 @@ ATTRIBUTE_FIELDS = (
     "sample",
     "score",
     "passed",
+    "query",
+    "reference_answer",
 )
 SCORINGS = ("binary", "graded", "continuous")
+MISSING_SCORE = ("keep", "error", "skip")
+# the keys a mapping may set besides ``attributes`` (a YAML file, or inline ``key=value``)
+MAPPING_KEYS = ("name", "benchmark", "scoring", "kind", "evaluation", "missing_score", "attempt_span", "prices")
+INLINE_KEYS = ("name", "benchmark", "scoring", "kind", "evaluation", "missing_score")
 
 Records = Iterator[tuple[str, dict[str, Any]]]
 
@@ -65,8 +72,9 @@ class TraceMapping:
     scoring: str = "continuous"
     kind: str = "agent"
     evaluation: str | None = None
-    missing_score: str = "error"
+    missing_score: str = "keep"
     attempt_span: tuple[tuple[str, str], ...] = ()  # (("name", X),) or (("kind", "AGENT"),)
+    prices: tuple[tuple[str, float, float], ...] = ()  # (model, USD per million input, per million output tokens)
     source: str = field(default="", compare=False)
 
 
@@ -122,6 +130,9 @@ def load_trace_mapping(spec: str | TraceMapping | None, *, where: str = "--mappi
 
 
 def _inline(spec: str, where: str) -> dict[str, Any]:
+    """``field=attribute,key=value,...``: a field of ATTRIBUTE_FIELDS sets its attribute list to that one
+    attribute, a key of INLINE_KEYS sets the key; any other name is refused, as in a YAML file (a typo must not
+    silently leave the default in place)."""
     out: dict[str, Any] = {"attributes": {}}
     for part in filter(None, (p.strip() for p in spec.split(","))):
         key, sep, value = (s.strip() for s in part.partition("="))
@@ -129,12 +140,46 @@ def _inline(spec: str, where: str) -> dict[str, Any]:
             raise IngestError.single(where, "mapping", f"{part!r} is not field=attribute")
         if key in ATTRIBUTE_FIELDS:
             out["attributes"][key] = [value]
-        else:
+        elif key in INLINE_KEYS:
             out[key] = value
+        else:
+            raise IngestError.single(
+                where,
+                "mapping",
+                f"unknown mapping key {key!r} in {part!r}: fields {', '.join(ATTRIBUTE_FIELDS)}; keys "
+                f"{', '.join(INLINE_KEYS)} (attempt_span and prices: in a YAML file)",
+            )
     return out
 
 
+def _prices(raw: Any, where: str) -> tuple[tuple[str, float, float], ...]:
+    """``prices: {model: {input_per_mtok: X, output_per_mtok: Y}}`` (USD per million tokens), checked."""
+    if raw is None:
+        return ()
+    bad = IngestError.single(
+        where, "mapping", "prices must be {MODEL: {input_per_mtok: USD, output_per_mtok: USD}} (numbers >= 0)"
+    )
+    if not isinstance(raw, dict):
+        raise bad
+    out = []
+    for model, entry in raw.items():
+        if not isinstance(entry, dict) or set(entry) != {"input_per_mtok", "output_per_mtok"}:
+            raise bad
+        values = [entry["input_per_mtok"], entry["output_per_mtok"]]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values):
+            raise bad
+        out.append((str(model), float(values[0]), float(values[1])))
+    return tuple(sorted(out))
+
+
 def _build(raw: dict[str, Any], where: str, label: str) -> TraceMapping:
+    unknown_keys = sorted(set(raw) - {*MAPPING_KEYS, "attributes"})
+    if unknown_keys:
+        raise IngestError.single(
+            where,
+            "mapping",
+            f"unknown mapping key(s) {', '.join(unknown_keys)}; keys: attributes, {', '.join(MAPPING_KEYS)}",
+        )
     attrs = raw.get("attributes") or {}
     unknown = sorted(set(attrs) - set(ATTRIBUTE_FIELDS))
     if unknown:
@@ -142,9 +187,11 @@ def _build(raw: dict[str, Any], where: str, label: str) -> TraceMapping:
             where, "mapping", f"unknown field(s) {', '.join(unknown)}; {', '.join(ATTRIBUTE_FIELDS)}"
         )
     scoring = str(raw.get("scoring") or "continuous")
-    missing = str(raw.get("missing_score") or "error")
-    if scoring not in SCORINGS or missing not in ("error", "skip"):
-        raise IngestError.single(where, "mapping", "scoring must be binary|graded|continuous, missing_score error|skip")
+    missing = str(raw.get("missing_score") or "keep")
+    if scoring not in SCORINGS or missing not in MISSING_SCORE:
+        raise IngestError.single(
+            where, "mapping", "scoring must be binary|graded|continuous, missing_score keep|error|skip"
+        )
     selector = raw.get("attempt_span") or {}
     if not isinstance(selector, dict) or not set(selector) <= {"name", "kind"}:
         raise IngestError.single(where, "mapping", "attempt_span must be {name: NAME} or {kind: KIND}")
@@ -157,6 +204,7 @@ def _build(raw: dict[str, Any], where: str, label: str) -> TraceMapping:
         evaluation=None if raw.get("evaluation") is None else str(raw["evaluation"]),
         missing_score=missing,
         attempt_span=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
+        prices=_prices(raw.get("prices"), where),
         source=label,
     )
 
@@ -345,6 +393,7 @@ class Attempt:
     start_ns: int
     run: dict[str, Any]
     record: dict[str, Any]
+    task: dict[str, Any] = field(default_factory=dict)  # query, reference_answer: when the mapping finds them
 
 
 def _lookup(name: str, root: Span, spans: list[Span], mapping: TraceMapping) -> Any:
@@ -366,7 +415,7 @@ def build_attempt(
     path: Path, trace: Trace, root: Span, spans: list[Span], mapping: TraceMapping, options: dict[str, Any]
 ) -> Attempt:
     """The attempt record (without run, task and sample numbers resolved) of one attempt root and its spans."""
-    steps, evals = _steps_and_evaluations(spans)
+    steps, evals = _steps_and_evaluations(spans, mapping)
     others = [_span_summary(s) for s in spans if s is not root and span_class(s) not in STEP_KINDS]
     agent = options.get("agent") or _lookup("agent", root, spans, mapping) or root.resource.get("service.name")
     version = _lookup("agent_version", root, spans, mapping)
@@ -384,6 +433,9 @@ def build_attempt(
     if isinstance(passed, bool):
         record["passed"] = passed
     eval_date = _lookup("eval_date", root, spans, mapping)
+    if root.parent_id is not None:  # the trace's root span has not been seen: never stored as complete
+        record["trace_partial"] = {"missing": "root span", "root_parent_span_id": root.parent_id, "spans": len(spans)}
+    task = {k: str(v) for k in ("query", "reference_answer") if (v := _lookup(k, root, spans, mapping)) is not None}
     run = {
         "agent": str(agent or run_id),
         "agent_version": None if version is None else str(version),
@@ -399,6 +451,7 @@ def build_attempt(
         start_ns=root.start_ns,
         run=run,
         record=record,
+        task=task,
     )
 
 
@@ -406,7 +459,7 @@ def _sample(value: Any) -> int | None:
     """A sample number from an attribute (an integer, or its decimal text); None when it is neither."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii() and len(value.strip()) <= 9:
         return int(value)
     return None
 
@@ -433,7 +486,10 @@ def _date(ns: int) -> str | None:
     return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).date().isoformat()
 
 
-def _steps_and_evaluations(spans: list[Span]) -> tuple[list[dict[str, Any]], list[Evaluation]]:
+PROVIDER_KEYS = ("gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
+
+
+def _steps_and_evaluations(spans: list[Span], mapping: TraceMapping) -> tuple[list[dict[str, Any]], list[Evaluation]]:
     steps: list[dict[str, Any]] = []
     evals: list[Evaluation] = []
     rnd = 0
@@ -443,6 +499,17 @@ def _steps_and_evaluations(spans: list[Span]) -> tuple[list[dict[str, Any]], lis
         if cls == "llm":
             rnd += 1
             step = llm_step(span, keep_input=rnd == 1)
+            if step.get("cost_usd") is None:  # neither convention carries one: priced from model and tokens
+                price = price_call(
+                    step.get("model"),
+                    step.get("input_tokens"),
+                    step.get("output_tokens"),
+                    overrides=mapping.prices,
+                    provider=next((str(span.attrs[k]) for k in PROVIDER_KEYS if span.attrs.get(k)), None),
+                    when_ns=span.start_ns,
+                )
+                if price is not None:
+                    step["cost_usd"], step["cost_source"] = price.usd, price.source
         elif cls in STEP_KINDS:
             step = tool_step(span, cls)
         else:
@@ -474,7 +541,7 @@ def _attempt_record(
         "answer": answer,
         "input_tokens": _first(_sum(models, "input_tokens"), _root_tokens(rest, LLM_TOKENS_IN)),
         "output_tokens": _first(_sum(models, "output_tokens"), _root_tokens(rest, LLM_TOKENS_OUT)),
-        "cost_usd": _sum(models, "cost_usd"),
+        "cost_usd": None,
         "latency_s": (root.end_ns - root.start_ns) / 1e9,
         "status": "crashed" if root.status_code == STATUS_ERROR else "completed",
         "steps": steps,
@@ -486,8 +553,34 @@ def _attempt_record(
     }
     if root.status_code == STATUS_ERROR:
         record["error"] = root.status_message or "error"
+    _apply_cost(record, models)
     _apply_scores(record, evals, mapping, score_attr)
     return {k: v for k, v in record.items() if v is not None}
+
+
+def _apply_cost(record: dict[str, Any], models: list[dict[str, Any]]) -> None:
+    """The attempt's cost: the sum over its model steps when every step with tokens has a cost (from the span, the
+    mapping's prices or the catalog), else none, with the models that had no price (``cost_missing``). A cost
+    with any computed part names its sources (``cost_source``: source -> steps), which marks it computed."""
+    priced = [s for s in models if s.get("cost_usd") is not None]
+    unpriced = [s for s in models if s.get("cost_usd") is None and (s.get("input_tokens") or s.get("output_tokens"))]
+    if unpriced:
+        names = sorted({str(s.get("model") or "(no model name)") for s in unpriced})
+        record["cost_missing"] = {
+            "models": names,
+            "steps": len(unpriced),
+            "reason": "no price in the mapping's prices or the catalog: add them under prices: in the mapping",
+        }
+        return
+    if not priced:
+        return
+    record["cost_usd"] = sum(s["cost_usd"] for s in priced)
+    sources: dict[str, int] = {}
+    for s in priced:
+        key = s.get("cost_source", "span")
+        sources[key] = sources.get(key, 0) + 1
+    if set(sources) != {"span"}:
+        record["cost_source"] = sources
 
 
 def _first(*values: Any) -> Any:
@@ -636,16 +729,19 @@ def _records(
                 **joined[1],
                 "metrics": {**att.record.get("metrics", {}), **joined[1].get("metrics", {})},
             }
-        if not {"score", "raw_score", "passed"} & set(att.record) and att.record.get("status") == "completed":
-            if mapping.missing_score == "skip":
+        if not {"score", "raw_score", "passed"} & set(att.record):  # one rule, whatever the trace's status
+            if mapping.missing_score == "keep":  # stored unscored (score empty, never 0) until a late score
+                att.record["is_scored"] = False
+            elif mapping.missing_score == "skip":
                 continue
-            problems.add(
-                att.loc,
-                "score",
-                f"trace {att.trace_id} has no score: no score attribute, evaluation or annotation, and no row in "
-                "--scores (or set missing_score: skip in the mapping)",
-            )
-            continue
+            else:
+                problems.add(
+                    att.loc,
+                    "score",
+                    f"trace {att.trace_id} has no score: no score attribute, evaluation or annotation, and no row "
+                    "in --scores (missing_score: error; keep stores it unscored, skip leaves it out)",
+                )
+                continue
         kept.append(att)
     yield from _definitions(kept, mapping)
     samples: dict[tuple[str, str], int] = defaultdict(int)
@@ -670,7 +766,7 @@ def _definitions(attempts: list[Attempt], mapping: TraceMapping) -> Records:
             yield att.loc, {"record": "benchmark", "benchmark": att.benchmark, "scoring": mapping.scoring}
         if ("t", att.benchmark, att.task_id) not in seen:
             seen.add(("t", att.benchmark, att.task_id))
-            yield att.loc, {"record": "task", "benchmark": att.benchmark, "task_id": att.task_id}
+            yield att.loc, {"record": "task", "benchmark": att.benchmark, "task_id": att.task_id, **att.task}
         if ("r", att.run_id) not in seen:
             seen.add(("r", att.run_id))
             run = {**att.run, "eval_date": first_date.get(att.run_id)}

@@ -41,13 +41,16 @@ LEGACY_REQUEST_TYPE = "llm.request.type"
 LEGACY_KIND = "traceloop.span.kind"
 LEGACY_KINDS = {"tool": "tool", "agent": "agent", "workflow": "chain", "task": "chain"}
 # the earlier GenAI message attributes, flattened: gen_ai.completion.0.content, gen_ai.prompt.1.role, ...
-_LEGACY_MESSAGE = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
-_LEGACY_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(name|arguments|id)$")
+_LEGACY_MESSAGE = re.compile(r"^gen_ai\.(prompt|completion)\.(\d{1,9})\.(.+)$")
+_LEGACY_TOOL_CALL = re.compile(r"^tool_calls\.(\d{1,9})\.(name|arguments|id)$")
 # OpenInference flattens lists: llm.output_messages.0.message.tool_calls.1.tool_call.function.name
-_OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
-_OI_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
-_OI_CONTENTS = re.compile(r"^contents\.(\d+)\.message_content\.(.+)$")
-_OI_FEEDBACK = re.compile(r"^(?:trace\.|session\.)?(annotations|evaluations)\.(\d+)\.(annotation|evaluation)\.(\w+)$")
+# list indices of at most 9 digits: a longer one is no index (the attribute is kept as it is), never a huge int
+_OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d{1,9})\.message\.(.+)$")
+_OI_TOOL_CALL = re.compile(r"^tool_calls\.(\d{1,9})\.tool_call\.(.+)$")
+_OI_CONTENTS = re.compile(r"^contents\.(\d{1,9})\.message_content\.(.+)$")
+_OI_FEEDBACK = re.compile(
+    r"^(?:trace\.|session\.)?(annotations|evaluations)\.(\d{1,9})\.(annotation|evaluation)\.(\w+)$"
+)
 LLM_TOKENS_IN = ("llm.token_count.prompt", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
 LLM_TOKENS_OUT = ("llm.token_count.completion", "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
 MODEL_KEYS = ("llm.model_name", "gen_ai.response.model", "gen_ai.request.model", "llm.request.model_name")
@@ -241,11 +244,18 @@ def llm_step(span: Span, *, keep_input: bool) -> dict[str, Any]:
     )
     _take(rest, LEGACY_REQUEST_TYPE)
     out_text = "\n".join(str(m["content"]) for m in outputs if m.get("content")) or None
-    input_value, output_value = _take(rest, "input.value"), _take(rest, "output.value")
-    _take(rest, "input.mime_type", "output.mime_type")
+    input_value = _take(rest, "input.value")
+    if outputs or rest.get("output.mime_type") == "application/json":
+        # the output messages say what the model said (a turn that only asks for a tool says nothing); the raw
+        # response (OpenInference's output.value: the provider's HTTP response JSON) stays in the attributes
+        content = out_text
+    else:
+        content = _as_text(_take(rest, "output.value"))
+        _take(rest, "output.mime_type")
+    _take(rest, "input.mime_type")
     step: dict[str, Any] = {
         "kind": "model",
-        "content": out_text if out_text is not None else _as_text(output_value),
+        "content": content,
         "input_tokens": _int_or_none(_take(rest, *LLM_TOKENS_IN)),
         "output_tokens": _int_or_none(_take(rest, *LLM_TOKENS_OUT)),
         "latency_s": (span.end_ns - span.start_ns) / 1e9,

@@ -66,6 +66,9 @@ class BadSpan(ValueError):
         self.field = field_name
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type[BadSpan], tuple[str, str]]:
+        return (BadSpan, (self.field, self.reason))  # raised in a decoding worker process, re-raised here
+
 
 # ---------------------------------------------------------------------------------------------
 # Values
@@ -112,17 +115,35 @@ def key_values(items: Any) -> dict[str, Any]:
     return out
 
 
-def _int(raw: Any, name: str) -> int:
-    """An OTLP/JSON 64-bit integer: a decimal string or a JSON number."""
+INT64 = (-(2**63), 2**63 - 1)  # intValue, status codes: protobuf int64
+UINT64 = (0, 2**64 - 1)  # timestamps: protobuf fixed64 nanoseconds
+
+
+def _int(raw: Any, name: str, bounds: tuple[int, int] = INT64) -> int:
+    """An OTLP/JSON 64-bit integer: a decimal string or a JSON number, within ``bounds`` (int64 unless said).
+
+    A value outside the protobuf type's range (a 5,000-digit timestamp) is a bad span, never a crash: the text is
+    checked for length before it is converted."""
+    value: int | None = None
     if isinstance(raw, bool):
-        raise BadSpan(name, f"expected an integer, got {raw!r}")
-    if isinstance(raw, int):
-        return raw
-    if isinstance(raw, float) and raw.is_integer():
-        return int(raw)
-    if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
-        return int(raw)
-    raise BadSpan(name, f"expected an integer (a number or a decimal string), got {raw!r}")
+        value = None
+    elif isinstance(raw, int):
+        value = raw
+    elif isinstance(raw, float) and raw.is_integer():
+        value = int(raw)
+    elif isinstance(raw, str):
+        text = raw.strip()
+        digits = text[1:] if text[:1] == "-" else text
+        if digits.isdigit() and digits.isascii() and len(digits) <= 20:  # 2**64 has 20 digits
+            value = int(text)
+        elif digits.isdigit() and digits.isascii():
+            raise BadSpan(name, f"{len(digits):,}-digit integer is outside the 64-bit range")
+    if value is None:
+        shown = raw if not isinstance(raw, str) or len(raw) <= 40 else f"{raw[:40]}... ({len(raw):,} characters)"
+        raise BadSpan(name, f"expected an integer (a number or a decimal string), got {shown!r}")
+    if not bounds[0] <= value <= bounds[1]:
+        raise BadSpan(name, f"{value} is outside the range [{bounds[0]}, {bounds[1]}]")
+    return value
 
 
 def hex_id(raw: Any, n_bytes: int, name: str) -> str | None:
@@ -192,13 +213,13 @@ def _span(raw: Any, line: int, resource: dict[str, Any], scope: str) -> Span:
     span_id = hex_id(_get(raw, "spanId", "span_id"), 8, "spanId")
     if span_id is None:
         raise BadSpan("spanId", f"missing in a span of trace {trace_id}")
-    start = _int(_get(raw, "startTimeUnixNano", "start_time_unix_nano") or 0, "startTimeUnixNano")
-    end = _int(_get(raw, "endTimeUnixNano", "end_time_unix_nano") or start, "endTimeUnixNano")
+    start = _int(_get(raw, "startTimeUnixNano", "start_time_unix_nano") or 0, "startTimeUnixNano", UINT64)
+    end = _int(_get(raw, "endTimeUnixNano", "end_time_unix_nano") or start, "endTimeUnixNano", UINT64)
     status = raw.get("status") or {}
     events = []
     for ev in raw.get("events") or []:
         if isinstance(ev, dict):
-            when = _int(_get(ev, "timeUnixNano", "time_unix_nano") or start, "events.timeUnixNano")
+            when = _int(_get(ev, "timeUnixNano", "time_unix_nano") or start, "events.timeUnixNano", UINT64)
             events.append((str(ev.get("name") or ""), when, key_values(ev.get("attributes") or [])))
     kind = raw.get("kind") or 0
     return Span(

@@ -678,6 +678,7 @@ class Normaliser:
         score, raw, passed = (None, None, None) if given is None else self._scored(bench, status, *given)
         in_tok, out_tok = fields.tokens()
         cost, computed = self._cost(run_id, fields.cost(), in_tok, out_tok)
+        computed = computed or (cost is not None and fields.cost_is_computed())
         judge = fields.judge()
         errors = fields.errors()
         metrics = fields.metrics()
@@ -791,6 +792,10 @@ class _RecordFields:
     def cost(self) -> float | None:
         return _number(self.rec, "cost_usd", lo=0.0)
 
+    def cost_is_computed(self) -> bool:
+        """A cost the reader computed itself says where it came from (``cost_source``, kept in extra)."""
+        return self.rec.get("cost_source") is not None
+
     def judge(self) -> str | None:
         return _json_text(_object(self.rec, "judge"))
 
@@ -879,6 +884,9 @@ class _FastFields:
 
     def cost(self) -> float | None:
         return self.att.cost_usd
+
+    def cost_is_computed(self) -> bool:
+        return False  # a line with cost_source has a field the fast path does not know: it takes the record path
 
     def judge(self) -> str | None:
         return None if self.att.judge is None else _fast_json(self.att.judge)

@@ -13,7 +13,8 @@ Modules: ``paths`` (locations), ``connect`` (sessions, publish, snapshots), ``mi
 ``query`` (executing SQL, ``store/sql/*.sql``), ``filters`` (the run filter), ``writelock`` (the writer's flock),
 ``parquet`` (a read-only store exported as Parquet files), ``ingest_writer`` (ingested files), ``derived``
 (computed data: embeddings, metrics, IRT fits, judge verdicts, rule findings, reviews, cluster labels),
-``delete`` (run deletion), ``search_index`` (transcript search's index file beside a file store).
+``delete`` (run deletion), ``search_index`` (transcript search's index file beside a file store),
+``attempt_update`` (stored attempts replaced when late trace spans arrive, scores set after the run).
 """
 
 from __future__ import annotations

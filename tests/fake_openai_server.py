@@ -6,6 +6,8 @@ message; each request consumes the next action of that marker (the last one repe
     ("reply", text)            200 with ``text`` as the assistant message
     ("status", code)           an error response with that HTTP status (429, 500, ...)
     ("sleep", seconds, text)   wait, then reply (longer than the client timeout = a timeout)
+    ("tool_call", name, args)  200 with an assistant message that asks for tool ``name`` (``args``: JSON text)
+    ("wait", event, text)      wait until ``event`` (a threading.Event) is set (at most 60 s), then reply
 
 Unrouted requests get a 500. Every request body is kept in ``server.requests`` for assertions.
 """
@@ -90,7 +92,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if action[0] == "sleep":
             time.sleep(float(action[1]))
-        text = action[-1]
+        if action[0] == "wait":
+            action[1].wait(60)
+        message: dict[str, Any] = {"role": "assistant", "content": action[-1]}
+        finish = "stop"
+        if action[0] == "tool_call":
+            call = {"id": "call_1", "type": "function", "function": {"name": action[1], "arguments": action[2]}}
+            message, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
         self._send(
             200,
             {
@@ -98,7 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model", "fake"),
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                "choices": [{"index": 0, "finish_reason": finish, "message": message}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             },
         )

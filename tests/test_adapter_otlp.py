@@ -211,7 +211,7 @@ def test_malformed_otlp_names_the_line_and_writes_nothing(
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n")
     db = tmp_path / "db.duckdb"
-    result = _ingest(db, path, fmt="otlp")
+    result = _ingest(db, path, fmt="otlp", mapping="missing_score=error")
     assert result.outcome == "failed"
     message = str(result.error)
     assert f"{path}{where}" in message and reason in message, message
@@ -380,4 +380,149 @@ def test_earlier_genai_attributes_as_openllmetry_writes_them(tmp_path: Path) -> 
     assert json.loads(got[1][2]) == {"q": "Dune"} and got[1][3] == "Frank Herbert"
     assert rows(db, "SELECT input_tokens, output_tokens, answer, score FROM attempts") == [
         (31, 11, "Frank Herbert.", 1.0)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Score-less traces, partial traces, mapping keys, task text
+# ---------------------------------------------------------------------------------------------
+
+
+def _unscored(trace: str, span: str, *, crashed: bool, parent: str = "") -> dict[str, Any]:
+    out = {**_span_json(trace, span, parent), "attributes": [{"key": "session.id", "value": {"stringValue": trace}}]}
+    if crashed:
+        out["status"] = {"code": 2, "message": "agent crashed"}
+    return out
+
+
+SCORELESS = [
+    _line(_unscored(format(i + 1, "032x"), format(i + 1, "016x"), crashed=i == 9)) for i in range(10)
+]  # the issue's ten score-less traces, the last one crashed
+
+
+def test_score_less_traces_are_stored_unscored_whatever_their_status(tmp_path: Path) -> None:
+    path = tmp_path / "scoreless.jsonl"
+    path.write_text("\n".join(SCORELESS) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path)
+    assert result.outcome == "ingested", result.error
+    got = rows(tmp_path / "db.duckdb", "SELECT status, score, passed FROM attempts ORDER BY task_id")
+    assert got == [("completed", None, None)] * 9 + [("crashed", None, None)]  # never 0 for the crashed one
+
+
+@pytest.mark.parametrize(("missing", "outcome", "n"), [("error", "failed", 0), ("skip", "ingested", 0)])
+def test_missing_score_error_and_skip_treat_every_status_alike(
+    tmp_path: Path, missing: str, outcome: str, n: int
+) -> None:
+    path = tmp_path / "scoreless.jsonl"
+    path.write_text("\n".join(SCORELESS) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path, mapping=f"missing_score={missing}")
+    assert result.outcome == outcome
+    if missing == "error":
+        assert str(result.error).count("has no score") == 10  # the crashed one too
+    else:
+        assert rows(tmp_path / "db.duckdb", "SELECT count(*) FROM attempts") == [(n,)]
+
+
+def test_a_trace_without_its_root_span_is_marked_partial(tmp_path: Path) -> None:
+    path = tmp_path / "fragment.jsonl"
+    path.write_text(_line(_span_json(TRACE, "eee19b7ec3c1b174", parent="00000000000000aa")) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path)
+    assert result.outcome == "ingested", result.error
+    got = rows(tmp_path / "db.duckdb", "SELECT json_extract_string(extra, '$.trace_partial.missing') FROM attempts")
+    assert got == [("root span",)]
+
+
+@pytest.mark.parametrize(
+    ("mapping", "reason"),
+    [
+        ("taskid=dataset.example_id", "unknown mapping key 'taskid'"),  # a typo: was silently ignored
+        ("task_id=x,evaluaton=correctness", "unknown mapping key 'evaluaton'"),
+        ("missing_score=sometimes", "missing_score keep|error|skip"),
+    ],
+)
+def test_inline_mapping_keys_are_validated(tmp_path: Path, mapping: str, reason: str) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(_span_json(TRACE, "eee19b7ec3c1b174")) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path, mapping=mapping)
+    assert result.outcome == "failed" and reason in str(result.error), result.error
+
+
+def test_a_yaml_mapping_with_an_unknown_key_is_refused(tmp_path: Path) -> None:
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text("name: m\nevaluaton: correctness\n")
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(_span_json(TRACE, "eee19b7ec3c1b174")) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path, mapping=str(mapping))
+    assert result.outcome == "failed" and "unknown mapping key(s) evaluaton" in str(result.error)
+
+
+def test_task_text_and_reference_answer_are_mapped(tmp_path: Path) -> None:
+    span = _span_json(TRACE, "eee19b7ec3c1b174")
+    span["attributes"] += [
+        {"key": "dataset.question", "value": {"stringValue": "What is 2+2?"}},
+        {"key": "runlens.reference_answer", "value": {"stringValue": "4"}},
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text(_line(span) + "\n")
+    result = _ingest(tmp_path / "db.duckdb", path, mapping="query=dataset.question")
+    assert result.outcome == "ingested", result.error
+    assert rows(tmp_path / "db.duckdb", "SELECT query, reference_answer FROM tasks") == [("What is 2+2?", "4")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Cost from model and tokens
+# ---------------------------------------------------------------------------------------------
+
+
+def _catalog_usd(model: str, n_in: int, n_out: int, when_ns: int) -> float:
+    """The pinned catalog's own answer (the reference the reader must agree with)."""
+    import datetime as dt
+
+    from genai_prices import Usage, calc_price
+
+    when = dt.datetime.fromtimestamp(when_ns / 1e9, dt.UTC)
+    found = calc_price(Usage(input_tokens=n_in, output_tokens=n_out), model_ref=model, genai_request_timestamp=when)
+    return float(found.total_price)
+
+
+def test_traced_runs_get_a_computed_cost_from_the_catalog(json_db: Path, spans: list[ReadableSpan]) -> None:
+    got = rows(
+        json_db,
+        "SELECT run_id, sample, cost_usd, is_cost_computed, json_extract(extra, '$.cost_source')::VARCHAR "
+        "FROM attempts ORDER BY run_id, sample",
+    )
+    llm = {}  # trace -> [(model, in, out, start)]
+    for span in spans:
+        attrs = span.attributes or {}
+        model = attrs.get("llm.model_name") or attrs.get("gen_ai.request.model")
+        if model:
+            n_in = int(attrs.get("llm.token_count.prompt", attrs.get("gen_ai.usage.input_tokens", 0)))  # type: ignore[arg-type]
+            n_out = int(attrs.get("llm.token_count.completion", attrs.get("gen_ai.usage.output_tokens", 0)))  # type: ignore[arg-type]
+            llm.setdefault(span.context.trace_id, []).append((str(model), n_in, n_out, span.start_time or 0))
+    want = sorted(sum(_catalog_usd(*call) for call in calls) for calls in llm.values())
+    assert sorted(r[2] for r in got) == pytest.approx(want)
+    assert all(r[2] > 0 for r in got)
+    assert {(r[3], r[4]) for r in got} == {(True, '{"genai-prices 0.2.3":2}')}
+
+
+def test_the_mappings_prices_win_over_the_catalog_and_an_unknown_model_leaves_the_cost_empty(
+    tmp_path: Path, spans: list[ReadableSpan]
+) -> None:
+    path = tmp_path / "traces.jsonl"
+    text = otlp_json_lines(spans).decode().replace("gpt-4.1", "house-model-7")  # the GenAI trace's model
+    path.write_text(text)
+    mapping = tmp_path / "prices.yaml"
+    mapping.write_text("prices:\n  gpt-4o-mini: {input_per_mtok: 1000, output_per_mtok: 2000}\n")
+    db = tmp_path / "db.duckdb"
+    assert _ingest(db, path, mapping=str(mapping)).outcome == "ingested"
+    got = rows(
+        db,
+        "SELECT run_id, cost_usd, is_cost_computed, json_extract_string(extra, '$.cost_missing.models[0]') "
+        "FROM attempts ORDER BY run_id, sample",
+    )
+    oi_cost = ((120 + 160) * 1000 + (15 + 6) * 2000) / 1e6  # the OpenInference trace's tokens at the mapping's price
+    assert got == [
+        ("support-agent@1.2", pytest.approx(oi_cost), True, None),
+        ("support-agent@1.2", pytest.approx(oi_cost), True, None),
+        ("travel-agent@0.3", None, False, "house-model-7"),  # no price: no cost, not a partial sum
     ]

@@ -41,12 +41,12 @@ def _free_port() -> int:
 class Receiver:
     """A running ``serve-otlp`` process."""
 
-    def __init__(self, db: Path, port: int, log: Path) -> None:
+    def __init__(self, db: Path, port: int, log: Path, *extra: str, timeout: str = "30") -> None:
         self.db, self.port, self.log_path = db, port, log
         self.url = f"http://127.0.0.1:{port}/v1/traces"
         args = ["--db", str(db), "--port", str(port), "--token", TOKEN, "--flush-interval", "0.2", "--settle", "0.3"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ingest", "serve-otlp", *args, "--trace-timeout", "30"],
+            [sys.executable, "-m", "ingest", "serve-otlp", *args, "--trace-timeout", timeout, *extra],
             cwd=ROOT,
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
@@ -227,7 +227,15 @@ def test_sigterm_flushes_buffered_traces(receiver: Receiver) -> None:
     assert _snapshot(
         receiver.db, "SELECT score FROM attempts WHERE json_extract_string(extra, '$.trace_id') = ?", [trace]
     ) == [(0.75,)]
-    assert "written without their root span" in receiver.log()
+    assert "1 trace(s) without their root span taken at shutdown" in receiver.log()
+    assert "stored marked partial" in receiver.log()
+    partial = _snapshot(
+        receiver.db,
+        "SELECT json_extract_string(extra, '$.trace_partial.missing') FROM attempts "
+        "WHERE json_extract_string(extra, '$.trace_id') = ?",
+        [trace],
+    )
+    assert partial == [("root span",)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,9 +255,9 @@ def _doc(trace: str, span: str, parent: str = "") -> dict[str, Any]:
     return json.loads(_request(_span(trace, span, parent)))
 
 
-def test_a_trace_is_complete_when_its_root_has_settled_or_it_timed_out() -> None:
+def test_a_trace_is_complete_when_its_root_has_settled_and_a_rootless_one_waits() -> None:
     clock = FakeClock()
-    buffer = TraceBuffer(Limits(settle_s=2, trace_timeout_s=10), clock)
+    buffer = TraceBuffer(Limits(settle_s=2, trace_timeout_s=10, root_wait_s=100), clock)
     t1, t2 = "1" * 32, "2" * 32
     buffer.add(_doc(t1, "00000000000000a1", parent="00000000000000a0"))
     buffer.add(_doc(t2, "00000000000000b1", parent="00000000000000b0"))
@@ -258,11 +266,44 @@ def test_a_trace_is_complete_when_its_root_has_settled_or_it_timed_out() -> None
     assert buffer.take_complete() == []
     clock.now = 2.0
     assert [t for t, _, _ in buffer.take_complete()] == [t1]
-    clock.now = 9.9
+    clock.now = 10.0  # past the trace timeout, t2's root has not come: it waits (a step slower than the timeout)
     assert buffer.take_complete() == []
-    clock.now = 10.0
+    clock.now = 99.9
+    assert buffer.take_complete() == []
+    clock.now = 100.0  # the root wait is over: taken, to be stored marked partial
     assert [(t, root) for t, _, root in buffer.take_complete()] == [(t2, False)]
     assert buffer.n_open == 0
+
+
+def test_rootless_traces_past_the_waiting_bytes_are_taken_oldest_first() -> None:
+    clock = FakeClock()
+    one = len(
+        json.dumps(
+            _doc("1" * 32, "00000000000000a1", "00000000000000a0")["resourceSpans"][0]["scopeSpans"][0]["spans"][0],
+            separators=(",", ":"),
+        )
+    )
+    buffer = TraceBuffer(Limits(trace_timeout_s=10, root_wait_s=1000, max_waiting_bytes=2 * one), clock)
+    ids = ["1" * 32, "2" * 32, "3" * 32]
+    for i, trace in enumerate(ids):
+        clock.now = float(i)
+        buffer.add(_doc(trace, "00000000000000a1", parent="00000000000000a0"))
+    clock.now = 9.5
+    assert buffer.take_complete() == []  # not past the timeout yet: not waiting
+    clock.now = 12.5  # all three wait; three spans' bytes > two: the oldest goes
+    assert [t for t, _, _ in buffer.take_complete()] == [ids[0]]
+    assert buffer.take_complete() == []
+    assert buffer.n_open == 2
+
+
+def test_late_spans_of_a_stored_trace_settle_like_a_rooted_one() -> None:
+    clock = FakeClock()
+    buffer = TraceBuffer(Limits(settle_s=2, trace_timeout_s=10), clock)
+    trace = "4" * 32
+    buffer.mark_stored([trace])
+    buffer.add(_doc(trace, "00000000000000c2", parent="00000000000000c0"))
+    clock.now = 2.0
+    assert [(t, root) for t, _, root in buffer.take_complete()] == [(trace, False)]
 
 
 def test_a_request_resent_before_its_trace_settled_is_buffered_once() -> None:
@@ -295,13 +336,20 @@ def test_limits_drop_whole_traces_with_a_log_line(caplog: pytest.LogCaptureFixtu
         assert buffer.add(_doc(t1, "00000000000000a1"))[0] == 0
         assert buffer.add(_doc(t2, "00000000000000b1"))[0] == 0
         rejected, reasons = buffer.add(_doc(t3, "00000000000000c1"))
-        assert rejected == 1 and reasons == [f"trace {t3} dropped: 2 traces are open (--max-open-traces)"]
+        assert rejected == 1 and reasons == [
+            f"1 span(s) of 1 trace(s): trace dropped: 2 traces are open (--max-open-traces) (trace {t3})"
+        ]
         big = _doc(t1, "00000000000000a2")
         big["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["name"] = "x" * 20_000
         assert buffer.add(big)[0] == 1  # over the byte budget: all of t1 goes, not just this span
         assert buffer.n_open == 1
-        assert buffer.add(_doc(t1, "00000000000000a0"))[1] == [f"trace {t1} was dropped earlier"]
-    assert f"dropped 1 span(s): trace {t3} dropped: 2 traces are open" in caplog.text
+        assert buffer.add(_doc(t1, "00000000000000a0"))[1] == [
+            f"1 span(s) of 1 trace(s): their trace was dropped earlier (trace {t1})"
+        ]
+    assert (
+        f"dropped 1 span(s): 1 span(s) of 1 trace(s): trace dropped: 2 traces are open (--max-open-traces) (trace {t3})"
+        in caplog.text
+    )
     assert "bytes of spans are buffered (--max-buffered-mb)" in caplog.text
     assert buffer.dropped_spans == 4  # t3's span, t1's big span, t1's buffered span, t1's late root
     clock.now = 61.0  # a dropped trace is forgotten after the trace timeout
@@ -324,11 +372,11 @@ def test_a_batch_that_cannot_be_written_is_retried(tmp_path: Path, caplog: pytes
         flusher.flush()
     assert "could not write 1 trace(s), will retry" in caplog.text
     assert buffer.n_open == 1
-    flusher.db = tmp_path / "db.duckdb"
+    flusher.db = db = tmp_path / "db.duckdb"
     clock.now = 2.0
     flusher.flush()
     assert flusher.written == 1
-    assert _snapshot(flusher.db, "SELECT score FROM attempts") == [(0.25,)]
+    assert _snapshot(db, "SELECT score FROM attempts") == [(0.25,)]
 
 
 def test_a_bad_trace_is_left_out_and_the_rest_of_its_batch_written(
@@ -342,7 +390,7 @@ def test_a_bad_trace_is_left_out_and_the_rest_of_its_batch_written(
     buffer.add(
         json.loads(_request(_span(good, "00000000000000e0", score=1.0), _span(bad, "00000000000000e1", score=None)))
     )
-    flusher = Flusher(tmp_path / "db.duckdb", buffer, {})
+    flusher = Flusher(tmp_path / "db.duckdb", buffer, {"mapping": "missing_score=error"})
     clock.now = 1.0
     with caplog.at_level(logging.WARNING, logger="runlens.otlp"):
         flusher.flush()
@@ -350,3 +398,130 @@ def test_a_bad_trace_is_left_out_and_the_rest_of_its_batch_written(
     assert f"trace {bad} not written" in caplog.text and "has no score" in caplog.text
     got = _snapshot(flusher.db, "SELECT json_extract_string(extra, '$.trace_id'), score FROM attempts")
     assert got == [(good, 1.0)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Late spans: merged into the stored attempt; a rootless fragment stored partial, then completed
+# ---------------------------------------------------------------------------------------------
+
+
+def _attr(key: str, value: Any) -> dict[str, Any]:
+    kind = "intValue" if isinstance(value, int) else "doubleValue" if isinstance(value, float) else "stringValue"
+    return {"key": key, "value": {kind: str(value) if kind == "intValue" else value}}
+
+
+def _oi_span(trace: str, span: str, parent: str, kind: str, at_ms: int, **attrs: Any) -> dict[str, Any]:
+    return {
+        "traceId": trace,
+        "spanId": span,
+        "parentSpanId": parent,
+        "name": f"{kind.lower()}.{span[-2:]}",
+        "startTimeUnixNano": str(T0 + at_ms * 1_000_000),
+        "endTimeUnixNano": str(T0 + (at_ms + 5) * 1_000_000),
+        "attributes": [_attr("openinference.span.kind", kind), *(_attr(k, v) for k, v in attrs.items())],
+    }
+
+
+def _attempt_rows(db: Path, trace: str) -> list[tuple[Any, ...]]:
+    return _snapshot(
+        db,
+        "SELECT task_id, score, input_tokens, output_tokens, n_steps, "
+        "json_extract_string(extra, '$.trace_partial.missing') FROM attempts "
+        "WHERE json_extract_string(extra, '$.trace_id') = ?",
+        [trace],
+    )
+
+
+def _doctor_ok(db: Path) -> None:
+    from analytics.doctor import check
+
+    with reader(db) as con:
+        report = check(con, str(db), rehash_sources=False)
+    assert report.ok, report.problems
+
+
+def test_a_span_that_comes_after_its_trace_was_stored_is_merged(tmp_path: Path) -> None:
+    from ingest.otlp_receiver import Flusher
+
+    clock = FakeClock()
+    buffer = TraceBuffer(Limits(settle_s=1, trace_timeout_s=5), clock)
+    trace, root = "7af7651916cd43dd8448eb211c80319c", "00000000000000f0"
+    first = _request(
+        _oi_span(trace, root, "", "AGENT", 0, **{"session.id": "t1", "eval.score": 1.0}),
+        _oi_span(trace, "00000000000000f1", root, "LLM", 1, **{"llm.token_count.prompt": 10}),
+    )
+    buffer.add(json.loads(first))
+    db = tmp_path / "db.duckdb"
+    flusher = Flusher(db, buffer, {})
+    clock.now = 1.0
+    flusher.flush()
+    assert _attempt_rows(db, trace) == [("t1", 1.0, 10, None, 1, None)]
+    import datetime as dt
+
+    from store import writer
+    from store.derived import insert_review
+
+    with writer(db) as con:  # a reviewer's verdict on the attempt as first stored
+        (first_id,) = con.execute("SELECT attempt_id FROM attempts").fetchall()[0]
+        insert_review(
+            con,
+            attempt_id=first_id,
+            reviewer="ana",
+            verdict="correct",
+            codes=[],
+            note="ok",
+            created_at=dt.datetime(2026, 1, 2),
+        )
+    late = _request(
+        _oi_span(trace, "00000000000000f2", root, "TOOL", 8, **{"tool.name": "search"}),
+        _oi_span(
+            trace,
+            "00000000000000f3",
+            root,
+            "LLM",
+            20,
+            **{"llm.token_count.prompt": 30, "llm.token_count.completion": 4},
+        ),
+    )
+    buffer.add(json.loads(late))  # after the trace was stored: no root comes with it
+    clock.now = 2.5
+    flusher.flush()
+    assert _attempt_rows(db, trace) == [("t1", 1.0, 40, 4, 3, None)]  # one attempt: steps and tokens added
+    steps = _snapshot(
+        db,
+        "SELECT kind, tool FROM steps JOIN attempts USING (attempt_id) "
+        "WHERE json_extract_string(attempts.extra, '$.trace_id') = ? ORDER BY step",
+        [trace],
+    )
+    assert steps == [("model", None), ("tool_call", "search"), ("final", None)]
+    reviews = _snapshot(db, "SELECT r.reviewer, r.attempt_id = a.attempt_id FROM reviews r, attempts a")
+    assert reviews == [("ana", True)]  # the review follows the rebuilt attempt
+    buffer.add(json.loads(late))  # the same late request resent: nothing new
+    clock.now = 4.0
+    flusher.flush()
+    assert _attempt_rows(db, trace) == [("t1", 1.0, 40, 4, 3, None)]
+    assert _snapshot(db, "SELECT count(*) FROM audit_log WHERE action = 'attempts_replaced'") == [(1,)]
+    _doctor_ok(db)
+
+
+def test_a_rootless_fragment_is_stored_partial_and_completed_when_the_root_comes(tmp_path: Path) -> None:
+    from ingest.otlp_receiver import Flusher
+
+    clock = FakeClock()
+    buffer = TraceBuffer(Limits(settle_s=1, trace_timeout_s=5, root_wait_s=20), clock)
+    trace, root = "8bf7651916cd43dd8448eb211c80319c", "00000000000000e0"
+    child = _oi_span(trace, "00000000000000e1", root, "LLM", 1, **{"llm.token_count.prompt": 66})
+    buffer.add(json.loads(_request(child)))
+    db = tmp_path / "db.duckdb"
+    flusher = Flusher(db, buffer, {})
+    clock.now = 6.0  # past the trace timeout: the fragment waits for its root
+    flusher.flush()
+    assert _attempt_rows(db, trace) == []
+    clock.now = 21.0  # past the root wait: stored, marked partial and unscored (never "complete" with score 0)
+    flusher.flush()
+    assert _attempt_rows(db, trace) == [(trace, None, 66, None, 1, "root span")]
+    buffer.add(json.loads(_request(_oi_span(trace, root, "", "AGENT", 0, **{"session.id": "t9", "eval.score": 0.5}))))
+    clock.now = 22.5
+    flusher.flush()
+    assert _attempt_rows(db, trace) == [("t9", 0.5, 66, None, 1, None)]  # completed, under its own task
+    _doctor_ok(db)
