@@ -25,25 +25,20 @@ from pathlib import Path
 from typing import Any
 
 from ingest.errors import ProblemCollector
+from ingest.inspect_events import (
+    BadCount,
+    agent_usage,
+    as_obj,
+    content_text,
+    grading_of,
+    sample_events,
+    steps_from_sample,
+)
 from ingest.jsonline import load_json
 from ingest.safezip import read_zip
 
 ZIP_MAGIC = b"PK\x03\x04"
 SCORE_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
-# The fields of Inspect's ModelEvent / ToolEvent / ErrorEvent (0.3.285, plus older names): any other field of such
-# an event is kept in the step's extra (``inspect_extra``), never dropped.
-_EVENT_BASE = "uuid span_id timestamp working_start metadata pending event"
-KNOWN_EVENT_FIELDS = {
-    "model": frozenset(
-        f"""{_EVENT_BASE} model role requested_model input input_refs tools tool_choice config output retries
-        request_ids error traceback traceback_ansi cache call completed working_time""".split()
-    ),
-    "tool": frozenset(
-        f"""{_EVENT_BASE} type id function arguments view result truncated error events completed working_time agent
-        agent_span_id failed message_id internal""".split()
-    ),
-    "error": frozenset(_EVENT_BASE.split() + ["error"]),
-}
 LAYOUT_ONLY = frozenset({"inspect_extra", "unknown_events"})
 KNOWN_HEADER = frozenset(
     {
@@ -153,16 +148,6 @@ KNOWN_EVENTS = frozenset(
 SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 
 
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one (logs omit or null out optional parts)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _seq(value: Any) -> list[Any]:
-    """``value`` when it is a JSON array, else an empty one."""
-    return value if isinstance(value, list) else []
-
-
 # Inspect writes ``version``, ``status`` and then the ``eval`` spec first; ``model`` comes after the dataset's
 # sample ids and can sit far past any fixed window, so detection needs only these leading keys.
 INSPECT_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:\s*"[a-z_]+"\s*,\s*"eval"\s*:\s*\{')
@@ -240,7 +225,7 @@ def load_log(
 def _missing_samples(loc: str, header: Any, samples: list[Any], problems: ProblemCollector) -> bool:
     """True (with a problem) when the header counts completed samples but the log holds none: a header-only or
     unknown layout must not ingest as a run of 0 attempts."""
-    completed = _obj(_obj(header).get("results")).get("completed_samples")
+    completed = as_obj(as_obj(header).get("results")).get("completed_samples")
     if samples or not isinstance(completed, int) or completed <= 0:
         return False
     problems.add(
@@ -329,14 +314,6 @@ def canonical_inspect(path: Path, data: bytes, options: dict[str, Any]) -> bytes
     return None if problems else digest.digest()
 
 
-def _events(sample: dict[str, Any]) -> list[Any]:
-    """A sample's events: ``events``, or in old logs ``transcript.events``."""
-    events = sample.get("events")
-    if events is None:
-        events = _obj(sample.get("transcript")).get("events")
-    return _seq(events)
-
-
 def _results_scores(results: dict[str, Any]) -> Any:
     """``results.scores`` with each metric's ``options`` named ``params``, as current Inspect names it (so one log
     converted between versions and layouts reads the same)."""
@@ -356,7 +333,7 @@ def _results_scores(results: dict[str, Any]) -> Any:
 
 
 def _default_scorer(header: dict[str, Any]) -> str | None:
-    results = _obj(header.get("results"))
+    results = as_obj(header.get("results"))
     for entry in results.get("scores") or []:
         if isinstance(entry, dict) and entry.get("name"):
             return str(entry["name"])
@@ -386,7 +363,7 @@ def score_value(value: Any) -> float | None:
 
 
 def _pick_score(sample: dict[str, Any], scorer: str | None) -> tuple[str | None, dict[str, Any] | None]:
-    scores = _obj(sample.get("scores"))
+    scores = as_obj(sample.get("scores"))
     if scorer and isinstance(scores.get(scorer), dict):
         return scorer, scores[scorer]
     for name, entry in scores.items():
@@ -409,8 +386,8 @@ def _all_numeric(samples: list[tuple[str, Any]], scorer: str | None) -> str:
 def _run(
     header: dict[str, Any], ev: dict[str, Any], run_id: str, benchmark: str, model: str, scorer: str | None
 ) -> dict[str, Any]:
-    results = _obj(header.get("results"))
-    stats = _obj(header.get("stats"))
+    results = as_obj(header.get("results"))
+    stats = as_obj(header.get("stats"))
     created = ev.get("created")
     return {
         "record": "run",
@@ -453,26 +430,6 @@ def _unknown(obj: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in known}
 
 
-def _text(value: Any, attachments: dict[str, Any]) -> str | None:
-    """Content (string or list of content parts) as text, resolving ``attachment://`` references."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        for scheme in ("attachment://", "tc://"):  # tc:// is the old transcript's content pool
-            if value.startswith(scheme):
-                return str(attachments.get(value[len(scheme) :], value))
-        return value
-    if isinstance(value, list):
-        parts = []
-        for part in value:
-            if isinstance(part, dict):
-                parts.append(_text(part.get("text") or part.get("reasoning") or part.get("content"), attachments) or "")
-            else:
-                parts.append(_text(part, attachments) or "")
-        return "\n".join(p for p in parts if p)
-    return json.dumps(value, ensure_ascii=False)
-
-
 def _sample(
     loc: str, sample: dict[str, Any], benchmark: str, run_id: str, scorer: str | None, problems: ProblemCollector
 ) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -482,7 +439,7 @@ def _sample(
     if _bad_types(loc, sample, problems):
         return
     # old logs (before ~0.3.50) keep events and their content pool under ``transcript``
-    att = {**_obj(_obj(sample.get("transcript")).get("content")), **_obj(sample.get("attachments"))}
+    att = {**as_obj(as_obj(sample.get("transcript")).get("content")), **as_obj(sample.get("attachments"))}
     task_id = str(sample["id"])
     target = sample.get("target")
     yield (
@@ -491,8 +448,8 @@ def _sample(
             "record": "task",
             "benchmark": benchmark,
             "task_id": task_id,
-            "query": _text(sample.get("input"), att),
-            "reference_answer": _text(target, att)
+            "query": content_text(sample.get("input"), att),
+            "reference_answer": content_text(target, att)
             if not isinstance(target, list)
             else json.dumps(target, ensure_ascii=False),
         },
@@ -523,7 +480,9 @@ def _sample(
         "inspect_uuid": sample.get("uuid"),
         "limit": sample.get("limit") if isinstance(sample.get("limit"), dict) else None,
         "inspect_extra": _unknown(sample, KNOWN_SAMPLE) or None,
-        "unknown_events": [e for e in _events(sample) if isinstance(e, dict) and e.get("event") not in KNOWN_EVENTS]
+        "unknown_events": [
+            e for e in sample_events(sample) if isinstance(e, dict) and e.get("event") not in KNOWN_EVENTS
+        ]
         or None,
     }
     if value is None and status == "completed":
@@ -615,231 +574,10 @@ def _status(sample: dict[str, Any]) -> str:
 
 
 def _answer(sample: dict[str, Any], att: dict[str, Any]) -> str | None:
-    output = _obj(sample.get("output"))
+    output = as_obj(sample.get("output"))
     if isinstance(output.get("completion"), str) and output["completion"]:
         return output["completion"]
     for choice in output.get("choices") or []:
         if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
-            return _text(choice["message"].get("content"), att)
+            return content_text(choice["message"].get("content"), att)
     return None
-
-
-class BadCount(ValueError):
-    """A token count that is not a whole number; ``args[0]`` is its JSON path below the sample."""
-
-
-def _count(value: Any, where: str) -> int | None:
-    """A token count: an int, an integral float, or digits in a string (``"74"``); None when absent."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise BadCount(where)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    raise BadCount(where)
-
-
-def _usage(model_usage: Any) -> dict[str, Any]:
-    """Tokens (and cost when the log has it) summed over every model the sample used."""
-    if not isinstance(model_usage, dict) or not model_usage:
-        return {}
-    totals: dict[str, Any] = {}
-    for name, usage in model_usage.items():
-        if not isinstance(usage, dict):
-            continue
-        for key in ("input_tokens", "output_tokens"):
-            n = _count(usage.get(key), f"model_usage.{name}.{key}")
-            if n is not None:
-                totals[key] = totals.get(key, 0) + n
-        if isinstance(usage.get("total_cost"), (int, float)):
-            totals["cost_usd"] = totals.get("cost_usd", 0.0) + usage["total_cost"]
-    return totals
-
-
-GRADING_SPANS = ("scorer", "scorers")
-
-
-def _is_grading_open(ev: dict[str, Any]) -> bool:
-    """A scorer span (``span_begin`` of type scorer/scorers) or an old-style scorer ``step`` beginning."""
-    if ev.get("event") == "span_begin":
-        return ev.get("type") in GRADING_SPANS
-    return ev.get("event") == "step" and ev.get("type") == "scorer" and ev.get("action") == "begin"
-
-
-def _is_grading_close(ev: dict[str, Any], open_ids: list[Any]) -> bool:
-    if ev.get("event") == "span_end":
-        return ev.get("id") in open_ids
-    return ev.get("event") == "step" and ev.get("type") == "scorer" and ev.get("action") == "end"
-
-
-def split_events(events: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(solver events, grading events)``: whatever happens inside a scorer span belongs to the grader.
-
-    Inspect scores a sample after its solver, so the events inside a scorer span are contiguous; model calls
-    there are the grader's (``model_graded_qa``), never the agent's turns.
-    """
-    solver: list[dict[str, Any]] = []
-    grading: list[dict[str, Any]] = []
-    open_ids: list[Any] = []
-    depth = 0
-    for ev in events:
-        if not isinstance(ev, dict):
-            continue
-        if _is_grading_open(ev):
-            depth += 1
-            open_ids.append(ev.get("id"))
-        elif depth and _is_grading_close(ev, open_ids):
-            depth -= 1
-            if ev.get("event") == "span_end":
-                open_ids.remove(ev.get("id"))
-        (grading if depth else solver).append(ev)
-    return solver, grading
-
-
-def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[str, Any]]:
-    """Steps from the solver's events (model turns, tool calls, errors); from messages without events.
-
-    Scorer spans are left out: ``grading_of`` reads them.
-    """
-    solver, _ = split_events(_events(sample))
-    steps: list[dict[str, Any]] = []
-    rnd = 0
-    for ev in solver:
-        kind = ev.get("event")
-        if kind == "model":
-            rnd += 1
-            steps.append(_model_step(ev, rnd, att) | _event_extra(ev))
-        elif kind == "tool":
-            steps.append(
-                {
-                    "round": rnd,
-                    "kind": "tool_call",
-                    "tool": ev.get("function"),
-                    "args": ev.get("arguments"),
-                    "result": _text(ev.get("result"), att) or "",
-                    "latency_s": ev.get("working_time"),
-                    "error": _err(ev.get("error")),
-                }
-                | _event_extra(ev)
-            )
-        elif kind == "error":
-            steps.append({"round": rnd, "kind": "error", "error": _err(ev.get("error")) or "error"} | _event_extra(ev))
-    if not steps:
-        steps = _steps_from_messages(sample.get("messages"), att)
-    _mark_final(steps)
-    return [{k: v for k, v in s.items() if v is not None} for s in steps]
-
-
-def _event_extra(ev: dict[str, Any]) -> dict[str, Any]:
-    """``{"inspect_extra": {...}}`` with the event's fields this reader does not know, or nothing."""
-    known = KNOWN_EVENT_FIELDS.get(str(ev.get("event")), frozenset())
-    unknown = {k: v for k, v in ev.items() if k not in known}
-    return {"inspect_extra": unknown} if unknown else {}
-
-
-def _model_step(ev: dict[str, Any], rnd: int, att: dict[str, Any]) -> dict[str, Any]:
-    output = _obj(ev.get("output"))
-    usage = _obj(output.get("usage"))
-    message = _obj(_obj((_seq(output.get("choices")) or [{}])[0]).get("message"))
-    return {
-        "round": rnd,
-        "kind": "model",
-        "content": _text(message.get("content"), att),
-        "input_tokens": _count(usage.get("input_tokens"), "events[].output.usage.input_tokens"),
-        "output_tokens": _count(usage.get("output_tokens"), "events[].output.usage.output_tokens"),
-        "latency_s": output.get("time", ev.get("working_time")),
-        "error": _err(ev.get("error")),
-        "n_tool_calls": len(_seq(message.get("tool_calls"))),
-    }
-
-
-def _token_sums(model_events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Input/output tokens (and cost when every call has one) over model events."""
-    usages = [_obj(_obj(ev.get("output")).get("usage")) for ev in model_events]
-    out: dict[str, Any] = {}
-    for key in ("input_tokens", "output_tokens"):
-        values = [n for n in (_count(u.get(key), f"events[].output.usage.{key}") for u in usages) if n is not None]
-        if values:
-            out[key] = sum(values)
-    costs = [float(u["total_cost"]) for u in usages if isinstance(u.get("total_cost"), (int, float))]
-    if usages and len(costs) == len(usages):
-        out["cost_usd"] = sum(costs)
-    return out
-
-
-def grading_of(sample: dict[str, Any], att: dict[str, Any]) -> dict[str, Any] | None:
-    """The grader's model calls and their tokens (kept apart from the agent's), or None without any."""
-    _, grading = split_events(_events(sample))
-    calls = [ev for ev in grading if ev.get("event") == "model"]
-    if not calls:
-        return None
-    turns = [
-        {"model": ev.get("model"), **{k: v for k, v in _model_step(ev, 0, att).items() if k not in ("round", "kind")}}
-        for ev in calls
-    ]
-    return {"model_calls": turns, **_token_sums(calls)}
-
-
-def agent_usage(sample: dict[str, Any]) -> dict[str, Any]:
-    """The agent's tokens and cost: its own model calls when the log has events, else ``model_usage``.
-
-    Raises:
-        BadCount: a token count is not a whole number (its JSON path below the sample in ``args[0]``).
-    """
-    solver, grading = split_events(_events(sample))
-    calls = [ev for ev in solver if ev.get("event") == "model"]
-    if calls:
-        return _token_sums(calls)
-    if any(ev.get("event") == "model" for ev in grading):
-        return {}  # only the grader's calls were logged: model_usage would credit them to the agent
-    return _usage(sample.get("model_usage"))
-
-
-def _err(error: Any) -> str | None:
-    if error is None:
-        return None
-    if isinstance(error, dict):
-        return str(error.get("message") or error.get("type") or json.dumps(error))
-    return str(error)
-
-
-def _steps_from_messages(messages: Any, att: dict[str, Any]) -> list[dict[str, Any]]:
-    steps: list[dict[str, Any]] = []
-    by_call: dict[str, int] = {}
-    rnd = 0
-    for msg in messages if isinstance(messages, list) else []:
-        if not isinstance(msg, dict) or msg.get("role") in ("system", "user"):
-            continue
-        if msg.get("role") == "assistant":
-            rnd += 1
-            calls = msg.get("tool_calls") or []
-            steps.append(
-                {"round": rnd, "kind": "model", "content": _text(msg.get("content"), att), "n_tool_calls": len(calls)}
-            )
-            for call in calls:
-                if isinstance(call, dict):
-                    by_call[str(call.get("id"))] = len(steps)
-                    steps.append(
-                        {"round": rnd, "kind": "tool_call", "tool": call.get("function"), "args": call.get("arguments")}
-                    )
-        elif msg.get("role") == "tool":
-            ix = by_call.get(str(msg.get("tool_call_id")))
-            if ix is not None:
-                steps[ix]["result"] = _text(msg.get("content"), att) or ""
-                steps[ix]["error"] = _err(msg.get("error"))
-    return steps
-
-
-def _mark_final(steps: list[dict[str, Any]]) -> None:
-    """The last model turn that called no tool and said something is the final answer."""
-    for step in reversed(steps):
-        if step["kind"] == "model":
-            if not step.get("n_tool_calls") and step.get("content"):
-                step["kind"] = "final"
-            break
-    for step in steps:
-        step.pop("n_tool_calls", None)
