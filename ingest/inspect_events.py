@@ -240,6 +240,33 @@ def agent_usage(sample: dict[str, Any]) -> dict[str, Any]:
     return _usage(sample.get("model_usage"))
 
 
+TOKEN_DETAILS = ("input_tokens_cache_read", "input_tokens_cache_write", "reasoning_tokens")
+
+
+def token_details(sample: dict[str, Any]) -> dict[str, int]:
+    """The agent's cache-read, cache-write and reasoning tokens (Inspect's ``ModelUsage`` fields beside input and
+    output), summed like ``agent_usage``: over its own model calls when the log has events, else ``model_usage``.
+
+    Raises:
+        BadCount: a count is not a whole number.
+    """
+    solver, grading = split_events(sample_events(sample))
+    calls = [ev for ev in solver if ev.get("event") == "model"]
+    if calls:
+        usages = [("events[].output.usage", as_obj(as_obj(ev.get("output")).get("usage"))) for ev in calls]
+    elif any(ev.get("event") == "model" for ev in grading):
+        return {}
+    else:
+        usages = [(f"model_usage.{m}", as_obj(u)) for m, u in as_obj(sample.get("model_usage")).items()]
+    totals: dict[str, int] = {}
+    for where, usage in usages:
+        for key in TOKEN_DETAILS:
+            n = _count(usage.get(key), f"{where}.{key}")
+            if n is not None:
+                totals[key] = totals.get(key, 0) + n
+    return totals
+
+
 def _err(error: Any) -> str | None:
     if error is None:
         return None

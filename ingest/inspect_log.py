@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +30,18 @@ from ingest.inspect_events import (
     BadCount,
     agent_usage,
     as_obj,
+    as_seq,
     content_text,
     grading_of,
     sample_events,
     steps_from_sample,
+    token_details,
 )
+from ingest.inspect_scores import default_score_name, resolve_score_name, sample_scores, score_names
 from ingest.jsonline import load_json
 from ingest.safezip import read_zip
 
 ZIP_MAGIC = b"PK\x03\x04"
-SCORE_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
 LAYOUT_ONLY = frozenset({"inspect_extra", "unknown_events"})
 KNOWN_HEADER = frozenset(
     {
@@ -145,6 +148,7 @@ KNOWN_EVENTS = frozenset(
         "checkpoint",
     ]
 )
+JOURNAL_START = "_journal/start.json"
 SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 
 
@@ -193,11 +197,13 @@ def load_log(
                 "samples/<id>_epoch_<n>.json only: convert the log with `inspect log convert`",
             )
             return None
-        head_name = "header.json" if "header.json" in members else "_journal/start.json"
+        head_name = "header.json" if "header.json" in members else JOURNAL_START
         if head_name not in members:
             problems.add(f"{path}:1", "-", "no header.json (nor _journal/start.json) in the .eval archive")
             return None
         header = _member_json(path, head_name, members[head_name], problems)
+        if head_name == JOURNAL_START and isinstance(header, dict) and not header.get("status"):
+            header = {**header, "status": "started"}  # a log still being written, or interrupted: Inspect's status
         samples = []
         for name in sorted(members, key=_sample_order):
             if SAMPLE_MEMBER.match(name):
@@ -278,24 +284,36 @@ def parse_inspect(
         return
     model = str(options.get("agent") or ev.get("model"))
     run_id = str(options.get("run_id") or f"{benchmark}-{ev.get('eval_id') or ev.get('run_id') or path.stem}")
-    scorer = options.get("scorer") or _default_scorer(header)
-    numeric = _all_numeric(samples, scorer)
+    names = score_names((sample for _, sample in samples), header)
+    headline = _headline(path, options.get("scorer"), header, names, problems)
+    if headline is _UNKNOWN:
+        return
+    scale = _scale(samples, headline)
     yield (
         f"{path}:$.eval",
         {
             "record": "benchmark",
             "benchmark": benchmark,
-            "scoring": "binary" if numeric == "binary" else "continuous",
-            "pass_threshold": 1.0 if numeric == "binary" else 0.5,
+            "scoring": "binary" if scale == "binary" else "continuous",
+            "pass_threshold": 1.0 if scale == "binary" else 0.5,
             "description": f"Inspect AI task {ev.get('task')}",
         },
     )
-    yield f"{path}:$.eval", _run(header, ev, run_id, benchmark, model, scorer)
+    yield f"{path}:$.eval", _run(header, ev, run_id, benchmark, model, headline, samples)
+    ctx = _Context(benchmark, run_id, headline, scale, problems)
+    if scale == "raw":
+        low, high = _value_range(samples, headline)
+        problems.warn(
+            f"{path}:$.results.scores",
+            f"scorer {headline!r} gives values outside [0, 1] ({low:g} to {high:g}): kept raw (the attempt's raw_score "
+            "and the scores table), never clipped; the [0, 1] score is left empty. Rank by it with "
+            f"`python -m analytics leaderboard --scorer {headline}` (the mean of raw values, as Inspect's mean)",
+        )
     for loc, sample in samples:
         if not isinstance(sample, dict):
             problems.add(loc, "-", "expected a sample object")
             continue
-        yield from _sample(loc, sample, benchmark, run_id, scorer, problems)
+        yield from _sample(loc, sample, ctx)
     if progress is not None:
         progress.update(len(data))
 
@@ -332,63 +350,87 @@ def _results_scores(results: dict[str, Any]) -> Any:
     return out
 
 
-def _default_scorer(header: dict[str, Any]) -> str | None:
-    results = as_obj(header.get("results"))
-    for entry in results.get("scores") or []:
-        if isinstance(entry, dict) and entry.get("name"):
-            return str(entry["name"])
-    for entry in (header.get("eval") or {}).get("scorers") or []:
-        if isinstance(entry, dict) and entry.get("name"):
-            return str(entry["name"])
-    return None
+_UNKNOWN = "\0unknown scorer"  # marks a --scorer this log does not have (a problem was reported)
 
 
-def score_value(value: Any) -> float | None:
-    """An Inspect score value as a number: C=1, P=0.5, I=0, N=0; numbers/booleans as is; dicts averaged."""
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        if value.strip().upper() in SCORE_LETTERS:
-            return SCORE_LETTERS[value.strip().upper()]
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    if isinstance(value, dict):
-        parts = [v for v in (score_value(x) for x in value.values()) if v is not None and v == v]
-        return sum(parts) / len(parts) if parts else None
-    return None
+def _headline(
+    path: Path, wanted: Any, header: dict[str, Any], names: list[str], problems: ProblemCollector
+) -> str | None:
+    """The score that is the attempt's headline: ``--scorer`` (a scorer, ``scorer/key`` or a dict key), else
+    Inspect's own headline. An unknown ``--scorer`` is a problem listing the log's scores, never a fallback."""
+    if not wanted:
+        return default_score_name(header, names)
+    found = resolve_score_name(str(wanted), names)
+    if found is None:
+        problems.add(
+            f"{path}:$.results.scores",
+            "--scorer",
+            f"unknown scorer {wanted!r}; this log has "
+            + (", ".join(repr(n) for n in names) if names else "no scores (run `inspect score` on it)"),
+        )
+        return _UNKNOWN
+    return found
 
 
-def _pick_score(sample: dict[str, Any], scorer: str | None) -> tuple[str | None, dict[str, Any] | None]:
-    scores = as_obj(sample.get("scores"))
-    if scorer and isinstance(scores.get(scorer), dict):
-        return scorer, scores[scorer]
-    for name, entry in scores.items():
-        if isinstance(entry, dict):
-            return name, entry
-    return None, None
-
-
-def _all_numeric(samples: list[tuple[str, Any]], scorer: str | None) -> str:
-    values = [
-        score_value(e.get("value"))
+def _headline_values(samples: list[tuple[str, Any]], headline: str | None) -> list[float]:
+    return [
+        e.value
         for _, s in samples
         if isinstance(s, dict)
-        for _, e in [_pick_score(s, scorer)]
-        if e is not None
+        for e in sample_scores(s.get("scores"))
+        if e.name == headline and e.value is not None
     ]
-    return "binary" if all(v in (0.0, 1.0) for v in values if v is not None) else "continuous"
+
+
+def _scale(samples: list[tuple[str, Any]], headline: str | None) -> str:
+    """``binary`` when every headline value is 0 or 1, ``continuous`` within [0, 1], else ``raw`` (a 0-10 rating:
+    kept on its own scale, never clipped)."""
+    values = _headline_values(samples, headline)
+    if all(v in (0.0, 1.0) for v in values):
+        return "binary"
+    return "continuous" if all(0.0 <= v <= 1.0 for v in values) else "raw"
+
+
+def _value_range(samples: list[tuple[str, Any]], headline: str | None) -> tuple[float, float]:
+    values = _headline_values(samples, headline)
+    return min(values), max(values)
+
+
+@dataclass
+class _Context:
+    """What every sample of one log needs: names, the headline score and its scale, where problems go."""
+
+    benchmark: str
+    run_id: str
+    headline: str | None
+    scale: str
+    problems: ProblemCollector
+    warned: set[str] = field(default_factory=set)
+
+    def warn_once(self, key: str, loc: str, message: str) -> None:
+        if key not in self.warned:
+            self.warned.add(key)
+            self.problems.warn(loc, message)
 
 
 def _run(
-    header: dict[str, Any], ev: dict[str, Any], run_id: str, benchmark: str, model: str, scorer: str | None
+    header: dict[str, Any],
+    ev: dict[str, Any],
+    run_id: str,
+    benchmark: str,
+    model: str,
+    scorer: str | None,
+    samples: list[tuple[str, Any]],
 ) -> dict[str, Any]:
     results = as_obj(header.get("results"))
     stats = as_obj(header.get("stats"))
     created = ev.get("created")
+    total, completed = results.get("total_samples"), results.get("completed_samples")
+    if not results:  # an interrupted log (no results yet): the samples it holds of the dataset x epochs
+        n_ids = len(as_seq(as_obj(ev.get("dataset")).get("sample_ids")))
+        epochs = as_obj(ev.get("config")).get("epochs")
+        total = n_ids * epochs if n_ids and isinstance(epochs, int) and not isinstance(epochs, bool) else None
+        completed = sum(1 for _, s in samples if isinstance(s, dict) and not s.get("error"))
     return {
         "record": "run",
         "run_id": run_id,
@@ -401,10 +443,13 @@ def _run(
         "scorer": scorer,
         "inspect_eval_id": ev.get("eval_id"),
         "inspect_run_id": ev.get("run_id"),
+        "inspect_eval_set_id": ev.get("eval_set_id"),
+        "inspect_task_id": ev.get("task_id"),
         "task_file": ev.get("task_file"),
+        "task_args": ev.get("task_args") or None,
         "results": _results_scores(results),
-        "total_samples": results.get("total_samples"),
-        "completed_samples": results.get("completed_samples"),
+        "total_samples": total,
+        "completed_samples": completed,
         "model_usage": stats.get("model_usage"),
         "error": header.get("error"),
         "inspect_extra": _unknown(header, KNOWN_HEADER) | {f"eval.{k}": v for k, v in _unknown(ev, KNOWN_EVAL).items()}
@@ -430,13 +475,11 @@ def _unknown(obj: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in known}
 
 
-def _sample(
-    loc: str, sample: dict[str, Any], benchmark: str, run_id: str, scorer: str | None, problems: ProblemCollector
-) -> Iterator[tuple[str, dict[str, Any]]]:
+def _sample(loc: str, sample: dict[str, Any], ctx: _Context) -> Iterator[tuple[str, dict[str, Any]]]:
     if sample.get("id") is None:
-        problems.add(loc, "id", "missing sample id")
+        ctx.problems.add(loc, "id", "missing sample id")
         return
-    if _bad_types(loc, sample, problems):
+    if _bad_types(loc, sample, ctx.problems):
         return
     # old logs (before ~0.3.50) keep events and their content pool under ``transcript``
     att = {**as_obj(as_obj(sample.get("transcript")).get("content")), **as_obj(sample.get("attachments"))}
@@ -446,7 +489,7 @@ def _sample(
         loc,
         {
             "record": "task",
-            "benchmark": benchmark,
+            "benchmark": ctx.benchmark,
             "task_id": task_id,
             "query": content_text(sample.get("input"), att),
             "reference_answer": content_text(target, att)
@@ -454,55 +497,78 @@ def _sample(
             else json.dumps(target, ensure_ascii=False),
         },
     )
-    name, entry = _pick_score(sample, scorer)
-    value = _checked_value(loc, name, entry, problems)
-    if value is _ODD:
-        return
-    status = _status(sample)
     epoch = sample.get("epoch", 1)
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
-        problems.add(f"{loc}.epoch", "epoch", f"expected an integer >= 1, got {type(epoch).__name__} {epoch!r}")
+        ctx.problems.add(f"{loc}.epoch", "epoch", f"expected an integer >= 1, got {type(epoch).__name__} {epoch!r}")
         return
+    entries = sample_scores(sample.get("scores"))
+    for entry in entries:
+        if entry.is_read_as_zero:
+            ctx.warn_once(
+                f"zero:{entry.name}",
+                f"{loc}.scores.{entry.scorer}.value",
+                f"scorer {entry.name!r} gave {json.dumps(entry.raw)[:80]}, which Inspect reads as 0 "
+                "(value_to_float); stored as 0 with the value as written",
+            )
+    head = next((e for e in entries if e.name == ctx.headline), None)
+    value = None if head is None else head.value
+    status = _status(sample)
     attempt: dict[str, Any] = {
         "record": "attempt",
-        "run_id": run_id,
+        "run_id": ctx.run_id,
         "task_id": task_id,
         "sample": epoch - 1,
-        "score": None if value is None else min(max(value, 0.0), 1.0),
+        "score": value if ctx.scale != "raw" else None,
         "raw_score": value,
         "status": status,
         "latency_s": sample.get("total_time"),
-        "answer": (entry or {}).get("answer") if isinstance((entry or {}).get("answer"), str) else _answer(sample, att),
-        "scorer": name,
-        "score_value": None if entry is None else entry.get("value"),
-        "explanation": None if entry is None else entry.get("explanation"),
+        "answer": head.answer if head is not None and head.answer is not None else _answer(sample, att),
+        "scores": [e.as_record(is_headline=e is head) for e in entries] or None,
+        "scorer": ctx.headline,
+        "score_value": None if head is None else head.raw,
+        "explanation": None if head is None else head.explanation,
         "working_time_s": sample.get("working_time"),
         "inspect_uuid": sample.get("uuid"),
         "limit": sample.get("limit") if isinstance(sample.get("limit"), dict) else None,
-        "inspect_extra": _unknown(sample, KNOWN_SAMPLE) or None,
+        "inspect_extra": _sample_extra(sample) or None,
         "unknown_events": [
             e for e in sample_events(sample) if isinstance(e, dict) and e.get("event") not in KNOWN_EVENTS
         ]
         or None,
     }
-    if value is None and status == "completed":
+    if value is not None and ctx.scale == "raw":
+        attempt["is_scored"] = False  # on its own scale: no [0, 1] score, the raw value is kept
+    elif value is None and status == "completed":
         # Inspect writes samples before scoring them (``--no-score``) or keeps a NaN: an empty score, not a 0
         attempt["is_scored"] = False
-        problems.warn(
+        ctx.problems.warn(
             f"{loc}.scores",
-            f"sample {task_id!r} epoch {epoch} has no score{f' for {scorer!r}' if scorer else ''}: stored with an "
-            "empty score (run `inspect score` on the log to score it)",
+            f"sample {task_id!r} epoch {epoch} has no score{f' for {ctx.headline!r}' if ctx.headline else ''}: "
+            "stored with an empty score (run `inspect score` on the log to score it)",
         )
     try:  # every token count is read here once: a bad one refuses the sample with its path
         attempt.update(agent_usage(sample))
+        details = token_details(sample)
+        if details:
+            attempt["inspect_extra"] = {**(attempt["inspect_extra"] or {}), "token_details": details}
         attempt["grading"] = grading_of(sample, att)
         attempt["steps"] = steps_from_sample(sample, att)
     except BadCount as exc:
-        problems.add(f"{loc}.{exc.args[0]}", "tokens", "expected a whole number of tokens")
+        ctx.problems.add(f"{loc}.{exc.args[0]}", "tokens", "expected a whole number of tokens")
         return
     if isinstance(sample.get("error"), dict):
         attempt["error"] = sample["error"].get("message")
     yield loc, {k: v for k, v in attempt.items() if v is not None}
+
+
+# Sample fields Inspect defines that Runlens does not map but keeps (the attempt's ``inspect_extra``).
+KEPT_SAMPLE_FIELDS = ("metadata", "store", "error_retries")
+
+
+def _sample_extra(sample: dict[str, Any]) -> dict[str, Any]:
+    """The sample's fields this reader does not map, and its metadata, store and error retries (when not empty)."""
+    kept = {k: sample[k] for k in KEPT_SAMPLE_FIELDS if sample.get(k) not in (None, {}, [])}
+    return kept | _unknown(sample, KNOWN_SAMPLE)
 
 
 SAMPLE_TYPES: dict[str, tuple[type, ...]] = {
@@ -530,36 +596,6 @@ def _bad_types(loc: str, sample: dict[str, Any], problems: ProblemCollector) -> 
             )
             bad = True
     return bad
-
-
-_ODD = float("inf")  # marks a score value refused (a problem was reported)
-
-
-def _checked_value(
-    loc: str, name: str | None, entry: dict[str, Any] | None, problems: ProblemCollector
-) -> float | None:
-    """The score as a number; None when missing or NaN; ``_ODD`` (with a problem naming scorer and type)
-    when the value is of a shape no single score can come from (a list, a dict of non-scores, text)."""
-    if entry is None:
-        return None
-    raw = entry.get("value")
-    value = score_value(raw)
-    if value is not None and value != value:  # NaN: Inspect's "no score", never a number to average
-        return None
-    if value is None and raw is not None and not (isinstance(raw, float) and raw != raw):
-        problems.add(
-            f"{loc}.scores.{name}.value",
-            name or "-",
-            f"scorer {name!r} gave a {type(raw).__name__} ({json.dumps(raw)[:80]}) that is not a score; "
-            "choose another scorer with --scorer",
-        )
-        return _ODD
-    if isinstance(raw, dict) and len(raw) > 1 and value is not None:
-        problems.warn(
-            f"{loc}.scores.{name}.value",
-            f"scorer {name!r} gave a dict of {len(raw)} values; the score is their mean (choose one with --scorer)",
-        )
-    return value
 
 
 def _status(sample: dict[str, Any]) -> str:
