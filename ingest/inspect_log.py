@@ -157,8 +157,21 @@ SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 INSPECT_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:\s*"[a-z_]+"\s*,\s*"eval"\s*:\s*\{')
 
 
+# Files an eval set (``inspect_ai.eval_set``) writes beside its logs: its manifest (tasks, models, ids) and an index
+# of the log headers. Neither is a log: each reads as nothing (the logs beside them are ingested on their own).
+EVAL_SET_FILES = {"eval-set.json": "the eval set's manifest", "logs.json": "the eval set's index of log headers"}
+
+
+def eval_set_companion(path: Path) -> str | None:
+    """What an eval set's own file is (``EVAL_SET_FILES``), or None for any other file."""
+    return EVAL_SET_FILES.get(path.name.lower())
+
+
 def detect_inspect(path: Path, head: bytes) -> bool:
-    """A zip named ``.eval``, or a JSON object opening with Inspect's header (version, status, eval spec)."""
+    """A zip named ``.eval``, a JSON object opening with Inspect's header (version, status, eval spec), or an eval
+    set's ``eval-set.json`` / ``logs.json`` (read as nothing)."""
+    if eval_set_companion(path) is not None and head.lstrip().startswith(b"{"):
+        return True
     if head.startswith(ZIP_MAGIC):
         return path.name.lower().endswith(".eval")
     text = head.lstrip()
@@ -269,6 +282,10 @@ def parse_inspect(
         **options: ``scorer`` (which scorer's value is the score; default: the first in the log),
             ``benchmark``, ``agent``, ``run_id`` to override names.
     """
+    companion = eval_set_companion(path)
+    if companion is not None and not data.startswith(ZIP_MAGIC):
+        problems.warn(f"{path}:1", f"{companion}: read as nothing (each log of the set is ingested on its own)")
+        return
     loaded = load_log(path, data, problems)
     if loaded is None:
         return
@@ -444,6 +461,7 @@ def _run(
         "inspect_eval_id": ev.get("eval_id"),
         "inspect_run_id": ev.get("run_id"),
         "inspect_eval_set_id": ev.get("eval_set_id"),
+        "inspect_created": created if isinstance(created, str) else None,
         "inspect_task_id": ev.get("task_id"),
         "task_file": ev.get("task_file"),
         "task_args": ev.get("task_args") or None,

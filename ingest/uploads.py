@@ -19,6 +19,7 @@ import duckdb
 import pandas as pd
 
 from ingest.csv_long import companion_of, header_of
+from ingest.inspect_log import eval_set_companion
 from ingest.errors import IngestError
 from ingest.formats import FORMATS
 from ingest.known import load_known
@@ -90,6 +91,10 @@ def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto
             "csv",
             "companion",
             errors=(f"companion file of the {companion_of(header_of(data))} mapping: read with its results file",),
+        )
+    if chosen.name == "inspect" and eval_set_companion(path) is not None:
+        return Preview(
+            path.name, sha, "inspect", "companion", errors=(f"{eval_set_companion(path)}: read with the set's logs",)
         )
     prepared = prepare_file(path, load_known(con), fmt=chosen.name, data=data, **opts)
     if prepared.error is not None:

@@ -26,6 +26,7 @@ CREATE TABLE score_revisions (
 
 -- The headline score of attempts ingested before this migration (the Inspect reader kept its scorer in extra).
 INSERT INTO scores (attempt_id, scorer, value, raw_value, answer, explanation, is_headline, file_id)
-SELECT attempt_id, extra ->> 'scorer', raw_score, extra -> 'score_value', answer, extra ->> 'explanation', true, file_id
+SELECT attempt_id, json_extract_string(extra, '$.scorer'), raw_score, json_extract(extra, '$.score_value'), answer,
+       json_extract_string(extra, '$.explanation'), true, file_id
 FROM attempts
-WHERE extra ->> 'scorer' IS NOT NULL;
+WHERE json_extract_string(extra, '$.scorer') IS NOT NULL;
