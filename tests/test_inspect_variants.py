@@ -255,3 +255,29 @@ def test_upload_preview_says_a_log_rescores_a_run(variants: dict[str, Any], tmp_
     with store.reader(db) as con:
         preview = preview_file(con, Path(variants["rescored"]["path"]))
     assert preview.outcome == "ready" and preview.rescores == (_run_id(variants["rescored"]),) and preview.runs == ()
+
+
+def test_rescoring_and_scorers_on_a_team_store(variants: dict[str, Any], lake: str) -> None:
+    """The scores table, a re-scoring revision and the leaderboard by scorer on DuckLake, as on one DuckDB file."""
+    import store
+    from analytics import doctor
+    from analytics import leaderboard as lb
+
+    results = ingest_paths(
+        [variants["unscored"]["path"], variants["rescored"]["path"], variants["scorers"]["path"]], db=lake
+    )
+    assert [r.outcome for r in results] == ["ingested"] * 3, [str(r.error) for r in results]
+    assert results[1].rescored_runs == (_run_id(variants["rescored"]),)
+    expected = {s["id"]: s["floats"]["includes"] for s in variants["rescored"]["samples"]}
+    with store.reader(lake) as con:
+        got = dict(
+            store.query_rows(
+                con, "SELECT task_id, score FROM attempts WHERE run_id = ?", [_run_id(variants["rescored"])]
+            )
+        )
+        board = lb.leaderboard(con, benchmark="scorers", scorer="rating")
+    assert got == expected
+    assert board["scale"].iloc[0] == "raw"
+    with store.writer(lake) as con:
+        report = doctor.check(con, lake)
+    assert report.ok, report.problems
