@@ -17,7 +17,7 @@ import duckdb
 import pandas as pd
 
 from analytics.sqlfiles import load_sql
-from store import RunlensError, query_df, query_rows
+from store import QueryError, RunlensError, query_df, query_rows
 
 
 class ScorerNotFoundError(RunlensError):
@@ -25,13 +25,19 @@ class ScorerNotFoundError(RunlensError):
 
 
 def available_scorers(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> list[str]:
-    """The scorer names of the benchmark's attempts (current revision), sorted."""
-    rows = query_rows(
-        con,
-        "SELECT DISTINCT s.scorer FROM scores s JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
-        "WHERE r.benchmark = ? AND s.is_current ORDER BY 1",
-        [benchmark],
-    )
+    """The scorer names of the benchmark's attempts (current revision), sorted; none from a Parquet export written
+    before the store kept every score (it has no ``scores`` table)."""
+    try:
+        rows = query_rows(
+            con,
+            "SELECT DISTINCT s.scorer FROM scores s JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
+            "WHERE r.benchmark = ? AND s.is_current ORDER BY 1",
+            [benchmark],
+        )
+    except QueryError as exc:
+        if isinstance(exc.__cause__, duckdb.CatalogException):
+            return []
+        raise
     return [str(r[0]) for r in rows]
 
 
