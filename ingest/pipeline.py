@@ -237,6 +237,8 @@ def commit_prepared(
         known.add(kind, row)
     for row in bundle.revised_runs.values():
         known.add("run", row)
+    for row in bundle.revised_benchmarks.values():
+        known.add("benchmark", row)
     known.hashes[prepared.content_hash] = prepared.path
     return FileResult(
         prepared.path,

@@ -367,6 +367,7 @@ class Bundle:
     # A re-scored log (a format that ``revises_scores``): the new row of each run it revises, and per stored
     # attempt its new headline (rows in SCORE_UPDATE_COLUMNS order); its scores rows carry ``attempt_id``.
     revised_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    revised_benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)  # binary -> continuous
     score_updates: list[tuple[Any, ...]] = field(default_factory=list)
     arrow: dict[str, pa.Table] | None = None  # the per-attempt tables once frozen (see ``freeze``)
 
@@ -587,7 +588,29 @@ class Normaliser:
             "extra": _extra(rec, BENCHMARK_FIELDS),
         }
         assert name is not None
+        widened = self._widened(row)
+        if widened is not None:
+            if widened:
+                self.bundle.revised_benchmarks[name] = row
+                self.known.add("benchmark", row)
+            return
         self._define(loc, ("benchmark", name), row, self.bundle.benchmarks)
+
+    def _widened(self, row: dict[str, Any]) -> bool | None:
+        """For a format that ``revises_scores`` (Inspect), a benchmark stored as ``binary`` that a log scores on
+        [0, 1] (partial credit, or a re-scored log whose unscored original looked binary) becomes ``continuous``
+        (True: update it; its 0/1 scores stay valid and pass as before); a ``continuous`` one met with only 0/1
+        scores stays as it is (False). None: not such a case (the usual definition rules apply)."""
+        seen = self.known.definitions.get(("benchmark", str(row["benchmark"])))
+        if not self.revises_scores or seen is None or seen == row:
+            return None
+        if any(row[k] != seen.get(k) for k in row if k not in ("scoring", "pass_threshold")):
+            return None
+        if seen["scoring"] == "binary" and row["scoring"] == "continuous":
+            return True
+        if seen["scoring"] == "continuous" and row["scoring"] == "binary":
+            return False
+        return None
 
     def _need_benchmark(self, rec: dict[str, Any]) -> str:
         name = _ident(rec, "benchmark")

@@ -124,6 +124,11 @@ def _write(
     file_id = _next_id(con, "ingest_log", "file_id")
     base = _next_id(con, "attempts", "attempt_id")
     _insert(con, "benchmarks", bundle.benchmarks, {"is_demo": is_demo})
+    for name, row in bundle.revised_benchmarks.items():  # binary -> continuous (a log with partial scores)
+        con.execute(
+            "UPDATE benchmarks SET scoring = ?, pass_threshold = ? WHERE benchmark = ?",
+            [row["scoring"], row["pass_threshold"], name],
+        )
     _insert(con, "tasks", bundle.tasks)
     _insert(con, "runs", bundle.runs, {"file_id": file_id, "is_demo": is_demo})
     tables = bundle.freeze()

@@ -174,6 +174,20 @@ def test_rescored_log_is_a_new_revision(variants: dict[str, Any], tmp_path: Path
     assert doctor.returncode == 0, doctor.stdout[-2000:]
 
 
+def test_rescoring_with_partial_credit_widens_the_benchmark(variants: dict[str, Any], tmp_path: Path) -> None:
+    """The unscored original looked binary; re-scored with C/P/I (Inspect's own scoring) it is a revision with
+    0.5 for P, and the benchmark becomes continuous rather than the file being refused."""
+    db = tmp_path / "p.duckdb"
+    partial = variants["partial"]
+    assert sorted(s["scores"]["partial_credit"] for s in partial["samples"]) == ["C", "I", "P"]
+    res = ingest_paths([variants["unscored"]["path"], partial["path"]], db=db)
+    assert [r.outcome for r in res] == ["ingested", "ingested"], [str(r.error) for r in res]
+    assert res[1].n_rescored == 3
+    expected = {s["id"]: s["floats"]["partial_credit"] for s in partial["samples"]}
+    assert dict(rows(db, "SELECT task_id, score FROM attempts")) == expected
+    assert rows(db, "SELECT scoring, pass_threshold FROM benchmarks") == [("continuous", 0.5)]
+
+
 def test_interrupted_log_is_started_and_never_leads(variants: dict[str, Any], tmp_path: Path) -> None:
     db = tmp_path / "i.duckdb"
     interrupted, complete = variants["interrupted"], variants["complete"]

@@ -24,10 +24,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from inspect_ai import Epochs, Task, eval, eval_set, task
+from inspect_ai import Epochs, Task, eval, eval_set, score, task
 from inspect_ai.analysis import evals_df
 from inspect_ai.dataset import Sample
-from inspect_ai.log import read_eval_log
+from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import Score, accuracy, includes, mean, scorer, value_to_float
 from inspect_ai.solver import Generate, TaskState, generate, solver
@@ -76,6 +76,17 @@ def multi():  # noqa: ANN201
     return score
 
 
+@scorer(metrics=[accuracy()])
+def partial_credit():  # noqa: ANN201
+    """C for "a", P for anything else but "b", I for "b"."""
+
+    async def score(state: TaskState, target: Any) -> Score:
+        text = state.output.completion
+        return Score(value="C" if text == "a" else "I" if text == "b" else "P")
+
+    return score
+
+
 @solver
 def remember():  # noqa: ANN201
     """Writes to the sample's store before generating (Inspect keeps the store in the sample)."""
@@ -109,7 +120,7 @@ def write_scorers(out: Path) -> Path:
 
 def write_rescored(out: Path) -> tuple[Path, Path]:
     dataset = [Sample(id=f"r{i}", input="Say a", target="a") for i in range(3)]
-    model = get_model(MOCK, custom_outputs=[text("a"), text("b"), text("a")], memoize=False)
+    model = get_model(MOCK, custom_outputs=[text("a"), text("b"), text("a!")], memoize=False)
     task_ = Task(name="rescore", dataset=dataset, solver=generate(), scorer=includes())
     logs = eval(task_, model=model, log_dir=str(out / "unscored"), display="none", max_samples=1, score=False)
     unscored = Path(logs[0].location)
@@ -122,6 +133,10 @@ def write_rescored(out: Path) -> tuple[Path, Path]:
         capture_output=True,
         timeout=120,
     )
+    # the same unscored log scored with partial credit, through Inspect's own scoring (what `inspect score` runs)
+    partial = out / "partial" / unscored.name
+    partial.parent.mkdir(parents=True)
+    write_eval_log(score(read_eval_log(str(unscored)), partial_credit()), str(partial))
     return unscored, rescored
 
 
@@ -274,6 +289,7 @@ def main() -> int:
         "scorers": write_scorers(out),
         "unscored": unscored,
         "rescored": rescored,
+        "partial": out / "partial" / unscored.name,
         "interrupted": interrupted,
         "complete": complete,
         "errored": next((out / "errored").glob("*.eval")),
