@@ -230,6 +230,19 @@ def test_eval_set_folder_ingests_and_a_retry_supersedes(variants: dict[str, Any]
     rep = json.loads(_cli("-m", "analytics", "leaderboard", "--benchmark", "flaky", "--json", db=db).stdout)
     assert [r["run_id"] for r in rep["rows"] if r["slice"] == "all"] == [_run_id(retry)]
     assert rows(db, "SELECT count(*) FROM runs WHERE benchmark = 'flaky'") == [(2,)]  # kept, not ranked
+    import duckdb
+
+    from analytics.run_health import incomplete_table, run_health
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        health = run_health(con, benchmark="flaky").set_index("run_id")
+    finally:
+        con.close()
+    assert health.loc[_run_id(errored), "superseded_by"] == _run_id(retry)
+    assert health.loc[_run_id(retry), "superseded_by"] is None
+    shown = incomplete_table(health.reset_index())
+    assert list(shown["Log status"]) == [f"error (superseded by {_run_id(retry)}: not ranked)"]
 
 
 def test_leaderboard_page_picks_a_scorer_and_shows_inspects_metrics(
