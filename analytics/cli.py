@@ -368,6 +368,7 @@ def gate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metric", choices=GATE_METRICS, default=None, help="default: the benchmark's metric")
     parser.add_argument("--alpha", type=float, default=compare.ALPHA, help="significance level (default 0.05)")
     parser.add_argument("--seed", type=int, default=0)
+    scorer_option(parser)
 
 
 def gate_run(args: argparse.Namespace) -> int:
@@ -378,7 +379,13 @@ def gate_run(args: argparse.Namespace) -> int:
         raise RunlensError(f"--alpha must be between 0 and 1, got {args.alpha}")
     with reader(args.db, as_of=args.as_of) as con:
         result = gate.gate(
-            con, baseline=args.baseline, candidate=args.candidate, metric=args.metric, alpha=args.alpha, seed=args.seed
+            con,
+            baseline=args.baseline,
+            candidate=args.candidate,
+            metric=args.metric,
+            alpha=args.alpha,
+            seed=args.seed,
+            scorer=args.scorer,
         )
     if args.json:
         print_json(gate.report(result))

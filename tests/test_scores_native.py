@@ -70,3 +70,39 @@ def test_bad_scores_are_refused_at_their_line(
     assert res[0].outcome == "failed"
     assert f"{path}:6: {where}: " in str(res[0].error) and reason in str(res[0].error)
     assert rows(tmp_db, "SELECT count(*) FROM scores") == [(0,)]
+
+
+def test_gate_compares_one_scorer(tmp_path: Path, tmp_db: Path) -> None:
+    """``gate --scorer``: the candidate's ratings are lower on every task (worse), its headline score is not."""
+    from analytics import gate
+
+    lines = [
+        {"record": "benchmark", "benchmark": "b", "scoring": "binary"},
+        *({"record": "task", "benchmark": "b", "task_id": f"t{i}"} for i in range(12)),
+    ]
+    for run, shift in (("base", 0.0), ("cand", -3.0)):
+        lines.append({"record": "run", "run_id": run, "benchmark": "b", "agent": run})
+        lines += [
+            {
+                "record": "attempt",
+                "run_id": run,
+                "task_id": f"t{i}",
+                "score": 1,
+                "scores": [{"scorer": "rating", "value": 8.0 + shift + (i % 3) * 0.5}],
+            }
+            for i in range(12)
+        ]
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert ingest_paths([path], db=tmp_db)[0].outcome == "ingested"
+    con = duckdb.connect(str(tmp_db), read_only=True)
+    try:
+        headline = gate.gate(con, baseline="base", candidate="cand")
+        rated = gate.gate(con, baseline="base", candidate="cand", scorer="rating")
+        with pytest.raises(ScorerNotFoundError):
+            gate.gate(con, baseline="base", candidate="cand", scorer="bleu")
+    finally:
+        con.close()
+    assert headline.verdict == "not worse" and headline.metric == "pass@1"
+    assert rated.verdict == "worse" and rated.metric == "mean_score"
+    assert rated.test.diff == pytest.approx(-3.0) and gate.report(rated)["scorer"] == "rating"
