@@ -24,7 +24,7 @@ import pandas as pd
 from analytics import compare, scorers, stats
 from analytics import formatting as fmt
 from analytics.sqlfiles import load_sql
-from store import query_df, run_filter_params
+from store import query_df, query_rows, run_filter_params
 
 SLICE_KINDS = ("all", "level", "category")
 
@@ -44,9 +44,11 @@ def runs_in(
     unknown: not an Inspect log) and it holds every sample it counts (``total``)."""
     sql = load_sql("leaderboard_runs").replace("$is_baseline", compare.IS_BASELINE_SQL)
     runs = query_df(con, sql, run_filter_params(benchmark, agents, date_from, date_to, run_ids=run_ids))
+    counted = runs["run_id"][runs["total"].notna()].astype(str).tolist()  # logs that say how many samples they hold
+    held_n = dict(query_rows(con, load_sql("run_attempt_counts"), {"run_ids": counted})) if counted else {}
     status_ok = runs["log_status"].isna() | runs["log_status"].isin(COMPLETE_STATUSES)
-    held = runs["total"].isna() | (runs["n_in_log"] >= runs["total"])
-    return runs.assign(is_complete=(status_ok & held).astype(bool)).drop(columns=["n_in_log"])
+    held = runs["total"].isna() | (runs["run_id"].map(held_n).fillna(0) >= runs["total"])
+    return runs.assign(is_complete=(status_ok & held).astype(bool))
 
 
 COMPLETE_STATUSES = ("success", "completed")  # a log's status when it finished (Inspect: success)

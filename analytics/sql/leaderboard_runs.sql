@@ -4,13 +4,12 @@
 -- both are unknown run fields, kept in extra). $is_baseline is replaced by analytics.compare.IS_BASELINE_SQL
 -- (a constant expression, not a value), the one definition shared with TMF.
 -- log_status, completed, total: the log's own status and sample counts (Inspect's status and results, kept in
--- the run), n_in_log the attempts it holds; analytics.leaderboard.runs_in derives is_complete from them.
+-- the run); analytics.leaderboard.runs_in counts the attempts of runs with a total and derives is_complete.
 -- A run superseded by an eval set's retry (a later log of the same task in the same eval set) is left out.
 SELECT r.run_id, r.agent, r.agent_version, r.family, r.kind, r.eval_date, $is_baseline AS is_baseline,
        r.status AS log_status,
        TRY_CAST(json_extract_string(r.extra, '$.completed_samples') AS BIGINT) AS completed,
        TRY_CAST(json_extract_string(r.extra, '$.total_samples') AS BIGINT) AS total,
-       (SELECT count(*) FROM attempts a WHERE a.run_id = r.run_id) AS n_in_log,
        json_extract(r.extra, '$.results') AS inspect_results
 FROM runs r
 WHERE r.benchmark = $benchmark AND $run_filter
