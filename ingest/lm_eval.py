@@ -9,7 +9,9 @@ own reads as nothing, like a CSV companion).
 One run per model and task group (a task outside any group is a group of its own): run ``<group>:<model>``,
 benchmark ``<group>``, tasks ``<task>/<doc_id>`` (category = the task). Each document is an attempt scored by one
 metric and filter (the task's first metric and first filter, or ``--scorer metric[,filter]``); every other
-metric/filter value is an attempt metric named as lm-eval names it (``exact_match,majority``). Repeated
+metric/filter value is an attempt metric named as lm-eval names it (``exact_match,majority``), and every
+metric/filter value (the score's too) is a row of the ``scores`` table under that name, for ``--scorer`` on the
+reports. Repeated
 evaluations of the same model and group (several results files in the model's folder) are samples 0, 1, ... in
 date order. Every response (each repeat of each request) is a step. Docs: docs/formats.md.
 """
@@ -267,6 +269,11 @@ def _read_samples(
             continue
         number, row = filters[filt]
         attempt = _attempt(task, row, metric, filters, doc)
+        headline = f"{metric},{filt}"
+        attempt["scores"] = [
+            {"scorer": name, "value": value, **({"is_headline": True} if name == headline else {})}
+            for name, value in (attempt.get("metrics") or {}).items()
+        ] or None
         if "score" not in attempt:
             problems.add(
                 f"{samples}:{number}", metric, f"metric {metric!r} not in this line (has {row.get('metrics')})"

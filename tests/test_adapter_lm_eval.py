@@ -154,3 +154,23 @@ def test_named_agent_numbers_files_of_different_model_names_as_samples(tmp_path:
     got = dict(rows(db, "SELECT sample, avg(score) FROM attempts WHERE task_id LIKE 'tiny_mc/%' GROUP BY 1 ORDER BY 1"))
     assert got == pytest.approx({i: d["results"]["tiny_mc"]["acc,none"] for i, d in enumerate(docs)})
     assert [r.outcome for r in ingest_paths(results, db=db, agent="X")] == ["duplicate", "duplicate"]
+
+
+def test_every_metric_and_filter_is_a_scorer_of_the_reports(lm_db: Path) -> None:
+    """Each metric x filter of a document is a scores row (the score's own flagged headline); the leaderboard ranks
+    by one with ``scorer=`` and its mean per task equals the results file."""
+    import duckdb
+
+    from analytics import leaderboard as lb
+
+    evaluations = _evaluations()
+    model, _, doc = next(e for e in evaluations if [m for m, _, _ in evaluations].count(e[0]) == 1)  # evaluated once
+    assert rows(lm_db, "SELECT count(*) FROM attempts a ANTI JOIN scores s USING (attempt_id)") == [(0,)]
+    assert rows(lm_db, "SELECT count(*) FROM scores WHERE is_headline") == rows(lm_db, "SELECT count(*) FROM attempts")
+    con = duckdb.connect(str(lm_db), read_only=True)
+    try:
+        board = lb.leaderboard(con, benchmark="tiny", scorer="acc_norm,none", slices=("category",))
+    finally:
+        con.close()
+    row = board[(board["run_id"] == f"tiny:{model}") & (board["slice"] == "category=tiny_mc")].iloc[0]
+    assert row["mean_score"] == pytest.approx(doc["results"]["tiny_mc"]["acc_norm,none"])
