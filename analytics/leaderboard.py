@@ -305,6 +305,7 @@ def leaderboard(
     if scoring == "raw":  # a rating on its own scale: no pass rate exists (never a fabricated one)
         for col in ("pass_at", "pass_hat"):
             out[col] = [{k: None for k in v} for v in out[col]]
+        out["ci95"] = [{k: (None if k.startswith("pass") else v) for k, v in ci.items()} for ci in out["ci95"]]
         out["pass_at_1"] = float("nan")
     return out
 
@@ -583,6 +584,10 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     by_score = str(df["metric"].iloc[0]) == "mean_score"
     name, key = ("Mean score % [95% CI]", "mean_score") if by_score else ("Pass@1 % [95% CI]", "pass@1")
+    is_raw = "scale" in df and str(df["scale"].iloc[0]) == "raw"  # a scorer on its own scale (a 0-10 rating)
+    if is_raw:
+        name = "Mean score (its own scale) [95% CI]"
+    scale, digits = (1.0, 2) if is_raw else (100.0, 1)
     labels = unique_run_labels(df)
     rows = []
     for _, r in df.iterrows():
@@ -593,8 +598,10 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
             {
                 "Rank": fmt.count(r["rank"]) if r["rank"] is not None and not pd.isna(r["rank"]) else fmt.MISSING,
                 "Run": labels[str(r["run_id"])],
-                name: fmt.interval(r["metric_value"], r["ci95"].get(key)),
-                "Δ vs leader [95% CI]": fmt.signed_interval(r["diff_vs_leader"], r["diff_vs_leader_ci95"]),
+                name: fmt.interval(r["metric_value"], r["ci95"].get(key), scale=scale, digits=digits),
+                "Δ vs leader [95% CI]": fmt.signed_interval(
+                    r["diff_vs_leader"], r["diff_vs_leader_ci95"], scale=scale, digits=digits
+                ).removesuffix(" pp" if is_raw else "\0"),
                 "vs leader": verdict,
                 "Tasks": fmt.count(r["n_tasks"]),
                 "Cost/task": fmt.usd(r["mean_cost_usd"]),
