@@ -282,6 +282,10 @@ def test_upload_preview_says_a_log_rescores_a_run(variants: dict[str, Any], tmp_
     with store.reader(db) as con:
         preview = preview_file(con, Path(variants["rescored"]["path"]))
     assert preview.outcome == "ready" and preview.rescores == (_run_id(variants["rescored"]),) and preview.runs == ()
+    with store.reader(db) as con:
+        for name in ("eval-set.json", "logs.json"):
+            companion = preview_file(con, Path(variants["evalset"]["folder"]) / name)
+            assert (companion.format, companion.outcome) == ("inspect", "companion"), companion
 
 
 def test_rescoring_and_scorers_on_a_team_store(variants: dict[str, Any], lake: str) -> None:
