@@ -87,17 +87,48 @@ def leaderboard_options(parser: argparse.ArgumentParser) -> None:
         default="failures",
         help="errored attempts (status crashed) count as failures (default) or are left out, as Inspect does",
     )
+    scorer_option(parser)
+    parser.add_argument(
+        "--rank-incomplete",
+        action="store_true",
+        help="rank incomplete runs (interrupted or errored logs, samples missing) too; by default they are shown "
+        "apart and never lead",
+    )
+
+
+def scorer_option(parser: argparse.ArgumentParser) -> None:
+    """``--scorer``: rank by one scorer of the scores table instead of the attempts' headline score."""
+    parser.add_argument(
+        "--scorer",
+        default=None,
+        help="rank by this scorer (an Inspect scorer, scorer/key of a dict score, or the key alone) instead of "
+        "the headline score; an unknown name exits 2 listing the benchmark's scorers",
+    )
 
 
 def leaderboard_run(args: argparse.Namespace) -> int:
-    from analytics import catalog, leaderboard
+    from analytics import catalog, leaderboard, scorers
 
     flt = run_filter(args)
     with reader(args.db, as_of=args.as_of) as con:
         names = [flt.benchmark] if flt.benchmark else catalog.benchmark_names(con)
+        if args.scorer and not flt.benchmark:  # every benchmark that has the scorer
+            names = [b for b in names if args.scorer in _scorer_names(scorers.available_scorers(con, benchmark=b))]
+            if not names:
+                raise scorers.ScorerNotFoundError(
+                    f"no benchmark has a scorer {args.scorer!r}; pick one with --benchmark"
+                )
         excluded = args.errored == "excluded"
         reports = [
-            leaderboard.report(con, benchmark=b, date_from=flt.date_from, date_to=flt.date_to, exclude_errored=excluded)
+            leaderboard.report(
+                con,
+                benchmark=b,
+                date_from=flt.date_from,
+                date_to=flt.date_to,
+                exclude_errored=excluded,
+                scorer=args.scorer,
+                rank_incomplete=args.rank_incomplete,
+            )
             for b in names
         ]
     if args.json:
@@ -106,6 +137,11 @@ def leaderboard_run(args: argparse.Namespace) -> int:
     for rep in reports:
         print(leaderboard.text_report(rep))
     return 0
+
+
+def _scorer_names(names: list[str]) -> set[str]:
+    """Scorer names and the dict keys that may stand for them (``fluency`` for ``multi/fluency``)."""
+    return set(names) | {n.split("/", 1)[1] for n in names if "/" in n}
 
 
 def errors_options(parser: argparse.ArgumentParser) -> None:
@@ -332,6 +368,7 @@ def gate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metric", choices=GATE_METRICS, default=None, help="default: the benchmark's metric")
     parser.add_argument("--alpha", type=float, default=compare.ALPHA, help="significance level (default 0.05)")
     parser.add_argument("--seed", type=int, default=0)
+    scorer_option(parser)
 
 
 def gate_run(args: argparse.Namespace) -> int:
@@ -342,7 +379,13 @@ def gate_run(args: argparse.Namespace) -> int:
         raise RunlensError(f"--alpha must be between 0 and 1, got {args.alpha}")
     with reader(args.db, as_of=args.as_of) as con:
         result = gate.gate(
-            con, baseline=args.baseline, candidate=args.candidate, metric=args.metric, alpha=args.alpha, seed=args.seed
+            con,
+            baseline=args.baseline,
+            candidate=args.candidate,
+            metric=args.metric,
+            alpha=args.alpha,
+            seed=args.seed,
+            scorer=args.scorer,
         )
     if args.json:
         print_json(gate.report(result))

@@ -213,14 +213,27 @@ MEASURES = {
 }
 
 
-def metric_values(con: duckdb.DuckDBPyConnection, run_id: str, metric: str) -> dict[str, Any]:
-    """Per-task values of one run as the leaderboard computes them (``task_outcomes.sql``).
+def metric_values(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    metric: str,
+    *,
+    scorer: str | None = None,
+    threshold: float | None = None,
+) -> dict[str, Any]:
+    """Per-task values of one run as the leaderboard computes them (``task_outcomes.sql``; with ``scorer``, that
+    scorer's values and ``threshold`` as its pass mark, as ``analytics.scorers.scorer_outcomes``).
 
     Returns ``{"value": {task: metric value}, "cost_usd", "latency_s", "tokens", "steps" (tool calls): {...}, "n": {task: samples}}``:
     the metric is c/n (Pass@1 per task, attempts without a verdict count as failures, as on the leaderboard) or
     the mean score; cost, latency, tokens and steps are means over the task's samples.
     """
-    df = query_df(con, load_sql("task_outcomes"), {"run_ids": [run_id], "exclude_errored": False})
+    if scorer is not None:
+        from analytics.scorers import scorer_outcomes
+
+        df = scorer_outcomes(con, run_ids=[run_id], scorer=scorer, threshold=threshold)
+    else:
+        df = query_df(con, load_sql("task_outcomes"), {"run_ids": [run_id], "exclude_errored": False})
     lat = query_df(
         con,
         "SELECT task_id, avg(latency_s) AS latency_s, avg(input_tokens + output_tokens) AS tokens "

@@ -27,6 +27,7 @@ TABLES = (
     "error_labels",
     "attempt_metrics",
     "ratings",
+    "scores",
     "ingest_log",
     "judge_verdicts",
     "irt_fits",
@@ -46,6 +47,10 @@ ORPHANS = {
     "error labels without attempt": "SELECT count(*) FROM error_labels e ANTI JOIN attempts a USING (attempt_id)",
     "metrics without attempt": "SELECT count(*) FROM attempt_metrics m ANTI JOIN attempts a USING (attempt_id)",
     "ratings without attempt": "SELECT count(*) FROM ratings g ANTI JOIN attempts a USING (attempt_id)",
+    "scores without attempt": "SELECT count(*) FROM scores s ANTI JOIN attempts a USING (attempt_id)",
+    "score revisions without run": "SELECT count(*) FROM score_revisions v ANTI JOIN runs r USING (run_id)",
+    "attempts with two current scores of one scorer": "SELECT count(*) FROM (SELECT attempt_id, scorer FROM scores "
+    "WHERE is_current GROUP BY ALL HAVING count(*) > 1)",
     "duplicate attempts": "SELECT count(*) FROM (SELECT run_id, task_id, sample FROM attempts GROUP BY ALL "
     "HAVING count(*) > 1)",
     "duplicate attempt ids": "SELECT count(*) FROM (SELECT attempt_id FROM attempts GROUP BY 1 HAVING count(*) > 1)",

@@ -38,6 +38,7 @@ class GateResult:
     baseline_mean: float
     candidate_mean: float
     regressed: list[dict[str, Any]]  # tasks where the candidate did worse, worst first
+    scorer: str | None = None  # the scorer compared (None: the attempts' headline score)
 
     @property
     def verdict(self) -> str:
@@ -61,6 +62,7 @@ def gate(
     metric: str | None = None,
     alpha: float = compare.ALPHA,
     seed: int = 0,
+    scorer: str | None = None,
 ) -> GateResult:
     """Test whether ``candidate`` is significantly worse than ``baseline`` on their shared tasks.
 
@@ -71,16 +73,30 @@ def gate(
         metric: ``pass@1``, ``mean_score`` or ``cost`` (mean cost per task); default the benchmark's own metric.
         alpha: significance level of the two-sided test.
         seed: seed of the sign flips and the bootstrap interval (the leaderboard uses 0).
+        scorer: compare one scorer's values (``analytics.scorers``; unknown: ``ScorerNotFoundError`` listing the
+            benchmark's) instead of the headline score; a raw-scale scorer is compared by its mean.
     """
     bench_a, scoring = run_benchmark(con, baseline)
     bench_b, _ = run_benchmark(con, candidate)
     if bench_a != bench_b:
         raise RunlensError(f"runs of different benchmarks: {baseline!r} ({bench_a}), {candidate!r} ({bench_b})")
+    threshold = None
+    if scorer is not None:
+        from analytics import scorers
+        from analytics.leaderboard import benchmark_threshold
+
+        scorer = scorers.check_scorer(con, benchmark=bench_a, scorer=scorer)
+        scale = scorers.scorer_scale(con, benchmark=bench_a, scorer=scorer)
+        cut = benchmark_threshold(con, benchmark=bench_a) if scoring == "continuous" else 0.5
+        threshold = {"binary": 1.0, "continuous": cut}.get(scale)
+        scoring = "continuous" if scale == "raw" else scale
+        if metric == "pass@1" and threshold is None:
+            raise RunlensError(f"scorer {scorer!r} is on its own scale: it has no pass@1; use --metric mean_score")
     metric = metric or compare.ranking_metric(scoring)
     if metric not in GATE_METRICS:
         raise RunlensError(f"--metric must be one of {', '.join(GATE_METRICS)}, got {metric!r}")
     value_metric = "mean_score" if metric == "cost" else metric
-    values = {r: metric_values(con, r, value_metric) for r in (baseline, candidate)}
+    values = {r: metric_values(con, r, value_metric, scorer=scorer, threshold=threshold) for r in (baseline, candidate)}
     key = "cost_usd" if metric == "cost" else "value"
     a, b = values[baseline][key], values[candidate][key]
     test = compare.paired_test(a, b, is_binary_single=metric == "pass@1" and _single(values, metric), seed=seed)
@@ -93,7 +109,7 @@ def gate(
     ]
     regressed.sort(key=lambda r: (-sign * r["delta"], r["task_id"]))
     mean = lambda run: float(np.mean([run[t] for t in shared])) if shared else float("nan")  # noqa: E731
-    return GateResult(baseline, candidate, bench_a, metric, alpha, test, mean(a), mean(b), regressed)
+    return GateResult(baseline, candidate, bench_a, metric, alpha, test, mean(a), mean(b), regressed, scorer)
 
 
 def report(result: GateResult) -> dict[str, Any]:
@@ -118,6 +134,7 @@ def report(result: GateResult) -> dict[str, Any]:
         "n_worse": t.n_worse,
         "n_better": t.n_better,
         "regressed_tasks": [{k: num(v) if k != "task_id" else v for k, v in r.items()} for r in result.regressed],
+        "scorer": result.scorer,
     }
 
 

@@ -21,10 +21,10 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics import compare, stats
+from analytics import compare, scorers, stats
 from analytics import formatting as fmt
 from analytics.sqlfiles import load_sql
-from store import query_df, run_filter_params
+from store import query_df, query_rows, run_filter_params
 
 SLICE_KINDS = ("all", "level", "category")
 
@@ -38,10 +38,20 @@ def runs_in(
     date_to: dt.date | None = None,
     run_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """The runs that match the filters (run_id, agent, agent_version, family, kind, eval_date, is_baseline), newest
-    first; ``is_baseline`` is ``compare.IS_BASELINE_SQL``."""
+    """The runs that match the filters (run_id, agent, agent_version, family, kind, eval_date, is_baseline, and
+    log_status, completed, total, is_complete), newest first; ``is_baseline`` is ``compare.IS_BASELINE_SQL``.
+    A run an eval set's retry superseded is left out. ``is_complete``: the log's status is a finished one (or
+    unknown: not an Inspect log) and it holds every sample it counts (``total``)."""
     sql = load_sql("leaderboard_runs").replace("$is_baseline", compare.IS_BASELINE_SQL)
-    return query_df(con, sql, run_filter_params(benchmark, agents, date_from, date_to, run_ids=run_ids))
+    runs = query_df(con, sql, run_filter_params(benchmark, agents, date_from, date_to, run_ids=run_ids))
+    counted = runs["run_id"][runs["total"].notna()].astype(str).tolist()  # logs that say how many samples they hold
+    held_n = dict(query_rows(con, load_sql("run_attempt_counts"), {"run_ids": counted})) if counted else {}
+    status_ok = runs["log_status"].isna() | runs["log_status"].isin(COMPLETE_STATUSES)
+    held = runs["total"].isna() | (runs["run_id"].map(held_n).fillna(0) >= runs["total"])
+    return runs.assign(is_complete=(status_ok & held).astype(bool))
+
+
+COMPLETE_STATUSES = ("success", "completed")  # a log's status when it finished (Inspect: success)
 
 
 def task_outcomes(
@@ -54,9 +64,12 @@ def task_outcomes(
     run_ids: Sequence[str] | None = None,
     runs: pd.DataFrame | None = None,
     exclude_errored: bool = False,
+    scorer: str | None = None,
+    threshold: float | None = None,
 ) -> pd.DataFrame:
     """One row per (run, task), ordered by run and task: samples, successes, mean score, tool calls, cost, and
-    the task's level and category.
+    the task's level and category. ``scorer`` reads that scorer's values (``analytics.scorers``; ``threshold``
+    is its pass mark, None for no pass rate) instead of the headline score.
 
     The aggregation happens in DuckDB, so only runs x tasks rows reach pandas; the task's level and category are
     read once per task and attached here (cheaper than one text value per row from the database). ``runs`` is
@@ -66,7 +79,13 @@ def task_outcomes(
     if runs is None:
         runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to, run_ids=run_ids)
     params = {"run_ids": runs["run_id"].astype(str).tolist(), "exclude_errored": bool(exclude_errored)}
-    out = query_df(con, load_sql("task_outcomes"), params)
+    if scorer is not None:
+        ids = params["run_ids"]
+        out = scorers.scorer_outcomes(
+            con, run_ids=ids, scorer=scorer, threshold=threshold, exclude_errored=bool(exclude_errored)
+        )
+    else:
+        out = query_df(con, load_sql("task_outcomes"), params)
     tasks = query_df(con, "SELECT task_id, level, category FROM tasks WHERE benchmark = ?", [benchmark])
     at = pd.Index(tasks["task_id"]).get_indexer(out["task_id"])
     for col in ("level", "category"):
@@ -172,6 +191,7 @@ def leaderboard_rows(
     metric: str = "pass@1",
     seed: int = 0,
     n_boot: int = 1000,
+    rank_incomplete: bool = False,
 ) -> pd.DataFrame:
     """The leaderboard from ``runs_in`` and ``task_outcomes`` frames: one row per run and slice (``COLUMNS``).
 
@@ -194,7 +214,11 @@ def leaderboard_rows(
     }
     if "is_baseline" not in runs:
         runs = runs.assign(is_baseline=False)
-    meta = runs[["run_id", "agent", "agent_version", "family", "kind", "eval_date", "is_baseline"]].to_dict("records")
+    for col, default in RUN_STATE_DEFAULTS.items():
+        if col not in runs:
+            runs = runs.assign(**{col: default})
+    meta = runs[["run_id", "agent", "agent_version", "family", "kind", "eval_date", "is_baseline", *RUN_STATE_DEFAULTS]]
+    meta = [{**m, "may_lead": bool(m["is_complete"]) or rank_incomplete} for m in meta.to_dict("records")]
     rows: list[dict[str, Any]] = []
     indices: list[np.ndarray] = []
     for pos, run_rows, run_slices in _slice_groups(run_pos, part, slices):
@@ -246,16 +270,50 @@ def leaderboard(
     seed: int = 0,
     n_boot: int = 1000,
     exclude_errored: bool = False,
+    scorer: str | None = None,
+    rank_incomplete: bool = False,
 ) -> pd.DataFrame:
     """The leaderboard of one benchmark: one row per run and slice (``all``, ``level=L``, ``category=C``).
 
     Errored attempts (status ``crashed``) count as failures unless ``exclude_errored`` leaves them out, as
-    Inspect's accuracy does. Returns an empty frame (with the columns) when nothing matches.
+    Inspect's accuracy does. ``scorer`` ranks by that scorer (``analytics.scorers``; a name the benchmark lacks
+    raises ``ScorerNotFoundError`` listing those it has) instead of the headline score; a scorer on its own scale
+    (a 0-10 rating) is ranked by its raw mean and has no pass rate. An incomplete run (``runs_in``) is shown but
+    never ranked, unless ``rank_incomplete``. Returns an empty frame (with the columns) when nothing matches.
     """
     runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
-    outcomes = task_outcomes(con, benchmark=benchmark, runs=runs, exclude_errored=exclude_errored)
-    metric = compare.ranking_metric(benchmark_scoring(con, benchmark=benchmark))
-    return leaderboard_rows(runs, outcomes, slices=slices, metric=metric, seed=seed, n_boot=n_boot)
+    scoring = benchmark_scoring(con, benchmark=benchmark)
+    threshold: float | None = None
+    if scorer is not None:
+        scorer = scorers.check_scorer(con, benchmark=benchmark, scorer=scorer)
+        scoring = scorers.scorer_scale(con, benchmark=benchmark, scorer=scorer)
+        is_continuous = benchmark_scoring(con, benchmark=benchmark) == "continuous"  # else its 1.0 is for 0/1 values
+        cut = benchmark_threshold(con, benchmark=benchmark) if is_continuous else 0.5
+        threshold = {"binary": 1.0, "continuous": cut}.get(scoring)
+    outcomes = task_outcomes(
+        con, benchmark=benchmark, runs=runs, exclude_errored=exclude_errored, scorer=scorer, threshold=threshold
+    )
+    metric = compare.ranking_metric("continuous" if scoring == "raw" else scoring)
+    out = leaderboard_rows(
+        runs, outcomes, slices=slices, metric=metric, seed=seed, n_boot=n_boot, rank_incomplete=rank_incomplete
+    )
+    results = dict(zip(runs["run_id"].astype(str), runs.get("inspect_results", [None] * len(runs)), strict=True))
+    out["inspect_metrics"] = pd.Series(
+        [scorers.inspect_metrics(results.get(str(r)), scorer) for r in out["run_id"]], index=out.index, dtype=object
+    )
+    out["scale"] = scoring or "binary"
+    if scoring == "raw":  # a rating on its own scale: no pass rate exists (never a fabricated one)
+        for col in ("pass_at", "pass_hat"):
+            out[col] = [{k: None for k in v} for v in out[col]]
+        out["ci95"] = [{k: (None if k.startswith("pass") else v) for k, v in ci.items()} for ci in out["ci95"]]
+        out["pass_at_1"] = float("nan")
+    return out
+
+
+def benchmark_threshold(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> float:
+    """The benchmark's pass threshold (0.5 when unknown)."""
+    rows = query_df(con, "SELECT pass_threshold FROM benchmarks WHERE benchmark = ?", [benchmark])
+    return 0.5 if rows.empty else float(rows["pass_threshold"].iloc[0])
 
 
 def add_pareto(df: pd.DataFrame) -> pd.DataFrame:
@@ -317,6 +375,9 @@ def benchmark_scoring(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> str 
     return None if rows.empty else str(rows["scoring"].iloc[0])
 
 
+# The log's own state (``runs_in``), with its value for runs not loaded by it (frames built by hand).
+RUN_STATE_DEFAULTS: dict[str, Any] = {"is_complete": True, "log_status": None, "completed": None, "total": None}
+RUN_STATE_COLUMNS = list(RUN_STATE_DEFAULTS)
 BASE_COLUMNS = [
     "run_id",
     "agent",
@@ -336,6 +397,7 @@ BASE_COLUMNS = [
     "mean_steps",
     "mean_cost_usd",
     "pass_at_1",
+    *RUN_STATE_COLUMNS,
 ]
 # Added per slice by ``compare_rows``: the comparison against the slice's leader.
 COMPARISON_COLUMNS = [
@@ -355,7 +417,7 @@ COMPARISON_COLUMNS = [
 ]
 # Further per-row columns (another report's fields) join by appending here and filling them in a step of
 # ``leaderboard``; ``report`` and ``display_table`` read this list, nothing else needs to change.
-COLUMNS = BASE_COLUMNS + COMPARISON_COLUMNS + ["is_pareto_optimal"]
+COLUMNS = BASE_COLUMNS + COMPARISON_COLUMNS + ["is_pareto_optimal", "inspect_metrics", "scale"]
 
 
 def _add_pass1_clustered_cis(
@@ -409,7 +471,11 @@ def _compare_slice(
 ) -> None:
     """Rank the comparable, rankable rows of one slice and test every row against the leader (in place)."""
     sets = [frozenset(t) for t in per_task]
-    rankable = [i for i, r in enumerate(rows) if compare.is_rankable(r["kind"], bool(r["is_baseline"]))]
+    rankable = [
+        i
+        for i, r in enumerate(rows)
+        if compare.is_rankable(r["kind"], bool(r["is_baseline"])) and r.get("may_lead", True)  # complete runs
+    ]
     cset = compare.comparison_set(dict(enumerate(sets)), eligible=rankable)
     point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
     ranked = [i for i in rankable if sets[i] == cset and np.isfinite(point[i])]
@@ -518,6 +584,10 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     by_score = str(df["metric"].iloc[0]) == "mean_score"
     name, key = ("Mean score % [95% CI]", "mean_score") if by_score else ("Pass@1 % [95% CI]", "pass@1")
+    is_raw = "scale" in df and str(df["scale"].iloc[0]) == "raw"  # a scorer on its own scale (a 0-10 rating)
+    if is_raw:
+        name = "Mean score (its own scale) [95% CI]"
+    scale, digits = (1.0, 2) if is_raw else (100.0, 1)
     labels = unique_run_labels(df)
     rows = []
     for _, r in df.iterrows():
@@ -528,8 +598,10 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
             {
                 "Rank": fmt.count(r["rank"]) if r["rank"] is not None and not pd.isna(r["rank"]) else fmt.MISSING,
                 "Run": labels[str(r["run_id"])],
-                name: fmt.interval(r["metric_value"], r["ci95"].get(key)),
-                "Δ vs leader [95% CI]": fmt.signed_interval(r["diff_vs_leader"], r["diff_vs_leader_ci95"]),
+                name: fmt.interval(r["metric_value"], r["ci95"].get(key), scale=scale, digits=digits),
+                "Δ vs leader [95% CI]": fmt.signed_interval(
+                    r["diff_vs_leader"], r["diff_vs_leader_ci95"], scale=scale, digits=digits
+                ).removesuffix(" pp" if is_raw else "\0"),
                 "vs leader": verdict,
                 "Tasks": fmt.count(r["n_tasks"]),
                 "Cost/task": fmt.usd(r["mean_cost_usd"]),
@@ -557,6 +629,8 @@ def apart_reason(row: Mapping[str, Any]) -> str:
         return "human baseline"
     if row["is_baseline"]:
         return "baseline run"
+    if not row.get("is_complete", True):
+        return f"incomplete run ({incomplete_label(row)})"
     if not row["is_comparable"]:
         return f"evaluated on other tasks: {row['n_shared_with_leader'] or 0} shared"
     return "" if row["rank"] is not None and not pd.isna(row["rank"]) else "no score"
@@ -593,8 +667,12 @@ def report(
     date_to: dt.date | None = None,
     seed: int = 0,
     exclude_errored: bool = False,
+    scorer: str | None = None,
+    rank_incomplete: bool = False,
 ) -> dict[str, Any]:
-    """The JSON report of DESIGN.md / the foundation issue (``errored`` says how errored attempts counted)."""
+    """The JSON report of DESIGN.md / the foundation issue (``errored`` says how errored attempts counted,
+    ``scorer`` which score ranked (null: the headline), ``scale`` its scale, ``incomplete`` whether incomplete
+    runs were ranked)."""
     df = leaderboard(
         con,
         benchmark=benchmark,
@@ -603,14 +681,26 @@ def report(
         date_to=date_to,
         seed=seed,
         exclude_errored=exclude_errored,
+        scorer=scorer,
+        rank_incomplete=rank_incomplete,
     )
+    if scorer is not None:
+        scorer = scorers.check_scorer(con, benchmark=benchmark, scorer=scorer)
     rows = [{k: _jsonable(r[k]) for k in REPORT_KEYS} for _, r in df.iterrows()]
     sets = {
         str(r["slice"]): {"n_tasks": int(r["comparison_set_size"]), "metric": r["metric"]}
         for _, r in df.drop_duplicates("slice").iterrows()
     }
     errored = "excluded" if exclude_errored else "failures"
-    return {"benchmark": benchmark, "errored": errored, "comparison_sets": sets, "rows": rows}
+    return {
+        "benchmark": benchmark,
+        "errored": errored,
+        "comparison_sets": sets,
+        "rows": rows,
+        "scorer": scorer,
+        "scale": str(df["scale"].iloc[0]) if not df.empty else None,
+        "incomplete": "ranked" if rank_incomplete else "not ranked",
+    }
 
 
 # The keys of each row of ``report`` (``python -m analytics leaderboard --json``); append new fields here.
@@ -632,6 +722,8 @@ REPORT_KEYS = [
     "mean_cost_usd",
     *COMPARISON_COLUMNS,
     "is_pareto_optimal",
+    *RUN_STATE_COLUMNS,
+    "inspect_metrics",
 ]
 
 
@@ -774,12 +866,29 @@ def text_report(rep: dict[str, Any]) -> str:
     """The leaderboard of one benchmark as text: rank, agent, date, Pass@1, score, tasks, comparison."""
     cset = rep["comparison_sets"].get("all", {})
     lines = [f"== {rep['benchmark']} (ranked by {cset.get('metric')} on {cset.get('n_tasks')} shared tasks)"]
+    if rep.get("scorer"):
+        lines[0] += f", scorer {rep['scorer']}" + (
+            " (raw scale: mean of its values)" if rep.get("scale") == "raw" else ""
+        )
     rows = [r for r in rep["rows"] if r["slice"] == "all"]
     for r in sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0, r["run_id"])):
         rank = f"{r['rank']:>3}" if r["rank"] is not None else "  -"
+        pass1 = r["pass_at"].get("1")
+        score = r["mean_score"] or 0
         lines.append(
-            f"{rank} {r['agent']:<24} {r['eval_date'] or '':<10} pass@1 {100 * r['pass_at']['1']:5.1f}%  "
-            f"score {100 * (r['mean_score'] or 0):5.1f}%  tasks {r['n_tasks']:>5}  "
-            f"{comparison_label(r) if r['rank'] is not None else apart_reason(r)}"
+            f"{rank} {r['agent']:<24} {r['eval_date'] or '':<10} "
+            + ("pass@1     -  " if pass1 is None else f"pass@1 {100 * pass1:5.1f}%  ")
+            + (f"score {score:7.3f}  " if rep.get("scale") == "raw" else f"score {100 * score:5.1f}%  ")
+            + f"tasks {r['n_tasks']:>5}  {comparison_label(r) if r['rank'] is not None else apart_reason(r)}"
+            + ("" if r.get("is_complete", True) or r["rank"] is None else f"  [incomplete: {incomplete_label(r)}]")
         )
     return "\n".join(lines)
+
+
+def incomplete_label(row: Mapping[str, Any]) -> str:
+    """``started, 2 of 6 samples``: why a run is not complete (its log status and sample counts)."""
+    parts = [str(row.get("log_status") or "status unknown")]
+    if row.get("total") is not None and not pd.isna(row.get("total")):
+        done = row.get("completed")
+        parts.append(f"{'?' if done is None or pd.isna(done) else int(done)} of {int(row['total'])} samples")
+    return ", ".join(parts)

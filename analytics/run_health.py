@@ -30,6 +30,17 @@ GROUP BY ALL
 ORDER BY r.run_id
 """
 COMPLETE_STATUSES = ("success", "completed")
+# Runs an eval set's retry superseded (a later log of the same task in the same eval set), with the later run.
+SUPERSEDED_SQL = """
+SELECT r.run_id, min(later.run_id) AS superseded_by
+FROM runs r JOIN runs later
+  ON later.benchmark = r.benchmark AND later.run_id <> r.run_id
+ AND json_extract_string(later.extra, '$.inspect_eval_set_id') = json_extract_string(r.extra, '$.inspect_eval_set_id')
+ AND json_extract_string(later.extra, '$.inspect_task_id') = json_extract_string(r.extra, '$.inspect_task_id')
+ AND json_extract_string(later.extra, '$.inspect_created') > json_extract_string(r.extra, '$.inspect_created')
+WHERE r.benchmark = ?
+GROUP BY r.run_id
+"""
 
 
 def run_health(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
@@ -37,11 +48,14 @@ def run_health(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFram
 
     ``is_complete`` is false when the log's status is neither ``success`` nor ``completed`` (Inspect's ``error``,
     ``cancelled``, ``started``), when fewer samples completed than the log counts, or when an attempt errored,
-    hit a limit or is unscored.
+    hit a limit or is unscored. ``superseded_by``: the run of an eval set's retry that replaced this one (the
+    leaderboard leaves this one out), else None.
     """
     df = query_df(con, HEALTH_SQL, [benchmark])
     if df.empty:
-        return df.assign(is_complete=pd.Series(dtype=bool))
+        return df.assign(is_complete=pd.Series(dtype=bool), superseded_by=pd.Series(dtype=object))
+    later = dict(query_df(con, SUPERSEDED_SQL, [benchmark]).itertuples(index=False, name=None))
+    df["superseded_by"] = pd.Series([later.get(r) for r in df["run_id"]], index=df.index, dtype=object)
     status_ok = df["log_status"].isna() | df["log_status"].isin(COMPLETE_STATUSES)
     counted = df["total_samples"].isna() | (df["completed_samples"] == df["total_samples"])
     clean = (df[["n_errored", "n_limited", "n_unscored"]] == 0).all(axis=1)
@@ -59,6 +73,11 @@ def incomplete_table(df: pd.DataFrame, *, errors_excluded: bool = False) -> pd.D
         for c, t, n in zip(part["completed_samples"], part["total_samples"], part["n_attempts"], strict=True)
     ]
     part["Pass rate (%)"] = (100 * part[rate]).round(1)
+    if "superseded_by" in part:
+        part["log_status"] = [
+            f"{s} (superseded by {later}: not ranked)" if isinstance(later, str) else s
+            for s, later in zip(part["log_status"], part["superseded_by"], strict=True)
+        ]
     return part.rename(
         columns={
             "run_id": "Run",

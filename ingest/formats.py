@@ -55,10 +55,13 @@ class Format:
     suffixes: tuple[str, ...] = field(default=(".jsonl",))
     fingerprint: Callable[[Path, bytes, dict[str, Any]], dict[str, Any]] | None = None
     canonical: Callable[[Path, bytes, dict[str, Any]], bytes | None] | None = None
+    revises_scores: bool = False  # a file may re-score a stored run (records.Normaliser)
 
 
 FORMATS: dict[str, Format] = {
-    "inspect": Format("inspect", detect_inspect, parse_inspect, (".eval", ".json"), canonical=canonical_inspect),
+    "inspect": Format(
+        "inspect", detect_inspect, parse_inspect, (".eval", ".json"), canonical=canonical_inspect, revises_scores=True
+    ),
     "openai-messages": Format("openai-messages", detect_openai_messages, parse_openai_messages, (".json",)),
     "csv": Format("csv", detect_csv_long, parse_csv_long, (".csv", ".tsv"), fingerprint=fingerprint_csv_long),
     "swebench": Format("swebench", *swebench_format_parts()[:2], (".csv",), fingerprint=swebench_format_parts()[2]),

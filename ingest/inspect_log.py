@@ -21,29 +21,27 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ingest.errors import ProblemCollector
+from ingest.inspect_events import (
+    BadCount,
+    agent_usage,
+    as_obj,
+    as_seq,
+    content_text,
+    grading_of,
+    sample_events,
+    steps_from_sample,
+    token_details,
+)
+from ingest.inspect_scores import default_score_name, resolve_score_name, sample_scores, score_names
 from ingest.jsonline import load_json
 from ingest.safezip import ZipRefused, iter_members, member_names
 
 ZIP_MAGIC = b"PK\x03\x04"
-SCORE_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
-# The fields of Inspect's ModelEvent / ToolEvent / ErrorEvent (0.3.285, plus older names): any other field of such
-# an event is kept in the step's extra (``inspect_extra``), never dropped.
-_EVENT_BASE = "uuid span_id timestamp working_start metadata pending event"
-KNOWN_EVENT_FIELDS = {
-    "model": frozenset(
-        f"""{_EVENT_BASE} model role requested_model input input_refs tools tool_choice config output retries
-        request_ids error traceback traceback_ansi cache call completed working_time""".split()
-    ),
-    "tool": frozenset(
-        f"""{_EVENT_BASE} type id function arguments view result truncated error events completed working_time agent
-        agent_span_id failed message_id internal""".split()
-    ),
-    "error": frozenset(_EVENT_BASE.split() + ["error"]),
-}
 LAYOUT_ONLY = frozenset({"inspect_extra", "unknown_events"})
 KNOWN_HEADER = frozenset(
     {
@@ -150,17 +148,8 @@ KNOWN_EVENTS = frozenset(
         "checkpoint",
     ]
 )
+JOURNAL_START = "_journal/start.json"
 SAMPLE_MEMBER = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one (logs omit or null out optional parts)."""
-    return value if isinstance(value, dict) else {}
-
-
-def _seq(value: Any) -> list[Any]:
-    """``value`` when it is a JSON array, else an empty one."""
-    return value if isinstance(value, list) else []
 
 
 # Inspect writes ``version``, ``status`` and then the ``eval`` spec first; ``model`` comes after the dataset's
@@ -168,8 +157,21 @@ def _seq(value: Any) -> list[Any]:
 INSPECT_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"status"\s*:\s*"[a-z_]+"\s*,\s*"eval"\s*:\s*\{')
 
 
+# Files an eval set (``inspect_ai.eval_set``) writes beside its logs: its manifest (tasks, models, ids) and an index
+# of the log headers. Neither is a log: each reads as nothing (the logs beside them are ingested on their own).
+EVAL_SET_FILES = {"eval-set.json": "the eval set's manifest", "logs.json": "the eval set's index of log headers"}
+
+
+def eval_set_companion(path: Path) -> str | None:
+    """What an eval set's own file is (``EVAL_SET_FILES``), or None for any other file."""
+    return EVAL_SET_FILES.get(path.name.lower())
+
+
 def detect_inspect(path: Path, head: bytes) -> bool:
-    """A zip named ``.eval``, or a JSON object opening with Inspect's header (version, status, eval spec)."""
+    """A zip named ``.eval``, a JSON object opening with Inspect's header (version, status, eval spec), or an eval
+    set's ``eval-set.json`` / ``logs.json`` (read as nothing)."""
+    if eval_set_companion(path) is not None and head.lstrip().startswith(b"{"):
+        return True
     if head.startswith(ZIP_MAGIC):
         return path.name.lower().endswith(".eval")
     text = head.lstrip()
@@ -233,11 +235,13 @@ def _load_archive(
     except ZipRefused as exc:
         problems.add(exc.loc, "-", exc.reason)
         return None
-    head_name = "header.json" if "header.json" in docs else "_journal/start.json"
+    head_name = "header.json" if "header.json" in docs else JOURNAL_START
     if head_name not in docs:
         problems.add(f"{path}:1", "-", "no header.json (nor _journal/start.json) in the .eval archive")
         return None
     header = docs[head_name]
+    if head_name == JOURNAL_START and isinstance(header, dict) and not header.get("status"):
+        header = {**header, "status": "started"}  # a log still being written, or interrupted: Inspect's status
     samples = [(f"{path}!{n}:$", docs[n]) for n in sorted(docs, key=_sample_order) if SAMPLE_MEMBER.match(n)]
     samples = [(loc, doc) for loc, doc in samples if doc is not None]
     if header is None or _missing_samples(f"{path}!{head_name}", header, samples, problems):
@@ -253,7 +257,7 @@ def _archive_member_wanted(name: str) -> bool:
 def _missing_samples(loc: str, header: Any, samples: list[Any], problems: ProblemCollector) -> bool:
     """True (with a problem) when the header counts completed samples but the log holds none: a header-only or
     unknown layout must not ingest as a run of 0 attempts."""
-    completed = _obj(_obj(header).get("results")).get("completed_samples")
+    completed = as_obj(as_obj(header).get("results")).get("completed_samples")
     if samples or not isinstance(completed, int) or completed <= 0:
         return False
     problems.add(
@@ -291,6 +295,10 @@ def parse_inspect(
         **options: ``scorer`` (which scorer's value is the score; default: the first in the log),
             ``benchmark``, ``agent``, ``run_id`` to override names.
     """
+    companion = eval_set_companion(path)
+    if companion is not None and not data.startswith(ZIP_MAGIC):
+        problems.warn(f"{path}:1", f"{companion}: read as nothing (each log of the set is ingested on its own)")
+        return
     loaded = load_log(path, data, problems)
     if loaded is None:
         return
@@ -306,24 +314,36 @@ def parse_inspect(
         return
     model = str(options.get("agent") or ev.get("model"))
     run_id = str(options.get("run_id") or f"{benchmark}-{ev.get('eval_id') or ev.get('run_id') or path.stem}")
-    scorer = options.get("scorer") or _default_scorer(header)
-    numeric = _all_numeric(samples, scorer)
+    names = score_names((sample for _, sample in samples), header)
+    headline = _headline(path, options.get("scorer"), header, names, problems)
+    if headline is _UNKNOWN:
+        return
+    scale = _scale(samples, headline)
     yield (
         f"{path}:$.eval",
         {
             "record": "benchmark",
             "benchmark": benchmark,
-            "scoring": "binary" if numeric == "binary" else "continuous",
-            "pass_threshold": 1.0 if numeric == "binary" else 0.5,
+            "scoring": "binary" if scale == "binary" else "continuous",
+            "pass_threshold": 1.0 if scale == "binary" else 0.5,
             "description": f"Inspect AI task {ev.get('task')}",
         },
     )
-    yield f"{path}:$.eval", _run(header, ev, run_id, benchmark, model, scorer)
+    yield f"{path}:$.eval", _run(header, ev, run_id, benchmark, model, headline, samples)
+    ctx = _Context(benchmark, run_id, headline, scale, problems)
+    if scale == "raw":
+        low, high = _value_range(samples, headline)
+        problems.warn(
+            f"{path}:$.results.scores",
+            f"scorer {headline!r} gives values outside [0, 1] ({low:g} to {high:g}): kept raw (the attempt's raw_score "
+            "and the scores table), never clipped; the [0, 1] score is left empty. Rank by it with "
+            f"`python -m analytics leaderboard --scorer {headline}` (the mean of raw values, as Inspect's mean)",
+        )
     for loc, sample in samples:
         if not isinstance(sample, dict):
             problems.add(loc, "-", "expected a sample object")
             continue
-        yield from _sample(loc, sample, benchmark, run_id, scorer, problems)
+        yield from _sample(loc, sample, ctx)
     if progress is not None:
         progress.update(len(data))
 
@@ -340,14 +360,6 @@ def canonical_inspect(path: Path, data: bytes, options: dict[str, Any]) -> bytes
         kept = {k: v for k, v in rec.items() if k not in LAYOUT_ONLY}
         digest.update(json.dumps(kept, sort_keys=True, default=str).encode() + b"\n")
     return None if problems else digest.digest()
-
-
-def _events(sample: dict[str, Any]) -> list[Any]:
-    """A sample's events: ``events``, or in old logs ``transcript.events``."""
-    events = sample.get("events")
-    if events is None:
-        events = _obj(sample.get("transcript")).get("events")
-    return _seq(events)
 
 
 def _results_scores(results: dict[str, Any]) -> Any:
@@ -368,63 +380,87 @@ def _results_scores(results: dict[str, Any]) -> Any:
     return out
 
 
-def _default_scorer(header: dict[str, Any]) -> str | None:
-    results = _obj(header.get("results"))
-    for entry in results.get("scores") or []:
-        if isinstance(entry, dict) and entry.get("name"):
-            return str(entry["name"])
-    for entry in (header.get("eval") or {}).get("scorers") or []:
-        if isinstance(entry, dict) and entry.get("name"):
-            return str(entry["name"])
-    return None
+_UNKNOWN = "\0unknown scorer"  # marks a --scorer this log does not have (a problem was reported)
 
 
-def score_value(value: Any) -> float | None:
-    """An Inspect score value as a number: C=1, P=0.5, I=0, N=0; numbers/booleans as is; dicts averaged."""
-    if isinstance(value, bool):
-        return 1.0 if value else 0.0
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        if value.strip().upper() in SCORE_LETTERS:
-            return SCORE_LETTERS[value.strip().upper()]
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    if isinstance(value, dict):
-        parts = [v for v in (score_value(x) for x in value.values()) if v is not None and v == v]
-        return sum(parts) / len(parts) if parts else None
-    return None
+def _headline(
+    path: Path, wanted: Any, header: dict[str, Any], names: list[str], problems: ProblemCollector
+) -> str | None:
+    """The score that is the attempt's headline: ``--scorer`` (a scorer, ``scorer/key`` or a dict key), else
+    Inspect's own headline. An unknown ``--scorer`` is a problem listing the log's scores, never a fallback."""
+    if not wanted:
+        return default_score_name(header, names)
+    found = resolve_score_name(str(wanted), names)
+    if found is None:
+        problems.add(
+            f"{path}:$.results.scores",
+            "--scorer",
+            f"unknown scorer {wanted!r}; this log has "
+            + (", ".join(repr(n) for n in names) if names else "no scores (run `inspect score` on it)"),
+        )
+        return _UNKNOWN
+    return found
 
 
-def _pick_score(sample: dict[str, Any], scorer: str | None) -> tuple[str | None, dict[str, Any] | None]:
-    scores = _obj(sample.get("scores"))
-    if scorer and isinstance(scores.get(scorer), dict):
-        return scorer, scores[scorer]
-    for name, entry in scores.items():
-        if isinstance(entry, dict):
-            return name, entry
-    return None, None
-
-
-def _all_numeric(samples: list[tuple[str, Any]], scorer: str | None) -> str:
-    values = [
-        score_value(e.get("value"))
+def _headline_values(samples: list[tuple[str, Any]], headline: str | None) -> list[float]:
+    return [
+        e.value
         for _, s in samples
         if isinstance(s, dict)
-        for _, e in [_pick_score(s, scorer)]
-        if e is not None
+        for e in sample_scores(s.get("scores"))
+        if e.name == headline and e.value is not None
     ]
-    return "binary" if all(v in (0.0, 1.0) for v in values if v is not None) else "continuous"
+
+
+def _scale(samples: list[tuple[str, Any]], headline: str | None) -> str:
+    """``binary`` when every headline value is 0 or 1, ``continuous`` within [0, 1], else ``raw`` (a 0-10 rating:
+    kept on its own scale, never clipped)."""
+    values = _headline_values(samples, headline)
+    if all(v in (0.0, 1.0) for v in values):
+        return "binary"
+    return "continuous" if all(0.0 <= v <= 1.0 for v in values) else "raw"
+
+
+def _value_range(samples: list[tuple[str, Any]], headline: str | None) -> tuple[float, float]:
+    values = _headline_values(samples, headline)
+    return min(values), max(values)
+
+
+@dataclass
+class _Context:
+    """What every sample of one log needs: names, the headline score and its scale, where problems go."""
+
+    benchmark: str
+    run_id: str
+    headline: str | None
+    scale: str
+    problems: ProblemCollector
+    warned: set[str] = field(default_factory=set)
+
+    def warn_once(self, key: str, loc: str, message: str) -> None:
+        if key not in self.warned:
+            self.warned.add(key)
+            self.problems.warn(loc, message)
 
 
 def _run(
-    header: dict[str, Any], ev: dict[str, Any], run_id: str, benchmark: str, model: str, scorer: str | None
+    header: dict[str, Any],
+    ev: dict[str, Any],
+    run_id: str,
+    benchmark: str,
+    model: str,
+    scorer: str | None,
+    samples: list[tuple[str, Any]],
 ) -> dict[str, Any]:
-    results = _obj(header.get("results"))
-    stats = _obj(header.get("stats"))
+    results = as_obj(header.get("results"))
+    stats = as_obj(header.get("stats"))
     created = ev.get("created")
+    total, completed = results.get("total_samples"), results.get("completed_samples")
+    if not results:  # an interrupted log (no results yet): the samples it holds of the dataset x epochs
+        n_ids = len(as_seq(as_obj(ev.get("dataset")).get("sample_ids")))
+        epochs = as_obj(ev.get("config")).get("epochs")
+        total = n_ids * epochs if n_ids and isinstance(epochs, int) and not isinstance(epochs, bool) else None
+        completed = sum(1 for _, s in samples if isinstance(s, dict) and not s.get("error"))
     return {
         "record": "run",
         "run_id": run_id,
@@ -437,10 +473,14 @@ def _run(
         "scorer": scorer,
         "inspect_eval_id": ev.get("eval_id"),
         "inspect_run_id": ev.get("run_id"),
+        "inspect_eval_set_id": ev.get("eval_set_id"),
+        "inspect_created": created if isinstance(created, str) else None,
+        "inspect_task_id": ev.get("task_id"),
         "task_file": ev.get("task_file"),
+        "task_args": ev.get("task_args") or None,
         "results": _results_scores(results),
-        "total_samples": results.get("total_samples"),
-        "completed_samples": results.get("completed_samples"),
+        "total_samples": total,
+        "completed_samples": completed,
         "model_usage": stats.get("model_usage"),
         "error": header.get("error"),
         "inspect_extra": _unknown(header, KNOWN_HEADER) | {f"eval.{k}": v for k, v in _unknown(ev, KNOWN_EVAL).items()}
@@ -466,97 +506,100 @@ def _unknown(obj: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in known}
 
 
-def _text(value: Any, attachments: dict[str, Any]) -> str | None:
-    """Content (string or list of content parts) as text, resolving ``attachment://`` references."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        for scheme in ("attachment://", "tc://"):  # tc:// is the old transcript's content pool
-            if value.startswith(scheme):
-                return str(attachments.get(value[len(scheme) :], value))
-        return value
-    if isinstance(value, list):
-        parts = []
-        for part in value:
-            if isinstance(part, dict):
-                parts.append(_text(part.get("text") or part.get("reasoning") or part.get("content"), attachments) or "")
-            else:
-                parts.append(_text(part, attachments) or "")
-        return "\n".join(p for p in parts if p)
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _sample(
-    loc: str, sample: dict[str, Any], benchmark: str, run_id: str, scorer: str | None, problems: ProblemCollector
-) -> Iterator[tuple[str, dict[str, Any]]]:
+def _sample(loc: str, sample: dict[str, Any], ctx: _Context) -> Iterator[tuple[str, dict[str, Any]]]:
     if sample.get("id") is None:
-        problems.add(loc, "id", "missing sample id")
+        ctx.problems.add(loc, "id", "missing sample id")
         return
-    if _bad_types(loc, sample, problems):
+    if _bad_types(loc, sample, ctx.problems):
         return
     # old logs (before ~0.3.50) keep events and their content pool under ``transcript``
-    att = {**_obj(_obj(sample.get("transcript")).get("content")), **_obj(sample.get("attachments"))}
+    att = {**as_obj(as_obj(sample.get("transcript")).get("content")), **as_obj(sample.get("attachments"))}
     task_id = str(sample["id"])
     target = sample.get("target")
     yield (
         loc,
         {
             "record": "task",
-            "benchmark": benchmark,
+            "benchmark": ctx.benchmark,
             "task_id": task_id,
-            "query": _text(sample.get("input"), att),
-            "reference_answer": _text(target, att)
+            "query": content_text(sample.get("input"), att),
+            "reference_answer": content_text(target, att)
             if not isinstance(target, list)
             else json.dumps(target, ensure_ascii=False),
         },
     )
-    name, entry = _pick_score(sample, scorer)
-    value = _checked_value(loc, name, entry, problems)
-    if value is _ODD:
-        return
-    status = _status(sample)
     epoch = sample.get("epoch", 1)
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
-        problems.add(f"{loc}.epoch", "epoch", f"expected an integer >= 1, got {type(epoch).__name__} {epoch!r}")
+        ctx.problems.add(f"{loc}.epoch", "epoch", f"expected an integer >= 1, got {type(epoch).__name__} {epoch!r}")
         return
+    entries = sample_scores(sample.get("scores"))
+    for entry in entries:
+        if entry.is_read_as_zero:
+            ctx.warn_once(
+                f"zero:{entry.name}",
+                f"{loc}.scores.{entry.scorer}.value",
+                f"scorer {entry.name!r} gave {json.dumps(entry.raw)[:80]}, which Inspect reads as 0 "
+                "(value_to_float); stored as 0 with the value as written",
+            )
+    head = next((e for e in entries if e.name == ctx.headline), None)
+    value = None if head is None else head.value
+    status = _status(sample)
     attempt: dict[str, Any] = {
         "record": "attempt",
-        "run_id": run_id,
+        "run_id": ctx.run_id,
         "task_id": task_id,
         "sample": epoch - 1,
-        "score": None if value is None else min(max(value, 0.0), 1.0),
+        "score": value if ctx.scale != "raw" else None,
         "raw_score": value,
         "status": status,
         "latency_s": sample.get("total_time"),
-        "answer": (entry or {}).get("answer") if isinstance((entry or {}).get("answer"), str) else _answer(sample, att),
-        "scorer": name,
-        "score_value": None if entry is None else entry.get("value"),
-        "explanation": None if entry is None else entry.get("explanation"),
+        "answer": head.answer if head is not None and head.answer is not None else _answer(sample, att),
+        "scores": [e.as_record(is_headline=e is head) for e in entries] or None,
+        "scorer": ctx.headline,
+        "score_value": None if head is None else head.raw,
+        "explanation": None if head is None else head.explanation,
         "working_time_s": sample.get("working_time"),
         "inspect_uuid": sample.get("uuid"),
         "limit": sample.get("limit") if isinstance(sample.get("limit"), dict) else None,
-        "inspect_extra": _unknown(sample, KNOWN_SAMPLE) or None,
-        "unknown_events": [e for e in _events(sample) if isinstance(e, dict) and e.get("event") not in KNOWN_EVENTS]
+        "inspect_extra": _sample_extra(sample) or None,
+        "unknown_events": [
+            e for e in sample_events(sample) if isinstance(e, dict) and e.get("event") not in KNOWN_EVENTS
+        ]
         or None,
     }
-    if value is None and status == "completed":
+    if value is not None and ctx.scale == "raw":
+        attempt["is_scored"] = False  # on its own scale: no [0, 1] score, the raw value is kept
+    elif value is None and status == "completed":
         # Inspect writes samples before scoring them (``--no-score``) or keeps a NaN: an empty score, not a 0
         attempt["is_scored"] = False
-        problems.warn(
+        ctx.problems.warn(
             f"{loc}.scores",
-            f"sample {task_id!r} epoch {epoch} has no score{f' for {scorer!r}' if scorer else ''}: stored with an "
-            "empty score (run `inspect score` on the log to score it)",
+            f"sample {task_id!r} epoch {epoch} has no score{f' for {ctx.headline!r}' if ctx.headline else ''}: "
+            "stored with an empty score (run `inspect score` on the log to score it)",
         )
     try:  # every token count is read here once: a bad one refuses the sample with its path
         attempt.update(agent_usage(sample))
+        details = token_details(sample)
+        if details:
+            attempt["inspect_extra"] = {**(attempt["inspect_extra"] or {}), "token_details": details}
         attempt["grading"] = grading_of(sample, att)
         attempt["steps"] = steps_from_sample(sample, att)
     except BadCount as exc:
-        problems.add(f"{loc}.{exc.args[0]}", "tokens", "expected a whole number of tokens")
+        ctx.problems.add(f"{loc}.{exc.args[0]}", "tokens", "expected a whole number of tokens")
         return
     if isinstance(sample.get("error"), dict):
         attempt["error"] = sample["error"].get("message")
     yield loc, {k: v for k, v in attempt.items() if v is not None}
+
+
+# Sample fields Inspect defines that Runlens does not map but keeps (the attempt's ``inspect_extra``).
+KEPT_SAMPLE_FIELDS = ("metadata", "store", "error_retries")
+
+
+def _sample_extra(sample: dict[str, Any]) -> dict[str, Any]:
+    """The sample's fields this reader does not map, and its metadata, store and error retries (when not empty)."""
+    kept = {k: sample[k] for k in KEPT_SAMPLE_FIELDS if sample.get(k) not in (None, {}, [])}
+    return kept | _unknown(sample, KNOWN_SAMPLE)
 
 
 SAMPLE_TYPES: dict[str, tuple[type, ...]] = {
@@ -586,36 +629,6 @@ def _bad_types(loc: str, sample: dict[str, Any], problems: ProblemCollector) -> 
     return bad
 
 
-_ODD = float("inf")  # marks a score value refused (a problem was reported)
-
-
-def _checked_value(
-    loc: str, name: str | None, entry: dict[str, Any] | None, problems: ProblemCollector
-) -> float | None:
-    """The score as a number; None when missing or NaN; ``_ODD`` (with a problem naming scorer and type)
-    when the value is of a shape no single score can come from (a list, a dict of non-scores, text)."""
-    if entry is None:
-        return None
-    raw = entry.get("value")
-    value = score_value(raw)
-    if value is not None and value != value:  # NaN: Inspect's "no score", never a number to average
-        return None
-    if value is None and raw is not None and not (isinstance(raw, float) and raw != raw):
-        problems.add(
-            f"{loc}.scores.{name}.value",
-            name or "-",
-            f"scorer {name!r} gave a {type(raw).__name__} ({json.dumps(raw)[:80]}) that is not a score; "
-            "choose another scorer with --scorer",
-        )
-        return _ODD
-    if isinstance(raw, dict) and len(raw) > 1 and value is not None:
-        problems.warn(
-            f"{loc}.scores.{name}.value",
-            f"scorer {name!r} gave a dict of {len(raw)} values; the score is their mean (choose one with --scorer)",
-        )
-    return value
-
-
 def _status(sample: dict[str, Any]) -> str:
     """``timeout`` for any limit Inspect hit (message, token, time, working, cost, ...; the kind is kept in the
     attempt's ``limit``), ``crashed`` for an error, else ``completed``."""
@@ -628,231 +641,10 @@ def _status(sample: dict[str, Any]) -> str:
 
 
 def _answer(sample: dict[str, Any], att: dict[str, Any]) -> str | None:
-    output = _obj(sample.get("output"))
+    output = as_obj(sample.get("output"))
     if isinstance(output.get("completion"), str) and output["completion"]:
         return output["completion"]
     for choice in output.get("choices") or []:
         if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
-            return _text(choice["message"].get("content"), att)
+            return content_text(choice["message"].get("content"), att)
     return None
-
-
-class BadCount(ValueError):
-    """A token count that is not a whole number; ``args[0]`` is its JSON path below the sample."""
-
-
-def _count(value: Any, where: str) -> int | None:
-    """A token count: an int, an integral float, or digits in a string (``"74"``); None when absent."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise BadCount(where)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    raise BadCount(where)
-
-
-def _usage(model_usage: Any) -> dict[str, Any]:
-    """Tokens (and cost when the log has it) summed over every model the sample used."""
-    if not isinstance(model_usage, dict) or not model_usage:
-        return {}
-    totals: dict[str, Any] = {}
-    for name, usage in model_usage.items():
-        if not isinstance(usage, dict):
-            continue
-        for key in ("input_tokens", "output_tokens"):
-            n = _count(usage.get(key), f"model_usage.{name}.{key}")
-            if n is not None:
-                totals[key] = totals.get(key, 0) + n
-        if isinstance(usage.get("total_cost"), (int, float)):
-            totals["cost_usd"] = totals.get("cost_usd", 0.0) + usage["total_cost"]
-    return totals
-
-
-GRADING_SPANS = ("scorer", "scorers")
-
-
-def _is_grading_open(ev: dict[str, Any]) -> bool:
-    """A scorer span (``span_begin`` of type scorer/scorers) or an old-style scorer ``step`` beginning."""
-    if ev.get("event") == "span_begin":
-        return ev.get("type") in GRADING_SPANS
-    return ev.get("event") == "step" and ev.get("type") == "scorer" and ev.get("action") == "begin"
-
-
-def _is_grading_close(ev: dict[str, Any], open_ids: list[Any]) -> bool:
-    if ev.get("event") == "span_end":
-        return ev.get("id") in open_ids
-    return ev.get("event") == "step" and ev.get("type") == "scorer" and ev.get("action") == "end"
-
-
-def split_events(events: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(solver events, grading events)``: whatever happens inside a scorer span belongs to the grader.
-
-    Inspect scores a sample after its solver, so the events inside a scorer span are contiguous; model calls
-    there are the grader's (``model_graded_qa``), never the agent's turns.
-    """
-    solver: list[dict[str, Any]] = []
-    grading: list[dict[str, Any]] = []
-    open_ids: list[Any] = []
-    depth = 0
-    for ev in events:
-        if not isinstance(ev, dict):
-            continue
-        if _is_grading_open(ev):
-            depth += 1
-            open_ids.append(ev.get("id"))
-        elif depth and _is_grading_close(ev, open_ids):
-            depth -= 1
-            if ev.get("event") == "span_end":
-                open_ids.remove(ev.get("id"))
-        (grading if depth else solver).append(ev)
-    return solver, grading
-
-
-def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[str, Any]]:
-    """Steps from the solver's events (model turns, tool calls, errors); from messages without events.
-
-    Scorer spans are left out: ``grading_of`` reads them.
-    """
-    solver, _ = split_events(_events(sample))
-    steps: list[dict[str, Any]] = []
-    rnd = 0
-    for ev in solver:
-        kind = ev.get("event")
-        if kind == "model":
-            rnd += 1
-            steps.append(_model_step(ev, rnd, att) | _event_extra(ev))
-        elif kind == "tool":
-            steps.append(
-                {
-                    "round": rnd,
-                    "kind": "tool_call",
-                    "tool": ev.get("function"),
-                    "args": ev.get("arguments"),
-                    "result": _text(ev.get("result"), att) or "",
-                    "latency_s": ev.get("working_time"),
-                    "error": _err(ev.get("error")),
-                }
-                | _event_extra(ev)
-            )
-        elif kind == "error":
-            steps.append({"round": rnd, "kind": "error", "error": _err(ev.get("error")) or "error"} | _event_extra(ev))
-    if not steps:
-        steps = _steps_from_messages(sample.get("messages"), att)
-    _mark_final(steps)
-    return [{k: v for k, v in s.items() if v is not None} for s in steps]
-
-
-def _event_extra(ev: dict[str, Any]) -> dict[str, Any]:
-    """``{"inspect_extra": {...}}`` with the event's fields this reader does not know, or nothing."""
-    known = KNOWN_EVENT_FIELDS.get(str(ev.get("event")), frozenset())
-    unknown = {k: v for k, v in ev.items() if k not in known}
-    return {"inspect_extra": unknown} if unknown else {}
-
-
-def _model_step(ev: dict[str, Any], rnd: int, att: dict[str, Any]) -> dict[str, Any]:
-    output = _obj(ev.get("output"))
-    usage = _obj(output.get("usage"))
-    message = _obj(_obj((_seq(output.get("choices")) or [{}])[0]).get("message"))
-    return {
-        "round": rnd,
-        "kind": "model",
-        "content": _text(message.get("content"), att),
-        "input_tokens": _count(usage.get("input_tokens"), "events[].output.usage.input_tokens"),
-        "output_tokens": _count(usage.get("output_tokens"), "events[].output.usage.output_tokens"),
-        "latency_s": output.get("time", ev.get("working_time")),
-        "error": _err(ev.get("error")),
-        "n_tool_calls": len(_seq(message.get("tool_calls"))),
-    }
-
-
-def _token_sums(model_events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Input/output tokens (and cost when every call has one) over model events."""
-    usages = [_obj(_obj(ev.get("output")).get("usage")) for ev in model_events]
-    out: dict[str, Any] = {}
-    for key in ("input_tokens", "output_tokens"):
-        values = [n for n in (_count(u.get(key), f"events[].output.usage.{key}") for u in usages) if n is not None]
-        if values:
-            out[key] = sum(values)
-    costs = [float(u["total_cost"]) for u in usages if isinstance(u.get("total_cost"), (int, float))]
-    if usages and len(costs) == len(usages):
-        out["cost_usd"] = sum(costs)
-    return out
-
-
-def grading_of(sample: dict[str, Any], att: dict[str, Any]) -> dict[str, Any] | None:
-    """The grader's model calls and their tokens (kept apart from the agent's), or None without any."""
-    _, grading = split_events(_events(sample))
-    calls = [ev for ev in grading if ev.get("event") == "model"]
-    if not calls:
-        return None
-    turns = [
-        {"model": ev.get("model"), **{k: v for k, v in _model_step(ev, 0, att).items() if k not in ("round", "kind")}}
-        for ev in calls
-    ]
-    return {"model_calls": turns, **_token_sums(calls)}
-
-
-def agent_usage(sample: dict[str, Any]) -> dict[str, Any]:
-    """The agent's tokens and cost: its own model calls when the log has events, else ``model_usage``.
-
-    Raises:
-        BadCount: a token count is not a whole number (its JSON path below the sample in ``args[0]``).
-    """
-    solver, grading = split_events(_events(sample))
-    calls = [ev for ev in solver if ev.get("event") == "model"]
-    if calls:
-        return _token_sums(calls)
-    if any(ev.get("event") == "model" for ev in grading):
-        return {}  # only the grader's calls were logged: model_usage would credit them to the agent
-    return _usage(sample.get("model_usage"))
-
-
-def _err(error: Any) -> str | None:
-    if error is None:
-        return None
-    if isinstance(error, dict):
-        return str(error.get("message") or error.get("type") or json.dumps(error))
-    return str(error)
-
-
-def _steps_from_messages(messages: Any, att: dict[str, Any]) -> list[dict[str, Any]]:
-    steps: list[dict[str, Any]] = []
-    by_call: dict[str, int] = {}
-    rnd = 0
-    for msg in messages if isinstance(messages, list) else []:
-        if not isinstance(msg, dict) or msg.get("role") in ("system", "user"):
-            continue
-        if msg.get("role") == "assistant":
-            rnd += 1
-            calls = msg.get("tool_calls") or []
-            steps.append(
-                {"round": rnd, "kind": "model", "content": _text(msg.get("content"), att), "n_tool_calls": len(calls)}
-            )
-            for call in calls:
-                if isinstance(call, dict):
-                    by_call[str(call.get("id"))] = len(steps)
-                    steps.append(
-                        {"round": rnd, "kind": "tool_call", "tool": call.get("function"), "args": call.get("arguments")}
-                    )
-        elif msg.get("role") == "tool":
-            ix = by_call.get(str(msg.get("tool_call_id")))
-            if ix is not None:
-                steps[ix]["result"] = _text(msg.get("content"), att) or ""
-                steps[ix]["error"] = _err(msg.get("error"))
-    return steps
-
-
-def _mark_final(steps: list[dict[str, Any]]) -> None:
-    """The last model turn that called no tool and said something is the final answer."""
-    for step in reversed(steps):
-        if step["kind"] == "model":
-            if not step.get("n_tool_calls") and step.get("content"):
-                step["kind"] = "final"
-            break
-    for step in steps:
-        step.pop("n_tool_calls", None)

@@ -9,7 +9,9 @@ own reads as nothing, like a CSV companion).
 One run per model and task group (a task outside any group is a group of its own): run ``<group>:<model>``,
 benchmark ``<group>``, tasks ``<task>/<doc_id>`` (category = the task). Each document is an attempt scored by one
 metric and filter (the task's first metric and first filter, or ``--scorer metric[,filter]``); every other
-metric/filter value is an attempt metric named as lm-eval names it (``exact_match,majority``). Repeated
+metric/filter value is an attempt metric named as lm-eval names it (``exact_match,majority``), and every
+metric/filter value (the score's too) is a row of the ``scores`` table under that name, for ``--scorer`` on the
+reports. Repeated
 evaluations of the same model and group (several results files in the model's folder) are samples 0, 1, ... in
 date order. Every response (each repeat of each request) is a step. Docs: docs/formats.md.
 """
@@ -104,10 +106,14 @@ def siblings(path: Path) -> list[tuple[str, str, frozenset[str]]]:
     return out
 
 
-def repeat_of(path: Path, model: str, unit: str) -> tuple[int, str]:
+def repeat_of(path: Path, model: str, unit: str, *, is_named: bool = False) -> tuple[int, str]:
     """(sample number, eval date) of this file's evaluation of ``unit``: its place among the folder's results
-    files of the same model and unit in date order, and the date of the first of them."""
-    dates = sorted(d for d, m, units in siblings(path) if m == model and unit in units)
+    files of the same model and unit in date order, and the date of the first of them.
+
+    ``is_named``: the agent was named (``--agent``), so every results file of the folder is that agent's whatever
+    ``model_name`` it records (a renamed checkpoint, a local path): the files are numbered over the unit alone, and
+    a second file becomes the next sample, not a duplicate of the first."""
+    dates = sorted(d for d, m, units in siblings(path) if (is_named or m == model) and unit in units)
     mine = _date_id(path)
     if mine not in dates:
         dates = sorted([*dates, mine])
@@ -125,9 +131,9 @@ def fingerprint_lm_eval(path: Path, data: bytes, options: dict[str, Any]) -> dic
     if not isinstance(doc, dict):
         return {}
     out: dict[str, Any] = {}
-    model = model_name(doc)
+    model = str(options.get("agent") or model_name(doc))
     for unit, tasks in run_units(doc).items():
-        out[f"_repeat:{unit}"] = repeat_of(path, model, unit)
+        out[f"_repeat:{unit}"] = repeat_of(path, model, unit, is_named=bool(options.get("agent")))
         for task in tasks:
             other = path.parent / f"samples_{task}_{_date_id(path)}.jsonl"
             out[f"_samples:{task}"] = hashlib.sha256(other.read_bytes()).hexdigest() if other.is_file() else None
@@ -183,7 +189,7 @@ def _unit(
     options: dict[str, Any],
 ) -> Records:
     """The records of one run: a group (or standalone task) evaluated by one model."""
-    sample, eval_date = repeat_of(path, model, unit)
+    sample, eval_date = repeat_of(path, model, unit, is_named=bool(options.get("agent")))
     read = {task: _read_samples(path, task, doc, problems, options) for task in tasks}
     if problems:
         return
@@ -263,6 +269,11 @@ def _read_samples(
             continue
         number, row = filters[filt]
         attempt = _attempt(task, row, metric, filters, doc)
+        headline = f"{metric},{filt}"
+        attempt["scores"] = [
+            {"scorer": name, "value": value, **({"is_headline": True} if name == headline else {})}
+            for name, value in (attempt.get("metrics") or {}).items()
+        ] or None
         if "score" not in attempt:
             problems.add(
                 f"{samples}:{number}", metric, f"metric {metric!r} not in this line (has {row.get('metrics')})"

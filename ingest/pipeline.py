@@ -54,6 +54,8 @@ class FileResult:
     error: IngestError | None = None
     duplicate_of: str | None = None
     warnings: tuple[str, ...] = ()  # what the reader noted without refusing the file (unscored samples, ...)
+    rescored_runs: tuple[str, ...] = ()  # runs this file re-scored (a new revision of their scores)
+    n_rescored: int = 0  # stored attempts whose scores it replaced
 
 
 def iter_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -130,7 +132,7 @@ def prepare_file(
         gc.disable()  # millions of new, acyclic rows: the cyclic collector would rescan them over and over
         try:
             records = parse_with(chosen, path, data, problems, bar, **options)
-            bundle = Normaliser(known, problems).feed(records)
+            bundle = Normaliser(known, problems, revises_scores=chosen.revises_scores).feed(records)
         finally:
             if collecting:
                 gc.enable()
@@ -244,6 +246,10 @@ def commit_prepared(
     )
     for kind, row in new_rows:
         known.add(kind, row)
+    for row in bundle.revised_runs.values():
+        known.add("run", row)
+    for row in bundle.revised_benchmarks.values():
+        known.add("benchmark", row)
     known.hashes[prepared.content_hash] = prepared.path
     return FileResult(
         prepared.path,
@@ -256,6 +262,8 @@ def commit_prepared(
         prepared.seconds + time.perf_counter() - started,
         warnings=prepared.warnings
         + ((f"the commit conflicted with another one and was retried {retries} time(s)",) if retries else ()),
+        rescored_runs=tuple(bundle.revised_runs),
+        n_rescored=bundle.freeze()["score_updates"].num_rows,
     )
 
 
@@ -497,7 +505,17 @@ def describe(result: FileResult) -> str:
         return f"{result.path}: already ingested (identical content as {result.duplicate_of}); nothing added"
     if result.outcome == "failed":
         return f"{result.error}\n{result.path}: not ingested; nothing written"
-    return (
+    line = (
         f"{result.path}: ingested as {result.format}: {result.n_runs} runs, {result.n_tasks} tasks, "
         f"{result.n_attempts} attempts, {result.n_steps} steps in {result.seconds:.2f} s"
+    )
+    return line + (f"; {rescore_note(result)}" if result.rescored_runs else "")
+
+
+def rescore_note(result: FileResult) -> str:
+    """What a re-scored log did, in words (the CLI line and the Upload page say it)."""
+    runs = ", ".join(result.rescored_runs)
+    return (
+        f"re-scored run {runs}: the scores of {result.n_rescored} stored attempts replaced by a new revision "
+        "(the earlier scores are kept in history: tables scores, score_revisions)"
     )

@@ -76,6 +76,7 @@ ATTEMPT_FIELDS = (
     "steps",
     "metrics",
     "is_scored",
+    "scores",
 )
 STEP_FIELDS = (
     "round",
@@ -362,6 +363,12 @@ class Bundle:
             "attempt_ix", "attempt_id", "rater", "rater_kind", "dimension", "value", "extra"
         )
     )
+    scores: list[tuple[Any, ...]] = field(default_factory=list)  # rows in SCORE_COLUMNS order
+    # A re-scored log (a format that ``revises_scores``): the new row of each run it revises, and per stored
+    # attempt its new headline (rows in SCORE_UPDATE_COLUMNS order); its scores rows carry ``attempt_id``.
+    revised_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    revised_benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)  # binary -> continuous
+    score_updates: list[tuple[Any, ...]] = field(default_factory=list)
     arrow: dict[str, pa.Table] | None = None  # the per-attempt tables once frozen (see ``freeze``)
 
     @property
@@ -385,6 +392,8 @@ class Bundle:
                 "ratings": pa.table({col: pa.array(values) for col, values in self.ratings.items()}),
                 "labels": _rows_table(LABEL_COLUMNS, self.labels),
                 "metrics": _rows_table(METRIC_COLUMNS, self.metrics),
+                "scores": _rows_table(SCORE_COLUMNS, self.scores),
+                "score_updates": _rows_table(SCORE_UPDATE_COLUMNS, self.score_updates),
             }
             tables["attempts"] = _rows_table(ATTEMPT_COLUMNS, self.attempts)
             tables["attempts"] = tables["attempts"].append_column(
@@ -399,7 +408,7 @@ class Bundle:
             )
             self.arrow = tables
             self.attempts, self.steps, self.texts = [], [], {}
-            self.labels, self.metrics, self.ratings = [], [], {}
+            self.labels, self.metrics, self.ratings, self.scores, self.score_updates = [], [], {}, [], []
         return self.arrow
 
 
@@ -426,6 +435,26 @@ ATTEMPT_COLUMNS = {
 }
 LABEL_COLUMNS = {"attempt_ix": pa.int64(), "code": pa.string(), "step": pa.int64(), "detail": pa.string()}
 METRIC_COLUMNS = {"attempt_ix": pa.int64(), "name": pa.string(), "value": pa.float64()}
+# Every score of an attempt (one per scorer, or per key of a dict score): ``attempt_id`` is set instead of
+# ``attempt_ix`` for a new revision of the scores of an attempt already stored (a re-scored log).
+SCORE_COLUMNS = {
+    "attempt_ix": pa.int64(),
+    "attempt_id": pa.int64(),
+    "scorer": pa.string(),
+    "value": pa.float64(),
+    "raw_value": _JSON,
+    "answer": pa.string(),
+    "explanation": pa.string(),
+    "is_headline": pa.bool_(),
+}
+SCORE_UPDATE_COLUMNS = {
+    "attempt_id": pa.int64(),
+    "score": pa.float64(),
+    "raw_score": pa.float64(),
+    "passed": pa.bool_(),
+    "answer": pa.string(),
+    "extra": _JSON,
+}
 STEP_COLUMNS = {
     "attempt_ix": pa.int64(),
     "step": pa.int64(),
@@ -482,11 +511,16 @@ def _append(cols: dict[str, list[Any]], row: dict[str, Any]) -> None:
 class Normaliser:
     """Validates records one by one, collecting problems and filling a Bundle."""
 
-    def __init__(self, known: Known, problems: ProblemCollector) -> None:
+    def __init__(self, known: Known, problems: ProblemCollector, *, revises_scores: bool = False) -> None:
+        """``revises_scores``: the format can re-score a run already stored (an Inspect log after ``inspect score``:
+        the same eval, new scores); its run then replaces the stored run's status and extra, and its stored
+        attempts get new scores (a revision) instead of being refused as duplicates."""
         self.known = known
         self.problems = problems
         self.bundle = Bundle()
         self._file_attempts: dict[tuple[str, str, int], int] = {}
+        self.revises_scores = revises_scores
+        self._rescored: set[tuple[str, str, int]] = set()
 
     def feed(self, records: Iterable[tuple[str, Any]]) -> Bundle:
         """Validate and normalise every record; problems go to the collector.
@@ -554,7 +588,29 @@ class Normaliser:
             "extra": _extra(rec, BENCHMARK_FIELDS),
         }
         assert name is not None
+        widened = self._widened(row)
+        if widened is not None:
+            if widened:
+                self.bundle.revised_benchmarks[name] = row
+                self.known.add("benchmark", row)
+            return
         self._define(loc, ("benchmark", name), row, self.bundle.benchmarks)
+
+    def _widened(self, row: dict[str, Any]) -> bool | None:
+        """For a format that ``revises_scores`` (Inspect), a benchmark stored as ``binary`` that a log scores on
+        [0, 1] (partial credit, or a re-scored log whose unscored original looked binary) becomes ``continuous``
+        (True: update it; its 0/1 scores stay valid and pass as before); a ``continuous`` one met with only 0/1
+        scores stays as it is (False). None: not such a case (the usual definition rules apply)."""
+        seen = self.known.definitions.get(("benchmark", str(row["benchmark"])))
+        if not self.revises_scores or seen is None or seen == row:
+            return None
+        if any(row[k] != seen.get(k) for k in row if k not in ("scoring", "pass_threshold")):
+            return None
+        if seen["scoring"] == "binary" and row["scoring"] == "continuous":
+            return True
+        if seen["scoring"] == "continuous" and row["scoring"] == "binary":
+            return False
+        return None
 
     def _need_benchmark(self, rec: dict[str, Any]) -> str:
         name = _ident(rec, "benchmark")
@@ -602,7 +658,22 @@ class Normaliser:
             "extra": _extra(rec, RUN_FIELDS),
         }
         assert run_id is not None
+        if self._is_revision(row):
+            self.bundle.revised_runs[str(run_id)] = row
+            self.known.add("run", row)
+            return
         self._define(loc, ("run", run_id), row, self.bundle.runs)
+
+    def _is_revision(self, row: dict[str, Any]) -> bool:
+        """True when ``row`` re-scores a stored run: the format allows it, and the stored run is the same eval
+        (every field but status and extra equal, the same ``inspect_eval_id``) with another status or extra."""
+        seen = self.known.definitions.get(("run", str(row["run_id"])))
+        if not self.revises_scores or seen is None or seen == row:
+            return False
+        if any(row[k] != seen.get(k) for k in row if k not in ("status", "extra")):
+            return False
+        eval_ids = [json.loads(r.get("extra") or "{}").get("inspect_eval_id") for r in (seen, row)]
+        return eval_ids[0] is not None and eval_ids[0] == eval_ids[1]
 
     def _attempt_key(self, rec: dict[str, Any]) -> tuple[str, str, str, int]:
         run_id = _ident(rec, "run_id")
@@ -672,16 +743,31 @@ class Normaliser:
         run_id, task_id = fields.ids()
         bench = self._benchmark_of(run_id, task_id)
         key = (run_id, task_id, fields.sample())
-        self._check_new(key)
+        stored = self.known.existing_attempt(key) if run_id in self.bundle.revised_runs else None
+        if stored is None:
+            self._check_new(key)
+        elif key in self._rescored:
+            raise _Bad(
+                "sample", f"duplicate attempt (run {key[0]!r}, task {key[1]!r}, sample {key[2]}) earlier in this file"
+            )
+        else:
+            self._rescored.add(key)
         status = fields.status()
         given = fields.score()
-        score, raw, passed = (None, None, None) if given is None else self._scored(bench, status, *given)
+        score, raw, passed = (
+            (None, fields.unscored_raw(), None) if given is None else self._scored(bench, status, *given)
+        )
         in_tok, out_tok = fields.tokens()
         cost, computed = self._cost(run_id, fields.cost(), in_tok, out_tok)
         computed = computed or (cost is not None and fields.cost_is_computed())
         judge = fields.judge()
         errors = fields.errors()
         metrics = fields.metrics()
+        scores = fields.scores()
+        if stored is not None:  # a re-scored attempt: its new headline and scores; the trajectory stays as stored
+            self.bundle.score_updates.append((stored, score, raw, passed, fields.answer(), fields.extra()))
+            self.bundle.scores.extend((None, stored, *row) for row in scores)
+            return
         ix = len(self.bundle.attempts)
         steps = fields.steps(ix, self._long_text)
         answer = fields.answer()
@@ -695,6 +781,8 @@ class Normaliser:
             errors,
             metrics,
         )
+        if scores:
+            self.bundle.scores.extend((ix, None, *row) for row in scores)
 
     def _store_attempt(
         self,
@@ -783,6 +871,14 @@ class _RecordFields:
         value = rec.get("score")
         score = (1.0 if value else 0.0) if isinstance(value, bool) else _number(rec, "score", lo=0.0, hi=1.0)
         return score, raw, passed
+
+    def unscored_raw(self) -> float | None:
+        """The raw score of an attempt with no [0, 1] score (``is_scored: false``): a value on its own scale (an
+        Inspect 0-10 rating), kept; None for an attempt not scored at all."""
+        return _number(self.rec, "raw_score")
+
+    def scores(self) -> list[tuple[Any, ...]]:
+        return _scores(self.rec.get("scores"))
 
     def tokens(self) -> tuple[int | None, int | None]:
         in_tok = _number(self.rec, "input_tokens", lo=0, hi=INT64_MAX, integer=True)
@@ -878,6 +974,12 @@ class _FastFields:
         if score.__class__ is bool:
             score = 1.0 if score else 0.0
         return score, self.att.raw_score, self.att.passed
+
+    def unscored_raw(self) -> None:
+        return None  # the fast path has no ``is_scored``
+
+    def scores(self) -> list[tuple[Any, ...]]:
+        return []  # nor ``scores``: lines with them take the record path
 
     def tokens(self) -> tuple[int | None, int | None]:
         return self.att.input_tokens, self.att.output_tokens
@@ -1071,3 +1173,34 @@ def _metrics(value: Any) -> list[tuple[str, float]]:
             raise _Bad(f"metrics.{name}", f"expected a finite number, got {_type_name(metric)}")
         out.append((str(name), float(metric)))
     return out
+
+
+def _scores(value: Any) -> list[tuple[Any, ...]]:
+    """The ``scores`` of an attempt: ``[{scorer, value, raw_value, answer, explanation, is_headline}, ...]`` as rows
+    (scorer, value, raw value as JSON text, answer, explanation, is_headline); one per scorer name, at most one
+    headline. ``value`` is a finite number on the scorer's own scale, or null (no score)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _Bad("scores", f"expected an array of score objects, got {_type_name(value)}")
+    rows: list[tuple[Any, ...]] = []
+    seen: set[str] = set()
+    for pos, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise _Bad(f"scores[{pos}]", f"expected an object, got {_type_name(item)}")
+        try:
+            name = _ident(item, "scorer")
+            number = _number(item, "value")
+            answer, explanation = _text(item, "answer"), _text(item, "explanation")
+            is_headline = bool(_bool(item, "is_headline"))
+        except _Bad as bad:
+            raise _Bad(f"scores[{pos}].{bad.field}", bad.reason) from None
+        assert name is not None
+        if name in seen:
+            raise _Bad(f"scores[{pos}].scorer", f"{name!r} is given twice")
+        seen.add(name)
+        raw = item.get("raw_value", item.get("value"))
+        rows.append((name, number, _json_text(raw), answer, explanation, is_headline))
+    if sum(1 for row in rows if row[5]) > 1:
+        raise _Bad("scores", "more than one score is_headline")
+    return rows

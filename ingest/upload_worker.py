@@ -148,7 +148,14 @@ def preview_uploads(
         request = {"mode": "preview", "paths": [str(p) for p in paths], "db": str(resolve_db_path(db)), "fmt": fmt}
         lines = _run_worker({**request, "options": options}, limits=limits, timeout_s=limits.preview_timeout_s)
     previews = [
-        Preview(**{**row, "errors": tuple(row["errors"]), "runs": tuple(tuple(r) for r in row.get("runs", ()))})
+        Preview(
+            **{
+                **row,
+                "errors": tuple(row["errors"]),
+                "runs": tuple(tuple(r) for r in row.get("runs", ())),
+                "rescores": tuple(row.get("rescores", ())),
+            }
+        )
         for row in lines
     ]
     return [dataclasses.replace(p, file=name) for p, (name, _) in zip(previews, files, strict=True)]
@@ -259,6 +266,7 @@ def _worker_main() -> int:
     workers.limit_this_process(cap, int(request["cpu_s"]))
     duck_limit = f"{max(64, (cap - DUCKDB_HEADROOM_BYTES) // 1024**2)}MB"  # DuckDB's own, below the worker's
     from ingest import uploads
+    from ingest.pipeline import rescore_note
 
     paths = [Path(p) for p in request["paths"]]
     options = request.get("options") or {}
@@ -275,6 +283,8 @@ def _worker_main() -> int:
         row = {k: getattr(result, k) for k in fields}
         error = "" if result.error is None else _relative(str(result.error), path)
         warnings = [_relative(w, path) for w in result.warnings]
+        if result.rescored_runs:  # said on the page with the file's other notes
+            warnings.append(rescore_note(result))
         _emit({**row, "file": path.name, "error": error, "warnings": warnings})
     return 0
 

@@ -21,6 +21,7 @@ import pandas as pd
 from ingest.csv_long import companion_of, header_of
 from ingest.errors import IngestError
 from ingest.formats import FORMATS
+from ingest.inspect_log import eval_set_companion
 from ingest.known import load_known
 from ingest.pipeline import FileResult, choose_format, ingest_file, prepare_file, read_input
 from store import PROJECT_ROOT, Lake, Location, query_df, resolve_db_path, writer
@@ -83,6 +84,7 @@ class Preview:
     errors: tuple[str, ...] = field(default_factory=tuple)
     n_errors: int = 0
     runs: tuple[tuple[str, str, str], ...] = ()  # what it would create: (run_id, benchmark, agent)
+    rescores: tuple[str, ...] = ()  # runs whose scores it would replace by a new revision (a re-scored log)
 
 
 def _options(options: dict[str, Any]) -> dict[str, Any]:
@@ -117,6 +119,10 @@ def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto
             "companion",
             errors=(f"companion file of the {companion_of(header_of(data))} mapping: read with its results file",),
         )
+    if chosen.name == "inspect" and eval_set_companion(path) is not None:
+        return Preview(
+            path.name, sha, "inspect", "companion", errors=(f"{eval_set_companion(path)}: read with the set's logs",)
+        )
     prepared = prepare_file(path, load_known(con), fmt=chosen.name, data=data, **opts)
     if prepared.error is not None:
         problems = prepared.error.problems
@@ -145,6 +151,7 @@ def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto
             (str(r), str(b), str(a))
             for r, b, a in zip(bundle.runs["run_id"], bundle.runs["benchmark"], bundle.runs["agent"], strict=True)
         ),
+        rescores=tuple(bundle.revised_runs),
     )
 
 

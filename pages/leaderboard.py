@@ -5,6 +5,7 @@ import streamlit as st
 
 from analytics import leaderboard as lb
 from analytics import run_health as rh
+from analytics import scorers as sc
 from ui.common import (
     UrlField,
     cached,
@@ -36,7 +37,21 @@ leave_out = n_errored > 0 and st.toggle(
     help="Errored attempts (status crashed: the sample raised an error) count as failures by default. Left out, "
     "every rate, interval, test and rank below is computed without them.",
 )
-df = cached(lb.leaderboard, **filters.as_kwargs(), exclude_errored=leave_out)
+HEADLINE = "headline (each attempt's score)"
+scorer_names = cached(sc.available_scorers, benchmark=filters.benchmark)
+picked = (
+    st.selectbox(
+        "Score",
+        [HEADLINE, *scorer_names],
+        key="lb_scorer",
+        help="The attempts' headline score, or one scorer of their logs (every Inspect scorer, and every key of a "
+        "dict score, is kept). A scorer on its own scale (a 0-10 rating) is ranked by its mean and has no pass rate.",
+    )
+    if scorer_names
+    else HEADLINE
+)
+scorer = None if picked == HEADLINE else picked
+df = cached(lb.leaderboard, **filters.as_kwargs(), exclude_errored=leave_out, scorer=scorer)
 if df.empty:
     empty_state(
         f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
@@ -60,7 +75,9 @@ if not leader.empty:
     top = leader.sort_values("run_id").iloc[0]
     right.metric(
         f"Leader: {plain(top['agent'], max_chars=80)}",
-        f"{100 * top['metric_value']:.1f}% {metric_name}",
+        f"{top['metric_value']:.3g} {metric_name} ({plain(str(scorer))}, raw scale)"
+        if top["scale"] == "raw"
+        else f"{100 * top['metric_value']:.1f}% {metric_name}",
         help=f"{int(ranked['is_tied'].eq(True).sum())} other ranked run(s) not significantly different "
         "(paired test, Holm-adjusted, 5%)",
     )
@@ -92,8 +109,8 @@ with st.expander("Every column (Pass@k, pass^k, steps, attempts, raw p-values)")
 if not apart.empty:
     st.subheader("Shown apart")
     st.caption(
-        "Runs evaluated on other tasks, or marked as baselines (`gem_role: baseline` or `role: baseline`), are "
-        "not ranked; their test against the leader uses only the tasks they share. Comparing across task pools "
+        "Runs evaluated on other tasks, incomplete runs (an interrupted or failed log, samples missing), or runs "
+        "marked as baselines (`gem_role: baseline` or `role: baseline`), are not ranked; their test against the leader uses only the tasks they share. Comparing across task pools "
         "is what the IRT Progress page is for."
     )
     st.page_link("pages/progress.py", label="Open IRT Progress (compares runs across task pools)")
@@ -106,6 +123,15 @@ st.caption(
     if leave_out
     else "Errored attempts count as failures here (Inspect's own accuracy leaves them out)."
 )
+measured = overall[overall["inspect_metrics"].notna()]
+if not measured.empty:
+    with st.expander("Inspect's own metrics (per epoch reducer: mean, mode, median, max, ...)"):
+        own = pd.DataFrame(
+            [{"Run": lb.run_label(r), **r["inspect_metrics"], "run_id": r["run_id"]} for _, r in measured.iterrows()]
+        )
+        st.caption("As the log's results give them for this score; Runlens's Pass@k above is computed from samples.")
+        st.dataframe(own, hide_index=True, key="lb_inspect_metrics", width="stretch")
+        download_buttons(own, f"leaderboard-{filters.benchmark}-inspect-metrics", key="lb_dl_inspect")
 if not health.empty and not health["is_complete"].all():
     st.subheader("Runs that are not complete")
     incomplete = rh.incomplete_table(health, errors_excluded=leave_out)

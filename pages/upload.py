@@ -72,6 +72,7 @@ else:
                     "steps": p.n_steps,
                     "errors": p.n_errors,
                     "creates (run: benchmark, agent)": "; ".join(f"{r}: {b}, {a}" for r, b, a in p.runs) or "–",
+                    "re-scores (new revision)": ", ".join(p.rescores) or "–",
                 }
                 for p in previews
             ]

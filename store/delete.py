@@ -15,7 +15,7 @@ from store.paths import Location
 from store.query import transaction
 
 # child tables keyed by attempt_id, deleted before the attempts themselves
-ATTEMPT_CHILDREN = ("steps", "error_labels", "attempt_metrics", "ratings", "judge_verdicts")
+ATTEMPT_CHILDREN = ("steps", "error_labels", "attempt_metrics", "ratings", "judge_verdicts", "scores")
 
 
 class RunNotFoundError(RunlensError):
@@ -64,6 +64,13 @@ def delete_run_con(con: duckdb.DuckDBPyConnection, run_id: str, *, actor: str = 
             con.execute(f"DELETE FROM {table} WHERE attempt_id IN (SELECT attempt_id FROM _rl_del)")
         con.execute("DELETE FROM attempts WHERE run_id = ?", [run_id])
         con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+        # the files that re-scored this run may be ingested again too (each revises only this run)
+        con.execute(
+            "UPDATE ingest_log SET outcome = 'deleted' WHERE file_id IN "
+            "(SELECT file_id FROM score_revisions WHERE run_id = ?)",
+            [run_id],
+        )
+        con.execute("DELETE FROM score_revisions WHERE run_id = ?", [run_id])
         con.execute("DROP TABLE _rl_del")
         released = False
         if file_id is not None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from store import lake
 from store.query import load_sql, transaction
@@ -123,6 +124,11 @@ def _write(
     file_id = _next_id(con, "ingest_log", "file_id")
     base = _next_id(con, "attempts", "attempt_id")
     _insert(con, "benchmarks", bundle.benchmarks, {"is_demo": is_demo})
+    for name, row in bundle.revised_benchmarks.items():  # binary -> continuous (a log with partial scores)
+        con.execute(
+            "UPDATE benchmarks SET scoring = ?, pass_threshold = ? WHERE benchmark = ?",
+            [row["scoring"], row["pass_threshold"], name],
+        )
     _insert(con, "tasks", bundle.tasks)
     _insert(con, "runs", bundle.runs, {"file_id": file_id, "is_demo": is_demo})
     tables = bundle.freeze()
@@ -138,6 +144,13 @@ def _write(
     _insert(con, "error_labels", tables["labels"], {"source": "label"}, id_base=base)
     _insert(con, "attempt_metrics", tables["metrics"], {"source": "log"}, id_base=base)
     _insert(con, "ratings", tables["ratings"], id_base=base)
+    scores = tables["scores"]
+    if scores.num_rows:
+        is_new = pc.is_valid(scores.column("attempt_ix"))
+        _insert(con, "scores", scores.filter(is_new).drop_columns(["attempt_id"]), {"file_id": file_id}, id_base=base)
+        _write_revisions(con, bundle, scores.filter(pc.invert(is_new)), file_id)
+    elif bundle.revised_runs:
+        _write_revisions(con, bundle, scores, file_id)
     con.execute(
         "INSERT INTO ingest_log (file_id, path, content_hash, format, n_runs, n_tasks, n_attempts, n_steps,"
         " started_at, seconds, outcome, is_demo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ingested', ?)",
@@ -160,3 +173,63 @@ def _write(
     if before_commit is not None:
         before_commit(con, file_id)
     return file_id
+
+
+def _write_revisions(con: duckdb.DuckDBPyConnection, bundle: Bundle, scores: pa.Table, file_id: int) -> None:
+    """A re-scored log: per revised run a ``score_revisions`` row (with the run's status and extra before), the
+    run's new status and extra, the attempts' new headline, and their new scores; the earlier scores stay with
+    ``is_current = false``. The digest of each file whose attempts changed is taken again (``doctor`` checks it)."""
+    if not bundle.revised_runs:
+        return
+    updates = bundle.freeze()["score_updates"]
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    con.register("_rl_updates", updates)
+    try:
+        for run_id, row in bundle.revised_runs.items():
+            revision = int(
+                con.execute(
+                    "SELECT coalesce(max(revision), 1) + 1 FROM score_revisions WHERE run_id = ?", [run_id]
+                ).fetchall()[0][0]
+            )
+            n_attempts = con.execute(
+                "SELECT count(*) FROM _rl_updates u JOIN attempts a USING (attempt_id) WHERE a.run_id = ?", [run_id]
+            ).fetchall()[0][0]
+            con.execute(
+                "INSERT INTO score_revisions (run_id, revision, file_id, at_utc, n_attempts, previous_status, "
+                "previous_extra) SELECT run_id, ?, ?, ?, ?, status, extra FROM runs WHERE run_id = ?",
+                [revision, file_id, now, n_attempts, run_id],
+            )
+            con.execute("UPDATE runs SET status = ?, extra = ? WHERE run_id = ?", [row["status"], row["extra"], run_id])
+            con.execute(
+                "UPDATE scores SET is_current = false WHERE is_current AND attempt_id IN "
+                "(SELECT u.attempt_id FROM _rl_updates u JOIN attempts a USING (attempt_id) WHERE a.run_id = ?)",
+                [run_id],
+            )
+            if scores.num_rows:
+                con.register("_rl_scores", scores)
+                try:
+                    con.execute(
+                        "INSERT INTO scores (attempt_id, scorer, value, raw_value, answer, explanation, is_headline, "
+                        "revision, file_id) SELECT s.attempt_id, s.scorer, s.value, s.raw_value, s.answer, "
+                        "s.explanation, s.is_headline, ?, ? FROM _rl_scores s JOIN attempts a USING (attempt_id) "
+                        "WHERE a.run_id = ?",
+                        [revision, file_id, run_id],
+                    )
+                finally:
+                    con.unregister("_rl_scores")
+        files = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT a.file_id FROM attempts a JOIN _rl_updates u USING (attempt_id) "
+                "WHERE a.file_id IS NOT NULL"
+            ).fetchall()
+        ]
+        con.execute(
+            "UPDATE attempts SET score = u.score, raw_score = u.raw_score, passed = u.passed, answer = u.answer, "
+            "extra = u.extra FROM _rl_updates u WHERE attempts.attempt_id = u.attempt_id"
+        )
+    finally:
+        con.unregister("_rl_updates")
+    for earlier in files:
+        digest = con.execute(load_sql("file_digest"), {"file_id": earlier}).fetchall()[0][0]
+        con.execute("UPDATE ingest_log SET rows_digest = ? WHERE file_id = ?", [digest, earlier])

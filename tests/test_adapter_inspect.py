@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.inspect_log import score_value
+from ingest.inspect_scores import value_to_float
 from ingest.pipeline import ingest_paths
 from tests.adapter_helpers import counts, rows
 from tests.conftest import shared_data
@@ -48,7 +48,7 @@ def test_real_json_logs(tmp_db: Path) -> None:
         ("popularity", "openai/gpt-4o-mini", "2025-05-12", "cancelled"),
     ]
     pop = _log(POPULARITY)
-    expected = {str(s["id"]): score_value(s["scores"]["match"]["value"]) for s in pop["samples"]}
+    expected = {str(s["id"]): value_to_float(s["scores"]["match"]["value"])[0] for s in pop["samples"]}
     got = dict(
         rows(
             tmp_db,
@@ -106,16 +106,14 @@ def test_cancelled_log_without_samples_is_an_empty_run(tmp_db: Path, tmp_path: P
     assert rows(tmp_db, "SELECT status FROM runs") == [("cancelled",)]
 
 
-def test_score_letters() -> None:
-    assert [score_value(v) for v in ("C", "I", "P", "N", 0.25, True, {"a": "C", "b": "I"})] == [
-        1.0,
-        0.0,
-        0.5,
-        0.0,
-        0.25,
-        1.0,
-        0.5,
-    ]
+def test_score_values_as_inspects_value_to_float() -> None:
+    """Inspect's rules (inspect_ai.scorer.value_to_float): letters compared exactly, yes/no/true/false in any case,
+    numbers on their own scale, numeric text; other text and lists are read as 0 (and said so)."""
+    cases = ["C", "I", "P", "N", 0.25, True, "yes", "No", "TRUE", "false", 7, "8.5", -2, "c", "maybe", ["C"]]
+    got = [value_to_float(v) for v in cases]
+    assert [v for v, _ in got] == [1.0, 0.0, 0.5, 0.0, 0.25, 1.0, 1.0, 0.0, 1.0, 0.0, 7.0, 8.5, -2.0, 0.0, 0.0, 0.0]
+    assert [zero for _, zero in got] == [False] * 13 + [True] * 3
+    assert value_to_float(float("nan")) == (None, False) and value_to_float(None) == (None, False)
 
 
 def _bomb() -> bytes:

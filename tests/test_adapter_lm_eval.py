@@ -133,3 +133,44 @@ def test_reingest_adds_nothing(lm_db: Path) -> None:
     results = ingest_paths(RESULTS, db=lm_db)
     assert {r.outcome for r in results} == {"duplicate"}
     assert counts(lm_db)["attempts"] == before
+
+
+def test_named_agent_numbers_files_of_different_model_names_as_samples(tmp_path: Path) -> None:
+    """``--agent X`` over two results files whose ``model_name`` differ (a renamed checkpoint): one run of X, the
+    second file its next sample (not a duplicate of the first), each sample's accuracy that of its own file."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    for model_dir in ("acme__tiny-lm-v1", "acme__tiny-lm-v2"):
+        first = sorted((OUTPUT / model_dir).glob("results_*.json"))[0]
+        for path in (OUTPUT / model_dir).glob(f"*{first.stem.rsplit('_', 1)[-1]}*"):
+            shutil.copy(path, folder / path.name)
+    results = sorted(folder.glob("results_*.json"))
+    docs = [json.loads(p.read_text()) for p in results]
+    assert len({d["model_name"] for d in docs}) == 2
+    db = tmp_path / "db.duckdb"
+    out = ingest_paths(results, db=db, agent="X")
+    assert [r.outcome for r in out] == ["ingested", "ingested"], [str(r.error) for r in out]
+    assert rows(db, "SELECT DISTINCT run_id, agent FROM runs") == [("tiny:X", "X")]
+    got = dict(rows(db, "SELECT sample, avg(score) FROM attempts WHERE task_id LIKE 'tiny_mc/%' GROUP BY 1 ORDER BY 1"))
+    assert got == pytest.approx({i: d["results"]["tiny_mc"]["acc,none"] for i, d in enumerate(docs)})
+    assert [r.outcome for r in ingest_paths(results, db=db, agent="X")] == ["duplicate", "duplicate"]
+
+
+def test_every_metric_and_filter_is_a_scorer_of_the_reports(lm_db: Path) -> None:
+    """Each metric x filter of a document is a scores row (the score's own flagged headline); the leaderboard ranks
+    by one with ``scorer=`` and its mean per task equals the results file."""
+    import duckdb
+
+    from analytics import leaderboard as lb
+
+    evaluations = _evaluations()
+    model, _, doc = next(e for e in evaluations if [m for m, _, _ in evaluations].count(e[0]) == 1)  # evaluated once
+    assert rows(lm_db, "SELECT count(*) FROM attempts a ANTI JOIN scores s USING (attempt_id)") == [(0,)]
+    assert rows(lm_db, "SELECT count(*) FROM scores WHERE is_headline") == rows(lm_db, "SELECT count(*) FROM attempts")
+    con = duckdb.connect(str(lm_db), read_only=True)
+    try:
+        board = lb.leaderboard(con, benchmark="tiny", scorer="acc_norm,none", slices=("category",))
+    finally:
+        con.close()
+    row = board[(board["run_id"] == f"tiny:{model}") & (board["slice"] == "category=tiny_mc")].iloc[0]
+    assert row["mean_score"] == pytest.approx(doc["results"]["tiny_mc"]["acc_norm,none"])

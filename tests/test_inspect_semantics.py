@@ -53,24 +53,44 @@ def test_nan_score_is_missing(tmp_db: Path, tmp_path: Path) -> None:
     assert rows(tmp_db, "SELECT score FROM attempts WHERE task_id = ?", [sid]) == [(None,)]
 
 
-def test_odd_score_value_names_scorer_and_type(fixture_db: Path, tmp_path: Path) -> None:
+def test_odd_score_value_is_read_as_inspect_reads_it(tmp_db: Path, tmp_path: Path) -> None:
+    """A list is no score Inspect can read: value_to_float takes it as 0 with a warning; so does Runlens, keeping
+    the value as written."""
     log = _log()
     log["samples"][1]["scores"]["match"]["value"] = ["C", "I"]
     path = _write(tmp_path, log)
-    before = counts(fixture_db)
-    res = ingest_paths([path], db=fixture_db)
-    assert res[0].outcome == "failed"
-    text = str(res[0].error)
-    assert "scorer 'match' gave a list" in text and f"{path}:$.samples[1].scores.match.value" in text
-    assert counts(fixture_db) == before
+    res = ingest_paths([path], db=tmp_db)
+    assert res[0].outcome == "ingested", res[0].error
+    assert any("scorer 'match' gave" in w and "reads as 0" in w for w in res[0].warnings)
+    sid = str(log["samples"][1]["id"])
+    got = rows(
+        tmp_db,
+        "SELECT s.value, CAST(s.raw_value AS VARCHAR), a.score FROM scores s JOIN attempts a USING (attempt_id) "
+        "WHERE a.task_id = ?",
+        [sid],
+    )
+    assert got == [(0.0, '["C","I"]', 0.0)]
 
 
-def test_several_key_dict_warns(tmp_db: Path, tmp_path: Path) -> None:
+def test_dict_score_is_one_score_per_key(tmp_db: Path, tmp_path: Path) -> None:
     log = _log()
-    log["samples"][0]["scores"]["match"]["value"] = {"a": 1, "b": 0}
+    for sample in log["samples"]:
+        sample["scores"]["match"]["value"] = {"a": 1, "b": "no"}
     res = ingest_paths([_write(tmp_path, log)], db=tmp_db)
     assert res[0].outcome == "ingested", res[0].error
-    assert any("dict of 2 values" in w and "'match'" in w for w in res[0].warnings)
+    got = rows(tmp_db, "SELECT scorer, avg(value), bool_or(is_headline) FROM scores GROUP BY 1 ORDER BY 1")
+    assert got == [("match/a", 1.0, True), ("match/b", 0.0, False)]
+    res = ingest_paths([_write(tmp_path, log, "b.json")], db=tmp_db, scorer="b", run_id="by-key")
+    assert res[0].outcome == "ingested", res[0].error
+    assert rows(tmp_db, "SELECT DISTINCT score FROM attempts WHERE run_id = 'by-key'") == [(0.0,)]
+
+
+def test_unknown_scorer_is_an_error_listing_the_log_scores(tmp_db: Path, tmp_path: Path) -> None:
+    path = _write(tmp_path, _log())
+    res = ingest_paths([path], db=tmp_db, scorer="nonexistent")
+    assert res[0].outcome == "failed"
+    assert "unknown scorer 'nonexistent'; this log has 'match'" in str(res[0].error)
+    assert rows(tmp_db, "SELECT count(*) FROM runs") == [(0,)]
 
 
 def test_limits_and_errors_become_statuses(tmp_db: Path, tmp_path: Path) -> None:
@@ -170,7 +190,8 @@ def test_nothing_emptied_silently(tmp_db: Path, tmp_path: Path) -> None:
     )[0]
     assert tokens == 74
     extra = json.loads(extra)
-    assert extra["inspect_extra"] == {"new_sample_field": "kept"}
+    assert extra["inspect_extra"]["new_sample_field"] == "kept"
+    assert extra["inspect_extra"]["metadata"] == sample["metadata"]  # Inspect's own sample fields kept too
     assert extra["unknown_events"] == [{"event": "future_event", "payload": 3}]
     step_extra = rows(
         tmp_db,

@@ -3,7 +3,20 @@
 -- is_baseline: the run says it is a reference, not a competitor (`gem_role: baseline`, or `role: baseline`;
 -- both are unknown run fields, kept in extra). $is_baseline is replaced by analytics.compare.IS_BASELINE_SQL
 -- (a constant expression, not a value), the one definition shared with TMF.
-SELECT r.run_id, r.agent, r.agent_version, r.family, r.kind, r.eval_date, $is_baseline AS is_baseline
+-- log_status, completed, total: the log's own status and sample counts (Inspect's status and results, kept in
+-- the run); analytics.leaderboard.runs_in counts the attempts of runs with a total and derives is_complete.
+-- A run superseded by an eval set's retry (a later log of the same task in the same eval set) is left out.
+SELECT r.run_id, r.agent, r.agent_version, r.family, r.kind, r.eval_date, $is_baseline AS is_baseline,
+       r.status AS log_status,
+       TRY_CAST(json_extract_string(r.extra, '$.completed_samples') AS BIGINT) AS completed,
+       TRY_CAST(json_extract_string(r.extra, '$.total_samples') AS BIGINT) AS total,
+       json_extract(r.extra, '$.results') AS inspect_results
 FROM runs r
 WHERE r.benchmark = $benchmark AND $run_filter
+  AND NOT EXISTS (
+      SELECT 1 FROM runs later
+      WHERE later.benchmark = r.benchmark AND later.run_id <> r.run_id
+        AND json_extract_string(later.extra, '$.inspect_eval_set_id') = json_extract_string(r.extra, '$.inspect_eval_set_id')
+        AND json_extract_string(later.extra, '$.inspect_task_id') = json_extract_string(r.extra, '$.inspect_task_id')
+        AND json_extract_string(later.extra, '$.inspect_created') > json_extract_string(r.extra, '$.inspect_created'))
 ORDER BY r.eval_date DESC NULLS LAST, r.agent, r.run_id
