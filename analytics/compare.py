@@ -15,7 +15,6 @@ uses these functions, so they agree with each other:
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -54,22 +53,154 @@ def ranking_metric(scoring: str | None) -> str:
     return METRIC_BY_SCORING.get(scoring or "binary", "pass@1")
 
 
+MIN_COVERAGE = 0.8  # a run is compared in a set when it has at least 80% of the set's common tasks
+MAX_ROUNDS = 20  # refinements of one candidate set (it is stable after two or three in practice)
+
+
+@dataclass(frozen=True)
+class ComparisonSet:
+    """One comparison set: the tasks its runs are compared on and the runs compared.
+
+    Attributes:
+        tasks: the set's common tasks (held by more than half of its pool's runs).
+        runs: the runs compared on it, in the order they were given.
+        n_compared: per run, how many of ``tasks`` it has (its n: a run that missed a few tasks has fewer).
+    """
+
+    tasks: frozenset[str]
+    runs: tuple[Hashable, ...]
+    n_compared: Mapping[Hashable, int]
+
+
+@dataclass(frozen=True)
+class ComparisonSets:
+    """The comparison sets of a slice, the ranked one first, and why every other run is not in the ranked one."""
+
+    sets: tuple[ComparisonSet, ...]
+    excluded: Mapping[Hashable, str]
+
+    @property
+    def primary(self) -> ComparisonSet | None:
+        """The set that is ranked (None when no run has a task)."""
+        return self.sets[0] if self.sets else None
+
+    def index_of(self, run: Hashable) -> int | None:
+        """1 for a run of the ranked set, 2, 3... for a run of another set, None for a run in no set."""
+        return next((i + 1 for i, s in enumerate(self.sets) if run in s.n_compared), None)
+
+
+def comparison_sets(task_sets: Mapping[K, Iterable[str]], *, eligible: Iterable[K] | None = None) -> ComparisonSets:
+    """The comparison sets of a slice, by a rule that looks only at which runs share which tasks.
+
+    A comparison set is a set of common tasks T and the runs compared on it, consistent with each other:
+
+    * its runs are those that have at least ``MIN_COVERAGE`` (80%) of T; each is compared on the tasks of T it
+      has (``n_compared``: a run that missed a few tasks is kept, with its n);
+    * T is the tasks more than half of its runs have (a run on a superset brings its extra tasks, but they are
+      not common, so it is compared on T).
+
+    Candidates grow from each run's task set (take the runs with 80% of it, then the tasks more than half of them
+    have, and again until nothing changes). The **ranked** set is the candidate with the most runs, then the most
+    common tasks, then the most (run, task) pairs compared. The same rule on the runs left gives the other sets
+    (shown apart). Only candidates that mirror each other exactly (equal counts everywhere) are left tied by these;
+    between those the set holding the smallest run id comes first. Renaming or reordering tasks or runs changes
+    nothing else.
+
+    Args:
+        task_sets: run id -> the tasks it was evaluated on (in the slice).
+        eligible: the runs that can be compared (rankable runs: not human, not baseline); all runs when None or
+            when none of them has tasks. Other runs are in no set and get no reason here (the caller knows theirs).
+    """
+    sets: dict[Hashable, frozenset[str]] = {run: frozenset(tasks) for run, tasks in task_sets.items()}
+    chosen: list[Hashable] = list(eligible if eligible is not None else sets)
+    voters = [r for r in chosen if sets.get(r)]
+    if not voters:
+        voters = [r for r in sets if sets[r]]
+    excluded: dict[Hashable, str] = {r: "no scored task in this slice" for r in chosen if not sets.get(r)}
+    held, names = _membership(voters, sets)
+    found: list[ComparisonSet] = []
+    left = np.ones(len(voters), dtype=bool)
+    while left.any():
+        members, common = _best_candidate(held, left, voters)
+        n = held[:, common].sum(axis=1)
+        tasks = frozenset(t for t, ok in zip(names, common, strict=True) if ok)
+        found.append(ComparisonSet(tasks, tuple(voters[i] for i in members), {voters[i]: int(n[i]) for i in members}))
+        left[members] = False
+    if not found:
+        return ComparisonSets((), excluded)
+    ranked = found[0]
+    for k, other in enumerate(found[1:], start=2):
+        for run in other.runs:
+            inside = len(sets[run] & ranked.tasks)
+            excluded[run] = (
+                f"has {inside} of the {len(ranked.tasks)} tasks of the comparison set (fewer than 80%)"
+                if 2 * inside >= len(sets[run])
+                else f"evaluated on other tasks (set {k}: {len(other.tasks)} tasks, {len(other.runs)} run(s))"
+            )
+    return ComparisonSets(tuple(found), excluded)
+
+
+def _membership(voters: Sequence[Hashable], sets: Mapping[Hashable, frozenset[str]]) -> tuple[np.ndarray, list[str]]:
+    """A runs x tasks boolean matrix and the task of each column (nothing below depends on the columns' order)."""
+    codes: dict[str, int] = {}
+    for r in voters:
+        for t in sets[r]:
+            codes.setdefault(t, len(codes))
+    held = np.zeros((len(voters), len(codes)), dtype=bool)
+    for i, r in enumerate(voters):
+        held[i, [codes[t] for t in sets[r]]] = True
+    return held, list(codes)
+
+
+def _grow(held: np.ndarray, left: np.ndarray, seed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """From a task mask, alternate "runs with 80% of the tasks" and "tasks more than half of those runs have"
+    until stable: ``(member rows, common task mask)``."""
+    tasks = seed
+    members = np.flatnonzero(left)[:0]
+    for _ in range(MAX_ROUNDS):
+        size = int(tasks.sum())
+        cover = held[:, tasks].sum(axis=1)
+        new_members = np.flatnonzero(left & (cover >= MIN_COVERAGE * size - 1e-9) & (cover > 0))
+        count = held[new_members].sum(axis=0)
+        new_tasks = 2 * count > len(new_members)
+        if np.array_equal(new_members, members) and np.array_equal(new_tasks, tasks):
+            break
+        members, tasks = new_members, new_tasks if new_tasks.any() else tasks
+    return members, tasks
+
+
+def _best_candidate(held: np.ndarray, left: np.ndarray, voters: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate set grown from each distinct task set of the runs left, best first (``comparison_sets``)."""
+    seen: set[bytes] = set()
+    best: tuple[tuple[int, int, int, str], np.ndarray, np.ndarray] | None = None
+    for i in np.flatnonzero(left):
+        key = np.packbits(held[i]).tobytes()
+        if key in seen:
+            continue
+        seen.add(key)
+        members, tasks = _grow(held, left, held[i].copy())
+        if members.size == 0:
+            continue
+        pairs = int(held[np.ix_(members, tasks)].sum())
+        rank = (-members.size, -int(tasks.sum()), -pairs, min(str(voters[m]) for m in members))
+        if best is None or rank < best[0]:
+            best = (rank, members, tasks)
+    if best is None:  # cannot happen (a run always covers its own tasks); kept for the type checker
+        first = int(np.flatnonzero(left)[0])
+        return np.array([first]), held[first].copy()
+    return best[1], best[2]
+
+
 def comparison_set(task_sets: Mapping[K, Iterable[str]], *, eligible: Iterable[K] | None = None) -> frozenset[str]:
-    """The task set most runs were evaluated on; ties go to the larger set, then to the smallest sorted ids.
+    """The common tasks of the ranked comparison set (``comparison_sets``); empty when no run has a task.
 
     Args:
         task_sets: run id -> the tasks it was evaluated on (in the slice).
         eligible: the runs that vote (rankable runs: not human, not baseline); all runs when None or when none
             of them has tasks.
     """
-    sets = {run: frozenset(tasks) for run, tasks in task_sets.items()}
-    voters = [r for r in (eligible if eligible is not None else sets) if sets.get(r)]
-    if not voters:
-        voters = [r for r in sets if sets[r]]
-    if not voters:
-        return frozenset()
-    counts = Counter(sets[r] for r in voters)
-    return min(counts, key=lambda s: (-counts[s], -len(s), sorted(s)))
+    primary = comparison_sets(task_sets, eligible=eligible).primary
+    return primary.tasks if primary is not None else frozenset()
 
 
 @dataclass(frozen=True)
@@ -272,3 +403,132 @@ def fisher_z_ci(r: float, n: int, *, level: float = 0.95) -> tuple[float, float]
     half = z / np.sqrt(n - 3)
     centre = np.arctanh(r)
     return (float(np.tanh(centre - half)), float(np.tanh(centre + half)))
+
+
+MAX_GAP_PERM = 2_000  # label permutations per step of the selection-aware test (p resolution 5e-4)
+MAX_GAP_CHUNK = 200  # permutations drawn per block, to bound memory at (chunk x tasks x runs)
+Z80 = float(sps.norm.ppf(0.8))
+
+
+@dataclass(frozen=True)
+class SelectionTest:
+    """The leaderboard's selection-aware test of every ranked run against the data-chosen leader.
+
+    Attributes:
+        p_adjusted: per run (column of the input), the step-down max-gap p-value; NaN for the leader.
+        critical_gap: the first step's critical gap at ``alpha``: a run whose mean is further below the leader's
+            than this is marked behind (the (1 - alpha) quantile of the permutation range of all ranked runs).
+        n_perm: permutations per step.
+    """
+
+    p_adjusted: np.ndarray
+    critical_gap: float
+    n_perm: int
+
+
+def max_gap_test(
+    x: np.ndarray,
+    *,
+    leader: int,
+    rng: np.random.Generator,
+    alpha: float = ALPHA,
+    n_perm: int = MAX_GAP_PERM,
+) -> SelectionTest:
+    """Selection-aware test of every run against a leader chosen by the data (a max-statistic permutation test).
+
+    Null: the runs' per-task values are exchangeable within each task (the runs do equally well). The statistic of
+    a set of runs is its **range**: the leader's mean minus the lowest mean. Its null distribution comes from
+    permuting the runs' values within every task (tasks a run lacks stay missing), so whichever run the data make
+    leader, ``P(any run marked behind) <= alpha`` under the null for any number of runs. Step-down (as
+    Westfall-Young's max-T): the run furthest behind is tested against the range of all runs; when it is behind it
+    leaves, and the next is tested against the range of the runs left, its p never below the previous one. After
+    the first step that does not reach ``alpha`` the remaining p-values come from that step's distribution (an
+    upper bound of theirs; the verdicts at ``alpha`` are the step-down's).
+
+    Args:
+        x: ``(tasks x runs)`` per-task values (c/n or mean score); NaN where a run lacks a task.
+        leader: the column of the leader (the highest mean).
+        rng: the generator of the permutations.
+        alpha: the level the verdicts are read at (it decides where the step-down stops drawing).
+        n_perm: permutations per step.
+    """
+    x = np.asarray(x, dtype=float)
+    means = _col_means(x)
+    p_adj = np.full(x.shape[1], np.nan)
+    active = [j for j in range(x.shape[1]) if np.isfinite(means[j])]
+    critical, previous = float("nan"), 0.0
+    while len(active) > 1:
+        null = _permuted_ranges(x[:, active], rng, n_perm=n_perm)
+        if np.isnan(critical):
+            critical = float(np.quantile(null, 1.0 - alpha))
+        others = sorted((j for j in active if j != leader), key=lambda j: means[j])
+        gaps = means[leader] - means[others]
+        tol = 1e-9 * max(1.0, float(np.nanmax(np.abs(x))) if np.isfinite(x).any() else 1.0)
+        p = (1.0 + (null[None, :] >= gaps[:, None] - tol).sum(axis=1)) / (1.0 + n_perm)
+        p = np.where(gaps > tol, p, 1.0)
+        p_adj[others[0]] = previous = max(previous, float(p[0]))
+        if previous >= alpha:  # no further rejection: the rest from this step's distribution, kept monotone
+            p_adj[others[1:]] = np.maximum.accumulate(np.maximum(p[1:], previous)) if len(others) > 1 else []
+            break
+        active.remove(others[0])
+    return SelectionTest(p_adj, critical, n_perm)
+
+
+def _col_means(x: np.ndarray) -> np.ndarray:
+    ok = np.isfinite(x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok, x, 0.0).sum(axis=0) / ok.sum(axis=0)
+
+
+def _permuted_ranges(x: np.ndarray, rng: np.random.Generator, *, n_perm: int) -> np.ndarray:
+    """The range (max - min) of the runs' means after permuting runs' values within every task, ``n_perm`` times.
+
+    Missing cells stay where they are: per task the values present are shuffled among the runs that have one.
+    """
+    n_tasks, m = x.shape
+    present = np.isfinite(x)
+    slots = np.argsort(~present, axis=1, kind="stable")  # per task: present columns first, then missing ones
+    fill = np.where(present, 0.0, 2.0 + np.arange(m)[None, :] / m)  # missing cells sort last, in column order
+    counts = present.sum(axis=0).astype(float)
+    out = np.empty(n_perm)
+    done = 0
+    while done < n_perm:
+        size = min(MAX_GAP_CHUNK, n_perm - done)
+        keys = np.where(present[None], rng.random((size, n_tasks, m)), fill[None])
+        order = np.argsort(keys, axis=2)
+        values = np.take_along_axis(np.broadcast_to(x, (size, n_tasks, m)), order, axis=2)
+        shuffled = np.empty_like(values)
+        np.put_along_axis(shuffled, np.broadcast_to(slots, (size, n_tasks, m)), values, axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.nansum(shuffled, axis=1) / counts[None, :]
+        out[done : done + size] = mean.max(axis=1) - mean.min(axis=1)
+        done += size
+    return out
+
+
+def mde80_normal(sd: float, n: int, *, alpha: float = ALPHA, sided: str = "two-sided") -> float:
+    """The smallest mean per-task difference a paired test on ``n`` tasks detects with 80% power.
+
+    The sign-flip test's statistic ``sum(d) / sqrt(sum(d^2))`` is close to normal; with per-task differences of
+    standard deviation ``sd`` and mean ``D``, its power at level ``alpha`` is
+    ``Phi((sqrt(n) D - z_a sqrt(sd^2 + D^2)) / sd)`` (``z_a`` one- or two-sided). This solves power = 0.8 for D.
+    NaN when ``n`` is 0 or ``sd`` is not finite; 0 when ``sd`` is 0.
+
+    Args:
+        sd: standard deviation of the per-task differences (observed, or planned).
+        n: tasks.
+        alpha: the test's level.
+        sided: ``one-sided`` or ``two-sided``.
+    """
+    if n <= 0 or not np.isfinite(sd):
+        return float("nan")
+    if sd <= 0:
+        return 0.0
+    z = float(sps.norm.ppf(1.0 - (alpha if sided == "one-sided" else alpha / 2.0)))
+    # sqrt(n) D - z sqrt(sd^2 + D^2) = Z80 sd, a quadratic in D: (n - z^2) D^2 - 2 sqrt(n) Z80 sd D + (Z80^2 - z^2) sd^2 = 0
+    a = n - z * z
+    b = -2.0 * np.sqrt(n) * Z80 * sd
+    c = (Z80 * Z80 - z * z) * sd * sd
+    if a <= 0:
+        return float("inf")  # too few tasks: no difference inside [-1, 1] reaches 80% power by this approximation
+    return float((-b + np.sqrt(b * b - 4.0 * a * c)) / (2.0 * a))

@@ -109,8 +109,8 @@ def analyse(
 ) -> TmfResult:
     """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``).
 
-    Only runs on the slice's comparison set (``compare.comparison_set`` over the agent runs up to ``as_of``) are
-    analysed; the others are listed in ``assumptions["runs_on_other_tasks"]``. With ``with_uncertainty`` a
+    Only runs in the slice's ranked comparison set (``compare.comparison_sets`` over the agent runs up to ``as_of``)
+    are analysed, on its common tasks; the others are listed in ``assumptions["runs_on_other_tasks"]``. With ``with_uncertainty`` a
     paired task bootstrap (``bootstrap_tmf``) gives the stage probabilities, p_frontier and p_best.
     """
     opt = options or TmfOptions()
@@ -133,6 +133,22 @@ def analyse(
         points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
     points = points[~points["run_id"].isin(baselines)]
     keep, cset = comparable_runs(rows[rows["run_id"].isin(points["run_id"])])
+    extra = rows["run_id"].isin(keep).to_numpy() & ~rows["task_id"].astype(str).isin(cset).to_numpy()
+    if extra.any():  # runs on a superset: their points on the common tasks, as the leaderboard ranks them
+        rows = rows[~extra]
+        trimmed = run_points(
+            rows[rows["run_id"].isin(keep)],
+            performance=opt.performance,
+            cost_source=opt.cost_source,
+            is_repriced=opt.is_repriced,
+            abilities=inputs.abilities,
+            seed=opt.seed,
+            n_boot=opt.n_boot,
+        ).set_index("run_id")
+        points = points.set_index("run_id")
+        changed = points.index.isin(trimmed.index)
+        points.loc[changed, trimmed.columns.intersection(points.columns)] = trimmed.loc[points.index[changed]]
+        points = points.reset_index()
     is_agent = (points["kind"] != "human").to_numpy()
     other = sorted(map(str, points.loc[is_agent & ~points["run_id"].isin(keep), "run_id"]))
     points = points[~is_agent | points["run_id"].isin(keep).to_numpy()]
@@ -160,11 +176,15 @@ def drop_baselines(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 
 def comparable_runs(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
-    """The agent runs of ``rows`` on their comparison set (the task set most of them were evaluated on)."""
+    """The agent runs of ``rows`` in the ranked comparison set and its common tasks (``compare.comparison_sets``,
+    the leaderboard's rule: runs on a superset are compared on the common tasks, runs that missed a few on those
+    they have)."""
     agents = rows[rows["kind"] != "human"]
     sets = {str(r): frozenset(t.astype(str)) for r, t in agents.groupby("run_id", sort=False)["task_id"]}
-    cset = compare.comparison_set(sets)
-    return {r for r, s in sets.items() if s == cset}, cset
+    primary = compare.comparison_sets(sets).primary
+    if primary is None:
+        return set(), frozenset()
+    return {str(r) for r in primary.runs}, primary.tasks
 
 
 def bootstrap_tmf(
