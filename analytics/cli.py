@@ -330,8 +330,28 @@ def gate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", required=True, help="run id of the reference run")
     parser.add_argument("--candidate", required=True, help="run id of the run under test")
     parser.add_argument("--metric", choices=GATE_METRICS, default=None, help="default: the benchmark's metric")
-    parser.add_argument("--alpha", type=float, default=compare.ALPHA, help="significance level (default 0.05)")
+    parser.add_argument("--alpha", type=float, default=compare.ALPHA, help="false-alarm rate allowed (default 0.05)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--two-sided", action="store_true", help="two-sided test (default: one-sided in the bad direction)"
+    )
+    parser.add_argument(
+        "--margin",
+        type=float,
+        default=0.0,
+        help="non-inferiority: fail only if worse by more than this (a fraction, e.g. 0.02; USD for cost)",
+    )
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="anytime-valid: read tasks in the order they ran and stop as soon as the answer is known",
+    )
+    parser.add_argument(
+        "--stop-delta",
+        type=float,
+        default=None,
+        help="with --sequential: pass early once a regression this large is ruled out (default 0.05)",
+    )
 
 
 def gate_run(args: argparse.Namespace) -> int:
@@ -342,7 +362,16 @@ def gate_run(args: argparse.Namespace) -> int:
         raise RunlensError(f"--alpha must be between 0 and 1, got {args.alpha}")
     with reader(args.db, as_of=args.as_of) as con:
         result = gate.gate(
-            con, baseline=args.baseline, candidate=args.candidate, metric=args.metric, alpha=args.alpha, seed=args.seed
+            con,
+            baseline=args.baseline,
+            candidate=args.candidate,
+            metric=args.metric,
+            alpha=args.alpha,
+            seed=args.seed,
+            sided="two-sided" if args.two_sided else "one-sided",
+            margin=args.margin,
+            sequential=args.sequential,
+            stop_delta=gate.STOP_DELTA if args.stop_delta is None else args.stop_delta,
         )
     if args.json:
         print_json(gate.report(result))

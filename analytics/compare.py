@@ -532,3 +532,94 @@ def mde80_normal(sd: float, n: int, *, alpha: float = ALPHA, sided: str = "two-s
     if a <= 0:
         return float("inf")  # too few tasks: no difference inside [-1, 1] reaches 80% power by this approximation
     return float((-b + np.sqrt(b * b - 4.0 * a * c)) / (2.0 * a))
+
+
+EXACT_MAX_TOTAL = 400_000  # the exact sign-flip distribution is computed when sum |d| (on its lattice) is below this
+LATTICE_SCALES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 20, 24, 30, 60, 120, 360, 2520)
+N_PERM_GATE = 20_000  # Monte Carlo sign flips when the differences are not on a small lattice
+
+
+@dataclass(frozen=True)
+class OneSided:
+    """A one-sided paired test of "the mean per-task difference is below zero" (the bad direction).
+
+    Attributes:
+        p_value: mid-p: ``P(T* < T) + P(T* = T) / 2`` under random signs of the per-task differences.
+        p_exact: the conservative ``P(T* <= T)``.
+        method: ``exact-sign-flip`` (the distribution enumerated on the differences' lattice), ``sign-flip``
+            (Monte Carlo) or ``untestable``.
+    """
+
+    p_value: float
+    p_exact: float
+    method: str
+
+
+def sign_flip_one_sided(d: np.ndarray, *, seed: int = 0, n_perm: int = N_PERM_GATE) -> OneSided:
+    """One-sided sign-flip test that the per-task differences ``d`` have a negative mean, with the mid-p value.
+
+    With one binary sample per task this is the one-sided exact McNemar test (binomial on the discordant tasks),
+    made less conservative by the mid-p (Lancaster 1961): half the probability of the observed value counts. On
+    null designs of 50-300 tasks x 1-3 samples its size is 4.8-5.3% at alpha 5% where the exact p gives 3.3-4.4%
+    (docs/statistics.md). The distribution is computed exactly when the differences lie on a small lattice (c/n
+    rates with n up to 10 samples, graded scores), else from ``n_perm`` seeded flips.
+    """
+    x = np.asarray(d, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return OneSided(float("nan"), float("nan"), "untestable")
+    x = x[np.abs(x) > 1e-12]
+    if x.size == 0:
+        return OneSided(1.0, 1.0, "exact-sign-flip")
+    w = _lattice(x)
+    if w is not None:
+        below, equal = _exact_tail(w)
+        return OneSided(float(min(1.0, below + 0.5 * equal)), float(min(1.0, below + equal)), "exact-sign-flip")
+    rng = stats.stable_rng(seed, "gate-flip", str(x.size))
+    t = x.sum()
+    tol = 1e-9 * max(1.0, float(np.abs(x).sum()))
+    less = equal_n = 0
+    done = 0
+    while done < n_perm:
+        size = min(PERM_CHUNK, n_perm - done)
+        sums = (rng.integers(0, 2, size=(size, x.size)) * 2.0 - 1.0) @ x
+        less += int((sums < t - tol).sum())
+        equal_n += int((np.abs(sums - t) <= tol).sum())
+        done += size
+    # the observed signs count as one draw (Phipson and Smyth): never 0
+    below, equal = less / (n_perm + 1), (equal_n + 1) / (n_perm + 1)
+    return OneSided(float(below + 0.5 * equal), float(below + equal), "sign-flip")
+
+
+def _lattice(x: np.ndarray) -> np.ndarray | None:
+    """Signed integer weights ``x * s`` for the smallest listed scale ``s`` that makes them integers, when the
+    exact distribution stays small (``EXACT_MAX_TOTAL``); None otherwise."""
+    for s in LATTICE_SCALES:
+        w = x * s
+        r = np.round(w)
+        if np.all(np.abs(w - r) < 1e-6) and np.abs(r).sum() <= EXACT_MAX_TOTAL:
+            return r.astype(np.int64)
+    return None
+
+
+def _exact_tail(w: np.ndarray) -> tuple[float, float]:
+    """``P(T* < T)`` and ``P(T* = T)`` for ``T = sum(w)`` and ``T* = sum(+-|w|)`` with fair independent signs."""
+    mags = np.abs(w)
+    total = int(mags.sum())
+    dist = np.zeros(2 * total + 1)
+    dist[total] = 1.0
+    reach = 0
+    for v in map(int, mags):
+        lo, hi = total - reach, total + reach + 1  # the support so far: only it is shifted
+        new = np.zeros_like(dist)
+        new[lo - v : hi - v] += 0.5 * dist[lo:hi]
+        new[lo + v : hi + v] += 0.5 * dist[lo:hi]
+        dist = new
+        reach += v
+    t = int(w.sum()) + total
+    return float(dist[:t].sum()), float(dist[t])
+
+
+def mid_p_two_sided(low: OneSided, high: OneSided) -> float:
+    """Two-sided mid-p: twice the smaller one-sided mid-p (capped at 1)."""
+    return float(min(1.0, 2.0 * min(low.p_value, high.p_value)))
