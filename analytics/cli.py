@@ -380,6 +380,33 @@ def gate_run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def plan_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--benchmark", required=True, help="benchmark name")
+    parser.add_argument("--delta", type=float, required=True, help="the regression to detect, a fraction (0.05)")
+    parser.add_argument("--baseline", help="run whose variances are used (default: the ranked run with most attempts)")
+    parser.add_argument("--samples", type=int, help="a number of samples per task to plan for besides 1, 2, 3, 5, 10")
+    parser.add_argument("--alpha", type=float, default=0.05, help="the gate's false-alarm rate (default 0.05)")
+    parser.add_argument("--two-sided", action="store_true", help="plan for a two-sided gate")
+
+
+def plan_run(args: argparse.Namespace) -> int:
+    """Tasks and samples a comparison needs to detect --delta with 80% power."""
+    from analytics import plan
+
+    with reader(args.db, as_of=args.as_of) as con:
+        result = plan.plan(
+            con,
+            benchmark=args.benchmark,
+            delta=args.delta,
+            baseline=args.baseline,
+            samples=args.samples,
+            alpha=args.alpha,
+            sided="two-sided" if args.two_sided else "one-sided",
+        )
+    print_json(plan.report(result)) if args.json else print(plan.text_report(result))
+    return 0
+
+
 def sql_options(parser: argparse.ArgumentParser) -> None:
     from analytics.sql_console import SandboxLimits
 
@@ -691,6 +718,8 @@ REPORTS: dict[str, Report] = {
                maintain_options, maintain_run, json_help="print what was done as JSON"),
         Report("gate", "CI gate: is the candidate run significantly worse than the baseline?", gate_options,
                gate_run, json_help="print the result as JSON", as_of=True),
+        Report("plan", "tasks and samples needed to detect a regression of --delta with 80% power", plan_options,
+               plan_run, json_help="print the plan as JSON", as_of=True),
     )
 }  # fmt: skip
 
