@@ -368,7 +368,8 @@ def clustered_n_eff(task_means: np.ndarray, n_samples: np.ndarray | None = None)
     ``SE^2 = var(task means, ddof=1) / tasks`` (with equal samples per task this is statsmodels' cluster-robust
     variance of the overall mean, small-sample corrected). Bounded to [1, total samples]: samples of a task can
     carry less information than independent ones, never more (so a zero variance between tasks gives the total).
-    When p is 0 or 1 the number of tasks is returned (Wilson over tasks).
+    When p is 0 or 1, or there is a single task (whose samples cannot tell how other tasks would go), the number
+    of tasks is returned (Wilson over tasks).
     """
     m = np.asarray(task_means, dtype=float)
     m = m[np.isfinite(m)]
@@ -378,7 +379,7 @@ def clustered_n_eff(task_means: np.ndarray, n_samples: np.ndarray | None = None)
     total = float(np.sum(n_samples)) if n_samples is not None else float(t)
     p = float(m.mean())
     se2 = float(m.var(ddof=1)) / t if t > 1 else 0.0
-    if p <= 0 or p >= 1:
+    if p <= 0 or p >= 1 or t == 1:  # one task is one cluster: its samples say nothing about other tasks
         return float(t)
     if se2 <= 0:
         return max(total, float(t))
@@ -392,6 +393,29 @@ def wilson_clustered(task_means: np.ndarray, n_samples: np.ndarray | None = None
     if m.size == 0:
         return (float("nan"), float("nan"))
     return stats.wilson(float(m.mean()), clustered_n_eff(m, n_samples))
+
+
+def score_interval(task_means: np.ndarray, *, level: float = 0.95) -> tuple[float, float]:
+    """Interval of a mean score in [0, 1] over tasks, for small samples and zero-inflated scores.
+
+    Wilson's interval with the task-clustered effective size ``n_eff = m(1-m) / SE^2`` (``SE^2 = var(task
+    means) / tasks``) and Student's t quantile with ``tasks - 1`` degrees of freedom in place of z. Unlike a
+    percentile bootstrap it does not collapse when every task scored 0 (then ``n_eff`` is the number of tasks, as
+    for a rate), and it stays inside [0, 1]. Simulated coverage at 10-30 tasks: 94-97% on continuous, graded and
+    zero-inflated scores, where the bootstrap gave 61-94% (docs/statistics.md). One task: Wilson over one unit (its
+    samples are not independent draws of the benchmark).
+    """
+    m = np.asarray(task_means, dtype=float)
+    m = m[np.isfinite(m)]
+    t = m.size
+    if t == 0:
+        return (float("nan"), float("nan"))
+    p = float(np.clip(m.mean(), 0.0, 1.0))
+    if t == 1:
+        return stats.wilson(p, 1.0, z=float(sps.norm.ppf(0.5 + level / 2.0)))
+    se2 = float(m.var(ddof=1)) / t
+    n_eff = p * (1.0 - p) / se2 if 0 < p < 1 and se2 > 0 else float(t)
+    return stats.wilson(p, n_eff, z=float(sps.t.ppf(0.5 + level / 2.0, df=t - 1)))
 
 
 def fisher_z_ci(r: float, n: int, *, level: float = 0.95) -> tuple[float, float]:

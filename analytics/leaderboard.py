@@ -1,13 +1,16 @@
 """leaderboard: Pass@k, pass^k, mean score, steps and cost per run, with 95% intervals and ties.
 
 Definitions (also in the README):
-    * Pass@k: the unbiased estimator of Chen et al. (2021), averaged over tasks; k runs from 1 to the
-      smallest number of samples any task of the run has (``k_max``).
+    * Pass@k: the unbiased estimator of Chen et al. (2021), averaged over tasks; k in 1, 2, 3, 5, 10, 20, 50,
+      100, ... up to the smallest number of samples any task of the run has (``k_max``).
     * pass^k: the probability that k samples of a task all succeed, ``C(c,k)/C(n,k)``, averaged over tasks.
-    * Intervals: Wilson over tasks for rates; a seeded percentile bootstrap over tasks for mean score,
+    * Intervals: Wilson over tasks for rates (Pass@1: with the task-clustered effective size); mean score:
+      ``compare.score_interval`` (clustered Wilson with Student's t); a seeded percentile bootstrap over tasks for
       mean steps (tool calls per attempt) and mean cost per task.
-    * Ties: a non-human row whose Pass@1 interval overlaps the leader's (best Pass@1 in its slice) is
-      ``is_tied`` with it. Human rows (kind = human) are ranked apart and never lead.
+    * Verdicts: the ranked runs of a slice (its ranked comparison set, ``compare.comparison_sets``) are tested
+      against the data-chosen leader by a selection-aware max-gap permutation test (``compare.max_gap_test``);
+      ``is_tied`` rows and the leader form the ``top_group``. Rows shown apart (humans, baselines, other task pools)
+      get their own paired tests, Holm-adjusted among themselves. Human rows are never ranked and never lead.
 """
 
 from __future__ import annotations
@@ -107,7 +110,7 @@ def _run_rows(
     k_max: int,
     slices: list[tuple[str, np.ndarray]],
     arrays: dict[str, np.ndarray],
-    rates: dict[str, list[np.ndarray]],
+    rates: dict[str, dict[int, np.ndarray]],
 ) -> list[dict[str, Any]]:
     """The leaderboard rows of one run (bootstrap intervals are added later, for all runs at once)."""
     out = []
@@ -116,8 +119,8 @@ def _run_rows(
         ci: dict[str, list[float]] = {}
         pass_at: dict[str, float] = {}
         pass_hat: dict[str, float] = {}
-        for k in range(1, k_max + 1):
-            p, h = _nanmean(rates["pass_at"][k - 1][rows]), _nanmean(rates["pass_hat"][k - 1][rows])
+        for k in k_values(k_max):
+            p, h = _nanmean(rates["pass_at"][k][rows]), _nanmean(rates["pass_hat"][k][rows])
             pass_at[str(k)], pass_hat[str(k)] = p, h
             ci[f"pass@{k}"] = list(stats.wilson(p, n_tasks))
             ci[f"pass^{k}"] = list(stats.wilson(h, n_tasks))
@@ -141,7 +144,18 @@ def _run_rows(
     return out
 
 
-BOOTSTRAPPED = (("mean_score", "score"), ("mean_steps", "steps"), ("mean_cost_usd", "cost_usd"))
+BOOTSTRAPPED = (("mean_steps", "steps"), ("mean_cost_usd", "cost_usd"))  # mean score: compare.score_interval
+
+
+def k_values(k_max: int) -> list[int]:
+    """The k reported for Pass@k and pass^k: 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, ... up to ``k_max`` (every k
+    up to the sample count would be 10,000 keys for a run of 10,000 samples)."""
+    out = [k for k in (1, 2, 3, 5) if k <= k_max]
+    step = 10
+    while step <= k_max:
+        out += [k for k in (step, 2 * step, 5 * step) if k <= k_max]
+        step *= 10
+    return out
 
 
 def _add_bootstrap_cis(
@@ -189,8 +203,8 @@ def leaderboard_rows(
     arrays = {col: part[col].to_numpy(dtype=float) for col in ("n", "c", "score", "steps", "cost_usd")}
     k_top = int(arrays["n"].max()) if len(part) else 0
     rates = {
-        "pass_at": [stats.pass_at_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)],
-        "pass_hat": [stats.pass_hat_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)],
+        "pass_at": {k: stats.pass_at_k(arrays["n"], arrays["c"], k) for k in k_values(k_top)},
+        "pass_hat": {k: stats.pass_hat_k(arrays["n"], arrays["c"], k) for k in k_values(k_top)},
     }
     if "is_baseline" not in runs:
         runs = runs.assign(is_baseline=False)
@@ -202,8 +216,8 @@ def leaderboard_rows(
         rows += _run_rows(meta[pos], k_max, run_slices, arrays, rates)
         indices += [idx for _, idx in run_slices]
     _add_bootstrap_cis(rows, indices, arrays, seed=seed, n_boot=n_boot)
-    per_task = {"pass@1": rates["pass_at"][0] if rates["pass_at"] else arrays["c"], "mean_score": arrays["score"]}
-    _add_pass1_clustered_cis(rows, indices, per_task["pass@1"], arrays["n"])
+    per_task = {"pass@1": rates["pass_at"][1] if rates["pass_at"] else arrays["c"], "mean_score": arrays["score"]}
+    _add_pass1_clustered_cis(rows, indices, per_task["pass@1"], arrays["n"], arrays["score"])
     tasks = part["task_id"].astype(str).to_numpy(dtype=object)
     compare_rows(rows, indices, tasks, per_task[metric], arrays["n"], metric=metric, seed=seed)
     out = pd.DataFrame(rows, columns=COLUMNS)
@@ -373,13 +387,20 @@ COLUMNS = BASE_COLUMNS + COMPARISON_COLUMNS + ["is_pareto_optimal"]
 
 
 def _add_pass1_clustered_cis(
-    rows: list[dict[str, Any]], indices: list[np.ndarray], pass1: np.ndarray, n: np.ndarray
+    rows: list[dict[str, Any]],
+    indices: list[np.ndarray],
+    pass1: np.ndarray,
+    n: np.ndarray,
+    score: np.ndarray | None = None,
 ) -> None:
-    """Pass@1 interval of every row: Wilson with the task-clustered effective sample size (in place)."""
+    """Pass@1 interval of every row: Wilson with the task-clustered effective sample size; mean score interval:
+    the same with Student's t (``compare.score_interval``, for small samples and zero-inflated scores). In place."""
     for row, idx in zip(rows, indices, strict=True):
         row["pass_at_1"] = row["pass_at"].get("1", float("nan"))
         if "pass@1" in row["ci95"]:
             row["ci95"]["pass@1"] = list(compare.wilson_clustered(pass1[idx], n[idx]))
+        if score is not None:
+            row["ci95"]["mean_score"] = list(compare.score_interval(score[idx]))
 
 
 def _competition_ranks(values: np.ndarray) -> np.ndarray:
@@ -612,10 +633,10 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
             row["Mean score 95% CI"] = _pct_ci(r["ci95"]["mean_score"])
         row["Δ vs leader (pp)"] = _pct(r["diff_vs_leader"])
         row["Δ 95% CI (pp)"] = _signed_ci(r["diff_vs_leader_ci95"])
-        for k in range(1, k_max + 1):
+        for k in k_values(k_max):
             row[f"Pass@{k} %"] = _pct(r["pass_at"].get(str(k)))
             row[f"Pass@{k} 95% CI"] = _pct_ci(r["ci95"].get(f"pass@{k}"))
-        for k in range(2, k_max + 1):
+        for k in k_values(k_max)[1:]:
             row[f"pass^{k} %"] = _pct(r["pass_hat"].get(str(k)))
         if not by_score:
             row["Mean score %"] = _pct(r["mean_score"])

@@ -166,3 +166,44 @@ def test_report_names_top_group_mde80_and_the_comparison_sets(fixture_db: Path) 
     assert listed | set(entry["runs"]) == everyone and all(e["reason"] for e in entry["excluded"])
     for r in rep["rows"]:
         assert r["top_group"] is (r["rank"] is not None and (r["is_leader"] or r["is_tied"] is True))
+
+
+def test_tmf_exact_ties_share_the_best_point_and_supersets_are_compared_on_common_tasks() -> None:
+    from analytics import tmf
+    from tests.test_tmf import _inputs, _pool_rows
+
+    rng = np.random.default_rng(3)
+    pool = [f"p{i:02d}" for i in range(40)]
+    twin = _pool_rows("zz", pool, 0.7, 0.01, rng)
+    rows = twin + [{**r, "run_id": "aa", "agent": "AA"} for r in twin]  # the same run twice: exact ties
+    rows += _pool_rows("c", pool, 0.3, 0.005, rng)
+    rows += _pool_rows("wide", pool + [f"x{i}" for i in range(8)], 0.5, 0.008, rng)  # a superset run
+    res = tmf.analyse(_inputs(rows), options=tmf.TmfOptions(n_replicates=200))
+    unc = res.uncertainty
+    assert unc is not None and unc.p_best["aa"] == pytest.approx(unc.p_best["zz"]) and unc.p_best["aa"] > 0
+    wide = res.points.set_index("run_id").loc["wide"]
+    assert res.assumptions["comparison_set_size"] == 40 and int(wide["n_tasks"]) == 40
+
+
+def test_pass_at_k_keys_follow_the_1_2_5_grid() -> None:
+    assert lb.k_values(1) == [1] and lb.k_values(4) == [1, 2, 3]
+    assert lb.k_values(120) == [1, 2, 3, 5, 10, 20, 50, 100]
+    big = _outcomes("a", [f"t{i}" for i in range(3)], np.array([1, 500, 999]), n=1000)
+    out = lb.leaderboard_rows(_runs(["a"]), big).set_index("slice")
+    assert list(out.loc["all", "pass_at"]) == ["1", "2", "3", "5", "10", "20", "50", "100", "200", "500", "1000"]
+
+
+def test_small_sample_intervals_cover_and_one_task_is_honest() -> None:
+    """Mean score at 10-30 tasks, zero-inflated included: the interval covers the truth >= 93% (seeded, small)."""
+    rng = np.random.default_rng(93)
+    covered = reps = 0
+    for n in (10, 20, 30):
+        for _ in range(300):
+            nonzero = rng.random(n) < 0.1  # 90% of tasks score 0, the rest ~ Beta(2, 2): mean 0.05
+            lo, hi = compare.score_interval(np.where(nonzero, rng.beta(2, 2, n), 0.0))
+            covered += lo <= 0.05 <= hi
+            reps += 1
+    assert covered / reps >= 0.93, covered / reps
+    # one task with 10 samples, 5 passed: one unit, not ten independent draws
+    lo, hi = compare.wilson_clustered(np.array([0.5]), np.array([10]))
+    assert (lo, hi) == pytest.approx(compare.score_interval(np.array([0.5]))) and hi - lo > 0.8
