@@ -402,7 +402,7 @@ def score_interval(task_means: np.ndarray, *, level: float = 0.95) -> tuple[floa
     means) / tasks``) and Student's t quantile with ``tasks - 1`` degrees of freedom in place of z. Unlike a
     percentile bootstrap it does not collapse when every task scored 0 (then ``n_eff`` is the number of tasks, as
     for a rate), and it stays inside [0, 1]. Simulated coverage at 10-30 tasks: 94-97% on continuous, graded and
-    zero-inflated scores, where the bootstrap gave 61-94% (docs/statistics.md). One task: Wilson over one unit (its
+    zero-inflated scores, where the bootstrap gave 58-94% (docs/statistics.md). One task: Wilson over one unit (its
     samples are not independent draws of the benchmark).
     """
     m = np.asarray(task_means, dtype=float)
@@ -583,9 +583,9 @@ def sign_flip_one_sided(d: np.ndarray, *, seed: int = 0, n_perm: int = N_PERM_GA
     """One-sided sign-flip test that the per-task differences ``d`` have a negative mean, with the mid-p value.
 
     With one binary sample per task this is the one-sided exact McNemar test (binomial on the discordant tasks),
-    made less conservative by the mid-p (Lancaster 1961): half the probability of the observed value counts. On
-    null designs of 50-300 tasks x 1-3 samples its size is 4.8-5.3% at alpha 5% where the exact p gives 3.3-4.4%
-    (docs/statistics.md). The distribution is computed exactly when the differences lie on a small lattice (c/n
+    made less conservative by the mid-p (Lancaster 1961): half the probability of the observed value counts. Its
+    size at alpha 5% is 4.6-5.0% computed exactly at one sample per task (the exact p: 2.7-4.0%) and 4.2-5.7%
+    simulated over 50-300 tasks x 1-3 samples (docs/statistics.md). The distribution is computed exactly when the differences lie on a small lattice (c/n
     rates with n up to 10 samples, graded scores), else from ``n_perm`` seeded flips.
     """
     x = np.asarray(d, dtype=float)

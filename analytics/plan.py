@@ -4,10 +4,12 @@ The gate's test (one-sided sign-flip on per-task differences, ``analytics.gate``
 ``Phi((sqrt(n) D - z_a sqrt(s^2 + D^2)) / s)`` for a mean regression ``D`` over ``n`` tasks when the per-task
 differences have standard deviation ``s`` (``compare.mde80_normal``). With ``k`` samples per task for each run::
 
-    s^2(k) = tau^2 + 2 W / k
+    s^2(k) = tau^2 + (W + W') / k
 
-``W`` is the within-task variance of one sample (how much repeated attempts of one task disagree) and ``tau^2``
-the between-version variance of the true per-task change (two versions gain and lose different tasks).
+``W`` is the within-task variance of one sample (how much repeated attempts of one task disagree), ``W'`` the
+candidate's (for a binary metric, a regression that loses the same share of every task's success rate moves it:
+``(p - D) - (1 - D/p)^2 (p - W)``; else ``W``) and
+``tau^2`` the between-version variance of the true per-task change (two versions gain and lose different tasks).
 
 * ``W`` comes from the baseline's repeated samples (unbiased within-task variance); with one sample per task it
   cannot be separated from the between-task spread and its upper bound ``p(1 - p)`` is used (marked).
@@ -79,12 +81,22 @@ def plan_from_variances(
     samples: tuple[int, ...] = SAMPLE_GRID,
     alpha: float = compare.ALPHA,
     sided: str = "one-sided",
+    binary_mean: float | None = None,
 ) -> list[dict[str, Any]]:
     """Per number of samples: the per-task standard deviation, the tasks needed for 80% power, the power and the
-    detectable effect with the tasks available."""
+    detectable effect with the tasks available.
+
+    ``binary_mean``: the baseline's success rate p when outcomes are binary. A candidate ``delta`` lower, losing
+    the same share ``r = delta / p`` of every task's success rate, has the within-task variance
+    ``E[q(1 - q)] = (p - delta) - (1 - r)^2 (p - W)`` (since ``E[p_t^2] = p - W``), used for its side.
+    """
     rows = []
+    cand_var = within_var
+    if binary_mean is not None and binary_mean > 0:
+        share = min(1.0, delta / binary_mean)
+        cand_var = max(0.0, (binary_mean - delta) - (1.0 - share) ** 2 * (binary_mean - within_var))
     for k in samples:
-        sd = math.sqrt(max(between_var, 0.0) + 2.0 * within_var / k)
+        sd = math.sqrt(max(between_var, 0.0) + (within_var + cand_var) / k)
         rows.append(
             {
                 "samples": int(k),
@@ -141,6 +153,7 @@ def plan(
         samples=grid,
         alpha=alpha,
         sided=sided,
+        binary_mean=float(mine["value"].mean()) if _is_binary(con, benchmark) else None,
     )
     return Plan(benchmark, base, delta, alpha, sided, len(mine), within, between, rows, notes)
 

@@ -24,7 +24,9 @@ def test_plan_agrees_with_simulated_power(k: int, delta: float) -> None:
     within = float(pilot.var(axis=0, ddof=1).mean())
     row = next(
         r
-        for r in plan.plan_from_variances(within_var=within, between_var=0.0, delta=delta, n_available=100)
+        for r in plan.plan_from_variances(
+            within_var=within, between_var=0.0, delta=delta, n_available=100, binary_mean=float(pilot.mean())
+        )
         if r["samples"] == k
     )
     n = row["tasks_needed"]

@@ -71,3 +71,24 @@ def test_mde80_agrees_with_simulated_power() -> None:
     n = next(n for n in range(20, 2000) if compare.mde80_normal(sd, n, sided="one-sided") <= 0.10)
     power = np.mean([gate.decide(_pair(rng, n, 1, 0.10), alpha=0.05).p_value < 0.05 for _ in range(500)])
     assert abs(power - 0.8) <= 0.05, (n, power)
+
+
+@pytest.mark.parametrize(("n", "ab"), [(50, (2.0, 1.0)), (100, (0.5, 0.5)), (200, (2.0, 1.0))])
+def test_gate_size_at_one_sample_per_task_computed_exactly(n: int, ab: tuple[float, float]) -> None:
+    """No simulation error: with one binary sample per task the number of discordant tasks is Binomial(n, pi) and,
+    given it, the candidate's losses are Binomial(D, 1/2) under the null; the gate's own p-value decides each case."""
+    a, b = ab
+    pi = 2.0 * (a / (a + b) - a * (a + 1) / ((a + b) * (a + b + 1)))  # P(discordant) = E[2 p (1 - p)]
+    size = exact = 0.0
+    for d_count in range(n + 1):
+        p_d = sps.binom.pmf(d_count, n, pi)
+        if p_d < 1e-7:
+            continue
+        for worse in range(d_count + 1):
+            d = np.array([-1.0] * worse + [1.0] * (d_count - worse) + [0.0] * (n - d_count))
+            test = compare.sign_flip_one_sided(d)
+            weight = p_d * sps.binom.pmf(worse, d_count, 0.5)
+            size += weight * (test.p_value < 0.05)
+            exact += weight * (test.p_exact < 0.05)
+    assert 0.04 <= size <= 0.0525, size  # the issue's [0.8, 1.05] x alpha
+    assert exact < 0.04  # the exact p is conservative here: why the gate uses the mid-p

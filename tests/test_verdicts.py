@@ -207,3 +207,11 @@ def test_small_sample_intervals_cover_and_one_task_is_honest() -> None:
     # one task with 10 samples, 5 passed: one unit, not ten independent draws
     lo, hi = compare.wilson_clustered(np.array([0.5]), np.array([10]))
     assert (lo, hi) == pytest.approx(compare.score_interval(np.array([0.5]))) and hi - lo > 0.8
+
+
+def test_bench_verdicts_runs_at_a_tiny_scale(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import bench_verdicts
+
+    assert bench_verdicts.main(["--scale", "0.005", "--only", "gate-size", "sequential", "coverage"]) == 0
+    out = capsys.readouterr().out
+    assert "## gate-size" in out and "## sequential" in out and "| zero-inflated 90% | 10 |" in out
