@@ -430,7 +430,9 @@ def fisher_z_ci(r: float, n: int, *, level: float = 0.95) -> tuple[float, float]
 
 
 MAX_GAP_PERM = 2_000  # label permutations per step of the selection-aware test (p resolution 5e-4)
-MAX_GAP_CHUNK = 200  # permutations drawn per block, to bound memory at (chunk x tasks x runs)
+MAX_GAP_CHUNK_CELLS = 1_000_000  # permutations are drawn in blocks of at most this many (task, run) cells
+MAX_GAP_CELLS = 2_500  # above tasks x runs, the permutation range is replaced by its normal limit (Tukey's range)
+RANGE_DF = 1e6  # degrees of freedom of the studentized range standing in for the normal limit
 Z80 = float(sps.norm.ppf(0.8))
 
 
@@ -467,7 +469,10 @@ def max_gap_test(
     Westfall-Young's max-T): the run furthest behind is tested against the range of all runs; when it is behind it
     leaves, and the next is tested against the range of the runs left, its p never below the previous one. After
     the first step that does not reach ``alpha`` the remaining p-values come from that step's distribution (an
-    upper bound of theirs; the verdicts at ``alpha`` are the step-down's).
+    upper bound of theirs; the verdicts at ``alpha`` are the step-down's). Above ``MAX_GAP_CELLS`` (tasks x runs)
+    a step uses the permutation distribution's normal limit instead: the range of ``m`` independent normals of
+    standard deviation ``_permutation_sd`` (Tukey's studentized range with unlimited degrees of freedom), which
+    costs nothing where drawing permutations would cost seconds.
 
     Args:
         x: ``(tasks x runs)`` per-task values (c/n or mean score); NaN where a run lacks a task.
@@ -481,14 +486,21 @@ def max_gap_test(
     p_adj = np.full(x.shape[1], np.nan)
     active = [j for j in range(x.shape[1]) if np.isfinite(means[j])]
     critical, previous = float("nan"), 0.0
+    tol = 1e-9 * max(1.0, float(np.nanmax(np.abs(x))) if np.isfinite(x).any() else 1.0)
     while len(active) > 1:
-        null = _permuted_ranges(x[:, active], rng, n_perm=n_perm)
-        if np.isnan(critical):
-            critical = float(np.quantile(null, 1.0 - alpha))
         others = sorted((j for j in active if j != leader), key=lambda j: means[j])
         gaps = means[leader] - means[others]
-        tol = 1e-9 * max(1.0, float(np.nanmax(np.abs(x))) if np.isfinite(x).any() else 1.0)
-        p = (1.0 + (null[None, :] >= gaps[:, None] - tol).sum(axis=1)) / (1.0 + n_perm)
+        if x.shape[0] * len(active) <= MAX_GAP_CELLS:
+            null = _permuted_ranges(x[:, active], rng, n_perm=n_perm)
+            if np.isnan(critical):
+                critical = float(np.quantile(null, 1.0 - alpha))
+            p = (1.0 + (null[None, :] >= gaps[:, None] - tol).sum(axis=1)) / (1.0 + n_perm)
+        else:
+            sigma = _permutation_sd(x[:, active])
+            if np.isnan(critical):
+                critical = float(sigma * sps.studentized_range.ppf(1.0 - alpha, len(active), RANGE_DF))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                p = sps.studentized_range.sf(gaps / sigma, len(active), RANGE_DF) if sigma > 0 else np.ones(len(gaps))
         p = np.where(gaps > tol, p, 1.0)
         p_adj[others[0]] = previous = max(previous, float(p[0]))
         if previous >= alpha:  # no further rejection: the rest from this step's distribution, kept monotone
@@ -496,6 +508,24 @@ def max_gap_test(
             break
         active.remove(others[0])
     return SelectionTest(p_adj, critical, n_perm)
+
+
+def _permutation_sd(x: np.ndarray) -> float:
+    """The standard deviation ``sigma`` for which the runs' means under within-task permutation are close to
+    ``m`` independent normals (up to a shift common to all, which the range ignores).
+
+    Permuting ``m_t`` values within task ``t`` gives each run variance ``s_t^2`` (the values' population variance)
+    and each pair covariance ``-s_t^2 / (m_t - 1)``; a mean over tasks then has ``sigma^2 = sum_t s_t^2 m_t /
+    (m_t - 1) / n^2`` around the common part (averaged over runs when some lack tasks).
+    """
+    present = np.isfinite(x)
+    m_t = present.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var_t = np.where(m_t > 1, np.nanvar(np.where(present, x, np.nan), axis=1) * m_t / np.maximum(m_t - 1, 1), 0.0)
+    var_t = np.nan_to_num(var_t)
+    n_j = present.sum(axis=0)
+    per_run = (present * var_t[:, None]).sum(axis=0) / np.maximum(n_j, 1) ** 2
+    return float(np.sqrt(per_run.mean()))
 
 
 def _col_means(x: np.ndarray) -> np.ndarray:
@@ -517,7 +547,7 @@ def _permuted_ranges(x: np.ndarray, rng: np.random.Generator, *, n_perm: int) ->
     out = np.empty(n_perm)
     done = 0
     while done < n_perm:
-        size = min(MAX_GAP_CHUNK, n_perm - done)
+        size = min(max(1, MAX_GAP_CHUNK_CELLS // max(1, n_tasks * m)), n_perm - done)
         keys = np.where(present[None], rng.random((size, n_tasks, m)), fill[None])
         order = np.argsort(keys, axis=2)
         values = np.take_along_axis(np.broadcast_to(x, (size, n_tasks, m)), order, axis=2)

@@ -215,3 +215,25 @@ def test_bench_verdicts_runs_at_a_tiny_scale(capsys: pytest.CaptureFixture[str])
     assert bench_verdicts.main(["--scale", "0.005", "--only", "gate-size", "sequential", "coverage"]) == 0
     out = capsys.readouterr().out
     assert "## gate-size" in out and "## sequential" in out and "| zero-inflated 90% | 10 |" in out
+
+
+def test_max_gap_normal_limit_matches_the_permutations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above MAX_GAP_CELLS the step uses Tukey's range of normals: the same p as the permutations, up to noise."""
+    rng = np.random.default_rng(12)
+    p = rng.beta(1, 1, 300)
+    x = rng.binomial(3, np.repeat(p[:, None], 8, axis=1)) / 3
+    x[:, 0] = np.clip(x[:, 0] - 0.04, 0, 1)
+    leader = int(np.argmax(x.mean(axis=0)))
+    monkeypatch.setattr(compare, "MAX_GAP_CELLS", 10**9)
+    perm = compare.max_gap_test(x, leader=leader, rng=np.random.default_rng(1), n_perm=4000)
+    monkeypatch.setattr(compare, "MAX_GAP_CELLS", 0)
+    normal = compare.max_gap_test(x, leader=leader, rng=np.random.default_rng(1))
+    assert np.allclose(perm.p_adjusted, normal.p_adjusted, atol=0.03, equal_nan=True)
+    assert normal.critical_gap == pytest.approx(perm.critical_gap, rel=0.05)
+    false = 0
+    for rep in range(200):  # and its size under the global null
+        q = rng.beta(0.8, 0.8, 200)
+        y = rng.binomial(1, np.repeat(q[:, None], 6, axis=1)).astype(float)
+        sel = compare.max_gap_test(y, leader=int(np.argmax(y.mean(axis=0))), rng=np.random.default_rng(rep))
+        false += bool((np.nan_to_num(sel.p_adjusted, nan=1.0) < 0.05).any())
+    assert false / 200 <= 0.075, false / 200
