@@ -3,14 +3,20 @@
 Every view that ranks or compares runs (leaderboard, TMF, coverage correlation, Version diff, the ``gate`` CLI)
 uses these functions, so they agree with each other:
 
-* **Comparison set** of a slice: the task set most (rankable) runs were evaluated on, ties broken by the larger
-  set. Runs evaluated on exactly that set are *comparable*; the others are shown apart and never lead.
+* **Comparison sets** of a slice (``comparison_sets``): by which runs share which tasks only. The common tasks are
+  those more than half of the set's runs have, its runs every run with at least 80% of them; the set with the
+  most runs is ranked, the others are shown apart and never lead.
 * **Paired test** of two runs: per-task differences over the tasks both ran. Exact McNemar when both runs have
   one binary sample per task; otherwise a seeded sign-flip permutation test of the mean difference (the same
   test: with 0/1 outcomes and one sample, sign flips of the discordant tasks are McNemar's binomial).
-* **Holm** adjustment over the tests of one slice.
+* **Selection-aware verdicts** (``max_gap_test``): the ranked runs against the data-chosen leader, a step-down
+  max-gap permutation test whose chance of any false "behind" stays at alpha for any number of runs.
+* **Holm** adjustment among the rows shown apart.
+* **One-sided gate** (``sign_flip_one_sided``): the exact sign-flip mid-p; ``mde80_normal``: the effect a paired
+  test detects with 80% power.
 * **Clustered Wilson** interval for Pass@1: Wilson with ``n_eff = p(1-p) / SE^2`` where SE is the standard error
-  clustered by task (Miller 2024, "Adding Error Bars to Evals").
+  clustered by task (Miller 2024, "Adding Error Bars to Evals"); ``score_interval`` the same with Student's t for
+  mean scores.
 """
 
 from __future__ import annotations
