@@ -24,11 +24,12 @@ three views report the same difference, interval and two-sided p for a pair.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 import numpy as np
+import pandas as pd
 from scipy import stats as sps
 
 from analytics import compare
@@ -63,6 +64,8 @@ class Sequential:
     e_not_worse: float
     stop_delta: float
     order: str
+    path_worse: tuple[float, ...] = ()  # the e-value against "not worse" after each task read
+    path_not_worse: tuple[float, ...] = ()  # the e-value against "worse by stop_delta" after each task read
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,6 @@ class GateResult:
     regressed: list[dict[str, Any]]  # tasks where the candidate did worse, worst first
     decision: Decision | None = None
     sequential: Sequential | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -262,12 +264,59 @@ def sequential_test(
     hit_good = np.flatnonzero(e_good >= 1.0 / alpha)
     first_bad = int(hit_bad[0]) if hit_bad.size else n
     first_good = int(hit_good[0]) if hit_good.size else n
-    if first_bad == n and first_good == n:
-        last = n - 1
-        return Sequential("undecided", n, n, float(e_bad[last]), float(e_good[last]), stop_delta, order)
-    stop = min(first_bad, first_good)
-    verdict = "worse" if first_bad <= first_good else "not worse"
-    return Sequential(verdict, stop + 1, n, float(e_bad[stop]), float(e_good[stop]), stop_delta, order)
+    stop = min(first_bad, first_good, n - 1)
+    verdict = "undecided" if first_bad == n and first_good == n else "worse" if first_bad <= first_good else "not worse"
+    used = n if verdict == "undecided" else stop + 1
+    paths = (tuple(map(float, e_bad[:used])), tuple(map(float, e_good[:used])))
+    return Sequential(verdict, used, n, float(e_bad[stop]), float(e_good[stop]), stop_delta, order, *paths)
+
+
+def sequential_text(result: GateResult) -> str:
+    """One line: the sequential verdict, where it stopped and both e-values (empty without a sequential check)."""
+    seq = result.sequential
+    if seq is None:
+        return ""
+    scale, unit = (1.0, " $") if result.metric == "cost" else (100.0, " pp")
+    return (
+        f"sequential: {seq.verdict} after {seq.n_used} of {seq.n_total} tasks ({seq.order}; e-values "
+        f"{seq.e_worse:.3g} against 'not worse', {seq.e_not_worse:.3g} against 'worse by "
+        f"{seq.stop_delta * scale:.3g}{unit}', threshold {1 / result.alpha:.3g})"
+    )
+
+
+def sequential_frame(seq: Sequential) -> pd.DataFrame:
+    """The e-values after each task read: ``tasks_read``, ``e_worse``, ``e_not_worse`` (a chart's data)."""
+    return pd.DataFrame(
+        {
+            "tasks_read": np.arange(1, len(seq.path_worse) + 1),
+            "e_worse": seq.path_worse,
+            "e_not_worse": seq.path_not_worse,
+        }
+    )
+
+
+def fig_sequential(seq: Sequential, *, alpha: float = compare.ALPHA):  # -> go.Figure
+    """Both e-values against the tasks read (log scale), with the 1/alpha line where the gate stops."""
+    import plotly.graph_objects as go
+
+    x = np.arange(1, len(seq.path_worse) + 1)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=x, y=seq.path_worse, mode="lines", name="evidence B is worse than A"))
+    fig.add_trace(
+        go.Scatter(
+            x=x, y=seq.path_not_worse, mode="lines", name=f"evidence B is not {100 * seq.stop_delta:.3g} pp worse"
+        )
+    )
+    fig.add_hline(y=1.0 / alpha, line_dash="dot", annotation_text=f"stop at {1 / alpha:.3g}")
+    fig.update_layout(
+        title=f"Sequential gate: {seq.verdict} after {seq.n_used} of {seq.n_total} tasks ({seq.order})",
+        xaxis_title="tasks read",
+        yaxis={"title": "e-value", "type": "log"},
+        height=360,
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig
 
 
 def report(result: GateResult) -> dict[str, Any]:
@@ -331,13 +380,8 @@ def text_report(result: GateResult) -> str:
         + (f", margin {dec.margin * scale:.4g}{unit}" if dec.margin > 0 else "")
         + f"), alpha {result.alpha}; detects a regression of {dec.mde80 * scale:.3g}{unit} with 80% power"
     ]
-    seq = result.sequential
-    if seq is not None:
-        lines.append(
-            f"sequential: {seq.verdict} after {seq.n_used} of {seq.n_total} tasks ({seq.order} order; e-values "
-            f"{seq.e_worse:.3g} against 'not worse', {seq.e_not_worse:.3g} against 'worse by "
-            f"{seq.stop_delta * scale:.3g}{unit}', threshold {1 / result.alpha:.3g})"
-        )
+    if result.sequential is not None:
+        lines.append(sequential_text(result))
     if result.verdict == "worse":
         lines.append(f"{len(result.regressed)} task(s) regressed:")
         lines += [f"  {r['task_id']}: {r['baseline']:.4g} -> {r['candidate']:.4g}" for r in result.regressed]

@@ -4,6 +4,7 @@ import streamlit as st
 
 from analytics import diff as rd
 from analytics import formatting as fmt
+from analytics import gate
 from analytics import trajectory as tr
 from store import RunlensError
 from ui.common import (
@@ -118,6 +119,23 @@ if result.measures is not None:
     )
     st.dataframe(rd.measures_table(result.measures), hide_index=True, key="df_measures", width="stretch")
     download_buttons(result.measures, f"diff-measures-{run_a}-{run_b}", key="df_measures_dl")
+
+with st.expander("Sequential gate (anytime-valid: for attempts that arrive over time)"):
+    check = cached(gate.gate, baseline=run_a, candidate=run_b, sequential=True)
+    if check.sequential is None:
+        st.info("The two runs share no task with a value in both: nothing to check.")
+    else:
+        st.text(gate.sequential_text(check))
+        st.caption(
+            "Tasks in B's log order; the gate may be checked after every task and keeps its 5% false-alarm rate "
+            "(docs/statistics.md). `python -m analytics gate --sequential` gives the same verdict in CI."
+        )
+        show_fig(
+            gate.fig_sequential(check.sequential),
+            key="df_seq",
+            data=gate.sequential_frame(check.sequential),
+            name=f"diff-sequential-{run_a}-{run_b}",
+        )
 
 st.subheader("Tasks by change")
 slider_col, only_col = st.columns([4, 1])

@@ -237,3 +237,20 @@ def test_max_gap_normal_limit_matches_the_permutations(monkeypatch: pytest.Monke
         sel = compare.max_gap_test(y, leader=int(np.argmax(y.mean(axis=0))), rng=np.random.default_rng(rep))
         false += bool((np.nan_to_num(sel.p_adjusted, nan=1.0) < 0.05).any())
     assert false / 200 <= 0.075, false / 200
+
+
+def test_diff_page_shows_the_sequential_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from ingest.pipeline import ingest_paths
+    from tests.apptest import open_page
+    from tests.test_diff import _write_bench
+
+    db = tmp_path / "flip.duckdb"
+    ingest_paths([_write_bench(tmp_path / "flip.jsonl")], db=db)
+    at = open_page("pages/diff.py", db, monkeypatch, benchmark="flip-bench")
+    assert not at.exception
+    line = next(t.value for t in at.text if t.value.startswith("sequential: "))
+    assert "of 5 tasks" in line and "threshold 20" in line
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "Sequential gate" in c.proto.spec)
+    assert {t["name"] for t in spec["data"]} >= {"evidence B is worse than A"}
