@@ -24,8 +24,8 @@ from ui.shell import page_setup
 
 filters = page_setup(
     "Version diff",
-    "Run A is the baseline (kept in the URL). The paired test is the leaderboard's (same p, before its Holm "
-    "adjustment): the benchmark's metric per task over shared tasks, exact McNemar with one binary sample per task, "
+    "Run A is the baseline (kept in the URL). The paired test is the leaderboard's (its raw p, before the "
+    "leaderboard's selection-aware adjustment): the benchmark's metric per task over shared tasks, exact McNemar with one binary sample per task, "
     "else a seeded sign-flip test. Flips and the McNemar test on them use each task's sample 0 (or, if chosen, "
     "'passed in at least half the samples'); deltas carry a seeded paired bootstrap 95% interval over tasks.",
     unused=("agents", "dates"),
