@@ -538,6 +538,9 @@ def _paired(
 
 
 def _set_test(row: dict[str, Any], test: compare.PairedTest, p_adj: float, method: str, mde: float) -> None:
+    """Write one row's test; ``mde80`` stays None when no gap within the metric's range (0 to 1) would be found
+    with 80% power (too few shared tasks)."""
+    mde = mde if mde <= 1.0 else float("nan")
     row.update(
         diff_vs_leader=test.diff,
         diff_vs_leader_ci95=list(test.ci95),
@@ -581,8 +584,8 @@ def _test_ranked(
         p_adj = float(sel.p_adjusted[ranked.index(i)])
         _set_test(rows[i], test, p_adj, RANKED_P_METHOD, sel.critical_gap + compare.Z80 * se)
         rows[i]["top_group"] = bool(p_adj >= compare.ALPHA)
-    if ses:
-        rows[ref]["mde80"] = float(sel.critical_gap + compare.Z80 * float(np.nanmedian(ses)))
+    lead = sel.critical_gap + compare.Z80 * float(np.nanmedian(ses)) if ses else float("nan")
+    rows[ref]["mde80"] = float(lead) if np.isfinite(lead) and lead <= 1.0 else None
 
 
 def _test_apart(
@@ -615,7 +618,7 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, Any] = {
             "Rank": r["rank"],
             "vs leader": comparison_label(r),
-            "p vs leader (Holm)": fmt.p_value(r["p_vs_leader"]),
+            "p vs leader (adjusted)": fmt.p_value(r["p_vs_leader"]),
             "p method": r.get("p_method") or "",
             "Top group": bool(r.get("top_group")),
             "MDE80 (pp)": _pct(r.get("mde80")),
