@@ -366,9 +366,29 @@ def gate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", required=True, help="run id of the reference run")
     parser.add_argument("--candidate", required=True, help="run id of the run under test")
     parser.add_argument("--metric", choices=GATE_METRICS, default=None, help="default: the benchmark's metric")
-    parser.add_argument("--alpha", type=float, default=compare.ALPHA, help="significance level (default 0.05)")
+    parser.add_argument("--alpha", type=float, default=compare.ALPHA, help="false-alarm rate allowed (default 0.05)")
     parser.add_argument("--seed", type=int, default=0)
     scorer_option(parser)
+    parser.add_argument(
+        "--two-sided", action="store_true", help="two-sided test (default: one-sided in the bad direction)"
+    )
+    parser.add_argument(
+        "--margin",
+        type=float,
+        default=0.0,
+        help="non-inferiority: fail only if worse by more than this (a fraction, e.g. 0.02; USD for cost)",
+    )
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="anytime-valid: read tasks in the order they ran and stop as soon as the answer is known",
+    )
+    parser.add_argument(
+        "--stop-delta",
+        type=float,
+        default=None,
+        help="with --sequential: pass early once a regression this large is ruled out (default 0.05)",
+    )
 
 
 def gate_run(args: argparse.Namespace) -> int:
@@ -386,12 +406,43 @@ def gate_run(args: argparse.Namespace) -> int:
             alpha=args.alpha,
             seed=args.seed,
             scorer=args.scorer,
+            sided="two-sided" if args.two_sided else "one-sided",
+            margin=args.margin,
+            sequential=args.sequential,
+            stop_delta=gate.STOP_DELTA if args.stop_delta is None else args.stop_delta,
         )
     if args.json:
         print_json(gate.report(result))
     else:
         print(gate.text_report(result))
     return result.exit_code
+
+
+def plan_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--benchmark", required=True, help="benchmark name")
+    parser.add_argument("--delta", type=float, required=True, help="the regression to detect, a fraction (0.05)")
+    parser.add_argument("--baseline", help="run whose variances are used (default: the ranked run with most attempts)")
+    parser.add_argument("--samples", type=int, help="a number of samples per task to plan for besides 1, 2, 3, 5, 10")
+    parser.add_argument("--alpha", type=float, default=0.05, help="the gate's false-alarm rate (default 0.05)")
+    parser.add_argument("--two-sided", action="store_true", help="plan for a two-sided gate")
+
+
+def plan_run(args: argparse.Namespace) -> int:
+    """Tasks and samples a comparison needs to detect --delta with 80% power."""
+    from analytics import plan
+
+    with reader(args.db, as_of=args.as_of) as con:
+        result = plan.plan(
+            con,
+            benchmark=args.benchmark,
+            delta=args.delta,
+            baseline=args.baseline,
+            samples=args.samples,
+            alpha=args.alpha,
+            sided="two-sided" if args.two_sided else "one-sided",
+        )
+    print_json(plan.report(result)) if args.json else print(plan.text_report(result))
+    return 0
 
 
 def sql_options(parser: argparse.ArgumentParser) -> None:
@@ -712,6 +763,8 @@ REPORTS: dict[str, Report] = {
                maintain_options, maintain_run, json_help="print what was done as JSON"),
         Report("gate", "CI gate: is the candidate run significantly worse than the baseline?", gate_options,
                gate_run, json_help="print the result as JSON", as_of=True),
+        Report("plan", "tasks and samples needed to detect a regression of --delta with 80% power", plan_options,
+               plan_run, json_help="print the plan as JSON", as_of=True),
     )
 }  # fmt: skip
 

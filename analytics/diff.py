@@ -202,7 +202,7 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
     )
 
 
-MEASURE_COLUMNS = ["measure", "n_tasks", "mean_a", "mean_b", "delta", "lo", "hi", "p_value", "method"]
+MEASURE_COLUMNS = ["measure", "n_tasks", "mean_a", "mean_b", "delta", "lo", "hi", "p_value", "method", "mde80"]
 MEASURES = {
     "pass@1": "Pass@1",
     "mean_score": "mean score",
@@ -261,7 +261,8 @@ def _single(values: dict[str, dict[str, Any]], metric: str) -> bool:
 def measure_deltas(
     a: dict[str, Any], b: dict[str, Any], *, metric: str, paired: compare.PairedTest | None = None
 ) -> pd.DataFrame:
-    """The metric, cost and latency of B against A on shared tasks: means, paired difference, 95% CI, p.
+    """The metric, cost and latency of B against A on shared tasks: means, paired difference, 95% CI, p, and the
+    difference detectable with 80% power (``mde80``, ``compare.mde80_normal`` from the observed per-task spread).
 
     The metric row is ``paired`` (the leaderboard's test) when given; cost and latency use the sign-flip test
     and the bootstrap over the tasks where both runs have a value.
@@ -286,6 +287,8 @@ def measure_deltas(
                 "hi": test.ci95[1],
                 "p_value": test.p_value,
                 "method": test.method,
+                # the smallest mean difference this two-sided test detects with 80% power (observed spread)
+                "mde80": compare.mde80_normal(float(np.std(d, ddof=1)) if len(d) > 1 else float("nan"), len(d)),
             }
         )
     return pd.DataFrame(rows, columns=MEASURE_COLUMNS)
@@ -405,6 +408,13 @@ def _formatter(name: str) -> tuple[Any, Any]:
     return (lambda v: fmt.number(v, 1)), (lambda v: fmt.signed(v, scale=1.0, digits=1, unit=""))
 
 
+def _mde_text(value: Any, diff: Any) -> str:
+    """A detectable difference as a magnitude in the measure's unit: ``±8.2 pp``; the missing mark when unknown."""
+    if value is None or not np.isfinite(value):
+        return fmt.MISSING
+    return "±" + str(diff(value)).lstrip("+")
+
+
 def measures_table(measures: pd.DataFrame) -> pd.DataFrame:
     """``RunDiff.measures`` as people read it: each measure in its unit, B - A with its 95% interval, p, n."""
     rows = []
@@ -421,9 +431,10 @@ def measures_table(measures: pd.DataFrame) -> pd.DataFrame:
                 "p": fmt.p_value(r.p_value),
                 "Test": r.method,
                 "Tasks": fmt.count(r.n_tasks),
+                "MDE80": _mde_text(r.mde80, diff),
             }
         )
-    return pd.DataFrame(rows, columns=["Measure", "A", "B", "B − A [95% CI]", "p", "Test", "Tasks"])
+    return pd.DataFrame(rows, columns=["Measure", "A", "B", "B − A [95% CI]", "p", "Test", "Tasks", "MDE80"])
 
 
 def changes_table(changes: pd.DataFrame, *, metric: str) -> pd.DataFrame:

@@ -1,13 +1,16 @@
 """leaderboard: Pass@k, pass^k, mean score, steps and cost per run, with 95% intervals and ties.
 
 Definitions (also in the README):
-    * Pass@k: the unbiased estimator of Chen et al. (2021), averaged over tasks; k runs from 1 to the
-      smallest number of samples any task of the run has (``k_max``).
+    * Pass@k: the unbiased estimator of Chen et al. (2021), averaged over tasks; k in 1, 2, 3, 5, 10, 20, 50,
+      100, ... up to the smallest number of samples any task of the run has (``k_max``).
     * pass^k: the probability that k samples of a task all succeed, ``C(c,k)/C(n,k)``, averaged over tasks.
-    * Intervals: Wilson over tasks for rates; a seeded percentile bootstrap over tasks for mean score,
+    * Intervals: Wilson over tasks for rates (Pass@1: with the task-clustered effective size); mean score:
+      ``compare.score_interval`` (clustered Wilson with Student's t); a seeded percentile bootstrap over tasks for
       mean steps (tool calls per attempt) and mean cost per task.
-    * Ties: a non-human row whose Pass@1 interval overlaps the leader's (best Pass@1 in its slice) is
-      ``is_tied`` with it. Human rows (kind = human) are ranked apart and never lead.
+    * Verdicts: the ranked runs of a slice (its ranked comparison set, ``compare.comparison_sets``) are tested
+      against the data-chosen leader by a selection-aware max-gap permutation test (``compare.max_gap_test``);
+      ``is_tied`` rows and the leader form the ``top_group``. Rows shown apart (humans, baselines, other task pools)
+      get their own paired tests, Holm-adjusted among themselves. Human rows are never ranked and never lead.
 """
 
 from __future__ import annotations
@@ -126,7 +129,7 @@ def _run_rows(
     k_max: int,
     slices: list[tuple[str, np.ndarray]],
     arrays: dict[str, np.ndarray],
-    rates: dict[str, list[np.ndarray]],
+    rates: dict[str, dict[int, np.ndarray]],
 ) -> list[dict[str, Any]]:
     """The leaderboard rows of one run (bootstrap intervals are added later, for all runs at once)."""
     out = []
@@ -135,8 +138,8 @@ def _run_rows(
         ci: dict[str, list[float]] = {}
         pass_at: dict[str, float] = {}
         pass_hat: dict[str, float] = {}
-        for k in range(1, k_max + 1):
-            p, h = _nanmean(rates["pass_at"][k - 1][rows]), _nanmean(rates["pass_hat"][k - 1][rows])
+        for k in k_values(k_max):
+            p, h = _nanmean(rates["pass_at"][k][rows]), _nanmean(rates["pass_hat"][k][rows])
             pass_at[str(k)], pass_hat[str(k)] = p, h
             ci[f"pass@{k}"] = list(stats.wilson(p, n_tasks))
             ci[f"pass^{k}"] = list(stats.wilson(h, n_tasks))
@@ -160,7 +163,18 @@ def _run_rows(
     return out
 
 
-BOOTSTRAPPED = (("mean_score", "score"), ("mean_steps", "steps"), ("mean_cost_usd", "cost_usd"))
+BOOTSTRAPPED = (("mean_steps", "steps"), ("mean_cost_usd", "cost_usd"))  # mean score: compare.score_interval
+
+
+def k_values(k_max: int) -> list[int]:
+    """The k reported for Pass@k and pass^k: 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, ... up to ``k_max`` (every k
+    up to the sample count would be 10,000 keys for a run of 10,000 samples)."""
+    out = [k for k in (1, 2, 3, 5) if k <= k_max]
+    step = 10
+    while step <= k_max:
+        out += [k for k in (step, 2 * step, 5 * step) if k <= k_max]
+        step *= 10
+    return out
 
 
 def _add_bootstrap_cis(
@@ -209,8 +223,8 @@ def leaderboard_rows(
     arrays = {col: part[col].to_numpy(dtype=float) for col in ("n", "c", "score", "steps", "cost_usd")}
     k_top = int(arrays["n"].max()) if len(part) else 0
     rates = {
-        "pass_at": [stats.pass_at_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)],
-        "pass_hat": [stats.pass_hat_k(arrays["n"], arrays["c"], k) for k in range(1, k_top + 1)],
+        "pass_at": {k: stats.pass_at_k(arrays["n"], arrays["c"], k) for k in k_values(k_top)},
+        "pass_hat": {k: stats.pass_hat_k(arrays["n"], arrays["c"], k) for k in k_values(k_top)},
     }
     if "is_baseline" not in runs:
         runs = runs.assign(is_baseline=False)
@@ -226,17 +240,16 @@ def leaderboard_rows(
         rows += _run_rows(meta[pos], k_max, run_slices, arrays, rates)
         indices += [idx for _, idx in run_slices]
     _add_bootstrap_cis(rows, indices, arrays, seed=seed, n_boot=n_boot)
-    per_task = {"pass@1": rates["pass_at"][0] if rates["pass_at"] else arrays["c"], "mean_score": arrays["score"]}
-    _add_pass1_clustered_cis(rows, indices, per_task["pass@1"], arrays["n"])
+    per_task = {"pass@1": rates["pass_at"][1] if rates["pass_at"] else arrays["c"], "mean_score": arrays["score"]}
+    _add_pass1_clustered_cis(rows, indices, per_task["pass@1"], arrays["n"], arrays["score"])
     tasks = part["task_id"].astype(str).to_numpy(dtype=object)
     compare_rows(rows, indices, tasks, per_task[metric], arrays["n"], metric=metric, seed=seed)
     out = pd.DataFrame(rows, columns=COLUMNS)
     out["rank"] = pd.array([None if pd.isna(v) else int(v) for v in out["rank"]], dtype="Int64")
     for col in NULLABLE:  # None, not NaN, where a comparison does not exist (JSON null, ``is None`` checks)
         out[col] = pd.Series([_none_if_missing(v) for v in out[col]], index=out.index, dtype=object)
-    out["n_shared_with_leader"] = pd.Series(
-        [None if v is None else int(v) for v in out["n_shared_with_leader"]], index=out.index, dtype=object
-    )
+    for col in ("n_shared_with_leader", "n_compared", "comparison_set_index", "own_set_size"):
+        out[col] = pd.Series([None if v is None else int(v) for v in out[col]], index=out.index, dtype=object)
     return add_pareto(out)
 
 
@@ -248,6 +261,12 @@ NULLABLE = (
     "p_vs_leader",
     "test_method",
     "is_tied",
+    "n_compared",
+    "comparison_set_index",
+    "own_set_size",
+    "excluded_reason",
+    "p_method",
+    "mde80",
 )
 
 
@@ -346,10 +365,10 @@ def comparable_runs(
     date_to: dt.date | None = None,
     kinds: Sequence[str] = ("all", "level"),
 ) -> pd.DataFrame:
-    """Per run and slice, whether the run is on the slice's comparison set (``compare.comparison_set``).
+    """Per run and slice, whether the run is in the slice's ranked comparison set (``compare.comparison_sets``).
 
-    The same definition as the leaderboard's ``is_comparable`` (rankable runs vote: not human, not baseline),
-    for views that need only the membership (coverage correlation, TMF). Columns: run_id, slice, is_comparable,
+    The same rule as the leaderboard's ``is_comparable`` (over the rankable runs: not human, not baseline), for
+    views that need only the membership (coverage correlation). Columns: run_id, slice, is_comparable,
     comparison_set_size.
     """
     runs = runs_in(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
@@ -364,8 +383,10 @@ def comparable_runs(
             groups = {f"{kind}={v}": g for v, g in part.groupby(kind, sort=True)}
         for name, g in groups.items():
             sets = {str(r): frozenset(t.astype(str)) for r, t in g.groupby("run_id", sort=False)["task_id"]}
-            cset = compare.comparison_set(sets, eligible=[r for r in sets if r in rankable])
-            rows += [(r, name, s == cset, len(cset)) for r, s in sets.items()]
+            primary = compare.comparison_sets(sets, eligible=[r for r in sets if r in rankable]).primary
+            members = primary.n_compared if primary is not None else {}
+            size = len(primary.tasks) if primary is not None else 0
+            rows += [(r, name, r in members, size) for r in sets]
     return pd.DataFrame(rows, columns=["run_id", "slice", "is_comparable", "comparison_set_size"])
 
 
@@ -414,6 +435,13 @@ COMPARISON_COLUMNS = [
     "p_vs_leader",
     "test_method",
     "is_tied",
+    "n_compared",
+    "comparison_set_index",
+    "own_set_size",
+    "excluded_reason",
+    "p_method",
+    "mde80",
+    "top_group",
 ]
 # Further per-row columns (another report's fields) join by appending here and filling them in a step of
 # ``leaderboard``; ``report`` and ``display_table`` read this list, nothing else needs to change.
@@ -421,13 +449,20 @@ COLUMNS = BASE_COLUMNS + COMPARISON_COLUMNS + ["is_pareto_optimal", "inspect_met
 
 
 def _add_pass1_clustered_cis(
-    rows: list[dict[str, Any]], indices: list[np.ndarray], pass1: np.ndarray, n: np.ndarray
+    rows: list[dict[str, Any]],
+    indices: list[np.ndarray],
+    pass1: np.ndarray,
+    n: np.ndarray,
+    score: np.ndarray | None = None,
 ) -> None:
-    """Pass@1 interval of every row: Wilson with the task-clustered effective sample size (in place)."""
+    """Pass@1 interval of every row: Wilson with the task-clustered effective sample size; mean score interval:
+    the same with Student's t (``compare.score_interval``, for small samples and zero-inflated scores). In place."""
     for row, idx in zip(rows, indices, strict=True):
         row["pass_at_1"] = row["pass_at"].get("1", float("nan"))
         if "pass@1" in row["ci95"]:
             row["ci95"]["pass@1"] = list(compare.wilson_clustered(pass1[idx], n[idx]))
+        if score is not None:
+            row["ci95"]["mean_score"] = list(compare.score_interval(score[idx]))
 
 
 def _competition_ranks(values: np.ndarray) -> np.ndarray:
@@ -469,70 +504,173 @@ def compare_rows(
 def _compare_slice(
     rows: list[dict[str, Any]], per_task: list[dict[str, float]], single: list[bool], *, metric: str, seed: int
 ) -> None:
-    """Rank the comparable, rankable rows of one slice and test every row against the leader (in place)."""
+    """Rank the rows of the slice's ranked comparison set and test every row against the leader (in place).
+
+    The comparison sets are ``compare.comparison_sets`` over the rankable runs; members of the ranked set are ranked
+    by the metric over the set's common tasks they have (``n_compared``), so a run on a superset is ranked on the
+    common tasks, not its extra ones.
+    """
     sets = [frozenset(t) for t in per_task]
     rankable = [
         i
         for i, r in enumerate(rows)
         if compare.is_rankable(r["kind"], bool(r["is_baseline"])) and r.get("may_lead", True)  # complete runs
     ]
-    cset = compare.comparison_set(dict(enumerate(sets)), eligible=rankable)
+    found = compare.comparison_sets(dict(enumerate(sets)), eligible=rankable)
+    primary = found.primary
+    core = primary.tasks if primary is not None else frozenset()
+    members = [i for i in range(len(rows)) if primary is not None and i in primary.n_compared]
     point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
-    ranked = [i for i in rankable if sets[i] == cset and np.isfinite(point[i])]
+    compared = [
+        {t: v for t, v in per_task[i].items() if t in core} if i in members else per_task[i] for i in range(len(rows))
+    ]
+    for i in members:
+        point[i] = _nanmean(np.fromiter(compared[i].values(), dtype=float, count=len(compared[i])))
+    ranked = [i for i in members if i in rankable and np.isfinite(point[i])]
     ranks = dict(zip(ranked, _competition_ranks(point[ranked]).tolist(), strict=True)) if ranked else {}
     leaders = sorted((i for i in ranked if ranks[i] == 1), key=lambda i: str(rows[i]["run_id"]))
     ref = leaders[0] if leaders else None
     for i, row in enumerate(rows):
+        k = found.index_of(i)
         row.update(
             metric=metric,
             metric_value=float(point[i]),
             rank=ranks.get(i),
             is_leader=i in leaders,
-            is_comparable=sets[i] == cset,
-            comparison_set_size=len(cset),
+            is_comparable=i in members,
+            comparison_set_size=len(core),
             n_shared_with_leader=None if ref is None else len(sets[i] & sets[ref]),
-            diff_vs_leader=None,
-            diff_vs_leader_ci95=None,
-            p_raw_vs_leader=None,
-            p_vs_leader=None,
-            test_method=None,
-            is_tied=None,
+            n_compared=primary.n_compared.get(i) if primary is not None else None,
+            comparison_set_index=k,
+            own_set_size=None if k is None else len(found.sets[k - 1].tasks),
+            excluded_reason=found.excluded.get(i),
+            **dict.fromkeys(TEST_COLUMNS),
         )
+        row["top_group"] = False
     if ref is not None:
-        _test_against(rows, per_task, single, ref, seed=seed)
+        tag = str(rows[ref]["slice"])
+        _test_ranked(rows, compared, single, ranked, ref, seed=seed, tag=tag)
+        apart = [i for i in range(len(rows)) if i not in ranked]
+        _test_apart(rows, compared, single, apart, ref, seed=seed)
 
 
-def _test_against(
-    rows: list[dict[str, Any]], per_task: list[dict[str, float]], single: list[bool], ref: int, *, seed: int
-) -> None:
-    """Paired tests of every row against row ``ref`` on shared tasks, grouped by shared task set; Holm over all."""
+# Filled by the tests against the leader (None where there is no test).
+TEST_COLUMNS = (
+    "diff_vs_leader",
+    "diff_vs_leader_ci95",
+    "p_raw_vs_leader",
+    "p_vs_leader",
+    "test_method",
+    "is_tied",
+    "p_method",
+    "mde80",
+)
+RANKED_P_METHOD = "max-gap permutation, step-down (leader chosen by the data)"
+APART_P_METHOD = "Holm among the rows shown apart"
+
+
+def _shared_diffs(mine: dict[str, float], theirs: dict[str, float]) -> tuple[tuple[str, ...], np.ndarray]:
+    """The tasks both have a finite value for (sorted) and ``mine - theirs`` on them."""
+    shared = tuple(
+        sorted(t for t in mine.keys() & theirs.keys() if math.isfinite(mine[t]) and math.isfinite(theirs[t]))
+    )
+    return shared, np.fromiter((mine[t] - theirs[t] for t in shared), dtype=float, count=len(shared))
+
+
+def _paired(
+    rows: list[dict[str, Any]],
+    per_task: list[dict[str, float]],
+    single: list[bool],
+    which: list[int],
+    ref: int,
+    *,
+    seed: int,
+) -> list[tuple[int, compare.PairedTest, np.ndarray]]:
+    """The leaderboard's paired test (``compare.paired_tests``) of each row of ``which`` against ``ref``."""
     groups: dict[tuple[str, ...], list[int]] = {}
     diffs: dict[int, np.ndarray] = {}
-    for i in range(len(rows)):
-        if i == ref:
-            continue
-        mine, theirs = per_task[i], per_task[ref]
-        shared = tuple(
-            sorted(t for t in mine.keys() & theirs.keys() if math.isfinite(mine[t]) and math.isfinite(theirs[t]))
-        )
+    for i in which:
+        shared, d = _shared_diffs(per_task[i], per_task[ref])
         if shared:
             groups.setdefault(shared, []).append(i)
-            diffs[i] = np.fromiter((mine[t] - theirs[t] for t in shared), dtype=float, count=len(shared))
-    tested: list[tuple[int, compare.PairedTest]] = []
+            diffs[i] = d
+    tested: list[tuple[int, compare.PairedTest, np.ndarray]] = []
     for members in groups.values():
         d = np.column_stack([diffs[i] for i in members])
         flags = [single[i] and single[ref] for i in members]
-        tested += list(zip(members, compare.paired_tests(d, is_binary_single=flags, seed=seed), strict=True))
-    adjusted = compare.holm([t.p_value for _, t in tested])
-    for (i, test), p_adj in zip(tested, adjusted, strict=True):
-        rows[i].update(
-            diff_vs_leader=test.diff,
-            diff_vs_leader_ci95=list(test.ci95),
-            p_raw_vs_leader=test.p_value,
-            p_vs_leader=float(p_adj),
-            test_method=test.method,
-            is_tied=bool(p_adj >= compare.ALPHA),
-        )
+        tests = compare.paired_tests(d, is_binary_single=flags, seed=seed)
+        tested += [(i, t, diffs[i]) for i, t in zip(members, tests, strict=True)]
+    return tested
+
+
+def _set_test(row: dict[str, Any], test: compare.PairedTest, p_adj: float, method: str, mde: float) -> None:
+    """Write one row's test; ``mde80`` stays None when no gap within the metric's range (0 to 1) would be found
+    with 80% power (too few shared tasks)."""
+    mde = mde if mde <= 1.0 else float("nan")
+    row.update(
+        diff_vs_leader=test.diff,
+        diff_vs_leader_ci95=list(test.ci95),
+        p_raw_vs_leader=test.p_value,
+        p_vs_leader=float(p_adj),
+        test_method=test.method,
+        is_tied=bool(p_adj >= compare.ALPHA),
+        p_method=method,
+        mde80=None if not np.isfinite(mde) else float(mde),
+    )
+
+
+def _test_ranked(
+    rows: list[dict[str, Any]],
+    compared: list[dict[str, float]],
+    single: list[bool],
+    ranked: list[int],
+    ref: int,
+    *,
+    seed: int,
+    tag: str,
+) -> None:
+    """The ranked rows against the leader: the paired test's difference, interval and raw p per row, and the
+    selection-aware verdict (``compare.max_gap_test`` over the ranked rows only) as ``p_vs_leader``.
+
+    ``mde80``: the smallest gap to the leader marked behind with 80% power, the test's critical gap plus
+    ``z_0.8`` standard errors of the row's paired difference (for the leader: the median of the others').
+    """
+    rows[ref]["top_group"] = True
+    others = [i for i in ranked if i != ref]
+    if not others:
+        return
+    tasks = sorted(set().union(*(compared[i].keys() for i in ranked)))
+    x = np.array([[compared[i].get(t, np.nan) for i in ranked] for t in tasks], dtype=float)
+    rng = stats.stable_rng(seed, "max-gap", tag, str(len(tasks)), str(len(ranked)))
+    sel = compare.max_gap_test(x, leader=ranked.index(ref), rng=rng)
+    ses = []
+    for i, test, d in _paired(rows, compared, single, others, ref, seed=seed):
+        se = float(np.std(d, ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
+        ses.append(se)
+        p_adj = float(sel.p_adjusted[ranked.index(i)])
+        _set_test(rows[i], test, p_adj, RANKED_P_METHOD, sel.critical_gap + compare.Z80 * se)
+        rows[i]["top_group"] = bool(p_adj >= compare.ALPHA)
+    lead = sel.critical_gap + compare.Z80 * float(np.nanmedian(ses)) if ses else float("nan")
+    rows[ref]["mde80"] = float(lead) if np.isfinite(lead) and lead <= 1.0 else None
+
+
+def _test_apart(
+    rows: list[dict[str, Any]],
+    per_task: list[dict[str, float]],
+    single: list[bool],
+    apart: list[int],
+    ref: int,
+    *,
+    seed: int,
+) -> None:
+    """Rows shown apart (humans, baselines, other task pools) against the leader on every task they share with
+    it: their own family, Holm-adjusted among themselves; ``mde80`` two-sided at alpha over the family's size."""
+    tested = _paired(rows, per_task, single, apart, ref, seed=seed)
+    adjusted = compare.holm([t.p_value for _, t, _ in tested])
+    for (i, test, d), p_adj in zip(tested, adjusted, strict=True):
+        sd = float(np.sqrt(np.mean(d * d))) if d.size else float("nan")
+        mde = compare.mde80_normal(sd, d.size, alpha=compare.ALPHA / max(1, len(tested)))
+        _set_test(rows[i], test, float(p_adj), APART_P_METHOD, mde)
 
 
 def display_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -546,7 +684,11 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, Any] = {
             "Rank": r["rank"],
             "vs leader": comparison_label(r),
-            "p vs leader (Holm)": fmt.p_value(r["p_vs_leader"]),
+            "p vs leader (adjusted)": fmt.p_value(r["p_vs_leader"]),
+            "p method": r.get("p_method") or "",
+            "Top group": bool(r.get("top_group")),
+            "MDE80 (pp)": _pct(r.get("mde80")),
+            "Compared on": r.get("n_compared"),
             "Agent": r["agent"],
             "Version": r["agent_version"] or "",
             "Kind": r["kind"],
@@ -560,10 +702,10 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
             row["Mean score 95% CI"] = _pct_ci(r["ci95"]["mean_score"])
         row["Δ vs leader (pp)"] = _pct(r["diff_vs_leader"])
         row["Δ 95% CI (pp)"] = _signed_ci(r["diff_vs_leader_ci95"])
-        for k in range(1, k_max + 1):
+        for k in k_values(k_max):
             row[f"Pass@{k} %"] = _pct(r["pass_at"].get(str(k)))
             row[f"Pass@{k} 95% CI"] = _pct_ci(r["ci95"].get(f"pass@{k}"))
-        for k in range(2, k_max + 1):
+        for k in k_values(k_max)[1:]:
             row[f"pass^{k} %"] = _pct(r["pass_hat"].get(str(k)))
         if not by_score:
             row["Mean score %"] = _pct(r["mean_score"])
@@ -603,6 +745,8 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
                     r["diff_vs_leader"], r["diff_vs_leader_ci95"], scale=scale, digits=digits
                 ).removesuffix(" pp" if is_raw else "\0"),
                 "vs leader": verdict,
+                "Top group": "✓" if r.get("top_group") is True else "",
+                "MDE80": f"{100 * float(r['mde80']):.1f} pp" if _is_number(r.get("mde80")) else fmt.MISSING,
                 "Tasks": fmt.count(r["n_tasks"]),
                 "Cost/task": fmt.usd(r["mean_cost_usd"]),
                 "Pareto": {True: "✓ optimal", False: "dominated"}.get(r.get("is_pareto_optimal"), fmt.MISSING),
@@ -632,8 +776,15 @@ def apart_reason(row: Mapping[str, Any]) -> str:
     if not row.get("is_complete", True):
         return f"incomplete run ({incomplete_label(row)})"
     if not row["is_comparable"]:
+        why = row.get("excluded_reason")
+        if why and not str(why).startswith("evaluated on other tasks"):
+            return str(why)
         return f"evaluated on other tasks: {row['n_shared_with_leader'] or 0} shared"
     return "" if row["rank"] is not None and not pd.isna(row["rank"]) else "no score"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and bool(np.isfinite(value))
 
 
 def _date_text(value: Any) -> str:
@@ -643,7 +794,7 @@ def _date_text(value: Any) -> str:
 
 
 def _pct(value: float | None) -> float | None:
-    return None if value is None or not np.isfinite(value) else round(100.0 * value, 1)
+    return None if value is None or not _is_number(value) else round(100.0 * float(value), 1)
 
 
 def _signed_ci(ci: Sequence[float] | None) -> str:
@@ -687,10 +838,7 @@ def report(
     if scorer is not None:
         scorer = scorers.check_scorer(con, benchmark=benchmark, scorer=scorer)
     rows = [{k: _jsonable(r[k]) for k in REPORT_KEYS} for _, r in df.iterrows()]
-    sets = {
-        str(r["slice"]): {"n_tasks": int(r["comparison_set_size"]), "metric": r["metric"]}
-        for _, r in df.drop_duplicates("slice").iterrows()
-    }
+    sets = {str(name): comparison_set_entry(part) for name, part in df.groupby("slice", sort=False)}
     errored = "excluded" if exclude_errored else "failures"
     return {
         "benchmark": benchmark,
@@ -701,6 +849,39 @@ def report(
         "scale": str(df["scale"].iloc[0]) if not df.empty else None,
         "incomplete": "ranked" if rank_incomplete else "not ranked",
     }
+
+
+def comparison_set_entry(part: pd.DataFrame) -> dict[str, Any]:
+    """The JSON entry of one slice's comparison sets: the ranked set's size and metric, its runs (with the n each
+    is compared on), every other run with the reason it is not ranked, and the other sets (own ranking apart)."""
+    first = part.iloc[0]
+    members = part[part["is_comparable"].astype(bool)]
+    others: dict[int, list[str]] = {}
+    sizes: dict[int, int] = {}
+    for _, r in part.iterrows():
+        k = r["comparison_set_index"]
+        if k is not None and not pd.isna(k) and int(k) > 1:
+            others.setdefault(int(k), []).append(str(r["run_id"]))
+            sizes[int(k)] = int(r["own_set_size"])
+    return {
+        "n_tasks": int(first["comparison_set_size"]),
+        "metric": first["metric"],
+        "rule": COMPARISON_SET_RULE,
+        "runs": [str(r) for r in members["run_id"]],
+        "n_compared": {str(r["run_id"]): _jsonable(r["n_compared"]) for _, r in members.iterrows()},
+        "excluded": [
+            {"run_id": str(r["run_id"]), "reason": apart_reason(r)}
+            for _, r in part[~part["is_comparable"].astype(bool)].iterrows()
+        ],
+        "other_sets": [{"n_tasks": sizes[k], "runs": runs} for k, runs in sorted(others.items())],
+    }
+
+
+COMPARISON_SET_RULE = (
+    "runs sharing at least half of the smaller run's tasks form a pool; the pool's common tasks are those more than "
+    "half of its runs have; runs with at least 80% of them are compared on the common tasks they have; the pool "
+    "with the most runs (then tasks) is ranked"
+)
 
 
 # The keys of each row of ``report`` (``python -m analytics leaderboard --json``); append new fields here.

@@ -4,6 +4,7 @@ import streamlit as st
 
 from analytics import diff as rd
 from analytics import formatting as fmt
+from analytics import gate
 from analytics import trajectory as tr
 from store import RunlensError
 from ui.common import (
@@ -23,8 +24,8 @@ from ui.shell import page_setup
 
 filters = page_setup(
     "Version diff",
-    "Run A is the baseline (kept in the URL). The paired test is the leaderboard's (same p, before its Holm "
-    "adjustment): the benchmark's metric per task over shared tasks, exact McNemar with one binary sample per task, "
+    "Run A is the baseline (kept in the URL). The paired test is the leaderboard's (its raw p, before the "
+    "leaderboard's selection-aware adjustment): the benchmark's metric per task over shared tasks, exact McNemar with one binary sample per task, "
     "else a seeded sign-flip test. Flips and the McNemar test on them use each task's sample 0 (or, if chosen, "
     "'passed in at least half the samples'); deltas carry a seeded paired bootstrap 95% interval over tasks.",
     unused=("agents", "dates"),
@@ -118,6 +119,23 @@ if result.measures is not None:
     )
     st.dataframe(rd.measures_table(result.measures), hide_index=True, key="df_measures", width="stretch")
     download_buttons(result.measures, f"diff-measures-{run_a}-{run_b}", key="df_measures_dl")
+
+with st.expander("Sequential gate (anytime-valid: for attempts that arrive over time)"):
+    check = cached(gate.gate, baseline=run_a, candidate=run_b, sequential=True)
+    if check.sequential is None:
+        st.info("The two runs share no task with a value in both: nothing to check.")
+    else:
+        st.text(gate.sequential_text(check))
+        st.caption(
+            "Tasks in B's log order; the gate may be checked after every task and keeps its 5% false-alarm rate "
+            "(docs/statistics.md). `python -m analytics gate --sequential` gives the same verdict in CI."
+        )
+        show_fig(
+            gate.fig_sequential(check.sequential),
+            key="df_seq",
+            data=gate.sequential_frame(check.sequential),
+            name=f"diff-sequential-{run_a}-{run_b}",
+        )
 
 st.subheader("Tasks by change")
 slider_col, only_col = st.columns([4, 1])

@@ -22,9 +22,11 @@ filters = page_setup(
     "Leaderboard",
     "Runs are ranked only against runs evaluated on the same tasks (the comparison set), by the benchmark's own "
     "metric: Pass@1 for binary scoring, mean score for graded and continuous. Each row is compared with the leader "
-    "by a paired test over shared tasks (exact McNemar with one binary sample per task, else a seeded sign-flip "
-    "test), Holm-adjusted within the slice: 'tied' means not significantly different at 5%. Pass@1 intervals are "
-    "Wilson with the task-clustered effective sample size; Pass@k (k > 1) plain Wilson over tasks.",
+    "over the tasks they share. The verdict of a ranked run allows for the leader being chosen by the data (a "
+    "max-gap permutation test over the ranked runs): 'tied' means not distinguishable from the leader at 5%, and "
+    "the tied runs with the leader are the top group. MDE80 is the gap to the leader a row's test detects with 80% "
+    "power. Rows shown apart get their own tests (Holm among themselves). Pass@1 intervals are Wilson with the "
+    "task-clustered effective sample size; Pass@k (k > 1) plain Wilson over tasks. docs/statistics.md says more.",
 )
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
@@ -67,8 +69,8 @@ left.metric("Runs ranked", f"{len(ranked)} of {len(overall)}")
 mid.metric(
     "Comparison set",
     f"{int(overall['comparison_set_size'].iloc[0])} tasks",
-    help="The task set most runs were evaluated on (ties go to the larger set); only runs on exactly these "
-    "tasks are ranked.",
+    help="The tasks more than half of the ranked runs have; every run with at least 80% of them is ranked on the "
+    "ones it has (its n is in the table), a run on more tasks on these only.",
 )
 leader = ranked[ranked["is_leader"]]
 if not leader.empty:
@@ -78,8 +80,8 @@ if not leader.empty:
         f"{top['metric_value']:.3g} {metric_name} ({plain(str(scorer))}, raw scale)"
         if top["scale"] == "raw"
         else f"{100 * top['metric_value']:.1f}% {metric_name}",
-        help=f"{int(ranked['is_tied'].eq(True).sum())} other ranked run(s) not significantly different "
-        "(paired test, Holm-adjusted, 5%)",
+        help=f"Top group: {int(ranked['top_group'].eq(True).sum())} run(s) not distinguishable from the best "
+        "(selection-aware max-gap permutation test over the ranked runs, 5%)",
     )
 st.caption(
     f"Ranked by {metric_name} on {int(overall['comparison_set_size'].iloc[0])} shared tasks. "

@@ -178,8 +178,9 @@ if result.assumptions["runs_without_cost"]:
 
 st.subheader("Runs")
 st.caption(
-    "Frontier runs first. P(on frontier) and P(best value): the share of bootstrap replicates over tasks in which "
-    "the run is on the frontier, or gives the best operating point. The download has every column as numbers."
+    "Frontier runs first. Bootstrap shares: of the bootstrap replicates over tasks, the share in which the run is "
+    "on the frontier, or gives the best operating point (exact ties share a replicate); how stable the estimate "
+    "is, not the probability that a run is best. The download has every column as numbers."
 )
 st.dataframe(
     tmf.runs_display(table, result),

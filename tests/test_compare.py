@@ -18,7 +18,8 @@ from analytics import compare, stats
 def test_comparison_set_is_the_most_common_task_set_ties_to_the_larger() -> None:
     sets = {"a": {"t1", "t2"}, "b": {"t1", "t2"}, "c": {"t1", "t2", "t3"}, "h": {"t9"}, "z": set()}
     assert compare.comparison_set(sets) == {"t1", "t2"}
-    assert compare.comparison_set({"a": {"t1"}, "c": {"t1", "t2"}}) == {"t1", "t2"}  # one run each: larger set
+    # a run on a superset is compared on the common tasks (issue 28; before, the larger set won and "a" was apart)
+    assert compare.comparison_set({"a": {"t1"}, "c": {"t1", "t2"}}) == {"t1"}
     # only eligible runs vote: a human on other tasks does not decide
     assert compare.comparison_set({"h1": {"x"}, "h2": {"x"}, "a": {"t"}}, eligible=["a"]) == {"t"}
     assert compare.comparison_set({}) == frozenset()

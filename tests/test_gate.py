@@ -78,7 +78,10 @@ def test_gate_exit_codes(gate_db: Path) -> None:
     close = _cli(gate_db, "--baseline", "base", "--candidate", "close", "--json")
     assert close.returncode == 0, close.stderr
     rep = json.loads(close.stdout)
-    assert rep["verdict"] == "not worse" and rep["method"] == "mcnemar-exact" and rep["n_shared"] == 60
+    # the gate decides by its own one-sided mid-p test (issue 28); the leaderboard's two-sided test is kept beside
+    assert rep["verdict"] == "not worse" and rep["method"] == "exact-sign-flip-mid-p" and rep["n_shared"] == 60
+    assert rep["paired_method"] == "mcnemar-exact" and rep["sided"] == "one-sided" and rep["margin"] == 0.0
+    assert rep["mde80"] > 0 and rep["sequential"] is None
     untestable = _cli(gate_db, "--baseline", "base", "--candidate", "other")
     assert untestable.returncode == 2 and untestable.stdout.startswith("UNTESTABLE")
     missing = _cli(gate_db, "--baseline", "base", "--candidate", "nope")
@@ -139,3 +142,21 @@ def test_run_level_role_baseline_is_shown_apart(tmp_path: Path) -> None:
         board = lb.leaderboard(con, benchmark="g-bench").set_index(["run_id", "slice"]).xs("all", level=1)
     assert board.loc["ref", "is_baseline"] and board.loc["ref", "rank"] is pd.NA
     assert board.loc["a", "is_leader"] and board.loc["ref", "n_shared_with_leader"] == 2
+
+
+def test_gate_flags_two_sided_margin_and_sequential(gate_db: Path) -> None:
+    one = json.loads(_cli(gate_db, "--baseline", "base", "--candidate", "worse", "--json").stdout)
+    two = json.loads(_cli(gate_db, "--baseline", "base", "--candidate", "worse", "--json", "--two-sided").stdout)
+    assert two["sided"] == "two-sided" and two["p_value"] == pytest.approx(min(1.0, 2 * one["p_value"]))
+    # worse by about 28 points: fails with a 5-point margin, passes with a 60-point one
+    small = _cli(gate_db, "--baseline", "base", "--candidate", "worse", "--json", "--margin", "0.05")
+    large = _cli(gate_db, "--baseline", "base", "--candidate", "worse", "--json", "--margin", "0.6")
+    assert small.returncode == 1 and large.returncode == 0
+    rep = json.loads(large.stdout)
+    assert rep["margin"] == 0.6 and rep["method"] == "t-margin" and rep["bound"] > -0.6
+    seq = _cli(gate_db, "--baseline", "base", "--candidate", "worse", "--json", "--sequential")
+    s = json.loads(seq.stdout)["sequential"]
+    assert seq.returncode == 1 and s["verdict"] == "worse" and s["n_used"] + s["n_saved"] == s["n_total"] == 60
+    assert s["e_worse"] >= s["threshold"] == 20.0
+    text = _cli(gate_db, "--baseline", "base", "--candidate", "close", "--sequential")
+    assert text.returncode == 0 and "sequential:" in text.stdout and "80% power" in text.stdout

@@ -79,12 +79,17 @@ def test_humans_and_baselines_apart_and_ties_by_paired_test() -> None:
     assert out.loc["c", "is_tied"] is False and out.loc["c", "test_method"] == "mcnemar-exact"
     non_leader = "b" if out.loc["a", "is_leader"] else "a"
     assert out.loc[non_leader, "is_tied"] is True and out.loc[non_leader, "n_shared_with_leader"] == 60
-    # Holm over the four rows tested against the leader, from the exact McNemar p-values
-    raw = out["p_raw_vs_leader"].dropna().astype(float)
+    # rows shown apart (the human, the baseline) are their own family: Holm over their exact McNemar p-values only
     from statsmodels.stats.multitest import multipletests
 
+    raw = out.loc[["h", "base"], "p_raw_vs_leader"].astype(float)
     want = multipletests(raw.to_numpy(), method="holm")[1]
-    assert np.allclose(out.loc[raw.index, "p_vs_leader"].astype(float), want)
+    assert np.allclose(out.loc[["h", "base"], "p_vs_leader"].astype(float), want)
+    assert (out.loc[["h", "base"], "p_method"] == lb.APART_P_METHOD).all()
+    # ranked rows: the selection-aware test, whatever is shown apart
+    assert (out.loc[["b", "c"], "p_method"] == lb.RANKED_P_METHOD).all()
+    alone = lb.leaderboard_rows(_runs("a", "b", "c"), pd.concat(parts[:3])).set_index(["run_id", "slice"])
+    assert list(alone.xs("all", level=1).loc[["b", "c"], "p_vs_leader"]) == list(out.loc[["b", "c"], "p_vs_leader"])
 
 
 def test_leaderboard_with_two_task_pools() -> None:
@@ -151,7 +156,7 @@ def test_no_shared_tasks_is_untestable_not_tied() -> None:
     a = _outcomes("a", [1] * 3, [1, 1, 0], [None] * 3, [1.0, 1.0, 0.0])
     b = _outcomes("b", [1] * 3, [1, 0, 0], [None] * 3, [1.0, 0.0, 0.0]).assign(task_id=["x", "y", "z"])
     out = lb.leaderboard_rows(_runs("a", "b"), pd.concat([a, b])).set_index("run_id")
-    # equal counts of runs per pool: the tie goes to the larger set, then to the smaller ids ("t..." < "x...")
+    # two pools mirroring each other (one run, three tasks each): the set holding the smallest run id is ranked
     assert out.loc["a", "is_leader"] and not out.loc["b", "is_comparable"]
     assert out.loc["b", "n_shared_with_leader"] == 0
     assert out.loc["b", "is_tied"] is None and out.loc["b", "p_vs_leader"] is None

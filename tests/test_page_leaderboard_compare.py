@@ -24,7 +24,7 @@ def test_two_task_pools_on_the_demo(demo_db: Path, monkeypatch: pytest.MonkeyPat
     assert metrics["Runs ranked"] == f"{len(ranked)} of {len(overall)}"
     assert "Shown apart" in [s.value for s in at.subheader]
     table = next(
-        d.value for d in at.dataframe if "p vs leader (Holm)" in d.value.columns and "Why apart" not in d.value
+        d.value for d in at.dataframe if "p vs leader (adjusted)" in d.value.columns and "Why apart" not in d.value
     )
     # the table read first: one row per ranked run, metric with its interval as text, no None anywhere
     summary = next(d.value for d in at.dataframe if "Pass@1 % [95% CI]" in d.value.columns)
@@ -39,9 +39,9 @@ def test_two_task_pools_on_the_demo(demo_db: Path, monkeypatch: pytest.MonkeyPat
     apart = next(d.value for d in at.dataframe if "Why apart" in d.value.columns)
     assert apart["Why apart"].str.startswith("evaluated on other tasks: ").all()
     assert set(apart["run_id"]) == set(overall.loc[overall["rank"].isna(), "run_id"])
-    # p shown on the page is the Holm-adjusted p of the analytics
+    # p shown on the page is the adjusted p of the analytics (selection-aware for ranked rows; issue 28 renamed the column)
     row = ranked[~ranked["is_leader"]].iloc[0]
-    shown = table.set_index("run_id").loc[row["run_id"], "p vs leader (Holm)"]
+    shown = table.set_index("run_id").loc[row["run_id"], "p vs leader (adjusted)"]
     assert shown == fmt.p_value(row["p_vs_leader"]) and shown != "–"
     # HAL's cost-accuracy view: the table's Pareto column and the frontier chart agree with the analytics
     optimal = set(ranked.loc[ranked["is_pareto_optimal"].eq(True), "run_id"])

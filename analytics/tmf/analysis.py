@@ -67,7 +67,9 @@ class Uncertainty:
         n_tasks: tasks resampled (the comparison set of the slice).
         stage_probability: {"1", "2", "3"} -> share of replicates in that stage.
         p_frontier: run id -> share of replicates where the run is on the frontier.
-        p_best: run id -> share of replicates where the run is the best operating point.
+        p_best: run id -> share of replicates where the run is the best operating point; runs tied exactly (the
+            same cost and performance in a replicate) share that replicate evenly. Both are bootstrap shares: how
+            stable the estimate is under resampling of tasks, not the probability that a run is the best.
         value_ci95: 95% percentile interval of the value per task (area).
     """
 
@@ -109,8 +111,8 @@ def analyse(
 ) -> TmfResult:
     """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``).
 
-    Only runs on the slice's comparison set (``compare.comparison_set`` over the agent runs up to ``as_of``) are
-    analysed; the others are listed in ``assumptions["runs_on_other_tasks"]``. With ``with_uncertainty`` a
+    Only runs in the slice's ranked comparison set (``compare.comparison_sets`` over the agent runs up to ``as_of``)
+    are analysed, on its common tasks; the others are listed in ``assumptions["runs_on_other_tasks"]``. With ``with_uncertainty`` a
     paired task bootstrap (``bootstrap_tmf``) gives the stage probabilities, p_frontier and p_best.
     """
     opt = options or TmfOptions()
@@ -133,6 +135,22 @@ def analyse(
         points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
     points = points[~points["run_id"].isin(baselines)]
     keep, cset = comparable_runs(rows[rows["run_id"].isin(points["run_id"])])
+    extra = rows["run_id"].isin(keep).to_numpy() & ~rows["task_id"].astype(str).isin(cset).to_numpy()
+    if extra.any():  # runs on a superset: their points on the common tasks, as the leaderboard ranks them
+        rows = rows[~extra]
+        trimmed = run_points(
+            rows[rows["run_id"].isin(keep)],
+            performance=opt.performance,
+            cost_source=opt.cost_source,
+            is_repriced=opt.is_repriced,
+            abilities=inputs.abilities,
+            seed=opt.seed,
+            n_boot=opt.n_boot,
+        ).set_index("run_id")
+        points = points.set_index("run_id")
+        changed = points.index.isin(trimmed.index)
+        points.loc[changed, trimmed.columns.intersection(points.columns)] = trimmed.loc[points.index[changed]]
+        points = points.reset_index()
     is_agent = (points["kind"] != "human").to_numpy()
     other = sorted(map(str, points.loc[is_agent & ~points["run_id"].isin(keep), "run_id"]))
     points = points[~is_agent | points["run_id"].isin(keep).to_numpy()]
@@ -160,11 +178,15 @@ def drop_baselines(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 
 def comparable_runs(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
-    """The agent runs of ``rows`` on their comparison set (the task set most of them were evaluated on)."""
+    """The agent runs of ``rows`` in the ranked comparison set and its common tasks (``compare.comparison_sets``,
+    the leaderboard's rule: runs on a superset are compared on the common tasks, runs that missed a few on those
+    they have)."""
     agents = rows[rows["kind"] != "human"]
     sets = {str(r): frozenset(t.astype(str)) for r, t in agents.groupby("run_id", sort=False)["task_id"]}
-    cset = compare.comparison_set(sets)
-    return {r for r, s in sets.items() if s == cset}, cset
+    primary = compare.comparison_sets(sets).primary
+    if primary is None:
+        return set(), frozenset()
+    return {str(r) for r in primary.runs}, primary.tasks
 
 
 def bootstrap_tmf(
@@ -200,7 +222,7 @@ def bootstrap_tmf(
         len(t_ids),
         {str(k): float((stages == k).mean()) for k in (1, 2, 3)},
         {str(r): float(on_front[:, j].mean()) for j, r in enumerate(r_ids)},
-        {str(r): float(sum(b == str(r) for b in best) / n) for r in r_ids},
+        {str(r): float(sum(1.0 / len(b) for b in best if str(r) in b) / n) for r in r_ids},
         (float(np.nanquantile(area, 0.025)), float(np.nanquantile(area, 0.975))),
     )
 
@@ -214,8 +236,11 @@ def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
 
 def _replicate_values(
     bx: np.ndarray, by: np.ndarray, run_ids: list[str], result: TmfResult, opt: TmfOptions
-) -> tuple[np.ndarray, np.ndarray, list[str | None], np.ndarray]:
-    """Stage, frontier membership, best run and value area of every bootstrap replicate.
+) -> tuple[np.ndarray, np.ndarray, list[tuple[str, ...]], np.ndarray]:
+    """Stage, frontier membership, best run(s) and value area of every bootstrap replicate.
+
+    The best operating point's run comes with every run at exactly the same cost and performance in that
+    replicate (exact ties: they share the replicate), never only the one with the first run id.
 
     The value grid is coarser than the estimate's (``BOOT_GRID_POINTS``): the frontier's knots are on it either
     way, so the stage and the best point are unchanged and the area of a linear acceptance curve stays exact.
@@ -223,7 +248,7 @@ def _replicate_values(
     n_rep = bx.shape[0]
     stages = np.zeros(n_rep, dtype=int)
     on_front = np.zeros(bx.shape, dtype=bool)
-    best: list[str | None] = []
+    best: list[tuple[str, ...]] = []
     area = np.full(n_rep, np.nan)
     ids = np.array(run_ids, dtype=object)
     rank = np.argsort(np.argsort(ids))  # run-id order, the last tie-break of ``_assemble``
@@ -245,8 +270,17 @@ def _replicate_values(
             x[f], y[f], ids[f], acceptance, vx=x[v], vy=y[v], supply=opt.supply, grid_points=BOOT_GRID_POINTS
         )
         stages[i], area[i] = val.stage, val.area
-        best.append(val.best_run_id)
+        best.append(_tied_with(val.best_run_id, ids, x, y))
     return stages, on_front, best, area
+
+
+def _tied_with(best: str | None, ids: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[str, ...]:
+    """The best run and every run at exactly its cost and performance (empty when there is no best run)."""
+    if best is None:
+        return ()
+    j = int(np.flatnonzero(ids == best)[0])
+    same = np.flatnonzero((x == x[j]) & (y == y[j]))
+    return tuple(str(ids[k]) for k in same) if same.size else (best,)
 
 
 def _sorted_rows(mask: np.ndarray, x: np.ndarray, y: np.ndarray, rank: np.ndarray) -> np.ndarray:

@@ -283,8 +283,8 @@ def runs_display(table: pd.DataFrame, result: TmfResult) -> pd.DataFrame:
             ],
             "Tasks": table["n_tasks"],
             "On the frontier": table["on_frontier"].map(lambda b: "✓" if bool(b) else ""),
-            "P(on frontier)": table["p_frontier"].map(odds),
-            "P(best value)": table["p_best"].map(odds),
+            "Bootstrap share on frontier": table["p_frontier"].map(odds),
+            "Bootstrap share best": table["p_best"].map(odds),
             "Notes": [
                 ", ".join(
                     n for n, on in (("no cost", not bool(c)), ("repriced", bool(r)), ("few tasks", bool(f))) if on

@@ -1,0 +1,94 @@
+"""The gate's size and power, the sequential gate's false alarms and mde80 against simulation (seeded, small;
+bench/bench_verdicts.py runs the large versions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from analytics import compare, gate
+
+
+def _pair(rng: np.random.Generator, n: int, k: int, drop: float) -> np.ndarray:
+    """Per-task differences candidate - baseline: task rates ~ Beta(2, 1), the candidate's lowered by ``drop``
+    points on average (scaled per task so they stay in [0, 1]), k samples per task for each run."""
+    p = rng.beta(2.0, 1.0, n)
+    q = p * (1.0 - drop / p.mean())
+    return (rng.binomial(k, q) - rng.binomial(k, p)) / k
+
+
+def test_one_sided_mid_p_matches_the_binomial_mid_p() -> None:
+    d = np.array([-1.0] * 9 + [1.0] * 3 + [0.0] * 40)
+    got = compare.sign_flip_one_sided(d)
+    assert got.p_exact == pytest.approx(sps.binom.cdf(3, 12, 0.5))
+    assert got.p_value == pytest.approx(sps.binom.cdf(3, 12, 0.5) - 0.5 * sps.binom.pmf(3, 12, 0.5))
+
+
+def test_exact_lattice_distribution_matches_monte_carlo() -> None:
+    rng = np.random.default_rng(4)
+    d = (rng.binomial(3, 0.5, 40) - rng.binomial(3, 0.6, 40)) / 3
+    exact = compare.sign_flip_one_sided(d)
+    flips = rng.choice([-1.0, 1.0], size=(200_000, d.size)) @ np.abs(d)
+    t = d.sum()
+    mc = (flips < t - 1e-9).mean() + 0.5 * (np.abs(flips - t) < 1e-9).mean()
+    assert exact.method == "exact-sign-flip" and exact.p_value == pytest.approx(mc, abs=0.004)
+
+
+def test_gate_size_is_its_alpha_and_power_beats_the_exact_test() -> None:
+    rng = np.random.default_rng(280)
+    alarms, reps = 0, 0
+    for n, k in ((50, 1), (100, 2), (300, 3), (150, 1)):
+        for _ in range(600):
+            alarms += gate.decide(_pair(rng, n, k, 0.0), alpha=0.05).p_value < 0.05
+            reps += 1
+    assert 0.04 <= alarms / reps <= 0.0625, alarms / reps
+    hits = {"mid-p": 0, "exact": 0, "two-sided exact": 0}
+    for _ in range(600):
+        d = _pair(rng, 100, 1, 0.10)
+        one = compare.sign_flip_one_sided(d)
+        hits["mid-p"] += one.p_value < 0.05
+        hits["exact"] += one.p_exact < 0.05
+        hits["two-sided exact"] += compare.mcnemar_exact(int((d < 0).sum()), int((d > 0).sum())) < 0.05 and d.mean() < 0
+    assert hits["mid-p"] >= hits["exact"] >= hits["two-sided exact"]
+    assert hits["mid-p"] / 600 >= 0.45, hits  # the issue measured 50% for the one-sided exact test at this design
+
+
+def test_sequential_gate_keeps_its_size_when_checked_after_every_task() -> None:
+    rng = np.random.default_rng(281)
+    alarms = sum(gate.sequential_test(_pair(rng, 200, 1, 0.0), alpha=0.05).verdict == "worse" for _ in range(400))
+    assert alarms / 400 <= 0.05
+    caught = [gate.sequential_test(_pair(rng, 300, 1, 0.15), alpha=0.05) for _ in range(100)]
+    found = [s for s in caught if s.verdict == "worse"]
+    assert len(found) >= 70 and np.mean([s.n_used for s in found]) < 300
+
+
+def test_mde80_agrees_with_simulated_power() -> None:
+    """At the planned n for a 10-point regression, the one-sided gate's simulated power is 80% +- 5 points."""
+    rng = np.random.default_rng(282)
+    pilot = np.concatenate([_pair(rng, 2000, 1, 0.10)])
+    sd = float(pilot.std(ddof=1))
+    n = next(n for n in range(20, 2000) if compare.mde80_normal(sd, n, sided="one-sided") <= 0.10)
+    power = np.mean([gate.decide(_pair(rng, n, 1, 0.10), alpha=0.05).p_value < 0.05 for _ in range(500)])
+    assert abs(power - 0.8) <= 0.05, (n, power)
+
+
+@pytest.mark.parametrize(("n", "ab"), [(50, (2.0, 1.0)), (100, (0.5, 0.5)), (200, (2.0, 1.0))])
+def test_gate_size_at_one_sample_per_task_computed_exactly(n: int, ab: tuple[float, float]) -> None:
+    """No simulation error: with one binary sample per task the number of discordant tasks is Binomial(n, pi) and,
+    given it, the candidate's losses are Binomial(D, 1/2) under the null; the gate's own p-value decides each case."""
+    a, b = ab
+    pi = 2.0 * (a / (a + b) - a * (a + 1) / ((a + b) * (a + b + 1)))  # P(discordant) = E[2 p (1 - p)]
+    size = exact = 0.0
+    for d_count in range(n + 1):
+        p_d = sps.binom.pmf(d_count, n, pi)
+        if p_d < 1e-7:
+            continue
+        for worse in range(d_count + 1):
+            d = np.array([-1.0] * worse + [1.0] * (d_count - worse) + [0.0] * (n - d_count))
+            test = compare.sign_flip_one_sided(d)
+            weight = p_d * sps.binom.pmf(worse, d_count, 0.5)
+            size += weight * (test.p_value < 0.05)
+            exact += weight * (test.p_exact < 0.05)
+    assert 0.04 <= size <= 0.0525, size  # the issue's [0.8, 1.05] x alpha
+    assert exact < 0.04  # the exact p is conservative here: why the gate uses the mid-p
