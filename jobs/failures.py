@@ -72,6 +72,8 @@ def embed_failures(
         if not missing:
             return 0
         fn = encode or make_embedder(model).encode
+        if progress is not None:
+            progress(0.0, f"embedding {len(missing):,} failure texts (the first use also distils the static model)")
         done = 0
         for s in range(0, len(missing), batch):
             part = missing[s : s + batch]
