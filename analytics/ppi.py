@@ -63,16 +63,20 @@ def ppi_mean(
     everything = np.concatenate([fl, fu])
     judge = float(everything.mean()) if len(everything) else float("nan")
     nan = float("nan")
-    if n < MIN_LABELLED or big_n == 0:
+    if n < MIN_LABELLED:
         mean_y = float(yl.mean()) if n else nan
         return PPIEstimate(nan, nan, nan, judge, mean_y, nan, nan, nan, n, big_n)
     z = float(stats.norm.ppf(0.5 + level / 2))
+    if big_n == 0:  # every attempt reviewed: the reviews are the truth's estimate (lambda plays no part)
+        lam = 0.0
     var_f = float(np.var(np.concatenate([fl, fu]), ddof=1))
+    mean_fu = float(fu.mean()) if big_n else float(fl.mean())
     if lam is None:
         cov = float(np.cov(yl, fl, ddof=1)[0, 1]) if n > 1 else 0.0
         lam = 0.0 if var_f <= 0 else min(1.0, max(0.0, cov / ((1 + n / big_n) * var_f)))
-    theta = float(yl.mean() + lam * (fu.mean() - fl.mean()))
-    var = float(np.var(yl - lam * fl, ddof=1)) / n + lam**2 * float(np.var(fu, ddof=1) if big_n > 1 else 0.0) / big_n
+    theta = float(yl.mean() + lam * (mean_fu - fl.mean()))
+    var_u = lam**2 * float(np.var(fu, ddof=1)) / big_n if big_n > 1 else 0.0
+    var = float(np.var(yl - lam * fl, ddof=1)) / n + var_u
     se = float(np.sqrt(max(var, 0.0)))
     c_se = float(np.std(yl, ddof=1)) / np.sqrt(n)
     return PPIEstimate(
