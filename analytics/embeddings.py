@@ -88,6 +88,116 @@ class Embedder:
         return np.asarray(vecs, dtype=np.float32)
 
 
+STATIC_MODEL = "minilm-static-256@v1"
+STATIC_DIMS = 256
+STATIC_SIF = 1e-4
+
+
+def model_cache_dir() -> Path:
+    """Where derived models are kept: ``RUNLENS_CACHE_DIR``, else ``~/.cache/runlens`` (never in the repository)."""
+    root = os.environ.get("RUNLENS_CACHE_DIR") or str(Path.home() / ".cache" / "runlens")
+    return Path(root) / "models"
+
+
+def distill_static(*, dims: int = STATIC_DIMS, sif: float = STATIC_SIF, threads: int = 2) -> tuple[np.ndarray, Any]:
+    """A static token-embedding table distilled from the packaged all-MiniLM-L6-v2 as model2vec 0.10 distils it:
+    every vocabulary token through the transformer as ``[CLS] token [SEP]``, mean-pooled over the three positions;
+    PCA to ``dims`` dimensions (model2vec's eigen-decomposition, components sign-fixed); each row scaled by
+    model2vec's SIF weight ``sif / (sif + p)`` with p the Zipf probability of the token's rank. Deterministic
+    (no sampling); about 20 s on two cores. Returns the table (float32) and the tokenizer."""
+    from tokenizers import Tokenizer
+
+    path = packaged_model_path()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+    from transformers import AutoModel
+
+    torch.set_num_threads(threads)
+    model = AutoModel.from_pretrained(str(path)).eval()
+    tok = Tokenizer.from_file(str(path / "tokenizer.json"))
+    n = tok.get_vocab_size()
+    cls, sep = int(tok.token_to_id("[CLS]") or 0), int(tok.token_to_id("[SEP]") or 0)
+    out = np.zeros((n, model.config.hidden_size), dtype=np.float64)
+    with torch.inference_mode():
+        for start in range(0, n, 1024):
+            ids = torch.arange(start, min(n, start + 1024))
+            x = torch.stack([torch.full_like(ids, cls), ids, torch.full_like(ids, sep)], dim=1)
+            hidden = model(input_ids=x, attention_mask=torch.ones_like(x), token_type_ids=torch.zeros_like(x))
+            out[start : start + len(ids)] = hidden.last_hidden_state.mean(dim=1).double().numpy()
+    centred = out - out.mean(axis=0)
+    vals, vecs = np.linalg.eigh(centred.T @ centred / (n - 1))
+    comps = vecs[:, ::-1][:, :dims].T
+    scores = centred @ comps.T
+    scores *= np.sign(scores[np.argmax(np.abs(scores), axis=0), range(dims)])
+    inv_rank = 1 / np.arange(2, n + 2)
+    weights = sif / (sif + inv_rank / inv_rank.sum())
+    return (scores * weights[:, None]).astype(np.float32), tok
+
+
+def static_model_path() -> Path:
+    """The distilled static model's folder (model2vec's format: ``model.safetensors``, ``tokenizer.json``,
+    ``config.json``), distilled on first use (``distill_static``) and kept in ``model_cache_dir``."""
+    folder = model_cache_dir() / STATIC_MODEL.replace("@", "-")
+    if (folder / "model.safetensors").is_file():
+        return folder
+    import json
+    import tempfile
+
+    from safetensors.numpy import save_file
+
+    table, tok = distill_static()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".distill-"))
+    save_file({"embeddings": table}, str(tmp / "model.safetensors"))
+    tok.save(str(tmp / "tokenizer.json"))
+    config = {"model_type": "model2vec", "architectures": ["StaticModel"], "tokenizer_name": DEFAULT_MODEL,
+              "apply_pca": STATIC_DIMS, "sif_coefficient": STATIC_SIF, "hidden_dim": STATIC_DIMS,
+              "seq_length": 1000000, "normalize": True, "pooling": "mean", "runlens_model": STATIC_MODEL}  # fmt: skip
+    (tmp / "config.json").write_text(json.dumps(config, indent=1), encoding="utf-8")
+    try:
+        tmp.rename(folder)  # atomic: a concurrent first use either wins or finds the folder complete
+    except OSError:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+@dataclass
+class StaticEmbedder:
+    """The static model distilled from all-MiniLM-L6-v2 (``STATIC_MODEL``), run by model2vec's ``StaticModel``:
+    a text's vector is the mean of its tokens' rows, unit length; no transformer at run time (thousands of texts a
+    second on one core)."""
+
+    max_tokens: int = 256
+    _m: Any = field(default=None, init=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        """Model name stored with the vectors."""
+        return STATIC_MODEL
+
+    def _load(self) -> Any:
+        if self._m is None:
+            from model2vec import StaticModel
+
+            self._m = StaticModel.from_pretrained(str(static_model_path()), normalize=True)
+        return self._m
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length vectors, one row per text."""
+        if not texts:
+            return np.zeros((0, STATIC_DIMS), dtype=np.float32)
+        vecs = self._load().encode(list(texts), max_length=self.max_tokens, use_multiprocessing=False)
+        return np.asarray(vecs, dtype=np.float32)
+
+
+def make_embedder(model: str) -> Any:
+    """The embedder of a model name: ``STATIC_MODEL`` (the default for failure clusters), else ``Embedder``."""
+    return StaticEmbedder() if model == STATIC_MODEL else Embedder(model)
+
+
 def cached_vectors(con: duckdb.DuckDBPyConnection, hashes: Sequence[str], *, model: str) -> dict[str, np.ndarray]:
     """Cached vectors of ``hashes`` for ``model``."""
     if not hashes:

@@ -31,6 +31,22 @@ from analytics import formatting as fmt
 from store import query_df, run_filter_params, with_run_filter
 
 QUEUES = ("failed", "disagreements", "calibration")
+MIN_REVIEWS = 10  # below this many reviewed attempts an agreement or a corrected figure is not reported
+CALIBRATION_SEED = 0  # the sample the corrected judge figures use
+# The judge's predicted code of an attempt (the alphabetically first code from the judge, else from the log's
+# labels, else 'none'): with the run, the stratum of the calibration sample.
+PREDICTED_CODE_SQL = """
+    SELECT attempt_id, coalesce(min(code) FILTER (WHERE source = 'judge'), min(code)) AS predicted_code
+    FROM error_labels GROUP BY attempt_id
+"""
+# Stratified random order: within each (run, predicted code) stratum attempts are ranked by a seeded hash, and the
+# queue goes by rank / stratum size, so any prefix of it takes each stratum in proportion to its size (every
+# attempt equally likely: the reviews of a prefix are a self-weighting random sample of the attempts).
+CALIBRATION_ORDER = (
+    "(row_number() OVER (PARTITION BY a.run_id, coalesce(pc.predicted_code, 'none') "
+    "ORDER BY hash(a.attempt_id, $seed)) - 0.5) / count(*) OVER (PARTITION BY a.run_id, "
+    "coalesce(pc.predicted_code, 'none')), hash(a.attempt_id, $seed)"
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -92,14 +108,21 @@ def confusion(rater: Sequence[bool], human: Sequence[bool]) -> dict[str, int]:
     }
 
 
-def code_scores(rater: Sequence[set[str]], human: Sequence[set[str]]) -> pd.DataFrame:
-    """Per code: TP, FP, FN, precision and recall of the rater's code sets against the humans' (same items)."""
+CODE_COLUMNS = ["code", "tp", "fp", "fn", "precision", "recall", "agreement", "kappa", "kappa_lo", "kappa_hi", "n"]
+
+
+def code_scores(
+    rater: Sequence[set[str]], human: Sequence[set[str]], *, n_boot: int = 2000, seed: int = 0
+) -> pd.DataFrame:
+    """Per code: TP, FP, FN, precision and recall of the rater's code sets against the humans' (same items), and
+    the agreement on the code's presence with Cohen's kappa and its bootstrap interval."""
     codes = sorted(set().union(*rater, *human)) if len(rater) else []
     rows = []
     for code in codes:
-        tp = sum(code in r and code in h for r, h in zip(rater, human, strict=True))
-        fp = sum(code in r and code not in h for r, h in zip(rater, human, strict=True))
-        fn = sum(code not in r and code in h for r, h in zip(rater, human, strict=True))
+        r = np.array([code in x for x in rater], dtype=bool)
+        h = np.array([code in x for x in human], dtype=bool)
+        tp, fp, fn = int((r & h).sum()), int((r & ~h).sum()), int((~r & h).sum())
+        lo, hi = kappa_interval(r.tolist(), h.tolist(), n_boot=n_boot, seed=seed)
         rows.append(
             {
                 "code": code,
@@ -108,10 +131,24 @@ def code_scores(rater: Sequence[set[str]], human: Sequence[set[str]]) -> pd.Data
                 "fn": fn,
                 "precision": tp / (tp + fp) if tp + fp else float("nan"),
                 "recall": tp / (tp + fn) if tp + fn else float("nan"),
+                "agreement": float(np.mean(r == h)),
+                "kappa": cohen_kappa(r.tolist(), h.tolist()),
+                "kappa_lo": lo,
+                "kappa_hi": hi,
                 "n": len(rater),
             }
         )
-    return pd.DataFrame(rows, columns=["code", "tp", "fp", "fn", "precision", "recall", "n"])
+    return pd.DataFrame(rows, columns=CODE_COLUMNS)
+
+
+def kappa_text(kappa: float, lo: float, hi: float, n: int, *, minimum: int = MIN_REVIEWS) -> str:
+    """A kappa as a person reads it: value, 95% interval and n, or what is missing instead of NaN."""
+    if n < minimum:
+        return f"needs at least {minimum} reviews (has {n})"
+    if not np.isfinite(kappa):
+        return f"undefined: every verdict the same (n = {n})"
+    ci = f"95% CI {lo:.2f} to {hi:.2f}" if np.isfinite(lo) else "no interval"
+    return f"{kappa:.2f} ({ci}, n = {n})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,7 +187,8 @@ def review_queue(
         con: a read connection.
         queue: ``failed`` (the log says failed), ``disagreements`` (a judge's verdict differs from the log's
             ``passed``, or a Runlens judge's codes differ from the log's labels), or ``calibration`` (a seeded
-            random sample of every attempt, so agreement is not measured on failures alone).
+            random sample of every attempt, stratified by run and predicted code: ``CALIBRATION_ORDER``; its
+            reviews estimate the truth, so agreement and the corrected judge figures are measured on it).
         reviewer: whose reviews move an attempt to the back of the queue.
         benchmark: only this benchmark (the other filters likewise).
         agents: only these agents.
@@ -168,7 +206,7 @@ def review_queue(
         "OR (rj.codes IS NOT NULL AND list_sort(rj.codes) IS DISTINCT FROM list_sort(coalesce(lb.codes, [])))",
         "calibration": "true",
     }[queue]
-    order = "hash(a.attempt_id, $seed)" if queue == "calibration" else "a.run_id, a.task_id, a.sample"
+    order = CALIBRATION_ORDER if queue == "calibration" else "a.run_id, a.task_id, a.sample"
     sql = f"""
         WITH lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts),
         rj AS (SELECT v.attempt_id, bool_and(TRY_CAST(v.verdict->>'result_correct' AS BOOLEAN)) AS judge_correct,
@@ -189,6 +227,7 @@ def review_queue(
         LEFT JOIN rj USING (attempt_id)
         LEFT JOIN lb USING (attempt_id)
         LEFT JOIN mine m USING (attempt_id)
+        LEFT JOIN ({PREDICTED_CODE_SQL}) pc USING (attempt_id)
         {_FILTER_SQL} AND ({where})
         ORDER BY coalesce(m.is_reviewed_by_me, false), {order}
         LIMIT $n
@@ -287,6 +326,7 @@ class Agreement:
     reviewers: pd.DataFrame  # reviewer_a, reviewer_b, n, agreement, kappa, kappa_lo, kappa_hi
     disagreements: pd.DataFrame  # rater, run_id, task_id, sample, rater_correct, human_correct, ...
     n_reviewed: int
+    fleiss: dict[str, float] | None = None  # kappa, kappa_lo, kappa_hi, n_attempts, n_reviewers (2+ reviewers)
 
 
 VERDICT_COLUMNS = ["rater", "n", "agreement", "kappa", "kappa_lo", "kappa_hi", "tp", "tn", "fp", "fn"]
@@ -344,23 +384,45 @@ def agreement(
     verdict_pairs = pairs[pairs["is_correct"].notna() & pairs["human_correct"].notna()]
     code_pairs = pairs[pairs["codes"].notna()]
     code_frames = [
-        code_scores(list(g["codes"]), list(g["human_codes"])).assign(rater=rater)
+        code_scores(list(g["codes"]), list(g["human_codes"]), n_boot=n_boot, seed=seed).assign(rater=rater)
         for rater, g in code_pairs.groupby("rater", sort=True)
     ]
     codes = pd.concat(code_frames, ignore_index=True) if code_frames else code_scores([], [])
+    fleiss = fleiss_summary(reviews, n_boot=n_boot, seed=seed)
     dis = verdict_pairs[verdict_pairs["is_correct"].astype(bool) != verdict_pairs["human_correct"].astype(bool)]
     dis = dis.rename(columns={"is_correct": "rater_correct"})[
         ["rater", "run_id", "task_id", "sample", "attempt_id", "rater_correct", "human_correct", "n_reviewers"]
     ]
     return Agreement(
         verdicts=_verdict_rows(verdict_pairs, n_boot=n_boot, seed=seed),
-        codes=codes.assign(rater=codes.get("rater", pd.Series(dtype=str)))[
-            ["rater", "code", "tp", "fp", "fn", "precision", "recall", "n"]
-        ],
+        codes=codes.assign(rater=codes.get("rater", pd.Series(dtype=str)))[["rater", *CODE_COLUMNS]],
         reviewers=_reviewer_rows(reviews, n_boot=n_boot, seed=seed),
         disagreements=dis.reset_index(drop=True),
         n_reviewed=len(humans),
+        fleiss=fleiss,
     )
+
+
+def fleiss_summary(reviews: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> dict[str, float] | None:
+    """Fleiss' kappa of every reviewer's verdicts on the attempts two or more reviewed, with a bootstrap interval
+    over those attempts (None when no attempt has two reviewers)."""
+    from analytics.ppi import bootstrap_interval, fleiss_kappa
+
+    if reviews.empty:
+        return None
+    g = reviews.groupby("attempt_id")["is_correct"].agg(["sum", "count"])
+    g = g[g["count"] >= 2]
+    if g.empty:
+        return None
+    table = np.column_stack([g["sum"].to_numpy(float), (g["count"] - g["sum"]).to_numpy(float)])
+    lo, hi = bootstrap_interval(lambda ix: fleiss_kappa(table[ix]), len(table), n_boot=min(n_boot, 1000), seed=seed)
+    return {
+        "kappa": fleiss_kappa(table),
+        "kappa_lo": lo,
+        "kappa_hi": hi,
+        "n_attempts": len(table),
+        "n_reviewers": int(reviews[reviews["attempt_id"].isin(g.index)]["reviewer"].nunique()),
+    }
 
 
 def trust_sentence(verdicts: pd.DataFrame, n_reviewed: int) -> str:
@@ -375,10 +437,9 @@ def trust_sentence(verdicts: pd.DataFrame, n_reviewed: int) -> str:
         return f"{n_reviewed} attempts are reviewed by humans, but no judge verdict covers them yet."
     parts = []
     for r in judges.itertuples():
-        band = _kappa_band(r.kappa)
-        parts.append(
-            f"{r.rater}: kappa {r.kappa:.2f} (95% CI {r.kappa_lo:.2f} to {r.kappa_hi:.2f}, n = {r.n}) — {band}"
-        )
+        said = kappa_text(r.kappa, r.kappa_lo, r.kappa_hi, int(r.n))
+        band = f" — {_kappa_band(r.kappa)}" if int(r.n) >= MIN_REVIEWS and np.isfinite(r.kappa) else ""
+        parts.append(f"{r.rater}: kappa {said}{band}")
     return "Judge agreement with human reviewers on the verdict: " + "; ".join(parts) + "."
 
 
@@ -426,5 +487,166 @@ def queue_table(items: pd.DataFrame) -> pd.DataFrame:
             "Judge codes": items["judge_codes"].map(text),
             "Reviews": items["n_reviews"].astype(int),
             "Reviewed by you": items["is_reviewed_by_me"].map(lambda v: "yes" if bool(v) else ""),
+        }
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The calibration sample, and judge figures corrected by it (prediction-powered inference)
+# ---------------------------------------------------------------------------------------------
+
+
+def calibration_sample(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None = None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    seed: int = CALIBRATION_SEED,
+) -> tuple[list[int], int | None]:
+    """The reviewed random sample: the longest prefix of the calibration queue's order (seed ``seed``) in which
+    every attempt has a review, and the first attempt that stops it (None when every attempt is reviewed).
+
+    A prefix of a random order is a random sample; reviews given from the other queues (failed ones,
+    disagreements) are not, and count only where they fall inside the prefix."""
+    rows = query_df(
+        con,
+        f"""
+        SELECT a.attempt_id, a.attempt_id IN (SELECT attempt_id FROM v_reviews) AS is_reviewed
+        FROM attempts a JOIN runs r USING (run_id)
+        LEFT JOIN ({PREDICTED_CODE_SQL}) pc USING (attempt_id)
+        {_FILTER_SQL}
+        ORDER BY {CALIBRATION_ORDER}
+        """,
+        run_filter_params(benchmark, agents, date_from, date_to) | {"seed": int(seed)},
+    )
+    reviewed = rows["is_reviewed"].to_numpy(dtype=bool)
+    stop = int(np.argmin(reviewed)) if not reviewed.all() else len(rows)
+    first_gap = int(rows["attempt_id"].iloc[stop]) if stop < len(rows) else None
+    return [int(i) for i in rows["attempt_id"].iloc[:stop]], first_gap
+
+
+def judge_predictions(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None = None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+) -> tuple[pd.DataFrame, str]:
+    """Per attempt the filters keep: the judge's verdict (a Runlens judge's ``result_correct``, else the log's
+    judge; None without either) and its codes (the Runlens judge's labels; when no attempt has one, the log's
+    labels), and the name of the code source used (``judge`` or ``label``)."""
+    params = run_filter_params(benchmark, agents, date_from, date_to)
+    has_judge = query_df(
+        con,
+        f"SELECT count(*) AS n FROM error_labels e JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
+        f"{_FILTER_SQL} AND e.source = 'judge'",
+        params,
+    )["n"].iloc[0]
+    source = "judge" if int(has_judge) > 0 else "label"
+    df = query_df(
+        con,
+        f"""
+        WITH rj AS (SELECT attempt_id, bool_and(TRY_CAST(verdict->>'result_correct' AS BOOLEAN)) AS ok
+                    FROM judge_verdicts WHERE NOT is_failure GROUP BY attempt_id),
+        codes AS (SELECT attempt_id, list(DISTINCT code) AS codes FROM error_labels WHERE source = $source
+                  GROUP BY attempt_id)
+        SELECT a.attempt_id, a.run_id,
+               coalesce(rj.ok, TRY_CAST(a.judge->>'result_correct' AS BOOLEAN)) AS judge_correct,
+               coalesce(c.codes, []) AS judge_codes
+        FROM attempts a JOIN runs r USING (run_id)
+        LEFT JOIN rj USING (attempt_id) LEFT JOIN codes c USING (attempt_id)
+        {_FILTER_SQL}
+        ORDER BY a.attempt_id
+        """,
+        params | {"source": source},
+    )
+    df["judge_codes"] = [set(c) if isinstance(c, (list, np.ndarray)) else set() for c in df["judge_codes"]]
+    return df, source
+
+
+CORRECTION_COLUMNS = [
+    "quantity", "code", "judge", "estimate", "lo", "hi", "reviews_only", "reviews_only_lo", "reviews_only_hi",
+    "lam", "n_reviewed", "n_attempts", "note",
+]  # fmt: skip
+
+
+def needs_reviews(n: int, *, minimum: int = MIN_REVIEWS) -> str:
+    """What a figure waiting for reviews says instead of NaN."""
+    return f"needs at least {minimum} reviews in the calibration sample (has {n})"
+
+
+def judge_corrections(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None = None,
+    agents: Sequence[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """The judge's figures (its pass rate, the share of attempts with each code) beside the same figures corrected
+    by the human reviews of the calibration sample (PPI++, ``analytics.ppi.ppi_mean``) with their interval, and
+    the reviews-only estimate; ``note`` says when there are too few reviews. Shares are fractions (0..1)."""
+    from analytics.ppi import ppi_mean
+
+    kw: dict[str, Any] = {"benchmark": benchmark, "agents": agents, "date_from": date_from, "date_to": date_to}
+    preds, source = judge_predictions(con, **kw)
+    sample, _ = calibration_sample(con, **kw)
+    humans = human_consensus(current_reviews(con, **kw))
+    humans = humans[humans["attempt_id"].isin(sample)].set_index("attempt_id")
+    rows = []
+
+    def add(quantity: str, code: str | None, f: pd.Series, y: pd.Series) -> None:
+        labelled = f.index.intersection(y.index)
+        rest = f.index.difference(labelled)
+        est = ppi_mean(y.loc[labelled].astype(float), f.loc[labelled].astype(float), f.loc[rest].astype(float),
+                       level=level)  # fmt: skip
+        note = needs_reviews(len(labelled)) if not np.isfinite(est.estimate) else ""
+        rows.append(
+            {"quantity": quantity, "code": code, "judge": est.judge, "estimate": est.estimate, "lo": est.lo,
+             "hi": est.hi, "reviews_only": est.classical, "reviews_only_lo": est.classical_lo,
+             "reviews_only_hi": est.classical_hi, "lam": est.lam, "n_reviewed": len(labelled),
+             "n_attempts": len(f), "note": note}
+        )  # fmt: skip
+
+    verdicts = preds.dropna(subset=["judge_correct"]).set_index("attempt_id")["judge_correct"]
+    human_ok = humans["human_correct"].dropna()
+    if len(verdicts):
+        add("judged pass rate", None, verdicts, human_ok)
+    codes = sorted(set().union(*preds["judge_codes"], *humans["human_codes"])) if len(preds) else []
+    pred_codes = preds.set_index("attempt_id")["judge_codes"]
+    for code in codes:
+        f = pred_codes.map(lambda cs, c=code: c in cs)
+        y = humans["human_codes"].map(lambda cs, c=code: c in cs)
+        add(f"share with {code} ({source})", code, f, y)
+    return pd.DataFrame(rows, columns=CORRECTION_COLUMNS)
+
+
+def corrections_table(corr: pd.DataFrame) -> pd.DataFrame:
+    """``judge_corrections`` as people read it: percentages, the interval as text, the note where no estimate."""
+
+    def pct(v: float) -> str:
+        return fmt.MISSING if not np.isfinite(v) else f"{100 * v:.1f}%"
+
+    def interval(lo: float, hi: float) -> str:
+        return fmt.MISSING if not np.isfinite(lo) else f"{100 * max(lo, 0):.1f}% to {100 * min(hi, 1):.1f}%"
+
+    return pd.DataFrame(
+        {
+            "Figure": corr["quantity"],
+            "Judge says": corr["judge"].map(pct),
+            "Corrected by reviews": [note or pct(e) for e, note in zip(corr["estimate"], corr["note"], strict=True)],
+            "95% interval": [interval(lo, hi) for lo, hi in zip(corr["lo"], corr["hi"], strict=True)],
+            "Reviews only": [
+                f"{pct(v)} ({interval(lo, hi)})" if np.isfinite(lo) else fmt.MISSING
+                for v, lo, hi in zip(
+                    corr["reviews_only"], corr["reviews_only_lo"], corr["reviews_only_hi"], strict=True
+                )
+            ],
+            "Reviewed (calibration sample)": corr["n_reviewed"].astype(int),
+            "Attempts": corr["n_attempts"].astype(int),
         }
     )

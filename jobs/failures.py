@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from analytics import llm
 from analytics.clusters import (
@@ -21,19 +20,33 @@ from analytics.clusters import (
     failure_texts,
     label_messages,
 )
-from analytics.embeddings import DEFAULT_MODEL, Embedder, text_hash
+from analytics.embeddings import STATIC_MODEL, make_embedder, text_hash
 from store import Location, derived, publish, resolve_db_path, transaction, writer
 
+BATCH = 20_000  # texts embedded and written per step: bounds memory (a batch of vectors is about 20 MB)
 
-def store_vectors(con: object, texts: Sequence[str], vectors: np.ndarray, *, model: str) -> int:
-    """Append (text hash, model, vector) rows to ``embeddings``; ``con`` is a writer connection."""
+
+def store_vectors(con: object, texts: Sequence[str], vectors: np.ndarray, *, model: str, batch: int = BATCH) -> int:
+    """Append (text hash, model, vector) rows to ``embeddings`` in batches of ``batch`` rows (the vectors go as an
+    Arrow list column, never one Python list per vector); ``con`` is a writer connection."""
+    import pyarrow as pa
+
     if not len(texts):
         return 0
-    frame = pd.DataFrame(
-        {"text_hash": [text_hash(t) for t in texts], "model": model, "vector": [v.tolist() for v in vectors]}
-    )
-    derived.insert_embeddings(con, frame)  # type: ignore[arg-type]
-    return len(frame)
+    vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+    for s in range(0, len(texts), batch):
+        part = vecs[s : s + batch]
+        flat = pa.array(part.reshape(-1), pa.float32())
+        offsets = pa.array(np.arange(0, part.size + 1, part.shape[1], dtype=np.int32), pa.int32())
+        frame = pa.table(
+            {
+                "text_hash": pa.array([text_hash(t) for t in texts[s : s + batch]], pa.string()),
+                "model": pa.array([model] * len(part), pa.string()),
+                "vector": pa.ListArray.from_arrays(offsets, flat),
+            }
+        )
+        derived.insert_embeddings(con, frame)  # type: ignore[arg-type]
+    return len(texts)
 
 
 def embed_failures(
@@ -42,22 +55,35 @@ def embed_failures(
     benchmark: str,
     run_id: str | None = None,
     encode: Callable[[list[str]], np.ndarray] | None = None,
-    model: str = DEFAULT_MODEL,
+    model: str = STATIC_MODEL,
+    progress: Callable[[float, str], None] | None = None,
+    batch: int = BATCH,
 ) -> int:
     """Embed the failed attempts of ``benchmark`` (or one run) that have no cached vector; return how many.
 
-    ``encode`` defaults to the pinned all-MiniLM-L6-v2 (loaded only when something is missing).
+    ``encode`` defaults to the model's embedder (the static model distilled from all-MiniLM-L6-v2, loaded only
+    when something is missing). Texts are embedded and written ``batch`` at a time, each batch its own
+    transaction, so memory stays bounded and an interrupted job keeps what it wrote; ``progress(fraction,
+    message)`` is told after each batch.
     """
     with writer(db, publish_snapshot=False) as con:
         failures = failure_texts(con, benchmark=benchmark, run_id=run_id)
         _, missing = cached_failure_vectors(con, failures, model=model)
         if not missing:
             return 0
-        vectors = (encode or Embedder(model).encode)(missing)
-        with transaction(con):
-            n = store_vectors(con, missing, vectors, model=model)
+        fn = encode or make_embedder(model).encode
+        if progress is not None:
+            progress(0.0, f"embedding {len(missing):,} failure texts (the first use also distils the static model)")
+        done = 0
+        for s in range(0, len(missing), batch):
+            part = missing[s : s + batch]
+            vectors = fn(part)
+            with transaction(con):
+                done += store_vectors(con, part, vectors, model=model, batch=batch)
+            if progress is not None:
+                progress(done / len(missing), f"embedded {done:,} of {len(missing):,} failure texts")
         publish(con, resolve_db_path(db))
-    return n
+    return done
 
 
 def label_clusters(
@@ -84,8 +110,8 @@ def label_clusters(
         client = client or llm.make_client(cfg)
         rows = []
         for r in todo.itertuples():
-            res = llm.chat(client, cfg, label_messages(list(r.terms), list(r.examples)), max_tokens=60)
-            rows.append((r.content_key, clean_label(res.text) or " · ".join(r.terms), res))
+            res = llm.chat(client, cfg, label_messages(list(r.phrases), list(r.examples)), max_tokens=60)
+            rows.append((r.content_key, clean_label(res.text) or r.label, res))
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         derived.insert_cluster_labels(
             con,

@@ -1,6 +1,7 @@
-"""Failure clusters: failed attempts grouped by what their transcripts say (pinned sentence model, agglomerative
-clustering), each named by its distinctive terms, with its size per run, its error codes and its attempts (each
-opening the drilldown). Deep link: ``clusters?cl_run=<run_id>``."""
+"""Failure clusters: failed attempts grouped by what went wrong (docs/failure_analysis.md), each named by its key
+phrases (and an LLM's line when a judge endpoint is configured), with representative attempts, its share per run
+and version and its trend, its error codes and its attempts (each opening the drilldown). Missing embeddings are
+computed in the background on the first visit, with progress. Deep link: ``clusters?cl_run=<run_id>``."""
 
 import streamlit as st
 
@@ -8,10 +9,12 @@ from analytics import clusters as cl
 from analytics import llm
 from analytics import trajectory as tr
 from jobs.failures import embed_failures, label_clusters
+from ui import background
 from ui.common import (
     UrlField,
     cached,
     db_path,
+    db_version,
     download_buttons,
     drilldown_url,
     empty_state,
@@ -24,8 +27,9 @@ from ui.shell import page_setup
 
 filters = page_setup(
     "Failure clusters",
-    "Failed attempts embedded (final answer, last steps, tool errors) with all-MiniLM-L6-v2, clustered by "
-    "cosine distance (average linkage, cut at 0.3) and named by their most distinctive terms (class TF-IDF).",
+    "Each failed attempt's document (its errors and failing tool results, else its answer against the reference; "
+    "boilerplate cut) embedded by a static model distilled from all-MiniLM-L6-v2, clustered with the number of "
+    "clusters chosen by the silhouette, named by key phrases (class TF-IDF).",
     unused=("agents", "dates"),
 )
 if not filters.benchmark:
@@ -47,21 +51,44 @@ try:
 except cl.ClusterError as exc:
     empty_state(plain(f"{exc}."))
 if clusters is None:
-    st.info(
-        "Some failed attempts have no embedding yet. Embedding runs on this machine (about 5-20 failures a second "
-        "on two cores); `python -m analytics clusters --benchmark NAME` does the same."
-    )
-    if st.button("Embed the failed attempts", key="cl_embed", type="primary"):
-        with st.spinner("Embedding failed attempts..."):
-            n = embed_failures(db_path(), benchmark=filters.benchmark, run_id=run_id)
-        st.success(f"{n} texts embedded.")
-        st.rerun()
+    if not background.is_enabled():
+        st.info(
+            "Some failed attempts have no embedding yet (RUNLENS_AUTO_FIT=0: nothing starts by itself). Embedding "
+            "runs on this machine, thousands of failures a second; `python -m analytics clusters --benchmark NAME` "
+            "does the same."
+        )
+        if st.button("Embed the failed attempts", key="cl_embed", type="primary"):
+            with st.spinner("Embedding failed attempts..."):
+                n = embed_failures(db_path(), benchmark=filters.benchmark, run_id=run_id)
+            st.success(f"{n} texts embedded.")
+            st.rerun()
+        st.stop()
+    # the first visit embeds what is missing in the background (once per store, benchmark, run and data version);
+    # every visitor meanwhile sees the same job, and the clusters show as soon as the vectors are stored
+    key = f"cluster-embed|{db_path()}|{filters.benchmark}|{run_id}|{db_version()}"
+    job = background.start(key, embed_failures, db_path(), benchmark=filters.benchmark, run_id=run_id)
+    st.info("Some failed attempts have no embedding yet: embedding them now, in the background.")
+    if job.error is not None:
+        st.error(f"Embedding failed: {plain(job.error)}")
+        if st.button("Try again", key="cl_retry"):
+            background.forget(key)
+            st.rerun()
+        st.stop()
+
+    @st.fragment(run_every=1.0)
+    def wait_for_vectors() -> None:
+        current = background.get(key)
+        if current is None or current.is_done:
+            st.rerun(scope="app")
+        st.progress(current.fraction, text=current.message)
+
+    wait_for_vectors()
     st.stop()
 if cfg is None:
     st.caption(
-        "Clusters are named by their distinctive terms. With an OpenAI-compatible judge configured (OPENAI_BASE_URL, "
-        "RUNLENS_JUDGE_MODEL) each cluster also gets a one-line LLM label from its terms and a few example texts, "
-        "cached in the database so a cluster is never labelled twice."
+        "Clusters are named by their key phrases. With an OpenAI-compatible judge configured (OPENAI_BASE_URL, "
+        "RUNLENS_JUDGE_MODEL) each cluster also gets a short LLM label from its phrases and representative "
+        "attempts, cached in the database so a cluster is never labelled twice."
     )
 unlabelled = cfg is not None and bool(clusters.summary.query("cluster_id >= 0")["llm_label"].isna().any())
 if unlabelled and st.button("Label the clusters with the LLM", key="cl_label"):
@@ -80,6 +107,16 @@ show_fig(cl.fig_clusters_by_run(long), key="cl_fig", data=long, name="clusters-b
 
 labels = {int(r.cluster_id): f"{int(r.cluster_id)}: {r.label} ({r.n_attempts})" for r in summary.itertuples()}
 cid = st.selectbox("Cluster", list(labels), format_func=labels.get, key="cl_pick")
+picked = summary[summary["cluster_id"] == cid].iloc[0]
+if picked["trend"]:
+    st.caption(plain(f"Over agent versions: {picked['trend']}."))
+st.caption("Representative attempts (nearest the cluster's centre):")
+for rep, doc in zip(picked["representatives"], picked["examples"], strict=True):
+    st.markdown(
+        f"[{plain(rep['run_id'])} · {plain(rep['task_id'])} · sample {int(rep['sample'])}]"
+        f"({drilldown_url(rep['run_id'], rep['task_id'], int(rep['sample']))})"
+    )
+    st.text(doc)
 members = clusters.members[clusters.members["cluster_id"] == cid]
 members = members.assign(
     codes=members["codes"].map(", ".join),

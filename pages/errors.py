@@ -47,6 +47,11 @@ else:
 # how far the judge can be trusted, before its distributions (agreement with human reviews, pages/review.py)
 trust = cached(rv.agreement, **filters.as_kwargs())
 st.info(plain(rv.trust_sentence(trust.verdicts, trust.n_reviewed)), icon=":material/balance:")
+corrected = cached(rv.judge_corrections, **filters.as_kwargs())
+if not corrected.empty:
+    with st.expander("Judge figures corrected by human reviews (PPI++, 95% intervals)", expanded=trust.n_reviewed > 0):
+        st.dataframe(rv.corrections_table(corrected), hide_index=True, key="err_corrected", width="stretch")
+        download_buttons(corrected, f"judge-corrected-{filters.benchmark}", key="err_dl_corrected")
 st.page_link(
     "pages/review.py", label="Review attempts; see where judge and humans disagree", icon=":material/rate_review:"
 )

@@ -42,6 +42,24 @@ def _with_links(df):  # type: ignore[no-untyped-def]
 st.subheader("Judge and labels against human reviewers")
 agr = cached(rv.agreement, **filters.as_kwargs())
 st.info(plain(rv.trust_sentence(agr.verdicts, agr.n_reviewed)), icon=":material/balance:")
+corr = cached(rv.judge_corrections, **filters.as_kwargs())
+if not corr.empty:
+    st.caption(
+        "The judge's figures beside the same figures corrected by the human reviews of the calibration sample "
+        "(prediction-powered inference, PPI++: valid 95% intervals when the reviewed attempts are the calibration "
+        "queue's random sample; a review from another queue counts only inside that sample)."
+    )
+    st.dataframe(rv.corrections_table(corr), hide_index=True, key="rv_corrected", width="stretch")
+    download_buttons(corr, "judge-corrected", key="rv_corrected_dl")
+if agr.fleiss is not None:
+    f = agr.fleiss
+    st.caption(
+        plain(
+            f"Reviewers among themselves: Fleiss' kappa "
+            f"{rv.kappa_text(f['kappa'], f['kappa_lo'], f['kappa_hi'], int(f['n_attempts']))} over the attempts "
+            f"{int(f['n_reviewers'])} reviewers reviewed at least twice."
+        )
+    )
 if llm.llm_config() is None:
     st.caption(
         "No judge server is configured: the raters below are the log's own score, judge and labels. With an "
@@ -52,7 +70,7 @@ if agr.n_reviewed:
     st.caption(f"{agr.n_reviewed} reviewed attempts; kappa with a 95% bootstrap interval (2,000 resamples, seed 0).")
     st.dataframe(agr.verdicts.round(3), hide_index=True, key="rv_verdicts", width="stretch")
     download_buttons(agr.verdicts, "agreement-verdicts", key="rv_verdicts_dl")
-    with st.expander("Error codes: precision and recall against the human codes"):
+    with st.expander("Error codes: precision, recall and kappa (95% bootstrap interval) against the human codes"):
         st.dataframe(agr.codes.round(3), hide_index=True, key="rv_codes", width="stretch")
         download_buttons(agr.codes, "agreement-codes", key="rv_codes_dl")
     with st.expander("Reviewers against each other"):

@@ -58,7 +58,7 @@ def test_labels_are_stored_once_and_reused(server: FakeOpenAI, tmp_path: Path) -
     assert label_clusters(db, clusters, cfg=_cfg(server)) == n_clusters
     assert len(server.requests) == n_clusters
     user = server.requests[0]["messages"][1]["content"]
-    assert "Distinctive terms:" in user and "<<<" in user  # terms and fenced example texts
+    assert "Key phrases:" in user and "<<<" in user  # key phrases and fenced representative documents
     with reader(db) as con:
         labelled = cl.apply_llm_labels(con, clusters, model="fake-model")
         rows = con.execute("SELECT model, prompt_version, label FROM cluster_labels").fetchall()

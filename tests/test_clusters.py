@@ -28,8 +28,8 @@ ARI_FLOOR = 0.5  # measured 0.64 at the default cut 0.3 (2026-11-23); a floor, n
 
 
 def test_renumber_orders_by_size_and_pools_small_clusters() -> None:
-    got = cl._renumber(np.array([5, 5, 7, 7, 7, 9]), min_size=2)
-    assert got.tolist() == [1, 1, 0, 0, 0, -1]
+    got = cl.renumber(np.array([5, 5, 7, 7, 7, 9, -1]), min_size=2)
+    assert got.tolist() == [1, 1, 0, 0, 0, -1, -1]
 
 
 def test_distinctive_terms_pick_what_sets_a_cluster_apart() -> None:
@@ -38,16 +38,63 @@ def test_distinctive_terms_pick_what_sets_a_cluster_apart() -> None:
     assert terms == {0: ["timeout"], 1: ["division"]}  # 'answer' is everywhere: never distinctive
 
 
+def test_key_phrases_are_two_or_three_words_that_set_a_cluster_apart() -> None:
+    texts = [f"failed: rate limit exceeded for key {i} | final answer: gave up" for i in range(5)] + [
+        f"failed: campaign not found ({i}) | final answer: gave up" for i in range(5)
+    ]
+    got = cl.key_phrases(texts, [0] * 5 + [1] * 5, n=2)
+    assert got[0][0] in {"rate limit", "limit exceeded", "rate limit exceeded", "failed rate limit"}, got
+    assert any("not found" in p for p in got[1]), got
+    assert all(2 <= len(p.split()) <= 3 for ps in got.values() for p in ps)
+    assert not any("gave up" in p for ps in got.values() for p in ps)  # shared by both: not distinctive
+
+
+def test_trend_sentences() -> None:
+    assert cl.trend_sentence([("v1", 0.0), ("v2", 0.08)]) == "new in v2 (8% of v2's failures)"
+    assert cl.trend_sentence([("v1", 0.03), ("v2", 0.11)]) == "grew from 3% to 11% (v1 to v2)"
+    assert cl.trend_sentence([("v1", 0.2), ("v2", 0.05)]) == "shrank from 20% to 5% (v1 to v2)"
+    assert cl.trend_sentence([("v1", 0.1), ("v2", 0.0)]) == "gone in v2 (was 10% in v1)"
+    assert cl.trend_sentence([("v1", 0.10), ("v2", 0.11)]).startswith("steady at about")
+
+
 def test_cluster_vectors_beyond_max_points_join_the_nearest_centre() -> None:
     rng = np.random.default_rng(5)
-    centres = np.eye(8)[:3]  # three orthogonal causes: far apart at any cut
-    truth = rng.integers(3, size=60)
-    vectors = centres[truth] + 0.05 * rng.standard_normal((60, 8))
+    centres = np.eye(8)[:3]  # three orthogonal causes
+    truth = rng.integers(3, size=300)
+    vectors = centres[truth] + 0.05 * rng.standard_normal((300, 8))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    got = cl.cluster_vectors(vectors, max_points=12, min_size=1)
-    assert len(set(got.tolist())) == 3  # 12 clustered directly, 48 assigned
+    got = cl.cluster_vectors(vectors, max_points=60, min_size=1)
+    assert len(set(got.tolist())) == 3  # the number of clusters found from the data, not given
     assert pd.crosstab(got, truth).gt(0).sum(axis=1).eq(1).all()  # every assigned point joined its own cause
-    assert len(set(cl.cluster_vectors(vectors, max_points=2, min_size=1).tolist())) <= 2  # only 2 were clustered
+
+
+def test_documents_keep_what_went_wrong_and_cut_boilerplate() -> None:
+    base = {"status": "completed", "reference_answer": "6.3%", "reference_trajectory": None, "n_repeated": 0}
+    raw = pd.DataFrame(
+        [
+            {**base, "errors": "search: Error: upstream timeout (HTTP 504)", "answer": "Sorry, I could not finish.",
+             "n_tool_calls": 3, "tools": ["search"]},
+            {**base, "errors": "fetch: [] ", "answer": "Sorry, I could not finish.", "n_tool_calls": 2, "tools": []},
+            {**base, "errors": None, "answer": "6.9%", "n_tool_calls": 2, "tools": ["search"]},
+            {**base, "errors": None, "answer": "", "n_tool_calls": 0, "tools": [], "status": "timeout"},
+        ]
+    )  # fmt: skip
+    docs = cl.failure_documents(raw)
+    assert docs[0] == "failed: upstream timeout (HTTP 504) | final answer: differs from the reference"
+    assert docs[1].startswith("failed: []")
+    assert docs[2] == "final answer: 6.9% (a different number than the reference)"
+    assert docs[3] == "no final answer | no tool was called | status timeout"
+    many = pd.concat([raw.iloc[[0]]] * 12, ignore_index=True)
+    many["errors"] = [f"search: {w} error on call {i}" for i, w in enumerate(["quota", "auth", "parse"] * 4)]
+    cut = cl.failure_documents(many)  # the answer's comparison is in all 12: boilerplate, cut; digits are masked
+    assert cut[:2] == ["failed: quota error on call 0", "failed: auth error on call 1"]
+
+
+def test_answer_against_the_reference() -> None:
+    assert cl.answer_against_reference("No -- 5.23%", "Yes -- 4.21% vs 5.14%") == "the opposite yes/no of the reference"
+    assert cl.answer_against_reference("8.0", "8") == "the same number as the reference"
+    assert cl.answer_against_reference(None, "8") == "no final answer"
+    assert cl.answer_against_reference("blue", None) == ""
 
 
 def test_label_quality_by_hand() -> None:
@@ -174,3 +221,39 @@ def test_clusters_agree_with_the_adbench_demo_codes(tmp_path: Path) -> None:
     quality = cl.label_quality(clusters.members)
     assert quality["n"] > 500
     assert quality["ari"] >= DEMO_ARI_FLOOR and quality["purity"] >= DEMO_PURITY_FLOOR, quality
+
+
+# Held-out sets with known causes (tests/failure_sets.py: causes worded differently every time, shared
+# boilerplate, two transcript styles). Floors below what was measured (docs/failure_analysis.md): the issue's
+# target, ARI >= 0.8 on every such set, is NOT reached; these guard against regressions.
+HELD_OUT = [  # seed, causes, failures, style, ARI floor (measured 2026-11-26)
+    (105, 5, 2000, "agent", 0.55),
+    (104, 10, 1000, "chat", 0.40),
+]
+
+
+@pytest.mark.parametrize(("seed", "n_causes", "n_failures", "style", "floor"), HELD_OUT)
+def test_held_out_sets_with_known_causes(
+    tmp_path: Path, seed: int, n_causes: int, n_failures: int, style: str, floor: float
+) -> None:
+    from sklearn.metrics import adjusted_rand_score
+
+    from ingest.pipeline import ingest_paths
+    from jobs.failures import embed_failures
+    from tests.failure_sets import failure_set
+
+    fs = failure_set(seed=seed, n_causes=n_causes, n_failures=n_failures, style=style)
+    db = tmp_path / "held.duckdb"
+    assert [r.outcome for r in ingest_paths([fs.write(tmp_path / "held.jsonl")], db=db)] == ["ingested"]
+    embed_failures(db, benchmark=fs.benchmark, batch=700)  # several batches
+    with reader(db) as con:
+        clusters = cl.failure_clusters(con, benchmark=fs.benchmark)
+    assert clusters is not None and clusters.n_failures == n_failures
+    m = clusters.members
+    truth = [fs.truth[(r, t, int(s))] for r, t, s in zip(m["run_id"], m["task_id"], m["sample"], strict=True)]
+    assert adjusted_rand_score(truth, m["cluster_id"]) >= floor
+    s = clusters.summary
+    assert s["n_attempts"].sum() == n_failures  # every failure in exactly one cluster (or "unclustered")
+    named = s[s["cluster_id"] >= 0]
+    assert named["phrases"].map(len).gt(0).all() and named["representatives"].map(len).eq(3).all()
+    assert named["trend"].str.len().gt(0).all()

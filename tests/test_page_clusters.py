@@ -27,6 +27,26 @@ def test_clusters_page_embeds_then_clusters(failures_db: Path, monkeypatch: pyte
     assert len(at.get("plotly_chart")) == 1
 
 
+def test_the_first_visit_embeds_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ingest.pipeline import ingest_paths
+    from tests.failure_sets import failure_set
+    from ui import background
+
+    fs = failure_set(seed=3, n_causes=4, n_failures=120)
+    fresh = tmp_path / "fresh.duckdb"
+    ingest_paths([fs.write(tmp_path / "f.jsonl")], db=fresh)
+    monkeypatch.setenv("RUNLENS_AUTO_FIT", "1")
+    at = open_page("pages/clusters.py", fresh, monkeypatch, benchmark=fs.benchmark)
+    assert any("in the background" in i.value for i in at.info)
+    jobs = [j for k, j in background._JOBS.items() if str(fresh) in k]
+    assert len(jobs) == 1 and jobs[0].thread is not None
+    jobs[0].thread.join(timeout=180)
+    assert jobs[0].is_done and jobs[0].error is None, jobs[0].error
+    at.run()  # what the page's own timer does once the job is done
+    assert not at.exception, [e.value for e in at.exception]
+    assert int(at.dataframe[0].value["Failed attempts"].sum()) == 120
+
+
 def test_cluster_chart_keeps_ten_colours_and_greys_the_rest() -> None:
     import pandas as pd
 
@@ -52,8 +72,10 @@ def test_cluster_chart_keeps_ten_colours_and_greys_the_rest() -> None:
                 "share_of_failures": [0.5],
                 "codes": [{"TE": 2}],
                 "terms": [["a", "b"]],
+                "trend": ["new in v2 (8% of v2's failures)"],
             }
         )
     )
-    assert list(table.columns)[:2] == ["Cluster", "Named by its terms"] and "LLM label" not in table
+    assert list(table.columns)[:2] == ["Cluster", "Key phrases"] and "LLM label" not in table
     assert table["Error codes (attempts)"].iloc[0] == "TE 2" and table["Share of failures (%)"].iloc[0] == 50.0
+    assert table["Trend over versions"].iloc[0] == "new in v2 (8% of v2's failures)"

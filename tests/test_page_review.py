@@ -25,8 +25,11 @@ def test_review_page_shows_agreement_and_saves(
     db = _copy(review_db, tmp_path)
     at = open_page("pages/review.py", db, monkeypatch, benchmark="rb", queue="failed")
     assert any(md_plain("log judge judge-x: kappa") in i.value for i in at.info)  # log text shown escaped
-    verdicts = at.dataframe[0].value
+    verdicts = next(d.value for d in at.dataframe if "rater" in d.value.columns)
     assert {"log score", "log judge judge-x"} <= set(verdicts["rater"])
+    corrected = at.dataframe[0].value  # the judge's figures corrected by the reviews come first
+    assert corrected["Figure"].iloc[0] == "judged pass rate" and "nan" not in corrected.to_string()
+    assert any("Fleiss" in c.value for c in at.caption)
     queue = next(d.value for d in at.dataframe if "Reviewed by you" in d.value.columns)
     assert set(queue["Passed"]) == {"✗"} and queue["open"].str.startswith("drilldown?run=run-1").all()
     assert "None" not in queue.to_string() and "nan" not in queue.to_string()

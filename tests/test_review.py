@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from analytics import ppi
 from analytics import review as rv
 from ingest.reviews import MAX_NOTE_CHARS, ReviewError, record_review
-from store import reader
+from store import reader, writer
 
 N = 40
 
@@ -229,3 +230,68 @@ def test_queue_table_and_raters_line_read_without_raw_values() -> None:
     line = rv.raters_line(items.iloc[0])
     assert line == "passed ✗ · log codes PE, TOOL · log judge incorrect · Runlens judge –"
     assert not any(raw in line for raw in ("False", "None", "<NA>", "nan"))
+
+
+def test_calibration_queue_takes_each_stratum_in_proportion(review_db: Path) -> None:
+    passed, _, _ = _verdicts()
+    with reader(review_db) as con:
+        first = rv.review_queue(con, queue="calibration", benchmark="rb", n=20, seed=3)
+        labels = con.execute(
+            "SELECT attempt_id, min(code) FROM error_labels WHERE source = 'label' GROUP BY attempt_id"
+        ).fetchall()
+    code = dict(labels)
+    strata = pd.Series([code.get(int(a), "none") for a in first["attempt_id"]]).value_counts()
+    n_pass = sum(passed)
+    want = {"none": n_pass / N * 20, "PE": (N - n_pass) / 2 / N * 20, "HAL": (N - n_pass) / 2 / N * 20}
+    for stratum, expected in want.items():
+        assert abs(int(strata.get(stratum, 0)) - expected) <= 1.5, (strata, want)  # proportional allocation
+
+
+def test_fleiss_kappa_of_the_reviewers(review_db: Path) -> None:
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+    _, _, human = _verdicts()
+    with reader(review_db) as con:
+        agr = rv.agreement(con, benchmark="rb", n_boot=200, seed=0)
+    b = [human[i] != (i < 5) for i in range(20)]  # B differs from A on the first five
+    table, _ = aggregate_raters(np.array([[human[i], b[i]] for i in range(20)], dtype=int))
+    assert agr.fleiss is not None and agr.fleiss["n_attempts"] == 20 and agr.fleiss["n_reviewers"] == 2
+    assert agr.fleiss["kappa"] == pytest.approx(fleiss_kappa(table, method="fleiss"))
+    assert agr.fleiss["kappa_lo"] <= agr.fleiss["kappa"] <= agr.fleiss["kappa_hi"]
+    per_code = agr.codes[agr.codes["rater"] == "log labels"].set_index("code")
+    assert {"agreement", "kappa", "kappa_lo", "kappa_hi"} <= set(per_code.columns)
+    assert per_code.loc["PE", "kappa_lo"] <= per_code.loc["PE", "kappa"] <= per_code.loc["PE", "kappa_hi"]
+
+
+def test_kappa_text_says_what_is_missing_instead_of_nan() -> None:
+    assert rv.kappa_text(float("nan"), float("nan"), float("nan"), 1) == "needs at least 10 reviews (has 1)"
+    assert rv.kappa_text(float("nan"), float("nan"), float("nan"), 12).startswith("undefined")
+    assert rv.kappa_text(0.5, 0.2, 0.7, 30) == "0.50 (95% CI 0.20 to 0.70, n = 30)"
+    assert "nan" not in rv.trust_sentence(
+        pd.DataFrame([{"rater": "judge m", "kappa": float("nan"), "kappa_lo": float("nan"),
+                       "kappa_hi": float("nan"), "n": 1}]), 1
+    )  # fmt: skip
+
+
+def test_judge_figures_corrected_by_the_calibration_sample(review_db: Path, tmp_path: Path) -> None:
+    passed, judge, human = _verdicts()
+    with reader(review_db) as con:
+        corr = rv.judge_corrections(con, benchmark="rb").set_index("quantity")
+        sample, gap = rv.calibration_sample(con, benchmark="rb")
+    assert len(sample) == N and gap is None  # A reviewed every attempt: the whole queue is the sample
+    rate = corr.loc["judged pass rate"]
+    assert rate["judge"] == pytest.approx(np.mean(judge))  # the log's judge, at its word
+    keep = [i for i in range(N) if i >= 5]  # ties between A and B have no human verdict
+    ties = [i for i in range(5)]  # judged, not labelled: the unlabelled part of PPI
+    want = ppi.ppi_mean([human[i] for i in keep], [judge[i] for i in keep], [judge[i] for i in ties])
+    assert rate["n_reviewed"] == len(keep) and rate["estimate"] == pytest.approx(want.estimate)
+    assert rate["lo"] < rate["estimate"] < rate["hi"]
+    # a fresh store with three reviews: no figure, and the page says how many reviews it needs
+    fresh = _copy(review_db, tmp_path)
+    with writer(fresh) as con:
+        con.execute("DELETE FROM reviews WHERE attempt_id NOT IN (SELECT attempt_id FROM reviews LIMIT 3)")
+    with reader(fresh) as con:
+        few = rv.judge_corrections(con, benchmark="rb").set_index("quantity").loc["judged pass rate"]
+    assert np.isnan(few["estimate"]) and few["note"].startswith("needs at least 10 reviews")
+    shown = rv.corrections_table(corr.reset_index())
+    assert shown["Judge says"].iloc[0].endswith("%") and "nan" not in shown.to_string()

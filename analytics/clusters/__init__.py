@@ -1,0 +1,60 @@
+"""Failure clusters: failed attempts grouped by what went wrong, named, with evidence and trends.
+
+``load`` (the document of each failure, cached vectors), ``compute`` (the clustering), ``report`` (names, evidence,
+trends, tables, JSON). docs/failure_analysis.md explains the method and its measurements."""
+
+from analytics.clusters.compute import (
+    K_MAX,
+    MAX_POINTS,
+    MERGE_SIMILARITY,
+    MIN_SIZE,
+    SEED,
+    centred,
+    choose_k,
+    cluster_vectors,
+    merge_close,
+    renumber,
+)
+from analytics.clusters.load import (
+    answer_against_reference,
+    cached_failure_vectors,
+    failure_documents,
+    failure_frame,
+    failure_texts,
+    read_vectors,
+)
+from analytics.clusters.report import (
+    CLUSTER_COLORS,
+    LABEL_PROMPT_VERSION,
+    UNCLUSTERED,
+    ClusterError,
+    Clusters,
+    apply_llm_labels,
+    build_clusters,
+    by_run_frame,
+    cached_labels,
+    clean_label,
+    content_key,
+    display_table,
+    distinctive_terms,
+    failure_clusters,
+    fig_clusters_by_run,
+    key_phrases,
+    label_messages,
+    label_quality,
+    representatives,
+    share_trend,
+    text_report,
+    to_json,
+    trend_sentence,
+)
+
+__all__ = [
+    "CLUSTER_COLORS", "K_MAX", "LABEL_PROMPT_VERSION", "MAX_POINTS", "MERGE_SIMILARITY", "MIN_SIZE", "SEED",
+    "UNCLUSTERED", "ClusterError", "Clusters", "answer_against_reference", "apply_llm_labels", "build_clusters",
+    "by_run_frame", "cached_failure_vectors", "cached_labels", "centred", "choose_k", "clean_label",
+    "cluster_vectors", "content_key", "display_table", "distinctive_terms", "failure_clusters",
+    "failure_documents", "failure_frame", "failure_texts", "fig_clusters_by_run", "key_phrases", "label_messages",
+    "label_quality", "merge_close", "read_vectors", "renumber", "representatives", "share_trend", "text_report",
+    "to_json", "trend_sentence",
+]  # fmt: skip

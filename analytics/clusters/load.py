@@ -1,0 +1,246 @@
+"""What a failure's cluster is computed from: the informative part of each failed attempt, and its cached vector.
+
+The **document** of a failed attempt (``failure_documents``) is what went wrong, not the transcript:
+
+* every step with an **error**, and every tool result that **reads as a failure** (``FAILING_RESULT``: it names an
+  error, an exception, a refusal, an HTTP 4xx/5xx status, something missing, or it is empty): its tool and the
+  text, at most the last ``MAX_ERRORS``; the final answer then only as it compares with the reference (the answer
+  after a failed tool is a consequence, mostly an apology);
+* without such a step: the **final answer against the reference** ("final answer: 6.14 ad groups (a different
+  number than the reference)");
+* what the **trajectory** says against the task's reference trajectory: no tool called, a call repeated with the
+  same arguments, reference tools never called;
+* the attempt's **status** when it is not ``completed`` (a step budget, a crash).
+
+Then **boilerplate** is cut: a segment (one of the lines above, digits and ids masked) found in at least
+``BOILERPLATE_SHARE`` of the failures says nothing about why one failure differs from another and is dropped
+(a document left empty keeps its segments). Plans, account look-ups and the task's own text never enter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from store import query_df
+
+MAX_ERRORS = 3
+STEP_CHARS = 240
+ANSWER_CHARS = 240
+BOILERPLATE_SHARE = 0.5
+
+_FAILURE_SQL = """
+WITH f AS (
+    SELECT a.attempt_id, a.run_id, a.task_id, a.sample, r.agent, r.agent_version, r.eval_date, a.answer, a.status,
+           t.reference_answer, t.reference_trajectory
+    FROM attempts a JOIN runs r USING (run_id)
+    LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
+    WHERE r.benchmark = $benchmark AND ($run_id IS NULL OR a.run_id = $run_id) AND a.passed = false
+),
+s AS (
+    SELECT s.attempt_id, s.step, s.kind, s.tool, s.args::VARCHAR AS args,
+           replace(left(s.error, $chars), chr(10), ' ') AS error,
+           replace(left(coalesce(s.result, tx.text, s.content), $chars), chr(10), ' ') AS body,
+    FROM steps s SEMI JOIN f USING (attempt_id)
+    LEFT JOIN texts tx ON s.result IS NULL AND tx.text_hash = s.result_hash
+),
+e AS (
+    SELECT *, coalesce(error, CASE WHEN kind = 'tool_call' AND regexp_matches(lower(coalesce(body, '')), $failing)
+                                   THEN body END) AS failure,
+           row_number() OVER (PARTITION BY attempt_id, failure IS NULL ORDER BY step DESC) AS back
+    FROM s
+),
+agg AS (
+    SELECT attempt_id,
+           string_agg(coalesce(tool, kind) || ': ' || failure, chr(10) ORDER BY step)
+               FILTER (WHERE failure IS NOT NULL AND back <= $max_errors) AS errors,
+           count(*) FILTER (WHERE kind = 'tool_call') AS n_tool_calls,
+           list(DISTINCT tool) FILTER (WHERE tool IS NOT NULL) AS tools,
+           count(*) FILTER (WHERE kind = 'tool_call') - count(DISTINCT tool || '|' || coalesce(args, ''))
+               FILTER (WHERE kind = 'tool_call') AS n_repeated,
+           arg_max(body, step) FILTER (WHERE kind = 'final') AS final_text
+    FROM e GROUP BY attempt_id
+),
+codes AS (
+    SELECT attempt_id, list(DISTINCT code ORDER BY code) AS codes
+    FROM error_labels SEMI JOIN f USING (attempt_id) WHERE source = 'label' GROUP BY attempt_id
+)
+SELECT f.attempt_id, f.run_id, f.task_id, f.sample, f.agent, f.agent_version, f.eval_date,
+       coalesce(c.codes, []) AS codes, f.status, left(coalesce(f.answer, g.final_text), $answer_chars) AS answer,
+       f.reference_answer, f.reference_trajectory, g.errors,
+       coalesce(g.n_tool_calls, 0) AS n_tool_calls, coalesce(g.n_repeated, 0) AS n_repeated, g.tools
+FROM f LEFT JOIN agg g USING (attempt_id) LEFT JOIN codes c USING (attempt_id)
+ORDER BY f.run_id, f.task_id, f.sample
+"""
+
+# A tool result that reads as a failure: it names an error, an exception, a refusal, an HTTP 4xx/5xx status, a
+# missing thing, or it is empty. Such a result is where the attempt went wrong, like a step's ``error``.
+FAILING_RESULT = (
+    r"error|exception|traceback|fail|invalid|denied|refused|forbidden|unauthori[sz]ed|timed? ?out|not found|"
+    r"does not exist|no such|unknown|too many|exceeded|unavailable|malformed|could not|cannot|can't|unable|"
+    r"\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|\b[45]\d\d\b|^\s*(\[\]|\{\}|null|none)?\s*$"
+)
+
+_MASK = [
+    (re.compile(r"\b[\w.+-]*\d[\w.+-]*\b"), "#"),  # ids and numbers: acct_045, 18342.17, 10.2.7.14:8443
+    (re.compile(r"\s+"), " "),
+]
+
+
+def mask(text: str) -> str:
+    """A segment as boilerplate is recognised: lower case, every token with a digit replaced by ``#``."""
+    out = text.lower()
+    for pattern, repl in _MASK:
+        out = pattern.sub(repl, out)
+    return out.strip()
+
+
+def answer_against_reference(answer: str | None, reference: str | None) -> str:
+    """What the final answer says against the reference, in words (empty without a reference)."""
+    from analytics.judge import normalise_number, normalise_text
+
+    if answer is None or not str(answer).strip():
+        return "no final answer"
+    if reference is None or not str(reference).strip():
+        return ""
+    a, r = normalise_number(answer), normalise_number(reference)
+    if a is not None and r is not None:
+        return "the same number as the reference" if a == r else "a different number than the reference"
+    na, nr = normalise_text(answer), normalise_text(reference)
+    if na == nr:
+        return "the same as the reference"
+    first_a, first_r = (na.split() or [""])[0], (nr.split() or [""])[0]
+    if first_a in ("yes", "no") and first_r in ("yes", "no") and first_a != first_r:
+        return "the opposite yes/no of the reference"
+    nums_a, nums_r = re.findall(r"\d+(?:\.\d+)?", na), re.findall(r"\d+(?:\.\d+)?", nr)
+    if nums_r and nums_a and set(nums_a) != set(nums_r):
+        return "different numbers than the reference"
+    return "differs from the reference"
+
+
+_GENERIC_PREFIX = re.compile(
+    r"^(?:(?:error|exception(?: raised)?|tool (?:call )?failed(?: with)?|failed(?: with)?|fatal|warning)\s*[:\-]?\s*)+",
+    re.IGNORECASE,
+)
+
+
+def _error_line(line: str) -> str:
+    """``tool: text`` of a failing step as embedded: the text without its generic lead ("Error:", "tool failed -"),
+    which every failure shares; the tool's name stays out too (it is in the members table), so one cause reported by
+    several tools is one cluster."""
+    _, _, text = line.partition(": ")
+    return "failed: " + (_GENERIC_PREFIX.sub("", text.strip()) or text.strip())
+
+
+def _segments(row: dict[str, Any]) -> list[str]:
+    errors = row.get("errors")
+    out: list[str] = []
+    answer = row.get("answer")
+    versus = answer_against_reference(answer, row.get("reference_answer"))
+    if isinstance(errors, str) and errors:
+        out += [_error_line(line) for line in errors.split("\n") if line.strip()]
+        if versus:
+            out.append(f"final answer: {versus}")
+    elif isinstance(answer, str) and answer.strip():
+        out.append(f"final answer: {answer}" + (f" ({versus})" if versus else ""))
+    else:
+        out.append(versus)
+    if int(row.get("n_tool_calls") or 0) == 0:
+        out.append("no tool was called")
+    if int(row.get("n_repeated") or 0) > 0:
+        out.append("a tool was called again with the same arguments")
+    ref = row.get("reference_trajectory")
+    tools = row.get("tools")
+    if ref is not None and len(ref) and tools is not None:
+        missing = [t for t in dict.fromkeys(ref) if t not in set(tools)]
+        if missing:
+            out.append("reference tools never called: " + ", ".join(missing))
+    status = row.get("status")
+    if isinstance(status, str) and status and status != "completed":
+        out.append(f"status {status.replace('_', ' ')}")
+    return out
+
+
+def failure_documents(raw: pd.DataFrame, *, boilerplate_share: float = BOILERPLATE_SHARE) -> list[str]:
+    """The document of each failure (rows of ``failure_frame``), boilerplate cut (see the module docstring)."""
+    segs = [_segments(r) for r in raw.to_dict("records")]
+    masked = [[mask(s) for s in ss] for ss in segs]
+    df = Counter(m for ms in masked for m in set(ms))
+    limit = boilerplate_share * len(segs)
+    common = {m for m, k in df.items() if k >= limit and len(segs) >= 10}
+    docs = []
+    for ss, ms in zip(segs, masked, strict=True):
+        kept = [s for s, m in zip(ss, ms, strict=True) if m not in common]
+        docs.append(" | ".join(kept or ss))
+    return docs
+
+
+def failure_frame(con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None) -> pd.DataFrame:
+    """One row per failed attempt with the raw pieces its document is made of (see ``failure_documents``)."""
+    return query_df(
+        con,
+        _FAILURE_SQL,
+        {
+            "benchmark": benchmark,
+            "run_id": run_id,
+            "chars": STEP_CHARS,
+            "answer_chars": ANSWER_CHARS,
+            "max_errors": MAX_ERRORS,
+            "failing": FAILING_RESULT,
+        },
+    )
+
+
+def failure_texts(con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None) -> pd.DataFrame:
+    """One row per failed attempt: ids, run, agent version, evaluation date, the log's codes, and ``text``: the
+    document that is embedded."""
+    raw = failure_frame(con, benchmark=benchmark, run_id=run_id)
+    keep = ["attempt_id", "run_id", "task_id", "sample", "agent", "agent_version", "eval_date", "codes"]
+    return raw[keep].assign(text=failure_documents(raw))
+
+
+def read_vectors(con: duckdb.DuckDBPyConnection, hashes: list[str], *, model: str) -> tuple[np.ndarray, np.ndarray]:
+    """Vectors of the distinct ``hashes`` cached for ``model``, as one float32 matrix read through Arrow (no Python
+    object per vector), and for each row the index in ``hashes`` it belongs to."""
+    import pyarrow as pa
+
+    keys = pa.table({"text_hash": pa.array(hashes, pa.string()), "ix": pa.array(np.arange(len(hashes)), pa.int64())})
+    con.register("_rl_emb_keys", keys)
+    try:
+        tbl = con.execute(
+            "SELECT k.ix, e.vector FROM embeddings e JOIN _rl_emb_keys k USING (text_hash) WHERE e.model = ?",
+            [model],
+        ).to_arrow_table()
+    finally:
+        con.unregister("_rl_emb_keys")
+    if tbl.num_rows == 0:
+        return np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.int64)
+    col = tbl.column("vector").combine_chunks()
+    flat = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return flat.reshape(tbl.num_rows, -1), tbl.column("ix").to_numpy()
+
+
+def cached_failure_vectors(
+    con: duckdb.DuckDBPyConnection, failures: pd.DataFrame, *, model: str
+) -> tuple[np.ndarray, list[str]]:
+    """Cached vectors of the failures' texts in order, and the texts that have none yet (then no vectors)."""
+    from analytics.embeddings import text_hash
+
+    texts = failures["text"].tolist()
+    codes, uniques = pd.factorize(pd.Series(texts, dtype=object))
+    hashes = [text_hash(t) for t in uniques]
+    vecs, ix = read_vectors(con, hashes, model=model)
+    have = np.zeros(len(hashes), dtype=bool)
+    have[ix] = True
+    if not have.all():
+        return np.zeros((0, 0), dtype=np.float32), [str(uniques[i]) for i in np.flatnonzero(~have)]
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32), []
+    by_unique = np.empty((len(hashes), vecs.shape[1]), dtype=np.float32)
+    by_unique[ix] = vecs
+    return by_unique[codes], []
