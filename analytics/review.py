@@ -363,6 +363,9 @@ def agreement(
     )
 
 
+MIN_KAPPA_N = 2  # kappa compares agreement with chance: one reviewed attempt cannot show either
+
+
 def trust_sentence(verdicts: pd.DataFrame, n_reviewed: int) -> str:
     """One plain sentence on how far the judges can be trusted (for the Errors page), from ``agreement``."""
     judges = verdicts[verdicts["rater"].str.contains("judge")] if not verdicts.empty else verdicts
@@ -372,13 +375,18 @@ def trust_sentence(verdicts: pd.DataFrame, n_reviewed: int) -> str:
             "Review a calibration sample on the Review page to measure it."
         )
     if judges.empty:
-        return f"{n_reviewed} attempts are reviewed by humans, but no judge verdict covers them yet."
+        return f"{fmt.plural(n_reviewed, 'attempt')} reviewed by humans, but no judge verdict covers them yet."
     parts = []
     for r in judges.itertuples():
-        band = _kappa_band(r.kappa)
-        parts.append(
-            f"{r.rater}: kappa {r.kappa:.2f} (95% CI {r.kappa_lo:.2f} to {r.kappa_hi:.2f}, n = {r.n}) — {band}"
-        )
+        if int(r.n) < MIN_KAPPA_N:  # one review says nothing about agreement beyond chance
+            parts.append(f"{r.rater}: kappa not computed, {fmt.undefined_reason(r.n, MIN_KAPPA_N, 'review')}")
+            continue
+        if not np.isfinite(r.kappa):
+            parts.append(f"{r.rater}: kappa {_kappa_band(r.kappa)} ({fmt.plural(r.n, 'review')})")
+            continue
+        ci = fmt.span(r.kappa_lo, r.kappa_hi, digits=2)
+        interval = f"95% CI {ci}" if ci != fmt.MISSING else f"no interval: {fmt.undefined_reason(r.n, 2, 'review')}"
+        parts.append(f"{r.rater}: kappa {fmt.number(r.kappa, 2)} ({interval}, n = {int(r.n)}) — {_kappa_band(r.kappa)}")
     return "Judge agreement with human reviewers on the verdict: " + "; ".join(parts) + "."
 
 
