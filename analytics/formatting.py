@@ -142,6 +142,15 @@ def date(value: Any) -> str:
     return text[:10]
 
 
+def minute(value: Any) -> str:
+    """A time to the minute, ``2026-01-15 09:30`` (UTC as stored); ``–`` when missing."""
+    if value is None or str(value) in ("NaT", "nan", "None", "<NA>", ""):
+        return MISSING
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    return str(value)[:16]
+
+
 def slice_label(name: str) -> str:
     """A slice as people read it: ``category=pacing`` -> ``category: pacing``; ``all`` -> ``all tasks``."""
     if name == "all":
@@ -236,6 +245,8 @@ def cell(value: Any, kind: str, *, digits: int = 1) -> str:
         return p_value(value)
     if kind == "date":
         return date(value)
+    if kind == "datetime":
+        return minute(value)
     if kind == "flag":
         return flag(value)
     raise ValueError(f"unknown column kind {kind!r}; one of {', '.join(KINDS)}")
