@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -65,6 +66,7 @@ class Col:
         return self.label or readable(self.name)
 
 
+WHOLE_NAMES = {"rank", "tasks", "attempts", "runs", "errored", "limit hit", "unscored", "samples", "steps"}
 ID_NAME = re.compile(r"(^|_)(id|ids)$|^attempt_id$|^run_id$")
 
 
@@ -89,7 +91,10 @@ def guess(name: str, values: pd.Series, *, is_display: bool = False) -> Col:
     if pd.api.types.is_integer_dtype(values) or name == "n" or name.startswith("n_"):
         return Col(name, kind="count")
     if pd.api.types.is_float_dtype(values):
-        return Col(name, kind="number", digits=2)
+        finite = values[np.isfinite(values)]
+        if len(finite) and (finite == finite.round()).all() and name.lower() in WHOLE_NAMES:
+            return Col(name, kind="count")  # a rank or a count that NaN made a float
+        return Col(name, kind="number", digits=1 if is_display else 2)
     if pd.api.types.is_datetime64_any_dtype(values):
         return Col(name, kind="date")
     return Col(name, kind="shown" if is_display else "text")
