@@ -10,7 +10,6 @@ from analytics.plaintext import plain_figure
 from ui.common import (
     UrlField,
     cached,
-    download_buttons,
     drilldown_url,
     empty_state,
     from_url,
@@ -20,6 +19,7 @@ from ui.common import (
     show_fig,
 )
 from ui.shell import page_setup
+from ui.tables import Col, show_table
 
 filters = page_setup(
     "Tech-Market-Fit",
@@ -96,7 +96,10 @@ opt = tmf.TmfOptions(
     exponent=exponent,
 )
 
-freq = st.segmented_control("Period", list(tmf.PERIODS), default="quarter", key="tmf_freq") or "quarter"
+FREQ = UrlField("tmf_freq", "period", "quarter", choices=list(tmf.PERIODS))
+from_url([FREQ])
+freq = st.segmented_control("Period", list(tmf.PERIODS), key="tmf_freq") or "quarter"
+keep_in_url([FREQ])
 view = cached(tmf.overview, **filters.as_kwargs(), options=opt, freq=freq)
 if view.overall is None:
     empty_state(
@@ -104,19 +107,21 @@ if view.overall is None:
     )
 movie = list(view.movie)
 labels = [label for label, _ in movie] or ["all runs"]
+AS_OF = UrlField("tmf_period", "asof", labels[-1], choices=labels)
 if st.session_state.get("tmf_period") not in labels:  # the period kind changed: start at the newest period
     st.session_state.pop("tmf_period", None)
+from_url([AS_OF])  # a period the link names that this view lacks gives a notice
 as_of_label = (
     st.select_slider(
         "As of the end of",
         labels,
-        value=labels[-1],
         key="tmf_period",
         help="the frontier of the runs evaluated up to the end of that period (undated runs count in every period)",
     )
     if len(labels) > 1
     else labels[-1]
 )
+keep_in_url([AS_OF])
 as_of = None if as_of_label in ("all runs", labels[-1]) else tmf.period_end(as_of_label, freq)
 # the newest period is the overall analysis, which carries the task bootstrap; earlier periods are estimates
 result = view.overall if as_of is None else (dict(movie).get(as_of_label) or view.overall)
@@ -149,7 +154,13 @@ m4.metric(
     delta_arrow="off",
     help=tmf.DOLLAR_DEFINITIONS["human"],
 )
-st.info(plain(tmf.headline(result)), icon=":material/lightbulb:")  # no auto-linked bare URLs either
+reading, arithmetic = tmf.reconciliation(result)
+if reading:  # one line for executives, then how each dollar figure follows from the others
+    st.success(plain(f"In one line: {reading}"), icon=":material/lightbulb:")
+st.info(plain(tmf.headline(result)), icon=":material/info:")  # no auto-linked bare URLs either
+if arithmetic:
+    st.caption("How the dollar figures add up")
+    st.text("\n".join(arithmetic))
 st.caption(
     plain(tmf.assumptions_sentence(result)) + " Change them under 'Change the assumptions' above; the link keeps them."
 )
@@ -181,14 +192,15 @@ st.caption(
     "Frontier runs first. P(on frontier) and P(best value): the share of bootstrap replicates over tasks in which "
     "the run is on the frontier, or gives the best operating point. The download has every column as numbers."
 )
-st.dataframe(
-    tmf.runs_display(table, result),
-    hide_index=True,
+shown_runs = tmf.runs_display(table, result)
+show_table(
+    shown_runs,
+    [Col(str(c), str(c), "shown") for c in shown_runs.columns if c not in ("open", "run_id")]
+    + [Col("open", "Open", "link", link_text="open run")],
     key="tmf_table",
-    width="stretch",
-    column_config={"open": st.column_config.LinkColumn("open", display_text="open run")},
+    name=f"tmf-{filters.benchmark}",
+    download=table,
 )
-download_buttons(table, f"tmf-{filters.benchmark}", key="tmf_dl")
 
 st.subheader("By level or category")
 kind = st.segmented_control("Small multiples by", ["level", "category"], default="level", key="tmf_multi")
@@ -210,8 +222,20 @@ else:
 st.subheader("Over time: a movie, not a photograph")
 show_fig(tmf.fig_movie(movie), key="tmf_movie", data=tmf.period_table(movie), name=f"tmf-{filters.benchmark}-movie")
 periods = tmf.period_table(movie)
-st.dataframe(periods, hide_index=True, key="tmf_periods", width="stretch")
-download_buttons(periods, f"tmf-{filters.benchmark}-periods", key="tmf_periods_dl")
+money = "usd" if result.unit == "USD" else "number"  # the latency axis measures seconds
+show_table(
+    periods,
+    [
+        Col("period", "Period"),
+        Col("n_runs", "Runs so far", "count"),
+        Col("stage", "Stage", "count"),
+        Col("value_per_task", "AI value per task" + ("" if money == "usd" else " (s)"), money),
+        Col("best_saving", "Best saving per task" + ("" if money == "usd" else " (s)"), money),
+        Col("frontier", "Frontier (cheapest first)"),
+    ],
+    key="tmf_periods",
+    name=f"tmf-{filters.benchmark}-periods",
+)
 
 st.subheader("Export for slides")
 st.caption("Every export prints the assumptions above" + (" and the demo-data caveat." if is_demo else "."))
