@@ -187,7 +187,7 @@ def upload(page: Page, url: str) -> None:
     page.wait_for_timeout(1500)
     # the preview's grid (a canvas) keeps each cell's text in a hidden DOM cell
     assert page.get_by_text("mini-a-v1: mini-bench, Agent A").count() > 0
-    page.get_by_role("button", name="Ingest 1 file(s)").click()
+    page.get_by_role("button", name="Ingest 1 file", exact=True).click()
     page.get_by_text("Open run mini-a-v1 (Agent A)").first.wait_for(timeout=180_000)
     page.wait_for_timeout(1500)
     sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
