@@ -30,7 +30,9 @@ if runs.empty:
     )
 
 # A deep link (or a click elsewhere that changed the URL) re-seeds the pickers; otherwise they keep their state.
-if ss.get("dd_link") != link:
+# So does a return to this page (Forward, or Back from another page): Streamlit dropped the pickers' state while
+# the other page ran, and the URL holds this page's view.
+if ss.get("dd_link") != link or "dd_run" not in ss:
     ss.dd_link = link
     if link[0] in set(runs["run_id"]):
         ss.dd_run, ss.dd_task = link[0], link[1]

@@ -137,7 +137,7 @@ st.caption(
 )
 codes = err.codes_of(table)
 link = (query_param("err_run"), query_param("err_code"), query_param("err_code_b"))
-if ss.get("err_link") != link:  # a click or a deep link re-seeds the pickers
+if ss.get("err_link") != link or "err_pick_run" not in ss:  # a click, a deep link, or a return to the page
     ss.err_link = link
     for param, value, known in zip(("err_run", "err_code", "err_code_b"), link, (run_ids, codes, codes), strict=True):
         if value is not None and value not in known:  # a stale or hand-edited link: say so, never swap silently
