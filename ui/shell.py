@@ -16,6 +16,7 @@ import streamlit as st
 
 import store as rdb
 from analytics import catalog as cat
+from analytics import formatting as fmt
 from ui import common
 
 
@@ -47,16 +48,32 @@ def _bootstrap(path: str) -> None:
         load_demo(path)
 
 
+@st.cache_resource(show_spinner=False)
+def _last_used() -> dict[str, str]:
+    """The benchmark last shown per store, kept by this server process: where a new visit opens."""
+    return {}
+
+
+def start_benchmark(catalog: cat.Catalog, last_used: str | None = None) -> str | None:
+    """Where a visit without a benchmark in its link opens: the benchmark last used on this store (while it is
+    still there), else the one with the most recent runs; never merely the alphabetically first."""
+    if last_used in catalog.benchmarks:
+        return last_used
+    ordered = catalog.newest_first or catalog.benchmarks
+    return ordered[0] if ordered else None
+
+
 def url_filters(
-    params: dict[str, str], catalog: cat.Catalog
+    params: dict[str, str], catalog: cat.Catalog, *, last_used: str | None = None
 ) -> tuple[str | None, list[str], tuple[dt.date, ...], list[str]]:
     """The sidebar filters a link asks for, checked against the data: (benchmark, agents, dates, notices).
 
     A stale or hand-edited link (a benchmark or agent no longer stored, a date past the newest run, a malformed
-    date) never raises: each value that cannot be used is replaced or dropped, and a notice says so.
+    date) never raises: each value that cannot be used is replaced or dropped, and a notice says so. Without a
+    benchmark in the link: ``start_benchmark``.
     """
     notices: list[str] = []
-    default = catalog.benchmarks[0] if catalog.benchmarks else None
+    default = start_benchmark(catalog, last_used)
     bench = params.get("benchmark") or None
     if bench is not None and bench not in catalog.benchmarks:
         notices.append(f"The link's benchmark {bench!r} is not in this database; showing {default!r} instead.")
@@ -107,7 +124,8 @@ def _init_filters_from_url(catalog: cat.Catalog) -> None:
     ss = st.session_state
     ss.flt_init = True
     params = {key: st.query_params.get(key) or "" for key in FILTER_PARAMS}
-    ss.flt_benchmark, ss.flt_agents, ss.flt_dates, ss.flt_notices = url_filters(params, catalog)
+    last = _last_used().get(common.db_path())
+    ss.flt_benchmark, ss.flt_agents, ss.flt_dates, ss.flt_notices = url_filters(params, catalog, last_used=last)
 
 
 def _sidebar(catalog: cat.Catalog) -> None:
@@ -135,7 +153,13 @@ def _sidebar(catalog: cat.Catalog) -> None:
                 max_value=catalog.date_max,
                 format="YYYY-MM-DD",
             )
-        st.caption(f"{catalog.n_runs:,} runs · {catalog.n_attempts:,} attempts")
+        flt = common.current_filters()
+        n_runs, n_attempts = common.cached(cat.filtered_counts, **flt.as_kwargs())
+        in_view = "in this view" if flt.agents or flt.date_from else f"in {flt.benchmark}"
+        st.caption(
+            f"{fmt.plural(n_runs, 'run')} · {fmt.plural(n_attempts, 'attempt')} {common.plain(in_view)} "
+            f"(the store: {fmt.plural(catalog.n_runs, 'run')})"
+        )
         where = common.store_caption()
         if where:
             st.caption(common.plain(where))
@@ -153,6 +177,8 @@ def _sidebar(catalog: cat.Catalog) -> None:
         elif not value and key in qp:
             del qp[key]
     ss.flt_written = wanted
+    if ss.flt_benchmark:
+        _last_used()[common.db_path()] = ss.flt_benchmark
 
 
 _ROUTED = threading.local()  # per script thread: is the page running inside run_app (app.py's router)?
