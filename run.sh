@@ -60,6 +60,8 @@ case "${1:-app}" in
   app)
     install
     shift || true
+    # The store before the server: the demo dataset is built here, with progress, not while the first visitor waits.
+    .venv/bin/python -m data.demo.prepare
     exec .venv/bin/python -m streamlit run app.py --server.headless "${RUNLENS_HEADLESS:-false}" "$@" ;;
   team-demo)
     install

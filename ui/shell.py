@@ -7,10 +7,7 @@ multipage mode; see ``page_setup`` below) draws it itself, so every page always 
 from __future__ import annotations
 
 import datetime as dt
-import os
-import sys
 import threading
-from pathlib import Path
 
 import streamlit as st
 
@@ -20,32 +17,13 @@ from analytics import formatting as fmt
 from ui import common
 
 
-@st.cache_resource(show_spinner="Preparing the database (first start loads the demo dataset)...")
+@st.cache_resource(show_spinner="Preparing the database (a first start without run.sh loads the demo dataset)...")
 def _bootstrap(path: str) -> None:
-    """Create the database, and load the demo dataset when it holds no runs (never into a team store)."""
-    if rdb.is_lake(path):
-        rdb.ensure_snapshot(path)  # creates the lake when new; a team's shared store gets no demo data
-        return
-    if rdb.is_parquet_folder(Path(path)):
-        return  # an exported Parquet folder is read-only (docs/scale.md)
-    if Path(path).resolve() == rdb.DEFAULT_DB.resolve():
-        # the demo database a DuckDB newer than the pinned one wrote (2.0.0, before the pin): kept aside, rebuilt
-        moved = rdb.set_aside_newer_file(Path(path))
-        if moved is not None:
-            print(f"runlens: {path} was written by a newer DuckDB; moved to {moved}, rebuilding", file=sys.stderr)
-    info = None
-    if rdb.snapshot_path(Path(path)).exists():
-        # Read the published snapshot: opening a writer would republish it (a full copy of the database)
-        # on every server start. Only an older schema needs the writer (which migrates and republishes).
-        with rdb.reader(path) as con:
-            info = rdb.describe(con)
-    if info is None or not info.is_current:
-        with rdb.writer(path) as con:
-            info = rdb.describe(con)
-    if info.is_empty and not os.environ.get("RUNLENS_SKIP_DEMO"):
-        from data.demo.build import load_demo
+    """Create the database, and load the demo dataset when it holds no runs (never into a team store). ``bash run.sh
+    app`` has done this before the server started (data/demo/prepare.py), so this finds nothing to do there."""
+    from data.demo.prepare import prepare_store
 
-        load_demo(path)
+    prepare_store(path)
 
 
 @st.cache_resource(show_spinner=False)
