@@ -147,6 +147,8 @@ else:
     st.caption(f"Pass@1 (%) per {kind}; each cell's interval and n are in the table below.")
     show_table(pivot, key="lb_pivot", name=f"leaderboard-{filters.benchmark}-by-{kind}", is_display=True)
     values = sorted(s.split("=", 1)[1] for s in df["slice"].unique() if s.startswith(f"{kind}="))
+    if st.session_state.get("lb_slice_value") not in values:  # another benchmark or breakdown: start at the first
+        st.session_state.pop("lb_slice_value", None)
     chosen = st.selectbox(f"Detail for one {kind}", values, key="lb_slice_value")
     detail = df[df["slice"] == f"{kind}={chosen}"]
     st.caption(f"Comparison set of this slice: {fmt.plural(int(detail['comparison_set_size'].iloc[0]), 'task')}.")

@@ -45,3 +45,21 @@ def test_run_sh_prepares_the_store_before_the_server() -> None:
     script = (ROOT / "run.sh").read_text()
     app = script[script.index("  app)") : script.index("  team-demo)")]
     assert app.index("-m data.demo.prepare") < app.index("streamlit run")
+
+
+def test_the_warm_up_finds_the_server_from_the_options_run_sh_passes() -> None:
+    from ui.warmup import server_url
+
+    assert server_url([]) == "http://127.0.0.1:8501"
+    assert server_url(["--server.port", "9000", "--server.address=0.0.0.0"]) == "http://127.0.0.1:9000"
+    assert server_url(["--server.headless", "true", "--server.port=8600", "--server.baseUrlPath", "/rl/"]) == (
+        "http://127.0.0.1:8600/rl"
+    )
+    assert server_url(["--server.address", "::1"]) == "http://[::1]:8501"
+
+
+def test_run_sh_warms_the_app_beside_the_server() -> None:
+    script = (ROOT / "run.sh").read_text()
+    app = script[script.index("  app)") : script.index("  team-demo)")]
+    assert app.index('-m ui.warmup "$@" &') < app.index("streamlit run")
+    assert "scriptHealthCheckEnabled = true" in (ROOT / ".streamlit" / "config.toml").read_text()
