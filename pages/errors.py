@@ -199,17 +199,26 @@ if len(run_ids) > 1:
     run_a = a_col.selectbox("From", run_ids, index=1, format_func=labels.get, key="err_diff_a")
     run_b = b_col.selectbox("To", run_ids, index=0, format_func=labels.get, key="err_diff_b")
     diff = err.error_diff(table, run_a, run_b)
-    for line in err.diff_sentences(diff, labels[run_a], labels[run_b]) or ["No code changed by 10% or more."]:
-        st.text(line)
     # counts grow with a run's size: the rates per attempt compare runs of different sizes fairly
     size = part.set_index("run_id")["n_attempts"]
     diff = diff.assign(
-        code=diff["code"].map(DIFF_NAMES).fillna(diff["code"]),
+        name=diff["code"].map(DIFF_NAMES).fillna(diff["code"]),
         rate_a=diff["n_a"] / size[run_a],
         rate_b=diff["n_b"] / size[run_b],
         rate_change=diff["n_b"] / size[run_b] - diff["n_a"] / size[run_a],
         count_change=diff["pct_change"] / 100,  # a fraction, as every signed column takes
     )
+    moved = diff[~diff["code"].isin(list(DIFF_NAMES)) & ((diff["count_change"].abs() >= 0.1) | (diff["n_a"] == 0))]
+    moved = moved[moved["change"] != 0].sort_values("rate_change", key=abs, ascending=False)
+    for r in moved.itertuples():  # the biggest moves in share of attempts first; the counts beside them
+        where = f", mostly on {r.mostly_on}" if fmt.text(r.mostly_on) != fmt.MISSING else ""
+        st.text(
+            f"{err.CODE_NAMES.get(r.code, r.code)} errors ({r.code}): {fmt.pct(r.rate_a)} → {fmt.pct(r.rate_b)} of "
+            f"attempts ({fmt.signed(r.rate_change)}; {r.n_a} → {r.n_b} attempts) from {labels[run_a]} to "
+            f"{labels[run_b]}{where}"
+        )
+    if moved.empty:
+        st.text("No code changed by 10% or more.")
     st.caption(
         f"Per code: the share of each run's attempts that carry it ({fmt.plural(size[run_a], 'attempt')} in "
         f"From, {fmt.plural(size[run_b], 'attempt')} in To), the change in percentage points, and the counts."
@@ -217,7 +226,7 @@ if len(run_ids) > 1:
     show_table(
         diff,
         [
-            Col("code", "Code"),
+            Col("name", "Code"),
             Col("rate_a", "From (% of attempts)", "pct"),
             Col("rate_b", "To (% of attempts)", "pct"),
             Col("rate_change", "Change", "pp"),
@@ -226,6 +235,7 @@ if len(run_ids) > 1:
             Col("count_change", "Count change (%)", "signed"),
             Col("mostly_on", "Mostly on level"),
             Col("change", "Count change", "count", is_default=False),
+            Col("code", "Code (raw)", is_default=False),
         ],
         key="err_diff",
         name="errors-diff",

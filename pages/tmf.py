@@ -127,7 +127,7 @@ as_of = None if as_of_label in ("all runs", labels[-1]) else tmf.period_end(as_o
 result = view.overall if as_of is None else (dict(movie).get(as_of_label) or view.overall)
 
 val = result.value
-m1, m2, m3, m4 = st.columns(4)
+m1, m2, m3, m4 = st.columns([1.4, 1, 1, 1])  # "Stage 2 (100%)" whole at 1280 px
 m1.metric(
     "TMF stage",
     "n/a" if val is None else tmf.stage_label(result).split(" · ")[0],

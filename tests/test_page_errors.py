@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -108,3 +109,5 @@ def test_stale_run_and_code_in_the_link_give_a_notice(labels_db: Path, env_db, m
     assert any("err\\_code" in n and "NOPE" in n for n in notices), notices
     diff = next(f for f in map(_frame, at.dataframe) if "From (% of attempts)" in f.columns)
     assert "#Error" in set(diff["Code"]) and not diff.astype(str).isin(["None", "nan", "inf"]).any().any()
+    lines = [t.value for t in at.text if " of attempts (" in t.value]  # shares of attempts first, counts beside
+    assert lines and all(re.search(r"\d%.*→.*\d% of attempts \([+−]\d", line) for line in lines), lines
