@@ -239,12 +239,19 @@ show_table(
 
 st.subheader("Export for slides")
 st.caption("Every export prints the assumptions above" + (" and the demo-data caveat." if is_demo else "."))
-printed = tmf.export_figure(fig, result, is_demo=is_demo)
+
+
+def printed(kind: str) -> bytes:
+    """The chart with its assumptions printed on it, as ``kind``: built only when a download is clicked."""
+    page = tmf.export_figure(fig, result, is_demo=is_demo)
+    return export.fig_to_images(page, formats=[kind], height=int(page.layout.height))[kind]
+
+
 stamp = dt.date.today().isoformat()
 e1, e2, e3 = st.columns(3)
 e1.download_button(
     "Chart PNG",
-    lambda: export.fig_to_images(printed, formats=["png"], height=int(printed.layout.height))["png"],
+    lambda: printed("png"),
     f"tmf-{filters.benchmark}-{stamp}.png",
     "image/png",
     key="tmf_png",
@@ -253,7 +260,7 @@ e1.download_button(
 )
 e2.download_button(
     "Chart SVG",
-    lambda: export.fig_to_images(printed, formats=["svg"], height=int(printed.layout.height))["svg"],
+    lambda: printed("svg"),
     f"tmf-{filters.benchmark}-{stamp}.svg",
     "image/svg+xml",
     key="tmf_svg",
