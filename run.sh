@@ -61,6 +61,10 @@ case "${1:-app}" in
   app)
     install
     shift || true
+    # The store before the server: the demo dataset is built here, with progress, not while the first visitor waits;
+    # and a warm-up beside the server runs the app once as soon as it answers (imports, the landing page's data).
+    .venv/bin/python -m data.demo.prepare
+    .venv/bin/python -m ui.warmup "$@" &
     exec .venv/bin/python -m streamlit run app.py --server.headless "${RUNLENS_HEADLESS:-false}" "$@" ;;
   team-demo)
     install

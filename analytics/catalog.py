@@ -6,8 +6,9 @@ import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
+import pandas as pd
 
-from store import RunlensError, query_df, query_rows
+from store import RunlensError, query_df, query_rows, run_filter_params, with_run_filter
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class Catalog:
     n_attempts: int
     is_demo: bool  # any demo run in the database
     demo_agents: frozenset[tuple[str, str]] = frozenset()  # (benchmark, agent) pairs with a demo run
+    newest_first: tuple[str, ...] = ()  # benchmarks by their newest run (evaluation date), then runs, then name
 
     def shows_demo(self, benchmark: str | None, agents: tuple[str, ...] | list[str] = ()) -> bool:
         """True when the view of ``benchmark`` (and ``agents``, all when empty) holds demo runs."""
@@ -50,7 +52,35 @@ def catalog(con: duckdb.DuckDBPyConnection) -> Catalog:
         demo_agents=frozenset(
             (str(b), str(a)) for b, a, d in zip(df["benchmark"], df["agent"], df["demo"], strict=True) if d
         ),
+        newest_first=_newest_first(df),
     )
+
+
+def _newest_first(df: pd.DataFrame) -> tuple[str, ...]:
+    """Benchmarks with the most recent runs first (undated runs count as oldest), then the most runs, then name."""
+    if df.empty:
+        return ()
+    by = df.groupby("benchmark", sort=True).agg(newest=("d1", "max"), n=("n", "sum")).reset_index()
+    by["newest"] = pd.to_datetime(by["newest"]).fillna(pd.Timestamp.min)
+    by = by.sort_values(["newest", "n", "benchmark"], ascending=[False, False, True])
+    return tuple(str(b) for b in by["benchmark"])
+
+
+def filtered_counts(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str | None,
+    agents: list[str] | None = None,
+    date_from: dt.date | None = None,
+    date_to: dt.date | None = None,
+) -> tuple[int, int]:
+    """(runs, attempts) in the view the sidebar's filters select (the sidebar's counts)."""
+    sql = with_run_filter(
+        "SELECT count(DISTINCT r.run_id), count(a.run_id) FROM runs r LEFT JOIN attempts a USING (run_id) "
+        "WHERE $run_filter"
+    )
+    n_runs, n_attempts = query_rows(con, sql, run_filter_params(benchmark, agents, date_from, date_to))[0]
+    return int(n_runs), int(n_attempts)
 
 
 def default_benchmark(con: duckdb.DuckDBPyConnection) -> str | None:

@@ -427,7 +427,7 @@ def measures_table(measures: pd.DataFrame) -> pd.DataFrame:
                 "B": value(r.mean_b),
                 "B − A [95% CI]": fmt.signed_interval(r.delta, (r.lo, r.hi))
                 if r.measure in ("Pass@1", "mean score")
-                else f"{diff(r.delta)} [{diff(r.lo)}, {diff(r.hi)}]",
+                else f"{diff(r.delta)} [{diff(r.lo)} to {diff(r.hi)}]",
                 "p": fmt.p_value(r.p_value),
                 "Test": r.method,
                 "Tasks": fmt.count(r.n_tasks),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,7 +61,7 @@ def pct(value: Any, digits: int = 1) -> str:
 
 
 def interval(value: Any, ci: Sequence[Any] | None, *, scale: float = 100.0, digits: int = 1) -> str:
-    """An estimate with its interval: ``62.1 [55.0–69.0]`` (fractions times ``scale``: percentages by default);
+    """An estimate with its interval: ``62.1 [55.0 to 69.0]`` (fractions times ``scale``: percentages by default);
     the estimate alone when the interval is missing."""
     x = _number(value)
     if x is None:
@@ -69,7 +70,7 @@ def interval(value: Any, ci: Sequence[Any] | None, *, scale: float = 100.0, digi
     lo, hi = (_number(v) for v in ci) if ci is not None and len(ci) == 2 else (None, None)
     if lo is None or hi is None:
         return head
-    return f"{head} [{_clean(f'{scale * lo:.{digits}f}')}–{_clean(f'{scale * hi:.{digits}f}')}]"
+    return f"{head} [{_clean(f'{scale * lo:.{digits}f}')} to {_clean(f'{scale * hi:.{digits}f}')}]"
 
 
 def signed(value: Any, *, scale: float = 100.0, digits: int = 1, unit: str = " pp") -> str:
@@ -84,7 +85,7 @@ def signed(value: Any, *, scale: float = 100.0, digits: int = 1, unit: str = " p
 
 
 def signed_interval(value: Any, ci: Sequence[Any] | None, *, scale: float = 100.0, digits: int = 1) -> str:
-    """A difference with its interval: ``−4.3 [−12.3, +3.7] pp``."""
+    """A difference with its interval: ``−4.3 [−12.3 to +3.7] pp``."""
     x = _number(value)
     if x is None:
         return MISSING
@@ -92,7 +93,7 @@ def signed_interval(value: Any, ci: Sequence[Any] | None, *, scale: float = 100.
     head = signed(x, scale=scale, digits=digits, unit="")
     if lo is None or hi is None:
         return head + " pp"
-    bounds = ", ".join(signed(v, scale=scale, digits=digits, unit="") for v in (lo, hi))
+    bounds = " to ".join(signed(v, scale=scale, digits=digits, unit="") for v in (lo, hi))
     return f"{head} [{bounds}] pp"
 
 
@@ -141,6 +142,15 @@ def date(value: Any) -> str:
     return text[:10]
 
 
+def minute(value: Any) -> str:
+    """A time to the minute, ``2026-01-15 09:30`` (UTC as stored); ``–`` when missing."""
+    if value is None or str(value) in ("NaT", "nan", "None", "<NA>", ""):
+        return MISSING
+    if isinstance(value, dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M")
+    return str(value)[:16]
+
+
 def slice_label(name: str) -> str:
     """A slice as people read it: ``category=pacing`` -> ``category: pacing``; ``all`` -> ``all tasks``."""
     if name == "all":
@@ -156,3 +166,112 @@ def run_label(agent: Any, version: Any = None, eval_date: Any = None) -> str:
     adds = isinstance(version, str) and version and version.lower() not in name.lower()
     day = date(eval_date)
     return " · ".join([f"{name} {version}" if adds else name] + ([day] if day != MISSING else []))
+
+
+def plural(n: Any, word: str, words: str | None = None) -> str:
+    """A count with its noun in the right number: ``1 task``, ``2 tasks``, ``1,234 runs`` (``words`` for an
+    irregular plural: ``plural(2, "reply", "replies")``)."""
+    x = _number(n)
+    if x is None:
+        return f"{MISSING} {words or word + 's'}"
+    return f"{round(x):,} {word if round(x) == 1 else (words or word + 's')}"
+
+
+def span(lo: Any, hi: Any, *, scale: float = 1.0, digits: int = 1, is_signed: bool = False, unit: str = "") -> str:
+    """An interval as people read it: ``55.0 to 69.0``, ``−7.0 to +7.0 pp`` (signed), ``–`` when a bound is
+    missing. Bounds that round to zero read ``0.0``, never ``−0.0``."""
+    a, b = _number(lo), _number(hi)
+    if a is None or b is None:
+        return MISSING
+    if is_signed:
+        return f"{signed(a, scale=scale, digits=digits, unit='')} to {signed(b, scale=scale, digits=digits, unit='')}{unit}"
+    return f"{_clean(f'{scale * a:,.{digits}f}')} to {_clean(f'{scale * b:,.{digits}f}')}{unit}"
+
+
+def flag(value: Any, *, yes: str = "✓", no: str = "✗") -> str:
+    """A yes/no value as a mark (``✓``/``✗``); missing reads ``–``."""
+    if value is None or str(value) in ("<NA>", "nan", "NaN", "None", ""):
+        return MISSING
+    if isinstance(value, str):
+        return yes if value.strip().lower() in ("true", "1", "yes") else no
+    return yes if bool(value) else no
+
+
+def undefined_reason(n: Any, needed: int, what: str) -> str:
+    """Why a statistic is not shown: ``needs at least 2 reviews (has 1)``."""
+    x = _number(n)
+    have = 0 if x is None else round(x)
+    return f"needs at least {plural(needed, what)} (has {have:,})"
+
+
+KINDS = (
+    "text",
+    "shown",
+    "count",
+    "number",
+    "pct",
+    "pp",
+    "usd",
+    "signed_usd",
+    "p",
+    "date",
+    "flag",
+    "id",
+    "link",
+    "signed",
+)
+
+
+def cell(value: Any, kind: str, *, digits: int = 1) -> str:
+    """One value as a cell of a column of ``kind`` (one of ``KINDS``): ``pct`` takes fractions, ``pp`` and
+    ``signed`` take differences of fractions, ``number`` keeps ``digits`` decimals; ``–`` when missing."""
+    if kind in ("text", "id", "link"):
+        return text(value)
+    if kind == "shown":
+        return tidy(value)
+    if kind == "count":
+        return count(value)
+    if kind == "number":
+        return number(value, digits)
+    if kind == "pct":
+        return pct(value, digits)
+    if kind in ("pp", "signed"):
+        return signed(value, digits=digits, unit=" pp" if kind == "pp" else "")
+    if kind == "usd":
+        return usd(value)
+    if kind == "signed_usd":
+        return signed_usd(value)
+    if kind == "p":
+        return p_value(value)
+    if kind == "date":
+        return date(value)
+    if kind == "datetime":
+        return minute(value)
+    if kind == "flag":
+        return flag(value)
+    raise ValueError(f"unknown column kind {kind!r}; one of {', '.join(KINDS)}")
+
+
+_NEG_ZERO = re.compile(r"(?<![\w.])[-−]0(\.0+)?(?![\d.])")
+_ASCII_MINUS = re.compile(r"(^|[\s\[(])-(?=\d)")
+
+
+def tidy(value: Any) -> str:
+    """Text analytics already formatted (``-0.7``, ``−34.7 to −0.0``) as the rest of a page reads: a dash when
+    missing, no negative zero, a real minus sign. Not for log text, which is shown as it was (``text``)."""
+    out = text(value)
+    if out == MISSING:
+        return out
+    out = _NEG_ZERO.sub(lambda m: "0" + (m.group(1) or ""), out)
+    return _ASCII_MINUS.sub(lambda m: m.group(1) + "−", out)
+
+
+def items(value: Any) -> str:
+    """A list (of codes, tags) as ``HAL, PE``; ``–`` when empty or missing."""
+    if isinstance(value, str):
+        return text(value)
+    try:
+        parts = [str(v) for v in value if v is not None]
+    except TypeError:
+        return text(value)
+    return ", ".join(parts) or MISSING

@@ -1036,9 +1036,8 @@ def slice_pivot(df: pd.DataFrame, kind: str) -> pd.DataFrame:
     part = df[df["slice"].str.startswith(f"{kind}=")]
     if part.empty:
         return pd.DataFrame()
-    part = part.assign(
-        value=part["slice"].str.split("=", n=1).str[1], label=part["agent"] + " (" + part["run_id"] + ")"
-    )
+    labels = unique_run_labels(part.drop_duplicates("run_id"))  # the one run-label rule (formatting.run_label)
+    part = part.assign(value=part["slice"].str.split("=", n=1).str[1], label=part["run_id"].astype(str).map(labels))
     pivot = part.pivot_table(index="label", columns="value", values="pass_at_1", aggfunc="first")
     return (100 * pivot).round(1).reset_index().rename(columns={"label": "Run"})
 

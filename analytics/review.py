@@ -403,6 +403,9 @@ def agreement(
     )
 
 
+MIN_KAPPA_N = 2  # kappa compares agreement with chance: one reviewed attempt cannot show either
+
+
 def fleiss_summary(reviews: pd.DataFrame, *, n_boot: int = 2000, seed: int = 0) -> dict[str, float] | None:
     """Fleiss' kappa of every reviewer's verdicts on the attempts two or more reviewed, with a bootstrap interval
     over those attempts (None when no attempt has two reviewers)."""
@@ -434,7 +437,7 @@ def trust_sentence(verdicts: pd.DataFrame, n_reviewed: int) -> str:
             "Review a calibration sample on the Review page to measure it."
         )
     if judges.empty:
-        return f"{n_reviewed} attempts are reviewed by humans, but no judge verdict covers them yet."
+        return f"{fmt.plural(n_reviewed, 'attempt')} reviewed by humans, but no judge verdict covers them yet."
     parts = []
     for r in judges.itertuples():
         said = kappa_text(r.kappa, r.kappa_lo, r.kappa_hi, int(r.n))

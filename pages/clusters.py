@@ -15,7 +15,6 @@ from ui.common import (
     cached,
     db_path,
     db_version,
-    download_buttons,
     drilldown_url,
     empty_state,
     from_url,
@@ -24,6 +23,7 @@ from ui.common import (
     show_fig,
 )
 from ui.shell import page_setup
+from ui.tables import Col, show_table
 
 filters = page_setup(
     "Failure clusters",
@@ -100,8 +100,7 @@ if unlabelled and st.button("Label the clusters with the LLM", key="cl_label"):
 summary = clusters.summary
 st.metric("Failed attempts", f"{clusters.n_failures:,}")
 table = cl.display_table(summary)
-st.dataframe(table, hide_index=True, key="cl_table", width="stretch")
-download_buttons(table, f"clusters-{filters.benchmark}", key="cl_dl")
+show_table(table, key="cl_table", name=f"clusters-{filters.benchmark}", is_display=True)
 long = cl.by_run_frame(clusters.summary)
 show_fig(cl.fig_clusters_by_run(long), key="cl_fig", data=long, name="clusters-by-run")
 
@@ -125,11 +124,17 @@ members = members.assign(
         for r, t, s in zip(members["run_id"], members["task_id"], members["sample"], strict=True)
     ],
 )
-st.dataframe(
-    members[["run_id", "agent_version", "task_id", "sample", "codes", "open"]],
-    hide_index=True,
+show_table(
+    members,
+    [
+        Col("agent_version", "Agent version"),
+        Col("task_id", "Task"),
+        Col("sample", "Sample", "count"),
+        Col("codes", "Codes"),
+        Col("open", "Open", "link", link_text="drilldown"),
+        Col("run_id", "Run", is_default=False),
+    ],
     key="cl_members",
-    width="stretch",
-    column_config={"open": st.column_config.LinkColumn("Open", display_text="drilldown")},
+    name=f"cluster-{cid}",
+    download=members.drop(columns="open"),
 )
-download_buttons(members.drop(columns="open"), f"cluster-{cid}", key="cl_members_dl")

@@ -10,7 +10,6 @@ from store import RunlensError
 from ui.common import (
     UrlField,
     cached,
-    download_buttons,
     drilldown_url,
     empty_state,
     from_url,
@@ -21,6 +20,7 @@ from ui.common import (
     show_fig,
 )
 from ui.shell import page_setup
+from ui.tables import Col, show_table
 
 filters = page_setup(
     "Version diff",
@@ -86,16 +86,23 @@ m[0].metric("Matched tasks", len(result.tasks))
 m[1].metric("Regressions (A ✓, B ✗)", result.b_regressions)
 m[2].metric("Fixes (A ✗, B ✓)", result.c_fixes)
 m[3].metric("McNemar exact p", f"{result.p_value:.3g}")
-overall = result.deltas.set_index("slice").loc["all"]
+deltas = result.deltas.copy()
+paired = result.paired
+if paired is not None and result.metric == "pass@1":  # one interval for one change: the paired test's, everywhere
+    deltas.loc[deltas["slice"] == "all", ["delta", "lo", "hi"]] = [paired.diff, *paired.ci95]
+overall = deltas.set_index("slice").loc["all"]
 m[4].metric(
     "Pass@1 change",
     fmt.signed(overall["delta"]),
-    f"95% CI {fmt.signed(overall['lo'], unit='')} to {fmt.signed(overall['hi'], unit='')}",
+    f"95% CI {fmt.span(overall['lo'], overall['hi'], scale=100, is_signed=True)} pp",
     delta_color="off",
     delta_arrow="off",  # the interval is not a direction
 )
 if result.n_only_a or result.n_only_b:
-    st.caption(f"{result.n_only_a} tasks only in A and {result.n_only_b} only in B are left out.")
+    st.caption(
+        f"{fmt.plural(result.n_only_a, 'task')} only in A and {fmt.plural(result.n_only_b, 'task')} only in B "
+        "are left out."
+    )
 st.caption(
     "Flips: significant at 5%."
     if rd.is_significant(result.p_value)
@@ -103,22 +110,27 @@ st.caption(
 )
 
 st.subheader("Paired test and deltas (B - A)")
-paired = result.paired
 if paired is not None:
     verdict = "significant" if rd.is_significant(paired.p_value) else "not significant"
     st.text(
-        f"{result.metric}: {fmt.signed(paired.diff)} over {paired.n_shared} shared tasks "
-        f"(95% CI {fmt.signed(paired.ci95[0], unit='')} to {fmt.signed(paired.ci95[1], unit='')}), "
+        f"{result.metric}: {fmt.signed(paired.diff)} over {fmt.plural(paired.n_shared, 'shared task')} "
+        f"(95% CI {fmt.span(paired.ci95[0], paired.ci95[1], scale=100, is_signed=True)} pp), "
         f"p = {paired.p_value:.3g} "
-        f"({paired.method}), {verdict} at 5%; B worse on {paired.n_worse} tasks, better on {paired.n_better}."
+        f"({paired.method}), {verdict} at 5%; B worse on {fmt.plural(paired.n_worse, 'task')}, "
+        f"better on {paired.n_better}."
     )
 if result.measures is not None:
     st.caption(
         "Means over shared tasks (each task's mean over its samples); B − A with a paired bootstrap 95% interval "
         "and the paired test's p."
     )
-    st.dataframe(rd.measures_table(result.measures), hide_index=True, key="df_measures", width="stretch")
-    download_buttons(result.measures, f"diff-measures-{run_a}-{run_b}", key="df_measures_dl")
+    show_table(
+        rd.measures_table(result.measures),
+        key="df_measures",
+        name=f"diff-measures-{run_a}-{run_b}",
+        download=result.measures,
+        is_display=True,
+    )
 
 with st.expander("Sequential gate (anytime-valid: for attempts that arrive over time)"):
     check = cached(gate.gate, baseline=run_a, candidate=run_b, sequential=True)
@@ -146,18 +158,34 @@ only_worse = only_col.toggle("Regressions only", key="df_worse", help="Tasks whe
 keep_in_url(VIEW_FIELDS)
 changes = rd.tasks_by_change(result, low=low / 100, high=high / 100, regressions_only=only_worse)
 st.caption(
-    f"{len(changes)} of {len(result.tasks)} tasks; largest regressions first. Cost, latency, tokens and tool calls: "
+    f"{len(changes)} of {fmt.plural(len(result.tasks), 'task')}; largest regressions first. Cost, latency, tokens and tool calls: "
     "B − A of the task's mean over its samples; error codes that B's attempts have and A's had not (+), or the "
     "reverse (−)."
 )
-st.dataframe(rd.changes_table(changes, metric=result.metric), hide_index=True, key="df_changes", width="stretch")
-download_buttons(changes, f"diff-changes-{run_a}-{run_b}", key="df_changes_dl")
+show_table(
+    rd.changes_table(changes, metric=result.metric),
+    key="df_changes",
+    name=f"diff-changes-{run_a}-{run_b}",
+    download=changes,
+    is_display=True,
+)
 
 st.subheader("Deltas by level and category")
-deltas = result.deltas.assign(**{c: result.deltas[c] * 100 for c in ("pass_a", "pass_b", "delta", "lo", "hi")})
-show_fig(rd.fig_deltas(result.deltas), key="df_fig", data=deltas, name=f"diff-deltas-{run_a}-{run_b}")
-st.dataframe(deltas, hide_index=True, key="df_deltas", width="stretch")
-download_buttons(deltas, f"diff-deltas-{run_a}-{run_b}", key="df_deltas_dl")
+show_fig(rd.fig_deltas(deltas), key="df_fig", data=deltas, name=f"diff-deltas-{run_a}-{run_b}")
+DELTA_COLS = [
+    Col("slice", "Slice"),
+    Col("n_tasks", "Tasks", "count"),
+    Col("pass_a", "Pass@1 A", "pct"),
+    Col("pass_b", "Pass@1 B", "pct"),
+    Col("delta", "B − A (pp) [95% CI]", "signed", lo="lo", hi="hi", scale=100, is_signed=True),
+]
+show_table(
+    deltas.assign(slice=deltas["slice"].map(fmt.slice_label)),
+    DELTA_COLS,
+    key="df_deltas",
+    name=f"diff-deltas-{run_a}-{run_b}",
+    download=deltas,
+)
 
 st.subheader("Flipped tasks")
 flipped = result.flipped
@@ -168,19 +196,34 @@ flipped = flipped.assign(
     open_a=[drilldown_url(run_a, t, s) for t, s in zip(flipped.task_id, flipped.first_sample_a, strict=False)],
     open_b=[drilldown_url(run_b, t, s) for t, s in zip(flipped.task_id, flipped.first_sample_b, strict=False)],
 )
-event = st.dataframe(
-    flipped,
-    hide_index=True,
+FLIP_COLS = [
+    Col("task_id", "Task"),
+    Col("change", "Change"),
+    Col("pass_a", "A passed", "flag"),
+    Col("pass_b", "B passed", "flag"),
+    Col("open_a", "Open A", "link", link_text="open A"),
+    Col("open_b", "Open B", "link", link_text="open B"),
+    Col("rate_a", "A pass rate", "pct", digits=0),
+    Col("rate_b", "B pass rate", "pct", digits=0),
+    Col("level", "Level"),
+    Col("category", "Category"),
+    Col("n_a", "Samples A", "count", is_default=False),
+    Col("n_b", "Samples B", "count", is_default=False),
+    Col("cost_usd_a", "Cost A", "usd", is_default=False),
+    Col("cost_usd_b", "Cost B", "usd", is_default=False),
+    Col("latency_s_a", "Latency A (s)", "number", is_default=False),
+    Col("latency_s_b", "Latency B (s)", "number", is_default=False),
+    Col("codes_a", "Codes A", is_default=False),
+    Col("codes_b", "Codes B", is_default=False),
+]
+event = show_table(
+    flipped.assign(**{c: flipped[c].map(fmt.items) for c in ("codes_a", "codes_b")}),
+    FLIP_COLS,
     key="df_flipped",
-    width="stretch",
-    on_select="rerun",
-    selection_mode="single-row",
-    column_config={
-        "open_a": st.column_config.LinkColumn("A", display_text="open A"),
-        "open_b": st.column_config.LinkColumn("B", display_text="open B"),
-    },
+    name=f"diff-flipped-{run_a}-{run_b}",
+    download=flipped,
+    select=True,
 )
-download_buttons(flipped, f"diff-flipped-{run_a}-{run_b}", key="df_flipped_dl")
 rows = event.selection.rows if event and event.selection else []
 pick = flipped.iloc[rows[0]] if rows else flipped.iloc[0]
 st.subheader("Both trajectories")
@@ -192,6 +235,18 @@ if task.get("query") or task.get("reference_answer"):
     reference.text(f"Reference answer: {task.get('reference_answer') or '–'}")
 
 
+STEP_COLS = [
+    Col("step", "Step", "count"),
+    Col("tool", "Tool"),
+    Col("alignment", "Alignment"),
+    Col("kind", "Kind"),
+    Col("args", "Arguments"),
+    Col("result_preview", "Result"),
+    Col("error", "Error"),
+    Col("round", "Round", "count", is_default=False),
+]
+
+
 def _side(col: st.delta_generator.DeltaGenerator, run_id: str, sample: int, label: str) -> None:
     with col:
         d = cached(tr.attempt_detail, run_id=run_id, task_id=pick.task_id, sample=int(sample))
@@ -199,7 +254,7 @@ def _side(col: st.delta_generator.DeltaGenerator, run_id: str, sample: int, labe
         if d is None:
             st.info("No attempt.")
             return
-        st.text(f"{labels[run_id]} · sample {int(sample)} · passed {d.get('passed')}")
+        st.text(f"{labels[run_id]} · sample {int(sample)} · passed {fmt.flag(d.get('passed'))}")
         st.text(f"answer: {d.get('answer') or '–'}")
         align = cached(
             tr.alignment_frame, attempt_id=int(d["attempt_id"]), reference=tuple(d.get("reference_trajectory") or ())
@@ -209,8 +264,7 @@ def _side(col: st.delta_generator.DeltaGenerator, run_id: str, sample: int, labe
         view = steps[["step", "round", "kind", "tool", "args", "result_preview", "error"]].assign(
             alignment=[ops.get(int(s), "") for s in steps["step"]]
         )
-        st.dataframe(view, hide_index=True, key=f"df_steps_{label}", width="stretch")
-        download_buttons(view, f"steps-{d['attempt_id']}", key=f"df_steps_{label}_dl")
+        show_table(view, STEP_COLS, key=f"df_steps_{label}", name=f"steps-{d['attempt_id']}", budget_px=380)
         if int(d["n_steps"]) > len(steps):
             st.caption(f"First {len(steps)} of {int(d['n_steps'])} steps; the drilldown page has them all.")
         st.page_link(

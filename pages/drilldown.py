@@ -12,7 +12,7 @@ from analytics import formatting as fmt
 from analytics import rules
 from analytics import trajectory as tr
 from ui import transcript
-from ui.common import cached, empty_state, query_param, show_fig
+from ui.common import cached, empty_state, plain, query_param, show_fig
 from ui.shell import page_setup
 
 filters = page_setup(
@@ -30,7 +30,9 @@ if runs.empty:
     )
 
 # A deep link (or a click elsewhere that changed the URL) re-seeds the pickers; otherwise they keep their state.
-if ss.get("dd_link") != link:
+# So does a return to this page (Forward, or Back from another page): Streamlit dropped the pickers' state while
+# the other page ran, and the URL holds this page's view.
+if ss.get("dd_link") != link or "dd_run" not in ss:
     ss.dd_link = link
     if link[0] in set(runs["run_id"]):
         ss.dd_run, ss.dd_task = link[0], link[1]
@@ -54,12 +56,8 @@ def open_attempt(run_id: str, task_id: str, sample: int) -> None:
     st.query_params.update({"run": run_id, "task": task_id, "sample": str(sample)})
 
 
-labels = {
-    r.run_id: " · ".join(
-        str(x)
-        for x in (f"{r.agent} {r.agent_version or ''}".strip(), fmt.date(r.eval_date), r.run_id, r.benchmark)
-        if not pd.isna(x)
-    )
+labels = {  # the one run-label rule (agent, version when it adds something, date), then the run id and benchmark
+    r.run_id: " · ".join([fmt.run_label(r.agent, r.agent_version, r.eval_date), str(r.run_id), fmt.text(r.benchmark)])
     + (" (outside the sidebar's filters)" if r.is_filtered_out else "")
     for r in runs.itertuples()
 }
@@ -71,11 +69,24 @@ attempts = cached(tr.attempts_of, run_id=run_id)
 if attempts.empty:
     empty_state("This run has no attempts.")
 marks = transcript.task_marks(attempts)
+if link[0] == run_id and link[1] is not None and link[1] not in marks:  # a stale or hand-edited link: say so
+    st.info(
+        plain(f"The link's task {link[1]!r} is not in run {run_id}; showing its first task."),
+        icon=":material/link_off:",
+    )
 keep_valid("dd_task", list(marks), next(iter(marks)))
 task_id = c_task.selectbox(
     "Task (✓ passed, ✗ failed, ◐ some samples)", list(marks), key="dd_task", format_func=lambda t: f"{marks[t]} {t}"
 )
 samples = [int(s) for s in attempts.loc[attempts["task_id"] == task_id, "sample"]]
+if link[:2] == (run_id, task_id) and link[2] is not None and (not link[2].isdigit() or int(link[2]) not in samples):
+    st.info(
+        plain(
+            f"The link's sample {link[2]!r} is not one of task {task_id}'s ({', '.join(map(str, samples))}); "
+            f"showing sample {samples[0]}."
+        ),
+        icon=":material/link_off:",
+    )
 keep_valid("dd_sample", samples, samples[0])
 sample = c_sample.selectbox("Sample", samples, key="dd_sample")
 wanted = {"run": run_id, "task": task_id, "sample": str(sample)}
@@ -118,7 +129,7 @@ with nav[3]:
         st.caption("No other run attempted this task.")
     else:
         olabels = {
-            r.run_id: f"{r.agent} {r.agent_version or ''} · {r.run_id} · pass {r.pass_rate:.0%}"
+            r.run_id: f"{fmt.run_label(r.agent, r.agent_version)} · {r.run_id} · pass {fmt.pct(r.pass_rate, 0)}"
             for r in others.itertuples()
         }
         other = st.selectbox("Same task in another run", list(olabels), format_func=olabels.get, key="dd_other")

@@ -22,7 +22,9 @@ from ui.common import (
     show_fig,
 )
 from ui.shell import page_setup
+from ui.tables import Col, show_table
 
+DIFF_NAMES = {"n_errors": "#Error", "n_total": "#Total", "n_failed": "Failed attempts"}
 filters = page_setup(
     "Errors",
     "Error codes on failed attempts; a code counts once per attempt whichever source reports it. "
@@ -103,8 +105,7 @@ st.caption(
     "Share of each run's attempts that failed, and that carry each code, in % with a Wilson 95% interval over the "
     "run's attempts: runs of 48 and of 300 attempts compare fairly here."
 )
-st.dataframe(rates.drop(columns="run_id"), hide_index=True, key="err_rates", width="stretch")
-download_buttons(rates, f"error-rates-{filters.benchmark}-{slice_name}", key="err_dl_rates")
+show_table(rates, key="err_rates", name=f"error-rates-{filters.benchmark}-{slice_name}", is_display=True)
 with st.expander(
     "Counts in AD-Bench Table 3's layout (fewest in bold, second underlined: fair only between runs of the same size)",
     expanded=len(set(rates["Attempts"])) == 1,
@@ -113,9 +114,14 @@ with st.expander(
     download_buttons(t3, f"errors-{filters.benchmark}-{slice_name}", key="err_dl_t3")
 part = table[table["slice"] == slice_name]
 with st.expander("Every code, failed attempts and errors per failed case"):
-    full = part.drop(columns=["benchmark", "kind"]).round({"errors_per_failed": 2})
-    st.dataframe(full, hide_index=True, key="err_full", width="stretch")
-    download_buttons(full, f"errors-full-{filters.benchmark}", key="err_dl_full")
+    full = part.drop(columns=["benchmark", "kind"])
+    show_table(
+        full.assign(slice=full["slice"].map(fmt.slice_label)),
+        [Col("agent", "Agent"), Col("agent_version", "Version"), Col("slice", "Slice")],
+        key="err_full",
+        name=f"errors-full-{filters.benchmark}",
+        download=full,
+    )
 
 long = err.shares(table, slice_name=slice_name)
 show_fig(err.fig_error_shares(long), key="err_shares", data=long, name="error-shares", select=True)
@@ -136,8 +142,17 @@ st.caption(
 )
 codes = err.codes_of(table)
 link = (query_param("err_run"), query_param("err_code"), query_param("err_code_b"))
-if ss.get("err_link") != link:  # a click or a deep link re-seeds the pickers
+if ss.get("err_link") != link or "err_pick_run" not in ss:  # a click, a deep link, or a return to the page
     ss.err_link = link
+    for param, value, known in zip(("err_run", "err_code", "err_code_b"), link, (run_ids, codes, codes), strict=True):
+        if value is not None and value not in known:  # a stale or hand-edited link: say so, never swap silently
+            st.info(
+                plain(
+                    f"The link's {param} {value!r} is not among these runs' {'runs' if param == 'err_run' else 'codes'}"
+                    f"; showing {'the first run' if param == 'err_run' else 'any code'}."
+                ),
+                icon=":material/link_off:",
+            )
     if link[0] in run_ids:
         ss.err_pick_run = link[0]
     ss.err_pick_code = link[1] if link[1] in codes else None
@@ -158,14 +173,22 @@ else:
             for r, t, s in zip(attempts["run_id"], attempts["task_id"], attempts["sample"], strict=True)
         ]
     )
-    st.dataframe(
+    show_table(
         attempts,
-        hide_index=True,
+        [
+            Col("task_id", "Task"),
+            Col("sample", "Sample", "count"),
+            Col("codes", "Codes"),
+            Col("open", "Open", "link", link_text="drilldown"),
+            Col("level", "Level"),
+            Col("category", "Category"),
+            Col("sources", "Sources"),
+            Col("status", "Status"),
+            Col("answer", "Answer"),
+        ],
         key="err_attempts",
-        width="stretch",
-        column_config={"open": st.column_config.LinkColumn("Open", display_text="drilldown")},
+        name=f"errors-attempts-{pick_run}",
     )
-    download_buttons(attempts, f"errors-attempts-{pick_run}", key="err_dl_attempts")
 
 st.subheader("Co-occurrence within failed attempts")
 co_run = st.selectbox("Run", run_ids, format_func=labels.get, key="err_co_run")
@@ -181,7 +204,45 @@ if len(run_ids) > 1:
     run_a = a_col.selectbox("From", run_ids, index=1, format_func=labels.get, key="err_diff_a")
     run_b = b_col.selectbox("To", run_ids, index=0, format_func=labels.get, key="err_diff_b")
     diff = err.error_diff(table, run_a, run_b)
-    for line in err.diff_sentences(diff, labels[run_a], labels[run_b]) or ["No code changed by 10% or more."]:
-        st.text(line)
-    st.dataframe(diff, hide_index=True, key="err_diff", width="stretch")
-    download_buttons(diff, "errors-diff", key="err_dl_diff")
+    # counts grow with a run's size: the rates per attempt compare runs of different sizes fairly
+    size = part.set_index("run_id")["n_attempts"]
+    diff = diff.assign(
+        name=diff["code"].map(DIFF_NAMES).fillna(diff["code"]),
+        rate_a=diff["n_a"] / size[run_a],
+        rate_b=diff["n_b"] / size[run_b],
+        rate_change=diff["n_b"] / size[run_b] - diff["n_a"] / size[run_a],
+        count_change=diff["pct_change"] / 100,  # a fraction, as every signed column takes
+    )
+    moved = diff[~diff["code"].isin(list(DIFF_NAMES)) & ((diff["count_change"].abs() >= 0.1) | (diff["n_a"] == 0))]
+    moved = moved[moved["change"] != 0].sort_values("rate_change", key=abs, ascending=False)
+    for r in moved.itertuples():  # the biggest moves in share of attempts first; the counts beside them
+        where = f", mostly on {r.mostly_on}" if fmt.text(r.mostly_on) != fmt.MISSING else ""
+        st.text(
+            f"{err.CODE_NAMES.get(r.code, r.code)} errors ({r.code}): {fmt.pct(r.rate_a)} → {fmt.pct(r.rate_b)} of "
+            f"attempts ({fmt.signed(r.rate_change)}; {r.n_a} → {r.n_b} attempts) from {labels[run_a]} to "
+            f"{labels[run_b]}{where}"
+        )
+    if moved.empty:
+        st.text("No code changed by 10% or more.")
+    st.caption(
+        f"Per code: the share of each run's attempts that carry it ({fmt.plural(size[run_a], 'attempt')} in "
+        f"From, {fmt.plural(size[run_b], 'attempt')} in To), the change in percentage points, and the counts."
+    )
+    show_table(
+        diff,
+        [
+            Col("name", "Code"),
+            Col("rate_a", "From (% of attempts)", "pct"),
+            Col("rate_b", "To (% of attempts)", "pct"),
+            Col("rate_change", "Change", "pp"),
+            Col("n_a", "From (count)", "count"),
+            Col("n_b", "To (count)", "count"),
+            Col("count_change", "Count change (%)", "signed"),
+            Col("mostly_on", "Mostly on level"),
+            Col("change", "Count change", "count", is_default=False),
+            Col("code", "Code (raw)", is_default=False),
+        ],
+        key="err_diff",
+        name="errors-diff",
+        download=diff,
+    )

@@ -3,13 +3,13 @@
 import pandas as pd
 import streamlit as st
 
+from analytics import formatting as fmt
 from analytics import leaderboard as lb
 from analytics import run_health as rh
 from analytics import scorers as sc
 from ui.common import (
     UrlField,
     cached,
-    download_buttons,
     empty_state,
     from_url,
     keep_in_url,
@@ -17,6 +17,7 @@ from ui.common import (
     show_fig,
 )
 from ui.shell import page_setup
+from ui.tables import show_table
 
 filters = page_setup(
     "Leaderboard",
@@ -91,23 +92,10 @@ st.caption(
 st.subheader("Agents")
 ordered = ranked.sort_values(["rank", "run_id"])
 summary = lb.summary_table(ordered)
-st.dataframe(
-    summary,
-    hide_index=True,
-    key="lb_summary",
-    width="stretch",
-    column_config={
-        "Rank": st.column_config.TextColumn(width="small"),
-        "Run": st.column_config.TextColumn(width="medium"),
-        "Tasks": st.column_config.TextColumn(width="small"),
-        "run_id": st.column_config.TextColumn("Run id", width="small"),
-    },
-)
-download_buttons(summary, f"leaderboard-{filters.benchmark}-summary", key="lb_dl_summary")
+show_table(summary, key="lb_summary", name=f"leaderboard-{filters.benchmark}-summary", is_display=True)
 table = lb.display_table(ordered)
 with st.expander("Every column (Pass@k, pass^k, steps, attempts, raw p-values)"):
-    st.dataframe(table, hide_index=True, key="lb_table", width="stretch")
-    download_buttons(table, f"leaderboard-{filters.benchmark}", key="lb_dl")
+    show_table(table, key="lb_table", name=f"leaderboard-{filters.benchmark}", is_display=True, show_ids=True)
 if not apart.empty:
     st.subheader("Shown apart")
     st.caption(
@@ -116,10 +104,15 @@ if not apart.empty:
         "is what the IRT Progress page is for."
     )
     st.page_link("pages/progress.py", label="Open IRT Progress (compares runs across task pools)")
-    apart_table = lb.display_table(apart).drop(columns=["Rank"])
-    apart_table.insert(0, "Why apart", [lb.apart_reason(r) for _, r in apart.iterrows()])
-    st.dataframe(apart_table, hide_index=True, key="lb_apart", width="stretch")
-    download_buttons(apart_table, f"leaderboard-{filters.benchmark}-apart", key="lb_dl_apart")
+    apart_table = lb.summary_table(apart).drop(columns=["Rank"])
+    apart_table.insert(1, "Why apart", [lb.apart_reason(r) for _, r in apart.iterrows()])
+    show_table(
+        apart_table,
+        key="lb_apart",
+        name=f"leaderboard-{filters.benchmark}-apart",
+        download=lb.display_table(apart).assign(why_apart=[lb.apart_reason(r) for _, r in apart.iterrows()]),
+        is_display=True,
+    )
 st.caption(
     "Errored attempts are left out here, as Inspect's own accuracy does."
     if leave_out
@@ -132,19 +125,22 @@ if not measured.empty:
             [{"Run": lb.run_label(r), **r["inspect_metrics"], "run_id": r["run_id"]} for _, r in measured.iterrows()]
         )
         st.caption("As the log's results give them for this score; Runlens's Pass@k above is computed from samples.")
-        st.dataframe(own, hide_index=True, key="lb_inspect_metrics", width="stretch")
-        download_buttons(own, f"leaderboard-{filters.benchmark}-inspect-metrics", key="lb_dl_inspect")
+        show_table(own, key="lb_inspect_metrics", name=f"leaderboard-{filters.benchmark}-inspect-metrics")
 if not health.empty and not health["is_complete"].all():
     st.subheader("Runs that are not complete")
     incomplete = rh.incomplete_table(health, errors_excluded=leave_out)
-    st.dataframe(incomplete, hide_index=True, key="lb_incomplete", width="stretch")
-    download_buttons(incomplete, f"leaderboard-{filters.benchmark}-incomplete", key="lb_dl_incomplete")
+    show_table(incomplete, key="lb_incomplete", name=f"leaderboard-{filters.benchmark}-incomplete", is_display=True)
 if not humans.empty:
     st.subheader("Human baseline")
     st.caption("Human rows are ranked apart: they are the reference, not a competitor.")
-    human_table = lb.display_table(humans).drop(columns=["Rank"])
-    st.dataframe(human_table, hide_index=True, key="lb_humans", width="stretch")
-    download_buttons(human_table, f"leaderboard-{filters.benchmark}-human", key="lb_dl_h")
+    human_table = lb.summary_table(humans).drop(columns=["Rank"])
+    show_table(
+        human_table,
+        key="lb_humans",
+        name=f"leaderboard-{filters.benchmark}-human",
+        download=lb.display_table(humans),
+        is_display=True,
+    )
 
 show_fig(lb.fig_pass_at_1(pd.concat([ranked, humans])), key="lb_fig", data=table, name=f"ranking-{filters.benchmark}")
 
@@ -176,12 +172,18 @@ if pivot.empty:
     st.info(f"The tasks of **{plain(filters.benchmark)}** carry no {kind or 'level'}.")
 else:
     st.caption(f"Pass@1 (%) per {kind}; each cell's interval and n are in the table below.")
-    st.dataframe(pivot, hide_index=True, key="lb_pivot", width="stretch")
-    download_buttons(pivot, f"leaderboard-{filters.benchmark}-by-{kind}", key="lb_dl_pivot")
+    show_table(pivot, key="lb_pivot", name=f"leaderboard-{filters.benchmark}-by-{kind}", is_display=True)
     values = sorted(s.split("=", 1)[1] for s in df["slice"].unique() if s.startswith(f"{kind}="))
+    if st.session_state.get("lb_slice_value") not in values:  # another benchmark or breakdown: start at the first
+        st.session_state.pop("lb_slice_value", None)
     chosen = st.selectbox(f"Detail for one {kind}", values, key="lb_slice_value")
     detail = df[df["slice"] == f"{kind}={chosen}"]
-    st.caption(f"Comparison set of this slice: {int(detail['comparison_set_size'].iloc[0])} tasks.")
-    detail_table = lb.display_table(detail.sort_values(["rank", "run_id"], na_position="last"))
-    st.dataframe(detail_table, hide_index=True, key="lb_detail", width="stretch")
-    download_buttons(detail_table, f"leaderboard-{filters.benchmark}-{kind}-{chosen}", key="lb_dl_detail")
+    st.caption(f"Comparison set of this slice: {fmt.plural(int(detail['comparison_set_size'].iloc[0]), 'task')}.")
+    in_order = detail.sort_values(["rank", "run_id"], na_position="last")
+    show_table(
+        lb.summary_table(in_order),
+        key="lb_detail",
+        name=f"leaderboard-{filters.benchmark}-{kind}-{chosen}",
+        download=lb.display_table(in_order),
+        is_display=True,
+    )

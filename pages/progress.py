@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pandas as pd
 import streamlit as st
 
 import store as rdb
+from analytics import formatting as fmt
 from analytics import irt
 from analytics import progress as prog
 from jobs.irt import fit_and_store
 from ui import background, common, shell
+from ui.tables import Col, show_table
 
 flt = shell.page_setup(
     "Progress",
@@ -53,7 +58,7 @@ view = common.cached(prog.progress_view, benchmark=flt.benchmark, model=model)
 if view.fit is None and (view.n_subjects_in_data < 2 or view.n_tasks_in_data < 2):
     common.empty_state(
         f"Too little data for an ability index on **{common.plain(flt.benchmark)}**: it has "
-        f"{view.n_subjects_in_data} agent version(s) and {view.n_tasks_in_data} task(s); IRT needs at "
+        f"{fmt.plural(view.n_subjects_in_data, 'agent version')} and {fmt.plural(view.n_tasks_in_data, 'task')}; IRT needs at "
         "least 2 of each (and about 20 answered tasks per agent to rank it)."
     )
 if view.fit is None:
@@ -110,35 +115,60 @@ if not fit.is_current:
 refit("Refit" if fit.is_current else "Refit on the current data")
 
 info = fit.info
-N2 = {"format": "%.2f"}
-COLUMNS = {  # what each table column means, in words (the downloads keep the raw names)
-    "subject": st.column_config.TextColumn("Agent version"),
-    "family": st.column_config.TextColumn("Family"),
-    "first_eval_date": st.column_config.DateColumn("First evaluated", format="YYYY-MM-DD"),
-    "first_date": st.column_config.DateColumn("First version", format="YYYY-MM-DD"),
-    "last_date": st.column_config.DateColumn("Last version", format="YYYY-MM-DD"),
-    "date": st.column_config.DateColumn("Date", format="YYYY-MM-DD"),
-    "ability": st.column_config.NumberColumn("Ability (logits)", **N2),
-    "ability_lo": st.column_config.NumberColumn("90% low", **N2),
-    "ability_hi": st.column_config.NumberColumn("90% high", **N2),
-    "n_items": st.column_config.NumberColumn("Tasks answered"),
-    "raw_score": st.column_config.NumberColumn("Raw pass rate", format="%.3f"),
-    "is_flagged": st.column_config.CheckboxColumn("Too few tasks"),
-    "n_versions": st.column_config.NumberColumn("Versions"),
-    "ability_per_month": st.column_config.NumberColumn(
-        "Ability gained per month (logits)", help="least-squares slope over the family's versions", **N2
-    ),
-    "ability_gain": st.column_config.NumberColumn("Ability gained (logits)", **N2),
-    "from_subject": st.column_config.TextColumn("From version"),
-    "to_subject": st.column_config.TextColumn("To version"),
-    "months": st.column_config.NumberColumn("Months apart", format="%.1f"),
-    "task_id": st.column_config.TextColumn("Task"),
-    "difficulty": st.column_config.NumberColumn("Difficulty (logits)", **N2),
-    "discrimination": st.column_config.NumberColumn("Discrimination", **N2),
-    "pass_rate": st.column_config.NumberColumn("Pass rate", format="%.3f"),
-    "n_subjects": st.column_config.NumberColumn("Agent versions"),
-    "flag": st.column_config.TextColumn("Flag"),
-}
+# one run-label rule (analytics.formatting.run_label): "o3", not "o3 o3"; the fit's subject ids stay in the downloads
+names = {r.subject: fmt.run_label(r.agent, r.agent_version) for r in everything.abilities.itertuples()}
+
+
+def relabel(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
+    return df.assign(**{c: df[c].map(lambda v: names.get(v, v)) for c in cols})
+
+
+LOGITS = {"kind": "number", "digits": 2}
+ABILITY_COLS = [
+    Col("subject", "Agent version"),
+    Col("ability", "Ability (logits) [90% CI]", lo="ability_lo", hi="ability_hi", **LOGITS),
+    Col("raw_score", "Raw pass rate", "pct"),
+    Col("n_items", "Tasks answered", "count"),
+    Col("family", "Family"),
+    Col("first_eval_date", "First evaluated", "date"),
+    Col("is_flagged", "Too few tasks", "flag"),
+]
+VELOCITY_COLS = [
+    Col("family", "Family"),
+    Col("ability_per_month", "Per month (logits)", help="least-squares slope over the family's versions", **LOGITS),
+    Col("ability_gain", "Gained (logits)", **LOGITS),
+    Col("n_versions", "Versions", "count"),
+    Col("first_date", "First version", "date", is_default=False),
+    Col("last_date", "Last version", "date", is_default=False),
+]
+BREAK_COLS = [
+    Col("to_subject", "Version"),
+    Col("ability_gain", "Gained (logits)", **LOGITS),
+    Col("from_subject", "After"),
+    Col("date", "Date", "date"),
+    Col("months", "Months apart", "number"),
+    Col("family", "Family", is_default=False),
+    Col("ability", "Ability (logits)", is_default=False, **LOGITS),
+]
+ITEM_COLS = [
+    Col("task_id", "Task"),
+    Col("difficulty", "Difficulty (logits)", **LOGITS),
+    Col("discrimination", "Discrimination", **LOGITS),
+    Col("pass_rate", "Pass rate", "pct"),
+    Col("n_subjects", "Agent versions", "count"),
+    Col("flag", "Flag"),
+]
+LOG_COLS = [
+    Col("created_at", "Fitted (UTC)", "datetime"),
+    Col("model", "Model"),
+    Col("n_agents", "Agent versions", "count"),
+    Col("n_tasks", "Tasks", "count"),
+    Col("seconds", "Seconds", "number"),
+    Col("scale_shift", "Scale shift (logits)", **LOGITS),
+    Col("link", "Linked by"),
+    Col("anchor_tasks", "Anchor tasks", "count"),
+    Col("old_agents_moved", "Old agents moved", "number", digits=2),
+]
 c = st.columns(5)
 c[0].metric("Agent versions", len(fit.abilities))
 c[1].metric("Tasks", len(fit.items))
@@ -147,43 +177,33 @@ c[3].metric("Scale shift", f"{info.get('scale_shift', 0.0):+.2f}", help=str(info
 c[4].metric("Flagged (too few tasks)", int(fit.abilities["is_flagged"].sum()))
 
 left, right = st.columns(2)
+drawn = dataclasses.replace(
+    view, abilities=relabel(view.abilities, "subject"), frontier=relabel(view.frontier, "subject")
+)
 with left:
-    common.show_fig(prog.fig_ability_over_time(view), key="fig_ability", data=view.abilities, name="abilities")
+    common.show_fig(prog.fig_ability_over_time(drawn), key="fig_ability", data=view.abilities, name="abilities")
 with right:
-    common.show_fig(prog.fig_raw_over_time(view), key="fig_raw", data=view.abilities, name="raw_scores")
+    common.show_fig(prog.fig_raw_over_time(drawn), key="fig_raw", data=view.abilities, name="raw_scores")
 
 st.subheader("Velocity and breakthroughs")
 left, right = st.columns(2)
 with left:
     st.caption("Ability gained per month (least-squares slope over a family's versions).")
-    st.dataframe(view.velocity, hide_index=True, key="tbl_velocity", column_config=COLUMNS)
-    common.download_buttons(view.velocity, "velocity", key="dl_velocity")
+    show_table(view.velocity, VELOCITY_COLS, key="tbl_velocity", name="velocity", budget_px=380)
 with right:
     st.caption("Consecutive versions whose 90% intervals do not overlap.")
-    st.dataframe(view.breakthroughs, hide_index=True, key="tbl_breakthroughs", column_config=COLUMNS)
-    common.download_buttons(view.breakthroughs, "breakthroughs", key="dl_breakthroughs")
+    show_table(
+        relabel(view.breakthroughs, "from_subject", "to_subject"),
+        BREAK_COLS,
+        key="tbl_breakthroughs",
+        name="breakthroughs",
+        download=view.breakthroughs,
+        budget_px=380,
+    )
 
 st.subheader("Abilities")
 ranked = view.abilities.sort_values("ability", ascending=False)
-st.dataframe(
-    ranked[
-        [
-            "subject",
-            "family",
-            "first_eval_date",
-            "ability",
-            "ability_lo",
-            "ability_hi",
-            "n_items",
-            "raw_score",
-            "is_flagged",
-        ]
-    ],
-    hide_index=True,
-    key="tbl_abilities",
-    column_config=COLUMNS,
-)
-common.download_buttons(ranked, "irt_abilities", key="dl_abilities")
+show_table(relabel(ranked, "subject"), ABILITY_COLS, key="tbl_abilities", name="irt_abilities", download=ranked)
 
 st.subheader("Tasks")
 left, right = st.columns(2)
@@ -196,9 +216,7 @@ with right:
     common.show_fig(prog.fig_icc(view, task), key="fig_icc")
 flags = st.multiselect("Show flags", ["saturated", "dead", "negative"], key="irt_flags", placeholder="all tasks")
 items = fit.items[fit.items["flag"].isin(flags)] if flags else fit.items
-st.dataframe(items, hide_index=True, key="tbl_items", column_config=COLUMNS)
-common.download_buttons(items, "irt_items", key="dl_items")
+show_table(items, ITEM_COLS, key="tbl_items", name="irt_items")
 
 with st.expander("Refit log (every stored fit and how far the scale moved)"):
-    st.dataframe(view.log, hide_index=True, key="tbl_log")
-    common.download_buttons(view.log, "irt_fit_log", key="dl_log")
+    show_table(view.log, LOG_COLS, key="tbl_log", name="irt_fit_log")

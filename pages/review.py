@@ -5,6 +5,7 @@ Deep link: ``review?queue=failed|disagreements|calibration``."""
 
 import streamlit as st
 
+from analytics import formatting as fmt
 from analytics import llm
 from analytics import review as rv
 from analytics import trajectory as tr
@@ -12,7 +13,6 @@ from ui import review
 from ui.common import (
     UrlField,
     cached,
-    download_buttons,
     drilldown_url,
     empty_state,
     from_url,
@@ -21,6 +21,7 @@ from ui.common import (
     plain,
 )
 from ui.shell import page_setup
+from ui.tables import Col, show_table
 
 filters = page_setup(
     "Review",
@@ -30,7 +31,38 @@ filters = page_setup(
 ss = st.session_state
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
-LINK = {"open": st.column_config.LinkColumn("Open", display_text="drilldown")}
+KAPPA = [
+    Col("kappa", "Kappa [95% CI]", "number", lo="kappa_lo", hi="kappa_hi", digits=2, help="Cohen's kappa"),
+    Col("agreement", "Agreement", "pct"),
+    Col("n", "Reviews", "count"),
+]
+VERDICT_COLS = [
+    Col("rater", "Rater"),
+    *KAPPA,
+    Col("tp", "Both correct", "count"),
+    Col("tn", "Both incorrect", "count"),
+    Col("fp", "Rater correct, human not", "count"),
+    Col("fn", "Human correct, rater not", "count"),
+]
+CODE_COLS = [
+    Col("rater", "Rater"),
+    Col("code", "Code"),
+    Col("precision", "Precision", "pct"),
+    Col("recall", "Recall", "pct"),
+    Col("n", "Reviews", "count"),
+    Col("tp", "Both", "count"),
+    Col("fp", "Rater only", "count"),
+    Col("fn", "Human only", "count"),
+]
+DIS_COLS = [
+    Col("rater", "Rater"),
+    Col("task_id", "Task"),
+    Col("sample", "Sample", "count"),
+    Col("rater_correct", "Rater says correct", "flag"),
+    Col("human_correct", "Humans say correct", "flag"),
+    Col("open", "Open", "link", link_text="drilldown"),
+    Col("n_reviewers", "Reviewers", "count"),
+]
 
 
 def _with_links(df):  # type: ignore[no-untyped-def]
@@ -49,8 +81,7 @@ if not corr.empty:
         "(prediction-powered inference, PPI++: valid 95% intervals when the reviewed attempts are the calibration "
         "queue's random sample; a review from another queue counts only inside that sample)."
     )
-    st.dataframe(rv.corrections_table(corr), hide_index=True, key="rv_corrected", width="stretch")
-    download_buttons(corr, "judge-corrected", key="rv_corrected_dl")
+    show_table(rv.corrections_table(corr), key="rv_corrected", name="judge-corrected", download=corr, is_display=True)
 if agr.fleiss is not None:
     f = agr.fleiss
     st.caption(
@@ -67,22 +98,22 @@ if llm.llm_config() is None:
         "judge verdicts and codes per model and prompt version, measured here against the same reviews."
     )
 if agr.n_reviewed:
-    st.caption(f"{agr.n_reviewed} reviewed attempts; kappa with a 95% bootstrap interval (2,000 resamples, seed 0).")
-    st.dataframe(agr.verdicts.round(3), hide_index=True, key="rv_verdicts", width="stretch")
-    download_buttons(agr.verdicts, "agreement-verdicts", key="rv_verdicts_dl")
-    with st.expander("Error codes: precision, recall and kappa (95% bootstrap interval) against the human codes"):
-        st.dataframe(agr.codes.round(3), hide_index=True, key="rv_codes", width="stretch")
-        download_buttons(agr.codes, "agreement-codes", key="rv_codes_dl")
+    st.caption(
+        f"{fmt.plural(agr.n_reviewed, 'reviewed attempt')}; kappa with a 95% bootstrap interval (2,000 resamples, "
+        "seed 0); a dash where it is undefined (fewer than 2 reviews, or every verdict the same)."
+    )
+    show_table(agr.verdicts, VERDICT_COLS, key="rv_verdicts", name="agreement-verdicts")
+    with st.expander("Error codes: precision and recall against the human codes"):
+        show_table(agr.codes, CODE_COLS, key="rv_codes", name="agreement-codes")
     with st.expander("Reviewers against each other"):
         if agr.reviewers.empty:
             st.caption("No attempt has two reviewers yet.")
         else:
-            st.dataframe(agr.reviewers.round(3), hide_index=True, key="rv_pairs", width="stretch")
-            download_buttons(agr.reviewers, "agreement-reviewers", key="rv_pairs_dl")
+            pair_cols = [Col("reviewer_a", "Reviewer"), Col("reviewer_b", "Other reviewer"), *KAPPA]
+            show_table(agr.reviewers, pair_cols, key="rv_pairs", name="agreement-reviewers")
     with st.expander(f"Disagreements with the humans ({len(agr.disagreements)})"):
         dis = _with_links(agr.disagreements)
-        st.dataframe(dis, hide_index=True, key="rv_dis", width="stretch", column_config=LINK)
-        download_buttons(dis.drop(columns="open"), "disagreements", key="rv_dis_dl")
+        show_table(dis, DIS_COLS, key="rv_dis", name="disagreements", download=agr.disagreements)
 
 # --- the queue and the form ------------------------------------------------------------------------------------
 st.subheader("Review queue")
@@ -95,9 +126,22 @@ keep_in_url([QUEUE_FIELD])
 items = cached(rv.review_queue, queue=queue, reviewer=review.reviewer(), **filters.as_kwargs(), n=50, seed=int(seed))
 if items.empty:
     empty_state("Nothing in this queue for the current filters.")
-shown = rv.queue_table(items).assign(open=_with_links(items)["open"].to_numpy())
-st.dataframe(shown, hide_index=True, key="rv_items", width="stretch", column_config=LINK)
-download_buttons(items, f"review-queue-{queue}", key="rv_items_dl")
+shown = rv.queue_table(items).assign(Open=_with_links(items)["open"].to_numpy())
+QUEUE_COLS = [
+    Col("Task"),
+    Col("Sample", kind="count"),
+    Col("Agent"),
+    Col("Passed"),
+    Col("Log judge"),
+    Col("Runlens judge"),
+    Col("Reviews", kind="count"),
+    Col("Open", kind="link", link_text="drilldown"),
+    Col("Log codes"),
+    Col("Judge codes"),
+    Col("Reviewed by you"),
+    Col("Run", is_default=False),
+]
+show_table(shown, QUEUE_COLS, key="rv_items", name=f"review-queue-{queue}", download=items)
 labels = {
     int(r.attempt_id): f"{r.run_id} · {r.task_id} · sample {int(r.sample)}"
     + (" · reviewed" if r.is_reviewed_by_me else "")

@@ -8,7 +8,6 @@ from analytics import search as sr
 from ui.common import (
     UrlField,
     cached,
-    download_buttons,
     drilldown_url,
     empty_state,
     from_url,
@@ -17,6 +16,7 @@ from ui.common import (
     plain,
 )
 from ui.shell import page_setup
+from ui.tables import Col, show_table
 
 filters = page_setup(
     "Search",
@@ -31,7 +31,7 @@ if not filters.benchmark:
 URL_FIELDS = [UrlField("se_q", "q", ""), UrlField("se_mode", "mode", "phrase", choices=sr.MODES)]
 from_url(URL_FIELDS)
 ss["se_q"] = (ss.get("se_q") or "")[: sr.MAX_QUERY_CHARS]
-left, right = st.columns([3, 1])
+left, right = st.columns([2, 1])  # the three match modes fit beside the box at 1280 px
 query = left.text_input("Search the transcripts", key="se_q", max_chars=sr.MAX_QUERY_CHARS)
 mode = right.segmented_control("Match", sr.MODES, key="se_mode") or "phrase"
 keep_in_url(URL_FIELDS)
@@ -64,14 +64,22 @@ hits = result.hits.assign(
         )
     ],
 )
-st.dataframe(
-    hits[["run_id", "task_id", "sample", "step", "field", "passed", "match", "open"]],
-    hide_index=True,
+show_table(
+    hits,
+    [
+        Col("task_id", "Task"),
+        Col("sample", "Sample", "count"),
+        Col("step", "Step", "count"),
+        Col("field", "Where"),
+        Col("passed", "Passed", "flag"),
+        Col("open", "Open", "link", link_text="drilldown"),
+        Col("match", "Match"),
+        Col("run_id", "Run", is_default=False),
+    ],
     key="se_hits",
-    width="stretch",
-    column_config={"open": st.column_config.LinkColumn("Open", display_text="drilldown")},
+    name=f"search-{filters.benchmark}",
+    download=hits.drop(columns=["open"]),
 )
-download_buttons(hits.drop(columns=["open"]), f"search-{filters.benchmark}", key="se_dl")
 
 labels = {
     i: f"{r.run_id} · {r.task_id} · sample {int(r.sample)} · "

@@ -10,7 +10,6 @@ from analytics.plaintext import plain_figure
 from ui.common import (
     UrlField,
     cached,
-    download_buttons,
     drilldown_url,
     empty_state,
     from_url,
@@ -20,6 +19,7 @@ from ui.common import (
     show_fig,
 )
 from ui.shell import page_setup
+from ui.tables import Col, show_table
 
 filters = page_setup(
     "Tech-Market-Fit",
@@ -96,7 +96,10 @@ opt = tmf.TmfOptions(
     exponent=exponent,
 )
 
-freq = st.segmented_control("Period", list(tmf.PERIODS), default="quarter", key="tmf_freq") or "quarter"
+FREQ = UrlField("tmf_freq", "period", "quarter", choices=list(tmf.PERIODS))
+from_url([FREQ])
+freq = st.segmented_control("Period", list(tmf.PERIODS), key="tmf_freq") or "quarter"
+keep_in_url([FREQ])
 view = cached(tmf.overview, **filters.as_kwargs(), options=opt, freq=freq)
 if view.overall is None:
     empty_state(
@@ -104,25 +107,27 @@ if view.overall is None:
     )
 movie = list(view.movie)
 labels = [label for label, _ in movie] or ["all runs"]
+AS_OF = UrlField("tmf_period", "asof", labels[-1], choices=labels)
 if st.session_state.get("tmf_period") not in labels:  # the period kind changed: start at the newest period
     st.session_state.pop("tmf_period", None)
+from_url([AS_OF])  # a period the link names that this view lacks gives a notice
 as_of_label = (
     st.select_slider(
         "As of the end of",
         labels,
-        value=labels[-1],
         key="tmf_period",
         help="the frontier of the runs evaluated up to the end of that period (undated runs count in every period)",
     )
     if len(labels) > 1
     else labels[-1]
 )
+keep_in_url([AS_OF])
 as_of = None if as_of_label in ("all runs", labels[-1]) else tmf.period_end(as_of_label, freq)
 # the newest period is the overall analysis, which carries the task bootstrap; earlier periods are estimates
 result = view.overall if as_of is None else (dict(movie).get(as_of_label) or view.overall)
 
 val = result.value
-m1, m2, m3, m4 = st.columns(4)
+m1, m2, m3, m4 = st.columns([1.4, 1, 1, 1])  # "Stage 2 (100%)" whole at 1280 px
 m1.metric(
     "TMF stage",
     "n/a" if val is None else tmf.stage_label(result).split(" · ")[0],
@@ -149,7 +154,13 @@ m4.metric(
     delta_arrow="off",
     help=tmf.DOLLAR_DEFINITIONS["human"],
 )
-st.info(plain(tmf.headline(result)), icon=":material/lightbulb:")  # no auto-linked bare URLs either
+reading, arithmetic = tmf.reconciliation(result)
+if reading:  # one line for executives, then how each dollar figure follows from the others
+    st.success(plain(f"In one line: {reading}"), icon=":material/lightbulb:")
+st.info(plain(tmf.headline(result)), icon=":material/info:")  # no auto-linked bare URLs either
+if arithmetic:
+    st.caption("How the dollar figures add up")
+    st.text("\n".join(arithmetic))
 st.caption(
     plain(tmf.assumptions_sentence(result)) + " Change them under 'Change the assumptions' above; the link keeps them."
 )
@@ -182,14 +193,15 @@ st.caption(
     "on the frontier, or gives the best operating point (exact ties share a replicate); how stable the estimate "
     "is, not the probability that a run is best. The download has every column as numbers."
 )
-st.dataframe(
-    tmf.runs_display(table, result),
-    hide_index=True,
+shown_runs = tmf.runs_display(table, result)
+show_table(
+    shown_runs,
+    [Col(str(c), str(c), "shown") for c in shown_runs.columns if c not in ("open", "run_id")]
+    + [Col("open", "Open", "link", link_text="open run")],
     key="tmf_table",
-    width="stretch",
-    column_config={"open": st.column_config.LinkColumn("open", display_text="open run")},
+    name=f"tmf-{filters.benchmark}",
+    download=table,
 )
-download_buttons(table, f"tmf-{filters.benchmark}", key="tmf_dl")
 
 st.subheader("By level or category")
 kind = st.segmented_control("Small multiples by", ["level", "category"], default="level", key="tmf_multi")
@@ -211,17 +223,36 @@ else:
 st.subheader("Over time: a movie, not a photograph")
 show_fig(tmf.fig_movie(movie), key="tmf_movie", data=tmf.period_table(movie), name=f"tmf-{filters.benchmark}-movie")
 periods = tmf.period_table(movie)
-st.dataframe(periods, hide_index=True, key="tmf_periods", width="stretch")
-download_buttons(periods, f"tmf-{filters.benchmark}-periods", key="tmf_periods_dl")
+money = "usd" if result.unit == "USD" else "number"  # the latency axis measures seconds
+show_table(
+    periods,
+    [
+        Col("period", "Period"),
+        Col("n_runs", "Runs so far", "count"),
+        Col("stage", "Stage", "count"),
+        Col("value_per_task", "AI value per task" + ("" if money == "usd" else " (s)"), money),
+        Col("best_saving", "Best saving per task" + ("" if money == "usd" else " (s)"), money),
+        Col("frontier", "Frontier (cheapest first)"),
+    ],
+    key="tmf_periods",
+    name=f"tmf-{filters.benchmark}-periods",
+)
 
 st.subheader("Export for slides")
 st.caption("Every export prints the assumptions above" + (" and the demo-data caveat." if is_demo else "."))
-printed = tmf.export_figure(fig, result, is_demo=is_demo)
+
+
+def printed(kind: str) -> bytes:
+    """The chart with its assumptions printed on it, as ``kind``: built only when a download is clicked."""
+    page = tmf.export_figure(fig, result, is_demo=is_demo)
+    return export.fig_to_images(page, formats=[kind], height=int(page.layout.height))[kind]
+
+
 stamp = dt.date.today().isoformat()
 e1, e2, e3 = st.columns(3)
 e1.download_button(
     "Chart PNG",
-    lambda: export.fig_to_images(printed, formats=["png"], height=int(printed.layout.height))["png"],
+    lambda: printed("png"),
     f"tmf-{filters.benchmark}-{stamp}.png",
     "image/png",
     key="tmf_png",
@@ -230,7 +261,7 @@ e1.download_button(
 )
 e2.download_button(
     "Chart SVG",
-    lambda: export.fig_to_images(printed, formats=["svg"], height=int(printed.layout.height))["svg"],
+    lambda: printed("svg"),
     f"tmf-{filters.benchmark}-{stamp}.svg",
     "image/svg+xml",
     key="tmf_svg",

@@ -4,10 +4,26 @@ import pandas as pd
 import streamlit as st
 
 import store as rdb
+from analytics import formatting as fmtx
 from ingest import upload_worker, uploads
-from ui.common import cached, db_path, db_version, download_buttons, plain
+from ui.common import cached, db_path, db_version, plain
 from ui.shell import page_setup
+from ui.tables import Col, show_table
 from ui.upload_memory import release_uploads
+
+PREVIEW_COLS = [
+    Col("file", "File"),
+    Col("creates", "Creates (run: benchmark, agent)"),
+    Col("outcome", "Outcome"),
+    Col("attempts", "Attempts", "count"),
+    Col("runs", "Runs", "count"),
+    Col("tasks", "Tasks", "count"),
+    Col("steps", "Steps", "count"),
+    Col("errors", "Problems", "count"),
+    Col("rescores", "Re-scores (new revision)"),
+    Col("format", "Format"),
+]
+MAX_RUN_LINKS = 12  # more runs than this: the leaderboard lists them
 
 page_setup(
     "Upload",
@@ -27,7 +43,7 @@ else:
         f"Log files (up to {limit_mb} MB each, {uploads.upload_total_mb()} MB at once; drop a results CSV together "
         "with its companion files)",
         accept_multiple_files=True,
-        key=f"up_files_{ss.get('up_files_n', 0)}",  # a new key empties the uploader (see below)
+        key=f"up_files_{ss.get('up_round', 0)}",  # a new key after an ingest: the ingested files leave the box
     )
     for line in ss.pop("up_refused", ()):
         st.error(plain(line))
@@ -44,7 +60,7 @@ else:
             ss.up_refused = [f"{f.name}: {why}." for f, why in zip(files, verdicts, strict=True) if why] + [
                 "The files were dropped from the server; drop them again, within these limits."
             ]
-            ss.up_files_n = ss.get("up_files_n", 0) + 1
+            ss.up_round = ss.get("up_round", 0) + 1
             st.rerun()
         accepted = list(files)
         # checked in a worker with ingest's limits, once per set of files and options (not on every rerun)
@@ -71,21 +87,22 @@ else:
                     "attempts": p.n_attempts,
                     "steps": p.n_steps,
                     "errors": p.n_errors,
-                    "creates (run: benchmark, agent)": "; ".join(f"{r}: {b}, {a}" for r, b, a in p.runs) or "–",
-                    "re-scores (new revision)": ", ".join(p.rescores) or "–",
+                    "creates": "; ".join(f"{r}: {b}, {a}" for r, b, a in p.runs) or None,
+                    "rescores": ", ".join(p.rescores) or None,
                 }
                 for p in previews
             ]
         )
         st.subheader("Preview")
-        st.dataframe(table, hide_index=True, key="up_preview", width="stretch")
-        download_buttons(table, "upload-preview", key="up_preview_dl")
+        show_table(table, PREVIEW_COLS, key="up_preview", name="upload-preview")
         for p in previews:
             if p.errors:
                 st.caption(plain(f"First problems in {p.file}"))
                 st.code("\n".join(p.errors), language=None)
         ready = [p.file for p in previews if p.outcome == "ready"]
-        if st.button(f"Ingest {len(ready)} file(s)", key="up_go", disabled=not ready, type="primary"):
+        if not ready:
+            st.caption("No file here is ready to ingest (see the outcomes above).")
+        elif st.button(f"Ingest {fmtx.plural(len(ready), 'file')}", key="up_go", type="primary"):
             bar = st.progress(0.0, text="Ingesting...")
             try:
                 results = upload_worker.ingest_uploads(
@@ -104,34 +121,50 @@ else:
             # kept for the next run of the page, which the rerun below starts: the sidebar's counts include the
             # new runs, and the results stay on screen with links to them
             ss.up_done = [(r, created.get(r.file, ())) for r in results]
+            ss.up_round = ss.get("up_round", 0) + 1  # empty the upload box: what is done is listed below
             st.rerun()
 
-for r, runs in ss.get("up_done") or []:
+done = ss.get("up_done") or []
+new_runs: dict[str, tuple[str, str]] = {}  # run id -> (benchmark, agent), each run once however many files made it
+notes: list[str] = []
+for r, runs in done:
     name = plain(r.file)
     if r.outcome == "ingested":
-        st.success(f"{name}: {r.n_runs} runs, {r.n_attempts} attempts, {r.n_steps} steps in {r.seconds:.1f} s")
-        left, right = st.columns(2)
-        for run_id, _, agent in runs:
-            left.page_link(
-                "pages/drilldown.py",
-                label=plain(f"Open run {run_id} ({agent})"),
-                icon=":material/manage_search:",
-                query_params={"run": run_id},
-            )
-        for benchmark in dict.fromkeys(b for _, b, _ in runs):
-            right.page_link(
-                "pages/leaderboard.py",
-                label=plain(f"Leaderboard of {benchmark}"),
-                icon=":material/leaderboard:",
-                query_params={"benchmark": benchmark},
-            )
+        st.success(
+            f"{name}: {fmtx.plural(r.n_runs, 'run')}, {fmtx.plural(r.n_attempts, 'attempt')}, "
+            f"{fmtx.plural(r.n_steps, 'step')} in {r.seconds:.1f} s"
+        )
+        new_runs.update({run_id: (bench, agent) for run_id, bench, agent in runs})
     elif r.outcome == "duplicate":
         st.info(f"{name}: already ingested; nothing added")  # name is plain() already
     else:
         st.error(f"{name}: rejected; nothing written")
         st.code(r.error, language=None)
-    for warning in r.warnings:  # e.g. an Inspect log not scored yet: `inspect score` scores it
-        st.warning(plain(warning), icon=":material/info:")
+    notes += [f"{r.file}: {w}" for w in r.warnings]
+if new_runs:
+    left, right = st.columns(2)
+    for run_id, (bench, agent) in list(new_runs.items())[:MAX_RUN_LINKS]:
+        left.page_link(  # the run's own benchmark: the sidebar (and the demo banner) follow the run
+            "pages/drilldown.py",
+            label=plain(f"Open run {run_id} ({agent})"),
+            icon=":material/manage_search:",
+            query_params={"run": run_id, "benchmark": bench},
+        )
+    if len(new_runs) > MAX_RUN_LINKS:
+        left.caption(f"and {fmtx.plural(len(new_runs) - MAX_RUN_LINKS, 'more run')}: see the leaderboard.")
+    for bench in dict.fromkeys(b for b, _ in new_runs.values()):
+        right.page_link(
+            "pages/leaderboard.py",
+            label=plain(f"Leaderboard of {bench}"),
+            icon=":material/leaderboard:",
+            query_params={"benchmark": bench},
+        )
+if notes:  # e.g. Inspect samples not scored yet: one line, the list on demand
+    st.warning(
+        plain(f"{fmtx.plural(len(notes), 'note')} from reading the files, e.g. {notes[0]}"), icon=":material/info:"
+    )
+    with st.expander(f"All {fmtx.plural(len(notes), 'note')}"):
+        st.text("\n".join(notes))
 
 st.subheader("Ingest history")
 history = cached(uploads.ingest_history)
@@ -143,12 +176,12 @@ st.caption(
 if history.empty:
     st.info("No file has been ingested into this database yet.")
 else:
-    st.dataframe(uploads.history_table(history), hide_index=True, key="up_history", width="stretch")
-    download_buttons(history, "ingest-history", key="up_history_dl")
+    show_table(
+        uploads.history_table(history), key="up_history", name="ingest-history", download=history, is_display=True
+    )
 if not failed.empty:
     st.caption("Rejected uploads")
-    st.dataframe(failed, hide_index=True, key="up_failed", width="stretch")
-    download_buttons(failed, "rejected-uploads", key="up_failed_dl")
+    show_table(failed, key="up_failed", name="rejected-uploads")
 
 st.subheader("Delete a run")
 runs = cached(uploads.run_list)
@@ -161,7 +194,7 @@ else:
     run_id = st.selectbox("Run", runs["run_id"].tolist(), key="up_del_run")
     row = runs[runs["run_id"] == run_id].iloc[0]
     st.caption(
-        f"{plain(row['benchmark'])} · {plain(row['agent'])} · {int(row['n_attempts'])} attempts. Its attempts, steps, "
+        f"{plain(row['benchmark'])} · {plain(row['agent'])} · {fmtx.plural(row['n_attempts'], 'attempt')}. Its attempts, steps, "
         "labels, metrics, ratings and judge verdicts are removed in one transaction; the deletion is "
         "recorded in the audit log."
     )
@@ -175,5 +208,4 @@ else:
             st.success(f"Deleted {plain(done.run_id)}: {done.n_attempts} attempts, {done.n_steps} steps.")
 if not gone.empty:
     st.caption("Deletions (audit log)")
-    st.dataframe(gone, hide_index=True, key="up_deleted", width="stretch")
-    download_buttons(gone, "run-deletions", key="up_deleted_dl")
+    show_table(gone, key="up_deleted", name="run-deletions")

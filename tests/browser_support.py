@@ -123,3 +123,39 @@ def assert_app_navigation(page: Any) -> None:
     which a deep link opened first after the server starts used to get."""
     lines = {line.strip() for line in page.locator('[data-testid="stSidebarNav"]').inner_text().splitlines()}
     assert {"Results", "Analysis", "Data", "Leaderboard", "Version diff"} <= lines and "app" not in lines, lines
+
+
+class ScriptClock:
+    """When each script run of the page's session finished, as the browser received it: Streamlit's
+    ``script_finished`` message on the websocket. Times an interaction from the click to the app's answer without
+    polling the page (a poll only sees a rerun once its spinner shows)."""
+
+    def __init__(self, page: Any) -> None:
+        self.finished: list[float] = []
+        page.on("websocket", self._watch)
+
+    def _watch(self, ws: Any) -> None:
+        ws.on("framereceived", self._frame)
+
+    def _frame(self, payload: Any) -> None:
+        if not isinstance(payload, bytes | bytearray):
+            return
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        try:
+            msg = ForwardMsg.FromString(bytes(payload))
+        except Exception:  # noqa: BLE001 - a frame that is not a ForwardMsg is not a script run
+            return
+        if msg.WhichOneof("type") == "script_finished":
+            self.finished.append(time.monotonic())
+
+    def answer_s(self, page: Any, since: float, *, timeout_s: float = 120.0, quiet_s: float = 1.0) -> float:
+        """Seconds from ``since`` (time.monotonic()) to the last script run that finished before the app stayed
+        quiet for ``quiet_s`` (a page switch or a rerun the script asks for is part of the answer)."""
+        deadline = since + timeout_s
+        while time.monotonic() < deadline:
+            page.wait_for_timeout(50)
+            done = [t for t in self.finished if t > since]
+            if done and time.monotonic() - done[-1] >= quiet_s:
+                return round(done[-1] - since, 3)
+        raise TimeoutError(f"no script run finished within {timeout_s:.0f} s")

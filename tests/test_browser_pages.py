@@ -157,11 +157,16 @@ def diff(page: Page, url: str) -> None:
     page.get_by_text("Open in the drilldown").first.click()
     page.get_by_role("heading", name="Drilldown", exact=True).first.wait_for(timeout=120_000)
     settle(page)
+    attempt = tuple(url_param(page, p) for p in ("run", "task", "sample"))
     page.go_back()  # the diff comes back with the same pair, and no drilldown parameter in its URL
     page.get_by_role("heading", name="Version diff", exact=True).first.wait_for(timeout=120_000)
     settle(page)
     assert (url_param(page, "baseline"), url_param(page, "candidate")) == pair, page.url
     assert url_param(page, "task") is None and url_param(page, "run") is None, page.url
+    page.go_forward()  # and Forward lands on the same attempt again
+    page.get_by_role("heading", name="Drilldown", exact=True).first.wait_for(timeout=120_000)
+    settle(page)
+    assert tuple(url_param(page, p) for p in ("run", "task", "sample")) == attempt, page.url
 
 
 def gem(page: Page, url: str) -> None:
@@ -187,7 +192,7 @@ def upload(page: Page, url: str) -> None:
     page.wait_for_timeout(1500)
     # the preview's grid (a canvas) keeps each cell's text in a hidden DOM cell
     assert page.get_by_text("mini-a-v1: mini-bench, Agent A").count() > 0
-    page.get_by_role("button", name="Ingest 1 file(s)").click()
+    page.get_by_role("button", name="Ingest 1 file", exact=True).click()
     page.get_by_text("Open run mini-a-v1 (Agent A)").first.wait_for(timeout=180_000)
     page.wait_for_timeout(1500)
     sidebar = page.locator('[data-testid="stSidebar"]').inner_text()

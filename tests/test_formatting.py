@@ -27,10 +27,10 @@ def test_no_negative_zero_and_no_float_noise() -> None:
     assert fmt.signed(1e-16) == "0.0 pp"  # a delta of .0000000000000001
     assert fmt.signed(-0.043) == "−4.3 pp" and fmt.signed(0.043) == "+4.3 pp"
     assert fmt.number(0.1 + 0.2, 2) == "0.30"
-    assert fmt.interval(0.621, (0.55, 0.69)) == "62.1 [55.0–69.0]"
+    assert fmt.interval(0.621, (0.55, 0.69)) == "62.1 [55.0 to 69.0]"
     assert fmt.interval(0.5, None) == "50.0" and fmt.interval(0.5, (None, 0.6)) == "50.0"
-    assert fmt.interval(-0.0001, (-0.0002, 0.01)) == "0.0 [0.0–1.0]"
-    assert fmt.signed_interval(-0.043, (-0.123, 0.037)) == "−4.3 [−12.3, +3.7] pp"
+    assert fmt.interval(-0.0001, (-0.0002, 0.01)) == "0.0 [0.0 to 1.0]"
+    assert fmt.signed_interval(-0.043, (-0.123, 0.037)) == "−4.3 [−12.3 to +3.7] pp"
 
 
 def test_counts_costs_p_values_dates_and_slices() -> None:
@@ -41,3 +41,16 @@ def test_counts_costs_p_values_dates_and_slices() -> None:
     assert fmt.date(pd.Timestamp("2025-12-15 00:00:00")) == "2025-12-15"
     assert fmt.date(dt.date(2025, 1, 2)) == "2025-01-02" and fmt.date("2025-12-15 00:00:00") == "2025-12-15"
     assert fmt.slice_label("category=pacing") == "category: pacing" and fmt.slice_label("all") == "all tasks"
+
+
+def test_plurals_spans_flags_and_tidy_text() -> None:
+    assert fmt.plural(1, "task") == "1 task" and fmt.plural(2, "task") == "2 tasks"
+    assert fmt.plural(1234, "run") == "1,234 runs" and fmt.plural(1, "reply", "replies") == "1 reply"
+    assert fmt.span(0.55, 0.69, scale=100) == "55.0 to 69.0"
+    assert fmt.span(-0.347, -0.0001, scale=100, is_signed=True) == "−34.7 to 0.0"
+    assert fmt.span(None, 1) == fmt.MISSING
+    assert fmt.flag(True) == "✓" and fmt.flag(False) == "✗" and fmt.flag(None) == fmt.MISSING
+    assert fmt.tidy("−34.7 to −0.0") == "−34.7 to 0.0" and fmt.tidy("-0.7") == "−0.7"
+    assert fmt.tidy("adb-o3-2026-01") == "adb-o3-2026-01" and fmt.tidy(None) == fmt.MISSING
+    assert fmt.items(["HAL", "PE"]) == "HAL, PE" and fmt.items([]) == fmt.MISSING
+    assert fmt.undefined_reason(1, 2, "review") == "needs at least 2 reviews (has 1)"

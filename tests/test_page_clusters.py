@@ -19,11 +19,11 @@ def test_clusters_page_embeds_then_clusters(failures_db: Path, monkeypatch: pyte
     assert not at.exception, [e.value for e in at.exception]
     at.run()  # the page reruns itself after embedding; AppTest needs the explicit run
     table = at.dataframe[0].value
-    assert int(table["Failed attempts"].sum()) == 4 * PER_CAUSE
+    assert int(table["Failed attempts"].astype(int).sum()) == 4 * PER_CAUSE
     assert at.metric[0].value == str(4 * PER_CAUSE)
     members = at.dataframe[1].value
     assert len(members) == int(table["Failed attempts"].iloc[0])
-    assert members["open"].str.startswith("drilldown?run=v").all()
+    assert members["Open"].str.startswith("drilldown?run=v").all()
     assert len(at.get("plotly_chart")) == 1
 
 

@@ -30,12 +30,17 @@ def test_diff_page_on_hand_made_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert m["McNemar exact p"] == "1"
     assert m["Pass@1 change"] == "+10.0 pp"
     flipped = at.dataframe(key="df_flipped").value
-    assert flipped["task_id"].tolist() == ["t1", "t3", "t4"]
-    assert flipped["open_a"].iloc[0] == "drilldown?run=a-v1&task=t1&sample=0"
+    assert flipped["Task"].tolist() == ["t1", "t3", "t4"]
+    assert flipped["Open A"].iloc[0] == "drilldown?run=a-v1&task=t1&sample=0"
+    assert flipped["A passed"].iloc[0] == "✓" and flipped["B passed"].iloc[0] == "✗"
     assert any(t.value == "Task t1 · regression" for t in at.text)
     # both trajectories of the first flip, side by side
-    sides = [d.value for d in at.dataframe if "alignment" in d.value.columns]
-    assert len(sides) == 2 and all(s["tool"].tolist() == ["search"] for s in sides)
+    sides = [d.value for d in at.dataframe if "Alignment" in d.value.columns]
+    assert len(sides) == 2 and all(s["Tool"].tolist() == ["search"] for s in sides)
+    for frame in at.dataframe:  # every cell a person reads: no None, nan or float noise
+        cells = frame.value.astype(str).to_numpy().ravel().tolist()
+        assert not {"None", "nan", "NaN", "<NA>", "True", "False"} & set(cells), frame.value
+    assert not any("passed True" in t.value or "passed False" in t.value for t in at.text)
 
 
 def test_diff_page_on_demo_defaults_to_a_family_pair(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -48,7 +53,14 @@ def test_diff_page_on_demo_defaults_to_a_family_pair(demo_db: Path, monkeypatch:
     m = {x.label: x.value for x in at.metric}
     assert m["Matched tasks"] == str(len(result.tasks))
     assert m["McNemar exact p"] == f"{result.p_value:.3g}"
-    assert any(len(d.value) == len(result.deltas) and "delta" in d.value.columns for d in at.dataframe)
+    deltas = next(d.value for d in at.dataframe if "B − A (pp) [95% CI]" in d.value.columns)
+    assert len(deltas) == len(result.deltas) and deltas["Slice"].iloc[0] == "all tasks"
+    # one interval for the one Pass@1 change: the metric, the deltas' first row and the measures' agree
+    interval = next(x for x in at.metric if x.label == "Pass@1 change").proto.delta
+    low, high = interval.removeprefix("95% CI ").removesuffix(" pp").split(" to ")
+    assert f"[{low} to {high}]" in deltas["B − A (pp) [95% CI]"].iloc[0]
+    measures = next(d.value for d in at.dataframe if "Measure" in d.value.columns)
+    assert f"[{low} to {high}] pp" in measures["B − A [95% CI]"].iloc[0]
 
 
 def test_diff_page_paired_test_and_regressions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

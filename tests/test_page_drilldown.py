@@ -255,3 +255,14 @@ def test_the_run_list_follows_the_sidebar(demo_db: Path, monkeypatch: pytest.Mon
     at = open_drilldown(demo_db, monkeypatch, benchmark=b1, run=run2)
     assert at.selectbox(key="dd_run").value == run2
     assert at.selectbox(key="dd_run").format_func(run2).endswith("(outside the sidebar's filters)")
+
+
+def test_a_stale_task_or_sample_in_the_link_gives_a_notice(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_page("pages/drilldown.py", fixture_db, monkeypatch, run="mini-a-v1", task="NOPE", sample="7")
+    assert not at.exception
+    assert any("NOPE" in i.value and "first task" in i.value for i in at.info), [i.value for i in at.info]
+    task = at.selectbox(key="dd_task").value
+    at = open_page("pages/drilldown.py", fixture_db, monkeypatch, run="mini-a-v1", task=task, sample="7")
+    assert any("sample" in i.value and "7" in i.value for i in at.info), [i.value for i in at.info]
+    label = at.selectbox(key="dd_run").format_func(at.selectbox(key="dd_run").value)
+    assert label.startswith("Agent A 1 · 2026-01-15 · mini-a-v1"), label  # the one run-label rule

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -30,7 +31,7 @@ def _open(
 
 FRAME_COLUMNS = {
     "err_t3": "#Error",
-    "err_attempts": "open",
+    "err_attempts": "Open",
     "err_rates": "Failed %",
 }  # AppTest does not expose a dataframe's key
 
@@ -51,8 +52,8 @@ def test_page_counts_hint_and_click_through(labels_db: Path, env_db, monkeypatch
     assert any("parameter errors (PE)" in t.value for t in at.text)
     # the deep link (what a click on the PE x TE cell writes) lists the attempts behind it, each with its URL
     rows = _by_key(at, "err_attempts")
-    assert rows["task_id"].tolist() == ["B", "D"]
-    assert rows["open"].tolist() == ["drilldown?run=eb-v3&task=B&sample=0", "drilldown?run=eb-v3&task=D&sample=0"]
+    assert rows["Task"].tolist() == ["B", "D"]
+    assert rows["Open"].tolist() == ["drilldown?run=eb-v3&task=B&sample=0", "drilldown?run=eb-v3&task=D&sample=0"]
     assert len(at.get("plotly_chart")) == 2
 
 
@@ -92,9 +93,21 @@ def test_unknown_sources_and_facet_in_the_link_give_a_notice(
 def test_page_table3_on_demo(demo_db: Path, env_db, monkeypatch: pytest.MonkeyPatch) -> None:
     at = _open(demo_db, env_db, monkeypatch, benchmark="ad-bench", **{"from": "2026-01-15", "to": "2026-01-15"})
     rates = _by_key(at, "err_rates").set_index("Model")
-    assert rates.loc["Qwen3-8B", "Attempts"] == 300  # the demo's runs: 100 tasks x 3 samples
+    assert rates.loc["Qwen3-8B", "Attempts"] == "300"  # the demo's runs: 100 tasks x 3 samples
     assert rates.loc["Qwen3-8B", "TE %"].startswith(f"{100 * 65 / 300:.1f} [")  # 65 of 300 attempts
     t3 = _by_key(at, "err_t3").set_index("Model")
     assert (t3.loc["Gemini-3-Pro", "#Error"], t3.loc["Gemini-3-Pro", "#Total"]) == (89, 128)
     assert (t3.loc["Qwen3-8B", "TE."], t3.loc["Qwen3-8B", "PE."]) == (65, 60)
     assert t3.index[0] == "Gemini-3-Pro"  # fewest errors first
+
+
+def test_stale_run_and_code_in_the_link_give_a_notice(labels_db: Path, env_db, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    at = _open(labels_db, env_db, monkeypatch, err_run="gone-run", err_code="NOPE")
+    assert not at.exception
+    notices = [i.value for i in at.info]
+    assert any("err\\_run" in n and "gone" in n for n in notices), notices  # Markdown-escaped
+    assert any("err\\_code" in n and "NOPE" in n for n in notices), notices
+    diff = next(f for f in map(_frame, at.dataframe) if "From (% of attempts)" in f.columns)
+    assert "#Error" in set(diff["Code"]) and not diff.astype(str).isin(["None", "nan", "inf"]).any().any()
+    lines = [t.value for t in at.text if " of attempts (" in t.value]  # shares of attempts first, counts beside
+    assert lines and all(re.search(r"\d%.*→.*\d% of attempts \([+−]\d", line) for line in lines), lines

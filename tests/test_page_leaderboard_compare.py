@@ -33,8 +33,8 @@ def test_two_task_pools_on_the_demo(demo_db: Path, monkeypatch: pytest.MonkeyPat
     lead = ranked[ranked["is_leader"]].sort_values("run_id").iloc[0]
     lo, hi = lead["ci95"]["pass@1"]
     shown = summary.set_index("run_id").loc[lead["run_id"], "Pass@1 % [95% CI]"]
-    assert shown == f"{100 * lead['metric_value']:.1f} [{100 * lo:.1f}–{100 * hi:.1f}]"
-    assert set(table["run_id"]) == set(ranked["run_id"]) and table["Tasks"].eq(100).all()
+    assert shown == f"{100 * lead['metric_value']:.1f} [{100 * lo:.1f} to {100 * hi:.1f}]"
+    assert set(table["run_id"]) == set(ranked["run_id"]) and table["Tasks"].eq("100").all()
     assert (table["vs leader"] == "leader").sum() == 1
     apart = next(d.value for d in at.dataframe if "Why apart" in d.value.columns)
     assert apart["Why apart"].str.startswith("evaluated on other tasks: ").all()

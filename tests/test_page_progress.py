@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import store as rdb
+from analytics import formatting as fmt
 from analytics import irt
 from analytics import progress as prog
 from ingest.pipeline import ingest_paths
@@ -51,15 +52,16 @@ def test_empty_state_then_fit_from_the_page(sim_db: Path, monkeypatch: pytest.Mo
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Agent versions"] == "18" and metrics["Tasks"] == str(len(table(at, "flag")))
+    assert metrics["Agent versions"] == "18" and metrics["Tasks"] == str(len(table(at, "Flag")))
     with rdb.reader(sim_db) as con:
         view = prog.progress_view(con, benchmark="sim-bench", model="1pl")
     assert view.fit is not None and view.fit.is_current
-    shown = table(at, "ability_lo")
-    assert (
-        shown["ability"].round(6).tolist()
-        == view.abilities.sort_values("ability", ascending=False)["ability"].round(6).tolist()
-    )
+    shown = table(at, "Ability (logits) [90% CI]")
+    ranked = view.abilities.sort_values("ability", ascending=False)
+    assert shown["Ability (logits) [90% CI]"].tolist() == [
+        f"{fmt.number(r.ability, 2)} [{fmt.span(r.ability_lo, r.ability_hi, digits=2)}]" for r in ranked.itertuples()
+    ]
+    assert shown["Agent version"].tolist() == [fmt.run_label(r.agent, r.agent_version) for r in ranked.itertuples()]
     assert len(at.get("plotly_chart")) == 4
     assert not at.warning or all("changed" not in w.value for w in at.warning)
     # a rerun reads the stored fit: no second fit
@@ -82,7 +84,7 @@ def test_icc_follows_the_task_in_the_url(sim_db: Path, monkeypatch: pytest.Monke
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="irt_task").value == hardest
     at.multiselect(key="irt_flags").set_value(["dead"]).run()
-    assert set(table(at, "flag")["flag"]) <= {"dead"}
+    assert set(table(at, "Flag")["Flag"]) <= {"dead"}
 
 
 def test_the_first_visit_fits_in_the_background(sim_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,7 +121,8 @@ def test_the_sidebar_agents_choose_the_versions_shown(sim_db: Path, monkeypatch:
     at.switch_page("pages/progress.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(f"Showing {len(mine)} of the fit's {len(everything)} agent versions" in c.value for c in at.caption)
-    assert set(table(at, "ability_lo")["subject"]) == set(mine["subject"])
+    shown = set(table(at, "Ability (logits) [90% CI]")["Agent version"])
+    assert shown == {fmt.run_label(r.agent, r.agent_version) for r in mine.itertuples()}
     assert {m.label: m.value for m in at.metric}["Agent versions"] == str(len(everything))  # the fit is whole
 
 

@@ -25,13 +25,14 @@ def test_review_page_shows_agreement_and_saves(
     db = _copy(review_db, tmp_path)
     at = open_page("pages/review.py", db, monkeypatch, benchmark="rb", queue="failed")
     assert any(md_plain("log judge judge-x: kappa") in i.value for i in at.info)  # log text shown escaped
-    verdicts = next(d.value for d in at.dataframe if "rater" in d.value.columns)
-    assert {"log score", "log judge judge-x"} <= set(verdicts["rater"])
+    verdicts = next(d.value for d in at.dataframe if "Rater" in d.value.columns)
+    assert {"log score", "log judge judge-x"} <= set(verdicts["Rater"])
+    assert not verdicts.astype(str).isin(["None", "nan", "nan to nan"]).any().any()
     corrected = at.dataframe[0].value  # the judge's figures corrected by the reviews come first
     assert corrected["Figure"].iloc[0] == "judged pass rate" and "nan" not in corrected.to_string()
     assert any("Fleiss" in c.value for c in at.caption)
     queue = next(d.value for d in at.dataframe if "Reviewed by you" in d.value.columns)
-    assert set(queue["Passed"]) == {"✗"} and queue["open"].str.startswith("drilldown?run=run-1").all()
+    assert set(queue["Passed"]) == {"✗"} and queue["Open"].str.startswith("drilldown?run=run-1").all()
     assert "None" not in queue.to_string() and "nan" not in queue.to_string()
     at.text_input(key="rv_form_name").input("Zoe").run()
     at.radio(key="rv_form_verdict").set_value("incorrect")
@@ -55,16 +56,16 @@ def test_drilldown_review_panel_refuses_without_a_verdict(
     db = _copy(review_db, tmp_path)
     at = open_page("pages/drilldown.py", db, monkeypatch, run="run-1", task="T00", sample="0")
     assert "Human reviews" in [s.value for s in at.subheader]
-    reviews = next(d.value for d in at.dataframe if "reviewer" in d.value.columns)
-    assert set(reviews["reviewer"]) == {"A", "B"}
+    reviews = next(d.value for d in at.dataframe if "Reviewer" in d.value.columns)
+    assert set(reviews["Reviewer"]) == {"A", "B"}
     at.text_input(key="dd_review_name").input("Zoe").run()
     at.button(key="dd_review_save").click().run()
     assert any("verdict must be one of" in e.value for e in at.error)
     at.radio(key="dd_review_verdict").set_value("correct")
     at.button(key="dd_review_save").click().run()
     assert [r[:2] for r in _reviews(db)] == [("Zoe", "correct")]
-    shown = next(d.value for d in at.dataframe if "reviewer" in d.value.columns)
-    assert "Zoe" in set(shown["reviewer"])  # the table above the form shows the new review at once
+    shown = next(d.value for d in at.dataframe if "Reviewer" in d.value.columns)
+    assert "Zoe" in set(shown["Reviewer"])  # the table above the form shows the new review at once
 
 
 def test_errors_page_says_how_far_the_judge_is_trusted(review_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

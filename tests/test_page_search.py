@@ -16,9 +16,9 @@ def test_search_page_lists_hits(search_db: Path, monkeypatch: pytest.MonkeyPatch
     at = open_page("pages/search.py", search_db, monkeypatch, benchmark="sb", q="rate limit")
     assert [m.value for m in at.metric][:2] == ["2", "2"]
     table = at.dataframe[0].value
-    assert set(table["run_id"]) == {"r-a", "r-b"}
-    assert any("⟦Rate Limit⟧" in m for m in table["match"])
-    assert all(u.startswith("drilldown?run=") and "&step=0" in u for u in table["open"])
+    assert set(table["Run"]) == {"r-a", "r-b"}
+    assert any("⟦Rate Limit⟧" in m for m in table["Match"])
+    assert all(u.startswith("drilldown?run=") and "&step=0" in u for u in table["Open"])
     assert at.selectbox(key="se_pick").options
 
 

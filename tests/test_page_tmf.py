@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analytics import tmf
+from analytics.plaintext import md_plain
 from ingest.pipeline import ingest_paths
 from store import reader
 from tests.conftest import ROOT
@@ -62,7 +63,16 @@ def test_page_on_fixture_shows_stage_value_and_chart(fixture_db: Path, monkeypat
     assert {"Optimal supply curve (Pareto frontier)", "Human", "AI value (intersection)"} <= names
     assert any("Stage 2" in a.get("text", "") for a in main["layout"]["annotations"])
     table = at.dataframe[0].value
-    assert "mini-a-v1" in set(table["run_id"]) and table["open"].str.startswith("drilldown?run=").all()
+    assert "mini-a-v1" in set(table["Run id"]) and table["Open"].str.startswith("drilldown?run=").all()
+    # the dollar figures reconciled: human cost x share of its performance = what a buyer pays; minus the run's
+    # cost = the best saving (the figures the metrics and the headline show)
+    lines = next(t.value for t in at.text if "What a buyer pays" in t.value).splitlines()
+    human, share, pays = re.search(r"= (\$[\d.,]+) × ([\d.]+)% = (\$[\d.,]+)\.$", lines[0]).groups()
+    assert human == got["Human cost per task"]
+    assert abs(float(human[1:]) * float(share) / 100 - float(pays[1:])) < 0.006
+    best = re.search(r"= (\$[\d.,]+)\.$", lines[1]).group(1)
+    assert best == got["Best saving per task"] and pays in lines[1]
+    assert any(s.value.startswith(md_plain("In one line:")) and md_plain(best) in s.value for s in at.success)
 
 
 def test_hourly_rate_input_changes_the_human_cost(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -190,3 +200,15 @@ def test_runs_without_costs_get_an_empty_state(tmp_path: Path, monkeypatch: pyte
     at = open_tmf(_no_minutes_db(tmp_path, costs=(None, None)), monkeypatch, "nm-bench")
     assert any("has both a cost and a performance" in i.value for i in at.info)
     assert not charts(at) and not at.get("download_button")
+
+
+def test_a_bad_period_or_as_of_in_the_link_gives_a_notice(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUNLENS_DB", str(fixture_db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update({"benchmark": "mini-bench", "period": "fortnight", "asof": "1999Q1"})
+    at.run()
+    at.switch_page("pages/tmf.py")
+    at.run()
+    assert not at.exception
+    notices = " ".join(i.value for i in at.info)
+    assert "fortnight" in notices and "1999Q1" in notices, notices

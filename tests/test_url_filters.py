@@ -9,7 +9,7 @@ import pytest
 
 from analytics.catalog import Catalog
 from tests.apptest import open_page
-from ui.shell import url_filters
+from ui.shell import start_benchmark, url_filters
 
 CATALOG = Catalog(
     benchmarks=("ad-bench", "xbench"),
@@ -105,3 +105,41 @@ def test_page_settings_travel_in_the_link(fixture_db: Path, monkeypatch: pytest.
     at.session_state["flt_benchmark"] = "mini-bench"
     at.toggle(key="df_worse").set_value(False).run()
     assert at.toggle(key="df_worse").value is False and "regressions_only" not in at.query_params
+
+
+def test_a_visit_without_a_benchmark_opens_the_last_used_else_the_newest_never_the_first_name() -> None:
+    newest = Catalog(
+        benchmarks=("...", "ad-bench", "zeta"),
+        agents={"...": ("x",), "ad-bench": ("a",), "zeta": ("z",)},
+        date_min=dt.date(2025, 1, 1),
+        date_max=dt.date(2026, 1, 1),
+        n_runs=3,
+        n_attempts=30,
+        is_demo=False,
+        newest_first=("zeta", "ad-bench", "..."),
+    )
+    assert start_benchmark(newest) == "zeta"  # the most recent runs, not the alphabetically first "..."
+    assert start_benchmark(newest, "ad-bench") == "ad-bench"  # where the user was
+    assert start_benchmark(newest, "deleted-bench") == "zeta"  # a last benchmark since deleted: the newest
+    assert url_filters({}, newest, last_used="ad-bench")[0] == "ad-bench"
+
+
+def test_the_sidebar_counts_follow_the_filters(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import store as rdb
+    from analytics.catalog import catalog, filtered_counts
+
+    with rdb.reader(fixture_db) as con:
+        everything = catalog(con)
+        bench = everything.benchmarks[0]
+        agent = everything.agents[bench][0]
+        all_runs, all_attempts = filtered_counts(con, benchmark=bench)
+        one_runs, one_attempts = filtered_counts(con, benchmark=bench, agents=[agent])
+        (expected,) = rdb.query_rows(
+            con,
+            "SELECT count(*) FROM attempts JOIN runs USING (run_id) WHERE benchmark = ? AND agent = ?",
+            [bench, agent],
+        )
+    assert one_attempts == expected[0] and 0 < one_runs < all_runs and one_attempts < all_attempts
+    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark=bench, agents=agent)
+    captions = [c.value for c in at.sidebar.caption]
+    assert any(c.startswith(f"{one_runs} run") and f"{one_attempts} attempt" in c for c in captions), captions

@@ -182,6 +182,8 @@ def from_url(fields: Sequence[UrlField]) -> None:
         st.info(plain(notice), icon=":material/link_off:")
     for f in fields:
         st.session_state.setdefault(f.key, f.default)
+        if f.choices is not None and st.session_state[f.key] is None:  # a segmented control clicked off
+            st.session_state[f.key] = f.default
 
 
 def drop_from_url(*params: str) -> None:

@@ -9,7 +9,18 @@ import streamlit as st
 from analytics import errors as err
 from analytics import review as rv
 from ingest.reviews import MAX_NOTE_CHARS, MAX_REVIEWER_CHARS, VERDICTS, ReviewError, record_review
-from ui.common import cached, db_path, download_buttons, plain
+from ui.common import cached, db_path, plain
+from ui.tables import Col, show_table
+
+REVIEW_COLS = [
+    Col("reviewer", "Reviewer"),
+    Col("verdict", "Verdict"),
+    Col("codes", "Codes"),
+    Col("note", "Note"),
+    Col("created_at", "When (UTC)", "datetime"),
+    Col("source", "Source", is_default=False),
+    Col("is_current", "Current", "flag", help="the reviewer's newest review of this attempt (the one that counts)"),
+]
 
 NAME_KEY = "reviewer_name"  # not a widget key: Streamlit drops a widget's state on pages that do not draw it
 
@@ -71,5 +82,4 @@ def reviews_table(attempt_id: int, *, key: str) -> None:
     if reviews.empty:
         st.caption("No human review yet.")
         return
-    st.dataframe(reviews, hide_index=True, key=key, width="stretch")
-    download_buttons(reviews, f"reviews-{attempt_id}", key=f"{key}_dl")
+    show_table(reviews, REVIEW_COLS, key=key, name=f"reviews-{attempt_id}")

@@ -7,7 +7,6 @@ multipage mode; see ``page_setup`` below) draws it itself, so every page always 
 from __future__ import annotations
 
 import datetime as dt
-import os
 import sys
 import threading
 from pathlib import Path
@@ -16,48 +15,46 @@ import streamlit as st
 
 import store as rdb
 from analytics import catalog as cat
+from analytics import formatting as fmt
 from ingest import workers
 from ui import common
 
 
-@st.cache_resource(show_spinner="Preparing the database (first start loads the demo dataset)...")
+@st.cache_resource(show_spinner="Preparing the database (a first start without run.sh loads the demo dataset)...")
 def _bootstrap(path: str) -> None:
-    """Create the database, and load the demo dataset when it holds no runs (never into a team store)."""
-    if rdb.is_lake(path):
-        rdb.ensure_snapshot(path)  # creates the lake when new; a team's shared store gets no demo data
-        return
-    if rdb.is_parquet_folder(Path(path)):
-        return  # an exported Parquet folder is read-only (docs/scale.md)
-    if Path(path).resolve() == rdb.DEFAULT_DB.resolve():
-        # the demo database a DuckDB newer than the pinned one wrote (2.0.0, before the pin): kept aside, rebuilt
-        moved = rdb.set_aside_newer_file(Path(path))
-        if moved is not None:
-            print(f"runlens: {path} was written by a newer DuckDB; moved to {moved}, rebuilding", file=sys.stderr)
-    info = None
-    if rdb.snapshot_path(Path(path)).exists():
-        # Read the published snapshot: opening a writer would republish it (a full copy of the database)
-        # on every server start. Only an older schema needs the writer (which migrates and republishes).
-        with rdb.reader(path) as con:
-            info = rdb.describe(con)
-    if info is None or not info.is_current:
-        with rdb.writer(path) as con:
-            info = rdb.describe(con)
-    if info.is_empty and not os.environ.get("RUNLENS_SKIP_DEMO"):
-        from data.demo.build import load_demo
+    """Create the database, and load the demo dataset when it holds no runs (never into a team store). ``bash run.sh
+    app`` has done this before the server started (data/demo/prepare.py), so this finds nothing to do there."""
+    from data.demo.prepare import prepare_store
 
-        load_demo(path)
+    prepare_store(path)
+
+
+@st.cache_resource(show_spinner=False)
+def _last_used() -> dict[str, str]:
+    """The benchmark last shown per store, kept by this server process: where a new visit opens."""
+    return {}
+
+
+def start_benchmark(catalog: cat.Catalog, last_used: str | None = None) -> str | None:
+    """Where a visit without a benchmark in its link opens: the benchmark last used on this store (while it is
+    still there), else the one with the most recent runs; never merely the alphabetically first."""
+    if last_used in catalog.benchmarks:
+        return last_used
+    ordered = catalog.newest_first or catalog.benchmarks
+    return ordered[0] if ordered else None
 
 
 def url_filters(
-    params: dict[str, str], catalog: cat.Catalog
+    params: dict[str, str], catalog: cat.Catalog, *, last_used: str | None = None
 ) -> tuple[str | None, list[str], tuple[dt.date, ...], list[str]]:
     """The sidebar filters a link asks for, checked against the data: (benchmark, agents, dates, notices).
 
     A stale or hand-edited link (a benchmark or agent no longer stored, a date past the newest run, a malformed
-    date) never raises: each value that cannot be used is replaced or dropped, and a notice says so.
+    date) never raises: each value that cannot be used is replaced or dropped, and a notice says so. Without a
+    benchmark in the link: ``start_benchmark``.
     """
     notices: list[str] = []
-    default = catalog.benchmarks[0] if catalog.benchmarks else None
+    default = start_benchmark(catalog, last_used)
     bench = params.get("benchmark") or None
     if bench is not None and bench not in catalog.benchmarks:
         notices.append(f"The link's benchmark {bench!r} is not in this database; showing {default!r} instead.")
@@ -108,7 +105,8 @@ def _init_filters_from_url(catalog: cat.Catalog) -> None:
     ss = st.session_state
     ss.flt_init = True
     params = {key: st.query_params.get(key) or "" for key in FILTER_PARAMS}
-    ss.flt_benchmark, ss.flt_agents, ss.flt_dates, ss.flt_notices = url_filters(params, catalog)
+    last = _last_used().get(common.db_path())
+    ss.flt_benchmark, ss.flt_agents, ss.flt_dates, ss.flt_notices = url_filters(params, catalog, last_used=last)
 
 
 def _sidebar(catalog: cat.Catalog) -> None:
@@ -136,7 +134,13 @@ def _sidebar(catalog: cat.Catalog) -> None:
                 max_value=catalog.date_max,
                 format="YYYY-MM-DD",
             )
-        st.caption(f"{catalog.n_runs:,} runs · {catalog.n_attempts:,} attempts")
+        flt = common.current_filters()
+        n_runs, n_attempts = common.cached(cat.filtered_counts, **flt.as_kwargs())
+        in_view = "in this view" if flt.agents or flt.date_from else f"in {flt.benchmark}"
+        st.caption(
+            f"{fmt.plural(n_runs, 'run')} · {fmt.plural(n_attempts, 'attempt')} {common.plain(in_view)} "
+            f"(the store: {fmt.plural(catalog.n_runs, 'run')})"
+        )
         where = common.store_caption()
         if where:
             st.caption(common.plain(where))
@@ -154,6 +158,8 @@ def _sidebar(catalog: cat.Catalog) -> None:
         elif not value and key in qp:
             del qp[key]
     ss.flt_written = wanted
+    if ss.flt_benchmark:
+        _last_used()[common.db_path()] = ss.flt_benchmark
 
 
 PAGE_ICON = Path(__file__).resolve().parent / "assets" / "runlens-icon.svg"

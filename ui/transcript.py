@@ -16,10 +16,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from analytics import formatting as fmt
 from analytics import trajectory as tr
 from ui import review
-from ui.common import cached, download_buttons, long_text, plain
+from ui.common import cached, long_text, plain
+from ui.tables import Col, show_table
+
+SIDE_PX = 300  # the drilldown's side column (2 of 5) at a 1280 px window
 
 PAGE_SIZES = (10, 25, 50, 100)
 FOLD_LINES = 12  # arguments (JSON) longer than this many lines are folded
@@ -136,8 +138,7 @@ def judge_section(d: dict[str, Any], verdicts: pd.DataFrame, *, name: str) -> No
             st.json(d["judge"], expanded=False)
         if not verdicts.empty:
             st.caption("Runlens LLM judge (python -m analytics judge), newest first")
-            st.dataframe(verdicts, hide_index=True, key="dd_verdicts", width="stretch")
-            download_buttons(verdicts, f"verdicts-{name}", key="dd_verdicts_dl")
+            show_table(verdicts, key="dd_verdicts", name=f"verdicts-{name}")
 
 
 def expected_actions(actions: list[dict[str, Any]], calls: pd.DataFrame, *, name: str) -> None:
@@ -168,8 +169,7 @@ def expected_actions(actions: list[dict[str, Any]], calls: pd.DataFrame, *, name
         f"{n_made} of {len(actions)} expected actions made exactly (same tool, same arguments); the agent made "
         f"{len(calls)} tool calls in all (the transcript shows each)."
     )
-    st.dataframe(table, hide_index=True, key="dd_actions", width="stretch")
-    download_buttons(table, f"actions-{name}", key="dd_actions_dl")
+    show_table(table, key="dd_actions", name=f"actions-{name}", budget_px=SIDE_PX, is_display=True)
 
 
 def reference_panel(d: dict[str, Any], align: pd.DataFrame, findings: pd.DataFrame, *, name: str) -> None:
@@ -186,33 +186,25 @@ def reference_panel(d: dict[str, Any], align: pd.DataFrame, findings: pd.DataFra
         )
         show = align.assign(divergence=align["is_first_divergence"].map({True: "◀ first divergence", False: ""}))
         show = show[["ref_index", "ref_tool", "op", "step", "tool", "divergence"]]
-        shown = show.assign(  # as text: a dash where a side has no step (never None), counts without decimals
-            ref_index=show["ref_index"].map(fmt.count),
-            ref_tool=show["ref_tool"].map(fmt.text),
-            step=show["step"].map(fmt.count),
-            tool=show["tool"].map(fmt.text),
-        )
-        st.dataframe(
-            shown.style.apply(lambda r: [f"color: {tr.OP_COLOURS[r['op']]}"] * len(r), axis=1),
-            hide_index=True,
+        show_table(  # as text: a dash where a side has no step (never None), counts without decimals
+            show,
+            [
+                Col("ref_index", "Reference #", "count"),
+                Col("ref_tool", "Reference tool"),
+                Col("op", "Match"),
+                Col("step", "Agent step", "count"),
+                Col("tool", "Agent tool"),
+                Col("divergence", "First divergence"),
+            ],
             key="dd_align",
-            width="stretch",
-            column_config={
-                "ref_index": "Reference #",
-                "ref_tool": "Reference tool",
-                "op": "Match",
-                "step": "Agent step",
-                "tool": "Agent tool",
-                "divergence": " ",
-            },
+            name=f"alignment-{name}",
+            budget_px=SIDE_PX,
         )
-        download_buttons(show, f"alignment-{name}", key="dd_align_dl")
     st.subheader("Findings")
     if findings.empty:
         st.caption("No error labels or rule findings.")
     else:
-        st.dataframe(findings, hide_index=True, key="dd_findings", width="stretch")
-        download_buttons(findings, f"findings-{name}", key="dd_findings_dl")
+        show_table(findings, key="dd_findings", name=f"findings-{name}", budget_px=SIDE_PX)
     attempt_id = int(d["attempt_id"])
     st.subheader("Human reviews")  # beside the log's labels, rule findings and judge verdicts above
     review.reviews_table(attempt_id, key="dd_reviews")

@@ -110,6 +110,7 @@ from analytics.tmf.report import (
     headline,
     page_export,
     points_table,
+    reconciliation,
     report,
     runs_display,
     stage_label,
@@ -118,6 +119,7 @@ from analytics.tmf.report import (
 )
 
 __all__ = [
+    "reconciliation",
     "PERFORMANCES",
     "AXES",
     "COST_SOURCES",

@@ -127,6 +127,49 @@ def headline(result: TmfResult) -> str:
     )
 
 
+def reconciliation(result: TmfResult) -> tuple[str, list[str]]:
+    """How the page's dollar figures follow from each other: (a one-line reading for executives, the arithmetic
+    lines), both empty when there is no human cost or no value. Every figure is one the page shows elsewhere:
+    the human cost per task, the best run's performance and cost, what a buyer pays for that performance
+    (the acceptance curve), the best saving, and the value per task (the area)."""
+    val, hum, acc, u = result.value, result.human, result.acceptance, result.unit
+    if val is None or hum is None or acc is None or hum.x is None or val.best_run_id is None:
+        return "", []
+    best = result.points.set_index("run_id").loc[val.best_run_id]
+    perf, cost = float(best["performance"]), float(best[result.x_col])
+    pays = float(acc.cost(np.array([perf]))[0])
+    who = str(best["agent"])
+    p = lambda v: fmt_perf(v, result.performance)  # noqa: E731
+    share = (
+        f"{p(perf)} ÷ {p(acc.human_performance)}"
+        if acc.p0 == 0
+        else f"({p(perf)} − {p(acc.p0)}) ÷ ({p(acc.human_performance)} − {p(acc.p0)})"
+    )
+    if acc.human_performance == 1.0 and acc.p0 == 0:
+        share = p(perf)  # a share of a 100% human is the performance itself
+    factors = [fmt_x(acc.human_x, u), share if acc.exponent == 1 else f"({share})^{acc.exponent:g}"]
+    if acc.willingness != 1:
+        factors.insert(1, f"{acc.willingness:g} (willingness to pay)")
+    lines = [
+        f"What a buyer pays for {who}'s quality: the human cost per task × its share of the human's performance "
+        f"= {' × '.join(factors)} = {fmt_x(pays, u)}.",
+        f"Best saving per task: {fmt_x(pays, u)} − {who}'s own {fmt_x(cost, u)} = {fmt_x(val.best_saving, u)}.",
+        f"AI value per task {fmt_x(val.area, u)}: the area between what agents cost and what a buyer pays, over "
+        "every performance at which agents are cheaper (the dark-green region), a whole-market figure; it is not "
+        "the best saving, which is one run's.",
+    ]
+    if val.stage == 1 or val.best_saving <= 0:
+        reading = (
+            f"No agent beats a {fmt_x(acc.human_x, u)} human on price for the same quality yet; the closest is {who}."
+        )
+    else:
+        reading = (
+            f"{who} does {p(perf)} of what a {fmt_x(acc.human_x, u)} human does, for {fmt_x(cost, u)}: "
+            f"{fmt_x(val.best_saving, u)} saved per task at its quality."
+        )
+    return reading, lines
+
+
 def assumptions_sentence(result: TmfResult) -> str:
     """The assumptions behind every figure, in one sentence (on the page, and printed on each export)."""
     a = result.assumptions

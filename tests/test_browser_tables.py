@@ -1,0 +1,110 @@
+"""Every page in Chromium at 1280 and 1440 px reads like a finished report: no table cell and no caption shows
+None or nan, and every table's default columns fit its width (the grid does not scroll sideways). Each page's first
+render and a second visit are recorded (wall seconds to the app's answer, tests/artifacts/page-timings-<w>.json;
+figures, not assertions: bench/bench_pages_browser.py is where times are measured), and a screenshot of each page
+at each width is saved (tests/artifacts/browser-tables-<page>-<w>.png) to look at."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import store as rdb
+from jobs.failures import embed_failures
+from jobs.irt import fit_and_store
+from tests.browser_support import ScriptClock, chromium_page, screenshot, streamlit_server
+from tests.conftest import ARTIFACTS
+from tests.test_browser_pages import hashed_words, settle
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PAGES = [
+    "leaderboard?benchmark=ad-bench",
+    "progress?benchmark=ad-bench",
+    "tmf?benchmark=ad-bench",
+    "errors?benchmark=ad-bench",
+    "drilldown?benchmark=ad-bench",
+    "search?benchmark=ad-bench&q=budget",
+    "clusters?benchmark=ad-bench",
+    "review?benchmark=ad-bench",
+    "diff?benchmark=ad-bench",
+    "gem?benchmark=gem-bench",
+    "upload",
+]
+RAW = re.compile(r"^(None|nan|NaN|<NA>|NaT|inf|-inf)$")
+RAW_WORD = re.compile(r"\b(None|nan|NaN|NaT)\b")
+
+# Every grid on the page that is drawn (not inside a closed expander): its cells' text (the grid keeps each drawn
+# cell in a hidden DOM table) and whether its columns fit (the scroller's content no wider than its box).
+GRIDS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stDataFrame"]')]
+  .filter(e => e.getBoundingClientRect().width > 0)
+  .map(e => {
+    const s = e.querySelector('.dvn-scroller');
+    return {cells: [...e.querySelectorAll('td, th')].map(c => c.innerText.trim()),
+            scroll: s ? s.scrollWidth : 0, box: s ? s.clientWidth : 0,
+            where: (e.closest('[class*="st-key-"]') || e).className.match(/st-key-[\\w-]+/)?.[0] || ''};
+  })"""
+CAPTIONS_JS = """() => [...document.querySelectorAll([
+  '[data-testid="stMain"] [data-testid="stCaptionContainer"]', '[data-testid="stMain"] [data-testid="stMetric"]',
+  '[data-testid="stMain"] [data-testid="stAlert"]'].join(', '))].map(e => e.innerText)"""
+
+
+def problems_on(page: Any) -> list[str]:
+    """What a reader should not see on the page now: raw cells, raw words in captions, grids cut off."""
+    found = []
+    grids = page.evaluate(GRIDS_JS)
+    for i, grid in enumerate(grids):
+        raw = sorted({c for c in grid["cells"] if RAW.match(c)})
+        if raw:
+            found.append(f"grid {i} {grid['where']}: cells {raw}")
+        if grid["scroll"] > grid["box"] + 2:
+            found.append(f"grid {i} {grid['where']}: {grid['scroll']} px of columns in {grid['box']} px")
+    for text in page.evaluate(CAPTIONS_JS):
+        if RAW_WORD.search(text):
+            found.append(f"caption: {text[:160]!r}")
+    return found
+
+
+@pytest.fixture
+def ready_db(demo_db: Path) -> Path:
+    """The demo with a stored IRT fit (Progress) and stand-in failure vectors (Clusters)."""
+    with rdb.writer(demo_db) as con:
+        fit_and_store(con, benchmark="ad-bench", model="1pl")
+    assert embed_failures(demo_db, benchmark="ad-bench", encode=hashed_words) > 0
+    return demo_db
+
+
+@pytest.mark.parametrize("width", [1280, 1440])
+def test_every_page_reads_clean_and_fits(ready_db: Path, width: int) -> None:
+    timings: dict[str, dict[str, float]] = {}
+    failures: dict[str, list[str]] = {}
+    with (
+        streamlit_server(ready_db, timeout_s=180, env={"RUNLENS_AUTO_FIT": "0"}) as url,
+        chromium_page(width=width, height=1000) as page,
+    ):
+        clock = ScriptClock(page)
+        for link in PAGES:
+            name = link.split("?")[0]
+            visits = {}
+            for visit in ("first", "again"):
+                since = time.monotonic()
+                page.goto(f"{url}/{link}")
+                visits[visit] = clock.answer_s(page, since)
+            timings[name] = visits
+            settle(page)
+            screenshot(page, f"browser-tables-{name}-{width}")
+            found = problems_on(page)
+            if page.locator('[data-testid="stException"]').count():
+                found.append("an exception")
+            if not page.evaluate(GRIDS_JS) and name != "upload":
+                found.append("no table drawn")
+            if found:
+                failures[name] = found
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / f"page-timings-{width}.json").write_text(json.dumps(timings, indent=2) + "\n")
+    assert not failures, json.dumps(failures, indent=2)

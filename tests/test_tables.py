@@ -1,0 +1,63 @@
+"""The presentation layer for tables (ui/tables.py): readable headers, values by kind, ids hidden, fitting."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ui.tables import Col, display_frame, fit, plan
+
+
+def frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "run_id": ["r1", "r2"],
+            "pass_rate": [0.3333333, np.nan],
+            "lo": [0.2, None],
+            "hi": [0.45, None],
+            "delta": [1e-16, -0.0667],
+            "cost_usd": [0.00123, None],
+            "p_value": [1e-9, 0.5],
+            "n_tasks": [1, 2],
+            "passed": [True, None],
+        }
+    )
+
+
+def test_cells_read_by_kind_with_a_dash_for_missing_values() -> None:
+    cols = [
+        Col("pass_rate", "Pass rate [95% CI]", "pct", lo="lo", hi="hi", scale=100),
+        Col("delta", "Δ (pp)", "signed"),
+        Col("cost_usd", "Cost", "usd"),
+        Col("p_value", "p", "p"),
+        Col("n_tasks", "Tasks", "count"),
+        Col("passed", "Passed", "flag"),
+    ]
+    shown = display_frame(frame(), cols)
+    assert shown.iloc[0].tolist() == ["33.3% [20.0 to 45.0]", "0.0", "$0.00123", "<0.0001", "1", "✓"]
+    assert shown.iloc[1].tolist() == ["–", "−6.7", "–", "0.50", "2", "–"]
+    text = shown.to_string()
+    assert "nan" not in text and "None" not in text and "-0.0" not in text
+
+
+def test_ids_are_hidden_and_undescribed_columns_go_to_the_chooser() -> None:
+    everything, defaults = plan(frame(), [Col("pass_rate", "Pass rate", "pct")])
+    assert [c.header for c in defaults] == ["Pass rate"]
+    headers = [c.header for c in everything]
+    assert "Run id" in headers and "Cost ($)" in headers and "N tasks" in headers
+    _, guessed = plan(frame(), None)
+    assert "Run id" not in [c.header for c in guessed] and "Cost ($)" in [c.header for c in guessed]
+    _, with_ids = plan(frame(), None, show_ids=True)
+    assert "Run id" in [c.header for c in with_ids]
+
+
+def test_a_header_is_never_used_twice() -> None:
+    df = pd.DataFrame({"slice": ["all"], "slice_label": ["all tasks"]})
+    everything, _ = plan(df, [Col("slice_label", "Slice")])
+    assert [c.header for c in everything] == ["Slice", "Slice (slice)"]
+
+
+def test_default_columns_fit_the_width() -> None:
+    widths = {"a": 300, "b": 300, "c": 300}
+    assert fit(["a", "b", "c"], widths, 700) == ["a", "b"]
+    assert fit(["a", "b", "c"], widths, 100) == ["a"]  # the first column always
