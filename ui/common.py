@@ -73,8 +73,11 @@ def store_caption() -> str | None:
     if not rdb.is_lake(path):
         return None
     snapshot = _as_of(str(st.session_state.get(PINNED_KEY) or ""))
-    label = rdb.lake.parse(path).label.removeprefix(f"{rdb.lake.PREFIX}postgres:")
-    where = f"Team store {label}"
+    found = rdb.lake.parse(path)
+    if found.is_local:
+        where = f"Local lake {found.catalog_file}"
+    else:
+        where = f"Team store {found.label.removeprefix(f'{rdb.lake.PREFIX}postgres:')}"
     return where if snapshot is None else f"{where} · snapshot {snapshot}"
 
 
