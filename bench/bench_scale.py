@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -41,7 +42,13 @@ from bench.gen_logs import generate  # noqa: E402
 SEARCHES = {"phrase": "the final answer", "word": "timeout", "identifier": "T000123"}
 
 
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run(args: list[str], *, timeout: float = 7200) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Wall seconds of ``python args`` in a fresh process (its CPU seconds: ``_cpu()`` before and after)."""
     start = time.perf_counter()
     env = {**os.environ, "RUNLENS_MAX_FILE_BYTES": str(1 << 40)}  # generated files pass 512 MiB at 10M
     done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
@@ -90,9 +97,19 @@ def measure_upload(stores: dict[str, str], folder: Path) -> dict[str, object]:
     tag = f"up{int(time.time())}"
     for kind, location in stores.items():
         files = upload_files(folder / "uploads", f"{tag}-{kind}", 3)
-        seconds = [round(_run(["-m", "ingest", "--db", location, "--no-progress", str(p)])[0], 3) for p in files]
-        out[kind] = {"seconds": seconds, "median_s": statistics.median(seconds), "disk_bytes": _disk_bytes(location)}
-        print(f"upload {kind}: {seconds}", file=sys.stderr)
+        seconds, cpu = [], []
+        for path in files:
+            before = _cpu()
+            seconds.append(round(_run(["-m", "ingest", "--db", location, "--no-progress", str(path)])[0], 3))
+            cpu.append(round(_cpu() - before, 3))
+        out[kind] = {
+            "seconds": seconds,
+            "cpu_seconds": cpu,
+            "median_s": statistics.median(seconds),
+            "disk_bytes": _disk_bytes(location),
+            "load_average": os.getloadavg()[0],
+        }
+        print(f"upload {kind}: {seconds} s wall, {cpu} s CPU", file=sys.stderr)
     return out
 
 

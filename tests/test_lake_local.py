@@ -160,3 +160,63 @@ def test_a_writer_killed_at_any_point_leaves_each_file_whole_or_absent(
     with rdb.writer(location, wait_s=5) as con:  # the killed writer's flock is gone
         report = doctor.check(con, location, rehash_sources=False)
     assert report.ok, report.problems
+
+
+def test_search_index_beside_a_local_lake_gives_the_scans_hits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analytics import search as sr
+    from jobs import search_index
+
+    location, _ = _local(tmp_path, monkeypatch)
+    from ingest.pipeline import ingest_paths
+
+    ingest_paths([FIXTURES / "good.jsonl", make_upload(tmp_path, 3)], db=location)
+    done = search_index.refresh(location)
+    assert done.path == str(tmp_path / "store.lake.search") and done.attempts_covered == 46
+    with rdb.reader(location) as con:
+        for query in ("search", "x", "T00"):
+            indexed = sr.search(con, query=query)
+            scanned = sr.search(con, query=query, use_index=False)
+            assert indexed.is_indexed and not scanned.is_indexed
+            assert (indexed.n_attempts, indexed.n_hits) == (scanned.n_attempts, scanned.n_hits)
+            assert indexed.hits.equals(scanned.hits)
+
+
+def test_the_default_is_the_local_lake_unless_an_earlier_file_store_is_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from store import paths
+
+    monkeypatch.delenv("RUNLENS_DB", raising=False)
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    monkeypatch.setattr(paths, "DEFAULT_DB", tmp_path / "runlens.duckdb")
+    monkeypatch.setattr(paths, "DEFAULT_LAKE", tmp_path / "runlens.lake")
+    found = rdb.resolve_db_path()
+    assert isinstance(found, rdb.Lake) and found.catalog_file == tmp_path / "runlens.lake"
+    assert rdb.legacy_default_notice(found) is None
+    (tmp_path / "runlens.duckdb").touch()  # a file store an earlier version made: kept in use, and said so
+    assert rdb.resolve_db_path() == tmp_path / "runlens.duckdb"
+    notice = rdb.legacy_default_notice(tmp_path / "runlens.duckdb")
+    assert notice and "migrate-store --from data/runlens.duckdb --to ducklake:sqlite:data/runlens.lake" in notice
+    (tmp_path / "runlens.lake").touch()  # migrated: the lake wins
+    assert isinstance(rdb.resolve_db_path(), rdb.Lake)
+    assert rdb.legacy_default_notice(tmp_path / "runlens.duckdb") is None
+
+
+def test_first_start_on_the_default_lake_loads_the_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from store import paths
+
+    monkeypatch.delenv("RUNLENS_DB", raising=False)
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    monkeypatch.delenv("RUNLENS_SKIP_DEMO", raising=False)
+    for module in (paths, rdb):
+        monkeypatch.setattr(module, "DEFAULT_DB", tmp_path / "runlens.duckdb")
+        monkeypatch.setattr(module, "DEFAULT_LAKE", tmp_path / "runlens.lake")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    location = f"ducklake:sqlite:{tmp_path / 'runlens.lake'}"
+    with rdb.reader(location) as con:
+        assert con.execute("SELECT count(*) FROM runs WHERE is_demo").fetchall()[0][0] > 0
+    assert not (tmp_path / "runlens.duckdb").exists()

@@ -71,7 +71,7 @@ def store_caption() -> str | None:
     """Which team store and snapshot this page run reads (None for a DuckDB file: the usual case says nothing)."""
     path = db_path()
     if not rdb.is_lake(path):
-        return None
+        return rdb.legacy_default_notice(rdb.resolve_db_path(path))
     snapshot = _as_of(str(st.session_state.get(PINNED_KEY) or ""))
     found = rdb.lake.parse(path)
     if found.is_local:

@@ -21,9 +21,18 @@ from ui import common
 
 @st.cache_resource(show_spinner="Preparing the database (first start loads the demo dataset)...")
 def _bootstrap(path: str) -> None:
-    """Create the database, and load the demo dataset when it holds no runs (never into a team store)."""
+    """Create the database, and load the demo dataset when it holds no runs (never into a team store; into a local
+    lake only at the default location, as for the default file)."""
     if rdb.is_lake(path):
         rdb.ensure_snapshot(path)  # creates the lake when new; a team's shared store gets no demo data
+        found = rdb.lake.parse(path)
+        if found.is_local and found.catalog_file == rdb.DEFAULT_LAKE.resolve():
+            with rdb.reader(path) as con:
+                is_empty = rdb.describe(con).is_empty
+            if is_empty and not os.environ.get("RUNLENS_SKIP_DEMO"):
+                from data.demo.build import load_demo
+
+                load_demo(path)
         return
     if rdb.is_parquet_folder(Path(path)):
         return  # an exported Parquet folder is read-only (docs/scale.md)
