@@ -13,9 +13,9 @@ Definitions (docs/failure_analysis.md):
       ``hits``: one row per (attempt, step, field), ordered by run, task, sample, step, at most ``limit``.
 
 A phrase search reads the search index when the store has one (``python -m analytics search-index``: a file
-beside a DuckDB file store, store/search_index.py; analytics/sql/search_indexed.sql) and scans only the attempts
-it does not cover; the result is the scan's (search.sql), hit for hit. Words, regular expressions, team stores and
-Parquet folders always scan.
+beside a DuckDB file store or a local lake, store/search_index.py; analytics/sql/search_indexed.sql) and scans only
+the attempts it does not cover; the result is the scan's (search.sql), hit for hit. Words, regular expressions, team
+stores and Parquet folders always scan.
 
 ``python -m analytics search [--benchmark B] [--regex|--words] "QUERY" --json`` prints
 ``{"query", "n_attempts", "hits": [{"run_id", "task_id", "sample", "step", "snippet"}]}``.
@@ -252,7 +252,7 @@ def how_searched(result: SearchResult) -> str:
     if result.mode != "phrase":
         return "Scanned every transcript (word and regular-expression searches always scan)."
     return (
-        "Scanned every transcript: this store has no search index. On a file store, "
+        "Scanned every transcript: this store has no search index. On a file store or a local lake, "
         "`python -m analytics search-index` builds one beside the database; phrase searches then read it."
     )
 

@@ -28,7 +28,9 @@ from store import Location, RunlensError, writer
 from store.ingest_writer import write_bundle
 
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024  # show a progress bar for files at least this large
-MAX_FILE_BYTES = int(os.environ.get("RUNLENS_MAX_FILE_BYTES", 512 * 1024**2))  # checked before reading
+# A limit on the file's size only when RUNLENS_MAX_FILE_BYTES sets one (0 or unset: files of any size; what one
+# record may hold is bounded where lines are read). Checked with stat before reading.
+MAX_FILE_BYTES = int(os.environ.get("RUNLENS_MAX_FILE_BYTES") or 0) or None
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this in all, worker processes cost more than they save
 WORKER_MEMORY_FACTOR = 8  # a worker's peak memory in multiples of its file (measured: about 6 for native logs)
 WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init_worker)
@@ -164,14 +166,34 @@ def out_of_memory(name: str) -> IngestError:
     )
 
 
+def _memory_available() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes (None where there is no such file)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def read_input(path: Path) -> bytes:
     """The bytes of an input file, refused (with its location) when unreadable, empty or over the size limit."""
     name = str(path)
     try:
         size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
+        if MAX_FILE_BYTES is not None and size > MAX_FILE_BYTES:
             raise IngestError.single(
                 f"{name}:1", "-", f"file of {size:,} bytes exceeds the {MAX_FILE_BYTES:,}-byte limit"
+            )
+        room = _memory_available()
+        if room is not None and size > room // 2:  # this reader holds the whole file: refuse it before reading
+            raise IngestError.single(
+                f"{name}:1",
+                "-",
+                f"file of {size:,} bytes is over half the memory available ({room:,} bytes) and this format is "
+                "read whole; split it, or ingest it on a machine with more memory",
             )
         data = path.read_bytes()
     except OSError as exc:

@@ -1,9 +1,18 @@
-"""The team store: a DuckLake (catalog in PostgreSQL, data as Parquet in a folder or on S3-compatible storage).
+"""A DuckLake store: catalog in PostgreSQL (the team store) or in a local SQLite file (the local lake), data as
+Parquet in a folder or on S3-compatible storage.
 
-Location (``--db`` / ``RUNLENS_DB``): ``ducklake:postgres:<libpq connection string>``, e.g.
-``ducklake:postgres:dbname=runlens host=db.internal user=runlens``. The data path comes from
-``RUNLENS_LAKE_DATA_PATH`` (a local folder or ``s3://bucket/prefix``); when unset, the path stored in the lake is
-used (creating a lake needs it). S3 credentials come from ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+Locations (``--db`` / ``RUNLENS_DB``):
+
+* ``ducklake:postgres:<libpq connection string>``, e.g. ``ducklake:postgres:dbname=runlens host=db.internal
+  user=runlens``: the team store, for writers on several machines;
+* ``ducklake:sqlite:<path of the catalog file>``, e.g. ``ducklake:sqlite:data/runlens.lake``: one machine, no
+  server. The catalog is a SQLite file in WAL mode (readers in other processes read while a writer commits), its
+  Parquet files go to ``<catalog>.files/`` beside it, and writer sessions take the same ``flock`` as a DuckDB file
+  store (``<catalog>.lock``, store/writelock.py) instead of PostgreSQL's advisory lock. A small upload writes a
+  few Parquet files and one catalog transaction: nothing is copied, whatever the store's size (docs/scale.md).
+
+The data path comes from ``RUNLENS_LAKE_DATA_PATH`` (a local folder or ``s3://bucket/prefix``); when unset, the path
+stored in the lake is used (creating a PostgreSQL lake needs it; a SQLite lake uses ``<catalog>.files/``). S3 credentials come from ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
 ``AWS_REGION`` and ``AWS_ENDPOINT_URL`` (MinIO, R2, Ceph, a local test server).
 
 How the single-file store's guarantees carry over (docs/scale.md):
@@ -15,8 +24,8 @@ How the single-file store's guarantees carry over (docs/scale.md):
   writers. A session is short: one upload holds it for its own validation and commit, whatever the lake's size.
 * **Readers never wait**: each commit is a DuckLake snapshot; a reader attaches the lake read-only, pinned to one
   snapshot id (``as_of``), so a page shows one consistent state and a link can show it again tomorrow.
-* **Extensions from PyPI only**: ``ducklake``, ``postgres_scanner`` (PyPI's ``duckdb-extension-postgres``) and
-  ``httpfs`` are loaded from the ``duckdb-extension-*`` packages through an extension folder of links made here;
+* **Extensions from PyPI only**: ``ducklake``, ``postgres_scanner`` (PyPI's ``duckdb-extension-postgres``),
+  ``sqlite_scanner`` and ``httpfs`` are loaded from the ``duckdb-extension-*`` packages through an extension folder of links made here;
   nothing is downloaded at run time.
 """
 
@@ -29,6 +38,7 @@ import importlib.util
 import itertools
 import json
 import os
+import sqlite3
 import tempfile
 import threading
 import time
@@ -49,7 +59,10 @@ EXTENSIONS = {
     "ducklake": ("duckdb_extension_ducklake", "ducklake"),
     "postgres_scanner": ("duckdb_extension_postgres", "postgres"),
     "httpfs": ("duckdb_extension_httpfs", "httpfs"),
+    "sqlite_scanner": ("duckdb_extension_sqlite_scanner", "sqlite_scanner"),
 }
+CATALOGS = ("postgres", "sqlite")
+LAKE_FILES_SUFFIX = ".files"  # a SQLite lake's default data folder: <catalog><suffix>/
 LOCK_KEY = int.from_bytes(hashlib.sha256(b"runlens writer session").digest()[:8], "big", signed=True)
 RETRY_MAX = 8  # commit attempts on a DuckLake conflict (with a maintenance job or a writer outside Runlens)
 
@@ -60,17 +73,30 @@ class LakeError(RunlensError):
 
 @dataclass(frozen=True)
 class Lake:
-    """A DuckLake location: its PostgreSQL catalog and (optionally) the data path to use."""
+    """A DuckLake location: its catalog and (optionally) the data path to use."""
 
-    conninfo: str  # the libpq connection string after ``ducklake:postgres:``
+    conninfo: str  # the libpq connection string after ``ducklake:postgres:``, or the SQLite catalog's absolute path
     data_path: str | None = None
+    catalog: str = "postgres"  # or "sqlite"
 
     def __str__(self) -> str:
-        return f"{PREFIX}postgres:{self.conninfo}"
+        return f"{PREFIX}{self.catalog}:{self.conninfo}"
+
+    @property
+    def is_local(self) -> bool:
+        """A SQLite-catalogued lake: one machine, no server, writer sessions under a file lock."""
+        return self.catalog == "sqlite"
+
+    @property
+    def catalog_file(self) -> Path:
+        """The SQLite catalog's path (local lakes only)."""
+        return Path(self.conninfo)
 
     @property
     def label(self) -> str:
         """The location without secrets (a ``password=...`` is masked), for messages and pages."""
+        if self.is_local:
+            return str(self)
         if self.conninfo.startswith(("postgres://", "postgresql://")):  # libpq's URI form: user:password@host
             url = urlsplit(self.conninfo)
             if url.password is not None:
@@ -87,18 +113,27 @@ def is_lake(db: object) -> bool:
 
 
 def parse(db: str | Lake) -> Lake:
-    """The lake a ``ducklake:postgres:...`` location names (data path from ``RUNLENS_LAKE_DATA_PATH``).
+    """The lake a ``ducklake:postgres:...`` or ``ducklake:sqlite:...`` location names (data path from
+    ``RUNLENS_LAKE_DATA_PATH``; a SQLite lake's default is ``<catalog>.files/``).
 
     Raises:
-        LakeError: not a PostgreSQL-catalogued DuckLake location.
+        LakeError: not a PostgreSQL- or SQLite-catalogued DuckLake location.
     """
     if isinstance(db, Lake):
         return db
     rest = db[len(PREFIX) :]
+    if rest.startswith("sqlite:"):
+        file = rest[len("sqlite:") :].strip()
+        if not file:
+            raise LakeError(f"{db!r}: the SQLite catalog's path is empty (e.g. ducklake:sqlite:data/runlens.lake)")
+        catalog = Path(file).expanduser().resolve()
+        default_data = str(catalog.with_name(catalog.name + LAKE_FILES_SUFFIX))
+        return Lake(str(catalog), os.environ.get("RUNLENS_LAKE_DATA_PATH") or default_data, "sqlite")
     if not rest.startswith("postgres:"):
         raise LakeError(
-            f"{db!r}: a team store is `ducklake:postgres:<libpq connection string>` "
-            "(e.g. ducklake:postgres:dbname=runlens host=localhost); other DuckLake catalogs are not supported"
+            f"{db!r}: a lake is `ducklake:postgres:<libpq connection string>` (a team store, e.g. "
+            "ducklake:postgres:dbname=runlens host=localhost) or `ducklake:sqlite:<catalog file>` (one machine, e.g. "
+            "ducklake:sqlite:data/runlens.lake); other DuckLake catalogs are not supported"
         )
     conninfo = rest[len("postgres:") :].strip()
     if not conninfo:
@@ -205,7 +240,15 @@ def _s3_env() -> tuple[str, ...]:
     return tuple(os.environ.get(k, "") for k in keys)
 
 
-def _new_instance(config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+def _extensions_of(lake: Lake | None) -> tuple[str, ...]:
+    """The extensions a session of ``lake`` loads: a local lake with its data on the local disk needs only
+    ``ducklake`` and ``sqlite_scanner`` (each LOAD costs 0.1-0.5 s of a fresh process, an upload's start-up)."""
+    if lake is None or not lake.is_local or "://" in (lake.data_path or ""):
+        return tuple(EXTENSIONS)
+    return ("ducklake", "sqlite_scanner")
+
+
+def _new_instance(config: dict[str, Any] | None = None, lake: Lake | None = None) -> duckdb.DuckDBPyConnection:
     settings = {
         "extension_directory": str(extension_dir()),
         "autoinstall_known_extensions": False,
@@ -214,9 +257,11 @@ def _new_instance(config: dict[str, Any] | None = None) -> duckdb.DuckDBPyConnec
     }
     con = duckdb.connect(":memory:", config=settings)
     try:
-        for name in EXTENSIONS:
+        names = _extensions_of(lake)
+        for name in names:
             con.execute(f"LOAD {name}")
-        _s3_secret(con)
+        if "httpfs" in names:
+            _s3_secret(con)
     except BaseException:
         con.close()
         raise
@@ -234,8 +279,8 @@ def _engine(lake: Lake) -> duckdb.DuckDBPyConnection:
     with _ENGINE_GUARD:
         engine = _ENGINES.get(lake.conninfo)
         if engine is None or os.getpid() != engine.pid:
-            engine = _ENGINES[lake.conninfo] = _Engine(_new_instance(), os.getpid(), _s3_env())
-        elif _s3_env() != engine.s3:  # the AWS variables changed since: the next attachments use the new ones
+            engine = _ENGINES[lake.conninfo] = _Engine(_new_instance(lake=lake), os.getpid(), _s3_env())
+        elif _s3_env() != engine.s3 and "httpfs" in _extensions_of(lake):  # the AWS variables changed since
             _s3_secret(engine.con)
             engine.s3 = _s3_env()
         return engine.con
@@ -255,7 +300,7 @@ def connect(
     Raises:
         LakeError: the catalog or the data cannot be reached (the message names the location, without password).
     """
-    con = _new_instance(config) if config is not None else _engine(lake).cursor()
+    con = _new_instance(config, lake) if config is not None else _engine(lake).cursor()
     alias = ALIAS if config is not None else f"{ALIAS}_{next(_ATTACHED)}"
     try:
         options = []
@@ -268,7 +313,9 @@ def connect(
         elif as_of is not None:
             options.append(f"SNAPSHOT_VERSION {int(as_of)}")
         suffix = f" ({', '.join(options)})" if options else ""
-        con.execute(f"ATTACH {_literal(f'{PREFIX}postgres:{lake.conninfo}')} AS {alias}{suffix}")
+        if lake.is_local and not read_only:
+            _prepare_sqlite_catalog(lake.catalog_file)
+        con.execute(f"ATTACH {_literal(str(lake))} AS {alias}{suffix}")
         con.execute(f"USE {alias}")
     except duckdb.Error as exc:
         con.close()
@@ -413,6 +460,41 @@ def current_snapshot(con: duckdb.DuckDBPyConnection) -> int:
     return int(con.execute(f"SELECT id FROM {alias(con)}.current_snapshot()").fetchall()[0][0])
 
 
+SQLITE_BUSY_MS = 30_000  # how long a SQLite catalog connection of ours waits for another's write
+
+
+def _prepare_sqlite_catalog(path: Path) -> None:
+    """Create a new SQLite catalog file in WAL mode before DuckLake first attaches it: with WAL, readers in other
+    processes go on reading while a writer commits (the rollback journal would make them wait or fail). An
+    existing catalog is left as it is."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA journal_mode = WAL")
+    finally:
+        db.close()
+
+
+@contextlib.contextmanager
+def _sqlite_catalog(lake: Lake) -> Iterator[sqlite3.Connection | None]:
+    """A read-only SQLite connection to a local lake's catalog; None when the file does not exist yet."""
+    if not lake.catalog_file.exists():
+        yield None
+        return
+    try:
+        db = sqlite3.connect(f"{lake.catalog_file.as_uri()}?mode=ro", uri=True, timeout=SQLITE_BUSY_MS / 1000)
+    except sqlite3.Error as exc:
+        raise LakeError(f"{lake.label}: {_first_line(exc)}") from exc
+    try:
+        yield db
+    except sqlite3.Error as exc:
+        raise LakeError(f"{lake.label}: {_first_line(exc)}") from exc
+    finally:
+        db.close()
+
+
 @contextlib.contextmanager
 def _catalog(lake: Lake) -> Iterator[Any]:
     """A psycopg connection to the lake's PostgreSQL catalog (autocommit); its errors name the lake."""
@@ -424,9 +506,25 @@ def _catalog(lake: Lake) -> Iterator[Any]:
         raise LakeError(f"{lake.label}: {_first_line(exc)}") from exc
 
 
+def _sqlite_time(text: str) -> dt.datetime:
+    """A snapshot time as DuckLake writes it into SQLite (``2026-11-26 00:53:12.83118+00``)."""
+    stamp = dt.datetime.fromisoformat(text.strip())
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=dt.UTC)
+
+
 def snapshot_range(lake: Lake) -> tuple[int, int] | None:
     """The lake's oldest and newest snapshot ids, straight from the catalog (cheap: no DuckDB attach); None before
     the lake exists."""
+    if lake.is_local:
+        with _sqlite_catalog(lake) as db:
+            if db is None:
+                return None
+            if not db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ducklake_snapshot'"
+            ).fetchone():
+                return None
+            found = db.execute("SELECT min(snapshot_id), max(snapshot_id) FROM ducklake_snapshot").fetchone()
+            return (int(found[0]), int(found[1])) if found and found[1] is not None else None
     with _catalog(lake) as pg:
         row = pg.execute("SELECT to_regclass('ducklake_snapshot') IS NOT NULL").fetchone()
         if not row or not row[0]:
@@ -459,6 +557,31 @@ def resolve_as_of(lake: Lake, as_of: int | dt.datetime) -> tuple[int, dt.datetim
     Raises:
         LakeError: no such snapshot (an id past the newest, or a time before the lake existed).
     """
+    row = _sqlite_as_of(lake, as_of) if lake.is_local else _postgres_as_of(lake, as_of)
+    if row is None:
+        raise LakeError(f"{lake.label}: no snapshot {'at or before ' if isinstance(as_of, dt.datetime) else ''}{as_of}")
+    return int(row[0]), row[1]
+
+
+def _sqlite_as_of(lake: Lake, as_of: int | dt.datetime) -> tuple[int, dt.datetime] | None:
+    with _sqlite_catalog(lake) as db:
+        if db is None:
+            return None
+        if not isinstance(as_of, dt.datetime):
+            found = db.execute(
+                "SELECT snapshot_id, snapshot_time FROM ducklake_snapshot WHERE snapshot_id = ?", [int(as_of)]
+            ).fetchone()
+            return None if found is None else (int(found[0]), _sqlite_time(found[1]))
+        # times are text in SQLite, with trailing zeros of the fraction dropped: compared as times here
+        best: tuple[int, dt.datetime] | None = None
+        for snapshot, text in db.execute("SELECT snapshot_id, snapshot_time FROM ducklake_snapshot"):
+            at = _sqlite_time(text)
+            if at <= as_of and (best is None or int(snapshot) > best[0]):
+                best = (int(snapshot), at)
+        return best
+
+
+def _postgres_as_of(lake: Lake, as_of: int | dt.datetime) -> tuple[Any, Any] | None:
     with _catalog(lake) as pg:
         if isinstance(as_of, dt.datetime):
             row = pg.execute(
@@ -470,9 +593,7 @@ def resolve_as_of(lake: Lake, as_of: int | dt.datetime) -> tuple[int, dt.datetim
             row = pg.execute(
                 "SELECT snapshot_id, snapshot_time FROM ducklake_snapshot WHERE snapshot_id = %s", [as_of]
             ).fetchone()
-    if row is None:
-        raise LakeError(f"{lake.label}: no snapshot {'at or before ' if isinstance(as_of, dt.datetime) else ''}{as_of}")
-    return int(row[0]), row[1]
+    return None if row is None else (row[0], row[1])
 
 
 def parse_as_of(text: str | int | dt.datetime | None) -> int | dt.datetime | None:
@@ -516,12 +637,27 @@ _HELD_GUARD = threading.Lock()
 
 @contextlib.contextmanager
 def session_lock(lake: Lake, *, wait_s: float) -> Iterator[None]:
-    """Hold the lake's writer lock (a PostgreSQL advisory lock) for the block; re-entrant in one thread.
+    """Hold the lake's writer lock (a PostgreSQL advisory lock; for a SQLite lake the ``flock`` of
+    ``<catalog>.lock``, as for a DuckDB file) for the block; re-entrant in one thread.
 
     Raises:
         DatabaseBusyError: another writer held it for longer than ``wait_s``.
         LakeError: PostgreSQL cannot be reached.
     """
+    if lake.is_local:
+        from store import writelock
+
+        try:
+            state = writelock.acquire(lake.catalog_file, wait_s=wait_s, queue=False)
+        except writelock.LockTimeout as exc:
+            raise DatabaseBusyError(
+                f"{lake.label}: another writer held the lake for longer than {wait_s:.0f} s"
+            ) from exc
+        try:
+            yield
+        finally:
+            writelock.release(state)
+        return
     key = (lake.conninfo, threading.get_ident())
     with _HELD_GUARD:
         held = _HELD.get(key)

@@ -1,4 +1,5 @@
-"""Transcript search's index: a DuckDB file beside a file store (``<db>.search``), never inside the store itself.
+"""Transcript search's index: a DuckDB file beside a file store (``<db>.search``) or a local lake's catalog
+(``<catalog>.search``), never inside the store itself.
 
 Why a separate file: every write session of a file store publishes by copying the whole primary (store/connect.py,
 2.7-2.9 s per GB); the index is about as large as the transcripts, so inside the store it would make every small
@@ -38,6 +39,7 @@ from pathlib import Path
 
 import duckdb
 
+from store import lake
 from store.connect import ensure_snapshot
 from store.errors import RunlensError
 from store.paths import SNAPSHOT_SUFFIX, Location, is_parquet_folder, resolve_db_path, snapshot_path
@@ -105,11 +107,15 @@ class SearchIndexRefresh:
 
 
 def index_path(db: Location = None) -> Path | None:
-    """The index file of a DuckDB file store; None for a team store or a Parquet folder (they have none)."""
+    """The index file of a DuckDB file store or a local lake; None for a team store or a Parquet folder (they have
+    none)."""
     location = resolve_db_path(db)
-    if not isinstance(location, Path) or is_parquet_folder(location):
-        return None
-    return location.with_name(location.name + INDEX_SUFFIX)
+    store: Path | None
+    if isinstance(location, lake.Lake):
+        store = location.catalog_file if location.is_local else None
+    else:
+        store = None if is_parquet_folder(location) else location
+    return None if store is None else store.with_name(store.name + INDEX_SUFFIX)
 
 
 def _literal(text: str) -> str:
@@ -123,10 +129,15 @@ def attach_search_index(con: duckdb.DuckDBPyConnection) -> str | None:
         The index's catalog name (``rl_search_<inode>_<mtime>``: a rebuilt index gets a new one), or None when the
         store has no index file (never built, a team store, a Parquet folder, an in-memory database).
     """
-    rows = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    rows = con.execute("SELECT path, type FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
     if not rows or not rows[0][0]:
         return None
-    store = Path(str(rows[0][0]))
+    where, kind = str(rows[0][0]), rows[0][1]
+    if kind == "ducklake":  # a local lake's path is ``sqlite:<catalog>``; a team store has no index
+        if not where.startswith("sqlite:"):
+            return None
+        where = where.removeprefix("sqlite:")
+    store = Path(where)
     if store.name.endswith(SNAPSHOT_SUFFIX):
         store = store.with_name(store.name[: -len(SNAPSHOT_SUFFIX)])
     path = store.with_name(store.name + INDEX_SUFFIX)
@@ -147,22 +158,32 @@ def refresh_search_index(db: Location = None, *, rebuild: bool = False) -> Searc
     matches (deleted, or an id reused), add every attempt not covered. ``rebuild`` starts from an empty index.
 
     Raises:
-        RunlensError: the store is not a DuckDB file (a team store or a Parquet folder has no index).
+        RunlensError: the store is neither a DuckDB file nor a local lake (a team store or a Parquet folder has no
+            index).
     """
     t0 = time.perf_counter()
     path = index_path(db)
     if path is None:
-        raise RunlensError("a search index is kept only beside a DuckDB file store; this store is always scanned")
+        raise RunlensError(
+            "a search index is kept only beside a DuckDB file store or a local lake; this store is always scanned"
+        )
     location = resolve_db_path(db)
-    assert isinstance(location, Path)
     ensure_snapshot(location)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         if path.exists() and not rebuild:
             shutil.copyfile(path, tmp)
-        con = duckdb.connect(str(tmp))
+        if isinstance(location, lake.Lake):
+            con = duckdb.connect(
+                str(tmp),
+                config={"extension_directory": str(lake.extension_dir()), "autoinstall_known_extensions": False},
+            )
+            source = _attach_lake_source(con, location)
+        else:
+            con = duckdb.connect(str(tmp))
+            source = f"ATTACH {_literal(str(snapshot_path(location)))} AS src (READ_ONLY)"
         try:
-            counts = _refresh(con, snapshot_path(location))
+            counts = _refresh(con, source)
         finally:
             con.close()
         with open(tmp, "rb+") as fh:
@@ -174,13 +195,23 @@ def refresh_search_index(db: Location = None, *, rebuild: bool = False) -> Searc
     return SearchIndexRefresh(str(path), *counts, path.stat().st_size, round(time.perf_counter() - t0, 3))
 
 
-def _refresh(con: duckdb.DuckDBPyConnection, snapshot: Path) -> tuple[int, int, int, int, int, int]:
-    """The refresh inside the new index file ``con``; returns added, removed, covered, not indexable, rows, chars."""
+def _attach_lake_source(con: duckdb.DuckDBPyConnection, location: lake.Lake) -> str:
+    """Load the lake's extensions into the index's connection; return the statement attaching the lake as ``src``
+    (read-only, at its newest snapshot)."""
+    for name in ("ducklake", "sqlite_scanner"):
+        con.execute(f"LOAD {name}")
+    data = f", DATA_PATH {_literal(location.data_path)}" if location.data_path else ""
+    return f"ATTACH {_literal(str(location))} AS src (READ_ONLY{data})"
+
+
+def _refresh(con: duckdb.DuckDBPyConnection, attach_source: str) -> tuple[int, int, int, int, int, int]:
+    """The refresh inside the new index file ``con``, reading the store ``attach_source`` attaches as ``src``;
+    returns added, removed, covered, not indexable, rows, chars."""
     # stored uncompressed: the texts barely compress (1.8 GB for 2.1 G characters at 1M attempts) and a search
     # then reads twice as fast (BENCHMARKS.md)
     con.execute("PRAGMA force_compression = 'uncompressed'")
     con.execute(_SCHEMA)
-    con.execute(f"ATTACH {_literal(str(snapshot))} AS src (READ_ONLY)")
+    con.execute(attach_source)
     with transaction(con):
         con.execute(_FILES)
         # gone: files no longer in the store or with other content, and attempts deleted or whose id now belongs to

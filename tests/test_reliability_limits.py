@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import store as rdb
+from ingest import pipeline
 from ingest.errors import IngestError
 from ingest.jsonline import LONE_SURROGATE
 from ingest.pipeline import MAX_FILE_BYTES, ingest_file, ingest_paths
@@ -39,11 +40,12 @@ sys.exit(code)
 """
 
 
-def _ingest_process(db: Path, path: Path) -> tuple[int, str, float]:
+def _ingest_process(db: Path, path: Path, env: dict[str, str] | None = None) -> tuple[int, str, float]:
     """Run the ingest CLI on one file in a fresh process: (exit code, stderr, peak RSS in MB)."""
     done = subprocess.run(
         [sys.executable, "-c", WRAPPER, "--no-progress", "--db", str(db), str(path)],
         cwd=ROOT,
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         timeout=900,
@@ -165,12 +167,16 @@ def test_a_10000_step_trajectory_is_ingested_and_drilled_into(tmp_path: Path, tm
         del os.environ["RUNLENS_DB"]
 
 
-def test_a_1_gb_upload_is_refused_without_being_read(tmp_path: Path, fixture_db: Path) -> None:
+def test_a_1_gb_upload_is_refused_without_being_read(
+    tmp_path: Path, fixture_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "huge.jsonl"
     with path.open("wb") as fh:  # sparse: 1 GiB of apparent size, no disk blocks
         fh.truncate(1024**3)
-    assert MAX_FILE_BYTES < 1024**3
-    code, err, rss_mb = _ingest_process(fixture_db, path)
+    assert MAX_FILE_BYTES is None  # no limit on a file's size by default (what one record holds is bounded)
+    limit = 512 * 1024**2
+    monkeypatch.setattr(pipeline, "MAX_FILE_BYTES", limit)  # a limit a deployment sets, in this process
+    code, err, rss_mb = _ingest_process(fixture_db, path, env={"RUNLENS_MAX_FILE_BYTES": str(limit)})
     assert code == 2 and f"{path}:1: -: file of 1,073,741,824 bytes exceeds the" in err
     assert rss_mb < 400, rss_mb  # refused on its size alone (a read would cost 1 GB)
     result = ingest_one(path, db=fixture_db)  # the upload page's path
@@ -185,3 +191,15 @@ def test_a_1_gb_upload_is_refused_without_being_read(tmp_path: Path, fixture_db:
         and preview.errors[0].startswith(f"{path}:1: -:")
     )
     assert _attempt_count(fixture_db) == 6 and (FIXTURES / "good.jsonl").exists()
+
+
+def test_a_file_over_half_the_free_memory_is_refused_by_a_reader_that_holds_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "big.jsonl"
+    path.write_bytes((FIXTURES / "good.jsonl").read_bytes())
+    assert pipeline.read_input(path)  # no size limit by default
+    size = path.stat().st_size
+    monkeypatch.setattr(pipeline, "_memory_available", lambda: 2 * size - 2)
+    with pytest.raises(IngestError, match="over half the memory available"):
+        pipeline.read_input(path)

@@ -71,10 +71,13 @@ def store_caption() -> str | None:
     """Which team store and snapshot this page run reads (None for a DuckDB file: the usual case says nothing)."""
     path = db_path()
     if not rdb.is_lake(path):
-        return None
+        return rdb.legacy_default_notice(rdb.resolve_db_path(path))
     snapshot = _as_of(str(st.session_state.get(PINNED_KEY) or ""))
-    label = rdb.lake.parse(path).label.removeprefix(f"{rdb.lake.PREFIX}postgres:")
-    where = f"Team store {label}"
+    found = rdb.lake.parse(path)
+    if found.is_local:
+        where = f"Local lake {found.catalog_file}"
+    else:
+        where = f"Team store {found.label.removeprefix(f'{rdb.lake.PREFIX}postgres:')}"
     return where if snapshot is None else f"{where} · snapshot {snapshot}"
 
 

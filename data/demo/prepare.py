@@ -24,7 +24,17 @@ def prepare_store(path: str, *, out: TextIO | None = None) -> bool:
     the demo was loaded. Never into a team store, an exported Parquet folder, or with RUNLENS_SKIP_DEMO set."""
     if rdb.is_lake(path):
         rdb.ensure_snapshot(path)  # creates the lake when new; a team's shared store gets no demo data
-        return False
+        found = rdb.lake.parse(path)
+        if not (found.is_local and found.catalog_file == rdb.DEFAULT_LAKE.resolve()):
+            return False  # demo data goes only into the default local lake, as into the default file
+        with rdb.reader(path) as con:
+            is_empty = rdb.describe(con).is_empty
+        if not is_empty or os.environ.get("RUNLENS_SKIP_DEMO"):
+            return False
+        from data.demo.build import load_demo
+
+        load_demo(path, out=out)
+        return True
     if rdb.is_parquet_folder(Path(path)):
         return False  # an exported Parquet folder is read-only (docs/scale.md)
     if Path(path).resolve() == rdb.DEFAULT_DB.resolve():
@@ -51,7 +61,7 @@ def prepare_store(path: str, *, out: TextIO | None = None) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--db", help="the store (default: RUNLENS_DB, else data/runlens.duckdb)")
+    parser.add_argument("--db", help="the store (default: RUNLENS_DB, else the local lake data/runlens.lake)")
     args = parser.parse_args(argv)
     path = str(rdb.resolve_db_path(args.db))
     start = time.perf_counter()

@@ -1,0 +1,222 @@
+"""The local lake (``ducklake:sqlite:<catalog file>``): DuckLake with a SQLite catalog and Parquet files on the local
+disk, no server. The file store's guarantees hold on it: idempotent by content hash, each file whole or absent
+(SIGKILL at any point), concurrent writer processes while readers in other processes read, time travel; and
+``migrate-store`` moves a file store into it in one command."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import store as rdb
+from analytics import doctor
+from store import lake
+from tests.conftest import FIXTURES, ROOT
+from tests.lake_support import make_upload, run_cli
+
+
+def _local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, dict[str, str]]:
+    location = f"ducklake:sqlite:{tmp_path / 'store.lake'}"
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    monkeypatch.setenv("RUNLENS_DB", location)
+    return location, {"RUNLENS_DB": location}
+
+
+def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    clean = {k: v for k, v in os.environ.items() if k != "RUNLENS_LAKE_DATA_PATH"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.lake_worker", *args],
+        cwd=ROOT,
+        env={**clean, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_location_parses_to_a_catalog_file_with_its_data_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    found = rdb.resolve_db_path(f"ducklake:sqlite:{tmp_path}/a.lake")
+    assert isinstance(found, rdb.Lake) and found.is_local
+    assert found.catalog_file == tmp_path / "a.lake"
+    assert found.data_path == str(tmp_path / "a.lake.files")
+    assert str(found) == f"ducklake:sqlite:{tmp_path}/a.lake" == found.label
+    assert rdb.resolve_db_path(str(found)) == found
+    with pytest.raises(rdb.LakeError, match="ducklake:sqlite:<catalog file>"):
+        lake.parse("ducklake:mysql:x")
+    with pytest.raises(rdb.LakeError, match="path is empty"):
+        lake.parse("ducklake:sqlite: ")
+
+
+def test_ingest_is_idempotent_and_time_travels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    location, env = _local(tmp_path, monkeypatch)
+    assert lake.snapshot_id(lake.parse(location)) is None  # no catalog yet
+    first = run_cli("ingest", str(FIXTURES / "good.jsonl"), env=env)
+    assert first.returncode == 0, first.stderr
+    again = run_cli("ingest", str(FIXTURES / "good.jsonl"), env=env)
+    assert again.returncode == 0 and "already ingested" in again.stdout + again.stderr
+    catalog = lake.parse(location)
+    import sqlite3
+
+    with sqlite3.connect(catalog.catalog_file) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # readers read while a writer commits
+    with rdb.reader(location) as con:
+        assert con.execute("SELECT count(*) FROM attempts").fetchall()[0][0] == 6
+        assert con.execute("SELECT count(*) FROM ingest_log").fetchall()[0][0] == 1
+    before = lake.snapshot_id(catalog)
+    assert before is not None
+    upload = make_upload(tmp_path, 1)
+    assert run_cli("ingest", str(upload), env=env).returncode == 0
+    assert (lake.snapshot_id(catalog) or 0) > before
+    with rdb.reader(location, as_of=str(before)) as con:
+        assert con.execute("SELECT count(*) FROM attempts").fetchall()[0][0] == 6
+    snapshot, at = lake.resolve_as_of(catalog, dt.datetime.now(dt.UTC))
+    assert snapshot == lake.snapshot_id(catalog) and at.tzinfo is not None
+    with pytest.raises(rdb.LakeError, match="no snapshot"):
+        lake.resolve_as_of(catalog, dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
+    assert rdb.db_version(location) == f"snapshot:{lake.snapshot_id(catalog)}"
+
+
+def test_migrate_store_moves_a_file_store_in_one_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "old.duckdb"
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    assert run_cli("ingest", "--db", str(db), str(FIXTURES / "good.jsonl"), env={}).returncode == 0
+    target = f"ducklake:sqlite:{tmp_path / 'new.lake'}"
+    done = run_cli("analytics", "migrate-store", "--from", str(db), "--to", target, "--json", env={})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["ok"] is True
+    with rdb.reader(db) as old, rdb.reader(target) as new:
+        query = "SELECT run_id, count(*), sum(score) FROM attempts GROUP BY 1 ORDER BY 1"
+        assert old.execute(query).fetchall() == new.execute(query).fetchall()
+    board = run_cli("analytics", "leaderboard", "--db", target, "--json", env={})
+    assert board.returncode == 0 and json.loads(board.stdout)
+
+
+@pytest.mark.slow
+def test_writers_in_several_processes_while_others_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    location, env = _local(tmp_path, monkeypatch)
+    n_files, n_writers, n_uploads = 40, 4, 10
+    files = [make_upload(tmp_path, i) for i in range(n_files)]
+    plans = [[str(files[(w * 7 + j) % n_files]) for j in range(n_uploads)] for w in range(n_writers)]
+    rdb.ensure_snapshot(location)
+    stop = tmp_path / "stop"
+    readers = [_spawn(["read", str(stop)], env) for _ in range(2)]
+    writers = [_spawn(["write", *plan], env) for plan in plans]
+    outcomes: dict[str, list[str]] = {}
+    for proc in writers:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+        for line in out.splitlines():
+            row = json.loads(line)
+            outcomes.setdefault(row["file"], []).append(row["outcome"])
+    stop.touch()
+    reads = []
+    for proc in readers:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-3000:]
+        reads.append(json.loads(out))
+    uploaded = {f for plan in plans for f in plan}
+    assert set(outcomes) == uploaded
+    assert all(o.count("ingested") == 1 for o in outcomes.values()), outcomes
+    with rdb.reader(location) as con:
+        n_runs, n_attempts, n_ids = con.execute(
+            "SELECT count(DISTINCT run_id), count(*), count(DISTINCT attempt_id) FROM attempts"
+        ).fetchall()[0]
+    assert n_runs == len(uploaded) and n_attempts == n_ids == 40 * len(uploaded)
+    for read in reads:
+        assert read["failures"] == [], read["failures"][:2]
+        snapshots = [s for s, _ in read["seen"]]
+        runs = [n for _, n in read["seen"]]
+        assert len(snapshots) > 3 and snapshots == sorted(snapshots) and runs == sorted(runs)
+
+
+@pytest.mark.slow
+def test_a_writer_killed_at_any_point_leaves_each_file_whole_or_absent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    location, env = _local(tmp_path, monkeypatch)
+    rng = random.Random(33)
+    files = [make_upload(tmp_path, i, n_tasks=400, samples=5) for i in range(6)]  # 2,000 attempts each
+    for trial, path in enumerate(files):
+        proc = _spawn(["write", str(path)], env)
+        time.sleep(rng.uniform(0.3, 3.0))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        with rdb.reader(location) as con:
+            n = con.execute("SELECT count(*) FROM attempts WHERE run_id = ?", [f"run-{trial}"]).fetchall()[0][0]
+            logged = con.execute("SELECT count(*) FROM ingest_log WHERE path = ?", [str(path)]).fetchall()[0][0]
+        assert (n, logged) in ((0, 0), (2000, 1)), f"trial {trial}: {n} attempts, {logged} log rows"
+    with rdb.writer(location, wait_s=5) as con:  # the killed writer's flock is gone
+        report = doctor.check(con, location, rehash_sources=False)
+    assert report.ok, report.problems
+
+
+def test_search_index_beside_a_local_lake_gives_the_scans_hits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analytics import search as sr
+    from jobs import search_index
+
+    location, _ = _local(tmp_path, monkeypatch)
+    from ingest.pipeline import ingest_paths
+
+    ingest_paths([FIXTURES / "good.jsonl", make_upload(tmp_path, 3)], db=location)
+    done = search_index.refresh(location)
+    assert done.path == str(tmp_path / "store.lake.search") and done.attempts_covered == 46
+    with rdb.reader(location) as con:
+        for query in ("search", "x", "T00"):
+            indexed = sr.search(con, query=query)
+            scanned = sr.search(con, query=query, use_index=False)
+            assert indexed.is_indexed and not scanned.is_indexed
+            assert (indexed.n_attempts, indexed.n_hits) == (scanned.n_attempts, scanned.n_hits)
+            assert indexed.hits.equals(scanned.hits)
+
+
+def test_the_default_is_the_local_lake_unless_an_earlier_file_store_is_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from store import paths
+
+    monkeypatch.delenv("RUNLENS_DB", raising=False)
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    monkeypatch.setattr(paths, "DEFAULT_DB", tmp_path / "runlens.duckdb")
+    monkeypatch.setattr(paths, "DEFAULT_LAKE", tmp_path / "runlens.lake")
+    found = rdb.resolve_db_path()
+    assert isinstance(found, rdb.Lake) and found.catalog_file == tmp_path / "runlens.lake"
+    assert rdb.legacy_default_notice(found) is None
+    (tmp_path / "runlens.duckdb").touch()  # a file store an earlier version made: kept in use, and said so
+    assert rdb.resolve_db_path() == tmp_path / "runlens.duckdb"
+    notice = rdb.legacy_default_notice(tmp_path / "runlens.duckdb")
+    assert notice and "migrate-store --from data/runlens.duckdb --to ducklake:sqlite:data/runlens.lake" in notice
+    (tmp_path / "runlens.lake").touch()  # migrated: the lake wins
+    assert isinstance(rdb.resolve_db_path(), rdb.Lake)
+    assert rdb.legacy_default_notice(tmp_path / "runlens.duckdb") is None
+
+
+def test_first_start_on_the_default_lake_loads_the_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from store import paths
+
+    monkeypatch.delenv("RUNLENS_DB", raising=False)
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    monkeypatch.delenv("RUNLENS_SKIP_DEMO", raising=False)
+    for module in (paths, rdb):
+        monkeypatch.setattr(module, "DEFAULT_DB", tmp_path / "runlens.duckdb")
+        monkeypatch.setattr(module, "DEFAULT_LAKE", tmp_path / "runlens.lake")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    location = f"ducklake:sqlite:{tmp_path / 'runlens.lake'}"
+    with rdb.reader(location) as con:
+        assert con.execute("SELECT count(*) FROM runs WHERE is_demo").fetchall()[0][0] > 0
+    assert not (tmp_path / "runlens.duckdb").exists()
