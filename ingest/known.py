@@ -33,11 +33,12 @@ def load_known(con: duckdb.DuckDBPyConnection) -> Known:
         ).fetchall()
     )
 
-    stored_runs = set(known.runs)  # the database's runs (the file's own are added to ``known`` later)
-
     def attempts_of(run_id: str) -> dict[tuple[str, int], int]:
-        if run_id not in stored_runs:  # a new run has no attempts yet: no scan of the attempts table (an upload
-            return {}  # of a new run then costs the same whatever the store's size; BENCHMARKS.md, "Local lake")
+        # a run the database does not hold (yet) has no attempts: a point look-up in the small runs table instead of
+        # a scan of attempts, so an upload of a new run costs the same whatever the store's size (BENCHMARKS.md,
+        # "Local lake"); asked at call time, since ``known`` outlives the files a batch commits one after another
+        if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone() == (0,):
+            return {}
         rows = con.execute("SELECT task_id, sample, attempt_id FROM attempts WHERE run_id = ?", [run_id]).fetchall()
         return {(task_id, int(sample)): int(attempt_id) for task_id, sample, attempt_id in rows}
 
