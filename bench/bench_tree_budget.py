@@ -30,30 +30,12 @@ sys.path.insert(0, str(ROOT))
 from tests.browser_support import chromium_page, streamlit_server  # noqa: E402
 from tests.test_browser_plaintext import BUSY_JS  # noqa: E402
 from tests.test_inspect_zip_limits import bomb_of_small_members  # noqa: E402
-from tests.treemem import TreePeak, tree_rss_bytes  # noqa: E402
+from tests.treemem import TreePeak, listening_pid, tree_rss_bytes  # noqa: E402
 
 SQL_DONE = re.compile("^Stopped|^Refused|^DuckDB error|rows? ·")
 MEMORY_ATTACK = "SELECT repeat('x', 100000000) AS s FROM range(20)"
 CROSS_JOIN = "SELECT count(*) FROM steps a, steps b, steps c"
 ANSWERS = ("Stopped", "Refused", "DuckDB error", "row", "invalid", "not started", "stopped", "not read", "bomb", "MiB")
-
-
-def server_pid(port: int) -> int:
-    """The pid of the process listening on ``port`` (the Streamlit server)."""
-    inode = None
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if int(fields[1].split(":")[1], 16) == port and fields[3] == "0A":
-                inode = fields[9]
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if any(os.readlink(fd) == f"socket:[{inode}]" for fd in (proc / "fd").iterdir()):
-                    return int(proc.name)
-            except OSError:
-                continue
-    raise RuntimeError(f"no process listens on {port}")
 
 
 ALERTS_JS = """() => [...document.querySelectorAll(
@@ -124,7 +106,7 @@ def main() -> int:
                 fh.write(os.urandom(1024 * 1024))
         big.append(path)
     with streamlit_server(Path(args.db), env={"RUNLENS_SKIP_DEMO": "1"}) as url, chromium_page() as page:
-        pid = server_pid(int(url.rsplit(":", 1)[1]))
+        pid = listening_pid(int(url.rsplit(":", 1)[1]))
         page.goto(f"{url}/sql?q=SELECT%201")  # type: ignore[attr-defined]
         answered(page)
 

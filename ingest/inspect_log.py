@@ -11,7 +11,8 @@ A ``.eval`` file is a zip: ``header.json`` (or ``_journal/start.json`` while run
 ``samples/<id>_epoch_<n>.json``, ``reductions.json``, ``summaries.json``, each member stored, deflated or
 (current inspect-ai) zstd-compressed. Its members are parsed one at a time as ``ingest.safezip`` streams them out,
 within a budget of bytes decompressed (member count, total and per-member size, checked before and while
-decompressing; no ratio limit); a member name that is absolute or contains ``..`` rejects the whole file. Locations are ``file!member:$.json.path``.
+decompressing; no ratio limit); a member name that is absolute or contains ``..`` rejects the whole file.
+Locations are ``file!member:$.json.path``.
 """
 
 from __future__ import annotations

@@ -158,3 +158,11 @@ def test_upload_limits_each_and_in_all(monkeypatch: pytest.MonkeyPatch) -> None:
     assert verdicts[0].startswith("larger than 100 MB; not read")
     assert verdicts[1:3] == ["", ""] and verdicts[4] == ""  # 90 + 90 + 20 = 200 MB kept
     assert verdicts[3].startswith("past the 200 MB the page takes at once")
+
+
+def test_a_download_the_budget_has_no_room_for_is_refused(fixture_db: Path, budget) -> None:  # noqa: ANN001
+    sql = "SELECT repeat('x', 1000) AS s FROM range(20000)"  # about 20 MB of CSV
+    assert len(sb.export_result(sql, "csv", db=fixture_db)) > 20_000_000  # no budget: streamed back whole
+    budget(workers.server_rss_bytes() + 30 * MB)  # (too little for a worker too: exported in this process here)
+    with pytest.raises(sb.SqlFailed, match=r"the full result \(19 MB\) would take the server .* past its memory"):
+        sb.export_result(sql, "csv", db=fixture_db, is_isolated=False)

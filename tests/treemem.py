@@ -43,6 +43,24 @@ def tree_rss_bytes(pid: int) -> int:
     return sum(rss_bytes(p) for p in descendants(pid))
 
 
+def listening_pid(port: int) -> int:
+    """The pid of the process listening on TCP ``port`` (a server started by a script that forked it)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].split(":")[1], 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                inodes.add(f"socket:[{fields[9]}]")
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
+                    return int(proc.name)
+            except OSError:
+                continue  # ended meanwhile, or not ours to read
+    raise LookupError(f"no process listens on port {port}")
+
+
 class TreePeak:
     """Samples a process tree's resident memory in a thread; ``peak_bytes`` is the largest sum seen.
 

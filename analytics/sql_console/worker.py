@@ -67,8 +67,29 @@ def export_result(
     """The FULL result of ``sql`` as CSV or Parquet bytes, streamed under the sandbox and a byte cap."""
     with tempfile.TemporaryDirectory(prefix="runlens-sql-") as tmp:
         dest = Path(tmp) / f"export.{fmt}"
-        export_to(sql, fmt, dest, db=db, limits=limits, is_isolated=is_isolated)
+        size = export_to(sql, fmt, dest, db=db, limits=limits, is_isolated=is_isolated)
+        _check_room_for(size)
         return dest.read_bytes()
+
+
+def _check_room_for(size: int) -> None:
+    """Refuse to bring a download of ``size`` bytes into a server that the memory budget (``ingest.workers``) has
+    no room for: the page hands the bytes to Streamlit, which keeps them while the session lives.
+
+    Raises:
+        SqlFailed: ``kind`` too_large, with the sizes and the command that streams the result instead.
+    """
+    budget = workers.budget_bytes()
+    if budget is None:
+        return
+    server = workers.server_rss_bytes()
+    if server + 2 * size > budget:  # the bytes read, and Streamlit's stored copy
+        raise SqlFailed(
+            f"the full result ({size / 1024**2:,.0f} MB) would take the server ({server / 1024**2:,.0f} MB now) past "
+            f"its memory budget of {budget / 1024**2:,.0f} MB; aggregate or add a LIMIT, or run it with "
+            "`python -m analytics sql`, which streams it",
+            kind="too_large",
+        )
 
 
 def export_to(
