@@ -312,3 +312,15 @@ def test_rescoring_and_scorers_on_a_team_store(variants: dict[str, Any], lake: s
     with store.writer(lake) as con:
         report = doctor.check(con, lake)
     assert report.ok, report.problems
+
+
+def test_unscored_original_after_its_rescored_log_is_refused(variants: dict[str, Any], tmp_path: Path) -> None:
+    """Met in the other order, the unscored original would only empty the scores: refused, nothing written."""
+    db = tmp_path / "o.duckdb"
+    first = ingest_paths([variants["rescored"]["path"]], db=db)
+    assert first[0].outcome == "ingested", first[0].error
+    before = rows(db, "SELECT task_id, score FROM attempts ORDER BY 1")
+    late = ingest_paths([variants["unscored"]["path"]], db=db)
+    assert late[0].outcome == "failed" and "has no scores to revise it with" in str(late[0].error)
+    assert rows(db, "SELECT task_id, score FROM attempts ORDER BY 1") == before
+    assert rows(db, "SELECT count(*) FROM score_revisions") == [(0,)]
