@@ -133,6 +133,14 @@ def test_ingest_scorer_choice_and_unknown_scorer(variants: dict[str, Any], tmp_p
     assert headline == [("yesno",)]
     yes = {(s["id"], s["epoch"] - 1): s["floats"]["yesno"] for s in variants["scorers"]["samples"]}
     assert dict(((t, n), v) for t, n, v in rows(db, "SELECT task_id, sample, score FROM attempts")) == yes
+    out = _cli("-m", "analytics", "leaderboard", "--benchmark", "scorers", "--json", db=db)
+    own = {
+        f"{m['reducer']}/{k}": v
+        for m in variants["scorers"]["metrics"]
+        if m["name"] == "yesno"
+        for k, v in m["metrics"].items()
+    }
+    assert json.loads(out.stdout)["rows"][0]["inspect_metrics"] == pytest.approx(own)  # the headline's, by default
 
 
 def test_metadata_store_task_args_and_token_details_kept(variants: dict[str, Any], scored_db: Path) -> None:
