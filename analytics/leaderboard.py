@@ -316,9 +316,13 @@ def leaderboard(
     out = leaderboard_rows(
         runs, outcomes, slices=slices, metric=metric, seed=seed, n_boot=n_boot, rank_incomplete=rank_incomplete
     )
-    results = dict(zip(runs["run_id"].astype(str), runs.get("inspect_results", [None] * len(runs)), strict=True))
-    out["inspect_metrics"] = pd.Series(
-        [scorers.inspect_metrics(results.get(str(r)), scorer) for r in out["run_id"]], index=out.index, dtype=object
+    none = [None] * len(runs)
+    results = dict(zip(runs["run_id"].astype(str), runs.get("inspect_results", none), strict=True))
+    headline = dict(zip(runs["run_id"].astype(str), runs.get("headline_scorer", none), strict=True))
+    out["inspect_metrics"] = pd.Series(  # for the score ranked: the chosen scorer, else each run's headline
+        [scorers.inspect_metrics(results.get(str(r)), scorer or headline.get(str(r))) for r in out["run_id"]],
+        index=out.index,
+        dtype=object,
     )
     out["scale"] = scoring or "binary"
     if scoring == "raw":  # a rating on its own scale: no pass rate exists (never a fabricated one)

@@ -521,6 +521,8 @@ class Normaliser:
         self._file_attempts: dict[tuple[str, str, int], int] = {}
         self.revises_scores = revises_scores
         self._rescored: set[tuple[str, str, int]] = set()
+        self._revision_locs: dict[str, str] = {}  # revised run -> location of its run record
+        self._revision_scored: set[str] = set()  # revised runs of which this file scores at least one attempt
 
     def feed(self, records: Iterable[tuple[str, Any]]) -> Bundle:
         """Validate and normalise every record; problems go to the collector.
@@ -560,6 +562,17 @@ class Normaliser:
                 handlers[kind](loc, rec)
             except _Bad as bad:
                 self.problems.add(loc, bad.field, bad.reason)
+        new_runs = {key[0] for key in self._file_attempts}
+        for run_id, loc in self._revision_locs.items():
+            if run_id not in self._revision_scored and run_id not in new_runs:
+                # an unscored log of a stored eval that adds no attempt either (the original met after its
+                # `inspect score`): it would only empty the stored scores; revisions follow the order of ingest
+                self.problems.add(
+                    loc,
+                    "run_id",
+                    f"run {run_id!r} is stored already and this log of the same eval has no scores to revise it "
+                    "with (an unscored original after its re-scored log adds nothing)",
+                )
         return self.bundle
 
     def _define(self, loc: str, key: tuple[str, ...], row: dict[str, Any], cols: dict[str, list[Any]]) -> bool:
@@ -661,6 +674,7 @@ class Normaliser:
         if self._is_revision(row):
             self.bundle.revised_runs[str(run_id)] = row
             self.known.add("run", row)
+            self._revision_locs[str(run_id)] = loc
             return
         self._define(loc, ("run", run_id), row, self.bundle.runs)
 
@@ -765,6 +779,8 @@ class Normaliser:
         metrics = fields.metrics()
         scores = fields.scores()
         if stored is not None:  # a re-scored attempt: its new headline and scores; the trajectory stays as stored
+            if score is not None or raw is not None or any(r[1] is not None for r in scores):
+                self._revision_scored.add(run_id)
             self.bundle.score_updates.append((stored, score, raw, passed, fields.answer(), fields.extra()))
             self.bundle.scores.extend((None, stored, *row) for row in scores)
             return

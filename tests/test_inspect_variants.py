@@ -133,6 +133,14 @@ def test_ingest_scorer_choice_and_unknown_scorer(variants: dict[str, Any], tmp_p
     assert headline == [("yesno",)]
     yes = {(s["id"], s["epoch"] - 1): s["floats"]["yesno"] for s in variants["scorers"]["samples"]}
     assert dict(((t, n), v) for t, n, v in rows(db, "SELECT task_id, sample, score FROM attempts")) == yes
+    out = _cli("-m", "analytics", "leaderboard", "--benchmark", "scorers", "--json", db=db)
+    own = {
+        f"{m['reducer']}/{k}": v
+        for m in variants["scorers"]["metrics"]
+        if m["name"] == "yesno"
+        for k, v in m["metrics"].items()
+    }
+    assert json.loads(out.stdout)["rows"][0]["inspect_metrics"] == pytest.approx(own)  # the headline's, by default
 
 
 def test_metadata_store_task_args_and_token_details_kept(variants: dict[str, Any], scored_db: Path) -> None:
@@ -313,3 +321,15 @@ def test_rescoring_and_scorers_on_a_team_store(variants: dict[str, Any], lake: s
     with store.writer(lake) as con:
         report = doctor.check(con, lake)
     assert report.ok, report.problems
+
+
+def test_unscored_original_after_its_rescored_log_is_refused(variants: dict[str, Any], tmp_path: Path) -> None:
+    """Met in the other order, the unscored original would only empty the scores: refused, nothing written."""
+    db = tmp_path / "o.duckdb"
+    first = ingest_paths([variants["rescored"]["path"]], db=db)
+    assert first[0].outcome == "ingested", first[0].error
+    before = rows(db, "SELECT task_id, score FROM attempts ORDER BY 1")
+    late = ingest_paths([variants["unscored"]["path"]], db=db)
+    assert late[0].outcome == "failed" and "has no scores to revise it with" in str(late[0].error)
+    assert rows(db, "SELECT task_id, score FROM attempts ORDER BY 1") == before
+    assert rows(db, "SELECT count(*) FROM score_revisions") == [(0,)]

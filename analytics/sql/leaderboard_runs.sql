@@ -10,7 +10,8 @@ SELECT r.run_id, r.agent, r.agent_version, r.family, r.kind, r.eval_date, $is_ba
        r.status AS log_status,
        TRY_CAST(json_extract_string(r.extra, '$.completed_samples') AS BIGINT) AS completed,
        TRY_CAST(json_extract_string(r.extra, '$.total_samples') AS BIGINT) AS total,
-       json_extract(r.extra, '$.results') AS inspect_results
+       json_extract(r.extra, '$.results') AS inspect_results,
+       json_extract_string(r.extra, '$.scorer') AS headline_scorer
 FROM runs r
 WHERE r.benchmark = $benchmark AND $run_filter
   AND NOT EXISTS (
