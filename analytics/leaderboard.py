@@ -788,9 +788,9 @@ def comparison_set_entry(part: pd.DataFrame) -> dict[str, Any]:
 
 
 COMPARISON_SET_RULE = (
-    "runs sharing at least half of the smaller run's tasks form a pool; the pool's common tasks are those more than "
-    "half of its runs have; runs with at least 80% of them are compared on the common tasks they have; the pool "
-    "with the most runs (then tasks) is ranked"
+    "a set's common tasks are those more than half of its runs have, and its runs every run with at least 80% of "
+    "them, each compared on the common tasks it has; of the sets of two or more runs, the one comparing the most "
+    "(run, task) pairs is ranked (then more runs, then more tasks)"
 )
 
 
