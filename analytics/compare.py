@@ -179,7 +179,7 @@ def _grow(held: np.ndarray, left: np.ndarray, seed: np.ndarray) -> tuple[np.ndar
 def _best_candidate(held: np.ndarray, left: np.ndarray, voters: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
     """The candidate set grown from each distinct task set of the runs left, best first (``comparison_sets``)."""
     seen: set[bytes] = set()
-    best: tuple[tuple[int, int, int, str], np.ndarray, np.ndarray] | None = None
+    best: tuple[tuple[int, int, int, int, str], np.ndarray, np.ndarray] | None = None
     for i in np.flatnonzero(left):
         key = np.packbits(held[i]).tobytes()
         if key in seen:
