@@ -453,14 +453,14 @@ def _compare_slice(
     found = compare.comparison_sets(dict(enumerate(sets)), eligible=rankable)
     primary = found.primary
     core = primary.tasks if primary is not None else frozenset()
-    members = [i for i in range(len(rows)) if primary is not None and i in primary.n_compared]
+    members = {i for i in range(len(rows)) if primary is not None and i in primary.n_compared}
     point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
     compared = [
         {t: v for t, v in per_task[i].items() if t in core} if i in members else per_task[i] for i in range(len(rows))
     ]
     for i in members:
         point[i] = _nanmean(np.fromiter(compared[i].values(), dtype=float, count=len(compared[i])))
-    ranked = [i for i in members if i in rankable and np.isfinite(point[i])]
+    ranked = [i for i in sorted(members) if i in rankable and np.isfinite(point[i])]
     ranks = dict(zip(ranked, _competition_ranks(point[ranked]).tolist(), strict=True)) if ranked else {}
     leaders = sorted((i for i in ranked if ranks[i] == 1), key=lambda i: str(rows[i]["run_id"]))
     ref = leaders[0] if leaders else None
@@ -485,7 +485,7 @@ def _compare_slice(
         tag = str(rows[ref]["slice"])
         _test_ranked(rows, compared, single, ranked, ref, seed=seed, tag=tag)
         apart = [i for i in range(len(rows)) if i not in ranked]
-        _test_apart(rows, compared, single, apart, ref, seed=seed)
+        _test_apart(rows, per_task, single, apart, ref, seed=seed)  # on every task shared with the leader
 
 
 # Filled by the tests against the leader (None where there is no test).
