@@ -287,11 +287,17 @@ def measure_deltas(
                 "hi": test.ci95[1],
                 "p_value": test.p_value,
                 "method": test.method,
-                # the smallest mean difference this two-sided test detects with 80% power (observed spread)
-                "mde80": compare.mde80_normal(float(np.std(d, ddof=1)) if len(d) > 1 else float("nan"), len(d)),
+                # the smallest mean difference this two-sided test detects with 80% power (observed spread; unknown
+                # without spread)
+                "mde80": _mde80(d),
             }
         )
     return pd.DataFrame(rows, columns=MEASURE_COLUMNS)
+
+
+def _mde80(d: np.ndarray) -> float:
+    sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
+    return compare.mde80_normal(sd, len(d)) if sd > 0 else float("nan")
 
 
 def tasks_by_change(

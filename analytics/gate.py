@@ -238,7 +238,8 @@ def decide(
         se = sd / np.sqrt(n) if n > 1 else float("nan")
         bound = float(good.mean() + sps.norm.ppf(1.0 - level) * se) if np.isfinite(se) else float("nan")
         method = f"{low.method}-mid-p"
-    mde = compare.mde80_normal(sd, n, alpha=alpha, sided=sided) + margin
+    # no spread anywhere (one task, or every value equal): the detectable effect is unknown, not 0
+    mde = compare.mde80_normal(sd, n, alpha=alpha, sided=sided) + margin if sd > 0 else float("nan")
     return Decision(float(p), method, sided, float(margin), float(bound), float(mde), sd)
 
 
@@ -365,7 +366,7 @@ def report(result: GateResult) -> dict[str, Any]:
         "sided": dec.sided if dec else None,
         "margin": dec.margin if dec else None,
         "bound": num(dec.bound) if dec else None,
-        "mde80": num(dec.mde80) if dec else None,
+        "mde80": num(detectable(result)),
         "p_two_sided_paired": num(t.p_value),
         "paired_method": t.method,
         "sequential": None
@@ -384,6 +385,14 @@ def report(result: GateResult) -> dict[str, Any]:
     }
 
 
+def detectable(result: GateResult) -> float | None:
+    """The decision's ``mde80``; None when unknown, or beyond the metric's range (above 1 for a rate or score)."""
+    dec = result.decision
+    if dec is None or not np.isfinite(dec.mde80) or (result.metric != "cost" and dec.mde80 > 1.0):
+        return None
+    return float(dec.mde80)
+
+
 def text_report(result: GateResult) -> str:
     """The verdict as the CI log shows it: decision, difference with its interval, p, detectable effect."""
     t = result.test
@@ -397,7 +406,12 @@ def text_report(result: GateResult) -> str:
         f"difference {t.diff * scale:+.4g}{unit} (95% CI {t.ci95[0] * scale:+.4g} to {t.ci95[1] * scale:+.4g}), "
         f"p = {dec.p_value:.3g} ({dec.method}, {dec.sided}"
         + (f", margin {dec.margin * scale:.4g}{unit}" if dec.margin > 0 else "")
-        + f"), alpha {result.alpha}; detects a regression of {dec.mde80 * scale:.3g}{unit} with 80% power"
+        + f"), alpha {result.alpha}; "
+        + (
+            f"detects a regression of {mde * scale:.3g}{unit} with 80% power"
+            if (mde := detectable(result)) is not None
+            else "too few tasks (or no spread) to say which regression it would detect with 80% power"
+        )
     ]
     if result.sequential is not None:
         lines.append(sequential_text(result))

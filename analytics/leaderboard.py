@@ -523,14 +523,14 @@ def _compare_slice(
     found = compare.comparison_sets(dict(enumerate(sets)), eligible=rankable)
     primary = found.primary
     core = primary.tasks if primary is not None else frozenset()
-    members = [i for i in range(len(rows)) if primary is not None and i in primary.n_compared]
+    members = {i for i in range(len(rows)) if primary is not None and i in primary.n_compared}
     point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
     compared = [
         {t: v for t, v in per_task[i].items() if t in core} if i in members else per_task[i] for i in range(len(rows))
     ]
     for i in members:
         point[i] = _nanmean(np.fromiter(compared[i].values(), dtype=float, count=len(compared[i])))
-    ranked = [i for i in members if i in rankable and np.isfinite(point[i])]
+    ranked = [i for i in sorted(members) if i in rankable and np.isfinite(point[i])]
     ranks = dict(zip(ranked, _competition_ranks(point[ranked]).tolist(), strict=True)) if ranked else {}
     leaders = sorted((i for i in ranked if ranks[i] == 1), key=lambda i: str(rows[i]["run_id"]))
     ref = leaders[0] if leaders else None
@@ -555,7 +555,7 @@ def _compare_slice(
         tag = str(rows[ref]["slice"])
         _test_ranked(rows, compared, single, ranked, ref, seed=seed, tag=tag)
         apart = [i for i in range(len(rows)) if i not in ranked]
-        _test_apart(rows, compared, single, apart, ref, seed=seed)
+        _test_apart(rows, per_task, single, apart, ref, seed=seed)  # on every task shared with the leader
 
 
 # Filled by the tests against the leader (None where there is no test).
@@ -882,9 +882,9 @@ def comparison_set_entry(part: pd.DataFrame) -> dict[str, Any]:
 
 
 COMPARISON_SET_RULE = (
-    "runs sharing at least half of the smaller run's tasks form a pool; the pool's common tasks are those more than "
-    "half of its runs have; runs with at least 80% of them are compared on the common tasks they have; the pool "
-    "with the most runs (then tasks) is ranked"
+    "a set's common tasks are those more than half of its runs have, and its runs every run with at least 80% of "
+    "them, each compared on the common tasks it has; of the sets of two or more runs, the one comparing the most "
+    "(run, task) pairs is ranked (then more runs, then more tasks)"
 )
 
 

@@ -16,7 +16,7 @@ Sections (each prints a Markdown table; docs/statistics.md holds the figures of 
 * ``coverage``: 95% intervals of a mean score at 10-30 tasks: ``compare.score_interval`` against the percentile
   bootstrap, on continuous, graded and zero-inflated scores.
 
-``--scale`` multiplies every repetition count (1.0: the documented figures, about 4 minutes on one core).
+``--scale`` multiplies every repetition count (1.0: the documented figures, about 2.5 minutes of CPU on one core).
 """
 
 from __future__ import annotations

@@ -84,9 +84,14 @@ if not leader.empty:
         help=f"Top group: {int(ranked['top_group'].eq(True).sum())} run(s) not distinguishable from the best "
         "(selection-aware max-gap permutation test over the ranked runs, 5%)",
     )
+top_group = ranked[ranked["top_group"].eq(True)]
+top_labels = lb.unique_run_labels(top_group)
 st.caption(
     f"Ranked by {metric_name} on {int(overall['comparison_set_size'].iloc[0])} shared tasks. "
-    "Δ vs leader: the paired mean difference over shared tasks with its 95% bootstrap interval."
+    "Δ vs leader: the paired mean difference over shared tasks with its 95% bootstrap interval. "
+    f"Top group ({len(top_group)} of {len(ranked)}, not distinguishable from the best at 5%): "
+    + ", ".join(plain(top_labels[str(r)], max_chars=60) for r in top_group.sort_values("rank")["run_id"])
+    + ". MDE80: the gap to the leader a row's test finds with 80% power."
 )
 
 st.subheader("Agents")

@@ -254,3 +254,32 @@ def test_diff_page_shows_the_sequential_gate(tmp_path: Path, monkeypatch: pytest
     assert "of 5 tasks" in line and "threshold 20" in line
     spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "Sequential gate" in c.proto.spec)
     assert {t["name"] for t in spec["data"]} >= {"evidence B is worse than A"}
+
+
+def test_leaderboard_page_names_the_top_group(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.apptest import open_page
+
+    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench")
+    assert not at.exception
+    caption = next(c.value for c in at.caption if "Top group (" in c.value)
+    with reader(fixture_db) as con:
+        board = lb.leaderboard(con, benchmark="mini-bench")
+    ranked = board[(board["slice"] == "all") & board["rank"].notna()]
+    assert f"Top group ({int(ranked['top_group'].sum())} of {len(ranked)}" in caption
+    summary = next(d.value for d in at.dataframe if "Top group" in d.value.columns)
+    assert set(summary["Top group"]) <= {"✓", ""} and "MDE80" in summary.columns
+
+
+def test_leaderboards_of_identical_runs_rarely_mark_one_behind() -> None:
+    """End to end through leaderboard_rows: five runs with the same task rates, 80 seeded boards."""
+    rng = np.random.default_rng(280)
+    tasks = [f"t{i:03d}" for i in range(100)]
+    behind = 0
+    for rep in range(80):
+        p = rng.beta(0.8, 0.8, 100)
+        ids = [f"r{j}" for j in range(5)]
+        parts = [_outcomes(r, tasks, rng.binomial(3, p), n=3) for r in ids]
+        board = lb.leaderboard_rows(_runs(ids), pd.concat(parts), slices=("all",), seed=rep, n_boot=20)
+        behind += bool((board["rank"].notna() & board["is_tied"].eq(False)).any())
+        assert board["top_group"].sum() >= 1 and board["is_leader"].any()
+    assert behind / 80 <= 0.075, behind / 80  # 0.05 expected
