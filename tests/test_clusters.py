@@ -83,7 +83,7 @@ def test_documents_keep_what_went_wrong_and_cut_boilerplate() -> None:
     assert docs[0] == "failed: upstream timeout (HTTP 504) | final answer: differs from the reference"
     assert docs[1].startswith("failed: []")
     assert docs[2] == "final answer: 6.9% (a different number than the reference)"
-    assert docs[3] == "no final answer | no tool was called | status timeout"
+    assert docs[3] == "no final answer | no tool called | status timeout"
     many = pd.concat([raw.iloc[[0]]] * 12, ignore_index=True)
     many["errors"] = [f"search: {w} error on call {i}" for i, w in enumerate(["quota", "auth", "parse"] * 4)]
     cut = cl.failure_documents(many)  # the answer's comparison is in all 12: boilerplate, cut; digits are masked

@@ -25,13 +25,14 @@ import numpy as np
 import pandas as pd
 
 from analytics import formatting as fmt
-from analytics.clusters.compute import centred, cluster_vectors
+from analytics.clusters.compute import SEED, centred, cluster_vectors
 from analytics.clusters.load import cached_failure_vectors, failure_texts
 from analytics.embeddings import STATIC_MODEL
 from store import RunlensError, query_df
 
 N_TERMS = 5
 N_PHRASES = 3
+TERM_SAMPLE = 50_000
 N_EXAMPLES = 3
 EXAMPLE_CHARS = 400
 UNCLUSTERED = "unclustered"
@@ -222,8 +223,14 @@ def build_clusters(failures: pd.DataFrame, vectors: np.ndarray, *, model: str, *
     labels = cluster_vectors(vectors, texts, **kwargs)
     members = failures.drop(columns=["text"]).reset_index(drop=True).assign(cluster_id=labels)
     members["agent_version"] = members["agent_version"].fillna("(none)").astype(str)
-    terms = distinctive_terms(texts, labels.tolist())
-    phrases = key_phrases(texts, labels.tolist())
+    # names come from a seeded sample of at most TERM_SAMPLE documents (counting phrases in a million documents
+    # would cost more than the clustering; the sample's cluster shares are the population's)
+    rng = np.random.default_rng(SEED)
+    named = np.sort(rng.choice(len(texts), TERM_SAMPLE, replace=False)) if len(texts) > TERM_SAMPLE else None
+    t_texts = [texts[i] for i in named] if named is not None else texts
+    t_labels = (labels[named] if named is not None else labels).tolist()
+    terms = distinctive_terms(t_texts, t_labels)
+    phrases = key_phrases(t_texts, t_labels)
     reps = representatives(vectors, labels)
     versions = _version_order(members)
     by_version = share_trend(members, by="agent_version")
