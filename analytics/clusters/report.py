@@ -32,7 +32,7 @@ from store import RunlensError, query_df
 
 N_TERMS = 5
 N_PHRASES = 3
-TERM_SAMPLE = 50_000
+TERM_SAMPLE = 20_000
 N_EXAMPLES = 3
 EXAMPLE_CHARS = 400
 UNCLUSTERED = "unclustered"
