@@ -154,10 +154,12 @@ def time_cache_read(store_path: Path, failures: pd.DataFrame, vectors: np.ndarra
     return {"write": t_write, "read": reads}
 
 
-def synthetic(n: int, *, embed_n: int, max_points: int, repeat: int) -> dict[str, Any]:
+def synthetic(n: int, *, embed_n: int, max_points: int, repeat: int, tile: bool = False) -> dict[str, Any]:
     """The static model's rate on ``embed_n`` generated documents, the vectors' write through ``store_vectors`` (a
     throwaway store, peak RSS), and ``build_clusters`` on ``n`` generated failures with their real static vectors
-    (tests/failure_sets.documents: 8 causes)."""
+    (tests/failure_sets.documents: 8 causes). With ``tile``, only ``embed_n`` documents are generated and embedded
+    and failure i is a copy of document i mod ``embed_n`` (to time ``build_clusters`` at a million without
+    embedding a million; the vectors are not written then)."""
     import tempfile
 
     from sklearn.metrics import adjusted_rand_score
@@ -167,8 +169,8 @@ def synthetic(n: int, *, embed_n: int, max_points: int, repeat: int) -> dict[str
     from tests.failure_sets import documents
 
     out: dict[str, Any] = {"n": n}
-    (texts, truth), t = _timed(lambda: documents(seed=SEED, n_causes=8, n=n))
-    _line("generate documents", t, f"{n:,}")
+    (texts, truth), t = _timed(lambda: documents(seed=SEED, n_causes=8, n=embed_n if tile else n))
+    _line("generate documents", t, f"{len(texts):,}")
     emb = StaticEmbedder()
     _, t_load = _timed(lambda: emb.encode(texts[:1]))
     _line("static model load", t_load)
@@ -176,19 +178,26 @@ def synthetic(n: int, *, embed_n: int, max_points: int, repeat: int) -> dict[str
     rate = embed_n / t["wall_s"]
     _line("embed (static)", t, f"{embed_n:,} texts: {rate:,.0f} texts/s wall, {embed_n / t['cpu_s']:,.0f} per CPU s")
     out["embed"] = {**t, "texts": embed_n, "texts_per_wall_s": round(rate), "model": STATIC_MODEL}
-    vectors, t = _timed(lambda: np.vstack([vecs_part, emb.encode(texts[embed_n:])]) if n > embed_n else vecs_part)
-    _line("embed the rest", t, f"{n - embed_n:,} texts")
-    with tempfile.TemporaryDirectory(prefix="runlens-bench-vectors-") as tmp:
-        store = Path(tmp) / "v.duckdb"
-        before = peak_rss_mb()
+    if tile:
+        reps = -(-n // embed_n)
+        texts, truth = (texts * reps)[:n], (truth * reps)[:n]
+        vectors = np.tile(vecs_part, (reps, 1))[:n]
+        out["tiled_from"] = embed_n
+    else:
+        vectors, t = _timed(lambda: np.vstack([vecs_part, emb.encode(texts[embed_n:])]) if n > embed_n else vecs_part)
+        _line("embed the rest", t, f"{n - embed_n:,} texts")
+    if not tile:
+        with tempfile.TemporaryDirectory(prefix="runlens-bench-vectors-") as tmp:
+            store = Path(tmp) / "v.duckdb"
+            before = peak_rss_mb()
 
-        def write() -> None:
-            with writer(store) as con, transaction(con):
-                store_vectors(con, texts, vectors, model=STATIC_MODEL)
+            def write() -> None:
+                with writer(store) as con, transaction(con):
+                    store_vectors(con, texts, vectors, model=STATIC_MODEL)
 
-        _, t = _timed(write)
-        _line("store_vectors (batches)", t, f"{n:,} vectors; peak RSS before {before:,.0f} MB")
-        out["store_vectors"] = {**t, "peak_rss_before_mb": round(before, 1)}
+            _, t = _timed(write)
+            _line("store_vectors (batches)", t, f"{n:,} vectors; peak RSS before {before:,.0f} MB")
+            out["store_vectors"] = {**t, "peak_rss_before_mb": round(before, 1)}
     failures = pd.DataFrame(
         {"attempt_id": np.arange(n), "run_id": [f"r{i % 3}" for i in range(n)], "task_id": [f"t{i}" for i in range(n)],
          "sample": 0, "agent": "A", "agent_version": [str(i % 3) for i in range(n)], "eval_date": None,
@@ -212,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", help="the store to read (not with --synthetic)")
     parser.add_argument("--synthetic", type=int, help="N generated failures instead of a store (see synthetic())")
     parser.add_argument("--embed", type=int, default=100_000, help="with --synthetic: texts timed for the rate")
+    parser.add_argument("--tile", action="store_true", help="with --synthetic: copies of the --embed documents")
     parser.add_argument("--benchmark", default="bench-0")
     parser.add_argument("--sample", type=int, default=500, help="texts embedded by the model (seeded sample)")
     parser.add_argument("--repeat", type=int, default=2, help="clustering runs (report best and median)")
@@ -222,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.synthetic:
         figures = synthetic(args.synthetic, embed_n=min(args.embed, args.synthetic), max_points=args.max_points,
-                            repeat=args.repeat)  # fmt: skip
+                            repeat=args.repeat, tile=args.tile)  # fmt: skip
         figures["peak_rss_mb"] = round(peak_rss_mb(), 1)
         print(f"peak RSS {figures['peak_rss_mb']:,.0f} MB")
         if args.json:

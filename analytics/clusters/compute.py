@@ -41,10 +41,11 @@ SEED = 0
 
 def centred(vectors: np.ndarray) -> np.ndarray:
     """Rows minus their mean, unit length again (rows that become zero stay zero)."""
-    x = np.asarray(vectors, dtype=np.float32)
-    x = x - x.mean(axis=0, dtype=np.float64).astype(np.float32)
+    x = np.array(vectors, dtype=np.float32)  # one copy, then in place
+    x -= x.mean(axis=0, dtype=np.float64).astype(np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
-    return x / np.where(norms > 1e-9, norms, 1.0)
+    x /= np.where(norms > 1e-9, norms, 1.0)
+    return x
 
 
 def text_features(texts: list[str], *, dims: int = SVD_DIMS, seed: int = SEED) -> tuple[np.ndarray, Any] | None:
@@ -168,15 +169,17 @@ def cluster_vectors(
     k_max: int = K_MAX,
     merge_similarity: float = MERGE_SIMILARITY,
     merge_terms: float = MERGE_TERMS,
+    is_centred: bool = False,
 ) -> np.ndarray:
     """Cluster labels (0.. by size, -1 unclustered) of the rows of ``vectors`` (and their documents ``texts``, in
-    the same order, when given); see the module docstring."""
+    the same order, when given); see the module docstring. ``is_centred``: the rows are ``centred`` already (no
+    second copy of a million vectors)."""
     n = len(vectors)
     if n == 0:
         return np.zeros(0, dtype=int)
     if n < max(2 * min_size, 4):
         return np.full(n, 0 if n >= min_size else -1)
-    x = centred(vectors)
+    x = vectors if is_centred else centred(vectors)
     rng = np.random.default_rng(seed)
     fit_ix = np.sort(rng.choice(n, max_points, replace=False)) if n > max_points else np.arange(n)
     feats = x[fit_ix]

@@ -153,9 +153,11 @@ def key_phrases(texts: Sequence[str], labels: Sequence[int], *, n: int = N_PHRAS
     return out
 
 
-def representatives(vectors: np.ndarray, labels: np.ndarray, *, n: int = N_EXAMPLES) -> dict[int, list[int]]:
+def representatives(
+    vectors: np.ndarray, labels: np.ndarray, *, n: int = N_EXAMPLES, is_centred: bool = False
+) -> dict[int, list[int]]:
     """Row positions of each cluster's ``n`` members nearest its centre (cosine of centred vectors), nearest first."""
-    x = centred(vectors) if len(vectors) else vectors
+    x = vectors if is_centred or not len(vectors) else centred(vectors)
     out: dict[int, list[int]] = {}
     for cid in np.unique(labels):
         rows = np.flatnonzero(labels == cid)
@@ -220,7 +222,8 @@ def build_clusters(failures: pd.DataFrame, vectors: np.ndarray, *, model: str, *
     if failures.empty:
         raise ClusterError("no failed attempts to cluster")
     texts = failures["text"].tolist()
-    labels = cluster_vectors(vectors, texts, **kwargs)
+    x = centred(vectors)  # once: the clustering and the representatives share it
+    labels = cluster_vectors(x, texts, is_centred=True, **kwargs)
     members = failures.drop(columns=["text"]).reset_index(drop=True).assign(cluster_id=labels)
     members["agent_version"] = members["agent_version"].fillna("(none)").astype(str)
     # names come from a seeded sample of at most TERM_SAMPLE documents (counting phrases in a million documents
@@ -231,7 +234,8 @@ def build_clusters(failures: pd.DataFrame, vectors: np.ndarray, *, model: str, *
     t_labels = (labels[named] if named is not None else labels).tolist()
     terms = distinctive_terms(t_texts, t_labels)
     phrases = key_phrases(t_texts, t_labels)
-    reps = representatives(vectors, labels)
+    reps = representatives(x, labels, is_centred=True)
+    del x
     versions = _version_order(members)
     by_version = share_trend(members, by="agent_version")
     by_run_share = share_trend(members, by="run_id")
