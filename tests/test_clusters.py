@@ -259,3 +259,19 @@ def test_held_out_sets_with_known_causes(
     named = s[s["cluster_id"] >= 0]
     assert named["phrases"].map(len).gt(0).all() and named["representatives"].map(len).eq(3).all()
     assert named["trend"].str.len().gt(0).all()
+
+
+def test_the_static_model_is_distilled_from_the_packaged_minilm() -> None:
+    import json as _json
+
+    from analytics.embeddings import STATIC_DIMS, STATIC_MODEL, StaticEmbedder, make_embedder, static_model_path
+
+    folder = static_model_path()  # distilled on first use into the local cache, never downloaded
+    config = _json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert config["runlens_model"] == STATIC_MODEL and config["tokenizer_name"] == "all-MiniLM-L6-v2"
+    emb = make_embedder(STATIC_MODEL)
+    assert isinstance(emb, StaticEmbedder)
+    v = emb.encode(["upstream request timed out", "gateway timeout after 30 s", "permission denied for account"])
+    assert v.shape == (3, STATIC_DIMS) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert v[0] @ v[1] > v[0] @ v[2]  # two timeouts are closer than a timeout and a denial
+    assert np.array_equal(emb.encode(["upstream request timed out"])[0], v[0])
