@@ -605,6 +605,13 @@ def gem_metrics_run(args: argparse.Namespace) -> int:
 def clusters_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--benchmark", required=True, help="benchmark whose failed attempts are clustered")
     parser.add_argument("--run", help="only this run's failed attempts")
+    parser.add_argument(
+        "--model",
+        default="minilm-static-256@v1",
+        choices=("minilm-static-256@v1", "all-MiniLM-L6-v2"),
+        help="embedding model: the static model distilled from MiniLM (default, thousands a second) or the full "
+        "all-MiniLM-L6-v2 (tens a second)",
+    )
 
 
 def clusters_run(args: argparse.Namespace) -> int:
@@ -613,9 +620,9 @@ def clusters_run(args: argparse.Namespace) -> int:
     from analytics.llm import llm_config
     from jobs.failures import embed_failures, label_clusters
 
-    embed_failures(args.db, benchmark=args.benchmark, run_id=args.run)
+    embed_failures(args.db, benchmark=args.benchmark, run_id=args.run, model=args.model)
     with reader(args.db) as con:
-        clusters = cl.failure_clusters(con, benchmark=args.benchmark, run_id=args.run)
+        clusters = cl.failure_clusters(con, benchmark=args.benchmark, run_id=args.run, model=args.model)
     if clusters is None:
         raise cl.ClusterError("some failures still have no embedding; run the command again")
     cfg = llm_config()

@@ -154,10 +154,74 @@ def time_cache_read(store_path: Path, failures: pd.DataFrame, vectors: np.ndarra
     return {"write": t_write, "read": reads}
 
 
+def synthetic(n: int, *, embed_n: int, max_points: int, repeat: int, tile: bool = False) -> dict[str, Any]:
+    """The static model's rate on ``embed_n`` generated documents, the vectors' write through ``store_vectors`` (a
+    throwaway store, peak RSS), and ``build_clusters`` on ``n`` generated failures with their real static vectors
+    (tests/failure_sets.documents: 8 causes). With ``tile``, only ``embed_n`` documents are generated and embedded
+    and failure i is a copy of document i mod ``embed_n`` (to time ``build_clusters`` at a million without
+    embedding a million; the vectors are not written then)."""
+    import tempfile
+
+    from sklearn.metrics import adjusted_rand_score
+
+    from analytics.embeddings import STATIC_MODEL, StaticEmbedder
+    from jobs.failures import store_vectors
+    from tests.failure_sets import documents
+
+    out: dict[str, Any] = {"n": n}
+    (texts, truth), t = _timed(lambda: documents(seed=SEED, n_causes=8, n=embed_n if tile else n))
+    _line("generate documents", t, f"{len(texts):,}")
+    emb = StaticEmbedder()
+    _, t_load = _timed(lambda: emb.encode(texts[:1]))
+    _line("static model load", t_load)
+    vecs_part, t = _timed(lambda: emb.encode(texts[:embed_n]))
+    rate = embed_n / t["wall_s"]
+    _line("embed (static)", t, f"{embed_n:,} texts: {rate:,.0f} texts/s wall, {embed_n / t['cpu_s']:,.0f} per CPU s")
+    out["embed"] = {**t, "texts": embed_n, "texts_per_wall_s": round(rate), "model": STATIC_MODEL}
+    if tile:
+        reps = -(-n // embed_n)
+        texts, truth = (texts * reps)[:n], (truth * reps)[:n]
+        vectors = np.tile(vecs_part, (reps, 1))[:n]
+        out["tiled_from"] = embed_n
+    else:
+        vectors, t = _timed(lambda: np.vstack([vecs_part, emb.encode(texts[embed_n:])]) if n > embed_n else vecs_part)
+        _line("embed the rest", t, f"{n - embed_n:,} texts")
+    if not tile:
+        with tempfile.TemporaryDirectory(prefix="runlens-bench-vectors-") as tmp:
+            store = Path(tmp) / "v.duckdb"
+            before = peak_rss_mb()
+
+            def write() -> None:
+                with writer(store) as con, transaction(con):
+                    store_vectors(con, texts, vectors, model=STATIC_MODEL)
+
+            _, t = _timed(write)
+            _line("store_vectors (batches)", t, f"{n:,} vectors; peak RSS before {before:,.0f} MB")
+            out["store_vectors"] = {**t, "peak_rss_before_mb": round(before, 1)}
+    failures = pd.DataFrame(
+        {"attempt_id": np.arange(n), "run_id": [f"r{i % 3}" for i in range(n)], "task_id": [f"t{i}" for i in range(n)],
+         "sample": 0, "agent": "A", "agent_version": [str(i % 3) for i in range(n)], "eval_date": None,
+         "codes": [[] for _ in range(n)], "text": texts}
+    )  # fmt: skip
+    runs = []
+    for _ in range(max(1, repeat)):
+        clusters, t = _timed(lambda: build_clusters(failures, vectors, model=STATIC_MODEL, max_points=max_points))
+        runs.append(t)
+        labels = clusters.members["cluster_id"]
+        ari = adjusted_rand_score(truth, labels)
+        _line("build_clusters (all)", t, f"{int((clusters.summary['cluster_id'] >= 0).sum())} clusters, ARI {ari:.2f}")
+    out["build_clusters"] = runs
+    out["ari"] = round(float(ari), 3)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the two costs; with ``--json``, also write them to a file."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", required=True)
+    parser.add_argument("--db", help="the store to read (not with --synthetic)")
+    parser.add_argument("--synthetic", type=int, help="N generated failures instead of a store (see synthetic())")
+    parser.add_argument("--embed", type=int, default=100_000, help="with --synthetic: texts timed for the rate")
+    parser.add_argument("--tile", action="store_true", help="with --synthetic: copies of the --embed documents")
     parser.add_argument("--benchmark", default="bench-0")
     parser.add_argument("--sample", type=int, default=500, help="texts embedded by the model (seeded sample)")
     parser.add_argument("--repeat", type=int, default=2, help="clustering runs (report best and median)")
@@ -166,6 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-store", type=Path, help="NEW throwaway store: also time the cached-vector read")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
+    if args.synthetic:
+        figures = synthetic(args.synthetic, embed_n=min(args.embed, args.synthetic), max_points=args.max_points,
+                            repeat=args.repeat, tile=args.tile)  # fmt: skip
+        figures["peak_rss_mb"] = round(peak_rss_mb(), 1)
+        print(f"peak RSS {figures['peak_rss_mb']:,.0f} MB")
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, default=float))
+        return 0
+    if not args.db:
+        parser.error("--db is needed (or --synthetic N)")
     result: dict[str, Any] = {"db": args.db, "benchmark": args.benchmark, "load_at_start": os.getloadavg()}
     print(f"{args.db} {args.benchmark}: load average at start {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with reader(args.db) as con:

@@ -81,6 +81,11 @@ if not corr.empty:
         "(prediction-powered inference, PPI++: valid 95% intervals when the reviewed attempts are the calibration "
         "queue's random sample; a review from another queue counts only inside that sample)."
     )
+    sample, gap = cached(rv.calibration_sample, **filters.as_kwargs())
+    st.caption(
+        f"Calibration sample: the first {len(sample):,} attempts of the calibration queue (seed 0), all reviewed."
+        + (" Review the queue's next attempt to extend it." if gap is not None else " Every attempt is reviewed.")
+    )
     show_table(rv.corrections_table(corr), key="rv_corrected", name="judge-corrected", download=corr, is_display=True)
 if agr.fleiss is not None:
     f = agr.fleiss

@@ -304,3 +304,24 @@ def failure_set(
              "score": 1.0, "passed": True, "answer": "12.5%", "steps": []}
         )  # fmt: skip
     return FailureSet(records=records, truth=truth, causes=tuple(c.name for c in chosen), benchmark=benchmark)
+
+
+def documents(*, seed: int, n_causes: int, n: int) -> tuple[list[str], list[str]]:
+    """``n`` failure documents as ``analytics.clusters.failure_documents`` writes them (no transcript, no store:
+    for timing the embedding and the clustering at a million failures) and their causes."""
+    rng = np.random.default_rng(seed)
+    chosen = [CAUSES[i] for i in rng.choice(len(CAUSES), n_causes, replace=False)]
+    which = rng.choice(n_causes, n, p=rng.dirichlet(np.full(n_causes, 2.0)))
+    texts, truth = [], []
+    for c in which:
+        cause = chosen[int(c)]
+        text = _vary(_phrase(cause, rng), rng)
+        if cause.where in ("tool_error", "tool_result"):
+            doc = f"failed: {text}"
+        elif cause.where == "answer":
+            doc = f"final answer: {text} (a different number than the reference)"
+        else:
+            doc = f"final answer: {text} | status timeout"
+        texts.append(doc)
+        truth.append(cause.name)
+    return texts, truth

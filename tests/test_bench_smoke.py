@@ -182,3 +182,19 @@ def test_bench_clusters_runs_with_stand_in_vectors(tmp_path: Path) -> None:
     assert np.array_equal(vecs[sample_ix], sample_vecs)
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1, atol=1e-5)
     assert (vecs @ sample_vecs.T).max(axis=1).min() > 0.9
+
+
+def test_bench_clusters_synthetic_and_quality_run(tmp_path: Path) -> None:
+    from bench import bench_cluster_quality, bench_clusters
+
+    out = tmp_path / "synthetic.json"
+    argv = ["--synthetic", "1500", "--embed", "500", "--repeat", "1", "--max-points", "300", "--json", str(out)]
+    assert bench_clusters.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["n"] == 1500 and result["embed"]["texts"] == 500 and result["embed"]["texts_per_wall_s"] > 0
+    assert result["store_vectors"]["wall_s"] > 0 and 0.0 <= result["ari"] <= 1.0
+    bench_cluster_quality.HELD_OUT[:] = [(100, 4, 200, "agent")]  # one small set, static model only
+    quality = tmp_path / "quality.json"
+    assert bench_cluster_quality.main(["--minilm-max", "0", "--json", str(quality)]) == 0
+    rows = json.loads(quality.read_text())
+    assert [r["seed"] for r in rows] == [100] and -1.0 <= rows[0]["ari"] <= 1.0

@@ -8,8 +8,9 @@ The **document** of a failed attempt (``failure_documents``) is what went wrong,
   after a failed tool is a consequence, mostly an apology);
 * without such a step: the **final answer against the reference** ("final answer: 6.14 ad groups (a different
   number than the reference)");
-* what the **trajectory** says against the task's reference trajectory: no tool called, a call repeated with the
-  same arguments, reference tools never called;
+* what the **trajectory** says, in a few words (short, so it weighs less than the error in a mean of token
+  vectors): ``no tool called``, ``repeated call`` (a tool called again with the same arguments), ``skipped <tools>``
+  (reference tools never called);
 * the attempt's **status** when it is not ``completed`` (a step budget, a crash).
 
 Then **boilerplate** is cut: a segment (one of the lines above, digits and ids masked) found in at least
@@ -151,18 +152,18 @@ def _segments(row: dict[str, Any]) -> list[str]:
     else:
         out.append(versus)
     if int(row.get("n_tool_calls") or 0) == 0:
-        out.append("no tool was called")
+        out.append("no tool called")
     if int(row.get("n_repeated") or 0) > 0:
-        out.append("a tool was called again with the same arguments")
+        out.append("repeated call")
     ref = row.get("reference_trajectory")
     tools = row.get("tools")
     if ref is not None and len(ref) and tools is not None:
         missing = [t for t in dict.fromkeys(ref) if t not in set(tools)]
         if missing:
-            out.append("reference tools never called: " + ", ".join(missing))
+            out.append("skipped " + ", ".join(missing))
     status = row.get("status")
     if isinstance(status, str) and status and status != "completed":
-        out.append(f"status {status.replace('_', ' ')}")
+        out.append(f"status {status}")
     return out
 
 

@@ -25,13 +25,14 @@ import numpy as np
 import pandas as pd
 
 from analytics import formatting as fmt
-from analytics.clusters.compute import centred, cluster_vectors
+from analytics.clusters.compute import SEED, centred, cluster_vectors
 from analytics.clusters.load import cached_failure_vectors, failure_texts
 from analytics.embeddings import STATIC_MODEL
 from store import RunlensError, query_df
 
 N_TERMS = 5
 N_PHRASES = 3
+TERM_SAMPLE = 20_000
 N_EXAMPLES = 3
 EXAMPLE_CHARS = 400
 UNCLUSTERED = "unclustered"
@@ -152,9 +153,11 @@ def key_phrases(texts: Sequence[str], labels: Sequence[int], *, n: int = N_PHRAS
     return out
 
 
-def representatives(vectors: np.ndarray, labels: np.ndarray, *, n: int = N_EXAMPLES) -> dict[int, list[int]]:
+def representatives(
+    vectors: np.ndarray, labels: np.ndarray, *, n: int = N_EXAMPLES, is_centred: bool = False
+) -> dict[int, list[int]]:
     """Row positions of each cluster's ``n`` members nearest its centre (cosine of centred vectors), nearest first."""
-    x = centred(vectors) if len(vectors) else vectors
+    x = vectors if is_centred or not len(vectors) else centred(vectors)
     out: dict[int, list[int]] = {}
     for cid in np.unique(labels):
         rows = np.flatnonzero(labels == cid)
@@ -219,12 +222,20 @@ def build_clusters(failures: pd.DataFrame, vectors: np.ndarray, *, model: str, *
     if failures.empty:
         raise ClusterError("no failed attempts to cluster")
     texts = failures["text"].tolist()
-    labels = cluster_vectors(vectors, texts, **kwargs)
+    x = centred(vectors)  # once: the clustering and the representatives share it
+    labels = cluster_vectors(x, texts, is_centred=True, **kwargs)
     members = failures.drop(columns=["text"]).reset_index(drop=True).assign(cluster_id=labels)
     members["agent_version"] = members["agent_version"].fillna("(none)").astype(str)
-    terms = distinctive_terms(texts, labels.tolist())
-    phrases = key_phrases(texts, labels.tolist())
-    reps = representatives(vectors, labels)
+    # names come from a seeded sample of at most TERM_SAMPLE documents (counting phrases in a million documents
+    # would cost more than the clustering; the sample's cluster shares are the population's)
+    rng = np.random.default_rng(SEED)
+    named = np.sort(rng.choice(len(texts), TERM_SAMPLE, replace=False)) if len(texts) > TERM_SAMPLE else None
+    t_texts = [texts[i] for i in named] if named is not None else texts
+    t_labels = (labels[named] if named is not None else labels).tolist()
+    terms = distinctive_terms(t_texts, t_labels)
+    phrases = key_phrases(t_texts, t_labels)
+    reps = representatives(x, labels, is_centred=True)
+    del x
     versions = _version_order(members)
     by_version = share_trend(members, by="agent_version")
     by_run_share = share_trend(members, by="run_id")

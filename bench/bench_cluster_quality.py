@@ -1,0 +1,125 @@
+"""How far failure clusters match known causes: ``python bench/bench_cluster_quality.py [--minilm-max 1000]
+[--demo] [--json OUT.json]``.
+
+1. **Held-out sets** (tests/failure_sets.py; seeds 100-107 were never used to tune anything; 4-12 causes,
+   200-20,000 failures, two transcript styles): each is ingested into a throwaway store, its failures' documents
+   are read (``analytics.clusters.failure_texts``), embedded by the static model (the default) and, for sets of
+   at most ``--minilm-max`` failures, by the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted
+   Rand index against the causes is printed with the number of clusters, the unclustered share and the times.
+2. ``--demo``: the AD-Bench demo's failures against the log's error codes (failures with exactly one code,
+   ``analytics.clusters.label_quality``), same two models (MiniLM only if the failures are few enough).
+
+Everything is seeded; nothing outside a temporary folder is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from analytics import clusters as cl  # noqa: E402
+from analytics.embeddings import STATIC_MODEL, Embedder, StaticEmbedder  # noqa: E402
+from ingest.pipeline import ingest_paths  # noqa: E402
+from store import reader  # noqa: E402
+from tests.failure_sets import failure_set  # noqa: E402
+
+HELD_OUT = [  # seed, causes, failures, style
+    (100, 4, 200, "agent"),
+    (101, 6, 1000, "chat"),
+    (102, 8, 500, "agent"),
+    (103, 12, 3000, "agent"),
+    (104, 10, 2000, "chat"),
+    (105, 5, 20000, "agent"),
+    (106, 7, 800, "chat"),
+    (107, 11, 6000, "chat"),
+]
+
+
+def _embedders(n: int, minilm_max: int) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = [(STATIC_MODEL, StaticEmbedder())]
+    if n <= minilm_max:
+        out.append(("all-MiniLM-L6-v2", Embedder()))
+    return out
+
+
+def held_out(folder: Path, minilm_max: int) -> list[dict[str, Any]]:
+    """ARI of each held-out set and model."""
+    from sklearn.metrics import adjusted_rand_score
+
+    rows = []
+    for seed, k, n, style in HELD_OUT:
+        fs = failure_set(seed=seed, n_causes=k, n_failures=n, style=style)
+        db = folder / f"held-{seed}.duckdb"
+        ingest_paths([fs.write(folder / f"held-{seed}.jsonl")], db=db)
+        with reader(db) as con:
+            failures = cl.failure_texts(con, benchmark=fs.benchmark)
+        keys = zip(failures["run_id"], failures["task_id"], failures["sample"], strict=True)
+        truth = [fs.truth[(r, t, int(s))] for r, t, s in keys]
+        for name, emb in _embedders(n, minilm_max):
+            t0 = time.perf_counter()
+            vecs = emb.encode(failures["text"].tolist())
+            t1 = time.perf_counter()
+            clusters = cl.build_clusters(failures, vecs, model=name)
+            t2 = time.perf_counter()
+            labels = clusters.members["cluster_id"]
+            row = {
+                "seed": seed, "causes": k, "failures": n, "style": style, "model": name,
+                "clusters": int((clusters.summary["cluster_id"] >= 0).sum()),
+                "unclustered": round(float((labels == -1).mean()), 4),
+                "ari": round(float(adjusted_rand_score(truth, labels)), 3),
+                "embed_s": round(t1 - t0, 2), "cluster_s": round(t2 - t1, 2),
+            }  # fmt: skip
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
+def demo(folder: Path, minilm_max: int) -> list[dict[str, Any]]:
+    """The AD-Bench demo's clusters against its error codes."""
+    from data.demo import adbench
+
+    db = folder / "adb.duckdb"
+    ingest_paths(adbench.generate(folder), db=db)
+    with reader(db) as con:
+        failures = cl.failure_texts(con, benchmark="ad-bench")
+    rows = []
+    for name, emb in _embedders(len(failures), minilm_max):
+        clusters = cl.build_clusters(failures, emb.encode(failures["text"].tolist()), model=name)
+        q = cl.label_quality(clusters.members)
+        row = {
+            "set": "ad-bench demo", "failures": len(failures), "model": name,
+            "clusters": int((clusters.summary["cluster_id"] >= 0).sum()),
+            "ari": round(q["ari"], 3), "purity": round(q["purity"], 3), "single_code": q["n"],
+        }  # fmt: skip
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print one JSON line per set and model; with ``--json``, write them all to a file."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--minilm-max", type=int, default=1000, help="largest set also embedded by the full MiniLM")
+    ap.add_argument("--demo", action="store_true", help="also the AD-Bench demo against its error codes")
+    ap.add_argument("--skip-held-out", action="store_true")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="runlens-cluster-quality-") as tmp:
+        out = [] if args.skip_held_out else held_out(Path(tmp), args.minilm_max)
+        if args.demo:
+            out += demo(Path(tmp), args.minilm_max)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
