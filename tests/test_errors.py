@@ -251,7 +251,7 @@ def test_rates_per_attempt_with_wilson_intervals(labels_db: Path) -> None:
     n, k = int(row["n_attempts"]), int(row["PE"])
     lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson")
     assert rates.loc["eb-v3", "Attempts"] == n
-    assert rates.loc["eb-v3", "PE %"] == f"{100 * k / n:.1f} [{100 * lo:.1f}–{100 * hi:.1f}]"
+    assert rates.loc["eb-v3", "PE %"] == f"{100 * k / n:.1f} [{100 * lo:.1f} to {100 * hi:.1f}]"
     failed = [int(df[(df["run_id"] == r) & (df["slice"] == "all")]["n_failed"].iloc[0]) for r in rates.index]
     shares = [f / int(a) for f, a in zip(failed, rates["Attempts"], strict=True)]
     assert shares == sorted(shares)  # fewest failed first
