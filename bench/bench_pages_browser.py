@@ -68,7 +68,7 @@ PAGES: list[tuple[str, dict[str, Action]]] = [
         "drilldown?benchmark=ad-bench",
         {"next failed": lambda p: p.get_by_role("button", name="Next failed ▶").first.click()},
     ),
-    ("search?benchmark=ad-bench&q=revenue", {}),
+    ("search?benchmark=ad-bench&q=budget", {}),
     ("clusters?benchmark=ad-bench", {}),
     ("review?benchmark=ad-bench", {"queue calibration": _radio("calibration")}),
     ("diff?benchmark=ad-bench", {"candidate picker": _pick("Candidate run B (after)", 2)}),

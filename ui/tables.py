@@ -47,6 +47,8 @@ class Col:
         is_default: shown without asking (else only through the column chooser).
         help: the header's tooltip: what the column means.
         link_text: for ``kind="link"``, the text shown for each URL.
+        max_px: the widest this column is drawn (longer text ends in an ellipsis; the whole value is in the
+            download), so a narrow table keeps its important columns in view.
     """
 
     name: str
@@ -60,6 +62,7 @@ class Col:
     is_default: bool = True
     help: str | None = None
     link_text: str | None = None
+    max_px: int | None = None
 
     @property
     def header(self) -> str:
@@ -198,7 +201,7 @@ def show_table(
     everything, defaults = plan(df, cols, show_ids=show_ids, is_display=is_display)
     shown = display_frame(df, everything)
     widths = {
-        c.header: column_px(c.header, shown[c.header], is_link=c.kind == "link") if c.kind != "link" else 90
+        c.header: min(column_px(c.header, shown[c.header]), c.max_px or MAX_COL_PX) if c.kind != "link" else 90
         for c in everything
     }
     default_headers = fit([c.header for c in defaults], widths, budget_px)

@@ -188,12 +188,12 @@ def reference_panel(d: dict[str, Any], align: pd.DataFrame, findings: pd.DataFra
         show = show[["ref_index", "ref_tool", "op", "step", "tool", "divergence"]]
         show_table(  # as text: a dash where a side has no step (never None), counts without decimals
             show,
-            [
-                Col("ref_index", "Reference #", "count"),
-                Col("ref_tool", "Reference tool"),
+            [  # what matched first; the rest one click away in the side column
                 Col("op", "Match"),
+                Col("ref_tool", "Reference tool", max_px=110),
+                Col("tool", "Agent tool", max_px=110),
                 Col("step", "Agent step", "count"),
-                Col("tool", "Agent tool"),
+                Col("ref_index", "Reference #", "count"),
                 Col("divergence", "First divergence"),
             ],
             key="dd_align",
