@@ -123,7 +123,7 @@ def test_index_gives_the_scans_result_for_every_query_and_filter(
 ) -> None:
     from store import search_index
 
-    monkeypatch.setattr(search_index, "BATCH_ATTEMPTS", batch)  # 5: a refresh of 15 transactions
+    monkeypatch.setattr(search_index, "BATCH_ATTEMPTS", batch)  # 5: a refresh of 15 statements
     done = refresh(db)
     assert done.attempts_added == 72 and done.attempts_covered == 72 and done.rows > 72
     used = []
