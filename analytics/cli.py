@@ -780,8 +780,8 @@ def add_shared_options(parser: argparse.ArgumentParser, report: Report) -> None:
     """``--db`` for every report; ``--json`` and the run filter for those that have them."""
     parser.add_argument(
         "--db",
-        help="database path, or a team store ducklake:postgres:<libpq string> (default: $RUNLENS_DB or "
-        "data/runlens.duckdb)",
+        help="database path, a local lake ducklake:sqlite:<catalog file> or a team store "
+        "ducklake:postgres:<libpq string> (default: $RUNLENS_DB or the local lake data/runlens.lake)",
     )
     if report.filtered:
         parser.add_argument("--benchmark", help="benchmark name (default: every benchmark)")

@@ -19,7 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
         "identical content is never added twice).",
     )
     parser.add_argument("paths", nargs="*", help="files or folders (walked recursively)")
-    parser.add_argument("--db", help="database path (default: $RUNLENS_DB or data/runlens.duckdb)")
+    parser.add_argument(
+        "--db", help="database path or ducklake: location (default: $RUNLENS_DB or the local lake data/runlens.lake)"
+    )
     parser.add_argument(
         "--format", default="auto", choices=["auto", *FORMATS], help="input format (default: auto-detect per file)"
     )

@@ -1016,7 +1016,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m ingest serve-otlp",
         description="Receive OTLP/HTTP traces and write complete traces as attempts.",
     )
-    parser.add_argument("--db", help="database path (default: $RUNLENS_DB or data/runlens.duckdb)")
+    parser.add_argument(
+        "--db", help="database path or ducklake: location (default: $RUNLENS_DB or the local lake data/runlens.lake)"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1 only)")
     parser.add_argument("--port", type=int, default=4318, help="port (default: 4318, OTLP/HTTP's)")
     parser.add_argument(

@@ -151,9 +151,13 @@ def _write(
         _write_revisions(con, bundle, scores.filter(pc.invert(is_new)), file_id)
     elif bundle.revised_runs:
         _write_revisions(con, bundle, scores, file_id)
+    # the digest goes into the row as it is inserted: an UPDATE afterwards costs a lake a delete file per upload
+    # (ingest_log then fragments, and every later upload's duplicate check reads more files)
+    digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][0]
     con.execute(
         "INSERT INTO ingest_log (file_id, path, content_hash, format, n_runs, n_tasks, n_attempts, n_steps,"
-        " started_at, seconds, outcome, is_demo) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ingested', ?)",
+        " started_at, seconds, outcome, is_demo, rows_digest)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ingested', ?, ?)",
         [
             file_id,
             facts.path,
@@ -166,10 +170,9 @@ def _write(
             facts.started_at,
             facts.seconds,
             is_demo,
+            digest,
         ],
     )
-    digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][0]
-    con.execute("UPDATE ingest_log SET rows_digest = ? WHERE file_id = ?", [digest, file_id])
     if before_commit is not None:
         before_commit(con, file_id)
     return file_id

@@ -61,7 +61,6 @@ EXTENSIONS = {
     "httpfs": ("duckdb_extension_httpfs", "httpfs"),
     "sqlite_scanner": ("duckdb_extension_sqlite_scanner", "sqlite_scanner"),
 }
-CATALOGS = ("postgres", "sqlite")
 LAKE_FILES_SUFFIX = ".files"  # a SQLite lake's default data folder: <catalog><suffix>/
 LOCK_KEY = int.from_bytes(hashlib.sha256(b"runlens writer session").digest()[:8], "big", signed=True)
 RETRY_MAX = 8  # commit attempts on a DuckLake conflict (with a maintenance job or a writer outside Runlens)

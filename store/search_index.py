@@ -46,6 +46,8 @@ from store.paths import SNAPSHOT_SUFFIX, Location, is_parquet_folder, resolve_db
 from store.query import query_rows, transaction
 
 INDEX_SUFFIX = ".search"
+BATCH_ATTEMPTS = 50_000  # attempts indexed per statement of a refresh
+MEMORY_LIMIT = "2GB"  # DuckDB's memory in a refresh (it spills to a temporary folder beside the index beyond it)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS search_text (
@@ -72,21 +74,21 @@ SELECT file_id, min(content_hash) AS content_hash FROM src.ingest_log GROUP BY f
 HAVING count(DISTINCT content_hash) = 1
 """
 
-# The texts of the attempts in _rl_new, as analytics/sql/search.sql reads them, lower-cased.
+# The texts of the attempts in _rl_batch (one batch of _rl_new), as analytics/sql/search.sql reads them, lower-cased.
 _TEXTS = """
 INSERT INTO search_text
 SELECT a.attempt_id, n.file_id, NULL::INTEGER, 'answer', lower(a.answer)
-FROM src.attempts a JOIN _rl_new n ON n.attempt_id = a.attempt_id
+FROM src.attempts a JOIN _rl_batch n ON n.attempt_id = a.attempt_id AND a.attempt_id BETWEEN $lo AND $hi
 WHERE a.answer IS NOT NULL
 UNION ALL
 SELECT s.attempt_id, n.file_id, s.step, f.field, lower(f.text)
-FROM src.steps s JOIN _rl_new n ON n.attempt_id = s.attempt_id,
+FROM src.steps s JOIN _rl_batch n ON n.attempt_id = s.attempt_id AND s.attempt_id BETWEEN $lo AND $hi,
      LATERAL (VALUES ('content', s.content), ('args', s.args::VARCHAR), ('result', s.result), ('error', s.error))
          AS f(field, text)
 WHERE f.text IS NOT NULL
 UNION ALL
 SELECT s.attempt_id, n.file_id, s.step, 'long_result', lower(t.text)
-FROM src.steps s JOIN _rl_new n ON n.attempt_id = s.attempt_id
+FROM src.steps s JOIN _rl_batch n ON n.attempt_id = s.attempt_id AND s.attempt_id BETWEEN $lo AND $hi
 JOIN src.texts t ON t.text_hash = s.result_hash
 """
 
@@ -210,6 +212,10 @@ def _refresh(con: duckdb.DuckDBPyConnection, attach_source: str) -> tuple[int, i
     # stored uncompressed: the texts barely compress (1.8 GB for 2.1 G characters at 1M attempts) and a search
     # then reads twice as fast (BENCHMARKS.md)
     con.execute("PRAGMA force_compression = 'uncompressed'")
+    # bounded memory whatever the store's size: batches of BATCH_ATTEMPTS attempts and DuckDB's buffer pool capped
+    # (one statement over every text took 8+ GB at 1M attempts, 20 GB at 10M)
+    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+    con.execute("SET preserve_insertion_order = false")
     con.execute(_SCHEMA)
     con.execute(attach_source)
     with transaction(con):
@@ -236,9 +242,25 @@ def _refresh(con: duckdb.DuckDBPyConnection, attach_source: str) -> tuple[int, i
             "SEMI JOIN _rl_files f ON f.file_id = a.file_id ANTI JOIN search_attempts i ON i.attempt_id = a.attempt_id"
         )
         added = int(query_rows(con, "SELECT count(*) FROM _rl_new")[0][0])
-        if added:
-            con.execute(_TEXTS)
-            con.execute("INSERT INTO search_attempts SELECT attempt_id, file_id FROM _rl_new")
+    # the new attempts in batches of BATCH_ATTEMPTS, one statement each, in one transaction: memory stays bounded
+    # (a statement over every text took 8+ GB at 1M attempts) and the file stays as compact as one insert makes it
+    # (a transaction per batch left free blocks: 406 MB instead of 291 at 100k); readers never see any of it before
+    # the file is renamed over the index
+    bounds = query_rows(
+        con,
+        "SELECT min(attempt_id), max(attempt_id) FROM (SELECT attempt_id, (row_number() OVER (ORDER BY attempt_id)"
+        " - 1) // ? AS batch FROM _rl_new) GROUP BY batch ORDER BY 1",
+        [BATCH_ATTEMPTS],
+    )
+    with transaction(con):
+        for lo, hi in bounds:
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE _rl_batch AS SELECT * FROM _rl_new WHERE attempt_id BETWEEN ? AND ?",
+                [lo, hi],
+            )
+            con.execute(_TEXTS, {"lo": lo, "hi": hi})  # the range lets the scans of the store skip other rows
+            con.execute("INSERT INTO search_attempts SELECT attempt_id, file_id FROM _rl_batch")
+    with transaction(con):
         con.execute("INSERT INTO search_files SELECT * FROM _rl_files ANTI JOIN search_files USING (file_id)")
         not_indexable = int(
             query_rows(con, "SELECT count(*) FROM src.attempts ANTI JOIN _rl_files USING (file_id)")[0][0]

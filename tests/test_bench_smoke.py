@@ -141,6 +141,22 @@ def test_bench_lake_runs(tmp_path: Path) -> None:
     assert row["burst"]["ingested"] == row["burst"]["runs_stored"] == 4
 
 
+def test_bench_scale_builds_once_and_measures(tmp_path: Path) -> None:
+    from bench import bench_scale
+
+    out = tmp_path / "scale.json"
+    args = ["--size", "300", "--work", str(tmp_path / "work"), "--measure", "upload", "search", "--json", str(out)]
+    assert bench_scale.main(args) == 0
+    result = json.loads(out.read_text())
+    assert all(len(result["upload"][kind]["seconds"]) == 3 for kind in ("file", "lake"))
+    for kind in ("file", "lake"):
+        row = result["search"][kind]
+        assert row["scan identifier"]["n_attempts"] == row["index identifier"]["n_attempts"]
+    built = (tmp_path / "work" / "300" / "file.duckdb").stat().st_mtime_ns
+    assert bench_scale.main([*args[:4], "--measure"]) == 0  # reused, not rebuilt
+    assert (tmp_path / "work" / "300" / "file.duckdb").stat().st_mtime_ns == built
+
+
 def test_bench_clusters_runs_with_stand_in_vectors(tmp_path: Path) -> None:
     import numpy as np
 

@@ -220,3 +220,19 @@ def test_first_start_on_the_default_lake_loads_the_demo(tmp_path: Path, monkeypa
     with rdb.reader(location) as con:
         assert con.execute("SELECT count(*) FROM runs WHERE is_demo").fetchall()[0][0] > 0
     assert not (tmp_path / "runlens.duckdb").exists()
+
+
+def test_the_sql_console_and_maintain_work_on_a_local_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analytics.sql_console import run_query
+    from ingest.pipeline import ingest_paths
+    from store.transfer import maintain
+
+    location, env = _local(tmp_path, monkeypatch)
+    ingest_paths([make_upload(tmp_path, i) for i in range(3)], db=location)
+    assert run_query("SELECT count(*) AS n FROM attempts", db=location).df["n"].tolist() == [120]
+    refused = run_cli("analytics", "sql", "SELECT * FROM read_csv('/etc/passwd')", env=env)
+    assert refused.returncode != 0 and "not allowed" in refused.stderr
+    done = maintain(location, keep=dt.timedelta(0))
+    assert done.expired_snapshots >= 1
+    with rdb.reader(location) as con:
+        assert con.execute("SELECT count(*) FROM attempts").fetchall()[0][0] == 120

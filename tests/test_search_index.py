@@ -117,7 +117,13 @@ def _assert_same(a: sr.SearchResult, b: sr.SearchResult) -> None:
     assert a.hits.to_dict("records") == b.hits.to_dict("records"), a.query
 
 
-def test_index_gives_the_scans_result_for_every_query_and_filter(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("batch", [50_000, 5])
+def test_index_gives_the_scans_result_for_every_query_and_filter(
+    db: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    from store import search_index
+
+    monkeypatch.setattr(search_index, "BATCH_ATTEMPTS", batch)  # 5: a refresh of 15 statements
     done = refresh(db)
     assert done.attempts_added == 72 and done.attempts_covered == 72 and done.rows > 72
     used = []

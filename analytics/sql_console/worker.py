@@ -43,7 +43,7 @@ def run_query(
 
     Args:
         sql: one statement.
-        db: database path (default: ``RUNLENS_DB`` or ``data/runlens.duckdb``); its snapshot is read.
+        db: store location (default: ``RUNLENS_DB`` or the local lake ``data/runlens.lake``); its snapshot is read.
         limits: time, memory and size bounds.
         is_isolated: run in a killable worker process (default); False runs in this process.
 
