@@ -654,7 +654,8 @@ def _test_ranked(
         p_adj = float(sel.p_adjusted[ranked.index(i)])
         _set_test(rows[i], test, p_adj, RANKED_P_METHOD, sel.critical_gap + compare.Z80 * se)
         rows[i]["top_group"] = bool(p_adj >= compare.ALPHA)
-    lead = sel.critical_gap + compare.Z80 * float(np.nanmedian(ses)) if ses else float("nan")
+    finite = [se for se in ses if np.isfinite(se)]  # one-task comparisons have no standard error
+    lead = sel.critical_gap + compare.Z80 * float(np.median(finite)) if finite else float("nan")
     rows[ref]["mde80"] = float(lead) if np.isfinite(lead) and lead <= 1.0 else None
 
 
