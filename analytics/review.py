@@ -578,7 +578,7 @@ CORRECTION_COLUMNS = [
 
 def needs_reviews(n: int, *, minimum: int = MIN_REVIEWS) -> str:
     """What a figure waiting for reviews says instead of NaN."""
-    return f"needs at least {minimum} reviews in the calibration sample (has {n})"
+    return f"needs at least {minimum} reviews (has {n})"  # of the calibration sample, as the page says above
 
 
 def judge_corrections(

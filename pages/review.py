@@ -83,7 +83,11 @@ if not corr.empty:
     )
     sample, gap = cached(rv.calibration_sample, **filters.as_kwargs())
     st.caption(
-        f"Calibration sample: the first {len(sample):,} attempts of the calibration queue (seed 0), all reviewed."
+        "Calibration sample: none yet. Review the calibration queue's attempts in order (below, queue "
+        "'calibration') to correct the judge's figures."
+        if len(sample) == 0
+        else f"Calibration sample: the first {fmt.plural(len(sample), 'attempt')} of the calibration queue (seed 0), "
+        "all reviewed."
         + (" Review the queue's next attempt to extend it." if gap is not None else " Every attempt is reviewed.")
     )
     show_table(rv.corrections_table(corr), key="rv_corrected", name="judge-corrected", download=corr, is_display=True)
