@@ -37,7 +37,7 @@ from store.connect import (
 )
 from store.delete import Deletion, RunNotFoundError, delete_run
 from store.errors import DatabaseBusyError, QueryError, RunlensError, StoreVersionError
-from store.filters import RunFilter, run_filter_params, with_run_filter
+from store.filters import ALL_RUNS, RunFilter, run_filter_params, with_run_filter
 from store.lake import Lake, LakeError, is_lake
 from store.migrate import StoreInfo, describe, latest_version, migrate, migrations, schema_version
 from store.paths import (
@@ -77,6 +77,7 @@ __all__ = [
     "Generation",
     "QueryError",
     "RunNotFoundError",
+    "ALL_RUNS",
     "RunFilter",
     "RunlensError",
     "StoreInfo",

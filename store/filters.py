@@ -59,6 +59,9 @@ class RunFilter:
         }
 
 
+ALL_RUNS = RunFilter()  # no restriction: the default of every analytics function that takes a run filter
+
+
 def run_filter_params(
     benchmark: str | None,
     agents: Sequence[str] | None = None,

@@ -153,3 +153,60 @@ def test_validator_and_readers_stay_apart() -> None:
         path = ROOT / (reader.replace(".", "/") + ".py")
         others = {m for m in imported_modules(path) if m in READERS} - {reader}
         assert others <= READER_VARIANTS.get(reader, set()), f"{reader} imports {sorted(others)}"
+
+
+# Every analytics feature is split by role (docs/CONVENTIONS.md): ``load`` is the only module that queries,
+# ``figures`` the only one that imports plotly; compute and report modules do neither. Shared helpers that hold one
+# role are named here; the SQL console's whole job is to run a person's SQL.
+QUERY_CALL = re.compile(r"\b(query_df|query_rows|load_sql)\(|\.(execute|sql)\(")
+QUERY_ALLOWED = {"analytics/sqlfiles.py"}
+QUERY_ALLOWED_DIRS = ("analytics/sql_console/",)
+PLOTLY_ALLOWED: set[str] = set()
+# Modules not yet split by role (issue 34): each entry goes when its feature is split; the list ends empty.
+NOT_YET_SPLIT = {
+    "analytics/catalog.py",
+    "analytics/clusters/report.py",
+    "analytics/diff.py",
+    "analytics/doctor.py",
+    "analytics/embeddings.py",
+    "analytics/errors.py",
+    "analytics/export.py",
+    "analytics/gate.py",
+    "analytics/gem/tables.py",
+    "analytics/irt/data.py",
+    "analytics/irt/fits.py",
+    "analytics/judge.py",
+    "analytics/leaderboard.py",
+    "analytics/plaintext.py",
+    "analytics/plan.py",
+    "analytics/progress.py",
+    "analytics/review.py",
+    "analytics/rules.py",
+    "analytics/run_health.py",
+    "analytics/scorers.py",
+    "analytics/search.py",
+    "analytics/sql_console/schema.py",
+    "analytics/tmf/report.py",
+    "analytics/trajectory.py",
+}
+
+
+def role_offences(path: Path) -> list[str]:
+    """What a module of analytics/ does outside its role: queries outside ``load``, plotly outside ``figures``."""
+    name = path.relative_to(ROOT).as_posix()
+    found = []
+    queries = QUERY_CALL.search(path.read_text(encoding="utf-8"))
+    if queries and path.stem != "load" and name not in QUERY_ALLOWED and not name.startswith(QUERY_ALLOWED_DIRS):
+        found.append(f"queries ({queries.group(0)}) outside a load module")
+    if "plotly" in imported_roots(path) and path.stem != "figures" and name not in PLOTLY_ALLOWED:
+        found.append("imports plotly outside a figures module")
+    return found
+
+
+def test_features_are_split_by_role() -> None:
+    files = sorted((ROOT / "analytics").rglob("*.py"))
+    offences = {f.relative_to(ROOT).as_posix(): role_offences(f) for f in files}
+    assert {f: bad for f, bad in offences.items() if bad and f not in NOT_YET_SPLIT} == {}
+    assert sorted(f for f in NOT_YET_SPLIT if not offences.get(f)) == [], "split: take it off NOT_YET_SPLIT"
+    assert QUERY_CALL.search((ROOT / "analytics" / "tmf" / "load.py").read_text(encoding="utf-8")), "finds queries"
+    assert "plotly" in imported_roots(ROOT / "analytics" / "tmf" / "figures.py"), "finds plotly"
