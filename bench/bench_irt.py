@@ -81,7 +81,7 @@ def _page_render_s(db: Path) -> tuple[float, float]:
     os.environ["RUNLENS_DB"] = str(db)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.run()
-    at.switch_page("pages/progress.py")
+    at.switch_page("views/progress.py")
     started = time.perf_counter()
     at.run()
     first = time.perf_counter() - started

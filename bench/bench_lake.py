@@ -39,7 +39,7 @@ from bench.gen_logs import generate  # noqa: E402
 from scripts.servers import Postgres, S3Server, start_postgres, start_s3  # noqa: E402
 from store.transfer import copy_store  # noqa: E402
 
-PAGES = ["pages/leaderboard.py", "pages/errors.py", "pages/tmf.py", "pages/progress.py", "pages/drilldown.py"]
+PAGES = ["views/leaderboard.py", "views/errors.py", "views/tmf.py", "views/progress.py", "views/drilldown.py"]
 
 
 def _run(

@@ -23,15 +23,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 PAGES = [
-    "pages/leaderboard.py",
-    "pages/errors.py",
-    "pages/tmf.py",
-    "pages/progress.py",
-    "pages/drilldown.py",
-    "pages/diff.py",
-    "pages/gem.py",
-    "pages/sql.py",
-    "pages/upload.py",
+    "views/leaderboard.py",
+    "views/errors.py",
+    "views/tmf.py",
+    "views/progress.py",
+    "views/drilldown.py",
+    "views/diff.py",
+    "views/gem.py",
+    "views/sql.py",
+    "views/upload.py",
 ]
 
 
@@ -71,7 +71,7 @@ def render_pages(db: Path, pages: list[str]) -> list[dict[str, object]]:
     for page in pages:
         st.cache_data.clear()
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=1800)
-        if page == "pages/drilldown.py":
+        if page == "views/drilldown.py":
             for key, value in one_attempt(db).items():
                 at.query_params[key] = value
         if page != PAGES[0]:

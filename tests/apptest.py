@@ -16,7 +16,7 @@ def open_page(
     """Run app.py (router, bootstrap, sidebar filters) with ``params`` in the URL, then switch to ``page``.
 
     Args:
-        page: the page file, e.g. ``pages/diff.py``; the default page needs no switch.
+        page: the page file, e.g. ``views/diff.py``; the default page needs no switch.
         db: the database (RUNLENS_DB).
         monkeypatch: pytest's monkeypatch, to set the environment.
         timeout_s: AppTest's per-run timeout.
@@ -28,7 +28,7 @@ def open_page(
     for key, value in params.items():
         at.query_params[key] = value
     at.run()
-    if page != "pages/leaderboard.py":
+    if page != "views/leaderboard.py":
         at.switch_page(page)
         at.run()
     if check:

@@ -119,8 +119,8 @@ def screenshot(page: object, name: str) -> Path:
 
 
 def assert_app_navigation(page: Any) -> None:
-    """The sidebar shows the app's sections (app.py's st.navigation), not Streamlit's list of the pages/ files,
-    which a deep link opened first after the server starts used to get."""
+    """The sidebar shows the app's sections (app.py's st.navigation), not Streamlit's list of page files, which a
+    deep link opened first after the server starts got while the page folder was named ``pages/``."""
     lines = {line.strip() for line in page.locator('[data-testid="stSidebarNav"]').inner_text().splitlines()}
     assert {"Results", "Analysis", "Data", "Leaderboard", "Version diff"} <= lines and "app" not in lines, lines
 

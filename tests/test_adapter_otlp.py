@@ -320,11 +320,11 @@ def test_drilldown_and_leaderboard_show_a_trace(json_db: Path, tmp_path: Path, m
 
     db = tmp_path / "pages.duckdb"
     shutil.copy(json_db, db)  # a private copy: the app may publish its snapshot beside it
-    at = open_page("pages/drilldown.py", db, monkeypatch, run="travel-agent@0.3", task="flight-nyc", sample="0")
+    at = open_page("views/drilldown.py", db, monkeypatch, run="travel-agent@0.3", task="flight-nyc", sample="0")
     assert {m.label: m.value for m in at.metric}["Steps / tool calls"] == "4 / 2"
     shown = " ".join(str(t.value) for t in at.text)
     assert "search_flights" in shown and "upstream timed out" in shown
-    board = open_page("pages/leaderboard.py", db, monkeypatch, benchmark="otel")
+    board = open_page("views/leaderboard.py", db, monkeypatch, benchmark="otel")
     assert any("support-agent" in df.value.to_csv() for df in board.dataframe)
 
 

@@ -66,8 +66,8 @@ def test_bench_ingest_and_bench_pages_run(tmp_path: Path) -> None:
             "--db",
             str(db),
             "--pages",
-            "pages/leaderboard.py",
-            "pages/drilldown.py",
+            "views/leaderboard.py",
+            "views/drilldown.py",
             "--json",
             str(pages),
         ],
@@ -79,7 +79,7 @@ def test_bench_ingest_and_bench_pages_run(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(pages.read_text())
     timed = {p["page"]: p for p in result["pages"]}
-    assert timed["pages/leaderboard.py"]["first_wall_s"] > 0 and not timed["pages/leaderboard.py"]["problems"]
+    assert timed["views/leaderboard.py"]["first_wall_s"] > 0 and not timed["views/leaderboard.py"]["problems"]
     assert result["drilldown_queries"]["wall_s"] > 0
     assert set(result["sql_table2"]) == {"shipped", "bench-0"}
     assert result["sql_table2"]["bench-0"]["rows"] and not result["sql_table2"]["bench-0"]["error"]

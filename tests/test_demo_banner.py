@@ -35,5 +35,5 @@ def _has_banner(at: object) -> bool:
 
 
 def test_banner_only_while_demo_runs_are_in_view(mixed_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _has_banner(open_page("pages/leaderboard.py", mixed_db, monkeypatch, benchmark="demo-bench"))
-    assert not _has_banner(open_page("pages/leaderboard.py", mixed_db, monkeypatch, benchmark="mini-bench"))
+    assert _has_banner(open_page("views/leaderboard.py", mixed_db, monkeypatch, benchmark="demo-bench"))
+    assert not _has_banner(open_page("views/leaderboard.py", mixed_db, monkeypatch, benchmark="mini-bench"))

@@ -66,7 +66,7 @@ def test_every_table_and_chart_offers_downloads(page: str, demo_db: Path, monkey
 def test_the_check_sees_tables_and_buttons(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The counting helpers work on a page known to draw a table, a chart and their downloads."""
     at = run_page(
-        "pages/sql.py", fixture_db, monkeypatch, q="SELECT agent, count(*) AS n FROM v_attempts GROUP BY agent"
+        "views/sql.py", fixture_db, monkeypatch, q="SELECT agent, count(*) AS n FROM v_attempts GROUP BY agent"
     )
     assert not at.exception
     n_csv, n_parquet = download_counts(at)

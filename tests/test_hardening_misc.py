@@ -43,7 +43,7 @@ def test_drilldown_cuts_a_very_long_answer(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("RUNLENS_DB", str(db))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params.update({"run": "mini-a-v1", "task": "T1", "sample": "0"})
-    at.switch_page("pages/drilldown.py")
+    at.switch_page("views/drilldown.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     longest = max(len(t.value) for t in at.text)

@@ -170,15 +170,15 @@ def test_drilldown_shows_the_limit_the_error_and_the_grader(
     limits = next(r for r in refs if r["task"] == "limits" and r["path"].endswith(".eval"))
     run_id = f"limits-{limits['eval_id']}"
     limited = next(s for s in limits["samples"] if s["limit"])
-    at = open_page("pages/drilldown.py", db, monkeypatch, run=run_id, task=limited["id"])
+    at = open_page("views/drilldown.py", db, monkeypatch, run=run_id, task=limited["id"])
     status = {m.label: m.value for m in at.metric}["Status"]
     # shown through the plain-text helper (the value comes from the log)
     assert status == md_plain(f"timeout: {limited['limit']['type']} limit ({limited['limit']['limit']:g})")
     errored = next(s for s in limits["samples"] if s["error"])
-    at = open_page("pages/drilldown.py", db, monkeypatch, run=run_id, task=errored["id"])
+    at = open_page("views/drilldown.py", db, monkeypatch, run=run_id, task=errored["id"])
     assert f"Error: {errored['error']}" in [t.value for t in at.text]
     graded = next(r for r in refs if r["task"] == "graded")
-    at = open_page("pages/drilldown.py", db, monkeypatch, run=f"graded-{graded['eval_id']}", task="g0")
+    at = open_page("views/drilldown.py", db, monkeypatch, run=f"graded-{graded['eval_id']}", task="g0")
     grader_in, grader_out = graded["samples"][0]["model_usage"]["mockllm/grader"]
     assert any(f"{grader_in:,} / {grader_out:,} tokens" in c.value for c in at.caption)
 
@@ -210,7 +210,7 @@ def test_leaderboard_names_incomplete_runs(
     real_logs: tuple[Path, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db, refs = real_logs
-    at = open_page("pages/leaderboard.py", db, monkeypatch, benchmark="limits")
+    at = open_page("views/leaderboard.py", db, monkeypatch, benchmark="limits")
     assert any("count as failures" in c.value for c in at.caption)
     table = next(df.value for df in at.dataframe if "completed / total" in df.value.columns)
     ref = next(r for r in refs if r["task"] == "limits")
@@ -245,6 +245,6 @@ def test_leaving_errored_samples_out_gives_inspects_accuracy_on_the_leaderboard(
                 assert row["pass_at"]["1"] == pytest.approx(expected)  # Inspect's accuracy: errored samples left out
             else:
                 assert row["pass_at"]["1"] < ref["headline"]  # an errored sample counted as a failure
-    at = open_page("pages/leaderboard.py", db, monkeypatch, benchmark="limits")
+    at = open_page("views/leaderboard.py", db, monkeypatch, benchmark="limits")
     at.toggle(key="lb_errors_out").set_value(True).run()
     assert not at.exception and any("left out here" in c.value for c in at.caption)

@@ -256,7 +256,7 @@ def test_eval_set_folder_ingests_and_a_retry_supersedes(variants: dict[str, Any]
 def test_leaderboard_page_picks_a_scorer_and_shows_inspects_metrics(
     variants: dict[str, Any], scored_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = open_page("pages/leaderboard.py", scored_db, monkeypatch, benchmark="scorers")
+    at = open_page("views/leaderboard.py", scored_db, monkeypatch, benchmark="scorers")
     picker = at.selectbox(key="lb_scorer")
     assert picker.options == [
         "headline (each attempt's score)",

@@ -36,7 +36,7 @@ def test_upload_preview_ingest_and_delete_on_a_lake(lake: str, monkeypatch: pyte
     monkeypatch.setenv("RUNLENS_SKIP_DEMO", "1")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/upload.py").run()
+    at.switch_page("views/upload.py").run()
     assert not at.exception, [e.value for e in at.exception]
     run_id = at.selectbox(key="up_del_run").value
     at.checkbox(key="up_del_confirm").check().run()

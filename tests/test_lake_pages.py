@@ -47,7 +47,7 @@ def test_every_page_draws_the_same_tables_on_the_lake(
     assert len(lake_tables) == len(file_tables)
     for i, (a, b) in enumerate(zip(lake_tables, file_tables, strict=True)):
         assert a == b, (i, [r for r in a if r not in b][:5], [r for r in b if r not in a][:5])
-    if page in ("pages/leaderboard.py", "pages/errors.py", "pages/tmf.py", "pages/sql.py"):
+    if page in ("views/leaderboard.py", "views/errors.py", "views/tmf.py", "views/sql.py"):
         assert lake_tables and any(lake_tables), f"{page} drew no table: nothing was compared"
     assert [m.value for m in on_lake.metric] == [m.value for m in on_file.metric]
     assert len(on_lake.get("plotly_chart")) == len(on_file.get("plotly_chart"))

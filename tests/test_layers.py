@@ -1,6 +1,6 @@
 """Layers only reach the right way (README "Layout"): store/ at the bottom, then ingest, analytics (pure: it never
-writes), jobs (derived data computed with analytics and kept through the store's one writer), then ui and pages;
-``analytics/cli.py`` is the command line, on top like a page. Pages and ui use only the store's public API
+writes), jobs (derived data computed with analytics and kept through the store's one writer), then ui and the
+pages (views/); ``analytics/cli.py`` is the command line, on top like a page. Pages and ui use only the store's public API
 (``import store``); all write SQL lives under store/."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import pytest
 from tests.conftest import ROOT
 
 RULES = {
-    "store": {"streamlit", "ui", "pages", "analytics", "ingest", "jobs"},
-    "ingest": {"streamlit", "ui", "pages", "analytics", "jobs"},
-    "analytics": {"streamlit", "ui", "pages", "jobs"},
-    "jobs": {"streamlit", "ui", "pages"},
-    "pages": {"duckdb"},
-    "ui": {"duckdb", "pages"},
+    "store": {"streamlit", "ui", "views", "analytics", "ingest", "jobs"},
+    "ingest": {"streamlit", "ui", "views", "analytics", "jobs"},
+    "analytics": {"streamlit", "ui", "views", "jobs"},
+    "jobs": {"streamlit", "ui", "views"},
+    "views": {"duckdb"},
+    "ui": {"duckdb", "views"},
 }
 # The command line sits on top like a page: it may start jobs (each report imports only what it runs).
 ENTRY_POINTS = {"analytics/cli.py": {"jobs"}}
@@ -98,9 +98,9 @@ def test_analytics_never_writes() -> None:
     assert store_writes_used(ROOT / "jobs" / "irt.py"), "the check finds a writer's use"
 
 
-@pytest.mark.parametrize("layer", ["analytics", "ingest", "jobs", "ui", "pages"])
+@pytest.mark.parametrize("layer", ["analytics", "ingest", "jobs", "ui", "views"])
 def test_store_internals_stay_inside_the_store(layer: str) -> None:
-    files = sorted((ROOT / layer).rglob("*.py")) + ([ROOT / "app.py"] if layer == "pages" else [])
+    files = sorted((ROOT / layer).rglob("*.py")) + ([ROOT / "app.py"] if layer == "views" else [])
     offences = {str(f.relative_to(ROOT)): sorted(imported_modules(f) & STORE_INTERNALS) for f in files}
     assert {f: bad for f, bad in offences.items() if bad} == {}
 
@@ -108,7 +108,7 @@ def test_store_internals_stay_inside_the_store(layer: str) -> None:
 def test_write_sql_lives_only_in_the_store() -> None:
     """One writer: no INSERT/UPDATE/DELETE/CREATE/DROP/ALTER text in product code outside store/."""
     files = [ROOT / "app.py"]
-    for layer in ("analytics", "ingest", "jobs", "ui", "pages"):
+    for layer in ("analytics", "ingest", "jobs", "ui", "views"):
         files += sorted((ROOT / layer).rglob("*.py")) + sorted((ROOT / layer).rglob("*.sql"))
     offences = {
         str(f.relative_to(ROOT)): sorted({m.group(0) for m in WRITE_SQL.finditer(f.read_text(encoding="utf-8"))})
@@ -121,7 +121,7 @@ def test_write_sql_lives_only_in_the_store() -> None:
 
 
 def test_pages_hold_no_sql() -> None:
-    for page in (ROOT / "pages").glob("*.py"):
+    for page in (ROOT / "views").glob("*.py"):
         if page.name == "sql.py":  # the SQL console shows example queries to the user
             continue
         text = page.read_text(encoding="utf-8").upper()
@@ -130,8 +130,8 @@ def test_pages_hold_no_sql() -> None:
 
 
 def test_no_private_streamlit_api_and_no_ui_circle() -> None:
-    """ui/ and pages/ use Streamlit's public API only; ui.common never reaches back into ui.shell."""
-    for layer in ("ui", "pages"):
+    """ui/ and views/ use Streamlit's public API only; ui.common never reaches back into ui.shell."""
+    for layer in ("ui", "views"):
         for f in sorted((ROOT / layer).rglob("*.py")):
             private = {m for m in imported_modules(f) if m.startswith("streamlit.") and not m.startswith(PUBLIC_ST)}
             private -= ALLOWED_INTERNALS.get(f.relative_to(ROOT).as_posix(), set())

@@ -13,7 +13,7 @@ from tests.test_clusters import PER_CAUSE, failures_db  # noqa: F401  (the fixtu
 
 
 def test_clusters_page_embeds_then_clusters(failures_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = open_page("pages/clusters.py", failures_db, monkeypatch, benchmark="fb")
+    at = open_page("views/clusters.py", failures_db, monkeypatch, benchmark="fb")
     assert any("no embedding yet" in i.value for i in at.info)
     at.button(key="cl_embed").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -36,7 +36,7 @@ def test_the_first_visit_embeds_in_the_background(tmp_path: Path, monkeypatch: p
     fresh = tmp_path / "fresh.duckdb"
     ingest_paths([fs.write(tmp_path / "f.jsonl")], db=fresh)
     monkeypatch.setenv("RUNLENS_AUTO_FIT", "1")
-    at = open_page("pages/clusters.py", fresh, monkeypatch, benchmark=fs.benchmark)
+    at = open_page("views/clusters.py", fresh, monkeypatch, benchmark=fs.benchmark)
     assert any("in the background" in i.value for i in at.info)
     jobs = [j for k, j in background._JOBS.items() if str(fresh) in k]
     assert len(jobs) == 1 and jobs[0].thread is not None

@@ -15,7 +15,7 @@ from tests.test_diff import _write_bench
 
 
 def open_diff(db: Path, monkeypatch: pytest.MonkeyPatch, **params: str) -> AppTest:
-    return open_page("pages/diff.py", db, monkeypatch, **params)
+    return open_page("views/diff.py", db, monkeypatch, **params)
 
 
 def test_diff_page_on_hand_made_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,7 +21,7 @@ N_LONG = 2000
 
 
 def open_drilldown(db: Path, monkeypatch: pytest.MonkeyPatch, **params: str) -> AppTest:
-    return open_page("pages/drilldown.py", db, monkeypatch, **params)
+    return open_page("views/drilldown.py", db, monkeypatch, **params)
 
 
 def texts(at: AppTest) -> list[str]:
@@ -258,11 +258,11 @@ def test_the_run_list_follows_the_sidebar(demo_db: Path, monkeypatch: pytest.Mon
 
 
 def test_a_stale_task_or_sample_in_the_link_gives_a_notice(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = open_page("pages/drilldown.py", fixture_db, monkeypatch, run="mini-a-v1", task="NOPE", sample="7")
+    at = open_page("views/drilldown.py", fixture_db, monkeypatch, run="mini-a-v1", task="NOPE", sample="7")
     assert not at.exception
     assert any("NOPE" in i.value and "first task" in i.value for i in at.info), [i.value for i in at.info]
     task = at.selectbox(key="dd_task").value
-    at = open_page("pages/drilldown.py", fixture_db, monkeypatch, run="mini-a-v1", task=task, sample="7")
+    at = open_page("views/drilldown.py", fixture_db, monkeypatch, run="mini-a-v1", task=task, sample="7")
     assert any("sample" in i.value and "7" in i.value for i in at.info), [i.value for i in at.info]
     label = at.selectbox(key="dd_run").format_func(at.selectbox(key="dd_run").value)
     assert label.startswith("Agent A 1 · 2026-01-15 · mini-a-v1"), label  # the one run-label rule

@@ -26,7 +26,7 @@ def _open(
     for name, value in (judge_env or {}).items():
         monkeypatch.setenv(name, value)
     env_db(db)
-    return open_page("pages/errors.py", db, monkeypatch, timeout_s=60, **params)
+    return open_page("views/errors.py", db, monkeypatch, timeout_s=60, **params)
 
 
 FRAME_COLUMNS = {

@@ -18,7 +18,6 @@ from ingest.pipeline import ingest_paths
 from jobs import gem_metrics
 from store import writer
 from tests.conftest import ROOT
-from tests.test_pages import registered_pages
 
 
 @pytest.fixture(scope="module")
@@ -43,15 +42,11 @@ def _numbers(df: pd.DataFrame) -> pd.DataFrame:
 def open_gem(db: Path, monkeypatch: pytest.MonkeyPatch, benchmark: str | None = None) -> AppTest:
     monkeypatch.setenv("RUNLENS_DB", str(db))
     monkeypatch.setenv("RUNLENS_SKIP_DEMO", "1")
-    if all((ROOT / page).exists() for page in registered_pages()):
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        if benchmark:
-            at.query_params["benchmark"] = benchmark
-        at.run()
-        at.switch_page("pages/gem.py")
-    else:  # another page of app.py is still being written: run this page alone
-        at = AppTest.from_file(str(ROOT / "pages" / "gem.py"), default_timeout=120)
-        at.session_state["flt_benchmark"] = benchmark
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    if benchmark:
+        at.query_params["benchmark"] = benchmark
+    at.run()
+    at.switch_page("views/gem.py")
     at.run()
     assert not at.exception, at.exception
     return at

@@ -14,7 +14,7 @@ from tests.apptest import open_page
 
 
 def test_two_task_pools_on_the_demo(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = open_page("pages/leaderboard.py", demo_db, monkeypatch, benchmark="ad-bench")
+    at = open_page("views/leaderboard.py", demo_db, monkeypatch, benchmark="ad-bench")
     with rdb.reader(demo_db) as con:
         board = lb.leaderboard(con, benchmark="ad-bench")
     overall = board[board["slice"] == "all"]

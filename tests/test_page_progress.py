@@ -38,7 +38,7 @@ def open_page(db: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setattr(irt, "settings_for", lambda model, **kw: irt.IrtSettings(model=model, epochs=80, n_boot=20))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
     at.run()
-    at.switch_page("pages/progress.py")
+    at.switch_page("views/progress.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -79,7 +79,7 @@ def test_icc_follows_the_task_in_the_url(sim_db: Path, monkeypatch: pytest.Monke
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
     at.query_params["task"] = hardest
     at.run()
-    at.switch_page("pages/progress.py")
+    at.switch_page("views/progress.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.selectbox(key="irt_task").value == hardest
@@ -118,7 +118,7 @@ def test_the_sidebar_agents_choose_the_versions_shown(sim_db: Path, monkeypatch:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
     at.query_params["agents"] = agent
     at.run()
-    at.switch_page("pages/progress.py").run()
+    at.switch_page("views/progress.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(f"Showing {len(mine)} of the fit's {len(everything)} agent versions" in c.value for c in at.caption)
     shown = set(table(at, "Ability (logits) [90% CI]")["Agent version"])
@@ -131,6 +131,6 @@ def test_an_unknown_model_in_the_link_gives_a_notice(sim_db: Path, monkeypatch: 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
     at.query_params["model"] = "9pl"
     at.run()
-    at.switch_page("pages/progress.py").run()
+    at.switch_page("views/progress.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("is not one of 1pl" in i.value for i in at.info) and at.radio(key="irt_model").value == "1pl"

@@ -23,7 +23,7 @@ def test_review_page_shows_agreement_and_saves(
     review_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     db = _copy(review_db, tmp_path)
-    at = open_page("pages/review.py", db, monkeypatch, benchmark="rb", queue="failed")
+    at = open_page("views/review.py", db, monkeypatch, benchmark="rb", queue="failed")
     assert any(md_plain("log judge judge-x: kappa") in i.value for i in at.info)  # log text shown escaped
     verdicts = next(d.value for d in at.dataframe if "Rater" in d.value.columns)
     assert {"log score", "log judge judge-x"} <= set(verdicts["Rater"])
@@ -54,7 +54,7 @@ def test_drilldown_review_panel_refuses_without_a_verdict(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     db = _copy(review_db, tmp_path)
-    at = open_page("pages/drilldown.py", db, monkeypatch, run="run-1", task="T00", sample="0")
+    at = open_page("views/drilldown.py", db, monkeypatch, run="run-1", task="T00", sample="0")
     assert "Human reviews" in [s.value for s in at.subheader]
     reviews = next(d.value for d in at.dataframe if "Reviewer" in d.value.columns)
     assert set(reviews["Reviewer"]) == {"A", "B"}
@@ -69,7 +69,7 @@ def test_drilldown_review_panel_refuses_without_a_verdict(
 
 
 def test_errors_page_says_how_far_the_judge_is_trusted(review_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = open_page("pages/errors.py", review_db, monkeypatch, benchmark="rb")
+    at = open_page("views/errors.py", review_db, monkeypatch, benchmark="rb")
     trust = [i.value for i in at.info if "Judge agreement with human reviewers" in i.value]
     assert len(trust) == 1 and md_plain("log judge judge-x: kappa") in trust[0]
 
@@ -77,6 +77,6 @@ def test_errors_page_says_how_far_the_judge_is_trusted(review_db: Path, monkeypa
 def test_an_unknown_queue_in_the_link_gives_a_notice(
     review_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = open_page("pages/review.py", _copy(review_db, tmp_path), monkeypatch, benchmark="rb", queue="bogus")
+    at = open_page("views/review.py", _copy(review_db, tmp_path), monkeypatch, benchmark="rb", queue="bogus")
     assert any("queue 'bogus' is not one of" in i.value.replace("\\", "") for i in at.info)
     assert at.session_state["rv_queue"] == "failed"

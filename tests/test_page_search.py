@@ -13,7 +13,7 @@ from tests.test_search import search_db  # noqa: F401  (the fixture)
 
 
 def test_search_page_lists_hits(search_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = open_page("pages/search.py", search_db, monkeypatch, benchmark="sb", q="rate limit")
+    at = open_page("views/search.py", search_db, monkeypatch, benchmark="sb", q="rate limit")
     assert [m.value for m in at.metric][:2] == ["2", "2"]
     table = at.dataframe[0].value
     assert set(table["Run"]) == {"r-a", "r-b"}
@@ -23,7 +23,7 @@ def test_search_page_lists_hits(search_db: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_search_page_words_mode_and_bad_regex(search_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = open_page("pages/search.py", search_db, monkeypatch, benchmark="sb", q="limit rate", mode="words")
+    at = open_page("views/search.py", search_db, monkeypatch, benchmark="sb", q="limit rate", mode="words")
     assert at.metric[0].value == "2" and at.metric[1].value == "3"
     at.segmented_control(key="se_mode").set_value("regex")
     at.text_input(key="se_q").set_value("(a").run()
@@ -32,12 +32,12 @@ def test_search_page_words_mode_and_bad_regex(search_db: Path, monkeypatch: pyte
 
 
 def test_search_page_without_query_explains(search_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = open_page("pages/search.py", search_db, monkeypatch, benchmark="sb")
+    at = open_page("views/search.py", search_db, monkeypatch, benchmark="sb")
     assert any("Type a phrase" in i.value for i in at.info)
 
 
 def test_drilldown_marks_the_hit_step(search_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = open_page("pages/drilldown.py", search_db, monkeypatch, run="r-a", task="T1", sample="0", step="2")
+    at = open_page("views/drilldown.py", search_db, monkeypatch, run="r-a", task="T1", sample="0", step="2")
     values = [m.value for m in at.markdown]
     marks = [i for i, v in enumerate(values) if "search hit" in v]
     assert len(marks) == 1 and values[marks[0] - 1] == "**Step 2**"  # the badge sits in step 2's header
@@ -46,11 +46,11 @@ def test_drilldown_marks_the_hit_step(search_db: Path, monkeypatch: pytest.Monke
 
 
 def test_search_page_back_restores_the_earlier_query(search_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = open_page("pages/search.py", search_db, monkeypatch, benchmark="sb", q="rate limit")
+    at = open_page("views/search.py", search_db, monkeypatch, benchmark="sb", q="rate limit")
     at.text_input(key="se_q").set_value("quota").run()
     assert at.query_params["q"] in ("quota", ["quota"]) and "mode" not in at.query_params  # the default is left out
     at.query_params["q"] = "rate limit"  # Back
     at.run()
     assert at.text_input(key="se_q").value == "rate limit" and [m.value for m in at.metric][:2] == ["2", "2"]
-    at = open_page("pages/search.py", search_db, monkeypatch, benchmark="sb", q="x", mode="bogus")
+    at = open_page("views/search.py", search_db, monkeypatch, benchmark="sb", q="x", mode="bogus")
     assert any("bogus" in i.value for i in at.info) and at.segmented_control(key="se_mode").value == "phrase"

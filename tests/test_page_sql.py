@@ -19,7 +19,7 @@ def open_sql_page(db: Path, monkeypatch: pytest.MonkeyPatch, **params: str) -> A
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     for key, value in params.items():
         at.query_params[key] = value
-    at.switch_page("pages/sql.py")
+    at.switch_page("views/sql.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -187,8 +187,8 @@ def test_sql_page_in_chromium_runs_with_ctrl_enter(demo_db: Path) -> None:
 def test_query_and_history_survive_a_visit_to_another_page(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_sql_page(fixture_db, monkeypatch)
     run_editor(at, "SELECT 41 + 1 AS answer")
-    at.switch_page("pages/upload.py").run()
-    at.switch_page("pages/sql.py").run()
+    at.switch_page("views/upload.py").run()
+    at.switch_page("views/sql.py").run()
     assert not at.exception
     assert result_frame(at)["answer"].tolist() == [42]
     assert at.text_area(key="sql_editor").value == "SELECT 41 + 1 AS answer"

@@ -21,7 +21,7 @@ def open_tmf(db: Path, monkeypatch: pytest.MonkeyPatch, benchmark: str) -> AppTe
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params["benchmark"] = benchmark
     at.run()
-    at.switch_page("pages/tmf.py")
+    at.switch_page("views/tmf.py")
     at.run()
     assert not at.exception, at.exception
     return at
@@ -175,7 +175,7 @@ def test_assumptions_travel_in_the_link_and_bad_values_give_notices(
     for key, value in {**link, "performance": "bogus", "human_minutes": "-3"}.items():
         at.query_params[key] = value
     at.run()
-    at.switch_page("pages/tmf.py").run()
+    at.switch_page("views/tmf.py").run()
     assert not at.exception, at.exception
     assert at.number_input(key="tmf_hourly").value == 100.0 and at.number_input(key="tmf_minutes").value == 0.0
     notices = " ".join(i.value for i in at.info)
@@ -207,7 +207,7 @@ def test_a_bad_period_or_as_of_in_the_link_gives_a_notice(fixture_db: Path, monk
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params.update({"benchmark": "mini-bench", "period": "fortnight", "asof": "1999Q1"})
     at.run()
-    at.switch_page("pages/tmf.py")
+    at.switch_page("views/tmf.py")
     at.run()
     assert not at.exception
     notices = " ".join(i.value for i in at.info)

@@ -26,7 +26,7 @@ def _page(db: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("RUNLENS_DB", str(db))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
-    at.switch_page("pages/upload.py")
+    at.switch_page("views/upload.py")
     at.run()
     assert not at.exception, at.exception
     return at

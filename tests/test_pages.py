@@ -16,9 +16,9 @@ EMPTY_HINT = re.compile(r"\b(no|nothing|empty)\b.*\b(ingest|upload|load|run|data
 
 
 def registered_pages() -> list[str]:
-    """The page files app.py routes to (ui.shell.navigation_pages, read from its source, so a new page is tested
+    """The page files app.py routes to (its ``PAGES``, read from its source, so a new page is tested
     automatically)."""
-    tree = ast.parse((ROOT / "ui" / "shell.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
     pages = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Page" and node.args:
@@ -33,7 +33,7 @@ def run_page(page: str, db: Path, monkeypatch: pytest.MonkeyPatch, **params: str
 
 
 def test_every_page_file_is_registered() -> None:
-    files = sorted(f"pages/{p.name}" for p in (ROOT / "pages").glob("*.py") if not p.name.startswith("_"))
+    files = sorted(f"views/{p.name}" for p in (ROOT / "views").glob("*.py") if not p.name.startswith("_"))
     assert sorted(registered_pages()) == files
 
 
@@ -61,7 +61,7 @@ def test_page_explains_an_empty_database(page: str, tmp_db: Path, monkeypatch: p
 
 
 def test_leaderboard_numbers_and_deep_link(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = run_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench", agents="Agent A")
+    at = run_page("views/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench", agents="Agent A")
     assert not at.exception
     table = next(d.value for d in at.dataframe if "Pass@2 %" in d.value.columns)
     assert list(table["Agent"]) == ["Agent A"]
@@ -76,7 +76,7 @@ def test_leaderboard_numbers_and_deep_link(fixture_db: Path, monkeypatch: pytest
 
 
 def test_human_rows_stand_apart(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = run_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench")
+    at = run_page("views/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench")
     assert [s.value for s in at.subheader][:2] == ["Agents", "Human baseline"]
     assert "Human" not in set(at.dataframe[0].value["Run"])  # not among the ranked runs
     humans = [d.value for d in at.dataframe if "Run" in d.value.columns and "Rank" not in d.value.columns]
@@ -84,7 +84,7 @@ def test_human_rows_stand_apart(fixture_db: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_breakdown_by_category(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = run_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench")
+    at = run_page("views/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench")
     at.segmented_control(key="lb_breakdown").set_value("category").run()
     assert not at.exception
     pivot = next(d.value for d in at.dataframe if "Run" in d.value.columns and "lookup" in d.value.columns)
@@ -94,10 +94,10 @@ def test_breakdown_by_category(fixture_db: Path, monkeypatch: pytest.MonkeyPatch
 @pytest.mark.parametrize(
     ("page", "unused"),
     [
-        ("pages/leaderboard.py", None),
-        ("pages/drilldown.py", None),
-        ("pages/progress.py", None),  # the scale uses every run; the filters choose the versions shown
-        ("pages/sql.py", "Benchmark, Agents, Evaluation dates"),
+        ("views/leaderboard.py", None),
+        ("views/drilldown.py", None),
+        ("views/progress.py", None),  # the scale uses every run; the filters choose the versions shown
+        ("views/sql.py", "Benchmark, Agents, Evaluation dates"),
     ],
 )
 def test_filters_a_page_ignores_are_marked(

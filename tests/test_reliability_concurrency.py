@@ -73,7 +73,7 @@ def test_twenty_ingests_during_page_loads(tmp_path: Path, monkeypatch: pytest.Mo
             at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
             at.run()
             if loads % 2:
-                at.switch_page("pages/errors.py")
+                at.switch_page("views/errors.py")
                 at.run()
             assert not at.exception, [e.value for e in at.exception]
             assert not at.error, [e.value for e in at.error]

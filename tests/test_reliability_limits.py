@@ -160,7 +160,7 @@ def test_a_10000_step_trajectory_is_ingested_and_drilled_into(tmp_path: Path, tm
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
         at.query_params.update({"run": "limits-run", "task": "t1", "sample": "0"})
         at.run()
-        at.switch_page("pages/drilldown.py")
+        at.switch_page("views/drilldown.py")
         at.run()
         assert not at.exception, [e.value for e in at.exception]
     finally:

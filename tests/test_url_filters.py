@@ -64,7 +64,7 @@ def test_unknown_benchmark_and_agents_are_replaced_or_dropped_with_notices() -> 
 def test_stale_links_open_every_page_with_a_notice(
     params: dict[str, str], fixture_db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, **params)
+    at = open_page("views/leaderboard.py", fixture_db, monkeypatch, **params)
     notices = [w.value for w in at.warning if "link" in w.value or "dates" in w.value]
     assert notices, [w.value for w in at.warning]
     if "benchmark" in params:
@@ -76,7 +76,7 @@ def test_stale_links_open_every_page_with_a_notice(
 def test_back_to_an_earlier_url_restores_its_filters(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Filters come from the session on every rerun, except when the URL no longer holds what the sidebar last
     wrote there (the browser's Back or Forward): then the URL's filters are taken."""
-    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench")
+    at = open_page("views/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench")
     lo, hi = at.session_state["flt_dates"] or (None, None)
     assert lo is None  # all dates
     first_day = min(at.date_input[0].min, at.date_input[0].max)
@@ -94,13 +94,13 @@ def test_back_to_an_earlier_url_restores_its_filters(fixture_db: Path, monkeypat
 def test_page_settings_travel_in_the_link(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A few view settings beyond the filters: the leaderboard's breakdown, the diff's outcome basis and its
     regressions-only switch; an unknown value gives a notice and the default."""
-    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench", by="category")
+    at = open_page("views/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench", by="category")
     assert at.segmented_control(key="lb_breakdown").value == "category"
-    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench", by="bogus")
+    at = open_page("views/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench", by="bogus")
     assert at.segmented_control(key="lb_breakdown").value == "level"
     notices = [i.value.replace("\\", "") for i in at.info]  # plain text: Markdown escaped
     assert any("by 'bogus' is not one of level, category" in n for n in notices), notices
-    at = open_page("pages/diff.py", fixture_db, monkeypatch, benchmark="mini-bench", regressions_only="1")
+    at = open_page("views/diff.py", fixture_db, monkeypatch, benchmark="mini-bench", regressions_only="1")
     assert at.toggle(key="df_worse").value is True
     at.session_state["flt_benchmark"] = "mini-bench"
     at.toggle(key="df_worse").set_value(False).run()
@@ -140,6 +140,6 @@ def test_the_sidebar_counts_follow_the_filters(fixture_db: Path, monkeypatch: py
             [bench, agent],
         )
     assert one_attempts == expected[0] and 0 < one_runs < all_runs and one_attempts < all_attempts
-    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark=bench, agents=agent)
+    at = open_page("views/leaderboard.py", fixture_db, monkeypatch, benchmark=bench, agents=agent)
     captions = [c.value for c in at.sidebar.caption]
     assert any(c.startswith(f"{one_runs} run") and f"{one_attempts} attempt" in c for c in captions), captions

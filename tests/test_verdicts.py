@@ -248,7 +248,7 @@ def test_diff_page_shows_the_sequential_gate(tmp_path: Path, monkeypatch: pytest
 
     db = tmp_path / "flip.duckdb"
     ingest_paths([_write_bench(tmp_path / "flip.jsonl")], db=db)
-    at = open_page("pages/diff.py", db, monkeypatch, benchmark="flip-bench")
+    at = open_page("views/diff.py", db, monkeypatch, benchmark="flip-bench")
     assert not at.exception
     line = next(t.value for t in at.text if t.value.startswith("sequential: "))
     assert "of 5 tasks" in line and "threshold 20" in line
@@ -259,7 +259,7 @@ def test_diff_page_shows_the_sequential_gate(tmp_path: Path, monkeypatch: pytest
 def test_leaderboard_page_names_the_top_group(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.apptest import open_page
 
-    at = open_page("pages/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench")
+    at = open_page("views/leaderboard.py", fixture_db, monkeypatch, benchmark="mini-bench")
     assert not at.exception
     caption = next(c.value for c in at.caption if "Top group (" in c.value)
     with reader(fixture_db) as con:

@@ -1,14 +1,14 @@
 """The shared chrome of every page: database bootstrap, demo banner, global filters kept in the URL.
 
-app.py draws it before running the chosen page. A page that Streamlit runs without app.py (its legacy
-multipage mode; see ``page_setup`` below) draws it itself, so every page always has it.
+app.py (the entry script, which lists the pages) hands its page list to ``run_app``, which draws the chrome
+before running the chosen page.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import sys
-import threading
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import streamlit as st
@@ -163,7 +163,6 @@ def _sidebar(catalog: cat.Catalog) -> None:
 
 
 PAGE_ICON = Path(__file__).resolve().parent / "assets" / "runlens-icon.svg"
-_ROUTED = threading.local()  # per script thread: is the page running inside run_app (app.py's router)?
 
 
 def is_streamlit_server() -> bool:
@@ -172,21 +171,19 @@ def is_streamlit_server() -> bool:
     return "streamlit.web.bootstrap" in sys.modules
 
 
-def run_app() -> None:
-    """The router (app.py): page configuration, the app's navigation, the shared chrome (database, demo banner,
-    filters), then the chosen page."""
+def run_app(pages: Mapping[str, Sequence[st.Page]]) -> None:
+    """The router: page configuration, the app's navigation over ``pages`` (app.py's ``PAGES``: sidebar section ->
+    pages), the shared chrome (database, demo banner, filters), then the chosen page."""
     # an icon file served by the app: a ":material/...:" page icon makes every page fetch it from fonts.gstatic.com
     st.set_page_config(page_title="Runlens", page_icon=str(PAGE_ICON), layout="wide")
     if is_streamlit_server():  # this server and its SQL and upload workers share one memory budget (ingest/workers.py)
         workers.use_budget()
-    nav = st.navigation(navigation_pages())
+    nav = st.navigation(pages)
     _undo_leaked_params(nav.url_path)
     render_shell()
-    _ROUTED.active = True
     try:
         nav.run()
     finally:
-        _ROUTED.active = False
         _remember_page_url(nav.url_path)
 
 
@@ -224,16 +221,7 @@ FILTER_NAMES = {"benchmark": "Benchmark", "agents": "Agents", "dates": "Evaluati
 def page_setup(title: str, caption: str | None = None, *, unused: tuple[str, ...] = ()) -> common.Filters:
     """Title, caption and the global filters (drawn by the router) for a page; the sidebar says which of them
     (``unused``: names of ``FILTER_NAMES``) the page does not apply, so no filter is silently ignored.
-
-    Streamlit runs an app whose main script sits beside a ``pages/`` folder in its legacy multipage mode (each
-    page file alone, without app.py) until ``st.navigation`` has been called once in the process. A deep link such
-    as ``/drilldown?run=...`` opened first after the server starts runs the page that way: the page then hands
-    over to the router, whose ``st.navigation`` call switches Streamlit to the app's navigation for good (the
-    supported way: no private API), draws the shared chrome and runs this page again inside it.
     """
-    if not getattr(_ROUTED, "active", False):
-        run_app()
-        st.stop()  # (this legacy run of the file ends here)
     if unused:
         names = ", ".join(FILTER_NAMES[u] for u in unused)
         st.sidebar.caption(f":material/filter_alt_off: Not used on this page: {names}.")
@@ -241,39 +229,6 @@ def page_setup(title: str, caption: str | None = None, *, unused: tuple[str, ...
     if caption:
         st.caption(caption)
     return common.current_filters()
-
-
-def navigation_pages() -> dict[str, list[st.Page]]:
-    """The app's pages in their sidebar sections; every page file is listed (tests/test_pages.py reads this list).
-    Paths are relative to app.py, the main script."""
-    return {
-        "Results": [
-            st.Page(
-                "pages/leaderboard.py",
-                title="Leaderboard",
-                icon=":material/leaderboard:",
-                url_path="home",
-                default=True,
-            ),  # served at the root URL
-            # the same page at /leaderboard too (a link people type), not listed twice in the sidebar
-            st.Page("pages/leaderboard.py", title="Leaderboard", url_path="leaderboard", visibility="hidden"),
-            st.Page("pages/progress.py", title="Progress", icon=":material/trending_up:", url_path="progress"),
-            st.Page("pages/tmf.py", title="Tech-Market-Fit", icon=":material/paid:", url_path="tmf"),
-        ],
-        "Analysis": [
-            st.Page("pages/errors.py", title="Errors", icon=":material/bug_report:", url_path="errors"),
-            st.Page("pages/drilldown.py", title="Drilldown", icon=":material/manage_search:", url_path="drilldown"),
-            st.Page("pages/search.py", title="Search", icon=":material/search:", url_path="search"),
-            st.Page("pages/clusters.py", title="Failure clusters", icon=":material/hub:", url_path="clusters"),
-            st.Page("pages/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
-            st.Page("pages/diff.py", title="Version diff", icon=":material/compare_arrows:", url_path="diff"),
-            st.Page("pages/gem.py", title="GEM-Bench", icon=":material/campaign:", url_path="gem"),
-        ],
-        "Data": [
-            st.Page("pages/sql.py", title="SQL", icon=":material/terminal:", url_path="sql"),
-            st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:", url_path="upload"),
-        ],
-    }
 
 
 def render_shell() -> None:

@@ -268,7 +268,7 @@ def _side(col: st.delta_generator.DeltaGenerator, run_id: str, sample: int, labe
         if int(d["n_steps"]) > len(steps):
             st.caption(f"First {len(steps)} of {int(d['n_steps'])} steps; the drilldown page has them all.")
         st.page_link(
-            "pages/drilldown.py",
+            "views/drilldown.py",
             label="Open in the drilldown",
             query_params=link_params({"run": run_id, "task": str(pick.task_id), "sample": str(int(sample))}),
         )

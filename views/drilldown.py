@@ -40,7 +40,7 @@ if ss.get("dd_link") != link or "dd_run" not in ss:
         ss.dd_page = 1
     elif link[0]:
         st.warning("The linked run is not in the database; pick one below.")
-hit = (*link, query_param("step"))  # a search hit (pages/search.py): its step is marked and its page shown
+hit = (*link, query_param("step"))  # a search hit (views/search.py): its step is marked and its page shown
 if ss.get("dd_hit") != hit and (hit[3] or "").isdigit():
     ss.dd_page = int(hit[3]) // (ss.get("dd_size") or 25) + 1
 ss.dd_hit = hit

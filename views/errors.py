@@ -46,7 +46,7 @@ else:
         f"{plain(filters.benchmark)} --failed-only` to add judge labels."
     )
 
-# how far the judge can be trusted, before its distributions (agreement with human reviews, pages/review.py)
+# how far the judge can be trusted, before its distributions (agreement with human reviews, views/review.py)
 trust = cached(rv.agreement, **filters.as_kwargs())
 st.info(plain(rv.trust_sentence(trust.verdicts, trust.n_reviewed)), icon=":material/balance:")
 corrected = cached(rv.judge_corrections, **filters.as_kwargs())
@@ -55,7 +55,7 @@ if not corrected.empty:
         st.dataframe(rv.corrections_table(corrected), hide_index=True, key="err_corrected", width="stretch")
         download_buttons(corrected, f"judge-corrected-{filters.benchmark}", key="err_dl_corrected")
 st.page_link(
-    "pages/review.py", label="Review attempts; see where judge and humans disagree", icon=":material/rate_review:"
+    "views/review.py", label="Review attempts; see where judge and humans disagree", icon=":material/rate_review:"
 )
 
 if "err_sources" not in ss:  # shareable choices start from the URL: errors?err_sources=label,judge&err_facet=level

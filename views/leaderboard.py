@@ -108,7 +108,7 @@ if not apart.empty:
         "marked as baselines (`gem_role: baseline` or `role: baseline`), are not ranked; their test against the leader uses only the tasks they share. Comparing across task pools "
         "is what the IRT Progress page is for."
     )
-    st.page_link("pages/progress.py", label="Open IRT Progress (compares runs across task pools)")
+    st.page_link("views/progress.py", label="Open IRT Progress (compares runs across task pools)")
     apart_table = lb.summary_table(apart).drop(columns=["Rank"])
     apart_table.insert(1, "Why apart", [lb.apart_reason(r) for _, r in apart.iterrows()])
     show_table(

@@ -160,7 +160,7 @@ attempt_id = st.selectbox("Attempt to review", list(labels), format_func=labels.
 row = items[items["attempt_id"] == attempt_id].iloc[0]
 d = cached(tr.attempt_detail, run_id=row["run_id"], task_id=row["task_id"], sample=int(row["sample"]))
 st.page_link(
-    "pages/drilldown.py",
+    "views/drilldown.py",
     label="Open the whole trajectory in the drilldown",
     icon=":material/open_in_new:",
     query_params=link_params({"run": row["run_id"], "task": row["task_id"], "sample": str(int(row["sample"]))}),

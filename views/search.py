@@ -93,7 +93,7 @@ params = {"run": chosen["run_id"], "task": chosen["task_id"], "sample": str(int(
 if str(chosen["step"]) != "<NA>":
     params["step"] = str(int(chosen["step"]))
 st.page_link(
-    "pages/drilldown.py",
+    "views/drilldown.py",
     label="Open this hit in the drilldown",
     icon=":material/open_in_new:",
     query_params=link_params(params),

@@ -145,7 +145,7 @@ if new_runs:
     left, right = st.columns(2)
     for run_id, (bench, agent) in list(new_runs.items())[:MAX_RUN_LINKS]:
         left.page_link(  # the run's own benchmark: the sidebar (and the demo banner) follow the run
-            "pages/drilldown.py",
+            "views/drilldown.py",
             label=plain(f"Open run {run_id} ({agent})"),
             icon=":material/manage_search:",
             query_params={"run": run_id, "benchmark": bench},
@@ -154,7 +154,7 @@ if new_runs:
         left.caption(f"and {fmtx.plural(len(new_runs) - MAX_RUN_LINKS, 'more run')}: see the leaderboard.")
     for bench in dict.fromkeys(b for b, _ in new_runs.values()):
         right.page_link(
-            "pages/leaderboard.py",
+            "views/leaderboard.py",
             label=plain(f"Leaderboard of {bench}"),
             icon=":material/leaderboard:",
             query_params={"benchmark": bench},
