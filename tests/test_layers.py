@@ -129,6 +129,21 @@ def test_pages_hold_no_sql() -> None:
             assert keyword not in text, f"{page.name} contains SQL ({keyword.strip()})"
 
 
+def url_state_uses(path: Path) -> list[int]:
+    """The lines where a file touches ``st.query_params`` itself (a link's ``query_params=`` argument is not one)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return sorted(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "query_params")
+
+
+def test_pages_keep_url_state_through_ui() -> None:
+    """A page reads and writes its URL only through ui/ (``query_param``, ``UrlField`` with ``from_url`` and
+    ``keep_in_url``, ``set_url``, ``pop_url``, ``url_params`` in ui/common.py), never ``st.query_params`` itself."""
+    files = [*sorted((ROOT / "views").rglob("*.py")), ROOT / "app.py"]
+    offences = {str(f.relative_to(ROOT)): url_state_uses(f) for f in files}
+    assert {f: lines for f, lines in offences.items() if lines} == {}
+    assert url_state_uses(ROOT / "ui" / "common.py"), "the check finds st.query_params"
+
+
 def test_no_private_streamlit_api_and_no_ui_circle() -> None:
     """ui/ and views/ use Streamlit's public API only; ui.common never reaches back into ui.shell."""
     for layer in ("ui", "views"):

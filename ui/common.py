@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +116,29 @@ def query_param(name: str, default: str | None = None) -> str | None:
     """One query parameter, or the default."""
     value = st.query_params.get(name)
     return value if value not in (None, "") else default
+
+
+# The page's URL is read and written only through ui/ (pages never touch st.query_params: tests/test_layers.py).
+# Each call below that changes the URL is one change of the browser's address, so one history entry.
+
+
+def url_params() -> dict[str, str]:
+    """Every parameter of the page's URL, in the URL's order (the last value of a repeated one)."""
+    return st.query_params.to_dict()
+
+
+def set_url(values: Mapping[str, str], *, if_changed: bool = False) -> None:
+    """Put ``values`` into the URL in one change; with ``if_changed``, only when one of them differs from it."""
+    if if_changed and all(st.query_params.get(k) == v for k, v in values.items()):
+        return
+    st.query_params.update(values)
+
+
+def pop_url(*params: str) -> None:
+    """Take parameters out of the URL (each one present is one change); widget state is left alone (see
+    ``drop_from_url`` for parameters a ``UrlField`` keeps)."""
+    for name in params:
+        st.query_params.pop(name, None)
 
 
 @dataclass(frozen=True)

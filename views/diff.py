@@ -16,7 +16,9 @@ from ui.common import (
     keep_in_url,
     link_params,
     plain,
+    pop_url,
     query_param,
+    set_url,
     show_fig,
 )
 from ui.shell import page_setup
@@ -65,9 +67,8 @@ basis = basis_col.selectbox(
     key="df_basis",
     format_func={"sample0": "sample 0", "majority": "majority of samples"}.get,
 )
-for alias in ("a", "b"):
-    st.query_params.pop(alias, None)
-st.query_params.update({"baseline": run_a, "candidate": run_b})
+pop_url("a", "b")
+set_url({"baseline": run_a, "candidate": run_b})
 ss.df_written = (run_a, run_b)
 if run_a == run_b:
     empty_state("Pick two different runs.")

@@ -12,7 +12,7 @@ from analytics import formatting as fmt
 from analytics import rules
 from analytics import trajectory as tr
 from ui import transcript
-from ui.common import cached, empty_state, plain, query_param, show_fig
+from ui.common import cached, empty_state, plain, query_param, set_url, show_fig
 from ui.shell import page_setup
 
 filters = page_setup(
@@ -53,7 +53,7 @@ def keep_valid(key: str, options: list, fallback: object) -> None:
 
 
 def open_attempt(run_id: str, task_id: str, sample: int) -> None:
-    st.query_params.update({"run": run_id, "task": task_id, "sample": str(sample)})
+    set_url({"run": run_id, "task": task_id, "sample": str(sample)})
 
 
 labels = {  # the one run-label rule (agent, version when it adds something, date), then the run id and benchmark
@@ -89,9 +89,7 @@ if link[:2] == (run_id, task_id) and link[2] is not None and (not link[2].isdigi
     )
 keep_valid("dd_sample", samples, samples[0])
 sample = c_sample.selectbox("Sample", samples, key="dd_sample")
-wanted = {"run": run_id, "task": task_id, "sample": str(sample)}
-if any(st.query_params.get(k) != v for k, v in wanted.items()):
-    st.query_params.update(wanted)
+set_url({"run": run_id, "task": task_id, "sample": str(sample)}, if_changed=True)
 ss.dd_link = (run_id, task_id, str(sample))
 
 # --- moving around: failed attempts of this run, other samples, the same task elsewhere -------------------------

@@ -18,7 +18,9 @@ from ui.common import (
     keep_in_url,
     new_selection,
     plain,
+    pop_url,
     query_param,
+    set_url,
     show_fig,
 )
 from ui.shell import page_setup
@@ -31,7 +33,7 @@ filters = page_setup(
     "#Error = TE+PE+DE+CE+HAL+LC (AD-Bench Table 3), #Total = every code. Counts grow with a run's size: "
     "compare runs by the rates per attempt, with their intervals.",
 )
-ss, qp = st.session_state, st.query_params
+ss = st.session_state
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
 
@@ -130,10 +132,13 @@ labels = dict(zip(run_ids, err.run_labels(part), strict=True))
 
 # a click on a bar (run, code) or on a heatmap cell (code, code) picks the attempts listed right under the chart
 if bar := new_selection("err_shares"):
-    qp["err_run"], qp["err_code"] = str(bar[0][0]), str(bar[0][1])
-    qp.pop("err_code_b", None)
+    set_url({"err_run": str(bar[0][0])})  # (each call one change of the address, as the page always made them)
+    set_url({"err_code": str(bar[0][1])})
+    pop_url("err_code_b")
 if (cell := new_selection("err_co")) and ss.get("err_co_run"):
-    qp["err_run"], qp["err_code"], qp["err_code_b"] = str(ss.err_co_run), str(cell[0][0]), str(cell[0][1])
+    set_url({"err_run": str(ss.err_co_run)})
+    set_url({"err_code": str(cell[0][0])})
+    set_url({"err_code_b": str(cell[0][1])})
 
 st.subheader("Attempts behind a bar or cell")
 st.caption(

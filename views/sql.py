@@ -18,7 +18,9 @@ from ui.common import (
     keep_in_url,
     plain,
     query_param,
+    set_url,
     show_fig,
+    url_params,
 )
 from ui.shell import page_setup
 
@@ -51,7 +53,7 @@ def _run(sql: str, version: str, path: str, run_n: int) -> sb.SqlOutcome:
 
 def _share_link(sql: str) -> None:
     """The link that reopens this query (and its chart settings): absolute when the browser's address is known."""
-    params = {"q": sql} | {k: v for k, v in st.query_params.items() if k in CHART_PARAMS}
+    params = {"q": sql} | {k: v for k, v in url_params().items() if k in CHART_PARAMS}
     base = (st.context.url or "").split("?")[0] or "sql"  # AppTest and old clients give no address
     st.caption("Shareable link (opens this query, run, with its chart settings):")
     st.code(f"{base}?{urlencode(params, quote_via=quote)}", language=None, wrap_lines=True)
@@ -126,9 +128,9 @@ with st.expander("All tables and views", icon=":material/schema:"):
 sql = (ss.get("sql_current") or "").strip()
 if not sql:
     st.stop()
-if st.query_params.get("q") != sql:  # another query: the last one's chart settings do not apply to it
+if query_param("q") != sql:  # another query: the last one's chart settings do not apply to it
     drop_from_url(*CHART_PARAMS)
-    st.query_params["q"] = sql
+    set_url({"q": sql})
 outcome = _run(sql, db_version(), db_path(), ss.get("sql_run_n", 0))
 if not ss.sql_history or ss.sql_history[-1]["sql"] != sql:
     rows = outcome.result.n_rows if outcome.result else None
