@@ -7,11 +7,12 @@ database version, so new data invalidates it (see store/connect.py for the concu
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -55,7 +56,10 @@ def pin_version() -> str | None:
     version = rdb.db_version(path)
     if as_of and rdb.is_lake(path):
         try:
-            snapshot, at = rdb.lake.resolve_as_of(rdb.lake.parse(path), rdb.lake.parse_as_of(as_of))
+            asked = rdb.lake.parse_as_of(as_of)
+            if asked is None:  # only spaces
+                raise rdb.RunlensError("it names no snapshot")
+            snapshot, at = rdb.lake.resolve_as_of(rdb.lake.parse(path), asked)
         except rdb.RunlensError as exc:
             notice = f"The link's as_of could not be used ({exc}); showing the latest data."
         else:
@@ -246,13 +250,13 @@ def current_filters() -> Filters:
     """The filters the sidebar holds now."""
     ss = st.session_state
     agents = tuple(ss.get("flt_agents") or ())
-    dates = ss.get("flt_dates") or ()
+    dates: tuple[dt.date, ...] = ss.get("flt_dates") or ()
     date_from = dates[0] if len(dates) > 0 else None
     date_to = dates[1] if len(dates) > 1 else None
     return rdb.RunFilter(ss.get("flt_benchmark") or None, tuple(agents), date_from, date_to)
 
 
-def empty_state(message: str) -> None:
+def empty_state(message: str) -> NoReturn:
     """Explain why there is nothing to show, and stop the page."""
     st.info(message)
     st.stop()

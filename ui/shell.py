@@ -144,7 +144,7 @@ def _sidebar(catalog: cat.Catalog) -> None:
         where = common.store_caption()
         if where:
             st.caption(common.plain(where))
-    dates = ss.get("flt_dates") or ()
+    dates: tuple[dt.date, ...] = ss.get("flt_dates") or ()
     wanted = {
         "benchmark": ss.flt_benchmark or "",
         "agents": ",".join(ss.flt_agents),

@@ -46,7 +46,8 @@ def role_of(kind: str | None) -> tuple[str, str]:
 
 def mark(passed: Any) -> str:
     """✓ passed, ✗ failed, · not scored."""
-    return {True: "✓", False: "✗"}.get(None if pd.isna(passed) else bool(passed), "·")
+    marks: dict[bool | None, str] = {True: "✓", False: "✗"}
+    return marks.get(None if pd.isna(passed) else bool(passed), "·")
 
 
 def _passed(values: pd.Series) -> pd.Series:
@@ -107,16 +108,17 @@ def attempt_header(d: dict[str, Any]) -> None:
     right.caption("Agent's final answer")
     with right:
         long_text(d.get("answer") or "–", key="dd_answer", name=f"answer-{attempt_id}")
-    m = st.columns(3) + st.columns(3)
-    m[0].metric("Score", _num(d.get("score"), ".3g"))
-    m[1].metric("Passed", {True: "yes", False: "no"}.get(d.get("passed"), "–"))
+    outcome = st.columns(3) + st.columns(3)
+    outcome[0].metric("Score", _num(d.get("score"), ".3g"))
+    yes_no: dict[bool | None, str] = {True: "yes", False: "no"}
+    outcome[1].metric("Passed", yes_no.get(d.get("passed"), "–"))
     status = str(d.get("status")) + (f": {d['limit_text']}" if d.get("limit_text") else "")
-    m[2].metric("Status", plain(status, max_chars=80))
+    outcome[2].metric("Status", plain(status, max_chars=80))
     no_tokens = d.get("input_tokens") is None and d.get("output_tokens") is None
     tokens = "–" if no_tokens else f"{d.get('input_tokens') or 0:,} / {d.get('output_tokens') or 0:,}"
-    m[3].metric("Tokens in / out", tokens)
-    m[4].metric("Cost (USD)", _num(d.get("cost_usd"), ".4f"))
-    m[5].metric("Latency (s)", _num(d.get("latency_s"), ".1f"))
+    outcome[3].metric("Tokens in / out", tokens)
+    outcome[4].metric("Cost (USD)", _num(d.get("cost_usd"), ".4f"))
+    outcome[5].metric("Latency (s)", _num(d.get("latency_s"), ".1f"))
     if d.get("error_text"):
         st.text(f"Error: {d['error_text']}")
     if d.get("grading"):
@@ -150,7 +152,7 @@ def expected_actions(actions: list[dict[str, Any]], calls: pd.DataFrame, *, name
     for step, tool, args in zip(calls["step"], calls["tool"], calls["args"], strict=True):
         exact.setdefault((str(tool), tr.canonical_json(args)), []).append(int(step))
         by_tool.setdefault(str(tool), []).append(int(step))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i, action in enumerate(actions):
         tool, args = str(action.get("name")), tr.canonical_json(action.get("kwargs", action.get("arguments")))
         same = exact.get((tool, args), [])
@@ -259,7 +261,7 @@ def step_arguments(args: str, *, key: str) -> None:
 
 def step_message(raw: pd.Series, tl: Timeline) -> None:
     """One step as a transcript message: role, header, arguments, content, result, error and its findings."""
-    row = {k: (None if pd.isna(v) else v) for k, v in raw.items()}
+    row: dict[Any, Any] = {k: (None if pd.isna(v) else v) for k, v in raw.items()}
     step = int(row["step"])
     role, avatar = role_of(row["kind"])
     with st.chat_message(role, avatar=avatar):

@@ -105,7 +105,7 @@ long = cl.by_run_frame(clusters.summary)
 show_fig(cl.fig_clusters_by_run(long), key="cl_fig", data=long, name="clusters-by-run")
 
 labels = {int(r.cluster_id): f"{int(r.cluster_id)}: {r.label} ({r.n_attempts})" for r in summary.itertuples()}
-cid = st.selectbox("Cluster", list(labels), format_func=labels.get, key="cl_pick")
+cid = st.selectbox("Cluster", list(labels), format_func=labels.__getitem__, key="cl_pick")
 picked = summary[summary["cluster_id"] == cid].iloc[0]
 if picked["trend"]:
     st.caption(plain(f"Over agent versions: {picked['trend']}."))

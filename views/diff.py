@@ -54,8 +54,8 @@ for key, names, fallback in (("df_a", ("baseline", "a"), pair[0]), ("df_b", ("ca
             st.info(f"The link's {names[0]} run {plain(repr(asked))} is not in this benchmark; showing the default.")
         ss[key] = asked if asked in ids else fallback
 left, right, basis_col = st.columns([4, 4, 2])
-run_a = left.selectbox("Baseline run A (before)", ids, key="df_a", format_func=labels.get)
-run_b = right.selectbox("Candidate run B (after)", ids, key="df_b", format_func=labels.get)
+run_a = left.selectbox("Baseline run A (before)", ids, key="df_a", format_func=labels.__getitem__)
+run_b = right.selectbox("Candidate run B (after)", ids, key="df_b", format_func=labels.__getitem__)
 VIEW_FIELDS = [
     UrlField("df_basis", "basis", rd.BASES[0], choices=rd.BASES),
     UrlField("df_worse", "regressions_only", False),
@@ -65,7 +65,7 @@ basis = basis_col.selectbox(
     "Outcome per task",
     rd.BASES,
     key="df_basis",
-    format_func={"sample0": "sample 0", "majority": "majority of samples"}.get,
+    format_func={"sample0": "sample 0", "majority": "majority of samples"}.__getitem__,
 )
 pop_url("a", "b")
 set_url({"baseline": run_a, "candidate": run_b})

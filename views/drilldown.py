@@ -36,13 +36,13 @@ if ss.get("dd_link") != link or "dd_run" not in ss:
     ss.dd_link = link
     if link[0] in set(runs["run_id"]):
         ss.dd_run, ss.dd_task = link[0], link[1]
-        ss.dd_sample = int(link[2]) if (link[2] or "").isdigit() else None
+        ss.dd_sample = int(asked) if (asked := link[2] or "").isdigit() else None
         ss.dd_page = 1
     elif link[0]:
         st.warning("The linked run is not in the database; pick one below.")
 hit = (*link, query_param("step"))  # a search hit (views/search.py): its step is marked and its page shown
-if ss.get("dd_hit") != hit and (hit[3] or "").isdigit():
-    ss.dd_page = int(hit[3]) // (ss.get("dd_size") or 25) + 1
+if ss.get("dd_hit") != hit and (hit_step := hit[3] or "").isdigit():
+    ss.dd_page = int(hit_step) // (ss.get("dd_size") or 25) + 1
 ss.dd_hit = hit
 
 
@@ -63,7 +63,7 @@ labels = {  # the one run-label rule (agent, version when it adds something, dat
 }
 keep_valid("dd_run", list(labels), next(iter(labels)))
 c_run, c_task, c_sample = st.columns([5, 3, 1])
-run_id = c_run.selectbox("Run", list(labels), key="dd_run", format_func=labels.get)
+run_id = c_run.selectbox("Run", list(labels), key="dd_run", format_func=labels.__getitem__)
 bench = str(runs.loc[runs["run_id"] == run_id, "benchmark"].iloc[0])
 attempts = cached(tr.attempts_of, run_id=run_id)
 if attempts.empty:
@@ -130,7 +130,7 @@ with nav[3]:
             r.run_id: f"{fmt.run_label(r.agent, r.agent_version)} · {r.run_id} · pass {fmt.pct(r.pass_rate, 0)}"
             for r in others.itertuples()
         }
-        other = st.selectbox("Same task in another run", list(olabels), format_func=olabels.get, key="dd_other")
+        other = st.selectbox("Same task in another run", list(olabels), format_func=olabels.__getitem__, key="dd_other")
         st.button("Open", key="dd_open_other", on_click=open_attempt, args=(other, task_id, 0))
 
 if st.toggle("Coverage across the runs of this benchmark (AD-Bench Figures 3 and 4)", key="dd_overview"):
@@ -175,6 +175,8 @@ with timeline:
             findings=findings,
             step_op={int(s): str(o) for s, o in zip(align["step"], align["op"], strict=True) if pd.notna(s)},
             first_divergence=int(diverge.iloc[0]) if not diverge.empty else None,
-            hit_step=int(hit[3]) if hit[:3] == (run_id, task_id, str(sample)) and (hit[3] or "").isdigit() else None,
+            hit_step=int(hit_step)
+            if hit[:3] == (run_id, task_id, str(sample)) and (hit_step := hit[3] or "").isdigit()
+            else None,
         )
     )

@@ -163,7 +163,7 @@ if ss.get("err_link") != link or "err_pick_run" not in ss:  # a click, a deep li
     ss.err_pick_code = link[1] if link[1] in codes else None
     ss.err_pick_code_b = link[2] if link[2] in codes else None
 c1, c2, c3 = st.columns(3)
-pick_run = c1.selectbox("Run", run_ids, format_func=labels.get, key="err_pick_run")
+pick_run = c1.selectbox("Run", run_ids, format_func=labels.__getitem__, key="err_pick_run")
 pick_code = c2.selectbox("Code", codes, index=None, placeholder="any code", key="err_pick_code")
 pick_b = c3.selectbox("With code", codes, index=None, placeholder="-", key="err_pick_code_b")
 attempts = cached(
@@ -196,7 +196,7 @@ else:
     )
 
 st.subheader("Co-occurrence within failed attempts")
-co_run = st.selectbox("Run", run_ids, format_func=labels.get, key="err_co_run")
+co_run = st.selectbox("Run", run_ids, format_func=labels.__getitem__, key="err_co_run")
 co = cached(err.cooccurrence, **filters.as_kwargs(), sources=tuple(sources), run_ids=(co_run,))
 if co.empty:
     st.info("This run has no labelled failed attempt.")
@@ -206,8 +206,8 @@ else:
 if len(run_ids) > 1:
     st.subheader("Diff between two runs")
     a_col, b_col = st.columns(2)
-    run_a = a_col.selectbox("From", run_ids, index=1, format_func=labels.get, key="err_diff_a")
-    run_b = b_col.selectbox("To", run_ids, index=0, format_func=labels.get, key="err_diff_b")
+    run_a = a_col.selectbox("From", run_ids, index=1, format_func=labels.__getitem__, key="err_diff_a")
+    run_b = b_col.selectbox("To", run_ids, index=0, format_func=labels.__getitem__, key="err_diff_b")
     diff = err.error_diff(table, run_a, run_b)
     # counts grow with a run's size: the rates per attempt compare runs of different sizes fairly
     size = part.set_index("run_id")["n_attempts"]

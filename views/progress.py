@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -123,7 +124,7 @@ def relabel(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
     return df.assign(**{c: df[c].map(lambda v: names.get(v, v)) for c in cols})
 
 
-LOGITS = {"kind": "number", "digits": 2}
+LOGITS: dict[str, Any] = {"kind": "number", "digits": 2}
 ABILITY_COLS = [
     Col("subject", "Agent version"),
     Col("ability", "Ability (logits) [90% CI]", lo="ability_lo", hi="ability_hi", **LOGITS),

@@ -156,7 +156,7 @@ labels = {
     + (" · reviewed" if r.is_reviewed_by_me else "")
     for r in items.itertuples()
 }
-attempt_id = st.selectbox("Attempt to review", list(labels), format_func=labels.get, key="rv_pick")
+attempt_id = st.selectbox("Attempt to review", list(labels), format_func=labels.__getitem__, key="rv_pick")
 row = items[items["attempt_id"] == attempt_id].iloc[0]
 d = cached(tr.attempt_detail, run_id=row["run_id"], task_id=row["task_id"], sample=int(row["sample"]))
 st.page_link(

@@ -86,7 +86,7 @@ labels = {
     + ("answer" if str(r.step) == "<NA>" else f"step {int(r.step)} {r.field}")
     for i, r in enumerate(hits.itertuples())
 }
-pick = st.selectbox("Hit", list(labels), format_func=labels.get, key="se_pick")
+pick = st.selectbox("Hit", list(labels), format_func=labels.__getitem__, key="se_pick")
 chosen = hits.iloc[int(pick or 0)]
 st.text(chosen["match"])
 params = {"run": chosen["run_id"], "task": chosen["task_id"], "sample": str(int(chosen["sample"]))}

@@ -1,6 +1,7 @@
 """Tech-Market-Fit: cost vs performance, optimal supply curve, human cost curve, value per task and stage."""
 
 import datetime as dt
+from typing import Any
 
 import streamlit as st
 
@@ -47,10 +48,10 @@ URL_FIELDS = [
 from_url(URL_FIELDS)
 
 
-def number(col: st.delta_generator.DeltaGenerator, label: str, field: UrlField, **kwargs: object) -> float:
+def number(col: st.delta_generator.DeltaGenerator, label: str, field: UrlField, **kwargs: Any) -> float:
     lo, hi = field.bounds or (None, None)
     start = {} if field.key in st.session_state else {"value": field.default}
-    return float(col.number_input(label, lo, hi, key=field.key, **start, **kwargs))  # type: ignore[arg-type]
+    return float(col.number_input(label, lo, hi, key=field.key, **start, **kwargs))
 
 
 fields = {f.key: f for f in URL_FIELDS}
@@ -268,9 +269,10 @@ e2.download_button(
     icon=":material/draw:",
     on_click="ignore",
 )
+benchmark = filters.benchmark  # a name here (the page stopped above without one), also inside the lambda
 e3.download_button(
     "Page HTML",
-    lambda: tmf.page_export(result, plain_figure(fig), filters.benchmark, is_demo=is_demo),
+    lambda: tmf.page_export(result, plain_figure(fig), benchmark, is_demo=is_demo),
     f"tmf-{filters.benchmark}-{stamp}.html",
     "text/html",
     key="tmf_html",

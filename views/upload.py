@@ -1,5 +1,7 @@
 """Upload: drop log files, preview what was recognised, ingest with progress; ingest history; delete a run."""
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -52,7 +54,7 @@ else:
     mapping = c2.text_input("CSV mapping", key="up_mapping", placeholder="hal, swebench-verified, field=column,...")
     agent = c3.text_input("Agent (optional)", key="up_agent")
     bench = c4.text_input("Benchmark (optional)", key="up_benchmark")
-    options = {"mapping": mapping.strip(), "agent": agent.strip(), "benchmark": bench.strip()}
+    options: dict[str, Any] = {"mapping": mapping.strip(), "agent": agent.strip(), "benchmark": bench.strip()}
     if files:
         verdicts = uploads.within_upload_limits([f.size for f in files])
         if any(verdicts):  # Streamlit holds every dropped file in the server's memory: drop them all from it
@@ -104,13 +106,17 @@ else:
             st.caption("No file here is ready to ingest (see the outcomes above).")
         elif st.button(f"Ingest {fmtx.plural(len(ready), 'file')}", key="up_go", type="primary"):
             bar = st.progress(0.0, text="Ingesting...")
+
+            def on_file(i: int, r: Any) -> None:
+                bar.progress((i + 1) / len(ready), text=plain(f"Ingested {r.file}"))
+
             try:
                 results = upload_worker.ingest_uploads(
                     [(f.name, f) for f in accepted],
                     ready,
                     db=db_path(),
                     fmt=fmt,
-                    on_file=lambda i, r: bar.progress((i + 1) / len(ready), text=plain(f"Ingested {r.file}")),
+                    on_file=on_file,
                     **options,
                 )
             except rdb.RunlensError as exc:
