@@ -1,7 +1,16 @@
-"""Layers only reach the right way (README "Layout"): store/ at the bottom, then ingest, analytics (pure: it never
-writes), jobs (derived data computed with analytics and kept through the store's one writer), then ui and the
-pages (views/); ``analytics/cli.py`` is the command line, on top like a page. Pages and ui use only the store's public API
-(``import store``); all write SQL lives under store/."""
+"""Layers only reach the right way (README "Layout", docs/CONVENTIONS.md "Layers"), every top-level folder with
+Python in it a layer with its rule (``RULES``: the top-level packages it must not import):
+
+- store/ at the bottom; then ingest; data/ (schema, migrations, demo generators) on ingest: the demo loader ingests
+  the generated logs through ingest's pipeline into the store; analytics (pure: it never writes); jobs (derived
+  data computed with analytics and kept through the store's one writer); then ui and the pages (views/), and
+  app.py, the entry script (the page list handed to ui.shell's router). ``analytics/cli.py`` and
+  ``ingest/__main__.py`` are the command line, on top like a page.
+- Tools sit on top of everything and no product layer imports them: scripts/ (local servers, the team demo), bench/
+  (benchmarks; they may use tests' helpers and the store's internals they time) and tests/. No module imports a
+  page file: pages are run by the router, never imported.
+
+Pages and ui use only the store's public API (``import store``); all write SQL lives under store/."""
 
 from __future__ import annotations
 
@@ -13,16 +22,22 @@ import pytest
 
 from tests.conftest import ROOT
 
+TOOLS = {"scripts", "bench", "tests"}
 RULES = {
-    "store": {"streamlit", "ui", "views", "analytics", "ingest", "jobs"},
-    "ingest": {"streamlit", "ui", "views", "analytics", "jobs"},
-    "analytics": {"streamlit", "ui", "views", "jobs"},
-    "jobs": {"streamlit", "ui", "views"},
-    "views": {"duckdb"},
-    "ui": {"duckdb", "views"},
+    "store": {"streamlit", "ui", "views", "analytics", "ingest", "jobs", "data"} | TOOLS,
+    "ingest": {"streamlit", "ui", "views", "analytics", "jobs", "data"} | TOOLS,
+    "data": {"streamlit", "ui", "views", "analytics", "jobs"} | TOOLS,
+    "analytics": {"streamlit", "ui", "views", "jobs", "data"} | TOOLS,
+    "jobs": {"streamlit", "ui", "views", "data"} | TOOLS,
+    "views": {"duckdb"} | TOOLS,
+    "ui": {"duckdb", "views"} | TOOLS,
+    "scripts": {"views", "bench", "tests"},
+    "bench": {"views"},
+    "tests": {"views"},
 }
-# The command line sits on top like a page: it may start jobs (each report imports only what it runs).
-ENTRY_POINTS = {"analytics/cli.py": {"jobs"}}
+# The command line sits on top like a page: it may start jobs (each report imports only what it runs), and
+# ``python -m ingest --demo`` loads the demo dataset.
+ENTRY_POINTS = {"analytics/cli.py": {"jobs"}, "ingest/__main__.py": {"data"}}
 # What only writes: analytics (the command line apart) never opens a writer nor calls the store's write functions.
 STORE_WRITES = {"writer", "publish", "derived", "transaction", "delete_run", "export_parquet"}
 # The store's internals: what may be imported only inside store/ (others use ``store`` and its writer modules).
@@ -65,6 +80,21 @@ def imported_roots(path: Path) -> set[str]:
     return {m.split(".")[0] for m in imported_modules(path)}
 
 
+def test_every_folder_is_a_layer() -> None:
+    """A new top-level folder with Python in it gets its rule in ``RULES`` (none is left unchecked)."""
+    folders = {
+        d.name
+        for d in ROOT.iterdir()
+        if d.is_dir() and not d.is_symlink() and not d.name.startswith(".") and any(d.rglob("*.py"))
+    }
+    assert folders - set(RULES) == set()
+
+
+def test_entry_script_only_lists_pages() -> None:
+    """app.py holds the page list (``PAGES``) and hands it to ui.shell's router: it imports Streamlit and ui only."""
+    assert imported_roots(ROOT / "app.py") - {"__future__"} == {"streamlit", "ui"}
+
+
 @pytest.mark.parametrize("layer", sorted(RULES))
 def test_layer_imports(layer: str) -> None:
     files = sorted((ROOT / layer).rglob("*.py"))
@@ -98,7 +128,7 @@ def test_analytics_never_writes() -> None:
     assert store_writes_used(ROOT / "jobs" / "irt.py"), "the check finds a writer's use"
 
 
-@pytest.mark.parametrize("layer", ["analytics", "ingest", "jobs", "ui", "views"])
+@pytest.mark.parametrize("layer", ["analytics", "ingest", "data", "jobs", "ui", "views", "scripts"])
 def test_store_internals_stay_inside_the_store(layer: str) -> None:
     files = sorted((ROOT / layer).rglob("*.py")) + ([ROOT / "app.py"] if layer == "views" else [])
     offences = {str(f.relative_to(ROOT)): sorted(imported_modules(f) & STORE_INTERNALS) for f in files}
