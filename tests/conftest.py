@@ -63,7 +63,7 @@ def env_db(monkeypatch: pytest.MonkeyPatch):
 
 
 def shared_data(*parts: str) -> Path:
-    """A file under ../shared/data, skipping the test when the folder is not beside the checkout."""
+    """A file under ../shared/data; the test fails when the folder is not beside the checkout."""
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
         pytest.fail(f"{path} not found: ../shared/data must sit beside the checkout")

@@ -115,7 +115,8 @@ def test_table2_every_cell_from_sql(con) -> None:
 def test_table2_through_leaderboard_report(con) -> None:
     import datetime as dt
 
-    leaderboard = pytest.importorskip("analytics.leaderboard")
+    from analytics import leaderboard
+
     day = dt.date.fromisoformat(SNAPSHOT)
     rep = leaderboard.report(con, benchmark="ad-bench", date_from=day, date_to=day)
     rows = {(r["agent"], r["slice"]): r for r in rep["rows"]}
@@ -359,7 +360,8 @@ def test_history_abilities_recoverable_by_a_simple_rasch_fit(con) -> None:
 def test_rule_labels_agree_with_log_labels(demo_db: Path) -> None:
     """The trajectory rules (ingest.rules over the tool graph) find exactly the labelled DE, REDUNDANT,
     NO_TOOL and TOOL attempts of ad-bench: the trajectories really show what the labels claim."""
-    rules = pytest.importorskip("ingest.rules")
+    from ingest import rules
+
     rules.refresh_rules(demo_db, benchmark="ad-bench")
     with reader(demo_db) as con:
         rows = query_rows(

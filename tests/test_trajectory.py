@@ -198,8 +198,7 @@ def test_demo_l3_coverage_matches_paper(demo_db) -> None:
         benches = [
             r[0] for r in rdb.query_rows(con, "SELECT benchmark FROM benchmarks WHERE benchmark ILIKE 'ad-bench%'")
         ]
-        if not benches:
-            pytest.skip("the paper-calibrated AD-Bench demo generator is not registered yet")
+        assert benches, "the paper-calibrated AD-Bench demo (data/demo/adbench.py) is missing from the demo data"
         by_level = tr.coverage_by_level(con, benchmark=benches[0])
     # the paper's runs are each agent's latest (the demo also holds older "history" runs)
     l3 = by_level[by_level["level"] == "L3"].sort_values("eval_date").groupby("agent").last()
