@@ -93,6 +93,8 @@ def test_every_folder_is_a_layer() -> None:
 def test_entry_script_only_lists_pages() -> None:
     """app.py holds the page list (``PAGES``) and hands it to ui.shell's router: it imports Streamlit and ui only."""
     assert imported_roots(ROOT / "app.py") - {"__future__"} == {"streamlit", "ui"}
+    # beside a folder named pages/, Streamlit would run each page file alone (its legacy multipage mode)
+    assert not (ROOT / "pages").exists(), "the pages live in views/"
 
 
 @pytest.mark.parametrize("layer", sorted(RULES))
