@@ -28,6 +28,37 @@ def registered_pages() -> list[str]:
     return sorted(set(pages))  # the leaderboard is registered twice: at the root URL and at /leaderboard
 
 
+def page_urls() -> dict[str, str]:
+    """Each URL path app.py serves, with its page file (read from app.py's ``PAGES``)."""
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    urls = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Page" and node.args:
+            page, url = node.args[0], {k.arg: k.value for k in node.keywords}.get("url_path")
+            assert isinstance(page, ast.Constant) and isinstance(url, ast.Constant), ast.unparse(node)
+            urls[str(url.value)] = str(page.value)
+    return urls
+
+
+def test_page_urls_stay() -> None:
+    """Links people saved and shared keep working: every page keeps its URL (the root serves the leaderboard)."""
+    assert page_urls() == {
+        "home": "views/leaderboard.py",
+        "leaderboard": "views/leaderboard.py",
+        "progress": "views/progress.py",
+        "tmf": "views/tmf.py",
+        "errors": "views/errors.py",
+        "drilldown": "views/drilldown.py",
+        "search": "views/search.py",
+        "clusters": "views/clusters.py",
+        "review": "views/review.py",
+        "diff": "views/diff.py",
+        "gem": "views/gem.py",
+        "sql": "views/sql.py",
+        "upload": "views/upload.py",
+    }
+
+
 def run_page(page: str, db: Path, monkeypatch: pytest.MonkeyPatch, **params: str) -> AppTest:
     return open_page(page, db, monkeypatch, check=False, **params)
 
