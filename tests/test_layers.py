@@ -186,7 +186,6 @@ NOT_YET_SPLIT = {
     "analytics/scorers.py",
     "analytics/search.py",
     "analytics/sql_console/schema.py",
-    "analytics/tmf/report.py",
     "analytics/trajectory.py",
 }
 
