@@ -173,8 +173,6 @@ NOT_YET_SPLIT = {
     "analytics/export.py",
     "analytics/gate.py",
     "analytics/gem/tables.py",
-    "analytics/irt/data.py",
-    "analytics/irt/fits.py",
     "analytics/judge.py",
     "analytics/leaderboard.py",
     "analytics/plaintext.py",
