@@ -172,7 +172,6 @@ NOT_YET_SPLIT = {
     "analytics/errors.py",
     "analytics/export.py",
     "analytics/gate.py",
-    "analytics/gem/tables.py",
     "analytics/judge.py",
     "analytics/leaderboard.py",
     "analytics/plaintext.py",
