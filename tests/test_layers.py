@@ -176,7 +176,6 @@ NOT_YET_SPLIT = {
     "analytics/leaderboard.py",
     "analytics/plaintext.py",
     "analytics/plan.py",
-    "analytics/progress.py",
     "analytics/review.py",
     "analytics/rules.py",
     "analytics/run_health.py",
