@@ -166,7 +166,6 @@ PLOTLY_ALLOWED: set[str] = set()
 NOT_YET_SPLIT = {
     "analytics/catalog.py",
     "analytics/clusters/report.py",
-    "analytics/diff.py",
     "analytics/doctor.py",
     "analytics/embeddings.py",
     "analytics/errors.py",
