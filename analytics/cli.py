@@ -175,7 +175,7 @@ def coverage_run(args: argparse.Namespace) -> int:
     with reader(args.db, as_of=args.as_of) as con:
         if args.benchmark:
             catalog.require_benchmark(con, args.benchmark)
-        table = trajectory.coverage_table(con, benchmark=args.benchmark)
+        table = trajectory.coverage_table(con, RunFilter(benchmark=args.benchmark))
     if args.json:
         print_json({"rows": trajectory.coverage_rows(table)})
     else:

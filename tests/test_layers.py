@@ -181,7 +181,6 @@ NOT_YET_SPLIT = {
     "analytics/scorers.py",
     "analytics/search.py",
     "analytics/sql_console/schema.py",
-    "analytics/trajectory.py",
 }
 
 
