@@ -221,7 +221,7 @@ def tmf_run(args: argparse.Namespace) -> int:
         bench = args.benchmark or catalog.default_benchmark(con)
         if bench is None:
             raise tmf.TmfError("the database holds no runs")
-        inputs = tmf.load(con, benchmark=bench)
+        inputs = tmf.load(con, RunFilter(benchmark=bench))
     if inputs.tasks.empty:
         raise tmf.TmfError(f"benchmark {bench!r} has no attempts")
     result = tmf.analyse(inputs, slice_name=args.slice, options=opt)

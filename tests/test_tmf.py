@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analytics import tmf
-from store import reader
+from store import RunFilter, reader
 
 
 def brute_force_frontier(x: list[float], y: list[float]) -> set[int]:
@@ -267,7 +267,7 @@ def test_irt_performance_uses_stored_abilities() -> None:
 
 def test_fixture_db_end_to_end(fixture_db) -> None:
     with reader(fixture_db) as con:
-        inputs = tmf.load(con, benchmark="mini-bench")
+        inputs = tmf.load(con, RunFilter(benchmark="mini-bench"))
     res = tmf.analyse(inputs)
     rep = tmf.report(res)
     # fixture: Agent A passes 2 of 4 attempts -> Pass@1 = mean(1/2, 1/2); human run passes both tasks
@@ -357,7 +357,7 @@ def test_figures_validate_as_plotly_figures(fixture_db) -> None:
     import plotly.graph_objects as go
 
     with reader(fixture_db) as con:
-        view = tmf.overview(con, benchmark="mini-bench")
+        view = tmf.overview(con, RunFilter(benchmark="mini-bench"))
     figs = [
         tmf.fig_tmf(view.overall, title="t"),
         tmf.fig_small_multiples(view.by_kind["level"]),
@@ -440,7 +440,7 @@ def test_one_baseline_definition_in_sql_and_python() -> None:
 def test_exports_carry_the_assumptions_and_the_demo_caveat(fixture_db) -> None:
     with reader(fixture_db) as con:
         result = tmf.analyse(
-            tmf.load(con, benchmark="mini-bench"), options=tmf.TmfOptions(willingness=0.8, exponent=2.0)
+            tmf.load(con, RunFilter(benchmark="mini-bench")), options=tmf.TmfOptions(willingness=0.8, exponent=2.0)
         )
     sentence = tmf.assumptions_sentence(result)
     assert "0.8x the human cost, scaled by performance to the power 2" in sentence

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +37,7 @@ from analytics.tmf.model import (
     value_and_stage,
     value_from_arrays,
 )
+from store import ALL_RUNS, RunFilter
 
 
 @dataclass(frozen=True)
@@ -431,21 +431,18 @@ class Overview:
 
 def overview(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
-    benchmark: str,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     options: TmfOptions | None = None,
     freq: str = "quarter",
     slice_kinds: tuple[str, ...] = ("level",),
 ) -> Overview:
-    """Load and analyse one benchmark (for ``ui.common.cached``: every argument is hashable).
+    """Load and analyse the filter's benchmark (for ``ui.common.cached``: every argument is hashable).
 
     The small multiples of ``slice_kinds`` come with it so that the page's first render reads the data once;
     another kind, or an earlier period, is ``slice_results``.
     """
-    inputs = load(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
+    inputs = load(con, run_filter)
     if inputs.tasks.empty:
         return Overview(None, ())
     return Overview(
@@ -466,17 +463,14 @@ def analyse_slices(
 
 def slice_results(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
-    benchmark: str,
     kind: str = "level",
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     options: TmfOptions | None = None,
     as_of: dt.date | None = None,
 ) -> tuple[TmfResult, ...]:
     """The analysis of every ``level`` (or ``category``) slice, for small multiples (runs up to ``as_of``)."""
-    inputs = load(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
+    inputs = load(con, run_filter)
     return analyse_slices(inputs, kind=kind, options=options, as_of=as_of)
 
 
