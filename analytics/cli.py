@@ -175,7 +175,7 @@ def coverage_run(args: argparse.Namespace) -> int:
     with reader(args.db, as_of=args.as_of) as con:
         if args.benchmark:
             catalog.require_benchmark(con, args.benchmark)
-        table = trajectory.coverage_table(con, benchmark=args.benchmark)
+        table = trajectory.coverage_table(con, RunFilter(benchmark=args.benchmark))
     if args.json:
         print_json({"rows": trajectory.coverage_rows(table)})
     else:
@@ -221,7 +221,7 @@ def tmf_run(args: argparse.Namespace) -> int:
         bench = args.benchmark or catalog.default_benchmark(con)
         if bench is None:
             raise tmf.TmfError("the database holds no runs")
-        inputs = tmf.load(con, benchmark=bench)
+        inputs = tmf.load(con, RunFilter(benchmark=bench))
     if inputs.tasks.empty:
         raise tmf.TmfError(f"benchmark {bench!r} has no attempts")
     result = tmf.analyse(inputs, slice_name=args.slice, options=opt)

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analytics import catalog, tmf  # noqa: E402
+from store import RunFilter  # noqa: E402
 
 
 def synthetic_inputs(n_tasks: int, n_runs: int, *, seed: int = 0) -> tmf.TmfInputs:
@@ -92,9 +93,9 @@ def bench_db(db: Path, benchmark: str | None) -> dict[str, object]:
 
     with reader(db) as con:
         bench = benchmark or catalog.default_benchmark(con)
-        _, wall0, cpu0 = _timed(tmf.overview, con, benchmark=bench)
-        view, wall1, cpu1 = _timed(tmf.overview, con, benchmark=bench)
-        n_rows = len(tmf.load(con, benchmark=bench).tasks)
+        _, wall0, cpu0 = _timed(tmf.overview, con, RunFilter(benchmark=bench))
+        view, wall1, cpu1 = _timed(tmf.overview, con, RunFilter(benchmark=bench))
+        n_rows = len(tmf.load(con, RunFilter(benchmark=bench)).tasks)
     assert view.overall is not None
     return {
         "db": str(db),

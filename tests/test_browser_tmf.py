@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from analytics import export, tmf
-from store import reader
+from store import RunFilter, reader
 from tests.browser_support import chromium_page, screenshot, streamlit_server
 from tests.conftest import ARTIFACTS
 
@@ -82,7 +82,7 @@ def test_tmf_page_and_exports_in_chromium(demo_db: Path) -> None:
 
 def test_export_module_renders_the_fixture_chart(fixture_db: Path) -> None:
     with reader(fixture_db) as con:
-        result = tmf.analyse(tmf.load(con, benchmark="mini-bench"))
+        result = tmf.analyse(tmf.load(con, RunFilter(benchmark="mini-bench")))
     images = export.fig_to_images(tmf.fig_tmf(result), width=900, height=600, scale=1)
     (ARTIFACTS / "tmf-fixture.png").parent.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "tmf-fixture.png").write_bytes(images["png"])

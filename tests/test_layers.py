@@ -213,28 +213,21 @@ PLOTLY_ALLOWED: set[str] = set()
 NOT_YET_SPLIT = {
     "analytics/catalog.py",
     "analytics/clusters/report.py",
-    "analytics/diff.py",
     "analytics/doctor.py",
     "analytics/embeddings.py",
     "analytics/errors.py",
     "analytics/export.py",
     "analytics/gate.py",
-    "analytics/gem/tables.py",
-    "analytics/irt/data.py",
-    "analytics/irt/fits.py",
     "analytics/judge.py",
     "analytics/leaderboard.py",
     "analytics/plaintext.py",
     "analytics/plan.py",
-    "analytics/progress.py",
     "analytics/review.py",
     "analytics/rules.py",
     "analytics/run_health.py",
     "analytics/scorers.py",
     "analytics/search.py",
     "analytics/sql_console/schema.py",
-    "analytics/tmf/report.py",
-    "analytics/trajectory.py",
 }
 
 

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from analytics import tmf
 from analytics.plaintext import md_plain
 from ingest.pipeline import ingest_paths
-from store import reader
+from store import RunFilter, reader
 from tests.conftest import ROOT
 
 
@@ -51,7 +51,7 @@ def charts(at: AppTest) -> list[dict]:
 def test_page_on_fixture_shows_stage_value_and_chart(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_tmf(fixture_db, monkeypatch, "mini-bench")
     with reader(fixture_db) as con:
-        expected = tmf.analyse(tmf.load(con, benchmark="mini-bench"))
+        expected = tmf.analyse(tmf.load(con, RunFilter(benchmark="mini-bench")))
     got = metrics(at)
     assert got["TMF stage"] == tmf.stage_label(expected).split(" · ")[0]
     assert re.fullmatch(rf"Stage {expected.value.stage} \(\d+%\)", got["TMF stage"])
@@ -182,7 +182,7 @@ def test_assumptions_travel_in_the_link_and_bad_values_give_notices(
     assert "bogus" in notices and "outside" in notices  # dropped and clamped, said so, no exception
     with reader(fixture_db) as con:
         opt = tmf.TmfOptions(hourly_usd=100.0, willingness=0.5, exponent=0.0)
-        expected = tmf.analyse(tmf.load(con, benchmark="mini-bench"), options=opt)
+        expected = tmf.analyse(tmf.load(con, RunFilter(benchmark="mini-bench")), options=opt)
     got = metrics(at)
     assert got["Human cost per task"] == "$10.83"
     assert got["AI value per task (area)"] == tmf.fmt_x(expected.value.area, "USD")  # willingness is applied

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analytics import tmf
-from store import reader
+from store import RunFilter, reader
 
 
 def brute_force_frontier(x: list[float], y: list[float]) -> set[int]:
@@ -267,7 +267,7 @@ def test_irt_performance_uses_stored_abilities() -> None:
 
 def test_fixture_db_end_to_end(fixture_db) -> None:
     with reader(fixture_db) as con:
-        inputs = tmf.load(con, benchmark="mini-bench")
+        inputs = tmf.load(con, RunFilter(benchmark="mini-bench"))
     res = tmf.analyse(inputs)
     rep = tmf.report(res)
     # fixture: Agent A passes 2 of 4 attempts -> Pass@1 = mean(1/2, 1/2); human run passes both tasks
@@ -357,7 +357,7 @@ def test_figures_validate_as_plotly_figures(fixture_db) -> None:
     import plotly.graph_objects as go
 
     with reader(fixture_db) as con:
-        view = tmf.overview(con, benchmark="mini-bench")
+        view = tmf.overview(con, RunFilter(benchmark="mini-bench"))
     figs = [
         tmf.fig_tmf(view.overall, title="t"),
         tmf.fig_small_multiples(view.by_kind["level"]),
@@ -440,7 +440,7 @@ def test_one_baseline_definition_in_sql_and_python() -> None:
 def test_exports_carry_the_assumptions_and_the_demo_caveat(fixture_db) -> None:
     with reader(fixture_db) as con:
         result = tmf.analyse(
-            tmf.load(con, benchmark="mini-bench"), options=tmf.TmfOptions(willingness=0.8, exponent=2.0)
+            tmf.load(con, RunFilter(benchmark="mini-bench")), options=tmf.TmfOptions(willingness=0.8, exponent=2.0)
         )
     sentence = tmf.assumptions_sentence(result)
     assert "0.8x the human cost, scaled by performance to the power 2" in sentence
@@ -454,3 +454,43 @@ def test_exports_carry_the_assumptions_and_the_demo_caveat(fixture_db) -> None:
         html_page = tmf.page_export(result, fig, "mini-bench", is_demo=is_demo)
         assert "Assumptions: human performance" in html_page and ("not real" in html_page) is is_demo
         assert "The value AI adds per task" in html_page  # every dollar figure defined
+
+
+def _same_value(a: tmf.Value, b: tmf.Value) -> bool:
+    """Equal to the last bit (NaN equals NaN), run id and stage too."""
+    nums = ((a.area, b.area), (a.best_saving, b.best_saving), (a.best_performance, b.best_performance))
+    return all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in nums) and (a.best_run_id, a.stage) == (
+        b.best_run_id,
+        b.stage,
+    )
+
+
+@pytest.mark.parametrize("exponent", [1.0, 2.0, 0.5, 1.7])
+def test_the_bootstrap_in_one_pass_gives_the_numbers_of_one_call_per_replicate(exponent: float) -> None:
+    """The replicates' frontiers (``_pareto_masks``) and values (``values_from_frontiers``) computed for all
+    replicates at once equal ``pareto_mask`` and ``value_from_arrays`` called once per replicate, exactly."""
+    from analytics.tmf.analysis import _pareto_masks, _sorted_rows
+    from analytics.tmf.model import values_from_frontiers
+
+    rng = np.random.default_rng(11)
+    n_rep, n_runs = 200, 12
+    x = np.round(rng.uniform(0.0, 3.0, (n_rep, n_runs)), 1)  # rounded: ties in cost and performance
+    y = np.round(rng.uniform(0.0, 1.0, (n_rep, n_runs)), 1)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    x[0] = np.nan  # a replicate where no run has a cost: no frontier
+    ok = np.isfinite(x) & (x > 0)
+    x, y = np.where(ok, x, np.nan), np.where(ok, y, np.nan)
+    masks = _pareto_masks(x, y)
+    ids = np.array([f"run-{j:02d}" for j in range(n_runs)], dtype=object)
+    rank = np.argsort(np.argsort(ids))
+    acceptance = tmf.Acceptance(1.5, 0.9, 0.0, 0.8, exponent)
+    frontiers = []
+    for i in range(n_rep):
+        assert np.array_equal(masks[i], tmf.pareto_mask(x[i], y[i]))
+        f = _sorted_rows(masks[i], x[i], y[i], rank)
+        frontiers.append((x[i][f], y[i][f], ids[f]))
+    assert any(len(f[0]) == 0 for f in frontiers) and any(len(f[0]) > 2 for f in frontiers)
+    batched = values_from_frontiers(frontiers, acceptance, grid_points=tmf.BOOT_GRID_POINTS)
+    for (fx, fy, fids), value in zip(frontiers, batched, strict=True):
+        single = tmf.value_from_arrays(fx, fy, fids, acceptance, vx=fx, vy=fy, grid_points=tmf.BOOT_GRID_POINTS)
+        assert _same_value(single, value), (single, value)

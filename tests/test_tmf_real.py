@@ -16,6 +16,7 @@ import pytest
 from analytics import tmf
 from analytics.cli import main as analytics_main
 from ingest.pipeline import ingest_paths
+from store import RunFilter
 from tests.conftest import shared_data
 from tests.test_tmf import brute_force_frontier
 
@@ -127,7 +128,7 @@ def test_hal_frontier_labels_stay_inside_and_apart(bench: str, hal_db: Path) -> 
     from store import reader
 
     with reader(hal_db) as con:
-        result = tmf.overview(con, benchmark=bench, options=tmf.TmfOptions(), freq="quarter").overall
+        result = tmf.overview(con, RunFilter(benchmark=bench), options=tmf.TmfOptions(), freq="quarter").overall
     assert result is not None
     front = next(t for t in tmf.fig_tmf(result).data if t.name == "Frontier runs")
     width, height = figures.PLOT_PX

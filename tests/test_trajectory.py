@@ -123,7 +123,7 @@ def test_fits_pearson_and_line_match_numpy() -> None:
 
 def test_attempt_trajectories_on_fixture(fixture_db) -> None:
     with rdb.reader(fixture_db) as con:
-        att = tr.attempt_trajectories(con, benchmark="mini-bench")
+        att = tr.attempt_trajectories(con, rdb.RunFilter(benchmark="mini-bench"))
     att = att.set_index(["run_id", "task_id", "sample"])
     # T1 reference [search, summarize_results]; sample 0 called only search -> not covered, recall 1/2
     assert att.loc[("mini-a-v1", "T1", 0), "coverage"] == 0.0
@@ -137,7 +137,7 @@ def test_attempt_trajectories_on_fixture(fixture_db) -> None:
 
 def test_coverage_table_slices_on_fixture(fixture_db) -> None:
     with rdb.reader(fixture_db) as con:
-        table = tr.coverage_table(con, benchmark="mini-bench")
+        table = tr.coverage_table(con, rdb.RunFilter(benchmark="mini-bench"))
     row = table[(table.run_id == "mini-a-v1") & (table.slice == "all")].iloc[0]
     assert row["coverage"] == pytest.approx(1 / 4)
     assert row["n"] == 4
@@ -199,7 +199,7 @@ def test_demo_l3_coverage_matches_paper(demo_db) -> None:
             r[0] for r in rdb.query_rows(con, "SELECT benchmark FROM benchmarks WHERE benchmark ILIKE 'ad-bench%'")
         ]
         assert benches, "the paper-calibrated AD-Bench demo (data/demo/adbench.py) is missing from the demo data"
-        by_level = tr.coverage_by_level(con, benchmark=benches[0])
+        by_level = tr.coverage_by_level(con, rdb.RunFilter(benchmark=benches[0]))
     # the paper's runs are each agent's latest (the demo also holds older "history" runs)
     l3 = by_level[by_level["level"] == "L3"].sort_values("eval_date").groupby("agent").last()
     for agent, quoted in PAPER_L3_COVERAGE.items():

@@ -9,6 +9,7 @@ from analytics import clusters as cl
 from analytics import llm
 from analytics import trajectory as tr
 from jobs.failures import embed_failures, label_clusters
+from store import RunFilter
 from ui import background
 from ui.common import (
     UrlField,
@@ -34,7 +35,7 @@ filters = page_setup(
 )
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
-runs = cached(tr.runs_of, benchmark=filters.benchmark)
+runs = cached(tr.runs_of, run_filter=RunFilter(benchmark=filters.benchmark))
 options = ["(all runs)", *runs["run_id"]]
 RUN = UrlField("cl_run", "cl_run", options[0], choices=options)
 from_url([RUN])

@@ -5,6 +5,8 @@ marks a search hit. The run list follows the sidebar's filters (a linked run is 
 that comes from a log is drawn as text (ui/transcript.py), never as Markdown or HTML.
 """
 
+import dataclasses
+
 import pandas as pd
 import streamlit as st
 
@@ -22,7 +24,7 @@ filters = page_setup(
 )
 ss = st.session_state
 link = (query_param("run"), query_param("task"), query_param("sample"))
-runs = cached(tr.runs_of, **filters.as_kwargs(), include=link[0])
+runs = cached(tr.runs_of, run_filter=filters, include=link[0])
 if runs.empty:
     empty_state(
         "No run matches the sidebar's filters. Change them, or ingest logs with `python -m ingest PATH` "
@@ -134,7 +136,7 @@ with nav[3]:
         st.button("Open", key="dd_open_other", on_click=open_attempt, args=(other, task_id, 0))
 
 if st.toggle("Coverage across the runs of this benchmark (AD-Bench Figures 3 and 4)", key="dd_overview"):
-    by_level = cached(tr.coverage_by_level, **{**filters.as_kwargs(), "benchmark": bench})
+    by_level = cached(tr.coverage_by_level, run_filter=dataclasses.replace(filters, benchmark=bench))
     if by_level["coverage"].notna().any():
         fits = tr.pass_vs_coverage_fits(by_level)
         f4, f3 = st.columns(2)

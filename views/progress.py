@@ -100,7 +100,7 @@ if view.fit is None:
     st.stop()
 fit = view.fit
 everything = view
-view = prog.shown(view, agents=flt.agents, date_from=flt.date_from, date_to=flt.date_to)
+view = prog.shown(view, flt)
 if len(view.abilities) < len(everything.abilities):
     st.caption(
         f"Showing {len(view.abilities)} of the fit's {len(everything.abilities)} agent versions (the sidebar's agents "

@@ -101,7 +101,7 @@ FREQ = UrlField("tmf_freq", "period", "quarter", choices=list(tmf.PERIODS))
 from_url([FREQ])
 freq = st.segmented_control("Period", list(tmf.PERIODS), key="tmf_freq") or "quarter"
 keep_in_url([FREQ])
-view = cached(tmf.overview, **filters.as_kwargs(), options=opt, freq=freq)
+view = cached(tmf.overview, run_filter=filters, options=opt, freq=freq)
 if view.overall is None:
     empty_state(
         f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
@@ -209,7 +209,7 @@ kind = st.segmented_control("Small multiples by", ["level", "category"], default
 multi = (
     view.by_kind[kind or "level"]
     if as_of is None and (kind or "level") in view.by_kind
-    else cached(tmf.slice_results, **filters.as_kwargs(), kind=kind or "level", options=opt, as_of=as_of)
+    else cached(tmf.slice_results, run_filter=filters, kind=kind or "level", options=opt, as_of=as_of)
 )
 if multi:
     show_fig(

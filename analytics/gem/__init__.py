@@ -5,8 +5,9 @@ connection and return DataFrames. Embedding lives in ``analytics.embeddings`` an
 ``jobs/gem_metrics.py``; this package never loads a model. See docs/gem.md for the data conventions (task ``category`` = dataset, run ``agent`` =
 solution, attempt field ``ads``, run fields ``gem_role`` and ``ads_per_response``).
 
-Modules: ``formulas`` (Appendix C.1), ``tables`` (Tables 2, 3, 6 and responses from the database), ``agreement``
-(Table 4, section 4.2), ``report`` (the page's view, JSON and text) and ``figures``. Public names are re-exported.
+Modules: ``formulas`` (Appendix C.1), ``load`` (the only database reads: attempts, metric and rating rows, raters,
+responses), ``tables`` (Tables 2, 3, 6 from those rows), ``agreement`` (Table 4, section 4.2), ``report`` (the page's
+view, JSON and text) and ``figures``. Public names are re-exported.
 """
 
 from __future__ import annotations
@@ -49,6 +50,20 @@ from analytics.gem.formulas import (
     response_metrics,
     split_sentences,
 )
+from analytics.gem.load import (
+    ATTEMPTS_SQL,
+    GEM_BENCH_SQL,
+    RESPONSES_SQL,
+    attempts,
+    chosen_benchmarks,
+    gem_benchmarks,
+    llm_raters,
+    metric_rows,
+    rating_rows,
+    responses,
+    run_judges,
+    sources,
+)
 from analytics.gem.report import (
     COLUMN_HELP,
     DEFINITIONS_MD,
@@ -59,27 +74,18 @@ from analytics.gem.report import (
     view,
 )
 from analytics.gem.tables import (
-    ATTEMPTS_SQL,
-    GEM_BENCH_SQL,
     KEYS,
-    RESPONSES_SQL,
     attempt_overall,
-    attempts,
-    chosen_benchmarks,
     compute_metrics,
     cost,
     default_rater,
-    gem_benchmarks,
-    llm_raters,
     marked_text,
     qualitative,
     qualitative_from,
     quantitative,
     rater_label,
     ratings,
-    responses,
     sentences_frame,
-    sources,
 )
 
 __all__ = [
@@ -118,6 +124,9 @@ __all__ = [
     "sources",
     "RESPONSES_SQL",
     "responses",
+    "metric_rows",
+    "rating_rows",
+    "run_judges",
     "sentences_frame",
     "marked_text",
     "compute_metrics",

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from analytics.gem.tables import attempt_overall, attempts, default_rater, ratings
+from analytics.gem.load import attempts
+from analytics.gem.tables import attempt_overall, default_rater, ratings
 
 
 def judges_table(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:

@@ -12,17 +12,8 @@ import pandas as pd
 from analytics import formatting as fmt
 from analytics.gem.agreement import HumanAgreement, agreement_from, human_from, human_vs_llm_from, judges_from
 from analytics.gem.formulas import DIMENSIONS, QUANT
-from analytics.gem.tables import (
-    attempts,
-    cost,
-    default_rater,
-    llm_raters,
-    qualitative_from,
-    quantitative,
-    rater_label,
-    ratings,
-    sources,
-)
+from analytics.gem.load import attempts, llm_raters, sources
+from analytics.gem.tables import cost, default_rater, qualitative_from, quantitative, rater_label, ratings
 
 
 @dataclass(frozen=True)

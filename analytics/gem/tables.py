@@ -1,4 +1,6 @@
-"""GEM-Bench tables read from the database: quantitative (Table 2), qualitative (Table 3), cost (Table 6), the raters, and the responses behind them; embedding metrics computed from responses (``compute_metrics``; ``jobs/gem_metrics.py`` stores them)."""
+"""GEM-Bench tables from the rows ``load`` reads: quantitative (Table 2), qualitative (Table 3), cost (Table 6), the
+default rater and the ratings per dimension; a response as marked text; embedding metrics computed from responses
+(``compute_metrics``; ``jobs/gem_metrics.py`` stores them)."""
 
 from __future__ import annotations
 
@@ -24,39 +26,7 @@ from analytics.gem.formulas import (
     response_metrics,
     split_sentences,
 )
-from store import query_df
-
-ATTEMPTS_SQL = """
-SELECT a.attempt_id, a.run_id, r.agent AS solution, coalesce(t.category, 'all') AS dataset, a.task_id, a.sample,
-       coalesce(TRY_CAST(json_extract_string(r.extra, '$.ads_per_response') AS INTEGER), 1) AS k,
-       coalesce(json_extract_string(r.extra, '$.gem_role'), '') = 'baseline' AS is_baseline,
-       a.input_tokens, a.output_tokens
-FROM attempts a JOIN runs r USING (run_id)
-LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
-WHERE r.benchmark = ?
-"""
-
-
-GEM_BENCH_SQL = """
-SELECT DISTINCT r.benchmark FROM attempt_metrics m JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
-WHERE m.name IN ('response_flow', 'response_coherence', 'ad_flow', 'ad_coherence', 'injection')
-UNION
-SELECT DISTINCT r.benchmark FROM ratings g JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
-WHERE split_part(g.dimension, '/', 1) IN ('accuracy', 'naturalness', 'personality', 'trust', 'notice')
-UNION
-SELECT benchmark FROM benchmarks WHERE json_extract_string(extra, '$.gem') = 'true'
-ORDER BY 1
-"""
-
-
-def gem_benchmarks(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Benchmarks holding GEM-style data (response metrics, GEM judge dimensions, or ``"gem": true``)."""
-    return [str(b) for b in query_df(con, GEM_BENCH_SQL)["benchmark"]]
-
-
-def attempts(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
-    """One row per attempt with its dataset, solution, k (ads per response), baseline flag and tokens."""
-    return query_df(con, ATTEMPTS_SQL, [benchmark])
+from analytics.gem.load import attempts, llm_raters, metric_rows, rating_rows, run_judges, sources
 
 
 def rater_label(solution: str, k: int) -> str:
@@ -82,17 +52,7 @@ def quantitative(
         models = models[models["source"] == "computed"].sort_values("n", ascending=False)
         model = str(models["model"].iloc[0]) if not models.empty else None
     att = attempts(con, benchmark=benchmark)
-    met = query_df(
-        con,
-        """
-        SELECT m.attempt_id, m.name, m.value, m.source, m.model FROM attempt_metrics m
-        JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
-        WHERE r.benchmark = ? AND m.name IN ('response_flow', 'response_coherence', 'ad_flow', 'ad_coherence',
-                                             'injection', 'click')
-          AND (m.source = ? OR (m.name = 'click' AND m.source = 'log')) AND (? IS NULL OR m.model = ?
-               OR m.source = 'log')""",
-        [benchmark, source, model, model],
-    )
+    met = metric_rows(con, benchmark=benchmark, source=source, model=model)
     cols = list(QUANT)
     if source == "computed":  # CTR alone (from the log) is not a computed row: its "overall" would be CTR
         met = met[met["attempt_id"].isin(met.loc[met["source"] == "computed", "attempt_id"])]
@@ -113,28 +73,12 @@ def quantitative(
 
 def default_rater(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> str | None:
     """The judge named on the benchmark's runs, else the LLM rater with the most ratings."""
-    runs = query_df(
-        con,
-        "SELECT judge, count(*) AS n FROM runs WHERE benchmark = ? AND judge IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1",
-        [benchmark],
-    )
+    runs = run_judges(con, benchmark=benchmark)
     raters = llm_raters(con, benchmark=benchmark)
     for judge in runs["judge"]:
         if judge in raters:
             return str(judge)
     return raters[0] if raters else None
-
-
-def llm_raters(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> list[str]:
-    """LLM raters of the benchmark, most ratings first."""
-    df = query_df(
-        con,
-        """SELECT g.rater, count(*) AS n FROM ratings g JOIN attempts a USING (attempt_id)
-                          JOIN runs r USING (run_id) WHERE r.benchmark = ? AND g.rater_kind = 'llm'
-                          GROUP BY 1 ORDER BY 2 DESC, 1""",
-        [benchmark],
-    )
-    return [str(r) for r in df["rater"]]
 
 
 def ratings(con: duckdb.DuckDBPyConnection, *, benchmark: str, rater_kind: str | None = None) -> pd.DataFrame:
@@ -143,13 +87,7 @@ def ratings(con: duckdb.DuckDBPyConnection, *, benchmark: str, rater_kind: str |
     A stored ``accuracy`` rating is used as is; else two sub-dimension ratings ``accuracy/<name>`` (0/1/2 or
     bad/moderate/good) are aggregated with :func:`aggregate_levels`.
     """
-    df = query_df(
-        con,
-        """SELECT g.attempt_id, g.rater, g.rater_kind, g.dimension, g.value FROM ratings g
-                          JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
-                          WHERE r.benchmark = ? AND (? IS NULL OR g.rater_kind = ?)""",
-        [benchmark, rater_kind, rater_kind],
-    )
+    df = rating_rows(con, benchmark=benchmark, rater_kind=rater_kind)
     df["dim"] = df["dimension"].str.split("/").str[0]
     df = df[df["dim"].isin(DIMENSIONS)]
     direct = df[df["dimension"] == df["dim"]][["attempt_id", "rater", "rater_kind", "dim", "value"]]
@@ -230,35 +168,6 @@ def attempt_overall(rat: pd.DataFrame) -> pd.DataFrame:
     return rat.groupby(["attempt_id", "rater"])["value"].mean().unstack("rater")
 
 
-def sources(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
-    """Metric sources and models present for the embedding metrics of ``benchmark``."""
-    return query_df(
-        con,
-        """SELECT m.source, coalesce(m.model, '') AS model, count(*) AS n FROM attempt_metrics m
-                            JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id)
-                            WHERE r.benchmark = ? AND m.name = 'response_flow' GROUP BY ALL ORDER BY 1, 2""",
-        [benchmark],
-    )
-
-
-RESPONSES_SQL = """
-SELECT a.attempt_id, a.run_id, r.agent AS solution, coalesce(t.category, 'all') AS dataset, a.task_id, a.sample,
-       coalesce(TRY_CAST(json_extract_string(r.extra, '$.ads_per_response') AS INTEGER), 1) AS k,
-       t.query, a.answer, coalesce(json_extract(a.extra, '$.ads'), json_extract(a.extra, '$.ad'))::VARCHAR AS ads
-FROM attempts a JOIN runs r USING (run_id)
-LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
-WHERE r.benchmark = ? AND (? IS NULL OR coalesce(t.category, 'all') = ?) AND (? IS NULL OR r.agent = ?)
-ORDER BY a.task_id, a.sample, a.run_id
-"""
-
-
-def responses(
-    con: duckdb.DuckDBPyConnection, *, benchmark: str, dataset: str | None = None, solution: str | None = None
-) -> pd.DataFrame:
-    """Attempts with their query, response text and ads (JSON text)."""
-    return query_df(con, RESPONSES_SQL, [benchmark, dataset, dataset, solution, solution])
-
-
 def sentences_frame(answer: str | None, ads: Any) -> pd.DataFrame:
     """One row per sentence with ``is_ad`` (for the viewer: text, never rendered markup)."""
     sents = split_sentences(answer)
@@ -303,16 +212,3 @@ def compute_metrics(
         if progress is not None:
             progress(min(start + chunk, total), total)
     return pd.DataFrame(out, columns=["attempt_id", "name", "value"])
-
-
-def chosen_benchmarks(con: duckdb.DuckDBPyConnection, benchmark: str | None) -> list[str]:
-    """``[benchmark]`` when it holds GEM-style data, every GEM benchmark when None; GemError otherwise."""
-    found = gem_benchmarks(con)
-    if benchmark and benchmark not in found:
-        raise GemError(
-            f"benchmark {benchmark!r} holds no GEM-style data (GEM benchmarks: {', '.join(found) or 'none'})"
-        )
-    names = [benchmark] if benchmark else found
-    if not names:
-        raise GemError("no GEM-style data in the database (see docs/gem.md)")
-    return names

@@ -9,8 +9,9 @@ Structure (STYLE.md, after FastChat's rating_systems):
               ``jobs.irt.fit_and_store`` fits and stores through the one writer, ``analytics/cli.py`` runs
               ``python -m analytics irt``.
 
-Modules: ``settings`` (settings, models, error), ``data`` (prepare), ``fit`` (fit and estimate), ``fits`` (stored
-fits read back), ``simulate`` (known-truth simulation for tests and bench).
+Modules: ``settings`` (settings, models, error), ``load`` (the only database reads: responses, data digest, stored
+fits read back), ``data`` (prepare: index arrays, fit key), ``fit`` (fit and estimate), ``fits`` (a stored fit as a
+value, its JSON and text report), ``simulate`` (known-truth simulation for tests and bench).
 
 Response coding (see docs/irt.md): subject = agent + version; item = task; every sample of a task is its own
 Bernoulli observation of ``passed`` (graded and continuous benchmarks already store ``passed`` as
@@ -24,27 +25,19 @@ periods cannot be linked; see /work/shared/notes/py-irt.md and tests/test_irt.py
 
 from __future__ import annotations
 
-from analytics.irt.data import (
+from analytics.irt.data import Arrays, fit_key, prepare_arrays
+from analytics.irt.fit import IrtResult, Link, RawFit, bootstrap_sd, estimate, fit_arrays, jml_start, link_to_previous
+from analytics.irt.fits import ABILITY_COLS, ITEM_COLS, StoredFit, fit_json, text_report
+from analytics.irt.load import (
     DIGEST_SQL,
     RESPONSES_SQL,
     SUBJECTS_CTE,
-    Arrays,
     data_digest,
-    fit_key,
-    load_responses,
-    prepare_arrays,
-)
-from analytics.irt.fit import IrtResult, Link, RawFit, bootstrap_sd, estimate, fit_arrays, jml_start, link_to_previous
-from analytics.irt.fits import (
-    ABILITY_COLS,
-    ITEM_COLS,
-    StoredFit,
-    fit_json,
     fit_log,
     get_fit,
     latest_fit_key,
+    load_responses,
     read_fit,
-    text_report,
 )
 from analytics.irt.settings import MODELS, Z90, IrtError, IrtSettings, ProgressFn, settings_for
 from analytics.irt.simulate import recovery, simulate_rotating

@@ -26,8 +26,9 @@ Definitions (also in docs/tmf.md and on the page):
       has prices, and recomputes cost from tokens; runs without tokens keep their logged cost.
 
 Modules by role: ``model`` (points, frontier, human, acceptance, value, stage), ``load`` (the only database
-reads), ``analysis`` (one analysis, its bootstrap, slices, periods), ``report`` (JSON, text, tables, captions,
-export) and ``figures`` (Plotly). This package re-exports their public names: ``from analytics import tmf``.
+reads), ``analysis`` (one analysis, its bootstrap, slices, periods), ``report`` (JSON, text, tables, captions)
+and ``figures`` (Plotly, and the exported chart and page). This package re-exports their public names:
+``from analytics import tmf``.
 """
 
 from __future__ import annotations
@@ -52,10 +53,12 @@ from analytics.tmf.figures import (
     COLORS,
     STAGE_COLORS,
     Trace,
+    export_figure,
     fig_movie,
     fig_small_multiples,
     fig_tmf,
     frontier_labels,
+    page_export,
     short_labels,
     subplot_grid,
 )
@@ -104,11 +107,9 @@ from analytics.tmf.report import (
     DOLLAR_DEFINITIONS,
     assumptions_sentence,
     comparison_caption,
-    export_figure,
     fmt_perf,
     fmt_x,
     headline,
-    page_export,
     points_table,
     reconciliation,
     report,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +36,9 @@ from analytics.tmf.model import (
     upper_hull,
     value_and_stage,
     value_from_arrays,
+    values_from_frontiers,
 )
+from store import ALL_RUNS, RunFilter
 
 
 @dataclass(frozen=True)
@@ -255,23 +256,52 @@ def _replicate_values(
     acceptance = result.acceptance
     if acceptance is None:
         return stages, on_front, best, area
-    for i in range(n_rep):
-        ok = np.isfinite(bx[i]) & np.isfinite(by[i]) & (bx[i] > 0)
-        x, y = np.where(ok, bx[i], np.nan), np.where(ok, by[i], np.nan)
-        mask = pareto_mask(x, y)
-        on_front[i] = mask
-        f = _sorted_rows(mask, x, y, rank)
-        v = f
-        if opt.supply == "hull":
+    ok = np.isfinite(bx) & np.isfinite(by) & (bx > 0)
+    xs, ys = np.where(ok, bx, np.nan), np.where(ok, by, np.nan)
+    on_front[:] = _pareto_masks(xs, ys)
+    # each replicate's frontier by increasing x, then performance, then run id (as ``_sorted_rows``; the keys
+    # order every run, so one sort of all runs with the others put last gives the same rows)
+    inf = np.inf
+    order = np.lexsort((np.broadcast_to(rank, xs.shape), np.where(on_front, ys, inf), np.where(on_front, xs, inf)))
+    sizes = on_front.sum(axis=1)
+    rows = list(zip(xs, ys, strict=True))
+    frontiers = [(x[o[:k]], y[o[:k]], ids[o[:k]]) for (x, y), o, k in zip(rows, order, sizes, strict=True)]
+    if opt.supply == "hull":
+        values = []
+        for (x, y), (fx, fy, fids) in zip(rows, frontiers, strict=True):
             hmask = np.zeros(len(ids), dtype=bool)
             hmask[upper_hull(x, y)] = True
-            v = _sorted_rows(hmask, x, y, rank) if hmask.any() else f
-        val = value_from_arrays(
-            x[f], y[f], ids[f], acceptance, vx=x[v], vy=y[v], supply=opt.supply, grid_points=BOOT_GRID_POINTS
-        )
+            v = _sorted_rows(hmask, x, y, rank) if hmask.any() else None
+            vx, vy = (fx, fy) if v is None else (x[v], y[v])
+            values.append(
+                value_from_arrays(fx, fy, fids, acceptance, vx=vx, vy=vy, supply="hull", grid_points=BOOT_GRID_POINTS)
+            )
+    else:  # the step supply: every replicate's value in one pass (the same numbers as one call each)
+        values = values_from_frontiers(frontiers, acceptance, grid_points=BOOT_GRID_POINTS)
+    for i, ((x, y), val) in enumerate(zip(rows, values, strict=True)):
         stages[i], area[i] = val.stage, val.area
         best.append(_tied_with(val.best_run_id, ids, x, y))
     return stages, on_front, best, area
+
+
+def _pareto_masks(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``pareto_mask`` of every row of ``x`` and ``y`` at once (the same masks): sorted by x then -y, a point is on
+    the frontier when it is the best of its x and beats every strictly cheaper point."""
+    valid = np.isfinite(x) & np.isfinite(y)
+    x, y = np.where(valid, x, np.inf), np.where(valid, y, -np.inf)  # the invalid sort last and are never kept
+    order = np.lexsort((-y, x), axis=-1)
+    sx, sy, svalid = (np.take_along_axis(a, order, axis=-1) for a in (x, y, valid))
+    cols = np.arange(x.shape[-1])
+    is_start = np.ones(sx.shape, dtype=bool)
+    is_start[:, 1:] = sx[:, 1:] != sx[:, :-1]
+    start = np.maximum.accumulate(np.where(is_start, cols, 0), axis=-1)  # first point of each one's x
+    top = np.take_along_axis(sy, start, axis=-1)
+    best_so_far = np.maximum.accumulate(sy, axis=-1)
+    cheaper = np.where(start > 0, np.take_along_axis(best_so_far, np.maximum(start - 1, 0), axis=-1), -np.inf)
+    keep = svalid & (sy == top) & (top > cheaper)
+    mask = np.zeros(x.shape, dtype=bool)
+    np.put_along_axis(mask, order, keep, axis=-1)
+    return mask
 
 
 def _tied_with(best: str | None, ids: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[str, ...]:
@@ -431,21 +461,18 @@ class Overview:
 
 def overview(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
-    benchmark: str,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     options: TmfOptions | None = None,
     freq: str = "quarter",
     slice_kinds: tuple[str, ...] = ("level",),
 ) -> Overview:
-    """Load and analyse one benchmark (for ``ui.common.cached``: every argument is hashable).
+    """Load and analyse the filter's benchmark (for ``ui.common.cached``: every argument is hashable).
 
     The small multiples of ``slice_kinds`` come with it so that the page's first render reads the data once;
     another kind, or an earlier period, is ``slice_results``.
     """
-    inputs = load(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
+    inputs = load(con, run_filter)
     if inputs.tasks.empty:
         return Overview(None, ())
     return Overview(
@@ -466,17 +493,14 @@ def analyse_slices(
 
 def slice_results(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
-    benchmark: str,
     kind: str = "level",
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     options: TmfOptions | None = None,
     as_of: dt.date | None = None,
 ) -> tuple[TmfResult, ...]:
     """The analysis of every ``level`` (or ``category``) slice, for small multiples (runs up to ``as_of``)."""
-    inputs = load(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
+    inputs = load(con, run_filter)
     return analyse_slices(inputs, kind=kind, options=options, as_of=as_of)
 
 

@@ -1,9 +1,13 @@
-"""Plotly figures of a TMF result: the chart (regions, frontier, points, human), small multiples per slice and the movie over periods."""
+"""Plotly figures of a TMF result: the chart (regions, frontier, points, human), small multiples per slice, the movie
+over periods, and the chart and page as exported."""
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
+import html
 import math
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,7 +17,15 @@ import plotly.graph_objects as go
 
 from analytics.tmf.analysis import TmfResult
 from analytics.tmf.model import STAGE_NAMES, supply_cost
-from analytics.tmf.report import fmt_perf, fmt_x
+from analytics.tmf.report import (
+    DEMO_CAVEAT,
+    DOLLAR_DEFINITIONS,
+    assumptions_sentence,
+    fmt_perf,
+    fmt_x,
+    headline,
+    points_table,
+)
 
 COLORS = {
     "frontier": "#1f5fbf",
@@ -584,3 +596,54 @@ def fig_movie(movie: Sequence[tuple[str, TmfResult]], *, height: int = 480) -> g
         layout["xaxis"] = {"type": "log", "dtick": 1, "title": {"text": x_title}}
         layout["yaxis"] = {"title": {"text": y_title}}
     return go.Figure(data=traces, layout=layout)
+
+
+def page_export(result: TmfResult, fig: go.Figure, benchmark: str, *, is_demo: bool = False) -> str:
+    """A standalone HTML page (chart, words, assumptions, runs) for slides."""
+    from analytics.export import page_html
+
+    table = points_table(result)
+    assumptions = "\n".join(f"{k}: {v}" for k, v in result.assumptions.items())
+    caveat = [("Demo data", DEMO_CAVEAT)] if is_demo else []
+    return page_html(
+        f"Tech-Market-Fit: {benchmark}",
+        [
+            *caveat,
+            ("", headline(result)),
+            ("", assumptions_sentence(result)),
+            ("", fig),
+            ("What the dollar figures mean", "\n".join(f"{k}: {v}" for k, v in DOLLAR_DEFINITIONS.items())),
+            ("Assumptions (all)", assumptions),
+            ("Runs", table.to_string(index=False)),
+        ],
+        note=f"Runlens export, {dt.date.today().isoformat()}",
+    )
+
+
+FOOTER_PX = 160  # below the legend: the assumptions and the demo caveat on exported charts
+
+
+def export_figure(fig: go.Figure, result: TmfResult, *, is_demo: bool) -> go.Figure:
+    """The chart as exported (PNG, SVG): the assumptions, and the demo caveat when demo runs are in view, printed
+    under the plot so a slide never travels without them."""
+    footer = assumptions_sentence(result) + (f" DEMO DATA: {DEMO_CAVEAT}" if is_demo else "")
+    out = go.Figure(fig)
+    margin = out.layout.margin
+    top = margin.t if margin and margin.t is not None else 60
+    bottom = margin.b if margin and margin.b is not None else 40
+    height = (out.layout.height or 620) + FOOTER_PX  # the plot keeps its size; the footer gets its own band
+    plot_px = height - top - (bottom + FOOTER_PX)
+    out.update_layout(height=height, margin={"b": bottom + FOOTER_PX})
+    out.add_annotation(
+        text="<br>".join(textwrap.wrap(html.escape(footer), 180)),
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=-(bottom + FOOTER_PX - 8) / plot_px,  # its bottom 8 px above the image's
+        xanchor="left",
+        yanchor="bottom",
+        showarrow=False,
+        align="left",
+        font={"size": 11, "color": "#444"},
+    )
+    return out

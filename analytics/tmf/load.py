@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -13,7 +12,8 @@ import pandas as pd
 
 from analytics import compare
 from analytics.sqlfiles import load_sql
-from store import query_df, run_filter_params, with_run_filter
+from analytics.tmf.model import TmfError
+from store import ALL_RUNS, RunFilter, query_df, with_run_filter
 
 
 @dataclass(frozen=True)
@@ -46,19 +46,19 @@ RUN_COLUMNS = [
 TASK_COLUMNS = ["task_id", "level", "category", "human_minutes"]
 
 
-def load(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    benchmark: str,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
-) -> TmfInputs:
-    """Per (run, task) rows of one benchmark (human runs always included) and its newest IRT abilities.
+def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> TmfInputs:
+    """Per (run, task) rows of the filter's benchmark (human runs always included, whatever agents it names) and its
+    newest IRT abilities.
 
     Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
+
+    Raises:
+        TmfError: the filter names no benchmark (an analysis is of one benchmark).
     """
-    params = run_filter_params(benchmark, agents, date_from, date_to, with_humans=True)
+    benchmark = run_filter.benchmark
+    if benchmark is None:
+        raise TmfError("a Tech-Market-Fit analysis is of one benchmark: the run filter names none")
+    params = dataclasses.replace(run_filter, with_humans=True).params()
     outcomes = query_df(con, load_sql("tmf_run_tasks"), params)
     runs = query_df(
         con,

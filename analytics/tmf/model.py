@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -454,3 +455,79 @@ def value_from_arrays(
     at_human = (fy >= acceptance.human_performance) & (fx < acceptance.human_x) & (fx < a_at)
     stage = 3 if at_human.any() else (2 if meets else 1)
     return Value(area, float(gain[k]), float(p[k]), str(ids[best_idx]), stage)
+
+
+def values_from_frontiers(
+    frontiers: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    acceptance: Acceptance,
+    *,
+    grid_points: int = GRID_POINTS,
+) -> list[Value]:
+    """``value_from_arrays`` with the step supply for many frontiers at once (the bootstrap's replicates), giving the
+    same numbers: each frontier ``(fx, fy, ids)`` sorted by x is its own supply curve.
+
+    The grids, both curves and the stage are computed for all frontiers as one array padded with NaN (every
+    operation is elementwise, so each value is the single call's); each trapezoid sum stays one sum over the
+    frontier's own grid, in the single call's order.
+    """
+    if grid_points < 2:  # a grid of one point has no step: the single calls
+        return [
+            value_from_arrays(fx, fy, ids, acceptance, vx=fx, vy=fy, grid_points=grid_points)
+            for fx, fy, ids in frontiers
+        ]
+    out: list[Value] = [Value(0.0, math.nan, math.nan, None, 1)] * len(frontiers)
+    live = [i for i, (fx, _, _) in enumerate(frontiers) if fx.size]
+    if not live:
+        return out
+    width = max(frontiers[i][0].size for i in live)
+    fx_pad, fy_pad = np.full((len(live), width), np.nan), np.full((len(live), width), np.nan)
+    for row, i in enumerate(live):
+        fx_pad[row, : frontiers[i][0].size], fy_pad[row, : frontiers[i][1].size] = frontiers[i][0], frontiers[i][1]
+    lo = acceptance.p0
+    hi = np.array([float(frontiers[i][1][-1]) for i in live])
+    p = _grids(lo, hi, np.concatenate([fy_pad, fy_pad, acceptance.performance_at(fx_pad)], axis=1), grid_points)
+    is_point = ~np.isnan(p)
+    # S(p) of a step: the x of the first frontier run reaching p (``np.searchsorted(fy, p, side="left")`` on the
+    # frontier's non-decreasing fy is the count of fy below p)
+    below = np.zeros(p.shape, dtype=np.intp)
+    for j in range(width):
+        below += fy_pad[:, j : j + 1] < p
+    supply = np.take_along_axis(fx_pad, np.minimum(below, width - 1), axis=1)
+    supply = np.where(p <= hi[:, None], supply, np.inf)
+    gain = acceptance.cost(p) - supply
+    clipped = np.clip(gain, 0.0, None)
+    pieces = np.diff(p, axis=1) * (clipped[:, 1:] + clipped[:, :-1]) / 2.0  # ``np.trapezoid``'s terms
+    k = np.argmax(np.where(is_point, gain, -np.inf), axis=1)
+    at = np.arange(len(live))
+    best_p = p[at, k]
+    best_idx = (fy_pad < best_p[:, None]).sum(axis=1)
+    a_at = acceptance.cost(fy_pad)
+    meets = (fx_pad < a_at).any(axis=1)
+    at_human = ((fy_pad >= acceptance.human_performance) & (fx_pad < acceptance.human_x) & (fx_pad < a_at)).any(axis=1)
+    stages = np.where(at_human, 3, np.where(meets, 2, 1))
+    n_points = is_point.sum(axis=1)
+    for row, i in enumerate(live):
+        area = float(pieces[row, : n_points[row] - 1].sum())
+        ids = frontiers[i][2]
+        out[i] = Value(area, float(gain[row, k[row]]), float(best_p[row]), str(ids[best_idx[row]]), int(stages[row]))
+    return out
+
+
+def _grids(lo: float, hi: np.ndarray, knots: np.ndarray, points: int) -> np.ndarray:
+    """``_grid`` for each row of ``knots`` (NaN: no knot) up to its ``hi``: rows of sorted unique grid points, padded
+    with NaN at the end."""
+    base = np.empty((hi.size, points))
+    step = (hi - lo) / (points - 1)
+    even = step != 0
+    # as ``np.linspace`` builds one grid (index x step + lo, the last point exactly hi)
+    base[even] = np.arange(points, dtype=float)[None, :] * step[even, None]
+    base[even] += lo
+    base[even, -1] = hi[even]
+    for row in np.flatnonzero(~even):
+        base[row] = np.linspace(lo, hi[row], points)
+    extra = np.concatenate([knots, np.nextafter(knots, -np.inf), np.nextafter(knots, np.inf)], axis=1)
+    extra[~(np.isfinite(extra) & (extra >= lo) & (extra <= hi[:, None]))] = np.nan
+    grid = np.sort(np.concatenate([base, extra], axis=1), axis=1)  # NaN sorts last
+    grid[:, 1:][grid[:, 1:] == grid[:, :-1]] = np.nan  # repeats, as ``np.unique`` drops them
+    grid = np.sort(grid, axis=1)
+    return np.ascontiguousarray(grid[:, : int((~np.isnan(grid)).sum(axis=1).max())])

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import html
 import math
-import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from analytics import formatting as fmt
 from analytics.tmf.analysis import TmfResult
@@ -393,57 +389,6 @@ def stage_table(results: Sequence[TmfResult]) -> pd.DataFrame:
     )
 
 
-def page_export(result: TmfResult, fig: go.Figure, benchmark: str, *, is_demo: bool = False) -> str:
-    """A standalone HTML page (chart, words, assumptions, runs) for slides."""
-    from analytics.export import page_html
-
-    table = points_table(result)
-    assumptions = "\n".join(f"{k}: {v}" for k, v in result.assumptions.items())
-    caveat = [("Demo data", DEMO_CAVEAT)] if is_demo else []
-    return page_html(
-        f"Tech-Market-Fit: {benchmark}",
-        [
-            *caveat,
-            ("", headline(result)),
-            ("", assumptions_sentence(result)),
-            ("", fig),
-            ("What the dollar figures mean", "\n".join(f"{k}: {v}" for k, v in DOLLAR_DEFINITIONS.items())),
-            ("Assumptions (all)", assumptions),
-            ("Runs", table.to_string(index=False)),
-        ],
-        note=f"Runlens export, {dt.date.today().isoformat()}",
-    )
-
-
 DEMO_CAVEAT = (
     "These runs are generated from the published tables of the four benchmark papers; they are not real evaluations."
 )
-
-
-FOOTER_PX = 160  # below the legend: the assumptions and the demo caveat on exported charts
-
-
-def export_figure(fig: go.Figure, result: TmfResult, *, is_demo: bool) -> go.Figure:
-    """The chart as exported (PNG, SVG): the assumptions, and the demo caveat when demo runs are in view, printed
-    under the plot so a slide never travels without them."""
-    footer = assumptions_sentence(result) + (f" DEMO DATA: {DEMO_CAVEAT}" if is_demo else "")
-    out = go.Figure(fig)
-    margin = out.layout.margin
-    top = margin.t if margin and margin.t is not None else 60
-    bottom = margin.b if margin and margin.b is not None else 40
-    height = (out.layout.height or 620) + FOOTER_PX  # the plot keeps its size; the footer gets its own band
-    plot_px = height - top - (bottom + FOOTER_PX)
-    out.update_layout(height=height, margin={"b": bottom + FOOTER_PX})
-    out.add_annotation(
-        text="<br>".join(textwrap.wrap(html.escape(footer), 180)),
-        xref="paper",
-        yref="paper",
-        x=0,
-        y=-(bottom + FOOTER_PX - 8) / plot_px,  # its bottom 8 px above the image's
-        xanchor="left",
-        yanchor="bottom",
-        showarrow=False,
-        align="left",
-        font={"size": 11, "color": "#444"},
-    )
-    return out

@@ -1,12 +1,5 @@
-"""Version-to-version diff of two runs on one benchmark: flipped tasks, exact McNemar test, deltas.
-
-Per task outcome (documented in docs/trajectories.md):
-
-* the **binary outcome** used for flips and McNemar is, by default, the task's lowest sample (sample 0);
-  ``basis="majority"`` uses "passed in at least half of the samples" instead;
-* the **deltas** per level and category use the Pass@1-style mean over samples per task, averaged over the
-  tasks both runs attempted, with a seeded paired bootstrap interval over tasks.
-"""
+"""Version-to-version diff of two runs on one benchmark: flipped tasks, exact McNemar test, deltas (pure: frames in,
+frames and the ``RunDiff`` out)."""
 
 from __future__ import annotations
 
@@ -14,15 +7,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
 import numpy as np
 import pandas as pd
 
 from analytics import compare
-from analytics import formatting as fmt
-from analytics.sqlfiles import load_sql
 from analytics.stats import bootstrap_mean_ci, stable_rng
-from store import RunlensError, query_df
 
 BASES = ("sample0", "majority")
 CHANGE_ORDER = {"regression": 0, "fix": 1, "both fail": 2, "both pass": 3}
@@ -32,16 +21,6 @@ SEED = 20260122
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts ``b`` and ``c`` (binomial, p = 1/2)."""
     return compare.mcnemar_exact(b, c)
-
-
-def run_pairs(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
-    """Runs of a benchmark, newest first, with family and version (for the pickers)."""
-    return query_df(
-        con,
-        "SELECT run_id, agent, family, agent_version, eval_date FROM runs WHERE benchmark = ? "
-        "ORDER BY eval_date DESC NULLS LAST, run_id DESC",
-        [benchmark],
-    )
 
 
 def default_pair(runs: pd.DataFrame) -> tuple[str, str] | None:
@@ -58,41 +37,6 @@ def default_pair(runs: pd.DataFrame) -> tuple[str, str] | None:
             two = keyed[keyed["_family"] == family].head(2)
             return str(two["run_id"].iloc[1]), str(two["run_id"].iloc[0])
     return str(runs["run_id"].iloc[1]), str(runs["run_id"].iloc[0])
-
-
-def task_values(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    """Per task of one run: samples, Pass@1 rate, sample-0 outcome, mean score, cost and latency."""
-    return _task_outcomes(con, run_id)
-
-
-def run_benchmark(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str | None]:
-    """``(benchmark, scoring)`` of a run; RunlensError when the run does not exist."""
-    rows = query_df(
-        con,
-        "SELECT r.benchmark, b.scoring FROM runs r LEFT JOIN benchmarks b USING (benchmark) WHERE r.run_id = ?",
-        [run_id],
-    )
-    if rows.empty:
-        raise RunlensError(f"no run {run_id!r} in the database")
-    scoring = rows["scoring"].iloc[0]
-    return str(rows["benchmark"].iloc[0]), None if pd.isna(scoring) else str(scoring)
-
-
-def _task_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    return query_df(
-        con,
-        "SELECT a.task_id, t.level, t.category, count(*) AS n, avg(a.passed::INT) AS rate, "
-        "arg_min(a.passed, a.sample)::INT AS first, min(a.sample) AS first_sample, "
-        "avg(a.score) AS score, avg(a.cost_usd) AS cost_usd, avg(a.latency_s) AS latency_s, "
-        "avg(a.input_tokens + a.output_tokens) AS tokens, avg(a.n_tool_calls) AS steps, "
-        # the error codes of the task's attempts, from every source (log labels, rules, judge), sorted
-        "(SELECT list_sort(list(DISTINCT e.code)) FROM error_labels e JOIN attempts x USING (attempt_id) "
-        " WHERE x.run_id = ? AND x.task_id = a.task_id) AS codes "
-        "FROM attempts a JOIN runs r USING (run_id) "
-        "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
-        "WHERE a.run_id = ? AND a.passed IS NOT NULL GROUP BY ALL ORDER BY a.task_id",
-        [run_id, run_id],
-    )
 
 
 @dataclass(frozen=True)
@@ -124,20 +68,10 @@ class RunDiff:
         return self.tasks[self.tasks["change"].isin(["regression", "fix"])].reset_index(drop=True)
 
 
-def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basis: str = "sample0") -> RunDiff:
-    """Pair two runs task by task and test whether their outcomes differ.
-
-    Args:
-        con: read connection.
-        run_a: the earlier run (before).
-        run_b: the later run (after).
-        basis: binary outcome per task for flips and McNemar: ``sample0`` or ``majority``.
-    """
-    if basis not in BASES:
-        raise RunlensError(f"basis must be one of {BASES}, got {basis!r}")
-    a, b = _task_outcomes(con, run_a), _task_outcomes(con, run_b)
-    if a.empty or b.empty:
-        raise RunlensError(f"no scored attempts in run {run_a if a.empty else run_b!r}")
+def pair_tasks(a: pd.DataFrame, b: pd.DataFrame, *, basis: str = "sample0") -> pd.DataFrame:
+    """The tasks both runs have (per-task outcomes of A and B, ``load.task_values``), one row each: A's and B's rates,
+    the binary outcome of each on ``basis``, the change (regression, fix, both pass, both fail) and B - A, regressions
+    first."""
     extra = ["n", "rate", "first", "first_sample", "score", "cost_usd", "latency_s", "tokens", "steps", "codes"]
     m = a.merge(b[["task_id", *extra]], on="task_id", suffixes=("_a", "_b"))
     col = "first" if basis == "sample0" else "rate"
@@ -150,8 +84,7 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
     )
     m["delta"] = m["rate_b"] - m["rate_a"]
     m = m.sort_values(["change", "task_id"], key=lambda s: s.map(CHANGE_ORDER) if s.name == "change" else s)
-    n_reg, n_fix = int((m["change"] == "regression").sum()), int((m["change"] == "fix").sum())
-    tasks = m[
+    return m[
         [
             "task_id",
             "level",
@@ -180,8 +113,22 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
             "codes_b",
         ]
     ].reset_index(drop=True)
-    metric = compare.ranking_metric(run_benchmark(con, run_a)[1])
-    values = {r: metric_values(con, r, metric) for r in (run_a, run_b)}
+
+
+def run_diff(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    tasks: pd.DataFrame,
+    values: dict[str, dict[str, Any]],
+    *,
+    run_a: str,
+    run_b: str,
+    basis: str,
+    metric: str,
+) -> RunDiff:
+    """The diff of runs A and B from their per-task outcomes (``a``, ``b``), the paired tasks (:func:`pair_tasks`)
+    and the per-task values of the benchmark's ``metric`` (``load.metric_values`` of each run, keyed by run id)."""
+    n_reg, n_fix = int((tasks["change"] == "regression").sum()), int((tasks["change"] == "fix").sum())
     paired = compare.paired_test(
         values[run_a]["value"], values[run_b]["value"], is_binary_single=_single(values, metric)
     )
@@ -213,34 +160,9 @@ MEASURES = {
 }
 
 
-def metric_values(
-    con: duckdb.DuckDBPyConnection,
-    run_id: str,
-    metric: str,
-    *,
-    scorer: str | None = None,
-    threshold: float | None = None,
-) -> dict[str, Any]:
-    """Per-task values of one run as the leaderboard computes them (``task_outcomes.sql``; with ``scorer``, that
-    scorer's values and ``threshold`` as its pass mark, as ``analytics.scorers.scorer_outcomes``).
-
-    Returns ``{"value": {task: metric value}, "cost_usd", "latency_s", "tokens", "steps" (tool calls): {...}, "n": {task: samples}}``:
-    the metric is c/n (Pass@1 per task, attempts without a verdict count as failures, as on the leaderboard) or
-    the mean score; cost, latency, tokens and steps are means over the task's samples.
-    """
-    if scorer is not None:
-        from analytics.scorers import scorer_outcomes
-
-        df = scorer_outcomes(con, run_ids=[run_id], scorer=scorer, threshold=threshold)
-    else:
-        df = query_df(con, load_sql("task_outcomes"), {"run_ids": [run_id], "exclude_errored": False})
-    lat = query_df(
-        con,
-        "SELECT task_id, avg(latency_s) AS latency_s, avg(input_tokens + output_tokens) AS tokens "
-        "FROM attempts WHERE run_id = ? GROUP BY task_id",
-        [run_id],
-    )
-    df = df.merge(lat, on="task_id", how="left")
+def values_by_task(df: pd.DataFrame, metric: str) -> dict[str, Any]:
+    """Per-task outcome rows of one run (``task_outcomes.sql`` columns with latency and tokens) as the dicts of
+    ``load.metric_values``: the metric (c/n for Pass@1, else the mean score), cost, latency, tokens, steps and n."""
     value = df["c"] / df["n"] if metric == "pass@1" else df["score"]
     tasks = df["task_id"].astype(str)
     return {
@@ -369,96 +291,6 @@ def slice_deltas(tasks: pd.DataFrame, *, seed_labels: tuple[str, ...] = (), n_bo
     return pd.DataFrame(rows, columns=cols)
 
 
-def fig_deltas(deltas: pd.DataFrame):  # noqa: ANN201 - plotly Figure
-    """Forest plot of Pass@1 deltas (B - A) per slice with intervals; slice names in custom_data."""
-    import plotly.graph_objects as go
-
-    from analytics.formatting import slice_label
-
-    d = deltas.iloc[::-1]
-    fig = go.Figure(
-        go.Scatter(
-            x=d["delta"] * 100,
-            y=d["slice"].map(slice_label),
-            mode="markers",
-            customdata=d[["slice"]].to_numpy(),
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": (d["hi"] - d["delta"]) * 100,
-                "arrayminus": (d["delta"] - d["lo"]) * 100,
-            },
-            hovertemplate="%{y}: %{x:+.1f} pp<extra></extra>",
-        )
-    )
-    fig.add_vline(x=0, line_dash="dot")
-    fig.update_layout(
-        xaxis_title="Pass@1 change, B - A (percentage points)", yaxis_title=None, height=max(260, 28 * len(d) + 100)
-    )
-    return fig
-
-
 def is_significant(p_value: float, *, alpha: float = 0.05) -> bool:
     """Whether a McNemar p-value is below ``alpha`` (NaN never is)."""
     return not math.isnan(p_value) and p_value < alpha
-
-
-def _formatter(name: str) -> tuple[Any, Any]:
-    """How a measure's values and differences read: (value, signed difference) formatters."""
-    if name in ("Pass@1", "mean score"):
-        return fmt.pct, lambda v: fmt.signed(v)
-    if name.startswith("cost"):
-        return fmt.usd, fmt.signed_usd
-    if name.startswith("tokens"):
-        return fmt.count, lambda v: fmt.signed(v, scale=1.0, digits=0, unit="")
-    return (lambda v: fmt.number(v, 1)), (lambda v: fmt.signed(v, scale=1.0, digits=1, unit=""))
-
-
-def _mde_text(value: Any, diff: Any) -> str:
-    """A detectable difference as a magnitude in the measure's unit: ``±8.2 pp``; the missing mark when unknown."""
-    if value is None or not np.isfinite(value):
-        return fmt.MISSING
-    return "±" + str(diff(value)).lstrip("+")
-
-
-def measures_table(measures: pd.DataFrame) -> pd.DataFrame:
-    """``RunDiff.measures`` as people read it: each measure in its unit, B - A with its 95% interval, p, n."""
-    rows = []
-    for r in measures.itertuples():
-        value, diff = _formatter(str(r.measure))
-        rows.append(
-            {
-                "Measure": r.measure,
-                "A": value(r.mean_a),
-                "B": value(r.mean_b),
-                "B − A [95% CI]": fmt.signed_interval(r.delta, (r.lo, r.hi))
-                if r.measure in ("Pass@1", "mean score")
-                else f"{diff(r.delta)} [{diff(r.lo)} to {diff(r.hi)}]",
-                "p": fmt.p_value(r.p_value),
-                "Test": r.method,
-                "Tasks": fmt.count(r.n_tasks),
-                "MDE80": _mde_text(r.mde80, diff),
-            }
-        )
-    return pd.DataFrame(rows, columns=["Measure", "A", "B", "B − A [95% CI]", "p", "Test", "Tasks", "MDE80"])
-
-
-def changes_table(changes: pd.DataFrame, *, metric: str) -> pd.DataFrame:
-    """``tasks_by_change`` as people read it: the metric per run, then every per-task change in its unit."""
-    value = fmt.pct if metric == "pass@1" else (lambda v: fmt.number(v, 2))
-    return pd.DataFrame(
-        {
-            "Task": changes["task_id"],
-            "Level": changes["level"].map(lambda v: fmt.MISSING if v is None or pd.isna(v) else str(v)),
-            "Category": changes["category"].map(lambda v: fmt.MISSING if v is None or pd.isna(v) else str(v)),
-            f"{MEASURES.get(metric, metric)} A": changes["metric_a"].map(value),
-            f"{MEASURES.get(metric, metric)} B": changes["metric_b"].map(value),
-            "Change": changes["change_pp"].map(lambda v: fmt.signed(v, scale=1.0)),
-            "Cost Δ": changes["cost_change_usd"].map(_formatter("cost")[1]),
-            "Latency Δ (s)": changes["latency_change_s"].map(_formatter("latency")[1]),
-            "Tokens Δ": changes["tokens_change"].map(_formatter("tokens")[1]),
-            "Tool calls Δ": changes["tool_calls_change"].map(_formatter("steps")[1]),
-            "Error codes (+ new in B, − gone)": changes["error_codes"].map(lambda v: v or fmt.MISSING),
-            "Outcome (sample 0 or majority)": changes["outcome"],
-        }
-    )

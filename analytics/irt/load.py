@@ -1,0 +1,120 @@
+"""The IRT feature's database reads (the only module of ``analytics.irt`` that queries): responses per attempt with
+their subject (agent + version), the data digest, and stored fits read back (irt_fits, irt_abilities, irt_items)."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pandas as pd
+
+from analytics.irt.data import fit_key
+from analytics.irt.fits import StoredFit
+from analytics.irt.settings import IrtError, settings_for
+from store import query_df, query_rows
+
+# run -> subject. Subject = agent + version. A run without a version whose agent was evaluated on several dates
+# takes its evaluation date as the version (leaderboard exports such as SWE-bench reuse one name for different
+# systems over time); runs of one version on several dates are pooled (that is what links periods).
+SUBJECTS_CTE = """
+WITH rs0 AS (
+    SELECT run_id, agent, coalesce(family, agent) AS family, eval_date, nullif(agent_version, '') AS v,
+           count(DISTINCT eval_date) OVER (PARTITION BY agent, agent_version IS NULL) AS n_dates
+    FROM runs WHERE benchmark = ?
+), rs AS (
+    SELECT run_id, agent, family, eval_date,
+           coalesce(v, CASE WHEN n_dates > 1 THEN strftime(eval_date, '%Y-%m-%d') END, '') AS agent_version
+    FROM rs0
+), subj AS (
+    SELECT *, agent || CASE WHEN agent_version = '' THEN '' ELSE ' ' || agent_version END AS subject FROM rs
+)
+"""
+
+
+RESPONSES_SQL = (
+    SUBJECTS_CTE
+    + """
+SELECT subject, agent, agent_version, family, eval_date, a.task_id, a.sample,
+       coalesce(a.passed, false)::INTEGER AS passed
+FROM attempts a JOIN subj USING (run_id)
+ORDER BY subject, a.task_id, eval_date, a.sample
+"""
+)
+
+
+def load_responses(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
+    """One row per attempt of ``benchmark``: subject, agent, agent_version, family, eval_date, task_id, passed."""
+    return query_df(con, RESPONSES_SQL, [benchmark])
+
+
+DIGEST_SQL = """
+SELECT count(*), bit_xor(h), sum(h % 1000000007), count(DISTINCT subject)
+FROM (SELECT hash(r.agent, coalesce(r.agent_version, ''), r.run_id, a.task_id, a.sample,
+                  coalesce(a.passed, false), coalesce(r.family, ''), r.eval_date) AS h,
+             r.agent || coalesce(r.agent_version, '') AS subject
+      FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = ?)
+"""
+
+
+def data_digest(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> str:
+    """An order-free fingerprint of a benchmark's responses, computed in SQL (cheap on every page load)."""
+    return ":".join(str(v) for v in query_rows(con, DIGEST_SQL, [benchmark])[0])
+
+
+def latest_fit_key(con: duckdb.DuckDBPyConnection, benchmark: str, model: str, *, exclude: str = "") -> str | None:
+    """The newest stored fit of (benchmark, model) other than ``exclude``."""
+    rows = query_rows(
+        con,
+        "SELECT fit_key FROM irt_fits WHERE benchmark = ? AND model = ? AND fit_key <> ? "
+        "ORDER BY created_at DESC LIMIT 1",
+        [benchmark, model, exclude],
+    )
+    return rows[0][0] if rows else None
+
+
+def read_fit(con: duckdb.DuckDBPyConnection, key: str, *, is_current: bool = True) -> StoredFit:
+    """A stored fit by key."""
+    head = query_rows(
+        con,
+        "SELECT fit_key, benchmark, model, created_at, seconds, scale_shift, extra FROM irt_fits WHERE fit_key = ?",
+        [key],
+    )
+    if not head:
+        raise IrtError(f"no IRT fit with key {key}")
+    k, bench, model, created, seconds, shift, extra = head[0]
+    abil = query_df(con, "SELECT * EXCLUDE (fit_key) FROM irt_abilities WHERE fit_key = ? ORDER BY ability DESC", [key])
+    items = query_df(con, "SELECT * EXCLUDE (fit_key) FROM irt_items WHERE fit_key = ? ORDER BY difficulty", [key])
+    return StoredFit(
+        k,
+        bench,
+        model,
+        created,
+        float(seconds or 0.0),
+        shift,
+        json.loads(extra) if isinstance(extra, str) else (extra or {}),
+        abil,
+        items,
+        is_current,
+    )
+
+
+def get_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str = "1pl") -> StoredFit | None:
+    """The stored fit for the current data (``is_current``), else the latest stale one, else None. Never fits."""
+    key = fit_key(data_digest(con, benchmark=benchmark), settings_for(model), benchmark=benchmark)
+    if query_rows(con, "SELECT count(*) FROM irt_fits WHERE fit_key = ?", [key])[0][0]:
+        return read_fit(con, key)
+    latest = latest_fit_key(con, benchmark, model)
+    return read_fit(con, latest, is_current=False) if latest else None
+
+
+def fit_log(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
+    """Every stored fit of a benchmark, newest first: the refit log with scale movement."""
+    return query_df(
+        con,
+        "SELECT created_at, model, fit_key, seconds, scale_shift, "
+        "extra->>'n_subjects' AS n_agents, extra->>'n_items' AS n_tasks, "
+        "extra->>'link_method' AS link, extra->>'n_anchor_items' AS anchor_tasks, "
+        "extra->>'old_agents_moved' AS old_agents_moved FROM irt_fits WHERE benchmark = ? "
+        "ORDER BY created_at DESC",
+        [benchmark],
+    )
