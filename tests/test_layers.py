@@ -146,12 +146,24 @@ READERS = {
 READER_VARIANTS = {"ingest.csv_wide": {"ingest.csv_long"}}
 
 
+def imported_by(module: str) -> set[str]:
+    """Every module a module imports: one file ``a/b.py``, or all the files of the package ``a/b/``."""
+    base = ROOT / module.replace(".", "/")
+    files = sorted(base.rglob("*.py")) if base.is_dir() else [base.with_suffix(".py")]
+    return {m for f in files for m in imported_modules(f)}
+
+
+def reader_of(module: str) -> str | None:
+    """The reader a module is part of (``ingest.otlp.mapping`` is the ``ingest.otlp`` reader's), or None."""
+    return next((r for r in READERS if module == r or module.startswith(f"{r}.")), None)
+
+
 def test_validator_and_readers_stay_apart() -> None:
-    """The validator imports no reader, and readers share helpers (ingest/jsonline.py) instead of each other."""
-    assert not imported_modules(ROOT / "ingest" / "records.py") & READERS
+    """The validator (the package ingest/records/) imports no reader, and readers share helpers (ingest/jsonline.py)
+    instead of each other."""
+    assert not {m for m in imported_by("ingest.records") if reader_of(m)}
     for reader in sorted(READERS):
-        path = ROOT / (reader.replace(".", "/") + ".py")
-        others = {m for m in imported_modules(path) if m in READERS} - {reader}
+        others = {reader_of(m) or "" for m in imported_by(reader)} - {reader, ""}
         assert others <= READER_VARIANTS.get(reader, set()), f"{reader} imports {sorted(others)}"
 
 

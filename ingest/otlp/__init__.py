@@ -38,7 +38,7 @@ from ingest.otlp_conventions import (
 )
 from ingest.otlp_decode import STATUS_ERROR, Span, is_json, proto_messages, read_spans
 
-MAPPINGS_DIR = Path(__file__).resolve().parent / "mappings" / "otlp"
+MAPPINGS_DIR = Path(__file__).resolve().parent.parent / "mappings" / "otlp"
 MAX_SPANS_PER_TRACE = int(os.environ.get("RUNLENS_OTLP_MAX_SPANS", "5000"))
 ATTRIBUTE_FIELDS = (
     "benchmark",
