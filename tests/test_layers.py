@@ -222,3 +222,21 @@ def test_features_are_split_by_role() -> None:
     assert sorted(f for f in NOT_YET_SPLIT if not offences.get(f)) == [], "split: take it off NOT_YET_SPLIT"
     assert QUERY_CALL.search((ROOT / "analytics" / "tmf" / "load.py").read_text(encoding="utf-8")), "finds queries"
     assert "plotly" in imported_roots(ROOT / "analytics" / "tmf" / "figures.py"), "finds plotly"
+
+
+# No module over 700 lines in analytics/ or ingest/ (issue 34; ingest's readers are split by record kind). The modules
+# over it today, being split by role, are named until they are; the set ends empty.
+MAX_MODULE_LINES = 700
+OVER_700_BEING_SPLIT = {"analytics/cli.py", "analytics/leaderboard.py"}
+
+
+def test_no_module_over_700_lines() -> None:
+    lines = {
+        f.relative_to(ROOT).as_posix(): len(f.read_text(encoding="utf-8").splitlines())
+        for layer in ("analytics", "ingest")
+        for f in sorted((ROOT / layer).rglob("*.py"))
+    }
+    assert max(lines.values()) > 100, "counts lines"
+    over = {f: n for f, n in lines.items() if n > MAX_MODULE_LINES}
+    assert {f: n for f, n in over.items() if f not in OVER_700_BEING_SPLIT} == {}
+    assert sorted(OVER_700_BEING_SPLIT - set(over)) == [], "under 700 lines now: take it off OVER_700_BEING_SPLIT"
