@@ -1,0 +1,3 @@
+"""export (moving into a package split by role; issue 34)."""
+
+from analytics.export.figures import *  # noqa: F403

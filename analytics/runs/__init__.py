@@ -1,0 +1,1 @@
+"""runs (moving into a package; issue 34)."""
