@@ -169,7 +169,6 @@ NOT_YET_SPLIT = {
     "analytics/doctor.py",
     "analytics/embeddings.py",
     "analytics/errors.py",
-    "analytics/gate/compute.py",
     "analytics/gem/tables.py",
     "analytics/irt/data.py",
     "analytics/irt/fits.py",

@@ -1,25 +1,5 @@
-"""gate: fail a CI step when a candidate run is worse than a baseline run on their shared tasks.
-
-Exit codes: 0 the candidate is not shown worse; 1 it is (the regressed tasks are printed); 2 the runs cannot be
-compared (no shared task with a value in both) or a run does not exist.
-
-The decision (docs/statistics.md has the measured size and power):
-
-* **One-sided** in the bad direction (lower Pass@1 or mean score; higher cost) at ``alpha``: an exact sign-flip
-  test of the per-task differences with the mid-p value (one binary sample per task: the one-sided McNemar
-  mid-p). ``sided="two-sided"`` asks for a two-sided mid-p below ``alpha`` with the difference in the bad
-  direction (half the false alarms, less power).
-* **Margin** (non-inferiority, ``margin > 0``): fail only if the candidate is worse by more than ``margin``: the
-  one-sided (1 - alpha) upper confidence bound of the mean difference (t over tasks) is below ``-margin``.
-* **Sequential** (``sequential=True``): the tasks are read one at a time (in the order the candidate's log recorded
-  them) and two
-  betting e-processes are updated after each: one against "not worse" (fails the gate when it reaches
-  ``1/alpha``), one against "worse by ``stop_delta`` or more" (passes it). Valid however often it is looked at
-  (Ville's inequality); it stops as soon as either answer is known.
-* ``mde80``: the smallest regression the test detects with 80% power at this n and the observed per-task variance.
-
-The two-sided paired test of the leaderboard and the Version diff (``test``) is kept beside the decision, so the
-three views report the same difference, interval and two-sided p for a pair.
+"""The gate's statistics: the decision on per-task differences (one-sided exact sign-flip mid-p, or a t bound
+with a margin), the anytime-valid sequential test, and the result types. Pure: arrays in, dataclasses out.
 """
 
 from __future__ import annotations
@@ -27,14 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
 import numpy as np
-import pandas as pd
 from scipy import stats as sps
 
 from analytics import compare
-from analytics.diff import _single, metric_values, run_benchmark
-from store import RunlensError, query_df
 
 GATE_METRICS = ("pass@1", "mean_score", "cost")
 SIDES = ("one-sided", "two-sided")
@@ -116,87 +92,6 @@ class GateResult:
         return {"not worse": EXIT_OK, "worse": EXIT_WORSE, "untestable": EXIT_UNTESTABLE}[self.verdict]
 
 
-def gate(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    baseline: str,
-    candidate: str,
-    metric: str | None = None,
-    alpha: float = compare.ALPHA,
-    seed: int = 0,
-    scorer: str | None = None,
-    sided: str = "one-sided",
-    margin: float = 0.0,
-    sequential: bool = False,
-    stop_delta: float = STOP_DELTA,
-) -> GateResult:
-    """Test whether ``candidate`` is worse than ``baseline`` on their shared tasks.
-
-    Args:
-        con: read connection.
-        baseline: the reference run id.
-        candidate: the run under test.
-        metric: ``pass@1``, ``mean_score`` or ``cost`` (mean cost per task); default the benchmark's own metric.
-        alpha: the false-alarm rate the gate allows.
-        seed: seed of the Monte Carlo flips and the bootstrap interval (the leaderboard uses 0).
-        sided: ``one-sided`` (default) or ``two-sided``.
-        margin: fail only if worse by more than this (same unit as the metric: a fraction, or USD for cost).
-        sequential: read the tasks one at a time with an anytime-valid test (``sequential_test``).
-        stop_delta: the regression a sequential "not worse" stop rules out (at least ``margin``).
-        scorer: compare one scorer's values (``analytics.scorers``; unknown: ``ScorerNotFoundError`` listing the
-            benchmark's) instead of the headline score; a raw-scale scorer is compared by its mean.
-    """
-    if sided not in SIDES:
-        raise RunlensError(f"sided must be one of {', '.join(SIDES)}, got {sided!r}")
-    if margin < 0:
-        raise RunlensError(f"--margin must be 0 or more, got {margin}")
-    bench_a, scoring = run_benchmark(con, baseline)
-    bench_b, _ = run_benchmark(con, candidate)
-    if bench_a != bench_b:
-        raise RunlensError(f"runs of different benchmarks: {baseline!r} ({bench_a}), {candidate!r} ({bench_b})")
-    threshold = None
-    if scorer is not None:
-        from analytics import scorers
-        from analytics.leaderboard import benchmark_threshold
-
-        scorer = scorers.check_scorer(con, benchmark=bench_a, scorer=scorer)
-        scale = scorers.scorer_scale(con, benchmark=bench_a, scorer=scorer)
-        cut = benchmark_threshold(con, benchmark=bench_a) if scoring == "continuous" else 0.5
-        threshold = {"binary": 1.0, "continuous": cut}.get(scale)
-        scoring = "continuous" if scale == "raw" else scale
-        if metric == "pass@1" and threshold is None:
-            raise RunlensError(f"scorer {scorer!r} is on its own scale: it has no pass@1; use --metric mean_score")
-    metric = metric or compare.ranking_metric(scoring)
-    if metric not in GATE_METRICS:
-        raise RunlensError(f"--metric must be one of {', '.join(GATE_METRICS)}, got {metric!r}")
-    if sequential and metric == "cost":
-        raise RunlensError("--sequential needs a bounded metric (pass@1 or mean_score), not cost")
-    value_metric = "mean_score" if metric == "cost" else metric
-    values = {r: metric_values(con, r, value_metric, scorer=scorer, threshold=threshold) for r in (baseline, candidate)}
-    key = "cost_usd" if metric == "cost" else "value"
-    a, b = values[baseline][key], values[candidate][key]
-    test = compare.paired_test(a, b, is_binary_single=metric == "pass@1" and _single(values, metric), seed=seed)
-    shared = sorted(t for t in a if t in b and np.isfinite(a[t]) and np.isfinite(b[t]))
-    sign = 1.0 if metric == "cost" else -1.0  # the direction in which a change is a regression
-    regressed = [
-        {"task_id": t, "baseline": a[t], "candidate": b[t], "delta": b[t] - a[t]}
-        for t in shared
-        if sign * (b[t] - a[t]) > 0
-    ]
-    regressed.sort(key=lambda r: (-sign * r["delta"], r["task_id"]))
-    mean = lambda run: float(np.mean([run[t] for t in shared])) if shared else float("nan")  # noqa: E731
-    good = np.array([-sign * (b[t] - a[t]) for t in shared], dtype=float)  # positive: candidate better
-    spread = [np.array([run[t] for t in shared], dtype=float) for run in (a, b)]
-    decision = decide(good, alpha=alpha, sided=sided, margin=margin, seed=seed, spread=spread) if shared else None
-    seq = None
-    if sequential and shared:
-        order, how = task_order(con, candidate, shared)
-        seq = sequential_test(good[order], alpha=alpha, margin=margin, stop_delta=max(stop_delta, margin), order=how)
-    return GateResult(
-        baseline, candidate, bench_a, metric, alpha, test, mean(a), mean(b), regressed, scorer, decision, seq
-    )
-
-
 def decide(
     good: np.ndarray,
     *,
@@ -243,17 +138,6 @@ def decide(
     return Decision(float(p), method, sided, float(margin), float(bound), float(mde), sd)
 
 
-def task_order(con: duckdb.DuckDBPyConnection, candidate: str, shared: list[str]) -> tuple[np.ndarray, str]:
-    """Positions of ``shared`` in the order the candidate's log recorded its tasks (its first attempt of each, as
-    ingested): the order attempts arrive in over time, never chosen by their outcome."""
-    first = query_df(
-        con, "SELECT task_id, min(attempt_id) AS at FROM attempts WHERE run_id = ? GROUP BY task_id", [candidate]
-    )
-    at = dict(zip(first["task_id"].astype(str), first["at"].astype(float), strict=True))
-    order = sorted(range(len(shared)), key=lambda i: (at.get(shared[i], np.inf), shared[i]))
-    return np.array(order, dtype=int), "log order"
-
-
 def sequential_test(
     good: np.ndarray,
     *,
@@ -288,134 +172,3 @@ def sequential_test(
     used = n if verdict == "undecided" else stop + 1
     paths = (tuple(map(float, e_bad[:used])), tuple(map(float, e_good[:used])))
     return Sequential(verdict, used, n, float(e_bad[stop]), float(e_good[stop]), stop_delta, order, *paths)
-
-
-def sequential_text(result: GateResult) -> str:
-    """One line: the sequential verdict, where it stopped and both e-values (empty without a sequential check)."""
-    seq = result.sequential
-    if seq is None:
-        return ""
-    scale, unit = (1.0, " $") if result.metric == "cost" else (100.0, " pp")
-    return (
-        f"sequential: {seq.verdict} after {seq.n_used} of {seq.n_total} tasks ({seq.order}; e-values "
-        f"{seq.e_worse:.3g} against 'not worse', {seq.e_not_worse:.3g} against 'worse by "
-        f"{seq.stop_delta * scale:.3g}{unit}', threshold {1 / result.alpha:.3g})"
-    )
-
-
-def sequential_frame(seq: Sequential) -> pd.DataFrame:
-    """The e-values after each task read: ``tasks_read``, ``e_worse``, ``e_not_worse`` (a chart's data)."""
-    return pd.DataFrame(
-        {
-            "tasks_read": np.arange(1, len(seq.path_worse) + 1),
-            "e_worse": seq.path_worse,
-            "e_not_worse": seq.path_not_worse,
-        }
-    )
-
-
-def fig_sequential(seq: Sequential, *, alpha: float = compare.ALPHA):  # -> go.Figure
-    """Both e-values against the tasks read (log scale), with the 1/alpha line where the gate stops."""
-    import plotly.graph_objects as go
-
-    x = np.arange(1, len(seq.path_worse) + 1)
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=x, y=seq.path_worse, mode="lines", name="evidence B is worse than A"))
-    fig.add_trace(
-        go.Scatter(
-            x=x, y=seq.path_not_worse, mode="lines", name=f"evidence B is not {100 * seq.stop_delta:.3g} pp worse"
-        )
-    )
-    fig.add_hline(y=1.0 / alpha, line_dash="dot", annotation_text=f"stop at {1 / alpha:.3g}")
-    fig.update_layout(
-        title=f"Sequential gate: {seq.verdict} after {seq.n_used} of {seq.n_total} tasks ({seq.order})",
-        xaxis_title="tasks read",
-        yaxis={"title": "e-value", "type": "log"},
-        height=360,
-        margin={"l": 10, "r": 10, "t": 50, "b": 40},
-        legend={"orientation": "h", "y": -0.2},
-    )
-    return fig
-
-
-def report(result: GateResult) -> dict[str, Any]:
-    """The JSON shape of ``python -m analytics gate --json`` (documented in the README)."""
-    t = result.test
-    num = lambda v: None if v is None or not np.isfinite(v) else float(v)  # noqa: E731
-    dec = result.decision
-    seq = result.sequential
-    return {
-        "baseline": result.baseline,
-        "candidate": result.candidate,
-        "benchmark": result.benchmark,
-        "metric": result.metric,
-        "alpha": result.alpha,
-        "verdict": result.verdict,
-        "exit_code": result.exit_code,
-        "n_shared": t.n_shared,
-        "baseline_mean": num(result.baseline_mean),
-        "candidate_mean": num(result.candidate_mean),
-        "diff": num(t.diff),
-        "ci95": [num(t.ci95[0]), num(t.ci95[1])],
-        "p_value": num(dec.p_value) if dec else None,
-        "method": dec.method if dec else "untestable",
-        "n_worse": t.n_worse,
-        "n_better": t.n_better,
-        "regressed_tasks": [{k: num(v) if k != "task_id" else v for k, v in r.items()} for r in result.regressed],
-        "scorer": result.scorer,
-        "sided": dec.sided if dec else None,
-        "margin": dec.margin if dec else None,
-        "bound": num(dec.bound) if dec else None,
-        "mde80": num(detectable(result)),
-        "p_two_sided_paired": num(t.p_value),
-        "paired_method": t.method,
-        "sequential": None
-        if seq is None
-        else {
-            "verdict": seq.verdict,
-            "n_used": seq.n_used,
-            "n_total": seq.n_total,
-            "n_saved": seq.n_total - seq.n_used,
-            "e_worse": num(seq.e_worse),
-            "e_not_worse": num(seq.e_not_worse),
-            "threshold": 1.0 / result.alpha,
-            "stop_delta": seq.stop_delta,
-            "order": seq.order,
-        },
-    }
-
-
-def detectable(result: GateResult) -> float | None:
-    """The decision's ``mde80``; None when unknown, or beyond the metric's range (above 1 for a rate or score)."""
-    dec = result.decision
-    if dec is None or not np.isfinite(dec.mde80) or (result.metric != "cost" and dec.mde80 > 1.0):
-        return None
-    return float(dec.mde80)
-
-
-def text_report(result: GateResult) -> str:
-    """The verdict as the CI log shows it: decision, difference with its interval, p, detectable effect."""
-    t = result.test
-    dec = result.decision
-    if not t.is_testable or dec is None:
-        return f"UNTESTABLE: {result.candidate} and {result.baseline} share no task with a {result.metric} value."
-    scale, unit = (1.0, " $") if result.metric == "cost" else (100.0, " pp")
-    lines = [
-        f"{result.verdict.upper()}: {result.candidate} vs {result.baseline} on {t.n_shared} shared tasks "
-        f"({result.metric}): {result.candidate_mean * scale:.4g} vs {result.baseline_mean * scale:.4g}, "
-        f"difference {t.diff * scale:+.4g}{unit} (95% CI {t.ci95[0] * scale:+.4g} to {t.ci95[1] * scale:+.4g}), "
-        f"p = {dec.p_value:.3g} ({dec.method}, {dec.sided}"
-        + (f", margin {dec.margin * scale:.4g}{unit}" if dec.margin > 0 else "")
-        + f"), alpha {result.alpha}; "
-        + (
-            f"detects a regression of {mde * scale:.3g}{unit} with 80% power"
-            if (mde := detectable(result)) is not None
-            else "too few tasks (or no spread) to say which regression it would detect with 80% power"
-        )
-    ]
-    if result.sequential is not None:
-        lines.append(sequential_text(result))
-    if result.verdict == "worse":
-        lines.append(f"{len(result.regressed)} task(s) regressed:")
-        lines += [f"  {r['task_id']}: {r['baseline']:.4g} -> {r['candidate']:.4g}" for r in result.regressed]
-    return "\n".join(lines)
