@@ -30,9 +30,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analytics.compare import fisher_z_ci
-from analytics.leaderboard import comparable_runs
+from analytics.leaderboard import comparison_membership
 from analytics.sqlfiles import load_sql
-from store import query_df, query_rows, run_filter_params, with_run_filter
+from store import RunFilter, query_df, query_rows, run_filter_params, with_run_filter
 
 MATCHED, MISSING, EXTRA = "matched", "missing", "extra"
 OP_COLOURS = {MATCHED: "#2e7d32", MISSING: "#c62828", EXTRA: "#ef6c00"}
@@ -286,8 +286,13 @@ def coverage_by_level(con: duckdb.DuckDBPyConnection, **filters: Any) -> pd.Data
     out = table[table["slice"].str.startswith("level=")].copy()
     out["level"] = out["slice"].str.removeprefix("level=")
     if filters.get("benchmark") and not out.empty:
-        keys = {k: filters.get(k) for k in ("agents", "date_from", "date_to")}
-        member = comparable_runs(con, benchmark=filters["benchmark"], kinds=("level",), **keys)
+        run_filter = RunFilter(
+            benchmark=filters["benchmark"],
+            agents=tuple(filters.get("agents") or ()),
+            date_from=filters.get("date_from"),
+            date_to=filters.get("date_to"),
+        )
+        member = comparison_membership(con, run_filter, kinds=("level",))
         out = out.merge(member[["run_id", "slice", "is_comparable"]], on=["run_id", "slice"], how="left")
         out["is_comparable"] = out["is_comparable"].astype("boolean").fillna(False).astype(bool)
     else:

@@ -1,21 +1,5 @@
-"""plan: how many tasks and samples a comparison needs to detect a given regression (``python -m analytics plan``).
-
-The gate's test (one-sided sign-flip on per-task differences, ``analytics.gate``) has power
-``Phi((sqrt(n) D - z_a sqrt(s^2 + D^2)) / s)`` for a mean regression ``D`` over ``n`` tasks when the per-task
-differences have standard deviation ``s`` (``compare.mde80_normal``). With ``k`` samples per task for each run::
-
-    s^2(k) = tau^2 + (W + W') / k
-
-``W`` is the within-task variance of one sample (how much repeated attempts of one task disagree), ``W'`` the
-candidate's (for a binary metric, a regression that loses the same share of every task's success rate moves it:
-``(p - D) - (1 - D/p)^2 (p - W)``; else ``W``) and
-``tau^2`` the between-version variance of the true per-task change (two versions gain and lose different tasks).
-
-* ``W`` comes from the baseline's repeated samples (unbiased within-task variance); with one sample per task it
-  cannot be separated from the between-task spread and its upper bound ``p(1 - p)`` is used (marked).
-* ``tau^2`` comes from the other runs of the benchmark's ranked comparison set sharing tasks with the baseline:
-  the observed variance of their per-task differences minus the within-task part, the median over runs, floored
-  at 0. Without another run it is taken as 0 (marked: power is then optimistic).
+"""The plan's statistics: power and tasks needed of the gate's test, the per-task variance for k samples, and the
+baseline and variances estimated from a benchmark's per-task outcomes. Pure: frames in, numbers and rows out.
 """
 
 from __future__ import annotations
@@ -24,14 +8,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import duckdb
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
 from analytics import compare
-from analytics.leaderboard import runs_in, task_outcomes
-from store import RunlensError, query_df
+from analytics.runs import is_eligible
+from store import RunlensError
 
 SAMPLE_GRID = (1, 2, 3, 5, 10)
 MIN_SHARED = 20  # a run shares at least this many tasks with the baseline to inform tau^2
@@ -109,77 +92,18 @@ def plan_from_variances(
     return rows
 
 
-def plan(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    benchmark: str,
-    delta: float,
-    baseline: str | None = None,
-    samples: int | None = None,
-    alpha: float = compare.ALPHA,
-    sided: str = "one-sided",
-) -> Plan:
-    """How many tasks (and samples per task) a gate on ``benchmark`` needs to catch a regression of ``delta``.
-
-    Args:
-        con: read connection.
-        benchmark: the benchmark.
-        delta: the regression to detect (a fraction: 0.05 is 5 points of Pass@1 or mean score).
-        baseline: the run whose variances are used; default: the ranked run with the most attempts.
-        samples: a number of samples per task to include beside ``SAMPLE_GRID``.
-        alpha: the gate's level.
-        sided: ``one-sided`` (the gate's default) or ``two-sided``.
-    """
-    if not 0 < delta < 1:
-        raise RunlensError(f"--delta must be between 0 and 1 (a fraction), got {delta}")
-    runs = runs_in(con, benchmark=benchmark)
-    if runs.empty:
-        raise RunlensError(f"no runs of benchmark {benchmark!r}")
-    out = task_outcomes(con, benchmark=benchmark, runs=runs)
-    out = out.assign(value=out["c"] / out["n"] if _is_binary(con, benchmark) else out["score"])
-    base = baseline or _default_baseline(runs, out)
-    mine = out[out["run_id"] == base]
-    if mine.empty:
-        raise RunlensError(f"no scored attempts of run {base!r} in benchmark {benchmark!r}")
-    notes: list[str] = []
-    within = _within_var(con, base, mine, notes)
-    between = _between_var(out, mine, within, base, notes)
-    grid = tuple(sorted(set(SAMPLE_GRID) | ({samples} if samples else set())))
-    rows = plan_from_variances(
-        within_var=within,
-        between_var=between,
-        delta=delta,
-        n_available=len(mine),
-        samples=grid,
-        alpha=alpha,
-        sided=sided,
-        binary_mean=float(mine["value"].mean()) if _is_binary(con, benchmark) else None,
-    )
-    return Plan(benchmark, base, delta, alpha, sided, len(mine), within, between, rows, notes)
-
-
-def _is_binary(con: duckdb.DuckDBPyConnection, benchmark: str) -> bool:
-    rows = query_df(con, "SELECT scoring FROM benchmarks WHERE benchmark = ?", [benchmark])
-    return rows.empty or compare.ranking_metric(None if rows.empty else str(rows["scoring"].iloc[0])) == "pass@1"
-
-
-def _default_baseline(runs: pd.DataFrame, out: pd.DataFrame) -> str:
+def default_baseline(runs: pd.DataFrame, out: pd.DataFrame) -> str:
     """The rankable run with the most attempts (ties: the newest, then the smallest id)."""
-    rankable = [str(r.run_id) for r in runs.itertuples() if compare.is_rankable(r.kind, bool(r.is_baseline))]
+    rankable = [str(r.run_id) for r in runs.itertuples() if is_eligible(r.kind, bool(r.is_baseline))]
     counts = out[out["run_id"].isin(rankable)].groupby("run_id")["n"].sum()
     if counts.empty:
         raise RunlensError("no rankable run with scored attempts")
     return str(sorted(counts.index, key=lambda r: (-counts[r], r))[0])
 
 
-def _within_var(con: duckdb.DuckDBPyConnection, run: str, mine: pd.DataFrame, notes: list[str]) -> float:
-    """Mean within-task variance of one sample: unbiased from repeated samples, else the bound p(1 - p)."""
-    per_task = query_df(
-        con,
-        "SELECT task_id, var_samp(score) AS v, count(*) AS n FROM attempts "
-        "WHERE run_id = ? AND score IS NOT NULL GROUP BY task_id",
-        [run],
-    )
+def _within_var(per_task: pd.DataFrame, mine: pd.DataFrame, notes: list[str]) -> float:
+    """Mean within-task variance of one sample: unbiased from repeated samples (``per_task``: the run's
+    ``load.within_task_variances``), else the bound p(1 - p)."""
     repeated = per_task[per_task["n"] > 1]
     if len(repeated) >= max(5, len(per_task) // 2):
         return float(repeated["v"].astype(float).mean())
@@ -204,36 +128,3 @@ def _between_var(out: pd.DataFrame, mine: pd.DataFrame, within: float, base: str
         notes.append("no other run shares 20 tasks with the baseline: between-version variance taken as 0 (optimistic)")
         return 0.0
     return max(0.0, float(np.median(estimates)))
-
-
-def report(result: Plan) -> dict[str, Any]:
-    """The JSON shape of ``python -m analytics plan --json``."""
-    return {
-        "benchmark": result.benchmark,
-        "baseline": result.baseline,
-        "delta": result.delta,
-        "alpha": result.alpha,
-        "sided": result.sided,
-        "power": 0.8,
-        "n_tasks_available": result.n_tasks_available,
-        "within_task_var": result.within_var,
-        "between_version_var": result.between_var,
-        "rows": result.rows,
-        "notes": result.notes,
-    }
-
-
-def text_report(result: Plan) -> str:
-    """The plan as a small table."""
-    lines = [
-        f"{result.benchmark}: to catch a {100 * result.delta:.3g}-point regression with 80% power "
-        f"({result.sided}, alpha {result.alpha}), baseline {result.baseline}, {result.n_tasks_available} tasks now",
-        f"{'samples':>8} {'sd/task':>8} {'tasks needed':>13} {'power now':>10} {'MDE80 now':>10}",
-    ]
-    for r in result.rows:
-        lines.append(
-            f"{r['samples']:>8} {r['sd_per_task']:>8.3f} {r['tasks_needed']:>13} "
-            f"{100 * r['power_at_available']:>9.0f}% {100 * r['mde80_at_available']:>8.1f}pp"
-        )
-    lines += [f"note: {n}" for n in result.notes]
-    return "\n".join(lines)

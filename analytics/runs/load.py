@@ -1,9 +1,11 @@
-"""How complete each run of a benchmark is: its log status, completed/total samples, errored, limited and
-unscored attempts, and its pass rate with errored attempts counted as failures or left out.
+"""Runs, loaded: the runs a run filter selects (with their columns, baseline flag and log state) and how complete
+each run of a benchmark is (``run_health``). The only module of ``analytics.runs`` that queries.
 
-The leaderboard counts an errored attempt (status ``crashed``) as a failure; Inspect's own accuracy leaves errored
-samples out. Both rates are given here so the difference is never silent. Samples stopped by a limit
-(``timeout``) were scored by Inspect and count in both. Unscored attempts (empty score) count in neither.
+``run_health``: its log status, completed/total samples, errored, limited and unscored attempts, and its pass rate
+with errored attempts counted as failures or left out. The leaderboard counts an errored attempt (status
+``crashed``) as a failure; Inspect's own accuracy leaves errored samples out. Both rates are given here so the
+difference is never silent. Samples stopped by a limit (``timeout``) were scored by Inspect and count in both.
+Unscored attempts (empty score) count in neither.
 """
 
 from __future__ import annotations
@@ -11,7 +13,14 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
-from store import query_df
+from analytics import compare
+from analytics.runs.compute import with_completeness, with_health
+from analytics.sqlfiles import load_sql
+from store import ALL_RUNS, RunFilter, query_df, query_rows
+
+# A run's own columns, as every view that lists runs selects them (``r.`` the runs table): the one list.
+RUN_COLUMNS = ("run_id", "agent", "agent_version", "family", "kind", "eval_date")
+RUN_SELECT = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
 
 HEALTH_SQL = """
 SELECT r.run_id, r.agent, r.status AS log_status,
@@ -29,7 +38,6 @@ WHERE r.benchmark = ?
 GROUP BY ALL
 ORDER BY r.run_id
 """
-COMPLETE_STATUSES = ("success", "completed")
 # Runs an eval set's retry superseded (a later log of the same task in the same eval set), with the later run.
 SUPERSEDED_SQL = """
 SELECT r.run_id, min(later.run_id) AS superseded_by
@@ -43,6 +51,19 @@ GROUP BY r.run_id
 """
 
 
+def load_runs(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> pd.DataFrame:
+    """The runs of one benchmark that match the filter (``RUN_COLUMNS``, is_baseline, and log_status, completed,
+    total, is_complete, inspect_results, headline_scorer), newest first; ``is_baseline`` is
+    ``compare.IS_BASELINE_SQL``. A run an eval set's retry superseded is left out. ``is_complete``: the log's
+    status is a finished one (or unknown: not an Inspect log) and it holds every sample it counts (``total``).
+    The filter names the benchmark (none: no run)."""
+    sql = load_sql("leaderboard_runs").replace("$is_baseline", compare.IS_BASELINE_SQL)
+    runs = query_df(con, sql.replace("$run_columns", RUN_SELECT), run_filter.params())
+    counted = runs["run_id"][runs["total"].notna()].astype(str).tolist()  # logs that say how many samples they hold
+    held = dict(query_rows(con, load_sql("run_attempt_counts"), {"run_ids": counted})) if counted else {}
+    return with_completeness(runs, held)
+
+
 def run_health(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
     """One row per run of ``benchmark``: log status, completed/total, errored/limited/unscored counts, both rates.
 
@@ -52,39 +73,5 @@ def run_health(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFram
     leaderboard leaves this one out), else None.
     """
     df = query_df(con, HEALTH_SQL, [benchmark])
-    if df.empty:
-        return df.assign(is_complete=pd.Series(dtype=bool), superseded_by=pd.Series(dtype=object))
-    later = dict(query_df(con, SUPERSEDED_SQL, [benchmark]).itertuples(index=False, name=None))
-    df["superseded_by"] = pd.Series([later.get(r) for r in df["run_id"]], index=df.index, dtype=object)
-    status_ok = df["log_status"].isna() | df["log_status"].isin(COMPLETE_STATUSES)
-    counted = df["total_samples"].isna() | (df["completed_samples"] == df["total_samples"])
-    clean = (df[["n_errored", "n_limited", "n_unscored"]] == 0).all(axis=1)
-    return df.assign(is_complete=status_ok & counted & clean)
-
-
-def incomplete_table(df: pd.DataFrame, *, errors_excluded: bool = False) -> pd.DataFrame:
-    """The runs that are not complete, for display: the pass rate under the chosen treatment of errors."""
-    if df.empty:
-        return df
-    part = df[~df["is_complete"]].copy()
-    rate = "pass_rate_errors_excluded" if errors_excluded else "pass_rate_errors_failed"
-    part["completed / total"] = [
-        f"{c} / {t}" if pd.notna(t) else f"{n} attempts"
-        for c, t, n in zip(part["completed_samples"], part["total_samples"], part["n_attempts"], strict=True)
-    ]
-    part["Pass rate (%)"] = (100 * part[rate]).round(1)
-    if "superseded_by" in part:
-        part["log_status"] = [
-            f"{s} (superseded by {later}: not ranked)" if isinstance(later, str) else s
-            for s, later in zip(part["log_status"], part["superseded_by"], strict=True)
-        ]
-    return part.rename(
-        columns={
-            "run_id": "Run",
-            "agent": "Agent",
-            "log_status": "Log status",
-            "n_errored": "Errored",
-            "n_limited": "Limit hit",
-            "n_unscored": "Unscored",
-        }
-    )[["Run", "Agent", "Log status", "completed / total", "Errored", "Limit hit", "Unscored", "Pass rate (%)"]]
+    later = {} if df.empty else dict(query_df(con, SUPERSEDED_SQL, [benchmark]).itertuples(index=False, name=None))
+    return with_health(df, later)
