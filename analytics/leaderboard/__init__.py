@@ -7,7 +7,7 @@ Definitions (also in the README):
     * Intervals: Wilson over tasks for rates (Pass@1: with the task-clustered effective size); mean score:
       ``compare.score_interval`` (clustered Wilson with Student's t); a seeded percentile bootstrap over tasks for
       mean steps (tool calls per attempt) and mean cost per task.
-    * Verdicts: the ranked runs of a slice (its ranked comparison set, ``compare.comparison_sets``) are tested
+    * Verdicts: the ranked runs of a slice (its ranked comparison set, ``runs.comparable_runs``) are tested
       against the data-chosen leader by a selection-aware max-gap permutation test (``compare.max_gap_test``);
       ``is_tied`` rows and the leader form the ``top_group``. Rows shown apart (humans, baselines, other task pools)
       get their own paired tests, Holm-adjusted among themselves. Human rows are never ranked and never lead.
