@@ -12,10 +12,12 @@ from analytics.plan.compute import (
     MIN_SHARED,
     SAMPLE_GRID,
     Plan,
+    between_variance,
     default_baseline,
     plan_from_variances,
     power,
     tasks_needed,
+    within_variance,
 )
 from analytics.plan.load import benchmark_is_binary, within_task_variances
 from analytics.plan.report import report, text_report
@@ -25,6 +27,7 @@ __all__ = [
     "SAMPLE_GRID",
     "Plan",
     "benchmark_is_binary",
+    "between_variance",
     "default_baseline",
     "plan",
     "plan_from_variances",
@@ -33,4 +36,5 @@ __all__ = [
     "tasks_needed",
     "text_report",
     "within_task_variances",
+    "within_variance",
 ]

@@ -24,7 +24,14 @@ import duckdb
 
 from analytics import compare
 from analytics.leaderboard import task_outcomes
-from analytics.plan.compute import SAMPLE_GRID, Plan, _between_var, _within_var, default_baseline, plan_from_variances
+from analytics.plan.compute import (
+    SAMPLE_GRID,
+    Plan,
+    between_variance,
+    default_baseline,
+    plan_from_variances,
+    within_variance,
+)
 from analytics.plan.load import benchmark_is_binary, within_task_variances
 from analytics.runs import load_runs
 from store import RunFilter, RunlensError
@@ -64,8 +71,8 @@ def plan(
     if mine.empty:
         raise RunlensError(f"no scored attempts of run {base!r} in benchmark {benchmark!r}")
     notes: list[str] = []
-    within = _within_var(within_task_variances(con, base), mine, notes)
-    between = _between_var(out, mine, within, base, notes)
+    within = within_variance(within_task_variances(con, base), mine, notes)
+    between = between_variance(out, mine, within, base, notes)
     grid = tuple(sorted(set(SAMPLE_GRID) | ({samples} if samples else set())))
     rows = plan_from_variances(
         within_var=within,

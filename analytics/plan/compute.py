@@ -101,7 +101,7 @@ def default_baseline(runs: pd.DataFrame, out: pd.DataFrame) -> str:
     return str(sorted(counts.index, key=lambda r: (-counts[r], r))[0])
 
 
-def _within_var(per_task: pd.DataFrame, mine: pd.DataFrame, notes: list[str]) -> float:
+def within_variance(per_task: pd.DataFrame, mine: pd.DataFrame, notes: list[str]) -> float:
     """Mean within-task variance of one sample: unbiased from repeated samples (``per_task``: the run's
     ``load.within_task_variances``), else the bound p(1 - p)."""
     repeated = per_task[per_task["n"] > 1]
@@ -115,7 +115,7 @@ def _within_var(per_task: pd.DataFrame, mine: pd.DataFrame, notes: list[str]) ->
     return p * (1.0 - p)
 
 
-def _between_var(out: pd.DataFrame, mine: pd.DataFrame, within: float, base: str, notes: list[str]) -> float:
+def between_variance(out: pd.DataFrame, mine: pd.DataFrame, within: float, base: str, notes: list[str]) -> float:
     """Median over the other runs of (variance of per-task differences - within-task part), floored at 0."""
     ref = dict(zip(mine["task_id"].astype(str), mine["value"].astype(float), strict=True))
     n_ref = float(mine["n"].mean())
