@@ -13,6 +13,7 @@ and ``--help`` imports nothing but this file.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import sys
@@ -122,9 +123,7 @@ def leaderboard_run(args: argparse.Namespace) -> int:
         reports = [
             leaderboard.report(
                 con,
-                benchmark=b,
-                date_from=flt.date_from,
-                date_to=flt.date_to,
+                dataclasses.replace(flt, benchmark=b),
                 exclude_errored=excluded,
                 scorer=args.scorer,
                 rank_incomplete=args.rank_incomplete,

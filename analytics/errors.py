@@ -21,6 +21,7 @@ import pandas as pd
 
 from analytics import formatting as fmt
 from analytics import stats
+from analytics.runs import row_label
 from analytics.sqlfiles import load_sql
 from store import query_df, query_rows, run_filter_params
 
@@ -197,17 +198,12 @@ def report(
 # ---------------------------------------------------------------------------------------------
 
 
-def run_label(row: pd.Series | dict[str, Any]) -> str:
-    """``agent`` or ``agent version`` when the version adds something to the name."""
-    return fmt.run_label(row["agent"], row.get("agent_version"))
-
-
 def run_labels(df: pd.DataFrame) -> list[str]:
-    """Shortest unambiguous label per row: agent, else agent + version, else + run id."""
+    """Shortest unambiguous label per row: agent, else agent + version (``runs.run_label``), else + run id."""
     agents = df["agent"].astype(str)
     if not agents.duplicated(keep=False).any():
         return agents.tolist()
-    labels = pd.Series([run_label(r) for _, r in df.iterrows()], index=df.index)
+    labels = pd.Series([row_label(r, with_date=False) for _, r in df.iterrows()], index=df.index)
     clash = labels.duplicated(keep=False)
     return [f"{lab} ({rid})" if c else lab for lab, rid, c in zip(labels, df["run_id"], clash, strict=True)]
 

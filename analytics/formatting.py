@@ -159,15 +159,6 @@ def slice_label(name: str) -> str:
     return f"{kind}: {value}" if value else name
 
 
-def run_label(agent: Any, version: Any = None, eval_date: Any = None) -> str:
-    """A run as people name it: agent, version when it adds something (``o3``, not ``o3 o3``), evaluation date:
-    ``Qwen3 3-8B · 2026-01-15``."""
-    name = text(agent)
-    adds = isinstance(version, str) and version and version.lower() not in name.lower()
-    day = date(eval_date)
-    return " · ".join([f"{name} {version}" if adds else name] + ([day] if day != MISSING else []))
-
-
 def plural(n: Any, word: str, words: str | None = None) -> str:
     """A count with its noun in the right number: ``1 task``, ``2 tasks``, ``1,234 runs`` (``words`` for an
     irregular plural: ``plural(2, "reply", "replies")``)."""

@@ -23,7 +23,7 @@ def write(files: list[str]) -> int:
 def read(stop: Path) -> int:
     import store as rdb
     from analytics import leaderboard as lb
-    from store import lake
+    from store import RunFilter, lake
 
     seen: list[tuple[int, int]] = []
     failures: list[str] = []
@@ -33,7 +33,7 @@ def read(stop: Path) -> int:
                 snapshot = lake.current_snapshot(con)
                 n_runs = con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
                 if n_runs:
-                    lb.leaderboard(con, benchmark="team-bench")
+                    lb.leaderboard(con, RunFilter(benchmark="team-bench"))
             seen.append((snapshot, int(n_runs)))
         except Exception:  # noqa: BLE001 -- a reader must never fail: record any error for the test to report
             failures.append(traceback.format_exc(limit=3))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ingest.pipeline import ingest_paths
+from store import RunFilter
 from tests.adapter_helpers import counts, rows
 
 OUTPUT = Path(__file__).resolve().parent / "fixtures" / "lm_eval" / "output"
@@ -169,7 +170,7 @@ def test_every_metric_and_filter_is_a_scorer_of_the_reports(lm_db: Path) -> None
     assert rows(lm_db, "SELECT count(*) FROM scores WHERE is_headline") == rows(lm_db, "SELECT count(*) FROM attempts")
     con = duckdb.connect(str(lm_db), read_only=True)
     try:
-        board = lb.leaderboard(con, benchmark="tiny", scorer="acc_norm,none", slices=("category",))
+        board = lb.leaderboard(con, RunFilter(benchmark="tiny"), scorer="acc_norm,none", slices=("category",))
     finally:
         con.close()
     row = board[(board["run_id"] == f"tiny:{model}") & (board["slice"] == "category=tiny_mc")].iloc[0]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ingest.pipeline import ingest_paths
-from store import query_rows, reader
+from store import RunFilter, query_rows, reader
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "demo_xbench_lab.md"
@@ -261,7 +261,7 @@ def test_xbench_leaderboard_agrees(db: Path) -> None:
     from analytics.leaderboard import leaderboard
 
     with reader(db) as con:  # few bootstrap draws: only the point estimates are checked here
-        board = leaderboard(con, benchmark="xbench-recruitment", n_boot=20)
+        board = leaderboard(con, RunFilter(benchmark="xbench-recruitment"), n_boot=20)
     table, cats, _ = XBENCH["xbench-recruitment"]
     by = {(r["agent"], r["slice"]): r for _, r in board.iterrows()}
     for agent, (_, *values) in table.items():
@@ -407,7 +407,7 @@ def test_lab_leaderboard_report_pass_at_1(db: Path) -> None:
 
     cells = _lab_cells(db)
     with reader(db) as con:
-        rep = report(con, benchmark="liveagentbench")
+        rep = report(con, RunFilter(benchmark="liveagentbench"))
     by = {(r["agent"], r["slice"]): r for r in rep["rows"]}
     for agent, values in TABLE2.items():
         assert 100 * by[(agent, "all")]["pass_at"]["1"] == pytest.approx(cells[(agent, "Overall")])

@@ -15,6 +15,7 @@ import store as rdb
 from analytics import compare, diff, gate
 from analytics import leaderboard as lb
 from ingest.pipeline import ingest_paths
+from store import RunFilter
 from tests.conftest import ROOT
 
 
@@ -101,7 +102,7 @@ def test_gate_json_lists_regressed_tasks_and_cost(gate_db: Path) -> None:
 
 def test_leaderboard_diff_and_gate_agree(gate_db: Path) -> None:
     with rdb.reader(gate_db) as con:
-        board = lb.leaderboard(con, benchmark="g-bench").set_index(["run_id", "slice"]).xs("all", level=1)
+        board = lb.leaderboard(con, RunFilter(benchmark="g-bench")).set_index(["run_id", "slice"]).xs("all", level=1)
         leader = board.index[board["is_leader"]][0]
         for run in ("worse", "close", "two"):
             if run == leader:
@@ -139,7 +140,7 @@ def test_run_level_role_baseline_is_shown_apart(tmp_path: Path) -> None:
     db = tmp_path / "r.duckdb"
     ingest_paths([path], db=db)
     with rdb.reader(db) as con:
-        board = lb.leaderboard(con, benchmark="g-bench").set_index(["run_id", "slice"]).xs("all", level=1)
+        board = lb.leaderboard(con, RunFilter(benchmark="g-bench")).set_index(["run_id", "slice"]).xs("all", level=1)
     assert board.loc["ref", "is_baseline"] and board.loc["ref", "rank"] is pd.NA
     assert board.loc["a", "is_leader"] and board.loc["ref", "n_shared_with_leader"] == 2
 

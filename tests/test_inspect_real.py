@@ -186,7 +186,7 @@ def test_drilldown_shows_the_limit_the_error_and_the_grader(
 def test_run_health_states_both_treatments_of_errors(real_logs: tuple[Path, list[dict[str, Any]]]) -> None:
     import duckdb
 
-    from analytics.run_health import run_health
+    from analytics.runs import run_health
 
     db, refs = real_logs
     con = duckdb.connect(str(db), read_only=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.pipeline import ingest_paths
+from store import RunFilter
 from tests.adapter_helpers import counts, rows
 from tests.conftest import shared_data
 
@@ -250,7 +251,7 @@ def test_unscored_attempts_are_not_failures_on_the_leaderboard(tmp_db: Path, tmp
     bench = log["eval"]["task"].split("/")[-1]
     con = duckdb.connect(str(tmp_db), read_only=True)
     try:
-        out = lb.task_outcomes(con, benchmark=bench)
+        out = lb.task_outcomes(con, RunFilter(benchmark=bench))
     finally:
         con.close()
     assert str(log["samples"][0]["id"]) not in set(out["task_id"])

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from ingest.pipeline import describe, ingest_paths
+from store import RunFilter
 from tests.adapter_helpers import rows
 from tests.apptest import open_page
 from tests.test_inspect_real import INSPECT_PYTHON, ROOT
@@ -240,7 +241,7 @@ def test_eval_set_folder_ingests_and_a_retry_supersedes(variants: dict[str, Any]
     assert rows(db, "SELECT count(*) FROM runs WHERE benchmark = 'flaky'") == [(2,)]  # kept, not ranked
     import duckdb
 
-    from analytics.run_health import incomplete_table, run_health
+    from analytics.runs import incomplete_table, run_health
 
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -315,7 +316,7 @@ def test_rescoring_and_scorers_on_a_team_store(variants: dict[str, Any], lake: s
                 con, "SELECT task_id, score FROM attempts WHERE run_id = ?", [_run_id(variants["rescored"])]
             )
         )
-        board = lb.leaderboard(con, benchmark="scorers", scorer="rating")
+        board = lb.leaderboard(con, RunFilter(benchmark="scorers"), scorer="rating")
     assert got == expected
     assert board["scale"].iloc[0] == "raw"
     with store.writer(lake) as con:

@@ -12,6 +12,7 @@ import store as rdb
 from analytics import doctor
 from analytics import leaderboard as lb
 from ingest.pipeline import ingest_paths
+from store import RunFilter
 from store import lake as lk
 from store.transfer import copy_store, maintain
 from tests.conftest import FIXTURES
@@ -21,7 +22,7 @@ from tests.lake_support import make_upload, new_lake, run_cli
 def _leaderboard(db: str | Path) -> list[dict[str, object]]:
     """The leaderboard's rows as JSON values (NaN as null, so two equal tables compare equal)."""
     with rdb.reader(db) as con:
-        df = lb.leaderboard(con, benchmark="mini-bench")
+        df = lb.leaderboard(con, RunFilter(benchmark="mini-bench"))
     return json.loads(df.sort_values(["slice", "run_id"]).to_json(orient="records", default_handler=str))
 
 

@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 
 from analytics import leaderboard as lb
-from store import reader
+from store import RunFilter, reader
 from tests.conftest import ROOT
 
 
 def test_report_shape_and_values(fixture_db: Path) -> None:
     with reader(fixture_db) as con:
-        rep = lb.report(con, benchmark="mini-bench")
+        rep = lb.report(con, RunFilter(benchmark="mini-bench"))
     assert rep["benchmark"] == "mini-bench"
     rows = {(r["run_id"], r["slice"]): r for r in rep["rows"]}
     a = rows[("mini-a-v1", "all")]
@@ -166,9 +166,9 @@ def test_filters_by_agent_and_date(fixture_db: Path) -> None:
     import datetime as dt
 
     with reader(fixture_db) as con:
-        only_a = lb.leaderboard(con, benchmark="mini-bench", agents=["Agent A"])
-        late = lb.leaderboard(con, benchmark="mini-bench", date_from=dt.date(2026, 1, 12))
-        none = lb.leaderboard(con, benchmark="no-such-bench")
+        only_a = lb.leaderboard(con, RunFilter(benchmark="mini-bench", agents=("Agent A",)))
+        late = lb.leaderboard(con, RunFilter(benchmark="mini-bench", date_from=dt.date(2026, 1, 12)))
+        none = lb.leaderboard(con, RunFilter(benchmark="no-such-bench"))
     assert set(only_a["run_id"]) == {"mini-a-v1"}
     assert set(late["run_id"]) == {"mini-a-v1"}
     assert none.empty and list(none.columns)[:3] == ["run_id", "agent", "agent_version"]
@@ -176,8 +176,8 @@ def test_filters_by_agent_and_date(fixture_db: Path) -> None:
 
 def test_bootstrap_interval_is_deterministic(fixture_db: Path) -> None:
     with reader(fixture_db) as con:
-        a = lb.report(con, benchmark="mini-bench")
-        b = lb.report(con, benchmark="mini-bench")
+        a = lb.report(con, RunFilter(benchmark="mini-bench"))
+        b = lb.report(con, RunFilter(benchmark="mini-bench"))
     assert a == b
 
 
@@ -206,7 +206,7 @@ def test_cli_json(fixture_db: Path) -> None:
 
 def test_display_table_and_figure(fixture_db: Path) -> None:
     with reader(fixture_db) as con:
-        df = lb.leaderboard(con, benchmark="mini-bench")
+        df = lb.leaderboard(con, RunFilter(benchmark="mini-bench"))
     overall = df[df["slice"] == "all"]
     table = lb.display_table(overall)
     assert {"Pass@1 %", "Pass@1 95% CI", "pass^2 %", "Cost per task", "Tasks"} <= set(table.columns)
@@ -308,7 +308,7 @@ def test_pareto_flags_by_hand() -> None:
 
 def test_pareto_is_in_the_json_report(fixture_db: Path) -> None:
     with reader(fixture_db) as con:
-        rep = lb.report(con, benchmark="mini-bench")
+        rep = lb.report(con, RunFilter(benchmark="mini-bench"))
     assert rep["rows"] and all("is_pareto_optimal" in r for r in rep["rows"])
     assert {r["is_pareto_optimal"] for r in rep["rows"]} <= {True, False, None}
 

@@ -10,13 +10,14 @@ import pytest
 import store as rdb
 from analytics import formatting as fmt
 from analytics import leaderboard as lb
+from store import RunFilter
 from tests.apptest import open_page
 
 
 def test_two_task_pools_on_the_demo(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_page("views/leaderboard.py", demo_db, monkeypatch, benchmark="ad-bench")
     with rdb.reader(demo_db) as con:
-        board = lb.leaderboard(con, benchmark="ad-bench")
+        board = lb.leaderboard(con, RunFilter(benchmark="ad-bench"))
     overall = board[board["slice"] == "all"]
     ranked = overall[overall["rank"].notna()]
     metrics = {m.label: m.value for m in at.metric}
@@ -54,8 +55,8 @@ def test_two_task_pools_on_the_demo(demo_db: Path, monkeypatch: pytest.MonkeyPat
 
 def test_gem_baseline_is_shown_apart_and_graded_ranks_by_mean_score(demo_db: Path) -> None:
     with rdb.reader(demo_db) as con:
-        gem = lb.leaderboard(con, benchmark="gem-bench")
-        xb = lb.leaderboard(con, benchmark="xbench-marketing")
+        gem = lb.leaderboard(con, RunFilter(benchmark="gem-bench"))
+        xb = lb.leaderboard(con, RunFilter(benchmark="xbench-marketing"))
     g = gem[gem["slice"] == "all"].set_index("run_id")
     assert g.loc["gem-bench-ad-free", "is_baseline"] and pd_isna(g.loc["gem-bench-ad-free", "rank"])
     assert not g.loc["gem-bench-ad-free", "is_leader"]

@@ -11,6 +11,7 @@ import store as rdb
 from analytics import formatting as fmt
 from analytics import irt
 from analytics import progress as prog
+from analytics.runs import run_label
 from ingest.pipeline import ingest_paths
 from jobs.irt import fit_and_store
 from tests.conftest import ROOT
@@ -61,7 +62,7 @@ def test_empty_state_then_fit_from_the_page(sim_db: Path, monkeypatch: pytest.Mo
     assert shown["Ability (logits) [90% CI]"].tolist() == [
         f"{fmt.number(r.ability, 2)} [{fmt.span(r.ability_lo, r.ability_hi, digits=2)}]" for r in ranked.itertuples()
     ]
-    assert shown["Agent version"].tolist() == [fmt.run_label(r.agent, r.agent_version) for r in ranked.itertuples()]
+    assert shown["Agent version"].tolist() == [run_label(r.agent, r.agent_version) for r in ranked.itertuples()]
     assert len(at.get("plotly_chart")) == 4
     assert not at.warning or all("changed" not in w.value for w in at.warning)
     # a rerun reads the stored fit: no second fit
@@ -122,7 +123,7 @@ def test_the_sidebar_agents_choose_the_versions_shown(sim_db: Path, monkeypatch:
     assert not at.exception, [e.value for e in at.exception]
     assert any(f"Showing {len(mine)} of the fit's {len(everything)} agent versions" in c.value for c in at.caption)
     shown = set(table(at, "Ability (logits) [90% CI]")["Agent version"])
-    assert shown == {fmt.run_label(r.agent, r.agent_version) for r in mine.itertuples()}
+    assert shown == {run_label(r.agent, r.agent_version) for r in mine.itertuples()}
     assert {m.label: m.value for m in at.metric}["Agent versions"] == str(len(everything))  # the fit is whole
 
 

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import store as rdb
 from analytics import leaderboard as lb
+from store import RunFilter
 from store.export_parquet import export_parquet
 from store.parquet import MARKER, ParquetFolderError
 from tests.conftest import ROOT
@@ -67,9 +68,9 @@ def test_leaderboard_report_equals_the_duckdb_one(demo_export: tuple[Path, Path]
     assert len(json.loads(a.stdout)) >= 1
     with rdb.reader(db) as con:
         bench = con.execute("SELECT min(benchmark) FROM runs").fetchall()[0][0]
-        want = lb.leaderboard(con, benchmark=bench)
+        want = lb.leaderboard(con, RunFilter(benchmark=bench))
     with rdb.reader(out) as con:
-        got = lb.leaderboard(con, benchmark=bench)
+        got = lb.leaderboard(con, RunFilter(benchmark=bench))
     assert want.to_dict("records") == got.to_dict("records")
 
 

@@ -11,6 +11,7 @@ import pytest
 from analytics import leaderboard as lb
 from analytics.scorers import ScorerNotFoundError
 from ingest.pipeline import ingest_paths
+from store import RunFilter
 from tests.adapter_helpers import rows
 
 
@@ -44,9 +45,9 @@ def test_scores_are_stored_and_ranked_by_name(tmp_path: Path, tmp_db: Path) -> N
     ]
     con = duckdb.connect(str(tmp_db), read_only=True)
     try:
-        board = lb.leaderboard(con, benchmark="b", scorer="rating")
+        board = lb.leaderboard(con, RunFilter(benchmark="b"), scorer="rating")
         with pytest.raises(ScorerNotFoundError, match="scorers: exact, rating"):
-            lb.leaderboard(con, benchmark="b", scorer="bleu")
+            lb.leaderboard(con, RunFilter(benchmark="b"), scorer="bleu")
     finally:
         con.close()
     row = board[board["slice"] == "all"].iloc[0]

@@ -132,8 +132,8 @@ def test_the_sidebar_counts_follow_the_filters(fixture_db: Path, monkeypatch: py
         everything = catalog(con)
         bench = everything.benchmarks[0]
         agent = everything.agents[bench][0]
-        all_runs, all_attempts = filtered_counts(con, benchmark=bench)
-        one_runs, one_attempts = filtered_counts(con, benchmark=bench, agents=[agent])
+        all_runs, all_attempts = filtered_counts(con, rdb.RunFilter(benchmark=bench))
+        one_runs, one_attempts = filtered_counts(con, rdb.RunFilter(benchmark=bench, agents=(agent,)))
         (expected,) = rdb.query_rows(
             con,
             "SELECT count(*) FROM attempts JOIN runs USING (run_id) WHERE benchmark = ? AND agent = ?",

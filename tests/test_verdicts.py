@@ -10,7 +10,7 @@ import pytest
 
 from analytics import compare
 from analytics import leaderboard as lb
-from store import reader
+from store import RunFilter, reader
 
 
 def _pools(rng: np.random.Generator) -> dict[str, set[str]]:
@@ -155,7 +155,7 @@ def test_max_gap_with_two_runs_is_the_two_sided_sign_flip() -> None:
 
 def test_report_names_top_group_mde80_and_the_comparison_sets(fixture_db: Path) -> None:
     with reader(fixture_db) as con:
-        rep = lb.report(con, benchmark="mini-bench")
+        rep = lb.report(con, RunFilter(benchmark="mini-bench"))
     assert all("top_group" in r and "mde80" in r for r in rep["rows"])
     entry = rep["comparison_sets"]["all"]
     assert {"n_tasks", "metric", "runs", "excluded"} <= set(entry)
@@ -263,7 +263,7 @@ def test_leaderboard_page_names_the_top_group(fixture_db: Path, monkeypatch: pyt
     assert not at.exception
     caption = next(c.value for c in at.caption if "Top group (" in c.value)
     with reader(fixture_db) as con:
-        board = lb.leaderboard(con, benchmark="mini-bench")
+        board = lb.leaderboard(con, RunFilter(benchmark="mini-bench"))
     ranked = board[(board["slice"] == "all") & board["rank"].notna()]
     assert f"Top group ({int(ranked['top_group'].sum())} of {len(ranked)}" in caption
     summary = next(d.value for d in at.dataframe if "Top group" in d.value.columns)

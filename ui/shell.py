@@ -135,7 +135,7 @@ def _sidebar(catalog: cat.Catalog) -> None:
                 format="YYYY-MM-DD",
             )
         flt = common.current_filters()
-        n_runs, n_attempts = common.cached(cat.filtered_counts, **flt.as_kwargs())
+        n_runs, n_attempts = common.cached(cat.filtered_counts, run_filter=flt)
         in_view = "in this view" if flt.agents or flt.date_from else f"in {flt.benchmark}"
         st.caption(
             f"{fmt.plural(n_runs, 'run')} · {fmt.plural(n_attempts, 'attempt')} {common.plain(in_view)} "

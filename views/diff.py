@@ -6,6 +6,7 @@ from analytics import diff as rd
 from analytics import formatting as fmt
 from analytics import gate
 from analytics import trajectory as tr
+from analytics.runs import run_label
 from store import RunlensError
 from ui.common import (
     UrlField,
@@ -41,7 +42,7 @@ if pair is None:
 
 ss = st.session_state
 ids = runs["run_id"].tolist()
-labels = {r.run_id: f"{fmt.run_label(r.agent, r.agent_version, r.eval_date)} · {r.run_id}" for r in runs.itertuples()}
+labels = {r.run_id: f"{run_label(r.agent, r.agent_version, r.eval_date)} · {r.run_id}" for r in runs.itertuples()}
 # a link names the pair as baseline=/candidate= (a=/b= still work); a run the link names that is not here
 # (deleted, another benchmark) gives a notice, never a silent swap
 in_url = (query_param("baseline"), query_param("candidate"))

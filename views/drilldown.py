@@ -13,6 +13,7 @@ import streamlit as st
 from analytics import formatting as fmt
 from analytics import rules
 from analytics import trajectory as tr
+from analytics.runs import run_label
 from ui import transcript
 from ui.common import cached, empty_state, plain, query_param, set_url, show_fig
 from ui.shell import page_setup
@@ -59,7 +60,7 @@ def open_attempt(run_id: str, task_id: str, sample: int) -> None:
 
 
 labels = {  # the one run-label rule (agent, version when it adds something, date), then the run id and benchmark
-    r.run_id: " · ".join([fmt.run_label(r.agent, r.agent_version, r.eval_date), str(r.run_id), fmt.text(r.benchmark)])
+    r.run_id: " · ".join([run_label(r.agent, r.agent_version, r.eval_date), str(r.run_id), fmt.text(r.benchmark)])
     + (" (outside the sidebar's filters)" if r.is_filtered_out else "")
     for r in runs.itertuples()
 }
@@ -129,7 +130,7 @@ with nav[3]:
         st.caption("No other run attempted this task.")
     else:
         olabels = {
-            r.run_id: f"{fmt.run_label(r.agent, r.agent_version)} · {r.run_id} · pass {fmt.pct(r.pass_rate, 0)}"
+            r.run_id: f"{run_label(r.agent, r.agent_version)} · {r.run_id} · pass {fmt.pct(r.pass_rate, 0)}"
             for r in others.itertuples()
         }
         other = st.selectbox("Same task in another run", list(olabels), format_func=olabels.__getitem__, key="dd_other")

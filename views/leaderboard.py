@@ -5,7 +5,7 @@ import streamlit as st
 
 from analytics import formatting as fmt
 from analytics import leaderboard as lb
-from analytics import run_health as rh
+from analytics import runs
 from analytics import scorers as sc
 from ui.common import (
     UrlField,
@@ -32,7 +32,7 @@ filters = page_setup(
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
 
-health = cached(rh.run_health, benchmark=filters.benchmark)
+health = cached(runs.run_health, benchmark=filters.benchmark)
 n_errored = int(health["n_errored"].sum()) if not health.empty else 0
 leave_out = n_errored > 0 and st.toggle(
     f"Leave errored attempts out, as Inspect does ({n_errored} in this benchmark)",
@@ -54,7 +54,7 @@ picked = (
     else HEADLINE
 )
 scorer = None if picked == HEADLINE else picked
-df = cached(lb.leaderboard, **filters.as_kwargs(), exclude_errored=leave_out, scorer=scorer)
+df = cached(lb.leaderboard, run_filter=filters, exclude_errored=leave_out, scorer=scorer)
 if df.empty:
     empty_state(
         f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
@@ -85,7 +85,7 @@ if not leader.empty:
         "(selection-aware max-gap permutation test over the ranked runs, 5%)",
     )
 top_group = ranked[ranked["top_group"].eq(True)]
-top_labels = lb.unique_run_labels(top_group)
+top_labels = runs.unique_run_labels(top_group)
 st.caption(
     f"Ranked by {metric_name} on {int(overall['comparison_set_size'].iloc[0])} shared tasks. "
     "Δ vs leader: the paired mean difference over shared tasks with its 95% bootstrap interval. "
@@ -127,13 +127,13 @@ measured = overall[overall["inspect_metrics"].notna()]
 if not measured.empty:
     with st.expander("Inspect's own metrics (per epoch reducer: mean, mode, median, max, ...)"):
         own = pd.DataFrame(
-            [{"Run": lb.run_label(r), **r["inspect_metrics"], "run_id": r["run_id"]} for _, r in measured.iterrows()]
+            [{"Run": runs.row_label(r), **r["inspect_metrics"], "run_id": r["run_id"]} for _, r in measured.iterrows()]
         )
         st.caption("As the log's results give them for this score; Runlens's Pass@k above is computed from samples.")
         show_table(own, key="lb_inspect_metrics", name=f"leaderboard-{filters.benchmark}-inspect-metrics")
 if not health.empty and not health["is_complete"].all():
     st.subheader("Runs that are not complete")
-    incomplete = rh.incomplete_table(health, errors_excluded=leave_out)
+    incomplete = runs.incomplete_table(health, errors_excluded=leave_out)
     show_table(incomplete, key="lb_incomplete", name=f"leaderboard-{filters.benchmark}-incomplete", is_display=True)
 if not humans.empty:
     st.subheader("Human baseline")

@@ -10,7 +10,7 @@ import streamlit as st
 
 import store as rdb
 from analytics import formatting as fmt
-from analytics import irt
+from analytics import irt, runs
 from analytics import progress as prog
 from jobs.irt import fit_and_store
 from ui import background, common, shell
@@ -116,8 +116,8 @@ if not fit.is_current:
 refit("Refit" if fit.is_current else "Refit on the current data")
 
 info = fit.info
-# one run-label rule (analytics.formatting.run_label): "o3", not "o3 o3"; the fit's subject ids stay in the downloads
-names = {r.subject: fmt.run_label(r.agent, r.agent_version) for r in everything.abilities.itertuples()}
+# one run-label rule (analytics.runs.run_label): "o3", not "o3 o3"; the fit's subject ids stay in the downloads
+names = {r.subject: runs.run_label(r.agent, r.agent_version) for r in everything.abilities.itertuples()}
 
 
 def relabel(df: pd.DataFrame, *cols: str) -> pd.DataFrame:

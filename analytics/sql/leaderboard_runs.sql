@@ -2,11 +2,12 @@
 -- Parameters: the run filter's (store/filters.py); $benchmark is required here.
 -- is_baseline: the run says it is a reference, not a competitor (`gem_role: baseline`, or `role: baseline`;
 -- both are unknown run fields, kept in extra). $is_baseline is replaced by analytics.compare.IS_BASELINE_SQL
--- (a constant expression, not a value), the one definition shared with TMF.
+-- (a constant expression, not a value), the one definition shared with TMF; $run_columns by the one list of a
+-- run's own columns (analytics.runs.RUN_COLUMNS).
 -- log_status, completed, total: the log's own status and sample counts (Inspect's status and results, kept in
--- the run); analytics.leaderboard.runs_in counts the attempts of runs with a total and derives is_complete.
+-- the run); analytics.runs.load_runs counts the attempts of runs with a total and derives is_complete.
 -- A run superseded by an eval set's retry (a later log of the same task in the same eval set) is left out.
-SELECT r.run_id, r.agent, r.agent_version, r.family, r.kind, r.eval_date, $is_baseline AS is_baseline,
+SELECT $run_columns, $is_baseline AS is_baseline,
        r.status AS log_status,
        TRY_CAST(json_extract_string(r.extra, '$.completed_samples') AS BIGINT) AS completed,
        TRY_CAST(json_extract_string(r.extra, '$.total_samples') AS BIGINT) AS total,

@@ -12,7 +12,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics import compare, stats
+from analytics import stats
+from analytics.runs import comparable_runs
 from analytics.tmf.load import TmfInputs, load
 from analytics.tmf.model import (
     AXES,
@@ -135,7 +136,7 @@ def analyse(
         dates = pd.to_datetime(points["eval_date"])
         points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
     points = points[~points["run_id"].isin(baselines)]
-    keep, cset = comparable_runs(rows[rows["run_id"].isin(points["run_id"])])
+    keep, cset = comparison_set(rows[rows["run_id"].isin(points["run_id"])])
     extra = rows["run_id"].isin(keep).to_numpy() & ~rows["task_id"].astype(str).isin(cset).to_numpy()
     if extra.any():  # runs on a superset: their points on the common tasks, as the leaderboard ranks them
         rows = rows[~extra]
@@ -178,13 +179,14 @@ def drop_baselines(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return rows[~flag], sorted(map(str, rows.loc[flag, "run_id"].unique()))
 
 
-def comparable_runs(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
-    """The agent runs of ``rows`` in the ranked comparison set and its common tasks (``compare.comparison_sets``,
-    the leaderboard's rule: runs on a superset are compared on the common tasks, runs that missed a few on those
-    they have)."""
+def comparison_set(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
+    """The agent runs of ``rows`` in the ranked comparison set and its common tasks (``runs.comparable_runs``, the
+    leaderboard's rule: runs on a superset are compared on the common tasks, runs that missed a few on those they
+    have; every agent run given competes, ``include_baselines``: the caller has dropped baselines already)."""
     agents = rows[rows["kind"] != "human"]
     sets = {str(r): frozenset(t.astype(str)) for r, t in agents.groupby("run_id", sort=False)["task_id"]}
-    primary = compare.comparison_sets(sets).primary
+    kinds = {str(r): k for r, k in zip(agents["run_id"], agents["kind"], strict=True)}
+    primary = comparable_runs(sets, kinds, include_baselines=True).primary
     if primary is None:
         return set(), frozenset()
     return {str(r) for r in primary.runs}, primary.tasks

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analytics import formatting as fmt
+from analytics.runs import run_label
 from analytics.tmf.analysis import TmfResult
 from analytics.tmf.model import MIN_TASKS, STAGE_NAMES
 
@@ -310,8 +311,7 @@ def runs_display(table: pd.DataFrame, result: TmfResult) -> pd.DataFrame:
     out = pd.DataFrame(
         {
             "Run": [
-                fmt.run_label(a, v, d)
-                for a, v, d in zip(table["agent"], table["version"], table["eval_date"], strict=True)
+                run_label(a, v, d) for a, v, d in zip(table["agent"], table["version"], table["eval_date"], strict=True)
             ],
             perf_name: [  # the table holds percentages (or logits) already
                 fmt.interval(v, (lo, hi), scale=1.0)

@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from analytics.leaderboard import comparable_runs
+from analytics.leaderboard import comparison_membership
 from analytics.sqlfiles import load_sql
 from analytics.trajectory.compute import (
     _as_list,
@@ -47,8 +47,7 @@ def coverage_by_level(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = AL
     """
     out = levels_of(coverage_table(con, run_filter))
     if run_filter.benchmark and not out.empty:
-        keys = {k: v for k, v in run_filter.as_kwargs().items() if k != "benchmark"}
-        member = comparable_runs(con, benchmark=run_filter.benchmark, kinds=("level",), **keys)
+        member = comparison_membership(con, run_filter, kinds=("level",))
         out = out.merge(member[["run_id", "slice", "is_comparable"]], on=["run_id", "slice"], how="left")
         out["is_comparable"] = out["is_comparable"].astype("boolean").fillna(False).astype(bool)
     else:

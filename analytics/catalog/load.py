@@ -1,0 +1,51 @@
+"""What the database holds, read: the runs per benchmark and agent, counts, names. The only module of
+``analytics.catalog`` that queries."""
+
+from __future__ import annotations
+
+import duckdb
+
+from analytics.catalog.compute import Catalog, catalog_from
+from store import ALL_RUNS, RunFilter, RunlensError, query_df, query_rows, with_run_filter
+
+
+def catalog(con: duckdb.DuckDBPyConnection) -> Catalog:
+    """Filter options and headline counts."""
+    df = query_df(
+        con,
+        "SELECT benchmark, agent, min(eval_date) AS d0, max(eval_date) AS d1, count(*) AS n, "
+        "bool_or(is_demo) AS demo FROM runs GROUP BY ALL ORDER BY benchmark, agent",
+    )
+    n_attempts = int(query_rows(con, "SELECT count(*) FROM attempts")[0][0])
+    return catalog_from(df, n_attempts)
+
+
+def filtered_counts(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> tuple[int, int]:
+    """(runs, attempts) in the view the sidebar's filters select (the sidebar's counts)."""
+    sql = with_run_filter(
+        "SELECT count(DISTINCT r.run_id), count(a.run_id) FROM runs r LEFT JOIN attempts a USING (run_id) "
+        "WHERE $run_filter"
+    )
+    n_runs, n_attempts = query_rows(con, sql, run_filter.params())[0]
+    return int(n_runs), int(n_attempts)
+
+
+def default_benchmark(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The benchmark a report shows when none is named: the one with the most runs (ties by name), for every
+    report alike (IRT, TMF); None for an empty database."""
+    rows = query_rows(con, "SELECT benchmark FROM runs GROUP BY benchmark ORDER BY count(*) DESC, benchmark LIMIT 1")
+    return rows[0][0] if rows else None
+
+
+def benchmark_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every declared benchmark, by name (those without runs included)."""
+    return [r[0] for r in query_rows(con, "SELECT benchmark FROM benchmarks ORDER BY benchmark")]
+
+
+def require_benchmark(con: duckdb.DuckDBPyConnection, benchmark: str) -> str:
+    """``benchmark`` when the database declares it, else a RunlensError naming the ones it has."""
+    names = benchmark_names(con)
+    if benchmark not in names:
+        have = ", ".join(names) or "none"
+        raise RunlensError(f"no benchmark named {benchmark!r} (the database has: {have})")
+    return benchmark

@@ -1,0 +1,115 @@
+"""gate: fail a CI step when a candidate run is worse than a baseline run on their shared tasks.
+
+Exit codes: 0 the candidate is not shown worse; 1 it is (the regressed tasks are printed); 2 the runs cannot be
+compared (no shared task with a value in both) or a run does not exist.
+
+The decision (docs/statistics.md has the measured size and power):
+
+* **One-sided** in the bad direction (lower Pass@1 or mean score; higher cost) at ``alpha``: an exact sign-flip
+  test of the per-task differences with the mid-p value (one binary sample per task: the one-sided McNemar
+  mid-p). ``sided="two-sided"`` asks for a two-sided mid-p below ``alpha`` with the difference in the bad
+  direction (half the false alarms, less power).
+* **Margin** (non-inferiority, ``margin > 0``): fail only if the candidate is worse by more than ``margin``: the
+  one-sided (1 - alpha) upper confidence bound of the mean difference (t over tasks) is below ``-margin``.
+* **Sequential** (``sequential=True``): the tasks are read one at a time (in the order the candidate's log recorded
+  them) and two
+  betting e-processes are updated after each: one against "not worse" (fails the gate when it reaches
+  ``1/alpha``), one against "worse by ``stop_delta`` or more" (passes it). Valid however often it is looked at
+  (Ville's inequality); it stops as soon as either answer is known.
+* ``mde80``: the smallest regression the test detects with 80% power at this n and the observed per-task variance.
+
+The two-sided paired test of the leaderboard and the Version diff (``test``) is kept beside the decision, so the
+three views report the same difference, interval and two-sided p for a pair.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+
+from analytics import compare
+from analytics.diff import _single, metric_values, run_benchmark
+from analytics.gate.compute import GATE_METRICS, SIDES, STOP_DELTA, GateResult, decide, sequential_test
+from analytics.gate.load import task_order
+from store import RunlensError
+
+
+def gate(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    baseline: str,
+    candidate: str,
+    metric: str | None = None,
+    alpha: float = compare.ALPHA,
+    seed: int = 0,
+    scorer: str | None = None,
+    sided: str = "one-sided",
+    margin: float = 0.0,
+    sequential: bool = False,
+    stop_delta: float = STOP_DELTA,
+) -> GateResult:
+    """Test whether ``candidate`` is worse than ``baseline`` on their shared tasks.
+
+    Args:
+        con: read connection.
+        baseline: the reference run id.
+        candidate: the run under test.
+        metric: ``pass@1``, ``mean_score`` or ``cost`` (mean cost per task); default the benchmark's own metric.
+        alpha: the false-alarm rate the gate allows.
+        seed: seed of the Monte Carlo flips and the bootstrap interval (the leaderboard uses 0).
+        sided: ``one-sided`` (default) or ``two-sided``.
+        margin: fail only if worse by more than this (same unit as the metric: a fraction, or USD for cost).
+        sequential: read the tasks one at a time with an anytime-valid test (``sequential_test``).
+        stop_delta: the regression a sequential "not worse" stop rules out (at least ``margin``).
+        scorer: compare one scorer's values (``analytics.scorers``; unknown: ``ScorerNotFoundError`` listing the
+            benchmark's) instead of the headline score; a raw-scale scorer is compared by its mean.
+    """
+    if sided not in SIDES:
+        raise RunlensError(f"sided must be one of {', '.join(SIDES)}, got {sided!r}")
+    if margin < 0:
+        raise RunlensError(f"--margin must be 0 or more, got {margin}")
+    bench_a, scoring = run_benchmark(con, baseline)
+    bench_b, _ = run_benchmark(con, candidate)
+    if bench_a != bench_b:
+        raise RunlensError(f"runs of different benchmarks: {baseline!r} ({bench_a}), {candidate!r} ({bench_b})")
+    threshold = None
+    if scorer is not None:
+        from analytics import scorers
+        from analytics.leaderboard import benchmark_threshold
+
+        scorer = scorers.check_scorer(con, benchmark=bench_a, scorer=scorer)
+        scale = scorers.scorer_scale(con, benchmark=bench_a, scorer=scorer)
+        cut = benchmark_threshold(con, benchmark=bench_a) if scoring == "continuous" else 0.5
+        threshold = {"binary": 1.0, "continuous": cut}.get(scale)
+        scoring = "continuous" if scale == "raw" else scale
+        if metric == "pass@1" and threshold is None:
+            raise RunlensError(f"scorer {scorer!r} is on its own scale: it has no pass@1; use --metric mean_score")
+    metric = metric or compare.ranking_metric(scoring)
+    if metric not in GATE_METRICS:
+        raise RunlensError(f"--metric must be one of {', '.join(GATE_METRICS)}, got {metric!r}")
+    if sequential and metric == "cost":
+        raise RunlensError("--sequential needs a bounded metric (pass@1 or mean_score), not cost")
+    value_metric = "mean_score" if metric == "cost" else metric
+    values = {r: metric_values(con, r, value_metric, scorer=scorer, threshold=threshold) for r in (baseline, candidate)}
+    key = "cost_usd" if metric == "cost" else "value"
+    a, b = values[baseline][key], values[candidate][key]
+    test = compare.paired_test(a, b, is_binary_single=metric == "pass@1" and _single(values, metric), seed=seed)
+    shared = sorted(t for t in a if t in b and np.isfinite(a[t]) and np.isfinite(b[t]))
+    sign = 1.0 if metric == "cost" else -1.0  # the direction in which a change is a regression
+    regressed = [
+        {"task_id": t, "baseline": a[t], "candidate": b[t], "delta": b[t] - a[t]}
+        for t in shared
+        if sign * (b[t] - a[t]) > 0
+    ]
+    regressed.sort(key=lambda r: (-sign * r["delta"], r["task_id"]))
+    mean = lambda run: float(np.mean([run[t] for t in shared])) if shared else float("nan")  # noqa: E731
+    good = np.array([-sign * (b[t] - a[t]) for t in shared], dtype=float)  # positive: candidate better
+    spread = [np.array([run[t] for t in shared], dtype=float) for run in (a, b)]
+    decision = decide(good, alpha=alpha, sided=sided, margin=margin, seed=seed, spread=spread) if shared else None
+    seq = None
+    if sequential and shared:
+        order, how = task_order(con, candidate, shared)
+        seq = sequential_test(good[order], alpha=alpha, margin=margin, stop_delta=max(stop_delta, margin), order=how)
+    return GateResult(
+        baseline, candidate, bench_a, metric, alpha, test, mean(a), mean(b), regressed, scorer, decision, seq
+    )

@@ -1,0 +1,342 @@
+"""The leaderboard's statistics: per run and slice, Pass@k, pass^k and the row statistics (``STATISTICS``) with
+their 95% intervals, the cost-accuracy Pareto flag, and the columns of the leaderboard frame.
+
+Pure: frames in (``runs.load_runs`` and ``load.task_outcomes``), a frame out; the comparison against the leader is
+``verdicts``. A new statistic is one ``Statistic`` in ``STATISTICS`` (its column and JSON field follow) and its
+column in ``report.display_table``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analytics import compare, stats
+from analytics.leaderboard.verdicts import COMPARISON_COLUMNS, compare_rows, nanmean
+from analytics.runs import RUN_COLUMNS, comparable_runs
+from analytics.scorers import inspect_metrics
+
+SLICE_KINDS = ("all", "level", "category")
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One row statistic of the leaderboard: ``reduce`` of a per-(run, task) column over the slice's tasks.
+
+    Attributes:
+        name: the leaderboard column (and JSON field).
+        source: the per-(run, task) column of ``task_outcomes`` it reads.
+        interval: ``bootstrap`` (a seeded percentile bootstrap over tasks, ``_add_bootstrap_cis``), ``t`` (the
+            clustered interval with Student's t, ``compare.score_interval``) or ``none``; kept in ``ci95[name]``.
+        is_optional: None (not NaN) when no task has a value (a cost no log priced).
+        reduce: the statistic of the slice's per-task values (default: their mean, NaN ignored).
+    """
+
+    name: str
+    source: str
+    interval: str = "bootstrap"
+    is_optional: bool = False
+    reduce: Callable[[np.ndarray], float] = nanmean
+
+
+# The row statistics, in the order their intervals are computed (bootstrap draws depend on it: append new ones).
+STATISTICS = (
+    Statistic("mean_score", "score", interval="t"),
+    Statistic("mean_steps", "steps"),
+    Statistic("mean_cost_usd", "cost_usd", is_optional=True),
+)
+BOOTSTRAPPED = tuple((s.name, s.source) for s in STATISTICS if s.interval == "bootstrap")
+OUTCOME_COLUMNS = ("n", "c", *dict.fromkeys(s.source for s in STATISTICS))  # the arrays of ``leaderboard_rows``
+
+
+def _slice_groups(
+    run_pos: np.ndarray, outcomes: pd.DataFrame, kinds: Sequence[str]
+) -> list[tuple[int, np.ndarray, list[tuple[str, np.ndarray]]]]:
+    """Per run with outcomes (``run_pos`` sorted): its position, all its rows, and its slices in display order
+    as ``(name, row indices into outcomes)``."""
+    by_run = np.split(np.arange(len(run_pos)), np.flatnonzero(np.diff(run_pos)) + 1) if len(run_pos) else []
+    groups = [(int(run_pos[rows[0]]), rows, [("all", rows)] if "all" in kinds else []) for rows in by_run]
+    for kind in ("level", "category"):
+        if kind not in kinds:
+            continue
+        values = outcomes[kind].to_numpy(dtype=object)
+        has = pd.notna(values)
+        names = sorted({str(v) for v in values[has]})
+        codes = np.full(len(values), -1)
+        codes[has] = pd.Index(names).get_indexer(values[has].astype(str))
+        for _, rows, run_slices in groups:
+            part = codes[rows]
+            for code in np.unique(part[part >= 0]):
+                run_slices.append((f"{kind}={names[code]}", rows[part == code]))
+    return groups
+
+
+def _run_rows(
+    run: dict[str, Any],
+    k_max: int,
+    slices: list[tuple[str, np.ndarray]],
+    arrays: dict[str, np.ndarray],
+    rates: dict[str, dict[int, np.ndarray]],
+) -> list[dict[str, Any]]:
+    """The leaderboard rows of one run (bootstrap intervals are added later, for all runs at once)."""
+    out = []
+    for name, rows in slices:
+        n_tasks = len(rows)
+        ci: dict[str, list[float]] = {}
+        pass_at: dict[str, float] = {}
+        pass_hat: dict[str, float] = {}
+        for k in k_values(k_max):
+            p, h = nanmean(rates["pass_at"][k][rows]), nanmean(rates["pass_hat"][k][rows])
+            pass_at[str(k)], pass_hat[str(k)] = p, h
+            ci[f"pass@{k}"] = list(stats.wilson(p, n_tasks))
+            ci[f"pass^{k}"] = list(stats.wilson(h, n_tasks))
+        values = {}
+        for stat in STATISTICS:
+            part = arrays[stat.source][rows]
+            values[stat.name] = None if stat.is_optional and not np.isfinite(part).any() else stat.reduce(part)
+        out.append(
+            {
+                **run,
+                "slice": name,
+                "n_tasks": n_tasks,
+                "n_attempts": int(arrays["n"][rows].sum()),
+                "k_max": k_max,
+                "pass_at": pass_at,
+                "pass_hat": pass_hat,
+                "ci95": ci,
+                **values,
+            }
+        )
+    return out
+
+
+def k_values(k_max: int) -> list[int]:
+    """The k reported for Pass@k and pass^k: 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, ... up to ``k_max`` (every k
+    up to the sample count would be 10,000 keys for a run of 10,000 samples)."""
+    out = [k for k in (1, 2, 3, 5) if k <= k_max]
+    step = 10
+    while step <= k_max:
+        out += [k for k in (step, 2 * step, 5 * step) if k <= k_max]
+        step *= 10
+    return out
+
+
+def _add_bootstrap_cis(
+    rows: list[dict[str, Any]], indices: list[np.ndarray], arrays: dict[str, np.ndarray], *, seed: int, n_boot: int
+) -> None:
+    """Percentile bootstrap intervals (over tasks) of mean score, steps and cost of every row, in place.
+
+    Rows of one slice with the same number of tasks share one seeded resampling draw, keyed by seed, slice and
+    size only, so a row's interval never depends on which other runs are shown, and all of them cost one matrix
+    product (``stats.bootstrap_mean_cis``).
+    """
+    buckets: dict[tuple[str, int], list[int]] = {}
+    for i, (row, idx) in enumerate(zip(rows, indices, strict=True)):
+        buckets.setdefault((row["slice"], len(idx)), []).append(i)
+    for (slice_name, size), members in buckets.items():
+        matrix = np.column_stack([arrays[col][indices[i]] for i in members for _, col in BOOTSTRAPPED])
+        cis = stats.bootstrap_mean_cis(matrix, stats.stable_rng(seed, slice_name, str(size)), n_boot=n_boot)
+        for j, i in enumerate(members):
+            for m, (name, _) in enumerate(BOOTSTRAPPED):
+                rows[i]["ci95"][name] = [float(v) for v in cis[j * len(BOOTSTRAPPED) + m]]
+
+
+def leaderboard_rows(
+    runs: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    *,
+    slices: Sequence[str] = SLICE_KINDS,
+    metric: str = "pass@1",
+    seed: int = 0,
+    n_boot: int = 1000,
+    rank_incomplete: bool = False,
+) -> pd.DataFrame:
+    """The leaderboard from ``runs_in`` and ``task_outcomes`` frames: one row per run and slice (``COLUMNS``).
+
+    Pass@k and pass^k are computed once per (run, task) row for every k and averaged per slice; a clustered
+    Wilson interval for Pass@1 and plain Wilson over tasks for the other rates; bootstrap intervals for all rows
+    at once (see ``_add_bootstrap_cis``); then ranks and paired tests per slice by ``metric`` (``compare_rows``).
+    """
+    if metric not in compare.METRIC_BY_SCORING.values():
+        raise ValueError(f"metric: expected pass@1 or mean_score, got {metric!r}")
+    known = pd.Index(runs["run_id"]).get_indexer(outcomes["run_id"])
+    part = outcomes[known >= 0]
+    run_pos = known[known >= 0]
+    order = np.argsort(run_pos, kind="stable")  # rows of one run together, in task order
+    part, run_pos = part.iloc[order].reset_index(drop=True), run_pos[order]
+    arrays = {col: part[col].to_numpy(dtype=float) for col in OUTCOME_COLUMNS}
+    k_top = int(arrays["n"].max()) if len(part) else 0
+    rates = {
+        "pass_at": {k: stats.pass_at_k(arrays["n"], arrays["c"], k) for k in k_values(k_top)},
+        "pass_hat": {k: stats.pass_hat_k(arrays["n"], arrays["c"], k) for k in k_values(k_top)},
+    }
+    if "is_baseline" not in runs:
+        runs = runs.assign(is_baseline=False)
+    for col, default in RUN_STATE_DEFAULTS.items():
+        if col not in runs:
+            runs = runs.assign(**{col: default})
+    meta = runs[[*RUN_COLUMNS, "is_baseline", *RUN_STATE_DEFAULTS]]
+    meta = [{**m, "may_lead": bool(m["is_complete"]) or rank_incomplete} for m in meta.to_dict("records")]
+    rows: list[dict[str, Any]] = []
+    indices: list[np.ndarray] = []
+    for pos, run_rows, run_slices in _slice_groups(run_pos, part, slices):
+        k_max = int(arrays["n"][run_rows].min())  # Pass@k is defined up to the run's fewest samples per task
+        rows += _run_rows(meta[pos], k_max, run_slices, arrays, rates)
+        indices += [idx for _, idx in run_slices]
+    _add_bootstrap_cis(rows, indices, arrays, seed=seed, n_boot=n_boot)
+    per_task = {"pass@1": rates["pass_at"][1] if rates["pass_at"] else arrays["c"], "mean_score": arrays["score"]}
+    _add_clustered_cis(rows, indices, per_task["pass@1"], arrays)
+    tasks = part["task_id"].astype(str).to_numpy(dtype=object)
+    compare_rows(rows, indices, tasks, per_task[metric], arrays["n"], metric=metric, seed=seed)
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    out["rank"] = pd.array([None if pd.isna(v) else int(v) for v in out["rank"]], dtype="Int64")
+    for col in NULLABLE:  # None, not NaN, where a comparison does not exist (JSON null, ``is None`` checks)
+        out[col] = pd.Series([_none_if_missing(v) for v in out[col]], index=out.index, dtype=object)
+    for col in ("n_shared_with_leader", "n_compared", "comparison_set_index", "own_set_size"):
+        out[col] = pd.Series([None if v is None else int(v) for v in out[col]], index=out.index, dtype=object)
+    return add_pareto(out)
+
+
+NULLABLE = (
+    "n_shared_with_leader",
+    "diff_vs_leader",
+    "diff_vs_leader_ci95",
+    "p_raw_vs_leader",
+    "p_vs_leader",
+    "test_method",
+    "is_tied",
+    "n_compared",
+    "comparison_set_index",
+    "own_set_size",
+    "excluded_reason",
+    "p_method",
+    "mde80",
+)
+
+
+def _none_if_missing(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    return value
+
+
+def add_pareto(df: pd.DataFrame) -> pd.DataFrame:
+    """``is_pareto_optimal`` per row (HAL's cost-accuracy view): within its slice, among the ranked runs with a
+    cost, no other run is at most as costly AND at least as good on the ranking metric, one of them strictly
+    (``stats.pareto_mask``; exact ties are all optimal). None for rows not assessed: no cost, or not ranked
+    (humans, baselines, runs on other tasks)."""
+    out = df.copy()
+    flags: list[bool | None] = [None] * len(out)
+    if out.empty:
+        out["is_pareto_optimal"] = pd.Series(dtype=object)
+        return out
+    cost = pd.to_numeric(out["mean_cost_usd"], errors="coerce").to_numpy(dtype=float)
+    value = pd.to_numeric(out["metric_value"], errors="coerce").to_numpy(dtype=float)
+    ranked = out["rank"].notna().to_numpy()
+    for _, idx in out.groupby("slice", sort=False).indices.items():
+        cand = idx[ranked[idx] & np.isfinite(cost[idx]) & np.isfinite(value[idx])]
+        for i, is_optimal in zip(cand, stats.pareto_mask(cost[cand], value[cand]), strict=True):
+            flags[i] = bool(is_optimal)
+    out["is_pareto_optimal"] = pd.Series(flags, index=out.index, dtype=object)
+    return out
+
+
+# The log's own state (``runs_in``), with its value for runs not loaded by it (frames built by hand).
+RUN_STATE_DEFAULTS: dict[str, Any] = {"is_complete": True, "log_status": None, "completed": None, "total": None}
+
+
+RUN_STATE_COLUMNS = list(RUN_STATE_DEFAULTS)
+
+
+BASE_COLUMNS = [
+    "run_id",
+    "agent",
+    "agent_version",
+    "family",
+    "kind",
+    "eval_date",
+    "is_baseline",
+    "slice",
+    "n_tasks",
+    "n_attempts",
+    "k_max",
+    "pass_at",
+    "pass_hat",
+    "mean_score",
+    "ci95",
+    "mean_steps",
+    "mean_cost_usd",
+    "pass_at_1",
+    *RUN_STATE_COLUMNS,
+]
+
+
+# Further per-row columns (another report's fields) join by appending here and filling them in a step of
+# ``leaderboard``; ``report`` and ``display_table`` read this list, nothing else needs to change.
+COLUMNS = BASE_COLUMNS + COMPARISON_COLUMNS + ["is_pareto_optimal", "inspect_metrics", "scale"]
+# A statistic added to ``STATISTICS`` joins the frame (and the JSON report) after these.
+COLUMNS += [s.name for s in STATISTICS if s.name not in COLUMNS]
+
+
+def _add_clustered_cis(
+    rows: list[dict[str, Any]], indices: list[np.ndarray], pass1: np.ndarray, arrays: Mapping[str, np.ndarray]
+) -> None:
+    """Pass@1 interval of every row: Wilson with the task-clustered effective sample size; the ``t`` statistics'
+    (mean score): the same with Student's t (``compare.score_interval``, for small samples and zero-inflated
+    scores). In place."""
+    with_t = [s for s in STATISTICS if s.interval == "t"]
+    for row, idx in zip(rows, indices, strict=True):
+        row["pass_at_1"] = row["pass_at"].get("1", float("nan"))
+        if "pass@1" in row["ci95"]:
+            row["ci95"]["pass@1"] = list(compare.wilson_clustered(pass1[idx], arrays["n"][idx]))
+        for stat in with_t:
+            row["ci95"][stat.name] = list(compare.score_interval(arrays[stat.source][idx]))
+
+
+def with_scale(out: pd.DataFrame, runs: pd.DataFrame, *, scoring: str | None, scorer: str | None) -> pd.DataFrame:
+    """The leaderboard frame with Inspect's own metrics of the score ranked (``inspect_metrics``: the chosen
+    scorer's, else each run's headline) and its ``scale``; a scorer on its own scale (``raw``: a 0-10 rating) has
+    no pass rate, so its pass columns and intervals are emptied (never a fabricated rate). In place; returned."""
+    none = [None] * len(runs)
+    results = dict(zip(runs["run_id"].astype(str), runs.get("inspect_results", none), strict=True))
+    headline = dict(zip(runs["run_id"].astype(str), runs.get("headline_scorer", none), strict=True))
+    out["inspect_metrics"] = pd.Series(  # for the score ranked: the chosen scorer, else each run's headline
+        [inspect_metrics(results.get(str(r)), scorer or headline.get(str(r))) for r in out["run_id"]],
+        index=out.index,
+        dtype=object,
+    )
+    out["scale"] = scoring or "binary"
+    if scoring == "raw":  # a rating on its own scale: no pass rate exists (never a fabricated one)
+        for col in ("pass_at", "pass_hat"):
+            out[col] = [{k: None for k in v} for v in out[col]]
+        out["ci95"] = [{k: (None if k.startswith("pass") else v) for k, v in ci.items()} for ci in out["ci95"]]
+        out["pass_at_1"] = float("nan")
+    return out
+
+
+def membership(runs: pd.DataFrame, outcomes: pd.DataFrame, *, kinds: Sequence[str] = ("all", "level")) -> pd.DataFrame:
+    """Per run and slice, whether the run is in the slice's ranked comparison set (``runs.comparable_runs``, the
+    leaderboard's rule: baseline-marked runs left out), from ``runs.load_runs`` and ``task_outcomes`` frames.
+    Columns: run_id, slice, is_comparable, comparison_set_size."""
+    kind_of = {str(r.run_id): r.kind for r in runs.itertuples()}
+    baseline = {str(r.run_id): bool(r.is_baseline) for r in runs.itertuples()}
+    rows = []
+    for kind in kinds:
+        if kind == "all":
+            groups = {"all": outcomes}
+        else:
+            part = outcomes.dropna(subset=[kind])
+            groups = {f"{kind}={v}": g for v, g in part.groupby(kind, sort=True)}
+        for name, g in groups.items():
+            sets = {str(r): frozenset(t.astype(str)) for r, t in g.groupby("run_id", sort=False)["task_id"]}
+            primary = comparable_runs(sets, kind_of, baseline, include_baselines=False).primary
+            members = primary.n_compared if primary is not None else {}
+            size = len(primary.tasks) if primary is not None else 0
+            rows += [(r, name, r in members, size) for r in sets]
+    return pd.DataFrame(rows, columns=["run_id", "slice", "is_comparable", "comparison_set_size"])

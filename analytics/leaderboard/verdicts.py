@@ -1,0 +1,253 @@
+"""The leaderboard's verdicts: per slice, the ranked comparison set (``runs.comparable_runs``), competition ranks
+and the paired tests of every row against the data-chosen leader (selection-aware for the ranked rows, Holm among
+the rows shown apart). Pure: rows and per-task arrays in, the rows completed in place.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from analytics import compare, stats
+from analytics.runs import comparable_runs, is_eligible
+
+
+def nanmean(x: np.ndarray) -> float:
+    """The mean of the finite values (NaN when there is none)."""
+    ok = np.isfinite(x)
+    return float(x[ok].mean()) if ok.any() else float("nan")
+
+
+# Added per slice by ``compare_rows``: the comparison against the slice's leader.
+COMPARISON_COLUMNS = [
+    "metric",
+    "metric_value",
+    "rank",
+    "is_leader",
+    "is_comparable",
+    "comparison_set_size",
+    "n_shared_with_leader",
+    "diff_vs_leader",
+    "diff_vs_leader_ci95",
+    "p_raw_vs_leader",
+    "p_vs_leader",
+    "test_method",
+    "is_tied",
+    "n_compared",
+    "comparison_set_index",
+    "own_set_size",
+    "excluded_reason",
+    "p_method",
+    "mde80",
+    "top_group",
+]
+
+
+def _competition_ranks(values: np.ndarray) -> np.ndarray:
+    """1 + the number of strictly better values; equal values (to 1e-12) share a rank, whatever the row order."""
+    v = np.round(values, 12)
+    return 1 + (v[None, :] > v[:, None]).sum(axis=1)
+
+
+def compare_rows(
+    rows: list[dict[str, Any]],
+    indices: list[np.ndarray],
+    tasks: np.ndarray,
+    values: np.ndarray,
+    n: np.ndarray,
+    *,
+    metric: str,
+    seed: int = 0,
+) -> None:
+    """Comparison set, rank and paired test against the leader for every slice, in place.
+
+    Args:
+        rows: leaderboard rows (one per run and slice).
+        indices: per row, its (run, task) positions into ``tasks`` / ``values`` / ``n``.
+        tasks: task id per (run, task) position.
+        values: the per-task value of the ranking metric (c/n for Pass@1, mean score otherwise).
+        n: samples per (run, task) position (one binary sample per task -> exact McNemar).
+        metric: ``pass@1`` or ``mean_score``.
+        seed: seed of the sign flips and bootstrap draws.
+    """
+    by_slice: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_slice.setdefault(row["slice"], []).append(i)
+    for members in by_slice.values():
+        per_row = [dict(zip(tasks[indices[i]], values[indices[i]], strict=True)) for i in members]
+        single = [bool((n[indices[i]] == 1).all()) and metric == "pass@1" for i in members]
+        _compare_slice([rows[i] for i in members], per_row, single, metric=metric, seed=seed)
+
+
+def _compare_slice(
+    rows: list[dict[str, Any]], per_task: list[dict[str, float]], single: list[bool], *, metric: str, seed: int
+) -> None:
+    """Rank the rows of the slice's ranked comparison set and test every row against the leader (in place).
+
+    The comparison sets are ``runs.comparable_runs`` (baseline-marked and incomplete runs left out); members of the
+    ranked set are ranked by the metric over the set's common tasks they have (``n_compared``), so a run on a
+    superset is ranked on the common tasks, not its extra ones.
+    """
+    sets = [frozenset(t) for t in per_task]
+    kinds = {i: r["kind"] for i, r in enumerate(rows)}
+    baseline = {i: bool(r["is_baseline"]) for i, r in enumerate(rows)}
+    incomplete = {i for i, r in enumerate(rows) if not r.get("may_lead", True)}  # complete runs only lead
+    rankable = [i for i in range(len(rows)) if is_eligible(kinds[i], baseline[i]) and i not in incomplete]
+    found = comparable_runs(dict(enumerate(sets)), kinds, baseline, also_excluded=incomplete)
+    primary = found.primary
+    core = primary.tasks if primary is not None else frozenset()
+    members = {i for i in range(len(rows)) if primary is not None and i in primary.n_compared}
+    point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
+    compared = [
+        {t: v for t, v in per_task[i].items() if t in core} if i in members else per_task[i] for i in range(len(rows))
+    ]
+    for i in members:
+        point[i] = nanmean(np.fromiter(compared[i].values(), dtype=float, count=len(compared[i])))
+    ranked = [i for i in sorted(members) if i in rankable and np.isfinite(point[i])]
+    ranks = dict(zip(ranked, _competition_ranks(point[ranked]).tolist(), strict=True)) if ranked else {}
+    leaders = sorted((i for i in ranked if ranks[i] == 1), key=lambda i: str(rows[i]["run_id"]))
+    ref = leaders[0] if leaders else None
+    for i, row in enumerate(rows):
+        k = found.index_of(i)
+        row.update(
+            metric=metric,
+            metric_value=float(point[i]),
+            rank=ranks.get(i),
+            is_leader=i in leaders,
+            is_comparable=i in members,
+            comparison_set_size=len(core),
+            n_shared_with_leader=None if ref is None else len(sets[i] & sets[ref]),
+            n_compared=primary.n_compared.get(i) if primary is not None else None,
+            comparison_set_index=k,
+            own_set_size=None if k is None else len(found.sets[k - 1].tasks),
+            excluded_reason=found.excluded.get(i),
+            **dict.fromkeys(TEST_COLUMNS),
+        )
+        row["top_group"] = False
+    if ref is not None:
+        tag = str(rows[ref]["slice"])
+        _test_ranked(rows, compared, single, ranked, ref, seed=seed, tag=tag)
+        apart = [i for i in range(len(rows)) if i not in ranked]
+        _test_apart(rows, per_task, single, apart, ref, seed=seed)  # on every task shared with the leader
+
+
+# Filled by the tests against the leader (None where there is no test).
+TEST_COLUMNS = (
+    "diff_vs_leader",
+    "diff_vs_leader_ci95",
+    "p_raw_vs_leader",
+    "p_vs_leader",
+    "test_method",
+    "is_tied",
+    "p_method",
+    "mde80",
+)
+RANKED_P_METHOD = "max-gap permutation, step-down (leader chosen by the data)"
+APART_P_METHOD = "Holm among the rows shown apart"
+
+
+def _shared_diffs(mine: dict[str, float], theirs: dict[str, float]) -> tuple[tuple[str, ...], np.ndarray]:
+    """The tasks both have a finite value for (sorted) and ``mine - theirs`` on them."""
+    shared = tuple(
+        sorted(t for t in mine.keys() & theirs.keys() if math.isfinite(mine[t]) and math.isfinite(theirs[t]))
+    )
+    return shared, np.fromiter((mine[t] - theirs[t] for t in shared), dtype=float, count=len(shared))
+
+
+def _paired(
+    rows: list[dict[str, Any]],
+    per_task: list[dict[str, float]],
+    single: list[bool],
+    which: list[int],
+    ref: int,
+    *,
+    seed: int,
+) -> list[tuple[int, compare.PairedTest, np.ndarray]]:
+    """The leaderboard's paired test (``compare.paired_tests``) of each row of ``which`` against ``ref``."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    diffs: dict[int, np.ndarray] = {}
+    for i in which:
+        shared, d = _shared_diffs(per_task[i], per_task[ref])
+        if shared:
+            groups.setdefault(shared, []).append(i)
+            diffs[i] = d
+    tested: list[tuple[int, compare.PairedTest, np.ndarray]] = []
+    for members in groups.values():
+        d = np.column_stack([diffs[i] for i in members])
+        flags = [single[i] and single[ref] for i in members]
+        tests = compare.paired_tests(d, is_binary_single=flags, seed=seed)
+        tested += [(i, t, diffs[i]) for i, t in zip(members, tests, strict=True)]
+    return tested
+
+
+def _set_test(row: dict[str, Any], test: compare.PairedTest, p_adj: float, method: str, mde: float) -> None:
+    """Write one row's test; ``mde80`` stays None when no gap within the metric's range (0 to 1) would be found
+    with 80% power (too few shared tasks)."""
+    mde = mde if mde <= 1.0 else float("nan")
+    row.update(
+        diff_vs_leader=test.diff,
+        diff_vs_leader_ci95=list(test.ci95),
+        p_raw_vs_leader=test.p_value,
+        p_vs_leader=float(p_adj),
+        test_method=test.method,
+        is_tied=bool(p_adj >= compare.ALPHA),
+        p_method=method,
+        mde80=None if not np.isfinite(mde) else float(mde),
+    )
+
+
+def _test_ranked(
+    rows: list[dict[str, Any]],
+    compared: list[dict[str, float]],
+    single: list[bool],
+    ranked: list[int],
+    ref: int,
+    *,
+    seed: int,
+    tag: str,
+) -> None:
+    """The ranked rows against the leader: the paired test's difference, interval and raw p per row, and the
+    selection-aware verdict (``compare.max_gap_test`` over the ranked rows only) as ``p_vs_leader``.
+
+    ``mde80``: the smallest gap to the leader marked behind with 80% power, the test's critical gap plus
+    ``z_0.8`` standard errors of the row's paired difference (for the leader: the median of the others').
+    """
+    rows[ref]["top_group"] = True
+    others = [i for i in ranked if i != ref]
+    if not others:
+        return
+    tasks = sorted(set().union(*(compared[i].keys() for i in ranked)))
+    x = np.array([[compared[i].get(t, np.nan) for i in ranked] for t in tasks], dtype=float)
+    rng = stats.stable_rng(seed, "max-gap", tag, str(len(tasks)), str(len(ranked)))
+    sel = compare.max_gap_test(x, leader=ranked.index(ref), rng=rng)
+    ses = []
+    for i, test, d in _paired(rows, compared, single, others, ref, seed=seed):
+        se = float(np.std(d, ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
+        ses.append(se)
+        p_adj = float(sel.p_adjusted[ranked.index(i)])
+        _set_test(rows[i], test, p_adj, RANKED_P_METHOD, sel.critical_gap + compare.Z80 * se)
+        rows[i]["top_group"] = bool(p_adj >= compare.ALPHA)
+    finite = [se for se in ses if np.isfinite(se)]  # one-task comparisons have no standard error
+    lead = sel.critical_gap + compare.Z80 * float(np.median(finite)) if finite else float("nan")
+    rows[ref]["mde80"] = float(lead) if np.isfinite(lead) and lead <= 1.0 else None
+
+
+def _test_apart(
+    rows: list[dict[str, Any]],
+    per_task: list[dict[str, float]],
+    single: list[bool],
+    apart: list[int],
+    ref: int,
+    *,
+    seed: int,
+) -> None:
+    """Rows shown apart (humans, baselines, other task pools) against the leader on every task they share with
+    it: their own family, Holm-adjusted among themselves; ``mde80`` two-sided at alpha over the family's size."""
+    tested = _paired(rows, per_task, single, apart, ref, seed=seed)
+    adjusted = compare.holm([t.p_value for _, t, _ in tested])
+    for (i, test, d), p_adj in zip(tested, adjusted, strict=True):
+        sd = float(np.sqrt(np.mean(d * d))) if d.size else float("nan")
+        mde = compare.mde80_normal(sd, d.size, alpha=compare.ALPHA / max(1, len(tested)))
+        _set_test(rows[i], test, float(p_adj), APART_P_METHOD, mde)

@@ -1,0 +1,79 @@
+"""Runs, computed: whether a run's log is complete, and which runs are compared with each other (one rule).
+
+Pure: frames and mappings in, frames and ``compare.ComparisonSets`` out; no queries (``load``) and no figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from typing import TypeVar
+
+import pandas as pd
+
+from analytics import compare
+
+K = TypeVar("K", bound=Hashable)
+COMPLETE_STATUSES = ("success", "completed")  # a log's status when it finished (Inspect: success)
+
+
+def is_eligible(kind: object, is_baseline: object, *, include_baselines: bool = False) -> bool:
+    """The one rule of who is compared: a run competes unless it is a human run or, without ``include_baselines``,
+    a baseline-marked run (``compare.IS_BASELINE_SQL``; a missing flag counts as False).
+
+    Args:
+        kind: the run's kind (``human`` runs are references, never compared).
+        is_baseline: the run's ``is_baseline`` flag.
+        include_baselines: baseline-marked runs compete too (TMF, whose inputs have had them removed already).
+    """
+    if include_baselines:
+        return str(kind) != "human"
+    return compare.is_rankable(kind, is_baseline)
+
+
+def comparable_runs(
+    task_sets: Mapping[K, Iterable[str]],
+    kinds: Mapping[K, object],
+    is_baseline: Mapping[K, object] | None = None,
+    *,
+    include_baselines: bool = False,
+    also_excluded: Iterable[K] = (),
+) -> compare.ComparisonSets:
+    """The comparison sets of the runs of ``task_sets`` (``compare.comparison_sets``) with the eligible runs
+    (``is_eligible``) as the ones that vote and can be ranked.
+
+    Args:
+        task_sets: run -> the tasks it was evaluated on (in the slice).
+        kinds: run -> its kind.
+        is_baseline: run -> its ``is_baseline`` flag (None: no run is marked).
+        include_baselines: the explicit difference between views: the leaderboard leaves baseline-marked runs
+            out of the ranking (False), TMF compares every agent run it is given (True).
+        also_excluded: runs left out on top of the rule (the leaderboard's incomplete runs).
+    """
+    flags = is_baseline or {}
+    out = set(also_excluded)
+    eligible = [
+        r
+        for r in task_sets
+        if r not in out and r in kinds and is_eligible(kinds[r], flags.get(r), include_baselines=include_baselines)
+    ]
+    return compare.comparison_sets(task_sets, eligible=eligible)
+
+
+def with_completeness(runs: pd.DataFrame, held: Mapping[str, int]) -> pd.DataFrame:
+    """``runs`` (with ``log_status`` and ``total``) with ``is_complete``: the log's status is a finished one (or
+    unknown: not an Inspect log) and it holds every sample it counts (``held``: attempts per run id)."""
+    status_ok = runs["log_status"].isna() | runs["log_status"].isin(COMPLETE_STATUSES)
+    complete = runs["total"].isna() | (runs["run_id"].map(held).fillna(0) >= runs["total"])
+    return runs.assign(is_complete=(status_ok & complete).astype(bool))
+
+
+def with_health(df: pd.DataFrame, superseded_by: Mapping[str, str]) -> pd.DataFrame:
+    """``run_health``'s rows with ``superseded_by`` and ``is_complete`` (finished status, every counted sample
+    completed, no errored, limited or unscored attempt)."""
+    if df.empty:
+        return df.assign(is_complete=pd.Series(dtype=bool), superseded_by=pd.Series(dtype=object))
+    df["superseded_by"] = pd.Series([superseded_by.get(r) for r in df["run_id"]], index=df.index, dtype=object)
+    status_ok = df["log_status"].isna() | df["log_status"].isin(COMPLETE_STATUSES)
+    counted = df["total_samples"].isna() | (df["completed_samples"] == df["total_samples"])
+    clean = (df[["n_errored", "n_limited", "n_unscored"]] == 0).all(axis=1)
+    return df.assign(is_complete=status_ok & counted & clean)

@@ -1,0 +1,77 @@
+"""Runs, loaded: the runs a run filter selects (with their columns, baseline flag and log state) and how complete
+each run of a benchmark is (``run_health``). The only module of ``analytics.runs`` that queries.
+
+``run_health``: its log status, completed/total samples, errored, limited and unscored attempts, and its pass rate
+with errored attempts counted as failures or left out. The leaderboard counts an errored attempt (status
+``crashed``) as a failure; Inspect's own accuracy leaves errored samples out. Both rates are given here so the
+difference is never silent. Samples stopped by a limit (``timeout``) were scored by Inspect and count in both.
+Unscored attempts (empty score) count in neither.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+from analytics import compare
+from analytics.runs.compute import with_completeness, with_health
+from analytics.sqlfiles import load_sql
+from store import ALL_RUNS, RunFilter, query_df, query_rows
+
+# A run's own columns, as every view that lists runs selects them (``r.`` the runs table): the one list.
+RUN_COLUMNS = ("run_id", "agent", "agent_version", "family", "kind", "eval_date")
+RUN_SELECT = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
+
+HEALTH_SQL = """
+SELECT r.run_id, r.agent, r.status AS log_status,
+       TRY_CAST(json_extract_string(r.extra, '$.completed_samples') AS INTEGER) AS completed_samples,
+       TRY_CAST(json_extract_string(r.extra, '$.total_samples') AS INTEGER) AS total_samples,
+       count(a.attempt_id) AS n_attempts,
+       count(a.attempt_id) FILTER (WHERE a.status = 'crashed') AS n_errored,
+       count(a.attempt_id) FILTER (WHERE a.status = 'timeout') AS n_limited,
+       count(a.attempt_id) FILTER (WHERE a.score IS NULL) AS n_unscored,
+       avg(CASE WHEN a.passed THEN 1.0 ELSE 0.0 END) FILTER (WHERE a.score IS NOT NULL) AS pass_rate_errors_failed,
+       avg(CASE WHEN a.passed THEN 1.0 ELSE 0.0 END)
+           FILTER (WHERE a.score IS NOT NULL AND a.status <> 'crashed') AS pass_rate_errors_excluded
+FROM runs r LEFT JOIN attempts a USING (run_id)
+WHERE r.benchmark = ?
+GROUP BY ALL
+ORDER BY r.run_id
+"""
+# Runs an eval set's retry superseded (a later log of the same task in the same eval set), with the later run.
+SUPERSEDED_SQL = """
+SELECT r.run_id, min(later.run_id) AS superseded_by
+FROM runs r JOIN runs later
+  ON later.benchmark = r.benchmark AND later.run_id <> r.run_id
+ AND json_extract_string(later.extra, '$.inspect_eval_set_id') = json_extract_string(r.extra, '$.inspect_eval_set_id')
+ AND json_extract_string(later.extra, '$.inspect_task_id') = json_extract_string(r.extra, '$.inspect_task_id')
+ AND json_extract_string(later.extra, '$.inspect_created') > json_extract_string(r.extra, '$.inspect_created')
+WHERE r.benchmark = ?
+GROUP BY r.run_id
+"""
+
+
+def load_runs(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> pd.DataFrame:
+    """The runs of one benchmark that match the filter (``RUN_COLUMNS``, is_baseline, and log_status, completed,
+    total, is_complete, inspect_results, headline_scorer), newest first; ``is_baseline`` is
+    ``compare.IS_BASELINE_SQL``. A run an eval set's retry superseded is left out. ``is_complete``: the log's
+    status is a finished one (or unknown: not an Inspect log) and it holds every sample it counts (``total``).
+    The filter names the benchmark (none: no run)."""
+    sql = load_sql("leaderboard_runs").replace("$is_baseline", compare.IS_BASELINE_SQL)
+    runs = query_df(con, sql.replace("$run_columns", RUN_SELECT), run_filter.params())
+    counted = runs["run_id"][runs["total"].notna()].astype(str).tolist()  # logs that say how many samples they hold
+    held = dict(query_rows(con, load_sql("run_attempt_counts"), {"run_ids": counted})) if counted else {}
+    return with_completeness(runs, held)
+
+
+def run_health(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
+    """One row per run of ``benchmark``: log status, completed/total, errored/limited/unscored counts, both rates.
+
+    ``is_complete`` is false when the log's status is neither ``success`` nor ``completed`` (Inspect's ``error``,
+    ``cancelled``, ``started``), when fewer samples completed than the log counts, or when an attempt errored,
+    hit a limit or is unscored. ``superseded_by``: the run of an eval set's retry that replaced this one (the
+    leaderboard leaves this one out), else None.
+    """
+    df = query_df(con, HEALTH_SQL, [benchmark])
+    later = {} if df.empty else dict(query_df(con, SUPERSEDED_SQL, [benchmark]).itertuples(index=False, name=None))
+    return with_health(df, later)
