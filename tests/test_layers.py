@@ -169,7 +169,6 @@ NOT_YET_SPLIT = {
     "analytics/diff.py",
     "analytics/doctor.py",
     "analytics/embeddings.py",
-    "analytics/errors/__init__.py",
     "analytics/export.py",
     "analytics/gate.py",
     "analytics/gem/tables.py",
