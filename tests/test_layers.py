@@ -179,7 +179,6 @@ NOT_YET_SPLIT = {
     "analytics/plaintext.py",
     "analytics/plan.py",
     "analytics/progress.py",
-    "analytics/review/__init__.py",
     "analytics/rules.py",
     "analytics/run_health.py",
     "analytics/scorers.py",
