@@ -182,7 +182,6 @@ NOT_YET_SPLIT = {
     "analytics/rules.py",
     "analytics/run_health.py",
     "analytics/scorers.py",
-    "analytics/search/__init__.py",
     "analytics/sql_console/schema.py",
     "analytics/tmf/report.py",
     "analytics/trajectory.py",
