@@ -31,7 +31,7 @@ import pandas as pd
 import store as rdb
 from analytics import llm
 
-PROMPT_DIR = Path(__file__).resolve().parent / "prompts"
+PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
 PROMPT_FILES = {
     "adbench-stage1": "adbench-stage1.v1.txt",
     "xbench-1to5": "xbench-1to5.v1.txt",
