@@ -174,7 +174,6 @@ NOT_YET_SPLIT = {
     "analytics/gem/tables.py",
     "analytics/irt/data.py",
     "analytics/irt/fits.py",
-    "analytics/judge/__init__.py",
     "analytics/leaderboard.py",
     "analytics/plaintext.py",
     "analytics/plan.py",
