@@ -178,7 +178,6 @@ NOT_YET_SPLIT = {
     "analytics/plaintext.py",
     "analytics/plan.py",
     "analytics/progress.py",
-    "analytics/rules.py",
     "analytics/run_health.py",
     "analytics/scorers.py",
     "analytics/sql_console/schema.py",
