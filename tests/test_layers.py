@@ -168,7 +168,6 @@ NOT_YET_SPLIT = {
     "analytics/clusters/report.py",
     "analytics/diff.py",
     "analytics/doctor.py",
-    "analytics/embeddings.py",
     "analytics/export.py",
     "analytics/gate.py",
     "analytics/gem/tables.py",
