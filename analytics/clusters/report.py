@@ -1,5 +1,5 @@
-"""Failure clusters as people read them: each cluster's name, evidence and trend, the page's tables and figure, the
-CLI's JSON.
+"""Failure clusters as people read them: each cluster's name, evidence and trend, the page's tables, the CLI's JSON
+(the figure is in ``figures``, the cached LLM labels are read in ``load``).
 
 * **name**: an LLM's one line when an OpenAI-compatible endpoint is configured (cached per cluster content, model
   and prompt version: ``jobs/failures.label_clusters``); always the cluster's **key phrases**: class-based TF-IDF
@@ -20,15 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
 import numpy as np
 import pandas as pd
 
 from analytics import formatting as fmt
 from analytics.clusters.compute import SEED, centred, cluster_vectors
-from analytics.clusters.load import cached_failure_vectors, failure_texts
-from analytics.embeddings import STATIC_MODEL
-from store import RunlensError, query_df
+from store import RunlensError
 
 N_TERMS = 5
 N_PHRASES = 3
@@ -298,51 +295,6 @@ def clean_label(text: str) -> str:
     return line.strip("\"'` ").removeprefix("Label:").strip()[:120]
 
 
-def cached_labels(con: duckdb.DuckDBPyConnection, keys: Sequence[str], *, model: str) -> dict[str, str]:
-    """Cached LLM labels of these cluster keys for ``model`` and the current prompt version."""
-    if not keys:
-        return {}
-    rows = query_df(
-        con,
-        "SELECT content_key, label FROM cluster_labels WHERE list_contains($keys, content_key) "
-        "AND model = $model AND prompt_version = $version",
-        {"keys": list(keys), "model": model, "version": LABEL_PROMPT_VERSION},
-    )
-    return dict(zip(rows["content_key"], rows["label"], strict=True))
-
-
-def apply_llm_labels(con: duckdb.DuckDBPyConnection, clusters: Clusters, *, model: str | None) -> Clusters:
-    """``clusters`` with the ``llm_label`` column filled from the cache (None where no label is cached)."""
-    summary = clusters.summary.copy()
-    have = cached_labels(con, summary["content_key"].tolist(), model=model) if model else {}
-    summary["llm_label"] = [
-        None if cid < 0 else have.get(k) for cid, k in zip(summary["cluster_id"], summary["content_key"], strict=True)
-    ]
-    return Clusters(summary=summary, members=clusters.members, n_failures=clusters.n_failures, model=clusters.model)
-
-
-def failure_clusters(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    benchmark: str,
-    run_id: str | None = None,
-    model: str = STATIC_MODEL,
-    label_model: str | None = None,
-) -> Clusters | None:
-    """Clusters from cached embeddings (None while some failure has no cached vector: embed them first with
-    ``jobs.failures.embed_failures``, or ``python -m analytics clusters``, which does it).
-
-    With ``label_model``, ``llm_label`` holds the cached LLM labels of that model (``jobs.failures.label_clusters``
-    makes them); without it, ``llm_label`` is None."""
-    failures = failure_texts(con, benchmark=benchmark, run_id=run_id)
-    if failures.empty:
-        raise ClusterError(f"no failed attempts in {benchmark}" + (f" run {run_id}" if run_id else ""))
-    vectors, missing = cached_failure_vectors(con, failures, model=model)
-    if missing:
-        return None
-    return apply_llm_labels(con, build_clusters(failures, vectors, model=model), model=label_model)
-
-
 def label_quality(members: pd.DataFrame) -> dict[str, float]:
     """Adjusted Rand index and purity of the clusters against the log's codes, on failures with exactly one code.
 
@@ -370,53 +322,6 @@ def by_run_frame(summary: pd.DataFrame) -> pd.DataFrame:
         (int(r.cluster_id), r.label, run, int(n)) for r in summary.itertuples() for run, n in dict(r.by_run).items()
     ]
     return pd.DataFrame(rows, columns=["cluster_id", "label", "run_id", "n_attempts"])
-
-
-# the largest clusters get a colour each (Okabe-Ito's colour-blind-safe set, then distinct extras); the rest share
-# one grey bar, so a chart of 100+ clusters still reads
-CLUSTER_COLORS = (
-    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442",
-    "#7f3c8d", "#80ba5a",
-)  # fmt: skip
-OTHER_CLUSTERS_COLOR = "#c8c8c8"
-
-
-def fig_clusters_by_run(long: pd.DataFrame, *, max_clusters: int = len(CLUSTER_COLORS)) -> Any:
-    """Stacked bars: failed attempts per run, split by cluster (a fix shows as its cluster shrinking). The
-    ``max_clusters`` largest clusters are drawn apart, largest at the bottom; the others share one grey bar."""
-    import plotly.graph_objects as go
-
-    fig = go.Figure()
-    sizes = long.groupby(["cluster_id", "label"])["n_attempts"].sum().sort_values(ascending=False, kind="mergesort")
-    top = list(sizes.index[:max_clusters])
-    runs = list(dict.fromkeys(long["run_id"]))
-    for (cid, label), color in zip(top, CLUSTER_COLORS, strict=False):
-        g = long[long["cluster_id"] == cid]
-        fig.add_bar(
-            x=g["run_id"],
-            y=g["n_attempts"],
-            name=f"{cid}: {label}"[:60],
-            marker_color=color,
-            customdata=np.column_stack([g["run_id"], np.full(len(g), cid)]),
-            hovertemplate="run %{x}<br>%{y} failed attempts<extra>%{fullData.name}</extra>",
-        )
-    rest = long[~long["cluster_id"].isin([cid for cid, _ in top])]
-    if not rest.empty:
-        per_run = rest.groupby("run_id", sort=False)["n_attempts"].sum().reindex(runs).dropna()
-        fig.add_bar(
-            x=per_run.index,
-            y=per_run.to_numpy(),
-            name=f"{len(sizes) - len(top)} smaller clusters",
-            marker_color=OTHER_CLUSTERS_COLOR,
-            hovertemplate="run %{x}<br>%{y} failed attempts in smaller clusters<extra></extra>",
-        )
-    fig.update_layout(
-        barmode="stack",
-        xaxis={"title": "run", "categoryorder": "array", "categoryarray": runs},
-        yaxis_title="failed attempts",
-        legend={"title": "cluster (largest first)", "traceorder": "normal"},
-    )
-    return fig
 
 
 def display_table(summary: pd.DataFrame) -> pd.DataFrame:
