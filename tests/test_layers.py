@@ -173,7 +173,6 @@ NOT_YET_SPLIT = {
     "analytics/irt/data.py",
     "analytics/irt/fits.py",
     "analytics/leaderboard.py",
-    "analytics/plaintext.py",
     "analytics/plan.py",
     "analytics/progress.py",
     "analytics/run_health.py",
