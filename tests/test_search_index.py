@@ -20,7 +20,7 @@ from analytics import search as sr
 from analytics.search import load as search_load
 from ingest.records import INLINE_RESULT_CHARS
 from jobs.search_index import drop, refresh
-from store import attach_search_index, delete_run, reader, run_filter_params
+from store import ALL_RUNS, RunFilter, attach_search_index, delete_run, reader
 from tests.conftest import ROOT
 
 # fragments with punctuation, LIKE wildcards, quotes, non-ASCII, mixed case and words inside words
@@ -133,7 +133,12 @@ def test_index_gives_the_scans_result_for_every_query_and_filter(
     n_with_hits = 0
     with reader(db) as con:
         for query in QUERIES:
-            for kw in ({}, {"benchmark": "sb"}, {"run_ids": ["r-b"], "limit": 5}, {"limit": 1000}):
+            for kw in (
+                {},
+                {"run_filter": RunFilter(benchmark="sb")},
+                {"run_filter": RunFilter(run_ids=("r-b",)), "limit": 5},
+                {"limit": 1000},
+            ):
                 used.clear()
                 indexed, scanned = _both(con, query, **kw)
                 assert used == [{"has_unindexed": False}]  # the index was read, the scan was not needed
@@ -178,7 +183,7 @@ def test_ingest_after_the_build_is_found_and_a_refresh_covers_it(db: Path, tmp_p
     )
     _ingest(extra, db)
     with reader(db) as con:
-        _, n_unindexed, lowest = sr.index_coverage(con, run_filter_params(None, None, None, None)) or ("", 0, None)
+        _, n_unindexed, lowest = sr.index_coverage(con, ALL_RUNS) or ("", 0, None)
         assert n_unindexed == 3 * 2 + 1 and lowest is not None
         hit = sr.search(con, query="brand-new sentinel")
         assert (hit.n_attempts, list(hit.hits["run_id"])) == (1, ["r-x"])
@@ -187,7 +192,7 @@ def test_ingest_after_the_build_is_found_and_a_refresh_covers_it(db: Path, tmp_p
     done = refresh(db)
     assert (done.attempts_added, done.attempts_covered) == (7, 79)
     with reader(db) as con:
-        assert (sr.index_coverage(con, run_filter_params(None, None, None, None)) or ())[1:] == (0, None)
+        assert (sr.index_coverage(con, ALL_RUNS) or ())[1:] == (0, None)
         assert sr.search(con, query="brand-new sentinel").n_attempts == 1
 
 
@@ -222,7 +227,7 @@ def test_a_deleted_run_is_gone_and_a_reused_attempt_id_finds_only_the_new_text(d
     done = refresh(db)
     assert (done.attempts_added, done.attempts_removed, done.attempts_covered) == (1, 1, 73)
     with reader(db) as con:
-        assert (sr.index_coverage(con, run_filter_params(None, None, None, None)) or ())[1:] == (0, None)
+        assert (sr.index_coverage(con, ALL_RUNS) or ())[1:] == (0, None)
         assert sr.search(con, query="old sentinel").n_attempts == 0
         assert sr.search(con, query="new sentinel").n_attempts == 1
 
@@ -254,7 +259,7 @@ def test_another_store_at_the_same_path_is_not_read_through_the_old_index(db: Pa
     for suffix in ("", ".read"):
         shutil.copyfile(f"{other}{suffix}", f"{db}{suffix}")
     with reader(db) as con:
-        assert (sr.index_coverage(con, run_filter_params(None, None, None, None)) or ())[1] == 72
+        assert (sr.index_coverage(con, ALL_RUNS) or ())[1] == 72
         for query in QUERIES[:8]:
             _assert_same(*_both(con, query))
     done = refresh(db)
@@ -266,7 +271,7 @@ def test_another_store_at_the_same_path_is_not_read_through_the_old_index(db: Pa
 
 def test_words_regex_and_stores_without_an_index_scan(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with reader(db) as con:  # never built: the scan
-        assert sr.index_coverage(con, run_filter_params(None, None, None, None)) is None
+        assert sr.index_coverage(con, ALL_RUNS) is None
         before = sr.search(con, query="rate limit")
     refresh(db)
     monkeypatch.setattr(search_load, "_indexed_sql", lambda *a, **kw: pytest.fail("the index was used"))
@@ -280,7 +285,7 @@ def test_words_regex_and_stores_without_an_index_scan(db: Path, monkeypatch: pyt
     # an index file without the index's tables (another layout): the scan
     duckdb.connect(str(db.with_name(db.name + ".search"))).close()
     with reader(db) as con:
-        assert sr.index_coverage(con, run_filter_params(None, None, None, None)) is None
+        assert sr.index_coverage(con, ALL_RUNS) is None
         assert sr.search(con, query="rate limit").hits.equals(before.hits)
     with duckdb.connect(":memory:") as con:  # no file, no index
         assert attach_search_index(con) is None
@@ -311,7 +316,7 @@ def test_a_team_store_has_no_index_and_its_search_scans(lake: str, db: Path, tmp
         refresh(lake)
     refresh(db)  # the same data in a file store, indexed
     with reader(lake) as con:
-        assert sr.index_coverage(con, run_filter_params(None, None, None, None)) is None
+        assert sr.index_coverage(con, ALL_RUNS) is None
         on_lake = [sr.search(con, query=q) for q in QUERIES[:6]]
     with reader(db) as con:
         on_file = [sr.search(con, query=q) for q in QUERIES[:6]]

@@ -3,7 +3,6 @@ DuckDB (the only module of the feature that queries)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 
 import duckdb
@@ -11,75 +10,57 @@ import pandas as pd
 
 from analytics.errors.compute import _sources, table_of_cells
 from analytics.sqlfiles import load_sql
-from store import query_df, query_rows, run_filter_params
+from store import ALL_RUNS, RunFilter, query_df, query_rows
 
 
 def error_cells(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
-    benchmark: str | None = None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     sources: Sequence[str] | str | None = None,
 ) -> pd.DataFrame:
     """Failed attempts per (run, level, category, code), aggregated in DuckDB."""
     return query_df(
         con,
         load_sql("error_cells"),
-        run_filter_params(benchmark, agents, date_from, date_to) | {"sources": _sources(sources)},
+        run_filter.params() | {"sources": _sources(sources)},
     )
 
 
 def failed_cells(
     con: duckdb.DuckDBPyConnection,
-    *,
-    benchmark: str | None = None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
+    run_filter: RunFilter = ALL_RUNS,
 ) -> pd.DataFrame:
     """Attempts and failed attempts per (run, level, category), with the run's agent and date."""
-    return query_df(con, load_sql("error_failed"), run_filter_params(benchmark, agents, date_from, date_to))
+    return query_df(con, load_sql("error_failed"), run_filter.params())
 
 
 def error_table(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
-    benchmark: str | None = None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     sources: Sequence[str] | str | None = None,
 ) -> pd.DataFrame:
     """One row per (run, slice): a column per code, n_errors, n_total, n_failed, errors_per_failed, shares.
 
     Every AD-Bench code gets a column (0 when absent); other codes get one when some failed attempt has them.
     """
-    runs = failed_cells(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
+    runs = failed_cells(con, run_filter)
     if runs.empty:
         return pd.DataFrame()
-    cells = error_cells(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to, sources=sources)
+    cells = error_cells(con, run_filter, sources=sources)
     return table_of_cells(runs, cells)
 
 
 def cooccurrence(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
-    benchmark: str | None = None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     sources: Sequence[str] | str | None = None,
-    run_ids: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Failed attempts carrying both codes, summed over the chosen runs: code_a, code_b, n."""
-    df = query_df(
-        con,
-        load_sql("error_cooccurrence"),
-        run_filter_params(benchmark, agents, date_from, date_to)
-        | {"sources": _sources(sources), "run_ids": list(run_ids) if run_ids else None},
-    )
+    """Failed attempts carrying both codes, summed over the runs the filter keeps (its ``run_ids`` choose runs):
+    code_a, code_b, n."""
+    df = query_df(con, load_sql("error_cooccurrence"), run_filter.params() | {"sources": _sources(sources)})
     if df.empty:
         return pd.DataFrame(columns=["code_a", "code_b", "n"])
     return df.groupby(["code_a", "code_b"], as_index=False)["n"].sum()

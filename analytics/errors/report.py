@@ -3,7 +3,6 @@ diff as sentences."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,18 +23,17 @@ from analytics.errors.compute import (
     run_labels,
 )
 from analytics.errors.load import error_table
+from store import ALL_RUNS, RunFilter
 
 
 def report(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
-    benchmark: str | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     sources: Sequence[str] | str | None = None,
 ) -> dict[str, Any]:
     """The JSON report of issue 5: ``{"rows": [{run_id, agent, slice, counts, n_errors, n_total, n_failed}]}``."""
-    df = error_table(con, benchmark=benchmark, date_from=date_from, date_to=date_to, sources=sources)
+    df = error_table(con, run_filter, sources=sources)
     rows = []
     for rec in df.to_dict("records"):
         rows.append(
@@ -51,7 +49,7 @@ def report(
                 "n_failed": int(rec["n_failed"]),
             }
         )
-    return {"benchmark": benchmark, "sources": _sources(sources) or list(SOURCES), "rows": rows}
+    return {"benchmark": run_filter.benchmark, "sources": _sources(sources) or list(SOURCES), "rows": rows}
 
 
 def table3(table: pd.DataFrame, *, slice_name: str = "all") -> pd.DataFrame:

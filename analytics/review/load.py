@@ -4,16 +4,14 @@ load their frames here and compute with ``compute``."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
-from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
 
 from analytics.review.compute import CALIBRATION_SEED, QUEUES, Agreement, agreement_of, corrections_of, human_consensus
-from store import query_df, run_filter_params, with_run_filter
+from store import ALL_RUNS, RunFilter, query_df, with_run_filter
 
 # The judge's predicted code of an attempt (the alphabetically first code from the judge, else from the log's
 # labels, else 'none'): with the run, the stratum of the calibration sample.
@@ -49,13 +47,10 @@ def reviews_of(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.DataFra
 
 def review_queue(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
     queue: str,
     reviewer: str | None = None,
-    benchmark: str | None = None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     n: int = 50,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -63,15 +58,12 @@ def review_queue(
 
     Args:
         con: a read connection.
+        run_filter: only attempts of the runs it keeps.
         queue: ``failed`` (the log says failed), ``disagreements`` (a judge's verdict differs from the log's
             ``passed``, or a Runlens judge's codes differ from the log's labels), or ``calibration`` (a seeded
             random sample of every attempt, stratified by run and predicted code: ``CALIBRATION_ORDER``; its
             reviews estimate the truth, so agreement and the corrected judge figures are measured on it).
         reviewer: whose reviews move an attempt to the back of the queue.
-        benchmark: only this benchmark (the other filters likewise).
-        agents: only these agents.
-        date_from: only runs evaluated on or after this date.
-        date_to: only runs evaluated on or before this date.
         n: at most this many attempts.
         seed: the calibration sample's seed (the same seed gives the same sample).
     """
@@ -110,7 +102,7 @@ def review_queue(
         ORDER BY coalesce(m.is_reviewed_by_me, false), {order}
         LIMIT $n
     """
-    params = run_filter_params(benchmark, agents, date_from, date_to) | {"reviewer": reviewer or "", "n": int(n)}
+    params = run_filter.params() | {"reviewer": reviewer or "", "n": int(n)}
     if queue == "calibration":
         params["seed"] = int(seed)
     return query_df(con, sql, params)
@@ -118,11 +110,7 @@ def review_queue(
 
 def current_reviews(
     con: duckdb.DuckDBPyConnection,
-    *,
-    benchmark: str | None = None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
+    run_filter: RunFilter = ALL_RUNS,
 ) -> pd.DataFrame:
     """Each reviewer's newest review of each attempt the filters keep, with the attempt's run, task and sample."""
     return query_df(
@@ -131,7 +119,7 @@ def current_reviews(
         "coalesce(v.codes, []) AS codes, v.note, v.created_at "
         f"FROM v_reviews v JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) {_FILTER_SQL} "
         "ORDER BY v.attempt_id, v.reviewer",
-        run_filter_params(benchmark, agents, date_from, date_to),
+        run_filter.params(),
     )
 
 
@@ -174,17 +162,14 @@ def rater_labels(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> 
 
 def agreement(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
-    benchmark: str | None = None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     n_boot: int = 2000,
     seed: int = 0,
 ) -> Agreement:
     """Every rater (log score, log judge, Runlens judge per model and prompt version, log labels, rules) against
     the human consensus on the reviewed attempts the filters keep; and reviewers against each other."""
-    reviews = current_reviews(con, benchmark=benchmark, agents=agents, date_from=date_from, date_to=date_to)
+    reviews = current_reviews(con, run_filter)
     humans = human_consensus(reviews)
     raters = rater_labels(con, humans["attempt_id"].tolist())
     return agreement_of(reviews, humans, raters, n_boot=n_boot, seed=seed)
@@ -192,11 +177,8 @@ def agreement(
 
 def calibration_sample(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
-    benchmark: str | None = None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     seed: int = CALIBRATION_SEED,
 ) -> tuple[list[int], int | None]:
     """The reviewed random sample: the longest prefix of the calibration queue's order (seed ``seed``) in which
@@ -213,7 +195,7 @@ def calibration_sample(
         {_FILTER_SQL}
         ORDER BY {CALIBRATION_ORDER}
         """,
-        run_filter_params(benchmark, agents, date_from, date_to) | {"seed": int(seed)},
+        run_filter.params() | {"seed": int(seed)},
     )
     reviewed = rows["is_reviewed"].to_numpy(dtype=bool)
     stop = int(np.argmin(reviewed)) if not reviewed.all() else len(rows)
@@ -223,16 +205,12 @@ def calibration_sample(
 
 def judge_predictions(
     con: duckdb.DuckDBPyConnection,
-    *,
-    benchmark: str | None = None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
+    run_filter: RunFilter = ALL_RUNS,
 ) -> tuple[pd.DataFrame, str]:
     """Per attempt the filters keep: the judge's verdict (a Runlens judge's ``result_correct``, else the log's
     judge; None without either) and its codes (the Runlens judge's labels; when no attempt has one, the log's
     labels), and the name of the code source used (``judge`` or ``label``)."""
-    params = run_filter_params(benchmark, agents, date_from, date_to)
+    params = run_filter.params()
     has_judge = query_df(
         con,
         f"SELECT count(*) AS n FROM error_labels e JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
@@ -263,18 +241,14 @@ def judge_predictions(
 
 def judge_corrections(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
-    benchmark: str | None = None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
     level: float = 0.95,
 ) -> pd.DataFrame:
     """The judge's figures (its pass rate, the share of attempts with each code) beside the same figures corrected
     by the human reviews of the calibration sample (PPI++, ``analytics.ppi.ppi_mean``) with their interval, and
     the reviews-only estimate; ``note`` says when there are too few reviews. Shares are fractions (0..1)."""
-    kw: dict[str, Any] = {"benchmark": benchmark, "agents": agents, "date_from": date_from, "date_to": date_to}
-    preds, source = judge_predictions(con, **kw)
-    sample, _ = calibration_sample(con, **kw)
-    humans = human_consensus(current_reviews(con, **kw))
+    preds, source = judge_predictions(con, run_filter)
+    sample, _ = calibration_sample(con, run_filter)
+    humans = human_consensus(current_reviews(con, run_filter))
     return corrections_of(preds, source, humans[humans["attempt_id"].isin(sample)], level=level)

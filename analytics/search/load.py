@@ -4,16 +4,14 @@ regular expression's check, run on the store (the only module of the feature tha
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
 from analytics.search.compute import DEFAULT_LIMIT, SNIPPET_CONTEXT, SearchError, SearchResult, _result, match_pattern
 from analytics.sqlfiles import load_sql
-from store import QueryError, attach_search_index, query_df, query_rows, run_filter_params
+from store import ALL_RUNS, QueryError, RunFilter, attach_search_index, query_df, query_rows
 
 # the catalog name store/search_index.py gives the attached index (checked before it goes into SQL)
 INDEX_CATALOG = re.compile(r"rl_search_[0-9a-f]+_[0-9a-f]+")
@@ -90,9 +88,10 @@ def _covered_cte(index: str) -> str:
     return load_sql("search_covered").format(idx=index)
 
 
-def index_coverage(con: duckdb.DuckDBPyConnection, run_filter: dict[str, Any]) -> tuple[str, int, int | None] | None:
-    """The search index of the store ``con`` reads, and what it does not cover of the attempts ``run_filter``
-    (``run_filter_params``) keeps.
+def index_coverage(
+    con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS
+) -> tuple[str, int, int | None] | None:
+    """The search index of the store ``con`` reads, and what it does not cover of the attempts ``run_filter`` keeps.
 
     Returns:
         ``(index catalog, attempts not covered, the smallest id among them)``, or None when the store has no index
@@ -103,7 +102,7 @@ def index_coverage(con: duckdb.DuckDBPyConnection, run_filter: dict[str, Any]) -
         return None
     sql = load_sql("search_unindexed").format(covered=_covered_cte(index))
     try:
-        n, lowest = query_rows(con, sql, run_filter)[0]
+        n, lowest = query_rows(con, sql, run_filter.params())[0]
     except QueryError:
         return None  # an index file from an older layout: scan
     return index, int(n), None if lowest is None else int(lowest)
@@ -111,14 +110,10 @@ def index_coverage(con: duckdb.DuckDBPyConnection, run_filter: dict[str, Any]) -
 
 def search(
     con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
     *,
     query: str,
     mode: str = "phrase",
-    benchmark: str | None = None,
-    agents: Sequence[str] | None = None,
-    date_from: dt.date | None = None,
-    date_to: dt.date | None = None,
-    run_ids: Sequence[str] | None = None,
     limit: int = DEFAULT_LIMIT,
     use_index: bool = True,
 ) -> SearchResult:
@@ -130,13 +125,9 @@ def search(
 
     Args:
         con: a read connection.
+        run_filter: only the runs it keeps (its benchmark, agents, dates and run ids).
         query: the phrase, words or RE2 pattern.
         mode: ``phrase``, ``words`` or ``regex`` (see the module docstring).
-        benchmark: only this benchmark (None: all).
-        agents: only these agents (None: all).
-        date_from: only runs evaluated on or after this date.
-        date_to: only runs evaluated on or before this date.
-        run_ids: only these runs (None: all).
         limit: at most this many hits are returned (``n_attempts`` and ``n_hits`` count all).
         use_index: False scans even when an index exists (for comparisons).
 
@@ -144,8 +135,9 @@ def search(
         SearchError: the query is refused (empty, too long, invalid regular expression).
     """
     kind, patterns = match_pattern(query, mode)
-    run_filter = run_filter_params(benchmark, agents, date_from, date_to, run_ids=run_ids)
-    params: dict[str, Any] = _params(kind, patterns) | run_filter | {"limit": int(limit), "context": SNIPPET_CONTEXT}
+    params: dict[str, Any] = (
+        _params(kind, patterns) | run_filter.params() | {"limit": int(limit), "context": SNIPPET_CONTEXT}
+    )
     if kind == "regex":
         check_regex(con, patterns[0])
     coverage = index_coverage(con, run_filter) if use_index and kind == "contains" else None
