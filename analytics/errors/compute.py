@@ -12,14 +12,8 @@ import pandas as pd
 from analytics import formatting as fmt
 
 ADBENCH_CODES = ("TE", "PE", "DE", "CE", "HAL", "LC")
-
-
 KNOWN_CODES = (*ADBENCH_CODES, "TOOL", "NO_TOOL", "REDUNDANT")
-
-
 SOURCES = ("label", "rule", "judge")
-
-
 CODE_NAMES = {
     "TE": "trajectory",
     "PE": "parameter",
@@ -31,8 +25,6 @@ CODE_NAMES = {
     "NO_TOOL": "instruction violation",
     "REDUNDANT": "redundant calls",
 }
-
-
 TABLE3_COLUMNS = {
     "TE": "TE.",
     "PE": "PE.",
@@ -45,7 +37,7 @@ TABLE3_COLUMNS = {
 }
 
 
-def _sources(sources: Sequence[str] | str | None) -> list[str] | None:
+def chosen_sources(sources: Sequence[str] | str | None) -> list[str] | None:
     """Allow-listed sources (None = all)."""
     if sources is None or sources == ():
         return None

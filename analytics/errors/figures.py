@@ -19,8 +19,6 @@ CODE_COLORS = {
     "NO_TOOL": "#000000",
     "REDUNDANT": "#F0E442",
 }
-
-
 OTHER_COLORS = ("#8c564b", "#7f3c8d", "#11a579", "#3969ac", "#f2b701", "#e73f74", "#80ba5a", "#e68310")
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import duckdb
 import pandas as pd
 
-from analytics.errors.compute import _sources, table_of_cells
+from analytics.errors.compute import chosen_sources, table_of_cells
 from analytics.sqlfiles import load_sql
 from store import ALL_RUNS, RunFilter, query_df, query_rows
 
@@ -23,7 +23,7 @@ def error_cells(
     return query_df(
         con,
         load_sql("error_cells"),
-        run_filter.params() | {"sources": _sources(sources)},
+        run_filter.params() | {"sources": chosen_sources(sources)},
     )
 
 
@@ -60,7 +60,7 @@ def cooccurrence(
 ) -> pd.DataFrame:
     """Failed attempts carrying both codes, summed over the runs the filter keeps (its ``run_ids`` choose runs):
     code_a, code_b, n."""
-    df = query_df(con, load_sql("error_cooccurrence"), run_filter.params() | {"sources": _sources(sources)})
+    df = query_df(con, load_sql("error_cooccurrence"), run_filter.params() | {"sources": chosen_sources(sources)})
     if df.empty:
         return pd.DataFrame(columns=["code_a", "code_b", "n"])
     return df.groupby(["code_a", "code_b"], as_index=False)["n"].sum()
@@ -88,7 +88,7 @@ def error_attempts(
             "code_b": code_b,
             "level": level,
             "category": category,
-            "sources": _sources(sources),
+            "sources": chosen_sources(sources),
             "limit": int(limit),
         },
     )

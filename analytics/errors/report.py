@@ -17,7 +17,7 @@ from analytics.errors.compute import (
     CODE_NAMES,
     SOURCES,
     TABLE3_COLUMNS,
-    _sources,
+    chosen_sources,
     codes_of,
     rank_marks,
     run_labels,
@@ -49,7 +49,7 @@ def report(
                 "n_failed": int(rec["n_failed"]),
             }
         )
-    return {"benchmark": run_filter.benchmark, "sources": _sources(sources) or list(SOURCES), "rows": rows}
+    return {"benchmark": run_filter.benchmark, "sources": chosen_sources(sources) or list(SOURCES), "rows": rows}
 
 
 def table3(table: pd.DataFrame, *, slice_name: str = "all") -> pd.DataFrame:

@@ -16,8 +16,6 @@ from typing import Any
 from analytics import llm
 
 ADBENCH_CODES = ("TE", "PE", "DE", "CE", "HAL", "LC")
-
-
 # Stage-1 booleans -> taxonomy codes (DESIGN.md): the flag that signals the error, and its value when it does.
 STAGE1_FLAGS = {
     "trajectory_covered": ("TE", False),
@@ -26,17 +24,9 @@ STAGE1_FLAGS = {
     "has_redundant_calls": ("REDUNDANT", True),
     "has_instructionViolation": ("NO_TOOL", True),
 }
-
-
 GEM_LEVELS = ("bad", "moderate", "good")
-
-
 MAX_TRAJECTORY_CHARS = 12000
-
-
 MAX_RESULT_CHARS = 400
-
-
 # Every free-text field sent to the model is cut to this many characters (one 1.3 MB answer cost 655,679
 # input tokens): about 4,000 tokens, ample for a judgement, and a bound on what a hostile log can spend.
 MAX_FIELD_CHARS = 16000
@@ -70,8 +60,6 @@ def fence_safe(text: str) -> str:
 
 
 _NUMBER = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
-
-
 _UNIT_WORDS = ("cny", "usd", "rmb", "yuan", "元", "次", "个")
 
 
@@ -214,8 +202,6 @@ PARSERS: dict[str, Callable[[str], dict[str, Any]]] = {
     "xbench-1to5": parse_xbench,
     "gem-0-90": parse_gem,
 }
-
-
 REPAIR_HINT = {
     "adbench-stage1": "Reply with only the JSON object of the requested format, with exactly its eight keys.",
     "xbench-1to5": "Reply with a brief analysis and, as the last line, exactly `Score: X` with X from 1 to 5.",

@@ -14,8 +14,6 @@ import store as rdb
 from analytics.judge.compute import MAX_RESULT_CHARS, MAX_TRAJECTORY_CHARS, Prompt
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "prompts"
-
-
 PROMPT_FILES = {
     "adbench-stage1": "adbench-stage1.v1.txt",
     "xbench-1to5": "xbench-1to5.v1.txt",

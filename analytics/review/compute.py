@@ -13,11 +13,7 @@ import numpy as np
 import pandas as pd
 
 QUEUES = ("failed", "disagreements", "calibration")
-
-
 MIN_REVIEWS = 10  # below this many reviewed attempts an agreement or a corrected figure is not reported
-
-
 CALIBRATION_SEED = 0  # the sample the corrected judge figures use
 
 

@@ -19,8 +19,6 @@ PREDICTED_CODE_SQL = """
     SELECT attempt_id, coalesce(min(code) FILTER (WHERE source = 'judge'), min(code)) AS predicted_code
     FROM error_labels GROUP BY attempt_id
 """
-
-
 # Stratified random order: within each (run, predicted code) stratum attempts are ranked by a seeded hash, and the
 # queue goes by rank / stratum size, so any prefix of it takes each stratum in proportion to its size (every
 # attempt equally likely: the reviews of a prefix are a self-weighting random sample of the attempts).
@@ -29,8 +27,6 @@ CALIBRATION_ORDER = (
     "ORDER BY hash(a.attempt_id, $seed)) - 0.5) / count(*) OVER (PARTITION BY a.run_id, "
     "coalesce(pc.predicted_code, 'none')), hash(a.attempt_id, $seed)"
 )
-
-
 _FILTER_SQL = with_run_filter(" WHERE $run_filter ")
 
 

@@ -37,6 +37,7 @@ from analytics.search.compute import (
     SearchError,
     SearchResult,
     match_pattern,
+    result_of,
 )
 from analytics.search.load import (
     INDEX_CATALOG,
@@ -68,6 +69,7 @@ __all__ = [
     "index_coverage",
     "marked",
     "match_pattern",
+    "result_of",
     "search",
     "text_report",
     "to_json",

@@ -10,20 +10,10 @@ import pandas as pd
 from store import RunlensError
 
 MODES = ("phrase", "words", "regex")
-
-
 MAX_QUERY_CHARS = 200
-
-
 MAX_WORDS = 8
-
-
 SNIPPET_CONTEXT = 60
-
-
 DEFAULT_LIMIT = 100
-
-
 HIT_COLUMNS = ["run_id", "task_id", "sample", "step", "field", "snippet", "match_start", "match_len", "passed"]
 
 
@@ -87,7 +77,7 @@ def _snippet(win: str, lead: int, mlen: int, *, is_cut_left: bool, is_cut_right:
     return head + body + fold(after) + ("…" if is_cut_right else ""), len(head), len(body)
 
 
-def _result(query: str, mode: str, df: pd.DataFrame) -> SearchResult:
+def result_of(query: str, mode: str, df: pd.DataFrame) -> SearchResult:
     """Snippets for the hits the statement returned (every row also carries the totals)."""
     if df.empty:
         return SearchResult(query, mode, 0, 0, pd.DataFrame(columns=HIT_COLUMNS))

@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from analytics.search.compute import DEFAULT_LIMIT, SNIPPET_CONTEXT, SearchError, SearchResult, _result, match_pattern
+from analytics.search.compute import DEFAULT_LIMIT, SNIPPET_CONTEXT, SearchError, SearchResult, match_pattern, result_of
 from analytics.sqlfiles import load_sql
 from store import ALL_RUNS, QueryError, RunFilter, attach_search_index, query_df, query_rows
 
@@ -142,10 +142,10 @@ def search(
         check_regex(con, patterns[0])
     coverage = index_coverage(con, run_filter) if use_index and kind == "contains" else None
     if coverage is None:
-        return _result(query, mode, query_df(con, _sql(kind, len(patterns)), params))
+        return result_of(query, mode, query_df(con, _sql(kind, len(patterns)), params))
     index, n_unindexed, lowest = coverage
     params["min_unindexed"] = lowest if lowest is not None else 0
-    result = _result(query, mode, query_df(con, _indexed_sql(index, has_unindexed=n_unindexed > 0), params))
+    result = result_of(query, mode, query_df(con, _indexed_sql(index, has_unindexed=n_unindexed > 0), params))
     return dataclasses.replace(result, is_indexed=True, n_unindexed=n_unindexed)
 
 
