@@ -16,19 +16,7 @@ from analytics.clusters.compute import (
     merge_close,
     renumber,
 )
-from analytics.clusters.figures import CLUSTER_COLORS, fig_clusters_by_run
-from analytics.clusters.load import (
-    answer_against_reference,
-    apply_llm_labels,
-    cached_failure_vectors,
-    cached_labels,
-    failure_clusters,
-    failure_documents,
-    failure_frame,
-    failure_texts,
-    read_vectors,
-)
-from analytics.clusters.report import (
+from analytics.clusters.compute_summary import (
     LABEL_PROMPT_VERSION,
     UNCLUSTERED,
     ClusterError,
@@ -47,6 +35,18 @@ from analytics.clusters.report import (
     text_report,
     to_json,
     trend_sentence,
+)
+from analytics.clusters.figures import CLUSTER_COLORS, fig_clusters_by_run
+from analytics.clusters.load import (
+    answer_against_reference,
+    apply_llm_labels,
+    cached_failure_vectors,
+    cached_labels,
+    failure_clusters,
+    failure_documents,
+    failure_frame,
+    failure_texts,
+    read_vectors,
 )
 
 __all__ = [

@@ -29,7 +29,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics.clusters.report import LABEL_PROMPT_VERSION, ClusterError, Clusters, build_clusters
+from analytics.clusters.compute_summary import LABEL_PROMPT_VERSION, ClusterError, Clusters, build_clusters
 from analytics.embeddings import STATIC_MODEL
 from store import query_df
 
