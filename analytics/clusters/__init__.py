@@ -1,7 +1,8 @@
 """Failure clusters: failed attempts grouped by what went wrong, named, with evidence and trends.
 
 ``load`` (the document of each failure, cached vectors and labels: the only queries; ``failure_clusters`` loads and
-clusters), ``compute`` (the clustering), ``report`` (names, evidence, trends, tables, JSON), ``figures`` (Plotly).
+clusters), ``compute`` (the clustering), ``compute_summary`` (names, evidence, trends), ``report`` (tables, JSON,
+text), ``figures`` (Plotly).
 docs/failure_analysis.md explains the method and its measurements."""
 
 from analytics.clusters.compute import (
@@ -22,18 +23,14 @@ from analytics.clusters.compute_summary import (
     ClusterError,
     Clusters,
     build_clusters,
-    by_run_frame,
     clean_label,
     content_key,
-    display_table,
     distinctive_terms,
     key_phrases,
     label_messages,
     label_quality,
     representatives,
     share_trend,
-    text_report,
-    to_json,
     trend_sentence,
 )
 from analytics.clusters.figures import CLUSTER_COLORS, fig_clusters_by_run
@@ -48,6 +45,7 @@ from analytics.clusters.load import (
     failure_texts,
     read_vectors,
 )
+from analytics.clusters.report import by_run_frame, display_table, text_report, to_json
 
 __all__ = [
     "CLUSTER_COLORS", "K_MAX", "LABEL_PROMPT_VERSION", "MAX_POINTS", "MERGE_SIMILARITY", "MIN_SIZE", "SEED",
