@@ -152,11 +152,8 @@ def errors_options(parser: argparse.ArgumentParser) -> None:
 def errors_run(args: argparse.Namespace) -> int:
     from analytics import errors
 
-    flt = run_filter(args)
     with reader(args.db, as_of=args.as_of) as con:
-        rep = errors.report(
-            con, benchmark=flt.benchmark, date_from=flt.date_from, date_to=flt.date_to, sources=args.source
-        )
+        rep = errors.report(con, run_filter=run_filter(args), sources=args.source)
     if args.json:
         print_json(rep)
         return 0
@@ -306,18 +303,17 @@ def search_options(parser: argparse.ArgumentParser) -> None:
 
 
 def search_run(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from analytics import search
 
-    flt = run_filter(args)
+    flt = dataclasses.replace(run_filter(args), run_ids=tuple(args.runs) if args.runs is not None else None)
     with reader(args.db, as_of=args.as_of) as con:
         result = search.search(
             con,
+            run_filter=flt,
             query=args.query,
             mode="regex" if args.regex else "words" if args.words else "phrase",
-            benchmark=flt.benchmark,
-            date_from=flt.date_from,
-            date_to=flt.date_to,
-            run_ids=args.runs,
             limit=args.limit,
         )
     if args.json:

@@ -4,8 +4,9 @@ Agent, benchmark, task, category and level names come from uploaded logs. Stream
 metric labels, captions, info boxes, subheaders and button labels, so ``![x](http://host/beacon.png)`` made
 every viewer's browser fetch an outside image, and a bare URL became a link. Plotly renders ``<a href=...>``,
 ``<span style=...>``, ``<b>``, ``<br>`` in tick labels, legends, hovers and titles. This module is the one place
-that turns such text into plain text; it imports neither Streamlit nor anything above analytics/, so figure
-builders and pages both use it (``ui.common.plain`` is ``md_plain``).
+that turns such text into plain text; it imports neither Streamlit, Plotly nor anything above analytics/, so
+figure builders and pages both use it (``ui.common.plain`` is ``md_plain``; ``analytics.figures.plain_figure``
+applies it to a whole figure).
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import html
 import re
 import string
 from typing import Any
-
-import plotly.graph_objects as go
 
 # CommonMark lets a backslash escape any ASCII punctuation; escaping all of it also breaks Streamlit's own
 # extensions (:red[...] colours, :material/icon:, $LaTeX$), links, images and emphasis.
@@ -88,42 +87,27 @@ def plotly_template_safe(text: str) -> str:
     return _TAG.sub(lambda m: m.group(0) if _BENIGN_TAG.fullmatch(m.group(0)) else plotly_plain(m.group(0)), text)
 
 
-def _escape_values(node: Any) -> Any:
+def escape_values(node: Any) -> Any:
+    """Every string in a trace's data values escaped completely (``plotly_plain``); numbers left as they are."""
     if isinstance(node, str):
         return plotly_plain(node)
     if isinstance(node, dict) and "bdata" in node:
         return node  # Plotly's typed-array encoding of a numeric numpy array: numbers, no text
     if isinstance(node, dict):
-        return {k: _escape_values(v) for k, v in node.items()}
+        return {k: escape_values(v) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
-        return [_escape_values(v) for v in node]
+        return [escape_values(v) for v in node]
     if hasattr(node, "dtype") and getattr(node.dtype, "kind", "") == "O":  # numpy object arrays of strings
-        return [_escape_values(v) for v in node.tolist()]
+        return [escape_values(v) for v in node.tolist()]
     return node
 
 
-def _safe_templates(node: Any, key: str = "") -> Any:
+def safe_templates(node: Any, key: str = "") -> Any:
+    """The builder-written label texts under ``TEMPLATE_KEYS`` with only formatting tags kept (``plotly_template_safe``)."""
     if isinstance(node, str):
         return plotly_template_safe(node) if key in TEMPLATE_KEYS else node
     if isinstance(node, dict):
-        return {k: _safe_templates(v, k) for k, v in node.items()}
+        return {k: safe_templates(v, k) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
-        return [_safe_templates(v, key) for v in node]
+        return [safe_templates(v, key) for v in node]
     return node
-
-
-def plain_figure(fig: go.Figure) -> go.Figure:
-    """A copy of ``fig`` that renders every data value as plain text and no link or style from any label.
-
-    Data values (x, y, text, hovertext, customdata, trace names, ...) are escaped completely; templates,
-    titles, annotations and tick texts keep ``<br>``, ``<b>``, ``<i>``, ``<sub>``, ``<sup>`` and lose every other
-    tag. Ids read back from a selection go through ``plotly_unplain``.
-    """
-    spec = fig.to_plotly_json()
-    data = []
-    for trace in spec.get("data", []):
-        safe = _safe_templates({k: v for k, v in trace.items() if k not in DATA_KEYS})
-        safe.update({k: _escape_values(v) for k, v in trace.items() if k in DATA_KEYS})
-        data.append(safe)
-    layout = _safe_templates(spec.get("layout", {}))
-    return go.Figure({"data": data, "layout": layout, "frames": spec.get("frames", [])})

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analytics.search import SearchResult, index_coverage, search  # noqa: E402
-from store import reader, run_filter_params  # noqa: E402
+from store import reader  # noqa: E402
 
 QUERIES = [
     ("generator", "budget week growth", "phrase"),
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     with reader(args.db) as con:
         n = con.execute("SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM steps)").fetchall()[0]
-        coverage = index_coverage(con, run_filter_params(None, None, None, None))
+        coverage = index_coverage(con)
         state = "no index" if coverage is None else f"index: {coverage[1]:,} attempts not covered"
         print(f"{args.db}: {n[0]:,} attempts, {n[1]:,} steps; {state}")
         for qset, query, mode in QUERIES:

@@ -92,7 +92,7 @@ def labels_db(tmp_path: Path) -> Path:
 
 def _table(db: Path, **kwargs) -> pd.DataFrame:
     with rdb.reader(db) as con:
-        return err.error_table(con, benchmark="eb", **kwargs)
+        return err.error_table(con, rdb.RunFilter(benchmark="eb"), **kwargs)
 
 
 def _row(df: pd.DataFrame, run: str, slice_name: str = "all") -> pd.Series:
@@ -170,7 +170,7 @@ def test_table3_layout_and_shares(labels_db: Path) -> None:
 
 def test_cooccurrence(labels_db: Path) -> None:
     with rdb.reader(labels_db) as con:
-        co = err.cooccurrence(con, benchmark="eb", sources="label", run_ids=["eb-v3"])
+        co = err.cooccurrence(con, rdb.RunFilter(benchmark="eb", run_ids=("eb-v3",)), sources="label")
     cell = co.set_index(["code_a", "code_b"])["n"]
     assert (cell["PE", "PE"], cell["PE", "TE"], cell["TE", "PE"], cell["TE", "XYZ"], cell["PE", "HAL"]) == (
         5,
@@ -233,7 +233,9 @@ def test_adbench_table3_on_demo(demo_db: Path, capsys: pytest.CaptureFixture) ->
     with rdb.reader(demo_db) as con:
         t3 = err.table3(
             err.error_table(
-                con, benchmark="ad-bench", date_from=dt.date(2026, 1, 15), date_to=dt.date(2026, 1, 15), sources="label"
+                con,
+                rdb.RunFilter(benchmark="ad-bench", date_from=dt.date(2026, 1, 15), date_to=dt.date(2026, 1, 15)),
+                sources="label",
             )
         )
     marks = err.rank_marks(t3, ["#Error", "#Total", "LC."]).assign(Model=t3["Model"]).set_index("Model")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.express as px
 
-from analytics.plaintext import WORD_JOINER, md_plain, plain_figure, plotly_plain, plotly_unplain
+from analytics.figures import plain_figure
+from analytics.plaintext import WORD_JOINER, md_plain, plotly_plain, plotly_unplain
 
 PAYLOAD = '![x](http://127.0.0.1:9/b.png) <a href="http://e.x/">l</a> www.example.com a@b.co :red[x] $x$ **b**'
 

@@ -17,7 +17,7 @@ from sklearn.metrics import cohen_kappa_score
 from analytics import ppi
 from analytics import review as rv
 from ingest.reviews import MAX_NOTE_CHARS, ReviewError, record_review
-from store import reader, writer
+from store import RunFilter, reader, writer
 
 N = 40
 
@@ -163,7 +163,7 @@ def test_review_of_a_missing_attempt_is_refused(tmp_db: Path) -> None:
 def test_agreement_against_sklearn(review_db: Path) -> None:
     passed, judge, human = _verdicts()
     with reader(review_db) as con:
-        agr = rv.agreement(con, benchmark="rb", n_boot=500, seed=0)
+        agr = rv.agreement(con, RunFilter(benchmark="rb"), n_boot=500, seed=0)
     rows = agr.verdicts.set_index("rater")
     # the human consensus: A alone on 20..39; A and B on 0..19, where the 5 flips are ties (no verdict)
     keep = [i for i in range(N) if i >= 5]
@@ -187,12 +187,12 @@ def test_agreement_against_sklearn(review_db: Path) -> None:
 
 def test_queue_kinds(review_db: Path) -> None:
     with reader(review_db) as con:
-        failed = rv.review_queue(con, queue="failed", reviewer="nobody", benchmark="rb", n=100)
-        cal1 = rv.review_queue(con, queue="calibration", benchmark="rb", n=10, seed=1)
-        cal2 = rv.review_queue(con, queue="calibration", benchmark="rb", n=10, seed=1)
-        cal3 = rv.review_queue(con, queue="calibration", benchmark="rb", n=10, seed=2)
-        dis = rv.review_queue(con, queue="disagreements", benchmark="rb", n=100)
-        mine = rv.review_queue(con, queue="failed", reviewer="A", benchmark="rb", n=100)
+        failed = rv.review_queue(con, RunFilter(benchmark="rb"), queue="failed", reviewer="nobody", n=100)
+        cal1 = rv.review_queue(con, RunFilter(benchmark="rb"), queue="calibration", n=10, seed=1)
+        cal2 = rv.review_queue(con, RunFilter(benchmark="rb"), queue="calibration", n=10, seed=1)
+        cal3 = rv.review_queue(con, RunFilter(benchmark="rb"), queue="calibration", n=10, seed=2)
+        dis = rv.review_queue(con, RunFilter(benchmark="rb"), queue="disagreements", n=100)
+        mine = rv.review_queue(con, RunFilter(benchmark="rb"), queue="failed", reviewer="A", n=100)
     passed, judge, _ = _verdicts()
     assert len(failed) == N - sum(passed) and not failed["passed"].any()
     assert list(cal1["attempt_id"]) == list(cal2["attempt_id"]) != list(cal3["attempt_id"])
@@ -235,7 +235,7 @@ def test_queue_table_and_raters_line_read_without_raw_values() -> None:
 def test_calibration_queue_takes_each_stratum_in_proportion(review_db: Path) -> None:
     passed, _, _ = _verdicts()
     with reader(review_db) as con:
-        first = rv.review_queue(con, queue="calibration", benchmark="rb", n=20, seed=3)
+        first = rv.review_queue(con, RunFilter(benchmark="rb"), queue="calibration", n=20, seed=3)
         labels = con.execute(
             "SELECT attempt_id, min(code) FROM error_labels WHERE source = 'label' GROUP BY attempt_id"
         ).fetchall()
@@ -252,7 +252,7 @@ def test_fleiss_kappa_of_the_reviewers(review_db: Path) -> None:
 
     _, _, human = _verdicts()
     with reader(review_db) as con:
-        agr = rv.agreement(con, benchmark="rb", n_boot=200, seed=0)
+        agr = rv.agreement(con, RunFilter(benchmark="rb"), n_boot=200, seed=0)
     b = [human[i] != (i < 5) for i in range(20)]  # B differs from A on the first five
     table, _ = aggregate_raters(np.array([[human[i], b[i]] for i in range(20)], dtype=int))
     assert agr.fleiss is not None and agr.fleiss["n_attempts"] == 20 and agr.fleiss["n_reviewers"] == 2
@@ -276,8 +276,8 @@ def test_kappa_text_says_what_is_missing_instead_of_nan() -> None:
 def test_judge_figures_corrected_by_the_calibration_sample(review_db: Path, tmp_path: Path) -> None:
     passed, judge, human = _verdicts()
     with reader(review_db) as con:
-        corr = rv.judge_corrections(con, benchmark="rb").set_index("quantity")
-        sample, gap = rv.calibration_sample(con, benchmark="rb")
+        corr = rv.judge_corrections(con, RunFilter(benchmark="rb")).set_index("quantity")
+        sample, gap = rv.calibration_sample(con, RunFilter(benchmark="rb"))
     assert len(sample) == N and gap is None  # A reviewed every attempt: the whole queue is the sample
     rate = corr.loc["judged pass rate"]
     assert rate["judge"] == pytest.approx(np.mean(judge))  # the log's judge, at its word
@@ -291,7 +291,7 @@ def test_judge_figures_corrected_by_the_calibration_sample(review_db: Path, tmp_
     with writer(fresh) as con:
         con.execute("DELETE FROM reviews WHERE attempt_id NOT IN (SELECT attempt_id FROM reviews LIMIT 3)")
     with reader(fresh) as con:
-        few = rv.judge_corrections(con, benchmark="rb").set_index("quantity").loc["judged pass rate"]
+        few = rv.judge_corrections(con, RunFilter(benchmark="rb")).set_index("quantity").loc["judged pass rate"]
     assert np.isnan(few["estimate"]) and few["note"].startswith("needs at least 10 reviews")
     shown = rv.corrections_table(corr.reset_index())
     assert shown["Judge says"].iloc[0].endswith("%") and "nan" not in shown.to_string()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from analytics import search as sr
-from store import reader
+from store import RunFilter, reader
 from tests.conftest import ROOT
 
 LONG = ("lorem ipsum dolor " * 100) + "the needle QUOTA_EXCEEDED appears late" + (" tail" * 50)
@@ -155,11 +155,15 @@ def test_queries_are_bounded() -> None:
 
 
 def test_filters_and_limit(search_db: Path) -> None:
-    assert {r.run_id for r in _run(search_db, query="rate limit", benchmark="sb").hits.itertuples()} == {"r-a", "r-b"}
-    assert {r.run_id for r in _run(search_db, query="rate limit", agents=("B",)).hits.itertuples()} == {"r-b"}
+    assert {
+        r.run_id for r in _run(search_db, run_filter=RunFilter(benchmark="sb"), query="rate limit").hits.itertuples()
+    } == {"r-a", "r-b"}
+    assert {
+        r.run_id for r in _run(search_db, run_filter=RunFilter(agents=("B",)), query="rate limit").hits.itertuples()
+    } == {"r-b"}
     import datetime as dt
 
-    late = _run(search_db, query="rate limit", date_from=dt.date(2026, 2, 1))
+    late = _run(search_db, run_filter=RunFilter(date_from=dt.date(2026, 2, 1)), query="rate limit")
     assert {r.run_id for r in late.hits.itertuples()} == {"r-b"}
     limited = _run(search_db, query="rate limit", limit=1)
     assert len(limited.hits) == 1 and limited.n_hits == 3 and limited.n_attempts == 3

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 from analytics import search as sr
+from analytics.search import load as search_load
 from ingest.records import INLINE_RESULT_CHARS
 from jobs.search_index import drop, refresh
-from store import delete_run, reader
+from store import ALL_RUNS, RunFilter, attach_search_index, delete_run, reader
 from tests.conftest import ROOT
 
 # fragments with punctuation, LIKE wildcards, quotes, non-ASCII, mixed case and words inside words
@@ -127,12 +128,17 @@ def test_index_gives_the_scans_result_for_every_query_and_filter(
     done = refresh(db)
     assert done.attempts_added == 72 and done.attempts_covered == 72 and done.rows > 72
     used = []
-    indexed_sql = sr._indexed_sql
-    monkeypatch.setattr(sr, "_indexed_sql", lambda index, **kw: used.append(kw) or indexed_sql(index, **kw))
+    indexed_sql = search_load._indexed_sql
+    monkeypatch.setattr(search_load, "_indexed_sql", lambda index, **kw: used.append(kw) or indexed_sql(index, **kw))
     n_with_hits = 0
     with reader(db) as con:
         for query in QUERIES:
-            for kw in ({}, {"benchmark": "sb"}, {"run_ids": ["r-b"], "limit": 5}, {"limit": 1000}):
+            for kw in (
+                {},
+                {"run_filter": RunFilter(benchmark="sb")},
+                {"run_filter": RunFilter(run_ids=("r-b",)), "limit": 5},
+                {"limit": 1000},
+            ):
                 used.clear()
                 indexed, scanned = _both(con, query, **kw)
                 assert used == [{"has_unindexed": False}]  # the index was read, the scan was not needed
@@ -177,7 +183,7 @@ def test_ingest_after_the_build_is_found_and_a_refresh_covers_it(db: Path, tmp_p
     )
     _ingest(extra, db)
     with reader(db) as con:
-        _, n_unindexed, lowest = sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) or ("", 0, None)
+        _, n_unindexed, lowest = sr.index_coverage(con, ALL_RUNS) or ("", 0, None)
         assert n_unindexed == 3 * 2 + 1 and lowest is not None
         hit = sr.search(con, query="brand-new sentinel")
         assert (hit.n_attempts, list(hit.hits["run_id"])) == (1, ["r-x"])
@@ -186,7 +192,7 @@ def test_ingest_after_the_build_is_found_and_a_refresh_covers_it(db: Path, tmp_p
     done = refresh(db)
     assert (done.attempts_added, done.attempts_covered) == (7, 79)
     with reader(db) as con:
-        assert (sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) or ())[1:] == (0, None)
+        assert (sr.index_coverage(con, ALL_RUNS) or ())[1:] == (0, None)
         assert sr.search(con, query="brand-new sentinel").n_attempts == 1
 
 
@@ -221,7 +227,7 @@ def test_a_deleted_run_is_gone_and_a_reused_attempt_id_finds_only_the_new_text(d
     done = refresh(db)
     assert (done.attempts_added, done.attempts_removed, done.attempts_covered) == (1, 1, 73)
     with reader(db) as con:
-        assert (sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) or ())[1:] == (0, None)
+        assert (sr.index_coverage(con, ALL_RUNS) or ())[1:] == (0, None)
         assert sr.search(con, query="old sentinel").n_attempts == 0
         assert sr.search(con, query="new sentinel").n_attempts == 1
 
@@ -253,7 +259,7 @@ def test_another_store_at_the_same_path_is_not_read_through_the_old_index(db: Pa
     for suffix in ("", ".read"):
         shutil.copyfile(f"{other}{suffix}", f"{db}{suffix}")
     with reader(db) as con:
-        assert (sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) or ())[1] == 72
+        assert (sr.index_coverage(con, ALL_RUNS) or ())[1] == 72
         for query in QUERIES[:8]:
             _assert_same(*_both(con, query))
     done = refresh(db)
@@ -265,10 +271,10 @@ def test_another_store_at_the_same_path_is_not_read_through_the_old_index(db: Pa
 
 def test_words_regex_and_stores_without_an_index_scan(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with reader(db) as con:  # never built: the scan
-        assert sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) is None
+        assert sr.index_coverage(con, ALL_RUNS) is None
         before = sr.search(con, query="rate limit")
     refresh(db)
-    monkeypatch.setattr(sr, "_indexed_sql", lambda *a, **kw: pytest.fail("the index was used"))
+    monkeypatch.setattr(search_load, "_indexed_sql", lambda *a, **kw: pytest.fail("the index was used"))
     with reader(db) as con:
         assert sr.search(con, query="rate limit", mode="words").n_hits > 0
         assert sr.search(con, query=r"(?i)rate.limit", mode="regex").n_hits > 0
@@ -279,10 +285,10 @@ def test_words_regex_and_stores_without_an_index_scan(db: Path, monkeypatch: pyt
     # an index file without the index's tables (another layout): the scan
     duckdb.connect(str(db.with_name(db.name + ".search"))).close()
     with reader(db) as con:
-        assert sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) is None
+        assert sr.index_coverage(con, ALL_RUNS) is None
         assert sr.search(con, query="rate limit").hits.equals(before.hits)
     with duckdb.connect(":memory:") as con:  # no file, no index
-        assert sr.attach_search_index(con) is None
+        assert attach_search_index(con) is None
 
 
 def test_cli_builds_the_index_and_search_json_is_unchanged(db: Path) -> None:
@@ -310,7 +316,7 @@ def test_a_team_store_has_no_index_and_its_search_scans(lake: str, db: Path, tmp
         refresh(lake)
     refresh(db)  # the same data in a file store, indexed
     with reader(lake) as con:
-        assert sr.index_coverage(con, sr.run_filter_params(None, None, None, None)) is None
+        assert sr.index_coverage(con, ALL_RUNS) is None
         on_lake = [sr.search(con, query=q) for q in QUERIES[:6]]
     with reader(db) as con:
         on_file = [sr.search(con, query=q) for q in QUERIES[:6]]

@@ -20,7 +20,8 @@ import streamlit as st
 
 import store as rdb
 from analytics import csvsafe
-from analytics.plaintext import md_plain, plain_figure, plotly_unplain
+from analytics.figures import plain_figure
+from analytics.plaintext import md_plain, plotly_unplain
 
 # THE helper for any text from a log that goes into Markdown (labels, captions, info boxes, subheaders,
 # buttons): shown literally, never as a link, an image or formatting. Charts are escaped in show_fig.

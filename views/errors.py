@@ -1,6 +1,8 @@
 """Errors: error-type distributions per run (AD-Bench Table 3), shares, co-occurrence, a run diff, and the
 attempts behind any bar or cell (each opening the drilldown page). Deep link: ``errors?err_run=&err_code=``."""
 
+import dataclasses
+
 import streamlit as st
 
 from analytics import errors as err
@@ -49,9 +51,9 @@ else:
     )
 
 # how far the judge can be trusted, before its distributions (agreement with human reviews, views/review.py)
-trust = cached(rv.agreement, **filters.as_kwargs())
+trust = cached(rv.agreement, run_filter=filters)
 st.info(plain(rv.trust_sentence(trust.verdicts, trust.n_reviewed)), icon=":material/balance:")
-corrected = cached(rv.judge_corrections, **filters.as_kwargs())
+corrected = cached(rv.judge_corrections, run_filter=filters)
 if not corrected.empty:
     with st.expander("Judge figures corrected by human reviews (PPI++, 95% intervals)", expanded=trust.n_reviewed > 0):
         st.dataframe(rv.corrections_table(corrected), hide_index=True, key="err_corrected", width="stretch")
@@ -79,7 +81,7 @@ facet = right.segmented_control("Facet", ["all", "level", "category"], key="err_
 keep_in_url([FACET])
 if not sources:
     empty_state("Pick at least one label source.")
-table = cached(err.error_table, **filters.as_kwargs(), sources=tuple(sources))
+table = cached(err.error_table, run_filter=filters, sources=tuple(sources))
 if table.empty:
     empty_state(
         f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
@@ -197,7 +199,7 @@ else:
 
 st.subheader("Co-occurrence within failed attempts")
 co_run = st.selectbox("Run", run_ids, format_func=labels.__getitem__, key="err_co_run")
-co = cached(err.cooccurrence, **filters.as_kwargs(), sources=tuple(sources), run_ids=(co_run,))
+co = cached(err.cooccurrence, run_filter=dataclasses.replace(filters, run_ids=(co_run,)), sources=tuple(sources))
 if co.empty:
     st.info("This run has no labelled failed attempt.")
 else:

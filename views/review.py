@@ -72,16 +72,16 @@ def _with_links(df):  # type: ignore[no-untyped-def]
 
 # --- agreement first: how far can the judge be trusted? --------------------------------------------------------
 st.subheader("Judge and labels against human reviewers")
-agr = cached(rv.agreement, **filters.as_kwargs())
+agr = cached(rv.agreement, run_filter=filters)
 st.info(plain(rv.trust_sentence(agr.verdicts, agr.n_reviewed)), icon=":material/balance:")
-corr = cached(rv.judge_corrections, **filters.as_kwargs())
+corr = cached(rv.judge_corrections, run_filter=filters)
 if not corr.empty:
     st.caption(
         "The judge's figures beside the same figures corrected by the human reviews of the calibration sample "
         "(prediction-powered inference, PPI++: valid 95% intervals when the reviewed attempts are the calibration "
         "queue's random sample; a review from another queue counts only inside that sample)."
     )
-    sample, gap = cached(rv.calibration_sample, **filters.as_kwargs())
+    sample, gap = cached(rv.calibration_sample, run_filter=filters)
     st.caption(
         "Calibration sample: none yet. Review the calibration queue's attempts in order (below, queue "
         "'calibration') to correct the judge's figures."
@@ -132,7 +132,7 @@ left, right = st.columns([3, 1])
 queue = left.segmented_control("Queue", rv.QUEUES, key="rv_queue") or "failed"
 seed = right.number_input("Calibration seed", 0, 10_000, 0, key="rv_seed", disabled=queue != "calibration")
 keep_in_url([QUEUE_FIELD])
-items = cached(rv.review_queue, queue=queue, reviewer=review.reviewer(), **filters.as_kwargs(), n=50, seed=int(seed))
+items = cached(rv.review_queue, run_filter=filters, queue=queue, reviewer=review.reviewer(), n=50, seed=int(seed))
 if items.empty:
     empty_state("Nothing in this queue for the current filters.")
 shown = rv.queue_table(items).assign(Open=_with_links(items)["open"].to_numpy())

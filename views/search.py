@@ -40,7 +40,7 @@ if not query.strip():
         f"Type a phrase to search the transcripts of **{plain(filters.benchmark)}** (the sidebar filters apply)."
     )
 try:
-    result = cached(sr.search, query=query, mode=mode, **filters.as_kwargs(), limit=500)
+    result = cached(sr.search, run_filter=filters, query=query, mode=mode, limit=500)
 except sr.SearchError as exc:
     st.error(plain(str(exc)))
     st.stop()

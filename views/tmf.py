@@ -7,7 +7,7 @@ import streamlit as st
 
 from analytics import export, tmf
 from analytics.catalog import catalog as catalog_of
-from analytics.plaintext import plain_figure
+from analytics.figures import plain_figure
 from ui.common import (
     UrlField,
     cached,

@@ -1,7 +1,9 @@
 """Failure clusters: failed attempts grouped by what went wrong, named, with evidence and trends.
 
-``load`` (the document of each failure, cached vectors), ``compute`` (the clustering), ``report`` (names, evidence,
-trends, tables, JSON). docs/failure_analysis.md explains the method and its measurements."""
+``load`` (the document of each failure, cached vectors and labels: the only queries; ``failure_clusters`` loads and
+clusters), ``compute`` (the clustering), ``compute_summary`` (names, evidence, trends), ``report`` (tables, JSON,
+text), ``figures`` (Plotly).
+docs/failure_analysis.md explains the method and its measurements."""
 
 from analytics.clusters.compute import (
     K_MAX,
@@ -15,39 +17,35 @@ from analytics.clusters.compute import (
     merge_close,
     renumber,
 )
-from analytics.clusters.load import (
-    answer_against_reference,
-    cached_failure_vectors,
-    failure_documents,
-    failure_frame,
-    failure_texts,
-    read_vectors,
-)
-from analytics.clusters.report import (
-    CLUSTER_COLORS,
+from analytics.clusters.compute_summary import (
     LABEL_PROMPT_VERSION,
     UNCLUSTERED,
     ClusterError,
     Clusters,
-    apply_llm_labels,
     build_clusters,
-    by_run_frame,
-    cached_labels,
     clean_label,
     content_key,
-    display_table,
     distinctive_terms,
-    failure_clusters,
-    fig_clusters_by_run,
     key_phrases,
     label_messages,
     label_quality,
     representatives,
     share_trend,
-    text_report,
-    to_json,
     trend_sentence,
 )
+from analytics.clusters.figures import CLUSTER_COLORS, fig_clusters_by_run
+from analytics.clusters.load import (
+    answer_against_reference,
+    apply_llm_labels,
+    cached_failure_vectors,
+    cached_labels,
+    failure_clusters,
+    failure_documents,
+    failure_frame,
+    failure_texts,
+    read_vectors,
+)
+from analytics.clusters.report import by_run_frame, display_table, text_report, to_json
 
 __all__ = [
     "CLUSTER_COLORS", "K_MAX", "LABEL_PROMPT_VERSION", "MAX_POINTS", "MERGE_SIMILARITY", "MIN_SIZE", "SEED",

@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
 
+from analytics.clusters.compute_summary import LABEL_PROMPT_VERSION, ClusterError, Clusters, build_clusters
+from analytics.embeddings import STATIC_MODEL
 from store import query_df
 
 MAX_ERRORS = 3
@@ -245,3 +248,48 @@ def cached_failure_vectors(
     by_unique = np.empty((len(hashes), vecs.shape[1]), dtype=np.float32)
     by_unique[ix] = vecs
     return by_unique[codes], []
+
+
+def cached_labels(con: duckdb.DuckDBPyConnection, keys: Sequence[str], *, model: str) -> dict[str, str]:
+    """Cached LLM labels of these cluster keys for ``model`` and the current prompt version."""
+    if not keys:
+        return {}
+    rows = query_df(
+        con,
+        "SELECT content_key, label FROM cluster_labels WHERE list_contains($keys, content_key) "
+        "AND model = $model AND prompt_version = $version",
+        {"keys": list(keys), "model": model, "version": LABEL_PROMPT_VERSION},
+    )
+    return dict(zip(rows["content_key"], rows["label"], strict=True))
+
+
+def apply_llm_labels(con: duckdb.DuckDBPyConnection, clusters: Clusters, *, model: str | None) -> Clusters:
+    """``clusters`` with the ``llm_label`` column filled from the cache (None where no label is cached)."""
+    summary = clusters.summary.copy()
+    have = cached_labels(con, summary["content_key"].tolist(), model=model) if model else {}
+    summary["llm_label"] = [
+        None if cid < 0 else have.get(k) for cid, k in zip(summary["cluster_id"], summary["content_key"], strict=True)
+    ]
+    return Clusters(summary=summary, members=clusters.members, n_failures=clusters.n_failures, model=clusters.model)
+
+
+def failure_clusters(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    run_id: str | None = None,
+    model: str = STATIC_MODEL,
+    label_model: str | None = None,
+) -> Clusters | None:
+    """Clusters from cached embeddings (None while some failure has no cached vector: embed them first with
+    ``jobs.failures.embed_failures``, or ``python -m analytics clusters``, which does it).
+
+    With ``label_model``, ``llm_label`` holds the cached LLM labels of that model (``jobs.failures.label_clusters``
+    makes them); without it, ``llm_label`` is None."""
+    failures = failure_texts(con, benchmark=benchmark, run_id=run_id)
+    if failures.empty:
+        raise ClusterError(f"no failed attempts in {benchmark}" + (f" run {run_id}" if run_id else ""))
+    vectors, missing = cached_failure_vectors(con, failures, model=model)
+    if missing:
+        return None
+    return apply_llm_labels(con, build_clusters(failures, vectors, model=model), model=label_model)

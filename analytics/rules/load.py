@@ -1,11 +1,12 @@
-"""Error findings of one attempt as the drilldown shows them: the log's and the judge's labels as stored, and the
-rule findings of ``ingest/rules.py`` computed live from the benchmark's current tool graph."""
+"""rules, loaded: one attempt's stored labels, its steps and its benchmark's tool graph (the only module of the
+feature that queries); the rule findings are computed live from them."""
 
 from __future__ import annotations
 
 import duckdb
 import pandas as pd
 
+from analytics.rules.compute import findings_frame
 from ingest.rules import find_rule_errors, load_graph
 from store import query_df, query_rows
 
@@ -32,13 +33,4 @@ def attempt_findings(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.D
         "SELECT step, round, kind, tool, args::VARCHAR AS args, error FROM steps WHERE attempt_id = ? ORDER BY step",
         [int(attempt_id)],
     )
-    live = pd.DataFrame(
-        [
-            {"code": f.code, "source": "rule", "step": f.step, "detail": f.detail}
-            for f in find_rule_errors(steps.to_dict("records"), load_graph(con, bench[0][0]))
-        ],
-        columns=["code", "source", "step", "detail"],
-    )
-    out = pd.concat([stored, live], ignore_index=True) if not live.empty else stored
-    out["step"] = out["step"].astype("Int64")
-    return out.reset_index(drop=True)
+    return findings_frame(stored, find_rule_errors(steps.to_dict("records"), load_graph(con, bench[0][0])))

@@ -1,0 +1,250 @@
+"""review, loaded: reviews, the review queue, the calibration sample, the raters' labels and the judge's
+predictions from the store (the only module of the feature that queries); ``agreement`` and ``judge_corrections``
+load their frames here and compute with ``compute``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from analytics.review.compute import CALIBRATION_SEED, QUEUES, Agreement, agreement_of, corrections_of, human_consensus
+from store import ALL_RUNS, RunFilter, query_df, with_run_filter
+
+# The judge's predicted code of an attempt (the alphabetically first code from the judge, else from the log's
+# labels, else 'none'): with the run, the stratum of the calibration sample.
+PREDICTED_CODE_SQL = """
+    SELECT attempt_id, coalesce(min(code) FILTER (WHERE source = 'judge'), min(code)) AS predicted_code
+    FROM error_labels GROUP BY attempt_id
+"""
+# Stratified random order: within each (run, predicted code) stratum attempts are ranked by a seeded hash, and the
+# queue goes by rank / stratum size, so any prefix of it takes each stratum in proportion to its size (every
+# attempt equally likely: the reviews of a prefix are a self-weighting random sample of the attempts).
+CALIBRATION_ORDER = (
+    "(row_number() OVER (PARTITION BY a.run_id, coalesce(pc.predicted_code, 'none') "
+    "ORDER BY hash(a.attempt_id, $seed)) - 0.5) / count(*) OVER (PARTITION BY a.run_id, "
+    "coalesce(pc.predicted_code, 'none')), hash(a.attempt_id, $seed)"
+)
+_FILTER_SQL = with_run_filter(" WHERE $run_filter ")
+
+
+def reviews_of(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.DataFrame:
+    """Every review of one attempt, newest first; ``is_current`` marks each reviewer's newest."""
+    return query_df(
+        con,
+        "SELECT r.reviewer, r.verdict, array_to_string(r.codes, ', ') AS codes, r.note, r.created_at, r.source, "
+        "r.review_id IN (SELECT review_id FROM v_reviews WHERE attempt_id = $id) AS is_current "
+        "FROM reviews r WHERE r.attempt_id = $id ORDER BY r.created_at DESC, r.review_id DESC",
+        {"id": int(attempt_id)},
+    )
+
+
+def review_queue(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    queue: str,
+    reviewer: str | None = None,
+    n: int = 50,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Attempts to review, those ``reviewer`` has not reviewed yet first.
+
+    Args:
+        con: a read connection.
+        run_filter: only attempts of the runs it keeps.
+        queue: ``failed`` (the log says failed), ``disagreements`` (a judge's verdict differs from the log's
+            ``passed``, or a Runlens judge's codes differ from the log's labels), or ``calibration`` (a seeded
+            random sample of every attempt, stratified by run and predicted code: ``CALIBRATION_ORDER``; its
+            reviews estimate the truth, so agreement and the corrected judge figures are measured on it).
+        reviewer: whose reviews move an attempt to the back of the queue.
+        n: at most this many attempts.
+        seed: the calibration sample's seed (the same seed gives the same sample).
+    """
+    if queue not in QUEUES:
+        raise ValueError(f"unknown queue {queue!r}; choose from {', '.join(QUEUES)}")
+    where = {
+        "failed": "a.passed = false",
+        "disagreements": "(lj.judge_correct IS DISTINCT FROM a.passed AND lj.judge_correct IS NOT NULL) "
+        "OR (rj.judge_correct IS NOT NULL AND rj.judge_correct IS DISTINCT FROM a.passed) "
+        "OR (rj.codes IS NOT NULL AND list_sort(rj.codes) IS DISTINCT FROM list_sort(coalesce(lb.codes, [])))",
+        "calibration": "true",
+    }[queue]
+    order = CALIBRATION_ORDER if queue == "calibration" else "a.run_id, a.task_id, a.sample"
+    sql = f"""
+        WITH lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts),
+        rj AS (SELECT v.attempt_id, bool_and(TRY_CAST(v.verdict->>'result_correct' AS BOOLEAN)) AS judge_correct,
+                      (SELECT list(DISTINCT e.code) FROM error_labels e WHERE e.attempt_id = v.attempt_id
+                         AND e.source = 'judge') AS codes
+               FROM judge_verdicts v WHERE NOT v.is_failure GROUP BY v.attempt_id),
+        lb AS (SELECT attempt_id, list(DISTINCT code) AS codes FROM error_labels WHERE source = 'label'
+               GROUP BY attempt_id),
+        mine AS (SELECT attempt_id, count(*) AS n_reviews, bool_or(reviewer = $reviewer) AS is_reviewed_by_me
+                 FROM v_reviews GROUP BY attempt_id)
+        SELECT a.attempt_id, a.run_id, r.agent, a.task_id, a.sample, a.passed, lj.judge_correct AS log_judge_correct,
+               rj.judge_correct AS runlens_judge_correct, array_to_string(list_sort(lb.codes), ', ') AS log_codes,
+               array_to_string(list_sort(rj.codes), ', ') AS judge_codes, coalesce(m.n_reviews, 0) AS n_reviews,
+               coalesce(m.is_reviewed_by_me, false) AS is_reviewed_by_me
+        FROM attempts a
+        JOIN runs r USING (run_id)
+        LEFT JOIN lj USING (attempt_id)
+        LEFT JOIN rj USING (attempt_id)
+        LEFT JOIN lb USING (attempt_id)
+        LEFT JOIN mine m USING (attempt_id)
+        LEFT JOIN ({PREDICTED_CODE_SQL}) pc USING (attempt_id)
+        {_FILTER_SQL} AND ({where})
+        ORDER BY coalesce(m.is_reviewed_by_me, false), {order}
+        LIMIT $n
+    """
+    params = run_filter.params() | {"reviewer": reviewer or "", "n": int(n)}
+    if queue == "calibration":
+        params["seed"] = int(seed)
+    return query_df(con, sql, params)
+
+
+def current_reviews(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+) -> pd.DataFrame:
+    """Each reviewer's newest review of each attempt the filters keep, with the attempt's run, task and sample."""
+    return query_df(
+        con,
+        "SELECT v.attempt_id, a.run_id, a.task_id, a.sample, v.reviewer, v.verdict = 'correct' AS is_correct, "
+        "coalesce(v.codes, []) AS codes, v.note, v.created_at "
+        f"FROM v_reviews v JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) {_FILTER_SQL} "
+        "ORDER BY v.attempt_id, v.reviewer",
+        run_filter.params(),
+    )
+
+
+def rater_labels(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> pd.DataFrame:
+    """Every machine or log rater's verdict and codes on ``attempt_ids``: one row per (attempt, rater).
+
+    ``is_correct`` is None for a rater that gives codes only; ``codes`` is None for one that gives a verdict only.
+    """
+    cols = ["attempt_id", "rater", "is_correct", "codes"]
+    if not attempt_ids:
+        return pd.DataFrame(columns=cols)
+    df = query_df(
+        con,
+        """
+        WITH ids AS (SELECT unnest($ids::BIGINT[]) AS attempt_id)
+        SELECT a.attempt_id, 'log score' AS rater, a.passed AS is_correct, NULL::VARCHAR[] AS codes
+        FROM attempts a SEMI JOIN ids USING (attempt_id) WHERE a.passed IS NOT NULL
+        UNION ALL
+        SELECT a.attempt_id, 'log judge ' || coalesce(r.judge, '(unnamed)'),
+               TRY_CAST(a.judge->>'result_correct' AS BOOLEAN), NULL
+        FROM attempts a JOIN runs r USING (run_id) SEMI JOIN ids USING (attempt_id)
+        WHERE TRY_CAST(a.judge->>'result_correct' AS BOOLEAN) IS NOT NULL
+        UNION ALL
+        SELECT v.attempt_id, 'judge ' || v.model || ' · ' || v.prompt_version,
+               TRY_CAST(v.verdict->>'result_correct' AS BOOLEAN),
+               coalesce((SELECT list(DISTINCT e.code) FROM error_labels e WHERE e.attempt_id = v.attempt_id
+                         AND e.source = 'judge' AND e.model = v.model AND e.prompt_version = v.prompt_version), [])
+        FROM judge_verdicts v SEMI JOIN ids USING (attempt_id) WHERE NOT v.is_failure
+        UNION ALL
+        SELECT i.attempt_id, CASE s.source WHEN 'label' THEN 'log labels' ELSE 'rules' END, NULL,
+               coalesce((SELECT list(DISTINCT e.code) FROM error_labels e
+                         WHERE e.attempt_id = i.attempt_id AND e.source = s.source), [])
+        FROM ids i CROSS JOIN (VALUES ('label'), ('rule')) s(source)
+        """,
+        {"ids": [int(i) for i in attempt_ids]},
+    )
+    df["codes"] = [set(c) if isinstance(c, (list, np.ndarray)) else None for c in df["codes"]]
+    return df[cols]
+
+
+def agreement(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Agreement:
+    """Every rater (log score, log judge, Runlens judge per model and prompt version, log labels, rules) against
+    the human consensus on the reviewed attempts the filters keep; and reviewers against each other."""
+    reviews = current_reviews(con, run_filter)
+    humans = human_consensus(reviews)
+    raters = rater_labels(con, humans["attempt_id"].tolist())
+    return agreement_of(reviews, humans, raters, n_boot=n_boot, seed=seed)
+
+
+def calibration_sample(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    seed: int = CALIBRATION_SEED,
+) -> tuple[list[int], int | None]:
+    """The reviewed random sample: the longest prefix of the calibration queue's order (seed ``seed``) in which
+    every attempt has a review, and the first attempt that stops it (None when every attempt is reviewed).
+
+    A prefix of a random order is a random sample; reviews given from the other queues (failed ones,
+    disagreements) are not, and count only where they fall inside the prefix."""
+    rows = query_df(
+        con,
+        f"""
+        SELECT a.attempt_id, a.attempt_id IN (SELECT attempt_id FROM v_reviews) AS is_reviewed
+        FROM attempts a JOIN runs r USING (run_id)
+        LEFT JOIN ({PREDICTED_CODE_SQL}) pc USING (attempt_id)
+        {_FILTER_SQL}
+        ORDER BY {CALIBRATION_ORDER}
+        """,
+        run_filter.params() | {"seed": int(seed)},
+    )
+    reviewed = rows["is_reviewed"].to_numpy(dtype=bool)
+    stop = int(np.argmin(reviewed)) if not reviewed.all() else len(rows)
+    first_gap = int(rows["attempt_id"].iloc[stop]) if stop < len(rows) else None
+    return [int(i) for i in rows["attempt_id"].iloc[:stop]], first_gap
+
+
+def judge_predictions(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+) -> tuple[pd.DataFrame, str]:
+    """Per attempt the filters keep: the judge's verdict (a Runlens judge's ``result_correct``, else the log's
+    judge; None without either) and its codes (the Runlens judge's labels; when no attempt has one, the log's
+    labels), and the name of the code source used (``judge`` or ``label``)."""
+    params = run_filter.params()
+    has_judge = query_df(
+        con,
+        f"SELECT count(*) AS n FROM error_labels e JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
+        f"{_FILTER_SQL} AND e.source = 'judge'",
+        params,
+    )["n"].iloc[0]
+    source = "judge" if int(has_judge) > 0 else "label"
+    df = query_df(
+        con,
+        f"""
+        WITH rj AS (SELECT attempt_id, bool_and(TRY_CAST(verdict->>'result_correct' AS BOOLEAN)) AS ok
+                    FROM judge_verdicts WHERE NOT is_failure GROUP BY attempt_id),
+        codes AS (SELECT attempt_id, list(DISTINCT code) AS codes FROM error_labels WHERE source = $source
+                  GROUP BY attempt_id)
+        SELECT a.attempt_id, a.run_id,
+               coalesce(rj.ok, TRY_CAST(a.judge->>'result_correct' AS BOOLEAN)) AS judge_correct,
+               coalesce(c.codes, []) AS judge_codes
+        FROM attempts a JOIN runs r USING (run_id)
+        LEFT JOIN rj USING (attempt_id) LEFT JOIN codes c USING (attempt_id)
+        {_FILTER_SQL}
+        ORDER BY a.attempt_id
+        """,
+        params | {"source": source},
+    )
+    df["judge_codes"] = [set(c) if isinstance(c, (list, np.ndarray)) else set() for c in df["judge_codes"]]
+    return df, source
+
+
+def judge_corrections(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """The judge's figures (its pass rate, the share of attempts with each code) beside the same figures corrected
+    by the human reviews of the calibration sample (PPI++, ``analytics.ppi.ppi_mean``) with their interval, and
+    the reviews-only estimate; ``note`` says when there are too few reviews. Shares are fractions (0..1)."""
+    preds, source = judge_predictions(con, run_filter)
+    sample, _ = calibration_sample(con, run_filter)
+    humans = human_consensus(current_reviews(con, run_filter))
+    return corrections_of(preds, source, humans[humans["attempt_id"].isin(sample)], level=level)

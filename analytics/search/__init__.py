@@ -1,0 +1,76 @@
+"""search: transcript search across answers, step contents, tool arguments and tool results.
+
+Definitions (docs/failure_analysis.md):
+    * ``phrase`` (default): the query, case-insensitively, as one substring (``"rate limit"`` finds
+      ``Rate limit exceeded``); every character is literal, so ``50%``, ``a_b`` and quotes need no escaping;
+    * ``words``: every word of the query, as a whole word (RE2 ``\b``), in any order, in the same field;
+    * ``regex``: an RE2 regular expression (DuckDB's regexp functions use RE2, which runs in linear time, so a
+      user's pattern cannot backtrack catastrophically); at most ``MAX_QUERY_CHARS`` characters;
+      case-sensitive unless it starts with ``(?i)``.
+    * fields: the attempt's final ``answer`` (``step`` is null), and per step ``content``, ``args`` (the JSON
+      text), ``result`` (inline, or the long result stored once in ``texts``) and ``error``;
+    * ``n_attempts``: distinct attempts with at least one hit (all of them, not only the hits listed);
+      ``hits``: one row per (attempt, step, field), ordered by run, task, sample, step, at most ``limit``.
+
+A phrase search reads the search index when the store has one (``python -m analytics search-index``: a file
+beside a DuckDB file store or a local lake, store/search_index.py; analytics/sql/search_indexed.sql) and scans only
+the attempts it does not cover; the result is the scan's (search.sql), hit for hit. Words, regular expressions, team
+stores and Parquet folders always scan.
+
+``python -m analytics search [--benchmark B] [--regex|--words] "QUERY" --json`` prints
+``{"query", "n_attempts", "hits": [{"run_id", "task_id", "sample", "step", "snippet"}]}``.
+
+Modules by role: ``compute`` (patterns and snippets, pure), ``load`` (the statements and the only queries) and
+``report`` (how it was searched, JSON, text). This package re-exports their public names: ``from analytics import
+search``.
+"""
+
+from __future__ import annotations
+
+from analytics.search.compute import (
+    DEFAULT_LIMIT,
+    HIT_COLUMNS,
+    MAX_QUERY_CHARS,
+    MAX_WORDS,
+    MODES,
+    SNIPPET_CONTEXT,
+    SearchError,
+    SearchResult,
+    match_pattern,
+    result_of,
+)
+from analytics.search.load import (
+    INDEX_CATALOG,
+    STEP_FIELDS,
+    check_regex,
+    index_coverage,
+    search,
+)
+from analytics.search.report import (
+    how_searched,
+    marked,
+    text_report,
+    to_json,
+)
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "HIT_COLUMNS",
+    "INDEX_CATALOG",
+    "MAX_QUERY_CHARS",
+    "MAX_WORDS",
+    "MODES",
+    "SNIPPET_CONTEXT",
+    "STEP_FIELDS",
+    "SearchError",
+    "SearchResult",
+    "check_regex",
+    "how_searched",
+    "index_coverage",
+    "marked",
+    "match_pattern",
+    "result_of",
+    "search",
+    "text_report",
+    "to_json",
+]

@@ -1,0 +1,105 @@
+"""search, computed: the query's patterns per mode, and snippets around each hit (pure)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from store import RunlensError
+
+MODES = ("phrase", "words", "regex")
+MAX_QUERY_CHARS = 200
+MAX_WORDS = 8
+SNIPPET_CONTEXT = 60
+DEFAULT_LIMIT = 100
+HIT_COLUMNS = ["run_id", "task_id", "sample", "step", "field", "snippet", "match_start", "match_len", "passed"]
+
+
+class SearchError(RunlensError):
+    """A query the search refuses: empty, too long, or an invalid regular expression."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a search found: the distinct attempts hit, and the first ``limit`` hits with snippets."""
+
+    query: str
+    mode: str
+    n_attempts: int
+    n_hits: int
+    hits: pd.DataFrame
+    is_indexed: bool = False  # read through the search index (store/search_index.py), else a scan of every text
+    n_unindexed: int = 0  # attempts the index did not cover yet, scanned
+
+
+def match_pattern(query: str, mode: str) -> tuple[str, list[str]]:
+    """The predicate kind and its patterns for ``query`` in ``mode``.
+
+    Returns:
+        ``("contains", [lowered phrase])`` for phrases, ``("regex", [RE2 pattern])`` for regular expressions,
+        ``("words", [lowered word, ...])`` for words.
+
+    Raises:
+        SearchError: empty or too long a query, an unknown mode, or too many words.
+    """
+    if mode not in MODES:
+        raise SearchError(f"unknown search mode {mode!r}; choose from {', '.join(MODES)}")
+    if not query.strip():
+        raise SearchError("the query is empty")
+    text = query if mode == "regex" else " ".join(query.split())
+    if len(text) > MAX_QUERY_CHARS:
+        raise SearchError(f"the query has {len(text)} characters; at most {MAX_QUERY_CHARS} are allowed")
+    if mode == "phrase":
+        return "contains", [text.lower()]
+    if mode == "regex":
+        return "regex", [text]
+    words = list(dict.fromkeys(text.lower().split()))
+    if len(words) > MAX_WORDS:
+        raise SearchError(f"at most {MAX_WORDS} words; use a phrase or a regular expression")
+    return "words", words
+
+
+def _snippet(win: str, lead: int, mlen: int, *, is_cut_left: bool, is_cut_right: bool) -> tuple[str, int, int]:
+    """One line around a match: ``win`` holds the match at 0-based ``lead``; whitespace runs fold to a space.
+
+    Returns:
+        ``(snippet, match start in the snippet, match length in the snippet)``.
+    """
+    before, match, after = win[:lead], win[lead : lead + mlen], win[lead + mlen :]
+
+    def fold(text: str) -> str:
+        return re.sub(r"\s+", " ", text)
+
+    head = ("…" if is_cut_left else "") + fold(before)
+    body = fold(match)
+    return head + body + fold(after) + ("…" if is_cut_right else ""), len(head), len(body)
+
+
+def result_of(query: str, mode: str, df: pd.DataFrame) -> SearchResult:
+    """Snippets for the hits the statement returned (every row also carries the totals)."""
+    if df.empty:
+        return SearchResult(query, mode, 0, 0, pd.DataFrame(columns=HIT_COLUMNS))
+    n_attempts, n_hits = int(df["n_attempts"].iloc[0]), int(df["n_hits"].iloc[0])
+    hits = df.dropna(subset=["run_id"]).copy()
+    if hits.empty:
+        return SearchResult(query, mode, n_attempts, n_hits, pd.DataFrame(columns=HIT_COLUMNS))
+    parts = [
+        _snippet(
+            win or "",
+            int(pos) - int(w0),
+            int(mlen),
+            is_cut_left=int(w0) > 1,
+            is_cut_right=int(w0) + len(win or "") - 1 < int(n_chars),
+        )
+        for win, pos, w0, mlen, n_chars in zip(
+            hits["win"], hits["pos"], hits["w0"], hits["mlen"], hits["n_chars"], strict=True
+        )
+    ]
+    hits["snippet"] = [p[0] for p in parts]
+    hits["match_start"] = [p[1] for p in parts]
+    hits["match_len"] = [p[2] for p in parts]
+    hits["step"] = hits["step"].astype("Int64")
+    hits["sample"] = hits["sample"].astype(int)
+    return SearchResult(query, mode, n_attempts, n_hits, hits[HIT_COLUMNS].reset_index(drop=True))

@@ -1,0 +1,59 @@
+"""search, reported: how a result was computed, the hit marked in its snippet, the JSON and the text
+report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from analytics.search.compute import SearchResult
+
+
+def how_searched(result: SearchResult) -> str:
+    """One sentence on how the result was computed, and what would make it faster."""
+    if result.is_indexed:
+        rest = f"; {result.n_unindexed:,} attempts ingested since were scanned" if result.n_unindexed else ""
+        return f"Read through the search index{rest} (refresh it with `python -m analytics search-index`)."
+    if result.mode != "phrase":
+        return "Scanned every transcript (word and regular-expression searches always scan)."
+    return (
+        "Scanned every transcript: this store has no search index. On a file store or a local lake, "
+        "`python -m analytics search-index` builds one beside the database; phrase searches then read it."
+    )
+
+
+def marked(snippet: str, start: int, length: int) -> str:
+    """The snippet with its match between ``⟦`` and ``⟧``: a plain-text highlight (no markup from the log)."""
+    return snippet[:start] + "⟦" + snippet[start : start + length] + "⟧" + snippet[start + length :]
+
+
+def to_json(result: SearchResult) -> dict[str, Any]:
+    """The JSON document of ``python -m analytics search --json``."""
+    hits = [
+        {
+            "run_id": r.run_id,
+            "task_id": r.task_id,
+            "sample": int(r.sample),
+            "step": None if pd.isna(r.step) else int(r.step),
+            "field": r.field,
+            "snippet": r.snippet,
+        }
+        for r in result.hits.itertuples()
+    ]
+    return {
+        "query": result.query,
+        "mode": result.mode,
+        "n_attempts": result.n_attempts,
+        "n_hits": result.n_hits,
+        "hits": hits,
+    }
+
+
+def text_report(result: SearchResult) -> str:
+    """One line per hit (tab-separated), after a count line."""
+    lines = [f"{result.n_attempts} attempts, {result.n_hits} hits ({len(result.hits)} listed)"]
+    for r in result.hits.itertuples():
+        step = "answer" if pd.isna(r.step) else f"step {int(r.step)}"
+        lines.append(f"{r.run_id}\t{r.task_id}\t{int(r.sample)}\t{step} {r.field}\t{r.snippet}")
+    return "\n".join(lines)
