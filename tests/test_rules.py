@@ -188,7 +188,7 @@ def test_recomputed_when_the_graph_changes(fixture_db: Path) -> None:
 
 def _run_cli(argv: list[str]) -> int:
     """``python -m analytics rules`` in process (the CLI imports only the chosen report's module)."""
-    from analytics.cli import main
+    from cli import main
 
     return main(["rules", *argv])
 

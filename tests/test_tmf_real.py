@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from analytics import tmf
-from analytics.cli import main as analytics_main
+from cli import main as analytics_main
 from ingest.pipeline import ingest_paths
 from tests.conftest import shared_data
 from tests.test_tmf import brute_force_frontier
