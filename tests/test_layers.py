@@ -1,6 +1,6 @@
 """Layers only reach the right way (README "Layout"): store/ at the bottom, then ingest, analytics (pure: it never
 writes), jobs (derived data computed with analytics and kept through the store's one writer), then ui and pages;
-``analytics/cli.py`` is the command line, on top like a page. Pages and ui use only the store's public API
+``cli/`` is the command line, on top like the pages. Pages and ui use only the store's public API
 (``import store``); all write SQL lives under store/."""
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ RULES = {
     "jobs": {"streamlit", "ui", "pages"},
     "pages": {"duckdb"},
     "ui": {"duckdb", "pages"},
+    "cli": {"streamlit", "ui", "pages"},
 }
-# The command line sits on top like a page: it may start jobs (each report imports only what it runs).
-ENTRY_POINTS = {"analytics/cli.py": {"jobs"}}
+# The command line (cli/) sits on top like the pages: nothing imports it but the ``__main__`` modules that delegate
+# to it (``python -m analytics``, ``python -m ingest``).
+ENTRY_POINTS = {"analytics/__main__.py": {"cli"}, "ingest/__main__.py": {"cli"}}
 # What only writes: analytics (the command line apart) never opens a writer nor calls the store's write functions.
 STORE_WRITES = {"writer", "publish", "derived", "transaction", "delete_run", "export_parquet"}
 # The store's internals: what may be imported only inside store/ (others use ``store`` and its writer modules).
@@ -75,6 +77,19 @@ def test_layer_imports(layer: str) -> None:
         for name in [str(f.relative_to(ROOT))]
     }
     assert {f: bad for f, bad in offences.items() if bad} == {}
+
+
+def test_nothing_imports_the_command_line() -> None:
+    """cli/ is the top layer: no product code, script or benchmark imports it (tests may)."""
+    tops = [d for d in sorted(ROOT.iterdir()) if d.is_dir() and d.name not in {"cli", "tests"} and d.name[0] != "."]
+    files = sorted(ROOT.glob("*.py")) + [f for d in tops for f in sorted(d.rglob("*.py"))]
+    offences = {
+        name: sorted(imported_roots(f) & {"cli"} - ENTRY_POINTS.get(name, set()))
+        for f in files
+        for name in [f.relative_to(ROOT).as_posix()]
+    }
+    assert {f: bad for f, bad in offences.items() if bad} == {}
+    assert "cli" in imported_roots(ROOT / "analytics" / "__main__.py"), "the check finds an import of cli"
 
 
 def store_writes_used(path: Path) -> set[str]:
