@@ -2,9 +2,9 @@
 
 Each report is an ``<name>_options(parser)`` (its own options; the shared ones are declared in :mod:`cli.main`) and
 an ``<name>_run(args) -> int``. Like a page, this module sits on top: it reads through ``analytics`` (pure
-computation) and asks ``jobs`` (and ``ingest.rules``) to keep derived data through the store's one writer. Imports
-are lazy, inside each report's functions, so one report's heavy dependencies (torch for IRT, scipy for the
-leaderboard) never slow the others and ``--help`` imports nothing but the command line.
+computation) and asks ``jobs`` to keep derived data through the store's one writer. Imports are lazy, inside each
+report's functions, so one report's heavy dependencies (torch for IRT, scipy for the leaderboard) never slow the
+others and ``--help`` imports nothing but the command line.
 """
 
 from __future__ import annotations
@@ -371,9 +371,10 @@ def rules_run(args: argparse.Namespace) -> int:
     """Recompute rule findings where the graph changed and say how many each benchmark got."""
     from analytics import errors
     from ingest import rules
+    from jobs.rules import refresh_rules
 
     graph = rules.read_graph_file(args.graph) if args.graph else None
-    done = rules.refresh_rules(args.db, benchmark=args.benchmark, force=args.force, graph=graph)
+    done = refresh_rules(args.db, benchmark=args.benchmark, force=args.force, graph=graph)
     if args.json:
         print(json.dumps({"recomputed": done}))
         return 0
