@@ -182,7 +182,6 @@ NOT_YET_SPLIT = {
     "analytics/catalog.py",
     "analytics/clusters/report.py",
     "analytics/diff.py",
-    "analytics/doctor.py",
     "analytics/embeddings.py",
     "analytics/errors.py",
     "analytics/export.py",
