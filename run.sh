@@ -82,7 +82,7 @@ case "${1:-app}" in
     # Lint, format and types first: cheap, and the house style asks for them (ruff check, ruff format, mypy).
     .venv/bin/ruff check --quiet .
     .venv/bin/ruff format --check --quiet .
-    .venv/bin/mypy  # the folders listed in pyproject.toml
+    .venv/bin/mypy  # analytics/, ingest/ and store/ (pyproject.toml)
     # pytest exits 5 when it collected no test: that is a failure here, like any other non-zero exit.
     # Two workers (CI has 2 cores), a test file per worker (module fixtures built once): much of the suite waits on
     # servers, browsers and subprocesses, so the whole run took 10:43 against 17:57 serially on this machine.
