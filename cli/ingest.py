@@ -1,16 +1,20 @@
 """``python -m ingest``: load run logs (or the demo dataset) into the Runlens database.
 
-``python -m ingest serve-otlp`` (the live OTLP receiver, ``ingest.otlp_receiver``) and ``python -m ingest scores``
-(scores given after the run, ``ingest.scores``) are handed their own arguments."""
+``python -m ingest scores FILE.csv`` sets the scores of stored attempts after the run (:func:`scores_main`, through
+``ingest.scores.apply_scores``); ``python -m ingest serve-otlp`` hands its arguments to the live OTLP receiver
+(``ingest.otlp_receiver``)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from pathlib import Path
 
+from ingest.errors import IngestError
 from ingest.formats import FORMATS
 from ingest.pipeline import ingest_paths
+from ingest.scores import apply_scores
 from store import RunlensError, resolve_db_path
 
 
@@ -64,9 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return serve_otlp(argv[1:])
     if argv[:1] == ["scores"]:  # scores given after the run (docs/formats.md, "Scores after the run")
-        from ingest.scores import main as apply_scores
-
-        return apply_scores(argv[1:])
+        return scores_main(argv[1:])
     args = build_parser().parse_args(argv)
     if not args.paths and not args.demo:
         build_parser().print_usage(sys.stderr)
@@ -114,3 +116,32 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
     return 2 if failed else 0
+
+
+def scores_main(argv: list[str] | None = None) -> int:
+    """``python -m ingest scores FILE.csv [--db PATH]``: exit 0 when every row was applied, 2 otherwise."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ingest scores",
+        description="Set the scores of stored attempts from a CSV: trace_id (or run_id, task_id, sample) and "
+        "score, raw_score or passed; other numeric columns are metrics. All rows or none.",
+    )
+    parser.add_argument("file", help="the scores CSV")
+    parser.add_argument("--db", help="database path (default: $RUNLENS_DB or data/runlens.duckdb)")
+    args = parser.parse_args(argv)
+    path = Path(args.file)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"python -m ingest scores: cannot read {path}: {exc}", file=sys.stderr)
+        return 2
+    db = resolve_db_path(args.db)
+    try:
+        done = apply_scores(db, str(path), text, source=f"file {path.name}")
+    except IngestError as exc:
+        print(f"python -m ingest scores: nothing written:\n{exc}", file=sys.stderr)
+        return 2
+    except RunlensError as exc:
+        print(f"python -m ingest scores: {exc}", file=sys.stderr)
+        return 2
+    print(f"{done.rows} row(s): {done.attempts} attempt(s) scored -> {db}", file=sys.stderr)
+    return 0
