@@ -1,8 +1,8 @@
-"""``python -m analytics REPORT``: the reports of DESIGN.md on the command line (registry: analytics/cli.py)."""
+"""``python -m analytics REPORT``: the reports of DESIGN.md on the command line (the ``cli`` package)."""
 
 import sys
 
-from analytics.cli import main
+from cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,9 +16,9 @@ Codes (one finding per offending step):
 * ``TOOL``      a tool call that returned an error.
 
 Labels from the log (``source = 'label'``) and the judge are never touched. Ingest labels each file's attempts
-inside the file's transaction (:func:`label_file_attempts`); ``python -m analytics rules`` (:func:`refresh_rules`)
-recomputes benchmarks whose graph changed (``--force``: all), each in one transaction, with an audit row. The
-drilldown's live findings are ``analytics.rules.attempt_findings``.
+inside the file's transaction (:func:`label_file_attempts`); ``python -m analytics rules``
+(``jobs.rules.refresh_rules``) recomputes benchmarks whose graph changed (``--force``: all), each in one
+transaction, with an audit row. The drilldown's live findings are ``analytics.rules.attempt_findings``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from store import PROJECT_ROOT, Location, RunlensError, derived, query_df, query_rows, transaction, writer
+from store import PROJECT_ROOT, RunlensError, derived, query_df, query_rows, transaction
 
 DEFAULT_COMPUTE_TOOLS = ("calculator", "python", "code_interpreter", "execute_python")
 GRAPHS_DIR = PROJECT_ROOT / "data" / "tool_graphs"
@@ -252,39 +252,3 @@ def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int, own_tra
             derived.set_meta(con, META_PREFIX + bench, ghash)
         added += len(findings)
     return added
-
-
-def refresh_rules(
-    db: Location = None,
-    *,
-    benchmark: str | None = None,
-    force: bool = False,
-    graph: Graph | None = None,
-) -> dict[str, int]:
-    """Recompute rule findings where the graph changed (or everywhere with ``force``).
-
-    Args:
-        db: database path.
-        benchmark: only this benchmark.
-        force: recompute even when the stored hash matches.
-        graph: use this graph instead of the declared one (needs ``benchmark``).
-
-    Returns:
-        ``{benchmark: number of findings}`` for each benchmark recomputed.
-    """
-    if graph is not None and not benchmark:
-        raise RunlensError("a graph given on the command line needs --benchmark")
-    done: dict[str, int] = {}
-    with writer(db) as con:
-        names = [r[0] for r in query_rows(con, "SELECT benchmark FROM benchmarks ORDER BY benchmark")]
-        if benchmark and benchmark not in names:
-            raise RunlensError(f"no benchmark named {benchmark!r}")
-        for name in [benchmark] if benchmark else names:
-            g = graph if graph is not None else load_graph(con, name)
-            ghash = graph_hash(g)
-            if not force and stored_hash(con, name) == ghash:
-                continue
-            findings = compute_findings(con, benchmark=name, graph=g)
-            derived.replace_rule_findings(con, name, findings, ghash, meta_key=META_PREFIX + name)
-            done[name] = len(findings)
-    return done

@@ -11,19 +11,16 @@ the dashboard reads at the next snapshot. Applying the same file twice leaves th
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import math
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from ingest.errors import IngestError, ProblemCollector
-from store import RunlensError, resolve_db_path, transaction, writer
+from ingest.errors import ProblemCollector
+from store import transaction, writer
 from store.attempt_update import LateScore, set_scores
 
 SCORE_COLUMNS = ("score", "raw_score", "passed")
@@ -218,32 +215,3 @@ def apply_scores(db: Any, name: str, text: str, *, source: str) -> Applied:
         with transaction(con):
             n = set_scores(con, list(updates.values()), source=source)
     return Applied(len(rows), n)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m ingest scores FILE.csv [--db PATH]``: exit 0 when every row was applied, 2 otherwise."""
-    parser = argparse.ArgumentParser(
-        prog="python -m ingest scores",
-        description="Set the scores of stored attempts from a CSV: trace_id (or run_id, task_id, sample) and "
-        "score, raw_score or passed; other numeric columns are metrics. All rows or none.",
-    )
-    parser.add_argument("file", help="the scores CSV")
-    parser.add_argument("--db", help="database path (default: $RUNLENS_DB or data/runlens.duckdb)")
-    args = parser.parse_args(argv)
-    path = Path(args.file)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"python -m ingest scores: cannot read {path}: {exc}", file=sys.stderr)
-        return 2
-    db = resolve_db_path(args.db)
-    try:
-        done = apply_scores(db, str(path), text, source=f"file {path.name}")
-    except IngestError as exc:
-        print(f"python -m ingest scores: nothing written:\n{exc}", file=sys.stderr)
-        return 2
-    except RunlensError as exc:
-        print(f"python -m ingest scores: {exc}", file=sys.stderr)
-        return 2
-    print(f"{done.rows} row(s): {done.attempts} attempt(s) scored -> {db}", file=sys.stderr)
-    return 0

@@ -1,4 +1,4 @@
-"""The command line's one registry (analytics/cli.py): every report listed, shared options, light --help, clean
+"""The command line's one registry (the cli package): every report listed, shared options, light --help, clean
 errors and JSON without pandas' missing-value markers."""
 
 from __future__ import annotations
@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from analytics.cli import REPORTS, build_parser, main
+from cli import REPORTS, build_parser, main
 from ingest.pipeline import ingest_paths
 from tests.conftest import ROOT, shared_data
 
 
 def test_help_lists_every_report_and_imports_none_of_them() -> None:
     code = (
-        "import sys; from analytics.cli import build_parser; build_parser().format_help(); "
-        "print(sorted(m for m in sys.modules if m.startswith(('analytics.', 'jobs', 'torch', 'scipy', 'plotly'))))"
+        "import sys; from cli import build_parser; build_parser().format_help(); "
+        "print(sorted(m for m in sys.modules if m.startswith(('analytics', 'jobs', 'torch', 'scipy', 'plotly'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert json.loads(out.replace("'", '"')) == ["analytics.cli"]
+    assert json.loads(out.replace("'", '"')) == []
     text = build_parser().format_help()
     assert all(name in text for name in REPORTS)
 

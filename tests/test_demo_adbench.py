@@ -360,9 +360,9 @@ def test_history_abilities_recoverable_by_a_simple_rasch_fit(con) -> None:
 def test_rule_labels_agree_with_log_labels(demo_db: Path) -> None:
     """The trajectory rules (ingest.rules over the tool graph) find exactly the labelled DE, REDUNDANT,
     NO_TOOL and TOOL attempts of ad-bench: the trajectories really show what the labels claim."""
-    from ingest import rules
+    from jobs.rules import refresh_rules
 
-    rules.refresh_rules(demo_db, benchmark="ad-bench")
+    refresh_rules(demo_db, benchmark="ad-bench")
     with reader(demo_db) as con:
         rows = query_rows(
             con,

@@ -11,7 +11,7 @@ import pytest
 
 import store as rdb
 from analytics import errors as err
-from analytics.cli import main as analytics_main
+from cli import main as analytics_main
 from ingest.pipeline import ingest_paths
 
 TASKS = {

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from analytics import gem
-from analytics.cli import main
+from cli import main
 from ingest.pipeline import ingest_paths
 from jobs import gem_metrics
 from store import reader, writer

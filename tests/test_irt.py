@@ -203,7 +203,7 @@ def test_fit_is_stored_keyed_by_data_and_settings_and_never_refit(
 def test_cli_json_shape(
     tmp_path: Path, sim, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from analytics.cli import main
+    from cli import main
     from ingest.pipeline import ingest_paths
 
     db = tmp_path / "cli.duckdb"

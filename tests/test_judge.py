@@ -11,7 +11,7 @@ import pytest
 import store as rdb
 from analytics import judge as jg
 from analytics import llm
-from analytics.cli import main as analytics_main
+from cli import main as analytics_main
 from ingest.pipeline import ingest_paths
 from jobs import judge as judge_job
 from jobs.judge import run_judge

@@ -11,11 +11,11 @@ import store as rdb
 from analytics import doctor, irt, llm
 from analytics.judge import Outcome
 from ingest.pipeline import ingest_paths
-from ingest.reviews import record_review
-from ingest.rules import refresh_rules
 from jobs.failures import store_vectors
 from jobs.irt import fit_and_store
 from jobs.judge import store_outcomes
+from jobs.reviews import record_review
+from jobs.rules import refresh_rules
 from tests.conftest import FIXTURES
 
 TABLES = ("reviews", "error_labels", "judge_verdicts", "irt_fits", "irt_abilities", "irt_items", "embeddings")

@@ -16,7 +16,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from analytics import ppi
 from analytics import review as rv
-from ingest.reviews import MAX_NOTE_CHARS, ReviewError, record_review
+from jobs.reviews import MAX_NOTE_CHARS, ReviewError, record_review
 from store import RunFilter, reader, writer
 
 N = 40

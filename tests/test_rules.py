@@ -12,6 +12,7 @@ import pytest
 import store as rdb
 from analytics.rules import attempt_findings
 from ingest import rules
+from jobs.rules import refresh_rules
 
 GRAPH = {
     "search": [],
@@ -139,8 +140,8 @@ def test_ingest_labels_new_attempts_and_refresh_keeps_log_labels(fixture_db: Pat
         assert {r[5] for r in rule_rows} == {rules.graph_hash(rules.load_graph(con, "mini-bench"))}
         assert rules.stale_benchmarks(con) == []
     # unchanged graph: nothing recomputed; forced: same labels again, log labels untouched, no duplicates
-    assert rules.refresh_rules(fixture_db) == {}
-    assert "mini-bench" in rules.refresh_rules(fixture_db, force=True)
+    assert refresh_rules(fixture_db) == {}
+    assert "mini-bench" in refresh_rules(fixture_db, force=True)
     after = _labels(fixture_db)
     assert sorted(after) == sorted(labels)
     assert [r for r in after if r[3] == "label"] == log_labels
@@ -171,14 +172,14 @@ def test_a_file_and_its_rule_findings_go_in_together(tmp_db: Path, monkeypatch: 
 
 
 def test_recomputed_when_the_graph_changes(fixture_db: Path) -> None:
-    rules.refresh_rules(fixture_db)
+    refresh_rules(fixture_db)
     with rdb.writer(fixture_db) as con:
         con.execute(
             "UPDATE benchmarks SET tool_graph = ? WHERE benchmark = 'mini-bench'",
             [json.dumps({"daily_data": [], "calculator": ["search"]})],
         )
         assert rules.stale_benchmarks(con) == ["mini-bench"]
-    done = rules.refresh_rules(fixture_db)
+    done = refresh_rules(fixture_db)
     assert list(done) == ["mini-bench"]
     rows = [r for r in _labels(fixture_db) if r[3] == "rule"]
     # T2 sample 0 called calculator without a prior search now; the old DE on daily_data is gone
@@ -188,7 +189,7 @@ def test_recomputed_when_the_graph_changes(fixture_db: Path) -> None:
 
 def _run_cli(argv: list[str]) -> int:
     """``python -m analytics rules`` in process (the CLI imports only the chosen report's module)."""
-    from analytics.cli import main
+    from cli import main
 
     return main(["rules", *argv])
 

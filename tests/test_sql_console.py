@@ -321,7 +321,7 @@ def test_export_is_byte_capped(fixture_db: Path) -> None:
 
 
 def test_cli_prints_csv_and_refuses_with_a_reason(fixture_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from analytics.cli import main
+    from cli import main
 
     assert main(["sql", "--db", str(fixture_db), "SELECT run_id, kind FROM runs ORDER BY run_id"]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -282,7 +282,7 @@ def test_fixture_db_end_to_end(fixture_db) -> None:
 
 
 def test_cli_json(fixture_db, capsys) -> None:
-    from analytics.cli import main
+    from cli import main
 
     assert main(["tmf", "--db", str(fixture_db), "--benchmark", "mini-bench", "--hourly-usd", "60", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from analytics import tmf
-from analytics.cli import main as analytics_main
+from cli import main as analytics_main
 from ingest.pipeline import ingest_paths
 from store import RunFilter
 from tests.conftest import shared_data

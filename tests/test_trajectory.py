@@ -150,7 +150,7 @@ def test_coverage_table_slices_on_fixture(fixture_db) -> None:
 
 def _run_cli(argv: list[str]) -> int:
     """``python -m analytics coverage`` in process (the CLI imports only the chosen report's module)."""
-    from analytics.cli import main
+    from cli import main
 
     return main(["coverage", *argv])
 

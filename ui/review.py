@@ -1,6 +1,6 @@
 """The human-review widgets shared by the drilldown and the Review page: the reviewer's name (typed once, kept for
 the session), the review form, and an attempt's reviews. Reviews are stored through the one writer
-(ingest/reviews.py); notes and codes typed by people are shown as plain text like every log text."""
+(jobs/reviews.py); notes and codes typed by people are shown as plain text like every log text."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import streamlit as st
 
 from analytics import errors as err
 from analytics import review as rv
-from ingest.reviews import MAX_NOTE_CHARS, MAX_REVIEWER_CHARS, VERDICTS, ReviewError, record_review
+from jobs.reviews import MAX_NOTE_CHARS, MAX_REVIEWER_CHARS, VERDICTS, ReviewError, record_review
 from ui.common import cached, db_path, plain
 from ui.tables import Col, show_table
 

@@ -6,7 +6,7 @@ Structure (STYLE.md, after FastChat's rating_systems):
 * fit      -- ``fit_arrays``: a py-irt model trained with Pyro SVI on CPU, seeded, NaN-guarded;
 * public   -- ``estimate`` (frame -> abilities / items frames, linked to previous item parameters),
               ``get_fit`` (read the DuckDB cache keyed by a hash of responses + settings);
-              ``jobs.irt.fit_and_store`` fits and stores through the one writer, ``analytics/cli.py`` runs
+              ``jobs.irt.fit_and_store`` fits and stores through the one writer, ``cli/reports.py`` runs
               ``python -m analytics irt``.
 
 Modules: ``settings`` (settings, models, error), ``load`` (the only database reads: responses, data digest, stored

@@ -1,21 +1,20 @@
-"""doctor: verify a database -- schema version, orphan rows, counts per table, every file's rows.
+"""doctor's reads: the schema version, the rows per table, the rows that break a parent, a key or a domain, and
+each ingested file's recorded counts and digest against what the store holds (and its content on disk).
 
-``python -m analytics doctor [--db PATH] [--json] [--republish]`` exits 0 when every check passes and 1
-otherwise. It reads the primary database (waiting for a running writer to finish), not the snapshot, so
-it checks what ingest actually committed.
+The checks are SQL text counting offending rows (identifiers only from the lists below, never from input); this
+module is the only one of ``analytics.doctor`` that runs them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
 import store as rdb
+from analytics.doctor.compute import FileFacts, StoreFacts
 
 TABLES = (
     "benchmarks",
@@ -103,75 +102,45 @@ def constraint_checks() -> dict[str, str]:
     return checks
 
 
-@dataclass
-class DoctorReport:
-    """Everything doctor found; ``ok`` is False when any problem was found."""
+def load(con: duckdb.DuckDBPyConnection, *, rehash_sources: bool = True) -> StoreFacts:
+    """Read everything doctor checks from an open (read-write or read-only) database.
 
-    path: str
-    schema_version: int
-    latest_version: int
-    counts: dict[str, int] = field(default_factory=dict)
-    orphans: dict[str, int] = field(default_factory=dict)
-    constraints: dict[str, int] = field(default_factory=dict)  # rows breaking a key or a domain (0: held)
-    files_checked: int = 0
-    file_problems: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-def check(con: duckdb.DuckDBPyConnection, path: str, *, rehash_sources: bool = True) -> DoctorReport:
-    """Run every check on an open (read-write or read-only) database."""
-    rep = DoctorReport(path=path, schema_version=rdb.schema_version(con), latest_version=rdb.latest_version())
-    if rep.schema_version != rep.latest_version:
-        rep.problems.append(
-            f"schema version {rep.schema_version}, expected {rep.latest_version} (open it with a "
-            "writer, e.g. `python -m ingest`, to migrate)"
-        )
-        if rep.schema_version == 0:
-            return rep
-    for table in TABLES:
-        rep.counts[table] = int(rdb.query_rows(con, f"SELECT count(*) FROM {table}")[0][0])
-    for name, sql in ORPHANS.items():
-        n = int(rdb.query_rows(con, sql)[0][0])
-        rep.orphans[name] = n
-        if n:
-            rep.problems.append(f"{n} {name}")
-    for name, sql in constraint_checks().items():
-        n = int(rdb.query_rows(con, sql)[0][0])
-        rep.constraints[name] = n
-        if n:
-            rep.problems.append(f"{n} {name}")
-    _check_files(con, rep, rehash_sources=rehash_sources)
-    rep.problems.extend(rep.file_problems)
-    return rep
+    Args:
+        con: the database.
+        rehash_sources: also hash native source files still on disk, to see whether they changed since ingest.
+    """
+    version, latest = rdb.schema_version(con), rdb.latest_version()
+    if version != latest and version == 0:
+        return StoreFacts(version, latest, {}, {}, {}, [])
+    return StoreFacts(
+        schema_version=version,
+        latest_version=latest,
+        counts={table: _count(con, f"SELECT count(*) FROM {table}") for table in TABLES},
+        orphans={name: _count(con, sql) for name, sql in ORPHANS.items()},
+        constraints={name: _count(con, sql) for name, sql in constraint_checks().items()},
+        files=ingested_files(con, rehash_sources=rehash_sources),
+    )
 
 
-def _check_files(con: duckdb.DuckDBPyConnection, rep: DoctorReport, *, rehash_sources: bool) -> None:
+def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
+    return int(rdb.query_rows(con, sql)[0][0])
+
+
+def ingested_files(con: duckdb.DuckDBPyConnection, *, rehash_sources: bool) -> list[FileFacts]:
+    """Every ingested file's recorded counts and digest beside the ones its rows give now."""
     files = rdb.query_rows(
         con,
         "SELECT file_id, path, content_hash, n_attempts, n_steps, rows_digest, format "
         "FROM ingest_log WHERE outcome = 'ingested' ORDER BY file_id",
     )
     counts_sql, digest_sql = rdb.load_sql("file_counts"), rdb.load_sql("file_digest")
+    out = []
     for file_id, path, content_hash, n_attempts, n_steps, digest, fmt in files:
-        rep.files_checked += 1
         got_attempts, got_steps = rdb.query_rows(con, counts_sql, {"file_id": file_id})[0]
         got_digest = rdb.query_rows(con, digest_sql, {"file_id": file_id})[0][0]
-        if (got_attempts, got_steps) != (n_attempts, n_steps):
-            rep.file_problems.append(
-                f"{path}: recorded {n_attempts} attempts / {n_steps} steps, found {got_attempts} / {got_steps}"
-            )
-        elif digest is not None and got_digest != digest:
-            rep.file_problems.append(f"{path}: its attempt rows changed since ingest (digest mismatch)")
-        if rehash_sources and fmt == "native" and Path(path).is_file() and _native_hash(path) != content_hash:
-            rep.warnings.append(
-                f"{path}: the file on disk changed since it was ingested (content hash); "
-                "re-ingest it to load the new content"
-            )
+        is_changed = rehash_sources and fmt == "native" and Path(path).is_file() and _native_hash(path) != content_hash
+        out.append(FileFacts(path, n_attempts, n_steps, digest, got_attempts, got_steps, got_digest, bool(is_changed)))
+    return out
 
 
 def _native_hash(path: str) -> str:
@@ -179,20 +148,3 @@ def _native_hash(path: str) -> str:
     digest = hashlib.sha256(Path(path).read_bytes())
     digest.update(b"\0native\0" + json.dumps({}, sort_keys=True).encode())
     return digest.hexdigest()
-
-
-def to_json(rep: DoctorReport) -> dict[str, Any]:
-    """The report of ``python -m analytics doctor --json``."""
-    return {**asdict(rep), "ok": rep.ok}
-
-
-def text_report(path: str, rep: DoctorReport) -> str:
-    """Schema version, row counts, files checked, warnings, then OK or the problems."""
-    lines = [f"{path}: schema version {rep.schema_version} (latest {rep.latest_version})"]
-    lines += [f"  {table:<16} {n:>12,}" for table, n in rep.counts.items()]
-    lines.append(f"  files checked    {rep.files_checked:>12,}")
-    held = sum(1 for n in rep.constraints.values() if not n)
-    lines.append(f"  keys and domains {held:>12,} of {len(rep.constraints)} hold")
-    lines += [f"warning: {w}" for w in rep.warnings]
-    lines.append("OK" if rep.ok else "PROBLEMS:\n  " + "\n  ".join(rep.problems))
-    return "\n".join(lines)

@@ -1,5 +1,6 @@
 """Human reviews go into ``reviews`` through the one writer: validated, appended (never overwriting the log's own
-labels or an earlier review), with the reviewer and the time (UTC)."""
+labels or an earlier review), with the reviewer and the time (UTC). The review form (``ui/review.py``) takes its
+vocabulary from here: the verdicts, the limits on names and notes, the shape of an error code."""
 
 from __future__ import annotations
 

@@ -1,80 +1,22 @@
-"""The command line, ``python -m analytics REPORT``: one registry (:data:`REPORTS`) of every report.
+"""The analysis reports of ``python -m analytics`` (registered in :data:`cli.main.REPORTS`).
 
-Each entry names the report, says in one line what it does, declares its own options and runs it. Options every
-report shares are declared once here: ``--db``, ``--json`` and, for the reports that honour the global run filter,
-``--benchmark``/``--eval-date``/``--from``/``--to`` (read back as one :class:`store.RunFilter`).
-
-Like a page, this module sits on top: it reads through ``analytics`` (pure computation) and asks ``jobs`` (and
-``ingest.rules``) to keep derived data through the store's one writer. Imports are lazy, inside each report's
-functions, so one report's heavy dependencies (torch for IRT, scipy for the leaderboard) never slow the others
-and ``--help`` imports nothing but this file.
+Each report is an ``<name>_options(parser)`` (its own options; the shared ones are declared in :mod:`cli.main`) and
+an ``<name>_run(args) -> int``. Like a page, this module sits on top: it reads through ``analytics`` (pure
+computation) and asks ``jobs`` to keep derived data through the store's one writer. Imports are lazy, inside each
+report's functions, so one report's heavy dependencies (torch for IRT, scipy for the leaderboard) never slow the
+others and ``--help`` imports nothing but the command line.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as dt
 import json
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from cli.common import print_json, progress_bar, run_filter
 from store import RunFilter, RunlensError, reader
-
-
-@dataclass(frozen=True)
-class Report:
-    """One report of ``python -m analytics``.
-
-    Attributes:
-        name: the sub-command.
-        summary: one line for ``--help``.
-        options: adds the report's own options to its parser.
-        run: runs it; returns the exit code.
-        filtered: the report honours the run filter (``--benchmark``, ``--eval-date``, ``--from``, ``--to``).
-        json_help: help of ``--json`` (empty: the report has no JSON output).
-        as_of: the report only reads, and can read a team store's past snapshot (``--as-of``).
-    """
-
-    name: str
-    summary: str
-    options: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
-    filtered: bool = False
-    json_help: str = "print the JSON report"
-    as_of: bool = False
-
-
-def no_options(parser: argparse.ArgumentParser) -> None:
-    """A report with only the shared options."""
-
-
-def run_filter(args: argparse.Namespace) -> RunFilter:
-    """The run filter the shared options name (``--eval-date`` means both ``--from`` and ``--to``)."""
-    return RunFilter(
-        benchmark=getattr(args, "benchmark", None),
-        date_from=args.eval_date or args.date_from,
-        date_to=args.eval_date or args.date_to,
-    )
-
-
-def print_json(payload: Any, **kwargs: Any) -> None:
-    """One JSON document on stdout (``default=str`` for dates; UTF-8 text left as is)."""
-    json.dump(payload, sys.stdout, indent=1, ensure_ascii=False, **kwargs)
-    sys.stdout.write("\n")
-
-
-def progress_bar(desc: str, *, enabled: bool, unit: str) -> Any:
-    """A tqdm bar on stderr (None when disabled)."""
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=0, desc=desc, unit=unit, file=sys.stderr)
-
 
 # ---------------------------------------------------------------------------------------------
 # Reading reports
@@ -323,37 +265,6 @@ def search_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def search_index_options(parser: argparse.ArgumentParser) -> None:
-    how = parser.add_mutually_exclusive_group()
-    how.add_argument("--rebuild", action="store_true", help="build the index anew instead of adding to it")
-    how.add_argument("--drop", action="store_true", help="delete the index file (phrase search then scans)")
-
-
-def search_index_run(args: argparse.Namespace) -> int:
-    """Build, refresh or drop transcript search's index file (jobs.search_index)."""
-    import dataclasses
-
-    from jobs import search_index
-
-    if args.drop:
-        dropped = search_index.drop(args.db)
-        if args.json:
-            print_json({"dropped": dropped})
-        else:
-            print("index dropped" if dropped else "no index")
-        return 0
-    done = search_index.refresh(args.db, rebuild=args.rebuild)
-    if args.json:
-        print_json(dataclasses.asdict(done))
-        return 0
-    print(
-        f"search index {done.path}: {done.attempts_added:,} attempts added, {done.attempts_removed:,} removed; "
-        f"{done.attempts_covered:,} covered ({done.attempts_not_indexable:,} without a known file are always scanned), "
-        f"{done.rows:,} texts, {done.text_chars:,} characters, {done.index_bytes / 1e6:,.0f} MB, {done.seconds} s"
-    )
-    return 0
-
-
 def gate_options(parser: argparse.ArgumentParser) -> None:
     from analytics import compare
     from analytics.gate import GATE_METRICS
@@ -440,54 +351,6 @@ def plan_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def sql_options(parser: argparse.ArgumentParser) -> None:
-    from analytics.sql_console import SandboxLimits
-
-    parser.add_argument("query", help='one SQL statement, e.g. "SELECT * FROM v_runs"; "-" reads stdin')
-    parser.add_argument("--timeout-s", type=float, default=SandboxLimits.timeout_s, help="statement timeout")
-    parser.add_argument("--memory-limit", default=SandboxLimits.memory_limit, help="DuckDB memory limit")
-    parser.add_argument(
-        "--max-rows",
-        type=int,
-        default=None,
-        help="print at most this many rows (default: the full result, byte-capped)",
-    )
-
-
-def sql_run(args: argparse.Namespace) -> int:
-    """CSV on stdout; refused (exit 3), failed (1) or bounded (4) with the reason on stderr."""
-    from analytics import sql_console as sb
-
-    sql = sys.stdin.read() if args.query == "-" else args.query
-    limits = sb.SandboxLimits(
-        timeout_s=args.timeout_s, memory_limit=args.memory_limit, max_rows=args.max_rows or sb.SandboxLimits.max_rows
-    )
-    try:
-        if args.json or args.max_rows:
-            result = sb.run_query(sql, db=args.db, limits=limits)
-            if args.json:
-                print(json.dumps(sb.result_json(result), default=str, indent=2))
-            else:
-                sys.stdout.write(sb.result_csv(result))
-        else:  # streamed through a file: the full result is never held in this process
-            import shutil
-            import tempfile
-
-            with tempfile.TemporaryDirectory(prefix="runlens-sql-") as tmp:
-                dest = Path(tmp) / "result.csv"
-                sb.export_to(sql, "csv", dest, db=args.db, limits=limits)
-                with dest.open("rb") as fh:
-                    shutil.copyfileobj(fh, sys.stdout.buffer)
-            sys.stdout.flush()
-    except sb.SqlRefused as exc:
-        print(f"python -m analytics sql: {exc}", file=sys.stderr)
-        return sb.EXIT_REFUSED
-    except sb.SqlFailed as exc:
-        print(f"python -m analytics sql: {exc.message}", file=sys.stderr)
-        return sb.EXIT_BOUNDED if exc.kind in ("timeout", "memory", "too_large") else sb.EXIT_FAILED
-    return 0
-
-
 # ---------------------------------------------------------------------------------------------
 # Reports that keep derived data (through jobs/ and the store's one writer)
 # ---------------------------------------------------------------------------------------------
@@ -503,9 +366,10 @@ def rules_run(args: argparse.Namespace) -> int:
     """Recompute rule findings where the graph changed and say how many each benchmark got."""
     from analytics import errors
     from ingest import rules
+    from jobs.rules import refresh_rules
 
     graph = rules.read_graph_file(args.graph) if args.graph else None
-    done = rules.refresh_rules(args.db, benchmark=args.benchmark, force=args.force, graph=graph)
+    done = refresh_rules(args.db, benchmark=args.benchmark, force=args.force, graph=graph)
     if args.json:
         print(json.dumps({"recomputed": done}))
         return 0
@@ -630,197 +494,3 @@ def clusters_run(args: argparse.Namespace) -> int:
         return 0
     print(cl.text_report(clusters))
     return 0
-
-
-def doctor_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--republish", action="store_true", help="also republish the read snapshot")
-    parser.add_argument("--no-rehash", action="store_true", help="do not re-hash source files still on disk")
-
-
-def doctor_run(args: argparse.Namespace) -> int:
-    """Check the database (it waits for a running writer); exit 1 when anything is wrong."""
-    from analytics import doctor
-    from store import Lake, resolve_db_path, writer
-
-    path = resolve_db_path(args.db)
-    if not isinstance(path, Lake) and not path.exists():
-        print(f"{path}: no such database")
-        return 1
-    with writer(path, publish_snapshot=args.republish) as con:
-        rep = doctor.check(con, str(path), rehash_sources=not args.no_rehash)
-    if args.json:
-        print_json(doctor.to_json(rep))
-    else:
-        print(doctor.text_report(str(path), rep))
-    return 0 if rep.ok else 1
-
-
-def export_parquet_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, type=Path, help="folder to write (created; must be empty)")
-    parser.add_argument("--overwrite", action="store_true", help="replace a previous export in --out")
-
-
-def export_parquet_run(args: argparse.Namespace) -> int:
-    """Export and print a summary (or the marker with ``--json``)."""
-    from store.export_parquet import export_parquet
-
-    marker = export_parquet(args.db, args.out, overwrite=args.overwrite)
-    if args.json:
-        print_json(marker)
-        return 0
-    for table, spec in marker["tables"].items():
-        parts = f" partitioned by {', '.join(spec['partition_by'])}" if spec["partition_by"] else ""
-        print(f"{table}: {spec['rows']:,} rows{parts}")
-    print(f"wrote {args.out} in {marker['seconds']:.1f} s; use it with RUNLENS_DB={args.out}")
-    return 0
-
-
-def migrate_store_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--from", dest="source", help="the store to copy (default: --db, $RUNLENS_DB or the file)")
-    parser.add_argument("--to", dest="target", required=True, help="the new store: a DuckDB file or ducklake:...")
-
-
-def migrate_store_run(args: argparse.Namespace) -> int:
-    """Copy a store into a new one (file to team store or back) and check every table's rows and digest."""
-    from store.transfer import copy_store
-
-    def progress(table: str, n: int) -> None:
-        print(f"\r{table}: {n:,} rows".ljust(60), end="", file=sys.stderr, flush=True)
-
-    checks = copy_store(args.source or args.db, args.target, progress=None if args.json else progress)
-    if args.json:
-        print_json({"tables": [{**vars(c), "ok": c.ok} for c in checks], "ok": all(c.ok for c in checks)})
-        return 0
-    print(file=sys.stderr)
-    for c in checks:
-        print(f"{c.table:<16} {c.n_source:>12,} rows  digest {'matches' if c.ok else 'DIFFERS'}")
-    print(f"copied {sum(c.n_source for c in checks):,} rows; check the target with python -m analytics doctor --db ...")
-    return 0
-
-
-def maintain_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--keep-days",
-        type=float,
-        default=7.0,
-        help="keep time travel (--as-of) for this many days; older snapshots and their files go (default 7)",
-    )
-
-
-def maintain_run(args: argparse.Namespace) -> int:
-    """Compact a team store and expire old snapshots."""
-    from store.transfer import maintain
-
-    if args.keep_days < 0:
-        raise RunlensError(f"--keep-days must be 0 or more, got {args.keep_days}")
-    done = maintain(args.db, keep=dt.timedelta(days=args.keep_days))
-    if args.json:
-        print_json(vars(done))
-        return 0
-    print(
-        f"flushed inlined rows of {done.flushed_tables} table(s), merged files of {done.merged_tables}, "
-        f"expired {done.expired_snapshots} snapshot(s), removed {done.removed_files} file(s) in {done.seconds:.1f} s"
-    )
-    return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# The registry and the entry point
-# ---------------------------------------------------------------------------------------------
-
-REPORTS: dict[str, Report] = {
-    r.name: r
-    for r in (
-        Report("leaderboard", "Pass@k per run on shared tasks, with intervals and ranks", leaderboard_options,
-               leaderboard_run, filtered=True, as_of=True),
-        Report("doctor", "check the database's schema, counts and source files (exit 1 on a problem)",
-               doctor_options, doctor_run, json_help="print the report as JSON"),
-        Report("sql", "one read-only SQL statement through the sandbox (CSV on stdout)", sql_options, sql_run,
-               json_help="print {columns, types, rows, n_rows, is_truncated, elapsed_s} instead of CSV"),
-        Report("coverage", "trajectory coverage, recall and precision per run and slice", coverage_options,
-               coverage_run, json_help='print {"rows": [...]} on stdout', as_of=True),
-        Report("rules", "recompute rule findings from the tool graphs", rules_options, rules_run,
-               json_help='print {"recomputed": {benchmark: n_findings}}'),
-        Report("errors", "error distributions per run (AD-Bench Table 3 layout)", errors_options, errors_run,
-               filtered=True, as_of=True),
-        Report("judge", "LLM-judge the selected attempts (OpenAI-compatible endpoint)", judge_options, judge_run,
-               json_help="print the job summary as JSON"),
-        Report("tmf", "Tech-Market-Fit of one benchmark slice (xbench 5.2)", tmf_options, tmf_run, as_of=True),
-        Report("gem", "GEM-Bench Tables 2, 3 and 6 per dataset x solution", gem_options, gem_run, as_of=True),
-        Report("gem-metrics", "compute and store GEM embedding metrics (offline model)", gem_metrics_options,
-               gem_metrics_run, json_help=""),
-        Report("irt", "IRT abilities over time (fit and store when the data changed)", irt_options, irt_run,
-               json_help="print the abilities and items as JSON"),
-        Report("export-parquet", "export every table to a Parquet folder (RUNLENS_DB can point at it)",
-               export_parquet_options, export_parquet_run, json_help="print the marker (tables, rows, columns) as JSON"),
-        Report("search", "transcript search: phrase, words or regular expression", search_options, search_run,
-               filtered=True, as_of=True),
-        Report("search-index", "build or refresh transcript search's index", search_index_options, search_index_run,
-               json_help="print what was done as JSON"),
-        Report("clusters", "failure clusters of a benchmark (embeds what is missing first)", clusters_options,
-               clusters_run),
-        Report("migrate-store", "copy a store into a new one (DuckDB file <-> team store), checking every table",
-               migrate_store_options, migrate_store_run, json_help="print each table's rows and digests as JSON"),
-        Report("maintain", "compact a team store (DuckLake) and expire snapshots older than --keep-days",
-               maintain_options, maintain_run, json_help="print what was done as JSON"),
-        Report("gate", "CI gate: is the candidate run significantly worse than the baseline?", gate_options,
-               gate_run, json_help="print the result as JSON", as_of=True),
-        Report("plan", "tasks and samples needed to detect a regression of --delta with 80% power", plan_options,
-               plan_run, json_help="print the plan as JSON", as_of=True),
-    )
-}  # fmt: skip
-
-
-def add_shared_options(parser: argparse.ArgumentParser, report: Report) -> None:
-    """``--db`` for every report; ``--json`` and the run filter for those that have them."""
-    parser.add_argument(
-        "--db",
-        help="database path, a local lake ducklake:sqlite:<catalog file> or a team store "
-        "ducklake:postgres:<libpq string> (default: $RUNLENS_DB or the local lake data/runlens.lake)",
-    )
-    if report.filtered:
-        parser.add_argument("--benchmark", help="benchmark name (default: every benchmark)")
-        parser.add_argument("--eval-date", type=dt.date.fromisoformat, help="only runs evaluated on this date")
-        parser.add_argument("--from", dest="date_from", type=dt.date.fromisoformat, help="runs on or after this date")
-        parser.add_argument("--to", dest="date_to", type=dt.date.fromisoformat, help="runs on or before this date")
-    if report.json_help:
-        parser.add_argument("--json", action="store_true", help=report.json_help)
-    if report.as_of:
-        parser.add_argument(
-            "--as-of",
-            metavar="SNAPSHOT|TIME",
-            help="read a team store (DuckLake) as it was: a snapshot id, or a time such as 2026-11-24T09:00 (UTC)",
-        )
-
-
-def build_parser(report: str | None = None) -> argparse.ArgumentParser:
-    """One sub-command per report; only ``report``'s options are declared (``--help`` lists names and summaries)."""
-    parser = argparse.ArgumentParser(prog="python -m analytics", description="Runlens reports over the database.")
-    subs = parser.add_subparsers(dest="report", required=True, metavar="REPORT", help=", ".join(REPORTS))
-    for name, rep in REPORTS.items():
-        sub = subs.add_parser(name, help=rep.summary.replace("%", "%%"), description=rep.summary)
-        if name != report:
-            continue  # a name only: its options are declared (and its modules imported) when it is the one asked for
-        add_shared_options(sub, rep)
-        rep.options(sub)
-        sub.set_defaults(_run=rep.run)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run one report; the project's own errors print their message and exit 2."""
-    argv = sys.argv[1:] if argv is None else argv
-    chosen = next((a for a in argv if not a.startswith("-")), None)
-    args = build_parser(chosen if chosen in REPORTS else None).parse_args(argv)
-    if not hasattr(args, "json"):
-        args.json = False
-    try:
-        return int(args._run(args))
-    except RunlensError as exc:
-        print(f"python -m analytics {args.report}: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # the reader went away (`... | head`): stop quietly, as Unix tools do
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
