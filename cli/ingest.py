@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; exit 0 when every file went in (or was already in), 2 when any was rejected."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["serve-otlp"]:  # the live OTLP receiver (docs/formats.md)
-        from ingest.otlp_receiver import main as serve_otlp
+        from cli.serve_otlp import main as serve_otlp
 
         return serve_otlp(argv[1:])
     if argv[:1] == ["scores"]:  # scores given after the run (docs/formats.md, "Scores after the run")

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import requests
 
-from ingest.otlp_receiver import main as serve_main
+from cli.serve_otlp import main as serve_main
 from tests.otlp_producer import T0
 from tests.test_otlp_receiver import TOKEN, Receiver, _free_port
 

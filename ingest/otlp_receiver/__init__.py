@@ -21,13 +21,12 @@ docs/formats.md, "Live OTLP receiver"; docs/security.md.
 
 By role: ``buffer`` (spans per trace until complete, the limits), ``payload`` (request bodies decoded and checked),
 ``decode_pool`` (the worker processes that decode them), ``batches`` (complete traces written, late spans merged),
-``flusher`` (the thread that writes them), ``http`` (the OTLP/HTTP app; OTLP/gRPC is ``ingest.otlp_grpc``), ``cli``
-(``python -m ingest serve-otlp``).
+``flusher`` (the thread that writes them), ``http`` (the OTLP/HTTP app; OTLP/gRPC is ``ingest.otlp_grpc``). The
+command that runs it, ``python -m ingest serve-otlp``, is ``cli/serve_otlp.py``.
 """
 
 from ingest.otlp_receiver.batches import BatchResult, write_batch
 from ingest.otlp_receiver.buffer import EXAMPLES, Limits, Part, Prepared, TraceBuffer, prepare
-from ingest.otlp_receiver.cli import build_parser, is_loopback, main
 from ingest.otlp_receiver.decode_pool import BusyError, DecodePool
 from ingest.otlp_receiver.flusher import Flusher
 from ingest.otlp_receiver.http import ClientGone, make_app
@@ -45,10 +44,7 @@ __all__ = [
     "Part",
     "Prepared",
     "TraceBuffer",
-    "build_parser",
     "decode_payload",
-    "is_loopback",
-    "main",
     "make_app",
     "prepare",
     "prepare_payload",
