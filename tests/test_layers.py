@@ -185,7 +185,6 @@ NOT_YET_SPLIT = {
     "analytics/run_health.py",
     "analytics/scorers.py",
     "analytics/search.py",
-    "analytics/sql_console/schema.py",
     "analytics/tmf/report.py",
     "analytics/trajectory.py",
 }

@@ -25,8 +25,8 @@ The SQL explorer page and ``python -m analytics sql "SELECT ..."`` share this ex
 The primary database file is never opened, so nothing the user types can change it.
 
 Modules: ``limits`` (limits, results, errors), ``check`` (step 1), ``run`` (steps 2 and 3, in the worker),
-``worker`` (step 4: ``run_query``, ``export_result``, ``try_query``), ``schema`` (schema browser, examples,
-result chart) and ``nl2sql`` (natural language to SQL). Their public names are re-exported here.
+``worker`` (step 4: ``run_query``, ``export_result``, ``try_query``), ``schema`` (schema browser, examples),
+``figures`` (the result chart) and ``nl2sql`` (natural language to SQL). Their public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from analytics.sql_console.check import (
     check_size,
     check_statement,
 )
+from analytics.sql_console.figures import CHART_KINDS, fig_result
 from analytics.sql_console.limits import (
     EXIT_BOUNDED,
     EXIT_FAILED,
@@ -64,12 +65,10 @@ from analytics.sql_console.run import (
     result_json,
 )
 from analytics.sql_console.schema import (
-    CHART_KINDS,
     DESCRIPTIONS,
     QUERIES_DIR,
     Example,
     examples,
-    fig_result,
     schema_columns,
     schema_objects,
     schema_text,
