@@ -1,10 +1,9 @@
 """What every store offers, whatever its backend: the ``Store`` its backends implement, and their registry.
 
 A backend is one class in ``store/backends/<name>.py``, a subclass of ``Store`` decorated with ``@register``, and
-one import line in ``store/backends/__init__.py``. ``store.open(location)`` asks the registered backends, the latest
-registered first (a fallback last), whether they claim the location (``Store.claims``); the first that does opens
-it. Callers then
-use the Store's methods and never ask which kind of store it is.
+its name in the one import of ``store/backends/__init__.py``. ``store.open(location)`` asks the registered
+backends, the latest registered first (a fallback last), whether they claim the location (``Store.claims``); the
+first that does opens it. Callers then use the Store's methods and never ask which kind of store it is.
 """
 
 from __future__ import annotations
