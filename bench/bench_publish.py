@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT))
 
 import duckdb  # noqa: E402
 
-import store as rdb  # noqa: E402
 from bench.gen_logs import generate  # noqa: E402
 from store import writelock  # noqa: E402
+from store.backends import file as file_store  # noqa: E402
 
 
 def upload_files(folder: Path, n: int, n_attempts: int) -> list[Path]:
@@ -141,11 +141,11 @@ def _phases_after(db: Path) -> dict[str, float]:
     con = duckdb.connect(str(db))
     con.execute("INSERT INTO meta VALUES ('bench-probe', 'x')")
     marks.append(time.perf_counter())
-    generation = rdb.seal(con)
+    generation = file_store.seal(con)
     marks.append(time.perf_counter())
     con.close()
     marks.append(time.perf_counter())
-    rdb.publish_file(db, generation)
+    file_store.publish_file(db, generation)
     marks.append(time.perf_counter())
     writelock.release(state)
     names = ["lock_open_insert", "seal_checkpoint", "close", "publish_file"]

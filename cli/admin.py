@@ -104,10 +104,11 @@ def doctor_options(parser: argparse.ArgumentParser) -> None:
 def doctor_run(args: argparse.Namespace) -> int:
     """Check the database (it waits for a running writer); exit 1 when anything is wrong."""
     from analytics import doctor
-    from store import Lake, resolve_db_path, writer
+    from store import open as open_store
+    from store import writer
 
-    path = resolve_db_path(args.db)
-    if not isinstance(path, Lake) and not path.exists():
+    path = open_store(args.db)
+    if not path.exists():
         print(f"{path}: no such database")
         return 1
     with writer(path, publish_snapshot=args.republish) as con:

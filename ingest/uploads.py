@@ -24,7 +24,8 @@ from ingest.formats import FORMATS
 from ingest.inspect_log import eval_set_companion
 from ingest.known import load_known
 from ingest.pipeline import FileResult, choose_format, ingest_file, prepare_file, read_input
-from store import PROJECT_ROOT, Lake, Location, query_df, resolve_db_path, writer
+from store import Location, query_df, writer
+from store import open as open_store
 
 MAX_SIDECAR = 500
 FIRST_ERRORS = 5
@@ -178,11 +179,7 @@ def ingest_one(
 
 def sidecar_path(db: Location = None) -> Path:
     """The failed-upload history file beside the database (a team store's is under data/, named by its catalog)."""
-    base = resolve_db_path(db)
-    if isinstance(base, Lake):
-        digest = hashlib.sha256(base.conninfo.encode()).hexdigest()[:12]
-        return PROJECT_ROOT / "data" / f"lake-{digest}.uploads.jsonl"
-    return base.with_name(base.name + ".uploads.jsonl")
+    return open_store(db).sidecar_path(".uploads.jsonl")
 
 
 def record_failure(path: Path, result: FileResult, *, db: Location = None) -> None:

@@ -9,10 +9,10 @@ from dataclasses import asdict, dataclass
 
 import duckdb
 
-from store.connect import writer
 from store.errors import RunlensError
 from store.paths import Location
 from store.query import transaction
+from store.sessions import writer
 
 # child tables keyed by attempt_id, deleted before the attempts themselves
 ATTEMPT_CHILDREN = ("steps", "error_labels", "attempt_metrics", "ratings", "judge_verdicts", "scores")

@@ -14,10 +14,11 @@ from typing import Any
 
 import duckdb
 
-from store import connect as rdb
+from store.backends import open as open_store
+from store.backends.parquet import ParquetStore
 from store.migrate import schema_version
 from store.parquet import _PARTITIONED, FORMAT_VERSION, MARKER, ParquetFolderError, _ident, _lit
-from store.paths import Location, is_parquet_folder
+from store.paths import Location
 from store.query import query_rows
 
 
@@ -49,7 +50,7 @@ def _prepare_out(out: Path, *, overwrite: bool) -> None:
     if out.exists() and any(out.iterdir()):
         if not overwrite:
             raise ParquetFolderError(f"{out} is not empty; pass --overwrite to replace a previous export")
-        if not is_parquet_folder(out):
+        if not ParquetStore.claims(out):
             raise ParquetFolderError(f"{out} is not empty and holds no {MARKER}; refusing to overwrite it")
         old = json.loads((out / MARKER).read_text(encoding="utf-8"))
         (out / MARKER).unlink()  # first: a half-replaced folder must not look like a finished export
@@ -64,14 +65,14 @@ def export_parquet(db: Location, out: str | os.PathLike[str], *, overwrite: bool
     Raises:
         ParquetFolderError: ``out`` is not empty (and ``overwrite`` is false) or the source is itself a folder.
     """
-    src = rdb.resolve_db_path(db)
-    if is_parquet_folder(src):
+    src = open_store(db)
+    if isinstance(src, ParquetStore):
         raise ParquetFolderError(f"{src} is already a Parquet folder; export from a DuckDB file")
     out_path = Path(out).resolve()
     _prepare_out(out_path, overwrite=overwrite)
     started = time.perf_counter()
     tables: dict[str, Any] = {}
-    with rdb.reader(src) as con:
+    with src.reader() as con:
         for table, columns in _tables(con).items():
             n_rows = int(query_rows(con, f"SELECT count(*) FROM {_ident(table)}")[0][0])
             target = out_path / table

@@ -1,7 +1,7 @@
 """Transcript search's index: a DuckDB file beside a file store (``<db>.search``) or a local lake's catalog
 (``<catalog>.search``), never inside the store itself.
 
-Why a separate file: every write session of a file store publishes by copying the whole primary (store/connect.py,
+Why a separate file: every write session of a file store publishes by copying the whole primary (store/backends/file.py,
 2.7-2.9 s per GB); the index is about as large as the transcripts, so inside the store it would make every small
 upload pay for copying it too (measured in BENCHMARKS.md). Beside the store, an upload never touches it.
 
@@ -39,10 +39,9 @@ from pathlib import Path
 
 import duckdb
 
-from store import lake
-from store.connect import ensure_snapshot
+from store.backends import open as open_store
 from store.errors import RunlensError
-from store.paths import SNAPSHOT_SUFFIX, Location, is_parquet_folder, resolve_db_path, snapshot_path
+from store.paths import SNAPSHOT_SUFFIX, Location
 from store.query import query_rows, transaction
 
 INDEX_SUFFIX = ".search"
@@ -111,13 +110,7 @@ class SearchIndexRefresh:
 def index_path(db: Location = None) -> Path | None:
     """The index file of a DuckDB file store or a local lake; None for a team store or a Parquet folder (they have
     none)."""
-    location = resolve_db_path(db)
-    store: Path | None
-    if isinstance(location, lake.Lake):
-        store = location.catalog_file if location.is_local else None
-    else:
-        store = None if is_parquet_folder(location) else location
-    return None if store is None else store.with_name(store.name + INDEX_SUFFIX)
+    return open_store(db).search_index_path(INDEX_SUFFIX)
 
 
 def _literal(text: str) -> str:
@@ -169,21 +162,13 @@ def refresh_search_index(db: Location = None, *, rebuild: bool = False) -> Searc
         raise RunlensError(
             "a search index is kept only beside a DuckDB file store or a local lake; this store is always scanned"
         )
-    location = resolve_db_path(db)
-    ensure_snapshot(location)
+    store = open_store(db)
+    store.ensure_snapshot()
     tmp = path.with_name(path.name + f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         if path.exists() and not rebuild:
             shutil.copyfile(path, tmp)
-        if isinstance(location, lake.Lake):
-            con = duckdb.connect(
-                str(tmp),
-                config={"extension_directory": str(lake.extension_dir()), "autoinstall_known_extensions": False},
-            )
-            source = _attach_lake_source(con, location)
-        else:
-            con = duckdb.connect(str(tmp))
-            source = f"ATTACH {_literal(str(snapshot_path(location)))} AS src (READ_ONLY)"
+        con, source = store.open_search_source(tmp)
         try:
             counts = _refresh(con, source)
         finally:
@@ -195,15 +180,6 @@ def refresh_search_index(db: Location = None, *, rebuild: bool = False) -> Searc
         tmp.unlink(missing_ok=True)
         Path(str(tmp) + ".wal").unlink(missing_ok=True)
     return SearchIndexRefresh(str(path), *counts, path.stat().st_size, round(time.perf_counter() - t0, 3))
-
-
-def _attach_lake_source(con: duckdb.DuckDBPyConnection, location: lake.Lake) -> str:
-    """Load the lake's extensions into the index's connection; return the statement attaching the lake as ``src``
-    (read-only, at its newest snapshot)."""
-    for name in ("ducklake", "sqlite_scanner"):
-        con.execute(f"LOAD {name}")
-    data = f", DATA_PATH {_literal(location.data_path)}" if location.data_path else ""
-    return f"ATTACH {_literal(str(location))} AS src (READ_ONLY{data})"
 
 
 def _refresh(con: duckdb.DuckDBPyConnection, attach_source: str) -> tuple[int, int, int, int, int, int]:

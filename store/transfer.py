@@ -15,11 +15,9 @@ from dataclasses import dataclass
 
 import duckdb
 
-from store import lake
-from store.connect import reader, writer
+from store.backends import open as open_store
 from store.errors import RunlensError
-from store.lake import Lake
-from store.paths import Location, resolve_db_path
+from store.paths import Location
 from store.query import transaction
 
 BATCH_ROWS = 100_000
@@ -75,10 +73,10 @@ def copy_store(
         RunlensError: the target already holds data, the schemas differ, or a table does not match after the copy
             (the copy is then rolled back).
     """
-    src_loc, dst_loc = resolve_db_path(source), resolve_db_path(target)
+    src_loc, dst_loc = open_store(source), open_store(target)
     if str(src_loc) == str(dst_loc):
         raise RunlensError(f"{src_loc}: source and target are the same store")
-    with reader(src_loc) as src, writer(dst_loc) as dst:
+    with src_loc.reader() as src, dst_loc.writer() as dst:
         tables = base_tables(src)
         missing = sorted(set(tables) - set(base_tables(dst)))
         if missing:
@@ -97,13 +95,8 @@ def copy_store(
             bad = [c.table for c in checks if not c.ok]
             if bad:
                 raise RunlensError(f"{dst_loc}: {', '.join(bad)} differ after the copy; nothing was kept")
-            if isinstance(dst_loc, Lake):
-                lake.set_commit_message(dst, f"migrate-store from {_label(src_loc)}", {"source": _label(src_loc)})
+            dst_loc.set_commit_message(dst, f"migrate-store from {src_loc.label}", {"source": src_loc.label})
     return checks
-
-
-def _label(location: object) -> str:
-    return location.label if isinstance(location, Lake) else str(location)
 
 
 def _copy_table(
@@ -149,18 +142,7 @@ def maintain(location: Location, *, keep: dt.timedelta = dt.timedelta(days=7)) -
     Raises:
         RunlensError: the store is a DuckDB file (it has none of this to do; DuckDB checkpoints on its own).
     """
-    loc = resolve_db_path(location)
-    if not isinstance(loc, Lake):
-        raise RunlensError(f"{loc}: maintain is for a team store (DuckLake); a DuckDB file needs no maintenance")
+    store = open_store(location)
     started = time.perf_counter()
-    cutoff = dt.datetime.now(dt.UTC) - keep
-    with writer(loc) as con:
-        alias = lake.alias(con)
-        flushed = con.execute(f"CALL ducklake_flush_inlined_data('{alias}')").fetchall()
-        merged = con.execute(f"CALL ducklake_merge_adjacent_files('{alias}')").fetchall()
-        expired = con.execute(f"CALL ducklake_expire_snapshots('{alias}', older_than => ?)", [cutoff]).fetchall()
-        removed = con.execute(f"CALL ducklake_cleanup_old_files('{alias}', older_than => ?)", [cutoff]).fetchall()
-        orphans = con.execute(f"CALL ducklake_delete_orphaned_files('{alias}', older_than => ?)", [cutoff]).fetchall()
-    return Maintenance(
-        len(flushed), len(merged), len(expired), len(removed) + len(orphans), time.perf_counter() - started
-    )
+    flushed, merged, expired, removed = store.maintain(dt.datetime.now(dt.UTC) - keep)
+    return Maintenance(flushed, merged, expired, removed, time.perf_counter() - started)

@@ -10,7 +10,7 @@ Files next to ``<db>`` (never opened by DuckDB):
 
 * ``<db>.lock``   held exclusively (``LOCK_EX``) for a whole writer session, publish included;
 * ``<db>.queue``  held shared (``LOCK_SH``) by every writer that waits for the lock and declared a short session;
-  the holder probes it to learn whether such a writer is queued behind it (see ``store.connect`` on batching);
+  the holder probes it to learn whether such a writer is queued behind it (see ``store.backends.file`` on batching);
 * ``<db>.queue-long``  the same for waiting writers that did not declare a short session.
 
 Within one process, sessions on the same file are serialised by a re-entrant thread lock first: another thread
@@ -31,7 +31,7 @@ POLL_MAX_S = 0.05  # longest sleep between two tries: a queued writer starts at 
 
 
 class LockTimeout(Exception):
-    """The lock stayed held by someone else for the whole wait (``store.connect`` raises DatabaseBusyError)."""
+    """The lock stayed held by someone else for the whole wait (``store.backends.file`` raises DatabaseBusyError)."""
 
 
 def lock_path(db_path: Path) -> Path:

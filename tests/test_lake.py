@@ -29,7 +29,7 @@ def _leaderboard(db: str | Path) -> list[dict[str, object]]:
 def test_location_parsing_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RUNLENS_LAKE_DATA_PATH", "/data/lake")
     loc = rdb.resolve_db_path("ducklake:postgres:dbname=x host=h password=secret")
-    assert isinstance(loc, rdb.Lake) and loc.conninfo == "dbname=x host=h password=secret"
+    assert isinstance(loc, lk.Lake) and loc.conninfo == "dbname=x host=h password=secret"
     assert loc.data_path == "/data/lake" and "secret" not in loc.label and str(loc).endswith("password=secret")
     uri = rdb.resolve_db_path("ducklake:postgres:postgresql://ann:s3cr3t@db.internal:5432/runlens")
     assert uri.label == "ducklake:postgres:postgresql://ann:***@db.internal:5432/runlens"  # type: ignore[union-attr]

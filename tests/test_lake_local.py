@@ -48,7 +48,7 @@ def test_location_parses_to_a_catalog_file_with_its_data_beside_it(
 ) -> None:
     monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
     found = rdb.resolve_db_path(f"ducklake:sqlite:{tmp_path}/a.lake")
-    assert isinstance(found, rdb.Lake) and found.is_local
+    assert isinstance(found, lake.Lake) and found.is_local
     assert found.catalog_file == tmp_path / "a.lake"
     assert found.data_path == str(tmp_path / "a.lake.files")
     assert str(found) == f"ducklake:sqlite:{tmp_path}/a.lake" == found.label
@@ -191,14 +191,14 @@ def test_the_default_is_the_local_lake_unless_an_earlier_file_store_is_there(
     monkeypatch.setattr(paths, "DEFAULT_DB", tmp_path / "runlens.duckdb")
     monkeypatch.setattr(paths, "DEFAULT_LAKE", tmp_path / "runlens.lake")
     found = rdb.resolve_db_path()
-    assert isinstance(found, rdb.Lake) and found.catalog_file == tmp_path / "runlens.lake"
+    assert isinstance(found, lake.Lake) and found.catalog_file == tmp_path / "runlens.lake"
     assert rdb.legacy_default_notice(found) is None
     (tmp_path / "runlens.duckdb").touch()  # a file store an earlier version made: kept in use, and said so
     assert rdb.resolve_db_path() == tmp_path / "runlens.duckdb"
     notice = rdb.legacy_default_notice(tmp_path / "runlens.duckdb")
     assert notice and "migrate-store --from data/runlens.duckdb --to ducklake:sqlite:data/runlens.lake" in notice
     (tmp_path / "runlens.lake").touch()  # migrated: the lake wins
-    assert isinstance(rdb.resolve_db_path(), rdb.Lake)
+    assert isinstance(rdb.resolve_db_path(), lake.Lake)
     assert rdb.legacy_default_notice(tmp_path / "runlens.duckdb") is None
 
 
@@ -210,7 +210,7 @@ def test_first_start_on_the_default_lake_loads_the_demo(tmp_path: Path, monkeypa
     monkeypatch.delenv("RUNLENS_DB", raising=False)
     monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
     monkeypatch.delenv("RUNLENS_SKIP_DEMO", raising=False)
-    for module in (paths, rdb):
+    for module in (paths,):
         monkeypatch.setattr(module, "DEFAULT_DB", tmp_path / "runlens.duckdb")
         monkeypatch.setattr(module, "DEFAULT_LAKE", tmp_path / "runlens.lake")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)

@@ -42,7 +42,12 @@ ENTRY_POINTS = {"analytics/__main__.py": {"cli"}, "ingest/__main__.py": {"cli"}}
 # What only writes: analytics (the command line apart) never opens a writer nor calls the store's write functions.
 STORE_WRITES = {"writer", "publish", "derived", "transaction", "delete_run", "export_parquet"}
 # The store's internals: what may be imported only inside store/ (others use ``store`` and its writer modules).
-STORE_INTERNALS = {"store.connect", "store.paths", "store.migrate", "store.query", "store.filters", "store.writelock"}
+STORE_INTERNALS = {
+    *("store.backends", "store.sessions", "store.lake", "store.paths", "store.migrate", "store.query"),
+    *("store.filters", "store.writelock"),
+}
+# Asking which kind a store is (a DuckDB file, a Parquet folder, a lake): only store/ may; callers ask the Store.
+KIND_ASK = re.compile(r"\b(is_lake|is_parquet_folder)\b|isinstance\([^)]*\b(Lake|FileStore|ParquetStore|LakeStore)\b")
 PUBLIC_ST = ("streamlit.testing", "streamlit.components", "streamlit.column_config")
 # The one exception, named: no public API gives uploaded files back to the server's memory budget (issue 30).
 ALLOWED_INTERNALS = {
@@ -151,6 +156,20 @@ def test_store_internals_stay_inside_the_store(layer: str) -> None:
     assert {f: bad for f, bad in offences.items() if bad} == {}
 
 
+def test_callers_never_ask_which_kind_of_store() -> None:
+    """Outside store/, a store is opened and asked (``store.open(db).sandbox(...)``), never checked for its kind."""
+    folders = [
+        d for d in sorted(ROOT.iterdir()) if d.is_dir() and d.name[0] != "." and d.name not in {"store", "tests"}
+    ]
+    files = [ROOT / "app.py", *(f for d in folders for f in d.rglob("*.py"))]
+    offences = {
+        str(f.relative_to(ROOT)): m.group(0) for f in files if (m := KIND_ASK.search(f.read_text(encoding="utf-8")))
+    }
+    assert offences == {}
+    assert KIND_ASK.search("if isinstance(loc, Lake) or is_parquet_folder(loc):"), "the check finds an ask"
+    assert any(KIND_ASK.search(f.read_text(encoding="utf-8")) for f in (ROOT / "store").rglob("*.py"))
+
+
 def test_write_sql_lives_only_in_the_store() -> None:
     """One writer: no INSERT/UPDATE/DELETE/CREATE/DROP/ALTER text in product code outside store/."""
     files = [ROOT / "app.py"]
@@ -235,10 +254,6 @@ QUERY_CALL = re.compile(r"\b(query_df|query_rows|load_sql)\(|\.(execute|sql)\(")
 QUERY_ALLOWED = {"analytics/sqlfiles.py"}
 QUERY_ALLOWED_DIRS = ("analytics/sql_console/",)
 PLOTLY_ALLOWED: set[str] = set()
-# Modules not yet split by role (issue 34): each entry goes when its feature is split; the list ends empty.
-NOT_YET_SPLIT = {
-    "analytics/sql_console/schema.py",
-}
 
 
 def role_offences(path: Path) -> list[str]:
@@ -256,8 +271,7 @@ def role_offences(path: Path) -> list[str]:
 def test_features_are_split_by_role() -> None:
     files = sorted((ROOT / "analytics").rglob("*.py"))
     offences = {f.relative_to(ROOT).as_posix(): role_offences(f) for f in files}
-    assert {f: bad for f, bad in offences.items() if bad and f not in NOT_YET_SPLIT} == {}
-    assert sorted(f for f in NOT_YET_SPLIT if not offences.get(f)) == [], "split: take it off NOT_YET_SPLIT"
+    assert {f: bad for f, bad in offences.items() if bad} == {}
     assert QUERY_CALL.search((ROOT / "analytics" / "tmf" / "load.py").read_text(encoding="utf-8")), "finds queries"
     assert "plotly" in imported_roots(ROOT / "analytics" / "tmf" / "figures.py"), "finds plotly"
 

@@ -9,6 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import store as rdb
+from store import paths
+from store.backends.file import written_by_newer_duckdb
 from tests.conftest import ROOT
 
 # The first 140 bytes of a database DuckDB 2.0.0 created (the rest of its 4 KiB header block is zeros): checksum,
@@ -27,7 +29,7 @@ def newer_file(path: Path) -> Path:
 
 def test_a_newer_file_is_named_in_the_error_and_recognised(tmp_path: Path, tmp_db: Path) -> None:
     db = newer_file(tmp_path / "old.duckdb")
-    assert rdb.written_by_newer_duckdb(db) and not rdb.written_by_newer_duckdb(tmp_db)
+    assert written_by_newer_duckdb(db) and not written_by_newer_duckdb(tmp_db)
     with pytest.raises(rdb.RunlensError, match="written by a newer DuckDB"), rdb.writer(db):
         pass
 
@@ -35,7 +37,7 @@ def test_a_newer_file_is_named_in_the_error_and_recognised(tmp_path: Path, tmp_d
 def test_the_default_demo_database_is_moved_aside_and_rebuilt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = newer_file(tmp_path / "runlens.duckdb")
     newer_file(tmp_path / "runlens.duckdb.read")
-    monkeypatch.setattr(rdb, "DEFAULT_DB", db)
+    monkeypatch.setattr(paths, "DEFAULT_DB", db)
     monkeypatch.setenv("RUNLENS_DB", str(db))
     monkeypatch.setenv("RUNLENS_SKIP_DEMO", "1")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)

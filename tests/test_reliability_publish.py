@@ -21,8 +21,8 @@ import duckdb
 import pytest
 
 from bench.gen_logs import generate
-from store import connect as rdb
 from store import writelock
+from store.backends import file as rdb
 from tests.conftest import ROOT
 
 # An ingest whose first os.fsync (the publish's, on the snapshot's temporary copy) blocks until the test says so.
@@ -50,7 +50,7 @@ sys.exit(0 if [r.outcome for r in results] == ["ingested"] else 3)
 SHORT_WRITER = """
 import json, os, signal, sys, time
 from pathlib import Path
-from store import connect as rdb
+from store.backends import file as rdb
 db, name, log = sys.argv[1:4]
 go = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] else None
 die = len(sys.argv) > 5 and sys.argv[5] == "die"

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 import store
-from store import connect
+from store.backends import file as connect
 
 # What DuckDB 1.5.5 raises on a file written by DuckDB 2.0.0 (recorded from the real pair of versions: a 2.0.0 file's
 # storage version is 999, and DuckDB checksums the header, so no test can forge one with 1.5.5 alone).

@@ -2,7 +2,7 @@
 
 Every page starts with ``ui.shell.page_setup()`` and reads data only through ``cached(fn, **kwargs)``, which
 opens a short-lived read-only connection to the published snapshot and caches the result keyed by the
-database version, so new data invalidates it (see store/connect.py for the concurrency design).
+database version, so new data invalidates it (see store/backends/file.py for the concurrency design).
 """
 
 from __future__ import annotations
@@ -54,13 +54,11 @@ def pin_version() -> str | None:
     path = db_path()
     as_of = query_param("as_of")
     notice = None
-    version = rdb.db_version(path)
-    if as_of and rdb.is_lake(path):
+    store = rdb.open(path)
+    version = store.version()
+    if as_of and store.supports_as_of:
         try:
-            asked = rdb.lake.parse_as_of(as_of)
-            if asked is None:  # only spaces
-                raise rdb.RunlensError("it names no snapshot")
-            snapshot, at = rdb.lake.resolve_as_of(rdb.lake.parse(path), asked)
+            snapshot, at = store.resolve_as_of(as_of)
         except rdb.RunlensError as exc:
             notice = f"The link's as_of could not be used ({exc}); showing the latest data."
         else:
@@ -74,16 +72,9 @@ def pin_version() -> str | None:
 
 def store_caption() -> str | None:
     """Which team store and snapshot this page run reads (None for a DuckDB file: the usual case says nothing)."""
-    path = db_path()
-    if not rdb.is_lake(path):
-        return rdb.legacy_default_notice(rdb.resolve_db_path(path))
+    where = rdb.open(db_path()).caption()
     snapshot = _as_of(str(st.session_state.get(PINNED_KEY) or ""))
-    found = rdb.lake.parse(path)
-    if found.is_local:
-        where = f"Local lake {found.catalog_file}"
-    else:
-        where = f"Team store {found.label.removeprefix(f'{rdb.lake.PREFIX}postgres:')}"
-    return where if snapshot is None else f"{where} · snapshot {snapshot}"
+    return where if where is None or snapshot is None else f"{where} · snapshot {snapshot}"
 
 
 def _as_of(version: str) -> int | None:

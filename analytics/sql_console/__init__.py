@@ -7,9 +7,10 @@ The SQL explorer page and ``python -m analytics sql "SELECT ..."`` share this ex
    PRAGMAs); ``json_serialize_sql`` then yields the parse tree of a SELECT, and every table function
    in it must be on an allow-list (no ``read_csv``, ``read_text``, ``glob``, ``query``, ...) and no
    table reference may be a file path or URL (DuckDB's replacement scans).
-2. **Engine settings.** Each run opens a fresh in-memory DuckDB with ``autoinstall/autoload`` of
-   extensions off, a ``memory_limit``, one thread and no temp-file spilling; it ATTACHes the published
-   snapshot ``<db>.read`` READ_ONLY, then sets ``enable_external_access = false`` and
+2. **Engine settings.** Each run asks the store for a sandbox (``Store.sandbox``, store/backends/): a fresh
+   DuckDB with ``autoinstall/autoload`` of extensions off, a ``memory_limit``, one thread and no temp-file
+   spilling; a file store ATTACHes its published snapshot ``<db>.read`` READ_ONLY (a lake or a Parquet folder
+   keeps only its own data folder readable), then sets ``enable_external_access = false`` and
    ``lock_configuration = true`` so no statement can reach a file, the network or an extension, or
    loosen a setting; there is no temp directory, and the local file system is switched off once the
    snapshot is attached (``read_blob`` of the snapshot fails too).
@@ -25,8 +26,8 @@ The SQL explorer page and ``python -m analytics sql "SELECT ..."`` share this ex
 The primary database file is never opened, so nothing the user types can change it.
 
 Modules: ``limits`` (limits, results, errors), ``check`` (step 1), ``run`` (steps 2 and 3, in the worker),
-``worker`` (step 4: ``run_query``, ``export_result``, ``try_query``), ``schema`` (schema browser, examples,
-result chart) and ``nl2sql`` (natural language to SQL). Their public names are re-exported here.
+``worker`` (step 4: ``run_query``, ``export_result``, ``try_query``), ``schema`` (schema browser, examples),
+``figures`` (the result chart) and ``nl2sql`` (natural language to SQL). Their public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from analytics.sql_console.check import (
     check_size,
     check_statement,
 )
+from analytics.sql_console.figures import CHART_KINDS, fig_result
 from analytics.sql_console.limits import (
     EXIT_BOUNDED,
     EXIT_FAILED,
@@ -58,18 +60,15 @@ from analytics.sql_console.nl2sql import (
     nl_messages,
 )
 from analytics.sql_console.run import (
-    CATALOG_ALIAS,
     open_sandbox,
     result_csv,
     result_json,
 )
 from analytics.sql_console.schema import (
-    CHART_KINDS,
     DESCRIPTIONS,
     QUERIES_DIR,
     Example,
     examples,
-    fig_result,
     schema_columns,
     schema_objects,
     schema_text,
@@ -98,7 +97,6 @@ __all__ = [
     "KEYWORD_REFUSALS",
     "check_size",
     "check_statement",
-    "CATALOG_ALIAS",
     "open_sandbox",
     "result_csv",
     "result_json",

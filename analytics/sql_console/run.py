@@ -18,19 +18,11 @@ import store as rdb
 from analytics import csvsafe
 from analytics.sql_console.check import VIEW_SQL_VIEWS, check_statement
 from analytics.sql_console.limits import SandboxLimits, SqlFailed, SqlResult
-from store import lake
-
-CATALOG_ALIAS = "runlens"
-
-
-def _sql_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def open_sandbox(db: str | Path | None = None, *, limits: SandboxLimits | None = None) -> duckdb.DuckDBPyConnection:
-    """A fresh in-memory DuckDB with the snapshot attached read-only and the configuration locked."""
+    """A fresh in-memory DuckDB reading the store's published data, locked down (``Store.sandbox``)."""
     limits = limits or SandboxLimits()
-    snap = rdb.ensure_snapshot(db)
     config: dict[str, Any] = {
         "autoinstall_known_extensions": False,
         "autoload_known_extensions": False,
@@ -42,53 +34,7 @@ def open_sandbox(db: str | Path | None = None, *, limits: SandboxLimits | None =
         # switched off, so a COPY ... TO '.tmp/x' would otherwise still write a file
         "temp_directory": "",
     }
-    if isinstance(snap, rdb.Lake):
-        return _open_lake_sandbox(snap, config)
-    con = duckdb.connect(":memory:", config=config)
-    try:
-        con.execute("SET enable_progress_bar = false")  # it prints to stdout (the answer travels apart anyway)
-        if rdb.is_parquet_folder(snap):
-            # An exported Parquet folder: views over its files, which stay readable through
-            # allowed_directories once external access is off (every other path is refused).
-            from store import parquet
-
-            marker = parquet.attach_views(con, snap)
-            location = str(marker.get("location") or snap.resolve()).rstrip("/") + "/"
-            con.execute("SET allowed_directories = [?]", [location])
-        else:
-            # The snapshot is attached before external access is switched off (it is itself a file).
-            con.execute(f"ATTACH {_sql_literal(str(snap))} AS {CATALOG_ALIAS} (READ_ONLY)")
-            con.execute(f"USE {CATALOG_ALIAS}")
-        con.execute("SET enable_external_access = false")
-        if not rdb.is_parquet_folder(snap):
-            # An attached file stays on allowed_paths, so read_blob('<snapshot>') would still read it: switch
-            # off the local file system itself (the attached database keeps its open handle). The Parquet
-            # folder's views read their files lazily, so there allowed_directories is the engine's bound.
-            con.execute("SET disabled_filesystems = 'LocalFileSystem'")
-        con.execute("SET lock_configuration = true")
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-def _open_lake_sandbox(location: rdb.Lake, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
-    """A team store attached read-only in a locked-down DuckDB: with external access off, only the lake's own
-    data folder stays readable (DuckLake reads its Parquet files lazily), and the catalog connection stays open."""
-    con = lake.connect(location, read_only=True, config={**config, "autoload_known_extensions": False})
-    try:
-        con.execute("SET enable_progress_bar = false")
-        data_path = con.execute(
-            f"SELECT value FROM __ducklake_metadata_{lake.alias(con)}.ducklake_metadata WHERE key = 'data_path'"
-        ).fetchall()
-        if data_path:  # a folder, or an s3:// prefix (httpfs paths are checked against it the same way)
-            con.execute("SET allowed_directories = [?]", [data_path[0][0]])
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
-    except BaseException:
-        con.close()
-        raise
-    return con
+    return rdb.open(db).sandbox(config)
 
 
 class _Watchdog:
@@ -187,7 +133,7 @@ def _stream(
     con = open_sandbox(db, limits=limits)
     try:
         # an exported Parquet folder's views are read_parquet('<folder>/...'): their SQL names a server path
-        denied = VIEW_SQL_VIEWS if rdb.is_parquet_folder(rdb.resolve_db_path(db)) else frozenset()
+        denied = VIEW_SQL_VIEWS if rdb.open(db).view_sql_names_paths else frozenset()
         run.statement, _ = check_statement(sql, con=con, limits=limits, denied=denied)
         start = time.perf_counter()
         dog: _Watchdog | None = None

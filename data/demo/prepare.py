@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 from typing import TextIO
 
 import store as rdb
@@ -22,35 +21,14 @@ import store as rdb
 def prepare_store(path: str, *, out: TextIO | None = None) -> bool:
     """Create (or migrate) the store at ``path`` and load the demo dataset when it holds no runs; return whether
     the demo was loaded. Never into a team store, an exported Parquet folder, or with RUNLENS_SKIP_DEMO set."""
-    if rdb.is_lake(path):
-        rdb.ensure_snapshot(path)  # creates the lake when new; a team's shared store gets no demo data
-        found = rdb.lake.parse(path)
-        if not (found.is_local and found.catalog_file == rdb.DEFAULT_LAKE.resolve()):
-            return False  # demo data goes only into the default local lake, as into the default file
-        with rdb.reader(path) as con:
-            is_empty = rdb.describe(con).is_empty
-        if not is_empty or os.environ.get("RUNLENS_SKIP_DEMO"):
-            return False
-        from data.demo.build import load_demo
-
-        load_demo(path, out=out)
-        return True
-    if rdb.is_parquet_folder(Path(path)):
-        return False  # an exported Parquet folder is read-only (docs/scale.md)
-    if Path(path).resolve() == rdb.DEFAULT_DB.resolve():
-        # the demo database a DuckDB newer than the pinned one wrote (2.0.0, before the pin): kept aside, rebuilt
-        moved = rdb.set_aside_newer_file(Path(path))
-        if moved is not None:
-            print(f"runlens: {path} was written by a newer DuckDB; moved to {moved}, rebuilding", file=sys.stderr)
-    info = None
-    if rdb.snapshot_path(Path(path)).exists():
-        # Read the published snapshot: opening a writer would republish it (a full copy of the database)
-        # on every start. Only an older schema needs the writer (which migrates and republishes).
-        with rdb.reader(path) as con:
-            info = rdb.describe(con)
-    if info is None or not info.is_current:
-        with rdb.writer(path) as con:
-            info = rdb.describe(con)
+    store = rdb.open(path)
+    moved = store.set_aside_unreadable()  # the demo database a DuckDB newer than the pinned one wrote: rebuilt
+    if moved is not None:
+        print(f"runlens: {path} was written by a newer DuckDB; moved to {moved}, rebuilding", file=sys.stderr)
+    if not store.takes_demo_data:  # a team's shared store, a lake elsewhere, an exported Parquet folder (read-only)
+        store.ensure_snapshot()  # creates a new lake
+        return False
+    info = store.prepare()  # creates or migrates; reads the published snapshot when it is current
     if not info.is_empty or os.environ.get("RUNLENS_SKIP_DEMO"):
         return False
     from data.demo.build import load_demo

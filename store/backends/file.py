@@ -1,4 +1,4 @@
-"""The one gateway to DuckDB: paths, migrations, reader and writer connections, SQL execution.
+"""The DuckDB file store: one file, its published read snapshot, the writer lock, publishing.
 
 Concurrency design (build-and-swap behind a writer lock, see README "Concurrency"):
     DuckDB lets one process hold a database file read-write, and readers in other processes cannot
@@ -31,17 +31,16 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
-from store import lake, writelock
+from store import paths, writelock
+from store.backends.base import LOCK_WAIT_S, RawLocation, Store, register
 from store.errors import DatabaseBusyError, RunlensError, StoreVersionError
-from store.lake import Lake
-from store.migrate import latest_version, migrate, schema_version
-from store.paths import Location, is_parquet_folder, pending_path, resolve_db_path, snapshot_path
+from store.migrate import StoreInfo, describe, migrate
+from store.paths import legacy_default_notice, pending_path, snapshot_path
 from store.query import transaction
-
-LOCK_WAIT_S = 120.0
 
 PUBLISH_MAX_DEFER_S = 20.0  # default of RUNLENS_PUBLISH_MAX_DEFER_S (see publish_max_defer_s)
 
@@ -128,7 +127,7 @@ WRITER_CHECKPOINT_THRESHOLD = "256MB"
 
 @contextlib.contextmanager
 def writer(
-    db: Location = None,
+    db: str | os.PathLike[str],
     *,
     wait_s: float = LOCK_WAIT_S,
     publish_snapshot: bool = True,
@@ -142,24 +141,17 @@ def writer(
     when the block exits without an exception (or after ``publish(con, path)``, whatever the exit).
 
     Args:
-        db: database path (see ``resolve_db_path``).
+        db: the database file.
         wait_s: how long to wait for another writer before raising ``DatabaseBusyError``.
         publish_snapshot: publish the read snapshot at the end.
         short_session: this session is short (one small upload): while it waits for the lock, a writer that
             finishes may leave its publish to it, so a burst of uploads publishes once (README "Concurrency").
 
-    On a team store (DuckLake, store/lake.py) the session holds the lake's advisory lock instead, and there is
-    nothing to publish: every commit is a snapshot readers see at once.
-
     Raises:
         DatabaseBusyError: another writer kept the lock for longer than ``wait_s``.
     """
-    location = resolve_db_path(db)
-    if isinstance(location, Lake):
-        with _lake_writer(location, wait_s=wait_s) as con:
-            yield con
-        return
-    path = _writable_path(location)
+    path = Path(db)
+    path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     state = _enter(path, wait_s=wait_s, queue=short_session)
     deferred: Generation | None = None
@@ -184,28 +176,6 @@ def writer(
         writelock.release(state)
     if deferred is not None:
         _await_publish(path, deferred, wait_s=wait_s)
-
-
-@contextlib.contextmanager
-def _lake_writer(location: Lake, *, wait_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
-    with lake.session_lock(location, wait_s=wait_s):
-        lake.refresh(location)
-        con = lake.connect(location, read_only=False)
-        try:
-            migrate(con)
-            yield con
-        finally:
-            lake.close(con)
-
-
-def _writable_path(path: Path) -> Path:
-    if is_parquet_folder(path):
-        raise RunlensError(
-            f"{path} is a Parquet folder (read-only); write to a DuckDB file and export it again "
-            "with `python -m analytics export-parquet`"
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _enter(path: Path, *, wait_s: float, queue: bool) -> writelock._Holder:
@@ -357,27 +327,23 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def publish(con: duckdb.DuckDBPyConnection, path: Path | Lake) -> None:
+def publish(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) -> None:
     """Publish the snapshot when the current writer session ends, even if its block raises.
 
     For sessions opened with ``publish_snapshot=False`` that want a publish whatever happens (the judge saves
     partial work on an interrupt). The copy itself waits for the session's end, when the connection is closed;
     a long-lived session that must publish midway uses ``publish_now``.
 
-    On a team store every commit is visible at once: nothing to do.
-
     Raises:
         RunlensError: the calling thread holds no writer session of ``path``.
     """
-    if isinstance(path, Lake):
-        return
     state = writelock.held_here(Path(path))
     if state is None:
         raise RunlensError(f"{path}: publish() needs an open writer session (store.writer)")
     state.publish_requested = True
 
 
-def publish_now(con: duckdb.DuckDBPyConnection, path: Path | Lake) -> bool:
+def publish_now(con: duckdb.DuckDBPyConnection, path: str | os.PathLike[str]) -> bool:
     """Publish the snapshot now, from inside a writer session, through DuckDB itself (``COPY FROM DATABASE``).
 
     About eight times slower than the file copy made at the session's end (BENCHMARKS.md), but it never opens
@@ -386,8 +352,6 @@ def publish_now(con: duckdb.DuckDBPyConnection, path: Path | Lake) -> bool:
     Raises:
         RunlensError: the calling thread holds no writer session of ``path``.
     """
-    if isinstance(path, Lake):
-        return False  # commits are visible at once
     if writelock.held_here(Path(path)) is None:
         raise RunlensError(f"{path}: publish_now() needs an open writer session (store.writer)")
     generation = seal(con)
@@ -491,21 +455,13 @@ def _publish_if_idle(path: Path, generation: Generation | None, *, wait_s: float
     return True
 
 
-def ensure_snapshot(db: Location = None) -> Path | Lake:
-    """Make sure a readable, current snapshot exists (creating and migrating the DB if needed).
+def ensure_snapshot(db: str | os.PathLike[str]) -> Path:
+    """Make sure a readable, current snapshot exists (creating and migrating the DB if needed); return its path.
 
     A pending marker with the writer lock free means a writer died between its commits and its publish: publish
-    now, so readers do not lag behind committed data until some unrelated upload. A team store is created and
-    migrated by a writer session when it is new or older than this code; it is its own snapshot.
+    now, so readers do not lag behind committed data until some unrelated upload.
     """
-    path = resolve_db_path(db)
-    if isinstance(path, Lake):
-        if lake.snapshot_id(path) is None:
-            with writer(path):
-                pass
-        return path
-    if is_parquet_folder(path):
-        return path  # a Parquet folder is its own (read-only) snapshot
+    path = Path(db)
     snap = snapshot_path(path)
     if snap.exists():
         if pending_path(path).exists():
@@ -519,74 +475,135 @@ def ensure_snapshot(db: Location = None) -> Path | Lake:
 
 @contextlib.contextmanager
 def reader(
-    db: Location = None, *, wait_s: float = 30.0, as_of: str | int | dt.datetime | None = None
+    db: str | os.PathLike[str], *, wait_s: float = 30.0, as_of: str | int | dt.datetime | None = None
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the published snapshot read-only (creating it if the DB has none yet).
 
-    A folder written by ``python -m analytics export-parquet`` is opened as an in-memory DuckDB with a view
-    per table over its Parquet files (see store/parquet.py). A team store is attached read-only at its newest
-    snapshot, or at ``as_of`` (a snapshot id or a time: ``--as-of``, ``?as_of=``).
-
     Raises:
-        RunlensError: ``as_of`` on a store without time travel (a DuckDB file or a Parquet folder).
+        RunlensError: ``as_of`` (a DuckDB file keeps only its latest state).
     """
-    location = resolve_db_path(db)
-    if isinstance(location, Lake):
-        with _lake_reader(location, as_of=lake.parse_as_of(as_of)) as con:
-            yield con
-        return
     if as_of not in (None, ""):
         raise RunlensError(
-            f"{location}: --as-of (time travel) needs a team store (DuckLake); a DuckDB file keeps only its latest state"
+            f"{db}: --as-of (time travel) needs a team store (DuckLake); a DuckDB file keeps only its latest state"
         )
-    if is_parquet_folder(location):
-        from store import parquet
-
-        pcon = parquet.connect(location)
-        try:
-            yield pcon
-        finally:
-            pcon.close()
-        return
-    ensure_snapshot(location)
-    con = _connect_with_retry(snapshot_path(location), read_only=True, wait_s=wait_s)
+    path = Path(db)
+    ensure_snapshot(path)
+    con = _connect_with_retry(snapshot_path(path), read_only=True, wait_s=wait_s)
     try:
         yield con
     finally:
         con.close()
 
 
-@contextlib.contextmanager
-def _lake_reader(location: Lake, *, as_of: int | dt.datetime | None) -> Iterator[duckdb.DuckDBPyConnection]:
-    found = lake.refresh(location)
-    if found is None:  # a new catalog: the first reader creates the lake
-        ensure_snapshot(location)
-        found = lake.refresh(location) or (0, 0)
-    snapshot = found[1] if as_of is None else lake.resolve_as_of(location, as_of)[0]
-    con, is_new = lake.pinned_reader(location, snapshot)
-    try:
-        if as_of is None and is_new and schema_version(con) < latest_version():  # an older Runlens made it
-            lake.close(con)
-            with writer(location):  # migrates
-                pass
-            con, _ = lake.pinned_reader(location, int(lake.snapshot_id(location) or 0))
-        yield con
-    finally:
-        lake.close(con)
-
-
-def db_version(db: Location = None) -> str:
-    """A token that changes whenever new data is published (for cache keys; a team store's snapshot id)."""
-    location = resolve_db_path(db)
-    if isinstance(location, Lake):
-        return f"snapshot:{lake.snapshot_id(location)}"
-    if is_parquet_folder(location):
-        from store import parquet
-
-        return parquet.folder_version(location)
-    snap = snapshot_path(location)
+def db_version(db: str | os.PathLike[str]) -> str:
+    """A token that changes whenever a new snapshot is published (for cache keys)."""
+    snap = snapshot_path(Path(db))
     try:
         st = snap.stat()
     except FileNotFoundError:
         return "missing"
     return f"{st.st_mtime_ns}:{st.st_size}"
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+CATALOG_ALIAS = "runlens"  # the snapshot's name in the SQL console's sandbox
+
+
+@register
+class FileStore(Store):
+    """A DuckDB file (``<db>``) and its published read snapshot (``<db>.read``): any path no other backend claims."""
+
+    is_fallback = True
+
+    def __init__(self, location: RawLocation) -> None:
+        self._path = Path(location)  # type: ignore[arg-type]  # claims() took no Lake
+
+    @classmethod
+    def claims(cls, location: RawLocation) -> bool:
+        return isinstance(location, (str, os.PathLike))
+
+    @property
+    def location(self) -> Path:
+        return self._path
+
+    def reader(
+        self, *, wait_s: float = 30.0, as_of: str | int | dt.datetime | None = None
+    ) -> contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]:
+        return reader(self._path, wait_s=wait_s, as_of=as_of)
+
+    def writer(
+        self, *, wait_s: float = LOCK_WAIT_S, publish_snapshot: bool = True, short_session: bool = False
+    ) -> contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]:
+        return writer(self._path, wait_s=wait_s, publish_snapshot=publish_snapshot, short_session=short_session)
+
+    def sandbox(self, config: dict[str, Any]) -> duckdb.DuckDBPyConnection:
+        snap = self.ensure_snapshot()
+        con = duckdb.connect(":memory:", config=config)
+        try:
+            con.execute("SET enable_progress_bar = false")  # it prints to stdout (the answer travels apart anyway)
+            # The snapshot is attached before external access is switched off (it is itself a file).
+            con.execute(f"ATTACH {_sql_literal(str(snap))} AS {CATALOG_ALIAS} (READ_ONLY)")
+            con.execute(f"USE {CATALOG_ALIAS}")
+            con.execute("SET enable_external_access = false")
+            # An attached file stays on allowed_paths, so read_blob('<snapshot>') would still read it: switch off
+            # the local file system itself (the attached database keeps its open handle).
+            con.execute("SET disabled_filesystems = 'LocalFileSystem'")
+            con.execute("SET lock_configuration = true")
+        except BaseException:
+            con.close()
+            raise
+        return con
+
+    def ensure_snapshot(self) -> Path:
+        return ensure_snapshot(self._path)
+
+    def version(self) -> str:
+        return db_version(self._path)
+
+    def publish(self, con: duckdb.DuckDBPyConnection) -> None:
+        publish(con, self._path)
+
+    def publish_now(self, con: duckdb.DuckDBPyConnection) -> bool:
+        return publish_now(con, self._path)
+
+    def caption(self) -> str | None:
+        return legacy_default_notice(self._path)
+
+    def exists(self) -> bool:
+        return self._path.exists()
+
+    def sidecar_path(self, suffix: str) -> Path:
+        return self._path.with_name(self._path.name + suffix)
+
+    @property
+    def takes_demo_data(self) -> bool:
+        return True
+
+    def prepare(self) -> StoreInfo:
+        """Create or migrate the file; read the published snapshot when it is current (opening a writer would
+        republish it, a full copy of the database, on every start)."""
+        info = None
+        if snapshot_path(self._path).exists():
+            with self.reader() as con:
+                info = describe(con)
+        if info is None or not info.is_current:  # only an older schema needs the writer (it migrates, republishes)
+            with self.writer() as con:
+                info = describe(con)
+        return info
+
+    def set_aside_unreadable(self) -> Path | None:
+        """The default file a DuckDB newer than the pinned one wrote is renamed aside (``set_aside_newer_file``) so
+        a new one can be made; its new name, or None."""
+        if self._path.resolve() != paths.DEFAULT_DB.resolve():
+            return None
+        return set_aside_newer_file(self._path)
+
+    def search_index_path(self, suffix: str) -> Path | None:
+        return self._path.with_name(self._path.name + suffix)
+
+    def open_search_source(self, index: Path) -> tuple[duckdb.DuckDBPyConnection, str]:
+        con = duckdb.connect(str(index))
+        return con, f"ATTACH {_sql_literal(str(snapshot_path(self._path)))} AS src (READ_ONLY)"
