@@ -37,15 +37,6 @@ class RunFilter:
     run_ids: tuple[str, ...] | None = None
     with_humans: bool = False
 
-    def as_kwargs(self) -> dict[str, Any]:
-        """The keyword arguments (``benchmark``, ``agents``, ``date_from``, ``date_to``) analytics functions take."""
-        return {
-            "benchmark": self.benchmark,
-            "agents": list(self.agents) or None,
-            "date_from": self.date_from,
-            "date_to": self.date_to,
-        }
-
     def params(self) -> dict[str, Any]:
         """The named parameters of ``$run_filter``: ``$benchmark``, ``$agents``, ``$date_from``, ``$date_to``,
         ``$run_ids`` and ``$with_humans``."""

@@ -28,7 +28,7 @@ from analytics.plaintext import md_plain, plotly_unplain
 plain = md_plain
 
 
-Filters = rdb.RunFilter  # the sidebar's filters are the store's one run filter (as_kwargs for analytics calls)
+Filters = rdb.RunFilter  # the sidebar's filters are the store's one run filter, passed whole to analytics
 
 
 def db_path() -> str:
