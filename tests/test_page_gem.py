@@ -29,11 +29,12 @@ def gem_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _numbers(df: pd.DataFrame) -> pd.DataFrame:
-    """A displayed GEM table (numbers as text, – where missing) read back as numbers; no cell shows None."""
+    """A displayed GEM table (numbers as text with thousands separators, – where missing) read back as numbers;
+    no cell shows None."""
     assert not df.astype(str).isin(["None", "nan"]).any().any(), df
     out = df.copy()
     for col in out.columns:
-        parsed = pd.to_numeric(out[col].replace("–", None), errors="coerce")
+        parsed = pd.to_numeric(out[col].replace("–", None).astype(str).str.replace(",", ""), errors="coerce")
         if parsed.notna().sum() == out[col].ne("–").sum():
             out[col] = parsed
     return out
@@ -74,8 +75,8 @@ def test_tables_agreement_and_viewer(gem_db: Path, monkeypatch: pytest.MonkeyPat
     assert any("density" in (s["layout"].get("title", {}).get("text") or "") for s in specs)
     code = at.code[0].value
     assert gem.AD_PREFIX in code and "<" not in code.split(gem.AD_PREFIX)[0][:1]
-    sentences = next(t for t in tables if "is_ad" in t.columns)
-    assert sentences["is_ad"].any() and not sentences["is_ad"].all()
+    sentences = next(t for t in tables if "Ad" in t.columns and "Sentence" in t.columns)
+    assert set(sentences["Ad"]) == {"✓", "✗"}
 
 
 def test_viewer_follows_the_selection(gem_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
