@@ -15,6 +15,7 @@ import streamlit as st
 
 import store as rdb
 from analytics import catalog as cat
+from analytics import diff as run_diff
 from analytics import formatting as fmt
 from ingest import workers
 from ui import common
@@ -101,10 +102,22 @@ def _url_dates(params: dict[str, str], catalog: cat.Catalog, notices: list[str])
 FILTER_PARAMS = ("benchmark", "agents", "from", "to")
 
 
+def linked_run_benchmark(run_id: str | None) -> str | None:
+    """The benchmark of the run a link opens (``drilldown?run=<id>``), None when the link names no stored run."""
+    if not run_id:
+        return None
+    try:
+        return str(common.cached(run_diff.run_benchmark, run_id=run_id)[0])
+    except rdb.RunlensError:  # a stale link: the drilldown says so; the sidebar opens where it would
+        return None
+
+
 def _init_filters_from_url(catalog: cat.Catalog) -> None:
     ss = st.session_state
     ss.flt_init = True
     params = {key: st.query_params.get(key) or "" for key in FILTER_PARAMS}
+    if not params["benchmark"]:  # a link to a run without its benchmark: the sidebar and banner follow the run's
+        params["benchmark"] = linked_run_benchmark(st.query_params.get("run")) or ""
     last = _last_used().get(common.db_path())
     ss.flt_benchmark, ss.flt_agents, ss.flt_dates, ss.flt_notices = url_filters(params, catalog, last_used=last)
 
