@@ -70,7 +70,7 @@ class Col:
 
 
 WHOLE_NAMES = {"rank", "tasks", "attempts", "runs", "errored", "limit hit", "unscored", "samples", "steps"}
-COUNT_NAMES = WHOLE_NAMES | {"n", "n_tasks", "n_attempts", "n_runs", "n_samples", "n_steps", "count", "count_star()"}
+COUNT_NAMES = WHOLE_NAMES | {"n", "count", "count_star()"}  # and every n_* name: a user's columns read as counts
 ID_NAME = re.compile(r"(^|_)(id|ids)$|^attempt_id$|^run_id$")
 
 
@@ -149,7 +149,8 @@ def user_columns(df: pd.DataFrame) -> list[Col]:
     for name in df.columns:
         values = df[name]
         known = guess(str(name), values)
-        if known.kind in ("usd", "p", "flag") or (known.kind == "count" and str(name).lower() in COUNT_NAMES):
+        is_count_name = str(name).lower() in COUNT_NAMES or str(name).lower().startswith("n_")
+        if known.kind in ("usd", "p", "flag") or (known.kind == "count" and is_count_name):
             col = known
         elif pd.api.types.is_float_dtype(values) and not pd.api.types.is_bool_dtype(values):
             col = Col(str(name), kind="number", digits=decimals_needed(values))
