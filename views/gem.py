@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from analytics import formatting as fmt
 from analytics import gem
 from ui.common import (
     UrlField,
@@ -141,13 +142,25 @@ if not v.judges.empty:
     )
 if v.human is not None:
     h = v.human
+    judge_name = plain(h.judge, max_chars=60) if h.judge else "the judge"
     m1, m2, m3 = st.columns(3)
-    m1.metric("Human split-half ρ_hh", f"{h.split_half:.2f}")
-    m2.metric(f"Human vs {plain(h.judge, max_chars=60)} ρ_hl", f"{h.human_llm:.2f}")
-    m3.metric("Human ratings", f"{h.n_ratings:,}")
+    m1.metric("Human split-half ρ_hh", fmt.number(h.split_half, 2))
+    m2.metric(f"Human vs {judge_name} ρ_hl", fmt.number(h.human_llm, 2))
+    m3.metric("Human ratings", fmt.count(h.n_ratings))
+    undefined_rhos = [
+        name for name, value in (("ρ_hh", h.split_half), ("ρ_hl", h.human_llm)) if fmt.number(value) == fmt.MISSING
+    ]
     st.caption(
-        f"Spearman; split-half is the mean over {h.n_splits} seeded random halves of {h.n_raters} raters "
-        f"(sd {h.split_half_sd:.2f}); items are {h.n_items} (attempt, dimension) pairs."
+        f"Spearman; split-half is the mean over {fmt.plural(h.n_splits, 'seeded random half', 'seeded random halves')}"
+        f" of {fmt.plural(h.n_raters, 'rater')}"
+        + (f" (sd {fmt.number(h.split_half_sd, 2)})" if fmt.number(h.split_half_sd) != fmt.MISSING else "")
+        + f"; items are {fmt.plural(h.n_items, '(attempt, dimension) pair')}."
+        + (
+            f" {' and '.join(undefined_rhos)}: undefined here; Spearman needs at least three items rated by both sides, "
+            "with scores that vary."
+            if undefined_rhos
+            else ""
+        )
     )
     show_fig(gem.fig_human_llm(v.human_llm), key="gem_human", data=v.human_llm, name=f"{bench}-human-vs-llm")
 elif v.judges.empty:
