@@ -86,7 +86,7 @@ def test_errors_show_duckdbs_position_and_history_keeps_runs(fixture_db: Path, m
     assert "Query history (2)" in labels
     history = [b.label for b in at.button if b.key and b.key.startswith("sql_hist_")]
     # the labels are the queries as plain text (escaped Markdown: a shared link must not draw a link or image)
-    assert history == [md_plain("1 rows: SELECT 1 AS one"), md_plain("error: SELECT agent,\n  nope\nFROM runs")]
+    assert history == [md_plain("1 row: SELECT 1 AS one"), md_plain("error: SELECT agent,\n  nope\nFROM runs")]
     at.button(key="sql_hist_1").click().run()  # back to the failed one
     assert at.text_area(key="sql_editor").value.startswith("SELECT agent,")
 
@@ -193,3 +193,4 @@ def test_query_and_history_survive_a_visit_to_another_page(fixture_db: Path, mon
     assert result_frame(at)["answer"].tolist() == ["42"]
     assert at.text_area(key="sql_editor").value == "SELECT 41 + 1 AS answer"
     assert "Query history (1)" in [e.label for e in at.expander]
+    assert md_plain("1 row: SELECT 41 + 1 AS answer") in [b.label for b in at.button]

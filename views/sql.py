@@ -4,6 +4,7 @@ from urllib.parse import quote, urlencode
 
 import streamlit as st
 
+from analytics import formatting as fmt
 from analytics import llm
 from analytics import sql_console as sb
 from ui.budget_cache import shared_sql_cache
@@ -231,7 +232,7 @@ _share_link(sql)
 
 with st.expander(f"Query history ({len(ss.sql_history)})", icon=":material/history:"):
     for i, item in enumerate(reversed(ss.sql_history)):
-        status = item["error"] or f"{item['rows']:,} rows"
+        status = item["error"] or fmt.plural(item["rows"], "row")
         st.button(
             plain(f"{status}: {item['sql'][:90]}"),  # a shared sql?q= link must not put Markdown here
             key=f"sql_hist_{i}",
