@@ -71,7 +71,8 @@ def test_page_source_and_facet(labels_db: Path, env_db, monkeypatch: pytest.Monk
     judge_env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "RUNLENS_JUDGE_MODEL": "local-judge"}
     at = _open(labels_db, env_db, monkeypatch, judge_env=judge_env, err_sources="judge")
     assert not any("OPENAI_BASE_URL" in i.value for i in at.info)
-    assert any("local-judge" in c.value for c in at.caption)
+    judge = next(c.value for c in at.caption if "local-judge" in c.value)
+    assert "; 0 verdicts stored for eb." in judge, judge  # the count with its noun (fmt.plural)
     rates = _by_key(at, "err_rates").set_index("Model")  # read first: per attempt, with intervals
     assert rates.loc["Agent X v3", "PE %"].endswith("]") and "[" in rates.loc["Agent X v3", "PE %"]
     assert not rates.astype(str).isin(["None", "nan"]).any().any()

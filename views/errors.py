@@ -45,8 +45,9 @@ if cfg is None:
 else:
     status = cached(jg.judge_status, benchmark=filters.benchmark)
     st.caption(
-        f"LLM judge: model `{cfg.model}`; {int(status['n_verdicts'].sum()) if not status.empty else 0} "
-        f"verdicts stored for {plain(filters.benchmark)}. Run `python -m analytics judge --benchmark "
+        f"LLM judge: model `{cfg.model}`; "
+        f"{fmt.plural(int(status['n_verdicts'].sum()) if not status.empty else 0, 'verdict')} "
+        f"stored for {plain(filters.benchmark)}. Run `python -m analytics judge --benchmark "
         f"{plain(filters.benchmark)} --failed-only` to add judge labels."
     )
 
