@@ -11,6 +11,7 @@ import re
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -23,6 +24,7 @@ from tests.test_browser_pages import hashed_words, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+SQL_RESULT = "SELECT *, NULL AS nothing FROM v_runs ORDER BY run_id"  # wide, with NULLs: a dash, never None
 PAGES = [
     "leaderboard?benchmark=ad-bench",
     "progress?benchmark=ad-bench",
@@ -35,6 +37,7 @@ PAGES = [
     "diff?benchmark=ad-bench",
     "gem?benchmark=gem-bench",
     "upload",
+    "sql?q=" + quote(SQL_RESULT),
 ]
 RAW = re.compile(r"^(None|nan|NaN|<NA>|NaT|inf|-inf)$")
 RAW_WORD = re.compile(r"\b(None|nan|NaN|NaT)\b")
@@ -107,4 +110,38 @@ def test_every_page_reads_clean_and_fits(ready_db: Path, width: int) -> None:
                 failures[name] = found
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / f"page-timings-{width}.json").write_text(json.dumps(timings, indent=2) + "\n")
+    assert not failures, json.dumps(failures, indent=2)
+
+
+# the tables views/gem.py, views/errors.py (every expander opened: Table 3's grid, the judge's corrections, every
+# code) and views/sql.py (a user's wide result with NULLs) draw through ui.tables; the cheap check of those alone
+TOUCHED = ["gem?benchmark=gem-bench", "errors?benchmark=ad-bench", "sql?q=" + quote(SQL_RESULT)]
+# gem: Tables 2, 3, 6, 4, the judges' agreement, a response's sentences; errors: the rates, Table 3's grid, every
+# code, the attempts behind a bar; sql: the schema's columns and objects, the result
+MIN_GRIDS = {"gem": 6, "errors": 3, "sql": 3}
+OPEN_EXPANDERS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] details:not([open]) > summary')]
+  .forEach(s => s.click())"""
+
+
+def test_gem_errors_and_sql_tables_read_clean_at_1280(ready_db: Path) -> None:
+    failures: dict[str, list[str]] = {}
+    with (
+        streamlit_server(ready_db, timeout_s=180, env={"RUNLENS_AUTO_FIT": "0"}) as url,
+        chromium_page(width=1280, height=1000) as page,
+    ):
+        for link in TOUCHED:
+            name = link.split("?")[0]
+            page.goto(f"{url}/{link}")
+            settle(page)
+            page.evaluate(OPEN_EXPANDERS_JS)
+            settle(page)
+            screenshot(page, f"browser-tables-touched-{name}-1280")
+            found = problems_on(page)
+            n_grids = len(page.evaluate(GRIDS_JS))
+            if n_grids < MIN_GRIDS[name]:
+                found.append(f"{n_grids} grids drawn, expected at least {MIN_GRIDS[name]}")
+            if page.locator('[data-testid="stException"]').count():
+                found.append("an exception")
+            if found:
+                failures[name] = found
     assert not failures, json.dumps(failures, indent=2)

@@ -30,5 +30,5 @@ def test_history_buttons_show_a_shared_query_as_plain_text(fixture_db: Path, mon
     sql = "SELECT '![x](http://127.0.0.1:9/beacon.png)' AS a"
     at = open_sql_page(fixture_db, monkeypatch, q=sql)
     labels = [str(b.label) for b in at.button if str(b.key).startswith("sql_hist_")]
-    assert labels == [md_plain(f"1 rows: {sql}")]
+    assert labels == [md_plain(f"1 row: {sql}")]
     assert "![x](http" not in labels[0]

@@ -194,6 +194,30 @@ def test_pages_hold_no_sql() -> None:
             assert keyword not in text, f"{page.name} contains SQL ({keyword.strip()})"
 
 
+GRID_CALLS = {"dataframe", "table", "data_editor"}
+GRID_EXCEPTIONS: dict[str, str] = {}  # file -> why it draws a grid itself (none today)
+
+
+def grid_calls(path: Path) -> list[int]:
+    """The lines where a file draws a grid itself (``st.dataframe``, ``st.table``, ``st.data_editor``, also
+    through a container such as ``col.dataframe``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return sorted(
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in GRID_CALLS
+    )
+
+
+def test_every_table_goes_through_the_presentation_layer() -> None:
+    """Every table a person sees is drawn by ``ui.tables.show_table`` (readable headers, values by kind, a dash
+    for a missing value, columns that fit): pages and the rest of ui/ never call ``st.dataframe`` themselves."""
+    files = [*sorted((ROOT / "views").rglob("*.py")), *sorted((ROOT / "ui").rglob("*.py")), ROOT / "app.py"]
+    found = {str(f.relative_to(ROOT)): grid_calls(f) for f in files if f != ROOT / "ui" / "tables.py"}
+    assert {f: lines for f, lines in found.items() if lines and f not in GRID_EXCEPTIONS} == {}
+    assert grid_calls(ROOT / "ui" / "tables.py"), "the check finds st.dataframe"
+
+
 def url_state_uses(path: Path) -> list[int]:
     """The lines where a file touches ``st.query_params`` itself (a link's ``query_params=`` argument is not one)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -46,8 +46,17 @@ def test_page_counts_hint_and_click_through(labels_db: Path, env_db, monkeypatch
     assert rates.loc["Agent X v3", "PE %"].endswith("]") and "[" in rates.loc["Agent X v3", "PE %"]
     assert not rates.astype(str).isin(["None", "nan"]).any().any()
     t3 = _by_key(at, "err_t3").set_index("Model")
-    assert (t3.loc["Agent X v3", "PE."], t3.loc["Agent X v3", "#Error"], t3.loc["Agent X v3", "#Total"]) == (5, 8, 9)
-    assert t3.loc["Agent X v4", "#Error"] == 7  # every source: rule DE and judge HAL join the log labels
+    assert (t3.loc["Agent X v3", "PE."], t3.loc["Agent X v3", "#Error"], t3.loc["Agent X v3", "#Total"]) == (
+        "5",
+        "8",
+        "9",
+    )
+    styles = str(
+        next(d.proto for d in at.dataframe if "#Error" in _frame(d).columns)
+    )  # the grid's cell styles travel with it
+    assert "font-weight: bold" in styles and "text-decoration: underline" in styles  # AD-Bench's fewest, second
+    assert not t3.isin(["None", "nan"]).any().any() and "run_id" not in t3.columns
+    assert t3.loc["Agent X v4", "#Error"] == "7"  # every source: rule DE and judge HAL join the log labels
     assert any("OPENAI_BASE_URL" in i.value for i in at.info)  # says how to enable the judge
     assert any("parameter errors (PE)" in t.value for t in at.text)
     # the deep link (what a click on the PE x TE cell writes) lists the attempts behind it, each with its URL
@@ -62,18 +71,23 @@ def test_page_source_and_facet(labels_db: Path, env_db, monkeypatch: pytest.Monk
     judge_env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "RUNLENS_JUDGE_MODEL": "local-judge"}
     at = _open(labels_db, env_db, monkeypatch, judge_env=judge_env, err_sources="judge")
     assert not any("OPENAI_BASE_URL" in i.value for i in at.info)
-    assert any("local-judge" in c.value for c in at.caption)
+    judge = next(c.value for c in at.caption if "local-judge" in c.value)
+    assert "; 0 verdicts stored for eb." in judge, judge  # the count with its noun (fmt.plural)
     rates = _by_key(at, "err_rates").set_index("Model")  # read first: per attempt, with intervals
     assert rates.loc["Agent X v3", "PE %"].endswith("]") and "[" in rates.loc["Agent X v3", "PE %"]
     assert not rates.astype(str).isin(["None", "nan"]).any().any()
     t3 = _by_key(at, "err_t3").set_index("Model")
-    assert (t3.loc["Agent X v4", "Hal."], t3.loc["Agent X v4", "#Total"], t3.loc["Agent X v3", "#Total"]) == (1, 1, 0)
+    assert (t3.loc["Agent X v4", "Hal."], t3.loc["Agent X v4", "#Total"], t3.loc["Agent X v3", "#Total"]) == (
+        "1",
+        "1",
+        "0",
+    )
     at = _open(labels_db, env_db, monkeypatch, err_sources="label", err_facet="level", err_slice="L3")
     rates = _by_key(at, "err_rates").set_index("Model")  # read first: per attempt, with intervals
     assert rates.loc["Agent X v3", "PE %"].endswith("]") and "[" in rates.loc["Agent X v3", "PE %"]
     assert not rates.astype(str).isin(["None", "nan"]).any().any()
     t3 = _by_key(at, "err_t3").set_index("Model")
-    assert (t3.loc["Agent X v3", "PE."], t3.loc["Agent X v4", "PE."]) == (4, 2)
+    assert (t3.loc["Agent X v3", "PE."], t3.loc["Agent X v4", "PE."]) == ("4", "2")
 
 
 def test_unknown_sources_and_facet_in_the_link_give_a_notice(
@@ -96,8 +110,8 @@ def test_page_table3_on_demo(demo_db: Path, env_db, monkeypatch: pytest.MonkeyPa
     assert rates.loc["Qwen3-8B", "Attempts"] == "300"  # the demo's runs: 100 tasks x 3 samples
     assert rates.loc["Qwen3-8B", "TE %"].startswith(f"{100 * 65 / 300:.1f} [")  # 65 of 300 attempts
     t3 = _by_key(at, "err_t3").set_index("Model")
-    assert (t3.loc["Gemini-3-Pro", "#Error"], t3.loc["Gemini-3-Pro", "#Total"]) == (89, 128)
-    assert (t3.loc["Qwen3-8B", "TE."], t3.loc["Qwen3-8B", "PE."]) == (65, 60)
+    assert (t3.loc["Gemini-3-Pro", "#Error"], t3.loc["Gemini-3-Pro", "#Total"]) == ("89", "128")
+    assert (t3.loc["Qwen3-8B", "TE."], t3.loc["Qwen3-8B", "PE."]) == ("65", "60")
     assert t3.index[0] == "Gemini-3-Pro"  # fewest errors first
 
 

@@ -29,11 +29,12 @@ def gem_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _numbers(df: pd.DataFrame) -> pd.DataFrame:
-    """A displayed GEM table (numbers as text, – where missing) read back as numbers; no cell shows None."""
+    """A displayed GEM table (numbers as text with thousands separators, – where missing) read back as numbers;
+    no cell shows None."""
     assert not df.astype(str).isin(["None", "nan"]).any().any(), df
     out = df.copy()
     for col in out.columns:
-        parsed = pd.to_numeric(out[col].replace("–", None), errors="coerce")
+        parsed = pd.to_numeric(out[col].replace("–", None).astype(str).str.replace(",", ""), errors="coerce")
         if parsed.notna().sum() == out[col].ne("–").sum():
             out[col] = parsed
     return out
@@ -74,8 +75,8 @@ def test_tables_agreement_and_viewer(gem_db: Path, monkeypatch: pytest.MonkeyPat
     assert any("density" in (s["layout"].get("title", {}).get("text") or "") for s in specs)
     code = at.code[0].value
     assert gem.AD_PREFIX in code and "<" not in code.split(gem.AD_PREFIX)[0][:1]
-    sentences = next(t for t in tables if "is_ad" in t.columns)
-    assert sentences["is_ad"].any() and not sentences["is_ad"].all()
+    sentences = next(t for t in tables if "Ad" in t.columns and "Sentence" in t.columns)
+    assert set(sentences["Ad"]) == {"✓", "✗"}
 
 
 def test_viewer_follows_the_selection(gem_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,3 +118,40 @@ def test_computed_source_shows_recomputed_metrics(
 def test_empty_state_without_gem_data(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_gem(fixture_db, monkeypatch, "mini-bench")
     assert any("No GEM-style data" in i.value for i in at.info)
+
+
+def test_undefined_agreement_says_why_never_nan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two people rated one response: their split-half and their agreement with the judge are undefined, so the
+    page shows a dash and the reason, never "nan"; the judges' pair with too few items reads a dash too."""
+    text = "Paris has many museums. Book with Acme Tours at https://acme.example/ today. Go early."
+    recs = [
+        {"record": "benchmark", "benchmark": "g", "scoring": "continuous"},
+        {"record": "task", "benchmark": "g", "task_id": "t1", "category": "D1", "query": "q1"},
+        {"record": "run", "run_id": "s1", "benchmark": "g", "agent": "S1", "judge": "j1"},
+        {
+            "record": "attempt",
+            "run_id": "s1",
+            "task_id": "t1",
+            "score": 0.5,
+            "answer": text,
+            "ads": [{"name": "Acme Tours", "url": "https://acme.example/"}],
+            "metrics": {"response_flow": 0.8, "injection": 1},
+        },
+    ]
+    for rater, kind, value in (("j1", "llm", 90), ("j2", "llm", 60), ("h0", "human", 30), ("h1", "human", 60)):
+        recs.append(
+            {"record": "rating", "run_id": "s1", "task_id": "t1", "rater": rater, "rater_kind": kind}
+            | {"dimension": "accuracy", "value": value}
+        )
+    path = tmp_path / "g.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    db = tmp_path / "g.duckdb"
+    assert [r.outcome for r in ingest_paths([path], db=db)] == ["ingested"]
+    at = open_gem(db, monkeypatch, "g")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Human split-half ρ_hh"] == "–" and metrics["Human vs j1 ρ_hl"] == "–"
+    assert any("ρ_hh and ρ_hl: undefined here; Spearman needs at least three items" in c.value for c in at.caption)
+    shown = " ".join([c.value for c in at.caption] + [str(m.value) for m in at.metric])
+    assert "nan" not in shown and "None" not in shown
+    agreement = next(d.value for d in at.dataframe if "ρ over attempts" in d.value.columns)
+    assert agreement["ρ over attempts"].tolist() == ["–"] and agreement["Attempts both rated"].tolist() == ["1"]

@@ -48,7 +48,7 @@ def run_editor(at: AppTest, sql: str) -> AppTest:
 def test_a_shared_link_runs_its_query(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_sql_page(fixture_db, monkeypatch, q=QUERY)
     df = result_frame(at)
-    assert df["agent"].tolist() == ["Agent A", "Human"] and df["n"].tolist() == [4, 2]
+    assert df["agent"].tolist() == ["Agent A", "Human"] and df["n"].tolist() == ["4", "2"]
     assert any(c.value.startswith("2 rows · 2 columns") for c in at.caption)
     keys = {b.key for b in at.download_button}
     assert {"sql_dl_csv", "sql_dl_parquet"} <= keys
@@ -61,7 +61,7 @@ def test_the_editor_runs_and_refuses_with_the_db_unchanged(fixture_db: Path, mon
     assert not has_result(at)  # nothing runs before the user asks
     before = file_hashes(fixture_db)
     run_editor(at, "SELECT count(*) AS n_attempts FROM attempts")
-    assert result_frame(at)["n_attempts"].tolist() == [6]
+    assert result_frame(at)["n_attempts"].tolist() == ["6"]
     assert at.query_params["q"] == "SELECT count(*) AS n_attempts FROM attempts"
     for attack in (
         "DROP TABLE attempts",
@@ -86,7 +86,7 @@ def test_errors_show_duckdbs_position_and_history_keeps_runs(fixture_db: Path, m
     assert "Query history (2)" in labels
     history = [b.label for b in at.button if b.key and b.key.startswith("sql_hist_")]
     # the labels are the queries as plain text (escaped Markdown: a shared link must not draw a link or image)
-    assert history == [md_plain("1 rows: SELECT 1 AS one"), md_plain("error: SELECT agent,\n  nope\nFROM runs")]
+    assert history == [md_plain("1 row: SELECT 1 AS one"), md_plain("error: SELECT agent,\n  nope\nFROM runs")]
     at.button(key="sql_hist_1").click().run()  # back to the failed one
     assert at.text_area(key="sql_editor").value.startswith("SELECT agent,")
 
@@ -103,11 +103,11 @@ def test_the_gallery_loads_and_runs_an_example(fixture_db: Path, monkeypatch: py
 
 def test_schema_browser_lists_objects_with_counts(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_sql_page(fixture_db, monkeypatch)
-    objects = at.dataframe[1].value.set_index("name")  # the column list beside the editor comes first
-    assert objects.loc["attempts", "n_rows"] == 6 and objects.loc["v_runs", "kind"] == "view"
+    objects = at.dataframe[1].value.set_index("Name")  # the column list beside the editor comes first
+    assert objects.loc["attempts", "Rows"] == "6" and objects.loc["v_runs", "Kind"] == "view"
     at.selectbox(key="sql_schema_obj").set_value("v_runs").run()
     cols = at.dataframe[0].value
-    assert "pass_rate" in cols["column"].tolist()
+    assert "pass_rate" in cols["Column"].tolist()
     assert {"sql_schema_dl_csv", "sql_schema_dl_parquet"} <= {b.key for b in at.download_button}
 
 
@@ -190,6 +190,7 @@ def test_query_and_history_survive_a_visit_to_another_page(fixture_db: Path, mon
     at.switch_page("views/upload.py").run()
     at.switch_page("views/sql.py").run()
     assert not at.exception
-    assert result_frame(at)["answer"].tolist() == [42]
+    assert result_frame(at)["answer"].tolist() == ["42"]
     assert at.text_area(key="sql_editor").value == "SELECT 41 + 1 AS answer"
     assert "Query history (1)" in [e.label for e in at.expander]
+    assert md_plain("1 row: SELECT 41 + 1 AS answer") in [b.label for b in at.button]

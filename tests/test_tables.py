@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ui.tables import Col, display_frame, fit, plan
+from ui.tables import Col, decimals_needed, display_frame, fit, plan, user_columns
 
 
 def frame() -> pd.DataFrame:
@@ -61,3 +61,30 @@ def test_default_columns_fit_the_width() -> None:
     widths = {"a": 300, "b": 300, "c": 300}
     assert fit(["a", "b", "c"], widths, 700) == ["a", "b"]
     assert fit(["a", "b", "c"], widths, 100) == ["a"]  # the first column always
+
+
+def test_a_users_own_result_keeps_its_names_and_values() -> None:
+    """The SQL console's result: headers as written, every column shown (ids too), NULL a dash while a string
+    that reads ``None`` stays itself, float noise gone, dollars and counts by their names, other integers as is."""
+    df = pd.DataFrame(
+        {
+            "run_id": ["r1", None],
+            "Weird Name": ["None", "x"],
+            "rate": [37.99999999999999, 0.55],
+            "third": [1 / 3, np.nan],
+            "cost_usd": [0.5, 12.0],
+            "n_attempts": [12345, 7],
+            "year": [2026, 2025],
+        }
+    )
+    cols = user_columns(df)
+    everything, defaults = plan(df, cols)
+    assert [c.header for c in defaults] == list(df.columns)
+    shown = display_frame(df, everything)
+    assert list(shown.columns) == list(df.columns)
+    assert shown["run_id"].tolist() == ["r1", "–"] and shown["Weird Name"].tolist() == ["None", "x"]
+    assert shown["rate"].tolist() == ["38.00", "0.55"]
+    assert shown["third"].tolist() == ["0.333333", "–"]
+    assert shown["cost_usd"].tolist() == ["$0.50", "$12.00"]
+    assert shown["n_attempts"].tolist() == ["12,345", "7"] and shown["year"].tolist() == ["2026", "2025"]
+    assert decimals_needed(pd.Series([1.0, 2.0])) == 0 and decimals_needed(pd.Series([np.nan])) == 0

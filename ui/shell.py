@@ -15,9 +15,10 @@ import streamlit as st
 
 import store as rdb
 from analytics import catalog as cat
+from analytics import diff as run_diff
 from analytics import formatting as fmt
 from ingest import workers
-from ui import common
+from ui import common, last_used
 
 
 @st.cache_resource(show_spinner="Preparing the database (a first start without run.sh loads the demo dataset)...")
@@ -31,7 +32,8 @@ def _bootstrap(path: str) -> None:
 
 @st.cache_resource(show_spinner=False)
 def _last_used() -> dict[str, str]:
-    """The benchmark last shown per store, kept by this server process: where a new visit opens."""
+    """The benchmark last shown per store by this server process: spares a read of the file kept by
+    ``ui.last_used`` (which outlives the process) on every rerun; the file is written only when it changes."""
     return {}
 
 
@@ -101,11 +103,23 @@ def _url_dates(params: dict[str, str], catalog: cat.Catalog, notices: list[str])
 FILTER_PARAMS = ("benchmark", "agents", "from", "to")
 
 
+def linked_run_benchmark(run_id: str | None) -> str | None:
+    """The benchmark of the run a link opens (``drilldown?run=<id>``), None when the link names no stored run."""
+    if not run_id:
+        return None
+    try:
+        return str(common.cached(run_diff.run_benchmark, run_id=run_id)[0])
+    except rdb.RunlensError:  # a stale link: the drilldown says so; the sidebar opens where it would
+        return None
+
+
 def _init_filters_from_url(catalog: cat.Catalog) -> None:
     ss = st.session_state
     ss.flt_init = True
     params = {key: st.query_params.get(key) or "" for key in FILTER_PARAMS}
-    last = _last_used().get(common.db_path())
+    if not params["benchmark"]:  # a link to a run without its benchmark: the sidebar and banner follow the run's
+        params["benchmark"] = linked_run_benchmark(st.query_params.get("run")) or ""
+    last = last_used.last_benchmark(common.db_path()) or _last_used().get(common.db_path())
     ss.flt_benchmark, ss.flt_agents, ss.flt_dates, ss.flt_notices = url_filters(params, catalog, last_used=last)
 
 
@@ -158,8 +172,9 @@ def _sidebar(catalog: cat.Catalog) -> None:
         elif not value and key in qp:
             del qp[key]
     ss.flt_written = wanted
-    if ss.flt_benchmark:
+    if ss.flt_benchmark and _last_used().get(common.db_path()) != ss.flt_benchmark:
         _last_used()[common.db_path()] = ss.flt_benchmark
+        last_used.remember(common.db_path(), ss.flt_benchmark)
 
 
 PAGE_ICON = Path(__file__).resolve().parent / "assets" / "runlens-icon.svg"

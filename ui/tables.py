@@ -70,6 +70,7 @@ class Col:
 
 
 WHOLE_NAMES = {"rank", "tasks", "attempts", "runs", "errored", "limit hit", "unscored", "samples", "steps"}
+COUNT_NAMES = WHOLE_NAMES | {"n", "count", "count_star()"}  # and every n_* name: a user's columns read as counts
 ID_NAME = re.compile(r"(^|_)(id|ids)$|^attempt_id$|^run_id$")
 
 
@@ -105,6 +106,8 @@ def guess(name: str, values: pd.Series, *, is_display: bool = False) -> Col:
 
 def cell_text(row: pd.Series, col: Col) -> str:
     """One cell of ``col`` for ``row``: its value by kind, ``est [lo to hi]`` or ``lo to hi`` for intervals."""
+    if col.kind == "raw":
+        return raw_text(row.get(col.name))
     if col.kind == "interval":
         return fmt.span(row.get(col.lo), row.get(col.hi), scale=col.scale, digits=col.digits, is_signed=col.is_signed)
     head = fmt.cell(row.get(col.name), col.kind, digits=col.digits)
@@ -114,12 +117,57 @@ def cell_text(row: pd.Series, col: Col) -> str:
     return head if bounds == fmt.MISSING else f"{head} [{bounds}]"
 
 
+def raw_text(value: Any) -> str:
+    """A user's own value (a SQL result's cell) as it is: a dash only for NULL (None, NaN, NaT, NA), never for a
+    string that happens to read ``None`` or ``nan``."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return fmt.MISSING
+    if isinstance(value, float | np.floating) and math.isnan(value):
+        return fmt.MISSING
+    return str(value)
+
+
+def decimals_needed(values: pd.Series, *, most: int = 6) -> int:
+    """The decimals a float column needs to read as itself without float noise: 37.99999999999999 -> 0 (38),
+    0.55 -> 2, 1/3 -> ``most``. Every value of the column then gets the same decimals, so they align."""
+    finite = values[np.isfinite(values.to_numpy(dtype=float))].to_numpy(dtype=float)
+    needed = 0
+    for x in finite[:500]:
+        text = f"{float(f'{x:.10g}'):.{most}f}".rstrip("0")
+        needed = max(needed, len(text.split(".")[1]) if "." in text else 0)
+        if needed >= most:
+            break
+    return needed
+
+
+def user_columns(df: pd.DataFrame) -> list[Col]:
+    """Columns of a person's own result (the SQL console): headers exactly as they wrote them, every column a
+    default (ids too: they asked for them); numbers read by kind where the name says it (``*_usd`` in $, p-values),
+    other floats with the decimals they need, counts named as counts with thousands separators; anything else
+    (integers such as years or ids, text, dates, lists) as it is, a dash only for NULL."""
+    cols = []
+    for name in df.columns:
+        values = df[name]
+        known = guess(str(name), values)
+        is_count_name = str(name).lower() in COUNT_NAMES or str(name).lower().startswith("n_")
+        if known.kind in ("usd", "p", "flag") or (known.kind == "count" and is_count_name):
+            col = known
+        elif pd.api.types.is_float_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            col = Col(str(name), kind="number", digits=decimals_needed(values))
+        else:
+            col = Col(str(name), kind="raw")
+        cols.append(replace(col, label=str(name), is_default=True))
+    return cols
+
+
 def display_frame(df: pd.DataFrame, cols: Sequence[Col]) -> pd.DataFrame:
     """The frame as text, one column per ``Col`` (headers are the labels); no None, nan or float noise."""
     out: dict[str, list[str]] = {}
     for col in cols:
         if col.kind == "link":
             out[col.header] = [None if fmt.text(v) == fmt.MISSING else str(v) for v in df[col.name]]  # type: ignore[misc]
+        elif col.kind == "raw":
+            out[col.header] = [raw_text(v) for v in df[col.name]]
         elif col.kind == "interval" or col.lo is not None:
             out[col.header] = [cell_text(row, col) for _, row in df.iterrows()]
         else:
@@ -183,6 +231,7 @@ def show_table(
     select: bool = False,
     is_display: bool = False,
     is_downloadable: bool = True,
+    css: pd.DataFrame | None = None,
 ) -> Any:
     """Draw ``df`` as people read it (see the module's docstring); return the grid's selection when ``select``.
 
@@ -197,6 +246,8 @@ def show_table(
         select: single-row selection, the grid's event returned.
         is_display: ``df`` is a table analytics formatted already (text headers and cells): its headers are kept,
             its text tidied.
+        css: a style per cell (CSS text, '' for none), indexed like ``df`` with some of its columns: marks that
+            carry meaning (AD-Bench's fewest in bold, second underlined), drawn on the cells shown.
     """
     everything, defaults = plan(df, cols, show_ids=show_ids, is_display=is_display)
     shown = display_frame(df, everything)
@@ -237,7 +288,15 @@ def show_table(
     }
     if select:
         grid.update(on_select="rerun", selection_mode="single-row")
-    event = st.dataframe(shown, **grid)
+    styled: Any = shown
+    if css is not None:
+        by_header = {c.name: c.header for c in everything if c.kind != "interval"}
+        styles = pd.DataFrame("", index=shown.index, columns=shown.columns)
+        for name in css.columns:
+            if name in by_header:
+                styles[by_header[name]] = css[name].fillna("").astype(str).to_numpy()
+        styled = shown.style.apply(lambda _: styles, axis=None)
+    event = st.dataframe(styled, **grid)
     if is_downloadable:
         download_buttons(df if download is None else download, name, key=f"{key}_dl")
     return event

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from analytics import formatting as fmt
 from analytics import trajectory as tr
 from ui import review
 from ui.common import cached, long_text, plain
@@ -124,8 +125,9 @@ def attempt_header(d: dict[str, Any]) -> None:
     if d.get("grading"):
         g = d["grading"]
         st.caption(
-            f"Grader (not counted in the agent's steps, tokens or cost): {len(g.get('model_calls') or [])} model "
-            f"call(s), {g.get('input_tokens') or 0:,} / {g.get('output_tokens') or 0:,} tokens in / out"
+            f"Grader (not counted in the agent's steps, tokens or cost): "
+            f"{fmt.plural(len(g.get('model_calls') or []), 'model call')}, "
+            f"{g.get('input_tokens') or 0:,} / {g.get('output_tokens') or 0:,} tokens in / out"
         )
 
 

@@ -13,7 +13,6 @@ from analytics import review as rv
 from ui.common import (
     UrlField,
     cached,
-    download_buttons,
     drilldown_url,
     empty_state,
     from_url,
@@ -28,6 +27,7 @@ from ui.common import (
 from ui.shell import page_setup
 from ui.tables import Col, show_table
 
+MARK_CSS = {"best": "font-weight: bold", "second": "text-decoration: underline"}  # AD-Bench's convention
 DIFF_NAMES = {"n_errors": "#Error", "n_total": "#Total", "n_failed": "Failed attempts"}
 filters = page_setup(
     "Errors",
@@ -45,8 +45,9 @@ if cfg is None:
 else:
     status = cached(jg.judge_status, benchmark=filters.benchmark)
     st.caption(
-        f"LLM judge: model `{cfg.model}`; {int(status['n_verdicts'].sum()) if not status.empty else 0} "
-        f"verdicts stored for {plain(filters.benchmark)}. Run `python -m analytics judge --benchmark "
+        f"LLM judge: model `{cfg.model}`; "
+        f"{fmt.plural(int(status['n_verdicts'].sum()) if not status.empty else 0, 'verdict')} "
+        f"stored for {plain(filters.benchmark)}. Run `python -m analytics judge --benchmark "
         f"{plain(filters.benchmark)} --failed-only` to add judge labels."
     )
 
@@ -56,8 +57,13 @@ st.info(plain(rv.trust_sentence(trust.verdicts, trust.n_reviewed)), icon=":mater
 corrected = cached(rv.judge_corrections, run_filter=filters)
 if not corrected.empty:
     with st.expander("Judge figures corrected by human reviews (PPI++, 95% intervals)", expanded=trust.n_reviewed > 0):
-        st.dataframe(rv.corrections_table(corrected), hide_index=True, key="err_corrected", width="stretch")
-        download_buttons(corrected, f"judge-corrected-{filters.benchmark}", key="err_dl_corrected")
+        show_table(
+            rv.corrections_table(corrected),
+            key="err_corrected",
+            name=f"judge-corrected-{filters.benchmark}",
+            download=corrected,
+            is_display=True,
+        )
 st.page_link(
     "views/review.py", label="Review attempts; see where judge and humans disagree", icon=":material/rate_review:"
 )
@@ -114,8 +120,14 @@ with st.expander(
     "Counts in AD-Bench Table 3's layout (fewest in bold, second underlined: fair only between runs of the same size)",
     expanded=len(set(rates["Attempts"])) == 1,
 ):
-    st.dataframe(err.style_table3(t3.drop(columns="run_id")), hide_index=True, key="err_t3", width="stretch")
-    download_buttons(t3, f"errors-{filters.benchmark}-{slice_name}", key="err_dl_t3")
+    counts = list(err.TABLE3_COLUMNS.values())
+    show_table(
+        t3,
+        [Col("Model", "Model"), *(Col(c, c, "count") for c in counts), Col("run_id", kind="id")],
+        key="err_t3",
+        name=f"errors-{filters.benchmark}-{slice_name}",
+        css=err.rank_marks(t3, counts).replace(MARK_CSS),
+    )
 part = table[table["slice"] == slice_name]
 with st.expander("Every code, failed attempts and errors per failed case"):
     full = part.drop(columns=["benchmark", "kind"])

@@ -1,12 +1,13 @@
 """GEM-Bench: ad-injected responses. Tables 2, 3, 6, quality vs cost, judge agreement, ad density, response viewer."""
 
+import pandas as pd
 import streamlit as st
 
+from analytics import formatting as fmt
 from analytics import gem
 from ui.common import (
     UrlField,
     cached,
-    download_buttons,
     empty_state,
     from_url,
     keep_in_url,
@@ -15,6 +16,7 @@ from ui.common import (
     show_fig,
 )
 from ui.shell import page_setup
+from ui.tables import Col, show_table
 
 filters = page_setup(
     "GEM-Bench",
@@ -70,7 +72,25 @@ pick_s = f2.multiselect("Solutions", solutions, default=solutions, key="gem_solu
 
 def _sel(df, *, k1: bool = True):
     df = df[df["dataset"].isin(pick_d) & df["solution"].isin(pick_s)]
-    return (df[df["k"] == 1] if k1 else df).drop(columns=["solution"]).round(2)
+    return (df[df["k"] == 1] if k1 else df).drop(columns=["solution"])
+
+
+def _cols(df: pd.DataFrame, *, as_named: tuple[str, ...] = ()) -> list[Col]:
+    """A GEM table's columns under the page's names (``Solution``, ``ITTFT``; ``as_named`` kept as they are, such
+    as judges' names), metrics to two decimals, counts whole, each with its meaning as the header's tooltip."""
+    names = dict(zip(df.columns, gem.display_table(df.head(0)).columns, strict=True))
+    cols = []
+    for name in df.columns:
+        label = str(name) if name in as_named else str(names[name])
+        values = df[name]
+        if pd.api.types.is_integer_dtype(values) or label in ("k", "n"):
+            kind = "count"
+        elif pd.api.types.is_float_dtype(values):
+            kind = "number"
+        else:
+            kind = "text"
+        cols.append(Col(str(name), label, kind, digits=2, help=gem.COLUMN_HELP.get(label)))
+    return cols
 
 
 for title, df, key in (
@@ -83,15 +103,7 @@ for title, df, key in (
     if table.empty:
         st.caption("No data for this selection.")
         continue
-    shown = gem.display_table(table)
-    st.dataframe(
-        shown,
-        hide_index=True,
-        key=key,
-        width="stretch",
-        column_config={c: st.column_config.Column(c, help=h) for c, h in gem.COLUMN_HELP.items() if c in shown},
-    )
-    download_buttons(table, f"{bench}-{key}", key=f"{key}_dl")
+    show_table(table, _cols(table), key=key, name=f"{bench}-{key}")
 
 st.subheader("Quality against cost")
 qc = gem.quality_cost(v)
@@ -111,20 +123,44 @@ if not v.judges.empty:
         "Table 4: qualitative overall per judge. Spearman between judges on the attempts both rated and "
         "on the dataset x solution cells."
     )
-    judges = v.judges[v.judges["dataset"].isin(pick_d) & v.judges["solution"].isin(pick_s)].round(2)
-    st.dataframe(judges, hide_index=True, key="gem_t4", width="stretch")
-    download_buttons(judges, f"{bench}-judges", key="gem_t4_dl")
-    st.dataframe(v.agreement.round(3), hide_index=True, key="gem_agree", width="stretch")
-    download_buttons(v.agreement, f"{bench}-judge-agreement", key="gem_agree_dl")
+    judges = v.judges[v.judges["dataset"].isin(pick_d) & v.judges["solution"].isin(pick_s)]
+    raters_shown = tuple(str(c) for c in judges.columns if c not in ("dataset", "solution"))
+    show_table(judges, _cols(judges, as_named=raters_shown), key="gem_t4", name=f"{bench}-judges")
+    undefined = "– where fewer than three pairs, or one judge gave every item the same score"
+    show_table(
+        v.agreement,
+        [
+            Col("judge_a", "Judge A"),
+            Col("judge_b", "Judge B"),
+            Col("spearman_attempts", "ρ over attempts", "number", digits=3, help=f"Spearman ({undefined})"),
+            Col("n_attempts", "Attempts both rated", "count"),
+            Col("spearman_cells", "ρ over cells", "number", digits=3, help=f"Spearman ({undefined})"),
+            Col("n_cells", "Dataset x solution cells", "count"),
+        ],
+        key="gem_agree",
+        name=f"{bench}-judge-agreement",
+    )
 if v.human is not None:
     h = v.human
+    judge_name = plain(h.judge, max_chars=60) if h.judge else "the judge"
     m1, m2, m3 = st.columns(3)
-    m1.metric("Human split-half ρ_hh", f"{h.split_half:.2f}")
-    m2.metric(f"Human vs {plain(h.judge, max_chars=60)} ρ_hl", f"{h.human_llm:.2f}")
-    m3.metric("Human ratings", f"{h.n_ratings:,}")
+    m1.metric("Human split-half ρ_hh", fmt.number(h.split_half, 2))
+    m2.metric(f"Human vs {judge_name} ρ_hl", fmt.number(h.human_llm, 2))
+    m3.metric("Human ratings", fmt.count(h.n_ratings))
+    undefined_rhos = [
+        name for name, value in (("ρ_hh", h.split_half), ("ρ_hl", h.human_llm)) if fmt.number(value) == fmt.MISSING
+    ]
     st.caption(
-        f"Spearman; split-half is the mean over {h.n_splits} seeded random halves of {h.n_raters} raters "
-        f"(sd {h.split_half_sd:.2f}); items are {h.n_items} (attempt, dimension) pairs."
+        f"Spearman; split-half is the mean over {fmt.plural(h.n_splits, 'seeded random half', 'seeded random halves')}"
+        f" of {fmt.plural(h.n_raters, 'rater')}"
+        + (f" (sd {fmt.number(h.split_half_sd, 2)})" if fmt.number(h.split_half_sd) != fmt.MISSING else "")
+        + f"; items are {fmt.plural(h.n_items, '(attempt, dimension) pair')}."
+        + (
+            f" {' and '.join(undefined_rhos)}: undefined here; Spearman needs at least three items rated by both sides, "
+            "with scores that vary."
+            if undefined_rhos
+            else ""
+        )
     )
     show_fig(gem.fig_human_llm(v.human_llm), key="gem_human", data=v.human_llm, name=f"{bench}-human-vs-llm")
 elif v.judges.empty:
@@ -150,8 +186,12 @@ else:
     st.caption(f"Sentences marked `{gem.AD_PREFIX.strip()}` carry an ad (its URL or name, from the attempt's `ads`).")
     st.code(gem.marked_text(row["answer"], row["ads"]) or "(empty response)", language=None, wrap_lines=True)
     sents = gem.sentences_frame(row["answer"], row["ads"])
-    st.dataframe(sents, hide_index=True, key="gem_sentences", width="stretch")
-    download_buttons(sents, f"{bench}-response-sentences", key="gem_sentences_dl")
+    show_table(
+        sents,
+        [Col("n", "#", "count"), Col("is_ad", "Ad", "flag"), Col("sentence", "Sentence")],
+        key="gem_sentences",
+        name=f"{bench}-response-sentences",
+    )
     st.text(f"Ads: {row['ads'] or '[]'}")
 
 with st.expander("Definitions", expanded=False):

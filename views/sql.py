@@ -4,6 +4,7 @@ from urllib.parse import quote, urlencode
 
 import streamlit as st
 
+from analytics import formatting as fmt
 from analytics import llm
 from analytics import sql_console as sb
 from ui.budget_cache import shared_sql_cache
@@ -23,6 +24,7 @@ from ui.common import (
     url_params,
 )
 from ui.shell import page_setup
+from ui.tables import Col, show_table, user_columns
 
 LIMITS = sb.SandboxLimits()
 PAGE_SIZE = 100
@@ -120,10 +122,27 @@ with schema.container(height=330, border=True):  # beside the editor, where a na
     first = names.index("v_runs") if "v_runs" in names else 0  # the view most questions start from
     obj = st.selectbox("Schema: columns of", names, index=first, key="sql_schema_obj")
     columns = schema_columns[schema_columns["name"] == obj][["column", "type"]]
-    st.dataframe(columns, hide_index=True, key="sql_schema_cols", width="stretch")
+    show_table(
+        columns,
+        [Col("column", "Column", max_px=95), Col("type", "Type", max_px=65)],  # the box is 163 px at 1280
+        key="sql_schema_cols",
+        name=f"columns-{obj}",
+        budget_px=160,
+        is_downloadable=False,
+    )
 with st.expander("All tables and views", icon=":material/schema:"):
-    st.dataframe(schema_objects, hide_index=True, key="sql_schema", width="stretch")
-    download_buttons(schema_objects, "schema-objects", key="sql_schema_dl")
+    show_table(
+        schema_objects,
+        [
+            Col("name", "Name"),
+            Col("kind", "Kind"),
+            Col("n_rows", "Rows", "count"),
+            Col("n_columns", "Columns", "count"),
+            Col("description", "Description"),
+        ],
+        key="sql_schema",
+        name="schema-objects",
+    )
     download_buttons(columns, f"columns-{obj}", key="sql_schema_cols_dl")
 sql = (ss.get("sql_current") or "").strip()
 if not sql:
@@ -158,7 +177,9 @@ st.caption(
 )
 n_pages = max(1, -(-len(res.df) // PAGE_SIZE))
 page = st.pagination(n_pages, key="sql_page") if n_pages > 1 else 1
-st.dataframe(res.df.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE], hide_index=True, key="sql_result", width="stretch")
+shown = res.df.iloc[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+# the user's own columns under their own names, NULL as a dash; the downloads below hold the raw values
+show_table(shown, user_columns(shown), key="sql_result", name="query", is_downloadable=False)
 left, right = st.columns(2)
 left.download_button(
     "CSV (full result)",
@@ -211,7 +232,7 @@ _share_link(sql)
 
 with st.expander(f"Query history ({len(ss.sql_history)})", icon=":material/history:"):
     for i, item in enumerate(reversed(ss.sql_history)):
-        status = item["error"] or f"{item['rows']:,} rows"
+        status = item["error"] or fmt.plural(item["rows"], "row")
         st.button(
             plain(f"{status}: {item['sql'][:90]}"),  # a shared sql?q= link must not put Markdown here
             key=f"sql_hist_{i}",
