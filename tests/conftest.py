@@ -14,6 +14,15 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
+@pytest.fixture(autouse=True)
+def own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test remembers its own "last benchmark used" (ui/last_used.py), never the user's ~/.cache/runlens: a
+    server a test starts inherits the variable."""
+    folder = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("RUNLENS_STATE_DIR", str(folder))
+    return folder
+
+
 @pytest.fixture
 def tmp_db(tmp_path: Path) -> Path:
     """Path of a new, empty database file."""

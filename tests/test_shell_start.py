@@ -39,6 +39,7 @@ def mixed_db(tmp_path: Path) -> Path:
 def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A cache folder of this test's own (where the last benchmark used is kept)."""
     folder = tmp_path / "cache"
+    monkeypatch.delenv("RUNLENS_STATE_DIR", raising=False)  # (conftest's per-test folder): the cache folder is read
     monkeypatch.setenv("RUNLENS_CACHE_DIR", str(folder))
     return folder
 

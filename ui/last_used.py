@@ -1,7 +1,7 @@
 """The benchmark last shown on each store, kept in the user's cache folder so that it outlives a server process:
 where a visit without a benchmark in its link opens (``ui.shell.start_benchmark``).
 
-One small JSON file, ``<RUNLENS_CACHE_DIR or ~/.cache/runlens>/last-benchmark.json``: ``{store: benchmark}`` for
+One small JSON file, ``<RUNLENS_STATE_DIR, else RUNLENS_CACHE_DIR, else ~/.cache/runlens>/last-benchmark.json``: ``{store: benchmark}`` for
 the most recently used stores. It is written atomically (a temporary file renamed over it), so a reader never sees
 half a file; a missing, unreadable or corrupt file reads as "nothing remembered" (a visit then opens on the
 benchmark with the newest runs), and a failed write is logged, never raised: a preference is not worth a page.
@@ -23,8 +23,10 @@ log = logging.getLogger(__name__)
 
 
 def cache_dir() -> Path:
-    """``RUNLENS_CACHE_DIR``, else ``~/.cache/runlens`` (the folder analytics.embeddings keeps its models in)."""
-    return Path(os.environ.get("RUNLENS_CACHE_DIR") or Path.home() / ".cache" / "runlens")
+    """``RUNLENS_STATE_DIR`` (the tests give each test its own), else ``RUNLENS_CACHE_DIR``, else
+    ``~/.cache/runlens`` (the folder analytics.embeddings keeps its models in)."""
+    folder = os.environ.get("RUNLENS_STATE_DIR") or os.environ.get("RUNLENS_CACHE_DIR")
+    return Path(folder or Path.home() / ".cache" / "runlens")
 
 
 def store_key(store: str) -> str:
