@@ -48,7 +48,6 @@ from analytics.errors.report import (
     diff_sentences,
     rate_table,
     report,
-    style_table3,
     table3,
     text_report,
 )
@@ -79,7 +78,6 @@ __all__ = [
     "rule_counts",
     "run_labels",
     "shares",
-    "style_table3",
     "table3",
     "table_of_cells",
     "text_report",

@@ -19,7 +19,6 @@ from analytics.errors.compute import (
     TABLE3_COLUMNS,
     chosen_sources,
     codes_of,
-    rank_marks,
     run_labels,
 )
 from analytics.errors.load import error_table
@@ -83,14 +82,6 @@ def rate_table(table: pd.DataFrame, *, slice_name: str = "all") -> pd.DataFrame:
         out[f"{code} %"] = rate(part[code].to_numpy(dtype=float))
     failed_share = part["n_failed"].to_numpy(dtype=float) / np.maximum(n, 1)
     return out.iloc[np.argsort(failed_share, kind="stable")].reset_index(drop=True)
-
-
-def style_table3(df: pd.DataFrame) -> Any:
-    """A pandas Styler: best in bold, second best underlined (AD-Bench's convention)."""
-    cols = list(TABLE3_COLUMNS.values())
-    marks = rank_marks(df, cols)
-    css = marks.replace({"best": "font-weight: bold", "second": "text-decoration: underline"})
-    return df.style.apply(lambda _: css.reindex(columns=df.columns).fillna(""), axis=None)
 
 
 def diff_sentences(diff: pd.DataFrame, label_a: str, label_b: str, *, min_pct: float = 10.0) -> list[str]:
