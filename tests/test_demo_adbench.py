@@ -116,9 +116,10 @@ def test_table2_through_leaderboard_report(con) -> None:
     import datetime as dt
 
     from analytics import leaderboard
+    from store import RunFilter
 
     day = dt.date.fromisoformat(SNAPSHOT)
-    rep = leaderboard.report(con, benchmark="ad-bench", date_from=day, date_to=day)
+    rep = leaderboard.report(con, RunFilter(benchmark="ad-bench", date_from=day, date_to=day))
     rows = {(r["agent"], r["slice"]): r for r in rep["rows"]}
     for agent, cells in TABLE2.items():
         for i, sl in enumerate(("all", "level=L1", "level=L2", "level=L3")):
