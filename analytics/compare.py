@@ -21,11 +21,13 @@ uses these functions, so they agree with each other:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
+import pandas as pd
 from scipy import stats as sps
 
 from analytics import stats
@@ -95,6 +97,43 @@ class ComparisonSets:
         return next((i + 1 for i, s in enumerate(self.sets) if run in s.n_compared), None)
 
 
+@dataclass(frozen=True)
+class TaskMatrix:
+    """Which run has which task, as a boolean matrix (the input of ``comparison_sets_of``).
+
+    Attributes:
+        runs: the row labels (runs, in the order given).
+        tasks: the column labels (task ids; their order changes nothing in a comparison set).
+        held: ``(runs, tasks)`` booleans: the run was evaluated on the task.
+    """
+
+    runs: tuple[Hashable, ...]
+    tasks: np.ndarray
+    held: np.ndarray
+
+
+def task_matrix(task_sets: Mapping[K, Iterable[str]]) -> TaskMatrix:
+    """The ``TaskMatrix`` of a run -> tasks mapping (one hash of every task id, no loop per task)."""
+    runs = tuple(task_sets)
+    lists = [list(task_sets[r]) for r in runs]
+    lens = np.array([len(t) for t in lists], dtype=np.int64)
+    flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=object, count=int(lens.sum()))
+    codes, names = pd.factorize(flat, use_na_sentinel=False)
+    held = np.zeros((len(runs), len(names)), dtype=bool)
+    held[np.repeat(np.arange(len(runs)), lens), codes] = True
+    return TaskMatrix(runs, np.asarray(names, dtype=object), held)
+
+
+def task_matrix_of_pairs(run_ids: Sequence[Hashable] | np.ndarray, task_ids: Sequence[str] | np.ndarray) -> TaskMatrix:
+    """The ``TaskMatrix`` of (run, task) pairs (rows of a frame; repeats allowed), runs in order of first
+    appearance (as ``groupby(sort=False)`` lists them)."""
+    r_codes, r_names = pd.factorize(np.asarray(run_ids, dtype=object), use_na_sentinel=False)
+    t_codes, t_names = pd.factorize(np.asarray(task_ids, dtype=object), use_na_sentinel=False)
+    held = np.zeros((len(r_names), len(t_names)), dtype=bool)
+    held[r_codes, t_codes] = True
+    return TaskMatrix(tuple(r_names), np.asarray(t_names, dtype=object), held)
+
+
 def comparison_sets(task_sets: Mapping[K, Iterable[str]], *, eligible: Iterable[K] | None = None) -> ComparisonSets:
     """The comparison sets of a slice, by a rule that looks only at which runs share which tasks.
 
@@ -118,45 +157,46 @@ def comparison_sets(task_sets: Mapping[K, Iterable[str]], *, eligible: Iterable[
         eligible: the runs that can be compared (rankable runs: not human, not baseline); all runs when None or
             when none of them has tasks. Other runs are in no set and get no reason here (the caller knows theirs).
     """
-    sets: dict[Hashable, frozenset[str]] = {run: frozenset(tasks) for run, tasks in task_sets.items()}
-    chosen: list[Hashable] = list(eligible if eligible is not None else sets)
-    voters = [r for r in chosen if sets.get(r)]
+    return comparison_sets_of(task_matrix(task_sets), eligible=eligible)
+
+
+def comparison_sets_of(matrix: TaskMatrix, *, eligible: Iterable[Hashable] | None = None) -> ComparisonSets:
+    """``comparison_sets`` of a ``TaskMatrix`` (runs x tasks), the same sets without a loop per task."""
+    has_task = np.asarray(matrix.held.any(axis=1), dtype=bool).tolist()
+    pos = {r: i for i, r in enumerate(matrix.runs)}
+    has = {r: bool(has_task[i]) for r, i in pos.items()}
+    chosen: list[Hashable] = list(eligible if eligible is not None else matrix.runs)
+    voters = [r for r in chosen if has.get(r, False)]
     if not voters:
-        voters = [r for r in sets if sets[r]]
-    excluded: dict[Hashable, str] = {r: "no scored task in this slice" for r in chosen if not sets.get(r)}
-    held, names = _membership(voters, sets)
+        voters = [r for r in matrix.runs if has[r]]
+    excluded: dict[Hashable, str] = {r: "no scored task in this slice" for r in chosen if not has.get(r, False)}
+    rows = matrix.held[[pos[r] for r in voters]]
+    cols = rows.any(axis=0)
+    held, names = rows[:, cols], matrix.tasks[cols]
     found: list[ComparisonSet] = []
+    commons: list[np.ndarray] = []
     left = np.ones(len(voters), dtype=bool)
     while left.any():
         members, common = _best_candidate(held, left, voters)
         n = held[:, common].sum(axis=1)
-        tasks = frozenset(t for t, ok in zip(names, common, strict=True) if ok)
+        tasks = frozenset(names[common].tolist())
         found.append(ComparisonSet(tasks, tuple(voters[i] for i in members), {voters[i]: int(n[i]) for i in members}))
+        commons.append(common)
         left[members] = False
     if not found:
         return ComparisonSets((), excluded)
     ranked = found[0]
+    voter_pos = {r: i for i, r in enumerate(voters)}
     for k, other in enumerate(found[1:], start=2):
         for run in other.runs:
-            inside = len(sets[run] & ranked.tasks)
+            own = held[voter_pos[run]]
+            inside = int((own & commons[0]).sum())
             excluded[run] = (
                 f"has {inside} of the {len(ranked.tasks)} tasks of the comparison set (fewer than 80%)"
-                if 2 * inside >= len(sets[run])
+                if 2 * inside >= int(own.sum())
                 else f"evaluated on other tasks (set {k}: {len(other.tasks)} tasks, {len(other.runs)} run(s))"
             )
     return ComparisonSets(tuple(found), excluded)
-
-
-def _membership(voters: Sequence[Hashable], sets: Mapping[Hashable, frozenset[str]]) -> tuple[np.ndarray, list[str]]:
-    """A runs x tasks boolean matrix and the task of each column (nothing below depends on the columns' order)."""
-    codes: dict[str, int] = {}
-    for r in voters:
-        for t in sets[r]:
-            codes.setdefault(t, len(codes))
-    held = np.zeros((len(voters), len(codes)), dtype=bool)
-    for i, r in enumerate(voters):
-        held[i, [codes[t] for t in sets[r]]] = True
-    return held, list(codes)
 
 
 def _grow(held: np.ndarray, left: np.ndarray, seed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,8 +12,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics import stats
-from analytics.runs import comparable_runs
+from analytics import compare, stats
+from analytics.runs import comparable_runs_of
 from analytics.tmf.load import TmfInputs, load
 from analytics.tmf.model import (
     AXES,
@@ -183,10 +183,12 @@ def comparison_set(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
     """The agent runs of ``rows`` in the ranked comparison set and its common tasks (``runs.comparable_runs``, the
     leaderboard's rule: runs on a superset are compared on the common tasks, runs that missed a few on those they
     have; every agent run given competes, ``include_baselines``: the caller has dropped baselines already)."""
-    agents = rows[rows["kind"] != "human"]
-    sets = {str(r): frozenset(t.astype(str)) for r, t in agents.groupby("run_id", sort=False)["task_id"]}
-    kinds = {str(r): k for r, k in zip(agents["run_id"], agents["kind"], strict=True)}
-    primary = comparable_runs(sets, kinds, include_baselines=True).primary
+    agents = rows[(rows["kind"] != "human").to_numpy()]
+    run_ids = agents["run_id"].astype(str).to_numpy(dtype=object)
+    matrix = compare.task_matrix_of_pairs(run_ids, agents["task_id"].astype(str).to_numpy(dtype=object))
+    last = ~pd.Series(run_ids).duplicated(keep="last").to_numpy()  # each run's kind: its last row's
+    kinds = dict(zip(run_ids[last], agents["kind"].to_numpy(dtype=object)[last], strict=True))
+    primary = comparable_runs_of(matrix, kinds, include_baselines=True).primary
     if primary is None:
         return set(), frozenset()
     return {str(r) for r in primary.runs}, primary.tasks

@@ -1,0 +1,345 @@
+"""Issue 33: the per-task statistics without a Python loop per task or pair give the same results, to the last
+bit, as the loops they replaced (kept here as reference implementations) on random inputs."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from analytics import compare, stats
+from analytics.leaderboard import verdicts
+from analytics.runs import comparable_runs, comparable_runs_of, is_eligible
+
+# ---- reference: comparison sets from per-run sets of task ids (one Python step per task) ----
+
+
+def _ref_membership(voters: Sequence[Hashable], sets: Mapping[Any, frozenset[str]]) -> tuple[np.ndarray, list[str]]:
+    codes: dict[str, int] = {}
+    for r in voters:
+        for t in sets[r]:
+            codes.setdefault(t, len(codes))
+    held = np.zeros((len(voters), len(codes)), dtype=bool)
+    for i, r in enumerate(voters):
+        held[i, [codes[t] for t in sets[r]]] = True
+    return held, list(codes)
+
+
+def _ref_comparison_sets(
+    task_sets: Mapping[Any, Iterable[str]], *, eligible: Iterable[Hashable] | None = None
+) -> compare.ComparisonSets:
+    sets = {run: frozenset(tasks) for run, tasks in task_sets.items()}
+    chosen = list(eligible if eligible is not None else sets)
+    voters = [r for r in chosen if sets.get(r)]
+    if not voters:
+        voters = [r for r in sets if sets[r]]
+    excluded: dict[Hashable, str] = {r: "no scored task in this slice" for r in chosen if not sets.get(r)}
+    held, names = _ref_membership(voters, sets)
+    found: list[compare.ComparisonSet] = []
+    left = np.ones(len(voters), dtype=bool)
+    while left.any():
+        members, common = compare._best_candidate(held, left, voters)
+        n = held[:, common].sum(axis=1)
+        tasks = frozenset(t for t, ok in zip(names, common, strict=True) if ok)
+        found.append(
+            compare.ComparisonSet(tasks, tuple(voters[i] for i in members), {voters[i]: int(n[i]) for i in members})
+        )
+        left[members] = False
+    if not found:
+        return compare.ComparisonSets((), excluded)
+    ranked = found[0]
+    for k, other in enumerate(found[1:], start=2):
+        for run in other.runs:
+            inside = len(sets[run] & ranked.tasks)
+            excluded[run] = (
+                f"has {inside} of the {len(ranked.tasks)} tasks of the comparison set (fewer than 80%)"
+                if 2 * inside >= len(sets[run])
+                else f"evaluated on other tasks (set {k}: {len(other.tasks)} tasks, {len(other.runs)} run(s))"
+            )
+    return compare.ComparisonSets(tuple(found), excluded)
+
+
+def _ref_comparable_runs(
+    task_sets: Mapping[Any, Iterable[str]],
+    kinds: Mapping[Any, object],
+    is_baseline: Mapping[Any, object] | None = None,
+    *,
+    include_baselines: bool = False,
+    also_excluded: Iterable[Hashable] = (),
+) -> compare.ComparisonSets:
+    flags = is_baseline or {}
+    out = set(also_excluded)
+    eligible = [
+        r
+        for r in task_sets
+        if r not in out and r in kinds and is_eligible(kinds[r], flags.get(r), include_baselines=include_baselines)
+    ]
+    return _ref_comparison_sets(task_sets, eligible=eligible)
+
+
+# ---- reference: the leaderboard's verdicts with one dict per row and generator expressions per pair ----
+
+
+def _ref_compare_rows(
+    rows: list[dict[str, Any]],
+    indices: list[np.ndarray],
+    tasks: np.ndarray,
+    values: np.ndarray,
+    n: np.ndarray,
+    *,
+    metric: str,
+    seed: int = 0,
+) -> None:
+    by_slice: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_slice.setdefault(row["slice"], []).append(i)
+    for members in by_slice.values():
+        per_row = [dict(zip(tasks[indices[i]], values[indices[i]], strict=True)) for i in members]
+        single = [bool((n[indices[i]] == 1).all()) and metric == "pass@1" for i in members]
+        _ref_compare_slice([rows[i] for i in members], per_row, single, metric=metric, seed=seed)
+
+
+def _ref_compare_slice(
+    rows: list[dict[str, Any]], per_task: list[dict[str, float]], single: list[bool], *, metric: str, seed: int
+) -> None:
+    nanmean = verdicts.nanmean
+    sets = [frozenset(t) for t in per_task]
+    kinds = {i: r["kind"] for i, r in enumerate(rows)}
+    baseline = {i: bool(r["is_baseline"]) for i, r in enumerate(rows)}
+    incomplete = {i for i, r in enumerate(rows) if not r.get("may_lead", True)}
+    rankable = [i for i in range(len(rows)) if is_eligible(kinds[i], baseline[i]) and i not in incomplete]
+    found = _ref_comparable_runs(dict(enumerate(sets)), kinds, baseline, also_excluded=incomplete)
+    primary = found.primary
+    core = primary.tasks if primary is not None else frozenset()
+    members = {i for i in range(len(rows)) if primary is not None and i in primary.n_compared}
+    point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
+    compared = [
+        {t: v for t, v in per_task[i].items() if t in core} if i in members else per_task[i] for i in range(len(rows))
+    ]
+    for i in members:
+        point[i] = nanmean(np.fromiter(compared[i].values(), dtype=float, count=len(compared[i])))
+    ranked = [i for i in sorted(members) if i in rankable and np.isfinite(point[i])]
+    ranks = dict(zip(ranked, verdicts._competition_ranks(point[ranked]).tolist(), strict=True)) if ranked else {}
+    leaders = sorted((i for i in ranked if ranks[i] == 1), key=lambda i: str(rows[i]["run_id"]))
+    ref = leaders[0] if leaders else None
+    for i, row in enumerate(rows):
+        k = found.index_of(i)
+        row.update(
+            metric=metric,
+            metric_value=float(point[i]),
+            rank=ranks.get(i),
+            is_leader=i in leaders,
+            is_comparable=i in members,
+            comparison_set_size=len(core),
+            n_shared_with_leader=None if ref is None else len(sets[i] & sets[ref]),
+            n_compared=primary.n_compared.get(i) if primary is not None else None,
+            comparison_set_index=k,
+            own_set_size=None if k is None else len(found.sets[k - 1].tasks),
+            excluded_reason=found.excluded.get(i),
+            **dict.fromkeys(verdicts.TEST_COLUMNS),
+        )
+        row["top_group"] = False
+    if ref is not None:
+        tag = str(rows[ref]["slice"])
+        _ref_test_ranked(rows, compared, single, ranked, ref, seed=seed, tag=tag)
+        apart = [i for i in range(len(rows)) if i not in ranked]
+        _ref_test_apart(rows, per_task, single, apart, ref, seed=seed)
+
+
+def _ref_shared_diffs(mine: dict[str, float], theirs: dict[str, float]) -> tuple[tuple[str, ...], np.ndarray]:
+    shared = tuple(
+        sorted(t for t in mine.keys() & theirs.keys() if math.isfinite(mine[t]) and math.isfinite(theirs[t]))
+    )
+    return shared, np.fromiter((mine[t] - theirs[t] for t in shared), dtype=float, count=len(shared))
+
+
+def _ref_paired(
+    per_task: list[dict[str, float]], single: list[bool], which: list[int], ref: int, *, seed: int
+) -> list[tuple[int, compare.PairedTest, np.ndarray]]:
+    groups: dict[tuple[str, ...], list[int]] = {}
+    diffs: dict[int, np.ndarray] = {}
+    for i in which:
+        shared, d = _ref_shared_diffs(per_task[i], per_task[ref])
+        if shared:
+            groups.setdefault(shared, []).append(i)
+            diffs[i] = d
+    tested: list[tuple[int, compare.PairedTest, np.ndarray]] = []
+    for members in groups.values():
+        d = np.column_stack([diffs[i] for i in members])
+        flags = [single[i] and single[ref] for i in members]
+        tests = compare.paired_tests(d, is_binary_single=flags, seed=seed)
+        tested += [(i, t, diffs[i]) for i, t in zip(members, tests, strict=True)]
+    return tested
+
+
+def _ref_test_ranked(
+    rows: list[dict[str, Any]],
+    compared: list[dict[str, float]],
+    single: list[bool],
+    ranked: list[int],
+    ref: int,
+    *,
+    seed: int,
+    tag: str,
+) -> None:
+    rows[ref]["top_group"] = True
+    others = [i for i in ranked if i != ref]
+    if not others:
+        return
+    tasks = sorted(set().union(*(compared[i].keys() for i in ranked)))
+    x = np.array([[compared[i].get(t, np.nan) for i in ranked] for t in tasks], dtype=float)
+    rng = stats.stable_rng(seed, "max-gap", tag, str(len(tasks)), str(len(ranked)))
+    sel = compare.max_gap_test(x, leader=ranked.index(ref), rng=rng)
+    ses = []
+    for i, test, d in _ref_paired(compared, single, others, ref, seed=seed):
+        se = float(np.std(d, ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
+        ses.append(se)
+        p_adj = float(sel.p_adjusted[ranked.index(i)])
+        verdicts._set_test(rows[i], test, p_adj, verdicts.RANKED_P_METHOD, sel.critical_gap + compare.Z80 * se)
+        rows[i]["top_group"] = bool(p_adj >= compare.ALPHA)
+    finite = [se for se in ses if np.isfinite(se)]
+    lead = sel.critical_gap + compare.Z80 * float(np.median(finite)) if finite else float("nan")
+    rows[ref]["mde80"] = float(lead) if np.isfinite(lead) and lead <= 1.0 else None
+
+
+def _ref_test_apart(
+    rows: list[dict[str, Any]],
+    per_task: list[dict[str, float]],
+    single: list[bool],
+    apart: list[int],
+    ref: int,
+    *,
+    seed: int,
+) -> None:
+    tested = _ref_paired(per_task, single, apart, ref, seed=seed)
+    adjusted = compare.holm([t.p_value for _, t, _ in tested])
+    for (i, test, d), p_adj in zip(tested, adjusted, strict=True):
+        sd = float(np.sqrt(np.mean(d * d))) if d.size else float("nan")
+        mde = compare.mde80_normal(sd, d.size, alpha=compare.ALPHA / max(1, len(tested)))
+        verdicts._set_test(rows[i], test, float(p_adj), verdicts.APART_P_METHOD, mde)
+
+
+# ---- random inputs ----
+
+
+def _random_task_sets(rng: np.random.Generator) -> dict[str, list[str]]:
+    """Runs on pools of tasks that overlap, supersets, runs that missed a few, disjoint pools, empty runs."""
+    pools = [[f"t{p}-{i}" for i in range(int(rng.integers(1, 40)))] for p in range(int(rng.integers(1, 4)))]
+    out: dict[str, list[str]] = {}
+    for r in range(int(rng.integers(1, 12))):
+        pool = pools[int(rng.integers(len(pools)))]
+        keep = rng.random(len(pool)) < rng.choice([1.0, 0.95, 0.7, 0.3])
+        extra = [f"own{r}-{i}" for i in range(int(rng.integers(0, 3)) * int(rng.integers(0, 6)))]
+        tasks = [t for t, k in zip(pool, keep, strict=True) if k] + extra
+        out[f"run{int(rng.integers(1000)):03d}-{r}"] = list(rng.permutation(tasks)) if tasks else []
+    return out
+
+
+def _same_sets(a: compare.ComparisonSets, b: compare.ComparisonSets) -> None:
+    assert a.excluded == b.excluded and list(a.excluded) == list(b.excluded)
+    assert len(a.sets) == len(b.sets)
+    for x, y in zip(a.sets, b.sets, strict=True):
+        assert x.tasks == y.tasks and x.runs == y.runs and dict(x.n_compared) == dict(y.n_compared)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_comparison_sets_equal_the_loop_over_tasks(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sets = _random_task_sets(rng)
+    kinds = {r: rng.choice(["agent", "agent", "agent", "human"]) for r in sets}
+    flags = {r: bool(rng.random() < 0.15) for r in sets}
+    left_out = [r for r in sets if rng.random() < 0.1]
+    for include in (False, True):
+        want = _ref_comparable_runs(sets, kinds, flags, include_baselines=include, also_excluded=left_out)
+        got = comparable_runs(sets, kinds, flags, include_baselines=include, also_excluded=left_out)
+        _same_sets(got, want)
+    _same_sets(compare.comparison_sets(sets), _ref_comparison_sets(sets))
+    pairs = [(r, t) for r, ts in sets.items() for t in ts]
+    if pairs:  # the frame form (rows of (run, task), repeats allowed): runs in order of first appearance
+        pairs += pairs[: len(pairs) // 3]
+        runs_col, tasks_col = (np.array(c, dtype=object) for c in zip(*pairs, strict=True))
+        with_tasks = {r: ts for r, ts in sets.items() if ts}
+        matrix = compare.task_matrix_of_pairs(runs_col, tasks_col)
+        assert matrix.runs == tuple(with_tasks)
+        _same_sets(comparable_runs_of(matrix, kinds, flags), _ref_comparable_runs(with_tasks, kinds, flags))
+
+
+def _random_board(
+    rng: np.random.Generator, metric: str
+) -> tuple[list[dict[str, Any]], list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """Leaderboard rows of a few slices over random task sets, with the per-(run, task) arrays."""
+    rows: list[dict[str, Any]] = []
+    indices: list[np.ndarray] = []
+    tasks: list[str] = []
+    values: list[float] = []
+    n: list[float] = []
+    binary_single = rng.random() < 0.5
+    for slice_name in ("all", "level=1", "level=2")[: int(rng.integers(1, 4))]:
+        for run, ts in _random_task_sets(rng).items():
+            k = len(ts)
+            reps = np.ones(k) if binary_single else rng.integers(1, 4, size=k).astype(float)
+            if metric == "pass@1":
+                c = rng.binomial(reps.astype(int), rng.uniform(0.2, 0.9))
+                vals = c / reps
+            else:
+                vals = np.round(rng.uniform(0, 1, size=k), 2)
+                vals[rng.random(k) < 0.1] = np.nan
+            start = len(tasks)
+            tasks += ts
+            values += vals.tolist()
+            n += reps.tolist()
+            indices.append(np.arange(start, start + k))
+            kind = "human" if rng.random() < 0.1 else "agent"
+            point = verdicts.nanmean(vals) if k else float("nan")
+            rows.append(
+                {
+                    "run_id": run,
+                    "slice": slice_name,
+                    "kind": kind,
+                    "is_baseline": bool(rng.random() < 0.1),
+                    "may_lead": bool(rng.random() < 0.9),
+                    "pass_at_1": point,
+                    "mean_score": point,
+                }
+            )
+    return rows, indices, np.array(tasks, dtype=object), np.array(values, dtype=float), np.array(n, dtype=float)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, NaN equal to NaN, floats to the last bit."""
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("metric", ["pass@1", "mean_score"])
+def test_compare_rows_equal_the_loop_over_pairs(seed: int, metric: str) -> None:
+    rng = np.random.default_rng([33, seed])
+    rows, indices, tasks, values, n = _random_board(rng, metric)
+    want, got = copy.deepcopy(rows), copy.deepcopy(rows)
+    _ref_compare_rows(want, indices, tasks, values, n, metric=metric, seed=seed)
+    verdicts.compare_rows(got, indices, tasks, values, n, metric=metric, seed=seed)
+    for w, g in zip(want, got, strict=True):
+        assert list(w) == list(g)
+        bad = {k: (w[k], g[k]) for k in w if not _same(w[k], g[k])}
+        assert not bad, bad
+
+
+def test_random_boards_exercise_the_tests() -> None:
+    """The random boards above reach the paired tests, the rows apart and the sets shown apart (so the
+    comparison is not between two empty outputs)."""
+    seen = {"ranked": 0, "apart": 0, "other_set": 0}
+    for seed in range(40):
+        rows, indices, tasks, values, n = _random_board(np.random.default_rng([33, seed]), "pass@1")
+        verdicts.compare_rows(rows, indices, tasks, values, n, metric="pass@1", seed=seed)
+        seen["ranked"] += sum(r["p_method"] == verdicts.RANKED_P_METHOD for r in rows)
+        seen["apart"] += sum(r["p_method"] == verdicts.APART_P_METHOD for r in rows)
+        seen["other_set"] += sum((r["comparison_set_index"] or 0) > 1 for r in rows)
+    assert min(seen.values()) > 0, seen
