@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from analytics import compare, stats
+from analytics import compare, comparison_sets, stats
 from analytics.leaderboard import verdicts
 from analytics.runs import comparable_runs, comparable_runs_of, is_eligible
 
@@ -42,7 +42,7 @@ def _ref_comparison_sets(
     found: list[compare.ComparisonSet] = []
     left = np.ones(len(voters), dtype=bool)
     while left.any():
-        members, common = compare._best_candidate(held, left, voters)
+        members, common = comparison_sets._best_candidate(held, left, voters)
         n = held[:, common].sum(axis=1)
         tasks = frozenset(t for t, ok in zip(names, common, strict=True) if ok)
         found.append(
