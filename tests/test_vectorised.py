@@ -14,6 +14,7 @@ import pytest
 from analytics import compare, comparison_sets, stats
 from analytics.leaderboard import verdicts
 from analytics.runs import comparable_runs, comparable_runs_of, is_eligible
+from analytics.tmf import analysis as tmf_analysis
 
 # ---- reference: comparison sets from per-run sets of task ids (one Python step per task) ----
 
@@ -343,3 +344,18 @@ def test_random_boards_exercise_the_tests() -> None:
         seen["apart"] += sum(r["p_method"] == verdicts.APART_P_METHOD for r in rows)
         seen["other_set"] += sum((r["comparison_set_index"] or 0) > 1 for r in rows)
     assert min(seen.values()) > 0, seen
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_tmf_best_shares_equal_the_loop_over_replicates(seed: int) -> None:
+    """TMF's p_best: the share of replicates where a run is best (tied runs share one), summed as before."""
+    rng = np.random.default_rng([33, 7, seed])
+    runs = [f"r{i}" for i in range(int(rng.integers(1, 9)))]
+    n = int(rng.integers(0, 300))
+    best: list[tuple[str, ...]] = []
+    for _ in range(n):
+        k = int(rng.choice([0, 1, 1, 1, 2, 3]))
+        best.append(tuple(str(r) for r in rng.choice(runs, size=min(k, len(runs)), replace=False)))
+    want = {r: float(sum(1.0 / len(b) for b in best if r in b) / max(n, 1)) for r in runs}
+    got = dict(zip(runs, tmf_analysis._best_shares(best, runs, max(n, 1)), strict=True))
+    assert want == got

@@ -227,9 +227,21 @@ def bootstrap_tmf(
         len(t_ids),
         {str(k): float((stages == k).mean()) for k in (1, 2, 3)},
         {str(r): float(on_front[:, j].mean()) for j, r in enumerate(r_ids)},
-        {str(r): float(sum(1.0 / len(b) for b in best if str(r) in b) / n) for r in r_ids},
+        dict(zip(map(str, r_ids), _best_shares(best, [str(r) for r in r_ids], n), strict=True)),
         (float(np.nanquantile(area, 0.025)), float(np.nanquantile(area, 0.975))),
     )
+
+
+def _best_shares(best: list[tuple[str, ...]], run_ids: list[str], n: int) -> list[float]:
+    """Per run, the share of the ``n`` replicates where it is the best run, a replicate of ``k`` tied runs
+    counting ``1/k`` for each: one matrix of the replicates' shares summed in replicate order (the same sums as
+    adding them one by one)."""
+    col = {r: j for j, r in enumerate(run_ids)}
+    share = np.zeros((len(best) + 1, len(run_ids)))  # a first row of zeros: the sum of no replicate is 0
+    for i, tied in enumerate(best, start=1):
+        if tied:  # no best run in this replicate: it counts for nobody
+            share[i, [col[r] for r in tied]] = 1.0 / len(tied)
+    return [float(v) / n for v in np.cumsum(share, axis=0)[-1]]
 
 
 def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
