@@ -110,18 +110,21 @@ def analyse(
     as_of: dt.date | None = None,
     points: pd.DataFrame | None = None,
     with_uncertainty: bool = True,
+    sliced: SliceRows | None = None,
 ) -> TmfResult:
     """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``).
 
     Only runs in the slice's ranked comparison set (``compare.comparison_sets`` over the agent runs up to ``as_of``)
     are analysed, on its common tasks; the others are listed in ``assumptions["runs_on_other_tasks"]``. With ``with_uncertainty`` a
-    paired task bootstrap (``bootstrap_tmf``) gives the stage probabilities, p_frontier and p_best.
+    paired task bootstrap (``bootstrap_tmf``) gives the stage probabilities, p_frontier and p_best. ``sliced`` is
+    ``slice_rows(inputs, slice_name)`` when the caller analyses the slice more than once (``by_period``).
     """
     opt = options or TmfOptions()
     if opt.axis not in AXES:
         raise TmfError(f"axis {opt.axis!r}: expected cost or latency")
     x_col, unit = AXES[opt.axis]
-    rows, baselines = drop_baselines(slice_tasks(inputs.tasks, slice_name))
+    sliced = sliced or slice_rows(inputs, slice_name)
+    rows, baselines = sliced.rows, sliced.baselines
     if points is None:
         points = run_points(
             rows,
@@ -136,7 +139,7 @@ def analyse(
         dates = pd.to_datetime(points["eval_date"])
         points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
     points = points[~points["run_id"].isin(baselines)]
-    keep, cset = comparison_set(rows[rows["run_id"].isin(points["run_id"])])
+    keep, cset = _primary_set(sliced.matrix, sliced.kinds, runs={str(r) for r in points["run_id"]})
     extra = rows["run_id"].isin(keep).to_numpy() & ~rows["task_id"].astype(str).isin(cset).to_numpy()
     if extra.any():  # runs on a superset: their points on the common tasks, as the leaderboard ranks them
         rows = rows[~extra]
@@ -179,19 +182,71 @@ def drop_baselines(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return rows[~flag], sorted(map(str, rows.loc[flag, "run_id"].unique()))
 
 
-def comparison_set(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
-    """The agent runs of ``rows`` in the ranked comparison set and its common tasks (``runs.comparable_runs``, the
-    leaderboard's rule: runs on a superset are compared on the common tasks, runs that missed a few on those they
-    have; every agent run given competes, ``include_baselines``: the caller has dropped baselines already)."""
-    agents = rows[(rows["kind"] != "human").to_numpy()]
-    run_ids = agents["run_id"].astype(str).to_numpy(dtype=object)
-    matrix = compare.task_matrix_of_pairs(run_ids, agents["task_id"].astype(str).to_numpy(dtype=object))
-    last = ~pd.Series(run_ids).duplicated(keep="last").to_numpy()  # each run's kind: its last row's
-    kinds = dict(zip(run_ids[last], agents["kind"].to_numpy(dtype=object)[last], strict=True))
+@dataclass(frozen=True)
+class SliceRows:
+    """A slice's rows without baseline-marked runs (``drop_baselines``) and which agent run has which task, made
+    once for every analysis of the slice (the periods of ``by_period``).
+
+    Attributes:
+        rows: the slice's rows (humans too), baseline-marked runs left out.
+        baselines: the baseline-marked runs left out.
+        matrix: the agent runs x tasks of ``rows`` (run and task ids as text), runs in order of first row.
+        kinds: agent run -> its kind (its last row's).
+    """
+
+    rows: pd.DataFrame
+    baselines: list[str]
+    matrix: compare.TaskMatrix
+    kinds: dict[str, object]
+
+
+def slice_rows(inputs: TmfInputs, slice_name: str = "all") -> SliceRows:
+    """The ``SliceRows`` of one slice of ``inputs``."""
+    rows, baselines = drop_baselines(slice_tasks(inputs.tasks, slice_name))
+    matrix, kinds = _agent_matrix(rows)
+    return SliceRows(rows, baselines, matrix, kinds)
+
+
+def _agent_matrix(rows: pd.DataFrame) -> tuple[compare.TaskMatrix, dict[str, object]]:
+    """The agent runs x tasks of ``rows`` (ids as text: ``str`` of each distinct id, one hash per row) and each
+    agent run's kind (its last row's)."""
+    is_agent = (rows["kind"] != "human").to_numpy(dtype=bool)
+    run_ids, task_ids = (rows[c].to_numpy(dtype=object)[is_agent] for c in ("run_id", "task_id"))
+    r_codes, r_uniq = pd.factorize(run_ids, use_na_sentinel=False)
+    t_codes, t_uniq = pd.factorize(task_ids, use_na_sentinel=False)
+    r_names, t_names = [str(r) for r in r_uniq], [str(t) for t in t_uniq]
+    if len(set(r_names)) < len(r_names):  # ids that differ only by type (1 and "1") are one id as text
+        r_codes, r_uniq = pd.factorize(run_ids.astype(str), use_na_sentinel=False)
+        r_names = [str(r) for r in r_uniq]
+    if len(set(t_names)) < len(t_names):
+        t_codes, t_uniq = pd.factorize(task_ids.astype(str), use_na_sentinel=False)
+        t_names = [str(t) for t in t_uniq]
+    held = np.zeros((len(r_names), len(t_names)), dtype=bool)
+    held[r_codes, t_codes] = True
+    last = np.full(len(r_names), -1, dtype=np.int64)
+    np.maximum.at(last, r_codes, np.arange(len(r_codes)))
+    kinds = dict(zip(r_names, rows["kind"].to_numpy(dtype=object)[is_agent][last].tolist(), strict=True))
+    return compare.TaskMatrix(tuple(r_names), np.array(t_names, dtype=object), held), kinds
+
+
+def _primary_set(
+    matrix: compare.TaskMatrix, kinds: dict[str, object], *, runs: set[str] | None = None
+) -> tuple[set[str], frozenset[str]]:
+    """``comparison_set`` of the runs of ``matrix`` (only those in ``runs`` when given)."""
+    if runs is not None:
+        pick = [i for i, r in enumerate(matrix.runs) if r in runs]
+        matrix = compare.TaskMatrix(tuple(matrix.runs[i] for i in pick), matrix.tasks, matrix.held[pick])
     primary = comparable_runs_of(matrix, kinds, include_baselines=True).primary
     if primary is None:
         return set(), frozenset()
     return {str(r) for r in primary.runs}, primary.tasks
+
+
+def comparison_set(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
+    """The agent runs of ``rows`` in the ranked comparison set and its common tasks (``runs.comparable_runs``, the
+    leaderboard's rule: runs on a superset are compared on the common tasks, runs that missed a few on those they
+    have; every agent run given competes, ``include_baselines``: the caller has dropped baselines already)."""
+    return _primary_set(*_agent_matrix(rows))
 
 
 def bootstrap_tmf(
@@ -420,6 +475,7 @@ def by_period(
         raise TmfError(f"period {freq!r}: expected one of {', '.join(PERIODS)}")
     opt = options or TmfOptions()
     tasks = slice_tasks(inputs.tasks, slice_name)
+    sliced = slice_rows(inputs, slice_name)
     points = run_points(
         tasks,
         performance=opt.performance,
@@ -441,6 +497,7 @@ def by_period(
                 points=points,
                 as_of=per.end_time.date(),
                 with_uncertainty=False,  # the movie shows estimates; the bootstrap is for the current view
+                sliced=sliced,
             ),
         )
         for per in periods
