@@ -9,9 +9,10 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from analytics import compare, comparison_sets, stats
+from analytics import compare, comparison_sets, stats, tmf
 from analytics.leaderboard import verdicts
 from analytics.runs import comparable_runs, comparable_runs_of, is_eligible
 from analytics.tmf import analysis as tmf_analysis
@@ -359,3 +360,52 @@ def test_tmf_best_shares_equal_the_loop_over_replicates(seed: int) -> None:
     want = {r: float(sum(1.0 / len(b) for b in best if r in b) / max(n, 1)) for r in runs}
     got = dict(zip(runs, tmf_analysis._best_shares(best, runs, max(n, 1)), strict=True))
     assert want == got
+
+
+def _ref_tmf_comparison_set(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
+    """TMF's comparison set as it was: one set of task ids per run from a groupby."""
+    agents = rows[rows["kind"] != "human"]
+    sets = {str(r): frozenset(t.astype(str)) for r, t in agents.groupby("run_id", sort=False)["task_id"]}
+    kinds = {str(r): k for r, k in zip(agents["run_id"], agents["kind"], strict=True)}
+    primary = _ref_comparable_runs(sets, kinds, include_baselines=True).primary
+    if primary is None:
+        return set(), frozenset()
+    return {str(r) for r in primary.runs}, primary.tasks
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_tmf_comparison_set_equals_the_sets_of_task_ids(seed: int) -> None:
+    rng = np.random.default_rng([33, 11, seed])
+    sets = _random_task_sets(rng)
+    kinds = {r: str(rng.choice(["llm", "llm", "human"])) for r in sets}
+    pairs = [(r, t, kinds[r]) for r, ts in sets.items() for t in ts]
+    rows = pd.DataFrame(pairs, columns=["run_id", "task_id", "kind"]).sample(frac=1.0, random_state=seed)
+    assert tmf_analysis.comparison_set(rows) == _ref_tmf_comparison_set(rows)
+    subset = {r for r in sets if rng.random() < 0.7}
+    sliced = tmf_analysis._agent_matrix(rows)
+    want = _ref_tmf_comparison_set(rows[rows["run_id"].isin(subset)])
+    assert tmf_analysis._primary_set(*sliced, runs=subset) == want
+
+
+def test_tmf_movie_with_the_slice_made_once_equals_one_analysis_per_period() -> None:
+    """``by_period`` reuses one ``SliceRows`` for every period: the same results as ``analyse`` per period."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import bench_vectorised
+
+    frame = bench_vectorised.synthetic(60, 12, seed=3)
+    frame.loc[frame["run_id"] == "r0005", "task_id"] += "-other"  # a run on other tasks, shown apart
+    inputs = tmf.TmfInputs("synthetic", frame, pd.DataFrame(columns=["subject", "ability", "ability_lo", "ability_hi"]))
+    movie = tmf.by_period(inputs, slice_name="level=L2")
+    assert len(movie) == 8
+    points = tmf.run_points(tmf.slice_tasks(inputs.tasks, "level=L2"), abilities=inputs.abilities)
+    for label, got in movie:
+        as_of = tmf.period_end(label, "quarter")
+        want = tmf.analyse(inputs, slice_name="level=L2", points=points, as_of=as_of, with_uncertainty=False)
+        assert got.frontier == want.frontier and got.hull == want.hull and got.value == want.value
+        assert got.assumptions == want.assumptions
+        pd.testing.assert_frame_equal(got.points, want.points, check_exact=True)
+    assert all(got.value is not None for _, got in movie)
+    assert movie[-1][1].assumptions["runs_on_other_tasks"] == ["r0005"]
