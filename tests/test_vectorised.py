@@ -4,8 +4,12 @@ bit, as the loops they replaced (kept here as reference implementations) on rand
 from __future__ import annotations
 
 import copy
+import importlib
 import math
+import sys
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -225,6 +229,12 @@ def _ref_test_apart(
         verdicts._set_test(rows[i], test, float(p_adj), verdicts.APART_P_METHOD, mde)
 
 
+def _bench() -> ModuleType:
+    """bench/bench_vectorised.py (its synthetic benchmarks), imported as the bench smoke tests do."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    return importlib.import_module("bench_vectorised")
+
+
 # ---- random inputs ----
 
 
@@ -389,12 +399,7 @@ def test_tmf_comparison_set_equals_the_sets_of_task_ids(seed: int) -> None:
 
 def test_tmf_movie_with_the_slice_made_once_equals_one_analysis_per_period() -> None:
     """``by_period`` reuses one ``SliceRows`` for every period: the same results as ``analyse`` per period."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-    import bench_vectorised
-
+    bench_vectorised = _bench()
     frame = bench_vectorised.synthetic(60, 12, seed=3)
     frame.loc[frame["run_id"] == "r0005", "task_id"] += "-other"  # a run on other tasks, shown apart
     inputs = tmf.TmfInputs("synthetic", frame, pd.DataFrame(columns=["subject", "ability", "ability_lo", "ability_hi"]))
@@ -409,3 +414,9 @@ def test_tmf_movie_with_the_slice_made_once_equals_one_analysis_per_period() -> 
         pd.testing.assert_frame_equal(got.points, want.points, check_exact=True)
     assert all(got.value is not None for _, got in movie)
     assert movie[-1][1].assumptions["runs_on_other_tasks"] == ["r0005"]
+
+
+def test_bench_vectorised_runs_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
+    bench_vectorised = _bench()
+    assert bench_vectorised.main(["--shapes", "30x4", "--repeat", "1"]) == 0
+    assert '"shape": "30x4"' in capsys.readouterr().out
