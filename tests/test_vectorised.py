@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from analytics import compare, comparison_sets, stats, tmf
+from analytics.leaderboard import compute as lb_compute
 from analytics.leaderboard import verdicts
 from analytics.runs import comparable_runs, comparable_runs_of, is_eligible
 from analytics.tmf import analysis as tmf_analysis
@@ -420,3 +421,35 @@ def test_bench_vectorised_runs_at_a_tiny_size(capsys: pytest.CaptureFixture[str]
     bench_vectorised = _bench()
     assert bench_vectorised.main(["--shapes", "30x4", "--repeat", "1"]) == 0
     assert '"shape": "30x4"' in capsys.readouterr().out
+
+
+def _ref_slice_codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The leaderboard's slice names and per-row codes as they were: ``str`` of every row's value."""
+    has = pd.notna(values)
+    names = sorted({str(v) for v in values[has]})
+    codes = np.full(len(values), -1)
+    codes[has] = pd.Index(names).get_indexer(values[has].astype(str))
+    return names, codes
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_leaderboard_slices_equal_the_text_of_every_row(seed: int) -> None:
+    rng = np.random.default_rng([33, 13, seed])
+    n_rows = int(rng.integers(0, 400))
+    pool = np.array(["L1", "L2", "L10", None, np.nan, "creative", 3, "3"], dtype=object)
+    outcomes = pd.DataFrame(
+        {
+            "run_id": np.sort(rng.integers(0, 6, n_rows)).astype(str),
+            "level": pool[rng.integers(0, len(pool), n_rows)],
+            "category": pool[rng.integers(3, len(pool), n_rows)],
+        }
+    )
+    run_pos = pd.factorize(outcomes["run_id"])[0]
+    got = lb_compute._slice_groups(run_pos, outcomes, ("all", "level", "category"))
+    for kind in ("level", "category"):
+        names, codes = _ref_slice_codes(outcomes[kind].to_numpy(dtype=object))
+        for _, rows, slices in got:
+            want = [(f"{kind}={names[c]}", rows[codes[rows] == c]) for c in np.unique(codes[rows][codes[rows] >= 0])]
+            mine = [(name, idx) for name, idx in slices if name.startswith(f"{kind}=")]
+            assert [n for n, _ in mine] == [n for n, _ in want]
+            assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(mine, want, strict=True))

@@ -65,9 +65,11 @@ def _slice_groups(
             continue
         values = outcomes[kind].to_numpy(dtype=object)
         has = pd.notna(values)
-        names = sorted({str(v) for v in values[has]})
+        raw, uniq = pd.factorize(values[has])  # one hash per row; the text of each distinct value
+        uniq = np.asarray(uniq, dtype=object)
+        names = sorted({str(v) for v in uniq})
         codes = np.full(len(values), -1)
-        codes[has] = pd.Index(names).get_indexer(values[has].astype(str))
+        codes[has] = pd.Index(names).get_indexer(uniq.astype(str))[raw]
         for _, rows, run_slices in groups:
             part = codes[rows]
             for code in np.unique(part[part >= 0]):
