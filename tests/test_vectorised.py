@@ -393,9 +393,13 @@ def test_tmf_comparison_set_equals_the_sets_of_task_ids(seed: int) -> None:
     rows = pd.DataFrame(pairs, columns=["run_id", "task_id", "kind"]).sample(frac=1.0, random_state=seed)
     assert tmf_analysis.comparison_set(rows) == _ref_tmf_comparison_set(rows)
     subset = {r for r in sets if rng.random() < 0.7}
-    sliced = tmf_analysis._agent_matrix(rows)
+    matrix, agent_kinds, row_run, row_task = tmf_analysis._agent_matrix(rows)
     want = _ref_tmf_comparison_set(rows[rows["run_id"].isin(subset)])
-    assert tmf_analysis._primary_set(*sliced, runs=subset) == want
+    assert tmf_analysis._primary_set(matrix, agent_kinds, runs=subset) == want
+    keep, cset = want  # rows of the compared runs outside the common tasks, as the frame expression found them
+    sliced = tmf_analysis.SliceRows(rows, [], matrix, agent_kinds, row_run, row_task)
+    was = rows["run_id"].isin(keep).to_numpy() & ~rows["task_id"].astype(str).isin(cset).to_numpy()
+    assert np.array_equal(sliced.outside(keep, cset), was)
 
 
 def test_tmf_movie_with_the_slice_made_once_equals_one_analysis_per_period() -> None:
@@ -403,6 +407,8 @@ def test_tmf_movie_with_the_slice_made_once_equals_one_analysis_per_period() -> 
     bench_vectorised = _bench()
     frame = bench_vectorised.synthetic(60, 12, seed=3)
     frame.loc[frame["run_id"] == "r0005", "task_id"] += "-other"  # a run on other tasks, shown apart
+    more = frame[frame["run_id"] == "r0002"].assign(task_id=lambda f: f["task_id"] + "-more")
+    frame = pd.concat([frame, more.iloc[:6]], ignore_index=True)  # a run on a superset: its point is trimmed
     inputs = tmf.TmfInputs("synthetic", frame, pd.DataFrame(columns=["subject", "ability", "ability_lo", "ability_hi"]))
     movie = tmf.by_period(inputs, slice_name="level=L2")
     assert len(movie) == 8

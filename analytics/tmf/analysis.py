@@ -140,7 +140,7 @@ def analyse(
         points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
     points = points[~points["run_id"].isin(baselines)]
     keep, cset = _primary_set(sliced.matrix, sliced.kinds, runs={str(r) for r in points["run_id"]})
-    extra = rows["run_id"].isin(keep).to_numpy() & ~rows["task_id"].astype(str).isin(cset).to_numpy()
+    extra = sliced.outside(keep, cset)
     if extra.any():  # runs on a superset: their points on the common tasks, as the leaderboard ranks them
         rows = rows[~extra]
         trimmed = run_points(
@@ -192,24 +192,37 @@ class SliceRows:
         baselines: the baseline-marked runs left out.
         matrix: the agent runs x tasks of ``rows`` (run and task ids as text), runs in order of first row.
         kinds: agent run -> its kind (its last row's).
+        row_run: per row of ``rows``, its run's row of ``matrix`` (-1 for a human run's row).
+        row_task: per row of ``rows``, its task's column of ``matrix`` (-1 for a human run's row).
     """
 
     rows: pd.DataFrame
     baselines: list[str]
     matrix: compare.TaskMatrix
     kinds: dict[str, object]
+    row_run: np.ndarray
+    row_task: np.ndarray
+
+    def outside(self, runs: set[str], tasks: frozenset[str]) -> np.ndarray:
+        """Per row of ``rows``: a row of one of ``runs`` on a task not in ``tasks`` (one lookup per run and per
+        task, none per row)."""
+        run_in = np.array([r in runs for r in self.matrix.runs] + [False])  # the last entry: human rows (-1)
+        task_out = np.append(~pd.Index(self.matrix.tasks).isin(list(tasks)), False)
+        return run_in[self.row_run] & task_out[self.row_task]
 
 
 def slice_rows(inputs: TmfInputs, slice_name: str = "all") -> SliceRows:
     """The ``SliceRows`` of one slice of ``inputs``."""
     rows, baselines = drop_baselines(slice_tasks(inputs.tasks, slice_name))
-    matrix, kinds = _agent_matrix(rows)
-    return SliceRows(rows, baselines, matrix, kinds)
+    matrix, kinds, row_run, row_task = _agent_matrix(rows)
+    return SliceRows(rows, baselines, matrix, kinds, row_run, row_task)
 
 
-def _agent_matrix(rows: pd.DataFrame) -> tuple[compare.TaskMatrix, dict[str, object]]:
-    """The agent runs x tasks of ``rows`` (ids as text: ``str`` of each distinct id, one hash per row) and each
-    agent run's kind (its last row's)."""
+def _agent_matrix(
+    rows: pd.DataFrame,
+) -> tuple[compare.TaskMatrix, dict[str, object], np.ndarray, np.ndarray]:
+    """The agent runs x tasks of ``rows`` (ids as text: ``str`` of each distinct id, one hash per row), each
+    agent run's kind (its last row's), and per row its run's row and its task's column (-1 for human rows)."""
     is_agent = (rows["kind"] != "human").to_numpy(dtype=bool)
     run_ids, task_ids = (rows[c].to_numpy(dtype=object)[is_agent] for c in ("run_id", "task_id"))
     r_codes, r_uniq = pd.factorize(run_ids, use_na_sentinel=False)
@@ -226,7 +239,9 @@ def _agent_matrix(rows: pd.DataFrame) -> tuple[compare.TaskMatrix, dict[str, obj
     last = np.full(len(r_names), -1, dtype=np.int64)
     np.maximum.at(last, r_codes, np.arange(len(r_codes)))
     kinds = dict(zip(r_names, rows["kind"].to_numpy(dtype=object)[is_agent][last].tolist(), strict=True))
-    return compare.TaskMatrix(tuple(r_names), np.array(t_names, dtype=object), held), kinds
+    row_run, row_task = np.full(len(rows), -1, dtype=np.int64), np.full(len(rows), -1, dtype=np.int64)
+    row_run[is_agent], row_task[is_agent] = r_codes, t_codes
+    return compare.TaskMatrix(tuple(r_names), np.array(t_names, dtype=object), held), kinds, row_run, row_task
 
 
 def _primary_set(
@@ -246,7 +261,8 @@ def comparison_set(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
     """The agent runs of ``rows`` in the ranked comparison set and its common tasks (``runs.comparable_runs``, the
     leaderboard's rule: runs on a superset are compared on the common tasks, runs that missed a few on those they
     have; every agent run given competes, ``include_baselines``: the caller has dropped baselines already)."""
-    return _primary_set(*_agent_matrix(rows))
+    matrix, kinds, _, _ = _agent_matrix(rows)
+    return _primary_set(matrix, kinds)
 
 
 def bootstrap_tmf(
