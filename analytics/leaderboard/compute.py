@@ -17,7 +17,7 @@ import pandas as pd
 
 from analytics import compare, stats
 from analytics.leaderboard.verdicts import COMPARISON_COLUMNS, compare_rows, nanmean
-from analytics.runs import RUN_COLUMNS, comparable_runs
+from analytics.runs import RUN_COLUMNS, comparable_runs_of
 from analytics.scorers import inspect_metrics
 
 SLICE_KINDS = ("all", "level", "category")
@@ -65,9 +65,11 @@ def _slice_groups(
             continue
         values = outcomes[kind].to_numpy(dtype=object)
         has = pd.notna(values)
-        names = sorted({str(v) for v in values[has]})
+        raw, uniq = pd.factorize(values[has])  # one hash per row; the text of each distinct value
+        uniq = np.asarray(uniq, dtype=object)
+        names = sorted({str(v) for v in uniq})
         codes = np.full(len(values), -1)
-        codes[has] = pd.Index(names).get_indexer(values[has].astype(str))
+        codes[has] = pd.Index(names).get_indexer(uniq.astype(str))[raw]
         for _, rows, run_slices in groups:
             part = codes[rows]
             for code in np.unique(part[part >= 0]):
@@ -334,9 +336,11 @@ def membership(runs: pd.DataFrame, outcomes: pd.DataFrame, *, kinds: Sequence[st
             part = outcomes.dropna(subset=[kind])
             groups = {f"{kind}={v}": g for v, g in part.groupby(kind, sort=True)}
         for name, g in groups.items():
-            sets = {str(r): frozenset(t.astype(str)) for r, t in g.groupby("run_id", sort=False)["task_id"]}
-            primary = comparable_runs(sets, kind_of, baseline, include_baselines=False).primary
+            matrix = compare.task_matrix_of_pairs(
+                g["run_id"].astype(str).to_numpy(dtype=object), g["task_id"].astype(str).to_numpy(dtype=object)
+            )
+            primary = comparable_runs_of(matrix, kind_of, baseline, include_baselines=False).primary
             members = primary.n_compared if primary is not None else {}
             size = len(primary.tasks) if primary is not None else 0
-            rows += [(r, name, r in members, size) for r in sets]
+            rows += [(r, name, r in members, size) for r in matrix.runs]
     return pd.DataFrame(rows, columns=["run_id", "slice", "is_comparable", "comparison_set_size"])

@@ -5,13 +5,14 @@ the rows shown apart). Pure: rows and per-task arrays in, the rows completed in 
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from analytics import compare, stats
-from analytics.runs import comparable_runs, is_eligible
+from analytics.runs import comparable_runs_of, is_eligible
 
 
 def nanmean(x: np.ndarray) -> float:
@@ -65,7 +66,7 @@ def compare_rows(
 
     Args:
         rows: leaderboard rows (one per run and slice).
-        indices: per row, its (run, task) positions into ``tasks`` / ``values`` / ``n``.
+        indices: per row, its (run, task) positions into ``tasks`` / ``values`` / ``n`` (one per task).
         tasks: task id per (run, task) position.
         values: the per-task value of the ranking metric (c/n for Pass@1, mean score otherwise).
         n: samples per (run, task) position (one binary sample per task -> exact McNemar).
@@ -76,39 +77,81 @@ def compare_rows(
     for i, row in enumerate(rows):
         by_slice.setdefault(row["slice"], []).append(i)
     for members in by_slice.values():
-        per_row = [dict(zip(tasks[indices[i]], values[indices[i]], strict=True)) for i in members]
+        grid = _task_grid([indices[i] for i in members], tasks, values)
         single = [bool((n[indices[i]] == 1).all()) and metric == "pass@1" for i in members]
-        _compare_slice([rows[i] for i in members], per_row, single, metric=metric, seed=seed)
+        _compare_slice([rows[i] for i in members], grid, single, metric=metric, seed=seed)
 
 
-def _compare_slice(
-    rows: list[dict[str, Any]], per_task: list[dict[str, float]], single: list[bool], *, metric: str, seed: int
-) -> None:
+@dataclass(frozen=True)
+class _TaskGrid:
+    """A slice's per-task values as a rows x tasks matrix, the columns in task-id order.
+
+    Attributes:
+        names: the task ids of the columns, sorted.
+        held: the row has the task.
+        value: the row's value on the task (NaN where it has none, or where its value is NaN).
+        columns: per row, the columns of its own tasks in the order of its positions (for means summed in the
+            order of the rows' own tasks, as before).
+        own: per row, its values in that order.
+    """
+
+    names: np.ndarray
+    held: np.ndarray
+    value: np.ndarray
+    columns: list[np.ndarray]
+    own: list[np.ndarray]
+
+
+def _task_grid(indices: list[np.ndarray], tasks: np.ndarray, values: np.ndarray) -> _TaskGrid:
+    """The ``_TaskGrid`` of the rows whose positions are ``indices`` (one hash of every task id, one sort of the
+    distinct ones: no loop per task)."""
+    sizes = np.array([len(idx) for idx in indices], dtype=np.int64)
+    flat = np.concatenate(indices) if indices else np.array([], dtype=np.int64)
+    codes, uniq = pd.factorize(np.asarray(tasks, dtype=object)[flat], use_na_sentinel=False)
+    uniq = np.asarray(uniq, dtype=object)
+    order = np.argsort(uniq, kind="stable")  # the task ids' own order (``sorted``)
+    at = np.empty(len(uniq), dtype=np.int64)
+    at[order] = np.arange(len(uniq))
+    codes = at[codes]
+    row = np.repeat(np.arange(len(indices)), sizes)
+    vals = np.asarray(values, dtype=float)[flat]
+    held = np.zeros((len(indices), len(uniq)), dtype=bool)
+    value = np.full((len(indices), len(uniq)), np.nan)
+    held[row, codes] = True
+    value[row, codes] = vals
+    bounds = np.cumsum(sizes)[:-1]
+    return _TaskGrid(uniq[order], held, value, np.split(codes, bounds), np.split(vals, bounds))
+
+
+def _compare_slice(rows: list[dict[str, Any]], grid: _TaskGrid, single: list[bool], *, metric: str, seed: int) -> None:
     """Rank the rows of the slice's ranked comparison set and test every row against the leader (in place).
 
     The comparison sets are ``runs.comparable_runs`` (baseline-marked and incomplete runs left out); members of the
     ranked set are ranked by the metric over the set's common tasks they have (``n_compared``), so a run on a
     superset is ranked on the common tasks, not its extra ones.
     """
-    sets = [frozenset(t) for t in per_task]
     kinds = {i: r["kind"] for i, r in enumerate(rows)}
     baseline = {i: bool(r["is_baseline"]) for i, r in enumerate(rows)}
     incomplete = {i for i, r in enumerate(rows) if not r.get("may_lead", True)}  # complete runs only lead
     rankable = [i for i in range(len(rows)) if is_eligible(kinds[i], baseline[i]) and i not in incomplete]
-    found = comparable_runs(dict(enumerate(sets)), kinds, baseline, also_excluded=incomplete)
+    matrix = compare.TaskMatrix(tuple(range(len(rows))), grid.names, grid.held)
+    found = comparable_runs_of(matrix, kinds, baseline, also_excluded=incomplete)
     primary = found.primary
     core = primary.tasks if primary is not None else frozenset()
+    in_core = pd.Index(grid.names).isin(list(core)) if core else np.zeros(len(grid.names), dtype=bool)
     members = {i for i in range(len(rows)) if primary is not None and i in primary.n_compared}
     point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
-    compared = [
-        {t: v for t, v in per_task[i].items() if t in core} if i in members else per_task[i] for i in range(len(rows))
-    ]
+    # the rows' values as the tests see them: a member of the ranked set on the set's common tasks only
+    compared = grid.value.copy()
+    member_rows = np.array(sorted(members), dtype=np.int64)
+    compared[np.ix_(member_rows, np.flatnonzero(~in_core))] = np.nan
     for i in members:
-        point[i] = nanmean(np.fromiter(compared[i].values(), dtype=float, count=len(compared[i])))
+        point[i] = nanmean(grid.own[i][in_core[grid.columns[i]]])
     ranked = [i for i in sorted(members) if i in rankable and np.isfinite(point[i])]
     ranks = dict(zip(ranked, _competition_ranks(point[ranked]).tolist(), strict=True)) if ranked else {}
     leaders = sorted((i for i in ranked if ranks[i] == 1), key=lambda i: str(rows[i]["run_id"]))
     ref = leaders[0] if leaders else None
+    shared = (grid.held & grid.held[ref]).sum(axis=1) if ref is not None else None
     for i, row in enumerate(rows):
         k = found.index_of(i)
         row.update(
@@ -118,7 +161,7 @@ def _compare_slice(
             is_leader=i in leaders,
             is_comparable=i in members,
             comparison_set_size=len(core),
-            n_shared_with_leader=None if ref is None else len(sets[i] & sets[ref]),
+            n_shared_with_leader=None if shared is None else int(shared[i]),
             n_compared=primary.n_compared.get(i) if primary is not None else None,
             comparison_set_index=k,
             own_set_size=None if k is None else len(found.sets[k - 1].tasks),
@@ -128,9 +171,10 @@ def _compare_slice(
         row["top_group"] = False
     if ref is not None:
         tag = str(rows[ref]["slice"])
-        _test_ranked(rows, compared, single, ranked, ref, seed=seed, tag=tag)
+        held_compared = grid.held & (in_core[None, :] | ~np.isin(np.arange(len(rows)), member_rows)[:, None])
+        _test_ranked(rows, compared, held_compared, single, ranked, ref, seed=seed, tag=tag)
         apart = [i for i in range(len(rows)) if i not in ranked]
-        _test_apart(rows, per_task, single, apart, ref, seed=seed)  # on every task shared with the leader
+        _test_apart(rows, grid.value, single, apart, ref, seed=seed)  # on every task shared with the leader
 
 
 # Filled by the tests against the leader (None where there is no test).
@@ -148,31 +192,21 @@ RANKED_P_METHOD = "max-gap permutation, step-down (leader chosen by the data)"
 APART_P_METHOD = "Holm among the rows shown apart"
 
 
-def _shared_diffs(mine: dict[str, float], theirs: dict[str, float]) -> tuple[tuple[str, ...], np.ndarray]:
-    """The tasks both have a finite value for (sorted) and ``mine - theirs`` on them."""
-    shared = tuple(
-        sorted(t for t in mine.keys() & theirs.keys() if math.isfinite(mine[t]) and math.isfinite(theirs[t]))
-    )
-    return shared, np.fromiter((mine[t] - theirs[t] for t in shared), dtype=float, count=len(shared))
-
-
 def _paired(
-    rows: list[dict[str, Any]],
-    per_task: list[dict[str, float]],
-    single: list[bool],
-    which: list[int],
-    ref: int,
-    *,
-    seed: int,
+    value: np.ndarray, single: list[bool], which: list[int], ref: int, *, seed: int
 ) -> list[tuple[int, compare.PairedTest, np.ndarray]]:
-    """The leaderboard's paired test (``compare.paired_tests``) of each row of ``which`` against ``ref``."""
-    groups: dict[tuple[str, ...], list[int]] = {}
+    """The leaderboard's paired test (``compare.paired_tests``) of each row of ``which`` against ``ref``, on the
+    tasks both have a finite value for (``value``: rows x tasks in task-id order, NaN where a row has none), the
+    differences ``mine - theirs`` in task-id order; rows with the same shared tasks are tested together."""
+    groups: dict[bytes, list[int]] = {}
     diffs: dict[int, np.ndarray] = {}
-    for i in which:
-        shared, d = _shared_diffs(per_task[i], per_task[ref])
-        if shared:
-            groups.setdefault(shared, []).append(i)
-            diffs[i] = d
+    theirs = value[ref]
+    both = np.isfinite(value[which]) & np.isfinite(theirs)[None, :] if which else np.zeros((0, value.shape[1]), bool)
+    for j, i in enumerate(which):
+        mask = both[j]
+        if mask.any():
+            groups.setdefault(np.packbits(mask).tobytes(), []).append(i)
+            diffs[i] = value[i, mask] - theirs[mask]
     tested: list[tuple[int, compare.PairedTest, np.ndarray]] = []
     for members in groups.values():
         d = np.column_stack([diffs[i] for i in members])
@@ -200,7 +234,8 @@ def _set_test(row: dict[str, Any], test: compare.PairedTest, p_adj: float, metho
 
 def _test_ranked(
     rows: list[dict[str, Any]],
-    compared: list[dict[str, float]],
+    compared: np.ndarray,
+    held: np.ndarray,
     single: list[bool],
     ranked: list[int],
     ref: int,
@@ -218,12 +253,12 @@ def _test_ranked(
     others = [i for i in ranked if i != ref]
     if not others:
         return
-    tasks = sorted(set().union(*(compared[i].keys() for i in ranked)))
-    x = np.array([[compared[i].get(t, np.nan) for i in ranked] for t in tasks], dtype=float)
+    tasks = np.flatnonzero(held[ranked].any(axis=0))  # the tasks any ranked row has, in task-id order
+    x = np.ascontiguousarray(compared[np.ix_(np.asarray(ranked, dtype=np.int64), tasks)].T)
     rng = stats.stable_rng(seed, "max-gap", tag, str(len(tasks)), str(len(ranked)))
     sel = compare.max_gap_test(x, leader=ranked.index(ref), rng=rng)
     ses = []
-    for i, test, d in _paired(rows, compared, single, others, ref, seed=seed):
+    for i, test, d in _paired(compared, single, others, ref, seed=seed):
         se = float(np.std(d, ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
         ses.append(se)
         p_adj = float(sel.p_adjusted[ranked.index(i)])
@@ -236,7 +271,7 @@ def _test_ranked(
 
 def _test_apart(
     rows: list[dict[str, Any]],
-    per_task: list[dict[str, float]],
+    value: np.ndarray,
     single: list[bool],
     apart: list[int],
     ref: int,
@@ -245,7 +280,7 @@ def _test_apart(
 ) -> None:
     """Rows shown apart (humans, baselines, other task pools) against the leader on every task they share with
     it: their own family, Holm-adjusted among themselves; ``mde80`` two-sided at alpha over the family's size."""
-    tested = _paired(rows, per_task, single, apart, ref, seed=seed)
+    tested = _paired(value, single, apart, ref, seed=seed)
     adjusted = compare.holm([t.p_value for _, t, _ in tested])
     for (i, test, d), p_adj in zip(tested, adjusted, strict=True):
         sd = float(np.sqrt(np.mean(d * d))) if d.size else float("nan")

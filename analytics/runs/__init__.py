@@ -8,7 +8,14 @@ Modules by role: ``load`` (the only database reads), ``compute`` (completeness, 
 
 from __future__ import annotations
 
-from analytics.runs.compute import COMPLETE_STATUSES, comparable_runs, is_eligible, with_completeness, with_health
+from analytics.runs.compute import (
+    COMPLETE_STATUSES,
+    comparable_runs,
+    comparable_runs_of,
+    is_eligible,
+    with_completeness,
+    with_health,
+)
 from analytics.runs.load import RUN_COLUMNS, RUN_SELECT, load_runs, run_health
 from analytics.runs.report import incomplete_table, row_label, run_label, unique_run_labels
 
@@ -17,6 +24,7 @@ __all__ = [
     "RUN_COLUMNS",
     "RUN_SELECT",
     "comparable_runs",
+    "comparable_runs_of",
     "incomplete_table",
     "is_eligible",
     "load_runs",

@@ -6,7 +6,7 @@ Pure: frames and mappings in, frames and ``compare.ComparisonSets`` out; no quer
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -49,14 +49,33 @@ def comparable_runs(
             out of the ranking (False), TMF compares every agent run it is given (True).
         also_excluded: runs left out on top of the rule (the leaderboard's incomplete runs).
     """
-    flags = is_baseline or {}
+    return comparable_runs_of(
+        compare.task_matrix(task_sets),
+        kinds,
+        is_baseline,
+        include_baselines=include_baselines,
+        also_excluded=also_excluded,
+    )
+
+
+def comparable_runs_of(
+    matrix: compare.TaskMatrix,
+    kinds: Mapping[Any, object],
+    is_baseline: Mapping[Any, object] | None = None,
+    *,
+    include_baselines: bool = False,
+    also_excluded: Iterable[Hashable] = (),
+) -> compare.ComparisonSets:
+    """``comparable_runs`` of a ``compare.TaskMatrix`` (runs x tasks, e.g. ``compare.task_matrix_of_pairs`` of a
+    frame's run and task columns): the same sets, with no set of task ids built per run."""
+    flags: Mapping[Any, object] = is_baseline or {}
     out = set(also_excluded)
     eligible = [
         r
-        for r in task_sets
+        for r in matrix.runs
         if r not in out and r in kinds and is_eligible(kinds[r], flags.get(r), include_baselines=include_baselines)
     ]
-    return compare.comparison_sets(task_sets, eligible=eligible)
+    return compare.comparison_sets_of(matrix, eligible=eligible)
 
 
 def with_completeness(runs: pd.DataFrame, held: Mapping[str, int]) -> pd.DataFrame:

@@ -12,8 +12,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics import stats
-from analytics.runs import comparable_runs
+from analytics import compare, stats
+from analytics.runs import comparable_runs_of
 from analytics.tmf.load import TmfInputs, load
 from analytics.tmf.model import (
     AXES,
@@ -110,18 +110,21 @@ def analyse(
     as_of: dt.date | None = None,
     points: pd.DataFrame | None = None,
     with_uncertainty: bool = True,
+    sliced: SliceRows | None = None,
 ) -> TmfResult:
     """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``).
 
     Only runs in the slice's ranked comparison set (``compare.comparison_sets`` over the agent runs up to ``as_of``)
     are analysed, on its common tasks; the others are listed in ``assumptions["runs_on_other_tasks"]``. With ``with_uncertainty`` a
-    paired task bootstrap (``bootstrap_tmf``) gives the stage probabilities, p_frontier and p_best.
+    paired task bootstrap (``bootstrap_tmf``) gives the stage probabilities, p_frontier and p_best. ``sliced`` is
+    ``slice_rows(inputs, slice_name)`` when the caller analyses the slice more than once (``by_period``).
     """
     opt = options or TmfOptions()
     if opt.axis not in AXES:
         raise TmfError(f"axis {opt.axis!r}: expected cost or latency")
     x_col, unit = AXES[opt.axis]
-    rows, baselines = drop_baselines(slice_tasks(inputs.tasks, slice_name))
+    sliced = sliced or slice_rows(inputs, slice_name)
+    rows, baselines = sliced.rows, sliced.baselines
     if points is None:
         points = run_points(
             rows,
@@ -136,8 +139,8 @@ def analyse(
         dates = pd.to_datetime(points["eval_date"])
         points = points[dates.isna() | (dates <= pd.Timestamp(as_of))]
     points = points[~points["run_id"].isin(baselines)]
-    keep, cset = comparison_set(rows[rows["run_id"].isin(points["run_id"])])
-    extra = rows["run_id"].isin(keep).to_numpy() & ~rows["task_id"].astype(str).isin(cset).to_numpy()
+    keep, cset = _primary_set(sliced.matrix, sliced.kinds, runs={str(r) for r in points["run_id"]})
+    extra = sliced.outside(keep, cset)
     if extra.any():  # runs on a superset: their points on the common tasks, as the leaderboard ranks them
         rows = rows[~extra]
         trimmed = run_points(
@@ -179,17 +182,87 @@ def drop_baselines(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     return rows[~flag], sorted(map(str, rows.loc[flag, "run_id"].unique()))
 
 
+@dataclass(frozen=True)
+class SliceRows:
+    """A slice's rows without baseline-marked runs (``drop_baselines``) and which agent run has which task, made
+    once for every analysis of the slice (the periods of ``by_period``).
+
+    Attributes:
+        rows: the slice's rows (humans too), baseline-marked runs left out.
+        baselines: the baseline-marked runs left out.
+        matrix: the agent runs x tasks of ``rows`` (run and task ids as text), runs in order of first row.
+        kinds: agent run -> its kind (its last row's).
+        row_run: per row of ``rows``, its run's row of ``matrix`` (-1 for a human run's row).
+        row_task: per row of ``rows``, its task's column of ``matrix`` (-1 for a human run's row).
+    """
+
+    rows: pd.DataFrame
+    baselines: list[str]
+    matrix: compare.TaskMatrix
+    kinds: dict[str, object]
+    row_run: np.ndarray
+    row_task: np.ndarray
+
+    def outside(self, runs: set[str], tasks: frozenset[str]) -> np.ndarray:
+        """Per row of ``rows``: a row of one of ``runs`` on a task not in ``tasks`` (one lookup per run and per
+        task, none per row)."""
+        run_in = np.array([r in runs for r in self.matrix.runs] + [False])  # the last entry: human rows (-1)
+        task_out = np.append(~pd.Index(self.matrix.tasks).isin(list(tasks)), False)
+        return run_in[self.row_run] & task_out[self.row_task]
+
+
+def slice_rows(inputs: TmfInputs, slice_name: str = "all") -> SliceRows:
+    """The ``SliceRows`` of one slice of ``inputs``."""
+    rows, baselines = drop_baselines(slice_tasks(inputs.tasks, slice_name))
+    matrix, kinds, row_run, row_task = _agent_matrix(rows)
+    return SliceRows(rows, baselines, matrix, kinds, row_run, row_task)
+
+
+def _agent_matrix(
+    rows: pd.DataFrame,
+) -> tuple[compare.TaskMatrix, dict[str, object], np.ndarray, np.ndarray]:
+    """The agent runs x tasks of ``rows`` (ids as text: ``str`` of each distinct id, one hash per row), each
+    agent run's kind (its last row's), and per row its run's row and its task's column (-1 for human rows)."""
+    is_agent = (rows["kind"] != "human").to_numpy(dtype=bool)
+    run_ids, task_ids = (rows[c].to_numpy(dtype=object)[is_agent] for c in ("run_id", "task_id"))
+    r_codes, r_uniq = pd.factorize(run_ids, use_na_sentinel=False)
+    t_codes, t_uniq = pd.factorize(task_ids, use_na_sentinel=False)
+    r_names, t_names = [str(r) for r in r_uniq], [str(t) for t in t_uniq]
+    if len(set(r_names)) < len(r_names):  # ids that differ only by type (1 and "1") are one id as text
+        r_codes, r_uniq = pd.factorize(run_ids.astype(str), use_na_sentinel=False)
+        r_names = [str(r) for r in r_uniq]
+    if len(set(t_names)) < len(t_names):
+        t_codes, t_uniq = pd.factorize(task_ids.astype(str), use_na_sentinel=False)
+        t_names = [str(t) for t in t_uniq]
+    held = np.zeros((len(r_names), len(t_names)), dtype=bool)
+    held[r_codes, t_codes] = True
+    last = np.full(len(r_names), -1, dtype=np.int64)
+    np.maximum.at(last, r_codes, np.arange(len(r_codes)))
+    kinds = dict(zip(r_names, rows["kind"].to_numpy(dtype=object)[is_agent][last].tolist(), strict=True))
+    row_run, row_task = np.full(len(rows), -1, dtype=np.int64), np.full(len(rows), -1, dtype=np.int64)
+    row_run[is_agent], row_task[is_agent] = r_codes, t_codes
+    return compare.TaskMatrix(tuple(r_names), np.array(t_names, dtype=object), held), kinds, row_run, row_task
+
+
+def _primary_set(
+    matrix: compare.TaskMatrix, kinds: dict[str, object], *, runs: set[str] | None = None
+) -> tuple[set[str], frozenset[str]]:
+    """``comparison_set`` of the runs of ``matrix`` (only those in ``runs`` when given)."""
+    if runs is not None:
+        pick = [i for i, r in enumerate(matrix.runs) if r in runs]
+        matrix = compare.TaskMatrix(tuple(matrix.runs[i] for i in pick), matrix.tasks, matrix.held[pick])
+    primary = comparable_runs_of(matrix, kinds, include_baselines=True).primary
+    if primary is None:
+        return set(), frozenset()
+    return {str(r) for r in primary.runs}, primary.tasks
+
+
 def comparison_set(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
     """The agent runs of ``rows`` in the ranked comparison set and its common tasks (``runs.comparable_runs``, the
     leaderboard's rule: runs on a superset are compared on the common tasks, runs that missed a few on those they
     have; every agent run given competes, ``include_baselines``: the caller has dropped baselines already)."""
-    agents = rows[rows["kind"] != "human"]
-    sets = {str(r): frozenset(t.astype(str)) for r, t in agents.groupby("run_id", sort=False)["task_id"]}
-    kinds = {str(r): k for r, k in zip(agents["run_id"], agents["kind"], strict=True)}
-    primary = comparable_runs(sets, kinds, include_baselines=True).primary
-    if primary is None:
-        return set(), frozenset()
-    return {str(r) for r in primary.runs}, primary.tasks
+    matrix, kinds, _, _ = _agent_matrix(rows)
+    return _primary_set(matrix, kinds)
 
 
 def bootstrap_tmf(
@@ -225,9 +298,21 @@ def bootstrap_tmf(
         len(t_ids),
         {str(k): float((stages == k).mean()) for k in (1, 2, 3)},
         {str(r): float(on_front[:, j].mean()) for j, r in enumerate(r_ids)},
-        {str(r): float(sum(1.0 / len(b) for b in best if str(r) in b) / n) for r in r_ids},
+        dict(zip(map(str, r_ids), _best_shares(best, [str(r) for r in r_ids], n), strict=True)),
         (float(np.nanquantile(area, 0.025)), float(np.nanquantile(area, 0.975))),
     )
+
+
+def _best_shares(best: list[tuple[str, ...]], run_ids: list[str], n: int) -> list[float]:
+    """Per run, the share of the ``n`` replicates where it is the best run, a replicate of ``k`` tied runs
+    counting ``1/k`` for each: one matrix of the replicates' shares summed in replicate order (the same sums as
+    adding them one by one)."""
+    col = {r: j for j, r in enumerate(run_ids)}
+    share = np.zeros((len(best) + 1, len(run_ids)))  # a first row of zeros: the sum of no replicate is 0
+    for i, tied in enumerate(best, start=1):
+        if tied:  # no best run in this replicate: it counts for nobody
+            share[i, [col[r] for r in tied]] = 1.0 / len(tied)
+    return [float(v) / n for v in np.cumsum(share, axis=0)[-1]]
 
 
 def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
@@ -406,6 +491,7 @@ def by_period(
         raise TmfError(f"period {freq!r}: expected one of {', '.join(PERIODS)}")
     opt = options or TmfOptions()
     tasks = slice_tasks(inputs.tasks, slice_name)
+    sliced = slice_rows(inputs, slice_name)
     points = run_points(
         tasks,
         performance=opt.performance,
@@ -427,6 +513,7 @@ def by_period(
                 points=points,
                 as_of=per.end_time.date(),
                 with_uncertainty=False,  # the movie shows estimates; the bootstrap is for the current view
+                sliced=sliced,
             ),
         )
         for per in periods
