@@ -80,14 +80,38 @@ def test_documents_keep_what_went_wrong_and_cut_boilerplate() -> None:
         ]
     )  # fmt: skip
     docs = cl.failure_documents(raw)
-    assert docs[0] == "failed: upstream timeout (HTTP 504) | final answer: differs from the reference"
+    assert docs[0] == "failed: upstream timeout (http 504) | final answer: differs from the reference"
     assert docs[1].startswith("failed: []")
-    assert docs[2] == "final answer: 6.9% (a different number than the reference)"
+    assert docs[2] == "final answer: % (a different number than the reference)"
     assert docs[3] == "no final answer | no tool called | status timeout"
     many = pd.concat([raw.iloc[[0]]] * 12, ignore_index=True)
     many["errors"] = [f"search: {w} error on call {i}" for i, w in enumerate(["quota", "auth", "parse"] * 4)]
     cut = cl.failure_documents(many)  # the answer's comparison is in all 12: boilerplate, cut; digits are masked
-    assert cut[:2] == ["failed: quota error on call 0", "failed: auth error on call 1"]
+    assert cut[:2] == ["failed: quota error on call", "failed: auth error on call"]
+    after_error = {**base, "errors": "q: boom", "answer": "x", "n_tool_calls": 4, "tools": [], "n_repeated": 2,
+                   "status": "crashed", "reference_trajectory": ["q", "r"]}  # fmt: skip
+    assert cl.failure_documents(pd.DataFrame([after_error])) == [
+        "failed: boom | final answer: differs from the reference"
+    ]
+    no_error = {**after_error, "errors": None, "answer": "No idea"}
+    assert cl.failure_documents(pd.DataFrame([no_error])) == [
+        "final answer: no idea (differs from the reference) | repeated call | skipped q, r | status crashed"
+    ]
+
+
+def test_run_specific_tokens_are_cut_from_documents() -> None:
+    strip = cl.strip_run_specific
+    assert strip("Connection refused (10.2.7.14:8443) for acct_04512") == "connection refused for"
+    assert strip("PermissionError: [Errno 13] Permission denied: '/data/x.csv'") == (
+        "permissionerror: [errno] permission denied"
+    )
+    assert strip("404 Not Found: /v2/accounts/acct_1") == "404 not found"  # an HTTP status is the cause
+    assert strip("HTTP 429 rate limit, retry after 89 s") == "http 429 rate limit, retry after s"
+    assert strip("report with 412 rows") == "report with rows"  # a count, not a status
+    assert strip("GET https://api.example.net/v1/x?id=7 failed") == "get failed"
+    assert strip("the opposite yes/no of the reference") == "the opposite yes/no of the reference"
+    assert strip("I'm sorry, but I can't help") == "i'm sorry, but i can't help"
+    assert strip("12345") == "12345"  # nothing left: the text stays
 
 
 def test_answer_against_the_reference() -> None:
