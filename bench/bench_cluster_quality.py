@@ -1,5 +1,5 @@
 """How far failure clusters match known causes: ``python bench/bench_cluster_quality.py [--minilm-max 1000]
-[--demo] [--json OUT.json]``.
+[--demo] [--generator failure_sets|ops] [--json OUT.json]``.
 
 1. **Held-out sets** of two independent generators, 4-12 causes, 200-20,000 failures, two transcript styles each:
    ``failure_sets`` (tests/failure_sets.py; seeds 100-107, never used to tune anything: the thresholds were chosen
