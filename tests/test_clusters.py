@@ -108,6 +108,7 @@ def test_run_specific_tokens_are_cut_from_documents() -> None:
     assert strip("404 Not Found: /v2/accounts/acct_1") == "404 not found"  # an HTTP status is the cause
     assert strip("HTTP 429 rate limit, retry after 89 s") == "http 429 rate limit, retry after s"
     assert strip("report with 412 rows") == "report with rows"  # a count, not a status
+    assert strip("query finished: 0 results") == "query finished: zero results"
     assert strip("GET https://api.example.net/v1/x?id=7 failed") == "get failed"
     assert strip("the opposite yes/no of the reference") == "the opposite yes/no of the reference"
     assert strip("I'm sorry, but I can't help") == "i'm sorry, but i can't help"

@@ -173,12 +173,13 @@ _STATUS_LEAD = re.compile(r"(?:^|^failed: |http |status |code |error )$")
 
 def _number(match: re.Match[str]) -> str:
     """A token with a digit is cut, except an HTTP status where one is reported ("404 not found", "http 429"):
-    401, 404 and 429 are different causes."""
+    401, 404 and 429 are different causes; and a count of zero is said in a word ("0 rows" is "zero rows")."""
     token = match.group(0)
     lead = match.string[max(0, match.start() - 8) : match.start()]
     if _HTTP_STATUS.fullmatch(token) and _STATUS_LEAD.search(lead):
         return token
-    return " "
+    counted = re.match(r" [a-z]", match.string[match.end() : match.end() + 2])
+    return " zero " if token == "0" and counted else " "  # "0 results" is "no results"; "call 0" is an index
 
 
 def strip_run_specific(text: str) -> str:
