@@ -15,7 +15,7 @@
    their members' mean cosine similarity is below 1 - ``CUT_DISTANCE`` (0.1: near orthogonal after centring), so
    the number of clusters follows from the data and one cause worded several ways, whose wordings share words or
    meaning, is one cluster. The cut was chosen on 15 generated tuning sets (seeds 1-15 of tests/failure_sets.py:
-   mean ARI 0.92 at 0.9, 0.86 at 0.85 and at 0.95), never on the held-out sets (its seeds 100-107, and every set of
+   mean ARI 0.92 at 0.9; 0.88 at 0.88, 0.92 at 0.92, 0.88 at 0.94), never on the held-out sets (its seeds 100-107, and every set of
    tests/failure_sets_ops.py) nor the demo. It replaces the best-silhouette cut (mean ARI 0.54 on the same
    distinct documents: the silhouette prefers the wordings of a cause, which are tight groups, to the cause);
 5. **every other distinct document** joins the nearest cluster centre of the centred vectors (chunks of ``CHUNK``
