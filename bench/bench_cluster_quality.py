@@ -1,8 +1,10 @@
 """How far failure clusters match known causes: ``python bench/bench_cluster_quality.py [--minilm-max 1000]
-[--demo] [--json OUT.json]``.
+[--demo] [--generator failure_sets|ops] [--json OUT.json]``.
 
-1. **Held-out sets** (tests/failure_sets.py; seeds 100-107 were never used to tune anything; 4-12 causes,
-   200-20,000 failures, two transcript styles): each is ingested into a throwaway store, its failures' documents
+1. **Held-out sets** of two independent generators, 4-12 causes, 200-20,000 failures, two transcript styles each:
+   ``failure_sets`` (tests/failure_sets.py; seeds 100-107, never used to tune anything: the thresholds were chosen
+   on its seeds 1-15) and ``ops`` (tests/failure_sets_ops.py: another vocabulary, the AD-Bench error taxonomy and
+   sandbox failures, other step layouts and noise; seeds 200-207, never used to tune anything). Each is ingested into a throwaway store, its failures' documents
    are read (``analytics.clusters.failure_texts``), embedded by the static model (the default) and, for sets of
    at most ``--minilm-max`` failures, by the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted
    Rand index against the causes is printed with the number of clusters, the unclustered share and the times.
@@ -29,18 +31,27 @@ from analytics import clusters as cl  # noqa: E402
 from analytics.embeddings import STATIC_MODEL, Embedder, StaticEmbedder  # noqa: E402
 from ingest.pipeline import ingest_paths  # noqa: E402
 from store import reader  # noqa: E402
-from tests.failure_sets import failure_set  # noqa: E402
+from tests import failure_sets, failure_sets_ops  # noqa: E402
 
-HELD_OUT = [  # seed, causes, failures, style
-    (100, 4, 200, "agent"),
-    (101, 6, 1000, "chat"),
-    (102, 8, 500, "agent"),
-    (103, 12, 3000, "agent"),
-    (104, 10, 2000, "chat"),
-    (105, 5, 20000, "agent"),
-    (106, 7, 800, "chat"),
-    (107, 11, 6000, "chat"),
+HELD_OUT = [  # generator, seed, causes, failures, style
+    ("failure_sets", 100, 4, 200, "agent"),
+    ("failure_sets", 101, 6, 1000, "chat"),
+    ("failure_sets", 102, 8, 500, "agent"),
+    ("failure_sets", 103, 12, 3000, "agent"),
+    ("failure_sets", 104, 10, 2000, "chat"),
+    ("failure_sets", 105, 5, 20000, "agent"),
+    ("failure_sets", 106, 7, 800, "chat"),
+    ("failure_sets", 107, 11, 6000, "chat"),
+    ("ops", 200, 4, 300, "trace"),
+    ("ops", 201, 6, 1200, "notebook"),
+    ("ops", 202, 8, 600, "trace"),
+    ("ops", 203, 12, 4000, "notebook"),
+    ("ops", 204, 10, 2500, "trace"),
+    ("ops", 205, 5, 20000, "notebook"),
+    ("ops", 206, 7, 900, "trace"),
+    ("ops", 207, 11, 8000, "notebook"),
 ]
+GENERATORS = {"failure_sets": failure_sets.failure_set, "ops": failure_sets_ops.failure_set}
 
 
 def _embedders(n: int, minilm_max: int) -> list[tuple[str, Any]]:
@@ -50,15 +61,19 @@ def _embedders(n: int, minilm_max: int) -> list[tuple[str, Any]]:
     return out
 
 
-def held_out(folder: Path, minilm_max: int) -> list[dict[str, Any]]:
+def held_out(folder: Path, minilm_max: int, generators: list[str] | None = None) -> list[dict[str, Any]]:
     """ARI of each held-out set and model."""
     from sklearn.metrics import adjusted_rand_score
 
     rows = []
-    for seed, k, n, style in HELD_OUT:
-        fs = failure_set(seed=seed, n_causes=k, n_failures=n, style=style)
+    for gen, seed, k, n, style in HELD_OUT:
+        if generators and gen not in generators:
+            continue
+        fs = GENERATORS[gen](seed=seed, n_causes=k, n_failures=n, style=style)
         db = folder / f"held-{seed}.duckdb"
-        ingest_paths([fs.write(folder / f"held-{seed}.jsonl")], db=db)
+        (res,) = ingest_paths([fs.write(folder / f"held-{seed}.jsonl")], db=db)
+        if res.outcome != "ingested":
+            raise SystemExit(f"{gen} seed {seed}: {res.outcome}: {res.error}")
         with reader(db) as con:
             failures = cl.failure_texts(con, benchmark=fs.benchmark)
         keys = zip(failures["run_id"], failures["task_id"], failures["sample"], strict=True)
@@ -71,7 +86,7 @@ def held_out(folder: Path, minilm_max: int) -> list[dict[str, Any]]:
             t2 = time.perf_counter()
             labels = clusters.members["cluster_id"]
             row = {
-                "seed": seed, "causes": k, "failures": n, "style": style, "model": name,
+                "generator": gen, "seed": seed, "causes": k, "failures": n, "style": style, "model": name,
                 "clusters": int((clusters.summary["cluster_id"] >= 0).sum()),
                 "unclustered": round(float((labels == -1).mean()), 4),
                 "ari": round(float(adjusted_rand_score(truth, labels)), 3),
@@ -79,6 +94,14 @@ def held_out(folder: Path, minilm_max: int) -> list[dict[str, Any]]:
             }  # fmt: skip
             rows.append(row)
             print(json.dumps(row), flush=True)
+    for gen in dict.fromkeys(str(r["generator"]) for r in rows):
+        for name in dict.fromkeys(str(r["model"]) for r in rows):
+            aris = [float(str(r["ari"])) for r in rows if r["generator"] == gen and r["model"] == name]
+            print(
+                f"# {gen} {name}: {sum(a >= 0.8 for a in aris)} of {len(aris)} sets reach ARI 0.8, "
+                f"lowest {min(aris):.3f}, mean {sum(aris) / len(aris):.3f}",
+                flush=True,
+            )
     return rows
 
 
@@ -110,10 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--minilm-max", type=int, default=1000, help="largest set also embedded by the full MiniLM")
     ap.add_argument("--demo", action="store_true", help="also the AD-Bench demo against its error codes")
     ap.add_argument("--skip-held-out", action="store_true")
+    ap.add_argument("--generator", action="append", choices=sorted(GENERATORS), help="only these generators' sets")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="runlens-cluster-quality-") as tmp:
-        out = [] if args.skip_held_out else held_out(Path(tmp), args.minilm_max)
+        out = [] if args.skip_held_out else held_out(Path(tmp), args.minilm_max, args.generator)
         if args.demo:
             out += demo(Path(tmp), args.minilm_max)
     if args.json:

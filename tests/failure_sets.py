@@ -308,7 +308,10 @@ def failure_set(
 
 def documents(*, seed: int, n_causes: int, n: int) -> tuple[list[str], list[str]]:
     """``n`` failure documents as ``analytics.clusters.failure_documents`` writes them (no transcript, no store:
-    for timing the embedding and the clustering at a million failures) and their causes."""
+    for timing the embedding and the clustering at a million failures; run-specific tokens cut as it cuts them)
+    and their causes."""
+    from analytics.clusters.load import strip_run_specific
+
     rng = np.random.default_rng(seed)
     chosen = [CAUSES[i] for i in rng.choice(len(CAUSES), n_causes, replace=False)]
     which = rng.choice(n_causes, n, p=rng.dirichlet(np.full(n_causes, 2.0)))
@@ -322,6 +325,6 @@ def documents(*, seed: int, n_causes: int, n: int) -> tuple[list[str], list[str]
             doc = f"final answer: {text} (a different number than the reference)"
         else:
             doc = f"final answer: {text} | status timeout"
-        texts.append(doc)
+        texts.append(" | ".join(strip_run_specific(part) for part in doc.split(" | ")))
         truth.append(cause.name)
     return texts, truth

@@ -209,8 +209,9 @@ def test_bench_clusters_synthetic_and_quality_run(tmp_path: Path) -> None:
     result = json.loads(out.read_text())
     assert result["n"] == 1500 and result["embed"]["texts"] == 500 and result["embed"]["texts_per_wall_s"] > 0
     assert result["store_vectors"]["wall_s"] > 0 and 0.0 <= result["ari"] <= 1.0
-    bench_cluster_quality.HELD_OUT[:] = [(100, 4, 200, "agent")]  # one small set, static model only
+    bench_cluster_quality.HELD_OUT[:] = [("failure_sets", 100, 4, 200, "agent"), ("ops", 200, 4, 300, "trace")]
     quality = tmp_path / "quality.json"
     assert bench_cluster_quality.main(["--minilm-max", "0", "--json", str(quality)]) == 0
     rows = json.loads(quality.read_text())
-    assert [r["seed"] for r in rows] == [100] and -1.0 <= rows[0]["ari"] <= 1.0
+    assert [(r["generator"], r["seed"]) for r in rows] == [("failure_sets", 100), ("ops", 200)]
+    assert all(-1.0 <= r["ari"] <= 1.0 for r in rows)

@@ -24,7 +24,7 @@ CAUSES = {
     "HAL": ("final", "I am confident the click-through rate is 7.3% although no tool was consulted"),
 }
 PER_CAUSE = 8
-ARI_FLOOR = 0.5  # measured 0.64 at the default cut 0.3 (2026-11-23); a floor, not the value
+ARI_FLOOR = 0.9  # measured 1.0 (2026-11-26, issue 32: distinct documents cut at 0.9); a floor, not the value
 
 
 def test_renumber_orders_by_size_and_pools_small_clusters() -> None:
@@ -80,14 +80,39 @@ def test_documents_keep_what_went_wrong_and_cut_boilerplate() -> None:
         ]
     )  # fmt: skip
     docs = cl.failure_documents(raw)
-    assert docs[0] == "failed: upstream timeout (HTTP 504) | final answer: differs from the reference"
+    assert docs[0] == "failed: upstream timeout (http 504) | final answer: differs from the reference"
     assert docs[1].startswith("failed: []")
-    assert docs[2] == "final answer: 6.9% (a different number than the reference)"
+    assert docs[2] == "final answer: % (a different number than the reference)"
     assert docs[3] == "no final answer | no tool called | status timeout"
     many = pd.concat([raw.iloc[[0]]] * 12, ignore_index=True)
     many["errors"] = [f"search: {w} error on call {i}" for i, w in enumerate(["quota", "auth", "parse"] * 4)]
     cut = cl.failure_documents(many)  # the answer's comparison is in all 12: boilerplate, cut; digits are masked
-    assert cut[:2] == ["failed: quota error on call 0", "failed: auth error on call 1"]
+    assert cut[:2] == ["failed: quota error on call", "failed: auth error on call"]
+    after_error = {**base, "errors": "q: boom", "answer": "x", "n_tool_calls": 4, "tools": [], "n_repeated": 2,
+                   "status": "crashed", "reference_trajectory": ["q", "r"]}  # fmt: skip
+    assert cl.failure_documents(pd.DataFrame([after_error])) == [
+        "failed: boom | final answer: differs from the reference"
+    ]
+    no_error = {**after_error, "errors": None, "answer": "No idea"}
+    assert cl.failure_documents(pd.DataFrame([no_error])) == [
+        "final answer: no idea (differs from the reference) | repeated call | skipped q, r | status crashed"
+    ]
+
+
+def test_run_specific_tokens_are_cut_from_documents() -> None:
+    strip = cl.strip_run_specific
+    assert strip("Connection refused (10.2.7.14:8443) for acct_04512") == "connection refused for"
+    assert strip("PermissionError: [Errno 13] Permission denied: '/data/x.csv'") == (
+        "permissionerror: [errno] permission denied"
+    )
+    assert strip("404 Not Found: /v2/accounts/acct_1") == "404 not found"  # an HTTP status is the cause
+    assert strip("HTTP 429 rate limit, retry after 89 s") == "http 429 rate limit, retry after s"
+    assert strip("report with 412 rows") == "report with rows"  # a count, not a status
+    assert strip("query finished: 0 results") == "query finished: zero results"
+    assert strip("GET https://api.example.net/v1/x?id=7 failed") == "get failed"
+    assert strip("the opposite yes/no of the reference") == "the opposite yes/no of the reference"
+    assert strip("I'm sorry, but I can't help") == "i'm sorry, but i can't help"
+    assert strip("12345") == "12345"  # nothing left: the text stays
 
 
 def test_answer_against_the_reference() -> None:
@@ -201,10 +226,11 @@ def test_cli_json_shape(failures_db: Path) -> None:
     assert {"run_id", "task_id", "sample"} == set(first["attempts"][0])
 
 
-# measured 0.037 (purity 0.346, 3 clusters) on 2026-11-26 with issue 32's method; issue 20's cut at 0.3 reached
-# 0.168 (purity 0.436, 10 clusters): a regression on the demo, whose codes are structural (docs/failure_analysis.md)
-DEMO_ARI_FLOOR = 0.02
-DEMO_PURITY_FLOOR = 0.30
+# measured 0.111 (purity 0.398, 4 clusters) on 2026-11-26 with issue 32's run-specific tokens cut and the cut at
+# 0.9 (before: 0.037, purity 0.346; issue 20's cut at 0.3: 0.168): the demo's codes are structural (trajectory,
+# parameters, calculation), mostly not in the failure's words (docs/failure_analysis.md)
+DEMO_ARI_FLOOR = 0.09
+DEMO_PURITY_FLOOR = 0.37
 
 
 @pytest.mark.slow
@@ -225,25 +251,27 @@ def test_clusters_agree_with_the_adbench_demo_codes(tmp_path: Path) -> None:
     assert quality["ari"] >= DEMO_ARI_FLOOR and quality["purity"] >= DEMO_PURITY_FLOOR, quality
 
 
-# Held-out sets with known causes (tests/failure_sets.py: causes worded differently every time, shared
-# boilerplate, two transcript styles). Floors below what was measured (docs/failure_analysis.md): the issue's
-# target, ARI >= 0.8 on every such set, is NOT reached; these guard against regressions.
-HELD_OUT = [  # seed, causes, failures, style, ARI floor (measured 2026-11-26: 0.955 and 0.635)
-    (105, 5, 2000, "agent", 0.85),
-    (104, 10, 1000, "chat", 0.55),
+# Held-out sets with known causes of two independent generators (tests/failure_sets.py: causes worded differently
+# every time, shared boilerplate, two transcript styles; tests/failure_sets_ops.py: the AD-Bench error taxonomy and
+# sandbox failures, other templates and noise). Floors a little below what was measured (docs/failure_analysis.md).
+HELD_OUT = [  # generator, seed, causes, failures, style, ARI floor
+    ("failure_sets", 105, 5, 2000, "agent", 0.95),
+    ("failure_sets", 104, 10, 1000, "chat", 0.85),
+    ("ops", 206, 7, 900, "trace", 0.85),
 ]
 
 
-@pytest.mark.parametrize(("seed", "n_causes", "n_failures", "style", "floor"), HELD_OUT)
+@pytest.mark.parametrize(("generator", "seed", "n_causes", "n_failures", "style", "floor"), HELD_OUT)
 def test_held_out_sets_with_known_causes(
-    tmp_path: Path, seed: int, n_causes: int, n_failures: int, style: str, floor: float
+    tmp_path: Path, generator: str, seed: int, n_causes: int, n_failures: int, style: str, floor: float
 ) -> None:
     from sklearn.metrics import adjusted_rand_score
 
     from ingest.pipeline import ingest_paths
     from jobs.failures import embed_failures
-    from tests.failure_sets import failure_set
+    from tests import failure_sets, failure_sets_ops
 
+    failure_set = failure_sets.failure_set if generator == "failure_sets" else failure_sets_ops.failure_set
     fs = failure_set(seed=seed, n_causes=n_causes, n_failures=n_failures, style=style)
     db = tmp_path / "held.duckdb"
     assert [r.outcome for r in ingest_paths([fs.write(tmp_path / "held.jsonl")], db=db)] == ["ingested"]
@@ -253,7 +281,9 @@ def test_held_out_sets_with_known_causes(
     assert clusters is not None and clusters.n_failures == n_failures
     m = clusters.members
     truth = [fs.truth[(r, t, int(s))] for r, t, s in zip(m["run_id"], m["task_id"], m["sample"], strict=True)]
-    assert adjusted_rand_score(truth, m["cluster_id"]) >= floor
+    ari = adjusted_rand_score(truth, m["cluster_id"])
+    print(f"{generator} {seed}: ARI {ari:.3f}")
+    assert ari >= floor, ari
     s = clusters.summary
     assert s["n_attempts"].sum() == n_failures  # every failure in exactly one cluster (or "unclustered")
     named = s[s["cluster_id"] >= 0]

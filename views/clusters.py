@@ -28,9 +28,9 @@ from ui.tables import Col, show_table
 
 filters = page_setup(
     "Failure clusters",
-    "Each failed attempt's document (its errors and failing tool results, else its answer against the reference; "
-    "boilerplate cut) embedded by a static model distilled from all-MiniLM-L6-v2, clustered with the number of "
-    "clusters chosen by the silhouette, named by key phrases (class TF-IDF).",
+    "Each failed attempt's document (the error that ended it, else its answer against the reference; ids, numbers "
+    "and boilerplate cut) embedded by a static model distilled from all-MiniLM-L6-v2, clustered with the number of "
+    "clusters chosen from the data (a tree cut where groups stop being similar), named by key phrases (class TF-IDF).",
     unused=("agents", "dates"),
 )
 if not filters.benchmark:

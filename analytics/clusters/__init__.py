@@ -6,15 +6,12 @@ text), ``figures`` (Plotly).
 docs/failure_analysis.md explains the method and its measurements."""
 
 from analytics.clusters.compute import (
-    K_MAX,
+    CUT_DISTANCE,
     MAX_POINTS,
-    MERGE_SIMILARITY,
     MIN_SIZE,
     SEED,
     centred,
-    choose_k,
     cluster_vectors,
-    merge_close,
     renumber,
 )
 from analytics.clusters.compute_summary import (
@@ -44,15 +41,16 @@ from analytics.clusters.load import (
     failure_frame,
     failure_texts,
     read_vectors,
+    strip_run_specific,
 )
 from analytics.clusters.report import by_run_frame, display_table, text_report, to_json
 
 __all__ = [
-    "CLUSTER_COLORS", "K_MAX", "LABEL_PROMPT_VERSION", "MAX_POINTS", "MERGE_SIMILARITY", "MIN_SIZE", "SEED",
+    "CLUSTER_COLORS", "CUT_DISTANCE", "LABEL_PROMPT_VERSION", "MAX_POINTS", "MIN_SIZE", "SEED",
     "UNCLUSTERED", "ClusterError", "Clusters", "answer_against_reference", "apply_llm_labels", "build_clusters",
-    "by_run_frame", "cached_failure_vectors", "cached_labels", "centred", "choose_k", "clean_label",
+    "by_run_frame", "cached_failure_vectors", "cached_labels", "centred", "clean_label",
     "cluster_vectors", "content_key", "display_table", "distinctive_terms", "failure_clusters",
     "failure_documents", "failure_frame", "failure_texts", "fig_clusters_by_run", "key_phrases", "label_messages",
-    "label_quality", "merge_close", "read_vectors", "renumber", "representatives", "share_trend", "text_report",
+    "label_quality", "read_vectors", "renumber", "representatives", "share_trend", "strip_run_specific", "text_report",
     "to_json", "trend_sentence",
 ]  # fmt: skip

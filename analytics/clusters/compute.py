@@ -2,23 +2,28 @@
 
 ``cluster_vectors`` (docs/failure_analysis.md has the measurements):
 
-1. **centre**: the mean vector of all failures is subtracted and rows are re-normalised, so what every failure
-   shares (the benchmark's vocabulary, the agent's phrasing) stops pulling vectors together;
-2. a seeded **sample** of at most ``MAX_POINTS`` failures is described twice: its centred vectors, and (with the
-   documents) a TF-IDF of their words and word pairs reduced to ``SVD_DIMS`` dimensions (a term found in every
-   failure weighs nothing there, a term of a few weighs much); both unit length, side by side;
-3. **average linkage** (cosine) on the sample; **the number of clusters** is the cut with the highest
-   **silhouette** among 2..``K_MAX`` clusters: it compares each failure's mean distance to its own cluster with the
-   nearest other one, so it needs no threshold of ours;
-4. **near-duplicates merge**: the silhouette's best cut separates the phrasings of one cause as well (they are
-   tight groups); clusters whose centres have a cosine similarity above ``MERGE_SIMILARITY``, or whose summed
-   TF-IDF term vectors one above ``MERGE_TERMS``, are joined, the closest pair first and a merged group compared
-   by its new mean (no chaining through one close pair). Both thresholds were chosen on 15 generated tuning sets
-   (seeds 1-15 of tests/failure_sets.py: mean ARI 0.78, lowest 0.52 at 0.3 / 0.3), never on the held-out sets
-   (seeds 100-107) nor the demo;
-5. **every other failure** joins the nearest cluster centre of the centred vectors (chunks of ``CHUNK`` rows: 1M
-   failures never build an n x n matrix); clusters smaller than ``MIN_SIZE``, and failures with a similarity to
-   every centre below ``MIN_SIMILARITY``, are ``-1``, "unclustered", said in so many words.
+1. **distinct documents**: failures with the same document (``load.failure_documents`` cuts ids, numbers, paths
+   and quoted values, so many reports of one cause are one text) are one point; how often a wording occurs does
+   not make it a cluster of its own;
+2. **centre**: the mean vector is subtracted and rows are re-normalised, over all failures and again over the
+   distinct documents, so what every failure shares (the benchmark's vocabulary, the agent's phrasing) stops
+   pulling vectors together: two unrelated causes are then near orthogonal;
+3. a seeded **sample** of at most ``MAX_POINTS`` distinct documents is described twice: its centred vectors, and
+   a TF-IDF of their words and word pairs reduced to ``SVD_DIMS`` dimensions (a term found in every document weighs
+   nothing there, a term of a few weighs much); both unit length, side by side;
+4. **average linkage** (cosine) on the sample, **cut at the distance** ``CUT_DISTANCE``: two groups stay apart when
+   their members' mean cosine similarity is below 1 - ``CUT_DISTANCE`` (0.1: near orthogonal after centring), so
+   the number of clusters follows from the data and one cause worded several ways, whose wordings share words or
+   meaning, is one cluster. The cut was chosen on 15 generated tuning sets (seeds 1-15 of tests/failure_sets.py:
+   mean ARI 0.92 at 0.9; 0.88 at 0.88, 0.92 at 0.92, 0.88 at 0.94), never on the held-out sets (its seeds 100-107, and every set of
+   tests/failure_sets_ops.py) nor the demo. It replaces the best-silhouette cut (mean ARI 0.54 on the same
+   distinct documents: the silhouette prefers the wordings of a cause, which are tight groups, to the cause);
+5. **every other distinct document** joins the nearest cluster centre of the centred vectors (chunks of ``CHUNK``
+   rows: 1M failures never build an n x n matrix); members of clusters smaller than ``MIN_SIZE`` failures join
+   the nearest larger cluster when its centre is similar at all (``ABSORB_SIMILARITY``), else they are ``-1``,
+   "unclustered", said in so many words.
+
+Every step is linear in the number of failures except the tree, which is built on at most ``MAX_POINTS`` rows.
 """
 
 from __future__ import annotations
@@ -28,12 +33,10 @@ from typing import Any
 import numpy as np
 
 MAX_POINTS = 3000
-SILHOUETTE_POINTS = 2000
-K_MAX = 30
 MIN_SIZE = 3
 SVD_DIMS = 100
-MERGE_SIMILARITY = 0.3
-MERGE_TERMS = 0.3
+CUT_DISTANCE = 0.9
+ABSORB_SIMILARITY = 0.0
 MIN_SIMILARITY = 0.0
 CHUNK = 65536
 SEED = 0
@@ -49,15 +52,15 @@ def centred(vectors: np.ndarray) -> np.ndarray:
 
 
 def text_features(texts: list[str], *, dims: int = SVD_DIMS, seed: int = SEED) -> tuple[np.ndarray, Any] | None:
-    """Unit rows of a TF-IDF of the documents' words and word pairs (sublinear counts, terms in at least two
-    documents) reduced by a seeded truncated SVD, and the TF-IDF matrix itself; None when the documents have fewer
+    """Unit rows of a TF-IDF of the documents' words and word pairs (sublinear counts; every term, since the
+    documents are distinct: a word of one wording sets it apart) reduced by a seeded truncated SVD, and the TF-IDF matrix itself; None when the documents have fewer
     than two such terms."""
     from sklearn.decomposition import TruncatedSVD
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     try:
         tfidf = TfidfVectorizer(
-            ngram_range=(1, 2), sublinear_tf=True, min_df=2, token_pattern=r"(?u)\b[^\W\d_][\w'-]+\b"
+            ngram_range=(1, 2), sublinear_tf=True, min_df=1, token_pattern=r"(?u)\b[^\W\d_][\w'-]+\b"
         ).fit_transform(texts)
     except ValueError:  # no term at all
         return None
@@ -65,71 +68,6 @@ def text_features(texts: list[str], *, dims: int = SVD_DIMS, seed: int = SEED) -
         return None
     reduced = TruncatedSVD(min(dims, tfidf.shape[1] - 1), random_state=seed).fit_transform(tfidf)
     return (reduced / np.maximum(np.linalg.norm(reduced, axis=1, keepdims=True), 1e-9)).astype(np.float32), tfidf
-
-
-def merge_by_terms(labels: np.ndarray, tfidf: Any, *, similarity: float) -> np.ndarray:
-    """For each cluster id in ``labels`` (0..k-1), the group it merges into: clusters whose summed TF-IDF term
-    vectors have a cosine similarity above ``similarity`` are joined (transitively). Two groups of one cause worded
-    two ways share its words ("timed out" / "timeout waiting") where their vectors may sit apart. (Weighting terms
-    by how many clusters they appear in instead was tried: mean ARI 0.70 against 0.79 on the tuning sets.)"""
-    from scipy import sparse
-
-    k = int(labels.max()) + 1
-    onehot = sparse.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))), shape=(k, len(labels)))
-    terms = np.asarray((onehot @ tfidf).todense())  # sums: a bigger cluster weighs more in a merged profile
-    return merge_close(terms, similarity=similarity)
-
-
-def choose_k(x: np.ndarray, *, k_max: int = K_MAX, seed: int = SEED) -> tuple[np.ndarray, dict[int, float]]:
-    """Average-linkage tree of the (sample) rows ``x`` and the silhouette of each cut 2..k_max; returns the labels of the best
-    cut and every silhouette measured."""
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from sklearn.metrics import silhouette_score
-
-    m = len(x)
-    tree = linkage(x.astype(np.float64), method="average", metric="cosine")
-    rng = np.random.default_rng(seed)
-    sil_ix = np.sort(rng.choice(m, SILHOUETTE_POINTS, replace=False)) if m > SILHOUETTE_POINTS else np.arange(m)
-    dist = np.clip(1.0 - x[sil_ix] @ x[sil_ix].T, 0.0, 2.0)
-    np.fill_diagonal(dist, 0.0)
-    scores: dict[int, float] = {}
-    best: tuple[float, np.ndarray] | None = None
-    for k in range(2, max(2, min(k_max, m - 1)) + 1):
-        labels = fcluster(tree, k, criterion="maxclust")
-        sub = labels[sil_ix]
-        if len(np.unique(sub)) < 2 or len(np.unique(sub)) >= len(sub):
-            continue
-        s = float(silhouette_score(dist, sub, metric="precomputed"))
-        scores[k] = s
-        if best is None or s > best[0] + 1e-9:
-            best = (s, labels)
-    if best is None:
-        return np.zeros(m, dtype=int), scores
-    return best[1] - 1, scores
-
-
-def merge_close(vectors: np.ndarray, *, similarity: float, weights: np.ndarray | None = None) -> np.ndarray:
-    """For each row (a cluster's centre or term profile), the group it merges into: the two most similar groups
-    (cosine of their size-weighted mean rows) are joined while that similarity is above ``similarity``. A merged
-    group is compared by its new mean, so one close pair cannot chain two distant clusters together."""
-    k = len(vectors)
-    w = np.ones(k) if weights is None else np.asarray(weights, dtype=float)
-    sums = np.asarray(vectors, dtype=np.float64) * w[:, None]
-    members = {i: [i] for i in range(k)}
-    group = np.arange(k)
-    while len(members) > 1:
-        ids = list(members)
-        unit = sums[ids] / np.maximum(np.linalg.norm(sums[ids], axis=1, keepdims=True), 1e-12)
-        sim = unit @ unit.T
-        np.fill_diagonal(sim, -np.inf)
-        i, j = np.unravel_index(int(np.argmax(sim)), sim.shape)
-        if sim[i, j] <= similarity:
-            break
-        a, b = ids[i], ids[j]
-        sums[a] += sums[b]
-        members[a] += members.pop(b)
-        group[members[a]] = a
-    return group
 
 
 def nearest(x: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -159,6 +97,19 @@ def renumber(labels: np.ndarray, *, min_size: int) -> np.ndarray:
     return lut(labels) if len(labels) else labels.astype(int)
 
 
+def distinct_rows(texts: list[str] | None, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct text and, for every row, the index of its distinct text (without texts, every
+    row is its own). Exact duplicates are one point of the tree: a wording's frequency does not make it a cluster."""
+    if texts is None:
+        return np.arange(n), np.arange(n)
+    import pandas as pd
+
+    codes, _ = pd.factorize(pd.Series(texts, dtype=object))
+    first = np.full(int(codes.max()) + 1, n, dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(n))
+    return first, codes
+
+
 def cluster_vectors(
     vectors: np.ndarray,
     texts: list[str] | None = None,
@@ -166,9 +117,7 @@ def cluster_vectors(
     min_size: int = MIN_SIZE,
     seed: int = SEED,
     max_points: int = MAX_POINTS,
-    k_max: int = K_MAX,
-    merge_similarity: float = MERGE_SIMILARITY,
-    merge_terms: float = MERGE_TERMS,
+    cut_distance: float = CUT_DISTANCE,
     is_centred: bool = False,
 ) -> np.ndarray:
     """Cluster labels (0.. by size, -1 unclustered) of the rows of ``vectors`` (and their documents ``texts``, in
@@ -180,26 +129,50 @@ def cluster_vectors(
     if n < max(2 * min_size, 4):
         return np.full(n, 0 if n >= min_size else -1)
     x = vectors if is_centred else centred(vectors)
+    first, codes = distinct_rows(texts, n)
+    m = len(first)
     rng = np.random.default_rng(seed)
-    fit_ix = np.sort(rng.choice(n, max_points, replace=False)) if n > max_points else np.arange(n)
-    feats = x[fit_ix]
-    words = text_features([texts[i] for i in fit_ix], seed=seed) if texts is not None else None
+    fit_u = np.sort(rng.choice(m, max_points, replace=False)) if m > max_points else np.arange(m)
+    feats = centred(x[first[fit_u]])  # centred again over the distinct texts: a frequent wording is not the mean
+    words = text_features([texts[i] for i in first[fit_u]], seed=seed) if texts is not None else None
     if words is not None:
         feats = np.hstack([feats, words[0]]) / np.sqrt(2.0)
-    fitted, _ = choose_k(feats, k_max=min(k_max, max(2, len(fit_ix) // min_size)), seed=seed)
-    ids, fitted = np.unique(fitted, return_inverse=True)
-    centres = np.stack([feats[fitted == c].mean(axis=0) for c in range(len(ids))])
-    groups = merge_close(centres, similarity=merge_similarity, weights=np.bincount(fitted))
-    if words is not None:  # and clusters that share their words
-        by_terms = merge_by_terms(groups[fitted], words[1], similarity=merge_terms)
-        groups = by_terms[groups]
-    sample_labels = groups[fitted]
-    labels = np.full(n, -1, dtype=np.int64)
-    labels[fit_ix] = sample_labels
-    if len(fit_ix) < n:
-        gids = np.unique(sample_labels)
-        centres_x = np.stack([x[fit_ix][sample_labels == g].mean(axis=0) for g in gids])
-        rest = np.setdiff1d(np.arange(n), fit_ix)
-        idx, sim = nearest(x[rest], centres_x)
-        labels[rest] = np.where(sim < MIN_SIMILARITY, -1, gids[idx])
-    return renumber(labels, min_size=min_size)
+    if len(fit_u) >= 2:
+        from scipy.cluster.hierarchy import fcluster, linkage
+
+        tree = linkage(feats.astype(np.float64), method="average", metric="cosine")
+        fitted = fcluster(tree, cut_distance, criterion="distance") - 1
+    else:
+        fitted = np.zeros(len(fit_u), dtype=np.int64)
+    by_distinct = np.full(m, -1, dtype=np.int64)
+    by_distinct[fit_u] = fitted
+    if len(fit_u) < m:  # the other distinct texts join the nearest cluster centre of the centred vectors
+        gids = np.unique(fitted)
+        reps = x[first[fit_u]]
+        centres_x = np.stack([reps[fitted == g].mean(axis=0) for g in gids])
+        rest = np.setdiff1d(np.arange(m), fit_u)
+        idx, sim = nearest(x[first[rest]], centres_x)
+        by_distinct[rest] = np.where(sim < MIN_SIMILARITY, -1, gids[idx])
+    labels = by_distinct[codes]
+    return renumber(absorb_small(x, labels, min_size=min_size), min_size=min_size)
+
+
+def absorb_small(x: np.ndarray, labels: np.ndarray, *, min_size: int) -> np.ndarray:
+    """``labels`` with the members of clusters under ``min_size`` failures moved to the nearest centre (centred
+    vectors) of a cluster that has at least ``min_size``, when that centre's similarity is above
+    ``ABSORB_SIMILARITY``; the others keep their small cluster (``renumber`` makes them -1, unclustered)."""
+    ids, counts = np.unique(labels[labels >= 0], return_counts=True)
+    big, small = ids[counts >= min_size], ids[counts < min_size]
+    if not len(big) or not len(small):
+        return labels
+    out = labels.copy()
+    rows = np.flatnonzero(np.isin(labels, small))
+    from scipy import sparse
+
+    rows_big = np.flatnonzero(np.isin(labels, big))
+    which = np.searchsorted(big, labels[rows_big])
+    onehot = sparse.csr_matrix((np.ones(len(rows_big), dtype=np.float32), (which, rows_big)), shape=(len(big), len(x)))
+    centres = np.asarray(onehot @ x)  # sums: ``nearest`` compares directions only
+    idx, sim = nearest(x[rows], centres)
+    out[rows] = np.where(sim > ABSORB_SIMILARITY, big[idx], labels[rows])
+    return out

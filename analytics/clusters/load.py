@@ -33,7 +33,7 @@ from analytics.clusters.compute_summary import LABEL_PROMPT_VERSION, ClusterErro
 from analytics.embeddings import STATIC_MODEL
 from store import query_df
 
-MAX_ERRORS = 3
+MAX_ERRORS = 1
 STEP_CHARS = 240
 ANSWER_CHARS = 240
 BOILERPLATE_SHARE = 0.5
@@ -47,17 +47,27 @@ WITH f AS (
     WHERE r.benchmark = $benchmark AND ($run_id IS NULL OR a.run_id = $run_id) AND a.passed = false
 ),
 s AS (
-    SELECT s.attempt_id, s.step, s.kind, s.tool, s.args::VARCHAR AS args,
-           replace(left(s.error, $chars), chr(10), ' ') AS error,
-           replace(left(coalesce(s.result, tx.text, s.content), $chars), chr(10), ' ') AS body,
+    SELECT s.attempt_id, s.step, s.kind, s.tool, s.args::VARCHAR AS args, s.error AS raw_error,
+           coalesce(s.result, tx.text, s.content) AS raw_body
     FROM steps s SEMI JOIN f USING (attempt_id)
     LEFT JOIN texts tx ON s.result IS NULL AND tx.text_hash = s.result_hash
 ),
+t AS (  -- a Python traceback is shown by its last line, the exception (the frames above it are the code's path)
+    SELECT attempt_id, step, kind, tool, args,
+           replace(left(CASE WHEN contains(raw_error, 'Traceback (most recent call last)')
+                             THEN trim(list_last(list_filter(string_split(raw_error, chr(10)), x -> trim(x) <> '')))
+                             ELSE raw_error END, $chars), chr(10), ' ') AS error,
+           replace(left(raw_body, $chars), chr(10), ' ') AS body,
+           replace(left(CASE WHEN contains(raw_body, 'Traceback (most recent call last)')
+                             THEN trim(list_last(list_filter(string_split(raw_body, chr(10)), x -> trim(x) <> '')))
+                             ELSE raw_body END, $chars), chr(10), ' ') AS shown
+    FROM s
+),
 e AS (
     SELECT *, coalesce(error, CASE WHEN kind = 'tool_call' AND regexp_matches(lower(coalesce(body, '')), $failing)
-                                   THEN body END) AS failure,
+                                   THEN shown END) AS failure,
            row_number() OVER (PARTITION BY attempt_id, failure IS NULL ORDER BY step DESC) AS back
-    FROM s
+    FROM t
 ),
 agg AS (
     SELECT attempt_id,
@@ -87,7 +97,7 @@ ORDER BY f.run_id, f.task_id, f.sample
 FAILING_RESULT = (
     r"error|exception|traceback|fail|invalid|denied|refused|forbidden|unauthori[sz]ed|timed? ?out|not found|"
     r"does not exist|no such|unknown|too many|exceeded|unavailable|malformed|could not|cannot|can't|unable|"
-    r"\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|\b[45]\d\d\b|^\s*(\[\]|\{\}|null|none)?\s*$"
+    r"\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|^\s*(\[\]|\{\}|null|none)?\s*$"
 )
 
 _MASK = [
@@ -141,33 +151,82 @@ def _error_line(line: str) -> str:
     return "failed: " + (_GENERIC_PREFIX.sub("", text.strip()) or text.strip())
 
 
+# Run-specific tokens: what differs between two reports of one cause (an id, a number, a path, a host, a quoted
+# value) and says nothing about the cause. They are cut from the embedded document, so "connection refused
+# (10.2.7.14:8443)" and "connection refused" are one text with one vector.
+_RUN_SPECIFIC = [  # before the numbers
+    (re.compile(r"\bhttps?://\S+"), " "),  # URLs
+    (re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]*)*|\b[\w.-]+(?:/[\w.-]+){2,}/?"), " "),  # paths
+    (re.compile(r"(?<!\w)'[^'\n]{1,80}'(?!\w)|\"[^\"\n]{1,80}\"|`[^`\n]{1,80}`"), " "),  # quoted values
+    (re.compile(r"\b[\w-]+(?:\.[\w-]+)+(?::\d+)?\b"), " "),  # hosts, dotted names, ip:port, decimals
+]
+_CLEAN_UP = [  # after them
+    (re.compile(r"\([\s:;,.#/-]*\)|\[[\s:;,.#/-]+\]"), " "),  # brackets left empty (not an empty result "[]")
+    (re.compile(r"\s+([,.;:)\]])"), r"\1"),
+    (re.compile(r"\s+"), " "),
+]
+
+_NUMBER = re.compile(r"\b[\w.+:-]*\d[\w.+:-]*")  # ids and numbers: acct_045, 18342, 0x1f
+_HTTP_STATUS = re.compile(r"[45]\d\d")
+_STATUS_LEAD = re.compile(r"(?:^|^failed: |http |status |code |error )$")
+
+
+def _number(match: re.Match[str]) -> str:
+    """A token with a digit is cut, except an HTTP status where one is reported ("404 not found", "http 429"):
+    401, 404 and 429 are different causes; and a count of zero is said in a word ("0 rows" is "zero rows")."""
+    token = match.group(0)
+    lead = match.string[max(0, match.start() - 8) : match.start()]
+    if _HTTP_STATUS.fullmatch(token) and _STATUS_LEAD.search(lead):
+        return token
+    counted = re.match(r" [a-z]", match.string[match.end() : match.end() + 2])
+    return " zero " if token == "0" and counted else " "  # "0 results" is "no results"; "call 0" is an index
+
+
+def strip_run_specific(text: str) -> str:
+    """``text`` without its run-specific tokens (URLs, paths, quoted values, hosts, ids, numbers), lower case (a
+    shouted error is the same error); the text itself when nothing else is left."""
+    out = text.lower()
+    for pattern, repl in _RUN_SPECIFIC:
+        out = pattern.sub(repl, out)
+    out = _NUMBER.sub(_number, out)
+    for pattern, repl in _CLEAN_UP:
+        out = pattern.sub(repl, out)
+    out = out.strip(" ,;:-|")
+    return out or text.strip()
+
+
 def _segments(row: dict[str, Any]) -> list[str]:
+    """The segments of one failure's document, most informative first: the failing steps (with the final answer
+    only as it compares with the reference), else the final answer; the attempt's status and the trajectory hints
+    only when no step failed (after a failed step, a crashed status or a retry is its consequence)."""
     errors = row.get("errors")
     out: list[str] = []
     answer = row.get("answer")
     versus = answer_against_reference(answer, row.get("reference_answer"))
-    if isinstance(errors, str) and errors:
-        out += [_error_line(line) for line in errors.split("\n") if line.strip()]
+    failed = isinstance(errors, str) and bool(errors.strip())
+    if failed:
+        out += [_error_line(line) for line in str(errors).split("\n") if line.strip()]
         if versus:
             out.append(f"final answer: {versus}")
     elif isinstance(answer, str) and answer.strip():
         out.append(f"final answer: {answer}" + (f" ({versus})" if versus else ""))
     else:
         out.append(versus)
-    if int(row.get("n_tool_calls") or 0) == 0:
-        out.append("no tool called")
-    if int(row.get("n_repeated") or 0) > 0:
-        out.append("repeated call")
-    ref = row.get("reference_trajectory")
-    tools = row.get("tools")
-    if ref is not None and len(ref) and tools is not None:
-        missing = [t for t in dict.fromkeys(ref) if t not in set(tools)]
-        if missing:
-            out.append("skipped " + ", ".join(missing))
-    status = row.get("status")
-    if isinstance(status, str) and status and status != "completed":
-        out.append(f"status {status}")
-    return out
+    if not failed:
+        if int(row.get("n_tool_calls") or 0) == 0:
+            out.append("no tool called")
+        if int(row.get("n_repeated") or 0) > 0:
+            out.append("repeated call")
+        ref = row.get("reference_trajectory")
+        tools = row.get("tools")
+        if ref is not None and len(ref) and tools is not None:
+            missing = [t for t in dict.fromkeys(ref) if t not in set(tools)]
+            if missing:
+                out.append("skipped " + ", ".join(missing))
+        status = row.get("status")
+        if isinstance(status, str) and status and status != "completed":
+            out.append(f"status {status}")
+    return [strip_run_specific(s) for s in out if s]
 
 
 def failure_documents(raw: pd.DataFrame, *, boilerplate_share: float = BOILERPLATE_SHARE) -> list[str]:
