@@ -20,7 +20,7 @@ pooled into one subject.
 
 The default model is py-irt's ``1pl`` with hierarchical priors, which recovered abilities on rotating-item
 designs; ``2pl`` is a registered wide-prior 2PL (py-irt's own 2PL priors shrink difficulties so much that
-periods cannot be linked; see /work/shared/notes/py-irt.md and tests/test_irt.py).
+periods cannot be linked; see ../shared/notes/py-irt.md and tests/test_irt.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """AD-Bench demo snapshot: 100 tasks, ten models x 3 samples, calibrated to the paper's Tables 2 and 3.
 
-The generator works backwards from the published numbers (``/work/shared/seeds/ad-bench.md``):
+The generator works backwards from the published numbers (``../shared/seeds/ad-bench.md``):
 
 * Table 2 gives, per model and level, Pass@1 (successes / attempts) and Pass@3 (tasks solved at least
   once / tasks). :func:`solve_level` finds the integer successes and solved tasks that print as the

@@ -1,6 +1,6 @@
 """GEM-Bench demo: four ad-injection solutions on three datasets (Tables 2, 3, 4, 6; section 4.2; Figure 3).
 
-Source: ``/work/shared/seeds/gem-bench.md``. Naming: ONE benchmark ``gem-bench``; the task ``category`` is the
+Source: ``../shared/seeds/gem-bench.md``. Naming: ONE benchmark ``gem-bench``; the task ``category`` is the
 dataset (MT-Human, LM-Market, CA-Prod); one run per solution (agent = Ad-Chat, GI-R, GIR-R, GIR-P), plus
 
 * an ad-free baseline run (agent ``Ad-free``, run field ``gem_role: "baseline"``): the tokens the plain LLM

@@ -1,6 +1,6 @@
 """LiveAgentBench demo: 374 tasks and the twelve subjects of Table 2 (five LLMs, five agents, AWorld, Human).
 
-Source: ``/work/shared/seeds/liveagentbench.md``. Scoring is binary (string match against a closed
+Source: ``../shared/seeds/liveagentbench.md``. Scoring is binary (string match against a closed
 answer), one attempt per task, Pass@1. The generator works backwards from Table 2:
 
 * Scenario groups (task ``category``): W&S 61, DL 97, IA&P 47, H&SS 83, SP 81 (369 tasks); the other

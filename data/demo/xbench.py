@@ -1,6 +1,6 @@
 """xbench demo: Recruitment and Marketing (50 tasks each), calibrated to Tables 8 and 9 of the paper.
 
-Source: ``/work/shared/seeds/xbench.md``. The generator works backwards from the published cells:
+Source: ``../shared/seeds/xbench.md``. The generator works backwards from the published cells:
 
 * Scoring is ``graded``: the Gemini-2.5-Flash judge gives 1-5, mapped linearly to 0-100
   (score = (raw - 1) / 4). A table cell is the mean normalised score x 100 of its tasks.
