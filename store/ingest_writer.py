@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store import lake
+from store import lake, lake_session
 from store.query import load_sql, transaction
 
 if TYPE_CHECKING:  # the writer takes what ingest validated; it does not depend on ingest at run time
@@ -79,25 +79,25 @@ def write_bundle(
 
     ``before_commit(con, file_id)`` runs last inside the transaction (rule findings derived from the rows). On a
     team store the commit message records the file, its hash and who ingested it, and a commit that conflicts
-    with another one (a maintenance job, a writer outside Runlens) is retried with backoff (``lake.RETRY_MAX``).
+    with another one (a maintenance job, a writer outside Runlens) is retried with backoff (``lake_session.RETRY_MAX``).
     """
     on_lake = lake.is_lake_connection(con)
     facts = _FileFacts(path, content_hash, fmt, is_demo, started_at, seconds)
-    for attempt in range(1, lake.RETRY_MAX + 1):
+    for attempt in range(1, lake_session.RETRY_MAX + 1):
         try:
             with transaction(con):
                 file_id = _write(con, bundle, facts, before_commit)
                 if on_lake:
-                    lake.set_commit_message(
+                    lake_session.set_commit_message(
                         con,
                         f"ingest {path}",
                         {"file": path, "content_hash": content_hash, "format": fmt, "file_id": file_id},
                     )
             return file_id, attempt - 1
         except duckdb.Error as exc:
-            if not (on_lake and lake.is_conflict(exc)) or attempt == lake.RETRY_MAX:
+            if not (on_lake and lake_session.is_conflict(exc)) or attempt == lake_session.RETRY_MAX:
                 raise
-            time.sleep(lake.backoff_s(attempt))
+            time.sleep(lake_session.backoff_s(attempt))
     raise AssertionError("unreachable")
 
 

@@ -43,7 +43,15 @@ ENTRY_POINTS = {"analytics/__main__.py": {"cli"}, "ingest/__main__.py": {"cli"}}
 STORE_WRITES = {"writer", "publish", "derived", "transaction", "delete_run", "export_parquet"}
 # The store's internals: what may be imported only inside store/ (others use ``store`` and its writer modules).
 STORE_INTERNALS = {
-    *("store.backends", "store.sessions", "store.lake", "store.paths", "store.migrate", "store.query"),
+    *(
+        "store.backends",
+        "store.sessions",
+        "store.lake",
+        "store.lake_session",
+        "store.paths",
+        "store.migrate",
+        "store.query",
+    ),
     *("store.filters", "store.writelock"),
 }
 # Asking which kind a store is (a DuckDB file, a Parquet folder, a lake): only store/ may; callers ask the Store.

@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from store import lake, paths
+from store import lake, lake_session, paths
 from store.backends.base import LOCK_WAIT_S, RawLocation, Store, register
 from store.lake import LakeError
 from store.migrate import latest_version, migrate, schema_version
@@ -45,7 +45,7 @@ class LakeStore(Store):
         self, *, wait_s: float = LOCK_WAIT_S, publish_snapshot: bool = True, short_session: bool = False
     ) -> Iterator[duckdb.DuckDBPyConnection]:
         """The session holds the lake's writer lock (PostgreSQL's advisory lock, or a local lake's flock)."""
-        with lake.session_lock(self._lake, wait_s=wait_s):
+        with lake_session.session_lock(self._lake, wait_s=wait_s):
             lake.refresh(self._lake)
             con = lake.connect(self._lake, read_only=False)
             try:
@@ -107,7 +107,7 @@ class LakeStore(Store):
         return f"snapshot:{lake.snapshot_id(self._lake)}"
 
     def set_commit_message(self, con: duckdb.DuckDBPyConnection, message: str, extra: dict[str, Any]) -> None:
-        lake.set_commit_message(con, message, extra)
+        lake_session.set_commit_message(con, message, extra)
 
     def resolve_as_of(self, as_of: str | int | dt.datetime) -> tuple[int, dt.datetime]:
         when = lake.parse_as_of(as_of)
