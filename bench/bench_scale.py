@@ -9,6 +9,12 @@ Kept in ``DIR/<size>/`` and reused by every later run (delete the folder to rebu
 * ``store.lake`` (and ``store.lake.files/``): a local lake (``ducklake:sqlite:``, SQLite catalog, Parquet on the
   local disk), made from the file store with ``python -m analytics migrate-store``.
 
+With ``--stream`` (for 10M, whose logs and two stores do not fit on this disk together) only the local lake, the
+default store, is built, the way a user fills it: each log file is generated, ingested with ``python -m ingest``
+into ``lake/store.lake`` and deleted before the next is written (the files are those of the plain build), so the
+disk holds one log file at a time. Each file's ingest (wall, CPU, peak RSS of the process tree) goes to
+``lake/build.json``. A rerun resumes: files already ingested are recognised by their content hash and skipped.
+
 Measured (``--measure``):
 
 * ``upload``: ``python -m ingest`` of one native file of 100 attempts (a new run), in a fresh process, three times
@@ -17,7 +23,8 @@ Measured (``--measure``):
 * ``search``: ``python -m analytics search`` of a phrase, a word and an identifier on each store, in a fresh process.
 
 Run it under ``nice -n 19`` on a shared machine. Building 1M attempts takes about 4 minutes here (generation, ingest,
-migration); 10M about 25 minutes and 50 GB of disk (logs 27 GB, file store 15 GB plus its snapshot, lake 7 GB).
+migration); 10M about 25 minutes and 50 GB of disk (logs 27 GB, file store 15 GB plus its snapshot, lake 7 GB), or
+with ``--stream`` the lake alone and one 0.55 GB log file at a time.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_lake import upload_files  # noqa: E402
-from bench.gen_logs import generate  # noqa: E402
+from bench.gen_logs import generate, iter_generate  # noqa: E402
 
 SEARCHES = {"phrase": "budget week growth", "word": "threshold", "identifier": "t000123"}
 
@@ -80,6 +87,46 @@ def build(work: Path, size: int) -> dict[str, str]:
         (folder / "LAKE_DONE").write_text("")
         print(f"migrated into {lake} in {seconds:.0f} s", file=sys.stderr)
     return {"file": str(db), "lake": f"ducklake:sqlite:{lake}"}
+
+
+def build_streamed(work: Path, size: int) -> dict[str, str]:
+    """The local lake of ``size`` attempts under ``work/<size>/lake``, one log file on disk at a time."""
+    folder = work / str(size) / "lake"
+    folder.mkdir(parents=True, exist_ok=True)
+    lake, done, record = folder / "store.lake", folder / "DONE", folder / "build.json"
+    location = f"ducklake:sqlite:{lake}"
+    if done.exists():
+        return {"lake": location}
+    files: list[dict[str, object]] = []
+    started = time.perf_counter()
+    for path in iter_generate(folder / "logs", n_attempts=size, seed=size):
+        before = _cpu()
+        seconds, _ = _run(["-m", "ingest", "--db", location, "--no-progress", str(path)])
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        files.append(
+            {
+                "file": path.name,
+                "bytes": path.stat().st_size,
+                "seconds": round(seconds, 1),
+                "cpu_seconds": round(_cpu() - before, 1),
+                "peak_rss_mb_so_far": round(peak_mb),
+                "load_average": os.getloadavg()[0],
+            }
+        )
+        path.unlink()
+        record.write_text(json.dumps({"size": size, "files": files}, indent=1) + "\n")
+        print(f"{path.name}: {seconds:.0f} s", file=sys.stderr)
+    total = {
+        "size": size,
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "ingest_seconds": round(sum(float(f["seconds"]) for f in files), 1),  # type: ignore[arg-type]
+        "ingest_cpu_seconds": round(sum(float(f["cpu_seconds"]) for f in files), 1),  # type: ignore[arg-type]
+        "disk_bytes": _disk_bytes(location),
+        "files": files,
+    }
+    record.write_text(json.dumps(total, indent=1) + "\n")
+    done.write_text("")
+    return {"lake": location}
 
 
 def _disk_bytes(location: str) -> int:
@@ -145,8 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, required=True, help="where the stores are kept (outside the repository)")
     parser.add_argument("--measure", nargs="*", default=["upload"], choices=["upload", "search"])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--stream", action="store_true", help="build only the local lake, one log file at a time")
     args = parser.parse_args(argv)
-    stores = build(args.work, args.size)
+    stores = build_streamed(args.work, args.size) if args.stream else build(args.work, args.size)
     result: dict[str, object] = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "size": args.size}
     if "upload" in args.measure:
         result["upload"] = measure_upload(stores, args.work / str(args.size))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -84,12 +85,21 @@ def generate(
     out: Path, *, n_attempts: int, n_runs: int = 50, n_benchmarks: int = 4, samples: int = 3, seed: int = 0
 ) -> list[Path]:
     """Write ``n_runs`` files holding ``n_attempts`` attempts in total; return the file paths."""
+    return list(
+        iter_generate(out, n_attempts=n_attempts, n_runs=n_runs, n_benchmarks=n_benchmarks, samples=samples, seed=seed)
+    )
+
+
+def iter_generate(
+    out: Path, *, n_attempts: int, n_runs: int = 50, n_benchmarks: int = 4, samples: int = 3, seed: int = 0
+) -> Iterator[Path]:
+    """``generate`` one file at a time: each file is written when the caller asks for it, so a caller that ingests
+    and deletes each file before asking for the next needs the disk of one file (the files are the same)."""
     rng = np.random.default_rng(seed)
     pool = _TextPool(rng)
     out.mkdir(parents=True, exist_ok=True)
     per_run = max(1, n_attempts // n_runs)
     n_tasks = max(1, per_run // samples)
-    files = []
     for r in range(n_runs):
         bench = f"bench-{r % n_benchmarks}"
         path = out / f"run-{r:03d}.jsonl"
@@ -126,8 +136,7 @@ def generate(
                 )
             )
             _attempts(fh, rng, pool, f"run-{r:03d}", n_tasks, per_run, samples, ability)
-        files.append(path)
-    return files
+        yield path
 
 
 def _attempts(
