@@ -212,6 +212,13 @@ def paired_test(
 
 def shared_differences(reference: Mapping[str, float], candidate: Mapping[str, float]) -> np.ndarray:
     """``candidate - reference`` over the shared tasks with finite values in both, in task-id order."""
+    ref, cand = shared_values(reference, candidate)
+    return cand - ref
+
+
+def shared_values(reference: Mapping[str, float], candidate: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """The values of ``reference`` and of ``candidate`` on the shared tasks with finite values in both, in task-id
+    order (two aligned arrays)."""
     ref = np.fromiter(reference.values(), dtype=float, count=len(reference))
     cand = np.fromiter(candidate.values(), dtype=float, count=len(candidate))
     ref_keys = np.array(list(reference), dtype=object)
@@ -220,7 +227,7 @@ def shared_differences(reference: Mapping[str, float], candidate: Mapping[str, f
     shared, at_ref, at_cand = np.intersect1d(ref_keys, cand_keys, assume_unique=True, return_indices=True)
     pairs = np.column_stack([ref[at_ref], cand[at_cand]]).reshape(-1, 2)
     pairs = pairs[np.isfinite(pairs).all(axis=1)]
-    return pairs[:, 1] - pairs[:, 0]
+    return pairs[:, 0], pairs[:, 1]
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
