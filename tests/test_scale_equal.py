@@ -88,3 +88,18 @@ def test_the_diff_of_every_pair_of_a_benchmark_keeps_its_figures(store_db: Path)
         assert int(row["n_tasks"]) == n
         assert row["mean_a"] == pytest.approx(mean_a, rel=1e-12, nan_ok=True)
         assert row["mean_b"] == pytest.approx(mean_b, rel=1e-12, nan_ok=True)
+
+
+def test_the_judge_figures_equal_the_former_path(store_db: Path) -> None:
+    from analytics import review as rv
+    from store import RunFilter
+
+    with rdb.reader(store_db) as con:
+        for (bench,) in rdb.query_rows(con, "SELECT DISTINCT benchmark FROM runs ORDER BY 1"):
+            flt = RunFilter(benchmark=bench)
+            new = rv.judge_corrections(con, flt)
+            preds, source = rv.judge_predictions(con, flt)
+            sample, _ = rv.calibration_sample(con, flt)
+            humans = rv.human_consensus(rv.current_reviews(con, flt))
+            old = rv.corrections_of(preds, source, humans[humans["attempt_id"].isin(sample)])
+            pd.testing.assert_frame_equal(new, old)
