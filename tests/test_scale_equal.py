@@ -103,3 +103,57 @@ def test_the_judge_figures_equal_the_former_path(store_db: Path) -> None:
             humans = rv.human_consensus(rv.current_reviews(con, flt))
             old = rv.corrections_of(preds, source, humans[humans["attempt_id"].isin(sample)])
             pd.testing.assert_frame_equal(new, old)
+
+
+FORMER_QUEUE = """
+    WITH lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts),
+    rj AS (SELECT v.attempt_id, bool_and(TRY_CAST(v.verdict->>'result_correct' AS BOOLEAN)) AS judge_correct,
+                  (SELECT list(DISTINCT e.code) FROM error_labels e WHERE e.attempt_id = v.attempt_id
+                     AND e.source = 'judge') AS codes
+           FROM judge_verdicts v WHERE NOT v.is_failure GROUP BY v.attempt_id),
+    lb AS (SELECT attempt_id, list(DISTINCT code) AS codes FROM error_labels WHERE source = 'label'
+           GROUP BY attempt_id),
+    mine AS (SELECT attempt_id, count(*) AS n_reviews, bool_or(reviewer = $reviewer) AS is_reviewed_by_me
+             FROM v_reviews GROUP BY attempt_id)
+    SELECT a.attempt_id, a.run_id, r.agent, a.task_id, a.sample, a.passed, lj.judge_correct AS log_judge_correct,
+           rj.judge_correct AS runlens_judge_correct, array_to_string(list_sort(lb.codes), ', ') AS log_codes,
+           array_to_string(list_sort(rj.codes), ', ') AS judge_codes, coalesce(m.n_reviews, 0) AS n_reviews,
+           coalesce(m.is_reviewed_by_me, false) AS is_reviewed_by_me
+    FROM attempts a JOIN runs r USING (run_id)
+    LEFT JOIN lj USING (attempt_id) LEFT JOIN rj USING (attempt_id) LEFT JOIN lb USING (attempt_id)
+    LEFT JOIN mine m USING (attempt_id)
+    WHERE r.benchmark = $benchmark AND a.passed = false
+    ORDER BY coalesce(m.is_reviewed_by_me, false), a.run_id, a.task_id, a.sample
+    LIMIT $n
+"""
+
+
+def test_the_failed_queue_equals_the_former_query_with_and_without_my_reviews(store_db: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from analytics import review as rv
+    from store import RunFilter
+
+    db = tmp_path / "queue.duckdb"
+    for suffix in ("", ".read"):  # a copy: reviews are written
+        if Path(f"{store_db}{suffix}").exists():
+            shutil.copyfile(f"{store_db}{suffix}", f"{db}{suffix}")
+    with rdb.reader(db) as con:
+        bench = rdb.query_rows(con, "SELECT benchmark FROM runs GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")[0][0]
+        first = rdb.query_rows(
+            con,
+            "SELECT attempt_id FROM attempts JOIN runs USING (run_id) WHERE benchmark = ? AND passed = false "
+            "ORDER BY run_id, task_id, sample LIMIT 3",
+            [bench],
+        )
+    from jobs.reviews import record_review
+
+    for (attempt_id,) in first:  # "me" reviews the head of the queue: those go to its back
+        record_review(db, attempt_id=int(attempt_id), reviewer="me", verdict="incorrect")
+    flt = RunFilter(benchmark=bench)
+    with rdb.reader(db) as con:
+        for who in ("me", "someone else", None):
+            for n in (1, 5, 50):
+                new = rv.review_queue(con, flt, queue="failed", reviewer=who, n=n)
+                old = rdb.query_df(con, FORMER_QUEUE, {"reviewer": who or "", "n": n, "benchmark": bench})
+                pd.testing.assert_frame_equal(new, old)

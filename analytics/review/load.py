@@ -80,14 +80,29 @@ def review_queue(
         "calibration": "true",
     }[queue]
     order = CALIBRATION_ORDER if queue == "calibration" else "a.run_id, a.task_id, a.sample"
+    # The failed queue's order is the run's (run, task, sample) after the attempts this reviewer has reviewed go
+    # last: its first n are among the first n + (this reviewer's reviews) failed attempts in that order, or among
+    # those reviews. Only these candidates are joined with the judges' verdicts and labels, not every attempt.
+    candidates = (
+        with_run_filter(
+            "cand AS ((SELECT a.attempt_id FROM attempts a JOIN runs r USING (run_id) WHERE $run_filter "
+            "AND a.passed = false ORDER BY a.run_id, a.task_id, a.sample "
+            "LIMIT $n + (SELECT count(DISTINCT attempt_id) FROM v_reviews WHERE reviewer = $reviewer)) "
+            "UNION (SELECT attempt_id FROM v_reviews WHERE reviewer = $reviewer)), "
+        )
+        if queue == "failed"
+        else "cand AS (SELECT attempt_id FROM attempts), "
+    )
     sql = f"""
-        WITH lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts),
+        WITH {candidates}
+        lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts
+               SEMI JOIN cand USING (attempt_id)),
         rj AS (SELECT v.attempt_id, bool_and(TRY_CAST(v.verdict->>'result_correct' AS BOOLEAN)) AS judge_correct,
                       (SELECT list(DISTINCT e.code) FROM error_labels e WHERE e.attempt_id = v.attempt_id
                          AND e.source = 'judge') AS codes
                FROM judge_verdicts v WHERE NOT v.is_failure GROUP BY v.attempt_id),
-        lb AS (SELECT attempt_id, list(DISTINCT code) AS codes FROM error_labels WHERE source = 'label'
-               GROUP BY attempt_id),
+        lb AS (SELECT attempt_id, list(DISTINCT code) AS codes FROM error_labels SEMI JOIN cand USING (attempt_id)
+               WHERE source = 'label' GROUP BY attempt_id),
         mine AS (SELECT attempt_id, count(*) AS n_reviews, bool_or(reviewer = $reviewer) AS is_reviewed_by_me
                  FROM v_reviews GROUP BY attempt_id)
         SELECT a.attempt_id, a.run_id, r.agent, a.task_id, a.sample, a.passed, lj.judge_correct AS log_judge_correct,
@@ -95,12 +110,13 @@ def review_queue(
                array_to_string(list_sort(rj.codes), ', ') AS judge_codes, coalesce(m.n_reviews, 0) AS n_reviews,
                coalesce(m.is_reviewed_by_me, false) AS is_reviewed_by_me
         FROM attempts a
+        SEMI JOIN cand USING (attempt_id)
         JOIN runs r USING (run_id)
         LEFT JOIN lj USING (attempt_id)
         LEFT JOIN rj USING (attempt_id)
         LEFT JOIN lb USING (attempt_id)
         LEFT JOIN mine m USING (attempt_id)
-        LEFT JOIN ({PREDICTED_CODE_SQL}) pc USING (attempt_id)
+        LEFT JOIN (SELECT * FROM ({PREDICTED_CODE_SQL}) SEMI JOIN cand USING (attempt_id)) pc USING (attempt_id)
         {_FILTER_SQL} AND ({where})
         ORDER BY coalesce(m.is_reviewed_by_me, false), {order}
         LIMIT $n
