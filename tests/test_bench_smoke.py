@@ -215,3 +215,19 @@ def test_bench_clusters_synthetic_and_quality_run(tmp_path: Path) -> None:
     rows = json.loads(quality.read_text())
     assert [(r["generator"], r["seed"]) for r in rows] == [("failure_sets", 100), ("ops", 200)]
     assert all(-1.0 <= r["ari"] <= 1.0 for r in rows)
+
+
+def test_bench_page_reads_and_the_app_start_run(tmp_path: Path) -> None:
+    from bench import bench_page_reads, bench_startup
+    from ingest.pipeline import ingest_paths
+
+    db = tmp_path / "small.duckdb"
+    ingest_paths(generate(tmp_path / "logs", n_attempts=300, n_runs=4, n_benchmarks=1, seed=33), db=db, jobs=1)
+    out = tmp_path / "reads.json"
+    assert bench_page_reads.main(["--db", str(db), "--sign-flip", "50", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert set(result["reads"]) >= {"sql: schema browser", "diff: compare_runs", "review: judge's corrected figures"}
+    assert all(r["cpu_s"] >= 0 for r in result["reads"].values()) and len(result["sign_flip_tail"]) == 1
+    start = bench_startup.app_start(str(db), repeat=1)
+    assert start["problems"] == [] and float(start["total_s"]) > float(start["imports_s"]) > 0  # type: ignore[arg-type]
+    assert "catalog" in {name for name, _ in start["reads_of_median_run"]}  # type: ignore[union-attr]

@@ -117,3 +117,27 @@ def test_diff_link_names_the_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     at.selectbox(key="df_b").set_value("a-v1").run()
     assert (at.selectbox(key="df_a").value, at.selectbox(key="df_b").value) == ("a-v2", "a-v1")
     assert at.query_params["baseline"] in ("a-v2", ["a-v2"])
+
+
+def _changes(at: AppTest) -> list[str]:
+    return next(d.value["Task"].tolist() for d in at.dataframe if "Tool calls Δ" in d.value.columns)
+
+
+def test_long_task_tables_are_drawn_a_page_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.gen_logs import generate
+    from ingest.pipeline import ingest_paths
+
+    db = tmp_path / "long.duckdb"
+    files = generate(tmp_path / "logs", n_attempts=1200, n_runs=2, n_benchmarks=1, samples=1, seed=33)
+    ingest_paths(files, db=db, jobs=1)
+    at = open_diff(db, monkeypatch, benchmark="bench-0")
+    assert not at.exception
+    n_tasks = int(at.metric[0].value)
+    assert n_tasks == 600
+    assert len(_changes(at)) == 250  # one page formatted and drawn, not 600 rows
+    assert any("the downloads hold all 600" in c.value for c in at.caption)
+    at.session_state["df_changes_page"] = 3
+    at.run()
+    assert len(_changes(at)) == 100  # the last page: rows 501-600
+    flipped = at.dataframe(key="df_flipped").value
+    assert 0 < len(flipped) <= 250

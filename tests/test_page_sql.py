@@ -105,6 +105,9 @@ def test_schema_browser_lists_objects_with_counts(fixture_db: Path, monkeypatch:
     at = open_sql_page(fixture_db, monkeypatch)
     objects = at.dataframe[1].value.set_index("Name")  # the column list beside the editor comes first
     assert objects.loc["attempts", "Rows"] == "6" and objects.loc["v_runs", "Kind"] == "view"
+    assert objects.loc["v_runs", "Rows"] == "–"  # a view is counted only on request (the count runs it)
+    at.toggle(key="sql_count_views").set_value(True).run()
+    assert at.dataframe[1].value.set_index("Name").loc["v_runs", "Rows"] == "2"
     at.selectbox(key="sql_schema_obj").set_value("v_runs").run()
     cols = at.dataframe[0].value
     assert "pass_rate" in cols["Column"].tolist()

@@ -295,3 +295,17 @@ def test_judge_figures_corrected_by_the_calibration_sample(review_db: Path, tmp_
     assert np.isnan(few["estimate"]) and few["note"].startswith("needs at least 10 reviews")
     shown = rv.corrections_table(corr.reset_index())
     assert shown["Judge says"].iloc[0].endswith("%") and "nan" not in shown.to_string()
+
+
+def test_judge_corrections_equal_the_figures_from_a_list_of_codes_per_attempt(review_db: Path) -> None:
+    """judge_corrections reads a verdict per attempt and a row per (attempt, code) (issue 33): the same figures as
+    the former path, ``corrections_of`` over ``judge_predictions`` with the calibration sample's reviews."""
+    flt = RunFilter(benchmark="rb")
+    with reader(review_db) as con:
+        new = rv.judge_corrections(con, flt)
+        preds, source = rv.judge_predictions(con, flt)
+        sample, _ = rv.calibration_sample(con, flt)
+        humans = rv.human_consensus(rv.current_reviews(con, flt))
+    old = rv.corrections_of(preds, source, humans[humans["attempt_id"].isin(sample)])
+    assert len(new) > 1 and new["n_reviewed"].max() >= 10  # corrected figures, not only notes
+    pd.testing.assert_frame_equal(new, old)

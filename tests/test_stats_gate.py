@@ -92,3 +92,47 @@ def test_gate_size_at_one_sample_per_task_computed_exactly(n: int, ab: tuple[flo
             exact += weight * (test.p_exact < 0.05)
     assert 0.04 <= size <= 0.0525, size  # the issue's [0.8, 1.05] x alpha
     assert exact < 0.04  # the exact p is conservative here: why the gate uses the mid-p
+
+
+def _exact_tail_one_task_at_a_time(w: np.ndarray) -> tuple[float, float]:
+    """The exact tail as it was computed before (one convolution step per task): the reference."""
+    mags = np.abs(w)
+    total = int(mags.sum())
+    dist = np.zeros(2 * total + 1)
+    dist[total] = 1.0
+    for v in map(int, mags):
+        new = np.zeros_like(dist)
+        new[: dist.size - v] += 0.5 * dist[v:]
+        new[v:] += 0.5 * dist[: dist.size - v]
+        dist = new
+    t = int(w.sum()) + total
+    return float(dist[:t].sum()), float(dist[t])
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 10])
+def test_the_exact_tail_by_magnitude_equals_the_one_step_per_task_recursion(k: int) -> None:
+    rng = np.random.default_rng(330 + k)
+    for n in (1, 7, 60, 400):
+        d = (rng.binomial(k, 0.5, n) - rng.binomial(k, 0.55, n)) / k
+        w = compare._lattice(d[np.abs(d) > 1e-12])
+        if w is None or w.size == 0:
+            continue
+        got, want = compare._exact_tail(w), _exact_tail_one_task_at_a_time(w)
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-15)
+
+
+def test_the_exact_tail_through_the_fft_matches_the_direct_convolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(333)
+    d = (rng.binomial(3, 0.5, 3000) - rng.binomial(3, 0.52, 3000)) / 3
+    w = compare._lattice(d[np.abs(d) > 1e-12])
+    assert w is not None
+    direct = compare._exact_tail(w)
+    monkeypatch.setattr(compare, "EXACT_DIRECT_MAX", 0)
+    assert compare._exact_tail(w) == pytest.approx(direct, rel=1e-9, abs=1e-13)
+
+
+def test_shared_differences_pair_the_shared_finite_tasks_in_task_order() -> None:
+    ref = {"t3": 0.5, "t1": 1.0, "t2": float("nan"), "t9": 0.0}
+    cand = {"t1": 0.0, "t2": 1.0, "t3": 1.0, "t4": 1.0}
+    assert compare.shared_differences(ref, cand).tolist() == [-1.0, 0.5]  # t1, t3; t2 is NaN in ref
+    assert compare.shared_differences({}, cand).size == 0

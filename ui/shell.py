@@ -149,11 +149,13 @@ def _sidebar(catalog: cat.Catalog) -> None:
                 format="YYYY-MM-DD",
             )
         flt = common.current_filters()
-        n_runs, n_attempts = common.cached(cat.filtered_counts, run_filter=flt)
+        # runs-level counts only: counting the view's attempts read every one of them at each start (the store's
+        # total comes from the table's row count)
+        n_runs = common.cached(cat.filtered_run_count, run_filter=flt)
         in_view = "in this view" if flt.agents or flt.date_from else f"in {flt.benchmark}"
         st.caption(
-            f"{fmt.plural(n_runs, 'run')} · {fmt.plural(n_attempts, 'attempt')} {common.plain(in_view)} "
-            f"(the store: {fmt.plural(catalog.n_runs, 'run')})"
+            f"{fmt.plural(n_runs, 'run')} {common.plain(in_view)} "
+            f"(the store: {fmt.plural(catalog.n_runs, 'run')}, {fmt.plural(catalog.n_attempts, 'attempt')})"
         )
         where = common.store_caption()
         if where:

@@ -151,6 +151,21 @@ with st.expander("Sequential gate (anytime-valid: for attempts that arrive over 
             name=f"diff-sequential-{run_a}-{run_b}",
         )
 
+TABLE_PAGE = 250  # rows of a task table drawn at once
+
+
+def _page_slice(n_rows: int, key: str) -> slice:
+    """The rows of one page of a long table (a pager under it when there is more than one page)."""
+    n_pages = max(1, -(-n_rows // TABLE_PAGE))
+    if n_pages == 1:
+        return slice(0, n_rows)
+    if not 1 <= ss.get(key, 1) <= n_pages:  # fewer rows than when the page was picked
+        ss[key] = 1
+    st.caption(f"{TABLE_PAGE} rows a page; the downloads hold all {n_rows:,}.")
+    page = st.pagination(n_pages, key=key)
+    return slice((page - 1) * TABLE_PAGE, page * TABLE_PAGE)
+
+
 st.subheader("Tasks by change")
 slider_col, only_col = st.columns([4, 1])
 low, high = slider_col.slider(
@@ -164,8 +179,10 @@ st.caption(
     "B − A of the task's mean over its samples; error codes that B's attempts have and A's had not (+), or the "
     "reverse (−)."
 )
+# one page of rows is formatted and drawn (tens of thousands of tasks at 10M attempts); the downloads hold them all
+shown_changes = changes.iloc[_page_slice(len(changes), "df_changes_page")]
 show_table(
-    rd.changes_table(changes, metric=result.metric),
+    rd.changes_table(shown_changes, metric=result.metric),
     key="df_changes",
     name=f"diff-changes-{run_a}-{run_b}",
     download=changes,
@@ -194,9 +211,14 @@ flipped = result.flipped
 if flipped.empty:
     st.info("No task changed outcome between these runs.")
     st.stop()
-flipped = flipped.assign(
-    open_a=[drilldown_url(run_a, t, s) for t, s in zip(flipped.task_id, flipped.first_sample_a, strict=False)],
-    open_b=[drilldown_url(run_b, t, s) for t, s in zip(flipped.task_id, flipped.first_sample_b, strict=False)],
+shown_flipped = flipped.iloc[_page_slice(len(flipped), "df_flipped_page")]
+shown_flipped = shown_flipped.assign(
+    open_a=[
+        drilldown_url(run_a, t, s) for t, s in zip(shown_flipped.task_id, shown_flipped.first_sample_a, strict=False)
+    ],
+    open_b=[
+        drilldown_url(run_b, t, s) for t, s in zip(shown_flipped.task_id, shown_flipped.first_sample_b, strict=False)
+    ],
 )
 FLIP_COLS = [
     Col("task_id", "Task"),
@@ -219,7 +241,7 @@ FLIP_COLS = [
     Col("codes_b", "Codes B", is_default=False),
 ]
 event = show_table(
-    flipped.assign(**{c: flipped[c].map(fmt.items) for c in ("codes_a", "codes_b")}),
+    shown_flipped.assign(**{c: shown_flipped[c].map(fmt.items) for c in ("codes_a", "codes_b")}),
     FLIP_COLS,
     key="df_flipped",
     name=f"diff-flipped-{run_a}-{run_b}",
@@ -227,7 +249,7 @@ event = show_table(
     select=True,
 )
 rows = event.selection.rows if event and event.selection else []
-pick = flipped.iloc[rows[0]] if rows else flipped.iloc[0]
+pick = shown_flipped.iloc[rows[0]] if rows else shown_flipped.iloc[0]
 st.subheader("Both trajectories")
 st.text(f"Task {pick.task_id} · {pick.change}")
 task = cached(tr.attempt_detail, run_id=run_a, task_id=pick.task_id, sample=int(pick.first_sample_a)) or {}

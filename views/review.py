@@ -81,7 +81,8 @@ if not corr.empty:
         "(prediction-powered inference, PPI++: valid 95% intervals when the reviewed attempts are the calibration "
         "queue's random sample; a review from another queue counts only inside that sample)."
     )
-    sample, gap = cached(rv.calibration_sample, run_filter=filters)
+    # without a review in the view the sample is empty: its order over every attempt is not needed
+    sample, gap = cached(rv.calibration_sample, run_filter=filters) if agr.n_reviewed else ([], None)
     st.caption(
         "Calibration sample: none yet. Review the calibration queue's attempts in order (below, queue "
         "'calibration') to correct the judge's figures."

@@ -131,6 +131,9 @@ with schema.container(height=330, border=True):  # beside the editor, where a na
         is_downloadable=False,
     )
 with st.expander("All tables and views", icon=":material/schema:"):
+    # a view's rows are counted only on request: the count runs the view over the whole store
+    if st.toggle("Count the views' rows too (runs each view)", key="sql_count_views"):
+        schema_objects = cached(sb.schema_objects, count_views=True)
     show_table(
         schema_objects,
         [

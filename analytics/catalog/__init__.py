@@ -12,6 +12,7 @@ from analytics.catalog.load import (
     catalog,
     default_benchmark,
     filtered_counts,
+    filtered_run_count,
     require_benchmark,
 )
 
@@ -22,6 +23,7 @@ __all__ = [
     "catalog_from",
     "default_benchmark",
     "filtered_counts",
+    "filtered_run_count",
     "newest_first",
     "pd_date",
     "require_benchmark",

@@ -30,6 +30,13 @@ def filtered_counts(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_
     return int(n_runs), int(n_attempts)
 
 
+def filtered_run_count(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> int:
+    """Runs in the view the sidebar's filters select, from the runs table alone (the sidebar's count: its cost
+    does not grow with the attempts; ``filtered_counts`` counts those too, by reading every attempt of the view)."""
+    sql = with_run_filter("SELECT count(*) FROM runs r WHERE $run_filter")
+    return int(query_rows(con, sql, run_filter.params())[0][0])
+
+
 def default_benchmark(con: duckdb.DuckDBPyConnection) -> str | None:
     """The benchmark a report shows when none is named: the one with the most runs (ties by name), for every
     report alike (IRT, TMF); None for an empty database."""

@@ -193,17 +193,17 @@ def measure_deltas(
     keys = [("value", metric), ("cost_usd", "cost_usd"), ("latency_s", "latency_s")]
     keys += [(k, k) for k in ("tokens", "steps") if k in a and k in b]
     for key, name in keys:
-        d = compare.shared_differences(a[key], b[key])
-        test = paired if key == "value" and paired is not None else compare.paired_test(a[key], b[key])
-        shared = [t for t in a[key] if t in b[key] and np.isfinite(a[key][t]) and np.isfinite(b[key][t])]
-        if key in ("tokens", "steps") and not any(a[key][t] or b[key][t] for t in shared):
+        va, vb = compare.shared_values(a[key], b[key])  # the shared tasks with a finite value in both
+        d = vb - va
+        if key in ("tokens", "steps") and not np.any((va != 0) | (vb != 0)):
             continue  # neither run logs it (no values, or only the zeros of logs without steps): no row
+        test = paired if key == "value" and paired is not None else compare.paired_test(a[key], b[key])
         rows.append(
             {
                 "measure": MEASURES[name],
                 "n_tasks": len(d),
-                "mean_a": float(np.mean([a[key][t] for t in shared])) if shared else float("nan"),
-                "mean_b": float(np.mean([b[key][t] for t in shared])) if shared else float("nan"),
+                "mean_a": float(np.mean(va)) if len(va) else float("nan"),
+                "mean_b": float(np.mean(vb)) if len(vb) else float("nan"),
                 "delta": test.diff,
                 "lo": test.ci95[0],
                 "hi": test.ci95[1],

@@ -237,6 +237,23 @@ def needs_reviews(n: int, *, minimum: int = MIN_REVIEWS) -> str:
 def corrections_of(preds: pd.DataFrame, source: str, humans: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
     """``judge_corrections`` from its loaded frames: ``judge_predictions`` (and the code source it names) and the
     ``human_consensus`` of the calibration sample's attempts."""
+    long = preds[["attempt_id", "judge_codes"]].explode("judge_codes").dropna()
+    return corrections_from(
+        preds[["attempt_id", "judge_correct"]],
+        pd.DataFrame({"attempt_id": long["attempt_id"].to_numpy(), "code": long["judge_codes"].to_numpy()}),
+        source,
+        humans,
+        level=level,
+    )
+
+
+def corrections_from(
+    verdicts: pd.DataFrame, codes: pd.DataFrame, source: str, humans: pd.DataFrame, *, level: float = 0.95
+) -> pd.DataFrame:
+    """``corrections_of`` with the judge's predictions as two frames: one row per attempt of the view
+    (``attempt_id`` ascending, ``judge_correct`` True/False/None) and one per (``attempt_id``, ``code``) the judge
+    (or the log, per ``source``) gives. Each code's per-attempt flags are one vectorised membership test over the
+    view's attempts, not a Python call per attempt."""
     from analytics.ppi import ppi_mean
 
     humans = humans.set_index("attempt_id")
@@ -255,14 +272,15 @@ def corrections_of(preds: pd.DataFrame, source: str, humans: pd.DataFrame, *, le
              "n_attempts": len(f), "note": note}
         )  # fmt: skip
 
-    verdicts = preds.dropna(subset=["judge_correct"]).set_index("attempt_id")["judge_correct"]
+    judged = verdicts.dropna(subset=["judge_correct"]).set_index("attempt_id")["judge_correct"]
     human_ok = humans["human_correct"].dropna()
-    if len(verdicts):
-        add("judged pass rate", None, verdicts, human_ok)
-    codes = sorted(set().union(*preds["judge_codes"], *humans["human_codes"])) if len(preds) else []
-    pred_codes = preds.set_index("attempt_id")["judge_codes"]
-    for code in codes:
-        f = pred_codes.map(lambda cs, c=code: c in cs)
+    if len(judged):
+        add("judged pass rate", None, judged, human_ok)
+    ids = verdicts["attempt_id"].to_numpy()
+    found = sorted(set(codes["code"]).union(*humans["human_codes"])) if len(verdicts) else []
+    for code in found:
+        f = pd.Series(np.isin(ids, codes.loc[codes["code"] == code, "attempt_id"].to_numpy()), index=ids)
+        f.index.name = "attempt_id"
         y = humans["human_codes"].map(lambda cs, c=code: c in cs)
         add(f"share with {code} ({source})", code, f, y)
     return pd.DataFrame(rows, columns=CORRECTION_COLUMNS)

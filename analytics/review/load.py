@@ -10,7 +10,14 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics.review.compute import CALIBRATION_SEED, QUEUES, Agreement, agreement_of, corrections_of, human_consensus
+from analytics.review.compute import (
+    CALIBRATION_SEED,
+    QUEUES,
+    Agreement,
+    agreement_of,
+    corrections_from,
+    human_consensus,
+)
 from store import ALL_RUNS, RunFilter, query_df, with_run_filter
 
 # The judge's predicted code of an attempt (the alphabetically first code from the judge, else from the log's
@@ -73,14 +80,29 @@ def review_queue(
         "calibration": "true",
     }[queue]
     order = CALIBRATION_ORDER if queue == "calibration" else "a.run_id, a.task_id, a.sample"
+    # The failed queue's order is the run's (run, task, sample) after the attempts this reviewer has reviewed go
+    # last: its first n are among the first n + (this reviewer's reviews) failed attempts in that order, or among
+    # those reviews. Only these candidates are joined with the judges' verdicts and labels, not every attempt.
+    candidates = (
+        with_run_filter(
+            "cand AS ((SELECT a.attempt_id FROM attempts a JOIN runs r USING (run_id) WHERE $run_filter "
+            "AND a.passed = false ORDER BY a.run_id, a.task_id, a.sample "
+            "LIMIT $n + (SELECT count(DISTINCT attempt_id) FROM v_reviews WHERE reviewer = $reviewer)) "
+            "UNION (SELECT attempt_id FROM v_reviews WHERE reviewer = $reviewer)), "
+        )
+        if queue == "failed"
+        else "cand AS (SELECT attempt_id FROM attempts), "
+    )
     sql = f"""
-        WITH lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts),
+        WITH {candidates}
+        lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts
+               SEMI JOIN cand USING (attempt_id)),
         rj AS (SELECT v.attempt_id, bool_and(TRY_CAST(v.verdict->>'result_correct' AS BOOLEAN)) AS judge_correct,
                       (SELECT list(DISTINCT e.code) FROM error_labels e WHERE e.attempt_id = v.attempt_id
                          AND e.source = 'judge') AS codes
                FROM judge_verdicts v WHERE NOT v.is_failure GROUP BY v.attempt_id),
-        lb AS (SELECT attempt_id, list(DISTINCT code) AS codes FROM error_labels WHERE source = 'label'
-               GROUP BY attempt_id),
+        lb AS (SELECT attempt_id, list(DISTINCT code) AS codes FROM error_labels SEMI JOIN cand USING (attempt_id)
+               WHERE source = 'label' GROUP BY attempt_id),
         mine AS (SELECT attempt_id, count(*) AS n_reviews, bool_or(reviewer = $reviewer) AS is_reviewed_by_me
                  FROM v_reviews GROUP BY attempt_id)
         SELECT a.attempt_id, a.run_id, r.agent, a.task_id, a.sample, a.passed, lj.judge_correct AS log_judge_correct,
@@ -88,12 +110,13 @@ def review_queue(
                array_to_string(list_sort(rj.codes), ', ') AS judge_codes, coalesce(m.n_reviews, 0) AS n_reviews,
                coalesce(m.is_reviewed_by_me, false) AS is_reviewed_by_me
         FROM attempts a
+        SEMI JOIN cand USING (attempt_id)
         JOIN runs r USING (run_id)
         LEFT JOIN lj USING (attempt_id)
         LEFT JOIN rj USING (attempt_id)
         LEFT JOIN lb USING (attempt_id)
         LEFT JOIN mine m USING (attempt_id)
-        LEFT JOIN ({PREDICTED_CODE_SQL}) pc USING (attempt_id)
+        LEFT JOIN (SELECT * FROM ({PREDICTED_CODE_SQL}) SEMI JOIN cand USING (attempt_id)) pc USING (attempt_id)
         {_FILTER_SQL} AND ({where})
         ORDER BY coalesce(m.is_reviewed_by_me, false), {order}
         LIMIT $n
@@ -243,8 +266,49 @@ def judge_corrections(
 ) -> pd.DataFrame:
     """The judge's figures (its pass rate, the share of attempts with each code) beside the same figures corrected
     by the human reviews of the calibration sample (PPI++, ``analytics.ppi.ppi_mean``) with their interval, and
-    the reviews-only estimate; ``note`` says when there are too few reviews. Shares are fractions (0..1)."""
-    preds, source = judge_predictions(con, run_filter)
-    sample, _ = calibration_sample(con, run_filter)
+    the reviews-only estimate; ``note`` says when there are too few reviews. Shares are fractions (0..1).
+
+    The same figures as ``corrections_of(*judge_predictions(...), ...)``, read as two narrow frames (a verdict per
+    attempt, a row per attempt and code) rather than a list of codes per attempt; the calibration sample is
+    ordered only when some attempt of the view has a review (without one no attempt is labelled)."""
+    verdicts, codes, source = _judge_frames(con, run_filter)
     humans = human_consensus(current_reviews(con, run_filter))
-    return corrections_of(preds, source, humans[humans["attempt_id"].isin(sample)], level=level)
+    if len(humans):
+        sample, _ = calibration_sample(con, run_filter)
+        humans = humans[humans["attempt_id"].isin(sample)]
+    return corrections_from(verdicts, codes, source, humans, level=level)
+
+
+def _judge_frames(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """``judge_predictions`` as (one row per attempt: ``attempt_id``, ``judge_correct``; one row per attempt and
+    code: ``attempt_id``, ``code``; the code source)."""
+    params = run_filter.params()
+    has_judge = query_df(
+        con,
+        f"SELECT count(*) AS n FROM error_labels e JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
+        f"{_FILTER_SQL} AND e.source = 'judge'",
+        params,
+    )["n"].iloc[0]
+    source = "judge" if int(has_judge) > 0 else "label"
+    verdicts = query_df(
+        con,
+        f"""
+        WITH rj AS (SELECT attempt_id, bool_and(TRY_CAST(verdict->>'result_correct' AS BOOLEAN)) AS ok
+                    FROM judge_verdicts WHERE NOT is_failure GROUP BY attempt_id)
+        SELECT a.attempt_id, coalesce(rj.ok, TRY_CAST(a.judge->>'result_correct' AS BOOLEAN)) AS judge_correct
+        FROM attempts a JOIN runs r USING (run_id) LEFT JOIN rj USING (attempt_id)
+        {_FILTER_SQL}
+        ORDER BY a.attempt_id
+        """,
+        params,
+    )
+    codes = query_df(
+        con,
+        f"""
+        SELECT DISTINCT e.attempt_id, e.code FROM error_labels e
+        SEMI JOIN (SELECT a.attempt_id FROM attempts a JOIN runs r USING (run_id) {_FILTER_SQL}) v USING (attempt_id)
+        WHERE e.source = $source
+        """,
+        params | {"source": source},
+    )
+    return verdicts, codes, source

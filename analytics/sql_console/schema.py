@@ -42,8 +42,12 @@ DESCRIPTIONS = {
 }
 
 
-def schema_objects(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Tables and views of the database: name, kind, description, row count, column count."""
+def schema_objects(con: duckdb.DuckDBPyConnection, *, count_views: bool = False) -> pd.DataFrame:
+    """Tables and views of the database: name, kind, description, row count, column count.
+
+    A table's rows are counted (``count(*)`` of a table reads its row counts, not its rows); a view's only with
+    ``count_views``: counting a view runs it over every row it joins (v_tool_calls joins every step), a cost that
+    grows with the store, so its ``n_rows`` is missing (NA) unless asked for."""
     objs = rdb.query_df(
         con,
         # columns are counted from duckdb_columns(): a DuckLake view's column_count is NULL
@@ -63,12 +67,15 @@ def schema_objects(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         FROM objs LEFT JOIN cols USING (name)
         ORDER BY objs.kind DESC, objs.name""",
     )
-    counts = []
-    for name in objs["name"]:
+    counts: list[int | None] = []
+    for name, kind in zip(objs["name"], objs["kind"], strict=True):
+        if kind == "view" and not count_views:
+            counts.append(None)
+            continue
         # Identifiers come from the catalog itself, quoted, never from user input.
         quoted = '"' + str(name).replace('"', '""') + '"'
         counts.append(int(rdb.query_rows(con, f"SELECT count(*) FROM {quoted}")[0][0]))
-    objs["n_rows"] = counts
+    objs["n_rows"] = pd.array(counts, dtype="Int64")
     # our one-liners first; a COMMENT ON a table added later still shows up
     objs["description"] = [
         DESCRIPTIONS.get(str(n)) or (str(c) if isinstance(c, str) else "")

@@ -1,0 +1,102 @@
+"""CPU seconds of the reads behind the first render of the sidebar, the SQL page, the version diff and the review
+page, on one store, with the code of one checkout (issue 33).
+
+    python bench/bench_page_reads.py --db STORE [--benchmark bench-0] [--json OUT.json]
+    python bench/bench_page_reads.py --sign-flip 6667 20000 66667
+
+Each read runs on a reader of the store, best of three by CPU seconds (all threads of the process; on a shared
+machine wall time is inflated by other work, CPU time much less), after SciPy is imported as the app does before any
+page. Run the same file from another checkout (its ``bench/`` folder) to compare code.
+
+``--sign-flip N ...``: the gate's exact sign-flip tail (``compare._exact_tail``) on N seeded per-task differences of
+three-sample pass rates, the shape of one pair of runs with N tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _best(fn: Callable[[], Any], n: int = 3) -> dict[str, float]:
+    best: tuple[float, float] | None = None
+    for _ in range(n):
+        cpu, wall = time.process_time(), time.perf_counter()
+        fn()
+        took = (time.process_time() - cpu, time.perf_counter() - wall)
+        best = took if best is None or took[0] < best[0] else best
+    assert best is not None
+    return {"cpu_s": round(best[0], 3), "wall_s": round(best[1], 3)}
+
+
+def page_reads(db: str, benchmark: str) -> dict[str, dict[str, float]]:
+    import scipy.stats  # noqa: F401 -- imported by the app before any page: not counted
+
+    import analytics.ppi  # noqa: F401
+    import store as rdb
+    from analytics import catalog as cat
+    from analytics import diff as rd
+    from analytics import gate
+    from analytics import review as rv
+    from analytics import sql_console as sb
+
+    out: dict[str, dict[str, float]] = {}
+    with rdb.open(db).reader() as con:
+        flt = rdb.RunFilter(benchmark=benchmark)
+        pair = rd.default_pair(rd.run_pairs(con, benchmark=benchmark))
+        assert pair is not None, f"{benchmark} has fewer than two runs"
+        a, b = pair
+        out["sidebar: catalog"] = _best(lambda: cat.catalog(con))
+        counts = getattr(cat, "filtered_run_count", None) or cat.filtered_counts  # the older checkout's count
+        out["sidebar: the view's counts"] = _best(lambda: counts(con, flt))
+        out["sql: schema browser"] = _best(lambda: sb.schema_objects(con), n=1)
+        out["diff: compare_runs"] = _best(lambda: rd.compare_runs(con, run_a=a, run_b=b, basis="sample0"))
+        out["diff: sequential gate"] = _best(lambda: gate.gate(con, baseline=a, candidate=b, sequential=True))
+        out["review: judge's corrected figures"] = _best(lambda: rv.judge_corrections(con, flt), n=1)
+    return out
+
+
+def sign_flip(sizes: list[int]) -> dict[str, dict[str, float]]:
+    import numpy as np
+
+    from analytics import compare
+
+    rng = np.random.default_rng(33)
+    out = {}
+    for n in sizes:
+        d = (rng.binomial(3, 0.5, n) - rng.binomial(3, 0.52, n)) / 3
+        w = compare._lattice(d[np.abs(d) > 1e-12])
+        assert w is not None
+        out[f"{n} tasks ({w.size} non-zero)"] = _best(lambda w=w: compare._exact_tail(w))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", help="a DuckDB file or a ducklake: location (only read)")
+    parser.add_argument("--benchmark", default="bench-0")
+    parser.add_argument("--sign-flip", type=int, nargs="+", metavar="N")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    result: dict[str, Any] = {}
+    if args.db:
+        result["reads"] = page_reads(args.db, args.benchmark)
+    if args.sign_flip:
+        result["sign_flip_tail"] = sign_flip(args.sign_flip)
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.json:
+        args.json.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

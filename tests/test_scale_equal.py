@@ -1,0 +1,159 @@
+"""The reads rewritten so pages do not grow with the store (issue 33) give what the former reads gave, on the demo
+and on a small generated store: each former query or loop is kept here as the reference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import store as rdb
+from analytics import diff as rd
+from analytics.diff import load as diff_load
+from bench.gen_logs import generate
+from ingest.pipeline import ingest_paths
+
+
+@pytest.fixture(scope="module")
+def generated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3,000 attempts of 6 runs on 2 benchmarks (bench/gen_logs.py, seeded), ingested once for the module."""
+    folder = tmp_path_factory.mktemp("generated")
+    files = generate(folder / "logs", n_attempts=3000, n_runs=6, n_benchmarks=2, seed=33)
+    db = folder / "generated.duckdb"
+    ingest_paths(files, db=db, jobs=1)
+    return db
+
+
+@pytest.fixture(params=["demo", "generated"])
+def store_db(request: pytest.FixtureRequest, demo_db_master: Path, generated_db: Path) -> Path:
+    return demo_db_master if request.param == "demo" else generated_db
+
+
+FORMER_TASK_OUTCOMES = (
+    "SELECT a.task_id, t.level, t.category, count(*) AS n, avg(a.passed::INT) AS rate, "
+    "arg_min(a.passed, a.sample)::INT AS first, min(a.sample) AS first_sample, "
+    "avg(a.score) AS score, avg(a.cost_usd) AS cost_usd, avg(a.latency_s) AS latency_s, "
+    "avg(a.input_tokens + a.output_tokens) AS tokens, avg(a.n_tool_calls) AS steps, "
+    "(SELECT list_sort(list(DISTINCT e.code)) FROM error_labels e JOIN attempts x USING (attempt_id) "
+    " WHERE x.run_id = ? AND x.task_id = a.task_id) AS codes "
+    "FROM attempts a JOIN runs r USING (run_id) "
+    "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
+    "WHERE a.run_id = ? AND a.passed IS NOT NULL GROUP BY ALL ORDER BY a.task_id"
+)
+
+
+def _lists(col: pd.Series) -> list[Any]:
+    return [list(v) if isinstance(v, (list, np.ndarray)) else None for v in col]
+
+
+def test_a_runs_task_outcomes_equal_the_former_query(store_db: Path) -> None:
+    with rdb.reader(store_db) as con:
+        runs = [r[0] for r in rdb.query_rows(con, "SELECT run_id FROM runs ORDER BY run_id")]
+        assert len(runs) >= 2
+        n_codes = 0
+        for run in runs:
+            new = diff_load._task_outcomes(con, run)
+            old = rdb.query_df(con, FORMER_TASK_OUTCOMES, [run, run])
+            codes = _lists(old.pop("codes"))
+            assert _lists(new.pop("codes")) == codes
+            n_codes += sum(c is not None for c in codes)
+            pd.testing.assert_frame_equal(new, old)
+        assert n_codes > 0  # the codes were compared, not only missing ones
+
+
+def _former_measure_means(a: dict[str, Any], b: dict[str, Any], key: str) -> tuple[float, float, int]:
+    shared = [t for t in a[key] if t in b[key] and np.isfinite(a[key][t]) and np.isfinite(b[key][t])]
+    return (
+        float(np.mean([a[key][t] for t in shared])) if shared else float("nan"),
+        float(np.mean([b[key][t] for t in shared])) if shared else float("nan"),
+        len(shared),
+    )
+
+
+def test_the_diff_of_every_pair_of_a_benchmark_keeps_its_figures(store_db: Path) -> None:
+    with rdb.reader(store_db) as con:
+        bench = rdb.query_rows(con, "SELECT benchmark FROM runs GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")[0][0]
+        pair = rd.default_pair(rd.run_pairs(con, benchmark=bench))
+        assert pair is not None
+        result = rd.compare_runs(con, run_a=pair[0], run_b=pair[1])
+        metric = result.metric
+        values = {r: diff_load.metric_values(con, r, metric) for r in pair}
+    rows = result.measures.set_index("measure")
+    for key, name in (("value", metric), ("cost_usd", "cost_usd"), ("latency_s", "latency_s")):
+        mean_a, mean_b, n = _former_measure_means(values[pair[0]], values[pair[1]], key)
+        row = rows.loc[rd.MEASURES[name]]
+        assert int(row["n_tasks"]) == n
+        assert row["mean_a"] == pytest.approx(mean_a, rel=1e-12, nan_ok=True)
+        assert row["mean_b"] == pytest.approx(mean_b, rel=1e-12, nan_ok=True)
+
+
+def test_the_judge_figures_equal_the_former_path(store_db: Path) -> None:
+    from analytics import review as rv
+    from store import RunFilter
+
+    with rdb.reader(store_db) as con:
+        for (bench,) in rdb.query_rows(con, "SELECT DISTINCT benchmark FROM runs ORDER BY 1"):
+            flt = RunFilter(benchmark=bench)
+            new = rv.judge_corrections(con, flt)
+            preds, source = rv.judge_predictions(con, flt)
+            sample, _ = rv.calibration_sample(con, flt)
+            humans = rv.human_consensus(rv.current_reviews(con, flt))
+            old = rv.corrections_of(preds, source, humans[humans["attempt_id"].isin(sample)])
+            pd.testing.assert_frame_equal(new, old)
+
+
+FORMER_QUEUE = """
+    WITH lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts),
+    rj AS (SELECT v.attempt_id, bool_and(TRY_CAST(v.verdict->>'result_correct' AS BOOLEAN)) AS judge_correct,
+                  (SELECT list(DISTINCT e.code) FROM error_labels e WHERE e.attempt_id = v.attempt_id
+                     AND e.source = 'judge') AS codes
+           FROM judge_verdicts v WHERE NOT v.is_failure GROUP BY v.attempt_id),
+    lb AS (SELECT attempt_id, list(DISTINCT code) AS codes FROM error_labels WHERE source = 'label'
+           GROUP BY attempt_id),
+    mine AS (SELECT attempt_id, count(*) AS n_reviews, bool_or(reviewer = $reviewer) AS is_reviewed_by_me
+             FROM v_reviews GROUP BY attempt_id)
+    SELECT a.attempt_id, a.run_id, r.agent, a.task_id, a.sample, a.passed, lj.judge_correct AS log_judge_correct,
+           rj.judge_correct AS runlens_judge_correct, array_to_string(list_sort(lb.codes), ', ') AS log_codes,
+           array_to_string(list_sort(rj.codes), ', ') AS judge_codes, coalesce(m.n_reviews, 0) AS n_reviews,
+           coalesce(m.is_reviewed_by_me, false) AS is_reviewed_by_me
+    FROM attempts a JOIN runs r USING (run_id)
+    LEFT JOIN lj USING (attempt_id) LEFT JOIN rj USING (attempt_id) LEFT JOIN lb USING (attempt_id)
+    LEFT JOIN mine m USING (attempt_id)
+    WHERE r.benchmark = $benchmark AND a.passed = false
+    ORDER BY coalesce(m.is_reviewed_by_me, false), a.run_id, a.task_id, a.sample
+    LIMIT $n
+"""
+
+
+def test_the_failed_queue_equals_the_former_query_with_and_without_my_reviews(store_db: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from analytics import review as rv
+    from store import RunFilter
+
+    db = tmp_path / "queue.duckdb"
+    for suffix in ("", ".read"):  # a copy: reviews are written
+        if Path(f"{store_db}{suffix}").exists():
+            shutil.copyfile(f"{store_db}{suffix}", f"{db}{suffix}")
+    with rdb.reader(db) as con:
+        bench = rdb.query_rows(con, "SELECT benchmark FROM runs GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1")[0][0]
+        first = rdb.query_rows(
+            con,
+            "SELECT attempt_id FROM attempts JOIN runs USING (run_id) WHERE benchmark = ? AND passed = false "
+            "ORDER BY run_id, task_id, sample LIMIT 3",
+            [bench],
+        )
+    from jobs.reviews import record_review
+
+    for (attempt_id,) in first:  # "me" reviews the head of the queue: those go to its back
+        record_review(db, attempt_id=int(attempt_id), reviewer="me", verdict="incorrect")
+    flt = RunFilter(benchmark=bench)
+    with rdb.reader(db) as con:
+        for who in ("me", "someone else", None):
+            for n in (1, 5, 50):
+                new = rv.review_queue(con, flt, queue="failed", reviewer=who, n=n)
+                old = rdb.query_df(con, FORMER_QUEUE, {"reviewer": who or "", "n": n, "benchmark": bench})
+                pd.testing.assert_frame_equal(new, old)
