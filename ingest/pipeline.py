@@ -11,6 +11,7 @@ import json
 import multiprocessing
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -32,6 +33,16 @@ PROGRESS_MIN_BYTES = 8 * 1024 * 1024  # show a progress bar for files at least t
 # record may hold is bounded where lines are read). Checked with stat before reading.
 MAX_FILE_BYTES = int(os.environ.get("RUNLENS_MAX_FILE_BYTES") or 0) or None
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this in all, worker processes cost more than they save
+# A file larger than this whose format reads in chunks (native JSON Lines) is read, validated and kept on disk
+# part by part, each part at most this many bytes of whole lines: memory follows the part, not the file. The whole
+# file is still validated before anything is written, and written in one transaction.
+CHUNK_BYTES = max(1, int(float(os.environ.get("RUNLENS_INGEST_CHUNK_MB") or 64) * 1024 * 1024))
+# One memory budget for the ingest's process tree (the writer and its validation workers): it sets how many
+# workers run. The writer takes WRITER_MEMORY_BYTES (DuckDB's buffer pool, INGEST_MEMORY_LIMIT, and the
+# interpreter); each worker the interpreter plus WORKER_MEMORY_FACTOR times the part it holds.
+TREE_MEMORY_BYTES = int(float(os.environ.get("RUNLENS_INGEST_MEMORY_MB") or 4096) * 1024 * 1024)
+WRITER_MEMORY_BYTES = 1536 * 1024 * 1024
+WORKER_BASE_BYTES = 256 * 1024 * 1024
 WORKER_MEMORY_FACTOR = 8  # a worker's peak memory in multiples of its file (measured: about 6 for native logs)
 WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init_worker)
 PREFETCH_BYTES = 384 * 1024 * 1024  # validated files waiting for the writer, beyond one per worker and one more
@@ -104,17 +115,30 @@ class Prepared:
 
 
 def prepare_file(
-    path: Path, known: Known, *, fmt: str = "auto", progress: bool = False, data: bytes | None = None, **options: Any
+    path: Path,
+    known: Known,
+    *,
+    fmt: str = "auto",
+    progress: bool = False,
+    data: bytes | None = None,
+    spill_dir: str | None = None,
+    **options: Any,
 ) -> Prepared:
     """Read, hash, parse and validate one file against ``known``; touch no database.
 
     The result holds either the validated bundle (frozen to Arrow), the error listing every problem, or the
     path under which identical content was already ingested. ``known`` is extended with the file's definitions.
+    A file over ``CHUNK_BYTES`` in a format read in chunks is read from disk part by part, and the bundle keeps
+    the validated rows of its parts on disk under ``spill_dir`` (see ``Bundle.spill``; the caller releases it).
     """
     started = time.perf_counter()
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     name = str(path)
     try:
+        if data is None and _checked_size(path) > CHUNK_BYTES:
+            chosen = choose_format(path, _head(path), fmt)
+            if chosen.chunks is not None:
+                return _prepare_in_chunks(path, known, chosen, started, started_at, progress, spill_dir, options)
         data = read_input(path) if data is None else data
         chosen = choose_format(path, data, fmt)
         extra = chosen.fingerprint(path, data, options) if chosen.fingerprint is not None else {}
@@ -157,6 +181,103 @@ def prepare_file(
     )
 
 
+def _prepare_in_chunks(
+    path: Path,
+    known: Known,
+    chosen: Format,
+    started: float,
+    started_at: dt.datetime,
+    progress: bool,
+    spill_dir: str | None,
+    options: dict[str, Any],
+) -> Prepared:
+    """``prepare_file`` of a large file read from disk in parts of at most ``CHUNK_BYTES``: the same hash, the same
+    checks and problems, the same rows as the whole file read at once; each validated part goes to disk."""
+    assert chosen.chunks is not None
+    name = str(path)
+    content_hash = _stream_hash(path, chosen, options)
+    if content_hash in known.hashes:
+        return Prepared(
+            name,
+            chosen.name,
+            started_at,
+            content_hash,
+            duplicate_of=known.hashes[content_hash],
+            seconds=time.perf_counter() - started,
+        )
+    problems = ProblemCollector()
+    normaliser = Normaliser(known, problems, revises_scores=chosen.revises_scores)
+    bundle = normaliser.bundle
+    bar = _progress_bar(_size(path), name, progress)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for part in chosen.chunks(path, problems, bar, CHUNK_BYTES):
+            normaliser.feed_part(part)
+            if problems:
+                bundle.drop_rows()  # nothing will be written: read on only to report every problem
+            else:
+                bundle.spill(spill_dir)
+        normaliser.finish()
+        problems.raise_if_any()
+        bundle.freeze()
+    except BaseException:
+        bundle.release()
+        raise
+    finally:
+        if collecting:
+            gc.enable()
+        if bar is not None:
+            bar.close()
+    return Prepared(
+        name,
+        chosen.name,
+        started_at,
+        content_hash,
+        bundle,
+        seconds=time.perf_counter() - started,
+        warnings=tuple(problems.warnings),
+    )
+
+
+def _stream_hash(path: Path, fmt: Format, options: dict[str, Any]) -> str:
+    """``_content_hash`` of a file read in blocks (formats with no canonical form or fingerprint); a file of
+    nothing but blank space is refused as empty."""
+    digest = hashlib.sha256()
+    blank = True
+    try:
+        with open(path, "rb") as fh:
+            while block := fh.read(8 * 1024 * 1024):
+                digest.update(block)
+                blank = blank and block.isspace()
+    except OSError as exc:
+        raise IngestError.single(f"{path}:1", "-", f"cannot read file: {exc.strerror or exc}") from exc
+    if blank:
+        raise IngestError.single(f"{path}:1", "-", "empty file: nothing to ingest")
+    digest.update(b"\0" + fmt.name.encode() + b"\0" + json.dumps(options, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def _checked_size(path: Path) -> int:
+    """The file's size, refused (with its location) when over ``RUNLENS_MAX_FILE_BYTES`` or unreadable."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise IngestError.single(f"{path}:1", "-", f"cannot read file: {exc.strerror or exc}") from exc
+    if MAX_FILE_BYTES is not None and size > MAX_FILE_BYTES:
+        raise IngestError.single(f"{path}:1", "-", f"file of {size:,} bytes exceeds the {MAX_FILE_BYTES:,}-byte limit")
+    return size
+
+
+def _head(path: Path) -> bytes:
+    """The first 64 KiB of a file, what format detection reads."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(65536)
+    except OSError as exc:
+        raise IngestError.single(f"{path}:1", "-", f"cannot read file: {exc.strerror or exc}") from exc
+
+
 def out_of_memory(name: str) -> IngestError:
     """The error of a file whose records did not fit in this process's memory (a limit, or the machine's)."""
     return IngestError.single(
@@ -181,19 +302,16 @@ def _memory_available() -> int | None:
 def read_input(path: Path) -> bytes:
     """The bytes of an input file, refused (with its location) when unreadable, empty or over the size limit."""
     name = str(path)
+    size = _checked_size(path)
     try:
-        size = path.stat().st_size
-        if MAX_FILE_BYTES is not None and size > MAX_FILE_BYTES:
-            raise IngestError.single(
-                f"{name}:1", "-", f"file of {size:,} bytes exceeds the {MAX_FILE_BYTES:,}-byte limit"
-            )
         room = _memory_available()
         if room is not None and size > room // 2:  # this reader holds the whole file: refuse it before reading
             raise IngestError.single(
                 f"{name}:1",
                 "-",
                 f"file of {size:,} bytes is over half the memory available ({room:,} bytes) and this format is "
-                "read whole; split it, or ingest it on a machine with more memory",
+                "read whole (native JSON Lines are read in parts); split it, or ingest it on a machine with more "
+                "memory",
             )
         data = path.read_bytes()
     except OSError as exc:
@@ -211,19 +329,25 @@ def ingest_file(
     is_demo: bool = False,
     progress: bool = False,
     known: Known | None = None,
+    spill_dir: str | None = None,
     **options: Any,
 ) -> FileResult:
     """Validate one file completely, then write it in one transaction (or nothing at all).
 
     Args:
         known: what the database holds (``load_known``), kept up to date across calls; loaded when None.
+        spill_dir: where a large file's validated parts wait for the writer (the system's temporary folder).
 
     Raises:
         IngestError: the file is unreadable or invalid; every problem found is listed.
     """
     known = load_known(con) if known is None else known
-    prepared = prepare_file(path, known.copy(), fmt=fmt, progress=progress, **options)
-    result = commit_prepared(con, prepared, known, is_demo=is_demo)
+    prepared = prepare_file(path, known.copy(), fmt=fmt, progress=progress, spill_dir=spill_dir, **options)
+    try:
+        result = commit_prepared(con, prepared, known, is_demo=is_demo)
+    finally:
+        if prepared.bundle is not None:
+            prepared.bundle.release()
     if result is None:  # cannot happen: validated against the database itself
         raise RuntimeError(f"{path}: validated against the current database, yet inconsistent with it")
     return result
@@ -320,19 +444,19 @@ def _has_stored_attempts(
     con: duckdb.DuckDBPyConnection, bundle: Bundle, new_rows: list[tuple[str, dict[str, Any]]]
 ) -> bool:
     """True when an attempt of the bundle is already in the database (only possible for runs it did not define)."""
-    attempts = bundle.freeze()["attempts"]
     new_runs = {row["run_id"] for kind, row in new_rows if kind == "run"}
-    if attempts.num_rows == 0 or set(attempts.column("run_id").unique().to_pylist()) <= new_runs:
-        return False
-    con.register("_rl_keys", attempts.select(["run_id", "task_id", "sample"]))
-    try:
-        return bool(
-            con.execute("SELECT count(*) FROM _rl_keys k JOIN attempts a USING (run_id, task_id, sample)").fetchall()[
-                0
-            ][0]
-        )
-    finally:
-        con.unregister("_rl_keys")
+    for tables in bundle.parts():
+        attempts = tables["attempts"]
+        if attempts.num_rows == 0 or set(attempts.column("run_id").unique().to_pylist()) <= new_runs:
+            continue
+        con.register("_rl_keys", attempts.select(["run_id", "task_id", "sample"]))
+        try:
+            query = "SELECT count(*) FROM _rl_keys k JOIN attempts a USING (run_id, task_id, sample)"
+            if con.execute(query).fetchall()[0][0]:
+                return True
+        finally:
+            con.unregister("_rl_keys")
+    return False
 
 
 def choose_format(path: Path, data: bytes, fmt: str) -> Format:
@@ -353,7 +477,8 @@ def choose_format(path: Path, data: bytes, fmt: str) -> Format:
 def ingest_jobs(files: list[Path], jobs: int | None) -> int:
     """How many worker processes validate files: ``jobs`` when given, else (``RUNLENS_INGEST_JOBS`` or the number
     of CPUs, at most 4) when there are several files of at least ``PARALLEL_MIN_BYTES`` in all, and no more than
-    the available memory holds (``WORKER_MEMORY_FACTOR`` times the largest file each); 1 means no pool."""
+    the memory budget holds (``RUNLENS_INGEST_MEMORY_MB`` for the tree, or what is available if less: the writer's
+    share, then per worker ``WORKER_MEMORY_FACTOR`` times the largest file or part it holds); 1 means no pool."""
     if jobs is None:
         setting = os.environ.get("RUNLENS_INGEST_JOBS", "").strip()
         if setting and not setting.isdigit():
@@ -362,7 +487,12 @@ def ingest_jobs(files: list[Path], jobs: int | None) -> int:
         sizes = [_size(f) for f in files]
         if sum(sizes) < PARALLEL_MIN_BYTES:
             return 1
-        jobs = min(jobs, max(1, _available_memory() // (WORKER_MEMORY_FACTOR * max(sizes))))
+        chunked = FORMATS["native"].suffixes  # read in parts of CHUNK_BYTES when larger (if native, as most are)
+        held = max(
+            min(n, CHUNK_BYTES) if f.name.lower().endswith(chunked) else n for f, n in zip(files, sizes, strict=True)
+        )
+        room = min(_available_memory(), TREE_MEMORY_BYTES - WRITER_MEMORY_BYTES)
+        jobs = min(jobs, max(1, room // (WORKER_BASE_BYTES + WORKER_MEMORY_FACTOR * held)))
     return max(1, min(jobs, len(files)))
 
 
@@ -417,13 +547,15 @@ def ingest_paths(
     n_jobs = ingest_jobs(files, jobs)
     results: list[FileResult] = []
     is_short = sum(_size(f) for f in files) <= SHORT_SESSION_MAX_BYTES
-    with writer(db, short_session=is_short) as con:
+    with tempfile.TemporaryDirectory(prefix="runlens-ingest-") as spill_dir, writer(db, short_session=is_short) as con:
         # Written blocks are on disk already: a small buffer pool only means less cached, and keeps a long
         # ingest's memory flat (measured at 1M attempts: 3.7 GB for this process at DuckDB's default, 1.3 GB here).
         con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
         known = load_known(con)
         if n_jobs > 1:
-            prepared = _prepare_in_workers(files, known, n_jobs, fmt=fmt, progress=progress, **options)
+            prepared = _prepare_in_workers(
+                files, known, n_jobs, fmt=fmt, progress=progress, spill_dir=spill_dir, **options
+            )
         else:
             prepared = (None for _ in files)
         for path, ready in zip(files, prepared, strict=True):
@@ -431,12 +563,22 @@ def ingest_paths(
                 result = commit_prepared(con, ready, known, is_demo=is_demo) if ready is not None else None
                 if result is None:
                     result = ingest_file(
-                        con, path, fmt=fmt, is_demo=is_demo, progress=progress and n_jobs == 1, known=known, **options
+                        con,
+                        path,
+                        fmt=fmt,
+                        is_demo=is_demo,
+                        progress=progress and n_jobs == 1,
+                        known=known,
+                        spill_dir=spill_dir,
+                        **options,
                     )
             except IngestError as exc:
                 result = FileResult(str(path), fmt, "failed", error=exc)
             except MemoryError:  # while writing (Arrow buffers): the transaction rolled back, the next file goes on
                 result = FileResult(str(path), fmt, "failed", error=out_of_memory(str(path)))
+            finally:
+                if ready is not None and ready.bundle is not None:
+                    ready.bundle.release()
             results.append(result)
             if out is not None:
                 print(describe(result), file=out)
@@ -444,7 +586,7 @@ def ingest_paths(
 
 
 def _prepare_in_workers(
-    files: list[Path], known: Known, n_jobs: int, *, fmt: str, progress: bool, **options: Any
+    files: list[Path], known: Known, n_jobs: int, *, fmt: str, progress: bool, spill_dir: str, **options: Any
 ) -> Iterator[Prepared | None]:
     """Prepared files in order, validated by ``n_jobs`` worker processes ahead of the writer.
 
@@ -452,7 +594,9 @@ def _prepare_in_workers(
     waiting come to at most ``PREFETCH_BYTES``: the workers keep busy while the writer checkpoints, and memory
     stays bounded. Each file is validated against ``known`` as it is when the file is handed out (earlier files
     may still be being written); a failed file is yielded as None, to be validated again in this process against
-    the current database, so that its errors are exactly those of a file-by-file ingest.
+    the current database, so that its errors are exactly those of a file-by-file ingest. A worker hands its
+    validated rows over on disk, in Arrow files under ``spill_dir`` (``Bundle.spill``): files waiting for the
+    writer cost disk, not memory, and nothing large is pickled through a pipe.
     """
     sizes = [_size(f) for f in files]
     bar = None
@@ -474,7 +618,7 @@ def _prepare_in_workers(
                 handed - first < n_jobs + 1
                 or (handed - first < 4 * n_jobs and sum(sizes[first : handed + 1]) <= PREFETCH_BYTES)
             ):
-                pending.append(pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, options))
+                pending.append(pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, spill_dir, options))
                 handed += 1
 
         try:
@@ -517,8 +661,12 @@ def _init_worker(parent_pid: int) -> None:
     threading.Thread(target=watch, name="runlens-parent-watch", daemon=True).start()
 
 
-def _prepare_worker(path: Path, known: Known, fmt: str, options: dict[str, Any]) -> Prepared:
-    return prepare_file(path, known, fmt=fmt, **options)
+def _prepare_worker(path: Path, known: Known, fmt: str, spill_dir: str, options: dict[str, Any]) -> Prepared:
+    prepared = prepare_file(path, known, fmt=fmt, spill_dir=spill_dir, **options)
+    bundle = prepared.bundle
+    if bundle is not None and not bundle.revised_runs and not bundle.freeze()["score_updates"].num_rows:
+        bundle.spill(spill_dir)  # the rows wait for the writer on disk (a re-scored log is held whole)
+    return prepared
 
 
 def describe(result: FileResult) -> str:
