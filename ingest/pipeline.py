@@ -14,13 +14,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import duckdb
 
+from ingest.chunked import read_head, stream_hash, validate_in_parts
 from ingest.errors import IngestError, ProblemCollector
 from ingest.formats import FORMATS, Format, detect_format, parse_with, walk_suffixes
 from ingest.known import load_known
@@ -136,7 +137,7 @@ def prepare_file(
     name = str(path)
     try:
         if data is None and _checked_size(path) > CHUNK_BYTES:
-            chosen = choose_format(path, _head(path), fmt)
+            chosen = choose_format(path, read_head(path), fmt)
             if chosen.chunks is not None:
                 return _prepare_in_chunks(path, known, chosen, started, started_at, progress, spill_dir, options)
         data = read_input(path) if data is None else data
@@ -191,11 +192,9 @@ def _prepare_in_chunks(
     spill_dir: str | None,
     options: dict[str, Any],
 ) -> Prepared:
-    """``prepare_file`` of a large file read from disk in parts of at most ``CHUNK_BYTES``: the same hash, the same
-    checks and problems, the same rows as the whole file read at once; each validated part goes to disk."""
-    assert chosen.chunks is not None
+    """``prepare_file`` of a large file read from disk in parts of at most ``CHUNK_BYTES`` (``ingest.chunked``)."""
     name = str(path)
-    content_hash = _stream_hash(path, chosen, options)
+    content_hash = stream_hash(path, chosen, options)
     if content_hash in known.hashes:
         return Prepared(
             name,
@@ -205,57 +204,15 @@ def _prepare_in_chunks(
             duplicate_of=known.hashes[content_hash],
             seconds=time.perf_counter() - started,
         )
-    problems = ProblemCollector()
-    normaliser = Normaliser(known, problems, revises_scores=chosen.revises_scores)
-    bundle = normaliser.bundle
     bar = _progress_bar(_size(path), name, progress)
-    collecting = gc.isenabled()
-    gc.disable()
     try:
-        for part in chosen.chunks(path, problems, bar, CHUNK_BYTES):
-            normaliser.feed_part(part)
-            if problems:
-                bundle.drop_rows()  # nothing will be written: read on only to report every problem
-            else:
-                bundle.spill(spill_dir)
-        normaliser.finish()
-        problems.raise_if_any()
-        bundle.freeze()
-    except BaseException:
-        bundle.release()
-        raise
+        bundle, warnings = validate_in_parts(path, known, chosen, bar, CHUNK_BYTES, spill_dir)
     finally:
-        if collecting:
-            gc.enable()
         if bar is not None:
             bar.close()
     return Prepared(
-        name,
-        chosen.name,
-        started_at,
-        content_hash,
-        bundle,
-        seconds=time.perf_counter() - started,
-        warnings=tuple(problems.warnings),
+        name, chosen.name, started_at, content_hash, bundle, seconds=time.perf_counter() - started, warnings=warnings
     )
-
-
-def _stream_hash(path: Path, fmt: Format, options: dict[str, Any]) -> str:
-    """``_content_hash`` of a file read in blocks (formats with no canonical form or fingerprint); a file of
-    nothing but blank space is refused as empty."""
-    digest = hashlib.sha256()
-    blank = True
-    try:
-        with open(path, "rb") as fh:
-            while block := fh.read(8 * 1024 * 1024):
-                digest.update(block)
-                blank = blank and block.isspace()
-    except OSError as exc:
-        raise IngestError.single(f"{path}:1", "-", f"cannot read file: {exc.strerror or exc}") from exc
-    if blank:
-        raise IngestError.single(f"{path}:1", "-", "empty file: nothing to ingest")
-    digest.update(b"\0" + fmt.name.encode() + b"\0" + json.dumps(options, sort_keys=True, default=str).encode())
-    return digest.hexdigest()
 
 
 def _checked_size(path: Path) -> int:
@@ -267,15 +224,6 @@ def _checked_size(path: Path) -> int:
     if MAX_FILE_BYTES is not None and size > MAX_FILE_BYTES:
         raise IngestError.single(f"{path}:1", "-", f"file of {size:,} bytes exceeds the {MAX_FILE_BYTES:,}-byte limit")
     return size
-
-
-def _head(path: Path) -> bytes:
-    """The first 64 KiB of a file, what format detection reads."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(65536)
-    except OSError as exc:
-        raise IngestError.single(f"{path}:1", "-", f"cannot read file: {exc.strerror or exc}") from exc
 
 
 def out_of_memory(name: str) -> IngestError:
@@ -388,7 +336,7 @@ def commit_prepared(
         is_demo=is_demo,
         started_at=prepared.started_at,
         seconds=prepared.seconds + time.perf_counter() - started,
-        before_commit=_label_rules if bundle.n_attempts else None,
+        before_commit=_label_rules(_file_benchmarks(bundle, known)) if bundle.n_attempts else None,
     )
     for kind, row in new_rows:
         known.add(kind, row)
@@ -413,11 +361,28 @@ def commit_prepared(
     )
 
 
-def _label_rules(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+def _label_rules(benchmarks: set[str] | None) -> Callable[[duckdb.DuckDBPyConnection, int], None]:
     """Rule findings of the file's attempts (benchmarks with a tool graph), inside the file's transaction."""
-    from ingest.rules import label_file_attempts
 
-    label_file_attempts(con, file_id=file_id, own_transaction=False)
+    def label(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+        from ingest.rules import label_file_attempts
+
+        label_file_attempts(con, file_id=file_id, own_transaction=False, benchmarks=benchmarks)
+
+    return label
+
+
+def _file_benchmarks(bundle: Bundle, known: Known) -> set[str] | None:
+    """The benchmarks of a bundle's attempts, from its runs and the known ones (None if one is not known)."""
+    defined = dict(zip(bundle.runs["run_id"], bundle.runs["benchmark"], strict=True))
+    found: set[str] = set()
+    for tables in bundle.parts():
+        for run_id in tables["attempts"].column("run_id").unique().to_pylist():
+            bench = defined.get(run_id) or known.runs.get(run_id, (None,))[0]
+            if bench is None:
+                return None
+            found.add(bench)
+    return found
 
 
 def _new_definitions(bundle: Bundle, known: Known) -> list[tuple[str, dict[str, Any]]] | None:
