@@ -165,7 +165,8 @@ def _fresh(path: Path) -> None:
     """Remove a store left by an earlier run (a DuckDB file, or a lake's catalog and data folder)."""
     import shutil
 
-    for stale in (path, Path(f"{path}.read"), Path(f"{path}.wal"), Path(f"{path}.files")):
+    for suffix in ("", ".read", ".wal", ".files", "-wal", "-shm", ".lock", ".queue"):
+        stale = Path(f"{path}{suffix}")
         if stale.is_dir():
             shutil.rmtree(stale)
         else:
