@@ -336,7 +336,7 @@ def commit_prepared(
         is_demo=is_demo,
         started_at=prepared.started_at,
         seconds=prepared.seconds + time.perf_counter() - started,
-        before_commit=_label_rules(_file_benchmarks(bundle, known)) if bundle.n_attempts else None,
+        before_commit=_label_rules(bundle, known),
     )
     for kind, row in new_rows:
         known.add(kind, row)
@@ -361,8 +361,24 @@ def commit_prepared(
     )
 
 
-def _label_rules(benchmarks: set[str] | None) -> Callable[[duckdb.DuckDBPyConnection, int], None]:
-    """Rule findings of the file's attempts (benchmarks with a tool graph), inside the file's transaction."""
+def _label_rules(bundle: Bundle, known: Known) -> Callable[[duckdb.DuckDBPyConnection, int], None] | None:
+    """Rule findings of the file's attempts (benchmarks with a tool graph), inside the file's transaction; None
+    when none of the file's benchmarks has a graph (stored or in the graphs folder): nothing to ask the store."""
+    if not bundle.n_attempts:
+        return None
+    benchmarks = _file_benchmarks(bundle, known)
+    if benchmarks is not None:
+        from ingest.rules import has_graph_file
+
+        graphs = dict(zip(bundle.benchmarks["benchmark"], bundle.benchmarks["tool_graph"], strict=True))
+        stored = {b: known.definitions.get(("benchmark", b)) for b in benchmarks if b not in graphs}
+        if any(row is None for row in stored.values()):
+            benchmarks = None  # a definition this process has not seen (cannot happen): ask the store
+        else:
+            graphs.update({b: row["tool_graph"] for b, row in stored.items() if row is not None})
+            benchmarks = {b for b in benchmarks if graphs[b] or has_graph_file(b)}
+            if not benchmarks:
+                return None
 
     def label(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
         from ingest.rules import label_file_attempts

@@ -146,6 +146,11 @@ def _graphs_dir() -> Path:
     return Path(env) if env else GRAPHS_DIR
 
 
+def has_graph_file(benchmark: str) -> bool:
+    """True when the graphs folder has a tool graph for ``benchmark`` (``<graphs dir>/<benchmark>.json``)."""
+    return (_graphs_dir() / f"{benchmark}.json").exists()
+
+
 def read_graph_file(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     """A ``{tool: [prerequisites]}`` JSON file, validated."""
     try:

@@ -58,8 +58,13 @@ def _insert(
         con.unregister("_rl_batch")
 
 
-def _next_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:
-    return int(con.execute(f"SELECT coalesce(max({column}), 0) + 1 FROM {table}").fetchall()[0][0])
+def _next_ids(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """The next file_id and attempt_id, in one statement (on a lake each statement pays for its catalog reads)."""
+    row = con.execute(
+        "SELECT (SELECT coalesce(max(file_id), 0) + 1 FROM ingest_log), "
+        "(SELECT coalesce(max(attempt_id), 0) + 1 FROM attempts)"
+    ).fetchall()[0]
+    return int(row[0]), int(row[1])
 
 
 def write_bundle(
@@ -121,8 +126,7 @@ def _write(
 ) -> int:
     """The rows of one file (inside the caller's transaction); its file_id."""
     is_demo = facts.is_demo
-    file_id = _next_id(con, "ingest_log", "file_id")
-    base = _next_id(con, "attempts", "attempt_id")
+    file_id, base = _next_ids(con)
     _insert(con, "benchmarks", bundle.benchmarks, {"is_demo": is_demo})
     for name, row in bundle.revised_benchmarks.items():  # binary -> continuous (a log with partial scores)
         con.execute(
