@@ -210,7 +210,8 @@ def bench_size(
             path = work / f"bench-{shape}-{n_attempts}.lake"
             location = f"ducklake:sqlite:{path}"
         else:
-            path = work / f"bench-{shape}-{n_attempts}.duckdb"
+            # the default shape's file keeps its earlier name (bench_pages.py --db bench-N.duckdb)
+            path = work / (f"bench-{n_attempts}.duckdb" if shape == "default" else f"bench-{shape}-{n_attempts}.duckdb")
             location = str(path)
         _fresh(path)
         ingest = timed(
@@ -256,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "runlens-bench")
-    parser.add_argument("--keep-db", action="store_true", help="keep the stores written (bench-SHAPE-N.*)")
+    parser.add_argument(
+        "--keep-db", action="store_true", help="keep the stores written (bench-N.duckdb, bench-SHAPE-N.lake, ...)"
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--jobs", type=int, help="passed to python -m ingest --jobs (default: its own)")
     parser.add_argument("--shape", choices=("default", "short-tools"), default="default", help="see gen_logs.py")
