@@ -71,7 +71,15 @@ def validate_in_parts(
             if problems:
                 bundle.drop_rows()  # nothing will be written: read on only to report every problem
             else:
-                bundle.spill(spill_dir)
+                try:
+                    bundle.spill(spill_dir)
+                except OSError as exc:  # a full disk: refused with the reason, nothing written
+                    raise IngestError.single(
+                        f"{path}:1",
+                        "-",
+                        f"cannot keep the validated parts of this large file on disk ({exc.strerror or exc}); free "
+                        "space in the temporary folder (TMPDIR) or raise RUNLENS_INGEST_CHUNK_MB",
+                    ) from exc
         normaliser.finish()
         problems.raise_if_any()
         bundle.freeze()

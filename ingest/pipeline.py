@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import datetime as dt
 import gc
 import hashlib
@@ -646,7 +647,10 @@ def _prepare_worker(path: Path, known: Known, fmt: str, spill_dir: str, options:
     prepared = prepare_file(path, known, fmt=fmt, spill_dir=spill_dir, **options)
     bundle = prepared.bundle
     if bundle is not None and not bundle.revised_runs and not bundle.freeze()["score_updates"].num_rows:
-        bundle.spill(spill_dir)  # the rows wait for the writer on disk (a re-scored log is held whole)
+        # the rows wait for the writer on disk (a re-scored log is held whole); with no room on disk (OSError)
+        # they go through the pipe instead, and the parts spilled before stay
+        with contextlib.suppress(OSError):
+            bundle.spill(spill_dir)
     return prepared
 
 

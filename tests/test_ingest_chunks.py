@@ -9,12 +9,14 @@ from pathlib import Path
 
 import duckdb
 import orjson
+import pyarrow as pa
 import pytest
 
 from bench.gen_logs import generate
 from ingest import native, pipeline
 from ingest.errors import ProblemCollector
 from ingest.pipeline import ingest_paths
+from ingest.records import Bundle
 from tests.test_ingest_parallel import TABLES, lines, mixed_batch, outcomes
 
 ALL_TABLES = {**TABLES, "ratings": "SELECT * FROM ratings ORDER BY ALL", "runs": "SELECT * FROM runs ORDER BY run_id"}
@@ -149,3 +151,50 @@ def test_a_blank_large_file_is_refused_as_empty(tmp_path: Path, monkeypatch: pyt
     path.write_bytes(b"\n" * 100)
     result = ingest_paths([path], db=tmp_path / "db.duckdb", jobs=1, fmt="native")[0]
     assert result.outcome == "failed" and "empty file" in str(result.error)
+
+
+def test_a_full_disk_refuses_a_large_file_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spill_root: Path
+) -> None:
+    files = generate(tmp_path / "logs", n_attempts=100, n_runs=1, seed=4)
+    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 2048)
+
+    def full(self: object, parent: str | None = None) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Bundle, "spill", full)
+    [result] = ingest_paths(files, db=tmp_path / "db.duckdb", jobs=1)
+    assert result.outcome == "failed"
+    assert f"{files[0]}:1: -: cannot keep the validated parts of this large file on disk (No space left" in str(
+        result.error
+    )
+    with duckdb.connect(str(tmp_path / "db.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM attempts").fetchall() == [(0,)]
+
+
+def test_a_spill_that_fails_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A part that cannot be written leaves the bundle as it was: earlier parts on disk, these rows in memory."""
+    from ingest.records import Known, Normaliser
+
+    log = generate(tmp_path / "logs", n_attempts=60, n_runs=1, seed=6)[0]
+    lines_ = log.read_bytes().splitlines(keepends=True)
+    normaliser = Normaliser(Known(), ProblemCollector())
+    normaliser.feed_part(native.parse_native(log, b"".join(lines_[:40]), ProblemCollector()))
+    bundle = normaliser.bundle
+    bundle.spill(str(tmp_path))
+    normaliser.feed_part(native._records(str(log), b"".join(lines_[40:]), 40, ProblemCollector(), None))
+    before = (bundle.n_attempts, bundle.n_steps, list(bundle.spilled))
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pa, "OSFile", broken)
+    with pytest.raises(OSError):
+        bundle.spill(str(tmp_path))
+    monkeypatch.undo()
+    assert (bundle.n_attempts, bundle.n_steps, list(bundle.spilled)) == before
+    assert len(list(Path(bundle.spill_dir or "").iterdir())) == 1  # the failed part's folder removed
+    ix = [i for tables in bundle.parts() for i in tables["attempts"].column("attempt_ix").to_pylist()]
+    assert ix == list(range(60))
+    bundle.release()
+    assert bundle.spill_dir is None

@@ -70,20 +70,24 @@ class Bundle:
         """Move the per-attempt rows gathered so far to Arrow files on disk (a folder made under ``parent``, the
         system's temporary folder when None), so that memory holds one part of a file at a time; the writer reads
         them back with ``parts``. Definitions stay in memory. Call ``release`` when the bundle is written or given
-        up."""
+        up. When writing fails (``OSError``: a full disk) nothing changes: the rows stay in memory."""
         if self.revised_runs or self.score_updates or (self.arrow is not None and self.arrow["score_updates"].num_rows):
             raise ValueError("a re-scored log is not written in parts")  # its updates read every attempt at once
         tables = self.freeze()
         if self.spill_dir is None:
             self.spill_dir = tempfile.mkdtemp(prefix="runlens-ingest-", dir=parent)
         part = os.path.join(self.spill_dir, f"part-{len(self.spilled):05d}")
-        os.mkdir(part)
-        for name, table in tables.items():
-            with (
-                pa.OSFile(os.path.join(part, f"{name}.arrow"), "wb") as sink,
-                pa.ipc.new_file(sink, table.schema) as out,
-            ):
-                out.write_table(table)
+        try:
+            os.mkdir(part)
+            for name, table in tables.items():
+                with (
+                    pa.OSFile(os.path.join(part, f"{name}.arrow"), "wb") as sink,
+                    pa.ipc.new_file(sink, table.schema) as out,
+                ):
+                    out.write_table(table)
+        except BaseException:  # (a full disk): the rows stay in memory, the parts spilled before stay valid
+            shutil.rmtree(part, ignore_errors=True)
+            raise
         self.spilled.append(part)
         self.ix_base += tables["attempts"].num_rows
         self.spilled_steps += tables["steps"].num_rows
