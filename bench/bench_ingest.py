@@ -1,14 +1,18 @@
 """Ingest throughput against DuckDB's own read_json of the same files.
 
-``python bench/bench_ingest.py --sizes 10000 100000 1000000 --work /tmp/rl_bench [--json OUT.json]``
+``python bench/bench_ingest.py --sizes 100000 1000000 --shape default --stores lake file --work /tmp/rl_bench``
+(``--shape short-tools --runs 10``: the second shape of bench/gen_logs.py; ``--nice 19`` on a shared machine)
 
 For each size: generate the logs with bench/gen_logs.py (seeded; reused when present), then time, each in a
-fresh subprocess under ``/usr/bin/time -v`` (wall, user+sys CPU, peak RSS):
+fresh subprocess under ``/usr/bin/time -v`` (wall, user+sys CPU of the process and its workers, peak RSS of the
+largest process) with the process tree's summed RSS sampled every 0.2 s:
 
-* ``python -m ingest --no-progress --db FRESH.duckdb DIR`` -- the full pipeline (parse, validate, write,
-  publish the read snapshot);
-* ``CREATE TABLE raw AS SELECT * FROM read_json('DIR/*.jsonl', ...)`` into a fresh DuckDB file -- the floor for
-  this stack (DuckDB's C++ JSON reader doing no validation and no normalisation).
+* ``python -m ingest --no-progress --db STORE DIR`` into each store asked for -- ``lake``: a fresh local lake
+  (``ducklake:sqlite:``, the default store), ``file``: a fresh DuckDB file -- the full pipeline (read, hash,
+  validate, write one transaction per file, publish);
+* the floor, **per file**: in one process, ``CREATE OR REPLACE TABLE raw AS SELECT * FROM read_json(FILE, ...)``
+  into a fresh DuckDB file for each file in turn (so the disk holds one file's table at a time, whatever the
+  size), timed as a whole: DuckDB's C++ JSON reader doing no validation and no normalisation.
 
 Machine facts (CPU model, cores, load average) are printed with the results because the timings depend on them.
 """
@@ -25,6 +29,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 TIME = "/usr/bin/time"
@@ -119,9 +124,9 @@ def timed(cmd: list[str], *, env: dict[str, str] | None = None) -> dict[str, flo
     }
 
 
-def ensure_logs(work: Path, n_attempts: int, *, runs: int) -> Path:
-    """The generated logs of one size (generated once; a marker file says generation finished)."""
-    out = work / f"logs-{n_attempts}"
+def ensure_logs(work: Path, n_attempts: int, *, runs: int, shape: str = "default") -> Path:
+    """The generated logs of one size and shape (generated once; a marker file says generation finished)."""
+    out = work / (f"logs-{n_attempts}" if shape == "default" else f"logs-{shape}-{n_attempts}-{runs}")
     done = out / ".complete"
     if not done.exists():
         subprocess.run(
@@ -134,6 +139,8 @@ def ensure_logs(work: Path, n_attempts: int, *, runs: int) -> Path:
                 str(runs),
                 "--out",
                 str(out),
+                "--shape",
+                shape,
             ],
             check=True,
             cwd=ROOT,
@@ -142,67 +149,105 @@ def ensure_logs(work: Path, n_attempts: int, *, runs: int) -> Path:
     return out
 
 
-READ_JSON = """
+READ_JSON_PER_FILE = """
 import duckdb, sys
 con = duckdb.connect(sys.argv[1])
-con.execute("CREATE TABLE raw AS SELECT * FROM read_json(?, format = 'newline_delimited', union_by_name = true, "
-            "maximum_object_size = 67108864, sample_size = -1)", [sys.argv[2] + '/*.jsonl'])
-print(con.execute("SELECT count(*) FROM raw").fetchall()[0][0])
+n = 0
+for path in sys.argv[2:]:
+    con.execute("CREATE OR REPLACE TABLE raw AS SELECT * FROM read_json(?, format = 'newline_delimited', "
+                "union_by_name = true, maximum_object_size = 67108864, sample_size = -1)", [path])
+    n += con.execute("SELECT count(*) FROM raw").fetchall()[0][0]
+print(n)
 """
 
 
-def bench_size(work: Path, n_attempts: int, *, runs: int, keep_db: bool, jobs: int | None = None) -> dict[str, object]:
-    """Ingest and read_json timings for one size."""
-    logs = ensure_logs(work, n_attempts, runs=runs)
+def _fresh(path: Path) -> None:
+    """Remove a store left by an earlier run (a DuckDB file, or a lake's catalog and data folder)."""
+    import shutil
+
+    for suffix in ("", ".read", ".wal", ".files", "-wal", "-shm", ".lock", ".queue"):
+        stale = Path(f"{path}{suffix}")
+        if stale.is_dir():
+            shutil.rmtree(stale)
+        else:
+            stale.unlink(missing_ok=True)
+
+
+def _counts(location: str) -> tuple[int, int]:
+    sys.path.insert(0, str(ROOT))
+    import store
+
+    with store.reader(location) as con:
+        row = con.execute("SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM steps)").fetchall()[0]
+    return int(row[0]), int(row[1])
+
+
+def bench_size(
+    work: Path,
+    n_attempts: int,
+    *,
+    runs: int,
+    keep_db: bool,
+    jobs: int | None = None,
+    shape: str = "default",
+    stores: tuple[str, ...] = ("lake", "file"),
+    nice: int = 0,
+) -> dict[str, object]:
+    """Ingest (into each store) and per-file read_json timings for one size."""
+    logs = ensure_logs(work, n_attempts, runs=runs, shape=shape)
     files = sorted(logs.glob("*.jsonl"))
     size_mb = sum(f.stat().st_size for f in files) / 1e6
-    db = work / f"bench-{n_attempts}.duckdb"
-    for stale in (db, Path(str(db) + ".read"), Path(str(db) + ".wal")):
-        stale.unlink(missing_ok=True)
+    prefix = ["nice", "-n", str(nice)] if nice else []
     jobs_flag = ["--jobs", str(jobs)] if jobs else []
-    ingest = timed([sys.executable, "-m", "ingest", "--no-progress", *jobs_flag, "--db", str(db), str(logs)])
-    import duckdb
-
-    with duckdb.connect(str(db), read_only=True) as con:
-        n_att, n_steps = con.execute("SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM steps)").fetchall()[
-            0
-        ]
-    raw_db = work / f"raw-{n_attempts}.duckdb"
-    raw_db.unlink(missing_ok=True)
-    raw = timed([sys.executable, "-c", READ_JSON, str(raw_db), str(logs)])
-    raw_db.unlink(missing_ok=True)
-    if not keep_db:
-        for f in (db, Path(str(db) + ".read")):
-            f.unlink(missing_ok=True)
-    return {
-        "attempts": int(n_att),
-        "steps": int(n_steps),
-        "files": len(files),
-        "mb": round(size_mb, 1),
-        "ingest": ingest,
-        "read_json": raw,
-        "attempts_per_s": round(n_att / ingest["wall_s"]),
-        "steps_per_s": round(n_steps / ingest["wall_s"]),
-        "attempts_per_cpu_s": round(n_att / max(ingest["cpu_s"], 1e-9)),
-        "ratio_wall": round(ingest["wall_s"] / raw["wall_s"], 2),
-        "ratio_cpu": round(ingest["cpu_s"] / max(raw["cpu_s"], 1e-9), 2),
-    }
+    row: dict[str, object] = {"shape": shape, "files": len(files), "mb": round(size_mb, 1)}
+    raw_db = work / f"raw-{shape}-{n_attempts}.duckdb"
+    _fresh(raw_db)
+    raw = timed([*prefix, sys.executable, "-c", READ_JSON_PER_FILE, str(raw_db), *map(str, files)])
+    _fresh(raw_db)
+    row["read_json"] = raw
+    for kind in stores:
+        if kind == "lake":
+            path = work / f"bench-{shape}-{n_attempts}.lake"
+            location = f"ducklake:sqlite:{path}"
+        else:
+            # the default shape's file keeps its earlier name (bench_pages.py --db bench-N.duckdb)
+            path = work / (f"bench-{n_attempts}.duckdb" if shape == "default" else f"bench-{shape}-{n_attempts}.duckdb")
+            location = str(path)
+        _fresh(path)
+        ingest = timed(
+            [*prefix, sys.executable, "-m", "ingest", "--no-progress", *jobs_flag, "--db", location, str(logs)]
+        )
+        n_att, n_steps = _counts(location)
+        if not keep_db:
+            _fresh(path)
+        row["attempts"], row["steps"] = n_att, n_steps
+        row[kind] = {
+            **ingest,
+            "attempts_per_s": round(n_att / ingest["wall_s"]),
+            "ratio_wall": round(ingest["wall_s"] / raw["wall_s"], 2),
+            "ratio_cpu": round(ingest["cpu_s"] / max(raw["cpu_s"], 1e-9), 2),
+        }
+    return row
 
 
 def markdown(rows: list[dict[str, object]]) -> str:
-    """The results as a Markdown table."""
+    """The results as a Markdown table (one line per size, shape and store)."""
     out = [
-        "| attempts | steps | MB | ingest wall s | ingest CPU s | peak RSS MB (all processes) | attempts/s (wall) "
-        "| steps/s (wall) | read_json wall s | read_json CPU s | ratio wall | ratio CPU | load1 |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| shape | attempts | steps | files | MB | store | ingest wall s | ingest CPU s | peak RSS MB (tree) "
+        "| peak RSS MB (one process) | floor wall s | floor CPU s | ratio wall | ratio CPU | load1 |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        i, j = r["ingest"], r["read_json"]  # type: ignore[index]
-        out.append(
-            f"| {r['attempts']:,} | {r['steps']:,} | {r['mb']} | {i['wall_s']:.1f} | {i['cpu_s']:.1f} | "
-            f"{i['tree_rss_mb']:.0f} | {r['attempts_per_s']:,} | {r['steps_per_s']:,} | {j['wall_s']:.1f} | "
-            f"{j['cpu_s']:.1f} | {r['ratio_wall']} | {r['ratio_cpu']} | {i['load1']} |"
-        )
+        j: Any = r["read_json"]
+        for kind in ("lake", "file"):
+            if kind not in r:
+                continue
+            i: Any = r[kind]
+            out.append(
+                f"| {r['shape']} | {r['attempts']:,} | {r['steps']:,} | {r['files']} | {r['mb']} | {kind} | "
+                f"{i['wall_s']:.1f} | {i['cpu_s']:.1f} | {i['tree_rss_mb']:.0f} | {i['max_rss_mb']:.0f} | "
+                f"{j['wall_s']:.1f} | {j['cpu_s']:.1f} | {i['ratio_wall']} | {i['ratio_cpu']} | {i['load1']} |"
+            )
     return "\n".join(out)
 
 
@@ -212,16 +257,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "runlens-bench")
-    parser.add_argument("--keep-db", action="store_true", help="keep bench-N.duckdb for bench_pages.py")
+    parser.add_argument(
+        "--keep-db", action="store_true", help="keep the stores written (bench-N.duckdb, bench-SHAPE-N.lake, ...)"
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--jobs", type=int, help="passed to python -m ingest --jobs (default: its own)")
+    parser.add_argument("--shape", choices=("default", "short-tools"), default="default", help="see gen_logs.py")
+    parser.add_argument("--stores", nargs="+", choices=("lake", "file"), default=["lake", "file"])
+    parser.add_argument("--nice", type=int, default=0, help="run the timed commands under nice -n NICE")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     info = machine()
     print(json.dumps(info), file=sys.stderr)
     rows = []
     for n in args.sizes:
-        rows.append(bench_size(args.work, n, runs=args.runs, keep_db=args.keep_db, jobs=args.jobs))
+        rows.append(
+            bench_size(
+                args.work,
+                n,
+                runs=args.runs,
+                keep_db=args.keep_db,
+                jobs=args.jobs,
+                shape=args.shape,
+                stores=tuple(args.stores),
+                nice=args.nice,
+            )
+        )
         print(json.dumps(rows[-1]), file=sys.stderr)
     print(markdown(rows))
     if args.json:

@@ -4,6 +4,10 @@ Shape: several benchmarks, 50+ runs, tasks with levels and categories, attempts 
 (tool calls with JSON arguments and results of realistic, varied sizes, a final answer), error labels on
 failed attempts. One file per run, as teams' harnesses write them.
 
+``--shape short-tools`` writes another shape (the issue's second one, ``--attempts 1000000 --runs 10``): every
+attempt four tool calls with short texts (a few words of arguments and result, no long result), so per-record
+work weighs more than bytes; the default shape's output is unchanged.
+
 Speed (about 15 µs per attempt instead of 3 ms): every random number of a run is drawn at once as a numpy
 array, and texts are slices of one long pre-generated stream of words (cut at word boundaries), so no
 per-step RNG call or string join remains in the loop; records are serialised with orjson.
@@ -81,17 +85,42 @@ def _line(obj: dict) -> bytes:
     return orjson.dumps(obj) + b"\n"
 
 
+SHAPES = ("default", "short-tools")
+
+
 def generate(
-    out: Path, *, n_attempts: int, n_runs: int = 50, n_benchmarks: int = 4, samples: int = 3, seed: int = 0
+    out: Path,
+    *,
+    n_attempts: int,
+    n_runs: int = 50,
+    n_benchmarks: int = 4,
+    samples: int = 3,
+    seed: int = 0,
+    shape: str = "default",
 ) -> list[Path]:
     """Write ``n_runs`` files holding ``n_attempts`` attempts in total; return the file paths."""
     return list(
-        iter_generate(out, n_attempts=n_attempts, n_runs=n_runs, n_benchmarks=n_benchmarks, samples=samples, seed=seed)
+        iter_generate(
+            out,
+            n_attempts=n_attempts,
+            n_runs=n_runs,
+            n_benchmarks=n_benchmarks,
+            samples=samples,
+            seed=seed,
+            shape=shape,
+        )
     )
 
 
 def iter_generate(
-    out: Path, *, n_attempts: int, n_runs: int = 50, n_benchmarks: int = 4, samples: int = 3, seed: int = 0
+    out: Path,
+    *,
+    n_attempts: int,
+    n_runs: int = 50,
+    n_benchmarks: int = 4,
+    samples: int = 3,
+    seed: int = 0,
+    shape: str = "default",
 ) -> Iterator[Path]:
     """``generate`` one file at a time: each file is written when the caller asks for it, so a caller that ingests
     and deletes each file before asking for the next needs the disk of one file (the files are the same)."""
@@ -135,7 +164,10 @@ def iter_generate(
                     }
                 )
             )
-            _attempts(fh, rng, pool, f"run-{r:03d}", n_tasks, per_run, samples, ability)
+            if shape == "short-tools":
+                _short_attempts(fh, rng, pool, f"run-{r:03d}", n_tasks, per_run, ability)
+            else:
+                _attempts(fh, rng, pool, f"run-{r:03d}", n_tasks, per_run, samples, ability)
         yield path
 
 
@@ -199,6 +231,53 @@ def _attempts(
         fh.write(_line(rec))
 
 
+def _short_attempts(
+    fh: IO[bytes], rng: np.random.Generator, pool: _TextPool, run_id: str, n_tasks: int, per_run: int, ability: float
+) -> None:
+    """Write ``per_run`` attempt lines of four tool calls each with short texts (2-6 words of result)."""
+    difficulty = rng.normal(0, 1, n_tasks)
+    task = np.arange(per_run) % n_tasks
+    passed = rng.random(per_run) < 1 / (1 + np.exp(difficulty[task] - ability))
+    n_calls = 4 * per_run
+    tools = rng.integers(0, len(TOOLS), n_calls)
+    result_words = rng.integers(2, 7, n_calls)
+    step_latency = rng.gamma(2, 0.5, n_calls)
+    offsets = rng.integers(0, STREAM_WORDS, (n_calls, 2))
+    answer_off = rng.integers(0, STREAM_WORDS, per_run)
+    in_tok = rng.integers(200, 4000, per_run)
+    out_tok = rng.integers(20, 400, per_run)
+    latency = rng.gamma(2, 3, per_run)
+    codes = rng.integers(0, len(ERROR_CODES), per_run)
+    for i in range(per_run):
+        k = 4 * i
+        steps = [
+            {
+                "round": s + 1,
+                "kind": "tool_call",
+                "tool": TOOLS[tools[k + s]],
+                "args": {"q": pool.take(offsets[k + s, 0], 2)},
+                "result": pool.take(offsets[k + s, 1], result_words[k + s]),
+                "latency_s": float(step_latency[k + s]),
+            }
+            for s in range(4)
+        ]
+        rec = {
+            "record": "attempt",
+            "run_id": run_id,
+            "task_id": f"t{int(task[i]):06d}",
+            "sample": i // n_tasks,
+            "score": int(passed[i]),
+            "answer": pool.take(answer_off[i], 3),
+            "input_tokens": int(in_tok[i]),
+            "output_tokens": int(out_tok[i]),
+            "latency_s": float(latency[i]),
+            "steps": steps,
+        }
+        if not passed[i]:
+            rec["errors"] = [ERROR_CODES[codes[i]]]
+        fh.write(_line(rec))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: write the logs and print a one-line summary to stderr."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -207,9 +286,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--benchmarks", type=int, default=4)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shape", choices=SHAPES, default="default", help="short-tools: four short tool calls each")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    files = generate(args.out, n_attempts=args.attempts, n_runs=args.runs, n_benchmarks=args.benchmarks, seed=args.seed)
+    files = generate(
+        args.out,
+        n_attempts=args.attempts,
+        n_runs=args.runs,
+        n_benchmarks=args.benchmarks,
+        seed=args.seed,
+        shape=args.shape,
+    )
     size = sum(f.stat().st_size for f in files)
     print(f"wrote {len(files)} files, {size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return 0

@@ -16,7 +16,7 @@ from ingest.csv_wide import detect_csv_wide, fingerprint_csv_wide, parse_csv_wid
 from ingest.errors import ProblemCollector
 from ingest.inspect_log import canonical_inspect, detect_inspect, parse_inspect
 from ingest.lm_eval import detect_lm_eval, fingerprint_lm_eval, parse_lm_eval
-from ingest.native import detect_native, parse_native
+from ingest.native import detect_native, parse_native, parse_native_chunks
 from ingest.openai_messages import detect_openai_messages, parse_openai_messages
 from ingest.otlp import detect_otlp, fingerprint_otlp, parse_otlp
 
@@ -47,6 +47,9 @@ class Format:
         canonical: optional ``(path, data, options) -> bytes | None``: what the idempotency hash is taken of
             instead of the file's bytes, so one content in two layouts (an Inspect log as ``.eval`` and as
             ``.json``) is recognised as the same; None falls back to the bytes.
+        chunks: optional ``(path, problems, progress, chunk_bytes) -> iterator of record iterators``: the
+            file read from disk in chunks of whole records (a large file is then validated with bounded memory,
+            see ``ingest.pipeline``); it yields what ``parse`` yields for the whole file, with the same locations.
     """
 
     name: str
@@ -56,6 +59,7 @@ class Format:
     fingerprint: Callable[[Path, bytes, dict[str, Any]], dict[str, Any]] | None = None
     canonical: Callable[[Path, bytes, dict[str, Any]], bytes | None] | None = None
     revises_scores: bool = False  # a file may re-score a stored run (records.Normaliser)
+    chunks: Callable[[Path, ProblemCollector, Any, int], Iterator[Records]] | None = None
 
 
 FORMATS: dict[str, Format] = {
@@ -70,7 +74,9 @@ FORMATS: dict[str, Format] = {
         "otlp", detect_otlp, parse_otlp, (".jsonl", ".json", ".pb", ".binpb", ".otlp"), fingerprint=fingerprint_otlp
     ),
     "lm-eval": Format("lm-eval", detect_lm_eval, parse_lm_eval, (".json", ".jsonl"), fingerprint=fingerprint_lm_eval),
-    "native": Format("native", detect_native, _no_options(parse_native), (".jsonl", ".ndjson")),
+    "native": Format(
+        "native", detect_native, _no_options(parse_native), (".jsonl", ".ndjson"), chunks=parse_native_chunks
+    ),
 }
 
 

@@ -44,8 +44,67 @@ def parse_native(
     if not data or data.isspace():
         problems.add(f"{name}:1", "-", "empty file: expected JSON Lines records")
         return
+    yield from _records(name, data, 0, problems, progress)
+
+
+def parse_native_chunks(
+    path: Path, problems: ProblemCollector, progress: Any, chunk_bytes: int
+) -> Iterator[Iterator[tuple[str, Any]]]:
+    """The file's records chunk by chunk, read from disk: each item yields the records of whole lines making at
+    most ``chunk_bytes`` (or one longer line, up to a record's limit), with the same locations and problems as
+    :func:`parse_native` of the whole file. Consume each chunk before asking for the next.
+
+    Memory follows ``chunk_bytes``, not the file's size: a line over a record's limit is skipped while it is read
+    (never held whole) and refused at its line.
+    """
+    name = str(path)
+    lineno = 0  # lines before the chunk
+    with open(path, "rb") as fh:
+        carry = b""
+        while True:
+            block = fh.read(chunk_bytes)
+            if not block:
+                if carry:
+                    yield _records(name, carry, lineno, problems, progress)
+                return
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                if len(data) > MAX_LINE_BYTES:  # the line goes on past a record's limit: skip the rest unread
+                    n_bytes = len(data) + _skip_line(fh, chunk_bytes)
+                    lineno += 1
+                    if progress is not None:
+                        progress.update(n_bytes + 1)
+                    problems.add(f"{name}:{lineno}", "-", record_too_long(n_bytes))
+                    carry = b""
+                else:
+                    carry = data
+                continue
+            chunk, carry = data[: cut + 1], data[cut + 1 :]
+            del data
+            first, lineno = lineno, lineno + chunk.count(b"\n")
+            yield _records(name, chunk, first, problems, progress)
+
+
+def _skip_line(fh: Any, block_bytes: int) -> int:
+    """Read on to the end of the current line (past its newline); return the bytes of the line read."""
+    n = 0
+    while True:
+        block = fh.read(block_bytes)
+        if not block:
+            return n
+        end = block.find(b"\n")
+        if end >= 0:
+            fh.seek(end + 1 - len(block), 1)
+            return n + end
+        n += len(block)
+
+
+def _records(
+    name: str, data: bytes, lineno: int, problems: ProblemCollector, progress: Any
+) -> Iterator[tuple[str, Any]]:
+    """The records of the whole lines in ``data``, the first being line ``lineno + 1`` of file ``name``."""
     start = 0
-    lineno = 0
     size = len(data)
     while start < size:
         end = data.find(b"\n", start)

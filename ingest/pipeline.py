@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import datetime as dt
 import gc
 import hashlib
@@ -11,15 +12,17 @@ import json
 import multiprocessing
 import os
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import duckdb
 
+from ingest.chunked import read_head, stream_hash, validate_in_parts
 from ingest.errors import IngestError, ProblemCollector
 from ingest.formats import FORMATS, Format, detect_format, parse_with, walk_suffixes
 from ingest.known import load_known
@@ -32,6 +35,16 @@ PROGRESS_MIN_BYTES = 8 * 1024 * 1024  # show a progress bar for files at least t
 # record may hold is bounded where lines are read). Checked with stat before reading.
 MAX_FILE_BYTES = int(os.environ.get("RUNLENS_MAX_FILE_BYTES") or 0) or None
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this in all, worker processes cost more than they save
+# A file larger than this whose format reads in chunks (native JSON Lines) is read, validated and kept on disk
+# part by part, each part at most this many bytes of whole lines: memory follows the part, not the file. The whole
+# file is still validated before anything is written, and written in one transaction.
+CHUNK_BYTES = max(1, int(float(os.environ.get("RUNLENS_INGEST_CHUNK_MB") or 64) * 1024 * 1024))
+# One memory budget for the ingest's process tree (the writer and its validation workers): it sets how many
+# workers run. The writer takes WRITER_MEMORY_BYTES (DuckDB's buffer pool, INGEST_MEMORY_LIMIT, and the
+# interpreter); each worker the interpreter plus WORKER_MEMORY_FACTOR times the part it holds.
+TREE_MEMORY_BYTES = int(float(os.environ.get("RUNLENS_INGEST_MEMORY_MB") or 4096) * 1024 * 1024)
+WRITER_MEMORY_BYTES = 1536 * 1024 * 1024
+WORKER_BASE_BYTES = 256 * 1024 * 1024
 WORKER_MEMORY_FACTOR = 8  # a worker's peak memory in multiples of its file (measured: about 6 for native logs)
 WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init_worker)
 PREFETCH_BYTES = 384 * 1024 * 1024  # validated files waiting for the writer, beyond one per worker and one more
@@ -104,17 +117,30 @@ class Prepared:
 
 
 def prepare_file(
-    path: Path, known: Known, *, fmt: str = "auto", progress: bool = False, data: bytes | None = None, **options: Any
+    path: Path,
+    known: Known,
+    *,
+    fmt: str = "auto",
+    progress: bool = False,
+    data: bytes | None = None,
+    spill_dir: str | None = None,
+    **options: Any,
 ) -> Prepared:
     """Read, hash, parse and validate one file against ``known``; touch no database.
 
     The result holds either the validated bundle (frozen to Arrow), the error listing every problem, or the
     path under which identical content was already ingested. ``known`` is extended with the file's definitions.
+    A file over ``CHUNK_BYTES`` in a format read in chunks is read from disk part by part, and the bundle keeps
+    the validated rows of its parts on disk under ``spill_dir`` (see ``Bundle.spill``; the caller releases it).
     """
     started = time.perf_counter()
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     name = str(path)
     try:
+        if data is None and _checked_size(path) > CHUNK_BYTES:
+            chosen = choose_format(path, read_head(path), fmt)
+            if chosen.chunks is not None:
+                return _prepare_in_chunks(path, known, chosen, started, started_at, progress, spill_dir, options)
         data = read_input(path) if data is None else data
         chosen = choose_format(path, data, fmt)
         extra = chosen.fingerprint(path, data, options) if chosen.fingerprint is not None else {}
@@ -157,6 +183,50 @@ def prepare_file(
     )
 
 
+def _prepare_in_chunks(
+    path: Path,
+    known: Known,
+    chosen: Format,
+    started: float,
+    started_at: dt.datetime,
+    progress: bool,
+    spill_dir: str | None,
+    options: dict[str, Any],
+) -> Prepared:
+    """``prepare_file`` of a large file read from disk in parts of at most ``CHUNK_BYTES`` (``ingest.chunked``)."""
+    name = str(path)
+    content_hash = stream_hash(path, chosen, options)
+    if content_hash in known.hashes:
+        return Prepared(
+            name,
+            chosen.name,
+            started_at,
+            content_hash,
+            duplicate_of=known.hashes[content_hash],
+            seconds=time.perf_counter() - started,
+        )
+    bar = _progress_bar(_size(path), name, progress)
+    try:
+        bundle, warnings = validate_in_parts(path, known, chosen, bar, CHUNK_BYTES, spill_dir)
+    finally:
+        if bar is not None:
+            bar.close()
+    return Prepared(
+        name, chosen.name, started_at, content_hash, bundle, seconds=time.perf_counter() - started, warnings=warnings
+    )
+
+
+def _checked_size(path: Path) -> int:
+    """The file's size, refused (with its location) when over ``RUNLENS_MAX_FILE_BYTES`` or unreadable."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise IngestError.single(f"{path}:1", "-", f"cannot read file: {exc.strerror or exc}") from exc
+    if MAX_FILE_BYTES is not None and size > MAX_FILE_BYTES:
+        raise IngestError.single(f"{path}:1", "-", f"file of {size:,} bytes exceeds the {MAX_FILE_BYTES:,}-byte limit")
+    return size
+
+
 def out_of_memory(name: str) -> IngestError:
     """The error of a file whose records did not fit in this process's memory (a limit, or the machine's)."""
     return IngestError.single(
@@ -181,19 +251,16 @@ def _memory_available() -> int | None:
 def read_input(path: Path) -> bytes:
     """The bytes of an input file, refused (with its location) when unreadable, empty or over the size limit."""
     name = str(path)
+    size = _checked_size(path)
     try:
-        size = path.stat().st_size
-        if MAX_FILE_BYTES is not None and size > MAX_FILE_BYTES:
-            raise IngestError.single(
-                f"{name}:1", "-", f"file of {size:,} bytes exceeds the {MAX_FILE_BYTES:,}-byte limit"
-            )
         room = _memory_available()
         if room is not None and size > room // 2:  # this reader holds the whole file: refuse it before reading
             raise IngestError.single(
                 f"{name}:1",
                 "-",
                 f"file of {size:,} bytes is over half the memory available ({room:,} bytes) and this format is "
-                "read whole; split it, or ingest it on a machine with more memory",
+                "read whole (native JSON Lines are read in parts); split it, or ingest it on a machine with more "
+                "memory",
             )
         data = path.read_bytes()
     except OSError as exc:
@@ -211,19 +278,25 @@ def ingest_file(
     is_demo: bool = False,
     progress: bool = False,
     known: Known | None = None,
+    spill_dir: str | None = None,
     **options: Any,
 ) -> FileResult:
     """Validate one file completely, then write it in one transaction (or nothing at all).
 
     Args:
         known: what the database holds (``load_known``), kept up to date across calls; loaded when None.
+        spill_dir: where a large file's validated parts wait for the writer (the system's temporary folder).
 
     Raises:
         IngestError: the file is unreadable or invalid; every problem found is listed.
     """
     known = load_known(con) if known is None else known
-    prepared = prepare_file(path, known.copy(), fmt=fmt, progress=progress, **options)
-    result = commit_prepared(con, prepared, known, is_demo=is_demo)
+    prepared = prepare_file(path, known.copy(), fmt=fmt, progress=progress, spill_dir=spill_dir, **options)
+    try:
+        result = commit_prepared(con, prepared, known, is_demo=is_demo)
+    finally:
+        if prepared.bundle is not None:
+            prepared.bundle.release()
     if result is None:  # cannot happen: validated against the database itself
         raise RuntimeError(f"{path}: validated against the current database, yet inconsistent with it")
     return result
@@ -264,7 +337,7 @@ def commit_prepared(
         is_demo=is_demo,
         started_at=prepared.started_at,
         seconds=prepared.seconds + time.perf_counter() - started,
-        before_commit=_label_rules if bundle.n_attempts else None,
+        before_commit=_label_rules(bundle, known),
     )
     for kind, row in new_rows:
         known.add(kind, row)
@@ -289,11 +362,44 @@ def commit_prepared(
     )
 
 
-def _label_rules(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
-    """Rule findings of the file's attempts (benchmarks with a tool graph), inside the file's transaction."""
-    from ingest.rules import label_file_attempts
+def _label_rules(bundle: Bundle, known: Known) -> Callable[[duckdb.DuckDBPyConnection, int], None] | None:
+    """Rule findings of the file's attempts (benchmarks with a tool graph), inside the file's transaction; None
+    when none of the file's benchmarks has a graph (stored or in the graphs folder): nothing to ask the store."""
+    if not bundle.n_attempts:
+        return None
+    benchmarks = _file_benchmarks(bundle, known)
+    if benchmarks is not None:
+        from ingest.rules import has_graph_file
 
-    label_file_attempts(con, file_id=file_id, own_transaction=False)
+        graphs = dict(zip(bundle.benchmarks["benchmark"], bundle.benchmarks["tool_graph"], strict=True))
+        stored = {b: known.definitions.get(("benchmark", b)) for b in benchmarks if b not in graphs}
+        if any(row is None for row in stored.values()):
+            benchmarks = None  # a definition this process has not seen (cannot happen): ask the store
+        else:
+            graphs.update({b: row["tool_graph"] for b, row in stored.items() if row is not None})
+            benchmarks = {b for b in benchmarks if graphs[b] or has_graph_file(b)}
+            if not benchmarks:
+                return None
+
+    def label(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+        from ingest.rules import label_file_attempts
+
+        label_file_attempts(con, file_id=file_id, own_transaction=False, benchmarks=benchmarks)
+
+    return label
+
+
+def _file_benchmarks(bundle: Bundle, known: Known) -> set[str] | None:
+    """The benchmarks of a bundle's attempts, from its runs and the known ones (None if one is not known)."""
+    defined = dict(zip(bundle.runs["run_id"], bundle.runs["benchmark"], strict=True))
+    found: set[str] = set()
+    for tables in bundle.parts():
+        for run_id in tables["attempts"].column("run_id").unique().to_pylist():
+            bench = defined.get(run_id) or known.runs.get(run_id, (None,))[0]
+            if bench is None:
+                return None
+            found.add(bench)
+    return found
 
 
 def _new_definitions(bundle: Bundle, known: Known) -> list[tuple[str, dict[str, Any]]] | None:
@@ -320,19 +426,19 @@ def _has_stored_attempts(
     con: duckdb.DuckDBPyConnection, bundle: Bundle, new_rows: list[tuple[str, dict[str, Any]]]
 ) -> bool:
     """True when an attempt of the bundle is already in the database (only possible for runs it did not define)."""
-    attempts = bundle.freeze()["attempts"]
     new_runs = {row["run_id"] for kind, row in new_rows if kind == "run"}
-    if attempts.num_rows == 0 or set(attempts.column("run_id").unique().to_pylist()) <= new_runs:
-        return False
-    con.register("_rl_keys", attempts.select(["run_id", "task_id", "sample"]))
-    try:
-        return bool(
-            con.execute("SELECT count(*) FROM _rl_keys k JOIN attempts a USING (run_id, task_id, sample)").fetchall()[
-                0
-            ][0]
-        )
-    finally:
-        con.unregister("_rl_keys")
+    for tables in bundle.parts():
+        attempts = tables["attempts"]
+        if attempts.num_rows == 0 or set(attempts.column("run_id").unique().to_pylist()) <= new_runs:
+            continue
+        con.register("_rl_keys", attempts.select(["run_id", "task_id", "sample"]))
+        try:
+            query = "SELECT count(*) FROM _rl_keys k JOIN attempts a USING (run_id, task_id, sample)"
+            if con.execute(query).fetchall()[0][0]:
+                return True
+        finally:
+            con.unregister("_rl_keys")
+    return False
 
 
 def choose_format(path: Path, data: bytes, fmt: str) -> Format:
@@ -353,7 +459,8 @@ def choose_format(path: Path, data: bytes, fmt: str) -> Format:
 def ingest_jobs(files: list[Path], jobs: int | None) -> int:
     """How many worker processes validate files: ``jobs`` when given, else (``RUNLENS_INGEST_JOBS`` or the number
     of CPUs, at most 4) when there are several files of at least ``PARALLEL_MIN_BYTES`` in all, and no more than
-    the available memory holds (``WORKER_MEMORY_FACTOR`` times the largest file each); 1 means no pool."""
+    the memory budget holds (``RUNLENS_INGEST_MEMORY_MB`` for the tree, or what is available if less: the writer's
+    share, then per worker ``WORKER_MEMORY_FACTOR`` times the largest file or part it holds); 1 means no pool."""
     if jobs is None:
         setting = os.environ.get("RUNLENS_INGEST_JOBS", "").strip()
         if setting and not setting.isdigit():
@@ -362,7 +469,12 @@ def ingest_jobs(files: list[Path], jobs: int | None) -> int:
         sizes = [_size(f) for f in files]
         if sum(sizes) < PARALLEL_MIN_BYTES:
             return 1
-        jobs = min(jobs, max(1, _available_memory() // (WORKER_MEMORY_FACTOR * max(sizes))))
+        chunked = FORMATS["native"].suffixes  # read in parts of CHUNK_BYTES when larger (if native, as most are)
+        held = max(
+            min(n, CHUNK_BYTES) if f.name.lower().endswith(chunked) else n for f, n in zip(files, sizes, strict=True)
+        )
+        room = min(_available_memory(), TREE_MEMORY_BYTES - WRITER_MEMORY_BYTES)
+        jobs = min(jobs, max(1, room // (WORKER_BASE_BYTES + WORKER_MEMORY_FACTOR * held)))
     return max(1, min(jobs, len(files)))
 
 
@@ -417,13 +529,19 @@ def ingest_paths(
     n_jobs = ingest_jobs(files, jobs)
     results: list[FileResult] = []
     is_short = sum(_size(f) for f in files) <= SHORT_SESSION_MAX_BYTES
-    with writer(db, short_session=is_short) as con:
+    # where validated rows wait for the writer (workers' files, large files' parts); made only when some will
+    spills = n_jobs > 1 or any(_size(f) > CHUNK_BYTES for f in files)
+    spill_folder = tempfile.TemporaryDirectory(prefix="runlens-ingest-") if spills else contextlib.nullcontext(None)
+    with spill_folder as spill_dir, writer(db, short_session=is_short) as con:
         # Written blocks are on disk already: a small buffer pool only means less cached, and keeps a long
         # ingest's memory flat (measured at 1M attempts: 3.7 GB for this process at DuckDB's default, 1.3 GB here).
         con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
         known = load_known(con)
         if n_jobs > 1:
-            prepared = _prepare_in_workers(files, known, n_jobs, fmt=fmt, progress=progress, **options)
+            assert spill_dir is not None
+            prepared = _prepare_in_workers(
+                files, known, n_jobs, fmt=fmt, progress=progress, spill_dir=spill_dir, **options
+            )
         else:
             prepared = (None for _ in files)
         for path, ready in zip(files, prepared, strict=True):
@@ -431,12 +549,22 @@ def ingest_paths(
                 result = commit_prepared(con, ready, known, is_demo=is_demo) if ready is not None else None
                 if result is None:
                     result = ingest_file(
-                        con, path, fmt=fmt, is_demo=is_demo, progress=progress and n_jobs == 1, known=known, **options
+                        con,
+                        path,
+                        fmt=fmt,
+                        is_demo=is_demo,
+                        progress=progress and n_jobs == 1,
+                        known=known,
+                        spill_dir=spill_dir,
+                        **options,
                     )
             except IngestError as exc:
                 result = FileResult(str(path), fmt, "failed", error=exc)
             except MemoryError:  # while writing (Arrow buffers): the transaction rolled back, the next file goes on
                 result = FileResult(str(path), fmt, "failed", error=out_of_memory(str(path)))
+            finally:
+                if ready is not None and ready.bundle is not None:
+                    ready.bundle.release()
             results.append(result)
             if out is not None:
                 print(describe(result), file=out)
@@ -444,7 +572,7 @@ def ingest_paths(
 
 
 def _prepare_in_workers(
-    files: list[Path], known: Known, n_jobs: int, *, fmt: str, progress: bool, **options: Any
+    files: list[Path], known: Known, n_jobs: int, *, fmt: str, progress: bool, spill_dir: str, **options: Any
 ) -> Iterator[Prepared | None]:
     """Prepared files in order, validated by ``n_jobs`` worker processes ahead of the writer.
 
@@ -452,7 +580,9 @@ def _prepare_in_workers(
     waiting come to at most ``PREFETCH_BYTES``: the workers keep busy while the writer checkpoints, and memory
     stays bounded. Each file is validated against ``known`` as it is when the file is handed out (earlier files
     may still be being written); a failed file is yielded as None, to be validated again in this process against
-    the current database, so that its errors are exactly those of a file-by-file ingest.
+    the current database, so that its errors are exactly those of a file-by-file ingest. A worker hands its
+    validated rows over on disk, in Arrow files under ``spill_dir`` (``Bundle.spill``): files waiting for the
+    writer cost disk, not memory, and nothing large is pickled through a pipe.
     """
     sizes = [_size(f) for f in files]
     bar = None
@@ -474,7 +604,7 @@ def _prepare_in_workers(
                 handed - first < n_jobs + 1
                 or (handed - first < 4 * n_jobs and sum(sizes[first : handed + 1]) <= PREFETCH_BYTES)
             ):
-                pending.append(pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, options))
+                pending.append(pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, spill_dir, options))
                 handed += 1
 
         try:
@@ -517,8 +647,15 @@ def _init_worker(parent_pid: int) -> None:
     threading.Thread(target=watch, name="runlens-parent-watch", daemon=True).start()
 
 
-def _prepare_worker(path: Path, known: Known, fmt: str, options: dict[str, Any]) -> Prepared:
-    return prepare_file(path, known, fmt=fmt, **options)
+def _prepare_worker(path: Path, known: Known, fmt: str, spill_dir: str, options: dict[str, Any]) -> Prepared:
+    prepared = prepare_file(path, known, fmt=fmt, spill_dir=spill_dir, **options)
+    bundle = prepared.bundle
+    if bundle is not None and not bundle.revised_runs and not bundle.freeze()["score_updates"].num_rows:
+        # the rows wait for the writer on disk (a re-scored log is held whole); with no room on disk (OSError)
+        # they go through the pipe instead, and the parts spilled before stay
+        with contextlib.suppress(OSError):
+            bundle.spill(spill_dir)
+    return prepared
 
 
 def describe(result: FileResult) -> str:

@@ -146,6 +146,11 @@ def _graphs_dir() -> Path:
     return Path(env) if env else GRAPHS_DIR
 
 
+def has_graph_file(benchmark: str) -> bool:
+    """True when the graphs folder has a tool graph for ``benchmark`` (``<graphs dir>/<benchmark>.json``)."""
+    return (_graphs_dir() / f"{benchmark}.json").exists()
+
+
 def read_graph_file(path: str | os.PathLike[str]) -> dict[str, list[str]]:
     """A ``{tool: [prerequisites]}`` JSON file, validated."""
     try:
@@ -201,7 +206,13 @@ def stale_benchmarks(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [b for b in names if stored_hash(con, b) != graph_hash(load_graph(con, b))]
 
 
-def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int, own_transaction: bool = True) -> int:
+def label_file_attempts(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    file_id: int,
+    own_transaction: bool = True,
+    benchmarks: Iterable[str] | None = None,
+) -> int:
     """Store rule findings for the attempts one ingested file brought; return how many were added.
 
     Only benchmarks that declare a tool graph are labelled at ingest (so logs without one pay nothing);
@@ -209,14 +220,22 @@ def label_file_attempts(con: duckdb.DuckDBPyConnection, *, file_id: int, own_tra
     never computed and it already held attempts, or were computed with another graph, the whole
     benchmark is recomputed instead, so stored findings always match one graph. Ingest calls this inside the
     file's own transaction (``own_transaction=False``): a file and its findings go in together or not at all.
+    ``benchmarks``: those of the file's attempts when the caller knows them (ingest does: it spares a scan of the
+    attempts table per file); found from the stored rows when None.
     """
     added = 0
-    benches = query_rows(
-        con,
-        "SELECT DISTINCT r.benchmark FROM attempts a JOIN runs r USING (run_id) WHERE a.file_id = ? ORDER BY 1",
-        [file_id],
-    )
-    for (bench,) in benches:
+    if benchmarks is None:
+        benches = [
+            row[0]
+            for row in query_rows(
+                con,
+                "SELECT DISTINCT r.benchmark FROM attempts a JOIN runs r USING (run_id) WHERE a.file_id = ? ORDER BY 1",
+                [file_id],
+            )
+        ]
+    else:
+        benches = sorted(benchmarks)
+    for bench in benches:
         graph = load_graph(con, bench)
         if graph is None:
             continue

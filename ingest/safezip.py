@@ -1,7 +1,9 @@
 """Reading zip archives (Inspect's ``.eval``) one member at a time within a byte budget, for deflate and zstd alike.
 
-The budget is in bytes decompressed, counted across the whole archive: an archive may expand to at most what a
-plain file may hold (``MAX_TOTAL_BYTES``, the ingest's 512 MiB file limit by default), and no member beyond
+The budget is in bytes decompressed, counted across the whole archive: an archive may expand to at most what the
+Inspect reader can hold (``MAX_TOTAL_BYTES``, 512 MiB by default, or ``RUNLENS_MAX_FILE_BYTES`` when a deployment
+sets that: the reader keeps the rows of every sample until the file is written, unlike the native reader, which
+reads a file of any size in parts), and no member beyond
 ``MAX_MEMBER_BYTES``. It is checked twice: first from the central directory, before a byte is decompressed
 (member count, declared sizes), then again while each member streams out, because declared sizes can lie: a
 member that yields more than it declared, or an archive whose members together pass the total, is refused the
@@ -30,7 +32,8 @@ from collections.abc import Callable, Iterator
 import zstandard
 
 MAX_MEMBERS = int(os.environ.get("RUNLENS_ZIP_MAX_MEMBERS", 200_000))
-# what a plain file may hold (ingest.pipeline.MAX_FILE_BYTES): an archive expands to no more than that in all
+# what the Inspect reader may hold in all (it keeps every sample's rows until the file is written); a deployment's
+# RUNLENS_MAX_FILE_BYTES when set
 MAX_TOTAL_BYTES = int(
     os.environ.get("RUNLENS_ZIP_MAX_TOTAL_BYTES", os.environ.get("RUNLENS_MAX_FILE_BYTES", 512 * 1024**2))
 )

@@ -58,8 +58,13 @@ def _insert(
         con.unregister("_rl_batch")
 
 
-def _next_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:
-    return int(con.execute(f"SELECT coalesce(max({column}), 0) + 1 FROM {table}").fetchall()[0][0])
+def _next_ids(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """The next file_id and attempt_id, in one statement (on a lake each statement pays for its catalog reads)."""
+    row = con.execute(
+        "SELECT (SELECT coalesce(max(file_id), 0) + 1 FROM ingest_log), "
+        "(SELECT coalesce(max(attempt_id), 0) + 1 FROM attempts)"
+    ).fetchall()[0]
+    return int(row[0]), int(row[1])
 
 
 def write_bundle(
@@ -121,8 +126,7 @@ def _write(
 ) -> int:
     """The rows of one file (inside the caller's transaction); its file_id."""
     is_demo = facts.is_demo
-    file_id = _next_id(con, "ingest_log", "file_id")
-    base = _next_id(con, "attempts", "attempt_id")
+    file_id, base = _next_ids(con)
     _insert(con, "benchmarks", bundle.benchmarks, {"is_demo": is_demo})
     for name, row in bundle.revised_benchmarks.items():  # binary -> continuous (a log with partial scores)
         con.execute(
@@ -131,26 +135,27 @@ def _write(
         )
     _insert(con, "tasks", bundle.tasks)
     _insert(con, "runs", bundle.runs, {"file_id": file_id, "is_demo": is_demo})
-    tables = bundle.freeze()
-    _insert(con, "attempts", tables["attempts"], {"file_id": file_id}, id_base=base)
-    _insert(con, "steps", tables["steps"], id_base=base)
-    if tables["texts"].num_rows:
-        con.register("_rl_texts", tables["texts"])
-        con.execute(
-            "INSERT INTO texts SELECT n.text_hash, n.text FROM _rl_texts n "  # hashes unique per file
-            "ANTI JOIN texts t ON t.text_hash = n.text_hash"
-        )
-        con.unregister("_rl_texts")
-    _insert(con, "error_labels", tables["labels"], {"source": "label"}, id_base=base)
-    _insert(con, "attempt_metrics", tables["metrics"], {"source": "log"}, id_base=base)
-    _insert(con, "ratings", tables["ratings"], id_base=base)
-    scores = tables["scores"]
-    if scores.num_rows:
-        is_new = pc.is_valid(scores.column("attempt_ix"))
-        _insert(con, "scores", scores.filter(is_new).drop_columns(["attempt_id"]), {"file_id": file_id}, id_base=base)
-        _write_revisions(con, bundle, scores.filter(pc.invert(is_new)), file_id)
-    elif bundle.revised_runs:
-        _write_revisions(con, bundle, scores, file_id)
+    for tables in bundle.parts():  # one part, or a large file's parts in turn (ingest.records.Bundle.spill)
+        _insert(con, "attempts", tables["attempts"], {"file_id": file_id}, id_base=base)
+        _insert(con, "steps", tables["steps"], id_base=base)
+        if tables["texts"].num_rows:
+            con.register("_rl_texts", tables["texts"])
+            con.execute(
+                "INSERT INTO texts SELECT n.text_hash, n.text FROM _rl_texts n "  # hashes unique per part
+                "ANTI JOIN texts t ON t.text_hash = n.text_hash"
+            )
+            con.unregister("_rl_texts")
+        _insert(con, "error_labels", tables["labels"], {"source": "label"}, id_base=base)
+        _insert(con, "attempt_metrics", tables["metrics"], {"source": "log"}, id_base=base)
+        _insert(con, "ratings", tables["ratings"], id_base=base)
+        scores = tables["scores"]
+        if scores.num_rows:
+            is_new = pc.is_valid(scores.column("attempt_ix"))
+            new = scores.filter(is_new).drop_columns(["attempt_id"])
+            _insert(con, "scores", new, {"file_id": file_id}, id_base=base)
+            _write_revisions(con, bundle, scores.filter(pc.invert(is_new)), file_id)
+        elif bundle.revised_runs:
+            _write_revisions(con, bundle, scores, file_id)
     # the digest goes into the row as it is inserted: an UPDATE afterwards costs a lake a delete file per upload
     # (ingest_log then fragments, and every later upload's duplicate check reads more files)
     digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][0]

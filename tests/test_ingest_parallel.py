@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from bench.gen_logs import generate
+from ingest import pipeline
 from ingest.errors import IngestError, Problem
 from ingest.pipeline import ingest_jobs, ingest_paths
 from store import RunlensError
@@ -142,11 +143,21 @@ def test_workers_only_for_several_large_files(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr("ingest.pipeline.PARALLEL_MIN_BYTES", 1)
     monkeypatch.setenv("RUNLENS_INGEST_JOBS", "3")
     assert ingest_jobs(small, None) == 3
+    monkeypatch.setattr("ingest.pipeline.WORKER_BASE_BYTES", 0)
     monkeypatch.setattr("ingest.pipeline._available_memory", lambda: 2 * 8 * 3)  # room for two 3-byte files
     assert ingest_jobs(small, None) == 2
     assert ingest_jobs(small, 3) == 3  # asked for: as asked
     monkeypatch.setattr("ingest.pipeline._available_memory", lambda: 0)
     assert ingest_jobs(small, None) == 1
+    # the tree's budget (RUNLENS_INGEST_MEMORY_MB) bounds them too: the writer's share, then 8x each worker's file
+    monkeypatch.setattr("ingest.pipeline._available_memory", lambda: 1 << 40)
+    monkeypatch.setattr("ingest.pipeline.TREE_MEMORY_BYTES", pipeline.WRITER_MEMORY_BYTES + 2 * 8 * 3)
+    assert ingest_jobs(small, None) == 2
+    monkeypatch.setattr("ingest.pipeline.WORKER_BASE_BYTES", 1)
+    assert ingest_jobs(small, None) == 1
+    # a native file larger than a part holds only a part: it counts as one (CHUNK_BYTES)
+    monkeypatch.setattr("ingest.pipeline.CHUNK_BYTES", 1)
+    assert ingest_jobs(small, None) == 3
 
 
 class _DeadPool:

@@ -129,7 +129,7 @@ class AttemptRecords(NormaliserState):
             self.bundle.score_updates.append((stored, score, raw, passed, fields.answer(), fields.extra()))
             self.bundle.scores.extend((None, stored, *row) for row in scores)
             return
-        ix = len(self.bundle.attempts)
+        ix = self.bundle.ix_base + len(self.bundle.attempts)
         steps = fields.steps(ix, self._long_text)
         answer = fields.answer()
         latency = fields.latency()
@@ -156,7 +156,7 @@ class AttemptRecords(NormaliserState):
     ) -> None:
         """Append attempt ``key`` (columns ``head``, the step ``counts``, then ``tail``), its labels and metrics;
         its steps are appended already, at index ``len(attempts)``."""
-        ix = len(self.bundle.attempts)
+        ix = self.bundle.ix_base + len(self.bundle.attempts)
         self.bundle.attempts.append((*key, *head, *counts, *tail))
         if errors:
             self.bundle.labels.extend((ix, *label) for label in errors)

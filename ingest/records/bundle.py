@@ -3,6 +3,10 @@ for one bulk write, and the Arrow column types of the per-attempt tables."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,14 +51,71 @@ class Bundle:
     revised_benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)  # binary -> continuous
     score_updates: list[tuple[Any, ...]] = field(default_factory=list)
     arrow: dict[str, pa.Table] | None = None  # the per-attempt tables once frozen (see ``freeze``)
+    # A file validated in parts (``spill``): the per-attempt tables of the earlier parts wait on disk, in Arrow
+    # files under ``spill_dir`` (one folder per part), and attempts are numbered from ``ix_base`` on.
+    ix_base: int = 0
+    spilled: list[str] = field(default_factory=list)
+    spilled_steps: int = 0
+    spill_dir: str | None = None
 
     @property
     def n_attempts(self) -> int:
-        return self.arrow["attempts"].num_rows if self.arrow is not None else len(self.attempts)
+        return self.ix_base + (self.arrow["attempts"].num_rows if self.arrow is not None else len(self.attempts))
 
     @property
     def n_steps(self) -> int:
-        return self.arrow["steps"].num_rows if self.arrow is not None else len(self.steps)
+        return self.spilled_steps + (self.arrow["steps"].num_rows if self.arrow is not None else len(self.steps))
+
+    def spill(self, parent: str | None = None) -> None:
+        """Move the per-attempt rows gathered so far to Arrow files on disk (a folder made under ``parent``, the
+        system's temporary folder when None), so that memory holds one part of a file at a time; the writer reads
+        them back with ``parts``. Definitions stay in memory. Call ``release`` when the bundle is written or given
+        up. When writing fails (``OSError``: a full disk) nothing changes: the rows stay in memory."""
+        if self.revised_runs or self.score_updates or (self.arrow is not None and self.arrow["score_updates"].num_rows):
+            raise ValueError("a re-scored log is not written in parts")  # its updates read every attempt at once
+        tables = self.freeze()
+        if self.spill_dir is None:
+            self.spill_dir = tempfile.mkdtemp(prefix="runlens-ingest-", dir=parent)
+        part = os.path.join(self.spill_dir, f"part-{len(self.spilled):05d}")
+        try:
+            os.mkdir(part)
+            for name, table in tables.items():
+                with (
+                    pa.OSFile(os.path.join(part, f"{name}.arrow"), "wb") as sink,
+                    pa.ipc.new_file(sink, table.schema) as out,
+                ):
+                    out.write_table(table)
+        except BaseException:  # (a full disk): the rows stay in memory, the parts spilled before stay valid
+            shutil.rmtree(part, ignore_errors=True)
+            raise
+        self.spilled.append(part)
+        self.ix_base += tables["attempts"].num_rows
+        self.spilled_steps += tables["steps"].num_rows
+        self.arrow = None
+
+    def drop_rows(self) -> None:
+        """Forget the per-attempt rows gathered so far (a file found invalid is still validated to its end, to
+        report every problem, but nothing of it will be written); attempt numbers go on."""
+        self.ix_base += len(self.attempts)
+        self.attempts, self.steps, self.texts = [], [], {}
+        self.labels, self.metrics, self.scores = [], [], []
+        self.ratings = {name: [] for name in self.ratings}
+
+    def parts(self) -> Iterator[dict[str, pa.Table]]:
+        """The per-attempt tables part by part: the spilled ones (memory-mapped from disk), then those in memory."""
+        for part in self.spilled:
+            yield {
+                name: pa.ipc.open_file(pa.memory_map(os.path.join(part, f"{name}.arrow"))).read_all()
+                for name in _TABLES
+            }
+        yield self.freeze()
+
+    def release(self) -> None:
+        """Remove the spilled parts from disk (the bundle is written, or given up)."""
+        if self.spill_dir is not None:
+            shutil.rmtree(self.spill_dir, ignore_errors=True)
+            self.spill_dir = None
+            self.spilled = []
 
     def freeze(self) -> dict[str, pa.Table]:
         """Turn the per-attempt columns into Arrow tables, once, and drop the Python lists.
@@ -74,7 +135,7 @@ class Bundle:
             }
             tables["attempts"] = _rows_table(ATTEMPT_COLUMNS, self.attempts)
             tables["attempts"] = tables["attempts"].append_column(
-                "attempt_ix", pa.array(range(tables["attempts"].num_rows), pa.int64())
+                "attempt_ix", pa.array(range(self.ix_base, self.ix_base + tables["attempts"].num_rows), pa.int64())
             )
             tables["steps"] = _rows_table(STEP_COLUMNS, self.steps)
             tables["texts"] = pa.table(
@@ -85,8 +146,12 @@ class Bundle:
             )
             self.arrow = tables
             self.attempts, self.steps, self.texts = [], [], {}
-            self.labels, self.metrics, self.ratings, self.scores, self.score_updates = [], [], {}, [], []
+            self.labels, self.metrics, self.scores, self.score_updates = [], [], [], []
+            self.ratings = {name: [] for name in self.ratings}
         return self.arrow
+
+
+_TABLES = ("ratings", "labels", "metrics", "scores", "score_updates", "attempts", "steps", "texts")
 
 
 _JSON = pa.json_(pa.string())  # JSON text: DuckDB stores it in a JSON column as is, without parsing it again

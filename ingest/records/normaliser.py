@@ -19,12 +19,17 @@ class Normaliser(DefinitionRecords, RatingRecords):
     """Validates records one by one, collecting problems and filling a Bundle."""
 
     def feed(self, records: Iterable[tuple[str, Any]]) -> Bundle:
-        """Validate and normalise every record; problems go to the collector.
+        """Validate and normalise every record of a file; problems go to the collector.
 
         A record is a decoded JSON value, or a :class:`~ingest.fastpath.FastLine` (an attempt line the native
         reader decoded with the fast path); a fast line any check would refuse is re-read and normalised by the
         general path, which reports the problem exactly as for any other line.
         """
+        self.feed_part(records)
+        return self.finish()
+
+    def feed_part(self, records: Iterable[tuple[str, Any]]) -> None:
+        """Validate and normalise the records of part of a file (``feed`` is every part, then ``finish``)."""
         handlers = {
             "benchmark": self._benchmark,
             "task": self._task,
@@ -56,6 +61,9 @@ class Normaliser(DefinitionRecords, RatingRecords):
                 handlers[kind](loc, rec)
             except _Bad as bad:
                 self.problems.add(loc, bad.field, bad.reason)
+
+    def finish(self) -> Bundle:
+        """The checks that need the whole file, once every part is fed; the bundle."""
         new_runs = {key[0] for key in self._file_attempts}
         for run_id, loc in self._revision_locs.items():
             if run_id not in self._revision_scored and run_id not in new_runs:
