@@ -63,11 +63,20 @@ t AS (  -- a Python traceback is shown by its last line, the exception (the fram
                              ELSE raw_body END, $chars), chr(10), ' ') AS shown
     FROM s
 ),
-e AS (
+r AS (
     SELECT *, coalesce(error, CASE WHEN kind = 'tool_call' AND regexp_matches(lower(coalesce(body, '')), $failing)
-                                   THEN shown END) AS failure,
-           row_number() OVER (PARTITION BY attempt_id, failure IS NULL ORDER BY step DESC) AS back
+                                   THEN shown END) AS raw_failure
     FROM t
+),
+ok AS (  -- a failure the agent recovered from (the same tool succeeded later) is not why the attempt failed
+    SELECT *, max(CASE WHEN kind = 'tool_call' AND raw_failure IS NULL THEN step END)
+                  OVER (PARTITION BY attempt_id, tool) AS last_ok
+    FROM r
+),
+e AS (
+    SELECT *, CASE WHEN raw_failure IS NOT NULL AND coalesce(last_ok, -1) < step THEN raw_failure END AS failure,
+           row_number() OVER (PARTITION BY attempt_id, failure IS NULL ORDER BY step DESC) AS back
+    FROM ok
 ),
 agg AS (
     SELECT attempt_id,
@@ -77,7 +86,8 @@ agg AS (
            list(DISTINCT tool) FILTER (WHERE tool IS NOT NULL) AS tools,
            count(*) FILTER (WHERE kind = 'tool_call') - count(DISTINCT tool || '|' || coalesce(args, ''))
                FILTER (WHERE kind = 'tool_call') AS n_repeated,
-           arg_max(body, step) FILTER (WHERE kind = 'final') AS final_text
+           arg_max(body, step) FILTER (WHERE kind = 'final') AS final_text,
+           arg_max(shown, step) FILTER (WHERE kind = 'tool_call' AND raw_failure IS NULL) AS last_result
     FROM e GROUP BY attempt_id
 ),
 codes AS (
@@ -87,7 +97,8 @@ codes AS (
 SELECT f.attempt_id, f.run_id, f.task_id, f.sample, f.agent, f.agent_version, f.eval_date,
        coalesce(c.codes, []) AS codes, f.status, left(coalesce(f.answer, g.final_text), $answer_chars) AS answer,
        f.reference_answer, f.reference_trajectory, g.errors,
-       coalesce(g.n_tool_calls, 0) AS n_tool_calls, coalesce(g.n_repeated, 0) AS n_repeated, g.tools
+       coalesce(g.n_tool_calls, 0) AS n_tool_calls, coalesce(g.n_repeated, 0) AS n_repeated, g.tools,
+       g.last_result
 FROM f LEFT JOIN agg g USING (attempt_id) LEFT JOIN codes c USING (attempt_id)
 ORDER BY f.run_id, f.task_id, f.sample
 """
@@ -182,10 +193,25 @@ def _number(match: re.Match[str]) -> str:
     return " zero " if token == "0" and counted else " "  # "0 results" is "no results"; "call 0" is an index
 
 
+_JSON_STRING = re.compile(r'"((?:[^"\\\n]|\\.){0,400})"')
+_JSON_ESCAPE = re.compile(r"\\[nrt]|\\u[0-9a-fA-F]{4}|\\(.)")
+
+
+def unjson(text: str) -> str:
+    """A JSON object or list (a tool's structured result, possibly cut short) as plain text: its keys and string
+    values unquoted (``{"ok": false, "message": "sold out"}`` is ``{ok: false, message: sold out}``), so the
+    message is kept, not cut as a quoted value; any other text unchanged."""
+    if not text.lstrip().startswith(("{", "[{")):
+        return text
+    out = _JSON_STRING.sub(lambda m: _JSON_ESCAPE.sub(lambda e: e.group(1) or " ", m.group(1)), text)
+    return out
+
+
 def strip_run_specific(text: str) -> str:
     """``text`` without its run-specific tokens (URLs, paths, quoted values, hosts, ids, numbers), lower case (a
-    shouted error is the same error); the text itself when nothing else is left."""
-    out = text.lower()
+    shouted error is the same error); the text itself when nothing else is left. A JSON text is unquoted first
+    (``unjson``)."""
+    out = unjson(text).lower()
     for pattern, repl in _RUN_SPECIFIC:
         out = pattern.sub(repl, out)
     out = _NUMBER.sub(_number, out)
@@ -215,8 +241,9 @@ def _segments(row: dict[str, Any]) -> list[str]:
     if not failed:
         if int(row.get("n_tool_calls") or 0) == 0:
             out.append("no tool called")
-        if int(row.get("n_repeated") or 0) > 0:
-            out.append("repeated call")
+        if int(row.get("n_repeated") or 0) > 0:  # a loop is told by what it kept seeing: the last tool result
+            last = row.get("last_result")
+            out.append("repeated call" + (f": {last}" if isinstance(last, str) and last.strip() else ""))
         ref = row.get("reference_trajectory")
         tools = row.get("tools")
         if ref is not None and len(ref) and tools is not None:
