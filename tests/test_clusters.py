@@ -115,6 +115,59 @@ def test_run_specific_tokens_are_cut_from_documents() -> None:
     assert strip("12345") == "12345"  # nothing left: the text stays
 
 
+def test_a_json_result_keeps_its_message() -> None:
+    """A structured tool result's strings are its text, not quoted values to cut."""
+    body = '{"ok": false, "code": "E_PAGE", "message": "Sold out\\nsee \\"#buy\\""}'
+    assert cl.strip_run_specific(body) == "{ok: false, code: e_page, message: sold out see }"
+    assert cl.strip_run_specific('the value "acct_7" is unknown') == "the value is unknown"  # not JSON: cut
+
+
+def test_document_parts_split_free_text_from_structure() -> None:
+    parts = cl.document_parts
+    assert parts("failed: called fetch_roi_all but got unknown tool | final answer: differs from the reference") == (
+        "called but got unknown tool",  # a snake_case name is one run's function, not the cause
+        ["failed", "differs from the reference"],
+    )
+    assert parts("final answer: i must decline. (differs from the reference) | no tool called | status timeout") == (
+        "i must decline.",
+        ["differs from the reference", "answer", "no tool called", "status timeout"],
+    )
+    assert parts("repeated call: report status: pending | skipped a, b") == (
+        "report status: pending",
+        ["repeated call", "skipped a", "skipped b"],
+    )
+    assert parts("no final answer | no tool called") == ("", ["no final answer", "no tool called"])
+    assert parts("plain text, not a document") == ("plain text, not a document", [])
+
+
+def test_idf_weighted_static_vectors_ignore_what_every_text_says() -> None:
+    from analytics.embeddings import StaticEmbedder
+
+    emb = StaticEmbedder()
+    texts = ["final answer rate limit", "final answer timeout", "final answer"]
+    got = emb.encode_idf(texts)
+    assert np.allclose(got[:2], emb.encode_idf(["rate limit", "timeout"]), atol=1e-5)  # 'final answer' weighs 0
+    assert np.allclose(got[2], emb.encode(["final answer"])[0], atol=1e-5)  # nothing but shared words: the mean
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_documents_own_words_do_not_join_causes() -> None:
+    """Answers of three causes under the same leads and hints ("final answer: ... (differs from the reference) |
+    no tool called"), worded three ways each, and two causes in failing steps: five clusters, one per cause."""
+    lead, tail = "final answer: ", " (differs from the reference) | no tool called"
+    answers = [
+        ["i must decline this request", "i must decline: policy", "sorry, i must decline to help"],
+        ["the roi works out to percent", "the roi is percent", "roi works out to thousand"],
+        ["maximum number of steps reached", "maximum number of steps reached early", "steps reached the maximum"],
+    ]
+    docs = [lead + a + tail for cause in answers for a in cause for _ in range(2)]
+    docs += [f"failed: rate limit exceeded{s}" for s in ("", " for key", ", slow down") for _ in range(2)]
+    docs += [f"failed: division by zero{s}" for s in ("", " in ratio", " at line") for _ in range(2)]
+    labels = cl.cluster_vectors(np.eye(len(docs), dtype=np.float32), docs)
+    assert [len(set(labels[i : i + 6])) for i in range(0, 30, 6)] == [1] * 5, labels
+    assert len(set(labels)) == 5 and (labels >= 0).all()
+
+
 def test_answer_against_the_reference() -> None:
     assert cl.answer_against_reference("No -- 5.23%", "Yes -- 4.21% vs 5.14%") == "the opposite yes/no of the reference"
     assert cl.answer_against_reference("8.0", "8") == "the same number as the reference"

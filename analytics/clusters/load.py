@@ -3,14 +3,16 @@
 The **document** of a failed attempt (``failure_documents``) is what went wrong, not the transcript:
 
 * every step with an **error**, and every tool result that **reads as a failure** (``FAILING_RESULT``: it names an
-  error, an exception, a refusal, an HTTP 4xx/5xx status, something missing, or it is empty): its tool and the
+  error, an exception, a refusal, an HTTP 4xx/5xx status, something missing, says so in a structured field
+  (``"ok": false``), or it is empty), unless the agent **recovered** from it (the same tool succeeded later): its
   text, at most the last ``MAX_ERRORS``; the final answer then only as it compares with the reference (the answer
-  after a failed tool is a consequence, mostly an apology);
+  after a failed tool is a consequence, mostly an apology); a JSON result's keys and strings are its text
+  (``unjson``);
 * without such a step: the **final answer against the reference** ("final answer: 6.14 ad groups (a different
-  number than the reference)");
-* what the **trajectory** says, in a few words (short, so it weighs less than the error in a mean of token
-  vectors): ``no tool called``, ``repeated call`` (a tool called again with the same arguments), ``skipped <tools>``
-  (reference tools never called);
+  number than the reference)") and the **last tool result**, what the agent saw before it answered ("last result:
+  sold out"); after a repeated call, as what the loop kept seeing ("repeated call: report status: pending");
+* what the **trajectory** says, in a few words: ``no tool called``, ``repeated call`` (a tool called again with the
+  same arguments), ``skipped <tools>`` (reference tools never called);
 * the attempt's **status** when it is not ``completed`` (a step budget, a crash).
 
 Then **boilerplate** is cut: a segment (one of the lines above, digits and ids masked) found in at least
@@ -104,11 +106,11 @@ ORDER BY f.run_id, f.task_id, f.sample
 """
 
 # A tool result that reads as a failure: it names an error, an exception, a refusal, an HTTP 4xx/5xx status, a
-# missing thing, or it is empty. Such a result is where the attempt went wrong, like a step's ``error``.
+# missing thing, it says so in a structured field (``"ok": false``, ``"success": false``), or it is empty. Such a result is where the attempt went wrong, like a step's ``error``.
 FAILING_RESULT = (
     r"error|exception|traceback|fail|invalid|denied|refused|forbidden|unauthori[sz]ed|timed? ?out|not found|"
     r"does not exist|no such|unknown|too many|exceeded|unavailable|malformed|could not|cannot|can't|unable|"
-    r"\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|^\s*(\[\]|\{\}|null|none)?\s*$"
+    r"\"?\b(ok|success)\b\"?\s*:\s*false\b|\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|^\s*(\[\]|\{\}|null|none)?\s*$"
 )
 
 _MASK = [
@@ -159,7 +161,8 @@ def _error_line(line: str) -> str:
     which every failure shares; the tool's name stays out too (it is in the members table), so one cause reported by
     several tools is one cluster."""
     _, _, text = line.partition(": ")
-    return "failed: " + (_GENERIC_PREFIX.sub("", text.strip()) or text.strip())
+    text = unjson(text.strip())
+    return "failed: " + (_GENERIC_PREFIX.sub("", text) or text)
 
 
 # Run-specific tokens: what differs between two reports of one cause (an id, a number, a path, a host, a quoted
@@ -241,9 +244,12 @@ def _segments(row: dict[str, Any]) -> list[str]:
     if not failed:
         if int(row.get("n_tool_calls") or 0) == 0:
             out.append("no tool called")
+        last = row.get("last_result")
+        last = unjson(last.strip()) if isinstance(last, str) and last.strip() else None
         if int(row.get("n_repeated") or 0) > 0:  # a loop is told by what it kept seeing: the last tool result
-            last = row.get("last_result")
-            out.append("repeated call" + (f": {last}" if isinstance(last, str) and last.strip() else ""))
+            out.append("repeated call" + (f": {last}" if last else ""))
+        elif last:  # nothing failed: what the agent saw last before it answered
+            out.append(f"last result: {last}")
         ref = row.get("reference_trajectory")
         tools = row.get("tools")
         if ref is not None and len(ref) and tools is not None:
