@@ -322,9 +322,10 @@ def test_held_out_sets_with_known_causes(
 
     from ingest.pipeline import ingest_paths
     from jobs.failures import embed_failures
-    from tests import failure_sets, failure_sets_ops
+    from tests import failure_sets, failure_sets_ops, failure_sets_web
 
-    failure_set = failure_sets.failure_set if generator == "failure_sets" else failure_sets_ops.failure_set
+    generators = {"failure_sets": failure_sets, "ops": failure_sets_ops, "web": failure_sets_web}
+    failure_set = generators[generator].failure_set
     fs = failure_set(seed=seed, n_causes=n_causes, n_failures=n_failures, style=style)
     db = tmp_path / "held.duckdb"
     assert [r.outcome for r in ingest_paths([fs.write(tmp_path / "held.jsonl")], db=db)] == ["ingested"]
