@@ -279,11 +279,12 @@ def test_cli_json_shape(failures_db: Path) -> None:
     assert {"run_id", "task_id", "sample"} == set(first["attempts"][0])
 
 
-# measured 0.111 (purity 0.398, 4 clusters) on 2026-11-26 with issue 32's run-specific tokens cut and the cut at
-# 0.9 (before: 0.037, purity 0.346; issue 20's cut at 0.3: 0.168): the demo's codes are structural (trajectory,
-# parameters, calculation), mostly not in the failure's words (docs/failure_analysis.md)
-DEMO_ARI_FLOOR = 0.09
-DEMO_PURITY_FLOOR = 0.37
+# measured 0.126 (purity 0.413, 5 clusters) on 2026-11-26 with issue 32's tree on free text and structure (before
+# it: 0.111, purity 0.398; before run-specific tokens were cut: 0.037; issue 20's cut at 0.3: 0.168): the demo's
+# codes are structural (trajectory, parameters, calculation), mostly not in the failure's words
+# (docs/failure_analysis.md)
+DEMO_ARI_FLOOR = 0.11
+DEMO_PURITY_FLOOR = 0.39
 
 
 @pytest.mark.slow
@@ -304,13 +305,15 @@ def test_clusters_agree_with_the_adbench_demo_codes(tmp_path: Path) -> None:
     assert quality["ari"] >= DEMO_ARI_FLOOR and quality["purity"] >= DEMO_PURITY_FLOOR, quality
 
 
-# Held-out sets with known causes of two independent generators (tests/failure_sets.py: causes worded differently
+# Held-out sets with known causes of three independent generators (tests/failure_sets.py: causes worded differently
 # every time, shared boilerplate, two transcript styles; tests/failure_sets_ops.py: the AD-Bench error taxonomy and
-# sandbox failures, other templates and noise). Floors a little below what was measured (docs/failure_analysis.md).
-HELD_OUT = [  # generator, seed, causes, failures, style, ARI floor
-    ("failure_sets", 105, 5, 2000, "agent", 0.95),
-    ("failure_sets", 104, 10, 1000, "chat", 0.85),
-    ("ops", 206, 7, 900, "trace", 0.85),
+# sandbox failures, other templates and noise; tests/failure_sets_web.py: a browsing agent, driver boilerplate
+# inside the failing text). Floors a little below what was measured (docs/failure_analysis.md).
+HELD_OUT = [  # generator, seed, causes, failures, style, ARI floor (measured 2026-11-26, issue 32)
+    ("failure_sets", 105, 5, 2000, "agent", 0.95),  # 1.000
+    ("failure_sets", 104, 10, 1000, "chat", 0.95),  # 0.999
+    ("ops", 206, 7, 900, "trace", 0.95),  # 0.999
+    ("web", 302, 8, 700, "browser", 0.68),  # 0.729: under the target of 0.8 (docs/failure_analysis.md)
 ]
 
 
