@@ -115,6 +115,59 @@ def test_run_specific_tokens_are_cut_from_documents() -> None:
     assert strip("12345") == "12345"  # nothing left: the text stays
 
 
+def test_a_json_result_keeps_its_message() -> None:
+    """A structured tool result's strings are its text, not quoted values to cut."""
+    body = '{"ok": false, "code": "E_PAGE", "message": "Sold out\\nsee \\"#buy\\""}'
+    assert cl.strip_run_specific(body) == "{ok: false, code: e_page, message: sold out see }"
+    assert cl.strip_run_specific('the value "acct_7" is unknown') == "the value is unknown"  # not JSON: cut
+
+
+def test_document_parts_split_free_text_from_structure() -> None:
+    parts = cl.document_parts
+    assert parts("failed: called fetch_roi_all but got unknown tool | final answer: differs from the reference") == (
+        "called but got unknown tool",  # a snake_case name is one run's function, not the cause
+        ["failed", "differs from the reference"],
+    )
+    assert parts("final answer: i must decline. (differs from the reference) | no tool called | status timeout") == (
+        "i must decline.",
+        ["differs from the reference", "answer", "no tool called", "status timeout"],
+    )
+    assert parts("repeated call: report status: pending | skipped a, b") == (
+        "report status: pending",
+        ["repeated call", "skipped a", "skipped b"],
+    )
+    assert parts("no final answer | no tool called") == ("", ["no final answer", "no tool called"])
+    assert parts("plain text, not a document") == ("plain text, not a document", [])
+
+
+def test_idf_weighted_static_vectors_ignore_what_every_text_says() -> None:
+    from analytics.embeddings import StaticEmbedder
+
+    emb = StaticEmbedder()
+    texts = ["final answer rate limit", "final answer timeout", "final answer"]
+    got = emb.encode_idf(texts)
+    assert np.allclose(got[:2], emb.encode_idf(["rate limit", "timeout"]), atol=1e-5)  # 'final answer' weighs 0
+    assert np.allclose(got[2], emb.encode(["final answer"])[0], atol=1e-5)  # nothing but shared words: the mean
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_documents_own_words_do_not_join_causes() -> None:
+    """Answers of three causes under the same leads and hints ("final answer: ... (differs from the reference) |
+    no tool called"), worded three ways each, and two causes in failing steps: five clusters, one per cause."""
+    lead, tail = "final answer: ", " (differs from the reference) | no tool called"
+    answers = [
+        ["i must decline this request", "i must decline: policy", "sorry, i must decline to help"],
+        ["the roi works out to percent", "the roi is percent", "roi works out to thousand"],
+        ["maximum number of steps reached", "maximum number of steps reached early", "steps reached the maximum"],
+    ]
+    docs = [lead + a + tail for cause in answers for a in cause for _ in range(2)]
+    docs += [f"failed: rate limit exceeded{s}" for s in ("", " for key", ", slow down") for _ in range(2)]
+    docs += [f"failed: division by zero{s}" for s in ("", " in ratio", " at line") for _ in range(2)]
+    labels = cl.cluster_vectors(np.eye(len(docs), dtype=np.float32), docs)
+    assert [len(set(labels[i : i + 6])) for i in range(0, 30, 6)] == [1] * 5, labels
+    assert len(set(labels)) == 5 and (labels >= 0).all()
+
+
 def test_answer_against_the_reference() -> None:
     assert cl.answer_against_reference("No -- 5.23%", "Yes -- 4.21% vs 5.14%") == "the opposite yes/no of the reference"
     assert cl.answer_against_reference("8.0", "8") == "the same number as the reference"
@@ -226,11 +279,12 @@ def test_cli_json_shape(failures_db: Path) -> None:
     assert {"run_id", "task_id", "sample"} == set(first["attempts"][0])
 
 
-# measured 0.111 (purity 0.398, 4 clusters) on 2026-11-26 with issue 32's run-specific tokens cut and the cut at
-# 0.9 (before: 0.037, purity 0.346; issue 20's cut at 0.3: 0.168): the demo's codes are structural (trajectory,
-# parameters, calculation), mostly not in the failure's words (docs/failure_analysis.md)
-DEMO_ARI_FLOOR = 0.09
-DEMO_PURITY_FLOOR = 0.37
+# measured 0.126 (purity 0.413, 5 clusters) on 2026-11-26 with issue 32's tree on free text and structure (before
+# it: 0.111, purity 0.398; before run-specific tokens were cut: 0.037; issue 20's cut at 0.3: 0.168): the demo's
+# codes are structural (trajectory, parameters, calculation), mostly not in the failure's words
+# (docs/failure_analysis.md)
+DEMO_ARI_FLOOR = 0.11
+DEMO_PURITY_FLOOR = 0.39
 
 
 @pytest.mark.slow
@@ -251,13 +305,15 @@ def test_clusters_agree_with_the_adbench_demo_codes(tmp_path: Path) -> None:
     assert quality["ari"] >= DEMO_ARI_FLOOR and quality["purity"] >= DEMO_PURITY_FLOOR, quality
 
 
-# Held-out sets with known causes of two independent generators (tests/failure_sets.py: causes worded differently
+# Held-out sets with known causes of three independent generators (tests/failure_sets.py: causes worded differently
 # every time, shared boilerplate, two transcript styles; tests/failure_sets_ops.py: the AD-Bench error taxonomy and
-# sandbox failures, other templates and noise). Floors a little below what was measured (docs/failure_analysis.md).
-HELD_OUT = [  # generator, seed, causes, failures, style, ARI floor
-    ("failure_sets", 105, 5, 2000, "agent", 0.95),
-    ("failure_sets", 104, 10, 1000, "chat", 0.85),
-    ("ops", 206, 7, 900, "trace", 0.85),
+# sandbox failures, other templates and noise; tests/failure_sets_web.py: a browsing agent, driver boilerplate
+# inside the failing text). Floors a little below what was measured (docs/failure_analysis.md).
+HELD_OUT = [  # generator, seed, causes, failures, style, ARI floor (measured 2026-11-26, issue 32)
+    ("failure_sets", 105, 5, 2000, "agent", 0.95),  # 1.000
+    ("failure_sets", 104, 10, 1000, "chat", 0.95),  # 0.999
+    ("ops", 206, 7, 900, "trace", 0.95),  # 0.999
+    ("web", 302, 8, 700, "browser", 0.68),  # 0.729: under the target of 0.8 (docs/failure_analysis.md)
 ]
 
 
@@ -269,9 +325,10 @@ def test_held_out_sets_with_known_causes(
 
     from ingest.pipeline import ingest_paths
     from jobs.failures import embed_failures
-    from tests import failure_sets, failure_sets_ops
+    from tests import failure_sets, failure_sets_ops, failure_sets_web
 
-    failure_set = failure_sets.failure_set if generator == "failure_sets" else failure_sets_ops.failure_set
+    generators = {"failure_sets": failure_sets, "ops": failure_sets_ops, "web": failure_sets_web}
+    failure_set = generators[generator].failure_set
     fs = failure_set(seed=seed, n_causes=n_causes, n_failures=n_failures, style=style)
     db = tmp_path / "held.duckdb"
     assert [r.outcome for r in ingest_paths([fs.write(tmp_path / "held.jsonl")], db=db)] == ["ingested"]

@@ -12,6 +12,8 @@ from analytics.clusters.compute import (
     SEED,
     centred,
     cluster_vectors,
+    document_features,
+    document_parts,
     renumber,
 )
 from analytics.clusters.compute_summary import (
@@ -49,7 +51,8 @@ __all__ = [
     "CLUSTER_COLORS", "CUT_DISTANCE", "LABEL_PROMPT_VERSION", "MAX_POINTS", "MIN_SIZE", "SEED",
     "UNCLUSTERED", "ClusterError", "Clusters", "answer_against_reference", "apply_llm_labels", "build_clusters",
     "by_run_frame", "cached_failure_vectors", "cached_labels", "centred", "clean_label",
-    "cluster_vectors", "content_key", "display_table", "distinctive_terms", "failure_clusters",
+    "cluster_vectors", "content_key", "display_table", "distinctive_terms", "document_features", "document_parts",
+    "failure_clusters",
     "failure_documents", "failure_frame", "failure_texts", "fig_clusters_by_run", "key_phrases", "label_messages",
     "label_quality", "read_vectors", "renumber", "representatives", "share_trend", "strip_run_specific", "text_report",
     "to_json", "trend_sentence",

@@ -3,14 +3,16 @@
 The **document** of a failed attempt (``failure_documents``) is what went wrong, not the transcript:
 
 * every step with an **error**, and every tool result that **reads as a failure** (``FAILING_RESULT``: it names an
-  error, an exception, a refusal, an HTTP 4xx/5xx status, something missing, or it is empty): its tool and the
+  error, an exception, a refusal, an HTTP 4xx/5xx status, something missing, says so in a structured field
+  (``"ok": false``), or it is empty), unless the agent **recovered** from it (the same tool succeeded later): its
   text, at most the last ``MAX_ERRORS``; the final answer then only as it compares with the reference (the answer
-  after a failed tool is a consequence, mostly an apology);
+  after a failed tool is a consequence, mostly an apology); a JSON result's keys and strings are its text
+  (``unjson``);
 * without such a step: the **final answer against the reference** ("final answer: 6.14 ad groups (a different
-  number than the reference)");
-* what the **trajectory** says, in a few words (short, so it weighs less than the error in a mean of token
-  vectors): ``no tool called``, ``repeated call`` (a tool called again with the same arguments), ``skipped <tools>``
-  (reference tools never called);
+  number than the reference)") and the **last tool result**, what the agent saw before it answered ("last result:
+  sold out"); after a repeated call, as what the loop kept seeing ("repeated call: report status: pending");
+* what the **trajectory** says, in a few words: ``no tool called``, ``repeated call`` (a tool called again with the
+  same arguments), ``skipped <tools>`` (reference tools never called);
 * the attempt's **status** when it is not ``completed`` (a step budget, a crash).
 
 Then **boilerplate** is cut: a segment (one of the lines above, digits and ids masked) found in at least
@@ -63,11 +65,20 @@ t AS (  -- a Python traceback is shown by its last line, the exception (the fram
                              ELSE raw_body END, $chars), chr(10), ' ') AS shown
     FROM s
 ),
-e AS (
+r AS (
     SELECT *, coalesce(error, CASE WHEN kind = 'tool_call' AND regexp_matches(lower(coalesce(body, '')), $failing)
-                                   THEN shown END) AS failure,
-           row_number() OVER (PARTITION BY attempt_id, failure IS NULL ORDER BY step DESC) AS back
+                                   THEN shown END) AS raw_failure
     FROM t
+),
+ok AS (  -- a failure the agent recovered from (the same tool succeeded later) is not why the attempt failed
+    SELECT *, max(CASE WHEN kind = 'tool_call' AND raw_failure IS NULL THEN step END)
+                  OVER (PARTITION BY attempt_id, tool) AS last_ok
+    FROM r
+),
+e AS (
+    SELECT *, CASE WHEN raw_failure IS NOT NULL AND coalesce(last_ok, -1) < step THEN raw_failure END AS failure,
+           row_number() OVER (PARTITION BY attempt_id, failure IS NULL ORDER BY step DESC) AS back
+    FROM ok
 ),
 agg AS (
     SELECT attempt_id,
@@ -77,7 +88,8 @@ agg AS (
            list(DISTINCT tool) FILTER (WHERE tool IS NOT NULL) AS tools,
            count(*) FILTER (WHERE kind = 'tool_call') - count(DISTINCT tool || '|' || coalesce(args, ''))
                FILTER (WHERE kind = 'tool_call') AS n_repeated,
-           arg_max(body, step) FILTER (WHERE kind = 'final') AS final_text
+           arg_max(body, step) FILTER (WHERE kind = 'final') AS final_text,
+           arg_max(shown, step) FILTER (WHERE kind = 'tool_call' AND raw_failure IS NULL) AS last_result
     FROM e GROUP BY attempt_id
 ),
 codes AS (
@@ -87,17 +99,18 @@ codes AS (
 SELECT f.attempt_id, f.run_id, f.task_id, f.sample, f.agent, f.agent_version, f.eval_date,
        coalesce(c.codes, []) AS codes, f.status, left(coalesce(f.answer, g.final_text), $answer_chars) AS answer,
        f.reference_answer, f.reference_trajectory, g.errors,
-       coalesce(g.n_tool_calls, 0) AS n_tool_calls, coalesce(g.n_repeated, 0) AS n_repeated, g.tools
+       coalesce(g.n_tool_calls, 0) AS n_tool_calls, coalesce(g.n_repeated, 0) AS n_repeated, g.tools,
+       g.last_result
 FROM f LEFT JOIN agg g USING (attempt_id) LEFT JOIN codes c USING (attempt_id)
 ORDER BY f.run_id, f.task_id, f.sample
 """
 
 # A tool result that reads as a failure: it names an error, an exception, a refusal, an HTTP 4xx/5xx status, a
-# missing thing, or it is empty. Such a result is where the attempt went wrong, like a step's ``error``.
+# missing thing, it says so in a structured field (``"ok": false``, ``"success": false``), or it is empty. Such a result is where the attempt went wrong, like a step's ``error``.
 FAILING_RESULT = (
     r"error|exception|traceback|fail|invalid|denied|refused|forbidden|unauthori[sz]ed|timed? ?out|not found|"
     r"does not exist|no such|unknown|too many|exceeded|unavailable|malformed|could not|cannot|can't|unable|"
-    r"\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|^\s*(\[\]|\{\}|null|none)?\s*$"
+    r"\"?\b(ok|success)\b\"?\s*:\s*false\b|\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|^\s*(\[\]|\{\}|null|none)?\s*$"
 )
 
 _MASK = [
@@ -148,7 +161,8 @@ def _error_line(line: str) -> str:
     which every failure shares; the tool's name stays out too (it is in the members table), so one cause reported by
     several tools is one cluster."""
     _, _, text = line.partition(": ")
-    return "failed: " + (_GENERIC_PREFIX.sub("", text.strip()) or text.strip())
+    text = unjson(text.strip())
+    return "failed: " + (_GENERIC_PREFIX.sub("", text) or text)
 
 
 # Run-specific tokens: what differs between two reports of one cause (an id, a number, a path, a host, a quoted
@@ -182,10 +196,25 @@ def _number(match: re.Match[str]) -> str:
     return " zero " if token == "0" and counted else " "  # "0 results" is "no results"; "call 0" is an index
 
 
+_JSON_STRING = re.compile(r'"((?:[^"\\\n]|\\.){0,400})"')
+_JSON_ESCAPE = re.compile(r"\\[nrt]|\\u[0-9a-fA-F]{4}|\\(.)")
+
+
+def unjson(text: str) -> str:
+    """A JSON object or list (a tool's structured result, possibly cut short) as plain text: its keys and string
+    values unquoted (``{"ok": false, "message": "sold out"}`` is ``{ok: false, message: sold out}``), so the
+    message is kept, not cut as a quoted value; any other text unchanged."""
+    if not text.lstrip().startswith(("{", "[{")):
+        return text
+    out = _JSON_STRING.sub(lambda m: _JSON_ESCAPE.sub(lambda e: e.group(1) or " ", m.group(1)), text)
+    return out
+
+
 def strip_run_specific(text: str) -> str:
     """``text`` without its run-specific tokens (URLs, paths, quoted values, hosts, ids, numbers), lower case (a
-    shouted error is the same error); the text itself when nothing else is left."""
-    out = text.lower()
+    shouted error is the same error); the text itself when nothing else is left. A JSON text is unquoted first
+    (``unjson``)."""
+    out = unjson(text).lower()
     for pattern, repl in _RUN_SPECIFIC:
         out = pattern.sub(repl, out)
     out = _NUMBER.sub(_number, out)
@@ -215,8 +244,12 @@ def _segments(row: dict[str, Any]) -> list[str]:
     if not failed:
         if int(row.get("n_tool_calls") or 0) == 0:
             out.append("no tool called")
-        if int(row.get("n_repeated") or 0) > 0:
-            out.append("repeated call")
+        last = row.get("last_result")
+        last = unjson(last.strip()) if isinstance(last, str) and last.strip() else None
+        if int(row.get("n_repeated") or 0) > 0:  # a loop is told by what it kept seeing: the last tool result
+            out.append("repeated call" + (f": {last}" if last else ""))
+        elif last:  # nothing failed: what the agent saw last before it answered
+            out.append(f"last result: {last}")
         ref = row.get("reference_trajectory")
         tools = row.get("tools")
         if ref is not None and len(ref) and tools is not None:

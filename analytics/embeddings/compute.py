@@ -186,6 +186,36 @@ class StaticEmbedder:
         vecs = self._load().encode(list(texts), max_length=self.max_tokens, use_multiprocessing=False)
         return np.asarray(vecs, dtype=np.float32)
 
+    def encode_idf(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length vectors of ``texts`` as a collection: each text's token rows weighted by the token's inverse
+        document frequency among ``texts``, ``log(n / df)`` (a token every text has weighs nothing, one that a few
+        texts share weighs much), summed. What sets the texts apart outweighs what they all say; the same text gets
+        another vector in another collection, so these vectors are never cached. A text whose tokens all weigh
+        nothing gets its plain mean."""
+        n = len(texts)
+        if not n:
+            return np.zeros((0, STATIC_DIMS), dtype=np.float32)
+        from scipy import sparse
+
+        model = self._load()
+        ids = model.tokenize([t[: 8 * self.max_tokens] for t in texts])
+        ids = [row[: self.max_tokens] for row in ids]
+        table = np.asarray(model.embedding, dtype=np.float32)
+        lengths = np.fromiter((len(r) for r in ids), dtype=np.int64, count=n)
+        cols = np.fromiter((t for r in ids for t in r), dtype=np.int64, count=int(lengths.sum()))
+        rows = np.repeat(np.arange(n), lengths)
+        counts = sparse.csr_matrix((np.ones(len(cols), dtype=np.float32), (rows, cols)), shape=(n, len(table)))
+        counts.sum_duplicates()
+        df = np.bincount(counts.indices, minlength=len(table))
+        idf = np.log(n / np.maximum(df, 1)).astype(np.float32)
+        weighted = counts.multiply(idf[None, :]).tocsr()
+        out = np.asarray(weighted @ table, dtype=np.float32)
+        empty = np.asarray(weighted.sum(axis=1)).ravel() <= 0
+        if empty.any():  # every token in every text: the plain mean
+            out[empty] = np.asarray(counts[empty] @ table, dtype=np.float32)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms > 1e-9, norms, 1.0)
+
 
 def make_embedder(model: str) -> Any:
     """The embedder of a model name: ``STATIC_MODEL`` (the default for failure clusters), else ``Embedder``."""
