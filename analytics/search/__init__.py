@@ -37,6 +37,7 @@ from analytics.search.compute import (
     SearchError,
     SearchResult,
     match_pattern,
+    query_runs,
     result_of,
 )
 from analytics.search.load import (
@@ -68,6 +69,7 @@ __all__ = [
     "how_searched",
     "index_coverage",
     "marked",
+    "query_runs",
     "match_pattern",
     "result_of",
     "search",
