@@ -95,17 +95,16 @@ FROM src.steps s JOIN _rl_batch n ON n.attempt_id = s.attempt_id AND s.attempt_i
 JOIN src.texts t ON t.text_hash = s.result_hash
 """
 
-# One batch's (token, text) pairs: the distinct space-separated words of each text first (cheap), then the RE2 cut
-# of each distinct word of the batch once (the costly part, on far fewer strings than the texts).
+# One batch's (token, text) pairs: per text, its distinct space-separated words (cheap), each cut by RE2 (on far
+# fewer characters than the text), the distinct tokens of the text; then new tokens get ids and the postings go in
+# sorted by token.
 _TOKENISE = """
-CREATE OR REPLACE TEMP TABLE _rl_words AS
-SELECT unnest(list_distinct(string_split(lower(text), ' '))) AS word, attempt_id, step, field FROM _rl_texts;
-CREATE OR REPLACE TEMP TABLE _rl_cut AS
-SELECT word, unnest(regexp_split_to_array(word, '[^a-z0-9_]+')) AS token
-FROM (SELECT DISTINCT word FROM _rl_words);
 CREATE OR REPLACE TEMP TABLE _rl_pairs AS
-SELECT DISTINCT c.token, w.attempt_id, w.step::INTEGER AS step, w.field::UTINYINT AS field
-FROM _rl_words w JOIN _rl_cut c USING (word) WHERE c.token <> '';
+SELECT attempt_id, step::INTEGER AS step, field::UTINYINT AS field,
+       unnest(list_filter(list_distinct(flatten(list_transform(list_distinct(string_split(lower(text), ' ')),
+                                                               w -> regexp_split_to_array(w, '[^a-z0-9_]+')))),
+                          t -> t <> '')) AS token
+FROM _rl_texts;
 INSERT INTO vocab
 SELECT (SELECT coalesce(max(token_id), 0) FROM vocab) + row_number() OVER (ORDER BY token), token, NULL
 FROM (SELECT DISTINCT token FROM _rl_pairs) ANTI JOIN vocab USING (token);
@@ -337,7 +336,7 @@ def _add_segment(
             con.execute(_TOKENISE)
             con.execute("INSERT INTO search_attempts SELECT attempt_id, file_id FROM _rl_batch")
     with transaction(con):
-        for table in ("_rl_texts", "_rl_words", "_rl_cut", "_rl_pairs", "_rl_batch"):
+        for table in ("_rl_texts", "_rl_pairs", "_rl_batch"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
         con.execute("INSERT INTO search_files SELECT * FROM _rl_files SEMI JOIN _rl_new USING (file_id)")
         con.execute("INSERT INTO search_gone SELECT * FROM _rl_gone")
