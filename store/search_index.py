@@ -268,6 +268,7 @@ def _settings(con: duckdb.DuckDBPyConnection) -> None:
     # bounded memory whatever the store's size (one statement over every text took 20 GB at 10M attempts)
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")
     con.execute(_SCHEMA)
 
 
