@@ -58,6 +58,7 @@ INDEX_SUFFIX = ".search"
 LAYOUT = 2  # manifest layout; an index folder of another layout (or the single file of layout 1) is not read
 MANIFEST = "manifest.json"
 BATCH_ATTEMPTS = 20_000  # attempts tokenised per statement of a refresh
+BATCH_LONG_TEXTS = 20_000  # long results (rows of ``texts``) tokenised per statement
 MEMORY_LIMIT = "1500MB"  # DuckDB's memory in a refresh (it spills to a temporary folder beside the index beyond it)
 MAX_SEGMENTS = 6  # more segments than this after a refresh: the smallest are merged
 FIELDS = ("answer", "content", "args", "result", "error", "long_result")
@@ -79,7 +80,7 @@ SELECT file_id, min(content_hash) AS content_hash FROM src.ingest_log GROUP BY f
 HAVING count(DISTINCT content_hash) = 1
 """
 
-# The texts of the attempts in _rl_batch, as analytics/sql/search.sql reads them (field: position in FIELDS).
+# The inline texts of the attempts in _rl_batch, as analytics/sql/search.sql reads them (field: position in FIELDS).
 _TEXTS = """
 SELECT a.attempt_id, -1 AS step, 0 AS field, a.answer AS text
 FROM src.attempts a JOIN _rl_batch n ON n.attempt_id = a.attempt_id AND a.attempt_id BETWEEN $lo AND $hi
@@ -89,10 +90,24 @@ SELECT s.attempt_id, s.step, f.field, f.text
 FROM src.steps s JOIN _rl_batch n ON n.attempt_id = s.attempt_id AND s.attempt_id BETWEEN $lo AND $hi,
      LATERAL (VALUES (1, s.content), (2, s.args::VARCHAR), (3, s.result), (4, s.error)) AS f(field, text)
 WHERE f.text IS NOT NULL
-UNION ALL
-SELECT s.attempt_id, s.step, 5, t.text
-FROM src.steps s JOIN _rl_batch n ON n.attempt_id = s.attempt_id AND s.attempt_id BETWEEN $lo AND $hi
+"""
+
+# The long results (stored once in ``texts``) of the new attempts' steps, by the row that holds them: they are read
+# in ranges of rows apart from the attempts' batches (a join of a batch's steps to ``texts`` would read every long
+# text once per batch: 0.5 h of the first 1M build).
+_LONG = """
+CREATE OR REPLACE TEMP TABLE _rl_long AS
+SELECT s.attempt_id, s.step, t.rowid AS text_row
+FROM src.steps s SEMI JOIN _rl_new n ON n.attempt_id = s.attempt_id
 JOIN src.texts t ON t.text_hash = s.result_hash
+ORDER BY text_row
+"""
+
+# One range of those rows: each text once, with every step that points at it.
+_LONG_TEXTS = """
+SELECT l.attempt_id, l.step, 5 AS field, t.text
+FROM (SELECT rowid AS text_row, text FROM src.texts WHERE rowid BETWEEN $lo AND $hi) t
+JOIN _rl_long l ON l.text_row = t.text_row AND l.text_row BETWEEN $lo AND $hi
 """
 
 # One batch's (token, text) pairs: per text, its distinct space-separated words (cheap), each cut by RE2 (on far
@@ -332,12 +347,20 @@ def _add_segment(
                 [lo, hi],
             )
             # the range lets the scans of the store skip other rows
-            con.execute(f"CREATE OR REPLACE TEMP TABLE _rl_texts AS {_TEXTS}", {"lo": lo, "hi": hi})
-            chars += int(query_rows(con, "SELECT coalesce(sum(length(text)), 0) FROM _rl_texts")[0][0])
-            con.execute(_TOKENISE)
+            chars += _tokenise(con, _TEXTS, lo, hi)
             con.execute("INSERT INTO search_attempts SELECT attempt_id, file_id FROM _rl_batch")
+    con.execute(_LONG)
+    long_rows = query_rows(
+        con,
+        "SELECT min(text_row), max(text_row) FROM (SELECT text_row, (row_number() OVER (ORDER BY text_row) - 1) // ? "
+        "AS batch FROM (SELECT DISTINCT text_row FROM _rl_long)) GROUP BY batch ORDER BY 1",
+        [BATCH_LONG_TEXTS],
+    )
+    for lo, hi in long_rows:
+        with transaction(con):
+            chars += _tokenise(con, _LONG_TEXTS, lo, hi)
     with transaction(con):
-        for table in ("_rl_texts", "_rl_pairs", "_rl_batch"):
+        for table in ("_rl_texts", "_rl_pairs", "_rl_batch", "_rl_long"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
         con.execute("INSERT INTO search_files SELECT * FROM _rl_files SEMI JOIN _rl_new USING (file_id)")
         con.execute("INSERT INTO search_gone SELECT * FROM _rl_gone")
@@ -353,6 +376,14 @@ def _add_segment(
     con.execute("DETACH src")
     con.execute("CHECKPOINT")
     return added, removed, int(not_indexable), chars, int(covered)
+
+
+def _tokenise(con: duckdb.DuckDBPyConnection, texts: str, lo: int, hi: int) -> int:
+    """Add the postings of the texts ``texts`` selects for ``lo``..``hi``; returns their characters."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _rl_texts AS {texts}", {"lo": lo, "hi": hi})
+    chars = int(query_rows(con, "SELECT coalesce(sum(length(text)), 0) FROM _rl_texts")[0][0])
+    con.execute(_TOKENISE)
+    return chars
 
 
 def _count_postings(con: duckdb.DuckDBPyConnection) -> None:

@@ -125,7 +125,8 @@ def test_index_gives_the_scans_result_for_every_query_and_filter(
 ) -> None:
     from store import search_index
 
-    monkeypatch.setattr(search_index, "BATCH_ATTEMPTS", batch)  # 5: a refresh of 15 statements
+    monkeypatch.setattr(search_index, "BATCH_ATTEMPTS", batch)  # 5: a refresh of 15 batches
+    monkeypatch.setattr(search_index, "BATCH_LONG_TEXTS", batch)  # and of several ranges of long results
     done = refresh(db)
     assert done.attempts_added == 72 and done.attempts_covered == 72 and done.rows > 72
     used = []
