@@ -127,6 +127,7 @@ def test_index_gives_the_scans_result_for_every_query_and_filter(
 
     monkeypatch.setattr(search_index, "BATCH_ATTEMPTS", batch)  # 5: a refresh of 15 batches
     monkeypatch.setattr(search_index, "BATCH_LONG_TEXTS", batch)  # and of several ranges of long results
+    monkeypatch.setattr(search_load, "SCAN_SHARE", float("inf"))  # every phrase through the index, even common ones
     done = refresh(db)
     assert done.attempts_added == 72 and done.attempts_covered == 72 and done.rows > 72
     used = []
@@ -172,8 +173,11 @@ def _random_queries(seed: int, n: int) -> list[tuple[str, str]]:
     return out
 
 
-def test_random_queries_through_the_index_give_the_scans_result(db: Path, tmp_path: Path) -> None:
+def test_random_queries_through_the_index_give_the_scans_result(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Random phrases and words on an index of two segments (plus attempts not covered): hit for hit the scan's."""
+    monkeypatch.setattr(search_load, "SCAN_SHARE", float("inf"))  # common phrases too through the index
     refresh(db)
     _ingest(_write(tmp_path / "more.jsonl", [("r-m", "sb")], seed=21, n_tasks=6), db)
     assert refresh(db).segments == 2
@@ -186,6 +190,21 @@ def test_random_queries_through_the_index_give_the_scans_result(db: Path, tmp_pa
             n_hit += indexed.n_hits > 0
             n_indexed += indexed.is_indexed
     assert n_hit >= 50 and n_indexed >= 110  # the comparisons are of results (of 120), through the index
+
+
+def test_a_phrase_of_common_words_is_scanned_and_says_why(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Candidates in most texts: the scan, with the reason; one word alone is still answered by its postings."""
+    monkeypatch.setattr(search_load, "SCAN_MIN", 0)  # the small store's common words count as common
+    refresh(db)
+    with reader(db) as con:
+        common = sr.search(con, query="rate limit")
+        assert not common.is_indexed and "rarest word is in" in sr.how_searched(common)
+        _assert_same(common, sr.search(con, query="rate limit", use_index=False))
+        rare = sr.search(con, query="identifier_42 qqqq")  # no token starts with qqqq: the postings say so
+        assert rare.is_indexed and rare.n_hits == 0
+        word = sr.search(con, query="rate")
+        assert word.is_indexed and word.n_hits > 0
+        _assert_same(word, sr.search(con, query="rate", use_index=False))
 
 
 def _segments(done: Any) -> list[Path]:

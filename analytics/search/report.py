@@ -18,7 +18,7 @@ def how_searched(result: SearchResult) -> str:
     if result.mode == "regex":
         return "Scanned every transcript (regular-expression searches always scan)."
     if result.scan_reason:
-        return f"Scanned every transcript: {result.scan_reason}, so the search index cannot narrow it."
+        return f"Scanned every transcript: {result.scan_reason}."
     return (
         "Scanned every transcript: this store has no search index. On a file store or a local lake, "
         "`python -m analytics search-index` builds one beside the database; phrase and word searches then read it."
