@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 import duckdb
+import pandas as pd
 
 from analytics.search.compute import (
     DEFAULT_LIMIT,
@@ -259,6 +260,8 @@ def search(
         result = result_of(query, mode, query_df(con, _sql(kind, len(patterns)), params))
         reason = f"its rarest word is in {rarest:,} texts (a check of each would cost more than a scan)"
         return dataclasses.replace(result, scan_reason=reason)
+    if postings[chosen[0]] == 0 and n_unindexed == 0:  # no text holds a token the query needs, none to scan
+        return dataclasses.replace(result_of(query, mode, pd.DataFrame()), is_indexed=True)
     params |= {"min_unindexed": lowest if lowest is not None else 0}
     params |= {f"t{i}": runs[i][0] for i in chosen}
     sql = _indexed_sql(
