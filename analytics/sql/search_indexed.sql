@@ -112,7 +112,7 @@ top_text AS (
            CASE t.src WHEN 0 THEN a.answer WHEN 1 THEN s.content WHEN 2 THEN s.args::VARCHAR
                 WHEN 3 THEN s.result WHEN 4 THEN s.error WHEN 5 THEN x.text ELSE t.text END AS text
     FROM top t
-    LEFT JOIN attempts a ON a.attempt_id = t.attempt_id AND t.src = 0
+    LEFT JOIN attempts a ON a.attempt_id = t.attempt_id
     LEFT JOIN steps s ON s.attempt_id = t.attempt_id AND s.step = t.step
     LEFT JOIN top_long x ON x.text_hash = CASE WHEN t.src = 5 THEN s.result_hash END
 ),
