@@ -2,9 +2,9 @@
 -- The index (store/search_index.py) is a set of segments attached read-only; candidates is, over the segments, every
 -- (attempt, step, field) whose text holds tokens matching the query's runs (search_candidates.sql, one per segment),
 -- with the file the attempt was indexed from. A candidate counts only for an attempt the filters keep that still
--- comes from that file. When holding the tokens is the same as matching (a phrase of one run of letters, digits
+-- comes from that file (search_candidates.sql checks that the file has the same content). When holding the tokens is the same as matching (a phrase of one run of letters, digits
 -- and _), if_verify is the literal false and the candidates are the hits; otherwise they are checked against the
--- real text, read from the store for the candidates only. Attempts no segment covers (covered:
+-- real text, read from the store for the candidates only. Attempts no segment covers (covered_files:
 -- search_covered.sql; all have attempt_id >= $min_unindexed) are scanned as in search.sql; if_unindexed is the
 -- literal true or false. Only the $limit hits listed read their text for the snippet.
 -- Parameters: $q (or $w0.. and $r0.. for words), $t0.. (the runs), the run filter's, $min_unindexed, $limit,
@@ -61,8 +61,8 @@ unindexed AS (
     SELECT a.attempt_id, a.answer
     FROM kept k
     JOIN attempts a ON a.attempt_id = k.attempt_id AND a.attempt_id >= $min_unindexed
-    ANTI JOIN covered c ON c.attempt_id = k.attempt_id
     WHERE {if_unindexed} AND k.attempt_id >= $min_unindexed
+      AND (k.file_id IS NULL OR k.file_id NOT IN (SELECT file_id FROM covered_files))
 ),
 scanned AS (
     SELECT k.attempt_id, NULL::INTEGER AS step, 'answer' AS field, k.answer AS text
