@@ -20,11 +20,11 @@ from store import RunlensError
 def search_index_options(parser: argparse.ArgumentParser) -> None:
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--rebuild", action="store_true", help="build the index anew instead of adding to it")
-    how.add_argument("--drop", action="store_true", help="delete the index file (phrase search then scans)")
+    how.add_argument("--drop", action="store_true", help="delete the index folder (search then scans)")
 
 
 def search_index_run(args: argparse.Namespace) -> int:
-    """Build, refresh or drop transcript search's index file (jobs.search_index)."""
+    """Build, refresh or drop transcript search's index (jobs.search_index)."""
     import dataclasses
 
     from jobs import search_index
@@ -43,7 +43,8 @@ def search_index_run(args: argparse.Namespace) -> int:
     print(
         f"search index {done.path}: {done.attempts_added:,} attempts added, {done.attempts_removed:,} removed; "
         f"{done.attempts_covered:,} covered ({done.attempts_not_indexable:,} without a known file are always scanned), "
-        f"{done.rows:,} texts, {done.text_chars:,} characters, {done.index_bytes / 1e6:,.0f} MB, {done.seconds} s"
+        f"{done.rows:,} postings of {done.vocabulary:,} tokens in {done.segments} segment(s), "
+        f"{done.text_chars:,} characters indexed now, {done.index_bytes / 1e6:,.0f} MB, {done.seconds} s"
     )
     return 0
 

@@ -19,7 +19,7 @@ Modules: ``backends`` (the Store, its registry, one module per backend: ``file``
 plumbing), ``migrate`` (schema versions), ``query`` (executing SQL, ``store/sql/*.sql``), ``filters`` (the run
 filter), ``writelock`` (the writer's flock), ``parquet`` (reading an export-parquet folder), ``ingest_writer``
 (ingested files), ``derived`` (computed data: embeddings, metrics, IRT fits, judge verdicts, rule findings, reviews,
-cluster labels), ``delete`` (run deletion), ``search_index`` (transcript search's index file beside the store),
+cluster labels), ``delete`` (run deletion), ``search_index`` (transcript search's index beside the store),
 ``transfer`` (migrate-store, maintain), ``attempt_update`` (stored attempts replaced when late trace spans arrive,
 scores set after the run).
 """

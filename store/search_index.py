@@ -1,39 +1,49 @@
-"""Transcript search's index: a DuckDB file beside a file store (``<db>.search``) or a local lake's catalog
-(``<catalog>.search``), never inside the store itself.
+"""Transcript search's index: an inverted index of tokens kept beside a file store (``<db>.search/``) or a local
+lake's catalog (``<catalog>.search/``), never inside the store itself.
 
-Why a separate file: every write session of a file store publishes by copying the whole primary (store/backends/file.py,
-2.7-2.9 s per GB); the index is about as large as the transcripts, so inside the store it would make every small
-upload pay for copying it too (measured in BENCHMARKS.md). Beside the store, an upload never touches it.
+Why beside the store: every write session of a file store publishes by copying the whole primary
+(store/backends/file.py); inside the store the index would make every small upload pay for copying it too.
 
-Tables of the index file:
-    * ``search_text(attempt_id, file_id, step, field, text)``: every text transcript search reads
-      (analytics/sql/search.sql), lower-cased, one row per attempt, step and field; ``step`` is null for the
-      answer; a long result stored once in ``texts`` is the field ``long_result`` (the scan matches it apart from
-      the inline fields); ``file_id`` is the attempt's file;
-    * ``search_files(file_id, content_hash)``: the ingested files (ingest_log) all of whose attempts are in
-      ``search_text``; ``search_attempts(attempt_id, file_id)``: which file each indexed attempt came from.
+Tokens: the lower-cased text (DuckDB's ``lower``) cut at every character that is not ``a-z``, ``0-9`` or ``_``
+(``TOKEN_SEPARATORS``); a token is a maximal run of those characters. The query side (analytics/search/compute.py,
+``query_runs``) cuts the lower-cased query the same way, so a phrase that occurs in a text has its inner runs as
+whole tokens of the text, its first run as the end of a token and its last as the start of one.
 
-Freshness: an attempt of the store is covered only while its file (``attempts.file_id``) is in ``search_files`` with
-the same content hash. A file is ingested in one transaction and file ids are never reused (ingest_log keeps the
-rows of deleted files), so the attempts of a covered file are exactly those indexed, minus deleted ones, which the
-search never joins. Every other attempt (a file ingested after the index was built, an attempt id reused after a
-run was deleted: it comes with a new file) is scanned; a refresh drops the rows of attempts whose id now belongs
-to another file. Each row also carries its attempt's file, and a search reads a row only for an attempt with that
-very id and file, so a search on a snapshot older than the index (opened before a deletion, an id reuse and a
-refresh) never reads another attempt's text; it can only miss the hits of an attempt deleted meanwhile. So the
-index can lag, never be wrong.
+Layout: a folder of immutable segment files and ``manifest.json`` naming the current ones. A refresh writes one new
+segment with the attempts of the files no segment covers yet, then replaces the manifest (an atomic rename), so a
+reader sees the old set of segments or the new one, never half of one, and no refresh copies what is already
+indexed. When there are more than ``MAX_SEGMENTS``, the smallest are merged into one (dropping the rows of attempts
+that are gone). Tables of a segment:
+    * ``vocab(token_id, token, n_postings)``: its tokens (integer ids local to the segment);
+    * ``postings(token_id, attempt_id, step, field)``: one row per token and text, sorted by token within each batch
+      so DuckDB's min/max zone maps skip the other tokens' rows; ``step`` is -1 for the answer; ``field`` is the
+      position in ``FIELDS`` (``long_result``: a long result stored once in ``texts``);
+    * ``search_attempts(attempt_id, file_id)`` and ``search_files(file_id, content_hash)``: what the segment covers;
+      ``search_gone(attempt_id, file_id)``: attempts of older segments found gone (deleted, or their id reused) when
+      the segment was written (counted once; their rows are never read and go at the next merge).
 
-Building (``refresh_search_index``) reads the published snapshot, so it never holds the writer lock and never
-blocks an ingest; it writes a copy of the index and renames it over the old one, so a reader sees the old index
-or the new one, never half of one.
+Freshness: an attempt is covered by a segment only while its file (``attempts.file_id``) is in that segment's
+``search_files`` with the same content hash, and a posting counts only for an attempt whose current file is the one
+the segment indexed it from. A file is ingested in one transaction and file ids are never reused (ingest_log keeps
+the rows of deleted files), so a covered file's attempts are exactly those indexed, minus deleted ones, which the
+search never joins. Every other attempt (a file ingested after the last refresh, an id reused after a deletion: it
+comes with a new file) is scanned. So the index can lag, never be wrong; a search on a snapshot older than the
+index can only miss the hits of an attempt deleted meanwhile.
+
+Building reads the published snapshot, so it never holds the writer lock and never blocks an ingest; batches of
+``BATCH_ATTEMPTS`` attempts and DuckDB's ``MEMORY_LIMIT`` bound its memory whatever the store's size.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
 import shutil
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,25 +55,22 @@ from store.paths import SNAPSHOT_SUFFIX, Location
 from store.query import query_rows, transaction
 
 INDEX_SUFFIX = ".search"
-BATCH_ATTEMPTS = 50_000  # attempts indexed per statement of a refresh
-MEMORY_LIMIT = "2GB"  # DuckDB's memory in a refresh (it spills to a temporary folder beside the index beyond it)
+LAYOUT = 2  # manifest layout; an index folder of another layout (or the single file of layout 1) is not read
+MANIFEST = "manifest.json"
+BATCH_ATTEMPTS = 20_000  # attempts tokenised per statement of a refresh
+BATCH_LONG_TEXTS = 20_000  # long results (rows of ``texts``) tokenised per statement
+MEMORY_LIMIT = "1500MB"  # DuckDB's memory in a refresh (it spills to a temporary folder beside the index beyond it)
+MAX_SEGMENTS = 6  # more segments than this after a refresh: the smallest are merged
+FIELDS = ("answer", "content", "args", "result", "error", "long_result")
+TOKEN_SEPARATORS = "[^a-z0-9_]+"  # RE2: what separates tokens in lower-cased text (_TOKENISE spells it out)
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS search_text (
-    attempt_id BIGINT  NOT NULL,
-    file_id    BIGINT  NOT NULL,
-    step       INTEGER,
-    field      VARCHAR NOT NULL,
-    text       VARCHAR NOT NULL
-);
-CREATE TABLE IF NOT EXISTS search_attempts (
-    attempt_id BIGINT NOT NULL,
-    file_id    BIGINT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS search_files (
-    file_id      BIGINT  NOT NULL,
-    content_hash VARCHAR NOT NULL
-);
+CREATE TABLE IF NOT EXISTS vocab (token_id INTEGER NOT NULL, token VARCHAR NOT NULL, n_postings BIGINT);
+CREATE TABLE IF NOT EXISTS postings (token_id INTEGER NOT NULL, attempt_id BIGINT NOT NULL, step INTEGER NOT NULL,
+                                     field UTINYINT NOT NULL);
+CREATE TABLE IF NOT EXISTS search_attempts (attempt_id BIGINT NOT NULL, file_id BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS search_files (file_id BIGINT NOT NULL, content_hash VARCHAR NOT NULL);
+CREATE TABLE IF NOT EXISTS search_gone (attempt_id BIGINT NOT NULL, file_id BIGINT NOT NULL);
 """
 
 # The store's files (ingest_log) that can be indexed: one content hash per file_id. ``src`` is the store.
@@ -73,22 +80,52 @@ SELECT file_id, min(content_hash) AS content_hash FROM src.ingest_log GROUP BY f
 HAVING count(DISTINCT content_hash) = 1
 """
 
-# The texts of the attempts in _rl_batch (one batch of _rl_new), as analytics/sql/search.sql reads them, lower-cased.
+# The inline texts of the attempts in _rl_batch, as analytics/sql/search.sql reads them (field: position in FIELDS).
 _TEXTS = """
-INSERT INTO search_text
-SELECT a.attempt_id, n.file_id, NULL::INTEGER, 'answer', lower(a.answer)
+SELECT a.attempt_id, -1 AS step, 0 AS field, a.answer AS text
 FROM src.attempts a JOIN _rl_batch n ON n.attempt_id = a.attempt_id AND a.attempt_id BETWEEN $lo AND $hi
 WHERE a.answer IS NOT NULL
 UNION ALL
-SELECT s.attempt_id, n.file_id, s.step, f.field, lower(f.text)
+SELECT s.attempt_id, s.step, f.field, f.text
 FROM src.steps s JOIN _rl_batch n ON n.attempt_id = s.attempt_id AND s.attempt_id BETWEEN $lo AND $hi,
-     LATERAL (VALUES ('content', s.content), ('args', s.args::VARCHAR), ('result', s.result), ('error', s.error))
-         AS f(field, text)
+     LATERAL (VALUES (1, s.content), (2, s.args::VARCHAR), (3, s.result), (4, s.error)) AS f(field, text)
 WHERE f.text IS NOT NULL
-UNION ALL
-SELECT s.attempt_id, n.file_id, s.step, 'long_result', lower(t.text)
-FROM src.steps s JOIN _rl_batch n ON n.attempt_id = s.attempt_id AND s.attempt_id BETWEEN $lo AND $hi
+"""
+
+# The long results (stored once in ``texts``) of the new attempts' steps, by the row that holds them: they are read
+# in ranges of rows apart from the attempts' batches (a join of a batch's steps to ``texts`` would read every long
+# text once per batch: 0.5 h of the first 1M build).
+_LONG = """
+CREATE OR REPLACE TEMP TABLE _rl_long AS
+SELECT s.attempt_id, s.step, t.rowid AS text_row
+FROM src.steps s SEMI JOIN _rl_new n ON n.attempt_id = s.attempt_id
 JOIN src.texts t ON t.text_hash = s.result_hash
+ORDER BY text_row
+"""
+
+# One range of those rows: each text once, with every step that points at it.
+_LONG_TEXTS = """
+SELECT l.attempt_id, l.step, 5 AS field, t.text
+FROM (SELECT rowid AS text_row, text FROM src.texts WHERE rowid BETWEEN $lo AND $hi) t
+JOIN _rl_long l ON l.text_row = t.text_row AND l.text_row BETWEEN $lo AND $hi
+"""
+
+# One batch's (token, text) pairs: per text, its distinct space-separated words (cheap), each cut by RE2 (on far
+# fewer characters than the text), the distinct tokens of the text; then new tokens get ids and the postings go in
+# sorted by token.
+_TOKENISE = """
+CREATE OR REPLACE TEMP TABLE _rl_pairs AS
+SELECT attempt_id, step::INTEGER AS step, field::UTINYINT AS field,
+       unnest(list_filter(list_distinct(flatten(list_transform(list_distinct(string_split(lower(text), ' ')),
+                                                               w -> regexp_split_to_array(w, '[^a-z0-9_]+')))),
+                          t -> t <> '')) AS token
+FROM _rl_texts;
+INSERT INTO vocab
+SELECT (SELECT coalesce(max(token_id), 0) FROM vocab) + row_number() OVER (ORDER BY token), token, NULL
+FROM (SELECT DISTINCT token FROM _rl_pairs) ANTI JOIN vocab USING (token);
+INSERT INTO postings
+SELECT v.token_id, p.attempt_id, p.step, p.field FROM _rl_pairs p JOIN vocab v USING (token)
+ORDER BY v.token_id, p.attempt_id, p.step, p.field;
 """
 
 
@@ -98,18 +135,20 @@ class SearchIndexRefresh:
 
     path: str
     attempts_added: int
-    attempts_removed: int
+    attempts_removed: int  # attempts of the index found gone (deleted, or their id reused) by this refresh
     attempts_covered: int
     attempts_not_indexable: int  # attempts without a known file: always scanned
-    rows: int
-    text_chars: int
+    rows: int  # postings
+    text_chars: int  # characters of the texts indexed by this refresh
     index_bytes: int
     seconds: float
+    segments: int = 0
+    vocabulary: int = 0  # distinct tokens over all segments (a token in two segments counts twice)
 
 
 def index_path(db: Location = None) -> Path | None:
-    """The index file of a DuckDB file store or a local lake; None for a team store or a Parquet folder (they have
-    none)."""
+    """The index folder of a DuckDB file store or a local lake; None for a team store or a Parquet folder (they
+    have none)."""
     return open_store(db).search_index_path(INDEX_SUFFIX)
 
 
@@ -117,12 +156,33 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def attach_search_index(con: duckdb.DuckDBPyConnection) -> str | None:
-    """Attach, read-only, the index file of the store ``con`` reads (its snapshot or its primary).
+def read_manifest(folder: Path) -> list[str] | None:
+    """The current segment files' names, or None when ``folder`` is not an index of this layout."""
+    try:
+        doc = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("layout") != LAYOUT or not isinstance(doc.get("segments"), list):
+        return None
+    return [str(s) for s in doc["segments"]]
+
+
+def _write_manifest(folder: Path, segments: list[str]) -> None:
+    tmp = folder / f"{MANIFEST}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump({"layout": LAYOUT, "segments": segments}, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, folder / MANIFEST)
+
+
+def attach_search_index(con: duckdb.DuckDBPyConnection) -> list[str] | None:
+    """Attach, read-only, the segments of the index of the store ``con`` reads (its snapshot or its primary).
 
     Returns:
-        The index's catalog name (``rl_search_<inode>_<mtime>``: a rebuilt index gets a new one), or None when the
-        store has no index file (never built, a team store, a Parquet folder, an in-memory database).
+        The segments' catalog names (``rl_search_<inode>_<mtime>``: a new segment gets a new one), or None when the
+        store has no index (never built, a team store, a Parquet folder, an in-memory database, an index of another
+        layout, or a segment that cannot be opened: search then scans).
     """
     rows = con.execute("SELECT path, type FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
     if not rows or not rows[0][0]:
@@ -135,124 +195,291 @@ def attach_search_index(con: duckdb.DuckDBPyConnection) -> str | None:
     store = Path(where)
     if store.name.endswith(SNAPSHOT_SUFFIX):
         store = store.with_name(store.name[: -len(SNAPSHOT_SUFFIX)])
-    path = store.with_name(store.name + INDEX_SUFFIX)
-    try:
-        stat = path.stat()
-    except OSError:
+    folder = store.with_name(store.name + INDEX_SUFFIX)
+    segments = read_manifest(folder) if folder.is_dir() else None
+    if not segments:
         return None
-    name = f"rl_search_{stat.st_ino:x}_{stat.st_mtime_ns:x}"
-    try:
-        con.execute(f"ATTACH IF NOT EXISTS {_literal(str(path))} AS {name} (READ_ONLY)")
-    except duckdb.Error:
-        return None  # unreadable (e.g. replaced mid-way): search scans
-    return name
+    names = []
+    for segment in segments:
+        path = folder / segment
+        try:
+            stat = path.stat()
+            name = f"rl_search_{stat.st_ino:x}_{stat.st_mtime_ns:x}"
+            con.execute(f"ATTACH IF NOT EXISTS {_literal(str(path))} AS {name} (READ_ONLY)")
+        except (OSError, duckdb.Error):
+            return None  # removed by a merge after the manifest was read: scan
+        names.append(name)
+    return names
+
+
+@contextlib.contextmanager
+def _refresh_lock(folder: Path) -> Iterator[None]:
+    """One refresh at a time per index (a second waits)."""
+    with open(folder / "refresh.lock", "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def refresh_search_index(db: Location = None, *, rebuild: bool = False) -> SearchIndexRefresh:
-    """Bring the index up to date with the store's published snapshot: forget attempts whose fingerprint no longer
-    matches (deleted, or an id reused), add every attempt not covered. ``rebuild`` starts from an empty index.
+    """Bring the index up to date with the store's published snapshot: one new segment with every attempt of a file
+    no segment covers; gone attempts are counted and dropped at the next merge. ``rebuild`` starts from nothing.
 
     Raises:
         RunlensError: the store is neither a DuckDB file nor a local lake (a team store or a Parquet folder has no
             index).
     """
     t0 = time.perf_counter()
-    path = index_path(db)
-    if path is None:
+    folder = index_path(db)
+    if folder is None:
         raise RunlensError(
             "a search index is kept only beside a DuckDB file store or a local lake; this store is always scanned"
         )
     store = open_store(db)
     store.ensure_snapshot()
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    try:
-        if path.exists() and not rebuild:
-            shutil.copyfile(path, tmp)
-        con, source = store.open_search_source(tmp)
+    if folder.exists() and not folder.is_dir():
+        folder.unlink()  # the single index file of layout 1
+    folder.mkdir(exist_ok=True)
+    with _refresh_lock(folder):
+        old = [] if rebuild else (read_manifest(folder) or [])
+        name = f"seg-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}.duckdb"
+        con, source = store.open_search_source(folder / name)
         try:
-            counts = _refresh(con, source)
+            counts = _add_segment(con, source, [folder / s for s in old])
         finally:
             con.close()
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-        Path(str(tmp) + ".wal").unlink(missing_ok=True)
-    return SearchIndexRefresh(str(path), *counts, path.stat().st_size, round(time.perf_counter() - t0, 3))
+        added = counts[0]
+        segments = [*old, name] if added or counts[1] else old
+        if segments is old:
+            _remove(folder / name)
+        else:
+            _fsync(folder / name)
+        if len(segments) > MAX_SEGMENTS:
+            segments = _merge_smallest(store, folder, segments)
+        _write_manifest(folder, segments)
+        for stale in {p.name for p in folder.glob("seg-*.duckdb")} - set(segments):
+            _remove(folder / stale)  # replaced (a rebuild, a merge) or left by a refresh that failed
+        rows, vocabulary = _totals(folder, segments)
+    size = sum((folder / s).stat().st_size for s in segments)
+    return SearchIndexRefresh(
+        str(folder), added, counts[1], counts[4], counts[2], rows, counts[3], size,
+        round(time.perf_counter() - t0, 3), len(segments), vocabulary,
+    )  # fmt: skip
 
 
-def _refresh(con: duckdb.DuckDBPyConnection, attach_source: str) -> tuple[int, int, int, int, int, int]:
-    """The refresh inside the new index file ``con``, reading the store ``attach_source`` attaches as ``src``;
-    returns added, removed, covered, not indexable, rows, chars."""
-    # stored uncompressed: the texts barely compress (1.8 GB for 2.1 G characters at 1M attempts) and a search
-    # then reads twice as fast (BENCHMARKS.md)
-    con.execute("PRAGMA force_compression = 'uncompressed'")
-    # bounded memory whatever the store's size: batches of BATCH_ATTEMPTS attempts and DuckDB's buffer pool capped
-    # (one statement over every text took 8+ GB at 1M attempts, 20 GB at 10M)
+def _remove(path: Path) -> None:
+    for p in (path, Path(str(path) + ".wal")):
+        p.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb+") as fh:
+        os.fsync(fh.fileno())
+
+
+def _settings(con: duckdb.DuckDBPyConnection) -> None:
+    # bounded memory whatever the store's size (one statement over every text took 20 GB at 10M attempts)
     con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")
     con.execute(_SCHEMA)
+
+
+def _attach_old(con: duckdb.DuckDBPyConnection, segments: list[Path]) -> list[str]:
+    names = []
+    for i, path in enumerate(segments):
+        con.execute(f"ATTACH {_literal(str(path))} AS old{i} (READ_ONLY)")
+        names.append(f"old{i}")
+    return names
+
+
+def _union(names: list[str], select: str) -> str:
+    """``select`` (with ``{s}`` for a segment's catalog) over every segment; without any, an empty relation of its
+    columns (``attempt_id, file_id`` or ``file_id, content_hash``)."""
+    if not names:
+        if "content_hash" in select:
+            return "SELECT NULL::BIGINT AS file_id, NULL::VARCHAR AS content_hash LIMIT 0"
+        return "SELECT NULL::BIGINT AS attempt_id, NULL::BIGINT AS file_id LIMIT 0"
+    return " UNION ALL ".join(select.format(s=s) for s in names)
+
+
+def _add_segment(
+    con: duckdb.DuckDBPyConnection, attach_source: str, old_segments: list[Path]
+) -> tuple[int, int, int, int, int]:
+    """Write the new segment ``con`` is open on; returns added, removed, not indexable, characters indexed,
+    attempts covered after it."""
+    _settings(con)
     con.execute(attach_source)
-    with transaction(con):
-        con.execute(_FILES)
-        # gone: files no longer in the store or with other content, and attempts deleted or whose id now belongs to
-        # an attempt of another file
-        con.execute(
-            "CREATE TEMP TABLE _rl_stale AS "
-            "SELECT file_id FROM search_files ANTI JOIN _rl_files USING (file_id, content_hash)"
-        )
-        con.execute(
-            "CREATE TEMP TABLE _rl_gone AS SELECT i.attempt_id FROM search_attempts i "
-            "ANTI JOIN src.attempts a ON a.attempt_id = i.attempt_id AND a.file_id = i.file_id "
-            "UNION SELECT i.attempt_id FROM search_attempts i SEMI JOIN _rl_stale s ON s.file_id = i.file_id"
-        )
-        removed = int(query_rows(con, "SELECT count(*) FROM _rl_gone")[0][0])
-        if removed:
-            con.execute("DELETE FROM search_text WHERE attempt_id IN (SELECT attempt_id FROM _rl_gone)")
-            con.execute("DELETE FROM search_attempts WHERE attempt_id IN (SELECT attempt_id FROM _rl_gone)")
-        con.execute("DELETE FROM search_files WHERE file_id IN (SELECT file_id FROM _rl_stale)")
-        # new: every attempt of a known file not indexed yet
-        con.execute(
-            "CREATE TEMP TABLE _rl_new AS SELECT a.attempt_id, a.file_id FROM src.attempts a "
-            "SEMI JOIN _rl_files f ON f.file_id = a.file_id ANTI JOIN search_attempts i ON i.attempt_id = a.attempt_id"
-        )
-        added = int(query_rows(con, "SELECT count(*) FROM _rl_new")[0][0])
-    # the new attempts in batches of BATCH_ATTEMPTS, one statement each, in one transaction: memory stays bounded
-    # (a statement over every text took 8+ GB at 1M attempts) and the file stays as compact as one insert makes it
-    # (a transaction per batch left free blocks: 406 MB instead of 291 at 100k); readers never see any of it before
-    # the file is renamed over the index
+    old = _attach_old(con, old_segments)
+    con.execute(_FILES)
+    # files some segment covers with the same content; attempts of the index that are gone and not counted yet
+    con.execute(
+        "CREATE TEMP TABLE _rl_done AS SELECT DISTINCT file_id FROM ("
+        + _union(old, "SELECT file_id, content_hash FROM {s}.search_files")
+        + ") SEMI JOIN _rl_files USING (file_id, content_hash)"
+    )
+    con.execute(
+        "CREATE TEMP TABLE _rl_gone AS SELECT attempt_id, file_id FROM ("
+        + _union(old, "SELECT attempt_id, file_id FROM {s}.search_attempts")
+        + ") i WHERE NOT EXISTS (SELECT 1 FROM src.attempts a SEMI JOIN _rl_done d ON d.file_id = a.file_id "
+        "WHERE a.attempt_id = i.attempt_id AND a.file_id = i.file_id) "
+        "EXCEPT (" + _union(old, "SELECT attempt_id, file_id FROM {s}.search_gone") + ")"
+    )
+    removed = int(query_rows(con, "SELECT count(*) FROM _rl_gone")[0][0])
+    con.execute(
+        "CREATE TEMP TABLE _rl_new AS SELECT a.attempt_id, a.file_id FROM src.attempts a "
+        "SEMI JOIN _rl_files f ON f.file_id = a.file_id ANTI JOIN _rl_done d ON d.file_id = a.file_id"
+    )
+    added = int(query_rows(con, "SELECT count(*) FROM _rl_new")[0][0])
     bounds = query_rows(
         con,
-        "SELECT min(attempt_id), max(attempt_id) FROM (SELECT attempt_id, (row_number() OVER (ORDER BY attempt_id)"
-        " - 1) // ? AS batch FROM _rl_new) GROUP BY batch ORDER BY 1",
+        "SELECT min(attempt_id), max(attempt_id), count(*) FROM (SELECT attempt_id, (row_number() OVER "
+        "(ORDER BY attempt_id) - 1) // ? AS batch FROM _rl_new) GROUP BY batch ORDER BY 1",
         [BATCH_ATTEMPTS],
     )
-    with transaction(con):
-        for lo, hi in bounds:
+    chars = 0
+    for lo, hi, _n in bounds:
+        with transaction(con):  # a transaction per batch: the segment is read by nobody before the manifest names it
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE _rl_batch AS SELECT * FROM _rl_new WHERE attempt_id BETWEEN ? AND ?",
                 [lo, hi],
             )
-            con.execute(_TEXTS, {"lo": lo, "hi": hi})  # the range lets the scans of the store skip other rows
+            # the range lets the scans of the store skip other rows
+            chars += _tokenise(con, _TEXTS, lo, hi)
             con.execute("INSERT INTO search_attempts SELECT attempt_id, file_id FROM _rl_batch")
+    con.execute(_LONG)
+    long_rows = query_rows(
+        con,
+        "SELECT min(text_row), max(text_row) FROM (SELECT text_row, (row_number() OVER (ORDER BY text_row) - 1) // ? "
+        "AS batch FROM (SELECT DISTINCT text_row FROM _rl_long)) GROUP BY batch ORDER BY 1",
+        [BATCH_LONG_TEXTS],
+    )
+    for lo, hi in long_rows:
+        with transaction(con):
+            chars += _tokenise(con, _LONG_TEXTS, lo, hi)
     with transaction(con):
-        con.execute("INSERT INTO search_files SELECT * FROM _rl_files ANTI JOIN search_files USING (file_id)")
-        not_indexable = int(
-            query_rows(con, "SELECT count(*) FROM src.attempts ANTI JOIN _rl_files USING (file_id)")[0][0]
-        )
-    covered, rows, chars = query_rows(
-        con, "SELECT (SELECT count(*) FROM search_attempts), count(*), coalesce(sum(length(text)), 0) FROM search_text"
-    )[0]
+        for table in ("_rl_texts", "_rl_pairs", "_rl_batch", "_rl_long"):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
+        con.execute("INSERT INTO search_files SELECT * FROM _rl_files SEMI JOIN _rl_new USING (file_id)")
+        con.execute("INSERT INTO search_gone SELECT * FROM _rl_gone")
+        _count_postings(con)
+        not_indexable, covered = query_rows(
+            con,
+            "SELECT count(*) FILTER (WHERE f.file_id IS NULL), count(*) FILTER (WHERE a.file_id IN "
+            "(SELECT file_id FROM _rl_done UNION ALL SELECT file_id FROM _rl_new)) "
+            "FROM src.attempts a LEFT JOIN _rl_files f USING (file_id)",
+        )[0]
+    for name in old:
+        con.execute(f"DETACH {name}")
     con.execute("DETACH src")
     con.execute("CHECKPOINT")
-    return added, removed, int(covered), not_indexable, int(rows), int(chars)
+    return added, removed, int(not_indexable), chars, int(covered)
+
+
+def _tokenise(con: duckdb.DuckDBPyConnection, texts: str, lo: int, hi: int) -> int:
+    """Add the postings of the texts ``texts`` selects for ``lo``..``hi``; returns their characters."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _rl_texts AS {texts}", {"lo": lo, "hi": hi})
+    chars = int(query_rows(con, "SELECT coalesce(sum(length(text)), 0) FROM _rl_texts")[0][0])
+    con.execute(_TOKENISE)
+    return chars
+
+
+def _count_postings(con: duckdb.DuckDBPyConnection) -> None:
+    """vocab.n_postings: how many texts hold each token (search reads the rarest run's first)."""
+    con.execute(
+        "UPDATE vocab SET n_postings = c.n FROM (SELECT token_id, count(*) AS n FROM postings GROUP BY token_id) c "
+        "WHERE c.token_id = vocab.token_id"
+    )
+
+
+def _merge_smallest(store: object, folder: Path, segments: list[str]) -> list[str]:
+    """Merge the smallest segments into one so that MAX_SEGMENTS // 2 + 1 remain; rows of attempts gone from the
+    store are left out. Returns the new segment list (the merged files are removed once the manifest is replaced)."""
+    # the smallest by postings (a file's size grows in blocks: small segments look alike), of equal ones the newest
+    by_size = sorted(segments, key=lambda s: (_postings_of(folder / s), -segments.index(s)))
+    n_merge = len(segments) - MAX_SEGMENTS // 2
+    merging = by_size[:n_merge]
+    name = f"seg-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}.duckdb"
+    con, source = store.open_search_source(folder / name)  # type: ignore[attr-defined]
+    try:
+        _settings(con)
+        con.execute(source)
+        old = _attach_old(con, [folder / s for s in merging])
+        con.execute(_FILES)
+        with transaction(con):
+            con.execute(
+                "INSERT INTO vocab SELECT row_number() OVER (ORDER BY token)::INTEGER, token, NULL FROM ("
+                + " UNION ".join(f"SELECT token FROM {s}.vocab" for s in old)
+                + ")"
+            )
+        for s in old:
+            # the attempts of this segment still in the store from the file it indexed them from, with that content
+            with transaction(con):
+                con.execute(
+                    f"CREATE OR REPLACE TEMP TABLE _rl_live AS SELECT i.attempt_id, i.file_id FROM {s}.search_attempts i "
+                    f"SEMI JOIN src.attempts a ON a.attempt_id = i.attempt_id AND a.file_id = i.file_id "
+                    f"SEMI JOIN (SELECT file_id FROM {s}.search_files JOIN _rl_files USING (file_id, content_hash)) f "
+                    "ON f.file_id = i.file_id"
+                )
+                con.execute(
+                    f"INSERT INTO postings SELECT v.token_id, p.attempt_id, p.step, p.field FROM {s}.postings p "
+                    f"JOIN {s}.vocab o ON o.token_id = p.token_id JOIN vocab v ON v.token = o.token "
+                    "SEMI JOIN _rl_live l ON l.attempt_id = p.attempt_id "
+                    "ORDER BY v.token_id, p.attempt_id, p.step, p.field"
+                )
+                con.execute("INSERT INTO search_attempts SELECT * FROM _rl_live")
+                con.execute(
+                    f"INSERT INTO search_files SELECT * FROM {s}.search_files "
+                    "SEMI JOIN _rl_files USING (file_id, content_hash)"
+                )
+                con.execute(f"INSERT INTO search_gone SELECT * FROM {s}.search_gone")
+        with transaction(con):
+            con.execute("DELETE FROM vocab WHERE token_id NOT IN (SELECT DISTINCT token_id FROM postings)")
+            _count_postings(con)
+        for s in old:
+            con.execute(f"DETACH {s}")
+        con.execute("DETACH src")
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    _fsync(folder / name)
+    return [s for s in segments if s not in merging] + [name]
+
+
+def _postings_of(segment: Path) -> int:
+    with duckdb.connect(str(segment), read_only=True) as con:
+        return int(query_rows(con, "SELECT count(*) FROM postings")[0][0])
+
+
+def _totals(folder: Path, segments: list[str]) -> tuple[int, int]:
+    """Postings and vocabulary (summed over segments)."""
+    if not segments:
+        return 0, 0
+    con = duckdb.connect()
+    try:
+        names = _attach_old(con, [folder / s for s in segments])
+        rows, vocabulary = query_rows(
+            con,
+            "SELECT sum(n), sum(v) FROM ("
+            + " UNION ALL ".join(
+                f"SELECT (SELECT count(*) FROM {s}.postings) AS n, (SELECT count(*) FROM {s}.vocab) AS v" for s in names
+            )
+            + ")",
+        )[0]
+    finally:
+        con.close()
+    return int(rows or 0), int(vocabulary or 0)
 
 
 def drop_search_index(db: Location = None) -> bool:
-    """Delete the index file (search then scans everything); True when there was one."""
+    """Delete the index (search then scans everything); True when there was one."""
     path = index_path(db)
     if path is None or not path.exists():
         return False
-    path.unlink()
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
     return True

@@ -1,7 +1,8 @@
-"""Transcript search's index (store/search_index.py, analytics/sql/search_indexed.sql): a phrase search through the
-index gives exactly the scan's result (counts, hits, snippets) on tricky texts; data ingested after the index
-was built is found, deleted runs are gone (also when the next ingest reuses their attempt ids); words, regular
-expressions and stores without an index scan."""
+"""Transcript search's index (store/search_index.py, analytics/sql/search_indexed.sql): a phrase or words search
+through the index gives exactly the scan's result (counts, hits, snippets) on tricky texts and on many random
+queries cut from them; data ingested after the index was built is found, deleted runs are gone (also when the next
+ingest reuses their attempt ids); refreshes add segments without rewriting the old ones and merge them past a
+count; regular expressions, queries without a letter or digit and stores without an index scan."""
 
 from __future__ import annotations
 
@@ -124,7 +125,9 @@ def test_index_gives_the_scans_result_for_every_query_and_filter(
 ) -> None:
     from store import search_index
 
-    monkeypatch.setattr(search_index, "BATCH_ATTEMPTS", batch)  # 5: a refresh of 15 statements
+    monkeypatch.setattr(search_index, "BATCH_ATTEMPTS", batch)  # 5: a refresh of 15 batches
+    monkeypatch.setattr(search_index, "BATCH_LONG_TEXTS", batch)  # and of several ranges of long results
+    monkeypatch.setattr(search_load, "SCAN_SHARE", float("inf"))  # every phrase through the index, even common ones
     done = refresh(db)
     assert done.attempts_added == 72 and done.attempts_covered == 72 and done.rows > 72
     used = []
@@ -141,20 +144,88 @@ def test_index_gives_the_scans_result_for_every_query_and_filter(
             ):
                 used.clear()
                 indexed, scanned = _both(con, query, **kw)
-                assert used == [{"has_unindexed": False}]  # the index was read, the scan was not needed
+                # the index was read and no scan was needed (a query without a-z, 0-9 or _ scans; one whose
+                # tokens are in no text is answered by the vocabulary alone)
+                assert indexed.is_indexed == bool(sr.query_runs(query.lower()))
+                assert all(u["has_unindexed"] is False for u in used)
+                assert used or indexed.n_hits == 0
                 _assert_same(indexed, scanned)
                 n_with_hits += indexed.n_hits > 0
     assert n_with_hits >= 3 * (len(QUERIES) - 2)  # the queries do hit (the comparison is not of empty results)
 
 
+def _random_queries(seed: int, n: int) -> list[tuple[str, str]]:
+    """Phrases cut at random from the fragments (partial words, punctuation, quotes, spaces), in random case, and
+    words queries of whole and partial words."""
+    rng = np.random.default_rng(seed)
+    text = " ".join(FRAGMENTS) + ' "hello (world)" snake_case_identifier_42 50%_off'
+    out: list[tuple[str, str]] = []
+    while len(out) < n:
+        start, size = int(rng.integers(0, len(text))), int(rng.integers(1, 24))
+        query = text[start : start + size]
+        if rng.random() < 0.5:
+            query = "".join(c.upper() if rng.random() < 0.5 else c for c in query)
+        if rng.random() < 0.1:
+            query = f'"{query}"'
+        if query.strip():
+            out.append((query, "phrase"))
+        words = [w for w in text.split() if w.strip()]
+        picks = [words[int(i)] for i in rng.integers(0, len(words), int(rng.integers(1, 4)))]
+        picks = [w[: int(rng.integers(1, len(w) + 1))] if rng.random() < 0.3 else w for w in picks]
+        out.append((" ".join(picks), "words"))
+    return out
+
+
+def test_random_queries_through_the_index_give_the_scans_result(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Random phrases and words on an index of two segments (plus attempts not covered): hit for hit the scan's."""
+    monkeypatch.setattr(search_load, "SCAN_SHARE", float("inf"))  # common phrases too through the index
+    refresh(db)
+    _ingest(_write(tmp_path / "more.jsonl", [("r-m", "sb")], seed=21, n_tasks=6), db)
+    assert refresh(db).segments == 2
+    _ingest(_write(tmp_path / "late.jsonl", [("r-l", "other")], seed=22, n_tasks=2), db)
+    n_hit = n_indexed = 0
+    with reader(db) as con:
+        for query, mode in _random_queries(seed=3, n=120):
+            indexed, scanned = _both(con, query, mode=mode, limit=40)
+            _assert_same(indexed, scanned)
+            n_hit += indexed.n_hits > 0
+            n_indexed += indexed.is_indexed
+    assert n_hit >= 50 and n_indexed >= 110  # the comparisons are of results (of 120), through the index
+
+
+def test_a_phrase_of_common_words_is_scanned_and_says_why(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Candidates in most texts: the scan, with the reason; one word alone is still answered by its postings."""
+    monkeypatch.setattr(search_load, "SCAN_MIN", 0)  # the small store's common words count as common
+    refresh(db)
+    with reader(db) as con:
+        common = sr.search(con, query="rate limit")
+        assert not common.is_indexed and "rarest word is in" in sr.how_searched(common)
+        _assert_same(common, sr.search(con, query="rate limit", use_index=False))
+        rare = sr.search(con, query="identifier_42 qqqq")  # no token starts with qqqq: the postings say so
+        assert rare.is_indexed and rare.n_hits == 0
+        word = sr.search(con, query="rate")
+        assert word.is_indexed and word.n_hits > 0
+        _assert_same(word, sr.search(con, query="rate", use_index=False))
+
+
+def _segments(done: Any) -> list[Path]:
+    from store.search_index import read_manifest
+
+    return [Path(done.path) / s for s in read_manifest(Path(done.path)) or []]
+
+
 def test_the_index_is_what_is_read(db: Path) -> None:
-    """Emptying search_text but keeping search_covered makes the indexed search miss: proof that it reads it."""
+    """Emptying the postings but keeping what the segment covers makes the indexed search miss: proof that it
+    reads them."""
     done = refresh(db)
     assert Path(done.path) == db.with_name(db.name + ".search") and done.index_bytes > 0
     with reader(db) as con:
         assert sr.search(con, query="rate limit").n_hits > 0
-    con = duckdb.connect(done.path)
-    con.execute("DELETE FROM search_text")
+    (segment,) = _segments(done)
+    con = duckdb.connect(str(segment))
+    con.execute("DELETE FROM postings")
     con.close()
     with reader(db) as con:
         assert sr.search(con, query="rate limit").n_hits == 0
@@ -269,21 +340,34 @@ def test_another_store_at_the_same_path_is_not_read_through_the_old_index(db: Pa
             _assert_same(*_both(con, query))
 
 
-def test_words_regex_and_stores_without_an_index_scan(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_regex_symbols_only_and_stores_without_an_index_scan(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with reader(db) as con:  # never built: the scan
         assert sr.index_coverage(con, ALL_RUNS) is None
         before = sr.search(con, query="rate limit")
     refresh(db)
+    with reader(db) as con:
+        words = _both(con, "limit rate", mode="words")
+        assert words[0].is_indexed and words[0].n_hits > 0
+        _assert_same(*words)
     monkeypatch.setattr(search_load, "_indexed_sql", lambda *a, **kw: pytest.fail("the index was used"))
     with reader(db) as con:
-        assert sr.search(con, query="rate limit", mode="words").n_hits > 0
         assert sr.search(con, query=r"(?i)rate.limit", mode="regex").n_hits > 0
+        symbols = sr.search(con, query="%")  # nothing to look up in the vocabulary
+        assert symbols.n_hits > 0 and not symbols.is_indexed and "no letter or digit" in sr.how_searched(symbols)
         assert sr.search(con, query="rate limit", use_index=False).hits.equals(before.hits)
     assert drop(db) and not drop(db)
     with reader(db) as con:
         assert sr.search(con, query="rate limit").hits.equals(before.hits)
-    # an index file without the index's tables (another layout): the scan
-    duckdb.connect(str(db.with_name(db.name + ".search"))).close()
+    # the single index file of the first layout, then a segment without the index's tables: the scan
+    index = db.with_name(db.name + ".search")
+    duckdb.connect(str(index)).close()
+    with reader(db) as con:
+        assert sr.index_coverage(con, ALL_RUNS) is None
+        assert sr.search(con, query="rate limit").hits.equals(before.hits)
+    index.unlink()
+    index.mkdir()
+    duckdb.connect(str(index / "seg-x.duckdb")).close()
+    (index / "manifest.json").write_text(json.dumps({"layout": 2, "segments": ["seg-x.duckdb"]}), encoding="utf-8")
     with reader(db) as con:
         assert sr.index_coverage(con, ALL_RUNS) is None
         assert sr.search(con, query="rate limit").hits.equals(before.hits)
@@ -335,4 +419,35 @@ def test_the_result_says_how_it_was_searched(db: Path, tmp_path: Path) -> None:
         words = sr.search(con, query="rate limit", mode="words")
     assert after.is_indexed and after.n_unindexed > 0
     assert "search index" in sr.how_searched(after) and f"{after.n_unindexed:,} attempts" in sr.how_searched(after)
-    assert not words.is_indexed and "always scan" in sr.how_searched(words)
+    assert words.is_indexed and "search index" in sr.how_searched(words)
+    with reader(db) as con:
+        regex = sr.search(con, query="rate", mode="regex")
+    assert not regex.is_indexed and "always scan" in sr.how_searched(regex)
+
+
+def test_refreshes_add_segments_and_merge_them_past_the_limit(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each refresh writes one segment and leaves the others' files untouched; past MAX_SEGMENTS the smallest are
+    merged, without the rows of a deleted run; results stay the scan's."""
+    from store import search_index
+
+    monkeypatch.setattr(search_index, "MAX_SEGMENTS", 3)
+    first = refresh(db)
+    (segment,) = _segments(first)
+    stamp = segment.stat().st_mtime_ns
+    for i in range(2):
+        _ingest(_write(tmp_path / f"m{i}.jsonl", [(f"r-m{i}", "sb")], seed=30 + i, n_tasks=2), db)
+        assert refresh(db).segments == 2 + i
+    assert segment.stat().st_mtime_ns == stamp  # not copied nor rewritten
+    delete_run("r-m0", db=db)
+    _ingest(_write(tmp_path / "m9.jsonl", [("r-m9", "sb")], seed=39, n_tasks=2), db)
+    done = refresh(db)  # a fourth segment: the three smallest are merged into one
+    assert done.segments == 2 and done.attempts_removed == 4 and done.attempts_covered == 72 + 2 * 4
+    assert segment in _segments(done)  # the largest stays as it was
+    merged = next(s for s in _segments(done) if s != segment)
+    with duckdb.connect(str(merged), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM search_attempts").fetchall() == [(8,)]  # r-m1 and r-m9
+    with reader(db) as con:
+        for query in QUERIES:
+            _assert_same(*_both(con, query))

@@ -12,10 +12,12 @@ Definitions (docs/failure_analysis.md):
     * ``n_attempts``: distinct attempts with at least one hit (all of them, not only the hits listed);
       ``hits``: one row per (attempt, step, field), ordered by run, task, sample, step, at most ``limit``.
 
-A phrase search reads the search index when the store has one (``python -m analytics search-index``: a file
-beside a DuckDB file store or a local lake, store/search_index.py; analytics/sql/search_indexed.sql) and scans only
-the attempts it does not cover; the result is the scan's (search.sql), hit for hit. Words, regular expressions, team
-stores and Parquet folders always scan.
+A phrase or words search reads the search index when the store has one (``python -m analytics search-index``: an
+inverted index of tokens in a folder beside a DuckDB file store or a local lake, store/search_index.py;
+analytics/sql/search_indexed.sql): candidates from the postings of the query's rarest runs of letters, digits and
+``_`` (``compute.query_runs``), checked on the real text unless the query is one such run; it scans only the
+attempts the index does not cover; the result is the scan's (search.sql), hit for hit. Regular expressions, queries
+without a letter or digit, team stores and Parquet folders always scan, and the result says so (``how_searched``).
 
 ``python -m analytics search [--benchmark B] [--regex|--words] "QUERY" --json`` prints
 ``{"query", "n_attempts", "hits": [{"run_id", "task_id", "sample", "step", "snippet"}]}``.
@@ -37,6 +39,7 @@ from analytics.search.compute import (
     SearchError,
     SearchResult,
     match_pattern,
+    query_runs,
     result_of,
 )
 from analytics.search.load import (
@@ -68,6 +71,7 @@ __all__ = [
     "how_searched",
     "index_coverage",
     "marked",
+    "query_runs",
     "match_pattern",
     "result_of",
     "search",

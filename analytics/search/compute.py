@@ -32,6 +32,7 @@ class SearchResult:
     hits: pd.DataFrame
     is_indexed: bool = False  # read through the search index (store/search_index.py), else a scan of every text
     n_unindexed: int = 0  # attempts the index did not cover yet, scanned
+    scan_reason: str = ""  # why a store with an index was scanned all the same (empty: it was not)
 
 
 def match_pattern(query: str, mode: str) -> tuple[str, list[str]]:
@@ -59,6 +60,38 @@ def match_pattern(query: str, mode: str) -> tuple[str, list[str]]:
     if len(words) > MAX_WORDS:
         raise SearchError(f"at most {MAX_WORDS} words; use a phrase or a regular expression")
     return "words", words
+
+
+# a token of the search index (store/search_index.py): a maximal run of these characters in lower-cased text
+_TOKEN = re.compile(r"[a-z0-9_]+")
+RUN_KINDS = ("whole", "prefix", "suffix", "infix")
+
+
+def query_runs(pattern: str) -> list[tuple[str, str]]:
+    """The tokens a text must hold for the lower-cased ``pattern`` to be one of its substrings.
+
+    The pattern is cut like the index cuts texts (runs of ``a-z``, ``0-9``, ``_``). A run with other characters on
+    both sides within the pattern is a ``whole`` token of the text; one with such a character only before it is the
+    start of a token (``prefix``), only after it the end of one (``suffix``), neither (the pattern is one run) a part
+    of one (``infix``).
+
+    Returns:
+        ``[(run, kind), ...]`` in the pattern's order, without repeats; empty when the pattern has no letter or
+        digit of a-z, 0-9 (it then cannot use the index).
+    """
+    runs: list[tuple[str, str]] = []
+    for m in _TOKEN.finditer(pattern):
+        before, after = m.start() > 0, m.end() < len(pattern)
+        kind = "whole" if before and after else "prefix" if before else "suffix" if after else "infix"
+        if (m.group(), kind) not in runs:
+            runs.append((m.group(), kind))
+    return runs
+
+
+def is_exact_by_tokens(pattern: str) -> bool:
+    """True when holding a token that contains ``pattern`` is the same as containing ``pattern``: the pattern is
+    one run of token characters (any occurrence of it lies inside one token)."""
+    return _TOKEN.fullmatch(pattern) is not None
 
 
 def _snippet(win: str, lead: int, mlen: int, *, is_cut_left: bool, is_cut_right: bool) -> tuple[str, int, int]:

@@ -15,11 +15,13 @@ def how_searched(result: SearchResult) -> str:
     if result.is_indexed:
         rest = f"; {result.n_unindexed:,} attempts ingested since were scanned" if result.n_unindexed else ""
         return f"Read through the search index{rest} (refresh it with `python -m analytics search-index`)."
-    if result.mode != "phrase":
-        return "Scanned every transcript (word and regular-expression searches always scan)."
+    if result.mode == "regex":
+        return "Scanned every transcript (regular-expression searches always scan)."
+    if result.scan_reason:
+        return f"Scanned every transcript: {result.scan_reason}."
     return (
         "Scanned every transcript: this store has no search index. On a file store or a local lake, "
-        "`python -m analytics search-index` builds one beside the database; phrase searches then read it."
+        "`python -m analytics search-index` builds one beside the database; phrase and word searches then read it."
     )
 
 

@@ -1,12 +1,9 @@
-covered AS (
-    -- the attempts the index holds as they are now: those of the files it covers with the same content hash (an
-    -- attempt ingested after the index was built, or an id reused after a deletion, comes with another file)
-    SELECT k.attempt_id, k.file_id
-    FROM kept k
-    SEMI JOIN (
-        SELECT f.file_id
-        FROM (SELECT file_id, min(content_hash) AS content_hash FROM ingest_log GROUP BY file_id
-              HAVING count(DISTINCT content_hash) = 1) f
-        JOIN {idx}.search_files c ON c.file_id = f.file_id AND c.content_hash = f.content_hash
-    ) f ON f.file_id = k.file_id
+covered_files AS (
+    -- the files a segment covers with the content hash they have now: their attempts are the ones the index holds
+    -- (an attempt ingested after the last refresh, or an id reused after a deletion, comes with another file);
+    -- a few rows, so finding what is not covered is a filter on attempts.file_id, not a join of every attempt
+    SELECT c.file_id
+    FROM ({segment_files}) c
+    JOIN (SELECT file_id, min(content_hash) AS content_hash FROM ingest_log GROUP BY file_id
+          HAVING count(DISTINCT content_hash) = 1) f ON f.file_id = c.file_id AND f.content_hash = c.content_hash
 )
