@@ -343,3 +343,27 @@ CREATE TABLE run_task_stats (
     cost_usd_mean_kept     DOUBLE,
     PRIMARY KEY (run_id, task_id)
 );
+
+-- Failed attempts carrying an error code, per (run, task, code) and set of label sources that gave the code to the
+-- attempt (sources_mask: label 1, rule 2, judge 4): the Errors page counts the attempts of the sources it is shown
+-- (those whose mask shares a bit with the chosen sources') without reading attempts and labels again.
+CREATE TABLE run_task_codes (
+    run_id       VARCHAR NOT NULL,
+    task_id      VARCHAR NOT NULL,
+    code         VARCHAR NOT NULL,
+    sources_mask INTEGER NOT NULL,
+    n_failed     BIGINT  NOT NULL,
+    PRIMARY KEY (run_id, task_id, code, sources_mask)
+);
+
+-- Pairs of codes carried by the same failed attempt, counted per run and by the two codes' source sets (the
+-- diagonal: attempts with the code): the Errors page's co-occurrence matrix for any choice of sources.
+CREATE TABLE run_code_pairs (
+    run_id  VARCHAR NOT NULL,
+    code_a  VARCHAR NOT NULL,
+    mask_a  INTEGER NOT NULL,
+    code_b  VARCHAR NOT NULL,
+    mask_b  INTEGER NOT NULL,
+    n       BIGINT  NOT NULL,
+    PRIMARY KEY (run_id, code_a, mask_a, code_b, mask_b)
+);

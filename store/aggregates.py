@@ -1,8 +1,15 @@
-"""Aggregates the pages read, kept by the writer in the transaction that changes the attempts (issue 33):
-``run_task_stats``, one row per (run, task) with its attempts' counts and means (migration 008 says what each
-column is). Every change of attempts refreshes the pairs it touched from the attempts themselves, so a row always
-equals what its attempts give: an ingested file (``refresh_file``, called by store/ingest_writer.py), replaced
-attempts and late scores (store/attempt_update.py), a deleted run (store/delete.py).
+"""Aggregates the pages read, kept by the writer in the transaction that changes the attempts or their error
+labels (issue 33; migration 008 says what each column is):
+
+* ``run_task_stats``: one row per (run, task), its attempts' counts and means;
+* ``run_task_codes``: failed attempts per (run, task, code) and set of label sources that gave the code;
+* ``run_code_pairs``: pairs of codes on one failed attempt, per run and the two codes' source sets.
+
+Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
+those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file
+(``refresh_file``, called by store/ingest_writer.py), replaced attempts and late scores
+(store/attempt_update.py), judge labels and rule findings (store/derived.py: ``refresh_attempts``,
+``refresh_benchmark``), a deleted run (store/delete.py).
 
 Part of the store: all write SQL of the project lives under ``store/``.
 """
@@ -15,18 +22,23 @@ import duckdb
 
 from store.query import load_sql
 
-TABLE = "run_task_stats"
+TABLES = ("run_task_stats", "run_task_codes", "run_code_pairs")
 
 
 def _refresh_keys(con: duckdb.DuckDBPyConnection, keys_sql: str, params: Sequence[object] | dict[str, object]) -> None:
-    """Recompute the rows of the (run_id, task_id) pairs ``keys_sql`` selects, inside the caller's transaction: the
-    pairs' rows go, and the pairs that still have attempts get their row again from them."""
+    """Recompute the rows of the (run_id, task_id) pairs ``keys_sql`` selects (``run_code_pairs``: of their runs),
+    inside the caller's transaction: the rows go, and what still has attempts gets its rows again from them."""
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE _rl_agg_keys AS SELECT DISTINCT run_id, task_id FROM ({keys_sql})", params
     )
     try:
-        con.execute(f"DELETE FROM {TABLE} WHERE (run_id, task_id) IN (SELECT run_id, task_id FROM _rl_agg_keys)")
-        con.execute(f"INSERT INTO {TABLE} {load_sql('run_task_stats')}")
+        in_pairs = "(run_id, task_id) IN (SELECT run_id, task_id FROM _rl_agg_keys)"
+        con.execute(f"DELETE FROM run_task_stats WHERE {in_pairs}")
+        con.execute(f"INSERT INTO run_task_stats {load_sql('run_task_stats')}")
+        con.execute(f"DELETE FROM run_task_codes WHERE {in_pairs}")
+        con.execute(f"INSERT INTO run_task_codes {load_sql('run_task_codes')}")
+        con.execute("DELETE FROM run_code_pairs WHERE run_id IN (SELECT run_id FROM _rl_agg_keys)")
+        con.execute(f"INSERT INTO run_code_pairs {load_sql('run_code_pairs')}")
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_agg_keys")
 
@@ -62,6 +74,21 @@ def refresh_pairs(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[str, str
     )
 
 
+def refresh_attempts(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> None:
+    """After the error labels of stored attempts changed (judge verdicts, rule findings)."""
+    refresh_pairs(con, attempt_keys(con, attempt_ids))
+
+
+def refresh_benchmark(con: duckdb.DuckDBPyConnection, benchmark: str) -> None:
+    """After labels of a whole benchmark changed (its rule findings recomputed)."""
+    _refresh_keys(
+        con,
+        "SELECT a.run_id, a.task_id FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = $benchmark",
+        {"benchmark": benchmark},
+    )
+
+
 def drop_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     """A deleted run's rows (inside the deletion's transaction)."""
-    con.execute(f"DELETE FROM {TABLE} WHERE run_id = ?", [run_id])
+    for table in TABLES:  # an allow-list of table names
+        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])

@@ -1,6 +1,7 @@
 """The pages' reads as they were computed from every attempt before the per (run, task) aggregate (issue 33):
 tests/test_aggregates.py runs the pages with these and with the aggregate and compares the results. The SQL is
-the text the analytics modules held before migration 008 (run_health's benchmark as a named parameter)."""
+the text the analytics modules held before migration 008 (run_health's benchmark as a named parameter; the
+error queries' list of sources as the bits the page passes now, label 1, rule 2, judge 4)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,55 @@ LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
 WHERE $run_filter
 GROUP BY ALL
 ORDER BY r.run_id, t.level, t.category
+""",
+    "error_cells": """
+-- Error labels on failed attempts counted per (run, level, category, code): distinct attempts per cell, so a code
+-- reported by several sources (log label, rule, judge) or at several steps of one attempt counts once.
+-- Parameters: the run filter's (store/filters.py), $sources (list or NULL).
+WITH runs_in AS (
+    SELECT r.run_id, r.benchmark
+    FROM runs r
+    WHERE $run_filter
+),
+failed AS (
+    SELECT a.attempt_id, a.run_id, t.level, t.category
+    FROM attempts a
+    JOIN runs_in r USING (run_id)
+    LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
+    WHERE a.passed = false
+),
+labels AS (
+    SELECT DISTINCT e.attempt_id, e.code
+    FROM error_labels e
+    WHERE (CASE e.source WHEN 'label' THEN 1 WHEN 'rule' THEN 2 WHEN 'judge' THEN 4 END & $sources_mask) <> 0
+)
+SELECT f.run_id, f.level, f.category, l.code, count(*) AS n
+FROM failed f
+JOIN labels l USING (attempt_id)
+GROUP BY ALL
+ORDER BY f.run_id, f.level, f.category, l.code
+""",
+    "error_cooccurrence": """
+-- Pairs of codes carried by the same failed attempt, counted per run (the diagonal: attempts with the code).
+-- Parameters: the run filter's (store/filters.py), $sources (list or NULL).
+WITH failed AS (
+    SELECT a.attempt_id, a.run_id
+    FROM attempts a
+    JOIN runs r USING (run_id)
+    WHERE a.passed = false
+      AND $run_filter
+),
+labels AS (
+    SELECT DISTINCT f.run_id, e.attempt_id, e.code
+    FROM error_labels e
+    JOIN failed f USING (attempt_id)
+    WHERE (CASE e.source WHEN 'label' THEN 1 WHEN 'rule' THEN 2 WHEN 'judge' THEN 4 END & $sources_mask) <> 0
+)
+SELECT x.run_id, x.code AS code_a, y.code AS code_b, count(*) AS n
+FROM labels x
+JOIN labels y ON x.attempt_id = y.attempt_id
+GROUP BY ALL
+ORDER BY x.run_id, code_a, code_b
 """,
 }
 

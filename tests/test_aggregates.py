@@ -7,6 +7,7 @@ store, on a file store and on a local lake."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
 import subprocess
 import sys
@@ -27,26 +28,34 @@ from analytics import leaderboard as lb
 from analytics import progress as prog
 from analytics import runs as runs_mod
 from analytics import sqlfiles, tmf
-from store import aggregates
+from store import aggregates, derived
 from store.attempt_update import LateScore, replace_attempts, set_scores
 from store.delete import delete_run_con
 from store.paths import MIGRATIONS_DIR
 from tests import aggregates_reference as ref
 from tests.conftest import ROOT
 
-BACKFILL = (
-    (MIGRATIONS_DIR / "008_run_task_stats.sql").read_text(encoding="utf-8").split("INSERT INTO run_task_stats")[1]
-)
+MIGRATION = (MIGRATIONS_DIR / "008_run_task_stats.sql").read_text(encoding="utf-8")
+KEYS = {
+    "run_task_stats": "run_id, task_id",
+    "run_task_codes": "run_id, task_id, code, sources_mask",
+    "run_code_pairs": "run_id, code_a, mask_a, code_b, mask_b",
+}
 
 
-def stored(con: Any) -> pd.DataFrame:
-    return rdb.query_df(con, "SELECT * FROM run_task_stats ORDER BY run_id, task_id")
+def backfill(table: str) -> str:
+    """Migration 008's SELECT that fills ``table`` from every attempt."""
+    return MIGRATION.split(f"INSERT INTO {table}\n")[1].split(";")[0]
 
 
-def from_attempts(con: Any) -> pd.DataFrame:
-    """The table as migration 008's backfill computes it from every attempt now."""
-    df = rdb.query_df(con, f"SELECT * FROM ({BACKFILL.rstrip().rstrip(';')}) ORDER BY 1, 2")
-    df.columns = stored(con).columns
+def stored(con: Any, table: str = "run_task_stats") -> pd.DataFrame:
+    return rdb.query_df(con, f"SELECT * FROM {table} ORDER BY {KEYS[table]}")
+
+
+def from_attempts(con: Any, table: str) -> pd.DataFrame:
+    """The table as migration 008's backfill computes it from every attempt and label now."""
+    df = rdb.query_df(con, f"SELECT * FROM ({backfill(table)}) ORDER BY {KEYS[table]}")
+    df.columns = stored(con, table).columns
     return df
 
 
@@ -118,7 +127,11 @@ def page_results(con: Any) -> dict[str, Any]:
             out[f"{bench} leaderboard {leave_out}"] = lb.leaderboard(con, rf, exclude_errored=leave_out, n_boot=50)
         out[f"{bench} tmf inputs"] = tmf.load(con, rf).tasks
         out[f"{bench} tmf"] = tmf.overview(con, rf)
-        out[f"{bench} errors"] = er.error_table(con, rf)
+        for sources in (None, ("label",), ("rule", "judge"), ("judge",)):
+            out[f"{bench} errors {sources}"] = er.error_table(con, rf, sources=sources)
+            for run_id in out[f"{bench} runs"]["run_id"][:3]:
+                one = dataclasses.replace(rf, run_ids=(run_id,))
+                out[f"{bench} cooccurrence {run_id} {sources}"] = er.cooccurrence(con, one, sources=sources)
         out[f"{bench} failed cells"] = er.failed_cells(con, rf)
         out[f"{bench} progress raw"] = rdb.query_df(con, progress_load.RAW_SQL + " ORDER BY subject", [bench])
         out[f"{bench} progress"] = prog.progress_view(con, benchmark=bench)
@@ -129,7 +142,8 @@ def check(db: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The aggregate equals its attempts, and every page reads the same from it as from the attempts."""
     with rdb.reader(db) as con:
         assert len(stored(con)) > 0
-        assert_same(stored(con), from_attempts(con), "run_task_stats")
+        for table in KEYS:
+            assert_same(stored(con, table), from_attempts(con, table), table)
         new = page_results(con)
         with reading_attempts(monkeypatch):
             old = page_results(con)
@@ -139,7 +153,8 @@ def check(db: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def change_attempts(db: str | Path) -> None:
-    """A deletion, late scores (a pass turned into a fail and the reverse, one unscored) and replaced attempts."""
+    """A deletion, late scores (a pass turned into a fail and the reverse, one unscored), replaced attempts, judge
+    labels given and replaced, and rule findings added and recomputed for a benchmark."""
     with rdb.writer(db) as con:
         run_ids = [r[0] for r in rdb.query_rows(con, "SELECT run_id FROM runs ORDER BY run_id")]
         assert len(run_ids) >= 3
@@ -159,6 +174,27 @@ def change_attempts(db: str | Path) -> None:
                 for r in rdb.query_rows(con, "SELECT attempt_id FROM attempts WHERE run_id = ? LIMIT 3", [run_ids[2]])
             ]
             assert replace_attempts(con, gone, reason="test", detail={}) == 3
+        failed = [
+            int(r[0])
+            for r in rdb.query_rows(
+                con, "SELECT attempt_id FROM attempts WHERE passed = false ORDER BY attempt_id DESC LIMIT 6"
+            )
+        ]
+        verdict = {"prompt_version": "v1", "model": "m", "verdict": '{"result_correct": false}', "is_failure": False,
+                   "failure": None, "raw_output": "", "input_tokens": 1, "output_tokens": 1, "cost_usd": 0.0,
+                   "created_at": dt.datetime(2026, 1, 1)}  # fmt: skip
+        labels = [[("E1", "x"), ("E2", "y")], [("E1", "x")], [], [("E3", "z"), ("E1", "x")]]
+        derived.replace_judge_outcomes(
+            con, [verdict | {"attempt_id": i, "labels": ls} for i, ls in zip(failed[:4], labels, strict=True)]
+        )
+        derived.replace_judge_outcomes(con, [verdict | {"attempt_id": failed[0], "labels": [("E2", "y")]}])
+        findings = pd.DataFrame({"attempt_id": failed[2:], "code": ["E1", "E4", "E2", "E4"], "step": 0, "detail": ""})
+        with rdb.transaction(con):
+            derived.insert_rule_findings(con, findings, "g1")
+        bench = rdb.query_rows(
+            con, "SELECT r.benchmark FROM attempts a JOIN runs r USING (run_id) WHERE a.attempt_id = ?", [failed[-1]]
+        )[0][0]
+        derived.replace_rule_findings(con, bench, findings.iloc[1:], "g2", meta_key="test:rules")
 
 
 def test_demo_pages_read_the_same_from_the_aggregate(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -211,19 +247,24 @@ def test_generated_store_reads_the_same_after_ingest_delete_and_update(
 def test_migration_008_backfills_an_older_store(demo_db: Path) -> None:
     """A store at version 7 (no aggregate) gets it from its attempts when a writer first opens it."""
     with rdb.writer(demo_db) as con:
-        expected = stored(con)
-        con.execute("DROP TABLE run_task_stats")
+        expected = {table: stored(con, table) for table in KEYS}
+        for table in KEYS:
+            con.execute(f"DROP TABLE {table}")
         con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     with rdb.writer(demo_db) as con:
         assert rdb.schema_version(con) == rdb.latest_version()
-        assert_same(stored(con), expected, "backfilled")
+        for table in KEYS:
+            assert len(expected[table]) > 0
+            assert_same(stored(con, table), expected[table], f"backfilled {table}")
 
 
 def test_refresh_of_every_pair_equals_the_backfill(demo_db: Path) -> None:
     with rdb.writer(demo_db) as con:
-        before = stored(con)
+        before = {table: stored(con, table) for table in KEYS}
         pairs = [(str(r), str(t)) for r, t in rdb.query_rows(con, "SELECT DISTINCT run_id, task_id FROM attempts")]
         with rdb.transaction(con):
-            con.execute("DELETE FROM run_task_stats")
+            for table in KEYS:
+                con.execute(f"DELETE FROM {table}")
             aggregates.refresh_pairs(con, pairs)
-        assert_same(stored(con), before, "refreshed")
+        for table in KEYS:
+            assert_same(stored(con, table), before[table], f"refreshed {table}")
