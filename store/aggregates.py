@@ -36,9 +36,17 @@ def _refresh_keys(con: duckdb.DuckDBPyConnection, keys_sql: str, params: Sequenc
         con.execute(f"DELETE FROM run_task_stats WHERE {in_pairs}")
         con.execute(f"INSERT INTO run_task_stats {load_sql('run_task_stats')}")
         con.execute(f"DELETE FROM run_task_codes WHERE {in_pairs}")
-        con.execute(f"INSERT INTO run_task_codes {load_sql('run_task_codes')}")
         con.execute("DELETE FROM run_code_pairs WHERE run_id IN (SELECT run_id FROM _rl_agg_keys)")
-        con.execute(f"INSERT INTO run_code_pairs {load_sql('run_code_pairs')}")
+        # the range of attempt ids of the keys' runs, as constants: labels (which hold no run) outside it are
+        # skipped by the scan's statistics instead of being joined with the attempts
+        lo, hi = con.execute(
+            "SELECT min(attempt_id), max(attempt_id) FROM attempts "
+            "WHERE run_id IN (SELECT DISTINCT run_id FROM _rl_agg_keys)"
+        ).fetchall()[0]
+        if lo is not None:
+            bounds = {"lo": int(lo), "hi": int(hi)}
+            con.execute(f"INSERT INTO run_task_codes {load_sql('run_task_codes')}", bounds)
+            con.execute(f"INSERT INTO run_code_pairs {load_sql('run_code_pairs')}", bounds)
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_agg_keys")
 

@@ -8,6 +8,7 @@ WITH per_attempt AS (
     JOIN attempts a USING (attempt_id)
     SEMI JOIN (SELECT DISTINCT run_id FROM _rl_agg_keys) k ON k.run_id = a.run_id
     WHERE a.passed = false
+      AND e.attempt_id BETWEEN $lo AND $hi  -- the keys' attempts' ids: a constant range the scan of labels skips by
     GROUP BY a.run_id, e.attempt_id, e.code
 )
 SELECT x.run_id, x.code AS code_a, x.sources_mask AS mask_a, y.code AS code_b, y.sources_mask AS mask_b, count(*) AS n

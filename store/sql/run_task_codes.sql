@@ -8,6 +8,7 @@ WITH per_attempt AS (
     JOIN attempts a USING (attempt_id)
     SEMI JOIN _rl_agg_keys k ON k.run_id = a.run_id AND k.task_id = a.task_id
     WHERE a.passed = false
+      AND e.attempt_id BETWEEN $lo AND $hi  -- the keys' attempts' ids: a constant range the scan of labels skips by
     GROUP BY a.run_id, a.task_id, e.attempt_id, e.code
 )
 SELECT run_id, task_id, code, sources_mask, count(*) AS n_failed
