@@ -25,16 +25,24 @@ from store.query import load_sql
 TABLES = ("run_task_stats", "run_task_codes", "run_code_pairs")
 
 
-def _refresh_keys(con: duckdb.DuckDBPyConnection, keys_sql: str, params: Sequence[object] | dict[str, object]) -> None:
+def _refresh_keys(
+    con: duckdb.DuckDBPyConnection,
+    keys_sql: str,
+    params: Sequence[object] | dict[str, object],
+    *,
+    with_stats: bool = True,
+) -> None:
     """Recompute the rows of the (run_id, task_id) pairs ``keys_sql`` selects (``run_code_pairs``: of their runs),
-    inside the caller's transaction: the rows go, and what still has attempts gets its rows again from them."""
+    inside the caller's transaction: the rows go, and what still has attempts gets its rows again from them.
+    ``with_stats`` false: only the labels' tables (the attempts themselves did not change)."""
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE _rl_agg_keys AS SELECT DISTINCT run_id, task_id FROM ({keys_sql})", params
     )
     try:
         in_pairs = "(run_id, task_id) IN (SELECT run_id, task_id FROM _rl_agg_keys)"
-        con.execute(f"DELETE FROM run_task_stats WHERE {in_pairs}")
-        con.execute(f"INSERT INTO run_task_stats {load_sql('run_task_stats')}")
+        if with_stats:
+            con.execute(f"DELETE FROM run_task_stats WHERE {in_pairs}")
+            con.execute(f"INSERT INTO run_task_stats {load_sql('run_task_stats')}")
         con.execute(f"DELETE FROM run_task_codes WHERE {in_pairs}")
         con.execute("DELETE FROM run_code_pairs WHERE run_id IN (SELECT run_id FROM _rl_agg_keys)")
         # the range of attempt ids of the keys' runs, as constants: labels (which hold no run) outside it are
@@ -71,28 +79,30 @@ def attempt_keys(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> 
     return [(str(r), str(t)) for r, t in rows]
 
 
-def refresh_pairs(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[str, str]]) -> None:
-    """After attempts of these (run_id, task_id) pairs changed or went."""
+def refresh_pairs(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[str, str]], *, with_stats: bool = True) -> None:
+    """After attempts of these (run_id, task_id) pairs changed or went (``with_stats`` false: only their labels)."""
     if not pairs:
         return
     _refresh_keys(
         con,
         "SELECT unnest($runs::VARCHAR[]) AS run_id, unnest($tasks::VARCHAR[]) AS task_id",
         {"runs": [p[0] for p in pairs], "tasks": [p[1] for p in pairs]},
+        with_stats=with_stats,
     )
 
 
 def refresh_attempts(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> None:
-    """After the error labels of stored attempts changed (judge verdicts, rule findings)."""
-    refresh_pairs(con, attempt_keys(con, attempt_ids))
+    """After the error labels of stored attempts changed (judge verdicts, rule findings): the labels' tables."""
+    refresh_pairs(con, attempt_keys(con, attempt_ids), with_stats=False)
 
 
 def refresh_benchmark(con: duckdb.DuckDBPyConnection, benchmark: str) -> None:
-    """After labels of a whole benchmark changed (its rule findings recomputed)."""
+    """After labels of a whole benchmark changed (its rule findings recomputed): the labels' tables."""
     _refresh_keys(
         con,
         "SELECT a.run_id, a.task_id FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = $benchmark",
         {"benchmark": benchmark},
+        with_stats=False,
     )
 
 
