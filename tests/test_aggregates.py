@@ -268,3 +268,24 @@ def test_refresh_of_every_pair_equals_the_backfill(demo_db: Path) -> None:
             aggregates.refresh_pairs(con, pairs)
         for table in KEYS:
             assert_same(stored(con, table), before[table], f"refreshed {table}")
+
+
+def test_bench_aggregates_builds_a_store_of_the_shape_and_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tiny run of bench/bench_aggregates.py: the store has one row per (run, task), and every page's read runs."""
+    import json
+
+    from bench import bench_aggregates
+
+    out = tmp_path / "shape.duckdb"
+    args = ["--out", str(out), "--tasks", "40", "--runs", "6", "--benchmarks", "2", "--repeat", "1"]
+    assert bench_aggregates.main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["rows"]["run_task_stats"] == 6 * 40  # each run holds every task of its benchmark
+    assert result["rows"]["run_code_pairs"] == 6 * len(bench_aggregates.CODES) ** 2
+    assert set(result["reads"]) >= {"leaderboard.task_outcomes", "tmf.load", "errors.error_table"}
+    with rdb.reader(out) as con:
+        table = er.error_table(con, rdb.RunFilter(benchmark="bench-0"))
+        outcomes = lb.task_outcomes(con, rdb.RunFilter(benchmark="bench-0"))
+    assert len(outcomes) == 3 * 40 and not table.empty
