@@ -1,8 +1,8 @@
-"""The per (run, task) aggregate the writer keeps (run_task_stats, migration 008, store/aggregates.py): after an
-ingest, a deletion, replaced attempts and late scores it equals what the attempts give, and every page that reads
-it (Leaderboard, Tech-Market-Fit, Errors, Progress, the runs' health) gives the same results as the same page
+"""The aggregates the writer keeps (run_task_stats, run_task_codes, run_code_pairs: migration 008,
+store/aggregates.py): after an ingest, a deletion, replaced attempts, late scores, judge labels and rule findings they
+equal what the attempts and labels give, and every page that reads them (Leaderboard, Tech-Market-Fit, Errors, Progress, the runs' health) gives the same results as the same page
 computed from every attempt (the SQL of before, tests/aggregates_reference.py), on the demo and on a generated
-store, on a file store and on a local lake."""
+store, on a file store, a local lake and a team lake."""
 
 from __future__ import annotations
 
@@ -227,14 +227,18 @@ def generated_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("backend", ["file", "lake"])
+@pytest.mark.parametrize("backend", ["file", "local lake", "team lake"])
 def test_generated_store_reads_the_same_after_ingest_delete_and_update(
-    generated_logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+    generated_logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, backend: str
 ) -> None:
     from ingest.pipeline import ingest_paths
 
-    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
-    db: str | Path = tmp_path / "gen.duckdb" if backend == "file" else f"ducklake:sqlite:{tmp_path / 'gen.lake'}"
+    db: str | Path
+    if backend == "team lake":  # DuckLake on a throwaway PostgreSQL (the conftest's fixture)
+        db = request.getfixturevalue("lake")
+    else:
+        monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+        db = tmp_path / "gen.duckdb" if backend == "file" else f"ducklake:sqlite:{tmp_path / 'gen.lake'}"
     files = sorted(generated_logs.glob("*"))
     results = ingest_paths(files[:-1], db=db, jobs=1)
     assert {r.outcome for r in results} == {"ingested"}
@@ -242,6 +246,16 @@ def test_generated_store_reads_the_same_after_ingest_delete_and_update(
     assert [r.outcome for r in ingest_paths(files[-1:], db=db, jobs=1)] == ["ingested"]  # one more file
     change_attempts(db)
     check(db, monkeypatch)
+    if backend == "file":  # an export-parquet folder of the store reads the same as the store
+        from store.export_parquet import export_parquet
+
+        export_parquet(db, tmp_path / "export")
+        with rdb.reader(db) as con:
+            expected = page_results(con)
+        with rdb.reader(tmp_path / "export") as con:
+            got = page_results(con)
+        for key in expected:
+            assert_same(got[key], expected[key], f"export {key}")
 
 
 def test_migration_008_backfills_an_older_store(demo_db: Path) -> None:
