@@ -200,12 +200,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--browser", action="store_true", help="also time the leaderboard in Chromium")
     parser.add_argument("--irt", action="store_true", help="also time a 1PL IRT fit of bench-0 (writes the fit)")
     parser.add_argument("--skip-pages", action="store_true", help="only the drilldown, SQL, browser and IRT timings")
+    parser.add_argument("--pages-only", action="store_true", help="only the pages (no drilldown calls, no SQL query)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     result: dict[str, object] = {"db": str(args.db), "loadavg": [round(x, 2) for x in os.getloadavg()]}
     result["pages"] = [] if args.skip_pages else render_pages(args.db, args.pages)
-    result["drilldown_queries"] = drilldown_queries(args.db)
-    result["sql_table2"] = sql_table2(args.db)
+    if not args.pages_only:
+        result["drilldown_queries"] = drilldown_queries(args.db)
+        result["sql_table2"] = sql_table2(args.db)
     if args.browser:
         result["browser_leaderboard"] = browser_leaderboard(args.db)
     if args.irt:

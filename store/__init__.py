@@ -21,7 +21,7 @@ filter), ``writelock`` (the writer's flock), ``parquet`` (reading an export-parq
 (ingested files), ``derived`` (computed data: embeddings, metrics, IRT fits, judge verdicts, rule findings, reviews,
 cluster labels), ``delete`` (run deletion), ``search_index`` (transcript search's index beside the store),
 ``transfer`` (migrate-store, maintain), ``attempt_update`` (stored attempts replaced when late trace spans arrive,
-scores set after the run).
+scores set after the run), ``aggregates`` (what the pages read per run x task, kept by the writers).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Any
 
 import duckdb
 
+from store import aggregates
 from store.delete import ATTEMPT_CHILDREN
 from store.query import load_sql
 
@@ -65,9 +66,11 @@ def replace_attempts(
         con.execute("UPDATE reviews SET attempt_id = ? WHERE attempt_id = ?", [int(new), int(old)])
     con.execute("DELETE FROM reviews WHERE attempt_id IN (SELECT unnest(?::BIGINT[]))", [ids])
     files = _file_ids(con, ids)
+    pairs = aggregates.attempt_keys(con, ids)
     for table in ATTEMPT_CHILDREN:  # an allow-list of table names, never the caller's
         con.execute(f"DELETE FROM {table} WHERE attempt_id IN (SELECT unnest(?::BIGINT[]))", [ids])
     n = con.execute("DELETE FROM attempts WHERE attempt_id IN (SELECT unnest(?::BIGINT[]))", [ids]).fetchall()
+    aggregates.refresh_pairs(con, pairs)
     refresh_file_facts(con, files)
     con.execute(
         "INSERT INTO audit_log (at_utc, action, subject, detail) VALUES (?, 'attempts_replaced', ?, ?)",
@@ -128,6 +131,7 @@ def set_scores(con: duckdb.DuckDBPyConnection, scores: Sequence[LateScore], *, s
                 "INSERT INTO attempt_metrics (attempt_id, name, value, source) VALUES (?, ?, ?, 'log')",
                 [s.attempt_id, name, value],
             )
+    aggregates.refresh_pairs(con, aggregates.attempt_keys(con, ids))
     refresh_file_facts(con, _file_ids(con, ids))
     con.execute(
         "INSERT INTO audit_log (at_utc, action, subject, detail) VALUES (?, 'scores_set', ?, ?)",

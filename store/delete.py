@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 
 import duckdb
 
+from store import aggregates
 from store.errors import RunlensError
 from store.paths import Location
 from store.query import transaction
@@ -64,6 +65,7 @@ def delete_run_con(con: duckdb.DuckDBPyConnection, run_id: str, *, actor: str = 
             con.execute(f"DELETE FROM {table} WHERE attempt_id IN (SELECT attempt_id FROM _rl_del)")
         con.execute("DELETE FROM attempts WHERE run_id = ?", [run_id])
         con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+        aggregates.drop_run(con, run_id)
         # the files that re-scored this run may be ingested again too (each revises only this run)
         con.execute(
             "UPDATE ingest_log SET outcome = 'deleted' WHERE file_id IN "

@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from store import aggregates
 from store.migrate import set_meta as _set_meta
 from store.query import query_rows, transaction
 
@@ -113,10 +114,14 @@ def replace_judge_outcomes(con: duckdb.DuckDBPyConnection, verdicts: Sequence[di
                     " VALUES (?, ?, 'judge', ?, ?, ?)",
                     [[v["attempt_id"], code, detail, v["model"], v["prompt_version"]] for code, detail in v["labels"]],
                 )
+        aggregates.refresh_attempts(con, [int(v["attempt_id"]) for v in verdicts])
 
 
-def insert_rule_findings(con: duckdb.DuckDBPyConnection, findings: pd.DataFrame, graph_hash: str) -> None:
-    """Append findings as error labels with source 'rule' (inside the caller's transaction)."""
+def insert_rule_findings(
+    con: duckdb.DuckDBPyConnection, findings: pd.DataFrame, graph_hash: str, *, refresh: bool = True
+) -> None:
+    """Append findings as error labels with source 'rule' (inside the caller's transaction); ``refresh``: the
+    aggregates of their attempts' (run, task) pairs too (the caller refreshes them otherwise)."""
     if findings.empty:
         return
     con.register("_rl_rules", findings)
@@ -128,6 +133,8 @@ def insert_rule_findings(con: duckdb.DuckDBPyConnection, findings: pd.DataFrame,
         )
     finally:
         con.unregister("_rl_rules")
+    if refresh:
+        aggregates.refresh_attempts(con, [int(i) for i in findings["attempt_id"].unique()])
 
 
 def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
@@ -153,7 +160,8 @@ def replace_rule_findings(
         )
         n_old = int(query_rows(con, f"SELECT count(*) {of_benchmark}", [benchmark])[0][0])
         con.execute(f"DELETE {of_benchmark}", [benchmark])
-        insert_rule_findings(con, findings, graph_hash)
+        insert_rule_findings(con, findings, graph_hash, refresh=False)
+        aggregates.refresh_benchmark(con, benchmark)  # the benchmark's pairs, once
         set_meta(con, meta_key, graph_hash)
         con.execute(
             "INSERT INTO audit_log VALUES (?, 'rules_recomputed', ?, ?)",

@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store import lake, lake_session
+from store import aggregates, lake, lake_session
 from store.query import load_sql, transaction
 
 if TYPE_CHECKING:  # the writer takes what ingest validated; it does not depend on ingest at run time
@@ -156,6 +156,7 @@ def _write(
             _write_revisions(con, bundle, scores.filter(pc.invert(is_new)), file_id)
         elif bundle.revised_runs:
             _write_revisions(con, bundle, scores, file_id)
+    aggregates.refresh_file(con, file_id, revised_runs=tuple(bundle.revised_runs))
     # the digest goes into the row as it is inserted: an UPDATE afterwards costs a lake a delete file per upload
     # (ingest_log then fragments, and every later upload's duplicate check reads more files)
     digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][0]

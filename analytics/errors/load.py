@@ -12,6 +12,14 @@ from analytics.errors.compute import chosen_sources, table_of_cells
 from analytics.sqlfiles import load_sql
 from store import ALL_RUNS, RunFilter, query_df, query_rows
 
+# The bit of each label source in the aggregates' source sets (run_task_codes, run_code_pairs: migration 008).
+SOURCE_BITS = {"label": 1, "rule": 2, "judge": 4}
+
+
+def sources_mask(sources: Sequence[str] | str | None) -> int:
+    """The chosen sources (``chosen_sources``: None is all) as a set of bits."""
+    return sum(SOURCE_BITS[s] for s in set(chosen_sources(sources) or SOURCE_BITS))
+
 
 def error_cells(
     con: duckdb.DuckDBPyConnection,
@@ -20,11 +28,7 @@ def error_cells(
     sources: Sequence[str] | str | None = None,
 ) -> pd.DataFrame:
     """Failed attempts per (run, level, category, code), aggregated in DuckDB."""
-    return query_df(
-        con,
-        load_sql("error_cells"),
-        run_filter.params() | {"sources": chosen_sources(sources)},
-    )
+    return query_df(con, load_sql("error_cells"), run_filter.params() | {"sources_mask": sources_mask(sources)})
 
 
 def failed_cells(
@@ -60,7 +64,7 @@ def cooccurrence(
 ) -> pd.DataFrame:
     """Failed attempts carrying both codes, summed over the runs the filter keeps (its ``run_ids`` choose runs):
     code_a, code_b, n."""
-    df = query_df(con, load_sql("error_cooccurrence"), run_filter.params() | {"sources": chosen_sources(sources)})
+    df = query_df(con, load_sql("error_cooccurrence"), run_filter.params() | {"sources_mask": sources_mask(sources)})
     if df.empty:
         return pd.DataFrame(columns=["code_a", "code_b", "n"])
     return df.groupby(["code_a", "code_b"], as_index=False)["n"].sum()

@@ -13,10 +13,17 @@ from store import query_df
 RAW_SQL = (
     irt.SUBJECTS_CTE
     + """
-SELECT subject, avg(coalesce(a.passed, false)::INTEGER) AS raw_score, count(DISTINCT a.task_id) AS n_tasks_answered
-FROM attempts a JOIN subj USING (run_id)
+SELECT subject, (sum(s.n_passed)::DOUBLE / sum(s.n_attempts)::DOUBLE) AS raw_score,
+       count(DISTINCT s.task_id) AS n_tasks_answered
+FROM run_task_stats s JOIN subj USING (run_id)
 GROUP BY subject
 """
+)
+# The raw score is the share of the subject's attempts that passed (an attempt without a verdict counts as a fail),
+# and the tasks counted are those with an attempt: both from the per (run, task) aggregate the writer keeps
+# (run_task_stats), not from every attempt.
+N_TASKS_SQL = (
+    "SELECT count(DISTINCT s.task_id) AS n FROM run_task_stats s JOIN runs r USING (run_id) WHERE r.benchmark = ?"
 )
 
 
@@ -27,7 +34,7 @@ def progress_view(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str 
     n_tasks = int(
         query_df(
             con,
-            "SELECT count(DISTINCT a.task_id) AS n FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = ?",
+            N_TASKS_SQL,
             [benchmark],
         )["n"].iloc[0]
     )

@@ -23,19 +23,27 @@ RUN_COLUMNS = ("run_id", "agent", "agent_version", "family", "kind", "eval_date"
 RUN_SELECT = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
 
 HEALTH_SQL = """
+WITH held AS (  -- the runs' attempts, counted from the per (run, task) aggregate the writer keeps (run_task_stats)
+    SELECT s.run_id, sum(s.n_attempts) AS n_attempts, sum(s.n_errored) AS n_errored,
+           sum(s.n_limited) AS n_limited, sum(s.n_unscored) AS n_unscored,
+           sum(s.n_scored) AS n_scored, sum(s.n_scored_passed) AS n_scored_passed,
+           sum(s.n_kept) AS n_kept, sum(s.n_kept_passed) AS n_kept_passed
+    FROM run_task_stats s JOIN runs r USING (run_id)
+    WHERE r.benchmark = $benchmark
+    GROUP BY s.run_id
+)
 SELECT r.run_id, r.agent, r.status AS log_status,
        TRY_CAST(json_extract_string(r.extra, '$.completed_samples') AS INTEGER) AS completed_samples,
        TRY_CAST(json_extract_string(r.extra, '$.total_samples') AS INTEGER) AS total_samples,
-       count(a.attempt_id) AS n_attempts,
-       count(a.attempt_id) FILTER (WHERE a.status = 'crashed') AS n_errored,
-       count(a.attempt_id) FILTER (WHERE a.status = 'timeout') AS n_limited,
-       count(a.attempt_id) FILTER (WHERE a.score IS NULL) AS n_unscored,
-       avg(CASE WHEN a.passed THEN 1.0 ELSE 0.0 END) FILTER (WHERE a.score IS NOT NULL) AS pass_rate_errors_failed,
-       avg(CASE WHEN a.passed THEN 1.0 ELSE 0.0 END)
-           FILTER (WHERE a.score IS NOT NULL AND a.status <> 'crashed') AS pass_rate_errors_excluded
-FROM runs r LEFT JOIN attempts a USING (run_id)
-WHERE r.benchmark = ?
-GROUP BY ALL
+       coalesce(h.n_attempts, 0)::BIGINT AS n_attempts,
+       coalesce(h.n_errored, 0)::BIGINT AS n_errored,
+       coalesce(h.n_limited, 0)::BIGINT AS n_limited,
+       coalesce(h.n_unscored, 0)::BIGINT AS n_unscored,
+       -- the share of passes among scored attempts (errored ones as failures / left out), as a mean of 1.0 and 0.0
+       CASE WHEN h.n_scored > 0 THEN h.n_scored_passed::DOUBLE / h.n_scored::DOUBLE END AS pass_rate_errors_failed,
+       CASE WHEN h.n_kept > 0 THEN h.n_kept_passed::DOUBLE / h.n_kept::DOUBLE END AS pass_rate_errors_excluded
+FROM runs r LEFT JOIN held h USING (run_id)
+WHERE r.benchmark = $benchmark
 ORDER BY r.run_id
 """
 # Runs an eval set's retry superseded (a later log of the same task in the same eval set), with the later run.
@@ -72,6 +80,6 @@ def run_health(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFram
     hit a limit or is unscored. ``superseded_by``: the run of an eval set's retry that replaced this one (the
     leaderboard leaves this one out), else None.
     """
-    df = query_df(con, HEALTH_SQL, [benchmark])
+    df = query_df(con, HEALTH_SQL, {"benchmark": benchmark})
     later = {} if df.empty else dict(query_df(con, SUPERSEDED_SQL, [benchmark]).itertuples(index=False, name=None))
     return with_health(df, later)

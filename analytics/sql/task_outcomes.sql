@@ -1,18 +1,20 @@
--- One row per (run, task) of the given runs: samples, successes, mean score, tool calls and cost.
+-- One row per (run, task) of the given runs: samples, successes, mean score, tool calls and cost, read from the
+-- aggregate the writer keeps per (run, task) (run_task_stats, migration 008): runs x tasks rows, whatever the
+-- number of attempts. A pair whose attempts are all unscored (Inspect samples before `inspect score`: neither
+-- pass nor fail) has no row.
 -- Lean on purpose: only the two keys are text (run and task details are separate, small queries), since turning
--- text into Python objects costs more than the aggregation itself (86k rows at 1M attempts).
+-- text into Python objects costs more than the reading itself.
 -- Parameters: $run_ids (list; the runs that match the page's filters, from leaderboard_runs.sql);
 -- $exclude_errored: leave errored attempts (status crashed) out, as Inspect's accuracy does, instead of counting
 -- them as failures (the default).
-SELECT a.run_id, a.task_id,
-       count(*)               AS n,
-       count_if(a.passed)     AS c,
-       avg(a.score)           AS score,
-       avg(a.n_tool_calls)    AS steps,
-       avg(a.cost_usd)        AS cost_usd
-FROM attempts a
+-- c is HUGEINT as count_if gave it when this read the attempts (pandas reads it as a float: the same frame).
+SELECT s.run_id, s.task_id,
+       CASE WHEN $exclude_errored THEN s.n_kept ELSE s.n_scored END                         AS n,
+       (CASE WHEN $exclude_errored THEN s.n_kept_passed ELSE s.n_scored_passed END)::HUGEINT AS c,
+       CASE WHEN $exclude_errored THEN s.score_mean_kept ELSE s.score_mean END              AS score,
+       CASE WHEN $exclude_errored THEN s.tool_calls_mean_kept ELSE s.tool_calls_mean_scored END AS steps,
+       CASE WHEN $exclude_errored THEN s.cost_usd_mean_kept ELSE s.cost_usd_mean_scored END AS cost_usd
+FROM run_task_stats s
 JOIN (SELECT unnest($run_ids) AS run_id) r USING (run_id)
-WHERE a.score IS NOT NULL  -- an unscored attempt (Inspect sample before `inspect score`) is neither pass nor fail
-  AND NOT ($exclude_errored AND a.status = 'crashed')
-GROUP BY a.run_id, a.task_id
-ORDER BY a.run_id, a.task_id
+WHERE CASE WHEN $exclude_errored THEN s.n_kept ELSE s.n_scored END > 0
+ORDER BY s.run_id, s.task_id

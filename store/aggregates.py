@@ -1,0 +1,112 @@
+"""Aggregates the pages read, kept by the writer in the transaction that changes the attempts or their error
+labels (issue 33; migration 008 says what each column is):
+
+* ``run_task_stats``: one row per (run, task), its attempts' counts and means;
+* ``run_task_codes``: failed attempts per (run, task, code) and set of label sources that gave the code;
+* ``run_code_pairs``: pairs of codes on one failed attempt, per run and the two codes' source sets.
+
+Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
+those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file
+(``refresh_file``, called by store/ingest_writer.py), replaced attempts and late scores
+(store/attempt_update.py), judge labels and rule findings (store/derived.py: ``refresh_attempts``,
+``refresh_benchmark``), a deleted run (store/delete.py).
+
+Part of the store: all write SQL of the project lives under ``store/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+
+from store.query import load_sql
+
+TABLES = ("run_task_stats", "run_task_codes", "run_code_pairs")
+
+
+def _refresh_keys(
+    con: duckdb.DuckDBPyConnection,
+    keys_sql: str,
+    params: Sequence[object] | dict[str, object],
+    *,
+    with_stats: bool = True,
+) -> None:
+    """Recompute the rows of the (run_id, task_id) pairs ``keys_sql`` selects (``run_code_pairs``: of their runs),
+    inside the caller's transaction: the rows go, and what still has attempts gets its rows again from them.
+    ``with_stats`` false: only the labels' tables (the attempts themselves did not change)."""
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _rl_agg_keys AS SELECT DISTINCT run_id, task_id FROM ({keys_sql})", params
+    )
+    try:
+        in_pairs = "(run_id, task_id) IN (SELECT run_id, task_id FROM _rl_agg_keys)"
+        if with_stats:
+            con.execute(f"DELETE FROM run_task_stats WHERE {in_pairs}")
+            con.execute(f"INSERT INTO run_task_stats {load_sql('run_task_stats')}")
+        con.execute(f"DELETE FROM run_task_codes WHERE {in_pairs}")
+        con.execute("DELETE FROM run_code_pairs WHERE run_id IN (SELECT run_id FROM _rl_agg_keys)")
+        # the range of attempt ids of the keys' runs, as constants: labels (which hold no run) outside it are
+        # skipped by the scan's statistics instead of being joined with the attempts
+        lo, hi = con.execute(
+            "SELECT min(attempt_id), max(attempt_id) FROM attempts "
+            "WHERE run_id IN (SELECT DISTINCT run_id FROM _rl_agg_keys)"
+        ).fetchall()[0]
+        if lo is not None:
+            bounds = {"lo": int(lo), "hi": int(hi)}
+            con.execute(f"INSERT INTO run_task_codes {load_sql('run_task_codes')}", bounds)
+            con.execute(f"INSERT INTO run_code_pairs {load_sql('run_code_pairs')}", bounds)
+    finally:
+        con.execute("DROP TABLE IF EXISTS _rl_agg_keys")
+
+
+def refresh_file(con: duckdb.DuckDBPyConnection, file_id: int, *, revised_runs: Sequence[str] = ()) -> None:
+    """After an ingested file's rows are written: the pairs of its attempts, and every pair of the runs it
+    re-scored (their earlier attempts got a new headline score)."""
+    _refresh_keys(
+        con,
+        "SELECT run_id, task_id FROM attempts WHERE file_id = $file_id "
+        "UNION ALL SELECT run_id, task_id FROM attempts WHERE list_contains($runs, run_id)",
+        {"file_id": int(file_id), "runs": [str(r) for r in revised_runs]},
+    )
+
+
+def attempt_keys(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> list[tuple[str, str]]:
+    """The (run_id, task_id) pairs of stored attempts (read before they are deleted, to refresh after)."""
+    rows = con.execute(
+        "SELECT DISTINCT run_id, task_id FROM attempts WHERE attempt_id IN (SELECT unnest(?::BIGINT[]))",
+        [[int(i) for i in attempt_ids]],
+    ).fetchall()
+    return [(str(r), str(t)) for r, t in rows]
+
+
+def refresh_pairs(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[str, str]], *, with_stats: bool = True) -> None:
+    """After attempts of these (run_id, task_id) pairs changed or went (``with_stats`` false: only their labels)."""
+    if not pairs:
+        return
+    _refresh_keys(
+        con,
+        "SELECT unnest($runs::VARCHAR[]) AS run_id, unnest($tasks::VARCHAR[]) AS task_id",
+        {"runs": [p[0] for p in pairs], "tasks": [p[1] for p in pairs]},
+        with_stats=with_stats,
+    )
+
+
+def refresh_attempts(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> None:
+    """After the error labels of stored attempts changed (judge verdicts, rule findings): the labels' tables."""
+    refresh_pairs(con, attempt_keys(con, attempt_ids), with_stats=False)
+
+
+def refresh_benchmark(con: duckdb.DuckDBPyConnection, benchmark: str) -> None:
+    """After labels of a whole benchmark changed (its rule findings recomputed): the labels' tables."""
+    _refresh_keys(
+        con,
+        "SELECT a.run_id, a.task_id FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = $benchmark",
+        {"benchmark": benchmark},
+        with_stats=False,
+    )
+
+
+def drop_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """A deleted run's rows (inside the deletion's transaction)."""
+    for table in TABLES:  # an allow-list of table names
+        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
