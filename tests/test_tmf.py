@@ -577,3 +577,16 @@ def test_a_prepared_overview_finishes_as_a_fresh_one(fixture_db) -> None:
             }
         assert tmf.prepare_overview(con, run_filter, options=rates[0]) is not None
     assert prepared.overall is not None and prepared.overall.points.equals(tmf.finish(prepared.overall).points)
+
+
+def test_runs_tied_exactly_share_the_replicates_where_they_are_best() -> None:
+    rng = np.random.default_rng(8)
+    pool = [f"p{i:02d}" for i in range(30)]
+    twin = _pool_rows("a", pool, 0.7, 0.02, rng)
+    rows = twin + [{**r, "run_id": "a2", "agent": "A2"} for r in twin] + _pool_rows("c", pool, 0.3, 0.01, rng)
+    res = tmf.analyse(_inputs(rows), options=tmf.TmfOptions(n_replicates=100))
+    unc = res.uncertainty
+    assert unc is not None and res.value is not None
+    assert unc.p_best["a"] == unc.p_best["a2"] > 0 and unc.p_frontier["a"] == unc.p_frontier["a2"]
+    assert sum(unc.p_best.values()) == pytest.approx(1.0)
+    assert res.value.best_run_id in ("a", "a2")

@@ -153,31 +153,42 @@ def uncertainty(rep: Replicates, acceptance: Acceptance) -> Uncertainty:
     else:  # the step supply: every replicate's value in one pass (the same numbers as one call each)
         values = values_from_frontiers(frontiers, acceptance, grid_points=BOOT_GRID_POINTS)
     n = len(frontiers)
-    stages, area = np.zeros(n, dtype=int), np.full(n, np.nan)
-    best: list[tuple[str, ...]] = []
-    for i, (x, y, val) in enumerate(zip(rep.x, rep.y, values, strict=True)):
-        stages[i], area[i] = val.stage, val.area
-        best.append(_tied_with(val.best_run_id, rep.ids, x, y))
+    stages = np.array([val.stage for val in values], dtype=int)
+    area = np.array([val.area for val in values], dtype=float)
     run_ids = [str(r) for r in rep.ids]
+    tied = _tied_runs([val.best_run_id for val in values], run_ids, rep.x, rep.y)
     return Uncertainty(
         n,
         rep.n_tasks,
         {str(k): float((stages == k).mean()) for k in (1, 2, 3)},
         {r: float(rep.on_front[:, j].mean()) for j, r in enumerate(run_ids)},
-        dict(zip(run_ids, _best_shares(best, run_ids, n), strict=True)),
+        dict(zip(run_ids, _best_shares(tied, n), strict=True)),
         (float(np.nanquantile(area, 0.025)), float(np.nanquantile(area, 0.975))),
     )
 
 
-def _best_shares(best: list[tuple[str, ...]], run_ids: list[str], n: int) -> list[float]:
-    """Per run, the share of the ``n`` replicates where it is the best run, a replicate of ``k`` tied runs
-    counting ``1/k`` for each: one matrix of the replicates' shares summed in replicate order (the same sums as
-    adding them one by one)."""
+def _tied_runs(best: list[str | None], run_ids: list[str], x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``(replicates, runs)``: the replicate's best run and every run at exactly its cost and performance (no run
+    where the replicate has no best run)."""
     col = {r: j for j, r in enumerate(run_ids)}
-    share = np.zeros((len(best) + 1, len(run_ids)))  # a first row of zeros: the sum of no replicate is 0
-    for i, tied in enumerate(best, start=1):
-        if tied:  # no best run in this replicate: it counts for nobody
-            share[i, [col[r] for r in tied]] = 1.0 / len(tied)
+    j = np.array([-1 if b is None else col[b] for b in best], dtype=np.intp)
+    has = j >= 0
+    at = np.arange(len(best))
+    jx, jy = x[at, np.maximum(j, 0)], y[at, np.maximum(j, 0)]
+    same = (x == jx[:, None]) & (y == jy[:, None]) & has[:, None]
+    alone = has & ~same.any(axis=1)  # a best run whose own point is not a number: itself only
+    same[at[alone], j[alone]] = True
+    return same
+
+
+def _best_shares(tied: np.ndarray, n: int) -> list[float]:
+    """Per run, the share of the ``n`` replicates where it is the best run (``tied``: ``_tied_runs``), a replicate
+    of ``k`` tied runs counting ``1/k`` for each, summed in replicate order (the same sums as adding them one by
+    one)."""
+    k = tied.sum(axis=1)
+    share = np.zeros((tied.shape[0] + 1, tied.shape[1]))  # a first row of zeros: the sum of no replicate is 0
+    with np.errstate(divide="ignore"):
+        share[1:] = np.where(tied, 1.0 / k[:, None], 0.0)  # no best run in a replicate: it counts for nobody
     return [float(v) / n for v in np.cumsum(share, axis=0)[-1]]
 
 
@@ -206,15 +217,6 @@ def _pareto_masks(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     mask = np.zeros(x.shape, dtype=bool)
     np.put_along_axis(mask, order, keep, axis=-1)
     return mask
-
-
-def _tied_with(best: str | None, ids: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[str, ...]:
-    """The best run and every run at exactly its cost and performance (empty when there is no best run)."""
-    if best is None:
-        return ()
-    j = int(np.flatnonzero(ids == best)[0])
-    same = np.flatnonzero((x == x[j]) & (y == y[j]))
-    return tuple(str(ids[k]) for k in same) if same.size else (best,)
 
 
 def _sorted_rows(mask: np.ndarray, x: np.ndarray, y: np.ndarray, rank: np.ndarray) -> np.ndarray:
