@@ -386,6 +386,7 @@ def test_tmf_uses_the_comparison_set_and_bootstraps_the_stage() -> None:
     res = tmf.analyse(_inputs(rows), options=tmf.TmfOptions(n_replicates=200))
     assert "other" not in set(res.points["run_id"]) and res.assumptions["runs_on_other_tasks"] == ["other"]
     assert res.assumptions["comparison_set_size"] == 40
+    assert "; 1 run on other tasks is left out" in tmf.comparison_caption(res)  # no "1 run(s)"
     unc = res.uncertainty
     assert unc is not None and unc.n_replicates == 200 and unc.n_tasks == 40
     assert sum(unc.stage_probability.values()) == pytest.approx(1.0)

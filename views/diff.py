@@ -152,7 +152,7 @@ with st.expander("Sequential gate (anytime-valid: for attempts that arrive over 
         )
 
 st.subheader("Tasks by change")
-slider_col, only_col = st.columns([4, 1])
+slider_col, only_col = st.columns([3, 1])  # "Regressions only" whole at 1280 px
 low, high = slider_col.slider(
     "Change of the metric per task (B - A, pp)", -100, 100, (-100, 100), step=5, key="df_change"
 )

@@ -64,9 +64,9 @@ with st.expander("Change the assumptions (performance, cost, human, market)", ex
         "Cost", list(tmf.COST_SOURCES), key="tmf_cost", help="logged cost_usd, or tokens x the run's prices"
     )
     reprice = c2.toggle(
-        "Reprice at current prices",
+        "At current prices",  # whole at 1280 px
         key="tmf_reprice",
-        help="tokens x the newest prices of the same family (runs without tokens keep their cost)",
+        help="Reprice: tokens x the newest prices of the same family (runs without tokens keep their cost)",
     )
     supply = c2.selectbox(
         "Supply curve",
