@@ -83,3 +83,11 @@ def test_every_column_table_names_the_run_among_its_default_columns(
     shown = list(every.proto.column_order)
     assert shown[:2] == ["Rank", "Run"], shown
     assert list(every.value["Run"]) == list(summary.value["Run"])
+
+
+def test_every_column_table_writes_intervals_a_to_b(demo_db: Path) -> None:
+    with rdb.reader(demo_db) as con:
+        board = lb.leaderboard(con, RunFilter(benchmark="ad-bench"))
+    table = lb.display_table(board[board["slice"] == "all"])
+    cis = table["Pass@1 95% CI"]
+    assert cis.str.contains(" to ").all() and not cis.str.contains("–").any(), list(cis)

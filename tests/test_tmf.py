@@ -591,3 +591,12 @@ def test_runs_tied_exactly_share_the_replicates_where_they_are_best() -> None:
     assert unc.p_best["a"] == unc.p_best["a2"] > 0 and unc.p_frontier["a"] == unc.p_frontier["a2"]
     assert sum(unc.p_best.values()) == pytest.approx(1.0)
     assert res.value.best_run_id in ("a", "a2")
+
+
+def test_intervals_in_the_runs_table_read_a_to_b(fixture_db) -> None:
+    """Cost and performance intervals are written alike ("a to b"), as every table of the app writes them."""
+    with reader(fixture_db) as con:
+        res = tmf.analyse(tmf.load(con, RunFilter(benchmark="mini-bench")))
+    shown = tmf.runs_display(tmf.points_table(res), res)
+    cost = shown["Cost per task [95% CI]"].iloc[0]
+    assert " to " in cost and "–" not in cost, cost

@@ -298,7 +298,7 @@ def runs_display(table: pd.DataFrame, result: TmfResult) -> pd.DataFrame:
         x_name = "Cost per task [95% CI]"
 
         def x_text(v: Any, lo: Any, hi: Any) -> str:
-            return fmt.usd(v) if fmt.text(lo) == fmt.MISSING else f"{fmt.usd(v)} [{fmt.usd(lo)}–{fmt.usd(hi)}]"
+            return fmt.usd(v) if fmt.text(lo) == fmt.MISSING else f"{fmt.usd(v)} [{fmt.usd(lo)} to {fmt.usd(hi)}]"
     else:
         x_name = "Latency per task, s [95% CI]"
 
