@@ -107,7 +107,7 @@ def cached(fn: Callable[..., Any], **kwargs: Any) -> Any:
     return _cached_call(f"{fn.__module__}.{fn.__qualname__}", db_version(), db_path(), _frozen(kwargs), fn)
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@st.cache_data(show_spinner=False, max_entries=64)  # an entry per rate tried (a TMF overview: 30 kB on the demo)
 def _cached_then(
     key: str,
     version: str,
