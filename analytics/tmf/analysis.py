@@ -214,8 +214,23 @@ def prepare(
         opt.axis == "latency" and humans["latency_per_task_s"].notna().any()
     )
     if not is_timed:  # no value without a human time: bootstrap once one is given
-        return dataclasses.replace(supply, pending=(agent_rows, cur))
+        return dataclasses.replace(supply, pending=(agent_rows[_BOOT_COLUMNS], cur))
     return dataclasses.replace(supply, replicates=_replicates(agent_rows, supply.points, opt, slice_name, cur))
+
+
+_BOOT_COLUMNS = [  # what ``bootstrap.replicates`` reads of the rows (``row_costs`` included)
+    "run_id",
+    "task_id",
+    "c",
+    "n",
+    "score",
+    "latency_s",
+    "cost_usd",
+    "input_tokens",
+    "output_tokens",
+    "price_input_per_mtok",
+    "price_output_per_mtok",
+]
 
 
 def _replicates(
