@@ -197,6 +197,13 @@ def upload(page: Page, url: str) -> None:
     page.wait_for_timeout(1500)
     sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
     assert "75 runs" not in sidebar and "runs ·" in sidebar, sidebar  # the counts include the new runs at once
+    screenshot(page, "browser-page-upload-ingested")
+    # the link opens the new run in its own benchmark: the sidebar follows it and the demo banner is not shown
+    page.get_by_text("Open run mini-a-v1 (Agent A)").first.click()
+    page.get_by_role("heading", name="Drilldown", exact=True).first.wait_for(timeout=120_000)
+    settle(page)
+    assert url_param(page, "run") == "mini-a-v1" and url_param(page, "benchmark") == "mini-bench", page.url
+    assert sidebar_benchmark(page) == "mini-bench" and not page.get_by_text("Demo data.").count()
 
 
 # (url path and link, the page's title, text the page must show for that link, its main interaction)

@@ -70,3 +70,24 @@ def pd_isna(value: object) -> bool:
     import pandas as pd
 
     return bool(pd.isna(value))
+
+
+def test_every_column_table_names_the_run_among_its_default_columns(
+    demo_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The expander with every column shows, in the columns a 1280 px window draws first, which run a row is (the
+    table above's label), not only ranks and p-values."""
+    at = open_page("views/leaderboard.py", demo_db, monkeypatch, benchmark="ad-bench")
+    every = next(d for d in at.dataframe if "p method" in d.value.columns and "Why apart" not in d.value.columns)
+    summary = next(d for d in at.dataframe if "Pass@1 % [95% CI]" in d.value.columns)
+    shown = list(every.proto.column_order)
+    assert shown[:2] == ["Rank", "Run"], shown
+    assert list(every.value["Run"]) == list(summary.value["Run"])
+
+
+def test_every_column_table_writes_intervals_a_to_b(demo_db: Path) -> None:
+    with rdb.reader(demo_db) as con:
+        board = lb.leaderboard(con, RunFilter(benchmark="ad-bench"))
+    table = lb.display_table(board[board["slice"] == "all"])
+    cis = table["Pass@1 95% CI"]
+    assert cis.str.contains(" to ").all() and not cis.str.contains("–").any(), list(cis)

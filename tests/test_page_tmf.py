@@ -76,10 +76,27 @@ def test_page_on_fixture_shows_stage_value_and_chart(fixture_db: Path, monkeypat
 
 
 def test_hourly_rate_input_changes_the_human_cost(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new rate finishes the prepared analysis again without reading the data: the page shows a fresh
+    analysis's figures at that rate, and the tasks were read once."""
+    from analytics.tmf import analysis
+
+    reads: list[RunFilter] = []
+    load = analysis.load
+    monkeypatch.setattr(analysis, "load", lambda con, run_filter: reads.append(run_filter) or load(con, run_filter))
     at = open_tmf(fixture_db, monkeypatch, "mini-bench")
-    at.number_input(key="tmf_hourly").set_value(100.0)
-    rerun(at)
-    assert metrics(at)["Human cost per task"] == "$10.83"
+    assert len(reads) == 1
+    for rate, human in ((100.0, "$10.83"), (50.0, "$5.42")):
+        at.number_input(key="tmf_hourly").set_value(rate)
+        rerun(at)
+        with reader(fixture_db) as con:
+            fresh = tmf.analyse(
+                tmf.load(con, RunFilter(benchmark="mini-bench")), options=tmf.TmfOptions(hourly_usd=rate)
+            )
+        got = metrics(at)
+        assert got["Human cost per task"] == human == tmf.fmt_x(fresh.human.x, "USD")
+        assert got["AI value per task (area)"] == tmf.fmt_x(fresh.value.area, "USD")
+        assert got["TMF stage"] == tmf.stage_label(fresh).split(" · ")[0]
+    assert len(reads) == 1
 
 
 @pytest.mark.slow

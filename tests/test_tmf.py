@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -385,6 +386,7 @@ def test_tmf_uses_the_comparison_set_and_bootstraps_the_stage() -> None:
     res = tmf.analyse(_inputs(rows), options=tmf.TmfOptions(n_replicates=200))
     assert "other" not in set(res.points["run_id"]) and res.assumptions["runs_on_other_tasks"] == ["other"]
     assert res.assumptions["comparison_set_size"] == 40
+    assert "; 1 run on other tasks is left out" in tmf.comparison_caption(res)  # no "1 run(s)"
     unc = res.uncertainty
     assert unc is not None and unc.n_replicates == 200 and unc.n_tasks == 40
     assert sum(unc.stage_probability.values()) == pytest.approx(1.0)
@@ -469,7 +471,7 @@ def _same_value(a: tmf.Value, b: tmf.Value) -> bool:
 def test_the_bootstrap_in_one_pass_gives_the_numbers_of_one_call_per_replicate(exponent: float) -> None:
     """The replicates' frontiers (``_pareto_masks``) and values (``values_from_frontiers``) computed for all
     replicates at once equal ``pareto_mask`` and ``value_from_arrays`` called once per replicate, exactly."""
-    from analytics.tmf.analysis import _pareto_masks, _sorted_rows
+    from analytics.tmf.bootstrap import _pareto_masks, _sorted_rows
     from analytics.tmf.model import values_from_frontiers
 
     rng = np.random.default_rng(11)
@@ -494,3 +496,107 @@ def test_the_bootstrap_in_one_pass_gives_the_numbers_of_one_call_per_replicate(e
     for (fx, fy, fids), value in zip(frontiers, batched, strict=True):
         single = tmf.value_from_arrays(fx, fy, fids, acceptance, vx=fx, vy=fy, grid_points=tmf.BOOT_GRID_POINTS)
         assert _same_value(single, value), (single, value)
+
+
+def _canon(result: tmf.TmfResult) -> tuple:
+    """Every field of a result in a form ``==`` compares exactly (frames as their full JSON)."""
+    return (
+        result.points.to_json(double_precision=15),
+        *(repr(getattr(result, f.name)) for f in dataclasses.fields(result) if f.name != "points"),
+    )
+
+
+def _market_rows(is_timed: bool) -> list[dict]:
+    rng = np.random.default_rng(5)
+    pool = [f"p{i:02d}" for i in range(36)]
+    rows = []
+    for run, rate, cost, date in (
+        ("a", 0.55, 0.02, "2025-02-01"),
+        ("b", 0.7, 0.09, "2025-05-01"),
+        ("c", 0.35, 0.004, "2025-08-01"),
+        ("d", 0.72, 0.3, "2025-08-15"),
+    ):
+        for r in _pool_rows(run, pool, rate, cost, rng):
+            r["eval_date"], r["level"] = pd.Timestamp(date), "L1" if r["task_id"] < "p18" else "L2"
+            r["human_minutes"] = 4.0 + int(r["task_id"][1:]) % 5 if is_timed else np.nan
+            rows.append(r)
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("is_timed", "changes"),
+    [
+        (True, {}),
+        (True, {"supply": "hull"}),
+        (True, {"axis": "latency"}),
+        (False, {"human_minutes": 5.0}),  # no human time in the data: the bootstrap waits for the input
+    ],
+)
+def test_a_prepared_analysis_finishes_as_a_fresh_one_for_every_rate(is_timed: bool, changes: dict) -> None:
+    """What the page caches apart from the rate (``prepare``) finished under two rates, in both orders, gives the
+    results of fresh analyses at those rates, exactly: nothing prepared depends on the human or the market."""
+    rows = _market_rows(is_timed)
+    for r in rows:
+        r["latency_s"] = 30.0 + 100 * r["cost_usd"]
+    inputs = _inputs(rows)
+    markets = [
+        {"hourly_usd": 30.0, "willingness": 1.0},
+        {"hourly_usd": 120.0, "willingness": 0.6, "exponent": 2.0, "human_performance": 0.9},
+    ]
+    options = [tmf.TmfOptions(n_replicates=120, **changes, **m) for m in markets]
+    fresh = [_canon(tmf.analyse(inputs, options=o)) for o in options]
+    assert fresh[0] != fresh[1]  # the rate changes the result
+    for prepared_with in options:
+        supply = tmf.prepare(inputs, options=prepared_with)
+        for o, expected in [*zip(options, fresh, strict=True), *zip(options[::-1], fresh[::-1], strict=True)]:
+            assert _canon(tmf.finish(supply, o)) == expected
+    finished = tmf.finish(tmf.prepare(inputs, options=options[0]), options[1])
+    assert finished.uncertainty is not None and finished.value is not None
+    periods = tmf.prepare_periods(inputs, options=options[1])
+    assert [(label, _canon(tmf.finish(s, options[0]))) for label, s in periods] == [
+        (label, _canon(r)) for label, r in tmf.by_period(inputs, options=options[0])
+    ]
+    slices = tmf.prepare_slices(inputs, options=options[0])
+    assert [_canon(r) for r in tmf.finish_slices(slices, options[1])] == [
+        _canon(r) for r in tmf.analyse_slices(inputs, options=options[1])
+    ]
+
+
+def test_a_prepared_overview_finishes_as_a_fresh_one(fixture_db) -> None:
+    run_filter = RunFilter(benchmark="mini-bench")
+    rates = [tmf.TmfOptions(hourly_usd=h, n_replicates=80) for h in (50.0, 140.0)]
+    with reader(fixture_db) as con:
+        prepared = tmf.prepare_overview(con, run_filter, options=rates[1], slice_kinds=("level", "category"))
+        for o in rates:
+            fresh = tmf.overview(con, run_filter, options=o, slice_kinds=("level", "category"))
+            again = tmf.finish_overview(prepared, o)
+            assert fresh.overall is not None and again.overall is not None
+            assert _canon(again.overall) == _canon(fresh.overall)
+            assert [(k, _canon(r)) for k, r in again.movie] == [(k, _canon(r)) for k, r in fresh.movie]
+            assert {k: [_canon(r) for r in v] for k, v in again.by_kind.items()} == {
+                k: [_canon(r) for r in v] for k, v in fresh.by_kind.items()
+            }
+        assert tmf.prepare_overview(con, run_filter, options=rates[0]) is not None
+    assert prepared.overall is not None and prepared.overall.points.equals(tmf.finish(prepared.overall).points)
+
+
+def test_runs_tied_exactly_share_the_replicates_where_they_are_best() -> None:
+    rng = np.random.default_rng(8)
+    pool = [f"p{i:02d}" for i in range(30)]
+    twin = _pool_rows("a", pool, 0.7, 0.02, rng)
+    rows = twin + [{**r, "run_id": "a2", "agent": "A2"} for r in twin] + _pool_rows("c", pool, 0.3, 0.01, rng)
+    res = tmf.analyse(_inputs(rows), options=tmf.TmfOptions(n_replicates=100))
+    unc = res.uncertainty
+    assert unc is not None and res.value is not None
+    assert unc.p_best["a"] == unc.p_best["a2"] > 0 and unc.p_frontier["a"] == unc.p_frontier["a2"]
+    assert sum(unc.p_best.values()) == pytest.approx(1.0)
+    assert res.value.best_run_id in ("a", "a2")
+
+
+def test_intervals_in_the_runs_table_read_a_to_b(fixture_db) -> None:
+    """Cost and performance intervals are written alike ("a to b"), as every table of the app writes them."""
+    with reader(fixture_db) as con:
+        res = tmf.analyse(tmf.load(con, RunFilter(benchmark="mini-bench")))
+    shown = tmf.runs_display(tmf.points_table(res), res)
+    cost = shown["Cost per task [95% CI]"].iloc[0]
+    assert " to " in cost and "–" not in cost, cost

@@ -104,8 +104,41 @@ def write(fn: Callable[..., Any], /, *, store: str | None = None, **kwargs: Any)
 
 def cached(fn: Callable[..., Any], **kwargs: Any) -> Any:
     """Call ``fn(con, **kwargs)`` on a read-only connection, cached until the data changes."""
-    frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kwargs.items()))
-    return _cached_call(f"{fn.__module__}.{fn.__qualname__}", db_version(), db_path(), frozen, fn)
+    return _cached_call(f"{fn.__module__}.{fn.__qualname__}", db_version(), db_path(), _frozen(kwargs), fn)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)  # an entry per rate tried (a TMF overview: 30 kB on the demo)
+def _cached_then(
+    key: str,
+    version: str,
+    path: str,
+    kwargs: tuple[tuple[str, Any], ...],
+    then_key: str,
+    then_kwargs: tuple[tuple[str, Any], ...],
+    _fn: Callable[..., Any],
+    _then: Callable[..., Any],
+) -> Any:
+    return _then(_cached_call(key, version, path, kwargs, _fn), **dict(then_kwargs))
+
+
+def cached_then(fn: Callable[..., Any], then: Callable[..., Any], then_kwargs: Mapping[str, Any], **kwargs: Any) -> Any:
+    """``then(cached(fn, **kwargs), **then_kwargs)``, itself cached: when only ``then_kwargs`` change (a new TMF
+    hourly rate), ``fn``'s cached result is finished again and ``fn`` is not called."""
+    frozen = _frozen(kwargs)
+    return _cached_then(
+        f"{fn.__module__}.{fn.__qualname__}",
+        db_version(),
+        db_path(),
+        frozen,
+        f"{then.__module__}.{then.__qualname__}",
+        _frozen(then_kwargs),
+        fn,
+        then,
+    )
+
+
+def _frozen(kwargs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in kwargs.items()))
 
 
 def query_param(name: str, default: str | None = None) -> str | None:

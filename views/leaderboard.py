@@ -81,7 +81,7 @@ if not leader.empty:
         f"{top['metric_value']:.3g} {metric_name} ({plain(str(scorer))}, raw scale)"
         if top["scale"] == "raw"
         else f"{100 * top['metric_value']:.1f}% {metric_name}",
-        help=f"Top group: {int(ranked['top_group'].eq(True).sum())} run(s) not distinguishable from the best "
+        help=f"Top group: {fmt.plural(int(ranked['top_group'].eq(True).sum()), 'run')} not distinguishable from the best "
         "(selection-aware max-gap permutation test over the ranked runs, 5%)",
     )
 top_group = ranked[ranked["top_group"].eq(True)]
@@ -99,6 +99,8 @@ ordered = ranked.sort_values(["rank", "run_id"])
 summary = lb.summary_table(ordered)
 show_table(summary, key="lb_summary", name=f"leaderboard-{filters.benchmark}-summary", is_display=True)
 table = lb.display_table(ordered)
+if not table.empty:  # the run first, as in the table above: without it the default columns name no run
+    table.insert(1, "Run", summary["Run"].to_numpy())
 with st.expander("Every column (Pass@k, pass^k, steps, attempts, raw p-values)"):
     show_table(table, key="lb_table", name=f"leaderboard-{filters.benchmark}", is_display=True, show_ids=True)
 if not apart.empty:

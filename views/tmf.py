@@ -11,6 +11,7 @@ from analytics.figures import plain_figure
 from ui.common import (
     UrlField,
     cached,
+    cached_then,
     drilldown_url,
     empty_state,
     from_url,
@@ -63,9 +64,9 @@ with st.expander("Change the assumptions (performance, cost, human, market)", ex
         "Cost", list(tmf.COST_SOURCES), key="tmf_cost", help="logged cost_usd, or tokens x the run's prices"
     )
     reprice = c2.toggle(
-        "Reprice at current prices",
+        "At current prices",  # whole at 1280 px
         key="tmf_reprice",
-        help="tokens x the newest prices of the same family (runs without tokens keep their cost)",
+        help="Reprice: tokens x the newest prices of the same family (runs without tokens keep their cost)",
     )
     supply = c2.selectbox(
         "Supply curve",
@@ -101,7 +102,16 @@ FREQ = UrlField("tmf_freq", "period", "quarter", choices=list(tmf.PERIODS))
 from_url([FREQ])
 freq = st.segmented_control("Period", list(tmf.PERIODS), key="tmf_freq") or "quarter"
 keep_in_url([FREQ])
-view = cached(tmf.overview, run_filter=filters, options=opt, freq=freq)
+# what the runs give is prepared once per supply-side choice; a new rate, human figure or market curve only
+# finishes it again (``tmf.finish_overview``), without reading or resampling the tasks
+view = cached_then(
+    tmf.prepare_overview,
+    tmf.finish_overview,
+    {"options": opt},
+    run_filter=filters,
+    options=opt.supply_side(),
+    freq=freq,
+)
 if view.overall is None:
     empty_state(
         f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
@@ -209,7 +219,15 @@ kind = st.segmented_control("Small multiples by", ["level", "category"], default
 multi = (
     view.by_kind[kind or "level"]
     if as_of is None and (kind or "level") in view.by_kind
-    else cached(tmf.slice_results, run_filter=filters, kind=kind or "level", options=opt, as_of=as_of)
+    else cached_then(
+        tmf.prepare_slice_results,
+        tmf.finish_slices,
+        {"options": opt},
+        run_filter=filters,
+        kind=kind or "level",
+        options=opt.supply_side(),
+        as_of=as_of,
+    )
 )
 if multi:
     show_fig(

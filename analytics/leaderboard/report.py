@@ -150,7 +150,7 @@ def _signed_ci(ci: Sequence[float] | None) -> str:
 def _pct_ci(ci: Sequence[float] | None) -> str:
     if not ci or not all(np.isfinite(v) for v in ci):
         return ""
-    return f"{100 * ci[0]:.1f}–{100 * ci[1]:.1f}"
+    return f"{100 * ci[0]:.1f} to {100 * ci[1]:.1f}"
 
 
 def payload(

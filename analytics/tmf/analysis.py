@@ -12,12 +12,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from analytics import compare, stats
+from analytics import compare
 from analytics.runs import comparable_runs_of
+from analytics.tmf.bootstrap import Replicates, Uncertainty, replicates, uncertainty
 from analytics.tmf.load import TmfInputs, load
 from analytics.tmf.model import (
     AXES,
-    BOOT_GRID_POINTS,
     DEFAULT_HOURLY_USD,
     DEFAULT_HUMAN_PERFORMANCE,
     MIN_TASKS,
@@ -30,14 +30,11 @@ from analytics.tmf.model import (
     current_prices,
     human_baseline,
     pareto_mask,
-    row_costs,
     run_points,
     slice_names,
     slice_tasks,
     upper_hull,
     value_and_stage,
-    value_from_arrays,
-    values_from_frontiers,
 )
 from store import ALL_RUNS, RunFilter
 
@@ -61,31 +58,9 @@ class TmfResult:
 
 
 @dataclass(frozen=True)
-class Uncertainty:
-    """A seeded paired task bootstrap of the whole TMF analysis over the comparison set (``bootstrap_tmf``).
-
-    Attributes:
-        n_replicates: resamples drawn (tasks with replacement, one draw shared by every run: paired).
-        n_tasks: tasks resampled (the comparison set of the slice).
-        stage_probability: {"1", "2", "3"} -> share of replicates in that stage.
-        p_frontier: run id -> share of replicates where the run is on the frontier.
-        p_best: run id -> share of replicates where the run is the best operating point; runs tied exactly (the
-            same cost and performance in a replicate) share that replicate evenly. Both are bootstrap shares: how
-            stable the estimate is under resampling of tasks, not the probability that a run is the best.
-        value_ci95: 95% percentile interval of the value per task (area).
-    """
-
-    n_replicates: int
-    n_tasks: int
-    stage_probability: dict[str, float]
-    p_frontier: dict[str, float]
-    p_best: dict[str, float]
-    value_ci95: tuple[float, float]
-
-
-@dataclass(frozen=True)
 class TmfOptions:
-    """The user's choices (all have defaults)."""
+    """The user's choices (all have defaults). ``MARKET_OPTIONS`` are the human's and the market's: only
+    ``finish`` reads them."""
 
     performance: str = "pass@1"
     axis: str = "cost"
@@ -101,6 +76,46 @@ class TmfOptions:
     n_boot: int = 500
     n_replicates: int = N_REPLICATES
 
+    def supply_side(self) -> TmfOptions:
+        """These options with the human and market ones at their defaults: all that ``prepare`` reads, so that
+        a prepared analysis cached by them serves every hourly rate, human figure, willingness and exponent."""
+        return dataclasses.replace(self, **{name: getattr(_DEFAULT_OPTIONS, name) for name in MARKET_OPTIONS})
+
+
+MARKET_OPTIONS = ("hourly_usd", "human_minutes", "human_performance", "willingness", "exponent")
+_DEFAULT_OPTIONS = TmfOptions()
+
+
+@dataclass(frozen=True)
+class Supply:
+    """One slice's analysis up to the human and the market (``prepare``): the runs' points, frontier, hull and the
+    bootstrap's replicates, which no hourly rate, human figure, willingness or exponent changes. ``finish`` adds
+    the human, the acceptance curve, the value, the stage and the bootstrap's shares.
+
+    Attributes:
+        points: every run of the analysis (humans too) with has_cost / on_frontier / on_hull.
+        frontier, hull: their rows by increasing x, then performance, then run id.
+        human_tasks: the tasks the human is costed on (one row per task, ``human_minutes``).
+        p0: the acceptance curve's performance floor (0 for rates, the lowest ability shown for IRT).
+        facts: the comparison set's entries of ``TmfResult.assumptions``.
+        replicates: the bootstrap's replicates (None: no bootstrap, or ``pending``).
+        pending: the agent rows and current prices of a bootstrap that waits for a human time (the data times no
+            task, so only a ``human_minutes`` input gives a value to bootstrap): made in ``finish``.
+    """
+
+    points: pd.DataFrame
+    frontier: pd.DataFrame
+    hull: pd.DataFrame
+    human_tasks: pd.DataFrame
+    x_col: str
+    unit: str
+    performance: str
+    slice_name: str
+    p0: float
+    facts: dict[str, Any]
+    replicates: Replicates | None = None
+    pending: tuple[pd.DataFrame, pd.DataFrame | None] | None = None
+
 
 def analyse(
     inputs: TmfInputs,
@@ -112,7 +127,8 @@ def analyse(
     with_uncertainty: bool = True,
     sliced: SliceRows | None = None,
 ) -> TmfResult:
-    """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``).
+    """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``):
+    ``finish(prepare(...), options)``.
 
     Only runs in the slice's ranked comparison set (``compare.comparison_sets`` over the agent runs up to ``as_of``)
     are analysed, on its common tasks; the others are listed in ``assumptions["runs_on_other_tasks"]``. With ``with_uncertainty`` a
@@ -120,6 +136,30 @@ def analyse(
     ``slice_rows(inputs, slice_name)`` when the caller analyses the slice more than once (``by_period``).
     """
     opt = options or TmfOptions()
+    supply = prepare(
+        inputs,
+        slice_name=slice_name,
+        options=opt,
+        as_of=as_of,
+        points=points,
+        with_uncertainty=with_uncertainty,
+        sliced=sliced,
+    )
+    return finish(supply, opt)
+
+
+def prepare(
+    inputs: TmfInputs,
+    *,
+    slice_name: str = "all",
+    options: TmfOptions | None = None,
+    as_of: dt.date | None = None,
+    points: pd.DataFrame | None = None,
+    with_uncertainty: bool = True,
+    sliced: SliceRows | None = None,
+) -> Supply:
+    """The part of ``analyse`` that no human or market option changes (it reads ``options.supply_side()``)."""
+    opt = (options or TmfOptions()).supply_side()
     if opt.axis not in AXES:
         raise TmfError(f"axis {opt.axis!r}: expected cost or latency")
     x_col, unit = AXES[opt.axis]
@@ -163,15 +203,92 @@ def analyse(
     table = slice_tasks(inputs.task_table, slice_name)
     if cset:  # the human is costed on the tasks the agents are compared on
         table = table[table["task_id"].astype(str).isin(cset)]
-    result = _assemble(table, points, opt, x_col, unit, slice_name)
-    result.assumptions.update(
-        comparison_set_size=len(cset), runs_on_other_tasks=other, baseline_runs=baselines, min_tasks=MIN_TASKS
-    )
-    if not with_uncertainty or result.value is None or opt.performance == "irt" or opt.n_replicates <= 0:
-        return result
+    facts = dict(comparison_set_size=len(cset), runs_on_other_tasks=other, baseline_runs=baselines, min_tasks=MIN_TASKS)
+    supply = _supply(table, points, opt, x_col, unit, slice_name, facts)
+    if not with_uncertainty or opt.performance == "irt" or opt.n_replicates <= 0:
+        return supply
     cur = current_prices(rows).set_index("run_id") if opt.is_repriced else None
     agent_rows = rows[rows["run_id"].isin(keep)]
-    return dataclasses.replace(result, uncertainty=bootstrap_tmf(agent_rows, result, opt, cur=cur))
+    humans = supply.points[supply.points["kind"] == "human"]
+    is_timed = table["human_minutes"].notna().any() or (
+        opt.axis == "latency" and humans["latency_per_task_s"].notna().any()
+    )
+    if not is_timed:  # no value without a human time: bootstrap once one is given
+        return dataclasses.replace(supply, pending=(agent_rows[_BOOT_COLUMNS], cur))
+    return dataclasses.replace(supply, replicates=_replicates(agent_rows, supply.points, opt, slice_name, cur))
+
+
+_BOOT_COLUMNS = [  # what ``bootstrap.replicates`` reads of the rows (``row_costs`` included)
+    "run_id",
+    "task_id",
+    "c",
+    "n",
+    "score",
+    "latency_s",
+    "cost_usd",
+    "input_tokens",
+    "output_tokens",
+    "price_input_per_mtok",
+    "price_output_per_mtok",
+]
+
+
+def _replicates(
+    rows: pd.DataFrame, points: pd.DataFrame, opt: TmfOptions, slice_name: str, cur: pd.DataFrame | None
+) -> Replicates | None:
+    return replicates(
+        rows,
+        points,
+        cost_source=opt.cost_source,
+        axis=opt.axis,
+        performance=opt.performance,
+        supply=opt.supply,
+        seed=opt.seed,
+        n_replicates=opt.n_replicates,
+        slice_name=slice_name,
+        cur=cur,
+    )
+
+
+def finish(supply: Supply, options: TmfOptions | None = None) -> TmfResult:
+    """``supply`` under the human and market options of ``options`` (its other options must be those ``supply``
+    was prepared with): human, acceptance curve, value, stage and the bootstrap's shares."""
+    opt = options or TmfOptions()
+    human = human_baseline(
+        supply.human_tasks,
+        supply.points,
+        axis=opt.axis,
+        hourly_usd=opt.hourly_usd,
+        human_minutes=opt.human_minutes,
+        human_performance=opt.human_performance,
+        default_performance=None if opt.performance == "irt" else DEFAULT_HUMAN_PERFORMANCE,
+    )
+    p0 = supply.p0
+    acceptance = value = None
+    if human.x is not None and math.isfinite(human.performance) and human.performance > p0:
+        acceptance = Acceptance(human.x, human.performance, p0, opt.willingness, opt.exponent)
+        value = value_and_stage(supply.frontier, acceptance, x_col=supply.x_col, supply=opt.supply, hull=supply.hull)
+    assumptions = _assumptions(opt, human, supply.unit, supply.points, p0)
+    assumptions.update(supply.facts)
+    result = TmfResult(
+        supply.points,
+        tuple(supply.frontier["run_id"]),
+        tuple(supply.hull["run_id"]),
+        human,
+        acceptance,
+        value,
+        supply.x_col,
+        supply.unit,
+        supply.performance,
+        supply.slice_name,
+        assumptions,
+    )
+    if value is None or acceptance is None:
+        return result
+    rep = supply.replicates
+    if supply.pending is not None:
+        rep = _replicates(supply.pending[0], supply.points, opt, supply.slice_name, supply.pending[1])
+    return result if rep is None else dataclasses.replace(result, uncertainty=uncertainty(rep, acceptance))
 
 
 def drop_baselines(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
@@ -268,147 +385,27 @@ def comparison_set(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
 def bootstrap_tmf(
     rows: pd.DataFrame, result: TmfResult, opt: TmfOptions, *, cur: pd.DataFrame | None = None
 ) -> Uncertainty | None:
-    """Resample the comparison set's tasks (one seeded draw for all runs) and redo frontier, value and stage.
+    """Resample the comparison set's tasks (one seeded draw for all runs) and redo frontier, value and stage
+    (``bootstrap.replicates``, then ``bootstrap.uncertainty``).
 
     The human side (cost per task, performance, acceptance curve) is held at its estimate: the replicates
     measure how much the agents' points move with the task sample.
     """
-    usable = result.points[(result.points["kind"] != "human") & result.points["has_cost"]]
-    usable = usable[np.isfinite(usable["performance"].to_numpy(dtype=float))]
-    rows = rows[rows["run_id"].isin(usable["run_id"])]
-    if rows.empty or result.acceptance is None:
+    if result.acceptance is None:
         return None
-    cost, _ = row_costs(rows, cost_source=opt.cost_source, cur=cur)
-    x = cost if opt.axis == "cost" else rows["latency_s"].to_numpy(dtype=float)
-    y = rows["c"].to_numpy(dtype=float) / rows["n"].to_numpy(dtype=float)
-    if opt.performance == "mean_score":
-        y = rows["score"].to_numpy(dtype=float)
-    t_codes, t_ids = pd.factorize(rows["task_id"])
-    r_codes, r_ids = pd.factorize(rows["run_id"])
-    mx, my = (np.full((len(t_ids), len(r_ids)), np.nan) for _ in range(2))
-    mx[t_codes, r_codes], my[t_codes, r_codes] = x, y
-    weights = stats.resample_weights(
-        len(t_ids), stats.stable_rng(opt.seed, "tmf-boot", result.slice_name), n_boot=opt.n_replicates
-    )
-    bx, by = (_weighted_means(weights, m) for m in (mx, my))
-    stages, on_front, best, area = _replicate_values(bx, by, [str(r) for r in r_ids], result, opt)
-    n = opt.n_replicates
-    return Uncertainty(
-        n,
-        len(t_ids),
-        {str(k): float((stages == k).mean()) for k in (1, 2, 3)},
-        {str(r): float(on_front[:, j].mean()) for j, r in enumerate(r_ids)},
-        dict(zip(map(str, r_ids), _best_shares(best, [str(r) for r in r_ids], n), strict=True)),
-        (float(np.nanquantile(area, 0.025)), float(np.nanquantile(area, 0.975))),
-    )
+    rep = _replicates(rows, result.points, opt, result.slice_name, cur)
+    return None if rep is None else uncertainty(rep, result.acceptance)
 
 
-def _best_shares(best: list[tuple[str, ...]], run_ids: list[str], n: int) -> list[float]:
-    """Per run, the share of the ``n`` replicates where it is the best run, a replicate of ``k`` tied runs
-    counting ``1/k`` for each: one matrix of the replicates' shares summed in replicate order (the same sums as
-    adding them one by one)."""
-    col = {r: j for j, r in enumerate(run_ids)}
-    share = np.zeros((len(best) + 1, len(run_ids)))  # a first row of zeros: the sum of no replicate is 0
-    for i, tied in enumerate(best, start=1):
-        if tied:  # no best run in this replicate: it counts for nobody
-            share[i, [col[r] for r in tied]] = 1.0 / len(tied)
-    return [float(v) / n for v in np.cumsum(share, axis=0)[-1]]
-
-
-def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """Per replicate and run, the mean of the finite cells over the resampled tasks: ``(replicates, runs)``."""
-    ok = np.isfinite(matrix)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (weights @ np.where(ok, matrix, 0.0)) / (weights @ ok.astype(float))
-
-
-def _replicate_values(
-    bx: np.ndarray, by: np.ndarray, run_ids: list[str], result: TmfResult, opt: TmfOptions
-) -> tuple[np.ndarray, np.ndarray, list[tuple[str, ...]], np.ndarray]:
-    """Stage, frontier membership, best run(s) and value area of every bootstrap replicate.
-
-    The best operating point's run comes with every run at exactly the same cost and performance in that
-    replicate (exact ties: they share the replicate), never only the one with the first run id.
-
-    The value grid is coarser than the estimate's (``BOOT_GRID_POINTS``): the frontier's knots are on it either
-    way, so the stage and the best point are unchanged and the area of a linear acceptance curve stays exact.
-    """
-    n_rep = bx.shape[0]
-    stages = np.zeros(n_rep, dtype=int)
-    on_front = np.zeros(bx.shape, dtype=bool)
-    best: list[tuple[str, ...]] = []
-    area = np.full(n_rep, np.nan)
-    ids = np.array(run_ids, dtype=object)
-    rank = np.argsort(np.argsort(ids))  # run-id order, the last tie-break of ``_assemble``
-    acceptance = result.acceptance
-    if acceptance is None:
-        return stages, on_front, best, area
-    ok = np.isfinite(bx) & np.isfinite(by) & (bx > 0)
-    xs, ys = np.where(ok, bx, np.nan), np.where(ok, by, np.nan)
-    on_front[:] = _pareto_masks(xs, ys)
-    # each replicate's frontier by increasing x, then performance, then run id (as ``_sorted_rows``; the keys
-    # order every run, so one sort of all runs with the others put last gives the same rows)
-    inf = np.inf
-    order = np.lexsort((np.broadcast_to(rank, xs.shape), np.where(on_front, ys, inf), np.where(on_front, xs, inf)))
-    sizes = on_front.sum(axis=1)
-    rows = list(zip(xs, ys, strict=True))
-    frontiers = [(x[o[:k]], y[o[:k]], ids[o[:k]]) for (x, y), o, k in zip(rows, order, sizes, strict=True)]
-    if opt.supply == "hull":
-        values = []
-        for (x, y), (fx, fy, fids) in zip(rows, frontiers, strict=True):
-            hmask = np.zeros(len(ids), dtype=bool)
-            hmask[upper_hull(x, y)] = True
-            v = _sorted_rows(hmask, x, y, rank) if hmask.any() else None
-            vx, vy = (fx, fy) if v is None else (x[v], y[v])
-            values.append(
-                value_from_arrays(fx, fy, fids, acceptance, vx=vx, vy=vy, supply="hull", grid_points=BOOT_GRID_POINTS)
-            )
-    else:  # the step supply: every replicate's value in one pass (the same numbers as one call each)
-        values = values_from_frontiers(frontiers, acceptance, grid_points=BOOT_GRID_POINTS)
-    for i, ((x, y), val) in enumerate(zip(rows, values, strict=True)):
-        stages[i], area[i] = val.stage, val.area
-        best.append(_tied_with(val.best_run_id, ids, x, y))
-    return stages, on_front, best, area
-
-
-def _pareto_masks(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``pareto_mask`` of every row of ``x`` and ``y`` at once (the same masks): sorted by x then -y, a point is on
-    the frontier when it is the best of its x and beats every strictly cheaper point."""
-    valid = np.isfinite(x) & np.isfinite(y)
-    x, y = np.where(valid, x, np.inf), np.where(valid, y, -np.inf)  # the invalid sort last and are never kept
-    order = np.lexsort((-y, x), axis=-1)
-    sx, sy, svalid = (np.take_along_axis(a, order, axis=-1) for a in (x, y, valid))
-    cols = np.arange(x.shape[-1])
-    is_start = np.ones(sx.shape, dtype=bool)
-    is_start[:, 1:] = sx[:, 1:] != sx[:, :-1]
-    start = np.maximum.accumulate(np.where(is_start, cols, 0), axis=-1)  # first point of each one's x
-    top = np.take_along_axis(sy, start, axis=-1)
-    best_so_far = np.maximum.accumulate(sy, axis=-1)
-    cheaper = np.where(start > 0, np.take_along_axis(best_so_far, np.maximum(start - 1, 0), axis=-1), -np.inf)
-    keep = svalid & (sy == top) & (top > cheaper)
-    mask = np.zeros(x.shape, dtype=bool)
-    np.put_along_axis(mask, order, keep, axis=-1)
-    return mask
-
-
-def _tied_with(best: str | None, ids: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[str, ...]:
-    """The best run and every run at exactly its cost and performance (empty when there is no best run)."""
-    if best is None:
-        return ()
-    j = int(np.flatnonzero(ids == best)[0])
-    same = np.flatnonzero((x == x[j]) & (y == y[j]))
-    return tuple(str(ids[k]) for k in same) if same.size else (best,)
-
-
-def _sorted_rows(mask: np.ndarray, x: np.ndarray, y: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Indices of ``mask`` by increasing x, then performance, then run id (as ``_assemble`` sorts)."""
-    rows = np.flatnonzero(mask)
-    return rows[np.lexsort((rank[rows], y[rows], x[rows]))]
-
-
-def _assemble(
-    tasks: pd.DataFrame, points: pd.DataFrame, opt: TmfOptions, x_col: str, unit: str, slice_name: str
-) -> TmfResult:
+def _supply(
+    tasks: pd.DataFrame,
+    points: pd.DataFrame,
+    opt: TmfOptions,
+    x_col: str,
+    unit: str,
+    slice_name: str,
+    facts: dict[str, Any],
+) -> Supply:
     xs = points[x_col].to_numpy(dtype=float)
     perf = points["performance"].to_numpy(dtype=float)
     has_cost = np.isfinite(xs) & (xs > 0)
@@ -425,34 +422,9 @@ def _assemble(
         return pts.iloc[rows]
 
     frontier, hull = by_cost(pts["on_frontier"].to_numpy()), by_cost(on_hull)
-    human = human_baseline(
-        tasks,
-        pts,
-        axis=opt.axis,
-        hourly_usd=opt.hourly_usd,
-        human_minutes=opt.human_minutes,
-        human_performance=opt.human_performance,
-        default_performance=None if opt.performance == "irt" else DEFAULT_HUMAN_PERFORMANCE,
-    )
     p0 = 0.0 if opt.performance != "irt" else float(np.nanmin(y)) if np.isfinite(y).any() else 0.0
-    acceptance = value = None
-    if human.x is not None and math.isfinite(human.performance) and human.performance > p0:
-        acceptance = Acceptance(human.x, human.performance, p0, opt.willingness, opt.exponent)
-        value = value_and_stage(frontier, acceptance, x_col=x_col, supply=opt.supply, hull=hull)
-    assumptions = _assumptions(opt, human, unit, pts, p0)
-    return TmfResult(
-        pts,
-        tuple(frontier["run_id"]),
-        tuple(hull["run_id"]),
-        human,
-        acceptance,
-        value,
-        x_col,
-        unit,
-        opt.performance,
-        slice_name,
-        assumptions,
-    )
+    human_tasks = tasks.drop_duplicates("task_id")[["task_id", "human_minutes"]]
+    return Supply(pts, frontier, hull, human_tasks, x_col, unit, opt.performance, slice_name, p0, facts)
 
 
 def _assumptions(opt: TmfOptions, human: Human, unit: str, pts: pd.DataFrame, p0: float) -> dict[str, Any]:
@@ -487,9 +459,16 @@ def by_period(
     inputs: TmfInputs, *, slice_name: str = "all", options: TmfOptions | None = None, freq: str = "quarter"
 ) -> list[tuple[str, TmfResult]]:
     """The analysis as of the end of every period that has a run ("a movie, not a photograph")."""
+    return [(label, finish(supply, options)) for label, supply in prepare_periods(inputs, slice_name, options, freq)]
+
+
+def prepare_periods(
+    inputs: TmfInputs, slice_name: str = "all", options: TmfOptions | None = None, freq: str = "quarter"
+) -> list[tuple[str, Supply]]:
+    """``prepare`` of ``by_period``'s analyses."""
     if freq not in PERIODS:
         raise TmfError(f"period {freq!r}: expected one of {', '.join(PERIODS)}")
-    opt = options or TmfOptions()
+    opt = (options or TmfOptions()).supply_side()
     tasks = slice_tasks(inputs.tasks, slice_name)
     sliced = slice_rows(inputs, slice_name)
     points = run_points(
@@ -506,7 +485,7 @@ def by_period(
     return [
         (
             str(per),
-            analyse(
+            prepare(
                 inputs,
                 slice_name=slice_name,
                 options=opt,
@@ -548,6 +527,16 @@ class Overview:
     by_kind: dict[str, tuple[TmfResult, ...]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class PreparedOverview:
+    """``Overview`` before the human and the market (``prepare_overview``): ``finish_overview`` makes it one
+    ``Overview`` per hourly rate, human figure, willingness and exponent without reading or resampling again."""
+
+    overall: Supply | None
+    movie: tuple[tuple[str, Supply], ...]
+    by_kind: dict[str, tuple[Supply, ...]] = field(default_factory=dict)
+
+
 def overview(
     con: duckdb.DuckDBPyConnection,
     run_filter: RunFilter = ALL_RUNS,
@@ -559,15 +548,40 @@ def overview(
     """Load and analyse the filter's benchmark (for ``ui.common.cached``: every argument is hashable).
 
     The small multiples of ``slice_kinds`` come with it so that the page's first render reads the data once;
-    another kind, or an earlier period, is ``slice_results``.
+    another kind, or an earlier period, is ``slice_results``. The same as ``finish_overview`` of
+    ``prepare_overview``, which a page caches apart so that a new hourly rate only redoes ``finish``.
     """
+    prepared = prepare_overview(con, run_filter, options=options, freq=freq, slice_kinds=slice_kinds)
+    return finish_overview(prepared, options=options)
+
+
+def prepare_overview(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    options: TmfOptions | None = None,
+    freq: str = "quarter",
+    slice_kinds: tuple[str, ...] = ("level",),
+) -> PreparedOverview:
+    """``overview`` up to the human and the market: reads only ``options.supply_side()``."""
     inputs = load(con, run_filter)
     if inputs.tasks.empty:
+        return PreparedOverview(None, ())
+    return PreparedOverview(
+        prepare(inputs, options=options),
+        tuple(prepare_periods(inputs, options=options, freq=freq)),
+        {kind: prepare_slices(inputs, kind=kind, options=options) for kind in slice_kinds},
+    )
+
+
+def finish_overview(prepared: PreparedOverview, options: TmfOptions | None = None) -> Overview:
+    """``prepared`` under the human and market options of ``options``."""
+    if prepared.overall is None:
         return Overview(None, ())
     return Overview(
-        analyse(inputs, options=options),
-        tuple(by_period(inputs, options=options, freq=freq)),
-        {kind: analyse_slices(inputs, kind=kind, options=options) for kind in slice_kinds},
+        finish(prepared.overall, options),
+        tuple((label, finish(supply, options)) for label, supply in prepared.movie),
+        {kind: finish_slices(supplies, options) for kind, supplies in prepared.by_kind.items()},
     )
 
 
@@ -575,9 +589,21 @@ def analyse_slices(
     inputs: TmfInputs, *, kind: str = "level", options: TmfOptions | None = None, as_of: dt.date | None = None
 ) -> tuple[TmfResult, ...]:
     """The analysis of every ``level`` (or ``category``) slice of ``inputs``."""
+    return finish_slices(prepare_slices(inputs, kind=kind, options=options, as_of=as_of), options)
+
+
+def prepare_slices(
+    inputs: TmfInputs, *, kind: str = "level", options: TmfOptions | None = None, as_of: dt.date | None = None
+) -> tuple[Supply, ...]:
+    """``prepare`` of ``analyse_slices``'s analyses."""
     return tuple(
-        analyse(inputs, slice_name=name, options=options, as_of=as_of) for name in slice_names(inputs.tasks, kind)
+        prepare(inputs, slice_name=name, options=options, as_of=as_of) for name in slice_names(inputs.tasks, kind)
     )
+
+
+def finish_slices(supplies: tuple[Supply, ...], options: TmfOptions | None = None) -> tuple[TmfResult, ...]:
+    """``finish`` of every slice."""
+    return tuple(finish(supply, options) for supply in supplies)
 
 
 def slice_results(
@@ -589,8 +615,20 @@ def slice_results(
     as_of: dt.date | None = None,
 ) -> tuple[TmfResult, ...]:
     """The analysis of every ``level`` (or ``category``) slice, for small multiples (runs up to ``as_of``)."""
+    return finish_slices(prepare_slice_results(con, run_filter, kind=kind, options=options, as_of=as_of), options)
+
+
+def prepare_slice_results(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    kind: str = "level",
+    options: TmfOptions | None = None,
+    as_of: dt.date | None = None,
+) -> tuple[Supply, ...]:
+    """``slice_results`` up to the human and the market."""
     inputs = load(con, run_filter)
-    return analyse_slices(inputs, kind=kind, options=options, as_of=as_of)
+    return prepare_slices(inputs, kind=kind, options=options, as_of=as_of)
 
 
 def period_end(label: str, freq: str) -> dt.date:

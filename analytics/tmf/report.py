@@ -111,7 +111,7 @@ def headline(result: TmfResult) -> str:
     accept = fmt_x(float(result.acceptance.cost(np.array([best["performance"]]))[0]), u)
     stage = stage_label(result)
     few = int(result.points.loc[result.points["kind"] != "human", "is_few_tasks"].sum())
-    caution = f" {few} run(s) on fewer than {MIN_TASKS} tasks: their points are uncertain." if few else ""
+    caution = f" {fmt.plural(few, 'run')} on fewer than {MIN_TASKS} tasks: their points are uncertain." if few else ""
     if val.stage == 1:
         return (
             f"{stage}: no agent is cheaper than a human of the same quality. Closest: {where}, "
@@ -298,7 +298,7 @@ def runs_display(table: pd.DataFrame, result: TmfResult) -> pd.DataFrame:
         x_name = "Cost per task [95% CI]"
 
         def x_text(v: Any, lo: Any, hi: Any) -> str:
-            return fmt.usd(v) if fmt.text(lo) == fmt.MISSING else f"{fmt.usd(v)} [{fmt.usd(lo)}–{fmt.usd(hi)}]"
+            return fmt.usd(v) if fmt.text(lo) == fmt.MISSING else f"{fmt.usd(v)} [{fmt.usd(lo)} to {fmt.usd(hi)}]"
     else:
         x_name = "Latency per task, s [95% CI]"
 
@@ -355,7 +355,8 @@ def comparison_caption(result: TmfResult) -> str:
     other = a.get("runs_on_other_tasks") or []
     text = f"Compared on the {a.get('comparison_set_size', 0)} tasks most runs share"
     text += (
-        f"; {len(other)} run(s) on other tasks are left out (the IRT Progress page compares across pools)"
+        f"; {fmt.plural(len(other), 'run')} on other tasks {'is' if len(other) == 1 else 'are'} left out (the IRT "
+        "Progress page compares across pools)"
         if other
         else ""
     )

@@ -1,0 +1,225 @@
+"""The paired task bootstrap of a TMF analysis, in two parts: the replicates' points and frontiers (``replicates``:
+what the runs' tasks give, whatever the market) and their value, stage and best run under one acceptance curve
+(``uncertainty``: what a new hourly rate, willingness or exponent recomputes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analytics import stats
+from analytics.tmf.model import (
+    BOOT_GRID_POINTS,
+    Acceptance,
+    row_costs,
+    upper_hull,
+    value_from_arrays,
+    values_from_frontiers,
+)
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """A seeded paired task bootstrap of the whole TMF analysis over the comparison set (``bootstrap_tmf``).
+
+    Attributes:
+        n_replicates: resamples drawn (tasks with replacement, one draw shared by every run: paired).
+        n_tasks: tasks resampled (the comparison set of the slice).
+        stage_probability: {"1", "2", "3"} -> share of replicates in that stage.
+        p_frontier: run id -> share of replicates where the run is on the frontier.
+        p_best: run id -> share of replicates where the run is the best operating point; runs tied exactly (the
+            same cost and performance in a replicate) share that replicate evenly. Both are bootstrap shares: how
+            stable the estimate is under resampling of tasks, not the probability that a run is the best.
+        value_ci95: 95% percentile interval of the value per task (area).
+    """
+
+    n_replicates: int
+    n_tasks: int
+    stage_probability: dict[str, float]
+    p_frontier: dict[str, float]
+    p_best: dict[str, float]
+    value_ci95: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Replicates:
+    """Every bootstrap replicate's run points and frontier (and hull vertices for the hull supply): the part of the
+    bootstrap that no market assumption changes.
+
+    Attributes:
+        n_tasks: tasks resampled.
+        ids: run ids (text), the columns of ``x`` and ``y``.
+        x, y: ``(replicates, runs)`` cost (or latency) and performance of each run in each replicate; NaN where a
+            run has no usable point in it.
+        on_front: ``(replicates, runs)`` frontier membership.
+        order: ``(replicates, width)`` each replicate's frontier runs by increasing x, then performance, then run
+            id, in its first ``sizes`` entries.
+        sizes: frontier size per replicate.
+        hull: per replicate, the hull vertices' columns in frontier order (None: no hull; the frontier is the
+            supply); only for the hull supply.
+    """
+
+    n_tasks: int
+    ids: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    on_front: np.ndarray
+    order: np.ndarray
+    sizes: np.ndarray
+    hull: tuple[np.ndarray | None, ...] | None = None
+
+    def frontiers(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Each replicate's frontier ``(x, y, run ids)`` sorted by x."""
+        return [
+            (x[o[:k]], y[o[:k]], self.ids[o[:k]])
+            for x, y, o, k in zip(self.x, self.y, self.order, self.sizes, strict=True)
+        ]
+
+
+def replicates(
+    rows: pd.DataFrame,
+    points: pd.DataFrame,
+    *,
+    cost_source: str,
+    axis: str,
+    performance: str,
+    supply: str,
+    seed: int,
+    n_replicates: int,
+    slice_name: str,
+    cur: pd.DataFrame | None = None,
+) -> Replicates | None:
+    """Resample the tasks of ``rows`` (one seeded draw for all runs) and find every replicate's points and frontier.
+
+    Only runs of ``points`` that are agents with a cost and a finite performance take part; None when no row is
+    left.
+    """
+    usable = points[(points["kind"] != "human") & points["has_cost"]]
+    usable = usable[np.isfinite(usable["performance"].to_numpy(dtype=float))]
+    rows = rows[rows["run_id"].isin(usable["run_id"])]
+    if rows.empty:
+        return None
+    cost, _ = row_costs(rows, cost_source=cost_source, cur=cur)
+    x = cost if axis == "cost" else rows["latency_s"].to_numpy(dtype=float)
+    y = rows["c"].to_numpy(dtype=float) / rows["n"].to_numpy(dtype=float)
+    if performance == "mean_score":
+        y = rows["score"].to_numpy(dtype=float)
+    t_codes, t_ids = pd.factorize(rows["task_id"])
+    r_codes, r_ids = pd.factorize(rows["run_id"])
+    mx, my = (np.full((len(t_ids), len(r_ids)), np.nan) for _ in range(2))
+    mx[t_codes, r_codes], my[t_codes, r_codes] = x, y
+    weights = stats.resample_weights(len(t_ids), stats.stable_rng(seed, "tmf-boot", slice_name), n_boot=n_replicates)
+    bx, by = (_weighted_means(weights, m) for m in (mx, my))
+    ids = np.array([str(r) for r in r_ids], dtype=object)
+    rank = np.argsort(np.argsort(ids))  # run-id order, the last tie-break of the analysis
+    ok = np.isfinite(bx) & np.isfinite(by) & (bx > 0)
+    xs, ys = np.where(ok, bx, np.nan), np.where(ok, by, np.nan)
+    on_front = _pareto_masks(xs, ys)
+    # each replicate's frontier by increasing x, then performance, then run id (as ``_sorted_rows``; the keys
+    # order every run, so one sort of all runs with the others put last gives the same rows)
+    inf = np.inf
+    order = np.lexsort((np.broadcast_to(rank, xs.shape), np.where(on_front, ys, inf), np.where(on_front, xs, inf)))
+    sizes = on_front.sum(axis=1)
+    hull = None
+    if supply == "hull":
+        hulls: list[np.ndarray | None] = []
+        for xr, yr in zip(xs, ys, strict=True):
+            hmask = np.zeros(len(ids), dtype=bool)
+            hmask[upper_hull(xr, yr)] = True
+            hulls.append(_sorted_rows(hmask, xr, yr, rank) if hmask.any() else None)
+        hull = tuple(hulls)
+    return Replicates(len(t_ids), ids, xs, ys, on_front, order, sizes, hull)
+
+
+def uncertainty(rep: Replicates, acceptance: Acceptance) -> Uncertainty:
+    """Stage, frontier membership, best run(s) and value area of every replicate of ``rep`` under ``acceptance``.
+
+    The best operating point's run comes with every run at exactly the same cost and performance in that
+    replicate (exact ties: they share the replicate), never only the one with the first run id.
+
+    The value grid is coarser than the estimate's (``BOOT_GRID_POINTS``): the frontier's knots are on it either
+    way, so the stage and the best point are unchanged and the area of a linear acceptance curve stays exact.
+    """
+    frontiers = rep.frontiers()
+    if rep.hull is not None:
+        values = []
+        for x, y, (fx, fy, fids), v in zip(rep.x, rep.y, frontiers, rep.hull, strict=True):
+            vx, vy = (fx, fy) if v is None else (x[v], y[v])
+            values.append(
+                value_from_arrays(fx, fy, fids, acceptance, vx=vx, vy=vy, supply="hull", grid_points=BOOT_GRID_POINTS)
+            )
+    else:  # the step supply: every replicate's value in one pass (the same numbers as one call each)
+        values = values_from_frontiers(frontiers, acceptance, grid_points=BOOT_GRID_POINTS)
+    n = len(frontiers)
+    stages = np.array([val.stage for val in values], dtype=int)
+    area = np.array([val.area for val in values], dtype=float)
+    run_ids = [str(r) for r in rep.ids]
+    tied = _tied_runs([val.best_run_id for val in values], run_ids, rep.x, rep.y)
+    return Uncertainty(
+        n,
+        rep.n_tasks,
+        {str(k): float((stages == k).mean()) for k in (1, 2, 3)},
+        {r: float(rep.on_front[:, j].mean()) for j, r in enumerate(run_ids)},
+        dict(zip(run_ids, _best_shares(tied, n), strict=True)),
+        (float(np.nanquantile(area, 0.025)), float(np.nanquantile(area, 0.975))),
+    )
+
+
+def _tied_runs(best: list[str | None], run_ids: list[str], x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``(replicates, runs)``: the replicate's best run and every run at exactly its cost and performance (no run
+    where the replicate has no best run)."""
+    col = {r: j for j, r in enumerate(run_ids)}
+    j = np.array([-1 if b is None else col[b] for b in best], dtype=np.intp)
+    has = j >= 0
+    at = np.arange(len(best))
+    jx, jy = x[at, np.maximum(j, 0)], y[at, np.maximum(j, 0)]
+    same = (x == jx[:, None]) & (y == jy[:, None]) & has[:, None]
+    alone = has & ~same.any(axis=1)  # a best run whose own point is not a number: itself only
+    same[at[alone], j[alone]] = True
+    return same
+
+
+def _best_shares(tied: np.ndarray, n: int) -> list[float]:
+    """Per run, the share of the ``n`` replicates where it is the best run (``tied``: ``_tied_runs``), a replicate
+    of ``k`` tied runs counting ``1/k`` for each, summed in replicate order (the same sums as adding them one by
+    one)."""
+    k = tied.sum(axis=1)
+    share = np.zeros((tied.shape[0] + 1, tied.shape[1]))  # a first row of zeros: the sum of no replicate is 0
+    with np.errstate(divide="ignore"):
+        share[1:] = np.where(tied, 1.0 / k[:, None], 0.0)  # no best run in a replicate: it counts for nobody
+    return [float(v) / n for v in np.cumsum(share, axis=0)[-1]]
+
+
+def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Per replicate and run, the mean of the finite cells over the resampled tasks: ``(replicates, runs)``."""
+    ok = np.isfinite(matrix)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights @ np.where(ok, matrix, 0.0)) / (weights @ ok.astype(float))
+
+
+def _pareto_masks(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``pareto_mask`` of every row of ``x`` and ``y`` at once (the same masks): sorted by x then -y, a point is on
+    the frontier when it is the best of its x and beats every strictly cheaper point."""
+    valid = np.isfinite(x) & np.isfinite(y)
+    x, y = np.where(valid, x, np.inf), np.where(valid, y, -np.inf)  # the invalid sort last and are never kept
+    order = np.lexsort((-y, x), axis=-1)
+    sx, sy, svalid = (np.take_along_axis(a, order, axis=-1) for a in (x, y, valid))
+    cols = np.arange(x.shape[-1])
+    is_start = np.ones(sx.shape, dtype=bool)
+    is_start[:, 1:] = sx[:, 1:] != sx[:, :-1]
+    start = np.maximum.accumulate(np.where(is_start, cols, 0), axis=-1)  # first point of each one's x
+    top = np.take_along_axis(sy, start, axis=-1)
+    best_so_far = np.maximum.accumulate(sy, axis=-1)
+    cheaper = np.where(start > 0, np.take_along_axis(best_so_far, np.maximum(start - 1, 0), axis=-1), -np.inf)
+    keep = svalid & (sy == top) & (top > cheaper)
+    mask = np.zeros(x.shape, dtype=bool)
+    np.put_along_axis(mask, order, keep, axis=-1)
+    return mask
+
+
+def _sorted_rows(mask: np.ndarray, x: np.ndarray, y: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Indices of ``mask`` by increasing x, then performance, then run id (as the analysis sorts)."""
+    rows = np.flatnonzero(mask)
+    return rows[np.lexsort((rank[rows], y[rows], x[rows]))]
