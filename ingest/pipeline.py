@@ -411,6 +411,8 @@ def _new_definitions(bundle: Bundle, known: Known) -> list[tuple[str, dict[str, 
         keep: list[int] = []
         for i, values in enumerate(zip(*cols.values(), strict=True)):
             row = dict(zip(names, values, strict=True))
+            if kind == "task":
+                known.ensure_tasks(str(row["benchmark"]))
             seen = known.definitions.get((kind, definition_key(kind, row)))
             if seen is None:
                 keep.append(i)

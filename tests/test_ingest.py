@@ -255,3 +255,53 @@ def test_environment_variable_selects_the_database(tmp_db: Path) -> None:
         timeout=120,
     )
     assert out.returncode == 0 and str(tmp_db) in out.stderr
+
+
+def _two_benchmarks(tmp_path: Path, db: Path) -> None:
+    """Two benchmarks of two tasks each, with one run each, ingested into ``db``."""
+    lines = []
+    for bench in ("bench-a", "bench-b"):
+        lines.append({"record": "benchmark", "benchmark": bench, "scoring": "binary"})
+        lines += [{"record": "task", "benchmark": bench, "task_id": t, "level": "L1"} for t in ("T1", "T2")]
+        lines.append({"record": "run", "run_id": f"{bench}-v1", "benchmark": bench, "agent": "A"})
+        lines.append({"record": "attempt", "run_id": f"{bench}-v1", "task_id": "T1", "sample": 0, "score": 1})
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert [r.outcome for r in ingest_paths([path], db=db)] == ["ingested"]
+
+
+def test_stored_tasks_are_read_only_for_the_benchmarks_a_file_names(tmp_path: Path, tmp_db: Path) -> None:
+    from ingest.known import load_known
+
+    _two_benchmarks(tmp_path, tmp_db)
+    with reader(tmp_db) as con:
+        known = load_known(con)
+        assert known.tasks == set() and known.loaded_benchmarks == set()
+        known.ensure_tasks("bench-a")
+        assert known.tasks == {("bench-a", "T1"), ("bench-a", "T2")}
+        worker = known.for_worker()  # a worker has no database: it gets every stored task
+    assert worker.tasks == {(b, t) for b in ("bench-a", "bench-b") for t in ("T1", "T2")}
+
+
+def test_a_new_run_may_use_stored_tasks_and_a_changed_stored_task_is_refused(tmp_path: Path, tmp_db: Path) -> None:
+    _two_benchmarks(tmp_path, tmp_db)
+    new_run = tmp_path / "new-run.jsonl"
+    new_run.write_text(
+        json.dumps({"record": "run", "run_id": "bench-b-v2", "benchmark": "bench-b", "agent": "A"})
+        + "\n"
+        + json.dumps({"record": "attempt", "run_id": "bench-b-v2", "task_id": "T2", "sample": 0, "score": 0})
+        + "\n"
+    )
+    unknown = tmp_path / "unknown-task.jsonl"
+    unknown.write_text(
+        json.dumps({"record": "run", "run_id": "bench-b-v3", "benchmark": "bench-b", "agent": "A"})
+        + "\n"
+        + json.dumps({"record": "attempt", "run_id": "bench-b-v3", "task_id": "T9", "sample": 0, "score": 0})
+        + "\n"
+    )
+    changed = tmp_path / "changed-task.jsonl"
+    changed.write_text(json.dumps({"record": "task", "benchmark": "bench-a", "task_id": "T2", "level": "L3"}) + "\n")
+    ok, bad, conflict = ingest_paths([new_run, unknown, changed], db=tmp_db, jobs=1)
+    assert ok.outcome == "ingested" and ok.n_attempts == 1
+    assert bad.outcome == "failed" and "unknown task 'T9' of benchmark 'bench-b'" in str(bad.error)
+    assert conflict.outcome == "failed" and "already defined with different level" in str(conflict.error)

@@ -113,8 +113,10 @@ def _adjusted(
         kind = rec.get("record")
         if kind == "benchmark" and ("benchmark", rec["benchmark"]) in known.definitions:
             continue
-        if kind == "task" and ("task", f"{rec['benchmark']}/{rec['task_id']}") in known.definitions:
-            continue
+        if kind == "task":
+            known.ensure_tasks(str(rec["benchmark"]))
+            if ("task", f"{rec['benchmark']}/{rec['task_id']}") in known.definitions:
+                continue
         if kind == "run" and ("run", rec["run_id"]) in known.definitions:
             continue
         if kind == "attempt":

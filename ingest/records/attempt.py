@@ -47,6 +47,7 @@ class AttemptRecords(NormaliserState):
         if run_id not in self.known.runs:
             raise _Bad("run_id", f"unknown run {run_id!r}: define it with a run record first")
         bench = self.known.runs[run_id][0]
+        self.known.ensure_tasks(bench)
         if (bench, task_id) not in self.known.tasks:
             raise _Bad(
                 "task_id", f"unknown task {task_id!r} of benchmark {bench!r}: define it with a task record first"

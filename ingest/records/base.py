@@ -28,6 +28,8 @@ class NormaliserState:
 
     def _define(self, loc: str, key: tuple[str, ...], row: dict[str, Any], cols: dict[str, list[Any]]) -> bool:
         """Record a definition; identical repeats are skipped, conflicting ones are errors."""
+        if key[0] == "task":
+            self.known.ensure_tasks(str(row["benchmark"]))
         seen = self.known.definitions.get(key)
         if seen is not None:
             if seen != row:
