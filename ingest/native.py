@@ -67,6 +67,15 @@ def parse_native_chunks(
                 if carry:
                     yield _records(name, carry, lineno, problems, progress)
                 return
+            if carry and b"\n" not in block and len(carry) + len(block) > MAX_LINE_BYTES:
+                data = b""  # the line goes on past a record's limit: not joined (a third copy), skipped unread
+                n_bytes = len(carry) + len(block) + _skip_line(fh, chunk_bytes)
+                carry = block = b""
+                lineno += 1
+                if progress is not None:
+                    progress.update(n_bytes + 1)
+                problems.add(f"{name}:{lineno}", "-", record_too_long(n_bytes))
+                continue
             data = carry + block if carry else block
             cut = data.rfind(b"\n")
             if cut < 0:

@@ -21,6 +21,7 @@ from analytics.leaderboard import compute as lb_compute
 from analytics.leaderboard import verdicts
 from analytics.runs import comparable_runs, comparable_runs_of, is_eligible
 from analytics.tmf import analysis as tmf_analysis
+from analytics.tmf import bootstrap as tmf_bootstrap
 
 # ---- reference: comparison sets from per-run sets of task ids (one Python step per task) ----
 
@@ -369,7 +370,8 @@ def test_tmf_best_shares_equal_the_loop_over_replicates(seed: int) -> None:
         k = int(rng.choice([0, 1, 1, 1, 2, 3]))
         best.append(tuple(str(r) for r in rng.choice(runs, size=min(k, len(runs)), replace=False)))
     want = {r: float(sum(1.0 / len(b) for b in best if r in b) / max(n, 1)) for r in runs}
-    got = dict(zip(runs, tmf_analysis._best_shares(best, runs, max(n, 1)), strict=True))
+    tied = np.array([[r in b for r in runs] for b in best], dtype=bool).reshape(n, len(runs))
+    got = dict(zip(runs, tmf_bootstrap._best_shares(tied, max(n, 1)), strict=True))
     assert want == got
 
 
