@@ -118,9 +118,12 @@ def resample_weights(n_units: int, rng: np.random.Generator, *, n_boot: int = 10
     over the same units can share (a mean of each resample is then one matrix product).
     """
     idx = rng.integers(0, n_units, size=(n_boot, n_units))
-    offsets = (np.arange(n_boot) * n_units)[:, None]
-    counts = np.bincount((idx + offsets).ravel(), minlength=n_boot * n_units)
-    return counts.reshape(n_boot, n_units).astype(float)
+    out = np.empty((n_boot, n_units))
+    # one resample at a time: its counts fit in the cache (one bincount over every resample, with an offset per
+    # resample, was 5-7x slower at 66,700 tasks x 500 resamples: 1.7 against 0.25 CPU s); the same counts
+    for b in range(n_boot):
+        out[b] = np.bincount(idx[b], minlength=n_units)
+    return out
 
 
 def bootstrap_mean_cis(
