@@ -94,10 +94,11 @@ def test_resample_weights_count_draws_per_resample() -> None:
     assert (w == stats.resample_weights(7, stats.stable_rng(0, "w"), n_boot=50)).all()
 
 
-@pytest.mark.parametrize(("n_units", "n_boot"), [(1, 3), (7, 50), (2001, 40), (66_667, 3)])
+@pytest.mark.parametrize(("n_units", "n_boot"), [(1, 3), (7, 50), (2001, 40), (66_667, 3), (300_001, 9)])
 def test_resample_weights_equal_the_counts_of_the_seeded_draw(n_units: int, n_boot: int) -> None:
-    """The counts are those of the draw ``rng.integers`` gives (the former single bincount over every resample,
-    with an offset per resample, as the reference): a faster count never changes an interval."""
+    """The counts are those of the draw ``rng.integers`` gives in one call (the former single bincount over every
+    resample, with an offset per resample, as the reference), drawn in blocks of resamples or not (300,001 units:
+    more than one block): a faster count never changes an interval."""
     idx = stats.stable_rng(3, "w", str(n_units)).integers(0, n_units, size=(n_boot, n_units))
     offsets = (np.arange(n_boot) * n_units)[:, None]
     expected = np.bincount((idx + offsets).ravel(), minlength=n_boot * n_units).reshape(n_boot, n_units)
