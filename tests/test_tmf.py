@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import json
 import math
@@ -600,3 +601,19 @@ def test_intervals_in_the_runs_table_read_a_to_b(fixture_db) -> None:
     shown = tmf.runs_display(tmf.points_table(res), res)
     cost = shown["Cost per task [95% CI]"].iloc[0]
     assert " to " in cost and "–" not in cost, cost
+
+
+def test_analyse_passes_on_exactly_the_keywords_of_prepare() -> None:
+    """``analyse`` takes ``prepare``'s keywords through one TypedDict: a keyword added to ``prepare`` and not to
+    ``PrepareArgs`` (or the reverse) fails here instead of being repeated by hand in ``analyse``."""
+    from analytics.tmf import analysis
+
+    params = inspect.signature(analysis.prepare).parameters
+    keywords = {name for name, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert keywords == set(analysis.PrepareArgs.__annotations__)
+    rows = _market_rows(is_timed=True)
+    opt = tmf.TmfOptions(n_replicates=30, hourly_usd=40.0)
+    got = tmf.analyse(_inputs(rows), slice_name="all", options=opt)
+    assert got.uncertainty is not None  # the options reached prepare (the bootstrap) and finish (the market)
+    want = analysis.finish(analysis.prepare(_inputs(rows), slice_name="all", options=opt), opt)
+    assert _canon(got) == _canon(want)

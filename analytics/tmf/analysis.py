@@ -6,11 +6,12 @@ import dataclasses
 import datetime as dt
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import duckdb
 import numpy as np
 import pandas as pd
+from typing_extensions import Unpack
 
 from analytics import compare
 from analytics.runs import comparable_runs_of
@@ -117,35 +118,28 @@ class Supply:
     pending: tuple[pd.DataFrame, pd.DataFrame | None] | None = None
 
 
-def analyse(
-    inputs: TmfInputs,
-    *,
-    slice_name: str = "all",
-    options: TmfOptions | None = None,
-    as_of: dt.date | None = None,
-    points: pd.DataFrame | None = None,
-    with_uncertainty: bool = True,
-    sliced: SliceRows | None = None,
-) -> TmfResult:
+class PrepareArgs(TypedDict, total=False):
+    """The keywords of ``prepare`` (its signature holds their defaults), which ``analyse`` passes on as they are
+    (tests/test_tmf.py checks that the two lists are the same)."""
+
+    slice_name: str
+    options: TmfOptions | None
+    as_of: dt.date | None
+    points: pd.DataFrame | None
+    with_uncertainty: bool
+    sliced: SliceRows | None
+
+
+def analyse(inputs: TmfInputs, **kwargs: Unpack[PrepareArgs]) -> TmfResult:
     """Points, frontier, hull, human, acceptance, value and stage for one slice (runs up to ``as_of``):
-    ``finish(prepare(...), options)``.
+    ``finish(prepare(inputs, **kwargs), options)``.
 
     Only runs in the slice's ranked comparison set (``compare.comparison_sets`` over the agent runs up to ``as_of``)
     are analysed, on its common tasks; the others are listed in ``assumptions["runs_on_other_tasks"]``. With ``with_uncertainty`` a
     paired task bootstrap (``bootstrap_tmf``) gives the stage probabilities, p_frontier and p_best. ``sliced`` is
     ``slice_rows(inputs, slice_name)`` when the caller analyses the slice more than once (``by_period``).
     """
-    opt = options or TmfOptions()
-    supply = prepare(
-        inputs,
-        slice_name=slice_name,
-        options=opt,
-        as_of=as_of,
-        points=points,
-        with_uncertainty=with_uncertainty,
-        sliced=sliced,
-    )
-    return finish(supply, opt)
+    return finish(prepare(inputs, **kwargs), kwargs.get("options"))
 
 
 def prepare(
