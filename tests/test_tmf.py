@@ -617,3 +617,23 @@ def test_analyse_passes_on_exactly_the_keywords_of_prepare() -> None:
     assert got.uncertainty is not None  # the options reached prepare (the bootstrap) and finish (the market)
     want = analysis.finish(analysis.prepare(_inputs(rows), slice_name="all", options=opt), opt)
     assert _canon(got) == _canon(want)
+
+
+def test_an_overview_equals_its_analyses_each_slicing_the_rows_itself(demo_db) -> None:
+    """``prepare_overview`` slices every run's rows once for the analysis and its periods: the same results as
+    ``analyse`` and ``by_period``, which slice them each time (the demo's benchmarks with more than one period)."""
+    opt = tmf.TmfOptions(n_replicates=60)
+    n_periods = []
+    with reader(demo_db) as con:
+        benchmarks = [r[0] for r in con.execute("SELECT benchmark FROM benchmarks ORDER BY 1").fetchall()]
+        for bench in benchmarks:
+            run_filter = RunFilter(benchmark=bench)
+            view = tmf.overview(con, run_filter, options=opt)
+            inputs = tmf.load(con, run_filter)
+            if view.overall is None:
+                continue
+            assert _canon(view.overall) == _canon(tmf.analyse(inputs, options=opt))
+            movie = tmf.by_period(inputs, options=opt)
+            assert [(k, _canon(r)) for k, r in view.movie] == [(k, _canon(r)) for k, r in movie]
+            n_periods.append(len(movie))
+    assert max(n_periods) > 1

@@ -375,6 +375,21 @@ def test_tmf_best_shares_equal_the_loop_over_replicates(seed: int) -> None:
     assert want == got
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_tmf_replicate_means_equal_the_two_products(seed: int) -> None:
+    """TMF's replicate means equal, to the last bit, the finite values' product over the counts' product they
+    were computed as; a matrix without NaN (every run has every task) takes the resamples' sizes as counts."""
+    rng = np.random.default_rng([33, 13, seed])
+    n_tasks, n_runs = int(rng.integers(1, 3000)), int(rng.integers(1, 20))
+    weights = stats.resample_weights(n_tasks, rng, n_boot=int(rng.integers(1, 200)))
+    full = rng.gamma(2.0, 0.3, (n_tasks, n_runs))
+    for m in (full, np.where(rng.random(full.shape) < 0.2, np.nan, full)):
+        ok = np.isfinite(m)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            want = (weights @ np.where(ok, m, 0.0)) / (weights @ ok.astype(float))
+        assert np.array_equal(tmf_bootstrap._weighted_means(weights, m), want, equal_nan=True)
+
+
 def _ref_tmf_comparison_set(rows: pd.DataFrame) -> tuple[set[str], frozenset[str]]:
     """TMF's comparison set as it was: one set of task ids per run from a groupby."""
     agents = rows[rows["kind"] != "human"]

@@ -316,7 +316,9 @@ class SliceRows:
 
     def outside(self, runs: set[str], tasks: frozenset[str]) -> np.ndarray:
         """Per row of ``rows``: a row of one of ``runs`` on a task not in ``tasks`` (one lookup per run and per
-        task, none per row)."""
+        task, none per row). ``tasks`` are some of the matrix's (a comparison set of its runs)."""
+        if len(tasks) == len(self.matrix.tasks):  # every task of the matrix: no row is outside
+            return np.zeros(len(self.row_run), dtype=bool)
         run_in = np.array([r in runs for r in self.matrix.runs] + [False])  # the last entry: human rows (-1)
         task_out = np.append(~pd.Index(self.matrix.tasks).isin(list(tasks)), False)
         return run_in[self.row_run] & task_out[self.row_task]
@@ -457,14 +459,20 @@ def by_period(
 
 
 def prepare_periods(
-    inputs: TmfInputs, slice_name: str = "all", options: TmfOptions | None = None, freq: str = "quarter"
+    inputs: TmfInputs,
+    slice_name: str = "all",
+    options: TmfOptions | None = None,
+    freq: str = "quarter",
+    *,
+    sliced: SliceRows | None = None,
 ) -> list[tuple[str, Supply]]:
-    """``prepare`` of ``by_period``'s analyses."""
+    """``prepare`` of ``by_period``'s analyses (``sliced``: ``slice_rows(inputs, slice_name)`` when the caller
+    has it already)."""
     if freq not in PERIODS:
         raise TmfError(f"period {freq!r}: expected one of {', '.join(PERIODS)}")
     opt = (options or TmfOptions()).supply_side()
     tasks = slice_tasks(inputs.tasks, slice_name)
-    sliced = slice_rows(inputs, slice_name)
+    sliced = sliced or slice_rows(inputs, slice_name)
     points = run_points(
         tasks,
         performance=opt.performance,
@@ -561,9 +569,10 @@ def prepare_overview(
     inputs = load(con, run_filter)
     if inputs.tasks.empty:
         return PreparedOverview(None, ())
+    sliced = slice_rows(inputs)  # every run's rows: made once for the analysis and its periods
     return PreparedOverview(
-        prepare(inputs, options=options),
-        tuple(prepare_periods(inputs, options=options, freq=freq)),
+        prepare(inputs, options=options, sliced=sliced),
+        tuple(prepare_periods(inputs, options=options, freq=freq, sliced=sliced)),
         {kind: prepare_slices(inputs, kind=kind, options=options) for kind in slice_kinds},
     )
 
