@@ -76,8 +76,16 @@ def compare_rows(
     by_slice: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
         by_slice.setdefault(row["slice"], []).append(i)
+    # every task id hashed once and its distinct ids sorted once, for all slices (each slice's grid then works on
+    # integers: the ids' order among the slice's tasks is their order among all)
+    codes, uniq = pd.factorize(np.asarray(tasks, dtype=object), use_na_sentinel=False)
+    uniq = np.asarray(uniq, dtype=object)
+    order = np.argsort(uniq, kind="stable")  # the task ids' own order (``sorted``)
+    place = np.empty(len(uniq), dtype=np.int64)
+    place[order] = np.arange(len(uniq))
+    task_place, names = place[codes], uniq[order]
     for members in by_slice.values():
-        grid = _task_grid([indices[i] for i in members], tasks, values)
+        grid = _task_grid([indices[i] for i in members], task_place, names, values)
         single = [bool((n[indices[i]] == 1).all()) and metric == "pass@1" for i in members]
         _compare_slice([rows[i] for i in members], grid, single, metric=metric, seed=seed)
 
@@ -102,25 +110,21 @@ class _TaskGrid:
     own: list[np.ndarray]
 
 
-def _task_grid(indices: list[np.ndarray], tasks: np.ndarray, values: np.ndarray) -> _TaskGrid:
-    """The ``_TaskGrid`` of the rows whose positions are ``indices`` (one hash of every task id, one sort of the
-    distinct ones: no loop per task)."""
+def _task_grid(indices: list[np.ndarray], task_place: np.ndarray, names: np.ndarray, values: np.ndarray) -> _TaskGrid:
+    """The ``_TaskGrid`` of the rows whose positions are ``indices``; ``task_place``: per position, its task's place
+    in ``names`` (every task id, sorted). No loop per task, no text hashed again."""
     sizes = np.array([len(idx) for idx in indices], dtype=np.int64)
     flat = np.concatenate(indices) if indices else np.array([], dtype=np.int64)
-    codes, uniq = pd.factorize(np.asarray(tasks, dtype=object)[flat], use_na_sentinel=False)
-    uniq = np.asarray(uniq, dtype=object)
-    order = np.argsort(uniq, kind="stable")  # the task ids' own order (``sorted``)
-    at = np.empty(len(uniq), dtype=np.int64)
-    at[order] = np.arange(len(uniq))
-    codes = at[codes]
+    present, codes = np.unique(task_place[flat], return_inverse=True)  # the slice's tasks, in task-id order
+    codes = codes.reshape(-1)
     row = np.repeat(np.arange(len(indices)), sizes)
     vals = np.asarray(values, dtype=float)[flat]
-    held = np.zeros((len(indices), len(uniq)), dtype=bool)
-    value = np.full((len(indices), len(uniq)), np.nan)
+    held = np.zeros((len(indices), len(present)), dtype=bool)
+    value = np.full((len(indices), len(present)), np.nan)
     held[row, codes] = True
     value[row, codes] = vals
     bounds = np.cumsum(sizes)[:-1]
-    return _TaskGrid(uniq[order], held, value, np.split(codes, bounds), np.split(vals, bounds))
+    return _TaskGrid(names[present], held, value, np.split(codes, bounds), np.split(vals, bounds))
 
 
 def _compare_slice(rows: list[dict[str, Any]], grid: _TaskGrid, single: list[bool], *, metric: str, seed: int) -> None:
