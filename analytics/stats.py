@@ -22,10 +22,25 @@ def _per_pair(n: np.ndarray, c: np.ndarray, k: int, fn) -> np.ndarray:  # noqa: 
     # one integer key per (n, c) pair: np.unique on a 1-D array is much faster than on rows (axis=0)
     ni, ci = n[ok].astype(np.int64), c[ok].astype(np.int64)
     width = int(ci.max()) + 1
-    keys, inverse = np.unique(ni * width + ci, return_inverse=True)
+    keys, inverse = _unique_keys(ni * width + ci)
     values = np.array([fn(int(key // width), int(key % width)) for key in keys])
-    out[ok] = values[np.ravel(inverse)]
+    out[ok] = values[inverse]
     return out
+
+
+def _unique_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` of non-negative integers: by a table of the keys seen when their
+    range is small (samples x successes per task: a few thousand), in linear time instead of a sort (867k (run,
+    task) rows of 10M attempts: 6 sorts per leaderboard). The same arrays."""
+    top = int(keys.max()) if keys.size else 0
+    if keys.size == 0 or keys.min() < 0 or top > 4 * keys.size + 1_000_000:
+        found, inverse = np.unique(keys, return_inverse=True)
+        return found, np.ravel(inverse)
+    seen = np.zeros(top + 1, dtype=bool)
+    seen[keys] = True
+    found = np.flatnonzero(seen)
+    place = np.cumsum(seen) - 1
+    return found.astype(keys.dtype), place[keys]
 
 
 def _pass_at_k_one(n: int, c: int, k: int) -> float:

@@ -106,6 +106,19 @@ def test_resample_weights_equal_the_counts_of_the_seeded_draw(n_units: int, n_bo
     assert got.dtype == float and np.array_equal(got, expected.astype(float))
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_unique_keys_equal_numpy_unique(seed: int) -> None:
+    """The (samples, successes) keys' distinct values and inverse, by a table or by a sort, are ``np.unique``'s."""
+    rng = np.random.default_rng([33, 21, seed])
+    size = int(rng.integers(0, 5000))
+    top = int(rng.choice([1, 30, 10**9]))  # 10**9: a range too wide for the table (the sort)
+    keys = rng.integers(0, top, size=size).astype(np.int64)
+    found, inverse = stats._unique_keys(keys)
+    want, want_inverse = np.unique(keys, return_inverse=True)
+    assert np.array_equal(found, want) and np.array_equal(inverse, np.ravel(want_inverse))
+    assert found.dtype == want.dtype
+
+
 def test_bootstrap_mean_cis_matches_a_hand_loop_over_the_same_draw() -> None:
     rng = np.random.default_rng(4)
     x = np.column_stack([rng.normal(2.0, 1.0, 60), rng.gamma(2.0, 0.1, 60)])
