@@ -31,6 +31,7 @@ from analytics.tmf.model import (
     current_prices,
     human_baseline,
     pareto_mask,
+    rows_where,
     run_points,
     slice_names,
     slice_tasks,
@@ -202,7 +203,7 @@ def prepare(
     if not with_uncertainty or opt.performance == "irt" or opt.n_replicates <= 0:
         return supply
     cur = current_prices(rows).set_index("run_id") if opt.is_repriced else None
-    agent_rows = rows[rows["run_id"].isin(keep)]
+    agent_rows = rows_where(rows, rows["run_id"].isin(keep))
     humans = supply.points[supply.points["kind"] == "human"]
     is_timed = table["human_minutes"].notna().any() or (
         opt.axis == "latency" and humans["latency_per_task_s"].notna().any()
@@ -290,7 +291,7 @@ def drop_baselines(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     if "is_baseline" not in rows or rows.empty:
         return rows, []
     flag = rows["is_baseline"].fillna(False).astype(bool)
-    return rows[~flag], sorted(map(str, rows.loc[flag, "run_id"].unique()))
+    return rows_where(rows, ~flag), sorted(map(str, rows.loc[flag, "run_id"].unique()))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from analytics.tmf.model import (
     BOOT_GRID_POINTS,
     Acceptance,
     row_costs,
+    rows_where,
     upper_hull,
     value_from_arrays,
     values_from_frontiers,
@@ -98,7 +99,7 @@ def replicates(
     """
     usable = points[(points["kind"] != "human") & points["has_cost"]]
     usable = usable[np.isfinite(usable["performance"].to_numpy(dtype=float))]
-    rows = rows[rows["run_id"].isin(usable["run_id"])]
+    rows = rows_where(rows, rows["run_id"].isin(usable["run_id"]))
     if rows.empty:
         return None
     cost, _ = row_costs(rows, cost_source=cost_source, cur=cur)
