@@ -7,6 +7,9 @@ import inspect
 import itertools
 import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -619,12 +622,32 @@ def test_analyse_passes_on_exactly_the_keywords_of_prepare() -> None:
     assert _canon(got) == _canon(want)
 
 
-def test_an_overview_equals_its_analyses_each_slicing_the_rows_itself(demo_db) -> None:
-    """``prepare_overview`` slices every run's rows once for the analysis and its periods: the same results as
-    ``analyse`` and ``by_period``, which slice them each time (the demo's benchmarks with more than one period)."""
+@pytest.fixture(scope="module")
+def generated_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small store of ``bench/gen_logs.py`` logs (2 benchmarks, 8 runs over several quarters)."""
+    from ingest.pipeline import ingest_paths
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path_factory.mktemp("tmf-gen")
+    cmd = [sys.executable, str(root / "bench" / "gen_logs.py"), "--attempts", "3000", "--runs", "8"]
+    subprocess.run(
+        [*cmd, "--benchmarks", "2", "--out", str(out / "logs"), "--seed", "5"], check=True, capture_output=True
+    )
+    db = out / "gen.duckdb"
+    assert {r.outcome for r in ingest_paths(sorted((out / "logs").glob("*")), db=db, jobs=1)} == {"ingested"}
+    return db
+
+
+@pytest.mark.parametrize("store", ["demo_db", "generated_store"])
+def test_an_overview_equals_its_analyses_each_slicing_the_rows_itself(
+    store: str, request: pytest.FixtureRequest
+) -> None:
+    """``prepare_overview`` slices every run's rows once for the analysis and its periods (and skips the copies
+    and products that change nothing): the same results as ``analyse``, ``by_period`` and ``analyse_slices``,
+    which slice the rows each time, on the demo and on a generated store."""
     opt = tmf.TmfOptions(n_replicates=60)
     n_periods = []
-    with reader(demo_db) as con:
+    with reader(request.getfixturevalue(store)) as con:
         benchmarks = [r[0] for r in con.execute("SELECT benchmark FROM benchmarks ORDER BY 1").fetchall()]
         for bench in benchmarks:
             run_filter = RunFilter(benchmark=bench)
@@ -635,5 +658,7 @@ def test_an_overview_equals_its_analyses_each_slicing_the_rows_itself(demo_db) -
             assert _canon(view.overall) == _canon(tmf.analyse(inputs, options=opt))
             movie = tmf.by_period(inputs, options=opt)
             assert [(k, _canon(r)) for k, r in view.movie] == [(k, _canon(r)) for k, r in movie]
+            slices = tmf.analyse_slices(inputs, kind="level", options=opt)
+            assert [_canon(r) for r in view.by_kind["level"]] == [_canon(r) for r in slices]
             n_periods.append(len(movie))
-    assert max(n_periods) > 1
+    assert n_periods and max(n_periods) > 1
