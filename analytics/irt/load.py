@@ -47,17 +47,33 @@ def load_responses(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.Data
     return query_df(con, RESPONSES_SQL, [benchmark])
 
 
+# The IRT input of a benchmark is the multiset of (subject, task_id, passed) rows that RESPONSES_SQL returns, plus
+# each subject's agent, version, family and first date (the fit is order-free: analytics/irt/data.py sorts the rows).
+# Both are functions of (a) the benchmark's runs (run_id, agent, agent_version, family, eval_date: the subjects,
+# including a version taken from the date) and (b) per (run, task) the number of attempts and of passed ones
+# (``coalesce(passed, false)``: an attempt without a verdict counts as a fail). (b) is ``run_task_stats``
+# (n_attempts, n_passed; migration 008), which the writer keeps in the transaction of every change of attempts
+# (ingest, re-scored runs, late scores, replaced attempts, deletion), so the digest reads runs x tasks rows instead
+# of every attempt and changes whenever the IRT input does. Order-free: xor and a sum of row hashes (rows are unique
+# by their keys), plus counts.
 DIGEST_SQL = """
-SELECT count(*), bit_xor(h), sum(h % 1000000007), count(DISTINCT subject)
-FROM (SELECT hash(r.agent, coalesce(r.agent_version, ''), r.run_id, a.task_id, a.sample,
-                  coalesce(a.passed, false), coalesce(r.family, ''), r.eval_date) AS h,
-             r.agent || coalesce(r.agent_version, '') AS subject
-      FROM attempts a JOIN runs r USING (run_id) WHERE r.benchmark = ?)
+WITH rs AS (
+    SELECT run_id, hash(run_id, agent, coalesce(agent_version, ''), coalesce(family, ''), eval_date) AS h,
+           agent || coalesce(agent_version, '') AS subject
+    FROM runs WHERE benchmark = ?
+), ts AS (
+    SELECT hash(s.run_id, s.task_id, s.n_attempts, s.n_passed) AS h, s.n_attempts
+    FROM run_task_stats s JOIN rs USING (run_id)
+)
+SELECT 'v2', (SELECT count(*) FROM rs), (SELECT bit_xor(h) FROM rs), (SELECT count(DISTINCT subject) FROM rs),
+       count(*), sum(n_attempts), bit_xor(h), sum(h % 1000000007)
+FROM ts
 """
 
 
 def data_digest(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> str:
-    """An order-free fingerprint of a benchmark's responses, computed in SQL (cheap on every page load)."""
+    """An order-free fingerprint of a benchmark's IRT input, from its runs and their (run, task) counts kept at
+    ingest (``run_task_stats``): its cost follows runs x tasks, not attempts."""
     return ":".join(str(v) for v in query_rows(con, DIGEST_SQL, [benchmark])[0])
 
 
