@@ -120,6 +120,9 @@ GROUP BY ALL
 ORDER BY x.run_id, code_a, code_b
 """,
 }
+# the leaderboard numbers the rows of task_outcome_rows.sql (task_outcomes.sql without its order) itself
+SQL_FILES["task_outcome_rows"] = SQL_FILES["task_outcomes"].replace("ORDER BY a.run_id, a.task_id\n", "")
+assert SQL_FILES["task_outcome_rows"] != SQL_FILES["task_outcomes"]
 
 HEALTH_SQL = """
 SELECT r.run_id, r.agent, r.status AS log_status,
