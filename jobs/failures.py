@@ -33,7 +33,7 @@ from store import Location, derived, publish, resolve_db_path, transaction, writ
 from store import failure_clusters as stored
 
 BATCH = 20_000  # texts embedded and written per step: bounds memory (a batch of vectors is about 20 MB)
-DOC_BATCH = 20_000  # failure documents built and written per step (their steps' texts: tens of MB)
+DOC_BATCH = 50_000  # failure documents built and written per step (their steps' texts, cut: tens of MB)
 
 
 def store_vectors(con: object, texts: Sequence[str], vectors: np.ndarray, *, model: str, batch: int = BATCH) -> int:

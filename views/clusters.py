@@ -26,6 +26,8 @@ from ui.common import (
 from ui.shell import page_setup
 from ui.tables import Col, show_table
 
+MEMBERS_SHOWN = 2000
+
 filters = page_setup(
     "Failure clusters",
     "Each failed attempt's document (the error that ended it, else its answer against the reference; ids, numbers "
@@ -123,15 +125,17 @@ for rep, doc in zip(picked["representatives"], picked["examples"], strict=True):
     )
     st.text(doc)
 members = clusters.members[clusters.members["cluster_id"] == cid]
-members = members.assign(
-    codes=members["codes"].map(", ".join),
+members = members.assign(codes=members["codes"].map(", ".join))
+shown = members.head(MEMBERS_SHOWN)  # a cluster of 100,000 attempts: the first rows here, all in the downloads
+if len(members) > len(shown):
+    st.caption(f"The first {len(shown):,} of its {len(members):,} attempts (the downloads hold all of them).")
+shown = shown.assign(
     open=[
-        drilldown_url(r, t, int(s))
-        for r, t, s in zip(members["run_id"], members["task_id"], members["sample"], strict=True)
+        drilldown_url(r, t, int(s)) for r, t, s in zip(shown["run_id"], shown["task_id"], shown["sample"], strict=True)
     ],
 )
 show_table(
-    members,
+    shown,
     [
         Col("agent_version", "Agent version"),
         Col("task_id", "Task"),
@@ -142,5 +146,5 @@ show_table(
     ],
     key="cl_members",
     name=f"cluster-{cid}",
-    download=members.drop(columns="open"),
+    download=members,
 )

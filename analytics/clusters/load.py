@@ -52,7 +52,8 @@ s AS (
     SELECT s.attempt_id, s.step, s.kind, s.tool, s.args::VARCHAR AS args, s.error AS raw_error,
            coalesce(s.result, tx.text, s.content) AS raw_body
     FROM steps s SEMI JOIN f USING (attempt_id)
-    LEFT JOIN texts tx ON s.result IS NULL AND tx.text_hash = s.result_hash
+    LEFT JOIN texts tx ON tx.text_hash = s.result_hash  -- an equality only: a hash join (its text is used only
+                                                        -- when result is null: coalesce below)
 ),
 t AS (  -- a Python traceback is shown by its last line, the exception (the frames above it are the code's path)
     SELECT attempt_id, step, kind, tool, args,
