@@ -122,3 +122,11 @@ def test_a_run_keeps_its_own_clustering_and_its_summary_survives_json(held_db: t
         "records"
     )
     assert isinstance(back.iloc[0]["codes"], dict) and isinstance(back.iloc[0]["representatives"][0], dict)
+    with reader(db) as con:  # one cluster's members, the first few, as the page reads them
+        top = cl.stored_members(con, benchmark=bm, run_id=f"{bm}-v2", cluster_id=0, limit=2)
+        every = cl.stored_members(con, benchmark=bm, run_id=f"{bm}-v2", cluster_id=0)
+        bare = cl.stored_clusters(con, benchmark=bm, run_id=f"{bm}-v2", with_members=False)
+    expected = stored.members[stored.members["cluster_id"] == 0].reset_index(drop=True)
+    assert every.drop(columns="codes").equals(expected.drop(columns="codes")) and len(every) > 2
+    assert top.drop(columns="codes").equals(expected.head(2).drop(columns="codes"))
+    assert bare is not None and bare.members.empty and bare.summary.equals(stored.summary)

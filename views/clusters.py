@@ -49,7 +49,11 @@ run_id = None if run_pick == "(all runs)" else run_pick
 cfg = llm.llm_config()
 try:  # the stored clustering of the failures as they are now (computed once, by the job below)
     clusters = cached(
-        cl.stored_clusters, benchmark=filters.benchmark, run_id=run_id, label_model=cfg.model if cfg else None
+        cl.stored_clusters,
+        benchmark=filters.benchmark,
+        run_id=run_id,
+        label_model=cfg.model if cfg else None,
+        with_members=False,  # one cluster's members are read when it is picked
     )
 except cl.ClusterError as exc:
     empty_state(plain(f"{exc}."))
@@ -124,11 +128,15 @@ for rep, doc in zip(picked["representatives"], picked["examples"], strict=True):
         f"({drilldown_url(rep['run_id'], rep['task_id'], int(rep['sample']))})"
     )
     st.text(doc)
-members = clusters.members[clusters.members["cluster_id"] == cid]
-members = members.assign(codes=members["codes"].map(", ".join))
-shown = members.head(MEMBERS_SHOWN)  # a cluster of 100,000 attempts: the first rows here, all in the downloads
-if len(members) > len(shown):
-    st.caption(f"The first {len(shown):,} of its {len(members):,} attempts (the downloads hold all of them).")
+shown = cached(
+    cl.stored_members, benchmark=filters.benchmark, run_id=run_id, cluster_id=int(cid), limit=MEMBERS_SHOWN
+)  # a cluster of 100,000 attempts: its first rows (read, cached and drawn at once), the rest in the stored table
+shown = shown.assign(codes=shown["codes"].map(", ".join))
+if int(picked["n_attempts"]) > len(shown):
+    st.caption(
+        f"Its first {len(shown):,} of {int(picked['n_attempts']):,} attempts, by run, task and sample (also in the "
+        "downloads); `python -m analytics clusters --json` lists every member."
+    )
 shown = shown.assign(
     open=[
         drilldown_url(r, t, int(s)) for r, t, s in zip(shown["run_id"], shown["task_id"], shown["sample"], strict=True)
@@ -146,5 +154,5 @@ show_table(
     ],
     key="cl_members",
     name=f"cluster-{cid}",
-    download=members,
+    download=shown.drop(columns="open"),
 )

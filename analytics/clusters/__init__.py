@@ -51,6 +51,7 @@ from analytics.clusters.load import (
     read_vectors,
     stored_clusters,
     stored_failure_texts,
+    stored_members,
     strip_run_specific,
     undocumented_failures,
 )
@@ -64,6 +65,6 @@ __all__ = [
     "failure_clusters",
     "failure_documents", "failure_frame", "failure_texts", "fig_clusters_by_run", "key_phrases", "label_messages",
     "label_quality", "read_vectors", "renumber", "representatives", "share_trend", "stored_clusters",
-    "stored_failure_texts", "strip_run_specific", "summary_from_json", "summary_to_json", "text_report", "to_json",
+    "stored_failure_texts", "stored_members", "strip_run_specific", "summary_from_json", "summary_to_json", "text_report", "to_json",
     "trend_sentence", "undocumented_failures",
 ]  # fmt: skip

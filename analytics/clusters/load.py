@@ -520,6 +520,24 @@ def clustering_key(
     return key, int(n), int(n) - int(n_docs)
 
 
+_STORED_MEMBERS = """
+    WITH m AS (
+        SELECT attempt_id, cluster_id FROM failure_cluster_members
+        WHERE clustering_key = $key AND ($cluster_id IS NULL OR cluster_id = $cluster_id)
+    ),
+    codes AS (
+        SELECT attempt_id, list(DISTINCT code ORDER BY code) AS codes
+        FROM error_labels SEMI JOIN m USING (attempt_id) WHERE source = 'label' GROUP BY attempt_id
+    )
+    SELECT m.attempt_id, a.run_id, a.task_id, a.sample, r.agent,
+           coalesce(r.agent_version, '(none)') AS agent_version, r.eval_date, coalesce(c.codes, []) AS codes,
+           m.cluster_id
+    FROM m JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) LEFT JOIN codes c USING (attempt_id)
+    ORDER BY a.run_id, a.task_id, a.sample
+    LIMIT $limit
+"""
+
+
 def stored_clusters(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -527,10 +545,12 @@ def stored_clusters(
     run_id: str | None = None,
     model: str = STATIC_MODEL,
     label_model: str | None = None,
+    with_members: bool = True,
 ) -> Clusters | None:
     """The stored clustering of the benchmark's (or run's) failures as they are now, with the cached LLM labels of
     ``label_model``; None when none is stored for them (the failures changed since, or it was never computed:
-    ``jobs.failures.cluster_failures`` computes it). Raises ``ClusterError`` when there is no failed attempt."""
+    ``jobs.failures.cluster_failures`` computes it). Raises ``ClusterError`` when there is no failed attempt.
+    ``with_members=False``: ``members`` is left empty (the page reads one cluster's with ``stored_members``)."""
     from analytics.clusters.compute_summary import summary_from_json
 
     key, n, _ = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)
@@ -541,24 +561,25 @@ def stored_clusters(
     ).fetchall()
     if not row:
         return None
-    members = query_df(
-        con,
-        """
-        WITH m AS (SELECT attempt_id, cluster_id FROM failure_cluster_members WHERE clustering_key = $key),
-        codes AS (
-            SELECT attempt_id, list(DISTINCT code ORDER BY code) AS codes
-            FROM error_labels SEMI JOIN m USING (attempt_id) WHERE source = 'label' GROUP BY attempt_id
-        )
-        SELECT m.attempt_id, a.run_id, a.task_id, a.sample, r.agent,
-               coalesce(r.agent_version, '(none)') AS agent_version, r.eval_date, coalesce(c.codes, []) AS codes,
-               m.cluster_id
-        FROM m JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) LEFT JOIN codes c USING (attempt_id)
-        ORDER BY a.run_id, a.task_id, a.sample
-        """,
-        {"key": key},
-    )
+    sql = _STORED_MEMBERS if with_members else _STORED_MEMBERS.replace("$key", "$key AND false")
+    members = query_df(con, sql, {"key": key, "cluster_id": None, "limit": None})
     summary_json, n_failures, stored_model = row[0]
     clusters = Clusters(
         summary=summary_from_json(summary_json), members=members, n_failures=int(n_failures), model=stored_model
     )
     return apply_llm_labels(con, clusters, model=label_model)
+
+
+def stored_members(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    cluster_id: int,
+    run_id: str | None = None,
+    model: str = STATIC_MODEL,
+    limit: int | None = None,
+) -> pd.DataFrame:
+    """The member attempts of one cluster of the stored clustering of these failures (as ``Clusters.members``), the
+    first ``limit`` by run, task and sample; empty when no clustering is stored for the failures as they are now."""
+    key, _, _ = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)
+    return query_df(con, _STORED_MEMBERS, {"key": key, "cluster_id": int(cluster_id), "limit": limit})
