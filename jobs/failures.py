@@ -150,13 +150,15 @@ def cluster_failures(
     What is missing only: the documents of failed attempts that have none (``doc_batch`` at a time, each batch its
     own transaction), the vectors of texts that have none (``batch`` at a time), then the clustering itself unless
     one is stored under the failures' current key (``clustering_key``); it replaces the earlier clusterings of the
-    same benchmark and run. ``progress(fraction, message)`` is told along the way (the page shows it)."""
+    same benchmark and run. The clustering runs outside the writer session (an upload is not kept waiting); it is
+    stored only if the failures' key is still the same. ``progress(fraction, message)`` is told along the way (the
+    page shows it)."""
 
     def say(fraction: float, message: str) -> None:
         if progress is not None:
             progress(fraction, message)
 
-    with writer(db, publish_snapshot=False) as con:
+    with writer(db, publish_snapshot=False) as con:  # 1. documents and vectors: what is missing (published with 3.)
         say(0.0, "finding the failed attempts without a document")
         todo = undocumented_failures(con, benchmark=benchmark, run_id=run_id)
         for s in range(0, len(todo), doc_batch):
@@ -165,7 +167,7 @@ def cluster_failures(
             with transaction(con):
                 stored.insert_failure_documents(con, document_table(raw))
         key, n, n_missing = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)
-        if n_missing:  # a failure ingested meanwhile: the next visit finds it
+        if n_missing:  # the writer session is exclusive: nothing was ingested meanwhile
             raise RuntimeError(f"{n_missing:,} failed attempts still have no document")
         have = con.execute("SELECT count(*) FROM failure_clusterings WHERE clustering_key = ?", [key]).fetchall()
         if have[0][0]:
@@ -184,9 +186,15 @@ def cluster_failures(
         vectors, missing = cached_failure_vectors(con, failures, model=model)
         if missing:
             raise RuntimeError(f"{len(missing):,} failure texts still have no vector")
-        say(0.8, f"clustering {len(failures):,} failed attempts")
-        clusters = build_clusters(failures, vectors, model=model)
-        del vectors
+    # 2. the clustering itself, the longest step, without holding the writer (an upload meanwhile is not kept
+    # waiting; it changes the failures' key, and step 3 then stores nothing)
+    say(0.8, f"clustering {len(failures):,} failed attempts")
+    clusters = build_clusters(failures, vectors, model=model)
+    del vectors
+    with writer(db, publish_snapshot=False) as con:  # 3. stored, if the failures are still those it was made of
+        if clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)[0] != key:
+            say(1.0, "the failures changed while they were clustered: the next visit computes them again")
+            return key
         say(0.97, "storing the clusters")
         with transaction(con):
             stored.replace_clustering(

@@ -130,3 +130,35 @@ def test_a_run_keeps_its_own_clustering_and_its_summary_survives_json(held_db: t
     assert every.drop(columns="codes").equals(expected.drop(columns="codes")) and len(every) > 2
     assert top.drop(columns="codes").equals(expected.head(2).drop(columns="codes"))
     assert bare is not None and bare.members.empty and bare.summary.equals(stored.summary)
+
+
+def test_failures_that_change_while_they_are_clustered_are_not_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clustering runs without the writer: an upload meanwhile changes the failures' key, and what was clustered
+    is not stored under it (the next visit computes it again)."""
+    import jobs.failures
+    from ingest.pipeline import ingest_paths
+    from tests.failure_sets import failure_set
+
+    fs = failure_set(seed=6, n_causes=4, n_failures=60)
+    db = tmp_path / "moving.duckdb"
+    ingest_paths([fs.write(tmp_path / "m.jsonl")], db=db)
+    build = jobs.failures.build_clusters
+
+    def upload_meanwhile(*args: object, **kwargs: object) -> object:
+        ingest_paths([_extra_failures(tmp_path / "extra.jsonl", fs.benchmark, 3)], db=db)  # the writer is free
+        return build(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jobs.failures, "build_clusters", upload_meanwhile)
+    said: list[str] = []
+    jobs.failures.cluster_failures(db, benchmark=fs.benchmark, progress=lambda f, m: said.append(m))
+    assert said[-1].startswith("the failures changed while they were clustered")
+    with reader(db) as con:
+        assert cl.stored_clusters(con, benchmark=fs.benchmark) is None
+        assert con.execute("SELECT count(*) FROM failure_clusterings").fetchall()[0][0] == 0
+    monkeypatch.setattr(jobs.failures, "build_clusters", build)
+    jobs.failures.cluster_failures(db, benchmark=fs.benchmark)
+    with reader(db) as con:
+        again = cl.stored_clusters(con, benchmark=fs.benchmark)
+    assert again is not None and again.n_failures == 63
