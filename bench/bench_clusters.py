@@ -21,7 +21,9 @@ DB is only read (``store.reader``); nothing is written to it, and no vector is s
 one writer session, timed) and read back ``--repeat`` times with ``analytics.clusters.cached_failure_vectors``.
 
 ``--stand-in`` loads no model at all: the sample's vectors are seeded random unit vectors too (the smoke test;
-no embedding rate is then reported). Each line gives wall and CPU seconds (this process, all threads), the load
+no embedding rate is then reported). ``--page COPY --benchmark B [--compute]``: the Failure clusters page's own
+path on a copy of a store it writes to (``page_figures``): the background job's time, then the page's first render.
+Each line gives wall and CPU seconds (this process, all threads), the load
 average when the step started and the process's peak RSS so far.
 """
 
@@ -215,6 +217,46 @@ def synthetic(n: int, *, embed_n: int, max_points: int, repeat: int, tile: bool 
     return out
 
 
+def page_figures(store: Path, benchmark: str, *, compute: bool) -> dict[str, Any]:
+    """The page's path (``--page``): with ``compute``, the job the page starts (``jobs.failures.cluster_failures``:
+    documents, vectors and the clustering, stored in ``store``: a copy), timed; then the Failure clusters page's
+    first render (AppTest, data cache cleared, after the app's bootstrap as a running server has) and a warm rerun.
+    Nothing starts by itself (RUNLENS_AUTO_FIT=0): without a stored clustering the page says so and stops."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from jobs.failures import cluster_failures
+
+    out: dict[str, Any] = {"store": str(store), "benchmark": benchmark}
+    if compute:
+        steps: list[tuple[float, str]] = []
+        w0 = time.perf_counter()
+        _, out["job"] = _timed(
+            lambda: cluster_failures(
+                store, benchmark=benchmark, progress=lambda f, m: steps.append((time.perf_counter() - w0, m))
+            )
+        )
+        out["job_steps"] = [(round(t, 2), m) for t, m in steps]
+        for t, m in steps:
+            print(f"  {t:8.1f} s  {m}", flush=True)
+        _line("job (documents ... stored)", out["job"])
+    os.environ["RUNLENS_DB"] = str(store)
+    os.environ["RUNLENS_AUTO_FIT"] = "0"
+    boot = AppTest.from_file(str(ROOT / "app.py"), default_timeout=1800)
+    _, out["bootstrap"] = _timed(boot.run)
+    st.cache_data.clear()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=1800)
+    at.query_params["benchmark"] = benchmark
+    at.switch_page("views/clusters.py")
+    _, out["first_render"] = _timed(at.run)
+    _, out["warm_render"] = _timed(at.run)
+    out["filled"] = bool(at.dataframe) and not at.exception
+    out["problems"] = [str(e.value)[:200] for e in at.exception] + [str(e.value)[:200] for e in at.error]
+    _line("page first render", out["first_render"], "filled" if out["filled"] else "NOT filled")
+    _line("page warm rerun", out["warm_render"])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the two costs; with ``--json``, also write them to a file."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -228,8 +270,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stand-in", action="store_true", help="no model: the sample's vectors are stand-ins too")
     parser.add_argument("--max-points", type=int, default=MAX_POINTS, help="failures clustered directly")
     parser.add_argument("--cache-store", type=Path, help="NEW throwaway store: also time the cached-vector read")
+    parser.add_argument("--page", type=Path, help="A COPY of a store: the page's job and first render (writes)")
+    parser.add_argument("--compute", action="store_true", help="with --page: run and time the job first")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
+    if args.page:
+        figures = page_figures(args.page, args.benchmark, compute=args.compute)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, default=float))
+        return 0
     if args.synthetic:
         figures = synthetic(args.synthetic, embed_n=min(args.embed, args.synthetic), max_points=args.max_points,
                             repeat=args.repeat, tile=args.tile)  # fmt: skip

@@ -9,21 +9,31 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from analytics import llm
 from analytics.clusters import (
     LABEL_PROMPT_VERSION,
     Clusters,
+    build_clusters,
     cached_failure_vectors,
     cached_labels,
     clean_label,
+    clustering_key,
+    document_table,
+    failure_frame,
     failure_texts,
     label_messages,
+    stored_failure_texts,
+    summary_to_json,
+    undocumented_failures,
 )
 from analytics.embeddings import STATIC_MODEL, make_embedder, text_hash
 from store import Location, derived, publish, resolve_db_path, transaction, writer
+from store import failure_clusters as stored
 
 BATCH = 20_000  # texts embedded and written per step: bounds memory (a batch of vectors is about 20 MB)
+DOC_BATCH = 50_000  # failure documents built and written per step (their steps' texts, cut: tens of MB)
 
 
 def store_vectors(con: object, texts: Sequence[str], vectors: np.ndarray, *, model: str, batch: int = BATCH) -> int:
@@ -122,3 +132,85 @@ def label_clusters(
         )
         publish(con, resolve_db_path(db))
     return len(rows)
+
+
+def cluster_failures(
+    db: Location,
+    *,
+    benchmark: str,
+    run_id: str | None = None,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+    model: str = STATIC_MODEL,
+    progress: Callable[[float, str], None] | None = None,
+    batch: int = BATCH,
+    doc_batch: int = DOC_BATCH,
+) -> str:
+    """Compute and store the clustering of the benchmark's (or run's) failures as they are now; return its key.
+
+    What is missing only: the documents of failed attempts that have none (``doc_batch`` at a time, each batch its
+    own transaction), the vectors of texts that have none (``batch`` at a time), then the clustering itself unless
+    one is stored under the failures' current key (``clustering_key``); it replaces the earlier clusterings of the
+    same benchmark and run. The clustering runs outside the writer session (an upload is not kept waiting); it is
+    stored only if the failures' key is still the same. ``progress(fraction, message)`` is told along the way (the
+    page shows it)."""
+
+    def say(fraction: float, message: str) -> None:
+        if progress is not None:
+            progress(fraction, message)
+
+    with writer(db, publish_snapshot=False) as con:  # 1. documents and vectors: what is missing (published with 3.)
+        say(0.0, "finding the failed attempts without a document")
+        todo = undocumented_failures(con, benchmark=benchmark, run_id=run_id)
+        for s in range(0, len(todo), doc_batch):
+            say(0.6 * s / len(todo), f"building the documents of failed attempts: {s:,} of {len(todo):,} done")
+            raw = failure_frame(con, benchmark=benchmark, run_id=run_id, attempt_ids=todo[s : s + doc_batch])
+            with transaction(con):
+                stored.insert_failure_documents(con, document_table(raw))
+        key, n, n_missing = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)
+        if n_missing:  # the writer session is exclusive: nothing was ingested meanwhile
+            raise RuntimeError(f"{n_missing:,} failed attempts still have no document")
+        have = con.execute("SELECT count(*) FROM failure_clusterings WHERE clustering_key = ?", [key]).fetchall()
+        if have[0][0]:
+            say(1.0, "the clusters are stored")
+            return key
+        say(0.6, f"reading the documents of {n:,} failed attempts")
+        failures = stored_failure_texts(con, benchmark=benchmark, run_id=run_id)
+        _, missing = cached_failure_vectors(con, failures, model=model)
+        if missing:
+            fn = encode or make_embedder(model).encode
+            for s in range(0, len(missing), batch):
+                say(0.6 + 0.2 * s / len(missing), f"embedding failure texts: {s:,} of {len(missing):,} done")
+                part = missing[s : s + batch]
+                with transaction(con):
+                    store_vectors(con, part, fn(part), model=model, batch=batch)
+        vectors, missing = cached_failure_vectors(con, failures, model=model)
+        if missing:
+            raise RuntimeError(f"{len(missing):,} failure texts still have no vector")
+    # 2. the clustering itself, the longest step, without holding the writer (an upload meanwhile is not kept
+    # waiting; it changes the failures' key, and step 3 then stores nothing)
+    say(0.8, f"clustering {len(failures):,} failed attempts")
+    clusters = build_clusters(failures, vectors, model=model)
+    del vectors
+    with writer(db, publish_snapshot=False) as con:  # 3. stored, if the failures are still those it was made of
+        if clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)[0] != key:
+            say(1.0, "the failures changed while they were clustered: the next visit computes them again")
+            return key
+        say(0.97, "storing the clusters")
+        with transaction(con):
+            stored.replace_clustering(
+                con,
+                key=key,
+                benchmark=benchmark,
+                run_id=run_id,
+                model=model,
+                summary_json=summary_to_json(clusters.summary),
+                members=pa.table(
+                    {
+                        "attempt_id": pa.array(clusters.members["attempt_id"].to_numpy(dtype=np.int64)),
+                        "cluster_id": pa.array(clusters.members["cluster_id"].to_numpy(dtype=np.int32)),
+                    }
+                ),
+            )
+        publish(con, resolve_db_path(db))
+    say(1.0, "the clusters are stored")
+    return key

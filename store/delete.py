@@ -16,7 +16,9 @@ from store.query import transaction
 from store.sessions import writer
 
 # child tables keyed by attempt_id, deleted before the attempts themselves
-ATTEMPT_CHILDREN = ("steps", "error_labels", "attempt_metrics", "ratings", "judge_verdicts", "scores")
+ATTEMPT_CHILDREN = (
+    "steps", "error_labels", "attempt_metrics", "ratings", "judge_verdicts", "scores", "failure_documents",
+)  # fmt: skip
 
 
 class RunNotFoundError(RunlensError):

@@ -35,7 +35,7 @@ PAGES = [
     ("/gem", "GEM-Bench", "No GEM-style data"),
     ("/upload", "Upload", "Delete a run"),
     ("/search?q=link&mode=words", "Search", "Attempts with a hit"),
-    ("/clusters", "Failure clusters", "Embed the failed attempts"),
+    ("/clusters", "Failure clusters", "Compute the clusters"),
     ("/review", "Review", "Review queue"),
 ]
 BUSY_JS = """() => document.querySelectorAll(

@@ -1,21 +1,21 @@
 """Failure clusters: failed attempts grouped by what went wrong (docs/failure_analysis.md), each named by its key
 phrases (and an LLM's line when a judge endpoint is configured), with representative attempts, its share per run
 and version and its trend, its error codes and its attempts (each opening the drilldown). Missing embeddings are
-computed in the background on the first visit, with progress. Deep link: ``clusters?cl_run=<run_id>``."""
+computed in the background on the first visit (documents, vectors and the clustering, stored: migration 011), with
+progress; later visits read the stored clustering until the failures change. Deep link: ``clusters?cl_run=<run_id>``."""
 
 import streamlit as st
 
 from analytics import clusters as cl
 from analytics import llm
 from analytics import trajectory as tr
-from jobs.failures import embed_failures, label_clusters
+from jobs.failures import cluster_failures, label_clusters
 from store import RunFilter
 from ui import background
 from ui.common import (
     UrlField,
     cached,
     db_path,
-    db_version,
     drilldown_url,
     empty_state,
     from_url,
@@ -25,6 +25,8 @@ from ui.common import (
 )
 from ui.shell import page_setup
 from ui.tables import Col, show_table
+
+MEMBERS_SHOWN = 2000
 
 filters = page_setup(
     "Failure clusters",
@@ -45,45 +47,54 @@ run_pick = st.selectbox("Run", options, key="cl_run")
 keep_in_url([RUN])
 run_id = None if run_pick == "(all runs)" else run_pick
 cfg = llm.llm_config()
-try:
+try:  # the stored clustering of the failures as they are now (computed once, by the job below)
     clusters = cached(
-        cl.failure_clusters, benchmark=filters.benchmark, run_id=run_id, label_model=cfg.model if cfg else None
+        cl.stored_clusters,
+        benchmark=filters.benchmark,
+        run_id=run_id,
+        label_model=cfg.model if cfg else None,
+        with_members=False,  # one cluster's members are read when it is picked
     )
 except cl.ClusterError as exc:
     empty_state(plain(f"{exc}."))
 if clusters is None:
     if not background.is_enabled():
         st.info(
-            "Some failed attempts have no embedding yet (RUNLENS_AUTO_FIT=0: nothing starts by itself). Embedding "
-            "runs on this machine, thousands of failures a second; `python -m analytics clusters --benchmark NAME` "
-            "does the same."
+            "The clusters of these failures are not computed yet (RUNLENS_AUTO_FIT=0: nothing starts by itself). "
+            "Computing them builds each failure's document, embeds the new ones on this machine (thousands a "
+            "second) and clusters them; the result is kept until the failures change."
         )
-        if st.button("Embed the failed attempts", key="cl_embed", type="primary"):
-            with st.spinner("Embedding failed attempts..."):
-                n = embed_failures(db_path(), benchmark=filters.benchmark, run_id=run_id)
-            st.success(f"{n} texts embedded.")
+        if st.button("Compute the clusters", key="cl_compute", type="primary"):
+            with st.spinner("Computing the clusters..."):
+                cluster_failures(db_path(), benchmark=filters.benchmark, run_id=run_id)
             st.rerun()
         st.stop()
-    # the first visit embeds what is missing in the background (once per store, benchmark, run and data version);
-    # every visitor meanwhile sees the same job, and the clusters show as soon as the vectors are stored
-    key = f"cluster-embed|{db_path()}|{filters.benchmark}|{run_id}|{db_version()}"
-    job = background.start(key, embed_failures, db_path(), benchmark=filters.benchmark, run_id=run_id)
-    st.info("Some failed attempts have no embedding yet: embedding them now, in the background.")
+    # the first visit computes what is missing in the background (documents, vectors, the clustering), one job per
+    # store, benchmark and run: every visitor meanwhile sees that job, and the clusters show once they are stored
+    key = f"clusters|{db_path()}|{filters.benchmark}|{run_id}"
+    done = background.get(key)
+    if done is not None and done.is_done and done.error is None:  # it finished, and the failures changed since
+        background.forget(key)
+    job = background.start(key, cluster_failures, db_path(), benchmark=filters.benchmark, run_id=run_id)
     if job.error is not None:
-        st.error(f"Embedding failed: {plain(job.error)}")
+        st.error(f"Computing the clusters failed: {plain(job.error)}")
         if st.button("Try again", key="cl_retry"):
             background.forget(key)
             st.rerun()
         st.stop()
+    st.info(
+        "The clusters of these failures are not computed yet: computing them now, in the background (the page "
+        "fills itself when they are stored; later visits read them at once)."
+    )
 
     @st.fragment(run_every=1.0)
-    def wait_for_vectors() -> None:
+    def wait_for_clusters() -> None:
         current = background.get(key)
         if current is None or current.is_done:
             st.rerun(scope="app")
-        st.progress(current.fraction, text=current.message)
+        st.progress(current.fraction, text=plain(current.message))
 
-    wait_for_vectors()
+    wait_for_clusters()
     st.stop()
 if cfg is None:
     st.caption(
@@ -117,16 +128,22 @@ for rep, doc in zip(picked["representatives"], picked["examples"], strict=True):
         f"({drilldown_url(rep['run_id'], rep['task_id'], int(rep['sample']))})"
     )
     st.text(doc)
-members = clusters.members[clusters.members["cluster_id"] == cid]
-members = members.assign(
-    codes=members["codes"].map(", ".join),
+shown = cached(
+    cl.stored_members, benchmark=filters.benchmark, run_id=run_id, cluster_id=int(cid), limit=MEMBERS_SHOWN
+)  # a cluster of 100,000 attempts: its first rows (read, cached and drawn at once), the rest in the stored table
+shown = shown.assign(codes=shown["codes"].map(", ".join))
+if int(picked["n_attempts"]) > len(shown):
+    st.caption(
+        f"Its first {len(shown):,} of {int(picked['n_attempts']):,} attempts, by run, task and sample (also in the "
+        "downloads); `python -m analytics clusters --json` lists every member."
+    )
+shown = shown.assign(
     open=[
-        drilldown_url(r, t, int(s))
-        for r, t, s in zip(members["run_id"], members["task_id"], members["sample"], strict=True)
+        drilldown_url(r, t, int(s)) for r, t, s in zip(shown["run_id"], shown["task_id"], shown["sample"], strict=True)
     ],
 )
 show_table(
-    members,
+    shown,
     [
         Col("agent_version", "Agent version"),
         Col("task_id", "Task"),
@@ -137,5 +154,5 @@ show_table(
     ],
     key="cl_members",
     name=f"cluster-{cid}",
-    download=members.drop(columns="open"),
+    download=shown.drop(columns="open"),
 )

@@ -30,30 +30,41 @@ from analytics.clusters.compute_summary import (
     label_quality,
     representatives,
     share_trend,
+    summary_from_json,
+    summary_to_json,
     trend_sentence,
 )
 from analytics.clusters.figures import CLUSTER_COLORS, fig_clusters_by_run
 from analytics.clusters.load import (
+    CLUSTER_VERSION,
+    DOC_VERSION,
     answer_against_reference,
     apply_llm_labels,
     cached_failure_vectors,
     cached_labels,
+    clustering_key,
+    document_table,
     failure_clusters,
     failure_documents,
     failure_frame,
     failure_texts,
     read_vectors,
+    stored_clusters,
+    stored_failure_texts,
+    stored_members,
     strip_run_specific,
+    undocumented_failures,
 )
 from analytics.clusters.report import by_run_frame, display_table, text_report, to_json
 
 __all__ = [
-    "CLUSTER_COLORS", "CUT_DISTANCE", "LABEL_PROMPT_VERSION", "MAX_POINTS", "MIN_SIZE", "SEED",
+    "CLUSTER_COLORS", "CLUSTER_VERSION", "CUT_DISTANCE", "DOC_VERSION", "LABEL_PROMPT_VERSION", "MAX_POINTS", "MIN_SIZE", "SEED",
     "UNCLUSTERED", "ClusterError", "Clusters", "answer_against_reference", "apply_llm_labels", "build_clusters",
     "by_run_frame", "cached_failure_vectors", "cached_labels", "centred", "clean_label",
-    "cluster_vectors", "content_key", "display_table", "distinctive_terms", "document_features", "document_parts",
+    "cluster_vectors", "clustering_key", "content_key", "document_table", "display_table", "distinctive_terms", "document_features", "document_parts",
     "failure_clusters",
     "failure_documents", "failure_frame", "failure_texts", "fig_clusters_by_run", "key_phrases", "label_messages",
-    "label_quality", "read_vectors", "renumber", "representatives", "share_trend", "strip_run_specific", "text_report",
-    "to_json", "trend_sentence",
+    "label_quality", "read_vectors", "renumber", "representatives", "share_trend", "stored_clusters",
+    "stored_failure_texts", "stored_members", "strip_run_specific", "summary_from_json", "summary_to_json", "text_report", "to_json",
+    "trend_sentence", "undocumented_failures",
 ]  # fmt: skip

@@ -49,6 +49,8 @@ MIN_SIMILARITY = 0.0
 CHUNK = 65536
 BLOCK_WEIGHTS = {"meaning": 1.0, "words": 1.0, "structure": 0.1}
 SEED = 0
+SPAN_SHARE: float | None = 0.3  # a run of SPAN_WORDS words in at least this share of the documents is cut
+SPAN_WORDS = 3
 
 
 def centred(vectors: np.ndarray) -> np.ndarray:
@@ -137,7 +139,44 @@ def _static() -> Any:
     return StaticEmbedder()
 
 
-def document_features(texts: list[str], *, seed: int = SEED) -> np.ndarray:
+_SPAN_WORD = re.compile(r"[^\W\d_][\w'-]+")
+
+
+def _grams(text: str, n: int) -> tuple[list[str], set[tuple[str, ...]]]:
+    words = _SPAN_WORD.findall(text.lower())
+    return words, {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def cut_common_spans(
+    texts: list[str], *, share: float | None = None, n: int | None = None, spans: set[tuple[str, ...]] | None = None
+) -> list[str]:
+    """The free texts without the runs of ``n`` words (``SPAN_WORDS``) found in at least ``share`` (``SPAN_SHARE``)
+    of them: boilerplate *inside* a segment (a driver's envelope around the message that differs), which the
+    whole-segment cut of the document builder cannot see. A text is then its remaining words; one left with none
+    keeps its words. None (the default share when ``SPAN_SHARE`` is None): the texts unchanged."""
+    share = SPAN_SHARE if share is None else share
+    n = n or SPAN_WORDS
+    if (share is None and not spans) or len(texts) < 10:
+        return texts
+    words, grams = map(list, zip(*(_grams(t, n) for t in texts), strict=True))
+    from collections import Counter
+
+    df = Counter(g for gs in grams for g in gs)
+    common = {g for g, k in df.items() if share is not None and k >= share * len(texts)} | (spans or set())
+    if not common:
+        return texts
+    out = []
+    for text, w in zip(texts, words, strict=True):
+        cut = np.zeros(len(w), dtype=bool)
+        for i in range(len(w) - n + 1):
+            if tuple(w[i : i + n]) in common:
+                cut[i : i + n] = True
+        kept = [x for x, c in zip(w, cut, strict=True) if not c]
+        out.append(" ".join(kept) if kept and cut.any() else text)  # nothing cut: the text as it was
+    return out
+
+
+def document_features(texts: list[str], *, seed: int = SEED, spans: set[tuple[str, ...]] | None = None) -> np.ndarray:
     """The tree's features of distinct documents, side by side, each block unit length and weighted
     (``BLOCK_WEIGHTS``): ``meaning``, the static model's token vectors of the free text weighted by their inverse
     document frequency among these documents (``StaticEmbedder.encode_idf``), centred; ``words``, a TF-IDF of the
@@ -148,7 +187,7 @@ def document_features(texts: list[str], *, seed: int = SEED) -> np.ndarray:
     has_text = np.array([_LETTER.search(f) is not None for f, _ in parts], dtype=bool)
     blocks: list[tuple[float, np.ndarray]] = []
     if has_text.sum() >= 2:  # a document without words has zeros there: its structure alone places it
-        free = [f for (f, _), keep in zip(parts, has_text, strict=True) if keep]
+        free = cut_common_spans([f for (f, _), keep in zip(parts, has_text, strict=True) if keep], spans=spans)
         meaning = np.zeros((len(texts), STATIC_DIMS), dtype=np.float32)
         meaning[has_text] = centred(_static().encode_idf(free))
         blocks.append((BLOCK_WEIGHTS["meaning"], meaning))

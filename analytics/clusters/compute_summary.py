@@ -308,3 +308,39 @@ def label_quality(members: pd.DataFrame) -> dict[str, float]:
         return {"ari": math.nan, "purity": math.nan, "n": 0}
     major = pd.DataFrame({"p": pred, "t": truth}).groupby("p")["t"].agg(lambda s: s.value_counts().iloc[0]).sum()
     return {"ari": float(adjusted_rand_score(truth, pred)), "purity": float(major / len(truth)), "n": len(truth)}
+
+
+_SUMMARY_COLUMNS = (
+    "cluster_id", "label", "terms", "phrases", "n_attempts", "share_of_failures", "by_run", "share_by_run",
+    "share_by_version", "trend", "codes", "content_key", "representatives", "examples",
+)  # fmt: skip
+
+
+def _plain(value: Any) -> Any:
+    """A summary cell as JSON holds it: numpy scalars as Python numbers, containers recursively."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
+
+
+def summary_to_json(summary: pd.DataFrame) -> str:
+    """A clustering's summary (``Clusters.summary`` without its LLM labels) as JSON records, to be stored."""
+    import json
+
+    records = [{c: _plain(r[c]) for c in _SUMMARY_COLUMNS} for r in summary.to_dict("records")]
+    return json.dumps(records, ensure_ascii=False)
+
+
+def summary_from_json(text: str) -> pd.DataFrame:
+    """The summary ``summary_to_json`` stored, in the same order; ``llm_label`` None (``apply_llm_labels`` fills
+    it)."""
+    import json
+
+    out = pd.DataFrame(json.loads(text), columns=list(_SUMMARY_COLUMNS))
+    return out.assign(llm_label=None)

@@ -52,7 +52,8 @@ s AS (
     SELECT s.attempt_id, s.step, s.kind, s.tool, s.args::VARCHAR AS args, s.error AS raw_error,
            coalesce(s.result, tx.text, s.content) AS raw_body
     FROM steps s SEMI JOIN f USING (attempt_id)
-    LEFT JOIN texts tx ON s.result IS NULL AND tx.text_hash = s.result_hash
+    LEFT JOIN texts tx ON tx.text_hash = s.result_hash  -- an equality only: a hash join (its text is used only
+                                                        -- when result is null: coalesce below)
 ),
 t AS (  -- a Python traceback is shown by its last line, the exception (the frames above it are the code's path)
     SELECT attempt_id, step, kind, tool, args,
@@ -276,20 +277,36 @@ def failure_documents(raw: pd.DataFrame, *, boilerplate_share: float = BOILERPLA
     return docs
 
 
-def failure_frame(con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None) -> pd.DataFrame:
-    """One row per failed attempt with the raw pieces its document is made of (see ``failure_documents``)."""
-    return query_df(
-        con,
-        _FAILURE_SQL,
-        {
-            "benchmark": benchmark,
-            "run_id": run_id,
-            "chars": STEP_CHARS,
-            "answer_chars": ANSWER_CHARS,
-            "max_errors": MAX_ERRORS,
-            "failing": FAILING_RESULT,
-        },
-    )
+def failure_frame(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    run_id: str | None = None,
+    attempt_ids: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """One row per failed attempt with the raw pieces its document is made of (see ``failure_documents``); with
+    ``attempt_ids``, of those failed attempts only."""
+    import pyarrow as pa
+
+    params = {
+        "benchmark": benchmark,
+        "run_id": run_id,
+        "chars": STEP_CHARS,
+        "answer_chars": ANSWER_CHARS,
+        "max_errors": MAX_ERRORS,
+        "failing": FAILING_RESULT,
+    }
+    if attempt_ids is None:
+        return query_df(con, _FAILURE_SQL, params)
+    con.register("_rl_fids", pa.table({"attempt_id": pa.array(np.asarray(attempt_ids, dtype=np.int64))}))
+    try:
+        return query_df(con, _FAILURE_SQL.replace(_FAILED, _FAILED + _ONLY_IDS), params)
+    finally:
+        con.unregister("_rl_fids")
+
+
+_FAILED = "AND a.passed = false"
+_ONLY_IDS = " AND a.attempt_id IN (SELECT attempt_id FROM _rl_fids)"
 
 
 def failure_texts(con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None) -> pd.DataFrame:
@@ -385,3 +402,184 @@ def failure_clusters(
     if missing:
         return None
     return apply_llm_labels(con, build_clusters(failures, vectors, model=model), model=label_model)
+
+
+# ---- stored documents and clusterings (migration 011): what the page reads once the job has computed them ----
+
+DOC_VERSION = "failure-doc@v1"  # bump when ``_segments`` or ``mask`` change: every document is built again
+CLUSTER_VERSION = "clusters@v2"  # bump when the clustering or the names change: every clustering is computed again
+
+
+def document_table(raw: pd.DataFrame) -> Any:
+    """Rows for ``failure_documents`` (an Arrow table) from rows of ``failure_frame``: each failure's segments
+    before the boilerplate cut, each segment masked as boilerplate is recognised, and a hash of the segments."""
+    import hashlib
+
+    import pyarrow as pa
+
+    segs = [_segments(r) for r in raw.to_dict("records")]
+    masked = [[mask(s) for s in ss] for ss in segs]
+
+    def digest(ss: list[str]) -> int:
+        h = hashlib.blake2b("\x1f".join(ss).encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        return int.from_bytes(h, "little", signed=True)
+
+    return pa.table(
+        {
+            "attempt_id": pa.array(raw["attempt_id"].to_numpy(dtype=np.int64)),
+            "doc_version": pa.array([DOC_VERSION] * len(segs), pa.string()),
+            "segments": pa.array(segs, pa.list_(pa.string())),
+            "masked": pa.array(masked, pa.list_(pa.string())),
+            "content_hash": pa.array([digest(ss) for ss in segs], pa.int64()),
+        }
+    )
+
+
+_FAILED_OF = """
+    SELECT a.attempt_id, a.run_id, a.task_id, a.sample, r.agent, r.agent_version, r.eval_date
+    FROM attempts a JOIN runs r USING (run_id)
+    WHERE r.benchmark = $benchmark AND ($run_id IS NULL OR a.run_id = $run_id) AND a.passed = false
+"""
+
+
+def undocumented_failures(con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None) -> np.ndarray:
+    """Ids of the failed attempts that have no stored document of the current version, in order."""
+    sql = f"""
+        WITH f AS ({_FAILED_OF})
+        SELECT attempt_id FROM f
+        ANTI JOIN (SELECT attempt_id FROM failure_documents WHERE doc_version = $version) d USING (attempt_id)
+        ORDER BY attempt_id
+    """
+    rows = con.execute(sql, {"benchmark": benchmark, "run_id": run_id, "version": DOC_VERSION}).fetchnumpy()
+    return np.asarray(rows["attempt_id"], dtype=np.int64)
+
+
+def stored_failure_texts(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    run_id: str | None = None,
+    boilerplate_share: float = BOILERPLATE_SHARE,
+) -> pd.DataFrame:
+    """``failure_texts`` from the stored documents, the boilerplate cut in SQL (the same cut as
+    ``failure_documents``: a masked segment in at least ``boilerplate_share`` of the failures, when there are at
+    least 10, is dropped; a document left empty keeps its segments). Failures without a stored document are left
+    out (``undocumented_failures`` lists them)."""
+    sql = f"""
+        WITH f AS ({_FAILED_OF}),
+        d AS (
+            SELECT attempt_id, segments, masked FROM failure_documents SEMI JOIN f USING (attempt_id)
+            WHERE doc_version = $version
+        ),
+        u AS (
+            SELECT attempt_id, unnest(segments) AS seg, unnest(masked) AS m, generate_subscripts(segments, 1) AS pos
+            FROM d
+        ),
+        n AS (SELECT count(*) AS n FROM d),
+        common AS (
+            SELECT m FROM (SELECT DISTINCT attempt_id, m FROM u) GROUP BY m
+            HAVING count(*) >= $share * (SELECT n FROM n) AND (SELECT n FROM n) >= 10
+        ),
+        kept AS (
+            SELECT attempt_id, string_agg(seg, ' | ' ORDER BY pos) AS text
+            FROM u WHERE m NOT IN (SELECT m FROM common) GROUP BY attempt_id
+        ),
+        codes AS (
+            SELECT attempt_id, list(DISTINCT code ORDER BY code) AS codes
+            FROM error_labels SEMI JOIN f USING (attempt_id) WHERE source = 'label' GROUP BY attempt_id
+        )
+        SELECT f.attempt_id, f.run_id, f.task_id, f.sample, f.agent, f.agent_version, f.eval_date,
+               coalesce(c.codes, []) AS codes, coalesce(k.text, array_to_string(d.segments, ' | ')) AS text
+        FROM f JOIN d USING (attempt_id) LEFT JOIN kept k USING (attempt_id) LEFT JOIN codes c USING (attempt_id)
+        ORDER BY f.run_id, f.task_id, f.sample
+    """
+    params = {"benchmark": benchmark, "run_id": run_id, "version": DOC_VERSION, "share": boilerplate_share}
+    return query_df(con, sql, params)
+
+
+def clustering_key(
+    con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None, model: str = STATIC_MODEL
+) -> tuple[str, int, int]:
+    """The key a clustering of these failures is stored under, the number of failed attempts and how many of them
+    have no stored document yet. The key holds the benchmark, run, model, the document and clustering versions and
+    a fingerprint of the failures' documents (their count, ids and content hashes): any change to the failures
+    gives a new key."""
+    import hashlib
+
+    sql = f"""
+        WITH f AS ({_FAILED_OF})
+        SELECT count(*) AS n, count(d.attempt_id) AS n_docs, coalesce(sum(f.attempt_id), 0)::VARCHAR AS ids,
+               coalesce(sum(d.content_hash), 0)::VARCHAR AS content
+        FROM f LEFT JOIN failure_documents d ON d.attempt_id = f.attempt_id AND d.doc_version = $version
+    """
+    n, n_docs, ids, content = con.execute(
+        sql, {"benchmark": benchmark, "run_id": run_id, "version": DOC_VERSION}
+    ).fetchall()[0]
+    parts = [benchmark, run_id or "", model, DOC_VERSION, CLUSTER_VERSION, str(n), str(n_docs), ids, content]
+    key = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    return key, int(n), int(n) - int(n_docs)
+
+
+_STORED_MEMBERS = """
+    WITH m AS (
+        SELECT attempt_id, cluster_id FROM failure_cluster_members
+        WHERE clustering_key = $key AND ($cluster_id IS NULL OR cluster_id = $cluster_id)
+    ),
+    codes AS (
+        SELECT attempt_id, list(DISTINCT code ORDER BY code) AS codes
+        FROM error_labels SEMI JOIN m USING (attempt_id) WHERE source = 'label' GROUP BY attempt_id
+    )
+    SELECT m.attempt_id, a.run_id, a.task_id, a.sample, r.agent,
+           coalesce(r.agent_version, '(none)') AS agent_version, r.eval_date, coalesce(c.codes, []) AS codes,
+           m.cluster_id
+    FROM m JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) LEFT JOIN codes c USING (attempt_id)
+    ORDER BY a.run_id, a.task_id, a.sample
+    LIMIT $limit
+"""
+
+
+def stored_clusters(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    run_id: str | None = None,
+    model: str = STATIC_MODEL,
+    label_model: str | None = None,
+    with_members: bool = True,
+) -> Clusters | None:
+    """The stored clustering of the benchmark's (or run's) failures as they are now, with the cached LLM labels of
+    ``label_model``; None when none is stored for them (the failures changed since, or it was never computed:
+    ``jobs.failures.cluster_failures`` computes it). Raises ``ClusterError`` when there is no failed attempt.
+    ``with_members=False``: ``members`` is left empty (the page reads one cluster's with ``stored_members``)."""
+    from analytics.clusters.compute_summary import summary_from_json
+
+    key, n, _ = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)
+    if n == 0:
+        raise ClusterError(f"no failed attempts in {benchmark}" + (f" run {run_id}" if run_id else ""))
+    row = con.execute(
+        "SELECT summary, n_failures, model FROM failure_clusterings WHERE clustering_key = ?", [key]
+    ).fetchall()
+    if not row:
+        return None
+    sql = _STORED_MEMBERS if with_members else _STORED_MEMBERS.replace("$key", "$key AND false")
+    members = query_df(con, sql, {"key": key, "cluster_id": None, "limit": None})
+    summary_json, n_failures, stored_model = row[0]
+    clusters = Clusters(
+        summary=summary_from_json(summary_json), members=members, n_failures=int(n_failures), model=stored_model
+    )
+    return apply_llm_labels(con, clusters, model=label_model)
+
+
+def stored_members(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    cluster_id: int,
+    run_id: str | None = None,
+    model: str = STATIC_MODEL,
+    limit: int | None = None,
+) -> pd.DataFrame:
+    """The member attempts of one cluster of the stored clustering of these failures (as ``Clusters.members``), the
+    first ``limit`` by run, task and sample; empty when no clustering is stored for the failures as they are now."""
+    key, _, _ = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)
+    return query_df(con, _STORED_MEMBERS, {"key": key, "cluster_id": int(cluster_id), "limit": limit})

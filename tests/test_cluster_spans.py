@@ -1,0 +1,28 @@
+"""Boilerplate inside a segment (a browser driver's envelope around the message that differs): runs of words in a
+large share of the documents are cut before the tree's features (analytics/clusters/compute.py)."""
+
+from __future__ import annotations
+
+from analytics.clusters import compute as C
+
+ENVELOPE = "failed: call log waiting for selector {} see the call log for details"
+CAUSES = ["the renderer process crashed", "locator resolved to zero elements", "download was blocked by the browser"]
+
+
+def _texts() -> list[str]:
+    return [ENVELOPE.format(f"{c} attempt {w}") for c in CAUSES for w in ("one", "two", "three", "four", "five")]
+
+
+def test_common_spans_are_cut_and_the_rest_kept() -> None:
+    own = [f"a cause of its own worded {w}" for w in ("one", "two", "three", "four", "five")] * 2
+    texts = _texts() + own  # the envelope in 15 of 25 documents
+    cut = C.cut_common_spans(texts, share=0.5)
+    assert all("call log" not in t and "selector" not in t for t in cut[:15])
+    assert cut[0] == "the renderer process crashed attempt one"  # what differs stays, as its words
+    assert cut[15:] == own  # nothing of these is cut: unchanged
+    assert C.cut_common_spans(texts, share=0.7) == texts  # no run of three words in 70% of them
+    spans = {("call", "log", "waiting")}  # runs given: cut wherever they are
+    assert C.cut_common_spans(texts, share=0.7, spans=spans)[0].startswith("failed for selector the renderer")
+    few = texts[:5]  # under 10 documents: nothing is cut
+    assert C.cut_common_spans(few, share=0.5) == few
+    assert C.cut_common_spans(["call log waiting"] * 12, share=0.5) == ["call log waiting"] * 12  # nothing left

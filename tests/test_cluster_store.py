@@ -1,0 +1,164 @@
+"""The Failure clusters page's stored results (migration 011): failure documents built once per failed attempt and
+kept, the boilerplate cut in SQL equal to the Python one, the clustering computed once and read back as computed,
+and a new clustering when the failures change (only the new failures' documents built)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analytics import clusters as cl
+from store import reader
+
+
+def _extra_failures(path: Path, benchmark: str, n: int) -> Path:
+    """One more run of ``benchmark`` with ``n`` failed attempts (a cause none of the set's failures has)."""
+    lines = [{"record": "run", "run_id": f"{benchmark}-v9", "benchmark": benchmark, "agent": "Agent",
+              "agent_version": "9"}]  # fmt: skip
+    for i in range(n):
+        lines.append(
+            {"record": "attempt", "run_id": f"{benchmark}-v9", "task_id": f"T{i:05d}", "sample": 0, "score": 0.0,
+             "answer": "none", "steps": [{"round": 1, "kind": "tool_call", "tool": "db", "args": {"i": i},
+                                          "error": "disk quota exceeded on the scratch volume"}]}
+        )  # fmt: skip
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def held_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    from ingest.pipeline import ingest_paths
+    from tests.failure_sets import failure_set
+
+    folder = tmp_path_factory.mktemp("cluster_store")
+    fs = failure_set(seed=5, n_causes=4, n_failures=150)
+    db = folder / "held.duckdb"
+    ingest_paths([fs.write(folder / "held.jsonl")], db=db)
+    return db, fs.benchmark
+
+
+def test_stored_documents_cut_boilerplate_as_python_does(held_db: tuple[Path, str]) -> None:
+    from jobs.failures import cluster_failures
+
+    db, bm = held_db
+    cluster_failures(db, benchmark=bm, run_id=f"{bm}-v2")  # documents of one run's failures only
+    with reader(db) as con:
+        n_docs = con.execute("SELECT count(*) FROM failure_documents").fetchall()[0][0]
+        for run_id in (f"{bm}-v2", None):
+            python = cl.failure_texts(con, benchmark=bm, run_id=run_id)
+            stored = cl.stored_failure_texts(con, benchmark=bm, run_id=run_id)
+            if run_id is None:  # the other runs have no document yet: left out
+                assert len(stored) == n_docs < len(python)
+                continue
+            assert len(python) == n_docs > 10
+            assert stored["attempt_id"].tolist() == python["attempt_id"].tolist()
+            assert stored["text"].tolist() == python["text"].tolist()
+            assert stored["codes"].map(list).tolist() == python["codes"].map(list).tolist()
+        assert len(cl.undocumented_failures(con, benchmark=bm)) == 150 - n_docs
+        assert cl.stored_clusters(con, benchmark=bm) is None  # the benchmark's clustering is not computed
+
+
+def test_clusters_are_computed_once_and_again_when_the_failures_change(held_db: tuple[Path, str]) -> None:
+    from ingest.pipeline import ingest_paths
+    from jobs.failures import cluster_failures, embed_failures
+    from store import delete_run
+
+    db, bm = held_db
+    said: list[str] = []
+    cluster_failures(db, benchmark=bm, progress=lambda f, m: said.append(m))
+    assert any("building the documents" in m for m in said) and any("clustering 150" in m for m in said)
+    with reader(db) as con:
+        stored = cl.stored_clusters(con, benchmark=bm)
+        assert stored is not None and stored.n_failures == 150
+        assert cl.undocumented_failures(con, benchmark=bm).size == 0
+    assert embed_failures(db, benchmark=bm) == 0  # the stored documents' texts are the Python path's: all embedded
+    with reader(db) as con:
+        fresh = cl.failure_clusters(con, benchmark=bm)
+    assert fresh is not None  # what the clusters computed now from the Python documents are
+    assert stored.members["attempt_id"].tolist() == fresh.members["attempt_id"].tolist()
+    assert stored.members["cluster_id"].tolist() == fresh.members["cluster_id"].tolist()
+    assert stored.members["codes"].map(list).tolist() == fresh.members["codes"].map(list).tolist()
+    cols = ["cluster_id", "label", "n_attempts", "trend", "content_key", "representatives", "examples", "by_run"]
+    assert stored.summary[cols].to_dict("records") == fresh.summary[cols].to_dict("records")
+    assert np.allclose(stored.summary["share_of_failures"], fresh.summary["share_of_failures"])
+
+    said.clear()  # a second run finds everything stored: nothing is built, embedded or clustered
+    cluster_failures(db, benchmark=bm, progress=lambda f, m: said.append(m))
+    assert not any("building" in m or "clustering" in m or "embedding" in m for m in said), said
+
+    ingest_paths([_extra_failures(db.parent / "extra.jsonl", bm, 4)], db=db)
+    with reader(db) as con:
+        assert cl.stored_clusters(con, benchmark=bm) is None  # the failures changed: the stored clusters are stale
+        assert cl.undocumented_failures(con, benchmark=bm).size == 4
+    said.clear()
+    cluster_failures(db, benchmark=bm, progress=lambda f, m: said.append(m))
+    assert "building the documents of failed attempts: 0 of 4 done" in said  # only the new failures' documents
+    with reader(db) as con:
+        again = cl.stored_clusters(con, benchmark=bm)
+        n_clusterings = con.execute(
+            "SELECT count(*) FROM failure_clusterings WHERE benchmark = ? AND run_id IS NULL", [bm]
+        ).fetchall()[0][0]
+    assert again is not None and again.n_failures == 154 and n_clusterings == 1  # the stale one replaced
+    quota = again.members[again.members["run_id"] == f"{bm}-v9"]["cluster_id"]
+    assert len(quota) == 4
+
+    delete_run(f"{bm}-v9", db=db)  # a deleted run's documents go with its attempts
+    with reader(db) as con:
+        left = con.execute("SELECT count(*) FROM failure_documents").fetchall()[0][0]
+        assert cl.stored_clusters(con, benchmark=bm) is None
+    assert left == 150
+
+
+def test_a_run_keeps_its_own_clustering_and_its_summary_survives_json(held_db: tuple[Path, str]) -> None:
+    db, bm = held_db
+    with reader(db) as con:  # the first test's clustering of one run: its failures did not change since
+        stored = cl.stored_clusters(con, benchmark=bm, run_id=f"{bm}-v2")
+    assert stored is not None and set(stored.members["run_id"]) == {f"{bm}-v2"}
+    back = cl.summary_from_json(cl.summary_to_json(stored.summary))
+    assert back.drop(columns="llm_label").to_dict("records") == stored.summary.drop(columns="llm_label").to_dict(
+        "records"
+    )
+    assert isinstance(back.iloc[0]["codes"], dict) and isinstance(back.iloc[0]["representatives"][0], dict)
+    with reader(db) as con:  # one cluster's members, the first few, as the page reads them
+        top = cl.stored_members(con, benchmark=bm, run_id=f"{bm}-v2", cluster_id=0, limit=2)
+        every = cl.stored_members(con, benchmark=bm, run_id=f"{bm}-v2", cluster_id=0)
+        bare = cl.stored_clusters(con, benchmark=bm, run_id=f"{bm}-v2", with_members=False)
+    expected = stored.members[stored.members["cluster_id"] == 0].reset_index(drop=True)
+    assert every.drop(columns="codes").equals(expected.drop(columns="codes")) and len(every) > 2
+    assert top.drop(columns="codes").equals(expected.head(2).drop(columns="codes"))
+    assert bare is not None and bare.members.empty and bare.summary.equals(stored.summary)
+
+
+def test_failures_that_change_while_they_are_clustered_are_not_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clustering runs without the writer: an upload meanwhile changes the failures' key, and what was clustered
+    is not stored under it (the next visit computes it again)."""
+    import jobs.failures
+    from ingest.pipeline import ingest_paths
+    from tests.failure_sets import failure_set
+
+    fs = failure_set(seed=6, n_causes=4, n_failures=60)
+    db = tmp_path / "moving.duckdb"
+    ingest_paths([fs.write(tmp_path / "m.jsonl")], db=db)
+    build = jobs.failures.build_clusters
+
+    def upload_meanwhile(*args: object, **kwargs: object) -> object:
+        ingest_paths([_extra_failures(tmp_path / "extra.jsonl", fs.benchmark, 3)], db=db)  # the writer is free
+        return build(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(jobs.failures, "build_clusters", upload_meanwhile)
+    said: list[str] = []
+    jobs.failures.cluster_failures(db, benchmark=fs.benchmark, progress=lambda f, m: said.append(m))
+    assert said[-1].startswith("the failures changed while they were clustered")
+    with reader(db) as con:
+        assert cl.stored_clusters(con, benchmark=fs.benchmark) is None
+        assert con.execute("SELECT count(*) FROM failure_clusterings").fetchall()[0][0] == 0
+    monkeypatch.setattr(jobs.failures, "build_clusters", build)
+    jobs.failures.cluster_failures(db, benchmark=fs.benchmark)
+    with reader(db) as con:
+        again = cl.stored_clusters(con, benchmark=fs.benchmark)
+    assert again is not None and again.n_failures == 63
