@@ -367,3 +367,22 @@ CREATE TABLE run_code_pairs (
     n       BIGINT  NOT NULL,
     PRIMARY KEY (run_id, code_a, mask_a, code_b, mask_b)
 );
+
+-- 010_run_judge_counts: what the judge's corrected figures read of every attempt, kept per run by the writer
+-- (store/aggregates.py): its attempts, those with a judge's verdict (a Runlens judge's, else the log's judge's) and
+-- those the judge calls correct; and per (run, label source, code) the attempts carrying the code.
+CREATE TABLE run_judge_counts (
+    run_id           VARCHAR NOT NULL,
+    n_attempts       BIGINT  NOT NULL,
+    n_judged         BIGINT  NOT NULL,
+    n_judged_correct BIGINT  NOT NULL,
+    PRIMARY KEY (run_id)
+);
+
+CREATE TABLE run_label_codes (
+    run_id     VARCHAR NOT NULL,
+    source     VARCHAR NOT NULL,
+    code       VARCHAR NOT NULL,
+    n_attempts BIGINT  NOT NULL,
+    PRIMARY KEY (run_id, source, code)
+);
