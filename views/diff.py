@@ -74,7 +74,8 @@ ss.df_written = (run_a, run_b)
 if run_a == run_b:
     empty_state("Pick two different runs.")
 try:
-    result = cached(rd.compare_runs, run_a=run_a, run_b=run_b, basis=basis)
+    both = cached(gate.diff_and_gate, run_a=run_a, run_b=run_b, basis=basis)  # each run's values read once
+    result = both.diff
 except RunlensError as exc:
     empty_state(plain(f"These runs cannot be compared: {exc}"))
 
@@ -135,8 +136,10 @@ if result.measures is not None:
     )
 
 with st.expander("Sequential gate (anytime-valid: for attempts that arrive over time)"):
-    check = cached(gate.gate, baseline=run_a, candidate=run_b, sequential=True)
-    if check.sequential is None:
+    check = both.gate
+    if check is None:
+        st.info(plain(f"The gate cannot check these runs: {both.gate_error}"))
+    elif check.sequential is None:
         st.info("The two runs share no task with a value in both: nothing to check.")
     else:
         st.text(gate.sequential_text(check))
