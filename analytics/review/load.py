@@ -84,16 +84,17 @@ def review_queue(
     # The failed queue's order is the run's (run, task, sample) after the attempts this reviewer has reviewed go
     # last: its first n are among the first n + (this reviewer's reviews) failed attempts in that order, or among
     # those reviews. Only these candidates are joined with the judges' verdicts and labels, not every attempt.
-    candidates = (
-        with_run_filter(
-            "cand AS ((SELECT a.attempt_id FROM attempts a JOIN runs r USING (run_id) WHERE $run_filter "
-            "AND a.passed = false ORDER BY a.run_id, a.task_id, a.sample "
-            "LIMIT $n + (SELECT count(DISTINCT attempt_id) FROM v_reviews WHERE reviewer = $reviewer)) "
-            "UNION (SELECT attempt_id FROM v_reviews WHERE reviewer = $reviewer)), "
+    params = run_filter.params() | {"reviewer": reviewer or "", "n": int(n)}
+    if queue == "failed":
+        params["cand"] = _first_failed(con, run_filter, reviewer=reviewer or "", n=int(n))
+        candidates = (
+            "cand AS (SELECT DISTINCT unnest($cand::BIGINT[]) AS attempt_id "
+            "UNION SELECT attempt_id FROM v_reviews WHERE reviewer = $reviewer), "
         )
-        if queue == "failed"
-        else "cand AS (SELECT attempt_id FROM attempts), "
-    )
+    else:
+        candidates = "cand AS (SELECT attempt_id FROM attempts), "
+    # the candidates' predicted codes only (their labels grouped, not every label of the store)
+    predicted = PREDICTED_CODE_SQL.replace("FROM error_labels", "FROM error_labels SEMI JOIN cand USING (attempt_id)")
     sql = f"""
         WITH {candidates}
         lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts
@@ -117,15 +118,36 @@ def review_queue(
         LEFT JOIN rj USING (attempt_id)
         LEFT JOIN lb USING (attempt_id)
         LEFT JOIN mine m USING (attempt_id)
-        LEFT JOIN (SELECT * FROM ({PREDICTED_CODE_SQL}) SEMI JOIN cand USING (attempt_id)) pc USING (attempt_id)
+        LEFT JOIN ({predicted}) pc USING (attempt_id)
         {_FILTER_SQL} AND ({where})
         ORDER BY coalesce(m.is_reviewed_by_me, false), {order}
         LIMIT $n
     """
-    params = run_filter.params() | {"reviewer": reviewer or "", "n": int(n)}
     if queue == "calibration":
         params["seed"] = int(seed)
     return query_df(con, sql, params)
+
+
+def _first_failed(con: duckdb.DuckDBPyConnection, run_filter: RunFilter, *, reviewer: str, n: int) -> list[int]:
+    """The first n + (``reviewer``'s reviewed attempts) failed attempts of the view in (run, task, sample) order,
+    read run by run in run order until there are enough: each read keeps one run's rows (the scan skips the
+    others' row groups), so the queue does not sort every failed attempt of the store."""
+    need = n + int(
+        query_df(con, "SELECT count(DISTINCT attempt_id) AS k FROM v_reviews WHERE reviewer = $reviewer",
+                 {"reviewer": reviewer})["k"].iloc[0]
+    )  # fmt: skip
+    runs = query_df(con, f"SELECT r.run_id FROM runs r {_FILTER_SQL} ORDER BY r.run_id", run_filter.params())
+    out: list[int] = []
+    for run_id in runs["run_id"]:
+        if len(out) >= need:
+            break
+        rows = query_df(
+            con,
+            "SELECT attempt_id FROM attempts WHERE run_id = $run AND passed = false ORDER BY task_id, sample LIMIT $k",
+            {"run": str(run_id), "k": need - len(out)},
+        )
+        out += [int(i) for i in rows["attempt_id"]]
+    return out
 
 
 def current_reviews(
