@@ -18,6 +18,7 @@ import pytest
 import store as rdb
 from analytics import ppi
 from analytics import review as rv
+from ingest import uploads
 from jobs.reviews import record_review
 from store import aggregates
 from store.paths import MIGRATIONS_DIR
@@ -60,10 +61,18 @@ def reference(con: Any, flt: rdb.RunFilter) -> pd.DataFrame:
     return rv.corrections_of(preds, source, humans)
 
 
+FORMER_RUN_LIST = (
+    "SELECT r.run_id, r.benchmark, r.agent, r.eval_date, count(a.attempt_id) AS n_attempts "
+    "FROM runs r LEFT JOIN attempts a USING (run_id) GROUP BY ALL ORDER BY r.benchmark, r.run_id"
+)
+
+
 def check(db: str | Path) -> int:
-    """The tables equal their backfill; the figures equal the reference (to rounding); how many were reviewed."""
+    """The tables equal their backfill; the figures equal the reference (to rounding), and so does the Upload
+    page's run list (attempts counted per run); how many were reviewed."""
     n_reviewed = 0
     with rdb.reader(db) as con:
+        pd.testing.assert_frame_equal(uploads.run_list(con), rdb.query_df(con, FORMER_RUN_LIST), obj="run_list")
         for table in KEYS:
             got, want = stored(con, table), from_attempts(con, table)
             assert len(got) > 0, table
