@@ -11,6 +11,7 @@ from store import RunlensError
 from ui.common import (
     UrlField,
     cached,
+    cached_then,
     drilldown_url,
     empty_state,
     from_url,
@@ -176,7 +177,14 @@ low, high = slider_col.slider(
 )
 only_worse = only_col.toggle("Regressions only", key="df_worse", help="Tasks where B's metric is below A's.")
 keep_in_url(VIEW_FIELDS)
-changes = rd.tasks_by_change(result, low=low / 100, high=high / 100, regressions_only=only_worse)
+changes = cached_then(  # the tasks' changes kept with the diff: a rerun does not recompute them per task
+    gate.diff_and_gate,
+    gate.changes_of,
+    {"low": low / 100, "high": high / 100, "regressions_only": only_worse},
+    run_a=run_a,
+    run_b=run_b,
+    basis=basis,
+)
 st.caption(
     f"{len(changes)} of {fmt.plural(len(result.tasks), 'task')}; largest regressions first. Cost, latency, tokens and tool calls: "
     "B − A of the task's mean over its samples; error codes that B's attempts have and A's had not (+), or the "

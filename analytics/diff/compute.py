@@ -264,14 +264,19 @@ def _codes(value: Any) -> list[str]:
 def _code_changes(before: pd.Series, after: pd.Series) -> list[str]:
     """``_code_change`` of each task, computed once per distinct pair of code lists (few: the tasks of a large run
     repeat the same handful)."""
-    seen: dict[tuple[tuple[str, ...], tuple[str, ...]], str] = {}
+    seen: dict[tuple[tuple[Any, ...], tuple[Any, ...]], str] = {}
     out = []
     for a, b in zip(before, after, strict=True):
-        key = (tuple(_codes(a)), tuple(_codes(b)))
-        if key not in seen:
-            seen[key] = _code_change(a, b)
-        out.append(seen[key])
+        key = (_as_key(a), _as_key(b))
+        if (change := seen.get(key)) is None:
+            change = seen[key] = _code_change(a, b)
+        out.append(change)
     return out
+
+
+def _as_key(value: Any) -> tuple[Any, ...]:
+    """A task's code list as a dictionary key (its codes, or none)."""
+    return tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else ()
 
 
 def _code_change(before: Any, after: Any) -> str:

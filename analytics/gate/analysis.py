@@ -31,7 +31,7 @@ import duckdb
 import numpy as np
 
 from analytics import compare
-from analytics.diff import RunDiff, _single, compare_runs_with_values, metric_values, run_benchmark
+from analytics.diff import RunDiff, _single, compare_runs_with_values, metric_values, run_benchmark, tasks_by_change
 from analytics.gate.compute import GATE_METRICS, SIDES, STOP_DELTA, GateResult, decide, sequential_test
 from analytics.gate.load import task_order
 from store import RunlensError
@@ -145,3 +145,9 @@ def diff_and_gate(
     except RunlensError as exc:
         return DiffAndGate(diff, None, str(exc))
     return DiffAndGate(diff, check, None)
+
+
+def changes_of(both: DiffAndGate, *, low: float = -1.0, high: float = 1.0, regressions_only: bool = False) -> Any:
+    """``tasks_by_change`` of the pair's diff: the cheap last step of the Version diff page, kept apart so a
+    change of its range is finished from the cached diff (``ui.common.cached_then``)."""
+    return tasks_by_change(both.diff, low=low, high=high, regressions_only=regressions_only)
