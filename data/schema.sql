@@ -386,3 +386,21 @@ CREATE TABLE run_label_codes (
     n_attempts BIGINT  NOT NULL,
     PRIMARY KEY (run_id, source, code)
 );
+
+-- 010: the Errors table's counts per run and slice (level, category), summed from the per (run, task) rows.
+CREATE TABLE run_slice_stats (
+    run_id     VARCHAR NOT NULL,
+    level      VARCHAR,
+    category   VARCHAR,
+    n_attempts BIGINT  NOT NULL,
+    n_failed   BIGINT  NOT NULL
+);
+
+CREATE TABLE run_slice_codes (
+    run_id       VARCHAR NOT NULL,
+    level        VARCHAR,
+    category     VARCHAR,
+    code         VARCHAR NOT NULL,
+    sources_mask INTEGER NOT NULL,
+    n_failed     BIGINT  NOT NULL
+);
