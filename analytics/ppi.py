@@ -93,6 +93,56 @@ def ppi_mean(
     )
 
 
+def ppi_mean_binary(
+    y: Sequence[float] | np.ndarray,
+    f_labelled: Sequence[float] | np.ndarray,
+    n_unlabelled: int,
+    n_unlabelled_true: int,
+    *,
+    level: float = 0.95,
+) -> PPIEstimate:
+    """``ppi_mean`` for a judge whose prediction is 0 or 1, with the unlabelled attempts given by their count and
+    the count of ones instead of one value each: the means and variances of a 0/1 sample follow from its count and
+    sum (``sum((x - m)^2) = s - s^2 / n``), so the estimate reads a count per run instead of every attempt. Equal
+    to ``ppi_mean`` with ``n_unlabelled_true`` ones and the rest zeros, up to rounding (tests/test_ppi.py)."""
+    yl = np.asarray(y, dtype=float)
+    fl = np.asarray(f_labelled, dtype=float)
+    n, big_n, k_u = len(yl), int(n_unlabelled), int(n_unlabelled_true)
+    if not 0 <= k_u <= big_n:
+        raise ValueError(f"{k_u} ones among {big_n} unlabelled predictions")
+    total, ones = n + big_n, float(fl.sum()) + k_u
+    nan = float("nan")
+    judge = ones / total if total else nan
+    if n < MIN_LABELLED:
+        mean_y = float(yl.mean()) if n else nan
+        return PPIEstimate(nan, nan, nan, judge, mean_y, nan, nan, nan, n, big_n)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    lam: float | None = 0.0 if big_n == 0 else None  # every attempt reviewed: lambda plays no part
+    sum_sq = float((fl**2).sum()) + k_u  # the labelled predictions need not be 0/1 here, the others are
+    var_f = (sum_sq - ones**2 / total) / (total - 1) if total > 1 else nan
+    mean_fu = k_u / big_n if big_n else float(fl.mean())
+    if lam is None:
+        cov = float(np.cov(yl, fl, ddof=1)[0, 1]) if n > 1 else 0.0
+        lam = 0.0 if var_f <= 0 else min(1.0, max(0.0, cov / ((1 + n / big_n) * var_f)))
+    theta = float(yl.mean() + lam * (mean_fu - fl.mean()))
+    var_u = lam**2 * ((k_u - k_u**2 / big_n) / (big_n - 1)) / big_n if big_n > 1 else 0.0
+    var = float(np.var(yl - lam * fl, ddof=1)) / n + var_u
+    se = float(np.sqrt(max(var, 0.0)))
+    c_se = float(np.std(yl, ddof=1)) / np.sqrt(n)
+    return PPIEstimate(
+        estimate=theta,
+        lo=theta - z * se,
+        hi=theta + z * se,
+        judge=judge,
+        classical=float(yl.mean()),
+        classical_lo=float(yl.mean() - z * c_se),
+        classical_hi=float(yl.mean() + z * c_se),
+        lam=float(lam),
+        n_labelled=n,
+        n_unlabelled=big_n,
+    )
+
+
 def fleiss_kappa(counts: np.ndarray) -> float:
     """Fleiss' kappa of a subjects x categories table of how many raters put each subject in each category; the
     number of raters may differ between subjects (each needs at least 2): per subject

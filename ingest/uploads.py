@@ -255,11 +255,12 @@ def history_table(history: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_list(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Runs with their benchmark, agent and attempt count (for the delete picker)."""
+    """Runs with their benchmark, agent and attempt count (for the delete picker). The count is the one the writer
+    keeps per run (``run_judge_counts``, migration 010), not a count of every attempt of the store."""
     return query_df(
         con,
-        "SELECT r.run_id, r.benchmark, r.agent, r.eval_date, count(a.attempt_id) AS n_attempts "
-        "FROM runs r LEFT JOIN attempts a USING (run_id) GROUP BY ALL ORDER BY r.benchmark, r.run_id",
+        "SELECT r.run_id, r.benchmark, r.agent, r.eval_date, coalesce(j.n_attempts, 0)::BIGINT AS n_attempts "
+        "FROM runs r LEFT JOIN run_judge_counts j USING (run_id) ORDER BY r.benchmark, r.run_id",
     )
 
 

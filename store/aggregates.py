@@ -3,7 +3,11 @@ labels (issue 33; migration 008 says what each column is):
 
 * ``run_task_stats``: one row per (run, task), its attempts' counts and means;
 * ``run_task_codes``: failed attempts per (run, task, code) and set of label sources that gave the code;
-* ``run_code_pairs``: pairs of codes on one failed attempt, per run and the two codes' source sets.
+* ``run_code_pairs``: pairs of codes on one failed attempt, per run and the two codes' source sets;
+* ``run_judge_counts`` (migration 010): per run, its attempts, those with a judge's verdict and those judged correct;
+* ``run_label_codes`` (migration 010): per run, label source and code, the attempts carrying the code;
+* ``run_slice_stats``, ``run_slice_codes`` (migration 010): the Errors table's counts per run and slice (level,
+  category), summed from the run's ``run_task_stats`` and ``run_task_codes`` rows.
 
 Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
 those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file
@@ -23,6 +27,10 @@ import duckdb
 from store.query import load_sql
 
 TABLES = ("run_task_stats", "run_task_codes", "run_code_pairs")
+# Migration 010: a row set per run, refreshed whole for the runs touched; the slices' tables are sums of the run's
+# run_task_stats / run_task_codes rows (refreshed first), the others read the runs' attempts within their id range.
+RUN_TABLES = ("run_judge_counts", "run_label_codes", "run_slice_stats", "run_slice_codes")
+_FROM_ATTEMPTS = ("run_judge_counts", "run_label_codes")
 
 
 def _refresh_keys(
@@ -45,6 +53,8 @@ def _refresh_keys(
             con.execute(f"INSERT INTO run_task_stats {load_sql('run_task_stats')}")
         con.execute(f"DELETE FROM run_task_codes WHERE {in_pairs}")
         con.execute("DELETE FROM run_code_pairs WHERE run_id IN (SELECT run_id FROM _rl_agg_keys)")
+        for table in RUN_TABLES:  # an allow-list of table names
+            con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM _rl_agg_keys)")
         # the range of attempt ids of the keys' runs, as constants: labels (which hold no run) outside it are
         # skipped by the scan's statistics instead of being joined with the attempts
         lo, hi = con.execute(
@@ -55,6 +65,11 @@ def _refresh_keys(
             bounds = {"lo": int(lo), "hi": int(hi)}
             con.execute(f"INSERT INTO run_task_codes {load_sql('run_task_codes')}", bounds)
             con.execute(f"INSERT INTO run_code_pairs {load_sql('run_code_pairs')}", bounds)
+            for table in _FROM_ATTEMPTS:
+                con.execute(f"INSERT INTO {table} {load_sql(table)}", bounds)
+        for table in RUN_TABLES:
+            if table not in _FROM_ATTEMPTS:  # the runs' slices, from their per-task rows just refreshed
+                con.execute(f"INSERT INTO {table} {load_sql(table)}")
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_agg_keys")
 
@@ -108,5 +123,5 @@ def refresh_benchmark(con: duckdb.DuckDBPyConnection, benchmark: str) -> None:
 
 def drop_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     """A deleted run's rows (inside the deletion's transaction)."""
-    for table in TABLES:  # an allow-list of table names
+    for table in (*TABLES, *RUN_TABLES):  # an allow-list of table names
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])

@@ -266,3 +266,43 @@ def test_a_stale_task_or_sample_in_the_link_gives_a_notice(fixture_db: Path, mon
     assert any("sample" in i.value and "7" in i.value for i in at.info), [i.value for i in at.info]
     label = at.selectbox(key="dd_run").format_func(at.selectbox(key="dd_run").value)
     assert label.startswith("Agent A 1 · 2026-01-15 · mini-a-v1"), label  # the one run-label rule
+
+
+def test_task_window_lists_the_tasks_around_the_current_one_or_the_matches() -> None:
+    from ui.transcript import task_window
+
+    tasks = [f"t{i:04d}" for i in range(1200)]
+    assert task_window(tasks[:30], "t0003") == tasks[:30]  # a short run: every task
+    around = task_window(tasks, "t0700", size=100)
+    assert len(around) == 100 and around[0] == "t0650" and "t0700" in around
+    assert task_window(tasks, "t1199", size=100)[-1] == "t1199"  # the window stops at the last task
+    assert task_window(tasks, "nope", size=100) == tasks[:100]
+    assert task_window(tasks, "t0700", "T11", size=100) == tasks[1100:1200]  # a search, any case
+    assert task_window(tasks, "t0700", "zz", size=100) == []
+
+
+def test_a_run_of_many_tasks_is_searched_not_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run with more tasks than the picker lists: the tasks around the linked one, and a search box that finds
+    any other (issue 33: a run of 66,667 tasks was one list of every task)."""
+    from ui.transcript import TASK_OPTIONS
+
+    n = TASK_OPTIONS + 150
+    lines: list[dict[str, object]] = [
+        {"record": "benchmark", "benchmark": "many", "scoring": "binary"},
+        {"record": "run", "run_id": "many-run", "benchmark": "many", "agent": "A"},
+    ]
+    for i in range(n):
+        lines.append({"record": "task", "benchmark": "many", "task_id": f"task-{i:04d}"})
+        lines.append({"record": "attempt", "run_id": "many-run", "task_id": f"task-{i:04d}", "sample": 0,
+                      "score": float(i % 2), "steps": [{"round": 1, "kind": "final", "content": "done"}]})  # fmt: skip
+    path = tmp_path / "many.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    db = tmp_path / "many.duckdb"
+    assert [r.outcome for r in ingest_paths([path], db=db)] == ["ingested"]
+    at = open_drilldown(db, monkeypatch, run="many-run", task="task-0600", sample="0")
+    box = at.selectbox(key="dd_task")
+    assert box.value == "task-0600" and len(box.options) == TASK_OPTIONS
+    at.text_input(key="dd_find").input("task-001").run()
+    assert not at.exception, [e.value for e in at.exception]
+    box = at.selectbox(key="dd_task")
+    assert len(box.options) == 10 and box.value == "task-0010"  # the first match is opened

@@ -157,3 +157,33 @@ def test_the_failed_queue_equals_the_former_query_with_and_without_my_reviews(st
                 new = rv.review_queue(con, flt, queue="failed", reviewer=who, n=n)
                 old = rdb.query_df(con, FORMER_QUEUE, {"reviewer": who or "", "n": n, "benchmark": bench})
                 pd.testing.assert_frame_equal(new, old)
+
+
+def test_the_diff_and_gate_read_together_equal_each_read_apart(store_db: Path) -> None:
+    """The Version diff page reads each run's per-task values once for the diff and the sequential gate
+    (``gate.diff_and_gate``): the same RunDiff and GateResult as ``compare_runs`` and ``gate`` called apart, and
+    the tasks' code changes (computed once per distinct pair of code lists) as computed task by task."""
+    from analytics import gate
+    from analytics.diff.compute import _code_change
+    from tests.test_aggregates import assert_same
+
+    with rdb.reader(store_db) as con:
+        n_checked = 0
+        for (bench,) in rdb.query_rows(con, "SELECT benchmark FROM runs GROUP BY 1 HAVING count(*) > 1 ORDER BY 1"):
+            runs = rd.run_pairs(con, benchmark=bench)["run_id"].tolist()[:3]
+            for run_a, run_b in zip(runs, runs[1:], strict=False):
+                for basis in rd.BASES:
+                    try:
+                        apart = rd.compare_runs(con, run_a=run_a, run_b=run_b, basis=basis)
+                    except rdb.RunlensError:
+                        continue
+                    both = gate.diff_and_gate(con, run_a=run_a, run_b=run_b, basis=basis)
+                    assert_same(both.diff, apart, f"{run_a} {run_b} {basis}")
+                    assert both.gate_error is None
+                    assert_same(both.gate, gate.gate(con, baseline=run_a, candidate=run_b, sequential=True))
+                    t = rd.tasks_by_change(apart)
+                    codes = zip(apart.tasks["codes_a"], apart.tasks["codes_b"], strict=True)
+                    by_task = dict(zip(apart.tasks["task_id"], codes, strict=True))
+                    assert t["error_codes"].tolist() == [_code_change(*by_task[x]) for x in t["task_id"]]
+                    n_checked += 1
+    assert n_checked >= 2

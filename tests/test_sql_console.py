@@ -393,6 +393,9 @@ def test_schema_browser_lists_tables_views_counts(fixture_db: Path) -> None:
     assert counted.loc["v_runs", "n_rows"] == 2 and counted.loc["v_attempts", "n_rows"] == 6
     assert counted.drop(columns="n_rows").equals(rows.drop(columns="n_rows"))
     assert (counted.loc[rows["kind"] == "table", "n_rows"] == rows.loc[rows["kind"] == "table", "n_rows"]).all()
+    with rdb.reader(fixture_db) as con:  # the counts of one statement are each table's own count
+        for name in rows.index[rows["kind"] == "table"]:
+            assert rows.loc[name, "n_rows"] == rdb.query_rows(con, f'SELECT count(*) FROM "{name}"')[0][0], name
     described = objects.set_index("name")["description"]
     assert all(described[name] for name in sb.DESCRIPTIONS if name in described.index)
     assert described["v_attempts"].startswith("Attempts joined with their run and task")

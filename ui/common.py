@@ -12,16 +12,17 @@ import io
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 import store as rdb
 from analytics import csvsafe
-from analytics.figures import plain_figure
 from analytics.plaintext import md_plain, plotly_unplain
+
+if TYPE_CHECKING:  # Plotly is imported by the pages that draw (about 0.5 s), not by the app's shell at start-up
+    import plotly.graph_objects as go
 
 # THE helper for any text from a log that goes into Markdown (labels, captions, info boxes, subheaders,
 # buttons): shown literally, never as a link, an image or formatting. Charts are escaped in show_fig.
@@ -335,6 +336,8 @@ def show_fig(
     fig: go.Figure, *, key: str, data: pd.DataFrame | None = None, name: str = "chart", select: bool = False
 ) -> Any:
     """Draw a Plotly figure (PNG from its toolbar) with a download of its data; return the selection."""
+    from analytics.figures import plain_figure
+
     event = st.plotly_chart(
         plain_figure(fig),  # log text in ticks, legends and hovers shows as text, never as a link
         key=key,

@@ -15,7 +15,6 @@ import streamlit as st
 
 import store as rdb
 from analytics import catalog as cat
-from analytics import diff as run_diff
 from analytics import formatting as fmt
 from ingest import workers
 from ui import common, last_used
@@ -107,8 +106,11 @@ def linked_run_benchmark(run_id: str | None) -> str | None:
     """The benchmark of the run a link opens (``drilldown?run=<id>``), None when the link names no stored run."""
     if not run_id:
         return None
+    # imported here: analytics.diff brings SciPy (about 1 s), which the shell itself does not need at start-up
+    from analytics.diff import run_benchmark
+
     try:
-        return str(common.cached(run_diff.run_benchmark, run_id=run_id)[0])
+        return str(common.cached(run_benchmark, run_id=run_id)[0])
     except rdb.RunlensError:  # a stale link: the drilldown says so; the sidebar opens where it would
         return None
 

@@ -72,6 +72,21 @@ def task_marks(attempts: pd.DataFrame) -> dict[str, str]:
     return dict(zip(agg.index.astype(str), marks.tolist(), strict=True))
 
 
+TASK_OPTIONS = 500  # a run's task picker lists at most this many tasks at once
+
+
+def task_window(tasks: list[str], current: str | None, find: str = "", *, size: int = TASK_OPTIONS) -> list[str]:
+    """The tasks a picker lists: those whose id contains ``find`` (any case), at most ``size`` of them around
+    ``current`` when it is among them (else the first ones)."""
+    needle = find.strip().lower()
+    matches = [t for t in tasks if needle in t.lower()] if needle else tasks
+    if len(matches) <= size:
+        return list(matches)
+    at = matches.index(current) if current in matches else 0
+    start = min(max(0, at - size // 2), len(matches) - size)
+    return matches[start : start + size]
+
+
 def failed_neighbours(
     attempts: pd.DataFrame, task_id: str, sample: int
 ) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:

@@ -11,6 +11,7 @@ from store import RunlensError
 from ui.common import (
     UrlField,
     cached,
+    cached_then,
     drilldown_url,
     empty_state,
     from_url,
@@ -74,7 +75,8 @@ ss.df_written = (run_a, run_b)
 if run_a == run_b:
     empty_state("Pick two different runs.")
 try:
-    result = cached(rd.compare_runs, run_a=run_a, run_b=run_b, basis=basis)
+    both = cached(gate.diff_and_gate, run_a=run_a, run_b=run_b, basis=basis)  # each run's values read once
+    result = both.diff
 except RunlensError as exc:
     empty_state(plain(f"These runs cannot be compared: {exc}"))
 
@@ -135,8 +137,10 @@ if result.measures is not None:
     )
 
 with st.expander("Sequential gate (anytime-valid: for attempts that arrive over time)"):
-    check = cached(gate.gate, baseline=run_a, candidate=run_b, sequential=True)
-    if check.sequential is None:
+    check = both.gate
+    if check is None:
+        st.info(plain(f"The gate cannot check these runs: {both.gate_error}"))
+    elif check.sequential is None:
         st.info("The two runs share no task with a value in both: nothing to check.")
     else:
         st.text(gate.sequential_text(check))
@@ -173,7 +177,14 @@ low, high = slider_col.slider(
 )
 only_worse = only_col.toggle("Regressions only", key="df_worse", help="Tasks where B's metric is below A's.")
 keep_in_url(VIEW_FIELDS)
-changes = rd.tasks_by_change(result, low=low / 100, high=high / 100, regressions_only=only_worse)
+changes = cached_then(  # the tasks' changes kept with the diff: a rerun does not recompute them per task
+    gate.diff_and_gate,
+    gate.changes_of,
+    {"low": low / 100, "high": high / 100, "regressions_only": only_worse},
+    run_a=run_a,
+    run_b=run_b,
+    basis=basis,
+)
 st.caption(
     f"{len(changes)} of {fmt.plural(len(result.tasks), 'task')}; largest regressions first. Cost, latency, tokens and tool calls: "
     "B − A of the task's mean over its samples; error codes that B's attempts have and A's had not (+), or the "

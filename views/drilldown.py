@@ -78,9 +78,22 @@ if link[0] == run_id and link[1] is not None and link[1] not in marks:  # a stal
         icon=":material/link_off:",
     )
 keep_valid("dd_task", list(marks), next(iter(marks)))
-task_id = c_task.selectbox(
-    "Task (✓ passed, ✗ failed, ◐ some samples)", list(marks), key="dd_task", format_func=lambda t: f"{marks[t]} {t}"
+# A run of many tasks (66,667 at 10M attempts) is not one list: a search box, and the tasks around the current one
+find = (
+    c_task.text_input("Find a task", key="dd_find", placeholder=f"{len(marks):,} tasks: part of an id")
+    if len(marks) > transcript.TASK_OPTIONS
+    else ""
 )
+shown_tasks = transcript.task_window(list(marks), ss.dd_task, find)
+if not shown_tasks:
+    c_task.caption(plain(f"No task of this run contains {find!r}."))
+    shown_tasks = transcript.task_window(list(marks), ss.dd_task, "")
+keep_valid("dd_task", shown_tasks, shown_tasks[0])
+task_id = c_task.selectbox(
+    "Task (✓ passed, ✗ failed, ◐ some samples)", shown_tasks, key="dd_task", format_func=lambda t: f"{marks[t]} {t}"
+)
+if len(shown_tasks) < len(marks):
+    c_task.caption(f"{len(shown_tasks):,} of {len(marks):,} tasks listed; search for the others.")
 samples = [int(s) for s in attempts.loc[attempts["task_id"] == task_id, "sample"]]
 if link[:2] == (run_id, task_id) and link[2] is not None and (not link[2].isdigit() or int(link[2]) not in samples):
     st.info(

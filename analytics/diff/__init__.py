@@ -33,7 +33,14 @@ from analytics.diff.compute import (
     values_by_task,
 )
 from analytics.diff.figures import fig_deltas
-from analytics.diff.load import compare_runs, metric_values, run_benchmark, run_pairs, task_values
+from analytics.diff.load import (
+    compare_runs,
+    compare_runs_with_values,
+    metric_values,
+    run_benchmark,
+    run_pairs,
+    task_values,
+)
 from analytics.diff.report import changes_table, measures_table
 
 __all__ = [
@@ -55,6 +62,7 @@ __all__ = [
     "values_by_task",
     "fig_deltas",
     "compare_runs",
+    "compare_runs_with_values",
     "metric_values",
     "run_benchmark",
     "run_pairs",

@@ -65,6 +65,16 @@ def _task_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     )
 
 
+def _task_means(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
+    """Per task of one run, over every attempt (with a verdict or not): mean latency and tokens."""
+    return query_df(
+        con,
+        "SELECT task_id, avg(latency_s) AS latency_s, avg(input_tokens + output_tokens) AS tokens "
+        "FROM attempts WHERE run_id = ? GROUP BY task_id",
+        [run_id],
+    )
+
+
 def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basis: str = "sample0") -> RunDiff:
     """Pair two runs task by task and test whether their outcomes differ.
 
@@ -74,6 +84,14 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
         run_b: the later run (after).
         basis: binary outcome per task for flips and McNemar: ``sample0`` or ``majority``.
     """
+    return compare_runs_with_values(con, run_a=run_a, run_b=run_b, basis=basis)[0]
+
+
+def compare_runs_with_values(
+    con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basis: str = "sample0"
+) -> tuple[RunDiff, dict[str, dict[str, Any]]]:
+    """``compare_runs`` and the ``metric_values`` of each run it read (keyed by run id; the benchmark's metric), so
+    a caller that also gates the pair (``analytics.gate.diff_and_gate``) reads them once."""
     if basis not in BASES:
         raise RunlensError(f"basis must be one of {BASES}, got {basis!r}")
     a, b = _task_outcomes(con, run_a), _task_outcomes(con, run_b)
@@ -82,7 +100,7 @@ def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basi
     tasks = pair_tasks(a, b, basis=basis)
     metric = compare.ranking_metric(run_benchmark(con, run_a)[1])
     values = {r: metric_values(con, r, metric) for r in (run_a, run_b)}
-    return run_diff(a, b, tasks, values, run_a=run_a, run_b=run_b, basis=basis, metric=metric)
+    return run_diff(a, b, tasks, values, run_a=run_a, run_b=run_b, basis=basis, metric=metric), values
 
 
 def metric_values(
@@ -106,11 +124,5 @@ def metric_values(
         df = scorer_outcomes(con, run_ids=[run_id], scorer=scorer, threshold=threshold)
     else:
         df = query_df(con, load_sql("task_outcomes"), {"run_ids": [run_id], "exclude_errored": False})
-    lat = query_df(
-        con,
-        "SELECT task_id, avg(latency_s) AS latency_s, avg(input_tokens + output_tokens) AS tokens "
-        "FROM attempts WHERE run_id = ? GROUP BY task_id",
-        [run_id],
-    )
-    df = df.merge(lat, on="task_id", how="left")
+    df = df.merge(_task_means(con, run_id), on="task_id", how="left")
     return values_by_task(df, metric)

@@ -8,7 +8,7 @@ package re-exports their public names: ``from analytics import gate; gate.gate(c
 
 from __future__ import annotations
 
-from analytics.gate.analysis import gate
+from analytics.gate.analysis import DiffAndGate, changes_of, diff_and_gate, gate
 from analytics.gate.compute import (
     BET_FRACTIONS,
     EXIT_OK,
@@ -28,6 +28,9 @@ from analytics.gate.load import task_order
 from analytics.gate.report import detectable, report, sequential_frame, sequential_text, text_report
 
 __all__ = [
+    "DiffAndGate",
+    "changes_of",
+    "diff_and_gate",
     "BET_FRACTIONS",
     "EXIT_OK",
     "EXIT_UNTESTABLE",

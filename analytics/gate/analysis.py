@@ -24,11 +24,14 @@ three views report the same difference, interval and two-sided p for a pair.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import duckdb
 import numpy as np
 
 from analytics import compare
-from analytics.diff import _single, metric_values, run_benchmark
+from analytics.diff import RunDiff, _single, compare_runs_with_values, metric_values, run_benchmark, tasks_by_change
 from analytics.gate.compute import GATE_METRICS, SIDES, STOP_DELTA, GateResult, decide, sequential_test
 from analytics.gate.load import task_order
 from store import RunlensError
@@ -47,6 +50,7 @@ def gate(
     margin: float = 0.0,
     sequential: bool = False,
     stop_delta: float = STOP_DELTA,
+    values: dict[str, dict[str, Any]] | None = None,
 ) -> GateResult:
     """Test whether ``candidate`` is worse than ``baseline`` on their shared tasks.
 
@@ -63,6 +67,8 @@ def gate(
         stop_delta: the regression a sequential "not worse" stop rules out (at least ``margin``).
         scorer: compare one scorer's values (``analytics.scorers``; unknown: ``ScorerNotFoundError`` listing the
             benchmark's) instead of the headline score; a raw-scale scorer is compared by its mean.
+        values: the two runs' ``metric_values`` of the benchmark's metric when the caller has read them already
+            (``diff_and_gate``); used only for that metric without a scorer, read here otherwise.
     """
     if sided not in SIDES:
         raise RunlensError(f"sided must be one of {', '.join(SIDES)}, got {sided!r}")
@@ -90,7 +96,10 @@ def gate(
     if sequential and metric == "cost":
         raise RunlensError("--sequential needs a bounded metric (pass@1 or mean_score), not cost")
     value_metric = "mean_score" if metric == "cost" else metric
-    values = {r: metric_values(con, r, value_metric, scorer=scorer, threshold=threshold) for r in (baseline, candidate)}
+    if values is None or scorer is not None or value_metric != compare.ranking_metric(scoring):
+        values = {
+            r: metric_values(con, r, value_metric, scorer=scorer, threshold=threshold) for r in (baseline, candidate)
+        }
     key = "cost_usd" if metric == "cost" else "value"
     a, b = values[baseline][key], values[candidate][key]
     test = compare.paired_test(a, b, is_binary_single=metric == "pass@1" and _single(values, metric), seed=seed)
@@ -113,3 +122,32 @@ def gate(
     return GateResult(
         baseline, candidate, bench_a, metric, alpha, test, mean(a), mean(b), regressed, scorer, decision, seq
     )
+
+
+@dataclass(frozen=True)
+class DiffAndGate:
+    """The Version diff of two runs and the sequential gate of the same pair, from one read of each run's
+    per-task values; ``gate_error`` says why the gate could not be run (``gate`` is then None)."""
+
+    diff: RunDiff
+    gate: GateResult | None
+    gate_error: str | None
+
+
+def diff_and_gate(
+    con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basis: str = "sample0", sequential: bool = True
+) -> DiffAndGate:
+    """``compare_runs(run_a, run_b, basis)`` and ``gate(baseline=run_a, candidate=run_b, sequential=...)`` with
+    each run's per-task metric values read once for both (the Version diff page shows the two)."""
+    diff, values = compare_runs_with_values(con, run_a=run_a, run_b=run_b, basis=basis)
+    try:
+        check = gate(con, baseline=run_a, candidate=run_b, sequential=sequential, values=values)
+    except RunlensError as exc:
+        return DiffAndGate(diff, None, str(exc))
+    return DiffAndGate(diff, check, None)
+
+
+def changes_of(both: DiffAndGate, *, low: float = -1.0, high: float = 1.0, regressions_only: bool = False) -> Any:
+    """``tasks_by_change`` of the pair's diff: the cheap last step of the Version diff page, kept apart so a
+    change of its range is finished from the cached diff (``ui.common.cached_then``)."""
+    return tasks_by_change(both.diff, low=low, high=high, regressions_only=regressions_only)

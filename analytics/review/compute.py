@@ -284,3 +284,59 @@ def corrections_from(
         y = humans["human_codes"].map(lambda cs, c=code: c in cs)
         add(f"share with {code} ({source})", code, f, y)
     return pd.DataFrame(rows, columns=CORRECTION_COLUMNS)
+
+
+@dataclass(frozen=True)
+class JudgeTotals:
+    """The view's attempts, those with a judge's verdict and those the judge calls correct (migration 010's
+    ``run_judge_counts`` summed over the view's runs)."""
+
+    n_attempts: int
+    n_judged: int
+    n_judged_correct: int
+
+
+def corrections_from_counts(
+    totals: JudgeTotals,
+    code_counts: pd.DataFrame,
+    labelled: pd.DataFrame,
+    source: str,
+    humans: pd.DataFrame,
+    *,
+    level: float = 0.95,
+) -> pd.DataFrame:
+    """``corrections_from`` with the attempts nobody reviewed given by their counts: ``totals``, ``code_counts``
+    (``code``, ``n_attempts``: the view's attempts carrying each code from ``source``) and ``labelled`` (the
+    reviewed attempts' ``attempt_id`` ascending, ``judge_correct``, ``judge_codes`` as sets). Every prediction is
+    0 or 1, so the unlabelled ones enter PPI++ through their count and their count of ones
+    (``analytics.ppi.ppi_mean_binary``); the figures equal ``corrections_from``'s up to rounding."""
+    from analytics.ppi import ppi_mean_binary
+
+    humans = humans.set_index("attempt_id")
+    rows = []
+
+    def add(quantity: str, code: str | None, f: pd.Series, y: pd.Series, n_total: int, n_true: int) -> None:
+        lab = f.index.intersection(y.index)
+        fl = f.loc[lab].astype(float)
+        est = ppi_mean_binary(y.loc[lab].astype(float), fl, n_total - len(lab), n_true - int(fl.sum()), level=level)
+        note = needs_reviews(len(lab)) if not np.isfinite(est.estimate) else ""
+        rows.append(
+            {"quantity": quantity, "code": code, "judge": est.judge, "estimate": est.estimate, "lo": est.lo,
+             "hi": est.hi, "reviews_only": est.classical, "reviews_only_lo": est.classical_lo,
+             "reviews_only_hi": est.classical_hi, "lam": est.lam, "n_reviewed": len(lab),
+             "n_attempts": n_total, "note": note}
+        )  # fmt: skip
+
+    frame = labelled.set_index("attempt_id")
+    judged = frame["judge_correct"].dropna()
+    if totals.n_judged:
+        add(
+            "judged pass rate", None, judged, humans["human_correct"].dropna(), totals.n_judged, totals.n_judged_correct
+        )
+    per_code = dict(zip(code_counts["code"], code_counts["n_attempts"].astype(int), strict=True))
+    found = sorted(set(per_code).union(*humans["human_codes"])) if totals.n_attempts else []
+    for code in found:
+        f = frame["judge_codes"].map(lambda cs, c=code: c in cs)
+        y = humans["human_codes"].map(lambda cs, c=code: c in cs)
+        add(f"share with {code} ({source})", code, f, y, totals.n_attempts, per_code.get(code, 0))
+    return pd.DataFrame(rows, columns=CORRECTION_COLUMNS)

@@ -14,8 +14,9 @@ from analytics.review.compute import (
     CALIBRATION_SEED,
     QUEUES,
     Agreement,
+    JudgeTotals,
     agreement_of,
-    corrections_from,
+    corrections_from_counts,
     human_consensus,
 )
 from store import ALL_RUNS, RunFilter, query_df, with_run_filter
@@ -83,16 +84,17 @@ def review_queue(
     # The failed queue's order is the run's (run, task, sample) after the attempts this reviewer has reviewed go
     # last: its first n are among the first n + (this reviewer's reviews) failed attempts in that order, or among
     # those reviews. Only these candidates are joined with the judges' verdicts and labels, not every attempt.
-    candidates = (
-        with_run_filter(
-            "cand AS ((SELECT a.attempt_id FROM attempts a JOIN runs r USING (run_id) WHERE $run_filter "
-            "AND a.passed = false ORDER BY a.run_id, a.task_id, a.sample "
-            "LIMIT $n + (SELECT count(DISTINCT attempt_id) FROM v_reviews WHERE reviewer = $reviewer)) "
-            "UNION (SELECT attempt_id FROM v_reviews WHERE reviewer = $reviewer)), "
+    params = run_filter.params() | {"reviewer": reviewer or "", "n": int(n)}
+    if queue == "failed":
+        params["cand"] = _first_failed(con, run_filter, reviewer=reviewer or "", n=int(n))
+        candidates = (
+            "cand AS (SELECT DISTINCT unnest($cand::BIGINT[]) AS attempt_id "
+            "UNION SELECT attempt_id FROM v_reviews WHERE reviewer = $reviewer), "
         )
-        if queue == "failed"
-        else "cand AS (SELECT attempt_id FROM attempts), "
-    )
+    else:
+        candidates = "cand AS (SELECT attempt_id FROM attempts), "
+    # the candidates' predicted codes only (their labels grouped, not every label of the store)
+    predicted = PREDICTED_CODE_SQL.replace("FROM error_labels", "FROM error_labels SEMI JOIN cand USING (attempt_id)")
     sql = f"""
         WITH {candidates}
         lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts
@@ -116,15 +118,36 @@ def review_queue(
         LEFT JOIN rj USING (attempt_id)
         LEFT JOIN lb USING (attempt_id)
         LEFT JOIN mine m USING (attempt_id)
-        LEFT JOIN (SELECT * FROM ({PREDICTED_CODE_SQL}) SEMI JOIN cand USING (attempt_id)) pc USING (attempt_id)
+        LEFT JOIN ({predicted}) pc USING (attempt_id)
         {_FILTER_SQL} AND ({where})
         ORDER BY coalesce(m.is_reviewed_by_me, false), {order}
         LIMIT $n
     """
-    params = run_filter.params() | {"reviewer": reviewer or "", "n": int(n)}
     if queue == "calibration":
         params["seed"] = int(seed)
     return query_df(con, sql, params)
+
+
+def _first_failed(con: duckdb.DuckDBPyConnection, run_filter: RunFilter, *, reviewer: str, n: int) -> list[int]:
+    """The first n + (``reviewer``'s reviewed attempts) failed attempts of the view in (run, task, sample) order,
+    read run by run in run order until there are enough: each read keeps one run's rows (the scan skips the
+    others' row groups), so the queue does not sort every failed attempt of the store."""
+    need = n + int(
+        query_df(con, "SELECT count(DISTINCT attempt_id) AS k FROM v_reviews WHERE reviewer = $reviewer",
+                 {"reviewer": reviewer})["k"].iloc[0]
+    )  # fmt: skip
+    runs = query_df(con, f"SELECT r.run_id FROM runs r {_FILTER_SQL} ORDER BY r.run_id", run_filter.params())
+    out: list[int] = []
+    for run_id in runs["run_id"]:
+        if len(out) >= need:
+            break
+        rows = query_df(
+            con,
+            "SELECT attempt_id FROM attempts WHERE run_id = $run AND passed = false ORDER BY task_id, sample LIMIT $k",
+            {"run": str(run_id), "k": need - len(out)},
+        )
+        out += [int(i) for i in rows["attempt_id"]]
+    return out
 
 
 def current_reviews(
@@ -228,7 +251,8 @@ def judge_predictions(
 ) -> tuple[pd.DataFrame, str]:
     """Per attempt the filters keep: the judge's verdict (a Runlens judge's ``result_correct``, else the log's
     judge; None without either) and its codes (the Runlens judge's labels; when no attempt has one, the log's
-    labels), and the name of the code source used (``judge`` or ``label``)."""
+    labels), and the name of the code source used (``judge`` or ``label``). Reads every attempt: the reference
+    ``judge_corrections`` is checked against (tests/test_review.py)."""
     params = run_filter.params()
     has_judge = query_df(
         con,
@@ -268,47 +292,76 @@ def judge_corrections(
     by the human reviews of the calibration sample (PPI++, ``analytics.ppi.ppi_mean``) with their interval, and
     the reviews-only estimate; ``note`` says when there are too few reviews. Shares are fractions (0..1).
 
-    The same figures as ``corrections_of(*judge_predictions(...), ...)``, read as two narrow frames (a verdict per
-    attempt, a row per attempt and code) rather than a list of codes per attempt; the calibration sample is
-    ordered only when some attempt of the view has a review (without one no attempt is labelled)."""
-    verdicts, codes, source = _judge_frames(con, run_filter)
+    The same figures as ``corrections_of(*judge_predictions(...), ...)``, read from the per-run counts the writer
+    keeps (``run_judge_counts``, ``run_label_codes``: migration 010) and the judge's verdict and codes of the
+    reviewed attempts alone: the attempts nobody reviewed enter only through their counts, whatever their number.
+    The calibration sample is ordered only when some attempt of the view has a review."""
+    counts = _label_counts(con, run_filter)
+    source = code_source(counts)
     humans = human_consensus(current_reviews(con, run_filter))
     if len(humans):
         sample, _ = calibration_sample(con, run_filter)
         humans = humans[humans["attempt_id"].isin(sample)]
-    return corrections_from(verdicts, codes, source, humans, level=level)
+    return corrections_from_counts(
+        _judge_totals(con, run_filter),
+        counts[counts["source"] == source],
+        judged_attempts(con, humans["attempt_id"].tolist(), source=source),
+        source,
+        humans,
+        level=level,
+    )
 
 
-def _judge_frames(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """``judge_predictions`` as (one row per attempt: ``attempt_id``, ``judge_correct``; one row per attempt and
-    code: ``attempt_id``, ``code``; the code source)."""
-    params = run_filter.params()
-    has_judge = query_df(
+def code_source(label_counts: pd.DataFrame) -> str:
+    """The code source of the judge's figures: ``judge`` when some attempt of the view has a Runlens judge's
+    label, else ``label`` (the log's labels)."""
+    return "judge" if (label_counts["source"] == "judge").any() else "label"
+
+
+def _label_counts(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> pd.DataFrame:
+    """Per label source and code: the view's attempts carrying it (``run_label_codes`` summed over the runs)."""
+    return query_df(
         con,
-        f"SELECT count(*) AS n FROM error_labels e JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
-        f"{_FILTER_SQL} AND e.source = 'judge'",
-        params,
-    )["n"].iloc[0]
-    source = "judge" if int(has_judge) > 0 else "label"
-    verdicts = query_df(
+        f"SELECT c.source, c.code, sum(c.n_attempts)::BIGINT AS n_attempts FROM run_label_codes c "
+        f"JOIN runs r USING (run_id) {_FILTER_SQL} GROUP BY c.source, c.code ORDER BY c.source, c.code",
+        run_filter.params(),
+    )
+
+
+def _judge_totals(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> JudgeTotals:
+    """The view's attempts, those with a judge's verdict and those judged correct (``run_judge_counts``)."""
+    row = query_df(
         con,
-        f"""
-        WITH rj AS (SELECT attempt_id, bool_and(TRY_CAST(verdict->>'result_correct' AS BOOLEAN)) AS ok
-                    FROM judge_verdicts WHERE NOT is_failure GROUP BY attempt_id)
-        SELECT a.attempt_id, coalesce(rj.ok, TRY_CAST(a.judge->>'result_correct' AS BOOLEAN)) AS judge_correct
-        FROM attempts a JOIN runs r USING (run_id) LEFT JOIN rj USING (attempt_id)
-        {_FILTER_SQL}
+        f"SELECT coalesce(sum(j.n_attempts), 0)::BIGINT AS n_attempts, coalesce(sum(j.n_judged), 0)::BIGINT AS "
+        f"n_judged, coalesce(sum(j.n_judged_correct), 0)::BIGINT AS n_judged_correct FROM run_judge_counts j "
+        f"JOIN runs r USING (run_id) {_FILTER_SQL}",
+        run_filter.params(),
+    ).iloc[0]
+    return JudgeTotals(int(row["n_attempts"]), int(row["n_judged"]), int(row["n_judged_correct"]))
+
+
+def judged_attempts(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int], *, source: str) -> pd.DataFrame:
+    """The judge's verdict (``judge_correct``: a Runlens judge's, else the log's judge's; None without either) and
+    codes from ``source`` (a set) of the given attempts, by ``attempt_id`` ascending."""
+    cols = ["attempt_id", "judge_correct", "judge_codes"]
+    if not attempt_ids:
+        return pd.DataFrame({"attempt_id": pd.Series(dtype="int64"), "judge_correct": pd.Series(dtype=object),
+                             "judge_codes": pd.Series(dtype=object)})  # fmt: skip
+    df = query_df(
+        con,
+        """
+        WITH ids AS (SELECT DISTINCT unnest($ids::BIGINT[]) AS attempt_id),
+        rj AS (SELECT attempt_id, bool_and(TRY_CAST(verdict->>'result_correct' AS BOOLEAN)) AS ok
+               FROM judge_verdicts SEMI JOIN ids USING (attempt_id) WHERE NOT is_failure GROUP BY attempt_id),
+        codes AS (SELECT attempt_id, list(DISTINCT code) AS codes FROM error_labels SEMI JOIN ids USING (attempt_id)
+                  WHERE source = $source GROUP BY attempt_id)
+        SELECT a.attempt_id, coalesce(rj.ok, TRY_CAST(a.judge->>'result_correct' AS BOOLEAN)) AS judge_correct,
+               coalesce(c.codes, []) AS judge_codes
+        FROM attempts a SEMI JOIN ids USING (attempt_id)
+        LEFT JOIN rj USING (attempt_id) LEFT JOIN codes c USING (attempt_id)
         ORDER BY a.attempt_id
         """,
-        params,
+        {"ids": [int(i) for i in attempt_ids], "source": source},
     )
-    codes = query_df(
-        con,
-        f"""
-        SELECT DISTINCT e.attempt_id, e.code FROM error_labels e
-        SEMI JOIN (SELECT a.attempt_id FROM attempts a JOIN runs r USING (run_id) {_FILTER_SQL}) v USING (attempt_id)
-        WHERE e.source = $source
-        """,
-        params | {"source": source},
-    )
-    return verdicts, codes, source
+    df["judge_codes"] = [set(c) if isinstance(c, (list, np.ndarray)) else set() for c in df["judge_codes"]]
+    return df[cols]

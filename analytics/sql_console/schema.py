@@ -33,6 +33,8 @@ DESCRIPTIONS = {
     "irt_abilities": "IRT ability of each agent version in a fit, with its interval.",
     "irt_items": "IRT difficulty and discrimination of each task in a fit.",
     "embeddings": "Sentence-embedding cache: one vector per (text hash, model).",
+    "run_judge_counts": "Per run, kept by the writer: attempts, those with a judge's verdict, those judged correct.",
+    "run_label_codes": "Per run, label source and code, kept by the writer: the attempts carrying the code.",
     "v_attempts": "Attempts joined with their run and task: benchmark, agent, level, category, score, cost...",
     "v_steps": "Trajectory steps with long tool results resolved to text.",
     "v_errors": "Error labels joined with attempt context (benchmark, agent, task, level, passed).",
@@ -67,15 +69,15 @@ def schema_objects(con: duckdb.DuckDBPyConnection, *, count_views: bool = False)
         FROM objs LEFT JOIN cols USING (name)
         ORDER BY objs.kind DESC, objs.name""",
     )
-    counts: list[int | None] = []
-    for name, kind in zip(objs["name"], objs["kind"], strict=True):
-        if kind == "view" and not count_views:
-            counts.append(None)
-            continue
+    counted = [str(n) for n, k in zip(objs["name"], objs["kind"], strict=True) if k == "table" or count_views]
+    found: dict[str, int] = {}
+    if counted:
+        # One statement for every count (a statement per table paid the store's per-statement cost 25 times).
         # Identifiers come from the catalog itself, quoted, never from user input.
-        quoted = '"' + str(name).replace('"', '""') + '"'
-        counts.append(int(rdb.query_rows(con, f"SELECT count(*) FROM {quoted}")[0][0]))
-    objs["n_rows"] = pd.array(counts, dtype="Int64")
+        quoted = ['"' + n.replace('"', '""') + '"' for n in counted]
+        sql = " UNION ALL ".join(f"SELECT {i} AS i, count(*) AS n FROM {q}" for i, q in enumerate(quoted))
+        found = {counted[int(i)]: int(n) for i, n in rdb.query_rows(con, sql)}
+    objs["n_rows"] = pd.array([found.get(str(n)) for n in objs["name"]], dtype="Int64")
     # our one-liners first; a COMMENT ON a table added later still shows up
     objs["description"] = [
         DESCRIPTIONS.get(str(n)) or (str(c) if isinstance(c, str) else "")

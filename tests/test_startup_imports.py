@@ -1,0 +1,24 @@
+"""The app's shell (the router, the sidebar, the database check) starts without the heavy libraries a page may need:
+SciPy, scikit-learn, torch, model2vec and Plotly's figure classes are imported by the pages that use them, not at
+start-up (issue 33: app start-up within 2 s; SciPy alone took about 1-2.5 s of the shell's imports). Streamlit
+itself imports the ``plotly`` package, whose figure classes load lazily."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+DEFERRED = ("scipy", "sklearn", "torch", "model2vec", "sentence_transformers", "plotly.graph_objs._figure")
+
+
+def test_the_shell_imports_no_heavy_library() -> None:
+    code = (
+        "import json, sys; import ui.shell, ui.common; "
+        f"print(json.dumps(sorted(d for d in {list(DEFERRED)!r} for m in sys.modules if m == d or "
+        "m.startswith(d + '.'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
