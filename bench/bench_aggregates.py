@@ -79,8 +79,8 @@ def build(db: Path, *, n_tasks: int, n_runs: int, n_benchmarks: int) -> None:
             "% 1000 FROM runs r, (SELECT unnest($codes) AS code) a, (SELECT unnest($codes) AS code) b",
             {"codes": CODES},
         )
-        # migration 010's per (run, slice) sums of those rows, as its backfill computes them
-        migration = (MIGRATIONS_DIR / "010_run_judge_counts.sql").read_text(encoding="utf-8")
+        # migration 009's per (run, slice) sums of those rows, as its backfill computes them
+        migration = (MIGRATIONS_DIR / "009_run_judge_counts.sql").read_text(encoding="utf-8")
         for table in ("run_slice_stats", "run_slice_codes"):
             con.execute(f"INSERT INTO {table}\n" + migration.split(f"INSERT INTO {table}\n")[1].split(";")[0])
 

@@ -368,7 +368,7 @@ CREATE TABLE run_code_pairs (
     PRIMARY KEY (run_id, code_a, mask_a, code_b, mask_b)
 );
 
--- 010_run_judge_counts: what the judge's corrected figures read of every attempt, kept per run by the writer
+-- 009_run_judge_counts: what the judge's corrected figures read of every attempt, kept per run by the writer
 -- (store/aggregates.py): its attempts, those with a judge's verdict (a Runlens judge's, else the log's judge's) and
 -- those the judge calls correct; and per (run, label source, code) the attempts carrying the code.
 CREATE TABLE run_judge_counts (
@@ -387,7 +387,7 @@ CREATE TABLE run_label_codes (
     PRIMARY KEY (run_id, source, code)
 );
 
--- 010: the Errors table's counts per run and slice (level, category), summed from the per (run, task) rows.
+-- 009: the Errors table's counts per run and slice (level, category), summed from the per (run, task) rows.
 CREATE TABLE run_slice_stats (
     run_id     VARCHAR NOT NULL,
     level      VARCHAR,
@@ -405,7 +405,7 @@ CREATE TABLE run_slice_codes (
     n_failed     BIGINT  NOT NULL
 );
 
--- 011_failure_clusters: what the Failure clusters page reads once it has been computed (issue 32).
+-- 010_failure_clusters: what the Failure clusters page reads once it has been computed (issue 32).
 -- failure_documents: each failed attempt's document (analytics/clusters/load.py) as its segments before the
 -- boilerplate cut, and each segment as boilerplate is recognised (digits and ids masked), per document version, so
 -- only failures without one are built again; the cut itself (a segment in at least half the failures) runs in SQL

@@ -256,7 +256,7 @@ def history_table(history: pd.DataFrame) -> pd.DataFrame:
 
 def run_list(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Runs with their benchmark, agent and attempt count (for the delete picker). The count is the one the writer
-    keeps per run (``run_judge_counts``, migration 010), not a count of every attempt of the store."""
+    keeps per run (``run_judge_counts``, migration 009), not a count of every attempt of the store."""
     return query_df(
         con,
         "SELECT r.run_id, r.benchmark, r.agent, r.eval_date, coalesce(j.n_attempts, 0)::BIGINT AS n_attempts "

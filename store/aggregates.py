@@ -4,9 +4,9 @@ labels (issue 33; migration 008 says what each column is):
 * ``run_task_stats``: one row per (run, task), its attempts' counts and means;
 * ``run_task_codes``: failed attempts per (run, task, code) and set of label sources that gave the code;
 * ``run_code_pairs``: pairs of codes on one failed attempt, per run and the two codes' source sets;
-* ``run_judge_counts`` (migration 010): per run, its attempts, those with a judge's verdict and those judged correct;
-* ``run_label_codes`` (migration 010): per run, label source and code, the attempts carrying the code;
-* ``run_slice_stats``, ``run_slice_codes`` (migration 010): the Errors table's counts per run and slice (level,
+* ``run_judge_counts`` (migration 009): per run, its attempts, those with a judge's verdict and those judged correct;
+* ``run_label_codes`` (migration 009): per run, label source and code, the attempts carrying the code;
+* ``run_slice_stats``, ``run_slice_codes`` (migration 009): the Errors table's counts per run and slice (level,
   category), summed from the run's ``run_task_stats`` and ``run_task_codes`` rows.
 
 Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
@@ -27,7 +27,7 @@ import duckdb
 from store.query import load_sql
 
 TABLES = ("run_task_stats", "run_task_codes", "run_code_pairs")
-# Migration 010: a row set per run, refreshed whole for the runs touched; the slices' tables are sums of the run's
+# Migration 009: a row set per run, refreshed whole for the runs touched; the slices' tables are sums of the run's
 # run_task_stats / run_task_codes rows (refreshed first), the others read the runs' attempts within their id range.
 RUN_TABLES = ("run_judge_counts", "run_label_codes", "run_slice_stats", "run_slice_codes")
 _FROM_ATTEMPTS = ("run_judge_counts", "run_label_codes")

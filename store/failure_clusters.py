@@ -1,4 +1,4 @@
-"""The writer's half of the Failure clusters page's stored results (migration 011): failure documents, and each
+"""The writer's half of the Failure clusters page's stored results (migration 010): failure documents, and each
 computed clustering with its members. Each function takes a writer connection (``store.writer``) and runs inside the
 caller's transaction; ``jobs/failures.py`` computes the rows."""
 

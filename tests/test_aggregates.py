@@ -262,7 +262,7 @@ def test_migration_008_backfills_an_older_store(demo_db: Path) -> None:
     """A store at version 7 (no aggregate) gets it from its attempts when a writer first opens it."""
     with rdb.writer(demo_db) as con:
         expected = {table: stored(con, table) for table in KEYS}
-        for table in (*KEYS, *aggregates.RUN_TABLES):  # migration 010's tables come back after 008's
+        for table in (*KEYS, *aggregates.RUN_TABLES):  # migration 009's tables come back after 008's
             con.execute(f"DROP TABLE {table}")
         con.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     with rdb.writer(demo_db) as con:

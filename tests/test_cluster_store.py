@@ -1,4 +1,4 @@
-"""The Failure clusters page's stored results (migration 011): failure documents built once per failed attempt and
+"""The Failure clusters page's stored results (migration 010): failure documents built once per failed attempt and
 kept, the boilerplate cut in SQL equal to the Python one, the clustering computed once and read back as computed,
 and a new clustering when the failures change (only the new failures' documents built)."""
 

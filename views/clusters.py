@@ -1,7 +1,7 @@
 """Failure clusters: failed attempts grouped by what went wrong (docs/failure_analysis.md), each named by its key
 phrases (and an LLM's line when a judge endpoint is configured), with representative attempts, its share per run
 and version and its trend, its error codes and its attempts (each opening the drilldown). Missing embeddings are
-computed in the background on the first visit (documents, vectors and the clustering, stored: migration 011), with
+computed in the background on the first visit (documents, vectors and the clustering, stored: migration 010), with
 progress; later visits read the stored clustering until the failures change. Deep link: ``clusters?cl_run=<run_id>``."""
 
 import streamlit as st

@@ -404,7 +404,7 @@ def failure_clusters(
     return apply_llm_labels(con, build_clusters(failures, vectors, model=model), model=label_model)
 
 
-# ---- stored documents and clusterings (migration 011): what the page reads once the job has computed them ----
+# ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
 DOC_VERSION = "failure-doc@v1"  # bump when ``_segments`` or ``mask`` change: every document is built again
 CLUSTER_VERSION = "clusters@v2"  # bump when the clustering or the names change: every clustering is computed again

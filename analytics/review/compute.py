@@ -288,7 +288,7 @@ def corrections_from(
 
 @dataclass(frozen=True)
 class JudgeTotals:
-    """The view's attempts, those with a judge's verdict and those the judge calls correct (migration 010's
+    """The view's attempts, those with a judge's verdict and those the judge calls correct (migration 009's
     ``run_judge_counts`` summed over the view's runs)."""
 
     n_attempts: int

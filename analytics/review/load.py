@@ -293,7 +293,7 @@ def judge_corrections(
     the reviews-only estimate; ``note`` says when there are too few reviews. Shares are fractions (0..1).
 
     The same figures as ``corrections_of(*judge_predictions(...), ...)``, read from the per-run counts the writer
-    keeps (``run_judge_counts``, ``run_label_codes``: migration 010) and the judge's verdict and codes of the
+    keeps (``run_judge_counts``, ``run_label_codes``: migration 009) and the judge's verdict and codes of the
     reviewed attempts alone: the attempts nobody reviewed enter only through their counts, whatever their number.
     The calibration sample is ordered only when some attempt of the view has a review."""
     counts = _label_counts(con, run_filter)

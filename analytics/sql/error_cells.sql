@@ -1,6 +1,6 @@
 -- Error labels on failed attempts counted per (run, level, category, code): distinct attempts per cell, so a code
 -- reported by several sources (log label, rule, judge) or at several steps of one attempt counts once. Read from
--- the per (run, slice) sums the writer keeps (run_slice_codes, migration 010: failed attempts per run, slice, code
+-- the per (run, slice) sums the writer keeps (run_slice_codes, migration 009: failed attempts per run, slice, code
 -- and set of sources, summed from 008's run_task_codes), summing the attempts whose sources share one with the
 -- chosen ones.
 -- Parameters: the run filter's (store/filters.py), $sources_mask (label 1, rule 2, judge 4; all: 7).

@@ -1,5 +1,5 @@
 -- Attempts and failed attempts per (run, level, category) for the runs an error report covers, read from the per
--- (run, slice) sums the writer keeps (run_slice_stats, migration 010, themselves sums of run_task_stats: 008)
+-- (run, slice) sums the writer keeps (run_slice_stats, migration 009, themselves sums of run_task_stats: 008)
 -- instead of every attempt or every (run, task) row.
 -- Parameters: the run filter's (store/filters.py).
 SELECT r.run_id, r.benchmark, r.agent, r.agent_version, r.kind, r.eval_date, s.level, s.category,

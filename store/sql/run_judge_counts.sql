@@ -1,6 +1,6 @@
 -- run_judge_counts rows of the runs in the temporary table _rl_agg_keys: each run's attempts, those with a judge's
 -- verdict (a Runlens judge's non-failed verdicts and-ed, else the log's judge's) and those it calls correct.
--- Migration 010's backfill is the same SELECT over every run.
+-- Migration 009's backfill is the same SELECT over every run.
 WITH rj AS (
     SELECT attempt_id, bool_and(TRY_CAST(verdict->>'result_correct' AS BOOLEAN)) AS ok
     FROM judge_verdicts

@@ -1,5 +1,5 @@
 -- run_label_codes rows of the runs in the temporary table _rl_agg_keys: per label source and code, the run's
--- attempts (passed or not) that carry it. Migration 010's backfill is the same SELECT over every run.
+-- attempts (passed or not) that carry it. Migration 009's backfill is the same SELECT over every run.
 SELECT a.run_id, e.source, e.code, count(DISTINCT e.attempt_id)
 FROM error_labels e
 JOIN attempts a USING (attempt_id)

@@ -1,5 +1,5 @@
 -- run_slice_codes rows of the runs in the temporary table _rl_agg_keys, from their run_task_codes rows (refreshed
--- first, in the same transaction). Migration 010's backfill is the same SELECT over every run.
+-- first, in the same transaction). Migration 009's backfill is the same SELECT over every run.
 SELECT c.run_id, t.level, t.category, c.code, c.sources_mask, sum(c.n_failed)
 FROM run_task_codes c
 JOIN runs r USING (run_id)

@@ -1,4 +1,4 @@
--- 010_run_judge_counts: what the judge's corrected figures (Errors and Review pages, PPI++) read of every attempt,
+-- 009_run_judge_counts: what the judge's corrected figures (Errors and Review pages, PPI++) read of every attempt,
 -- kept per run by the writer in the transaction that changes the attempts, their labels or the judge's verdicts
 -- (store/aggregates.py: ingest, deletion, replaced attempts, late scores, judge labels, rule findings), so the
 -- figures read a row per run and the reviewed attempts themselves instead of every attempt (issue 33). And the

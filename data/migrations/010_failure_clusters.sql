@@ -1,4 +1,4 @@
--- 011_failure_clusters: what the Failure clusters page reads once it has been computed (issue 32).
+-- 010_failure_clusters: what the Failure clusters page reads once it has been computed (issue 32).
 -- failure_documents: each failed attempt's document (analytics/clusters/load.py) as its segments before the
 -- boilerplate cut, and each segment as boilerplate is recognised (digits and ids masked), per document version, so
 -- only failures without one are built again; the cut itself (a segment in at least half the failures) runs in SQL
