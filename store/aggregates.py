@@ -61,11 +61,15 @@ def _refresh_keys(
 
 def refresh_file(con: duckdb.DuckDBPyConnection, file_id: int, *, revised_runs: Sequence[str] = ()) -> None:
     """After an ingested file's rows are written: the pairs of its attempts, and every pair of the runs it
-    re-scored (their earlier attempts got a new headline score)."""
+    re-scored (their earlier attempts got a new headline score). Without re-scored runs the second branch is left
+    out: ``list_contains`` on an empty list still scans every stored attempt's run (skipped by no statistics)."""
+    keys = "SELECT run_id, task_id FROM attempts WHERE file_id = $file_id"
+    if not revised_runs:
+        _refresh_keys(con, keys, {"file_id": int(file_id)})
+        return
     _refresh_keys(
         con,
-        "SELECT run_id, task_id FROM attempts WHERE file_id = $file_id "
-        "UNION ALL SELECT run_id, task_id FROM attempts WHERE list_contains($runs, run_id)",
+        f"{keys} UNION ALL SELECT run_id, task_id FROM attempts WHERE list_contains($runs, run_id)",
         {"file_id": int(file_id), "runs": [str(r) for r in revised_runs]},
     )
 
