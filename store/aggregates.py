@@ -31,20 +31,25 @@ def _refresh_keys(
     params: Sequence[object] | dict[str, object],
     *,
     with_stats: bool = True,
+    new_runs: bool = False,
 ) -> None:
     """Recompute the rows of the (run_id, task_id) pairs ``keys_sql`` selects (``run_code_pairs``: of their runs),
     inside the caller's transaction: the rows go, and what still has attempts gets its rows again from them.
-    ``with_stats`` false: only the labels' tables (the attempts themselves did not change)."""
+    ``with_stats`` false: only the labels' tables (the attempts themselves did not change). ``new_runs``: every
+    pair belongs to a run created in this transaction, which no row can hold yet (a run's rows go with it,
+    ``drop_run``), so the three deletes are skipped (each statement costs a lake its catalog reads)."""
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE _rl_agg_keys AS SELECT DISTINCT run_id, task_id FROM ({keys_sql})", params
     )
     try:
         in_pairs = "(run_id, task_id) IN (SELECT run_id, task_id FROM _rl_agg_keys)"
         if with_stats:
-            con.execute(f"DELETE FROM run_task_stats WHERE {in_pairs}")
+            if not new_runs:
+                con.execute(f"DELETE FROM run_task_stats WHERE {in_pairs}")
             con.execute(f"INSERT INTO run_task_stats {load_sql('run_task_stats')}")
-        con.execute(f"DELETE FROM run_task_codes WHERE {in_pairs}")
-        con.execute("DELETE FROM run_code_pairs WHERE run_id IN (SELECT run_id FROM _rl_agg_keys)")
+        if not new_runs:
+            con.execute(f"DELETE FROM run_task_codes WHERE {in_pairs}")
+            con.execute("DELETE FROM run_code_pairs WHERE run_id IN (SELECT run_id FROM _rl_agg_keys)")
         # the range of attempt ids of the keys' runs, as constants: labels (which hold no run) outside it are
         # skipped by the scan's statistics instead of being joined with the attempts
         lo, hi = con.execute(
@@ -59,13 +64,16 @@ def _refresh_keys(
         con.execute("DROP TABLE IF EXISTS _rl_agg_keys")
 
 
-def refresh_file(con: duckdb.DuckDBPyConnection, file_id: int, *, revised_runs: Sequence[str] = ()) -> None:
+def refresh_file(
+    con: duckdb.DuckDBPyConnection, file_id: int, *, revised_runs: Sequence[str] = (), new_runs: bool = False
+) -> None:
     """After an ingested file's rows are written: the pairs of its attempts, and every pair of the runs it
     re-scored (their earlier attempts got a new headline score). Without re-scored runs the second branch is left
-    out: ``list_contains`` on an empty list still scans every stored attempt's run (skipped by no statistics)."""
+    out: ``list_contains`` on an empty list still scans every stored attempt's run (skipped by no statistics).
+    ``new_runs``: every attempt of the file belongs to a run the file itself creates (see ``_refresh_keys``)."""
     keys = "SELECT run_id, task_id FROM attempts WHERE file_id = $file_id"
     if not revised_runs:
-        _refresh_keys(con, keys, {"file_id": int(file_id)})
+        _refresh_keys(con, keys, {"file_id": int(file_id)}, new_runs=new_runs)
         return
     _refresh_keys(
         con,

@@ -135,7 +135,9 @@ def _write(
         )
     _insert(con, "tasks", bundle.tasks)
     _insert(con, "runs", bundle.runs, {"file_id": file_id, "is_demo": is_demo})
+    attempt_runs: set[str] = set()
     for tables in bundle.parts():  # one part, or a large file's parts in turn (ingest.records.Bundle.spill)
+        attempt_runs.update(tables["attempts"].column("run_id").unique().to_pylist())
         _insert(con, "attempts", tables["attempts"], {"file_id": file_id}, id_base=base)
         _insert(con, "steps", tables["steps"], id_base=base)
         if tables["texts"].num_rows:
@@ -156,7 +158,9 @@ def _write(
             _write_revisions(con, bundle, scores.filter(pc.invert(is_new)), file_id)
         elif bundle.revised_runs:
             _write_revisions(con, bundle, scores, file_id)
-    aggregates.refresh_file(con, file_id, revised_runs=tuple(bundle.revised_runs))
+    # a file that only adds runs of its own (an upload, a harness's run log) has no aggregate rows to replace
+    new_runs = not bundle.revised_runs and attempt_runs <= set(bundle.runs["run_id"])
+    aggregates.refresh_file(con, file_id, revised_runs=tuple(bundle.revised_runs), new_runs=new_runs)
     # the digest goes into the row as it is inserted: an UPDATE afterwards costs a lake a delete file per upload
     # (ingest_log then fragments, and every later upload's duplicate check reads more files)
     digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][0]
