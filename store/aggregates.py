@@ -6,8 +6,8 @@ labels (issue 33; migration 008 says what each column is):
 * ``run_code_pairs``: pairs of codes on one failed attempt, per run and the two codes' source sets.
 
 Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
-those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file
-(``refresh_file``, called by store/ingest_writer.py), replaced attempts and late scores
+those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file (called by
+store/ingest_writer.py: ``insert_file`` when its runs are all new, the common case, else ``refresh_file``), replaced attempts and late scores
 (store/attempt_update.py), judge labels and rule findings (store/derived.py: ``refresh_attempts``,
 ``refresh_benchmark``), a deleted run (store/delete.py).
 
@@ -25,31 +25,45 @@ from store.query import load_sql
 TABLES = ("run_task_stats", "run_task_codes", "run_code_pairs")
 
 
+# what ``_rl_agg_attempts`` is in the aggregates' SELECTs (store/sql/run_*.sql): the attempts of the pairs in
+# ``_rl_agg_keys`` (run_task_stats, run_task_codes), every attempt of their runs (run_code_pairs), or the attempts
+# of one ingested file (all three: the file's runs are new, so their attempts are the file's).
+_OF_PAIRS = "SELECT a.* FROM attempts a SEMI JOIN _rl_agg_keys k ON k.run_id = a.run_id AND k.task_id = a.task_id"
+_OF_RUNS = "SELECT a.* FROM attempts a SEMI JOIN (SELECT DISTINCT run_id FROM _rl_agg_keys) k ON k.run_id = a.run_id"
+_OF_FILE = "SELECT * FROM attempts WHERE file_id = $file_id AND attempt_id BETWEEN $lo AND $hi"
+
+
+def _insert_rows(
+    con: duckdb.DuckDBPyConnection, table: str, attempts_sql: str, params: dict[str, object] | None = None
+) -> None:
+    """``INSERT INTO table`` the rows its SELECT (store/sql/TABLE.sql) gives over the attempts ``attempts_sql``
+    selects (one statement: the SELECT runs as a subquery under the CTE ``_rl_agg_attempts``)."""
+    con.execute(
+        f"INSERT INTO {table} WITH _rl_agg_attempts AS ({attempts_sql}) SELECT * FROM ({load_sql(table)})",
+        params or {},
+    )
+
+
 def _refresh_keys(
     con: duckdb.DuckDBPyConnection,
     keys_sql: str,
     params: Sequence[object] | dict[str, object],
     *,
     with_stats: bool = True,
-    new_runs: bool = False,
 ) -> None:
     """Recompute the rows of the (run_id, task_id) pairs ``keys_sql`` selects (``run_code_pairs``: of their runs),
     inside the caller's transaction: the rows go, and what still has attempts gets its rows again from them.
-    ``with_stats`` false: only the labels' tables (the attempts themselves did not change). ``new_runs``: every
-    pair belongs to a run created in this transaction, which no row can hold yet (a run's rows go with it,
-    ``drop_run``), so the three deletes are skipped (each statement costs a lake its catalog reads)."""
+    ``with_stats`` false: only the labels' tables (the attempts themselves did not change)."""
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE _rl_agg_keys AS SELECT DISTINCT run_id, task_id FROM ({keys_sql})", params
     )
     try:
         in_pairs = "(run_id, task_id) IN (SELECT run_id, task_id FROM _rl_agg_keys)"
         if with_stats:
-            if not new_runs:
-                con.execute(f"DELETE FROM run_task_stats WHERE {in_pairs}")
-            con.execute(f"INSERT INTO run_task_stats {load_sql('run_task_stats')}")
-        if not new_runs:
-            con.execute(f"DELETE FROM run_task_codes WHERE {in_pairs}")
-            con.execute("DELETE FROM run_code_pairs WHERE run_id IN (SELECT run_id FROM _rl_agg_keys)")
+            con.execute(f"DELETE FROM run_task_stats WHERE {in_pairs}")
+            _insert_rows(con, "run_task_stats", _OF_PAIRS)
+        con.execute(f"DELETE FROM run_task_codes WHERE {in_pairs}")
+        con.execute("DELETE FROM run_code_pairs WHERE run_id IN (SELECT run_id FROM _rl_agg_keys)")
         # the range of attempt ids of the keys' runs, as constants: labels (which hold no run) outside it are
         # skipped by the scan's statistics instead of being joined with the attempts
         lo, hi = con.execute(
@@ -57,23 +71,40 @@ def _refresh_keys(
             "WHERE run_id IN (SELECT DISTINCT run_id FROM _rl_agg_keys)"
         ).fetchall()[0]
         if lo is not None:
-            bounds = {"lo": int(lo), "hi": int(hi)}
-            con.execute(f"INSERT INTO run_task_codes {load_sql('run_task_codes')}", bounds)
-            con.execute(f"INSERT INTO run_code_pairs {load_sql('run_code_pairs')}", bounds)
+            bounds: dict[str, object] = {"lo": int(lo), "hi": int(hi)}
+            _insert_rows(con, "run_task_codes", _OF_PAIRS, bounds)
+            _insert_rows(con, "run_code_pairs", _OF_RUNS, bounds)
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_agg_keys")
 
 
-def refresh_file(
-    con: duckdb.DuckDBPyConnection, file_id: int, *, revised_runs: Sequence[str] = (), new_runs: bool = False
+def insert_file(
+    con: duckdb.DuckDBPyConnection, file_id: int, attempt_ids: tuple[int, int], *, with_labels: bool = True
 ) -> None:
-    """After an ingested file's rows are written: the pairs of its attempts, and every pair of the runs it
-    re-scored (their earlier attempts got a new headline score). Without re-scored runs the second branch is left
-    out: ``list_contains`` on an empty list still scans every stored attempt's run (skipped by no statistics).
-    ``new_runs``: every attempt of the file belongs to a run the file itself creates (see ``_refresh_keys``)."""
+    """The aggregate rows of an ingested file every attempt of which belongs to a run the file itself creates (an
+    upload, a harness's run log), inserted straight from the file's attempts: no row of a new run can exist yet
+    (a run's rows go with it, ``drop_run``) and every attempt of its runs is the file's, so there is nothing to
+    delete and no keys to collect (each statement costs a lake its catalog reads). ``attempt_ids``: the first and
+    last id of the file's attempts (contiguous, ``store.ingest_writer``), a range the scans skip by;
+    ``with_labels`` false: the file brought no error labels, so the labels' tables get no rows from it."""
+    lo, hi = attempt_ids
+    if hi < lo:
+        return
+    params: dict[str, object] = {"file_id": int(file_id), "lo": int(lo), "hi": int(hi)}
+    _insert_rows(con, "run_task_stats", _OF_FILE, params)
+    if with_labels:
+        _insert_rows(con, "run_task_codes", _OF_FILE, params)
+        _insert_rows(con, "run_code_pairs", _OF_FILE, params)
+
+
+def refresh_file(con: duckdb.DuckDBPyConnection, file_id: int, *, revised_runs: Sequence[str] = ()) -> None:
+    """After an ingested file's rows are written, when it adds attempts to stored runs or re-scores them (else
+    ``insert_file``): the pairs of its attempts, and every pair of the runs it re-scored (their earlier attempts
+    got a new headline score). Without re-scored runs the second branch is left out: ``list_contains`` on an empty
+    list still scans every stored attempt's run (skipped by no statistics)."""
     keys = "SELECT run_id, task_id FROM attempts WHERE file_id = $file_id"
     if not revised_runs:
-        _refresh_keys(con, keys, {"file_id": int(file_id)}, new_runs=new_runs)
+        _refresh_keys(con, keys, {"file_id": int(file_id)})
         return
     _refresh_keys(
         con,

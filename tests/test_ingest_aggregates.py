@@ -1,6 +1,7 @@
-"""The aggregates an ingested file refreshes (store/aggregates.py, ``refresh_file``) equal what migration 008's
-backfill computes from every attempt, whether the file only adds runs of its own (the deletes are skipped) or adds
-attempts to a run stored before (its rows are replaced)."""
+"""The aggregates an ingested file writes (store/aggregates.py) equal what migration 008's backfill computes from
+every attempt, whether the file only adds runs of its own (``insert_file``: its rows inserted straight from its
+attempts, with or without error labels) or adds attempts to a run stored before (``refresh_file``: its rows are
+replaced)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,11 @@ def test_refresh_of_new_and_extended_runs_equals_the_backfill(
         _log(tmp_path / "b.jsonl", [_run("B"), *_attempts("B", 0), *_attempts("A", 1)]),  # A stored before
         _log(tmp_path / "c.jsonl", [*_attempts("A", 2)]),  # only more attempts of a stored run
         _log(tmp_path / "d.jsonl", [_run("C"), *_attempts("C", 0), *_attempts("C", 1)]),
+        # new runs without error labels: no rows for the labels' tables
+        _log(
+            tmp_path / "e.jsonl",
+            [_run("D"), *({k: v for k, v in a.items() if k != "errors"} for a in _attempts("D", 3))],
+        ),
     ]
     for f in files:  # one batch per file, so each file meets the runs the earlier ones stored
         assert [r.outcome for r in ingest_paths([f], db=db, jobs=1)] == ["ingested"], f
@@ -64,4 +70,4 @@ def test_refresh_of_new_and_extended_runs_equals_the_backfill(
                 assert_same(stored(con, table), from_attempts(con, table), f"{f.name}: {table}")
     with rdb.reader(db) as con:
         rows = con.execute("SELECT run_id, sum(n_attempts) FROM run_task_stats GROUP BY 1 ORDER BY 1").fetchall()
-    assert [(r, int(n)) for r, n in rows] == [("A", 12), ("B", 4), ("C", 8)]
+    assert [(r, int(n)) for r, n in rows] == [("A", 12), ("B", 4), ("C", 8), ("D", 4)]
