@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 import store as rdb
+from ingest import pipeline
 from ingest.pipeline import ingest_paths
+from ingest.records import Bundle
 from tests.test_aggregates import KEYS, assert_same, from_attempts, stored
 
 CODES = ["TE", "PE", "DE"]
@@ -44,11 +46,21 @@ def _run(run: str) -> dict[str, object]:
     return {"record": "run", "run_id": run, "benchmark": "b", "agent": f"agent-{run}"}
 
 
-@pytest.mark.parametrize("backend", ["file", "local lake"])
+@pytest.mark.parametrize(("backend", "chunk_bytes"), [("file", None), ("local lake", None), ("local lake", 600)])
 def test_refresh_of_new_and_extended_runs_equals_the_backfill(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, chunk_bytes: int | None
 ) -> None:
     monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    spills: list[int] = []
+    if chunk_bytes is not None:  # every file read in parts (a large file's path): its attempt ids span the parts
+        monkeypatch.setattr(pipeline, "CHUNK_BYTES", chunk_bytes)
+        spill = Bundle.spill
+
+        def counted(self: Bundle, parent: str | None = None) -> None:
+            spills.append(1)
+            spill(self, parent)
+
+        monkeypatch.setattr(Bundle, "spill", counted)
     db = str(tmp_path / "s.duckdb") if backend == "file" else f"ducklake:sqlite:{tmp_path / 's.lake'}"
     tasks: list[dict[str, object]] = [{"record": "task", "benchmark": "b", "task_id": f"T{t}"} for t in range(4)]
     head: list[dict[str, object]] = [{"record": "benchmark", "benchmark": "b", "scoring": "binary"}, *tasks]
@@ -71,3 +83,4 @@ def test_refresh_of_new_and_extended_runs_equals_the_backfill(
     with rdb.reader(db) as con:
         rows = con.execute("SELECT run_id, sum(n_attempts) FROM run_task_stats GROUP BY 1 ORDER BY 1").fetchall()
     assert [(r, int(n)) for r, n in rows] == [("A", 12), ("B", 4), ("C", 8), ("D", 4)]
+    assert (len(spills) > len(files)) == (chunk_bytes is not None)  # in parts: more parts than files
