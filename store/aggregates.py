@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import duckdb
+import pyarrow as pa
 
 from store.query import load_sql
 
@@ -33,13 +34,22 @@ _OF_RUNS = "SELECT a.* FROM attempts a SEMI JOIN (SELECT DISTINCT run_id FROM _r
 _OF_FILE = "SELECT * FROM attempts WHERE file_id = $file_id AND attempt_id BETWEEN $lo AND $hi"
 
 
+_STORED_LABELS = "SELECT attempt_id, code, source FROM error_labels"
+
+
 def _insert_rows(
-    con: duckdb.DuckDBPyConnection, table: str, attempts_sql: str, params: dict[str, object] | None = None
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    attempts_sql: str,
+    params: dict[str, object] | None = None,
+    labels_sql: str = _STORED_LABELS,
 ) -> None:
     """``INSERT INTO table`` the rows its SELECT (store/sql/TABLE.sql) gives over the attempts ``attempts_sql``
-    selects (one statement: the SELECT runs as a subquery under the CTE ``_rl_agg_attempts``)."""
+    selects and the labels ``labels_sql`` selects (one statement: the SELECT runs as a subquery under the CTEs
+    ``_rl_agg_attempts`` and ``_rl_agg_labels``, which DuckDB inlines, filters and projections pushed down)."""
     con.execute(
-        f"INSERT INTO {table} WITH _rl_agg_attempts AS ({attempts_sql}) SELECT * FROM ({load_sql(table)})",
+        f"INSERT INTO {table} WITH _rl_agg_attempts AS ({attempts_sql}), _rl_agg_labels AS ({labels_sql}) "
+        f"SELECT * FROM ({load_sql(table)})",
         params or {},
     )
 
@@ -95,6 +105,31 @@ def insert_file(
     if with_labels:
         _insert_rows(con, "run_task_codes", _OF_FILE, params)
         _insert_rows(con, "run_code_pairs", _OF_FILE, params)
+
+
+def insert_file_rows(
+    con: duckdb.DuckDBPyConnection, attempts: pa.Table, labels: pa.Table, id_base: int, *, with_labels: bool = True
+) -> None:
+    """``insert_file`` from the file's own Arrow tables, as the writer inserted them (``attempt_ix`` + ``id_base``
+    is an attempt's id; the file's labels have source ``label``): the same rows, computed without reading the
+    attempts and labels back from the store (on a lake each such scan pays for its catalog and file reads). For a
+    file written in one part; one read in parts has its attempts in several tables (``insert_file``)."""
+    if attempts.num_rows == 0:
+        return
+    con.register("_rl_agg_new_attempts", attempts)
+    con.register("_rl_agg_new_labels", labels)
+    try:
+        base: dict[str, object] = {"base": int(id_base)}
+        params = {**base, "lo": int(id_base), "hi": int(id_base) + attempts.num_rows - 1}
+        new_attempts = "SELECT *, attempt_ix + $base AS attempt_id FROM _rl_agg_new_attempts"
+        new_labels = "SELECT attempt_ix + $base AS attempt_id, code, 'label' AS source FROM _rl_agg_new_labels"
+        _insert_rows(con, "run_task_stats", new_attempts, base, new_labels)
+        if with_labels:
+            _insert_rows(con, "run_task_codes", new_attempts, params, new_labels)
+            _insert_rows(con, "run_code_pairs", new_attempts, params, new_labels)
+    finally:
+        con.unregister("_rl_agg_new_attempts")
+        con.unregister("_rl_agg_new_labels")
 
 
 def refresh_file(con: duckdb.DuckDBPyConnection, file_id: int, *, revised_runs: Sequence[str] = ()) -> None:
