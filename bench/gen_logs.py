@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import orjson
@@ -88,28 +88,10 @@ def _line(obj: dict) -> bytes:
 SHAPES = ("default", "short-tools")
 
 
-def generate(
-    out: Path,
-    *,
-    n_attempts: int,
-    n_runs: int = 50,
-    n_benchmarks: int = 4,
-    samples: int = 3,
-    seed: int = 0,
-    shape: str = "default",
-) -> list[Path]:
-    """Write ``n_runs`` files holding ``n_attempts`` attempts in total; return the file paths."""
-    return list(
-        iter_generate(
-            out,
-            n_attempts=n_attempts,
-            n_runs=n_runs,
-            n_benchmarks=n_benchmarks,
-            samples=samples,
-            seed=seed,
-            shape=shape,
-        )
-    )
+def generate(out: Path, **options: Any) -> list[Path]:
+    """Write ``n_runs`` files holding ``n_attempts`` attempts in total; return the file paths (the options are
+    ``iter_generate``'s)."""
+    return list(iter_generate(out, **options))
 
 
 def iter_generate(

@@ -146,14 +146,7 @@ def prepare_file(
         extra = chosen.fingerprint(path, data, options) if chosen.fingerprint is not None else {}
         content_hash = _content_hash(path, data, chosen, {**options, **extra})
         if content_hash in known.hashes:
-            return Prepared(
-                name,
-                chosen.name,
-                started_at,
-                content_hash,
-                duplicate_of=known.hashes[content_hash],
-                seconds=time.perf_counter() - started,
-            )
+            return _duplicate(name, chosen.name, started, started_at, content_hash, known)
         problems = ProblemCollector()
         bar = _progress_bar(len(data), name, progress)
         collecting = gc.isenabled()
@@ -183,6 +176,20 @@ def prepare_file(
     )
 
 
+def _duplicate(
+    name: str, fmt: str, started: float, started_at: dt.datetime, content_hash: str, known: Known
+) -> Prepared:
+    """The ``Prepared`` of a file whose content was already ingested under another path (nothing to write)."""
+    return Prepared(
+        name,
+        fmt,
+        started_at,
+        content_hash,
+        duplicate_of=known.hashes[content_hash],
+        seconds=time.perf_counter() - started,
+    )
+
+
 def _prepare_in_chunks(
     path: Path,
     known: Known,
@@ -197,14 +204,7 @@ def _prepare_in_chunks(
     name = str(path)
     content_hash = stream_hash(path, chosen, options)
     if content_hash in known.hashes:
-        return Prepared(
-            name,
-            chosen.name,
-            started_at,
-            content_hash,
-            duplicate_of=known.hashes[content_hash],
-            seconds=time.perf_counter() - started,
-        )
+        return _duplicate(name, chosen.name, started, started_at, content_hash, known)
     bar = _progress_bar(_size(path), name, progress)
     try:
         bundle, warnings = validate_in_parts(path, known, chosen, bar, CHUNK_BYTES, spill_dir)

@@ -10,8 +10,8 @@ labels (issue 33; migration 008 says what each column is):
   category), summed from the run's ``run_task_stats`` and ``run_task_codes`` rows.
 
 Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
-those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file
-(``refresh_file``, called by store/ingest_writer.py), replaced attempts and late scores
+those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file (called by
+store/ingest_writer.py: ``insert_file`` when its runs are all new, the common case, else ``refresh_file``), replaced attempts and late scores
 (store/attempt_update.py), judge labels and rule findings (store/derived.py: ``refresh_attempts``,
 ``refresh_benchmark``), a deleted run (store/delete.py).
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import duckdb
+import pyarrow as pa
 
 from store.query import load_sql
 
@@ -31,6 +32,60 @@ TABLES = ("run_task_stats", "run_task_codes", "run_code_pairs")
 # run_task_stats / run_task_codes rows (refreshed first), the others read the runs' attempts within their id range.
 RUN_TABLES = ("run_judge_counts", "run_label_codes", "run_slice_stats", "run_slice_codes")
 _FROM_ATTEMPTS = ("run_judge_counts", "run_label_codes")
+
+
+# what ``_rl_agg_attempts`` is in the aggregates' SELECTs (store/sql/run_*.sql): the attempts of the pairs in
+# ``_rl_agg_keys`` (run_task_stats, run_task_codes), every attempt of their runs (run_code_pairs), or the attempts
+# of one ingested file (all three: the file's runs are new, so their attempts are the file's).
+_OF_PAIRS = "SELECT a.* FROM attempts a SEMI JOIN _rl_agg_keys k ON k.run_id = a.run_id AND k.task_id = a.task_id"
+_OF_RUNS = "SELECT a.* FROM attempts a SEMI JOIN (SELECT DISTINCT run_id FROM _rl_agg_keys) k ON k.run_id = a.run_id"
+_OF_FILE = "SELECT * FROM attempts WHERE file_id = $file_id AND attempt_id BETWEEN $lo AND $hi"
+
+
+_STORED_LABELS = "SELECT attempt_id, code, source FROM error_labels"
+
+
+def _insert_rows(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    attempts_sql: str,
+    params: dict[str, object] | None = None,
+    labels_sql: str = _STORED_LABELS,
+) -> None:
+    """``INSERT INTO table`` the rows its SELECT (store/sql/TABLE.sql) gives over the attempts ``attempts_sql``
+    selects and the labels ``labels_sql`` selects (one statement: the SELECT runs as a subquery under the CTEs
+    ``_rl_agg_attempts`` and ``_rl_agg_labels``, which DuckDB inlines, filters and projections pushed down)."""
+    con.execute(
+        f"INSERT INTO {table} WITH _rl_agg_attempts AS ({attempts_sql}), _rl_agg_labels AS ({labels_sql}) "
+        f"SELECT * FROM ({load_sql(table)})",
+        params or {},
+    )
+
+
+def _insert_run_tables(con: duckdb.DuckDBPyConnection, lo: int | None, hi: int | None) -> None:
+    """Migration 009's rows of the runs in ``_rl_agg_keys`` (none of which may have any yet): the judge's counts and
+    the label codes from the runs' attempts (ids ``lo`` to ``hi``; none when ``lo`` is None), then the slices' sums
+    from the runs' ``run_task_stats`` / ``run_task_codes`` rows, which must be current."""
+    if lo is not None:
+        bounds = {"lo": int(lo), "hi": int(hi if hi is not None else lo)}
+        for table in _FROM_ATTEMPTS:  # an allow-list of table names
+            con.execute(f"INSERT INTO {table} {load_sql(table)}", bounds)
+    for table in RUN_TABLES:
+        if table not in _FROM_ATTEMPTS:  # the runs' slices, from their per-task rows
+            con.execute(f"INSERT INTO {table} {load_sql(table)}")
+
+
+def _new_runs_tables(
+    con: duckdb.DuckDBPyConnection, keys_sql: str, params: dict[str, object], lo: int, hi: int
+) -> None:
+    """``_insert_run_tables`` for the runs an ingested file creates (their attempts: ids ``lo`` to ``hi``)."""
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _rl_agg_keys AS SELECT DISTINCT run_id, task_id FROM ({keys_sql})", params
+    )
+    try:
+        _insert_run_tables(con, lo, hi)
+    finally:
+        con.execute("DROP TABLE IF EXISTS _rl_agg_keys")
 
 
 def _refresh_keys(
@@ -50,7 +105,7 @@ def _refresh_keys(
         in_pairs = "(run_id, task_id) IN (SELECT run_id, task_id FROM _rl_agg_keys)"
         if with_stats:
             con.execute(f"DELETE FROM run_task_stats WHERE {in_pairs}")
-            con.execute(f"INSERT INTO run_task_stats {load_sql('run_task_stats')}")
+            _insert_rows(con, "run_task_stats", _OF_PAIRS)
         con.execute(f"DELETE FROM run_task_codes WHERE {in_pairs}")
         con.execute("DELETE FROM run_code_pairs WHERE run_id IN (SELECT run_id FROM _rl_agg_keys)")
         for table in RUN_TABLES:  # an allow-list of table names
@@ -62,25 +117,78 @@ def _refresh_keys(
             "WHERE run_id IN (SELECT DISTINCT run_id FROM _rl_agg_keys)"
         ).fetchall()[0]
         if lo is not None:
-            bounds = {"lo": int(lo), "hi": int(hi)}
-            con.execute(f"INSERT INTO run_task_codes {load_sql('run_task_codes')}", bounds)
-            con.execute(f"INSERT INTO run_code_pairs {load_sql('run_code_pairs')}", bounds)
-            for table in _FROM_ATTEMPTS:
-                con.execute(f"INSERT INTO {table} {load_sql(table)}", bounds)
-        for table in RUN_TABLES:
-            if table not in _FROM_ATTEMPTS:  # the runs' slices, from their per-task rows just refreshed
-                con.execute(f"INSERT INTO {table} {load_sql(table)}")
+            bounds: dict[str, object] = {"lo": int(lo), "hi": int(hi)}
+            _insert_rows(con, "run_task_codes", _OF_PAIRS, bounds)
+            _insert_rows(con, "run_code_pairs", _OF_RUNS, bounds)
+        _insert_run_tables(con, lo, hi)
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_agg_keys")
 
 
+def insert_file(
+    con: duckdb.DuckDBPyConnection, file_id: int, attempt_ids: tuple[int, int], *, with_labels: bool = True
+) -> None:
+    """The aggregate rows of an ingested file every attempt of which belongs to a run the file itself creates (an
+    upload, a harness's run log), inserted straight from the file's attempts: no row of a new run can exist yet
+    (a run's rows go with it, ``drop_run``) and every attempt of its runs is the file's, so there is nothing to
+    delete and no keys to collect (each statement costs a lake its catalog reads). ``attempt_ids``: the first and
+    last id of the file's attempts (contiguous, ``store.ingest_writer``), a range the scans skip by;
+    ``with_labels`` false: the file brought no error labels, so the labels' tables get no rows from it."""
+    lo, hi = attempt_ids
+    if hi < lo:
+        return
+    params: dict[str, object] = {"file_id": int(file_id), "lo": int(lo), "hi": int(hi)}
+    _insert_rows(con, "run_task_stats", _OF_FILE, params)
+    if with_labels:
+        _insert_rows(con, "run_task_codes", _OF_FILE, params)
+        _insert_rows(con, "run_code_pairs", _OF_FILE, params)
+    _new_runs_tables(con, _OF_FILE, params, int(lo), int(hi))
+
+
+def insert_file_rows(
+    con: duckdb.DuckDBPyConnection, attempts: pa.Table, labels: pa.Table, id_base: int, *, with_labels: bool = True
+) -> None:
+    """``insert_file`` from the file's own Arrow tables, as the writer inserted them (``attempt_ix`` + ``id_base``
+    is an attempt's id; the file's labels have source ``label``): the same rows, computed without reading the
+    attempts and labels back from the store (on a lake each such scan pays for its catalog and file reads). For a
+    file written in one part; one read in parts has its attempts in several tables (``insert_file``)."""
+    if attempts.num_rows == 0:
+        return
+    con.register("_rl_agg_new_attempts", attempts)
+    con.register("_rl_agg_new_labels", labels)
+    try:
+        base: dict[str, object] = {"base": int(id_base)}
+        params = {**base, "lo": int(id_base), "hi": int(id_base) + attempts.num_rows - 1}
+        new_attempts = "SELECT *, attempt_ix + $base AS attempt_id FROM _rl_agg_new_attempts"
+        new_labels = "SELECT attempt_ix + $base AS attempt_id, code, 'label' AS source FROM _rl_agg_new_labels"
+        _insert_rows(con, "run_task_stats", new_attempts, base, new_labels)
+        if with_labels:
+            _insert_rows(con, "run_task_codes", new_attempts, params, new_labels)
+            _insert_rows(con, "run_code_pairs", new_attempts, params, new_labels)
+        _new_runs_tables(
+            con,
+            "SELECT run_id, task_id FROM _rl_agg_new_attempts",
+            {},
+            int(id_base),
+            int(id_base) + attempts.num_rows - 1,
+        )
+    finally:
+        con.unregister("_rl_agg_new_attempts")
+        con.unregister("_rl_agg_new_labels")
+
+
 def refresh_file(con: duckdb.DuckDBPyConnection, file_id: int, *, revised_runs: Sequence[str] = ()) -> None:
-    """After an ingested file's rows are written: the pairs of its attempts, and every pair of the runs it
-    re-scored (their earlier attempts got a new headline score)."""
+    """After an ingested file's rows are written, when it adds attempts to stored runs or re-scores them (else
+    ``insert_file``): the pairs of its attempts, and every pair of the runs it re-scored (their earlier attempts
+    got a new headline score). Without re-scored runs the second branch is left out: ``list_contains`` on an empty
+    list still scans every stored attempt's run (skipped by no statistics)."""
+    keys = "SELECT run_id, task_id FROM attempts WHERE file_id = $file_id"
+    if not revised_runs:
+        _refresh_keys(con, keys, {"file_id": int(file_id)})
+        return
     _refresh_keys(
         con,
-        "SELECT run_id, task_id FROM attempts WHERE file_id = $file_id "
-        "UNION ALL SELECT run_id, task_id FROM attempts WHERE list_contains($runs, run_id)",
+        f"{keys} UNION ALL SELECT run_id, task_id FROM attempts WHERE list_contains($runs, run_id)",
         {"file_id": int(file_id), "runs": [str(r) for r in revised_runs]},
     )
 

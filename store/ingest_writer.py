@@ -135,7 +135,12 @@ def _write(
         )
     _insert(con, "tasks", bundle.tasks)
     _insert(con, "runs", bundle.runs, {"file_id": file_id, "is_demo": is_demo})
+    attempt_runs: set[str] = set()
+    has_labels = False
+    n_parts = 0
     for tables in bundle.parts():  # one part, or a large file's parts in turn (ingest.records.Bundle.spill)
+        n_parts += 1
+        attempt_runs.update(tables["attempts"].column("run_id").unique().to_pylist())
         _insert(con, "attempts", tables["attempts"], {"file_id": file_id}, id_base=base)
         _insert(con, "steps", tables["steps"], id_base=base)
         if tables["texts"].num_rows:
@@ -146,6 +151,7 @@ def _write(
             )
             con.unregister("_rl_texts")
         _insert(con, "error_labels", tables["labels"], {"source": "label"}, id_base=base)
+        has_labels = has_labels or tables["labels"].num_rows > 0
         _insert(con, "attempt_metrics", tables["metrics"], {"source": "log"}, id_base=base)
         _insert(con, "ratings", tables["ratings"], id_base=base)
         scores = tables["scores"]
@@ -156,7 +162,15 @@ def _write(
             _write_revisions(con, bundle, scores.filter(pc.invert(is_new)), file_id)
         elif bundle.revised_runs:
             _write_revisions(con, bundle, scores, file_id)
-    aggregates.refresh_file(con, file_id, revised_runs=tuple(bundle.revised_runs))
+    # a file that only adds runs of its own (an upload, a harness's run log): its aggregate rows go in straight
+    # from its attempts (ids base .. base + n - 1); one that extends or re-scores stored runs replaces their rows
+    if not bundle.revised_runs and attempt_runs <= set(bundle.runs["run_id"]):
+        if n_parts == 1:  # its tables are still at hand: the rows come from them, not from the store
+            aggregates.insert_file_rows(con, tables["attempts"], tables["labels"], base, with_labels=has_labels)
+        else:
+            aggregates.insert_file(con, file_id, (base, base + bundle.n_attempts - 1), with_labels=has_labels)
+    else:
+        aggregates.refresh_file(con, file_id, revised_runs=tuple(bundle.revised_runs))
     # the digest goes into the row as it is inserted: an UPDATE afterwards costs a lake a delete file per upload
     # (ingest_log then fragments, and every later upload's duplicate check reads more files)
     digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][0]

@@ -1,5 +1,6 @@
--- run_task_stats rows of the (run, task) pairs in the temporary table _rl_agg_keys, from their attempts: the same
--- SELECT as migration 008's backfill (tests/test_aggregates.py checks that a refresh of every pair equals it).
+-- run_task_stats rows of the (run, task) pairs of the attempts in _rl_agg_attempts (a CTE store/aggregates.py
+-- puts around this SELECT: the attempts of the pairs to refresh, or of one ingested file), from their attempts: the
+-- same SELECT as migration 008's backfill (tests/test_aggregates.py checks that a refresh of every pair equals it).
 SELECT a.run_id, a.task_id,
        count(*),
        count(*) FILTER (WHERE a.passed),
@@ -21,6 +22,5 @@ SELECT a.run_id, a.task_id,
        avg(a.score) FILTER (WHERE a.score IS NOT NULL AND a.status <> 'crashed'),
        avg(a.n_tool_calls) FILTER (WHERE a.score IS NOT NULL AND a.status <> 'crashed'),
        avg(a.cost_usd) FILTER (WHERE a.score IS NOT NULL AND a.status <> 'crashed')
-FROM attempts a
-SEMI JOIN _rl_agg_keys k ON k.run_id = a.run_id AND k.task_id = a.task_id
+FROM _rl_agg_attempts a
 GROUP BY a.run_id, a.task_id
