@@ -1,0 +1,25 @@
+"""Put a store back to an older schema version, as a store written by an older Runlens would be: every table a
+later migration creates is dropped and ``meta`` records the older version, so the next writer applies the later
+migrations again (their backfills included)."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+
+import store as rdb
+
+_CREATE_TABLE = re.compile(r"\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", re.IGNORECASE)
+
+
+def roll_back(con: duckdb.DuckDBPyConnection, version: int) -> list[str]:
+    """Drop the tables of the migrations after ``version`` and record ``version``; return the tables dropped."""
+    dropped = []
+    for number, _name, sql in rdb.migrations():
+        if number > version:
+            for table in _CREATE_TABLE.findall(sql):
+                con.execute(f"DROP TABLE IF EXISTS {table}")
+                dropped.append(table)
+    con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(version)])
+    return dropped
