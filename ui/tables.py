@@ -170,6 +170,10 @@ def display_frame(df: pd.DataFrame, cols: Sequence[Col]) -> pd.DataFrame:
             out[col.header] = [raw_text(v) for v in df[col.name]]
         elif col.kind == "interval" or col.lo is not None:
             out[col.header] = [cell_text(row, col) for _, row in df.iterrows()]
+        elif col.kind in ("usd", "signed_usd"):  # one format per column: the same decimals in every cell
+            money = fmt.usd if col.kind == "usd" else fmt.signed_usd
+            digits = fmt.usd_digits(df[col.name])
+            out[col.header] = [money(v, digits) for v in df[col.name]]
         else:
             out[col.header] = [fmt.cell(v, col.kind, digits=col.digits) for v in df[col.name]]
     return pd.DataFrame(out, index=range(len(df)))
