@@ -13,6 +13,7 @@ from ui.common import (
     empty_state,
     from_url,
     keep_in_url,
+    link_params,
     plain,
     show_fig,
 )
@@ -121,7 +122,9 @@ if not apart.empty:
         "marked as baselines (`gem_role: baseline` or `role: baseline`), are not ranked; their test against the leader uses only the tasks they share. Comparing across task pools "
         "is what the IRT Progress page is for."
     )
-    st.page_link("views/progress.py", label="Open IRT Progress (compares runs across task pools)")
+    st.page_link(
+        "views/progress.py", label="Open IRT Progress (compares runs across task pools)", query_params=link_params()
+    )
     apart_table = lb.summary_table(apart).drop(columns=["Rank"])
     apart_table.insert(1, "Why apart", [lb.apart_reason(r) for _, r in apart.iterrows()])
     show_table(
