@@ -6,6 +6,7 @@ import dataclasses
 import itertools
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -600,3 +601,12 @@ def test_intervals_in_the_runs_table_read_a_to_b(fixture_db) -> None:
     shown = tmf.runs_display(tmf.points_table(res), res)
     cost = shown["Cost per task [95% CI]"].iloc[0]
     assert " to " in cost and "–" not in cost, cost
+
+
+def test_the_runs_table_writes_every_cost_with_the_same_decimals(fixture_db) -> None:
+    """One money format per column: every dollar figure of the cost column has the same number of decimals."""
+    with reader(fixture_db) as con:
+        res = tmf.analyse(tmf.load(con, RunFilter(benchmark="mini-bench")))
+    shown = tmf.runs_display(tmf.points_table(res), res)
+    decimals = [len(d) for cell in shown["Cost per task [95% CI]"] for d in re.findall(r"\$[\d,]+(?:\.(\d+))?", cell)]
+    assert len(decimals) >= 2 and len(set(decimals)) == 1, list(shown["Cost per task [95% CI]"])
