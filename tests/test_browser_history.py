@@ -135,16 +135,20 @@ def test_drilldown_back_to_its_first_attempt(demo_db: Path) -> None:
         chromium_page(width=1280, height=900) as page,
     ):
         page.add_init_script(RECORD_HISTORY_JS)
-        page.goto(f"{url}/drilldown?benchmark=ad-bench")
+        # a link to a run (as the Upload page and the tables' links give): the sidebar follows the run's benchmark,
+        # the run opens on its first attempt, and the URL stays as the link was
+        page.goto(f"{url}/drilldown?run=adb-qwen3-32b-2026-01")
         heading(page, "Drilldown")
         first = picked(page, "Task (✓ passed, ✗ failed, ◐ some samples)")
-        assert pushes(page) == 0 and url_param(page, "task") is None, page.url
+        assert sidebar_benchmark(page) == "ad-bench", page.url
+        assert pushes(page) == 0 and url_param(page, "task") is None and url_param(page, "benchmark") is None, page.url
         page.get_by_role("button", name="Next failed ▶").first.click()
         settle(page)
         assert pushes(page) == 1 and url_param(page, "task") not in (None, first), page.url
         page.go_back()
         settle(page)
         assert url_param(page, "task") is None and picked(page, "Task (✓ passed, ✗ failed, ◐ some samples)") == first
+        assert picked(page, "Run").startswith("Qwen3-32B"), picked(page, "Run")
         # the sidebar's benchmark changed, then Back: the earlier benchmark is in the sidebar again
         page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
         page.get_by_role("option", name="liveagentbench").click()
@@ -152,4 +156,4 @@ def test_drilldown_back_to_its_first_attempt(demo_db: Path) -> None:
         assert url_param(page, "benchmark") == "liveagentbench", page.url
         page.go_back()
         settle(page)
-        assert sidebar_benchmark(page) == "ad-bench" and url_param(page, "benchmark") == "ad-bench", page.url
+        assert sidebar_benchmark(page) == "ad-bench" and url_param(page, "benchmark") is None, page.url

@@ -95,10 +95,13 @@ if link[:2] == (run_id, task_id) and link[2] is not None and (not link[2].isdigi
     )
 keep_valid("dd_sample", samples, samples[0])
 sample = c_sample.selectbox("Sample", samples, key="dd_sample")
-if link[0] is not None or (run_id, task_id, sample) != (next(iter(labels)), next(iter(marks)), samples[0]):
+# the attempt the URL implies: what it names, else the first run, its first task, that task's first sample
+implied = (link[0] or next(iter(labels)), link[1] or next(iter(marks)), link[2] or str(samples[0]))
+if (run_id, task_id, str(sample)) != implied:
     set_url({"run": run_id, "task": task_id, "sample": str(sample)}, if_changed=True)
     ss.dd_link = (run_id, task_id, str(sample))
-# else the first attempt, shown without a link asking for it: its URL stays as it came (no second history entry)
+# else the URL already says which attempt this is (a link to a run opens on its first attempt): it stays as it came,
+# so a first visit is one history entry
 
 # --- moving around: failed attempts of this run, other samples, the same task elsewhere -------------------------
 before, after = transcript.failed_neighbours(attempts, task_id, sample)
