@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ui.tables import Col, decimals_needed, display_frame, fit, plan, user_columns
+from ui.tables import MAX_COL_PX, Col, column_px, decimals_needed, display_frame, fit, plan, user_columns
 
 
 def frame() -> pd.DataFrame:
@@ -98,3 +98,10 @@ def test_one_money_format_per_column() -> None:
     assert shown["A"].tolist() == ["$0.85", "$1.40", "–"]
     assert shown["B"].tolist() == ["$0.0123", "$7.3700", "$0.0000"]
     assert shown["D"].tolist() == ["−$0.000400", "+$0.250000", "$0.000000"]
+
+
+def test_a_column_of_long_text_may_be_drawn_wider_when_asked() -> None:
+    """Text is cut at MAX_COL_PX unless the column asks for more (TMF's frontier of runs reads whole at 1280 px)."""
+    frontier = ["Qwen3-235B → DeepSeek-V3.2 → GPT-5.1 → Gemini-3-Pro"]
+    assert column_px("Frontier", frontier) == MAX_COL_PX
+    assert MAX_COL_PX < column_px("Frontier", frontier, most=440) < 440
