@@ -135,6 +135,13 @@ def signed_usd(value: Any, digits: int | None = None) -> str:
     return ("+" if x > 0 else "−") + usd(abs(x), digits)
 
 
+def usd_column(values: Any, *, is_signed: bool = False) -> list[str]:
+    """A column of dollars as text, every cell with the column's decimals (``usd_digits``)."""
+    items = list(values)
+    digits = usd_digits(items)
+    return [signed_usd(v, digits) if is_signed else usd(v, digits) for v in items]
+
+
 def usd_digits(values: Any) -> int:
     """The decimals one column of dollars reads with, every cell alike: cents (2) when no amount is below ten
     cents, else three significant figures of the smallest amount (at most 6): ``$0.85`` and ``$1.40``, or

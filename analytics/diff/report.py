@@ -71,7 +71,7 @@ def changes_table(changes: pd.DataFrame, *, metric: str) -> pd.DataFrame:
             f"{MEASURES.get(metric, metric)} A": changes["metric_a"].map(value),
             f"{MEASURES.get(metric, metric)} B": changes["metric_b"].map(value),
             "Change": changes["change_pp"].map(lambda v: fmt.signed(v, scale=1.0)),
-            "Cost Δ": changes["cost_change_usd"].map(_formatter("cost")[1]),
+            "Cost Δ": fmt.usd_column(changes["cost_change_usd"], is_signed=True),  # one format per column
             "Latency Δ (s)": changes["latency_change_s"].map(_formatter("latency")[1]),
             "Tokens Δ": changes["tokens_change"].map(_formatter("tokens")[1]),
             "Tool calls Δ": changes["tool_calls_change"].map(_formatter("steps")[1]),
