@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
 import store as rdb
 from analytics import catalog as cat
@@ -218,7 +217,7 @@ def run_app(pages: Mapping[str, Sequence[st.Page]]) -> None:
         _remember_page_url(nav.url_path)
 
 
-def draw_menu(menu: DeltaGenerator, pages: Mapping[str, Sequence[st.Page]]) -> None:
+def draw_menu(menu: st.delta_generator.DeltaGenerator, pages: Mapping[str, Sequence[st.Page]]) -> None:
     """The app's pages by section, each a link that carries the sidebar's filters: a page switch is one history
     entry holding the whole view, so Back and Forward restore it from the URL alone."""
     params = common.link_params()
