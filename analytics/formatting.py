@@ -107,11 +107,14 @@ def p_value(value: Any) -> str:
     return f"{x:.2f}" if x >= 0.01 else f"{x:.2g}"
 
 
-def usd(value: Any) -> str:
-    """Dollars with enough decimals to tell small costs apart: ``$12.30``, ``$0.0123``, ``$0.000045``."""
+def usd(value: Any, digits: int | None = None) -> str:
+    """Dollars with enough decimals to tell small costs apart: ``$12.30``, ``$0.0123``, ``$0.000045``; with
+    ``digits``, exactly that many (a column's one format, from ``usd_digits``: ``$0.85`` beside ``$1.40``)."""
     x = _number(value)
     if x is None:
         return MISSING
+    if digits is not None:
+        return _clean(f"${x:,.{digits}f}")
     if x == 0:
         return "$0"
     if abs(x) >= 1:
@@ -122,12 +125,30 @@ def usd(value: Any) -> str:
     return _clean(f"${whole}.{frac.ljust(2, '0')}")
 
 
-def signed_usd(value: Any) -> str:
-    """A cost difference with its sign: ``+$0.0123``, ``−$1.20``, ``$0``."""
+def signed_usd(value: Any, digits: int | None = None) -> str:
+    """A cost difference with its sign: ``+$0.0123``, ``−$1.20``, ``$0`` (``digits``: as for ``usd``)."""
     x = _number(value)
     if x is None:
         return MISSING
-    return "$0" if x == 0 else ("+" if x > 0 else "−") + usd(abs(x))
+    if x == 0 or usd(abs(x), digits).strip("$0.,") == "":
+        return "$0" if digits is None else usd(0.0, digits)
+    return ("+" if x > 0 else "−") + usd(abs(x), digits)
+
+
+def usd_column(values: Any, *, is_signed: bool = False) -> list[str]:
+    """A column of dollars as text, every cell with the column's decimals (``usd_digits``)."""
+    items = list(values)
+    digits = usd_digits(items)
+    return [signed_usd(v, digits) if is_signed else usd(v, digits) for v in items]
+
+
+def usd_digits(values: Any) -> int:
+    """The decimals one column of dollars reads with, every cell alike: cents (2) when no amount is below ten
+    cents, else three significant figures of the smallest amount (at most 6): ``$0.85`` and ``$1.40``, or
+    ``$0.0123`` and ``$7.3700``, never ``$0.848`` beside ``$1.40``."""
+    amounts = [abs(x) for x in map(_number, values) if x]
+    least = min(amounts, default=1.0)
+    return 2 if least >= 0.1 else min(6, 2 - math.floor(math.log10(least)))
 
 
 def date(value: Any) -> str:

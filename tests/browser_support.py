@@ -118,10 +118,14 @@ def screenshot(page: object, name: str) -> Path:
     return path
 
 
+MENU = ".st-key-rl_nav"  # the app's own menu in the sidebar (ui/shell.py draw_menu)
+
+
 def assert_app_navigation(page: Any) -> None:
-    """The sidebar shows the app's sections (app.py's st.navigation), not Streamlit's list of page files, which a
-    deep link opened first after the server starts got while the page folder was named ``pages/``."""
-    lines = {line.strip() for line in page.locator('[data-testid="stSidebarNav"]').inner_text().splitlines()}
+    """The sidebar shows the app's sections (app.py's pages in the app's menu), not Streamlit's list of page files,
+    which a deep link opened first after the server starts got while the page folder was named ``pages/``."""
+    assert not page.locator('[data-testid="stSidebarNav"]').count()  # Streamlit's own menu is not drawn
+    lines = {line.strip() for line in page.locator(MENU).inner_text().splitlines()}
     assert {"Results", "Analysis", "Data", "Leaderboard", "Version diff"} <= lines and "app" not in lines, lines
 
 

@@ -191,7 +191,9 @@ def upload(page: Page, url: str) -> None:
     page.get_by_role("heading", name="Preview").wait_for(timeout=180_000)
     page.wait_for_timeout(1500)
     # the preview's grid (a canvas) keeps each cell's text in a hidden DOM cell
-    assert page.get_by_text("mini-a-v1: mini-bench, Agent A").count() > 0
+    assert page.get_by_text("2 runs (listed below)").count() > 0  # the file's runs, each on its own row
+    for cell in ("mini-a-v1", "mini-human", "Agent A", "Human"):  # the table of the runs it creates, one per row
+        assert page.get_by_text(cell, exact=True).count() > 0, cell
     page.get_by_role("button", name="Ingest 1 file", exact=True).click()
     page.get_by_text("Open run mini-a-v1 (Agent A)").first.wait_for(timeout=180_000)
     page.wait_for_timeout(1500)

@@ -19,7 +19,7 @@ import store as rdb
 from jobs.failures import embed_failures
 from jobs.irt import fit_and_store
 from tests.browser_support import ScriptClock, chromium_page, screenshot, streamlit_server
-from tests.conftest import ARTIFACTS
+from tests.conftest import ARTIFACTS, FIXTURES
 from tests.test_browser_pages import hashed_words, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -39,6 +39,8 @@ PAGES = [
     "upload",
     "sql?q=" + quote(SQL_RESULT),
 ]
+OPEN_EXPANDERS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] details:not([open]) > summary')]
+  .forEach(s => s.click())"""
 RAW = re.compile(r"^(None|nan|NaN|<NA>|NaT|inf|-inf)$")
 RAW_WORD = re.compile(r"\b(None|nan|NaN|NaT)\b")
 
@@ -100,6 +102,8 @@ def test_every_page_reads_clean_and_fits(ready_db: Path, width: int) -> None:
                 visits[visit] = clock.answer_s(page, since)
             timings[name] = visits
             settle(page)
+            page.evaluate(OPEN_EXPANDERS_JS)  # every table of the page, those in expanders too
+            settle(page)
             screenshot(page, f"browser-tables-{name}-{width}")
             found = problems_on(page)
             if page.locator('[data-testid="stException"]').count():
@@ -119,8 +123,6 @@ TOUCHED = ["gem?benchmark=gem-bench", "errors?benchmark=ad-bench", "sql?q=" + qu
 # gem: Tables 2, 3, 6, 4, the judges' agreement, a response's sentences; errors: the rates, Table 3's grid, every
 # code, the attempts behind a bar; sql: the schema's columns and objects, the result
 MIN_GRIDS = {"gem": 6, "errors": 3, "sql": 3}
-OPEN_EXPANDERS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] details:not([open]) > summary')]
-  .forEach(s => s.click())"""
 
 
 def test_gem_errors_and_sql_tables_read_clean_at_1280(ready_db: Path) -> None:
@@ -144,4 +146,57 @@ def test_gem_errors_and_sql_tables_read_clean_at_1280(ready_db: Path) -> None:
                 found.append("an exception")
             if found:
                 failures[name] = found
+    assert not failures, json.dumps(failures, indent=2)
+
+
+# an uploaded run (tests/fixtures/good.jsonl: two runs of mini-bench, one of them a human baseline) on every page
+# that shows runs, after the upload's own preview and result
+UPLOADED = [
+    "leaderboard?benchmark=mini-bench",
+    "progress?benchmark=mini-bench",
+    "tmf?benchmark=mini-bench",
+    "errors?benchmark=mini-bench",
+    "drilldown?run=mini-a-v1",
+    "search?benchmark=mini-bench&q=CTR",
+    "review?benchmark=mini-bench",
+    "diff?benchmark=mini-bench",
+    "sql?q=" + quote("SELECT * FROM v_runs WHERE benchmark = 'mini-bench'"),
+]
+
+
+@pytest.mark.parametrize("width", [1280, 1440])
+def test_an_uploaded_run_reads_clean_and_fits(demo_db: Path, width: int) -> None:
+    failures: dict[str, list[str]] = {}
+
+    def check(name: str) -> None:
+        settle(page)
+        page.evaluate(OPEN_EXPANDERS_JS)
+        settle(page)
+        screenshot(page, f"browser-tables-uploaded-{name}-{width}")
+        found = problems_on(page)
+        if page.locator('[data-testid="stException"]').count():
+            found.append("an exception")
+        if found:
+            failures[name] = found
+
+    with (
+        streamlit_server(demo_db, timeout_s=180, env={"RUNLENS_AUTO_FIT": "0"}) as url,
+        chromium_page(width=width, height=1000) as page,
+    ):
+        page.goto(f"{url}/upload")
+        settle(page)
+        page.locator('input[type="file"]').set_input_files(
+            files=[
+                {"name": "mini.jsonl", "mimeType": "application/json", "buffer": (FIXTURES / "good.jsonl").read_bytes()}
+            ]
+        )
+        page.get_by_role("heading", name="Preview").wait_for(timeout=180_000)
+        check("upload-preview")
+        assert len(page.evaluate(GRIDS_JS)) >= 2  # the files, and the runs they create
+        page.get_by_role("button", name="Ingest 1 file", exact=True).click()
+        page.get_by_text("Open run mini-a-v1 (Agent A)").first.wait_for(timeout=180_000)
+        check("upload-done")
+        for link in UPLOADED:
+            page.goto(f"{url}/{link}")
+            check(link.split("?")[0])
     assert not failures, json.dumps(failures, indent=2)

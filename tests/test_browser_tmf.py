@@ -12,7 +12,7 @@ from PIL import Image
 
 from analytics import export, tmf
 from store import RunFilter, reader
-from tests.browser_support import chromium_page, screenshot, streamlit_server
+from tests.browser_support import MENU, chromium_page, screenshot, streamlit_server
 from tests.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a cold Chromium + kaleido take minutes under load
@@ -45,7 +45,7 @@ def test_tmf_page_and_exports_in_chromium(demo_db: Path) -> None:
         # leaderboard and drilldown browser tests open).
         page.goto(url + "/?benchmark=ad-bench", wait_until="domcontentloaded")
         page.wait_for_selector('[data-testid="stMetricValue"]', timeout=120_000)
-        link = page.locator('[data-testid="stSidebarNav"] a', has_text="Tech-Market-Fit")
+        link = page.locator(f"{MENU} a", has_text="Tech-Market-Fit")
         link.wait_for(timeout=60_000)
         link.click()
         page.wait_for_selector("text=TMF stage", timeout=120_000)

@@ -115,3 +115,42 @@ def test_compare_runs_majority_and_seeded_intervals(flip_db: Path) -> None:
     assert d.flipped["task_id"].tolist() == ["t1", "t3"]
     pd.testing.assert_frame_equal(d.deltas, again.deltas)
     assert len(diff.fig_deltas(d.deltas).data) == 1
+
+
+def test_an_untestable_measure_reads_a_dash_and_says_why() -> None:
+    """A measure no shared task has in both runs (no cost logged): a dash for the difference, never "– [– to –]",
+    and the test column says why there is no test."""
+    from analytics.diff.report import measures_table
+
+    nan = float("nan")
+    measures = pd.DataFrame(
+        [
+            {
+                "measure": "cost per task ($)",
+                "mean_a": nan,
+                "mean_b": nan,
+                "delta": nan,
+                "lo": nan,
+                "hi": nan,
+                "p_value": nan,
+                "method": "untestable",
+                "n_tasks": 0,
+                "mde80": nan,
+            },
+            {
+                "measure": "latency (s)",
+                "mean_a": 240.0,
+                "mean_b": 3.5,
+                "delta": -236.5,
+                "lo": nan,
+                "hi": nan,
+                "p_value": 1.0,
+                "method": "sign-flip",
+                "n_tasks": 1,
+                "mde80": nan,
+            },
+        ]
+    )
+    shown = measures_table(measures)
+    assert shown["B − A [95% CI]"].tolist() == ["–", "−236.5"]
+    assert shown["Test"].iloc[0] == "untestable: no shared task has it in both runs"

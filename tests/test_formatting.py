@@ -54,3 +54,10 @@ def test_plurals_spans_flags_and_tidy_text() -> None:
     assert fmt.tidy("adb-o3-2026-01") == "adb-o3-2026-01" and fmt.tidy(None) == fmt.MISSING
     assert fmt.items(["HAL", "PE"]) == "HAL, PE" and fmt.items([]) == fmt.MISSING
     assert fmt.undefined_reason(1, 2, "review") == "needs at least 2 reviews (has 1)"
+
+
+def test_a_column_of_dollars_has_one_format() -> None:
+    """Costs a table shows (the leaderboard's cost per task, the diff's cost change per task) share their decimals."""
+    assert fmt.usd_column([0.00123, 0.000588, None]) == ["$0.001230", "$0.000588", "–"]
+    assert fmt.usd_column([-0.00123, 0.0], is_signed=True) == ["−$0.00123", "$0.00000"]
+    assert fmt.usd_column([0.85, 12.5]) == ["$0.85", "$12.50"]

@@ -325,3 +325,11 @@ def test_each_run_has_its_own_chart_row() -> None:
     assert sorted(labels) == ["o3 · 2025-01-01", "o3 · 2025-02-01 · r2", "o3 · 2025-02-01 · r3"]
     points = [t for t in lb.fig_cost_accuracy(overall).data]
     assert sum(len(t.x) for t in points) == 3
+
+
+def test_the_cost_axis_never_goes_below_zero() -> None:
+    """One costed run (a fresh upload): the linear cost axis starts at $0, not at -0.5."""
+    runs = _runs("r1")
+    out = lb.leaderboard_rows(runs, _costed("r1", [1, 0, 1, 0], 0.0018))
+    fig = lb.fig_cost_accuracy(out[out["slice"] == "all"])
+    assert fig.layout.xaxis.type == "linear" and fig.layout.xaxis.rangemode == "nonnegative"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -56,6 +57,7 @@ def test_demo_attempt_by_deep_link(demo_db: Path, monkeypatch: pytest.MonkeyPatc
         )[0][0]
     at = open_drilldown(demo_db, monkeypatch, run=run_id, task=task_id, sample=str(sample))
     assert metrics(at)["Steps / tool calls"] == f"{n_steps} / {n_calls}"
+    assert re.fullmatch(r"\$[\d,.]+|–", metrics(at)["Cost"]), metrics(at)["Cost"]  # dollars, never a bare float
     assert query in texts(at)
     assert json.loads(judge)["brief_reason"] in texts(at)
     assert any(first_tool in t for t in texts(at))  # the timeline shows the steps

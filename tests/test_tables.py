@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ui.tables import Col, decimals_needed, display_frame, fit, plan, user_columns
+from ui.tables import MAX_COL_PX, Col, column_px, decimals_needed, display_frame, fit, plan, user_columns
 
 
 def frame() -> pd.DataFrame:
@@ -88,3 +88,20 @@ def test_a_users_own_result_keeps_its_names_and_values() -> None:
     assert shown["cost_usd"].tolist() == ["$0.50", "$12.00"]
     assert shown["n_attempts"].tolist() == ["12,345", "7"] and shown["year"].tolist() == ["2026", "2025"]
     assert decimals_needed(pd.Series([1.0, 2.0])) == 0 and decimals_needed(pd.Series([np.nan])) == 0
+
+
+def test_one_money_format_per_column() -> None:
+    """Every cell of a dollar column has the same decimals: cents when no amount is below ten cents (TMF's over-time
+    table read $0.848 beside $1.40), else three significant figures of the smallest amount."""
+    df = pd.DataFrame({"a": [0.8485, 1.4, None], "b": [0.0123, 7.37, 0.0], "d": [-0.0004, 0.25, 0.0]})
+    shown = display_frame(df, [Col("a", "A", "usd"), Col("b", "B", "usd"), Col("d", "D", "signed_usd")])
+    assert shown["A"].tolist() == ["$0.85", "$1.40", "–"]
+    assert shown["B"].tolist() == ["$0.0123", "$7.3700", "$0.0000"]
+    assert shown["D"].tolist() == ["−$0.000400", "+$0.250000", "$0.000000"]
+
+
+def test_a_column_of_long_text_may_be_drawn_wider_when_asked() -> None:
+    """Text is cut at MAX_COL_PX unless the column asks for more (TMF's frontier of runs reads whole at 1280 px)."""
+    frontier = ["Qwen3-235B → DeepSeek-V3.2 → GPT-5.1 → Gemini-3-Pro"]
+    assert column_px("Frontier", frontier) == MAX_COL_PX
+    assert MAX_COL_PX < column_px("Frontier", frontier, most=440) < 440

@@ -7,6 +7,7 @@ import inspect
 import itertools
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -662,3 +663,12 @@ def test_an_overview_equals_its_analyses_each_slicing_the_rows_itself(
             assert [_canon(r) for r in view.by_kind["level"]] == [_canon(r) for r in slices]
             n_periods.append(len(movie))
     assert n_periods and max(n_periods) > 1
+
+
+def test_the_runs_table_writes_every_cost_with_the_same_decimals(fixture_db) -> None:
+    """One money format per column: every dollar figure of the cost column has the same number of decimals."""
+    with reader(fixture_db) as con:
+        res = tmf.analyse(tmf.load(con, RunFilter(benchmark="mini-bench")))
+    shown = tmf.runs_display(tmf.points_table(res), res)
+    decimals = [len(d) for cell in shown["Cost per task [95% CI]"] for d in re.findall(r"\$[\d,]+(?:\.(\d+))?", cell)]
+    assert len(decimals) >= 2 and len(set(decimals)) == 1, list(shown["Cost per task [95% CI]"])

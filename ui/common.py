@@ -157,9 +157,16 @@ def url_params() -> dict[str, str]:
     return st.query_params.to_dict()
 
 
-def set_url(values: Mapping[str, str], *, if_changed: bool = False) -> None:
-    """Put ``values`` into the URL in one change; with ``if_changed``, only when one of them differs from it."""
+def set_url(values: Mapping[str, str], *, if_changed: bool = False, replace: Sequence[str] = ()) -> None:
+    """Put ``values`` into the URL in one change; with ``if_changed``, only when one of them differs from it.
+    ``replace`` names parameters the change also takes out when ``values`` lacks them (still one change)."""
     if if_changed and all(st.query_params.get(k) == v for k, v in values.items()):
+        return
+    if replace:
+        now = st.query_params.to_dict()
+        after = {**{k: v for k, v in now.items() if k not in replace}, **values}
+        if after != now:
+            st.query_params.from_dict(after)
         return
     st.query_params.update(values)
 
@@ -374,12 +381,12 @@ def new_selection(key: str) -> list[Any]:
     return picked
 
 
-def link_params(params: dict[str, str]) -> dict[str, str]:
-    """Query parameters for a link to another page of the app: ``params`` plus the sidebar's filters as the URL
-    holds them, so the page opened has nothing to add to its URL (an addition would be a second history entry,
-    and Back would stop on it instead of returning to this page)."""
-    written = st.session_state.get("flt_written") or {}
-    return {**{k: str(v) for k, v in written.items() if v}, **params}
+def link_params(params: dict[str, str] | None = None) -> dict[str, str]:
+    """Query parameters for a link to another page of the app: ``params`` plus the sidebar's filters (the
+    benchmark always), so the page opened has nothing to add to its URL (an addition would be a second history
+    entry, and Back would stop on it instead of returning to this page)."""
+    shown = st.session_state.get("flt_link") or {}
+    return {**{k: str(v) for k, v in shown.items() if v}, **(params or {})}
 
 
 def drilldown_url(

@@ -100,6 +100,8 @@ def _url_dates(params: dict[str, str], catalog: cat.Catalog, notices: list[str])
 
 
 FILTER_PARAMS = ("benchmark", "agents", "from", "to")
+START_KEY = "flt_start"  # session key: the benchmark the visit opened on when its link named none (else None)
+LINK_KEY = "flt_link"  # session key: the sidebar's filters as URL parameters, for links to other pages
 
 
 def linked_run_benchmark(run_id: str | None) -> str | None:
@@ -117,21 +119,27 @@ def linked_run_benchmark(run_id: str | None) -> str | None:
 
 def _init_filters_from_url(catalog: cat.Catalog) -> None:
     ss = st.session_state
-    ss.flt_init = True
     params = {key: st.query_params.get(key) or "" for key in FILTER_PARAMS}
     if not params["benchmark"]:  # a link to a run without its benchmark: the sidebar and banner follow the run's
         params["benchmark"] = linked_run_benchmark(st.query_params.get("run")) or ""
+    if not params["benchmark"] and "flt_init" in ss:  # Back to the session's first view, which named no benchmark
+        params["benchmark"] = ss.get(START_KEY) or ""
     last = last_used.last_benchmark(common.db_path()) or _last_used().get(common.db_path())
     ss.flt_benchmark, ss.flt_agents, ss.flt_dates, ss.flt_notices = url_filters(params, catalog, last_used=last)
+    if "flt_init" not in ss:
+        # the benchmark a visit opened on without naming one (the start rule, or the linked run's): the URL is left
+        # as the link was until the user changes it (writing it in would be a second history entry for one view)
+        ss[START_KEY] = None if st.query_params.get("benchmark") else ss.flt_benchmark
+    ss.flt_init = True
 
 
 def _sidebar(catalog: cat.Catalog) -> None:
     """Global filters, initialised from the URL once per session and written back to it."""
     ss = st.session_state
     in_url = {key: st.query_params.get(key) or "" for key in FILTER_PARAMS}
-    # first run, or the browser's Back/Forward put an earlier view's filters in the URL (a page switch from the
-    # navigation clears the URL instead: the session's filters then stay and are written back below)
-    if "flt_init" not in ss or (any(in_url.values()) and in_url != ss.get("flt_written", in_url)):
+    # first run, or the browser's Back/Forward put an earlier view's filters in the URL (every link between pages,
+    # the sidebar's menu included, carries the filters; only the session's first view may have none)
+    if "flt_init" not in ss or in_url != ss.get("flt_written", in_url):
         _init_filters_from_url(catalog)
     for notice in ss.pop("flt_notices", None) or []:
         st.warning(common.plain(notice), icon=":material/link_off:")
@@ -169,12 +177,11 @@ def _sidebar(catalog: cat.Catalog) -> None:
         "from": dates[0].isoformat() if len(dates) > 0 else "",
         "to": dates[1].isoformat() if len(dates) > 1 else "",
     }
-    qp = st.query_params
-    for key, value in wanted.items():
-        if value and qp.get(key) != value:
-            qp[key] = value
-        elif not value and key in qp:
-            del qp[key]
+    ss[LINK_KEY] = {k: v for k, v in wanted.items() if v}
+    if not any(in_url.values()) and ss.flt_benchmark == ss.get(START_KEY) and not any(list(wanted.values())[1:]):
+        wanted["benchmark"] = ""  # the view the visit opened on, untouched: its URL stays as the link was
+    if wanted != in_url:  # one change of the URL (one history entry), only when the user changed a filter
+        common.set_url({k: v for k, v in wanted.items() if v}, replace=FILTER_PARAMS)
     ss.flt_written = wanted
     if ss.flt_benchmark and _last_used().get(common.db_path()) != ss.flt_benchmark:
         _last_used()[common.db_path()] = ss.flt_benchmark
@@ -197,13 +204,31 @@ def run_app(pages: Mapping[str, Sequence[st.Page]]) -> None:
     st.set_page_config(page_title="Runlens", page_icon=str(PAGE_ICON), layout="wide")
     if is_streamlit_server():  # this server and its SQL and upload workers share one memory budget (ingest/workers.py)
         workers.use_budget()
-    nav = st.navigation(pages)
+    # the app draws its own menu (below): st.navigation's clears the URL on a page switch, so the sidebar's filters
+    # had to be written back, a second history entry for one view (Back then stopped on the same view)
+    nav = st.navigation(pages, position="hidden")
     _undo_leaked_params(nav.url_path)
-    render_shell()
+    menu = st.sidebar.container(key="rl_nav")
+    try:
+        render_shell()
+    finally:
+        draw_menu(menu, pages)
     try:
         nav.run()
     finally:
         _remember_page_url(nav.url_path)
+
+
+def draw_menu(menu: st.delta_generator.DeltaGenerator, pages: Mapping[str, Sequence[st.Page]]) -> None:
+    """The app's pages by section, each a link that carries the sidebar's filters: a page switch is one history
+    entry holding the whole view, so Back and Forward restore it from the URL alone."""
+    params = common.link_params()
+    with menu:
+        for section, entries in pages.items():
+            st.caption(section)
+            for page in entries:
+                if page.visibility != "hidden":
+                    st.page_link(page, label=page.title, icon=page.icon or None, query_params=params, width="stretch")
 
 
 PAGE_URLS = "_page_urls"  # session key: each page's parameters as its last run left them in the URL

@@ -48,7 +48,8 @@ class Col:
         help: the header's tooltip: what the column means.
         link_text: for ``kind="link"``, the text shown for each URL.
         max_px: the widest this column is drawn (longer text ends in an ellipsis; the whole value is in the
-            download), so a narrow table keeps its important columns in view.
+            download), so a narrow table keeps its important columns in view; above ``MAX_COL_PX`` for a column of
+            long text that must read whole (a frontier of runs).
     """
 
     name: str
@@ -170,15 +171,19 @@ def display_frame(df: pd.DataFrame, cols: Sequence[Col]) -> pd.DataFrame:
             out[col.header] = [raw_text(v) for v in df[col.name]]
         elif col.kind == "interval" or col.lo is not None:
             out[col.header] = [cell_text(row, col) for _, row in df.iterrows()]
+        elif col.kind in ("usd", "signed_usd"):  # one format per column: the same decimals in every cell
+            money = fmt.usd if col.kind == "usd" else fmt.signed_usd
+            digits = fmt.usd_digits(df[col.name])
+            out[col.header] = [money(v, digits) for v in df[col.name]]
         else:
             out[col.header] = [fmt.cell(v, col.kind, digits=col.digits) for v in df[col.name]]
     return pd.DataFrame(out, index=range(len(df)))
 
 
-def column_px(header: str, cells: Sequence[Any], *, is_link: bool = False) -> int:
-    """The width a column needs: its header or its longest cell (of the first 200), within ``MAX_COL_PX``."""
+def column_px(header: str, cells: Sequence[Any], *, is_link: bool = False, most: int = MAX_COL_PX) -> int:
+    """The width a column needs: its header or its longest cell (of the first 200), within ``most`` px."""
     longest = max([len(header)] + [0 if is_link else len(str(c)) for c in list(cells)[:200]])
-    return int(min(MAX_COL_PX, math.ceil(longest * CHAR_PX + PAD_PX)))
+    return int(min(most, math.ceil(longest * CHAR_PX + PAD_PX)))
 
 
 def plan(
@@ -252,7 +257,7 @@ def show_table(
     everything, defaults = plan(df, cols, show_ids=show_ids, is_display=is_display)
     shown = display_frame(df, everything)
     widths = {
-        c.header: min(column_px(c.header, shown[c.header]), c.max_px or MAX_COL_PX) if c.kind != "link" else 90
+        c.header: column_px(c.header, shown[c.header], most=c.max_px or MAX_COL_PX) if c.kind != "link" else 90
         for c in everything
     }
     default_headers = fit([c.header for c in defaults], widths, budget_px)

@@ -133,7 +133,7 @@ def attempt_header(d: dict[str, Any]) -> None:
     no_tokens = d.get("input_tokens") is None and d.get("output_tokens") is None
     tokens = "–" if no_tokens else f"{d.get('input_tokens') or 0:,} / {d.get('output_tokens') or 0:,}"
     outcome[3].metric("Tokens in / out", tokens)
-    outcome[4].metric("Cost (USD)", _num(d.get("cost_usd"), ".4f"))
+    outcome[4].metric("Cost", fmt.usd(d.get("cost_usd")))  # dollars as every table writes them
     outcome[5].metric("Latency (s)", _num(d.get("latency_s"), ".1f"))
     if d.get("error_text"):
         st.text(f"Error: {d['error_text']}")

@@ -47,7 +47,7 @@ labels = {r.run_id: f"{run_label(r.agent, r.agent_version, r.eval_date)} · {r.r
 # a link names the pair as baseline=/candidate= (a=/b= still work); a run the link names that is not here
 # (deleted, another benchmark) gives a notice, never a silent swap
 in_url = (query_param("baseline"), query_param("candidate"))
-if all(in_url) and in_url != ss.get("df_written", in_url):  # Back/Forward put an earlier pair in the URL
+if in_url != ss.get("df_written", in_url):  # Back/Forward put an earlier pair (or none: the default) in the URL
     ss.df_a, ss.df_b = (run if run in ids else None for run in in_url)
 for key, names, fallback in (("df_a", ("baseline", "a"), pair[0]), ("df_b", ("candidate", "b"), pair[1])):
     if ss.get(key) not in ids:
@@ -70,8 +70,11 @@ basis = basis_col.selectbox(
     format_func={"sample0": "sample 0", "majority": "majority of samples"}.__getitem__,
 )
 pop_url("a", "b")
-set_url({"baseline": run_a, "candidate": run_b})
-ss.df_written = (run_a, run_b)
+if any(in_url) or (run_a, run_b) != pair:  # the default pair stays out of the URL: a first visit adds no entry
+    set_url({"baseline": run_a, "candidate": run_b}, if_changed=True)
+    ss.df_written = (run_a, run_b)
+else:
+    ss.df_written = (None, None)
 if run_a == run_b:
     empty_state("Pick two different runs.")
 try:

@@ -37,6 +37,9 @@ if runs.empty:
 # the other page ran, and the URL holds this page's view.
 if ss.get("dd_link") != link or "dd_run" not in ss:
     ss.dd_link = link
+    if link == (None, None, None):  # Back to a view without an attempt in its URL: the first attempt again
+        for key in ("dd_run", "dd_task", "dd_sample"):
+            ss.pop(key, None)
     if link[0] in set(runs["run_id"]):
         ss.dd_run, ss.dd_task = link[0], link[1]
         ss.dd_sample = int(asked) if (asked := link[2] or "").isdigit() else None
@@ -105,8 +108,13 @@ if link[:2] == (run_id, task_id) and link[2] is not None and (not link[2].isdigi
     )
 keep_valid("dd_sample", samples, samples[0])
 sample = c_sample.selectbox("Sample", samples, key="dd_sample")
-set_url({"run": run_id, "task": task_id, "sample": str(sample)}, if_changed=True)
-ss.dd_link = (run_id, task_id, str(sample))
+# the attempt the URL implies: what it names, else the first run, its first task, that task's first sample
+implied = (link[0] or next(iter(labels)), link[1] or next(iter(marks)), link[2] or str(samples[0]))
+if (run_id, task_id, str(sample)) != implied:
+    set_url({"run": run_id, "task": task_id, "sample": str(sample)}, if_changed=True)
+    ss.dd_link = (run_id, task_id, str(sample))
+# else the URL already says which attempt this is (a link to a run opens on its first attempt): it stays as it came,
+# so a first visit is one history entry
 
 # --- moving around: failed attempts of this run, other samples, the same task elsewhere -------------------------
 before, after = transcript.failed_neighbours(attempts, task_id, sample)

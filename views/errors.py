@@ -17,6 +17,7 @@ from ui.common import (
     empty_state,
     from_url,
     keep_in_url,
+    link_params,
     new_selection,
     plain,
     pop_url,
@@ -65,7 +66,10 @@ if not corrected.empty:
             is_display=True,
         )
 st.page_link(
-    "views/review.py", label="Review attempts; see where judge and humans disagree", icon=":material/rate_review:"
+    "views/review.py",
+    label="Review attempts; see where judge and humans disagree",
+    icon=":material/rate_review:",
+    query_params=link_params(),  # the sidebar's filters: the review opens on the same view, in one history entry
 )
 
 if "err_sources" not in ss:  # shareable choices start from the URL: errors?err_sources=label,judge&err_facet=level

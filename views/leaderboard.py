@@ -13,6 +13,7 @@ from ui.common import (
     empty_state,
     from_url,
     keep_in_url,
+    link_params,
     plain,
     show_fig,
 )
@@ -102,7 +103,18 @@ table = lb.display_table(ordered)
 if not table.empty:  # the run first, as in the table above: without it the default columns name no run
     table.insert(1, "Run", summary["Run"].to_numpy())
 with st.expander("Every column (Pass@k, pass^k, steps, attempts, raw p-values)"):
-    show_table(table, key="lb_table", name=f"leaderboard-{filters.benchmark}", is_display=True, show_ids=True)
+    # the test behind the p-values is one sentence for the table, not a long cell cut off on every row
+    methods = sorted({str(m) for m in table.get("p method", pd.Series(dtype=str)) if m})
+    if methods:
+        st.caption(f"p vs leader (adjusted): {'; '.join(methods)}.")  # the analytics' own wording, not log text
+    show_table(
+        table.drop(columns=["p method"], errors="ignore"),
+        key="lb_table",
+        name=f"leaderboard-{filters.benchmark}",
+        download=table,
+        is_display=True,
+        show_ids=True,
+    )
 if not apart.empty:
     st.subheader("Shown apart")
     st.caption(
@@ -110,7 +122,9 @@ if not apart.empty:
         "marked as baselines (`gem_role: baseline` or `role: baseline`), are not ranked; their test against the leader uses only the tasks they share. Comparing across task pools "
         "is what the IRT Progress page is for."
     )
-    st.page_link("views/progress.py", label="Open IRT Progress (compares runs across task pools)")
+    st.page_link(
+        "views/progress.py", label="Open IRT Progress (compares runs across task pools)", query_params=link_params()
+    )
     apart_table = lb.summary_table(apart).drop(columns=["Rank"])
     apart_table.insert(1, "Why apart", [lb.apart_reason(r) for _, r in apart.iterrows()])
     show_table(

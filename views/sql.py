@@ -111,7 +111,7 @@ else:
                 "Run this SQL", key="sql_run_proposed", on_click=_load, args=(ss.sql_proposed,), kwargs={"run": True}
             )
 
-editor, schema = st.columns([3, 1])
+editor, schema = st.columns([2, 1])  # the schema box is wide enough for a column's name and its whole type
 with editor.form("sql_form"):
     st.text_area("SQL", key="sql_editor", height=220)
     if st.form_submit_button("Run", key="sql_run", type="primary", shortcut="Ctrl+Enter", icon=":material/play_arrow:"):
@@ -124,10 +124,11 @@ with schema.container(height=330, border=True):  # beside the editor, where a na
     columns = schema_columns[schema_columns["name"] == obj][["column", "type"]]
     show_table(
         columns,
-        [Col("column", "Column", max_px=95), Col("type", "Type", max_px=65)],  # the box is 163 px at 1280
+        # the box is about 235 px at 1280: a type (VARCHAR[], TIMESTAMP) whole, a name of up to 20 characters
+        [Col("column", "Column", max_px=145), Col("type", "Type", max_px=80)],
         key="sql_schema_cols",
         name=f"columns-{obj}",
-        budget_px=160,
+        budget_px=225,
         is_downloadable=False,
     )
 with st.expander("All tables and views", icon=":material/schema:"):

@@ -249,9 +249,10 @@ show_table(
         Col("period", "Period"),
         Col("n_runs", "Runs so far", "count"),
         Col("stage", "Stage", "count"),
-        Col("value_per_task", "AI value per task" + ("" if money == "usd" else " (s)"), money),
-        Col("best_saving", "Best saving per task" + ("" if money == "usd" else " (s)"), money),
-        Col("frontier", "Frontier (cheapest first)"),
+        # short headers (their tooltips say "per task"), so the frontier's names read whole at 1280 px
+        Col("value_per_task", "AI value" + ("" if money == "usd" else " (s)"), money, help="AI value per task"),
+        Col("best_saving", "Best saving" + ("" if money == "usd" else " (s)"), money, help="Best saving per task"),
+        Col("frontier", "Frontier (cheapest first)", max_px=430),  # with the others, within 790 px
     ],
     key="tmf_periods",
     name=f"tmf-{filters.benchmark}-periods",

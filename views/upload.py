@@ -25,6 +25,7 @@ PREVIEW_COLS = [
     Col("rescores", "Re-scores (new revision)"),
     Col("format", "Format"),
 ]
+CREATED_COLS = [Col("run", "Run"), Col("benchmark", "Benchmark"), Col("agent", "Agent"), Col("file", "File")]
 MAX_RUN_LINKS = 12  # more runs than this: the leaderboard lists them
 
 page_setup(
@@ -89,7 +90,13 @@ else:
                     "attempts": p.n_attempts,
                     "steps": p.n_steps,
                     "errors": p.n_errors,
-                    "creates": "; ".join(f"{r}: {b}, {a}" for r, b, a in p.runs) or None,
+                    # one run in full; several are listed in their own table below (one cell would be cut off)
+                    "creates": (
+                        "; ".join(f"{r}: {b}, {a}" for r, b, a in p.runs)
+                        if len(p.runs) < 2
+                        else f"{fmtx.plural(len(p.runs), 'run')} (listed below)"
+                    )
+                    or None,
                     "rescores": ", ".join(p.rescores) or None,
                 }
                 for p in previews
@@ -97,6 +104,16 @@ else:
         )
         st.subheader("Preview")
         show_table(table, PREVIEW_COLS, key="up_preview", name="upload-preview")
+        if any(len(p.runs) > 1 for p in previews):
+            st.caption("The runs these files create")
+            show_table(
+                pd.DataFrame(
+                    [{"file": p.file, "run": r, "benchmark": b, "agent": a} for p in previews for r, b, a in p.runs]
+                ),
+                CREATED_COLS,
+                key="up_created",
+                name="upload-runs",
+            )
         for p in previews:
             if p.errors:
                 st.caption(plain(f"First problems in {p.file}"))

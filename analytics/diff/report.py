@@ -29,6 +29,14 @@ def _mde_text(value: Any, diff: Any) -> str:
     return "±" + str(diff(value)).lstrip("+")
 
 
+def _diff_text(diff: Any, delta: Any, lo: Any, hi: Any) -> str:
+    """``+1.2 [+0.5 to +2.0]``; the difference alone without its interval; the missing mark without a difference."""
+    head, bounds = diff(delta), (diff(lo), diff(hi))
+    if head == fmt.MISSING or fmt.MISSING in bounds:
+        return head
+    return f"{head} [{bounds[0]} to {bounds[1]}]"
+
+
 def measures_table(measures: pd.DataFrame) -> pd.DataFrame:
     """``RunDiff.measures`` as people read it: each measure in its unit, B - A with its 95% interval, p, n."""
     rows = []
@@ -41,9 +49,10 @@ def measures_table(measures: pd.DataFrame) -> pd.DataFrame:
                 "B": value(r.mean_b),
                 "B − A [95% CI]": fmt.signed_interval(r.delta, (r.lo, r.hi))
                 if r.measure in ("Pass@1", "mean score")
-                else f"{diff(r.delta)} [{diff(r.lo)} to {diff(r.hi)}]",
+                else _diff_text(diff, r.delta, r.lo, r.hi),
                 "p": fmt.p_value(r.p_value),
-                "Test": r.method,
+                # an undefined test says why (no shared task has the measure in both runs: no cost logged, say)
+                "Test": "untestable: no shared task has it in both runs" if r.method == "untestable" else r.method,
                 "Tasks": fmt.count(r.n_tasks),
                 "MDE80": _mde_text(r.mde80, diff),
             }
@@ -62,7 +71,7 @@ def changes_table(changes: pd.DataFrame, *, metric: str) -> pd.DataFrame:
             f"{MEASURES.get(metric, metric)} A": changes["metric_a"].map(value),
             f"{MEASURES.get(metric, metric)} B": changes["metric_b"].map(value),
             "Change": changes["change_pp"].map(lambda v: fmt.signed(v, scale=1.0)),
-            "Cost Δ": changes["cost_change_usd"].map(_formatter("cost")[1]),
+            "Cost Δ": fmt.usd_column(changes["cost_change_usd"], is_signed=True),  # one format per column
             "Latency Δ (s)": changes["latency_change_s"].map(_formatter("latency")[1]),
             "Tokens Δ": changes["tokens_change"].map(_formatter("tokens")[1]),
             "Tool calls Δ": changes["tool_calls_change"].map(_formatter("steps")[1]),

@@ -88,6 +88,7 @@ def fig_cost_accuracy(df: pd.DataFrame) -> go.Figure:
             "title": "Mean cost per task (USD)",
             "type": "log" if is_log else "linear",
             "dtick": 1 if is_log else None,
+            "rangemode": None if is_log else "nonnegative",  # a cost is never below $0 (one run drew -0.5 to 1)
         },
         yaxis_title=f"{name} (%)",
         height=480,

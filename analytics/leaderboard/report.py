@@ -59,7 +59,9 @@ def display_table(df: pd.DataFrame) -> pd.DataFrame:
         row["Cost-accuracy Pareto"] = {True: "✓ optimal", False: "dominated"}.get(r.get("is_pareto_optimal"), "")
         row["run_id"] = r["run_id"]
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out["Cost per task"] = fmt.usd_column(df["mean_cost_usd"])  # one format per column
+    return out
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -97,7 +99,9 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
                 "run_id": r["run_id"],
             }
         )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out["Cost/task"] = fmt.usd_column(df["mean_cost_usd"])  # one format per column
+    return out
 
 
 def comparison_label(row: Mapping[str, Any]) -> str:

@@ -296,9 +296,11 @@ def runs_display(table: pd.DataFrame, result: TmfResult) -> pd.DataFrame:
     perf_name = "IRT ability [90% CI]" if result.performance == "irt" else f"{_perf_name(result)} % [95% CI]"
     if result.unit == "USD":
         x_name = "Cost per task [95% CI]"
+        digits = fmt.usd_digits([*table[result.x_col], *table["x_lo"], *table["x_hi"]])  # one format per column
 
         def x_text(v: Any, lo: Any, hi: Any) -> str:
-            return fmt.usd(v) if fmt.text(lo) == fmt.MISSING else f"{fmt.usd(v)} [{fmt.usd(lo)} to {fmt.usd(hi)}]"
+            head = fmt.usd(v, digits)
+            return head if fmt.text(lo) == fmt.MISSING else f"{head} [{fmt.usd(lo, digits)} to {fmt.usd(hi, digits)}]"
     else:
         x_name = "Latency per task, s [95% CI]"
 
