@@ -50,6 +50,7 @@ from analytics.search.load import (
     search,
 )
 from analytics.search.report import (
+    count_text,
     how_searched,
     marked,
     text_report,
@@ -68,6 +69,7 @@ __all__ = [
     "SearchError",
     "SearchResult",
     "check_regex",
+    "count_text",
     "how_searched",
     "index_coverage",
     "marked",
