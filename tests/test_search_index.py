@@ -137,9 +137,14 @@ def test_index_gives_the_scans_result_for_every_query_and_filter(
     monkeypatch.setattr(search_load, "SCAN_SHARE", float("inf"))  # every phrase through the index, even common ones
     done = refresh(db)
     assert done.attempts_added == 72 and done.attempts_covered == 72 and done.rows > 72
-    used = []
+    used: list[Any] = []
     walk_run = search_load._Walk.run
-    monkeypatch.setattr(search_load._Walk, "run", lambda self, *a: used.append(self) or walk_run(self, *a))
+
+    def spy(self: Any, *a: Any) -> sr.SearchResult:
+        used.append(self)
+        return walk_run(self, *a)
+
+    monkeypatch.setattr(search_load._Walk, "run", spy)
     n_with_hits = 0
     with reader(db) as con:
         for query in QUERIES:
@@ -392,7 +397,8 @@ def test_another_store_at_the_same_path_is_not_read_through_the_old_index(db: Pa
     for suffix in ("", ".read"):
         shutil.copyfile(f"{other}{suffix}", f"{db}{suffix}")
     with reader(db) as con:
-        assert (sr.index_coverage(con, ALL_RUNS) or ())[1] == 72
+        coverage = sr.index_coverage(con, ALL_RUNS)
+        assert coverage is not None and coverage[1] == 72
         for query in QUERIES[:8]:
             _assert_same(*_both(con, query))
     done = refresh(db)
