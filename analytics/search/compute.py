@@ -46,7 +46,7 @@ FIRST_WINDOW_HITS = 2  # the first window of runs is sized to hold about this ma
 MIN_WINDOW = 1_000  # attempts: no window of runs is planned smaller than this (each costs a statement)
 MAX_WINDOW_CANDIDATES = 1_000_000  # a window of runs is sized to hold about this many candidate texts at most
 FIRST_CHUNK = 256  # candidate attempts checked on their texts in the first chunk of a window
-MAX_CHUNK = 20_000  # and at most this many in one chunk
+MAX_CHUNK = 2_000  # and at most this many in one chunk (their ids travel to the scans as a list of constants)
 
 
 def run_windows(
@@ -69,6 +69,9 @@ def run_windows(
     current: list[tuple[str, int, int, int]] = []
     n = 0
     for run in runs:
+        if current and _is_sparse(current, run, n):
+            windows.append(current)  # a run far from the window's ids: a window of its own (see _is_sparse)
+            current, n = [], 0
         current.append(run)
         n += run[3]
         if n >= size:
@@ -78,6 +81,14 @@ def run_windows(
     if current:
         windows.append(current)
     return windows
+
+
+def _is_sparse(window: list[tuple[str, int, int, int]], run: tuple[str, int, int, int], n: int) -> bool:
+    """True when adding ``run`` would make the window's range of attempt ids more than twice its attempts: a
+    window reads the postings and attempts of its whole range (a run ingested later, sorted first by its name,
+    made the first window's range the whole store)."""
+    lo, hi = min(run[1], *(r[1] for r in window)), max(run[2], *(r[2] for r in window))
+    return hi - lo + 1 > 2 * (n + run[3])
 
 
 def next_chunk(found: int, checked: int, need: int) -> int:

@@ -96,10 +96,11 @@ _RUN_MATCH = {
 MAX_RUNS = 3  # at most this many runs intersected (the rarest); the others are checked on the text
 RUN_SPREAD = 20  # a run with more than this many times the rarest run's postings is checked on the text instead
 # a query checked on the text that has checked this share of the attempts kept (and at least SCAN_MIN) without
-# filling its page is finished by a scan: its words are common and it is rare, so checking every candidate through
-# the index would cost more than reading every text once
-SCAN_SHARE = 0.1
-SCAN_MIN = 50_000
+# filling its page is finished by a scan: its words are common and it is rare. Checking a candidate through the
+# index costs about five times scanning its attempt (100k generated attempts: 50k checked in 1.8 CPU s, the scan of
+# all 100k in 0.34), so past 2 % a rare phrase costs at most about a tenth of a scan more than the scan alone
+SCAN_SHARE = 0.02
+SCAN_MIN = 2_000
 _NO_CANDIDATES = "SELECT NULL::BIGINT AS attempt_id, NULL::INTEGER AS step, NULL::UTINYINT AS field LIMIT 0"
 
 
@@ -279,9 +280,8 @@ def search(
         con, cov, run_filter, kind=kind, patterns=patterns, params=params, ids=ids, chosen=chosen,
         is_exact=kind == "contains" and is_exact_by_tokens(patterns[0]), limit=int(limit), count_all=count_all,
     )  # fmt: skip
-    with _or_filter_threshold(con, MAX_CHUNK + DEFAULT_LIMIT):
-        per_attempt = postings[chosen[0]] / max(_n_covered(con, cov.segments), 1)
-        return walk.run(query, mode, per_attempt)
+    per_attempt = postings[chosen[0]] / max(_n_covered(con, cov.segments), 1)
+    return walk.run(query, mode, per_attempt)
 
 
 class _Walk:
@@ -317,7 +317,8 @@ class _Walk:
             match_text=_predicate(self.kind, "t.text", self.n_words),
         )
         aids = [int(a) for a in attempts["attempt_id"]]
-        found = _run(self.con, sql, self.params | {"aids": aids, "lo": min(aids), "hi": max(aids)})
+        with _or_filter_threshold(self.con, len(aids) + 1):
+            found = _run(self.con, sql, self.params | {"aids": aids, "lo": min(aids), "hi": max(aids)})
         keys = attempts[["attempt_id", "run_id", "task_id", "sample", "passed"]].assign(order=range(len(attempts)))
         found = found.merge(keys, on="attempt_id")
         found["step_key"] = found["step"].fillna(-1)
@@ -460,7 +461,8 @@ class _Walk:
             "srcs": [int(s) for s in hits["src"]], "lo": min(aids), "hi": max(aids), "context": SNIPPET_CONTEXT,
         }  # fmt: skip
         sql = load_sql("search_page").format(locate=_locate(self.kind, "text"))
-        texts = _run(self.con, sql, params)
+        with _or_filter_threshold(self.con, len(aids) + 1):
+            texts = _run(self.con, sql, params)
         keyed = hits.assign(step_key=[-1 if pd.isna(s) else int(s) for s in hits["step"]], src=hits["src"].astype(int))
         texts = texts.rename(columns={"step": "step_key"}).astype({"step_key": int, "src": int})
         return keyed.merge(texts, on=["attempt_id", "step_key", "src"], how="left").drop(columns=["step_key"])
@@ -477,10 +479,11 @@ def _run(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> pd
 
 @contextlib.contextmanager
 def _or_filter_threshold(con: duckdb.DuckDBPyConnection, value: int) -> Iterator[None]:
-    """DuckDB's ``dynamic_or_filter_threshold`` raised for one statement, then put back: the listed hits (up to
-    ``limit``) reach the scans of ``steps`` and ``texts`` that fetch their texts as a list of ids, which the zone
-    maps prune to the row groups holding them; by default (50) only their min and max arrive, and hits from runs
-    far apart made that fetch read every step (`a77` at 1M: 0.8 -> 0.22 CPU s)."""
+    """DuckDB's ``dynamic_or_filter_threshold`` raised for one statement, then put back: the attempts of a chunk
+    or the listed hits reach the scans of ``steps`` and ``texts`` that fetch their texts as a list of ids, which
+    the zone maps prune to the row groups holding them; by default (50) only their min and max arrive, and hits
+    from runs far apart made that fetch read every step (`a77` at 1M: 0.8 -> 0.22 CPU s). Only for those
+    statements: a window's join given its 20,000 attempts as a list cost 1.5 CPU s instead of 0.1 at 1M."""
     before = query_rows(con, "SELECT current_setting('dynamic_or_filter_threshold')")[0][0]
     con.execute(f"SET dynamic_or_filter_threshold = {int(value)}")
     try:
