@@ -280,6 +280,8 @@ def search(
         con, cov, run_filter, kind=kind, patterns=patterns, params=params, ids=ids, chosen=chosen,
         is_exact=kind == "contains" and is_exact_by_tokens(patterns[0]), limit=int(limit), count_all=count_all,
     )  # fmt: skip
+    if postings[chosen[0]] == 0:  # no indexed text holds a token the query needs: only what is not covered
+        return walk.run(query, mode, 0.0, has_postings=False)
     per_attempt = postings[chosen[0]] / max(_n_covered(con, cov.segments), 1)
     return walk.run(query, mode, per_attempt)
 
@@ -314,19 +316,51 @@ class _Walk:
             if_verify="false" if self.is_exact else "true",
             match_answer=_predicate(self.kind, "k.answer", self.n_words),
             match_field=_predicate(self.kind, field_text, self.n_words),
-            match_text=_predicate(self.kind, "t.text", self.n_words),
         )
         aids = [int(a) for a in attempts["attempt_id"]]
         with _or_filter_threshold(self.con, len(aids) + 1):
             found = _run(self.con, sql, self.params | {"aids": aids, "lo": min(aids), "hi": max(aids)})
+        is_long = found["src"] == 5
+        if not self.is_exact and is_long.any():  # long results checked on their texts, read by hash
+            matched = set(self._long(list(found.loc[is_long, "result_hash"]), check=True)["text_hash"])
+            found = found[~is_long | found["result_hash"].isin(matched)]
         keys = attempts[["attempt_id", "run_id", "task_id", "sample", "passed"]].assign(order=range(len(attempts)))
-        found = found.merge(keys, on="attempt_id")
+        found = found.drop(columns=["result_hash"]).merge(keys, on="attempt_id")
         found["step_key"] = found["step"].fillna(-1)
         return found.sort_values(["order", "step_key", "field"]).drop(columns=["order", "step_key"])
 
-    def run(self, query: str, mode: str, per_attempt: float) -> SearchResult:
+    def _long(self, hashes: list[str], *, check: bool) -> pd.DataFrame:
+        """Long results by hash (search_long.sql): those that match when ``check``, each with its window."""
+        unique = sorted(set(hashes))
+        if not all(_HASH.fullmatch(h) for h in unique):  # the store's own sha256 hex digests, checked
+            raise ValueError("not a text hash of the store")
+        # their rows first, reading only text_hash; then the texts of those rows, by ranges of rowid
+        found = query_rows(
+            self.con, f"SELECT rowid FROM texts WHERE text_hash IN ({', '.join(repr(h) for h in unique)})"
+        )
+        rows = sorted(int(r) for (r,) in found)
+        if not rows:
+            return pd.DataFrame(columns=["text_hash", "pos", "mlen", "w0", "n_chars", "win"])
+        ranges: list[list[int]] = []
+        for row in rows:
+            if ranges and row - ranges[-1][1] <= LONG_ROW_GAP:
+                ranges[-1][1] = row
+            else:
+                ranges.append([row, row])
+        wanted = ", ".join(str(r) for r in rows)
+        sql = load_sql("search_long").format(
+            rows=" UNION ALL ".join(
+                f"SELECT text_hash, text FROM texts WHERE rowid BETWEEN {int(a)} AND {int(b)} AND rowid IN ({wanted})"
+                for a, b in ranges
+            ),
+            match=_predicate(self.kind, "text", self.n_words) if check else "true",
+            locate=_locate(self.kind, "text"),
+        )
+        return _run(self.con, sql, _params(self.kind, self.patterns) | {"context": SNIPPET_CONTEXT})
+
+    def run(self, query: str, mode: str, per_attempt: float, *, has_postings: bool = True) -> SearchResult:
         scanned = self._scan_uncovered()
-        kept = query_rows(self.con, load_sql("search_runs"), self.run_filter.params())
+        kept = query_rows(self.con, load_sql("search_runs"), self.run_filter.params()) if has_postings else []
         runs = [(str(r), int(lo), int(hi), int(n)) for r, lo, hi, n in kept]
         n_kept = sum(r[3] for r in runs)
         complete = True
@@ -463,11 +497,21 @@ class _Walk:
         sql = load_sql("search_page").format(locate=_locate(self.kind, "text"))
         with _or_filter_threshold(self.con, len(aids) + 1):
             texts = _run(self.con, sql, params)
+        is_long = texts["src"] == 5
+        if is_long.any():  # the window of a long result, read by its hash
+            cols = ["pos", "mlen", "w0", "n_chars", "win"]
+            windows = self._long(list(texts.loc[is_long, "result_hash"]), check=False).set_index("text_hash")
+            for col in cols:
+                texts[col] = texts[col].astype(object)
+                texts.loc[is_long, col] = texts.loc[is_long, "result_hash"].map(windows[col]).to_numpy()
         keyed = hits.assign(step_key=[-1 if pd.isna(s) else int(s) for s in hits["step"]], src=hits["src"].astype(int))
-        texts = texts.rename(columns={"step": "step_key"}).astype({"step_key": int, "src": int})
+        texts = texts.drop(columns=["result_hash"]).rename(columns={"step": "step_key"})
+        texts = texts.astype({"step_key": int, "src": int})
         return keyed.merge(texts, on=["attempt_id", "step_key", "src"], how="left").drop(columns=["step_key"])
 
 
+_HASH = re.compile(r"[0-9a-f]{64}")
+LONG_ROW_GAP = 2_000  # rows of texts this close are read as one range
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 

@@ -15,7 +15,7 @@ cand AS (
     {candidates}
 )
 SELECT w.attempt_id, w.run_id, w.task_id, w.sample, w.passed,
-       count(DISTINCT (c.step, CASE WHEN c.field IN (0, 5) THEN c.field ELSE 1 END)) AS n_units
+       count(DISTINCT c.step * 8 + CASE WHEN c.field IN (0, 5) THEN c.field ELSE 1 END) AS n_units
 FROM cand c
 JOIN win w ON w.attempt_id = c.attempt_id
 GROUP BY ALL
