@@ -1,4 +1,4 @@
-"""Transcript search's index (store/search_index.py, analytics/sql/search_indexed.sql): a phrase or words search
+"""Transcript search's index (store/search_index.py, analytics/sql/search_window.sql and its neighbours): a phrase or words search
 through the index gives exactly the scan's result (counts, hits, snippets) on tricky texts and on many random
 queries cut from them; data ingested after the index was built is found, deleted runs are gone (also when the next
 ingest reuses their attempt ids); refreshes add segments without rewriting the old ones and merge them past a

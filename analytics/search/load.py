@@ -72,7 +72,7 @@ def _sql(kind: str, n_words: int) -> str:
 
 
 def _scan_parts(kind: str, n_words: int) -> dict[str, str]:
-    """The fixed SQL fragments of the scan (search.sql, and the unindexed branch of search_indexed.sql)."""
+    """The fixed SQL fragments of the scan (search.sql, and search_uncovered.sql for what the index does not cover)."""
     preds = {name: _predicate(kind, col, n_words) for name, col in STEP_FIELDS.items()}
     field_case = " ".join(f"WHEN {p} THEN '{name}'" for name, p in preds.items())
     text_case = " ".join(f"WHEN {preds[name]} THEN {col}" for name, col in STEP_FIELDS.items())
