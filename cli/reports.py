@@ -242,6 +242,11 @@ def search_options(parser: argparse.ArgumentParser) -> None:
     how.add_argument("--words", action="store_true", help="every word, whole, in any order")
     parser.add_argument("--run", action="append", dest="runs", help="only this run (repeatable)")
     parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help=f"hits listed (default {DEFAULT_LIMIT})")
+    parser.add_argument(
+        "--count-all",
+        action="store_true",
+        help="read every candidate so the counts are exact (through the index a search stops once its page is full)",
+    )
 
 
 def search_run(args: argparse.Namespace) -> int:
@@ -257,6 +262,7 @@ def search_run(args: argparse.Namespace) -> int:
             query=args.query,
             mode="regex" if args.regex else "words" if args.words else "phrase",
             limit=args.limit,
+            count_all=args.count_all,
         )
     if args.json:
         print_json(search.to_json(result))

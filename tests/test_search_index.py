@@ -1,4 +1,4 @@
-"""Transcript search's index (store/search_index.py, analytics/sql/search_indexed.sql): a phrase or words search
+"""Transcript search's index (store/search_index.py, analytics/sql/search_window.sql and its neighbours): a phrase or words search
 through the index gives exactly the scan's result (counts, hits, snippets) on tricky texts and on many random
 queries cut from them; data ingested after the index was built is found, deleted runs are gone (also when the next
 ingest reuses their attempt ids); refreshes add segments without rewriting the old ones and merge them past a
@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from analytics import search as sr
+from analytics.search import compute
 from analytics.search import load as search_load
 from ingest.records import INLINE_RESULT_CHARS
 from jobs.search_index import drop, refresh
@@ -115,8 +116,14 @@ def _both(con: duckdb.DuckDBPyConnection, query: str, **kw: Any) -> tuple[sr.Sea
 
 
 def _assert_same(a: sr.SearchResult, b: sr.SearchResult) -> None:
-    assert (a.n_attempts, a.n_hits) == (b.n_attempts, b.n_hits), a.query
+    """The hits listed are the scan's; the counts too when exact, else a lower bound with an estimate."""
     assert a.hits.to_dict("records") == b.hits.to_dict("records"), a.query
+    if a.is_count_exact:
+        assert (a.n_attempts, a.n_hits) == (b.n_attempts, b.n_hits), a.query
+    else:
+        assert a.n_attempts <= b.n_attempts and a.n_hits <= b.n_hits, a.query
+        assert a.n_attempts_estimate is not None and a.n_attempts_estimate >= a.n_attempts, a.query
+        assert len(a.hits) == len(b.hits), a.query  # it stopped with its page full, never before
 
 
 @pytest.mark.parametrize("batch", [50_000, 5])
@@ -130,9 +137,14 @@ def test_index_gives_the_scans_result_for_every_query_and_filter(
     monkeypatch.setattr(search_load, "SCAN_SHARE", float("inf"))  # every phrase through the index, even common ones
     done = refresh(db)
     assert done.attempts_added == 72 and done.attempts_covered == 72 and done.rows > 72
-    used = []
-    indexed_sql = search_load._indexed_sql
-    monkeypatch.setattr(search_load, "_indexed_sql", lambda index, **kw: used.append(kw) or indexed_sql(index, **kw))
+    used: list[Any] = []
+    walk_run = search_load._Walk.run
+
+    def spy(self: Any, *a: Any) -> sr.SearchResult:
+        used.append(self)
+        return walk_run(self, *a)
+
+    monkeypatch.setattr(search_load._Walk, "run", spy)
     n_with_hits = 0
     with reader(db) as con:
         for query in QUERIES:
@@ -147,7 +159,7 @@ def test_index_gives_the_scans_result_for_every_query_and_filter(
                 # the index was read and no scan was needed (a query without a-z, 0-9 or _ scans; one whose
                 # tokens are in no text is answered by the vocabulary alone)
                 assert indexed.is_indexed == bool(sr.query_runs(query.lower()))
-                assert all(u["has_unindexed"] is False for u in used)
+                assert indexed.n_unindexed == 0 and all(u.cov.n_unindexed == 0 for u in used)
                 assert used or indexed.n_hits == 0
                 _assert_same(indexed, scanned)
                 n_with_hits += indexed.n_hits > 0
@@ -195,19 +207,74 @@ def test_random_queries_through_the_index_give_the_scans_result(
     assert n_hit >= 50 and n_indexed >= 110  # the comparisons are of results (of 120), through the index
 
 
-def test_a_phrase_of_common_words_is_scanned_and_says_why(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Candidates in most texts: the scan, with the reason; one word alone is still answered by its postings."""
-    monkeypatch.setattr(search_load, "SCAN_MIN", 0)  # the small store's common words count as common
+def test_a_rare_phrase_of_common_words_is_scanned_and_says_why(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Candidates checked without filling the page past the scan rule's share: the scan, with the reason; a phrase
+    whose hits fill the page early and one word alone stay on the index."""
+    monkeypatch.setattr(search_load, "SCAN_MIN", 1)  # the small store's common words count as common
+    monkeypatch.setattr(search_load, "SCAN_SHARE", 0.0)
+    monkeypatch.setattr(compute, "FIRST_CHUNK", 2)
     refresh(db)
     with reader(db) as con:
-        common = sr.search(con, query="rate limit")
-        assert not common.is_indexed and "rarest word is in" in sr.how_searched(common)
-        _assert_same(common, sr.search(con, query="rate limit", use_index=False))
-        rare = sr.search(con, query="identifier_42 qqqq")  # no token starts with qqqq: the postings say so
-        assert rare.is_indexed and rare.n_hits == 0
+        rare = sr.search(con, query="rate limit exceeded twice")  # common words, never in this order
+        assert not rare.is_indexed and "did not fill the page" in sr.how_searched(rare)
+        _assert_same(rare, sr.search(con, query="rate limit exceeded twice", use_index=False))
+        common = sr.search(con, query="rate limit", limit=1)  # the first chunk fills the page
+        assert common.is_indexed and not common.is_count_exact and common.n_checked == 2
+        _assert_same(common, sr.search(con, query="rate limit", use_index=False, limit=1))
+        none = sr.search(con, query="identifier_42 qqqq")  # no token starts with qqqq: the postings say so
+        assert none.is_indexed and none.n_hits == 0
         word = sr.search(con, query="rate")
         assert word.is_indexed and word.n_hits > 0
         _assert_same(word, sr.search(con, query="rate", use_index=False))
+
+
+@pytest.mark.parametrize("limit", [1, 7])
+def test_a_walk_in_small_windows_and_chunks_lists_the_scans_hits_and_counts_honestly(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int
+) -> None:
+    """Windows of one run and chunks of a few attempts, so searches stop early: the hits listed are the scan's,
+    under every filter; stopped counts are lower bounds with an estimate and say so; ``count_all`` gives the scan's
+    counts exactly."""
+    monkeypatch.setattr(search_load, "SCAN_SHARE", float("inf"))
+    monkeypatch.setattr(compute, "MIN_WINDOW", 1)
+    monkeypatch.setattr(search_load, "FIRST_WINDOW_HITS", 0)
+    monkeypatch.setattr(compute, "FIRST_CHUNK", 1)
+    monkeypatch.setattr(compute, "MAX_CHUNK", 3)
+    monkeypatch.setattr(search_load, "MAX_CHUNK", 3)
+    monkeypatch.setattr(search_load, "COUNT_CAP", 5)
+    refresh(db)
+    _ingest(_write(tmp_path / "late.jsonl", [("r-l", "sb")], seed=22, n_tasks=2), db)  # scanned, merged in
+    n_stopped = 0
+    with reader(db) as con:
+        for query, mode in [(q, "phrase") for q in QUERIES] + _random_queries(seed=5, n=8):
+            for flt in (ALL_RUNS, RunFilter(benchmark="sb"), RunFilter(run_ids=("r-b", "r-l"))):
+                kw: dict[str, Any] = {"mode": mode, "limit": limit, "run_filter": flt}
+                indexed, scanned = _both(con, query, **kw)
+                _assert_same(indexed, scanned)
+                n_stopped += not indexed.is_count_exact
+                if not indexed.is_count_exact:
+                    assert "at least" in sr.text_report(indexed) and "about" in sr.text_report(indexed)
+                    full = sr.search(con, query=query, count_all=True, **kw)
+                    assert full.is_count_exact and full.is_indexed
+                    _assert_same(full, scanned)
+    assert n_stopped >= 20  # the walks did stop early (the comparisons are not all of complete walks)
+
+
+def test_the_count_stops_at_the_cap_when_the_postings_decide(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compute, "MIN_WINDOW", 1)
+    monkeypatch.setattr(search_load, "FIRST_WINDOW_HITS", 0)
+    refresh(db)
+    with reader(db) as con:
+        full = sr.search(con, query="rate", limit=3)
+        assert full.is_count_exact and full.n_attempts > 10
+        monkeypatch.setattr(search_load, "COUNT_CAP", 10)
+        capped = sr.search(con, query="rate", limit=3)
+        assert not capped.is_count_exact and 10 <= capped.n_attempts < full.n_attempts
+        assert capped.hits.equals(full.hits) and capped.n_checked == 0  # the postings decide: nothing read
+        doc = sr.to_json(capped)
+        assert doc["n_attempts"] == capped.n_attempts and doc["is_count_exact"] is False
+        assert doc["n_attempts_estimate"] == capped.n_attempts_estimate
+        assert sr.to_json(full)["is_count_exact"] is True
 
 
 def _segments(done: Any) -> list[Path]:
@@ -330,7 +397,8 @@ def test_another_store_at_the_same_path_is_not_read_through_the_old_index(db: Pa
     for suffix in ("", ".read"):
         shutil.copyfile(f"{other}{suffix}", f"{db}{suffix}")
     with reader(db) as con:
-        assert (sr.index_coverage(con, ALL_RUNS) or ())[1] == 72
+        coverage = sr.index_coverage(con, ALL_RUNS)
+        assert coverage is not None and coverage[1] == 72
         for query in QUERIES[:8]:
             _assert_same(*_both(con, query))
     done = refresh(db)
@@ -349,7 +417,7 @@ def test_regex_symbols_only_and_stores_without_an_index_scan(db: Path, monkeypat
         words = _both(con, "limit rate", mode="words")
         assert words[0].is_indexed and words[0].n_hits > 0
         _assert_same(*words)
-    monkeypatch.setattr(search_load, "_indexed_sql", lambda *a, **kw: pytest.fail("the index was used"))
+    monkeypatch.setattr(search_load._Walk, "run", lambda *a, **kw: pytest.fail("the index was used"))
     with reader(db) as con:
         assert sr.search(con, query=r"(?i)rate.limit", mode="regex").n_hits > 0
         symbols = sr.search(con, query="%")  # nothing to look up in the vocabulary

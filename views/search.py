@@ -46,8 +46,10 @@ except sr.SearchError as exc:
     st.stop()
 
 c1, c2, c3 = st.columns(3)
-c1.metric("Attempts with a hit", f"{result.n_attempts:,}")
-c2.metric("Hits (attempt × step)", f"{result.n_hits:,}")
+# a search through the index stops once its page is full: its counts are then "at least", with an estimate
+at_least = "" if result.is_count_exact else "≥ "
+c1.metric("Attempts with a hit", f"{at_least}{result.n_attempts:,}")
+c2.metric("Hits (attempt × step)", f"{at_least}{result.n_hits:,}")
 c3.metric("Listed", f"{len(result.hits):,}")
 st.caption(sr.how_searched(result))
 if result.hits.empty:

@@ -9,14 +9,17 @@ Definitions (docs/failure_analysis.md):
       case-sensitive unless it starts with ``(?i)``.
     * fields: the attempt's final ``answer`` (``step`` is null), and per step ``content``, ``args`` (the JSON
       text), ``result`` (inline, or the long result stored once in ``texts``) and ``error``;
-    * ``n_attempts``: distinct attempts with at least one hit (all of them, not only the hits listed);
+    * ``n_attempts``: distinct attempts with at least one hit (all of them, not only the hits listed), or, when
+      ``is_count_exact`` is false (a search through the index that stopped once its page was full), those it found
+      before it stopped, with ``n_attempts_estimate`` extrapolating (shown as "at least" and "about");
       ``hits``: one row per (attempt, step, field), ordered by run, task, sample, step, at most ``limit``.
 
 A phrase or words search reads the search index when the store has one (``python -m analytics search-index``: an
 inverted index of tokens in a folder beside a DuckDB file store or a local lake, store/search_index.py;
-analytics/sql/search_indexed.sql): candidates from the postings of the query's rarest runs of letters, digits and
-``_`` (``compute.query_runs``), checked on the real text unless the query is one such run; it scans only the
-attempts the index does not cover; the result is the scan's (search.sql), hit for hit. Regular expressions, queries
+analytics/sql/search_window.sql, search_chunk.sql, search_page.sql): candidates from the postings of the query's
+rarest runs of letters, digits and ``_`` (``compute.query_runs``), checked on the real text unless the query is one
+such run, run by run in the order hits are listed until the page is full; it scans only the attempts the index
+does not cover; the hits listed are the scan's (search.sql), hit for hit. Regular expressions, queries
 without a letter or digit, team stores and Parquet folders always scan, and the result says so (``how_searched``).
 
 ``python -m analytics search [--benchmark B] [--regex|--words] "QUERY" --json`` prints
@@ -50,6 +53,7 @@ from analytics.search.load import (
     search,
 )
 from analytics.search.report import (
+    count_text,
     how_searched,
     marked,
     text_report,
@@ -68,6 +72,7 @@ __all__ = [
     "SearchError",
     "SearchResult",
     "check_regex",
+    "count_text",
     "how_searched",
     "index_coverage",
     "marked",

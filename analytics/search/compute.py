@@ -33,6 +33,71 @@ class SearchResult:
     is_indexed: bool = False  # read through the search index (store/search_index.py), else a scan of every text
     n_unindexed: int = 0  # attempts the index did not cover yet, scanned
     scan_reason: str = ""  # why a store with an index was scanned all the same (empty: it was not)
+    # False: the search stopped once its page was full, so ``n_attempts`` and ``n_hits`` count only what it read
+    # (a lower bound: "at least"), and ``n_attempts_estimate`` extrapolates (labelled "about" wherever shown)
+    is_count_exact: bool = True
+    n_attempts_estimate: int | None = None
+    n_checked: int = 0  # candidate attempts whose texts were read to check them (0: none needed or a scan)
+
+
+# an indexed search stops counting once its page is full and it has counted this many attempts ("at least")
+COUNT_CAP = 10_000
+FIRST_WINDOW_HITS = 2  # the first window of runs is sized to hold about this many times the page's hits
+MIN_WINDOW = 1_000  # attempts: no window of runs is planned smaller than this (each costs a statement)
+MAX_WINDOW_CANDIDATES = 1_000_000  # a window of runs is sized to hold about this many candidate texts at most
+FIRST_CHUNK = 256  # candidate attempts checked on their texts in the first chunk of a window
+MAX_CHUNK = 2_000  # and at most this many in one chunk (their ids travel to the scans as a list of constants)
+
+
+def run_windows(
+    runs: list[tuple[str, int, int, int]], *, per_attempt: float, first_hits: int, count_all: bool
+) -> list[list[tuple[str, int, int, int]]]:
+    """The runs ``(run_id, lowest attempt id, highest, attempts)`` (in run_id order) cut into consecutive windows
+    that an indexed search reads one at a time, in that order, until its page is full.
+
+    The first window is sized to hold about ``first_hits`` candidates at ``per_attempt`` candidate texts per
+    attempt (at least ``MIN_WINDOW`` attempts), each next one twice the last, none planned past
+    ``MAX_WINDOW_CANDIDATES`` candidates (memory) unless one run alone holds more. A window is whole runs, so it
+    always holds at least one.
+    """
+    rate = max(per_attempt, 1e-9)
+    most = max(MAX_WINDOW_CANDIDATES / rate, MIN_WINDOW)
+    size = min(max(first_hits / rate, MIN_WINDOW), most)
+    if count_all:
+        size = most
+    windows: list[list[tuple[str, int, int, int]]] = []
+    current: list[tuple[str, int, int, int]] = []
+    n = 0
+    for run in runs:
+        if current and _is_sparse(current, run, n):
+            windows.append(current)  # a run far from the window's ids: a window of its own (see _is_sparse)
+            current, n = [], 0
+        current.append(run)
+        n += run[3]
+        if n >= size:
+            windows.append(current)
+            current, n = [], 0
+            size = min(size * 2, most)
+    if current:
+        windows.append(current)
+    return windows
+
+
+def _is_sparse(window: list[tuple[str, int, int, int]], run: tuple[str, int, int, int], n: int) -> bool:
+    """True when adding ``run`` would make the window's range of attempt ids more than twice its attempts: a
+    window reads the postings and attempts of its whole range (a run ingested later, sorted first by its name,
+    made the first window's range the whole store)."""
+    lo, hi = min(run[1], *(r[1] for r in window)), max(run[2], *(r[2] for r in window))
+    return hi - lo + 1 > 2 * (n + run[3])
+
+
+def next_chunk(found: int, checked: int, need: int) -> int:
+    """How many candidate attempts to check next: enough for the ``need`` hits still missing at the rate seen so
+    far (``found`` of ``checked``), with a margin, between ``FIRST_CHUNK`` and ``MAX_CHUNK``."""
+    if checked == 0:
+        return FIRST_CHUNK
+    rate = max(found, 1) / checked
+    return int(min(max(1.5 * need / rate, FIRST_CHUNK), MAX_CHUNK))
 
 
 def match_pattern(query: str, mode: str) -> tuple[str, list[str]]:

@@ -13,14 +13,19 @@ import duckdb
 import pandas as pd
 
 from analytics.search.compute import (
+    COUNT_CAP,
     DEFAULT_LIMIT,
+    FIRST_WINDOW_HITS,
+    MAX_CHUNK,
     SNIPPET_CONTEXT,
     SearchError,
     SearchResult,
     is_exact_by_tokens,
     match_pattern,
+    next_chunk,
     query_runs,
     result_of,
+    run_windows,
 )
 from analytics.sqlfiles import load_sql
 from store import ALL_RUNS, QueryError, RunFilter, attach_search_index, query_df, query_rows
@@ -67,7 +72,7 @@ def _sql(kind: str, n_words: int) -> str:
 
 
 def _scan_parts(kind: str, n_words: int) -> dict[str, str]:
-    """The fixed SQL fragments of the scan (search.sql, and the unindexed branch of search_indexed.sql)."""
+    """The fixed SQL fragments of the scan (search.sql, and search_uncovered.sql for what the index does not cover)."""
     preds = {name: _predicate(kind, col, n_words) for name, col in STEP_FIELDS.items()}
     field_case = " ".join(f"WHEN {p} THEN '{name}'" for name, p in preds.items())
     text_case = " ".join(f"WHEN {preds[name]} THEN {col}" for name, col in STEP_FIELDS.items())
@@ -88,14 +93,27 @@ _RUN_MATCH = {
     "suffix": "ends_with(v.token, $t{i})",
     "infix": "contains(v.token, $t{i})",
 }
-OR_FILTER_THRESHOLD = 2 * DEFAULT_LIMIT + 56  # see _or_filter_threshold
 MAX_RUNS = 3  # at most this many runs intersected (the rarest); the others are checked on the text
 RUN_SPREAD = 20  # a run with more than this many times the rarest run's postings is checked on the text instead
-# a phrase whose candidates must be checked on the text is scanned instead when its rarest run is in more texts than
-# this share of the attempts covered: checking nearly every text through a join costs more than the scan (at 100k
-# generated attempts, 0.79 CPU s instead of 0.31 for "budget week growth", whose words are in every text)
-SCAN_SHARE = 0.25
-SCAN_MIN = 50_000  # and in more than this many texts (below, either path takes a few milliseconds)
+# a query checked on the text that has checked this share of the attempts kept (and at least SCAN_MIN) without
+# filling its page is finished by a scan: its words are common and it is rare. Checking a candidate through the
+# index costs about five times scanning its attempt (100k generated attempts: 50k checked in 1.8 CPU s, the scan of
+# all 100k in 0.34), so past 2 % a rare phrase costs at most about a tenth of a scan more than the scan alone
+SCAN_SHARE = 0.02
+SCAN_MIN = 2_000
+_NO_CANDIDATES = "SELECT NULL::BIGINT AS attempt_id, NULL::INTEGER AS step, NULL::UTINYINT AS field LIMIT 0"
+
+
+@dataclasses.dataclass(frozen=True)
+class Coverage:
+    """The index of the store a connection reads, and what it does not cover (found from files, not attempts)."""
+
+    segments: list[str]  # the segments' catalogs
+    files: list[list[int]]  # per segment, the files it covers with the content they still have
+    uncovered: list[int]  # files of ingest_log no segment covers (their attempts are scanned)
+    no_file: bool  # some attempt has no file (always scanned)
+    n_unindexed: int  # attempts of the runs kept that no segment covers
+    lowest: int | None  # the smallest id among them
 
 
 def _segments_checked(segments: list[str]) -> list[str]:
@@ -105,21 +123,29 @@ def _segments_checked(segments: list[str]) -> list[str]:
     return segments
 
 
-def _run_vocab(seg: str, i: int, kind: str) -> str:
-    return f"SELECT v.token_id, v.n_postings FROM {seg}.vocab v WHERE " + _RUN_MATCH[kind].format(i=i)
+def _ints(values: list[int]) -> str:
+    """Integers of the store or the index as a SQL list (never user input): constants the zone maps can use."""
+    return ", ".join(str(int(v)) for v in values) or "NULL"
 
 
-def _postings_per_run(con: duckdb.DuckDBPyConnection, segments: list[str], runs: list[tuple[str, str]]) -> list[int]:
-    """How many postings (texts holding a matching token) each run has over every segment."""
+def _token_ids(
+    con: duckdb.DuckDBPyConnection, segments: list[str], runs: list[tuple[str, str]]
+) -> tuple[list[list[list[int]]], list[int]]:
+    """Per segment and run, the ids of the tokens the run matches; and per run its postings (texts holding such a
+    token) over every segment."""
     parts = [
-        f"SELECT {i} AS run, coalesce(sum(n_postings), 0) AS n FROM ({_run_vocab(seg, i, kind)})"
-        for seg in _segments_checked(segments)
+        f"SELECT {s} AS seg, {i} AS run, v.token_id, v.n_postings FROM {seg}.vocab v WHERE "
+        + _RUN_MATCH[kind].format(i=i)
+        for s, seg in enumerate(_segments_checked(segments))
         for i, (_, kind) in enumerate(runs)
     ]
     params = {f"t{i}": run for i, (run, _) in enumerate(runs)}
-    rows = query_rows(con, f"SELECT run, sum(n) FROM ({' UNION ALL '.join(parts)}) GROUP BY run", params)
-    totals = dict(rows)
-    return [int(totals.get(i, 0)) for i in range(len(runs))]
+    ids: list[list[list[int]]] = [[[] for _ in runs] for _ in segments]
+    postings = [0] * len(runs)
+    for seg, run, token_id, n in query_rows(con, " UNION ALL ".join(parts), params):
+        ids[seg][run].append(int(token_id))
+        postings[run] += int(n or 0)
+    return ids, postings
 
 
 def _n_covered(con: duckdb.DuckDBPyConnection, segments: list[str]) -> int:
@@ -138,53 +164,48 @@ def choose_runs(runs: list[tuple[str, str]], postings: list[int]) -> list[int]:
     return [i for i in order if postings[i] <= max(rarest, 1) * RUN_SPREAD][:MAX_RUNS]
 
 
-def _candidates_sql(segments: list[str], runs: list[tuple[str, str]], chosen: list[int]) -> str:
-    """Every (attempt, step, field, file) of the segments whose text holds a token of each chosen run."""
-    per_segment = []
-    for seg in _segments_checked(segments):
-        postings = " INTERSECT ".join(
-            f"SELECT DISTINCT p.attempt_id, p.step, p.field FROM {seg}.postings p "
-            f"WHERE p.token_id IN (SELECT token_id FROM ({_run_vocab(seg, i, runs[i][1])}))"
-            for i in chosen
+def _candidates_sql(segments: list[str], ids: list[list[list[int]]], chosen: list[int]) -> str:
+    """Per segment, every (attempt, step, field) between $lo and $hi whose text holds a token of each chosen run,
+    for an attempt of ``win`` whose file that segment covers ($f<segment>)."""
+    parts = []
+    for s, seg in enumerate(_segments_checked(segments)):
+        lists = [ids[s][i] for i in chosen]
+        if not all(lists):
+            continue  # a run matches no token of this segment: none of its texts is a candidate
+        sets = " INTERSECT ".join(
+            f"SELECT DISTINCT attempt_id, step, field FROM {seg}.postings "
+            f"WHERE token_id IN ({_ints(tokens)}) AND attempt_id BETWEEN $lo AND $hi"
+            for tokens in lists
         )
-        per_segment.append(load_sql("search_candidates").format(postings=postings, seg=seg))
-    return " UNION ALL ".join(per_segment)
+        parts.append(
+            f"SELECT p.attempt_id, p.step, p.field FROM ({sets}) p "
+            f"SEMI JOIN win w ON w.attempt_id = p.attempt_id AND list_contains($f{s}, w.file_id)"
+        )
+    return " UNION ALL ".join(parts) or _NO_CANDIDATES
 
 
-def _segment_files(segments: list[str]) -> str:
-    return " UNION ALL ".join(
-        f"SELECT file_id, content_hash FROM {seg}.search_files" for seg in _segments_checked(segments)
+def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage | None:
+    segments = attach_search_index(con)
+    if segments is None:
+        return None
+    files: list[list[int]] = [[] for _ in segments]
+    segment_files = " UNION ALL ".join(
+        f"SELECT {s} AS seg, file_id, content_hash FROM {seg}.search_files"
+        for s, seg in enumerate(_segments_checked(segments))
     )
-
-
-def _indexed_sql(
-    segments: list[str], *, kind: str, n_words: int, runs: list[tuple[str, str]], chosen: list[int],
-    is_exact: bool, has_unindexed: bool,
-) -> str:  # fmt: skip
-    """The search through the index's segments (search_indexed.sql): candidates from the chosen runs' postings,
-    checked on the text unless ``is_exact``; the scan's branch only if some attempt is not covered."""
-    field_text = "CASE f.field WHEN 1 THEN s.content WHEN 2 THEN s.args::VARCHAR WHEN 3 THEN s.result ELSE s.error END"
-    scan = _scan_parts(kind, n_words)
-    return load_sql("search_indexed").format(
-        covered=_covered_cte(segments),
-        candidates=_candidates_sql(segments, runs, chosen),
-        if_verify="false" if is_exact else "true",
-        if_unindexed="true" if has_unindexed else "false",
-        match_answer=_predicate(kind, "k.answer", n_words),
-        match_field=_predicate(kind, field_text, n_words),
-        match_text=_predicate(kind, "t.text", n_words),
-        match_unindexed_answer=scan["match_answer"],
-        match_step=scan["match_step"],
-        field_case=scan["field_case"],
-        text_case=scan["text_case"],
-        # the long text with an empty string that depends on the step (see search_indexed.sql)
-        match_long=_predicate(kind, "t.text || left(s.step::VARCHAR, 0)", n_words),
-        locate=scan["locate"],
-    )
-
-
-def _covered_cte(segments: list[str]) -> str:
-    return load_sql("search_covered").format(segment_files=_segment_files(segments))
+    try:
+        for seg, file_id in query_rows(con, load_sql("search_covered").format(segment_files=segment_files)):
+            files[seg].append(int(file_id))
+    except QueryError:
+        return None  # a segment without the index's tables: scan
+    covered = {f for fs in files for f in fs}
+    uncovered = sorted({int(f) for (f,) in query_rows(con, "SELECT DISTINCT file_id FROM ingest_log")} - covered)
+    no_file = bool(query_rows(con, "SELECT count(*) FROM attempts WHERE file_id IS NULL")[0][0])
+    n, lowest = 0, None
+    if uncovered or no_file:
+        sql = load_sql("search_unindexed").format(uncovered=_ints(uncovered))
+        n, lowest = query_rows(con, sql, run_filter.params() | {"no_file": no_file})[0]
+    return Coverage(segments, files, uncovered, no_file, int(n), None if lowest is None else int(lowest))
 
 
 def index_coverage(
@@ -196,15 +217,8 @@ def index_coverage(
         ``(the index's segment catalogs, attempts not covered, the smallest id among them)``, or None when the store
         has no index (never built, dropped, of another layout, a team store or a Parquet folder): search then scans.
     """
-    segments = attach_search_index(con)
-    if segments is None:
-        return None
-    sql = load_sql("search_unindexed").format(covered=_covered_cte(segments))
-    try:
-        n, lowest = query_rows(con, sql, run_filter.params())[0]
-    except QueryError:
-        return None  # a segment without the index's tables: scan
-    return segments, int(n), None if lowest is None else int(lowest)
+    cov = _coverage(con, run_filter)
+    return None if cov is None else (cov.segments, cov.n_unindexed, cov.lowest)
 
 
 def _index_runs(kind: str, patterns: list[str]) -> list[tuple[str, str]]:
@@ -223,20 +237,24 @@ def search(
     mode: str = "phrase",
     limit: int = DEFAULT_LIMIT,
     use_index: bool = True,
+    count_all: bool = False,
 ) -> SearchResult:
     """Search the transcripts of the attempts the filters keep.
 
-    A phrase or words search reads the search index (``python -m analytics search-index``) when the store has one,
-    and scans only the attempts it does not cover; regular expressions, queries without a letter or digit and
-    stores without an index are scanned. Both paths give the same result.
+    A phrase or words search reads the search index (``python -m analytics search-index``) when the store has one:
+    it walks the runs kept in the order the hits are listed and stops once its page is full and, when the postings
+    decide alone, it has counted ``COUNT_CAP`` attempts; the counts are then a lower bound with an estimate
+    (``is_count_exact`` False). It scans only the attempts the index does not cover; regular expressions, queries
+    without a letter or digit and stores without an index are scanned. The hits listed are the scan's, always.
 
     Args:
         con: a read connection.
         run_filter: only the runs it keeps (its benchmark, agents, dates and run ids).
         query: the phrase, words or RE2 pattern.
         mode: ``phrase``, ``words`` or ``regex`` (see the module docstring).
-        limit: at most this many hits are returned (``n_attempts`` and ``n_hits`` count all).
+        limit: at most this many hits are returned.
         use_index: False scans even when an index exists (for comparisons).
+        count_all: through the index, read every candidate so the counts are exact (slower on common words).
 
     Raises:
         SearchError: the query is refused (empty, too long, invalid regular expression).
@@ -247,41 +265,269 @@ def search(
     )
     if kind == "regex":
         check_regex(con, patterns[0])
-    coverage = index_coverage(con, run_filter) if use_index and kind != "regex" else None
+    cov = _coverage(con, run_filter) if use_index and kind != "regex" else None
     runs = _index_runs(kind, patterns)
-    if coverage is None or not runs:
+    if cov is None or not runs:
         result = result_of(query, mode, query_df(con, _sql(kind, len(patterns)), params))
-        if coverage is not None:
+        if cov is not None:
             return dataclasses.replace(result, scan_reason="the query has no letter or digit to look up")
         return result
-    segments, n_unindexed, lowest = coverage
-    postings = _postings_per_run(con, segments, runs)
+    ids, postings = _token_ids(con, cov.segments, runs)
     chosen = choose_runs(runs, postings)
-    is_exact = kind == "contains" and is_exact_by_tokens(patterns[0])
-    rarest = postings[chosen[0]]
-    if kind == "contains" and not is_exact and rarest > max(SCAN_MIN, SCAN_SHARE * _n_covered(con, segments)):
-        result = result_of(query, mode, query_df(con, _sql(kind, len(patterns)), params))
-        reason = f"its rarest word is in {rarest:,} texts (a check of each would cost more than a scan)"
-        return dataclasses.replace(result, scan_reason=reason)
-    if postings[chosen[0]] == 0 and n_unindexed == 0:  # no text holds a token the query needs, none to scan
+    if postings[chosen[0]] == 0 and cov.n_unindexed == 0:  # no text holds a token the query needs, none to scan
         return dataclasses.replace(result_of(query, mode, pd.DataFrame()), is_indexed=True)
-    params |= {"min_unindexed": lowest if lowest is not None else 0}
-    params |= {f"t{i}": runs[i][0] for i in chosen}
-    sql = _indexed_sql(
-        segments, kind=kind, n_words=len(patterns) if kind == "words" else 0, runs=runs, chosen=chosen,
-        is_exact=is_exact, has_unindexed=n_unindexed > 0,
+    walk = _Walk(
+        con, cov, run_filter, kind=kind, patterns=patterns, params=params, ids=ids, chosen=chosen,
+        is_exact=kind == "contains" and is_exact_by_tokens(patterns[0]), limit=int(limit), count_all=count_all,
     )  # fmt: skip
-    with _or_filter_threshold(con, OR_FILTER_THRESHOLD):
-        df = query_df(con, sql, params)
-    return dataclasses.replace(result_of(query, mode, df), is_indexed=True, n_unindexed=n_unindexed)
+    if postings[chosen[0]] == 0:  # no indexed text holds a token the query needs: only what is not covered
+        return walk.run(query, mode, 0.0, has_postings=False)
+    per_attempt = postings[chosen[0]] / max(_n_covered(con, cov.segments), 1)
+    return walk.run(query, mode, per_attempt)
+
+
+class _Walk:
+    """One indexed search: the runs kept, window by window in the order hits are listed, until the page is full."""
+
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, cov: Coverage, run_filter: RunFilter, *, kind: str,
+        patterns: list[str], params: dict[str, Any], ids: list[list[list[int]]], chosen: list[int],
+        is_exact: bool, limit: int, count_all: bool,
+    ) -> None:  # fmt: skip
+        self.con, self.cov, self.run_filter, self.kind, self.patterns = con, cov, run_filter, kind, patterns
+        self.n_words = len(patterns) if kind == "words" else 0
+        self.params = params | {f"f{s}": fs for s, fs in enumerate(cov.files)}
+        self.is_exact, self.limit, self.count_all = is_exact, limit, count_all
+        self.candidates = _candidates_sql(cov.segments, ids, chosen)
+        self.hits: list[pd.DataFrame] = []
+        self.n_listed = self.n_attempts = self.n_hits = self.checked = self.walked = self.seen = 0
+        self.is_partial = False  # a window's candidates were left unchecked once the page was full
+
+    def _window_sql(self) -> str:
+        return load_sql("search_window").format(candidates=self.candidates)
+
+    def _chunk(self, attempts: pd.DataFrame) -> pd.DataFrame:
+        """The hits of ``attempts`` (a slice of a window, in page order), with their attempt's columns."""
+        field_text = (
+            "CASE c.field WHEN 1 THEN s.content WHEN 2 THEN s.args::VARCHAR WHEN 3 THEN s.result ELSE s.error END"
+        )
+        sql = load_sql("search_chunk").format(
+            candidates=self.candidates,
+            if_verify="false" if self.is_exact else "true",
+            match_answer=_predicate(self.kind, "k.answer", self.n_words),
+            match_field=_predicate(self.kind, field_text, self.n_words),
+        )
+        aids = [int(a) for a in attempts["attempt_id"]]
+        with _or_filter_threshold(self.con, len(aids) + 1):
+            found = _run(self.con, sql, self.params | {"aids": aids, "lo": min(aids), "hi": max(aids)})
+        is_long = found["src"] == 5
+        if not self.is_exact and is_long.any():  # long results checked on their texts, read by hash
+            matched = set(self._long(list(found.loc[is_long, "result_hash"]), check=True)["text_hash"])
+            found = found[~is_long | found["result_hash"].isin(matched)]
+        keys = attempts[["attempt_id", "run_id", "task_id", "sample", "passed"]].assign(order=range(len(attempts)))
+        found = found.drop(columns=["result_hash"]).merge(keys, on="attempt_id")
+        found["step_key"] = found["step"].fillna(-1)
+        return found.sort_values(["order", "step_key", "field"]).drop(columns=["order", "step_key"])
+
+    def _long(self, hashes: list[str], *, check: bool) -> pd.DataFrame:
+        """Long results by hash (search_long.sql): those that match when ``check``, each with its window."""
+        unique = sorted(set(hashes))
+        if not all(_HASH.fullmatch(h) for h in unique):  # the store's own sha256 hex digests, checked
+            raise ValueError("not a text hash of the store")
+        # their rows first, reading only text_hash; then the texts of those rows, by ranges of rowid
+        found = query_rows(
+            self.con, f"SELECT rowid FROM texts WHERE text_hash IN ({', '.join(repr(h) for h in unique)})"
+        )
+        rows = sorted(int(r) for (r,) in found)
+        if not rows:
+            return pd.DataFrame(columns=["text_hash", "pos", "mlen", "w0", "n_chars", "win"])
+        ranges: list[list[int]] = []
+        for row in rows:
+            if ranges and row - ranges[-1][1] <= LONG_ROW_GAP:
+                ranges[-1][1] = row
+            else:
+                ranges.append([row, row])
+        wanted = ", ".join(str(r) for r in rows)
+        sql = load_sql("search_long").format(
+            rows=" UNION ALL ".join(
+                f"SELECT text_hash, text FROM texts WHERE rowid BETWEEN {int(a)} AND {int(b)} AND rowid IN ({wanted})"
+                for a, b in ranges
+            ),
+            match=_predicate(self.kind, "text", self.n_words) if check else "true",
+            locate=_locate(self.kind, "text"),
+        )
+        return _run(self.con, sql, _params(self.kind, self.patterns) | {"context": SNIPPET_CONTEXT})
+
+    def run(self, query: str, mode: str, per_attempt: float, *, has_postings: bool = True) -> SearchResult:
+        scanned = self._scan_uncovered()
+        kept = query_rows(self.con, load_sql("search_runs"), self.run_filter.params()) if has_postings else []
+        runs = [(str(r), int(lo), int(hi), int(n)) for r, lo, hi, n in kept]
+        n_kept = sum(r[3] for r in runs)
+        complete = True
+        for window in run_windows(
+            runs, per_attempt=per_attempt, first_hits=FIRST_WINDOW_HITS * max(self.limit, 1), count_all=self.count_all
+        ):
+            if self._is_done():
+                complete = False
+                break
+            wdf = _run(
+                self.con,
+                self._window_sql(),
+                self.params
+                | {"lo": min(r[1] for r in window), "hi": max(r[2] for r in window), "runs": [r[0] for r in window]},
+            )
+            self.walked += sum(r[3] for r in window)
+            self.seen += len(wdf)
+            if self.is_exact:
+                self._exact_window(wdf)
+            elif self._check_window(wdf, n_kept):
+                result = result_of(query, mode, _run(self.con, _sql(self.kind, len(self.patterns)), self.params))
+                reason = (
+                    f"its words are in most texts and it is in few: {self.checked:,} candidate attempts checked "
+                    "through the index did not fill the page"
+                )
+                return dataclasses.replace(result, scan_reason=reason)
+        return self._result(query, mode, scanned, complete=complete and not self.is_partial, n_kept=n_kept)
+
+    def _is_done(self) -> bool:
+        if self.count_all or self.n_listed < self.limit:
+            return False
+        return not self.is_exact or self.n_attempts >= COUNT_CAP
+
+    def _scan_instead(self, n_kept: int) -> bool:
+        return not self.count_all and self.n_listed < self.limit and self.checked >= max(SCAN_MIN, SCAN_SHARE * n_kept)
+
+    def _exact_window(self, wdf: pd.DataFrame) -> None:
+        """The postings decide: the window's counts are its candidates'; the hits of the first attempts fill the
+        page."""
+        self.n_attempts += len(wdf)
+        self.n_hits += int(wdf["n_units"].sum()) if len(wdf) else 0
+        need = self.limit - self.n_listed
+        if need <= 0 or wdf.empty:
+            return
+        upto = int((wdf["n_units"].cumsum() < need).sum()) + 1
+        hits = self._chunk(wdf.iloc[:upto])
+        self.hits.append(hits)
+        self.n_listed += len(hits)
+
+    def _check_window(self, wdf: pd.DataFrame, n_kept: int) -> bool:
+        """Candidates checked on their texts, chunk by chunk in page order, until the page is full; True when the
+        scan rule says to scan instead (see ``SCAN_SHARE``)."""
+        pos = 0
+        while pos < len(wdf) and (self.count_all or self.n_listed < self.limit):
+            if self._scan_instead(n_kept):
+                return True
+            size = (
+                MAX_CHUNK if self.count_all else next_chunk(self.n_attempts, self.checked, self.limit - self.n_listed)
+            )
+            chunk = wdf.iloc[pos : pos + size]
+            pos += len(chunk)
+            hits = self._chunk(chunk)
+            self.checked += len(chunk)
+            self.n_attempts += hits["attempt_id"].nunique()
+            self.n_hits += len(hits)
+            self.hits.append(hits)
+            self.n_listed += len(hits)
+        self.is_partial = self.is_partial or pos < len(wdf)
+        return False
+
+    def _scan_uncovered(self) -> pd.DataFrame | None:
+        """Hits of the attempts no segment covers, scanned (their totals on every row, the first ``limit``)."""
+        if not self.cov.n_unindexed:
+            return None
+        scan = _scan_parts(self.kind, len(self.patterns))
+        sql = load_sql("search_uncovered").format(
+            uncovered=_ints(self.cov.uncovered),
+            match_answer=scan["match_answer"],
+            match_step=scan["match_step"],
+            field_case=scan["field_case"],
+            text_case=scan["text_case"],
+            # the long text with an empty string that depends on the step (see search_uncovered.sql)
+            match_long=_predicate(self.kind, "t.text || left(s.step::VARCHAR, 0)", self.n_words),
+            locate=scan["locate"],
+        )
+        return _run(self.con, sql, self.params | {"no_file": self.cov.no_file, "min_unindexed": self.cov.lowest or 0})
+
+    def _result(
+        self, query: str, mode: str, scanned: pd.DataFrame | None, *, complete: bool, n_kept: int
+    ) -> SearchResult:
+        walked = pd.concat(self.hits, ignore_index=True) if self.hits else pd.DataFrame()
+        page = self._page(walked.head(self.limit)) if len(walked) else pd.DataFrame()
+        n_attempts, n_hits = self.n_attempts, self.n_hits
+        if scanned is not None and len(scanned):
+            n_attempts += int(scanned["n_attempts"].iloc[0])
+            n_hits += int(scanned["n_hits"].iloc[0])
+            page = pd.concat([page, scanned.dropna(subset=["run_id"])], ignore_index=True)
+        if len(page):
+            page = (
+                page.assign(_step=page["step"].fillna(-1))
+                .sort_values(["run_id", "task_id", "sample", "_step", "field"], kind="stable")
+                .drop(columns=["_step"])
+                .head(self.limit)
+            )
+        page = page.assign(n_attempts=n_attempts, n_hits=n_hits) if len(page) else pd.DataFrame()
+        result = result_of(query, mode, page)
+        estimate = None
+        if not complete:
+            estimate = self._estimate(n_kept)
+            estimate += n_attempts - self.n_attempts  # the scanned part is exact
+        return dataclasses.replace(
+            result, n_attempts=n_attempts, n_hits=n_hits, is_indexed=True, n_unindexed=self.cov.n_unindexed,
+            is_count_exact=complete, n_attempts_estimate=estimate, n_checked=self.checked,
+        )  # fmt: skip
+
+    def _estimate(self, n_kept: int) -> int:
+        """Attempts with a hit among all kept, extrapolated from the part read (labelled an estimate wherever
+        shown): by the attempts walked when the postings decide; else by the share of candidates checked that
+        matched, times the candidates per attempt walked."""
+        if self.walked == 0:
+            return self.n_attempts
+        if self.is_exact:
+            return max(self.n_attempts, round(self.n_attempts * n_kept / self.walked))
+        per_candidate = self.n_attempts / max(self.checked, 1)
+        return max(self.n_attempts, round(per_candidate * self.seen / self.walked * n_kept))
+
+    def _page(self, hits: pd.DataFrame) -> pd.DataFrame:
+        """The listed hits with a window of their text around the first match (search_page.sql)."""
+        aids = [int(a) for a in hits["attempt_id"]]
+        params = {k: v for k, v in _params(self.kind, self.patterns).items()} | {
+            "aids": aids, "steps": [-1 if pd.isna(s) else int(s) for s in hits["step"]],
+            "srcs": [int(s) for s in hits["src"]], "lo": min(aids), "hi": max(aids), "context": SNIPPET_CONTEXT,
+        }  # fmt: skip
+        sql = load_sql("search_page").format(locate=_locate(self.kind, "text"))
+        with _or_filter_threshold(self.con, len(aids) + 1):
+            texts = _run(self.con, sql, params)
+        is_long = texts["src"] == 5
+        if is_long.any():  # the window of a long result, read by its hash
+            cols = ["pos", "mlen", "w0", "n_chars", "win"]
+            windows = self._long(list(texts.loc[is_long, "result_hash"]), check=False).set_index("text_hash")
+            for col in cols:
+                texts[col] = texts[col].astype(object)
+                texts.loc[is_long, col] = texts.loc[is_long, "result_hash"].map(windows[col]).to_numpy()
+        keyed = hits.assign(step_key=[-1 if pd.isna(s) else int(s) for s in hits["step"]], src=hits["src"].astype(int))
+        texts = texts.drop(columns=["result_hash"]).rename(columns={"step": "step_key"})
+        texts = texts.astype({"step_key": int, "src": int})
+        return keyed.merge(texts, on=["attempt_id", "step_key", "src"], how="left").drop(columns=["step_key"])
+
+
+_HASH = re.compile(r"[0-9a-f]{64}")
+LONG_ROW_GAP = 100_000  # rows of texts this close are read as one range (each range read costs about 0.3 s at 10M)
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _run(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> pd.DataFrame:
+    """``sql`` with the parameters it names (DuckDB refuses others)."""
+    named = set(_PARAM.findall(re.sub(r"--[^\n]*", "", sql)))
+    return query_df(con, sql, {k: v for k, v in params.items() if k in named})
 
 
 @contextlib.contextmanager
 def _or_filter_threshold(con: duckdb.DuckDBPyConnection, value: int) -> Iterator[None]:
-    """DuckDB's ``dynamic_or_filter_threshold`` raised for one statement, then put back: the listed hits (up to
-    ``limit``) reach the scans of ``steps`` and ``texts`` that fetch their texts as a list of ids, which the zone
-    maps prune to the row groups holding them; by default (50) only their min and max arrive, and hits from runs
-    far apart made that fetch read every step (`a77` at 1M: 0.8 -> 0.22 CPU s)."""
+    """DuckDB's ``dynamic_or_filter_threshold`` raised for one statement, then put back: the attempts of a chunk
+    or the listed hits reach the scans of ``steps`` and ``texts`` that fetch their texts as a list of ids, which
+    the zone maps prune to the row groups holding them; by default (50) only their min and max arrive, and hits
+    from runs far apart made that fetch read every step (`a77` at 1M: 0.8 -> 0.22 CPU s). Only for those
+    statements: a window's join given its 20,000 attempts as a list cost 1.5 CPU s instead of 0.1 at 1M."""
     before = query_rows(con, "SELECT current_setting('dynamic_or_filter_threshold')")[0][0]
     con.execute(f"SET dynamic_or_filter_threshold = {int(value)}")
     try:

@@ -1,13 +1,8 @@
--- Attempts the run filter keeps that transcript search's index (idx, store/search_index.py) does not cover, and
--- the smallest of their ids (ingest numbers attempts upwards, so the scan of steps can skip everything below it).
--- covered_files is analytics/sql/search_covered.sql.
-WITH kept AS (
-    SELECT a.attempt_id, a.file_id
-    FROM attempts a
-    JOIN runs r USING (run_id)
-    WHERE $run_filter
-),
-{covered}
-SELECT count(*), min(k.attempt_id)
-FROM kept k
-WHERE k.file_id IS NULL OR k.file_id NOT IN (SELECT file_id FROM covered_files)
+-- Attempts of the runs the filter keeps that transcript search's index does not cover, and the smallest of their
+-- ids (ingest numbers attempts upwards, so the scan of steps can skip everything below it). Parameters: the run
+-- filter's, $no_file; the uncovered placeholder: the files of ingest_log no segment covers, as integer literals (few, the
+-- newest: the zone maps of attempts.file_id skip the rest). $no_file: attempts without a file too.
+SELECT count(*), min(a.attempt_id)
+FROM attempts a
+WHERE (a.file_id IN ({uncovered}) OR ($no_file AND a.file_id IS NULL))
+  AND a.run_id IN (SELECT r.run_id FROM runs r WHERE $run_filter)

@@ -1,0 +1,45 @@
+-- Transcript search through its index: the hits of a few attempts (a chunk of a window, search_window.sql), in the
+-- order search lists them. Candidates are the (attempt, step, field) whose text holds the chosen runs' tokens,
+-- from the segment that covers the attempt's file; unless holding them is the same as matching (if_verify false)
+-- each is checked on the real text, read from the store for these attempts only (their ids reach the scans as a
+-- list: the zone maps prune to their row groups). Fields: 0 answer, 1 content, 2 args, 3 result, 4 error, 5 the
+-- long result (stored once in texts: returned with its hash and checked by search_long.sql); step -1 is the
+-- answer.
+-- The candidates placeholder: as in search_window.sql, between $lo and $hi. Parameters: $aids (the attempts), $lo, $hi, $f0..,
+-- the patterns ($q, or $w0.. $r0..).
+WITH win AS (
+    SELECT a.attempt_id, a.file_id
+    FROM attempts a
+    WHERE a.attempt_id BETWEEN $lo AND $hi AND a.attempt_id IN (SELECT unnest($aids))
+),
+cand AS (
+    {candidates}
+),
+verified AS (
+    SELECT c.attempt_id, c.step, c.field FROM cand c WHERE NOT {if_verify} AND c.field <> 5
+    UNION ALL
+    SELECT c.attempt_id, c.step, c.field
+    FROM cand c
+    JOIN attempts k ON k.attempt_id = c.attempt_id AND k.attempt_id BETWEEN $lo AND $hi
+    WHERE {if_verify} AND c.field = 0 AND {match_answer}
+    UNION ALL
+    SELECT c.attempt_id, c.step, c.field
+    FROM cand c
+    JOIN steps s ON s.attempt_id = c.attempt_id AND s.step = c.step AND s.attempt_id BETWEEN $lo AND $hi
+    WHERE {if_verify} AND c.field BETWEEN 1 AND 4 AND {match_field}
+    UNION ALL
+    -- a long result: its hash, checked by search_long.sql (texts are read by a list of constant hashes)
+    SELECT c.attempt_id, c.step, c.field
+    FROM cand c
+    WHERE c.field = 5
+)
+-- search.sql's hits: one per step for the inline fields (the first that matches), the answer and the long result
+-- apart
+SELECT v.attempt_id, CASE WHEN v.step >= 0 THEN v.step END AS step,
+       CASE v.field WHEN 0 THEN 'answer' WHEN 1 THEN 'content' WHEN 2 THEN 'args' WHEN 4 THEN 'error'
+            ELSE 'result' END AS field,
+       v.field AS src, s.result_hash
+FROM verified v
+LEFT JOIN steps s ON v.field = 5 AND s.attempt_id = v.attempt_id AND s.step = v.step
+                 AND s.attempt_id BETWEEN $lo AND $hi
+QUALIFY v.field IN (0, 5) OR row_number() OVER (PARTITION BY v.attempt_id, v.step, v.field IN (0, 5) ORDER BY v.field) = 1
