@@ -56,40 +56,21 @@ def ppi_mean(
     ``lam`` fixes lambda (None: the power-tuned value). NaN estimate and interval when fewer than
     ``MIN_LABELLED`` labels or no unlabelled attempt are given.
     """
-    yl = np.asarray(y, dtype=float)
     fl = np.asarray(f_labelled, dtype=float)
     fu = np.asarray(f_unlabelled, dtype=float)
-    n, big_n = len(yl), len(fu)
+    big_n = len(fu)
     everything = np.concatenate([fl, fu])
-    judge = float(everything.mean()) if len(everything) else float("nan")
     nan = float("nan")
-    if n < MIN_LABELLED:
-        mean_y = float(yl.mean()) if n else nan
-        return PPIEstimate(nan, nan, nan, judge, mean_y, nan, nan, nan, n, big_n)
-    z = float(stats.norm.ppf(0.5 + level / 2))
-    if big_n == 0:  # every attempt reviewed: the reviews are the truth's estimate (lambda plays no part)
-        lam = 0.0
-    var_f = float(np.var(np.concatenate([fl, fu]), ddof=1))
-    mean_fu = float(fu.mean()) if big_n else float(fl.mean())
-    if lam is None:
-        cov = float(np.cov(yl, fl, ddof=1)[0, 1]) if n > 1 else 0.0
-        lam = 0.0 if var_f <= 0 else min(1.0, max(0.0, cov / ((1 + n / big_n) * var_f)))
-    theta = float(yl.mean() + lam * (mean_fu - fl.mean()))
-    var_u = lam**2 * float(np.var(fu, ddof=1)) / big_n if big_n > 1 else 0.0
-    var = float(np.var(yl - lam * fl, ddof=1)) / n + var_u
-    se = float(np.sqrt(max(var, 0.0)))
-    c_se = float(np.std(yl, ddof=1)) / np.sqrt(n)
-    return PPIEstimate(
-        estimate=theta,
-        lo=theta - z * se,
-        hi=theta + z * se,
-        judge=judge,
-        classical=float(yl.mean()),
-        classical_lo=float(yl.mean() - z * c_se),
-        classical_hi=float(yl.mean() + z * c_se),
-        lam=float(lam),
-        n_labelled=n,
-        n_unlabelled=big_n,
+    return _estimate(
+        np.asarray(y, dtype=float),
+        fl,
+        big_n=big_n,
+        judge=float(everything.mean()) if len(everything) else nan,
+        var_f=float(np.var(everything, ddof=1)) if len(everything) > 1 else nan,
+        mean_fu=float(fu.mean()) if big_n else float(fl.mean()) if len(fl) else nan,
+        var_fu=float(np.var(fu, ddof=1)) if big_n > 1 else 0.0,
+        lam=lam,
+        level=level,
     )
 
 
@@ -105,27 +86,53 @@ def ppi_mean_binary(
     the count of ones instead of one value each: the means and variances of a 0/1 sample follow from its count and
     sum (``sum((x - m)^2) = s - s^2 / n``), so the estimate reads a count per run instead of every attempt. Equal
     to ``ppi_mean`` with ``n_unlabelled_true`` ones and the rest zeros, up to rounding (tests/test_ppi.py)."""
-    yl = np.asarray(y, dtype=float)
     fl = np.asarray(f_labelled, dtype=float)
-    n, big_n, k_u = len(yl), int(n_unlabelled), int(n_unlabelled_true)
+    big_n, k_u = int(n_unlabelled), int(n_unlabelled_true)
     if not 0 <= k_u <= big_n:
         raise ValueError(f"{k_u} ones among {big_n} unlabelled predictions")
-    total, ones = n + big_n, float(fl.sum()) + k_u
+    total, ones = len(fl) + big_n, float(fl.sum()) + k_u
+    sum_sq = float((fl**2).sum()) + k_u  # the labelled predictions need not be 0/1 here, the others are
     nan = float("nan")
-    judge = ones / total if total else nan
+    return _estimate(
+        np.asarray(y, dtype=float),
+        fl,
+        big_n=big_n,
+        judge=ones / total if total else nan,
+        var_f=(sum_sq - ones**2 / total) / (total - 1) if total > 1 else nan,
+        mean_fu=k_u / big_n if big_n else float(fl.mean()) if len(fl) else nan,
+        var_fu=(k_u - k_u**2 / big_n) / (big_n - 1) if big_n > 1 else 0.0,
+        lam=None,
+        level=level,
+    )
+
+
+def _estimate(
+    yl: np.ndarray,
+    fl: np.ndarray,
+    *,
+    big_n: int,
+    judge: float,
+    var_f: float,
+    mean_fu: float,
+    var_fu: float,
+    lam: float | None,
+    level: float,
+) -> PPIEstimate:
+    """The PPI++ estimate from the reviewed attempts' truths ``yl`` and predictions ``fl`` and the moments of the
+    predictions: ``var_f`` over every attempt, ``mean_fu`` and ``var_fu`` over the ``big_n`` unreviewed ones."""
+    n = len(yl)
+    nan = float("nan")
     if n < MIN_LABELLED:
         mean_y = float(yl.mean()) if n else nan
         return PPIEstimate(nan, nan, nan, judge, mean_y, nan, nan, nan, n, big_n)
     z = float(stats.norm.ppf(0.5 + level / 2))
-    lam: float | None = 0.0 if big_n == 0 else None  # every attempt reviewed: lambda plays no part
-    sum_sq = float((fl**2).sum()) + k_u  # the labelled predictions need not be 0/1 here, the others are
-    var_f = (sum_sq - ones**2 / total) / (total - 1) if total > 1 else nan
-    mean_fu = k_u / big_n if big_n else float(fl.mean())
+    if big_n == 0:  # every attempt reviewed: the reviews are the truth's estimate (lambda plays no part)
+        lam = 0.0
     if lam is None:
         cov = float(np.cov(yl, fl, ddof=1)[0, 1]) if n > 1 else 0.0
         lam = 0.0 if var_f <= 0 else min(1.0, max(0.0, cov / ((1 + n / big_n) * var_f)))
     theta = float(yl.mean() + lam * (mean_fu - fl.mean()))
-    var_u = lam**2 * ((k_u - k_u**2 / big_n) / (big_n - 1)) / big_n if big_n > 1 else 0.0
+    var_u = lam**2 * var_fu / big_n if big_n > 1 else 0.0
     var = float(np.var(yl - lam * fl, ddof=1)) / n + var_u
     se = float(np.sqrt(max(var, 0.0)))
     c_se = float(np.std(yl, ddof=1)) / np.sqrt(n)

@@ -120,9 +120,9 @@ GROUP BY ALL
 ORDER BY x.run_id, code_a, code_b
 """,
 }
-# the leaderboard numbers the rows of task_outcome_rows.sql (task_outcomes.sql without its order) itself
-SQL_FILES["task_outcome_rows"] = SQL_FILES["task_outcomes"].replace("ORDER BY a.run_id, a.task_id\n", "")
-assert SQL_FILES["task_outcome_rows"] != SQL_FILES["task_outcomes"]
+# task_outcome_rows.sql has no order (the leaderboard numbers its rows itself; the diff orders them)
+SQL_FILES["task_outcome_rows"] = SQL_FILES.pop("task_outcomes").replace("ORDER BY a.run_id, a.task_id\n", "")
+assert "ORDER BY" not in SQL_FILES["task_outcome_rows"]
 
 HEALTH_SQL = """
 SELECT r.run_id, r.agent, r.status AS log_status,

@@ -1,7 +1,7 @@
 """The leaderboard's per (run, task) read with run and task keys as integer codes (issue 33) gives the frame of
-``task_outcomes.sql`` (the text keys, which the version diff still reads): the same columns, dtypes, values and
-order, on the demo and on a generated store, for every benchmark, with and without errored attempts, for all runs,
-one run, and none."""
+``task_outcome_rows.sql`` in (run, task) order (the text keys, as the version diff reads them): the same columns,
+dtypes, values and order, on the demo and on a generated store, for every benchmark, with and without errored
+attempts, for all runs, one run, and none."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def compare(db: str | Path) -> int:
             for run_ids in (runs, runs[:1], []):
                 for leave_out in (False, True):
                     params: dict[str, Any] = {"run_ids": run_ids, "exclude_errored": leave_out}
-                    text = rdb.query_df(con, load_sql("task_outcomes"), params)
+                    text = rdb.query_df(con, f"{load_sql('task_outcome_rows')}\nORDER BY run_id, task_id", params)
                     coded = lb_load._coded_outcomes(con, params, bench)
                     pd.testing.assert_frame_equal(coded, text, check_exact=True)
                     # a task missing from the tasks table (or no benchmark): the text keys are read

@@ -161,7 +161,7 @@ MEASURES = {
 
 
 def values_by_task(df: pd.DataFrame, metric: str) -> dict[str, Any]:
-    """Per-task outcome rows of one run (``task_outcomes.sql`` columns with latency and tokens) as the dicts of
+    """Per-task outcome rows of one run (``task_outcome_rows.sql`` columns with latency and tokens) as the dicts of
     ``load.metric_values``: the metric (c/n for Pass@1, else the mean score), cost, latency, tokens, steps and n."""
     value = df["c"] / df["n"] if metric == "pass@1" else df["score"]
     tasks = df["task_id"].astype(str).tolist()

@@ -111,7 +111,7 @@ def metric_values(
     scorer: str | None = None,
     threshold: float | None = None,
 ) -> dict[str, Any]:
-    """Per-task values of one run as the leaderboard computes them (``task_outcomes.sql``; with ``scorer``, that
+    """Per-task values of one run as the leaderboard computes them (``task_outcome_rows.sql``; with ``scorer``, that
     scorer's values and ``threshold`` as its pass mark, as ``analytics.scorers.scorer_outcomes``).
 
     Returns ``{"value": {task: metric value}, "cost_usd", "latency_s", "tokens", "steps" (tool calls): {...}, "n": {task: samples}}``:
@@ -123,6 +123,10 @@ def metric_values(
 
         df = scorer_outcomes(con, run_ids=[run_id], scorer=scorer, threshold=threshold)
     else:
-        df = query_df(con, load_sql("task_outcomes"), {"run_ids": [run_id], "exclude_errored": False})
+        df = query_df(
+            con,
+            f"{load_sql('task_outcome_rows')}\nORDER BY run_id, task_id",
+            {"run_ids": [run_id], "exclude_errored": False},
+        )
     df = df.merge(_task_means(con, run_id), on="task_id", how="left")
     return values_by_task(df, metric)

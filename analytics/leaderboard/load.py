@@ -37,12 +37,12 @@ ORDER BY run_ix, task_ix
 
 
 def _coded_outcomes(con: duckdb.DuckDBPyConnection, params: dict[str, object], benchmark: str | None) -> pd.DataFrame:
-    """``task_outcomes.sql``'s frame (the same columns, dtypes and order) read as integer codes and their keys; a
+    """``task_outcome_rows.sql``'s frame in (run, task) order (the same columns and dtypes) read as integer codes and their keys; a
     row whose task is not in the benchmark's ``tasks`` table has no code: then the text keys are read instead."""
     keys = query_df(con, _KEYS, {"run_ids": params["run_ids"], "benchmark": benchmark})
     rows = query_df(con, _ROWS.format(rows=load_sql("task_outcome_rows")), {**params, "benchmark": benchmark})
     if rows["task_ix"].isna().any():
-        return query_df(con, load_sql("task_outcomes"), params)
+        return query_df(con, f"{load_sql('task_outcome_rows')}\nORDER BY run_id, task_id", params)
     out = pd.DataFrame(index=rows.index)
     for kind, (col, ix) in enumerate((("run_id", "run_ix"), ("task_id", "task_ix"))):
         part = keys[keys["kind"] == kind]

@@ -1,6 +1,16 @@
--- task_outcomes.sql without its order: the rows analytics/leaderboard/load.py numbers (run and task keys as
--- integer codes, each distinct key turned into a Python string once) and orders by those codes. Keep the two
--- files' SELECT the same (tests/test_leaderboard_codes.py compares their results).
+-- One row per (run, task) of the given runs: samples, successes, mean score, tool calls and cost, read from the
+-- aggregate the writer keeps per (run, task) (run_task_stats, migration 008): runs x tasks rows, whatever the
+-- number of attempts. A pair whose attempts are all unscored (Inspect samples before `inspect score`: neither
+-- pass nor fail) has no row.
+-- Lean on purpose: only the two keys are text (run and task details are separate, small queries), since turning
+-- text into Python objects costs more than the reading itself.
+-- Parameters: $run_ids (list; the runs that match the page's filters, from leaderboard_runs.sql);
+-- $exclude_errored: leave errored attempts (status crashed) out, as Inspect's accuracy does, instead of counting
+-- them as failures (the default).
+-- c is HUGEINT as count_if gave it when this read the attempts (pandas reads it as a float: the same frame).
+-- No order: the leaderboard numbers the rows (run and task keys as integer codes, each distinct key turned into
+-- a Python string once) and orders by those codes; the version diff and the leaderboard's fallback append
+-- ORDER BY run_id, task_id.
 SELECT s.run_id, s.task_id,
        CASE WHEN $exclude_errored THEN s.n_kept ELSE s.n_scored END                         AS n,
        (CASE WHEN $exclude_errored THEN s.n_kept_passed ELSE s.n_scored_passed END)::HUGEINT AS c,

@@ -1,4 +1,4 @@
--- task_outcomes.sql for one scorer of the scores table (its current revision) instead of the headline score.
+-- task_outcome_rows.sql for one scorer of the scores table (its current revision) instead of the headline score.
 -- Parameters: $run_ids, $scorer, $threshold (a value at or above it passes; +inf: no pass rate), $exclude_errored.
 -- An attempt that errored or hit a limit and has no value for the scorer counts 0, as its headline does; a
 -- completed attempt without one (not scored by it) is left out.
