@@ -16,7 +16,7 @@ from urllib.parse import quote
 import pytest
 
 import store as rdb
-from jobs.failures import embed_failures
+from jobs.failures import cluster_failures, embed_failures
 from jobs.irt import fit_and_store
 from tests.browser_support import ScriptClock, chromium_page, screenshot, streamlit_server
 from tests.conftest import ARTIFACTS, FIXTURES
@@ -77,10 +77,12 @@ def problems_on(page: Any) -> list[str]:
 
 @pytest.fixture
 def ready_db(demo_db: Path) -> Path:
-    """The demo with a stored IRT fit (Progress) and stand-in failure vectors (Clusters)."""
+    """The demo with a stored IRT fit (Progress) and a stored clustering of stand-in failure vectors (Clusters: with
+    the background jobs off, the page shows what is stored)."""
     with rdb.writer(demo_db) as con:
         fit_and_store(con, benchmark="ad-bench", model="1pl")
     assert embed_failures(demo_db, benchmark="ad-bench", encode=hashed_words) > 0
+    assert cluster_failures(demo_db, benchmark="ad-bench", encode=hashed_words)
     return demo_db
 
 
