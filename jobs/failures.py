@@ -144,13 +144,14 @@ def cluster_failures(
     progress: Callable[[float, str], None] | None = None,
     batch: int = BATCH,
     doc_batch: int = DOC_BATCH,
+    force: bool = False,
 ) -> str:
     """Compute and store the clustering of the benchmark's (or run's) failures as they are now; return its key.
 
     What is missing only: the documents of failed attempts that have none (``doc_batch`` at a time, each batch its
     own transaction), the vectors of texts that have none (``batch`` at a time), then the clustering itself unless
     one is stored under the failures' current key (``clustering_key``); it replaces the earlier clusterings of the
-    same benchmark and run. The clustering runs outside the writer session (an upload is not kept waiting); it is
+    same benchmark and run (``force``: computed and stored again even when one is stored). The clustering runs outside the writer session (an upload is not kept waiting); it is
     stored only if the failures' key is still the same. ``progress(fraction, message)`` is told along the way (the
     page shows it)."""
 
@@ -170,7 +171,7 @@ def cluster_failures(
         if n_missing:  # the writer session is exclusive: nothing was ingested meanwhile
             raise RuntimeError(f"{n_missing:,} failed attempts still have no document")
         have = con.execute("SELECT count(*) FROM failure_clusterings WHERE clustering_key = ?", [key]).fetchall()
-        if have[0][0]:
+        if have[0][0] and not force:
             say(1.0, "the clusters are stored")
             return key
         say(0.6, f"reading the documents of {n:,} failed attempts")
