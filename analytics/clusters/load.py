@@ -22,9 +22,10 @@ Then **boilerplate** is cut: a segment (one of the lines above, digits and ids m
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import duckdb
@@ -442,6 +443,26 @@ _FAILED_OF = """
 """
 
 
+_PENDING_DOCS = (
+    "(SELECT attempt_id, doc_version, segments, masked, content_hash FROM failure_documents "
+    "UNION ALL SELECT attempt_id, doc_version, segments, masked, content_hash FROM _rl_pending_docs)"
+)
+
+
+@contextlib.contextmanager
+def _with_pending(con: duckdb.DuckDBPyConnection, pending: Any) -> Iterator[str]:
+    """The relation of the stored failure documents, with ``pending`` (an Arrow table of ``document_table`` rows
+    not stored yet) added when given: what a job reads before it writes its documents."""
+    if pending is None:
+        yield "failure_documents"
+        return
+    con.register("_rl_pending_docs", pending)
+    try:
+        yield _PENDING_DOCS
+    finally:
+        con.unregister("_rl_pending_docs")
+
+
 def undocumented_failures(con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None) -> np.ndarray:
     """Ids of the failed attempts that have no stored document of the current version, in order."""
     sql = f"""
@@ -460,8 +481,10 @@ def stored_failure_texts(
     benchmark: str,
     run_id: str | None = None,
     boilerplate_share: float = BOILERPLATE_SHARE,
+    pending: Any = None,
 ) -> pd.DataFrame:
-    """``failure_texts`` from the stored documents, the boilerplate cut in SQL (the same cut as
+    """``failure_texts`` from the stored documents (and ``pending``, documents not stored yet: ``document_table``
+    rows), the boilerplate cut in SQL (the same cut as
     ``failure_documents``: a masked segment in at least ``boilerplate_share`` of the failures, when there are at
     least 10, is dropped; a document left empty keeps its segments). Failures without a stored document are left
     out (``undocumented_failures`` lists them)."""
@@ -494,14 +517,21 @@ def stored_failure_texts(
         ORDER BY f.run_id, f.task_id, f.sample
     """
     params = {"benchmark": benchmark, "run_id": run_id, "version": DOC_VERSION, "share": boilerplate_share}
-    return query_df(con, sql, params)
+    with _with_pending(con, pending) as docs:
+        return query_df(con, sql.replace("FROM failure_documents", f"FROM {docs}"), params)
 
 
 def clustering_key(
-    con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None, model: str = STATIC_MODEL
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    run_id: str | None = None,
+    model: str = STATIC_MODEL,
+    pending: Any = None,
 ) -> tuple[str, int, int]:
     """The key a clustering of these failures is stored under, the number of failed attempts and how many of them
-    have no stored document yet. The key holds the benchmark, run, model, the document and clustering versions and
+    have no stored document yet (``pending``: documents not stored yet, counted as stored: the key they will have
+    once they are). The key holds the benchmark, run, model, the document and clustering versions and
     a fingerprint of the failures' documents (their count, ids and content hashes): any change to the failures
     gives a new key."""
     import hashlib
@@ -512,9 +542,11 @@ def clustering_key(
                coalesce(sum(d.content_hash), 0)::VARCHAR AS content
         FROM f LEFT JOIN failure_documents d ON d.attempt_id = f.attempt_id AND d.doc_version = $version
     """
-    n, n_docs, ids, content = con.execute(
-        sql, {"benchmark": benchmark, "run_id": run_id, "version": DOC_VERSION}
-    ).fetchall()[0]
+    with _with_pending(con, pending) as docs:
+        n, n_docs, ids, content = con.execute(
+            sql.replace("LEFT JOIN failure_documents", f"LEFT JOIN {docs}"),
+            {"benchmark": benchmark, "run_id": run_id, "version": DOC_VERSION},
+        ).fetchall()[0]
     parts = [benchmark, run_id or "", model, DOC_VERSION, CLUSTER_VERSION, str(n), str(n_docs), ids, content]
     key = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
     return key, int(n), int(n) - int(n_docs)
