@@ -33,7 +33,9 @@ from store import Location, derived, publish, reader, resolve_db_path, transacti
 from store import failure_clusters as stored
 
 BATCH = 20_000  # texts embedded and written per step: bounds memory (a batch of vectors is about 20 MB)
-DOC_BATCH = 50_000  # failure documents built and written per step (their steps' texts, cut: tens of MB)
+DOC_BATCH = (
+    200_000  # failure documents built per step (their steps' texts, cut: about 100 MB); one read of the steps each
+)
 
 
 def store_vectors(con: object, texts: Sequence[str], vectors: np.ndarray, *, model: str, batch: int = BATCH) -> int:

@@ -23,9 +23,10 @@ Then **boilerplate** is cut: a segment (one of the lines above, digits and ids m
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import duckdb
@@ -170,11 +171,11 @@ def _error_line(line: str) -> str:
 # Run-specific tokens: what differs between two reports of one cause (an id, a number, a path, a host, a quoted
 # value) and says nothing about the cause. They are cut from the embedded document, so "connection refused
 # (10.2.7.14:8443)" and "connection refused" are one text with one vector.
-_RUN_SPECIFIC = [  # before the numbers
-    (re.compile(r"\bhttps?://\S+"), " "),  # URLs
-    (re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]*)*|\b[\w.-]+(?:/[\w.-]+){2,}/?"), " "),  # paths
-    (re.compile(r"(?<!\w)'[^'\n]{1,80}'(?!\w)|\"[^\"\n]{1,80}\"|`[^`\n]{1,80}`"), " "),  # quoted values
-    (re.compile(r"\b[\w-]+(?:\.[\w-]+)+(?::\d+)?\b"), " "),  # hosts, dotted names, ip:port, decimals
+_RUN_SPECIFIC = [  # before the numbers; each with the characters a match needs (a text without them is skipped)
+    (re.compile(r"\bhttps?://\S+"), " ", ("://",)),  # URLs
+    (re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]*)*|\b[\w.-]+(?:/[\w.-]+){2,}/?"), " ", ("/",)),  # paths
+    (re.compile(r"(?<!\w)'[^'\n]{1,80}'(?!\w)|\"[^\"\n]{1,80}\"|`[^`\n]{1,80}`"), " ", ("'", '"', "`")),  # quoted
+    (re.compile(r"\b[\w-]+(?:\.[\w-]+)+(?::\d+)?\b"), " ", (".",)),  # hosts, dotted names, ip:port, decimals
 ]
 _CLEAN_UP = [  # after them
     (re.compile(r"\([\s:;,.#/-]*\)|\[[\s:;,.#/-]+\]"), " "),  # brackets left empty (not an empty result "[]")
@@ -182,6 +183,7 @@ _CLEAN_UP = [  # after them
     (re.compile(r"\s+"), " "),
 ]
 
+_DIGIT = re.compile(r"\d")
 _NUMBER = re.compile(r"\b[\w.+:-]*\d[\w.+:-]*")  # ids and numbers: acct_045, 18342, 0x1f
 _HTTP_STATUS = re.compile(r"[45]\d\d")
 _STATUS_LEAD = re.compile(r"(?:^|^failed: |http |status |code |error )$")
@@ -217,16 +219,18 @@ def strip_run_specific(text: str) -> str:
     shouted error is the same error); the text itself when nothing else is left. A JSON text is unquoted first
     (``unjson``)."""
     out = unjson(text).lower()
-    for pattern, repl in _RUN_SPECIFIC:
-        out = pattern.sub(repl, out)
-    out = _NUMBER.sub(_number, out)
+    for pattern, repl, needs in _RUN_SPECIFIC:
+        if any(c in out for c in needs):
+            out = pattern.sub(repl, out)
+    if _DIGIT.search(out):
+        out = _NUMBER.sub(_number, out)
     for pattern, repl in _CLEAN_UP:
         out = pattern.sub(repl, out)
     out = out.strip(" ,;:-|")
     return out or text.strip()
 
 
-def _segments(row: dict[str, Any]) -> list[str]:
+def _segments(row: dict[str, Any], strip: Callable[[str], str] = strip_run_specific) -> list[str]:
     """The segments of one failure's document, most informative first: the failing steps (with the final answer
     only as it compares with the reference), else the final answer; the attempt's status and the trajectory hints
     only when no step failed (after a failed step, a crashed status or a retry is its consequence)."""
@@ -261,13 +265,21 @@ def _segments(row: dict[str, Any]) -> list[str]:
         status = row.get("status")
         if isinstance(status, str) and status and status != "completed":
             out.append(f"status {status}")
-    return [strip_run_specific(s) for s in out if s]
+    return [strip(s) for s in out if s]
+
+
+def _segments_of(raw: pd.DataFrame) -> tuple[list[list[str]], list[list[str]]]:
+    """The segments of each failure (``_segments``) and each segment masked (``mask``); a segment's text that
+    recurs (a cause's message, a tool's note) is cut and masked once."""
+    strip = functools.lru_cache(maxsize=None)(strip_run_specific)
+    masked_of = functools.lru_cache(maxsize=None)(mask)
+    segs = [_segments(r, strip) for r in raw.to_dict("records")]
+    return segs, [[masked_of(s) for s in ss] for ss in segs]
 
 
 def failure_documents(raw: pd.DataFrame, *, boilerplate_share: float = BOILERPLATE_SHARE) -> list[str]:
     """The document of each failure (rows of ``failure_frame``), boilerplate cut (see the module docstring)."""
-    segs = [_segments(r) for r in raw.to_dict("records")]
-    masked = [[mask(s) for s in ss] for ss in segs]
+    segs, masked = _segments_of(raw)
     df = Counter(m for ms in masked for m in set(ms))
     limit = boilerplate_share * len(segs)
     common = {m for m, k in df.items() if k >= limit and len(segs) >= 10}
@@ -418,8 +430,7 @@ def document_table(raw: pd.DataFrame) -> Any:
 
     import pyarrow as pa
 
-    segs = [_segments(r) for r in raw.to_dict("records")]
-    masked = [[mask(s) for s in ss] for ss in segs]
+    segs, masked = _segments_of(raw)
 
     def digest(ss: list[str]) -> int:
         h = hashlib.blake2b("\x1f".join(ss).encode("utf-8", "surrogatepass"), digest_size=8).digest()
