@@ -245,6 +245,7 @@ def cluster_failures(
                     con, key=key, benchmark=benchmark, run_id=run_id, model=model, summary_json=summary, members=members
                 )
         publish(con, resolve_db_path(db))
+        say(0.99, "stored; publishing for readers")
     if same:
         say(1.0, "the clusters are stored")
     else:
