@@ -167,8 +167,6 @@ def cut_said_after_anything(docs: list[tuple[list[str], list[bool]]], *, ratio: 
     return out
 
 
-
-
 @functools.lru_cache(maxsize=1)
 def _static() -> Any:
     """The static model, loaded once per process."""
