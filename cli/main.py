@@ -88,7 +88,7 @@ REPORTS: dict[str, Report] = {
                filtered=True, as_of=True),
         Report("search-index", "build or refresh transcript search's index", search_index_options, search_index_run,
                json_help="print what was done as JSON"),
-        Report("clusters", "failure clusters of a benchmark (embeds what is missing first)", clusters_options,
+        Report("clusters", "failure clusters of a benchmark (the stored clustering; computed and stored when missing)", clusters_options,
                clusters_run),
         Report("migrate-store", "copy a store into a new one (DuckDB file <-> team store), checking every table",
                migrate_store_options, migrate_store_run, json_help="print each table's rows and digests as JSON"),

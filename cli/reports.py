@@ -477,19 +477,31 @@ def clusters_options(parser: argparse.ArgumentParser) -> None:
         help="embedding model: the static model distilled from MiniLM (default, thousands a second) or the full "
         "all-MiniLM-L6-v2 (tens a second)",
     )
+    parser.add_argument(
+        "--recompute",
+        action="store_true",
+        help="compute the clustering again even when one is stored for the failures as they are now",
+    )
 
 
 def clusters_run(args: argparse.Namespace) -> int:
-    """Embed the failures not cached yet (through the one writer), cluster, name, and print the report."""
+    """The stored clustering of the failures as they are now (migration 010, what the Failure clusters page reads);
+    when none is stored for them (or with ``--recompute``), compute it first through the one writer (documents and
+    vectors of what is missing, the clustering, stored), then name and print it."""
     from analytics import clusters as cl
     from analytics.llm import llm_config
-    from jobs.failures import embed_failures, label_clusters
+    from jobs.failures import cluster_failures, label_clusters
 
-    embed_failures(args.db, benchmark=args.benchmark, run_id=args.run, model=args.model)
-    with reader(args.db) as con:
-        clusters = cl.failure_clusters(con, benchmark=args.benchmark, run_id=args.run, model=args.model)
+    clusters = None
+    if not args.recompute:
+        with reader(args.db) as con:
+            clusters = cl.stored_clusters(con, benchmark=args.benchmark, run_id=args.run, model=args.model)
     if clusters is None:
-        raise cl.ClusterError("some failures still have no embedding; run the command again")
+        cluster_failures(args.db, benchmark=args.benchmark, run_id=args.run, model=args.model, force=args.recompute)
+        with reader(args.db) as con:
+            clusters = cl.stored_clusters(con, benchmark=args.benchmark, run_id=args.run, model=args.model)
+    if clusters is None:
+        raise cl.ClusterError("the failures changed while they were clustered; run the command again")
     cfg = llm_config()
     if cfg is not None:  # one-line LLM labels, cached in the DB (a cluster seen before costs no call)
         label_clusters(args.db, clusters, cfg=cfg)

@@ -29,11 +29,13 @@ from analytics.clusters import (
     undocumented_failures,
 )
 from analytics.embeddings import STATIC_MODEL, make_embedder, text_hash
-from store import Location, derived, publish, resolve_db_path, transaction, writer
+from store import Location, derived, publish, reader, resolve_db_path, transaction, writer
 from store import failure_clusters as stored
 
 BATCH = 20_000  # texts embedded and written per step: bounds memory (a batch of vectors is about 20 MB)
-DOC_BATCH = 50_000  # failure documents built and written per step (their steps' texts, cut: tens of MB)
+DOC_BATCH = (
+    200_000  # failure documents built per step (their steps' texts, cut: about 100 MB); one read of the steps each
+)
 
 
 def store_vectors(con: object, texts: Sequence[str], vectors: np.ndarray, *, model: str, batch: int = BATCH) -> int:
@@ -134,6 +136,46 @@ def label_clusters(
     return len(rows)
 
 
+def failure_vectors(
+    con: object,
+    failures: Any,
+    *,
+    model: str,
+    encode: Callable[[list[str]], np.ndarray] | None = None,
+    batch: int = BATCH,
+    say: Callable[[float, str], None] | None = None,
+) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """The vector of each failure's text (one row per failure, in order): the cached ones read in one Arrow read,
+    the others embedded ``batch`` at a time (nothing written: ``con`` may be a reader). Returns the vectors, the
+    texts that had none and their new vectors (for ``store_vectors``)."""
+    import pandas as pd
+
+    from analytics.clusters import read_vectors
+
+    codes, uniques = pd.factorize(pd.Series(failures["text"].tolist(), dtype=object))
+    texts = [str(u) for u in uniques]
+    vecs, ix = read_vectors(con, [text_hash(t) for t in texts], model=model)  # type: ignore[arg-type]
+    have = np.zeros(len(texts), dtype=bool)
+    have[ix] = True
+    todo = np.flatnonzero(~have)
+    missing = [texts[i] for i in todo]
+    parts = []
+    if missing:
+        fn = encode or make_embedder(model).encode
+        for s in range(0, len(missing), batch):
+            if say is not None:
+                say(0.3 + 0.3 * s / len(missing), f"embedding failure texts: {s:,} of {len(missing):,} done")
+            parts.append(np.asarray(fn(missing[s : s + batch]), dtype=np.float32))
+    new = np.concatenate(parts) if parts else np.zeros((0, vecs.shape[1] if len(vecs) else 0), dtype=np.float32)
+    dims = vecs.shape[1] if len(vecs) else new.shape[1] if len(new) else 0
+    by_unique = np.empty((len(texts), dims), dtype=np.float32)
+    if len(vecs):
+        by_unique[ix] = vecs
+    if len(new):
+        by_unique[todo] = new
+    return by_unique[codes], missing, new
+
+
 def cluster_failures(
     db: Location,
     *,
@@ -144,73 +186,68 @@ def cluster_failures(
     progress: Callable[[float, str], None] | None = None,
     batch: int = BATCH,
     doc_batch: int = DOC_BATCH,
+    force: bool = False,
 ) -> str:
     """Compute and store the clustering of the benchmark's (or run's) failures as they are now; return its key.
 
-    What is missing only: the documents of failed attempts that have none (``doc_batch`` at a time, each batch its
-    own transaction), the vectors of texts that have none (``batch`` at a time), then the clustering itself unless
-    one is stored under the failures' current key (``clustering_key``); it replaces the earlier clusterings of the
-    same benchmark and run. The clustering runs outside the writer session (an upload is not kept waiting); it is
-    stored only if the failures' key is still the same. ``progress(fraction, message)`` is told along the way (the
-    page shows it)."""
+    What is missing only: the documents of failed attempts that have none (``doc_batch`` at a time), the vectors of
+    texts that have none (``batch`` at a time), then the clustering itself unless one is stored under the failures'
+    current key (``clustering_key``; ``force``: computed again even then). Everything is computed from a reader
+    (an upload meanwhile is not kept waiting); the writer is taken once at the end for one short transaction that
+    stores the new documents, the new vectors and the clustering, which replaces the earlier clusterings of the
+    same benchmark and run. The clustering is stored only if the failures' key is still the one it was computed
+    for (documents and vectors are stored either way: they do not depend on the other failures).
+    ``progress(fraction, message)`` is told along the way (the page shows it)."""
 
     def say(fraction: float, message: str) -> None:
         if progress is not None:
             progress(fraction, message)
 
-    with writer(db, publish_snapshot=False) as con:  # 1. documents and vectors: what is missing (published with 3.)
+    with reader(db) as con:  # 1. what is missing, computed without the writer
         say(0.0, "finding the failed attempts without a document")
         todo = undocumented_failures(con, benchmark=benchmark, run_id=run_id)
+        tables = []
         for s in range(0, len(todo), doc_batch):
-            say(0.6 * s / len(todo), f"building the documents of failed attempts: {s:,} of {len(todo):,} done")
+            say(0.3 * s / len(todo), f"building the documents of failed attempts: {s:,} of {len(todo):,} done")
             raw = failure_frame(con, benchmark=benchmark, run_id=run_id, attempt_ids=todo[s : s + doc_batch])
-            with transaction(con):
-                stored.insert_failure_documents(con, document_table(raw))
-        key, n, n_missing = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)
-        if n_missing:  # the writer session is exclusive: nothing was ingested meanwhile
+            tables.append(document_table(raw))
+            del raw
+        docs = pa.concat_tables(tables) if tables else None
+        key, n, n_missing = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model, pending=docs)
+        if n_missing:  # a failure ingested between the two reads: the next visit documents it
             raise RuntimeError(f"{n_missing:,} failed attempts still have no document")
         have = con.execute("SELECT count(*) FROM failure_clusterings WHERE clustering_key = ?", [key]).fetchall()
-        if have[0][0]:
+        if have[0][0] and not force and docs is None:
             say(1.0, "the clusters are stored")
             return key
-        say(0.6, f"reading the documents of {n:,} failed attempts")
-        failures = stored_failure_texts(con, benchmark=benchmark, run_id=run_id)
-        _, missing = cached_failure_vectors(con, failures, model=model)
-        if missing:
-            fn = encode or make_embedder(model).encode
-            for s in range(0, len(missing), batch):
-                say(0.6 + 0.2 * s / len(missing), f"embedding failure texts: {s:,} of {len(missing):,} done")
-                part = missing[s : s + batch]
-                with transaction(con):
-                    store_vectors(con, part, fn(part), model=model, batch=batch)
-        vectors, missing = cached_failure_vectors(con, failures, model=model)
-        if missing:
-            raise RuntimeError(f"{len(missing):,} failure texts still have no vector")
-    # 2. the clustering itself, the longest step, without holding the writer (an upload meanwhile is not kept
-    # waiting; it changes the failures' key, and step 3 then stores nothing)
-    say(0.8, f"clustering {len(failures):,} failed attempts")
+        say(0.3, f"reading the documents of {n:,} failed attempts")
+        failures = stored_failure_texts(con, benchmark=benchmark, run_id=run_id, pending=docs)
+        vectors, missing, new = failure_vectors(con, failures, model=model, encode=encode, batch=batch, say=say)
+    say(0.6, f"clustering {len(failures):,} failed attempts")  # 2. the clustering, the longest step
     clusters = build_clusters(failures, vectors, model=model)
     del vectors
-    with writer(db, publish_snapshot=False) as con:  # 3. stored, if the failures are still those it was made of
-        if clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)[0] != key:
-            say(1.0, "the failures changed while they were clustered: the next visit computes them again")
-            return key
-        say(0.97, "storing the clusters")
+    members = pa.table(
+        {
+            "attempt_id": pa.array(clusters.members["attempt_id"].to_numpy(dtype=np.int64)),
+            "cluster_id": pa.array(clusters.members["cluster_id"].to_numpy(dtype=np.int32)),
+        }
+    )
+    summary = summary_to_json(clusters.summary)
+    say(0.95, "storing the clusters")
+    with writer(db, publish_snapshot=False) as con:  # 3. one short write
         with transaction(con):
-            stored.replace_clustering(
-                con,
-                key=key,
-                benchmark=benchmark,
-                run_id=run_id,
-                model=model,
-                summary_json=summary_to_json(clusters.summary),
-                members=pa.table(
-                    {
-                        "attempt_id": pa.array(clusters.members["attempt_id"].to_numpy(dtype=np.int64)),
-                        "cluster_id": pa.array(clusters.members["cluster_id"].to_numpy(dtype=np.int32)),
-                    }
-                ),
-            )
+            if docs is not None:
+                stored.insert_failure_documents(con, docs)
+            store_vectors(con, missing, new, model=model, batch=batch)
+            same = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)[0] == key
+            if same:
+                stored.replace_clustering(
+                    con, key=key, benchmark=benchmark, run_id=run_id, model=model, summary_json=summary, members=members
+                )
         publish(con, resolve_db_path(db))
-    say(1.0, "the clusters are stored")
+        say(0.99, "stored; publishing for readers")
+    if same:
+        say(1.0, "the clusters are stored")
+    else:
+        say(1.0, "the failures changed while they were clustered: the next visit computes them again")
     return key

@@ -26,3 +26,22 @@ def test_common_spans_are_cut_and_the_rest_kept() -> None:
     few = texts[:5]  # under 10 documents: nothing is cut
     assert C.cut_common_spans(few, share=0.5) == few
     assert C.cut_common_spans(["call log waiting"] * 12, share=0.5) == ["call log waiting"] * 12  # nothing left
+
+
+def test_a_final_answer_said_after_anything_is_cut_and_a_tool_result_never() -> None:
+    """A closing line said after many different page texts goes; the page text stays; a document of one segment,
+    and a tool result said before many different answers, are left as they are."""
+    pages = [f"page text {w}" for w in ("sold out", "captcha shown", "card declined", "session expired", "404")]
+    docs = [(["i could not finish the task", p], [True, False]) for p in pages]
+    docs += [(["i could not finish the task"], [True])]
+    docs += [([f"the answer is {w}", "using default timezone"], [True, False]) for w in ("red", "blue", "green", "tea")]
+    out = C.cut_said_after_anything(docs, ratio=3.0)
+    assert out[:5] == [[p] for p in pages]  # counted 5 times against 1: cut
+    assert out[5] == ["i could not finish the task"]  # alone: kept
+    assert out[6:] == [ss for ss, _ in docs[6:]]  # the tool's note is counted 4 times, but a result is never cut
+    assert C.cut_said_after_anything(docs, ratio=10.0) == [ss for ss, _ in docs]
+    free, is_answer, struct = C.document_segments(
+        "final answer: i could not finish (differs from the reference) | last result: sold out | status timeout"
+    )
+    assert free == ["i could not finish", "sold out"] and is_answer == [True, False]
+    assert struct == ["differs from the reference", "answer", "status timeout"]

@@ -162,3 +162,38 @@ def test_failures_that_change_while_they_are_clustered_are_not_stored(
     with reader(db) as con:
         again = cl.stored_clusters(con, benchmark=fs.benchmark)
     assert again is not None and again.n_failures == 63
+
+
+def test_documents_and_vectors_are_computed_without_the_writer(tmp_path: Path) -> None:
+    """An upload while the job embeds is not kept waiting (the writer is taken only for the last short write); the
+    documents and vectors computed are stored, the clustering of the failures as they were is not."""
+    from analytics.embeddings import StaticEmbedder
+    from ingest.pipeline import ingest_paths
+    from jobs.failures import cluster_failures
+    from tests.failure_sets import failure_set
+
+    fs = failure_set(seed=7, n_causes=4, n_failures=60)
+    db = tmp_path / "embed.duckdb"
+    ingest_paths([fs.write(tmp_path / "e.jsonl")], db=db)
+    emb = StaticEmbedder()
+    uploads: list[str] = []
+
+    def encode(texts: list[str]) -> object:
+        if not uploads:  # the writer is free: this upload does not wait for the job
+            (res,) = ingest_paths([_extra_failures(tmp_path / "extra.jsonl", fs.benchmark, 3)], db=db)
+            uploads.append(res.outcome)
+        return emb.encode(texts)
+
+    said: list[str] = []
+    cluster_failures(db, benchmark=fs.benchmark, encode=encode, progress=lambda f, m: said.append(m))  # type: ignore[arg-type]
+    assert uploads == ["ingested"] and said[-1].startswith("the failures changed while they were clustered")
+    with reader(db) as con:
+        n_docs = con.execute("SELECT count(*) FROM failure_documents").fetchall()[0][0]
+        n_vecs = con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0]
+        assert con.execute("SELECT count(*) FROM failure_clusterings").fetchall()[0][0] == 0
+    assert n_docs == 60 and n_vecs > 0
+    cluster_failures(db, benchmark=fs.benchmark)  # the next visit: the three new failures only
+    with reader(db) as con:
+        again = cl.stored_clusters(con, benchmark=fs.benchmark)
+        assert con.execute("SELECT count(*) FROM failure_documents").fetchall()[0][0] == 63
+    assert again is not None and again.n_failures == 63

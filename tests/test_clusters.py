@@ -5,9 +5,11 @@ through the one writer and reused; the CLI's JSON shape."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -233,7 +235,6 @@ def failures_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_clusters_need_embeddings_first(failures_db: Path, tmp_path: Path) -> None:
     """(Runs before the test that embeds the module's database.)"""
-    import shutil
 
     fresh = tmp_path / "fresh.duckdb"
     for suffix in ("", ".read"):
@@ -279,6 +280,33 @@ def test_cli_json_shape(failures_db: Path) -> None:
     assert {"run_id", "task_id", "sample"} == set(first["attempts"][0])
 
 
+def test_cli_reads_the_stored_clustering_and_recomputes_when_asked(failures_db: Path, tmp_path: Path) -> None:
+    """The first call computes and stores the clustering; the next reads it (the row is not written again);
+    ``--recompute`` stores it anew; both print the same clusters."""
+    db = tmp_path / "cli.duckdb"
+    for suffix in ("", ".read", ".wal"):
+        if Path(str(failures_db) + suffix).exists():
+            shutil.copyfile(str(failures_db) + suffix, str(db) + suffix)
+
+    def run(*extra: str) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
+        out = subprocess.run(
+            [sys.executable, "-m", "analytics", "clusters", "--db", str(db), "--benchmark", "fb", "--json", *extra],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+            env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
+        )  # fmt: skip
+        with reader(db) as con:
+            rows = con.execute("SELECT clustering_key, created_at FROM failure_clusterings").fetchall()
+        return json.loads(out.stdout), rows
+
+    first, rows1 = run()
+    second, rows2 = run()
+    third, rows3 = run("--recompute")
+    assert len(rows1) == 1 and rows2 == rows1  # read, not computed again
+    assert len(rows3) == 1 and rows3[0][0] == rows1[0][0] and rows3[0][1] > rows1[0][1]  # same failures, new row
+    sizes = [sorted(c["n_attempts"] for c in d["clusters"]) for d in (first, second, third)]
+    assert sizes[0] == sizes[1] == sizes[2] and sum(sizes[0]) == 4 * PER_CAUSE
+
+
 # measured 0.126 (purity 0.413, 5 clusters) on 2026-11-26 with issue 32's tree on free text and structure (before
 # it: 0.111, purity 0.398; before run-specific tokens were cut: 0.037; issue 20's cut at 0.3: 0.168): the demo's
 # codes are structural (trajectory, parameters, calculation), mostly not in the failure's words
@@ -313,7 +341,7 @@ HELD_OUT = [  # generator, seed, causes, failures, style, ARI floor (measured 20
     ("failure_sets", 105, 5, 2000, "agent", 0.95),  # 1.000
     ("failure_sets", 104, 10, 1000, "chat", 0.95),  # 0.999
     ("ops", 206, 7, 900, "trace", 0.95),  # 0.999
-    ("web", 302, 8, 700, "browser", 0.68),  # 0.729: under the target of 0.8 (docs/failure_analysis.md)
+    ("web", 302, 8, 700, "browser", 0.68),  # 0.754 (0.729 before the answer cut): under the target of 0.8
 ]
 
 

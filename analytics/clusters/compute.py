@@ -51,6 +51,7 @@ BLOCK_WEIGHTS = {"meaning": 1.0, "words": 1.0, "structure": 0.1}
 SEED = 0
 SPAN_SHARE: float | None = 0.3  # a run of SPAN_WORDS words in at least this share of the documents is cut
 SPAN_WORDS = 3
+ANSWER_HUB_RATIO: float | None = 3.0  # a final answer counted this many times its document's rarest segment is cut
 
 
 def centred(vectors: np.ndarray) -> np.ndarray:
@@ -93,17 +94,19 @@ _FLAGS = ("no tool called", "no final answer")
 _IDENTIFIER = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # snake_case names: a function, a column, a key
 
 
-def document_parts(doc: str) -> tuple[str, list[str]]:
-    """A failure document split into its **free text** (what the failing steps and the answer say, without the
-    document's own leads, and without snake_case identifiers, which name a function or a column of one run, not
-    a cause) and its **structure** (where it failed, the answer against the reference, the trajectory's and the
+def document_segments(doc: str) -> tuple[list[str], list[bool], list[str]]:
+    """A failure document split into its **free text**, a list of segments (what the failing steps and the answer
+    say, without the document's own leads, and without snake_case identifiers, which name a function or a column
+    of one run, not a cause), which of them is the final answer, and its **structure** (where it failed, the answer against the reference, the trajectory's and the
     status's hints, each a token). A text not written by ``failure_documents`` is all free text."""
     free: list[str] = []
+    answer: list[bool] = []
     struct: list[str] = []
     for raw in doc.split(SEGMENT_SEP):
         seg = raw.strip()
         if seg.startswith("failed: "):
             free.append(seg[len("failed: ") :])
+            answer.append(False)
             struct.append("failed")
         elif seg.startswith("final answer: "):
             body = seg[len("final answer: ") :]
@@ -113,22 +116,55 @@ def document_parts(doc: str) -> tuple[str, list[str]]:
                 body = body[: m.start()]
             if body.strip():
                 free.append(body)
+                answer.append(True)
                 struct.append("answer")
         elif seg in _FLAGS:
             struct.append(seg)
         elif seg.startswith("repeated call"):
             struct.append("repeated call")
             free.append(seg[len("repeated call") :].lstrip(": "))
+            answer.append(False)
         elif seg.startswith("last result: "):
             free.append(seg[len("last result: ") :])
+            answer.append(False)
         elif seg.startswith("skipped "):
             struct += ["skipped " + t.strip() for t in seg[len("skipped ") :].split(",")]
         elif seg.startswith("status "):
             struct.append(seg)
         else:
             free.append(seg)
-    text = _IDENTIFIER.sub(" ", " ; ".join(f for f in free if f.strip()))
-    return " ".join(text.split()), struct
+            answer.append(False)
+    texts = [" ".join(_IDENTIFIER.sub(" ", f).split()) for f in free]
+    keep = [i for i, t in enumerate(texts) if t]
+    return [texts[i] for i in keep], [answer[i] for i in keep], struct
+
+
+def document_parts(doc: str) -> tuple[str, list[str]]:
+    """``document_segments`` with the free text's segments joined by " ; "."""
+    free, _, struct = document_segments(doc)
+    return " ; ".join(free), struct
+
+
+def cut_said_after_anything(docs: list[tuple[list[str], list[bool]]], *, ratio: float | None = None) -> list[list[str]]:
+    """Each document's free segments without a final answer said after many different things: a segment is counted
+    in the distinct documents with at least two free segments it appears in; a final answer counted more than
+    ``ratio`` (``ANSWER_HUB_RATIO``) times as often as the document's least counted segment is cut (a closing line
+    said after every kind of page, "I could not finish the task on the website", is a consequence; what the page
+    said is why). The least counted segment always stays; a tool's result is never cut. None: unchanged."""
+    ratio = ANSWER_HUB_RATIO if ratio is None else ratio
+    if ratio is None:
+        return [ss for ss, _ in docs]
+    from collections import Counter
+
+    count = Counter(s for ss, _ in docs if len(ss) > 1 for s in set(ss))
+    out = []
+    for ss, is_answer in docs:
+        if len(ss) < 2:
+            out.append(ss)
+            continue
+        low = min(count[s] for s in ss)
+        out.append([s for s, a in zip(ss, is_answer, strict=True) if not (a and count[s] > ratio * low)])
+    return out
 
 
 @functools.lru_cache(maxsize=1)
@@ -183,7 +219,9 @@ def document_features(texts: list[str], *, seed: int = SEED, spans: set[tuple[st
     free text's words and word pairs reduced by SVD (``text_features``); ``structure``, a one-hot of the
     structure's tokens, light: it tips documents whose words are neither alike nor apart, it never joins or splits
     causes by itself."""
-    parts = [document_parts(t) for t in texts]
+    segs = [document_segments(t) for t in texts]
+    kept = cut_said_after_anything([(f, a) for f, a, _ in segs])
+    parts = [(" ; ".join(f), st) for f, (_, _, st) in zip(kept, segs, strict=True)]
     has_text = np.array([_LETTER.search(f) is not None for f, _ in parts], dtype=bool)
     blocks: list[tuple[float, np.ndarray]] = []
     if has_text.sum() >= 2:  # a document without words has zeros there: its structure alone places it

@@ -22,9 +22,11 @@ Then **boilerplate** is cut: a segment (one of the lines above, digits and ids m
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import duckdb
@@ -169,11 +171,11 @@ def _error_line(line: str) -> str:
 # Run-specific tokens: what differs between two reports of one cause (an id, a number, a path, a host, a quoted
 # value) and says nothing about the cause. They are cut from the embedded document, so "connection refused
 # (10.2.7.14:8443)" and "connection refused" are one text with one vector.
-_RUN_SPECIFIC = [  # before the numbers
-    (re.compile(r"\bhttps?://\S+"), " "),  # URLs
-    (re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]*)*|\b[\w.-]+(?:/[\w.-]+){2,}/?"), " "),  # paths
-    (re.compile(r"(?<!\w)'[^'\n]{1,80}'(?!\w)|\"[^\"\n]{1,80}\"|`[^`\n]{1,80}`"), " "),  # quoted values
-    (re.compile(r"\b[\w-]+(?:\.[\w-]+)+(?::\d+)?\b"), " "),  # hosts, dotted names, ip:port, decimals
+_RUN_SPECIFIC = [  # before the numbers; each with the characters a match needs (a text without them is skipped)
+    (re.compile(r"\bhttps?://\S+"), " ", ("://",)),  # URLs
+    (re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]*)*|\b[\w.-]+(?:/[\w.-]+){2,}/?"), " ", ("/",)),  # paths
+    (re.compile(r"(?<!\w)'[^'\n]{1,80}'(?!\w)|\"[^\"\n]{1,80}\"|`[^`\n]{1,80}`"), " ", ("'", '"', "`")),  # quoted
+    (re.compile(r"\b[\w-]+(?:\.[\w-]+)+(?::\d+)?\b"), " ", (".",)),  # hosts, dotted names, ip:port, decimals
 ]
 _CLEAN_UP = [  # after them
     (re.compile(r"\([\s:;,.#/-]*\)|\[[\s:;,.#/-]+\]"), " "),  # brackets left empty (not an empty result "[]")
@@ -181,6 +183,7 @@ _CLEAN_UP = [  # after them
     (re.compile(r"\s+"), " "),
 ]
 
+_DIGIT = re.compile(r"\d")
 _NUMBER = re.compile(r"\b[\w.+:-]*\d[\w.+:-]*")  # ids and numbers: acct_045, 18342, 0x1f
 _HTTP_STATUS = re.compile(r"[45]\d\d")
 _STATUS_LEAD = re.compile(r"(?:^|^failed: |http |status |code |error )$")
@@ -216,16 +219,18 @@ def strip_run_specific(text: str) -> str:
     shouted error is the same error); the text itself when nothing else is left. A JSON text is unquoted first
     (``unjson``)."""
     out = unjson(text).lower()
-    for pattern, repl in _RUN_SPECIFIC:
-        out = pattern.sub(repl, out)
-    out = _NUMBER.sub(_number, out)
+    for pattern, repl, needs in _RUN_SPECIFIC:
+        if any(c in out for c in needs):
+            out = pattern.sub(repl, out)
+    if _DIGIT.search(out):
+        out = _NUMBER.sub(_number, out)
     for pattern, repl in _CLEAN_UP:
         out = pattern.sub(repl, out)
     out = out.strip(" ,;:-|")
     return out or text.strip()
 
 
-def _segments(row: dict[str, Any]) -> list[str]:
+def _segments(row: dict[str, Any], strip: Callable[[str], str] = strip_run_specific) -> list[str]:
     """The segments of one failure's document, most informative first: the failing steps (with the final answer
     only as it compares with the reference), else the final answer; the attempt's status and the trajectory hints
     only when no step failed (after a failed step, a crashed status or a retry is its consequence)."""
@@ -260,13 +265,21 @@ def _segments(row: dict[str, Any]) -> list[str]:
         status = row.get("status")
         if isinstance(status, str) and status and status != "completed":
             out.append(f"status {status}")
-    return [strip_run_specific(s) for s in out if s]
+    return [strip(s) for s in out if s]
+
+
+def _segments_of(raw: pd.DataFrame) -> tuple[list[list[str]], list[list[str]]]:
+    """The segments of each failure (``_segments``) and each segment masked (``mask``); a segment's text that
+    recurs (a cause's message, a tool's note) is cut and masked once."""
+    strip = functools.lru_cache(maxsize=None)(strip_run_specific)
+    masked_of = functools.lru_cache(maxsize=None)(mask)
+    segs = [_segments(r, strip) for r in raw.to_dict("records")]
+    return segs, [[masked_of(s) for s in ss] for ss in segs]
 
 
 def failure_documents(raw: pd.DataFrame, *, boilerplate_share: float = BOILERPLATE_SHARE) -> list[str]:
     """The document of each failure (rows of ``failure_frame``), boilerplate cut (see the module docstring)."""
-    segs = [_segments(r) for r in raw.to_dict("records")]
-    masked = [[mask(s) for s in ss] for ss in segs]
+    segs, masked = _segments_of(raw)
     df = Counter(m for ms in masked for m in set(ms))
     limit = boilerplate_share * len(segs)
     common = {m for m, k in df.items() if k >= limit and len(segs) >= 10}
@@ -407,7 +420,7 @@ def failure_clusters(
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
 DOC_VERSION = "failure-doc@v1"  # bump when ``_segments`` or ``mask`` change: every document is built again
-CLUSTER_VERSION = "clusters@v2"  # bump when the clustering or the names change: every clustering is computed again
+CLUSTER_VERSION = "clusters@v3"  # bump when the clustering or the names change: every clustering is computed again
 
 
 def document_table(raw: pd.DataFrame) -> Any:
@@ -417,8 +430,7 @@ def document_table(raw: pd.DataFrame) -> Any:
 
     import pyarrow as pa
 
-    segs = [_segments(r) for r in raw.to_dict("records")]
-    masked = [[mask(s) for s in ss] for ss in segs]
+    segs, masked = _segments_of(raw)
 
     def digest(ss: list[str]) -> int:
         h = hashlib.blake2b("\x1f".join(ss).encode("utf-8", "surrogatepass"), digest_size=8).digest()
@@ -442,6 +454,26 @@ _FAILED_OF = """
 """
 
 
+_PENDING_DOCS = (
+    "(SELECT attempt_id, doc_version, segments, masked, content_hash FROM failure_documents "
+    "UNION ALL SELECT attempt_id, doc_version, segments, masked, content_hash FROM _rl_pending_docs)"
+)
+
+
+@contextlib.contextmanager
+def _with_pending(con: duckdb.DuckDBPyConnection, pending: Any) -> Iterator[str]:
+    """The relation of the stored failure documents, with ``pending`` (an Arrow table of ``document_table`` rows
+    not stored yet) added when given: what a job reads before it writes its documents."""
+    if pending is None:
+        yield "failure_documents"
+        return
+    con.register("_rl_pending_docs", pending)
+    try:
+        yield _PENDING_DOCS
+    finally:
+        con.unregister("_rl_pending_docs")
+
+
 def undocumented_failures(con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None) -> np.ndarray:
     """Ids of the failed attempts that have no stored document of the current version, in order."""
     sql = f"""
@@ -460,8 +492,10 @@ def stored_failure_texts(
     benchmark: str,
     run_id: str | None = None,
     boilerplate_share: float = BOILERPLATE_SHARE,
+    pending: Any = None,
 ) -> pd.DataFrame:
-    """``failure_texts`` from the stored documents, the boilerplate cut in SQL (the same cut as
+    """``failure_texts`` from the stored documents (and ``pending``, documents not stored yet: ``document_table``
+    rows), the boilerplate cut in SQL (the same cut as
     ``failure_documents``: a masked segment in at least ``boilerplate_share`` of the failures, when there are at
     least 10, is dropped; a document left empty keeps its segments). Failures without a stored document are left
     out (``undocumented_failures`` lists them)."""
@@ -494,14 +528,21 @@ def stored_failure_texts(
         ORDER BY f.run_id, f.task_id, f.sample
     """
     params = {"benchmark": benchmark, "run_id": run_id, "version": DOC_VERSION, "share": boilerplate_share}
-    return query_df(con, sql, params)
+    with _with_pending(con, pending) as docs:
+        return query_df(con, sql.replace("FROM failure_documents", f"FROM {docs}"), params)
 
 
 def clustering_key(
-    con: duckdb.DuckDBPyConnection, *, benchmark: str, run_id: str | None = None, model: str = STATIC_MODEL
+    con: duckdb.DuckDBPyConnection,
+    *,
+    benchmark: str,
+    run_id: str | None = None,
+    model: str = STATIC_MODEL,
+    pending: Any = None,
 ) -> tuple[str, int, int]:
     """The key a clustering of these failures is stored under, the number of failed attempts and how many of them
-    have no stored document yet. The key holds the benchmark, run, model, the document and clustering versions and
+    have no stored document yet (``pending``: documents not stored yet, counted as stored: the key they will have
+    once they are). The key holds the benchmark, run, model, the document and clustering versions and
     a fingerprint of the failures' documents (their count, ids and content hashes): any change to the failures
     gives a new key."""
     import hashlib
@@ -512,9 +553,11 @@ def clustering_key(
                coalesce(sum(d.content_hash), 0)::VARCHAR AS content
         FROM f LEFT JOIN failure_documents d ON d.attempt_id = f.attempt_id AND d.doc_version = $version
     """
-    n, n_docs, ids, content = con.execute(
-        sql, {"benchmark": benchmark, "run_id": run_id, "version": DOC_VERSION}
-    ).fetchall()[0]
+    with _with_pending(con, pending) as docs:
+        n, n_docs, ids, content = con.execute(
+            sql.replace("LEFT JOIN failure_documents", f"LEFT JOIN {docs}"),
+            {"benchmark": benchmark, "run_id": run_id, "version": DOC_VERSION},
+        ).fetchall()[0]
     parts = [benchmark, run_id or "", model, DOC_VERSION, CLUSTER_VERSION, str(n), str(n_docs), ids, content]
     key = hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
     return key, int(n), int(n) - int(n_docs)
