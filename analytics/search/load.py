@@ -28,7 +28,7 @@ from analytics.search.compute import (
     run_windows,
 )
 from analytics.sqlfiles import load_sql
-from store import ALL_RUNS, QueryError, RunFilter, attach_search_index, query_df, query_rows
+from store import ALL_RUNS, QueryError, RunFilter, attach_search_index_runs, query_df, query_rows
 
 # the catalog name store/search_index.py gives the attached index (checked before it goes into SQL)
 INDEX_CATALOG = re.compile(r"rl_search_[0-9a-f]+_[0-9a-f]+")
@@ -114,6 +114,8 @@ class Coverage:
     no_file: bool  # some attempt has no file (always scanned)
     n_unindexed: int  # attempts of the runs kept that no segment covers
     lowest: int | None  # the smallest id among them
+    runs: list[list[tuple[str, int, int, int, int]]] | None  # per segment, the manifest's runs (None: not kept)
+    long_rows: list[bool]  # per segment, whether it keeps the rows of its long results (search_long)
 
 
 def _segments_checked(segments: list[str]) -> list[str]:
@@ -185,9 +187,10 @@ def _candidates_sql(segments: list[str], ids: list[list[list[int]]], chosen: lis
 
 
 def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage | None:
-    segments = attach_search_index(con)
-    if segments is None:
+    attached = attach_search_index_runs(con)
+    if attached is None:
         return None
+    segments = attached.catalogs
     files: list[list[int]] = [[] for _ in segments]
     segment_files = " UNION ALL ".join(
         f"SELECT {s} AS seg, file_id, content_hash FROM {seg}.search_files"
@@ -205,7 +208,18 @@ def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage
     if uncovered or no_file:
         sql = load_sql("search_unindexed").format(uncovered=_ints(uncovered))
         n, lowest = query_rows(con, sql, run_filter.params() | {"no_file": no_file})[0]
-    return Coverage(segments, files, uncovered, no_file, int(n), None if lowest is None else int(lowest))
+    with_long = {
+        str(d)
+        for (d,) in query_rows(
+            con,
+            "SELECT database_name FROM duckdb_tables() WHERE table_name = 'search_long' AND list_contains(?, database_name)",
+            [segments],
+        )
+    }
+    return Coverage(
+        segments, files, uncovered, no_file, int(n), None if lowest is None else int(lowest), attached.runs,
+        [s in with_long for s in segments],
+    )  # fmt: skip
 
 
 def index_coverage(
@@ -302,6 +316,7 @@ class _Walk:
         self.hits: list[pd.DataFrame] = []
         self.n_listed = self.n_attempts = self.n_hits = self.checked = self.walked = self.seen = 0
         self.is_partial = False  # a window's candidates were left unchecked once the page was full
+        self._long_unmatched: set[str] = set()  # long results read that do not match (a hash names one text)
 
     def _window_sql(self) -> str:
         return load_sql("search_window").format(candidates=self.candidates)
@@ -322,46 +337,74 @@ class _Walk:
             found = _run(self.con, sql, self.params | {"aids": aids, "lo": min(aids), "hi": max(aids)})
         is_long = found["src"] == 5
         if not self.is_exact and is_long.any():  # long results checked on their texts, read by hash
-            matched = set(self._long(list(found.loc[is_long, "result_hash"]), check=True)["text_hash"])
+            matched = set(self._long(found.loc[is_long], check=True)["text_hash"])
             found = found[~is_long | found["result_hash"].isin(matched)]
         keys = attempts[["attempt_id", "run_id", "task_id", "sample", "passed"]].assign(order=range(len(attempts)))
         found = found.drop(columns=["result_hash"]).merge(keys, on="attempt_id")
         found["step_key"] = found["step"].fillna(-1)
         return found.sort_values(["order", "step_key", "field"]).drop(columns=["order", "step_key"])
 
-    def _long(self, hashes: list[str], *, check: bool) -> pd.DataFrame:
-        """Long results by hash (search_long.sql): those that match when ``check``, each with its window."""
-        unique = sorted(set(hashes))
-        if not all(_HASH.fullmatch(h) for h in unique):  # the store's own sha256 hex digests, checked
+    def _long(self, keys: pd.DataFrame, *, check: bool) -> pd.DataFrame:
+        """Long results of ``keys`` (``attempt_id``, ``step``, ``result_hash``; search_long.sql): those that match
+        when ``check``, each with its window. Their rows of ``texts`` come from the segments' ``search_long``; a row
+        whose hash is not the step's (a segment without the table, a row renumbered) is looked up by hash."""
+        wanted = set(keys["result_hash"])
+        if not all(_HASH.fullmatch(h) for h in wanted):  # the store's own sha256 hex digests, checked
             raise ValueError("not a text hash of the store")
-        # their rows first, reading only text_hash; then the texts of those rows, by ranges of rowid
-        found = query_rows(
-            self.con, f"SELECT rowid FROM texts WHERE text_hash IN ({', '.join(repr(h) for h in unique)})"
+        out = self._long_by_rows(self._rows_of(keys), wanted, check=check)
+        missing = wanted - set(out["text_hash"]) - self._long_unmatched
+        if missing:  # their rows by hash: a read of texts.text_hash alone
+            listed = ", ".join(repr(h) for h in sorted(missing))
+            rows = [int(r) for (r,) in query_rows(self.con, f"SELECT rowid FROM texts WHERE text_hash IN ({listed})")]
+            out = pd.concat([out, self._long_by_rows(rows, missing, check=check)], ignore_index=True)
+        return out.drop(columns=["matched"])
+
+    def _rows_of(self, keys: pd.DataFrame) -> list[int]:
+        """Rows of ``texts`` the segments keep for these (attempt, step): candidates, checked by hash on reading."""
+        segs = [seg for seg, has in zip(self.cov.segments, self.cov.long_rows, strict=True) if has]
+        if not segs:
+            return []
+        aids = sorted({int(a) for a in keys["attempt_id"]})
+        sql = " UNION ".join(
+            f"SELECT text_row FROM {seg}.search_long WHERE attempt_id BETWEEN $lo AND $hi "
+            "AND list_contains($aids, attempt_id) AND list_contains($steps, step)"
+            for seg in _segments_checked(segs)
         )
-        rows = sorted(int(r) for (r,) in found)
+        steps = sorted({int(s) for s in keys["step"]})
+        return [
+            int(r) for (r,) in query_rows(self.con, sql, {"lo": aids[0], "hi": aids[-1], "aids": aids, "steps": steps})
+        ]
+
+    def _long_by_rows(self, rows: list[int], wanted: set[str], *, check: bool) -> pd.DataFrame:
+        """The texts at ``rows`` whose hash is wanted (search_long.sql), read by ranges of rowid; a text read that
+        does not match is remembered in ``_long_unmatched`` (found, not looked up again)."""
+        cols = ["text_hash", "matched", "pos", "mlen", "w0", "n_chars", "win"]
+        rows = sorted(set(rows))
         if not rows:
-            return pd.DataFrame(columns=["text_hash", "pos", "mlen", "w0", "n_chars", "win"])
+            return pd.DataFrame(columns=cols)
         ranges: list[list[int]] = []
         for row in rows:
             if ranges and row - ranges[-1][1] <= LONG_ROW_GAP:
                 ranges[-1][1] = row
             else:
                 ranges.append([row, row])
-        wanted = ", ".join(str(r) for r in rows)
+        listed = ", ".join(str(r) for r in rows)
         sql = load_sql("search_long").format(
             rows=" UNION ALL ".join(
-                f"SELECT text_hash, text FROM texts WHERE rowid BETWEEN {int(a)} AND {int(b)} AND rowid IN ({wanted})"
+                f"SELECT text_hash, text FROM texts WHERE rowid BETWEEN {int(a)} AND {int(b)} AND rowid IN ({listed})"
                 for a, b in ranges
             ),
             match=_predicate(self.kind, "text", self.n_words) if check else "true",
             locate=_locate(self.kind, "text"),
         )
-        return _run(self.con, sql, _params(self.kind, self.patterns) | {"context": SNIPPET_CONTEXT})
+        found = _run(self.con, sql, _params(self.kind, self.patterns) | {"context": SNIPPET_CONTEXT})
+        found = found[found["text_hash"].isin(wanted)].drop_duplicates("text_hash")
+        self._long_unmatched |= set(found.loc[~found["matched"].astype(bool), "text_hash"])
+        return found[found["matched"].astype(bool)].reset_index(drop=True)
 
     def run(self, query: str, mode: str, per_attempt: float, *, has_postings: bool = True) -> SearchResult:
         scanned = self._scan_uncovered()
-        kept = query_rows(self.con, load_sql("search_runs"), self.run_filter.params()) if has_postings else []
-        runs = [(str(r), int(lo), int(hi), int(n)) for r, lo, hi, n in kept]
+        runs = self._kept_runs() if has_postings else []
         n_kept = sum(r[3] for r in runs)
         complete = True
         for window in run_windows(
@@ -388,6 +431,22 @@ class _Walk:
                 )
                 return dataclasses.replace(result, scan_reason=reason)
         return self._result(query, mode, scanned, complete=complete and not self.is_partial, n_kept=n_kept)
+
+    def _kept_runs(self) -> list[tuple[str, int, int, int]]:
+        """The runs kept with the range and count of their covered attempts, in page order: from the manifest's
+        runs of the files each segment covers (a few rows), else a group-by over the attempts (search_runs.sql)."""
+        if self.cov.runs is None:
+            kept = query_rows(self.con, load_sql("search_runs"), self.run_filter.params())
+            return [(str(r), int(lo), int(hi), int(n)) for r, lo, hi, n in kept]
+        ranges: dict[str, list[int]] = {}
+        for seg_runs, files in zip(self.cov.runs, self.cov.files, strict=True):
+            covered = set(files)
+            for run, file_id, lo, hi, n in seg_runs:
+                if file_id in covered:
+                    r = ranges.setdefault(run, [lo, hi, 0])
+                    r[0], r[1], r[2] = min(r[0], lo), max(r[1], hi), r[2] + n
+        names = query_rows(self.con, load_sql("search_kept_runs"), self.run_filter.params())
+        return [(str(r), *ranges[str(r)]) for (r,) in names if str(r) in ranges]  # type: ignore[misc]
 
     def _is_done(self) -> bool:
         if self.count_all or self.n_listed < self.limit:
@@ -500,7 +559,7 @@ class _Walk:
         is_long = texts["src"] == 5
         if is_long.any():  # the window of a long result, read by its hash
             cols = ["pos", "mlen", "w0", "n_chars", "win"]
-            windows = self._long(list(texts.loc[is_long, "result_hash"]), check=False).set_index("text_hash")
+            windows = self._long(texts.loc[is_long], check=False).set_index("text_hash")
             for col in cols:
                 texts[col] = texts[col].astype(object)
                 texts.loc[is_long, col] = texts.loc[is_long, "result_hash"].map(windows[col]).to_numpy()
