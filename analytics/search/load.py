@@ -66,24 +66,37 @@ def _locate(kind: str, column: str) -> str:
 STEP_FIELDS = {"content": "s.content", "args": "s.args::VARCHAR", "result": "s.result", "error": "s.error"}
 
 
-def _sql(kind: str, n_words: int) -> str:
-    """The search statement: every field of every attempt the filters keep, matched by ``kind``."""
-    return load_sql("search").format(**_scan_parts(kind, n_words))
-
-
-def _scan_parts(kind: str, n_words: int) -> dict[str, str]:
-    """The fixed SQL fragments of the scan (search.sql, and search_uncovered.sql for what the index does not cover)."""
+def _sql(kind: str, n_words: int, uncovered: list[int] | None = None) -> str:
+    """The search statement (search.sql): every field of every attempt the filters keep, matched by ``kind``; with
+    ``uncovered`` (files no segment of the index covers) only the attempts the index does not cover."""
     preds = {name: _predicate(kind, col, n_words) for name, col in STEP_FIELDS.items()}
     field_case = " ".join(f"WHEN {p} THEN '{name}'" for name, p in preds.items())
     text_case = " ".join(f"WHEN {preds[name]} THEN {col}" for name, col in STEP_FIELDS.items())
-    return {
-        "match_text": _predicate(kind, "t.text", n_words),
+    parts = {
         "match_answer": _predicate(kind, "k.answer", n_words),
         "match_step": " OR ".join(f"coalesce({p}, false)" for p in preds.values()),
         "field_case": f"CASE {field_case} END",
         "text_case": f"CASE {text_case} END",
         "locate": _locate(kind, "text"),
     }
+    if uncovered is None:
+        only = {
+            "only_attempts": "true",
+            "only_steps": "true",
+            "long_texts": f"(SELECT t.text_hash, t.text FROM texts t WHERE {_predicate(kind, 't.text', n_words)})",
+            "match_long": "true",
+        }
+    else:
+        only = {
+            "only_attempts": "a.attempt_id >= $min_unindexed AND (a.file_id IN ("
+            + _ints(uncovered)
+            + ") OR ($no_file AND a.file_id IS NULL))",
+            "only_steps": "s.attempt_id >= $min_unindexed",
+            "long_texts": "texts",
+            # the long text with an empty string that depends on the step: matched after the join
+            "match_long": _predicate(kind, "t.text || left(s.step::VARCHAR, 0)", n_words),
+        }
+    return load_sql("search").format(**parts, **only)
 
 
 # how a query run matches a token of a segment's vocabulary (compute.query_runs); the run is the parameter $t<i>
@@ -494,17 +507,7 @@ class _Walk:
         """Hits of the attempts no segment covers, scanned (their totals on every row, the first ``limit``)."""
         if not self.cov.n_unindexed:
             return None
-        scan = _scan_parts(self.kind, len(self.patterns))
-        sql = load_sql("search_uncovered").format(
-            uncovered=_ints(self.cov.uncovered),
-            match_answer=scan["match_answer"],
-            match_step=scan["match_step"],
-            field_case=scan["field_case"],
-            text_case=scan["text_case"],
-            # the long text with an empty string that depends on the step (see search_uncovered.sql)
-            match_long=_predicate(self.kind, "t.text || left(s.step::VARCHAR, 0)", self.n_words),
-            locate=scan["locate"],
-        )
+        sql = _sql(self.kind, len(self.patterns), self.cov.uncovered)
         return _run(self.con, sql, self.params | {"no_file": self.cov.no_file, "min_unindexed": self.cov.lowest or 0})
 
     def _result(
