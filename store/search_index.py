@@ -120,6 +120,15 @@ JOIN src.texts t ON t.text_hash = s.result_hash
 ORDER BY text_row
 """
 
+# The rows of the long results of an older segment ``{s}`` that has no search_long (a refresh adds them once).
+_OLD_LONG = """
+INSERT INTO search_long
+SELECT s.attempt_id, s.step, t.rowid
+FROM src.steps s SEMI JOIN {s}.search_attempts i ON i.attempt_id = s.attempt_id
+JOIN src.texts t ON t.text_hash = s.result_hash
+ORDER BY s.attempt_id, s.step
+"""
+
 # One range of those rows: each text once, with every step that points at it.
 _LONG_TEXTS = """
 SELECT l.attempt_id, l.step, 5 AS field, t.text
@@ -309,7 +318,7 @@ def refresh_search_index(db: Location = None, *, rebuild: bool = False) -> Searc
             con.close()
         runs |= {s: r for s, r in zip([*old, name], new_runs, strict=True) if r is not None}
         added = counts[0]
-        segments = [*old, name] if added or counts[1] else old
+        segments = [*old, name] if added or counts[1] or counts[5] else old
         if segments is old:
             _remove(folder / name)
         else:
@@ -366,9 +375,9 @@ def _union(names: list[str], select: str) -> str:
 
 def _add_segment(
     con: duckdb.DuckDBPyConnection, attach_source: str, old_segments: list[Path], runs_wanted: list[bool]
-) -> tuple[tuple[int, int, int, int, int], list[SegmentRuns | None]]:
+) -> tuple[tuple[int, int, int, int, int, int], list[SegmentRuns | None]]:
     """Write the new segment ``con`` is open on; returns added, removed, not indexable, characters indexed,
-    attempts covered after it; and the runs of each old segment ``runs_wanted`` names (else None), then the new
+    attempts covered after it, older segments whose long results' rows it holds; and the runs of each old segment ``runs_wanted`` names (else None), then the new
     segment's."""
     _settings(con)
     con.execute(attach_source)
@@ -410,9 +419,14 @@ def _add_segment(
             chars += _tokenise(con, _TEXTS, lo, hi)
             con.execute("INSERT INTO search_attempts SELECT attempt_id, file_id FROM _rl_batch")
     con.execute(_LONG)
+    lacking = [name for name in old if not _has_table(con, name, "search_long")]
     with transaction(con):
         # in attempt order: a search looks rows up by attempt id, and the zone maps skip the others
         con.execute("INSERT INTO search_long SELECT attempt_id, step, text_row FROM _rl_long ORDER BY attempt_id, step")
+        # the rows of the long results of segments written before the table, once (search looks up every
+        # segment's search_long, so they need not be in the segment of their attempts)
+        for name in lacking:
+            con.execute(_OLD_LONG.format(s=name))
     long_rows = query_rows(
         con,
         "SELECT min(text_row), max(text_row) FROM (SELECT text_row, (row_number() OVER (ORDER BY text_row) - 1) // ? "
@@ -440,7 +454,7 @@ def _add_segment(
         con.execute(f"DETACH {name}")
     con.execute("DETACH src")
     con.execute("CHECKPOINT")
-    return (added, removed, int(not_indexable), chars, int(covered)), runs
+    return (added, removed, int(not_indexable), chars, int(covered), len(lacking)), runs
 
 
 def _own_catalog(con: duckdb.DuckDBPyConnection) -> str:
@@ -516,8 +530,10 @@ def _merge_smallest(store: object, folder: Path, segments: list[str]) -> tuple[l
                 )
                 con.execute("INSERT INTO search_attempts SELECT * FROM _rl_live")
                 if _has_table(con, s, "search_long"):
+                    # every row of an attempt still in the store (a segment may hold an older segment's rows)
                     con.execute(
-                        f"INSERT INTO search_long SELECT * FROM {s}.search_long SEMI JOIN _rl_live USING (attempt_id)"
+                        f"INSERT INTO search_long SELECT * FROM {s}.search_long l "
+                        "SEMI JOIN src.attempts a ON a.attempt_id = l.attempt_id"
                     )
                 else:  # a segment written before the table: the rows by hash (one read of texts' hashes)
                     con.execute(

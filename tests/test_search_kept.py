@@ -127,3 +127,29 @@ def test_a_row_that_does_not_hold_the_text_is_looked_up_by_hash(
             a, b = _both(con, query)
             _assert_same(a, b)
     assert any("WHERE text_hash IN" in s for s in seen)
+
+
+def test_a_refresh_keeps_the_rows_of_an_older_segments_long_results(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment written before search_long: the next refresh, with nothing new to index, writes a segment holding
+    their rows (the old one is not rewritten), and search reads them instead of looking hashes up."""
+    refresh(db)
+    old = _long_rows(db)
+    with duckdb.connect(str(old)) as con:
+        n = con.execute("SELECT count(*) FROM search_long").fetchall()[0][0]
+        con.execute("DROP TABLE search_long")
+    stamp = old.stat().st_mtime_ns
+    done = refresh(db)
+    assert done.attempts_added == 0 and done.segments == 2 and old.stat().st_mtime_ns == stamp
+    new = next(p for p in _segments_of(db) if p != old)
+    with duckdb.connect(str(new), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM search_long").fetchall()[0][0] == n
+    seen = _spy(monkeypatch)
+    with reader(db) as con:
+        for query in ["needle zz9", "filler needle", "rate limit"]:
+            _assert_same(*_both(con, query))
+    assert not any("WHERE text_hash IN" in s for s in seen)
+
+
+def _segments_of(db: Path) -> list[Path]:
+    folder = db.with_name(db.name + ".search")
+    return [folder / s for s in read_manifest(folder) or []]
