@@ -14,7 +14,9 @@ segment with the attempts of the files no segment covers yet, then replaces the 
 reader sees the old set of segments or the new one, never half of one, and no refresh copies what is already
 indexed. When there are more than ``MAX_SEGMENTS``, the smallest are merged into one (dropping the rows of attempts
 that are gone). Tables of a segment:
-    * ``vocab(token_id, token, n_postings)``: its tokens (integer ids local to the segment);
+    * ``vocab(token_id, token, n_postings)``: its tokens (integer ids local to the segment), and its word pairs: two
+      tokens next to each other in a text, ``"first second"`` (a token never holds a space; a segment that has them
+      holds the empty table ``search_pairs``), so a phrase of common words intersects the postings of its pairs;
     * ``postings(token_id, attempt_id, step, field)``: one row per token and text, sorted by token within each batch
       so DuckDB's min/max zone maps skip the other tokens' rows; ``step`` is -1 for the answer; ``field`` is the
       position in ``FIELDS`` (``long_result``: a long result stored once in ``texts``);
@@ -81,6 +83,9 @@ CREATE TABLE IF NOT EXISTS search_files (file_id BIGINT NOT NULL, content_hash V
 CREATE TABLE IF NOT EXISTS search_gone (attempt_id BIGINT NOT NULL, file_id BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS search_long (attempt_id BIGINT NOT NULL, step INTEGER NOT NULL, text_row BIGINT NOT NULL);
 """
+# A segment whose every text has its word pairs in the vocabulary ("first second") holds this table (empty): search
+# uses pairs only in such segments (older ones, and a merge of one, lack it).
+_PAIRS_MARK = "CREATE TABLE IF NOT EXISTS search_pairs (unused INTEGER)"
 
 # A segment's runs for the manifest: per run and file, the range and count of the attempts it holds that are still
 # in the store from that file. ``{s}`` is the segment's catalog (``src`` the store).
@@ -137,15 +142,22 @@ JOIN _rl_long l ON l.text_row = t.text_row AND l.text_row BETWEEN $lo AND $hi
 """
 
 # One batch's (token, text) pairs: per text, its distinct space-separated words (cheap), each cut by RE2 (on far
-# fewer characters than the text), the distinct tokens of the text; then new tokens get ids and the postings go in
-# sorted by token.
+# fewer characters than the text), the distinct tokens of the text; and its distinct word pairs: two tokens next
+# to each other in the text, as one vocabulary entry "first second" (a token never holds a space), from the text's
+# tokens in order; then new tokens get ids and the postings go in sorted by token.
 _TOKENISE = """
 CREATE OR REPLACE TEMP TABLE _rl_pairs AS
 SELECT attempt_id, step::INTEGER AS step, field::UTINYINT AS field,
        unnest(list_filter(list_distinct(flatten(list_transform(list_distinct(string_split(lower(text), ' ')),
                                                                w -> regexp_split_to_array(w, '[^a-z0-9_]+')))),
                           t -> t <> '')) AS token
-FROM _rl_texts;
+FROM _rl_texts
+UNION ALL
+SELECT attempt_id, step, field, unnest(list_distinct(list_transform(range(1, len(seq)), i -> seq[i] || ' ' || seq[i + 1])))
+FROM (SELECT attempt_id, step::INTEGER AS step, field::UTINYINT AS field,
+             list_filter(regexp_split_to_array(lower(text), '[^a-z0-9_]+'), t -> t <> '') AS seq
+      FROM _rl_texts)
+WHERE len(seq) > 1;
 INSERT INTO vocab
 SELECT (SELECT coalesce(max(token_id), 0) FROM vocab) + row_number() OVER (ORDER BY token), token, NULL
 FROM (SELECT DISTINCT token FROM _rl_pairs) ANTI JOIN vocab USING (token);
@@ -380,6 +392,7 @@ def _add_segment(
     attempts covered after it, older segments whose long results' rows it holds; and the runs of each old segment ``runs_wanted`` names (else None), then the new
     segment's."""
     _settings(con)
+    con.execute(_PAIRS_MARK)
     con.execute(attach_source)
     old = _attach_old(con, old_segments)
     con.execute(_FILES)
@@ -506,6 +519,8 @@ def _merge_smallest(store: object, folder: Path, segments: list[str]) -> tuple[l
         _settings(con)
         con.execute(source)
         old = _attach_old(con, [folder / s for s in merging])
+        if all(_has_table(con, s, "search_pairs") for s in old):
+            con.execute(_PAIRS_MARK)
         con.execute(_FILES)
         with transaction(con):
             con.execute(

@@ -153,3 +153,32 @@ def test_a_refresh_keeps_the_rows_of_an_older_segments_long_results(db: Path, mo
 def _segments_of(db: Path) -> list[Path]:
     folder = db.with_name(db.name + ".search")
     return [folder / s for s in read_manifest(folder) or []]
+
+
+def test_query_pairs_are_the_runs_next_to_each_other_with_the_spans_kind() -> None:
+    from analytics.search.compute import query_pairs
+
+    assert query_pairs("imit exce") == [("imit exce", "infix")]
+    assert query_pairs("rate limit exceeded") == [("rate limit", "suffix"), ("limit exceeded", "prefix")]
+    assert query_pairs('"hello (world)" [twice]') == [("hello world", "whole"), ("world twice", "whole")]
+    assert query_pairs("a b a b") == [("a b", "suffix"), ("b a", "whole"), ("a b", "prefix")]
+    assert query_pairs("one") == [] and query_pairs("%_o") == []
+
+
+def test_word_pairs_narrow_a_phrase_of_common_words_and_older_segments_do_without(db: Path) -> None:
+    """Every segment written now holds the texts' word pairs: a phrase's candidates are the texts holding its
+    pairs, far fewer than those holding its words; a segment without them (written before) is searched by its
+    words alone. Results are the scan's either way."""
+    refresh(db)
+    phrase = "exceeded at line 7 rate"  # common words, rarely in this order
+    with reader(db) as con:
+        a, b = _both(con, phrase, count_all=True)
+        _assert_same(a, b)
+        with_pairs = a.n_checked
+        assert b.n_hits > 0 and with_pairs < 3 * b.n_attempts
+    with duckdb.connect(str(_long_rows(db))) as con:
+        con.execute("DROP TABLE search_pairs")  # as a segment written before pairs
+    with reader(db) as con:
+        a, b = _both(con, phrase, count_all=True)
+        _assert_same(a, b)
+        assert a.n_checked > 2 * with_pairs

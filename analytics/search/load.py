@@ -23,6 +23,7 @@ from analytics.search.compute import (
     is_exact_by_tokens,
     match_pattern,
     next_chunk,
+    query_pairs,
     query_runs,
     result_of,
     run_windows,
@@ -106,6 +107,8 @@ _RUN_MATCH = {
     "suffix": "ends_with(v.token, $t{i})",
     "infix": "contains(v.token, $t{i})",
 }
+# a run of one token never matches a word pair ("first second"); a pair run holds its space, so it matches pairs only
+_ONE_TOKEN = " AND NOT contains(v.token, ' ')"
 MAX_RUNS = 3  # at most this many runs intersected (the rarest); the others are checked on the text
 RUN_SPREAD = 20  # a run with more than this many times the rarest run's postings is checked on the text instead
 # a query checked on the text that has checked this share of the attempts kept (and at least SCAN_MIN) without
@@ -129,6 +132,7 @@ class Coverage:
     lowest: int | None  # the smallest id among them
     runs: list[list[tuple[str, int, int, int, int]]] | None  # per segment, the manifest's runs (None: not kept)
     long_rows: list[bool]  # per segment, whether it keeps the rows of its long results (search_long)
+    pairs: list[bool]  # per segment, whether its vocabulary holds the word pairs of every text (search_pairs)
 
 
 def _segments_checked(segments: list[str]) -> list[str]:
@@ -151,8 +155,9 @@ def _token_ids(
     parts = [
         f"SELECT {s} AS seg, {i} AS run, v.token_id, v.n_postings FROM {seg}.vocab v WHERE "
         + _RUN_MATCH[kind].format(i=i)
+        + ("" if " " in run or kind == "whole" else _ONE_TOKEN)
         for s, seg in enumerate(_segments_checked(segments))
-        for i, (_, kind) in enumerate(runs)
+        for i, (run, kind) in enumerate(runs)
     ]
     params = {f"t{i}": run for i, (run, _) in enumerate(runs)}
     ids: list[list[list[int]]] = [[[] for _ in runs] for _ in segments]
@@ -179,12 +184,15 @@ def choose_runs(runs: list[tuple[str, str]], postings: list[int]) -> list[int]:
     return [i for i in order if postings[i] <= max(rarest, 1) * RUN_SPREAD][:MAX_RUNS]
 
 
-def _candidates_sql(segments: list[str], ids: list[list[list[int]]], chosen: list[int]) -> str:
-    """Per segment, every (attempt, step, field) between $lo and $hi whose text holds a token of each chosen run,
-    for an attempt of ``win`` whose file that segment covers ($f<segment>)."""
+def _candidates_sql(
+    segments: list[str], ids: list[list[list[int]]], chosen: list[int], chosen_alone: list[int], pairs: list[bool]
+) -> str:
+    """Per segment, every (attempt, step, field) between $lo and $hi whose text holds a token of each chosen run
+    (``chosen_alone``, runs of one token, in a segment without word pairs), for an attempt of ``win`` whose file
+    that segment covers ($f<segment>)."""
     parts = []
     for s, seg in enumerate(_segments_checked(segments)):
-        lists = [ids[s][i] for i in chosen]
+        lists = [ids[s][i] for i in (chosen if pairs[s] else chosen_alone)]
         if not all(lists):
             continue  # a run matches no token of this segment: none of its texts is a candidate
         sets = " INTERSECT ".join(
@@ -221,17 +229,17 @@ def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage
     if uncovered or no_file:
         sql = load_sql("search_unindexed").format(uncovered=_ints(uncovered))
         n, lowest = query_rows(con, sql, run_filter.params() | {"no_file": no_file})[0]
-    with_long = {
-        str(d)
-        for (d,) in query_rows(
-            con,
-            "SELECT database_name FROM duckdb_tables() WHERE table_name = 'search_long' AND list_contains(?, database_name)",
-            [segments],
-        )
-    }
+    tables = query_rows(
+        con,
+        "SELECT database_name, table_name FROM duckdb_tables() WHERE table_name IN ('search_long', 'search_pairs') "
+        "AND list_contains(?, database_name)",
+        [segments],
+    )
+    with_long = {str(d) for d, t in tables if t == "search_long"}
+    with_pairs = {str(d) for d, t in tables if t == "search_pairs"}
     return Coverage(
         segments, files, uncovered, no_file, int(n), None if lowest is None else int(lowest), attached.runs,
-        [s in with_long for s in segments],
+        [s in with_long for s in segments], [s in with_pairs for s in segments],
     )  # fmt: skip
 
 
@@ -249,10 +257,13 @@ def index_coverage(
 
 
 def _index_runs(kind: str, patterns: list[str]) -> list[tuple[str, str]]:
-    """The runs a text must hold for ``patterns`` to match: the phrase's, or every word's (all in one field)."""
+    """The runs a text must hold for ``patterns`` to match: the phrase's, or every word's (all in one field); a
+    phrase's word pairs after them (compute.query_pairs)."""
     runs: list[tuple[str, str]] = []
     for pattern in patterns:
         runs += [r for r in query_runs(pattern) if r not in runs]
+    if kind == "contains":
+        runs += [r for r in query_pairs(patterns[0]) if r not in runs]
     return runs
 
 
@@ -300,11 +311,19 @@ def search(
             return dataclasses.replace(result, scan_reason="the query has no letter or digit to look up")
         return result
     ids, postings = _token_ids(con, cov.segments, runs)
-    chosen = choose_runs(runs, postings)
+    alone = [i for i, (run, _) in enumerate(runs) if " " not in run]
+    # a pair's postings count only in segments with pairs: compared with the others' where every segment has them
+    chosen = (
+        choose_runs(runs, postings)
+        if all(cov.pairs)
+        else [alone[i] for i in choose_runs([runs[i] for i in alone], [postings[i] for i in alone])]
+    )
+    chosen_alone = [alone[i] for i in choose_runs([runs[i] for i in alone], [postings[i] for i in alone])]
     if postings[chosen[0]] == 0 and cov.n_unindexed == 0:  # no text holds a token the query needs, none to scan
         return dataclasses.replace(result_of(query, mode, pd.DataFrame()), is_indexed=True)
     walk = _Walk(
         con, cov, run_filter, kind=kind, patterns=patterns, params=params, ids=ids, chosen=chosen,
+        chosen_alone=chosen_alone,
         is_exact=kind == "contains" and is_exact_by_tokens(patterns[0]), limit=int(limit), count_all=count_all,
     )  # fmt: skip
     if postings[chosen[0]] == 0:  # no indexed text holds a token the query needs: only what is not covered
@@ -319,13 +338,13 @@ class _Walk:
     def __init__(
         self, con: duckdb.DuckDBPyConnection, cov: Coverage, run_filter: RunFilter, *, kind: str,
         patterns: list[str], params: dict[str, Any], ids: list[list[list[int]]], chosen: list[int],
-        is_exact: bool, limit: int, count_all: bool,
+        chosen_alone: list[int], is_exact: bool, limit: int, count_all: bool,
     ) -> None:  # fmt: skip
         self.con, self.cov, self.run_filter, self.kind, self.patterns = con, cov, run_filter, kind, patterns
         self.n_words = len(patterns) if kind == "words" else 0
         self.params = params | {f"f{s}": fs for s, fs in enumerate(cov.files)}
         self.is_exact, self.limit, self.count_all = is_exact, limit, count_all
-        self.candidates = _candidates_sql(cov.segments, ids, chosen)
+        self.candidates = _candidates_sql(cov.segments, ids, chosen, chosen_alone, cov.pairs)
         self.hits: list[pd.DataFrame] = []
         self.n_listed = self.n_attempts = self.n_hits = self.checked = self.walked = self.seen = 0
         self.is_partial = False  # a window's candidates were left unchecked once the page was full
