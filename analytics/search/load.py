@@ -112,10 +112,12 @@ _ONE_TOKEN = " AND NOT contains(v.token, ' ')"
 MAX_RUNS = 3  # at most this many runs intersected (the rarest); the others are checked on the text
 RUN_SPREAD = 20  # a run with more than this many times the rarest run's postings is checked on the text instead
 # a query checked on the text that has checked this share of the attempts kept (and at least SCAN_MIN) without
-# filling its page is finished by a scan: its words are common and it is rare. Checking a candidate through the
-# index costs about five times scanning its attempt (100k generated attempts: 50k checked in 1.8 CPU s, the scan of
-# all 100k in 0.34), so past 2 % a rare phrase costs at most about a tenth of a scan more than the scan alone
-SCAN_SHARE = 0.02
+# filling its page is finished by a scan: its words are common and it is rare (with word pairs, seldom: their
+# postings narrow such a phrase first). Checking a candidate through the index costs about five times scanning its
+# attempt at 100k generated attempts (50k checked in 1.8 CPU s, the scan of all 100k in 0.34) and about a hundred
+# times at 1M (20,479 checked in about 6 CPU s, the scan 2-3), so past 0.5 % a rare phrase costs at most about half
+# a scan more than the scan alone
+SCAN_SHARE = 0.005
 SCAN_MIN = 2_000
 _NO_CANDIDATES = "SELECT NULL::BIGINT AS attempt_id, NULL::INTEGER AS step, NULL::UTINYINT AS field LIMIT 0"
 
