@@ -182,3 +182,28 @@ def test_word_pairs_narrow_a_phrase_of_common_words_and_older_segments_do_withou
         a, b = _both(con, phrase, count_all=True)
         _assert_same(a, b)
         assert a.n_checked > 2 * with_pairs
+
+
+def test_a_merge_keeps_the_long_results_rows_of_a_segment_written_before_them(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from store import search_index
+
+    refresh(db)
+    with duckdb.connect(str(_long_rows(db))) as con:
+        con.execute("DROP TABLE search_long")
+    _ingest(_write(tmp_path / "b.jsonl", [("r-n", "sb")], seed=8, n_tasks=3), db)
+    monkeypatch.setattr(search_index, "MAX_SEGMENTS", 1)  # the old segment and the new one merge into one
+    done = refresh(db)
+    assert done.segments == 1 and done.attempts_added == 6
+    (merged,) = _segments_of(db)
+    with duckdb.connect(str(merged), read_only=True) as con:
+        kept = con.execute("SELECT count(DISTINCT (attempt_id, step)) FROM search_long").fetchall()[0][0]
+    with reader(db) as con:
+        truth = con.execute("SELECT count(*) FROM steps WHERE result_hash IS NOT NULL").fetchall()[0][0]
+    assert kept == truth > 0
+    seen = _spy(monkeypatch)
+    with reader(db) as con:
+        for query in ["needle zz9", "filler needle", "rate limit"]:
+            _assert_same(*_both(con, query))
+    assert not any("WHERE text_hash IN" in s for s in seen)
