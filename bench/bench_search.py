@@ -1,5 +1,5 @@
 """Transcript search times: ``python bench/bench_search.py --db DB [--repeat 5] [--build] [--scan-only] [--mode M]
-[--fresh]``.
+[--fresh] [--query Q]``.
 
 Runs the queries below through ``analytics.search.search`` on the database's read snapshot, each ``--repeat``
 times after one warm-up, and prints one line per query and path: hits, best and median wall seconds, process CPU
@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="also time each query as a new process's first")
     parser.add_argument("--mode", action="append", help="only queries of this mode (repeatable; default all)")
     parser.add_argument("--kind", action="append", help="only queries of this class: word, phrase, identifier...")
+    parser.add_argument("--query", action="append", help="only this query of the list (repeatable)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
@@ -142,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.db}: {n[0]:,} attempts, {n[1]:,} steps; {state}")
         for qset, query, mode in QUERIES:
             if (args.mode and mode not in args.mode) or (args.kind and qset not in args.kind):
+                continue
+            if args.query and query not in args.query:
                 continue
             paths = [False] if args.scan_only else [True] if args.no_scan else [True, False]
             results = []

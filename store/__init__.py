@@ -34,7 +34,14 @@ from store.lake import LakeError
 from store.migrate import describe, latest_version, migrate, migrations, schema_version
 from store.paths import PROJECT_ROOT, SCHEMA_FILE, Location, legacy_default_notice, snapshot_path
 from store.query import load_sql, query_df, query_rows, transaction
-from store.search_index import SearchIndexRefresh, attach_search_index, drop_search_index, refresh_search_index
+from store.search_index import (
+    AttachedIndex,
+    SearchIndexRefresh,
+    attach_search_index,
+    attach_search_index_runs,
+    drop_search_index,
+    refresh_search_index,
+)
 from store.sessions import db_version, ensure_snapshot, publish, reader, writer
 
 __all__ = [
@@ -51,7 +58,9 @@ __all__ = [
     "SearchIndexRefresh",
     "Store",
     "StoreVersionError",
+    "AttachedIndex",
     "attach_search_index",
+    "attach_search_index_runs",
     "db_version",
     "delete_run",
     "describe",

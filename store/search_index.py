@@ -14,13 +14,23 @@ segment with the attempts of the files no segment covers yet, then replaces the 
 reader sees the old set of segments or the new one, never half of one, and no refresh copies what is already
 indexed. When there are more than ``MAX_SEGMENTS``, the smallest are merged into one (dropping the rows of attempts
 that are gone). Tables of a segment:
-    * ``vocab(token_id, token, n_postings)``: its tokens (integer ids local to the segment);
+    * ``vocab(token_id, token, n_postings)``: its tokens (integer ids local to the segment), and its word pairs: two
+      tokens next to each other in a text, ``"first second"`` (a token never holds a space; a segment that has them
+      holds the empty table ``search_pairs``), so a phrase of common words intersects the postings of its pairs;
     * ``postings(token_id, attempt_id, step, field)``: one row per token and text, sorted by token within each batch
       so DuckDB's min/max zone maps skip the other tokens' rows; ``step`` is -1 for the answer; ``field`` is the
       position in ``FIELDS`` (``long_result``: a long result stored once in ``texts``);
     * ``search_attempts(attempt_id, file_id)`` and ``search_files(file_id, content_hash)``: what the segment covers;
+    * ``search_long(attempt_id, step, text_row)``: the row of ``texts`` (its ``rowid``) holding each long result
+      indexed, so search reads a long result by its row without looking its hash up in ``texts`` (which nothing
+      orders by hash); the reader checks the row's hash and looks up by hash when it differs (segments written
+      before this table have none: by hash);
       ``search_gone(attempt_id, file_id)``: attempts of older segments found gone (deleted, or their id reused) when
       the segment was written (counted once; their rows are never read and go at the next merge).
+
+The manifest also keeps, per segment, the runs it covers: ``[run_id, file_id, lowest attempt id, highest, attempts]``
+per run and file (gone attempts left out at the time it was written), so search walks the runs kept in order
+without a group-by over every attempt of the store. A refresh adds them for a segment written before they were kept.
 
 Freshness: an attempt is covered by a segment only while its file (``attempts.file_id``) is in that segment's
 ``search_files`` with the same content hash, and a posting counts only for an attempt whose current file is the one
@@ -71,6 +81,18 @@ CREATE TABLE IF NOT EXISTS postings (token_id INTEGER NOT NULL, attempt_id BIGIN
 CREATE TABLE IF NOT EXISTS search_attempts (attempt_id BIGINT NOT NULL, file_id BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS search_files (file_id BIGINT NOT NULL, content_hash VARCHAR NOT NULL);
 CREATE TABLE IF NOT EXISTS search_gone (attempt_id BIGINT NOT NULL, file_id BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS search_long (attempt_id BIGINT NOT NULL, step INTEGER NOT NULL, text_row BIGINT NOT NULL);
+"""
+# A segment whose every text has its word pairs in the vocabulary ("first second") holds this table (empty): search
+# uses pairs only in such segments (older ones, and a merge of one, lack it).
+_PAIRS_MARK = "CREATE TABLE IF NOT EXISTS search_pairs (unused INTEGER)"
+
+# A segment's runs for the manifest: per run and file, the range and count of the attempts it holds that are still
+# in the store from that file. ``{s}`` is the segment's catalog (``src`` the store).
+_SEGMENT_RUNS = """
+SELECT a.run_id, i.file_id, min(i.attempt_id), max(i.attempt_id), count(*)
+FROM {s}.search_attempts i JOIN src.attempts a ON a.attempt_id = i.attempt_id AND a.file_id = i.file_id
+GROUP BY ALL ORDER BY 1, 2
 """
 
 # The store's files (ingest_log) that can be indexed: one content hash per file_id. ``src`` is the store.
@@ -103,6 +125,15 @@ JOIN src.texts t ON t.text_hash = s.result_hash
 ORDER BY text_row
 """
 
+# The rows of the long results of an older segment ``{s}`` that has no search_long (a refresh adds them once).
+_OLD_LONG = """
+INSERT INTO search_long
+SELECT s.attempt_id, s.step, t.rowid
+FROM src.steps s SEMI JOIN {s}.search_attempts i ON i.attempt_id = s.attempt_id
+JOIN src.texts t ON t.text_hash = s.result_hash
+ORDER BY s.attempt_id, s.step
+"""
+
 # One range of those rows: each text once, with every step that points at it.
 _LONG_TEXTS = """
 SELECT l.attempt_id, l.step, 5 AS field, t.text
@@ -111,15 +142,22 @@ JOIN _rl_long l ON l.text_row = t.text_row AND l.text_row BETWEEN $lo AND $hi
 """
 
 # One batch's (token, text) pairs: per text, its distinct space-separated words (cheap), each cut by RE2 (on far
-# fewer characters than the text), the distinct tokens of the text; then new tokens get ids and the postings go in
-# sorted by token.
+# fewer characters than the text), the distinct tokens of the text; and its distinct word pairs: two tokens next
+# to each other in the text, as one vocabulary entry "first second" (a token never holds a space), from the text's
+# tokens in order; then new tokens get ids and the postings go in sorted by token.
 _TOKENISE = """
 CREATE OR REPLACE TEMP TABLE _rl_pairs AS
 SELECT attempt_id, step::INTEGER AS step, field::UTINYINT AS field,
        unnest(list_filter(list_distinct(flatten(list_transform(list_distinct(string_split(lower(text), ' ')),
                                                                w -> regexp_split_to_array(w, '[^a-z0-9_]+')))),
                           t -> t <> '')) AS token
-FROM _rl_texts;
+FROM _rl_texts
+UNION ALL
+SELECT attempt_id, step, field, unnest(list_distinct(list_transform(range(1, len(seq)), i -> seq[i] || ' ' || seq[i + 1])))
+FROM (SELECT attempt_id, step::INTEGER AS step, field::UTINYINT AS field,
+             list_filter(regexp_split_to_array(lower(text), '[^a-z0-9_]+'), t -> t <> '') AS seq
+      FROM _rl_texts)
+WHERE len(seq) > 1;
 INSERT INTO vocab
 SELECT (SELECT coalesce(max(token_id), 0) FROM vocab) + row_number() OVER (ORDER BY token), token, NULL
 FROM (SELECT DISTINCT token FROM _rl_pairs) ANTI JOIN vocab USING (token);
@@ -156,24 +194,53 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def read_manifest(folder: Path) -> list[str] | None:
-    """The current segment files' names, or None when ``folder`` is not an index of this layout."""
+SegmentRuns = list[tuple[str, int, int, int, int]]  # (run_id, file_id, lowest attempt id, highest, attempts)
+
+
+def _read_doc(folder: Path) -> dict | None:
     try:
         doc = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("layout") != LAYOUT or not isinstance(doc.get("segments"), list):
         return None
-    return [str(s) for s in doc["segments"]]
+    return doc
 
 
-def _write_manifest(folder: Path, segments: list[str]) -> None:
+def read_manifest(folder: Path) -> list[str] | None:
+    """The current segment files' names, or None when ``folder`` is not an index of this layout."""
+    doc = _read_doc(folder)
+    return None if doc is None else [str(s) for s in doc["segments"]]
+
+
+def _runs_of(doc: dict) -> dict[str, SegmentRuns]:
+    """The manifest's runs per segment name (a segment written before they were kept has none)."""
+    runs = doc.get("runs")
+    if not isinstance(runs, dict):
+        return {}
+    return {str(k): [(str(r), int(f), int(lo), int(hi), int(n)) for r, f, lo, hi, n in v] for k, v in runs.items()}
+
+
+def _write_manifest(folder: Path, segments: list[str], runs: dict[str, SegmentRuns]) -> None:
     tmp = folder / f"{MANIFEST}.tmp{os.getpid()}"
+    doc = {
+        "layout": LAYOUT,
+        "segments": segments,
+        "runs": {s: [list(r) for r in runs[s]] for s in segments if s in runs},
+    }
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump({"layout": LAYOUT, "segments": segments}, fh)
+        json.dump(doc, fh)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, folder / MANIFEST)
+
+
+@dataclass(frozen=True)
+class AttachedIndex:
+    """The index's segments attached to a connection, and the runs the manifest keeps for them."""
+
+    catalogs: list[str]  # ``rl_search_<inode>_<mtime>``: a new segment gets a new one
+    runs: list[SegmentRuns] | None  # per segment (same order); None when a segment has none kept
 
 
 def attach_search_index(con: duckdb.DuckDBPyConnection) -> list[str] | None:
@@ -184,6 +251,12 @@ def attach_search_index(con: duckdb.DuckDBPyConnection) -> list[str] | None:
         store has no index (never built, a team store, a Parquet folder, an in-memory database, an index of another
         layout, or a segment that cannot be opened: search then scans).
     """
+    attached = attach_search_index_runs(con)
+    return None if attached is None else attached.catalogs
+
+
+def attach_search_index_runs(con: duckdb.DuckDBPyConnection) -> AttachedIndex | None:
+    """``attach_search_index``, with the runs the manifest keeps for the segments attached (one read of it)."""
     rows = con.execute("SELECT path, type FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
     if not rows or not rows[0][0]:
         return None
@@ -196,7 +269,8 @@ def attach_search_index(con: duckdb.DuckDBPyConnection) -> list[str] | None:
     if store.name.endswith(SNAPSHOT_SUFFIX):
         store = store.with_name(store.name[: -len(SNAPSHOT_SUFFIX)])
     folder = store.with_name(store.name + INDEX_SUFFIX)
-    segments = read_manifest(folder) if folder.is_dir() else None
+    doc = _read_doc(folder) if folder.is_dir() else None
+    segments = None if doc is None else [str(s) for s in doc["segments"]]
     if not segments:
         return None
     names = []
@@ -209,7 +283,9 @@ def attach_search_index(con: duckdb.DuckDBPyConnection) -> list[str] | None:
         except (OSError, duckdb.Error):
             return None  # removed by a merge after the manifest was read: scan
         names.append(name)
-    return names
+    kept = _runs_of(doc) if doc is not None else {}
+    runs = [kept[s] for s in segments] if all(s in kept for s in segments) else None
+    return AttachedIndex(names, runs)
 
 
 @contextlib.contextmanager
@@ -243,22 +319,26 @@ def refresh_search_index(db: Location = None, *, rebuild: bool = False) -> Searc
         folder.unlink()  # the single index file of layout 1
     folder.mkdir(exist_ok=True)
     with _refresh_lock(folder):
-        old = [] if rebuild else (read_manifest(folder) or [])
+        doc = None if rebuild else _read_doc(folder)
+        old = [] if doc is None else [str(s) for s in doc["segments"]]
+        runs = {} if doc is None else _runs_of(doc)
         name = f"seg-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}.duckdb"
         con, source = store.open_search_source(folder / name)
         try:
-            counts = _add_segment(con, source, [folder / s for s in old])
+            counts, new_runs = _add_segment(con, source, [folder / s for s in old], [s not in runs for s in old])
         finally:
             con.close()
+        runs |= {s: r for s, r in zip([*old, name], new_runs, strict=True) if r is not None}
         added = counts[0]
-        segments = [*old, name] if added or counts[1] else old
+        segments = [*old, name] if added or counts[1] or counts[5] else old
         if segments is old:
             _remove(folder / name)
         else:
             _fsync(folder / name)
         if len(segments) > MAX_SEGMENTS:
-            segments = _merge_smallest(store, folder, segments)
-        _write_manifest(folder, segments)
+            segments, merged_runs = _merge_smallest(store, folder, segments)
+            runs[segments[-1]] = merged_runs
+        _write_manifest(folder, segments, runs)
         for stale in {p.name for p in folder.glob("seg-*.duckdb")} - set(segments):
             _remove(folder / stale)  # replaced (a rebuild, a merge) or left by a refresh that failed
         rows, vocabulary = _totals(folder, segments)
@@ -306,11 +386,13 @@ def _union(names: list[str], select: str) -> str:
 
 
 def _add_segment(
-    con: duckdb.DuckDBPyConnection, attach_source: str, old_segments: list[Path]
-) -> tuple[int, int, int, int, int]:
+    con: duckdb.DuckDBPyConnection, attach_source: str, old_segments: list[Path], runs_wanted: list[bool]
+) -> tuple[tuple[int, int, int, int, int, int], list[SegmentRuns | None]]:
     """Write the new segment ``con`` is open on; returns added, removed, not indexable, characters indexed,
-    attempts covered after it."""
+    attempts covered after it, older segments whose long results' rows it holds; and the runs of each old segment ``runs_wanted`` names (else None), then the new
+    segment's."""
     _settings(con)
+    con.execute(_PAIRS_MARK)
     con.execute(attach_source)
     old = _attach_old(con, old_segments)
     con.execute(_FILES)
@@ -329,7 +411,7 @@ def _add_segment(
     )
     removed = int(query_rows(con, "SELECT count(*) FROM _rl_gone")[0][0])
     con.execute(
-        "CREATE TEMP TABLE _rl_new AS SELECT a.attempt_id, a.file_id FROM src.attempts a "
+        "CREATE TEMP TABLE _rl_new AS SELECT a.attempt_id, a.file_id, a.run_id FROM src.attempts a "
         "SEMI JOIN _rl_files f ON f.file_id = a.file_id ANTI JOIN _rl_done d ON d.file_id = a.file_id"
     )
     added = int(query_rows(con, "SELECT count(*) FROM _rl_new")[0][0])
@@ -350,6 +432,14 @@ def _add_segment(
             chars += _tokenise(con, _TEXTS, lo, hi)
             con.execute("INSERT INTO search_attempts SELECT attempt_id, file_id FROM _rl_batch")
     con.execute(_LONG)
+    lacking = [name for name in old if not _has_table(con, name, "search_long")]
+    with transaction(con):
+        # in attempt order: a search looks rows up by attempt id, and the zone maps skip the others
+        con.execute("INSERT INTO search_long SELECT attempt_id, step, text_row FROM _rl_long ORDER BY attempt_id, step")
+        # the rows of the long results of segments written before the table, once (search looks up every
+        # segment's search_long, so they need not be in the segment of their attempts)
+        for name in lacking:
+            con.execute(_OLD_LONG.format(s=name))
     long_rows = query_rows(
         con,
         "SELECT min(text_row), max(text_row) FROM (SELECT text_row, (row_number() OVER (ORDER BY text_row) - 1) // ? "
@@ -371,11 +461,32 @@ def _add_segment(
             "(SELECT file_id FROM _rl_done UNION ALL SELECT file_id FROM _rl_new)) "
             "FROM src.attempts a LEFT JOIN _rl_files f USING (file_id)",
         )[0]
+    runs = [_segment_runs(con, name) if wanted else None for name, wanted in zip(old, runs_wanted, strict=True)]
+    runs.append(_segment_runs(con, _own_catalog(con)))
     for name in old:
         con.execute(f"DETACH {name}")
     con.execute("DETACH src")
     con.execute("CHECKPOINT")
-    return added, removed, int(not_indexable), chars, int(covered)
+    return (added, removed, int(not_indexable), chars, int(covered), len(lacking)), runs
+
+
+def _own_catalog(con: duckdb.DuckDBPyConnection) -> str:
+    """The segment's own catalog, quoted (its name is the file's, with hyphens)."""
+    return '"' + str(query_rows(con, "SELECT current_database()")[0][0]).replace('"', '""') + '"'
+
+
+def _segment_runs(con: duckdb.DuckDBPyConnection, catalog: str) -> SegmentRuns:
+    """The manifest's runs of the segment attached as ``catalog`` (see ``_SEGMENT_RUNS``)."""
+    rows = query_rows(con, _SEGMENT_RUNS.format(s=catalog))
+    return [(str(r), int(f), int(lo), int(hi), int(n)) for r, f, lo, hi, n in rows]
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> bool:
+    return bool(
+        query_rows(
+            con, "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?", [catalog, table]
+        )[0][0]
+    )
 
 
 def _tokenise(con: duckdb.DuckDBPyConnection, texts: str, lo: int, hi: int) -> int:
@@ -394,9 +505,10 @@ def _count_postings(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _merge_smallest(store: object, folder: Path, segments: list[str]) -> list[str]:
+def _merge_smallest(store: object, folder: Path, segments: list[str]) -> tuple[list[str], SegmentRuns]:
     """Merge the smallest segments into one so that MAX_SEGMENTS // 2 + 1 remain; rows of attempts gone from the
-    store are left out. Returns the new segment list (the merged files are removed once the manifest is replaced)."""
+    store are left out. Returns the new segment list (the merged files are removed once the manifest is replaced;
+    the merged one is last) and the merged segment's runs."""
     # the smallest by postings (a file's size grows in blocks: small segments look alike), of equal ones the newest
     by_size = sorted(segments, key=lambda s: (_postings_of(folder / s), -segments.index(s)))
     n_merge = len(segments) - MAX_SEGMENTS // 2
@@ -407,6 +519,8 @@ def _merge_smallest(store: object, folder: Path, segments: list[str]) -> list[st
         _settings(con)
         con.execute(source)
         old = _attach_old(con, [folder / s for s in merging])
+        if all(_has_table(con, s, "search_pairs") for s in old):
+            con.execute(_PAIRS_MARK)
         con.execute(_FILES)
         with transaction(con):
             con.execute(
@@ -430,6 +544,17 @@ def _merge_smallest(store: object, folder: Path, segments: list[str]) -> list[st
                     "ORDER BY v.token_id, p.attempt_id, p.step, p.field"
                 )
                 con.execute("INSERT INTO search_attempts SELECT * FROM _rl_live")
+                if _has_table(con, s, "search_long"):
+                    # every row of an attempt still in the store (a segment may hold an older segment's rows)
+                    con.execute(
+                        f"INSERT INTO search_long SELECT * FROM {s}.search_long l "
+                        "SEMI JOIN src.attempts a ON a.attempt_id = l.attempt_id"
+                    )
+                else:  # a segment written before the table: the rows by hash (one read of texts' hashes)
+                    con.execute(
+                        "INSERT INTO search_long SELECT st.attempt_id, st.step, t.rowid FROM src.steps st "
+                        "SEMI JOIN _rl_live l ON l.attempt_id = st.attempt_id JOIN src.texts t ON t.text_hash = st.result_hash"
+                    )
                 con.execute(
                     f"INSERT INTO search_files SELECT * FROM {s}.search_files "
                     "SEMI JOIN _rl_files USING (file_id, content_hash)"
@@ -438,6 +563,7 @@ def _merge_smallest(store: object, folder: Path, segments: list[str]) -> list[st
         with transaction(con):
             con.execute("DELETE FROM vocab WHERE token_id NOT IN (SELECT DISTINCT token_id FROM postings)")
             _count_postings(con)
+        runs = _segment_runs(con, _own_catalog(con))
         for s in old:
             con.execute(f"DETACH {s}")
         con.execute("DETACH src")
@@ -445,7 +571,7 @@ def _merge_smallest(store: object, folder: Path, segments: list[str]) -> list[st
     finally:
         con.close()
     _fsync(folder / name)
-    return [s for s in segments if s not in merging] + [name]
+    return [s for s in segments if s not in merging] + [name], runs
 
 
 def _postings_of(segment: Path) -> int:

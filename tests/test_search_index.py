@@ -213,7 +213,13 @@ def test_a_rare_phrase_of_common_words_is_scanned_and_says_why(db: Path, monkeyp
     monkeypatch.setattr(search_load, "SCAN_MIN", 1)  # the small store's common words count as common
     monkeypatch.setattr(search_load, "SCAN_SHARE", 0.0)
     monkeypatch.setattr(compute, "FIRST_CHUNK", 2)
-    refresh(db)
+    done = refresh(db)
+    with reader(db) as con:  # its word pair "exceeded twice" is in no text: the index answers alone
+        paired = sr.search(con, query="rate limit exceeded twice")
+        assert paired.is_indexed and paired.n_hits == 0 and paired.n_checked == 0
+    (segment,) = _segments(done)
+    with duckdb.connect(str(segment)) as seg:
+        seg.execute("DROP TABLE search_pairs")  # a segment written before word pairs: by its words alone
     with reader(db) as con:
         rare = sr.search(con, query="rate limit exceeded twice")  # common words, never in this order
         assert not rare.is_indexed and "did not fill the page" in sr.how_searched(rare)

@@ -153,6 +153,25 @@ def query_runs(pattern: str) -> list[tuple[str, str]]:
     return runs
 
 
+def query_pairs(pattern: str) -> list[tuple[str, str]]:
+    """The word pairs a text must hold for the lower-cased ``pattern`` to be one of its substrings: each two runs
+    next to each other in the pattern are two tokens next to each other in the text, the index's entry
+    ``"first second"``; its kind is the one ``query_runs`` gives the span from the first run to the second (the
+    first may be the end of a token, the second the start of one).
+
+    Returns:
+        ``[("first second", kind), ...]`` in the pattern's order, without repeats.
+    """
+    found = list(_TOKEN.finditer(pattern))
+    pairs: list[tuple[str, str]] = []
+    for a, b in zip(found, found[1:], strict=False):
+        before, after = a.start() > 0, b.end() < len(pattern)
+        kind = "whole" if before and after else "prefix" if before else "suffix" if after else "infix"
+        if (f"{a.group()} {b.group()}", kind) not in pairs:
+            pairs.append((f"{a.group()} {b.group()}", kind))
+    return pairs
+
+
 def is_exact_by_tokens(pattern: str) -> bool:
     """True when holding a token that contains ``pattern`` is the same as containing ``pattern``: the pattern is
     one run of token characters (any occurrence of it lies inside one token)."""

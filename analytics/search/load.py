@@ -23,12 +23,13 @@ from analytics.search.compute import (
     is_exact_by_tokens,
     match_pattern,
     next_chunk,
+    query_pairs,
     query_runs,
     result_of,
     run_windows,
 )
 from analytics.sqlfiles import load_sql
-from store import ALL_RUNS, QueryError, RunFilter, attach_search_index, query_df, query_rows
+from store import ALL_RUNS, QueryError, RunFilter, attach_search_index_runs, query_df, query_rows
 
 # the catalog name store/search_index.py gives the attached index (checked before it goes into SQL)
 INDEX_CATALOG = re.compile(r"rl_search_[0-9a-f]+_[0-9a-f]+")
@@ -66,24 +67,37 @@ def _locate(kind: str, column: str) -> str:
 STEP_FIELDS = {"content": "s.content", "args": "s.args::VARCHAR", "result": "s.result", "error": "s.error"}
 
 
-def _sql(kind: str, n_words: int) -> str:
-    """The search statement: every field of every attempt the filters keep, matched by ``kind``."""
-    return load_sql("search").format(**_scan_parts(kind, n_words))
-
-
-def _scan_parts(kind: str, n_words: int) -> dict[str, str]:
-    """The fixed SQL fragments of the scan (search.sql, and search_uncovered.sql for what the index does not cover)."""
+def _sql(kind: str, n_words: int, uncovered: list[int] | None = None) -> str:
+    """The search statement (search.sql): every field of every attempt the filters keep, matched by ``kind``; with
+    ``uncovered`` (files no segment of the index covers) only the attempts the index does not cover."""
     preds = {name: _predicate(kind, col, n_words) for name, col in STEP_FIELDS.items()}
     field_case = " ".join(f"WHEN {p} THEN '{name}'" for name, p in preds.items())
     text_case = " ".join(f"WHEN {preds[name]} THEN {col}" for name, col in STEP_FIELDS.items())
-    return {
-        "match_text": _predicate(kind, "t.text", n_words),
+    parts = {
         "match_answer": _predicate(kind, "k.answer", n_words),
         "match_step": " OR ".join(f"coalesce({p}, false)" for p in preds.values()),
         "field_case": f"CASE {field_case} END",
         "text_case": f"CASE {text_case} END",
         "locate": _locate(kind, "text"),
     }
+    if uncovered is None:
+        only = {
+            "only_attempts": "true",
+            "only_steps": "true",
+            "long_texts": f"(SELECT t.text_hash, t.text FROM texts t WHERE {_predicate(kind, 't.text', n_words)})",
+            "match_long": "true",
+        }
+    else:
+        only = {
+            "only_attempts": "a.attempt_id >= $min_unindexed AND (a.file_id IN ("
+            + _ints(uncovered)
+            + ") OR ($no_file AND a.file_id IS NULL))",
+            "only_steps": "s.attempt_id >= $min_unindexed",
+            "long_texts": "texts",
+            # the long text with an empty string that depends on the step: matched after the join
+            "match_long": _predicate(kind, "t.text || left(s.step::VARCHAR, 0)", n_words),
+        }
+    return load_sql("search").format(**parts, **only)
 
 
 # how a query run matches a token of a segment's vocabulary (compute.query_runs); the run is the parameter $t<i>
@@ -93,13 +107,17 @@ _RUN_MATCH = {
     "suffix": "ends_with(v.token, $t{i})",
     "infix": "contains(v.token, $t{i})",
 }
+# a run of one token never matches a word pair ("first second"); a pair run holds its space, so it matches pairs only
+_ONE_TOKEN = " AND NOT contains(v.token, ' ')"
 MAX_RUNS = 3  # at most this many runs intersected (the rarest); the others are checked on the text
 RUN_SPREAD = 20  # a run with more than this many times the rarest run's postings is checked on the text instead
 # a query checked on the text that has checked this share of the attempts kept (and at least SCAN_MIN) without
-# filling its page is finished by a scan: its words are common and it is rare. Checking a candidate through the
-# index costs about five times scanning its attempt (100k generated attempts: 50k checked in 1.8 CPU s, the scan of
-# all 100k in 0.34), so past 2 % a rare phrase costs at most about a tenth of a scan more than the scan alone
-SCAN_SHARE = 0.02
+# filling its page is finished by a scan: its words are common and it is rare (with word pairs, seldom: their
+# postings narrow such a phrase first). Checking a candidate through the index costs about five times scanning its
+# attempt at 100k generated attempts (50k checked in 1.8 CPU s, the scan of all 100k in 0.34) and about a hundred
+# times at 1M (20,479 checked in about 6 CPU s, the scan 2-3), so past 0.5 % a rare phrase costs at most about half
+# a scan more than the scan alone
+SCAN_SHARE = 0.005
 SCAN_MIN = 2_000
 _NO_CANDIDATES = "SELECT NULL::BIGINT AS attempt_id, NULL::INTEGER AS step, NULL::UTINYINT AS field LIMIT 0"
 
@@ -114,6 +132,9 @@ class Coverage:
     no_file: bool  # some attempt has no file (always scanned)
     n_unindexed: int  # attempts of the runs kept that no segment covers
     lowest: int | None  # the smallest id among them
+    runs: list[list[tuple[str, int, int, int, int]]] | None  # per segment, the manifest's runs (None: not kept)
+    long_rows: list[bool]  # per segment, whether it keeps the rows of its long results (search_long)
+    pairs: list[bool]  # per segment, whether its vocabulary holds the word pairs of every text (search_pairs)
 
 
 def _segments_checked(segments: list[str]) -> list[str]:
@@ -136,8 +157,9 @@ def _token_ids(
     parts = [
         f"SELECT {s} AS seg, {i} AS run, v.token_id, v.n_postings FROM {seg}.vocab v WHERE "
         + _RUN_MATCH[kind].format(i=i)
+        + ("" if " " in run or kind == "whole" else _ONE_TOKEN)
         for s, seg in enumerate(_segments_checked(segments))
-        for i, (_, kind) in enumerate(runs)
+        for i, (run, kind) in enumerate(runs)
     ]
     params = {f"t{i}": run for i, (run, _) in enumerate(runs)}
     ids: list[list[list[int]]] = [[[] for _ in runs] for _ in segments]
@@ -164,12 +186,15 @@ def choose_runs(runs: list[tuple[str, str]], postings: list[int]) -> list[int]:
     return [i for i in order if postings[i] <= max(rarest, 1) * RUN_SPREAD][:MAX_RUNS]
 
 
-def _candidates_sql(segments: list[str], ids: list[list[list[int]]], chosen: list[int]) -> str:
-    """Per segment, every (attempt, step, field) between $lo and $hi whose text holds a token of each chosen run,
-    for an attempt of ``win`` whose file that segment covers ($f<segment>)."""
+def _candidates_sql(
+    segments: list[str], ids: list[list[list[int]]], chosen: list[int], chosen_alone: list[int], pairs: list[bool]
+) -> str:
+    """Per segment, every (attempt, step, field) between $lo and $hi whose text holds a token of each chosen run
+    (``chosen_alone``, runs of one token, in a segment without word pairs), for an attempt of ``win`` whose file
+    that segment covers ($f<segment>)."""
     parts = []
     for s, seg in enumerate(_segments_checked(segments)):
-        lists = [ids[s][i] for i in chosen]
+        lists = [ids[s][i] for i in (chosen if pairs[s] else chosen_alone)]
         if not all(lists):
             continue  # a run matches no token of this segment: none of its texts is a candidate
         sets = " INTERSECT ".join(
@@ -185,9 +210,10 @@ def _candidates_sql(segments: list[str], ids: list[list[list[int]]], chosen: lis
 
 
 def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage | None:
-    segments = attach_search_index(con)
-    if segments is None:
+    attached = attach_search_index_runs(con)
+    if attached is None:
         return None
+    segments = attached.catalogs
     files: list[list[int]] = [[] for _ in segments]
     segment_files = " UNION ALL ".join(
         f"SELECT {s} AS seg, file_id, content_hash FROM {seg}.search_files"
@@ -205,7 +231,18 @@ def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage
     if uncovered or no_file:
         sql = load_sql("search_unindexed").format(uncovered=_ints(uncovered))
         n, lowest = query_rows(con, sql, run_filter.params() | {"no_file": no_file})[0]
-    return Coverage(segments, files, uncovered, no_file, int(n), None if lowest is None else int(lowest))
+    tables = query_rows(
+        con,
+        "SELECT database_name, table_name FROM duckdb_tables() WHERE table_name IN ('search_long', 'search_pairs') "
+        "AND list_contains(?, database_name)",
+        [segments],
+    )
+    with_long = {str(d) for d, t in tables if t == "search_long"}
+    with_pairs = {str(d) for d, t in tables if t == "search_pairs"}
+    return Coverage(
+        segments, files, uncovered, no_file, int(n), None if lowest is None else int(lowest), attached.runs,
+        [s in with_long for s in segments], [s in with_pairs for s in segments],
+    )  # fmt: skip
 
 
 def index_coverage(
@@ -222,10 +259,13 @@ def index_coverage(
 
 
 def _index_runs(kind: str, patterns: list[str]) -> list[tuple[str, str]]:
-    """The runs a text must hold for ``patterns`` to match: the phrase's, or every word's (all in one field)."""
+    """The runs a text must hold for ``patterns`` to match: the phrase's, or every word's (all in one field); a
+    phrase's word pairs after them (compute.query_pairs)."""
     runs: list[tuple[str, str]] = []
     for pattern in patterns:
         runs += [r for r in query_runs(pattern) if r not in runs]
+    if kind == "contains":
+        runs += [r for r in query_pairs(patterns[0]) if r not in runs]
     return runs
 
 
@@ -273,11 +313,19 @@ def search(
             return dataclasses.replace(result, scan_reason="the query has no letter or digit to look up")
         return result
     ids, postings = _token_ids(con, cov.segments, runs)
-    chosen = choose_runs(runs, postings)
+    alone = [i for i, (run, _) in enumerate(runs) if " " not in run]
+    # a pair's postings count only in segments with pairs: compared with the others' where every segment has them
+    chosen = (
+        choose_runs(runs, postings)
+        if all(cov.pairs)
+        else [alone[i] for i in choose_runs([runs[i] for i in alone], [postings[i] for i in alone])]
+    )
+    chosen_alone = [alone[i] for i in choose_runs([runs[i] for i in alone], [postings[i] for i in alone])]
     if postings[chosen[0]] == 0 and cov.n_unindexed == 0:  # no text holds a token the query needs, none to scan
         return dataclasses.replace(result_of(query, mode, pd.DataFrame()), is_indexed=True)
     walk = _Walk(
         con, cov, run_filter, kind=kind, patterns=patterns, params=params, ids=ids, chosen=chosen,
+        chosen_alone=chosen_alone,
         is_exact=kind == "contains" and is_exact_by_tokens(patterns[0]), limit=int(limit), count_all=count_all,
     )  # fmt: skip
     if postings[chosen[0]] == 0:  # no indexed text holds a token the query needs: only what is not covered
@@ -292,16 +340,17 @@ class _Walk:
     def __init__(
         self, con: duckdb.DuckDBPyConnection, cov: Coverage, run_filter: RunFilter, *, kind: str,
         patterns: list[str], params: dict[str, Any], ids: list[list[list[int]]], chosen: list[int],
-        is_exact: bool, limit: int, count_all: bool,
+        chosen_alone: list[int], is_exact: bool, limit: int, count_all: bool,
     ) -> None:  # fmt: skip
         self.con, self.cov, self.run_filter, self.kind, self.patterns = con, cov, run_filter, kind, patterns
         self.n_words = len(patterns) if kind == "words" else 0
         self.params = params | {f"f{s}": fs for s, fs in enumerate(cov.files)}
         self.is_exact, self.limit, self.count_all = is_exact, limit, count_all
-        self.candidates = _candidates_sql(cov.segments, ids, chosen)
+        self.candidates = _candidates_sql(cov.segments, ids, chosen, chosen_alone, cov.pairs)
         self.hits: list[pd.DataFrame] = []
         self.n_listed = self.n_attempts = self.n_hits = self.checked = self.walked = self.seen = 0
         self.is_partial = False  # a window's candidates were left unchecked once the page was full
+        self._long_unmatched: set[str] = set()  # long results read that do not match (a hash names one text)
 
     def _window_sql(self) -> str:
         return load_sql("search_window").format(candidates=self.candidates)
@@ -322,46 +371,74 @@ class _Walk:
             found = _run(self.con, sql, self.params | {"aids": aids, "lo": min(aids), "hi": max(aids)})
         is_long = found["src"] == 5
         if not self.is_exact and is_long.any():  # long results checked on their texts, read by hash
-            matched = set(self._long(list(found.loc[is_long, "result_hash"]), check=True)["text_hash"])
+            matched = set(self._long(found.loc[is_long], check=True)["text_hash"])
             found = found[~is_long | found["result_hash"].isin(matched)]
         keys = attempts[["attempt_id", "run_id", "task_id", "sample", "passed"]].assign(order=range(len(attempts)))
         found = found.drop(columns=["result_hash"]).merge(keys, on="attempt_id")
         found["step_key"] = found["step"].fillna(-1)
         return found.sort_values(["order", "step_key", "field"]).drop(columns=["order", "step_key"])
 
-    def _long(self, hashes: list[str], *, check: bool) -> pd.DataFrame:
-        """Long results by hash (search_long.sql): those that match when ``check``, each with its window."""
-        unique = sorted(set(hashes))
-        if not all(_HASH.fullmatch(h) for h in unique):  # the store's own sha256 hex digests, checked
+    def _long(self, keys: pd.DataFrame, *, check: bool) -> pd.DataFrame:
+        """Long results of ``keys`` (``attempt_id``, ``step``, ``result_hash``; search_long.sql): those that match
+        when ``check``, each with its window. Their rows of ``texts`` come from the segments' ``search_long``; a row
+        whose hash is not the step's (a segment without the table, a row renumbered) is looked up by hash."""
+        wanted = set(keys["result_hash"])
+        if not all(_HASH.fullmatch(h) for h in wanted):  # the store's own sha256 hex digests, checked
             raise ValueError("not a text hash of the store")
-        # their rows first, reading only text_hash; then the texts of those rows, by ranges of rowid
-        found = query_rows(
-            self.con, f"SELECT rowid FROM texts WHERE text_hash IN ({', '.join(repr(h) for h in unique)})"
+        out = self._long_by_rows(self._rows_of(keys), wanted, check=check)
+        missing = wanted - set(out["text_hash"]) - self._long_unmatched
+        if missing:  # their rows by hash: a read of texts.text_hash alone
+            listed = ", ".join(repr(h) for h in sorted(missing))
+            rows = [int(r) for (r,) in query_rows(self.con, f"SELECT rowid FROM texts WHERE text_hash IN ({listed})")]
+            out = pd.concat([out, self._long_by_rows(rows, missing, check=check)], ignore_index=True)
+        return out.drop(columns=["matched"])
+
+    def _rows_of(self, keys: pd.DataFrame) -> list[int]:
+        """Rows of ``texts`` the segments keep for these (attempt, step): candidates, checked by hash on reading."""
+        segs = [seg for seg, has in zip(self.cov.segments, self.cov.long_rows, strict=True) if has]
+        if not segs:
+            return []
+        aids = sorted({int(a) for a in keys["attempt_id"]})
+        sql = " UNION ".join(
+            f"SELECT text_row FROM {seg}.search_long WHERE attempt_id BETWEEN $lo AND $hi "
+            "AND list_contains($aids, attempt_id) AND list_contains($steps, step)"
+            for seg in _segments_checked(segs)
         )
-        rows = sorted(int(r) for (r,) in found)
+        steps = sorted({int(s) for s in keys["step"]})
+        return [
+            int(r) for (r,) in query_rows(self.con, sql, {"lo": aids[0], "hi": aids[-1], "aids": aids, "steps": steps})
+        ]
+
+    def _long_by_rows(self, rows: list[int], wanted: set[str], *, check: bool) -> pd.DataFrame:
+        """The texts at ``rows`` whose hash is wanted (search_long.sql), read by ranges of rowid; a text read that
+        does not match is remembered in ``_long_unmatched`` (found, not looked up again)."""
+        cols = ["text_hash", "matched", "pos", "mlen", "w0", "n_chars", "win"]
+        rows = sorted(set(rows))
         if not rows:
-            return pd.DataFrame(columns=["text_hash", "pos", "mlen", "w0", "n_chars", "win"])
+            return pd.DataFrame(columns=cols)
         ranges: list[list[int]] = []
         for row in rows:
             if ranges and row - ranges[-1][1] <= LONG_ROW_GAP:
                 ranges[-1][1] = row
             else:
                 ranges.append([row, row])
-        wanted = ", ".join(str(r) for r in rows)
+        listed = ", ".join(str(r) for r in rows)
         sql = load_sql("search_long").format(
             rows=" UNION ALL ".join(
-                f"SELECT text_hash, text FROM texts WHERE rowid BETWEEN {int(a)} AND {int(b)} AND rowid IN ({wanted})"
+                f"SELECT text_hash, text FROM texts WHERE rowid BETWEEN {int(a)} AND {int(b)} AND rowid IN ({listed})"
                 for a, b in ranges
             ),
             match=_predicate(self.kind, "text", self.n_words) if check else "true",
             locate=_locate(self.kind, "text"),
         )
-        return _run(self.con, sql, _params(self.kind, self.patterns) | {"context": SNIPPET_CONTEXT})
+        found = _run(self.con, sql, _params(self.kind, self.patterns) | {"context": SNIPPET_CONTEXT})
+        found = found[found["text_hash"].isin(wanted)].drop_duplicates("text_hash")
+        self._long_unmatched |= set(found.loc[~found["matched"].astype(bool), "text_hash"])
+        return found[found["matched"].astype(bool)].reset_index(drop=True)
 
     def run(self, query: str, mode: str, per_attempt: float, *, has_postings: bool = True) -> SearchResult:
         scanned = self._scan_uncovered()
-        kept = query_rows(self.con, load_sql("search_runs"), self.run_filter.params()) if has_postings else []
-        runs = [(str(r), int(lo), int(hi), int(n)) for r, lo, hi, n in kept]
+        runs = self._kept_runs() if has_postings else []
         n_kept = sum(r[3] for r in runs)
         complete = True
         for window in run_windows(
@@ -388,6 +465,22 @@ class _Walk:
                 )
                 return dataclasses.replace(result, scan_reason=reason)
         return self._result(query, mode, scanned, complete=complete and not self.is_partial, n_kept=n_kept)
+
+    def _kept_runs(self) -> list[tuple[str, int, int, int]]:
+        """The runs kept with the range and count of their covered attempts, in page order: from the manifest's
+        runs of the files each segment covers (a few rows), else a group-by over the attempts (search_runs.sql)."""
+        if self.cov.runs is None:
+            kept = query_rows(self.con, load_sql("search_runs"), self.run_filter.params())
+            return [(str(r), int(lo), int(hi), int(n)) for r, lo, hi, n in kept]
+        ranges: dict[str, list[int]] = {}
+        for seg_runs, files in zip(self.cov.runs, self.cov.files, strict=True):
+            covered = set(files)
+            for run, file_id, lo, hi, n in seg_runs:
+                if file_id in covered:
+                    r = ranges.setdefault(run, [lo, hi, 0])
+                    r[0], r[1], r[2] = min(r[0], lo), max(r[1], hi), r[2] + n
+        names = query_rows(self.con, load_sql("search_kept_runs"), self.run_filter.params())
+        return [(str(r), *ranges[str(r)]) for (r,) in names if str(r) in ranges]  # type: ignore[misc]
 
     def _is_done(self) -> bool:
         if self.count_all or self.n_listed < self.limit:
@@ -435,17 +528,7 @@ class _Walk:
         """Hits of the attempts no segment covers, scanned (their totals on every row, the first ``limit``)."""
         if not self.cov.n_unindexed:
             return None
-        scan = _scan_parts(self.kind, len(self.patterns))
-        sql = load_sql("search_uncovered").format(
-            uncovered=_ints(self.cov.uncovered),
-            match_answer=scan["match_answer"],
-            match_step=scan["match_step"],
-            field_case=scan["field_case"],
-            text_case=scan["text_case"],
-            # the long text with an empty string that depends on the step (see search_uncovered.sql)
-            match_long=_predicate(self.kind, "t.text || left(s.step::VARCHAR, 0)", self.n_words),
-            locate=scan["locate"],
-        )
+        sql = _sql(self.kind, len(self.patterns), self.cov.uncovered)
         return _run(self.con, sql, self.params | {"no_file": self.cov.no_file, "min_unindexed": self.cov.lowest or 0})
 
     def _result(
@@ -500,7 +583,7 @@ class _Walk:
         is_long = texts["src"] == 5
         if is_long.any():  # the window of a long result, read by its hash
             cols = ["pos", "mlen", "w0", "n_chars", "win"]
-            windows = self._long(list(texts.loc[is_long, "result_hash"]), check=False).set_index("text_hash")
+            windows = self._long(texts.loc[is_long], check=False).set_index("text_hash")
             for col in cols:
                 texts[col] = texts[col].astype(object)
                 texts.loc[is_long, col] = texts.loc[is_long, "result_hash"].map(windows[col]).to_numpy()

@@ -1,15 +1,19 @@
--- Transcript search (analytics/search.py). Parameters: $q (phrase, RE2 pattern, or a list of word patterns),
--- the run filter's (store/filters.py), $limit (hits returned).
--- The brace-delimited placeholders are fixed SQL from analytics/search.py, one form per search mode; the user's query is only
--- ever the parameter $q. One scan of steps; a long result (stored once in texts) is matched once.
+-- Transcript search's scan (analytics/search/load.py): every attempt the filters keep, or only those the search
+-- index does not cover. Parameters: $q (phrase, RE2 pattern) or $w0.. $r0.. (words), the run filter's
+-- (store/filters.py), $limit (hits returned), $context; for the attempts the index does not cover also
+-- $min_unindexed (the smallest id among them: ingest numbers attempts upwards, so the scans skip everything below)
+-- and $no_file (attempts without a file too).
+-- The brace-delimited placeholders are fixed SQL from load.py, one form per search mode; the user's query is only
+-- ever a parameter. only_attempts and only_steps: true, or the condition that keeps the attempts not covered (their
+-- files, as integer literals). long_texts: the long results (stored once in texts) matched before the join (a
+-- scan of everything: each text matched once), or all of texts with match_long after the join (a few attempts:
+-- match_long names a column of steps too, so it runs on their few long texts instead of being pushed into a scan
+-- of every long text).
 WITH kept AS (
     SELECT a.attempt_id, a.run_id, a.task_id, a.sample, a.passed, a.answer
     FROM attempts a
     JOIN runs r USING (run_id)
-    WHERE $run_filter
-),
-long_texts AS (
-    SELECT t.text_hash, t.text FROM texts t WHERE {match_text}
+    WHERE $run_filter AND {only_attempts}
 ),
 matched AS (
     SELECT k.attempt_id, NULL::INTEGER AS step, 'answer' AS field, k.answer AS text
@@ -19,12 +23,13 @@ matched AS (
     SELECT s.attempt_id, s.step, {field_case}, {text_case}
     FROM steps s
     SEMI JOIN kept k ON k.attempt_id = s.attempt_id
-    WHERE {match_step}
+    WHERE {only_steps} AND ({match_step})
     UNION ALL
     SELECT s.attempt_id, s.step, 'result', t.text
     FROM steps s
-    JOIN long_texts t ON t.text_hash = s.result_hash
+    JOIN {long_texts} t ON t.text_hash = s.result_hash
     SEMI JOIN kept k ON k.attempt_id = s.attempt_id
+    WHERE {only_steps} AND {match_long}
 ),
 located AS (
     SELECT attempt_id, step, field, text, {locate} FROM matched
