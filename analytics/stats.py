@@ -3,12 +3,37 @@
 from __future__ import annotations
 
 import zlib
+from types import ModuleType
 
 import numpy as np
-from scipy import stats as sps
 
-Z95 = float(sps.norm.ppf(0.975))
+# The normal's 97.5% quantile, float(scipy.stats.norm.ppf(0.975)) written out (tests/test_stats.py checks it): a
+# literal, so importing this module does not import scipy.stats (0.6-0.9 s), which the app's first page seldom needs.
+Z95 = 1.959963984540054
 BOOTSTRAP_MAX_TASKS = 2000  # above this a normal interval replaces the bootstrap (they agree; see README)
+
+
+def scipy_stats() -> ModuleType:
+    """``scipy.stats``, imported on first use: it costs 0.6-0.9 s of the app's start-up, and most calls of the
+    statistics here never reach a distribution function (``analytics.compare`` imports it through this too)."""
+    from scipy import stats as sps
+
+    return sps
+
+
+def t_ppf(q: float, df: float) -> float:
+    """Student's t quantile, ``scipy.stats.t.ppf(q, df)`` to the last bit (it is ``scipy.special.stdtrit(df, q)``
+    for 0 < q < 1 and df > 0) without importing scipy.stats: scipy.special costs a third of it."""
+    from scipy import special
+
+    return float(special.stdtrit(df, q))
+
+
+def norm_ppf(q: float) -> float:
+    """The standard normal's quantile, ``scipy.stats.norm.ppf(q)`` to the last bit (``scipy.special.ndtri``)."""
+    from scipy import special
+
+    return float(special.ndtri(q))
 
 
 def _per_pair(n: np.ndarray, c: np.ndarray, k: int, fn) -> np.ndarray:  # noqa: ANN001 - a small callable
@@ -121,7 +146,7 @@ def normal_mean_ci(values: np.ndarray, *, level: float = 0.95) -> tuple[float, f
     x = x[np.isfinite(x)]
     if x.size < 2:
         return (float("nan"), float("nan")) if x.size == 0 else (float(x[0]), float(x[0]))
-    z = Z95 if level == 0.95 else float(sps.norm.ppf(0.5 + level / 2.0))
+    z = Z95 if level == 0.95 else float(scipy_stats().norm.ppf(0.5 + level / 2.0))
     half = z * x.std(ddof=1) / np.sqrt(x.size)
     return (float(x.mean() - half), float(x.mean() + half))
 

@@ -143,3 +143,30 @@ def test_bootstrap_mean_cis_nan_cells_single_values_and_the_normal_limit() -> No
     lo, hi = stats.bootstrap_mean_cis(big, stats.stable_rng(0))[0]
     assert (lo, hi) == pytest.approx(stats.normal_mean_ci(big[:, 0]))
     assert hi - lo == pytest.approx(2 * stats.Z95 * big.std(ddof=1) / np.sqrt(big.shape[0]))
+
+
+def test_the_written_out_quantiles_equal_scipys_and_scipy_stats_is_imported_on_first_use():
+    """Z95 and Z80 are literals so that importing the statistics does not import scipy.stats (the app's start-up):
+    they must be scipy's quantiles to the last bit, and a fresh interpreter importing the leaderboard's statistics
+    must not have scipy.stats until a distribution function is called."""
+    import subprocess
+    import sys
+
+    from scipy import stats as sps
+
+    from analytics import compare
+
+    assert float(sps.norm.ppf(0.975)) == stats.Z95
+    assert float(sps.norm.ppf(0.8)) == compare.Z80
+    assert stats.scipy_stats() is sps
+    for q in (0.5 + np.array([0.5, 0.8, 0.9, 0.95, 0.99, 0.999]) / 2.0).tolist() + [0.01, 0.3]:
+        assert stats.norm_ppf(q) == float(sps.norm.ppf(q))
+        for df in [1, 2, 3, 5, 9, 10, 29, 30, 99, 1000, 66_666, 1e6]:
+            assert stats.t_ppf(q, df) == float(sps.t.ppf(q, df=df)), (q, df)
+    code = (
+        "import sys; import analytics.compare, analytics.leaderboard; "
+        "print('scipy.stats' in sys.modules); analytics.compare.mcnemar_exact(3, 9); "
+        "print('scipy.stats' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
