@@ -105,7 +105,7 @@ def mcnemar_exact(n_worse: int, n_better: int) -> float:
     n = n_worse + n_better
     if n == 0:
         return 1.0
-    return float(min(1.0, 2.0 * stats.scipy_stats().binom.cdf(min(n_worse, n_better), n, 0.5)))
+    return float(min(1.0, 2.0 * stats.binom_half_cdf(min(n_worse, n_better), n)))
 
 
 def sign_flip_pvalues(d: np.ndarray, rng: np.random.Generator, *, n_perm: int = N_PERM) -> np.ndarray:
@@ -142,7 +142,7 @@ def _sign_flip_normal(x: np.ndarray) -> np.ndarray:
     t = np.abs(x.sum(axis=0))
     sd = np.sqrt((x * x).sum(axis=0))
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = 2.0 * stats.scipy_stats().norm.sf(t / sd)
+        p = 2.0 * stats.norm_sf(t / sd)
     return np.where(sd > 0, np.minimum(p, 1.0), 1.0)
 
 
@@ -304,7 +304,7 @@ def fisher_z_ci(r: float, n: int, *, level: float = 0.95) -> tuple[float, float]
     if n <= 3 or not np.isfinite(r):
         return (float("nan"), float("nan"))
     r = float(np.clip(r, -0.999999, 0.999999))
-    z = float(stats.scipy_stats().norm.ppf(0.5 + level / 2.0))
+    z = stats.norm_ppf(0.5 + level / 2.0)
     half = z / np.sqrt(n - 3)
     centre = np.arctanh(r)
     return (float(np.tanh(centre - half)), float(np.tanh(centre + half)))
@@ -469,7 +469,7 @@ def mde80_normal(sd: float, n: int, *, alpha: float = ALPHA, sided: str = "two-s
         return float("nan")
     if sd <= 0:
         return 0.0
-    z = float(stats.scipy_stats().norm.ppf(1.0 - (alpha if sided == "one-sided" else alpha / 2.0)))
+    z = stats.norm_ppf(1.0 - (alpha if sided == "one-sided" else alpha / 2.0))
     # sqrt(n) D - z sqrt(sd^2 + D^2) = Z80 sd, a quadratic in D: (n - z^2) D^2 - 2 sqrt(n) Z80 sd D + (Z80^2 - z^2) sd^2 = 0
     a = n - z * z
     b = -2.0 * np.sqrt(n) * Z80 * sd

@@ -29,6 +29,23 @@ def t_ppf(q: float, df: float) -> float:
     return float(special.stdtrit(df, q))
 
 
+def binom_half_cdf(k: int, n: int) -> float:
+    """``scipy.stats.binom.cdf(k, n, 0.5)`` for 0 <= k < n, to the last bit: the function scipy.stats evaluates
+    there (``scipy.special``'s ``_binom_cdf`` of floor(k)), without importing scipy.stats (tests/test_stats.py
+    checks it against scipy.stats on a grid, so a scipy that moved it fails there)."""
+    from scipy.special import _ufuncs
+
+    return float(_ufuncs._binom_cdf(float(k), float(n), 0.5))
+
+
+def norm_sf(x: np.ndarray) -> np.ndarray:
+    """The standard normal's upper tail, ``scipy.stats.norm.sf(x)`` to the last bit (``scipy.special.ndtr(-x)``;
+    NaN where x is NaN)."""
+    from scipy import special
+
+    return np.asarray(special.ndtr(-np.asarray(x, dtype=float)))
+
+
 def norm_ppf(q: float) -> float:
     """The standard normal's quantile, ``scipy.stats.norm.ppf(q)`` to the last bit (``scipy.special.ndtri``)."""
     from scipy import special
