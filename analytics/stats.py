@@ -129,6 +129,31 @@ def wilson(p: float, n: float, *, z: float = Z95) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def pass_rates(n: np.ndarray, c: np.ndarray, ks: list[int]) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """``{k: pass_at_k(n, c, k)}`` and ``{k: pass_hat_k(n, c, k)}`` for every k of ``ks``, the same arrays, with
+    the distinct (n, c) pairs found once for all k instead of twice per k (each a pass over every (run, task)
+    row); each k then evaluates the pairs alone and spreads them with one take."""
+    n = np.asarray(n, dtype=float)
+    c = np.asarray(c, dtype=float)
+    ok = np.isfinite(n) & np.isfinite(c)
+    at: dict[int, np.ndarray] = {}
+    hat: dict[int, np.ndarray] = {}
+    if not ok.any():
+        for k in ks:
+            at[k], hat[k] = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
+        return at, hat
+    ni, ci = n[ok].astype(np.int64), c[ok].astype(np.int64)
+    width = int(ci.max()) + 1
+    keys, inverse = _unique_keys(ni * width + ci)
+    pairs = [(int(key // width), int(key % width)) for key in keys]
+    for k in ks:
+        for out, fn in ((at, _pass_at_k_one), (hat, _pass_hat_k_one)):
+            values = np.array([fn(pn, pc, k) if pn >= k else np.nan for pn, pc in pairs])
+            out[k] = np.full(n.shape, np.nan)
+            out[k][ok] = values[inverse]
+    return at, hat
+
+
 def stable_rng(seed: int, *labels: str) -> np.random.Generator:
     """A generator seeded by ``seed`` and labels, so one run's interval does not depend on the others shown."""
     return np.random.default_rng([seed, *[zlib.crc32(label.encode()) for label in labels]])

@@ -178,3 +178,21 @@ def test_the_written_out_quantiles_equal_scipys_and_scipy_stats_is_imported_on_f
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "True"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pass_rates_equal_pass_at_k_and_pass_hat_k_per_k(seed: int) -> None:
+    """The grouped Pass@k / pass^k of every k (one search for the distinct (n, c) pairs) equal the per-k
+    functions bit for bit, with tasks of fewer samples than k, NaN counts, and no row at all."""
+    rng = np.random.default_rng([33, seed])
+    size = int(rng.integers(0, 300))
+    n = rng.integers(1, 25, size).astype(float)
+    c = np.floor(rng.random(size) * (n + 1))
+    n[rng.random(size) < 0.05] = np.nan
+    c[rng.random(size) < 0.05] = np.nan
+    ks = [1, 2, 3, 5, 10, 20, 50]
+    at, hat = stats.pass_rates(n, c, ks)
+    assert list(at) == ks and list(hat) == ks
+    for k in ks:
+        np.testing.assert_array_equal(at[k], stats.pass_at_k(n, c, k))
+        np.testing.assert_array_equal(hat[k], stats.pass_hat_k(n, c, k))

@@ -200,10 +200,8 @@ def leaderboard_rows(
     arrays = {col: column(col, float) for col in OUTCOME_COLUMNS}
     codes = None if task_codes is None else np.asarray(task_codes, dtype=np.int64)[pick]
     k_top = int(arrays["n"].max()) if len(pick) else 0
-    rates = {
-        "pass_at": {k: stats.pass_at_k(arrays["n"], arrays["c"], k) for k in k_values(k_top)},
-        "pass_hat": {k: stats.pass_hat_k(arrays["n"], arrays["c"], k) for k in k_values(k_top)},
-    }
+    pass_at, pass_hat = stats.pass_rates(arrays["n"], arrays["c"], k_values(k_top))
+    rates = {"pass_at": pass_at, "pass_hat": pass_hat}
     if "is_baseline" not in runs:
         runs = runs.assign(is_baseline=False)
     for col, default in RUN_STATE_DEFAULTS.items():
