@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import numpy as np
-from scipy import stats as sps
 
 from analytics import comparison_sets as _rule
 from analytics import stats
@@ -106,7 +105,7 @@ def mcnemar_exact(n_worse: int, n_better: int) -> float:
     n = n_worse + n_better
     if n == 0:
         return 1.0
-    return float(min(1.0, 2.0 * sps.binom.cdf(min(n_worse, n_better), n, 0.5)))
+    return float(min(1.0, 2.0 * stats.binom_half_cdf(min(n_worse, n_better), n)))
 
 
 def sign_flip_pvalues(d: np.ndarray, rng: np.random.Generator, *, n_perm: int = N_PERM) -> np.ndarray:
@@ -143,7 +142,7 @@ def _sign_flip_normal(x: np.ndarray) -> np.ndarray:
     t = np.abs(x.sum(axis=0))
     sd = np.sqrt((x * x).sum(axis=0))
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = 2.0 * sps.norm.sf(t / sd)
+        p = 2.0 * stats.norm_sf(t / sd)
     return np.where(sd > 0, np.minimum(p, 1.0), 1.0)
 
 
@@ -294,10 +293,10 @@ def score_interval(task_means: np.ndarray, *, level: float = 0.95) -> tuple[floa
         return (float("nan"), float("nan"))
     p = float(np.clip(m.mean(), 0.0, 1.0))
     if t == 1:
-        return stats.wilson(p, 1.0, z=float(sps.norm.ppf(0.5 + level / 2.0)))
+        return stats.wilson(p, 1.0, z=stats.norm_ppf(0.5 + level / 2.0))
     se2 = float(m.var(ddof=1)) / t
     n_eff = p * (1.0 - p) / se2 if 0 < p < 1 and se2 > 0 else float(t)
-    return stats.wilson(p, n_eff, z=float(sps.t.ppf(0.5 + level / 2.0, df=t - 1)))
+    return stats.wilson(p, n_eff, z=stats.t_ppf(0.5 + level / 2.0, t - 1))
 
 
 def fisher_z_ci(r: float, n: int, *, level: float = 0.95) -> tuple[float, float]:
@@ -305,7 +304,7 @@ def fisher_z_ci(r: float, n: int, *, level: float = 0.95) -> tuple[float, float]
     if n <= 3 or not np.isfinite(r):
         return (float("nan"), float("nan"))
     r = float(np.clip(r, -0.999999, 0.999999))
-    z = float(sps.norm.ppf(0.5 + level / 2.0))
+    z = stats.norm_ppf(0.5 + level / 2.0)
     half = z / np.sqrt(n - 3)
     centre = np.arctanh(r)
     return (float(np.tanh(centre - half)), float(np.tanh(centre + half)))
@@ -315,7 +314,7 @@ MAX_GAP_PERM = 1_000  # label permutations per step of the selection-aware test 
 MAX_GAP_CHUNK_CELLS = 1_000_000  # permutations are drawn in blocks of at most this many (task, run) cells
 MAX_GAP_CELLS = 2_500  # above tasks x runs, the permutation range is replaced by its normal limit (Tukey's range)
 RANGE_DF = 1e6  # degrees of freedom of the studentized range standing in for the normal limit
-Z80 = float(sps.norm.ppf(0.8))
+Z80 = 0.8416212335729143  # float(scipy.stats.norm.ppf(0.8)) written out (see stats.Z95; tests/test_stats.py)
 
 
 @dataclass(frozen=True)
@@ -380,9 +379,13 @@ def max_gap_test(
         else:
             sigma = _permutation_sd(x[:, active])
             if np.isnan(critical):
-                critical = float(sigma * sps.studentized_range.ppf(1.0 - alpha, len(active), RANGE_DF))
+                critical = float(sigma * stats.scipy_stats().studentized_range.ppf(1.0 - alpha, len(active), RANGE_DF))
             with np.errstate(invalid="ignore", divide="ignore"):
-                p = sps.studentized_range.sf(gaps / sigma, len(active), RANGE_DF) if sigma > 0 else np.ones(len(gaps))
+                p = (
+                    stats.scipy_stats().studentized_range.sf(gaps / sigma, len(active), RANGE_DF)
+                    if sigma > 0
+                    else np.ones(len(gaps))
+                )
         p = np.where(gaps > tol, p, 1.0)
         p_adj[others[0]] = previous = max(previous, float(p[0]))
         if previous >= alpha:  # no further rejection: the rest from this step's distribution, kept monotone
@@ -466,7 +469,7 @@ def mde80_normal(sd: float, n: int, *, alpha: float = ALPHA, sided: str = "two-s
         return float("nan")
     if sd <= 0:
         return 0.0
-    z = float(sps.norm.ppf(1.0 - (alpha if sided == "one-sided" else alpha / 2.0)))
+    z = stats.norm_ppf(1.0 - (alpha if sided == "one-sided" else alpha / 2.0))
     # sqrt(n) D - z sqrt(sd^2 + D^2) = Z80 sd, a quadratic in D: (n - z^2) D^2 - 2 sqrt(n) Z80 sd D + (Z80^2 - z^2) sd^2 = 0
     a = n - z * z
     b = -2.0 * np.sqrt(n) * Z80 * sd
@@ -555,7 +558,7 @@ def _exact_tail(w: np.ndarray) -> tuple[float, float]:
     dist = np.ones(1)  # the distribution of S over 0..sum|w|
     for v, k in zip(*np.unique(mags[mags > 0], return_counts=True), strict=True):
         spread = np.zeros(int(v) * int(k) + 1)
-        spread[:: int(v)] = sps.binom.pmf(np.arange(int(k) + 1), int(k), 0.5)
+        spread[:: int(v)] = stats.scipy_stats().binom.pmf(np.arange(int(k) + 1), int(k), 0.5)
         dist = _convolve(dist, spread)
     s = int(mags[np.asarray(w) > 0].sum())  # T* < T exactly when S < the sum of the positive weights
     return float(dist[:s].sum()), float(dist[s])

@@ -3,12 +3,54 @@
 from __future__ import annotations
 
 import zlib
+from types import ModuleType
 
 import numpy as np
-from scipy import stats as sps
 
-Z95 = float(sps.norm.ppf(0.975))
+# The normal's 97.5% quantile, float(scipy.stats.norm.ppf(0.975)) written out (tests/test_stats.py checks it): a
+# literal, so importing this module does not import scipy.stats (0.6-0.9 s), which the app's first page seldom needs.
+Z95 = 1.959963984540054
 BOOTSTRAP_MAX_TASKS = 2000  # above this a normal interval replaces the bootstrap (they agree; see README)
+
+
+def scipy_stats() -> ModuleType:
+    """``scipy.stats``, imported on first use: it costs 0.6-0.9 s of the app's start-up, and most calls of the
+    statistics here never reach a distribution function (``analytics.compare`` imports it through this too)."""
+    from scipy import stats as sps
+
+    return sps
+
+
+def t_ppf(q: float, df: float) -> float:
+    """Student's t quantile, ``scipy.stats.t.ppf(q, df)`` to the last bit (it is ``scipy.special.stdtrit(df, q)``
+    for 0 < q < 1 and df > 0) without importing scipy.stats: scipy.special costs a third of it."""
+    from scipy import special
+
+    return float(special.stdtrit(df, q))
+
+
+def binom_half_cdf(k: int, n: int) -> float:
+    """``scipy.stats.binom.cdf(k, n, 0.5)`` for 0 <= k < n, to the last bit: the function scipy.stats evaluates
+    there (``scipy.special``'s ``_binom_cdf`` of floor(k)), without importing scipy.stats (tests/test_stats.py
+    checks it against scipy.stats on a grid, so a scipy that moved it fails there)."""
+    from scipy.special import _ufuncs
+
+    return float(_ufuncs._binom_cdf(float(k), float(n), 0.5))
+
+
+def norm_sf(x: np.ndarray) -> np.ndarray:
+    """The standard normal's upper tail, ``scipy.stats.norm.sf(x)`` to the last bit (``scipy.special.ndtr(-x)``;
+    NaN where x is NaN)."""
+    from scipy import special
+
+    return np.asarray(special.ndtr(-np.asarray(x, dtype=float)))
+
+
+def norm_ppf(q: float) -> float:
+    """The standard normal's quantile, ``scipy.stats.norm.ppf(q)`` to the last bit (``scipy.special.ndtri``)."""
+    from scipy import special
+
+    return float(special.ndtri(q))
 
 
 def _per_pair(n: np.ndarray, c: np.ndarray, k: int, fn) -> np.ndarray:  # noqa: ANN001 - a small callable
@@ -87,6 +129,31 @@ def wilson(p: float, n: float, *, z: float = Z95) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def pass_rates(n: np.ndarray, c: np.ndarray, ks: list[int]) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """``{k: pass_at_k(n, c, k)}`` and ``{k: pass_hat_k(n, c, k)}`` for every k of ``ks``, the same arrays, with
+    the distinct (n, c) pairs found once for all k instead of twice per k (each a pass over every (run, task)
+    row); each k then evaluates the pairs alone and spreads them with one take."""
+    n = np.asarray(n, dtype=float)
+    c = np.asarray(c, dtype=float)
+    ok = np.isfinite(n) & np.isfinite(c)
+    at: dict[int, np.ndarray] = {}
+    hat: dict[int, np.ndarray] = {}
+    if not ok.any():
+        for k in ks:
+            at[k], hat[k] = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
+        return at, hat
+    ni, ci = n[ok].astype(np.int64), c[ok].astype(np.int64)
+    width = int(ci.max()) + 1
+    keys, inverse = _unique_keys(ni * width + ci)
+    pairs = [(int(key // width), int(key % width)) for key in keys]
+    for k in ks:
+        for out, fn in ((at, _pass_at_k_one), (hat, _pass_hat_k_one)):
+            values = np.array([fn(pn, pc, k) if pn >= k else np.nan for pn, pc in pairs])
+            out[k] = np.full(n.shape, np.nan)
+            out[k][ok] = values[inverse]
+    return at, hat
+
+
 def stable_rng(seed: int, *labels: str) -> np.random.Generator:
     """A generator seeded by ``seed`` and labels, so one run's interval does not depend on the others shown."""
     return np.random.default_rng([seed, *[zlib.crc32(label.encode()) for label in labels]])
@@ -121,7 +188,7 @@ def normal_mean_ci(values: np.ndarray, *, level: float = 0.95) -> tuple[float, f
     x = x[np.isfinite(x)]
     if x.size < 2:
         return (float("nan"), float("nan")) if x.size == 0 else (float(x[0]), float(x[0]))
-    z = Z95 if level == 0.95 else float(sps.norm.ppf(0.5 + level / 2.0))
+    z = Z95 if level == 0.95 else float(scipy_stats().norm.ppf(0.5 + level / 2.0))
     half = z * x.std(ddof=1) / np.sqrt(x.size)
     return (float(x.mean() - half), float(x.mean() + half))
 

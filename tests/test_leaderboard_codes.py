@@ -62,3 +62,49 @@ def test_generated_lake_codes_give_the_text_keys_frame(
     db = f"ducklake:sqlite:{tmp_path / 'gen.lake'}"
     assert {r.outcome for r in ingest_paths(sorted(generated_logs.glob("*")), db=db, jobs=1)} == {"ingested"}
     assert compare(db) > 0
+
+
+def compare_boards(db: str | Path) -> int:
+    """The leaderboard through the task codes equals the leaderboard of the same rows by their text keys, given
+    with the runs in another order (so the rows are picked and reordered, and every task id hashed), for every benchmark, with
+    and without errored attempts, every slice kind."""
+    from analytics import leaderboard as lb
+    from analytics.compare import ranking_metric as compare_metric
+    from analytics.leaderboard import compute as lb_compute
+    from analytics.runs import load_runs
+    from tests.test_aggregates import assert_same
+
+    n = 0
+    with rdb.reader(db) as con:
+        for (bench,) in rdb.query_rows(con, "SELECT DISTINCT benchmark FROM runs ORDER BY 1"):
+            rf = rdb.RunFilter(benchmark=bench)
+            runs = load_runs(con, rf)
+            for leave_out in (False, True):
+                coded, codes = lb_load.coded_task_outcomes(con, rf, runs=runs, exclude_errored=leave_out)
+                assert codes is not None and len(codes) == len(coded)
+                board = lb.leaderboard(con, rf, exclude_errored=leave_out)
+                # the runs in reverse order, each run's tasks in theirs (the rows a run's means are summed over)
+                by_text = coded.sort_values("run_id", ascending=False, kind="stable").reset_index(drop=True)
+                _, scoring, _ = lb_load.ranked_score(con, benchmark=bench, scorer=None)
+                metric = compare_metric(scoring)
+                want = lb_compute.with_scale(
+                    lb.leaderboard_rows(runs, by_text, metric=metric), runs, scoring=scoring, scorer=None
+                )
+                assert_same(board, want, f"{bench} {leave_out}")
+                n += len(board)
+    return n
+
+
+def test_demo_leaderboard_by_codes_equals_it_by_text_keys(demo_db: Path) -> None:
+    assert compare_boards(demo_db) > 0
+
+
+def test_generated_lake_leaderboard_by_codes_equals_it_by_text_keys(
+    generated_logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ingest.pipeline import ingest_paths
+
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    db = f"ducklake:sqlite:{tmp_path / 'gen.lake'}"
+    assert {r.outcome for r in ingest_paths(sorted(generated_logs.glob("*")), db=db, jobs=1)} == {"ingested"}
+    assert compare_boards(db) > 0

@@ -143,3 +143,56 @@ def test_bootstrap_mean_cis_nan_cells_single_values_and_the_normal_limit() -> No
     lo, hi = stats.bootstrap_mean_cis(big, stats.stable_rng(0))[0]
     assert (lo, hi) == pytest.approx(stats.normal_mean_ci(big[:, 0]))
     assert hi - lo == pytest.approx(2 * stats.Z95 * big.std(ddof=1) / np.sqrt(big.shape[0]))
+
+
+def test_the_written_out_quantiles_equal_scipys_and_scipy_stats_is_imported_on_first_use():
+    """Z95 and Z80 are literals so that importing the statistics does not import scipy.stats (the app's start-up):
+    they must be scipy's quantiles to the last bit, and a fresh interpreter importing the leaderboard's statistics
+    must not have scipy.stats until a distribution function is called."""
+    import subprocess
+    import sys
+
+    from scipy import stats as sps
+
+    from analytics import compare
+
+    assert float(sps.norm.ppf(0.975)) == stats.Z95
+    assert float(sps.norm.ppf(0.8)) == compare.Z80
+    assert stats.scipy_stats() is sps
+    for n in [*range(1, 60), 99, 100, 1000, 66_667]:
+        for k in {0, 1, n // 3, n // 2 - 1, n // 2, n - 1} - {-1}:
+            if 0 <= k < n:
+                assert stats.binom_half_cdf(k, n) == float(sps.binom.cdf(k, n, 0.5)), (k, n)
+    x = np.array([-np.inf, -40.0, -8.5, -1.0, -0.0, 0.0, 1e-300, 0.3, 1.96, 8.5, 38.0, 40.0, np.inf, np.nan])
+    np.testing.assert_array_equal(stats.norm_sf(x), sps.norm.sf(x))
+    for q in (0.5 + np.array([0.5, 0.8, 0.9, 0.95, 0.99, 0.999]) / 2.0).tolist() + [0.01, 0.3]:
+        assert stats.norm_ppf(q) == float(sps.norm.ppf(q))
+        for df in [1, 2, 3, 5, 9, 10, 29, 30, 99, 1000, 66_666, 1e6]:
+            assert stats.t_ppf(q, df) == float(sps.t.ppf(q, df=df)), (q, df)
+    code = (
+        "import sys; import numpy as np; import analytics.compare as c, analytics.leaderboard; "
+        "c.mcnemar_exact(3, 9); c.score_interval(np.array([0.2, 0.5, 0.9])); c.fisher_z_ci(0.4, 30); "
+        "print('scipy.stats' in sys.modules); x = np.random.default_rng(0).random((400, 8)); "
+        "c.max_gap_test(x, leader=int(x.mean(0).argmax()), rng=np.random.default_rng(1)); "
+        "print('scipy.stats' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pass_rates_equal_pass_at_k_and_pass_hat_k_per_k(seed: int) -> None:
+    """The grouped Pass@k / pass^k of every k (one search for the distinct (n, c) pairs) equal the per-k
+    functions bit for bit, with tasks of fewer samples than k, NaN counts, and no row at all."""
+    rng = np.random.default_rng([33, seed])
+    size = int(rng.integers(0, 300))
+    n = rng.integers(1, 25, size).astype(float)
+    c = np.floor(rng.random(size) * (n + 1))
+    n[rng.random(size) < 0.05] = np.nan
+    c[rng.random(size) < 0.05] = np.nan
+    ks = [1, 2, 3, 5, 10, 20, 50]
+    at, hat = stats.pass_rates(n, c, ks)
+    assert list(at) == ks and list(hat) == ks
+    for k in ks:
+        np.testing.assert_array_equal(at[k], stats.pass_at_k(n, c, k))
+        np.testing.assert_array_equal(hat[k], stats.pass_hat_k(n, c, k))

@@ -10,7 +10,7 @@ import pandas as pd
 
 from analytics import compare, scorers
 from analytics.leaderboard.compute import SLICE_KINDS, leaderboard_rows, membership, with_scale
-from analytics.leaderboard.load import ranked_score, task_outcomes
+from analytics.leaderboard.load import coded_task_outcomes, ranked_score, task_outcomes
 from analytics.leaderboard.report import payload
 from analytics.runs import load_runs
 from store import ALL_RUNS, RunFilter, RunlensError
@@ -42,12 +42,19 @@ def leaderboard(
         raise RunlensError("a leaderboard is of one benchmark: the run filter names none")
     runs = load_runs(con, run_filter)
     scorer, scoring, threshold = ranked_score(con, benchmark=benchmark, scorer=scorer)
-    outcomes = task_outcomes(
+    outcomes, task_codes = coded_task_outcomes(
         con, run_filter, runs=runs, exclude_errored=exclude_errored, scorer=scorer, threshold=threshold
     )
     metric = compare.ranking_metric("continuous" if scoring == "raw" else scoring)
     out = leaderboard_rows(
-        runs, outcomes, slices=slices, metric=metric, seed=seed, n_boot=n_boot, rank_incomplete=rank_incomplete
+        runs,
+        outcomes,
+        slices=slices,
+        metric=metric,
+        seed=seed,
+        n_boot=n_boot,
+        rank_incomplete=rank_incomplete,
+        task_codes=task_codes,
     )
     return with_scale(out, runs, scoring=scoring, scorer=scorer)
 

@@ -54,27 +54,44 @@ OUTCOME_COLUMNS = ("n", "c", *dict.fromkeys(s.source for s in STATISTICS))  # th
 
 
 def _slice_groups(
-    run_pos: np.ndarray, outcomes: pd.DataFrame, kinds: Sequence[str]
+    run_pos: np.ndarray,
+    outcomes: Mapping[str, Any],
+    kinds: Sequence[str],
+    task_codes: np.ndarray | None = None,
 ) -> list[tuple[int, np.ndarray, list[tuple[str, np.ndarray]]]]:
     """Per run with outcomes (``run_pos`` sorted): its position, all its rows, and its slices in display order
-    as ``(name, row indices into outcomes)``."""
+    as ``(name, row indices into outcomes)``. ``outcomes[kind]``: each row's level or category (a column or an
+    array); ``task_codes`` (each row's task code, when known): the values are then hashed once per task, not
+    once per row (a task has one level and one category)."""
     by_run = np.split(np.arange(len(run_pos)), np.flatnonzero(np.diff(run_pos)) + 1) if len(run_pos) else []
     groups = [(int(run_pos[rows[0]]), rows, [("all", rows)] if "all" in kinds else []) for rows in by_run]
     for kind in ("level", "category"):
         if kind not in kinds:
             continue
-        values = outcomes[kind].to_numpy(dtype=object)
-        has = pd.notna(values)
-        raw, uniq = pd.factorize(values[has])  # one hash per row; the text of each distinct value
-        uniq = np.asarray(uniq, dtype=object)
-        names = sorted({str(v) for v in uniq})
-        codes = np.full(len(values), -1)
-        codes[has] = pd.Index(names).get_indexer(uniq.astype(str))[raw]
+        names, codes = _slice_codes(np.asarray(outcomes[kind], dtype=object), task_codes)
         for _, rows, run_slices in groups:
             part = codes[rows]
             for code in np.unique(part[part >= 0]):
                 run_slices.append((f"{kind}={names[code]}", rows[part == code]))
     return groups
+
+
+def _slice_codes(values: np.ndarray, task_codes: np.ndarray | None) -> tuple[list[str], np.ndarray]:
+    """The slice names (``str`` of the distinct values, sorted) and each row's place among them (-1: none).
+    With ``task_codes``, one row per task stands for all of its rows."""
+    if task_codes is not None and len(task_codes):
+        per_task, uniq = pd.factorize(task_codes)
+        head = np.zeros(len(uniq), dtype=np.int64)
+        head[per_task] = np.arange(len(per_task))  # a row of each task: its value is every row's of that task
+        names, codes = _slice_codes(values[head], None)
+        return names, codes[per_task]
+    has = pd.notna(values)
+    raw, uniq = pd.factorize(values[has])  # one hash per row; the text of each distinct value
+    uniq = np.asarray(uniq, dtype=object)
+    names = sorted({str(v) for v in uniq})
+    codes = np.full(len(values), -1)
+    codes[has] = pd.Index(names).get_indexer(uniq.astype(str))[raw]
+    return names, codes
 
 
 def _run_rows(
@@ -156,8 +173,11 @@ def leaderboard_rows(
     seed: int = 0,
     n_boot: int = 1000,
     rank_incomplete: bool = False,
+    task_codes: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """The leaderboard from ``runs_in`` and ``task_outcomes`` frames: one row per run and slice (``COLUMNS``).
+    ``task_codes``: per outcome row, its task's code from ``load.coded_task_outcomes`` (codes that sort as the
+    task ids do), so no task id is hashed or turned into text again; the same rows either way.
 
     Pass@k and pass^k are computed once per (run, task) row for every k and averaged per slice; a clustered
     Wilson interval for Pass@1 and plain Wilson over tasks for the other rates; bootstrap intervals for all rows
@@ -166,16 +186,22 @@ def leaderboard_rows(
     if metric not in compare.METRIC_BY_SCORING.values():
         raise ValueError(f"metric: expected pass@1 or mean_score, got {metric!r}")
     known = pd.Index(runs["run_id"]).get_indexer(outcomes["run_id"])
-    part = outcomes[known >= 0]
-    run_pos = known[known >= 0]
-    order = np.argsort(run_pos, kind="stable")  # rows of one run together, in task order
-    part, run_pos = part.iloc[order].reset_index(drop=True), run_pos[order]
-    arrays = {col: part[col].to_numpy(dtype=float) for col in OUTCOME_COLUMNS}
-    k_top = int(arrays["n"].max()) if len(part) else 0
-    rates = {
-        "pass_at": {k: stats.pass_at_k(arrays["n"], arrays["c"], k) for k in k_values(k_top)},
-        "pass_hat": {k: stats.pass_hat_k(arrays["n"], arrays["c"], k) for k in k_values(k_top)},
-    }
+    pick = np.flatnonzero(known >= 0)
+    order = np.argsort(known[pick], kind="stable")  # rows of one run together, in task order
+    pick = pick[order]
+    run_pos = known[pick]
+    # the rows in that order as arrays (no copy of the frame when it is in that order already, as a store's is)
+    as_is = len(pick) == len(outcomes) and bool((pick == np.arange(len(pick))).all())
+
+    def column(name: str, dtype: Any) -> np.ndarray:
+        values = outcomes[name].to_numpy(dtype=dtype)
+        return values if as_is else values[pick]
+
+    arrays = {col: column(col, float) for col in OUTCOME_COLUMNS}
+    codes = None if task_codes is None else np.asarray(task_codes, dtype=np.int64)[pick]
+    k_top = int(arrays["n"].max()) if len(pick) else 0
+    pass_at, pass_hat = stats.pass_rates(arrays["n"], arrays["c"], k_values(k_top))
+    rates = {"pass_at": pass_at, "pass_hat": pass_hat}
     if "is_baseline" not in runs:
         runs = runs.assign(is_baseline=False)
     for col, default in RUN_STATE_DEFAULTS.items():
@@ -185,14 +211,16 @@ def leaderboard_rows(
     meta = [{**m, "may_lead": bool(m["is_complete"]) or rank_incomplete} for m in meta.to_dict("records")]
     rows: list[dict[str, Any]] = []
     indices: list[np.ndarray] = []
-    for pos, run_rows, run_slices in _slice_groups(run_pos, part, slices):
+    kinds = {kind: column(kind, object) for kind in ("level", "category") if kind in slices}
+    for pos, run_rows, run_slices in _slice_groups(run_pos, kinds, slices, codes):
         k_max = int(arrays["n"][run_rows].min())  # Pass@k is defined up to the run's fewest samples per task
         rows += _run_rows(meta[pos], k_max, run_slices, arrays, rates)
         indices += [idx for _, idx in run_slices]
     _add_bootstrap_cis(rows, indices, arrays, seed=seed, n_boot=n_boot)
     per_task = {"pass@1": rates["pass_at"][1] if rates["pass_at"] else arrays["c"], "mean_score": arrays["score"]}
     _add_clustered_cis(rows, indices, per_task["pass@1"], arrays)
-    tasks = part["task_id"].astype(str).to_numpy(dtype=object)
+    # the task ids, or their codes (which sort as the ids do: the comparisons only match and order tasks)
+    tasks = codes if codes is not None else outcomes["task_id"].astype(str).to_numpy(dtype=object)[pick]
     compare_rows(rows, indices, tasks, per_task[metric], arrays["n"], metric=metric, seed=seed)
     out = pd.DataFrame(rows, columns=COLUMNS)
     out["rank"] = pd.array([None if pd.isna(v) else int(v) for v in out["rank"]], dtype="Int64")

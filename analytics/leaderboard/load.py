@@ -39,19 +39,28 @@ ORDER BY run_ix, task_ix
 def _coded_outcomes(con: duckdb.DuckDBPyConnection, params: dict[str, object], benchmark: str | None) -> pd.DataFrame:
     """``task_outcome_rows.sql``'s frame in (run, task) order (the same columns and dtypes) read as integer codes and their keys; a
     row whose task is not in the benchmark's ``tasks`` table has no code: then the text keys are read instead."""
+    return _coded_read(con, params, benchmark)[0]
+
+
+def _coded_read(
+    con: duckdb.DuckDBPyConnection, params: dict[str, object], benchmark: str | None
+) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """``_coded_outcomes`` and each row's task code (its task's place among the benchmark's task ids in their
+    order; None when the text keys were read). The frame is built in one step (a column added at a time copied
+    every column again at each consolidation: 0.7 s at 867k rows)."""
     keys = query_df(con, _KEYS, {"run_ids": params["run_ids"], "benchmark": benchmark})
     rows = query_df(con, _ROWS.format(rows=load_sql("task_outcome_rows")), {**params, "benchmark": benchmark})
     if rows["task_ix"].isna().any():
-        return query_df(con, f"{load_sql('task_outcome_rows')}\nORDER BY run_id, task_id", params)
-    out = pd.DataFrame(index=rows.index)
+        return query_df(con, f"{load_sql('task_outcome_rows')}\nORDER BY run_id, task_id", params), None
+    columns: dict[str, object] = {}
     for kind, (col, ix) in enumerate((("run_id", "run_ix"), ("task_id", "task_ix"))):
         part = keys[keys["kind"] == kind]
         lookup = np.empty(len(part), dtype=object)
         lookup[part["ix"].to_numpy(dtype=np.int64)] = part["key"].to_numpy(dtype=object)
-        out[col] = lookup[rows[ix].to_numpy(dtype=np.int64)] if len(rows) else np.empty(0, dtype=object)
+        columns[col] = lookup[rows[ix].to_numpy(dtype=np.int64)] if len(rows) else np.empty(0, dtype=object)
     for col in ("n", "c", "score", "steps", "cost_usd"):
-        out[col] = rows[col]
-    return out
+        columns[col] = rows[col]
+    return pd.DataFrame(columns, index=rows.index), rows["task_ix"].to_numpy(dtype=np.int64)
 
 
 def task_outcomes(
@@ -73,22 +82,47 @@ def task_outcomes(
     leaves errored attempts (status ``crashed``) out, as Inspect's accuracy does; by default they count as
     failures.
     """
+    return coded_task_outcomes(
+        con, run_filter, runs=runs, exclude_errored=exclude_errored, scorer=scorer, threshold=threshold
+    )[0]
+
+
+def coded_task_outcomes(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    runs: pd.DataFrame | None = None,
+    exclude_errored: bool = False,
+    scorer: str | None = None,
+    threshold: float | None = None,
+) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """``task_outcomes`` and each row's task code: the place of its task id among the benchmark's task ids in
+    their order (so the codes sort as the ids do), or None when the rows were read by their text keys (a scorer's
+    values, a task missing from the ``tasks`` table). With codes, a task's level and category are attached by
+    its code instead of hashing every row's task id (0.2 s at 867k rows)."""
     if runs is None:
         runs = load_runs(con, run_filter)
     params = {"run_ids": runs["run_id"].astype(str).tolist(), "exclude_errored": bool(exclude_errored)}
+    codes: np.ndarray | None = None
     if scorer is not None:
         ids = params["run_ids"]
         out = scorers.scorer_outcomes(
             con, run_ids=ids, scorer=scorer, threshold=threshold, exclude_errored=bool(exclude_errored)
         )
     else:
-        out = _coded_outcomes(con, params, run_filter.benchmark)
+        out, codes = _coded_read(con, params, run_filter.benchmark)
+    if codes is not None:  # in task-id order, as the codes count
+        sql = "SELECT task_id, level, category FROM tasks WHERE benchmark = ? ORDER BY task_id"
+        tasks = query_df(con, sql, [run_filter.benchmark])
+        for col in ("level", "category"):
+            out[col] = tasks[col].to_numpy(dtype=object)[codes]
+        return out, codes
     tasks = query_df(con, "SELECT task_id, level, category FROM tasks WHERE benchmark = ?", [run_filter.benchmark])
     at = pd.Index(tasks["task_id"]).get_indexer(out["task_id"])
     for col in ("level", "category"):
         values = tasks[col].to_numpy(dtype=object)
         out[col] = np.where(at >= 0, values[np.maximum(at, 0)] if len(values) else None, None)
-    return out
+    return out, None
 
 
 def benchmark_threshold(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> float:

@@ -115,8 +115,12 @@ def _task_grid(indices: list[np.ndarray], task_place: np.ndarray, names: np.ndar
     in ``names`` (every task id, sorted). No loop per task, no text hashed again."""
     sizes = np.array([len(idx) for idx in indices], dtype=np.int64)
     flat = np.concatenate(indices) if indices else np.array([], dtype=np.int64)
-    present, codes = np.unique(task_place[flat], return_inverse=True)  # the slice's tasks, in task-id order
-    codes = codes.reshape(-1)
+    places = task_place[flat]
+    # the slice's tasks, in task-id order, and each position's column: np.unique's answer counted instead of
+    # sorted (the places are integers below len(names))
+    seen = np.bincount(places, minlength=len(names)) > 0 if len(places) else np.zeros(len(names), dtype=bool)
+    present = np.flatnonzero(seen)
+    codes = (np.cumsum(seen) - 1)[places]
     row = np.repeat(np.arange(len(indices)), sizes)
     vals = np.asarray(values, dtype=float)[flat]
     held = np.zeros((len(indices), len(present)), dtype=bool)
