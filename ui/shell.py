@@ -147,6 +147,11 @@ def _sidebar(catalog: cat.Catalog) -> None:
         st.selectbox("Benchmark", catalog.benchmarks, key="flt_benchmark")
         options = catalog.agents.get(ss.flt_benchmark or "", ())
         ss.flt_agents = [a for a in ss.get("flt_agents", []) if a in options]
+        if len(options) > 1 and len(set(ss.flt_agents)) == len(options):
+            # every agent picked ("Select all", or a link naming each one) is the view without an agent filter: the
+            # same runs, so the same cached results and a short URL (a list of every agent was a new filter to
+            # compute, a leaderboard of every run from scratch)
+            ss.flt_agents = []
         st.multiselect("Agents", options, key="flt_agents", placeholder="All agents")
         if catalog.date_min and catalog.date_max:
             if not ss.get("flt_dates"):
