@@ -51,8 +51,10 @@ def _agents(*, every: bool) -> Action:
     """One agent picked in the sidebar (the first listed), or every agent by the list's "Select all"."""
 
     def act(page: Any) -> None:
-        page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').first.click()
+        page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"] input').first.click()
         options = page.get_by_role("option")
+        if not options.count():  # the list stays shut when the box still had the focus: open it from the keyboard
+            page.keyboard.press("ArrowDown")
         (options.filter(has_text="Select all") if every else options.filter(has_not_text="Select all")).first.click()
         page.keyboard.press("Escape")  # the list closed, as a person leaves it
 
