@@ -15,12 +15,12 @@ from ui.shell import run_app
 # would run each page file alone (its legacy multipage mode) until st.navigation had run once in the process.
 PAGES = {
     "Results": [
-        # served at the root URL
-        st.Page(
-            "views/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="home", default=True
-        ),
-        # the same page at /leaderboard too (a link people type), not listed twice in the sidebar
-        st.Page("views/leaderboard.py", title="Leaderboard", url_path="leaderboard", visibility="hidden"),
+        # the leaderboard at /leaderboard, first: a link to views/leaderboard.py (the menu's, the Upload page's)
+        # is to the first page of that file, and carries its URL; a link to the root page had none ("?benchmark=x"),
+        # so opened in a new tab it stayed on the page it was on
+        st.Page("views/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:", url_path="leaderboard"),
+        # the same page at the root URL, not listed twice in the sidebar
+        st.Page("views/leaderboard.py", title="Leaderboard", url_path="home", default=True, visibility="hidden"),
         st.Page("views/progress.py", title="Progress", icon=":material/trending_up:", url_path="progress"),
         st.Page("views/tmf.py", title="Tech-Market-Fit", icon=":material/paid:", url_path="tmf"),
     ],

@@ -47,9 +47,18 @@ def _pick(label: str, nth: int = 1) -> Action:
     return act
 
 
-def _agent_filter(page: Any) -> None:
-    page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"]').first.click()
-    page.get_by_role("option").first.click()
+def _agents(*, every: bool) -> Action:
+    """One agent picked in the sidebar (the first listed), or every agent by the list's "Select all"."""
+
+    def act(page: Any) -> None:
+        page.locator('[data-testid="stSidebar"] [data-testid="stMultiSelect"] input').first.click()
+        options = page.get_by_role("option")
+        if not options.count():  # the list stays shut when the box still had the focus: open it from the keyboard
+            page.keyboard.press("ArrowDown")
+        (options.filter(has_text="Select all") if every else options.filter(has_not_text="Select all")).first.click()
+        page.keyboard.press("Escape")  # the list closed, as a person leaves it
+
+    return act
 
 
 def _hourly_rate(page: Any) -> None:
@@ -60,7 +69,14 @@ def _hourly_rate(page: Any) -> None:
 
 
 PAGES: list[tuple[str, dict[str, Action]]] = [
-    ("leaderboard?benchmark=ad-bench", {"breakdown by category": _radio("category"), "agent filter": _agent_filter}),
+    (
+        "leaderboard?benchmark=ad-bench",
+        {
+            "breakdown by category": _radio("category"),
+            "one agent": _agents(every=False),
+            "every agent": _agents(every=True),
+        },
+    ),
     ("progress?benchmark=ad-bench", {}),
     ("tmf?benchmark=ad-bench", {"hourly rate": _hourly_rate}),
     ("errors?benchmark=ad-bench", {"facet level": _radio("level")}),

@@ -40,6 +40,9 @@ def test_page_shows_history_and_deletes_with_confirmation(fixture_db: Path, monk
     assert list(history["Attempts"]) == [str(n_attempts)]
     assert list(history["File"]) == [Path(path).name] and list(history["Hash"]) == [digest[:12] + "…"]
     assert "None" not in history.to_string() and "NaT" not in history.to_string()
+    shown = list(next(d for d in at.dataframe if "Hash" in d.value.columns).proto.column_order)
+    # what a person reads: the file, what it held and when; the server's upload folder only on demand
+    assert shown[0] == "File" and {"Runs", "Attempts", "Ingested (UTC)"} <= set(shown) and "Folder" not in shown, shown
     run_id = at.selectbox(key="up_del_run").value
     n_before = rows(fixture_db, "SELECT count(*) FROM attempts WHERE run_id = ?", [run_id])[0][0]
     assert n_before > 0

@@ -138,3 +138,22 @@ def test_filters_a_page_ignores_are_marked(
     at = run_page(page, fixture_db, monkeypatch)
     notes = [c.value for c in at.sidebar.caption if "Not used on this page" in c.value]
     assert notes == ([] if unused is None else [f":material/filter_alt_off: Not used on this page: {unused}."])
+
+
+def test_the_servers_long_lived_heap_is_frozen_once_per_new_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Streamlit collects garbage in full after every run; the modules the server keeps for life are frozen out of
+    that walk, again only after a page imported more (collected first, so no garbage is frozen)."""
+    import gc
+    import sys
+    import types
+
+    from ui import shell
+
+    monkeypatch.setitem(shell._FROZEN_AT, "modules", 0)
+    try:
+        assert shell.freeze_long_lived() and gc.get_freeze_count() > 0
+        assert not shell.freeze_long_lived()  # nothing imported since: nothing to do
+        monkeypatch.setitem(sys.modules, "runlens_test_new_import", types.ModuleType("runlens_test_new_import"))
+        assert shell.freeze_long_lived()
+    finally:
+        gc.unfreeze()  # the test process's heap is not a server's

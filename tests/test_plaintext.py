@@ -60,3 +60,21 @@ def test_ids_read_back_from_a_chart_selection_are_the_originals() -> None:
     escaped = plotly_plain(run_id)
     event = SimpleNamespace(selection=SimpleNamespace(points=[{"customdata": [escaped, "PE"]}, {"x": 1}]))
     assert selected_custom_data(event) == [[run_id, "PE"]]
+
+
+def test_plain_figure_is_what_a_validated_figure_would_be() -> None:
+    """plain_figure skips Plotly's second validation: the figure it gives is the one a validated rebuild gives."""
+    import json
+
+    import plotly.graph_objects as go
+    import plotly.io
+
+    df = pd.DataFrame({"agent": ["<i>A</i> & co", "B"], "v": [1.5, 2.0], "id": ["<r1>", "r2"]})
+    figs = [
+        px.bar(df, x="agent", y="v", color="agent", custom_data=["id"], title="T <b>x</b>"),
+        px.scatter(df, x="v", y="v", text="agent", hover_data=["id"], log_x=True),
+    ]
+    for fig in figs:
+        safe = plain_figure(fig)
+        validated = go.Figure(safe.to_plotly_json())
+        assert json.loads(plotly.io.to_json(safe)) == json.loads(plotly.io.to_json(validated))

@@ -147,3 +147,23 @@ def test_the_sidebar_counts_follow_the_filters(fixture_db: Path, monkeypatch: py
     # the view's runs, and the store's runs and attempts (runs-level reads: the cost does not grow with attempts)
     store_wide = f"(the store: {everything.n_runs} runs, {everything.n_attempts} attempts)"
     assert any(c.startswith(f"{one_runs} run") and store_wide in c for c in captions), captions
+
+
+def test_every_agent_picked_is_the_view_without_an_agent_filter(
+    fixture_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Picking "Select all" in the sidebar (or a link naming every agent) shows the unfiltered view: the same filter, so
+    the results cached for it are used (a list of every agent was a new filter, the leaderboard computed again)."""
+    at = open_page("views/leaderboard.py", fixture_db, monkeypatch)
+    unfiltered = [d.value for d in at.dataframe]
+    bench = at.session_state["flt_benchmark"]
+    agents = at.sidebar.multiselect[0].options
+    assert len(agents) > 1
+    at.sidebar.multiselect[0].set_value(agents).run()
+    assert not at.exception
+    assert at.session_state["flt_agents"] == [] and "agents" not in at.query_params
+    assert [d.value.equals(u) for d, u in zip(at.dataframe, unfiltered, strict=True)] == [True] * len(unfiltered)
+    linked = open_page("views/leaderboard.py", fixture_db, monkeypatch, benchmark=bench, agents=",".join(agents))
+    assert linked.sidebar.multiselect[0].value == [] and "agents" not in linked.query_params
+    one = open_page("views/leaderboard.py", fixture_db, monkeypatch, benchmark=bench, agents=agents[0])
+    assert one.sidebar.multiselect[0].value == [agents[0]]  # a real choice stays

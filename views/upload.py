@@ -199,9 +199,11 @@ st.caption(
 if history.empty:
     st.info("No file has been ingested into this database yet.")
 else:
-    show_table(
-        uploads.history_table(history), key="up_history", name="ingest-history", download=history, is_display=True
-    )
+    table = uploads.history_table(history)
+    # what came in, when and how it went first; the folder (a server's temporary upload folder) and hash on demand
+    later = [c for c in ("Folder", "Hash") if c in table.columns]
+    table = table[[c for c in table.columns if c not in later] + later]
+    show_table(table, key="up_history", name="ingest-history", download=history, is_display=True)
 if not failed.empty:
     st.caption("Rejected uploads")
     show_table(failed, key="up_failed", name="rejected-uploads")

@@ -17,7 +17,7 @@ import pyarrow as pa
 import store as rdb
 from analytics import csvsafe
 from analytics.sql_console.check import VIEW_SQL_VIEWS, check_statement
-from analytics.sql_console.limits import SandboxLimits, SqlFailed, SqlResult
+from analytics.sql_console.limits import SandboxLimits, SqlFailed, SqlRefused, SqlResult
 
 
 def open_sandbox(db: str | Path | None = None, *, limits: SandboxLimits | None = None) -> duckdb.DuckDBPyConnection:
@@ -114,6 +114,65 @@ def _relation(con: duckdb.DuckDBPyConnection, statement: str) -> duckdb.DuckDBPy
         raise exc
 
 
+def _denied(db: str | Path | None) -> frozenset[str]:
+    """Views whose SQL names a server path (an exported Parquet folder's views are read_parquet('<folder>/...'))."""
+    return VIEW_SQL_VIEWS if rdb.open(db).view_sql_names_paths else frozenset()
+
+
+def check_in_child(sql: str, *, limits: SandboxLimits, denied: frozenset[str] = frozenset()) -> str:
+    """``check_statement`` in a forked child process; the statement to run, or the child's refusal or error.
+
+    DuckDB's allocator keeps the address space a parse took (``json_serialize_sql`` of a 200 KB IN list: about
+    330 MB, of the worker's 1 GB), and the run of the statement then had that much less: a large constant IN
+    list failed with a memory error in about one run of three. In a child, that memory goes when the child exits.
+    The child inherits the worker's limits, and an alarm ends it if it hangs.
+
+    Raises:
+        SqlRefused: the statement is not allowed.
+        SqlFailed: a syntax error, or the check itself ran out of memory or time.
+    """
+    import os
+    import pickle
+    import signal
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: check, write the verdict, and leave without the parent's exit handlers
+        verdict: tuple[str, str]
+        try:
+            os.close(read_fd)
+            signal.alarm(int(limits.timeout_s + limits.startup_grace_s) + 1)
+            verdict = ("ok", check_statement(sql, limits=limits, denied=denied)[0])
+        except SqlRefused as exc:
+            verdict = ("refused", exc.reason)
+        except SqlFailed as exc:
+            verdict = ("failed", exc.message)
+        except BaseException as exc:  # noqa: BLE001 - the child's boundary: MemoryError and the like
+            verdict = ("memory" if isinstance(exc, MemoryError) else "error", type(exc).__name__)
+        try:
+            with os.fdopen(write_fd, "wb") as out:
+                out.write(pickle.dumps(verdict))
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as inp:
+        data = inp.read()
+    _, status = os.waitpid(pid, 0)
+    # our own child writing into our own pipe: trusted
+    kind, value = pickle.loads(data) if data else ("stopped", str(status))  # noqa: S301
+    if kind == "ok":
+        return str(value)
+    if kind == "refused":
+        raise SqlRefused(value)
+    if kind == "failed":
+        raise SqlFailed(value)
+    raise SqlFailed(
+        f"checking the statement needed more than the sandbox worker's {limits.worker_memory_bytes() / 1024**2:,.0f}"
+        " MB or more time than it has, and was stopped; use a shorter statement (a smaller IN list)",
+        kind="memory",
+    )
+
+
 def _stream(
     sql: str,
     *,
@@ -121,20 +180,24 @@ def _stream(
     limits: SandboxLimits,
     consume: Callable[[pa.RecordBatch], bool],
     run: _Run | None = None,
+    check_apart: bool = False,
 ) -> _Run:
-    """Check and run ``sql``, passing Arrow batches to ``consume`` until it returns False.
+    """Check and run ``sql``, passing Arrow batches to ``consume`` until it returns False (``check_apart``: the
+    check in a child process, ``check_in_child``; the sandbox worker does that).
 
     Raises:
         SqlRefused: the statement is not allowed (nothing ran).
         SqlFailed: DuckDB's error, the timeout, the memory limit or the byte cap.
     """
     run = run if run is not None else _Run()
-    check_statement(sql, is_deep=False, limits=limits)  # refuse writes, settings, ... before opening anything
+    if check_apart:  # the whole check in a child process: what the parse held is not held by the run's process
+        run.statement = check_in_child(sql, limits=limits, denied=_denied(db))
+    else:
+        check_statement(sql, is_deep=False, limits=limits)  # refuse writes, settings, ... before opening anything
     con = open_sandbox(db, limits=limits)
     try:
-        # an exported Parquet folder's views are read_parquet('<folder>/...'): their SQL names a server path
-        denied = VIEW_SQL_VIEWS if rdb.open(db).view_sql_names_paths else frozenset()
-        run.statement, _ = check_statement(sql, con=con, limits=limits, denied=denied)
+        if not check_apart:
+            run.statement, _ = check_statement(sql, con=con, limits=limits, denied=_denied(db))
         start = time.perf_counter()
         dog: _Watchdog | None = None
         try:
@@ -170,7 +233,9 @@ def _within_bytes(batch: pa.RecordBatch, budget: int) -> pa.RecordBatch:
     return batch.slice(0, lo)
 
 
-def _run_in_process(sql: str, *, db: str | Path | None = None, limits: SandboxLimits | None = None) -> SqlResult:
+def _run_in_process(
+    sql: str, *, db: str | Path | None = None, limits: SandboxLimits | None = None, check_apart: bool = False
+) -> SqlResult:
     """Run one statement in the sandbox; keep at most ``limits.max_rows`` rows, count the rest.
 
     When the timeout hits after the displayed rows were collected, the result is returned with
@@ -194,7 +259,7 @@ def _run_in_process(sql: str, *, db: str | Path | None = None, limits: SandboxLi
     run = _Run()
     is_exact = True
     try:
-        _stream(sql, db=db, limits=limits, consume=consume, run=run)
+        _stream(sql, db=db, limits=limits, consume=consume, run=run, check_apart=check_apart)
     except SqlFailed as exc:
         if exc.kind != "timeout" or (counts["kept"] < limits.max_rows and not counts["is_full"]):
             raise
@@ -223,7 +288,13 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
 
 
 def _export_in_process(
-    sql: str, fmt: str, dest: Path, *, db: str | Path | None = None, limits: SandboxLimits | None = None
+    sql: str,
+    fmt: str,
+    dest: Path,
+    *,
+    db: str | Path | None = None,
+    limits: SandboxLimits | None = None,
+    check_apart: bool = False,
 ) -> int:
     """Write the FULL result of ``sql`` to ``dest`` as CSV or Parquet, batch by batch, under the sandbox and a byte
     cap; return the file's size. Nothing of the result is held beyond one batch."""
@@ -253,7 +324,7 @@ def _export_in_process(
                 )
             return True
 
-        run = _stream(sql, db=db, limits=limits, consume=consume)
+        run = _stream(sql, db=db, limits=limits, consume=consume, check_apart=check_apart)
         if not writers:  # no rows: still write the header / an empty file with the columns
             empty = pa.RecordBatch.from_pylist([], schema=run.schema or pa.schema([]))
             empty = _exportable(empty, is_csv=fmt == "csv")

@@ -215,10 +215,15 @@ def _worker_main() -> int:
     outcome: tuple[str, Any]
     try:
         if request["mode"] == "run":
-            outcome = ("ok", _run_in_process(request["sql"], db=request["db"], limits=limits))
+            outcome = ("ok", _run_in_process(request["sql"], db=request["db"], limits=limits, check_apart=True))
         else:
             dest = Path(request["export_path"])
-            outcome = ("ok", _export_in_process(request["sql"], request["mode"], dest, db=request["db"], limits=limits))
+            outcome = (
+                "ok",
+                _export_in_process(
+                    request["sql"], request["mode"], dest, db=request["db"], limits=limits, check_apart=True
+                ),
+            )
     except SqlRefused as exc:
         outcome = ("refused", exc.reason)
     except SqlFailed as exc:
