@@ -14,6 +14,9 @@ largest process) with the process tree's summed RSS sampled every 0.2 s:
   into a fresh DuckDB file for each file in turn (so the disk holds one file's table at a time, whatever the
   size), timed as a whole: DuckDB's C++ JSON reader doing no validation and no normalisation.
 
+``--archive``: the ingest is given the same logs packed in one ``logs.tar.gz`` (gzip level 1, packed once, not
+timed), each member streamed out of it (``ingest.archives``); the floor stays ``read_json`` of the plain files.
+
 Machine facts (CPU model, cores, load average) are printed with the results because the timings depend on them.
 """
 
@@ -161,6 +164,20 @@ print(n)
 """
 
 
+def packed(logs: Path, files: list[Path]) -> Path:
+    """The logs in one ``logs.tar.gz`` beside them (packed once; a marker says packing finished)."""
+    import tarfile
+
+    out = logs.parent / f"{logs.name}.tar.gz"
+    done = logs.parent / f"{logs.name}.tar.gz.complete"
+    if not done.exists():
+        with tarfile.open(out, "w:gz", compresslevel=1) as tar:
+            for f in files:
+                tar.add(f, f"{logs.name}/{f.name}")
+        done.write_text("ok")
+    return out
+
+
 def _fresh(path: Path) -> None:
     """Remove a store left by an earlier run (a DuckDB file, or a lake's catalog and data folder)."""
     import shutil
@@ -192,6 +209,7 @@ def bench_size(
     shape: str = "default",
     stores: tuple[str, ...] = ("lake", "file"),
     nice: int = 0,
+    archive: bool = False,
 ) -> dict[str, object]:
     """Ingest (into each store) and per-file read_json timings for one size."""
     logs = ensure_logs(work, n_attempts, runs=runs, shape=shape)
@@ -200,6 +218,9 @@ def bench_size(
     prefix = ["nice", "-n", str(nice)] if nice else []
     jobs_flag = ["--jobs", str(jobs)] if jobs else []
     row: dict[str, object] = {"shape": shape, "files": len(files), "mb": round(size_mb, 1)}
+    source = packed(logs, files) if archive else logs
+    if archive:
+        row["archive_mb"] = round(source.stat().st_size / 1e6, 1)
     raw_db = work / f"raw-{shape}-{n_attempts}.duckdb"
     _fresh(raw_db)
     raw = timed([*prefix, sys.executable, "-c", READ_JSON_PER_FILE, str(raw_db), *map(str, files)])
@@ -215,7 +236,7 @@ def bench_size(
             location = str(path)
         _fresh(path)
         ingest = timed(
-            [*prefix, sys.executable, "-m", "ingest", "--no-progress", *jobs_flag, "--db", location, str(logs)]
+            [*prefix, sys.executable, "-m", "ingest", "--no-progress", *jobs_flag, "--db", location, str(source)]
         )
         n_att, n_steps = _counts(location)
         if not keep_db:
@@ -265,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", choices=("default", "short-tools"), default="default", help="see gen_logs.py")
     parser.add_argument("--stores", nargs="+", choices=("lake", "file"), default=["lake", "file"])
     parser.add_argument("--nice", type=int, default=0, help="run the timed commands under nice -n NICE")
+    parser.add_argument("--archive", action="store_true", help="ingest the logs packed in one .tar.gz")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     info = machine()
@@ -281,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                 shape=args.shape,
                 stores=tuple(args.stores),
                 nice=args.nice,
+                archive=args.archive,
             )
         )
         print(json.dumps(rows[-1]), file=sys.stderr)

@@ -7,6 +7,7 @@ the same rows. Memory follows the part, not the file.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import json
@@ -15,6 +16,7 @@ from typing import Any
 
 from ingest.errors import IngestError, ProblemCollector
 from ingest.formats import Format
+from ingest.jsonline import Readable
 from ingest.records import Bundle, Known, Normaliser
 
 
@@ -47,11 +49,18 @@ def read_head(path: Path) -> bytes:
 
 
 def validate_in_parts(
-    path: Path, known: Known, fmt: Format, progress: Any, chunk_bytes: int, spill_dir: str | None
+    path: Path,
+    known: Known,
+    fmt: Format,
+    progress: Any,
+    chunk_bytes: int,
+    spill_dir: str | None,
+    stream: Readable | None = None,
 ) -> tuple[Bundle, tuple[str, ...]]:
     """Validate a file part by part with one normaliser (definitions, duplicate attempts and every cross-record
     check span the parts); each valid part's rows go to disk (``Bundle.spill``, under ``spill_dir``). Once a
-    problem is found nothing more is kept, but reading goes on so that every problem is reported.
+    problem is found nothing more is kept, but reading goes on so that every problem is reported. With ``stream``
+    (an archive's member as it is decompressed), that is read once from start to end, ``path`` naming it.
 
     Returns:
         The bundle (the caller writes it from its parts, then calls ``release``) and the reader's warnings.
@@ -66,20 +75,26 @@ def validate_in_parts(
     collecting = gc.isenabled()
     gc.disable()  # millions of new, acyclic rows (see ingest.pipeline.prepare_file)
     try:
-        for part in fmt.chunks(path, problems, progress, chunk_bytes):
-            normaliser.feed_part(part)
-            if problems:
-                bundle.drop_rows()  # nothing will be written: read on only to report every problem
-            else:
+        with contextlib.ExitStack() as stack:
+            if stream is None:
                 try:
-                    bundle.spill(spill_dir)
-                except OSError as exc:  # a full disk: refused with the reason, nothing written
-                    raise IngestError.single(
-                        f"{path}:1",
-                        "-",
-                        f"cannot keep the validated parts of this large file on disk ({exc.strerror or exc}); free "
-                        "space in the temporary folder (TMPDIR) or raise RUNLENS_INGEST_CHUNK_MB",
-                    ) from exc
+                    stream = stack.enter_context(open(path, "rb"))
+                except OSError as exc:
+                    raise IngestError.single(f"{path}:1", "-", f"cannot read file: {exc.strerror or exc}") from exc
+            for part in fmt.chunks(str(path), stream, problems, progress, chunk_bytes):
+                normaliser.feed_part(part)
+                if problems:
+                    bundle.drop_rows()  # nothing will be written: read on only to report every problem
+                else:
+                    try:
+                        bundle.spill(spill_dir)
+                    except OSError as exc:  # a full disk: refused with the reason, nothing written
+                        raise IngestError.single(
+                            f"{path}:1",
+                            "-",
+                            f"cannot keep the validated parts of this large file on disk ({exc.strerror or exc}); "
+                            "free space in the temporary folder (TMPDIR) or raise RUNLENS_INGEST_CHUNK_MB",
+                        ) from exc
         normaliser.finish()
         problems.raise_if_any()
         bundle.freeze()

@@ -15,8 +15,9 @@ from ingest.csv_long import detect_csv_long, fingerprint_csv_long, parse_csv_lon
 from ingest.csv_wide import detect_csv_wide, fingerprint_csv_wide, parse_csv_wide
 from ingest.errors import ProblemCollector
 from ingest.inspect_log import canonical_inspect, detect_inspect, parse_inspect
+from ingest.jsonline import Readable
 from ingest.lm_eval import detect_lm_eval, fingerprint_lm_eval, parse_lm_eval
-from ingest.native import detect_native, parse_native, parse_native_chunks
+from ingest.native import detect_native, parse_native, parse_native_stream
 from ingest.openai_messages import detect_openai_messages, parse_openai_messages
 from ingest.otlp import detect_otlp, fingerprint_otlp, parse_otlp
 
@@ -47,9 +48,10 @@ class Format:
         canonical: optional ``(path, data, options) -> bytes | None``: what the idempotency hash is taken of
             instead of the file's bytes, so one content in two layouts (an Inspect log as ``.eval`` and as
             ``.json``) is recognised as the same; None falls back to the bytes.
-        chunks: optional ``(path, problems, progress, chunk_bytes) -> iterator of record iterators``: the
-            file read from disk in chunks of whole records (a large file is then validated with bounded memory,
-            see ``ingest.pipeline``); it yields what ``parse`` yields for the whole file, with the same locations.
+        chunks: optional ``(name, stream, problems, progress, chunk_bytes) -> iterator of record iterators``:
+            the file (or an archive's member) read once from its stream in chunks of whole records (a large file
+            is then validated with bounded memory, see ``ingest.pipeline``); it yields what ``parse`` yields for
+            the whole file, with the same locations.
     """
 
     name: str
@@ -59,7 +61,7 @@ class Format:
     fingerprint: Callable[[Path, bytes, dict[str, Any]], dict[str, Any]] | None = None
     canonical: Callable[[Path, bytes, dict[str, Any]], bytes | None] | None = None
     revises_scores: bool = False  # a file may re-score a stored run (records.Normaliser)
-    chunks: Callable[[Path, ProblemCollector, Any, int], Iterator[Records]] | None = None
+    chunks: Callable[[str, Readable, ProblemCollector, Any, int], Iterator[Records]] | None = None
 
 
 FORMATS: dict[str, Format] = {
@@ -75,7 +77,7 @@ FORMATS: dict[str, Format] = {
     ),
     "lm-eval": Format("lm-eval", detect_lm_eval, parse_lm_eval, (".json", ".jsonl"), fingerprint=fingerprint_lm_eval),
     "native": Format(
-        "native", detect_native, _no_options(parse_native), (".jsonl", ".ndjson"), chunks=parse_native_chunks
+        "native", detect_native, _no_options(parse_native), (".jsonl", ".ndjson"), chunks=parse_native_stream
     ),
 }
 
@@ -91,8 +93,18 @@ def detect_format(path: Path, head: bytes) -> Format | None:
     return None
 
 
+# Archives of logs: each member with a suffix some format reads is ingested as a file of its own
+# (``ingest.archives``); an Inspect ``.eval`` is a zip too, but one log, read by its format.
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+
+
+def is_archive(path: Path | str) -> bool:
+    """True for an archive of logs (by its suffix)."""
+    return str(path).lower().endswith(ARCHIVE_SUFFIXES)
+
+
 def walk_suffixes() -> tuple[str, ...]:
-    """Every suffix some format reads, for walking folders."""
+    """Every suffix some format reads, for walking folders (archives of logs not included)."""
     return tuple(sorted({s for f in FORMATS.values() for s in f.suffixes}))
 
 

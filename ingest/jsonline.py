@@ -9,7 +9,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -18,6 +18,12 @@ from ingest.errors import ProblemCollector
 # One record (a line of JSON) larger than this is refused before it is copied or parsed: parsing takes several
 # times the line in memory, and no real record is this large (an attempt with a 1 MB trajectory is about 1 MB).
 MAX_RECORD_BYTES = int(os.environ.get("RUNLENS_MAX_RECORD_BYTES", 64 * 1024 * 1024))
+
+
+class Readable(Protocol):
+    """What a reader of a stream needs of it: a file, or an archive's member as it is decompressed."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
 
 
 def record_too_long(n_bytes: int) -> str:

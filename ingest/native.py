@@ -9,7 +9,7 @@ from typing import Any
 
 from ingest.errors import ProblemCollector
 from ingest.fastpath import decode_attempt
-from ingest.jsonline import MAX_RECORD_BYTES, load_record, record_too_long
+from ingest.jsonline import MAX_RECORD_BYTES, Readable, load_record, record_too_long
 
 MAX_LINE_BYTES = MAX_RECORD_BYTES  # one record larger than this is refused, not parsed (nor copied)
 
@@ -57,56 +57,60 @@ def parse_native_chunks(
     Memory follows ``chunk_bytes``, not the file's size: a line over a record's limit is skipped while it is read
     (never held whole) and refused at its line.
     """
-    name = str(path)
-    lineno = 0  # lines before the chunk
     with open(path, "rb") as fh:
-        carry = b""
-        while True:
-            block = fh.read(chunk_bytes)
-            if not block:
-                if carry:
-                    yield _records(name, carry, lineno, problems, progress)
-                return
-            if carry and b"\n" not in block and len(carry) + len(block) > MAX_LINE_BYTES:
-                data = b""  # the line goes on past a record's limit: not joined (a third copy), skipped unread
-                n_bytes = len(carry) + len(block) + _skip_line(fh, chunk_bytes)
-                carry = block = b""
-                lineno += 1
-                if progress is not None:
-                    progress.update(n_bytes + 1)
-                problems.add(f"{name}:{lineno}", "-", record_too_long(n_bytes))
-                continue
-            data = carry + block if carry else block
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                if len(data) > MAX_LINE_BYTES:  # the line goes on past a record's limit: skip the rest unread
-                    n_bytes = len(data) + _skip_line(fh, chunk_bytes)
-                    lineno += 1
-                    if progress is not None:
-                        progress.update(n_bytes + 1)
-                    problems.add(f"{name}:{lineno}", "-", record_too_long(n_bytes))
-                    carry = b""
-                else:
-                    carry = data
-                continue
-            chunk, carry = data[: cut + 1], data[cut + 1 :]
-            del data
-            first, lineno = lineno, lineno + chunk.count(b"\n")
-            yield _records(name, chunk, first, problems, progress)
+        yield from parse_native_stream(str(path), fh, problems, progress, chunk_bytes)
 
 
-def _skip_line(fh: Any, block_bytes: int) -> int:
-    """Read on to the end of the current line (past its newline); return the bytes of the line read."""
-    n = 0
+def parse_native_stream(
+    name: str, fh: Readable, problems: ProblemCollector, progress: Any, chunk_bytes: int
+) -> Iterator[Iterator[tuple[str, Any]]]:
+    """:func:`parse_native_chunks` of any readable stream (a file, an archive's member as it is decompressed),
+    read once from start to end: nothing is sought, so ``fh`` need only have ``read``; ``name`` is the location."""
+    lineno = 0  # lines before the chunk
+    carry = b""
     while True:
-        block = fh.read(block_bytes)
+        block = fh.read(chunk_bytes)
         if not block:
-            return n
+            if carry:
+                yield _records(name, carry, lineno, problems, progress)
+            return
+        if carry and b"\n" not in block and len(carry) + len(block) > MAX_LINE_BYTES:
+            # the line goes on past a record's limit: not joined (a third copy), skipped unread
+            lineno, carry = _refuse_long(name, fh, len(carry) + len(block), lineno, problems, progress, chunk_bytes)
+            continue
+        data = carry + block if carry else block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if len(data) > MAX_LINE_BYTES:  # the line goes on past a record's limit: skip the rest unread
+                lineno, carry = _refuse_long(name, fh, len(data), lineno, problems, progress, chunk_bytes)
+            else:
+                carry = data
+            continue
+        chunk, carry = data[: cut + 1], data[cut + 1 :]
+        del data
+        first, lineno = lineno, lineno + chunk.count(b"\n")
+        yield _records(name, chunk, first, problems, progress)
+
+
+def _refuse_long(
+    name: str, fh: Readable, held: int, lineno: int, problems: ProblemCollector, progress: Any, block_bytes: int
+) -> tuple[int, bytes]:
+    """Refuse the line of which ``held`` bytes were read (over a record's limit): read on to its end without
+    keeping it. Returns the line number reached and the bytes read past the line's end (the next lines' start)."""
+    n_bytes = held
+    rest = b""
+    while block := fh.read(block_bytes):
         end = block.find(b"\n")
         if end >= 0:
-            fh.seek(end + 1 - len(block), 1)
-            return n + end
-        n += len(block)
+            n_bytes += end
+            rest = block[end + 1 :]
+            break
+        n_bytes += len(block)
+    lineno += 1
+    if progress is not None:
+        progress.update(n_bytes + 1)
+    problems.add(f"{name}:{lineno}", "-", record_too_long(n_bytes))
+    return lineno, rest
 
 
 def _records(

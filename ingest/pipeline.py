@@ -24,7 +24,7 @@ import duckdb
 
 from ingest.chunked import read_head, stream_hash, validate_in_parts
 from ingest.errors import IngestError, ProblemCollector
-from ingest.formats import FORMATS, Format, detect_format, parse_with, walk_suffixes
+from ingest.formats import ARCHIVE_SUFFIXES, FORMATS, Format, detect_format, is_archive, parse_with, walk_suffixes
 from ingest.known import load_known
 from ingest.records import DEFINITION_TABLES, Bundle, Known, Normaliser, definition_key
 from store import Location, RunlensError, writer
@@ -74,8 +74,8 @@ class FileResult:
 
 
 def iter_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Files named, and files with a readable suffix found recursively in folders named."""
-    suffixes = walk_suffixes()
+    """Files named, and files with a readable suffix (or an archive's) found recursively in folders named."""
+    suffixes = walk_suffixes() + ARCHIVE_SUFFIXES
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
@@ -468,6 +468,7 @@ def ingest_jobs(files: list[Path], jobs: int | None) -> int:
         if setting and not setting.isdigit():
             raise RunlensError(f"RUNLENS_INGEST_JOBS must be a whole number of worker processes, not {setting!r}")
         jobs = int(setting or 0) or min(4, os.cpu_count() or 1)
+        files = [f for f in files if not is_archive(f)]  # archives are read in the writing process
         sizes = [_size(f) for f in files]
         if sum(sizes) < PARALLEL_MIN_BYTES:
             return 1
@@ -482,13 +483,7 @@ def ingest_jobs(files: list[Path], jobs: int | None) -> int:
 
 def _available_memory() -> int:
     """Bytes of memory available to new processes (MemAvailable), or a generous guess where /proc has none."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 8 * 1024**3
+    return _memory_available() or 8 * 1024**3
 
 
 def _size(path: Path) -> int:
@@ -532,7 +527,7 @@ def ingest_paths(
     results: list[FileResult] = []
     is_short = sum(_size(f) for f in files) <= SHORT_SESSION_MAX_BYTES
     # where validated rows wait for the writer (workers' files, large files' parts); made only when some will
-    spills = n_jobs > 1 or any(_size(f) > CHUNK_BYTES for f in files)
+    spills = n_jobs > 1 or any(_size(f) > CHUNK_BYTES or is_archive(f) for f in files)
     spill_folder = tempfile.TemporaryDirectory(prefix="runlens-ingest-") if spills else contextlib.nullcontext(None)
     with spill_folder as spill_dir, writer(db, short_session=is_short) as con:
         # Written blocks are on disk already: a small buffer pool only means less cached, and keeps a long
@@ -547,6 +542,14 @@ def ingest_paths(
         else:
             prepared = (None for _ in files)
         for path, ready in zip(files, prepared, strict=True):
+            if is_archive(path):  # each member a file of its own, streamed (ingest.archives)
+                from ingest.archives import ingest_archive
+
+                for done in ingest_archive(con, path, known, fmt=fmt, is_demo=is_demo, spill_dir=spill_dir, **options):
+                    results.append(done)
+                    if out is not None:
+                        print(describe(done), file=out)
+                continue
             try:
                 result = commit_prepared(con, ready, known, is_demo=is_demo) if ready is not None else None
                 if result is None:
@@ -596,7 +599,7 @@ def _prepare_in_workers(
     with concurrent.futures.ProcessPoolExecutor(
         n_jobs, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),)
     ) as pool:
-        pending: collections.deque[concurrent.futures.Future[Prepared]] = collections.deque()
+        pending: collections.deque[concurrent.futures.Future[Prepared | None]] = collections.deque()
         handed = 0  # files handed out so far (files[i] for i < handed)
 
         def hand_out(first: int) -> None:
@@ -606,7 +609,13 @@ def _prepare_in_workers(
                 handed - first < n_jobs + 1
                 or (handed - first < 4 * n_jobs and sum(sizes[first : handed + 1]) <= PREFETCH_BYTES)
             ):
-                pending.append(pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, spill_dir, options))
+                if is_archive(files[handed]):  # read by the writer, member by member
+                    pending.append(concurrent.futures.Future())
+                    pending[-1].set_result(None)
+                else:
+                    pending.append(
+                        pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, spill_dir, options)
+                    )
                 handed += 1
 
         try:
@@ -623,7 +632,7 @@ def _prepare_in_workers(
                     return
                 if bar is not None:
                     bar.update(sizes[i])
-                yield None if ready.error is not None else ready
+                yield None if ready is None or ready.error is not None else ready
                 hand_out(i + 1)  # after the yield: the next files see what the writer learnt from this one
         finally:
             for future in pending:

@@ -43,6 +43,8 @@ _OF_FILE = "SELECT * FROM attempts WHERE file_id = $file_id AND attempt_id BETWE
 
 
 _STORED_LABELS = "SELECT attempt_id, code, source FROM error_labels"
+# the Runlens judge's verdicts of a file's new attempts: none yet (the judge runs on stored attempts)
+_NO_VERDICTS = "SELECT NULL::BIGINT AS attempt_id, NULL::JSON AS verdict, NULL::BOOLEAN AS is_failure WHERE false"
 
 
 def _insert_rows(
@@ -165,13 +167,25 @@ def insert_file_rows(
         if with_labels:
             _insert_rows(con, "run_task_codes", new_attempts, params, new_labels)
             _insert_rows(con, "run_code_pairs", new_attempts, params, new_labels)
-        _new_runs_tables(
-            con,
-            "SELECT run_id, task_id FROM _rl_agg_new_attempts",
-            {},
-            int(id_base),
-            int(id_base) + attempts.num_rows - 1,
-        )
+        # migration 009's tables in one statement each over the same tables, with no temporary table: the CTEs
+        # stand for the store's tables in the SQL files (a CTE shadows a table of its name), so nothing is read
+        # back from the store but the new runs' definitions; a new run's attempts have no Runlens verdicts yet
+        stand_ins = {
+            "_rl_agg_keys": "SELECT DISTINCT run_id, task_id FROM _rl_agg_new_attempts",
+            "_rl_agg_attempts": new_attempts,
+            "_rl_agg_labels": new_labels,
+            "attempts": new_attempts,
+            "error_labels": new_labels,
+            "judge_verdicts": _NO_VERDICTS,
+            # the leading columns of migration 008's tables, what the slices' SQL reads (the rest keep no name)
+            "run_task_stats(run_id, task_id, n_attempts, n_passed, n_failed)": load_sql("run_task_stats"),
+            "run_task_codes(run_id, task_id, code, sources_mask, n_failed)": load_sql("run_task_codes"),
+        }
+        ctes = ", ".join(f"{name} AS ({sql})" for name, sql in stand_ins.items())
+        for table in RUN_TABLES:  # an allow-list of table names
+            if table == "run_label_codes" and not with_labels:
+                continue
+            con.execute(f"INSERT INTO {table} WITH {ctes} SELECT * FROM ({load_sql(table)})", params)
     finally:
         con.unregister("_rl_agg_new_attempts")
         con.unregister("_rl_agg_new_labels")

@@ -172,27 +172,38 @@ def _write(
     else:
         aggregates.refresh_file(con, file_id, revised_runs=tuple(bundle.revised_runs))
     # the digest goes into the row as it is inserted: an UPDATE afterwards costs a lake a delete file per upload
-    # (ingest_log then fragments, and every later upload's duplicate check reads more files)
-    digest = con.execute(load_sql("file_digest"), {"file_id": file_id}).fetchall()[0][0]
-    con.execute(
-        "INSERT INTO ingest_log (file_id, path, content_hash, format, n_runs, n_tasks, n_attempts, n_steps,"
-        " started_at, seconds, outcome, is_demo, rows_digest)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ingested', ?, ?)",
-        [
-            file_id,
-            facts.path,
-            facts.content_hash,
-            facts.fmt,
-            len(bundle.runs["run_id"]),
-            len(bundle.tasks["task_id"]),
-            bundle.n_attempts,
-            bundle.n_steps,
-            facts.started_at,
-            facts.seconds,
-            is_demo,
-            digest,
-        ],
-    )
+    # (ingest_log then fragments, and every later upload's duplicate check reads more files); one statement, and
+    # for a file written in one part its SELECT reads the file's own Arrow table, which stands for the attempts
+    # it wrote (a CTE shadows the table of its name), instead of reading them back from the store
+    digest_sql = load_sql("file_digest")
+    if n_parts == 1:
+        con.register("_rl_digest_attempts", tables["attempts"])
+        digest_sql = (
+            f"WITH attempts AS (SELECT *, $file_id AS file_id FROM _rl_digest_attempts) SELECT * FROM ({digest_sql})"
+        )
+    try:
+        con.execute(
+            "INSERT INTO ingest_log (file_id, path, content_hash, format, n_runs, n_tasks, n_attempts, n_steps,"
+            " started_at, seconds, outcome, is_demo, rows_digest)"
+            " SELECT $file_id, $path, $hash, $fmt, $n_runs, $n_tasks, $n_attempts, $n_steps, $started_at, $seconds,"
+            f" 'ingested', $is_demo, ({digest_sql})",
+            {
+                "file_id": file_id,
+                "path": facts.path,
+                "hash": facts.content_hash,
+                "fmt": facts.fmt,
+                "n_runs": len(bundle.runs["run_id"]),
+                "n_tasks": len(bundle.tasks["task_id"]),
+                "n_attempts": bundle.n_attempts,
+                "n_steps": bundle.n_steps,
+                "started_at": facts.started_at,
+                "seconds": facts.seconds,
+                "is_demo": is_demo,
+            },
+        )
+    finally:
+        if n_parts == 1:
+            con.unregister("_rl_digest_attempts")
     if before_commit is not None:
         before_commit(con, file_id)
     return file_id
