@@ -10,7 +10,7 @@ import pandas as pd
 
 from analytics import compare
 from analytics.diff.compute import BASES, RunDiff, pair_tasks, run_diff, values_by_task
-from analytics.sqlfiles import load_sql
+from analytics.sqlfiles import load_sql, run_task_aggregates
 from store import RunlensError, query_df
 
 
@@ -99,12 +99,7 @@ def _task_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
 
 def _task_means(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     """Per task of one run, over every attempt (with a verdict or not): mean latency and tokens."""
-    return query_df(
-        con,
-        "SELECT task_id, avg(latency_s) AS latency_s, avg(input_tokens + output_tokens) AS tokens "
-        "FROM attempts WHERE run_id = ? GROUP BY task_id",
-        [run_id],
-    )
+    return run_task_aggregates(con, run_id, "avg(latency_s) AS latency_s, avg(input_tokens + output_tokens) AS tokens")
 
 
 def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basis: str = "sample0") -> RunDiff:
