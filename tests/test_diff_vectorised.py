@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+import pytest
 
 import store as rdb
 from analytics import compare, gate
@@ -88,8 +90,6 @@ def _former_measures(a: dict[str, Any], b: dict[str, Any], metric: str, paired: 
                 "mde80": compare.mde80_normal(sd, len(d)) if sd > 0 else float("nan"),
             }
         )
-    import pandas as pd
-
     return pd.DataFrame(rows, columns=rd.MEASURE_COLUMNS)
 
 
@@ -130,3 +130,24 @@ def test_the_diff_and_gate_equal_the_per_task_loops(store_db: Path) -> None:  # 
                             assert_same(getattr(check, field), want, f"{m}.{field}")
                     n_checked += 1
     assert n_checked >= 2
+
+
+@pytest.mark.parametrize("n_codes", [0, 3, 62, 70])
+def test_code_changes_as_bit_sets_equal_the_change_of_each_task(n_codes: int) -> None:
+    """The tasks' code changes from bit sets (or, past 62 codes, per distinct pair of lists) equal ``_code_change``
+    task by task: missing lists, empty lists, codes with spaces and accents, a shifted index."""
+    from analytics.diff.compute import _code_change, _code_changes
+
+    rng = np.random.default_rng(n_codes)
+    pool = np.array([f"C{i:02d}" for i in range(max(n_codes - 2, 0))] + ["a b", "é"][: min(n_codes, 2)], dtype=object)
+
+    def column(n: int) -> pd.Series:
+        rows: list[Any] = []
+        for _ in range(n):
+            k = int(rng.integers(0, min(4, len(pool)) + 1)) if len(pool) else 0
+            rows.append(None if k == 0 and rng.random() < 0.5 else np.array(sorted(rng.choice(pool, k, replace=False))))
+        return pd.Series(rows, index=np.arange(n) + 5, dtype=object)
+
+    for n in (0, 1, 400):
+        before, after = column(n), column(n)
+        assert _code_changes(before, after) == [_code_change(x, y) for x, y in zip(before, after, strict=True)]

@@ -285,8 +285,42 @@ def _codes(value: Any) -> list[str]:
 
 
 def _code_changes(before: pd.Series, after: pd.Series) -> list[str]:
-    """``_code_change`` of each task, computed once per distinct pair of code lists (few: the tasks of a large run
-    repeat the same handful)."""
+    """``_code_change`` of each task without a Python step per task: each task's codes as a bit set over the codes
+    that occur (bit i: the i-th in sorted order), so the codes that appeared and went are two integers per task and
+    the text is made once per distinct pair of them. More than 62 distinct codes: once per distinct pair of code
+    lists instead."""
+    exploded = [pd.Series(np.asarray(col, dtype=object)).explode().dropna() for col in (before, after)]
+    ids, found = pd.factorize(np.concatenate([e.astype(str).to_numpy(dtype=object) for e in exploded]))
+    if len(found) > 62:
+        return _code_changes_by_pair(before, after)
+    codes = np.array(sorted(found), dtype=object)
+    rank = np.argsort(np.argsort(np.array(found, dtype=object)))  # a code's place in sorted order: its bit
+    bit = np.left_shift(np.int64(1), rank[ids].astype(np.int64)) if len(ids) else np.zeros(0, dtype=np.int64)
+    masks = []
+    for e, b in zip(exploded, np.split(bit, [len(exploded[0])]), strict=True):
+        # the codes of a task are distinct (its list is DISTINCT), so the sum of its bits is their union
+        mask = np.zeros(len(before), dtype=np.int64)
+        np.add.at(mask, e.index.to_numpy(dtype=np.int64), b)
+        masks.append(mask)
+    gained, gone = masks[1] & ~masks[0], masks[0] & ~masks[1]
+    at_gained, gained_sets = pd.factorize(gained)
+    at_gone, gone_sets = pd.factorize(gone)
+    where, pairs = pd.factorize(at_gained * len(gone_sets) + at_gone)  # each distinct (gained, gone), hashed
+    bits = [(i, 1 << i) for i in range(len(codes))]
+    made = np.array(
+        [
+            " ".join([*(f"+{codes[i]}" for i, b in bits if g & b), *(f"-{codes[i]}" for i, b in bits if x & b)])
+            for g, x in zip(
+                gained_sets[pairs // len(gone_sets)].tolist(), gone_sets[pairs % len(gone_sets)].tolist(), strict=True
+            )
+        ],
+        dtype=object,
+    )
+    return made[where].tolist()
+
+
+def _code_changes_by_pair(before: pd.Series, after: pd.Series) -> list[str]:
+    """``_code_change`` of each task, computed once per distinct pair of code lists."""
     seen: dict[tuple[tuple[Any, ...], tuple[Any, ...]], str] = {}
     out = []
     for a, b in zip(before, after, strict=True):
