@@ -44,33 +44,32 @@ def run_benchmark(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str
 
 # One read of a run's attempts gives, per task, the outcome columns of ``task_values`` (over the attempts with a
 # verdict), the means over every attempt ``metric_values`` adds (latency, tokens) and the task's first attempt id
-# (the gate's log order): the former three reads each scanned the run's attempts (0.6 + 0.06 + 0.15 CPU s a run at
-# 10M attempts). Its error codes are joined on the run's attempts, the labels' scan kept to the run's id range (a
-# constant the scan prunes by). A task without an attempt with a verdict has no outcome row but has its means.
+# (the gate's log order): the former three reads each scanned the run's attempts. The attempts are grouped first and
+# the tasks' details and codes joined to the groups (not to every attempt); the codes come from the labels of the
+# run's attempts, the labels' scan kept to the run's id range (a constant the scan prunes by). A task without an
+# attempt with a verdict has no outcome row (``n`` 0) but has its means.
 _RUN_TASKS_SQL = (
     "WITH a AS (SELECT attempt_id, task_id, sample, passed, score, cost_usd, latency_s, input_tokens, "
     "output_tokens, n_tool_calls FROM attempts WHERE run_id = $run), "
+    "g AS (SELECT task_id, count(passed) AS n, avg(passed::INT) AS rate, "
+    # 0 where the task has no verdict: that row is no outcome (and an integer column stays one)
+    "coalesce(arg_min(passed, sample) FILTER (WHERE passed IS NOT NULL), false)::INT AS first, "
+    "coalesce(min(sample) FILTER (WHERE passed IS NOT NULL), 0) AS first_sample, "
+    "avg(score) FILTER (WHERE passed IS NOT NULL) AS score, "
+    "avg(cost_usd) FILTER (WHERE passed IS NOT NULL) AS cost_usd, "
+    "avg(latency_s) FILTER (WHERE passed IS NOT NULL) AS latency_s, "
+    "avg(input_tokens + output_tokens) FILTER (WHERE passed IS NOT NULL) AS tokens, "
+    "avg(n_tool_calls) FILTER (WHERE passed IS NOT NULL) AS steps, "
+    "avg(latency_s) AS all_latency_s, avg(input_tokens + output_tokens) AS all_tokens, "
+    "min(attempt_id) AS first_attempt FROM a GROUP BY task_id), "
     # the error codes of the task's attempts, from every source (log labels, rules, judge), sorted
     "codes AS (SELECT a.task_id, list_sort(list(DISTINCT e.code)) AS codes FROM error_labels e "
-    "JOIN a USING (attempt_id) WHERE e.attempt_id BETWEEN $lo AND $hi GROUP BY a.task_id), "
-    # every attempt's means apart, grouped as ``_task_means`` groups them (the same sums, in the same order)
-    "m AS (SELECT task_id, avg(latency_s) AS all_latency_s, avg(input_tokens + output_tokens) AS all_tokens, "
-    "min(attempt_id) AS first_attempt FROM a GROUP BY task_id) "
-    "SELECT a.task_id, t.level, t.category, count(a.passed) AS n, avg(a.passed::INT) AS rate, "
-    # 0 where the task has no verdict: that row is no outcome (and an integer column stays one)
-    "coalesce(arg_min(a.passed, a.sample) FILTER (WHERE a.passed IS NOT NULL), false)::INT AS first, "
-    "coalesce(min(a.sample) FILTER (WHERE a.passed IS NOT NULL), 0) AS first_sample, "
-    "avg(a.score) FILTER (WHERE a.passed IS NOT NULL) AS score, "
-    "avg(a.cost_usd) FILTER (WHERE a.passed IS NOT NULL) AS cost_usd, "
-    "avg(a.latency_s) FILTER (WHERE a.passed IS NOT NULL) AS latency_s, "
-    "avg(a.input_tokens + a.output_tokens) FILTER (WHERE a.passed IS NOT NULL) AS tokens, "
-    "avg(a.n_tool_calls) FILTER (WHERE a.passed IS NOT NULL) AS steps, any_value(c.codes) AS codes, "
-    "any_value(m.all_latency_s) AS all_latency_s, any_value(m.all_tokens) AS all_tokens, "
-    "any_value(m.first_attempt) AS first_attempt "
-    "FROM a JOIN runs r ON r.run_id = $run "
-    "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
-    "LEFT JOIN codes c ON c.task_id = a.task_id JOIN m ON m.task_id = a.task_id "
-    "GROUP BY a.task_id, t.level, t.category ORDER BY a.task_id"
+    "JOIN a USING (attempt_id) WHERE e.attempt_id BETWEEN $lo AND $hi GROUP BY a.task_id) "
+    "SELECT g.task_id, t.level, t.category, g.n, g.rate, g.first, g.first_sample, g.score, g.cost_usd, "
+    "g.latency_s, g.tokens, g.steps, c.codes, g.all_latency_s, g.all_tokens, g.first_attempt "
+    "FROM g JOIN runs r ON r.run_id = $run "
+    "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = g.task_id "
+    "LEFT JOIN codes c ON c.task_id = g.task_id ORDER BY g.task_id"
 )
 _OUTCOME_COLUMNS = [
     "task_id", "level", "category", "n", "rate", "first", "first_sample", "score", "cost_usd", "latency_s",
