@@ -151,3 +151,26 @@ def test_code_changes_as_bit_sets_equal_the_change_of_each_task(n_codes: int) ->
     for n in (0, 1, 400):
         before, after = column(n), column(n)
         assert _code_changes(before, after) == [_code_change(x, y) for x, y in zip(before, after, strict=True)]
+
+
+def test_a_long_sequential_path_is_drawn_with_each_buckets_extremes() -> None:
+    """The gate's chart draws every task of a short path, and of a long one the first, the last and each bucket's
+    lowest and highest point of both paths (the download keeps every task)."""
+    from analytics.gate.figures import drawn_points, fig_sequential
+    from analytics.gate.report import sequential_frame
+
+    rng = np.random.default_rng(33)
+    assert drawn_points(np.arange(7.0), np.arange(7.0)).tolist() == list(range(7))
+    n, buckets = 9001, 50
+    up, down = np.exp(np.cumsum(rng.normal(0, 0.05, n))), np.exp(np.cumsum(rng.normal(0, 0.05, n)))
+    at = drawn_points(up, down, buckets=buckets)
+    assert at[0] == 0 and at[-1] == n - 1 and len(at) <= 4 * buckets + 2
+    edges = np.linspace(0, n, buckets + 1).astype(int)
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        for y in (up, down):
+            assert lo + int(np.argmin(y[lo:hi])) in at and lo + int(np.argmax(y[lo:hi])) in at
+    seq = gate.Sequential("undecided", n, n, 1.0, 1.0, 0.05, "log order", tuple(up), tuple(down))
+    fig = fig_sequential(seq)
+    drawn = drawn_points(up, down)
+    assert list(fig.data[0].x) == (drawn + 1).tolist() and list(fig.data[0].y) == up[drawn].tolist()
+    assert len(sequential_frame(seq)) == n
