@@ -1,5 +1,5 @@
-"""CPU seconds of the reads behind the first render of the sidebar, the SQL page, the version diff and the review
-page, on one store, with the code of one checkout (issue 33).
+"""CPU seconds of the reads behind the first render of the sidebar, the SQL page, the version diff, the review page
+and the drilldown's steps, on one store, with the code of one checkout (issue 33).
 
     python bench/bench_page_reads.py --db STORE [--benchmark bench-0] [--json OUT.json]
     python bench/bench_page_reads.py --sign-flip 6667 20000 66667
@@ -15,6 +15,7 @@ three-sample pass rates, the shape of one pair of runs with N tasks.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -61,7 +62,34 @@ def page_reads(db: str, benchmark: str) -> dict[str, dict[str, float]]:
         out["diff: compare_runs"] = _best(lambda: rd.compare_runs(con, run_a=a, run_b=b, basis="sample0"))
         out["diff: sequential gate"] = _best(lambda: gate.gate(con, baseline=a, candidate=b, sequential=True))
         out["review: judge's corrected figures"] = _best(lambda: rv.judge_corrections(con, flt), n=1)
+        if hasattr(gate, "changes_of"):  # the page's diff, gate and task changes (older checkouts lack it)
+
+            def page_diff() -> Any:
+                return gate.changes_of(gate.diff_and_gate(con, run_a=a, run_b=b, basis="sample0"))
+
+            out["diff: the page's diff, gate and changes"] = _best(page_diff)
+        out["drilldown: a page of steps with long results"] = _steps_reads(con, b)
     return out
+
+
+def _steps_reads(con: Any, run: str) -> dict[str, float]:
+    """``trajectory.steps_page`` of the run's first three attempts that have a long step result (texts looked up by
+    hash), best of three each; the figure is the slowest of the three."""
+    from analytics import trajectory as tr
+    from store import query_rows
+
+    rows = query_rows(
+        con,
+        "SELECT DISTINCT s.attempt_id FROM steps s SEMI JOIN (SELECT attempt_id FROM attempts WHERE run_id = ?) a "
+        "USING (attempt_id) WHERE s.result_hash IS NOT NULL ORDER BY 1 LIMIT 3",
+        [run],
+    )
+
+    def page(attempt_id: int) -> Callable[[], Any]:
+        return lambda: tr.steps_page(con, attempt_id=attempt_id, offset=0, limit=200)
+
+    took = [_best(page(int(r[0]))) for r in rows]
+    return max(took, key=lambda t: t["cpu_s"]) if took else {"cpu_s": float("nan"), "wall_s": float("nan")}
 
 
 def sign_flip(sizes: list[int]) -> dict[str, dict[str, float]]:
@@ -75,7 +103,7 @@ def sign_flip(sizes: list[int]) -> dict[str, dict[str, float]]:
         d = (rng.binomial(3, 0.5, n) - rng.binomial(3, 0.52, n)) / 3
         w = compare._lattice(d[np.abs(d) > 1e-12])
         assert w is not None
-        out[f"{n} tasks ({w.size} non-zero)"] = _best(lambda w=w: compare._exact_tail(w))
+        out[f"{n} tasks ({w.size} non-zero)"] = _best(functools.partial(compare._exact_tail, w))
     return out
 
 

@@ -147,7 +147,9 @@ def _write(
             con.register("_rl_texts", tables["texts"])
             con.execute(
                 "INSERT INTO texts SELECT n.text_hash, n.text FROM _rl_texts n "  # hashes unique per part
-                "ANTI JOIN texts t ON t.text_hash = n.text_hash"
+                # in hash order: a lake's row groups of texts then each hold a narrow range of hashes, which a
+                # lookup by hash prunes by (store/lake.py, keep_texts_ordered)
+                "ANTI JOIN texts t ON t.text_hash = n.text_hash ORDER BY n.text_hash"
             )
             con.unregister("_rl_texts")
         _insert(con, "error_labels", tables["labels"], {"source": "label"}, id_base=base)

@@ -4,6 +4,7 @@ frames and the ``RunDiff`` out)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,9 +130,8 @@ def run_diff(
     """The diff of runs A and B from their per-task outcomes (``a``, ``b``), the paired tasks (:func:`pair_tasks`)
     and the per-task values of the benchmark's ``metric`` (``load.metric_values`` of each run, keyed by run id)."""
     n_reg, n_fix = int((tasks["change"] == "regression").sum()), int((tasks["change"] == "fix").sum())
-    paired = compare.paired_test(
-        values[run_a]["value"], values[run_b]["value"], is_binary_single=_single(values, metric)
-    )
+    _, va, vb = aligned(values[run_a]["value"], values[run_b]["value"])
+    paired = paired_test_of(va, vb, is_binary_single=_single(values, metric))
     return RunDiff(
         run_a,
         run_b,
@@ -176,6 +176,29 @@ def values_by_task(df: pd.DataFrame, metric: str) -> dict[str, Any]:
     }
 
 
+def aligned(
+    reference: Mapping[str, float], candidate: Mapping[str, float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The shared tasks with a finite value in both (sorted task ids) and the two runs' values on them, as three
+    aligned arrays: ``compare.shared_values`` with the task ids, for callers that need them (no loop per task)."""
+    ref = np.fromiter(reference.values(), dtype=float, count=len(reference))
+    cand = np.fromiter(candidate.values(), dtype=float, count=len(candidate))
+    keys, at_ref, at_cand = np.intersect1d(
+        np.array(list(reference), dtype=object), np.array(list(candidate), dtype=object),
+        assume_unique=True, return_indices=True,
+    )  # fmt: skip
+    va, vb = ref[at_ref], cand[at_cand]
+    keep = np.isfinite(va) & np.isfinite(vb)
+    return keys[keep], va[keep], vb[keep]
+
+
+def paired_test_of(
+    va: np.ndarray, vb: np.ndarray, *, is_binary_single: bool = False, seed: int = 0
+) -> compare.PairedTest:
+    """``compare.paired_test`` of two runs' aligned values (``aligned``): the same test, from the arrays."""
+    return compare.paired_tests((vb - va)[:, None], is_binary_single=[is_binary_single], seed=seed)[0]
+
+
 def _single(values: dict[str, dict[str, Any]], metric: str) -> bool:
     """Both runs have one sample per task of a binary metric: the paired test is the exact McNemar test."""
     return metric == "pass@1" and all(all(v == 1 for v in run["n"].values()) for run in values.values())
@@ -194,11 +217,11 @@ def measure_deltas(
     keys = [("value", metric), ("cost_usd", "cost_usd"), ("latency_s", "latency_s")]
     keys += [(k, k) for k in ("tokens", "steps") if k in a and k in b]
     for key, name in keys:
-        va, vb = compare.shared_values(a[key], b[key])  # the shared tasks with a finite value in both
+        _, va, vb = aligned(a[key], b[key])  # the shared tasks with a finite value in both
         d = vb - va
         if key in ("tokens", "steps") and not np.any((va != 0) | (vb != 0)):
             continue  # neither run logs it (no values, or only the zeros of logs without steps): no row
-        test = paired if key == "value" and paired is not None else compare.paired_test(a[key], b[key])
+        test = paired if key == "value" and paired is not None else paired_test_of(va, vb)
         rows.append(
             {
                 "measure": MEASURES[name],
@@ -262,8 +285,42 @@ def _codes(value: Any) -> list[str]:
 
 
 def _code_changes(before: pd.Series, after: pd.Series) -> list[str]:
-    """``_code_change`` of each task, computed once per distinct pair of code lists (few: the tasks of a large run
-    repeat the same handful)."""
+    """``_code_change`` of each task without a Python step per task: each task's codes as a bit set over the codes
+    that occur (bit i: the i-th in sorted order), so the codes that appeared and went are two integers per task and
+    the text is made once per distinct pair of them. More than 62 distinct codes: once per distinct pair of code
+    lists instead."""
+    exploded = [pd.Series(np.asarray(col, dtype=object)).explode().dropna() for col in (before, after)]
+    ids, found = pd.factorize(np.concatenate([e.astype(str).to_numpy(dtype=object) for e in exploded]))
+    if len(found) > 62:
+        return _code_changes_by_pair(before, after)
+    codes = np.array(sorted(found), dtype=object)
+    rank = np.argsort(np.argsort(np.array(found, dtype=object)))  # a code's place in sorted order: its bit
+    bit = np.left_shift(np.int64(1), rank[ids].astype(np.int64)) if len(ids) else np.zeros(0, dtype=np.int64)
+    masks = []
+    for e, b in zip(exploded, np.split(bit, [len(exploded[0])]), strict=True):
+        # the codes of a task are distinct (its list is DISTINCT), so the sum of its bits is their union
+        mask = np.zeros(len(before), dtype=np.int64)
+        np.add.at(mask, e.index.to_numpy(dtype=np.int64), b)
+        masks.append(mask)
+    gained, gone = masks[1] & ~masks[0], masks[0] & ~masks[1]
+    at_gained, gained_sets = pd.factorize(gained)
+    at_gone, gone_sets = pd.factorize(gone)
+    where, pairs = pd.factorize(at_gained * len(gone_sets) + at_gone)  # each distinct (gained, gone), hashed
+    bits = [(i, 1 << i) for i in range(len(codes))]
+    made = np.array(
+        [
+            " ".join([*(f"+{codes[i]}" for i, b in bits if g & b), *(f"-{codes[i]}" for i, b in bits if x & b)])
+            for g, x in zip(
+                gained_sets[pairs // len(gone_sets)].tolist(), gone_sets[pairs % len(gone_sets)].tolist(), strict=True
+            )
+        ],
+        dtype=object,
+    )
+    return made[where].tolist()
+
+
+def _code_changes_by_pair(before: pd.Series, after: pd.Series) -> list[str]:
+    """``_code_change`` of each task, computed once per distinct pair of code lists."""
     seen: dict[tuple[tuple[Any, ...], tuple[Any, ...]], str] = {}
     out = []
     for a, b in zip(before, after, strict=True):

@@ -31,8 +31,17 @@ import duckdb
 import numpy as np
 
 from analytics import compare
-from analytics.diff import RunDiff, _single, compare_runs_with_values, metric_values, run_benchmark, tasks_by_change
-from analytics.gate.compute import GATE_METRICS, SIDES, STOP_DELTA, GateResult, decide, sequential_test
+from analytics.diff import (
+    RunDiff,
+    _single,
+    aligned,
+    compare_runs_with_values,
+    metric_values,
+    paired_test_of,
+    run_benchmark,
+    tasks_by_change,
+)
+from analytics.gate.compute import GATE_METRICS, SIDES, STOP_DELTA, GateResult, decide, order_by_first, sequential_test
 from analytics.gate.load import task_order
 from store import RunlensError
 
@@ -102,25 +111,33 @@ def gate(
         }
     key = "cost_usd" if metric == "cost" else "value"
     a, b = values[baseline][key], values[candidate][key]
-    test = compare.paired_test(a, b, is_binary_single=metric == "pass@1" and _single(values, metric), seed=seed)
-    shared = sorted(t for t in a if t in b and np.isfinite(a[t]) and np.isfinite(b[t]))
+    # the shared tasks (sorted ids) and both runs' values on them as aligned arrays: no Python loop per task
+    shared, va, vb = aligned(a, b)
+    single = metric == "pass@1" and _single(values, metric)
+    test = paired_test_of(va, vb, is_binary_single=single, seed=seed)
     sign = 1.0 if metric == "cost" else -1.0  # the direction in which a change is a regression
+    delta = vb - va
+    worse = np.flatnonzero(sign * delta > 0)
+    worse = worse[np.argsort(-sign * delta[worse], kind="stable")]  # worst first; ties in task-id order
     regressed = [
-        {"task_id": t, "baseline": a[t], "candidate": b[t], "delta": b[t] - a[t]}
-        for t in shared
-        if sign * (b[t] - a[t]) > 0
+        {"task_id": t, "baseline": x, "candidate": y, "delta": d}
+        for t, x, y, d in zip(
+            shared[worse].tolist(), va[worse].tolist(), vb[worse].tolist(), delta[worse].tolist(), strict=True
+        )
     ]
-    regressed.sort(key=lambda r: (-sign * r["delta"], r["task_id"]))
-    mean = lambda run: float(np.mean([run[t] for t in shared])) if shared else float("nan")  # noqa: E731
-    good = np.array([-sign * (b[t] - a[t]) for t in shared], dtype=float)  # positive: candidate better
-    spread = [np.array([run[t] for t in shared], dtype=float) for run in (a, b)]
-    decision = decide(good, alpha=alpha, sided=sided, margin=margin, seed=seed, spread=spread) if shared else None
+    good = -sign * delta  # positive: candidate better
+    decision = (
+        decide(good, alpha=alpha, sided=sided, margin=margin, seed=seed, spread=[va, vb]) if len(shared) else None
+    )
     seq = None
-    if sequential and shared:
-        order, how = task_order(con, candidate, shared)
+    if sequential and len(shared):
+        first = values[candidate].get("first_attempt")
+        order, how = task_order(con, candidate, shared) if first is None else order_by_first(first, shared)
         seq = sequential_test(good[order], alpha=alpha, margin=margin, stop_delta=max(stop_delta, margin), order=how)
+    mean_a = float(np.mean(va)) if len(shared) else float("nan")
+    mean_b = float(np.mean(vb)) if len(shared) else float("nan")
     return GateResult(
-        baseline, candidate, bench_a, metric, alpha, test, mean(a), mean(b), regressed, scorer, decision, seq
+        baseline, candidate, bench_a, metric, alpha, test, mean_a, mean_b, regressed, scorer, decision, seq
     )
 
 

@@ -4,10 +4,12 @@ with a margin), the anytime-valid sequential test, and the result types. Pure: a
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import stats as sps
 
 from analytics import compare
@@ -17,6 +19,13 @@ SIDES = ("one-sided", "two-sided")
 EXIT_OK, EXIT_WORSE, EXIT_UNTESTABLE = 0, 1, 2
 STOP_DELTA = 0.05  # the sequential gate passes early once "worse by 5 points or more" is ruled out
 BET_FRACTIONS = np.array([0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.9])  # of the largest bet that cannot go bust
+
+
+def order_by_first(first: Mapping[str, float], shared: Sequence[str] | np.ndarray) -> tuple[np.ndarray, str]:
+    """Positions of ``shared`` (sorted task ids) in the order of each task's first attempt id (``first``; a task
+    without one last), ties in task-id order: the order the candidate's log recorded its tasks."""
+    at = pd.Series(first, dtype=float).reindex(np.asarray(shared, dtype=object)).fillna(np.inf).to_numpy()
+    return np.argsort(at, kind="stable"), "log order"
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import duckdb
 import pandas as pd
 
 from analytics import compare
+from analytics.sqlfiles import run_task_aggregates
 from store import query_df
 
 
@@ -19,9 +20,4 @@ def benchmark_is_binary(con: duckdb.DuckDBPyConnection, benchmark: str) -> bool:
 
 def within_task_variances(con: duckdb.DuckDBPyConnection, run: str) -> pd.DataFrame:
     """Per task of ``run``: the unbiased variance of its scored samples (``v``) and their number (``n``)."""
-    return query_df(
-        con,
-        "SELECT task_id, var_samp(score) AS v, count(*) AS n FROM attempts "
-        "WHERE run_id = ? AND score IS NOT NULL GROUP BY task_id",
-        [run],
-    )
+    return run_task_aggregates(con, run, "var_samp(score) AS v, count(*) AS n", where="score IS NOT NULL")

@@ -50,6 +50,7 @@ class LakeStore(Store):
             con = lake.connect(self._lake, read_only=False)
             try:
                 migrate(con)
+                lake.keep_texts_ordered(con, self._lake.label)
                 yield con
             finally:
                 lake.close(con)

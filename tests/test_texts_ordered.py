@@ -1,0 +1,74 @@
+"""A lake keeps its long texts sorted by hash in small row groups (issue 33), so the drilldown's lookup of a step's
+result by hash reads one row group per file: the ingest writes them in hash order, the lake's table option holds
+the row-group size, and a store written before is rewritten in that order with the same rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import store as rdb
+from analytics import trajectory as tr
+from bench.gen_logs import generate
+from ingest.pipeline import ingest_paths
+from store import lake
+
+
+def _text_files(location: str) -> list[str]:
+    with rdb.reader(location) as con:
+        return [
+            r[0]
+            for r in con.execute("SELECT data_file FROM ducklake_list_files(current_database(), 'texts')").fetchall()
+        ]
+
+
+def _check_files(files: list[str]) -> int:
+    """Every texts file of the lake in hash order, in row groups of at most TEXTS_ROW_GROUP_ROWS; its row count."""
+    n = 0
+    for f in files:
+        meta = pq.ParquetFile(f).metadata
+        assert all(meta.row_group(i).num_rows <= lake.TEXTS_ROW_GROUP_ROWS for i in range(meta.num_row_groups))
+        hashes = pq.read_table(f, columns=["text_hash"]).column(0).to_pylist()
+        assert hashes == sorted(hashes), f
+        n += len(hashes)
+    return n
+
+
+def test_ingested_texts_are_sorted_in_small_row_groups_and_found_by_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    location = f"ducklake:sqlite:{tmp_path / 'store.lake'}"
+    files = generate(tmp_path / "logs", n_attempts=1500, n_runs=3, n_benchmarks=1, seed=33)
+    ingest_paths(files, db=location, jobs=1)
+    with rdb.reader(location) as con:
+        option = con.execute(
+            "SELECT value FROM ducklake_options(current_database()) WHERE option_name = 'parquet_row_group_size' "
+            "AND scope_entry = 'main.texts'"
+        ).fetchall()
+        assert option == [(str(lake.TEXTS_ROW_GROUP_ROWS),)]
+        texts = dict(con.execute("SELECT text_hash, text FROM texts").fetchall())
+        long = con.execute(
+            "SELECT attempt_id, step, result_hash FROM steps WHERE result_hash IS NOT NULL ORDER BY attempt_id, step"
+        ).fetchall()
+        assert texts
+        assert _check_files(_text_files(location)) == len(texts)
+        seen = 0
+        for attempt_id in sorted({a for a, _, _ in long})[:: max(1, len(long) // 40)]:
+            page = tr.steps_page(con, attempt_id=attempt_id, offset=0, limit=200).set_index("step")
+            for a, step, digest in long:
+                if a == attempt_id:
+                    assert page.loc[step, "result_preview"] == texts[digest][: tr.PREVIEW_CHARS]
+                    assert tr.step_result(con, attempt_id=a, step=step) == texts[digest]
+                    seen += 1
+        assert seen > 0
+    # a store whose texts were written in any order: rewritten in hash order, the same rows
+    with rdb.open(location).writer() as con:
+        con.execute("BEGIN")
+        assert lake.rewrite_texts_ordered(con) == len(texts)
+        con.execute("COMMIT")
+    with rdb.reader(location) as con:
+        assert dict(con.execute("SELECT text_hash, text FROM texts").fetchall()) == texts
+    assert _check_files(_text_files(location)) == len(texts)
