@@ -13,7 +13,7 @@ import pandas as pd
 from analytics import compare
 from analytics.sqlfiles import load_sql
 from analytics.tmf.model import TmfError
-from store import ALL_RUNS, RunFilter, query_df, with_run_filter
+from store import ALL_RUNS, QueryError, RunFilter, query_df, with_run_filter
 
 
 @dataclass(frozen=True)
@@ -59,19 +59,70 @@ def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> Tm
     if benchmark is None:
         raise TmfError("a Tech-Market-Fit analysis is of one benchmark: the run filter names none")
     params = dataclasses.replace(run_filter, with_humans=True).params()
-    outcomes = query_df(con, load_sql("tmf_run_tasks"), params)
     runs = query_df(
         con,
         with_run_filter(
-            f"""
-        SELECT {", ".join(RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline FROM runs r
-        WHERE r.benchmark = $benchmark AND $run_filter
-        ORDER BY r.eval_date NULLS LAST, r.agent, r.run_id"""
+            f"SELECT {', '.join(RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline"
+            f" FROM runs r {_RUNS_WHERE} ORDER BY {_RUN_ORDER}"
         ),
         params,
     )
-    tasks = query_df(con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ?", [benchmark])
-    return TmfInputs(benchmark, attach_details(outcomes, runs, tasks), irt_abilities(con, benchmark=benchmark))
+    tasks = query_df(
+        con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ? ORDER BY task_id", [benchmark]
+    )
+    outcomes = _query_columns(con, _coded(load_sql("tmf_run_tasks")), params)
+    return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks), irt_abilities(con, benchmark=benchmark))
+
+
+def _query_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> dict[str, np.ndarray]:
+    """The columns of one parameterised statement as arrays, as ``query_df`` gives them (NULL: NaN in a number
+    column, None in a text one), without a DataFrame in between: the rows' frame is built once, by
+    ``details_by_code`` (a frame of 867k rows costs a copy of every column at 10M attempts).
+
+    Raises:
+        QueryError: the statement failed (with its SQL and parameters).
+    """
+    try:
+        arrays = con.execute(sql, params).fetchnumpy()
+    except duckdb.Error as exc:
+        raise QueryError(str(exc), sql, params) from exc
+    out = {}
+    for name, values in arrays.items():
+        if isinstance(values, np.ma.MaskedArray):
+            kind = values.dtype.kind
+            values = np.ma.filled(
+                values.astype(float if kind in "iufb" else object), np.nan if kind in "iufb" else None
+            )
+        out[name] = np.asarray(values)
+    return out
+
+
+_RUNS_WHERE = "WHERE r.benchmark = $benchmark AND $run_filter"
+
+
+_RUN_ORDER = "r.eval_date NULLS LAST, r.agent, r.run_id"
+
+
+def _coded(rows_sql: str) -> str:
+    """``rows_sql`` (the per (run, task) rows, ``tmf_run_tasks.sql``) with, instead of the run id, the run's row in
+    the runs read (``run_at``, in their order: date, agent, run id) and the task's row in the tasks read by task id
+    (``task_at``, -1 for a task the benchmark does not list), rows in the runs' order then by task id: what
+    ``attach_details`` gave, without turning every row's run id into a Python string and looking it up."""
+    return with_run_filter(
+        f"""
+        WITH runs_at AS (
+            SELECT r.run_id, row_number() OVER (ORDER BY {_RUN_ORDER}) - 1 AS run_at FROM runs r {_RUNS_WHERE}
+        ),
+        tasks_at AS (
+            SELECT task_id, row_number() OVER (ORDER BY task_id) - 1 AS task_at FROM tasks WHERE benchmark = $benchmark
+        )
+        SELECT r.run_at, coalesce(t.task_at, -1) AS task_at, s.* EXCLUDE (run_id)
+        FROM ({rows_sql}
+        ) s
+        JOIN runs_at r USING (run_id)
+        LEFT JOIN tasks_at t ON t.task_id = s.task_id
+        ORDER BY r.run_at, s.task_id"""
+    )
 
 
 def attach_details(outcomes: pd.DataFrame, runs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
@@ -92,6 +143,31 @@ def attach_details(outcomes: pd.DataFrame, runs: pd.DataFrame, tasks: pd.DataFra
         out[col] = values.take(np.maximum(task_at, 0)).reset_index(drop=True).where(task_at >= 0, None)
     for col in outcomes.columns.drop(["run_id", "task_id"]):
         out[col] = rows[col]
+    return pd.DataFrame(out)
+
+
+def details_by_code(
+    outcomes: pd.DataFrame | dict[str, np.ndarray], runs: pd.DataFrame, tasks: pd.DataFrame
+) -> pd.DataFrame:
+    """``attach_details`` of rows that name their run and task by position (``run_at`` in ``runs``, ``task_at`` in
+    ``tasks``, -1 for none), already in the runs' order: the same frame, plus the integer columns ``run_code`` (the
+    run's position) and ``task_code`` (the task's, when every row's task is listed) that the analysis uses instead of
+    hashing the ids of every row again."""
+    run_at = np.asarray(outcomes["run_at"], dtype=np.int64)
+    task_at = np.asarray(outcomes["task_at"], dtype=np.int64)
+    out: dict[str, object] = {}
+    for col in RUN_COLUMNS + [c for c in ("is_baseline",) if c in runs]:
+        out[col] = runs[col].take(run_at).reset_index(drop=True)
+    out["task_id"] = outcomes["task_id"]
+    for col in TASK_COLUMNS[1:]:
+        values = tasks[col] if len(tasks) else pd.Series([None], dtype=tasks[col].dtype)
+        out[col] = values.take(np.maximum(task_at, 0)).reset_index(drop=True).where(task_at >= 0, None)
+    for col in outcomes:
+        if col not in ("run_at", "task_at", "task_id"):
+            out[col] = outcomes[col]
+    out["run_code"] = run_at
+    if (task_at >= 0).all():
+        out["task_code"] = task_at
     return pd.DataFrame(out)
 
 
