@@ -6,6 +6,7 @@ import dataclasses
 import datetime as dt
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, TypedDict
 
 import duckdb
@@ -19,6 +20,7 @@ from analytics.tmf.bootstrap import Replicates, Uncertainty, replicates, uncerta
 from analytics.tmf.load import TmfInputs, load
 from analytics.tmf.model import (
     AXES,
+    CODE_COLUMNS,
     DEFAULT_HOURLY_USD,
     DEFAULT_HUMAN_PERFORMANCE,
     MIN_TASKS,
@@ -29,7 +31,9 @@ from analytics.tmf.model import (
     TmfError,
     Value,
     current_prices,
+    first_rows,
     human_baseline,
+    ids_in,
     pareto_mask,
     rows_where,
     run_points,
@@ -179,7 +183,7 @@ def prepare(
     if extra.any():  # runs on a superset: their points on the common tasks, as the leaderboard ranks them
         rows = rows[~extra]
         trimmed = run_points(
-            rows[rows["run_id"].isin(keep)],
+            rows[ids_in(rows, "run_id", keep)],
             performance=opt.performance,
             cost_source=opt.cost_source,
             is_repriced=opt.is_repriced,
@@ -195,15 +199,17 @@ def prepare(
     other = sorted(map(str, points.loc[is_agent & ~points["run_id"].isin(keep), "run_id"]))
     points = points[~is_agent | points["run_id"].isin(keep).to_numpy()]
     points = points.assign(is_few_tasks=points["n_tasks"].to_numpy() < MIN_TASKS)
-    table = slice_tasks(inputs.task_table, slice_name)
-    if cset:  # the human is costed on the tasks the agents are compared on
+    table = sliced.table if sliced.table is not None else slice_tasks(inputs.task_table, slice_name)
+    if cset and len(cset) == len(sliced.matrix.tasks) and sliced.table is not None:  # every task of the matrix
+        table = table[sliced.table_in_matrix]
+    elif cset:  # the human is costed on the tasks the agents are compared on
         table = table[table["task_id"].astype(str).isin(cset)]
     facts = dict(comparison_set_size=len(cset), runs_on_other_tasks=other, baseline_runs=baselines, min_tasks=MIN_TASKS)
     supply = _supply(table, points, opt, x_col, unit, slice_name, facts)
     if not with_uncertainty or opt.performance == "irt" or opt.n_replicates <= 0:
         return supply
     cur = current_prices(rows).set_index("run_id") if opt.is_repriced else None
-    agent_rows = rows_where(rows, rows["run_id"].isin(keep))
+    agent_rows = rows_where(rows, ids_in(rows, "run_id", keep))
     humans = supply.points[supply.points["kind"] == "human"]
     is_timed = table["human_minutes"].notna().any() or (
         opt.axis == "latency" and humans["latency_per_task_s"].notna().any()
@@ -301,6 +307,7 @@ class SliceRows:
 
     Attributes:
         rows: the slice's rows (humans too), baseline-marked runs left out.
+        table: the slice's tasks (``TmfInputs.task_table``; None: not made).
         baselines: the baseline-marked runs left out.
         matrix: the agent runs x tasks of ``rows`` (run and task ids as text), runs in order of first row.
         kinds: agent run -> its kind (its last row's).
@@ -314,6 +321,14 @@ class SliceRows:
     kinds: dict[str, object]
     row_run: np.ndarray
     row_task: np.ndarray
+    table: pd.DataFrame | None = None
+
+    @cached_property
+    def table_in_matrix(self) -> np.ndarray:
+        """Per row of ``table``: its task is one of the matrix's (the human's tasks when the comparison set holds
+        every task of the matrix, found once for every period instead of once per period)."""
+        assert self.table is not None
+        return self.table["task_id"].astype(str).isin(set(self.matrix.tasks)).to_numpy(dtype=bool)
 
     def outside(self, runs: set[str], tasks: frozenset[str]) -> np.ndarray:
         """Per row of ``rows``: a row of one of ``runs`` on a task not in ``tasks`` (one lookup per run and per
@@ -329,7 +344,8 @@ def slice_rows(inputs: TmfInputs, slice_name: str = "all") -> SliceRows:
     """The ``SliceRows`` of one slice of ``inputs``."""
     rows, baselines = drop_baselines(slice_tasks(inputs.tasks, slice_name))
     matrix, kinds, row_run, row_task = _agent_matrix(rows)
-    return SliceRows(rows, baselines, matrix, kinds, row_run, row_task)
+    table = slice_tasks(inputs.task_table, slice_name)
+    return SliceRows(rows, baselines, matrix, kinds, row_run, row_task, table)
 
 
 def _agent_matrix(
@@ -339,8 +355,8 @@ def _agent_matrix(
     agent run's kind (its last row's), and per row its run's row and its task's column (-1 for human rows)."""
     is_agent = (rows["kind"] != "human").to_numpy(dtype=bool)
     run_ids, task_ids = (rows[c].to_numpy(dtype=object)[is_agent] for c in ("run_id", "task_id"))
-    r_codes, r_uniq = pd.factorize(run_ids, use_na_sentinel=False)
-    t_codes, t_uniq = pd.factorize(task_ids, use_na_sentinel=False)
+    r_codes, r_uniq = _factorize(rows, "run_id", run_ids, is_agent)
+    t_codes, t_uniq = _factorize(rows, "task_id", task_ids, is_agent)
     r_names, t_names = [str(r) for r in r_uniq], [str(t) for t in t_uniq]
     if len(set(r_names)) < len(r_names):  # ids that differ only by type (1 and "1") are one id as text
         r_codes, r_uniq = pd.factorize(run_ids.astype(str), use_na_sentinel=False)
@@ -356,6 +372,16 @@ def _agent_matrix(
     row_run, row_task = np.full(len(rows), -1, dtype=np.int64), np.full(len(rows), -1, dtype=np.int64)
     row_run[is_agent], row_task[is_agent] = r_codes, t_codes
     return compare.TaskMatrix(tuple(r_names), np.array(t_names, dtype=object), held), kinds, row_run, row_task
+
+
+def _factorize(rows: pd.DataFrame, id_col: str, ids: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(ids, use_na_sentinel=False)`` of ``ids`` (``rows[id_col]`` where ``keep``): from the rows'
+    integer code when they have one (``model.CODE_COLUMNS``: one id per code, so the same codes and ids)."""
+    code_col = CODE_COLUMNS[id_col]
+    if code_col not in rows:
+        return pd.factorize(ids, use_na_sentinel=False)
+    codes, _ = pd.factorize(rows[code_col].to_numpy()[keep])
+    return codes, ids[first_rows(codes)]
 
 
 def _primary_set(

@@ -65,6 +65,48 @@ def rows_where(frame: pd.DataFrame, mask: np.ndarray | pd.Series) -> pd.DataFram
     return frame if keep.all() else frame[keep]
 
 
+CODE_COLUMNS = {"run_id": "run_code", "task_id": "task_code"}  # integer columns ``load`` adds: one id per code
+
+
+def factorize_ids(rows: pd.DataFrame, id_col: str) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize(rows[id_col])``: codes in order of first appearance and the ids (the same codes and ids),
+    from the row's integer code (``CODE_COLUMNS``, one id per code) when ``rows`` has it, which hashes integers
+    instead of every row's text."""
+    code_col = CODE_COLUMNS.get(id_col)
+    if code_col is None or code_col not in rows:
+        codes, uniques = pd.factorize(rows[id_col])
+        return codes, uniques
+    codes, _ = pd.factorize(rows[code_col].to_numpy())
+    ids = rows[id_col]
+    return codes, pd.Index(ids.to_numpy()[first_rows(codes)], dtype=ids.dtype)
+
+
+def first_rows(codes: np.ndarray) -> np.ndarray:
+    """The first row of every code of ``codes`` (codes 0..k-1 in order of first appearance, as ``pd.factorize``
+    gives them): ``np.unique(codes, return_index=True)[1]`` without a sort."""
+    first = np.empty(int(codes.max()) + 1 if codes.size else 0, dtype=np.intp)
+    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # the last write of each code is its first row
+    return first
+
+
+def stable_order(codes: np.ndarray) -> np.ndarray:
+    """``np.argsort(codes, kind="stable")``; the identity when the codes never decrease (rows grouped by run, as
+    ``load`` gives them)."""
+    if codes.size == 0 or bool((codes[1:] >= codes[:-1]).all()):
+        return np.arange(codes.size)
+    return np.argsort(codes, kind="stable")
+
+
+def ids_in(rows: pd.DataFrame, id_col: str, ids: object) -> np.ndarray:
+    """``rows[id_col].isin(ids)`` as a boolean array, one lookup per distinct id when ``rows`` has its code."""
+    code_col = CODE_COLUMNS.get(id_col)
+    if code_col is None or code_col not in rows:
+        return rows[id_col].isin(ids).to_numpy(dtype=bool)  # type: ignore[arg-type]
+    codes, uniques = factorize_ids(rows, id_col)
+    wanted = pd.Index(uniques).isin(ids)  # type: ignore[arg-type]
+    return np.asarray(wanted, dtype=bool)[codes] if codes.size else np.zeros(0, dtype=bool)
+
+
 def slice_tasks(tasks: pd.DataFrame, slice_name: str | None) -> pd.DataFrame:
     """Rows of one slice: ``all`` (or None), ``level=L3`` or ``category=creative``."""
     if not slice_name or slice_name == "all":
@@ -86,7 +128,8 @@ def slice_names(tasks: pd.DataFrame, kind: str) -> list[str]:
 
 def current_prices(tasks: pd.DataFrame) -> pd.DataFrame:
     """Per run, the prices of the newest run of the same family (agent when no family) that has prices."""
-    runs = tasks.drop_duplicates("run_id")[
+    first = first_rows(factorize_ids(tasks, "run_id")[0])  # ``drop_duplicates("run_id")``'s rows
+    runs = tasks.iloc[first][
         ["run_id", "agent", "family", "eval_date", "price_input_per_mtok", "price_output_per_mtok"]
     ].copy()
     runs["group"] = runs["family"].fillna(runs["agent"]).astype(str)
@@ -120,10 +163,10 @@ def row_costs(tasks: pd.DataFrame, *, cost_source: str, cur: pd.DataFrame | None
         )
     repriced = np.zeros(len(tasks), dtype=bool)
     if cur is not None:
-        at = cur.reindex(tasks["run_id"])
-        p_in = at["cur_price_in"].to_numpy(dtype=float)
-        new = priced(p_in, at["cur_price_out"].to_numpy(dtype=float))
-        codes = pd.factorize(tasks["run_id"])[0]
+        codes, run_ids = factorize_ids(tasks, "run_id")
+        at = cur.reindex(run_ids)  # one lookup per run, then each row takes its run's
+        p_in = at["cur_price_in"].to_numpy(dtype=float)[codes]
+        new = priced(p_in, at["cur_price_out"].to_numpy(dtype=float)[codes])
         run_has = np.bincount(codes, weights=np.isfinite(new) & np.isfinite(p_in)) > 0
         repriced = run_has[codes]
         cost = np.where(repriced, new, cost)
@@ -148,7 +191,7 @@ def _bootstrap_by_size(
     does not depend on the other runs), computed for all of them at once (``stats.bootstrap_mean_cis``).
     """
     out = np.full((n_runs, len(series), 2), np.nan)
-    order = np.argsort(codes, kind="stable")
+    order = stable_order(codes)
     sizes = np.bincount(codes, minlength=n_runs)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     for size in np.unique(sizes[sizes > 0]):
@@ -214,7 +257,7 @@ def run_points(
         raise TmfError(f"cost source {cost_source!r}: expected one of {', '.join(COST_SOURCES)}")
     if tasks.empty:
         return pd.DataFrame(columns=POINT_COLUMNS)
-    codes, run_ids = pd.factorize(tasks["run_id"])  # runs in order of first appearance
+    codes, run_ids = factorize_ids(tasks, "run_id")  # runs in order of first appearance
     n_runs = len(run_ids)
     cur = current_prices(tasks).set_index("run_id") if is_repriced else None
     cost, repriced = row_costs(tasks, cost_source=cost_source, cur=cur)
@@ -224,7 +267,7 @@ def run_points(
     by_score = performance != "pass@1"
     series = [cost, latency, score] if by_score else [cost, latency]
     cis = _bootstrap_by_size(codes, series, n_runs, seed=seed, n_boot=n_boot)
-    first = np.unique(codes, return_index=True)[1]
+    first = first_rows(codes)
     n_tasks = np.bincount(codes, minlength=n_runs)
     out: dict[str, Any] = {
         col: tasks[col].to_numpy()[first] for col in ("run_id", "agent", "agent_version", "family", "kind", "eval_date")
@@ -235,7 +278,7 @@ def run_points(
         out["perf_lo"], out["perf_hi"] = cis[:, 2, 0], cis[:, 2, 1]
     else:
         p = np.bincount(codes, weights=rate, minlength=n_runs) / n_tasks
-        order = np.argsort(codes, kind="stable")
+        order = stable_order(codes)
         per_run = np.split(order, np.cumsum(n_tasks)[:-1])
         samples = tasks["n"].to_numpy(dtype=float)
         # the leaderboard's Pass@1 interval: Wilson with the task-clustered effective sample size
