@@ -153,3 +153,66 @@ def test_code_helpers_equal_pandas_on_random_rows() -> None:
             np.testing.assert_array_equal(ids_in(frame, "run_id", wanted), rows["run_id"].isin(wanted).to_numpy())
         np.testing.assert_array_equal(first_rows(want_codes), np.unique(want_codes, return_index=True)[1])
         np.testing.assert_array_equal(stable_order(codes), np.argsort(codes, kind="stable"))
+
+
+def test_the_irt_check_and_an_analysis_without_abilities_read_the_same(demo_db: Path) -> None:
+    """``has_irt_fit`` asks without reading the abilities and says what ``irt_abilities`` being non-empty says
+    (no fit; a newest fit without abilities; one with); the page's analysis of Pass@1 reads no abilities and is the
+    same as with them read; the IRT analysis still reads them."""
+    from store import writer
+
+    bench = "ad-bench"
+    rf = RunFilter(benchmark=bench)
+
+    def agrees() -> bool:
+        with reader(demo_db) as con:
+            has = tmf.has_irt_fit(con, benchmark=bench)
+            assert has == (not tmf.irt_abilities(con, benchmark=bench).empty)
+            return has
+
+    assert not agrees()
+    with reader(demo_db) as con:
+        agent, version = query_rows(con, "SELECT agent, agent_version FROM runs WHERE benchmark = ? LIMIT 1", [bench])[
+            0
+        ]
+    with writer(demo_db) as con:
+        con.execute(
+            "INSERT INTO irt_fits VALUES ('k-old', ?, '1pl', NULL, TIMESTAMP '2026-01-01', 1, 0, NULL)", [bench]
+        )
+        con.execute(
+            "INSERT INTO irt_abilities (fit_key, subject, agent, agent_version, ability, ability_lo, ability_hi)"
+            " VALUES ('k-old', ?, ?, ?, 0.5, 0.1, 0.9)",
+            [f"{agent} {version}".strip(), agent, version],
+        )
+    assert agrees()
+    with writer(demo_db) as con:  # a newer fit without abilities hides the older one
+        con.execute(
+            "INSERT INTO irt_fits VALUES ('k-new', ?, '1pl', NULL, TIMESTAMP '2026-02-01', 1, 0, NULL)", [bench]
+        )
+    assert not agrees()
+    with writer(demo_db) as con:
+        con.execute(
+            "INSERT INTO irt_abilities (fit_key, subject, agent, agent_version, ability, ability_lo, ability_hi)"
+            " VALUES ('k-new', ?, ?, ?, 1.5, 1.0, 2.0)",
+            [f"{agent} {version}".strip(), agent, version],
+        )
+    assert agrees()
+    with reader(demo_db) as con:
+        without = tmf.load(con, rf, with_abilities=False)
+        full = tmf.load(con, rf)
+        assert without.abilities.empty and list(without.abilities.columns) == list(full.abilities.columns)
+        assert len(full.abilities) == 1
+        opt = tmf.TmfOptions(n_replicates=40, n_boot=40)
+        assert_same(
+            tmf.overview(con, rf, options=opt),
+            tmf.finish_overview(
+                PreparedOverview(
+                    tmf.prepare(full, options=opt),
+                    tuple(tmf.prepare_periods(full, options=opt)),
+                    {"level": tmf.prepare_slices(full, kind="level", options=opt)},
+                ),
+                opt,
+            ),
+        )
+        irt = tmf.overview(con, rf, options=tmf.TmfOptions(performance="irt"))
+        assert irt.overall is not None and np.isfinite(irt.overall.points["performance"]).sum() >= 1

@@ -592,8 +592,9 @@ def prepare_overview(
     freq: str = "quarter",
     slice_kinds: tuple[str, ...] = ("level",),
 ) -> PreparedOverview:
-    """``overview`` up to the human and the market: reads only ``options.supply_side()``."""
-    inputs = load(con, run_filter)
+    """``overview`` up to the human and the market: reads only ``options.supply_side()`` (the stored IRT abilities
+    only for an analysis of them)."""
+    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
     if inputs.tasks.empty:
         return PreparedOverview(None, ())
     sliced = slice_rows(inputs)  # every run's rows: made once for the analysis and its periods
@@ -657,7 +658,7 @@ def prepare_slice_results(
     as_of: dt.date | None = None,
 ) -> tuple[Supply, ...]:
     """``slice_results`` up to the human and the market."""
-    inputs = load(con, run_filter)
+    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
     return prepare_slices(inputs, kind=kind, options=options, as_of=as_of)
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 from analytics import compare
 from analytics.sqlfiles import load_sql
 from analytics.tmf.model import TmfError
-from store import ALL_RUNS, QueryError, RunFilter, query_df, with_run_filter
+from store import ALL_RUNS, QueryError, RunFilter, query_df, query_rows, with_run_filter
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,10 @@ RUN_COLUMNS = [
 TASK_COLUMNS = ["task_id", "level", "category", "human_minutes"]
 
 
-def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> TmfInputs:
+def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS, *, with_abilities: bool = True) -> TmfInputs:
     """Per (run, task) rows of the filter's benchmark (human runs always included, whatever agents it names) and its
-    newest IRT abilities.
+    newest IRT abilities (without ``with_abilities``: none read, an empty frame, for an analysis that is not of
+    IRT abilities and so never reads them).
 
     Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
 
@@ -71,7 +72,11 @@ def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> Tm
         con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ? ORDER BY task_id", [benchmark]
     )
     outcomes = _query_columns(con, _coded(load_sql("tmf_run_tasks")), params)
-    return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks), irt_abilities(con, benchmark=benchmark))
+    abilities = irt_abilities(con, benchmark=benchmark) if with_abilities else pd.DataFrame(columns=ABILITY_COLUMNS)
+    return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks), abilities)
+
+
+ABILITY_COLUMNS = ["subject", "agent", "agent_version", "ability", "ability_lo", "ability_hi", "fit_key"]
 
 
 def _query_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> dict[str, np.ndarray]:
@@ -184,5 +189,13 @@ def irt_abilities(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataF
 
 
 def has_irt_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> bool:
-    """True when a stored IRT fit gives abilities for ``benchmark``."""
-    return not irt_abilities(con, benchmark=benchmark).empty
+    """True when a stored IRT fit gives abilities for ``benchmark`` (``irt_abilities`` is not empty), asked without
+    reading the abilities."""
+    rows = query_rows(
+        con,
+        """
+        WITH newest AS (SELECT fit_key FROM irt_fits WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1)
+        SELECT EXISTS (SELECT 1 FROM irt_abilities JOIN newest USING (fit_key))""",
+        [benchmark],
+    )
+    return bool(rows[0][0])
