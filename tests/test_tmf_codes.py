@@ -23,7 +23,7 @@ import pytest
 from analytics import compare, tmf
 from analytics.sqlfiles import load_sql
 from analytics.tmf.analysis import PreparedOverview, slice_rows
-from analytics.tmf.model import CODE_COLUMNS, factorize_ids, first_rows, ids_in, stable_order
+from analytics.tmf.model import CODE_COLUMNS, factorize_ids, first_rows, ids_in, last_rows, stable_order
 from store import RunFilter, query_df, query_rows, reader, with_run_filter
 from tests.test_aggregates import assert_same
 
@@ -152,6 +152,9 @@ def test_code_helpers_equal_pandas_on_random_rows() -> None:
             wanted = {"run-1", "run-4", "other"}
             np.testing.assert_array_equal(ids_in(frame, "run_id", wanted), rows["run_id"].isin(wanted).to_numpy())
         np.testing.assert_array_equal(first_rows(want_codes), np.unique(want_codes, return_index=True)[1])
+        last = np.full(len(want_ids), -1, dtype=np.int64)
+        np.maximum.at(last, want_codes, np.arange(n))
+        np.testing.assert_array_equal(last_rows(want_codes), last)
         np.testing.assert_array_equal(stable_order(codes), np.argsort(codes, kind="stable"))
 
 

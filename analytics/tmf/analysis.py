@@ -34,6 +34,7 @@ from analytics.tmf.model import (
     first_rows,
     human_baseline,
     ids_in,
+    last_rows,
     pareto_mask,
     rows_where,
     run_points,
@@ -366,8 +367,7 @@ def _agent_matrix(
         t_names = [str(t) for t in t_uniq]
     held = np.zeros((len(r_names), len(t_names)), dtype=bool)
     held[r_codes, t_codes] = True
-    last = np.full(len(r_names), -1, dtype=np.int64)
-    np.maximum.at(last, r_codes, np.arange(len(r_codes)))
+    last = last_rows(r_codes)
     kinds = dict(zip(r_names, rows["kind"].to_numpy(dtype=object)[is_agent][last].tolist(), strict=True))
     row_run, row_task = np.full(len(rows), -1, dtype=np.int64), np.full(len(rows), -1, dtype=np.int64)
     row_run[is_agent], row_task[is_agent] = r_codes, t_codes

@@ -84,9 +84,19 @@ def factorize_ids(rows: pd.DataFrame, id_col: str) -> tuple[np.ndarray, pd.Index
 def first_rows(codes: np.ndarray) -> np.ndarray:
     """The first row of every code of ``codes`` (codes 0..k-1 in order of first appearance, as ``pd.factorize``
     gives them): ``np.unique(codes, return_index=True)[1]`` without a sort."""
-    first = np.empty(int(codes.max()) + 1 if codes.size else 0, dtype=np.intp)
-    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # the last write of each code is its first row
-    return first
+    if codes.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    # a code appears for the first time exactly where it exceeds every code before it
+    before = np.maximum.accumulate(codes)[:-1]
+    return np.flatnonzero(codes > np.concatenate([[-1], before]))
+
+
+def last_rows(codes: np.ndarray) -> np.ndarray:
+    """The last row of every code of ``codes`` (codes 0..k-1, each present), in code order: what
+    ``np.maximum.at(last, codes, np.arange(codes.size))`` leaves in ``last``, without a ufunc call per row."""
+    order = stable_order(codes)
+    ends = np.flatnonzero(codes[order][1:] != codes[order][:-1])  # the last of each code's run in code order
+    return order[np.append(ends, codes.size - 1)] if codes.size else np.zeros(0, dtype=np.intp)
 
 
 def stable_order(codes: np.ndarray) -> np.ndarray:
