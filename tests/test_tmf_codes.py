@@ -71,6 +71,20 @@ def page_analyses(inputs: tmf.TmfInputs, opt: tmf.TmfOptions) -> tuple[tmf.Overv
     return (tmf.finish_overview(prepared, opt),)
 
 
+def check_slices(inputs: tmf.TmfInputs) -> None:
+    """The slices, their names and the task table from codes equal those of the frame functions."""
+    rows = inputs.tasks
+    assert_same(inputs.task_table, rows.loc[~rows["task_id"].duplicated(), tmf.TASK_COLUMNS])
+    for kind in ("level", "category"):
+        names = inputs.slice_names(kind)
+        assert names == tmf.slice_names(rows, kind)
+        values = rows[kind].dropna().astype(str).unique().tolist()
+        for name in [*names, *(f"{kind}={v}" for v in values), f"{kind}=absent", "all"]:
+            assert_same(inputs.slice(name), tmf.slice_tasks(rows, name), name)
+    with pytest.raises(tmf.TmfError):
+        inputs.slice("level=")
+
+
 def check_store(db: str | Path) -> int:
     """Compare both ways on every benchmark of ``db``; the number of (run, task) rows compared."""
     n_rows = 0
@@ -84,6 +98,7 @@ def check_store(db: str | Path) -> int:
             assert "run_code" in inputs.tasks
             n_rows += len(plain)
             by_id = tmf.TmfInputs(bench, plain, inputs.abilities)
+            check_slices(inputs)
             for opt in OPTIONS:
                 assert_same(page_analyses(inputs, opt), page_analyses(by_id, opt), f"{bench} {opt}")
     return n_rows

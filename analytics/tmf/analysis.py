@@ -38,7 +38,6 @@ from analytics.tmf.model import (
     pareto_mask,
     rows_where,
     run_points,
-    slice_names,
     slice_tasks,
     upper_hull,
     value_and_stage,
@@ -343,7 +342,7 @@ class SliceRows:
 
 def slice_rows(inputs: TmfInputs, slice_name: str = "all") -> SliceRows:
     """The ``SliceRows`` of one slice of ``inputs``."""
-    rows, baselines = drop_baselines(slice_tasks(inputs.tasks, slice_name))
+    rows, baselines = drop_baselines(inputs.slice(slice_name))
     matrix, kinds, row_run, row_task = _agent_matrix(rows)
     table = slice_tasks(inputs.task_table, slice_name)
     return SliceRows(rows, baselines, matrix, kinds, row_run, row_task, table)
@@ -498,7 +497,7 @@ def prepare_periods(
     if freq not in PERIODS:
         raise TmfError(f"period {freq!r}: expected one of {', '.join(PERIODS)}")
     opt = (options or TmfOptions()).supply_side()
-    tasks = slice_tasks(inputs.tasks, slice_name)
+    tasks = inputs.slice(slice_name)
     sliced = sliced or slice_rows(inputs, slice_name)
     points = run_points(
         tasks,
@@ -627,9 +626,7 @@ def prepare_slices(
     inputs: TmfInputs, *, kind: str = "level", options: TmfOptions | None = None, as_of: dt.date | None = None
 ) -> tuple[Supply, ...]:
     """``prepare`` of ``analyse_slices``'s analyses."""
-    return tuple(
-        prepare(inputs, slice_name=name, options=options, as_of=as_of) for name in slice_names(inputs.tasks, kind)
-    )
+    return tuple(prepare(inputs, slice_name=name, options=options, as_of=as_of) for name in inputs.slice_names(kind))
 
 
 def finish_slices(supplies: tuple[Supply, ...], options: TmfOptions | None = None) -> tuple[TmfResult, ...]:

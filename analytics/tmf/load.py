@@ -12,7 +12,7 @@ import pandas as pd
 
 from analytics import compare
 from analytics.sqlfiles import load_sql
-from analytics.tmf.model import TmfError
+from analytics.tmf.model import TmfError, factorize_ids, first_rows, slice_names, slice_tasks
 from store import ALL_RUNS, QueryError, RunFilter, query_df, query_rows, with_run_filter
 
 
@@ -28,7 +28,47 @@ class TmfInputs:
     def task_table(self) -> pd.DataFrame:
         """One row per task present in ``tasks`` (task_id, level, category, human_minutes): what the human
         baseline reads, without going through every (run, task) row again for each slice and period."""
-        return self.tasks.loc[~self.tasks["task_id"].duplicated(), ["task_id", "level", "category", "human_minutes"]]
+        if "task_code" in self.tasks:  # each task's first row, as ``~duplicated()`` keeps it, from its code
+            first = np.zeros(len(self.tasks), dtype=bool)
+            first[first_rows(factorize_ids(self.tasks, "task_id")[0])] = True
+        else:
+            first = ~self.tasks["task_id"].duplicated().to_numpy(dtype=bool)
+        return self.tasks.loc[first, ["task_id", "level", "category", "human_minutes"]]
+
+    @cached_property
+    def _values(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per slice kind asked for so far, ``pd.factorize`` of its column (codes, values): made once."""
+        return {}
+
+    def _coded(self, kind: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """``pd.factorize(tasks[kind])`` when the column is text (as the database gives it), else None."""
+        if kind not in ("level", "category") or self.tasks[kind].dtype != object:
+            return None
+        if kind not in self._values:
+            codes, values = pd.factorize(self.tasks[kind].to_numpy())
+            self._values[kind] = (codes, np.asarray(values, dtype=object))
+        return self._values[kind]
+
+    def slice(self, slice_name: str | None) -> pd.DataFrame:
+        """``slice_tasks(self.tasks, slice_name)``: the same rows, found from the slice column's codes (one
+        comparison per value instead of one per row)."""
+        kind, _, value = (slice_name or "").partition("=")
+        coded = self._coded(kind) if value else None
+        if coded is None:
+            return slice_tasks(self.tasks, slice_name)
+        codes, values = coded
+        hit = np.append(np.array([bool(v == value) for v in values], dtype=bool), False)  # code -1: no value
+        return self.tasks[hit[codes]]
+
+    def slice_names(self, kind: str) -> list[str]:
+        """``slice_names(self.tasks, kind)``, from the column's codes."""
+        coded = self._coded(kind)
+        if coded is None:
+            return slice_names(self.tasks, kind)
+        codes, values = coded
+        agent = (self.tasks["kind"] != "human").to_numpy(dtype=bool) & (codes >= 0)
+        present = np.flatnonzero(np.bincount(codes[agent], minlength=len(values)))
+        return [f"{kind}={v}" for v in sorted({str(v) for v in values[present]})]
 
 
 RUN_COLUMNS = [
