@@ -73,14 +73,14 @@ def page_analyses(inputs: tmf.TmfInputs, opt: tmf.TmfOptions) -> tuple[tmf.Overv
 
 def check_slices(inputs: tmf.TmfInputs) -> None:
     """The slices, their names and the task table from codes equal those of the frame functions."""
-    rows = inputs.tasks
+    rows = inputs.with_details()
     assert_same(inputs.task_table, rows.loc[~rows["task_id"].duplicated(), tmf.TASK_COLUMNS])
     for kind in ("level", "category"):
         names = inputs.slice_names(kind)
         assert names == tmf.slice_names(rows, kind)
         values = rows[kind].dropna().astype(str).unique().tolist()
         for name in [*names, *(f"{kind}={v}" for v in values), f"{kind}=absent", "all"]:
-            assert_same(inputs.slice(name), tmf.slice_tasks(rows, name), name)
+            assert_same(inputs.slice(name), tmf.slice_tasks(inputs.tasks, name), name)
     with pytest.raises(tmf.TmfError):
         inputs.slice("level=")
 
@@ -93,8 +93,9 @@ def check_store(db: str | Path) -> int:
         for bench in benchmarks:
             rf = RunFilter(benchmark=bench)
             inputs = tmf.load(con, rf)
-            plain = inputs.tasks.drop(columns=[c for c in CODE_COLUMNS.values() if c in inputs.tasks])
+            plain = inputs.with_details().drop(columns=[c for c in CODE_COLUMNS.values() if c in inputs.tasks])
             assert_same(plain, rows_by_id(con, rf), f"{bench} rows")
+            assert inputs.runs is not None and "kind" not in inputs.tasks  # run details once per run
             assert "run_code" in inputs.tasks
             n_rows += len(plain)
             by_id = tmf.TmfInputs(bench, plain, inputs.abilities)

@@ -38,6 +38,7 @@ from analytics.tmf.model import (
     pareto_mask,
     rows_where,
     run_points,
+    run_values,
     slice_tasks,
     upper_hull,
     value_and_stage,
@@ -105,7 +106,7 @@ class Supply:
         p0: the acceptance curve's performance floor (0 for rates, the lowest ability shown for IRT).
         facts: the comparison set's entries of ``TmfResult.assumptions``.
         replicates: the bootstrap's replicates (None: no bootstrap, or ``pending``).
-        pending: the agent rows and current prices of a bootstrap that waits for a human time (the data times no
+        pending: the agent rows, current prices and run details of a bootstrap that waits for a human time (the data times no
             task, so only a ``human_minutes`` input gives a value to bootstrap): made in ``finish``.
     """
 
@@ -120,7 +121,7 @@ class Supply:
     p0: float
     facts: dict[str, Any]
     replicates: Replicates | None = None
-    pending: tuple[pd.DataFrame, pd.DataFrame | None] | None = None
+    pending: tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None] | None = None
 
 
 class PrepareArgs(TypedDict, total=False):
@@ -163,7 +164,7 @@ def prepare(
         raise TmfError(f"axis {opt.axis!r}: expected cost or latency")
     x_col, unit = AXES[opt.axis]
     sliced = sliced or slice_rows(inputs, slice_name)
-    rows, baselines = sliced.rows, sliced.baselines
+    rows, baselines, runs = sliced.rows, sliced.baselines, inputs.runs
     if points is None:
         points = run_points(
             rows,
@@ -173,6 +174,7 @@ def prepare(
             abilities=inputs.abilities,
             seed=opt.seed,
             n_boot=opt.n_boot,
+            runs=runs,
         )
     if as_of is not None:
         dates = pd.to_datetime(points["eval_date"])
@@ -190,6 +192,7 @@ def prepare(
             abilities=inputs.abilities,
             seed=opt.seed,
             n_boot=opt.n_boot,
+            runs=runs,
         ).set_index("run_id")
         points = points.set_index("run_id")
         changed = points.index.isin(trimmed.index)
@@ -208,15 +211,16 @@ def prepare(
     supply = _supply(table, points, opt, x_col, unit, slice_name, facts)
     if not with_uncertainty or opt.performance == "irt" or opt.n_replicates <= 0:
         return supply
-    cur = current_prices(rows).set_index("run_id") if opt.is_repriced else None
+    cur = current_prices(rows, runs).set_index("run_id") if opt.is_repriced else None
     agent_rows = rows_where(rows, ids_in(rows, "run_id", keep))
     humans = supply.points[supply.points["kind"] == "human"]
     is_timed = table["human_minutes"].notna().any() or (
         opt.axis == "latency" and humans["latency_per_task_s"].notna().any()
     )
     if not is_timed:  # no value without a human time: bootstrap once one is given
-        return dataclasses.replace(supply, pending=(agent_rows[_BOOT_COLUMNS], cur))
-    return dataclasses.replace(supply, replicates=_replicates(agent_rows, supply.points, opt, slice_name, cur))
+        boot_rows = agent_rows[[c for c in _BOOT_COLUMNS if c in agent_rows]]
+        return dataclasses.replace(supply, pending=(boot_rows, cur, runs))
+    return dataclasses.replace(supply, replicates=_replicates(agent_rows, supply.points, opt, slice_name, cur, runs))
 
 
 _BOOT_COLUMNS = [  # what ``bootstrap.replicates`` reads of the rows (``row_costs`` included)
@@ -231,11 +235,17 @@ _BOOT_COLUMNS = [  # what ``bootstrap.replicates`` reads of the rows (``row_cost
     "output_tokens",
     "price_input_per_mtok",
     "price_output_per_mtok",
+    "run_code",  # the run details' row when the rows do not hold them (``TmfInputs.runs``)
 ]
 
 
 def _replicates(
-    rows: pd.DataFrame, points: pd.DataFrame, opt: TmfOptions, slice_name: str, cur: pd.DataFrame | None
+    rows: pd.DataFrame,
+    points: pd.DataFrame,
+    opt: TmfOptions,
+    slice_name: str,
+    cur: pd.DataFrame | None,
+    runs: pd.DataFrame | None = None,
 ) -> Replicates | None:
     return replicates(
         rows,
@@ -248,6 +258,7 @@ def _replicates(
         n_replicates=opt.n_replicates,
         slice_name=slice_name,
         cur=cur,
+        runs=runs,
     )
 
 
@@ -288,16 +299,22 @@ def finish(supply: Supply, options: TmfOptions | None = None) -> TmfResult:
         return result
     rep = supply.replicates
     if supply.pending is not None:
-        rep = _replicates(supply.pending[0], supply.points, opt, supply.slice_name, supply.pending[1])
+        boot_rows, cur, runs = supply.pending
+        rep = _replicates(boot_rows, supply.points, opt, supply.slice_name, cur, runs)
     return result if rep is None else dataclasses.replace(result, uncertainty=uncertainty(rep, acceptance))
 
 
-def drop_baselines(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """``rows`` without baseline-marked runs (``compare.is_rankable``, as on the leaderboard), and their ids."""
-    if "is_baseline" not in rows or rows.empty:
+def drop_baselines(rows: pd.DataFrame, runs: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """``rows`` without baseline-marked runs (``compare.is_rankable``, as on the leaderboard), and their ids
+    (``runs``: the run details when ``rows`` has only their ``run_code``)."""
+    if rows.empty or ("is_baseline" not in rows and (runs is None or "is_baseline" not in runs)):
         return rows, []
-    flag = rows["is_baseline"].fillna(False).astype(bool)
-    return rows_where(rows, ~flag), sorted(map(str, rows.loc[flag, "run_id"].unique()))
+    if "is_baseline" in rows:
+        flag = rows["is_baseline"].fillna(False).astype(bool).to_numpy()
+    else:  # one flag per run, taken by each row
+        assert runs is not None
+        flag = runs["is_baseline"].fillna(False).astype(bool).to_numpy()[rows["run_code"].to_numpy()]
+    return rows_where(rows, ~flag), sorted(map(str, pd.unique(rows["run_id"].to_numpy()[flag])))
 
 
 @dataclass(frozen=True)
@@ -342,18 +359,19 @@ class SliceRows:
 
 def slice_rows(inputs: TmfInputs, slice_name: str = "all") -> SliceRows:
     """The ``SliceRows`` of one slice of ``inputs``."""
-    rows, baselines = drop_baselines(inputs.slice(slice_name))
-    matrix, kinds, row_run, row_task = _agent_matrix(rows)
+    rows, baselines = drop_baselines(inputs.slice(slice_name), inputs.runs)
+    matrix, kinds, row_run, row_task = _agent_matrix(rows, inputs.runs)
     table = slice_tasks(inputs.task_table, slice_name)
     return SliceRows(rows, baselines, matrix, kinds, row_run, row_task, table)
 
 
 def _agent_matrix(
-    rows: pd.DataFrame,
+    rows: pd.DataFrame, runs: pd.DataFrame | None = None
 ) -> tuple[compare.TaskMatrix, dict[str, object], np.ndarray, np.ndarray]:
     """The agent runs x tasks of ``rows`` (ids as text: ``str`` of each distinct id, one hash per row), each
     agent run's kind (its last row's), and per row its run's row and its task's column (-1 for human rows)."""
-    is_agent = (rows["kind"] != "human").to_numpy(dtype=bool)
+    kind = run_values(rows, "kind", runs)
+    is_agent = np.asarray(kind != "human", dtype=bool)
     run_ids, task_ids = (rows[c].to_numpy(dtype=object)[is_agent] for c in ("run_id", "task_id"))
     r_codes, r_uniq = _factorize(rows, "run_id", run_ids, is_agent)
     t_codes, t_uniq = _factorize(rows, "task_id", task_ids, is_agent)
@@ -367,7 +385,7 @@ def _agent_matrix(
     held = np.zeros((len(r_names), len(t_names)), dtype=bool)
     held[r_codes, t_codes] = True
     last = last_rows(r_codes)
-    kinds = dict(zip(r_names, rows["kind"].to_numpy(dtype=object)[is_agent][last].tolist(), strict=True))
+    kinds = dict(zip(r_names, kind.astype(object)[is_agent][last].tolist(), strict=True))
     row_run, row_task = np.full(len(rows), -1, dtype=np.int64), np.full(len(rows), -1, dtype=np.int64)
     row_run[is_agent], row_task[is_agent] = r_codes, t_codes
     return compare.TaskMatrix(tuple(r_names), np.array(t_names, dtype=object), held), kinds, row_run, row_task
@@ -507,6 +525,7 @@ def prepare_periods(
         abilities=inputs.abilities,
         seed=opt.seed,
         n_boot=opt.n_boot,
+        runs=inputs.runs,
     )
     dates = pd.to_datetime(points.loc[points["kind"] != "human", "eval_date"]).dropna()
     periods = sorted(dates.dt.to_period(PERIODS[freq]).unique())

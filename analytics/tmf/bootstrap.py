@@ -93,18 +93,19 @@ def replicates(
     n_replicates: int,
     slice_name: str,
     cur: pd.DataFrame | None = None,
+    runs: pd.DataFrame | None = None,
 ) -> Replicates | None:
     """Resample the tasks of ``rows`` (one seeded draw for all runs) and find every replicate's points and frontier.
 
     Only runs of ``points`` that are agents with a cost and a finite performance take part; None when no row is
-    left.
+    left. ``runs``: the run details when ``rows`` has only their ``run_code``.
     """
     usable = points[(points["kind"] != "human") & points["has_cost"]]
     usable = usable[np.isfinite(usable["performance"].to_numpy(dtype=float))]
     rows = rows_where(rows, ids_in(rows, "run_id", usable["run_id"]))
     if rows.empty:
         return None
-    cost, _ = row_costs(rows, cost_source=cost_source, cur=cur)
+    cost, _ = row_costs(rows, cost_source=cost_source, cur=cur, runs=runs)
     x = cost if axis == "cost" else rows["latency_s"].to_numpy(dtype=float)
     y = rows["c"].to_numpy(dtype=float) / rows["n"].to_numpy(dtype=float)
     if performance == "mean_score":

@@ -12,17 +12,36 @@ import pandas as pd
 
 from analytics import compare
 from analytics.sqlfiles import load_sql
-from analytics.tmf.model import TmfError, factorize_ids, first_rows, slice_names, slice_tasks
+from analytics.tmf.model import TmfError, factorize_ids, first_rows, run_values, slice_names, slice_tasks
 from store import ALL_RUNS, QueryError, RunFilter, query_df, query_rows, with_run_filter
 
 
 @dataclass(frozen=True)
 class TmfInputs:
-    """What the TMF analysis reads: per (run, task) rows and the stored IRT abilities (may be empty)."""
+    """What the TMF analysis reads: per (run, task) rows and the stored IRT abilities (may be empty).
+
+    ``runs``: the run details (``RUN_COLUMNS`` and ``is_baseline``) once per run, in the order of the rows'
+    ``run_code``, when the rows hold only the run id and that code (as ``load`` gives them: 867k rows at 10M
+    attempts for 13 runs); None when every row holds its run's details (a frame built by hand).
+    """
 
     benchmark: str
     tasks: pd.DataFrame
     abilities: pd.DataFrame
+    runs: pd.DataFrame | None = None
+
+    def with_details(self) -> pd.DataFrame:
+        """The rows with their run's details in every row (``attach_details``'s frame and column order, plus the
+        code columns): ``tasks`` itself when it holds them."""
+        if self.runs is None:
+            return self.tasks
+        at = self.tasks["run_code"].to_numpy()
+        out: dict[str, object] = {"run_id": self.tasks["run_id"]}
+        for col in self.runs.columns.drop("run_id"):
+            out[col] = self.runs[col].take(at).reset_index(drop=True)
+        for col in self.tasks.columns.drop("run_id"):
+            out[col] = self.tasks[col]
+        return pd.DataFrame(out)
 
     @cached_property
     def task_table(self) -> pd.DataFrame:
@@ -64,9 +83,10 @@ class TmfInputs:
         """``slice_names(self.tasks, kind)``, from the column's codes."""
         coded = self._coded(kind)
         if coded is None:
-            return slice_names(self.tasks, kind)
+            return slice_names(self.with_details(), kind)
         codes, values = coded
-        agent = (self.tasks["kind"] != "human").to_numpy(dtype=bool) & (codes >= 0)
+        run_kind = run_values(self.tasks, "kind", self.runs)
+        agent = np.asarray(run_kind != "human", dtype=bool) & (codes >= 0)
         present = np.flatnonzero(np.bincount(codes[agent], minlength=len(values)))
         return [f"{kind}={v}" for v in sorted({str(v) for v in values[present]})]
 
@@ -113,7 +133,7 @@ def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS, *, wi
     )
     outcomes = _query_columns(con, _coded(load_sql("tmf_run_tasks")), params)
     abilities = irt_abilities(con, benchmark=benchmark) if with_abilities else pd.DataFrame(columns=ABILITY_COLUMNS)
-    return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks), abilities)
+    return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks, run_details=False), abilities, runs)
 
 
 ABILITY_COLUMNS = ["subject", "agent", "agent_version", "ability", "ability_lo", "ability_hi", "fit_key"]
@@ -192,16 +212,21 @@ def attach_details(outcomes: pd.DataFrame, runs: pd.DataFrame, tasks: pd.DataFra
 
 
 def details_by_code(
-    outcomes: pd.DataFrame | dict[str, np.ndarray], runs: pd.DataFrame, tasks: pd.DataFrame
+    outcomes: pd.DataFrame | dict[str, np.ndarray],
+    runs: pd.DataFrame,
+    tasks: pd.DataFrame,
+    *,
+    run_details: bool = True,
 ) -> pd.DataFrame:
     """``attach_details`` of rows that name their run and task by position (``run_at`` in ``runs``, ``task_at`` in
     ``tasks``, -1 for none), already in the runs' order: the same frame, plus the integer columns ``run_code`` (the
     run's position) and ``task_code`` (the task's, when every row's task is listed) that the analysis uses instead of
-    hashing the ids of every row again."""
+    hashing the ids of every row again. Without ``run_details`` the rows hold the run id and ``run_code`` only
+    (``TmfInputs.runs`` holds the details once per run)."""
     run_at = np.asarray(outcomes["run_at"], dtype=np.int64)
     task_at = np.asarray(outcomes["task_at"], dtype=np.int64)
     out: dict[str, object] = {}
-    for col in RUN_COLUMNS + [c for c in ("is_baseline",) if c in runs]:
+    for col in RUN_COLUMNS + [c for c in ("is_baseline",) if c in runs] if run_details else ["run_id"]:
         out[col] = runs[col].take(run_at).reset_index(drop=True)
     out["task_id"] = outcomes["task_id"]
     for col in TASK_COLUMNS[1:]:

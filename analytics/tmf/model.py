@@ -117,6 +117,14 @@ def ids_in(rows: pd.DataFrame, id_col: str, ids: object) -> np.ndarray:
     return np.asarray(wanted, dtype=bool)[codes] if codes.size else np.zeros(0, dtype=bool)
 
 
+def run_values(rows: pd.DataFrame, col: str, runs: pd.DataFrame | None = None) -> np.ndarray:
+    """Per row of ``rows``, its run's ``col``: the row's own column when it has one (a frame built by hand), else
+    the run's in ``runs`` (``load``'s runs, by the row's ``run_code``: run details are kept once per run)."""
+    if col in rows or runs is None:
+        return rows[col].to_numpy()
+    return runs[col].to_numpy()[rows["run_code"].to_numpy()]
+
+
 def slice_tasks(tasks: pd.DataFrame, slice_name: str | None) -> pd.DataFrame:
     """Rows of one slice: ``all`` (or None), ``level=L3`` or ``category=creative``."""
     if not slice_name or slice_name == "all":
@@ -136,12 +144,15 @@ def slice_names(tasks: pd.DataFrame, kind: str) -> list[str]:
     return [f"{kind}={v}" for v in sorted(values)]
 
 
-def current_prices(tasks: pd.DataFrame) -> pd.DataFrame:
-    """Per run, the prices of the newest run of the same family (agent when no family) that has prices."""
+def current_prices(tasks: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per run, the prices of the newest run of the same family (agent when no family) that has prices (``runs``:
+    the run details when ``tasks`` has only their ``run_code``)."""
     first = first_rows(factorize_ids(tasks, "run_id")[0])  # ``drop_duplicates("run_id")``'s rows
-    runs = tasks.iloc[first][
-        ["run_id", "agent", "family", "eval_date", "price_input_per_mtok", "price_output_per_mtok"]
-    ].copy()
+    columns = ["run_id", "agent", "family", "eval_date", "price_input_per_mtok", "price_output_per_mtok"]
+    if runs is not None and not set(columns) <= set(tasks.columns):
+        runs = runs.iloc[tasks["run_code"].to_numpy()[first]][columns].copy()
+    else:
+        runs = tasks.iloc[first][columns].copy()
     runs["group"] = runs["family"].fillna(runs["agent"]).astype(str)
     priced = runs.dropna(subset=["price_input_per_mtok", "price_output_per_mtok"])
     priced = priced.sort_values(["eval_date", "run_id"], na_position="first").groupby("group").tail(1)
@@ -150,7 +161,9 @@ def current_prices(tasks: pd.DataFrame) -> pd.DataFrame:
     return runs[["run_id", "group"]].join(cur, on="group").drop(columns="group")
 
 
-def row_costs(tasks: pd.DataFrame, *, cost_source: str, cur: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
+def row_costs(
+    tasks: pd.DataFrame, *, cost_source: str, cur: pd.DataFrame | None, runs: pd.DataFrame | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Cost per (run, task) row (USD) and, per row, whether its run was repriced.
 
     ``logged`` is ``cost_usd``; ``tokens`` is tokens x the run's prices (NaN without tokens or prices). With
@@ -169,7 +182,8 @@ def row_costs(tasks: pd.DataFrame, *, cost_source: str, cur: pd.DataFrame | None
         cost = tasks["cost_usd"].to_numpy(dtype=float)
     else:
         cost = priced(
-            tasks["price_input_per_mtok"].to_numpy(dtype=float), tasks["price_output_per_mtok"].to_numpy(dtype=float)
+            run_values(tasks, "price_input_per_mtok", runs).astype(float),
+            run_values(tasks, "price_output_per_mtok", runs).astype(float),
         )
     repriced = np.zeros(len(tasks), dtype=bool)
     if cur is not None:
@@ -246,6 +260,7 @@ def run_points(
     abilities: pd.DataFrame | None = None,
     seed: int = 0,
     n_boot: int = 500,
+    runs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per run (human runs included, ``kind`` tells them apart) with performance, cost, latency, CIs.
 
@@ -260,6 +275,7 @@ def run_points(
         abilities: ``irt_abilities`` rows.
         seed: bootstrap seed; a run's draw depends on it and on the run's number of tasks only.
         n_boot: bootstrap resamples.
+        runs: the run details (``load``'s) when ``tasks`` has only their ``run_code``.
     """
     if performance not in PERFORMANCES:
         raise TmfError(f"performance {performance!r}: expected one of {', '.join(PERFORMANCES)}")
@@ -269,8 +285,8 @@ def run_points(
         return pd.DataFrame(columns=POINT_COLUMNS)
     codes, run_ids = factorize_ids(tasks, "run_id")  # runs in order of first appearance
     n_runs = len(run_ids)
-    cur = current_prices(tasks).set_index("run_id") if is_repriced else None
-    cost, repriced = row_costs(tasks, cost_source=cost_source, cur=cur)
+    cur = current_prices(tasks, runs).set_index("run_id") if is_repriced else None
+    cost, repriced = row_costs(tasks, cost_source=cost_source, cur=cur, runs=runs)
     latency = tasks["latency_s"].to_numpy(dtype=float)
     rate = tasks["c"].to_numpy(dtype=float) / tasks["n"].to_numpy(dtype=float)
     score = tasks["score"].to_numpy(dtype=float)
@@ -280,7 +296,8 @@ def run_points(
     first = first_rows(codes)
     n_tasks = np.bincount(codes, minlength=n_runs)
     out: dict[str, Any] = {
-        col: tasks[col].to_numpy()[first] for col in ("run_id", "agent", "agent_version", "family", "kind", "eval_date")
+        col: run_values(tasks, col, runs)[first]
+        for col in ("run_id", "agent", "agent_version", "family", "kind", "eval_date")
     }
     out["n_tasks"] = n_tasks
     if by_score:
