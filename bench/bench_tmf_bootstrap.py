@@ -139,6 +139,8 @@ def profile_db(db: Path, benchmark: str | None, top: int) -> dict[str, object]:
 
     with reader(db) as con:
         bench = benchmark or catalog.default_benchmark(con)
+        if bench is None:
+            raise SystemExit(f"{db}: no benchmark to profile")
         steps: dict[str, object] = {}
         wall, cpu = time.perf_counter(), time.process_time()
         page(con, bench, steps)
