@@ -1,6 +1,6 @@
 """Cost of the TMF paired task bootstrap (500 replicates) on its own and in the page's overview.
 
-``python bench/bench_tmf_bootstrap.py [--shapes 100x10 1000x50 6700x50] [--db PATH --benchmark NAME]``
+``python bench/bench_tmf_bootstrap.py [--shapes 100x10 1000x50 6700x50] [--db PATH --benchmark NAME [--profile N]]``
 
 *shapes*: synthetic benchmarks of TASKS x RUNS (one sample per task, costs and success rates varied per run, three
 levels), analysed with ``tmf.analyse`` for the overall slice with and without the bootstrap; the difference is the
@@ -8,6 +8,9 @@ bootstrap's cost. 6,700 tasks x 50 runs is the shape of one benchmark of the 1M-
 *--db*: ``tmf.overview`` (what the TMF page computes on its first render: overall with the bootstrap, the period
 movie without, the level small multiples with) on a real database, timed twice (the second from a warm process,
 not from Streamlit's cache, which the page adds on top).
+*--profile N*: instead, where the page's first render spends its seconds: each step of ``tmf.prepare_overview`` and
+``finish_overview`` timed on its own (the stored IRT fit's check, the read, the overall analysis with its bootstrap,
+the periods, the level slices, the human and market), then ``cProfile``'s N most expensive functions of the whole.
 Wall and CPU (process) time are both printed; on a shared machine wall time is inflated by other processes.
 """
 
@@ -109,13 +112,60 @@ def bench_db(db: Path, benchmark: str | None) -> dict[str, object]:
     }
 
 
+def profile_db(db: Path, benchmark: str | None, top: int) -> dict[str, object]:
+    """The page's analytics calls at ``db`` step by step (CPU and wall s each), then a ``cProfile`` of them all."""
+    import cProfile
+    import io
+    import pstats
+
+    from analytics.tmf.analysis import PreparedOverview, slice_rows
+    from store import reader
+
+    def page(con, bench: str, steps: dict[str, object]) -> None:  # noqa: ANN001 - a connection
+        rf, opt = RunFilter(benchmark=bench), tmf.TmfOptions()
+
+        def step(name: str, fn, *args, **kwargs):  # noqa: ANN001, ANN202
+            out, wall, cpu = _timed(fn, *args, **kwargs)
+            steps[name] = {"wall_s": wall, "cpu_s": cpu}
+            return out
+
+        step("has_irt_fit", tmf.has_irt_fit, con, benchmark=bench)
+        inputs = step("load", tmf.load, con, rf)
+        sliced = step("slice_rows", slice_rows, inputs)
+        overall = step("prepare overall (bootstrap)", tmf.prepare, inputs, options=opt, sliced=sliced)
+        movie = step("prepare_periods", tmf.prepare_periods, inputs, options=opt, sliced=sliced)
+        levels = step("prepare_slices level (bootstrap)", tmf.prepare_slices, inputs, kind="level", options=opt)
+        step("finish_overview", tmf.finish_overview, PreparedOverview(overall, tuple(movie), {"level": levels}), opt)
+
+    with reader(db) as con:
+        bench = benchmark or catalog.default_benchmark(con)
+        if bench is None:
+            raise SystemExit(f"{db}: no benchmark to profile")
+        steps: dict[str, object] = {}
+        wall, cpu = time.perf_counter(), time.process_time()
+        page(con, bench, steps)
+        total = {"wall_s": round(time.perf_counter() - wall, 3), "cpu_s": round(time.process_time() - cpu, 3)}
+        prof = cProfile.Profile()
+        prof.enable()
+        page(con, bench, {})
+        prof.disable()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(top)
+    print(text.getvalue(), file=sys.stderr)
+    return {"db": str(db), "benchmark": bench, "first": total, "steps": steps}
+
+
 def main() -> None:
     """Print one JSON line per measurement."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="*", default=["100x10", "1000x50", "6700x50"])
     parser.add_argument("--db", type=Path)
     parser.add_argument("--benchmark")
+    parser.add_argument("--profile", type=int, metavar="N", help="profile the page's calls at --db (top N functions)")
     args = parser.parse_args()
+    if args.db and args.profile:
+        print(json.dumps(profile_db(args.db, args.benchmark, args.profile)), flush=True)
+        return
     for shape in args.shapes:
         n_tasks, n_runs = (int(v) for v in shape.split("x"))
         print(json.dumps(bench_shape(n_tasks, n_runs)), flush=True)

@@ -82,7 +82,9 @@ def test_hourly_rate_input_changes_the_human_cost(fixture_db: Path, monkeypatch:
 
     reads: list[RunFilter] = []
     load = analysis.load
-    monkeypatch.setattr(analysis, "load", lambda con, run_filter: reads.append(run_filter) or load(con, run_filter))
+    monkeypatch.setattr(
+        analysis, "load", lambda con, run_filter, **kw: reads.append(run_filter) or load(con, run_filter, **kw)
+    )
     at = open_tmf(fixture_db, monkeypatch, "mini-bench")
     assert len(reads) == 1
     for rate, human in ((100.0, "$10.83"), (50.0, "$5.42")):

@@ -6,6 +6,7 @@ import dataclasses
 import datetime as dt
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, TypedDict
 
 import duckdb
@@ -19,6 +20,7 @@ from analytics.tmf.bootstrap import Replicates, Uncertainty, replicates, uncerta
 from analytics.tmf.load import TmfInputs, load
 from analytics.tmf.model import (
     AXES,
+    CODE_COLUMNS,
     DEFAULT_HOURLY_USD,
     DEFAULT_HUMAN_PERFORMANCE,
     MIN_TASKS,
@@ -29,11 +31,14 @@ from analytics.tmf.model import (
     TmfError,
     Value,
     current_prices,
+    first_rows,
     human_baseline,
+    ids_in,
+    last_rows,
     pareto_mask,
     rows_where,
     run_points,
-    slice_names,
+    run_values,
     slice_tasks,
     upper_hull,
     value_and_stage,
@@ -101,7 +106,7 @@ class Supply:
         p0: the acceptance curve's performance floor (0 for rates, the lowest ability shown for IRT).
         facts: the comparison set's entries of ``TmfResult.assumptions``.
         replicates: the bootstrap's replicates (None: no bootstrap, or ``pending``).
-        pending: the agent rows and current prices of a bootstrap that waits for a human time (the data times no
+        pending: the agent rows, current prices and run details of a bootstrap that waits for a human time (the data times no
             task, so only a ``human_minutes`` input gives a value to bootstrap): made in ``finish``.
     """
 
@@ -116,7 +121,7 @@ class Supply:
     p0: float
     facts: dict[str, Any]
     replicates: Replicates | None = None
-    pending: tuple[pd.DataFrame, pd.DataFrame | None] | None = None
+    pending: tuple[pd.DataFrame, pd.DataFrame | None, pd.DataFrame | None] | None = None
 
 
 class PrepareArgs(TypedDict, total=False):
@@ -159,7 +164,7 @@ def prepare(
         raise TmfError(f"axis {opt.axis!r}: expected cost or latency")
     x_col, unit = AXES[opt.axis]
     sliced = sliced or slice_rows(inputs, slice_name)
-    rows, baselines = sliced.rows, sliced.baselines
+    rows, baselines, runs = sliced.rows, sliced.baselines, inputs.runs
     if points is None:
         points = run_points(
             rows,
@@ -169,6 +174,7 @@ def prepare(
             abilities=inputs.abilities,
             seed=opt.seed,
             n_boot=opt.n_boot,
+            runs=runs,
         )
     if as_of is not None:
         dates = pd.to_datetime(points["eval_date"])
@@ -179,13 +185,14 @@ def prepare(
     if extra.any():  # runs on a superset: their points on the common tasks, as the leaderboard ranks them
         rows = rows[~extra]
         trimmed = run_points(
-            rows[rows["run_id"].isin(keep)],
+            rows[ids_in(rows, "run_id", keep)],
             performance=opt.performance,
             cost_source=opt.cost_source,
             is_repriced=opt.is_repriced,
             abilities=inputs.abilities,
             seed=opt.seed,
             n_boot=opt.n_boot,
+            runs=runs,
         ).set_index("run_id")
         points = points.set_index("run_id")
         changed = points.index.isin(trimmed.index)
@@ -195,22 +202,25 @@ def prepare(
     other = sorted(map(str, points.loc[is_agent & ~points["run_id"].isin(keep), "run_id"]))
     points = points[~is_agent | points["run_id"].isin(keep).to_numpy()]
     points = points.assign(is_few_tasks=points["n_tasks"].to_numpy() < MIN_TASKS)
-    table = slice_tasks(inputs.task_table, slice_name)
-    if cset:  # the human is costed on the tasks the agents are compared on
+    table = sliced.table if sliced.table is not None else slice_tasks(inputs.task_table, slice_name)
+    if cset and len(cset) == len(sliced.matrix.tasks) and sliced.table is not None:  # every task of the matrix
+        table = table[sliced.table_in_matrix]
+    elif cset:  # the human is costed on the tasks the agents are compared on
         table = table[table["task_id"].astype(str).isin(cset)]
     facts = dict(comparison_set_size=len(cset), runs_on_other_tasks=other, baseline_runs=baselines, min_tasks=MIN_TASKS)
     supply = _supply(table, points, opt, x_col, unit, slice_name, facts)
     if not with_uncertainty or opt.performance == "irt" or opt.n_replicates <= 0:
         return supply
-    cur = current_prices(rows).set_index("run_id") if opt.is_repriced else None
-    agent_rows = rows_where(rows, rows["run_id"].isin(keep))
+    cur = current_prices(rows, runs).set_index("run_id") if opt.is_repriced else None
+    agent_rows = rows_where(rows, ids_in(rows, "run_id", keep))
     humans = supply.points[supply.points["kind"] == "human"]
     is_timed = table["human_minutes"].notna().any() or (
         opt.axis == "latency" and humans["latency_per_task_s"].notna().any()
     )
     if not is_timed:  # no value without a human time: bootstrap once one is given
-        return dataclasses.replace(supply, pending=(agent_rows[_BOOT_COLUMNS], cur))
-    return dataclasses.replace(supply, replicates=_replicates(agent_rows, supply.points, opt, slice_name, cur))
+        boot_rows = agent_rows[[c for c in _BOOT_COLUMNS if c in agent_rows]]
+        return dataclasses.replace(supply, pending=(boot_rows, cur, runs))
+    return dataclasses.replace(supply, replicates=_replicates(agent_rows, supply.points, opt, slice_name, cur, runs))
 
 
 _BOOT_COLUMNS = [  # what ``bootstrap.replicates`` reads of the rows (``row_costs`` included)
@@ -225,11 +235,17 @@ _BOOT_COLUMNS = [  # what ``bootstrap.replicates`` reads of the rows (``row_cost
     "output_tokens",
     "price_input_per_mtok",
     "price_output_per_mtok",
+    "run_code",  # the run details' row when the rows do not hold them (``TmfInputs.runs``)
 ]
 
 
 def _replicates(
-    rows: pd.DataFrame, points: pd.DataFrame, opt: TmfOptions, slice_name: str, cur: pd.DataFrame | None
+    rows: pd.DataFrame,
+    points: pd.DataFrame,
+    opt: TmfOptions,
+    slice_name: str,
+    cur: pd.DataFrame | None,
+    runs: pd.DataFrame | None = None,
 ) -> Replicates | None:
     return replicates(
         rows,
@@ -242,6 +258,7 @@ def _replicates(
         n_replicates=opt.n_replicates,
         slice_name=slice_name,
         cur=cur,
+        runs=runs,
     )
 
 
@@ -282,16 +299,22 @@ def finish(supply: Supply, options: TmfOptions | None = None) -> TmfResult:
         return result
     rep = supply.replicates
     if supply.pending is not None:
-        rep = _replicates(supply.pending[0], supply.points, opt, supply.slice_name, supply.pending[1])
+        boot_rows, cur, runs = supply.pending
+        rep = _replicates(boot_rows, supply.points, opt, supply.slice_name, cur, runs)
     return result if rep is None else dataclasses.replace(result, uncertainty=uncertainty(rep, acceptance))
 
 
-def drop_baselines(rows: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """``rows`` without baseline-marked runs (``compare.is_rankable``, as on the leaderboard), and their ids."""
-    if "is_baseline" not in rows or rows.empty:
+def drop_baselines(rows: pd.DataFrame, runs: pd.DataFrame | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """``rows`` without baseline-marked runs (``compare.is_rankable``, as on the leaderboard), and their ids
+    (``runs``: the run details when ``rows`` has only their ``run_code``)."""
+    if rows.empty or ("is_baseline" not in rows and (runs is None or "is_baseline" not in runs)):
         return rows, []
-    flag = rows["is_baseline"].fillna(False).astype(bool)
-    return rows_where(rows, ~flag), sorted(map(str, rows.loc[flag, "run_id"].unique()))
+    if "is_baseline" in rows:
+        flag = rows["is_baseline"].fillna(False).astype(bool).to_numpy()
+    else:  # one flag per run, taken by each row
+        assert runs is not None
+        flag = runs["is_baseline"].fillna(False).astype(bool).to_numpy()[rows["run_code"].to_numpy()]
+    return rows_where(rows, ~flag), sorted(map(str, pd.unique(rows["run_id"].to_numpy()[flag])))
 
 
 @dataclass(frozen=True)
@@ -301,6 +324,7 @@ class SliceRows:
 
     Attributes:
         rows: the slice's rows (humans too), baseline-marked runs left out.
+        table: the slice's tasks (``TmfInputs.task_table``; None: not made).
         baselines: the baseline-marked runs left out.
         matrix: the agent runs x tasks of ``rows`` (run and task ids as text), runs in order of first row.
         kinds: agent run -> its kind (its last row's).
@@ -314,6 +338,14 @@ class SliceRows:
     kinds: dict[str, object]
     row_run: np.ndarray
     row_task: np.ndarray
+    table: pd.DataFrame | None = None
+
+    @cached_property
+    def table_in_matrix(self) -> np.ndarray:
+        """Per row of ``table``: its task is one of the matrix's (the human's tasks when the comparison set holds
+        every task of the matrix, found once for every period instead of once per period)."""
+        assert self.table is not None
+        return self.table["task_id"].astype(str).isin(set(self.matrix.tasks)).to_numpy(dtype=bool)
 
     def outside(self, runs: set[str], tasks: frozenset[str]) -> np.ndarray:
         """Per row of ``rows``: a row of one of ``runs`` on a task not in ``tasks`` (one lookup per run and per
@@ -327,20 +359,22 @@ class SliceRows:
 
 def slice_rows(inputs: TmfInputs, slice_name: str = "all") -> SliceRows:
     """The ``SliceRows`` of one slice of ``inputs``."""
-    rows, baselines = drop_baselines(slice_tasks(inputs.tasks, slice_name))
-    matrix, kinds, row_run, row_task = _agent_matrix(rows)
-    return SliceRows(rows, baselines, matrix, kinds, row_run, row_task)
+    rows, baselines = drop_baselines(inputs.slice(slice_name), inputs.runs)
+    matrix, kinds, row_run, row_task = _agent_matrix(rows, inputs.runs)
+    table = slice_tasks(inputs.task_table, slice_name)
+    return SliceRows(rows, baselines, matrix, kinds, row_run, row_task, table)
 
 
 def _agent_matrix(
-    rows: pd.DataFrame,
+    rows: pd.DataFrame, runs: pd.DataFrame | None = None
 ) -> tuple[compare.TaskMatrix, dict[str, object], np.ndarray, np.ndarray]:
     """The agent runs x tasks of ``rows`` (ids as text: ``str`` of each distinct id, one hash per row), each
     agent run's kind (its last row's), and per row its run's row and its task's column (-1 for human rows)."""
-    is_agent = (rows["kind"] != "human").to_numpy(dtype=bool)
+    kind = run_values(rows, "kind", runs)
+    is_agent = np.asarray(kind != "human", dtype=bool)
     run_ids, task_ids = (rows[c].to_numpy(dtype=object)[is_agent] for c in ("run_id", "task_id"))
-    r_codes, r_uniq = pd.factorize(run_ids, use_na_sentinel=False)
-    t_codes, t_uniq = pd.factorize(task_ids, use_na_sentinel=False)
+    r_codes, r_uniq = _factorize(rows, "run_id", run_ids, is_agent)
+    t_codes, t_uniq = _factorize(rows, "task_id", task_ids, is_agent)
     r_names, t_names = [str(r) for r in r_uniq], [str(t) for t in t_uniq]
     if len(set(r_names)) < len(r_names):  # ids that differ only by type (1 and "1") are one id as text
         r_codes, r_uniq = pd.factorize(run_ids.astype(str), use_na_sentinel=False)
@@ -350,12 +384,21 @@ def _agent_matrix(
         t_names = [str(t) for t in t_uniq]
     held = np.zeros((len(r_names), len(t_names)), dtype=bool)
     held[r_codes, t_codes] = True
-    last = np.full(len(r_names), -1, dtype=np.int64)
-    np.maximum.at(last, r_codes, np.arange(len(r_codes)))
-    kinds = dict(zip(r_names, rows["kind"].to_numpy(dtype=object)[is_agent][last].tolist(), strict=True))
+    last = last_rows(r_codes)
+    kinds = dict(zip(r_names, kind.astype(object)[is_agent][last].tolist(), strict=True))
     row_run, row_task = np.full(len(rows), -1, dtype=np.int64), np.full(len(rows), -1, dtype=np.int64)
     row_run[is_agent], row_task[is_agent] = r_codes, t_codes
     return compare.TaskMatrix(tuple(r_names), np.array(t_names, dtype=object), held), kinds, row_run, row_task
+
+
+def _factorize(rows: pd.DataFrame, id_col: str, ids: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(ids, use_na_sentinel=False)`` of ``ids`` (``rows[id_col]`` where ``keep``): from the rows'
+    integer code when they have one (``model.CODE_COLUMNS``: one id per code, so the same codes and ids)."""
+    code_col = CODE_COLUMNS[id_col]
+    if code_col not in rows:
+        return pd.factorize(ids, use_na_sentinel=False)
+    codes, _ = pd.factorize(rows[code_col].to_numpy()[keep])
+    return codes, ids[first_rows(codes)]
 
 
 def _primary_set(
@@ -472,7 +515,7 @@ def prepare_periods(
     if freq not in PERIODS:
         raise TmfError(f"period {freq!r}: expected one of {', '.join(PERIODS)}")
     opt = (options or TmfOptions()).supply_side()
-    tasks = slice_tasks(inputs.tasks, slice_name)
+    tasks = inputs.slice(slice_name)
     sliced = sliced or slice_rows(inputs, slice_name)
     points = run_points(
         tasks,
@@ -482,6 +525,7 @@ def prepare_periods(
         abilities=inputs.abilities,
         seed=opt.seed,
         n_boot=opt.n_boot,
+        runs=inputs.runs,
     )
     dates = pd.to_datetime(points.loc[points["kind"] != "human", "eval_date"]).dropna()
     periods = sorted(dates.dt.to_period(PERIODS[freq]).unique())
@@ -566,8 +610,9 @@ def prepare_overview(
     freq: str = "quarter",
     slice_kinds: tuple[str, ...] = ("level",),
 ) -> PreparedOverview:
-    """``overview`` up to the human and the market: reads only ``options.supply_side()``."""
-    inputs = load(con, run_filter)
+    """``overview`` up to the human and the market: reads only ``options.supply_side()`` (the stored IRT abilities
+    only for an analysis of them)."""
+    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
     if inputs.tasks.empty:
         return PreparedOverview(None, ())
     sliced = slice_rows(inputs)  # every run's rows: made once for the analysis and its periods
@@ -600,9 +645,7 @@ def prepare_slices(
     inputs: TmfInputs, *, kind: str = "level", options: TmfOptions | None = None, as_of: dt.date | None = None
 ) -> tuple[Supply, ...]:
     """``prepare`` of ``analyse_slices``'s analyses."""
-    return tuple(
-        prepare(inputs, slice_name=name, options=options, as_of=as_of) for name in slice_names(inputs.tasks, kind)
-    )
+    return tuple(prepare(inputs, slice_name=name, options=options, as_of=as_of) for name in inputs.slice_names(kind))
 
 
 def finish_slices(supplies: tuple[Supply, ...], options: TmfOptions | None = None) -> tuple[TmfResult, ...]:
@@ -631,7 +674,7 @@ def prepare_slice_results(
     as_of: dt.date | None = None,
 ) -> tuple[Supply, ...]:
     """``slice_results`` up to the human and the market."""
-    inputs = load(con, run_filter)
+    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
     return prepare_slices(inputs, kind=kind, options=options, as_of=as_of)
 
 

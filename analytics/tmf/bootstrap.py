@@ -13,6 +13,8 @@ from analytics import stats
 from analytics.tmf.model import (
     BOOT_GRID_POINTS,
     Acceptance,
+    factorize_ids,
+    ids_in,
     row_costs,
     rows_where,
     upper_hull,
@@ -91,24 +93,25 @@ def replicates(
     n_replicates: int,
     slice_name: str,
     cur: pd.DataFrame | None = None,
+    runs: pd.DataFrame | None = None,
 ) -> Replicates | None:
     """Resample the tasks of ``rows`` (one seeded draw for all runs) and find every replicate's points and frontier.
 
     Only runs of ``points`` that are agents with a cost and a finite performance take part; None when no row is
-    left.
+    left. ``runs``: the run details when ``rows`` has only their ``run_code``.
     """
     usable = points[(points["kind"] != "human") & points["has_cost"]]
     usable = usable[np.isfinite(usable["performance"].to_numpy(dtype=float))]
-    rows = rows_where(rows, rows["run_id"].isin(usable["run_id"]))
+    rows = rows_where(rows, ids_in(rows, "run_id", usable["run_id"]))
     if rows.empty:
         return None
-    cost, _ = row_costs(rows, cost_source=cost_source, cur=cur)
+    cost, _ = row_costs(rows, cost_source=cost_source, cur=cur, runs=runs)
     x = cost if axis == "cost" else rows["latency_s"].to_numpy(dtype=float)
     y = rows["c"].to_numpy(dtype=float) / rows["n"].to_numpy(dtype=float)
     if performance == "mean_score":
         y = rows["score"].to_numpy(dtype=float)
-    t_codes, t_ids = pd.factorize(rows["task_id"])
-    r_codes, r_ids = pd.factorize(rows["run_id"])
+    t_codes, t_ids = factorize_ids(rows, "task_id")
+    r_codes, r_ids = factorize_ids(rows, "run_id")
     mx, my = (np.full((len(t_ids), len(r_ids)), np.nan) for _ in range(2))
     mx[t_codes, r_codes], my[t_codes, r_codes] = x, y
     weights = stats.resample_weights(len(t_ids), stats.stable_rng(seed, "tmf-boot", slice_name), n_boot=n_replicates)

@@ -12,23 +12,83 @@ import pandas as pd
 
 from analytics import compare
 from analytics.sqlfiles import load_sql
-from analytics.tmf.model import TmfError
-from store import ALL_RUNS, RunFilter, query_df, with_run_filter
+from analytics.tmf.model import TmfError, factorize_ids, first_rows, run_values, slice_names, slice_tasks
+from store import ALL_RUNS, QueryError, RunFilter, query_df, query_rows, with_run_filter
 
 
 @dataclass(frozen=True)
 class TmfInputs:
-    """What the TMF analysis reads: per (run, task) rows and the stored IRT abilities (may be empty)."""
+    """What the TMF analysis reads: per (run, task) rows and the stored IRT abilities (may be empty).
+
+    ``runs``: the run details (``RUN_COLUMNS`` and ``is_baseline``) once per run, in the order of the rows'
+    ``run_code``, when the rows hold only the run id and that code (as ``load`` gives them: 867k rows at 10M
+    attempts for 13 runs); None when every row holds its run's details (a frame built by hand).
+    """
 
     benchmark: str
     tasks: pd.DataFrame
     abilities: pd.DataFrame
+    runs: pd.DataFrame | None = None
+
+    def with_details(self) -> pd.DataFrame:
+        """The rows with their run's details in every row (``attach_details``'s frame and column order, plus the
+        code columns): ``tasks`` itself when it holds them."""
+        if self.runs is None:
+            return self.tasks
+        at = self.tasks["run_code"].to_numpy()
+        out: dict[str, object] = {"run_id": self.tasks["run_id"]}
+        for col in self.runs.columns.drop("run_id"):
+            out[col] = self.runs[col].take(at).reset_index(drop=True)
+        for col in self.tasks.columns.drop("run_id"):
+            out[col] = self.tasks[col]
+        return pd.DataFrame(out)
 
     @cached_property
     def task_table(self) -> pd.DataFrame:
         """One row per task present in ``tasks`` (task_id, level, category, human_minutes): what the human
         baseline reads, without going through every (run, task) row again for each slice and period."""
-        return self.tasks.loc[~self.tasks["task_id"].duplicated(), ["task_id", "level", "category", "human_minutes"]]
+        if "task_code" in self.tasks:  # each task's first row, as ``~duplicated()`` keeps it, from its code
+            first = np.zeros(len(self.tasks), dtype=bool)
+            first[first_rows(factorize_ids(self.tasks, "task_id")[0])] = True
+        else:
+            first = ~self.tasks["task_id"].duplicated().to_numpy(dtype=bool)
+        return self.tasks.loc[first, ["task_id", "level", "category", "human_minutes"]]
+
+    @cached_property
+    def _values(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Per slice kind asked for so far, ``pd.factorize`` of its column (codes, values): made once."""
+        return {}
+
+    def _coded(self, kind: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """``pd.factorize(tasks[kind])`` when the column is text (as the database gives it), else None."""
+        if kind not in ("level", "category") or self.tasks[kind].dtype != object:
+            return None
+        if kind not in self._values:
+            codes, values = pd.factorize(self.tasks[kind].to_numpy())
+            self._values[kind] = (codes, np.asarray(values, dtype=object))
+        return self._values[kind]
+
+    def slice(self, slice_name: str | None) -> pd.DataFrame:
+        """``slice_tasks(self.tasks, slice_name)``: the same rows, found from the slice column's codes (one
+        comparison per value instead of one per row)."""
+        kind, _, value = (slice_name or "").partition("=")
+        coded = self._coded(kind) if value else None
+        if coded is None:
+            return slice_tasks(self.tasks, slice_name)
+        codes, values = coded
+        hit = np.append(np.array([bool(v == value) for v in values], dtype=bool), False)  # code -1: no value
+        return self.tasks[hit[codes]]
+
+    def slice_names(self, kind: str) -> list[str]:
+        """``slice_names(self.tasks, kind)``, from the column's codes."""
+        coded = self._coded(kind)
+        if coded is None:
+            return slice_names(self.with_details(), kind)
+        codes, values = coded
+        run_kind = run_values(self.tasks, "kind", self.runs)
+        agent = np.asarray(run_kind != "human", dtype=bool) & (codes >= 0)
+        present = np.flatnonzero(np.bincount(codes[agent], minlength=len(values)))
+        return [f"{kind}={v}" for v in sorted({str(v) for v in values[present]})]
 
 
 RUN_COLUMNS = [
@@ -46,9 +106,10 @@ RUN_COLUMNS = [
 TASK_COLUMNS = ["task_id", "level", "category", "human_minutes"]
 
 
-def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> TmfInputs:
+def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS, *, with_abilities: bool = True) -> TmfInputs:
     """Per (run, task) rows of the filter's benchmark (human runs always included, whatever agents it names) and its
-    newest IRT abilities.
+    newest IRT abilities (without ``with_abilities``: none read, an empty frame, for an analysis that is not of
+    IRT abilities and so never reads them).
 
     Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
 
@@ -59,19 +120,74 @@ def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> Tm
     if benchmark is None:
         raise TmfError("a Tech-Market-Fit analysis is of one benchmark: the run filter names none")
     params = dataclasses.replace(run_filter, with_humans=True).params()
-    outcomes = query_df(con, load_sql("tmf_run_tasks"), params)
     runs = query_df(
         con,
         with_run_filter(
-            f"""
-        SELECT {", ".join(RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline FROM runs r
-        WHERE r.benchmark = $benchmark AND $run_filter
-        ORDER BY r.eval_date NULLS LAST, r.agent, r.run_id"""
+            f"SELECT {', '.join(RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline"
+            f" FROM runs r {_RUNS_WHERE} ORDER BY {_RUN_ORDER}"
         ),
         params,
     )
-    tasks = query_df(con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ?", [benchmark])
-    return TmfInputs(benchmark, attach_details(outcomes, runs, tasks), irt_abilities(con, benchmark=benchmark))
+    tasks = query_df(
+        con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ? ORDER BY task_id", [benchmark]
+    )
+    outcomes = _query_columns(con, _coded(load_sql("tmf_run_tasks")), params)
+    abilities = irt_abilities(con, benchmark=benchmark) if with_abilities else pd.DataFrame(columns=ABILITY_COLUMNS)
+    return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks, run_details=False), abilities, runs)
+
+
+ABILITY_COLUMNS = ["subject", "agent", "agent_version", "ability", "ability_lo", "ability_hi", "fit_key"]
+
+
+def _query_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> dict[str, np.ndarray]:
+    """The columns of one parameterised statement as arrays, as ``query_df`` gives them (NULL: NaN in a number
+    column, None in a text one), without a DataFrame in between: the rows' frame is built once, by
+    ``details_by_code`` (a frame of 867k rows costs a copy of every column at 10M attempts).
+
+    Raises:
+        QueryError: the statement failed (with its SQL and parameters).
+    """
+    try:
+        arrays = con.execute(sql, params).fetchnumpy()
+    except duckdb.Error as exc:
+        raise QueryError(str(exc), sql, params) from exc
+    out = {}
+    for name, values in arrays.items():
+        if isinstance(values, np.ma.MaskedArray):
+            kind = values.dtype.kind
+            values = np.ma.filled(
+                values.astype(float if kind in "iufb" else object), np.nan if kind in "iufb" else None
+            )
+        out[name] = np.asarray(values)
+    return out
+
+
+_RUNS_WHERE = "WHERE r.benchmark = $benchmark AND $run_filter"
+
+
+_RUN_ORDER = "r.eval_date NULLS LAST, r.agent, r.run_id"
+
+
+def _coded(rows_sql: str) -> str:
+    """``rows_sql`` (the per (run, task) rows, ``tmf_run_tasks.sql``) with, instead of the run id, the run's row in
+    the runs read (``run_at``, in their order: date, agent, run id) and the task's row in the tasks read by task id
+    (``task_at``, -1 for a task the benchmark does not list), rows in the runs' order then by task id: what
+    ``attach_details`` gave, without turning every row's run id into a Python string and looking it up."""
+    return with_run_filter(
+        f"""
+        WITH runs_at AS (
+            SELECT r.run_id, row_number() OVER (ORDER BY {_RUN_ORDER}) - 1 AS run_at FROM runs r {_RUNS_WHERE}
+        ),
+        tasks_at AS (
+            SELECT task_id, row_number() OVER (ORDER BY task_id) - 1 AS task_at FROM tasks WHERE benchmark = $benchmark
+        )
+        SELECT r.run_at, coalesce(t.task_at, -1) AS task_at, s.* EXCLUDE (run_id)
+        FROM ({rows_sql}
+        ) s
+        JOIN runs_at r USING (run_id)
+        LEFT JOIN tasks_at t ON t.task_id = s.task_id
+        ORDER BY r.run_at, s.task_id"""
+    )
 
 
 def attach_details(outcomes: pd.DataFrame, runs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
@@ -95,6 +211,36 @@ def attach_details(outcomes: pd.DataFrame, runs: pd.DataFrame, tasks: pd.DataFra
     return pd.DataFrame(out)
 
 
+def details_by_code(
+    outcomes: pd.DataFrame | dict[str, np.ndarray],
+    runs: pd.DataFrame,
+    tasks: pd.DataFrame,
+    *,
+    run_details: bool = True,
+) -> pd.DataFrame:
+    """``attach_details`` of rows that name their run and task by position (``run_at`` in ``runs``, ``task_at`` in
+    ``tasks``, -1 for none), already in the runs' order: the same frame, plus the integer columns ``run_code`` (the
+    run's position) and ``task_code`` (the task's, when every row's task is listed) that the analysis uses instead of
+    hashing the ids of every row again. Without ``run_details`` the rows hold the run id and ``run_code`` only
+    (``TmfInputs.runs`` holds the details once per run)."""
+    run_at = np.asarray(outcomes["run_at"], dtype=np.int64)
+    task_at = np.asarray(outcomes["task_at"], dtype=np.int64)
+    out: dict[str, object] = {}
+    for col in RUN_COLUMNS + [c for c in ("is_baseline",) if c in runs] if run_details else ["run_id"]:
+        out[col] = runs[col].take(run_at).reset_index(drop=True)
+    out["task_id"] = outcomes["task_id"]
+    for col in TASK_COLUMNS[1:]:
+        values = tasks[col] if len(tasks) else pd.Series([None], dtype=tasks[col].dtype)
+        out[col] = values.take(np.maximum(task_at, 0)).reset_index(drop=True).where(task_at >= 0, None)
+    for col in outcomes:
+        if col not in ("run_at", "task_at", "task_id"):
+            out[col] = outcomes[col]
+    out["run_code"] = run_at
+    if (task_at >= 0).all():
+        out["task_code"] = task_at
+    return pd.DataFrame(out)
+
+
 def irt_abilities(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
     """Abilities of the newest IRT fit of ``benchmark`` (subject = agent + ' ' + version), or an empty frame."""
     return query_df(
@@ -108,5 +254,13 @@ def irt_abilities(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataF
 
 
 def has_irt_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> bool:
-    """True when a stored IRT fit gives abilities for ``benchmark``."""
-    return not irt_abilities(con, benchmark=benchmark).empty
+    """True when a stored IRT fit gives abilities for ``benchmark`` (``irt_abilities`` is not empty), asked without
+    reading the abilities."""
+    rows = query_rows(
+        con,
+        """
+        WITH newest AS (SELECT fit_key FROM irt_fits WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1)
+        SELECT EXISTS (SELECT 1 FROM irt_abilities JOIN newest USING (fit_key))""",
+        [benchmark],
+    )
+    return bool(rows[0][0])

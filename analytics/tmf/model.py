@@ -65,6 +65,66 @@ def rows_where(frame: pd.DataFrame, mask: np.ndarray | pd.Series) -> pd.DataFram
     return frame if keep.all() else frame[keep]
 
 
+CODE_COLUMNS = {"run_id": "run_code", "task_id": "task_code"}  # integer columns ``load`` adds: one id per code
+
+
+def factorize_ids(rows: pd.DataFrame, id_col: str) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize(rows[id_col])``: codes in order of first appearance and the ids (the same codes and ids),
+    from the row's integer code (``CODE_COLUMNS``, one id per code) when ``rows`` has it, which hashes integers
+    instead of every row's text."""
+    code_col = CODE_COLUMNS.get(id_col)
+    if code_col is None or code_col not in rows:
+        codes, uniques = pd.factorize(rows[id_col])
+        return codes, uniques
+    codes, _ = pd.factorize(rows[code_col].to_numpy())
+    ids = rows[id_col]
+    return codes, pd.Index(ids.to_numpy()[first_rows(codes)], dtype=ids.dtype)
+
+
+def first_rows(codes: np.ndarray) -> np.ndarray:
+    """The first row of every code of ``codes`` (codes 0..k-1 in order of first appearance, as ``pd.factorize``
+    gives them): ``np.unique(codes, return_index=True)[1]`` without a sort."""
+    if codes.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    # a code appears for the first time exactly where it exceeds every code before it
+    before = np.maximum.accumulate(codes)[:-1]
+    return np.flatnonzero(codes > np.concatenate([[-1], before]))
+
+
+def last_rows(codes: np.ndarray) -> np.ndarray:
+    """The last row of every code of ``codes`` (codes 0..k-1, each present), in code order: what
+    ``np.maximum.at(last, codes, np.arange(codes.size))`` leaves in ``last``, without a ufunc call per row."""
+    order = stable_order(codes)
+    ends = np.flatnonzero(codes[order][1:] != codes[order][:-1])  # the last of each code's run in code order
+    return order[np.append(ends, codes.size - 1)] if codes.size else np.zeros(0, dtype=np.intp)
+
+
+def stable_order(codes: np.ndarray) -> np.ndarray:
+    """``np.argsort(codes, kind="stable")``; the identity when the codes never decrease (rows grouped by run, as
+    ``load`` gives them)."""
+    if codes.size == 0 or bool((codes[1:] >= codes[:-1]).all()):
+        return np.arange(codes.size)
+    return np.argsort(codes, kind="stable")
+
+
+def ids_in(rows: pd.DataFrame, id_col: str, ids: object) -> np.ndarray:
+    """``rows[id_col].isin(ids)`` as a boolean array, one lookup per distinct id when ``rows`` has its code."""
+    code_col = CODE_COLUMNS.get(id_col)
+    if code_col is None or code_col not in rows:
+        return rows[id_col].isin(ids).to_numpy(dtype=bool)  # type: ignore[arg-type]
+    codes, uniques = factorize_ids(rows, id_col)
+    wanted = pd.Index(uniques).isin(ids)  # type: ignore[arg-type]
+    return np.asarray(wanted, dtype=bool)[codes] if codes.size else np.zeros(0, dtype=bool)
+
+
+def run_values(rows: pd.DataFrame, col: str, runs: pd.DataFrame | None = None) -> np.ndarray:
+    """Per row of ``rows``, its run's ``col``: the row's own column when it has one (a frame built by hand), else
+    the run's in ``runs`` (``load``'s runs, by the row's ``run_code``: run details are kept once per run)."""
+    if col in rows or runs is None:
+        return rows[col].to_numpy()
+    return runs[col].to_numpy()[rows["run_code"].to_numpy()]
+
+
 def slice_tasks(tasks: pd.DataFrame, slice_name: str | None) -> pd.DataFrame:
     """Rows of one slice: ``all`` (or None), ``level=L3`` or ``category=creative``."""
     if not slice_name or slice_name == "all":
@@ -84,11 +144,15 @@ def slice_names(tasks: pd.DataFrame, kind: str) -> list[str]:
     return [f"{kind}={v}" for v in sorted(values)]
 
 
-def current_prices(tasks: pd.DataFrame) -> pd.DataFrame:
-    """Per run, the prices of the newest run of the same family (agent when no family) that has prices."""
-    runs = tasks.drop_duplicates("run_id")[
-        ["run_id", "agent", "family", "eval_date", "price_input_per_mtok", "price_output_per_mtok"]
-    ].copy()
+def current_prices(tasks: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per run, the prices of the newest run of the same family (agent when no family) that has prices (``runs``:
+    the run details when ``tasks`` has only their ``run_code``)."""
+    first = first_rows(factorize_ids(tasks, "run_id")[0])  # ``drop_duplicates("run_id")``'s rows
+    columns = ["run_id", "agent", "family", "eval_date", "price_input_per_mtok", "price_output_per_mtok"]
+    if runs is not None and not set(columns) <= set(tasks.columns):
+        runs = runs.iloc[tasks["run_code"].to_numpy()[first]][columns].copy()
+    else:
+        runs = tasks.iloc[first][columns].copy()
     runs["group"] = runs["family"].fillna(runs["agent"]).astype(str)
     priced = runs.dropna(subset=["price_input_per_mtok", "price_output_per_mtok"])
     priced = priced.sort_values(["eval_date", "run_id"], na_position="first").groupby("group").tail(1)
@@ -97,7 +161,9 @@ def current_prices(tasks: pd.DataFrame) -> pd.DataFrame:
     return runs[["run_id", "group"]].join(cur, on="group").drop(columns="group")
 
 
-def row_costs(tasks: pd.DataFrame, *, cost_source: str, cur: pd.DataFrame | None) -> tuple[np.ndarray, np.ndarray]:
+def row_costs(
+    tasks: pd.DataFrame, *, cost_source: str, cur: pd.DataFrame | None, runs: pd.DataFrame | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Cost per (run, task) row (USD) and, per row, whether its run was repriced.
 
     ``logged`` is ``cost_usd``; ``tokens`` is tokens x the run's prices (NaN without tokens or prices). With
@@ -116,14 +182,15 @@ def row_costs(tasks: pd.DataFrame, *, cost_source: str, cur: pd.DataFrame | None
         cost = tasks["cost_usd"].to_numpy(dtype=float)
     else:
         cost = priced(
-            tasks["price_input_per_mtok"].to_numpy(dtype=float), tasks["price_output_per_mtok"].to_numpy(dtype=float)
+            run_values(tasks, "price_input_per_mtok", runs).astype(float),
+            run_values(tasks, "price_output_per_mtok", runs).astype(float),
         )
     repriced = np.zeros(len(tasks), dtype=bool)
     if cur is not None:
-        at = cur.reindex(tasks["run_id"])
-        p_in = at["cur_price_in"].to_numpy(dtype=float)
-        new = priced(p_in, at["cur_price_out"].to_numpy(dtype=float))
-        codes = pd.factorize(tasks["run_id"])[0]
+        codes, run_ids = factorize_ids(tasks, "run_id")
+        at = cur.reindex(run_ids)  # one lookup per run, then each row takes its run's
+        p_in = at["cur_price_in"].to_numpy(dtype=float)[codes]
+        new = priced(p_in, at["cur_price_out"].to_numpy(dtype=float)[codes])
         run_has = np.bincount(codes, weights=np.isfinite(new) & np.isfinite(p_in)) > 0
         repriced = run_has[codes]
         cost = np.where(repriced, new, cost)
@@ -148,7 +215,7 @@ def _bootstrap_by_size(
     does not depend on the other runs), computed for all of them at once (``stats.bootstrap_mean_cis``).
     """
     out = np.full((n_runs, len(series), 2), np.nan)
-    order = np.argsort(codes, kind="stable")
+    order = stable_order(codes)
     sizes = np.bincount(codes, minlength=n_runs)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     for size in np.unique(sizes[sizes > 0]):
@@ -193,6 +260,7 @@ def run_points(
     abilities: pd.DataFrame | None = None,
     seed: int = 0,
     n_boot: int = 500,
+    runs: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per run (human runs included, ``kind`` tells them apart) with performance, cost, latency, CIs.
 
@@ -207,6 +275,7 @@ def run_points(
         abilities: ``irt_abilities`` rows.
         seed: bootstrap seed; a run's draw depends on it and on the run's number of tasks only.
         n_boot: bootstrap resamples.
+        runs: the run details (``load``'s) when ``tasks`` has only their ``run_code``.
     """
     if performance not in PERFORMANCES:
         raise TmfError(f"performance {performance!r}: expected one of {', '.join(PERFORMANCES)}")
@@ -214,20 +283,21 @@ def run_points(
         raise TmfError(f"cost source {cost_source!r}: expected one of {', '.join(COST_SOURCES)}")
     if tasks.empty:
         return pd.DataFrame(columns=POINT_COLUMNS)
-    codes, run_ids = pd.factorize(tasks["run_id"])  # runs in order of first appearance
+    codes, run_ids = factorize_ids(tasks, "run_id")  # runs in order of first appearance
     n_runs = len(run_ids)
-    cur = current_prices(tasks).set_index("run_id") if is_repriced else None
-    cost, repriced = row_costs(tasks, cost_source=cost_source, cur=cur)
+    cur = current_prices(tasks, runs).set_index("run_id") if is_repriced else None
+    cost, repriced = row_costs(tasks, cost_source=cost_source, cur=cur, runs=runs)
     latency = tasks["latency_s"].to_numpy(dtype=float)
     rate = tasks["c"].to_numpy(dtype=float) / tasks["n"].to_numpy(dtype=float)
     score = tasks["score"].to_numpy(dtype=float)
     by_score = performance != "pass@1"
     series = [cost, latency, score] if by_score else [cost, latency]
     cis = _bootstrap_by_size(codes, series, n_runs, seed=seed, n_boot=n_boot)
-    first = np.unique(codes, return_index=True)[1]
+    first = first_rows(codes)
     n_tasks = np.bincount(codes, minlength=n_runs)
     out: dict[str, Any] = {
-        col: tasks[col].to_numpy()[first] for col in ("run_id", "agent", "agent_version", "family", "kind", "eval_date")
+        col: run_values(tasks, col, runs)[first]
+        for col in ("run_id", "agent", "agent_version", "family", "kind", "eval_date")
     }
     out["n_tasks"] = n_tasks
     if by_score:
@@ -235,7 +305,7 @@ def run_points(
         out["perf_lo"], out["perf_hi"] = cis[:, 2, 0], cis[:, 2, 1]
     else:
         p = np.bincount(codes, weights=rate, minlength=n_runs) / n_tasks
-        order = np.argsort(codes, kind="stable")
+        order = stable_order(codes)
         per_run = np.split(order, np.cumsum(n_tasks)[:-1])
         samples = tasks["n"].to_numpy(dtype=float)
         # the leaderboard's Pass@1 interval: Wilson with the task-clustered effective sample size

@@ -1,0 +1,237 @@
+"""The TMF page's work without what grows with its (run, task) rows (issue 33): the rows read with their run's and
+task's position instead of their ids' text, and the analysis on integer codes, give the same results as the
+rows' details attached by id and the analysis hashing ids (the path a hand-built frame still takes).
+
+On the demo store and on a generated one: the rows of ``load`` equal ``attach_details`` of the three reads of
+before, and every analysis of the page (overall with its bootstrap, every period, the level and category slices)
+is the same, value for value, with and without the code columns, for Pass@1, the mean score with repricing from
+tokens and the hull, and the latency axis with a human time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analytics import compare, tmf
+from analytics.sqlfiles import load_sql
+from analytics.tmf.analysis import PreparedOverview, slice_rows
+from analytics.tmf.model import CODE_COLUMNS, factorize_ids, first_rows, ids_in, last_rows, stable_order
+from store import RunFilter, query_df, query_rows, reader, with_run_filter
+from tests.test_aggregates import assert_same
+
+tmf_load = importlib.import_module("analytics.tmf.load")  # the module (``tmf.load`` is its function)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+OPTIONS = (
+    tmf.TmfOptions(n_replicates=60, n_boot=60),
+    tmf.TmfOptions(
+        performance="mean_score", cost_source="tokens", is_repriced=True, supply="hull", n_replicates=60, n_boot=60
+    ),
+    tmf.TmfOptions(axis="latency", human_minutes=7.0, n_replicates=60, n_boot=60),
+)
+
+
+def rows_by_id(con: object, run_filter: RunFilter) -> pd.DataFrame:
+    """The rows as ``load`` built them before: three reads, the details attached by id (``attach_details``)."""
+    params = dataclasses.replace(run_filter, with_humans=True).params()
+    outcomes = query_df(con, load_sql("tmf_run_tasks"), params)  # type: ignore[arg-type]
+    runs = query_df(
+        con,  # type: ignore[arg-type]
+        with_run_filter(
+            f"""SELECT {", ".join(tmf.RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline FROM runs r
+            WHERE r.benchmark = $benchmark AND $run_filter ORDER BY r.eval_date NULLS LAST, r.agent, r.run_id"""
+        ),
+        params,
+    )
+    tasks = query_df(
+        con,  # type: ignore[arg-type]
+        f"SELECT {', '.join(tmf.TASK_COLUMNS)} FROM tasks WHERE benchmark = ?",
+        [run_filter.benchmark],
+    )
+    return tmf.attach_details(outcomes, runs, tasks)
+
+
+def page_analyses(inputs: tmf.TmfInputs, opt: tmf.TmfOptions) -> tuple[tmf.Overview, ...]:
+    """Everything the page computes from the rows (and the category slices), for ``opt``."""
+    sliced = slice_rows(inputs)
+    prepared = PreparedOverview(
+        tmf.prepare(inputs, options=opt.supply_side(), sliced=sliced),
+        tuple(tmf.prepare_periods(inputs, options=opt.supply_side(), freq="quarter", sliced=sliced)),
+        {kind: tmf.prepare_slices(inputs, kind=kind, options=opt.supply_side()) for kind in ("level", "category")},
+    )
+    return (tmf.finish_overview(prepared, opt),)
+
+
+def check_slices(inputs: tmf.TmfInputs) -> None:
+    """The slices, their names and the task table from codes equal those of the frame functions."""
+    rows = inputs.with_details()
+    assert_same(inputs.task_table, rows.loc[~rows["task_id"].duplicated(), tmf.TASK_COLUMNS])
+    for kind in ("level", "category"):
+        names = inputs.slice_names(kind)
+        assert names == tmf.slice_names(rows, kind)
+        values = rows[kind].dropna().astype(str).unique().tolist()
+        for name in [*names, *(f"{kind}={v}" for v in values), f"{kind}=absent", "all"]:
+            assert_same(inputs.slice(name), tmf.slice_tasks(inputs.tasks, name), name)
+    with pytest.raises(tmf.TmfError):
+        inputs.slice("level=")
+
+
+def check_store(db: str | Path) -> int:
+    """Compare both ways on every benchmark of ``db``; the number of (run, task) rows compared."""
+    n_rows = 0
+    with reader(db) as con:
+        benchmarks = [r[0] for r in query_rows(con, "SELECT benchmark FROM benchmarks ORDER BY 1")]
+        for bench in benchmarks:
+            rf = RunFilter(benchmark=bench)
+            inputs = tmf.load(con, rf)
+            plain = inputs.with_details().drop(columns=[c for c in CODE_COLUMNS.values() if c in inputs.tasks])
+            assert_same(plain, rows_by_id(con, rf), f"{bench} rows")
+            assert inputs.runs is not None and "kind" not in inputs.tasks  # run details once per run
+            assert "run_code" in inputs.tasks
+            n_rows += len(plain)
+            by_id = tmf.TmfInputs(bench, plain, inputs.abilities)
+            check_slices(inputs)
+            for opt in OPTIONS:
+                assert_same(page_analyses(inputs, opt), page_analyses(by_id, opt), f"{bench} {opt}")
+    return n_rows
+
+
+def test_demo_analyses_are_the_same_on_codes_and_on_ids(demo_db: Path) -> None:
+    assert check_store(demo_db) > 0
+
+
+@pytest.fixture(scope="module")
+def generated_store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A small generated local lake (bench/gen_logs.py: 8 runs over 2 benchmarks, 3,000 attempts)."""
+    from ingest.pipeline import ingest_paths
+
+    out = tmp_path_factory.mktemp("gen")
+    subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "gen_logs.py"), "--attempts", "3000", "--runs", "8"]
+        + ["--benchmarks", "2", "--out", str(out / "logs"), "--seed", "5"],
+        check=True,
+        capture_output=True,
+    )
+    db = f"ducklake:sqlite:{out / 'gen.lake'}"
+    assert {r.outcome for r in ingest_paths(sorted((out / "logs").glob("*")), db=db, jobs=1)} == {"ingested"}
+    return db
+
+
+def test_generated_store_analyses_are_the_same_on_codes_and_on_ids(
+    generated_store: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    assert check_store(generated_store) > 0
+
+
+def test_a_task_the_benchmark_does_not_list_leaves_the_task_code_out() -> None:
+    """Rows naming a task missing from the tasks read get empty details and no ``task_code`` (not a code per task)."""
+    runs = pd.DataFrame({c: ["r1", "r2"] if c == "run_id" else [None, None] for c in tmf.RUN_COLUMNS})
+    tasks = pd.DataFrame({"task_id": ["a"], "level": ["L1"], "category": ["c"], "human_minutes": [3.0]})
+    outcomes = {
+        "run_at": np.array([0, 0, 1]),
+        "task_at": np.array([0, -1, 0]),
+        "task_id": np.array(["a", "zz", "a"], dtype=object),
+        "n": np.array([1, 1, 1]),
+    }
+    rows = tmf_load.details_by_code(outcomes, runs, tasks)
+    assert "task_code" not in rows and rows["run_code"].tolist() == [0, 0, 1]
+    assert rows["run_id"].tolist() == ["r1", "r1", "r2"]
+    assert rows["level"].tolist() == ["L1", None, "L1"] and np.isnan(rows["human_minutes"][1])
+
+
+def test_code_helpers_equal_pandas_on_random_rows() -> None:
+    """``factorize_ids``, ``ids_in``, ``first_rows`` and ``stable_order`` against pandas and numpy, with and
+    without the code column, on rows in any order."""
+    rng = np.random.default_rng(4)
+    for trial in range(30):
+        n = int(rng.integers(0, 60))
+        codes = rng.integers(0, 7, n)
+        if trial % 2:
+            codes = np.sort(codes)
+        names = np.array([f"run-{c}" for c in range(7)], dtype=object)
+        rows = pd.DataFrame({"run_id": names[codes], "run_code": codes})
+        want_codes, want_ids = pd.factorize(rows["run_id"])
+        for frame in (rows, rows[["run_id"]]):
+            got_codes, got_ids = factorize_ids(frame, "run_id")
+            np.testing.assert_array_equal(got_codes, want_codes)
+            pd.testing.assert_index_equal(got_ids, want_ids)
+            wanted = {"run-1", "run-4", "other"}
+            np.testing.assert_array_equal(ids_in(frame, "run_id", wanted), rows["run_id"].isin(wanted).to_numpy())
+        np.testing.assert_array_equal(first_rows(want_codes), np.unique(want_codes, return_index=True)[1])
+        last = np.full(len(want_ids), -1, dtype=np.int64)
+        np.maximum.at(last, want_codes, np.arange(n))
+        np.testing.assert_array_equal(last_rows(want_codes), last)
+        np.testing.assert_array_equal(stable_order(codes), np.argsort(codes, kind="stable"))
+
+
+def test_the_irt_check_and_an_analysis_without_abilities_read_the_same(demo_db: Path) -> None:
+    """``has_irt_fit`` asks without reading the abilities and says what ``irt_abilities`` being non-empty says
+    (no fit; a newest fit without abilities; one with); the page's analysis of Pass@1 reads no abilities and is the
+    same as with them read; the IRT analysis still reads them."""
+    from store import writer
+
+    bench = "ad-bench"
+    rf = RunFilter(benchmark=bench)
+
+    def agrees() -> bool:
+        with reader(demo_db) as con:
+            has = tmf.has_irt_fit(con, benchmark=bench)
+            assert has == (not tmf.irt_abilities(con, benchmark=bench).empty)
+            return has
+
+    assert not agrees()
+    with reader(demo_db) as con:
+        agent, version = query_rows(con, "SELECT agent, agent_version FROM runs WHERE benchmark = ? LIMIT 1", [bench])[
+            0
+        ]
+    with writer(demo_db) as con:
+        con.execute(
+            "INSERT INTO irt_fits VALUES ('k-old', ?, '1pl', NULL, TIMESTAMP '2026-01-01', 1, 0, NULL)", [bench]
+        )
+        con.execute(
+            "INSERT INTO irt_abilities (fit_key, subject, agent, agent_version, ability, ability_lo, ability_hi)"
+            " VALUES ('k-old', ?, ?, ?, 0.5, 0.1, 0.9)",
+            [f"{agent} {version}".strip(), agent, version],
+        )
+    assert agrees()
+    with writer(demo_db) as con:  # a newer fit without abilities hides the older one
+        con.execute(
+            "INSERT INTO irt_fits VALUES ('k-new', ?, '1pl', NULL, TIMESTAMP '2026-02-01', 1, 0, NULL)", [bench]
+        )
+    assert not agrees()
+    with writer(demo_db) as con:
+        con.execute(
+            "INSERT INTO irt_abilities (fit_key, subject, agent, agent_version, ability, ability_lo, ability_hi)"
+            " VALUES ('k-new', ?, ?, ?, 1.5, 1.0, 2.0)",
+            [f"{agent} {version}".strip(), agent, version],
+        )
+    assert agrees()
+    with reader(demo_db) as con:
+        without = tmf.load(con, rf, with_abilities=False)
+        full = tmf.load(con, rf)
+        assert without.abilities.empty and list(without.abilities.columns) == list(full.abilities.columns)
+        assert len(full.abilities) == 1
+        opt = tmf.TmfOptions(n_replicates=40, n_boot=40)
+        assert_same(
+            tmf.overview(con, rf, options=opt),
+            tmf.finish_overview(
+                PreparedOverview(
+                    tmf.prepare(full, options=opt),
+                    tuple(tmf.prepare_periods(full, options=opt)),
+                    {"level": tmf.prepare_slices(full, kind="level", options=opt)},
+                ),
+                opt,
+            ),
+        )
+        irt = tmf.overview(con, rf, options=tmf.TmfOptions(performance="irt"))
+        assert irt.overall is not None and np.isfinite(irt.overall.points["performance"]).sum() >= 1
