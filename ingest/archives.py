@@ -39,7 +39,7 @@ from ingest.pipeline import (
     _duplicate,
     _memory_available,
     choose_format,
-    commit_prepared,
+    commit_fresh,
     out_of_memory,
     prepare_file,
 )
@@ -251,16 +251,11 @@ def ingest_archive(
             n_members += 1
             prepared = prepare_member(loc, stream, known.copy(), fmt=fmt, spill_dir=spill_dir, options=options)
             try:
-                result = commit_prepared(con, prepared, known, is_demo=is_demo)
+                result = commit_fresh(con, prepared, known, is_demo=is_demo)
             except IngestError as exc:
                 result = FileResult(loc, fmt, "failed", error=exc)
             except MemoryError:  # while writing: the transaction rolled back, the next member goes on
                 result = FileResult(loc, fmt, "failed", error=out_of_memory(loc))
-            finally:
-                if prepared.bundle is not None:
-                    prepared.bundle.release()
-            if result is None:  # cannot happen: validated against the database itself
-                raise RuntimeError(f"{loc}: validated against the current database, yet inconsistent with it")
             yield result
     except IngestError as exc:
         yield FileResult(str(path), fmt, "failed", error=exc)

@@ -292,13 +292,22 @@ def ingest_file(
     """
     known = load_known(con) if known is None else known
     prepared = prepare_file(path, known.copy(), fmt=fmt, progress=progress, spill_dir=spill_dir, **options)
+    return commit_fresh(con, prepared, known, is_demo=is_demo)
+
+
+def commit_fresh(con: duckdb.DuckDBPyConnection, prepared: Prepared, known: Known, *, is_demo: bool) -> FileResult:
+    """``commit_prepared`` of a file prepared against the current ``known``, its parts released whatever happens.
+
+    Raises:
+        IngestError: the prepared file is invalid.
+    """
     try:
         result = commit_prepared(con, prepared, known, is_demo=is_demo)
     finally:
         if prepared.bundle is not None:
             prepared.bundle.release()
     if result is None:  # cannot happen: validated against the database itself
-        raise RuntimeError(f"{path}: validated against the current database, yet inconsistent with it")
+        raise RuntimeError(f"{prepared.path}: validated against the current database, yet inconsistent with it")
     return result
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,15 @@ def own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     folder = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("RUNLENS_STATE_DIR", str(folder))
     return folder
+
+
+@pytest.fixture
+def spill_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The system temporary folder, here a fresh one: spilled parts go under it and must be gone afterwards."""
+    root = tmp_path / "tmp"
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    return root
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import tarfile
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -17,15 +16,6 @@ from ingest import archives, native, pipeline, safezip
 from ingest.pipeline import ingest_paths
 from tests.test_ingest_chunks import snapshot
 from tests.test_ingest_parallel import lines, mixed_batch, outcomes
-
-
-@pytest.fixture
-def spill_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The system temporary folder, here a fresh one: spilled parts go under it and must be gone afterwards."""
-    root = tmp_path / "tmp"
-    root.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(root))
-    return root
 
 
 def pack(archive: Path, files: list[Path], root: Path) -> Path:

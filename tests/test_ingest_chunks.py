@@ -4,7 +4,6 @@ the same setting as in production, ``ingest.pipeline.CHUNK_BYTES``) so that smal
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import duckdb
@@ -25,15 +24,6 @@ ALL_TABLES = {**TABLES, "ratings": "SELECT * FROM ratings ORDER BY ALL", "runs":
 def snapshot(db: Path) -> dict[str, list[tuple]]:
     with duckdb.connect(str(db), read_only=True) as con:
         return {name: con.execute(sql).fetchall() for name, sql in ALL_TABLES.items()}
-
-
-@pytest.fixture
-def spill_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The system temporary folder, here a fresh one: spilled parts go under it and must be gone afterwards."""
-    root = tmp_path / "tmp"
-    root.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(root))
-    return root
 
 
 def rated_log(folder: Path) -> Path:

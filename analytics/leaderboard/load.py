@@ -4,6 +4,8 @@ pass threshold. The only module of ``analytics.leaderboard`` that queries (the r
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -63,14 +65,17 @@ def _coded_read(
     return pd.DataFrame(columns, index=rows.index), rows["task_ix"].to_numpy(dtype=np.int64)
 
 
+class OutcomeOptions(TypedDict, total=False):
+    """The keywords of ``task_outcomes`` and ``coded_task_outcomes`` (see ``task_outcomes``)."""
+
+    runs: pd.DataFrame | None
+    exclude_errored: bool
+    scorer: str | None
+    threshold: float | None
+
+
 def task_outcomes(
-    con: duckdb.DuckDBPyConnection,
-    run_filter: RunFilter = ALL_RUNS,
-    *,
-    runs: pd.DataFrame | None = None,
-    exclude_errored: bool = False,
-    scorer: str | None = None,
-    threshold: float | None = None,
+    con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS, **options: Unpack[OutcomeOptions]
 ) -> pd.DataFrame:
     """One row per (run, task), ordered by run and task: samples, successes, mean score, tool calls, cost, and
     the task's level and category. ``scorer`` reads that scorer's values (``analytics.scorers``; ``threshold``
@@ -82,9 +87,7 @@ def task_outcomes(
     leaves errored attempts (status ``crashed``) out, as Inspect's accuracy does; by default they count as
     failures.
     """
-    return coded_task_outcomes(
-        con, run_filter, runs=runs, exclude_errored=exclude_errored, scorer=scorer, threshold=threshold
-    )[0]
+    return coded_task_outcomes(con, run_filter, **options)[0]
 
 
 def coded_task_outcomes(
