@@ -25,8 +25,9 @@ def own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 
 
 @pytest.fixture
-def spill_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The system temporary folder, here a fresh one: spilled parts go under it and must be gone afterwards."""
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The system temporary folder, private to this test: what a test leaves there (spilled parts, uploads) is its
+    own, and must be gone afterwards."""
     root = tmp_path / "tmp"
     root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(root))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -12,15 +11,6 @@ import pytest
 from ingest import upload_worker as uw
 from tests.adapter_helpers import rows
 from tests.conftest import FIXTURES
-
-
-@pytest.fixture
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The system temp directory, private to this test (so leftovers of other tests do not count)."""
-    folder = tmp_path / "systmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
 
 
 @pytest.mark.parametrize(

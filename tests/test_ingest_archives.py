@@ -44,7 +44,7 @@ def located(results: list, archive: Path, root: Path) -> list[tuple[str, str, st
 def test_an_archive_over_the_limits_gives_what_its_members_give(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    spill_root: Path,
+    private_tmp: Path,
     suffix: str,
 ) -> None:
     files = mixed_batch(tmp_path / "logs")
@@ -64,13 +64,13 @@ def test_an_archive_over_the_limits_gives_what_its_members_give(
     # a member's content hash is the file's: the files on disk add nothing to the store the archive filled
     again = ingest_paths(files, db=tmp_path / "packed.duckdb", jobs=1)
     assert [r.outcome for r in again] == ["failed" if r.outcome == "failed" else "duplicate" for r in plain]
-    assert list(spill_root.iterdir()) == []
+    assert list(private_tmp.iterdir()) == []
 
 
 def test_a_record_over_the_limit_in_a_member_is_refused_at_its_line(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    spill_root: Path,
+    private_tmp: Path,
 ) -> None:
     monkeypatch.setattr(native, "MAX_LINE_BYTES", 5000)
     monkeypatch.setattr(pipeline, "CHUNK_BYTES", 1024)

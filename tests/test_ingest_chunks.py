@@ -65,7 +65,7 @@ def rated_log(folder: Path) -> Path:
 
 
 def test_parts_give_the_same_database_and_outcomes_as_whole_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spill_root: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path
 ) -> None:
     files = [*mixed_batch(tmp_path / "logs"), rated_log(tmp_path / "logs" / "r")]
     whole = ingest_paths(files, db=tmp_path / "whole.duckdb", jobs=1)
@@ -81,11 +81,11 @@ def test_parts_give_the_same_database_and_outcomes_as_whole_files(
     assert len(expected["ratings"]) == 3 and len(expected["texts"]) > 1
     assert snapshot(tmp_path / "parts.duckdb") == expected
     assert snapshot(tmp_path / "workers.duckdb") == expected
-    assert list(spill_root.iterdir()) == []  # every spilled part removed
+    assert list(private_tmp.iterdir()) == []  # every spilled part removed
 
 
 def test_a_file_read_whole_and_the_same_in_parts_are_one_content(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spill_root: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path
 ) -> None:
     files = generate(tmp_path / "logs", n_attempts=200, n_runs=2, seed=5)
     db = tmp_path / "db.duckdb"
@@ -96,7 +96,7 @@ def test_a_file_read_whole_and_the_same_in_parts_are_one_content(
 
 
 def test_problems_in_parts_are_those_of_the_whole_file_and_nothing_is_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spill_root: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path
 ) -> None:
     good = generate(tmp_path / "gen", n_attempts=120, n_runs=1, seed=2)[0].read_bytes().splitlines(keepends=True)
     bad = list(good)
@@ -114,7 +114,7 @@ def test_problems_in_parts_are_those_of_the_whole_file_and_nothing_is_written(
     assert f"{path}:6: -: invalid JSON" in text and f"{path}:61: score:" in text and f"{path}:{len(bad)}: " in text
     with duckdb.connect(str(tmp_path / "parts.duckdb"), read_only=True) as con:
         assert con.execute("SELECT (SELECT count(*) FROM attempts) + (SELECT count(*) FROM runs)").fetchall() == [(0,)]
-    assert list(spill_root.iterdir()) == []
+    assert list(private_tmp.iterdir()) == []
 
 
 def test_a_line_over_the_record_limit_is_skipped_unread_in_parts(
@@ -144,7 +144,7 @@ def test_a_blank_large_file_is_refused_as_empty(tmp_path: Path, monkeypatch: pyt
 
 
 def test_a_full_disk_refuses_a_large_file_with_the_reason(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spill_root: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path
 ) -> None:
     files = generate(tmp_path / "logs", n_attempts=100, n_runs=1, seed=4)
     monkeypatch.setattr(pipeline, "CHUNK_BYTES", 2048)
