@@ -6,7 +6,9 @@ when the work ends, but a process killed with SIGKILL (an out-of-memory kill, a 
 time) deletes nothing. Each folder's name therefore carries its owner's process id and start time
 (``runlens-ingest-p<pid>-s<start>-<random>``), and the next ingest or upload removes those whose owner is gone:
 no process has that id, or the process with that id started at another time (the id was reused). The start time
-is the kernel's (``/proc/<pid>/stat``); where there is none, a folder is kept while a process has its id.
+is the kernel's (``/proc/<pid>/stat``); where there is none, a folder is kept while a process has its id. Process
+ids are those of this machine's (or container's) process table: processes sharing a temporary folder across process
+namespaces would see each other's folders as orphans, so give each its own ``TMPDIR``.
 Folders named before owners were recorded are removed when older than a day, as before.
 """
 
@@ -44,6 +46,8 @@ def start_token(pid: int) -> str | None:
 
 
 def _exists(pid: int) -> bool:
+    if os.name == "nt":  # signal 0 is CTRL_C_EVENT there, not a probe: never send it; the folder is kept
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
