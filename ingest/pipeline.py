@@ -12,7 +12,6 @@ import json
 import multiprocessing
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -27,6 +26,7 @@ from ingest.errors import IngestError, ProblemCollector
 from ingest.formats import ARCHIVE_SUFFIXES, FORMATS, Format, detect_format, is_archive, parse_with, walk_suffixes
 from ingest.known import load_known
 from ingest.records import DEFINITION_TABLES, Bundle, Known, Normaliser, definition_key
+from ingest.tempdirs import SPILL_PREFIX, owned_temporary_folder, remove_orphans
 from store import Location, RunlensError, writer
 from store.ingest_writer import write_bundle
 
@@ -535,9 +535,9 @@ def ingest_paths(
     n_jobs = ingest_jobs(files, jobs)
     results: list[FileResult] = []
     is_short = sum(_size(f) for f in files) <= SHORT_SESSION_MAX_BYTES
-    # where validated rows wait for the writer (workers' files, large files' parts); made only when some will
+    remove_orphans(SPILL_PREFIX)  # the spill folders of killed ingests (ingest.tempdirs)
     spills = n_jobs > 1 or any(_size(f) > CHUNK_BYTES or is_archive(f) for f in files)
-    spill_folder = tempfile.TemporaryDirectory(prefix="runlens-ingest-") if spills else contextlib.nullcontext(None)
+    spill_folder = owned_temporary_folder(SPILL_PREFIX) if spills else contextlib.nullcontext(None)
     with spill_folder as spill_dir, writer(db, short_session=is_short) as con:
         # Written blocks are on disk already: a small buffer pool only means less cached, and keeps a long
         # ingest's memory flat (measured at 1M attempts: 3.7 GB for this process at DuckDB's default, 1.3 GB here).

@@ -7,7 +7,9 @@ as ``python -m ingest`` (its size limit, the archive budget, DuckDB's memory lim
 address-space limit covering Python, Arrow and DuckDB and a CPU-time limit, in one of the server's bounded worker
 slots (``ingest.workers``), and is killed when its time is up. The files are written under safe names (``..`` or ``a/b`` cannot name
 anything outside) into a fresh ``runlens-upload-*`` folder that is deleted when the call returns, whatever
-happens, so no upload stays on disk after the preview or the ingest.
+happens, so no upload stays on disk after the preview or the ingest; the folder is named after the server process,
+and one left by a killed server is removed at the next upload (``ingest.tempdirs``), as is the spill folder of a
+worker killed mid-ingest (at the next ingest).
 """
 
 from __future__ import annotations
@@ -20,21 +22,19 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ingest import workers
+from ingest import tempdirs, workers
 from ingest.workers import WORKER_MEMORY_BYTES
 from store import PROJECT_ROOT, Location, RunlensError, reader, resolve_db_path
 
 TEMP_PREFIX = "runlens-upload-"
 DUCKDB_HEADROOM_BYTES = 640 * 1024**2  # what the worker's interpreter and records take beside DuckDB's buffers
-STALE_AFTER_S = 24 * 3600  # a folder this old was left by a killed server: removed at the next upload
+STALE_AFTER_S = tempdirs.LEGACY_STALE_AFTER_S  # a folder without its owner in its name, this old: removed
 
 
 WORKER_WAIT_S = 20.0  # how long a preview or ingest queues for a worker slot and memory (ingest.workers)
@@ -96,7 +96,7 @@ def staged(files: Sequence[Upload]) -> Iterator[list[Path]]:
     the upload in the server's memory (``getvalue()`` made one per file, per preview and per ingest).
     """
     remove_stale()
-    folder = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+    folder = Path(tempdirs.owned_folder(TEMP_PREFIX))  # named after this process (ingest.tempdirs)
     try:
         taken: set[str] = set()
         paths = []
@@ -115,17 +115,9 @@ def staged(files: Sequence[Upload]) -> Iterator[list[Path]]:
 
 
 def remove_stale(*, now: float | None = None) -> int:
-    """Delete ``runlens-upload-*`` folders older than a day (left by a killed server); return how many."""
-    now = time.time() if now is None else now
-    n = 0
-    for folder in Path(tempfile.gettempdir()).glob(TEMP_PREFIX + "*"):
-        try:
-            if folder.is_dir() and now - folder.stat().st_mtime > STALE_AFTER_S:
-                shutil.rmtree(folder, ignore_errors=True)
-                n += 1
-        except OSError:
-            continue  # another server removed it meanwhile
-    return n
+    """Delete the ``runlens-upload-*`` folders of servers that are gone (killed), and those without an owner in their
+    name older than a day; return how many (``ingest.tempdirs.remove_orphans``)."""
+    return tempdirs.remove_orphans(TEMP_PREFIX, now=now)
 
 
 def preview_uploads(

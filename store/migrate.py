@@ -1,4 +1,4 @@
-"""The schema's versions: migrations in data/migrations applied in order, each in its own transaction."""
+"""The schema's versions: migrations in data/migrations applied in order, the pending ones in one transaction."""
 
 from __future__ import annotations
 
@@ -31,29 +31,32 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
-    """Apply pending migrations, each in its own transaction; return the resulting version.
+    """Apply pending migrations in order, all of them in one transaction; return the resulting version.
+
+    One transaction, not one per migration: a new store (ten migrations) pays for one commit instead of ten (on a
+    lake each commit writes catalog rows and snapshots: 2.5 CPU s for a fresh local lake in ten, once per ingest
+    into a new store), and a store is never left between two versions; a failing migration leaves the store at
+    the version it had. ``meta`` records each migration's name and the version reached.
 
     On a DuckLake (store/lake.py) the constraints it cannot hold are left out of the DDL (``lake_ddl``); the
     writer keeps them and ``python -m analytics doctor`` checks them on both stores.
     """
     from store.lake import is_lake_connection
 
-    on_lake = is_lake_connection(con)
     current = schema_version(con)
-    for version, name, sql in migrations():
-        if version <= current:
-            continue
-        with transaction(con):
+    pending = [(version, name, sql) for version, name, sql in migrations() if version > current]
+    if not pending:
+        return current
+    on_lake = is_lake_connection(con)
+    applied = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with transaction(con):
+        for _, _, sql in pending:
             con.execute(lake_ddl(sql) if on_lake else sql)
-            set_meta(
-                con,
-                {
-                    "schema_version": str(version),
-                    f"migration:{name}": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                },
-            )
-        current = version
-    return current
+        set_meta(
+            con,
+            {"schema_version": str(pending[-1][0]), **{f"migration:{name}": applied for _, name, _ in pending}},
+        )
+    return pending[-1][0]
 
 
 def set_meta(con: duckdb.DuckDBPyConnection, values: dict[str, str]) -> None:

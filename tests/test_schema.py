@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import duckdb
+import pytest
 
 import store as rdb
+
+migrate_module = importlib.import_module("store.migrate")  # the module (``store.migrate`` is also its function)
 
 
 def catalog(con: duckdb.DuckDBPyConnection) -> list[tuple]:
@@ -45,3 +49,26 @@ def test_writer_publishes_a_read_snapshot(tmp_path: Path) -> None:
     assert rdb.snapshot_path(path).exists()
     with rdb.reader(path) as con:
         assert con.execute("SELECT value FROM meta WHERE key = 'probe'").fetchall() == [("yes",)]
+
+
+def test_pending_migrations_go_in_together_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """All pending migrations are one transaction: when the last one fails, the store keeps the version it had and
+    none of the earlier pending migrations' tables; without it, they all go in."""
+    con = duckdb.connect(str(tmp_path / "x.duckdb"))
+    real = rdb.migrations()
+    early = [m for m in real if m[0] <= 3]
+    monkeypatch.setattr(migrate_module, "migrations", lambda: early)
+    assert rdb.migrate(con) == 3
+    broken = [*real, (real[-1][0] + 1, "999_broken", "CREATE TABLE later_table (x INTEGER); SELECT * FROM no_table;")]
+    monkeypatch.setattr(migrate_module, "migrations", lambda: broken)
+    with pytest.raises(duckdb.CatalogException, match="no_table"):
+        rdb.migrate(con)
+    assert rdb.schema_version(con) == 3
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert "reviews" not in tables and "later_table" not in tables  # 004's table, and the broken one's
+    keys = {r[0] for r in con.execute("SELECT key FROM meta WHERE key LIKE 'migration:%'").fetchall()}
+    assert keys == {f"migration:{name}" for _, name, _ in early}
+    monkeypatch.setattr(migrate_module, "migrations", lambda: real)
+    assert rdb.migrate(con) == rdb.latest_version() == rdb.schema_version(con)
+    keys = {r[0] for r in con.execute("SELECT key FROM meta WHERE key LIKE 'migration:%'").fetchall()}
+    assert keys == {f"migration:{name}" for _, name, _ in real}

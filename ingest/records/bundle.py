@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from ingest.records.fields import RUN_FIELDS, TASK_FIELDS
+from ingest.tempdirs import SPILL_PREFIX, owned_folder
 
 
 def _columns(*names: str) -> dict[str, list[Any]]:
@@ -75,7 +76,8 @@ class Bundle:
             raise ValueError("a re-scored log is not written in parts")  # its updates read every attempt at once
         tables = self.freeze()
         if self.spill_dir is None:
-            self.spill_dir = tempfile.mkdtemp(prefix="runlens-ingest-", dir=parent)
+            # in the system's temporary folder, named after this process (removed by the next ingest if it is killed)
+            self.spill_dir = tempfile.mkdtemp(prefix="file-", dir=parent) if parent else owned_folder(SPILL_PREFIX)
         part = os.path.join(self.spill_dir, f"part-{len(self.spilled):05d}")
         try:
             os.mkdir(part)

@@ -1,0 +1,108 @@
+"""Temporary folders named after the process that owns them, so that one left by a killed process is removed.
+
+An ingest keeps the validated parts of large files (and its workers' files) in a ``runlens-ingest-*`` folder of
+the system's temporary folder; the Upload page copies uploads to a ``runlens-upload-*`` folder. Both are deleted
+when the work ends, but a process killed with SIGKILL (an out-of-memory kill, a CI timeout, a worker past its
+time) deletes nothing. Each folder's name therefore carries its owner's process id and start time
+(``runlens-ingest-p<pid>-s<start>-<random>``), and the next ingest or upload removes those whose owner is gone:
+no process has that id, or the process with that id started at another time (the id was reused). The start time
+is the kernel's (``/proc/<pid>/stat``); where there is none, a folder is kept while a process has its id. Process
+ids are those of this machine's (or container's) process table: processes sharing a temporary folder across process
+namespaces would see each other's folders as orphans, so give each its own ``TMPDIR``.
+Folders named before owners were recorded are removed when older than a day, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+SPILL_PREFIX = "runlens-ingest-"  # an ingest's folder of validated parts waiting for the writer
+LEGACY_STALE_AFTER_S = 24 * 3600  # a folder without an owner in its name, this old, was left by a killed process
+_OWNED = re.compile(r"p(\d+)-s(\w+)-")
+
+
+def start_token(pid: int) -> str | None:
+    """The start time of process ``pid`` as the kernel counts it (clock ticks since boot), as text; ``"na"`` where
+    the system does not say (no ``/proc``) and the process exists; None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except FileNotFoundError:
+        if os.path.isdir("/proc/self"):
+            return None  # a /proc without this process: it is gone
+        return "na" if _exists(pid) else None
+    except OSError:
+        return "na" if _exists(pid) else None
+    # the command name (field 2) is in parentheses and may hold spaces or parentheses: count after the last ")"
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return fields[19].decode() if len(fields) > 19 else "na"
+
+
+def _exists(pid: int) -> bool:
+    if os.name == "nt":  # signal 0 is CTRL_C_EVENT there, not a probe: never send it; the folder is kept
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # (PermissionError) another user's process
+        return True
+    return True
+
+
+def owner_alive(pid: int, start: str) -> bool:
+    """Whether the process that made a folder named with ``pid`` and ``start`` still runs."""
+    now = start_token(pid)
+    if now is None:
+        return False
+    return start == "na" or now == "na" or now == start
+
+
+def owned_folder(prefix: str, parent: str | os.PathLike[str] | None = None) -> str:
+    """Make a new folder ``<prefix>p<pid>-s<start>-<random>`` under ``parent`` (the system's temporary folder when
+    None) and return its path; the caller removes it when done."""
+    pid = os.getpid()
+    return tempfile.mkdtemp(prefix=f"{prefix}p{pid}-s{start_token(pid) or 'na'}-", dir=parent)
+
+
+def remove_orphans(prefix: str, *, now: float | None = None, parent: str | os.PathLike[str] | None = None) -> int:
+    """Remove the ``prefix*`` folders of the temporary folder whose owner is gone (see the module's docstring), and
+    those without an owner in their name older than a day; only this user's folders. Return how many."""
+    now = time.time() if now is None else now
+    root = Path(parent if parent is not None else tempfile.gettempdir())
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    n = 0
+    for folder in root.glob(prefix + "*"):
+        try:
+            info = folder.lstat()
+            if not folder.is_dir() or folder.is_symlink() or (uid is not None and info.st_uid != uid):
+                continue
+            owned = _OWNED.match(folder.name[len(prefix) :])
+            if owned is not None:
+                if owner_alive(int(owned.group(1)), owned.group(2)):
+                    continue
+            elif now - info.st_mtime <= LEGACY_STALE_AFTER_S:
+                continue
+        except OSError:
+            continue  # removed by another process meanwhile
+        shutil.rmtree(folder, ignore_errors=True)
+        n += not folder.exists()
+    return n
+
+
+@contextlib.contextmanager
+def owned_temporary_folder(prefix: str) -> Iterator[str]:
+    """A new owned folder in the system's temporary folder, deleted on exit (``remove_orphans`` removes those of
+    killed owners)."""
+    folder = owned_folder(prefix)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
