@@ -105,6 +105,14 @@ def test_hourly_rate_input_changes_the_human_cost(fixture_db: Path, monkeypatch:
 def test_page_on_demo_small_multiples_and_periods(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_tmf(demo_db, monkeypatch, "ad-bench")
     assert re.match(r"Stage [123]", metrics(at)["TMF stage"])
+    assert len(charts(at)) == 1  # the first view: the main chart; the small multiples and the movie wait closed
+    assert [e.label for e in at.get("expander")][-3:-1] == [
+        "By level or category",
+        "Over time: a movie, not a photograph",
+    ]
+    at.session_state["tmf_multi_open"] = True
+    at.session_state["tmf_movie_open"] = True
+    rerun(at)
     figs = charts(at)
     assert len(figs) >= 3  # main chart, small multiples, movie
     titles = [a["text"] for a in figs[1]["layout"]["annotations"]]

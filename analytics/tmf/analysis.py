@@ -31,6 +31,7 @@ from analytics.tmf.model import (
     TmfError,
     Value,
     current_prices,
+    factorize_ids,
     first_rows,
     human_baseline,
     ids_in,
@@ -572,6 +573,9 @@ class Overview:
     overall: TmfResult | None
     movie: tuple[tuple[str, TmfResult], ...]
     by_kind: dict[str, tuple[TmfResult, ...]] = field(default_factory=dict)
+    periods: tuple[
+        str, ...
+    ] = ()  # the movie's period labels, oldest first (also without the movie: ``prepare_current``)
 
 
 @dataclass(frozen=True)
@@ -582,6 +586,7 @@ class PreparedOverview:
     overall: Supply | None
     movie: tuple[tuple[str, Supply], ...]
     by_kind: dict[str, tuple[Supply, ...]] = field(default_factory=dict)
+    periods: tuple[str, ...] = ()  # the movie's period labels, oldest first
 
 
 def overview(
@@ -616,11 +621,68 @@ def prepare_overview(
     if inputs.tasks.empty:
         return PreparedOverview(None, ())
     sliced = slice_rows(inputs)  # every run's rows: made once for the analysis and its periods
+    movie = tuple(prepare_periods(inputs, options=options, freq=freq, sliced=sliced))
     return PreparedOverview(
         prepare(inputs, options=options, sliced=sliced),
-        tuple(prepare_periods(inputs, options=options, freq=freq, sliced=sliced)),
+        movie,
         {kind: prepare_slices(inputs, kind=kind, options=options) for kind in slice_kinds},
+        tuple(label for label, _ in movie),
     )
+
+
+def prepare_current(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    options: TmfOptions | None = None,
+    freq: str = "quarter",
+) -> PreparedOverview:
+    """What the page shows first: ``prepare_overview``'s overall analysis (with its bootstrap) and its period
+    labels (``period_labels``), without the analysis of every period (``prepare_movie``) and of every slice
+    (``prepare_slice_results``), which the page prepares only when they are asked for. The same overall analysis
+    and labels as ``prepare_overview``."""
+    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
+    if inputs.tasks.empty:
+        return PreparedOverview(None, ())
+    return PreparedOverview(prepare(inputs, options=options), (), {}, tuple(period_labels(inputs, freq)))
+
+
+def prepare_movie(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    options: TmfOptions | None = None,
+    freq: str = "quarter",
+) -> tuple[tuple[str, Supply], ...]:
+    """``prepare_overview``'s movie (the analysis as of the end of every period) on its own."""
+    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
+    if inputs.tasks.empty:
+        return ()
+    return tuple(prepare_periods(inputs, options=options, freq=freq))
+
+
+def finish_movie(
+    movie: tuple[tuple[str, Supply], ...], options: TmfOptions | None = None
+) -> tuple[tuple[str, TmfResult], ...]:
+    """``finish`` of every period of ``prepare_movie``."""
+    return tuple((label, finish(supply, options)) for label, supply in movie)
+
+
+def period_labels(inputs: TmfInputs, freq: str = "quarter") -> list[str]:
+    """The labels of ``prepare_periods(inputs, freq=freq)`` (every period with a dated agent run), from the runs'
+    dates alone: nothing is analysed."""
+    if freq not in PERIODS:
+        raise TmfError(f"period {freq!r}: expected one of {', '.join(PERIODS)}")
+    rows = inputs.tasks
+    if inputs.runs is None or "run_code" not in rows:  # a frame built by hand: the runs' first rows
+        first = first_rows(factorize_ids(rows, "run_id")[0])
+        kind, date = rows["kind"].to_numpy()[first], rows["eval_date"].to_numpy()[first]
+    else:  # the runs that have a row, by their code (``load`` groups the rows by run)
+        present = np.unique(rows["run_code"].to_numpy())
+        kind = inputs.runs["kind"].to_numpy()[present]
+        date = inputs.runs["eval_date"].to_numpy()[present]
+    dates = pd.to_datetime(pd.Series(date[np.asarray(kind != "human", dtype=bool)], dtype=object)).dropna()
+    return [str(per) for per in sorted(dates.dt.to_period(PERIODS[freq]).unique())]
 
 
 def finish_overview(prepared: PreparedOverview, options: TmfOptions | None = None) -> Overview:
@@ -629,8 +691,9 @@ def finish_overview(prepared: PreparedOverview, options: TmfOptions | None = Non
         return Overview(None, ())
     return Overview(
         finish(prepared.overall, options),
-        tuple((label, finish(supply, options)) for label, supply in prepared.movie),
+        finish_movie(prepared.movie, options),
         {kind: finish_slices(supplies, options) for kind, supplies in prepared.by_kind.items()},
+        prepared.periods,
     )
 
 
