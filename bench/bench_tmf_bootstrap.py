@@ -120,7 +120,7 @@ def profile_db(db: Path, benchmark: str | None, top: int) -> dict[str, object]:
     import io
     import pstats
 
-    from analytics.tmf.analysis import PreparedOverview
+    from analytics.tmf.overview import PreparedOverview
     from store import reader
 
     def page(con, bench: str, steps: dict[str, object], *, deferred: bool = True) -> None:  # noqa: ANN001

@@ -22,8 +22,9 @@ import pytest
 
 from analytics import compare, tmf
 from analytics.sqlfiles import load_sql
-from analytics.tmf.analysis import PreparedOverview, slice_rows
+from analytics.tmf.analysis import slice_rows
 from analytics.tmf.model import CODE_COLUMNS, factorize_ids, first_rows, ids_in, last_rows, stable_order
+from analytics.tmf.overview import PreparedOverview
 from store import RunFilter, query_df, query_rows, reader, with_run_filter
 from tests.test_aggregates import assert_same
 
