@@ -8,9 +8,11 @@ bootstrap's cost. 6,700 tasks x 50 runs is the shape of one benchmark of the 1M-
 *--db*: ``tmf.overview`` (what the TMF page computes on its first render: overall with the bootstrap, the period
 movie without, the level small multiples with) on a real database, timed twice (the second from a warm process,
 not from Streamlit's cache, which the page adds on top).
-*--profile N*: instead, where the page's first render spends its seconds: each step of ``tmf.prepare_overview`` and
-``finish_overview`` timed on its own (the stored IRT fit's check, the read, the overall analysis with its bootstrap,
-the periods, the level slices, the human and market), then ``cProfile``'s N most expensive functions of the whole.
+*--profile N*: instead, where the page's first render spends its seconds: each step of its first view
+(``tmf.prepare_current`` and ``finish_overview``) timed on its own (the stored IRT fit's check, the read, the overall
+analysis with its bootstrap, the period labels, the human and market; ``first`` is their sum), then ``cProfile``'s N
+most expensive functions of the first view, then the steps the page defers until asked (every period, the level
+slices).
 Wall and CPU (process) time are both printed; on a shared machine wall time is inflated by other processes.
 """
 
@@ -118,10 +120,10 @@ def profile_db(db: Path, benchmark: str | None, top: int) -> dict[str, object]:
     import io
     import pstats
 
-    from analytics.tmf.analysis import PreparedOverview, slice_rows
+    from analytics.tmf.overview import PreparedOverview
     from store import reader
 
-    def page(con, bench: str, steps: dict[str, object]) -> None:  # noqa: ANN001 - a connection
+    def page(con, bench: str, steps: dict[str, object], *, deferred: bool = True) -> None:  # noqa: ANN001
         rf, opt = RunFilter(benchmark=bench), tmf.TmfOptions()
 
         def step(name: str, fn, *args, **kwargs):  # noqa: ANN001, ANN202
@@ -129,13 +131,15 @@ def profile_db(db: Path, benchmark: str | None, top: int) -> dict[str, object]:
             steps[name] = {"wall_s": wall, "cpu_s": cpu}
             return out
 
+        # the first view (``tmf.prepare_current`` + ``finish_overview``), step by step
         step("has_irt_fit", tmf.has_irt_fit, con, benchmark=bench)
-        inputs = step("load", tmf.load, con, rf)
-        sliced = step("slice_rows", slice_rows, inputs)
-        overall = step("prepare overall (bootstrap)", tmf.prepare, inputs, options=opt, sliced=sliced)
-        movie = step("prepare_periods", tmf.prepare_periods, inputs, options=opt, sliced=sliced)
-        levels = step("prepare_slices level (bootstrap)", tmf.prepare_slices, inputs, kind="level", options=opt)
-        step("finish_overview", tmf.finish_overview, PreparedOverview(overall, tuple(movie), {"level": levels}), opt)
+        inputs = step("load", tmf.load, con, rf, with_abilities=False)
+        overall = step("prepare overall (bootstrap)", tmf.prepare, inputs, options=opt)
+        labels = step("period_labels", tmf.period_labels, inputs, "quarter")
+        step("finish_overview", tmf.finish_overview, PreparedOverview(overall, (), {}, tuple(labels)), opt)
+        if deferred:  # what the page prepares only when asked (an expander opened, an earlier period picked)
+            step("deferred: prepare_periods", tmf.prepare_periods, inputs, options=opt)
+            step("deferred: prepare_slices level (bootstrap)", tmf.prepare_slices, inputs, kind="level", options=opt)
 
     with reader(db) as con:
         bench = benchmark or catalog.default_benchmark(con)
@@ -143,12 +147,15 @@ def profile_db(db: Path, benchmark: str | None, top: int) -> dict[str, object]:
             raise SystemExit(f"{db}: no benchmark to profile")
         steps: dict[str, object] = {}
         wall, cpu = time.perf_counter(), time.process_time()
-        page(con, bench, steps)
+        page(con, bench, steps, deferred=False)
         total = {"wall_s": round(time.perf_counter() - wall, 3), "cpu_s": round(time.process_time() - cpu, 3)}
         prof = cProfile.Profile()
         prof.enable()
-        page(con, bench, {})
+        page(con, bench, {}, deferred=False)
         prof.disable()
+        later: dict[str, object] = {}
+        page(con, bench, later)  # the deferred steps, timed after the first view's
+        steps.update({k: v for k, v in later.items() if k.startswith("deferred")})
     text = io.StringIO()
     pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(top)
     print(text.getvalue(), file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from pathlib import Path
@@ -78,7 +79,7 @@ def test_page_on_fixture_shows_stage_value_and_chart(fixture_db: Path, monkeypat
 def test_hourly_rate_input_changes_the_human_cost(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A new rate finishes the prepared analysis again without reading the data: the page shows a fresh
     analysis's figures at that rate, and the tasks were read once."""
-    from analytics.tmf import analysis
+    analysis = importlib.import_module("analytics.tmf.overview")  # the module the page's views read through
 
     reads: list[RunFilter] = []
     load = analysis.load
@@ -105,6 +106,14 @@ def test_hourly_rate_input_changes_the_human_cost(fixture_db: Path, monkeypatch:
 def test_page_on_demo_small_multiples_and_periods(demo_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_tmf(demo_db, monkeypatch, "ad-bench")
     assert re.match(r"Stage [123]", metrics(at)["TMF stage"])
+    assert len(charts(at)) == 1  # the first view: the main chart; the small multiples and the movie wait closed
+    assert [e.label for e in at.get("expander")][-3:-1] == [
+        "By level or category",
+        "Over time: a movie, not a photograph",
+    ]
+    at.session_state["tmf_multi_open"] = True
+    at.session_state["tmf_movie_open"] = True
+    rerun(at)
     figs = charts(at)
     assert len(figs) >= 3  # main chart, small multiples, movie
     titles = [a["text"] for a in figs[1]["layout"]["annotations"]]

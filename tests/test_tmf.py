@@ -672,3 +672,44 @@ def test_the_runs_table_writes_every_cost_with_the_same_decimals(fixture_db) -> 
     shown = tmf.runs_display(tmf.points_table(res), res)
     decimals = [len(d) for cell in shown["Cost per task [95% CI]"] for d in re.findall(r"\$[\d,]+(?:\.(\d+))?", cell)]
     assert len(decimals) >= 2 and len(set(decimals)) == 1, list(shown["Cost per task [95% CI]"])
+
+
+@pytest.mark.parametrize("store", ["demo_db", "generated_store"])
+def test_the_first_view_and_the_movie_on_demand_equal_the_overview(store: str, request: pytest.FixtureRequest) -> None:
+    """The page's first view (``prepare_current``: the overall analysis and the period labels) and the movie it
+    prepares when asked (``prepare_movie``) give exactly the overview's analyses and labels, for every period kind,
+    on the demo and on a generated store."""
+    opt = tmf.TmfOptions(n_replicates=60)
+    seen = 0
+    with reader(request.getfixturevalue(store)) as con:
+        benchmarks = [r[0] for r in con.execute("SELECT benchmark FROM benchmarks ORDER BY 1").fetchall()]
+        for bench, freq in itertools.product(benchmarks, tmf.PERIODS):
+            run_filter = RunFilter(benchmark=bench)
+            view = tmf.overview(con, run_filter, options=opt, freq=freq)
+            first = tmf.finish_overview(tmf.prepare_current(con, run_filter, options=opt, freq=freq), opt)
+            movie = tmf.finish_movie(tmf.prepare_movie(con, run_filter, options=opt, freq=freq), opt)
+            if view.overall is None:
+                assert first.overall is None and movie == ()
+                continue
+            assert first.overall is not None and _canon(first.overall) == _canon(view.overall)
+            assert first.movie == () and first.by_kind == {}
+            assert first.periods == view.periods == tuple(label for label, _ in view.movie)
+            assert [(k, _canon(r)) for k, r in movie] == [(k, _canon(r)) for k, r in view.movie]
+            seen += len(view.movie) > 1
+    assert seen
+
+
+def test_period_labels_of_a_frame_built_by_hand_are_the_movies() -> None:
+    """Without ``load``'s run details (every row holds its run's), the labels come from the runs' first rows."""
+    rows = _market_rows(is_timed=True)
+    dates = ["2025-01-10", "2025-05-02", None, "2025-05-20"]
+    for i, run in enumerate(sorted({r["run_id"] for r in rows})):
+        for r in rows:
+            if r["run_id"] == run:
+                r["eval_date"] = dates[i % len(dates)]
+    inputs = _inputs(rows)
+    for freq in tmf.PERIODS:
+        want = [label for label, _ in tmf.prepare_periods(inputs, freq=freq)]
+        assert tmf.period_labels(inputs, freq) == want
+    with pytest.raises(tmf.TmfError):
+        tmf.period_labels(inputs, "week")

@@ -22,8 +22,9 @@ import pytest
 
 from analytics import compare, tmf
 from analytics.sqlfiles import load_sql
-from analytics.tmf.analysis import PreparedOverview, slice_rows
+from analytics.tmf.analysis import slice_rows
 from analytics.tmf.model import CODE_COLUMNS, factorize_ids, first_rows, ids_in, last_rows, stable_order
+from analytics.tmf.overview import PreparedOverview
 from store import RunFilter, query_df, query_rows, reader, with_run_filter
 from tests.test_aggregates import assert_same
 
@@ -222,16 +223,46 @@ def test_the_irt_check_and_an_analysis_without_abilities_read_the_same(demo_db: 
         assert without.abilities.empty and list(without.abilities.columns) == list(full.abilities.columns)
         assert len(full.abilities) == 1
         opt = tmf.TmfOptions(n_replicates=40, n_boot=40)
+        movie = tuple(tmf.prepare_periods(full, options=opt))
         assert_same(
             tmf.overview(con, rf, options=opt),
             tmf.finish_overview(
                 PreparedOverview(
                     tmf.prepare(full, options=opt),
-                    tuple(tmf.prepare_periods(full, options=opt)),
+                    movie,
                     {"level": tmf.prepare_slices(full, kind="level", options=opt)},
+                    tuple(label for label, _ in movie),
                 ),
                 opt,
             ),
         )
         irt = tmf.overview(con, rf, options=tmf.TmfOptions(performance="irt"))
         assert irt.overall is not None and np.isfinite(irt.overall.points["performance"]).sum() >= 1
+
+
+def test_rows_with_a_task_the_benchmark_does_not_list_come_in_task_id_order(demo_db: Path) -> None:
+    """``load`` orders the rows by the task's code, which is its id's order only when every task is listed: with a
+    task missing from the benchmark's tasks (taken out here by hand), the rows are read again in task id order
+    and keep that task's id: the same frame as the details attached by id."""
+    from store import writer
+
+    with reader(demo_db) as con:
+        bench, task = query_rows(
+            con,
+            "SELECT t.benchmark, min(t.task_id) FROM tasks t JOIN runs r USING (benchmark)"
+            " GROUP BY 1 ORDER BY count(DISTINCT r.run_id) DESC, 1 LIMIT 1",
+        )[0]
+        listed = tmf.load(con, RunFilter(benchmark=bench))
+    assert "task_code" in listed.tasks
+    with writer(demo_db) as con:
+        con.execute("DELETE FROM tasks WHERE benchmark = ? AND task_id = ?", [bench, task])
+    with reader(demo_db) as con:
+        rf = RunFilter(benchmark=bench)
+        inputs = tmf.load(con, rf)
+        rows = inputs.with_details()
+        assert "task_code" not in rows and task in set(rows["task_id"])
+        assert rows.loc[rows["task_id"] == task, "level"].isna().all()
+        assert_same(rows.drop(columns="run_code"), rows_by_id(con, rf), "rows")
+        # the task sorts first of the benchmark's ids: in task id order it leads every run's rows
+        firsts = rows.groupby("run_id", sort=False)["task_id"].first()
+        assert (firsts[rows.loc[rows["task_id"] == task, "run_id"].unique()] == task).all()

@@ -103,9 +103,11 @@ from_url([FREQ])
 freq = st.segmented_control("Period", list(tmf.PERIODS), key="tmf_freq") or "quarter"
 keep_in_url([FREQ])
 # what the runs give is prepared once per supply-side choice; a new rate, human figure or market curve only
-# finishes it again (``tmf.finish_overview``), without reading or resampling the tasks
+# finishes it again (``tmf.finish_overview``), without reading or resampling the tasks. The first view is the
+# overall analysis and the periods' labels; every period's analysis (the movie) and the small multiples are
+# prepared when asked for (an earlier period picked, an expander opened below)
 view = cached_then(
-    tmf.prepare_overview,
+    tmf.prepare_current,
     tmf.finish_overview,
     {"options": opt},
     run_filter=filters,
@@ -116,8 +118,23 @@ if view.overall is None:
     empty_state(
         f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
     )
-movie = list(view.movie)
-labels = [label for label, _ in movie] or ["all runs"]
+
+
+def the_movie() -> list[tuple[str, tmf.TmfResult]]:
+    """The analysis as of the end of every period (cached; prepared on the first call)."""
+    return list(
+        cached_then(
+            tmf.prepare_movie,
+            tmf.finish_movie,
+            {"options": opt},
+            run_filter=filters,
+            options=opt.supply_side(),
+            freq=freq,
+        )
+    )
+
+
+labels = list(view.periods) or ["all runs"]
 AS_OF = UrlField("tmf_period", "asof", labels[-1], choices=labels)
 if st.session_state.get("tmf_period") not in labels:  # the period kind changed: start at the newest period
     st.session_state.pop("tmf_period", None)
@@ -135,7 +152,7 @@ as_of_label = (
 keep_in_url([AS_OF])
 as_of = None if as_of_label in ("all runs", labels[-1]) else tmf.period_end(as_of_label, freq)
 # the newest period is the overall analysis, which carries the task bootstrap; earlier periods are estimates
-result = view.overall if as_of is None else (dict(movie).get(as_of_label) or view.overall)
+result = view.overall if as_of is None else (dict(the_movie()).get(as_of_label) or view.overall)
 
 val = result.value
 m1, m2, m3, m4 = st.columns([1.4, 1, 1, 1])  # "Stage 2 (100%)" whole at 1280 px
@@ -214,49 +231,55 @@ show_table(
     download=table,
 )
 
-st.subheader("By level or category")
-kind = st.segmented_control("Small multiples by", ["level", "category"], default="level", key="tmf_multi")
-multi = (
-    view.by_kind[kind or "level"]
-    if as_of is None and (kind or "level") in view.by_kind
-    else cached_then(
-        tmf.prepare_slice_results,
-        tmf.finish_slices,
-        {"options": opt},
-        run_filter=filters,
-        kind=kind or "level",
-        options=opt.supply_side(),
-        as_of=as_of,
-    )
-)
-if multi:
-    show_fig(
-        tmf.fig_small_multiples(multi),
-        key="tmf_multiples",
-        data=tmf.stage_table(multi),
-        name=f"tmf-{filters.benchmark}-by-{kind}",
-    )
-else:
-    st.caption(f"The tasks of {plain(filters.benchmark)} carry no {kind}.")
+with st.expander("By level or category", key="tmf_multi_open", on_change="rerun") as multi_box:
+    if multi_box.open:  # prepared only when opened (each slice has its own task bootstrap)
+        kind = st.segmented_control("Small multiples by", ["level", "category"], default="level", key="tmf_multi")
+        multi = cached_then(
+            tmf.prepare_slice_results,
+            tmf.finish_slices,
+            {"options": opt},
+            run_filter=filters,
+            kind=kind or "level",
+            options=opt.supply_side(),
+            as_of=as_of,
+        )
+        if multi:
+            show_fig(
+                tmf.fig_small_multiples(multi),
+                key="tmf_multiples",
+                data=tmf.stage_table(multi),
+                name=f"tmf-{filters.benchmark}-by-{kind}",
+            )
+        else:
+            st.caption(f"The tasks of {plain(filters.benchmark)} carry no {kind}.")
 
-st.subheader("Over time: a movie, not a photograph")
-show_fig(tmf.fig_movie(movie), key="tmf_movie", data=tmf.period_table(movie), name=f"tmf-{filters.benchmark}-movie")
-periods = tmf.period_table(movie)
-money = "usd" if result.unit == "USD" else "number"  # the latency axis measures seconds
-show_table(
-    periods,
-    [
-        Col("period", "Period"),
-        Col("n_runs", "Runs so far", "count"),
-        Col("stage", "Stage", "count"),
-        # short headers (their tooltips say "per task"), so the frontier's names read whole at 1280 px
-        Col("value_per_task", "AI value" + ("" if money == "usd" else " (s)"), money, help="AI value per task"),
-        Col("best_saving", "Best saving" + ("" if money == "usd" else " (s)"), money, help="Best saving per task"),
-        Col("frontier", "Frontier (cheapest first)", max_px=430),  # with the others, within 790 px
-    ],
-    key="tmf_periods",
-    name=f"tmf-{filters.benchmark}-periods",
-)
+with st.expander("Over time: a movie, not a photograph", key="tmf_movie_open", on_change="rerun") as movie_box:
+    if movie_box.open:  # every period's analysis, prepared only when opened
+        movie = the_movie()
+        show_fig(
+            tmf.fig_movie(movie), key="tmf_movie", data=tmf.period_table(movie), name=f"tmf-{filters.benchmark}-movie"
+        )
+        periods = tmf.period_table(movie)
+        money = "usd" if result.unit == "USD" else "number"  # the latency axis measures seconds
+        show_table(
+            periods,
+            [
+                Col("period", "Period"),
+                Col("n_runs", "Runs so far", "count"),
+                Col("stage", "Stage", "count"),
+                # short headers (their tooltips say "per task"), so the frontier's names read whole at 1280 px
+                Col("value_per_task", "AI value" + ("" if money == "usd" else " (s)"), money, help="AI value per task"),
+                Col(
+                    "best_saving",
+                    "Best saving" + ("" if money == "usd" else " (s)"),
+                    money,
+                    help="Best saving per task",
+                ),
+                Col("frontier", "Frontier (cheapest first)", max_px=430),  # with the others, within 790 px
+            ],
+            key="tmf_periods",
+            name=f"tmf-{filters.benchmark}-periods",
+        )
 
 st.subheader("Export for slides")
 st.caption("Every export prints the assumptions above" + (" and the demo-data caveat." if is_demo else "."))

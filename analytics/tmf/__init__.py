@@ -26,8 +26,9 @@ Definitions (also in docs/tmf.md and on the page):
       has prices, and recomputes cost from tokens; runs without tokens keep their logged cost.
 
 Modules by role: ``model`` (points, frontier, human, acceptance, value, stage), ``load`` (the only database
-reads), ``analysis`` (one analysis, its bootstrap, slices, periods), ``report`` (JSON, text, tables, captions)
-and ``figures`` (Plotly, and the exported chart and page). This package re-exports their public names:
+reads), ``analysis`` (one analysis, its bootstrap, slices, periods), ``overview`` (the page's views of a benchmark from
+one read: the overview, the first view, the movie, the slices), ``report`` (JSON, text, tables, captions) and
+``figures`` (Plotly, and the exported chart and page). This package re-exports their public names:
 ``from analytics import tmf``.
 """
 
@@ -35,8 +36,6 @@ from __future__ import annotations
 
 from analytics.tmf.analysis import (
     MARKET_OPTIONS,
-    Overview,
-    PreparedOverview,
     Supply,
     TmfOptions,
     TmfResult,
@@ -47,17 +46,12 @@ from analytics.tmf.analysis import (
     comparison_set,
     drop_baselines,
     finish,
-    finish_overview,
     finish_slices,
-    overview,
     period_end,
     period_table,
     prepare,
-    prepare_overview,
     prepare_periods,
-    prepare_slice_results,
     prepare_slices,
-    slice_results,
 )
 from analytics.tmf.bootstrap import Replicates, Uncertainty
 from analytics.tmf.figures import (
@@ -111,6 +105,19 @@ from analytics.tmf.model import (
     upper_hull,
     value_and_stage,
     value_from_arrays,
+)
+from analytics.tmf.overview import (
+    Overview,
+    PreparedOverview,
+    finish_movie,
+    finish_overview,
+    overview,
+    period_labels,
+    prepare_current,
+    prepare_movie,
+    prepare_overview,
+    prepare_slice_results,
+    slice_results,
 )
 from analytics.tmf.report import (
     DEFINITIONS_MD,
@@ -185,7 +192,11 @@ __all__ = [
     "Supply",
     "Replicates",
     "finish",
+    "finish_movie",
     "finish_overview",
+    "period_labels",
+    "prepare_current",
+    "prepare_movie",
     "finish_slices",
     "prepare",
     "prepare_overview",

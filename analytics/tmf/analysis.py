@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypedDict
 
-import duckdb
 import numpy as np
 import pandas as pd
 from typing_extensions import Unpack
@@ -17,7 +16,7 @@ from typing_extensions import Unpack
 from analytics import compare
 from analytics.runs import comparable_runs_of
 from analytics.tmf.bootstrap import Replicates, Uncertainty, replicates, uncertainty
-from analytics.tmf.load import TmfInputs, load
+from analytics.tmf.load import TmfInputs
 from analytics.tmf.model import (
     AXES,
     CODE_COLUMNS,
@@ -43,7 +42,6 @@ from analytics.tmf.model import (
     upper_hull,
     value_and_stage,
 )
-from store import ALL_RUNS, RunFilter
 
 
 @dataclass(frozen=True)
@@ -564,76 +562,6 @@ def period_table(movie: list[tuple[str, TmfResult]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@dataclass(frozen=True)
-class Overview:
-    """What the page needs from one load of the data: the analysis of every run, the cumulative analysis per
-    period, and the small multiples of every run for the slice kinds asked for (``level``: the page's default)."""
-
-    overall: TmfResult | None
-    movie: tuple[tuple[str, TmfResult], ...]
-    by_kind: dict[str, tuple[TmfResult, ...]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class PreparedOverview:
-    """``Overview`` before the human and the market (``prepare_overview``): ``finish_overview`` makes it one
-    ``Overview`` per hourly rate, human figure, willingness and exponent without reading or resampling again."""
-
-    overall: Supply | None
-    movie: tuple[tuple[str, Supply], ...]
-    by_kind: dict[str, tuple[Supply, ...]] = field(default_factory=dict)
-
-
-def overview(
-    con: duckdb.DuckDBPyConnection,
-    run_filter: RunFilter = ALL_RUNS,
-    *,
-    options: TmfOptions | None = None,
-    freq: str = "quarter",
-    slice_kinds: tuple[str, ...] = ("level",),
-) -> Overview:
-    """Load and analyse the filter's benchmark (for ``ui.common.cached``: every argument is hashable).
-
-    The small multiples of ``slice_kinds`` come with it so that the page's first render reads the data once;
-    another kind, or an earlier period, is ``slice_results``. The same as ``finish_overview`` of
-    ``prepare_overview``, which a page caches apart so that a new hourly rate only redoes ``finish``.
-    """
-    prepared = prepare_overview(con, run_filter, options=options, freq=freq, slice_kinds=slice_kinds)
-    return finish_overview(prepared, options=options)
-
-
-def prepare_overview(
-    con: duckdb.DuckDBPyConnection,
-    run_filter: RunFilter = ALL_RUNS,
-    *,
-    options: TmfOptions | None = None,
-    freq: str = "quarter",
-    slice_kinds: tuple[str, ...] = ("level",),
-) -> PreparedOverview:
-    """``overview`` up to the human and the market: reads only ``options.supply_side()`` (the stored IRT abilities
-    only for an analysis of them)."""
-    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
-    if inputs.tasks.empty:
-        return PreparedOverview(None, ())
-    sliced = slice_rows(inputs)  # every run's rows: made once for the analysis and its periods
-    return PreparedOverview(
-        prepare(inputs, options=options, sliced=sliced),
-        tuple(prepare_periods(inputs, options=options, freq=freq, sliced=sliced)),
-        {kind: prepare_slices(inputs, kind=kind, options=options) for kind in slice_kinds},
-    )
-
-
-def finish_overview(prepared: PreparedOverview, options: TmfOptions | None = None) -> Overview:
-    """``prepared`` under the human and market options of ``options``."""
-    if prepared.overall is None:
-        return Overview(None, ())
-    return Overview(
-        finish(prepared.overall, options),
-        tuple((label, finish(supply, options)) for label, supply in prepared.movie),
-        {kind: finish_slices(supplies, options) for kind, supplies in prepared.by_kind.items()},
-    )
-
-
 def analyse_slices(
     inputs: TmfInputs, *, kind: str = "level", options: TmfOptions | None = None, as_of: dt.date | None = None
 ) -> tuple[TmfResult, ...]:
@@ -651,31 +579,6 @@ def prepare_slices(
 def finish_slices(supplies: tuple[Supply, ...], options: TmfOptions | None = None) -> tuple[TmfResult, ...]:
     """``finish`` of every slice."""
     return tuple(finish(supply, options) for supply in supplies)
-
-
-def slice_results(
-    con: duckdb.DuckDBPyConnection,
-    run_filter: RunFilter = ALL_RUNS,
-    *,
-    kind: str = "level",
-    options: TmfOptions | None = None,
-    as_of: dt.date | None = None,
-) -> tuple[TmfResult, ...]:
-    """The analysis of every ``level`` (or ``category``) slice, for small multiples (runs up to ``as_of``)."""
-    return finish_slices(prepare_slice_results(con, run_filter, kind=kind, options=options, as_of=as_of), options)
-
-
-def prepare_slice_results(
-    con: duckdb.DuckDBPyConnection,
-    run_filter: RunFilter = ALL_RUNS,
-    *,
-    kind: str = "level",
-    options: TmfOptions | None = None,
-    as_of: dt.date | None = None,
-) -> tuple[Supply, ...]:
-    """``slice_results`` up to the human and the market."""
-    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
-    return prepare_slices(inputs, kind=kind, options=options, as_of=as_of)
 
 
 def period_end(label: str, freq: str) -> dt.date:

@@ -199,8 +199,9 @@ def _best_shares(tied: np.ndarray, n: int) -> list[float]:
 def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """Per replicate and run, the mean of the finite cells over the resampled tasks: ``(replicates, runs)``."""
     ok = np.isfinite(matrix)
-    if ok.all():  # every run has every task: each count is the resample's size (a row of weights sums to it)
-        return (weights @ matrix) / weights.sum(axis=1, keepdims=True)
+    if ok.all():  # every run has every task: each count is the resample's size, the number of units (columns of
+        # ``weights``: a row of ``stats.resample_weights`` sums to it exactly, its counts being integers), not summed
+        return (weights @ matrix) / float(weights.shape[1])
     with np.errstate(invalid="ignore", divide="ignore"):
         return (weights @ np.where(ok, matrix, 0.0)) / (weights @ ok.astype(float))
 

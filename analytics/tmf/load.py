@@ -132,6 +132,9 @@ def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS, *, wi
         con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ? ORDER BY task_id", [benchmark]
     )
     outcomes = _query_columns(con, _coded(load_sql("tmf_run_tasks")), params)
+    if (outcomes["task_at"] < 0).any():  # a task the benchmark does not list: the rows in task id order need its id
+        outcomes = _query_columns(con, _coded(load_sql("tmf_run_tasks"), by_code=False), params)
+    outcomes["task_id"] = _task_ids(outcomes, tasks)
     abilities = irt_abilities(con, benchmark=benchmark) if with_abilities else pd.DataFrame(columns=ABILITY_COLUMNS)
     return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks, run_details=False), abilities, runs)
 
@@ -168,11 +171,17 @@ _RUNS_WHERE = "WHERE r.benchmark = $benchmark AND $run_filter"
 _RUN_ORDER = "r.eval_date NULLS LAST, r.agent, r.run_id"
 
 
-def _coded(rows_sql: str) -> str:
+def _coded(rows_sql: str, *, by_code: bool = True) -> str:
     """``rows_sql`` (the per (run, task) rows, ``tmf_run_tasks.sql``) with, instead of the run id, the run's row in
     the runs read (``run_at``, in their order: date, agent, run id) and the task's row in the tasks read by task id
     (``task_at``, -1 for a task the benchmark does not list), rows in the runs' order then by task id: what
-    ``attach_details`` gave, without turning every row's run id into a Python string and looking it up."""
+    ``attach_details`` gave, without turning every row's run id into a Python string and looking it up.
+
+    The task id's text comes only for a task the benchmark does not list (``unlisted_task_id``; ``_task_ids`` takes
+    the others' from the tasks read). ``by_code``: the rows ordered by ``task_at``, which is their task id's order
+    when every task is listed (it numbers the task ids in that order), without sorting text; else by the task id.
+    """
+    task_order = "t.task_at" if by_code else "s.task_id"
     return with_run_filter(
         f"""
         WITH runs_at AS (
@@ -181,13 +190,27 @@ def _coded(rows_sql: str) -> str:
         tasks_at AS (
             SELECT task_id, row_number() OVER (ORDER BY task_id) - 1 AS task_at FROM tasks WHERE benchmark = $benchmark
         )
-        SELECT r.run_at, coalesce(t.task_at, -1) AS task_at, s.* EXCLUDE (run_id)
+        SELECT r.run_at, coalesce(t.task_at, -1) AS task_at,
+               CASE WHEN t.task_at IS NULL THEN s.task_id END AS unlisted_task_id,
+               s.* EXCLUDE (run_id, task_id)
         FROM ({rows_sql}
         ) s
         JOIN runs_at r USING (run_id)
         LEFT JOIN tasks_at t ON t.task_id = s.task_id
-        ORDER BY r.run_at, s.task_id"""
+        ORDER BY r.run_at, {task_order}"""
     )
+
+
+def _task_ids(outcomes: dict[str, np.ndarray], tasks: pd.DataFrame) -> np.ndarray:
+    """Each row's task id (text): its listed task's in ``tasks`` (by ``task_at``), else its ``unlisted_task_id``."""
+    task_at = np.asarray(outcomes["task_at"], dtype=np.int64)
+    unlisted = outcomes.pop("unlisted_task_id")
+    if not len(tasks):
+        return np.asarray(unlisted, dtype=object)
+    ids = tasks["task_id"].to_numpy(dtype=object).take(np.maximum(task_at, 0))
+    missing = task_at < 0
+    ids[missing] = unlisted[missing]
+    return ids
 
 
 def attach_details(outcomes: pd.DataFrame, runs: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
@@ -229,14 +252,17 @@ def details_by_code(
     for col in RUN_COLUMNS + [c for c in ("is_baseline",) if c in runs] if run_details else ["run_id"]:
         out[col] = runs[col].take(run_at).reset_index(drop=True)
     out["task_id"] = outcomes["task_id"]
+    listed = task_at >= 0
+    every_listed = bool(listed.all())
     for col in TASK_COLUMNS[1:]:
         values = tasks[col] if len(tasks) else pd.Series([None], dtype=tasks[col].dtype)
-        out[col] = values.take(np.maximum(task_at, 0)).reset_index(drop=True).where(task_at >= 0, None)
+        taken = values.take(np.maximum(task_at, 0)).reset_index(drop=True)
+        out[col] = taken if every_listed else taken.where(listed, None)
     for col in outcomes:
         if col not in ("run_at", "task_at", "task_id"):
             out[col] = outcomes[col]
     out["run_code"] = run_at
-    if (task_at >= 0).all():
+    if every_listed:
         out["task_code"] = task_at
     return pd.DataFrame(out)
 
