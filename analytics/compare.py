@@ -401,8 +401,12 @@ def _permutation_sd(x: np.ndarray) -> float:
     """
     present = np.isfinite(x)
     m_t = present.sum(axis=1)
+    # every run has every task (the usual case): numpy's var, equal to nanvar bit for bit without NaNs and without
+    # its copies (a step of the step-down at 10M attempts: 66,667 tasks x up to 13 runs, 5 ms instead of 10)
+    complete = bool(present.all())
     with np.errstate(invalid="ignore", divide="ignore"):
-        var_t = np.where(m_t > 1, np.nanvar(np.where(present, x, np.nan), axis=1) * m_t / np.maximum(m_t - 1, 1), 0.0)
+        var_x = x.var(axis=1) if complete else np.nanvar(np.where(present, x, np.nan), axis=1)
+        var_t = np.where(m_t > 1, var_x * m_t / np.maximum(m_t - 1, 1), 0.0)
     var_t = np.nan_to_num(var_t)
     n_j = present.sum(axis=0)
     per_run = (present * var_t[:, None]).sum(axis=0) / np.maximum(n_j, 1) ** 2

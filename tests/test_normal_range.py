@@ -116,3 +116,29 @@ def test_generated_leaderboard_through_the_normal_range_equals_it_through_scipy(
     db = tmp_path / "gen.duckdb"
     assert {r.outcome for r in ingest_paths(sorted(logs.glob("*")), db=db, jobs=1)} == {"ingested"}
     assert compare_boards(db, monkeypatch) > 0
+
+
+def _permutation_sd_before(x: np.ndarray) -> float:
+    """compare._permutation_sd as it was (nanvar on every matrix): the reference of the test below."""
+    present = np.isfinite(x)
+    m_t = present.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var_t = np.where(m_t > 1, np.nanvar(np.where(present, x, np.nan), axis=1) * m_t / np.maximum(m_t - 1, 1), 0.0)
+    var_t = np.nan_to_num(var_t)
+    n_j = present.sum(axis=0)
+    per_run = (present * var_t[:, None]).sum(axis=0) / np.maximum(n_j, 1) ** 2
+    return float(np.sqrt(per_run.mean()))
+
+
+@pytest.mark.filterwarnings("ignore:Degrees of freedom:RuntimeWarning")  # a task no run has (nanvar, as before)
+@pytest.mark.parametrize("seed", range(4))
+def test_permutation_sd_equals_it_with_nanvar_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for n, m in [(66_667, 13), (5_000, 7), (300, 2), (40, 3), (1, 4)]:
+        binary = rng.binomial(1, 0.6, (n, m)).astype(float)
+        graded = rng.binomial(5, rng.random((n, 1)), (n, m)) / 5.0
+        scores = rng.random((n, m))
+        holes = scores.copy()
+        holes[rng.random((n, m)) < 0.1] = np.nan
+        for x in (binary, graded, scores, holes):
+            assert compare._permutation_sd(x) == _permutation_sd_before(x), (n, m)
