@@ -313,7 +313,6 @@ def fisher_z_ci(r: float, n: int, *, level: float = 0.95) -> tuple[float, float]
 MAX_GAP_PERM = 1_000  # label permutations per step of the selection-aware test (p resolution 1e-3)
 MAX_GAP_CHUNK_CELLS = 1_000_000  # permutations are drawn in blocks of at most this many (task, run) cells
 MAX_GAP_CELLS = 2_500  # above tasks x runs, the permutation range is replaced by its normal limit (Tukey's range)
-RANGE_DF = 1e6  # degrees of freedom of the studentized range standing in for the normal limit
 Z80 = 0.8416212335729143  # float(scipy.stats.norm.ppf(0.8)) written out (see stats.Z95; tests/test_stats.py)
 
 
@@ -352,7 +351,8 @@ def max_gap_test(
     the first step that does not reach ``alpha`` the remaining p-values come from that step's distribution (an
     upper bound of theirs; the verdicts at ``alpha`` are the step-down's). Above ``MAX_GAP_CELLS`` (tasks x runs)
     a step uses the permutation distribution's normal limit instead: the range of ``m`` independent normals of
-    standard deviation ``_permutation_sd`` (Tukey's studentized range with unlimited degrees of freedom), which
+    standard deviation ``_permutation_sd`` (Tukey's studentized range with unlimited degrees of freedom,
+    ``stats.normal_range_sf``: scipy's ``studentized_range`` to about 1e-15 without importing scipy.stats), which
     costs nothing where drawing permutations would cost seconds.
 
     Args:
@@ -379,13 +379,9 @@ def max_gap_test(
         else:
             sigma = _permutation_sd(x[:, active])
             if np.isnan(critical):
-                critical = float(sigma * stats.scipy_stats().studentized_range.ppf(1.0 - alpha, len(active), RANGE_DF))
+                critical = float(sigma * stats.normal_range_isf(alpha, len(active)))
             with np.errstate(invalid="ignore", divide="ignore"):
-                p = (
-                    stats.scipy_stats().studentized_range.sf(gaps / sigma, len(active), RANGE_DF)
-                    if sigma > 0
-                    else np.ones(len(gaps))
-                )
+                p = stats.normal_range_sf(gaps / sigma, len(active)) if sigma > 0 else np.ones(len(gaps))
         p = np.where(gaps > tol, p, 1.0)
         p_adj[others[0]] = previous = max(previous, float(p[0]))
         if previous >= alpha:  # no further rejection: the rest from this step's distribution, kept monotone
@@ -405,8 +401,12 @@ def _permutation_sd(x: np.ndarray) -> float:
     """
     present = np.isfinite(x)
     m_t = present.sum(axis=1)
+    # every run has every task (the usual case): numpy's var, equal to nanvar bit for bit without NaNs and without
+    # its copies (a step of the step-down at 10M attempts: 66,667 tasks x up to 13 runs, 5 ms instead of 10)
+    complete = bool(present.all())
     with np.errstate(invalid="ignore", divide="ignore"):
-        var_t = np.where(m_t > 1, np.nanvar(np.where(present, x, np.nan), axis=1) * m_t / np.maximum(m_t - 1, 1), 0.0)
+        var_x = x.var(axis=1) if complete else np.nanvar(np.where(present, x, np.nan), axis=1)
+        var_t = np.where(m_t > 1, var_x * m_t / np.maximum(m_t - 1, 1), 0.0)
     var_t = np.nan_to_num(var_t)
     n_j = present.sum(axis=0)
     per_run = (present * var_t[:, None]).sum(axis=0) / np.maximum(n_j, 1) ** 2

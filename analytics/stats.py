@@ -53,6 +53,65 @@ def norm_ppf(q: float) -> float:
     return float(special.ndtri(q))
 
 
+# The grid of the normal range's integrals: the trapezoid rule on a uniform grid converges geometrically for smooth
+# integrands that vanish at both ends (here a normal density times powers of normal tails); a step of 1/64 over
+# [-12, 12] agrees with scipy's adaptive quadrature to about 1e-13 (tests/test_stats.py).
+_RANGE_STEP = 1.0 / 64.0
+_RANGE_Z = np.arange(-12.0, 12.0 + _RANGE_STEP / 2, _RANGE_STEP)
+
+
+def normal_range_sf(w: np.ndarray | float, k: int) -> np.ndarray:
+    """``P(R > w)`` for ``R`` the range (max - min) of ``k`` independent standard normals: Tukey's studentized
+    range with unlimited degrees of freedom, ``scipy.stats.studentized_range.sf(w, k, df)`` for ``df`` above
+    100,000 (where scipy evaluates this same limit) without importing scipy.stats (0.6-0.9 s of the app's start).
+
+    ``P(R > w) = k * int phi(z) [(1 - Phi(z))^(k-1) - (Phi(z + w) - Phi(z))^(k-1)] dz`` (the run with the lowest
+    value at z, the others above it, and not all within w of it), written with ``a = 1 - Phi(z)`` and
+    ``c = 1 - Phi(z + w)`` as ``-a^(k-1) expm1((k-1) log1p(-c/a))`` so that small tails keep their digits
+    (scipy's ``1 - cdf`` stops at about 1e-12). 1 for w <= 0; NaN where w is NaN.
+    """
+    from scipy import special
+
+    w_arr = np.atleast_1d(np.asarray(w, dtype=float))
+    out = np.ones(w_arr.shape)
+    out[np.isnan(w_arr)] = np.nan
+    if k < 2:
+        out[w_arr >= 0] = 0.0
+        return out.reshape(np.shape(w))
+    pos = np.flatnonzero(w_arr > 0)
+    if pos.size:
+        z = _RANGE_Z
+        a = special.ndtr(-z)  # 1 - Phi(z), exact in the upper tail
+        dens = np.exp(-0.5 * z * z) / np.sqrt(2.0 * np.pi)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            log_a = np.log(a)
+            c = special.ndtr(-(z[None, :] + w_arr[pos, None]))  # 1 - Phi(z + w)
+            ratio = np.where(a[None, :] > 0, c / a[None, :], 0.0)
+            term = -np.exp((k - 1) * log_a)[None, :] * np.expm1((k - 1) * np.log1p(-np.minimum(ratio, 1.0)))
+        term = np.nan_to_num(term, nan=0.0, posinf=0.0, neginf=0.0)
+        out[pos] = np.clip(k * _RANGE_STEP * (term * dens[None, :]).sum(axis=1), 0.0, 1.0)
+    return out.reshape(np.shape(w))
+
+
+def normal_range_isf(p: float, k: int) -> float:
+    """The ``w`` with ``normal_range_sf(w, k) == p`` (0 < p < 1): the range's (1 - p) quantile, as
+    ``scipy.stats.studentized_range.ppf(1 - p, k, df)`` for df above 100,000, by bisection to the last bit."""
+    if not 0.0 < p < 1.0 or k < 2:
+        return float("nan")
+    lo, hi = 0.0, 1.0
+    while float(normal_range_sf(hi, k)[()]) > p:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        if float(normal_range_sf(mid, k)[()]) > p:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
 def _per_pair(n: np.ndarray, c: np.ndarray, k: int, fn) -> np.ndarray:  # noqa: ANN001 - a small callable
     """Apply ``fn(n, c)`` once per distinct (n, c) pair with ``n >= k``; NaN where ``n < k``."""
     n = np.asarray(n, dtype=float)

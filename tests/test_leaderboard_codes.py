@@ -108,3 +108,39 @@ def test_generated_lake_leaderboard_by_codes_equals_it_by_text_keys(
     db = f"ducklake:sqlite:{tmp_path / 'gen.lake'}"
     assert {r.outcome for r in ingest_paths(sorted(generated_logs.glob("*")), db=db, jobs=1)} == {"ingested"}
     assert compare_boards(db) > 0
+
+
+def compare_slice_subsets(db: str | Path) -> int:
+    """The board of some slice kinds (the Leaderboard page computes "all" and the breakdown shown) is the full
+    board's rows of those slices, value for value: no slice's ranks, tests or intervals depend on another's."""
+    from analytics import leaderboard as lb
+    from tests.test_aggregates import assert_same
+
+    n = 0
+    with rdb.reader(db) as con:
+        for (bench,) in rdb.query_rows(con, "SELECT DISTINCT benchmark FROM runs ORDER BY 1"):
+            rf = rdb.RunFilter(benchmark=bench)
+            for leave_out in (False, True):
+                full = lb.leaderboard(con, rf, exclude_errored=leave_out)
+                for kinds in (("all", "level"), ("all", "category"), ("all",)):
+                    part = lb.leaderboard(con, rf, exclude_errored=leave_out, slices=kinds)
+                    keep = full["slice"].map(lambda s, kinds=kinds: s == "all" or s.split("=", 1)[0] in kinds)
+                    want = full[keep].reset_index(drop=True)
+                    assert_same(part, want, f"{bench} {leave_out} {kinds}")
+                    n += int(part["slice"].ne("all").sum())
+    return n
+
+
+def test_demo_leaderboard_of_some_slices_is_the_full_boards_rows(demo_db: Path) -> None:
+    assert compare_slice_subsets(demo_db) > 0
+
+
+def test_generated_lake_leaderboard_of_some_slices_is_the_full_boards_rows(
+    generated_logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ingest.pipeline import ingest_paths
+
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    db = f"ducklake:sqlite:{tmp_path / 'gen.lake'}"
+    assert {r.outcome for r in ingest_paths(sorted(generated_logs.glob("*")), db=db, jobs=1)} == {"ingested"}
+    assert compare_slice_subsets(db) > 0

@@ -22,3 +22,15 @@ def test_the_shell_imports_no_heavy_library() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_leaderboard_progress_and_gem_analytics_import_no_scipy_stats() -> None:
+    """scipy.stats (0.6-1.2 s) is imported on first use: the landing leaderboard's statistics (the max-gap test's
+    normal range included) do not need it, nor does GEM before it computes an agreement, so no page pays it for
+    another (issue 33)."""
+    code = (
+        "import sys; import analytics.leaderboard, analytics.progress, analytics.gem, analytics.runs, "
+        "analytics.scorers; print('scipy.stats' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]

@@ -55,7 +55,12 @@ picked = (
     else HEADLINE
 )
 scorer = None if picked == HEADLINE else picked
-df = cached(lb.leaderboard, run_filter=filters, exclude_errored=leave_out, scorer=scorer)
+# the breakdown shown below (level or category): only its slices are computed with the whole board, so the first
+# render pays no tests for the breakdown nobody has opened (each slice's results do not depend on the others)
+BREAKDOWN = UrlField("lb_breakdown", "by", "level", choices=("level", "category"))
+from_url([BREAKDOWN])
+shown_kind = st.session_state.get("lb_breakdown") or "level"
+df = cached(lb.leaderboard, run_filter=filters, exclude_errored=leave_out, scorer=scorer, slices=("all", shown_kind))
 if df.empty:
     empty_state(
         f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."
@@ -184,8 +189,6 @@ else:
     show_fig(lb.fig_cost_accuracy(costed), key="lb_pareto", data=pareto_data, name=f"pareto-{filters.benchmark}")
 
 st.subheader("Breakdowns")
-BREAKDOWN = UrlField("lb_breakdown", "by", "level", choices=("level", "category"))
-from_url([BREAKDOWN])
 kind = st.segmented_control("Break down by", ["level", "category"], key="lb_breakdown")
 keep_in_url([BREAKDOWN])
 pivot = lb.slice_pivot(df, kind or "level")
