@@ -11,7 +11,8 @@
    document is split (``document_parts``) into its free text (what the failing steps, the answer and the last
    result say) and its structure (where it failed, the answer against the reference, trajectory and status
    hints); the free text's **meaning** (the static model's token vectors weighted by their inverse document
-   frequency among the sample: a word every failure has weighs nothing) and **words** (TF-IDF of words and word
+   frequency among the sample: a word every failure has weighs nothing; without the frames ``frame_spans`` finds,
+   an envelope around every cause's message) and **words** (TF-IDF of words and word
    pairs reduced to ``SVD_DIMS`` dimensions), and a light one-hot of the **structure**, side by side
    (``BLOCK_WEIGHTS``). The document's own leads ("failed:", "final answer:", "(differs from the reference)",
    "no tool called") then no longer pull causes together, which the cached vector of the whole document did;
