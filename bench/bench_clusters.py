@@ -23,8 +23,9 @@ one writer session, timed) and read back ``--repeat`` times with ``analytics.clu
 ``--stand-in`` loads no model at all: the sample's vectors are seeded random unit vectors too (the smoke test;
 no embedding rate is then reported). ``--page COPY --benchmark B [--compute]``: the Failure clusters page's own
 path on a copy of a store it writes to (``page_figures``): the background job's time, then the page's first render.
-Each line gives wall and CPU seconds (this process, all threads), the load
-average when the step started and the process's peak RSS so far.
+Each line gives wall and CPU seconds (this process, all threads; and its children that ended meanwhile),
+the time its threads waited for a core (run-queue wait, summed over threads, from /proc: the part of the wall a
+loaded machine adds) and for block I/O, the load average when the step started and the process's peak RSS so far.
 """
 
 from __future__ import annotations
@@ -89,22 +90,54 @@ def stand_in_vectors(texts: list[str], sample_ix: np.ndarray, sample_vecs: np.nd
     return vecs
 
 
+def _waits() -> tuple[float, float]:
+    """Seconds this process's threads have so far spent runnable but waiting for a core (the kernel's run-queue
+    delay, summed over every thread in /proc/self/task/*/schedstat) and waiting for block I/O (delay accounting,
+    /proc/self/stat field 42; 0 where the kernel does not account it). Linux only; (0, 0) elsewhere."""
+    run = 0.0
+    try:
+        for task in Path("/proc/self/task").iterdir():
+            try:
+                run += int((task / "schedstat").read_text().split()[1]) / 1e9
+            except (OSError, IndexError, ValueError):
+                continue  # a thread that ended while we read
+        blkio = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[39]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0, 0.0
+    return run, blkio
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's children that have ended (a worker pool's processes)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _timed(fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
     load = os.getloadavg()[0]
+    r0, b0 = _waits()
+    k0 = _children_cpu()
     w0, c0 = time.perf_counter(), time.process_time()
     out = fn()
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    r1, b1 = _waits()
     return out, {
-        "wall_s": round(time.perf_counter() - w0, 3),
-        "cpu_s": round(time.process_time() - c0, 3),
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "cpu_children_s": round(_children_cpu() - k0, 3),  # child processes that ended meanwhile
+        "run_queue_wait_s": round(r1 - r0, 3),  # threads' time runnable without a core (summed over threads)
+        "blkio_wait_s": round(b1 - b0, 3),
         "load1": round(load, 2),
+        "load1_after": round(os.getloadavg()[0], 2),
         "peak_rss_mb": round(peak_rss_mb(), 1),
     }
 
 
 def _line(name: str, t: dict[str, float], extra: str = "") -> None:
     print(
-        f"{name:28} wall {t['wall_s']:8.2f} s  cpu {t['cpu_s']:8.2f} s  load1 {t['load1']:5.1f}  "
-        f"peak RSS {t['peak_rss_mb']:7.0f} MB  {extra}",
+        f"{name:28} wall {t['wall_s']:8.2f} s  cpu {t['cpu_s']:8.2f} s (+ {t.get('cpu_children_s', 0):.2f} s children)  "
+        f"run-queue wait {t.get('run_queue_wait_s', 0):7.2f} s  I/O wait {t.get('blkio_wait_s', 0):6.2f} s  "
+        f"load1 {t['load1']:5.1f}  peak RSS {t['peak_rss_mb']:7.0f} MB  {extra}",
         flush=True,
     )
 
@@ -229,18 +262,18 @@ def page_figures(store: Path, benchmark: str, *, compute: bool) -> dict[str, Any
 
     out: dict[str, Any] = {"store": str(store), "benchmark": benchmark}
     if compute:
-        steps: list[tuple[float, float, str]] = []
+        steps: list[tuple[float, float, float, float, str]] = []
         w0, c0 = time.perf_counter(), time.process_time()
-        _, out["job"] = _timed(
-            lambda: cluster_failures(
-                store,
-                benchmark=benchmark,
-                progress=lambda f, m: steps.append((time.perf_counter() - w0, time.process_time() - c0, m)),
-            )
-        )
-        out["job_steps"] = [(round(t, 2), round(c, 2), m) for t, c, m in steps]
-        for t, c, m in steps:  # wall and CPU seconds since the job began, when each message was said
-            print(f"  {t:8.1f} s  cpu {c:7.1f} s  {m}", flush=True)
+        r0, b0 = _waits()
+
+        def said(message: str) -> None:
+            r, b = _waits()
+            steps.append((time.perf_counter() - w0, time.process_time() - c0, r - r0, b - b0, message))
+
+        _, out["job"] = _timed(lambda: cluster_failures(store, benchmark=benchmark, progress=lambda f, m: said(m)))
+        out["job_steps"] = [(round(t, 2), round(c, 2), round(r, 2), round(b, 2), m) for t, c, r, b, m in steps]
+        for t, c, r, b, m in steps:  # wall, CPU and wait seconds since the job began, when each message was said
+            print(f"  {t:8.1f} s  cpu {c:7.1f} s  run-queue wait {r:7.1f} s  I/O wait {b:5.1f} s  {m}", flush=True)
         _line("job (documents ... stored)", out["job"])
     os.environ["RUNLENS_DB"] = str(store)
     os.environ["RUNLENS_AUTO_FIT"] = "0"

@@ -95,3 +95,33 @@ def test_no_network_without_configuration(tmp_path: Path, monkeypatch: pytest.Mo
 def test_clean_label_keeps_one_short_line() -> None:
     assert cl.clean_label('\n  "Label: Tool timeouts"  \nmore') == "Tool timeouts"
     assert len(cl.clean_label("x" * 500)) == 120
+
+
+def test_a_long_name_is_cut_after_a_whole_phrase_or_word() -> None:
+    name = "repeated call · session closed · skipped get_user_account_list"
+    assert cl.cut_at_word(name, 80) == name
+    assert cl.cut_at_word(name, 61) == "repeated call · session closed…"
+    assert cl.cut_at_word("different numbers than the reference", 20) == "different numbers…"
+    for most in range(len("repeated") + 1, len(name)):  # a first word longer than the limit is cut inside
+        cut = cl.cut_at_word(name, most)
+        assert len(cut) <= most and cut.endswith("…")
+        assert name.startswith(cut[:-1]) and name[len(cut) - 1] in " ·", (most, cut)  # ends where a word ends
+    long = pd.DataFrame({"cluster_id": [0], "label": [name], "run_id": ["r"], "n_attempts": [3]})
+    (bar,) = cl.fig_clusters_by_run(long).data
+    assert bar.name == "0: repeated call · session closed…"  # the legend: whole phrases
+    assert bar.customdata[0][2] == f"0: {name}"  # the hover: the whole name
+
+
+def test_no_two_names_repeat_a_phrase() -> None:
+    """Three causes whose answers all differ from the reference: the comparison names the largest cluster only."""
+    texts = (
+        ["final answer: upstream timeout (a different number than the reference)"] * 6
+        + ["final answer: budget exceeded in campaign (a different number than the reference)"] * 5
+        + ["final answer: session closed early (different numbers than the reference)"] * 4
+    )
+    labels = [0] * 6 + [1] * 5 + [2] * 4
+    phrases = cl.key_phrases(texts, labels)
+    said = [p for ps in phrases.values() for p in ps]
+    assert sum("number than" in p or "numbers than" in p for p in said) <= 1, phrases
+    assert all(phrases[c] for c in (0, 1, 2)), phrases
+    assert "budget exceeded" in phrases[1] and "session closed early" in phrases[2], phrases

@@ -45,3 +45,20 @@ def test_a_final_answer_said_after_anything_is_cut_and_a_tool_result_never() -> 
     )
     assert free == ["i could not finish", "sold out"] and is_answer == [True, False]
     assert struct == ["differs from the reference", "answer", "status timeout"]
+
+
+def test_a_frame_is_found_by_the_variety_beside_it_and_a_cause_is_not() -> None:
+    """An envelope around many different messages (few of the documents, so no common run) is a frame: the word
+    sequences beside it are as varied as the messages; a cause's own words sit beside its few frames only."""
+    messages = [f"{c} attempt {w}" for c in CAUSES for w in ("one", "two", "three", "four", "five", "six")]
+    framed = [ENVELOPE.format(m) for m in messages]  # 18 documents, each message once
+    causes = [f"{c} {w}" for c in CAUSES for w in ("at checkout", "on the cart page")] * 10  # 60: a cause's frames
+    words = [C._grams(t, 3)[0] for t in framed + causes]
+    found = C.frame_spans(words, n=3, share=0.15)  # 18 distinct neighbours of 78 texts: 23%
+    assert ("call", "log", "waiting") in found and ("see", "the", "call") in found
+    assert not {g for g in found if set(g) & {"renderer", "locator", "download", "crashed"}}
+    assert C.frame_spans(words, n=3, share=0.3) == set()  # a share above the variety: no frame
+    cut = C.cut_common_spans(framed + causes, share=0.9, frames=True)  # no common run at 90%: the frames alone
+    assert cut[0] == "the renderer process crashed attempt one"
+    assert cut[18:] == causes
+    assert C.cut_common_spans(framed + causes, share=0.9) == framed + causes  # frames only when asked

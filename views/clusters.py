@@ -4,6 +4,8 @@ and version and its trend, its error codes and its attempts (each opening the dr
 computed in the background on the first visit (documents, vectors and the clustering, stored: migration 010), with
 progress; later visits read the stored clustering until the failures change. Deep link: ``clusters?cl_run=<run_id>``."""
 
+from dataclasses import replace
+
 import streamlit as st
 
 from analytics import clusters as cl
@@ -24,9 +26,11 @@ from ui.common import (
     show_fig,
 )
 from ui.shell import page_setup
-from ui.tables import Col, show_table
+from ui.tables import CHAR_PX, PAD_PX, Col, guess, show_table
 
 MEMBERS_SHOWN = 2000
+NAME_PX = 420  # the key phrases' (and the LLM label's) column: three phrases of two or three words read whole
+NAME_CHARS = int((NAME_PX - PAD_PX) / CHAR_PX) - 2  # a longer name is cut at a word (whole in the downloads)
 
 filters = page_setup(
     "Failure clusters",
@@ -112,11 +116,19 @@ if unlabelled and st.button("Label the clusters with the LLM", key="cl_label"):
 summary = clusters.summary
 st.metric("Failed attempts", f"{clusters.n_failures:,}")
 table = cl.display_table(summary)
-show_table(table, key="cl_table", name=f"clusters-{filters.benchmark}", is_display=True)
+names = [h for h in ("Key phrases", "LLM label") if h in table.columns]
+show_table(
+    table.assign(**{h: table[h].map(lambda t: cl.cut_at_word(str(t), NAME_CHARS)) for h in names}),
+    [replace(guess(h, table[h], is_display=True), label=h, max_px=NAME_PX if h in names else None) for h in table],
+    key="cl_table",
+    name=f"clusters-{filters.benchmark}",
+    download=table,
+    is_display=True,
+)
 long = cl.by_run_frame(clusters.summary)
 show_fig(cl.fig_clusters_by_run(long), key="cl_fig", data=long, name="clusters-by-run")
 
-labels = {int(r.cluster_id): f"{int(r.cluster_id)}: {r.label} ({r.n_attempts})" for r in summary.itertuples()}
+labels = {int(r.cluster_id): f"{int(r.cluster_id)}: {r.label} ({r.n_attempts:,})" for r in summary.itertuples()}
 cid = st.selectbox("Cluster", list(labels), format_func=labels.__getitem__, key="cl_pick")
 picked = summary[summary["cluster_id"] == cid].iloc[0]
 if picked["trend"]:

@@ -55,13 +55,13 @@ from analytics.clusters.load import (
     strip_run_specific,
     undocumented_failures,
 )
-from analytics.clusters.report import by_run_frame, display_table, text_report, to_json
+from analytics.clusters.report import by_run_frame, cut_at_word, display_table, text_report, to_json
 
 __all__ = [
     "CLUSTER_COLORS", "CLUSTER_VERSION", "CUT_DISTANCE", "DOC_VERSION", "LABEL_PROMPT_VERSION", "MAX_POINTS", "MIN_SIZE", "SEED",
     "UNCLUSTERED", "ClusterError", "Clusters", "answer_against_reference", "apply_llm_labels", "build_clusters",
     "by_run_frame", "cached_failure_vectors", "cached_labels", "centred", "clean_label",
-    "cluster_vectors", "clustering_key", "content_key", "document_table", "display_table", "distinctive_terms", "document_features", "document_parts",
+    "cluster_vectors", "clustering_key", "content_key", "cut_at_word", "document_table", "display_table", "distinctive_terms", "document_features", "document_parts",
     "failure_clusters",
     "failure_documents", "failure_frame", "failure_texts", "fig_clusters_by_run", "key_phrases", "label_messages",
     "label_quality", "read_vectors", "renumber", "representatives", "share_trend", "stored_clusters",

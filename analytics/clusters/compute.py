@@ -11,7 +11,8 @@
    document is split (``document_parts``) into its free text (what the failing steps, the answer and the last
    result say) and its structure (where it failed, the answer against the reference, trajectory and status
    hints); the free text's **meaning** (the static model's token vectors weighted by their inverse document
-   frequency among the sample: a word every failure has weighs nothing) and **words** (TF-IDF of words and word
+   frequency among the sample: a word every failure has weighs nothing; without the frames ``frame_spans`` finds,
+   an envelope around every cause's message) and **words** (TF-IDF of words and word
    pairs reduced to ``SVD_DIMS`` dimensions), and a light one-hot of the **structure**, side by side
    (``BLOCK_WEIGHTS``). The document's own leads ("failed:", "final answer:", "(differs from the reference)",
    "no tool called") then no longer pull causes together, which the cached vector of the whole document did;
@@ -56,6 +57,7 @@ SEED = 0
 SPAN_SHARE: float | None = 0.3  # a run of SPAN_WORDS words in at least this share of the documents is cut
 SPAN_WORDS = 3
 ANSWER_HUB_RATIO: float | None = 3.0  # a final answer counted this many times its document's rarest segment is cut
+FRAME_SHARE: float | None = 0.11  # a run said around this share of the documents' different contexts is a frame
 FINER_CUT: float | None = 0.875  # the finer cut taken instead of CUT_DISTANCE when it is clearly more stable
 STABILITY_MARGIN = 0.07  # ... by at least this much mean ARI (subsample against the whole tree)
 STABILITY_DRAWS = 6
@@ -191,12 +193,53 @@ def _grams(text: str, n: int) -> tuple[list[str], set[tuple[str, ...]]]:
     return words, {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
+def _entropy(counts: Any) -> float:
+    """Entropy in bits of a ``Counter``'s distribution."""
+    p = np.fromiter(counts.values(), dtype=np.float64)
+    p /= p.sum()
+    return float(-(p * np.log2(p)).sum())
+
+
+def frame_spans(words: list[list[str]], *, n: int, share: float | None = None) -> set[tuple[str, ...]]:
+    """Runs of ``n`` words that are a **frame** around a variable part (a driver's envelope "failed …: <message>
+    call log: waiting for selector"), found from the data like a log-template miner: a run whose texts before it,
+    or after it, are so varied that their perplexity (2 to the entropy of the distinct word sequences on that side,
+    one per text holding the run) reaches ``share`` (``FRAME_SHARE``) of the number of texts. A cause's own words
+    sit beside a few frames of that cause; a frame sits beside every cause's message. None: no frame."""
+    share = FRAME_SHARE if share is None else share
+    if share is None:
+        return set()
+    from collections import Counter, defaultdict
+
+    left: dict[tuple[str, ...], Counter[tuple[str, ...]]] = defaultdict(Counter)
+    right: dict[tuple[str, ...], Counter[tuple[str, ...]]] = defaultdict(Counter)
+    for w in words:
+        seen = set()
+        for i in range(len(w) - n + 1):
+            g = tuple(w[i : i + n])
+            if g not in seen:  # once per text
+                seen.add(g)
+                left[g][tuple(w[:i])] += 1
+                right[g][tuple(w[i + n :])] += 1
+    floor = float(np.log2(max(share * len(words), 2.0)))  # perplexity >= share * texts, in bits
+    return {
+        g
+        for g, lc in left.items()
+        if max(len(lc), len(right[g])) >= 2**floor and max(_entropy(lc), _entropy(right[g])) >= floor
+    }
+
+
 def cut_common_spans(
-    texts: list[str], *, share: float | None = None, n: int | None = None, spans: set[tuple[str, ...]] | None = None
+    texts: list[str],
+    *,
+    share: float | None = None,
+    n: int | None = None,
+    spans: set[tuple[str, ...]] | None = None,
+    frames: bool = False,
 ) -> list[str]:
     """The free texts without the runs of ``n`` words (``SPAN_WORDS``) found in at least ``share`` (``SPAN_SHARE``)
-    of them: boilerplate *inside* a segment (a driver's envelope around the message that differs), which the
-    whole-segment cut of the document builder cannot see. A text is then its remaining words; one left with none
+    of them, and (``frames``) the runs ``frame_spans`` finds: boilerplate *inside* a segment (a driver's envelope
+    around the message that differs), which the whole-segment cut of the document builder cannot see. A text is then its remaining words; one left with none
     keeps its words. None (the default share when ``SPAN_SHARE`` is None): the texts unchanged."""
     share = SPAN_SHARE if share is None else share
     n = n or SPAN_WORDS
@@ -207,6 +250,8 @@ def cut_common_spans(
 
     df = Counter(g for gs in grams for g in gs)
     common = {g for g, k in df.items() if share is not None and k >= share * len(texts)} | (spans or set())
+    if frames:
+        common |= frame_spans(words, n=n)
     if not common:
         return texts
     out = []
@@ -233,9 +278,11 @@ def document_features(texts: list[str], *, seed: int = SEED, spans: set[tuple[st
     has_text = np.array([_LETTER.search(f) is not None for f, _ in parts], dtype=bool)
     blocks: list[tuple[float, np.ndarray]] = []
     if has_text.sum() >= 2:  # a document without words has zeros there: its structure alone places it
-        free = cut_common_spans([f for (f, _), keep in zip(parts, has_text, strict=True) if keep], spans=spans)
+        plain = [f for (f, _), keep in zip(parts, has_text, strict=True) if keep]
+        free = cut_common_spans(plain, spans=spans)
+        framed = cut_common_spans(plain, spans=spans, frames=True) if FRAME_SHARE is not None else free
         meaning = np.zeros((len(texts), STATIC_DIMS), dtype=np.float32)
-        meaning[has_text] = centred(_static().encode_idf(free))
+        meaning[has_text] = centred(_static().encode_idf(framed))  # frames cut from the meaning only
         blocks.append((BLOCK_WEIGHTS["meaning"], meaning))
         words = text_features(free, seed=seed)
         if words is not None:

@@ -108,10 +108,19 @@ def _phrase_analyzer(text: str) -> list[str]:
     return out
 
 
+def _pairs(words: Sequence[str]) -> set[tuple[str, str]]:
+    """A phrase's consecutive word pairs, a plural's ``s`` dropped ("numbers than" and "different number than"
+    share "number than")."""
+    stems = [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words]
+    return set(zip(stems, stems[1:], strict=False))
+
+
 def key_phrases(texts: Sequence[str], labels: Sequence[int], *, n: int = N_PHRASES) -> dict[int, list[str]]:
     """Each cluster's ``n`` most distinctive phrases of two or three words (class-based TF-IDF; a longer phrase
-    first on a tie), skipping a phrase no more common in the cluster than overall, one with a filler word, and one
-    sharing a word with a better one already taken."""
+    first on a tie), skipping a phrase no more common in the cluster than overall, one with a filler word, one
+    sharing a word with a better one already taken, and one sharing a word pair with a larger cluster's name
+    (``_pairs``; clusters are named from the largest, ``-1`` last; a cluster with no phrase of its own keeps its best
+    shared one), so no two names repeat a phrase where the cluster has another."""
     from sklearn.feature_extraction.text import CountVectorizer
 
     lab = np.asarray(labels)
@@ -129,23 +138,32 @@ def key_phrases(texts: Sequence[str], labels: Sequence[int], *, n: int = N_PHRAS
     vec_vocab = CountVectorizer(analyzer=_phrase_analyzer).fit(texts).get_feature_names_out()
     lengths = np.array([len(p.split()) for p in vec_vocab])
     out: dict[int, list[str]] = {}
-    for i, cid in enumerate(ids):
+    named: set[tuple[str, str]] = set()  # the word pairs of the phrases a larger cluster's name has
+    for i in sorted(range(len(ids)), key=lambda i: (ids[i] < 0, -sizes[i], ids[i])):
         order = np.lexsort((-lengths, -np.round(score[i], 12)))
         taken: list[str] = []
         used: set[str] = set()
+        shared: str | None = None
         for j in order[:200]:
             if score[i, j] <= 0:
                 break
-            words = str(vec_vocab[j]).split()
+            phrase = str(vec_vocab[j])
+            words = phrase.split()
             if (
                 in_cluster[i, j] <= overall[j] or set(words) & _FILLER or used & set(words)
             ):  # not more common here: shared
                 continue
-            taken.append(str(vec_vocab[j]))
+            if _pairs(words) & named:  # another cluster's name says it already (or a part of it)
+                shared = shared or phrase
+                continue
+            taken.append(phrase)
             used |= set(words)
             if len(taken) == n:
                 break
-        out[int(cid)] = taken
+        if not taken and shared is not None:
+            taken = [shared]
+        named |= {p for t in taken for p in _pairs(t.split())}
+        out[int(ids[i])] = taken
     return out
 
 

@@ -7,8 +7,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analytics.clusters.report import cut_at_word
+
 # the largest clusters get a colour each (Okabe-Ito's colour-blind-safe set, then distinct extras); the rest share
 # one grey bar, so a chart of 100+ clusters still reads
+LEGEND_CHARS = 60  # a legend entry's most characters (cut at a word, the whole name in the hover)
 CLUSTER_COLORS = (
     "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#000000", "#F0E442",
     "#7f3c8d", "#80ba5a",
@@ -30,10 +33,10 @@ def fig_clusters_by_run(long: pd.DataFrame, *, max_clusters: int = len(CLUSTER_C
         fig.add_bar(
             x=g["run_id"],
             y=g["n_attempts"],
-            name=f"{cid}: {label}"[:60],
+            name=cut_at_word(f"{cid}: {label}", LEGEND_CHARS),
             marker_color=color,
-            customdata=np.column_stack([g["run_id"], np.full(len(g), cid)]),
-            hovertemplate="run %{x}<br>%{y} failed attempts<extra>%{fullData.name}</extra>",
+            customdata=np.column_stack([g["run_id"], np.full(len(g), cid), np.full(len(g), f"{cid}: {label}")]),
+            hovertemplate="run %{x}<br>%{y} failed attempts<extra>%{customdata[2]}</extra>",
         )
     rest = long[~long["cluster_id"].isin([cid for cid, _ in top])]
     if not rest.empty:
@@ -50,5 +53,6 @@ def fig_clusters_by_run(long: pd.DataFrame, *, max_clusters: int = len(CLUSTER_C
         xaxis={"title": "run", "categoryorder": "array", "categoryarray": runs},
         yaxis_title="failed attempts",
         legend={"title": "cluster (largest first)", "traceorder": "normal"},
+        margin={"l": 10, "r": 10, "t": 20, "b": 40},  # no title: Plotly's default top margin of 100 px is a blank band
     )
     return fig

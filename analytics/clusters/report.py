@@ -11,6 +11,23 @@ from analytics import formatting as fmt
 from analytics.clusters.compute_summary import Clusters
 
 
+def cut_at_word(text: str, most: int) -> str:
+    """``text`` in at most ``most`` characters: whole when it fits, else cut after its last whole phrase (`` · ``
+    separates a name's key phrases) or, when no phrase fits, at the last space before the limit (never inside a
+    word), without a dangling separator, and ended by an ellipsis. A first word longer than the limit is the only
+    one cut inside."""
+    if len(text) <= most:
+        return text
+    head = text[: max(most - 1, 1)]
+    phrase = (head + " ").rfind(" · ")
+    if phrase > 0:
+        head = head[:phrase]
+    elif not text[len(head)].isspace():  # the limit falls inside a word: back to the space before it
+        space = head.rfind(" ")
+        head = head[:space] if space > 0 else head
+    return head.rstrip(" ·:;,-|") + "…"
+
+
 def by_run_frame(summary: pd.DataFrame) -> pd.DataFrame:
     """Long frame (cluster_id, label, run_id, n_attempts) of each cluster's size per run."""
     rows = [
