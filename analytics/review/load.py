@@ -85,20 +85,29 @@ def review_queue(
     # last: its first n are among the first n + (this reviewer's reviews) failed attempts in that order, or among
     # those reviews. Only these candidates are joined with the judges' verdicts and labels, not every attempt.
     params = run_filter.params() | {"reviewer": reviewer or "", "n": int(n)}
+    in_range = ""
     if queue == "failed":
         params["cand"] = _first_failed(con, run_filter, reviewer=reviewer or "", n=int(n))
         candidates = (
             "cand AS (SELECT DISTINCT unnest($cand::BIGINT[]) AS attempt_id "
             "UNION SELECT attempt_id FROM v_reviews WHERE reviewer = $reviewer), "
         )
+        # the candidates' id range as constants: the attempts' scans skip the row groups outside it
+        params["lo"], params["hi"] = _id_range(
+            con,
+            "SELECT min(attempt_id) AS lo, max(attempt_id) AS hi FROM (SELECT unnest($cand::BIGINT[]) AS attempt_id "
+            "UNION ALL SELECT attempt_id FROM v_reviews WHERE reviewer = $reviewer)",
+            {"cand": params["cand"], "reviewer": params["reviewer"]},
+        )
+        in_range = " AND a.attempt_id BETWEEN $lo AND $hi"
     else:
         candidates = "cand AS (SELECT attempt_id FROM attempts), "
     # the candidates' predicted codes only (their labels grouped, not every label of the store)
     predicted = PREDICTED_CODE_SQL.replace("FROM error_labels", "FROM error_labels SEMI JOIN cand USING (attempt_id)")
     sql = f"""
         WITH {candidates}
-        lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts
-               SEMI JOIN cand USING (attempt_id)),
+        lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts a
+               SEMI JOIN cand USING (attempt_id) WHERE true{in_range}),
         rj AS (SELECT v.attempt_id, bool_and(TRY_CAST(v.verdict->>'result_correct' AS BOOLEAN)) AS judge_correct,
                       (SELECT list(DISTINCT e.code) FROM error_labels e WHERE e.attempt_id = v.attempt_id
                          AND e.source = 'judge') AS codes
@@ -119,7 +128,7 @@ def review_queue(
         LEFT JOIN lb USING (attempt_id)
         LEFT JOIN mine m USING (attempt_id)
         LEFT JOIN ({predicted}) pc USING (attempt_id)
-        {_FILTER_SQL} AND ({where})
+        {_FILTER_SQL} AND ({where}){in_range}
         ORDER BY coalesce(m.is_reviewed_by_me, false), {order}
         LIMIT $n
     """
@@ -154,15 +163,27 @@ def current_reviews(
     con: duckdb.DuckDBPyConnection,
     run_filter: RunFilter = ALL_RUNS,
 ) -> pd.DataFrame:
-    """Each reviewer's newest review of each attempt the filters keep, with the attempt's run, task and sample."""
+    """Each reviewer's newest review of each attempt the filters keep, with the attempt's run, task and sample.
+    The attempts are read within the reviewed ids' range (constants the scan skips row groups by; none when nothing
+    is reviewed), not joined whole with the reviews."""
+    lo, hi = _id_range(con, "SELECT min(attempt_id) AS lo, max(attempt_id) AS hi FROM v_reviews")
     return query_df(
         con,
         "SELECT v.attempt_id, a.run_id, a.task_id, a.sample, v.reviewer, v.verdict = 'correct' AS is_correct, "
         "coalesce(v.codes, []) AS codes, v.note, v.created_at "
         f"FROM v_reviews v JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) {_FILTER_SQL} "
-        "ORDER BY v.attempt_id, v.reviewer",
-        run_filter.params(),
+        "AND a.attempt_id BETWEEN $lo AND $hi ORDER BY v.attempt_id, v.reviewer",
+        run_filter.params() | {"lo": lo, "hi": hi},
     )
+
+
+def _id_range(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None) -> tuple[int, int]:
+    """``(lo, hi)`` of a query giving ``lo`` and ``hi`` attempt ids; ``(0, -1)`` (an empty range) when it gives
+    none."""
+    row = query_df(con, sql, params or {}).iloc[0]
+    if pd.isna(row["lo"]):
+        return 0, -1
+    return int(row["lo"]), int(row["hi"])
 
 
 def rater_labels(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> pd.DataFrame:
