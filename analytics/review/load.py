@@ -85,29 +85,20 @@ def review_queue(
     # last: its first n are among the first n + (this reviewer's reviews) failed attempts in that order, or among
     # those reviews. Only these candidates are joined with the judges' verdicts and labels, not every attempt.
     params = run_filter.params() | {"reviewer": reviewer or "", "n": int(n)}
-    in_range = ""
     if queue == "failed":
         params["cand"] = _first_failed(con, run_filter, reviewer=reviewer or "", n=int(n))
         candidates = (
             "cand AS (SELECT DISTINCT unnest($cand::BIGINT[]) AS attempt_id "
             "UNION SELECT attempt_id FROM v_reviews WHERE reviewer = $reviewer), "
         )
-        # the candidates' id range as constants: the attempts' scans skip the row groups outside it
-        params["lo"], params["hi"] = _id_range(
-            con,
-            "SELECT min(attempt_id) AS lo, max(attempt_id) AS hi FROM (SELECT unnest($cand::BIGINT[]) AS attempt_id "
-            "UNION ALL SELECT attempt_id FROM v_reviews WHERE reviewer = $reviewer)",
-            {"cand": params["cand"], "reviewer": params["reviewer"]},
-        )
-        in_range = " AND a.attempt_id BETWEEN $lo AND $hi"
     else:
         candidates = "cand AS (SELECT attempt_id FROM attempts), "
     # the candidates' predicted codes only (their labels grouped, not every label of the store)
     predicted = PREDICTED_CODE_SQL.replace("FROM error_labels", "FROM error_labels SEMI JOIN cand USING (attempt_id)")
     sql = f"""
         WITH {candidates}
-        lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts a
-               SEMI JOIN cand USING (attempt_id) WHERE true{in_range}),
+        lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts
+               SEMI JOIN cand USING (attempt_id)),
         rj AS (SELECT v.attempt_id, bool_and(TRY_CAST(v.verdict->>'result_correct' AS BOOLEAN)) AS judge_correct,
                       (SELECT list(DISTINCT e.code) FROM error_labels e WHERE e.attempt_id = v.attempt_id
                          AND e.source = 'judge') AS codes
@@ -128,7 +119,7 @@ def review_queue(
         LEFT JOIN lb USING (attempt_id)
         LEFT JOIN mine m USING (attempt_id)
         LEFT JOIN ({predicted}) pc USING (attempt_id)
-        {_FILTER_SQL} AND ({where}){in_range}
+        {_FILTER_SQL} AND ({where})
         ORDER BY coalesce(m.is_reviewed_by_me, false), {order}
         LIMIT $n
     """
