@@ -101,4 +101,4 @@ def test_doctor_rewrite_texts_sorts_a_lake_written_in_any_order(
     file_store = tmp_path / "file.duckdb"
     ingest_paths(generate(tmp_path / "logs2", n_attempts=60, n_runs=1, n_benchmarks=1, seed=6), db=file_store, jobs=1)
     assert main(["doctor", "--db", str(file_store), "--rewrite-texts", "--no-rehash"]) == 1
-    assert "is not a lake (left as it is)" in capsys.readouterr().out
+    assert "this store is not a lake (left as it is)" in capsys.readouterr().out
