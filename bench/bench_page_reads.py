@@ -1,8 +1,9 @@
-"""CPU seconds of the reads behind the first render of the sidebar, the SQL page, the version diff, the review page
-and the drilldown's steps, on one store, with the code of one checkout (issue 33).
+"""CPU seconds of the reads behind the first render of the sidebar, the SQL page, the version diff, the Errors and
+Review pages and the drilldown's steps, on one store, with the code of one checkout (issue 33).
 
     python bench/bench_page_reads.py --db STORE [--benchmark bench-0] [--json OUT.json]
     python bench/bench_page_reads.py --sign-flip 6667 20000 66667
+    python bench/bench_page_reads.py --db STORE --profile views/diff.py views/errors.py   # where a page's time goes
 
 Each read runs on a reader of the store, best of three by CPU seconds (all threads of the process; on a shared
 machine wall time is inflated by other work, CPU time much less), after SciPy is imported as the app does before any
@@ -69,6 +70,12 @@ def page_reads(db: str, benchmark: str) -> dict[str, dict[str, float]]:
 
             out["diff: the page's diff, gate and changes"] = _best(page_diff)
         out["drilldown: a page of steps with long results"] = _steps_reads(con, b)
+        from analytics import errors as er
+
+        out["errors: failed attempts behind a bar"] = _best(lambda: er.error_attempts(con, run_id=b))
+        out["errors/review: current reviews"] = _best(lambda: rv.current_reviews(con, flt))
+        out["review: failed queue"] = _best(lambda: rv.review_queue(con, flt, queue="failed", reviewer="me"))
+        out["errors/review: agreement"] = _best(lambda: rv.agreement(con, flt), n=1)
     return out
 
 
@@ -92,6 +99,55 @@ def _steps_reads(con: Any, run: str) -> dict[str, float]:
     return max(took, key=lambda t: t["cpu_s"]) if took else {"cpu_s": float("nan"), "wall_s": float("nan")}
 
 
+def profile_pages(db: str, pages: list[str], top: int = 40) -> None:
+    """cProfile of each page's first render (AppTest, the data cache cleared, after one bootstrap run as in
+    bench_pages.py), printed by cumulative time, the project's functions only. The profiler runs in the script's
+    own thread (AppTest runs a page in another thread than the caller's); its times are wall times."""
+    import cProfile
+    import io
+    import os
+    import pstats
+
+    import streamlit as st
+    from streamlit.runtime.scriptrunner import script_runner
+    from streamlit.testing.v1 import AppTest
+
+    from bench.bench_pages import PAGES, one_attempt
+
+    current: dict[str, cProfile.Profile] = {}
+    run_script = script_runner.ScriptRunner._run_script
+
+    def profiled(self: Any, *args: Any, **kwargs: Any) -> Any:
+        prof = current.get("profile")
+        if prof is None:
+            return run_script(self, *args, **kwargs)
+        prof.enable()
+        try:
+            return run_script(self, *args, **kwargs)
+        finally:
+            prof.disable()
+
+    script_runner.ScriptRunner._run_script = profiled  # type: ignore[method-assign]
+    os.environ["RUNLENS_DB"] = db
+    AppTest.from_file(str(ROOT / "app.py"), default_timeout=1800).run()
+    for page in pages:
+        st.cache_data.clear()
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=1800)
+        if page == "views/drilldown.py":
+            for key, value in one_attempt(db).items():  # type: ignore[arg-type]  # a location as a string
+                at.query_params[key] = value
+        if page != PAGES[0]:
+            at.switch_page(page)
+        current["profile"] = cProfile.Profile()
+        cpu = time.process_time()
+        at.run()
+        took = time.process_time() - cpu
+        prof = current.pop("profile")
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(r"(analytics|views|ui|store)/", top)
+        print(f"=== {page}: first render {took:.2f} CPU s (profiled)\n{text.getvalue()}")
+
+
 def sign_flip(sizes: list[int]) -> dict[str, dict[str, float]]:
     import numpy as np
 
@@ -113,7 +169,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--benchmark", default="bench-0")
     parser.add_argument("--sign-flip", type=int, nargs="+", metavar="N")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--profile", nargs="+", metavar="PAGE", help="instead: cProfile each page's first render (views/diff.py ...)"
+    )
     args = parser.parse_args(argv)
+    if args.profile:
+        profile_pages(args.db, args.profile)
+        return 0
     result: dict[str, Any] = {}
     if args.db:
         result["reads"] = page_reads(args.db, args.benchmark)

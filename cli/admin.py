@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from cli.common import print_json
 from store import RunlensError
@@ -100,6 +101,12 @@ def sql_run(args: argparse.Namespace) -> int:
 def doctor_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--republish", action="store_true", help="also republish the read snapshot")
     parser.add_argument("--no-rehash", action="store_true", help="do not re-hash source files still on disk")
+    parser.add_argument(
+        "--rewrite-texts",
+        action="store_true",
+        help="first rewrite a lake's long texts sorted by hash, file by file (the layout the ingest writes since "
+        "issue 33: a lookup by hash then reads one row group per file), then check",
+    )
 
 
 def doctor_run(args: argparse.Namespace) -> int:
@@ -112,6 +119,8 @@ def doctor_run(args: argparse.Namespace) -> int:
     if not path.exists():
         print(f"{path}: no such database")
         return 1
+    if args.rewrite_texts and rewrite_texts(path) != 0:
+        return 1
     with writer(path, publish_snapshot=args.republish) as con:
         rep = doctor.check(con, str(path), rehash_sources=not args.no_rehash)
     if args.json:
@@ -119,6 +128,22 @@ def doctor_run(args: argparse.Namespace) -> int:
     else:
         print(doctor.text_report(str(path), rep))
     return 0 if rep.ok else 1
+
+
+def rewrite_texts(store: Any) -> int:
+    """``doctor --rewrite-texts``: a lake's texts rewritten in hash order (``Store.rewrite_texts_ordered``) in one
+    writer transaction; another store is left as it is, and says why (exit 1)."""
+    import time
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    try:
+        n = store.rewrite_texts_ordered()
+    except RunlensError as exc:
+        print(f"{exc} (left as it is)")
+        return 1
+    took = f"{time.perf_counter() - wall:.1f} s, {time.process_time() - cpu:.1f} CPU s"
+    print(f"rewrote {n:,} texts sorted by hash in small row groups ({took})")
+    return 0
 
 
 def export_parquet_options(parser: argparse.ArgumentParser) -> None:

@@ -439,3 +439,26 @@ CREATE TABLE failure_cluster_members (
     attempt_id     BIGINT  NOT NULL,
     cluster_id     INTEGER NOT NULL
 );
+
+-- 011_run_task_first: what the Version diff reads of each task of a run, kept per (run, task) by the writer
+-- (store/task_first.py): over the attempts with a verdict their number, pass rate, the first sample's verdict and
+-- number, means of score, cost, latency, tokens and tool calls; over every attempt mean latency and tokens and the
+-- first attempt id; the task's error codes from every source, sorted.
+CREATE TABLE run_task_first (
+    run_id        VARCHAR   NOT NULL,
+    task_id       VARCHAR   NOT NULL,
+    n             BIGINT    NOT NULL,
+    rate          DOUBLE,
+    first         INTEGER   NOT NULL,
+    first_sample  INTEGER   NOT NULL,
+    score         DOUBLE,
+    cost_usd      DOUBLE,
+    latency_s     DOUBLE,
+    tokens        DOUBLE,
+    steps         DOUBLE,
+    all_latency_s DOUBLE,
+    all_tokens    DOUBLE,
+    first_attempt BIGINT    NOT NULL,
+    codes         VARCHAR[],
+    PRIMARY KEY (run_id, task_id)
+);

@@ -7,7 +7,8 @@ labels (issue 33; migration 008 says what each column is):
 * ``run_judge_counts`` (migration 009): per run, its attempts, those with a judge's verdict and those judged correct;
 * ``run_label_codes`` (migration 009): per run, label source and code, the attempts carrying the code;
 * ``run_slice_stats``, ``run_slice_codes`` (migration 009): the Errors table's counts per run and slice (level,
-  category), summed from the run's ``run_task_stats`` and ``run_task_codes`` rows.
+  category), summed from the run's ``run_task_stats`` and ``run_task_codes`` rows;
+* ``run_task_first`` (migration 011, store/task_first.py): per (run, task), what the Version diff reads.
 
 Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
 those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file (called by
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+from store import task_first
 from store.query import load_sql
 
 TABLES = ("run_task_stats", "run_task_codes", "run_code_pairs")
@@ -123,6 +125,7 @@ def _refresh_keys(
             _insert_rows(con, "run_task_codes", _OF_PAIRS, bounds)
             _insert_rows(con, "run_code_pairs", _OF_RUNS, bounds)
         _insert_run_tables(con, lo, hi)
+        task_first.refresh_keys(con, lo, hi)
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_agg_keys")
 
@@ -145,6 +148,7 @@ def insert_file(
         _insert_rows(con, "run_task_codes", _OF_FILE, params)
         _insert_rows(con, "run_code_pairs", _OF_FILE, params)
     _new_runs_tables(con, _OF_FILE, params, int(lo), int(hi))
+    task_first.insert(con, _OF_FILE, f"{_STORED_LABELS} WHERE attempt_id BETWEEN $lo AND $hi", params)
 
 
 def insert_file_rows(
@@ -186,6 +190,7 @@ def insert_file_rows(
             if table == "run_label_codes" and not with_labels:
                 continue
             con.execute(f"INSERT INTO {table} WITH {ctes} SELECT * FROM ({load_sql(table)})", params)
+        task_first.insert(con, new_attempts, new_labels, base)
     finally:
         con.unregister("_rl_agg_new_attempts")
         con.unregister("_rl_agg_new_labels")
@@ -247,3 +252,4 @@ def drop_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     """A deleted run's rows (inside the deletion's transaction)."""
     for table in (*TABLES, *RUN_TABLES):  # an allow-list of table names
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+    task_first.drop_run(con, run_id)

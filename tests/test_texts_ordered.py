@@ -72,3 +72,33 @@ def test_ingested_texts_are_sorted_in_small_row_groups_and_found_by_hash(
     with rdb.reader(location) as con:
         assert dict(con.execute("SELECT text_hash, text FROM texts").fetchall()) == texts
     assert _check_files(_text_files(location)) == len(texts)
+
+
+def test_doctor_rewrite_texts_sorts_a_lake_written_in_any_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m analytics doctor --rewrite-texts``: a lake whose texts were written out of hash order (as before
+    issue 33) gets them sorted in small row groups, the same rows, then the check runs; a file store is left as it
+    is and says so."""
+    from cli.main import main
+
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    location = f"ducklake:sqlite:{tmp_path / 'store.lake'}"
+    ingest_paths(generate(tmp_path / "logs", n_attempts=600, n_runs=2, n_benchmarks=1, seed=5), db=location, jobs=1)
+    with rdb.open(location).writer() as con, rdb.transaction(con):  # the former layout: texts in any order
+        texts = dict(con.execute("SELECT text_hash, text FROM texts").fetchall())
+        con.execute("CREATE TEMP TABLE shuffled AS SELECT text_hash, text FROM texts")
+        con.execute("DELETE FROM texts")
+        con.execute("INSERT INTO texts SELECT text_hash, text FROM shuffled ORDER BY text")  # one file, any order
+    assert len(texts) > 2
+    with pytest.raises(AssertionError):
+        _check_files(_text_files(location))
+    assert main(["doctor", "--db", location, "--rewrite-texts", "--no-rehash"]) == 0
+    assert f"rewrote {len(texts):,} texts sorted by hash" in capsys.readouterr().out
+    assert _check_files(_text_files(location)) == len(texts)
+    with rdb.reader(location) as con:
+        assert dict(con.execute("SELECT text_hash, text FROM texts").fetchall()) == texts
+    file_store = tmp_path / "file.duckdb"
+    ingest_paths(generate(tmp_path / "logs2", n_attempts=60, n_runs=1, n_benchmarks=1, seed=6), db=file_store, jobs=1)
+    assert main(["doctor", "--db", str(file_store), "--rewrite-texts", "--no-rehash"]) == 1
+    assert "this store is not a lake (left as it is)" in capsys.readouterr().out

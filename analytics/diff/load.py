@@ -11,7 +11,7 @@ import pandas as pd
 
 from analytics import compare
 from analytics.diff.compute import BASES, RunDiff, pair_tasks, run_diff, values_by_task
-from analytics.sqlfiles import load_sql, run_task_aggregates
+from analytics.sqlfiles import load_sql
 from store import RunlensError, query_df
 
 
@@ -43,36 +43,19 @@ def run_benchmark(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str
     return str(rows["benchmark"].iloc[0]), None if pd.isna(scoring) else str(scoring)
 
 
-# One read of a run's attempts gives, per task, the outcome columns of ``task_values`` (over the attempts with a
-# verdict), the means over every attempt ``metric_values`` adds (latency, tokens) and the task's first attempt id
-# (the gate's log order): the former three reads each scanned the run's attempts. The attempts are grouped first and
-# the tasks' details and codes joined to the groups (not to every attempt); the codes come from the labels of the
-# run's attempts, the labels' scan kept to the run's id range (a constant the scan prunes by). A task without an
-# attempt with a verdict has no outcome row (``n`` 0) but has its means.
+# Every task of a run from its ``run_task_first`` rows (migration 011, kept at ingest; store/sql/run_task_first.sql
+# computes them from the attempts): the outcome columns of ``task_values`` (over the attempts with a verdict), the
+# means over every attempt ``metric_values`` adds (latency, tokens) and the task's first attempt id (the gate's log
+# order), with the task's level and category. A row per task of the run, not a scan of its attempts and labels. A
+# task without an attempt with a verdict has no outcome (``n`` 0) but has its means.
 _RUN_TASKS_SQL = (
-    "WITH a AS (SELECT attempt_id, task_id, sample, passed, score, cost_usd, latency_s, input_tokens, "
-    "output_tokens, n_tool_calls FROM attempts WHERE run_id = $run), "
-    "g AS (SELECT task_id, count(passed) AS n, avg(passed::INT) AS rate, "
-    # 0 where the task has no verdict: that row is no outcome (and an integer column stays one)
-    "coalesce(arg_min(passed, sample) FILTER (WHERE passed IS NOT NULL), false)::INT AS first, "
-    "coalesce(min(sample) FILTER (WHERE passed IS NOT NULL), 0) AS first_sample, "
-    "avg(score) FILTER (WHERE passed IS NOT NULL) AS score, "
-    "avg(cost_usd) FILTER (WHERE passed IS NOT NULL) AS cost_usd, "
-    "avg(latency_s) FILTER (WHERE passed IS NOT NULL) AS latency_s, "
-    "avg(input_tokens + output_tokens) FILTER (WHERE passed IS NOT NULL) AS tokens, "
-    "avg(n_tool_calls) FILTER (WHERE passed IS NOT NULL) AS steps, "
-    "avg(latency_s) AS all_latency_s, avg(input_tokens + output_tokens) AS all_tokens, "
-    "min(attempt_id) AS first_attempt FROM a GROUP BY task_id), "
-    # the error codes of the task's attempts, from every source (log labels, rules, judge), sorted
-    "codes AS (SELECT a.task_id, list_sort(list(DISTINCT e.code)) AS codes FROM error_labels e "
-    "JOIN a USING (attempt_id) WHERE e.attempt_id BETWEEN $lo AND $hi GROUP BY a.task_id) "
-    "SELECT g.task_id, t.level, t.category, g.n, g.rate, g.first, g.first_sample, g.score, g.cost_usd, "
-    "g.latency_s, g.tokens, g.steps, c.codes, g.all_latency_s, g.all_tokens, g.first_attempt, "
+    "SELECT f.task_id, t.level, t.category, f.n, f.rate, f.first, f.first_sample, f.score, f.cost_usd, "
+    "f.latency_s, f.tokens, f.steps, f.codes, f.all_latency_s, f.all_tokens, f.first_attempt, "
     # equal code lists numbered alike, so the frame holds one array per distinct list (``_shared_codes``)
-    "dense_rank() OVER (ORDER BY c.codes) AS codes_id "
-    "FROM g JOIN runs r ON r.run_id = $run "
-    "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = g.task_id "
-    "LEFT JOIN codes c ON c.task_id = g.task_id ORDER BY g.task_id"
+    "dense_rank() OVER (ORDER BY f.codes) AS codes_id "
+    "FROM run_task_first f JOIN runs r ON r.run_id = f.run_id "
+    "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = f.task_id "
+    "WHERE f.run_id = $run ORDER BY f.task_id"
 )
 _OUTCOME_COLUMNS = [
     "task_id", "level", "category", "n", "rate", "first", "first_sample", "score", "cost_usd", "latency_s",
@@ -83,11 +66,10 @@ _OUTCOME_COLUMNS = [
 def _run_tasks(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
     """Every task of one run (``_RUN_TASKS_SQL``): outcome columns, ``all_latency_s``, ``all_tokens``,
     ``first_attempt``."""
-    ids = query_df(con, "SELECT min(attempt_id) AS lo, max(attempt_id) AS hi FROM attempts WHERE run_id = ?", [run_id])
-    lo, hi = ids["lo"].iloc[0], ids["hi"].iloc[0]
-    if pd.isna(lo):
+    rows = query_df(con, _RUN_TASKS_SQL, {"run": run_id})
+    if rows.empty:
         return pd.DataFrame(columns=[*_OUTCOME_COLUMNS, "all_latency_s", "all_tokens", "first_attempt"])
-    return _shared_codes(query_df(con, _RUN_TASKS_SQL, {"run": run_id, "lo": int(lo), "hi": int(hi)}))
+    return _shared_codes(rows)
 
 
 def _shared_codes(rows: pd.DataFrame) -> pd.DataFrame:
@@ -114,8 +96,13 @@ def _task_outcomes(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
 
 
 def _task_means(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
-    """Per task of one run, over every attempt (with a verdict or not): mean latency and tokens."""
-    return run_task_aggregates(con, run_id, "avg(latency_s) AS latency_s, avg(input_tokens + output_tokens) AS tokens")
+    """Per task of one run, over every attempt (with a verdict or not): mean latency and tokens (``run_task_first``,
+    migration 011)."""
+    return query_df(
+        con,
+        "SELECT task_id, all_latency_s AS latency_s, all_tokens AS tokens FROM run_task_first WHERE run_id = ?",
+        [run_id],
+    )
 
 
 def compare_runs(con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basis: str = "sample0") -> RunDiff:

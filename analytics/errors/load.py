@@ -83,6 +83,8 @@ def error_attempts(
     """The failed attempts behind a bar or cell: run, task, sample, level, category, all their codes."""
     level = slice_name.split("=", 1)[1] if slice_name.startswith("level=") else None
     category = slice_name.split("=", 1)[1] if slice_name.startswith("category=") else None
+    ids = query_df(con, "SELECT min(attempt_id) AS lo, max(attempt_id) AS hi FROM attempts WHERE run_id = ?", [run_id])
+    lo, hi = (0, -1) if pd.isna(ids["lo"].iloc[0]) else (int(ids["lo"].iloc[0]), int(ids["hi"].iloc[0]))
     return query_df(
         con,
         load_sql("error_attempts"),
@@ -94,6 +96,8 @@ def error_attempts(
             "category": category,
             "sources": chosen_sources(sources),
             "limit": int(limit),
+            "lo": lo,
+            "hi": hi,
         },
     )
 

@@ -16,8 +16,7 @@ def task_order(
     con: duckdb.DuckDBPyConnection, candidate: str, shared: Sequence[str] | np.ndarray
 ) -> tuple[np.ndarray, str]:
     """Positions of ``shared`` in the order the candidate's log recorded its tasks (its first attempt of each, as
-    ingested): the order attempts arrive in over time, never chosen by their outcome."""
-    first = query_df(
-        con, "SELECT task_id, min(attempt_id) AS at FROM attempts WHERE run_id = ? GROUP BY task_id", [candidate]
-    )
+    ingested; ``run_task_first``, migration 011): the order attempts arrive in over time, never chosen by their
+    outcome."""
+    first = query_df(con, "SELECT task_id, first_attempt AS at FROM run_task_first WHERE run_id = ?", [candidate])
     return order_by_first(dict(zip(first["task_id"].astype(str), first["at"].astype(float), strict=True)), shared)

@@ -154,15 +154,27 @@ def current_reviews(
     con: duckdb.DuckDBPyConnection,
     run_filter: RunFilter = ALL_RUNS,
 ) -> pd.DataFrame:
-    """Each reviewer's newest review of each attempt the filters keep, with the attempt's run, task and sample."""
+    """Each reviewer's newest review of each attempt the filters keep, with the attempt's run, task and sample.
+    The attempts are read within the reviewed ids' range (constants the scan skips row groups by; none when nothing
+    is reviewed), not joined whole with the reviews."""
+    lo, hi = _id_range(con, "SELECT min(attempt_id) AS lo, max(attempt_id) AS hi FROM v_reviews")
     return query_df(
         con,
         "SELECT v.attempt_id, a.run_id, a.task_id, a.sample, v.reviewer, v.verdict = 'correct' AS is_correct, "
         "coalesce(v.codes, []) AS codes, v.note, v.created_at "
         f"FROM v_reviews v JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) {_FILTER_SQL} "
-        "ORDER BY v.attempt_id, v.reviewer",
-        run_filter.params(),
+        "AND a.attempt_id BETWEEN $lo AND $hi ORDER BY v.attempt_id, v.reviewer",
+        run_filter.params() | {"lo": lo, "hi": hi},
     )
+
+
+def _id_range(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None) -> tuple[int, int]:
+    """``(lo, hi)`` of a query giving ``lo`` and ``hi`` attempt ids; ``(0, -1)`` (an empty range) when it gives
+    none."""
+    row = query_df(con, sql, params or {}).iloc[0]
+    if pd.isna(row["lo"]):
+        return 0, -1
+    return int(row["lo"]), int(row["hi"])
 
 
 def rater_labels(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> pd.DataFrame:

@@ -1,11 +1,13 @@
 -- Failed attempts of one run carrying a code (and optionally a second code), with every code they carry.
 -- Parameters: $run_id, $code (or NULL), $code_b (or NULL), $level (or NULL), $category (or NULL),
--- $sources (list or NULL), $limit.
+-- $sources (list or NULL), $limit, $lo and $hi (the run's attempt ids: constants the scans of labels and attempts
+-- skip row groups by, so a run's labels are not looked for among every label of the store).
 WITH labels AS (
     SELECT e.attempt_id, e.code, e.source
     FROM error_labels e
     JOIN attempts a USING (attempt_id)
     WHERE a.run_id = $run_id AND a.passed = false
+      AND e.attempt_id BETWEEN $lo AND $hi AND a.attempt_id BETWEEN $lo AND $hi
       AND ($sources IS NULL OR list_contains($sources, e.source))
 ),
 per_attempt AS (
@@ -19,7 +21,8 @@ FROM per_attempt p
 JOIN attempts a USING (attempt_id)
 JOIN runs r USING (run_id)
 LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
-WHERE ($code IS NULL OR list_contains(p.codes, $code))
+WHERE a.attempt_id BETWEEN $lo AND $hi
+  AND ($code IS NULL OR list_contains(p.codes, $code))
   AND ($code_b IS NULL OR list_contains(p.codes, $code_b))
   AND ($level IS NULL OR t.level = $level)
   AND ($category IS NULL OR t.category = $category)

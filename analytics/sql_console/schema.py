@@ -35,6 +35,7 @@ DESCRIPTIONS = {
     "embeddings": "Sentence-embedding cache: one vector per (text hash, model).",
     "run_judge_counts": "Per run, kept by the writer: attempts, those with a judge's verdict, those judged correct.",
     "run_label_codes": "Per run, label source and code, kept by the writer: the attempts carrying the code.",
+    "run_task_first": "Per run and task, kept by the writer: what the Version diff reads (first sample, means, codes).",
     "v_attempts": "Attempts joined with their run and task: benchmark, agent, level, category, score, cost...",
     "v_steps": "Trajectory steps with long tool results resolved to text.",
     "v_errors": "Error labels joined with attempt context (benchmark, agent, task, level, passed).",

@@ -206,6 +206,15 @@ class Store(abc.ABC):
         """
         raise RunlensError(f"{self.label}: maintain is for a team store (DuckLake); a DuckDB file needs no maintenance")
 
+    def rewrite_texts_ordered(self) -> int:
+        """Rewrite the long texts sorted by hash in small row groups (the layout the ingest writes since issue 33)
+        in one writer session; the rows rewritten.
+
+        Raises:
+            RunlensError: this kind of store keeps no such layout (only a lake does).
+        """
+        raise RunlensError(f"{self.label}: texts are rewritten in hash order on a lake only; this store is not a lake")
+
     # --- transcript search's index beside the store (store/search_index.py) --------------------------------------
 
     def search_index_path(self, suffix: str) -> Path | None:

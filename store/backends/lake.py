@@ -130,6 +130,13 @@ class LakeStore(Store):
         """Only the default local lake, as only the default file (a team's shared store gets none)."""
         return self._lake.is_local and self._lake.catalog_file == paths.DEFAULT_LAKE.resolve()
 
+    def rewrite_texts_ordered(self) -> int:
+        """``store.lake.rewrite_texts_ordered`` in one writer transaction (``doctor --rewrite-texts``)."""
+        from store.query import transaction
+
+        with self.writer() as con, transaction(con):
+            return lake.rewrite_texts_ordered(con)
+
     def maintain(self, cutoff: dt.datetime) -> tuple[int, int, int, int]:
         """Write inlined rows to Parquet, merge small files, expire snapshots older than ``cutoff`` and delete the
         files only those used (and orphans older than it): tables flushed, merged; snapshots expired; files
