@@ -248,14 +248,6 @@ def test_a_walk_in_small_windows_and_chunks_lists_the_scans_hits_and_counts_hone
     monkeypatch.setattr(compute, "MAX_CHUNK", 3)
     monkeypatch.setattr(search_load, "MAX_CHUNK", 3)
     monkeypatch.setattr(search_load, "COUNT_CAP", 5)
-    parts: list[compute.Window] = []
-
-    def windows(*a: Any, **kw: Any) -> Any:
-        for window in compute.run_windows(*a, **kw):
-            parts.extend([window] if window.after is not None or window.upto is not None else [])
-            yield window
-
-    monkeypatch.setattr(search_load, "run_windows", windows)
     refresh(db)
     _ingest(_write(tmp_path / "late.jsonl", [("r-l", "sb")], seed=22, n_tasks=2), db)  # scanned, merged in
     n_stopped = 0
@@ -272,28 +264,6 @@ def test_a_walk_in_small_windows_and_chunks_lists_the_scans_hits_and_counts_hone
                     assert full.is_count_exact and full.is_indexed
                     _assert_same(full, scanned)
     assert n_stopped >= 20  # the walks did stop early (the comparisons are not all of complete walks)
-    assert len(parts) >= 20  # and read runs in parts of whole tasks
-
-
-def test_a_large_run_is_read_in_parts_of_whole_tasks_in_page_order() -> None:
-    """compute.run_windows: a run more than twice the window's size is cut by its tasks (in task_id order, each part
-    twice the last, the last open-ended) and read alone; small runs go together; without tasks, whole runs."""
-    runs = [("a", 1, 50, 50), ("b", 51, 1050, 1000), ("c", 1051, 1060, 10)]
-    tasks = {"b": [(f"t{i:03d}", 10) for i in range(100)]}
-    kw: dict[str, Any] = {"per_attempt": 1.0, "first_hits": 40, "count_all": False}
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(compute, "MIN_WINDOW", 1)
-        got = list(compute.run_windows(runs, tasks_of=tasks.get, **kw))
-        whole = list(compute.run_windows(runs, **kw))
-    assert got[0] == compute.Window([runs[0]])  # 50 >= 40 attempts: a window of its own
-    b_parts = [w for w in got if w.runs[0][0] == "b"]
-    assert all(len(w.runs) == 1 for w in b_parts) and b_parts[-1].upto is None and b_parts[0].after is None
-    assert [w.after for w in b_parts[1:]] == [w.upto for w in b_parts[:-1]]  # consecutive, nothing skipped
-    sizes = [w.runs[0][3] for w in b_parts]
-    assert sizes[:3] == [80, 160, 320] and sum(sizes) == 1000
-    assert got[-1] == compute.Window([runs[2]])
-    assert [w.runs for w in whole] == [[runs[0]], [runs[1]], [runs[2]]]
-    assert list(compute.run_windows(runs, tasks_of=tasks.get, **(kw | {"count_all": True}))) == [compute.Window(runs)]
 
 
 def test_the_count_stops_at_the_cap_when_the_postings_decide(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pandas as pd
@@ -50,82 +49,38 @@ FIRST_CHUNK = 256  # candidate attempts checked on their texts in the first chun
 MAX_CHUNK = 2_000  # and at most this many in one chunk (their ids travel to the scans as a list of constants)
 
 
-Run = tuple[str, int, int, int]  # (run_id, lowest attempt id, highest, attempts)
-
-
-@dataclass(frozen=True)
-class Window:
-    """Consecutive runs an indexed search reads in one statement, or a part of one run: its tasks after ``after``
-    (exclusive; None: from the first) up to ``upto`` (inclusive; None: to the last, and attempts without a task),
-    in the order of ``task_id`` the page lists them in."""
-
-    runs: list[Run]
-    after: str | None = None
-    upto: str | None = None
-
-
 def run_windows(
-    runs: list[Run],
-    *,
-    per_attempt: float,
-    first_hits: int,
-    count_all: bool,
-    tasks_of: Callable[[str], list[tuple[str, int]] | None] | None = None,
-) -> Iterator[Window]:
+    runs: list[tuple[str, int, int, int]], *, per_attempt: float, first_hits: int, count_all: bool
+) -> list[list[tuple[str, int, int, int]]]:
     """The runs ``(run_id, lowest attempt id, highest, attempts)`` (in run_id order) cut into consecutive windows
     that an indexed search reads one at a time, in that order, until its page is full.
 
     The first window is sized to hold about ``first_hits`` candidates at ``per_attempt`` candidate texts per
     attempt (at least ``MIN_WINDOW`` attempts), each next one twice the last, none planned past
-    ``MAX_WINDOW_CANDIDATES`` candidates (memory) unless one run alone holds more. A run more than twice the size
-    the window has then is cut into parts by its tasks when ``tasks_of`` gives them (``(task_id, attempts)`` in
-    ``task_id`` order, None when it cannot): whole tasks, so a part is a stretch of the page's order (run, task,
-    sample), and no part is read with another run. The parts' attempts are the run's, in the share of its tasks.
+    ``MAX_WINDOW_CANDIDATES`` candidates (memory) unless one run alone holds more. A window is whole runs, so it
+    always holds at least one.
     """
     rate = max(per_attempt, 1e-9)
     most = max(MAX_WINDOW_CANDIDATES / rate, MIN_WINDOW)
     size = min(max(first_hits / rate, MIN_WINDOW), most)
     if count_all:
         size = most
-    current: list[Run] = []
+    windows: list[list[tuple[str, int, int, int]]] = []
+    current: list[tuple[str, int, int, int]] = []
     n = 0
     for run in runs:
         if current and _is_sparse(current, run, n):
-            yield Window(current)  # a run far from the window's ids: a window of its own (see _is_sparse)
+            windows.append(current)  # a run far from the window's ids: a window of its own (see _is_sparse)
             current, n = [], 0
-        tasks = tasks_of(run[0]) if tasks_of is not None and not count_all and run[3] > 2 * size else None
-        if tasks:
-            if current:
-                yield Window(current)
-                current, n = [], 0
-            parts = _run_parts(run, tasks, size, most)
-            yield from parts
-            size = min(size * 2 ** len(parts), most)
-            continue
         current.append(run)
         n += run[3]
         if n >= size:
-            yield Window(current)
+            windows.append(current)
             current, n = [], 0
             size = min(size * 2, most)
     if current:
-        yield Window(current)
-
-
-def _run_parts(run: Run, tasks: list[tuple[str, int]], size: float, most: float) -> list[Window]:
-    """``run`` cut by its tasks into parts of about ``size`` attempts, each next twice the last (at most ``most``)."""
-    total = max(sum(n for _, n in tasks), 1)
-    parts: list[Window] = []
-    after: str | None = None
-    n = 0
-    for i, (task, count) in enumerate(tasks):
-        n += count
-        if n >= size and i < len(tasks) - 1:
-            parts.append(Window([(run[0], run[1], run[2], round(run[3] * n / total))], after, task))
-            after, n = task, 0
-            size = min(size * 2, most)
-    parts.append(Window([(run[0], run[1], run[2], round(run[3] * n / total))], after, None))
-    return parts
+        windows.append(current)
+    return windows
 
 
 def _is_sparse(window: list[tuple[str, int, int, int]], run: tuple[str, int, int, int], n: int) -> bool:

@@ -442,16 +442,18 @@ class _Walk:
         n_kept = sum(r[3] for r in runs)
         complete = True
         for window in run_windows(
-            runs, per_attempt=per_attempt, first_hits=FIRST_WINDOW_HITS * max(self.limit, 1), count_all=self.count_all,
-            tasks_of=self._tasks_of,
-        ):  # fmt: skip
+            runs, per_attempt=per_attempt, first_hits=FIRST_WINDOW_HITS * max(self.limit, 1), count_all=self.count_all
+        ):
             if self._is_done():
                 complete = False
                 break
-            bounds = {"lo": min(r[1] for r in window.runs), "hi": max(r[2] for r in window.runs)}
-            parts = {"runs": [r[0] for r in window.runs], "after": window.after, "upto": window.upto}
-            wdf = _run(self.con, self._window_sql(), self.params | bounds | parts)
-            self.walked += sum(r[3] for r in window.runs)
+            wdf = _run(
+                self.con,
+                self._window_sql(),
+                self.params
+                | {"lo": min(r[1] for r in window), "hi": max(r[2] for r in window), "runs": [r[0] for r in window]},
+            )
+            self.walked += sum(r[3] for r in window)
             self.seen += len(wdf)
             if self.is_exact:
                 self._exact_window(wdf)
@@ -463,11 +465,6 @@ class _Walk:
                 )
                 return dataclasses.replace(result, scan_reason=reason)
         return self._result(query, mode, scanned, complete=complete and not self.is_partial, n_kept=n_kept)
-
-    def _tasks_of(self, run_id: str) -> list[tuple[str, int]] | None:
-        """A run's tasks and their attempts in ``task_id`` order (the aggregate kept at ingest, search_tasks.sql), so
-        a large run is read in parts of whole tasks (compute.run_windows)."""
-        return [(str(t), int(n)) for t, n in query_rows(self.con, load_sql("search_tasks"), {"run_id": run_id})]
 
     def _kept_runs(self) -> list[tuple[str, int, int, int]]:
         """The runs kept with the range and count of their covered attempts, in page order: from the manifest's

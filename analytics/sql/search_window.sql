@@ -5,14 +5,11 @@
 -- these are the hits; otherwise they are checked on the text, attempt by attempt (search_chunk.sql).
 -- The candidates placeholder: fixed SQL, per segment the (attempt_id, step, field) whose text holds a token of every chosen run
 -- of the query, between $lo and $hi, counted only when the attempt's file is one that segment covers ($f<i>).
--- Parameters: $lo, $hi (the window's attempt ids), $runs (its run ids), $after and $upto (a part of one run: its tasks
--- after $after up to $upto, in task_id order; NULL: no bound),
--- $f0.. and the runs' token ids (literals).
+-- Parameters: $lo, $hi (the window's attempt ids), $runs (its run ids), $f0.. and the runs' token ids (literals).
 WITH win AS (
     SELECT a.attempt_id, a.run_id, a.task_id, a.sample, a.passed, a.file_id
     FROM attempts a
     WHERE a.attempt_id BETWEEN $lo AND $hi AND list_contains($runs, a.run_id)
-      AND ($after::VARCHAR IS NULL OR a.task_id > $after::VARCHAR) AND ($upto::VARCHAR IS NULL OR a.task_id <= $upto::VARCHAR)
 ),
 cand AS (
     {candidates}
