@@ -5,7 +5,7 @@ Why beside the store: every write session of a file store publishes by copying t
 (store/backends/file.py); inside the store the index would make every small upload pay for copying it too.
 
 Tokens: the lower-cased text (DuckDB's ``lower``) cut at every character that is not ``a-z``, ``0-9`` or ``_``
-(``TOKEN_SEPARATORS``); a token is a maximal run of those characters. The query side (analytics/search/compute.py,
+(``TOKEN_SEPARATORS`` in store/search_tokens.py, the tokenizer); a token is a maximal run of those characters. The query side (analytics/search/compute.py,
 ``query_runs``) cuts the lower-cased query the same way, so a phrase that occurs in a text has its inner runs as
 whole tokens of the text, its first run as the end of a token and its last as the start of one.
 
@@ -63,6 +63,7 @@ from store.backends import open as open_store
 from store.errors import RunlensError
 from store.paths import SNAPSHOT_SUFFIX, Location
 from store.query import query_rows, transaction
+from store.search_tokens import tokenise
 
 INDEX_SUFFIX = ".search"
 LAYOUT = 2  # manifest layout; an index folder of another layout (or the single file of layout 1) is not read
@@ -72,7 +73,6 @@ BATCH_LONG_TEXTS = 20_000  # long results (rows of ``texts``) tokenised per stat
 MEMORY_LIMIT = "1500MB"  # DuckDB's memory in a refresh (it spills to a temporary folder beside the index beyond it)
 MAX_SEGMENTS = 6  # more segments than this after a refresh: the smallest are merged
 FIELDS = ("answer", "content", "args", "result", "error", "long_result")
-TOKEN_SEPARATORS = "[^a-z0-9_]+"  # RE2: what separates tokens in lower-cased text (_TOKENISE spells it out)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vocab (token_id INTEGER NOT NULL, token VARCHAR NOT NULL, n_postings BIGINT);
@@ -139,31 +139,6 @@ _LONG_TEXTS = """
 SELECT l.attempt_id, l.step, 5 AS field, t.text
 FROM (SELECT rowid AS text_row, text FROM src.texts WHERE rowid BETWEEN $lo AND $hi) t
 JOIN _rl_long l ON l.text_row = t.text_row AND l.text_row BETWEEN $lo AND $hi
-"""
-
-# One batch's (token, text) pairs: per text, its distinct space-separated words (cheap), each cut by RE2 (on far
-# fewer characters than the text), the distinct tokens of the text; and its distinct word pairs: two tokens next
-# to each other in the text, as one vocabulary entry "first second" (a token never holds a space), from the text's
-# tokens in order; then new tokens get ids and the postings go in sorted by token.
-_TOKENISE = """
-CREATE OR REPLACE TEMP TABLE _rl_pairs AS
-SELECT attempt_id, step::INTEGER AS step, field::UTINYINT AS field,
-       unnest(list_filter(list_distinct(flatten(list_transform(list_distinct(string_split(lower(text), ' ')),
-                                                               w -> regexp_split_to_array(w, '[^a-z0-9_]+')))),
-                          t -> t <> '')) AS token
-FROM _rl_texts
-UNION ALL
-SELECT attempt_id, step, field, unnest(list_distinct(list_transform(range(1, len(seq)), i -> seq[i] || ' ' || seq[i + 1])))
-FROM (SELECT attempt_id, step::INTEGER AS step, field::UTINYINT AS field,
-             list_filter(regexp_split_to_array(lower(text), '[^a-z0-9_]+'), t -> t <> '') AS seq
-      FROM _rl_texts)
-WHERE len(seq) > 1;
-INSERT INTO vocab
-SELECT (SELECT coalesce(max(token_id), 0) FROM vocab) + row_number() OVER (ORDER BY token), token, NULL
-FROM (SELECT DISTINCT token FROM _rl_pairs) ANTI JOIN vocab USING (token);
-INSERT INTO postings
-SELECT v.token_id, p.attempt_id, p.step, p.field FROM _rl_pairs p JOIN vocab v USING (token)
-ORDER BY v.token_id, p.attempt_id, p.step, p.field;
 """
 
 
@@ -429,7 +404,7 @@ def _add_segment(
                 [lo, hi],
             )
             # the range lets the scans of the store skip other rows
-            chars += _tokenise(con, _TEXTS, lo, hi)
+            chars += tokenise(con, _TEXTS, lo, hi)
             con.execute("INSERT INTO search_attempts SELECT attempt_id, file_id FROM _rl_batch")
     con.execute(_LONG)
     lacking = [name for name in old if not _has_table(con, name, "search_long")]
@@ -448,9 +423,9 @@ def _add_segment(
     )
     for lo, hi in long_rows:
         with transaction(con):
-            chars += _tokenise(con, _LONG_TEXTS, lo, hi)
+            chars += tokenise(con, _LONG_TEXTS, lo, hi)
     with transaction(con):
-        for table in ("_rl_texts", "_rl_pairs", "_rl_batch", "_rl_long"):
+        for table in ("_rl_batch", "_rl_long"):
             con.execute(f"DROP TABLE IF EXISTS {table}")
         con.execute("INSERT INTO search_files SELECT * FROM _rl_files SEMI JOIN _rl_new USING (file_id)")
         con.execute("INSERT INTO search_gone SELECT * FROM _rl_gone")
@@ -487,14 +462,6 @@ def _has_table(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> bool
             con, "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?", [catalog, table]
         )[0][0]
     )
-
-
-def _tokenise(con: duckdb.DuckDBPyConnection, texts: str, lo: int, hi: int) -> int:
-    """Add the postings of the texts ``texts`` selects for ``lo``..``hi``; returns their characters."""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _rl_texts AS {texts}", {"lo": lo, "hi": hi})
-    chars = int(query_rows(con, "SELECT coalesce(sum(length(text)), 0) FROM _rl_texts")[0][0])
-    con.execute(_TOKENISE)
-    return chars
 
 
 def _count_postings(con: duckdb.DuckDBPyConnection) -> None:
