@@ -25,7 +25,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ingest.otlp_receiver import Limits, TraceBuffer
-from store import reader
+from store import query_rows, reader
 from tests.otlp_producer import T0, expected_by_trace, make_spans, otlp_json_lines
 
 TOKEN = "s3cret-token"
@@ -520,8 +520,20 @@ def test_a_rootless_fragment_is_stored_partial_and_completed_when_the_root_comes
     clock.now = 21.0  # past the root wait: stored, marked partial and unscored (never "complete" with score 0)
     flusher.flush()
     assert _attempt_rows(db, trace) == [(trace, None, 66, None, 1, "root span")]
+    assert _partial_health(db) == [(1, False)]  # the run counts it and is not complete
     buffer.add(json.loads(_request(_oi_span(trace, root, "", "AGENT", 0, **{"session.id": "t9", "eval.score": 0.5}))))
     clock.now = 22.5
     flusher.flush()
     assert _attempt_rows(db, trace) == [("t9", 0.5, 66, None, 1, None)]  # completed, under its own task
+    assert _partial_health(db) == [(0, True)]
     _doctor_ok(db)
+
+
+def _partial_health(db: Path) -> list[tuple[int, bool]]:
+    """Each run's partial traces and completeness as the leaderboard's run health gives them."""
+    from analytics import runs
+
+    with reader(db) as con:
+        benches = [b for (b,) in query_rows(con, "SELECT DISTINCT benchmark FROM runs ORDER BY 1")]
+        healths = [runs.run_health(con, benchmark=b) for b in benches]
+    return [(int(n), bool(c)) for h in healths for n, c in zip(h["n_partial"], h["is_complete"], strict=True)]

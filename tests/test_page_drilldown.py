@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 import store as rdb
 from analytics import rules
 from analytics import trajectory as tr
+from analytics.plaintext import md_plain
 from ingest.pipeline import ingest_paths
 from tests.apptest import open_page
 from tests.conftest import shared_data
@@ -308,3 +309,56 @@ def test_a_run_of_many_tasks_is_searched_not_listed(tmp_path: Path, monkeypatch:
     assert not at.exception, [e.value for e in at.exception]
     box = at.selectbox(key="dd_task")
     assert len(box.options) == 10 and box.value == "task-0010"  # the first match is opened
+
+
+def _otlp_span(trace: str, span: str, parent: str = "") -> dict[str, object]:
+    t0 = 1_767_225_600_000_000_000  # 2026-01-01
+    return {
+        "traceId": trace,
+        "spanId": span,
+        "parentSpanId": parent,
+        "name": "agent",
+        "startTimeUnixNano": str(t0),
+        "endTimeUnixNano": str(t0 + 1000),
+        "attributes": [{"key": "eval.score", "value": {"doubleValue": 1.0}}],
+    }
+
+
+def test_a_partial_trace_is_shown_as_partial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    whole, part = "5b8efff798038103d269b633813fc60c", "6c9f0008a9149214e37ac744924fd71d"
+    spans = [
+        _otlp_span(whole, "eee19b7ec3c1b174"),  # a root span: the whole trace
+        _otlp_span(part, "fff19b7ec3c1b175", parent="00000000000000aa"),  # its root (span ...aa) never arrived
+        _otlp_span(part, "fff19b7ec3c1b176", parent="fff19b7ec3c1b175"),
+    ]
+    path = tmp_path / "traces.jsonl"
+    line = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {}, "spans": spans}]}]}
+    path.write_text(json.dumps(line) + "\n")
+    db = tmp_path / "db.duckdb"
+    [result] = ingest_paths([path], db=db)  # the real OTLP reader marks the second trace trace_partial
+    assert result.outcome == "ingested", result.error
+    with rdb.reader(db) as con:
+        (run_id,) = rdb.query_rows(con, "SELECT DISTINCT run_id FROM attempts")[0]
+    at = open_drilldown(db, monkeypatch, run=run_id, task=part, sample="0")
+    assert not at.exception, [e.value for e in at.exception]
+    notices = [w.value for w in at.warning if "Partial trace" in w.value]
+    want = "Partial trace: its root span was not received; 2 spans stored; completed if the rest arrives."
+    assert notices == [md_plain(want)]  # through the plain-text helper (the mark's text comes from the log)
+    at = open_drilldown(db, monkeypatch, run=run_id, task=whole, sample="0")
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [w.value for w in at.warning if "Partial trace" in w.value]
+
+
+@pytest.mark.parametrize(
+    ("extra", "notice"),
+    [
+        ({}, None),
+        ({"trace_partial": {"missing": "root span", "spans": 1}}, "its root span was not received; 1 span stored"),
+        ({"trace_partial": True}, "part of it was not received; some spans stored"),  # a mark of another shape
+    ],
+)
+def test_partial_notice_of_a_stored_mark(extra: dict[str, object], notice: str | None) -> None:
+    from analytics.trajectory.compute import _outcome_details
+
+    got = tr.partial_notice(_outcome_details(json.dumps(extra))["trace_partial"])
+    assert got is None if notice is None else notice in str(got)

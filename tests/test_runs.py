@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import store as rdb
 from analytics import leaderboard as lb
 from analytics import runs
@@ -63,3 +65,68 @@ def test_every_statistic_is_a_column_and_a_json_field() -> None:
     assert set(names) <= set(lb.COLUMNS) and set(names) <= set(lb.REPORT_KEYS)
     assert {s.source for s in lb.STATISTICS} <= set(lb.OUTCOME_COLUMNS)
     assert [name for name, _ in lb.BOOTSTRAPPED] == ["mean_steps", "mean_cost_usd"]  # the seeded draws' order
+
+
+def _otlp_span(trace: str, span: str, parent: str = "") -> dict[str, object]:
+    t0 = 1_767_225_600_000_000_000  # 2026-01-01
+    return {
+        "traceId": trace,
+        "spanId": span,
+        "parentSpanId": parent,
+        "name": "agent",
+        "startTimeUnixNano": str(t0),
+        "endTimeUnixNano": str(t0 + 1000),
+        "attributes": [{"key": "eval.score", "value": {"doubleValue": 1.0}}],
+    }
+
+
+def _otlp_line(service: str, *spans: dict[str, object]) -> str:
+    import json
+
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]}
+    return json.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {}, "spans": list(spans)}]}]})
+
+
+def test_run_health_counts_partial_traces_and_a_run_with_any_is_not_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ingest.pipeline import ingest_paths
+    from tests.apptest import open_page
+
+    path = tmp_path / "traces.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                _otlp_line("whole", _otlp_span("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174")),
+                _otlp_line(
+                    "part",
+                    _otlp_span("6c9f0008a9149214e37ac744924fd71d", "fff19b7ec3c1b170"),  # a whole trace
+                    _otlp_span("7d9f0008a9149214e37ac744924fd71e", "fff19b7ec3c1b175", parent="00000000000000aa"),
+                    _otlp_span("8e9f0008a9149214e37ac744924fd71f", "fff19b7ec3c1b176", parent="00000000000000bb"),
+                ),
+            ]
+        )
+        + "\n"
+    )
+    db = tmp_path / "db.duckdb"
+    [result] = ingest_paths([path], db=db)  # the real OTLP reader marks the two traces without their root
+    assert result.outcome == "ingested", result.error
+    with rdb.reader(db) as con:
+        [(bench,)] = rdb.query_rows(con, "SELECT DISTINCT benchmark FROM runs")
+        health = runs.run_health(con, benchmark=bench).set_index("run_id")
+    assert health["n_partial"].to_dict() == {"part": 2, "whole": 0}
+    assert health["is_complete"].to_dict() == {"part": False, "whole": True}
+    table = runs.incomplete_table(health.reset_index())
+    assert table["Run"].tolist() == ["part"] and table["Partial traces"].tolist() == [2]
+    board = open_page("views/leaderboard.py", db, monkeypatch, benchmark=bench)  # where the leaderboard lists them
+    assert any(s.value == "Runs that are not complete" for s in board.subheader)
+    assert any(c.value.startswith("Partial traces: attempts stored from a trace") for c in board.caption)
+    [shown] = [df.value for df in board.dataframe if "Partial traces" in df.value.columns]
+    assert shown["Partial traces"].astype(str).tolist() == ["2"]  # a display table: its cells as text
+
+
+def test_run_health_without_partial_traces_is_unchanged(fixture_db: Path) -> None:
+    with rdb.reader(fixture_db) as con:
+        health = runs.run_health(con, benchmark="mini-bench")
+    assert (health["n_partial"] == 0).all() and health["n_partial"].dtype == "int64"
+    assert "Partial traces" not in runs.incomplete_table(health.assign(is_complete=False)).columns

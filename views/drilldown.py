@@ -182,6 +182,8 @@ name = f"{run_id}-{task_id}-{sample}"
 transcript.attempt_header(d)
 transcript.judge_section(d, cached(tr.judge_verdicts_of, attempt_id=attempt_id), name=name)
 
+if notice := tr.partial_notice(d.get("trace_partial")):  # never shown as a whole attempt (docs/formats.md)
+    st.warning(plain(notice), icon=":material/broken_image:")
 align = cached(tr.alignment_frame, attempt_id=attempt_id, reference=tuple(d.get("reference_trajectory") or ()))
 findings = cached(rules.attempt_findings, attempt_id=attempt_id)
 diverge = align.loc[align["is_first_divergence"], "step"].dropna()

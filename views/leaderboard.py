@@ -155,6 +155,11 @@ if not measured.empty:
 if not health.empty and not health["is_complete"].all():
     st.subheader("Runs that are not complete")
     incomplete = runs.incomplete_table(health, errors_excluded=leave_out)
+    if "Partial traces" in incomplete:
+        st.caption(
+            "Partial traces: attempts stored from a trace whose root span was not received (unscored unless a score "
+            "was found); they are completed if the rest of the trace arrives."
+        )
     show_table(incomplete, key="lb_incomplete", name=f"leaderboard-{filters.benchmark}-incomplete", is_display=True)
 if not humans.empty:
     st.subheader("Human baseline")

@@ -86,13 +86,19 @@ def with_completeness(runs: pd.DataFrame, held: Mapping[str, int]) -> pd.DataFra
     return runs.assign(is_complete=(status_ok & complete).astype(bool))
 
 
-def with_health(df: pd.DataFrame, superseded_by: Mapping[str, str]) -> pd.DataFrame:
-    """``run_health``'s rows with ``superseded_by`` and ``is_complete`` (finished status, every counted sample
-    completed, no errored, limited or unscored attempt)."""
+def with_health(
+    df: pd.DataFrame, superseded_by: Mapping[str, str], partial: Mapping[str, int] | None = None
+) -> pd.DataFrame:
+    """``run_health``'s rows with ``superseded_by``, ``n_partial`` (``partial``: run id -> attempts stored from a
+    trace without its root span; a run not in it has none) and ``is_complete`` (finished status, every counted
+    sample completed, no errored, limited, unscored or partial-trace attempt)."""
     if df.empty:
-        return df.assign(is_complete=pd.Series(dtype=bool), superseded_by=pd.Series(dtype=object))
+        return df.assign(
+            n_partial=pd.Series(dtype="int64"), is_complete=pd.Series(dtype=bool), superseded_by=pd.Series(dtype=object)
+        )
     df["superseded_by"] = pd.Series([superseded_by.get(r) for r in df["run_id"]], index=df.index, dtype=object)
+    df["n_partial"] = pd.Series([int((partial or {}).get(r, 0)) for r in df["run_id"]], index=df.index, dtype="int64")
     status_ok = df["log_status"].isna() | df["log_status"].isin(COMPLETE_STATUSES)
     counted = df["total_samples"].isna() | (df["completed_samples"] == df["total_samples"])
-    clean = (df[["n_errored", "n_limited", "n_unscored"]] == 0).all(axis=1)
+    clean = (df[["n_errored", "n_limited", "n_unscored", "n_partial"]] == 0).all(axis=1)
     return df.assign(is_complete=status_ok & counted & clean)

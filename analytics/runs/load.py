@@ -1,7 +1,7 @@
 """Runs, loaded: the runs a run filter selects (with their columns, baseline flag and log state) and how complete
 each run of a benchmark is (``run_health``). The only module of ``analytics.runs`` that queries.
 
-``run_health``: its log status, completed/total samples, errored, limited and unscored attempts, and its pass rate
+``run_health``: its log status, completed/total samples, errored, limited, unscored and partial-trace attempts, and its pass rate
 with errored attempts counted as failures or left out. The leaderboard counts an errored attempt (status
 ``crashed``) as a failure; Inspect's own accuracy leaves errored samples out. Both rates are given here so the
 difference is never silent. Samples stopped by a limit (``timeout``) were scored by Inspect and count in both.
@@ -58,6 +58,18 @@ WHERE r.benchmark = ?
 GROUP BY r.run_id
 """
 
+# Attempts stored from a trace without its root span (the OTLP reader's and receiver's ``trace_partial`` mark), per
+# run. Only the attempts of OTLP files are read (the only reader that writes the mark): a store without any reads
+# no attempt, and the file list is a semi join, which DuckDB pushes into the attempts scan.
+OTLP_FILES_SQL = "SELECT file_id FROM ingest_log WHERE format = 'otlp' ORDER BY file_id"
+PARTIAL_SQL = """
+SELECT a.run_id, count(*) AS n_partial
+FROM attempts a SEMI JOIN (SELECT unnest(?::BIGINT[]) AS file_id) f ON a.file_id = f.file_id
+JOIN runs r USING (run_id)
+WHERE r.benchmark = ? AND json_exists(a.extra, '$.trace_partial')
+GROUP BY a.run_id
+"""
+
 
 def load_runs(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> pd.DataFrame:
     """The runs of one benchmark that match the filter (``RUN_COLUMNS``, is_baseline, and log_status, completed,
@@ -77,9 +89,12 @@ def run_health(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFram
 
     ``is_complete`` is false when the log's status is neither ``success`` nor ``completed`` (Inspect's ``error``,
     ``cancelled``, ``started``), when fewer samples completed than the log counts, or when an attempt errored,
-    hit a limit or is unscored. ``superseded_by``: the run of an eval set's retry that replaced this one (the
-    leaderboard leaves this one out), else None.
+    hit a limit or is unscored, or when it holds partial traces (``n_partial``: attempts stored from a trace whose
+    root span never arrived, marked ``trace_partial``). ``superseded_by``: the run of an eval set's retry that
+    replaced this one (the leaderboard leaves this one out), else None.
     """
     df = query_df(con, HEALTH_SQL, {"benchmark": benchmark})
     later = {} if df.empty else dict(query_df(con, SUPERSEDED_SQL, [benchmark]).itertuples(index=False, name=None))
-    return with_health(df, later)
+    files = [int(f) for (f,) in query_rows(con, OTLP_FILES_SQL)] if not df.empty else []
+    partial = dict(query_rows(con, PARTIAL_SQL, [files, benchmark])) if files else {}
+    return with_health(df, later, partial)

@@ -34,7 +34,8 @@ def unique_run_labels(df: pd.DataFrame) -> dict[str, str]:
 
 def incomplete_table(df: pd.DataFrame, *, errors_excluded: bool = False) -> pd.DataFrame:
     """The runs (of ``run_health``) that are not complete, for display: the pass rate under the chosen treatment
-    of errors."""
+    of errors, and a "Partial traces" column (attempts stored from a trace whose root span never arrived) when a
+    listed run has any."""
     if df.empty:
         return df
     part = df[~df["is_complete"]].copy()
@@ -49,8 +50,10 @@ def incomplete_table(df: pd.DataFrame, *, errors_excluded: bool = False) -> pd.D
             f"{s} (superseded by {later}: not ranked)" if isinstance(later, str) else s
             for s, later in zip(part["log_status"], part["superseded_by"], strict=True)
         ]
+    partial = "n_partial" in part and bool((part["n_partial"] > 0).any())
     return part.rename(
         columns={
+            "n_partial": "Partial traces",
             "run_id": "Run",
             "agent": "Agent",
             "log_status": "Log status",
@@ -58,4 +61,8 @@ def incomplete_table(df: pd.DataFrame, *, errors_excluded: bool = False) -> pd.D
             "n_limited": "Limit hit",
             "n_unscored": "Unscored",
         }
-    )[["Run", "Agent", "Log status", "completed / total", "Errored", "Limit hit", "Unscored", "Pass rate (%)"]]
+    )[
+        ["Run", "Agent", "Log status", "completed / total", "Errored", "Limit hit", "Unscored"]
+        + (["Partial traces"] if partial else [])
+        + ["Pass rate (%)"]
+    ]

@@ -57,7 +57,7 @@ from analytics.trajectory.load import (
     steps_page,
     tool_calls_of,
 )
-from analytics.trajectory.report import COVERAGE_KEYS, coverage_rows
+from analytics.trajectory.report import COVERAGE_KEYS, coverage_rows, partial_notice
 
 __all__ = [
     "EXTRA",
@@ -98,4 +98,5 @@ __all__ = [
     "tool_calls_of",
     "COVERAGE_KEYS",
     "coverage_rows",
+    "partial_notice",
 ]

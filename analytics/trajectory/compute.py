@@ -288,10 +288,12 @@ def canonical_json(value: Any) -> str | None:
 
 def _outcome_details(extra: Any) -> dict[str, Any]:
     """What the attempt's ``extra`` says about how it ended: the limit hit (kind and value, e.g. an Inspect
-    ``message`` limit of 6), the error message, and the grader's tokens (kept apart from the agent's)."""
+    ``message`` limit of 6), the error message, the grader's tokens (kept apart from the agent's) and, for a trace
+    stored without its root span, ``trace_partial`` (what is missing and how many spans were stored; None for a
+    whole attempt)."""
     data = json.loads(extra) if isinstance(extra, str) else extra
     if not isinstance(data, dict):
-        return {"limit_text": None, "error_text": None, "grading": None}
+        return {"limit_text": None, "error_text": None, "grading": None, "trace_partial": None}
     limit = data.get("limit")
     limit_text = None
     if isinstance(limit, dict) and limit.get("type"):
@@ -304,6 +306,22 @@ def _outcome_details(extra: Any) -> dict[str, Any]:
         "limit_text": limit_text,
         "error_text": error if isinstance(error, str) else None,
         "grading": grading if isinstance(grading, dict) else None,
+        "trace_partial": _trace_partial(data.get("trace_partial")),
+    }
+
+
+def _trace_partial(mark: Any) -> dict[str, Any] | None:
+    """The ``trace_partial`` mark of an attempt's extra (the OTLP reader's: ``missing``, ``spans``) as
+    ``{"missing": str, "spans": int | None}``; None when the attempt is not marked. A mark of another shape still
+    marks the attempt partial (never shown as whole), with what it does not say left None."""
+    if mark is None or mark is False:
+        return None
+    fields = mark if isinstance(mark, dict) else {}
+    spans = fields.get("spans")
+    missing = fields.get("missing")
+    return {
+        "missing": str(missing) if missing is not None else None,
+        "spans": int(spans) if isinstance(spans, int) and not isinstance(spans, bool) else None,
     }
 
 

@@ -1,4 +1,4 @@
-"""Trajectory reports: the rows of ``python -m analytics coverage --json``."""
+"""Trajectory reports: the rows of ``python -m analytics coverage --json``, the drilldown's partial-trace notice."""
 
 from __future__ import annotations
 
@@ -21,3 +21,15 @@ def coverage_rows(table: pd.DataFrame) -> list[dict[str, Any]]:
         return value
 
     return [{k: clean(r[k]) for k in COVERAGE_KEYS} for r in table.to_dict("records")]
+
+
+def partial_notice(mark: dict[str, Any] | None) -> str | None:
+    """The drilldown's notice for an attempt stored from a partial trace (``attempt_detail``'s ``trace_partial``),
+    as plain text (the caller renders it through the plain-text helper); None for a whole attempt."""
+    if mark is None:
+        return None
+    missing = mark.get("missing")
+    spans = mark.get("spans")
+    what = f"its {missing} was not received" if missing else "part of it was not received"
+    stored = f"{spans:,} span{'s' if spans != 1 else ''} stored" if isinstance(spans, int) else "some spans stored"
+    return f"Partial trace: {what}; {stored}; completed if the rest arrives."
