@@ -69,9 +69,10 @@ def test_parts_give_the_same_database_and_outcomes_as_whole_files(
 ) -> None:
     files = [*mixed_batch(tmp_path / "logs"), rated_log(tmp_path / "logs" / "r")]
     whole = ingest_paths(files, db=tmp_path / "whole.duckdb", jobs=1)
-    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 4096)  # every generated file takes several parts
-    monkeypatch.setenv("RUNLENS_INGEST_CHUNK_MB", str(4096 / 1024**2))  # in the worker processes too
-    assert max(f.stat().st_size for f in files) > 10 * 4096
+    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 16384)  # every generated file takes 15 to 18 parts, the rated log 8
+    monkeypatch.setenv("RUNLENS_INGEST_CHUNK_MB", str(16384 / 1024**2))  # in the worker processes too
+    assert max(f.stat().st_size for f in files) > 10 * 16384
+    assert files[-1].stat().st_size > 4 * 16384  # the ratings come parts after the attempts they rate
     parts = ingest_paths(files, db=tmp_path / "parts.duckdb", jobs=1)
     in_workers = ingest_paths(files, db=tmp_path / "workers.duckdb", jobs=2)
 

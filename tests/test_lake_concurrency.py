@@ -19,7 +19,9 @@ from analytics import doctor
 from tests.conftest import ROOT
 from tests.lake_support import make_upload, new_lake
 
-N_WRITERS, N_UPLOADS, N_FILES = 8, 20, 120
+# Writer w uploads files 7w .. 7w + 9: each shares 3 files with the next writer (21 contested files, 59 distinct,
+# 80 uploads). Half the uploads of 20 per writer with stride 13, for the same contention: eight writers at once.
+N_WRITERS, N_UPLOADS, N_FILES, STRIDE = 8, 10, 60, 7
 
 
 def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
@@ -39,8 +41,8 @@ def test_eight_writers_and_two_readers(postgres, tmp_path: Path, monkeypatch: py
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     files = [make_upload(tmp_path, i) for i in range(N_FILES)]
-    # each writer uploads 20 files; files overlap between writers (the same CI artefact uploaded twice)
-    plans = [[str(files[(w * 13 + j) % N_FILES]) for j in range(N_UPLOADS)] for w in range(N_WRITERS)]
+    # each writer uploads N_UPLOADS files; files overlap between writers (the same CI artefact uploaded twice)
+    plans = [[str(files[(w * STRIDE + j) % N_FILES]) for j in range(N_UPLOADS)] for w in range(N_WRITERS)]
     rdb.ensure_snapshot(location)  # the lake exists before the readers start
     stop = tmp_path / "stop"
     readers = [_spawn(["read", str(stop)], env) for _ in range(2)]
@@ -59,6 +61,7 @@ def test_eight_writers_and_two_readers(postgres, tmp_path: Path, monkeypatch: py
         assert proc.returncode == 0, err[-3000:]
         reads.append(json.loads(out))
     uploaded = {f for plan in plans for f in plan}
+    assert len(uploaded) < N_WRITERS * N_UPLOADS  # some files were uploaded by more than one writer
     assert all(sorted(o)[-1] == "ingested" and o.count("ingested") == 1 for o in outcomes.values()), outcomes
     assert set(outcomes) == uploaded
     with rdb.reader(location) as con:
