@@ -17,6 +17,7 @@ from analytics.plaintext import md_plain
 from ingest.pipeline import ingest_paths
 from tests.apptest import open_page
 from tests.conftest import shared_data
+from tests.otlp_lines import otlp_line, otlp_span
 
 HOSTILE = '<script>alert("x")</script> ![x](http://evil.example/pixel.png) [click](http://evil.example)'
 N_LONG = 2000
@@ -311,29 +312,15 @@ def test_a_run_of_many_tasks_is_searched_not_listed(tmp_path: Path, monkeypatch:
     assert len(box.options) == 10 and box.value == "task-0010"  # the first match is opened
 
 
-def _otlp_span(trace: str, span: str, parent: str = "") -> dict[str, object]:
-    t0 = 1_767_225_600_000_000_000  # 2026-01-01
-    return {
-        "traceId": trace,
-        "spanId": span,
-        "parentSpanId": parent,
-        "name": "agent",
-        "startTimeUnixNano": str(t0),
-        "endTimeUnixNano": str(t0 + 1000),
-        "attributes": [{"key": "eval.score", "value": {"doubleValue": 1.0}}],
-    }
-
-
 def test_a_partial_trace_is_shown_as_partial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     whole, part = "5b8efff798038103d269b633813fc60c", "6c9f0008a9149214e37ac744924fd71d"
     spans = [
-        _otlp_span(whole, "eee19b7ec3c1b174"),  # a root span: the whole trace
-        _otlp_span(part, "fff19b7ec3c1b175", parent="00000000000000aa"),  # its root (span ...aa) never arrived
-        _otlp_span(part, "fff19b7ec3c1b176", parent="fff19b7ec3c1b175"),
+        otlp_span(whole, "eee19b7ec3c1b174"),  # a root span: the whole trace
+        otlp_span(part, "fff19b7ec3c1b175", parent="00000000000000aa"),  # its root (span ...aa) never arrived
+        otlp_span(part, "fff19b7ec3c1b176", parent="fff19b7ec3c1b175"),
     ]
     path = tmp_path / "traces.jsonl"
-    line = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {}, "spans": spans}]}]}
-    path.write_text(json.dumps(line) + "\n")
+    path.write_text(otlp_line(*spans) + "\n")
     db = tmp_path / "db.duckdb"
     [result] = ingest_paths([path], db=db)  # the real OTLP reader marks the second trace trace_partial
     assert result.outcome == "ingested", result.error

@@ -10,6 +10,7 @@ import pytest
 import store as rdb
 from analytics import leaderboard as lb
 from analytics import runs
+from tests.otlp_lines import otlp_line, otlp_span
 
 
 def test_the_one_rule_differs_only_by_include_baselines() -> None:
@@ -67,26 +68,6 @@ def test_every_statistic_is_a_column_and_a_json_field() -> None:
     assert [name for name, _ in lb.BOOTSTRAPPED] == ["mean_steps", "mean_cost_usd"]  # the seeded draws' order
 
 
-def _otlp_span(trace: str, span: str, parent: str = "") -> dict[str, object]:
-    t0 = 1_767_225_600_000_000_000  # 2026-01-01
-    return {
-        "traceId": trace,
-        "spanId": span,
-        "parentSpanId": parent,
-        "name": "agent",
-        "startTimeUnixNano": str(t0),
-        "endTimeUnixNano": str(t0 + 1000),
-        "attributes": [{"key": "eval.score", "value": {"doubleValue": 1.0}}],
-    }
-
-
-def _otlp_line(service: str, *spans: dict[str, object]) -> str:
-    import json
-
-    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]}
-    return json.dumps({"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": {}, "spans": list(spans)}]}]})
-
-
 def test_run_health_counts_partial_traces_and_a_run_with_any_is_not_complete(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -97,12 +78,12 @@ def test_run_health_counts_partial_traces_and_a_run_with_any_is_not_complete(
     path.write_text(
         "\n".join(
             [
-                _otlp_line("whole", _otlp_span("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174")),
-                _otlp_line(
-                    "part",
-                    _otlp_span("6c9f0008a9149214e37ac744924fd71d", "fff19b7ec3c1b170"),  # a whole trace
-                    _otlp_span("7d9f0008a9149214e37ac744924fd71e", "fff19b7ec3c1b175", parent="00000000000000aa"),
-                    _otlp_span("8e9f0008a9149214e37ac744924fd71f", "fff19b7ec3c1b176", parent="00000000000000bb"),
+                otlp_line(otlp_span("5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"), service="whole"),
+                otlp_line(
+                    otlp_span("6c9f0008a9149214e37ac744924fd71d", "fff19b7ec3c1b170"),  # a whole trace
+                    otlp_span("7d9f0008a9149214e37ac744924fd71e", "fff19b7ec3c1b175", parent="00000000000000aa"),
+                    otlp_span("8e9f0008a9149214e37ac744924fd71f", "fff19b7ec3c1b176", parent="00000000000000bb"),
+                    service="part",
                 ),
             ]
         )
