@@ -27,7 +27,7 @@ import duckdb
 import pyarrow as pa
 
 from store import task_first
-from store.query import load_sql
+from store.query import insert_over_attempts, load_sql
 
 TABLES = ("run_task_stats", "run_task_codes", "run_code_pairs")
 # Migration 009: a row set per run, refreshed whole for the runs touched; the slices' tables are sums of the run's
@@ -57,13 +57,8 @@ def _insert_rows(
     labels_sql: str = _STORED_LABELS,
 ) -> None:
     """``INSERT INTO table`` the rows its SELECT (store/sql/TABLE.sql) gives over the attempts ``attempts_sql``
-    selects and the labels ``labels_sql`` selects (one statement: the SELECT runs as a subquery under the CTEs
-    ``_rl_agg_attempts`` and ``_rl_agg_labels``, which DuckDB inlines, filters and projections pushed down)."""
-    con.execute(
-        f"INSERT INTO {table} WITH _rl_agg_attempts AS ({attempts_sql}), _rl_agg_labels AS ({labels_sql}) "
-        f"SELECT * FROM ({load_sql(table)})",
-        params or {},
-    )
+    selects and the labels ``labels_sql`` selects (``store.query.insert_over_attempts``)."""
+    insert_over_attempts(con, table, attempts_sql, labels_sql, params)
 
 
 def _insert_run_tables(con: duckdb.DuckDBPyConnection, lo: int | None, hi: int | None) -> None:

@@ -41,6 +41,27 @@ def load_sql(name: str, *, folder: Path = SQL_DIR) -> str:
     return (folder / f"{name}.sql").read_text(encoding="utf-8")
 
 
+def insert_over_attempts(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    attempts_sql: str,
+    labels_sql: str,
+    params: dict[str, object] | None = None,
+    *,
+    order_by: str = "",
+) -> None:
+    """``INSERT INTO table`` the rows of its SELECT (``store/sql/<table>.sql``, a name from the store's own list,
+    never user input) over the attempts ``attempts_sql`` selects and the labels ``labels_sql`` selects: one
+    statement, the SELECT a subquery under the CTEs ``_rl_agg_attempts`` and ``_rl_agg_labels``, which DuckDB inlines
+    with filters and projections pushed down; ``order_by`` (column names) orders the rows as they are written."""
+    order = f" ORDER BY {order_by}" if order_by else ""
+    con.execute(
+        f"INSERT INTO {table} WITH _rl_agg_attempts AS ({attempts_sql}), _rl_agg_labels AS ({labels_sql}) "
+        f"SELECT * FROM ({load_sql(table)}){order}",
+        params or {},
+    )
+
+
 def query_df(
     con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
 ) -> pd.DataFrame:

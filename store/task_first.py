@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import duckdb
 
-from store.query import load_sql
+from store.query import insert_over_attempts
 
 TABLE = "run_task_first"
 
@@ -25,11 +25,7 @@ def insert(
     """``INSERT`` the rows of the (run, task) pairs of the attempts ``attempts_sql`` selects, with the labels
     ``labels_sql`` selects (CTEs ``_rl_agg_attempts`` and ``_rl_agg_labels`` around the table's SELECT), in run and
     task order (a lake's files then hold runs apart, and a read of one run skips the others' row groups)."""
-    con.execute(
-        f"INSERT INTO {TABLE} WITH _rl_agg_attempts AS ({attempts_sql}), _rl_agg_labels AS ({labels_sql}) "
-        f"SELECT * FROM ({load_sql(TABLE)}) ORDER BY run_id, task_id",
-        params or {},
-    )
+    insert_over_attempts(con, TABLE, attempts_sql, labels_sql, params, order_by="run_id, task_id")
 
 
 def refresh_keys(con: duckdb.DuckDBPyConnection, lo: int | None, hi: int | None) -> None:
