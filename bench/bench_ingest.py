@@ -1,7 +1,8 @@
 """Ingest throughput against DuckDB's own read_json of the same files.
 
 ``python bench/bench_ingest.py --sizes 100000 1000000 --shape default --stores lake file --work /tmp/rl_bench``
-(``--shape short-tools --runs 10``: the second shape of bench/gen_logs.py; ``--nice 19`` on a shared machine)
+(``--shape short-tools --runs 10``: the second shape of bench/gen_logs.py; ``--nice 19`` on a shared machine;
+``--per-file FILE ...``: each file alone, its floor and its ingest in fresh processes, a ratio per file)
 
 For each size: generate the logs with bench/gen_logs.py (seeded; reused when present), then time, each in a
 fresh subprocess under ``/usr/bin/time -v`` (wall, user+sys CPU of the process and its workers, peak RSS of the
@@ -251,6 +252,43 @@ def bench_size(
     return row
 
 
+def per_file(work: Path, files: list[Path], *, nice: int = 0) -> list[dict[str, Any]]:
+    """Each file on its own: its floor (``read_json`` into a fresh DuckDB file) and its ingest into a fresh local
+    lake, each in a fresh process (so each ratio carries one process's start-up, as one upload does)."""
+    prefix = ["nice", "-n", str(nice)] if nice else []
+    out = []
+    for f in files:
+        raw_db, lake_path = work / "per-file-raw.duckdb", work / "per-file.lake"
+        _fresh(raw_db)
+        raw = timed([*prefix, sys.executable, "-c", READ_JSON_PER_FILE, str(raw_db), str(f)])
+        _fresh(raw_db)
+        _fresh(lake_path)
+        ingest = timed(
+            [*prefix, sys.executable, "-m", "ingest", "--no-progress", "--db", f"ducklake:sqlite:{lake_path}", str(f)]
+        )
+        _fresh(lake_path)
+        row = {"file": f.name, "mb": round(f.stat().st_size / 1e6, 1), "read_json": raw, "lake": ingest}
+        row["ratio_cpu"] = round(ingest["cpu_s"] / max(raw["cpu_s"], 1e-9), 2)
+        print(json.dumps(row), file=sys.stderr)
+        out.append(row)
+    return out
+
+
+def per_file_markdown(rows: list[dict[str, Any]]) -> str:
+    """``per_file``'s results as a Markdown table."""
+    out = [
+        "| file | MB | ingest CPU s | ingest wall s | peak RSS MB (tree) | floor CPU s | floor wall s | ratio CPU | load1 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        i, j = r["lake"], r["read_json"]
+        out.append(
+            f"| {r['file']} | {r['mb']} | {i['cpu_s']:.2f} | {i['wall_s']:.2f} | {i['tree_rss_mb']:.0f} | "
+            f"{j['cpu_s']:.2f} | {j['wall_s']:.2f} | {r['ratio_cpu']} | {i['load1']} |"
+        )
+    return "\n".join(out)
+
+
 def markdown(rows: list[dict[str, object]]) -> str:
     """The results as a Markdown table (one line per size, shape and store)."""
     out = [
@@ -287,10 +325,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stores", nargs="+", choices=("lake", "file"), default=["lake", "file"])
     parser.add_argument("--nice", type=int, default=0, help="run the timed commands under nice -n NICE")
     parser.add_argument("--archive", action="store_true", help="ingest the logs packed in one .tar.gz")
+    parser.add_argument(
+        "--per-file",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="instead of --sizes: each FILE alone, its floor and its ingest into a fresh lake, each in a fresh process",
+    )
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     info = machine()
     print(json.dumps(info), file=sys.stderr)
+    if args.per_file:
+        print(per_file_markdown(per_file(args.work, args.per_file, nice=args.nice)))
+        return 0
     rows = []
     for n in args.sizes:
         rows.append(

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ingest.errors import IngestError, ProblemCollector
 
 MAPPINGS_DIR = Path(__file__).resolve().parent / "mappings"
@@ -128,6 +126,8 @@ def load_mapping(spec: str, *, where: str = "--mapping") -> Mapping:
 
 
 def _from_yaml(path: Path, label: str) -> Mapping:
+    import yaml  # on first use: 10 ms of every ingest process's start otherwise
+
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:

@@ -9,6 +9,7 @@ no process has that id, or the process with that id started at another time (the
 is the kernel's (``/proc/<pid>/stat``); where there is none, a folder is kept while a process has its id. Process
 ids are those of this machine's (or container's) process table: processes sharing a temporary folder across process
 namespaces would see each other's folders as orphans, so give each its own ``TMPDIR``.
+A demo load (`data/demo/build.py`) keeps its generated files in a ``runlens-demo-*`` folder named the same way.
 Folders named before owners were recorded are removed when older than a day, as before.
 """
 

@@ -118,3 +118,63 @@ def test_an_upload_removes_the_folder_of_a_killed_server(private_tmp: Path) -> N
         assert paths[0].parent.name.startswith(f"{uw.TEMP_PREFIX}p{os.getpid()}-")
         assert not dead.exists()
     assert not list(private_tmp.glob(uw.TEMP_PREFIX + "*"))
+
+
+# A demo load (of the hand-written file only: the generators take seconds) that stops for good at its ingest, with
+# its generated files in its folder: it says when it is there, and waits to be killed.
+KILLED_DEMO = textwrap.dedent(
+    """
+    import sys, time
+    from data.demo import build
+
+    def stop(*args, **kwargs):
+        print("ingesting", flush=True)
+        time.sleep(600)
+
+    build.GENERATORS[:] = [("starter", build._starter)]
+    build.ingest_paths = stop
+    build.load_demo(sys.argv[1])
+    """
+)
+
+
+def test_the_next_demo_load_removes_the_folder_of_a_killed_one(tmp_path: Path, private_tmp: Path) -> None:
+    from data.demo import build
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_DEMO, str(tmp_path / "killed.duckdb")],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "TMPDIR": str(private_tmp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip() == "ingesting", proc.stderr.read() if proc.stderr else line
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    (left,) = private_tmp.glob(build.TEMP_PREFIX + "*")
+    assert left.name.startswith(f"{build.TEMP_PREFIX}p{proc.pid}-")
+    assert list(left.rglob("starter.jsonl")), "the killed load had written its files"
+    mine = Path(tempdirs.owned_folder(build.TEMP_PREFIX))  # a load running in this process: kept
+
+    seen: list[Path] = []
+
+    def record(files: list[Path], **kwargs: object) -> list[object]:
+        seen.extend(files)
+        assert not left.exists()  # removed before this load's own build
+        return []
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(build, "GENERATORS", [("starter", build._starter)])
+        mp.setattr(build, "ingest_paths", record)
+        build.load_demo(tmp_path / "next.duckdb")
+    assert [f.name for f in seen] == ["starter.jsonl"]
+    assert seen[0].parent.parent.parent.name.startswith(f"{build.TEMP_PREFIX}p{os.getpid()}-")
+    assert not seen[0].exists()  # the load's own folder is gone when it returns
+    assert mine.exists()
+    mine.rmdir()
+    assert not list(private_tmp.glob(build.TEMP_PREFIX + "*"))

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
 from data.demo import adbench, gembench, history, liveagentbench, xbench
 from ingest.pipeline import FileResult, describe, ingest_paths
+from ingest.tempdirs import owned_temporary_folder, remove_orphans
 from store import Location, RunlensError
 
 DEMO_DIR = Path(__file__).resolve().parent
 BUILD_DIR = DEMO_DIR / "build"
 HAND_WRITTEN = DEMO_DIR / "starter.jsonl"
+# A load's private folder of generated files (about 15 MB) in the system's temporary folder, named after its process
+# (``ingest.tempdirs``): the next load removes the folders of loads that were killed before deleting their own.
+TEMP_PREFIX = "runlens-demo-"
 
 # (name, writer): a writer takes the output folder and returns the files it wrote, in ingest order.
 Generator = Callable[[Path], list[Path]]
@@ -57,7 +60,8 @@ def build_demo_files(out_dir: Path = BUILD_DIR) -> list[Path]:
 def load_demo(db: Location = None, *, out: TextIO | None = None) -> list[FileResult]:
     """Generate the demo files and ingest them (idempotent: a second load adds nothing)."""
     # A private folder per load: concurrent loads (two test sessions, two app starts) never collide.
-    with tempfile.TemporaryDirectory(prefix="runlens-demo-") as tmp:
+    remove_orphans(TEMP_PREFIX)
+    with owned_temporary_folder(TEMP_PREFIX) as tmp:
         files = build_demo_files(Path(tmp) / "build")
         results = ingest_paths(files, db=db, fmt="native", is_demo=True, out=out)
     failed = [r for r in results if r.outcome == "failed"]

@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ingest.errors import IngestError
 
 MAPPINGS_DIR = Path(__file__).resolve().parent.parent / "mappings" / "otlp"
@@ -60,6 +58,8 @@ def shipped_trace_mappings() -> dict[str, Path]:
 
 
 def _read_yaml(path: Path, where: str) -> dict[str, Any]:
+    import yaml  # on first use: 10 ms of every ingest process's start otherwise
+
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
