@@ -177,15 +177,14 @@ _RUN_SPECIFIC = [  # before the numbers; each with the characters a match needs 
     (re.compile(r"(?<!\w)'[^'\n]{1,80}'(?!\w)|\"[^\"\n]{1,80}\"|`[^`\n]{1,80}`"), " ", ("'", '"', "`")),  # quoted
     (re.compile(r"\b[\w-]+(?:\.[\w-]+)+(?::\d+)?\b"), " ", (".",)),  # hosts, dotted names, ip:port, decimals
 ]
-_CLEAN_UP = [  # after them
-    (re.compile(r"\([\s:;,.#/-]*\)|\[[\s:;,.#/-]+\]"), " "),  # brackets left empty (not an empty result "[]")
-    (re.compile(r"\s+([,.;:)\]])"), r"\1"),
-    (re.compile(r"\s+"), " "),
-]
+# after them: brackets left empty (not an empty result "[]"), then no space before a closing mark, then one space
+_EMPTY_BRACKETS = re.compile(r"\([\s:;,.#/-]*\)|\[[\s:;,.#/-]+\]")
+_SPACE_BEFORE = re.compile(r"\s+([,.;:)\]])")
 
 _DIGIT = re.compile(r"\d")
 _NUMBER = re.compile(r"\b[\w.+:-]*\d[\w.+:-]*")  # ids and numbers: acct_045, 18342, 0x1f
 _HTTP_STATUS = re.compile(r"[45]\d\d")
+_COUNTED = re.compile(r" [a-z]")
 _STATUS_LEAD = re.compile(r"(?:^|^failed: |http |status |code |error )$")
 
 
@@ -193,11 +192,12 @@ def _number(match: re.Match[str]) -> str:
     """A token with a digit is cut, except an HTTP status where one is reported ("404 not found", "http 429"):
     401, 404 and 429 are different causes; and a count of zero is said in a word ("0 rows" is "zero rows")."""
     token = match.group(0)
-    lead = match.string[max(0, match.start() - 8) : match.start()]
-    if _HTTP_STATUS.fullmatch(token) and _STATUS_LEAD.search(lead):
-        return token
-    counted = re.match(r" [a-z]", match.string[match.end() : match.end() + 2])
-    return " zero " if token == "0" and counted else " "  # "0 results" is "no results"; "call 0" is an index
+    if len(token) == 3 and _HTTP_STATUS.fullmatch(token):
+        if _STATUS_LEAD.search(match.string[max(0, match.start() - 8) : match.start()]):
+            return token
+    elif token == "0" and _COUNTED.match(match.string, match.end()):
+        return " zero "  # "0 results" is "no results"; "call 0" is an index
+    return " "
 
 
 _JSON_STRING = re.compile(r'"((?:[^"\\\n]|\\.){0,400})"')
@@ -220,12 +220,15 @@ def strip_run_specific(text: str) -> str:
     (``unjson``)."""
     out = unjson(text).lower()
     for pattern, repl, needs in _RUN_SPECIFIC:
-        if any(c in out for c in needs):
-            out = pattern.sub(repl, out)
+        for c in needs:
+            if c in out:
+                out = pattern.sub(repl, out)
+                break
     if _DIGIT.search(out):
         out = _NUMBER.sub(_number, out)
-    for pattern, repl in _CLEAN_UP:
-        out = pattern.sub(repl, out)
+    if "(" in out or "[" in out:
+        out = _EMPTY_BRACKETS.sub(" ", out)
+    out = " ".join(_SPACE_BEFORE.sub(r"\1", out).split())  # what ``\s+`` -> " " did, without a regex
     out = out.strip(" ,;:-|")
     return out or text.strip()
 
