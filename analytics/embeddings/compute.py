@@ -187,7 +187,12 @@ class StaticEmbedder:
         if not texts:
             return np.zeros((0, STATIC_DIMS), dtype=np.float32)
         texts = list(texts)
-        out, rest = self._encode_by_word(texts)
+        out = np.empty((len(texts), STATIC_DIMS), dtype=np.float32)
+        rests = []
+        for s in range(0, len(texts), WORD_CHUNK):  # in parts: a million texts' word lists would take gigabytes
+            out[s : s + WORD_CHUNK], part = self._encode_by_word(texts[s : s + WORD_CHUNK])
+            rests.append(part + s)
+        rest = np.concatenate(rests)
         if len(rest):
             vecs = self._load().encode([texts[i] for i in rest], max_length=self.max_tokens, use_multiprocessing=False)
             out[rest] = np.asarray(vecs, dtype=np.float32)
@@ -268,6 +273,7 @@ class StaticEmbedder:
         return out / np.where(norms > 1e-9, norms, 1.0)
 
 
+WORD_CHUNK = 50_000  # texts encoded word by word at a time (``StaticEmbedder.encode``)
 # A word as the model's BERT tokenizer splits printable ASCII: a run of letters and digits, or one punctuation
 # character (every printable ASCII character that is not a letter, digit or space is punctuation to BERT).
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
