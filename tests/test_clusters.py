@@ -415,3 +415,18 @@ def test_the_static_model_by_word_gives_model2vecs_vectors() -> None:
     assert np.abs(ours - theirs).max() < 1e-6
     assert np.abs(out[plain] - theirs[plain]).max() < 1e-6  # the rows computed word by word
     assert not out[rest].any()  # the others are left to model2vec
+
+
+def test_an_error_code_field_is_a_structure_token() -> None:
+    """A snake_case error code in a code field or in brackets is dropped from the free text (as every identifier) and
+    kept once as a structure token; an identifier elsewhere is not a code."""
+    from analytics.clusters.compute import document_segments
+
+    free, _, struct = document_segments(
+        "failed: {ok: false, code: e_action, message: failed [e_action]: modal dialog intercepts pointer events}"
+        " | failed: browsererror [e_browser] renderer crashed in load_page"
+    )
+    assert [t for t in struct if t.startswith("code ")] == ["code e_action", "code e_browser"]
+    assert not any("e_action" in f or "load_page" in f for f in free)
+    _, _, plain = document_segments("failed: column order_total does not exist")
+    assert not any(t.startswith("code ") for t in plain)

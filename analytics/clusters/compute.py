@@ -10,7 +10,7 @@
 3. a seeded **sample** of at most ``MAX_POINTS`` distinct documents is described by ``document_features``: each
    document is split (``document_parts``) into its free text (what the failing steps, the answer and the last
    result say) and its structure (where it failed, the answer against the reference, trajectory and status
-   hints); the free text's **meaning** (the static model's token vectors weighted by their inverse document
+   hints, an error code in a code field or in brackets); the free text's **meaning** (the static model's token vectors weighted by their inverse document
    frequency among the sample: a word every failure has weighs nothing; without the frames ``frame_spans`` finds,
    an envelope around every cause's message) and **words** (TF-IDF of words and word
    pairs reduced to ``SVD_DIMS`` dimensions), and a light one-hot of the **structure**, side by side
@@ -101,6 +101,11 @@ _VERSUS = re.compile(
 )
 _LETTER = re.compile(r"[^\W\d_]")
 _FLAGS = ("no tool called", "no final answer")
+# An error code in a code field or in brackets ("code: e_action", "failed [e_browser]"): a snake_case name the free
+# text drops, kept as a structure token (several causes share a code; it tips two causes with different codes apart).
+_CODE = re.compile(
+    r"\b(?:code|error_code|errno)\W{1,3}([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b|\[([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\]"
+)
 _IDENTIFIER = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")  # snake_case names: a function, a column, a key
 
 
@@ -144,6 +149,7 @@ def document_segments(doc: str) -> tuple[list[str], list[bool], list[str]]:
         else:
             free.append(seg)
             answer.append(False)
+    struct += sorted({"code " + (m.group(1) or m.group(2)) for f in free for m in _CODE.finditer(f)})
     texts = [" ".join(_IDENTIFIER.sub(" ", f).split()) for f in free]
     keep = [i for i, t in enumerate(texts) if t]
     return [texts[i] for i in keep], [answer[i] for i in keep], struct
