@@ -311,19 +311,24 @@ def document_features(texts: list[str], *, seed: int = SEED, spans: set[tuple[st
     return np.hstack([out, empty.reshape(-1, 1).astype(np.float32)]) if empty.any() else out
 
 
-def stable_cut(features: np.ndarray, tree: np.ndarray, cut: float, *, seed: int = SEED) -> float:
+def stable_cut(
+    features: np.ndarray, tree: np.ndarray, cut: float, *, seed: int = SEED, condensed: np.ndarray | None = None
+) -> float:
     """``FINER_CUT`` when its clusters are more stable than ``cut``'s by more than ``STABILITY_MARGIN``, else
     ``cut``. Stability of a cut: the mean adjusted Rand index between the clusters of the tree of a seeded
     subsample (``STABILITY_SHARE`` of the rows, ``STABILITY_DRAWS`` times) and the whole tree's clusters of the same
     rows, both cut at that distance. A cut inside a group that is really one cause splits it differently in every
-    subsample; a cut between causes does not."""
+    subsample; a cut between causes does not. ``condensed``: the rows' cosine distances (``pdist``) when the caller
+    has them already (the tree's)."""
     if FINER_CUT is None or cut <= FINER_CUT or len(features) < 20:
         return cut
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import pdist, squareform
     from sklearn.metrics import adjusted_rand_score
 
-    dist = squareform(pdist(features.astype(np.float64), "cosine"), checks=False)
+    if condensed is None:  # the cosine distances the tree was built from
+        condensed = pdist(features.astype(np.float64), "cosine")
+    dist = squareform(condensed, checks=False)
     cuts = (FINER_CUT, cut)
     whole = [fcluster(tree, c, criterion="distance") for c in cuts]
     rng = np.random.default_rng(seed)
@@ -407,10 +412,12 @@ def cluster_vectors(
         feats = centred(x[first[fit_u]])
     if len(fit_u) >= 2:
         from scipy.cluster.hierarchy import fcluster, linkage
+        from scipy.spatial.distance import pdist
 
-        tree = linkage(feats.astype(np.float64), method="average", metric="cosine")
+        condensed = pdist(feats.astype(np.float64), "cosine")  # once, for the tree and its stability
+        tree = linkage(condensed, method="average")
         if choose_cut:
-            cut_distance = stable_cut(feats, tree, cut_distance, seed=seed)
+            cut_distance = stable_cut(feats, tree, cut_distance, seed=seed, condensed=condensed)
         fitted = fcluster(tree, cut_distance, criterion="distance") - 1
     else:
         fitted = np.zeros(len(fit_u), dtype=np.int64)
