@@ -44,7 +44,7 @@ def test_cluster_vectors_cuts_where_stable_cut_says_unless_told_not_to(monkeypat
     feats = _pairs(0.12, seed=0)
     calls: list[float] = []
 
-    def finest(features: np.ndarray, tree: np.ndarray, cut: float, *, seed: int = 0) -> float:
+    def finest(features: np.ndarray, tree: np.ndarray, cut: float, *, seed: int = 0, condensed: object = None) -> float:
         calls.append(cut)
         return 1e-6  # every distinct row its own cluster
 

@@ -341,7 +341,7 @@ HELD_OUT = [  # generator, seed, causes, failures, style, ARI floor (measured 20
     ("failure_sets", 105, 5, 2000, "agent", 0.95),  # 1.000
     ("failure_sets", 104, 10, 1000, "chat", 0.95),  # 0.999
     ("ops", 206, 7, 900, "trace", 0.95),  # 0.999
-    ("web", 302, 8, 700, "browser", 0.68),  # 0.754 (0.729 before the answer cut): under the target of 0.8
+    ("web", 302, 8, 700, "browser", 0.72),  # 0.777 (0.754 before the error code token): under the target of 0.8
 ]
 
 
@@ -390,3 +390,43 @@ def test_the_static_model_is_distilled_from_the_packaged_minilm() -> None:
     assert v.shape == (3, STATIC_DIMS) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     assert v[0] @ v[1] > v[0] @ v[2]  # two timeouts are closer than a timeout and a denial
     assert np.array_equal(emb.encode(["upstream request timed out"])[0], v[0])
+
+
+def test_the_static_model_by_word_gives_model2vecs_vectors() -> None:
+    """``StaticEmbedder.encode`` sums each distinct word's token rows instead of tokenizing every text: the same
+    vectors as model2vec's own encode (to float rounding) for plain texts, and model2vec's own for the texts it
+    leaves to it (accents, control characters, a special token, texts cut at ``max_tokens``, no token at all)."""
+    from analytics.embeddings import StaticEmbedder
+
+    emb = StaticEmbedder()
+    texts = [
+        "failed: {ok: false, code: E_ACTION, message: failed [e_action]: modal dialog intercepts pointer events}",
+        "final answer: the cheapest option is the monitor for $12.50 (a different number than the reference)",
+        "HTTP 429 Too Many Requests | repeated call: search_products(q=shoes) x4 | status timeout",
+        "tabs\tand\nnew lines  and  ~`^|\\ punctuation!?", "a" * 150 + " unknown word dropped", "Héllo wörld: café crashed",
+        "a\x01b joined by a control character", "[MASK] is a special token", "", "   ",
+        " ".join(["word"] * 300), "x" * 3000, "naïve" + " ok" * 10,
+    ]  # fmt: skip
+    plain = [0, 1, 2, 3, 4]
+    out, rest = emb._encode_by_word(texts)
+    assert sorted(set(range(len(texts))) - set(rest.tolist())) == plain  # the others go to model2vec
+    ours = emb.encode(texts)
+    theirs = np.asarray(emb._load().encode(texts, max_length=emb.max_tokens, use_multiprocessing=False))
+    assert np.abs(ours - theirs).max() < 1e-6
+    assert np.abs(out[plain] - theirs[plain]).max() < 1e-6  # the rows computed word by word
+    assert not out[rest].any()  # the others are left to model2vec
+
+
+def test_an_error_code_field_is_a_structure_token() -> None:
+    """A snake_case error code in a code field or in brackets is dropped from the free text (as every identifier) and
+    kept once as a structure token; an identifier elsewhere is not a code."""
+    from analytics.clusters.compute import document_segments
+
+    free, _, struct = document_segments(
+        "failed: {ok: false, code: e_action, message: failed [e_action]: modal dialog intercepts pointer events}"
+        " | failed: browsererror [e_browser] renderer crashed in load_page"
+    )
+    assert [t for t in struct if t.startswith("code ")] == ["code e_action", "code e_browser"]
+    assert not any("e_action" in f or "load_page" in f for f in free)
+    _, _, plain = document_segments("failed: column order_total does not exist")
+    assert not any(t.startswith("code ") for t in plain)

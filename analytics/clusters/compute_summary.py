@@ -126,7 +126,8 @@ def key_phrases(texts: Sequence[str], labels: Sequence[int], *, n: int = N_PHRAS
     lab = np.asarray(labels)
     ids = sorted(set(lab.tolist()))
     try:
-        counts = CountVectorizer(analyzer=_phrase_analyzer, binary=True).fit_transform(texts)
+        vectorizer = CountVectorizer(analyzer=_phrase_analyzer, binary=True)
+        counts = vectorizer.fit_transform(texts)
     except ValueError:  # no phrase at all
         return {int(c): [] for c in ids}
     per = np.vstack([np.asarray(counts[lab == c].sum(axis=0)).ravel() for c in ids]).astype(float)
@@ -135,7 +136,7 @@ def key_phrases(texts: Sequence[str], labels: Sequence[int], *, n: int = N_PHRAS
     sizes = np.array([(lab == c).sum() for c in ids], dtype=float)
     in_cluster = per / sizes[:, None]  # the share of the cluster's documents with the phrase
     overall = per.sum(axis=0) / len(lab)
-    vec_vocab = CountVectorizer(analyzer=_phrase_analyzer).fit(texts).get_feature_names_out()
+    vec_vocab = vectorizer.get_feature_names_out()  # the columns' phrases (fitting again for them took as long)
     lengths = np.array([len(p.split()) for p in vec_vocab])
     out: dict[int, list[str]] = {}
     named: set[tuple[str, str]] = set()  # the word pairs of the phrases a larger cluster's name has

@@ -116,18 +116,15 @@ FAILING_RESULT = (
     r"\"?\b(ok|success)\b\"?\s*:\s*false\b|\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|^\s*(\[\]|\{\}|null|none)?\s*$"
 )
 
-_MASK = [
-    (re.compile(r"\b[\w.+-]*\d[\w.+-]*\b"), "#"),  # ids and numbers: acct_045, 18342.17, 10.2.7.14:8443
-    (re.compile(r"\s+"), " "),
-]
+_MASK_NUMBER = re.compile(r"\b[\w.+-]*\d[\w.+-]*\b")  # ids and numbers: acct_045, 18342.17, 10.2.7.14:8443
 
 
 def mask(text: str) -> str:
     """A segment as boilerplate is recognised: lower case, every token with a digit replaced by ``#``."""
     out = text.lower()
-    for pattern, repl in _MASK:
-        out = pattern.sub(repl, out)
-    return out.strip()
+    if _DIGIT.search(out):
+        out = _MASK_NUMBER.sub("#", out)
+    return " ".join(out.split())  # whitespace runs as one space, none at the ends
 
 
 def answer_against_reference(answer: str | None, reference: str | None) -> str:
@@ -177,15 +174,14 @@ _RUN_SPECIFIC = [  # before the numbers; each with the characters a match needs 
     (re.compile(r"(?<!\w)'[^'\n]{1,80}'(?!\w)|\"[^\"\n]{1,80}\"|`[^`\n]{1,80}`"), " ", ("'", '"', "`")),  # quoted
     (re.compile(r"\b[\w-]+(?:\.[\w-]+)+(?::\d+)?\b"), " ", (".",)),  # hosts, dotted names, ip:port, decimals
 ]
-_CLEAN_UP = [  # after them
-    (re.compile(r"\([\s:;,.#/-]*\)|\[[\s:;,.#/-]+\]"), " "),  # brackets left empty (not an empty result "[]")
-    (re.compile(r"\s+([,.;:)\]])"), r"\1"),
-    (re.compile(r"\s+"), " "),
-]
+# after them: brackets left empty (not an empty result "[]"), then no space before a closing mark, then one space
+_EMPTY_BRACKETS = re.compile(r"\([\s:;,.#/-]*\)|\[[\s:;,.#/-]+\]")
+_SPACE_BEFORE = re.compile(r"\s+([,.;:)\]])")
 
 _DIGIT = re.compile(r"\d")
 _NUMBER = re.compile(r"\b[\w.+:-]*\d[\w.+:-]*")  # ids and numbers: acct_045, 18342, 0x1f
 _HTTP_STATUS = re.compile(r"[45]\d\d")
+_COUNTED = re.compile(r" [a-z]")
 _STATUS_LEAD = re.compile(r"(?:^|^failed: |http |status |code |error )$")
 
 
@@ -193,11 +189,12 @@ def _number(match: re.Match[str]) -> str:
     """A token with a digit is cut, except an HTTP status where one is reported ("404 not found", "http 429"):
     401, 404 and 429 are different causes; and a count of zero is said in a word ("0 rows" is "zero rows")."""
     token = match.group(0)
-    lead = match.string[max(0, match.start() - 8) : match.start()]
-    if _HTTP_STATUS.fullmatch(token) and _STATUS_LEAD.search(lead):
-        return token
-    counted = re.match(r" [a-z]", match.string[match.end() : match.end() + 2])
-    return " zero " if token == "0" and counted else " "  # "0 results" is "no results"; "call 0" is an index
+    if len(token) == 3 and _HTTP_STATUS.fullmatch(token):
+        if _STATUS_LEAD.search(match.string[max(0, match.start() - 8) : match.start()]):
+            return token
+    elif token == "0" and _COUNTED.match(match.string, match.end()):
+        return " zero "  # "0 results" is "no results"; "call 0" is an index
+    return " "
 
 
 _JSON_STRING = re.compile(r'"((?:[^"\\\n]|\\.){0,400})"')
@@ -220,12 +217,15 @@ def strip_run_specific(text: str) -> str:
     (``unjson``)."""
     out = unjson(text).lower()
     for pattern, repl, needs in _RUN_SPECIFIC:
-        if any(c in out for c in needs):
-            out = pattern.sub(repl, out)
+        for c in needs:
+            if c in out:
+                out = pattern.sub(repl, out)
+                break
     if _DIGIT.search(out):
         out = _NUMBER.sub(_number, out)
-    for pattern, repl in _CLEAN_UP:
-        out = pattern.sub(repl, out)
+    if "(" in out or "[" in out:
+        out = _EMPTY_BRACKETS.sub(" ", out)
+    out = " ".join(_SPACE_BEFORE.sub(r"\1", out).split())  # what ``\s+`` -> " " did, without a regex
     out = out.strip(" ,;:-|")
     return out or text.strip()
 
@@ -420,7 +420,7 @@ def failure_clusters(
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
 DOC_VERSION = "failure-doc@v1"  # bump when ``_segments`` or ``mask`` change: every document is built again
-CLUSTER_VERSION = "clusters@v5"  # bump when the clustering or the names change: every clustering is computed again
+CLUSTER_VERSION = "clusters@v6"  # bump when the clustering or the names change: every clustering is computed again
 
 
 def document_table(raw: pd.DataFrame) -> Any:

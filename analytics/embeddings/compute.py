@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -180,11 +181,66 @@ class StaticEmbedder:
         return self._m
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length vectors, one row per text."""
+        """Unit-length vectors, one row per text: model2vec's (the mean of the text's token rows, at most
+        ``max_tokens`` tokens), computed word by word (``_encode_by_word``) for plain ASCII texts and by model2vec
+        itself for the others."""
         if not texts:
             return np.zeros((0, STATIC_DIMS), dtype=np.float32)
-        vecs = self._load().encode(list(texts), max_length=self.max_tokens, use_multiprocessing=False)
-        return np.asarray(vecs, dtype=np.float32)
+        texts = list(texts)
+        out = np.empty((len(texts), STATIC_DIMS), dtype=np.float32)
+        rests = []
+        for s in range(0, len(texts), WORD_CHUNK):  # in parts: a million texts' word lists would take gigabytes
+            out[s : s + WORD_CHUNK], part = self._encode_by_word(texts[s : s + WORD_CHUNK])
+            rests.append(part + s)
+        rest = np.concatenate(rests)
+        if len(rest):
+            vecs = self._load().encode([texts[i] for i in rest], max_length=self.max_tokens, use_multiprocessing=False)
+            out[rest] = np.asarray(vecs, dtype=np.float32)
+        return out
+
+    def _encode_by_word(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of the texts the tokenizer splits into words as ``_ASCII_WORD`` does (printable ASCII, no
+        special token, not cut by ``max_tokens``), and the indices of the others (rows left zero). The model's
+        tokenizer (BERT: lower case, split at whitespace and at each punctuation character, then WordPiece) never
+        joins two such words, so a text's tokens are its words' tokens in order: each distinct word is tokenized
+        once and a text's vector is the sum of its words' token rows, unit length (the mean's direction; equal to
+        model2vec's to float rounding, checked in tests/test_embeddings_static.py). Tokenizing a million texts one
+        by one was most of the embedding's CPU; failure texts share most of their words."""
+        import pandas as pd
+        from scipy import sparse
+
+        model = self._load()
+        n = len(texts)
+        out = np.zeros((n, STATIC_DIMS), dtype=np.float32)
+        limit = self.max_tokens * model.median_token_length  # model2vec cuts a text to this many characters first
+        plain = np.fromiter(
+            (len(t) <= limit and t.isascii() and _NOT_PLAIN.search(t) is None for t in texts), dtype=bool, count=n
+        )
+        rows = np.flatnonzero(plain)
+        if not len(rows):
+            return out, np.arange(n)
+        words = [_ASCII_WORD.findall(texts[i]) for i in rows]
+        lengths = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(rows))
+        codes, uniques = pd.factorize(pd.Series([x for w in words for x in w], dtype=object))
+        ids = [[t for t in e.ids if t != model.unk_token_id] for e in model.tokenizer.encode_batch_fast(
+            [str(u) for u in uniques], add_special_tokens=False)]  # fmt: skip
+        n_tok = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
+        table = np.asarray(model.embedding, dtype=np.float32)
+        word_rows = sparse.csr_matrix(
+            (np.ones(int(n_tok.sum()), dtype=np.float32), np.fromiter((t for i in ids for t in i), dtype=np.int64),
+             np.concatenate([[0], np.cumsum(n_tok)])), shape=(len(ids), len(table)))  # fmt: skip
+        word_sum = np.asarray(word_rows @ table, dtype=np.float32)
+        text_words = sparse.csr_matrix(
+            (np.ones(len(codes), dtype=np.float32), codes, np.concatenate([[0], np.cumsum(lengths)])),
+            shape=(len(rows), len(uniques)),
+        )
+        tokens = np.asarray(text_words @ n_tok.astype(np.float32)).ravel()
+        fits = (tokens > 0) & (tokens <= self.max_tokens)  # otherwise model2vec cuts it (or it has no token)
+        sums = np.asarray(text_words[fits] @ word_sum, dtype=np.float32)
+        norms = np.sqrt(np.einsum("ij,ij->i", sums, sums))[:, None]
+        out[rows[fits]] = sums / np.maximum(norms, 1e-32)
+        rest = np.sort(np.concatenate([np.flatnonzero(~plain), rows[~fits]]))
+        return out, rest
 
     def encode_idf(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length vectors of ``texts`` as a collection: each text's token rows weighted by the token's inverse
@@ -215,6 +271,15 @@ class StaticEmbedder:
             out[empty] = np.asarray(counts[empty] @ table, dtype=np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms > 1e-9, norms, 1.0)
+
+
+WORD_CHUNK = 50_000  # texts encoded word by word at a time (``StaticEmbedder.encode``)
+# A word as the model's BERT tokenizer splits printable ASCII: a run of letters and digits, or one punctuation
+# character (every printable ASCII character that is not a letter, digit or space is punctuation to BERT).
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
+# What the tokenizer treats otherwise: control characters (removed, which joins their neighbours) and its special
+# tokens, matched before any split.
+_NOT_PLAIN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\[(?:PAD|UNK|CLS|SEP|MASK)\]")
 
 
 def make_embedder(model: str) -> Any:
