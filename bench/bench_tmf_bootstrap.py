@@ -13,6 +13,10 @@ not from Streamlit's cache, which the page adds on top).
 analysis with its bootstrap, the period labels, the human and market; ``first`` is their sum), then ``cProfile``'s N
 most expensive functions of the first view, then the steps the page defers until asked (every period, the level
 slices).
+*--draws TASKSxRUNS [...]*: instead, the bootstrap's seeded counts and its two products (``tmf.bootstrap``'s
+``stats.resample_weights`` and ``_weighted_means``, today's path) against cheaper variants of the same draw: the
+integers drawn as int32, the two matrices in one product, the products ``--rows`` replicates at a time; for each
+whether its means are bit for bit today's and its CPU seconds, alternated ``--repeat`` times.
 Wall and CPU (process) time are both printed; on a shared machine wall time is inflated by other processes.
 """
 
@@ -162,6 +166,60 @@ def profile_db(db: Path, benchmark: str | None, top: int) -> dict[str, object]:
     return {"db": str(db), "benchmark": bench, "first": total, "steps": steps}
 
 
+def draw_variants(shape: str, *, repeat: int, rows: int, nan_share: float = 0.0) -> dict[str, object]:
+    """CPU seconds and bit-identity of the bootstrap's counts and means (500 replicates over TASKS x RUNS random
+    matrices, ``nan_share`` of the cells missing) by today's path and by cheaper variants of the same draw."""
+    from analytics import stats
+    from analytics.tmf import bootstrap
+
+    n_tasks, n_runs = (int(v) for v in shape.split("x"))
+    gen = np.random.default_rng(7)
+    mx, my = gen.random((n_tasks, n_runs)) * 3, gen.random((n_tasks, n_runs))
+    if nan_share:
+        mx[gen.random(mx.shape) < nan_share] = np.nan
+        my[gen.random(my.shape) < nan_share] = np.nan
+    n_boot = 500
+
+    def rng() -> np.random.Generator:
+        return stats.stable_rng(0, "tmf-boot", "all")
+
+    def counts(dtype: type) -> np.ndarray:
+        out, r = np.empty((n_boot, n_tasks)), rng()
+        block = max(1, (1 << 21) // n_tasks)
+        for start in range(0, n_boot, block):
+            for b, row in enumerate(r.integers(0, n_tasks, size=(min(block, n_boot - start), n_tasks), dtype=dtype)):
+                out[start + b] = np.bincount(row, minlength=n_tasks)
+        return out
+
+    def means(weights: np.ndarray) -> np.ndarray:
+        return np.hstack([bootstrap._weighted_means(weights, m) for m in (mx, my)])
+
+    def today() -> np.ndarray:
+        return means(stats.resample_weights(n_tasks, rng(), n_boot=n_boot))
+
+    def int32() -> np.ndarray:
+        return means(counts(np.int32))
+
+    def one_product() -> np.ndarray:
+        return bootstrap._weighted_means(stats.resample_weights(n_tasks, rng(), n_boot=n_boot), np.hstack([mx, my]))
+
+    def in_blocks() -> np.ndarray:
+        weights = stats.resample_weights(n_tasks, rng(), n_boot=n_boot)
+        return np.vstack([means(weights[s : s + rows]) for s in range(0, n_boot, rows)])
+
+    variants = {"today": today, "int32 draws": int32, "one product": one_product, f"blocks of {rows}": in_blocks}
+    want = today()
+    out: dict[str, object] = {"shape": shape, "nan_share": nan_share, "replicates": n_boot}
+    for name, fn in variants.items():
+        cpu_s = []
+        for _ in range(repeat):
+            cpu = time.process_time()
+            got = fn()
+            cpu_s.append(round(time.process_time() - cpu, 3))
+        out[name] = {"identical": bool(np.array_equal(got, want, equal_nan=True)), "cpu_s": cpu_s}
+    return out
+
+
 def main() -> None:
     """Print one JSON line per measurement."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -169,7 +227,15 @@ def main() -> None:
     parser.add_argument("--db", type=Path)
     parser.add_argument("--benchmark")
     parser.add_argument("--profile", type=int, metavar="N", help="profile the page's calls at --db (top N functions)")
+    parser.add_argument("--draws", nargs="*", metavar="TASKSxRUNS", help="the bootstrap's draw variants")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rows", type=int, default=128, help="replicates per product block (--draws)")
+    parser.add_argument("--nan-share", type=float, default=0.0, help="share of missing cells (--draws)")
     args = parser.parse_args()
+    if args.draws:
+        for shape in args.draws:
+            print(json.dumps(draw_variants(shape, repeat=args.repeat, rows=args.rows, nan_share=args.nan_share)))
+        return
     if args.db and args.profile:
         print(json.dumps(profile_db(args.db, args.benchmark, args.profile)), flush=True)
         return

@@ -150,6 +150,31 @@ def test_a_task_the_benchmark_does_not_list_leaves_the_task_code_out() -> None:
     assert rows["level"].tolist() == ["L1", None, "L1"] and np.isnan(rows["human_minutes"][1])
 
 
+def test_the_rows_frame_built_a_column_at_a_time_equals_the_one_built_at_once() -> None:
+    """``details_by_code``'s frame, built column by column (each in its own block), has the columns, order, dtypes,
+    index and values ``pd.DataFrame`` gives the same columns at once: text with None, floats with NaN, integers,
+    booleans, datetimes, Series and arrays, and no rows."""
+    rng = np.random.default_rng(9)
+    for n in (0, 1, 5, 257):
+        ids = np.array([f"t{i}" if i % 4 else None for i in range(n)], dtype=object)
+        floats = rng.random(n)
+        floats[::3] = np.nan
+        columns: dict[str, object] = {
+            "run_id": pd.Series(ids),
+            "task_id": ids,
+            "level": pd.Series(ids).where(pd.Series(floats > 0.5), None),
+            "human_minutes": pd.Series(floats),
+            "n": rng.integers(0, 9, n),
+            "c": floats * 2,
+            "is_baseline": pd.Series(floats > 0.2),
+            "eval_date": pd.Series(pd.to_datetime(rng.integers(0, 10**9, n), unit="s")),
+            "run_code": rng.integers(0, 3, n),
+        }
+        got = tmf_load._unconsolidated_frame(columns, n)
+        pd.testing.assert_frame_equal(got, pd.DataFrame(columns), check_exact=True)
+        assert list(got.columns) == list(columns)
+
+
 def test_code_helpers_equal_pandas_on_random_rows() -> None:
     """``factorize_ids``, ``ids_in``, ``first_rows`` and ``stable_order`` against pandas and numpy, with and
     without the code column, on rows in any order."""
