@@ -112,7 +112,14 @@ def reading_attempts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         m.setattr(runs_load, "HEALTH_SQL", ref.HEALTH_SQL)
         m.setattr(progress_load, "RAW_SQL", ref.RAW_SQL)
         m.setattr(progress_load, "N_TASKS_SQL", ref.N_TASKS_SQL)
+        m.setattr(progress_load, "raw_scores", reference_raw_scores)
         yield
+
+
+def reference_raw_scores(con: Any, *, benchmark: str) -> tuple[pd.DataFrame, int]:
+    """The Progress page's raw scores and task count as they were read before: two statements over the attempts."""
+    raw = rdb.query_df(con, ref.RAW_SQL, [benchmark])
+    return raw, int(rdb.query_df(con, ref.N_TASKS_SQL, [benchmark])["n"].iloc[0])
 
 
 def page_results(con: Any) -> dict[str, Any]:
@@ -136,6 +143,9 @@ def page_results(con: Any) -> dict[str, Any]:
         out[f"{bench} failed cells"] = er.failed_cells(con, rf)
         out[f"{bench} progress raw"] = rdb.query_df(con, progress_load.RAW_SQL + " ORDER BY subject", [bench])
         out[f"{bench} progress"] = prog.progress_view(con, benchmark=bench)
+        raw, n_tasks = progress_load.raw_scores(con, benchmark=bench)
+        out[f"{bench} progress raw, one statement"] = raw.sort_values("subject", ignore_index=True)
+        out[f"{bench} progress tasks"] = n_tasks
     return out
 
 

@@ -25,19 +25,32 @@ GROUP BY subject
 N_TASKS_SQL = (
     "SELECT count(DISTINCT s.task_id) AS n FROM run_task_stats s JOIN runs r USING (run_id) WHERE r.benchmark = ?"
 )
+# RAW_SQL and N_TASKS_SQL in one scan of the benchmark's (run, task) rows: the subjects' rows, and the row of the
+# empty grouping set (is_total) whose count is the benchmark's distinct tasks (the subjects are all of its runs, so
+# the same tasks as N_TASKS_SQL's). At 10M attempts each scan reads 3.3M rows of run_task_stats.
+RAW_AND_TASKS_SQL = (
+    irt.SUBJECTS_CTE
+    + """
+SELECT subject, (sum(s.n_passed)::DOUBLE / sum(s.n_attempts)::DOUBLE) AS raw_score,
+       count(DISTINCT s.task_id) AS n_tasks_answered, grouping(subject) = 1 AS is_total
+FROM run_task_stats s JOIN subj USING (run_id)
+GROUP BY GROUPING SETS ((subject), ())
+"""
+)
+
+
+def raw_scores(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> tuple[pd.DataFrame, int]:
+    """RAW_SQL's frame (one row per subject, in no order) and N_TASKS_SQL's count, read in one statement."""
+    both = query_df(con, RAW_AND_TASKS_SQL, [benchmark])
+    total = both["is_total"].to_numpy(dtype=bool)
+    n_tasks = int(both["n_tasks_answered"].to_numpy()[total][0]) if total.any() else 0
+    return both[~total].drop(columns="is_total").reset_index(drop=True), n_tasks
 
 
 def progress_view(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str = "1pl") -> ProgressView:
     """Read the stored fit for ``benchmark`` (current or stale) and derive the progress tables."""
     fit = irt.get_fit(con, benchmark=benchmark, model=model)
-    raw = query_df(con, RAW_SQL, [benchmark])
-    n_tasks = int(
-        query_df(
-            con,
-            N_TASKS_SQL,
-            [benchmark],
-        )["n"].iloc[0]
-    )
+    raw, n_tasks = raw_scores(con, benchmark=benchmark)
     log = irt.fit_log(con, benchmark=benchmark)
     if fit is None:
         empty = pd.DataFrame()
