@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from analytics.stats import norm_ppf
 
 MIN_LABELLED = 10
 
@@ -125,7 +126,7 @@ def _estimate(
     if n < MIN_LABELLED:
         mean_y = float(yl.mean()) if n else nan
         return PPIEstimate(nan, nan, nan, judge, mean_y, nan, nan, nan, n, big_n)
-    z = float(stats.norm.ppf(0.5 + level / 2))
+    z = norm_ppf(0.5 + level / 2)  # scipy.stats.norm.ppf to the last bit, without importing scipy.stats
     if big_n == 0:  # every attempt reviewed: the reviews are the truth's estimate (lambda plays no part)
         lam = 0.0
     if lam is None:

@@ -75,6 +75,29 @@ def test_error_attempts_equal_the_former_query(store_db: Path) -> None:  # noqa:
         assert n_rows > 0
 
 
+def test_error_attempts_of_a_slice_and_a_small_limit_equal_the_former_query(store_db: Path) -> None:  # noqa: F811
+    """The rows shown are picked (slice, codes, order, limit) before their status and answer are read: the same rows
+    as the former query for a level or category slice and for a limit smaller than the run's failed attempts."""
+    with rdb.reader(store_db) as con:
+        runs = [r[0] for r in rdb.query_rows(con, "SELECT run_id FROM runs ORDER BY run_id")]
+        slices = rdb.query_rows(con, "SELECT DISTINCT level, category FROM tasks ORDER BY 1, 2")
+        n_rows = 0
+        for run in runs:
+            cases = (
+                [("all", None, None, 3)]
+                + [(f"level={lv}", lv, None, 500) for lv in sorted({str(lv) for lv, _ in slices if lv is not None})]
+                + [(f"category={c}", None, c, 500) for c in sorted({str(c) for _, c in slices if c is not None})]
+            )
+            for slice_name, level, category, limit in cases:
+                new = er.error_attempts(con, run_id=run, slice_name=slice_name, limit=limit)
+                params = {"run_id": run, "code": None, "code_b": None, "level": level, "category": category,
+                          "sources": er.chosen_sources(None), "limit": limit}  # fmt: skip
+                old = rdb.query_df(con, FORMER_ERROR_ATTEMPTS, params)
+                pd.testing.assert_frame_equal(new, old, check_exact=True)
+                n_rows += len(new)
+        assert n_rows > 0
+
+
 def _check_current_reviews(db: Path) -> int:
     with rdb.reader(db) as con:
         benchmarks = [r[0] for r in rdb.query_rows(con, "SELECT DISTINCT benchmark FROM runs ORDER BY 1")]

@@ -34,3 +34,20 @@ def test_the_leaderboard_progress_and_gem_analytics_import_no_scipy_stats() -> N
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False"]
+
+
+def test_the_errors_and_review_statistics_import_no_scipy_stats() -> None:
+    """The judge's corrected figures (PPI++ intervals) and the reviewers' agreement (Fleiss' kappa with its bootstrap
+    interval), drawn on the first render of Errors and Review, do not import scipy.stats (0.6-1.0 CPU s of those
+    pages' first render in a fresh process; issue 33). Their normal quantile is ``analytics.stats.norm_ppf``."""
+    code = (
+        "import sys; import numpy as np, pandas as pd; import analytics.errors, analytics.review; "
+        "from analytics import ppi; from analytics.review.compute import fleiss_summary; "
+        "rng = np.random.default_rng(0); y = (rng.random(40) < 0.5).astype(float); f = (rng.random(40) < 0.5).astype(float); "
+        "e = ppi.ppi_mean(y, f, (rng.random(500) < 0.5).astype(float)); assert np.isfinite(e.lo), e; "
+        "rv = pd.DataFrame({'attempt_id': [1, 1, 2, 2, 3, 3], 'reviewer': list('ababab'), "
+        "'is_correct': [True, True, False, True, False, False]}); assert fleiss_summary(rv) is not None; "
+        "print('scipy.stats' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]
