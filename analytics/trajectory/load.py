@@ -85,12 +85,16 @@ def attempts_of(con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str | N
 
 
 def runs_with_task(con: duckdb.DuckDBPyConnection, *, benchmark: str, task_id: str) -> pd.DataFrame:
-    """Runs of a benchmark that attempted a task, with their Pass@1 on it."""
+    """Runs of a benchmark that attempted a task, with their Pass@1 on it (the mean of the verdicts given).
+
+    Read from the per-(run, task) counts kept at ingest (migration 008's ``run_task_stats``), not from the attempts:
+    the same rows as grouping every attempt of the benchmark with this task (tests/test_drilldown_reads.py)."""
     return query_df(
         con,
-        "SELECT r.run_id, r.agent, r.agent_version, r.eval_date, count(*) AS n_samples, "
-        "avg(a.passed::INT) AS pass_rate FROM attempts a JOIN runs r USING (run_id) "
-        "WHERE r.benchmark = ? AND a.task_id = ? GROUP BY ALL "
+        "SELECT r.run_id, r.agent, r.agent_version, r.eval_date, s.n_attempts AS n_samples, "
+        "CASE WHEN s.n_passed + s.n_failed > 0 THEN s.n_passed / (s.n_passed + s.n_failed) END AS pass_rate "
+        "FROM run_task_stats s JOIN runs r USING (run_id) "
+        "WHERE r.benchmark = ? AND s.task_id = ? "
         "ORDER BY r.eval_date DESC NULLS LAST, r.run_id",
         [benchmark, task_id],
     )
