@@ -350,3 +350,11 @@ def alignment_rows(calls: pd.DataFrame, reference: Sequence[str] | None) -> pd.D
     out["ref_index"] = out["ref_index"].astype("Int64")
     out["step"] = out["step"].astype("Int64")
     return out
+
+
+def marks_from_counts(task_ids: pd.Series, n_passed: pd.Series, n_verdicts: pd.Series) -> dict[str, str]:
+    """Per task: ✓ every verdict a pass, ✗ none, ◐ some, · no verdict (the drilldown's task picker), in the order
+    given."""
+    k, n = n_passed.to_numpy(), n_verdicts.to_numpy()
+    marks = np.select([n == 0, k == n, k == 0], ["·", "✓", "✗"], "◐")
+    return dict(zip(task_ids.astype(str), marks.tolist(), strict=True))

@@ -19,6 +19,7 @@ from analytics.trajectory.compute import (
     alignment_rows,
     expected_actions,
     levels_of,
+    marks_from_counts,
     summarise_slices,
     with_metrics,
 )
@@ -82,6 +83,46 @@ def attempts_of(con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str | N
         "FROM attempts WHERE run_id = ? AND (? IS NULL OR task_id = ?) ORDER BY task_id, sample",
         [run_id, task_id, task_id],
     )
+
+
+def task_marks_of(con: duckdb.DuckDBPyConnection, *, run_id: str) -> dict[str, str]:
+    """Per task of a run, in the run's order (task id): ✓ every verdict a pass, ✗ none, ◐ some, · no verdict.
+
+    From the per-(run, task) counts kept at ingest (``run_task_stats``), not the run's attempts: the task picker of a
+    run of 200,000 attempts reads one row per task (tests/test_scale_equal.py compares it with the marks of every
+    attempt)."""
+    counts = query_df(
+        con,
+        "SELECT task_id, n_passed, n_passed + n_failed AS n_verdicts FROM run_task_stats "
+        "WHERE run_id = ? ORDER BY task_id",
+        [run_id],
+    )
+    return marks_from_counts(counts["task_id"], counts["n_passed"], counts["n_verdicts"])
+
+
+_FAILED_AROUND = (
+    "SELECT (SELECT [task_id, sample::VARCHAR] FROM attempts WHERE run_id = $run AND passed = false "
+    "        AND (task_id < $task OR (task_id = $task AND sample < $sample)) "
+    "        ORDER BY task_id DESC, sample DESC LIMIT 1), "
+    "       (SELECT [task_id, sample::VARCHAR] FROM attempts WHERE run_id = $run AND passed = false "
+    "        AND (task_id > $task OR (task_id = $task AND sample > $sample)) ORDER BY task_id, sample LIMIT 1), "
+    "       EXISTS (SELECT 1 FROM attempts WHERE run_id = $run AND task_id = $task AND sample = $sample), "
+    "       (SELECT [task_id, sample::VARCHAR] FROM attempts WHERE run_id = $run AND passed = false "
+    "        ORDER BY task_id, sample LIMIT 1)"
+)
+
+
+def failed_around(
+    con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str, sample: int
+) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
+    """The failed attempts (task, sample) just before and just after one attempt in the run's order (task id, then
+    sample), the first failed one after when the attempt is not in the run: what ``ui.transcript.failed_neighbours``
+    finds in every attempt of the run, read as three rows of the run's failed attempts."""
+    before, after, is_there, first = query_rows(
+        con, _FAILED_AROUND, {"run": run_id, "task": str(task_id), "sample": int(sample)}
+    )[0]
+    pick = lambda v: None if v is None else (str(v[0]), int(v[1]))  # noqa: E731
+    return (pick(before), pick(after)) if is_there else (None, pick(first))
 
 
 def runs_with_task(con: duckdb.DuckDBPyConnection, *, benchmark: str, task_id: str) -> pd.DataFrame:
