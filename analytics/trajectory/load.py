@@ -18,6 +18,7 @@ from analytics.trajectory.compute import (
     _outcome_details,
     alignment_rows,
     expected_actions,
+    failed_neighbours_in,
     levels_of,
     marks_from_counts,
     summarise_slices,
@@ -100,29 +101,27 @@ def task_marks_of(con: duckdb.DuckDBPyConnection, *, run_id: str) -> dict[str, s
     return marks_from_counts(counts["task_id"], counts["n_passed"], counts["n_verdicts"])
 
 
-_FAILED_AROUND = (
-    "SELECT (SELECT [task_id, sample::VARCHAR] FROM attempts WHERE run_id = $run AND passed = false "
-    "        AND (task_id < $task OR (task_id = $task AND sample < $sample)) "
-    "        ORDER BY task_id DESC, sample DESC LIMIT 1), "
-    "       (SELECT [task_id, sample::VARCHAR] FROM attempts WHERE run_id = $run AND passed = false "
-    "        AND (task_id > $task OR (task_id = $task AND sample > $sample)) ORDER BY task_id, sample LIMIT 1), "
-    "       EXISTS (SELECT 1 FROM attempts WHERE run_id = $run AND task_id = $task AND sample = $sample), "
-    "       (SELECT [task_id, sample::VARCHAR] FROM attempts WHERE run_id = $run AND passed = false "
-    "        ORDER BY task_id, sample LIMIT 1)"
-)
-
-
 def failed_around(
     con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str, sample: int
 ) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
     """The failed attempts (task, sample) just before and just after one attempt in the run's order (task id, then
     sample), the first failed one after when the attempt is not in the run: what ``ui.transcript.failed_neighbours``
-    finds in every attempt of the run, read as three rows of the run's failed attempts."""
-    before, after, is_there, first = query_rows(
-        con, _FAILED_AROUND, {"run": run_id, "task": str(task_id), "sample": int(sample)}
+    finds in every attempt of the run, from the attempts of at most four tasks: this one and the nearest tasks before
+    and after it with a failed attempt (``run_task_stats``' counts kept at ingest), and the run's first such task."""
+    prev, after, first = query_rows(
+        con,
+        "SELECT max(task_id) FILTER (WHERE task_id < $task), min(task_id) FILTER (WHERE task_id > $task), "
+        "min(task_id) FROM run_task_stats WHERE run_id = $run AND n_failed > 0",
+        {"run": run_id, "task": str(task_id)},
     )[0]
-    pick = lambda v: None if v is None else (str(v[0]), int(v[1]))  # noqa: E731
-    return (pick(before), pick(after)) if is_there else (None, pick(first))
+    tasks = [str(task_id), *(t if t is not None else str(task_id) for t in (prev, after, first))]
+    rows = query_df(
+        con,
+        "SELECT task_id, sample, passed FROM attempts WHERE run_id = ? AND task_id IN (?, ?, ?, ?) "
+        "ORDER BY task_id, sample",
+        [run_id, *tasks],
+    )
+    return failed_neighbours_in(rows, str(task_id), int(sample))
 
 
 def runs_with_task(con: duckdb.DuckDBPyConnection, *, benchmark: str, task_id: str) -> pd.DataFrame:
