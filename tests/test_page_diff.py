@@ -34,6 +34,11 @@ def test_diff_page_on_hand_made_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert flipped["Open A"].iloc[0] == "drilldown?run=a-v1&task=t1&sample=0"
     assert flipped["A passed"].iloc[0] == "✓" and flipped["B passed"].iloc[0] == "✗"
     assert any(t.value == "Task t1 · regression" for t in at.text)
+    # the two transcripts are read when asked: the first view links both attempts to the drilldown
+    assert not [d for d in at.dataframe if "Alignment" in d.value.columns]
+    assert not any(t.value.startswith("answer:") for t in at.text)
+    assert not any(t.value.startswith("Task: ") for t in at.text)
+    at.toggle(key="df_both").set_value(True).run(timeout=60)
     # both trajectories of the first flip, side by side
     sides = [d.value for d in at.dataframe if "Alignment" in d.value.columns]
     assert len(sides) == 2 and all(s["Tool"].tolist() == ["search"] for s in sides)

@@ -187,3 +187,52 @@ def test_the_diff_and_gate_read_together_equal_each_read_apart(store_db: Path) -
                     assert t["error_codes"].tolist() == [_code_change(*by_task[x]) for x in t["task_id"]]
                     n_checked += 1
     assert n_checked >= 2
+
+
+FORMER_RUNS_WITH_TASK = (
+    "SELECT r.run_id, r.agent, r.agent_version, r.eval_date, count(*) AS n_samples, "
+    "avg(a.passed::INT) AS pass_rate FROM attempts a JOIN runs r USING (run_id) "
+    "WHERE r.benchmark = ? AND a.task_id = ? GROUP BY ALL "
+    "ORDER BY r.eval_date DESC NULLS LAST, r.run_id"
+)
+
+
+def test_the_drilldowns_same_task_in_other_runs_equals_the_former_query(store_db: Path) -> None:
+    from analytics import trajectory as tr
+
+    with rdb.reader(store_db) as con:
+        pairs = rdb.query_rows(con, "SELECT DISTINCT r.benchmark, a.task_id FROM attempts a JOIN runs r USING (run_id)")
+        pairs = sorted(pairs)[::3]  # a third of the tasks: every benchmark, mixed and missing verdicts among them
+        rates = []
+        for bench, task in pairs:
+            new = tr.runs_with_task(con, benchmark=bench, task_id=task)
+            old = rdb.query_df(con, FORMER_RUNS_WITH_TASK, [bench, task])
+            assert not new.empty
+            pd.testing.assert_frame_equal(new, old)
+            rates += old["pass_rate"].tolist()
+        assert len({bench for bench, _ in pairs}) >= 2
+        assert any(0 < r < 1 for r in rates) and any(r in (0, 1) for r in rates)  # not only whole rates compared
+
+
+def test_the_drilldowns_task_marks_and_failed_neighbours_equal_those_of_every_attempt(store_db: Path) -> None:
+    from analytics import trajectory as tr
+    from ui import transcript
+
+    with rdb.reader(store_db) as con:
+        runs = [r[0] for r in rdb.query_rows(con, "SELECT run_id FROM runs ORDER BY run_id")]
+        kinds: set[str] = set()
+        n_moves = 0
+        for run in runs:
+            attempts = tr.attempts_of(con, run_id=run)  # the former read: every attempt of the run
+            marks = transcript.task_marks(attempts)
+            new = tr.task_marks_of(con, run_id=run)
+            assert list(new.items()) == list(marks.items())  # the same marks in the same order
+            kinds |= set(marks.values())
+            # every 25th attempt, the first and the last, and one not in the run
+            picks = [*attempts[["task_id", "sample"]].itertuples(index=False, name=None)][::25]
+            picks += [tuple(attempts[["task_id", "sample"]].iloc[-1]), ("no-such-task", 0)]
+            for task, sample in picks:
+                old = transcript.failed_neighbours(attempts, str(task), int(sample))
+                assert tr.failed_around(con, run_id=run, task_id=str(task), sample=int(sample)) == old
+                n_moves += sum(x is not None for x in old)
+        assert {"✓", "✗"} <= kinds and n_moves > 0

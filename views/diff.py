@@ -266,11 +266,17 @@ rows = event.selection.rows if event and event.selection else []
 pick = shown_flipped.iloc[rows[0]] if rows else shown_flipped.iloc[0]
 st.subheader("Both trajectories")
 st.text(f"Task {pick.task_id} · {pick.change}")
-task = cached(tr.attempt_detail, run_id=run_a, task_id=pick.task_id, sample=int(pick.first_sample_a)) or {}
-if task.get("query") or task.get("reference_answer"):
-    question, reference = st.columns(2)
-    question.text(f"Task: {task.get('query') or '–'}")
-    reference.text(f"Reference answer: {task.get('reference_answer') or '–'}")
+# the two transcripts are read when asked (two attempts, their steps and alignments: most of the first render at
+# 10M attempts); the links to the drilldown need only the flipped table's row
+shown = st.toggle(
+    "Show both transcripts here", key="df_both", help="Selecting a flipped task above shows them too."
+) or bool(rows)
+if shown:
+    task = cached(tr.attempt_detail, run_id=run_a, task_id=pick.task_id, sample=int(pick.first_sample_a)) or {}
+    if task.get("query") or task.get("reference_answer"):
+        question, reference = st.columns(2)
+        question.text(f"Task: {task.get('query') or '–'}")
+        reference.text(f"Reference answer: {task.get('reference_answer') or '–'}")
 
 
 STEP_COLS = [
@@ -285,8 +291,21 @@ STEP_COLS = [
 ]
 
 
+def _drilldown_link(run_id: str, sample: int) -> None:
+    st.page_link(
+        "views/drilldown.py",
+        label="Open in the drilldown",
+        query_params=link_params({"run": run_id, "task": str(pick.task_id), "sample": str(int(sample))}),
+    )
+
+
 def _side(col: st.delta_generator.DeltaGenerator, run_id: str, sample: int, label: str) -> None:
     with col:
+        if not shown:
+            st.markdown(f"**{label}**")
+            st.text(f"{labels[run_id]} · sample {int(sample)}")
+            _drilldown_link(run_id, sample)
+            return
         d = cached(tr.attempt_detail, run_id=run_id, task_id=pick.task_id, sample=int(sample))
         st.markdown(f"**{label}**")
         if d is None:
@@ -305,11 +324,7 @@ def _side(col: st.delta_generator.DeltaGenerator, run_id: str, sample: int, labe
         show_table(view, STEP_COLS, key=f"df_steps_{label}", name=f"steps-{d['attempt_id']}", budget_px=380)
         if int(d["n_steps"]) > len(steps):
             st.caption(f"First {len(steps)} of {int(d['n_steps'])} steps; the drilldown page has them all.")
-        st.page_link(
-            "views/drilldown.py",
-            label="Open in the drilldown",
-            query_params=link_params({"run": run_id, "task": str(pick.task_id), "sample": str(int(sample))}),
-        )
+        _drilldown_link(run_id, sample)
 
 
 a_col, b_col = st.columns(2)

@@ -71,10 +71,9 @@ keep_valid("dd_run", list(labels), next(iter(labels)))
 c_run, c_task, c_sample = st.columns([5, 3, 1])
 run_id = c_run.selectbox("Run", list(labels), key="dd_run", format_func=labels.__getitem__)
 bench = str(runs.loc[runs["run_id"] == run_id, "benchmark"].iloc[0])
-attempts = cached(tr.attempts_of, run_id=run_id)
-if attempts.empty:
+marks = cached(tr.task_marks_of, run_id=run_id)  # one row per task (kept at ingest), not the run's attempts
+if not marks:
     empty_state("This run has no attempts.")
-marks = transcript.task_marks(attempts)
 if link[0] == run_id and link[1] is not None and link[1] not in marks:  # a stale or hand-edited link: say so
     st.info(
         plain(f"The link's task {link[1]!r} is not in run {run_id}; showing its first task."),
@@ -97,7 +96,8 @@ task_id = c_task.selectbox(
 )
 if len(shown_tasks) < len(marks):
     c_task.caption(f"{len(shown_tasks):,} of {len(marks):,} tasks listed; search for the others.")
-samples = [int(s) for s in attempts.loc[attempts["task_id"] == task_id, "sample"]]
+attempts = cached(tr.attempts_of, run_id=run_id, task_id=task_id)  # the task's samples
+samples = [int(s) for s in attempts["sample"]]
 if link[:2] == (run_id, task_id) and link[2] is not None and (not link[2].isdigit() or int(link[2]) not in samples):
     st.info(
         plain(
@@ -117,7 +117,7 @@ if (run_id, task_id, str(sample)) != implied:
 # so a first visit is one history entry
 
 # --- moving around: failed attempts of this run, other samples, the same task elsewhere -------------------------
-before, after = transcript.failed_neighbours(attempts, task_id, sample)
+before, after = cached(tr.failed_around, run_id=run_id, task_id=task_id, sample=sample)
 nav = st.columns([2, 2, 3, 3])
 nav[0].button(
     "◀ Previous failed",
@@ -134,9 +134,8 @@ nav[1].button(
     args=(run_id, *after) if after else None,
 )
 with nav[2]:
-    rows = attempts[attempts["task_id"] == task_id]
     st.caption("Samples of this task")
-    for col, r in zip(st.columns(max(len(rows), 1)), rows.itertuples(), strict=False):
+    for col, r in zip(st.columns(max(len(attempts), 1)), attempts.itertuples(), strict=False):
         col.button(
             f"{int(r.sample)} {transcript.mark(r.passed)}",
             key=f"dd_s_{int(r.sample)}",

@@ -350,3 +350,27 @@ def alignment_rows(calls: pd.DataFrame, reference: Sequence[str] | None) -> pd.D
     out["ref_index"] = out["ref_index"].astype("Int64")
     out["step"] = out["step"].astype("Int64")
     return out
+
+
+def marks_from_counts(task_ids: pd.Series, n_passed: pd.Series, n_verdicts: pd.Series) -> dict[str, str]:
+    """Per task: ✓ every verdict a pass, ✗ none, ◐ some, · no verdict (the drilldown's task picker), in the order
+    given."""
+    k, n = n_passed.to_numpy(), n_verdicts.to_numpy()
+    marks = np.select([n == 0, k == n, k == 0], ["·", "✓", "✗"], "◐")
+    return dict(zip(task_ids.astype(str), marks.tolist(), strict=True))
+
+
+def failed_neighbours_in(
+    attempts: pd.DataFrame, task_id: str, sample: int
+) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
+    """The failed attempts (task, sample) just before and just after one attempt among ``attempts`` (task_id,
+    sample, passed in the run's order), the first failed one when the attempt is not among them."""
+    tasks = attempts["task_id"].astype(str).to_numpy()
+    samples = attempts["sample"].astype(int).to_numpy()
+    # a verdict of fail (not a missing one); a few tasks' attempts, so a loop over them
+    failed = np.flatnonzero([not (v is None or pd.isna(v) or bool(v)) for v in attempts["passed"]])
+    found = np.flatnonzero((tasks == str(task_id)) & (samples == int(sample)))
+    here = int(found[0]) if len(found) else -1
+    before, after = failed[failed < here], failed[failed > here]
+    pick = lambda i: (str(tasks[i]), int(samples[i]))  # noqa: E731
+    return (pick(before[-1]) if len(before) else None), (pick(after[0]) if len(after) else None)

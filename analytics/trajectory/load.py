@@ -18,7 +18,9 @@ from analytics.trajectory.compute import (
     _outcome_details,
     alignment_rows,
     expected_actions,
+    failed_neighbours_in,
     levels_of,
+    marks_from_counts,
     summarise_slices,
     with_metrics,
 )
@@ -84,13 +86,55 @@ def attempts_of(con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str | N
     )
 
 
+def task_marks_of(con: duckdb.DuckDBPyConnection, *, run_id: str) -> dict[str, str]:
+    """Per task of a run, in the run's order (task id): ✓ every verdict a pass, ✗ none, ◐ some, · no verdict.
+
+    From the per-(run, task) counts kept at ingest (``run_task_stats``), not the run's attempts: the task picker of a
+    run of 200,000 attempts reads one row per task (tests/test_scale_equal.py compares it with the marks of every
+    attempt)."""
+    counts = query_df(
+        con,
+        "SELECT task_id, n_passed, n_passed + n_failed AS n_verdicts FROM run_task_stats "
+        "WHERE run_id = ? ORDER BY task_id",
+        [run_id],
+    )
+    return marks_from_counts(counts["task_id"], counts["n_passed"], counts["n_verdicts"])
+
+
+def failed_around(
+    con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str, sample: int
+) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:
+    """The failed attempts (task, sample) just before and just after one attempt in the run's order (task id, then
+    sample), the first failed one after when the attempt is not in the run: what ``ui.transcript.failed_neighbours``
+    finds in every attempt of the run, from the attempts of at most four tasks: this one and the nearest tasks before
+    and after it with a failed attempt (``run_task_stats``' counts kept at ingest), and the run's first such task."""
+    prev, after, first = query_rows(
+        con,
+        "SELECT max(task_id) FILTER (WHERE task_id < $task), min(task_id) FILTER (WHERE task_id > $task), "
+        "min(task_id) FROM run_task_stats WHERE run_id = $run AND n_failed > 0",
+        {"run": run_id, "task": str(task_id)},
+    )[0]
+    tasks = [str(task_id), *(t if t is not None else str(task_id) for t in (prev, after, first))]
+    rows = query_df(
+        con,
+        "SELECT task_id, sample, passed FROM attempts WHERE run_id = ? AND task_id IN (?, ?, ?, ?) "
+        "ORDER BY task_id, sample",
+        [run_id, *tasks],
+    )
+    return failed_neighbours_in(rows, str(task_id), int(sample))
+
+
 def runs_with_task(con: duckdb.DuckDBPyConnection, *, benchmark: str, task_id: str) -> pd.DataFrame:
-    """Runs of a benchmark that attempted a task, with their Pass@1 on it."""
+    """Runs of a benchmark that attempted a task, with their Pass@1 on it (the mean of the verdicts given).
+
+    Read from the per-(run, task) counts kept at ingest (migration 008's ``run_task_stats``), not from the attempts:
+    the same rows as grouping every attempt of the benchmark with this task (tests/test_drilldown_reads.py)."""
     return query_df(
         con,
-        "SELECT r.run_id, r.agent, r.agent_version, r.eval_date, count(*) AS n_samples, "
-        "avg(a.passed::INT) AS pass_rate FROM attempts a JOIN runs r USING (run_id) "
-        "WHERE r.benchmark = ? AND a.task_id = ? GROUP BY ALL "
+        "SELECT r.run_id, r.agent, r.agent_version, r.eval_date, s.n_attempts AS n_samples, "
+        "CASE WHEN s.n_passed + s.n_failed > 0 THEN s.n_passed / (s.n_passed + s.n_failed) END AS pass_rate "
+        "FROM run_task_stats s JOIN runs r USING (run_id) "
+        "WHERE r.benchmark = ? AND s.task_id = ? "
         "ORDER BY r.eval_date DESC NULLS LAST, r.run_id",
         [benchmark, task_id],
     )
