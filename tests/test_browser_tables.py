@@ -1,14 +1,17 @@
 """Every page in Chromium at 1280 and 1440 px reads like a finished report: no table cell and no caption shows
 None or nan, and every table's default columns fit its width (the grid does not scroll sideways). Each page's first
-render and a second visit are recorded (wall seconds to the app's answer, tests/artifacts/page-timings-<w>.json;
-figures, not assertions: bench/bench_pages_browser.py is where times are measured), and a screenshot of each page
-at each width is saved (tests/artifacts/browser-tables-<page>-<w>.png) to look at."""
+render and a second visit at 1280 px are recorded (wall seconds to the app's answer,
+tests/artifacts/page-timings-1280.json; figures, not assertions: bench/bench_pages_browser.py is where times are
+measured), and a screenshot of each page at each width is saved (tests/artifacts/browser-tables-<page>-<w>.png) to look
+at. A page is opened once and checked at both widths by resizing the window."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -75,47 +78,72 @@ def problems_on(page: Any) -> list[str]:
     return found
 
 
-@pytest.fixture
-def ready_db(demo_db: Path) -> Path:
+@pytest.fixture(scope="module")
+def ready_db(demo_db_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo with a stored IRT fit (Progress) and a stored clustering of stand-in failure vectors (Clusters: with
-    the background jobs off, the page shows what is stored)."""
-    with rdb.writer(demo_db) as con:
+    the background jobs off, the page shows what is stored). Built once for the module: its tests only read it."""
+    target = tmp_path_factory.mktemp("ready") / "demo.duckdb"
+    for suffix in ("", ".read"):
+        src = Path(str(demo_db_master) + suffix)
+        if src.exists():
+            shutil.copyfile(src, str(target) + suffix)
+    with rdb.writer(target) as con:
         fit_and_store(con, benchmark="ad-bench", model="1pl")
-    assert embed_failures(demo_db, benchmark="ad-bench", encode=hashed_words) > 0
-    assert cluster_failures(demo_db, benchmark="ad-bench", encode=hashed_words)
-    return demo_db
+    assert embed_failures(target, benchmark="ad-bench", encode=hashed_words) > 0
+    assert cluster_failures(target, benchmark="ad-bench", encode=hashed_words)
+    return target
 
 
-@pytest.mark.parametrize("width", [1280, 1440])
-def test_every_page_reads_clean_and_fits(ready_db: Path, width: int) -> None:
+@pytest.fixture(scope="module")
+def ready_url(ready_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One app over ``ready_db`` for the module's tests (its own state folder, like each test's)."""
+    env = {"RUNLENS_AUTO_FIT": "0", "RUNLENS_STATE_DIR": str(tmp_path_factory.mktemp("state"))}
+    with streamlit_server(ready_db, timeout_s=180, env=env) as url:
+        yield url
+
+
+WIDTHS = [1280, 1440]
+
+
+@pytest.fixture(scope="module")
+def every_page_problems(ready_url: str) -> dict[int, dict[str, list[str]]]:
+    """Every page opened once at the first width (its first render and a second visit timed), then drawn and checked
+    at each width by resizing the window: the app's tables take their column widths from the page, not the window,
+    so a resized window shows what a window opened at that width shows. What is wrong, by width and page."""
     timings: dict[str, dict[str, float]] = {}
-    failures: dict[str, list[str]] = {}
-    with (
-        streamlit_server(ready_db, timeout_s=180, env={"RUNLENS_AUTO_FIT": "0"}) as url,
-        chromium_page(width=width, height=1000) as page,
-    ):
+    failures: dict[int, dict[str, list[str]]] = {width: {} for width in WIDTHS}
+    with chromium_page(width=WIDTHS[0], height=1000) as page:
         clock = ScriptClock(page)
         for link in PAGES:
             name = link.split("?")[0]
+            page.set_viewport_size({"width": WIDTHS[0], "height": 1000})
             visits = {}
             for visit in ("first", "again"):
                 since = time.monotonic()
-                page.goto(f"{url}/{link}")
+                page.goto(f"{ready_url}/{link}")
                 visits[visit] = clock.answer_s(page, since)
             timings[name] = visits
-            settle(page)
-            page.evaluate(OPEN_EXPANDERS_JS)  # every table of the page, those in expanders too
-            settle(page)
-            screenshot(page, f"browser-tables-{name}-{width}")
-            found = problems_on(page)
-            if page.locator('[data-testid="stException"]').count():
-                found.append("an exception")
-            if not page.evaluate(GRIDS_JS) and name != "upload":
-                found.append("no table drawn")
-            if found:
-                failures[name] = found
+            for width in WIDTHS:
+                page.set_viewport_size({"width": width, "height": 1000})
+                settle(page)
+                page.evaluate(OPEN_EXPANDERS_JS)  # every table of the page, those in expanders too
+                settle(page)
+                screenshot(page, f"browser-tables-{name}-{width}")
+                found = problems_on(page)
+                if page.locator('[data-testid="stException"]').count():
+                    found.append("an exception")
+                if not page.evaluate(GRIDS_JS) and name != "upload":
+                    found.append("no table drawn")
+                if found:
+                    failures[width][name] = found
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / f"page-timings-{width}.json").write_text(json.dumps(timings, indent=2) + "\n")
+    (ARTIFACTS / f"page-timings-{WIDTHS[0]}.json").write_text(json.dumps(timings, indent=2) + "\n")
+    return failures
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_page_reads_clean_and_fits(every_page_problems: dict[int, dict[str, list[str]]], width: int) -> None:
+    failures = every_page_problems[width]
     assert not failures, json.dumps(failures, indent=2)
 
 
@@ -127,15 +155,12 @@ TOUCHED = ["gem?benchmark=gem-bench", "errors?benchmark=ad-bench", "sql?q=" + qu
 MIN_GRIDS = {"gem": 6, "errors": 3, "sql": 3}
 
 
-def test_gem_errors_and_sql_tables_read_clean_at_1280(ready_db: Path) -> None:
+def test_gem_errors_and_sql_tables_read_clean_at_1280(ready_url: str) -> None:
     failures: dict[str, list[str]] = {}
-    with (
-        streamlit_server(ready_db, timeout_s=180, env={"RUNLENS_AUTO_FIT": "0"}) as url,
-        chromium_page(width=1280, height=1000) as page,
-    ):
+    with chromium_page(width=1280, height=1000) as page:
         for link in TOUCHED:
             name = link.split("?")[0]
-            page.goto(f"{url}/{link}")
+            page.goto(f"{ready_url}/{link}")
             settle(page)
             page.evaluate(OPEN_EXPANDERS_JS)
             settle(page)
@@ -166,24 +191,41 @@ UPLOADED = [
 ]
 
 
-@pytest.mark.parametrize("width", [1280, 1440])
-def test_an_uploaded_run_reads_clean_and_fits(demo_db: Path, width: int) -> None:
-    failures: dict[str, list[str]] = {}
+@pytest.fixture(scope="module")
+def uploaded_problems(
+    demo_db_master: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[int, dict[str, list[str]]]:
+    """tests/fixtures/good.jsonl uploaded once through the Upload page of an app over a copy of the demo; the upload's
+    preview and result, then every page that shows runs, each checked at every width by resizing the window. What is
+    wrong, by width and page."""
+    db = tmp_path_factory.mktemp("uploaded") / "demo.duckdb"
+    for suffix in ("", ".read"):
+        src = Path(str(demo_db_master) + suffix)
+        if src.exists():
+            shutil.copyfile(src, str(db) + suffix)
+    failures: dict[int, dict[str, list[str]]] = {width: {} for width in WIDTHS}
 
-    def check(name: str) -> None:
-        settle(page)
-        page.evaluate(OPEN_EXPANDERS_JS)
-        settle(page)
-        screenshot(page, f"browser-tables-uploaded-{name}-{width}")
-        found = problems_on(page)
-        if page.locator('[data-testid="stException"]').count():
-            found.append("an exception")
-        if found:
-            failures[name] = found
+    def check(name: str, *, min_grids: int = 0) -> None:
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 1000})
+            settle(page)
+            page.evaluate(OPEN_EXPANDERS_JS)
+            settle(page)
+            screenshot(page, f"browser-tables-uploaded-{name}-{width}")
+            found = problems_on(page)
+            if page.locator('[data-testid="stException"]').count():
+                found.append("an exception")
+            n_grids = len(page.evaluate(GRIDS_JS))
+            if n_grids < min_grids:
+                found.append(f"{n_grids} grids drawn, expected at least {min_grids}")
+            if found:
+                failures[width][name] = found
+        page.set_viewport_size({"width": WIDTHS[0], "height": 1000})
 
+    env = {"RUNLENS_AUTO_FIT": "0", "RUNLENS_STATE_DIR": str(tmp_path_factory.mktemp("state"))}
     with (
-        streamlit_server(demo_db, timeout_s=180, env={"RUNLENS_AUTO_FIT": "0"}) as url,
-        chromium_page(width=width, height=1000) as page,
+        streamlit_server(db, timeout_s=180, env=env) as url,
+        chromium_page(width=WIDTHS[0], height=1000) as page,
     ):
         page.goto(f"{url}/upload")
         settle(page)
@@ -193,12 +235,17 @@ def test_an_uploaded_run_reads_clean_and_fits(demo_db: Path, width: int) -> None
             ]
         )
         page.get_by_role("heading", name="Preview").wait_for(timeout=180_000)
-        check("upload-preview")
-        assert len(page.evaluate(GRIDS_JS)) >= 2  # the files, and the runs they create
+        check("upload-preview", min_grids=2)  # the files, and the runs they create
         page.get_by_role("button", name="Ingest 1 file", exact=True).click()
         page.get_by_text("Open run mini-a-v1 (Agent A)").first.wait_for(timeout=180_000)
         check("upload-done")
         for link in UPLOADED:
             page.goto(f"{url}/{link}")
             check(link.split("?")[0])
+    return failures
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_an_uploaded_run_reads_clean_and_fits(uploaded_problems: dict[int, dict[str, list[str]]], width: int) -> None:
+    failures = uploaded_problems[width]
     assert not failures, json.dumps(failures, indent=2)
