@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,8 @@ def test_the_first_visit_fits_in_the_background(sim_db: Path, monkeypatch: pytes
     monkeypatch.setenv("RUNLENS_AUTO_FIT", "1")
     at = open_page(sim_db, monkeypatch)
     assert any("fitting now, in the background" in i.value for i in at.info)
+    # torch was imported whole before the fit's thread started (never seen half-imported by another page's thread)
+    assert hasattr(sys.modules["torch"], "Tensor")
     assert at.get("progress") and not at.metric  # a progress bar while the fit runs (or just finished)
     jobs = [j for k, j in background._JOBS.items() if str(sim_db) in k]
     assert len(jobs) == 1 and jobs[0].thread is not None

@@ -8,6 +8,7 @@ server alive.
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from collections.abc import Callable
@@ -31,14 +32,21 @@ _JOBS: dict[str, Job] = {}
 _GUARD = threading.Lock()
 
 
-def start(key: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Job:
+def start(key: str, fn: Callable[..., Any], /, *args: Any, import_first: tuple[str, ...] = (), **kwargs: Any) -> Job:
     """The job under ``key``: the running or finished one, else a new one running ``fn(*args, progress=..., **kwargs)``
-    in a daemon thread (``progress(fraction, message)`` updates what pages show)."""
+    in a daemon thread (``progress(fraction, message)`` updates what pages show).
+
+    ``import_first``: modules the job imports that are imported here, before its thread starts. A module imported in
+    a job's thread is visible half-initialised to every other thread until its import ends, and scipy looks up
+    ``sys.modules["torch"]`` on its array calls (scipy.stats' own import makes some): a torch import in progress in a
+    job made another session's page fail with "partially initialized module 'torch' has no attribute 'Tensor'"."""
     with _GUARD:
         job = _JOBS.get(key)
         if job is not None:
             return job
         job = _JOBS[key] = Job(key)
+    for name in import_first:
+        importlib.import_module(name)
 
     def report(fraction: float, message: str) -> None:
         job.fraction, job.message = min(max(float(fraction), 0.0), 1.0), message

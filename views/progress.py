@@ -77,8 +77,14 @@ if view.fit is None:
     # the first visit fits in the background (once per store, benchmark, model and data version), with progress;
     # every visitor meanwhile sees the same job, and the page shows the fit as soon as it is stored
     key = f"irt-fit|{common.db_path()}|{flt.benchmark}|{model}|{common.db_version()}"
-    job = background.start(
-        key, common.write, fit_and_store, store=common.db_path(), benchmark=flt.benchmark, model=model
+    job = background.start(  # torch imported before the fit's thread starts (ui/background.py: never half-imported)
+        key,
+        common.write,
+        fit_and_store,
+        import_first=("torch",),
+        store=common.db_path(),
+        benchmark=flt.benchmark,
+        model=model,
     )
     st.info(
         f"{missing}: fitting now, in the background. An IRT fit places agents and tasks on one scale; it takes "
