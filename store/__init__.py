@@ -26,8 +26,6 @@ scores set after the run), ``aggregates`` (what the pages read per run x task, k
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from store.backends import Store, open, resolve_db_path
 from store.delete import RunNotFoundError, delete_run
 from store.errors import DatabaseBusyError, QueryError, RunlensError, StoreVersionError
@@ -36,39 +34,15 @@ from store.lake import LakeError
 from store.migrate import describe, latest_version, migrate, migrations, schema_version
 from store.paths import PROJECT_ROOT, SCHEMA_FILE, Location, legacy_default_notice, snapshot_path
 from store.query import load_sql, query_df, query_rows, transaction
-from store.sessions import db_version, ensure_snapshot, publish, reader, writer
-
-if TYPE_CHECKING:
-    from store.search_index import (
-        AttachedIndex,
-        SearchIndexRefresh,
-        attach_search_index,
-        attach_search_index_runs,
-        drop_search_index,
-        refresh_search_index,
-    )
-
-# The search index's names are loaded on first use: an ingest or an upload never searches, and the module with its
-# tokenizer (pyarrow.compute) is 35 ms of a fresh process's start.
-_SEARCH_INDEX_NAMES = frozenset(
-    {
-        "AttachedIndex",
-        "SearchIndexRefresh",
-        "attach_search_index",
-        "attach_search_index_runs",
-        "drop_search_index",
-        "refresh_search_index",
-    }
+from store.search_index import (
+    AttachedIndex,
+    SearchIndexRefresh,
+    attach_search_index,
+    attach_search_index_runs,
+    drop_search_index,
+    refresh_search_index,
 )
-
-
-def __getattr__(name: str) -> Any:
-    if name in _SEARCH_INDEX_NAMES:
-        from store import search_index
-
-        return getattr(search_index, name)
-    raise AttributeError(f"module 'store' has no attribute {name!r}")
-
+from store.sessions import db_version, ensure_snapshot, publish, reader, writer
 
 __all__ = [
     "ALL_RUNS",
