@@ -102,6 +102,12 @@ def doctor_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--republish", action="store_true", help="also republish the read snapshot")
     parser.add_argument("--no-rehash", action="store_true", help="do not re-hash source files still on disk")
     parser.add_argument(
+        "--rebuild-aggregates",
+        action="store_true",
+        help="first compute again every table kept for the pages (per run x task, run, slice, code) from the "
+        "attempts and labels, in one writer transaction, then check",
+    )
+    parser.add_argument(
         "--rewrite-texts",
         action="store_true",
         help="first rewrite a lake's long texts sorted by hash, file by file (the layout the ingest writes since "
@@ -113,7 +119,8 @@ def doctor_run(args: argparse.Namespace) -> int:
     """Check the database (it waits for a running writer); exit 1 when anything is wrong."""
     from analytics import doctor
     from store import open as open_store
-    from store import writer
+    from store import transaction, writer
+    from store.aggregates import rebuild as rebuild_aggregates
 
     path = open_store(args.db)
     if not path.exists():
@@ -121,7 +128,10 @@ def doctor_run(args: argparse.Namespace) -> int:
         return 1
     if args.rewrite_texts and rewrite_texts(path) != 0:
         return 1
-    with writer(path, publish_snapshot=args.republish) as con:
+    with writer(path, publish_snapshot=args.republish or args.rebuild_aggregates) as con:
+        if args.rebuild_aggregates:
+            with transaction(con):
+                rebuild_aggregates(con)
         rep = doctor.check(con, str(path), rehash_sources=not args.no_rehash)
     if args.json:
         print_json(doctor.to_json(rep))

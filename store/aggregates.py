@@ -45,6 +45,12 @@ _OF_FILE = "SELECT * FROM attempts WHERE file_id = $file_id AND attempt_id BETWE
 
 
 _STORED_LABELS = "SELECT attempt_id, code, source FROM error_labels"
+# the per-task tables as the slices' SQL (run_slice_*.sql) reads them when a CTE stands in for them: migration 008's
+# leading columns, named (the rest of the SELECT's columns keep no name)
+_PER_TASK_NAMED = {
+    "run_task_stats": "run_task_stats(run_id, task_id, n_attempts, n_passed, n_failed)",
+    "run_task_codes": "run_task_codes(run_id, task_id, code, sources_mask, n_failed)",
+}
 # the Runlens judge's verdicts of a file's new attempts: none yet (the judge runs on stored attempts)
 _NO_VERDICTS = "SELECT NULL::BIGINT AS attempt_id, NULL::JSON AS verdict, NULL::BOOLEAN AS is_failure WHERE false"
 
@@ -176,9 +182,7 @@ def insert_file_rows(
             "attempts": new_attempts,
             "error_labels": new_labels,
             "judge_verdicts": _NO_VERDICTS,
-            # the leading columns of migration 008's tables, what the slices' SQL reads (the rest keep no name)
-            "run_task_stats(run_id, task_id, n_attempts, n_passed, n_failed)": load_sql("run_task_stats"),
-            "run_task_codes(run_id, task_id, code, sources_mask, n_failed)": load_sql("run_task_codes"),
+            **{named: load_sql(table) for table, named in _PER_TASK_NAMED.items()},
         }
         ctes = ", ".join(f"{name} AS ({sql})" for name, sql in stand_ins.items())
         for table in RUN_TABLES:  # an allow-list of table names
@@ -248,3 +252,38 @@ def drop_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     for table in (*TABLES, *RUN_TABLES):  # an allow-list of table names
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
     task_first.drop_run(con, run_id)
+
+
+# Every kept table, in the order ``recomputed`` can give it (the slices' tables after the per-task ones they sum).
+KEPT = (*TABLES, *RUN_TABLES, task_first.TABLE)
+
+
+def recomputed(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, dict[str, object]]:
+    """A kept table's rows as its attempts and labels give them now: the table's own SELECT (store/sql/TABLE.sql)
+    over every run, with its parameters (the whole range of attempt ids). The slices' tables sum per-task rows
+    computed the same way, never the stored ones, so a wrong stored row shows in its own table only. For ``doctor``,
+    which compares these rows with the stored ones."""
+    if table not in KEPT:
+        raise ValueError(f"not a kept table: {table!r}")
+    lo, hi = con.execute("SELECT min(attempt_id), max(attempt_id) FROM attempts").fetchall()[0]
+    params: dict[str, object] = {"lo": int(lo if lo is not None else 0), "hi": int(hi if hi is not None else -1)}
+    every = "SELECT * FROM attempts"
+    labels = _STORED_LABELS
+    stand_ins = {
+        "_rl_agg_keys": "SELECT DISTINCT run_id, task_id FROM attempts",
+        "_rl_agg_attempts": every,
+        "_rl_agg_labels": labels,
+    }
+    if table in ("run_slice_stats", "run_slice_codes"):
+        stand_ins.update({named: load_sql(own) for own, named in _PER_TASK_NAMED.items()})
+    ctes = ", ".join(f"{name} AS ({sql})" for name, sql in stand_ins.items())
+    sql = f"WITH {ctes} SELECT * FROM ({load_sql(table)})"
+    return sql, {k: v for k, v in params.items() if f"${k}" in sql}
+
+
+def rebuild(con: duckdb.DuckDBPyConnection) -> None:
+    """Every kept table emptied and computed again from all attempts and labels (inside the caller's transaction):
+    ``doctor --rebuild-aggregates``, the repair when doctor finds rows that differ from their attempts."""
+    for table in KEPT:  # an allow-list of table names
+        con.execute(f"DELETE FROM {table}")
+    _refresh_keys(con, "SELECT run_id, task_id FROM attempts", {})

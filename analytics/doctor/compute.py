@@ -29,6 +29,8 @@ class StoreFacts:
     orphans: dict[str, int]  # rows per check (load.ORPHANS)
     constraints: dict[str, int]  # rows breaking each key or domain (0: held)
     files: list[FileFacts]
+    # rows of each table the writer keeps for the pages (store/aggregates.py) that differ from a recomputation
+    aggregates: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -41,6 +43,7 @@ class DoctorReport:
     counts: dict[str, int] = field(default_factory=dict)
     orphans: dict[str, int] = field(default_factory=dict)
     constraints: dict[str, int] = field(default_factory=dict)  # rows breaking a key or a domain (0: held)
+    aggregates: dict[str, int] = field(default_factory=dict)  # kept rows differing from their attempts (0: equal)
     files_checked: int = 0
     file_problems: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -64,6 +67,13 @@ def diagnose(path: str, facts: StoreFacts) -> DoctorReport:
     rep.problems.extend(f"{n} {name}" for name, n in facts.orphans.items() if n)
     rep.constraints = dict(facts.constraints)
     rep.problems.extend(f"{n} {name}" for name, n in facts.constraints.items() if n)
+    rep.aggregates = dict(facts.aggregates)
+    rep.problems.extend(
+        f"{n} rows of {table} differ from what the attempts give (rebuild them: python -m analytics doctor "
+        "--rebuild-aggregates)"
+        for table, n in facts.aggregates.items()
+        if n
+    )
     for f in facts.files:
         rep.files_checked += 1
         if (f.found_attempts, f.found_steps) != (f.n_attempts, f.n_steps):

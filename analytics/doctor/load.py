@@ -15,6 +15,7 @@ import duckdb
 
 import store as rdb
 from analytics.doctor.compute import FileFacts, StoreFacts
+from store import aggregates
 
 TABLES = (
     "benchmarks",
@@ -119,7 +120,32 @@ def load(con: duckdb.DuckDBPyConnection, *, rehash_sources: bool = True) -> Stor
         orphans={name: _count(con, sql) for name, sql in ORPHANS.items()},
         constraints={name: _count(con, sql) for name, sql in constraint_checks().items()},
         files=ingested_files(con, rehash_sources=rehash_sources),
+        aggregates={table: aggregate_differences(con, table) for table in aggregates.KEPT},
     )
+
+
+def aggregate_differences(con: duckdb.DuckDBPyConnection, table: str) -> int:
+    """The rows of a table the writer keeps (store/aggregates.py) that differ from what the attempts and labels give
+    now (``aggregates.recomputed``): stored rows with no equal recomputed row, plus recomputed rows with no equal
+    stored one. Means are equal within 1e-9 of their size (a mean summed in another order may differ in its last
+    bits); every other column exactly, NULL equal to NULL. The table's name is one of the store's own."""
+    rec_sql, params = aggregates.recomputed(con, table)
+    columns = rdb.query_rows(con, f"DESCRIBE SELECT * FROM {table}")
+    names = [f'"{name}"' for name, *_ in columns]
+    floats = {f'"{name}"' for name, kind, *_ in columns if kind in ("DOUBLE", "FLOAT")}
+    same = " AND ".join(
+        f"(x.{c} IS NOT DISTINCT FROM y.{c} OR abs(x.{c} - y.{c}) <= 1e-9 * greatest(1, abs(x.{c})))"
+        if c in floats
+        else f"x.{c} IS NOT DISTINCT FROM y.{c}"
+        for c in names
+    )
+    sql = (
+        f"WITH s AS (SELECT * FROM {table}), r AS (SELECT * FROM ({rec_sql}) AS r({', '.join(names)})), "
+        "only_s AS (SELECT * FROM s EXCEPT ALL SELECT * FROM r), only_r AS (SELECT * FROM r EXCEPT ALL SELECT * FROM s) "
+        f"SELECT (SELECT count(*) FROM only_s x WHERE NOT EXISTS (SELECT 1 FROM only_r y WHERE {same})) "
+        f"+ (SELECT count(*) FROM only_r x WHERE NOT EXISTS (SELECT 1 FROM only_s y WHERE {same}))"
+    )
+    return int(rdb.query_rows(con, sql, params)[0][0])
 
 
 def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:

@@ -20,6 +20,8 @@ def text_report(path: str, rep: DoctorReport) -> str:
     lines.append(f"  files checked    {rep.files_checked:>12,}")
     held = sum(1 for n in rep.constraints.values() if not n)
     lines.append(f"  keys and domains {held:>12,} of {len(rep.constraints)} hold")
+    equal = sum(1 for n in rep.aggregates.values() if not n)
+    lines.append(f"  kept aggregates  {equal:>12,} of {len(rep.aggregates)} equal their attempts")
     lines += [f"warning: {w}" for w in rep.warnings]
     lines.append("OK" if rep.ok else "PROBLEMS:\n  " + "\n  ".join(rep.problems))
     return "\n".join(lines)
