@@ -29,7 +29,6 @@ def scipy_stats() -> ModuleType:
 # leaderboard's first render called them through scipy.special, whose import (and the array-API modules it pulls
 # in) was 0.23-0.7 CPU s of that render. They agree with scipy to 1e-12 relative (closer in practice: about 1e-15;
 # tests/test_stats.py compares them over grids), not to the last bit.
-_ERFC = np.frompyfunc(math.erfc, 1, 1)
 _SQRT1_2 = math.sqrt(0.5)
 
 
@@ -37,7 +36,8 @@ def ndtr(x: np.ndarray | float) -> np.ndarray:
     """The standard normal cdf ``Phi(x) = erfc(-x / sqrt 2) / 2`` element-wise (``math.erfc``: relative accuracy in
     both tails, as ``scipy.special.ndtr``, which computes the same expression); NaN where x is NaN."""
     arr = np.asarray(x, dtype=float)
-    return 0.5 * np.asarray(_ERFC(-arr * _SQRT1_2), dtype=float).reshape(arr.shape)
+    flat = (-arr * _SQRT1_2).ravel().tolist()  # map over a list: a fifth faster than a ufunc of Python objects
+    return 0.5 * np.fromiter(map(math.erfc, flat), dtype=float, count=len(flat)).reshape(arr.shape)
 
 
 def _upper_normal(x: float) -> float:
