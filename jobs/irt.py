@@ -37,9 +37,11 @@ from store import derived, query_rows
 from store import writer as store_writer
 
 # What the fit's worker may hold in all (address space: the interpreter, torch's libraries, the responses and the
-# model). torch and pyro map about 2 GB of address space before a fit (measured: 2.1 GB peak for a fit of 18
-# agents x 120 tasks whose resident peak was 0.48 GB), so the cap is wider than the SQL and upload workers'.
-IRT_WORKER_BYTES = int(os.environ.get("RUNLENS_IRT_WORKER_MB", "6144")) * 1024 * 1024
+# model). torch and pyro map about 2 GB of address space in a fit (measured: 2.1 GB peak for a fit of 18 agents x 120
+# tasks whose resident peak was 0.48 GB); the responses grow with the attempts (1M attempts: 260,000 responses, 1.25 GB
+# of address space with torch imported and the fit's arrays prepared, before the fit; 10M: ten times the responses,
+# not measured), so the cap is far wider than the SQL and upload workers'.
+IRT_WORKER_BYTES = int(os.environ.get("RUNLENS_IRT_WORKER_MB", "8192")) * 1024 * 1024
 IRT_WORKER_CPU_S = int(os.environ.get("RUNLENS_IRT_WORKER_CPU_S", "7200"))
 
 
