@@ -1,10 +1,19 @@
 """IRT fits kept through the one writer: fit the current responses (``analytics.irt``), link to the previous fit,
-store the three tables (``store.derived.insert_irt_fit``), and return the stored fit."""
+store the three tables (``store.derived.insert_irt_fit``), and return the stored fit.
+
+``python -m jobs.irt`` is the fit's worker process (``worker_request``, ``ui.background.start_process``): the
+dashboard's server never imports torch (pyro and py-irt import it), since a module being imported in one of its
+threads is visible half-initialised to every other session's thread (scipy looks up ``sys.modules["torch"]``)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import sys
+import threading
+import time
+from typing import Any
 
 import duckdb
 
@@ -25,6 +34,15 @@ from analytics.irt import (
     settings_for,
 )
 from store import derived, query_rows
+from store import writer as store_writer
+
+# What the fit's worker may hold in all (address space: the interpreter, torch's libraries, the responses and the
+# model). torch and pyro map about 2 GB of address space in a fit (measured: 2.1 GB peak for a fit of 18 agents x 120
+# tasks whose resident peak was 0.48 GB); the responses grow with the attempts (1M attempts: 260,000 responses, 1.25 GB
+# of address space with torch imported and the fit's arrays prepared, before the fit; 10M: ten times the responses,
+# not measured), so the cap is far wider than the SQL and upload workers'.
+IRT_WORKER_BYTES = int(os.environ.get("RUNLENS_IRT_WORKER_MB", "8192")) * 1024 * 1024
+IRT_WORKER_CPU_S = int(os.environ.get("RUNLENS_IRT_WORKER_CPU_S", "7200"))
 
 
 def store_fit(
@@ -78,3 +96,61 @@ def fit_and_store(
     )
     store_fit(con, key, benchmark, settings, result)
     return read_fit(con, key)
+
+
+def worker_request(store: str, *, benchmark: str, model: str) -> dict[str, Any]:
+    """The request ``python -m jobs.irt`` reads on its stdin: fit (or find stored) ``model`` of ``benchmark`` in
+    ``store`` under the worker's memory and CPU limits."""
+    return {
+        "store": store,
+        "benchmark": benchmark,
+        "model": model,
+        "memory_bytes": IRT_WORKER_BYTES,
+        "cpu_s": IRT_WORKER_CPU_S,
+    }
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """End this process when its parent (the server) is gone: its pid is no longer this process's parent."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(3)
+
+    if parent_pid:
+        threading.Thread(target=watch, daemon=True, name="runlens-parent-watch").start()
+
+
+def _worker_main() -> int:
+    """The fit's worker: one JSON request on stdin (``worker_request`` and ``parent_pid``); one JSON object a line
+    on the stdout it was given (progress, then ``done`` with the fit's key or ``error``), everything else printed
+    goes to stderr."""
+    from ingest import workers
+
+    request = json.loads(sys.stdin.buffer.read())
+    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # anything a library prints (DuckDB's progress bar) is not the job's channel
+    workers.limit_this_process(int(request["memory_bytes"]), int(request["cpu_s"]))
+    _watch_parent(int(request.get("parent_pid") or 0))
+
+    def say(**message: Any) -> None:
+        channel.write(json.dumps(message) + "\n")
+
+    try:
+        with store_writer(request["store"]) as con:
+            fit = fit_and_store(
+                con,
+                benchmark=request["benchmark"],
+                model=request["model"],
+                progress=lambda fraction, message: say(fraction=float(fraction), message=str(message)),
+            )
+    except Exception as exc:  # noqa: BLE001 -- reported to the page that waits for the job, as a thread's job was
+        say(error=f"{type(exc).__name__}: {exc}")
+        return 1
+    say(done=fit.fit_key)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker_main())

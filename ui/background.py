@@ -1,15 +1,24 @@
-"""Work a page starts and any later rerun picks up: one background thread per job key (the IRT fit a Progress
-page starts on its first visit), its progress readable from every session of this server.
+"""Work a page starts and any later rerun picks up: one background job per job key (the failure clusters a page
+computes, the IRT fit a Progress page starts on its first visit), its progress readable from every session of this
+server.
 
-A job is the project's own computation (a fit through the one writer), never user-supplied code: the limits on
-user-controlled work (docs/security.md) do not apply, and a job's thread is a daemon, so it never keeps a stopping
-server alive.
+A job runs in a daemon thread of the server (``start``) or in a process of its own (``start_process``: the IRT fit,
+whose torch must never be imported by the server: a module being imported in one thread is visible half-initialised
+to every other thread, and scipy looks up ``sys.modules["torch"]`` on its array calls). A job is the project's own
+computation (a fit through the one writer), never user-supplied code: the limits on user-controlled work
+(docs/security.md) do not apply; a job's thread is a daemon and a job's process is stopped with the server, so
+neither keeps a stopping server alive.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +35,7 @@ class Job:
     error: str | None = None
     is_done: bool = False
     thread: threading.Thread | None = field(default=None, repr=False)
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
 
 _JOBS: dict[str, Job] = {}
@@ -62,6 +72,88 @@ def start(key: str, fn: Callable[..., Any], /, *args: Any, import_first: tuple[s
     job.thread = threading.Thread(target=run, daemon=True, name=f"runlens-job:{key}")
     job.thread.start()
     return job
+
+
+def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
+    """The job under ``key``: the running or finished one, else a new one running ``python -m module`` in a process
+    of its own, ``request`` as JSON on its stdin (``parent_pid`` added: the process ends itself when the server is
+    gone).
+
+    The process writes one JSON object a line on its stdout: ``{"fraction": f, "message": m}`` for progress,
+    ``{"error": text}`` when it failed, ``{"done": value}`` at the end; a thread of the server reads them into the
+    job. A process that ends without ``done`` or ``error`` (killed, or over its memory limit) leaves the last line
+    of its stderr as the job's error. Live job processes are killed when the server exits (``atexit``)."""
+    with _GUARD:
+        job = _JOBS.get(key)
+        if job is not None:
+            return job
+        job = _JOBS[key] = Job(key)
+    from ingest import workers  # the project on the worker's path, the allocators that keep its limit honest
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    err = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by the reader thread when the process ends
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            cwd=root,
+            env=workers.worker_env(root),
+        )
+    except OSError as exc:
+        err.close()
+        job.error, job.is_done = f"{type(exc).__name__}: {exc}", True
+        return job
+    job.process = proc
+    _PROCESSES.add(proc)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps({**request, "parent_pid": os.getpid()}).encode())
+    proc.stdin.close()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        finished = False
+        try:
+            for line in proc.stdout:
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue  # not the job's own line
+                if not isinstance(message, dict):
+                    continue
+                if "error" in message:
+                    job.error, finished = str(message["error"]), True
+                elif "done" in message:
+                    job.fraction, finished = 1.0, True
+                elif "fraction" in message:
+                    job.fraction = min(max(float(message["fraction"]), 0.0), 1.0)
+                    job.message = str(message.get("message", ""))
+            code = proc.wait()
+            if not finished:
+                err.seek(0)
+                tail = err.read().decode(errors="replace").strip().splitlines()[-1:]
+                job.error = f"the job's process ended with status {code}" + (f": {tail[0][:300]}" if tail else "")
+        finally:
+            err.close()
+            _PROCESSES.discard(proc)
+            job.is_done = True
+
+    job.thread = threading.Thread(target=read, daemon=True, name=f"runlens-job:{key}")
+    job.thread.start()
+    return job
+
+
+_PROCESSES: set[subprocess.Popen[bytes]] = set()
+
+
+@atexit.register
+def _stop_processes() -> None:
+    """Kill the job processes still running when the server exits (one killed harder than this ends itself: it
+    watches the server's pid)."""
+    for proc in list(_PROCESSES):
+        if proc.poll() is None:
+            proc.kill()
 
 
 def get(key: str) -> Job | None:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-import store as rdb
 from analytics import formatting as fmt
 from analytics import irt, runs
 from analytics import progress as prog
-from jobs.irt import fit_and_store
+from jobs.irt import worker_request
 from ui import background, common, shell
 from ui.tables import Col, show_table
 
@@ -36,22 +36,31 @@ model = st.radio(
 common.keep_in_url([MODEL_FIELD])
 
 
+def fit_in_process(kind: str) -> background.Job:
+    """The fit of the current data in a process of its own (``python -m jobs.irt``): the server never imports torch,
+    which a thread of it would show half-imported to every other session (ui/background.py). One job per store,
+    benchmark, model and data version; every visitor meanwhile sees the same job."""
+    key = f"irt-{kind}|{common.db_path()}|{flt.benchmark}|{model}|{common.db_version()}"
+    return background.start_process(
+        key, "jobs.irt", worker_request(common.db_path(), benchmark=str(flt.benchmark), model=model)
+    )
+
+
 def refit(label: str) -> None:
     """A button that fits (or refits) on the current data, with progress, then reruns the page."""
     if not st.button(label, key="irt_refit", icon=":material/refresh:"):
         return
     bar = st.progress(0.0, text="Fitting...")
-    try:
-        fit = common.write(
-            fit_and_store,
-            benchmark=flt.benchmark,
-            model=model,
-            progress=lambda frac, msg: bar.progress(min(frac, 1.0), text=msg),
-        )
-    except rdb.RunlensError as exc:
-        st.error(f"The fit failed: {common.plain(exc)}")
+    job = fit_in_process("refit")
+    started = time.monotonic()
+    while not job.is_done:
+        bar.progress(job.fraction, text=job.message)
+        time.sleep(0.25)
+    background.forget(job.key)  # a later click fits again (a retry after a failure, or new data)
+    if job.error is not None:
+        st.error(f"The fit failed: {common.plain(job.error)}")
         return
-    bar.progress(1.0, text=f"Done in {fit.seconds:.1f} s")
+    bar.progress(1.0, text=f"Done in {time.monotonic() - started:.1f} s")
     st.rerun()
 
 
@@ -76,16 +85,8 @@ if view.fit is None:
         st.stop()
     # the first visit fits in the background (once per store, benchmark, model and data version), with progress;
     # every visitor meanwhile sees the same job, and the page shows the fit as soon as it is stored
-    key = f"irt-fit|{common.db_path()}|{flt.benchmark}|{model}|{common.db_version()}"
-    job = background.start(  # torch imported before the fit's thread starts (ui/background.py: never half-imported)
-        key,
-        common.write,
-        fit_and_store,
-        import_first=("torch",),
-        store=common.db_path(),
-        benchmark=flt.benchmark,
-        model=model,
-    )
+    job = fit_in_process("fit")
+    key = job.key
     st.info(
         f"{missing}: fitting now, in the background. An IRT fit places agents and tasks on one scale; it takes "
         "seconds to minutes, and is stored for every later visit."

@@ -30,9 +30,11 @@ from analytics.irt.fit import IrtResult, Link, RawFit, bootstrap_sd, estimate, f
 from analytics.irt.fits import ABILITY_COLS, ITEM_COLS, StoredFit, fit_json, text_report
 from analytics.irt.load import (
     DIGEST_SQL,
+    FITS_SQL,
     RESPONSES_SQL,
     SUBJECTS_CTE,
     data_digest,
+    fit_and_log,
     fit_log,
     get_fit,
     latest_fit_key,
@@ -74,6 +76,8 @@ __all__ = [
     "text_report",
     "get_fit",
     "fit_log",
+    "FITS_SQL",
+    "fit_and_log",
     "simulate_rotating",
     "recovery",
 ]

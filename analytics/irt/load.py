@@ -4,6 +4,7 @@ their subject (agent + version), the data digest, and stored fits read back (irt
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -88,18 +89,9 @@ def latest_fit_key(con: duckdb.DuckDBPyConnection, benchmark: str, model: str, *
     return rows[0][0] if rows else None
 
 
-def read_fit(con: duckdb.DuckDBPyConnection, key: str, *, is_current: bool = True) -> StoredFit:
-    """A stored fit by key."""
-    head = query_rows(
-        con,
-        "SELECT fit_key, benchmark, model, created_at, seconds, scale_shift, extra FROM irt_fits WHERE fit_key = ?",
-        [key],
-    )
-    if not head:
-        raise IrtError(f"no IRT fit with key {key}")
-    k, bench, model, created, seconds, shift, extra = head[0]
-    abil = query_df(con, "SELECT * EXCLUDE (fit_key) FROM irt_abilities WHERE fit_key = ? ORDER BY ability DESC", [key])
-    items = query_df(con, "SELECT * EXCLUDE (fit_key) FROM irt_items WHERE fit_key = ? ORDER BY difficulty", [key])
+def _stored_fit(head: tuple[Any, ...], abil: pd.DataFrame, items: pd.DataFrame, *, is_current: bool) -> StoredFit:
+    """A StoredFit from its irt_fits row (fit_key, benchmark, model, created_at, seconds, scale_shift, extra)."""
+    k, bench, model, created, seconds, shift, extra = head
     return StoredFit(
         k,
         bench,
@@ -112,6 +104,67 @@ def read_fit(con: duckdb.DuckDBPyConnection, key: str, *, is_current: bool = Tru
         items,
         is_current,
     )
+
+
+# Every stored fit of a benchmark in one read: the fit's head (read_fit's) and the refit log's columns (fit_log's).
+FITS_SQL = """
+SELECT fit_key, benchmark, model, created_at, seconds, scale_shift, extra,
+       extra->>'n_subjects' AS n_agents, extra->>'n_items' AS n_tasks, extra->>'link_method' AS link,
+       extra->>'n_anchor_items' AS anchor_tasks, extra->>'old_agents_moved' AS old_agents_moved
+FROM irt_fits WHERE benchmark = ?
+ORDER BY created_at DESC
+"""
+LOG_COLUMNS = [
+    "created_at", "model", "fit_key", "seconds", "scale_shift", "n_agents", "n_tasks", "link", "anchor_tasks",
+    "old_agents_moved",
+]  # fmt: skip
+
+
+def fit_and_log(
+    con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str = "1pl"
+) -> tuple[StoredFit | None, pd.DataFrame]:
+    """``get_fit`` and ``fit_log`` with irt_fits read once (they read it three to four times between them): the
+    benchmark's fits with the log's columns in one statement, then the chosen fit's abilities and items."""
+    key = fit_key(data_digest(con, benchmark=benchmark), settings_for(model), benchmark=benchmark)
+    fits = query_df(con, FITS_SQL, [benchmark])
+    log = fits[LOG_COLUMNS]
+    current = fits.index[fits["fit_key"] == key]
+    latest = fits.index[fits["model"] == model]  # newest first
+    at = current[0] if len(current) else (latest[0] if len(latest) else None)
+    if at is None:
+        return None, log
+    row = fits.loc[at]
+    created = row["created_at"]
+    # read_fit's values as query_rows gives them: a datetime, None for a null scale shift
+    head = (
+        row["fit_key"],
+        row["benchmark"],
+        row["model"],
+        created.to_pydatetime() if isinstance(created, pd.Timestamp) else created,
+        row["seconds"],
+        None if pd.isna(row["scale_shift"]) else float(row["scale_shift"]),
+        row["extra"],
+    )
+    chosen = [str(row["fit_key"])]
+    abil = query_df(
+        con, "SELECT * EXCLUDE (fit_key) FROM irt_abilities WHERE fit_key = ? ORDER BY ability DESC", chosen
+    )
+    items = query_df(con, "SELECT * EXCLUDE (fit_key) FROM irt_items WHERE fit_key = ? ORDER BY difficulty", chosen)
+    return _stored_fit(head, abil, items, is_current=len(current) > 0), log
+
+
+def read_fit(con: duckdb.DuckDBPyConnection, key: str, *, is_current: bool = True) -> StoredFit:
+    """A stored fit by key."""
+    head = query_rows(
+        con,
+        "SELECT fit_key, benchmark, model, created_at, seconds, scale_shift, extra FROM irt_fits WHERE fit_key = ?",
+        [key],
+    )
+    if not head:
+        raise IrtError(f"no IRT fit with key {key}")
+    abil = query_df(con, "SELECT * EXCLUDE (fit_key) FROM irt_abilities WHERE fit_key = ? ORDER BY ability DESC", [key])
+    items = query_df(con, "SELECT * EXCLUDE (fit_key) FROM irt_items WHERE fit_key = ? ORDER BY difficulty", [key])
+    return _stored_fit(head[0], abil, items, is_current=is_current)
 
 
 def get_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str = "1pl") -> StoredFit | None:

@@ -49,9 +49,8 @@ def raw_scores(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> tuple[pd.Da
 
 def progress_view(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str = "1pl") -> ProgressView:
     """Read the stored fit for ``benchmark`` (current or stale) and derive the progress tables."""
-    fit = irt.get_fit(con, benchmark=benchmark, model=model)
+    fit, log = irt.fit_and_log(con, benchmark=benchmark, model=model)  # irt_fits read once
     raw, n_tasks = raw_scores(con, benchmark=benchmark)
-    log = irt.fit_log(con, benchmark=benchmark)
     if fit is None:
         empty = pd.DataFrame()
         return ProgressView(benchmark, model, None, empty, empty, empty, empty, log, len(raw), n_tasks)
