@@ -26,11 +26,17 @@ store (run.sh runs it before the server), then ``streamlit run app.py`` on a fre
 ``/_stcore/health`` answers (Streamlit's start: its imports, the config, the Runtime's component scan), then until
 the script health check (the warm-up's first run of the app, the landing page included) returns; the server's CPU
 seconds (all threads, from /proc) at each point. ``--server-option`` adds a ``streamlit run`` option.
+
+With ``--pages STORE PAGE [PAGE ...]``: ``bench/bench_pages.py``'s first and warm render of each page (the app's
+bootstrap first), except that Streamlit's component scan runs once in the process, as a server runs it once at its
+start: AppTest runs it again for every new AppTest (0.14 CPU s, 0.2-0.7 s wall each time on this machine), so
+bench_pages' first render of every page carries it; ``--scan-per-page`` keeps that, to compare.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import socket
@@ -305,6 +311,23 @@ def server_start(location: str, *, options: list[str], timeout_s: float = 600.0)
     }
 
 
+def pages_as_a_server(location: str, pages: list[str], *, scan_per_page: bool = False) -> dict[str, object]:
+    """bench_pages' page renders with Streamlit's component scan run once per process (see the module's docstring)."""
+    import streamlit.components.v2.manifest_scanner as scanner
+
+    from bench import bench_pages
+
+    scan = scanner.scan_component_manifests
+    if not scan_per_page:  # the scan's result is the same for every AppTest of this process: kept from the first
+        scanner.scan_component_manifests = functools.cache(scan)
+    load = [round(x, 2) for x in os.getloadavg()]
+    try:
+        rows = bench_pages.render_pages(Path(location), pages)
+    finally:
+        scanner.scan_component_manifests = scan
+    return {"db": location, "scan_per_page": scan_per_page, "loadavg": load, "pages": rows}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -313,7 +336,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phases", action="store_true", help="with --app: the start taken apart")
     parser.add_argument("--server", action="append", help="a store to start a real server on (repeatable)")
     parser.add_argument("--server-option", action="append", default=[], help="a `streamlit run` option (repeatable)")
+    parser.add_argument("--pages", nargs="+", metavar="STORE PAGE", help="a store, then the pages to render")
+    parser.add_argument("--scan-per-page", action="store_true", help="with --pages: AppTest's scan for every page")
     args = parser.parse_args(argv)
+    if args.pages:
+        res = pages_as_a_server(args.pages[0], args.pages[1:], scan_per_page=args.scan_per_page)
+        for row in res["pages"]:  # type: ignore[attr-defined]
+            print(
+                f"{row['page']}: first {row['first_wall_s']:.2f} s ({row['first_cpu_s']:.2f} CPU s), warm "
+                f"{row['warm_wall_s'] or 0:.2f} s ({row['warm_cpu_s'] or 0:.2f} CPU s) {row['problems'] or ''}"
+            )
+        if args.json:
+            args.json.write_text(json.dumps(res, indent=1))
+        return 0
     if args.server:
         starts = []
         for location in args.server:

@@ -252,3 +252,6 @@ def test_bench_page_reads_and_the_app_start_run(tmp_path: Path) -> None:
     marks = {mark["what"] for mark in phases["marks"]}  # type: ignore[attr-defined]
     assert phases["problems"] == [] and {"_bootstrap", "_sidebar", "read catalog", "app.py's imports done"} <= marks
     assert any(m.startswith("the landing page") for m in marks) and phases["imports_in_first_run_s"]
+    pages = bench_startup.pages_as_a_server(str(db), ["views/upload.py"])  # the component scan once, as a server
+    assert [row["page"] for row in pages["pages"]][1:] == ["views/upload.py"]  # type: ignore[index]
+    assert all(not row["problems"] for row in pages["pages"])  # type: ignore[attr-defined]
