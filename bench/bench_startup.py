@@ -20,6 +20,9 @@ app.py: its imports (until ``ui.shell.run_app`` starts), the store's preparation
 the lake's engine (extensions loaded) and each attachment (with the thread that paid them), the sidebar, each
 cached read, and the landing page (``StreamlitPage.run``); each with wall, the CPU of its own thread and the CPU of
 the whole process over the same interval. The run's imports by package come from ``-X importtime`` (self times).
+And the script's thread from /proc (its schedstat): the wall of the script's execution, the part of it on a CPU,
+and the part it waited, runnable, for a CPU (the machine's load): on a loaded machine the wall less that wait is
+the nearer estimate of the quiet machine's wall.
 
 With ``--server STORE``: what ``bash run.sh app`` does, in real processes: ``python -m data.demo.prepare`` on the
 store (run.sh runs it before the server), then ``streamlit run app.py`` on a free port: seconds until
@@ -202,6 +205,26 @@ from streamlit.navigation.page import StreamlitPage
 import streamlit.components.v2.component_manager as ccm
 wrap(ccm.BidiComponentManager, "discover_and_register_components", "Streamlit's component scan (AppTest; a server's Runtime)")
 wrap(StreamlitPage, "run", "the landing page (StreamlitPage.run, its reads included)")
+import streamlit.runtime.scriptrunner.script_runner as runner
+script = {}
+
+def schedstat():
+    # the calling thread's nanoseconds on a CPU and waiting for one (runnable, not running: the machine's load)
+    with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as stat:
+        on_cpu, waiting, _ = (int(x) for x in stat.read().split())
+    return on_cpu, waiting
+
+def exec_script(fn=runner.exec_func_with_error_handling):
+    def run(*args, **kwargs):
+        w, (c, q) = time.perf_counter(), schedstat()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            c2, q2 = schedstat()
+            script.update(wall_s=round(time.perf_counter() - w, 3), on_cpu_s=round((c2 - c) / 1e9, 3),
+                          runqueue_s=round((q2 - q) / 1e9, 3))
+    return run
+runner.exec_func_with_error_handling = exec_script()
 at = AppTest.from_file("app.py", default_timeout=1800)
 imported_wall, imported_cpu = time.perf_counter(), time.process_time()
 print("RUNLENS-PHASES-START", file=sys.stderr, flush=True)
@@ -213,6 +236,7 @@ print(json.dumps({
     "first_run_cpu_s": round(end_cpu - imported_cpu, 3),
     "total_s": round(end_wall - T0, 3),
     "marks": marks,
+    "script_thread": script,
     "problems": [str(e.value)[:200] for e in at.exception],
 }))
 """
@@ -370,6 +394,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{res['store']}: total {res['total_s']:.2f} s (of {res['totals']}); process imports "
                 f"{res['process_imports_s']:.2f}, first run {res['first_run_s']:.2f} ({res['first_run_cpu_s']:.2f} "
                 f"CPU s); imports in it: {res['imports_in_first_run_s']}"
+            )
+            st: dict[str, float] = res["script_thread"]  # type: ignore[assignment]
+            print(
+                f"   the script's thread: {st['wall_s']:.3f} s wall, of which {st['on_cpu_s']:.3f} on a CPU and "
+                f"{st['runqueue_s']:.3f} waiting for one (the load); the rest waited on other threads or the disk"
             )
             for mark in res["marks"]:  # type: ignore[attr-defined]
                 cost = (
