@@ -16,9 +16,9 @@ install() {
     "$PY" -m venv .venv
   fi
   # torch is pinned to the CPU build already on the machine (requirements.txt): never an unpinned torch.
-  # pip checks every pin even when nothing is missing (4-14 s of each start on this machine), so it runs only when
-  # requirements.txt differs from the one last installed into this virtualenv (its hash in .venv/.runlens-requirements;
-  # RUNLENS_REINSTALL=1 runs it anyway, e.g. after removing a package by hand).
+  # pip checks every pin even when nothing is missing (3.5 s of each start on a quiet machine, 14 s loaded), so it
+  # runs only when requirements.txt differs from the one last installed into this virtualenv (its hash in
+  # .venv/.runlens-requirements; RUNLENS_REINSTALL=1 runs it anyway, e.g. after removing a package by hand).
   local want
   want=$(sha256sum requirements.txt | cut -d' ' -f1)
   if [ -n "${RUNLENS_REINSTALL:-}" ] || [ "$(cat .venv/.runlens-requirements 2>/dev/null || true)" != "$want" ]; then

@@ -1,5 +1,5 @@
 """run.sh's start-up (issue 33: start-up within 2 s): pip runs only when requirements.txt changed since the last
-install into the virtualenv (it checked every pin on each ``bash run.sh app``, 4-14 s with nothing to install)."""
+install into the virtualenv (it checked every pin on each ``bash run.sh app``, 3.5 s quiet, 14 s loaded, with nothing to install)."""
 
 from __future__ import annotations
 
