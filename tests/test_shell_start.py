@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +18,7 @@ import streamlit as st
 
 from ingest.pipeline import ingest_paths
 from tests.apptest import open_page
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 from ui import last_used
 
 # demo runs newer than the fixture's real runs: a visit without a benchmark opens on the demo benchmark
@@ -173,3 +175,12 @@ def test_an_early_open_that_fails_leaves_the_error_to_the_shell(tmp_path: Path) 
     assert early.open_store(str(where)) is None  # once per process and store
     with pytest.raises(Exception, match="a-folder"), store.reader(where):
         pass
+
+
+def test_app_py_starts_the_open_before_the_shell_imports() -> None:
+    """The open overlaps the shell's imports (pandas, the analytics) only when it starts before them."""
+    source = (ROOT / "app.py").read_text(encoding="utf-8")
+    assert source.index("early.open_store()") < source.index("from ui.shell import")
+    code = "import sys; import streamlit, ui.early; print('pandas' in sys.modules)"  # what app.py has imported by then
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]
