@@ -1,8 +1,10 @@
 """The store opened while the app imports the rest (issue 33: app start-up within 2 s).
 
-A server's first run of app.py imports pandas, the analytics and their libraries (0.5-1 CPU s) and then opens the
-store: on a lake, a DuckDB instance loading the DuckLake and SQLite extensions and the attachment of the newest
-snapshot (0.4-0.8 s wall, nearly all of it in DuckDB's own threads, outside the interpreter lock). app.py calls
+A server's first run of app.py imports pandas, the analytics and their libraries (0.4-0.5 s on a quiet machine) and
+then opens the store: on a lake, a DuckDB instance loading the DuckLake and SQLite extensions and the attachment of
+the newest snapshot (0.2-0.3 s wall quiet, more when loaded; most of its CPU in DuckDB's own threads, outside the
+interpreter lock). Measured gain: 0.0-0.15 s of a 1.4-1.7 s first run (BENCHMARKS.md, "Start-up and the page shell,
+fourth pass"). app.py calls
 ``open_store`` right after importing the store package, so that open runs in a thread of its own while the main
 thread imports; the shell calls ``wait`` before it touches the store, so nothing else reads or writes the store
 while the thread works. The reader it opened is kept by the store (a lake's snapshot attachment is shared by every
