@@ -16,7 +16,15 @@ install() {
     "$PY" -m venv .venv
   fi
   # torch is pinned to the CPU build already on the machine (requirements.txt): never an unpinned torch.
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+  # pip checks every pin even when nothing is missing (3.5 s of each start on a quiet machine, 14 s loaded), so it
+  # runs only when requirements.txt differs from the one last installed into this virtualenv (its hash in
+  # .venv/.runlens-requirements; RUNLENS_REINSTALL=1 runs it anyway, e.g. after removing a package by hand).
+  local want
+  want=$(sha256sum requirements.txt | cut -d' ' -f1)
+  if [ -n "${RUNLENS_REINSTALL:-}" ] || [ "$(cat .venv/.runlens-requirements 2>/dev/null || true)" != "$want" ]; then
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+    echo "$want" > .venv/.runlens-requirements
+  fi
 }
 
 install_inspect() {
@@ -63,8 +71,15 @@ case "${1:-app}" in
     shift || true
     # The store before the server: the demo dataset is built here, with progress, not while the first visitor waits;
     # and a warm-up beside the server runs the app once as soon as it answers (imports, the landing page's data).
-    .venv/bin/python -m data.demo.prepare
-    .venv/bin/python -m ui.warmup "$@" &
+    # When the default store is already there, its check (a process importing the store and opening it, about 1 s;
+    # a migration when this code is newer) runs beside the server's own start, and the warm-up after it; the app
+    # runs the same check first (ui/shell.py), so a visitor who comes before it ends waits for it there.
+    if [ -z "${RUNLENS_DB:-}" ] && [ -e data/runlens.lake ]; then
+      { .venv/bin/python -m data.demo.prepare && .venv/bin/python -m ui.warmup "$@"; } &
+    else
+      .venv/bin/python -m data.demo.prepare
+      .venv/bin/python -m ui.warmup "$@" &
+    fi
     exec .venv/bin/python -m streamlit run app.py --server.headless "${RUNLENS_HEADLESS:-false}" "$@" ;;
   team-demo)
     install

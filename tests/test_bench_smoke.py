@@ -248,3 +248,12 @@ def test_bench_page_reads_and_the_app_start_run(tmp_path: Path) -> None:
     start = bench_startup.app_start(str(db), repeat=1)
     assert start["problems"] == [] and float(start["total_s"]) > float(start["imports_s"]) > 0  # type: ignore[arg-type]
     assert "catalog" in {name for name, _ in start["reads_of_median_run"]}  # type: ignore[union-attr]
+    phases = bench_startup.app_phases(str(db), repeat=1)  # the same start taken apart (the hooks found their names)
+    marks = {mark["what"] for mark in phases["marks"]}  # type: ignore[attr-defined]
+    assert phases["problems"] == [] and {"_bootstrap", "_sidebar", "read catalog", "app.py's imports done"} <= marks
+    assert any(m.startswith("the landing page") for m in marks) and phases["imports_in_first_run_s"]
+    script = phases["script_thread"]  # from /proc: its wall, the part on a CPU and the part waiting for one
+    assert 0 < script["on_cpu_s"] <= script["wall_s"] and script["runqueue_s"] >= 0  # type: ignore[index]
+    pages = bench_startup.pages_as_a_server(str(db), ["views/upload.py"])  # the component scan once, as a server
+    assert [row["page"] for row in pages["pages"]][1:] == ["views/upload.py"]  # type: ignore[index]
+    assert all(not row["problems"] for row in pages["pages"])  # type: ignore[attr-defined]

@@ -49,7 +49,7 @@ def warm(url: str, *, wait_s: float = 120.0, run_s: float = 180.0) -> float | No
         except OSError:
             if time.monotonic() > deadline:
                 return None
-            time.sleep(0.3)
+            time.sleep(0.05)  # a refused connection costs microseconds: the run starts at most 50 ms late
     start = time.monotonic()
     try:
         with urllib.request.urlopen(url + SCRIPT_HEALTH, timeout=run_s) as resp:
