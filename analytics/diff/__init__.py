@@ -14,6 +14,7 @@ per-task changes), ``report`` (the tables people read) and ``figures`` (Plotly).
 
 from __future__ import annotations
 
+from analytics.diff.arrays import TaskColumn
 from analytics.diff.compute import (
     BASES,
     CHANGE_ORDER,
@@ -23,6 +24,7 @@ from analytics.diff.compute import (
     RunDiff,
     _single,
     aligned,
+    aligned_positions,
     default_pair,
     is_significant,
     mcnemar_exact,
@@ -47,6 +49,7 @@ from analytics.diff.report import changes_table, measures_table
 
 __all__ = [
     "BASES",
+    "TaskColumn",
     "CHANGE_ORDER",
     "MEASURE_COLUMNS",
     "MEASURES",
@@ -54,6 +57,7 @@ __all__ = [
     "RunDiff",
     "_single",
     "aligned",
+    "aligned_positions",
     "default_pair",
     "is_significant",
     "mcnemar_exact",

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from analytics import compare
+from analytics.diff.arrays import TaskColumn, same_index
 from analytics.stats import bootstrap_mean_ci, stable_rng
 
 BASES = ("sample0", "majority")
@@ -57,6 +58,12 @@ class RunDiff:
     metric: str = "pass@1"  # the benchmark's own metric (pass@1 or mean_score)
     paired: compare.PairedTest | None = None  # the leaderboard's test of B against A on the metric
     measures: pd.DataFrame | None = None  # metric, cost and latency: mean A, mean B, delta, CI, p (MEASURE_COLUMNS)
+    # aligned with ``tasks``' rows when the pair was read with integer task codes (``load.compare_runs``): each
+    # task's place in task-id order, and the numbers of A's and B's code lists in ``code_lists`` (``tasks_by_change``
+    # sorts and writes the code changes from them, once per distinct pair of lists)
+    task_rank: np.ndarray | None = field(default=None, compare=False, repr=False)
+    code_ids: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False, repr=False)
+    code_lists: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_testable(self) -> bool:
@@ -129,7 +136,23 @@ def run_diff(
 ) -> RunDiff:
     """The diff of runs A and B from their per-task outcomes (``a``, ``b``), the paired tasks (:func:`pair_tasks`)
     and the per-task values of the benchmark's ``metric`` (``load.metric_values`` of each run, keyed by run id)."""
-    n_reg, n_fix = int((tasks["change"] == "regression").sum()), int((tasks["change"] == "fix").sum())
+    n_only = (int((~a.task_id.isin(b.task_id)).sum()), int((~b.task_id.isin(a.task_id)).sum()))
+    return run_diff_of(tasks, values, n_only=n_only, run_a=run_a, run_b=run_b, basis=basis, metric=metric)
+
+
+def run_diff_of(
+    tasks: pd.DataFrame,
+    values: dict[str, dict[str, Any]],
+    *,
+    n_only: tuple[int, int],
+    run_a: str,
+    run_b: str,
+    basis: str,
+    metric: str,
+) -> RunDiff:
+    """``run_diff`` from the paired tasks, the values and the numbers of tasks with an outcome in one run only."""
+    change = tasks["change"].to_numpy()
+    n_reg, n_fix = int(np.count_nonzero(change == "regression")), int(np.count_nonzero(change == "fix"))
     _, va, vb = aligned(values[run_a]["value"], values[run_b]["value"])
     paired = paired_test_of(va, vb, is_binary_single=_single(values, metric))
     return RunDiff(
@@ -137,8 +160,8 @@ def run_diff(
         run_b,
         basis,
         tasks,
-        int((~a.task_id.isin(b.task_id)).sum()),
-        int((~b.task_id.isin(a.task_id)).sum()),
+        n_only[0],
+        n_only[1],
         n_reg,
         n_fix,
         mcnemar_exact(n_reg, n_fix) if len(tasks) else float("nan"),
@@ -180,16 +203,32 @@ def aligned(
     reference: Mapping[str, float], candidate: Mapping[str, float]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The shared tasks with a finite value in both (sorted task ids) and the two runs' values on them, as three
-    aligned arrays: ``compare.shared_values`` with the task ids, for callers that need them (no loop per task)."""
-    ref = np.fromiter(reference.values(), dtype=float, count=len(reference))
-    cand = np.fromiter(candidate.values(), dtype=float, count=len(candidate))
-    keys, at_ref, at_cand = np.intersect1d(
-        np.array(list(reference), dtype=object), np.array(list(candidate), dtype=object),
-        assume_unique=True, return_indices=True,
-    )  # fmt: skip
+    aligned arrays: ``compare.shared_values`` with the task ids, for callers that need them (no loop per task).
+    Two ``TaskColumn``s of one index (``load.compare_runs_with_values``) line up by position."""
+    if isinstance(reference, TaskColumn) and isinstance(candidate, TaskColumn) and same_index(reference, candidate):
+        keep = aligned_positions(reference, candidate)
+        return reference.tasks[keep], reference.data[keep], candidate.data[keep]
+    ref_keys, ref = _keys_values(reference)
+    cand_keys, cand = _keys_values(candidate)
+    keys, at_ref, at_cand = np.intersect1d(ref_keys, cand_keys, assume_unique=True, return_indices=True)
     va, vb = ref[at_ref], cand[at_cand]
     keep = np.isfinite(va) & np.isfinite(vb)
     return keys[keep], va[keep], vb[keep]
+
+
+def aligned_positions(reference: TaskColumn, candidate: TaskColumn) -> np.ndarray:
+    """The positions on the two columns' index (``same_index``) of the tasks ``aligned`` keeps."""
+    va, vb = reference.data, candidate.data
+    return np.flatnonzero(reference.has & candidate.has & np.isfinite(va) & np.isfinite(vb))
+
+
+def _keys_values(column: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """A mapping's task ids (an object array) and its values as floats."""
+    if isinstance(column, TaskColumn):
+        keys, values = column.as_arrays()
+        return keys, values.astype(float)
+    values = np.fromiter(column.values(), dtype=float, count=len(column))
+    return np.array(list(column), dtype=object), values
 
 
 def paired_test_of(
@@ -201,7 +240,14 @@ def paired_test_of(
 
 def _single(values: dict[str, dict[str, Any]], metric: str) -> bool:
     """Both runs have one sample per task of a binary metric: the paired test is the exact McNemar test."""
-    return metric == "pass@1" and all(all(v == 1 for v in run["n"].values()) for run in values.values())
+    return metric == "pass@1" and all(_all_one(run["n"]) for run in values.values())
+
+
+def _all_one(n: Mapping[str, int]) -> bool:
+    """Every task of a run has one sample."""
+    if isinstance(n, TaskColumn):
+        return bool(np.all(n.data[n.has] == 1))
+    return all(v == 1 for v in n.values())
 
 
 def measure_deltas(
@@ -270,14 +316,21 @@ def tasks_by_change(
             "latency_change_s": t["latency_s_b"] - t["latency_s_a"],
             "tokens_change": t["tokens_b"] - t["tokens_a"],
             "tool_calls_change": t["steps_b"] - t["steps_a"],
-            "error_codes": _code_changes(t["codes_a"], t["codes_b"]),
+            "error_codes": _code_changes(t["codes_a"], t["codes_b"])
+            if result.code_ids is None or result.code_lists is None
+            else _code_changes_by_ids(*result.code_ids, result.code_lists),
             "outcome": t["change"],
         }
     )
     keep = out["change_pp"].between(100.0 * low - 1e-9, 100.0 * high + 1e-9)
     if regressions_only:
         keep &= out["change_pp"] < 0
-    return out[keep].sort_values(["change_pp", "task_id"]).reset_index(drop=True)
+    if result.task_rank is None:
+        return out[keep].sort_values(["change_pp", "task_id"]).reset_index(drop=True)
+    # the same order from the tasks' places in task-id order: no sort of the task ids' text
+    at = np.flatnonzero(keep.to_numpy())
+    at = at[np.lexsort((result.task_rank[at], out["change_pp"].to_numpy()[at]))]
+    return out.iloc[at].reset_index(drop=True)
 
 
 def _codes(value: Any) -> list[str]:
@@ -319,6 +372,17 @@ def _code_changes(before: pd.Series, after: pd.Series) -> list[str]:
     return made[where].tolist()
 
 
+def _code_changes_by_ids(ids_a: np.ndarray, ids_b: np.ndarray, lists: np.ndarray) -> list[str]:
+    """``_code_change`` of each task from the numbers of its code lists in A and B (``lists``: the distinct lists by
+    number), made once per distinct pair of numbers."""
+    if len(ids_a) == 0:
+        return []
+    width = max(len(lists), 1)
+    pairs, where = np.unique(ids_a.astype(np.int64) * width + ids_b, return_inverse=True)
+    made = np.array([_code_change(lists[p // width], lists[p % width]) for p in pairs.tolist()], dtype=object)
+    return made[where.reshape(-1)].tolist()
+
+
 def _code_changes_by_pair(before: pd.Series, after: pd.Series) -> list[str]:
     """``_code_change`` of each task, computed once per distinct pair of code lists."""
     seen: dict[tuple[tuple[Any, ...], tuple[Any, ...]], str] = {}
@@ -345,21 +409,27 @@ def _code_change(before: Any, after: Any) -> str:
 def slice_deltas(tasks: pd.DataFrame, *, seed_labels: tuple[str, ...] = (), n_boot: int = 2000) -> pd.DataFrame:
     """Pass@1 of A and B and their difference per slice, with a paired bootstrap 95% interval over tasks."""
     cols = ["slice", "n_tasks", "pass_a", "pass_b", "delta", "lo", "hi"]
-    groups: list[tuple[str, pd.DataFrame]] = [("all", tasks)]
+    # each slice's rows (in the tasks' order) from the codes of its level or category, not a frame per group
+    groups: list[tuple[str, np.ndarray]] = [("all", np.arange(len(tasks)))]
     for col in ("level", "category"):
-        groups += [(f"{col}={v}", g) for v, g in tasks.dropna(subset=[col]).groupby(col, sort=True)]
+        codes, found = pd.factorize(tasks[col], sort=True)  # missing: -1, left out as groupby leaves it
+        order = np.argsort(codes, kind="stable")
+        edges = np.searchsorted(codes[order], np.arange(len(found) + 1))
+        groups += [(f"{col}={v}", order[edges[i] : edges[i + 1]]) for i, v in enumerate(found.tolist())]
+    delta, rate_a, rate_b = tasks["delta"], tasks["rate_a"], tasks["rate_b"]
     rows = []
-    for name, g in groups:
-        if g.empty:
+    for name, at in groups:
+        if len(at) == 0:
             continue
-        lo, hi = bootstrap_mean_ci(g["delta"].to_numpy(float), stable_rng(SEED, *seed_labels, name), n_boot=n_boot)
+        d = delta.iloc[at]
+        lo, hi = bootstrap_mean_ci(d.to_numpy(float), stable_rng(SEED, *seed_labels, name), n_boot=n_boot)
         rows.append(
             {
                 "slice": name,
-                "n_tasks": len(g),
-                "pass_a": float(g["rate_a"].mean()),
-                "pass_b": float(g["rate_b"].mean()),
-                "delta": float(g["delta"].mean()),
+                "n_tasks": len(at),
+                "pass_a": float(rate_a.iloc[at].mean()),
+                "pass_b": float(rate_b.iloc[at].mean()),
+                "delta": float(d.mean()),
                 "lo": lo,
                 "hi": hi,
             }

@@ -3,6 +3,7 @@ per-task outcomes, its benchmark and scoring, per-task metric values as the lead
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import duckdb
@@ -10,9 +11,10 @@ import numpy as np
 import pandas as pd
 
 from analytics import compare
-from analytics.diff.compute import BASES, RunDiff, pair_tasks, run_diff, values_by_task
+from analytics.diff.arrays import pair_arrays, run_values, split_pair
+from analytics.diff.compute import BASES, RunDiff, run_diff_of, values_by_task
 from analytics.sqlfiles import load_sql
-from store import RunlensError, query_df
+from store import RunlensError, query_df, query_rows
 
 
 def run_pairs(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
@@ -32,15 +34,22 @@ def task_values(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
 
 def run_benchmark(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, str | None]:
     """``(benchmark, scoring)`` of a run; RunlensError when the run does not exist."""
-    rows = query_df(
+    return run_benchmarks(con, (run_id,))[run_id]
+
+
+def run_benchmarks(con: duckdb.DuckDBPyConnection, run_ids: tuple[str, ...]) -> dict[str, tuple[str, str | None]]:
+    """``run_benchmark`` of each run, in one statement; RunlensError naming the first run that does not exist."""
+    rows = query_rows(
         con,
-        "SELECT r.benchmark, b.scoring FROM runs r LEFT JOIN benchmarks b USING (benchmark) WHERE r.run_id = ?",
-        [run_id],
+        "SELECT r.run_id, r.benchmark, b.scoring FROM runs r LEFT JOIN benchmarks b USING (benchmark) "
+        "WHERE list_contains($runs, r.run_id)",
+        {"runs": list(run_ids)},
     )
-    if rows.empty:
-        raise RunlensError(f"no run {run_id!r} in the database")
-    scoring = rows["scoring"].iloc[0]
-    return str(rows["benchmark"].iloc[0]), None if pd.isna(scoring) else str(scoring)
+    found = {str(run): (str(bench), None if scoring is None else str(scoring)) for run, bench, scoring in rows}
+    for run_id in run_ids:
+        if run_id not in found:
+            raise RunlensError(f"no run {run_id!r} in the database")
+    return found
 
 
 # Every task of a run from its ``run_task_first`` rows (migration 011, kept at ingest; store/sql/run_task_first.sql
@@ -123,25 +132,72 @@ def compare_runs_with_values(
     """``compare_runs`` and the ``metric_values`` of each run it read (keyed by run id; the benchmark's metric), so
     a caller that also gates the pair (``analytics.gate.diff_and_gate``) reads them once. Each run's values also
     hold ``first_attempt`` ({task: its first attempt id}: the order the run's log recorded its tasks, which the
-    sequential gate reads)."""
+    sequential gate reads). The values are ``TaskColumn``s on one index of the pair's task ids (mappings task ->
+    value, as ``metric_values`` gives them)."""
     if basis not in BASES:
         raise RunlensError(f"basis must be one of {BASES}, got {basis!r}")
-    rows = {r: _run_tasks(con, r) for r in (run_a, run_b)}
-    a, b = _outcomes_of(rows[run_a]), _outcomes_of(rows[run_b])
-    if a.empty or b.empty:
-        raise RunlensError(f"no scored attempts in run {run_a if a.empty else run_b!r}")
-    tasks = pair_tasks(a, b, basis=basis)
-    metric = compare.ranking_metric(run_benchmark(con, run_a)[1])
-    values = {}
-    for run, got in rows.items():
-        means = got[["task_id", "all_latency_s", "all_tokens"]].rename(
-            columns={"all_latency_s": "latency_s", "all_tokens": "tokens"}
-        )
-        values[run] = _values_with(_outcome_rows(con, run), means, metric)
-        values[run]["first_attempt"] = dict(
-            zip(got["task_id"].astype(str).tolist(), got["first_attempt"].astype(float).tolist(), strict=True)
-        )
-    return run_diff(a, b, tasks, values, run_a=run_a, run_b=run_b, basis=basis, metric=metric), values
+    rows = query_df(
+        con,
+        _PAIR_SQL.format(outcome_rows=load_sql("task_outcome_rows")),
+        {"a": run_a, "b": run_b, "run_ids": [run_a, run_b], "exclude_errored": False},
+    )
+    names, a, b, lists = split_pair(rows)
+    for run, side in ((run_a, a), (run_b, b)):
+        if not side.has_outcome.any():
+            raise RunlensError(f"no scored attempts in run {run!r}")
+    tasks, at, code_ids = pair_arrays(names, a, b, lists, basis=basis)
+    benchmarks = run_benchmarks(con, (run_a, run_b))
+    metric = compare.ranking_metric(benchmarks[run_a][1])
+    values = {run_a: run_values(names, a, metric), run_b: run_values(names, b, metric)}
+    values[run_a]["benchmark"] = benchmarks[run_a]  # for the gate of the pair (``gate.diff_and_gate``)
+    values[run_b]["benchmark"] = benchmarks[run_b]
+    diff = run_diff_of(
+        tasks,
+        values,
+        n_only=(
+            int(np.count_nonzero(a.has_outcome & ~b.has_outcome)),
+            int(np.count_nonzero(b.has_outcome & ~a.has_outcome)),
+        ),
+        run_a=run_a,
+        run_b=run_b,
+        basis=basis,
+        metric=metric,
+    )
+    return replace(diff, task_rank=at, code_ids=code_ids, code_lists=lists), values
+
+
+# Both runs' rows in one statement: per (run, task) the run_task_first row (migration 011; ``in_f``, its outcome
+# columns, the means over every attempt, the first attempt id, the code list as JSON text) beside the leaderboard's
+# per-task row (task_outcome_rows.sql over run_task_stats; ``in_s``, columns prefixed v_), and run A's task's level
+# and category (the only ones the diff shows). Missing integers are 0 (the flags say the row is absent), so the
+# columns keep the types the former per-run frames had. Each run's rows are read by an equality on the run (a scan
+# skips the other runs' row groups; an OR of the two does not); the task ids are numbered and sorted in Python
+# (``arrays.split_pair``: cheaper than a window over every row), and so are the code lists (equal JSON, equal list).
+_PAIR_SQL = """
+WITH f AS (
+    SELECT *, true AS in_f FROM run_task_first WHERE run_id = $a
+    UNION ALL
+    SELECT *, true AS in_f FROM run_task_first WHERE run_id = $b AND run_id <> $a
+),
+s AS (SELECT *, true AS in_s FROM (
+{outcome_rows}
+)),
+j AS (
+    SELECT run_id, task_id, coalesce(f.in_f, false) AS in_f, coalesce(f.n, 0) AS n, f.rate,
+           coalesce(f.first, 0) AS first, coalesce(f.first_sample, 0) AS first_sample, f.score, f.cost_usd,
+           f.latency_s, f.tokens, f.steps, f.all_latency_s, f.all_tokens,
+           coalesce(f.first_attempt, 0) AS first_attempt, to_json(f.codes) AS codes,
+           coalesce(s.in_s, false) AS in_s, coalesce(s.n, 0) AS v_n, s.c AS v_c, s.score AS v_score,
+           s.steps AS v_steps, s.cost_usd AS v_cost_usd
+    FROM f FULL JOIN s USING (run_id, task_id)
+)
+SELECT j.run_id = $a AS is_a, j.run_id = $b AS is_b, j.task_id, t.level, t.category, j.* EXCLUDE (run_id, task_id)
+FROM j
+-- run A's tasks, joined on the run too (an equality: a condition on j alone in ON makes the join a nested loop)
+LEFT JOIN (SELECT $a AS run_id, task_id, level, category FROM tasks
+           WHERE benchmark = (SELECT benchmark FROM runs WHERE run_id = $a)) t
+    ON t.run_id = j.run_id AND t.task_id = j.task_id
+"""
 
 
 def _outcome_rows(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:

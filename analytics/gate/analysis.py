@@ -35,13 +35,24 @@ from analytics.diff import (
     RunDiff,
     _single,
     aligned,
+    aligned_positions,
     compare_runs_with_values,
     metric_values,
     paired_test_of,
     run_benchmark,
     tasks_by_change,
 )
-from analytics.gate.compute import GATE_METRICS, SIDES, STOP_DELTA, GateResult, decide, order_by_first, sequential_test
+from analytics.diff.arrays import same_index
+from analytics.gate.compute import (
+    GATE_METRICS,
+    SIDES,
+    STOP_DELTA,
+    GateResult,
+    decide,
+    order_at,
+    order_by_first,
+    sequential_test,
+)
 from analytics.gate.load import task_order
 from store import RunlensError
 
@@ -77,14 +88,16 @@ def gate(
         scorer: compare one scorer's values (``analytics.scorers``; unknown: ``ScorerNotFoundError`` listing the
             benchmark's) instead of the headline score; a raw-scale scorer is compared by its mean.
         values: the two runs' ``metric_values`` of the benchmark's metric when the caller has read them already
-            (``diff_and_gate``); used only for that metric without a scorer, read here otherwise.
+            (``diff_and_gate``); used only for that metric without a scorer, read here otherwise (each run's
+            ``benchmark`` entry, when there, is its benchmark and scoring, not read again).
     """
     if sided not in SIDES:
         raise RunlensError(f"sided must be one of {', '.join(SIDES)}, got {sided!r}")
     if margin < 0:
         raise RunlensError(f"--margin must be 0 or more, got {margin}")
-    bench_a, scoring = run_benchmark(con, baseline)
-    bench_b, _ = run_benchmark(con, candidate)
+    known = values is not None and all("benchmark" in values.get(r, {}) for r in (baseline, candidate))
+    bench_a, scoring = values[baseline]["benchmark"] if known and values else run_benchmark(con, baseline)
+    bench_b, _ = values[candidate]["benchmark"] if known and values else run_benchmark(con, candidate)
     if bench_a != bench_b:
         raise RunlensError(f"runs of different benchmarks: {baseline!r} ({bench_a}), {candidate!r} ({bench_b})")
     threshold = None
@@ -132,7 +145,12 @@ def gate(
     seq = None
     if sequential and len(shared):
         first = values[candidate].get("first_attempt")
-        order, how = task_order(con, candidate, shared) if first is None else order_by_first(first, shared)
+        if first is None:
+            order, how = task_order(con, candidate, shared)
+        elif same_index(a, b, first):  # the diff's columns: the shared tasks' positions on the pair's index
+            order, how = order_at(first, aligned_positions(a, b))
+        else:
+            order, how = order_by_first(first, shared)
         seq = sequential_test(good[order], alpha=alpha, margin=margin, stop_delta=max(stop_delta, margin), order=how)
     mean_a = float(np.mean(va)) if len(shared) else float("nan")
     mean_b = float(np.mean(vb)) if len(shared) else float("nan")

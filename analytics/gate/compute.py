@@ -28,6 +28,13 @@ def order_by_first(first: Mapping[str, float], shared: Sequence[str] | np.ndarra
     return np.argsort(at, kind="stable"), "log order"
 
 
+def order_at(first: Any, positions: np.ndarray) -> tuple[np.ndarray, str]:
+    """``order_by_first`` of a ``TaskColumn`` of first attempt ids (``analytics.diff.arrays``) and the shared tasks'
+    positions on its index (in task-id order): the same order without a look-up of the task ids."""
+    at = np.where(first.has[positions], first.data[positions], np.inf).astype(float)
+    return np.argsort(at, kind="stable"), "log order"
+
+
 @dataclass(frozen=True)
 class Sequential:
     """The anytime-valid reading of the gate (``sequential_test``).
