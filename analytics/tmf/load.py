@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -105,10 +106,19 @@ RUN_COLUMNS = [
 TASK_COLUMNS = ["task_id", "level", "category", "human_minutes"]
 
 
-def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS, *, with_abilities: bool = True) -> TmfInputs:
+def load(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    with_abilities: bool = True,
+    on_task_count: Callable[[int], object] | None = None,
+) -> TmfInputs:
     """Per (run, task) rows of the filter's benchmark (human runs always included, whatever agents it names) and its
     newest IRT abilities (without ``with_abilities``: none read, an empty frame, for an analysis that is not of
     IRT abilities and so never reads them).
+
+    ``on_task_count``: called with the number of the benchmark's tasks that have rows in the store, before the rows
+    are read (the page starts the bootstrap's draw with it: ``bootstrap.prefetch_weights``).
 
     Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
 
@@ -132,7 +142,7 @@ def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS, *, wi
     tasks = query_df(
         con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ? ORDER BY task_id", [benchmark]
     )
-    outcomes = _coded_rows(con, benchmark, run_codes)
+    outcomes = _coded_rows(con, benchmark, run_codes, on_task_count)
     outcomes["task_id"] = _task_ids(outcomes, tasks)
     abilities = irt_abilities(con, benchmark=benchmark) if with_abilities else pd.DataFrame(columns=ABILITY_COLUMNS)
     return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks, run_details=False), abilities, runs)
@@ -170,7 +180,12 @@ _RUNS_WHERE = "WHERE r.benchmark = $benchmark AND $run_filter"
 _RUN_ORDER = "r.eval_date NULLS LAST, r.agent, r.run_id"
 
 
-def _coded_rows(con: duckdb.DuckDBPyConnection, benchmark: str, run_codes: pd.Series) -> dict[str, np.ndarray]:
+def _coded_rows(
+    con: duckdb.DuckDBPyConnection,
+    benchmark: str,
+    run_codes: pd.Series,
+    on_task_count: Callable[[int], object] | None = None,
+) -> dict[str, np.ndarray]:
     """The per (run, task) rows of the runs read (``run_codes``: each one's ``tmf_run_codes`` code, in the runs'
     order, NaN for a run without rows) from ``run_task_tmf`` (migration 013, kept at ingest: ``run_task_stats``'s
     columns under integer codes), as ``tmf_run_tasks.sql`` gives them, with each row's run as its place in the runs
@@ -197,6 +212,8 @@ def _coded_rows(con: duckdb.DuckDBPyConnection, benchmark: str, run_codes: pd.Se
         WHERE c.benchmark = $benchmark""",
         {"benchmark": benchmark},
     )
+    if on_task_count is not None:
+        on_task_count(len(task_codes["task_code"]))
     rows = _query_columns(
         con,
         """
@@ -219,11 +236,23 @@ def _coded_rows(con: duckdb.DuckDBPyConnection, benchmark: str, run_codes: pd.Se
     run_at, rank = run_place[run_code], task_rank[task_code]
     if (rank < 0).any() or (run_at < 0).any():  # a code the statements do not know: the store is not consistent
         raise TmfError("run_task_tmf holds a task code that tmf_task_codes lacks for this benchmark")
-    key = run_at * (len(t_code) + 1) + rank
-    order = None if bool((key[1:] > key[:-1]).all()) else np.argsort(key, kind="stable")
-    out = {"run_at": run_at, "task_at": task_place[task_code], "unlisted_task_id": unlisted[task_code]}
+    order = _row_order(run_at, rank, len(t_code) + 1)
+    task_at = task_place[task_code]
+    out = {"run_at": run_at, "task_at": task_at, "unlisted_task_id": np.full(len(task_at), None, dtype=object)}
+    if (task_at < 0).any():  # the text of an unlisted task's id, only where there is one
+        out["unlisted_task_id"] = unlisted[task_code]
     out.update(rows)
     return out if order is None else {name: values[order] for name, values in out.items()}
+
+
+def _row_order(run_at: np.ndarray, rank: np.ndarray, n_ranks: int) -> np.ndarray | None:
+    """The permutation that puts rows in order of (``run_at``, ``rank``), None when they are in it already. The
+    store keeps each run's rows together in task order, runs in the order of their codes rather than of the runs
+    read (by date): a stable sort (numpy's timsort of a few long sorted stretches) is a few ms for 867k rows."""
+    key = run_at * n_ranks + rank
+    if bool((key[1:] > key[:-1]).all()):
+        return None
+    return np.argsort(key, kind="stable")
 
 
 def _task_ids(outcomes: dict[str, np.ndarray], tasks: pd.DataFrame) -> np.ndarray:
