@@ -147,7 +147,7 @@ def insert_file(
         _insert_rows(con, "run_code_pairs", _OF_FILE, params)
     _new_runs_tables(con, _OF_FILE, params, int(lo), int(hi))
     task_first.insert(con, _OF_FILE, f"{_STORED_LABELS} WHERE attempt_id BETWEEN $lo AND $hi", params)
-    tmf_rows.refresh_runs(con, _OF_FILE, params)
+    tmf_rows.refresh_runs(con, _OF_FILE, params, new=True)
 
 
 def insert_file_rows(
@@ -190,7 +190,7 @@ def insert_file_rows(
                 continue
             con.execute(f"INSERT INTO {table} WITH {ctes} SELECT * FROM ({load_sql(table)})", params)
         task_first.insert(con, new_attempts, new_labels, base)
-        tmf_rows.refresh_runs(con, "SELECT run_id FROM _rl_agg_new_attempts")
+        tmf_rows.refresh_runs(con, "SELECT run_id FROM _rl_agg_new_attempts", new=True)
     finally:
         con.unregister("_rl_agg_new_attempts")
         con.unregister("_rl_agg_new_labels")

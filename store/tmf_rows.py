@@ -15,7 +15,8 @@ import duckdb
 
 TABLES = ("tmf_run_codes", "tmf_task_codes", "run_task_tmf")
 
-# the (run, task) rows of the runs in the temporary table _rl_tmf_runs, from their run_task_stats rows (current)
+# the (run, task) rows of the runs in the temporary table _rl_tmf_runs, from their run_task_stats rows (current);
+# {runs}: the runs' ids as a constant list of parameters, which a lake's scan skips other runs' files and row groups by
 _ROWS = """
 SELECT rc.run_code, tc.task_code, s.n_attempts, s.n_passed, s.score_mean, s.cost_usd_mean, s.input_tokens_mean,
        s.output_tokens_mean, s.latency_s_mean
@@ -23,23 +24,29 @@ FROM run_task_stats s
 JOIN _rl_tmf_runs k ON k.run_id = s.run_id
 JOIN tmf_run_codes rc ON rc.run_id = s.run_id
 JOIN tmf_task_codes tc ON tc.benchmark = k.benchmark AND tc.task_id = s.task_id
+WHERE s.run_id IN ({runs})
 ORDER BY rc.run_code, tc.task_code"""
 
 
-def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object = None) -> None:
+def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object = None, *, new: bool = False) -> None:
     """The rows of the runs ``runs_sql`` selects (a SELECT with a ``run_id`` column) written again from their
     ``run_task_stats`` rows, which must be current (inside the caller's transaction): a run or task without a code
-    gets one (the next integers after the store's largest), the runs' rows go and come back in code order."""
+    gets one (the next integers after the store's largest), the runs' rows go and come back in code order. ``new``:
+    the runs have no rows yet (an ingested file's new runs), so none is deleted."""
+    run_ids = [str(r[0]) for r in con.execute(f"SELECT DISTINCT run_id FROM ({runs_sql})", params).fetchall()]
+    if not run_ids:
+        return
+    marks = ", ".join("?" for _ in run_ids)  # one parameter per run: a constant list the scans are filtered by
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE _rl_tmf_runs AS "
-        f"SELECT r.run_id, r.benchmark FROM runs r SEMI JOIN ({runs_sql}) k ON k.run_id = r.run_id",
-        params,
+        f"CREATE OR REPLACE TEMP TABLE _rl_tmf_runs AS SELECT run_id, benchmark FROM runs WHERE run_id IN ({marks})",
+        run_ids,
     )
     try:
-        con.execute(
-            "DELETE FROM run_task_tmf WHERE run_code IN "
-            "(SELECT rc.run_code FROM tmf_run_codes rc SEMI JOIN _rl_tmf_runs k ON k.run_id = rc.run_id)"
-        )
+        if not new:
+            con.execute(
+                "DELETE FROM run_task_tmf WHERE run_code IN "
+                "(SELECT rc.run_code FROM tmf_run_codes rc SEMI JOIN _rl_tmf_runs k ON k.run_id = rc.run_id)"
+            )
         con.execute(
             """
             INSERT INTO tmf_run_codes
@@ -49,17 +56,19 @@ def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object =
             WHERE k.run_id NOT IN (SELECT run_id FROM tmf_run_codes)"""
         )
         con.execute(
-            """
+            f"""
             INSERT INTO tmf_task_codes
             WITH new AS (
                 SELECT DISTINCT k.benchmark, s.task_id
                 FROM run_task_stats s JOIN _rl_tmf_runs k ON k.run_id = s.run_id
+                WHERE s.run_id IN ({marks})
             )
             SELECT n.benchmark, n.task_id, ((SELECT coalesce(max(task_code), -1) FROM tmf_task_codes)
                                             + row_number() OVER (ORDER BY n.benchmark, n.task_id))::INTEGER
-            FROM new n ANTI JOIN tmf_task_codes c ON c.benchmark = n.benchmark AND c.task_id = n.task_id"""
+            FROM new n ANTI JOIN tmf_task_codes c ON c.benchmark = n.benchmark AND c.task_id = n.task_id""",
+            run_ids,
         )
-        con.execute(f"INSERT INTO run_task_tmf {_ROWS}")
+        con.execute(f"INSERT INTO run_task_tmf {_ROWS.format(runs=marks)}", run_ids)
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_tmf_runs")
 
