@@ -462,3 +462,32 @@ CREATE TABLE run_task_first (
     codes         VARCHAR[],
     PRIMARY KEY (run_id, task_id)
 );
+
+-- 013_run_task_tmf: the Tech-Market-Fit page's row of each (run, task) on integer codes, kept by the writer
+-- (store/tmf_rows.py): the pair's run_task_stats numbers under its run's code (tmf_run_codes) and its benchmark's
+-- task's code (tmf_task_codes), so the page reads integers and numbers instead of joining rows on text ids.
+CREATE TABLE tmf_run_codes (
+    run_id   VARCHAR NOT NULL,
+    run_code INTEGER NOT NULL,
+    PRIMARY KEY (run_id)
+);
+
+CREATE TABLE tmf_task_codes (
+    benchmark VARCHAR NOT NULL,
+    task_id   VARCHAR NOT NULL,
+    task_code INTEGER NOT NULL,
+    PRIMARY KEY (benchmark, task_id)
+);
+
+CREATE TABLE run_task_tmf (
+    run_code      INTEGER NOT NULL,
+    task_code     INTEGER NOT NULL,
+    n             BIGINT  NOT NULL,
+    c             BIGINT  NOT NULL,
+    score         DOUBLE,
+    cost_usd      DOUBLE,
+    input_tokens  DOUBLE,
+    output_tokens DOUBLE,
+    latency_s     DOUBLE,
+    PRIMARY KEY (run_code, task_code)
+);

@@ -8,7 +8,8 @@ labels (issue 33; migration 008 says what each column is):
 * ``run_label_codes`` (migration 009): per run, label source and code, the attempts carrying the code;
 * ``run_slice_stats``, ``run_slice_codes`` (migration 009): the Errors table's counts per run and slice (level,
   category), summed from the run's ``run_task_stats`` and ``run_task_codes`` rows;
-* ``run_task_first`` (migration 011, store/task_first.py): per (run, task), what the Version diff reads.
+* ``run_task_first`` (migration 011, store/task_first.py): per (run, task), what the Version diff reads;
+* ``run_task_tmf`` (migration 013, store/tmf_rows.py): per (run, task), the Tech-Market-Fit page's row on codes.
 
 Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
 those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file (called by
@@ -26,7 +27,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from store import task_first
+from store import task_first, tmf_rows
 from store.query import insert_over_attempts, load_sql
 
 TABLES = ("run_task_stats", "run_task_codes", "run_code_pairs")
@@ -127,6 +128,8 @@ def _refresh_keys(
             _insert_rows(con, "run_code_pairs", _OF_RUNS, bounds)
         _insert_run_tables(con, lo, hi)
         task_first.refresh_keys(con, lo, hi)
+        if with_stats:
+            tmf_rows.refresh_runs(con, "SELECT run_id FROM _rl_agg_keys")
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_agg_keys")
 
@@ -150,6 +153,7 @@ def insert_file(
         _insert_rows(con, "run_code_pairs", _OF_FILE, params)
     _new_runs_tables(con, _OF_FILE, params, int(lo), int(hi))
     task_first.insert(con, _OF_FILE, f"{_STORED_LABELS} WHERE attempt_id BETWEEN $lo AND $hi", params)
+    tmf_rows.refresh_runs(con, _OF_FILE, params, new=True)
 
 
 def insert_file_rows(
@@ -190,6 +194,7 @@ def insert_file_rows(
                 continue
             con.execute(f"INSERT INTO {table} WITH {ctes} SELECT * FROM ({load_sql(table)})", params)
         task_first.insert(con, new_attempts, new_labels, base)
+        tmf_rows.refresh_runs(con, "SELECT run_id FROM _rl_agg_new_attempts", new=True)
     finally:
         con.unregister("_rl_agg_new_attempts")
         con.unregister("_rl_agg_new_labels")
@@ -252,6 +257,7 @@ def drop_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     for table in (*TABLES, *RUN_TABLES):  # an allow-list of table names
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
     task_first.drop_run(con, run_id)
+    tmf_rows.drop_run(con, run_id)
 
 
 # Every kept table, in the order ``recomputed`` can give it (the slices' tables after the per-task ones they sum).

@@ -4,6 +4,8 @@ what the runs' tasks give, whatever the market) and their value, stage and best 
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,7 +116,7 @@ def replicates(
     r_codes, r_ids = factorize_ids(rows, "run_id")
     mx, my = (np.full((len(t_ids), len(r_ids)), np.nan) for _ in range(2))
     mx[t_codes, r_codes], my[t_codes, r_codes] = x, y
-    weights = stats.resample_weights(len(t_ids), stats.stable_rng(seed, "tmf-boot", slice_name), n_boot=n_replicates)
+    weights = resample_weights(len(t_ids), seed=seed, slice_name=slice_name, n_replicates=n_replicates)
     bx, by = (_weighted_means(weights, m) for m in (mx, my))
     ids = np.array([str(r) for r in r_ids], dtype=object)
     rank = np.argsort(np.argsort(ids))  # run-id order, the last tie-break of the analysis
@@ -230,3 +232,45 @@ def _sorted_rows(mask: np.ndarray, x: np.ndarray, y: np.ndarray, rank: np.ndarra
     """Indices of ``mask`` by increasing x, then performance, then run id (as the analysis sorts)."""
     rows = np.flatnonzero(mask)
     return rows[np.lexsort((rank[rows], y[rows], x[rows]))]
+
+
+WeightsKey = tuple[int, int, str, int]  # (tasks, seed, slice name, replicates): what the seeded counts depend on
+_PREFETCHED: dict[WeightsKey, Future[np.ndarray]] = {}
+_PREFETCH_LOCK = threading.Lock()
+_DRAWER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tmf-resample-weights")  # one draw at a time
+
+
+def resample_weights(n_tasks: int, *, seed: int, slice_name: str, n_replicates: int) -> np.ndarray:
+    """The bootstrap's seeded resample counts of ``n_tasks`` tasks (``stats.resample_weights`` with the slice's
+    generator): ``prefetch_weights``'s matrix of the same key when one was started (the same draw: the counts depend
+    on nothing else), else drawn here."""
+    key = (int(n_tasks), int(seed), str(slice_name), int(n_replicates))
+    with _PREFETCH_LOCK:
+        started = _PREFETCHED.pop(key, None)
+    if started is not None:
+        return started.result()
+    return stats.resample_weights(n_tasks, stats.stable_rng(seed, "tmf-boot", slice_name), n_boot=n_replicates)
+
+
+def prefetch_weights(n_tasks: int, *, seed: int, slice_name: str, n_replicates: int) -> WeightsKey | None:
+    """Start drawing ``resample_weights(n_tasks, ...)`` in a thread of its own, so the draw (33 million seeded
+    integers and their counts at 10M attempts) runs while the caller reads and prepares the rows on the other core;
+    ``resample_weights`` of the same key takes the result. Returns the key (for ``discard_weights``), None when
+    nothing is drawn (no task or no replicate, or the same key is being drawn already)."""
+    key = (int(n_tasks), int(seed), str(slice_name), int(n_replicates))
+    if n_tasks <= 0 or n_replicates <= 0:
+        return None
+    with _PREFETCH_LOCK:
+        if key in _PREFETCHED:
+            return None
+        rng = stats.stable_rng(seed, "tmf-boot", slice_name)
+        _PREFETCHED[key] = _DRAWER.submit(stats.resample_weights, n_tasks, rng, n_boot=n_replicates)
+    return key
+
+
+def discard_weights(key: WeightsKey | None) -> None:
+    """Forget a ``prefetch_weights`` draw that nobody took (the analysis resampled another number of tasks, or
+    none), so its matrix is not kept."""
+    if key is not None:
+        with _PREFETCH_LOCK:
+            _PREFETCHED.pop(key, None)

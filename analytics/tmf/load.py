@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -11,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 from analytics import compare
-from analytics.sqlfiles import load_sql
 from analytics.tmf.model import TmfError, factorize_ids, first_rows, run_values, slice_names, slice_tasks
 from store import ALL_RUNS, QueryError, RunFilter, query_df, query_rows, with_run_filter
 
@@ -106,10 +106,19 @@ RUN_COLUMNS = [
 TASK_COLUMNS = ["task_id", "level", "category", "human_minutes"]
 
 
-def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS, *, with_abilities: bool = True) -> TmfInputs:
+def load(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    with_abilities: bool = True,
+    on_task_count: Callable[[int], object] | None = None,
+) -> TmfInputs:
     """Per (run, task) rows of the filter's benchmark (human runs always included, whatever agents it names) and its
     newest IRT abilities (without ``with_abilities``: none read, an empty frame, for an analysis that is not of
     IRT abilities and so never reads them).
+
+    ``on_task_count``: called with the number of the benchmark's tasks that have rows in the store, before the rows
+    are read (the page starts the bootstrap's draw with it: ``bootstrap.prefetch_weights``).
 
     Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
 
@@ -123,17 +132,17 @@ def load(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS, *, wi
     runs = query_df(
         con,
         with_run_filter(
-            f"SELECT {', '.join(RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline"
-            f" FROM runs r {_RUNS_WHERE} ORDER BY {_RUN_ORDER}"
+            f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline,"
+            f" rc.run_code FROM runs r LEFT JOIN tmf_run_codes rc ON rc.run_id = r.run_id {_RUNS_WHERE}"
+            f" ORDER BY {_RUN_ORDER}"
         ),
         params,
     )
+    run_codes = runs.pop("run_code")
     tasks = query_df(
         con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ? ORDER BY task_id", [benchmark]
     )
-    outcomes = _query_columns(con, _coded(load_sql("tmf_run_tasks")), params)
-    if (outcomes["task_at"] < 0).any():  # a task the benchmark does not list: the rows in task id order need its id
-        outcomes = _query_columns(con, _coded(load_sql("tmf_run_tasks"), by_code=False), params)
+    outcomes = _coded_rows(con, benchmark, run_codes, on_task_count)
     outcomes["task_id"] = _task_ids(outcomes, tasks)
     abilities = irt_abilities(con, benchmark=benchmark) if with_abilities else pd.DataFrame(columns=ABILITY_COLUMNS)
     return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks, run_details=False), abilities, runs)
@@ -171,34 +180,79 @@ _RUNS_WHERE = "WHERE r.benchmark = $benchmark AND $run_filter"
 _RUN_ORDER = "r.eval_date NULLS LAST, r.agent, r.run_id"
 
 
-def _coded(rows_sql: str, *, by_code: bool = True) -> str:
-    """``rows_sql`` (the per (run, task) rows, ``tmf_run_tasks.sql``) with, instead of the run id, the run's row in
-    the runs read (``run_at``, in their order: date, agent, run id) and the task's row in the tasks read by task id
-    (``task_at``, -1 for a task the benchmark does not list), rows in the runs' order then by task id: what
-    ``attach_details`` gave, without turning every row's run id into a Python string and looking it up.
+def _coded_rows(
+    con: duckdb.DuckDBPyConnection,
+    benchmark: str,
+    run_codes: pd.Series,
+    on_task_count: Callable[[int], object] | None = None,
+) -> dict[str, np.ndarray]:
+    """The per (run, task) rows of the runs read (``run_codes``: each one's ``tmf_run_codes`` code, in the runs'
+    order, NaN for a run without rows) from ``run_task_tmf`` (migration 013, kept at ingest: ``run_task_stats``'s
+    columns under integer codes), as ``tmf_run_tasks.sql`` gives them, with each row's run as its place in the runs
+    read (``run_at``) and its task as its place among the benchmark's task ids (``task_at``, -1 for a task the
+    benchmark does not list, whose id is ``unlisted_task_id``), rows in the runs' order then by task id: what
+    ``attach_details`` gave, read as integers and numbers of the runs' row groups only, without joining any row on
+    the text of its run or task id.
 
-    The task id's text comes only for a task the benchmark does not list (``unlisted_task_id``; ``_task_ids`` takes
-    the others' from the tasks read). ``by_code``: the rows ordered by ``task_at``, which is their task id's order
-    when every task is listed (it numbers the task ids in that order), without sorting text; else by the task id.
+    Two statements: the benchmark's task codes (one row per task, its place in task id order), then the rows of the
+    runs' codes; the rows are put in order by their (run, task) places only when they do not come in it already.
     """
-    task_order = "t.task_at" if by_code else "s.task_id"
-    return with_run_filter(
-        f"""
-        WITH runs_at AS (
-            SELECT r.run_id, row_number() OVER (ORDER BY {_RUN_ORDER}) - 1 AS run_at FROM runs r {_RUNS_WHERE}
-        ),
-        tasks_at AS (
+    codes = run_codes.to_numpy(dtype=float)
+    present = np.flatnonzero(~np.isnan(codes))
+    task_codes = _query_columns(
+        con,
+        """
+        WITH tasks_at AS (
             SELECT task_id, row_number() OVER (ORDER BY task_id) - 1 AS task_at FROM tasks WHERE benchmark = $benchmark
         )
-        SELECT r.run_at, coalesce(t.task_at, -1) AS task_at,
-               CASE WHEN t.task_at IS NULL THEN s.task_id END AS unlisted_task_id,
-               s.* EXCLUDE (run_id, task_id)
-        FROM ({rows_sql}
-        ) s
-        JOIN runs_at r USING (run_id)
-        LEFT JOIN tasks_at t ON t.task_id = s.task_id
-        ORDER BY r.run_at, {task_order}"""
+        SELECT c.task_code, coalesce(t.task_at, -1) AS task_at,
+               CASE WHEN t.task_at IS NULL THEN c.task_id END AS unlisted_task_id,
+               row_number() OVER (ORDER BY c.task_id) - 1 AS task_rank
+        FROM tmf_task_codes c LEFT JOIN tasks_at t ON t.task_id = c.task_id
+        WHERE c.benchmark = $benchmark""",
+        {"benchmark": benchmark},
     )
+    if on_task_count is not None:
+        on_task_count(len(task_codes["task_code"]))
+    rows = _query_columns(
+        con,
+        """
+        SELECT run_code, task_code, n, c::HUGEINT AS c, score, cost_usd, input_tokens, output_tokens, latency_s
+        FROM run_task_tmf
+        WHERE run_code IN (SELECT unnest($codes::INTEGER[]))""",
+        {"codes": [int(v) for v in codes[present]]},
+    )
+    run_code, task_code = (np.asarray(rows.pop(k), dtype=np.int64) for k in ("run_code", "task_code"))
+    size = int(max(codes[present].max(initial=-1), run_code.max(initial=-1))) + 1
+    run_place = np.full(size, -1, dtype=np.int64)
+    run_place[codes[present].astype(np.int64)] = present
+    t_code = np.asarray(task_codes["task_code"], dtype=np.int64)
+    size = int(max(t_code.max(initial=-1), task_code.max(initial=-1))) + 1
+    task_place, task_rank = np.full(size, -1, dtype=np.int64), np.full(size, -1, dtype=np.int64)
+    task_place[t_code] = np.asarray(task_codes["task_at"], dtype=np.int64)
+    task_rank[t_code] = np.asarray(task_codes["task_rank"], dtype=np.int64)
+    unlisted = np.full(size, None, dtype=object)
+    unlisted[t_code] = task_codes["unlisted_task_id"]
+    run_at, rank = run_place[run_code], task_rank[task_code]
+    if (rank < 0).any() or (run_at < 0).any():  # a code the statements do not know: the store is not consistent
+        raise TmfError("run_task_tmf holds a task code that tmf_task_codes lacks for this benchmark")
+    order = _row_order(run_at, rank, len(t_code) + 1)
+    task_at = task_place[task_code]
+    out = {"run_at": run_at, "task_at": task_at, "unlisted_task_id": np.full(len(task_at), None, dtype=object)}
+    if (task_at < 0).any():  # the text of an unlisted task's id, only where there is one
+        out["unlisted_task_id"] = unlisted[task_code]
+    out.update(rows)
+    return out if order is None else {name: values[order] for name, values in out.items()}
+
+
+def _row_order(run_at: np.ndarray, rank: np.ndarray, n_ranks: int) -> np.ndarray | None:
+    """The permutation that puts rows in order of (``run_at``, ``rank``), None when they are in it already. The
+    store keeps each run's rows together in task order, runs in the order of their codes rather than of the runs
+    read (by date): a stable sort (numpy's timsort of a few long sorted stretches) is a few ms for 867k rows."""
+    key = run_at * n_ranks + rank
+    if bool((key[1:] > key[:-1]).all()):
+        return None
+    return np.argsort(key, kind="stable")
 
 
 def _task_ids(outcomes: dict[str, np.ndarray], tasks: pd.DataFrame) -> np.ndarray:

@@ -22,6 +22,7 @@ from analytics.tmf.analysis import (
     prepare_slices,
     slice_rows,
 )
+from analytics.tmf.bootstrap import WeightsKey, discard_weights, prefetch_weights
 from analytics.tmf.load import TmfInputs, load
 from analytics.tmf.model import PERIODS, TmfError, factorize_ids, first_rows
 from store import ALL_RUNS, RunFilter
@@ -103,10 +104,21 @@ def prepare_current(
     labels (``period_labels``), without the analysis of every period (``prepare_movie``) and of every slice
     (``prepare_slice_results``), which the page prepares only when they are asked for. The same overall analysis
     and labels as ``prepare_overview``."""
-    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
-    if inputs.tasks.empty:
-        return PreparedOverview(None, ())
-    return PreparedOverview(prepare(inputs, options=options), (), {}, tuple(period_labels(inputs, freq)))
+    opt = options or TmfOptions()
+    started: list[WeightsKey | None] = []
+
+    def draw_weights(n_tasks: int) -> None:  # the overall bootstrap's draw, on the other core during the read
+        if opt.performance != "irt" and opt.n_replicates > 0:
+            started.append(prefetch_weights(n_tasks, seed=opt.seed, slice_name="all", n_replicates=opt.n_replicates))
+
+    try:
+        inputs = load(con, run_filter, with_abilities=opt.performance == "irt", on_task_count=draw_weights)
+        if inputs.tasks.empty:
+            return PreparedOverview(None, ())
+        return PreparedOverview(prepare(inputs, options=options), (), {}, tuple(period_labels(inputs, freq)))
+    finally:
+        for key in started:  # a draw the analysis did not take (another number of tasks, no human time yet)
+            discard_weights(key)
 
 
 def prepare_movie(

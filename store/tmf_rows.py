@@ -1,0 +1,95 @@
+"""``run_task_tmf`` (migration 013): per (run, task), the Tech-Market-Fit page's row -- the pair's
+``run_task_stats`` row (migration 008) under integer codes of its run (``tmf_run_codes``) and its benchmark's task
+(``tmf_task_codes``), so the page reads integers and numbers instead of joining every row on text ids. Kept by the
+writer in the transaction that changes the attempts: store/aggregates.py calls ``refresh_runs`` after it has made
+the ``run_task_stats`` rows of the runs it touched current (ingest, replaced attempts, late scores) and
+``drop_run`` when a run is deleted, so the rows always equal what ``run_task_stats`` gives (``expected_sql``).
+Error labels (judge verdicts, rule findings) change no row here.
+
+Part of the store: all write SQL of the project lives under ``store/``.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+TABLES = ("tmf_run_codes", "tmf_task_codes", "run_task_tmf")
+
+# the (run, task) rows of the runs in the temporary table _rl_tmf_runs, from their run_task_stats rows (current);
+# {runs}: the runs' ids as a constant list of parameters, which a lake's scan skips other runs' files and row groups by
+_ROWS = """
+SELECT rc.run_code, tc.task_code, s.n_attempts, s.n_passed, s.score_mean, s.cost_usd_mean, s.input_tokens_mean,
+       s.output_tokens_mean, s.latency_s_mean
+FROM run_task_stats s
+JOIN _rl_tmf_runs k ON k.run_id = s.run_id
+JOIN tmf_run_codes rc ON rc.run_id = s.run_id
+JOIN tmf_task_codes tc ON tc.benchmark = k.benchmark AND tc.task_id = s.task_id
+WHERE s.run_id IN ({runs})
+ORDER BY rc.run_code, tc.task_code"""
+
+
+def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object = None, *, new: bool = False) -> None:
+    """The rows of the runs ``runs_sql`` selects (a SELECT with a ``run_id`` column) written again from their
+    ``run_task_stats`` rows, which must be current (inside the caller's transaction): a run or task without a code
+    gets one (the next integers after the store's largest), the runs' rows go and come back in code order. ``new``:
+    the runs have no rows yet (an ingested file's new runs), so none is deleted."""
+    run_ids = [str(r[0]) for r in con.execute(f"SELECT DISTINCT run_id FROM ({runs_sql})", params).fetchall()]
+    if not run_ids:
+        return
+    marks = ", ".join("?" for _ in run_ids)  # one parameter per run: a constant list the scans are filtered by
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _rl_tmf_runs AS SELECT run_id, benchmark FROM runs WHERE run_id IN ({marks})",
+        run_ids,
+    )
+    try:
+        if not new:
+            con.execute(
+                "DELETE FROM run_task_tmf WHERE run_code IN "
+                "(SELECT rc.run_code FROM tmf_run_codes rc SEMI JOIN _rl_tmf_runs k ON k.run_id = rc.run_id)"
+            )
+        con.execute(
+            """
+            INSERT INTO tmf_run_codes
+            SELECT k.run_id, ((SELECT coalesce(max(run_code), -1) FROM tmf_run_codes)
+                              + row_number() OVER (ORDER BY k.run_id))::INTEGER
+            FROM _rl_tmf_runs k
+            WHERE k.run_id NOT IN (SELECT run_id FROM tmf_run_codes)"""
+        )
+        con.execute(
+            f"""
+            INSERT INTO tmf_task_codes
+            WITH new AS (
+                SELECT DISTINCT k.benchmark, s.task_id
+                FROM run_task_stats s JOIN _rl_tmf_runs k ON k.run_id = s.run_id
+                WHERE s.run_id IN ({marks})
+            )
+            SELECT n.benchmark, n.task_id, ((SELECT coalesce(max(task_code), -1) FROM tmf_task_codes)
+                                            + row_number() OVER (ORDER BY n.benchmark, n.task_id))::INTEGER
+            FROM new n ANTI JOIN tmf_task_codes c ON c.benchmark = n.benchmark AND c.task_id = n.task_id""",
+            run_ids,
+        )
+        con.execute(f"INSERT INTO run_task_tmf {_ROWS.format(runs=marks)}", run_ids)
+    finally:
+        con.execute("DROP TABLE IF EXISTS _rl_tmf_runs")
+
+
+def drop_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
+    """A deleted run's rows and code (inside the deletion's transaction); its tasks keep theirs."""
+    con.execute(
+        "DELETE FROM run_task_tmf WHERE run_code IN (SELECT run_code FROM tmf_run_codes WHERE run_id = ?)", [run_id]
+    )
+    con.execute("DELETE FROM tmf_run_codes WHERE run_id = ?", [run_id])
+
+
+# what the rows must be, by run and task id: every run_task_stats row of a stored run (tests compare the table with it)
+expected_sql = """
+SELECT s.run_id, s.task_id, s.n_attempts AS n, s.n_passed AS c, s.score_mean AS score, s.cost_usd_mean AS cost_usd,
+       s.input_tokens_mean AS input_tokens, s.output_tokens_mean AS output_tokens, s.latency_s_mean AS latency_s
+FROM run_task_stats s SEMI JOIN runs r ON r.run_id = s.run_id"""
+
+# the table's rows by run and task id (each code's id)
+stored_sql = """
+SELECT rc.run_id, tc.task_id, t.n, t.c, t.score, t.cost_usd, t.input_tokens, t.output_tokens, t.latency_s
+FROM run_task_tmf t
+JOIN tmf_run_codes rc ON rc.run_code = t.run_code
+JOIN tmf_task_codes tc ON tc.task_code = t.task_code"""
