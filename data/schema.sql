@@ -463,7 +463,7 @@ CREATE TABLE run_task_first (
     PRIMARY KEY (run_id, task_id)
 );
 
--- 013_run_task_tmf: the Tech-Market-Fit page's row of each (run, task) on integer codes, kept by the writer
+-- 012_run_task_tmf: the Tech-Market-Fit page's row of each (run, task) on integer codes, kept by the writer
 -- (store/tmf_rows.py): the pair's run_task_stats numbers under its run's code (tmf_run_codes) and its benchmark's
 -- task's code (tmf_task_codes), so the page reads integers and numbers instead of joining rows on text ids.
 CREATE TABLE tmf_run_codes (

@@ -9,7 +9,7 @@ labels (issue 33; migration 008 says what each column is):
 * ``run_slice_stats``, ``run_slice_codes`` (migration 009): the Errors table's counts per run and slice (level,
   category), summed from the run's ``run_task_stats`` and ``run_task_codes`` rows;
 * ``run_task_first`` (migration 011, store/task_first.py): per (run, task), what the Version diff reads;
-* ``run_task_tmf`` (migration 013, store/tmf_rows.py): per (run, task), the Tech-Market-Fit page's row on codes.
+* ``run_task_tmf`` (migration 012, store/tmf_rows.py): per (run, task), the Tech-Market-Fit page's row on codes.
 
 Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
 those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file (called by
@@ -260,17 +260,20 @@ def drop_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     tmf_rows.drop_run(con, run_id)
 
 
-# Every kept table, in the order ``recomputed`` can give it (the slices' tables after the per-task ones they sum).
-KEPT = (*TABLES, *RUN_TABLES, task_first.TABLE)
+# Every kept table, in the order ``compared`` can give it (the slices' tables after the per-task ones they sum).
+KEPT = (*TABLES, *RUN_TABLES, task_first.TABLE, "run_task_tmf")
 
 
-def recomputed(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, dict[str, object]]:
-    """A kept table's rows as its attempts and labels give them now: the table's own SELECT (store/sql/TABLE.sql)
-    over every run, with its parameters (the whole range of attempt ids). The slices' tables sum per-task rows
-    computed the same way, never the stored ones, so a wrong stored row shows in its own table only. For ``doctor``,
-    which compares these rows with the stored ones."""
+def compared(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, str, dict[str, object]]:
+    """A kept table's stored rows and the same rows as their sources give them now, two SELECTs of equal columns,
+    with the parameters of the second: for the tables computed from attempts and labels, the table's own SELECT
+    (store/sql/TABLE.sql) over every run and the whole range of attempt ids (the slices' tables sum per-task rows
+    computed the same way, never the stored ones, so a wrong stored row shows in its own table only); for
+    ``run_task_tmf``, its rows by run and task id against the ``run_task_stats`` rows they copy. For ``doctor``."""
     if table not in KEPT:
         raise ValueError(f"not a kept table: {table!r}")
+    if table == "run_task_tmf":
+        return tmf_rows.stored_sql, tmf_rows.expected_sql, {}
     lo, hi = con.execute("SELECT min(attempt_id), max(attempt_id) FROM attempts").fetchall()[0]
     params: dict[str, object] = {"lo": int(lo if lo is not None else 0), "hi": int(hi if hi is not None else -1)}
     every = "SELECT * FROM attempts"
@@ -284,7 +287,7 @@ def recomputed(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, dict[st
         stand_ins.update({named: load_sql(own) for own, named in _PER_TASK_NAMED.items()})
     ctes = ", ".join(f"{name} AS ({sql})" for name, sql in stand_ins.items())
     sql = f"WITH {ctes} SELECT * FROM ({load_sql(table)})"
-    return sql, {k: v for k, v in params.items() if f"${k}" in sql}
+    return f"SELECT * FROM {table}", sql, {k: v for k, v in params.items() if f"${k}" in sql}
 
 
 def rebuild(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,4 +1,4 @@
-"""``run_task_tmf`` (migration 013): per (run, task), the Tech-Market-Fit page's row -- the pair's
+"""``run_task_tmf`` (migration 012): per (run, task), the Tech-Market-Fit page's row -- the pair's
 ``run_task_stats`` row (migration 008) under integer codes of its run (``tmf_run_codes``) and its benchmark's task
 (``tmf_task_codes``), so the page reads integers and numbers instead of joining every row on text ids. Kept by the
 writer in the transaction that changes the attempts: store/aggregates.py calls ``refresh_runs`` after it has made

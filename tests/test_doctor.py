@@ -65,9 +65,11 @@ def test_kept_aggregates_are_compared_with_their_attempts_and_rebuilt(demo_db: P
         con.execute("INSERT INTO run_label_codes SELECT * REPLACE ('ZZ' AS code) FROM run_label_codes LIMIT 1")
     code, out = run_doctor(demo_db)
     assert code == 1 and not out["ok"]
-    # the changed row is two rows apart (the stored one and the recomputed one); the others one each
+    # the changed row is two rows apart (the stored one and the recomputed one), in run_task_stats and in the TMF
+    # rows that copy it (compared with the stored run_task_stats); the others one each
     assert {t: n for t, n in out["aggregates"].items() if n} == {
         "run_task_stats": 2,
+        "run_task_tmf": 2,
         "run_slice_codes": 1,
         "run_label_codes": 1,
     }

@@ -1,4 +1,4 @@
-"""``run_task_tmf`` (migration 013, store/tmf_rows.py): the Tech-Market-Fit page's (run, task) rows on integer codes,
+"""``run_task_tmf`` (migration 012, store/tmf_rows.py): the Tech-Market-Fit page's (run, task) rows on integer codes,
 kept by the writer. After an ingest, a deletion, late scores, replaced attempts, judge labels and rule findings the
 rows, read back by their codes' run and task ids, equal a recomputation from ``run_task_stats``, and every code is
 one run's or one (benchmark, task)'s; on the demo and on a generated store, on a file store and a local lake."""
@@ -83,11 +83,11 @@ def test_generated_store_rows_equal_their_recomputation_after_ingest_delete_and_
     check(db)
 
 
-def test_migration_013_backfills_an_older_store(demo_db: Path) -> None:
-    """A store at version 12 gets the tables from its run_task_stats when a writer first opens it."""
+def test_migration_012_backfills_an_older_store(demo_db: Path) -> None:
+    """A store at version 11 gets the tables from its run_task_stats when a writer first opens it."""
     with rdb.writer(demo_db) as con:
         before = stored(con)
-        assert "run_task_tmf" in roll_back(con, 12)
+        assert "run_task_tmf" in roll_back(con, 11)
     with rdb.writer(demo_db) as con:
         assert rdb.schema_version(con) == rdb.latest_version()
         assert len(before) > 0

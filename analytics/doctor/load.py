@@ -126,11 +126,11 @@ def load(con: duckdb.DuckDBPyConnection, *, rehash_sources: bool = True) -> Stor
 
 def aggregate_differences(con: duckdb.DuckDBPyConnection, table: str) -> int:
     """The rows of a table the writer keeps (store/aggregates.py) that differ from what the attempts and labels give
-    now (``aggregates.recomputed``): stored rows with no equal recomputed row, plus recomputed rows with no equal
+    now (``aggregates.compared``): stored rows with no equal recomputed row, plus recomputed rows with no equal
     stored one. Means are equal within 1e-9 of their size (a mean summed in another order may differ in its last
     bits); every other column exactly, NULL equal to NULL. The table's name is one of the store's own."""
-    rec_sql, params = aggregates.recomputed(con, table)
-    columns = rdb.query_rows(con, f"DESCRIBE SELECT * FROM {table}")
+    stored_sql, rec_sql, params = aggregates.compared(con, table)
+    columns = rdb.query_rows(con, f"DESCRIBE {stored_sql}")
     names = [f'"{name}"' for name, *_ in columns]
     floats = {f'"{name}"' for name, kind, *_ in columns if kind in ("DOUBLE", "FLOAT")}
     same = " AND ".join(
@@ -140,7 +140,7 @@ def aggregate_differences(con: duckdb.DuckDBPyConnection, table: str) -> int:
         for c in names
     )
     sql = (
-        f"WITH s AS (SELECT * FROM {table}), r AS (SELECT * FROM ({rec_sql}) AS r({', '.join(names)})), "
+        f"WITH s AS ({stored_sql}), r AS (SELECT * FROM ({rec_sql}) AS r({', '.join(names)})), "
         "only_s AS (SELECT * FROM s EXCEPT ALL SELECT * FROM r), only_r AS (SELECT * FROM r EXCEPT ALL SELECT * FROM s) "
         f"SELECT (SELECT count(*) FROM only_s x WHERE NOT EXISTS (SELECT 1 FROM only_r y WHERE {same})) "
         f"+ (SELECT count(*) FROM only_r x WHERE NOT EXISTS (SELECT 1 FROM only_s y WHERE {same}))"

@@ -187,7 +187,7 @@ def _coded_rows(
     on_task_count: Callable[[int], object] | None = None,
 ) -> dict[str, np.ndarray]:
     """The per (run, task) rows of the runs read (``run_codes``: each one's ``tmf_run_codes`` code, in the runs'
-    order, NaN for a run without rows) from ``run_task_tmf`` (migration 013, kept at ingest: ``run_task_stats``'s
+    order, NaN for a run without rows) from ``run_task_tmf`` (migration 012, kept at ingest: ``run_task_stats``'s
     columns under integer codes), as ``tmf_run_tasks.sql`` gives them, with each row's run as its place in the runs
     read (``run_at``) and its task as its place among the benchmark's task ids (``task_at``, -1 for a task the
     benchmark does not list, whose id is ``unlisted_task_id``), rows in the runs' order then by task id: what

@@ -1,4 +1,4 @@
--- 013_run_task_tmf: what the Tech-Market-Fit page reads of each (run, task), on integer codes, kept by the writer in
+-- 012_run_task_tmf: what the Tech-Market-Fit page reads of each (run, task), on integer codes, kept by the writer in
 -- the transaction that changes the attempts (store/tmf_rows.py, called from store/aggregates.py: ingest, deletion,
 -- replaced attempts, late scores), so the page's first view reads integers and numbers of its benchmark's runs
 -- without joining 867k rows on their run and task ids' text at 10M attempts (issue 33). A row is its pair's
