@@ -309,3 +309,26 @@ def test_judge_corrections_equal_the_figures_from_a_list_of_codes_per_attempt(re
     old = rv.corrections_of(preds, source, humans[humans["attempt_id"].isin(sample)])
     assert len(new) > 1 and new["n_reviewed"].max() >= 10  # corrected figures, not only notes
     pd.testing.assert_frame_equal(new, old)
+
+
+@pytest.mark.parametrize("benchmark", ["rb", "nothing-here"])
+def test_trust_equals_agreement_corrections_and_sample(review_db: Path, tmp_path: Path, benchmark: str) -> None:
+    """``trust`` (what the Errors and Review pages read first, the current reviews once) gives what the three former
+    calls give, with reviews, on a view without any, and on a store where few attempts are reviewed."""
+    fresh = _copy(review_db, tmp_path)
+    with writer(fresh) as con:
+        con.execute("DELETE FROM reviews WHERE attempt_id NOT IN (SELECT attempt_id FROM reviews LIMIT 12)")
+    for db in (review_db, fresh):
+        flt = RunFilter(benchmark=benchmark)
+        with reader(db) as con:
+            got = rv.trust(con, flt)
+            agr = rv.agreement(con, flt)
+            corr = rv.judge_corrections(con, flt)
+            sample, gap = rv.calibration_sample(con, flt) if agr.n_reviewed else ([], None)
+        assert (got.sample, got.gap) == (sample, gap)
+        pd.testing.assert_frame_equal(got.corrections, corr)
+        assert got.agreement.n_reviewed == agr.n_reviewed and got.agreement.fleiss == agr.fleiss
+        for name in ("verdicts", "codes", "reviewers", "disagreements"):
+            pd.testing.assert_frame_equal(getattr(got.agreement, name), getattr(agr, name))
+        if benchmark == "rb":
+            assert agr.n_reviewed > 0 and len(corr) > 1

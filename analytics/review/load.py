@@ -15,6 +15,7 @@ from analytics.review.compute import (
     QUEUES,
     Agreement,
     JudgeTotals,
+    Trust,
     agreement_of,
     corrections_from_counts,
     human_consensus,
@@ -135,6 +136,7 @@ def _first_failed(con: duckdb.DuckDBPyConnection, run_filter: RunFilter, *, revi
     need = n + int(
         query_df(con, "SELECT count(DISTINCT attempt_id) AS k FROM v_reviews WHERE reviewer = $reviewer",
                  {"reviewer": reviewer})["k"].iloc[0]
+        if reviewer else 0  # no name typed yet: no review is this reviewer's (a review needs a name: jobs/reviews.py)
     )  # fmt: skip
     runs = query_df(con, f"SELECT r.run_id FROM runs r {_FILTER_SQL} ORDER BY r.run_id", run_filter.params())
     out: list[int] = []
@@ -308,12 +310,18 @@ def judge_corrections(
     keeps (``run_judge_counts``, ``run_label_codes``: migration 009) and the judge's verdict and codes of the
     reviewed attempts alone: the attempts nobody reviewed enter only through their counts, whatever their number.
     The calibration sample is ordered only when some attempt of the view has a review."""
+    humans = human_consensus(current_reviews(con, run_filter))
+    sample = calibration_sample(con, run_filter)[0] if len(humans) else []
+    return _corrections(con, run_filter, humans, sample, level=level)
+
+
+def _corrections(
+    con: duckdb.DuckDBPyConnection, run_filter: RunFilter, humans: pd.DataFrame, sample: list[int], *, level: float
+) -> pd.DataFrame:
+    """``judge_corrections`` from the human consensus of the view's reviews and its calibration sample."""
     counts = _label_counts(con, run_filter)
     source = code_source(counts)
-    humans = human_consensus(current_reviews(con, run_filter))
-    if len(humans):
-        sample, _ = calibration_sample(con, run_filter)
-        humans = humans[humans["attempt_id"].isin(sample)]
+    humans = humans[humans["attempt_id"].isin(sample)] if len(humans) else humans
     return corrections_from_counts(
         _judge_totals(con, run_filter),
         counts[counts["source"] == source],
@@ -322,6 +330,25 @@ def judge_corrections(
         humans,
         level=level,
     )
+
+
+def trust(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Trust:
+    """``agreement``, ``judge_corrections`` and ``calibration_sample`` of one view (what the Errors and Review pages
+    show first) from one read of its current reviews and, when some attempt is reviewed, one ordering of the
+    calibration sample: the same values as the three calls (tests/test_review.py), which read the reviews twice
+    and ordered the sample twice."""
+    reviews = current_reviews(con, run_filter)
+    humans = human_consensus(reviews)
+    agr = agreement_of(reviews, humans, rater_labels(con, humans["attempt_id"].tolist()), n_boot=n_boot, seed=seed)
+    sample, gap = calibration_sample(con, run_filter) if len(humans) else ([], None)
+    return Trust(agr, _corrections(con, run_filter, humans, sample, level=level), sample, gap)
 
 
 def code_source(label_counts: pd.DataFrame) -> str:
