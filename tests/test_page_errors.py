@@ -128,8 +128,10 @@ def test_stale_run_and_code_in_the_link_give_a_notice(labels_db: Path, env_db, m
 
 
 def test_the_attempts_behind_a_bar_are_read_when_asked(
-    labels_db: Path, env_db, monkeypatch: pytest.MonkeyPatch
-) -> None:  # noqa: F811
+    labels_db: Path,  # noqa: F811
+    env_db,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The table under the first screen is not read on a first visit without a pick; the button (or a pick, a click
     on a bar or a link) lists the same rows the link gives."""
     at = _open(labels_db, env_db, monkeypatch)
