@@ -136,6 +136,10 @@ def test_the_attempts_behind_a_bar_are_read_when_asked(
     on a bar or a link) lists the same rows the link gives."""
     at = _open(labels_db, env_db, monkeypatch)
     assert not any("Open" in f.columns for f in map(_frame, at.dataframe))
+    assert len(at.get("plotly_chart")) == 1  # the shares; the co-occurrence heatmap is read when its panel opens
+    at.session_state["err_co_open"] = True
+    at.run()
+    assert len(at.get("plotly_chart")) == 2
     at.button(key="err_list").click().run()
     rows = _by_key(at, "err_attempts")
     assert len(rows) > 0 and rows["Open"].str.startswith("drilldown?run=").all()

@@ -235,13 +235,19 @@ else:
         name=f"errors-attempts-{pick_run}",
     )
 
-st.subheader("Co-occurrence within failed attempts")
-co_run = st.selectbox("Run", run_ids, format_func=labels.__getitem__, key="err_co_run")
-co = cached(err.cooccurrence, run_filter=dataclasses.replace(filters, run_ids=(co_run,)), sources=tuple(sources))
-if co.empty:
-    st.info("This run has no labelled failed attempt.")
-else:
-    show_fig(err.fig_cooccurrence(co), key="err_co", data=co, name="error-cooccurrence", select=True)
+# far below the first screen: read when opened (open at once when a link names a cell's second code)
+with st.expander(
+    "Co-occurrence within failed attempts", key="err_co_open", on_change="rerun", expanded=bool(link[2])
+) as co_box:
+    if co_box.open:
+        co_run = st.selectbox("Run", run_ids, format_func=labels.__getitem__, key="err_co_run")
+        co = cached(
+            err.cooccurrence, run_filter=dataclasses.replace(filters, run_ids=(co_run,)), sources=tuple(sources)
+        )
+        if co.empty:
+            st.info("This run has no labelled failed attempt.")
+        else:
+            show_fig(err.fig_cooccurrence(co), key="err_co", data=co, name="error-cooccurrence", select=True)
 
 if len(run_ids) > 1:
     st.subheader("Diff between two runs")
