@@ -70,6 +70,7 @@ def page_reads(db: str, benchmark: str) -> dict[str, dict[str, float]]:
 
             out["diff: the page's diff, gate and changes"] = _best(page_diff)
         out["drilldown: a page of steps with long results"] = _steps_reads(con, b)
+        out["drilldown: the first render's reads"] = _best(_drilldown_first(con, b))
         from analytics import errors as er
 
         out["errors: failed attempts behind a bar"] = _best(lambda: er.error_attempts(con, run_id=b))
@@ -77,6 +78,45 @@ def page_reads(db: str, benchmark: str) -> dict[str, dict[str, float]]:
         out["review: failed queue"] = _best(lambda: rv.review_queue(con, flt, queue="failed", reviewer="me"))
         out["errors/review: agreement"] = _best(lambda: rv.agreement(con, flt), n=1)
     return out
+
+
+def _drilldown_first(con: Any, run: str) -> Callable[[], Any]:
+    """The reads of the drilldown's first render of the run's attempt with the most steps, on one reader (the page
+    opens a reader per cached call besides): this checkout's, or the former set when it has no ``task_attempts``
+    (the panels read at first render: judge verdicts, findings, reviews, the other runs, the failed neighbours)."""
+    from analytics import rules
+    from analytics import trajectory as tr
+    from store import query_rows
+
+    task, sample, attempt_id, bench = query_rows(
+        con,
+        "SELECT a.task_id, a.sample, a.attempt_id, r.benchmark FROM attempts a JOIN runs r USING (run_id) "
+        "WHERE a.run_id = ? ORDER BY a.n_steps DESC, a.attempt_id LIMIT 1",
+        [run],
+    )[0]
+
+    def first() -> None:
+        tr.runs_of(con)
+        tr.task_marks_of(con, run_id=run)
+        if hasattr(tr, "task_attempts"):
+            shown = tr.task_attempts(con, run_id=run, task_id=task)[sample]
+            reference = tuple(shown["reference_trajectory"] or ())
+            tr.alignment_rows(tr.tool_calls_of(con, attempt_id=attempt_id), reference)
+        else:
+            from analytics import review as rv
+
+            tr.attempts_of(con, run_id=run, task_id=task)
+            tr.failed_around(con, run_id=run, task_id=task, sample=sample)
+            tr.runs_with_task(con, benchmark=bench, task_id=task)
+            d = tr.attempt_detail(con, run_id=run, task_id=task, sample=sample)
+            assert d is not None
+            tr.judge_verdicts_of(con, attempt_id=attempt_id)
+            tr.alignment_frame(con, attempt_id=attempt_id, reference=tuple(d["reference_trajectory"] or ()))
+            rules.attempt_findings(con, attempt_id=attempt_id)
+            rv.reviews_of(con, attempt_id=attempt_id)
+        tr.steps_page(con, attempt_id=attempt_id, offset=0, limit=25)
+
+    return first
 
 
 def _steps_reads(con: Any, run: str) -> dict[str, float]:

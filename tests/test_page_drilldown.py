@@ -349,3 +349,64 @@ def test_partial_notice_of_a_stored_mark(extra: dict[str, object], notice: str |
 
     got = tr.partial_notice(_outcome_details(json.dumps(extra))["trace_partial"])
     assert got is None if notice is None else notice in str(got)
+
+
+def test_the_panels_beside_the_transcript_are_read_when_opened(edge_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first render reads the attempt, its tool calls and a page of steps; the judge's verdicts, the findings, the
+    human reviews, the same task in other runs and the failed neighbours are read when their panel is opened (or
+    their button pressed), and then show what their readers give."""
+    import streamlit as st
+
+    from analytics import review as rv
+
+    calls: list[str] = []
+
+    def recorded(module: object, name: str) -> None:
+        fn = getattr(module, name)
+
+        def wrapper(*args: object, **kwargs: object) -> object:
+            calls.append(name)
+            return fn(*args, **kwargs)
+
+        wrapper.__module__, wrapper.__qualname__ = fn.__module__, fn.__qualname__  # the same cache key
+        monkeypatch.setattr(module, name, wrapper)
+
+    for module, name in [
+        (tr, "judge_verdicts_of"),
+        (tr, "runs_with_task"),
+        (tr, "failed_around"),
+        (tr, "attempts_of"),
+        (tr, "attempt_detail"),
+        (rules, "attempt_findings"),
+        (rv, "reviews_of"),
+    ]:
+        recorded(module, name)
+    st.cache_data.clear()
+    at = open_drilldown(edge_db, monkeypatch, run="edge-run", task="long", sample="0")
+    assert calls == [] and not any(t.value.startswith("⚠") for t in at.text)
+    assert sum(m.value.startswith("**Step ") for m in at.markdown) == 25  # the transcript is drawn
+    assert any(m.value.startswith("Coverage:") for m in at.markdown)  # so is the alignment
+    at.session_state["dd_findings_open"] = True
+    at.run()
+    with rdb.reader(edge_db) as con:
+        d = tr.attempt_detail(con, run_id="edge-run", task_id="long", sample=0)
+        assert d is not None
+        found = rules.attempt_findings(con, attempt_id=int(d["attempt_id"]))
+    calls.clear()
+    shown = next(f.value for f in at.dataframe if "Detail" in f.value.columns)
+    assert set(shown["Code"]) == set(found["code"]) == {"DE", "REDUNDANT"}
+    assert any(t.value.startswith("⚠ DE (rule)") for t in at.text)  # and marked on their steps
+    for key, what in [
+        ("dd_reviews_open", "No human review yet."),
+        ("dd_verdicts_open", "No stored verdict for this attempt"),
+        ("dd_other_open", "No other run attempted this task."),
+    ]:
+        at.session_state[key] = True
+        at.run()
+        assert not at.exception and any(c.value.startswith(what) for c in at.caption), key
+    assert sorted(calls) == ["judge_verdicts_of", "reviews_of", "runs_with_task"]
+    at.button(key="dd_prev_failed").click().run()  # the neighbour is found when the button is pressed
+    assert "failed_around" in calls and (at.selectbox(key="dd_task").value, at.selectbox(key="dd_sample").value) == (
+        "hostile",
+        0,
+    )

@@ -125,3 +125,26 @@ def test_stale_run_and_code_in_the_link_give_a_notice(labels_db: Path, env_db, m
     assert "#Error" in set(diff["Code"]) and not diff.astype(str).isin(["None", "nan", "inf"]).any().any()
     lines = [t.value for t in at.text if " of attempts (" in t.value]  # shares of attempts first, counts beside
     assert lines and all(re.search(r"\d%.*→.*\d% of attempts \([+−]\d", line) for line in lines), lines
+
+
+def test_the_attempts_behind_a_bar_are_read_when_asked(
+    labels_db: Path,  # noqa: F811
+    env_db,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The table under the first screen is not read on a first visit without a pick; the button (or a pick, a click
+    on a bar or a link) lists the same rows the link gives."""
+    at = _open(labels_db, env_db, monkeypatch)
+    assert not any("Open" in f.columns for f in map(_frame, at.dataframe))
+    assert len(at.get("plotly_chart")) == 1  # the shares; the co-occurrence heatmap is read when its panel opens
+    at.session_state["err_co_open"] = True
+    at.run()
+    assert len(at.get("plotly_chart")) == 2
+    at.button(key="err_list").click().run()
+    rows = _by_key(at, "err_attempts")
+    assert len(rows) > 0 and rows["Open"].str.startswith("drilldown?run=").all()
+    at = _open(labels_db, env_db, monkeypatch)
+    at.selectbox(key="err_pick_code").set_value("PE").run()  # a pick asks for them too
+    picked = _by_key(at, "err_attempts")
+    linked = _by_key(_open(labels_db, env_db, monkeypatch, err_code="PE"), "err_attempts")
+    pd.testing.assert_frame_equal(picked.reset_index(drop=True), linked.reset_index(drop=True))

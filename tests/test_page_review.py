@@ -55,7 +55,10 @@ def test_drilldown_review_panel_refuses_without_a_verdict(
 ) -> None:
     db = _copy(review_db, tmp_path)
     at = open_page("views/drilldown.py", db, monkeypatch, run="run-1", task="T00", sample="0")
-    assert "Human reviews" in [s.value for s in at.subheader]
+    assert "Human reviews" in [e.label for e in at.expander]
+    assert not any("Reviewer" in d.value.columns for d in at.dataframe)  # read when the panel is opened
+    at.session_state["dd_reviews_open"] = True
+    at.run()
     reviews = next(d.value for d in at.dataframe if "Reviewer" in d.value.columns)
     assert set(reviews["Reviewer"]) == {"A", "B"}
     at.text_input(key="dd_review_name").input("Zoe").run()

@@ -17,7 +17,7 @@ from sklearn.metrics import cohen_kappa_score
 from analytics import ppi
 from analytics import review as rv
 from jobs.reviews import MAX_NOTE_CHARS, ReviewError, record_review
-from store import RunFilter, reader, writer
+from store import RunFilter, query_df, reader, writer
 
 N = 40
 
@@ -309,3 +309,68 @@ def test_judge_corrections_equal_the_figures_from_a_list_of_codes_per_attempt(re
     old = rv.corrections_of(preds, source, humans[humans["attempt_id"].isin(sample)])
     assert len(new) > 1 and new["n_reviewed"].max() >= 10  # corrected figures, not only notes
     pd.testing.assert_frame_equal(new, old)
+
+
+@pytest.mark.parametrize("benchmark", ["rb", "nothing-here"])
+def test_trust_equals_agreement_corrections_and_sample(review_db: Path, tmp_path: Path, benchmark: str) -> None:
+    """``trust`` (what the Errors and Review pages read first, the current reviews once) gives what the three former
+    calls give, with reviews, on a view without any, and on a store where few attempts are reviewed."""
+    fresh = _copy(review_db, tmp_path)
+    with writer(fresh) as con:
+        con.execute("DELETE FROM reviews WHERE attempt_id NOT IN (SELECT attempt_id FROM reviews LIMIT 12)")
+    for db in (review_db, fresh):
+        flt = RunFilter(benchmark=benchmark)
+        with reader(db) as con:
+            got = rv.trust(con, flt)
+            agr = rv.agreement(con, flt)
+            corr = rv.judge_corrections(con, flt)
+            sample, gap = rv.calibration_sample(con, flt) if agr.n_reviewed else ([], None)
+        assert (got.sample, got.gap) == (sample, gap)
+        pd.testing.assert_frame_equal(got.corrections, corr)
+        assert got.agreement.n_reviewed == agr.n_reviewed and got.agreement.fleiss == agr.fleiss
+        for name in ("verdicts", "codes", "reviewers", "disagreements"):
+            pd.testing.assert_frame_equal(getattr(got.agreement, name), getattr(agr, name))
+        if benchmark == "rb":
+            assert agr.n_reviewed > 0 and len(corr) > 1
+
+
+FORMER_REVIEWS_OF = (
+    "SELECT r.reviewer, r.verdict, array_to_string(r.codes, ', ') AS codes, r.note, r.created_at, r.source, "
+    "r.review_id IN (SELECT review_id FROM v_reviews WHERE attempt_id = $id) AS is_current "
+    "FROM reviews r WHERE r.attempt_id = $id ORDER BY r.created_at DESC, r.review_id DESC"
+)
+
+
+def test_reviews_of_marks_the_current_reviews_as_the_view_does(review_db: Path, tmp_path: Path) -> None:
+    """One scan of the attempt's reviews marks each reviewer's newest as ``v_reviews`` does, with a reviewer who
+    changed their mind and reviews written in the same second."""
+    db = _copy(review_db, tmp_path)
+    target = _ids(db)[0]
+    for verdict in ("correct", "incorrect", "correct"):
+        record_review(db, attempt_id=target, reviewer="C", verdict=verdict, codes=[], note=None)
+    with writer(db) as con:  # two reviews of one reviewer at the same time: the higher id counts
+        con.execute("UPDATE reviews SET created_at = TIMESTAMP '2026-01-01 00:00:00' WHERE reviewer = 'C'")
+    with reader(db) as con:
+        ids = [target, *_ids(db)[1:6], -1]
+        n_current = 0
+        for attempt_id in ids:
+            got = rv.reviews_of(con, attempt_id=attempt_id)
+            pd.testing.assert_frame_equal(got, query_df(con, FORMER_REVIEWS_OF, {"id": attempt_id}))
+            n_current += int(got["is_current"].sum())
+        assert len(rv.reviews_of(con, attempt_id=target)) >= 3 and n_current > 0
+
+
+def test_agreement_is_the_same_on_every_call(review_db: Path) -> None:
+    """The kappa intervals resample the raters' rows: they come back in one order (the union of the raters' reads
+    had none, so two calls could give two intervals)."""
+    flt = RunFilter(benchmark="rb")
+    with reader(review_db) as con:
+        first = rv.agreement(con, flt)
+        labels = rv.rater_labels(con, first.disagreements["attempt_id"].drop_duplicates().tolist() or [0])
+        for _ in range(4):
+            again = rv.agreement(con, flt)
+            pd.testing.assert_frame_equal(again.verdicts, first.verdicts)
+            pd.testing.assert_frame_equal(again.codes, first.codes)
+    assert list(labels[["attempt_id", "rater"]].itertuples(index=False)) == sorted(
+        labels[["attempt_id", "rater"]].itertuples(index=False)
+    )

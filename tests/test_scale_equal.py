@@ -241,4 +241,36 @@ def test_the_drilldowns_task_marks_and_failed_neighbours_equal_those_of_every_at
                 old = transcript.failed_neighbours(attempts, str(task), int(sample))
                 assert tr.failed_around(con, run_id=run, task_id=str(task), sample=int(sample)) == old
                 n_moves += sum(x is not None for x in old)
+                if task == "no-such-task":
+                    continue
+                # the buttons' state drawn without a read: from the marks and the task's own verdicts
+                here = attempts[attempts["task_id"] == task]
+                passed = {
+                    int(s): (None if pd.isna(v) else bool(v))
+                    for s, v in zip(here["sample"], here["passed"], strict=True)
+                }
+                sides = tr.failed_on_either_side(new, passed, str(task), int(sample))
+                assert sides == (old[0] is not None, old[1] is not None), (run, task, sample)
         assert {"✓", "✗"} <= kinds and n_moves > 0
+
+
+def test_the_drilldowns_task_attempts_equal_attempts_of_and_attempt_detail(store_db: Path) -> None:
+    """One statement for a task's samples and the attempt shown: the same samples, verdicts and details as
+    ``attempts_of`` and ``attempt_detail`` (every 7th task of every run)."""
+    from analytics import trajectory as tr
+
+    with rdb.reader(store_db) as con:
+        pairs = rdb.query_rows(con, "SELECT DISTINCT run_id, task_id FROM attempts ORDER BY ALL")[::7]
+        n_samples = 0
+        for run, task in pairs:
+            got = tr.task_attempts(con, run_id=run, task_id=task)
+            former = tr.attempts_of(con, run_id=run, task_id=task)
+            assert list(got) == [int(s) for s in former["sample"]]
+            for s, p in zip(former["sample"], former["passed"], strict=True):
+                assert got[int(s)]["passed"] == (None if pd.isna(p) else p)
+                want = tr.attempt_detail(con, run_id=run, task_id=task, sample=int(s))
+                assert want is not None and got[int(s)].keys() == want.keys()
+                for key, value in want.items():
+                    assert repr(got[int(s)][key]) == repr(value), (run, task, s, key)
+                n_samples += 1
+        assert n_samples > len(pairs)  # tasks with several samples among them

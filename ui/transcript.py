@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from analytics import formatting as fmt
+from analytics import rules
 from analytics import trajectory as tr
 from ui import review
 from ui.common import cached, long_text, plain
@@ -146,18 +147,22 @@ def attempt_header(d: dict[str, Any]) -> None:
         )
 
 
-def judge_section(d: dict[str, Any], verdicts: pd.DataFrame, *, name: str) -> None:
-    """The log's own judge verdict and Runlens' stored LLM-judge verdicts, when there are any."""
-    if not d.get("judge") and verdicts.empty:
-        return
-    with st.expander("Judge verdict and rationale", expanded=True):
-        if d.get("judge"):
+def judge_section(d: dict[str, Any], *, name: str) -> None:
+    """The log's own judge verdict (from the attempt's row), and Runlens' stored LLM-judge verdicts, read when their
+    panel is opened."""
+    if d.get("judge"):
+        with st.expander("Judge verdict and rationale", expanded=True):
             st.caption("From the log")
             st.text(str(d["judge"].get("brief_reason") or d["judge"].get("rationale") or ""))
             st.json(d["judge"], expanded=False)
-        if not verdicts.empty:
-            st.caption("Runlens LLM judge (python -m analytics judge), newest first")
-            show_table(verdicts, key="dd_verdicts", name=f"verdicts-{name}")
+    with st.expander("Runlens LLM judge verdicts", key="dd_verdicts_open", on_change="rerun") as box:
+        if box.open:
+            verdicts = cached(tr.judge_verdicts_of, attempt_id=int(d["attempt_id"]))
+            if verdicts.empty:
+                st.caption("No stored verdict for this attempt (`python -m analytics judge` adds them).")
+            else:
+                st.caption("Runlens LLM judge (python -m analytics judge), newest first")
+                show_table(verdicts, key="dd_verdicts", name=f"verdicts-{name}")
 
 
 def expected_actions(actions: list[dict[str, Any]], calls: pd.DataFrame, *, name: str) -> None:
@@ -191,8 +196,8 @@ def expected_actions(actions: list[dict[str, Any]], calls: pd.DataFrame, *, name
     show_table(table, key="dd_actions", name=f"actions-{name}", budget_px=SIDE_PX, is_display=True)
 
 
-def reference_panel(d: dict[str, Any], align: pd.DataFrame, findings: pd.DataFrame, *, name: str) -> None:
-    """Coverage of the reference trajectory, the alignment table, the findings and the human reviews."""
+def reference_panel(d: dict[str, Any], align: pd.DataFrame, *, name: str) -> None:
+    """Coverage of the reference trajectory and the alignment table."""
     st.subheader("Against the reference")
     if not d.get("reference_trajectory"):
         st.info("The task has no reference trajectory.")
@@ -219,14 +224,31 @@ def reference_panel(d: dict[str, Any], align: pd.DataFrame, findings: pd.DataFra
             name=f"alignment-{name}",
             budget_px=SIDE_PX,
         )
-    st.subheader("Findings")
-    if findings.empty:
-        st.caption("No error labels or rule findings.")
-    else:
-        show_table(findings, key="dd_findings", name=f"findings-{name}", budget_px=SIDE_PX)
-    attempt_id = int(d["attempt_id"])
-    st.subheader("Human reviews")  # beside the log's labels, rule findings and judge verdicts above
-    review.reviews_table(attempt_id, key="dd_reviews")
+
+
+NO_FINDINGS = pd.DataFrame({"code": [], "source": [], "step": [], "detail": []})
+
+
+def findings_panel(attempt_id: int, *, name: str) -> pd.DataFrame:
+    """The attempt's error labels and rule findings, read when the panel is opened (the rules run over every step);
+    returns them (none while closed) so the transcript marks them on their steps."""
+    with st.expander("Findings: error labels and rule findings", key="dd_findings_open", on_change="rerun") as box:
+        if not box.open:
+            return NO_FINDINGS
+        findings = cached(rules.attempt_findings, attempt_id=attempt_id)
+        if findings.empty:
+            st.caption("No error labels or rule findings.")
+        else:
+            show_table(findings, key="dd_findings", name=f"findings-{name}", budget_px=SIDE_PX)
+            st.caption("Marked on their steps in the transcript.")
+        return findings
+
+
+def reviews_panel(attempt_id: int) -> None:
+    """The attempt's human reviews (read when opened) and the review form."""
+    with st.expander("Human reviews", key="dd_reviews_open", on_change="rerun") as box:
+        if box.open:  # beside the log's labels, rule findings and judge verdicts above
+            review.reviews_table(attempt_id, key="dd_reviews")
     # open after a save, so the confirmation drawn inside is seen (the rerun would collapse it)
     with st.expander("Review this attempt", expanded="dd_review_flash" in st.session_state):
         review.review_form(attempt_id, key="dd_review")

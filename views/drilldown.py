@@ -11,7 +11,6 @@ import pandas as pd
 import streamlit as st
 
 from analytics import formatting as fmt
-from analytics import rules
 from analytics import trajectory as tr
 from analytics.runs import run_label
 from ui import transcript
@@ -96,8 +95,10 @@ task_id = c_task.selectbox(
 )
 if len(shown_tasks) < len(marks):
     c_task.caption(f"{len(shown_tasks):,} of {len(marks):,} tasks listed; search for the others.")
-attempts = cached(tr.attempts_of, run_id=run_id, task_id=task_id)  # the task's samples
-samples = [int(s) for s in attempts["sample"]]
+details = cached(tr.task_attempts, run_id=run_id, task_id=task_id)  # every sample of the task, one statement
+if not details:
+    empty_state("This task has no attempts in this run.")
+samples = list(details)
 if link[:2] == (run_id, task_id) and link[2] is not None and (not link[2].isdigit() or int(link[2]) not in samples):
     st.info(
         plain(
@@ -116,45 +117,57 @@ if (run_id, task_id, str(sample)) != implied:
 # else the URL already says which attempt this is (a link to a run opens on its first attempt): it stays as it came,
 # so a first visit is one history entry
 
+
 # --- moving around: failed attempts of this run, other samples, the same task elsewhere -------------------------
-before, after = cached(tr.failed_around, run_id=run_id, task_id=task_id, sample=sample)
+def open_failed(run_id: str, task_id: str, sample: int, side: int) -> None:
+    """The failed attempt before (side 0) or after (1) this one, found when the button is pressed."""
+    target = cached(tr.failed_around, run_id=run_id, task_id=task_id, sample=sample)[side]
+    if target is not None:
+        open_attempt(run_id, *target)
+
+
+# whether there is one on either side, from the task marks and this task's samples (no read)
+has_before, has_after = tr.failed_on_either_side(
+    marks, {s: r.get("passed") for s, r in details.items()}, task_id, sample
+)
 nav = st.columns([2, 2, 3, 3])
 nav[0].button(
     "◀ Previous failed",
     key="dd_prev_failed",
-    disabled=before is None,
-    on_click=open_attempt,
-    args=(run_id, *before) if before else None,
+    disabled=not has_before,
+    on_click=open_failed,
+    args=(run_id, task_id, sample, 0),
 )
 nav[1].button(
     "Next failed ▶",
     key="dd_next_failed",
-    disabled=after is None,
-    on_click=open_attempt,
-    args=(run_id, *after) if after else None,
+    disabled=not has_after,
+    on_click=open_failed,
+    args=(run_id, task_id, sample, 1),
 )
 with nav[2]:
     st.caption("Samples of this task")
-    for col, r in zip(st.columns(max(len(attempts), 1)), attempts.itertuples(), strict=False):
+    for col, (s, r) in zip(st.columns(max(len(details), 1)), details.items(), strict=False):
         col.button(
-            f"{int(r.sample)} {transcript.mark(r.passed)}",
-            key=f"dd_s_{int(r.sample)}",
-            disabled=int(r.sample) == sample,
+            f"{s} {transcript.mark(r.get('passed'))}",
+            key=f"dd_s_{s}",
+            disabled=s == sample,
             on_click=open_attempt,
-            args=(run_id, task_id, int(r.sample)),
+            args=(run_id, task_id, s),
         )
-with nav[3]:
-    others = cached(tr.runs_with_task, benchmark=bench, task_id=task_id)
-    others = others[others["run_id"] != run_id]
-    if others.empty:
-        st.caption("No other run attempted this task.")
-    else:
-        olabels = {
-            r.run_id: f"{run_label(r.agent, r.agent_version)} · {r.run_id} · pass {fmt.pct(r.pass_rate, 0)}"
-            for r in others.itertuples()
-        }
-        other = st.selectbox("Same task in another run", list(olabels), format_func=olabels.__getitem__, key="dd_other")
-        st.button("Open", key="dd_open_other", on_click=open_attempt, args=(other, task_id, 0))
+with nav[3].expander("Same task in another run", key="dd_other_open", on_change="rerun") as other_box:
+    if other_box.open:  # read when opened
+        others = cached(tr.runs_with_task, benchmark=bench, task_id=task_id)
+        others = others[others["run_id"] != run_id]
+        if others.empty:
+            st.caption("No other run attempted this task.")
+        else:
+            olabels = {
+                r.run_id: f"{run_label(r.agent, r.agent_version)} · {r.run_id} · pass {fmt.pct(r.pass_rate, 0)}"
+                for r in others.itertuples()
+            }
+            other = st.selectbox("Run", list(olabels), format_func=olabels.__getitem__, key="dd_other")
+            st.button("Open", key="dd_open_other", on_click=open_attempt, args=(other, task_id, 0))
 
 if st.toggle("Coverage across the runs of this benchmark (AD-Bench Figures 3 and 4)", key="dd_overview"):
     by_level = cached(tr.coverage_by_level, run_filter=dataclasses.replace(filters, benchmark=bench))
@@ -173,25 +186,26 @@ if st.toggle("Coverage across the runs of this benchmark (AD-Bench Figures 3 and
     else:
         st.info("The tasks of this benchmark carry no reference trajectories, so there is no coverage.")
 
-d = cached(tr.attempt_detail, run_id=run_id, task_id=task_id, sample=sample)
-if d is None:
-    empty_state("No such attempt.")
+d = details[sample]
 attempt_id = int(d["attempt_id"])
 name = f"{run_id}-{task_id}-{sample}"
 transcript.attempt_header(d)
-transcript.judge_section(d, cached(tr.judge_verdicts_of, attempt_id=attempt_id), name=name)
+transcript.judge_section(d, name=name)  # the log's judge from the row; Runlens' verdicts read when opened
 
 if notice := tr.partial_notice(d.get("trace_partial")):  # never shown as a whole attempt (docs/formats.md)
     st.warning(plain(notice), icon=":material/broken_image:")
-align = cached(tr.alignment_frame, attempt_id=attempt_id, reference=tuple(d.get("reference_trajectory") or ()))
-findings = cached(rules.attempt_findings, attempt_id=attempt_id)
+# the tool calls (one statement) align the transcript with the reference: its badges, the expected actions and
+# the alignment table (``alignment_frame`` computed from the same calls)
+calls = cached(tr.tool_calls_of, attempt_id=attempt_id)
+align = tr.alignment_rows(calls, tuple(d.get("reference_trajectory") or ()))
 diverge = align.loc[align["is_first_divergence"], "step"].dropna()
 timeline, side = st.columns([3, 2])
 with side:
     if d.get("expected_actions"):
-        calls = cached(tr.tool_calls_of, attempt_id=attempt_id)
         transcript.expected_actions(d["expected_actions"], calls, name=name)
-    transcript.reference_panel(d, align, findings, name=name)
+    transcript.reference_panel(d, align, name=name)
+    findings = transcript.findings_panel(attempt_id, name=name)  # read when opened; then marked on the steps too
+    transcript.reviews_panel(attempt_id)
 with timeline:
     transcript.timeline(
         transcript.Timeline(

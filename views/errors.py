@@ -53,9 +53,9 @@ else:
     )
 
 # how far the judge can be trusted, before its distributions (agreement with human reviews, views/review.py)
-trust = cached(rv.agreement, run_filter=filters)
+judged = cached(rv.trust, run_filter=filters)  # agreement and corrected figures from one read of the reviews
+trust, corrected = judged.agreement, judged.corrections
 st.info(plain(rv.trust_sentence(trust.verdicts, trust.n_reviewed)), icon=":material/balance:")
-corrected = cached(rv.judge_corrections, run_filter=filters)
 if not corrected.empty:
     with st.expander("Judge figures corrected by human reviews (PPI++, 95% intervals)", expanded=trust.n_reviewed > 0):
         show_table(
@@ -180,14 +180,36 @@ if ss.get("err_link") != link or "err_pick_run" not in ss:  # a click, a deep li
         ss.err_pick_run = link[0]
     ss.err_pick_code = link[1] if link[1] in codes else None
     ss.err_pick_code_b = link[2] if link[2] in codes else None
+if any(link):  # a click on a bar or cell, or a deep link, asks for the attempts
+    ss.err_list_attempts = True
+
+
+def list_attempts() -> None:
+    ss.err_list_attempts = True
+
+
 c1, c2, c3 = st.columns(3)
-pick_run = c1.selectbox("Run", run_ids, format_func=labels.__getitem__, key="err_pick_run")
-pick_code = c2.selectbox("Code", codes, index=None, placeholder="any code", key="err_pick_code")
-pick_b = c3.selectbox("With code", codes, index=None, placeholder="-", key="err_pick_code_b")
-attempts = cached(
-    err.error_attempts, run_id=pick_run, code=pick_code, code_b=pick_b, slice_name=slice_name, sources=tuple(sources)
+pick_run = c1.selectbox("Run", run_ids, format_func=labels.__getitem__, key="err_pick_run", on_change=list_attempts)
+pick_code = c2.selectbox(
+    "Code", codes, index=None, placeholder="any code", key="err_pick_code", on_change=list_attempts
 )
-if attempts.empty:
+pick_b = c3.selectbox("With code", codes, index=None, placeholder="-", key="err_pick_code_b", on_change=list_attempts)
+# below the first screen: read when asked (a click, a pick, a link or the button), not on every first visit
+attempts = (
+    cached(
+        err.error_attempts,
+        run_id=pick_run,
+        code=pick_code,
+        code_b=pick_b,
+        slice_name=slice_name,
+        sources=tuple(sources),
+    )
+    if ss.get("err_list_attempts")
+    else None
+)
+if attempts is None:
+    st.button("List the failed attempts", key="err_list", on_click=list_attempts, icon=":material/list:")
+elif attempts.empty:
     st.info("No failed attempt matches.")
 else:
     attempts = attempts.assign(
@@ -213,13 +235,19 @@ else:
         name=f"errors-attempts-{pick_run}",
     )
 
-st.subheader("Co-occurrence within failed attempts")
-co_run = st.selectbox("Run", run_ids, format_func=labels.__getitem__, key="err_co_run")
-co = cached(err.cooccurrence, run_filter=dataclasses.replace(filters, run_ids=(co_run,)), sources=tuple(sources))
-if co.empty:
-    st.info("This run has no labelled failed attempt.")
-else:
-    show_fig(err.fig_cooccurrence(co), key="err_co", data=co, name="error-cooccurrence", select=True)
+# far below the first screen: read when opened (open at once when a link names a cell's second code)
+with st.expander(
+    "Co-occurrence within failed attempts", key="err_co_open", on_change="rerun", expanded=bool(link[2])
+) as co_box:
+    if co_box.open:
+        co_run = st.selectbox("Run", run_ids, format_func=labels.__getitem__, key="err_co_run")
+        co = cached(
+            err.cooccurrence, run_filter=dataclasses.replace(filters, run_ids=(co_run,)), sources=tuple(sources)
+        )
+        if co.empty:
+            st.info("This run has no labelled failed attempt.")
+        else:
+            show_fig(err.fig_cooccurrence(co), key="err_co", data=co, name="error-cooccurrence", select=True)
 
 if len(run_ids) > 1:
     st.subheader("Diff between two runs")

@@ -72,17 +72,16 @@ def _with_links(df):  # type: ignore[no-untyped-def]
 
 # --- agreement first: how far can the judge be trusted? --------------------------------------------------------
 st.subheader("Judge and labels against human reviewers")
-agr = cached(rv.agreement, run_filter=filters)
+judged = cached(rv.trust, run_filter=filters)  # agreement, corrected figures, sample: one read of the reviews
+agr, corr = judged.agreement, judged.corrections
 st.info(plain(rv.trust_sentence(agr.verdicts, agr.n_reviewed)), icon=":material/balance:")
-corr = cached(rv.judge_corrections, run_filter=filters)
 if not corr.empty:
     st.caption(
         "The judge's figures beside the same figures corrected by the human reviews of the calibration sample "
         "(prediction-powered inference, PPI++: valid 95% intervals when the reviewed attempts are the calibration "
         "queue's random sample; a review from another queue counts only inside that sample)."
     )
-    # without a review in the view the sample is empty: its order over every attempt is not needed
-    sample, gap = cached(rv.calibration_sample, run_filter=filters) if agr.n_reviewed else ([], None)
+    sample, gap = judged.sample, judged.gap  # without a review in the view: empty, its order not computed
     st.caption(
         "Calibration sample: none yet. Review the calibration queue's attempts in order (below, queue "
         "'calibration') to correct the judge's figures."

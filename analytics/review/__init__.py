@@ -31,6 +31,7 @@ from analytics.review.compute import (
     VERDICT_COLUMNS,
     Agreement,
     JudgeTotals,
+    Trust,
     agreement_of,
     code_scores,
     cohen_kappa,
@@ -59,6 +60,7 @@ from analytics.review.load import (
     rater_labels,
     review_queue,
     reviews_of,
+    trust,
 )
 from analytics.review.report import (
     corrections_table,
@@ -71,6 +73,7 @@ from analytics.review.report import (
 __all__ = [
     "Agreement",
     "JudgeTotals",
+    "Trust",
     "CALIBRATION_ORDER",
     "CALIBRATION_SEED",
     "CODE_COLUMNS",
@@ -105,5 +108,6 @@ __all__ = [
     "raters_line",
     "review_queue",
     "reviews_of",
+    "trust",
     "trust_sentence",
 ]

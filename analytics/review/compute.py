@@ -134,6 +134,18 @@ class Agreement:
     fleiss: dict[str, float] | None = None  # kappa, kappa_lo, kappa_hi, n_attempts, n_reviewers (2+ reviewers)
 
 
+@dataclass(frozen=True)
+class Trust:
+    """What the Errors and Review pages show of the judge's trustworthiness, from one read of the current reviews:
+    the raters' agreement with the humans, the judge's corrected figures and the calibration sample (the reviewed
+    prefix of the calibration queue, empty without a review; ``gap`` the attempt that stops it)."""
+
+    agreement: Agreement
+    corrections: pd.DataFrame
+    sample: list[int]
+    gap: int | None
+
+
 VERDICT_COLUMNS = ["rater", "n", "agreement", "kappa", "kappa_lo", "kappa_hi", "tp", "tn", "fp", "fn"]
 
 

@@ -15,6 +15,7 @@ from analytics.review.compute import (
     QUEUES,
     Agreement,
     JudgeTotals,
+    Trust,
     agreement_of,
     corrections_from_counts,
     human_consensus,
@@ -39,11 +40,12 @@ _FILTER_SQL = with_run_filter(" WHERE $run_filter ")
 
 
 def reviews_of(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.DataFrame:
-    """Every review of one attempt, newest first; ``is_current`` marks each reviewer's newest."""
+    """Every review of one attempt, newest first; ``is_current`` marks each reviewer's newest (``v_reviews``' rule,
+    on the attempt's own rows: one scan of the reviews, not two)."""
     return query_df(
         con,
         "SELECT r.reviewer, r.verdict, array_to_string(r.codes, ', ') AS codes, r.note, r.created_at, r.source, "
-        "r.review_id IN (SELECT review_id FROM v_reviews WHERE attempt_id = $id) AS is_current "
+        "row_number() OVER (PARTITION BY r.reviewer ORDER BY r.created_at DESC, r.review_id DESC) = 1 AS is_current "
         "FROM reviews r WHERE r.attempt_id = $id ORDER BY r.created_at DESC, r.review_id DESC",
         {"id": int(attempt_id)},
     )
@@ -85,12 +87,16 @@ def review_queue(
     # last: its first n are among the first n + (this reviewer's reviews) failed attempts in that order, or among
     # those reviews. Only these candidates are joined with the judges' verdicts and labels, not every attempt.
     params = run_filter.params() | {"reviewer": reviewer or "", "n": int(n)}
+    in_range = ""  # the candidates' attempt-id range as constants, when known without a read
     if queue == "failed":
         params["cand"] = _first_failed(con, run_filter, reviewer=reviewer or "", n=int(n))
         candidates = (
             "cand AS (SELECT DISTINCT unnest($cand::BIGINT[]) AS attempt_id "
             "UNION SELECT attempt_id FROM v_reviews WHERE reviewer = $reviewer), "
         )
+        if not reviewer:  # no name typed: no review is this reviewer's, the candidates are the failed ones found
+            params |= {"lo": min(params["cand"], default=0), "hi": max(params["cand"], default=-1)}
+            in_range = "attempt_id BETWEEN $lo AND $hi AND "  # the scans skip the other runs' row groups
     else:
         candidates = "cand AS (SELECT attempt_id FROM attempts), "
     # the candidates' predicted codes only (their labels grouped, not every label of the store)
@@ -98,13 +104,13 @@ def review_queue(
     sql = f"""
         WITH {candidates}
         lj AS (SELECT attempt_id, TRY_CAST(judge->>'result_correct' AS BOOLEAN) AS judge_correct FROM attempts
-               SEMI JOIN cand USING (attempt_id)),
+               SEMI JOIN cand USING (attempt_id) WHERE {in_range} true),
         rj AS (SELECT v.attempt_id, bool_and(TRY_CAST(v.verdict->>'result_correct' AS BOOLEAN)) AS judge_correct,
                       (SELECT list(DISTINCT e.code) FROM error_labels e WHERE e.attempt_id = v.attempt_id
                          AND e.source = 'judge') AS codes
                FROM judge_verdicts v WHERE NOT v.is_failure GROUP BY v.attempt_id),
         lb AS (SELECT attempt_id, list(DISTINCT code) AS codes FROM error_labels SEMI JOIN cand USING (attempt_id)
-               WHERE source = 'label' GROUP BY attempt_id),
+               WHERE {in_range} source = 'label' GROUP BY attempt_id),
         mine AS (SELECT attempt_id, count(*) AS n_reviews, bool_or(reviewer = $reviewer) AS is_reviewed_by_me
                  FROM v_reviews GROUP BY attempt_id)
         SELECT a.attempt_id, a.run_id, r.agent, a.task_id, a.sample, a.passed, lj.judge_correct AS log_judge_correct,
@@ -119,7 +125,7 @@ def review_queue(
         LEFT JOIN lb USING (attempt_id)
         LEFT JOIN mine m USING (attempt_id)
         LEFT JOIN ({predicted}) pc USING (attempt_id)
-        {_FILTER_SQL} AND ({where})
+        {_FILTER_SQL} AND {in_range.replace("attempt_id", "a.attempt_id")} ({where})
         ORDER BY coalesce(m.is_reviewed_by_me, false), {order}
         LIMIT $n
     """
@@ -135,6 +141,7 @@ def _first_failed(con: duckdb.DuckDBPyConnection, run_filter: RunFilter, *, revi
     need = n + int(
         query_df(con, "SELECT count(DISTINCT attempt_id) AS k FROM v_reviews WHERE reviewer = $reviewer",
                  {"reviewer": reviewer})["k"].iloc[0]
+        if reviewer else 0  # no name typed yet: no review is this reviewer's (a review needs a name: jobs/reviews.py)
     )  # fmt: skip
     runs = query_df(con, f"SELECT r.run_id FROM runs r {_FILTER_SQL} ORDER BY r.run_id", run_filter.params())
     out: list[int] = []
@@ -178,7 +185,8 @@ def _id_range(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object
 
 
 def rater_labels(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> pd.DataFrame:
-    """Every machine or log rater's verdict and codes on ``attempt_ids``: one row per (attempt, rater).
+    """Every machine or log rater's verdict and codes on ``attempt_ids``: one row per (attempt, rater), by attempt
+    and rater.
 
     ``is_correct`` is None for a rater that gives codes only; ``codes`` is None for one that gives a verdict only.
     """
@@ -211,7 +219,8 @@ def rater_labels(con: duckdb.DuckDBPyConnection, attempt_ids: Sequence[int]) -> 
         {"ids": [int(i) for i in attempt_ids]},
     )
     df["codes"] = [set(c) if isinstance(c, (list, np.ndarray)) else None for c in df["codes"]]
-    return df[cols]
+    # in one order whatever order the union's parts come back in: the kappa intervals resample these rows
+    return df[cols].sort_values(["attempt_id", "rater"], kind="stable", ignore_index=True)
 
 
 def agreement(
@@ -308,12 +317,18 @@ def judge_corrections(
     keeps (``run_judge_counts``, ``run_label_codes``: migration 009) and the judge's verdict and codes of the
     reviewed attempts alone: the attempts nobody reviewed enter only through their counts, whatever their number.
     The calibration sample is ordered only when some attempt of the view has a review."""
+    humans = human_consensus(current_reviews(con, run_filter))
+    sample = calibration_sample(con, run_filter)[0] if len(humans) else []
+    return _corrections(con, run_filter, humans, sample, level=level)
+
+
+def _corrections(
+    con: duckdb.DuckDBPyConnection, run_filter: RunFilter, humans: pd.DataFrame, sample: list[int], *, level: float
+) -> pd.DataFrame:
+    """``judge_corrections`` from the human consensus of the view's reviews and its calibration sample."""
     counts = _label_counts(con, run_filter)
     source = code_source(counts)
-    humans = human_consensus(current_reviews(con, run_filter))
-    if len(humans):
-        sample, _ = calibration_sample(con, run_filter)
-        humans = humans[humans["attempt_id"].isin(sample)]
+    humans = humans[humans["attempt_id"].isin(sample)] if len(humans) else humans
     return corrections_from_counts(
         _judge_totals(con, run_filter),
         counts[counts["source"] == source],
@@ -322,6 +337,25 @@ def judge_corrections(
         humans,
         level=level,
     )
+
+
+def trust(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter = ALL_RUNS,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Trust:
+    """``agreement``, ``judge_corrections`` and ``calibration_sample`` of one view (what the Errors and Review pages
+    show first) from one read of its current reviews and, when some attempt is reviewed, one ordering of the
+    calibration sample: the same values as the three calls (tests/test_review.py), which read the reviews twice
+    and ordered the sample twice."""
+    reviews = current_reviews(con, run_filter)
+    humans = human_consensus(reviews)
+    agr = agreement_of(reviews, humans, rater_labels(con, humans["attempt_id"].tolist()), n_boot=n_boot, seed=seed)
+    sample, gap = calibration_sample(con, run_filter) if len(humans) else ([], None)
+    return Trust(agr, _corrections(con, run_filter, humans, sample, level=level), sample, gap)
 
 
 def code_source(label_counts: pd.DataFrame) -> str:

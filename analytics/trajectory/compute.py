@@ -374,3 +374,18 @@ def failed_neighbours_in(
     before, after = failed[failed < here], failed[failed > here]
     pick = lambda i: (str(tasks[i]), int(samples[i]))  # noqa: E731
     return (pick(before[-1]) if len(before) else None), (pick(after[0]) if len(after) else None)
+
+
+def failed_on_either_side(
+    marks: dict[str, str], passed: dict[int, Any], task_id: str, sample: int
+) -> tuple[bool, bool]:
+    """Whether the run has a failed attempt before and after one attempt in its order (task, then sample), from the
+    task marks (``task_marks_of``: ✗ and ◐ tasks have a failed attempt) and the verdicts of the attempt's task by
+    sample (``passed``): what ``failed_around`` finds, without reading (tests/test_scale_equal.py)."""
+    tasks = list(marks)
+    failed_task = np.isin(np.array(list(marks.values()), dtype=object), ["✗", "◐"])
+    at = tasks.index(str(task_id)) if str(task_id) in marks else len(tasks)
+    failed_here = [s for s, v in passed.items() if not (v is None or pd.isna(v) or bool(v))]
+    before = any(s < int(sample) for s in failed_here) or bool(failed_task[:at].any())
+    after = any(s > int(sample) for s in failed_here) or bool(failed_task[at + 1 :].any())
+    return before, after

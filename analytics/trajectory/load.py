@@ -140,30 +140,43 @@ def runs_with_task(con: duckdb.DuckDBPyConnection, *, benchmark: str, task_id: s
     )
 
 
-def attempt_detail(
-    con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str, sample: int | None = None
-) -> dict[str, Any] | None:
-    """Everything the drilldown header shows for one attempt (the lowest sample when none is given)."""
-    rows = query_df(
-        con,
-        "SELECT a.*, r.benchmark, r.agent, r.agent_version, r.judge AS run_judge, t.query, "
-        "t.level, t.category, t.human_minutes, t.reference_answer, t.reference_trajectory, "
-        "t.extra::VARCHAR AS task_extra "
-        "FROM attempts a JOIN runs r USING (run_id) "
-        "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
-        "WHERE a.run_id = ? AND a.task_id = ? AND (? IS NULL OR a.sample = ?) "
-        "ORDER BY a.sample LIMIT 1",
-        [run_id, task_id, sample, sample],
-    )
-    if rows.empty:
-        return None
-    rec = {k: (None if _is_missing(v) else v) for k, v in rows.iloc[0].to_dict().items()}
+_DETAIL_SQL = (
+    "SELECT a.*, r.benchmark, r.agent, r.agent_version, r.judge AS run_judge, t.query, "
+    "t.level, t.category, t.human_minutes, t.reference_answer, t.reference_trajectory, "
+    "t.extra::VARCHAR AS task_extra "
+    "FROM attempts a JOIN runs r USING (run_id) "
+    "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
+)
+
+
+def _detail_record(row: dict[str, Any]) -> dict[str, Any]:
+    rec = {k: (None if _is_missing(v) else v) for k, v in row.items()}
     judge = rec.get("judge")
     rec["judge"] = json.loads(judge) if isinstance(judge, str) else judge
     rec["reference_trajectory"] = _as_list(rec.get("reference_trajectory"))
     rec.update(_outcome_details(rec.get("extra")))
     rec["expected_actions"] = expected_actions(rec.pop("task_extra", None))
     return rec
+
+
+def attempt_detail(
+    con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str, sample: int | None = None
+) -> dict[str, Any] | None:
+    """Everything the drilldown header shows for one attempt (the lowest sample when none is given)."""
+    rows = query_df(
+        con,
+        _DETAIL_SQL + "WHERE a.run_id = ? AND a.task_id = ? AND (? IS NULL OR a.sample = ?) ORDER BY a.sample LIMIT 1",
+        [run_id, task_id, sample, sample],
+    )
+    return None if rows.empty else _detail_record(rows.iloc[0].to_dict())
+
+
+def task_attempts(con: duckdb.DuckDBPyConnection, *, run_id: str, task_id: str) -> dict[int, dict[str, Any]]:
+    """``attempt_detail`` of every sample of one task of a run, by sample ascending, in one statement: the drilldown's
+    sample buttons and the attempt it shows (``attempts_of`` and ``attempt_detail`` were two statements)."""
+    rows = query_df(con, _DETAIL_SQL + "WHERE a.run_id = ? AND a.task_id = ? ORDER BY a.sample", [run_id, task_id])
+    records = (_detail_record(rows.iloc[i].to_dict()) for i in range(len(rows)))  # as attempt_detail makes them
+    return {int(rec["sample"]): rec for rec in records}
 
 
 def judge_verdicts_of(con: duckdb.DuckDBPyConnection, *, attempt_id: int) -> pd.DataFrame:
