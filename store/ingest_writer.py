@@ -137,9 +137,11 @@ def _write(
     _insert(con, "runs", bundle.runs, {"file_id": file_id, "is_demo": is_demo})
     attempt_runs: set[str] = set()
     has_labels = False
-    n_parts = 0
+    file_attempts: list[pa.Table] = []  # each part's attempts and labels (memory-mapped when spilled): small
+    file_labels: list[pa.Table] = []
     for tables in bundle.parts():  # one part, or a large file's parts in turn (ingest.records.Bundle.spill)
-        n_parts += 1
+        file_attempts.append(tables["attempts"])
+        file_labels.append(tables["labels"])
         attempt_runs.update(tables["attempts"].column("run_id").unique().to_pylist())
         _insert(con, "attempts", tables["attempts"], {"file_id": file_id}, id_base=base)
         _insert(con, "steps", tables["steps"], id_base=base)
@@ -166,20 +168,31 @@ def _write(
             _write_revisions(con, bundle, scores, file_id)
     # a file that only adds runs of its own (an upload, a harness's run log): its aggregate rows go in straight
     # from its attempts (ids base .. base + n - 1); one that extends or re-scores stored runs replaces their rows
+    # (from its own tables, its parts' put together, not read back from the store: on a lake each such scan pays
+    # for its catalog and file reads, 0.6 CPU s a 56 MB file that validation workers had handed over on disk)
+    attempts = pa.concat_tables(file_attempts) if len(file_attempts) > 1 else file_attempts[0]
     if not bundle.revised_runs and attempt_runs <= set(bundle.runs["run_id"]):
-        if n_parts == 1:  # its tables are still at hand: the rows come from them, not from the store
-            aggregates.insert_file_rows(con, tables["attempts"], tables["labels"], base, with_labels=has_labels)
-        else:
-            aggregates.insert_file(con, file_id, (base, base + bundle.n_attempts - 1), with_labels=has_labels)
+        labels = pa.concat_tables(file_labels) if len(file_labels) > 1 else file_labels[0]
+        aggregates.insert_file_rows(con, attempts, labels, base, with_labels=has_labels)
     else:
         aggregates.refresh_file(con, file_id, revised_runs=tuple(bundle.revised_runs))
-    # the digest goes into the row as it is inserted: an UPDATE afterwards costs a lake a delete file per upload
-    # (ingest_log then fragments, and every later upload's duplicate check reads more files); one statement, and
-    # for a file written in one part its SELECT reads the file's own Arrow table, which stands for the attempts
-    # it wrote (a CTE shadows the table of its name), instead of reading them back from the store
+    _log_file(con, file_id, bundle, facts, attempts)
+    if before_commit is not None:
+        before_commit(con, file_id)
+    return file_id
+
+
+def _log_file(
+    con: duckdb.DuckDBPyConnection, file_id: int, bundle: Bundle, facts: _FileFacts, attempts: pa.Table | None
+) -> None:
+    """The file's ``ingest_log`` row. The digest goes into the row as it is inserted: an UPDATE afterwards costs a
+    lake a delete file per upload (ingest_log then fragments, and every later upload's duplicate check reads more
+    files); one statement, and given the file's own Arrow table of ``attempts`` (its parts' put together) its
+    SELECT reads that, which stands for the attempts it wrote (a CTE shadows the table of its name), instead of
+    reading them back from the store."""
     digest_sql = load_sql("file_digest")
-    if n_parts == 1:
-        con.register("_rl_digest_attempts", tables["attempts"])
+    if attempts is not None:
+        con.register("_rl_digest_attempts", attempts)
         digest_sql = (
             f"WITH attempts AS (SELECT *, $file_id AS file_id FROM _rl_digest_attempts) SELECT * FROM ({digest_sql})"
         )
@@ -200,15 +213,12 @@ def _write(
                 "n_steps": bundle.n_steps,
                 "started_at": facts.started_at,
                 "seconds": facts.seconds,
-                "is_demo": is_demo,
+                "is_demo": facts.is_demo,
             },
         )
     finally:
-        if n_parts == 1:
+        if attempts is not None:
             con.unregister("_rl_digest_attempts")
-    if before_commit is not None:
-        before_commit(con, file_id)
-    return file_id
 
 
 def _write_revisions(con: duckdb.DuckDBPyConnection, bundle: Bundle, scores: pa.Table, file_id: int) -> None:
