@@ -1,4 +1,5 @@
-"""Ingest files and folders: detect, parse, validate, write -- one transaction per file."""
+"""Ingest files and folders: detect, parse, validate, write -- each file all or nothing (its own transaction, or a
+batch of small files in one: ingest.batches)."""
 
 from __future__ import annotations
 
@@ -509,7 +510,9 @@ def ingest_paths(
 ) -> list[FileResult]:
     """Ingest every file under ``paths``; a bad file is reported and skipped, the others still go in.
 
-    Files are written in order, one transaction each. With several files (see ``ingest_jobs``), worker processes
+    Files are written in order, each all or nothing: one transaction each, or several small files whose runs are
+    their own in one transaction together (``ingest.batches``; a batch that fails is written file by file). With
+    several files (see ``ingest_jobs``), worker processes
     read and validate the next files while this process writes the current one; the outcome is the same as one
     file after another (a file validated against definitions that changed meanwhile is validated again). The
     workers are started with ``spawn``: a script calling this with workers needs the usual
@@ -546,15 +549,9 @@ def ingest_paths(
             )
         else:
             prepared = (None for _ in files)
-        for path, ready in zip(files, prepared, strict=True):
-            if is_archive(path):  # each member a file of its own, streamed (ingest.archives)
-                from ingest.archives import ingest_archive
 
-                for done in ingest_archive(con, path, known, fmt=fmt, is_demo=is_demo, spill_dir=spill_dir, **options):
-                    results.append(done)
-                    if out is not None:
-                        print(describe(done), file=out)
-                continue
+        def write_one(path: Path, ready: Prepared | None) -> FileResult:
+            """One file in its own transaction (``ready``: validated already, perhaps against an older store)."""
             try:
                 result = commit_prepared(con, ready, known, is_demo=is_demo) if ready is not None else None
                 if result is None:
@@ -575,9 +572,43 @@ def ingest_paths(
             finally:
                 if ready is not None and ready.bundle is not None:
                     ready.bundle.release()
+            return result
+
+        def emit(result: FileResult) -> None:
             results.append(result)
             if out is not None:
                 print(describe(result), file=out)
+
+        from ingest.batches import Batch  # small files written together (each still all or nothing)
+
+        batch = Batch(con, known, is_demo=is_demo, alone=lambda p: write_one(Path(p.path), p), emit=emit)
+        try:
+            for path, ready in zip(files, prepared, strict=True):
+                if is_archive(path):  # each member a file of its own, streamed (ingest.archives)
+                    from ingest.archives import ingest_archive
+
+                    batch.flush()
+                    for done in ingest_archive(
+                        con, path, known, fmt=fmt, is_demo=is_demo, spill_dir=spill_dir, **options
+                    ):
+                        emit(done)
+                    continue
+                if len(files) > 1:
+                    if ready is None:  # validated here (what ingest_file does), then offered to the batch
+                        ready = prepare_file(
+                            path,
+                            known.copy(),
+                            fmt=fmt,
+                            progress=progress and n_jobs == 1,
+                            spill_dir=spill_dir,
+                            **options,
+                        )
+                    if batch.offer(ready, _size(path)):
+                        continue
+                emit(write_one(path, ready))
+            batch.flush()
+        finally:
+            batch.release()
     return results
 
 
