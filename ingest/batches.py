@@ -144,6 +144,7 @@ class Batch:
                     bundle.n_steps,
                     p.prepared.seconds + share,
                     warnings=p.prepared.warnings + note,
+                    n_partial=bundle.n_partial,
                 )
             )
 

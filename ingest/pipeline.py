@@ -66,6 +66,7 @@ class FileResult:
     warnings: tuple[str, ...] = ()  # what the reader noted without refusing the file (unscored samples, ...)
     rescored_runs: tuple[str, ...] = ()  # runs this file re-scored (a new revision of their scores)
     n_rescored: int = 0  # stored attempts whose scores it replaced
+    n_partial: int = 0  # attempts stored from a trace without its root span (marked ``trace_partial``)
 
 
 def iter_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -363,6 +364,7 @@ def commit_prepared(
         + ((f"the commit conflicted with another one and was retried {retries} time(s)",) if retries else ()),
         rescored_runs=tuple(bundle.revised_runs),
         n_rescored=bundle.freeze()["score_updates"].num_rows,
+        n_partial=bundle.n_partial,
     )
 
 
