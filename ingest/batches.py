@@ -64,7 +64,7 @@ class Batch:
         bundle = prepared.bundle
         if (
             BATCH_BYTES <= 0
-            or size > BATCH_BYTES
+            or 2 * size > BATCH_BYTES  # no second file would fit: written alone straight away
             or bundle is None
             or prepared.error is not None
             or prepared.duplicate_of is not None
