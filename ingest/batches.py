@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from ingest.pipeline import FileResult, Prepared, _label_rules, _new_definitions
 from ingest.records import DEFINITION_TABLES, Known
@@ -118,7 +119,9 @@ class Batch:
                 if p.prepared.bundle is not None
             ]
             _, retries = write_batch(self.con, files, is_demo=self.is_demo)
-        except (_Alone, duckdb.Error, MemoryError):  # rolled back whole: each file alone, as if never batched
+        # rolled back whole (a statement, the COMMIT, or putting the files' Arrow tables together failed): each
+        # file alone, as if never batched
+        except (_Alone, duckdb.Error, pa.ArrowException, MemoryError):
             assert self.saved is not None
             _restore(self.known, self.saved)
             for p in pending:

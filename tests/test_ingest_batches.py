@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 import store as rdb
@@ -80,8 +81,15 @@ def test_batched_files_give_the_store_of_one_transaction_per_file(
     assert snapshot(store("batched")) == snapshot(store("alone"))
 
 
+@pytest.mark.parametrize(
+    "failure",
+    [
+        duckdb.ConstraintException("simulated failure after the batch's rows"),
+        pa.ArrowInvalid("simulated Arrow failure"),
+    ],
+)
 def test_a_batch_that_fails_is_rolled_back_and_its_files_written_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception
 ) -> None:
     files = folder(tmp_path)
     real = ingest_writer._write_batch
@@ -90,7 +98,7 @@ def test_a_batch_that_fails_is_rolled_back_and_its_files_written_alone(
     def fails_at_the_end(con: duckdb.DuckDBPyConnection, batch: list, is_demo: bool) -> list[int]:
         real(con, batch, is_demo)  # every row of the batch written, then the transaction fails
         failed.append(len(batch))
-        raise duckdb.ConstraintException("simulated failure after the batch's rows")
+        raise failure
 
     monkeypatch.setattr(ingest_writer, "_write_batch", fails_at_the_end)
     results = ingest_paths(files, db=tmp_path / "failing.duckdb", jobs=1)
