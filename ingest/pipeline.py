@@ -1,18 +1,15 @@
-"""Ingest files and folders: detect, parse, validate, write -- one transaction per file."""
+"""Ingest files and folders: detect, parse, validate, write -- each file all or nothing (its own transaction, or a
+batch of small files in one: ingest.batches)."""
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
 import contextlib
 import datetime as dt
 import gc
 import hashlib
 import json
-import multiprocessing
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -46,8 +43,6 @@ TREE_MEMORY_BYTES = int(float(os.environ.get("RUNLENS_INGEST_MEMORY_MB") or 4096
 WRITER_MEMORY_BYTES = 1536 * 1024 * 1024
 WORKER_BASE_BYTES = 256 * 1024 * 1024
 WORKER_MEMORY_FACTOR = 8  # a worker's peak memory in multiples of its file (measured: about 6 for native logs)
-WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init_worker)
-PREFETCH_BYTES = 384 * 1024 * 1024  # validated files waiting for the writer, beyond one per worker and one more
 INGEST_MEMORY_LIMIT = "1GB"  # DuckDB's buffer pool while ingesting (its default is 80 % of RAM)
 # Ingests of at most this many bytes in all declare a short writer session: a writer finishing while one waits
 # may leave its snapshot publish to it (one publish per burst of small uploads; store.writer).
@@ -71,6 +66,7 @@ class FileResult:
     warnings: tuple[str, ...] = ()  # what the reader noted without refusing the file (unscored samples, ...)
     rescored_runs: tuple[str, ...] = ()  # runs this file re-scored (a new revision of their scores)
     n_rescored: int = 0  # stored attempts whose scores it replaced
+    n_partial: int = 0  # attempts stored from a trace without its root span (marked ``trace_partial``)
 
 
 def iter_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -368,6 +364,7 @@ def commit_prepared(
         + ((f"the commit conflicted with another one and was retried {retries} time(s)",) if retries else ()),
         rescored_runs=tuple(bundle.revised_runs),
         n_rescored=bundle.freeze()["score_updates"].num_rows,
+        n_partial=bundle.n_partial,
     )
 
 
@@ -515,7 +512,9 @@ def ingest_paths(
 ) -> list[FileResult]:
     """Ingest every file under ``paths``; a bad file is reported and skipped, the others still go in.
 
-    Files are written in order, one transaction each. With several files (see ``ingest_jobs``), worker processes
+    Files are written in order, each all or nothing: one transaction each, or several small files whose runs are
+    their own in one transaction together (``ingest.batches``; a batch that fails is written file by file). With
+    several files (see ``ingest_jobs``), worker processes
     read and validate the next files while this process writes the current one; the outcome is the same as one
     file after another (a file validated against definitions that changed meanwhile is validated again). The
     workers are started with ``spawn``: a script calling this with workers needs the usual
@@ -545,20 +544,16 @@ def ingest_paths(
         known = load_known(con)
         if n_jobs > 1:
             assert spill_dir is not None
-            prepared = _prepare_in_workers(
+            from ingest.parallel import prepare_in_workers
+
+            prepared = prepare_in_workers(
                 files, known, n_jobs, fmt=fmt, progress=progress, spill_dir=spill_dir, **options
             )
         else:
             prepared = (None for _ in files)
-        for path, ready in zip(files, prepared, strict=True):
-            if is_archive(path):  # each member a file of its own, streamed (ingest.archives)
-                from ingest.archives import ingest_archive
 
-                for done in ingest_archive(con, path, known, fmt=fmt, is_demo=is_demo, spill_dir=spill_dir, **options):
-                    results.append(done)
-                    if out is not None:
-                        print(describe(done), file=out)
-                continue
+        def write_one(path: Path, ready: Prepared | None) -> FileResult:
+            """One file in its own transaction (``ready``: validated already, perhaps against an older store)."""
             try:
                 result = commit_prepared(con, ready, known, is_demo=is_demo) if ready is not None else None
                 if result is None:
@@ -579,103 +574,44 @@ def ingest_paths(
             finally:
                 if ready is not None and ready.bundle is not None:
                     ready.bundle.release()
+            return result
+
+        def emit(result: FileResult) -> None:
             results.append(result)
             if out is not None:
                 print(describe(result), file=out)
-    return results
 
+        from ingest.batches import Batch  # small files written together (each still all or nothing)
 
-def _prepare_in_workers(
-    files: list[Path], known: Known, n_jobs: int, *, fmt: str, progress: bool, spill_dir: str, **options: Any
-) -> Iterator[Prepared | None]:
-    """Prepared files in order, validated by ``n_jobs`` worker processes ahead of the writer.
-
-    Files are handed out while fewer than ``n_jobs + 1`` wait for the writer, or (up to ``4 * n_jobs``) while those
-    waiting come to at most ``PREFETCH_BYTES``: the workers keep busy while the writer checkpoints, and memory
-    stays bounded. Each file is validated against ``known`` as it is when the file is handed out (earlier files
-    may still be being written); a failed file is yielded as None, to be validated again in this process against
-    the current database, so that its errors are exactly those of a file-by-file ingest. A worker hands its
-    validated rows over on disk, in Arrow files under ``spill_dir`` (``Bundle.spill``): files waiting for the
-    writer cost disk, not memory, and nothing large is pickled through a pipe.
-    """
-    sizes = [_size(f) for f in files]
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="ingest", file=sys.stderr)
-    context = multiprocessing.get_context("spawn")  # never fork a process holding a DuckDB connection
-    with concurrent.futures.ProcessPoolExecutor(
-        n_jobs, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),)
-    ) as pool:
-        pending: collections.deque[concurrent.futures.Future[Prepared | None]] = collections.deque()
-        handed = 0  # files handed out so far (files[i] for i < handed)
-
-        def hand_out(first: int) -> None:
-            """Submit files from ``handed`` on while the budget allows; ``first`` is the oldest not yet yielded."""
-            nonlocal handed
-            while handed < len(files) and (
-                handed - first < n_jobs + 1
-                or (handed - first < 4 * n_jobs and sum(sizes[first : handed + 1]) <= PREFETCH_BYTES)
-            ):
-                if is_archive(files[handed]):  # read by the writer, member by member
-                    pending.append(concurrent.futures.Future())
-                    pending[-1].set_result(None)
-                else:
-                    pending.append(
-                        pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, spill_dir, options)
-                    )
-                handed += 1
-
+        batch = Batch(con, known, is_demo=is_demo, alone=lambda p: write_one(Path(p.path), p), emit=emit)
         try:
-            hand_out(0)
-            for i in range(len(files)):
-                try:
-                    ready = pending.popleft().result()
-                except concurrent.futures.process.BrokenProcessPool as exc:  # a worker died (killed, out of memory)
-                    print(
-                        f"ingest: validation workers stopped ({exc}); validating the remaining files in this process",
-                        file=sys.stderr,
-                    )
-                    yield from (None for _ in files[i:])
-                    return
-                if bar is not None:
-                    bar.update(sizes[i])
-                yield None if ready is None or ready.error is not None else ready
-                hand_out(i + 1)  # after the yield: the next files see what the writer learnt from this one
+            for path, ready in zip(files, prepared, strict=True):
+                if is_archive(path):  # each member a file of its own, streamed (ingest.archives)
+                    from ingest.archives import ingest_archive
+
+                    batch.flush()
+                    for done in ingest_archive(
+                        con, path, known, fmt=fmt, is_demo=is_demo, spill_dir=spill_dir, **options
+                    ):
+                        emit(done)
+                    continue
+                if len(files) > 1:
+                    if ready is None:  # validated here (what ingest_file does), then offered to the batch
+                        ready = prepare_file(
+                            path,
+                            known.copy(),
+                            fmt=fmt,
+                            progress=progress and n_jobs == 1,
+                            spill_dir=spill_dir,
+                            **options,
+                        )
+                    if batch.offer(ready, _size(path)):
+                        continue
+                emit(write_one(path, ready))
+            batch.flush()
         finally:
-            for future in pending:
-                future.cancel()
-            if bar is not None:
-                bar.close()
-
-
-def _init_worker(parent_pid: int) -> None:
-    """In a worker: run below the writer's priority, and exit as soon as the ingest process is gone (killed)
-    instead of waiting forever for work.
-
-    The writer is the one serial stage of an ingest (its checkpoints most of all); validation ahead of it only
-    has to keep up, so it takes the CPU the writer leaves (measured at 1M attempts on 2 cores: 60 s instead of 65).
-    """
-    os.nice(WORKER_NICENESS)
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.2)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="runlens-parent-watch", daemon=True).start()
-
-
-def _prepare_worker(path: Path, known: Known, fmt: str, spill_dir: str, options: dict[str, Any]) -> Prepared:
-    prepared = prepare_file(path, known, fmt=fmt, spill_dir=spill_dir, **options)
-    bundle = prepared.bundle
-    if bundle is not None and not bundle.revised_runs and not bundle.freeze()["score_updates"].num_rows:
-        # the rows wait for the writer on disk (a re-scored log is held whole); with no room on disk (OSError)
-        # they go through the pipe instead, and the parts spilled before stay
-        with contextlib.suppress(OSError):
-            bundle.spill(spill_dir)
-    return prepared
+            batch.release()
+    return results
 
 
 def describe(result: FileResult) -> str:

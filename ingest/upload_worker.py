@@ -66,6 +66,7 @@ class IngestSummary:
     seconds: float = 0.0
     error: str = ""
     warnings: tuple[str, ...] = ()  # what the reader noted without refusing the file (e.g. unscored samples)
+    n_partial: int = 0  # attempts stored from a trace without its root span (marked ``trace_partial``)
 
 
 class UploadWorkerError(RunlensError):
@@ -271,7 +272,7 @@ def _worker_main() -> int:
         return 0
     for path in paths:
         result = uploads.ingest_one(path, db=request["db"], fmt=request["fmt"], memory_limit=duck_limit, **options)
-        fields = ("outcome", "n_runs", "n_attempts", "n_steps", "seconds")
+        fields = ("outcome", "n_runs", "n_attempts", "n_steps", "seconds", "n_partial")
         row = {k: getattr(result, k) for k in fields}
         error = "" if result.error is None else _relative(str(result.error), path)
         warnings = [_relative(w, path) for w in result.warnings]

@@ -86,6 +86,7 @@ class Preview:
     n_errors: int = 0
     runs: tuple[tuple[str, str, str], ...] = ()  # what it would create: (run_id, benchmark, agent)
     rescores: tuple[str, ...] = ()  # runs whose scores it would replace by a new revision (a re-scored log)
+    n_partial: int = 0  # attempts it would store from a trace without its root span (marked ``trace_partial``)
 
 
 def _options(options: dict[str, Any]) -> dict[str, Any]:
@@ -153,6 +154,7 @@ def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto
             for r, b, a in zip(bundle.runs["run_id"], bundle.runs["benchmark"], bundle.runs["agent"], strict=True)
         ),
         rescores=tuple(bundle.revised_runs),
+        n_partial=bundle.n_partial,
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +107,148 @@ def write_bundle(
 
 
 @dataclass(frozen=True)
+class BatchFile:
+    """One validated file of a batch (``write_batch``): its bundle (whose runs are all its own, none re-scored)
+    and what its ``ingest_log`` row says besides the counts."""
+
+    bundle: Bundle
+    path: str
+    content_hash: str
+    fmt: str
+    started_at: dt.datetime
+    seconds: float
+    before_commit: Callable[[duckdb.DuckDBPyConnection, int], object] | None = None
+
+
+def write_batch(con: duckdb.DuckDBPyConnection, files: Sequence[BatchFile], *, is_demo: bool) -> tuple[list[int], int]:
+    """Write several validated files in one transaction; return their file_ids and how many times the commit was
+    retried.
+
+    The rows are those ``write_bundle`` would write file after file -- the same file_ids and attempt ids (each
+    file's attempts numbered on from the previous file's), the same ``ingest_log`` row per file with its own digest
+    -- but each table gets one statement for the whole batch, and the lake one commit (its catalog rows and
+    snapshot) instead of one per file. A file stays atomic: the transaction holds all of the batch or none of it
+    (a failed statement or COMMIT rolls every file back; the caller then writes them one by one). Every file must
+    bring only runs it defines itself (``batchable``): their aggregate rows then come from the batch's own tables.
+    """
+    on_lake = lake.is_lake_connection(con)
+    for attempt in range(1, lake_session.RETRY_MAX + 1):
+        try:
+            with transaction(con):
+                file_ids = _write_batch(con, files, is_demo)
+                if on_lake:
+                    lake_session.set_commit_message(
+                        con,
+                        f"ingest {len(files)} files",
+                        {
+                            "files": [
+                                {"file": f.path, "content_hash": f.content_hash, "format": f.fmt, "file_id": i}
+                                for f, i in zip(files, file_ids, strict=True)
+                            ]
+                        },
+                    )
+            return file_ids, attempt - 1
+        except duckdb.Error as exc:
+            if not (on_lake and lake_session.is_conflict(exc)) or attempt == lake_session.RETRY_MAX:
+                raise
+            time.sleep(lake_session.backoff_s(attempt))
+    raise AssertionError("unreachable")
+
+
+def batchable(bundle: Bundle) -> bool:
+    """True when ``write_batch`` may write the bundle: every attempt is of a run the file itself defines, it
+    re-scores nothing and changes no stored benchmark."""
+    if bundle.revised_runs or bundle.revised_benchmarks:
+        return False
+    own = set(bundle.runs["run_id"])
+    for tables in bundle.parts():
+        if tables["score_updates"].num_rows or not set(tables["attempts"].column("run_id").unique().to_pylist()) <= own:
+            return False
+        if tables["scores"].num_rows and tables["scores"].column("attempt_ix").null_count:
+            return False
+    return True
+
+
+def _whole(bundle: Bundle) -> dict[str, pa.Table]:
+    """A bundle's per-attempt tables, its parts (if it was read in parts) concatenated."""
+    parts = list(bundle.parts())
+    if len(parts) == 1:
+        return parts[0]
+    return {name: pa.concat_tables([p[name] for p in parts], promote_options="permissive") for name in parts[0]}
+
+
+def _shifted(table: pa.Table, offset: int, file_id: int | None = None) -> pa.Table:
+    """``table`` with its ``attempt_ix`` moved on by ``offset`` (and a ``file_id`` column when given)."""
+    if offset and "attempt_ix" in table.column_names:
+        i = table.column_names.index("attempt_ix")
+        table = table.set_column(i, "attempt_ix", pc.add(table.column(i), pa.scalar(offset, pa.int64())))
+    if file_id is not None:
+        table = table.append_column("file_id", pa.repeat(pa.scalar(file_id, pa.int64()), table.num_rows))
+    return table
+
+
+def _merged(columns: Sequence[dict[str, list[Any]]], extra: dict[str, list[Any]] | None = None) -> dict[str, list[Any]]:
+    """Definition columns of several files, one after the other (``extra``: more columns, a value per row)."""
+    out: dict[str, list[Any]] = {name: [] for name in columns[0]}
+    for cols in columns:
+        for name, values in cols.items():
+            out[name].extend(values)
+    return {**out, **(extra or {})}
+
+
+def _write_batch(con: duckdb.DuckDBPyConnection, files: Sequence[BatchFile], is_demo: bool) -> list[int]:
+    """The rows of a batch of files (inside the caller's transaction); their file_ids."""
+    first_id, base = _next_ids(con)
+    file_ids = [first_id + i for i in range(len(files))]
+    wholes = [_whole(f.bundle) for f in files]
+    offsets: list[int] = []
+    total = 0
+    for tables in wholes:
+        offsets.append(total)
+        total += tables["attempts"].num_rows
+    bundles = [f.bundle for f in files]
+    _insert(con, "benchmarks", _merged([b.benchmarks for b in bundles]), {"is_demo": is_demo})
+    _insert(con, "tasks", _merged([b.tasks for b in bundles]))
+    run_files = [i for b, i in zip(bundles, file_ids, strict=True) for _ in b.runs["run_id"]]
+    _insert(con, "runs", _merged([b.runs for b in bundles], {"file_id": run_files}), {"is_demo": is_demo})
+
+    def joined(name: str, with_file_id: bool = False) -> pa.Table:
+        return pa.concat_tables(
+            [
+                _shifted(t[name], off, i if with_file_id else None)
+                for t, off, i in zip(wholes, offsets, file_ids, strict=True)
+            ],
+            promote_options="permissive",
+        )
+
+    attempts = joined("attempts")
+    _insert(con, "attempts", joined("attempts", with_file_id=True), id_base=base)
+    _insert(con, "steps", joined("steps"), id_base=base)
+    texts = joined("texts")
+    if texts.num_rows:
+        con.register("_rl_texts", texts)
+        try:
+            con.execute(  # a text in several files of the batch goes in once (the same hash, the same text)
+                "INSERT INTO texts SELECT n.text_hash, any_value(n.text) FROM _rl_texts n "
+                "ANTI JOIN texts t ON t.text_hash = n.text_hash GROUP BY n.text_hash ORDER BY n.text_hash"
+            )
+        finally:
+            con.unregister("_rl_texts")
+    labels = joined("labels")
+    _insert(con, "error_labels", labels, {"source": "label"}, id_base=base)
+    _insert(con, "attempt_metrics", joined("metrics"), {"source": "log"}, id_base=base)
+    _insert(con, "ratings", joined("ratings"), id_base=base)
+    _insert(con, "scores", joined("scores", with_file_id=True).drop_columns(["attempt_id"]), id_base=base)
+    aggregates.insert_file_rows(con, attempts, labels, base, with_labels=labels.num_rows > 0)
+    for f, tables, file_id in zip(files, wholes, file_ids, strict=True):
+        facts = _FileFacts(f.path, f.content_hash, f.fmt, is_demo, f.started_at, f.seconds)
+        _log_file(con, file_id, f.bundle, facts, tables["attempts"])
+        if f.before_commit is not None:
+            f.before_commit(con, file_id)
+    return file_ids
+
+
+@dataclass(frozen=True)
 class _FileFacts:
     """What the ingest_log row says about the file besides its counts."""
 
@@ -137,9 +279,11 @@ def _write(
     _insert(con, "runs", bundle.runs, {"file_id": file_id, "is_demo": is_demo})
     attempt_runs: set[str] = set()
     has_labels = False
-    n_parts = 0
+    file_attempts: list[pa.Table] = []  # each part's attempts and labels (memory-mapped when spilled): small
+    file_labels: list[pa.Table] = []
     for tables in bundle.parts():  # one part, or a large file's parts in turn (ingest.records.Bundle.spill)
-        n_parts += 1
+        file_attempts.append(tables["attempts"])
+        file_labels.append(tables["labels"])
         attempt_runs.update(tables["attempts"].column("run_id").unique().to_pylist())
         _insert(con, "attempts", tables["attempts"], {"file_id": file_id}, id_base=base)
         _insert(con, "steps", tables["steps"], id_base=base)
@@ -166,20 +310,31 @@ def _write(
             _write_revisions(con, bundle, scores, file_id)
     # a file that only adds runs of its own (an upload, a harness's run log): its aggregate rows go in straight
     # from its attempts (ids base .. base + n - 1); one that extends or re-scores stored runs replaces their rows
+    # (from its own tables, its parts' put together, not read back from the store: on a lake each such scan pays
+    # for its catalog and file reads, 0.6 CPU s a 56 MB file that validation workers had handed over on disk)
+    attempts = pa.concat_tables(file_attempts) if len(file_attempts) > 1 else file_attempts[0]
     if not bundle.revised_runs and attempt_runs <= set(bundle.runs["run_id"]):
-        if n_parts == 1:  # its tables are still at hand: the rows come from them, not from the store
-            aggregates.insert_file_rows(con, tables["attempts"], tables["labels"], base, with_labels=has_labels)
-        else:
-            aggregates.insert_file(con, file_id, (base, base + bundle.n_attempts - 1), with_labels=has_labels)
+        labels = pa.concat_tables(file_labels) if len(file_labels) > 1 else file_labels[0]
+        aggregates.insert_file_rows(con, attempts, labels, base, with_labels=has_labels)
     else:
         aggregates.refresh_file(con, file_id, revised_runs=tuple(bundle.revised_runs))
-    # the digest goes into the row as it is inserted: an UPDATE afterwards costs a lake a delete file per upload
-    # (ingest_log then fragments, and every later upload's duplicate check reads more files); one statement, and
-    # for a file written in one part its SELECT reads the file's own Arrow table, which stands for the attempts
-    # it wrote (a CTE shadows the table of its name), instead of reading them back from the store
+    _log_file(con, file_id, bundle, facts, attempts)
+    if before_commit is not None:
+        before_commit(con, file_id)
+    return file_id
+
+
+def _log_file(
+    con: duckdb.DuckDBPyConnection, file_id: int, bundle: Bundle, facts: _FileFacts, attempts: pa.Table | None
+) -> None:
+    """The file's ``ingest_log`` row. The digest goes into the row as it is inserted: an UPDATE afterwards costs a
+    lake a delete file per upload (ingest_log then fragments, and every later upload's duplicate check reads more
+    files); one statement, and given the file's own Arrow table of ``attempts`` (its parts' put together) its
+    SELECT reads that, which stands for the attempts it wrote (a CTE shadows the table of its name), instead of
+    reading them back from the store."""
     digest_sql = load_sql("file_digest")
-    if n_parts == 1:
-        con.register("_rl_digest_attempts", tables["attempts"])
+    if attempts is not None:
+        con.register("_rl_digest_attempts", attempts)
         digest_sql = (
             f"WITH attempts AS (SELECT *, $file_id AS file_id FROM _rl_digest_attempts) SELECT * FROM ({digest_sql})"
         )
@@ -200,15 +355,12 @@ def _write(
                 "n_steps": bundle.n_steps,
                 "started_at": facts.started_at,
                 "seconds": facts.seconds,
-                "is_demo": is_demo,
+                "is_demo": facts.is_demo,
             },
         )
     finally:
-        if n_parts == 1:
+        if attempts is not None:
             con.unregister("_rl_digest_attempts")
-    if before_commit is not None:
-        before_commit(con, file_id)
-    return file_id
 
 
 def _write_revisions(con: duckdb.DuckDBPyConnection, bundle: Bundle, scores: pa.Table, file_id: int) -> None:

@@ -182,7 +182,7 @@ def test_when_workers_die_the_remaining_files_are_validated_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files = generate(tmp_path / "logs", n_attempts=200, n_runs=4, n_benchmarks=1, seed=2)
-    monkeypatch.setattr("ingest.pipeline.concurrent.futures.ProcessPoolExecutor", _DeadPool)
+    monkeypatch.setattr("ingest.parallel.concurrent.futures.ProcessPoolExecutor", _DeadPool)
     results = ingest_paths(files, db=tmp_path / "db.duckdb", jobs=2)
     assert [r.outcome for r in results] == ["ingested"] * 4
     assert "validation workers stopped (a worker was killed)" in capsys.readouterr().err

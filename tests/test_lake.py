@@ -94,9 +94,11 @@ def test_a_duplicate_upload_is_refused_and_ids_never_collide(lake: str, tmp_path
         messages = con.execute(
             f"SELECT commit_message, commit_extra_info FROM {lk.alias(con)}.snapshots() WHERE commit_message LIKE 'ingest %'"
         ).fetchall()
-    assert len(messages) == 3
-    extra = json.loads(messages[0][1])
-    assert extra["content_hash"] and extra["file"].endswith(".jsonl")
+    # the three small files went in one transaction (ingest.batches): one commit naming each file and its hash
+    assert [m[0] for m in messages] == ["ingest 3 files"]
+    extra = json.loads(messages[0][1])["files"]
+    assert [f["file_id"] for f in extra] == [1, 2, 3]
+    assert all(f["content_hash"] and f["file"].endswith(".jsonl") for f in extra)
 
 
 def test_readers_pin_a_snapshot_and_as_of_travels_back(lake: str, tmp_path: Path, tmp_db: Path) -> None:

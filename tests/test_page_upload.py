@@ -122,3 +122,36 @@ def test_deleting_every_run_of_a_file_releases_it(tmp_db: Path) -> None:
     assert rows(tmp_db, "SELECT outcome FROM ingest_log") == [("deleted",)]
     again = ingest_paths([FIXTURES / "good.jsonl"], db=tmp_db)
     assert again[0].outcome == "ingested" and rows(tmp_db, "SELECT count(*) FROM attempts") == [(n,)]
+
+
+def _partial_trace_upload() -> bytes:
+    """An OTLP file of two traces: one whole, one without its root span (stored, marked ``trace_partial``)."""
+    from tests.test_adapter_otlp import SCORELESS, TRACE, _line, _span_json
+
+    return (
+        SCORELESS[0] + "\n" + _line(_span_json(TRACE, "eee19b7ec3c1b174", parent="00000000000000aa")) + "\n"
+    ).encode()
+
+
+def test_an_upload_says_how_many_attempts_are_partial_traces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ingest import upload_worker
+
+    db = tmp_path / "db.duckdb"
+    upload = [("traces.jsonl", _partial_trace_upload())]
+    [preview] = upload_worker.preview_uploads(upload, db=db)  # in the page's worker, as the page calls it
+    assert (preview.outcome, preview.n_attempts, preview.n_partial) == ("ready", 2, 1)
+    [done] = upload_worker.ingest_uploads(upload, ["traces.jsonl"], db=db)
+    assert (done.outcome, done.n_attempts, done.n_partial) == ("ingested", 2, 1)
+    assert rows(db, "SELECT count(*) FROM attempts WHERE json_exists(extra, '$.trace_partial')") == [(1,)]
+
+    monkeypatch.delenv("RUNLENS_READ_ONLY", raising=False)
+    at = _page(db, monkeypatch)
+    at.session_state["up_done"] = [(done, ())]  # what the page keeps after its ingest button, for the rerun
+    at.run()
+    assert not at.exception
+    [message] = [s.value for s in at.success if md_plain("traces.jsonl") in s.value]
+    assert "1 attempt stored as partial traces (no root span; marked partial)" in message
+    whole = upload_worker.IngestSummary("whole.jsonl", "ingested", 1, 2, 3)
+    at.session_state["up_done"] = [(whole, ())]
+    at.run()
+    assert not any("partial" in s.value for s in at.success)  # nothing said when no attempt is partial

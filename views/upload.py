@@ -23,6 +23,7 @@ PREVIEW_COLS = [
     Col("steps", "Steps", "count"),
     Col("errors", "Problems", "count"),
     Col("rescores", "Re-scores (new revision)"),
+    Col("partial", "Partial traces (attempts)", "count"),
     Col("format", "Format"),
 ]
 CREATED_COLS = [Col("run", "Run"), Col("benchmark", "Benchmark"), Col("agent", "Agent"), Col("file", "File")]
@@ -98,6 +99,8 @@ else:
                     )
                     or None,
                     "rescores": ", ".join(p.rescores) or None,
+                    # attempts of traces without their root span: stored, and marked partial (never as whole)
+                    "partial": p.n_partial,
                 }
                 for p in previews
             ]
@@ -153,9 +156,14 @@ notes: list[str] = []
 for r, runs in done:
     name = plain(r.file)
     if r.outcome == "ingested":
+        partial = (
+            f"; {fmtx.plural(r.n_partial, 'attempt')} stored as partial traces (no root span; marked partial)"
+            if r.n_partial
+            else ""
+        )
         st.success(
             f"{name}: {fmtx.plural(r.n_runs, 'run')}, {fmtx.plural(r.n_attempts, 'attempt')}, "
-            f"{fmtx.plural(r.n_steps, 'step')} in {r.seconds:.1f} s"
+            f"{fmtx.plural(r.n_steps, 'step')} in {r.seconds:.1f} s{partial}"
         )
         new_runs.update({run_id: (bench, agent) for run_id, bench, agent in runs})
     elif r.outcome == "duplicate":

@@ -143,6 +143,8 @@ class AttemptRecords(NormaliserState):
             errors,
             metrics,
         )
+        if fields.is_partial():
+            self.bundle.n_partial += 1
         if scores:
             self.bundle.scores.extend((ix, None, *row) for row in scores)
 
@@ -261,6 +263,10 @@ class _RecordFields:
     def extra(self) -> str | None:
         return _extra(self.rec, ATTEMPT_FIELDS)
 
+    def is_partial(self) -> bool:
+        """The record is of a trace without its root span (the OTLP reader's ``trace_partial`` mark, kept in extra)."""
+        return "trace_partial" in self.rec
+
 
 class _FastFields:
     """An attempt line the fast path decoded (ingest/fastpath.py: every field has its documented type already).
@@ -340,6 +346,9 @@ class _FastFields:
 
     def extra(self) -> None:
         return None  # the fast path takes only lines without unknown fields
+
+    def is_partial(self) -> bool:
+        return False  # (``trace_partial`` is an unknown field to the fast path)
 
 
 def _computed_cost(

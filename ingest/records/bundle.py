@@ -55,6 +55,7 @@ class Bundle:
     # A file validated in parts (``spill``): the per-attempt tables of the earlier parts wait on disk, in Arrow
     # files under ``spill_dir`` (one folder per part), and attempts are numbered from ``ix_base`` on.
     ix_base: int = 0
+    n_partial: int = 0  # attempts of a trace without its root span (marked ``trace_partial`` in their extra)
     spilled: list[str] = field(default_factory=list)
     spilled_steps: int = 0
     spill_dir: str | None = None

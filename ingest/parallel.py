@@ -1,0 +1,116 @@
+"""Validation in worker processes ahead of the writer (``ingest.pipeline.ingest_paths`` with several files): the
+workers read, parse and validate the next files and hand the validated rows over on disk while the writer writes."""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import multiprocessing
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ingest.formats import is_archive
+from ingest.pipeline import Prepared, _size, prepare_file
+from ingest.records import Known
+
+WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init_worker)
+PREFETCH_BYTES = 384 * 1024 * 1024  # validated files waiting for the writer, beyond one per worker and one more
+
+
+def prepare_in_workers(
+    files: list[Path], known: Known, n_jobs: int, *, fmt: str, progress: bool, spill_dir: str, **options: Any
+) -> Iterator[Prepared | None]:
+    """Prepared files in order, validated by ``n_jobs`` worker processes ahead of the writer.
+
+    Files are handed out while fewer than ``n_jobs + 1`` wait for the writer, or (up to ``4 * n_jobs``) while those
+    waiting come to at most ``PREFETCH_BYTES``: the workers keep busy while the writer checkpoints, and memory
+    stays bounded. Each file is validated against ``known`` as it is when the file is handed out (earlier files
+    may still be being written); a failed file is yielded as None, to be validated again in this process against
+    the current database, so that its errors are exactly those of a file-by-file ingest. A worker hands its
+    validated rows over on disk, in Arrow files under ``spill_dir`` (``Bundle.spill``): files waiting for the
+    writer cost disk, not memory, and nothing large is pickled through a pipe.
+    """
+    sizes = [_size(f) for f in files]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=sum(sizes), unit="B", unit_scale=True, desc="ingest", file=sys.stderr)
+    context = multiprocessing.get_context("spawn")  # never fork a process holding a DuckDB connection
+    with concurrent.futures.ProcessPoolExecutor(
+        n_jobs, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),)
+    ) as pool:
+        pending: collections.deque[concurrent.futures.Future[Prepared | None]] = collections.deque()
+        handed = 0  # files handed out so far (files[i] for i < handed)
+
+        def hand_out(first: int) -> None:
+            """Submit files from ``handed`` on while the budget allows; ``first`` is the oldest not yet yielded."""
+            nonlocal handed
+            while handed < len(files) and (
+                handed - first < n_jobs + 1
+                or (handed - first < 4 * n_jobs and sum(sizes[first : handed + 1]) <= PREFETCH_BYTES)
+            ):
+                if is_archive(files[handed]):  # read by the writer, member by member
+                    pending.append(concurrent.futures.Future())
+                    pending[-1].set_result(None)
+                else:
+                    pending.append(
+                        pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, spill_dir, options)
+                    )
+                handed += 1
+
+        try:
+            hand_out(0)
+            for i in range(len(files)):
+                try:
+                    ready = pending.popleft().result()
+                except concurrent.futures.process.BrokenProcessPool as exc:  # a worker died (killed, out of memory)
+                    print(
+                        f"ingest: validation workers stopped ({exc}); validating the remaining files in this process",
+                        file=sys.stderr,
+                    )
+                    yield from (None for _ in files[i:])
+                    return
+                if bar is not None:
+                    bar.update(sizes[i])
+                yield None if ready is None or ready.error is not None else ready
+                hand_out(i + 1)  # after the yield: the next files see what the writer learnt from this one
+        finally:
+            for future in pending:
+                future.cancel()
+            if bar is not None:
+                bar.close()
+
+
+def _init_worker(parent_pid: int) -> None:
+    """In a worker: run below the writer's priority, and exit as soon as the ingest process is gone (killed)
+    instead of waiting forever for work.
+
+    The writer is the one serial stage of an ingest (its checkpoints most of all); validation ahead of it only
+    has to keep up, so it takes the CPU the writer leaves (measured at 1M attempts on 2 cores: 60 s instead of 65).
+    """
+    os.nice(WORKER_NICENESS)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="runlens-parent-watch", daemon=True).start()
+
+
+def _prepare_worker(path: Path, known: Known, fmt: str, spill_dir: str, options: dict[str, Any]) -> Prepared:
+    prepared = prepare_file(path, known, fmt=fmt, spill_dir=spill_dir, **options)
+    bundle = prepared.bundle
+    if bundle is not None and not bundle.revised_runs and not bundle.freeze()["score_updates"].num_rows:
+        # the rows wait for the writer on disk (a re-scored log is held whole); with no room on disk (OSError)
+        # they go through the pipe instead, and the parts spilled before stay
+        with contextlib.suppress(OSError):
+            bundle.spill(spill_dir)
+    return prepared
