@@ -1,5 +1,5 @@
 """How far failure clusters match known causes: ``python bench/bench_cluster_quality.py [--minilm-max 1000]
-[--max-failures N] [--demo] [--generator failure_sets|ops|web] [--json OUT.json]``.
+[--max-failures N] [--demo] [--generator failure_sets|ops|web] [--tuning] [--confusion ARI] [--json OUT.json]``.
 
 1. **Held-out sets** of three independent generators, 4-12 causes, 200-20,000 failures, two transcript styles
    each: ``failure_sets`` (tests/failure_sets.py; seeds 100-107), ``ops`` (tests/failure_sets_ops.py: another
@@ -12,6 +12,10 @@
    most ``--minilm-max`` failures, by the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted Rand
    index against the causes is printed with the number of clusters and of distinct documents, the unclustered
    share and the times.
+``--tuning`` runs the tuning seeds (1-8 of each generator, in the held-out list's shapes) instead, the only sets a
+change is chosen on; ``--confusion 0.8`` prints the table of cause by cluster of every set under ARI 0.8 (a column
+with several causes: they joined; a row over several clusters: a cause split).
+
 2. ``--demo``: the AD-Bench demo's failures against the log's error codes (failures with exactly one code,
    ``analytics.clusters.label_quality``), same two models (MiniLM only if the failures are few enough).
 
@@ -85,14 +89,31 @@ def _encode_distinct(emb: Any, texts: list[str]) -> Any:
     return emb.encode([str(u) for u in uniques])[codes]
 
 
+def tuning_sets() -> list[tuple[str, int, int, int, str]]:
+    """The tuning sets: seeds 1-8 of each generator, in the shapes (causes, failures, style) of its held-out list."""
+    out = []
+    for gen in GENERATORS:
+        shapes = [row for row in HELD_OUT if row[0] == gen]
+        out += [(gen, i + 1, k, n, style) for i, (_, _, k, n, style) in enumerate(shapes)]
+    return out
+
+
 def held_out(
-    folder: Path, minilm_max: int, generators: list[str] | None = None, max_failures: int = 0
+    folder: Path,
+    minilm_max: int,
+    generators: list[str] | None = None,
+    max_failures: int = 0,
+    *,
+    tuning: bool = False,
+    confusion: float = 0.0,
 ) -> list[dict[str, Any]]:
-    """ARI of each held-out set and model (``max_failures``: only sets of at most that many failures)."""
+    """ARI of each held-out set and model (``max_failures``: only sets of at most that many failures; ``tuning``:
+    the tuning seeds instead; ``confusion``: print the table of cause by cluster of every set under that ARI)."""
+    import pandas as pd
     from sklearn.metrics import adjusted_rand_score
 
     rows = []
-    for gen, seed, k, n, style in HELD_OUT:
+    for gen, seed, k, n, style in tuning_sets() if tuning else HELD_OUT:
         if (generators and gen not in generators) or (max_failures and n > max_failures):
             continue
         fs = GENERATORS[gen](seed=seed, n_causes=k, n_failures=n, style=style)
@@ -120,6 +141,9 @@ def held_out(
             }  # fmt: skip
             rows.append(row)
             print(json.dumps(row), flush=True)
+            if row["ari"] < confusion:  # which causes join (a column with several) or split (a row with several)
+                table = pd.crosstab(pd.Series(truth, name="cause"), pd.Series(labels.to_numpy(), name="cluster"))
+                print(table.to_string(), flush=True)
     for gen in dict.fromkeys(str(r["generator"]) for r in rows):
         for name in dict.fromkeys(str(r["model"]) for r in rows):
             aris = [float(str(r["ari"])) for r in rows if r["generator"] == gen and r["model"] == name]
@@ -161,10 +185,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--demo", action="store_true", help="also the AD-Bench demo against its error codes")
     ap.add_argument("--skip-held-out", action="store_true")
     ap.add_argument("--generator", action="append", choices=sorted(GENERATORS), help="only these generators' sets")
+    ap.add_argument("--tuning", action="store_true", help="the tuning seeds 1-8 of each generator instead")
+    ap.add_argument("--confusion", type=float, default=0.0, help="print cause by cluster for sets under this ARI")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="runlens-cluster-quality-") as tmp:
-        out = [] if args.skip_held_out else held_out(Path(tmp), args.minilm_max, args.generator, args.max_failures)
+        out = (
+            []
+            if args.skip_held_out
+            else held_out(
+                Path(tmp),
+                args.minilm_max,
+                args.generator,
+                args.max_failures,
+                tuning=args.tuning,
+                confusion=args.confusion,
+            )
+        )
         if args.demo:
             out += demo(Path(tmp), args.minilm_max)
     if args.json:

@@ -25,23 +25,23 @@ def _clusters(features: np.ndarray, cut: float) -> int:
 
 
 def test_the_finer_cut_is_taken_when_the_default_joins_groups_at_its_edge() -> None:
-    feats = _pairs(0.12, seed=0)  # groups of a pair at mean distance near 0.9: the default cut joins them unstably
+    feats = _pairs(0.18, seed=0)  # groups of a pair at mean distance near 0.85: the default cut joins them unstably
     tree = linkage(feats.astype(np.float64), method="average", metric="cosine")
-    assert (_clusters(feats, 0.9), _clusters(feats, 0.875)) == (2, 4)
-    assert compute.stable_cut(feats, tree, 0.9) == compute.FINER_CUT == 0.875
+    assert (_clusters(feats, 0.85), _clusters(feats, 0.825)) == (2, 4)
+    assert compute.stable_cut(feats, tree, 0.85) == compute.FINER_CUT == 0.825
 
 
 def test_the_default_cut_stays_when_both_cuts_are_stable() -> None:
     for similarity in (0.0, 0.3):  # pairs far apart (4 clusters) or clearly together (2) at both cuts
         feats = _pairs(similarity, seed=0)
         tree = linkage(feats.astype(np.float64), method="average", metric="cosine")
-        assert compute.stable_cut(feats, tree, 0.9) == 0.9
-    few = _pairs(0.12, seed=0, n=4)  # under 20 rows: no subsamples, the given cut
-    assert compute.stable_cut(few, linkage(few.astype(np.float64), "average", "cosine"), 0.9) == 0.9
+        assert compute.stable_cut(feats, tree, 0.85) == 0.85
+    few = _pairs(0.18, seed=0, n=4)  # under 20 rows: no subsamples, the given cut
+    assert compute.stable_cut(few, linkage(few.astype(np.float64), "average", "cosine"), 0.85) == 0.85
 
 
 def test_cluster_vectors_cuts_where_stable_cut_says_unless_told_not_to(monkeypatch) -> None:
-    feats = _pairs(0.12, seed=0)
+    feats = _pairs(0.18, seed=0)
     calls: list[float] = []
 
     def finest(features: np.ndarray, tree: np.ndarray, cut: float, *, seed: int = 0, condensed: object = None) -> float:

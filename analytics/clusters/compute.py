@@ -12,18 +12,20 @@
    result say) and its structure (where it failed, the answer against the reference, trajectory and status
    hints, an error code in a code field or in brackets); the free text's **meaning** (the static model's token vectors weighted by their inverse document
    frequency among the sample: a word every failure has weighs nothing; without the frames ``frame_spans`` finds,
-   an envelope around every cause's message) and **words** (TF-IDF of words and word
-   pairs reduced to ``SVD_DIMS`` dimensions), and a light one-hot of the **structure**, side by side
+   an envelope around every cause's message), **words** (TF-IDF of words and word
+   pairs reduced to ``SVD_DIMS`` dimensions), the words' **context** (``context_features``: each word as its
+   positive PMI with the words it is said beside, so two wordings of a cause said in that cause's frames are alike
+   though they share no word), and a light one-hot of the **structure**, side by side
    (``BLOCK_WEIGHTS``). The document's own leads ("failed:", "final answer:", "(differs from the reference)",
    "no tool called") then no longer pull causes together, which the cached vector of the whole document did;
 4. **average linkage** (cosine) on the sample, **cut at the distance** ``CUT_DISTANCE``: two groups stay apart when
-   their members' mean cosine similarity is below 1 - ``CUT_DISTANCE`` (0.1), so the number of clusters follows
+   their members' mean cosine similarity is below 1 - ``CUT_DISTANCE`` (0.15), so the number of clusters follows
    from the data and one cause worded several ways, whose wordings share words or meaning, is one cluster. Weights
    and cut were chosen on tuning sets (seeds 1-8 of tests/failure_sets.py, tests/failure_sets_ops.py and
    tests/failure_sets_web.py; with the last result only after a repeated call, the first two's mean ARI at
    0.85 / 0.9 / 0.95 was 0.91 / 0.93 / 0.71 and 0.77 / 0.84 / 0.73), never on the held-out seeds nor the demo. It replaced the best-silhouette cut (mean ARI
    0.54: the silhouette prefers the wordings of a cause, which are tight groups, to the cause);
-   **per set**, the finer cut ``FINER_CUT`` (0.875) is taken instead when its clusters are more stable across
+   **per set**, the finer cut ``FINER_CUT`` (0.825) is taken instead when its clusters are more stable across
    seeded subsamples than the default's by more than ``STABILITY_MARGIN`` (``stable_cut``): a cut at the edge of
    two groups joins them in some subsamples and not in others. Chosen on the same tuning seeds (silhouette among
    cuts and the largest gap between merge heights were worse: docs/failure_analysis.md);
@@ -48,18 +50,19 @@ from analytics.embeddings.compute import STATIC_DIMS
 MAX_POINTS = 3000
 MIN_SIZE = 3
 SVD_DIMS = 100
-CUT_DISTANCE = 0.9
+CUT_DISTANCE = 0.85
 ABSORB_SIMILARITY = 0.0
 MIN_SIMILARITY = 0.0
 CHUNK = 65536
-BLOCK_WEIGHTS = {"meaning": 1.0, "words": 1.0, "structure": 0.1}
+BLOCK_WEIGHTS = {"meaning": 1.0, "words": 1.0, "context": 1.0, "structure": 0.1}
+CONTEXT_WORDS = 2000  # the context block's vocabulary: at most this many words, the most frequent
 SEED = 0
 SPAN_SHARE: float | None = 0.3  # a run of SPAN_WORDS words in at least this share of the documents is cut
 SPAN_WORDS = 3
 ANSWER_HUB_RATIO: float | None = 3.0  # a final answer counted this many times its document's rarest segment is cut
 FRAME_SHARE: float | None = 0.11  # a run said around this share of the documents' different contexts is a frame
-FINER_CUT: float | None = 0.875  # the finer cut taken instead of CUT_DISTANCE when it is clearly more stable
-STABILITY_MARGIN = 0.07  # ... by at least this much mean ARI (subsample against the whole tree)
+FINER_CUT: float | None = 0.825  # the finer cut taken instead of CUT_DISTANCE when it is clearly more stable
+STABILITY_MARGIN = 0.02  # ... by at least this much mean ARI (subsample against the whole tree)
 STABILITY_DRAWS = 6
 STABILITY_SHARE = 0.8
 
@@ -90,6 +93,45 @@ def text_features(texts: list[str], *, dims: int = SVD_DIMS, seed: int = SEED) -
         return None
     reduced = TruncatedSVD(min(dims, tfidf.shape[1] - 1), random_state=seed).fit_transform(tfidf)
     return (reduced / np.maximum(np.linalg.norm(reduced, axis=1, keepdims=True), 1e-9)).astype(np.float32), tfidf
+
+
+def context_features(texts: list[str], *, dims: int = SVD_DIMS, seed: int = SEED) -> np.ndarray | None:
+    """Each document described by the **contexts of its words** (a second-order co-occurrence): every word (at
+    most ``CONTEXT_WORDS``, the most frequent) is the row of its positive pointwise mutual information with the
+    other words it shares a document with, among these documents; a document is the IDF-weighted sum of its
+    words' rows, centred, reduced by a seeded truncated SVD when wider than ``dims``, unit length. Two wordings of
+    one cause that share no word ("captcha challenge displayed", "please verify you are a human") are alike here
+    when their words are said in the same frames ("Security check. …", "… - reference id …"): the first-order
+    words block cannot join them, the meaning block only when the model knows. None when no two words are said
+    together."""
+    from scipy import sparse
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    try:
+        x = CountVectorizer(
+            binary=True, max_features=CONTEXT_WORDS, token_pattern=r"(?u)\b[^\W\d_][\w'-]+\b", dtype=np.float64
+        ).fit_transform(texts)
+    except ValueError:  # no word at all
+        return None
+    if x.shape[1] < 2:
+        return None
+    co = sparse.csr_matrix(x.T @ x).tocoo()  # the diagonal (a word's document count) counts in the totals
+    total = co.data.sum()
+    p_word = np.asarray(co.tocsr().sum(axis=1)).ravel() / total
+    pmi = np.log((co.data / total) / (p_word[co.row] * p_word[co.col]))
+    keep = (pmi > 0) & (co.row != co.col)  # positive, and a word is not its own context
+    if not keep.any():  # no word said beside another
+        return None
+    ppmi = sparse.csr_matrix((pmi[keep], (co.row[keep], co.col[keep])), shape=co.shape)
+    idf = np.log(x.shape[0] / np.maximum(np.asarray(x.sum(axis=0)).ravel(), 1.0))
+    docs = np.asarray((x.multiply(idf[None, :]).tocsr() @ ppmi).todense(), dtype=np.float32)
+    docs = centred(docs)
+    if docs.shape[1] > dims:
+        from sklearn.decomposition import TruncatedSVD
+
+        docs = TruncatedSVD(dims, random_state=seed).fit_transform(docs)
+        docs /= np.maximum(np.linalg.norm(docs, axis=1, keepdims=True), 1e-9)
+    return docs.astype(np.float32)
 
 
 # The document's own words (analytics/clusters/load.py writes them): segment leads, the answer's comparison with the
@@ -295,6 +337,11 @@ def document_features(texts: list[str], *, seed: int = SEED, spans: set[tuple[st
             block = np.zeros((len(texts), words[0].shape[1]), dtype=np.float32)
             block[has_text] = words[0]
             blocks.append((BLOCK_WEIGHTS["words"], block))
+        context = context_features(free, seed=seed)
+        if context is not None:
+            block = np.zeros((len(texts), context.shape[1]), dtype=np.float32)
+            block[has_text] = context
+            blocks.append((BLOCK_WEIGHTS["context"], block))
     vocab = sorted({tok for _, st in parts for tok in st})
     if vocab:
         index = {tok: i for i, tok in enumerate(vocab)}
