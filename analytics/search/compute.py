@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -47,6 +48,7 @@ MIN_WINDOW = 1_000  # attempts: no window of runs is planned smaller than this (
 MAX_WINDOW_CANDIDATES = 1_000_000  # a window of runs is sized to hold about this many candidate texts at most
 FIRST_CHUNK = 256  # candidate attempts checked on their texts in the first chunk of a window
 MAX_CHUNK = 2_000  # and at most this many in one chunk (their ids travel to the scans as a list of constants)
+MAX_RANGES = 16  # a statement reads its attempts as at most this many ranges of ids (the zone maps skip the rest)
 
 
 def run_windows(
@@ -60,11 +62,7 @@ def run_windows(
     ``MAX_WINDOW_CANDIDATES`` candidates (memory) unless one run alone holds more. A window is whole runs, so it
     always holds at least one.
     """
-    rate = max(per_attempt, 1e-9)
-    most = max(MAX_WINDOW_CANDIDATES / rate, MIN_WINDOW)
-    size = min(max(first_hits / rate, MIN_WINDOW), most)
-    if count_all:
-        size = most
+    size, most = window_sizes(per_attempt=per_attempt, first_hits=first_hits, count_all=count_all)
     windows: list[list[tuple[str, int, int, int]]] = []
     current: list[tuple[str, int, int, int]] = []
     n = 0
@@ -81,6 +79,48 @@ def run_windows(
     if current:
         windows.append(current)
     return windows
+
+
+def window_sizes(*, per_attempt: float, first_hits: int, count_all: bool) -> tuple[float, float]:
+    """The first window's planned attempts and the most any window is planned to hold (see ``run_windows``)."""
+    rate = max(per_attempt, 1e-9)
+    most = max(MAX_WINDOW_CANDIDATES / rate, MIN_WINDOW)
+    return (most if count_all else min(max(first_hits / rate, MIN_WINDOW), most)), most
+
+
+def page_slices(task_starts: list[int], n: int, *, first: float, most: float) -> list[tuple[int, int]]:
+    """One run's attempts in the order hits are listed (``n`` of them; a task's attempts start at each position of
+    ``task_starts``, ascending, the first 0) cut into consecutive slices of whole tasks: the first of about
+    ``first`` attempts, each next twice the last, none planned past ``most``.
+
+    Returns:
+        ``[(start, end), ...]``: positions, ``end`` excluded, covering ``0..n`` in order.
+    """
+    out: list[tuple[int, int]] = []
+    starts = [*task_starts, n]
+    size, start, i = max(first, 1.0), 0, 0
+    while start < n:
+        i = bisect.bisect_left(starts, start + size, i)  # the first task starting at or past the planned end
+        end = starts[i] if i < len(starts) else n
+        out.append((start, end))
+        start, size = end, min(size * 2, max(most, 1.0))
+    return out
+
+
+def id_ranges(ids: list[int], most: int | None = None) -> list[tuple[int, int]]:
+    """``ids`` (any order, repeats allowed) as ranges of consecutive ids, the smallest gaps closed until at most
+    ``most`` (default ``MAX_RANGES``) remain: every id lies in a range; a range may hold ids that are not in
+    ``ids`` only once gaps are closed (the statement then selects its attempts by more than the ranges)."""
+    most = MAX_RANGES if most is None else most
+    values = sorted(set(ids))
+    if not values:
+        return []
+    cuts = [i for i in range(1, len(values)) if values[i] - values[i - 1] > 1]
+    if len(cuts) >= most:  # keep the ``most - 1`` widest gaps
+        widest = sorted(cuts, key=lambda i: (values[i] - values[i - 1], -i), reverse=True)[: max(most - 1, 0)]
+        cuts = sorted(widest)
+    bounds = [0, *cuts, len(values)]
+    return [(values[a], values[b - 1]) for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def _is_sparse(window: list[tuple[str, int, int, int]], run: tuple[str, int, int, int], n: int) -> bool:
