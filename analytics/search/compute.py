@@ -51,6 +51,17 @@ MAX_CHUNK = 2_000  # and at most this many in one chunk (their ids travel to the
 MAX_RANGES = 16  # a statement reads its attempts as at most this many ranges of ids (the zone maps skip the rest)
 
 
+@dataclass(frozen=True)
+class WindowPart:
+    """What one window statement reads: runs (whole), or a slice of one run's tasks ``t0..t1`` (page order)."""
+
+    runs: list[str]
+    ranges: list[tuple[int, int]]  # attempt ids (every attempt read lies in one)
+    t0: str | None  # a slice's first and last task (None: the runs whole)
+    t1: str | None
+    n: int  # attempts read (for the estimate)
+
+
 def run_windows(
     runs: list[tuple[str, int, int, int]], *, per_attempt: float, first_hits: int, count_all: bool
 ) -> list[list[tuple[str, int, int, int]]]:

@@ -21,6 +21,7 @@ from analytics.search.compute import (
     SNIPPET_CONTEXT,
     SearchError,
     SearchResult,
+    WindowPart,
     id_ranges,
     is_exact_by_tokens,
     match_pattern,
@@ -355,17 +356,6 @@ def search(
     return walk.run(query, mode, per_attempt)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Part:
-    """What one window statement reads: runs (whole), or a slice of one run's tasks ``t0..t1`` (page order)."""
-
-    runs: list[str]
-    ranges: list[tuple[int, int]]  # attempt ids (every attempt read lies in one)
-    t0: str | None  # a slice's first and last task (None: the runs whole)
-    t1: str | None
-    n: int  # attempts read (for the estimate)
-
-
 class _Walk:
     """One indexed search: the runs kept, window by window in the order hits are listed, until the page is full."""
 
@@ -489,7 +479,7 @@ class _Walk:
             # a run far larger than the page needs, its candidates checked on their texts: read in slices of
             # whole tasks in the order hits are listed, so the page stops after the first (see search_order.sql)
             is_sliced = not self.is_exact and not self.count_all and len(window) == 1 and window[0][3] > 2 * size
-            whole = _Part([r[0] for r in window], [(min(r[1] for r in window), max(r[2] for r in window))], None, None,
+            whole = WindowPart([r[0] for r in window], [(min(r[1] for r in window), max(r[2] for r in window))], None, None,
                           sum(r[3] for r in window))  # fmt: skip
             for part in self._slices(window[0], size, most) if is_sliced else [whole]:
                 if self._is_done():
@@ -506,7 +496,7 @@ class _Walk:
                 break
         return self._result(query, mode, scanned, complete=complete and not self.is_partial, n_kept=n_kept)
 
-    def _slices(self, run: tuple[str, int, int, int], size: float, most: float) -> Iterator[_Part]:
+    def _slices(self, run: tuple[str, int, int, int], size: float, most: float) -> Iterator[WindowPart]:
         """The run's attempts in page order (search_order.sql, read when its first slice is needed) cut into slices
         of whole tasks (``compute.page_slices``), each with the few ranges of ids its attempts hold."""
         order = _run(self.con, load_sql("search_order"), {"run": run[0], "lo": run[1], "hi": run[2]})
@@ -517,9 +507,9 @@ class _Walk:
         for lo, hi in page_slices(starts, len(aids), first=size, most=most):
             last = bisect.bisect_right(starts, hi - 1) - 1
             ranges = id_ranges([int(a) for a in aids[lo:hi]])
-            yield _Part([run[0]], ranges, tasks[bisect.bisect_right(starts, lo) - 1], tasks[last], hi - lo)
+            yield WindowPart([run[0]], ranges, tasks[bisect.bisect_right(starts, lo) - 1], tasks[last], hi - lo)
 
-    def _read(self, part: _Part, n_kept: int) -> bool:
+    def _read(self, part: WindowPart, n_kept: int) -> bool:
         """One window or slice: its candidate attempts in page order, counted or checked; True when the scan rule
         says to scan instead."""
         params = self.params | {"runs": part.runs}
