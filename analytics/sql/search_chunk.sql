@@ -17,30 +17,26 @@ cand AS (
     {candidates}
 ),
 verified AS (
-    SELECT c.attempt_id, c.step, c.field FROM cand c WHERE NOT {if_verify} AND c.field <> 5
+    SELECT c.attempt_id, c.step, c.field, NULL::VARCHAR AS result_hash
+    FROM cand c WHERE NOT {if_verify} AND c.field <> 5
     UNION ALL
-    SELECT c.attempt_id, c.step, c.field
+    SELECT c.attempt_id, c.step, c.field, NULL::VARCHAR
     FROM cand c
     JOIN attempts k ON k.attempt_id = c.attempt_id AND {ids_k}
     WHERE {if_verify} AND c.field = 0 AND {match_answer}
     UNION ALL
-    SELECT c.attempt_id, c.step, c.field
+    -- the inline fields checked on their text, and a long result's hash (its text is checked by search_long.sql,
+    -- read by its row): one read of the candidates' steps
+    SELECT c.attempt_id, c.step, c.field, CASE WHEN c.field = 5 THEN s.result_hash END
     FROM cand c
     JOIN steps s ON s.attempt_id = c.attempt_id AND s.step = c.step AND {ids_s}
-    WHERE {if_verify} AND c.field BETWEEN 1 AND 4 AND {match_field}
-    UNION ALL
-    -- a long result: its hash, checked by search_long.sql (texts are read by a list of constant hashes)
-    SELECT c.attempt_id, c.step, c.field
-    FROM cand c
-    WHERE c.field = 5
+    WHERE c.field = 5 OR ({if_verify} AND c.field BETWEEN 1 AND 4 AND {match_field})
 )
 -- search.sql's hits: one per step for the inline fields (the first that matches), the answer and the long result
 -- apart
 SELECT v.attempt_id, CASE WHEN v.step >= 0 THEN v.step END AS step,
        CASE v.field WHEN 0 THEN 'answer' WHEN 1 THEN 'content' WHEN 2 THEN 'args' WHEN 4 THEN 'error'
             ELSE 'result' END AS field,
-       v.field AS src, s.result_hash
+       v.field AS src, v.result_hash
 FROM verified v
-LEFT JOIN steps s ON v.field = 5 AND s.attempt_id = v.attempt_id AND s.step = v.step
-                 AND {ids_s}
 QUALIFY v.field IN (0, 5) OR row_number() OVER (PARTITION BY v.attempt_id, v.step, v.field IN (0, 5) ORDER BY v.field) = 1
