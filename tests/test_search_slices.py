@@ -13,7 +13,7 @@ import pytest
 
 from analytics.search import compute
 from analytics.search import load as search_load
-from analytics.search.compute import id_ranges, page_slices
+from analytics.search.compute import id_ranges, next_slice, slice_end
 from jobs.search_index import refresh
 from store import ALL_RUNS, RunFilter, reader
 from tests.test_search_index import QUERIES, _assert_same, _attempt, _both, _ingest, _random_queries, _write
@@ -46,13 +46,15 @@ def test_id_ranges_hold_every_id_in_at_most_the_ranges_asked() -> None:
         assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))  # ascending, apart
 
 
-def test_page_slices_are_whole_tasks_in_order_doubling() -> None:
+def test_slices_are_whole_tasks_sized_from_the_hits_seen() -> None:
     starts = [0, 3, 6, 9, 12]  # five tasks of three attempts
-    assert page_slices(starts, 15, first=4, most=100) == [(0, 6), (6, 15)]
-    assert page_slices(starts, 15, first=1, most=1) == [(0, 3), (3, 6), (6, 9), (9, 12), (12, 15)]
-    assert page_slices([0], 7, first=2, most=2) == [(0, 7)]  # one task is never cut
-    assert page_slices(starts, 15, first=100, most=100) == [(0, 15)]
-    assert page_slices([], 0, first=1, most=1) == []
+    assert slice_end(starts, 15, 0, 4) == 6  # the task starting at 3 is whole: the slice ends at the next start
+    assert slice_end(starts, 15, 0, 1) == 3 and slice_end(starts, 15, 3, 3) == 6
+    assert slice_end(starts, 15, 6, 100) == 15 and slice_end([0], 7, 0, 2) == 7  # one task is never cut
+    assert next_slice(1_000, 10**6, listed=0, walked=1_000, need=100) == 2_000  # no hit yet: twice the last
+    # 27 hits in 1,000 attempts, 73 missing: about 2,700 attempts more, with a margin of 1.5
+    assert next_slice(1_000, 10**6, listed=27, walked=1_000, need=73) == pytest.approx(1.5 * 73 * 1_000 / 27)
+    assert next_slice(1_000, 3_000, listed=1, walked=1_000, need=100) == 3_000  # never past the most
 
 
 @pytest.mark.parametrize("most_ranges", [16, 2])

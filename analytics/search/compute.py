@@ -48,6 +48,8 @@ MIN_WINDOW = 1_000  # attempts: no window of runs is planned smaller than this (
 MAX_WINDOW_CANDIDATES = 1_000_000  # a window of runs is sized to hold about this many candidate texts at most
 FIRST_CHUNK = 256  # candidate attempts checked on their texts in the first chunk of a window
 MAX_CHUNK = 2_000  # and at most this many in one chunk (their ids travel to the scans as a list of constants)
+MAX_RUNS = 3  # at most this many runs intersected (the rarest); the others are checked on the text
+RUN_SPREAD = 20  # a run with more than this many times the rarest run's postings is checked on the text instead
 MAX_RANGES = 16  # a statement reads its attempts as at most this many ranges of ids (the zone maps skip the rest)
 
 
@@ -99,23 +101,21 @@ def window_sizes(*, per_attempt: float, first_hits: int, count_all: bool) -> tup
     return (most if count_all else min(max(first_hits / rate, MIN_WINDOW), most)), most
 
 
-def page_slices(task_starts: list[int], n: int, *, first: float, most: float) -> list[tuple[int, int]]:
-    """One run's attempts in the order hits are listed (``n`` of them; a task's attempts start at each position of
-    ``task_starts``, ascending, the first 0) cut into consecutive slices of whole tasks: the first of about
-    ``first`` attempts, each next twice the last, none planned past ``most``.
+def slice_end(task_starts: list[int], n: int, start: int, size: float) -> int:
+    """The end (excluded) of the slice of whole tasks from position ``start`` planned to hold ``size`` attempts: the
+    first task starting at or past ``start + size``, or ``n``."""
+    i = bisect.bisect_left(task_starts, start + max(size, 1.0))
+    return task_starts[i] if i < len(task_starts) else n
 
-    Returns:
-        ``[(start, end), ...]``: positions, ``end`` excluded, covering ``0..n`` in order.
-    """
-    out: list[tuple[int, int]] = []
-    starts = [*task_starts, n]
-    size, start, i = max(first, 1.0), 0, 0
-    while start < n:
-        i = bisect.bisect_left(starts, start + size, i)  # the first task starting at or past the planned end
-        end = starts[i] if i < len(starts) else n
-        out.append((start, end))
-        start, size = end, min(size * 2, max(most, 1.0))
-    return out
+
+def next_slice(size: float, most: float, *, listed: int, walked: int, need: int) -> float:
+    """The next slice's planned attempts: twice the last, or, once hits were listed, enough for the ``need`` hits
+    still missing at the rate seen so far (``listed`` hits over ``walked`` attempts) with a margin; at most
+    ``most``."""
+    grow = size * 2
+    if listed and walked:
+        grow = max(grow, 1.5 * need * walked / listed)
+    return min(grow, max(most, 1.0))
 
 
 def id_ranges(ids: list[int], most: int | None = None) -> list[tuple[int, int]]:
@@ -149,6 +149,14 @@ def next_chunk(found: int, checked: int, need: int) -> int:
         return FIRST_CHUNK
     rate = max(found, 1) / checked
     return int(min(max(1.5 * need / rate, FIRST_CHUNK), MAX_CHUNK))
+
+
+def choose_runs(runs: list[tuple[str, str]], postings: list[int]) -> list[int]:
+    """The runs whose postings are intersected: the rarest, and up to MAX_RUNS - 1 more within RUN_SPREAD times its
+    count (a run far more common filters little and costs a long read; the text check covers it)."""
+    order = sorted(range(len(runs)), key=lambda i: postings[i])
+    rarest = postings[order[0]]
+    return [i for i in order if postings[i] <= max(rarest, 1) * RUN_SPREAD][:MAX_RUNS]
 
 
 def match_pattern(query: str, mode: str) -> tuple[str, list[str]]:

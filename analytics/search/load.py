@@ -22,15 +22,17 @@ from analytics.search.compute import (
     SearchError,
     SearchResult,
     WindowPart,
+    choose_runs,
     id_ranges,
     is_exact_by_tokens,
     match_pattern,
     next_chunk,
-    page_slices,
+    next_slice,
     query_pairs,
     query_runs,
     result_of,
     run_windows,
+    slice_end,
     window_sizes,
 )
 from analytics.sqlfiles import load_sql
@@ -114,8 +116,6 @@ _RUN_MATCH = {
 }
 # a run of one token never matches a word pair ("first second"); a pair run holds its space, so it matches pairs only
 _ONE_TOKEN = " AND NOT contains(v.token, ' ')"
-MAX_RUNS = 3  # at most this many runs intersected (the rarest); the others are checked on the text
-RUN_SPREAD = 20  # a run with more than this many times the rarest run's postings is checked on the text instead
 # a query checked on the text that has checked this share of the attempts kept (and at least SCAN_MIN) without
 # filling its page is finished by a scan: its words are common and it is rare (with word pairs, seldom: their
 # postings narrow such a phrase first). Checking a candidate through the index costs about five times scanning its
@@ -193,14 +193,6 @@ def _n_covered(con: duckdb.DuckDBPyConnection, segments: list[str]) -> int:
         f"SELECT count(*) AS n FROM {seg}.search_attempts" for seg in _segments_checked(segments)
     )
     return int(query_rows(con, f"SELECT sum(n) FROM ({parts})")[0][0] or 0)
-
-
-def choose_runs(runs: list[tuple[str, str]], postings: list[int]) -> list[int]:
-    """The runs whose postings are intersected: the rarest, and up to MAX_RUNS - 1 more within RUN_SPREAD times its
-    count (a run far more common filters little and costs a long read; the text check covers it)."""
-    order = sorted(range(len(runs)), key=lambda i: postings[i])
-    rarest = postings[order[0]]
-    return [i for i in order if postings[i] <= max(rarest, 1) * RUN_SPREAD][:MAX_RUNS]
 
 
 def _candidates_sql(
@@ -498,16 +490,24 @@ class _Walk:
 
     def _slices(self, run: tuple[str, int, int, int], size: float, most: float) -> Iterator[WindowPart]:
         """The run's attempts in page order (search_order.sql, read when its first slice is needed) cut into slices
-        of whole tasks (``compute.page_slices``), each with the few ranges of ids its attempts hold."""
+        of whole tasks (``compute.slice_end``), each with the few ranges of ids its attempts hold; after the first,
+        each is sized from the hits the walk has listed so far (``compute.next_slice``)."""
         order = _run(self.con, load_sql("search_order"), {"run": run[0], "lo": run[1], "hi": run[2]})
         aids = order["attempt_id"].to_numpy()
         is_start = order["task_start"].notna().to_numpy()
         starts = [int(i) for i in is_start.nonzero()[0]]
         tasks = [str(t) for t in order["task_start"].to_numpy()[is_start]]
-        for lo, hi in page_slices(starts, len(aids), first=size, most=most):
+        lo = 0
+        while lo < len(aids):
+            hi = slice_end(starts, len(aids), lo, size)
             last = bisect.bisect_right(starts, hi - 1) - 1
             ranges = id_ranges([int(a) for a in aids[lo:hi]])
             yield WindowPart([run[0]], ranges, tasks[bisect.bisect_right(starts, lo) - 1], tasks[last], hi - lo)
+            # resumed once the slice was read: its hits size the next
+            lo, size = (
+                hi,
+                next_slice(size, most, listed=self.n_listed, walked=self.walked, need=self.limit - self.n_listed),
+            )
 
     def _read(self, part: WindowPart, n_kept: int) -> bool:
         """One window or slice: its candidate attempts in page order, counted or checked; True when the scan rule
