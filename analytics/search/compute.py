@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -46,7 +47,21 @@ FIRST_WINDOW_HITS = 2  # the first window of runs is sized to hold about this ma
 MIN_WINDOW = 1_000  # attempts: no window of runs is planned smaller than this (each costs a statement)
 MAX_WINDOW_CANDIDATES = 1_000_000  # a window of runs is sized to hold about this many candidate texts at most
 FIRST_CHUNK = 256  # candidate attempts checked on their texts in the first chunk of a window
-MAX_CHUNK = 2_000  # and at most this many in one chunk (their ids travel to the scans as a list of constants)
+MAX_CHUNK = 4_000  # and at most this many in one chunk (their ids travel to the scans as a list of constants)
+MAX_RUNS = 3  # at most this many runs intersected (the rarest); the others are checked on the text
+RUN_SPREAD = 20  # a run with more than this many times the rarest run's postings is checked on the text instead
+MAX_RANGES = 16  # a statement reads its attempts as at most this many ranges of ids (the zone maps skip the rest)
+
+
+@dataclass(frozen=True)
+class WindowPart:
+    """What one window statement reads: runs (whole), or a slice of one run's tasks ``t0..t1`` (page order)."""
+
+    runs: list[str]
+    ranges: list[tuple[int, int]]  # attempt ids (every attempt read lies in one)
+    t0: str | None  # a slice's first and last task (None: the runs whole)
+    t1: str | None
+    n: int  # attempts read (for the estimate)
 
 
 def run_windows(
@@ -60,11 +75,7 @@ def run_windows(
     ``MAX_WINDOW_CANDIDATES`` candidates (memory) unless one run alone holds more. A window is whole runs, so it
     always holds at least one.
     """
-    rate = max(per_attempt, 1e-9)
-    most = max(MAX_WINDOW_CANDIDATES / rate, MIN_WINDOW)
-    size = min(max(first_hits / rate, MIN_WINDOW), most)
-    if count_all:
-        size = most
+    size, most = window_sizes(per_attempt=per_attempt, first_hits=first_hits, count_all=count_all)
     windows: list[list[tuple[str, int, int, int]]] = []
     current: list[tuple[str, int, int, int]] = []
     n = 0
@@ -83,6 +94,46 @@ def run_windows(
     return windows
 
 
+def window_sizes(*, per_attempt: float, first_hits: int, count_all: bool) -> tuple[float, float]:
+    """The first window's planned attempts and the most any window is planned to hold (see ``run_windows``)."""
+    rate = max(per_attempt, 1e-9)
+    most = max(MAX_WINDOW_CANDIDATES / rate, MIN_WINDOW)
+    return (most if count_all else min(max(first_hits / rate, MIN_WINDOW), most)), most
+
+
+def slice_end(task_starts: list[int], n: int, start: int, size: float) -> int:
+    """The end (excluded) of the slice of whole tasks from position ``start`` planned to hold ``size`` attempts: the
+    first task starting at or past ``start + size``, or ``n``."""
+    i = bisect.bisect_left(task_starts, start + max(size, 1.0))
+    return task_starts[i] if i < len(task_starts) else n
+
+
+def next_slice(size: float, most: float, *, listed: int, walked: int, need: int) -> float:
+    """The next slice's planned attempts: twice the last, or, once hits were listed, enough for the ``need`` hits
+    still missing at the rate seen so far (``listed`` hits over ``walked`` attempts) with a margin; at most
+    ``most``."""
+    grow = size * 2
+    if listed and walked:
+        grow = max(grow, 1.5 * need * walked / listed)
+    return min(grow, max(most, 1.0))
+
+
+def id_ranges(ids: list[int], most: int | None = None) -> list[tuple[int, int]]:
+    """``ids`` (any order, repeats allowed) as ranges of consecutive ids, the smallest gaps closed until at most
+    ``most`` (default ``MAX_RANGES``) remain: every id lies in a range; a range may hold ids that are not in
+    ``ids`` only once gaps are closed (the statement then selects its attempts by more than the ranges)."""
+    most = MAX_RANGES if most is None else most
+    values = sorted(set(ids))
+    if not values:
+        return []
+    cuts = [i for i in range(1, len(values)) if values[i] - values[i - 1] > 1]
+    if len(cuts) >= most:  # keep the ``most - 1`` widest gaps
+        widest = sorted(cuts, key=lambda i: (values[i] - values[i - 1], -i), reverse=True)[: max(most - 1, 0)]
+        cuts = sorted(widest)
+    bounds = [0, *cuts, len(values)]
+    return [(values[a], values[b - 1]) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
 def _is_sparse(window: list[tuple[str, int, int, int]], run: tuple[str, int, int, int], n: int) -> bool:
     """True when adding ``run`` would make the window's range of attempt ids more than twice its attempts: a
     window reads the postings and attempts of its whole range (a run ingested later, sorted first by its name,
@@ -98,6 +149,14 @@ def next_chunk(found: int, checked: int, need: int) -> int:
         return FIRST_CHUNK
     rate = max(found, 1) / checked
     return int(min(max(1.5 * need / rate, FIRST_CHUNK), MAX_CHUNK))
+
+
+def choose_runs(runs: list[tuple[str, str]], postings: list[int]) -> list[int]:
+    """The runs whose postings are intersected: the rarest, and up to MAX_RUNS - 1 more within RUN_SPREAD times its
+    count (a run far more common filters little and costs a long read; the text check covers it)."""
+    order = sorted(range(len(runs)), key=lambda i: postings[i])
+    rarest = postings[order[0]]
+    return [i for i in order if postings[i] <= max(rarest, 1) * RUN_SPREAD][:MAX_RUNS]
 
 
 def match_pattern(query: str, mode: str) -> tuple[str, list[str]]:

@@ -3,6 +3,7 @@ regular expression's check, run on the store (the only module of the feature tha
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import re
@@ -20,13 +21,19 @@ from analytics.search.compute import (
     SNIPPET_CONTEXT,
     SearchError,
     SearchResult,
+    WindowPart,
+    choose_runs,
+    id_ranges,
     is_exact_by_tokens,
     match_pattern,
     next_chunk,
+    next_slice,
     query_pairs,
     query_runs,
     result_of,
     run_windows,
+    slice_end,
+    window_sizes,
 )
 from analytics.sqlfiles import load_sql
 from store import ALL_RUNS, QueryError, RunFilter, attach_search_index_runs, query_df, query_rows
@@ -109,8 +116,6 @@ _RUN_MATCH = {
 }
 # a run of one token never matches a word pair ("first second"); a pair run holds its space, so it matches pairs only
 _ONE_TOKEN = " AND NOT contains(v.token, ' ')"
-MAX_RUNS = 3  # at most this many runs intersected (the rarest); the others are checked on the text
-RUN_SPREAD = 20  # a run with more than this many times the rarest run's postings is checked on the text instead
 # a query checked on the text that has checked this share of the attempts kept (and at least SCAN_MIN) without
 # filling its page is finished by a scan: its words are common and it is rare (with word pairs, seldom: their
 # postings narrow such a phrase first). Checking a candidate through the index costs about five times scanning its
@@ -149,6 +154,18 @@ def _ints(values: list[int]) -> str:
     return ", ".join(str(int(v)) for v in values) or "NULL"
 
 
+def _in_ranges(column: str, ranges: list[tuple[int, int]]) -> str:
+    """SQL true when ``column`` lies in one of ``ranges`` (ascending integers of the store, never user input):
+    constants the zone maps use to skip the row groups between them."""
+    if not ranges:
+        return "false"
+    whole = f"{column} BETWEEN {int(ranges[0][0])} AND {int(ranges[-1][1])}"
+    if len(ranges) == 1:
+        return whole
+    # the whole span too: a lake prunes its files by a plain range, not by the ranges' OR
+    return f"({whole} AND (" + " OR ".join(f"{column} BETWEEN {int(lo)} AND {int(hi)}" for lo, hi in ranges) + "))"
+
+
 def _token_ids(
     con: duckdb.DuckDBPyConnection, segments: list[str], runs: list[tuple[str, str]]
 ) -> tuple[list[list[list[int]]], list[int]]:
@@ -178,18 +195,15 @@ def _n_covered(con: duckdb.DuckDBPyConnection, segments: list[str]) -> int:
     return int(query_rows(con, f"SELECT sum(n) FROM ({parts})")[0][0] or 0)
 
 
-def choose_runs(runs: list[tuple[str, str]], postings: list[int]) -> list[int]:
-    """The runs whose postings are intersected: the rarest, and up to MAX_RUNS - 1 more within RUN_SPREAD times its
-    count (a run far more common filters little and costs a long read; the text check covers it)."""
-    order = sorted(range(len(runs)), key=lambda i: postings[i])
-    rarest = postings[order[0]]
-    return [i for i in order if postings[i] <= max(rarest, 1) * RUN_SPREAD][:MAX_RUNS]
-
-
 def _candidates_sql(
-    segments: list[str], ids: list[list[list[int]]], chosen: list[int], chosen_alone: list[int], pairs: list[bool]
+    segments: list[str],
+    ids: list[list[list[int]]],
+    chosen: list[int],
+    chosen_alone: list[int],
+    pairs: list[bool],
+    ranges: list[tuple[int, int]],
 ) -> str:
-    """Per segment, every (attempt, step, field) between $lo and $hi whose text holds a token of each chosen run
+    """Per segment, every (attempt, step, field) with its attempt id in ``ranges`` whose text holds a token of each chosen run
     (``chosen_alone``, runs of one token, in a segment without word pairs), for an attempt of ``win`` whose file
     that segment covers ($f<segment>)."""
     parts = []
@@ -199,7 +213,7 @@ def _candidates_sql(
             continue  # a run matches no token of this segment: none of its texts is a candidate
         sets = " INTERSECT ".join(
             f"SELECT DISTINCT attempt_id, step, field FROM {seg}.postings "
-            f"WHERE token_id IN ({_ints(tokens)}) AND attempt_id BETWEEN $lo AND $hi"
+            f"WHERE token_id IN ({_ints(tokens)}) AND {_in_ranges('attempt_id', ranges)}"
             for tokens in lists
         )
         parts.append(
@@ -346,29 +360,40 @@ class _Walk:
         self.n_words = len(patterns) if kind == "words" else 0
         self.params = params | {f"f{s}": fs for s, fs in enumerate(cov.files)}
         self.is_exact, self.limit, self.count_all = is_exact, limit, count_all
-        self.candidates = _candidates_sql(cov.segments, ids, chosen, chosen_alone, cov.pairs)
+        self._cand_args = (cov.segments, ids, chosen, chosen_alone, cov.pairs)
         self.hits: list[pd.DataFrame] = []
         self.n_listed = self.n_attempts = self.n_hits = self.checked = self.walked = self.seen = 0
         self.is_partial = False  # a window's candidates were left unchecked once the page was full
         self._long_unmatched: set[str] = set()  # long results read that do not match (a hash names one text)
 
-    def _window_sql(self) -> str:
-        return load_sql("search_window").format(candidates=self.candidates)
+    def _candidates(self, ranges: list[tuple[int, int]]) -> str:
+        return _candidates_sql(*self._cand_args, ranges)
+
+    def _window_sql(self, ranges: list[tuple[int, int]], *, is_slice: bool) -> str:
+        return load_sql("search_window").format(
+            candidates=self._candidates(ranges),
+            in_ids=_in_ranges("a.attempt_id", ranges),
+            in_tasks="a.task_id BETWEEN $t0 AND $t1" if is_slice else "true",
+        )
 
     def _chunk(self, attempts: pd.DataFrame) -> pd.DataFrame:
         """The hits of ``attempts`` (a slice of a window, in page order), with their attempt's columns."""
         field_text = (
             "CASE c.field WHEN 1 THEN s.content WHEN 2 THEN s.args::VARCHAR WHEN 3 THEN s.result ELSE s.error END"
         )
+        aids = [int(a) for a in attempts["attempt_id"]]
+        ranges = id_ranges(aids)
         sql = load_sql("search_chunk").format(
-            candidates=self.candidates,
+            candidates=self._candidates(ranges),
             if_verify="false" if self.is_exact else "true",
             match_answer=_predicate(self.kind, "k.answer", self.n_words),
             match_field=_predicate(self.kind, field_text, self.n_words),
+            ids_a=_in_ranges("a.attempt_id", ranges),
+            ids_k=_in_ranges("k.attempt_id", ranges),
+            ids_s=_in_ranges("s.attempt_id", ranges),
         )
-        aids = [int(a) for a in attempts["attempt_id"]]
         with _or_filter_threshold(self.con, len(aids) + 1):
-            found = _run(self.con, sql, self.params | {"aids": aids, "lo": min(aids), "hi": max(aids)})
+            found = _run(self.con, sql, self.params | {"aids": aids})
         is_long = found["src"] == 5
         if not self.is_exact and is_long.any():  # long results checked on their texts, read by hash
             matched = set(self._long(found.loc[is_long], check=True)["text_hash"])
@@ -399,15 +424,14 @@ class _Walk:
         if not segs:
             return []
         aids = sorted({int(a) for a in keys["attempt_id"]})
+        in_ids = _in_ranges("attempt_id", id_ranges(aids))
         sql = " UNION ".join(
-            f"SELECT text_row FROM {seg}.search_long WHERE attempt_id BETWEEN $lo AND $hi "
+            f"SELECT text_row FROM {seg}.search_long WHERE {in_ids} "
             "AND list_contains($aids, attempt_id) AND list_contains($steps, step)"
             for seg in _segments_checked(segs)
         )
         steps = sorted({int(s) for s in keys["step"]})
-        return [
-            int(r) for (r,) in query_rows(self.con, sql, {"lo": aids[0], "hi": aids[-1], "aids": aids, "steps": steps})
-        ]
+        return [int(r) for (r,) in query_rows(self.con, sql, {"aids": aids, "steps": steps})]
 
     def _long_by_rows(self, rows: list[int], wanted: set[str], *, check: bool) -> pd.DataFrame:
         """The texts at ``rows`` whose hash is wanted (search_long.sql), read by ranges of rowid; a text read that
@@ -441,30 +465,63 @@ class _Walk:
         runs = self._kept_runs() if has_postings else []
         n_kept = sum(r[3] for r in runs)
         complete = True
-        for window in run_windows(
-            runs, per_attempt=per_attempt, first_hits=FIRST_WINDOW_HITS * max(self.limit, 1), count_all=self.count_all
-        ):
-            if self._is_done():
-                complete = False
+        first_hits = FIRST_WINDOW_HITS * max(self.limit, 1)
+        size, most = window_sizes(per_attempt=per_attempt, first_hits=first_hits, count_all=self.count_all)
+        for window in run_windows(runs, per_attempt=per_attempt, first_hits=first_hits, count_all=self.count_all):
+            # a run far larger than the page needs, its candidates checked on their texts: read in slices of
+            # whole tasks in the order hits are listed, so the page stops after the first (see search_order.sql)
+            is_sliced = not self.is_exact and not self.count_all and len(window) == 1 and window[0][3] > 2 * size
+            whole = WindowPart([r[0] for r in window], [(min(r[1] for r in window), max(r[2] for r in window))], None, None,
+                          sum(r[3] for r in window))  # fmt: skip
+            for part in self._slices(window[0], size, most) if is_sliced else [whole]:
+                if self._is_done():
+                    complete = False
+                    break
+                if self._read(part, n_kept):
+                    result = result_of(query, mode, _run(self.con, _sql(self.kind, len(self.patterns)), self.params))
+                    reason = (
+                        f"its words are in most texts and it is in few: {self.checked:,} candidate attempts checked "
+                        "through the index did not fill the page"
+                    )
+                    return dataclasses.replace(result, scan_reason=reason)
+            if not complete:
                 break
-            wdf = _run(
-                self.con,
-                self._window_sql(),
-                self.params
-                | {"lo": min(r[1] for r in window), "hi": max(r[2] for r in window), "runs": [r[0] for r in window]},
-            )
-            self.walked += sum(r[3] for r in window)
-            self.seen += len(wdf)
-            if self.is_exact:
-                self._exact_window(wdf)
-            elif self._check_window(wdf, n_kept):
-                result = result_of(query, mode, _run(self.con, _sql(self.kind, len(self.patterns)), self.params))
-                reason = (
-                    f"its words are in most texts and it is in few: {self.checked:,} candidate attempts checked "
-                    "through the index did not fill the page"
-                )
-                return dataclasses.replace(result, scan_reason=reason)
         return self._result(query, mode, scanned, complete=complete and not self.is_partial, n_kept=n_kept)
+
+    def _slices(self, run: tuple[str, int, int, int], size: float, most: float) -> Iterator[WindowPart]:
+        """The run's attempts in page order (search_order.sql, read when its first slice is needed) cut into slices
+        of whole tasks (``compute.slice_end``), each with the few ranges of ids its attempts hold; after the first,
+        each is sized from the hits the walk has listed so far (``compute.next_slice``)."""
+        order = _run(self.con, load_sql("search_order"), {"run": run[0], "lo": run[1], "hi": run[2]})
+        aids = order["attempt_id"].to_numpy()
+        is_start = order["task_start"].notna().to_numpy()
+        starts = [int(i) for i in is_start.nonzero()[0]]
+        tasks = [str(t) for t in order["task_start"].to_numpy()[is_start]]
+        lo = 0
+        while lo < len(aids):
+            hi = slice_end(starts, len(aids), lo, size)
+            last = bisect.bisect_right(starts, hi - 1) - 1
+            ranges = id_ranges([int(a) for a in aids[lo:hi]])
+            yield WindowPart([run[0]], ranges, tasks[bisect.bisect_right(starts, lo) - 1], tasks[last], hi - lo)
+            # resumed once the slice was read: its hits size the next
+            lo, size = (
+                hi,
+                next_slice(size, most, listed=self.n_listed, walked=self.walked, need=self.limit - self.n_listed),
+            )
+
+    def _read(self, part: WindowPart, n_kept: int) -> bool:
+        """One window or slice: its candidate attempts in page order, counted or checked; True when the scan rule
+        says to scan instead."""
+        params = self.params | {"runs": part.runs}
+        if part.t0 is not None:
+            params |= {"t0": part.t0, "t1": part.t1}
+        wdf = _run(self.con, self._window_sql(part.ranges, is_slice=part.t0 is not None), params)
+        self.walked += part.n
+        self.seen += len(wdf)
+        if self.is_exact:
+            self._exact_window(wdf)
+            return False
+        return self._check_window(wdf, n_kept)
 
     def _kept_runs(self) -> list[tuple[str, int, int, int]]:
         """The runs kept with the range and count of their covered attempts, in page order: from the manifest's
@@ -575,9 +632,14 @@ class _Walk:
         aids = [int(a) for a in hits["attempt_id"]]
         params = {k: v for k, v in _params(self.kind, self.patterns).items()} | {
             "aids": aids, "steps": [-1 if pd.isna(s) else int(s) for s in hits["step"]],
-            "srcs": [int(s) for s in hits["src"]], "lo": min(aids), "hi": max(aids), "context": SNIPPET_CONTEXT,
+            "srcs": [int(s) for s in hits["src"]], "context": SNIPPET_CONTEXT,
         }  # fmt: skip
-        sql = load_sql("search_page").format(locate=_locate(self.kind, "text"))
+        ranges = id_ranges(aids)
+        sql = load_sql("search_page").format(
+            locate=_locate(self.kind, "text"),
+            ids_a=_in_ranges("a.attempt_id", ranges),
+            ids_s=_in_ranges("s.attempt_id", ranges),
+        )
         with _or_filter_threshold(self.con, len(aids) + 1):
             texts = _run(self.con, sql, params)
         is_long = texts["src"] == 5

@@ -5,41 +5,38 @@
 -- list: the zone maps prune to their row groups). Fields: 0 answer, 1 content, 2 args, 3 result, 4 error, 5 the
 -- long result (stored once in texts: returned with its hash and checked by search_long.sql); step -1 is the
 -- answer.
--- The candidates placeholder: as in search_window.sql, between $lo and $hi. Parameters: $aids (the attempts), $lo, $hi, $f0..,
--- the patterns ($q, or $w0.. $r0..).
+-- The candidates placeholder: as in search_window.sql, among the chunk's attempt ids; ids_a, ids_k, ids_s: those ids
+-- as a few ranges of integer literals on a.attempt_id, k.attempt_id, s.attempt_id (fixed SQL; the zone maps skip
+-- the other row groups). Parameters: $aids (the attempts), $f0.., the patterns ($q, or $w0.. $r0..).
 WITH win AS (
     SELECT a.attempt_id, a.file_id
     FROM attempts a
-    WHERE a.attempt_id BETWEEN $lo AND $hi AND a.attempt_id IN (SELECT unnest($aids))
+    WHERE {ids_a} AND a.attempt_id IN (SELECT unnest($aids))
 ),
 cand AS (
     {candidates}
 ),
 verified AS (
-    SELECT c.attempt_id, c.step, c.field FROM cand c WHERE NOT {if_verify} AND c.field <> 5
+    SELECT c.attempt_id, c.step, c.field, NULL::VARCHAR AS result_hash
+    FROM cand c WHERE NOT {if_verify} AND c.field <> 5
     UNION ALL
-    SELECT c.attempt_id, c.step, c.field
+    SELECT c.attempt_id, c.step, c.field, NULL::VARCHAR
     FROM cand c
-    JOIN attempts k ON k.attempt_id = c.attempt_id AND k.attempt_id BETWEEN $lo AND $hi
+    JOIN attempts k ON k.attempt_id = c.attempt_id AND {ids_k}
     WHERE {if_verify} AND c.field = 0 AND {match_answer}
     UNION ALL
-    SELECT c.attempt_id, c.step, c.field
+    -- the inline fields checked on their text, and a long result's hash (its text is checked by search_long.sql,
+    -- read by its row): one read of the candidates' steps
+    SELECT c.attempt_id, c.step, c.field, CASE WHEN c.field = 5 THEN s.result_hash END
     FROM cand c
-    JOIN steps s ON s.attempt_id = c.attempt_id AND s.step = c.step AND s.attempt_id BETWEEN $lo AND $hi
-    WHERE {if_verify} AND c.field BETWEEN 1 AND 4 AND {match_field}
-    UNION ALL
-    -- a long result: its hash, checked by search_long.sql (texts are read by a list of constant hashes)
-    SELECT c.attempt_id, c.step, c.field
-    FROM cand c
-    WHERE c.field = 5
+    JOIN steps s ON s.attempt_id = c.attempt_id AND s.step = c.step AND {ids_s}
+    WHERE c.field = 5 OR ({if_verify} AND c.field BETWEEN 1 AND 4 AND {match_field})
 )
 -- search.sql's hits: one per step for the inline fields (the first that matches), the answer and the long result
 -- apart
 SELECT v.attempt_id, CASE WHEN v.step >= 0 THEN v.step END AS step,
        CASE v.field WHEN 0 THEN 'answer' WHEN 1 THEN 'content' WHEN 2 THEN 'args' WHEN 4 THEN 'error'
             ELSE 'result' END AS field,
-       v.field AS src, s.result_hash
+       v.field AS src, v.result_hash
 FROM verified v
-LEFT JOIN steps s ON v.field = 5 AND s.attempt_id = v.attempt_id AND s.step = v.step
-                 AND s.attempt_id BETWEEN $lo AND $hi
 QUALIFY v.field IN (0, 5) OR row_number() OVER (PARTITION BY v.attempt_id, v.step, v.field IN (0, 5) ORDER BY v.field) = 1

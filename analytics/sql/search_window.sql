@@ -4,12 +4,15 @@
 -- long result apart: search.sql's rule). When holding the query's tokens is the same as matching (if_verify false)
 -- these are the hits; otherwise they are checked on the text, attempt by attempt (search_chunk.sql).
 -- The candidates placeholder: fixed SQL, per segment the (attempt_id, step, field) whose text holds a token of every chosen run
--- of the query, between $lo and $hi, counted only when the attempt's file is one that segment covers ($f<i>).
--- Parameters: $lo, $hi (the window's attempt ids), $runs (its run ids), $f0.. and the runs' token ids (literals).
+-- of the query, among the window's attempt ids, counted only when the attempt's file is one that segment covers ($f<i>).
+-- The in_ids placeholder: fixed SQL, the window's attempt ids as a few ranges of integer literals (the zone maps
+-- skip the rest); in_tasks: true, or for a slice of one run (a stretch of its tasks in the order hits are listed)
+-- a.task_id BETWEEN $t0 AND $t1.
+-- Parameters: $runs (its run ids), $t0 and $t1 for a slice, $f0.. and the runs' token ids (literals).
 WITH win AS (
     SELECT a.attempt_id, a.run_id, a.task_id, a.sample, a.passed, a.file_id
     FROM attempts a
-    WHERE a.attempt_id BETWEEN $lo AND $hi AND list_contains($runs, a.run_id)
+    WHERE {in_ids} AND list_contains($runs, a.run_id) AND {in_tasks}
 ),
 cand AS (
     {candidates}
