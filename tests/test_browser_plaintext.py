@@ -82,14 +82,36 @@ def open_page(page: object, url: str, title: str, marker: str) -> str:
     page.goto(url, wait_until="domcontentloaded")  # type: ignore[attr-defined]
     page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=180_000)  # type: ignore[attr-defined]
     page.get_by_text(marker).first.wait_for(timeout=180_000)  # type: ignore[attr-defined]
+    wait_quiet(page)
+    # md_plain puts an invisible word joiner into URLs so Streamlit does not link them; read past it
+    return str(page.locator("body").inner_text()).replace("\u2060", "")  # type: ignore[attr-defined]
+
+
+# the drilldown's panels read and drawn only when opened (issue 33): opened on the hostile attempt, one by one
+DRILLDOWN_PANELS = (
+    "Runlens LLM judge verdicts",
+    "Findings: error labels and rule findings",
+    "Human reviews",
+    "Same task in another run",
+)
+
+
+def wait_quiet(page: object) -> None:
+    """Until no "Running..." widget, skeleton or stale element shows twice in a row, then Plotly's drawing time."""
     quiet = 0
-    for _ in range(180):  # no "Running..." widget, skeleton or stale element twice in a row
+    for _ in range(180):
         quiet = quiet + 1 if page.evaluate(BUSY_JS) == 0 else 0  # type: ignore[attr-defined]
         if quiet >= 2:
             break
         page.wait_for_timeout(1000)  # type: ignore[attr-defined]
-    page.wait_for_timeout(1500)  # type: ignore[attr-defined]  # Plotly draws after the script ends
-    # md_plain puts an invisible word joiner into URLs so Streamlit does not link them; read past it
+    page.wait_for_timeout(1500)  # type: ignore[attr-defined]
+
+
+def open_panels(page: object, labels: tuple[str, ...]) -> str:
+    """Open each collapsed panel named in ``labels`` (an expander's summary), wait for its content; the page's text."""
+    for label in labels:
+        page.locator("summary").filter(has_text=label).first.click()  # type: ignore[attr-defined]
+        wait_quiet(page)
     return str(page.locator("body").inner_text()).replace("\u2060", "")  # type: ignore[attr-defined]
 
 
@@ -119,6 +141,8 @@ def test_log_text_never_becomes_a_link_or_an_image(
             if title == "SQL":
                 page.get_by_text("Query history").click()  # type: ignore[attr-defined]
                 page.wait_for_timeout(1000)  # type: ignore[attr-defined]
+            if path.startswith("/drilldown?run="):
+                bodies[path] = open_panels(page, DRILLDOWN_PANELS)
             screenshot(page, f"plaintext-{i}-{title.lower().replace(' ', '-')}")
             assert "Traceback" not in bodies[path], (path, bodies[path][:2000])
             assert outside_links(page, beacon_url) == [], path
