@@ -114,18 +114,25 @@ def test_writers_in_several_processes_while_others_read(tmp_path: Path, monkeypa
     readers = [_spawn(["read", str(stop)], env) for _ in range(2)]
     writers = [_spawn(["write", *plan], env) for plan in plans]
     outcomes: dict[str, list[str]] = {}
-    for proc in writers:
-        out, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err[-3000:]
-        for line in out.splitlines():
-            row = json.loads(line)
-            outcomes.setdefault(row["file"], []).append(row["outcome"])
-    stop.touch()
     reads = []
-    for proc in readers:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err[-3000:]
-        reads.append(json.loads(out))
+    try:
+        for proc in writers:
+            out, err = proc.communicate(timeout=600)
+            assert proc.returncode == 0, err[-3000:]
+            for line in out.splitlines():
+                row = json.loads(line)
+                outcomes.setdefault(row["file"], []).append(row["outcome"])
+        stop.touch()
+        for proc in readers:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err[-3000:]
+            reads.append(json.loads(out))
+    finally:  # a failed writer must not leave the readers (which read until told to stop) running after the test
+        stop.touch()
+        for proc in (*writers, *readers):
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     uploaded = {f for plan in plans for f in plan}
     assert set(outcomes) == uploaded
     assert all(o.count("ingested") == 1 for o in outcomes.values()), outcomes
