@@ -5,6 +5,7 @@ through the one writer and reused; the CLI's JSON shape."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -417,6 +418,30 @@ def test_the_static_model_is_distilled_from_the_packaged_minilm() -> None:
     assert v.shape == (3, STATIC_DIMS) and np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     assert v[0] @ v[1] > v[0] @ v[2]  # two timeouts are closer than a timeout and a denial
     assert np.array_equal(emb.encode(["upstream request timed out"])[0], v[0])
+
+
+def test_the_static_model_is_distilled_in_a_process_of_its_own(tmp_path: Path) -> None:
+    """A first use on a machine without the static model (an empty cache) distils it in a child process: the caller
+    (a server computing its first clusters in a thread) never imports torch, which other threads would see half
+    imported; the table is the deterministic one of the default cache."""
+    from analytics.embeddings import static_model_path
+
+    probe = (
+        "import json, sys\n"
+        "from analytics.embeddings import StaticEmbedder, static_model_path\n"
+        "folder = static_model_path()\n"
+        "v = StaticEmbedder().encode(['upstream request timed out'])\n"
+        "print(json.dumps({'folder': str(folder), 'shape': list(v.shape), 'torch': 'torch' in sys.modules}))\n"
+    )
+    cache = tmp_path / "cache"
+    env = {**os.environ, "RUNLENS_CACHE_DIR": str(cache)}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"folder": str(cache / "models" / "minilm-static-256-v1"), "shape": [1, 256], "torch": False}
+    ours = (cache / "models" / "minilm-static-256-v1" / "model.safetensors").read_bytes()
+    assert ours == (static_model_path() / "model.safetensors").read_bytes()
+    assert not [p for p in (cache / "models").iterdir() if p.name.startswith(".distill-")]  # no half-written folder
 
 
 def test_the_static_model_by_word_gives_model2vecs_vectors() -> None:

@@ -132,15 +132,48 @@ def distill_static(*, dims: int = STATIC_DIMS, sif: float = STATIC_SIF, threads:
 
 def static_model_path() -> Path:
     """The distilled static model's folder (model2vec's format: ``model.safetensors``, ``tokenizer.json``,
-    ``config.json``), distilled on first use (``distill_static``) and kept in ``model_cache_dir``."""
+    ``config.json``), distilled on first use and kept in ``model_cache_dir``.
+
+    The distillation runs in a process of its own (``distill_into``): it imports torch, and a module being imported
+    in one thread is visible half-initialised to every other thread of the process (scipy looks up
+    ``sys.modules["torch"]`` on its array calls), so a server whose Clusters page computes its first clusters must
+    never import it.
+
+    Raises:
+        EmbeddingError: the distillation failed (the last line of its error output).
+    """
     folder = model_cache_dir() / STATIC_MODEL.replace("@", "-")
     if (folder / "model.safetensors").is_file():
         return folder
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    code = "import sys; from analytics.embeddings.compute import distill_into; distill_into(sys.argv[1])"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(folder)], cwd=root, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0 or not (folder / "model.safetensors").is_file():
+        tail = (done.stderr or "").strip().splitlines()[-1:]
+        raise EmbeddingError(
+            f"distilling {STATIC_MODEL} into {folder} failed (exit {done.returncode})"
+            + (f": {tail[0]}" if tail else "")
+        )
+    return folder
+
+
+def distill_into(where: str | Path) -> None:
+    """Distil the static model (``distill_static``) into the folder ``where``, written whole or not at all (a
+    temporary folder beside it, renamed); nothing when it is there already. Run by ``static_model_path`` in a
+    process of its own."""
     import json
     import tempfile
 
     from safetensors.numpy import save_file
 
+    folder = Path(where)
+    if (folder / "model.safetensors").is_file():
+        return
     table, tok = distill_static()
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".distill-"))
@@ -156,7 +189,6 @@ def static_model_path() -> Path:
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
-    return folder
 
 
 @dataclass
