@@ -101,7 +101,9 @@ case "${1:-app}" in
     # pytest exits 5 when it collected no test: that is a failure here, like any other non-zero exit.
     # Two workers (CI has 2 cores), a test file per worker (module fixtures built once): much of the suite waits on
     # servers, browsers and subprocesses, so the whole run took 10:43 against 17:57 serially on this machine.
-    exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${RUNLENS_TEST_WORKERS:-2}" --dist loadfile "$@" ;;
+    # The 30 slowest tests are listed at the end: where the suite's time goes, run by run.
+    exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${RUNLENS_TEST_WORKERS:-2}" --dist loadfile \
+      --durations=30 "$@" ;;
   *)
     echo "usage: bash run.sh [app|test|team-demo|install]" >&2
     exit 2 ;;
