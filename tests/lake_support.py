@@ -68,3 +68,47 @@ def run_cli(module: str, *args: str, env: dict[str, str], timeout: float = 300) 
         text=True,
         timeout=timeout,
     )
+
+
+def spawn_worker(args: list[str], env: dict[str, str], *, drop: tuple[str, ...] = ()) -> subprocess.Popen[str]:
+    """``python -m tests.lake_worker ARGS`` with ``env`` over this process's environment (less the names ``drop``)."""
+    base = {k: v for k, v in os.environ.items() if k not in drop}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.lake_worker", *args],
+        cwd=ROOT,
+        env={**base, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def writers_and_readers(
+    plans: list[list[str]], env: dict[str, str], stop: Path, *, drop: tuple[str, ...] = ()
+) -> tuple[dict[str, list[str]], list[dict]]:
+    """Two reader processes, then one writer process per plan (its files uploaded one by one); when the writers
+    have ended, ``stop`` tells the readers to end. Returns each file's outcomes and each reader's report. Every
+    process is stopped whatever fails (a reader reads until told to stop)."""
+    readers = [spawn_worker(["read", str(stop)], env, drop=drop) for _ in range(2)]
+    writers = [spawn_worker(["write", *plan], env, drop=drop) for plan in plans]
+    outcomes: dict[str, list[str]] = {}
+    reads = []
+    try:
+        for proc in writers:
+            out, err = proc.communicate(timeout=600)
+            assert proc.returncode == 0, err[-3000:]
+            for line in out.splitlines():
+                row = json.loads(line)
+                outcomes.setdefault(row["file"], []).append(row["outcome"])
+        stop.touch()
+        for proc in readers:
+            out, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err[-3000:]
+            reads.append(json.loads(out))
+    finally:
+        stop.touch()
+        for proc in (*writers, *readers):
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return outcomes, reads

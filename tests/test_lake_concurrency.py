@@ -3,12 +3,8 @@ dashboards read, and writers killed at random points. Every file goes in exactly
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,23 +12,11 @@ import pytest
 
 import store as rdb
 from analytics import doctor
-from tests.conftest import ROOT
-from tests.lake_support import make_upload, new_lake
+from tests.lake_support import make_upload, new_lake, spawn_worker, writers_and_readers
 
 # Writer w uploads files 7w .. 7w + 9: each shares 3 files with the next writer (21 contested files, 59 distinct,
 # 80 uploads). Half the uploads of 20 per writer with stride 13, for the same contention: eight writers at once.
 N_WRITERS, N_UPLOADS, N_FILES, STRIDE = 8, 10, 60, 7
-
-
-def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.lake_worker", *args],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 @pytest.mark.slow
@@ -45,21 +29,7 @@ def test_eight_writers_and_two_readers(postgres, tmp_path: Path, monkeypatch: py
     plans = [[str(files[(w * STRIDE + j) % N_FILES]) for j in range(N_UPLOADS)] for w in range(N_WRITERS)]
     rdb.ensure_snapshot(location)  # the lake exists before the readers start
     stop = tmp_path / "stop"
-    readers = [_spawn(["read", str(stop)], env) for _ in range(2)]
-    writers = [_spawn(["write", *plan], env) for plan in plans]
-    outcomes: dict[str, list[str]] = {}
-    for proc in writers:
-        out, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err[-3000:]
-        for line in out.splitlines():
-            row = json.loads(line)
-            outcomes.setdefault(row["file"], []).append(row["outcome"])
-    stop.touch()
-    reads = []
-    for proc in readers:
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err[-3000:]
-        reads.append(json.loads(out))
+    outcomes, reads = writers_and_readers(plans, env, stop)
     uploaded = {f for plan in plans for f in plan}
     assert len(uploaded) < N_WRITERS * N_UPLOADS  # some files were uploaded by more than one writer
     assert all(sorted(o)[-1] == "ingested" and o.count("ingested") == 1 for o in outcomes.values()), outcomes
@@ -91,7 +61,7 @@ def test_a_writer_killed_at_any_point_leaves_each_file_whole_or_absent(
     rng = random.Random(19)
     files = [make_upload(tmp_path, i, n_tasks=400, samples=5) for i in range(10)]  # 2,000 attempts each
     for trial, path in enumerate(files):
-        proc = _spawn(["write", str(path)], env)
+        proc = spawn_worker(["write", str(path)], env)
         time.sleep(rng.uniform(0.3, 4.0))  # startup, validation, writing, committing: anywhere
         proc.send_signal(signal.SIGKILL)
         proc.communicate()

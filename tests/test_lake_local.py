@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +18,7 @@ import store as rdb
 from analytics import doctor
 from store import lake
 from tests.conftest import FIXTURES, ROOT
-from tests.lake_support import make_upload, run_cli
+from tests.lake_support import make_upload, run_cli, spawn_worker, writers_and_readers
 
 
 def _local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, dict[str, str]]:
@@ -29,18 +26,6 @@ def _local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, dict[s
     monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
     monkeypatch.setenv("RUNLENS_DB", location)
     return location, {"RUNLENS_DB": location}
-
-
-def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    clean = {k: v for k, v in os.environ.items() if k != "RUNLENS_LAKE_DATA_PATH"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.lake_worker", *args],
-        cwd=ROOT,
-        env={**clean, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def test_location_parses_to_a_catalog_file_with_its_data_beside_it(
@@ -111,28 +96,7 @@ def test_writers_in_several_processes_while_others_read(tmp_path: Path, monkeypa
     plans = [[str(files[(w * 7 + j) % n_files]) for j in range(n_uploads)] for w in range(n_writers)]
     rdb.ensure_snapshot(location)
     stop = tmp_path / "stop"
-    readers = [_spawn(["read", str(stop)], env) for _ in range(2)]
-    writers = [_spawn(["write", *plan], env) for plan in plans]
-    outcomes: dict[str, list[str]] = {}
-    reads = []
-    try:
-        for proc in writers:
-            out, err = proc.communicate(timeout=600)
-            assert proc.returncode == 0, err[-3000:]
-            for line in out.splitlines():
-                row = json.loads(line)
-                outcomes.setdefault(row["file"], []).append(row["outcome"])
-        stop.touch()
-        for proc in readers:
-            out, err = proc.communicate(timeout=120)
-            assert proc.returncode == 0, err[-3000:]
-            reads.append(json.loads(out))
-    finally:  # a failed writer must not leave the readers (which read until told to stop) running after the test
-        stop.touch()
-        for proc in (*writers, *readers):
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+    outcomes, reads = writers_and_readers(plans, env, stop, drop=("RUNLENS_LAKE_DATA_PATH",))
     uploaded = {f for plan in plans for f in plan}
     assert set(outcomes) == uploaded
     assert all(o.count("ingested") == 1 for o in outcomes.values()), outcomes
@@ -156,7 +120,7 @@ def test_a_writer_killed_at_any_point_leaves_each_file_whole_or_absent(
     rng = random.Random(33)
     files = [make_upload(tmp_path, i, n_tasks=400, samples=5) for i in range(6)]  # 2,000 attempts each
     for trial, path in enumerate(files):
-        proc = _spawn(["write", str(path)], env)
+        proc = spawn_worker(["write", str(path)], env, drop=("RUNLENS_LAKE_DATA_PATH",))
         time.sleep(rng.uniform(0.3, 3.0))
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
