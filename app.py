@@ -9,13 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import early
-
-# The store's package is imported by now (DuckDB): its opening (a lake's extensions and attachment) runs in a thread
-# while the shell's imports below (pandas, the analytics) go on; the shell waits for it before it reads the store.
-early.open_store()
-
-from ui.shell import run_app  # noqa: E402
+from ui.shell import run_app
 
 # Paths are relative to this file. The page folder is not named ``pages/``: beside a folder of that name Streamlit
 # would run each page file alone (its legacy multipage mode) until st.navigation had run once in the process.

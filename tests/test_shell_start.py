@@ -4,13 +4,7 @@ server processes (issue 31)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +12,7 @@ import streamlit as st
 
 from ingest.pipeline import ingest_paths
 from tests.apptest import open_page
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES
 from ui import last_used
 
 # demo runs newer than the fixture's real runs: a visit without a benchmark opens on the demo benchmark
@@ -135,52 +129,3 @@ def test_a_store_is_keyed_by_its_location(tmp_path: Path, monkeypatch: pytest.Mo
         and last_used.store_key("ducklake:sqlite:a.sqlite") == "ducklake:sqlite:a.sqlite"
     )
     assert last_used.store_key(":memory:") == ":memory:"
-
-
-def test_the_store_opens_in_a_thread_while_the_app_imports(mixed_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """app.py starts opening the store in a thread of its own (ui/early.py) once per process and store; the shell
-    waits for it, so the first reader of the page run starts after that open has ended (issue 33: start-up)."""
-    import store
-
-    calls: list[tuple[str, float, float]] = []
-    plain = store.reader
-
-    @contextlib.contextmanager
-    def reader(*args: object, **kwargs: object) -> Iterator[object]:
-        start = time.monotonic()
-        try:
-            with plain(*args, **kwargs) as con:  # type: ignore[arg-type]
-                yield con
-        finally:
-            calls.append((threading.current_thread().name, start, time.monotonic()))
-
-    monkeypatch.setattr(store, "reader", reader)
-    at = open_page("views/leaderboard.py", mixed_db, monkeypatch)
-    early_calls = [c for c in calls if c[0] == "runlens-open-store"]
-    assert len(early_calls) == 1 and calls[0] == early_calls[0]
-    assert all(start >= early_calls[0][2] for name, start, _ in calls[1:])  # nothing read the store beside it
-    at.run()  # a rerun executes app.py again: nothing more is opened early
-    assert [c for c in calls if c[0] == "runlens-open-store"] == early_calls
-
-
-def test_an_early_open_that_fails_leaves_the_error_to_the_shell(tmp_path: Path) -> None:
-    """The thread's error is not raised (nor lost: the shell's own open of the same store meets it and shows it)."""
-    import store
-    from ui import early
-
-    where = tmp_path / "a-folder.duckdb"
-    where.mkdir()
-    assert early.open_store(str(where)) is not None
-    early.wait(str(where))
-    assert early.open_store(str(where)) is None  # once per process and store
-    with pytest.raises(Exception, match="a-folder"), store.reader(where):
-        pass
-
-
-def test_app_py_starts_the_open_before_the_shell_imports() -> None:
-    """The open overlaps the shell's imports (pandas, the analytics) only when it starts before them."""
-    source = (ROOT / "app.py").read_text(encoding="utf-8")
-    assert source.index("early.open_store()") < source.index("from ui.shell import")
-    code = "import sys; import streamlit, ui.early; print('pandas' in sys.modules)"  # what app.py has imported by then
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False"]

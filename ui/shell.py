@@ -18,7 +18,7 @@ import store as rdb
 from analytics import catalog as cat
 from analytics import formatting as fmt
 from ingest import workers
-from ui import common, early, last_used
+from ui import common, last_used
 
 
 @st.cache_resource(show_spinner="Preparing the database (a first start without run.sh loads the demo dataset)...")
@@ -304,7 +304,6 @@ def page_setup(title: str, caption: str | None = None, *, unused: tuple[str, ...
 def render_shell() -> None:
     """Bootstrap the database, show the demo banner and the sidebar filters."""
     try:
-        early.wait(common.db_path())  # the store's opening started by app.py (ui/early.py), finished first
         _bootstrap(common.db_path())
         notice = common.pin_version()
         catalog = common.cached(cat.catalog)
