@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from ingest.otlp.lines import merged_line
+from ingest.otlp.lines import kept_line, merged_line
 from ingest.records import Known
 from ingest.records.bundle import KeptSpans
 from store.attempt_update import replace_attempts
@@ -72,7 +72,7 @@ def stored_traces(con: Any, trace_ids: Iterable[str]) -> dict[str, Stored]:
         )
         for entry in out.values():
             if entry.spans_hash in texts:
-                entry.line = texts[entry.spans_hash].encode()
+                entry.line = kept_line(texts[entry.spans_hash])
     return out
 
 
