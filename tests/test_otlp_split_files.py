@@ -302,3 +302,21 @@ def test_a_real_export_split_by_a_flush_gives_the_attempt_of_one_file(tmp_path: 
     folder_db = tmp_path / "folder.duckdb"  # both files as one folder
     assert [r.outcome for r in _ingest(folder_db, split)] == ["ingested", "ingested"]
     assert _store(folder_db) == want
+
+
+def test_an_archive_member_naming_a_stored_trace_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    import zipfile
+
+    a, _ = _child_and_root(tmp_path)
+    db = tmp_path / "db.duckdb"
+    _ingest(db, a)
+    archive = tmp_path / "rest.zip"
+    root = otlp_span(TRACE, ROOT)
+    root["attributes"] = [*root["attributes"], {"key": "session.id", "value": {"stringValue": "weather"}}]  # type: ignore[misc]
+    with zipfile.ZipFile(archive, "w") as zf:  # (a task of its own: the member alone validates)
+        zf.writestr("b.jsonl", otlp_line(root) + "\n")
+    before = (counts(db), _store(db))
+    [refused] = _ingest(db, archive)
+    assert refused.outcome == "failed"
+    assert f"trace {TRACE} is stored already" in str(refused.error) and "extract the archive" in str(refused.error)
+    assert (counts(db), _store(db)) == before

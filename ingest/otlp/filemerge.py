@@ -41,10 +41,22 @@ def _trace_ids(prepared: Prepared) -> set[str]:
 
 def names_stored_traces(con: Any, prepared: Prepared, known: Known) -> bool:
     """True when a prepared OTLP file (validated or refused) holds spans of a trace already stored: it is then
-    read again and merged (``merge_file``), not written as validated."""
+    read again and merged (``merge_file``), not written as validated.
+
+    Raises:
+        IngestError: such a file is an archive's member (merged only from a file).
+    """
     if prepared.duplicate_of is not None or (prepared.content_hash and prepared.content_hash in known.hashes):
         return False
-    return bool(stored_traces(con, _trace_ids(prepared)))
+    stored = stored_traces(con, _trace_ids(prepared))
+    if stored and not Path(prepared.path).is_file():  # an archive's member: its bytes are not read again here
+        raise IngestError.single(
+            f"{prepared.path}:1",
+            "traceId",
+            f"trace {min(stored)} is stored already: spans of a stored trace are merged from trace files, not from "
+            "an archive's members; extract the archive and ingest its files",
+        )
+    return bool(stored)
 
 
 def merge_file(
