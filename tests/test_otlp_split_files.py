@@ -320,3 +320,19 @@ def test_an_archive_member_naming_a_stored_trace_is_refused_with_what_to_do(tmp_
     assert refused.outcome == "failed"
     assert f"trace {TRACE} is stored already" in str(refused.error) and "extract the archive" in str(refused.error)
     assert (counts(db), _store(db)) == before
+
+
+def test_the_upload_preview_shows_the_merge_the_ingest_makes(tmp_path: Path) -> None:
+    from ingest.uploads import preview_file
+
+    a, b = _child_and_root(tmp_path)
+    db = tmp_path / "db.duckdb"
+    _ingest(db, a)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        preview = preview_file(con, b)
+        again = preview_file(con, a)
+    finally:
+        con.close()
+    assert (preview.outcome, preview.format, preview.n_attempts, preview.n_partial) == ("ready", "otlp", 1, 0)
+    assert again.outcome == "duplicate"

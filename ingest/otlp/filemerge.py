@@ -13,6 +13,7 @@ cannot be merged: the file is refused, naming the trace and what to do.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from ingest.otlp.merge import Plan, Stored, adjusted, forgetting, plan, replace_
 from ingest.otlp.reader import parse_otlp
 from ingest.otlp.traces import group_traces
 from ingest.otlp_decode import read_spans
-from ingest.records import Known, Normaliser
+from ingest.records import Bundle, Known, Normaliser
 
 if TYPE_CHECKING:
     from ingest.pipeline import FileResult, Prepared
@@ -59,11 +60,35 @@ def names_stored_traces(con: Any, prepared: Prepared, known: Known) -> bool:
     return bool(stored)
 
 
+@dataclass
+class Merged:
+    """An OTLP file read merged with the stored spans of its traces, validated, not written."""
+
+    path: Path
+    content_hash: str
+    merging: Plan
+    bundle: Bundle | None  # None: every span of the file is stored already (nothing to write)
+
+
 def merge_file(
     con: Any, prepared: Prepared, known: Known, *, is_demo: bool, options: dict[str, Any]
 ) -> FileResult | None:
     """Write an OTLP file holding spans of traces already stored, merged with them (one transaction); None when it
     names no stored trace (the file is written the usual way).
+
+    Raises:
+        IngestError: the file is invalid (read alone or merged), or a trace it names was stored without its spans.
+    """
+    started = time.perf_counter()
+    merged = read_merged(con, prepared, known, options)
+    if merged is None:
+        return None
+    return _write(con, merged, known, prepared, started, is_demo)
+
+
+def read_merged(con: Any, prepared: Prepared, known: Known, options: dict[str, Any]) -> Merged | None:
+    """A prepared OTLP file read again merged with the stored spans of its traces and validated (what
+    ``merge_file`` writes; the Upload page's preview shows it); None when it names no stored trace.
 
     Raises:
         IngestError: the file is invalid (read alone or merged), or a trace it names was stored without its spans.
@@ -75,13 +100,11 @@ def merge_file(
     from ingest.formats import FORMATS
     from ingest.pipeline import _content_hash, read_input
 
-    started = time.perf_counter()
     path = Path(prepared.path)
     data = read_input(path)
     fmt = FORMATS["otlp"]
-    content_hash = _content_hash(
-        path, data, fmt, {**options, **(fmt.fingerprint or (lambda *a: {}))(path, data, options)}
-    )
+    extra = fmt.fingerprint(path, data, options) if fmt.fingerprint is not None else {}
+    content_hash = _content_hash(path, data, fmt, {**options, **extra})
     problems = ProblemCollector()
     traces = group_traces(path, read_spans(path, data, problems, keep_parts=True), problems)
     problems.raise_if_any()
@@ -90,7 +113,18 @@ def merge_file(
     merging = plan(lines, stored_traces(con, first_line))
     if merging.unmergeable:
         raise IngestError([_unmergeable(path, first_line[t], t, r) for t, r in merging.unmergeable.items()])
-    return _write(con, path, content_hash, known, merging, first_line, prepared, started, is_demo, options)
+    if not merging.lines:  # every span stored already: nothing changes
+        return Merged(path, content_hash, merging, None)
+    ours = known.copy()
+    forgetting(ours, {key for r in merging.replaced.values() for key in r.keys})
+    merged = b"\n".join(line for _, line in merging.lines) + b"\n"
+    records = adjusted(parse_otlp(path, merged, problems, **options), ours, merging)
+    bundle = Normaliser(ours, problems).feed(records)
+    if problems:  # locations in the file: the first line of each trace's spans
+        where = {f"{path}:{i}": f"{path}:{first_line[t]}" for i, (t, _) in enumerate(merging.lines, start=1)}
+        raise IngestError([Problem(where.get(p.location, p.location), p.field, p.reason) for p in problems.problems])
+    bundle.freeze()
+    return Merged(path, content_hash, merging, bundle)
 
 
 def _unmergeable(path: Path, line: int, trace_id: str, stored: Stored) -> Problem:
@@ -104,35 +138,15 @@ def _unmergeable(path: Path, line: int, trace_id: str, stored: Stored) -> Proble
     )
 
 
-def _write(
-    con: Any,
-    path: Path,
-    content_hash: str,
-    known: Known,
-    merging: Plan,
-    first_line: dict[str, int],
-    prepared: Prepared,
-    started: float,
-    is_demo: bool,
-    options: dict[str, Any],
-) -> FileResult:
+def _write(con: Any, merged: Merged, known: Known, prepared: Prepared, started: float, is_demo: bool) -> FileResult:
     from ingest.pipeline import FileResult, _label_rules, _new_definitions
     from store.ingest_writer import write_bundle
 
-    if not merging.lines:  # every span stored already: nothing changes
+    path, merging, bundle = merged.path, merged.merging, merged.bundle
+    if bundle is None:
         return FileResult(
             str(path), "otlp", "duplicate", n_already=len(merging.already), seconds=time.perf_counter() - started
         )
-    ours = known.copy()
-    forgetting(ours, {key for r in merging.replaced.values() for key in r.keys})
-    data = b"\n".join(line for _, line in merging.lines) + b"\n"
-    problems = ProblemCollector()
-    records = adjusted(parse_otlp(path, data, problems, **options), ours, merging)
-    bundle = Normaliser(ours, problems).feed(records)
-    if problems:  # locations in the file: the first line of each trace's spans
-        where = {f"{path}:{i}": f"{path}:{first_line[t]}" for i, (t, _) in enumerate(merging.lines, start=1)}
-        raise IngestError([Problem(where.get(p.location, p.location), p.field, p.reason) for p in problems.problems])
-    bundle.freeze()
     new_rows = _new_definitions(bundle, known) or []
     labels = _label_rules(bundle, known)
 
@@ -145,7 +159,7 @@ def _write(
         con,
         bundle,
         path=str(path),
-        content_hash=content_hash,
+        content_hash=merged.content_hash,
         fmt="otlp",
         is_demo=is_demo,
         started_at=prepared.started_at,
@@ -154,7 +168,7 @@ def _write(
     )
     for kind, row in new_rows:
         known.add(kind, row)
-    known.hashes[content_hash] = str(path)
+    known.hashes[merged.content_hash] = str(path)
     return FileResult(
         str(path),
         "otlp",
