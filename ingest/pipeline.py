@@ -643,8 +643,9 @@ def describe(result: FileResult) -> str:
         f"{result.n_attempts} attempts, {result.n_steps} steps in {result.seconds:.2f} s"
     )
     if result.n_merged or result.n_already:
-        line += f"; {result.n_merged} trace(s) merged with the spans stored earlier (their attempts replaced)"
-        line += f", {result.n_already} stored whole already" if result.n_already else ""
+        from ingest.otlp.filemerge import merge_note
+
+        line += f"; {merge_note(result.n_merged, result.n_already)}"
     return line + (f"; {rescore_note(result)}" if result.rescored_runs else "")
 
 

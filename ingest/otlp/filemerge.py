@@ -127,6 +127,12 @@ def read_merged(con: Any, prepared: Prepared, known: Known, options: dict[str, A
     return Merged(path, content_hash, merging, bundle)
 
 
+def merge_note(n_merged: int, n_already: int) -> str:
+    """What a file's merges did, in words (the CLI line and the Upload page say it)."""
+    note = f"{n_merged} trace(s) merged with the spans stored earlier (their attempts replaced)"
+    return note + (f", {n_already} stored whole already" if n_already else "")
+
+
 def _unmergeable(path: Path, line: int, trace_id: str, stored: Stored) -> Problem:
     runs = ", ".join(sorted({repr(k[0]) for k in stored.keys}))
     return Problem(
