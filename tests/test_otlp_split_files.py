@@ -336,3 +336,18 @@ def test_the_upload_preview_shows_the_merge_the_ingest_makes(tmp_path: Path) -> 
         con.close()
     assert (preview.outcome, preview.format, preview.n_attempts, preview.n_partial) == ("ready", "otlp", 1, 0)
     assert again.outcome == "duplicate"
+
+
+def test_spans_kept_plain_by_an_earlier_receiver_are_merged(tmp_path: Path) -> None:
+    a, b = _child_and_root(tmp_path)
+    db = tmp_path / "db.duckdb"
+    _ingest(db, a)
+    con = duckdb.connect(str(db))  # the receiver before compression kept the trace's OTLP/JSON line as it was
+    [(digest, text)] = con.execute("SELECT text_hash, text FROM texts").fetchall()
+    assert text.startswith("otlp+zlib:")
+    con.execute("UPDATE texts SET text = ? WHERE text_hash = ?", [a.read_text().strip(), digest])
+    con.close()
+    [merged] = _ingest(db, b)
+    assert (merged.outcome, merged.n_merged) == ("ingested", 1), merged.error
+    [att] = rows(db, ATTEMPT)
+    assert att[9] is None and json.loads(att[11])[0]["span_id"] == CHILD
