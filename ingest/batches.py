@@ -59,6 +59,7 @@ class Batch:
         self.pending: list[_Pending] = []
         self.saved: tuple[Any, ...] | None = None
         self.size = 0
+        self.traces: set[str] = set()  # OTLP trace ids of the files waiting (a trace in two files: merged)
 
     def offer(self, prepared: Prepared, size: int) -> bool:
         """Take a validated file into the batch (True), or write the batch and leave the file to the caller (False)."""
@@ -71,6 +72,7 @@ class Batch:
             or prepared.duplicate_of is not None
             or prepared.content_hash in self.known.hashes
             or not batchable(bundle)
+            or (bundle.traces and self._names_trace_seen(bundle.traces))
         ):
             self.flush()
             return False
@@ -91,6 +93,7 @@ class Batch:
             known.add(kind, row)
         known.hashes[prepared.content_hash] = prepared.path
         self.pending.append(_Pending(prepared, definitions, before_commit, size))
+        self.traces.update(bundle.traces)
         self.size += size
         if len(self.pending) >= BATCH_FILES:
             self.flush()
@@ -99,6 +102,7 @@ class Batch:
     def flush(self) -> None:
         """Write the files waiting (one transaction; if it fails, each file alone) and report them."""
         pending, self.pending, self.size = self.pending, [], 0
+        self.traces = set()
         if not pending:
             return
         started = time.perf_counter()
@@ -150,6 +154,12 @@ class Batch:
                     n_partial=bundle.n_partial,
                 )
             )
+
+    def _names_trace_seen(self, traces: dict[str, str]) -> bool:
+        """An OTLP file naming a trace of a file waiting, or one stored: written alone, after the batch (merged)."""
+        from ingest.otlp.merge import stored_traces
+
+        return not self.traces.isdisjoint(traces) or bool(stored_traces(self.con, traces))
 
     def release(self) -> None:
         """Give up the files waiting (the ingest stopped): remove their parts from disk."""

@@ -67,6 +67,8 @@ class FileResult:
     rescored_runs: tuple[str, ...] = ()  # runs this file re-scored (a new revision of their scores)
     n_rescored: int = 0  # stored attempts whose scores it replaced
     n_partial: int = 0  # attempts stored from a trace without its root span (marked ``trace_partial``)
+    n_merged: int = 0  # OTLP traces stored earlier, merged with this file's spans (their attempts replaced)
+    n_already: int = 0  # OTLP traces of this file whose every span was stored already
 
 
 def iter_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -132,6 +134,7 @@ def prepare_file(
     started = time.perf_counter()
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     name = str(path)
+    chosen: Format | None = None
     try:
         if data is None and _checked_size(path) > CHUNK_BYTES:
             chosen = choose_format(path, read_head(path), fmt)
@@ -157,8 +160,10 @@ def prepare_file(
                 bar.close()
         problems.raise_if_any()
         bundle.freeze()
-    except IngestError as exc:
-        return Prepared(name, fmt, started_at, error=exc, seconds=time.perf_counter() - started)
+    except IngestError as exc:  # (the format, once known: an OTLP file may be refused for want of stored spans)
+        return Prepared(
+            name, fmt if chosen is None else chosen.name, started_at, error=exc, seconds=time.perf_counter() - started
+        )
     except MemoryError:  # ArrowMemoryError too: the file's content outgrew this process's memory (its limit)
         return Prepared(name, fmt, started_at, error=out_of_memory(name), seconds=time.perf_counter() - started)
     return Prepared(
@@ -288,6 +293,12 @@ def ingest_file(
     """
     known = load_known(con) if known is None else known
     prepared = prepare_file(path, known.copy(), fmt=fmt, progress=progress, spill_dir=spill_dir, **options)
+    if prepared.format == "otlp":  # spans of traces stored already: merged with them (ingest.otlp.filemerge)
+        from ingest.otlp.filemerge import merge_file
+
+        merged = merge_file(con, prepared, known, is_demo=is_demo, options=options)
+        if merged is not None:
+            return merged
     return commit_fresh(con, prepared, known, is_demo=is_demo)
 
 
@@ -321,6 +332,11 @@ def commit_prepared(
         IngestError: the prepared file is invalid.
     """
     started = time.perf_counter()
+    if prepared.format == "otlp":  # naming a trace stored already: ingest_file merges it (ingest.otlp.filemerge)
+        from ingest.otlp.filemerge import names_stored_traces
+
+        if names_stored_traces(con, prepared, known):
+            return None
     if prepared.error is not None:
         raise prepared.error
     duplicate_of = prepared.duplicate_of or known.hashes.get(prepared.content_hash)
@@ -616,6 +632,8 @@ def ingest_paths(
 
 def describe(result: FileResult) -> str:
     """One line (or the error lines) for a file's outcome."""
+    if result.outcome == "duplicate" and result.n_already:
+        return f"{result.path}: every span of its {result.n_already} trace(s) is stored already; nothing added"
     if result.outcome == "duplicate":
         return f"{result.path}: already ingested (identical content as {result.duplicate_of}); nothing added"
     if result.outcome == "failed":
@@ -624,6 +642,10 @@ def describe(result: FileResult) -> str:
         f"{result.path}: ingested as {result.format}: {result.n_runs} runs, {result.n_tasks} tasks, "
         f"{result.n_attempts} attempts, {result.n_steps} steps in {result.seconds:.2f} s"
     )
+    if result.n_merged or result.n_already:
+        from ingest.otlp.filemerge import merge_note
+
+        line += f"; {merge_note(result.n_merged, result.n_already)}"
     return line + (f"; {rescore_note(result)}" if result.rescored_runs else "")
 
 

@@ -278,6 +278,10 @@ def _worker_main() -> int:
         warnings = [_relative(w, path) for w in result.warnings]
         if result.rescored_runs:  # said on the page with the file's other notes
             warnings.append(rescore_note(result))
+        if result.n_merged or result.n_already:  # an OTLP file completing traces stored earlier
+            from ingest.otlp.filemerge import merge_note
+
+            warnings.append(merge_note(result.n_merged, result.n_already))
         _emit({**row, "file": path.name, "error": error, "warnings": warnings})
     return 0
 

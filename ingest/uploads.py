@@ -125,7 +125,21 @@ def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto
         return Preview(
             path.name, sha, "inspect", "companion", errors=(f"{eval_set_companion(path)}: read with the set's logs",)
         )
-    prepared = prepare_file(path, load_known(con), fmt=chosen.name, data=data, **opts)
+    known = load_known(con)
+    prepared = prepare_file(path, known.copy(), fmt=chosen.name, data=data, **opts)
+    if prepared.format == "otlp":  # spans of traces stored already: shown as the ingest would merge them
+        from dataclasses import replace
+
+        from ingest.otlp.filemerge import read_merged
+
+        try:
+            merged = read_merged(con, prepared, known, opts)
+        except IngestError as exc:
+            merged, prepared = None, replace(prepared, error=exc, bundle=None)
+        if merged is not None and merged.bundle is None:
+            return Preview(path.name, sha, "otlp", "duplicate")
+        if merged is not None:
+            prepared = replace(prepared, bundle=merged.bundle, error=None)
     if prepared.error is not None:
         problems = prepared.error.problems
         return Preview(

@@ -12,12 +12,14 @@ from typing import Any
 
 from ingest.errors import IngestError, ProblemCollector
 from ingest.otlp.attempts import Attempt, build_attempt
+from ingest.otlp.lines import spans_text
 from ingest.otlp.mapping import TraceMapping, load_trace_mapping
 from ingest.otlp.scores import read_scores
 from ingest.otlp.traces import attempt_roots, group_traces
 from ingest.otlp_decode import is_json, proto_messages, read_spans
+from ingest.records.bundle import KeptSpans
 
-Records = Iterator[tuple[str, dict[str, Any]]]
+Records = Iterator[tuple[str, Any]]  # (location, a record dict, or KeptSpans)
 
 
 def detect_otlp(path: Path, head: bytes) -> bool:
@@ -69,18 +71,22 @@ def parse_otlp(path: Path, data: bytes, problems: ProblemCollector, progress: An
         for problem in exc.problems:
             problems.add(problem.location, problem.field, problem.reason)
         return
-    spans = read_spans(path, data, problems)
+    spans = read_spans(path, data, problems, keep_parts=True)
     traces = group_traces(path, spans, problems)
     scores = read_scores(str(options["scores"]), problems) if options.get("scores") else {}
     attempts = []
+    texts: dict[str, tuple[str, str]] = {}
     for trace in traces:
+        texts[trace.trace_id] = spans_text(trace.spans)  # kept: spans that come later are merged with them
         for root, members in attempt_roots(trace, mapping):
-            attempts.append(build_attempt(path, trace, root, members, mapping, options))
+            att = build_attempt(path, trace, root, members, mapping, options)
+            att.record["otlp_spans"] = texts[trace.trace_id][0]
+            attempts.append(att)
     if progress is not None:
         progress.update(len(data))
     if problems:
         return
-    yield from _records(attempts, scores, mapping, problems)
+    yield from _records(attempts, scores, mapping, problems, texts)
 
 
 def _records(
@@ -88,6 +94,7 @@ def _records(
     scores: dict[str, tuple[str, dict[str, Any]]],
     mapping: TraceMapping,
     problems: ProblemCollector,
+    texts: dict[str, tuple[str, str]],
 ) -> Records:
     kept = []
     for att in attempts:
@@ -114,6 +121,10 @@ def _records(
                 )
                 continue
         kept.append(att)
+    for att in kept:  # each trace's spans once, in texts (ingest.otlp.merge reads them back)
+        if att.trace_id in texts:
+            digest, text = texts.pop(att.trace_id)
+            yield att.loc, KeptSpans(att.trace_id, digest, text)
     yield from _definitions(kept, mapping)
     samples: dict[tuple[str, str], int] = defaultdict(int)
     for att in sorted(kept, key=lambda a: (a.start_ns, a.trace_id)):

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ingest.otlp import MAX_SPANS_PER_TRACE
+from ingest.otlp.lines import Part, Prepared, as_line, prepare
 
 log = logging.getLogger("runlens.otlp")
 
@@ -183,36 +184,13 @@ class TraceBuffer:
             for trace_id in chosen[:limit]:
                 entry = self._open.pop(trace_id)
                 self._bytes -= entry.n_bytes
-                out.append((trace_id, _as_line(entry.parts), entry.has_root))
+                out.append((trace_id, as_line(entry.parts), entry.has_root))
         return out
 
     @property
     def n_waiting_bytes(self) -> int:
         """Bytes buffered in traces without a root span (read without the lock: a figure for the log)."""
         return sum(e.n_bytes for e in list(self._open.values()) if not (e.has_root or e.stored))
-
-
-Part = tuple[bytes, bytes, bytes]  # one span's resource, scope and span, each as compact OTLP/JSON
-Prepared = tuple[str, str, bool, Part]  # (trace id, span id, is a root, part)
-
-
-def prepare(doc: dict[str, Any]) -> list[Prepared]:
-    """A canonical request's spans as compact JSON, ready to buffer (a resource or scope is serialised once)."""
-    out: list[Prepared] = []
-    for rs in doc.get("resourceSpans") or []:
-        resource = _compact(rs.get("resource") or {})
-        for ss in rs.get("scopeSpans") or []:
-            scope = _compact(ss.get("scope") or {})
-            for span in ss.get("spans") or []:
-                part = (resource, scope, _compact(span))
-                out.append((span["traceId"], span.get("spanId", ""), not span.get("parentSpanId"), part))
-    return out
-
-
-def _compact(obj: Any) -> bytes:
-    """Compact JSON, copied to an exact-size object: orjson's own result keeps its larger working buffer's
-    allocation (100,000 spans took 385 MB that way, against none extra copied)."""
-    return bytes(memoryview(orjson.dumps(obj)))
 
 
 EXAMPLES = 3  # trace ids named per reason in a log line or a partialSuccess message
@@ -235,9 +213,3 @@ def _summaries(counts: dict[str, list[Any]]) -> list[str]:
         more = ", ..." if len(traces) > len(examples) else ""
         out.append(f"{spans:,} span(s) of {len(traces):,} trace(s): {reason} (trace {', '.join(examples)}{more})")
     return out
-
-
-def _as_line(parts: list[Part]) -> bytes:
-    """One OTLP/JSON request line holding a trace's spans, one resourceSpans entry per span (simple, valid)."""
-    entries = [b'{"resource":%s,"scopeSpans":[{"scope":%s,"spans":[%s]}]}' % part for part in parts]
-    return b'{"resourceSpans":[' + b",".join(entries) + b"]}"

@@ -20,6 +20,16 @@ def _columns(*names: str) -> dict[str, list[Any]]:
     return {n: [] for n in names}
 
 
+class KeptSpans:
+    """A reader's record that keeps a trace's spans (OTLP/JSON) once in ``texts``, under their hash, which the
+    trace's attempts name (``extra.otlp_spans``). Not JSON: no file can hold one, only a reader can yield it."""
+
+    __slots__ = ("digest", "text", "trace_id")
+
+    def __init__(self, trace_id: str, digest: str, text: str) -> None:
+        self.trace_id, self.digest, self.text = trace_id, digest, text
+
+
 @dataclass
 class Bundle:
     """Columns (rows, for the millions of attempts and steps) for each table, ready for a bulk insert.
@@ -56,6 +66,7 @@ class Bundle:
     # files under ``spill_dir`` (one folder per part), and attempts are numbered from ``ix_base`` on.
     ix_base: int = 0
     n_partial: int = 0  # attempts of a trace without its root span (marked ``trace_partial`` in their extra)
+    traces: dict[str, str] = field(default_factory=dict)  # OTLP trace id -> the text hash of its kept spans
     spilled: list[str] = field(default_factory=list)
     spilled_steps: int = 0
     spill_dir: str | None = None

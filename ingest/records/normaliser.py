@@ -9,7 +9,7 @@ from typing import Any
 from ingest.fastpath import FastLine
 from ingest.jsonline import load_record
 from ingest.records.attempt import _FastFields
-from ingest.records.bundle import Bundle
+from ingest.records.bundle import Bundle, KeptSpans
 from ingest.records.definitions import DefinitionRecords
 from ingest.records.fields import RECORD_KINDS, _Bad, _Fallback, _type_name
 from ingest.records.rating import RatingRecords
@@ -50,6 +50,10 @@ class Normaliser(DefinitionRecords, RatingRecords):
                     self.problems.add(loc, "-", reason)
                     continue
             if not isinstance(rec, dict):
+                if rec.__class__ is KeptSpans:  # (off the hot path: only records that are not objects get here)
+                    self.bundle.texts.setdefault(rec.digest, rec.text)
+                    self.bundle.traces[rec.trace_id] = rec.digest
+                    continue
                 self.problems.add(loc, "-", f"expected a JSON object, got {_type_name(rec)}")
                 continue
             kind = rec.get("record")
