@@ -147,7 +147,7 @@ gate_box = st.expander(
 with gate_box:
     if gate_box.open:
         check, gate_error = cached_then(
-            gate.diff_and_gate, gate.gate_of, {}, run_a=run_a, run_b=run_b, basis=basis, gated=False
+            gate.diff_and_gate, gate.gate_of, {}, fn_result=both, run_a=run_a, run_b=run_b, basis=basis, gated=False
         )
         if check is None:
             st.info(plain(f"The gate cannot check these runs: {gate_error}"))
@@ -192,6 +192,7 @@ changes = cached_then(  # the tasks' changes kept with the diff: a rerun does no
     gate.diff_and_gate,
     gate.changes_of,
     {"low": low / 100, "high": high / 100, "regressions_only": only_worse},
+    fn_result=both,  # this run's copy of the diff, not another out of the cache
     run_a=run_a,
     run_b=run_b,
     basis=basis,
