@@ -94,6 +94,7 @@ def split_pair(rows: pd.DataFrame) -> tuple[np.ndarray, Side, Side, np.ndarray]:
         lists[i] = np.array(json.loads(text), dtype=object)
     lists[len(texts)] = pd.NA
     code_id = np.where(code_id < 0, len(texts), code_id)
+    labels = {col: _one_object_each(rows[col].to_numpy()) for col in ("level", "category")}
     sides = []
     for flag in ("is_a", "is_b"):
         mine = rows[flag].to_numpy(dtype=bool)
@@ -106,7 +107,7 @@ def split_pair(rows: pd.DataFrame) -> tuple[np.ndarray, Side, Side, np.ndarray]:
 
         cols: dict[str, np.ndarray] = {}
         for col in [*OUTCOME, *VALUES, "level", "category"]:
-            values = rows[col].to_numpy()
+            values = labels[col] if col in labels else rows[col].to_numpy()
             fill: Any = None if values.dtype == object else 0 if values.dtype.kind in "iub" else np.nan
             cols[col] = spread(values, fill)
         cols["codes_id"] = spread(code_id, -1)
@@ -120,6 +121,18 @@ def split_pair(rows: pd.DataFrame) -> tuple[np.ndarray, Side, Side, np.ndarray]:
             )
         )
     return names, sides[0], sides[1], lists
+
+
+def _one_object_each(values: np.ndarray) -> np.ndarray:
+    """``values`` with equal texts as one object (the database gives an object per row): the same values, but a
+    cached diff pickles each distinct level and category once, not an object per task (66,667 a column at 10M)."""
+    if values.dtype != object:
+        return values
+    at, found = pd.factorize(values)  # missing: -1, left as it was
+    out = values.copy()
+    known = at >= 0
+    out[known] = np.asarray(found, dtype=object)[at[known]]
+    return out
 
 
 def run_values(names: np.ndarray, side: Side, metric: str) -> dict[str, Any]:
