@@ -6,6 +6,7 @@ small generated store, every pair of a benchmark's first runs, both bases, with 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,14 @@ def test_the_diff_gate_and_changes_over_arrays_equal_the_former_frames(store_db:
                     # the gate from the TaskColumns equals the gate from the former dicts
                     ref = gate.gate(con, baseline=run_a, candidate=run_b, sequential=True, values=values)
                     assert_same(both.gate, ref, where)
+                    # the page's read: the gate run later from the values kept with the diff is the same gate
+                    lazy = gate.diff_and_gate(con, run_a=run_a, run_b=run_b, basis=basis, gated=False)
+                    assert lazy.gate is None and lazy.values is not None
+                    assert_same(_bare(lazy.diff), _bare(both.diff), where)
+                    assert_same(gate.changes_of(lazy), gate.changes_of(both), where)
+                    check, error = gate.gate_of(pickle.loads(pickle.dumps(lazy)))  # as the page's cache holds it
+                    assert error is None and check is not None
+                    assert_same(check, ref, where)
                     # the changes (task-rank order, code changes per pair of list numbers) equal the former path's
                     for kw in ({}, {"low": -0.5, "high": 0.25}, {"regressions_only": True}):
                         got = gate.changes_of(both, **kw)  # type: ignore[arg-type]

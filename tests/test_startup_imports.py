@@ -51,3 +51,17 @@ def test_the_errors_and_review_statistics_import_no_scipy_stats() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False"]
+
+
+def test_the_version_diff_imports_no_scipy_stats_before_its_gate_runs() -> None:
+    """The Version diff's first view (the diff, the tasks' changes, the trajectories' links) imports the gate's
+    package but runs the gate only when its expander is opened: scipy.stats (0.6 CPU s of the page's first render
+    in a server that had not imported it) is imported by the gate's decision, not by the page's imports; the gate
+    itself still uses it (its t and normal quantiles are unchanged)."""
+    code = (
+        "import sys; import numpy as np; import analytics.diff, analytics.gate, analytics.trajectory; "
+        "print('scipy.stats' in sys.modules); "
+        "analytics.gate.decide(np.array([0.5, -1.0, 0.25, 0.0]), alpha=0.05); print('scipy.stats' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]

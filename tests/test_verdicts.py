@@ -250,6 +250,12 @@ def test_diff_page_shows_the_sequential_gate(tmp_path: Path, monkeypatch: pytest
     ingest_paths([_write_bench(tmp_path / "flip.jsonl")], db=db)
     at = open_page("views/diff.py", db, monkeypatch, benchmark="flip-bench")
     assert not at.exception
+    # the gate is run and drawn when its expander is opened: nothing of it in the first view
+    assert not any(t.value.startswith("sequential: ") for t in at.text)
+    assert not [c for c in at.get("plotly_chart") if "Sequential gate" in c.proto.spec]
+    at.session_state["df_gate"] = True  # the expander opened (it reruns the page)
+    at.run()
+    assert not at.exception
     line = next(t.value for t in at.text if t.value.startswith("sequential: "))
     assert "of 5 tasks" in line and "threshold 20" in line
     spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "Sequential gate" in c.proto.spec)

@@ -118,13 +118,24 @@ def _cached_then(
     then_kwargs: tuple[tuple[str, Any], ...],
     _fn: Callable[..., Any],
     _then: Callable[..., Any],
+    _fn_result: Any = None,
 ) -> Any:
-    return _then(_cached_call(key, version, path, kwargs, _fn), **dict(then_kwargs))
+    base = _cached_call(key, version, path, kwargs, _fn) if _fn_result is None else _fn_result
+    return _then(base, **dict(then_kwargs))
 
 
-def cached_then(fn: Callable[..., Any], then: Callable[..., Any], then_kwargs: Mapping[str, Any], **kwargs: Any) -> Any:
+def cached_then(
+    fn: Callable[..., Any],
+    then: Callable[..., Any],
+    then_kwargs: Mapping[str, Any],
+    *,
+    fn_result: Any = None,
+    **kwargs: Any,
+) -> Any:
     """``then(cached(fn, **kwargs), **then_kwargs)``, itself cached: when only ``then_kwargs`` change (a new TMF
-    hourly rate), ``fn``'s cached result is finished again and ``fn`` is not called."""
+    hourly rate), ``fn``'s cached result is finished again and ``fn`` is not called. ``fn_result``: this page
+    run's ``cached(fn, **kwargs)`` when the caller holds it (the run is pinned to one data version), finished as
+    it is instead of another copy out of the cache (a large result's unpickling)."""
     frozen = _frozen(kwargs)
     return _cached_then(
         f"{fn.__module__}.{fn.__qualname__}",
@@ -135,6 +146,7 @@ def cached_then(fn: Callable[..., Any], then: Callable[..., Any], then_kwargs: M
         _frozen(then_kwargs),
         fn,
         then,
+        fn_result,
     )
 
 

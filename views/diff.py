@@ -78,7 +78,8 @@ else:
 if run_a == run_b:
     empty_state("Pick two different runs.")
 try:
-    both = cached(gate.diff_and_gate, run_a=run_a, run_b=run_b, basis=basis)  # each run's values read once
+    # each run's values read once; the gate's inputs kept with the diff, the gate run when its expander is opened
+    both = cached(gate.diff_and_gate, run_a=run_a, run_b=run_b, basis=basis, gated=False)
     result = both.diff
 except RunlensError as exc:
     empty_state(plain(f"These runs cannot be compared: {exc}"))
@@ -139,24 +140,31 @@ if result.measures is not None:
         is_display=True,
     )
 
-with st.expander("Sequential gate (anytime-valid: for attempts that arrive over time)"):
-    check = both.gate
-    if check is None:
-        st.info(plain(f"The gate cannot check these runs: {both.gate_error}"))
-    elif check.sequential is None:
-        st.info("The two runs share no task with a value in both: nothing to check.")
-    else:
-        st.text(gate.sequential_text(check))
-        st.caption(
-            "Tasks in B's log order; the gate may be checked after every task and keeps its 5% false-alarm rate "
-            "(docs/statistics.md). `python -m analytics gate --sequential` gives the same verdict in CI."
+gate_box = st.expander(
+    "Sequential gate (anytime-valid: for attempts that arrive over time)", key="df_gate", on_change="rerun"
+)
+# run and drawn when opened (its test, path and chart are none of the first view), from the cached diff's values
+with gate_box:
+    if gate_box.open:
+        check, gate_error = cached_then(
+            gate.diff_and_gate, gate.gate_of, {}, fn_result=both, run_a=run_a, run_b=run_b, basis=basis, gated=False
         )
-        show_fig(
-            gate.fig_sequential(check.sequential),
-            key="df_seq",
-            data=gate.sequential_frame(check.sequential),
-            name=f"diff-sequential-{run_a}-{run_b}",
-        )
+        if check is None:
+            st.info(plain(f"The gate cannot check these runs: {gate_error}"))
+        elif check.sequential is None:
+            st.info("The two runs share no task with a value in both: nothing to check.")
+        else:
+            st.text(gate.sequential_text(check))
+            st.caption(
+                "Tasks in B's log order; the gate may be checked after every task and keeps its 5% false-alarm "
+                "rate (docs/statistics.md). `python -m analytics gate --sequential` gives the same verdict in CI."
+            )
+            show_fig(
+                gate.fig_sequential(check.sequential),
+                key="df_seq",
+                data=gate.sequential_frame(check.sequential),
+                name=f"diff-sequential-{run_a}-{run_b}",
+            )
 
 TABLE_PAGE = 250  # rows of a task table drawn at once
 
@@ -184,9 +192,11 @@ changes = cached_then(  # the tasks' changes kept with the diff: a rerun does no
     gate.diff_and_gate,
     gate.changes_of,
     {"low": low / 100, "high": high / 100, "regressions_only": only_worse},
+    fn_result=both,  # this run's copy of the diff, not another out of the cache
     run_a=run_a,
     run_b=run_b,
     basis=basis,
+    gated=False,
 )
 st.caption(
     f"{len(changes)} of {fmt.plural(len(result.tasks), 'task')}; largest regressions first. Cost, latency, tokens and tool calls: "

@@ -94,6 +94,7 @@ def split_pair(rows: pd.DataFrame) -> tuple[np.ndarray, Side, Side, np.ndarray]:
         lists[i] = np.array(json.loads(text), dtype=object)
     lists[len(texts)] = pd.NA
     code_id = np.where(code_id < 0, len(texts), code_id)
+    labels = {col: _one_object_each(rows[col].to_numpy()) for col in ("level", "category")}
     sides = []
     for flag in ("is_a", "is_b"):
         mine = rows[flag].to_numpy(dtype=bool)
@@ -106,7 +107,7 @@ def split_pair(rows: pd.DataFrame) -> tuple[np.ndarray, Side, Side, np.ndarray]:
 
         cols: dict[str, np.ndarray] = {}
         for col in [*OUTCOME, *VALUES, "level", "category"]:
-            values = rows[col].to_numpy()
+            values = labels[col] if col in labels else rows[col].to_numpy()
             fill: Any = None if values.dtype == object else 0 if values.dtype.kind in "iub" else np.nan
             cols[col] = spread(values, fill)
         cols["codes_id"] = spread(code_id, -1)
@@ -120,6 +121,18 @@ def split_pair(rows: pd.DataFrame) -> tuple[np.ndarray, Side, Side, np.ndarray]:
             )
         )
     return names, sides[0], sides[1], lists
+
+
+def _one_object_each(values: np.ndarray) -> np.ndarray:
+    """``values`` with equal texts as one object (the database gives an object per row): the same values, but a
+    cached diff pickles each distinct level and category once, not an object per task (66,667 a column at 10M)."""
+    if values.dtype != object:
+        return values
+    at, found = pd.factorize(values)  # missing: -1, left as it was
+    out = values.copy()
+    known = at >= 0
+    out[known] = np.asarray(found, dtype=object)[at[known]]
+    return out
 
 
 def run_values(names: np.ndarray, side: Side, metric: str) -> dict[str, Any]:
@@ -155,33 +168,25 @@ def pair_arrays(
     change = np.where(pass_a, np.where(pass_b, 3, 0), np.where(pass_b, 1, 2))  # CHANGE_ORDER
     order = np.argsort(change, kind="stable")
     at = shared[order]
+    sides = (("a", ca), ("b", cb))
+
+    def both(*cols: str) -> dict[str, np.ndarray]:  # A's and B's value of each column, on the rows
+        return {f"{col}_{x}": c[col][at] for col in cols for x, c in sides}
+
+    code_ids = ca["codes_id"][at], cb["codes_id"][at]
     frame = pd.DataFrame(
         {
             "task_id": names[at],
             "level": ca["level"][at],
             "category": ca["category"][at],
-            "n_a": ca["n"][at],
-            "n_b": cb["n"][at],
-            "rate_a": ca["rate"][at],
-            "rate_b": cb["rate"][at],
+            **both("n", "rate"),
             "delta": cb["rate"][at] - ca["rate"][at],
             "pass_a": pass_a[order],
             "pass_b": pass_b[order],
             "change": CHANGES[change[order]],
-            "first_sample_a": ca["first_sample"][at],
-            "first_sample_b": cb["first_sample"][at],
-            "score_a": ca["score"][at],
-            "score_b": cb["score"][at],
-            "cost_usd_a": ca["cost_usd"][at],
-            "cost_usd_b": cb["cost_usd"][at],
-            "latency_s_a": ca["latency_s"][at],
-            "latency_s_b": cb["latency_s"][at],
-            "tokens_a": ca["tokens"][at],
-            "tokens_b": cb["tokens"][at],
-            "steps_a": ca["steps"][at],
-            "steps_b": cb["steps"][at],
-            "codes_a": lists[ca["codes_id"][at]],
-            "codes_b": lists[cb["codes_id"][at]],
+            **both("first_sample", "score", "cost_usd", "latency_s", "tokens", "steps"),
+            "codes_a": lists[code_ids[0]],
+            "codes_b": lists[code_ids[1]],
         }
     )
-    return frame, at, (ca["codes_id"][at], cb["codes_id"][at])
+    return frame, at, code_ids

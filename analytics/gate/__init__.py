@@ -8,7 +8,7 @@ package re-exports their public names: ``from analytics import gate; gate.gate(c
 
 from __future__ import annotations
 
-from analytics.gate.analysis import DiffAndGate, changes_of, diff_and_gate, gate
+from analytics.gate.analysis import DiffAndGate, changes_of, diff_and_gate, gate, gate_of
 from analytics.gate.compute import (
     BET_FRACTIONS,
     EXIT_OK,
@@ -45,6 +45,7 @@ __all__ = [
     "detectable",
     "fig_sequential",
     "gate",
+    "gate_of",
     "report",
     "sequential_frame",
     "sequential_text",

@@ -24,8 +24,8 @@ three views report the same difference, interval and two-sided p for a pair.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 import duckdb
 import numpy as np
@@ -159,27 +159,65 @@ def gate(
     )
 
 
+# what the gate of a diff's pair reads of each run's values (``gate`` with ``values`` of the benchmark's metric and
+# no scorer: the metric, the samples, the first attempts, the benchmark and its scoring)
+GATE_VALUES = ("value", "n", "first_attempt", "benchmark")
+
+
 @dataclass(frozen=True)
 class DiffAndGate:
     """The Version diff of two runs and the sequential gate of the same pair, from one read of each run's
-    per-task values; ``gate_error`` says why the gate could not be run (``gate`` is then None)."""
+    per-task values; ``gate_error`` says why the gate could not be run (``gate`` is then None). Read with
+    ``gated=False``, ``gate`` is None and ``values`` holds what the gate reads of each run (``gate_of``)."""
 
     diff: RunDiff
     gate: GateResult | None
     gate_error: str | None
+    values: dict[str, dict[str, Any]] | None = field(default=None, compare=False, repr=False)
 
 
 def diff_and_gate(
-    con: duckdb.DuckDBPyConnection, *, run_a: str, run_b: str, basis: str = "sample0", sequential: bool = True
+    con: duckdb.DuckDBPyConnection,
+    *,
+    run_a: str,
+    run_b: str,
+    basis: str = "sample0",
+    sequential: bool = True,
+    gated: bool = True,
 ) -> DiffAndGate:
     """``compare_runs(run_a, run_b, basis)`` and ``gate(baseline=run_a, candidate=run_b, sequential=...)`` with
-    each run's per-task metric values read once for both (the Version diff page shows the two)."""
+    each run's per-task metric values read once for both (the Version diff page shows the two). With
+    ``gated=False`` the gate is not run: its inputs are kept for ``gate_of`` (the page runs it when its expander
+    is opened)."""
     diff, values = compare_runs_with_values(con, run_a=run_a, run_b=run_b, basis=basis)
+    if not gated:
+        return DiffAndGate(diff, None, None, {run: {k: v[k] for k in GATE_VALUES} for run, v in values.items()})
+    check, error = _gate_of(con, values, run_a=run_a, run_b=run_b, sequential=sequential)
+    return DiffAndGate(diff, check, error)
+
+
+def _gate_of(
+    con: duckdb.DuckDBPyConnection,
+    values: dict[str, dict[str, Any]],
+    *,
+    run_a: str,
+    run_b: str,
+    sequential: bool,
+) -> tuple[GateResult | None, str | None]:
     try:
-        check = gate(con, baseline=run_a, candidate=run_b, sequential=sequential, values=values)
+        return gate(con, baseline=run_a, candidate=run_b, sequential=sequential, values=values), None
     except RunlensError as exc:
-        return DiffAndGate(diff, None, str(exc))
-    return DiffAndGate(diff, check, None)
+        return None, str(exc)
+
+
+def gate_of(both: DiffAndGate, *, sequential: bool = True) -> tuple[GateResult | None, str | None]:
+    """The gate of a pair read with ``diff_and_gate(..., gated=False)`` and the reason it could not be run (the
+    same as ``diff_and_gate``'s ``gate`` and ``gate_error``), from the values kept with the diff: nothing is read
+    again (the values hold the benchmark and the first attempts, so ``gate`` queries nothing)."""
+    if both.values is None:
+        return both.gate, both.gate_error
+    no_reads = cast("duckdb.DuckDBPyConnection", None)  # gate reads the database only for what values lack
+    return _gate_of(no_reads, both.values, run_a=both.diff.run_a, run_b=both.diff.run_b, sequential=sequential)
 
 
 def changes_of(both: DiffAndGate, *, low: float = -1.0, high: float = 1.0, regressions_only: bool = False) -> Any:

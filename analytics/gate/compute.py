@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from analytics import compare
 
@@ -127,6 +126,8 @@ def decide(
         seed: seed of the Monte Carlo flips (used only off a lattice).
         spread: the two runs' per-task values, for ``mde80`` when the differences are all equal.
     """
+    from scipy import stats as sps  # here, not at import: the Version diff's first view imports the gate, not its test
+
     n = good.size
     sd = float(np.std(good, ddof=1)) if n > 1 else float("nan")
     if (not np.isfinite(sd) or sd == 0) and spread is not None:  # no spread seen: each run's own, as independent
