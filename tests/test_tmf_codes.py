@@ -20,15 +20,24 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analytics import compare, tmf
+from analytics import compare, stats, tmf
 from analytics.sqlfiles import load_sql
 from analytics.tmf.analysis import slice_rows
-from analytics.tmf.model import CODE_COLUMNS, factorize_ids, first_rows, ids_in, last_rows, stable_order
+from analytics.tmf.model import (
+    CODE_COLUMNS,
+    factorize_codes,
+    factorize_ids,
+    first_rows,
+    ids_in,
+    last_rows,
+    stable_order,
+)
 from analytics.tmf.overview import PreparedOverview
 from store import RunFilter, query_df, query_rows, reader, with_run_filter
 from tests.test_aggregates import assert_same
 
 tmf_load = importlib.import_module("analytics.tmf.load")  # the module (``tmf.load`` is its function)
+tmf_model = importlib.import_module("analytics.tmf.model")
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -291,3 +300,66 @@ def test_rows_with_a_task_the_benchmark_does_not_list_come_in_task_id_order(demo
         # the task sorts first of the benchmark's ids: in task id order it leads every run's rows
         firsts = rows.groupby("run_id", sort=False)["task_id"].first()
         assert (firsts[rows.loc[rows["task_id"] == task, "run_id"].unique()] == task).all()
+
+
+def test_codes_numbered_in_order_of_first_appearance_factorize_as_pandas_does() -> None:
+    """``factorize_codes`` equals ``pd.factorize(codes)[0]`` (values and dtype) on codes it takes as they are (rows
+    by run then task, as ``load`` gives them; any codes already in order of first appearance) and on codes it must
+    hash (a gap, a first code other than 0, a negative code, codes out of order, unsigned, empty)."""
+    rng = np.random.default_rng(12)
+    cases = [np.zeros(0, dtype=np.int64), np.array([0]), np.array([3]), np.array([0, 2, 1]), np.array([0, -1, 1])]
+    cases += [np.array([0, 1, 1, 0, 2], dtype=np.uint32), np.repeat(np.arange(5), 3), np.tile(np.arange(6), 4)]
+    for _ in range(40):
+        raw = rng.integers(-2 if rng.random() < 0.2 else 0, 9, int(rng.integers(1, 80)))
+        cases += [raw, pd.factorize(raw)[0], np.sort(raw)]
+    taken_as_they_are = 0
+    for codes in cases:
+        want = pd.factorize(codes)[0]
+        got = factorize_codes(codes)
+        assert got.dtype == want.dtype and got is not codes
+        np.testing.assert_array_equal(got, want)
+        taken_as_they_are += bool(codes.size and np.array_equal(codes, want))
+    assert taken_as_they_are > 40  # the cases exercise the path without hashing, not only pandas' own
+
+
+def _intervals_from_the_matrix(codes: np.ndarray, series: list[np.ndarray], n_runs: int, seed: int) -> np.ndarray:
+    """``_bootstrap_by_size`` as it was: every size's runs stacked into one matrix for ``stats.bootstrap_mean_cis``."""
+    out = np.full((n_runs, len(series), 2), np.nan)
+    order = stable_order(codes)
+    sizes = np.bincount(codes, minlength=n_runs)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    for size in np.unique(sizes[sizes > 0]):
+        runs = np.flatnonzero(sizes == size)
+        rows = order[starts[runs][:, None] + np.arange(size)]
+        matrix = np.stack([values[rows] for values in series], axis=-1).transpose(1, 0, 2).reshape(size, -1)
+        cis = stats.bootstrap_mean_cis(matrix, stats.stable_rng(seed, "tmf", str(size)), n_boot=50)
+        out[runs] = cis.reshape(len(runs), len(series), 2)
+    return out
+
+
+def test_run_intervals_without_a_draw_equal_those_of_the_matrix_of_every_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run points' intervals (``model._bootstrap_by_size``) are bit for bit those of one matrix per run size
+    through ``stats.bootstrap_mean_cis`` when a size's runs need no draw (every series with more finite values than
+    ``BOOTSTRAP_MAX_TASKS``, one or none: each interval taken from its run's rows alone), and when some need one;
+    rows in any order, NaN cells, series with one finite value or none."""
+    monkeypatch.setattr(stats, "BOOTSTRAP_MAX_TASKS", 12)  # small runs bootstrap, large ones get the normal interval
+    rng = np.random.default_rng(21)
+    without_draw = 0
+    for trial in range(40):
+        n_runs = int(rng.integers(1, 6))
+        sizes = rng.choice([1, 5, 13, 30, 30], n_runs)
+        codes = np.repeat(np.arange(n_runs), sizes)
+        if trial % 2:
+            codes = rng.permutation(codes)
+        series = [rng.normal(size=codes.size) * 3, rng.random(codes.size)]
+        series[0][rng.random(codes.size) < 0.2] = np.nan
+        if trial % 3 == 0:  # one run with a single cost, another with none
+            series[0][codes == 0] = np.nan
+            series[0][np.flatnonzero(codes == 0)[:1]] = 1.5
+            series[1][codes == n_runs - 1] = np.nan
+        got = tmf_model._bootstrap_by_size(codes, series, n_runs, seed=3, n_boot=50)
+        want = _intervals_from_the_matrix(codes, series, n_runs, seed=3)
+        np.testing.assert_array_equal(got, want)
+        finite = np.array([[np.isfinite(v[codes == r]).sum() for v in series] for r in range(n_runs)])
+        without_draw += int(((finite <= 1) | (finite > 12)).all(axis=1).any())
+    assert without_draw > 10

@@ -30,14 +30,16 @@ from analytics.tmf.model import (
     TmfError,
     Value,
     current_prices,
+    factorize_codes,
     first_rows,
     human_baseline,
     ids_in,
     last_rows,
     pareto_mask,
     rows_where,
+    run_is_agent,
     run_points,
-    run_values,
+    run_values_at,
     slice_tasks,
     upper_hull,
     value_and_stage,
@@ -368,35 +370,44 @@ def _agent_matrix(
 ) -> tuple[compare.TaskMatrix, dict[str, object], np.ndarray, np.ndarray]:
     """The agent runs x tasks of ``rows`` (ids as text: ``str`` of each distinct id, one hash per row), each
     agent run's kind (its last row's), and per row its run's row and its task's column (-1 for human rows)."""
-    kind = run_values(rows, "kind", runs)
-    is_agent = np.asarray(kind != "human", dtype=bool)
-    run_ids, task_ids = (rows[c].to_numpy(dtype=object)[is_agent] for c in ("run_id", "task_id"))
-    r_codes, r_uniq = _factorize(rows, "run_id", run_ids, is_agent)
-    t_codes, t_uniq = _factorize(rows, "task_id", task_ids, is_agent)
+    is_agent = run_is_agent(rows, runs)
+    agent_rows = None if is_agent.all() else np.flatnonzero(is_agent)
+    r_codes, r_uniq = _factorize(rows, "run_id", agent_rows)
+    t_codes, t_uniq = _factorize(rows, "task_id", agent_rows)
     r_names, t_names = [str(r) for r in r_uniq], [str(t) for t in t_uniq]
     if len(set(r_names)) < len(r_names):  # ids that differ only by type (1 and "1") are one id as text
-        r_codes, r_uniq = pd.factorize(run_ids.astype(str), use_na_sentinel=False)
+        r_codes, r_uniq = pd.factorize(_agent_ids(rows, "run_id", agent_rows).astype(str), use_na_sentinel=False)
         r_names = [str(r) for r in r_uniq]
     if len(set(t_names)) < len(t_names):
-        t_codes, t_uniq = pd.factorize(task_ids.astype(str), use_na_sentinel=False)
+        t_codes, t_uniq = pd.factorize(_agent_ids(rows, "task_id", agent_rows).astype(str), use_na_sentinel=False)
         t_names = [str(t) for t in t_uniq]
     held = np.zeros((len(r_names), len(t_names)), dtype=bool)
     held[r_codes, t_codes] = True
     last = last_rows(r_codes)
-    kinds = dict(zip(r_names, kind.astype(object)[is_agent][last].tolist(), strict=True))
+    last_kinds = run_values_at(rows, "kind", runs, last if agent_rows is None else agent_rows[last])
+    kinds = dict(zip(r_names, last_kinds.astype(object).tolist(), strict=True))
     row_run, row_task = np.full(len(rows), -1, dtype=np.int64), np.full(len(rows), -1, dtype=np.int64)
     row_run[is_agent], row_task[is_agent] = r_codes, t_codes
     return compare.TaskMatrix(tuple(r_names), np.array(t_names, dtype=object), held), kinds, row_run, row_task
 
 
-def _factorize(rows: pd.DataFrame, id_col: str, ids: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pd.factorize(ids, use_na_sentinel=False)`` of ``ids`` (``rows[id_col]`` where ``keep``): from the rows'
-    integer code when they have one (``model.CODE_COLUMNS``: one id per code, so the same codes and ids)."""
+def _agent_ids(rows: pd.DataFrame, id_col: str, agent_rows: np.ndarray | None) -> np.ndarray:
+    """``rows[id_col]`` as objects at ``agent_rows`` (every row when None)."""
+    ids = rows[id_col].to_numpy(dtype=object)
+    return ids if agent_rows is None else ids[agent_rows]
+
+
+def _factorize(rows: pd.DataFrame, id_col: str, agent_rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(ids, use_na_sentinel=False)`` of ``ids``, ``rows[id_col]`` at ``agent_rows`` (every row when
+    None): from the rows' integer code when they have one (``model.CODE_COLUMNS``: one id per code, so the same
+    codes and ids), taking the ids of the codes' first rows only (not a copy of 867k ids at 10M attempts)."""
     code_col = CODE_COLUMNS[id_col]
     if code_col not in rows:
-        return pd.factorize(ids, use_na_sentinel=False)
-    codes, _ = pd.factorize(rows[code_col].to_numpy()[keep])
-    return codes, ids[first_rows(codes)]
+        return pd.factorize(_agent_ids(rows, id_col, agent_rows), use_na_sentinel=False)
+    codes = rows[code_col].to_numpy()
+    codes = factorize_codes(codes if agent_rows is None else codes[agent_rows])
+    first = first_rows(codes)
+    return codes, rows[id_col].to_numpy(dtype=object)[first if agent_rows is None else agent_rows[first]]
 
 
 def _primary_set(

@@ -278,7 +278,7 @@ def attach_details(outcomes: pd.DataFrame, runs: pd.DataFrame, tasks: pd.DataFra
     task_at = pd.Index(tasks["task_id"]).get_indexer(rows["task_id"])
     out = {"run_id": rows["run_id"]}
     for col in RUN_COLUMNS[1:] + [c for c in ("is_baseline",) if c in runs]:
-        out[col] = runs[col].take(run_at).reset_index(drop=True)
+        out[col] = _taken(runs[col], run_at)
     out["task_id"] = rows["task_id"]
     for col in TASK_COLUMNS[1:]:
         values = tasks[col] if len(tasks) else pd.Series([None], dtype=tasks[col].dtype)
@@ -304,13 +304,13 @@ def details_by_code(
     task_at = np.asarray(outcomes["task_at"], dtype=np.int64)
     out: dict[str, object] = {}
     for col in RUN_COLUMNS + [c for c in ("is_baseline",) if c in runs] if run_details else ["run_id"]:
-        out[col] = runs[col].take(run_at).reset_index(drop=True)
+        out[col] = _taken(runs[col], run_at)
     out["task_id"] = outcomes["task_id"]
     listed = task_at >= 0
     every_listed = bool(listed.all())
     for col in TASK_COLUMNS[1:]:
         values = tasks[col] if len(tasks) else pd.Series([None], dtype=tasks[col].dtype)
-        taken = values.take(np.maximum(task_at, 0)).reset_index(drop=True)
+        taken = _taken(values, np.maximum(task_at, 0))
         out[col] = taken if every_listed else taken.where(listed, None)
     for col in outcomes:
         if col not in ("run_at", "task_at", "task_id"):
@@ -321,17 +321,23 @@ def details_by_code(
     return _unconsolidated_frame(out, len(run_at))
 
 
+def _taken(values: pd.Series, at: np.ndarray) -> pd.Series:
+    """``values.take(at).reset_index(drop=True)`` without the copy of the taken values that ``reset_index`` makes:
+    the new Series gets the default index in place."""
+    taken = values.take(at)
+    taken.index = pd.RangeIndex(len(taken))
+    return taken
+
+
 def _unconsolidated_frame(columns: dict[str, object], n_rows: int) -> pd.DataFrame:
-    """``pd.DataFrame(columns)`` (the same columns, order, dtypes and values) built a column at a time, so pandas
-    keeps each column in its own block instead of stacking every column of a type into one 2-D copy: 0.05-0.07
-    against 0.10-0.29 CPU s for the 867k rows at 10M attempts (BENCHMARKS.md "TMF at ten million attempts, third
-    pass")."""
+    """``pd.DataFrame(columns)`` (the same columns, order, dtypes and values) with each column in its own block,
+    holding the arrays given instead of a copy of each: ``copy=False`` neither copies nor stacks every column of a
+    type into one 2-D copy (BENCHMARKS.md "TMF at ten million attempts, third pass"), where a column set at a time
+    copied each of the 867k rows' 16 columns at 10M attempts ("TMF first render at ten million, fifth pass").
+    The arrays are the caller's own (read or taken for this frame), which nothing changes in place."""
     if n_rows == 0:
         return pd.DataFrame(columns)
-    frame = pd.DataFrame(index=pd.RangeIndex(n_rows))
-    for name, values in columns.items():
-        frame[name] = values
-    return frame
+    return pd.DataFrame(columns, index=pd.RangeIndex(n_rows), copy=False)
 
 
 def irt_abilities(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:

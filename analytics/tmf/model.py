@@ -76,9 +76,25 @@ def factorize_ids(rows: pd.DataFrame, id_col: str) -> tuple[np.ndarray, pd.Index
     if code_col is None or code_col not in rows:
         codes, uniques = pd.factorize(rows[id_col])
         return codes, uniques
-    codes, _ = pd.factorize(rows[code_col].to_numpy())
+    codes = factorize_codes(rows[code_col].to_numpy())
     ids = rows[id_col]
     return codes, pd.Index(ids.to_numpy()[first_rows(codes)], dtype=ids.dtype)
+
+
+def factorize_codes(codes: np.ndarray) -> np.ndarray:
+    """``pd.factorize(codes)[0]`` of integer codes: a copy of ``codes`` themselves when they are numbered already in
+    order of first appearance (as ``load`` gives a run's and a task's code: rows by run, then by task), without
+    hashing every row (867k rows at 10M attempts).
+
+    They are when the first is 0, none is negative and each is at most one more than every code before it: each
+    new code is then the next integer, which is the code ``pd.factorize`` gives it (by induction, the codes seen
+    so far are always 0..their running maximum)."""
+    x = np.asarray(codes)
+    if x.size and x.dtype.kind in "iu" and x[0] == 0:
+        seen = np.maximum.accumulate(x)[:-1]  # the largest code before each row after the first
+        if bool((x[1:] <= seen + 1).all()) and x.min() >= 0:
+            return x.astype(np.intp)
+    return pd.factorize(x)[0]
 
 
 def first_rows(codes: np.ndarray) -> np.ndarray:
@@ -123,6 +139,22 @@ def run_values(rows: pd.DataFrame, col: str, runs: pd.DataFrame | None = None) -
     if col in rows or runs is None:
         return rows[col].to_numpy()
     return runs[col].to_numpy()[rows["run_code"].to_numpy()]
+
+
+def run_is_agent(rows: pd.DataFrame, runs: pd.DataFrame | None = None) -> np.ndarray:
+    """Per row of ``rows``, whether its run is not a human run: ``run_values(rows, "kind", runs) != "human"``,
+    compared once per run when ``runs`` holds the kinds (not once per row: 867k rows at 10M attempts)."""
+    if "kind" in rows or runs is None:
+        return np.asarray(rows["kind"].to_numpy() != "human", dtype=bool)
+    return np.asarray(runs["kind"].to_numpy() != "human", dtype=bool)[rows["run_code"].to_numpy()]
+
+
+def run_values_at(rows: pd.DataFrame, col: str, runs: pd.DataFrame | None, at: np.ndarray) -> np.ndarray:
+    """``run_values(rows, col, runs)[at]``, taking only the rows ``at`` (a run's details for its first row, not
+    for each of 867k rows at 10M attempts)."""
+    if col in rows or runs is None:
+        return rows[col].to_numpy()[at]
+    return runs[col].to_numpy()[rows["run_code"].to_numpy()[at]]
 
 
 def slice_tasks(tasks: pd.DataFrame, slice_name: str | None) -> pd.DataFrame:
@@ -218,14 +250,32 @@ def _bootstrap_by_size(
     order = stable_order(codes)
     sizes = np.bincount(codes, minlength=n_runs)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    finite = np.stack([np.bincount(codes, weights=np.isfinite(v), minlength=n_runs) for v in series], axis=-1)
     for size in np.unique(sizes[sizes > 0]):
         runs = np.flatnonzero(sizes == size)
+        counts = finite[runs]
+        if not ((counts > 1) & (counts <= stats.BOOTSTRAP_MAX_TASKS)).any():  # no draw: each (run, series) alone
+            for r in runs:
+                at = order[starts[r] : starts[r] + size]
+                out[r] = [_interval_without_draw(values[at]) for values in series]
+            continue
         rows = order[starts[runs][:, None] + np.arange(size)]  # (runs, size) row indices
         matrix = np.stack([values[rows] for values in series], axis=-1)  # (runs, size, series)
         matrix = matrix.transpose(1, 0, 2).reshape(size, -1)
         cis = stats.bootstrap_mean_cis(matrix, stats.stable_rng(seed, "tmf", str(size)), n_boot=n_boot)
         out[runs] = cis.reshape(len(runs), len(series), 2)
     return out
+
+
+def _interval_without_draw(values: np.ndarray) -> tuple[float, float]:
+    """What ``stats.bootstrap_mean_cis`` gives a column of ``values`` that it does not bootstrap: the normal
+    interval above ``stats.BOOTSTRAP_MAX_TASKS`` finite values, the value itself for one, NaN for none (the
+    same numbers as the column of its matrix, without building the matrix of every run's rows: 867k rows at
+    10M attempts, where every run has more tasks than that)."""
+    finite = values[np.isfinite(values)]
+    if finite.size > 1:
+        return stats.normal_mean_ci(values)
+    return (float(finite[0]), float(finite[0])) if finite.size else (math.nan, math.nan)
 
 
 POINT_COLUMNS = [
@@ -296,7 +346,7 @@ def run_points(
     first = first_rows(codes)
     n_tasks = np.bincount(codes, minlength=n_runs)
     out: dict[str, Any] = {
-        col: run_values(tasks, col, runs)[first]
+        col: run_values_at(tasks, col, runs, first)
         for col in ("run_id", "agent", "agent_version", "family", "kind", "eval_date")
     }
     out["n_tasks"] = n_tasks

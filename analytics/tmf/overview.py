@@ -152,7 +152,7 @@ def period_labels(inputs: TmfInputs, freq: str = "quarter") -> list[str]:
         first = first_rows(factorize_ids(rows, "run_id")[0])
         kind, date = rows["kind"].to_numpy()[first], rows["eval_date"].to_numpy()[first]
     else:  # the runs that have a row, by their code (``load`` groups the rows by run)
-        present = np.unique(rows["run_code"].to_numpy())
+        present = np.flatnonzero(np.bincount(rows["run_code"].to_numpy(), minlength=len(inputs.runs)))  # sorted
         kind = inputs.runs["kind"].to_numpy()[present]
         date = inputs.runs["eval_date"].to_numpy()[present]
     dates = pd.to_datetime(pd.Series(date[np.asarray(kind != "human", dtype=bool)], dtype=object)).dropna()
