@@ -166,3 +166,18 @@ def test_generated_lake_leaderboard_of_some_slices_is_the_full_boards_rows(
     db = f"ducklake:sqlite:{tmp_path / 'gen.lake'}"
     assert {r.outcome for r in ingest_paths(sorted(generated_logs.glob("*")), db=db, jobs=1)} == {"ingested"}
     assert compare_slice_subsets(db) > 0
+
+
+def test_task_places_of_codes_equal_those_of_the_codes_as_objects() -> None:
+    """The verdicts' task places from integer codes (counted) equal those of the same codes hashed as objects."""
+    import numpy as np
+
+    from analytics.leaderboard import verdicts
+
+    rng = np.random.default_rng(3)
+    for codes in (rng.integers(0, 50, 400), rng.permutation(1000)[:300], np.array([7]), np.array([0, 0, 5, 2, 5])):
+        place, names = verdicts._task_places(codes.astype(np.int64))
+        want_place, want_names = verdicts._task_places(codes.astype(object))
+        assert place.tolist() == want_place.tolist()
+        assert names.dtype == want_names.dtype == object
+        assert names.tolist() == want_names.tolist() and all(type(v) is int for v in names)
