@@ -114,7 +114,9 @@ def _coded_read(
     for col in ("score", "steps", "cost_usd"):
         columns[col] = ordered(_float_column(rows[col]))
     described = {col: keys[col].to_numpy(dtype=object)[tasks] for col in ("level", "category")}
-    return pd.DataFrame(columns), task_ix, described
+    # copy=False: the arrays become the frame's columns as they are (consolidating the float columns into one block
+    # copied them all: 0.04-0.1 CPU s at 867k rows)
+    return pd.DataFrame(columns, copy=False), task_ix, described
 
 
 class OutcomeOptions(TypedDict, total=False):
@@ -166,10 +168,9 @@ def coded_task_outcomes(
         )
     else:
         out, codes, described = _coded_read(con, params, run_filter.benchmark)
-    if codes is not None:  # in task-id order, as the codes count
-        for col in ("level", "category"):
-            out[col] = described[col][codes]
-        return out, codes
+    if codes is not None:  # in task-id order, as the codes count; the frame's columns kept as they are (no copy)
+        more = {col: described[col][codes] for col in ("level", "category")}
+        return pd.DataFrame({**{col: out[col].to_numpy() for col in out.columns}, **more}, copy=False), codes
     tasks = query_df(con, "SELECT task_id, level, category FROM tasks WHERE benchmark = ?", [run_filter.benchmark])
     at = pd.Index(tasks["task_id"]).get_indexer(out["task_id"])
     for col in ("level", "category"):
