@@ -400,15 +400,19 @@ def pass_rates(n: np.ndarray, c: np.ndarray, ks: list[int]) -> tuple[dict[int, n
         for k in ks:
             at[k], hat[k] = np.full(n.shape, np.nan), np.full(n.shape, np.nan)
         return at, hat
-    ni, ci = n[ok].astype(np.int64), c[ok].astype(np.int64)
+    every = bool(ok.all())  # the usual case: no row to leave NaN, so each k's array is one take (no mask, no fill)
+    ni, ci = (n if every else n[ok]).astype(np.int64), (c if every else c[ok]).astype(np.int64)
     width = int(ci.max()) + 1
     keys, inverse = _unique_keys(ni * width + ci)
     pairs = [(int(key // width), int(key % width)) for key in keys]
     for k in ks:
         for out, fn in ((at, _pass_at_k_one), (hat, _pass_hat_k_one)):
             values = np.array([fn(pn, pc, k) if pn >= k else np.nan for pn, pc in pairs])
-            out[k] = np.full(n.shape, np.nan)
-            out[k][ok] = values[inverse]
+            if every:
+                out[k] = values[inverse].reshape(n.shape)
+            else:
+                out[k] = np.full(n.shape, np.nan)
+                out[k][ok] = values[inverse]
     return at, hat
 
 

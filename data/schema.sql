@@ -491,3 +491,22 @@ CREATE TABLE run_task_tmf (
     latency_s     DOUBLE,
     PRIMARY KEY (run_code, task_code)
 );
+
+-- 013_run_task_board: the Leaderboard's row of each (run, task) on the codes of 012, kept by the writer
+-- (store/tmf_rows.py): the pair's run_task_stats columns that analytics/sql/task_outcome_rows.sql reads, so the page
+-- reads integers and numbers instead of joining rows on text ids.
+CREATE TABLE run_task_board (
+    run_code               INTEGER NOT NULL,
+    task_code              INTEGER NOT NULL,
+    n_scored               BIGINT  NOT NULL,
+    n_scored_passed        BIGINT  NOT NULL,
+    score_mean             DOUBLE,
+    tool_calls_mean_scored DOUBLE,
+    cost_usd_mean_scored   DOUBLE,
+    n_kept                 BIGINT  NOT NULL,
+    n_kept_passed          BIGINT  NOT NULL,
+    score_mean_kept        DOUBLE,
+    tool_calls_mean_kept   DOUBLE,
+    cost_usd_mean_kept     DOUBLE,
+    PRIMARY KEY (run_code, task_code)
+);

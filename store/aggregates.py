@@ -9,7 +9,8 @@ labels (issue 33; migration 008 says what each column is):
 * ``run_slice_stats``, ``run_slice_codes`` (migration 009): the Errors table's counts per run and slice (level,
   category), summed from the run's ``run_task_stats`` and ``run_task_codes`` rows;
 * ``run_task_first`` (migration 011, store/task_first.py): per (run, task), what the Version diff reads;
-* ``run_task_tmf`` (migration 012, store/tmf_rows.py): per (run, task), the Tech-Market-Fit page's row on codes.
+* ``run_task_tmf`` (migration 012, store/tmf_rows.py): per (run, task), the Tech-Market-Fit page's row on codes;
+* ``run_task_board`` (migration 013, store/tmf_rows.py): per (run, task), the Leaderboard's row on the same codes.
 
 Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
 those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file (called by
@@ -261,7 +262,7 @@ def drop_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
 
 
 # Every kept table, in the order ``compared`` can give it (the slices' tables after the per-task ones they sum).
-KEPT = (*TABLES, *RUN_TABLES, task_first.TABLE, "run_task_tmf")
+KEPT = (*TABLES, *RUN_TABLES, task_first.TABLE, *tmf_rows.CODED)
 
 
 def compared(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, str, dict[str, object]]:
@@ -269,11 +270,14 @@ def compared(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, str, dict
     with the parameters of the second: for the tables computed from attempts and labels, the table's own SELECT
     (store/sql/TABLE.sql) over every run and the whole range of attempt ids (the slices' tables sum per-task rows
     computed the same way, never the stored ones, so a wrong stored row shows in its own table only); for
-    ``run_task_tmf``, its rows by run and task id against the ``run_task_stats`` rows they copy. For ``doctor``."""
+    ``run_task_tmf`` and ``run_task_board``, their rows by run and task id against the ``run_task_stats`` rows they
+    copy. For ``doctor``."""
     if table not in KEPT:
         raise ValueError(f"not a kept table: {table!r}")
     if table == "run_task_tmf":
         return tmf_rows.stored_sql, tmf_rows.expected_sql, {}
+    if table == "run_task_board":
+        return tmf_rows.board_stored_sql, tmf_rows.board_expected_sql, {}
     lo, hi = con.execute("SELECT min(attempt_id), max(attempt_id) FROM attempts").fetchall()[0]
     params: dict[str, object] = {"lo": int(lo if lo is not None else 0), "hi": int(hi if hi is not None else -1)}
     every = "SELECT * FROM attempts"

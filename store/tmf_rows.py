@@ -1,10 +1,12 @@
 """``run_task_tmf`` (migration 012): per (run, task), the Tech-Market-Fit page's row -- the pair's
 ``run_task_stats`` row (migration 008) under integer codes of its run (``tmf_run_codes``) and its benchmark's task
-(``tmf_task_codes``), so the page reads integers and numbers instead of joining every row on text ids. Kept by the
+(``tmf_task_codes``), so the page reads integers and numbers instead of joining every row on text ids; and
+``run_task_board`` (migration 013): the Leaderboard's columns of the same row under the same codes. Kept by the
 writer in the transaction that changes the attempts: store/aggregates.py calls ``refresh_runs`` after it has made
 the ``run_task_stats`` rows of the runs it touched current (ingest, replaced attempts, late scores) and
 ``drop_run`` when a run is deleted, so the rows always equal what ``run_task_stats`` gives (``expected_sql``).
 Error labels (judge verdicts, rule findings) change no row here.
+The rows of both tables always equal what ``run_task_stats`` gives (``expected_sql``, ``board_expected_sql``).
 
 Part of the store: all write SQL of the project lives under ``store/``.
 """
@@ -13,13 +15,24 @@ from __future__ import annotations
 
 import duckdb
 
-TABLES = ("tmf_run_codes", "tmf_task_codes", "run_task_tmf")
+TABLES = ("tmf_run_codes", "tmf_task_codes", "run_task_tmf", "run_task_board")
+CODED = ("run_task_tmf", "run_task_board")  # the (run, task) tables on the codes
 
 # the (run, task) rows of the runs in the temporary table _rl_tmf_runs, from their run_task_stats rows (current);
 # {runs}: the runs' ids as a constant list of parameters, which a lake's scan skips other runs' files and row groups by
 _ROWS = """
 SELECT rc.run_code, tc.task_code, s.n_attempts, s.n_passed, s.score_mean, s.cost_usd_mean, s.input_tokens_mean,
        s.output_tokens_mean, s.latency_s_mean
+FROM run_task_stats s
+JOIN _rl_tmf_runs k ON k.run_id = s.run_id
+JOIN tmf_run_codes rc ON rc.run_id = s.run_id
+JOIN tmf_task_codes tc ON tc.benchmark = k.benchmark AND tc.task_id = s.task_id
+WHERE s.run_id IN ({runs})
+ORDER BY rc.run_code, tc.task_code"""
+# the same for the Leaderboard's table (the columns analytics/sql/task_outcome_rows.sql reads)
+_BOARD_ROWS = """
+SELECT rc.run_code, tc.task_code, s.n_scored, s.n_scored_passed, s.score_mean, s.tool_calls_mean_scored,
+       s.cost_usd_mean_scored, s.n_kept, s.n_kept_passed, s.score_mean_kept, s.tool_calls_mean_kept, s.cost_usd_mean_kept
 FROM run_task_stats s
 JOIN _rl_tmf_runs k ON k.run_id = s.run_id
 JOIN tmf_run_codes rc ON rc.run_id = s.run_id
@@ -43,10 +56,11 @@ def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object =
     )
     try:
         if not new:
-            con.execute(
-                "DELETE FROM run_task_tmf WHERE run_code IN "
-                "(SELECT rc.run_code FROM tmf_run_codes rc SEMI JOIN _rl_tmf_runs k ON k.run_id = rc.run_id)"
-            )
+            for table in CODED:  # an allow-list of table names
+                con.execute(
+                    f"DELETE FROM {table} WHERE run_code IN "
+                    "(SELECT rc.run_code FROM tmf_run_codes rc SEMI JOIN _rl_tmf_runs k ON k.run_id = rc.run_id)"
+                )
         con.execute(
             """
             INSERT INTO tmf_run_codes
@@ -69,15 +83,17 @@ def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object =
             run_ids,
         )
         con.execute(f"INSERT INTO run_task_tmf {_ROWS.format(runs=marks)}", run_ids)
+        con.execute(f"INSERT INTO run_task_board {_BOARD_ROWS.format(runs=marks)}", run_ids)
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_tmf_runs")
 
 
 def drop_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
     """A deleted run's rows and code (inside the deletion's transaction); its tasks keep theirs."""
-    con.execute(
-        "DELETE FROM run_task_tmf WHERE run_code IN (SELECT run_code FROM tmf_run_codes WHERE run_id = ?)", [run_id]
-    )
+    for table in CODED:  # an allow-list of table names
+        con.execute(
+            f"DELETE FROM {table} WHERE run_code IN (SELECT run_code FROM tmf_run_codes WHERE run_id = ?)", [run_id]
+        )
     con.execute("DELETE FROM tmf_run_codes WHERE run_id = ?", [run_id])
 
 
@@ -91,5 +107,18 @@ FROM run_task_stats s SEMI JOIN runs r ON r.run_id = s.run_id"""
 stored_sql = """
 SELECT rc.run_id, tc.task_id, t.n, t.c, t.score, t.cost_usd, t.input_tokens, t.output_tokens, t.latency_s
 FROM run_task_tmf t
+JOIN tmf_run_codes rc ON rc.run_code = t.run_code
+JOIN tmf_task_codes tc ON tc.task_code = t.task_code"""
+
+# the Leaderboard's rows: what they must be, and the table's rows, by run and task id
+board_expected_sql = """
+SELECT s.run_id, s.task_id, s.n_scored, s.n_scored_passed, s.score_mean, s.tool_calls_mean_scored,
+       s.cost_usd_mean_scored, s.n_kept, s.n_kept_passed, s.score_mean_kept, s.tool_calls_mean_kept, s.cost_usd_mean_kept
+FROM run_task_stats s SEMI JOIN runs r ON r.run_id = s.run_id"""
+
+board_stored_sql = """
+SELECT rc.run_id, tc.task_id, t.n_scored, t.n_scored_passed, t.score_mean, t.tool_calls_mean_scored,
+       t.cost_usd_mean_scored, t.n_kept, t.n_kept_passed, t.score_mean_kept, t.tool_calls_mean_kept, t.cost_usd_mean_kept
+FROM run_task_board t
 JOIN tmf_run_codes rc ON rc.run_code = t.run_code
 JOIN tmf_task_codes tc ON tc.task_code = t.task_code"""

@@ -44,6 +44,28 @@ def test_demo_codes_give_the_text_keys_frame(demo_db: Path) -> None:
     assert compare(demo_db) > 0
 
 
+def test_codes_in_any_order_give_the_text_keys_frame_and_a_wrong_kept_row_is_seen(demo_db: Path) -> None:
+    """The kept rows' codes are any integers (a run or task coded later gets the next one): with every run's and
+    task's code reversed, the rows come in another order than their keys' and are put back in it; and a kept row
+    that differs from run_task_stats makes the frames differ (the comparison can fail)."""
+    with rdb.writer(demo_db) as con, rdb.transaction(con):
+        for code, tables in (
+            ("run_code", ("tmf_run_codes", "run_task_tmf", "run_task_board")),
+            ("task_code", ("tmf_task_codes", "run_task_tmf", "run_task_board")),
+        ):
+            top = rdb.query_rows(con, f"SELECT max({code}) FROM {tables[0]}")[0][0]
+            for table in tables:
+                con.execute(f"UPDATE {table} SET {code} = {2 * int(top) + 1000} - {code}")  # no old code
+    assert compare(demo_db) > 0
+    with rdb.writer(demo_db) as con:
+        con.execute(
+            "UPDATE run_task_board SET n_scored_passed = n_scored_passed + 1 WHERE (run_code, task_code) = "
+            "(SELECT (run_code, task_code) FROM run_task_board WHERE n_scored > n_scored_passed ORDER BY ALL LIMIT 1)"
+        )
+    with pytest.raises(AssertionError):
+        compare(demo_db)
+
+
 @pytest.fixture(scope="module")
 def generated_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("gen")
@@ -144,3 +166,18 @@ def test_generated_lake_leaderboard_of_some_slices_is_the_full_boards_rows(
     db = f"ducklake:sqlite:{tmp_path / 'gen.lake'}"
     assert {r.outcome for r in ingest_paths(sorted(generated_logs.glob("*")), db=db, jobs=1)} == {"ingested"}
     assert compare_slice_subsets(db) > 0
+
+
+def test_task_places_of_codes_equal_those_of_the_codes_as_objects() -> None:
+    """The verdicts' task places from integer codes (counted) equal those of the same codes hashed as objects."""
+    import numpy as np
+
+    from analytics.leaderboard import verdicts
+
+    rng = np.random.default_rng(3)
+    for codes in (rng.integers(0, 50, 400), rng.permutation(1000)[:300], np.array([7]), np.array([0, 0, 5, 2, 5])):
+        place, names = verdicts._task_places(codes.astype(np.int64))
+        want_place, want_names = verdicts._task_places(codes.astype(object))
+        assert place.tolist() == want_place.tolist()
+        assert names.dtype == want_names.dtype == object
+        assert names.tolist() == want_names.tolist() and all(type(v) is int for v in names)

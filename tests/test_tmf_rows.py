@@ -1,5 +1,5 @@
 """``run_task_tmf`` (migration 012, store/tmf_rows.py): the Tech-Market-Fit page's (run, task) rows on integer codes,
-kept by the writer. After an ingest, a deletion, late scores, replaced attempts, judge labels and rule findings the
+and ``run_task_board`` (migration 013): the Leaderboard's, on the same codes; kept by the writer. After an ingest, a deletion, late scores, replaced attempts, judge labels and rule findings the
 rows, read back by their codes' run and task ids, equal a recomputation from ``run_task_stats``, and every code is
 one run's or one (benchmark, task)'s; on the demo and on a generated store, on a file store and a local lake."""
 
@@ -24,12 +24,23 @@ def expected(con: Any) -> Any:
     return rdb.query_df(con, f"SELECT * FROM ({tmf_rows.expected_sql}) ORDER BY run_id, task_id")
 
 
+def board_stored(con: Any) -> Any:
+    return rdb.query_df(con, f"SELECT * FROM ({tmf_rows.board_stored_sql}) ORDER BY run_id, task_id")
+
+
+def board_expected(con: Any) -> Any:
+    return rdb.query_df(con, f"SELECT * FROM ({tmf_rows.board_expected_sql}) ORDER BY run_id, task_id")
+
+
 def check(db: str | Path) -> None:
     """The rows equal the recomputation; codes are unique; no row or code of a run that is gone."""
     with rdb.reader(db) as con:
         rows = stored(con)
         assert len(rows) > 0
         assert_same(rows, expected(con), "run_task_tmf")
+        board = board_stored(con)
+        assert len(board) == len(rows)
+        assert_same(board, board_expected(con), "run_task_board")
         dup = "SELECT count(*) FROM (SELECT {k} FROM {t} GROUP BY {k} HAVING count(*) > 1)"
         for table, key in [
             ("tmf_run_codes", "run_id"),
@@ -37,6 +48,7 @@ def check(db: str | Path) -> None:
             ("tmf_task_codes", "benchmark, task_id"),
             ("tmf_task_codes", "task_code"),
             ("run_task_tmf", "run_code, task_code"),
+            ("run_task_board", "run_code, task_code"),
         ]:
             assert rdb.query_rows(con, dup.format(k=key, t=table))[0][0] == 0, (table, key)
         orphans = rdb.query_rows(
@@ -95,6 +107,19 @@ def test_migration_012_backfills_an_older_store(demo_db: Path) -> None:
     check(demo_db)
 
 
+def test_migration_013_backfills_an_older_store(demo_db: Path) -> None:
+    """A store at version 12 gets the Leaderboard's rows from its run_task_stats and 012's codes."""
+    with rdb.writer(demo_db) as con:
+        before, codes = board_stored(con), stored(con)
+        assert roll_back(con, 12) == ["run_task_board"]
+    with rdb.writer(demo_db) as con:
+        assert rdb.schema_version(con) == rdb.latest_version()
+        assert len(before) > 0
+        assert_same(board_stored(con), before, "backfilled")
+        assert_same(stored(con), codes, "012's rows untouched")
+    check(demo_db)
+
+
 def test_refresh_of_every_pair_equals_the_recomputation(demo_db: Path) -> None:
     with rdb.writer(demo_db) as con:
         before = stored(con)
@@ -109,10 +134,12 @@ def test_refresh_of_every_pair_equals_the_recomputation(demo_db: Path) -> None:
 def test_a_deleted_run_takes_its_rows_and_code(demo_db: Path) -> None:
     from store.delete import delete_run_con
 
-    count = "SELECT count(*) FROM run_task_tmf JOIN tmf_run_codes USING (run_code) WHERE run_id = ?"
+    count = "SELECT count(*) FROM {} JOIN tmf_run_codes USING (run_code) WHERE run_id = ?"
     with rdb.writer(demo_db) as con:
         run = rdb.query_rows(con, "SELECT run_id FROM runs ORDER BY run_id LIMIT 1")[0][0]
-        assert rdb.query_rows(con, count, [run])[0][0] > 0
+        for table in tmf_rows.CODED:
+            assert rdb.query_rows(con, count.format(table), [run])[0][0] > 0
         delete_run_con(con, run, actor="test")
-        assert rdb.query_rows(con, count, [run])[0][0] == 0
+        for table in tmf_rows.CODED:
+            assert rdb.query_rows(con, count.format(table), [run])[0][0] == 0
         assert rdb.query_rows(con, "SELECT count(*) FROM tmf_run_codes WHERE run_id = ?", [run])[0][0] == 0

@@ -15,26 +15,31 @@ from analytics.runs import load_runs
 from analytics.sqlfiles import load_sql
 from store import ALL_RUNS, QueryError, RunFilter, query_df
 
-# task_outcome_rows.sql numbered: the runs get integer codes in their keys' order, the tasks their order in the
-# benchmark's ``tasks`` table (a small read), so the rows come as integers sorted by integers and each key becomes a
-# Python string once (at 10M attempts: 13 runs and 66,667 tasks instead of 867k x 2 strings, no sort of text keys).
+# The runs asked for and the benchmark's tasks (with their level and category), each in id order, and their codes in
+# the kept (run, task) rows (migrations 012-013): the rows come as integers, each key becomes a Python string once (at
+# 10M attempts: 13 runs and 66,667 tasks instead of 867k x 2 strings, no text joined or sorted). One statement: each
+# costs a lake its catalog reads. A run without rows has no code; a task in no run's rows has none either.
 _KEYS = """
-SELECT 0 AS kind, (row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS ix, run_id AS key
-FROM (SELECT DISTINCT unnest($run_ids) AS run_id)
+SELECT 0 AS kind, k.run_id AS key, rc.run_code AS code, NULL AS level, NULL AS category
+FROM (SELECT DISTINCT unnest($run_ids) AS run_id) k LEFT JOIN tmf_run_codes rc ON rc.run_id = k.run_id
 UNION ALL
-SELECT 1, (row_number() OVER (ORDER BY task_id) - 1)::INTEGER, task_id FROM tasks WHERE benchmark = $benchmark
+SELECT 1, t.task_id, tc.task_code, t.level, t.category
+FROM tasks t LEFT JOIN tmf_task_codes tc ON tc.benchmark = t.benchmark AND tc.task_id = t.task_id
+WHERE t.benchmark = $benchmark
+ORDER BY kind, key
 """
+# task_outcome_rows.sql's columns from the runs' kept rows (run_task_board, migration 013: run_task_stats's values
+# under the codes); {runs}: the runs' codes as a constant list of parameters, which a lake's scan skips other runs'
+# files and row groups by. No order: the rows are put in (run, task) order by their places (a store's already are).
 _ROWS = """
-WITH sel AS ({rows}
-), rk AS (
-    SELECT run_id, (row_number() OVER (ORDER BY run_id) - 1)::INTEGER AS run_ix
-    FROM (SELECT DISTINCT unnest($run_ids) AS run_id)
-), tk AS (
-    SELECT task_id, (row_number() OVER (ORDER BY task_id) - 1)::INTEGER AS task_ix FROM tasks WHERE benchmark = $benchmark
-)
-SELECT run_ix, task_ix, n, c, score, steps, cost_usd
-FROM sel JOIN rk USING (run_id) LEFT JOIN tk USING (task_id)
-ORDER BY run_ix, task_ix
+SELECT run_code, task_code,
+       CASE WHEN $exclude_errored THEN n_kept ELSE n_scored END                       AS n,
+       CASE WHEN $exclude_errored THEN n_kept_passed ELSE n_scored_passed END         AS c,
+       CASE WHEN $exclude_errored THEN score_mean_kept ELSE score_mean END            AS score,
+       CASE WHEN $exclude_errored THEN tool_calls_mean_kept ELSE tool_calls_mean_scored END AS steps,
+       CASE WHEN $exclude_errored THEN cost_usd_mean_kept ELSE cost_usd_mean_scored END AS cost_usd
+FROM run_task_board
+WHERE run_code IN ({runs}) AND CASE WHEN $exclude_errored THEN n_kept ELSE n_scored END > 0
 """
 
 
@@ -61,29 +66,57 @@ def _float_column(values: np.ndarray) -> np.ndarray:
     return values
 
 
+def _places(codes: np.ndarray, of: np.ndarray) -> np.ndarray:
+    """The place in ``codes`` (keys' codes, -1 for none) of each of ``of``'s codes (-1: a code ``codes`` lacks), by a
+    table indexed by code (codes are small integers: their store's runs or tasks)."""
+    known = codes >= 0
+    top = max(int(codes.max()) if known.any() else -1, int(of.max()) if len(of) else -1)
+    table = np.full(top + 1, -1, dtype=np.int64)
+    table[codes[known]] = np.flatnonzero(known)
+    return table[of] if len(of) else np.empty(0, dtype=np.int64)
+
+
 def _coded_read(
     con: duckdb.DuckDBPyConnection, params: dict[str, object], benchmark: str | None
-) -> tuple[pd.DataFrame, np.ndarray | None]:
-    """``_coded_outcomes`` and each row's task code (its task's place among the benchmark's task ids in their
-    order; None when the text keys were read). The rows are read straight into numpy arrays and the frame built
-    once from them (a column added at a time copied every column again at each consolidation: 0.7 s at 867k
-    rows; the pandas frame of the integer rows, dropped at once, was a third of the read)."""
+) -> tuple[pd.DataFrame, np.ndarray | None, dict[str, np.ndarray]]:
+    """``_coded_outcomes``, each row's task code (its task's place among the benchmark's task ids in their order;
+    None when the text keys were read) and the benchmark's tasks' ``level`` and ``category`` in that order (empty
+    when the text keys were read). The rows are the runs' kept rows on integer codes (``run_task_board``), read
+    straight into numpy arrays (no text joined: at 10M attempts the joins of 867k rows' run and task ids to their
+    places were most of the read), each code mapped to its key's place, the frame built once from the arrays. A row
+    whose task is not in the benchmark's ``tasks`` table has no place: then the text keys are read instead."""
     keys = query_df(con, _KEYS, {"run_ids": params["run_ids"], "benchmark": benchmark})
-    rows = _arrays(con, _ROWS.format(rows=load_sql("task_outcome_rows")), {**params, "benchmark": benchmark})
-    masked = [np.ma.getmask(rows[col]) for col in ("run_ix", "task_ix", "n")]
-    if any(np.any(mask) for mask in masked):  # a task not in the tasks table: no code
-        return query_df(con, f"{load_sql('task_outcome_rows')}\nORDER BY run_id, task_id", params), None
-    columns: dict[str, object] = {}
-    for kind, (col, ix) in enumerate((("run_id", "run_ix"), ("task_id", "task_ix"))):
-        part = keys[keys["kind"] == kind]
-        lookup = np.empty(len(part), dtype=object)
-        lookup[part["ix"].to_numpy(dtype=np.int64)] = part["key"].to_numpy(dtype=object)
-        codes = np.asarray(rows[ix], dtype=np.int64)
-        columns[col] = lookup[codes] if len(codes) else np.empty(0, dtype=object)
-    columns["n"] = np.asarray(rows["n"])
-    for col in ("c", "score", "steps", "cost_usd"):
-        columns[col] = _float_column(rows[col])
-    return pd.DataFrame(columns), np.asarray(rows["task_ix"], dtype=np.int64)
+    is_task = keys["kind"].to_numpy() == 1
+    ids = keys["key"].to_numpy(dtype=object)
+    codes = keys["code"].to_numpy(dtype=np.float64, na_value=-1.0).astype(np.int64)
+    runs, tasks = ~is_task, is_task  # each kind's rows in id order: a key's place is its row among its kind's
+    run_codes = sorted({int(c) for c in codes[runs] if c >= 0})
+    marks = ", ".join(f"$r{i}" for i in range(len(run_codes))) or "NULL"
+    values = {"exclude_errored": params["exclude_errored"], **{f"r{i}": c for i, c in enumerate(run_codes)}}
+    rows = _arrays(con, _ROWS.format(runs=marks), values)
+    run_ix = _places(codes[runs], np.asarray(rows["run_code"], dtype=np.int64))
+    task_ix = _places(codes[tasks], np.asarray(rows["task_code"], dtype=np.int64))
+    if (task_ix < 0).any() or (run_ix < 0).any():  # a task not in the tasks table: no place
+        return query_df(con, f"{load_sql('task_outcome_rows')}\nORDER BY run_id, task_id", params), None, {}
+    key = run_ix * max(int(tasks.sum()), 1) + task_ix
+    order = None if bool((key[1:] > key[:-1]).all()) else np.argsort(key, kind="stable")
+
+    def ordered(values: np.ndarray) -> np.ndarray:
+        return values if order is None else values[order]
+
+    run_ix, task_ix = ordered(run_ix), ordered(task_ix)
+    columns: dict[str, object] = {
+        "run_id": ids[runs][run_ix] if len(run_ix) else np.empty(0, dtype=object),
+        "task_id": ids[tasks][task_ix] if len(task_ix) else np.empty(0, dtype=object),
+        "n": ordered(np.asarray(rows["n"])),
+        "c": ordered(np.asarray(rows["c"], dtype=np.float64)),  # HUGEINT in the text read: pandas' float
+    }
+    for col in ("score", "steps", "cost_usd"):
+        columns[col] = ordered(_float_column(rows[col]))
+    described = {col: keys[col].to_numpy(dtype=object)[tasks] for col in ("level", "category")}
+    # copy=False: the arrays become the frame's columns as they are (consolidating the float columns into one block
+    # copied them all: 0.04-0.1 CPU s at 867k rows)
+    return pd.DataFrame(columns, copy=False), task_ix, described
 
 
 class OutcomeOptions(TypedDict, total=False):
@@ -134,13 +167,10 @@ def coded_task_outcomes(
             con, run_ids=ids, scorer=scorer, threshold=threshold, exclude_errored=bool(exclude_errored)
         )
     else:
-        out, codes = _coded_read(con, params, run_filter.benchmark)
-    if codes is not None:  # in task-id order, as the codes count
-        sql = "SELECT task_id, level, category FROM tasks WHERE benchmark = ? ORDER BY task_id"
-        tasks = query_df(con, sql, [run_filter.benchmark])
-        for col in ("level", "category"):
-            out[col] = tasks[col].to_numpy(dtype=object)[codes]
-        return out, codes
+        out, codes, described = _coded_read(con, params, run_filter.benchmark)
+    if codes is not None:  # in task-id order, as the codes count; the frame's columns kept as they are (no copy)
+        more = {col: described[col][codes] for col in ("level", "category")}
+        return pd.DataFrame({**{col: out[col].to_numpy() for col in out.columns}, **more}, copy=False), codes
     tasks = query_df(con, "SELECT task_id, level, category FROM tasks WHERE benchmark = ?", [run_filter.benchmark])
     at = pd.Index(tasks["task_id"]).get_indexer(out["task_id"])
     for col in ("level", "category"):

@@ -78,16 +78,27 @@ def compare_rows(
         by_slice.setdefault(row["slice"], []).append(i)
     # every task id hashed once and its distinct ids sorted once, for all slices (each slice's grid then works on
     # integers: the ids' order among the slice's tasks is their order among all)
+    task_place, names = _task_places(tasks)
+    for members in by_slice.values():
+        grid = _task_grid([indices[i] for i in members], task_place, names, values)
+        single = [bool((n[indices[i]] == 1).all()) and metric == "pass@1" for i in members]
+        _compare_slice([rows[i] for i in members], grid, single, metric=metric, seed=seed)
+
+
+def _task_places(tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per position, its task's place among the distinct tasks sorted, and those tasks (an object array). Task
+    codes (non-negative integers, ``load.coded_task_outcomes``'s) are counted in a table instead of each being
+    made a Python object and hashed (867k positions at 10M attempts: 0.085 of 0.1 s); the same arrays."""
+    arr = np.asarray(tasks)
+    if arr.dtype.kind in "iu" and arr.size and int(arr.min()) >= 0 and int(arr.max()) <= 4 * arr.size + 1_000_000:
+        seen = np.bincount(arr) > 0
+        return (np.cumsum(seen) - 1)[arr], np.flatnonzero(seen).astype(object)
     codes, uniq = pd.factorize(np.asarray(tasks, dtype=object), use_na_sentinel=False)
     uniq = np.asarray(uniq, dtype=object)
     order = np.argsort(uniq, kind="stable")  # the task ids' own order (``sorted``)
     place = np.empty(len(uniq), dtype=np.int64)
     place[order] = np.arange(len(uniq))
-    task_place, names = place[codes], uniq[order]
-    for members in by_slice.values():
-        grid = _task_grid([indices[i] for i in members], task_place, names, values)
-        single = [bool((n[indices[i]] == 1).all()) and metric == "pass@1" for i in members]
-        _compare_slice([rows[i] for i in members], grid, single, metric=metric, seed=seed)
+    return place[codes], uniq[order]
 
 
 @dataclass(frozen=True)
