@@ -18,6 +18,7 @@ from analytics.search.compute import (
     DEFAULT_LIMIT,
     FIRST_WINDOW_HITS,
     MAX_CHUNK,
+    RUN_SPREAD,
     SNIPPET_CONTEXT,
     SearchError,
     SearchResult,
@@ -28,6 +29,7 @@ from analytics.search.compute import (
     match_pattern,
     next_chunk,
     next_slice,
+    pair_offsets,
     query_pairs,
     query_runs,
     result_of,
@@ -140,6 +142,7 @@ class Coverage:
     runs: list[list[tuple[str, int, int, int, int]]] | None  # per segment, the manifest's runs (None: not kept)
     long_rows: list[bool]  # per segment, whether it keeps the rows of its long results (search_long)
     pairs: list[bool]  # per segment, whether its vocabulary holds the word pairs of every text (search_pairs)
+    positions: list[bool]  # per segment, whether its pairs' postings hold where they occur (search_positions)
 
 
 def _segments_checked(segments: list[str]) -> list[str]:
@@ -201,26 +204,54 @@ def _candidates_sql(
     chosen: list[int],
     chosen_alone: list[int],
     pairs: list[bool],
+    aligned: list[tuple[int, int]],
+    positions: list[bool],
     ranges: list[tuple[int, int]],
 ) -> str:
     """Per segment, every (attempt, step, field) with its attempt id in ``ranges`` whose text holds a token of each chosen run
     (``chosen_alone``, runs of one token, in a segment without word pairs), for an attempt of ``win`` whose file
-    that segment covers ($f<segment>)."""
+    that segment covers ($f<segment>). In a segment whose pairs keep their positions, the ``aligned`` pairs (run,
+    offset in the phrase) must also occur at those offsets from one another (``_aligned_sql``)."""
     parts = []
+    in_ids = _in_ranges("attempt_id", ranges)
     for s, seg in enumerate(_segments_checked(segments)):
         lists = [ids[s][i] for i in (chosen if pairs[s] else chosen_alone)]
         if not all(lists):
             continue  # a run matches no token of this segment: none of its texts is a candidate
-        sets = " INTERSECT ".join(
-            f"SELECT DISTINCT attempt_id, step, field FROM {seg}.postings "
-            f"WHERE token_id IN ({_ints(tokens)}) AND {_in_ranges('attempt_id', ranges)}"
-            for tokens in lists
-        )
+        sets = [
+            f"SELECT DISTINCT attempt_id, step, field FROM {seg}.postings WHERE token_id IN ({_ints(tokens)}) AND {in_ids}"
+            for i, tokens in zip(chosen if pairs[s] else chosen_alone, lists, strict=True)
+            if not (positions[s] and len(aligned) > 1 and any(i == r for r, _ in aligned))
+        ]
+        if positions[s] and len(aligned) > 1:
+            at = [(ids[s][r], offset) for r, offset in aligned]
+            if not all(tokens for tokens, _ in at):
+                continue
+            sets.insert(0, _aligned_sql(seg, at, in_ids))
+        sets_sql = " INTERSECT ".join(sets)
         parts.append(
-            f"SELECT p.attempt_id, p.step, p.field FROM ({sets}) p "
+            f"SELECT p.attempt_id, p.step, p.field FROM ({sets_sql}) p "
             f"SEMI JOIN win w ON w.attempt_id = p.attempt_id AND list_contains($f{s}, w.file_id)"
         )
     return " UNION ALL ".join(parts) or _NO_CANDIDATES
+
+
+def _aligned_sql(seg: str, at: list[tuple[list[int], int]], in_ids: str) -> str:
+    """The (attempt, step, field) of segment ``seg`` whose text holds, for some position p, a pair of each entry's
+    tokens at p + its offset (``at``: token ids, offset in the phrase): the phrase's pairs one after the other, as
+    in any text holding the phrase. ``in_ids``: the attempts read (fixed SQL of integer ranges)."""
+    base = at[0][1]
+    parts = [
+        f"(SELECT attempt_id, step, field, pos FROM {seg}.postings WHERE token_id IN ({_ints(tokens)}) AND {in_ids}) p{k}"
+        for k, (tokens, _) in enumerate(at)
+    ]
+    joins = "".join(
+        f" JOIN {part} ON p{k}.attempt_id = p0.attempt_id AND p{k}.step = p0.step AND p{k}.field = p0.field "
+        f"AND p{k}.pos = p0.pos + {int(offset) - int(base)}"
+        for k, (part, (_, offset)) in enumerate(zip(parts, at, strict=True))
+        if k
+    )
+    return f"SELECT DISTINCT p0.attempt_id, p0.step, p0.field FROM {parts[0]}{joins}"
 
 
 def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage | None:
@@ -247,15 +278,18 @@ def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage
         n, lowest = query_rows(con, sql, run_filter.params() | {"no_file": no_file})[0]
     tables = query_rows(
         con,
-        "SELECT database_name, table_name FROM duckdb_tables() WHERE table_name IN ('search_long', 'search_pairs') "
+        "SELECT database_name, table_name FROM duckdb_tables() "
+        "WHERE table_name IN ('search_long', 'search_pairs', 'search_positions') "
         "AND list_contains(?, database_name)",
         [segments],
     )
     with_long = {str(d) for d, t in tables if t == "search_long"}
     with_pairs = {str(d) for d, t in tables if t == "search_pairs"}
+    with_positions = {str(d) for d, t in tables if t == "search_positions"}
     return Coverage(
         segments, files, uncovered, no_file, int(n), None if lowest is None else int(lowest), attached.runs,
         [s in with_long for s in segments], [s in with_pairs for s in segments],
+        [s in with_pairs and s in with_positions for s in segments],
     )  # fmt: skip
 
 
@@ -339,7 +373,7 @@ def search(
         return dataclasses.replace(result_of(query, mode, pd.DataFrame()), is_indexed=True)
     walk = _Walk(
         con, cov, run_filter, kind=kind, patterns=patterns, params=params, ids=ids, chosen=chosen,
-        chosen_alone=chosen_alone,
+        chosen_alone=chosen_alone, aligned=_aligned(kind, patterns, runs, postings),
         is_exact=kind == "contains" and is_exact_by_tokens(patterns[0]), limit=int(limit), count_all=count_all,
     )  # fmt: skip
     if postings[chosen[0]] == 0:  # no indexed text holds a token the query needs: only what is not covered
@@ -348,23 +382,37 @@ def search(
     return walk.run(query, mode, per_attempt)
 
 
+def _aligned(kind: str, patterns: list[str], runs: list[tuple[str, str]], postings: list[int]) -> list[tuple[int, int]]:
+    """A phrase's word pairs (their index in ``runs``) with their offsets (``compute.pair_offsets``) that must occur
+    one after the other in a candidate's text, where a segment keeps the pairs' positions: those within
+    ``RUN_SPREAD`` times the rarest run's postings (a far more common pair costs a long read and filters little);
+    none when fewer than two (one pair alone is already a chosen run)."""
+    if kind != "contains":
+        return []
+    rarest = max(min(postings), 1)
+    at = [(runs.index(pair), offset) for pair, offset in pair_offsets(patterns[0])]
+    at = sorted((x for x in at if postings[x[0]] <= rarest * RUN_SPREAD), key=lambda x: (postings[x[0]], x[1]))
+    return at if len(at) > 1 else []
+
+
 class _Walk:
     """One indexed search: the runs kept, window by window in the order hits are listed, until the page is full."""
 
     def __init__(
         self, con: duckdb.DuckDBPyConnection, cov: Coverage, run_filter: RunFilter, *, kind: str,
         patterns: list[str], params: dict[str, Any], ids: list[list[list[int]]], chosen: list[int],
-        chosen_alone: list[int], is_exact: bool, limit: int, count_all: bool,
+        chosen_alone: list[int], aligned: list[tuple[int, int]], is_exact: bool, limit: int, count_all: bool,
     ) -> None:  # fmt: skip
         self.con, self.cov, self.run_filter, self.kind, self.patterns = con, cov, run_filter, kind, patterns
         self.n_words = len(patterns) if kind == "words" else 0
         self.params = params | {f"f{s}": fs for s, fs in enumerate(cov.files)}
         self.is_exact, self.limit, self.count_all = is_exact, limit, count_all
-        self._cand_args = (cov.segments, ids, chosen, chosen_alone, cov.pairs)
+        self._cand_args = (cov.segments, ids, chosen, chosen_alone, cov.pairs, aligned, cov.positions)
         self.hits: list[pd.DataFrame] = []
         self.n_listed = self.n_attempts = self.n_hits = self.checked = self.walked = self.seen = 0
         self.is_partial = False  # a window's candidates were left unchecked once the page was full
         self._long_unmatched: set[str] = set()  # long results read that do not match (a hash names one text)
+        self._slice_size = 0.0  # the planned size of the next slice of the run being read in slices
 
     def _candidates(self, ranges: list[tuple[int, int]]) -> str:
         return _candidates_sql(*self._cand_args, ranges)
@@ -486,6 +534,8 @@ class _Walk:
                     return dataclasses.replace(result, scan_reason=reason)
             if not complete:
                 break
+            if is_sliced:  # the next run starts at the size this one's slices grew to (a rare phrase: whole runs)
+                size = max(size, self._slice_size)
         return self._result(query, mode, scanned, complete=complete and not self.is_partial, n_kept=n_kept)
 
     def _slices(self, run: tuple[str, int, int, int], size: float, most: float) -> Iterator[WindowPart]:
@@ -498,6 +548,7 @@ class _Walk:
         starts = [int(i) for i in is_start.nonzero()[0]]
         tasks = [str(t) for t in order["task_start"].to_numpy()[is_start]]
         lo = 0
+        self._slice_size = size
         while lo < len(aids):
             hi = slice_end(starts, len(aids), lo, size)
             last = bisect.bisect_right(starts, hi - 1) - 1
@@ -508,6 +559,7 @@ class _Walk:
                 hi,
                 next_slice(size, most, listed=self.n_listed, walked=self.walked, need=self.limit - self.n_listed),
             )
+            self._slice_size = size
 
     def _read(self, part: WindowPart, n_kept: int) -> bool:
         """One window or slice: its candidate attempts in page order, counted or checked; True when the scan rule
