@@ -255,3 +255,26 @@ def test_pairs_at_consecutive_positions_narrow_a_phrase_to_its_hits(
             _assert_same(a, b)
             wider += a.n_checked > checked[phrase]
     assert wider >= 3
+
+
+def test_a_page_checked_on_the_texts_reads_no_text_twice(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hits checked on their texts come back from the chunk with their windows, and a long result found to match
+    is kept: the page reads neither again (search_page.sql is not run, search_long.sql once per chunk at most)."""
+    refresh(db)
+    seen: list[str] = []
+    real = search_load._run
+
+    def spy(con: duckdb.DuckDBPyConnection, sql: str, params: Any) -> Any:
+        seen.append(sql)
+        return real(con, sql, params)
+
+    monkeypatch.setattr(search_load, "_run", spy)
+    with reader(db) as con:
+        for query in ["needle zz9", "filler needle", "rate limit", '"hello (world)"']:
+            seen.clear()
+            a, b = _both(con, query)
+            _assert_same(a, b)
+            assert a.is_indexed and a.n_checked > 0 and len(a.hits) > 0, query
+            chunks = sum("the hits of a few attempts" in s for s in seen)
+            assert chunks > 0 and not any("the texts of the hits listed" in s for s in seen), query
+            assert sum("long results (stored once in texts)" in s for s in seen) <= chunks, query

@@ -413,6 +413,7 @@ class _Walk:
         self.is_partial = False  # a window's candidates were left unchecked once the page was full
         self._long_unmatched: set[str] = set()  # long results read that do not match (a hash names one text)
         self._slice_size = 0.0  # the planned size of the next slice of the run being read in slices
+        self._long_matched: dict[str, dict[str, Any]] = {}  # long results found to match, with their windows
 
     def _candidates(self, ranges: list[tuple[int, int]]) -> str:
         return _candidates_sql(*self._cand_args, ranges)
@@ -436,6 +437,8 @@ class _Walk:
             if_verify="false" if self.is_exact else "true",
             match_answer=_predicate(self.kind, "k.answer", self.n_words),
             match_field=_predicate(self.kind, field_text, self.n_words),
+            field_text=field_text,
+            locate=_locate(self.kind, "text"),
             ids_a=_in_ranges("a.attempt_id", ranges),
             ids_k=_in_ranges("k.attempt_id", ranges),
             ids_s=_in_ranges("s.attempt_id", ranges),
@@ -445,7 +448,11 @@ class _Walk:
         is_long = found["src"] == 5
         if not self.is_exact and is_long.any():  # long results checked on their texts, read by hash
             matched = set(self._long(found.loc[is_long], check=True)["text_hash"])
-            found = found[~is_long | found["result_hash"].isin(matched)]
+            found = found[~is_long | found["result_hash"].isin(matched)].copy()
+            is_long = found["src"] == 5
+            for col in ["pos", "mlen", "w0", "n_chars", "win"]:  # their windows, for the page
+                found[col] = found[col].astype(object)
+                found.loc[is_long, col] = [self._long_matched[h][col] for h in found.loc[is_long, "result_hash"]]
         keys = attempts[["attempt_id", "run_id", "task_id", "sample", "passed"]].assign(order=range(len(attempts)))
         found = found.drop(columns=["result_hash"]).merge(keys, on="attempt_id")
         found["step_key"] = found["step"].fillna(-1)
@@ -454,17 +461,26 @@ class _Walk:
     def _long(self, keys: pd.DataFrame, *, check: bool) -> pd.DataFrame:
         """Long results of ``keys`` (``attempt_id``, ``step``, ``result_hash``; search_long.sql): those that match
         when ``check``, each with its window. Their rows of ``texts`` come from the segments' ``search_long``; a row
-        whose hash is not the step's (a segment without the table, a row renumbered) is looked up by hash."""
+        whose hash is not the step's (a segment without the table, a row renumbered) is looked up by hash. A text
+        this walk already found to match is not read again (the page's windows of the hits its chunks checked)."""
         wanted = set(keys["result_hash"])
         if not all(_HASH.fullmatch(h) for h in wanted):  # the store's own sha256 hex digests, checked
             raise ValueError("not a text hash of the store")
-        out = self._long_by_rows(self._rows_of(keys), wanted, check=check)
+        known = [self._long_matched[h] for h in sorted(wanted) if h in self._long_matched]
+        wanted -= self._long_matched.keys()
+        keys = keys[keys["result_hash"].isin(wanted)]
+        out = self._long_by_rows(self._rows_of(keys) if wanted else [], wanted, check=check)
         missing = wanted - set(out["text_hash"]) - self._long_unmatched
         if missing:  # their rows by hash: a read of texts.text_hash alone
             listed = ", ".join(repr(h) for h in sorted(missing))
             rows = [int(r) for (r,) in query_rows(self.con, f"SELECT rowid FROM texts WHERE text_hash IN ({listed})")]
             out = pd.concat([out, self._long_by_rows(rows, missing, check=check)], ignore_index=True)
-        return out.drop(columns=["matched"])
+        out = out.drop(columns=["matched"])
+        if check:  # matched, checked on their text: kept for the page
+            self._long_matched |= {str(row["text_hash"]): row for row in out.to_dict("records")}
+        if known:
+            out = pd.concat([out, pd.DataFrame(known)], ignore_index=True) if len(out) else pd.DataFrame(known)
+        return out
 
     def _rows_of(self, keys: pd.DataFrame) -> list[int]:
         """Rows of ``texts`` the segments keep for these (attempt, step): candidates, checked by hash on reading."""
@@ -679,8 +695,14 @@ class _Walk:
         per_candidate = self.n_attempts / max(self.checked, 1)
         return max(self.n_attempts, round(per_candidate * self.seen / self.walked * n_kept))
 
-    def _page(self, hits: pd.DataFrame) -> pd.DataFrame:
-        """The listed hits with a window of their text around the first match (search_page.sql)."""
+    def _page(self, listed: pd.DataFrame) -> pd.DataFrame:
+        """The listed hits with a window of their text around the first match: the window a chunk gave a hit it
+        checked on its text, else read (search_page.sql)."""
+        cols = ["pos", "mlen", "w0", "n_chars", "win"]
+        has = listed["win"].notna() if "win" in listed else pd.Series(False, index=listed.index)
+        if has.all():
+            return listed
+        hits = listed.loc[~has].drop(columns=cols, errors="ignore")
         aids = [int(a) for a in hits["attempt_id"]]
         params = {k: v for k, v in _params(self.kind, self.patterns).items()} | {
             "aids": aids, "steps": [-1 if pd.isna(s) else int(s) for s in hits["step"]],
@@ -696,7 +718,6 @@ class _Walk:
             texts = _run(self.con, sql, params)
         is_long = texts["src"] == 5
         if is_long.any():  # the window of a long result, read by its hash
-            cols = ["pos", "mlen", "w0", "n_chars", "win"]
             windows = self._long(texts.loc[is_long], check=False).set_index("text_hash")
             for col in cols:
                 texts[col] = texts[col].astype(object)
@@ -704,7 +725,11 @@ class _Walk:
         keyed = hits.assign(step_key=[-1 if pd.isna(s) else int(s) for s in hits["step"]], src=hits["src"].astype(int))
         texts = texts.drop(columns=["result_hash"]).rename(columns={"step": "step_key"})
         texts = texts.astype({"step_key": int, "src": int})
-        return keyed.merge(texts, on=["attempt_id", "step_key", "src"], how="left").drop(columns=["step_key"])
+        read = keyed.merge(texts, on=["attempt_id", "step_key", "src"], how="left").drop(columns=["step_key"])
+        if not has.any():
+            return read
+        read.index = hits.index  # a left merge keeps the hits' order
+        return pd.concat([listed.loc[has], read]).sort_index()
 
 
 _HASH = re.compile(r"[0-9a-f]{64}")
