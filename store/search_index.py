@@ -17,9 +17,11 @@ that are gone). Tables of a segment:
     * ``vocab(token_id, token, n_postings)``: its tokens (integer ids local to the segment), and its word pairs: two
       tokens next to each other in a text, ``"first second"`` (a token never holds a space; a segment that has them
       holds the empty table ``search_pairs``), so a phrase of common words intersects the postings of its pairs;
-    * ``postings(token_id, attempt_id, step, field)``: one row per token and text, sorted by token within each batch
-      so DuckDB's min/max zone maps skip the other tokens' rows; ``step`` is -1 for the answer; ``field`` is the
-      position in ``FIELDS`` (``long_result``: a long result stored once in ``texts``);
+    * ``postings(token_id, attempt_id, step, field, pos)``: one row per token and text, sorted by token within each
+      batch so DuckDB's min/max zone maps skip the other tokens' rows; ``step`` is -1 for the answer; ``field`` is the
+      position in ``FIELDS`` (``long_result``: a long result stored once in ``texts``); a word pair has one row per
+      occurrence, ``pos`` the position of its first token among the text's tokens (null for a token; a segment that
+      has them holds the empty table ``search_positions``), so a phrase's pairs must lie at consecutive positions;
     * ``search_attempts(attempt_id, file_id)`` and ``search_files(file_id, content_hash)``: what the segment covers;
     * ``search_long(attempt_id, step, text_row)``: the row of ``texts`` (its ``rowid``) holding each long result
       indexed, so search reads a long result by its row without looking its hash up in ``texts`` (which nothing
@@ -77,7 +79,7 @@ FIELDS = ("answer", "content", "args", "result", "error", "long_result")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vocab (token_id INTEGER NOT NULL, token VARCHAR NOT NULL, n_postings BIGINT);
 CREATE TABLE IF NOT EXISTS postings (token_id INTEGER NOT NULL, attempt_id BIGINT NOT NULL, step INTEGER NOT NULL,
-                                     field UTINYINT NOT NULL);
+                                     field UTINYINT NOT NULL, pos INTEGER);
 CREATE TABLE IF NOT EXISTS search_attempts (attempt_id BIGINT NOT NULL, file_id BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS search_files (file_id BIGINT NOT NULL, content_hash VARCHAR NOT NULL);
 CREATE TABLE IF NOT EXISTS search_gone (attempt_id BIGINT NOT NULL, file_id BIGINT NOT NULL);
@@ -86,6 +88,9 @@ CREATE TABLE IF NOT EXISTS search_long (attempt_id BIGINT NOT NULL, step INTEGER
 # A segment whose every text has its word pairs in the vocabulary ("first second") holds this table (empty): search
 # uses pairs only in such segments (older ones, and a merge of one, lack it).
 _PAIRS_MARK = "CREATE TABLE IF NOT EXISTS search_pairs (unused INTEGER)"
+# A segment whose pairs' postings are one per occurrence with its position (``pos``) holds this table (empty): search
+# then takes a phrase's candidates from pairs at consecutive positions (older segments, and a merge of one, lack it).
+_POSITIONS_MARK = "CREATE TABLE IF NOT EXISTS search_positions (unused INTEGER)"
 
 # A segment's runs for the manifest: per run and file, the range and count of the attempts it holds that are still
 # in the store from that file. ``{s}`` is the segment's catalog (``src`` the store).
@@ -368,6 +373,7 @@ def _add_segment(
     segment's."""
     _settings(con)
     con.execute(_PAIRS_MARK)
+    con.execute(_POSITIONS_MARK)
     con.execute(attach_source)
     old = _attach_old(con, old_segments)
     con.execute(_FILES)
@@ -465,7 +471,8 @@ def _has_table(con: duckdb.DuckDBPyConnection, catalog: str, table: str) -> bool
 
 
 def _count_postings(con: duckdb.DuckDBPyConnection) -> None:
-    """vocab.n_postings: how many texts hold each token (search reads the rarest run's first)."""
+    """vocab.n_postings: how many texts hold each token, how many times a pair occurs (search reads the rarest run's
+    first)."""
     con.execute(
         "UPDATE vocab SET n_postings = c.n FROM (SELECT token_id, count(*) AS n FROM postings GROUP BY token_id) c "
         "WHERE c.token_id = vocab.token_id"
@@ -488,6 +495,8 @@ def _merge_smallest(store: object, folder: Path, segments: list[str]) -> tuple[l
         old = _attach_old(con, [folder / s for s in merging])
         if all(_has_table(con, s, "search_pairs") for s in old):
             con.execute(_PAIRS_MARK)
+        if all(_has_table(con, s, "search_positions") for s in old):
+            con.execute(_POSITIONS_MARK)
         con.execute(_FILES)
         with transaction(con):
             con.execute(
@@ -504,11 +513,12 @@ def _merge_smallest(store: object, folder: Path, segments: list[str]) -> tuple[l
                     f"SEMI JOIN (SELECT file_id FROM {s}.search_files JOIN _rl_files USING (file_id, content_hash)) f "
                     "ON f.file_id = i.file_id"
                 )
+                pos = "p.pos" if _has_table(con, s, "search_positions") else "NULL"
                 con.execute(
-                    f"INSERT INTO postings SELECT v.token_id, p.attempt_id, p.step, p.field FROM {s}.postings p "
+                    f"INSERT INTO postings SELECT v.token_id, p.attempt_id, p.step, p.field, {pos} FROM {s}.postings p "
                     f"JOIN {s}.vocab o ON o.token_id = p.token_id JOIN vocab v ON v.token = o.token "
                     "SEMI JOIN _rl_live l ON l.attempt_id = p.attempt_id "
-                    "ORDER BY v.token_id, p.attempt_id, p.step, p.field"
+                    "ORDER BY v.token_id, p.attempt_id, p.step, p.field, 5"
                 )
                 con.execute("INSERT INTO search_attempts SELECT * FROM _rl_live")
                 if _has_table(con, s, "search_long"):

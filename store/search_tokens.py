@@ -67,13 +67,15 @@ def tokenise(con: duckdb.DuckDBPyConnection, texts: str, lo: int, hi: int) -> in
     # each text's distinct tokens: (text, local id) pairs made one integer and made unique
     tok_key = _distinct(text_of[keep] * n_words + local[keep])
     tok_text, tok_local = np.divmod(tok_key, n_words)
-    # each text's distinct word pairs: neighbours within one text (an empty token only ever stands alone)
+    # each word pair where it occurs: neighbours within one text (an empty token only ever stands alone), with the
+    # position of its first token in the text's tokens (a phrase's pairs lie at consecutive positions)
     nxt = np.flatnonzero(text_of[1:] == text_of[:-1])
     pair_code = local[nxt] * n_words + local[nxt + 1]
     pair_codes = _distinct(pair_code)
-    n_pairs = max(len(pair_codes), 1)
-    pair_key = _distinct(text_of[nxt] * n_pairs + np.searchsorted(pair_codes, pair_code))
-    pair_text, pair_id = np.divmod(pair_key, n_pairs)
+    pair_id = np.searchsorted(pair_codes, pair_code)
+    pair_text = text_of[nxt]
+    starts = seq.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    pair_pos = (nxt - (starts[pair_text] - starts[0])).astype(np.int32)
     first, second = np.divmod(pair_codes, n_words)
     pair_words = pc.binary_join_element_wise(words.take(pa.array(first)), words.take(pa.array(second)), " ")
     names = pa.concat_arrays([words.cast(pa.string()), pair_words.cast(pa.string())])
@@ -85,19 +87,22 @@ def tokenise(con: duckdb.DuckDBPyConnection, texts: str, lo: int, hi: int) -> in
     finally:
         con.unregister("_rl_local")
     text_rows = np.concatenate([tok_text, pair_text])
+    is_token = np.concatenate([np.ones(len(tok_text), dtype=bool), np.zeros(len(pair_text), dtype=bool)])
     _rl_post = pa.table(
         {
             "token_id": pa.array(ids[np.concatenate([tok_local, n_words + pair_id])]),
             "attempt_id": pa.array(table.column("attempt_id").to_numpy()[text_rows]),
             "step": pa.array(table.column("step").to_numpy()[text_rows]),
             "field": pa.array(table.column("field").to_numpy()[text_rows]),
+            # a token's posting has no position (null); a pair's, where it occurs
+            "pos": pa.array(np.concatenate([np.zeros(len(tok_text), dtype=np.int32), pair_pos]), mask=is_token),
         }
     )
     con.register("_rl_post", _rl_post)
     try:
         con.execute(
-            "INSERT INTO postings SELECT token_id, attempt_id, step, field FROM _rl_post "
-            "ORDER BY token_id, attempt_id, step, field"
+            "INSERT INTO postings SELECT token_id, attempt_id, step, field, pos FROM _rl_post "
+            "ORDER BY token_id, attempt_id, step, field, pos"
         )
     finally:
         con.unregister("_rl_post")

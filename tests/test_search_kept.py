@@ -207,3 +207,74 @@ def test_a_merge_keeps_the_long_results_rows_of_a_segment_written_before_them(
         for query in ["needle zz9", "filler needle", "rate limit"]:
             _assert_same(*_both(con, query))
     assert not any("WHERE text_hash IN" in s for s in seen)
+
+
+def test_pair_offsets_keep_every_pair_and_its_place() -> None:
+    from analytics.search.compute import pair_offsets
+
+    assert pair_offsets("a b a b") == [(("a b", "suffix"), 0), (("b a", "whole"), 1), (("a b", "prefix"), 2)]
+    assert pair_offsets("x-y") == [(("x y", "infix"), 0)]
+    assert pair_offsets("one") == []
+
+
+@pytest.mark.parametrize("merged", [False, True])
+def test_pairs_at_consecutive_positions_narrow_a_phrase_to_its_hits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, merged: bool
+) -> None:
+    """Texts of four words in random order: every pair of a phrase is in many texts, rarely one after the other.
+    A segment that keeps where each pair occurs gives as candidates only texts holding the phrase's pairs one after
+    the other (partial first and last words, a pair twice in the phrase); without the positions (a segment written
+    before them, or a merge with one) every text holding the pairs is checked. Results are the scan's either way."""
+    from store import search_index
+    from tests import test_search_index as tsi
+
+    monkeypatch.setattr(tsi, "FRAGMENTS", ["one two", "two three", "three four", "four one", "one", "three"])
+    monkeypatch.setattr(search_load, "SCAN_SHARE", float("inf"))
+    db = tmp_path / "s.duckdb"
+    _ingest(_write(tmp_path / "a.jsonl", [("r-a", "sb"), ("r-b", "sb")], seed=5, n_tasks=30), db)
+    refresh(db)
+    if merged:  # a second segment, merged with the first into one that keeps positions
+        _ingest(_write(tmp_path / "b.jsonl", [("r-c", "sb")], seed=6, n_tasks=10), db)
+        monkeypatch.setattr(search_index, "MAX_SEGMENTS", 1)
+        assert refresh(db).segments == 1
+    phrases = ["one two three", "ne two three fo", "two one two", "one two one two", "four one one", "three three"]
+    checked = {}
+    with reader(db) as con:
+        for phrase in phrases:
+            a, b = _both(con, phrase, count_all=True)
+            _assert_same(a, b)
+            assert a.is_indexed and a.n_checked == b.n_attempts, phrase  # every candidate holds the phrase
+            checked[phrase] = a.n_checked
+    assert checked["one two three"] > 0 and checked["one two one two"] > 0
+    with duckdb.connect(str(_long_rows(db))) as con:
+        con.execute("DROP TABLE search_positions")  # as a segment written before positions
+    with reader(db) as con:
+        wider = 0
+        for phrase in phrases:
+            a, b = _both(con, phrase, count_all=True)
+            _assert_same(a, b)
+            wider += a.n_checked > checked[phrase]
+    assert wider >= 3
+
+
+def test_a_page_checked_on_the_texts_reads_no_text_twice(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hits checked on their texts come back from the chunk with their windows, and a long result found to match
+    is kept: the page reads neither again (search_page.sql is not run, search_long.sql once per chunk at most)."""
+    refresh(db)
+    seen: list[str] = []
+    real = search_load._run
+
+    def spy(con: duckdb.DuckDBPyConnection, sql: str, params: Any) -> Any:
+        seen.append(sql)
+        return real(con, sql, params)
+
+    monkeypatch.setattr(search_load, "_run", spy)
+    with reader(db) as con:
+        for query in ["needle zz9", "filler needle", "rate limit", '"hello (world)"']:
+            seen.clear()
+            a, b = _both(con, query)
+            _assert_same(a, b)
+            assert a.is_indexed and a.n_checked > 0 and len(a.hits) > 0, query
+            chunks = sum("the hits of a few attempts" in s for s in seen)
+            assert chunks > 0 and not any("the texts of the hits listed" in s for s in seen), query
+            assert sum("long results (stored once in texts)" in s for s in seen) <= chunks, query

@@ -221,14 +221,24 @@ def query_pairs(pattern: str) -> list[tuple[str, str]]:
     Returns:
         ``[("first second", kind), ...]`` in the pattern's order, without repeats.
     """
-    found = list(_TOKEN.finditer(pattern))
     pairs: list[tuple[str, str]] = []
-    for a, b in zip(found, found[1:], strict=False):
+    for pair, _ in pair_offsets(pattern):
+        if pair not in pairs:
+            pairs.append(pair)
+    return pairs
+
+
+def pair_offsets(pattern: str) -> list[tuple[tuple[str, str], int]]:
+    """Every word pair of ``pattern`` (``query_pairs``, repeats kept) with its offset: the ``i``-th pair's first
+    token is ``i`` tokens after the first pair's in any text holding the pattern (the pattern's inner runs are whole
+    tokens of the text, one after the other)."""
+    found = list(_TOKEN.finditer(pattern))
+    out: list[tuple[tuple[str, str], int]] = []
+    for i, (a, b) in enumerate(zip(found, found[1:], strict=False)):
         before, after = a.start() > 0, b.end() < len(pattern)
         kind = "whole" if before and after else "prefix" if before else "suffix" if after else "infix"
-        if (f"{a.group()} {b.group()}", kind) not in pairs:
-            pairs.append((f"{a.group()} {b.group()}", kind))
-    return pairs
+        out.append(((f"{a.group()} {b.group()}", kind), i))
+    return out
 
 
 def is_exact_by_tokens(pattern: str) -> bool:

@@ -18,6 +18,7 @@ from analytics.search.compute import (
     DEFAULT_LIMIT,
     FIRST_WINDOW_HITS,
     MAX_CHUNK,
+    RUN_SPREAD,
     SNIPPET_CONTEXT,
     SearchError,
     SearchResult,
@@ -28,6 +29,7 @@ from analytics.search.compute import (
     match_pattern,
     next_chunk,
     next_slice,
+    pair_offsets,
     query_pairs,
     query_runs,
     result_of,
@@ -140,6 +142,7 @@ class Coverage:
     runs: list[list[tuple[str, int, int, int, int]]] | None  # per segment, the manifest's runs (None: not kept)
     long_rows: list[bool]  # per segment, whether it keeps the rows of its long results (search_long)
     pairs: list[bool]  # per segment, whether its vocabulary holds the word pairs of every text (search_pairs)
+    positions: list[bool]  # per segment, whether its pairs' postings hold where they occur (search_positions)
 
 
 def _segments_checked(segments: list[str]) -> list[str]:
@@ -201,26 +204,54 @@ def _candidates_sql(
     chosen: list[int],
     chosen_alone: list[int],
     pairs: list[bool],
+    aligned: list[tuple[int, int]],
+    positions: list[bool],
     ranges: list[tuple[int, int]],
 ) -> str:
     """Per segment, every (attempt, step, field) with its attempt id in ``ranges`` whose text holds a token of each chosen run
     (``chosen_alone``, runs of one token, in a segment without word pairs), for an attempt of ``win`` whose file
-    that segment covers ($f<segment>)."""
+    that segment covers ($f<segment>). In a segment whose pairs keep their positions, the ``aligned`` pairs (run,
+    offset in the phrase) must also occur at those offsets from one another (``_aligned_sql``)."""
     parts = []
+    in_ids = _in_ranges("attempt_id", ranges)
     for s, seg in enumerate(_segments_checked(segments)):
         lists = [ids[s][i] for i in (chosen if pairs[s] else chosen_alone)]
         if not all(lists):
             continue  # a run matches no token of this segment: none of its texts is a candidate
-        sets = " INTERSECT ".join(
-            f"SELECT DISTINCT attempt_id, step, field FROM {seg}.postings "
-            f"WHERE token_id IN ({_ints(tokens)}) AND {_in_ranges('attempt_id', ranges)}"
-            for tokens in lists
-        )
+        sets = [
+            f"SELECT DISTINCT attempt_id, step, field FROM {seg}.postings WHERE token_id IN ({_ints(tokens)}) AND {in_ids}"
+            for i, tokens in zip(chosen if pairs[s] else chosen_alone, lists, strict=True)
+            if not (positions[s] and len(aligned) > 1 and any(i == r for r, _ in aligned))
+        ]
+        if positions[s] and len(aligned) > 1:
+            at = [(ids[s][r], offset) for r, offset in aligned]
+            if not all(tokens for tokens, _ in at):
+                continue
+            sets.insert(0, _aligned_sql(seg, at, in_ids))
+        sets_sql = " INTERSECT ".join(sets)
         parts.append(
-            f"SELECT p.attempt_id, p.step, p.field FROM ({sets}) p "
+            f"SELECT p.attempt_id, p.step, p.field FROM ({sets_sql}) p "
             f"SEMI JOIN win w ON w.attempt_id = p.attempt_id AND list_contains($f{s}, w.file_id)"
         )
     return " UNION ALL ".join(parts) or _NO_CANDIDATES
+
+
+def _aligned_sql(seg: str, at: list[tuple[list[int], int]], in_ids: str) -> str:
+    """The (attempt, step, field) of segment ``seg`` whose text holds, for some position p, a pair of each entry's
+    tokens at p + its offset (``at``: token ids, offset in the phrase): the phrase's pairs one after the other, as
+    in any text holding the phrase. ``in_ids``: the attempts read (fixed SQL of integer ranges)."""
+    base = at[0][1]
+    parts = [
+        f"(SELECT attempt_id, step, field, pos FROM {seg}.postings WHERE token_id IN ({_ints(tokens)}) AND {in_ids}) p{k}"
+        for k, (tokens, _) in enumerate(at)
+    ]
+    joins = "".join(
+        f" JOIN {part} ON p{k}.attempt_id = p0.attempt_id AND p{k}.step = p0.step AND p{k}.field = p0.field "
+        f"AND p{k}.pos = p0.pos + {int(offset) - int(base)}"
+        for k, (part, (_, offset)) in enumerate(zip(parts, at, strict=True))
+        if k
+    )
+    return f"SELECT DISTINCT p0.attempt_id, p0.step, p0.field FROM {parts[0]}{joins}"
 
 
 def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage | None:
@@ -247,15 +278,18 @@ def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage
         n, lowest = query_rows(con, sql, run_filter.params() | {"no_file": no_file})[0]
     tables = query_rows(
         con,
-        "SELECT database_name, table_name FROM duckdb_tables() WHERE table_name IN ('search_long', 'search_pairs') "
+        "SELECT database_name, table_name FROM duckdb_tables() "
+        "WHERE table_name IN ('search_long', 'search_pairs', 'search_positions') "
         "AND list_contains(?, database_name)",
         [segments],
     )
     with_long = {str(d) for d, t in tables if t == "search_long"}
     with_pairs = {str(d) for d, t in tables if t == "search_pairs"}
+    with_positions = {str(d) for d, t in tables if t == "search_positions"}
     return Coverage(
         segments, files, uncovered, no_file, int(n), None if lowest is None else int(lowest), attached.runs,
         [s in with_long for s in segments], [s in with_pairs for s in segments],
+        [s in with_pairs and s in with_positions for s in segments],
     )  # fmt: skip
 
 
@@ -339,7 +373,7 @@ def search(
         return dataclasses.replace(result_of(query, mode, pd.DataFrame()), is_indexed=True)
     walk = _Walk(
         con, cov, run_filter, kind=kind, patterns=patterns, params=params, ids=ids, chosen=chosen,
-        chosen_alone=chosen_alone,
+        chosen_alone=chosen_alone, aligned=_aligned(kind, patterns, runs, postings),
         is_exact=kind == "contains" and is_exact_by_tokens(patterns[0]), limit=int(limit), count_all=count_all,
     )  # fmt: skip
     if postings[chosen[0]] == 0:  # no indexed text holds a token the query needs: only what is not covered
@@ -348,23 +382,38 @@ def search(
     return walk.run(query, mode, per_attempt)
 
 
+def _aligned(kind: str, patterns: list[str], runs: list[tuple[str, str]], postings: list[int]) -> list[tuple[int, int]]:
+    """A phrase's word pairs (their index in ``runs``) with their offsets (``compute.pair_offsets``) that must occur
+    one after the other in a candidate's text, where a segment keeps the pairs' positions: those within
+    ``RUN_SPREAD`` times the rarest run's postings (a far more common pair costs a long read and filters little);
+    none when fewer than two (one pair alone is already a chosen run)."""
+    if kind != "contains":
+        return []
+    rarest = max(min(postings), 1)
+    at = [(runs.index(pair), offset) for pair, offset in pair_offsets(patterns[0])]
+    at = sorted((x for x in at if postings[x[0]] <= rarest * RUN_SPREAD), key=lambda x: (postings[x[0]], x[1]))
+    return at if len(at) > 1 else []
+
+
 class _Walk:
     """One indexed search: the runs kept, window by window in the order hits are listed, until the page is full."""
 
     def __init__(
         self, con: duckdb.DuckDBPyConnection, cov: Coverage, run_filter: RunFilter, *, kind: str,
         patterns: list[str], params: dict[str, Any], ids: list[list[list[int]]], chosen: list[int],
-        chosen_alone: list[int], is_exact: bool, limit: int, count_all: bool,
+        chosen_alone: list[int], aligned: list[tuple[int, int]], is_exact: bool, limit: int, count_all: bool,
     ) -> None:  # fmt: skip
         self.con, self.cov, self.run_filter, self.kind, self.patterns = con, cov, run_filter, kind, patterns
         self.n_words = len(patterns) if kind == "words" else 0
         self.params = params | {f"f{s}": fs for s, fs in enumerate(cov.files)}
         self.is_exact, self.limit, self.count_all = is_exact, limit, count_all
-        self._cand_args = (cov.segments, ids, chosen, chosen_alone, cov.pairs)
+        self._cand_args = (cov.segments, ids, chosen, chosen_alone, cov.pairs, aligned, cov.positions)
         self.hits: list[pd.DataFrame] = []
         self.n_listed = self.n_attempts = self.n_hits = self.checked = self.walked = self.seen = 0
         self.is_partial = False  # a window's candidates were left unchecked once the page was full
         self._long_unmatched: set[str] = set()  # long results read that do not match (a hash names one text)
+        self._slice_size = 0.0  # the planned size of the next slice of the run being read in slices
+        self._long_matched: dict[str, dict[str, Any]] = {}  # long results found to match, with their windows
 
     def _candidates(self, ranges: list[tuple[int, int]]) -> str:
         return _candidates_sql(*self._cand_args, ranges)
@@ -388,6 +437,8 @@ class _Walk:
             if_verify="false" if self.is_exact else "true",
             match_answer=_predicate(self.kind, "k.answer", self.n_words),
             match_field=_predicate(self.kind, field_text, self.n_words),
+            field_text=field_text,
+            locate=_locate(self.kind, "text"),
             ids_a=_in_ranges("a.attempt_id", ranges),
             ids_k=_in_ranges("k.attempt_id", ranges),
             ids_s=_in_ranges("s.attempt_id", ranges),
@@ -397,7 +448,11 @@ class _Walk:
         is_long = found["src"] == 5
         if not self.is_exact and is_long.any():  # long results checked on their texts, read by hash
             matched = set(self._long(found.loc[is_long], check=True)["text_hash"])
-            found = found[~is_long | found["result_hash"].isin(matched)]
+            found = found[~is_long | found["result_hash"].isin(matched)].copy()
+            is_long = found["src"] == 5
+            for col in ["pos", "mlen", "w0", "n_chars", "win"]:  # their windows, for the page
+                found[col] = found[col].astype(object)
+                found.loc[is_long, col] = [self._long_matched[h][col] for h in found.loc[is_long, "result_hash"]]
         keys = attempts[["attempt_id", "run_id", "task_id", "sample", "passed"]].assign(order=range(len(attempts)))
         found = found.drop(columns=["result_hash"]).merge(keys, on="attempt_id")
         found["step_key"] = found["step"].fillna(-1)
@@ -406,17 +461,26 @@ class _Walk:
     def _long(self, keys: pd.DataFrame, *, check: bool) -> pd.DataFrame:
         """Long results of ``keys`` (``attempt_id``, ``step``, ``result_hash``; search_long.sql): those that match
         when ``check``, each with its window. Their rows of ``texts`` come from the segments' ``search_long``; a row
-        whose hash is not the step's (a segment without the table, a row renumbered) is looked up by hash."""
+        whose hash is not the step's (a segment without the table, a row renumbered) is looked up by hash. A text
+        this walk already found to match is not read again (the page's windows of the hits its chunks checked)."""
         wanted = set(keys["result_hash"])
         if not all(_HASH.fullmatch(h) for h in wanted):  # the store's own sha256 hex digests, checked
             raise ValueError("not a text hash of the store")
-        out = self._long_by_rows(self._rows_of(keys), wanted, check=check)
+        known = [self._long_matched[h] for h in sorted(wanted) if h in self._long_matched]
+        wanted -= self._long_matched.keys()
+        keys = keys[keys["result_hash"].isin(wanted)]
+        out = self._long_by_rows(self._rows_of(keys) if wanted else [], wanted, check=check)
         missing = wanted - set(out["text_hash"]) - self._long_unmatched
         if missing:  # their rows by hash: a read of texts.text_hash alone
             listed = ", ".join(repr(h) for h in sorted(missing))
             rows = [int(r) for (r,) in query_rows(self.con, f"SELECT rowid FROM texts WHERE text_hash IN ({listed})")]
             out = pd.concat([out, self._long_by_rows(rows, missing, check=check)], ignore_index=True)
-        return out.drop(columns=["matched"])
+        out = out.drop(columns=["matched"])
+        if check:  # matched, checked on their text: kept for the page
+            self._long_matched |= {str(row["text_hash"]): row for row in out.to_dict("records")}
+        if known:
+            out = pd.concat([out, pd.DataFrame(known)], ignore_index=True) if len(out) else pd.DataFrame(known)
+        return out
 
     def _rows_of(self, keys: pd.DataFrame) -> list[int]:
         """Rows of ``texts`` the segments keep for these (attempt, step): candidates, checked by hash on reading."""
@@ -486,6 +550,8 @@ class _Walk:
                     return dataclasses.replace(result, scan_reason=reason)
             if not complete:
                 break
+            if is_sliced:  # the next run starts at the size this one's slices grew to (a rare phrase: whole runs)
+                size = max(size, self._slice_size)
         return self._result(query, mode, scanned, complete=complete and not self.is_partial, n_kept=n_kept)
 
     def _slices(self, run: tuple[str, int, int, int], size: float, most: float) -> Iterator[WindowPart]:
@@ -498,6 +564,7 @@ class _Walk:
         starts = [int(i) for i in is_start.nonzero()[0]]
         tasks = [str(t) for t in order["task_start"].to_numpy()[is_start]]
         lo = 0
+        self._slice_size = size
         while lo < len(aids):
             hi = slice_end(starts, len(aids), lo, size)
             last = bisect.bisect_right(starts, hi - 1) - 1
@@ -508,6 +575,7 @@ class _Walk:
                 hi,
                 next_slice(size, most, listed=self.n_listed, walked=self.walked, need=self.limit - self.n_listed),
             )
+            self._slice_size = size
 
     def _read(self, part: WindowPart, n_kept: int) -> bool:
         """One window or slice: its candidate attempts in page order, counted or checked; True when the scan rule
@@ -627,8 +695,14 @@ class _Walk:
         per_candidate = self.n_attempts / max(self.checked, 1)
         return max(self.n_attempts, round(per_candidate * self.seen / self.walked * n_kept))
 
-    def _page(self, hits: pd.DataFrame) -> pd.DataFrame:
-        """The listed hits with a window of their text around the first match (search_page.sql)."""
+    def _page(self, listed: pd.DataFrame) -> pd.DataFrame:
+        """The listed hits with a window of their text around the first match: the window a chunk gave a hit it
+        checked on its text, else read (search_page.sql)."""
+        cols = ["pos", "mlen", "w0", "n_chars", "win"]
+        has = listed["win"].notna() if "win" in listed else pd.Series(False, index=listed.index)
+        if has.all():
+            return listed
+        hits = listed.loc[~has].drop(columns=cols, errors="ignore")
         aids = [int(a) for a in hits["attempt_id"]]
         params = {k: v for k, v in _params(self.kind, self.patterns).items()} | {
             "aids": aids, "steps": [-1 if pd.isna(s) else int(s) for s in hits["step"]],
@@ -644,7 +718,6 @@ class _Walk:
             texts = _run(self.con, sql, params)
         is_long = texts["src"] == 5
         if is_long.any():  # the window of a long result, read by its hash
-            cols = ["pos", "mlen", "w0", "n_chars", "win"]
             windows = self._long(texts.loc[is_long], check=False).set_index("text_hash")
             for col in cols:
                 texts[col] = texts[col].astype(object)
@@ -652,7 +725,11 @@ class _Walk:
         keyed = hits.assign(step_key=[-1 if pd.isna(s) else int(s) for s in hits["step"]], src=hits["src"].astype(int))
         texts = texts.drop(columns=["result_hash"]).rename(columns={"step": "step_key"})
         texts = texts.astype({"step_key": int, "src": int})
-        return keyed.merge(texts, on=["attempt_id", "step_key", "src"], how="left").drop(columns=["step_key"])
+        read = keyed.merge(texts, on=["attempt_id", "step_key", "src"], how="left").drop(columns=["step_key"])
+        if not has.any():
+            return read
+        read.index = hits.index  # a left merge keeps the hits' order
+        return pd.concat([listed.loc[has], read]).sort_index()
 
 
 _HASH = re.compile(r"[0-9a-f]{64}")
