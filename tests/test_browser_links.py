@@ -15,7 +15,6 @@ import pytest
 from tests.browser_support import chromium_page, screenshot, streamlit_server
 from tests.conftest import FIXTURES, ROOT
 from tests.test_browser_pages import main_area, settle, sidebar_benchmark
-from tests.test_browser_plaintext import BUSY_JS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 Page = Any  # playwright's sync Page
@@ -49,39 +48,16 @@ def heading(page: Page) -> str:
     return str(main_area(page).locator("h1").first.inner_text()).strip()
 
 
-def opened_alone(page: Page, hrefs: list[str], *, at_once: int = 6) -> dict[str, tuple[str, str | None, str]]:
-    """For each href, the page's title, the sidebar's benchmark and the path it shows, opened in a new tab of its own
-    (a context of its own: no shared state). ``at_once`` tabs are opened together and waited for together (each
-    until its heading shows and it has been quiet for a second, as ``settle`` waits), so their renders overlap."""
-    found: dict[str, tuple[str, str | None, str]] = {}
-    for i in range(0, len(hrefs), at_once):
-        batch = hrefs[i : i + at_once]
-        tabs = [page.context.browser.new_page(viewport=page.viewport_size) for _ in batch]
-        try:
-            for tab, href in zip(tabs, batch, strict=True):
-                tab.goto(href)
-            for tab in tabs:
-                main_area(tab).locator("h1").first.wait_for(timeout=180_000)
-            settle_all(tabs)
-            for tab, href in zip(tabs, batch, strict=True):
-                found[href] = heading(tab), sidebar_benchmark(tab) or None, urlsplit(tab.url).path.strip("/")
-        finally:
-            for tab in tabs:
-                tab.close()
-    return found
-
-
-def settle_all(tabs: list[Page], *, timeout_s: int = 240) -> None:
-    """``settle`` for several tabs at once: until nothing runs or is stale in any of them for a second (five looks
-    250 ms apart in each), then a second more for drawing."""
-    tabs[0].wait_for_timeout(800)
-    quiet = [0] * len(tabs)
-    for _ in range(4 * timeout_s):
-        quiet = [q + 1 if tab.evaluate(BUSY_JS) == 0 else 0 for q, tab in zip(quiet, tabs, strict=True)]
-        if min(quiet) >= 5:
-            break
-        tabs[0].wait_for_timeout(250)
-    tabs[0].wait_for_timeout(1000)
+def opened_alone(page: Page, href: str) -> tuple[str, str | None, str]:
+    """The page's title, the sidebar's benchmark and the path the href shows, opened in a new tab."""
+    tab = page.context.browser.new_page(viewport=page.viewport_size)  # a context of its own: no shared state
+    try:
+        tab.goto(href)
+        main_area(tab).locator("h1").first.wait_for(timeout=180_000)
+        settle(tab)
+        return heading(tab), sidebar_benchmark(tab) or None, urlsplit(tab.url).path.strip("/")
+    finally:
+        tab.close()
 
 
 def benchmark_of(href: str) -> str | None:
@@ -120,13 +96,12 @@ def test_every_page_link_opens_the_page_it_names_in_a_new_tab(demo_db: Path) -> 
             found = page_links(page, where='[data-testid="stMain"]')
             assert found, source
             checked += found
+        opened: dict[str, tuple[str, str | None, str]] = {}  # a link drawn twice (menu, pages) is opened once
         for label, href in checked:
             path = urlsplit(href).path.strip("/")
             assert path in PAGE_TITLES, (label, href)  # every link names its page's own path
-        # a link drawn twice (menu, pages) is opened once
-        opened = opened_alone(page, list(dict.fromkeys(href for _, href in checked)))
-        for label, href in checked:
-            path = urlsplit(href).path.strip("/")
+            if href not in opened:
+                opened[href] = opened_alone(page, href)
             title, bench, shown = opened[href]
             assert (title, shown) == (PAGE_TITLES[path], path), (label, href, title, shown)
             if label in titles:  # a menu entry is named by its page's title
