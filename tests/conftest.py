@@ -71,6 +71,23 @@ def demo_db(demo_db_master: Path, tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture(scope="session")
+def demo_app(demo_db_master: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The app (``streamlit run``) over a private copy of the demo, started once per test process for the browser
+    tests that only read the demo and need no fresh server (a cold first request is what the leaderboard's, the
+    drilldown's and the stale-link tests open): its URL. Background fits off, a state folder of its own."""
+    from tests.browser_support import streamlit_server
+
+    db = tmp_path_factory.mktemp("demo-app") / "demo.duckdb"
+    for suffix in ("", ".read"):
+        src = Path(str(demo_db_master) + suffix)
+        if src.exists():
+            shutil.copyfile(src, str(db) + suffix)
+    env = {"RUNLENS_AUTO_FIT": "0", "RUNLENS_STATE_DIR": str(tmp_path_factory.mktemp("demo-app-state"))}
+    with streamlit_server(db, timeout_s=180, env=env) as url:
+        yield url
+
+
 @pytest.fixture
 def env_db(monkeypatch: pytest.MonkeyPatch):
     """Point RUNLENS_DB at a given path for code that reads the environment (the app, CLIs)."""

@@ -3,17 +3,17 @@
 A page's first visit adds exactly one entry (the sidebar's menu carries the filters, and no page writes its default
 state into the URL), so the first Back leaves the page instead of showing the same view again; Back and Forward
 across pages (Version diff -> the drilldown and back) restore the pair of runs and the attempt. Every change of the
-browser's history is recorded (pushState / replaceState wrapped before the app loads).
+browser's history is recorded (pushState / replaceState wrapped before the app loads). The tests share one app over
+the demo (conftest's ``demo_app``: they only read it), each in a new browser.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser_support import MENU, chromium_page, screenshot, streamlit_server
+from tests.browser_support import MENU, chromium_page, screenshot
 from tests.test_browser_pages import settle, sidebar_benchmark, url_param
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -52,11 +52,9 @@ def picked(page: Page, label: str) -> str:
     return str(page.locator(f'[data-testid="stMain"] input[aria-label="{label}"]').first.input_value())
 
 
-def test_each_page_visit_is_one_history_entry(demo_db: Path) -> None:
-    with (
-        streamlit_server(demo_db, timeout_s=180, env={"RUNLENS_AUTO_FIT": "0"}) as url,
-        chromium_page(width=1280, height=900) as page,
-    ):
+def test_each_page_visit_is_one_history_entry(demo_app: str) -> None:
+    url = demo_app
+    with chromium_page(width=1280, height=900) as page:
         page.add_init_script(RECORD_HISTORY_JS)
         page.goto(f"{url}/?benchmark=ad-bench")
         heading(page, "Leaderboard")
@@ -76,11 +74,9 @@ def test_each_page_visit_is_one_history_entry(demo_db: Path) -> None:
             before = page.url
 
 
-def test_diff_to_drilldown_back_and_forward(demo_db: Path) -> None:
-    with (
-        streamlit_server(demo_db, timeout_s=180, env={"RUNLENS_AUTO_FIT": "0"}) as url,
-        chromium_page(width=1280, height=900) as page,
-    ):
+def test_diff_to_drilldown_back_and_forward(demo_app: str) -> None:
+    url = demo_app
+    with chromium_page(width=1280, height=900) as page:
         page.add_init_script(RECORD_HISTORY_JS)
         page.goto(url)  # the landing page without a benchmark in its link: its URL stays as typed
         heading(page, "Leaderboard")
@@ -129,11 +125,9 @@ def test_diff_to_drilldown_back_and_forward(demo_db: Path) -> None:
         screenshot(page, "history-forward")
 
 
-def test_drilldown_back_to_its_first_attempt(demo_db: Path) -> None:
-    with (
-        streamlit_server(demo_db, timeout_s=180, env={"RUNLENS_AUTO_FIT": "0"}) as url,
-        chromium_page(width=1280, height=900) as page,
-    ):
+def test_drilldown_back_to_its_first_attempt(demo_app: str) -> None:
+    url = demo_app
+    with chromium_page(width=1280, height=900) as page:
         page.add_init_script(RECORD_HISTORY_JS)
         # a link to a run (as the Upload page and the tables' links give): the sidebar follows the run's benchmark,
         # the run opens on its first attempt, and the URL stays as the link was

@@ -25,14 +25,16 @@ Page = Any  # playwright's sync Page (the package has no type stubs here)
 
 
 def settle(page: Page, *, timeout_s: int = 240) -> str:
-    """Wait until the script has finished (nothing running or stale twice in a row); return the page's text."""
+    """Wait until the script has finished (nothing running or stale in every look for a second: five looks 250 ms
+    apart, where two looks 1 s apart were taken, so the page is seen quiet as soon after it is); return the page's
+    text."""
     page.wait_for_timeout(800)
     quiet = 0
-    for _ in range(timeout_s):
+    for _ in range(4 * timeout_s):
         quiet = quiet + 1 if page.evaluate(BUSY_JS) == 0 else 0
-        if quiet >= 2:
+        if quiet >= 5:
             break
-        page.wait_for_timeout(1000)
+        page.wait_for_timeout(250)
     page.wait_for_timeout(1000)
     return str(page.locator("body").inner_text()).replace("\u2060", "")
 

@@ -97,13 +97,14 @@ DRILLDOWN_PANELS = (
 
 
 def wait_quiet(page: object) -> None:
-    """Until no "Running..." widget, skeleton or stale element shows twice in a row, then Plotly's drawing time."""
+    """Until no "Running..." widget, skeleton or stale element shows for a second (five looks 250 ms apart), then
+    Plotly's drawing time."""
     quiet = 0
-    for _ in range(180):
+    for _ in range(720):
         quiet = quiet + 1 if page.evaluate(BUSY_JS) == 0 else 0  # type: ignore[attr-defined]
-        if quiet >= 2:
+        if quiet >= 5:
             break
-        page.wait_for_timeout(1000)  # type: ignore[attr-defined]
+        page.wait_for_timeout(250)  # type: ignore[attr-defined]
     page.wait_for_timeout(1500)  # type: ignore[attr-defined]
 
 

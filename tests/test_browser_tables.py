@@ -3,7 +3,8 @@ None or nan, and every table's default columns fit its width (the grid does not 
 render and a second visit at 1280 px are recorded (wall seconds to the app's answer,
 tests/artifacts/page-timings-1280.json; figures, not assertions: bench/bench_pages_browser.py is where times are
 measured), and a screenshot of each page at each width is saved (tests/artifacts/browser-tables-<page>-<w>.png) to look
-at. A page is opened once and checked at both widths by resizing the window."""
+at. A page is opened once and checked at both widths by resizing the window; the pages of ui.tables' own check
+(TOUCHED) are checked on that visit too. The same checks after an upload: tests/test_browser_tables_uploaded.py."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import store as rdb
 from jobs.failures import cluster_failures, embed_failures
 from jobs.irt import fit_and_store
 from tests.browser_support import ScriptClock, chromium_page, screenshot, streamlit_server
-from tests.conftest import ARTIFACTS, FIXTURES
+from tests.conftest import ARTIFACTS
 from tests.test_browser_pages import hashed_words, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -42,8 +43,9 @@ PAGES = [
     "upload",
     "sql?q=" + quote(SQL_RESULT),
 ]
+# opens every closed expander of the main area; how many it opened (none: the page did not change, no need to settle)
 OPEN_EXPANDERS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] details:not([open]) > summary')]
-  .forEach(s => s.click())"""
+  .map(s => s.click()).length"""
 RAW = re.compile(r"^(None|nan|NaN|<NA>|NaT|inf|-inf)$")
 RAW_WORD = re.compile(r"\b(None|nan|NaN|NaT)\b")
 
@@ -78,15 +80,28 @@ def problems_on(page: Any) -> list[str]:
     return found
 
 
+def open_expanders(page: Any) -> None:
+    """Open every closed expander of the main area (every table of the page, those in expanders too); wait for the
+    page only when one was opened (a resized window keeps the expanders it had open)."""
+    if page.evaluate(OPEN_EXPANDERS_JS):
+        settle(page)
+
+
+def copy_store(master: Path, folder: Path) -> Path:
+    """A private copy of a database (with its snapshot) in ``folder``."""
+    target = folder / "demo.duckdb"
+    for suffix in ("", ".read"):
+        src = Path(str(master) + suffix)
+        if src.exists():
+            shutil.copyfile(src, str(target) + suffix)
+    return target
+
+
 @pytest.fixture(scope="module")
 def ready_db(demo_db_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo with a stored IRT fit (Progress) and a stored clustering of stand-in failure vectors (Clusters: with
     the background jobs off, the page shows what is stored). Built once for the module: its tests only read it."""
-    target = tmp_path_factory.mktemp("ready") / "demo.duckdb"
-    for suffix in ("", ".read"):
-        src = Path(str(demo_db_master) + suffix)
-        if src.exists():
-            shutil.copyfile(src, str(target) + suffix)
+    target = copy_store(demo_db_master, tmp_path_factory.mktemp("ready"))
     with rdb.writer(target) as con:
         fit_and_store(con, benchmark="ad-bench", model="1pl")
     assert embed_failures(target, benchmark="ad-bench", encode=hashed_words) > 0
@@ -104,14 +119,25 @@ def ready_url(ready_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 WIDTHS = [1280, 1440]
 
+# the tables views/gem.py, views/errors.py (every expander opened: Table 3's grid, the judge's corrections, every
+# code) and views/sql.py (a user's wide result with NULLs) draw through ui.tables; checked at 1280 px on the visit
+# of every page (the same view a page opened alone at 1280 px shows): at least this many grids drawn.
+# gem: Tables 2, 3, 6, 4, the judges' agreement, a response's sentences; errors: the rates, Table 3's grid, every
+# code, the attempts behind a bar; sql: the schema's columns and objects, the result
+TOUCHED = ["gem?benchmark=gem-bench", "errors?benchmark=ad-bench", "sql?q=" + quote(SQL_RESULT)]
+MIN_GRIDS = {"gem": 6, "errors": 3, "sql": 3}
+
 
 @pytest.fixture(scope="module")
-def every_page_problems(ready_url: str) -> dict[int, dict[str, list[str]]]:
+def every_page_problems(ready_url: str) -> dict[str, dict[str, list[str]]]:
     """Every page opened once at the first width (its first render and a second visit timed), then drawn and checked
     at each width by resizing the window: the app's tables take their column widths from the page, not the window,
-    so a resized window shows what a window opened at that width shows. What is wrong, by width and page."""
+    so a resized window shows what a window opened at that width shows. What is wrong, by width ("1280", "1440")
+    and page; and under "touched", what is wrong at 1280 px on the pages of ``TOUCHED`` (too few grids included)."""
     timings: dict[str, dict[str, float]] = {}
-    failures: dict[int, dict[str, list[str]]] = {width: {} for width in WIDTHS}
+    failures: dict[str, dict[str, list[str]]] = {str(width): {} for width in WIDTHS}
+    failures["touched"] = {}
+    assert set(TOUCHED) <= set(PAGES)
     with chromium_page(width=WIDTHS[0], height=1000) as page:
         clock = ScriptClock(page)
         for link in PAGES:
@@ -126,126 +152,34 @@ def every_page_problems(ready_url: str) -> dict[int, dict[str, list[str]]]:
             for width in WIDTHS:
                 page.set_viewport_size({"width": width, "height": 1000})
                 settle(page)
-                page.evaluate(OPEN_EXPANDERS_JS)  # every table of the page, those in expanders too
-                settle(page)
-                screenshot(page, f"browser-tables-{name}-{width}")
+                open_expanders(page)  # every table of the page, those in expanders too
+                shot = screenshot(page, f"browser-tables-{name}-{width}")
                 found = problems_on(page)
                 if page.locator('[data-testid="stException"]').count():
                     found.append("an exception")
-                if not page.evaluate(GRIDS_JS) and name != "upload":
+                n_grids = len(page.evaluate(GRIDS_JS))
+                if not n_grids and name != "upload":
                     found.append("no table drawn")
                 if found:
-                    failures[width][name] = found
+                    failures[str(width)][name] = found
+                if width == 1280 and link in TOUCHED:
+                    shutil.copyfile(shot, ARTIFACTS / f"browser-tables-touched-{name}-1280.png")
+                    touched = list(found)
+                    if n_grids < MIN_GRIDS[name]:
+                        touched.append(f"{n_grids} grids drawn, expected at least {MIN_GRIDS[name]}")
+                    if touched:
+                        failures["touched"][name] = touched
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / f"page-timings-{WIDTHS[0]}.json").write_text(json.dumps(timings, indent=2) + "\n")
     return failures
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_every_page_reads_clean_and_fits(every_page_problems: dict[int, dict[str, list[str]]], width: int) -> None:
-    failures = every_page_problems[width]
+def test_every_page_reads_clean_and_fits(every_page_problems: dict[str, dict[str, list[str]]], width: int) -> None:
+    failures = every_page_problems[str(width)]
     assert not failures, json.dumps(failures, indent=2)
 
 
-# the tables views/gem.py, views/errors.py (every expander opened: Table 3's grid, the judge's corrections, every
-# code) and views/sql.py (a user's wide result with NULLs) draw through ui.tables; the cheap check of those alone
-TOUCHED = ["gem?benchmark=gem-bench", "errors?benchmark=ad-bench", "sql?q=" + quote(SQL_RESULT)]
-# gem: Tables 2, 3, 6, 4, the judges' agreement, a response's sentences; errors: the rates, Table 3's grid, every
-# code, the attempts behind a bar; sql: the schema's columns and objects, the result
-MIN_GRIDS = {"gem": 6, "errors": 3, "sql": 3}
-
-
-def test_gem_errors_and_sql_tables_read_clean_at_1280(ready_url: str) -> None:
-    failures: dict[str, list[str]] = {}
-    with chromium_page(width=1280, height=1000) as page:
-        for link in TOUCHED:
-            name = link.split("?")[0]
-            page.goto(f"{ready_url}/{link}")
-            settle(page)
-            page.evaluate(OPEN_EXPANDERS_JS)
-            settle(page)
-            screenshot(page, f"browser-tables-touched-{name}-1280")
-            found = problems_on(page)
-            n_grids = len(page.evaluate(GRIDS_JS))
-            if n_grids < MIN_GRIDS[name]:
-                found.append(f"{n_grids} grids drawn, expected at least {MIN_GRIDS[name]}")
-            if page.locator('[data-testid="stException"]').count():
-                found.append("an exception")
-            if found:
-                failures[name] = found
-    assert not failures, json.dumps(failures, indent=2)
-
-
-# an uploaded run (tests/fixtures/good.jsonl: two runs of mini-bench, one of them a human baseline) on every page
-# that shows runs, after the upload's own preview and result
-UPLOADED = [
-    "leaderboard?benchmark=mini-bench",
-    "progress?benchmark=mini-bench",
-    "tmf?benchmark=mini-bench",
-    "errors?benchmark=mini-bench",
-    "drilldown?run=mini-a-v1",
-    "search?benchmark=mini-bench&q=CTR",
-    "review?benchmark=mini-bench",
-    "diff?benchmark=mini-bench",
-    "sql?q=" + quote("SELECT * FROM v_runs WHERE benchmark = 'mini-bench'"),
-]
-
-
-@pytest.fixture(scope="module")
-def uploaded_problems(
-    demo_db_master: Path, tmp_path_factory: pytest.TempPathFactory
-) -> dict[int, dict[str, list[str]]]:
-    """tests/fixtures/good.jsonl uploaded once through the Upload page of an app over a copy of the demo; the upload's
-    preview and result, then every page that shows runs, each checked at every width by resizing the window. What is
-    wrong, by width and page."""
-    db = tmp_path_factory.mktemp("uploaded") / "demo.duckdb"
-    for suffix in ("", ".read"):
-        src = Path(str(demo_db_master) + suffix)
-        if src.exists():
-            shutil.copyfile(src, str(db) + suffix)
-    failures: dict[int, dict[str, list[str]]] = {width: {} for width in WIDTHS}
-
-    def check(name: str, *, min_grids: int = 0) -> None:
-        for width in WIDTHS:
-            page.set_viewport_size({"width": width, "height": 1000})
-            settle(page)
-            page.evaluate(OPEN_EXPANDERS_JS)
-            settle(page)
-            screenshot(page, f"browser-tables-uploaded-{name}-{width}")
-            found = problems_on(page)
-            if page.locator('[data-testid="stException"]').count():
-                found.append("an exception")
-            n_grids = len(page.evaluate(GRIDS_JS))
-            if n_grids < min_grids:
-                found.append(f"{n_grids} grids drawn, expected at least {min_grids}")
-            if found:
-                failures[width][name] = found
-        page.set_viewport_size({"width": WIDTHS[0], "height": 1000})
-
-    env = {"RUNLENS_AUTO_FIT": "0", "RUNLENS_STATE_DIR": str(tmp_path_factory.mktemp("state"))}
-    with (
-        streamlit_server(db, timeout_s=180, env=env) as url,
-        chromium_page(width=WIDTHS[0], height=1000) as page,
-    ):
-        page.goto(f"{url}/upload")
-        settle(page)
-        page.locator('input[type="file"]').set_input_files(
-            files=[
-                {"name": "mini.jsonl", "mimeType": "application/json", "buffer": (FIXTURES / "good.jsonl").read_bytes()}
-            ]
-        )
-        page.get_by_role("heading", name="Preview").wait_for(timeout=180_000)
-        check("upload-preview", min_grids=2)  # the files, and the runs they create
-        page.get_by_role("button", name="Ingest 1 file", exact=True).click()
-        page.get_by_text("Open run mini-a-v1 (Agent A)").first.wait_for(timeout=180_000)
-        check("upload-done")
-        for link in UPLOADED:
-            page.goto(f"{url}/{link}")
-            check(link.split("?")[0])
-    return failures
-
-
-@pytest.mark.parametrize("width", WIDTHS)
-def test_an_uploaded_run_reads_clean_and_fits(uploaded_problems: dict[int, dict[str, list[str]]], width: int) -> None:
-    failures = uploaded_problems[width]
+def test_gem_errors_and_sql_tables_read_clean_at_1280(every_page_problems: dict[str, dict[str, list[str]]]) -> None:
+    failures = every_page_problems["touched"]
     assert not failures, json.dumps(failures, indent=2)

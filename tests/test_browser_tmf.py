@@ -12,7 +12,7 @@ from PIL import Image
 
 from analytics import export, tmf
 from store import RunFilter, reader
-from tests.browser_support import MENU, chromium_page, screenshot, streamlit_server
+from tests.browser_support import MENU, chromium_page, screenshot
 from tests.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a cold Chromium + kaleido take minutes under load
@@ -38,9 +38,10 @@ def download(page: object, label: str, target: Path, *, timeout_ms: int = 180_00
     return target.read_bytes()
 
 
-def test_tmf_page_and_exports_in_chromium(demo_db: Path) -> None:
+def test_tmf_page_and_exports_in_chromium(demo_app: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with streamlit_server(demo_db) as url, chromium_page(height=1100) as page:
+    url = demo_app  # the app over the demo, shared with the other tests that only read it (conftest)
+    with chromium_page(height=1100) as page:
         # Open the app first, then follow the sidebar link, as a user does (a cold deep link is what the
         # leaderboard and drilldown browser tests open).
         page.goto(url + "/?benchmark=ad-bench", wait_until="domcontentloaded")
