@@ -32,7 +32,7 @@
    ``SMALL_TREE`` distinct documents) is then cut in the widest gap between its merge heights up to
    ``GAP_CUT_MAX`` when that gap is at least ``GAP_MIN`` (``small_tree_cut``): with few documents a cause's
    wordings are seen in few frames and join a little above the cut, well before the causes do (chosen on the same
-   tuning seeds and eight more small `web` sets);
+   tuning seeds and 14 more `web` tuning sets);
 5. **every other distinct document** joins the nearest cluster centre of the centred vectors (chunks of ``CHUNK``
    rows: 1M failures never build an n x n matrix); members of clusters smaller than ``MIN_SIZE`` failures join
    the nearest larger cluster when its centre is similar at all (``ABSORB_SIMILARITY``), else they are ``-1``,
