@@ -1,5 +1,6 @@
 """How far failure clusters match known causes: ``python bench/bench_cluster_quality.py [--minilm-max 1000]
-[--max-failures N] [--demo] [--generator failure_sets|ops|web] [--tuning] [--confusion ARI] [--json OUT.json]``.
+[--max-failures N] [--demo] [--generator failure_sets|ops|web] [--tuning [--more-tuning]] [--confusion ARI]
+[--json OUT.json]``.
 
 1. **Held-out sets** of three independent generators, 4-12 causes, 200-20,000 failures, two transcript styles
    each: ``failure_sets`` (tests/failure_sets.py; seeds 100-107), ``ops`` (tests/failure_sets_ops.py: another
@@ -13,8 +14,10 @@
    index against the causes is printed with the number of clusters and of distinct documents, the unclustered
    share and the times.
 ``--tuning`` runs the tuning seeds (1-8 of each generator, in the held-out list's shapes) instead, the only sets a
-change is chosen on; ``--confusion 0.8`` prints the table of cause by cluster of every set under ARI 0.8 (a column
-with several causes: they joined; a row over several clusters: a cause split).
+change is chosen on; ``--more-tuning`` adds tuning sets of ``web`` (seeds 21-28 in the held-out list's shapes, and
+six small sets, seeds 41-46, of 4-6 causes and 200-400 failures: a cause's wordings at small n); ``--confusion
+0.8`` prints the table of cause by cluster of every set under ARI 0.8 (a column with several causes: they joined;
+a row over several clusters: a cause split).
 
 2. ``--demo``: the AD-Bench demo's failures against the log's error codes (failures with exactly one code,
    ``analytics.clusters.label_quality``), same two models (MiniLM only if the failures are few enough).
@@ -98,6 +101,17 @@ def tuning_sets() -> list[tuple[str, int, int, int, str]]:
     return out
 
 
+SMALL_WEB = [(4, 250, "browser"), (4, 200, "script"), (5, 300, "browser"), (4, 300, "script"), (6, 250, "browser"),
+             (5, 400, "script")]  # fmt: skip
+
+
+def more_tuning_sets() -> list[tuple[str, int, int, int, str]]:
+    """More tuning sets of ``web``: seeds 21-28 in its held-out shapes and the small sets 41-46 (``SMALL_WEB``)."""
+    shapes = [row for row in HELD_OUT if row[0] == "web"]
+    out = [("web", 21 + i, k, n, style) for i, (_, _, k, n, style) in enumerate(shapes)]
+    return out + [("web", 41 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
+
+
 def held_out(
     folder: Path,
     minilm_max: int,
@@ -105,15 +119,18 @@ def held_out(
     max_failures: int = 0,
     *,
     tuning: bool = False,
+    more_tuning: bool = False,
     confusion: float = 0.0,
 ) -> list[dict[str, Any]]:
     """ARI of each held-out set and model (``max_failures``: only sets of at most that many failures; ``tuning``:
-    the tuning seeds instead; ``confusion``: print the table of cause by cluster of every set under that ARI)."""
+    the tuning seeds instead, ``more_tuning``: and ``more_tuning_sets``; ``confusion``: print the table of cause by
+    cluster of every set under that ARI)."""
     import pandas as pd
     from sklearn.metrics import adjusted_rand_score
 
     rows = []
-    for gen, seed, k, n, style in tuning_sets() if tuning else HELD_OUT:
+    sets = (tuning_sets() + (more_tuning_sets() if more_tuning else [])) if tuning else HELD_OUT
+    for gen, seed, k, n, style in sets:
         if (generators and gen not in generators) or (max_failures and n > max_failures):
             continue
         fs = GENERATORS[gen](seed=seed, n_causes=k, n_failures=n, style=style)
@@ -186,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-held-out", action="store_true")
     ap.add_argument("--generator", action="append", choices=sorted(GENERATORS), help="only these generators' sets")
     ap.add_argument("--tuning", action="store_true", help="the tuning seeds 1-8 of each generator instead")
+    ap.add_argument("--more-tuning", action="store_true", help="with --tuning: also web seeds 21-28 and 41-46")
     ap.add_argument("--confusion", type=float, default=0.0, help="print cause by cluster for sets under this ARI")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
@@ -199,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.generator,
                 args.max_failures,
                 tuning=args.tuning,
+                more_tuning=args.more_tuning,
                 confusion=args.confusion,
             )
         )

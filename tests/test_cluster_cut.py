@@ -49,7 +49,37 @@ def test_cluster_vectors_cuts_where_stable_cut_says_unless_told_not_to(monkeypat
         return 1e-6  # every distinct row its own cluster
 
     monkeypatch.setattr(compute, "stable_cut", finest)
+    monkeypatch.setattr(compute, "SMALL_TREE", None)  # the small tree's gap would move the cut
     assert len(set(compute.cluster_vectors(feats, min_size=1))) == len(feats)
     assert calls == [compute.CUT_DISTANCE]
     assert len(set(compute.cluster_vectors(feats, min_size=1, choose_cut=False))) < len(feats)
     assert calls == [compute.CUT_DISTANCE]
+
+
+def test_a_small_tree_is_cut_in_its_widest_gap_above_the_cut() -> None:
+    """Two causes, each in two wordings whose groups join at 0.86-0.87 (just above the cut 0.85), the causes at
+    about 1.0: a small tree is cut in the gap between (2 clusters), a tree over ``SMALL_TREE`` rows keeps 0.85."""
+    feats = _pairs(0.15, seed=0)  # 120 rows
+    tree = linkage(feats.astype(np.float64), method="average", metric="cosine")
+    assert _clusters(feats, 0.85) == 4
+    cut = compute.small_tree_cut(tree, 0.85)
+    assert sorted(tree[:, 2])[-2] < cut < compute.GAP_CUT_MAX
+    assert len(set(fcluster(tree, cut, criterion="distance"))) == 2
+    big = _pairs(0.15, seed=0, n=40)  # 160 rows
+    assert compute.small_tree_cut(linkage(big.astype(np.float64), "average", "cosine"), 0.85) == 0.85
+    near = _pairs(0.1, seed=0)  # wordings join at 0.91-0.92: the widest gap is the one above the cut, which stays
+    assert compute.small_tree_cut(linkage(near.astype(np.float64), "average", "cosine"), 0.85) == 0.85
+
+
+def test_cluster_vectors_moves_a_small_trees_cut_after_the_stable_cut(monkeypatch) -> None:
+    feats = _pairs(0.15, seed=0)
+    seen: list[float] = []
+
+    def spy(tree: np.ndarray, cut: float) -> float:
+        seen.append(cut)
+        return 1e-6
+
+    monkeypatch.setattr(compute, "stable_cut", lambda *a, **k: 0.8)
+    monkeypatch.setattr(compute, "small_tree_cut", spy)
+    assert len(set(compute.cluster_vectors(feats, min_size=1))) == len(feats)
+    assert seen == [0.8]

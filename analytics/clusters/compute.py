@@ -28,7 +28,11 @@
    **per set**, the finer cut ``FINER_CUT`` (0.825) is taken instead when its clusters are more stable across
    seeded subsamples than the default's by more than ``STABILITY_MARGIN`` (``stable_cut``): a cut at the edge of
    two groups joins them in some subsamples and not in others. Chosen on the same tuning seeds (silhouette among
-   cuts and the largest gap between merge heights were worse: docs/failure_analysis.md);
+   cuts and the largest gap between merge heights were worse: docs/failure_analysis.md); a **small tree** (at most
+   ``SMALL_TREE`` distinct documents) is then cut in the widest gap between its merge heights up to
+   ``GAP_CUT_MAX`` when that gap is at least ``GAP_MIN`` (``small_tree_cut``): with few documents a cause's
+   wordings are seen in few frames and join a little above the cut, well before the causes do (chosen on the same
+   tuning seeds and 14 more `web` tuning sets);
 5. **every other distinct document** joins the nearest cluster centre of the centred vectors (chunks of ``CHUNK``
    rows: 1M failures never build an n x n matrix); members of clusters smaller than ``MIN_SIZE`` failures join
    the nearest larger cluster when its centre is similar at all (``ABSORB_SIMILARITY``), else they are ``-1``,
@@ -65,6 +69,9 @@ FINER_CUT: float | None = 0.825  # the finer cut taken instead of CUT_DISTANCE w
 STABILITY_MARGIN = 0.02  # ... by at least this much mean ARI (subsample against the whole tree)
 STABILITY_DRAWS = 6
 STABILITY_SHARE = 0.8
+SMALL_TREE: int | None = 150  # a tree of at most this many distinct documents is cut in its widest gap above the cut
+GAP_CUT_MAX = 0.925  # ... among the merge heights up to this distance
+GAP_MIN = 0.03  # ... when that gap is at least this wide
 
 
 def centred(vectors: np.ndarray) -> np.ndarray:
@@ -389,6 +396,21 @@ def stable_cut(
     return FINER_CUT if score[0] > score[1] + STABILITY_MARGIN else cut
 
 
+def small_tree_cut(tree: np.ndarray, cut: float) -> float:
+    """The cut of a **small tree** (at most ``SMALL_TREE`` rows): the middle of the widest gap between the tree's
+    merge heights from ``cut`` up to ``GAP_CUT_MAX``, when that gap is at least ``GAP_MIN`` wide; else ``cut``.
+    With few distinct documents each wording of a cause is seen in few frames, so the wordings stay apart a little
+    above the cut chosen for larger sets, and then join well before the causes do: a wide gap between merge
+    heights is a partition the tree keeps over a range of distances. Larger trees keep ``cut``."""
+    if SMALL_TREE is None or len(tree) + 1 > SMALL_TREE:
+        return cut
+    heights = np.sort(tree[:, 2])
+    edges = np.concatenate([[cut], heights[(heights > cut) & (heights < GAP_CUT_MAX)], [GAP_CUT_MAX]])
+    gaps = np.diff(edges)
+    i = int(np.argmax(gaps))
+    return float((edges[i] + edges[i + 1]) / 2) if i > 0 and gaps[i] >= GAP_MIN else cut
+
+
 def nearest(x: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Index of each row's nearest centre (cosine) and the similarity, in chunks (bounded memory)."""
     unit = centres / np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-9)
@@ -465,6 +487,7 @@ def cluster_vectors(
         tree = linkage(condensed, method="average")
         if choose_cut:
             cut_distance = stable_cut(feats, tree, cut_distance, seed=seed, condensed=condensed)
+            cut_distance = small_tree_cut(tree, cut_distance)
         fitted = fcluster(tree, cut_distance, criterion="distance") - 1
     else:
         fitted = np.zeros(len(fit_u), dtype=np.int64)
