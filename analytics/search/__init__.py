@@ -45,8 +45,8 @@ from analytics.search.compute import (
     query_runs,
     result_of,
 )
+from analytics.search.index_sql import INDEX_CATALOG
 from analytics.search.load import (
-    INDEX_CATALOG,
     STEP_FIELDS,
     check_regex,
     index_coverage,

@@ -37,11 +37,16 @@ from analytics.search.compute import (
     slice_end,
     window_sizes,
 )
+from analytics.search.index_sql import (
+    ONE_TOKEN,
+    RUN_MATCH,
+    candidates_sql,
+    in_ranges,
+    ints,
+    segments_checked,
+)
 from analytics.sqlfiles import load_sql
 from store import ALL_RUNS, QueryError, RunFilter, attach_search_index_runs, query_df, query_rows
-
-# the catalog name store/search_index.py gives the attached index (checked before it goes into SQL)
-INDEX_CATALOG = re.compile(r"rl_search_[0-9a-f]+_[0-9a-f]+")
 
 
 def _params(kind: str, patterns: list[str]) -> dict[str, str]:
@@ -99,7 +104,7 @@ def _sql(kind: str, n_words: int, uncovered: list[int] | None = None) -> str:
     else:
         only = {
             "only_attempts": "a.attempt_id >= $min_unindexed AND (a.file_id IN ("
-            + _ints(uncovered)
+            + ints(uncovered)
             + ") OR ($no_file AND a.file_id IS NULL))",
             "only_steps": "s.attempt_id >= $min_unindexed",
             "long_texts": "texts",
@@ -109,15 +114,6 @@ def _sql(kind: str, n_words: int, uncovered: list[int] | None = None) -> str:
     return load_sql("search").format(**parts, **only)
 
 
-# how a query run matches a token of a segment's vocabulary (compute.query_runs); the run is the parameter $t<i>
-_RUN_MATCH = {
-    "whole": "v.token = $t{i}",
-    "prefix": "starts_with(v.token, $t{i})",
-    "suffix": "ends_with(v.token, $t{i})",
-    "infix": "contains(v.token, $t{i})",
-}
-# a run of one token never matches a word pair ("first second"); a pair run holds its space, so it matches pairs only
-_ONE_TOKEN = " AND NOT contains(v.token, ' ')"
 # a query checked on the text that has checked this share of the attempts kept (and at least SCAN_MIN) without
 # filling its page is finished by a scan: its words are common and it is rare (with word pairs, seldom: their
 # postings narrow such a phrase first). Checking a candidate through the index costs about five times scanning its
@@ -126,7 +122,6 @@ _ONE_TOKEN = " AND NOT contains(v.token, ' ')"
 # a scan more than the scan alone
 SCAN_SHARE = 0.005
 SCAN_MIN = 2_000
-_NO_CANDIDATES = "SELECT NULL::BIGINT AS attempt_id, NULL::INTEGER AS step, NULL::UTINYINT AS field LIMIT 0"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,30 +140,6 @@ class Coverage:
     positions: list[bool]  # per segment, whether its pairs' postings hold where they occur (search_positions)
 
 
-def _segments_checked(segments: list[str]) -> list[str]:
-    for seg in segments:
-        if not INDEX_CATALOG.fullmatch(seg):  # an identifier in SQL: only the store's own names
-            raise ValueError(f"not a search index catalog: {seg!r}")
-    return segments
-
-
-def _ints(values: list[int]) -> str:
-    """Integers of the store or the index as a SQL list (never user input): constants the zone maps can use."""
-    return ", ".join(str(int(v)) for v in values) or "NULL"
-
-
-def _in_ranges(column: str, ranges: list[tuple[int, int]]) -> str:
-    """SQL true when ``column`` lies in one of ``ranges`` (ascending integers of the store, never user input):
-    constants the zone maps use to skip the row groups between them."""
-    if not ranges:
-        return "false"
-    whole = f"{column} BETWEEN {int(ranges[0][0])} AND {int(ranges[-1][1])}"
-    if len(ranges) == 1:
-        return whole
-    # the whole span too: a lake prunes its files by a plain range, not by the ranges' OR
-    return f"({whole} AND (" + " OR ".join(f"{column} BETWEEN {int(lo)} AND {int(hi)}" for lo, hi in ranges) + "))"
-
-
 def _token_ids(
     con: duckdb.DuckDBPyConnection, segments: list[str], runs: list[tuple[str, str]]
 ) -> tuple[list[list[list[int]]], list[int]]:
@@ -176,9 +147,9 @@ def _token_ids(
     token) over every segment."""
     parts = [
         f"SELECT {s} AS seg, {i} AS run, v.token_id, v.n_postings FROM {seg}.vocab v WHERE "
-        + _RUN_MATCH[kind].format(i=i)
-        + ("" if " " in run or kind == "whole" else _ONE_TOKEN)
-        for s, seg in enumerate(_segments_checked(segments))
+        + RUN_MATCH[kind].format(i=i)
+        + ("" if " " in run or kind == "whole" else ONE_TOKEN)
+        for s, seg in enumerate(segments_checked(segments))
         for i, (run, kind) in enumerate(runs)
     ]
     params = {f"t{i}": run for i, (run, _) in enumerate(runs)}
@@ -192,66 +163,8 @@ def _token_ids(
 
 def _n_covered(con: duckdb.DuckDBPyConnection, segments: list[str]) -> int:
     """Attempts the segments hold (gone ones included: an estimate of the size the postings are compared with)."""
-    parts = " UNION ALL ".join(
-        f"SELECT count(*) AS n FROM {seg}.search_attempts" for seg in _segments_checked(segments)
-    )
+    parts = " UNION ALL ".join(f"SELECT count(*) AS n FROM {seg}.search_attempts" for seg in segments_checked(segments))
     return int(query_rows(con, f"SELECT sum(n) FROM ({parts})")[0][0] or 0)
-
-
-def _candidates_sql(
-    segments: list[str],
-    ids: list[list[list[int]]],
-    chosen: list[int],
-    chosen_alone: list[int],
-    pairs: list[bool],
-    aligned: list[tuple[int, int]],
-    positions: list[bool],
-    ranges: list[tuple[int, int]],
-) -> str:
-    """Per segment, every (attempt, step, field) with its attempt id in ``ranges`` whose text holds a token of each chosen run
-    (``chosen_alone``, runs of one token, in a segment without word pairs), for an attempt of ``win`` whose file
-    that segment covers ($f<segment>). In a segment whose pairs keep their positions, the ``aligned`` pairs (run,
-    offset in the phrase) must also occur at those offsets from one another (``_aligned_sql``)."""
-    parts = []
-    in_ids = _in_ranges("attempt_id", ranges)
-    for s, seg in enumerate(_segments_checked(segments)):
-        lists = [ids[s][i] for i in (chosen if pairs[s] else chosen_alone)]
-        if not all(lists):
-            continue  # a run matches no token of this segment: none of its texts is a candidate
-        sets = [
-            f"SELECT DISTINCT attempt_id, step, field FROM {seg}.postings WHERE token_id IN ({_ints(tokens)}) AND {in_ids}"
-            for i, tokens in zip(chosen if pairs[s] else chosen_alone, lists, strict=True)
-            if not (positions[s] and len(aligned) > 1 and any(i == r for r, _ in aligned))
-        ]
-        if positions[s] and len(aligned) > 1:
-            at = [(ids[s][r], offset) for r, offset in aligned]
-            if not all(tokens for tokens, _ in at):
-                continue
-            sets.insert(0, _aligned_sql(seg, at, in_ids))
-        sets_sql = " INTERSECT ".join(sets)
-        parts.append(
-            f"SELECT p.attempt_id, p.step, p.field FROM ({sets_sql}) p "
-            f"SEMI JOIN win w ON w.attempt_id = p.attempt_id AND list_contains($f{s}, w.file_id)"
-        )
-    return " UNION ALL ".join(parts) or _NO_CANDIDATES
-
-
-def _aligned_sql(seg: str, at: list[tuple[list[int], int]], in_ids: str) -> str:
-    """The (attempt, step, field) of segment ``seg`` whose text holds, for some position p, a pair of each entry's
-    tokens at p + its offset (``at``: token ids, offset in the phrase): the phrase's pairs one after the other, as
-    in any text holding the phrase. ``in_ids``: the attempts read (fixed SQL of integer ranges)."""
-    base = at[0][1]
-    parts = [
-        f"(SELECT attempt_id, step, field, pos FROM {seg}.postings WHERE token_id IN ({_ints(tokens)}) AND {in_ids}) p{k}"
-        for k, (tokens, _) in enumerate(at)
-    ]
-    joins = "".join(
-        f" JOIN {part} ON p{k}.attempt_id = p0.attempt_id AND p{k}.step = p0.step AND p{k}.field = p0.field "
-        f"AND p{k}.pos = p0.pos + {int(offset) - int(base)}"
-        for k, (part, (_, offset)) in enumerate(zip(parts, at, strict=True))
-        if k
-    )
-    return f"SELECT DISTINCT p0.attempt_id, p0.step, p0.field FROM {parts[0]}{joins}"
 
 
 def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage | None:
@@ -262,7 +175,7 @@ def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage
     files: list[list[int]] = [[] for _ in segments]
     segment_files = " UNION ALL ".join(
         f"SELECT {s} AS seg, file_id, content_hash FROM {seg}.search_files"
-        for s, seg in enumerate(_segments_checked(segments))
+        for s, seg in enumerate(segments_checked(segments))
     )
     try:
         for seg, file_id in query_rows(con, load_sql("search_covered").format(segment_files=segment_files)):
@@ -274,7 +187,7 @@ def _coverage(con: duckdb.DuckDBPyConnection, run_filter: RunFilter) -> Coverage
     no_file = bool(query_rows(con, "SELECT count(*) FROM attempts WHERE file_id IS NULL")[0][0])
     n, lowest = 0, None
     if uncovered or no_file:
-        sql = load_sql("search_unindexed").format(uncovered=_ints(uncovered))
+        sql = load_sql("search_unindexed").format(uncovered=ints(uncovered))
         n, lowest = query_rows(con, sql, run_filter.params() | {"no_file": no_file})[0]
     tables = query_rows(
         con,
@@ -416,12 +329,12 @@ class _Walk:
         self._long_matched: dict[str, dict[str, Any]] = {}  # long results found to match, with their windows
 
     def _candidates(self, ranges: list[tuple[int, int]]) -> str:
-        return _candidates_sql(*self._cand_args, ranges)
+        return candidates_sql(*self._cand_args, ranges)
 
     def _window_sql(self, ranges: list[tuple[int, int]], *, is_slice: bool) -> str:
         return load_sql("search_window").format(
             candidates=self._candidates(ranges),
-            in_ids=_in_ranges("a.attempt_id", ranges),
+            in_ids=in_ranges("a.attempt_id", ranges),
             in_tasks="a.task_id BETWEEN $t0 AND $t1" if is_slice else "true",
         )
 
@@ -439,9 +352,9 @@ class _Walk:
             match_field=_predicate(self.kind, field_text, self.n_words),
             field_text=field_text,
             locate=_locate(self.kind, "text"),
-            ids_a=_in_ranges("a.attempt_id", ranges),
-            ids_k=_in_ranges("k.attempt_id", ranges),
-            ids_s=_in_ranges("s.attempt_id", ranges),
+            ids_a=in_ranges("a.attempt_id", ranges),
+            ids_k=in_ranges("k.attempt_id", ranges),
+            ids_s=in_ranges("s.attempt_id", ranges),
         )
         with _or_filter_threshold(self.con, len(aids) + 1):
             found = _run(self.con, sql, self.params | {"aids": aids})
@@ -488,11 +401,11 @@ class _Walk:
         if not segs:
             return []
         aids = sorted({int(a) for a in keys["attempt_id"]})
-        in_ids = _in_ranges("attempt_id", id_ranges(aids))
+        in_ids = in_ranges("attempt_id", id_ranges(aids))
         sql = " UNION ".join(
             f"SELECT text_row FROM {seg}.search_long WHERE {in_ids} "
             "AND list_contains($aids, attempt_id) AND list_contains($steps, step)"
-            for seg in _segments_checked(segs)
+            for seg in segments_checked(segs)
         )
         steps = sorted({int(s) for s in keys["step"]})
         return [int(r) for (r,) in query_rows(self.con, sql, {"aids": aids, "steps": steps})]
@@ -711,8 +624,8 @@ class _Walk:
         ranges = id_ranges(aids)
         sql = load_sql("search_page").format(
             locate=_locate(self.kind, "text"),
-            ids_a=_in_ranges("a.attempt_id", ranges),
-            ids_s=_in_ranges("s.attempt_id", ranges),
+            ids_a=in_ranges("a.attempt_id", ranges),
+            ids_s=in_ranges("s.attempt_id", ranges),
         )
         with _or_filter_threshold(self.con, len(aids) + 1):
             texts = _run(self.con, sql, params)
