@@ -1,10 +1,11 @@
 """Several small files written in one transaction (``ingest.pipeline.ingest_paths`` with several files).
 
 A file's write has a cost that does not follow its size: on a lake each COMMIT writes catalog rows and a
-snapshot, and each statement (the inserts, the aggregates' seven) pays for its catalog reads. A folder of small
-files therefore takes validated files into a batch, up to ``BATCH_BYTES`` of files (``RUNLENS_INGEST_BATCH_MB``,
-0: one transaction per file) or ``BATCH_FILES`` files, and writes the batch with one statement per table and one
-commit (``store.ingest_writer.write_batch``): the same rows, file_ids and attempt ids as file after file.
+snapshot, each statement (the inserts, the aggregates' eleven) pays for its catalog reads, and each insert writes
+Parquet files of its own. A folder of files of up to half a batch each therefore takes validated files into a
+batch, up to ``BATCH_BYTES`` of files (``RUNLENS_INGEST_BATCH_MB``, 256; 0: one transaction per file) or
+``BATCH_FILES`` files, and writes the batch with one statement per table and one commit
+(``store.ingest_writer.write_batch``): the same rows, file_ids and attempt ids as file after file.
 
 Each file stays atomic and idempotent: the batch's transaction holds all of its files or none of them. When
 writing the batch fails, it rolls back whole, what this process knows of the store is put back as it was before
@@ -30,7 +31,9 @@ from ingest.pipeline import FileResult, Prepared, _label_rules, _new_definitions
 from ingest.records import DEFINITION_TABLES, Known
 from store.ingest_writer import BatchFile, batchable, write_batch
 
-BATCH_BYTES = int(float(os.environ.get("RUNLENS_INGEST_BATCH_MB") or 64) * 1024 * 1024)
+# 256 MB: four of the 1M generator's 56 MB files go together (measured on its 50 files into a new lake, load 17-21:
+# the writer's CPU 56.1 -> 29.9 s, its largest process 488 -> 836 MB; BENCHMARKS.md "Ingest, sixth pass")
+BATCH_BYTES = int(float(os.environ.get("RUNLENS_INGEST_BATCH_MB") or 256) * 1024 * 1024)
 BATCH_FILES = 64
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,7 +68,7 @@ def parse_native_stream(
     """:func:`parse_native_chunks` of any readable stream (a file, an archive's member as it is decompressed),
     read once from start to end: nothing is sought, so ``fh`` need only have ``read``; ``name`` is the location."""
     lineno = 0  # lines before the chunk
-    carry = b""
+    carry = b""  # the start of a line the last block did not end
     while True:
         block = fh.read(chunk_bytes)
         if not block:
@@ -78,18 +79,31 @@ def parse_native_stream(
             # the line goes on past a record's limit: not joined (a third copy), skipped unread
             lineno, carry = _refuse_long(name, fh, len(carry) + len(block), lineno, problems, progress, chunk_bytes)
             continue
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            if len(data) > MAX_LINE_BYTES:  # the line goes on past a record's limit: skip the rest unread
-                lineno, carry = _refuse_long(name, fh, len(data), lineno, problems, progress, chunk_bytes)
-            else:
-                carry = data
+        # The block's whole lines are read where they are, never copied into a part of their own: only the line
+        # the last block left unfinished is joined to its end here (each copy of a block cost page faults: 1.3
+        # CPU s, 0.9 of it in the kernel, to cut a 560 MB file into parts by copies, 0.4 s now)
+        first = block.find(b"\n") if carry else 0
+        if first < 0:  # a long line goes on through the whole block (within a record's limit, checked above)
+            carry += block
             continue
-        chunk, carry = data[: cut + 1], data[cut + 1 :]
-        del data
-        first, lineno = lineno, lineno + chunk.count(b"\n")
-        yield _records(name, chunk, first, problems, progress)
+        head = carry + block[: first + 1] if carry else b""
+        start = first + 1 if carry else 0
+        cut = block.rfind(b"\n")
+        if cut < 0:  # no line ends in the block (and none was carried)
+            if len(block) > MAX_LINE_BYTES:  # the line goes on past a record's limit: skip the rest unread
+                lineno, carry = _refuse_long(name, fh, len(block), lineno, problems, progress, chunk_bytes)
+            else:
+                carry = block
+            continue
+        before, lineno = lineno, lineno + (1 if head else 0) + block.count(b"\n", start, cut + 1)
+        carry = block[cut + 1 :]
+        if head:
+            yield itertools.chain(
+                _records(name, head, before, problems, progress),
+                _records(name, block, before + 1, problems, progress, start, cut + 1),
+            )
+        else:
+            yield _records(name, block, before, problems, progress, 0, cut + 1)
 
 
 def _refuse_long(
@@ -114,13 +128,19 @@ def _refuse_long(
 
 
 def _records(
-    name: str, data: bytes, lineno: int, problems: ProblemCollector, progress: Any
+    name: str,
+    data: bytes,
+    lineno: int,
+    problems: ProblemCollector,
+    progress: Any,
+    start: int = 0,
+    stop: int | None = None,
 ) -> Iterator[tuple[str, Any]]:
-    """The records of the whole lines in ``data``, the first being line ``lineno + 1`` of file ``name``."""
-    start = 0
-    size = len(data)
+    """The records of the whole lines in ``data[start:stop]`` (read in place), the first being line ``lineno + 1``
+    of file ``name``."""
+    size = len(data) if stop is None else stop
     while start < size:
-        end = data.find(b"\n", start)
+        end = data.find(b"\n", start, size)
         if end < 0:
             end = size
         lineno += 1

@@ -9,7 +9,7 @@ import datetime as dt
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -20,6 +20,8 @@ from store.query import load_sql, transaction
 
 if TYPE_CHECKING:  # the writer takes what ingest validated; it does not depend on ingest at run time
     from ingest.records import Bundle
+
+_T = TypeVar("_T")
 
 
 def _insert(
@@ -86,19 +88,33 @@ def write_bundle(
     team store the commit message records the file, its hash and who ingested it, and a commit that conflicts
     with another one (a maintenance job, a writer outside Runlens) is retried with backoff (``lake_session.RETRY_MAX``).
     """
-    on_lake = lake.is_lake_connection(con)
     facts = _FileFacts(path, content_hash, fmt, is_demo, started_at, seconds)
+    return _committed(
+        con,
+        lambda: _write(con, bundle, facts, before_commit),
+        lambda file_id: (
+            f"ingest {path}",
+            {"file": path, "content_hash": content_hash, "format": fmt, "file_id": file_id},
+        ),
+    )
+
+
+def _committed(
+    con: duckdb.DuckDBPyConnection, write: Callable[[], _T], message: Callable[[_T], tuple[str, dict[str, Any]]]
+) -> tuple[_T, int]:
+    """``write()`` in one transaction; its result and how many times the commit was retried.
+
+    On a lake the commit carries ``message(result)`` (its text and extra information), and a commit that
+    conflicts with another one is retried with backoff, up to ``lake_session.RETRY_MAX`` times in all.
+    """
+    on_lake = lake.is_lake_connection(con)
     for attempt in range(1, lake_session.RETRY_MAX + 1):
         try:
             with transaction(con):
-                file_id = _write(con, bundle, facts, before_commit)
+                result = write()
                 if on_lake:
-                    lake_session.set_commit_message(
-                        con,
-                        f"ingest {path}",
-                        {"file": path, "content_hash": content_hash, "format": fmt, "file_id": file_id},
-                    )
-            return file_id, attempt - 1
+                    lake_session.set_commit_message(con, *message(result))
+            return result, attempt - 1
         except duckdb.Error as exc:
             if not (on_lake and lake_session.is_conflict(exc)) or attempt == lake_session.RETRY_MAX:
                 raise
@@ -131,28 +147,19 @@ def write_batch(con: duckdb.DuckDBPyConnection, files: Sequence[BatchFile], *, i
     (a failed statement or COMMIT rolls every file back; the caller then writes them one by one). Every file must
     bring only runs it defines itself (``batchable``): their aggregate rows then come from the batch's own tables.
     """
-    on_lake = lake.is_lake_connection(con)
-    for attempt in range(1, lake_session.RETRY_MAX + 1):
-        try:
-            with transaction(con):
-                file_ids = _write_batch(con, files, is_demo)
-                if on_lake:
-                    lake_session.set_commit_message(
-                        con,
-                        f"ingest {len(files)} files",
-                        {
-                            "files": [
-                                {"file": f.path, "content_hash": f.content_hash, "format": f.fmt, "file_id": i}
-                                for f, i in zip(files, file_ids, strict=True)
-                            ]
-                        },
-                    )
-            return file_ids, attempt - 1
-        except duckdb.Error as exc:
-            if not (on_lake and lake_session.is_conflict(exc)) or attempt == lake_session.RETRY_MAX:
-                raise
-            time.sleep(lake_session.backoff_s(attempt))
-    raise AssertionError("unreachable")
+    return _committed(
+        con,
+        lambda: _write_batch(con, files, is_demo),
+        lambda file_ids: (
+            f"ingest {len(files)} files",
+            {
+                "files": [
+                    {"file": f.path, "content_hash": f.content_hash, "format": f.fmt, "file_id": i}
+                    for f, i in zip(files, file_ids, strict=True)
+                ]
+            },
+        ),
+    )
 
 
 def batchable(bundle: Bundle) -> bool:

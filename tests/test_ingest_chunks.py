@@ -136,6 +136,41 @@ def test_a_line_over_the_record_limit_is_skipped_unread_in_parts(
     assert whole.problems == problems.problems
 
 
+def test_parts_read_in_place_give_the_lines_of_the_whole_file_at_every_block_size(tmp_path: Path) -> None:
+    """The reader cuts each block at its last line end and reads its lines where they are, joining only the line a
+    block left unfinished to the next block's start: at every block size from a byte to the whole file, the records,
+    their ``file:line`` and the problems are those of the file read whole (blank and space-only lines, a line over
+    several blocks, a bad line, no line end at the end of the file)."""
+    attempt = {"record": "attempt", "run_id": "r", "task_id": "t", "steps": [{"tool": "x", "result": "z" * 90}]}
+    body = b"\n".join(
+        [
+            orjson.dumps({"record": "benchmark", "benchmark": "b"}),
+            b"",
+            orjson.dumps(attempt),
+            b"   ",
+            b"{not json",
+            orjson.dumps({**attempt, "task_id": "u"}),
+            b"",
+            b"",
+            orjson.dumps({"record": "run", "run_id": "r"}),
+        ]
+    )
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(body)
+    whole = ProblemCollector()
+    expected = [(loc, rec.raw if hasattr(rec, "raw") else rec) for loc, rec in native.parse_native(path, body, whole)]
+    assert len(expected) == 4 and [p.location for p in whole.problems] == [f"{path}:5"]
+    for size in range(1, len(body) + 2):
+        problems = ProblemCollector()
+        got = [
+            (loc, rec.raw if hasattr(rec, "raw") else rec)
+            for part in native.parse_native_chunks(path, problems, None, size)
+            for loc, rec in part
+        ]
+        assert got == expected, size
+        assert problems.problems == whole.problems, size
+
+
 def test_a_blank_large_file_is_refused_as_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pipeline, "CHUNK_BYTES", 16)
     path = tmp_path / "blank.jsonl"
