@@ -19,26 +19,25 @@ TABLES = ("tmf_run_codes", "tmf_task_codes", "run_task_tmf", "run_task_board")
 CODED = ("run_task_tmf", "run_task_board")  # the (run, task) tables on the codes
 
 # the (run, task) rows of the runs in the temporary table _rl_tmf_runs, from their run_task_stats rows (current);
-# {runs}: the runs' ids as a constant list of parameters, which a lake's scan skips other runs' files and row groups by
-_ROWS = """
-SELECT rc.run_code, tc.task_code, s.n_attempts, s.n_passed, s.score_mean, s.cost_usd_mean, s.input_tokens_mean,
-       s.output_tokens_mean, s.latency_s_mean
+# {columns}: the table's own columns of run_task_stats (constants below); {runs}: the runs' ids as a constant list of
+# parameters, which a lake's scan skips other runs' files and row groups by
+_CODED_ROWS = """
+SELECT rc.run_code, tc.task_code, {columns}
 FROM run_task_stats s
 JOIN _rl_tmf_runs k ON k.run_id = s.run_id
 JOIN tmf_run_codes rc ON rc.run_id = s.run_id
 JOIN tmf_task_codes tc ON tc.benchmark = k.benchmark AND tc.task_id = s.task_id
 WHERE s.run_id IN ({runs})
 ORDER BY rc.run_code, tc.task_code"""
-# the same for the Leaderboard's table (the columns analytics/sql/task_outcome_rows.sql reads)
-_BOARD_ROWS = """
-SELECT rc.run_code, tc.task_code, s.n_scored, s.n_scored_passed, s.score_mean, s.tool_calls_mean_scored,
-       s.cost_usd_mean_scored, s.n_kept, s.n_kept_passed, s.score_mean_kept, s.tool_calls_mean_kept, s.cost_usd_mean_kept
-FROM run_task_stats s
-JOIN _rl_tmf_runs k ON k.run_id = s.run_id
-JOIN tmf_run_codes rc ON rc.run_id = s.run_id
-JOIN tmf_task_codes tc ON tc.benchmark = k.benchmark AND tc.task_id = s.task_id
-WHERE s.run_id IN ({runs})
-ORDER BY rc.run_code, tc.task_code"""
+_TMF_COLUMNS = (
+    "s.n_attempts, s.n_passed, s.score_mean, s.cost_usd_mean, s.input_tokens_mean, s.output_tokens_mean, "
+    "s.latency_s_mean"
+)
+# the Leaderboard's table: the columns analytics/sql/task_outcome_rows.sql reads
+_BOARD_COLUMNS = (
+    "s.n_scored, s.n_scored_passed, s.score_mean, s.tool_calls_mean_scored, s.cost_usd_mean_scored, s.n_kept, "
+    "s.n_kept_passed, s.score_mean_kept, s.tool_calls_mean_kept, s.cost_usd_mean_kept"
+)
 
 
 def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object = None, *, new: bool = False) -> None:
@@ -82,8 +81,8 @@ def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object =
             FROM new n ANTI JOIN tmf_task_codes c ON c.benchmark = n.benchmark AND c.task_id = n.task_id""",
             run_ids,
         )
-        con.execute(f"INSERT INTO run_task_tmf {_ROWS.format(runs=marks)}", run_ids)
-        con.execute(f"INSERT INTO run_task_board {_BOARD_ROWS.format(runs=marks)}", run_ids)
+        con.execute(f"INSERT INTO run_task_tmf {_CODED_ROWS.format(columns=_TMF_COLUMNS, runs=marks)}", run_ids)
+        con.execute(f"INSERT INTO run_task_board {_CODED_ROWS.format(columns=_BOARD_COLUMNS, runs=marks)}", run_ids)
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_tmf_runs")
 

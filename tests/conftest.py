@@ -60,15 +60,20 @@ def demo_db_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture
-def demo_db(demo_db_master: Path, tmp_path: Path) -> Path:
-    """A private copy of the demo database (with its snapshot) that a test may change."""
-    target = tmp_path / "demo.duckdb"
+def copy_store(master: Path, folder: Path) -> Path:
+    """A private copy of a database file (with its snapshot) in ``folder``, as ``demo.duckdb``."""
+    target = folder / "demo.duckdb"
     for suffix in ("", ".read"):
-        src = Path(str(demo_db_master) + suffix)
+        src = Path(str(master) + suffix)
         if src.exists():
             shutil.copyfile(src, str(target) + suffix)
     return target
+
+
+@pytest.fixture
+def demo_db(demo_db_master: Path, tmp_path: Path) -> Path:
+    """A private copy of the demo database (with its snapshot) that a test may change."""
+    return copy_store(demo_db_master, tmp_path)
 
 
 @pytest.fixture(scope="session")
@@ -78,11 +83,7 @@ def demo_app(demo_db_master: Path, tmp_path_factory: pytest.TempPathFactory):
     drilldown's and the stale-link tests open): its URL. Background fits off, a state folder of its own."""
     from tests.browser_support import streamlit_server
 
-    db = tmp_path_factory.mktemp("demo-app") / "demo.duckdb"
-    for suffix in ("", ".read"):
-        src = Path(str(demo_db_master) + suffix)
-        if src.exists():
-            shutil.copyfile(src, str(db) + suffix)
+    db = copy_store(demo_db_master, tmp_path_factory.mktemp("demo-app"))
     env = {"RUNLENS_AUTO_FIT": "0", "RUNLENS_STATE_DIR": str(tmp_path_factory.mktemp("demo-app-state"))}
     with streamlit_server(db, timeout_s=180, env=env) as url:
         yield url

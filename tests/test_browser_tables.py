@@ -23,7 +23,7 @@ import store as rdb
 from jobs.failures import cluster_failures, embed_failures
 from jobs.irt import fit_and_store
 from tests.browser_support import ScriptClock, chromium_page, screenshot, streamlit_server
-from tests.conftest import ARTIFACTS
+from tests.conftest import ARTIFACTS, copy_store
 from tests.test_browser_pages import hashed_words, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -85,16 +85,6 @@ def open_expanders(page: Any) -> None:
     page only when one was opened (a resized window keeps the expanders it had open)."""
     if page.evaluate(OPEN_EXPANDERS_JS):
         settle(page)
-
-
-def copy_store(master: Path, folder: Path) -> Path:
-    """A private copy of a database (with its snapshot) in ``folder``."""
-    target = folder / "demo.duckdb"
-    for suffix in ("", ".read"):
-        src = Path(str(master) + suffix)
-        if src.exists():
-            shutil.copyfile(src, str(target) + suffix)
-    return target
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from urllib.parse import quote
 import pytest
 
 from tests.browser_support import chromium_page, screenshot, streamlit_server
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, copy_store
 from tests.test_browser_pages import settle
-from tests.test_browser_tables import GRIDS_JS, WIDTHS, copy_store, open_expanders, problems_on
+from tests.test_browser_tables import GRIDS_JS, WIDTHS, open_expanders, problems_on
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
