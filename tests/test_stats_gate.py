@@ -3,6 +3,8 @@ bench/bench_verdicts.py runs the large versions)."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -61,6 +63,17 @@ def test_sequential_gate_keeps_its_size_when_checked_after_every_task() -> None:
     caught = [gate.sequential_test(_pair(rng, 300, 1, 0.15), alpha=0.05) for _ in range(100)]
     found = [s for s in caught if s.verdict == "worse"]
     assert len(found) >= 70 and np.mean([s.n_used for s in found]) < 300
+
+
+def test_sequential_gate_on_tens_of_thousands_of_tasks_raises_no_overflow_warning() -> None:
+    """A 10M store's pair holds 66,667 tasks: far past the crossing the wealth leaves float's range (inf, not a
+    warning in the server's log); the verdict and the path up to the crossing are unchanged."""
+    d = np.tile([1.0, 1.0, -1.0, 0.0], 17_000)  # 'not worse' is shown early; the wealth keeps growing after
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        seq = gate.sequential_test(d, alpha=0.05)
+    assert seq.verdict == "not worse" and seq.n_used < 200 and np.isfinite(seq.e_not_worse)
+    assert seq.n_used == gate.sequential_test(d[:1000], alpha=0.05).n_used
 
 
 def test_mde80_agrees_with_simulated_power() -> None:

@@ -178,8 +178,11 @@ def sequential_test(
     with np.errstate(divide="ignore"):
         log_bad = np.cumsum(np.log1p(-lam_bad[None, :] * (d[:, None] + margin)), axis=0)
         log_good = np.cumsum(np.log1p(np.minimum(lam_good[None, :] * (d[:, None] + stop_delta), 1e300)), axis=0)
-    e_bad = np.exp(log_bad).mean(axis=1)
-    e_good = np.exp(log_good).mean(axis=1)
+    # past float's range (a long run of tasks far past a crossing: 66,667 at 10M) the wealth is inf, which is past
+    # 1/alpha as it should be; only the path up to the first crossing is kept
+    with np.errstate(over="ignore"):
+        e_bad = np.exp(log_bad).mean(axis=1)
+        e_good = np.exp(log_good).mean(axis=1)
     hit_bad = np.flatnonzero(e_bad >= 1.0 / alpha)
     hit_good = np.flatnonzero(e_good >= 1.0 / alpha)
     first_bad = int(hit_bad[0]) if hit_bad.size else n
