@@ -5,6 +5,10 @@ the team pays them), then the pinned offline catalog of the ``genai-prices`` pac
 version; its data ships inside the package and is never updated at run time). A price found says where it came
 from (``cost_source``); a model neither knows gets no cost, and the attempt's cost is left empty rather than
 summed without it. docs/formats.md, "Cost".
+
+Cached input is priced as cached: the tokens read from and written to the provider's prompt cache are part of the
+call's input (as the GenAI conventions and OpenInference count it) but cost what the catalog (or the mapping) says
+for them, often a tenth of the input price. Reasoning tokens are part of the output and priced as output.
 """
 
 from __future__ import annotations
@@ -17,6 +21,37 @@ from decimal import Decimal
 from typing import Any
 
 CATALOG_PACKAGE = "genai-prices"
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """A mapping's price for one model name, USD per million tokens; a cache price left out is the input price."""
+
+    model: str
+    input_per_mtok: float
+    output_per_mtok: float
+    cache_read_per_mtok: float | None = None
+    cache_write_per_mtok: float | None = None
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """One call's tokens. ``input`` counts all of its input, the cached part included; ``cache_read`` and
+    ``cache_write`` are the parts of it read from and written to the prompt cache (None: not reported)."""
+
+    input: int | None
+    output: int | None
+    cache_read: int | None = None
+    cache_write: int | None = None
+
+    @classmethod
+    def reported(cls, input: int | None, output: int | None, cache_read: int | None, cache_write: int | None) -> Tokens:
+        """The counts as a producer reports them. An input smaller than its cached parts was counted without them
+        (Anthropic's own API does: ``input_tokens`` beside ``cache_read_input_tokens``), so they are added to it."""
+        cached = (cache_read or 0) + (cache_write or 0)
+        if input is not None and cached > input:
+            input += cached
+        return cls(input, output, cache_read, cache_write)
 
 
 @dataclass(frozen=True)
@@ -40,10 +75,9 @@ def catalog_name() -> str:
 
 def price_call(
     model: str | None,
-    input_tokens: int | None,
-    output_tokens: int | None,
+    tokens: Tokens,
     *,
-    overrides: tuple[tuple[str, float, float], ...] = (),
+    overrides: tuple[ModelPrice, ...] = (),
     provider: str | None = None,
     when_ns: int | None = None,
 ) -> Price | None:
@@ -51,28 +85,42 @@ def price_call(
 
     Args:
         model: the model name the span gives (``llm.model_name``, ``gen_ai.response.model`` ...).
-        input_tokens, output_tokens: the call's token counts (a missing one counts as 0 when the other is known).
-        overrides: the mapping's ``(model, USD per million input, USD per million output)``; exact name, any case.
+        tokens: the call's token counts (a missing input or output counts as 0 when the other is known).
+        overrides: the mapping's prices; exact name, any case.
         provider: the provider the span names (``gen_ai.provider.name``, ``llm.provider``), a hint for the catalog.
         when_ns: the call's start (Unix ns): the catalog's price at that date (prices change over time).
     """
-    if not model or (input_tokens is None and output_tokens is None):
+    if not model or (tokens.input is None and tokens.output is None):
         return None
-    n_in, n_out = input_tokens or 0, output_tokens or 0
-    for name, per_in, per_out in overrides:
-        if name.lower() == model.lower():
-            return Price((n_in * per_in + n_out * per_out) / 1e6, "mapping", name)
-    return _catalog_price(model, n_in, n_out, provider, when_ns)
+    for price in overrides:
+        if price.model.lower() == model.lower():
+            return Price(_mapping_usd(price, tokens), "mapping", price.model)
+    return _catalog_price(model, tokens, provider, when_ns)
 
 
-def _catalog_price(model: str, n_in: int, n_out: int, provider: str | None, when_ns: int | None) -> Price | None:
+def _mapping_usd(price: ModelPrice, tokens: Tokens) -> float:
+    read, write = tokens.cache_read or 0, tokens.cache_write or 0
+    uncached = max((tokens.input or 0) - read - write, 0)
+    per_read = price.input_per_mtok if price.cache_read_per_mtok is None else price.cache_read_per_mtok
+    per_write = price.input_per_mtok if price.cache_write_per_mtok is None else price.cache_write_per_mtok
+    usd = uncached * price.input_per_mtok + read * per_read + write * per_write
+    return (usd + (tokens.output or 0) * price.output_per_mtok) / 1e6
+
+
+def _catalog_price(model: str, tokens: Tokens, provider: str | None, when_ns: int | None) -> Price | None:
     from genai_prices import Usage, calc_price  # its data loads on first use (about 0.5 s)
 
     when = dt.datetime.fromtimestamp(when_ns / 1e9, dt.UTC) if when_ns and when_ns > 0 else None
+    usage = Usage(
+        input_tokens=tokens.input or 0,
+        output_tokens=tokens.output or 0,
+        cache_read_tokens=tokens.cache_read or None,
+        cache_write_tokens=tokens.cache_write or None,
+    )
     for hint in dict.fromkeys((_provider_id(provider), None)):
         try:
             found: Any = calc_price(
-                Usage(input_tokens=n_in, output_tokens=n_out),
+                usage,
                 model_ref=model,
                 provider_id=hint,
                 genai_request_timestamp=when,

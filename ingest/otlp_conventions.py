@@ -53,6 +53,24 @@ _OI_FEEDBACK = re.compile(
 )
 LLM_TOKENS_IN = ("llm.token_count.prompt", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
 LLM_TOKENS_OUT = ("llm.token_count.completion", "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
+# the parts of the input read from and written to the prompt cache, and the output's reasoning (already counted in
+# the input and output above): OpenInference, the GenAI conventions, and OpenLLMetry's earlier names
+LLM_CACHE_READ = (
+    "llm.token_count.prompt_details.cache_read",
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_read_input_tokens",
+)
+LLM_CACHE_WRITE = (
+    "llm.token_count.prompt_details.cache_write",
+    "gen_ai.usage.cache_creation.input_tokens",
+    "gen_ai.usage.cache_creation_input_tokens",
+)
+LLM_REASONING = ("llm.token_count.completion_details.reasoning", "gen_ai.usage.reasoning.output_tokens")
+TOKEN_DETAILS = {
+    "cache_read_tokens": LLM_CACHE_READ,
+    "cache_write_tokens": LLM_CACHE_WRITE,
+    "reasoning_tokens": LLM_REASONING,
+}
 MODEL_KEYS = ("llm.model_name", "gen_ai.response.model", "gen_ai.request.model", "llm.request.model_name")
 
 
@@ -258,6 +276,7 @@ def llm_step(span: Span, *, keep_input: bool) -> dict[str, Any]:
         "content": content,
         "input_tokens": _int_or_none(_take(rest, *LLM_TOKENS_IN)),
         "output_tokens": _int_or_none(_take(rest, *LLM_TOKENS_OUT)),
+        **{field: _int_or_none(_take(rest, *keys)) for field, keys in TOKEN_DETAILS.items()},
         "latency_s": (span.end_ns - span.start_ns) / 1e9,
         "error": span_error(span, rest),
         "model": _take(rest, *MODEL_KEYS),

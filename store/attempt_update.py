@@ -18,7 +18,7 @@ from typing import Any
 import duckdb
 
 from store import aggregates
-from store.delete import ATTEMPT_CHILDREN
+from store.delete import ATTEMPT_CHILDREN, drop_freed_texts, note_named_texts
 from store.query import load_sql
 
 
@@ -67,14 +67,22 @@ def replace_attempts(
     con.execute("DELETE FROM reviews WHERE attempt_id IN (SELECT unnest(?::BIGINT[]))", [ids])
     files = _file_ids(con, ids)
     pairs = aggregates.attempt_keys(con, ids)
+    con.execute("CREATE OR REPLACE TEMP TABLE _rl_replaced AS SELECT unnest(?::BIGINT[]) AS attempt_id", [ids])
+    note_named_texts(con, "_rl_replaced")
+    con.execute("DROP TABLE _rl_replaced")
     for table in ATTEMPT_CHILDREN:  # an allow-list of table names, never the caller's
         con.execute(f"DELETE FROM {table} WHERE attempt_id IN (SELECT unnest(?::BIGINT[]))", [ids])
     n = con.execute("DELETE FROM attempts WHERE attempt_id IN (SELECT unnest(?::BIGINT[]))", [ids]).fetchall()
+    n_texts = drop_freed_texts(con)  # the replaced trace's kept spans; results the new attempt still has stay
     aggregates.refresh_pairs(con, pairs)
     refresh_file_facts(con, files)
     con.execute(
         "INSERT INTO audit_log (at_utc, action, subject, detail) VALUES (?, 'attempts_replaced', ?, ?)",
-        [_now(), reason, json.dumps({**detail, "attempt_ids": ids, "successors": successors or {}})],
+        [
+            _now(),
+            reason,
+            json.dumps({**detail, "attempt_ids": ids, "successors": successors or {}, "n_texts": n_texts}),
+        ],
     )
     return int(n[0][0]) if n else len(ids)
 

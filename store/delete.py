@@ -1,5 +1,5 @@
-"""Deleting a run: its attempts, steps, labels, metrics, ratings and judge verdicts go in one transaction,
-and the deletion is recorded in ``audit_log``."""
+"""Deleting a run: its attempts, steps, labels, metrics, ratings and judge verdicts go in one transaction, with the
+long texts no remaining attempt names, and the deletion is recorded in ``audit_log``."""
 
 from __future__ import annotations
 
@@ -21,6 +21,47 @@ ATTEMPT_CHILDREN = (
 )  # fmt: skip
 
 
+# The texts attempts name: their steps' long results (``steps.result_hash``) and their traces' kept spans
+# (``extra.otlp_spans``, attempts of OTLP ingests only). ``{gone}`` is a temporary table of attempt ids.
+NAMED_TEXTS_SQL = """
+CREATE OR REPLACE TEMP TABLE _rl_freed AS
+SELECT DISTINCT result_hash AS text_hash FROM steps
+WHERE attempt_id IN (SELECT attempt_id FROM {gone}) AND result_hash IS NOT NULL
+UNION
+SELECT json_extract_string(extra, '$.otlp_spans') FROM attempts
+WHERE attempt_id IN (SELECT attempt_id FROM {gone}) AND json_extract_string(extra, '$.otlp_spans') IS NOT NULL
+"""
+# Of those, the texts no attempt left names (a text is shared by every step whose result it is).
+DROP_FREED_SQL = """
+DELETE FROM texts WHERE text_hash IN (
+    SELECT f.text_hash FROM _rl_freed f
+    ANTI JOIN (SELECT result_hash FROM steps WHERE result_hash IN (SELECT text_hash FROM _rl_freed)) s
+        ON s.result_hash = f.text_hash
+    ANTI JOIN (
+        SELECT json_extract_string(extra, '$.otlp_spans') AS h FROM attempts
+        WHERE file_id IN (SELECT file_id FROM ingest_log WHERE format = 'otlp')
+    ) a ON a.h = f.text_hash
+)
+"""
+
+
+def note_named_texts(con: duckdb.DuckDBPyConnection, gone: str) -> None:
+    """Before attempts are deleted: keep the keys of the texts they name (``_rl_freed``); ``gone`` is the name of a
+    temporary table of their ids (a constant of the caller's, never user input)."""
+    con.execute(NAMED_TEXTS_SQL.format(gone=gone))
+
+
+def drop_freed_texts(con: duckdb.DuckDBPyConnection) -> int:
+    """After the deletion (and after the rows that replace it, in the same transaction): delete the noted texts
+    no remaining attempt names; return how many. A deleted run leaves none of its transcripts behind."""
+    n = 0
+    if con.execute("SELECT count(*) FROM _rl_freed").fetchall()[0][0]:
+        found = con.execute(DROP_FREED_SQL).fetchall()
+        n = int(found[0][0]) if found else 0
+    con.execute("DROP TABLE _rl_freed")
+    return n
+
+
 class RunNotFoundError(RunlensError):
     """The run to delete is not in the database."""
 
@@ -37,6 +78,7 @@ class Deletion:
     n_metrics: int
     n_ratings: int
     n_verdicts: int
+    n_texts: int  # long texts (tool results, kept trace spans) that no other attempt names
     file_released: bool  # the run's file may be ingested again (no other run of it remains)
 
 
@@ -63,10 +105,12 @@ def delete_run_con(con: duckdb.DuckDBPyConnection, run_id: str, *, actor: str = 
         con.execute("CREATE TEMP TABLE _rl_del AS SELECT attempt_id FROM attempts WHERE run_id = ?", [run_id])
         counts = {t: _count(con, t) for t in ATTEMPT_CHILDREN}
         n_attempts = int(con.execute("SELECT count(*) FROM _rl_del").fetchall()[0][0])
+        note_named_texts(con, "_rl_del")
         for table in ATTEMPT_CHILDREN:
             con.execute(f"DELETE FROM {table} WHERE attempt_id IN (SELECT attempt_id FROM _rl_del)")
         con.execute("DELETE FROM attempts WHERE run_id = ?", [run_id])
         con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
+        n_texts = drop_freed_texts(con)
         aggregates.drop_run(con, run_id)
         # the files that re-scored this run may be ingested again too (each revises only this run)
         con.execute(
@@ -91,6 +135,7 @@ def delete_run_con(con: duckdb.DuckDBPyConnection, run_id: str, *, actor: str = 
             counts["attempt_metrics"],
             counts["ratings"],
             counts["judge_verdicts"],
+            n_texts,
             released,
         )
         detail = {**asdict(result), "actor": actor, "file_id": file_id}

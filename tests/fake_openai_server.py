@@ -107,7 +107,13 @@ class _Handler(BaseHTTPRequestHandler):
                 "created": int(time.time()),
                 "model": body.get("model", "fake"),
                 "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+                "usage": {  # as OpenAI answers: the cached part of the prompt, the reasoning part of the output
+                    "prompt_tokens": 100,
+                    "completion_tokens": 20,
+                    "total_tokens": 120,
+                    "prompt_tokens_details": {"cached_tokens": 64},
+                    "completion_tokens_details": {"reasoning_tokens": 8},
+                },
             },
         )
 

@@ -526,3 +526,95 @@ def test_the_mappings_prices_win_over_the_catalog_and_an_unknown_model_leaves_th
         ("support-agent@1.2", pytest.approx(oi_cost), True, None),
         ("travel-agent@0.3", None, False, "house-model-7"),  # no price: no cost, not a partial sum
     ]
+
+
+def _cached_call_spans(usage: dict[str, int], model: str) -> list[ReadableSpan]:
+    """One scored agent span and one chat span carrying ``usage``, written by the real SDK."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "cache-agent", "service.version": "1"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("test")
+    with tracer.start_as_current_span("agent", start_time=T0, end_on_exit=False) as root:
+        root.set_attributes({"gen_ai.operation.name": "invoke_agent", "eval.score": 1.0})
+        chat = tracer.start_span("chat", start_time=T0 + 10)
+        chat.set_attributes({"gen_ai.operation.name": "chat", "gen_ai.request.model": model, **usage})
+        chat.end(end_time=T0 + 20)
+        root.end(end_time=T0 + 30)
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+# Claude Sonnet 4, 1,000 input tokens of which 800 read from the cache and 100 written to it, 50 output tokens,
+# as each convention reports them; OpenLLMetry's earlier Anthropic names count the input without its cached parts.
+CACHED_USAGE = {
+    "genai": {
+        "gen_ai.usage.input_tokens": 1000,
+        "gen_ai.usage.cache_read.input_tokens": 800,
+        "gen_ai.usage.cache_creation.input_tokens": 100,
+        "gen_ai.usage.output_tokens": 50,
+    },
+    "openinference": {
+        "llm.token_count.prompt": 1000,
+        "llm.token_count.prompt_details.cache_read": 800,
+        "llm.token_count.prompt_details.cache_write": 100,
+        "llm.token_count.completion": 50,
+    },
+    "openllmetry-anthropic": {
+        "gen_ai.usage.input_tokens": 100,
+        "gen_ai.usage.cache_read_input_tokens": 800,
+        "gen_ai.usage.cache_creation_input_tokens": 100,
+        "gen_ai.usage.output_tokens": 50,
+    },
+}
+
+
+@pytest.mark.parametrize("convention", sorted(CACHED_USAGE))
+def test_cached_input_is_priced_at_the_catalogs_cache_prices(tmp_path: Path, convention: str) -> None:
+    from genai_prices import Usage, calc_price
+
+    model = "claude-sonnet-4-20250514"
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(otlp_json_lines(_cached_call_spans(CACHED_USAGE[convention], model)))
+    db = tmp_path / "db.duckdb"
+    assert _ingest(db, path).outcome == "ingested"
+    [(cost, details)] = rows(db, "SELECT cost_usd, json_extract(extra, '$.token_details')::VARCHAR FROM attempts")
+    usage = Usage(input_tokens=1000, cache_read_tokens=800, cache_write_tokens=100, output_tokens=50)
+    want = float(calc_price(usage, model_ref=model).total_price)
+    all_input = float(calc_price(Usage(input_tokens=1000, output_tokens=50), model_ref=model).total_price)
+    assert cost == pytest.approx(want)
+    assert want < 0.6 * all_input  # a cache read costs a tenth of an input token here: the difference is large
+    assert json.loads(details) == {"cache_read_tokens": 800, "cache_write_tokens": 100}
+
+
+def test_a_mappings_cache_prices_and_cached_input_at_the_input_price_without_them(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(otlp_json_lines(_cached_call_spans(CACHED_USAGE["genai"], "house-model-7")))
+    costs = []
+    for i, cache in enumerate(["", ", cache_read_per_mtok: 0.1, cache_write_per_mtok: 2"]):
+        mapping = tmp_path / f"prices{i}.yaml"
+        mapping.write_text(f"prices:\n  house-model-7: {{input_per_mtok: 1, output_per_mtok: 4{cache}}}\n")
+        db = tmp_path / f"db{i}.duckdb"
+        assert _ingest(db, path, mapping=str(mapping)).outcome == "ingested"
+        costs.append(rows(db, "SELECT cost_usd FROM attempts")[0][0])
+    assert costs == [
+        pytest.approx((1000 * 1 + 50 * 4) / 1e6),  # no cache prices: every input token at the input price
+        pytest.approx((100 * 1 + 800 * 0.1 + 100 * 2 + 50 * 4) / 1e6),
+    ]
+
+
+def test_a_mapping_price_with_an_unknown_field_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(otlp_json_lines(_cached_call_spans(CACHED_USAGE["genai"], "house-model-7")))
+    mapping = tmp_path / "prices.yaml"
+    mapping.write_text("prices:\n  house-model-7: {input_per_mtok: 1, output_per_mtok: 4, cached_per_mtok: 0.1}\n")
+    result = _ingest(tmp_path / "db.duckdb", path, mapping=str(mapping))
+    assert result.outcome != "ingested"
+    assert "cache_read_per_mtok" in str(result.error)
+    assert not (tmp_path / "db.duckdb").exists() or rows(tmp_path / "db.duckdb", "SELECT count(*) FROM attempts") == [
+        (0,)
+    ]

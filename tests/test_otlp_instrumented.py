@@ -12,6 +12,7 @@ ends late): it is merged into the stored attempt, in start order.
 from __future__ import annotations
 
 import contextvars
+import json
 import os
 import threading
 import time
@@ -171,13 +172,27 @@ def test_a_slow_step_and_a_late_span_from_instrumented_openai_calls(
         ]
         from genai_prices import Usage, calc_price
 
-        per_call = float(calc_price(Usage(input_tokens=100, output_tokens=20), model_ref="gpt-4o-mini").total_price)
+        # OpenInference reports the 64 cached prompt tokens, which cost the catalog's cache-read price; the GenAI
+        # instrumentation reports them for the Responses API only, so its chat calls are priced as all uncached
+        cached = 64 if convention == "openinference" else None
+        usage = Usage(input_tokens=100, cache_read_tokens=cached, output_tokens=20)
+        per_call = float(calc_price(usage, model_ref="gpt-4o-mini").total_price)
+        uncached = float(calc_price(Usage(input_tokens=100, output_tokens=20), model_ref="gpt-4o-mini").total_price)
+        assert per_call < uncached or cached is None
         cost = _snapshot(
             receiver.db,
             "SELECT cost_usd, is_cost_computed FROM attempts WHERE json_extract_string(extra, '$.trace_id') = ?",
             [trace_id],
         )
         assert cost == [(pytest.approx(3 * per_call), True)]  # three calls priced by the catalog, marked computed
+        details = _snapshot(
+            receiver.db,
+            "SELECT json_extract(extra, '$.token_details') FROM attempts WHERE json_extract_string(extra, '$.trace_id') = ?",
+            [trace_id],
+        )
+        # the cached and reasoning parts the instrumentation reports, summed over the calls
+        expected = {"cache_read_tokens": 192, "reasoning_tokens": 24} if convention == "openinference" else None
+        assert (details[0][0] and json.loads(details[0][0])) == expected
     finally:
         release.set()
         instrumentor.uninstrument()

@@ -81,6 +81,12 @@ def test_the_root_in_a_later_file_completes_the_partial_attempt(tmp_path: Path) 
     assert (third.outcome, third.n_merged) == ("ingested", 1), third.error
     [(others,)] = rows(db, "SELECT json_extract(extra, '$.other_spans')::VARCHAR FROM attempts")
     assert sorted(s["name"] for s in json.loads(others)) == ["late", "tool"]
+    # the replaced attempts' kept spans went with them: the store keeps one text, the merged trace's
+    kept = (
+        "SELECT t.text_hash FROM texts t JOIN attempts a ON json_extract_string(a.extra, '$.otlp_spans') = t.text_hash"
+    )
+    assert rows(db, "SELECT count(*) FROM texts") == [(1,)] and len(rows(db, kept)) == 1
+    assert [json.loads(d)["n_texts"] for (d,) in rows(db, "SELECT detail FROM audit_log ORDER BY at_utc")] == [1, 1]
 
 
 def test_a_late_child_in_a_later_file_is_merged(tmp_path: Path) -> None:

@@ -228,8 +228,8 @@ else:
     row = runs[runs["run_id"] == run_id].iloc[0]
     st.caption(
         f"{plain(row['benchmark'])} · {plain(row['agent'])} · {fmtx.plural(row['n_attempts'], 'attempt')}. Its attempts, steps, "
-        "labels, metrics, ratings and judge verdicts are removed in one transaction; the deletion is "
-        "recorded in the audit log."
+        "labels, metrics, ratings, judge verdicts and the long texts no other run names are removed in one "
+        "transaction; the deletion is recorded in the audit log."
     )
     sure = st.checkbox(f"Yes, delete run {plain(run_id)}", key="up_del_confirm")
     if st.button("Delete run", key="up_del_go", disabled=not sure):
@@ -238,7 +238,10 @@ else:
         except rdb.RunlensError as exc:
             st.error(plain(exc))
         else:
-            st.success(f"Deleted {plain(done.run_id)}: {done.n_attempts} attempts, {done.n_steps} steps.")
+            st.success(
+                f"Deleted {plain(done.run_id)}: {done.n_attempts} attempts, {done.n_steps} steps, "
+                f"{fmtx.plural(done.n_texts, 'long text')}."
+            )
 if not gone.empty:
     st.caption("Deletions (audit log)")
     show_table(gone, key="up_deleted", name="run-deletions")

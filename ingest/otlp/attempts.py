@@ -16,6 +16,7 @@ from ingest.otlp_conventions import (
     LLM_TOKENS_IN,
     LLM_TOKENS_OUT,
     STEP_KINDS,
+    TOKEN_DETAILS,
     Evaluation,
     span_class,
 )
@@ -158,6 +159,8 @@ def _attempt_record(
     }
     if root.status_code == STATUS_ERROR:
         record["error"] = root.status_message or "error"
+    details = {f: _sum(models, f) for f in TOKEN_DETAILS}
+    record["token_details"] = {f: n for f, n in details.items() if n is not None} or None
     _apply_cost(record, models)
     _apply_scores(record, evals, mapping, score_attr)
     return {k: v for k, v in record.items() if v is not None}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ingest.cost import ModelPrice
 from ingest.errors import IngestError
 
 MAPPINGS_DIR = Path(__file__).resolve().parent.parent / "mappings" / "otlp"
@@ -43,7 +44,7 @@ class TraceMapping:
     evaluation: str | None = None
     missing_score: str = "keep"
     attempt_span: tuple[tuple[str, str], ...] = ()  # (("name", X),) or (("kind", "AGENT"),)
-    prices: tuple[tuple[str, float, float], ...] = ()  # (model, USD per million input, per million output tokens)
+    prices: tuple[ModelPrice, ...] = ()  # USD per million tokens, per model name
     source: str = field(default="", compare=False)
 
 
@@ -123,24 +124,32 @@ def _inline(spec: str, where: str) -> dict[str, Any]:
     return out
 
 
-def _prices(raw: Any, where: str) -> tuple[tuple[str, float, float], ...]:
-    """``prices: {model: {input_per_mtok: X, output_per_mtok: Y}}`` (USD per million tokens), checked."""
+PRICE_KEYS = ("input_per_mtok", "output_per_mtok")
+CACHE_PRICE_KEYS = ("cache_read_per_mtok", "cache_write_per_mtok")
+
+
+def _prices(raw: Any, where: str) -> tuple[ModelPrice, ...]:
+    """``prices: {model: {input_per_mtok: X, output_per_mtok: Y[, cache_read_per_mtok: Z, cache_write_per_mtok:
+    W]}}`` (USD per million tokens), checked."""
     if raw is None:
         return ()
     bad = IngestError.single(
-        where, "mapping", "prices must be {MODEL: {input_per_mtok: USD, output_per_mtok: USD}} (numbers >= 0)"
+        where,
+        "mapping",
+        "prices must be {MODEL: {input_per_mtok: USD, output_per_mtok: USD}} (numbers >= 0), with "
+        "cache_read_per_mtok and cache_write_per_mtok optional (cached input is charged as input without them)",
     )
     if not isinstance(raw, dict):
         raise bad
     out = []
     for model, entry in raw.items():
-        if not isinstance(entry, dict) or set(entry) != {"input_per_mtok", "output_per_mtok"}:
+        if not isinstance(entry, dict) or not set(PRICE_KEYS) <= set(entry) <= {*PRICE_KEYS, *CACHE_PRICE_KEYS}:
             raise bad
-        values = [entry["input_per_mtok"], entry["output_per_mtok"]]
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values):
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in entry.values()):
             raise bad
-        out.append((str(model), float(values[0]), float(values[1])))
-    return tuple(sorted(out))
+        cache = [float(entry[k]) if k in entry else None for k in CACHE_PRICE_KEYS]
+        out.append(ModelPrice(str(model), float(entry["input_per_mtok"]), float(entry["output_per_mtok"]), *cache))
+    return tuple(sorted(out, key=lambda p: p.model))
 
 
 def _build(raw: dict[str, Any], where: str, label: str) -> TraceMapping:

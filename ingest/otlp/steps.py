@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingest.cost import price_call
+from ingest.cost import Tokens, price_call
 from ingest.otlp.mapping import TraceMapping
 from ingest.otlp_conventions import (
     STEP_KINDS,
@@ -31,10 +31,15 @@ def _steps_and_evaluations(spans: list[Span], mapping: TraceMapping) -> tuple[li
             rnd += 1
             step = llm_step(span, keep_input=rnd == 1)
             if step.get("cost_usd") is None:  # neither convention carries one: priced from model and tokens
-                price = price_call(
-                    step.get("model"),
+                tokens = Tokens.reported(
                     step.get("input_tokens"),
                     step.get("output_tokens"),
+                    step.get("cache_read_tokens"),
+                    step.get("cache_write_tokens"),
+                )
+                price = price_call(
+                    step.get("model"),
+                    tokens,
                     overrides=mapping.prices,
                     provider=next((str(span.attrs[k]) for k in PROVIDER_KEYS if span.attrs.get(k)), None),
                     when_ns=span.start_ns,
