@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
@@ -30,11 +30,14 @@ class ComparisonSet:
         tasks: the set's common tasks (held by more than half of its pool's runs).
         runs: the runs compared on it, in the order they were given.
         n_compared: per run, how many of ``tasks`` it has (its n: a run that missed a few tasks has fewer).
+        columns: ``tasks`` as a mask of the ``TaskMatrix`` columns the set was found in (``comparison_sets_of``;
+            None otherwise): the same tasks, for callers that hold the matrix's columns (no task id hashed again).
     """
 
     tasks: frozenset[str]
     runs: tuple[Hashable, ...]
     n_compared: Mapping[Hashable, int]
+    columns: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,13 @@ def comparison_sets_of(matrix: TaskMatrix, *, eligible: Iterable[Hashable] | Non
         members, common = _best_candidate(held, left, voters)
         n = held[:, common].sum(axis=1)
         tasks = frozenset(names[common].tolist())
-        found.append(ComparisonSet(tasks, tuple(voters[i] for i in members), {voters[i]: int(n[i]) for i in members}))
+        columns = np.zeros(len(matrix.tasks), dtype=bool)
+        columns[np.flatnonzero(cols)[common]] = True
+        found.append(
+            ComparisonSet(
+                tasks, tuple(voters[i] for i in members), {voters[i]: int(n[i]) for i in members}, columns=columns
+            )
+        )
         commons.append(common)
         left[members] = False
     if not found:

@@ -1,6 +1,6 @@
 """What the Leaderboard, Tech-Market-Fit, Errors and Progress pages read, at the shape of a 10M-attempt store, from the
 aggregates the writer keeps (migration 008: run_task_stats, run_task_codes, run_code_pairs; 009's per-run sums; 012
-and 013's rows on run and task codes), without building the attempts themselves.
+and 013's rows on run and task codes, 014's per-run sums on run codes), without building the attempts themselves.
 
 ``python bench/bench_aggregates.py --out /tmp/agg10m.duckdb [--tasks 66700 --runs 50 --benchmarks 4] [--repeat 3]``
 
@@ -83,9 +83,9 @@ def build(db: Path, *, n_tasks: int, n_runs: int, n_benchmarks: int) -> None:
         migration = (MIGRATIONS_DIR / "009_run_judge_counts.sql").read_text(encoding="utf-8")
         for table in ("run_slice_stats", "run_slice_codes"):
             con.execute(f"INSERT INTO {table}\n" + migration.split(f"INSERT INTO {table}\n")[1].split(";")[0])
-        # migrations 012 and 013's (run, task) rows on codes (the TMF page's and the Leaderboard's), as their
-        # backfills compute them
-        for name in ("012_run_task_tmf.sql", "013_run_task_board.sql"):
+        # migrations 012 and 013's (run, task) rows on codes (the TMF page's and the Leaderboard's) and 014's per-run
+        # sums (run health's), as their backfills compute them
+        for name in ("012_run_task_tmf.sql", "013_run_task_board.sql", "014_run_health_sums.sql"):
             text = (MIGRATIONS_DIR / name).read_text(encoding="utf-8")
             for statement in ("INSERT INTO" + text.split("INSERT INTO", 1)[1]).split(";"):
                 if statement.strip():

@@ -510,3 +510,18 @@ CREATE TABLE run_task_board (
     cost_usd_mean_kept     DOUBLE,
     PRIMARY KEY (run_code, task_code)
 );
+
+-- 014_run_health_sums: each run's attempt counts that run health sums from its run_task_stats rows, under the run's
+-- code of 012, kept by the writer (store/tmf_rows.py), so the Leaderboard's first view reads one row per run.
+CREATE TABLE run_health_sums (
+    run_code        INTEGER NOT NULL,
+    n_attempts      BIGINT  NOT NULL,
+    n_errored       BIGINT  NOT NULL,
+    n_limited       BIGINT  NOT NULL,
+    n_unscored      BIGINT  NOT NULL,
+    n_scored        BIGINT  NOT NULL,
+    n_scored_passed BIGINT  NOT NULL,
+    n_kept          BIGINT  NOT NULL,
+    n_kept_passed   BIGINT  NOT NULL,
+    PRIMARY KEY (run_code)
+);

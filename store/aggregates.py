@@ -11,6 +11,7 @@ labels (issue 33; migration 008 says what each column is):
 * ``run_task_first`` (migration 011, store/task_first.py): per (run, task), what the Version diff reads;
 * ``run_task_tmf`` (migration 012, store/tmf_rows.py): per (run, task), the Tech-Market-Fit page's row on codes;
 * ``run_task_board`` (migration 013, store/tmf_rows.py): per (run, task), the Leaderboard's row on the same codes.
+* ``run_health_sums`` (migration 014, store/tmf_rows.py): per run, the sums of its counts that run health reads.
 
 Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
 those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file (called by
@@ -278,6 +279,8 @@ def compared(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, str, dict
         return tmf_rows.stored_sql, tmf_rows.expected_sql, {}
     if table == "run_task_board":
         return tmf_rows.board_stored_sql, tmf_rows.board_expected_sql, {}
+    if table == "run_health_sums":
+        return tmf_rows.health_stored_sql, tmf_rows.health_expected_sql, {}
     lo, hi = con.execute("SELECT min(attempt_id), max(attempt_id) FROM attempts").fetchall()[0]
     params: dict[str, object] = {"lo": int(lo if lo is not None else 0), "hi": int(hi if hi is not None else -1)}
     every = "SELECT * FROM attempts"

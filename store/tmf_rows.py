@@ -1,12 +1,14 @@
 """``run_task_tmf`` (migration 012): per (run, task), the Tech-Market-Fit page's row -- the pair's
 ``run_task_stats`` row (migration 008) under integer codes of its run (``tmf_run_codes``) and its benchmark's task
 (``tmf_task_codes``), so the page reads integers and numbers instead of joining every row on text ids; and
-``run_task_board`` (migration 013): the Leaderboard's columns of the same row under the same codes. Kept by the
+``run_task_board`` (migration 013): the Leaderboard's columns of the same row under the same codes; and
+``run_health_sums`` (migration 014): per run code, the sums of its rows' counts that run health reads. Kept by the
 writer in the transaction that changes the attempts: store/aggregates.py calls ``refresh_runs`` after it has made
 the ``run_task_stats`` rows of the runs it touched current (ingest, replaced attempts, late scores) and
 ``drop_run`` when a run is deleted, so the rows always equal what ``run_task_stats`` gives (``expected_sql``).
 Error labels (judge verdicts, rule findings) change no row here.
-The rows of both tables always equal what ``run_task_stats`` gives (``expected_sql``, ``board_expected_sql``).
+The rows of these tables always equal what ``run_task_stats`` gives (``expected_sql``, ``board_expected_sql``,
+``health_expected_sql``).
 
 Part of the store: all write SQL of the project lives under ``store/``.
 """
@@ -15,8 +17,8 @@ from __future__ import annotations
 
 import duckdb
 
-TABLES = ("tmf_run_codes", "tmf_task_codes", "run_task_tmf", "run_task_board")
-CODED = ("run_task_tmf", "run_task_board")  # the (run, task) tables on the codes
+TABLES = ("tmf_run_codes", "tmf_task_codes", "run_task_tmf", "run_task_board", "run_health_sums")
+CODED = ("run_task_tmf", "run_task_board", "run_health_sums")  # the tables on the codes (a run's rows by its code)
 
 # the (run, task) rows of the runs in the temporary table _rl_tmf_runs, from their run_task_stats rows (current);
 # {columns}: the table's own columns of run_task_stats (constants below); {runs}: the runs' ids as a constant list of
@@ -38,6 +40,17 @@ _BOARD_COLUMNS = (
     "s.n_scored, s.n_scored_passed, s.score_mean, s.tool_calls_mean_scored, s.cost_usd_mean_scored, s.n_kept, "
     "s.n_kept_passed, s.score_mean_kept, s.tool_calls_mean_kept, s.cost_usd_mean_kept"
 )
+
+# run_health_sums (migration 014): each run's sums of its run_task_stats counts, the runs in _rl_tmf_runs
+_HEALTH_SUMS = """
+SELECT rc.run_code, sum(s.n_attempts), sum(s.n_errored), sum(s.n_limited), sum(s.n_unscored), sum(s.n_scored),
+       sum(s.n_scored_passed), sum(s.n_kept), sum(s.n_kept_passed)
+FROM run_task_stats s
+JOIN _rl_tmf_runs k ON k.run_id = s.run_id
+JOIN tmf_run_codes rc ON rc.run_id = s.run_id
+WHERE s.run_id IN ({runs})
+GROUP BY rc.run_code
+ORDER BY rc.run_code"""
 
 
 def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object = None, *, new: bool = False) -> None:
@@ -83,6 +96,7 @@ def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object =
         )
         con.execute(f"INSERT INTO run_task_tmf {_CODED_ROWS.format(columns=_TMF_COLUMNS, runs=marks)}", run_ids)
         con.execute(f"INSERT INTO run_task_board {_CODED_ROWS.format(columns=_BOARD_COLUMNS, runs=marks)}", run_ids)
+        con.execute(f"INSERT INTO run_health_sums {_HEALTH_SUMS.format(runs=marks)}", run_ids)
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_tmf_runs")
 
@@ -121,3 +135,18 @@ SELECT rc.run_id, tc.task_id, t.n_scored, t.n_scored_passed, t.score_mean, t.too
 FROM run_task_board t
 JOIN tmf_run_codes rc ON rc.run_code = t.run_code
 JOIN tmf_task_codes tc ON tc.task_code = t.task_code"""
+
+# run health's sums: what they must be (run_task_stats summed per stored run), and the table's rows, by run id
+health_expected_sql = """
+SELECT s.run_id, sum(s.n_attempts)::BIGINT AS n_attempts, sum(s.n_errored)::BIGINT AS n_errored,
+       sum(s.n_limited)::BIGINT AS n_limited, sum(s.n_unscored)::BIGINT AS n_unscored,
+       sum(s.n_scored)::BIGINT AS n_scored, sum(s.n_scored_passed)::BIGINT AS n_scored_passed,
+       sum(s.n_kept)::BIGINT AS n_kept, sum(s.n_kept_passed)::BIGINT AS n_kept_passed
+FROM run_task_stats s SEMI JOIN runs r ON r.run_id = s.run_id
+GROUP BY s.run_id"""
+
+health_stored_sql = """
+SELECT rc.run_id, h.n_attempts, h.n_errored, h.n_limited, h.n_unscored, h.n_scored, h.n_scored_passed, h.n_kept,
+       h.n_kept_passed
+FROM run_health_sums h
+JOIN tmf_run_codes rc ON rc.run_code = h.run_code"""

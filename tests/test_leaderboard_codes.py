@@ -57,6 +57,7 @@ def test_codes_in_any_order_give_the_text_keys_frame_and_a_wrong_kept_row_is_see
             for table in tables:
                 con.execute(f"UPDATE {table} SET {code} = {2 * int(top) + 1000} - {code}")  # no old code
     assert compare(demo_db) > 0
+    assert compare_boards(demo_db) > 0  # the board's rows, read out of order, are taken in order by their places
     with rdb.writer(demo_db) as con:
         con.execute(
             "UPDATE run_task_board SET n_scored_passed = n_scored_passed + 1 WHERE (run_code, task_code) = "
@@ -87,9 +88,10 @@ def test_generated_lake_codes_give_the_text_keys_frame(
 
 
 def compare_boards(db: str | Path) -> int:
-    """The leaderboard through the task codes equals the leaderboard of the same rows by their text keys, given
-    with the runs in another order (so the rows are picked and reordered, and every task id hashed), for every benchmark, with
-    and without errored attempts, every slice kind."""
+    """The leaderboard through the task codes (``load.board_rows``: no id per row, the rows in the order read)
+    equals the leaderboard of the same rows by their text keys, given with the runs in another order (so the rows
+    are picked and reordered, and every task id hashed), for every benchmark, with and without errored attempts,
+    every slice kind."""
     from analytics import leaderboard as lb
     from analytics.compare import ranking_metric as compare_metric
     from analytics.leaderboard import compute as lb_compute

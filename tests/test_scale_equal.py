@@ -274,3 +274,46 @@ def test_the_drilldowns_task_attempts_equal_attempts_of_and_attempt_detail(store
                     assert repr(got[int(s)][key]) == repr(value), (run, task, s, key)
                 n_samples += 1
         assert n_samples > len(pairs)  # tasks with several samples among them
+
+
+FORMER_HEALTH_HELD = """
+WITH held AS (  -- the runs' attempts summed from run_task_stats (before migration 014 kept the sums per run)
+    SELECT s.run_id, sum(s.n_attempts) AS n_attempts, sum(s.n_errored) AS n_errored,
+           sum(s.n_limited) AS n_limited, sum(s.n_unscored) AS n_unscored,
+           sum(s.n_scored) AS n_scored, sum(s.n_scored_passed) AS n_scored_passed,
+           sum(s.n_kept) AS n_kept, sum(s.n_kept_passed) AS n_kept_passed
+    FROM run_task_stats s JOIN runs r USING (run_id)
+    WHERE r.benchmark = $benchmark
+    GROUP BY s.run_id
+)
+"""
+
+
+def test_run_health_from_the_kept_sums_equals_the_former_query(store_db: Path, tmp_path: Path) -> None:
+    """Run health (the Leaderboard's first view) from run_health_sums equals it summed from run_task_stats, for every
+    benchmark; and a kept sum that differs makes it differ (the comparison can fail)."""
+    from analytics.runs import load as runs_load
+    from tests.conftest import copy_store
+
+    head, rest = runs_load.HEALTH_SQL.split("\n)\n", 1)
+    assert head.lstrip().startswith("WITH held AS")
+    former = FORMER_HEALTH_HELD.strip() + "\n" + rest
+
+    def compare(db: Path) -> int:
+        n = 0
+        with rdb.reader(db) as con:
+            for (bench,) in rdb.query_rows(con, "SELECT DISTINCT benchmark FROM runs ORDER BY 1"):
+                new = rdb.query_df(con, runs_load.HEALTH_SQL, {"benchmark": bench})
+                old = rdb.query_df(con, former, {"benchmark": bench})
+                pd.testing.assert_frame_equal(new, old, check_exact=True)
+                n += len(new)
+        return n
+
+    assert compare(store_db) > 0
+    db = copy_store(store_db, tmp_path)
+    with rdb.writer(db) as con:
+        con.execute(
+            "UPDATE run_health_sums SET n_errored = n_errored + 1 WHERE run_code = (SELECT min(run_code) FROM run_health_sums)"
+        )
+    with pytest.raises(AssertionError):
+        compare(db)

@@ -1,5 +1,6 @@
 """``run_task_tmf`` (migration 012, store/tmf_rows.py): the Tech-Market-Fit page's (run, task) rows on integer codes,
-and ``run_task_board`` (migration 013): the Leaderboard's, on the same codes; kept by the writer. After an ingest, a deletion, late scores, replaced attempts, judge labels and rule findings the
+``run_task_board`` (migration 013): the Leaderboard's, on the same codes, and ``run_health_sums`` (migration 014):
+each run's counts that run health sums; kept by the writer. After an ingest, a deletion, late scores, replaced attempts, judge labels and rule findings the
 rows, read back by their codes' run and task ids, equal a recomputation from ``run_task_stats``, and every code is
 one run's or one (benchmark, task)'s; on the demo and on a generated store, on a file store and a local lake."""
 
@@ -32,6 +33,14 @@ def board_expected(con: Any) -> Any:
     return rdb.query_df(con, f"SELECT * FROM ({tmf_rows.board_expected_sql}) ORDER BY run_id, task_id")
 
 
+def health_stored(con: Any) -> Any:
+    return rdb.query_df(con, f"SELECT * FROM ({tmf_rows.health_stored_sql}) ORDER BY run_id")
+
+
+def health_expected(con: Any) -> Any:
+    return rdb.query_df(con, f"SELECT * FROM ({tmf_rows.health_expected_sql}) ORDER BY run_id")
+
+
 def check(db: str | Path) -> None:
     """The rows equal the recomputation; codes are unique; no row or code of a run that is gone."""
     with rdb.reader(db) as con:
@@ -41,6 +50,9 @@ def check(db: str | Path) -> None:
         board = board_stored(con)
         assert len(board) == len(rows)
         assert_same(board, board_expected(con), "run_task_board")
+        sums = health_stored(con)
+        assert len(sums) > 0
+        assert_same(sums, health_expected(con), "run_health_sums")
         dup = "SELECT count(*) FROM (SELECT {k} FROM {t} GROUP BY {k} HAVING count(*) > 1)"
         for table, key in [
             ("tmf_run_codes", "run_id"),
@@ -49,6 +61,7 @@ def check(db: str | Path) -> None:
             ("tmf_task_codes", "task_code"),
             ("run_task_tmf", "run_code, task_code"),
             ("run_task_board", "run_code, task_code"),
+            ("run_health_sums", "run_code"),
         ]:
             assert rdb.query_rows(con, dup.format(k=key, t=table))[0][0] == 0, (table, key)
         orphans = rdb.query_rows(
@@ -111,12 +124,25 @@ def test_migration_013_backfills_an_older_store(demo_db: Path) -> None:
     """A store at version 12 gets the Leaderboard's rows from its run_task_stats and 012's codes."""
     with rdb.writer(demo_db) as con:
         before, codes = board_stored(con), stored(con)
-        assert roll_back(con, 12) == ["run_task_board"]
+        assert roll_back(con, 12) == ["run_task_board", "run_health_sums"]
     with rdb.writer(demo_db) as con:
         assert rdb.schema_version(con) == rdb.latest_version()
         assert len(before) > 0
         assert_same(board_stored(con), before, "backfilled")
         assert_same(stored(con), codes, "012's rows untouched")
+    check(demo_db)
+
+
+def test_migration_014_backfills_an_older_store(demo_db: Path) -> None:
+    """A store at version 13 gets each run's sums from its run_task_stats and 012's codes."""
+    with rdb.writer(demo_db) as con:
+        before, board = health_stored(con), board_stored(con)
+        assert roll_back(con, 13) == ["run_health_sums"]
+    with rdb.writer(demo_db) as con:
+        assert rdb.schema_version(con) == rdb.latest_version()
+        assert len(before) > 0
+        assert_same(health_stored(con), before, "backfilled")
+        assert_same(board_stored(con), board, "013's rows untouched")
     check(demo_db)
 
 

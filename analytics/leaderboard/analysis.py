@@ -9,8 +9,8 @@ import duckdb
 import pandas as pd
 
 from analytics import compare, scorers
-from analytics.leaderboard.compute import SLICE_KINDS, leaderboard_rows, membership, with_scale
-from analytics.leaderboard.load import coded_task_outcomes, ranked_score, task_outcomes
+from analytics.leaderboard.compute import SLICE_KINDS, board_of_rows, leaderboard_rows, membership, with_scale
+from analytics.leaderboard.load import board_rows, coded_task_outcomes, ranked_score, task_outcomes
 from analytics.leaderboard.report import payload
 from analytics.runs import load_runs
 from store import ALL_RUNS, RunFilter, RunlensError
@@ -42,10 +42,18 @@ def leaderboard(
         raise RunlensError("a leaderboard is of one benchmark: the run filter names none")
     runs = load_runs(con, run_filter)
     scorer, scoring, threshold = ranked_score(con, benchmark=benchmark, scorer=scorer)
+    metric = compare.ranking_metric("continuous" if scoring == "raw" else scoring)
+    # the headline score's kept rows by their places only (no run or task id per row); a scorer's values, or a task
+    # missing from the tasks table, are read as a frame with their ids
+    rows = board_rows(con, run_filter, runs=runs, exclude_errored=exclude_errored) if scorer is None else None
+    if rows is not None:
+        out = board_of_rows(
+            runs, rows, slices=slices, metric=metric, seed=seed, n_boot=n_boot, rank_incomplete=rank_incomplete
+        )
+        return with_scale(out, runs, scoring=scoring, scorer=scorer)
     outcomes, task_codes = coded_task_outcomes(
         con, run_filter, runs=runs, exclude_errored=exclude_errored, scorer=scorer, threshold=threshold
     )
-    metric = compare.ranking_metric("continuous" if scoring == "raw" else scoring)
     out = leaderboard_rows(
         runs,
         outcomes,

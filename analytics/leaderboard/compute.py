@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,9 @@ import pandas as pd
 from analytics import compare, stats
 from analytics.leaderboard.verdicts import COMPARISON_COLUMNS, compare_rows, nanmean
 from analytics.runs import RUN_COLUMNS, comparable_runs_of
+
+if TYPE_CHECKING:  # its type only: compute stays pure (frames and arrays in)
+    from analytics.leaderboard.load import BoardRows
 from analytics.scorers import inspect_metrics
 
 SLICE_KINDS = ("all", "level", "category")
@@ -58,17 +61,29 @@ def _slice_groups(
     outcomes: Mapping[str, Any],
     kinds: Sequence[str],
     task_codes: np.ndarray | None = None,
+    *,
+    kinds_per_task: bool = False,
+    order: np.ndarray | None = None,
 ) -> list[tuple[int, np.ndarray, list[tuple[str, np.ndarray]]]]:
-    """Per run with outcomes (``run_pos`` sorted): its position, all its rows, and its slices in display order
+    """Per run with outcomes (``run_pos`` sorted, or put in order by ``order``): its position, all its rows, and its slices in display order
     as ``(name, row indices into outcomes)``. ``outcomes[kind]``: each row's level or category (a column or an
     array); ``task_codes`` (each row's task code, when known): the values are then hashed once per task, not
-    once per row (a task has one level and one category)."""
-    by_run = np.split(np.arange(len(run_pos)), np.flatnonzero(np.diff(run_pos)) + 1) if len(run_pos) else []
+    once per row (a task has one level and one category); ``kinds_per_task``: ``outcomes[kind]`` is indexed by task
+    code already (one value per task of the benchmark), so no row is read for it. ``order``: the rows in (run,
+    task) order when they are not (``run_pos`` then in any order): each run's rows are its places in it, the same
+    values in the same order as those of rows moved into it."""
+    at = np.arange(len(run_pos)) if order is None else order
+    in_order = run_pos if order is None else run_pos[order]
+    by_run = np.split(at, np.flatnonzero(np.diff(in_order)) + 1) if len(run_pos) else []
     groups = [(int(run_pos[rows[0]]), rows, [("all", rows)] if "all" in kinds else []) for rows in by_run]
     for kind in ("level", "category"):
         if kind not in kinds:
             continue
-        names, codes = _slice_codes(np.asarray(outcomes[kind], dtype=object), task_codes)
+        if kinds_per_task and task_codes is not None:
+            names, per_task = _slice_codes(np.asarray(outcomes[kind], dtype=object), None)
+            codes = per_task[task_codes]
+        else:
+            names, codes = _slice_codes(np.asarray(outcomes[kind], dtype=object), task_codes)
         for _, rows, run_slices in groups:
             part = codes[rows]
             for code in np.unique(part[part >= 0]):
@@ -157,8 +172,8 @@ def _add_bootstrap_cis(
     for i, (row, idx) in enumerate(zip(rows, indices, strict=True)):
         buckets.setdefault((row["slice"], len(idx)), []).append(i)
     for (slice_name, size), members in buckets.items():
-        matrix = np.column_stack([arrays[col][indices[i]] for i in members for _, col in BOOTSTRAPPED])
-        cis = stats.bootstrap_mean_cis(matrix, stats.stable_rng(seed, slice_name, str(size)), n_boot=n_boot)
+        columns = [arrays[col][indices[i]] for i in members for _, col in BOOTSTRAPPED]
+        cis = stats.bootstrap_mean_cis_of(columns, stats.stable_rng(seed, slice_name, str(size)), n_boot=n_boot)
         for j, i in enumerate(members):
             for m, (name, _) in enumerate(BOOTSTRAPPED):
                 rows[i]["ci95"][name] = [float(v) for v in cis[j * len(BOOTSTRAPPED) + m]]
@@ -183,13 +198,10 @@ def leaderboard_rows(
     Wilson interval for Pass@1 and plain Wilson over tasks for the other rates; bootstrap intervals for all rows
     at once (see ``_add_bootstrap_cis``); then ranks and paired tests per slice by ``metric`` (``compare_rows``).
     """
-    if metric not in compare.METRIC_BY_SCORING.values():
-        raise ValueError(f"metric: expected pass@1 or mean_score, got {metric!r}")
     known = pd.Index(runs["run_id"]).get_indexer(outcomes["run_id"])
     pick = np.flatnonzero(known >= 0)
     order = np.argsort(known[pick], kind="stable")  # rows of one run together, in task order
     pick = pick[order]
-    run_pos = known[pick]
     # the rows in that order as arrays (no copy of the frame when it is in that order already, as a store's is)
     as_is = len(pick) == len(outcomes) and bool((pick == np.arange(len(pick))).all())
 
@@ -199,7 +211,71 @@ def leaderboard_rows(
 
     arrays = {col: column(col, float) for col in OUTCOME_COLUMNS}
     codes = None if task_codes is None else np.asarray(task_codes, dtype=np.int64)[pick]
-    k_top = int(arrays["n"].max()) if len(pick) else 0
+    kinds = {kind: column(kind, object) for kind in ("level", "category") if kind in slices}
+    # the task ids, or their codes (which sort as the ids do: the comparisons only match and order tasks)
+    tasks = codes if codes is not None else outcomes["task_id"].astype(str).to_numpy(dtype=object)[pick]
+    rows = _Rows(known[pick], arrays, tasks, kinds, codes, kinds_per_task=False, order=None)
+    return _board(runs, rows, slices=slices, metric=metric, seed=seed, n_boot=n_boot, rank_incomplete=rank_incomplete)
+
+
+def board_of_rows(
+    runs: pd.DataFrame,
+    rows: BoardRows,
+    *,
+    slices: Sequence[str] = SLICE_KINDS,
+    metric: str = "pass@1",
+    seed: int = 0,
+    n_boot: int = 1000,
+    rank_incomplete: bool = False,
+) -> pd.DataFrame:
+    """``leaderboard_rows`` of ``load.board_rows``' rows of ``runs``: the same frame, with no run or task id per row
+    (each row's run is its place in ``runs``, its task its code; a task's level and category are read per task)."""
+    arrays = {col: np.asarray(rows.columns[col], dtype=float) for col in OUTCOME_COLUMNS}
+    codes = np.asarray(rows.task_codes, dtype=np.int64)
+    kinds = {kind: rows.task_kinds[kind] for kind in ("level", "category") if kind in slices}
+    data = _Rows(rows.run_pos, arrays, codes, kinds, codes, kinds_per_task=True, order=rows.order)
+    return _board(runs, data, slices=slices, metric=metric, seed=seed, n_boot=n_boot, rank_incomplete=rank_incomplete)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The (run, task) rows a board is computed from.
+
+    Attributes:
+        run_pos: per row, its run's row in the runs frame.
+        arrays: ``OUTCOME_COLUMNS`` per row, as floats.
+        tasks: per row, its task id or code (codes sort as the ids do).
+        kinds: ``level`` and ``category`` of the slices asked for: per row, or per task code (``kinds_per_task``).
+        codes: per row, its task code (None when the rows have ids only).
+        kinds_per_task: ``kinds`` are indexed by task code.
+        order: the rows in (run, task) order; None when they are in it (``run_pos`` non-decreasing, each run's
+            rows in task order).
+    """
+
+    run_pos: np.ndarray
+    arrays: dict[str, np.ndarray]
+    tasks: np.ndarray
+    kinds: dict[str, np.ndarray]
+    codes: np.ndarray | None
+    kinds_per_task: bool
+    order: np.ndarray | None
+
+
+def _board(
+    runs: pd.DataFrame,
+    data: _Rows,
+    *,
+    slices: Sequence[str],
+    metric: str,
+    seed: int,
+    n_boot: int,
+    rank_incomplete: bool,
+) -> pd.DataFrame:
+    """The leaderboard frame of ``data``'s rows (``leaderboard_rows``)."""
+    if metric not in compare.METRIC_BY_SCORING.values():
+        raise ValueError(f"metric: expected pass@1 or mean_score, got {metric!r}")
+    arrays = data.arrays
+    k_top = int(arrays["n"].max()) if len(data.run_pos) else 0
     pass_at, pass_hat = stats.pass_rates(arrays["n"], arrays["c"], k_values(k_top))
     rates = {"pass_at": pass_at, "pass_hat": pass_hat}
     if "is_baseline" not in runs:
@@ -211,17 +287,17 @@ def leaderboard_rows(
     meta = [{**m, "may_lead": bool(m["is_complete"]) or rank_incomplete} for m in meta.to_dict("records")]
     rows: list[dict[str, Any]] = []
     indices: list[np.ndarray] = []
-    kinds = {kind: column(kind, object) for kind in ("level", "category") if kind in slices}
-    for pos, run_rows, run_slices in _slice_groups(run_pos, kinds, slices, codes):
+    groups = _slice_groups(
+        data.run_pos, data.kinds, slices, data.codes, kinds_per_task=data.kinds_per_task, order=data.order
+    )
+    for pos, run_rows, run_slices in groups:
         k_max = int(arrays["n"][run_rows].min())  # Pass@k is defined up to the run's fewest samples per task
         rows += _run_rows(meta[pos], k_max, run_slices, arrays, rates)
         indices += [idx for _, idx in run_slices]
     _add_bootstrap_cis(rows, indices, arrays, seed=seed, n_boot=n_boot)
     per_task = {"pass@1": rates["pass_at"][1] if rates["pass_at"] else arrays["c"], "mean_score": arrays["score"]}
     _add_clustered_cis(rows, indices, per_task["pass@1"], arrays)
-    # the task ids, or their codes (which sort as the ids do: the comparisons only match and order tasks)
-    tasks = codes if codes is not None else outcomes["task_id"].astype(str).to_numpy(dtype=object)[pick]
-    compare_rows(rows, indices, tasks, per_task[metric], arrays["n"], metric=metric, seed=seed)
+    compare_rows(rows, indices, data.tasks, per_task[metric], arrays["n"], metric=metric, seed=seed)
     out = pd.DataFrame(rows, columns=COLUMNS)
     out["rank"] = pd.array([None if pd.isna(v) else int(v) for v in out["rank"]], dtype="Int64")
     for col in NULLABLE:  # None, not NaN, where a comparison does not exist (JSON null, ``is None`` checks)

@@ -4,7 +4,7 @@ pass threshold. The only module of ``analytics.leaderboard`` that queries (the r
 
 from __future__ import annotations
 
-from typing import TypedDict, Unpack
+from typing import NamedTuple, TypedDict, Unpack
 
 import duckdb
 import numpy as np
@@ -76,15 +76,23 @@ def _places(codes: np.ndarray, of: np.ndarray) -> np.ndarray:
     return table[of] if len(of) else np.empty(0, dtype=np.int64)
 
 
-def _coded_read(
-    con: duckdb.DuckDBPyConnection, params: dict[str, object], benchmark: str | None
-) -> tuple[pd.DataFrame, np.ndarray | None, dict[str, np.ndarray]]:
-    """``_coded_outcomes``, each row's task code (its task's place among the benchmark's task ids in their order;
-    None when the text keys were read) and the benchmark's tasks' ``level`` and ``category`` in that order (empty
-    when the text keys were read). The rows are the runs' kept rows on integer codes (``run_task_board``), read
-    straight into numpy arrays (no text joined: at 10M attempts the joins of 867k rows' run and task ids to their
-    places were most of the read), each code mapped to its key's place, the frame built once from the arrays. A row
-    whose task is not in the benchmark's ``tasks`` table has no place: then the text keys are read instead."""
+class CodedRows(NamedTuple):
+    """The kept rows of the runs asked for, as read (``_read_coded``): per row its run's and task's place among the
+    runs' and the benchmark's tasks' ids in their order (``run_ix``, ``task_ix``) and its columns; the keys."""
+
+    run_ids: np.ndarray
+    task_ids: np.ndarray
+    run_ix: np.ndarray
+    task_ix: np.ndarray
+    columns: dict[str, np.ndarray]
+    described: dict[str, np.ndarray]
+
+
+def _read_coded(con: duckdb.DuckDBPyConnection, params: dict[str, object], benchmark: str | None) -> CodedRows | None:
+    """The runs' kept rows on integer codes (``run_task_board``), read straight into numpy arrays (no text joined:
+    at 10M attempts the joins of 867k rows' run and task ids to their places were most of the read), each code
+    mapped to its key's place, in the order read; ``task_outcome_rows.sql``'s n, c, score, steps and cost_usd as
+    its frame has them. None when a row's task is not in the benchmark's ``tasks`` table (it has no place)."""
     keys = query_df(con, _KEYS, {"run_ids": params["run_ids"], "benchmark": benchmark})
     is_task = keys["kind"].to_numpy() == 1
     ids = keys["key"].to_numpy(dtype=object)
@@ -97,26 +105,81 @@ def _coded_read(
     run_ix = _places(codes[runs], np.asarray(rows["run_code"], dtype=np.int64))
     task_ix = _places(codes[tasks], np.asarray(rows["task_code"], dtype=np.int64))
     if (task_ix < 0).any() or (run_ix < 0).any():  # a task not in the tasks table: no place
+        return None
+    columns = {
+        "n": np.asarray(rows["n"]),
+        "c": np.asarray(rows["c"], dtype=np.float64),  # HUGEINT in the text read: pandas' float
+        **{col: _float_column(rows[col]) for col in ("score", "steps", "cost_usd")},
+    }
+    described = {col: keys[col].to_numpy(dtype=object)[tasks] for col in ("level", "category")}
+    return CodedRows(ids[runs], ids[tasks], run_ix, task_ix, columns, described)
+
+
+def _sorted_by(key: np.ndarray) -> np.ndarray | None:
+    """The stable order that sorts ``key``, None when it is sorted already (strictly increasing)."""
+    return None if bool((key[1:] > key[:-1]).all()) else np.argsort(key, kind="stable")
+
+
+def _coded_read(
+    con: duckdb.DuckDBPyConnection, params: dict[str, object], benchmark: str | None
+) -> tuple[pd.DataFrame, np.ndarray | None, dict[str, np.ndarray]]:
+    """``_coded_outcomes``, each row's task code (its task's place among the benchmark's task ids in their order;
+    None when the text keys were read) and the benchmark's tasks' ``level`` and ``category`` in that order (empty
+    when the text keys were read): ``_read_coded``'s rows put in (run, task) order, the frame built once from the
+    arrays. A row whose task is not in the benchmark's ``tasks`` table has no place: then the text keys are read."""
+    read = _read_coded(con, params, benchmark)
+    if read is None:
         return query_df(con, f"{load_sql('task_outcome_rows')}\nORDER BY run_id, task_id", params), None, {}
-    key = run_ix * max(int(tasks.sum()), 1) + task_ix
-    order = None if bool((key[1:] > key[:-1]).all()) else np.argsort(key, kind="stable")
+    order = _sorted_by(read.run_ix * max(len(read.task_ids), 1) + read.task_ix)
 
     def ordered(values: np.ndarray) -> np.ndarray:
         return values if order is None else values[order]
 
-    run_ix, task_ix = ordered(run_ix), ordered(task_ix)
+    run_ix, task_ix = ordered(read.run_ix), ordered(read.task_ix)
     columns: dict[str, object] = {
-        "run_id": ids[runs][run_ix] if len(run_ix) else np.empty(0, dtype=object),
-        "task_id": ids[tasks][task_ix] if len(task_ix) else np.empty(0, dtype=object),
-        "n": ordered(np.asarray(rows["n"])),
-        "c": ordered(np.asarray(rows["c"], dtype=np.float64)),  # HUGEINT in the text read: pandas' float
+        "run_id": read.run_ids[run_ix] if len(run_ix) else np.empty(0, dtype=object),
+        "task_id": read.task_ids[task_ix] if len(task_ix) else np.empty(0, dtype=object),
+        **{col: ordered(values) for col, values in read.columns.items()},
     }
-    for col in ("score", "steps", "cost_usd"):
-        columns[col] = ordered(_float_column(rows[col]))
-    described = {col: keys[col].to_numpy(dtype=object)[tasks] for col in ("level", "category")}
     # copy=False: the arrays become the frame's columns as they are (consolidating the float columns into one block
     # copied them all: 0.04-0.1 CPU s at 867k rows)
-    return pd.DataFrame(columns, copy=False), task_ix, described
+    return pd.DataFrame(columns, copy=False), task_ix, read.described
+
+
+class BoardRows(NamedTuple):
+    """The Leaderboard's rows of its runs without their text keys (``board_rows``), in the order read.
+
+    Attributes:
+        run_pos: per row, its run's row in the runs frame.
+        task_codes: per row, its task's place among the benchmark's task ids in their order.
+        columns: n, c, score, steps and cost_usd per row (``OUTCOME_COLUMNS``), as ``task_outcomes`` has them.
+        task_kinds: the benchmark's tasks' ``level`` and ``category``, indexed by task code.
+        order: the rows in the runs frame's order and, within a run, the task ids' (None: they are in it).
+    """
+
+    run_pos: np.ndarray
+    task_codes: np.ndarray
+    columns: dict[str, np.ndarray]
+    task_kinds: dict[str, np.ndarray]
+    order: np.ndarray | None
+
+
+def board_rows(
+    con: duckdb.DuckDBPyConnection, run_filter: RunFilter, *, runs: pd.DataFrame, exclude_errored: bool = False
+) -> BoardRows | None:
+    """The headline score's rows of ``runs`` (``runs.load_runs`` of ``run_filter``) for ``compute.board_of_rows``:
+    ``coded_task_outcomes``' values without the run and task ids of every row and left in the order read (the
+    board reads each run's rows by their places in ``order``: at 10M attempts, 867k rows' two object columns,
+    their hashing into the runs frame and two copies of every column in another order were 0.1 CPU s). None when
+    the rows must be read by their text keys (a task missing from the ``tasks`` table)."""
+    run_ids = runs["run_id"].astype(str).tolist()
+    read = _read_coded(con, {"run_ids": run_ids, "exclude_errored": bool(exclude_errored)}, run_filter.benchmark)
+    if read is None:
+        return None
+    frame_pos = pd.Index(run_ids).get_indexer(read.run_ids)  # each key's row in the runs frame (the keys: its ids)
+    run_pos = frame_pos[read.run_ix] if len(read.run_ix) else np.empty(0, dtype=np.int64)
+    order = _sorted_by(run_pos * max(len(read.task_ids), 1) + read.task_ix)
+    return BoardRows(run_pos, read.task_ix, read.columns, read.described, order)
 
 
 class OutcomeOptions(TypedDict, total=False):

@@ -16,8 +16,11 @@ from analytics.runs import comparable_runs_of, is_eligible
 
 
 def nanmean(x: np.ndarray) -> float:
-    """The mean of the finite values (NaN when there is none)."""
+    """The mean of the finite values (NaN when there is none); when every value is finite, their mean as they are
+    (the same sum: no copy of them first)."""
     ok = np.isfinite(x)
+    if ok.all():
+        return float(x.mean()) if x.size else float("nan")
     return float(x[ok].mean()) if ok.any() else float("nan")
 
 
@@ -136,8 +139,9 @@ def _task_grid(indices: list[np.ndarray], task_place: np.ndarray, names: np.ndar
     vals = np.asarray(values, dtype=float)[flat]
     held = np.zeros((len(indices), len(present)), dtype=bool)
     value = np.full((len(indices), len(present)), np.nan)
-    held[row, codes] = True
-    value[row, codes] = vals
+    cells = row * len(present) + codes  # each position's cell, flat (one index array instead of two)
+    held.reshape(-1)[cells] = True
+    value.reshape(-1)[cells] = vals
     bounds = np.cumsum(sizes)[:-1]
     return _TaskGrid(names[present], held, value, np.split(codes, bounds), np.split(vals, bounds))
 
@@ -157,7 +161,10 @@ def _compare_slice(rows: list[dict[str, Any]], grid: _TaskGrid, single: list[boo
     found = comparable_runs_of(matrix, kinds, baseline, also_excluded=incomplete)
     primary = found.primary
     core = primary.tasks if primary is not None else frozenset()
-    in_core = pd.Index(grid.names).isin(list(core)) if core else np.zeros(len(grid.names), dtype=bool)
+    if primary is not None and primary.columns is not None:  # the set's tasks among the grid's columns
+        in_core = primary.columns
+    else:
+        in_core = pd.Index(grid.names).isin(list(core)) if core else np.zeros(len(grid.names), dtype=bool)
     members = {i for i in range(len(rows)) if primary is not None and i in primary.n_compared}
     point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
     # the rows' values as the tests see them: a member of the ranked set on the set's common tasks only

@@ -23,14 +23,10 @@ RUN_COLUMNS = ("run_id", "agent", "agent_version", "family", "kind", "eval_date"
 RUN_SELECT = ", ".join(f"r.{c}" for c in RUN_COLUMNS)
 
 HEALTH_SQL = """
-WITH held AS (  -- the runs' attempts, counted from the per (run, task) aggregate the writer keeps (run_task_stats)
-    SELECT s.run_id, sum(s.n_attempts) AS n_attempts, sum(s.n_errored) AS n_errored,
-           sum(s.n_limited) AS n_limited, sum(s.n_unscored) AS n_unscored,
-           sum(s.n_scored) AS n_scored, sum(s.n_scored_passed) AS n_scored_passed,
-           sum(s.n_kept) AS n_kept, sum(s.n_kept_passed) AS n_kept_passed
-    FROM run_task_stats s JOIN runs r USING (run_id)
-    WHERE r.benchmark = $benchmark
-    GROUP BY s.run_id
+WITH held AS (  -- the runs' attempts, counted per run by the writer (run_health_sums: its run_task_stats rows summed)
+    SELECT rc.run_id, h.n_attempts, h.n_errored, h.n_limited, h.n_unscored, h.n_scored, h.n_scored_passed, h.n_kept,
+           h.n_kept_passed
+    FROM run_health_sums h JOIN tmf_run_codes rc ON rc.run_code = h.run_code
 )
 SELECT r.run_id, r.agent, r.status AS log_status,
        TRY_CAST(json_extract_string(r.extra, '$.completed_samples') AS INTEGER) AS completed_samples,
