@@ -322,6 +322,44 @@ def test_codes_numbered_in_order_of_first_appearance_factorize_as_pandas_does() 
     assert taken_as_they_are > 40  # the cases exercise the path without hashing, not only pandas' own
 
 
+def test_a_frames_codes_are_made_once_and_follow_a_replaced_column() -> None:
+    """``coded_rows`` gives ``factorize_codes`` of the frame's code column and their ``first_rows`` (as pandas would),
+    made once per frame (the same read-only arrays the second time), new ones for a column replaced or another frame
+    (also one equal to it, or at the same address after the first is gone), and no entry once the frame is gone;
+    ``factorize_ids`` and ``first_rows_of`` from them equal ``pd.factorize`` and ``~duplicated()``."""
+    rng = np.random.default_rng(3)
+    codes = np.repeat(rng.permutation(7), 5)
+    frame = pd.DataFrame({"run_id": [f"r{c}" for c in codes], "run_code": codes})
+    got, first = tmf_model.coded_rows(frame, "run_code")
+    want, _ = pd.factorize(codes)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(first, np.flatnonzero(~frame["run_id"].duplicated().to_numpy()))
+    again = tmf_model.coded_rows(frame, "run_code")
+    assert again[0] is got and again[1] is first  # made once
+    with pytest.raises(ValueError):
+        got[0] = 5  # shared: read-only
+    ids_codes, ids = factorize_ids(frame, "run_id")
+    want_codes, want_ids = pd.factorize(frame["run_id"])
+    np.testing.assert_array_equal(ids_codes, want_codes)
+    assert list(ids) == list(want_ids)
+    np.testing.assert_array_equal(tmf_model.first_rows_of(frame, "run_id"), first)
+    replaced = np.tile(np.arange(5), 7)  # other codes than those of ``codes``' stretches
+    frame["run_code"] = replaced  # a column replaced: codes of the new one
+    np.testing.assert_array_equal(tmf_model.coded_rows(frame, "run_code")[0], replaced)
+    other = frame.copy()  # another frame, equal: its own entry, equal codes
+    assert tmf_model.coded_rows(other, "run_code")[0] is not tmf_model.coded_rows(frame, "run_code")[0]
+    np.testing.assert_array_equal(tmf_model.coded_rows(other, "run_code")[0], replaced)
+    key = (id(frame), "run_code")
+    assert key in tmf_model._CODED
+    del frame
+    assert key not in tmf_model._CODED  # dropped with its frame
+    for _ in range(20):  # new frames, some at a freed address: never an earlier frame's codes
+        fresh = rng.integers(0, 4, 12)
+        frame = pd.DataFrame({"run_id": fresh.astype(str), "run_code": fresh})
+        np.testing.assert_array_equal(tmf_model.coded_rows(frame, "run_code")[0], pd.factorize(fresh)[0])
+        del frame
+
+
 def _intervals_from_the_matrix(codes: np.ndarray, series: list[np.ndarray], n_runs: int, seed: int) -> np.ndarray:
     """``_bootstrap_by_size`` as it was: every size's runs stacked into one matrix for ``stats.bootstrap_mean_cis``."""
     out = np.full((n_runs, len(series), 2), np.nan)

@@ -29,6 +29,7 @@ from analytics.tmf.model import (
     Human,
     TmfError,
     Value,
+    coded_rows,
     current_prices,
     factorize_codes,
     first_rows,
@@ -404,10 +405,11 @@ def _factorize(rows: pd.DataFrame, id_col: str, agent_rows: np.ndarray | None) -
     code_col = CODE_COLUMNS[id_col]
     if code_col not in rows:
         return pd.factorize(_agent_ids(rows, id_col, agent_rows), use_na_sentinel=False)
-    codes = rows[code_col].to_numpy()
-    codes = factorize_codes(codes if agent_rows is None else codes[agent_rows])
-    first = first_rows(codes)
-    return codes, rows[id_col].to_numpy(dtype=object)[first if agent_rows is None else agent_rows[first]]
+    if agent_rows is None:
+        codes, first = coded_rows(rows, code_col)
+        return codes, rows[id_col].to_numpy(dtype=object)[first]
+    codes = factorize_codes(rows[code_col].to_numpy()[agent_rows])
+    return codes, rows[id_col].to_numpy(dtype=object)[agent_rows[first_rows(codes)]]
 
 
 def _primary_set(

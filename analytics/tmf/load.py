@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from analytics import compare
-from analytics.tmf.model import TmfError, factorize_ids, first_rows, run_values, slice_names, slice_tasks
+from analytics.tmf.model import TmfError, first_rows_of, run_values, slice_names, slice_tasks
 from store import ALL_RUNS, QueryError, RunFilter, query_df, query_rows, with_run_filter
 
 
@@ -47,12 +47,15 @@ class TmfInputs:
     def task_table(self) -> pd.DataFrame:
         """One row per task present in ``tasks`` (task_id, level, category, human_minutes): what the human
         baseline reads, without going through every (run, task) row again for each slice and period."""
-        if "task_code" in self.tasks:  # each task's first row, as ``~duplicated()`` keeps it, from its code
-            first = np.zeros(len(self.tasks), dtype=bool)
-            first[first_rows(factorize_ids(self.tasks, "task_id")[0])] = True
-        else:
+        if "task_code" not in self.tasks:
             first = ~self.tasks["task_id"].duplicated().to_numpy(dtype=bool)
-        return self.tasks.loc[first, ["task_id", "level", "category", "human_minutes"]]
+            return self.tasks.loc[first, ["task_id", "level", "category", "human_minutes"]]
+        # each task's first row, as ``~duplicated()`` keeps it, from its code, in row order; each column's rows
+        # taken alone (``.loc[rows, columns]`` copied the 867k rows of every column asked for at 10M attempts)
+        at = np.sort(first_rows_of(self.tasks, "task_id"))
+        return pd.DataFrame(
+            {col: self.tasks[col].take(at) for col in ["task_id", "level", "category", "human_minutes"]}
+        )
 
     @cached_property
     def _values(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -128,6 +131,10 @@ def load(
     benchmark = run_filter.benchmark
     if benchmark is None:
         raise TmfError("a Tech-Market-Fit analysis is of one benchmark: the run filter names none")
+    # the tasks and their codes first: the draw that waits for their number starts before the runs' statement
+    tasks, task_codes = _tasks_and_codes(con, benchmark)
+    if on_task_count is not None:
+        on_task_count(len(task_codes["task_code"]))
     params = dataclasses.replace(run_filter, with_humans=True).params()
     runs = query_df(
         con,
@@ -139,10 +146,7 @@ def load(
         params,
     )
     run_codes = runs.pop("run_code")
-    tasks = query_df(
-        con, f"SELECT {', '.join(TASK_COLUMNS)} FROM tasks WHERE benchmark = ? ORDER BY task_id", [benchmark]
-    )
-    outcomes = _coded_rows(con, benchmark, run_codes, on_task_count)
+    outcomes = _coded_rows(con, run_codes, task_codes)
     outcomes["task_id"] = _task_ids(outcomes, tasks)
     abilities = irt_abilities(con, benchmark=benchmark) if with_abilities else pd.DataFrame(columns=ABILITY_COLUMNS)
     return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks, run_details=False), abilities, runs)
@@ -166,10 +170,12 @@ def _query_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, o
     out = {}
     for name, values in arrays.items():
         if isinstance(values, np.ma.MaskedArray):
-            kind = values.dtype.kind
-            values = np.ma.filled(
-                values.astype(float if kind in "iufb" else object), np.nan if kind in "iufb" else None
-            )
+            if values.dtype.kind in "iufb":
+                values = np.ma.filled(values.astype(float), np.nan)
+            else:  # ``np.ma.filled(..., None)`` would fill the array's own fill value ("?"), not None
+                missing = np.ma.getmaskarray(values)
+                values = np.ma.getdata(values).astype(object)
+                values[missing] = None
         out[name] = np.asarray(values)
     return out
 
@@ -180,11 +186,39 @@ _RUNS_WHERE = "WHERE r.benchmark = $benchmark AND $run_filter"
 _RUN_ORDER = "r.eval_date NULLS LAST, r.agent, r.run_id"
 
 
+def _tasks_and_codes(con: duckdb.DuckDBPyConnection, benchmark: str) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """The benchmark's tasks (``TASK_COLUMNS``, by task id, as ``SELECT ... FROM tasks ORDER BY task_id`` gives them)
+    and its task codes (``tmf_task_codes``), one row per coded task: its place among the tasks (``task_at``, -1 for a
+    task the benchmark does not list, whose id is ``unlisted_task_id``) and among every coded task id
+    (``task_rank``). One statement: the two tables joined on the task id in task id order (one sort of the ids
+    instead of three in two statements)."""
+    both = _query_columns(
+        con,
+        f"""
+        SELECT {", ".join("t." + c for c in TASK_COLUMNS)}, c.task_code, c.task_id AS coded_task_id
+        FROM (SELECT {", ".join(TASK_COLUMNS)} FROM tasks WHERE benchmark = $benchmark) t
+        FULL JOIN (SELECT task_code, task_id FROM tmf_task_codes WHERE benchmark = $benchmark) c
+            ON c.task_id = t.task_id
+        ORDER BY coalesce(t.task_id, c.task_id)""",
+        {"benchmark": benchmark},
+    )
+    coded_id = both.pop("coded_task_id")
+    code = both.pop("task_code")
+    listed = np.array([v is not None for v in both["task_id"]], dtype=bool)
+    coded = np.array([v is not None for v in coded_id], dtype=bool)
+    tasks = pd.DataFrame({col: values[listed] for col, values in both.items()})
+    task_at = np.where(listed, np.cumsum(listed) - 1, -1)[coded]
+    codes = {
+        "task_code": np.asarray(code[coded], dtype=np.int64),
+        "task_at": task_at,
+        "unlisted_task_id": np.where(task_at < 0, coded_id[coded], None),
+        "task_rank": np.arange(int(coded.sum()), dtype=np.int64),
+    }
+    return tasks, codes
+
+
 def _coded_rows(
-    con: duckdb.DuckDBPyConnection,
-    benchmark: str,
-    run_codes: pd.Series,
-    on_task_count: Callable[[int], object] | None = None,
+    con: duckdb.DuckDBPyConnection, run_codes: pd.Series, task_codes: dict[str, np.ndarray]
 ) -> dict[str, np.ndarray]:
     """The per (run, task) rows of the runs read (``run_codes``: each one's ``tmf_run_codes`` code, in the runs'
     order, NaN for a run without rows) from ``run_task_tmf`` (migration 012, kept at ingest: ``run_task_stats``'s
@@ -194,26 +228,11 @@ def _coded_rows(
     ``attach_details`` gave, read as integers and numbers of the runs' row groups only, without joining any row on
     the text of its run or task id.
 
-    Two statements: the benchmark's task codes (one row per task, its place in task id order), then the rows of the
-    runs' codes; the rows are put in order by their (run, task) places only when they do not come in it already.
+    One statement, the rows of the runs' codes (``task_codes``: ``_task_codes`` of the benchmark, read before); the
+    rows are put in order by their (run, task) places only when they do not come in it already (``_row_order``).
     """
     codes = run_codes.to_numpy(dtype=float)
     present = np.flatnonzero(~np.isnan(codes))
-    task_codes = _query_columns(
-        con,
-        """
-        WITH tasks_at AS (
-            SELECT task_id, row_number() OVER (ORDER BY task_id) - 1 AS task_at FROM tasks WHERE benchmark = $benchmark
-        )
-        SELECT c.task_code, coalesce(t.task_at, -1) AS task_at,
-               CASE WHEN t.task_at IS NULL THEN c.task_id END AS unlisted_task_id,
-               row_number() OVER (ORDER BY c.task_id) - 1 AS task_rank
-        FROM tmf_task_codes c LEFT JOIN tasks_at t ON t.task_id = c.task_id
-        WHERE c.benchmark = $benchmark""",
-        {"benchmark": benchmark},
-    )
-    if on_task_count is not None:
-        on_task_count(len(task_codes["task_code"]))
     rows = _query_columns(
         con,
         """

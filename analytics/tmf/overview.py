@@ -24,7 +24,7 @@ from analytics.tmf.analysis import (
 )
 from analytics.tmf.bootstrap import WeightsKey, discard_weights, prefetch_weights
 from analytics.tmf.load import TmfInputs, load
-from analytics.tmf.model import PERIODS, TmfError, factorize_ids, first_rows
+from analytics.tmf.model import PERIODS, TmfError, first_rows_of
 from store import ALL_RUNS, RunFilter
 
 
@@ -149,7 +149,7 @@ def period_labels(inputs: TmfInputs, freq: str = "quarter") -> list[str]:
         raise TmfError(f"period {freq!r}: expected one of {', '.join(PERIODS)}")
     rows = inputs.tasks
     if inputs.runs is None or "run_code" not in rows:  # a frame built by hand: the runs' first rows
-        first = first_rows(factorize_ids(rows, "run_id")[0])
+        first = first_rows_of(rows, "run_id")
         kind, date = rows["kind"].to_numpy()[first], rows["eval_date"].to_numpy()[first]
     else:  # the runs that have a row, by their code (``load`` groups the rows by run)
         present = np.flatnonzero(np.bincount(rows["run_code"].to_numpy(), minlength=len(inputs.runs)))  # sorted
