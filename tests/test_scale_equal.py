@@ -274,3 +274,22 @@ def test_the_drilldowns_task_attempts_equal_attempts_of_and_attempt_detail(store
                     assert repr(got[int(s)][key]) == repr(value), (run, task, s, key)
                 n_samples += 1
         assert n_samples > len(pairs)  # tasks with several samples among them
+
+
+def test_the_sidebars_attempt_count_equals_counting_the_attempts(store_db: Path, tmp_path: Path) -> None:
+    """The per-run counts kept at ingest give the store's attempts, also after a run is deleted."""
+    from analytics import catalog as cat
+    from store.delete import delete_run
+    from tests.conftest import copy_store
+
+    copy = copy_store(store_db, tmp_path)
+    counts = []
+    for deleted in (False, True):
+        with rdb.reader(copy) as con:
+            n = rdb.query_rows(con, "SELECT count(*) FROM attempts")[0][0]
+            assert n > 0 and cat.attempt_count(con) == n == cat.catalog(con).n_attempts
+            counts.append(n)
+            first = rdb.query_rows(con, "SELECT min(run_id) FROM attempts")[0][0]
+        if not deleted:
+            delete_run(first, db=copy)
+    assert counts[1] < counts[0]
