@@ -535,6 +535,13 @@ def is_lake_connection(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(rows) and rows[0][0] == "ducklake"
 
 
+def insert_snapshot_column(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The column that gives, on a row of any table ``con`` reads, the snapshot whose commit inserted it (DuckLake's
+    virtual ``snapshot_id``: a filter on it reads only the files that commit wrote), or None when ``con`` is not a
+    lake's (a DuckDB file keeps no such thing)."""
+    return "snapshot_id" if is_lake_connection(con) else None
+
+
 def current_snapshot(con: duckdb.DuckDBPyConnection) -> int:
     """The snapshot id ``con`` reads (its pinned one, or the newest at attach time for a reader)."""
     return int(con.execute(f"SELECT id FROM {alias(con)}.current_snapshot()").fetchall()[0][0])

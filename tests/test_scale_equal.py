@@ -293,3 +293,59 @@ def test_the_sidebars_attempt_count_equals_counting_the_attempts(store_db: Path,
         if not deleted:
             delete_run(first, db=copy)
     assert counts[1] < counts[0]
+
+
+FORMER_TEXTS = "SELECT t.text_hash, left(t.text, ?) FROM texts t SEMI JOIN (SELECT unnest(?::VARCHAR[]) AS h) q ON t.text_hash = q.h"
+
+
+def _former_steps_page(con: Any, attempt_id: int, offset: int, limit: int) -> pd.DataFrame:
+    """``trajectory.steps_page`` before its texts were looked up in the steps' own commits first."""
+    from analytics import trajectory as tr
+
+    page = rdb.query_df(
+        con,
+        "SELECT step, round, kind, tool, args, content, left(result, ?) AS result_preview, "
+        "coalesce(result_chars, length(result)) AS result_chars, input_tokens, output_tokens, "
+        "latency_s, error, result_hash FROM steps WHERE attempt_id = ? ORDER BY step LIMIT ? OFFSET ?",
+        [tr.PREVIEW_CHARS, attempt_id, limit, offset],
+    )
+    hashes = sorted({h for h in page["result_hash"] if isinstance(h, str)})
+    if hashes:
+        texts = dict(rdb.query_rows(con, FORMER_TEXTS, [tr.PREVIEW_CHARS, hashes]))
+        page["result_preview"] = page["result_preview"].where(
+            page["result_preview"].notna(), page["result_hash"].map(texts)
+        )
+    return page.drop(columns="result_hash")
+
+
+def test_the_drilldowns_steps_page_equals_the_former_read_on_a_lake_and_a_file(
+    tmp_path: Path, generated_db: Path
+) -> None:
+    """On a lake, a page's long texts are looked up in the commits that wrote its steps first: the pages equal the
+    former read's, also for a run whose long texts an earlier commit had stored (the second file below repeats the
+    first's texts under other run ids, so its texts are found only by the whole-table lookup)."""
+    from analytics import trajectory as tr
+
+    logs = tmp_path / "logs"
+    files = generate(logs, n_attempts=400, n_runs=2, n_benchmarks=1, seed=34)
+    again = logs / "again.jsonl"
+    again.write_text(files[0].read_text(encoding="utf-8").replace('"run-0', '"rerun-0'), encoding="utf-8")
+    location = f"ducklake:sqlite:{tmp_path / 'store.lake'}"
+    ingest_paths(files, db=location, jobs=1)
+    ingest_paths([again], db=location, jobs=1)  # a commit of its own (one ingest may write several files in one)
+    n_repeated = 0
+    for db in (location, generated_db):
+        with rdb.reader(db) as con:
+            rows = rdb.query_rows(
+                con,
+                "SELECT a.attempt_id, a.n_steps, a.run_id LIKE 'rerun-%' FROM attempts a WHERE a.attempt_id IN "
+                "(SELECT attempt_id FROM steps WHERE result_hash IS NOT NULL) ORDER BY 1",
+            )
+            assert len(rows) > 20
+            for attempt_id, n_steps, is_rerun in rows[::3]:
+                for offset, limit in ((0, 25), (0, 2), (max(int(n_steps) - 2, 0), 10)):
+                    new = tr.steps_page(con, attempt_id=int(attempt_id), offset=offset, limit=limit)
+                    old = _former_steps_page(con, int(attempt_id), offset, limit)
+                    pd.testing.assert_frame_equal(new, old)
+                n_repeated += bool(is_rerun)
+    assert n_repeated > 5  # the whole-table lookup was needed for these
