@@ -349,3 +349,17 @@ def test_the_drilldowns_steps_page_equals_the_former_read_on_a_lake_and_a_file(
                     pd.testing.assert_frame_equal(new, old)
                 n_repeated += bool(is_rerun)
     assert n_repeated > 5  # the whole-table lookup was needed for these
+
+
+def test_the_drilldowns_tool_calls_from_a_whole_page_equal_the_tool_calls_read(store_db: Path) -> None:
+    from analytics import trajectory as tr
+
+    with rdb.reader(store_db) as con:
+        ids = [r[0] for r in rdb.query_rows(con, "SELECT attempt_id, n_steps FROM attempts ORDER BY 1")]
+        checked = 0
+        for attempt_id in ids[::5]:
+            page = tr.steps_page(con, attempt_id=int(attempt_id), offset=0, limit=100)
+            calls = tr.tool_calls_of(con, attempt_id=int(attempt_id))
+            pd.testing.assert_frame_equal(tr.tool_calls_in(page), calls)
+            checked += not calls.empty
+        assert checked > 10
