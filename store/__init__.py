@@ -30,7 +30,7 @@ from store.backends import Store, open, resolve_db_path
 from store.delete import RunNotFoundError, delete_run
 from store.errors import DatabaseBusyError, QueryError, RunlensError, StoreVersionError
 from store.filters import ALL_RUNS, RunFilter, run_filter_params, with_run_filter
-from store.lake import LakeError
+from store.lake import LakeError, insert_snapshot_column
 from store.migrate import describe, latest_version, migrate, migrations, schema_version
 from store.paths import PROJECT_ROOT, SCHEMA_FILE, Location, legacy_default_notice, snapshot_path
 from store.query import load_sql, query_df, query_rows, transaction
@@ -66,6 +66,7 @@ __all__ = [
     "describe",
     "drop_search_index",
     "ensure_snapshot",
+    "insert_snapshot_column",
     "latest_version",
     "legacy_default_notice",
     "load_sql",

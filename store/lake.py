@@ -25,8 +25,9 @@ How the single-file store's guarantees carry over (docs/scale.md):
 * **Readers never wait**: each commit is a DuckLake snapshot; a reader attaches the lake read-only, pinned to one
   snapshot id (``as_of``), so a page shows one consistent state and a link can show it again tomorrow.
 * **Extensions from PyPI only**: ``ducklake``, ``postgres_scanner`` (PyPI's ``duckdb-extension-postgres``),
-  ``sqlite_scanner`` and ``httpfs`` are loaded from the ``duckdb-extension-*`` packages through an extension folder of links made here;
-  nothing is downloaded at run time.
+  ``sqlite_scanner`` and ``httpfs`` are loaded from the ``duckdb-extension-*`` packages (by their paths in the
+  process's shared instance, else through an extension folder of links made here: ``_new_instance``); nothing is
+  downloaded at run time.
 """
 
 from __future__ import annotations
@@ -141,6 +142,30 @@ def parse(db: str | Lake) -> Lake:
 
 _EXT_GUARD = threading.Lock()
 _EXT_DIR: Path | None = None
+_BINARIES: dict[str, Path] = {}
+
+
+def shipped_binary(name: str) -> Path:
+    """The binary of extension ``name`` (a key of ``EXTENSIONS``) inside the installed PyPI package that ships it.
+
+    Raises:
+        LakeError: the package is missing, or built for another DuckDB version than the one installed.
+    """
+    found = _BINARIES.get(name)
+    if found is not None:
+        return found
+    package, shipped = EXTENSIONS[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise LakeError(f"the {package.replace('_', '-')} package is not installed (requirements.txt pins it)")
+    binary = Path(spec.origin).parent / "extensions" / f"v{duckdb.__version__}" / f"{shipped}.duckdb_extension"
+    if not binary.is_file():
+        raise LakeError(
+            f"{package.replace('_', '-')} has no binary for DuckDB {duckdb.__version__} ({binary}); "
+            "its version must equal DuckDB's (requirements.txt)"
+        )
+    _BINARIES[name] = binary.resolve()
+    return _BINARIES[name]
 
 
 def extension_dir() -> Path:
@@ -162,16 +187,8 @@ def extension_dir() -> Path:
         root = Path(os.environ.get("RUNLENS_CACHE_DIR") or Path(tempfile.gettempdir()) / f"runlens-{os.getuid()}")
         folder = root / "duckdb-extensions" / version / platform
         folder.mkdir(parents=True, exist_ok=True)
-        for name, (package, shipped) in EXTENSIONS.items():
-            spec = importlib.util.find_spec(package)
-            if spec is None or spec.origin is None:
-                raise LakeError(f"the {package.replace('_', '-')} package is not installed (requirements.txt pins it)")
-            binary = Path(spec.origin).parent / "extensions" / version / f"{shipped}.duckdb_extension"
-            if not binary.is_file():
-                raise LakeError(
-                    f"{package.replace('_', '-')} has no binary for DuckDB {duckdb.__version__} ({binary}); "
-                    "its version must equal DuckDB's (requirements.txt)"
-                )
+        for name in EXTENSIONS:
+            binary = shipped_binary(name)
             link = folder / f"{name}.duckdb_extension"
             if not link.exists() or link.resolve() != binary.resolve():
                 tmp = folder / f".{name}.{os.getpid()}.{threading.get_ident()}"
@@ -244,17 +261,35 @@ def _extensions_of(lake: Lake | None) -> tuple[str, ...]:
 
 
 def _new_instance(config: dict[str, Any] | None = None, lake: Lake | None = None) -> duckdb.DuckDBPyConnection:
-    settings = {
-        "extension_directory": str(extension_dir()),
-        "autoinstall_known_extensions": False,
-        "autoload_known_extensions": True,
-        **(config or {}),
-    }
+    """A DuckDB instance with the lake's extensions loaded.
+
+    Without ``config``: the process's shared instance, which runs only Runlens' own statements. Its extensions are
+    loaded by the absolute path of the binaries inside their installed packages, without DuckDB's signature check,
+    which hashes the whole binary at every load: 0.21 CPU s for ducklake and sqlite_scanner (70 MB), paid by every
+    process that opens a lake (the app's start, each upload) for binaries as trusted as the ``duckdb`` module the
+    interpreter loaded from the same site-packages. So nothing else can be loaded unchecked, it loads nothing by
+    name: autoloading is off and no extension folder is searched.
+
+    With ``config`` (the SQL console's instance, which runs a user's statements), and for a team store (PyPI's
+    postgres binary is named ``postgres``, and DuckDB takes an extension's name from its file's), DuckDB checks every
+    signature and the extensions come through ``extension_dir``'s links, named as DuckDB expects.
+    """
+    names = _extensions_of(lake)
+    trusted = config is None and all(EXTENSIONS[name][1] == name for name in names)
+    settings: dict[str, Any] = (
+        {"allow_unsigned_extensions": True, "autoinstall_known_extensions": False, "autoload_known_extensions": False}
+        if trusted
+        else {
+            "extension_directory": str(extension_dir()),
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": True,
+            **(config or {}),
+        }
+    )
     con = duckdb.connect(":memory:", config=settings)
     try:
-        names = _extensions_of(lake)
         for name in names:
-            con.execute(f"LOAD {name}")
+            con.execute(f"LOAD {_literal(str(shipped_binary(name)))}" if trusted else f"LOAD {name}")
         if "httpfs" in names:
             _s3_secret(con)
     except BaseException:
@@ -264,7 +299,7 @@ def _new_instance(config: dict[str, Any] | None = None, lake: Lake | None = None
 
 
 def _engine(lake: Lake) -> duckdb.DuckDBPyConnection:
-    """This process's DuckDB instance for sessions of ``lake``, extensions loaded (0.3 s per instance: paid once).
+    """This process's DuckDB instance for sessions of ``lake``, extensions loaded (once per process).
 
     Each session is a cursor of it with the lake attached under its own name, so sessions pinned to different
     snapshots (pages of different visitors) live side by side. One instance per lake: a lookup that fails in one
@@ -498,6 +533,13 @@ def is_lake_connection(con: duckdb.DuckDBPyConnection) -> bool:
     """True when ``con``'s default catalog is a DuckLake (a connection made by ``connect``)."""
     rows = con.execute("SELECT type FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
     return bool(rows) and rows[0][0] == "ducklake"
+
+
+def insert_snapshot_column(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The column that gives, on a row of any table ``con`` reads, the snapshot whose commit inserted it (DuckLake's
+    virtual ``snapshot_id``: a filter on it reads only the files that commit wrote), or None when ``con`` is not a
+    lake's (a DuckDB file keeps no such thing)."""
+    return "snapshot_id" if is_lake_connection(con) else None
 
 
 def current_snapshot(con: duckdb.DuckDBPyConnection) -> int:

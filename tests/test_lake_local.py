@@ -207,3 +207,37 @@ def test_the_sql_console_and_maintain_work_on_a_local_lake(tmp_path: Path, monke
     assert done.expired_snapshots >= 1
     with rdb.reader(location) as con:
         assert con.execute("SELECT count(*) FROM attempts").fetchall()[0][0] == 120
+
+
+def test_the_shared_engine_loads_the_packaged_binaries_and_nothing_by_name(tmp_path: Path) -> None:
+    """The process's shared instance (Runlens' own statements only) loads ducklake and sqlite_scanner from their
+    packages' paths without DuckDB's signature check (0.21 CPU s per process), so it must load nothing else: no
+    autoloading, no extension folder. The SQL console's instance, which runs a user's statements, still checks
+    every signature; a team store (the postgres binary's file is not named as DuckDB expects) too."""
+    engine = lake._new_instance(lake=lake.parse(f"ducklake:sqlite:{tmp_path / 'x.lake'}"))
+    console = lake._new_instance({"threads": 1}, lake=lake.parse(f"ducklake:sqlite:{tmp_path / 'x.lake'}"))
+    team = lake._new_instance(lake=lake.Lake("dbname=x", data_path=str(tmp_path)))
+    try:
+
+        def setting(con: object, name: str) -> str:
+            return str(con.execute("SELECT current_setting(?)", [name]).fetchall()[0][0])  # type: ignore[attr-defined]
+
+        def loaded(con: object) -> dict[str, str]:
+            rows = con.execute(  # type: ignore[attr-defined]
+                "SELECT extension_name, install_path FROM duckdb_extensions() WHERE loaded AND install_mode IS "
+                "DISTINCT FROM 'STATICALLY_LINKED'"
+            ).fetchall()
+            return dict(rows)
+
+        paths = loaded(engine)
+        assert set(paths) == {"ducklake", "sqlite_scanner"}
+        assert setting(engine, "allow_unsigned_extensions").lower() == "true"
+        assert setting(engine, "autoload_known_extensions").lower() == "false"
+        assert setting(engine, "autoinstall_known_extensions").lower() == "false"
+        for con in (console, team):
+            assert setting(con, "allow_unsigned_extensions").lower() == "false"
+        assert {"ducklake", "sqlite_scanner"} <= set(loaded(console))
+        assert "postgres_scanner" in loaded(team)
+    finally:
+        for con in (engine, console, team):
+            con.close()

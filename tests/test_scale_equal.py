@@ -317,3 +317,91 @@ def test_run_health_from_the_kept_sums_equals_the_former_query(store_db: Path, t
         )
     with pytest.raises(AssertionError):
         compare(db)
+
+def test_the_sidebars_attempt_count_equals_counting_the_attempts(store_db: Path, tmp_path: Path) -> None:
+    """The per-run counts kept at ingest give the store's attempts, also after a run is deleted."""
+    from analytics import catalog as cat
+    from store.delete import delete_run
+    from tests.conftest import copy_store
+
+    copy = copy_store(store_db, tmp_path)
+    counts = []
+    for deleted in (False, True):
+        with rdb.reader(copy) as con:
+            n = rdb.query_rows(con, "SELECT count(*) FROM attempts")[0][0]
+            assert n > 0 and cat.attempt_count(con) == n == cat.catalog(con).n_attempts
+            counts.append(n)
+            first = rdb.query_rows(con, "SELECT min(run_id) FROM attempts")[0][0]
+        if not deleted:
+            delete_run(first, db=copy)
+    assert counts[1] < counts[0]
+
+
+FORMER_TEXTS = "SELECT t.text_hash, left(t.text, ?) FROM texts t SEMI JOIN (SELECT unnest(?::VARCHAR[]) AS h) q ON t.text_hash = q.h"
+
+
+def _former_steps_page(con: Any, attempt_id: int, offset: int, limit: int) -> pd.DataFrame:
+    """``trajectory.steps_page`` before its texts were looked up in the steps' own commits first."""
+    from analytics import trajectory as tr
+
+    page = rdb.query_df(
+        con,
+        "SELECT step, round, kind, tool, args, content, left(result, ?) AS result_preview, "
+        "coalesce(result_chars, length(result)) AS result_chars, input_tokens, output_tokens, "
+        "latency_s, error, result_hash FROM steps WHERE attempt_id = ? ORDER BY step LIMIT ? OFFSET ?",
+        [tr.PREVIEW_CHARS, attempt_id, limit, offset],
+    )
+    hashes = sorted({h for h in page["result_hash"] if isinstance(h, str)})
+    if hashes:
+        texts = dict(rdb.query_rows(con, FORMER_TEXTS, [tr.PREVIEW_CHARS, hashes]))
+        page["result_preview"] = page["result_preview"].where(
+            page["result_preview"].notna(), page["result_hash"].map(texts)
+        )
+    return page.drop(columns="result_hash")
+
+
+def test_the_drilldowns_steps_page_equals_the_former_read_on_a_lake_and_a_file(
+    tmp_path: Path, generated_db: Path
+) -> None:
+    """On a lake, a page's long texts are looked up in the commits that wrote its steps first: the pages equal the
+    former read's, also for a run whose long texts an earlier commit had stored (the second file below repeats the
+    first's texts under other run ids, so its texts are found only by the whole-table lookup)."""
+    from analytics import trajectory as tr
+
+    logs = tmp_path / "logs"
+    files = generate(logs, n_attempts=400, n_runs=2, n_benchmarks=1, seed=34)
+    again = logs / "again.jsonl"
+    again.write_text(files[0].read_text(encoding="utf-8").replace('"run-0', '"rerun-0'), encoding="utf-8")
+    location = f"ducklake:sqlite:{tmp_path / 'store.lake'}"
+    ingest_paths(files, db=location, jobs=1)
+    ingest_paths([again], db=location, jobs=1)  # a commit of its own (one ingest may write several files in one)
+    n_repeated = 0
+    for db in (location, generated_db):
+        with rdb.reader(db) as con:
+            rows = rdb.query_rows(
+                con,
+                "SELECT a.attempt_id, a.n_steps, a.run_id LIKE 'rerun-%' FROM attempts a WHERE a.attempt_id IN "
+                "(SELECT attempt_id FROM steps WHERE result_hash IS NOT NULL) ORDER BY 1",
+            )
+            assert len(rows) > 20
+            for attempt_id, n_steps, is_rerun in rows[::3]:
+                for offset, limit in ((0, 25), (0, 2), (max(int(n_steps) - 2, 0), 10)):
+                    new = tr.steps_page(con, attempt_id=int(attempt_id), offset=offset, limit=limit)
+                    old = _former_steps_page(con, int(attempt_id), offset, limit)
+                    pd.testing.assert_frame_equal(new, old)
+                n_repeated += bool(is_rerun)
+    assert n_repeated > 5  # the whole-table lookup was needed for these
+
+
+def test_the_drilldowns_tool_calls_from_a_whole_page_equal_the_tool_calls_read(store_db: Path) -> None:
+    from analytics import trajectory as tr
+
+    with rdb.reader(store_db) as con:
+        ids = [r[0] for r in rdb.query_rows(con, "SELECT attempt_id, n_steps FROM attempts ORDER BY 1")]
+        checked = 0
+        for attempt_id in ids[::5]:
+            page = tr.steps_page(con, attempt_id=int(attempt_id), offset=0, limit=100)
+            calls = tr.tool_calls_of(con, attempt_id=int(attempt_id))
+            pd.testing.assert_frame_equal(tr.tool_calls_in(page), calls)
+            checked += not calls.empty
+        assert checked > 10

@@ -26,6 +26,7 @@ from ui.tables import Col, show_table
 SIDE_PX = 300  # the drilldown's side column (2 of 5) at a 1280 px window
 
 PAGE_SIZES = (10, 25, 50, 100)
+PAGE_SIZE = 25  # steps per page until the reader picks another
 FOLD_LINES = 12  # arguments (JSON) longer than this many lines are folded
 OP_BADGE = {"matched": ":green-badge[matched]", "extra": ":orange-badge[extra]", "missing": ":red-badge[missing]"}
 # step kind -> (chat role, avatar): people, the agent's own words, its tool calls and what tools returned
@@ -345,7 +346,7 @@ def timeline(tl: Timeline) -> None:
     if not tl.n_steps:
         st.info("This attempt recorded no steps.")
         return
-    size = st.segmented_control("Steps per page", PAGE_SIZES, default=25, key="dd_size") or 25
+    size = st.segmented_control("Steps per page", PAGE_SIZES, default=PAGE_SIZE, key="dd_size") or PAGE_SIZE
     n_pages = max(1, math.ceil(tl.n_steps / size))
     if st.session_state.get("dd_page", 1) > n_pages:
         st.session_state.dd_page = 1

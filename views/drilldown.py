@@ -196,7 +196,11 @@ if notice := tr.partial_notice(d.get("trace_partial")):  # never shown as a whol
     st.warning(plain(notice), icon=":material/broken_image:")
 # the tool calls (one statement) align the transcript with the reference: its badges, the expected actions and
 # the alignment table (``alignment_frame`` computed from the same calls)
-calls = cached(tr.tool_calls_of, attempt_id=attempt_id)
+size = ss.get("dd_size") or transcript.PAGE_SIZE
+if 0 < int(d["n_steps"]) <= size:  # the transcript's one page holds every step: its read gives the calls too
+    calls = tr.tool_calls_in(cached(tr.steps_page, attempt_id=attempt_id, offset=0, limit=size))
+else:
+    calls = cached(tr.tool_calls_of, attempt_id=attempt_id)
 align = tr.alignment_rows(calls, tuple(d.get("reference_trajectory") or ()))
 diverge = align.loc[align["is_first_divergence"], "step"].dropna()
 timeline, side = st.columns([3, 2])

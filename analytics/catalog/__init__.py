@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from analytics.catalog.compute import Catalog, catalog_from, newest_first, pd_date
 from analytics.catalog.load import (
+    attempt_count,
     benchmark_names,
     catalog,
     default_benchmark,
@@ -18,6 +19,7 @@ from analytics.catalog.load import (
 
 __all__ = [
     "Catalog",
+    "attempt_count",
     "benchmark_names",
     "catalog",
     "catalog_from",

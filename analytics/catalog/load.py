@@ -16,8 +16,15 @@ def catalog(con: duckdb.DuckDBPyConnection) -> Catalog:
         "SELECT benchmark, agent, min(eval_date) AS d0, max(eval_date) AS d1, count(*) AS n, "
         "bool_or(is_demo) AS demo FROM runs GROUP BY ALL ORDER BY benchmark, agent",
     )
-    n_attempts = int(query_rows(con, "SELECT count(*) FROM attempts")[0][0])
+    n_attempts = attempt_count(con)
     return catalog_from(df, n_attempts)
+
+
+def attempt_count(con: duckdb.DuckDBPyConnection) -> int:
+    """The store's attempts, summed from the per-run counts kept at ingest (``run_judge_counts``, one row per run):
+    ``count(*)`` of ``attempts`` opened every data file of the table (450 at 10M attempts: 0.04 CPU s of the
+    sidebar's first read after each change; tests/test_scale_equal.py compares the two)."""
+    return int(query_rows(con, "SELECT coalesce(sum(n_attempts), 0) FROM run_judge_counts")[0][0])
 
 
 def filtered_counts(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> tuple[int, int]:

@@ -42,6 +42,7 @@ from analytics.trajectory.compute import (
     pass_vs_coverage_fits,
     recall_precision,
     summarise_slices,
+    tool_calls_in,
     with_metrics,
 )
 from analytics.trajectory.figures import LEVEL_STYLE, OP_COLOURS, fig_coverage_by_level, fig_pass_vs_coverage
@@ -107,6 +108,7 @@ __all__ = [
     "runs_with_task",
     "step_result",
     "steps_page",
+    "tool_calls_in",
     "tool_calls_of",
     "COVERAGE_KEYS",
     "coverage_rows",

@@ -389,3 +389,10 @@ def failed_on_either_side(
     before = any(s < int(sample) for s in failed_here) or bool(failed_task[:at].any())
     after = any(s > int(sample) for s in failed_here) or bool(failed_task[at + 1 :].any())
     return before, after
+
+
+def tool_calls_in(steps: pd.DataFrame) -> pd.DataFrame:
+    """``load.tool_calls_of`` taken from a page of steps (``load.steps_page``) that holds every step of the attempt:
+    the drilldown's first page then gives its alignment too, one statement fewer (tests/test_scale_equal.py)."""
+    calls = steps.loc[(steps["kind"] == "tool_call") & steps["tool"].notna(), ["step", "round", "tool", "args"]]
+    return calls.reset_index(drop=True)
