@@ -136,9 +136,16 @@ class BatchFile:
     before_commit: Callable[[duckdb.DuckDBPyConnection, int], object] | None = None
 
 
-def write_batch(con: duckdb.DuckDBPyConnection, files: Sequence[BatchFile], *, is_demo: bool) -> tuple[list[int], int]:
+def write_batch(
+    con: duckdb.DuckDBPyConnection,
+    files: Sequence[BatchFile],
+    *,
+    is_demo: bool,
+    before_commit: Callable[[duckdb.DuckDBPyConnection, list[int]], object] | None = None,
+) -> tuple[list[int], int]:
     """Write several validated files in one transaction; return their file_ids and how many times the commit was
-    retried.
+    retried. ``before_commit(con, file_ids)`` runs last inside the transaction, once every file's rows and
+    ``ingest_log`` row are written (rule findings of the whole batch), after each file's own ``before_commit``.
 
     The rows are those ``write_bundle`` would write file after file -- the same file_ids and attempt ids (each
     file's attempts numbered on from the previous file's), the same ``ingest_log`` row per file with its own digest
@@ -147,9 +154,16 @@ def write_batch(con: duckdb.DuckDBPyConnection, files: Sequence[BatchFile], *, i
     (a failed statement or COMMIT rolls every file back; the caller then writes them one by one). Every file must
     bring only runs it defines itself (``batchable``): their aggregate rows then come from the batch's own tables.
     """
+
+    def write() -> list[int]:
+        file_ids = _write_batch(con, files, is_demo)
+        if before_commit is not None:
+            before_commit(con, file_ids)
+        return file_ids
+
     return _committed(
         con,
-        lambda: _write_batch(con, files, is_demo),
+        write,
         lambda file_ids: (
             f"ingest {len(files)} files",
             {
