@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ingest.pipeline import FileResult, Prepared, _label_rules, _new_definitions
+from ingest.pipeline import FileResult, Prepared, RuleLabels, _label_rules, _new_definitions, batch_rule_labels
 from ingest.records import DEFINITION_TABLES, Known
 from store.ingest_writer import BatchFile, batchable, write_batch
 
@@ -41,7 +41,7 @@ BATCH_FILES = 64
 class _Pending:
     prepared: Prepared
     definitions: dict[str, dict[str, list[Any]]]  # the bundle's definition columns before known ones were dropped
-    before_commit: Callable[[duckdb.DuckDBPyConnection, int], object] | None
+    labels: RuleLabels | None  # its rule findings (written for the whole batch at once: batch_rule_labels)
     size: int
 
 
@@ -91,11 +91,11 @@ class Batch:
             return False
         if not self.pending:
             self.saved = _snapshot(known)
-        before_commit = _label_rules(bundle, known)
+        labels = _label_rules(bundle, known)
         for kind, row in new_rows:
             known.add(kind, row)
         known.hashes[prepared.content_hash] = prepared.path
-        self.pending.append(_Pending(prepared, definitions, before_commit, size))
+        self.pending.append(_Pending(prepared, definitions, labels, size))
         self.traces.update(bundle.traces)
         self.size += size
         if len(self.pending) >= BATCH_FILES:
@@ -120,12 +120,12 @@ class Batch:
                     p.prepared.format,
                     p.prepared.started_at,
                     p.prepared.seconds,
-                    p.before_commit,
                 )
                 for p in pending
                 if p.prepared.bundle is not None
             ]
-            _, retries = write_batch(self.con, files, is_demo=self.is_demo)
+            labels = batch_rule_labels([p.labels for p in pending if p.labels is not None])
+            _, retries = write_batch(self.con, files, is_demo=self.is_demo, before_commit=labels)
         # rolled back whole (a statement, the COMMIT, or putting the files' Arrow tables together failed): each
         # file alone, as if never batched
         except (_Alone, duckdb.Error, pa.ArrowException, MemoryError):

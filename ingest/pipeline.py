@@ -384,7 +384,7 @@ def commit_prepared(
     )
 
 
-def _label_rules(bundle: Bundle, known: Known) -> Callable[[duckdb.DuckDBPyConnection, int], None] | None:
+def _label_rules(bundle: Bundle, known: Known) -> RuleLabels | None:
     """Rule findings of the file's attempts (benchmarks with a tool graph), inside the file's transaction; None
     when none of the file's benchmarks has a graph (stored or in the graphs folder): nothing to ask the store."""
     if not bundle.n_attempts:
@@ -402,11 +402,38 @@ def _label_rules(bundle: Bundle, known: Known) -> Callable[[duckdb.DuckDBPyConne
             benchmarks = {b for b in benchmarks if graphs[b] or has_graph_file(b)}
             if not benchmarks:
                 return None
+    return RuleLabels(None if benchmarks is None else frozenset(benchmarks))
 
-    def label(con: duckdb.DuckDBPyConnection, file_id: int) -> None:
+
+@dataclass(frozen=True)
+class RuleLabels:
+    """A file's rule findings, stored inside its transaction (``before_commit(con, file_id)``); ``benchmarks``: its
+    attempts' benchmarks that have a tool graph (None: found from the stored rows)."""
+
+    benchmarks: frozenset[str] | None
+
+    def __call__(self, con: duckdb.DuckDBPyConnection, file_id: int) -> None:
         from ingest.rules import label_file_attempts
 
-        label_file_attempts(con, file_id=file_id, own_transaction=False, benchmarks=benchmarks)
+        label_file_attempts(con, file_id=file_id, own_transaction=False, benchmarks=self.benchmarks)
+
+
+def batch_rule_labels(labels: list[RuleLabels]) -> Callable[[duckdb.DuckDBPyConnection, list[int]], None] | None:
+    """The rule findings of a batch's files (``labels``: those of its files that have any), stored together once
+    every file's rows are written (``write_batch``'s ``before_commit(con, file_ids)``): the findings of the files
+    labelled one after another (``ingest.rules.label_file_attempts``, ``last_file_id``)."""
+    if not labels:
+        return None
+    benchmarks = (
+        None if any(x.benchmarks is None for x in labels) else frozenset().union(*(x.benchmarks or () for x in labels))
+    )
+
+    def label(con: duckdb.DuckDBPyConnection, file_ids: list[int]) -> None:
+        from ingest.rules import label_file_attempts
+
+        label_file_attempts(
+            con, file_id=file_ids[0], last_file_id=file_ids[-1], own_transaction=False, benchmarks=benchmarks
+        )
 
     return label
 

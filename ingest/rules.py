@@ -212,6 +212,7 @@ def label_file_attempts(
     file_id: int,
     own_transaction: bool = True,
     benchmarks: Iterable[str] | None = None,
+    last_file_id: int | None = None,
 ) -> int:
     """Store rule findings for the attempts one ingested file brought; return how many were added.
 
@@ -221,16 +222,22 @@ def label_file_attempts(
     benchmark is recomputed instead, so stored findings always match one graph. Ingest calls this inside the
     file's own transaction (``own_transaction=False``): a file and its findings go in together or not at all.
     ``benchmarks``: those of the file's attempts when the caller knows them (ingest does: it spares a scan of the
-    attempts table per file); found from the stored rows when None.
+    attempts table per file); found from the stored rows when None. ``last_file_id``: the files ``file_id`` to
+    ``last_file_id`` were written in this transaction (a batch, ``ingest.batches``; their rows all written before
+    this runs) and are labelled together, as one file: the findings are those of labelling them one after another
+    as each was written (a batch's later files are not "older" attempts of the benchmark, which would recompute it
+    whole, findings of the later files included, and then add those again for each later file).
     """
     added = 0
+    ids = [file_id, file_id if last_file_id is None else last_file_id]
     if benchmarks is None:
         benches = [
             row[0]
             for row in query_rows(
                 con,
-                "SELECT DISTINCT r.benchmark FROM attempts a JOIN runs r USING (run_id) WHERE a.file_id = ? ORDER BY 1",
-                [file_id],
+                "SELECT DISTINCT r.benchmark FROM attempts a JOIN runs r USING (run_id) "
+                "WHERE a.file_id BETWEEN ? AND ? ORDER BY 1",
+                ids,
             )
         ]
     else:
@@ -243,8 +250,8 @@ def label_file_attempts(
         older = query_rows(
             con,
             "SELECT count(*) FROM attempts a JOIN runs r USING (run_id) "
-            "WHERE r.benchmark = ? AND a.file_id IS DISTINCT FROM ?",
-            [bench, file_id],
+            "WHERE r.benchmark = ? AND (a.file_id IS NULL OR a.file_id NOT BETWEEN ? AND ?)",
+            [bench, *ids],
         )[0][0]
         if stored_hash(con, bench) != ghash and (older or stored_hash(con, bench) is not None):
             findings = compute_findings(con, benchmark=bench, graph=graph)
@@ -257,8 +264,8 @@ def label_file_attempts(
             con,
             "SELECT s.attempt_id, s.step, s.round, s.kind, s.tool, s.args::VARCHAR AS args, "
             "s.error FROM steps s JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
-            "WHERE a.file_id = ? AND r.benchmark = ? ORDER BY s.attempt_id, s.step",
-            [file_id, bench],
+            "WHERE a.file_id BETWEEN ? AND ? AND r.benchmark = ? ORDER BY s.attempt_id, s.step",
+            [*ids, bench],
         )
         rows = [
             {"attempt_id": int(aid), "code": f.code, "step": f.step, "detail": f.detail}

@@ -136,9 +136,16 @@ class BatchFile:
     before_commit: Callable[[duckdb.DuckDBPyConnection, int], object] | None = None
 
 
-def write_batch(con: duckdb.DuckDBPyConnection, files: Sequence[BatchFile], *, is_demo: bool) -> tuple[list[int], int]:
+def write_batch(
+    con: duckdb.DuckDBPyConnection,
+    files: Sequence[BatchFile],
+    *,
+    is_demo: bool,
+    before_commit: Callable[[duckdb.DuckDBPyConnection, list[int]], object] | None = None,
+) -> tuple[list[int], int]:
     """Write several validated files in one transaction; return their file_ids and how many times the commit was
-    retried.
+    retried. ``before_commit(con, file_ids)`` runs last inside the transaction, once every file's rows and
+    ``ingest_log`` row are written (rule findings of the whole batch), after each file's own ``before_commit``.
 
     The rows are those ``write_bundle`` would write file after file -- the same file_ids and attempt ids (each
     file's attempts numbered on from the previous file's), the same ``ingest_log`` row per file with its own digest
@@ -147,9 +154,16 @@ def write_batch(con: duckdb.DuckDBPyConnection, files: Sequence[BatchFile], *, i
     (a failed statement or COMMIT rolls every file back; the caller then writes them one by one). Every file must
     bring only runs it defines itself (``batchable``): their aggregate rows then come from the batch's own tables.
     """
+
+    def write() -> list[int]:
+        file_ids = _write_batch(con, files, is_demo)
+        if before_commit is not None:
+            before_commit(con, file_ids)
+        return file_ids
+
     return _committed(
         con,
-        lambda: _write_batch(con, files, is_demo),
+        write,
         lambda file_ids: (
             f"ingest {len(files)} files",
             {
@@ -229,7 +243,8 @@ def _write_batch(con: duckdb.DuckDBPyConnection, files: Sequence[BatchFile], is_
         )
 
     attempts = joined("attempts")
-    _insert(con, "attempts", joined("attempts", with_file_id=True), id_base=base)
+    with_file_ids = joined("attempts", with_file_id=True)
+    _insert(con, "attempts", with_file_ids, id_base=base)
     _insert(con, "steps", joined("steps"), id_base=base)
     texts = joined("texts")
     if texts.num_rows:
@@ -247,12 +262,58 @@ def _write_batch(con: duckdb.DuckDBPyConnection, files: Sequence[BatchFile], is_
     _insert(con, "ratings", joined("ratings"), id_base=base)
     _insert(con, "scores", joined("scores", with_file_id=True).drop_columns(["attempt_id"]), id_base=base)
     aggregates.insert_file_rows(con, attempts, labels, base, with_labels=labels.num_rows > 0)
-    for f, tables, file_id in zip(files, wholes, file_ids, strict=True):
-        facts = _FileFacts(f.path, f.content_hash, f.fmt, is_demo, f.started_at, f.seconds)
-        _log_file(con, file_id, f.bundle, facts, tables["attempts"])
+    _log_files(con, files, file_ids, with_file_ids, is_demo)
+    for f, file_id in zip(files, file_ids, strict=True):
         if f.before_commit is not None:
             f.before_commit(con, file_id)
     return file_ids
+
+
+def _log_files(
+    con: duckdb.DuckDBPyConnection,
+    files: Sequence[BatchFile],
+    file_ids: list[int],
+    attempts: pa.Table,
+    is_demo: bool,
+) -> None:
+    """The ``ingest_log`` rows of a batch's files in one statement: each row ``_log_file`` would insert, its
+    digest the same SQL (``file_digest``) grouped by file over the batch's ``attempts`` (with their ``file_id``)
+    instead of one statement a file (on a lake each pays for its catalog reads)."""
+    digest = load_sql("file_digest").strip()
+    head, where = "SELECT ", "WHERE file_id = $file_id"
+    start = digest.find(head)
+    if start < 0 or not digest.endswith(where):
+        raise AssertionError("store/sql/file_digest.sql no longer reads one file's attempts")
+    grouped = f"SELECT file_id, {digest[start + len(head) : -len(where)]} GROUP BY file_id"
+    facts = pa.table(
+        {
+            "file_id": pa.array(file_ids, pa.int64()),
+            "path": pa.array([f.path for f in files], pa.string()),
+            "content_hash": pa.array([f.content_hash for f in files], pa.string()),
+            "format": pa.array([f.fmt for f in files], pa.string()),
+            "n_runs": pa.array([len(f.bundle.runs["run_id"]) for f in files], pa.int64()),
+            "n_tasks": pa.array([len(f.bundle.tasks["task_id"]) for f in files], pa.int64()),
+            "n_attempts": pa.array([f.bundle.n_attempts for f in files], pa.int64()),
+            "n_steps": pa.array([f.bundle.n_steps for f in files], pa.int64()),
+            "started_at": pa.array([f.started_at for f in files], pa.timestamp("us")),
+            "seconds": pa.array([f.seconds for f in files], pa.float64()),
+        }
+    )
+    con.register("_rl_log_files", facts)
+    con.register("_rl_digest_attempts", attempts)
+    try:
+        con.execute(
+            "INSERT INTO ingest_log (file_id, path, content_hash, format, n_runs, n_tasks, n_attempts, n_steps,"
+            " started_at, seconds, outcome, is_demo, rows_digest)"
+            f" WITH attempts AS (SELECT * FROM _rl_digest_attempts), digests AS ({grouped})"
+            " SELECT f.file_id, f.path, f.content_hash, f.format, f.n_runs, f.n_tasks, f.n_attempts, f.n_steps,"
+            " f.started_at, f.seconds, 'ingested', $is_demo, coalesce(d.rows_digest, md5(''))"
+            " FROM _rl_log_files f LEFT JOIN digests d USING (file_id) ORDER BY f.file_id",
+            {"is_demo": is_demo},
+        )
+    finally:
+        con.unregister("_rl_log_files")
+        con.unregister("_rl_digest_attempts")
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ same rows, ids, aggregates and outcomes; a batch that fails is rolled back whole
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -47,7 +48,7 @@ def count_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     real = batches.write_batch
 
-    def counted(con: duckdb.DuckDBPyConnection, files: list[ingest_writer.BatchFile], **kw: bool) -> object:
+    def counted(con: duckdb.DuckDBPyConnection, files: list[ingest_writer.BatchFile], **kw: Any) -> object:
         sizes.append(len(files))
         return real(con, files, **kw)
 
