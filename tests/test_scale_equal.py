@@ -318,6 +318,7 @@ def test_run_health_from_the_kept_sums_equals_the_former_query(store_db: Path, t
     with pytest.raises(AssertionError):
         compare(db)
 
+
 def test_the_sidebars_attempt_count_equals_counting_the_attempts(store_db: Path, tmp_path: Path) -> None:
     """The per-run counts kept at ingest give the store's attempts, also after a run is deleted."""
     from analytics import catalog as cat
