@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,7 @@ def chromium_page(*, width: int = 1400, height: int = 1000) -> Iterator[object]:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
+            watch(page)
             yield page
         finally:
             browser.close()
@@ -111,7 +113,7 @@ def screenshot(page: object, name: str) -> Path:
     )
     if size and tall > size["height"]:
         page.set_viewport_size({"width": size["width"], "height": min(int(tall) + 40, 6000)})  # type: ignore[attr-defined]
-        page.wait_for_timeout(1500)  # type: ignore[attr-defined]  # charts redraw at the new size
+        settle(page, grace_s=0.0)  # charts and grids redraw at the new size (a resize asks for no script run)
     page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
     if size:
         page.set_viewport_size(size)  # type: ignore[attr-defined]
@@ -163,3 +165,112 @@ class ScriptClock:
             if done and time.monotonic() - done[-1] >= quiet_s:
                 return round(done[-1] - since, 3)
         raise TimeoutError(f"no script run finished within {timeout_s:.0f} s")
+
+    def answered_s(self, since: float) -> float:
+        """Seconds from ``since`` to the last script run finished since (after ``settle``: the app's answer)."""
+        done = [t for t in self.finished if t > since]
+        if not done:
+            raise TimeoutError("no script run finished since the action")
+        return round(done[-1] - since, 3)
+
+
+# What the page shows while the app works: Streamlit's "Running..." widget, a skeleton, an element of the last run
+# not yet replaced, a Plotly chart not yet drawn; and the page's size (elements, characters of text) to see it still.
+PAGE_STATE_JS = """() => [
+  document.querySelectorAll(
+    '[data-testid="stStatusWidget"], [data-testid="stSkeleton"], [data-stale="true"]').length
+  + [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].filter(e => !e.querySelector('.main-svg')).length,
+  document.getElementsByTagName('*').length, document.body.innerText.length]"""
+
+
+class ScriptWatch:
+    """A page's script runs as its browser sends and receives them on Streamlit's websocket: a ``rerun_script``
+    request (a click, Enter, Back, a page opened) or a ``new_session`` makes the session busy until a
+    ``script_finished`` that is not a stop for a rerun (a run the script restarts with st.rerun, or a request that
+    interrupts it, is part of the same answer). Attached before the page opens its websocket (``chromium_page``)."""
+
+    def __init__(self, page: Any) -> None:
+        self.busy: dict[Any, bool] = {}  # each open websocket of the page: is a run asked for or under way
+        self.finished: list[float] = []  # when each run finished (time.monotonic())
+        page.on("websocket", self._watch)
+
+    def _watch(self, ws: Any) -> None:
+        self.busy[ws] = False
+        ws.on("framesent", lambda payload: self._sent(ws, payload))
+        ws.on("framereceived", lambda payload: self._received(ws, payload))
+        ws.on("close", lambda _: self.busy.pop(ws, None))
+
+    def _sent(self, ws: Any, payload: Any) -> None:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        msg = _parse(BackMsg, payload)
+        if msg is not None and msg.WhichOneof("type") == "rerun_script" and ws in self.busy:
+            self.busy[ws] = True
+
+    def _received(self, ws: Any, payload: Any) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        msg = _parse(ForwardMsg, payload)
+        kind = msg.WhichOneof("type") if msg is not None else None
+        if kind == "new_session" and ws in self.busy:
+            self.busy[ws] = True
+        elif kind == "script_finished" and msg is not None:
+            if msg.script_finished != ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN and ws in self.busy:
+                self.busy[ws] = False
+            self.finished.append(time.monotonic())
+
+    def running(self) -> bool:
+        return any(self.busy.values())
+
+    def connected(self) -> bool:
+        return bool(self.busy)
+
+
+def _parse(kind: Any, payload: Any) -> Any:
+    if not isinstance(payload, bytes | bytearray):
+        return None
+    try:
+        return kind.FromString(bytes(payload))
+    except Exception:  # noqa: BLE001 - a frame that is not one of Streamlit's messages
+        return None
+
+
+_WATCHES: weakref.WeakKeyDictionary[Any, ScriptWatch] = weakref.WeakKeyDictionary()
+
+
+def watch(page: Any) -> Any:
+    """Follow ``page``'s script runs (for ``settle``); call it before the page opens the app. Returns the page."""
+    _WATCHES[page] = ScriptWatch(page)
+    return page
+
+
+def settle(
+    page: Any, *, since: float | None = None, timeout_s: float = 240.0, grace_s: float = 0.5, still_s: float = 0.3
+) -> str:
+    """Wait until the app has answered: the page connected to the app, no script run asked for or under way on its
+    websocket, nothing running, stale or undrawn on the page, and the page unchanged for ``still_s`` (looks 100 ms
+    apart); and a run finished after ``since`` (time.monotonic() before a page.goto: the new page's first run), or
+    without ``since`` at least ``grace_s`` after the call unless a run finished meanwhile (the request of an action
+    just made is on its way). Returns the page's text; fails with TimeoutError after ``timeout_s``."""
+    clock = _WATCHES.get(page)
+    if clock is None:
+        raise RuntimeError("settle() needs a page watched from its start: chromium_page() or watch(page)")
+    start = time.monotonic()
+    last: list[int] | None = None
+    still_since: float | None = None
+    while True:
+        page.wait_for_timeout(100)
+        now = time.monotonic()
+        busy, *size = page.evaluate(PAGE_STATE_JS)
+        quiet = clock.connected() and not clock.running() and busy == 0 and size == last
+        last = size
+        still_since = (still_since or now) if quiet else None
+        if since is None:
+            answered = any(t > start for t in clock.finished) or now - start >= grace_s
+        else:
+            answered = any(t > since for t in clock.finished)
+        if still_since is not None and now - still_since >= still_s and answered:
+            break
+        if now - start > timeout_s:
+            raise TimeoutError(f"the app did not settle within {timeout_s:.0f} s: {page.url}")
+    return str(page.locator("body").inner_text()).replace("\u2060", "")

@@ -8,7 +8,7 @@ import pytest
 
 import store as rdb
 from ingest.pipeline import ingest_paths
-from tests.browser_support import assert_app_navigation, chromium_page, screenshot, streamlit_server
+from tests.browser_support import assert_app_navigation, chromium_page, screenshot, settle, streamlit_server
 from tests.conftest import shared_data
 from tests.test_page_drilldown import _write_special
 
@@ -28,7 +28,7 @@ def test_drilldown_deep_link_in_chromium(tmp_path: Path, monkeypatch: pytest.Mon
         page.goto(url + "/drilldown?run=edge-run&task=hostile&sample=0", wait_until="domcontentloaded")
         page.get_by_text("Transcript", exact=True).wait_for(timeout=120_000)
         page.get_by_text("Step 2", exact=True).wait_for(timeout=60_000)
-        page.wait_for_timeout(1500)
+        settle(page)
         body = page.locator("body").inner_text()
         shot = screenshot(page, "drilldown-hostile")
         assert '<script>alert("x")</script>' in body and "![x](http://evil.example/pixel.png)" in body
@@ -43,7 +43,7 @@ def test_drilldown_deep_link_in_chromium(tmp_path: Path, monkeypatch: pytest.Mon
         page.get_by_text("Against the reference").wait_for(timeout=60_000)
         page.get_by_text("Page (of 80)").wait_for(timeout=60_000)
         page.get_by_text("Step 24", exact=True).wait_for(timeout=60_000)
-        page.wait_for_timeout(1500)
+        settle(page)
         body = page.locator("body").inner_text()
         screenshot(page, "drilldown-long")
         assert "Step 25" not in body and "Go to the first divergence" in body
@@ -68,7 +68,7 @@ def test_tau_transcript_and_next_failed_in_chromium(tmp_path: Path, monkeypatch:
         page.goto(url + f"/drilldown?run={run_id}&task={task_id}&sample={sample}", wait_until="domcontentloaded")
         page.get_by_text("Expected vs actual actions").wait_for(timeout=120_000)
         page.get_by_text("Step 1", exact=True).wait_for(timeout=60_000)
-        page.wait_for_timeout(1500)
+        settle(page)
         screenshot(page, "drilldown-tau")
         body = page.locator("body").inner_text()
         assert "user · round" in body and "tool call · round" in body  # each message names its role

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from store import reader
-from tests.browser_support import chromium_page, screenshot, streamlit_server
+from tests.browser_support import chromium_page, screenshot, settle, streamlit_server
 from tests.test_search import search_db  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.browser
@@ -21,7 +21,7 @@ def test_search_open_hit_and_review(search_db: Path, monkeypatch: pytest.MonkeyP
         page.goto(url + "/search?benchmark=sb&q=quota_exceeded", wait_until="domcontentloaded")
         link = page.get_by_text("Open this hit in the drilldown")
         link.wait_for()
-        page.wait_for_timeout(1000)
+        settle(page)
         shot = screenshot(page, "search-hit")
         assert "⟦QUOTA_EXCEEDED⟧" in page.locator("body").inner_text()
         link.click()
@@ -30,12 +30,12 @@ def test_search_open_hit_and_review(search_db: Path, monkeypatch: pytest.MonkeyP
         page.get_by_text("Review this attempt").click()
         page.get_by_label("Reviewer (your name, kept for this session)").fill("Browser Bot")
         page.get_by_label("Reviewer (your name, kept for this session)").press("Enter")
-        page.wait_for_timeout(1500)
+        settle(page)
         page.get_by_text("incorrect", exact=True).click()
         page.get_by_label("Note").fill("quota error not handled")
         page.get_by_role("button", name="Save review").click()
         page.get_by_text("saved as Browser Bot").wait_for()
-        page.wait_for_timeout(1000)
+        settle(page)
         screenshot(page, "drilldown-review-saved")
         assert shot.stat().st_size > 20_000
     with reader(search_db) as con:

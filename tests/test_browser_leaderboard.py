@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import assert_app_navigation, chromium_page, screenshot, streamlit_server
+from tests.browser_support import assert_app_navigation, chromium_page, screenshot, settle, streamlit_server
 
 pytestmark = pytest.mark.browser
 
@@ -17,7 +17,7 @@ def test_leaderboard_renders_in_chromium(demo_db: Path) -> None:
         page.goto(url + "/leaderboard", wait_until="domcontentloaded")
         page.wait_for_selector('[data-testid="stDataFrame"]', timeout=120_000)
         page.wait_for_selector('[data-testid="stMetricValue"]', timeout=60_000)
-        page.wait_for_timeout(1500)
+        settle(page)
         metrics = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
         assert any(re.search(r"\d", m) for m in metrics), metrics
         grid_text = page.locator('[data-testid="stDataFrame"]').first.inner_text()

@@ -12,9 +12,9 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 
-from tests.browser_support import chromium_page, screenshot, streamlit_server
+from tests.browser_support import chromium_page, screenshot, settle, streamlit_server, watch
 from tests.conftest import FIXTURES, ROOT
-from tests.test_browser_pages import main_area, settle, sidebar_benchmark
+from tests.test_browser_pages import main_area, sidebar_benchmark
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 Page = Any  # playwright's sync Page
@@ -50,7 +50,7 @@ def heading(page: Page) -> str:
 
 def opened_alone(page: Page, href: str) -> tuple[str, str | None, str]:
     """The page's title, the sidebar's benchmark and the path the href shows, opened in a new tab."""
-    tab = page.context.browser.new_page(viewport=page.viewport_size)  # a context of its own: no shared state
+    tab = watch(page.context.browser.new_page(viewport=page.viewport_size))  # a context of its own: no shared state
     try:
         tab.goto(href)
         main_area(tab).locator("h1").first.wait_for(timeout=180_000)

@@ -16,27 +16,12 @@ import numpy as np
 import pytest
 
 from jobs.failures import embed_failures
-from tests.browser_support import assert_app_navigation, chromium_page, screenshot, streamlit_server
+from tests.browser_support import assert_app_navigation, chromium_page, screenshot, settle, streamlit_server
 from tests.conftest import FIXTURES
-from tests.test_browser_plaintext import BUSY_JS, open_page
+from tests.test_browser_plaintext import open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 Page = Any  # playwright's sync Page (the package has no type stubs here)
-
-
-def settle(page: Page, *, timeout_s: int = 240) -> str:
-    """Wait until the script has finished (nothing running or stale in every look for a second: five looks 250 ms
-    apart, where two looks 1 s apart were taken, so the page is seen quiet as soon after it is); return the page's
-    text."""
-    page.wait_for_timeout(800)
-    quiet = 0
-    for _ in range(4 * timeout_s):
-        quiet = quiet + 1 if page.evaluate(BUSY_JS) == 0 else 0
-        if quiet >= 5:
-            break
-        page.wait_for_timeout(250)
-    page.wait_for_timeout(1000)
-    return str(page.locator("body").inner_text()).replace("\u2060", "")
 
 
 def wait_text(page: Page, text: str, *, timeout_ms: int = 240_000) -> None:
@@ -191,14 +176,14 @@ def upload(page: Page, url: str) -> None:
         files=[{"name": "mini.jsonl", "mimeType": "application/json", "buffer": (FIXTURES / "good.jsonl").read_bytes()}]
     )
     page.get_by_role("heading", name="Preview").wait_for(timeout=180_000)
-    page.wait_for_timeout(1500)
+    settle(page)
     # the preview's grid (a canvas) keeps each cell's text in a hidden DOM cell
     assert page.get_by_text("2 runs (listed below)").count() > 0  # the file's runs, each on its own row
     for cell in ("mini-a-v1", "mini-human", "Agent A", "Human"):  # the table of the runs it creates, one per row
         assert page.get_by_text(cell, exact=True).count() > 0, cell
     page.get_by_role("button", name="Ingest 1 file", exact=True).click()
     page.get_by_text("Open run mini-a-v1 (Agent A)").first.wait_for(timeout=180_000)
-    page.wait_for_timeout(1500)
+    settle(page)
     sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
     assert "the store: 75 runs" not in sidebar and "the store: " in sidebar, sidebar  # the new runs counted at once
     screenshot(page, "browser-page-upload-ingested")

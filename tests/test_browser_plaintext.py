@@ -18,7 +18,7 @@ from urllib.parse import quote, urljoin, urlsplit
 import pytest
 
 from ingest.pipeline import ingest_paths
-from tests.browser_support import chromium_page, free_port, screenshot, streamlit_server
+from tests.browser_support import chromium_page, free_port, screenshot, settle, streamlit_server
 from tests.conftest import FIXTURES
 from tests.hostile_log import payload, write_hostile_log
 
@@ -38,8 +38,6 @@ PAGES = [
     ("/clusters", "Failure clusters", "Compute the clusters"),
     ("/review", "Review", "Review queue"),
 ]
-BUSY_JS = """() => document.querySelectorAll(
-    '[data-testid="stStatusWidget"], [data-testid="stSkeleton"], [data-stale="true"]').length"""
 # Every anchor's href and every image's src, including SVG <a xlink:href> in Plotly charts.
 LINKS_JS = """() => [...document.querySelectorAll('a, img, image, [href], [src]')].map(
     e => [e.getAttribute('href') || e.getAttribute('xlink:href') || e.getAttribute('src') || '',
@@ -82,7 +80,7 @@ def open_page(page: object, url: str, title: str, marker: str) -> str:
     page.goto(url, wait_until="domcontentloaded")  # type: ignore[attr-defined]
     page.get_by_role("heading", name=title, exact=True).first.wait_for(timeout=180_000)  # type: ignore[attr-defined]
     page.get_by_text(marker).first.wait_for(timeout=180_000)  # type: ignore[attr-defined]
-    wait_quiet(page)
+    settle(page)
     # md_plain puts an invisible word joiner into URLs so Streamlit does not link them; read past it
     return str(page.locator("body").inner_text()).replace("\u2060", "")  # type: ignore[attr-defined]
 
@@ -96,23 +94,11 @@ DRILLDOWN_PANELS = (
 )
 
 
-def wait_quiet(page: object) -> None:
-    """Until no "Running..." widget, skeleton or stale element shows for a second (five looks 250 ms apart), then
-    Plotly's drawing time."""
-    quiet = 0
-    for _ in range(720):
-        quiet = quiet + 1 if page.evaluate(BUSY_JS) == 0 else 0  # type: ignore[attr-defined]
-        if quiet >= 5:
-            break
-        page.wait_for_timeout(250)  # type: ignore[attr-defined]
-    page.wait_for_timeout(1500)  # type: ignore[attr-defined]
-
-
 def open_panels(page: object, labels: tuple[str, ...]) -> str:
     """Open each collapsed panel named in ``labels`` (an expander's summary), wait for its content; the page's text."""
     for label in labels:
         page.locator("summary").filter(has_text=label).first.click()  # type: ignore[attr-defined]
-        wait_quiet(page)
+        settle(page)
     return str(page.locator("body").inner_text()).replace("\u2060", "")  # type: ignore[attr-defined]
 
 
@@ -141,7 +127,7 @@ def test_log_text_never_becomes_a_link_or_an_image(
             bodies[path] = open_page(page, url + path, title, marker)
             if title == "SQL":
                 page.get_by_text("Query history").click()  # type: ignore[attr-defined]
-                page.wait_for_timeout(1000)  # type: ignore[attr-defined]
+                settle(page)
             if path.startswith("/drilldown?run="):
                 bodies[path] = open_panels(page, DRILLDOWN_PANELS)
             screenshot(page, f"plaintext-{i}-{title.lower().replace(' ', '-')}")
@@ -153,7 +139,7 @@ def test_log_text_never_becomes_a_link_or_an_image(
             files=[{"name": "..", "mimeType": "application/json", "buffer": (FIXTURES / "good.jsonl").read_bytes()}]
         )
         page.get_by_role("heading", name="Preview").wait_for(timeout=180_000)  # type: ignore[attr-defined]
-        page.wait_for_timeout(2000)  # type: ignore[attr-defined]
+        settle(page)
         screenshot(page, "plaintext-upload-dotdot")
         assert "IsADirectoryError" not in page.locator("body").inner_text()  # type: ignore[attr-defined]
         page.wait_for_timeout(1000)  # type: ignore[attr-defined]

@@ -22,9 +22,9 @@ import pytest
 import store as rdb
 from jobs.failures import cluster_failures, embed_failures
 from jobs.irt import fit_and_store
-from tests.browser_support import ScriptClock, chromium_page, screenshot, streamlit_server
+from tests.browser_support import ScriptClock, chromium_page, screenshot, settle, streamlit_server
 from tests.conftest import ARTIFACTS, copy_store
-from tests.test_browser_pages import hashed_words, settle
+from tests.test_browser_pages import hashed_words
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -137,11 +137,13 @@ def every_page_problems(ready_url: str) -> dict[str, dict[str, list[str]]]:
             for visit in ("first", "again"):
                 since = time.monotonic()
                 page.goto(f"{ready_url}/{link}")
-                visits[visit] = clock.answer_s(page, since)
+                settle(page, since=since)  # the page's runs finished, the page drawn and still
+                visits[visit] = clock.answered_s(since)
             timings[name] = visits
             for width in WIDTHS:
-                page.set_viewport_size({"width": width, "height": 1000})
-                settle(page)
+                if width != WIDTHS[0]:
+                    page.set_viewport_size({"width": width, "height": 1000})
+                    settle(page, grace_s=0.0)  # a resize asks for no script run
                 open_expanders(page)  # every table of the page, those in expanders too
                 shot = screenshot(page, f"browser-tables-{name}-{width}")
                 found = problems_on(page)

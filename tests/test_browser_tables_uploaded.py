@@ -7,14 +7,14 @@ own app over its own copy of the demo), so that two test workers share the two h
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-from tests.browser_support import chromium_page, screenshot, streamlit_server
+from tests.browser_support import chromium_page, screenshot, settle, streamlit_server
 from tests.conftest import FIXTURES, copy_store
-from tests.test_browser_pages import settle
 from tests.test_browser_tables import GRIDS_JS, WIDTHS, open_expanders, problems_on
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -47,7 +47,7 @@ def uploaded_problems(
     def check(name: str, *, min_grids: int = 0) -> None:
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 1000})
-            settle(page)
+            settle(page, grace_s=0.0)  # a resize asks for no script run
             open_expanders(page)
             screenshot(page, f"browser-tables-uploaded-{name}-{width}")
             found = problems_on(page)
@@ -65,8 +65,9 @@ def uploaded_problems(
         streamlit_server(db, timeout_s=180, env=env) as url,
         chromium_page(width=WIDTHS[0], height=1000) as page,
     ):
+        since = time.monotonic()
         page.goto(f"{url}/upload")
-        settle(page)
+        settle(page, since=since)
         page.locator('input[type="file"]').set_input_files(
             files=[
                 {"name": "mini.jsonl", "mimeType": "application/json", "buffer": (FIXTURES / "good.jsonl").read_bytes()}
@@ -78,7 +79,9 @@ def uploaded_problems(
         page.get_by_text("Open run mini-a-v1 (Agent A)").first.wait_for(timeout=180_000)
         check("upload-done")
         for link in UPLOADED:
+            since = time.monotonic()
             page.goto(f"{url}/{link}")
+            settle(page, since=since)  # the page's first run, not the one before it
             check(link.split("?")[0])
     return failures
 

@@ -12,7 +12,7 @@ from PIL import Image
 
 from analytics import export, tmf
 from store import RunFilter, reader
-from tests.browser_support import MENU, chromium_page, screenshot
+from tests.browser_support import MENU, chromium_page, screenshot, settle
 from tests.conftest import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a cold Chromium + kaleido take minutes under load
@@ -52,7 +52,7 @@ def test_tmf_page_and_exports_in_chromium(demo_app: str) -> None:
         page.wait_for_selector("text=TMF stage", timeout=120_000)
         page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=120_000)
         page.wait_for_selector('[data-testid="stMetricValue"]', timeout=60_000)
-        page.wait_for_timeout(2500)
+        settle(page)
         metrics = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
         assert re.match(r"Stage [123]", metrics[0]), metrics
         assert any(re.search(r"\$\d", m) for m in metrics), metrics

@@ -8,7 +8,7 @@ import pytest
 
 from data.demo import gembench
 from ingest.pipeline import ingest_paths
-from tests.browser_support import chromium_page, screenshot, streamlit_server
+from tests.browser_support import chromium_page, screenshot, settle, streamlit_server
 
 pytestmark = pytest.mark.browser
 
@@ -21,7 +21,7 @@ def test_gem_page_renders_in_chromium(tmp_path: Path) -> None:
     with streamlit_server(db) as url, chromium_page(height=1400) as page:
         page.goto(url + "/gem", wait_until="domcontentloaded")
         page.wait_for_selector('[data-testid="stCode"]', timeout=180_000)
-        page.wait_for_timeout(2500)
+        settle(page)
         body = page.locator("body").inner_text()
         assert "Table 2" in body and "Table 6" in body and "Traceback" not in body
         assert ">> AD |" in page.locator('[data-testid="stCode"]').first.inner_text()
