@@ -138,15 +138,17 @@ def copy_store(location: str, dest: Path) -> str:
     return f"{LAKE}{catalog}"
 
 
-def _python(args: list[str]) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=7200)
+def _python(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, **(env or {})}
+    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=7200)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{done.stderr[-3000:]}")
     return done
 
 
 def page_costs(location: str, out: Path, pages: list[str] | None, *, reuse: bool = False) -> list[dict[str, Any]]:
-    """``bench/bench_pages.py --pages-only`` on ``location``: its ``pages`` list (with ``reuse``, ``out``'s if kept)."""
+    """``bench/bench_pages.py --pages-only`` on ``location``: its ``pages`` list (with ``reuse``, ``out``'s if kept).
+    ``RUNLENS_AUTO_FIT=0``: no page starts a background job (the Progress page's IRT fit would write to the store)."""
     if reuse and out.exists():
         return list(json.loads(out.read_text())["pages"])
     _python(
@@ -158,7 +160,8 @@ def page_costs(location: str, out: Path, pages: list[str] | None, *, reuse: bool
             "--json",
             str(out),
             *(["--pages", *pages] if pages else []),
-        ]
+        ],
+        env={"RUNLENS_AUTO_FIT": "0"},
     )
     return list(json.loads(out.read_text())["pages"])
 
