@@ -25,7 +25,8 @@ Measured (``--measure``):
   (``ANALYST_QUERIES``), each through the console's sandbox (``analytics.sql_console.try_query``): CPU and wall.
 * ``irt``: a fresh 1PL fit of ``--irt-benchmark`` with the shipped settings, nothing stored: the read of its
   responses (``load_responses``), then ``analytics.irt.estimate``, whose epochs are logged with the CPU so far. A
-  fit that passes ``--irt-cap-cpu`` CPU seconds is stopped there and reported with the epoch it reached.
+  fit that passes ``--irt-cap-cpu`` CPU seconds (or ``--irt-cap-wall`` s) is stopped at the next logged epoch and
+  reported with the epoch it reached (the cap is not checked in the bootstrap of the sd that follows the epochs).
 * ``clusters``: the failures of every benchmark (the count the Failure clusters page would cluster), then (not
   with ``--clusters-count-only``) the page's job on ``--clusters-benchmark`` (``bench/bench_clusters.py --page STORE --compute``: documents, vectors,
   clustering, stored), which **writes**: use it only with ``--store`` on a copy.
