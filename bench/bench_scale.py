@@ -21,6 +21,21 @@ Measured (``--measure``):
   per store: the latency a user or CI job sees, Python start-up included. Each upload adds its run to the kept
   stores (100 attempts; tagged by time so a rerun never repeats one).
 * ``search``: ``python -m analytics search`` of a phrase, a word and an identifier on each store, in a fresh process.
+* ``sql``: the SQL console's AD-Bench Table 2 query (pointed at ``bench-0``) and a few analyst queries
+  (``ANALYST_QUERIES``), each through the console's sandbox (``analytics.sql_console.try_query``): CPU and wall.
+* ``irt``: a fresh 1PL fit of ``--irt-benchmark`` with the shipped settings, nothing stored: the read of its
+  responses (``load_responses``), then ``analytics.irt.estimate``, whose epochs are logged with the CPU so far. A
+  fit that passes ``--irt-cap-cpu`` CPU seconds (or ``--irt-cap-wall`` s) is stopped at the next logged epoch and
+  reported with the epoch it reached (the cap is not checked in the bootstrap of the sd that follows the epochs).
+* ``clusters``: the failures of every benchmark (the count the Failure clusters page would cluster), then (not
+  with ``--clusters-count-only``) the page's job on ``--clusters-benchmark`` (``bench/bench_clusters.py --page STORE --compute``: documents, vectors,
+  clustering, stored), which **writes**: use it only with ``--store`` on a copy.
+
+``--store LOCATION`` measures that store instead of building one (``--size`` then only labels the figures): a kept
+10M lake is measured read-only for ``sql`` and ``irt``; ``upload`` and ``clusters`` write, so give them a copy (a
+copy of the catalog with ``RUNLENS_LAKE_DATA_PATH`` at the kept data folder, or hard links of the data files).
+``--lock FILE`` holds that file lock (``flock``) only while a measurement reads the store, so measurements of
+one large store by several people never overlap and the IRT fit's CPU-only part does not hold it.
 
 Run it under ``nice -n 19`` on a shared machine. Building 1M attempts takes about 4 minutes here (generation, ingest,
 migration); 10M about 25 minutes and 50 GB of disk (logs 27 GB, file store 15 GB plus its snapshot, lake 7 GB), or
@@ -30,6 +45,8 @@ with ``--stream`` the lake alone and one 0.55 GB log file at a time.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import resource
@@ -38,6 +55,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +65,41 @@ from bench.bench_lake import upload_files  # noqa: E402
 from bench.gen_logs import generate, iter_generate  # noqa: E402
 
 SEARCHES = {"phrase": "budget week growth", "word": "threshold", "identifier": "t000123"}
+
+# What an analyst types into the SQL console of a large store (beside the shipped AD-Bench Table 2 query).
+ANALYST_QUERIES = {
+    "pass rate per run": "SELECT run_id, agent, avg(passed::INTEGER) AS pass_rate, count(*) AS n FROM v_attempts "
+    "GROUP BY ALL ORDER BY pass_rate DESC",
+    "hardest tasks of bench-0": "SELECT task_id, avg(passed::INTEGER) AS pass_rate, count(*) AS n FROM v_attempts "
+    "WHERE benchmark = 'bench-0' GROUP BY task_id ORDER BY pass_rate, task_id LIMIT 20",
+    "tool calls per level": "SELECT benchmark, level, avg(n_tool_calls) AS calls, quantile_cont(n_tool_calls, 0.9) "
+    "AS p90 FROM v_attempts GROUP BY ALL ORDER BY ALL",
+    "one attempt's steps": "SELECT step, kind, tool FROM steps WHERE attempt_id = (SELECT min(attempt_id) FROM "
+    "attempts) ORDER BY step",
+}
+
+
+@contextlib.contextmanager
+def held(lock: Path | None) -> Iterator[None]:
+    """Hold ``lock`` (an exclusive ``flock``, as the ``flock`` command takes it) for the block; no lock: nothing."""
+    if lock is None:
+        yield
+        return
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _peak_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _cpu() -> float:
@@ -186,20 +239,171 @@ def measure_search(stores: dict[str, str]) -> dict[str, object]:
     return out
 
 
+def measure_sql(location: str, lock: Path | None) -> dict[str, object]:
+    """The Table 2 query (pointed at ``bench-0``) and ``ANALYST_QUERIES`` through the console's sandbox."""
+    from analytics import sql_console as sb
+
+    shipped = (ROOT / "queries" / "ad_bench_table2.sql").read_text(encoding="utf-8")
+    queries = {
+        "AD-Bench Table 2 (bench-0)": shipped.replace(
+            "benchmark = 'ad-bench' AND eval_date = DATE '2026-01-15'", "benchmark = 'bench-0'"
+        ),
+        **ANALYST_QUERIES,
+    }
+    # As shipped (10 s wall: on a loaded machine the limit is reached before the CPU is), then with the wall limit
+    # raised so the CPU the statement needs is seen (the sandbox's one thread and memory limit unchanged).
+    limits = {"shipped limits": sb.SandboxLimits(), "timeout 600 s": sb.SandboxLimits(timeout_s=600.0)}
+    out: dict[str, object] = {"load_average": os.getloadavg()[0]}
+    with held(lock):
+        for name, sql in queries.items():
+            row: dict[str, object] = {}
+            for label, limit in limits.items():
+                wall, cpu = time.perf_counter(), _self_cpu() + _cpu()
+                outcome = sb.try_query(sql, db=location, limits=limit)
+                row[label] = {
+                    "seconds": round(time.perf_counter() - wall, 3),
+                    "cpu_seconds": round(_self_cpu() + _cpu() - cpu, 3),
+                    "rows": outcome.result.n_rows if outcome.result is not None else None,
+                    "error": outcome.error,
+                }
+            out[name] = row
+            print(f"sql {name}: {row}", file=sys.stderr)
+    out["peak_rss_mb"] = _peak_mb()
+    return out
+
+
+class _CapReached(Exception):
+    """The IRT fit passed its cap (``--irt-cap-cpu``, ``--irt-cap-wall``)."""
+
+
+def measure_irt(
+    location: str, lock: Path | None, *, benchmark: str, cap_cpu: float, cap_wall: float
+) -> dict[str, object]:
+    """A fresh 1PL fit of ``benchmark`` (shipped settings, nothing stored): the read under ``lock``, then the fit."""
+    import store as rdb
+    from analytics.irt import estimate, load_responses, settings_for
+
+    out: dict[str, object] = {"benchmark": benchmark, "load_average": os.getloadavg()[0]}
+    with held(lock):
+        wall, cpu = time.perf_counter(), _self_cpu()
+        with rdb.reader(location) as con:
+            obs = load_responses(con, benchmark=benchmark)
+        out["read"] = {"seconds": round(time.perf_counter() - wall, 3), "cpu_seconds": round(_self_cpu() - cpu, 3)}
+    out["observations"] = len(obs)
+    out["subjects"] = int(obs["subject"].nunique())
+    out["tasks"] = int(obs["task_id"].nunique())
+    print(f"irt read: {out}", file=sys.stderr)
+    settings = settings_for("1pl")
+    reached: list[dict[str, object]] = []
+    wall, cpu = time.perf_counter(), _self_cpu()
+
+    def progress(fraction: float, message: str) -> None:
+        spent = _self_cpu() - cpu
+        reached.append({"epoch": message.split(",")[0], "cpu_seconds": round(spent, 1)})
+        print(f"irt {message}: {spent:.0f} CPU s", file=sys.stderr)
+        if spent > cap_cpu or time.perf_counter() - wall > cap_wall:
+            raise _CapReached
+
+    try:
+        estimate(obs, settings, progress=progress)
+        out["fit"] = "finished"
+    except _CapReached:
+        out["fit"] = f"stopped at its cap ({cap_cpu:.0f} CPU s or {cap_wall:.0f} s wall)"
+    out["fit_seconds"] = round(time.perf_counter() - wall, 3)
+    out["fit_cpu_seconds"] = round(_self_cpu() - cpu, 3)
+    out["epochs"] = settings.epochs
+    out["reached"] = reached[-1] if reached else None
+    out["peak_rss_mb"] = _peak_mb()
+    return out
+
+
+FAILURES_SQL = """
+SELECT r.benchmark, count(*) AS attempts, count(*) FILTER (WHERE a.passed = false) AS failures
+FROM attempts a JOIN runs r USING (run_id) GROUP BY r.benchmark ORDER BY r.benchmark
+"""
+
+
+def measure_clusters(
+    location: str, lock: Path | None, *, benchmark: str, work: Path, job: bool = True
+) -> dict[str, object]:
+    """The failures per benchmark, then the Failure clusters page's job on ``benchmark`` (writes: a copy only)."""
+    import store as rdb
+
+    out: dict[str, object] = {"load_average": os.getloadavg()[0]}
+    with held(lock):
+        wall, cpu = time.perf_counter(), _self_cpu()
+        with rdb.reader(location) as con:
+            rows = rdb.query_rows(con, FAILURES_SQL)
+        out["count"] = {"seconds": round(time.perf_counter() - wall, 3), "cpu_seconds": round(_self_cpu() - cpu, 3)}
+        out["failures"] = {str(b): {"attempts": int(n), "failures": int(f)} for b, n, f in rows}
+        print(f"clusters failures: {out['failures']}", file=sys.stderr)
+        if not job:
+            return out
+        figures = work / f"clusters-{benchmark}.json"
+        before = _cpu()
+        seconds, _ = _run(
+            [
+                "bench/bench_clusters.py",
+                "--page",
+                location,
+                "--benchmark",
+                benchmark,
+                "--compute",
+                "--json",
+                str(figures),
+            ]
+        )
+        out["job"] = {
+            "benchmark": benchmark,
+            "seconds": round(seconds, 1),
+            "cpu_seconds": round(_cpu() - before, 1),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+            "figures": json.loads(figures.read_text()),
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--work", type=Path, required=True, help="where the stores are kept (outside the repository)")
-    parser.add_argument("--measure", nargs="*", default=["upload"], choices=["upload", "search"])
+    parser.add_argument(
+        "--measure", nargs="*", default=["upload"], choices=["upload", "search", "sql", "irt", "clusters"]
+    )
+    parser.add_argument("--store", help="measure this existing store (a copy for upload and clusters): no build")
+    parser.add_argument("--lock", type=Path, help="an flock file held while a measurement reads the store")
+    parser.add_argument("--irt-benchmark", default="bench-0")
+    parser.add_argument("--irt-cap-cpu", type=float, default=3600.0, help="stop the IRT fit past these CPU s")
+    parser.add_argument("--irt-cap-wall", type=float, default=7200.0, help="or past these wall seconds")
+    parser.add_argument("--clusters-benchmark", default="bench-0")
+    parser.add_argument("--clusters-count-only", action="store_true", help="count the failures, run no job")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--stream", action="store_true", help="build only the local lake, one log file at a time")
     args = parser.parse_args(argv)
-    stores = build_streamed(args.work, args.size) if args.stream else build(args.work, args.size)
+    if args.store:
+        stores = {"store": args.store}
+    else:
+        stores = build_streamed(args.work, args.size) if args.stream else build(args.work, args.size)
     result: dict[str, object] = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "size": args.size}
+    folder = args.work / str(args.size)
+    folder.mkdir(parents=True, exist_ok=True)
     if "upload" in args.measure:
-        result["upload"] = measure_upload(stores, args.work / str(args.size))
+        with held(args.lock):
+            result["upload"] = measure_upload(stores, folder)
     if "search" in args.measure:
-        result["search"] = measure_search(stores)
+        with held(args.lock):
+            result["search"] = measure_search(stores)
+    location = stores.get("lake") or next(iter(stores.values()))  # the default store, or the one given
+    if "sql" in args.measure:
+        result["sql"] = measure_sql(location, args.lock)
+    if "irt" in args.measure:
+        result["irt"] = measure_irt(
+            location, args.lock, benchmark=args.irt_benchmark, cap_cpu=args.irt_cap_cpu, cap_wall=args.irt_cap_wall
+        )
+    if "clusters" in args.measure:
+        result["clusters"] = measure_clusters(
+            location, args.lock, benchmark=args.clusters_benchmark, work=folder, job=not args.clusters_count_only
+        )
     text = json.dumps(result, indent=1)
     if args.json:
         args.json.write_text(text + "\n")
