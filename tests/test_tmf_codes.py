@@ -23,7 +23,7 @@ import pytest
 from analytics import compare, stats, tmf
 from analytics.sqlfiles import load_sql
 from analytics.tmf.analysis import slice_rows
-from analytics.tmf.model import (
+from analytics.tmf.codes import (
     CODE_COLUMNS,
     factorize_codes,
     factorize_ids,
@@ -37,6 +37,7 @@ from store import RunFilter, query_df, query_rows, reader, with_run_filter
 from tests.test_aggregates import assert_same
 
 tmf_load = importlib.import_module("analytics.tmf.load")  # the module (``tmf.load`` is its function)
+tmf_codes = importlib.import_module("analytics.tmf.codes")
 tmf_model = importlib.import_module("analytics.tmf.model")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -330,11 +331,11 @@ def test_a_frames_codes_are_made_once_and_follow_a_replaced_column() -> None:
     rng = np.random.default_rng(3)
     codes = np.repeat(rng.permutation(7), 5)
     frame = pd.DataFrame({"run_id": [f"r{c}" for c in codes], "run_code": codes})
-    got, first = tmf_model.coded_rows(frame, "run_code")
+    got, first = tmf_codes.coded_rows(frame, "run_code")
     want, _ = pd.factorize(codes)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(first, np.flatnonzero(~frame["run_id"].duplicated().to_numpy()))
-    again = tmf_model.coded_rows(frame, "run_code")
+    again = tmf_codes.coded_rows(frame, "run_code")
     assert again[0] is got and again[1] is first  # made once
     with pytest.raises(ValueError):
         got[0] = 5  # shared: read-only
@@ -342,21 +343,21 @@ def test_a_frames_codes_are_made_once_and_follow_a_replaced_column() -> None:
     want_codes, want_ids = pd.factorize(frame["run_id"])
     np.testing.assert_array_equal(ids_codes, want_codes)
     assert list(ids) == list(want_ids)
-    np.testing.assert_array_equal(tmf_model.first_rows_of(frame, "run_id"), first)
+    np.testing.assert_array_equal(tmf_codes.first_rows_of(frame, "run_id"), first)
     replaced = np.tile(np.arange(5), 7)  # other codes than those of ``codes``' stretches
     frame["run_code"] = replaced  # a column replaced: codes of the new one
-    np.testing.assert_array_equal(tmf_model.coded_rows(frame, "run_code")[0], replaced)
+    np.testing.assert_array_equal(tmf_codes.coded_rows(frame, "run_code")[0], replaced)
     other = frame.copy()  # another frame, equal: its own entry, equal codes
-    assert tmf_model.coded_rows(other, "run_code")[0] is not tmf_model.coded_rows(frame, "run_code")[0]
-    np.testing.assert_array_equal(tmf_model.coded_rows(other, "run_code")[0], replaced)
+    assert tmf_codes.coded_rows(other, "run_code")[0] is not tmf_codes.coded_rows(frame, "run_code")[0]
+    np.testing.assert_array_equal(tmf_codes.coded_rows(other, "run_code")[0], replaced)
     key = (id(frame), "run_code")
-    assert key in tmf_model._CODED
+    assert key in tmf_codes._CODED
     del frame
-    assert key not in tmf_model._CODED  # dropped with its frame
+    assert key not in tmf_codes._CODED  # dropped with its frame
     for _ in range(20):  # new frames, some at a freed address: never an earlier frame's codes
         fresh = rng.integers(0, 4, 12)
         frame = pd.DataFrame({"run_id": fresh.astype(str), "run_code": fresh})
-        np.testing.assert_array_equal(tmf_model.coded_rows(frame, "run_code")[0], pd.factorize(fresh)[0])
+        np.testing.assert_array_equal(tmf_codes.coded_rows(frame, "run_code")[0], pd.factorize(fresh)[0])
         del frame
 
 

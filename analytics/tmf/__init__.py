@@ -25,7 +25,8 @@ Definitions (also in docs/tmf.md and on the page):
       prices by those of the newest run (by eval_date) of the same family (agent when family is empty) that
       has prices, and recomputes cost from tokens; runs without tokens keep their logged cost.
 
-Modules by role: ``model`` (points, frontier, human, acceptance, value, stage), ``load`` (the only database
+Modules by role: ``model`` (points, frontier, human, acceptance, value, stage), ``codes`` (a frame's run and task
+codes, found once), ``load`` (the only database
 reads), ``analysis`` (one analysis, its bootstrap, slices, periods), ``overview`` (the page's views of a benchmark from
 one read: the overview, the first view, the movie, the slices), ``report`` (JSON, text, tables, captions) and
 ``figures`` (Plotly, and the exported chart and page). This package re-exports their public names:

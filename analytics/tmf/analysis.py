@@ -16,10 +16,20 @@ from typing_extensions import Unpack
 from analytics import compare
 from analytics.runs import comparable_runs_of
 from analytics.tmf.bootstrap import Replicates, Uncertainty, replicates, uncertainty
+from analytics.tmf.codes import (
+    CODE_COLUMNS,
+    coded_rows,
+    factorize_codes,
+    first_rows,
+    ids_in,
+    last_rows,
+    rows_where,
+    run_is_agent,
+    run_values_at,
+)
 from analytics.tmf.load import TmfInputs
 from analytics.tmf.model import (
     AXES,
-    CODE_COLUMNS,
     DEFAULT_HOURLY_USD,
     DEFAULT_HUMAN_PERFORMANCE,
     MIN_TASKS,
@@ -29,18 +39,10 @@ from analytics.tmf.model import (
     Human,
     TmfError,
     Value,
-    coded_rows,
     current_prices,
-    factorize_codes,
-    first_rows,
     human_baseline,
-    ids_in,
-    last_rows,
     pareto_mask,
-    rows_where,
-    run_is_agent,
     run_points,
-    run_values_at,
     slice_tasks,
     upper_hull,
     value_and_stage,
@@ -400,7 +402,7 @@ def _agent_ids(rows: pd.DataFrame, id_col: str, agent_rows: np.ndarray | None) -
 
 def _factorize(rows: pd.DataFrame, id_col: str, agent_rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """``pd.factorize(ids, use_na_sentinel=False)`` of ``ids``, ``rows[id_col]`` at ``agent_rows`` (every row when
-    None): from the rows' integer code when they have one (``model.CODE_COLUMNS``: one id per code, so the same
+    None): from the rows' integer code when they have one (``codes.CODE_COLUMNS``: one id per code, so the same
     codes and ids), taking the ids of the codes' first rows only (not a copy of 867k ids at 10M attempts)."""
     code_col = CODE_COLUMNS[id_col]
     if code_col not in rows:

@@ -12,13 +12,15 @@ import numpy as np
 import pandas as pd
 
 from analytics import stats
+from analytics.tmf.codes import (
+    factorize_ids,
+    ids_in,
+    rows_where,
+)
 from analytics.tmf.model import (
     BOOT_GRID_POINTS,
     Acceptance,
-    factorize_ids,
-    ids_in,
     row_costs,
-    rows_where,
     upper_hull,
     value_from_arrays,
     values_from_frontiers,

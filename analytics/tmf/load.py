@@ -12,7 +12,15 @@ import numpy as np
 import pandas as pd
 
 from analytics import compare
-from analytics.tmf.model import TmfError, first_rows_of, run_values, slice_names, slice_tasks
+from analytics.tmf.codes import (
+    first_rows_of,
+    run_values,
+)
+from analytics.tmf.model import (
+    TmfError,
+    slice_names,
+    slice_tasks,
+)
 from store import ALL_RUNS, QueryError, RunFilter, query_df, query_rows, with_run_filter
 
 

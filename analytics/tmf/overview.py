@@ -23,8 +23,14 @@ from analytics.tmf.analysis import (
     slice_rows,
 )
 from analytics.tmf.bootstrap import WeightsKey, discard_weights, prefetch_weights
+from analytics.tmf.codes import (
+    first_rows_of,
+)
 from analytics.tmf.load import TmfInputs, load
-from analytics.tmf.model import PERIODS, TmfError, first_rows_of
+from analytics.tmf.model import (
+    PERIODS,
+    TmfError,
+)
 from store import ALL_RUNS, RunFilter
 
 
