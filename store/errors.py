@@ -26,3 +26,7 @@ class StoreVersionError(RunlensError):
 
 class DatabaseBusyError(RunlensError):
     """Another process held the database lock for longer than we were willing to wait."""
+
+
+class LakeError(RunlensError):
+    """The lake location is malformed, or the lake cannot be reached or created."""

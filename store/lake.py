@@ -24,21 +24,19 @@ How the single-file store's guarantees carry over (docs/scale.md):
   writers. A session is short: one upload holds it for its own validation and commit, whatever the lake's size. (The session lock, commit retries and messages: store/lake_session.py.)
 * **Readers never wait**: each commit is a DuckLake snapshot; a reader attaches the lake read-only, pinned to one
   snapshot id (``as_of``), so a page shows one consistent state and a link can show it again tomorrow.
-* **Extensions from PyPI only**: ``ducklake``, ``postgres_scanner`` (PyPI's ``duckdb-extension-postgres``),
-  ``sqlite_scanner`` and ``httpfs`` are loaded from the ``duckdb-extension-*`` packages (by their paths in the
-  process's shared instance, else through an extension folder of links made here: ``_new_instance``); nothing is
-  downloaded at run time.
+* **Extensions from PyPI only** (store/lake_extensions.py): ``ducklake``, ``postgres_scanner``, ``sqlite_scanner``
+  and ``httpfs`` are loaded from the binaries the ``duckdb-extension-*`` packages ship (by their paths in the
+  process's shared instance, else through an extension folder of links: ``_new_instance``); nothing is downloaded at
+  run time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import importlib.util
 import itertools
 import os
 import sqlite3
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -49,22 +47,12 @@ from urllib.parse import urlsplit
 
 import duckdb
 
-from store.errors import RunlensError
+from store.errors import LakeError
+from store.lake_extensions import EXTENSIONS, extension_dir, s3_secret, shipped_binary, sql_literal
 
 PREFIX = "ducklake:"
 ALIAS = "runlens_lake"  # the attached catalog's name in every lake connection
-# The extensions a lake needs, by the name DuckDB loads them under and the PyPI package that ships the binary.
-EXTENSIONS = {
-    "ducklake": ("duckdb_extension_ducklake", "ducklake"),
-    "postgres_scanner": ("duckdb_extension_postgres", "postgres"),
-    "httpfs": ("duckdb_extension_httpfs", "httpfs"),
-    "sqlite_scanner": ("duckdb_extension_sqlite_scanner", "sqlite_scanner"),
-}
 LAKE_FILES_SUFFIX = ".files"  # a SQLite lake's default data folder: <catalog><suffix>/
-
-
-class LakeError(RunlensError):
-    """The lake location is malformed, or the lake cannot be reached or created."""
 
 
 @dataclass(frozen=True)
@@ -137,102 +125,7 @@ def parse(db: str | Lake) -> Lake:
     return Lake(conninfo, os.environ.get("RUNLENS_LAKE_DATA_PATH") or None)
 
 
-# --- extensions -------------------------------------------------------------------------------------------------
-
-
-_EXT_GUARD = threading.Lock()
-_EXT_DIR: Path | None = None
-_BINARIES: dict[str, Path] = {}
-
-
-def shipped_binary(name: str) -> Path:
-    """The binary of extension ``name`` (a key of ``EXTENSIONS``) inside the installed PyPI package that ships it.
-
-    Raises:
-        LakeError: the package is missing, or built for another DuckDB version than the one installed.
-    """
-    found = _BINARIES.get(name)
-    if found is not None:
-        return found
-    package, shipped = EXTENSIONS[name]
-    spec = importlib.util.find_spec(package)
-    if spec is None or spec.origin is None:
-        raise LakeError(f"the {package.replace('_', '-')} package is not installed (requirements.txt pins it)")
-    binary = Path(spec.origin).parent / "extensions" / f"v{duckdb.__version__}" / f"{shipped}.duckdb_extension"
-    if not binary.is_file():
-        raise LakeError(
-            f"{package.replace('_', '-')} has no binary for DuckDB {duckdb.__version__} ({binary}); "
-            "its version must equal DuckDB's (requirements.txt)"
-        )
-    _BINARIES[name] = binary.resolve()
-    return _BINARIES[name]
-
-
-def extension_dir() -> Path:
-    """A DuckDB extension folder whose entries link to the binaries the PyPI packages ship (made once).
-
-    Raises:
-        LakeError: a package is missing, or built for another DuckDB version than the one installed.
-    """
-    global _EXT_DIR
-    with _EXT_GUARD:
-        if _EXT_DIR is not None:
-            return _EXT_DIR
-        version = f"v{duckdb.__version__}"
-        probe = duckdb.connect(":memory:")
-        try:
-            platform = probe.execute("PRAGMA platform").fetchall()[0][0]
-        finally:
-            probe.close()
-        root = Path(os.environ.get("RUNLENS_CACHE_DIR") or Path(tempfile.gettempdir()) / f"runlens-{os.getuid()}")
-        folder = root / "duckdb-extensions" / version / platform
-        folder.mkdir(parents=True, exist_ok=True)
-        for name in EXTENSIONS:
-            binary = shipped_binary(name)
-            link = folder / f"{name}.duckdb_extension"
-            if not link.exists() or link.resolve() != binary.resolve():
-                tmp = folder / f".{name}.{os.getpid()}.{threading.get_ident()}"
-                tmp.unlink(missing_ok=True)
-                tmp.symlink_to(binary)
-                os.replace(tmp, link)  # atomic: another process never sees a half-made link
-        _EXT_DIR = root / "duckdb-extensions"
-        return _EXT_DIR
-
-
 # --- connections ------------------------------------------------------------------------------------------------
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _s3_secret(con: duckdb.DuckDBPyConnection) -> None:
-    """An S3 secret from the usual AWS variables, when any is set (no variable: public or no S3 access)."""
-    env = os.environ
-    if not any(env.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_ENDPOINT_URL", "AWS_REGION")):
-        return
-    options = ["TYPE s3"]
-    if env.get("AWS_ACCESS_KEY_ID"):
-        options.append(f"KEY_ID {_literal(env['AWS_ACCESS_KEY_ID'])}")
-        options.append(f"SECRET {_literal(env.get('AWS_SECRET_ACCESS_KEY', ''))}")
-    if env.get("AWS_SESSION_TOKEN"):
-        options.append(f"SESSION_TOKEN {_literal(env['AWS_SESSION_TOKEN'])}")
-    options.append(f"REGION {_literal(env.get('AWS_REGION') or env.get('AWS_DEFAULT_REGION') or 'us-east-1')}")
-    endpoint = env.get("AWS_ENDPOINT_URL")
-    if endpoint:
-        url = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
-        options.append(f"ENDPOINT {_literal(url.netloc + url.path.rstrip('/'))}")
-        options.append("URL_STYLE 'path'")  # MinIO, Ceph and local servers serve buckets as paths
-        options.append(f"USE_SSL {'true' if url.scheme == 'https' else 'false'}")
-    con.execute(f"CREATE OR REPLACE SECRET runlens_s3 ({', '.join(options)})")
-
-
-def enable_s3(con: duckdb.DuckDBPyConnection) -> None:
-    """Load httpfs into ``con`` from the shipped binary and create the S3 secret (reading a Parquet export that sits
-    on object storage)."""
-    con.execute(f"SET extension_directory = {_literal(str(extension_dir()))}")
-    con.execute("LOAD httpfs")
-    _s3_secret(con)
 
 
 @dataclass
@@ -289,9 +182,9 @@ def _new_instance(config: dict[str, Any] | None = None, lake: Lake | None = None
     con = duckdb.connect(":memory:", config=settings)
     try:
         for name in names:
-            con.execute(f"LOAD {_literal(str(shipped_binary(name)))}" if trusted else f"LOAD {name}")
+            con.execute(f"LOAD {sql_literal(str(shipped_binary(name)))}" if trusted else f"LOAD {name}")
         if "httpfs" in names:
-            _s3_secret(con)
+            s3_secret(con)
     except BaseException:
         con.close()
         raise
@@ -311,7 +204,7 @@ def _engine(lake: Lake) -> duckdb.DuckDBPyConnection:
         if engine is None or os.getpid() != engine.pid:
             engine = _ENGINES[lake.conninfo] = _Engine(_new_instance(lake=lake), os.getpid(), _s3_env())
         elif _s3_env() != engine.s3 and "httpfs" in _extensions_of(lake):  # the AWS variables changed since
-            _s3_secret(engine.con)
+            s3_secret(engine.con)
             engine.s3 = _s3_env()
         return engine.con
 
@@ -335,17 +228,17 @@ def connect(
     try:
         options = []
         if lake.data_path:
-            options.append(f"DATA_PATH {_literal(_folder(lake.data_path))}")
+            options.append(f"DATA_PATH {sql_literal(_folder(lake.data_path))}")
         if read_only:
             options.append("READ_ONLY")
         if isinstance(as_of, dt.datetime):
-            options.append(f"SNAPSHOT_TIME {_literal(as_of.isoformat())}")
+            options.append(f"SNAPSHOT_TIME {sql_literal(as_of.isoformat())}")
         elif as_of is not None:
             options.append(f"SNAPSHOT_VERSION {int(as_of)}")
         suffix = f" ({', '.join(options)})" if options else ""
         if lake.is_local and not read_only:
             _prepare_sqlite_catalog(lake.catalog_file)
-        con.execute(f"ATTACH {_literal(str(lake))} AS {alias}{suffix}")
+        con.execute(f"ATTACH {sql_literal(str(lake))} AS {alias}{suffix}")
         con.execute(f"USE {alias}")
     except duckdb.Error as exc:
         con.close()

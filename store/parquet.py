@@ -22,7 +22,7 @@ from typing import Any
 
 import duckdb
 
-from store import lake
+from store import lake_extensions
 from store.errors import RunlensError
 from store.paths import PARQUET_MARKER
 
@@ -72,7 +72,7 @@ def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any]:
 
 def _enable_remote(con: duckdb.DuckDBPyConnection) -> None:
     """httpfs (the binary the PyPI package ships: nothing is downloaded) plus an S3 secret from the AWS variables."""
-    lake.enable_s3(con)
+    lake_extensions.enable_s3(con)
 
 
 def attach_views(con: duckdb.DuckDBPyConnection, folder: str | os.PathLike[str]) -> dict[str, Any]:

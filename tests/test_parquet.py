@@ -124,7 +124,7 @@ def test_an_export_read_from_a_local_s3_server(
     import duckdb
 
     from scripts.servers import start_s3
-    from store import lake
+    from store import lake_extensions
 
     db, out = demo_export
     s3 = start_s3()
@@ -133,7 +133,7 @@ def test_an_export_read_from_a_local_s3_server(
         for key, value in s3.env().items():
             monkeypatch.setenv(key, value)
         copier = duckdb.connect()
-        lake.enable_s3(copier)
+        lake_extensions.enable_s3(copier)
         for path in sorted(out.rglob("*.parquet")):
             rel = path.relative_to(out).as_posix()
             copier.execute(f"COPY (FROM read_parquet('{path}')) TO 's3://team/runlens/{rel}' (FORMAT parquet)")
