@@ -120,29 +120,27 @@ def test_migration_012_backfills_an_older_store(demo_db: Path) -> None:
     check(demo_db)
 
 
-def test_migration_013_backfills_an_older_store(demo_db: Path) -> None:
-    """A store at version 12 gets the Leaderboard's rows from its run_task_stats and 012's codes."""
+@pytest.mark.parametrize(
+    ("version", "dropped", "backfilled", "untouched"),
+    [
+        (12, ["run_task_board", "run_health_sums"], board_stored, stored),  # 013: the Leaderboard's rows
+        (13, ["run_health_sums"], health_stored, board_stored),  # 014: each run's sums
+    ],
+    ids=["013", "014"],
+)
+def test_a_migration_backfills_an_older_store(
+    demo_db: Path, version: int, dropped: list[str], backfilled: Any, untouched: Any
+) -> None:
+    """A store at ``version`` gets the migration's kept rows from its run_task_stats and 012's codes; the rows of
+    earlier migrations stay as they were."""
     with rdb.writer(demo_db) as con:
-        before, codes = board_stored(con), stored(con)
-        assert roll_back(con, 12) == ["run_task_board", "run_health_sums"]
-    with rdb.writer(demo_db) as con:
-        assert rdb.schema_version(con) == rdb.latest_version()
-        assert len(before) > 0
-        assert_same(board_stored(con), before, "backfilled")
-        assert_same(stored(con), codes, "012's rows untouched")
-    check(demo_db)
-
-
-def test_migration_014_backfills_an_older_store(demo_db: Path) -> None:
-    """A store at version 13 gets each run's sums from its run_task_stats and 012's codes."""
-    with rdb.writer(demo_db) as con:
-        before, board = health_stored(con), board_stored(con)
-        assert roll_back(con, 13) == ["run_health_sums"]
+        before, kept = backfilled(con), untouched(con)
+        assert roll_back(con, version) == dropped
     with rdb.writer(demo_db) as con:
         assert rdb.schema_version(con) == rdb.latest_version()
         assert len(before) > 0
-        assert_same(health_stored(con), before, "backfilled")
-        assert_same(board_stored(con), board, "013's rows untouched")
+        assert_same(backfilled(con), before, "backfilled")
+        assert_same(untouched(con), kept, "earlier rows untouched")
     check(demo_db)
 
 
