@@ -243,8 +243,8 @@ class _SharedDraw:
     """``stats.resample_weights(n_units, rng, n_boot=n_boot)``, drawn a block of replicates at a time by whichever
     thread asks for the next block: the thread of ``prefetch_weights`` from the start, and the thread that takes the
     result (``result``) as soon as it asks for it, instead of waiting. Each block's integers come from the generator
-    under a lock, in block order, in blocks of ``stats.resample_weights``' size (the generator gives the same
-    integers in blocks of any size), and are counted outside it: the same counts, row for row, while the taker's core
+    under a lock, in block order (the generator gives the same integers in blocks of any size: ``_DRAW_BLOCK``), and
+    are counted outside it: the same counts, row for row, while the taker's core
     counts one block as the other draws the next (the page's first view waited for the draw on the other core at
     10M attempts: 33 million integers, a 267 MB matrix of counts)."""
 
@@ -307,7 +307,11 @@ class _SharedDraw:
         return self._out
 
 
-_DRAW_BLOCK = 1 << 21  # draws held at once (16 MB), as ``stats.resample_weights`` holds them
+# draws held at once: 1 MB of int64, under the 4 MB from which numpy asks the kernel for huge pages (16 MB blocks,
+# as ``stats.resample_weights`` draws, cost 0.26-0.49 CPU s for 500 x 66,667 counts in a fresh process, a third to
+# two thirds of it system time; 1 MB blocks 0.19-0.22: BENCHMARKS.md "TMF first render at ten million, seventh
+# pass"). The generator gives the same integers in blocks of any size.
+_DRAW_BLOCK = 1 << 17
 _PREFETCHED: dict[WeightsKey, _SharedDraw] = {}
 _PREFETCH_LOCK = threading.Lock()
 _DRAWER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tmf-resample-weights")  # one draw at a time
