@@ -244,9 +244,9 @@ class _SharedDraw:
     thread asks for the next block: the thread of ``prefetch_weights`` from the start, and the thread that takes the
     result (``result``) as soon as it asks for it, instead of waiting. Each block's integers come from the generator
     under a lock, in block order (the generator gives the same integers in blocks of any size: ``_DRAW_BLOCK``), and
-    are counted outside it: the same counts, row for row, while the taker's core
-    counts one block as the other draws the next (the page's first view waited for the draw on the other core at
-    10M attempts: 33 million integers, a 267 MB matrix of counts)."""
+    are counted outside it: the same counts, row for row, while one core counts a block as the other draws the next
+    (the page's first view waited for the draw on the other core at 10M attempts: 33 million integers, a 267 MB
+    matrix of counts)."""
 
     def __init__(self, n_units: int, rng: np.random.Generator, n_boot: int) -> None:
         self._rng, self._n_units, self._n_boot = rng, n_units, n_boot
@@ -308,9 +308,9 @@ class _SharedDraw:
 
 
 # draws held at once: 1 MB of int64, under the 4 MB from which numpy asks the kernel for huge pages (16 MB blocks,
-# as ``stats.resample_weights`` draws, cost 0.26-0.49 CPU s for 500 x 66,667 counts in a fresh process, a third to
-# two thirds of it system time; 1 MB blocks 0.19-0.22: BENCHMARKS.md "TMF first render at ten million, seventh
-# pass"). The generator gives the same integers in blocks of any size.
+# as ``stats.resample_weights`` draws them, cost 0.26-0.87 CPU s for 500 x 66,667 counts in a fresh process, up to
+# 0.70 of it system time; 1 MB blocks 0.20-0.40: BENCHMARKS.md "TMF first render at ten million, seventh pass").
+# The generator gives the same integers in blocks of any size.
 _DRAW_BLOCK = 1 << 17
 _PREFETCHED: dict[WeightsKey, _SharedDraw] = {}
 _PREFETCH_LOCK = threading.Lock()
