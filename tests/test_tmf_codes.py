@@ -112,7 +112,15 @@ def check_store(db: str | Path) -> int:
             by_id = tmf.TmfInputs(bench, plain, inputs.abilities)
             check_slices(inputs)
             for opt in OPTIONS:
-                assert_same(page_analyses(inputs, opt), page_analyses(by_id, opt), f"{bench} {opt}")
+                full = page_analyses(inputs, opt)
+                assert_same(full, page_analyses(by_id, opt), f"{bench} {opt}")
+                # the page reads only the row columns its options use: the same rows and the same analyses
+                wanted = tmf_load.row_columns_for(opt.performance, opt.cost_source, opt.is_repriced)
+                lean = tmf.load(con, rf, row_columns=wanted)
+                dropped = [c for c in tmf_load.ROW_COLUMNS if c not in wanted]
+                assert not set(dropped) & set(lean.tasks.columns)
+                assert_same(lean.tasks, inputs.tasks.drop(columns=dropped), f"{bench} lean rows")
+                assert_same(page_analyses(lean, opt), full, f"{bench} {opt} lean")
     return n_rows
 
 

@@ -5,7 +5,7 @@ what the runs' tasks give, whatever the market) and their value, stage and best 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -237,7 +237,82 @@ def _sorted_rows(mask: np.ndarray, x: np.ndarray, y: np.ndarray, rank: np.ndarra
 
 
 WeightsKey = tuple[int, int, str, int]  # (tasks, seed, slice name, replicates): what the seeded counts depend on
-_PREFETCHED: dict[WeightsKey, Future[np.ndarray]] = {}
+
+
+class _SharedDraw:
+    """``stats.resample_weights(n_units, rng, n_boot=n_boot)``, drawn a block of replicates at a time by whichever
+    thread asks for the next block: the thread of ``prefetch_weights`` from the start, and the thread that takes the
+    result (``result``) as soon as it asks for it, instead of waiting. Each block's integers come from the generator
+    under a lock, in block order (the generator gives the same integers in blocks of any size: ``_DRAW_BLOCK``), and
+    are counted outside it: the same counts, row for row, while one core counts a block as the other draws the next
+    (the page's first view waited for the draw on the other core at 10M attempts: 33 million integers, a 267 MB
+    matrix of counts)."""
+
+    def __init__(self, n_units: int, rng: np.random.Generator, n_boot: int) -> None:
+        self._rng, self._n_units, self._n_boot = rng, n_units, n_boot
+        self._block = max(1, _DRAW_BLOCK // max(n_units, 1))
+        self._out: np.ndarray | None = None
+        self._next = 0  # the first replicate no thread has drawn yet
+        self._drawing = threading.Lock()  # the generator, and which block is next
+        self._counting = threading.Condition()
+        self._busy = 0  # blocks drawn and being counted
+        self._error: BaseException | None = None
+        self._stopped = False
+
+    def stop(self) -> None:
+        """Draw no more blocks (nobody will take the counts): the drawing thread ends after its block in hand."""
+        self._stopped = True
+
+    def work(self) -> None:
+        """Draw and count blocks until none is left (the prefetching thread's task; ``result`` calls it too)."""
+        while True:
+            with self._drawing:
+                start = self._next
+                if start >= self._n_boot or self._error is not None or self._stopped:
+                    return
+                stop = min(start + self._block, self._n_boot)
+                try:
+                    if self._out is None:
+                        self._out = np.empty((self._n_boot, self._n_units))
+                    idx = self._rng.integers(0, self._n_units, size=(stop - start, self._n_units))
+                except BaseException as exc:
+                    self._error = exc
+                    raise
+                self._next = stop
+                out = self._out
+                with self._counting:
+                    self._busy += 1
+            try:
+                for b, row in enumerate(idx, start):
+                    out[b] = np.bincount(row, minlength=self._n_units)
+            except BaseException as exc:
+                self._error = exc
+                raise
+            finally:
+                with self._counting:
+                    self._busy -= 1
+                    self._counting.notify_all()
+
+    def result(self) -> np.ndarray:
+        """The counts: the blocks left are drawn here too, then the blocks in hand elsewhere are waited for."""
+        try:
+            self.work()
+        finally:
+            with self._counting:
+                self._counting.wait_for(lambda: self._busy == 0)
+        if self._error is not None:
+            raise self._error
+        if self._out is None:  # no replicate (``prefetch_weights`` starts none)
+            return np.empty((self._n_boot, self._n_units))
+        return self._out
+
+
+# draws held at once: 1 MB of int64, under the 4 MB from which numpy asks the kernel for huge pages (16 MB blocks,
+# as ``stats.resample_weights`` draws them, cost 0.26-0.87 CPU s for 500 x 66,667 counts in a fresh process, up to
+# 0.70 of it system time; 1 MB blocks 0.20-0.40: BENCHMARKS.md "TMF first render at ten million, seventh pass").
+# The generator gives the same integers in blocks of any size.
+_DRAW_BLOCK = 1 << 17
+_PREFETCHED: dict[WeightsKey, _SharedDraw] = {}
 _PREFETCH_LOCK = threading.Lock()
 _DRAWER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tmf-resample-weights")  # one draw at a time
 
@@ -245,7 +320,7 @@ _DRAWER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tmf-resample-wei
 def resample_weights(n_tasks: int, *, seed: int, slice_name: str, n_replicates: int) -> np.ndarray:
     """The bootstrap's seeded resample counts of ``n_tasks`` tasks (``stats.resample_weights`` with the slice's
     generator): ``prefetch_weights``'s matrix of the same key when one was started (the same draw: the counts depend
-    on nothing else), else drawn here."""
+    on nothing else; this thread draws its blocks left with the drawing thread), else drawn here."""
     key = (int(n_tasks), int(seed), str(slice_name), int(n_replicates))
     with _PREFETCH_LOCK:
         started = _PREFETCHED.pop(key, None)
@@ -257,16 +332,18 @@ def resample_weights(n_tasks: int, *, seed: int, slice_name: str, n_replicates: 
 def prefetch_weights(n_tasks: int, *, seed: int, slice_name: str, n_replicates: int) -> WeightsKey | None:
     """Start drawing ``resample_weights(n_tasks, ...)`` in a thread of its own, so the draw (33 million seeded
     integers and their counts at 10M attempts) runs while the caller reads and prepares the rows on the other core;
-    ``resample_weights`` of the same key takes the result. Returns the key (for ``discard_weights``), None when
-    nothing is drawn (no task or no replicate, or the same key is being drawn already)."""
+    ``resample_weights`` of the same key takes the result (and draws the blocks still left beside that thread).
+    Returns the key (for ``discard_weights``), None when nothing is drawn (no task or no replicate, or the same key is
+    being drawn already)."""
     key = (int(n_tasks), int(seed), str(slice_name), int(n_replicates))
     if n_tasks <= 0 or n_replicates <= 0:
         return None
     with _PREFETCH_LOCK:
         if key in _PREFETCHED:
             return None
-        rng = stats.stable_rng(seed, "tmf-boot", slice_name)
-        _PREFETCHED[key] = _DRAWER.submit(stats.resample_weights, n_tasks, rng, n_boot=n_replicates)
+        draw = _SharedDraw(int(n_tasks), stats.stable_rng(seed, "tmf-boot", slice_name), int(n_replicates))
+        _PREFETCHED[key] = draw
+        _DRAWER.submit(draw.work)
     return key
 
 
@@ -275,4 +352,6 @@ def discard_weights(key: WeightsKey | None) -> None:
     none), so its matrix is not kept."""
     if key is not None:
         with _PREFETCH_LOCK:
-            _PREFETCHED.pop(key, None)
+            draw = _PREFETCHED.pop(key, None)
+        if draw is not None:
+            draw.stop()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -117,19 +117,39 @@ RUN_COLUMNS = [
 TASK_COLUMNS = ["task_id", "level", "category", "human_minutes"]
 
 
+ROW_COLUMNS = ["n", "c", "score", "cost_usd", "input_tokens", "output_tokens", "latency_s"]  # per (run, task)
+
+
+def row_columns_for(performance: str, cost_source: str, is_repriced: bool) -> tuple[str, ...]:
+    """The ``ROW_COLUMNS`` an analysis of these options reads (``model.run_points``, ``row_costs``, the bootstrap):
+    the samples, successes, logged cost and latency always; the mean score for any performance but Pass@1; the
+    tokens for a cost from tokens or repriced. The page's default (Pass@1, logged cost) reads four of the seven."""
+    wanted = {"n", "c", "cost_usd", "latency_s"}
+    if performance != "pass@1":
+        wanted.add("score")
+    if cost_source == "tokens" or is_repriced:
+        wanted.update(("input_tokens", "output_tokens"))
+    return tuple(c for c in ROW_COLUMNS if c in wanted)
+
+
 def load(
     con: duckdb.DuckDBPyConnection,
     run_filter: RunFilter = ALL_RUNS,
     *,
     with_abilities: bool = True,
     on_task_count: Callable[[int], object] | None = None,
+    row_columns: tuple[str, ...] | None = None,
 ) -> TmfInputs:
     """Per (run, task) rows of the filter's benchmark (human runs always included, whatever agents it names) and its
     newest IRT abilities (without ``with_abilities``: none read, an empty frame, for an analysis that is not of
     IRT abilities and so never reads them).
 
-    ``on_task_count``: called with the number of the benchmark's tasks that have rows in the store, before the rows
-    are read (the page starts the bootstrap's draw with it: ``bootstrap.prefetch_weights``).
+    ``on_task_count``: called with the number of the benchmark's tasks that have rows in the store (its coded
+    tasks), before the tasks and the rows are read, when a run is read (the page starts the bootstrap's draw with
+    it: ``bootstrap.prefetch_weights``).
+
+    ``row_columns``: the ``ROW_COLUMNS`` to read (``row_columns_for`` the options to be analysed; default: all). The
+    rows' frame has only those of them, in ``ROW_COLUMNS``' order; every other column is the same.
 
     Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
 
@@ -139,22 +159,23 @@ def load(
     benchmark = run_filter.benchmark
     if benchmark is None:
         raise TmfError("a Tech-Market-Fit analysis is of one benchmark: the run filter names none")
-    # the tasks and their codes first: the draw that waits for their number starts before the runs' statement
-    tasks, task_codes = _tasks_and_codes(con, benchmark)
-    if on_task_count is not None:
-        on_task_count(len(task_codes["task_code"]))
+    # the runs first, with the number of the benchmark's coded tasks: the draw that waits for it starts before the
+    # tasks' statement (the larger of the two: 66,667 task ids joined and sorted at 10M attempts)
     params = dataclasses.replace(run_filter, with_humans=True).params()
     runs = query_df(
         con,
         with_run_filter(
             f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline,"
-            f" rc.run_code FROM runs r LEFT JOIN tmf_run_codes rc ON rc.run_id = r.run_id {_RUNS_WHERE}"
-            f" ORDER BY {_RUN_ORDER}"
+            f" rc.run_code, (SELECT count(*) FROM tmf_task_codes WHERE benchmark = $benchmark) AS n_coded_tasks"
+            f" FROM runs r LEFT JOIN tmf_run_codes rc ON rc.run_id = r.run_id {_RUNS_WHERE} ORDER BY {_RUN_ORDER}"
         ),
         params,
     )
-    run_codes = runs.pop("run_code")
-    outcomes = _coded_rows(con, run_codes, task_codes)
+    run_codes, n_coded = runs.pop("run_code"), runs.pop("n_coded_tasks")
+    if on_task_count is not None and len(n_coded):  # no run: nothing to analyse
+        on_task_count(int(n_coded.iloc[0]))
+    tasks, task_codes = _tasks_and_codes(con, benchmark)
+    outcomes = _coded_rows(con, run_codes, task_codes, ROW_COLUMNS if row_columns is None else row_columns)
     outcomes["task_id"] = _task_ids(outcomes, tasks)
     abilities = irt_abilities(con, benchmark=benchmark) if with_abilities else pd.DataFrame(columns=ABILITY_COLUMNS)
     return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks, run_details=False), abilities, runs)
@@ -189,6 +210,9 @@ def _query_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, o
 
 
 _RUNS_WHERE = "WHERE r.benchmark = $benchmark AND $run_filter"
+
+
+_ROW_SQL = {c: "c::HUGEINT AS c" if c == "c" else c for c in ROW_COLUMNS}  # c as count_if gave it (a float)
 
 
 _RUN_ORDER = "r.eval_date NULLS LAST, r.agent, r.run_id"
@@ -226,8 +250,11 @@ def _tasks_and_codes(con: duckdb.DuckDBPyConnection, benchmark: str) -> tuple[pd
 
 
 def _coded_rows(
-    con: duckdb.DuckDBPyConnection, run_codes: pd.Series, task_codes: dict[str, np.ndarray]
-) -> dict[str, np.ndarray]:
+    con: duckdb.DuckDBPyConnection,
+    run_codes: pd.Series,
+    task_codes: dict[str, np.ndarray],
+    columns: Sequence[str] = tuple(ROW_COLUMNS),
+) -> dict[str, np.ndarray | None]:
     """The per (run, task) rows of the runs read (``run_codes``: each one's ``tmf_run_codes`` code, in the runs'
     order, NaN for a run without rows) from ``run_task_tmf`` (migration 012, kept at ingest: ``run_task_stats``'s
     columns under integer codes), as ``tmf_run_tasks.sql`` gives them, with each row's run as its place in the runs
@@ -238,13 +265,19 @@ def _coded_rows(
 
     One statement, the rows of the runs' codes (``task_codes``: ``_task_codes`` of the benchmark, read before); the
     rows are put in order by their (run, task) places only when they do not come in it already (``_row_order``).
+    ``columns``: the ``ROW_COLUMNS`` read (in their order). ``unlisted_task_id`` is None when every row's task is
+    listed (no column of 867k Nones to build and reorder at 10M attempts).
     """
+    unknown = [c for c in columns if c not in _ROW_SQL]
+    if unknown:
+        raise TmfError(f"row columns {unknown}: expected some of {', '.join(ROW_COLUMNS)}")
+    selected = [_ROW_SQL[c] for c in ROW_COLUMNS if c in columns]
     codes = run_codes.to_numpy(dtype=float)
     present = np.flatnonzero(~np.isnan(codes))
     rows = _query_columns(
         con,
-        """
-        SELECT run_code, task_code, n, c::HUGEINT AS c, score, cost_usd, input_tokens, output_tokens, latency_s
+        f"""
+        SELECT {", ".join(["run_code", "task_code", *selected])}
         FROM run_task_tmf
         WHERE run_code IN (SELECT unnest($codes::INTEGER[]))""",
         {"codes": [int(v) for v in codes[present]]},
@@ -258,18 +291,18 @@ def _coded_rows(
     task_place, task_rank = np.full(size, -1, dtype=np.int64), np.full(size, -1, dtype=np.int64)
     task_place[t_code] = np.asarray(task_codes["task_at"], dtype=np.int64)
     task_rank[t_code] = np.asarray(task_codes["task_rank"], dtype=np.int64)
-    unlisted = np.full(size, None, dtype=object)
-    unlisted[t_code] = task_codes["unlisted_task_id"]
     run_at, rank = run_place[run_code], task_rank[task_code]
     if (rank < 0).any() or (run_at < 0).any():  # a code the statements do not know: the store is not consistent
         raise TmfError("run_task_tmf holds a task code that tmf_task_codes lacks for this benchmark")
     order = _row_order(run_at, rank, len(t_code) + 1)
     task_at = task_place[task_code]
-    out = {"run_at": run_at, "task_at": task_at, "unlisted_task_id": np.full(len(task_at), None, dtype=object)}
+    out: dict[str, np.ndarray | None] = {"run_at": run_at, "task_at": task_at, "unlisted_task_id": None}
     if (task_at < 0).any():  # the text of an unlisted task's id, only where there is one
+        unlisted = np.full(size, None, dtype=object)
+        unlisted[t_code] = task_codes["unlisted_task_id"]
         out["unlisted_task_id"] = unlisted[task_code]
     out.update(rows)
-    return out if order is None else {name: values[order] for name, values in out.items()}
+    return out if order is None else {name: None if v is None else v[order] for name, v in out.items()}
 
 
 def _row_order(run_at: np.ndarray, rank: np.ndarray, n_ranks: int) -> np.ndarray | None:
@@ -282,15 +315,17 @@ def _row_order(run_at: np.ndarray, rank: np.ndarray, n_ranks: int) -> np.ndarray
     return np.argsort(key, kind="stable")
 
 
-def _task_ids(outcomes: dict[str, np.ndarray], tasks: pd.DataFrame) -> np.ndarray:
-    """Each row's task id (text): its listed task's in ``tasks`` (by ``task_at``), else its ``unlisted_task_id``."""
+def _task_ids(outcomes: dict[str, np.ndarray | None], tasks: pd.DataFrame) -> np.ndarray:
+    """Each row's task id (text): its listed task's in ``tasks`` (by ``task_at``), else its ``unlisted_task_id``
+    (None when every row's task is listed)."""
     task_at = np.asarray(outcomes["task_at"], dtype=np.int64)
     unlisted = outcomes.pop("unlisted_task_id")
     if not len(tasks):
-        return np.asarray(unlisted, dtype=object)
+        return np.full(len(task_at), None, dtype=object) if unlisted is None else np.asarray(unlisted, dtype=object)
     ids = tasks["task_id"].to_numpy(dtype=object).take(np.maximum(task_at, 0))
-    missing = task_at < 0
-    ids[missing] = unlisted[missing]
+    if unlisted is not None:
+        missing = task_at < 0
+        ids[missing] = unlisted[missing]
     return ids
 
 

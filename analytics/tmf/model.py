@@ -104,9 +104,11 @@ def row_costs(
     ``cur`` (``current_prices`` by run_id) a run whose tokens give a cost at its family's current prices takes
     that cost for every task (NaN where a task has no tokens); other runs keep theirs.
     """
-    tin = tasks["input_tokens"].to_numpy(dtype=float)
-    tout = tasks["output_tokens"].to_numpy(dtype=float)
-    has_tokens = np.isfinite(tin) | np.isfinite(tout)
+    if cost_source == "tokens" or cur is not None:  # the tokens only when a cost is made of them (``load`` reads
+        # them only then: ``row_columns_for``)
+        tin = tasks["input_tokens"].to_numpy(dtype=float)
+        tout = tasks["output_tokens"].to_numpy(dtype=float)
+        has_tokens = np.isfinite(tin) | np.isfinite(tout)
 
     def priced(p_in: np.ndarray, p_out: np.ndarray) -> np.ndarray:
         cost = (np.nan_to_num(tin) * p_in + np.nan_to_num(tout) * p_out) / 1e6
@@ -241,9 +243,8 @@ def run_points(
     cost, repriced = row_costs(tasks, cost_source=cost_source, cur=cur, runs=runs)
     latency = tasks["latency_s"].to_numpy(dtype=float)
     rate = tasks["c"].to_numpy(dtype=float) / tasks["n"].to_numpy(dtype=float)
-    score = tasks["score"].to_numpy(dtype=float)
-    by_score = performance != "pass@1"
-    series = [cost, latency, score] if by_score else [cost, latency]
+    score = tasks["score"].to_numpy(dtype=float) if performance != "pass@1" else None  # read only when used
+    series = [cost, latency] if score is None else [cost, latency, score]
     cis = _bootstrap_by_size(codes, series, n_runs, seed=seed, n_boot=n_boot)
     first = first_rows_of(tasks, "run_id")
     n_tasks = np.bincount(codes, minlength=n_runs)
@@ -252,7 +253,7 @@ def run_points(
         for col in ("run_id", "agent", "agent_version", "family", "kind", "eval_date")
     }
     out["n_tasks"] = n_tasks
-    if by_score:
+    if score is not None:
         out["performance"] = _run_means(codes, score, n_runs)[0]
         out["perf_lo"], out["perf_hi"] = cis[:, 2, 0], cis[:, 2, 1]
     else:

@@ -5,6 +5,7 @@ the market and finished apart (a new hourly rate finishes the cached preparation
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import duckdb
@@ -26,7 +27,7 @@ from analytics.tmf.bootstrap import WeightsKey, discard_weights, prefetch_weight
 from analytics.tmf.codes import (
     first_rows_of,
 )
-from analytics.tmf.load import TmfInputs, load
+from analytics.tmf.load import TmfInputs, load, row_columns_for
 from analytics.tmf.model import (
     PERIODS,
     TmfError,
@@ -86,7 +87,7 @@ def prepare_overview(
 ) -> PreparedOverview:
     """``overview`` up to the human and the market: reads only ``options.supply_side()`` (the stored IRT abilities
     only for an analysis of them)."""
-    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
+    inputs = _load(con, run_filter, options or TmfOptions())
     if inputs.tasks.empty:
         return PreparedOverview(None, ())
     sliced = slice_rows(inputs)  # every run's rows: made once for the analysis and its periods
@@ -118,7 +119,7 @@ def prepare_current(
             started.append(prefetch_weights(n_tasks, seed=opt.seed, slice_name="all", n_replicates=opt.n_replicates))
 
     try:
-        inputs = load(con, run_filter, with_abilities=opt.performance == "irt", on_task_count=draw_weights)
+        inputs = _load(con, run_filter, opt, on_task_count=draw_weights)
         if inputs.tasks.empty:
             return PreparedOverview(None, ())
         return PreparedOverview(prepare(inputs, options=options), (), {}, tuple(period_labels(inputs, freq)))
@@ -135,7 +136,7 @@ def prepare_movie(
     freq: str = "quarter",
 ) -> tuple[tuple[str, Supply], ...]:
     """``prepare_overview``'s movie (the analysis as of the end of every period) on its own."""
-    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
+    inputs = _load(con, run_filter, options or TmfOptions())
     if inputs.tasks.empty:
         return ()
     return tuple(prepare_periods(inputs, options=options, freq=freq))
@@ -198,5 +199,23 @@ def prepare_slice_results(
     as_of: dt.date | None = None,
 ) -> tuple[Supply, ...]:
     """``slice_results`` up to the human and the market."""
-    inputs = load(con, run_filter, with_abilities=(options or TmfOptions()).performance == "irt")
+    inputs = _load(con, run_filter, options or TmfOptions())
     return prepare_slices(inputs, kind=kind, options=options, as_of=as_of)
+
+
+def _load(
+    con: duckdb.DuckDBPyConnection,
+    run_filter: RunFilter,
+    opt: TmfOptions,
+    *,
+    on_task_count: Callable[[int], object] | None = None,
+) -> TmfInputs:
+    """``load`` of what an analysis of ``opt`` reads: the stored IRT abilities only for an analysis of them, the
+    rows' columns of ``row_columns_for`` its options (the first view's Pass@1 of logged costs: no score, no tokens)."""
+    return load(
+        con,
+        run_filter,
+        with_abilities=opt.performance == "irt",
+        on_task_count=on_task_count,
+        row_columns=row_columns_for(opt.performance, opt.cost_source, opt.is_repriced),
+    )
