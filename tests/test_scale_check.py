@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench import bench_scale, scale_check
+from bench import bench_irt_bootstrap, bench_scale, scale_check
 from bench.gen_logs import generate
 from tests.conftest import ROOT
 
@@ -124,6 +124,10 @@ def test_bench_scale_measures_a_given_store(tmp_path: Path) -> None:
     assert all(result["sql"][q]["timeout 600 s"]["error"] is None for q in bench_scale.ANALYST_QUERIES)
     irt = result["irt"]
     assert irt["observations"] > 0 and irt["fit"].startswith("stopped at its cap") and irt["reached"]["epoch"]
+    boot = tmp_path / "boot.json"  # the bootstrap of the sd and the former estimator on the same responses
+    assert bench_irt_bootstrap.main(["--db", location, "--former", "--json", str(boot)]) == 0
+    figures = json.loads(boot.read_text())
+    assert figures["observations"] == irt["observations"] and figures["max_relative_difference"] < 1e-6
 
 
 def test_irt_phases_split_a_fit_by_its_messages() -> None:
