@@ -7,6 +7,11 @@ and a browser timing of the leaderboard.
 data cache is empty -- what the first visitor after an ingest sees, since new data changes the cache key.
 *warm* is a rerun of the same session (cached aggregates). Wall and CPU (process time, all threads) are both
 recorded: on a shared machine wall time is inflated by other processes, CPU time much less so.
+
+The pages timed start no background job: ``RUNLENS_AUTO_FIT=0`` is set for them and for the browser's server,
+whatever the environment says. Otherwise the Progress page's first visit would start an IRT fit (and the Failure
+clusters page its job) in a process that opens a writer on the store being measured, migrating it and storing
+the fit there, and its CPU would run beside the timed renders. Only ``--irt`` writes (a fit it times, stored).
 """
 
 from __future__ import annotations
@@ -198,11 +203,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", required=True, help="a DuckDB file, a Parquet folder or a ducklake: location")
     parser.add_argument("--pages", nargs="+", default=PAGES)
     parser.add_argument("--browser", action="store_true", help="also time the leaderboard in Chromium")
-    parser.add_argument("--irt", action="store_true", help="also time a 1PL IRT fit of bench-0 (writes the fit)")
+    parser.add_argument(
+        "--irt", action="store_true", help="also time a 1PL IRT fit of bench-0 (writes the fit: the only writer)"
+    )
     parser.add_argument("--skip-pages", action="store_true", help="only the drilldown, SQL, browser and IRT timings")
     parser.add_argument("--pages-only", action="store_true", help="only the pages (no drilldown calls, no SQL query)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    os.environ["RUNLENS_AUTO_FIT"] = "0"  # no page starts a job that would write to the store it times
     result: dict[str, object] = {"db": str(args.db), "loadavg": [round(x, 2) for x in os.getloadavg()]}
     result["pages"] = [] if args.skip_pages else render_pages(args.db, args.pages)
     if not args.pages_only:

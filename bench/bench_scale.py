@@ -24,12 +24,21 @@ Measured (``--measure``):
 * ``sql``: the SQL console's AD-Bench Table 2 query (pointed at ``bench-0``) and a few analyst queries
   (``ANALYST_QUERIES``), each through the console's sandbox (``analytics.sql_console.try_query``): CPU and wall.
 * ``irt``: a fresh 1PL fit of ``--irt-benchmark`` with the shipped settings, nothing stored: the read of its
-  responses (``load_responses``), then ``analytics.irt.estimate``, whose epochs are logged with the CPU so far. A
-  fit that passes ``--irt-cap-cpu`` CPU seconds (or ``--irt-cap-wall`` s) is stopped at the next logged epoch and
-  reported with the epoch it reached (the cap is not checked in the bootstrap of the sd that follows the epochs).
+  responses (``load_responses``), then ``analytics.irt.estimate``, whose progress messages (its epochs, then the item
+  statistics and the bootstrap of the abilities' sd) are logged with the CPU so far; ``phases`` gives the CPU of each
+  (preparation to the first epoch, the epochs, the item statistics, the bootstrap, the rest). A fit that passes
+  ``--irt-cap-cpu`` CPU seconds (or ``--irt-cap-wall`` s) is stopped at its next message and reported with the
+  message it reached.
+* ``irt-worker``: the Progress page's fit as the page starts it: ``python -m jobs.irt`` given
+  ``jobs.irt.worker_request`` (the worker's address-space and CPU caps, ``RUNLENS_IRT_WORKER_MB`` and
+  ``RUNLENS_IRT_WORKER_CPU_S``), which fits 1PL of ``--irt-benchmark`` and **stores** it (a copy only). Each of its
+  messages is logged with the worker's CPU, resident peak and address-space peak so far (``/proc``); then its exit
+  status, its last message (``done`` or the ``error`` the page would show) and its CPU and peak RSS in all.
 * ``clusters``: the failures of every benchmark (the count the Failure clusters page would cluster), then (not
   with ``--clusters-count-only``) the page's job on ``--clusters-benchmark`` (``bench/bench_clusters.py --page STORE --compute``: documents, vectors,
-  clustering, stored), which **writes**: use it only with ``--store`` on a copy.
+  clustering, stored), which **writes**: use it only with ``--store`` on a copy. With ``--clusters-steps`` the job
+  (``jobs.failures.cluster_failures``) runs in a process of its own that samples its resident memory every 0.1 s:
+  each step (the job's progress messages, its batches joined) with its CPU, wall and **peak RSS**.
 
 ``--store LOCATION`` measures that store instead of building one (``--size`` then only labels the figures): a kept
 10M lake is measured read-only for ``sql`` and ``irt``; ``upload`` and ``clusters`` write, so give them a copy (a
@@ -57,6 +66,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -272,6 +282,20 @@ def measure_sql(location: str, lock: Path | None) -> dict[str, object]:
     return out
 
 
+def irt_phases(reached: list[dict[str, Any]], total: float) -> dict[str, float]:
+    """CPU seconds of each part of a fit from its logged messages (CPU so far at each): preparation (arrays, model,
+    JML start) to the first epoch, the epochs, the item statistics, the bootstrap of the sd, and the rest."""
+    at = {str(r["epoch"]).split(":")[0].split(" of ")[0]: float(r["cpu_seconds"]) for r in reversed(reached)}
+    first = next((float(r["cpu_seconds"]) for r in reached if str(r["epoch"]).startswith("epoch ")), None)
+    marks = [("preparation", first), ("epochs", at.get("item statistics"))]
+    marks += [("item statistics", at.get("the abilities' sd")), ("bootstrap of the sd, and the rest", total)]
+    out, before = {}, 0.0
+    for name, until in marks:
+        if until is not None:
+            out[name], before = round(until - before, 2), until
+    return out
+
+
 class _CapReached(Exception):
     """The IRT fit passed its cap (``--irt-cap-cpu``, ``--irt-cap-wall``)."""
 
@@ -299,8 +323,8 @@ def measure_irt(
 
     def progress(fraction: float, message: str) -> None:
         spent = _self_cpu() - cpu
-        reached.append({"epoch": message.split(",")[0], "cpu_seconds": round(spent, 1)})
-        print(f"irt {message}: {spent:.0f} CPU s", file=sys.stderr)
+        reached.append({"epoch": message.split(",")[0], "cpu_seconds": round(spent, 2)})
+        print(f"irt {message}: {spent:.1f} CPU s", file=sys.stderr)
         if spent > cap_cpu or time.perf_counter() - wall > cap_wall:
             raise _CapReached
 
@@ -313,7 +337,60 @@ def measure_irt(
     out["fit_cpu_seconds"] = round(_self_cpu() - cpu, 3)
     out["epochs"] = settings.epochs
     out["reached"] = reached[-1] if reached else None
+    out["phases"] = irt_phases(reached, round(_self_cpu() - cpu, 3))
     out["peak_rss_mb"] = _peak_mb()
+    return out
+
+
+def _proc_figures(pid: int) -> dict[str, float]:
+    """CPU seconds, resident peak and address-space peak (MB) of a live process, from ``/proc``."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        status = dict(
+            line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+        )
+    except OSError:
+        return {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    return {
+        "cpu_seconds": round((int(fields[11]) + int(fields[12])) / ticks, 2),
+        "peak_rss_mb": round(int(status["VmHWM"].split()[0]) / 1024),
+        "peak_address_space_mb": round(int(status["VmPeak"].split()[0]) / 1024),
+    }
+
+
+def measure_irt_worker(location: str, lock: Path | None, *, benchmark: str) -> dict[str, object]:
+    """``python -m jobs.irt`` as the Progress page starts it (its caps), on ``location`` (it stores the fit: a copy)."""
+    from jobs.irt import worker_request
+
+    request = {**worker_request(location, benchmark=benchmark, model="1pl"), "parent_pid": os.getpid()}
+    out: dict[str, object] = {"request": request, "load_average": os.getloadavg()[0]}
+    messages: list[dict[str, object]] = []
+    with held(lock):
+        wall, before = time.perf_counter(), _cpu()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jobs.irt"], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(request))
+        proc.stdin.close()
+        for line in proc.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            row = {"wall_seconds": round(time.perf_counter() - wall, 1), **message, **_proc_figures(proc.pid)}
+            if "fraction" not in message or str(message.get("message", "")).startswith(("epoch 0/", "item", "the")):
+                messages.append(row)  # every message but the epochs between the first and the last
+                print(f"irt worker: {row}", file=sys.stderr)
+            last = row
+        code = proc.wait()
+    out["messages"] = messages
+    out["last_message"] = last if messages else None
+    out["exit_status"] = code
+    out["seconds"] = round(time.perf_counter() - wall, 1)
+    out["cpu_seconds"] = round(_cpu() - before, 2)
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
     return out
 
 
@@ -323,8 +400,43 @@ FROM attempts a JOIN runs r USING (run_id) GROUP BY r.benchmark ORDER BY r.bench
 """
 
 
+CLUSTERS_STEPS = """
+import json, resource, sys, threading, time
+from pathlib import Path
+from jobs.failures import cluster_failures
+
+def rss_mb():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+steps, state, stop = [], {"peak": rss_mb(), "name": "start", "wall": time.perf_counter(), "cpu": time.process_time()}, threading.Event()
+
+def sample():
+    while not stop.wait(0.1):
+        state["peak"] = max(state["peak"], rss_mb())
+
+def said(fraction, message):
+    name = message.split(":")[0]
+    if name != state["name"]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        rss = rss_mb()
+        steps.append({"step": state["name"], "wall_s": round(wall - state["wall"], 2), "cpu_s": round(cpu - state["cpu"], 2),
+                      "peak_rss_mb": round(max(state["peak"], rss)), "rss_after_mb": round(rss)})
+        print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
+        state.update(peak=rss, name=name, wall=wall, cpu=cpu)
+
+threading.Thread(target=sample, daemon=True).start()
+cluster_failures(sys.argv[1], benchmark=sys.argv[2], progress=said)
+said(1.0, "end")
+stop.set()
+print(json.dumps({"steps": steps, "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}))
+"""
+
+
 def measure_clusters(
-    location: str, lock: Path | None, *, benchmark: str, work: Path, job: bool = True
+    location: str, lock: Path | None, *, benchmark: str, work: Path, job: bool = True, steps: bool = False
 ) -> dict[str, object]:
     """The failures per benchmark, then the Failure clusters page's job on ``benchmark`` (writes: a copy only)."""
     import store as rdb
@@ -338,6 +450,16 @@ def measure_clusters(
         out["failures"] = {str(b): {"attempts": int(n), "failures": int(f)} for b, n, f in rows}
         print(f"clusters failures: {out['failures']}", file=sys.stderr)
         if not job:
+            return out
+        if steps:
+            before = _cpu()
+            seconds, done = _run(["-c", CLUSTERS_STEPS, location, benchmark])
+            out["job"] = {
+                "benchmark": benchmark,
+                "seconds": round(seconds, 1),
+                "cpu_seconds": round(_cpu() - before, 1),
+                **json.loads(done.stdout.strip().splitlines()[-1]),
+            }
             return out
         figures = work / f"clusters-{benchmark}.json"
         before = _cpu()
@@ -368,7 +490,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=1_000_000)
     parser.add_argument("--work", type=Path, required=True, help="where the stores are kept (outside the repository)")
     parser.add_argument(
-        "--measure", nargs="*", default=["upload"], choices=["upload", "search", "sql", "irt", "clusters"]
+        "--measure",
+        nargs="*",
+        default=["upload"],
+        choices=["upload", "search", "sql", "irt", "irt-worker", "clusters"],
     )
     parser.add_argument("--store", help="measure this existing store (a copy for upload and clusters): no build")
     parser.add_argument("--lock", type=Path, help="an flock file held while a measurement reads the store")
@@ -377,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--irt-cap-wall", type=float, default=7200.0, help="or past these wall seconds")
     parser.add_argument("--clusters-benchmark", default="bench-0")
     parser.add_argument("--clusters-count-only", action="store_true", help="count the failures, run no job")
+    parser.add_argument("--clusters-steps", action="store_true", help="the job alone: CPU and peak RSS of each step")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--stream", action="store_true", help="build only the local lake, one log file at a time")
     args = parser.parse_args(argv)
@@ -400,9 +526,16 @@ def main(argv: list[str] | None = None) -> int:
         result["irt"] = measure_irt(
             location, args.lock, benchmark=args.irt_benchmark, cap_cpu=args.irt_cap_cpu, cap_wall=args.irt_cap_wall
         )
+    if "irt-worker" in args.measure:
+        result["irt_worker"] = measure_irt_worker(location, args.lock, benchmark=args.irt_benchmark)
     if "clusters" in args.measure:
         result["clusters"] = measure_clusters(
-            location, args.lock, benchmark=args.clusters_benchmark, work=folder, job=not args.clusters_count_only
+            location,
+            args.lock,
+            benchmark=args.clusters_benchmark,
+            work=folder,
+            job=not args.clusters_count_only,
+            steps=args.clusters_steps,
         )
     text = json.dumps(result, indent=1)
     if args.json:

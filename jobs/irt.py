@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import resource
+import signal
 import sys
 import threading
 import time
@@ -43,6 +45,10 @@ from store import writer as store_writer
 # not measured), so the cap is far wider than the SQL and upload workers'.
 IRT_WORKER_BYTES = int(os.environ.get("RUNLENS_IRT_WORKER_MB", "8192")) * 1024 * 1024
 IRT_WORKER_CPU_S = int(os.environ.get("RUNLENS_IRT_WORKER_CPU_S", "7200"))
+# CPU seconds between the worker's own stop at its CPU limit (SIGXCPU, which it reports) and the kernel's kill (a
+# handler runs between Python steps, so a long call into numpy or DuckDB delays it)
+CPU_GRACE_S = 60
+MEMORY_WORDS = ("memoryerror", "out of memory", "allocate")
 
 
 def store_fit(
@@ -122,20 +128,41 @@ def _watch_parent(parent_pid: int) -> None:
         threading.Thread(target=watch, daemon=True, name="runlens-parent-watch").start()
 
 
+def limit_worker(memory_bytes: int, cpu_s: int, say: Any) -> None:
+    """Cap this process's address space at ``memory_bytes`` and its CPU at ``cpu_s`` seconds; at the CPU limit
+    ``say(error=...)`` tells the page why the fit stopped, and the process ends (status 4)."""
+    from ingest import workers
+
+    def stop(signum: int, frame: object) -> None:
+        say(error=f"the fit stopped at its CPU limit of {cpu_s:,} s (RUNLENS_IRT_WORKER_CPU_S) before it finished")
+        os._exit(4)
+
+    signal.signal(signal.SIGXCPU, stop)
+    workers.limit_this_process(memory_bytes, cpu_s + CPU_GRACE_S)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + CPU_GRACE_S))
+
+
+def error_text(exc: BaseException, memory_bytes: int) -> str:
+    """The error the page shows; an allocation that failed names the worker's memory limit."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, MemoryError) or any(word in text.lower() for word in MEMORY_WORDS):
+        text += f" (the fit's process may hold {memory_bytes / 2**20:,.0f} MB of address space: RUNLENS_IRT_WORKER_MB)"
+    return text
+
+
 def _worker_main() -> int:
     """The fit's worker: one JSON request on stdin (``worker_request`` and ``parent_pid``); one JSON object a line
     on the stdout it was given (progress, then ``done`` with the fit's key or ``error``), everything else printed
     goes to stderr."""
-    from ingest import workers
-
     request = json.loads(sys.stdin.buffer.read())
     channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # anything a library prints (DuckDB's progress bar) is not the job's channel
-    workers.limit_this_process(int(request["memory_bytes"]), int(request["cpu_s"]))
-    _watch_parent(int(request.get("parent_pid") or 0))
 
     def say(**message: Any) -> None:
         channel.write(json.dumps(message) + "\n")
+
+    limit_worker(int(request["memory_bytes"]), int(request["cpu_s"]), say)
+    _watch_parent(int(request.get("parent_pid") or 0))
 
     try:
         with store_writer(request["store"]) as con:
@@ -146,7 +173,7 @@ def _worker_main() -> int:
                 progress=lambda fraction, message: say(fraction=float(fraction), message=str(message)),
             )
     except Exception as exc:  # noqa: BLE001 -- reported to the page that waits for the job, as a thread's job was
-        say(error=f"{type(exc).__name__}: {exc}")
+        say(error=error_text(exc, int(request["memory_bytes"])))
         return 1
     say(done=fit.fit_key)
     return 0

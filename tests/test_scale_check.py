@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench import bench_scale, scale_check
+from bench import bench_irt_bootstrap, bench_scale, scale_check
 from bench.gen_logs import generate
 from tests.conftest import ROOT
 
@@ -123,3 +124,25 @@ def test_bench_scale_measures_a_given_store(tmp_path: Path) -> None:
     assert all(result["sql"][q]["timeout 600 s"]["error"] is None for q in bench_scale.ANALYST_QUERIES)
     irt = result["irt"]
     assert irt["observations"] > 0 and irt["fit"].startswith("stopped at its cap") and irt["reached"]["epoch"]
+    boot = tmp_path / "boot.json"  # the bootstrap of the sd and the former estimator on the same responses
+    assert bench_irt_bootstrap.main(["--db", location, "--former", "--json", str(boot)]) == 0
+    figures = json.loads(boot.read_text())
+    assert figures["observations"] == irt["observations"] and figures["max_relative_difference"] < 1e-6
+
+
+def test_irt_phases_split_a_fit_by_its_messages() -> None:
+    reached = [
+        {"epoch": "epoch 0/300", "cpu_seconds": 12.5},
+        {"epoch": "epoch 294/300", "cpu_seconds": 41.0},
+        {"epoch": "item statistics of 66,666 tasks", "cpu_seconds": 42.5},
+        {"epoch": "the abilities' sd: 30 task-bootstrap replicates", "cpu_seconds": 44.2},
+    ]
+    assert bench_scale.irt_phases(reached, 47.2) == {
+        "preparation": 12.5,
+        "epochs": 30.0,
+        "item statistics": 1.7,
+        "bootstrap of the sd, and the rest": 3.0,
+    }
+    assert bench_scale.irt_phases(reached[:1], 13.0) == {"preparation": 12.5, "bootstrap of the sd, and the rest": 0.5}
+    me = bench_scale._proc_figures(os.getpid())
+    assert me["cpu_seconds"] > 0 and 0 < me["peak_rss_mb"] <= me["peak_address_space_mb"]
