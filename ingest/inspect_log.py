@@ -32,6 +32,7 @@ from ingest.inspect_events import (
 )
 from ingest.inspect_samples import SampleContext, sample_records, unknown_fields
 from ingest.inspect_scores import default_score_name, resolve_score_name, sample_scores, score_names
+from ingest.inspect_usage import inspect_version
 from ingest.jsonline import load_json
 from ingest.safezip import ZipRefused, iter_members, member_names
 
@@ -267,7 +268,7 @@ def parse_inspect(
         },
     )
     yield f"{path}:$.eval", _run(header, ev, run_id, benchmark, model, headline, samples)
-    ctx = SampleContext(benchmark, run_id, headline, scale, problems)
+    ctx = SampleContext(benchmark, run_id, headline, scale, problems, inspect_version(header))
     if scale == "raw":
         low, high = _value_range(samples, headline)
         problems.warn(
