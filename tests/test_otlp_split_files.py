@@ -388,3 +388,41 @@ def test_spans_kept_plain_by_an_earlier_receiver_are_merged(tmp_path: Path) -> N
     assert (merged.outcome, merged.n_merged) == ("ingested", 1), merged.error
     [att] = rows(db, ATTEMPT)
     assert att[9] is None and json.loads(att[11])[0]["span_id"] == CHILD
+
+
+@pytest.mark.parametrize("encoding", ["jsonl", "pb"])
+def test_collector_zstd_files_read_as_their_uncompressed_exports(
+    tmp_path: Path, encoding: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Collector file exporter's ``compression: zstd``, in its two layouts (each export compressed and length-
+    prefixed; one zstd stream of the whole file), around the exports the SDK made: the store of the plain file.
+    A file that expands past the budget is refused at line 1."""
+    import zstandard
+
+    plain = tmp_path / f"plain.{encoding}"
+    _agent_run([plain, plain])  # two exports (the flush while the root is open, then the rest)
+    data = plain.read_bytes()
+    if encoding == "jsonl":
+        exports = [line + b"\n" for line in data.splitlines()]
+    else:
+        exports, offset = [], 0
+        while offset < len(data):
+            size = int.from_bytes(data[offset : offset + 4], "big")
+            exports.append(data[offset + 4 : offset + 4 + size])
+            offset += 4 + size
+    assert len(exports) == 2
+    zstd = zstandard.ZstdCompressor()
+    framed = b"".join(len(c).to_bytes(4, "big") + c for c in (zstd.compress(e) for e in exports))
+    files = {"framed": framed, "stream": zstd.compress(data)}
+    want_db = tmp_path / "plain.duckdb"
+    assert _ingest(want_db, plain)[0].outcome == "ingested"
+    want = _store(want_db)
+    for layout, body in files.items():
+        path = tmp_path / f"{layout}.{encoding}"
+        path.write_bytes(body)
+        [res] = _ingest(tmp_path / f"{layout}.duckdb", path)
+        assert (res.outcome, res.format) == ("ingested", "otlp"), res.error
+        assert _store(tmp_path / f"{layout}.duckdb") == want, layout
+    monkeypatch.setattr("ingest.otlp_decode.MAX_ZSTD_BYTES", 100)
+    [refused] = _ingest(tmp_path / "bomb.duckdb", tmp_path / f"stream.{encoding}", jobs=1)
+    assert refused.outcome == "failed" and "zstd data expands past 100 bytes" in str(refused.error)
