@@ -17,6 +17,7 @@ Inspect's figure; any other call is priced from the catalog (``ingest.cost``) by
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from typing import Any
 
@@ -108,10 +109,17 @@ def call_cost(usage: dict[str, Any], tokens: Tokens, model: Any, served: Any, wh
     if isinstance(model, str) and model:
         names.append(model.split("/")[-1])
     for name in dict.fromkeys(names):
-        price = price_call(name, tokens, provider=provider, when_ns=_when_ns(when))
+        price = _catalog(name, tokens, provider, _when_ns(when))
         if price is not None:
-            return price.usd, price.source
+            return price
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _catalog(name: str, tokens: Tokens, provider: str | None, when_ns: int | None) -> tuple[float, str] | None:
+    """``price_call`` remembered: a call is priced for its step and again for the attempt's sum."""
+    price = price_call(name, tokens, provider=provider, when_ns=when_ns)
+    return None if price is None else (price.usd, price.source)
 
 
 def _when_ns(when: Any) -> int | None:
