@@ -46,7 +46,7 @@ def _frames(data: bytes) -> Iterator[bytes]:
         offset += 4 + size
 
 
-def _expand(compressed: bytes, budget: int) -> bytes:
+def expand(compressed: bytes, budget: int) -> bytes:
     """One zstd stream (one or more frames) decompressed within ``budget`` bytes.
 
     Raises:
@@ -80,10 +80,10 @@ def decompressed(data: bytes, budget: int) -> bytes:
 
     try:
         if kind == "stream":
-            return _expand(data, budget)
+            return expand(data, budget)
         exports: list[bytes] = []
         for frame in _frames(data):
-            exports.append(_expand(frame, budget - sum(len(e) for e in exports)))
+            exports.append(expand(frame, budget - sum(len(e) for e in exports)))
     except zstandard.ZstdError as exc:
         raise ValueError(f"damaged zstd data: {exc}") from exc
     if all(e.lstrip()[:1] == b"{" for e in exports):  # ``format: json``: one JSON line per export
