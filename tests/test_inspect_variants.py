@@ -363,3 +363,25 @@ def test_cached_input_priced_as_inspect_prices_it(variants: dict[str, Any], tmp_
         "::INT FROM steps ORDER BY 2 NULLS LAST",
     )
     assert steps == [(1000, 800, None)] * 3 + [(1000, None, 900)] * 3
+
+
+def test_a_new_catalog_does_not_make_a_stored_log_new_content(
+    variants: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The idempotency hash leaves out the costs Runlens computed from the catalog (a new genai-prices would
+    otherwise refuse every stored log as duplicate attempts), and keeps Inspect's own."""
+    from ingest import inspect_usage
+    from ingest.inspect_log import canonical_inspect
+
+    def digests() -> list[bytes | None]:
+        inspect_usage._catalog.cache_clear()
+        out = []
+        for name in ("cached", "cached_priced"):
+            path = Path(variants[name]["path"])
+            out.append(canonical_inspect(path, path.read_bytes(), {}))
+        return out
+
+    before = digests()
+    monkeypatch.setattr(inspect_usage, "price_call", lambda *a, **k: None)  # no catalog price at all
+    assert digests() == before
+    inspect_usage._catalog.cache_clear()
