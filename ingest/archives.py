@@ -194,8 +194,9 @@ def _read_whole(loc: str, head: bytes, stream: Readable) -> bytes:
 
 def prepare_member(
     loc: str, stream: Readable, known: Known, *, fmt: str, spill_dir: str | None, options: dict[str, Any]
-) -> Prepared:
-    """``prepare_file`` of an archive's member read from its stream (once); ``known`` as there."""
+) -> tuple[Prepared, bytes | None]:
+    """``prepare_file`` of an archive's member read from its stream (once); ``known`` as there. With it, the bytes of
+    an OTLP member (read whole), which a merge with stored traces reads again (``ingest.otlp.filemerge``)."""
     started = time.perf_counter()
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     path = Path(loc)
@@ -205,7 +206,9 @@ def prepare_member(
             raise IngestError.single(f"{loc}:1", "-", "empty file: nothing to ingest")
         chosen = choose_format(path, head, fmt)
         if chosen.chunks is None or chosen.fingerprint is not None or chosen.canonical is not None:
-            return prepare_file(path, known, fmt=chosen.name, data=_read_whole(loc, head, stream), **options)
+            data = _read_whole(loc, head, stream)
+            prepared = prepare_file(path, known, fmt=chosen.name, data=data, **options)
+            return prepared, data if prepared.format == "otlp" else None
         reader = _Hashing(head, stream)
         try:
             bundle, warnings = validate_in_parts(
@@ -215,21 +218,22 @@ def prepare_member(
             # content already ingested is a duplicate, never a failure (a plain file's hash is checked before it
             # is validated; a stream's is known once it is read to its end)
             if reader.drained() and (content_hash := reader.content_hash(chosen.name, options)) in known.hashes:
-                return _duplicate(loc, chosen.name, started, started_at, content_hash, known)
+                return _duplicate(loc, chosen.name, started, started_at, content_hash, known), None
             raise
         content_hash = reader.content_hash(chosen.name, options)
         if reader.blank or content_hash in known.hashes:
             bundle.release()
             if reader.blank:
                 raise IngestError.single(f"{loc}:1", "-", "empty file: nothing to ingest")
-            return _duplicate(loc, chosen.name, started, started_at, content_hash, known)
+            return _duplicate(loc, chosen.name, started, started_at, content_hash, known), None
     except IngestError as exc:
-        return Prepared(loc, fmt, started_at, error=exc, seconds=time.perf_counter() - started)
+        return Prepared(loc, fmt, started_at, error=exc, seconds=time.perf_counter() - started), None
     except MemoryError:
-        return Prepared(loc, fmt, started_at, error=out_of_memory(loc), seconds=time.perf_counter() - started)
-    return Prepared(
+        return Prepared(loc, fmt, started_at, error=out_of_memory(loc), seconds=time.perf_counter() - started), None
+    prepared = Prepared(
         loc, chosen.name, started_at, content_hash, bundle, seconds=time.perf_counter() - started, warnings=warnings
     )
+    return prepared, None
 
 
 def ingest_archive(
@@ -249,9 +253,15 @@ def ingest_archive(
     try:
         for loc, stream in iter_members(path):
             n_members += 1
-            prepared = prepare_member(loc, stream, known.copy(), fmt=fmt, spill_dir=spill_dir, options=options)
+            prepared, data = prepare_member(loc, stream, known.copy(), fmt=fmt, spill_dir=spill_dir, options=options)
             try:
-                result = commit_fresh(con, prepared, known, is_demo=is_demo)
+                merged = None
+                if data is not None:  # an OTLP member naming stored traces: merged with them, as a file is
+                    from ingest.otlp.filemerge import merge_file
+
+                    merged = merge_file(con, prepared, known, is_demo=is_demo, options=options, data=data)
+                    del data
+                result = merged or commit_fresh(con, prepared, known, is_demo=is_demo)
             except IngestError as exc:
                 result = FileResult(loc, fmt, "failed", error=exc)
             except MemoryError:  # while writing: the transaction rolled back, the next member goes on

@@ -73,7 +73,11 @@ FORMATS: dict[str, Format] = {
     "swebench": Format("swebench", *swebench_format_parts()[:2], (".csv",), fingerprint=swebench_format_parts()[2]),
     "csv-wide": Format("csv-wide", detect_csv_wide, parse_csv_wide, (".csv", ".tsv"), fingerprint=fingerprint_csv_wide),
     "otlp": Format(
-        "otlp", detect_otlp, parse_otlp, (".jsonl", ".json", ".pb", ".binpb", ".otlp"), fingerprint=fingerprint_otlp
+        "otlp",
+        detect_otlp,
+        parse_otlp,
+        (".jsonl", ".json", ".pb", ".binpb", ".otlp", ".zst"),
+        fingerprint=fingerprint_otlp,
     ),
     "lm-eval": Format("lm-eval", detect_lm_eval, parse_lm_eval, (".json", ".jsonl"), fingerprint=fingerprint_lm_eval),
     "native": Format(

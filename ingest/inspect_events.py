@@ -9,6 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ingest.cost import Tokens
+from ingest.inspect_usage import BadCount, call_cost, call_tokens, count, provider_of, usage_totals
+
+__all__ = ["BadCount"]  # read through this module by the samples reader
+
 # The fields of Inspect's ModelEvent / ToolEvent / ErrorEvent (0.3.285, plus older names): any other field of such
 # an event is kept in the step's extra (``inspect_extra``), never dropped.
 _EVENT_BASE = "uuid span_id timestamp working_start metadata pending event"
@@ -65,40 +70,16 @@ def content_text(value: Any, attachments: dict[str, Any]) -> str | None:
     return json.dumps(value, ensure_ascii=False)
 
 
-class BadCount(ValueError):
-    """A token count that is not a whole number; ``args[0]`` is its JSON path below the sample."""
-
-
-def _count(value: Any, where: str) -> int | None:
-    """A token count: an int, an integral float, or digits in a string (``"74"``); None when absent."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise BadCount(where)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    raise BadCount(where)
-
-
-def _usage(model_usage: Any) -> dict[str, Any]:
-    """Tokens (and cost when the log has it) summed over every model the sample used."""
+def _usage(model_usage: Any, version: tuple[int, ...] | None) -> dict[str, Any]:
+    """Tokens and cost summed over every model the sample used (``model_usage``: one entry per model)."""
     if not isinstance(model_usage, dict) or not model_usage:
         return {}
-    totals: dict[str, Any] = {}
+    calls = []
     for name, usage in model_usage.items():
-        if not isinstance(usage, dict):
-            continue
-        for key in ("input_tokens", "output_tokens"):
-            n = _count(usage.get(key), f"model_usage.{name}.{key}")
-            if n is not None:
-                totals[key] = totals.get(key, 0) + n
-        if isinstance(usage.get("total_cost"), (int, float)):
-            totals["cost_usd"] = totals.get("cost_usd", 0.0) + usage["total_cost"]
-    return totals
+        if isinstance(usage, dict):
+            tokens = call_tokens(usage, f"model_usage.{name}", provider_of(name), version)
+            calls.append((tokens, call_cost(usage, tokens, name, None, None), str(name)))
+    return usage_totals(calls)
 
 
 GRADING_SPANS = ("scorer", "scorers")
@@ -141,7 +122,9 @@ def split_events(events: list[Any]) -> tuple[list[dict[str, Any]], list[dict[str
     return solver, grading
 
 
-def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[str, Any]]:
+def steps_from_sample(
+    sample: dict[str, Any], att: dict[str, Any], version: tuple[int, ...] | None = None
+) -> list[dict[str, Any]]:
     """Steps from the solver's events (model turns, tool calls, errors); from messages without events.
 
     Scorer spans are left out: ``grading_of`` reads them.
@@ -153,7 +136,7 @@ def steps_from_sample(sample: dict[str, Any], att: dict[str, Any]) -> list[dict[
         kind = ev.get("event")
         if kind == "model":
             rnd += 1
-            steps.append(_model_step(ev, rnd, att) | _event_extra(ev))
+            steps.append(_model_step(ev, rnd, att, version) | _event_extra(ev))
         elif kind == "tool":
             steps.append(
                 {
@@ -182,51 +165,67 @@ def _event_extra(ev: dict[str, Any]) -> dict[str, Any]:
     return {"inspect_extra": unknown} if unknown else {}
 
 
-def _model_step(ev: dict[str, Any], rnd: int, att: dict[str, Any]) -> dict[str, Any]:
+def _call(ev: dict[str, Any], version: tuple[int, ...] | None) -> tuple[Tokens, tuple[float, str] | None]:
+    """A model event's tokens (input with its cached parts, as Inspect counts them) and its cost, or None."""
     output = as_obj(ev.get("output"))
     usage = as_obj(output.get("usage"))
+    tokens = call_tokens(usage, "events[].output.usage", provider_of(ev.get("model")), version)
+    return tokens, call_cost(usage, tokens, ev.get("model"), output.get("model"), ev.get("timestamp"))
+
+
+def _model_step(ev: dict[str, Any], rnd: int, att: dict[str, Any], version: tuple[int, ...] | None) -> dict[str, Any]:
+    output = as_obj(ev.get("output"))
     message = as_obj(as_obj((as_seq(output.get("choices")) or [{}])[0]).get("message"))
+    tokens, cost = _call(ev, version)
     return {
         "round": rnd,
         "kind": "model",
         "content": content_text(message.get("content"), att),
-        "input_tokens": _count(usage.get("input_tokens"), "events[].output.usage.input_tokens"),
-        "output_tokens": _count(usage.get("output_tokens"), "events[].output.usage.output_tokens"),
+        "input_tokens": tokens.input,
+        "output_tokens": tokens.output,
+        "cache_read_tokens": tokens.cache_read,
+        "cache_write_tokens": tokens.cache_write,
+        "cost_usd": None if cost is None else cost[0],
+        "cost_source": None if cost is None else cost[1],
         "latency_s": output.get("time", ev.get("working_time")),
         "error": _err(ev.get("error")),
         "n_tool_calls": len(as_seq(message.get("tool_calls"))),
     }
 
 
-def _token_sums(model_events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Input/output tokens (and cost when every call has one) over model events."""
-    usages = [as_obj(as_obj(ev.get("output")).get("usage")) for ev in model_events]
-    out: dict[str, Any] = {}
-    for key in ("input_tokens", "output_tokens"):
-        values = [n for n in (_count(u.get(key), f"events[].output.usage.{key}") for u in usages) if n is not None]
-        if values:
-            out[key] = sum(values)
-    costs = [float(u["total_cost"]) for u in usages if isinstance(u.get("total_cost"), (int, float))]
-    if usages and len(costs) == len(usages):
-        out["cost_usd"] = sum(costs)
-    return out
+CALL_DETAILS = ("cache_read_tokens", "cache_write_tokens", "cost_usd", "cost_source")  # a call's, when it has them
 
 
-def grading_of(sample: dict[str, Any], att: dict[str, Any]) -> dict[str, Any] | None:
+def _token_sums(model_events: list[dict[str, Any]], version: tuple[int, ...] | None) -> dict[str, Any]:
+    """Input/output tokens over model events, and their cost when every call has one (``usage_totals``)."""
+    return usage_totals([(*_call(ev, version), str(ev.get("model") or "(no model name)")) for ev in model_events])
+
+
+def grading_of(
+    sample: dict[str, Any], att: dict[str, Any], version: tuple[int, ...] | None = None
+) -> dict[str, Any] | None:
     """The grader's model calls and their tokens (kept apart from the agent's), or None without any."""
     _, grading = split_events(sample_events(sample))
     calls = [ev for ev in grading if ev.get("event") == "model"]
     if not calls:
         return None
     turns = [
-        {"model": ev.get("model"), **{k: v for k, v in _model_step(ev, 0, att).items() if k not in ("round", "kind")}}
+        {
+            "model": ev.get("model"),
+            **{
+                k: v
+                for k, v in _model_step(ev, 0, att, version).items()
+                if k not in ("round", "kind") and (v is not None or k not in CALL_DETAILS)
+            },
+        }
         for ev in calls
     ]
-    return {"model_calls": turns, **_token_sums(calls)}
+    return {"model_calls": turns, **_token_sums(calls, version)}
 
 
-def agent_usage(sample: dict[str, Any]) -> dict[str, Any]:
-    """The agent's tokens and cost: its own model calls when the log has events, else ``model_usage``.
+def agent_usage(sample: dict[str, Any], version: tuple[int, ...] | None = None) -> dict[str, Any]:
+    """The agent's tokens and cost: its own model calls when the log has events, else ``model_usage``; ``version``:
+    the inspect-ai version that wrote the log (``inspect_usage.inspect_version``), which says how it counted input.
 
     Raises:
         BadCount: a token count is not a whole number (its JSON path below the sample in ``args[0]``).
@@ -234,10 +233,10 @@ def agent_usage(sample: dict[str, Any]) -> dict[str, Any]:
     solver, grading = split_events(sample_events(sample))
     calls = [ev for ev in solver if ev.get("event") == "model"]
     if calls:
-        return _token_sums(calls)
+        return _token_sums(calls, version)
     if any(ev.get("event") == "model" for ev in grading):
         return {}  # only the grader's calls were logged: model_usage would credit them to the agent
-    return _usage(sample.get("model_usage"))
+    return _usage(sample.get("model_usage"), version)
 
 
 TOKEN_DETAILS = ("input_tokens_cache_read", "input_tokens_cache_write", "reasoning_tokens")
@@ -261,7 +260,7 @@ def token_details(sample: dict[str, Any]) -> dict[str, int]:
     totals: dict[str, int] = {}
     for where, usage in usages:
         for key in TOKEN_DETAILS:
-            n = _count(usage.get(key), f"{where}.{key}")
+            n = count(usage.get(key), f"{where}.{key}")
             if n is not None:
                 totals[key] = totals.get(key, 0) + n
     return totals

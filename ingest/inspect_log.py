@@ -32,6 +32,7 @@ from ingest.inspect_events import (
 )
 from ingest.inspect_samples import SampleContext, sample_records, unknown_fields
 from ingest.inspect_scores import default_score_name, resolve_score_name, sample_scores, score_names
+from ingest.inspect_usage import INSPECT_SOURCE, inspect_version
 from ingest.jsonline import load_json
 from ingest.safezip import ZipRefused, iter_members, member_names
 
@@ -267,7 +268,7 @@ def parse_inspect(
         },
     )
     yield f"{path}:$.eval", _run(header, ev, run_id, benchmark, model, headline, samples)
-    ctx = SampleContext(benchmark, run_id, headline, scale, problems)
+    ctx = SampleContext(benchmark, run_id, headline, scale, problems, inspect_version(header))
     if scale == "raw":
         low, high = _value_range(samples, headline)
         problems.warn(
@@ -294,9 +295,39 @@ def canonical_inspect(path: Path, data: bytes, options: dict[str, Any]) -> bytes
     # message pool (``events_data``) that conversion resolves, the .json gains counts such as ``turn_count``
     digest = hashlib.sha256(b"inspect-records\0")
     for _, rec in parse_inspect(path, data, problems, **options):  # streamed: no second copy of a large log
-        kept = {k: v for k, v in rec.items() if k not in LAYOUT_ONLY}
+        kept = {k: v for k, v in _unpriced(rec).items() if k not in LAYOUT_ONLY}
         digest.update(json.dumps(kept, sort_keys=True, default=str).encode() + b"\n")
     return None if problems else digest.digest()
+
+
+PRICED = ("cost_usd", "cost_source", "cost_missing")  # a cost Runlens computed (ingest.inspect_usage), not the log's
+
+
+def _unpriced(rec: dict[str, Any]) -> dict[str, Any]:
+    """An attempt record without the costs Runlens computed from the catalog (kept: Inspect's own ``total_cost``):
+    a new catalog's prices do not make a stored log new content."""
+    if rec.get("record") != "attempt":
+        return rec
+
+    def strip(part: Any) -> Any:
+        if not isinstance(part, dict) or (part.get("cost_source") is None and part.get("cost_missing") is None):
+            return part
+        if part.get("cost_source") == INSPECT_SOURCE:  # a step priced by Inspect itself
+            return part
+        return {k: v for k, v in part.items() if k not in PRICED}
+
+    out = strip(rec)
+    if isinstance(out.get("steps"), list):
+        out = {**out, "steps": [strip(s) for s in out["steps"]]}
+    grading = out.get("grading")
+    if isinstance(grading, dict):
+        calls = grading.get("model_calls")
+        grading = strip(grading)
+        out = {
+            **out,
+            "grading": {**grading, "model_calls": [strip(c) for c in calls]} if isinstance(calls, list) else grading,
+        }
+    return out
 
 
 def _results_scores(results: dict[str, Any]) -> Any:

@@ -93,6 +93,7 @@ class SampleContext:
     headline: str | None
     scale: str
     problems: ProblemCollector
+    inspect_version: tuple[int, ...] | None = None  # which says how its model calls counted cached input
     warned: set[str] = field(default_factory=set)
 
     def warn_once(self, key: str, loc: str, message: str) -> None:
@@ -179,12 +180,12 @@ def sample_records(loc: str, sample: dict[str, Any], ctx: SampleContext) -> Iter
             "stored with an empty score (run `inspect score` on the log to score it)",
         )
     try:  # every token count is read here once: a bad one refuses the sample with its path
-        attempt.update(agent_usage(sample))
+        attempt.update(agent_usage(sample, ctx.inspect_version))
         details = token_details(sample)
         if details:
             attempt["inspect_extra"] = {**(attempt["inspect_extra"] or {}), "token_details": details}
-        attempt["grading"] = grading_of(sample, att)
-        attempt["steps"] = steps_from_sample(sample, att)
+        attempt["grading"] = grading_of(sample, att, ctx.inspect_version)
+        attempt["steps"] = steps_from_sample(sample, att, ctx.inspect_version)
     except BadCount as exc:
         ctx.problems.add(f"{loc}.{exc.args[0]}", "tokens", "expected a whole number of tokens")
         return

@@ -13,7 +13,10 @@ metric/filter value is an attempt metric named as lm-eval names it (``exact_matc
 metric/filter value (the score's too) is a row of the ``scores`` table under that name, for ``--scorer`` on the
 reports. Repeated
 evaluations of the same model and group (several results files in the model's folder) are samples 0, 1, ... in
-date order. Every response (each repeat of each request) is a step. Docs: docs/formats.md.
+date order. Every response (each repeat of each request) is a step. An evaluation made with ``--limit`` (lm-eval:
+"should only be used for testing"), whose ``n-samples`` say it read fewer documents of a task than the task has, is a
+run of its own, ``<group>:<model>:limit=<limit>``, with status ``limited`` and its documents read of the task's
+(``completed_samples`` of ``total_samples``): never taken for the whole group's evaluation. Docs: docs/formats.md.
 """
 
 from __future__ import annotations
@@ -90,8 +93,29 @@ def run_units(doc: dict[str, Any]) -> dict[str, list[str]]:
     return {u: ts for u, ts in units.items() if ts}
 
 
+def limited(doc: dict[str, Any], tasks: list[str]) -> tuple[Any, int, int] | None:
+    """``(limit, documents read, documents of the tasks)`` of a unit evaluated with ``--limit`` on fewer documents
+    than its tasks have (lm-eval's ``n-samples``: ``original`` and ``effective`` per task), else None."""
+    counts = _dict(doc.get("n-samples"))
+    pairs = [_dict(counts.get(t)) for t in tasks]
+    read = [(p.get("effective"), p.get("original")) for p in pairs]
+    counted = [(e, o) for e, o in read if isinstance(e, int) and isinstance(o, int)]
+    if not counted or len(counted) < len(read):
+        return None
+    effective, original = sum(e for e, _ in counted), sum(o for _, o in counted)
+    if effective >= original:
+        return None
+    return _dict(doc.get("config")).get("limit"), effective, original
+
+
+def run_key(doc: dict[str, Any], unit: str, tasks: list[str]) -> str:
+    """The run a unit's evaluation belongs to (besides the model): the unit, and ``:limit=N`` for a limited one."""
+    lim = limited(doc, tasks)
+    return unit if lim is None else f"{unit}:limit={lim[0]}"
+
+
 def siblings(path: Path) -> list[tuple[str, str, frozenset[str]]]:
-    """``(date id, model, units)`` of every lm-eval results file in ``path``'s folder (repeated evaluations)."""
+    """``(date id, model, run keys)`` of every lm-eval results file in ``path``'s folder (repeated evaluations)."""
     out = []
     for other in sorted(path.parent.glob("*.json")):
         try:
@@ -102,7 +126,8 @@ def siblings(path: Path) -> list[tuple[str, str, frozenset[str]]]:
         except (OSError, ValueError):
             continue
         if isinstance(doc, dict):
-            out.append((_date_id(other), model_name(doc), frozenset(run_units(doc))))
+            keys = frozenset(run_key(doc, u, ts) for u, ts in run_units(doc).items())
+            out.append((_date_id(other), model_name(doc), keys))
     return out
 
 
@@ -133,7 +158,8 @@ def fingerprint_lm_eval(path: Path, data: bytes, options: dict[str, Any]) -> dic
     out: dict[str, Any] = {}
     model = str(options.get("agent") or model_name(doc))
     for unit, tasks in run_units(doc).items():
-        out[f"_repeat:{unit}"] = repeat_of(path, model, unit, is_named=bool(options.get("agent")))
+        key = run_key(doc, unit, tasks)
+        out[f"_repeat:{unit}"] = repeat_of(path, model, key, is_named=bool(options.get("agent")))
         for task in tasks:
             other = path.parent / f"samples_{task}_{_date_id(path)}.jsonl"
             out[f"_samples:{task}"] = hashlib.sha256(other.read_bytes()).hexdigest() if other.is_file() else None
@@ -189,7 +215,8 @@ def _unit(
     options: dict[str, Any],
 ) -> Records:
     """The records of one run: a group (or standalone task) evaluated by one model."""
-    sample, eval_date = repeat_of(path, model, unit, is_named=bool(options.get("agent")))
+    key = run_key(doc, unit, tasks)
+    sample, eval_date = repeat_of(path, model, key, is_named=bool(options.get("agent")))
     read = {task: _read_samples(path, task, doc, problems, options) for task in tasks}
     if problems:
         return
@@ -197,19 +224,21 @@ def _unit(
     binary = bool(scores) and all(s in (0, 1, 0.0, 1.0) for s in scores)
     loc = f"{path}:1"
     yield loc, {"record": "benchmark", "benchmark": unit, "scoring": "binary" if binary else "continuous"}
-    run_id = f"{unit}:{model}"
-    yield (
-        loc,
-        {
-            "record": "run",
-            "run_id": run_id,
-            "benchmark": unit,
-            "agent": model,
-            "family": model.split("/", 1)[0] if "/" in model else None,
-            "kind": "llm",
-            "eval_date": eval_date,
-        },
-    )
+    run: dict[str, Any] = {
+        "record": "run",
+        "run_id": f"{unit}:{model}",
+        "benchmark": unit,
+        "agent": model,
+        "family": model.split("/", 1)[0] if "/" in model else None,
+        "kind": "llm",
+        "eval_date": eval_date,
+    }
+    lim = limited(doc, tasks)
+    if lim is not None:  # --limit: a test of a few documents, never the group's evaluation (see the docstring)
+        run |= {"run_id": f"{unit}:{model}:limit={lim[0]}", "status": "limited", "lm_eval_limit": lim[0]}
+        run |= {"completed_samples": lim[1], "total_samples": lim[2]}
+    run_id = str(run["run_id"])
+    yield loc, run
     for rows in read.values():
         for line_loc, attempt, task_rec in rows:
             yield line_loc, {"record": "task", "benchmark": unit, **task_rec}

@@ -9,6 +9,7 @@ What is accepted (docs/formats.md, "OpenTelemetry traces"):
 - **OTLP protobuf**: the Collector file exporter's ``format: proto`` (each message preceded by its length as a
   4-byte big-endian unsigned integer), one bare message (an OTLP/HTTP request body saved to a file), or messages
   each preceded by a varint length (protobuf's ``writeDelimitedTo``).
+- Either, as the file exporter writes it with ``compression: zstd`` (``ingest.otlp_zstd``).
 
 The result is a list of :class:`Span` with the line (JSON) or message number (protobuf) each came from; nothing
 here knows about evaluation runs (see ``ingest.otlp``).
@@ -30,6 +31,7 @@ from ingest.errors import ProblemCollector
 
 STATUS_CODES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 STATUS_ERROR = 2
+MAX_ZSTD_BYTES = 16 * 1024**3  # what a zstd-compressed file may expand to, at most (and half the memory available)
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024  # one protobuf message larger than this is not a plausible length prefix
 
 
@@ -286,6 +288,21 @@ def is_json(data: bytes) -> bool:
 def read_spans(path: Path, data: bytes, problems: ProblemCollector, *, keep_parts: bool = False) -> list[Span]:
     """Every span of an OTLP file, JSON lines or protobuf; problems go to the collector (``file:line``). With
     ``keep_parts`` each span keeps itself as read (``Span.part``)."""
+    from ingest.otlp_zstd import TooLarge, decompressed, layout
+
+    if layout(data) is not None:  # the Collector file exporter's compression: zstd
+        from ingest.pipeline import _memory_available
+
+        room = _memory_available()
+        budget = MAX_ZSTD_BYTES if room is None else min(MAX_ZSTD_BYTES, room // 2)
+        try:
+            data = decompressed(data, budget)
+        except TooLarge:
+            problems.add(f"{path}:1", "-", f"zstd data expands past {budget:,} bytes (half the memory available)")
+            return []
+        except ValueError as exc:
+            problems.add(f"{path}:1", "-", str(exc))
+            return []
     if is_json(data):
         return _json_spans(path, data, problems, keep_parts)
     return _proto_spans(path, data, problems, keep_parts)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ingest.inspect_scores import value_to_float
+from ingest.inspect_usage import call_tokens
 from ingest.pipeline import ingest_paths
 from tests.adapter_helpers import counts, rows
 from tests.conftest import shared_data
@@ -168,3 +169,25 @@ def test_truncated_json_log_reports_a_line(fixture_db: Path, tmp_path: Path) -> 
     assert res[0].outcome == "failed" and "invalid JSON" in str(res[0].error)
     assert f"{path}:" in str(res[0].error)
     assert counts(fixture_db) == before
+
+
+@pytest.mark.parametrize(
+    ("usage", "provider", "version", "expected"),
+    [
+        # total_tokens says which way the call was counted, whatever the version
+        ({"input_tokens": 200, "input_tokens_cache_read": 800, "total_tokens": 1050}, "openai", (0, 3, 100), 1000),
+        ({"input_tokens": 1000, "input_tokens_cache_read": 800, "total_tokens": 1050}, "openai", (0, 3, 285), 1000),
+        # no total: the version and the provider decide (OpenAI counted the cache read in before 0.3.184)
+        ({"input_tokens": 1000, "input_tokens_cache_read": 800}, "openai", (0, 3, 150), 1000),
+        ({"input_tokens": 900, "input_tokens_cache_read": 800}, "anthropic", (0, 3, 150), 1700),
+        ({"input_tokens": 900, "input_tokens_cache_read": 800}, "openai", (0, 3, 184), 1700),
+        ({"input_tokens": 900, "input_tokens_cache_read": 800}, "google", (0, 3, 200), 900),
+        ({"input_tokens": 900, "input_tokens_cache_read": 800}, "google", (0, 3, 208), 1700),
+        ({"input_tokens": 100, "input_tokens_cache_read": 800}, "openai", (0, 3, 150), 900),  # less than its cache
+        ({"input_tokens": 100}, "openai", None, 100),
+    ],
+)
+def test_inspect_input_tokens_counted_as_inspect_counted_them(
+    usage: dict, provider: str, version: tuple[int, ...] | None, expected: int
+) -> None:
+    assert call_tokens({**usage, "output_tokens": 50}, "$", provider, version).input == expected

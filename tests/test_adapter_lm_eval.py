@@ -7,8 +7,10 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 
+from analytics.runs import run_health
 from ingest.pipeline import ingest_paths
 from store import RunFilter
 from tests.adapter_helpers import counts, rows
@@ -175,3 +177,41 @@ def test_every_metric_and_filter_is_a_scorer_of_the_reports(lm_db: Path) -> None
         con.close()
     row = board[(board["run_id"] == f"tiny:{model}") & (board["slice"] == "category=tiny_mc")].iloc[0]
     assert row["mean_score"] == pytest.approx(doc["results"]["tiny_mc"]["acc_norm,none"])
+
+
+def test_a_limited_evaluation_is_a_run_of_its_own_never_complete(tmp_path: Path) -> None:
+    """``lm_eval --limit 2`` (lm-eval: "should only be used for testing") before the full evaluation of the same model:
+    its results file says so (``config.limit``, ``n-samples`` effective < original; written here from lm-eval's own
+    full output as its evaluator writes a limited one: lm-eval is not installed with the tests). It must not become
+    the full run's sample 0, and the run it makes is ``limited``, 4 of 10 documents, not complete, never ranked."""
+    folder = tmp_path / "acme__tiny-lm-v2"
+    shutil.copytree(OUTPUT / "acme__tiny-lm-v2", folder)
+    full = next(folder.glob("results_*.json"))
+    doc = json.loads(full.read_text())
+    early = "2026-11-23T20-00-00.000000"
+    doc["config"]["limit"] = 2.0
+    doc["n-samples"] = {t: {"original": n["original"], "effective": 2} for t, n in doc["n-samples"].items()}
+    (folder / f"results_{early}.json").write_text(json.dumps(doc))
+    for samples in folder.glob(f"samples_*_{full.stem.rsplit('_', 1)[-1]}.jsonl"):
+        task = samples.name.removeprefix("samples_").rsplit("_", 1)[0]
+        kept = [line for line in samples.read_text().splitlines() if json.loads(line)["doc_id"] < 2]
+        (folder / f"samples_{task}_{early}.jsonl").write_text("\n".join(kept) + "\n")
+    db = tmp_path / "db.duckdb"
+    out = ingest_paths([folder], db=db)
+    assert {r.outcome for r in out if r.path.endswith(".json")} == {"ingested"}, [str(r.error) for r in out]
+    got = rows(
+        db,
+        "SELECT run_id, status, json_extract(extra, '$.completed_samples')::INT, "
+        "json_extract(extra, '$.total_samples')::INT, (SELECT count(*) FROM attempts a WHERE a.run_id = r.run_id), "
+        "(SELECT max(sample) FROM attempts a WHERE a.run_id = r.run_id) FROM runs r ORDER BY 1",
+    )
+    assert got == [
+        ("tiny:acme/tiny-lm-v2", None, None, None, 10, 0),
+        ("tiny:acme/tiny-lm-v2:limit=2.0", "limited", 4, 10, 4, 0),
+    ]
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        health = run_health(con, benchmark="tiny").set_index("run_id")["is_complete"].to_dict()
+    finally:
+        con.close()
+    assert health == {"tiny:acme/tiny-lm-v2": True, "tiny:acme/tiny-lm-v2:limit=2.0": False}

@@ -334,3 +334,54 @@ def test_unscored_original_after_its_rescored_log_is_refused(variants: dict[str,
     assert late[0].outcome == "failed" and "has no scores to revise it with" in str(late[0].error)
     assert rows(db, "SELECT task_id, score FROM attempts ORDER BY 1") == before
     assert rows(db, "SELECT count(*) FROM score_revisions") == [(0,)]
+
+
+def test_cached_input_priced_as_inspect_prices_it(variants: dict[str, Any], tmp_path: Path) -> None:
+    """Calls that read 800 and wrote 900 of their 1,000 input tokens from and to the prompt cache, logged without a
+    cost: Runlens counts the whole input and prices the cached parts at the catalog's cache prices, which gives
+    Inspect's own ``total_cost`` of the same calls (its ``compute_model_cost`` at the same prices), whether the log
+    counts ``input_tokens`` without the cache (Anthropic, every provider since 0.3.184) or with it (OpenAI before)."""
+    db = tmp_path / "c.duckdb"
+    res = ingest_paths([variants[n]["path"] for n in ("cached", "cached_inclusive", "cached_priced")], db=db)
+    assert [r.outcome for r in res] == ["ingested"] * 3, [r.error for r in res]
+    own = {s["id"]: s["usage"]["mockllm/model"]["total_cost"] for s in variants["cached_priced"]["samples"]}
+    assert own == pytest.approx({"c0": 0.00159, "c1": 0.004275})  # 200 x 3 + 800 x 0.3 + 50 x 15, per million
+    for name, source in (("cached", "genai-prices"), ("cached_inclusive", "genai-prices"), ("cached_priced", None)):
+        got = rows(
+            db,
+            "SELECT task_id, input_tokens, cost_usd, is_cost_computed, json_extract_string(extra, '$.cost_source') "
+            "FROM attempts WHERE run_id = ? ORDER BY task_id",
+            [_run_id(variants[name])],
+        )
+        assert [(t, n) for t, n, *_ in got] == [("c0", 1000), ("c1", 1000)], name
+        assert {t: c for t, _, c, *_ in got} == pytest.approx(own), name
+        assert all(computed == (source is not None) for *_, computed, _ in got), name
+        assert all(src is None if source is None else source in src for *_, src in got), name
+    steps = rows(
+        db,
+        "SELECT input_tokens, json_extract(extra, '$.cache_read_tokens')::INT, json_extract(extra, '$.cache_write_tokens')"
+        "::INT FROM steps ORDER BY 2 NULLS LAST",
+    )
+    assert steps == [(1000, 800, None)] * 3 + [(1000, None, 900)] * 3
+
+
+def test_a_new_catalog_does_not_make_a_stored_log_new_content(
+    variants: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The idempotency hash leaves out the costs Runlens computed from the catalog (a new genai-prices would
+    otherwise refuse every stored log as duplicate attempts), and keeps Inspect's own."""
+    from ingest import inspect_usage
+    from ingest.inspect_log import canonical_inspect
+
+    def digests() -> list[bytes | None]:
+        inspect_usage._catalog.cache_clear()
+        out = []
+        for name in ("cached", "cached_priced"):
+            path = Path(variants[name]["path"])
+            out.append(canonical_inspect(path, path.read_bytes(), {}))
+        return out
+
+    before = digests()
+    monkeypatch.setattr(inspect_usage, "price_call", lambda *a, **k: None)  # no catalog price at all
+    assert digests() == before
+    inspect_usage._catalog.cache_clear()

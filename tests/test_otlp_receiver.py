@@ -537,3 +537,53 @@ def _partial_health(db: Path) -> list[tuple[int, bool]]:
         benches = [b for (b,) in query_rows(con, "SELECT DISTINCT benchmark FROM runs ORDER BY 1")]
         healths = [runs.run_health(con, benchmark=b) for b in benches]
     return [(int(n), bool(c)) for h in healths for n, c in zip(h["n_partial"], h["is_complete"], strict=True)]
+
+
+def test_every_content_encoding_an_exporter_sends_is_read(tmp_path: Path) -> None:
+    """The SDK exporter's own requests with ``Compression.Deflate`` and ``Gzip`` (captured as sent), and the zstd the
+    Collector's otlphttp exporter may send, decode to the uncompressed request's spans; a deflate bomb is refused."""
+    import threading
+    import zlib
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import zstandard
+
+    from ingest.otlp_decode import BadSpan
+    from ingest.otlp_receiver.payload import PROTOBUF, decode_payload
+
+    sent: list[tuple[str, bytes]] = []
+
+    class Capture(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            sent.append((self.headers.get("Content-Encoding", ""), body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Capture)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+        for compression in (Compression.Deflate, Compression.Gzip, Compression.NoCompression):
+            make_spans(lambda c=compression: OTLPSpanExporter(endpoint=url, compression=c))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert {enc for enc, _ in sent} == {"deflate", "gzip", ""}
+    plain = [body for enc, body in sent if enc == ""]
+    want = [decode_payload(body, PROTOBUF, "", max_bytes=1 << 24) for body in plain]
+    for enc, inflate in (("deflate", zlib.decompress), ("gzip", gzip.decompress)):
+        bodies = [body for e, body in sent if e == enc]
+        assert len(bodies) == len(plain) > 0
+        for body in bodies:  # each request as the exporter sent it reads as its bytes uncompressed
+            got = decode_payload(body, PROTOBUF, enc, max_bytes=1 << 24)
+            assert got == decode_payload(inflate(body), PROTOBUF, "", max_bytes=1 << 24), enc
+            assert got["resourceSpans"][0]["scopeSpans"][0]["spans"], enc
+    zstd = zstandard.ZstdCompressor()
+    assert [decode_payload(zstd.compress(b), PROTOBUF, "zstd", max_bytes=1 << 24) for b in plain] == want
+    for enc, bomb in (("deflate", zlib.compress(b"\0" * 10_000_000)), ("zstd", zstd.compress(b"\0" * 10_000_000))):
+        with pytest.raises(BadSpan, match="body inflates beyond 1,000,000 bytes"):
+            decode_payload(bomb, PROTOBUF, enc, max_bytes=1_000_000)

@@ -310,22 +310,53 @@ def test_a_real_export_split_by_a_flush_gives_the_attempt_of_one_file(tmp_path: 
     assert _store(folder_db) == want
 
 
-def test_an_archive_member_naming_a_stored_trace_is_refused_with_what_to_do(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_archive_members_naming_stored_traces_merge_as_files_do(tmp_path: Path, kind: str) -> None:
+    """A real export split by a flush, both files in one archive (the second member names the trace the first
+    stored), and the rest alone in an archive after the first file: each ends as the trace in one file."""
+    import tarfile
     import zipfile
 
-    a, _ = _child_and_root(tmp_path)
-    db = tmp_path / "db.duckdb"
-    _ingest(db, a)
-    archive = tmp_path / "rest.zip"
-    root = otlp_span(TRACE, ROOT)
-    root["attributes"] = [*root["attributes"], {"key": "session.id", "value": {"stringValue": "weather"}}]  # type: ignore[misc]
-    with zipfile.ZipFile(archive, "w") as zf:  # (a task of its own: the member alone validates)
-        zf.writestr("b.jsonl", otlp_line(root) + "\n")
-    before = (counts(db), _store(db))
-    [refused] = _ingest(db, archive)
-    assert refused.outcome == "failed"
-    assert f"trace {TRACE} is stored already" in str(refused.error) and "extract the archive" in str(refused.error)
-    assert (counts(db), _store(db)) == before
+    def pack(archive: Path, *members: Path) -> Path:
+        if kind == "zip":
+            with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zf:
+                for m in members:
+                    zf.write(m, f"traces/{m.name}")
+        else:
+            with tarfile.open(archive, "w:gz") as tf:
+                for m in members:
+                    tf.add(m, f"traces/{m.name}")
+        return archive
+
+    split = tmp_path / "split"
+    split.mkdir()
+    first, rest = split / "a.jsonl", split / "b.pb"
+    _agent_run([first, rest])
+    whole = tmp_path / "all.jsonl"
+    _agent_run([whole])
+    one = tmp_path / "one.duckdb"
+    assert _ingest(one, whole)[0].outcome == "ingested"
+    want = _store(one)
+
+    both = tmp_path / "both.duckdb"
+    results = _ingest(both, pack(tmp_path / f"both.{kind}", first, rest))
+    assert [(r.outcome, r.n_partial, r.n_merged) for r in results] == [("ingested", 1, 0), ("ingested", 0, 1)], [
+        r.error for r in results
+    ]
+    assert _store(both) == want
+
+    later = tmp_path / "later.duckdb"
+    _ingest(later, first)
+    [merged] = _ingest(later, pack(tmp_path / f"rest.{kind}", rest))
+    assert (merged.outcome, merged.n_merged, merged.n_partial) == ("ingested", 1, 0), merged.error
+    assert _store(later) == want
+    assert rows(later, "SELECT path FROM ingest_log ORDER BY file_id") == [
+        (str(first),),
+        (f"{tmp_path}/rest.{kind}!traces/b.pb",),
+    ]
+    [again] = _ingest(later, rest)  # the same bytes as a plain file: already present
+    assert again.outcome == "duplicate"
+    assert _store(later) == want
 
 
 def test_the_upload_preview_shows_the_merge_the_ingest_makes(tmp_path: Path) -> None:
@@ -357,3 +388,41 @@ def test_spans_kept_plain_by_an_earlier_receiver_are_merged(tmp_path: Path) -> N
     assert (merged.outcome, merged.n_merged) == ("ingested", 1), merged.error
     [att] = rows(db, ATTEMPT)
     assert att[9] is None and json.loads(att[11])[0]["span_id"] == CHILD
+
+
+@pytest.mark.parametrize("encoding", ["jsonl", "pb"])
+def test_collector_zstd_files_read_as_their_uncompressed_exports(
+    tmp_path: Path, encoding: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Collector file exporter's ``compression: zstd``, in its two layouts (each export compressed and length-
+    prefixed; one zstd stream of the whole file), around the exports the SDK made: the store of the plain file.
+    A file that expands past the budget is refused at line 1."""
+    import zstandard
+
+    plain = tmp_path / f"plain.{encoding}"
+    _agent_run([plain, plain])  # two exports (the flush while the root is open, then the rest)
+    data = plain.read_bytes()
+    if encoding == "jsonl":
+        exports = [line + b"\n" for line in data.splitlines()]
+    else:
+        exports, offset = [], 0
+        while offset < len(data):
+            size = int.from_bytes(data[offset : offset + 4], "big")
+            exports.append(data[offset + 4 : offset + 4 + size])
+            offset += 4 + size
+    assert len(exports) == 2
+    zstd = zstandard.ZstdCompressor()
+    framed = b"".join(len(c).to_bytes(4, "big") + c for c in (zstd.compress(e) for e in exports))
+    files = {"framed": framed, "stream": zstd.compress(data)}
+    want_db = tmp_path / "plain.duckdb"
+    assert _ingest(want_db, plain)[0].outcome == "ingested"
+    want = _store(want_db)
+    for layout, body in files.items():
+        path = tmp_path / f"{layout}.{encoding}"
+        path.write_bytes(body)
+        [res] = _ingest(tmp_path / f"{layout}.duckdb", path)
+        assert (res.outcome, res.format) == ("ingested", "otlp"), res.error
+        assert _store(tmp_path / f"{layout}.duckdb") == want, layout
+    monkeypatch.setattr("ingest.otlp_decode.MAX_ZSTD_BYTES", 100)
+    [refused] = _ingest(tmp_path / "bomb.duckdb", tmp_path / f"stream.{encoding}", jobs=1)
+    assert refused.outcome == "failed" and "zstd data expands past 100 bytes" in str(refused.error)

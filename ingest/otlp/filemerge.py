@@ -7,7 +7,8 @@ its traces already stored merged with their stored spans and read again as one t
 transaction, in which the attempts they replace are deleted (``replace_merged``); a problem anywhere refuses the
 whole file (``file:line: reason``) and writes nothing. The file is idempotent by its content hash as any file; a
 file whose every span is stored already changes nothing. A trace stored without its spans (by an older version)
-cannot be merged: the file is refused, naming the trace and what to do.
+cannot be merged: the file is refused, naming the trace and what to do. An archive's member is merged the same way
+from its bytes (``ingest.archives`` hands them over: an OTLP member is read whole), each member a file of its own.
 """
 
 from __future__ import annotations
@@ -29,33 +30,34 @@ if TYPE_CHECKING:
     from ingest.pipeline import FileResult, Prepared
 
 
-def _trace_ids(prepared: Prepared) -> set[str]:
-    """The traces a prepared OTLP file names: from its bundle, else (a file refused) read again from disk."""
+def _trace_ids(prepared: Prepared, data: bytes | None) -> set[str]:
+    """The traces a prepared OTLP file names: from its bundle, else (a file refused) read again from ``data`` or
+    from disk."""
     if prepared.bundle is not None:
         return set(prepared.bundle.traces)
     try:
-        data = Path(prepared.path).read_bytes()
+        data = Path(prepared.path).read_bytes() if data is None else data
     except OSError:
-        return set()  # (an archive's member: read in the archive's own path)
+        return set()  # (an archive's member without its bytes: nothing to read again)
     return {s.trace_id for s in read_spans(Path(prepared.path), data, ProblemCollector())}
 
 
-def names_stored_traces(con: Any, prepared: Prepared, known: Known) -> bool:
+def names_stored_traces(con: Any, prepared: Prepared, known: Known, data: bytes | None = None) -> bool:
     """True when a prepared OTLP file (validated or refused) holds spans of a trace already stored: it is then
-    read again and merged (``merge_file``), not written as validated.
+    read again and merged (``merge_file``), not written as validated. ``data``: an archive member's bytes.
 
     Raises:
-        IngestError: such a file is an archive's member (merged only from a file).
+        IngestError: such a file is an archive's member whose bytes were not given (nothing to merge from).
     """
     if prepared.duplicate_of is not None or (prepared.content_hash and prepared.content_hash in known.hashes):
         return False
-    stored = stored_traces(con, _trace_ids(prepared))
-    if stored and not Path(prepared.path).is_file():  # an archive's member: its bytes are not read again here
+    stored = stored_traces(con, _trace_ids(prepared, data))
+    if stored and data is None and not Path(prepared.path).is_file():
         raise IngestError.single(
             f"{prepared.path}:1",
             "traceId",
-            f"trace {min(stored)} is stored already: spans of a stored trace are merged from trace files, not from "
-            "an archive's members; extract the archive and ingest its files",
+            f"trace {min(stored)} is stored already, and this archive member's spans were not kept to merge with it; "
+            "ingest the archive again (python -m ingest ARCHIVE merges them)",
         )
     return bool(stored)
 
@@ -71,29 +73,31 @@ class Merged:
 
 
 def merge_file(
-    con: Any, prepared: Prepared, known: Known, *, is_demo: bool, options: dict[str, Any]
+    con: Any, prepared: Prepared, known: Known, *, is_demo: bool, options: dict[str, Any], data: bytes | None = None
 ) -> FileResult | None:
     """Write an OTLP file holding spans of traces already stored, merged with them (one transaction); None when it
-    names no stored trace (the file is written the usual way).
+    names no stored trace (the file is written the usual way). ``data``: the bytes of an archive's member.
 
     Raises:
         IngestError: the file is invalid (read alone or merged), or a trace it names was stored without its spans.
     """
     started = time.perf_counter()
-    merged = read_merged(con, prepared, known, options)
+    merged = read_merged(con, prepared, known, options, data)
     if merged is None:
         return None
     return _write(con, merged, known, prepared, started, is_demo)
 
 
-def read_merged(con: Any, prepared: Prepared, known: Known, options: dict[str, Any]) -> Merged | None:
+def read_merged(
+    con: Any, prepared: Prepared, known: Known, options: dict[str, Any], data: bytes | None = None
+) -> Merged | None:
     """A prepared OTLP file read again merged with the stored spans of its traces and validated (what
     ``merge_file`` writes; the Upload page's preview shows it); None when it names no stored trace.
 
     Raises:
         IngestError: the file is invalid (read alone or merged), or a trace it names was stored without its spans.
     """
-    if not names_stored_traces(con, prepared, known):
+    if not names_stored_traces(con, prepared, known, data):
         return None
     if prepared.bundle is not None:
         prepared.bundle.release()
@@ -101,7 +105,7 @@ def read_merged(con: Any, prepared: Prepared, known: Known, options: dict[str, A
     from ingest.pipeline import _content_hash, read_input
 
     path = Path(prepared.path)
-    data = read_input(path)
+    data = read_input(path) if data is None else data
     fmt = FORMATS["otlp"]
     extra = fmt.fingerprint(path, data, options) if fmt.fingerprint is not None else {}
     content_hash = _content_hash(path, data, fmt, {**options, **extra})

@@ -25,12 +25,23 @@ Records = Iterator[tuple[str, Any]]  # (location, a record dict, or KeptSpans)
 def detect_otlp(path: Path, head: bytes) -> bool:
     """OTLP/JSON (``"resourceSpans"`` near the start of a JSON object) or an OTLP protobuf file (``.pb``,
     ``.binpb``, ``.otlp``) whose first message parses as a trace request."""
+    from ingest.otlp_zstd import head_of, layout
+
+    compressed = layout(head)
+    if compressed is not None:  # the Collector file exporter's compression: zstd (ingest.otlp_zstd)
+        head = head_of(head)
     if is_json(head):
         start = head.lstrip()[:4096]
         return b'"resourceSpans"' in start or b'"resource_spans"' in start
-    if not path.name.lower().endswith((".pb", ".binpb", ".otlp")):
-        return False
     from ingest.otlp_decode import BadSpan, decode_proto_request, varint_messages
+
+    if compressed == "framed":
+        try:  # the first export, whole or cut at the head's end
+            return bool(decode_proto_request(head).get("resourceSpans"))
+        except BadSpan:
+            return path.name.lower().endswith((".pb", ".binpb", ".otlp", ".zst"))
+    if not path.name.lower().endswith((".pb", ".binpb", ".otlp", ".zst")):
+        return False
 
     if len(head) >= 65536:
         return True  # the head may cut a message short: trust the suffix, the parser reports problems

@@ -1,4 +1,4 @@
-"""Request bodies: decoded (protobuf or OTLP/JSON, gzip or not) and checked as the file reader checks spans,
+"""Request bodies: decoded (protobuf or OTLP/JSON; gzip, deflate, zstd or none) and checked as the file reader checks spans,
 then prepared for the buffer; in a decoding worker process (``decode_pool``)."""
 
 from __future__ import annotations
@@ -44,13 +44,16 @@ def decode_payload(body: bytes, content_type: str, content_encoding: str, *, max
     Raises:
         BadSpan: the body is not a well-formed trace request (the reason is sent back with HTTP 400).
     """
-    if content_encoding.strip().lower() == "gzip":
+    encoding = content_encoding.strip().lower()
+    if encoding in WBITS:  # gzip, or deflate (zlib: the SDK exporter's Compression.Deflate)
         try:
-            body = _gunzip(body, max_bytes)
+            body = _inflate(body, max_bytes, WBITS[encoding])
         except (OSError, EOFError, zlib.error) as exc:
-            raise BadSpan("-", f"bad gzip body: {exc}") from None
-    elif content_encoding.strip().lower() not in ("", "identity"):
-        raise BadSpan("-", f"unsupported Content-Encoding {content_encoding!r} (gzip or none)")
+            raise BadSpan("-", f"bad {encoding} body: {exc}") from None
+    elif encoding == "zstd":  # the Collector's otlphttp exporter, compression: zstd
+        body = _unzstd(body, max_bytes)
+    elif encoding not in ("", "identity"):
+        raise BadSpan("-", f"unsupported Content-Encoding {content_encoding!r} (gzip, deflate, zstd or none)")
     if content_type.split(";")[0].strip().lower() == PROTOBUF:
         doc = decode_proto_request(body)
     else:
@@ -67,15 +70,36 @@ def decode_payload(body: bytes, content_type: str, content_encoding: str, *, max
     return _canonical(doc, spans)
 
 
-def _gunzip(body: bytes, max_bytes: int) -> bytes:
-    """Decompress at most ``max_bytes`` (a gzip bomb is refused, not inflated)."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}  # zlib's framing of each encoding
+
+
+def _inflate(body: bytes, max_bytes: int, wbits: int) -> bytes:
+    """Decompress at most ``max_bytes`` (a gzip or deflate bomb is refused, not inflated)."""
+    inflater = zlib.decompressobj(wbits)
     out = inflater.decompress(body, max_bytes + 1)
     if len(out) > max_bytes or inflater.unconsumed_tail:
         raise BadSpan("-", f"body inflates beyond {max_bytes:,} bytes")
     if not inflater.eof:
-        raise EOFError("truncated gzip body")
+        raise EOFError("truncated body")
     return out
+
+
+def _unzstd(body: bytes, max_bytes: int) -> bytes:
+    """A zstd body decompressed within ``max_bytes`` (a bomb is refused as it expands, never held).
+
+    Raises:
+        BadSpan: it is not zstd, or it expands past ``max_bytes``.
+    """
+    import zstandard
+
+    from ingest.otlp_zstd import TooLarge, expand
+
+    try:
+        return expand(body, max_bytes)
+    except TooLarge:
+        raise BadSpan("-", f"body inflates beyond {max_bytes:,} bytes") from None
+    except zstandard.ZstdError as exc:
+        raise BadSpan("-", f"bad zstd body: {exc}") from None
 
 
 def _canonical(doc: dict[str, Any], spans: list[Any]) -> dict[str, Any]:

@@ -6,6 +6,11 @@ Run with the test-only virtualenv's interpreter: ``python tests/inspect_real/var
   with a dict value), epochs=2 reduced by mode, median and max; sample metadata, a store write, cache and reasoning
   tokens in the model usage; task args.
 - ``unscored/`` (``score=False``) and ``rescored/``: the same log after ``inspect score`` (Inspect's CLI).
+- ``cached/``: two samples whose model calls read 800 and wrote 900 input tokens from and to the prompt cache, in
+  Inspect's own counting (``input_tokens`` without the cached parts, as its Anthropic provider and every provider
+  since 0.3.184 write them); ``cached_inclusive/``: the same calls counted as its OpenAI provider did before 0.3.184
+  (``input_tokens`` with the cache read inside); ``cached_priced/``: the first with the model's prices given to
+  Inspect (``set_model_info``), so that Inspect writes its own ``total_cost`` of each call.
 - ``interrupted/``: a ``.eval`` whose process died after two of six samples (``_journal/start.json``).
 - ``evalset/``: an eval set whose second task errored once and was retried, as the folder ends up (``logs.json``,
   ``eval-set.json``, the logs), and ``errored/``: the errored log as it was before the retry replaced it.
@@ -29,6 +34,7 @@ from inspect_ai.analysis import evals_df
 from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage, get_model
+from inspect_ai.model._model_info import ModelCost, ModelInfo, set_model_info
 from inspect_ai.scorer import Score, accuracy, includes, mean, scorer, value_to_float
 from inspect_ai.solver import Generate, TaskState, generate, solver
 from inspect_ai.util import store
@@ -116,6 +122,39 @@ def write_scorers(out: Path) -> Path:
     model = get_model(MOCK, custom_outputs=outputs, memoize=False)
     logs = eval(scorers_task(colour="blue"), model=model, log_dir=str(out / "scorers"), display="none", max_samples=1)
     return Path(logs[0].location)
+
+
+CACHED_MODEL = "claude-sonnet-4-20250514"  # the model that served the calls (the catalog prices it)
+CACHED_PRICES = ModelCost(input=3.0, output=15.0, input_cache_read=0.3, input_cache_write=3.75)  # USD per M tokens
+
+
+def cached_call(n_in: int, read: int, write: int, n_out: int, *, inclusive: bool = False) -> ModelOutput:
+    """A call of ``n_in`` input tokens, ``read`` of them from the cache and ``write`` into it, as Inspect counts it."""
+    message = ChatMessageAssistant(id="m-fixed", content="blue", model=CACHED_MODEL, source="generate")
+    out = ModelOutput(model=CACHED_MODEL, choices=[ChatCompletionChoice(message=message, stop_reason="stop")])
+    out.usage = ModelUsage(
+        input_tokens=n_in if inclusive else n_in - read - write,
+        output_tokens=n_out,
+        total_tokens=n_in + n_out,
+        input_tokens_cache_read=read or None,
+        input_tokens_cache_write=write or None,
+    )
+    return out
+
+
+def write_cached(out: Path) -> dict[str, Path]:
+    """The prompt-cache logs (see the module's docstring); the priced one last: model info stays set."""
+    dataset = [Sample(id=f"c{i}", input="Colour?", target="blue") for i in range(2)]
+    task_ = Task(name="cached", dataset=dataset, solver=generate(), scorer=includes())
+    found: dict[str, Path] = {}
+    for name, inclusive in (("cached", False), ("cached_inclusive", True), ("cached_priced", False)):
+        if name == "cached_priced":
+            set_model_info(MOCK, ModelInfo(cost=CACHED_PRICES))
+        calls = [cached_call(1000, 800, 0, 50, inclusive=inclusive), cached_call(1000, 0, 900, 40)]
+        model = get_model(MOCK, custom_outputs=calls, memoize=False)
+        logs = eval(task_, model=model, log_dir=str(out / name), display="none", max_samples=1)
+        found[name] = Path(logs[0].location)
+    return found
 
 
 def write_rescored(out: Path) -> tuple[Path, Path]:
@@ -293,6 +332,7 @@ def main() -> int:
         "interrupted": interrupted,
         "complete": complete,
         "errored": next((out / "errored").glob("*.eval")),
+        **write_cached(out),
     }
     refs: dict[str, Any] = {name: reference(path) for name, path in logs.items()}
     refs["evalset"] = {
