@@ -72,12 +72,17 @@ class NumpyMiniLM:
         with self._lock:  # one instance serves every thread of a server
             new = [t for t in dict.fromkeys(texts) if t not in self._kept]
             if new:
+                from threadpoolctl import threadpool_limits
+
+                # One BLAS thread: the batches' products are small, and on a loaded machine a second thread spins
+                # waiting for the first (at load 18 it took several times the CPU of one thread).
                 ids = [e.ids for e in tok.encode_batch(new)]
                 order = np.argsort([len(i) for i in ids], kind="stable")
                 vecs = np.empty((len(new), out.shape[1]), dtype=np.float32)
-                for s in range(0, len(order), self.batch_size):
-                    rows = order[s : s + self.batch_size]
-                    vecs[rows] = self._forward(w, [ids[i] for i in rows])
+                with threadpool_limits(1, user_api="blas"):
+                    for s in range(0, len(order), self.batch_size):
+                        rows = order[s : s + self.batch_size]
+                        vecs[rows] = self._forward(w, [ids[i] for i in rows])
                 self._kept.update(zip(new, vecs, strict=True))
             for i, t in enumerate(texts):
                 out[i] = self._kept[t] = self._kept.pop(t)  # used: the newest again
