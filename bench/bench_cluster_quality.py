@@ -1,6 +1,6 @@
 """How far failure clusters match known causes: ``python bench/bench_cluster_quality.py [--minilm-max 1000]
-[--max-failures N] [--demo] [--generator failure_sets|ops|web] [--tuning [--more-tuning]] [--confusion ARI]
-[--json OUT.json]``.
+[--max-failures N] [--demo] [--generator failure_sets|ops|web] [--more-held-out] [--tuning [--more-tuning]]
+[--confusion ARI] [--json OUT.json]``.
 
 1. **Held-out sets** of three independent generators, 4-12 causes, 200-20,000 failures, two transcript styles
    each: ``failure_sets`` (tests/failure_sets.py; seeds 100-107), ``ops`` (tests/failure_sets_ops.py: another
@@ -13,6 +13,7 @@
    most ``--minilm-max`` failures, by the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted Rand
    index against the causes is printed with the number of clusters and of distinct documents, the unclustered
    share and the times.
+``--more-held-out`` adds ``web`` seeds 310-317 and 320-327 (the second generated after clusters@v9's choice).
 ``--tuning`` runs the tuning seeds (1-8 of each generator, in the held-out list's shapes) instead, the only sets a
 change is chosen on; ``--more-tuning`` adds tuning sets of ``web`` (seeds 21-28 in the held-out list's shapes, and
 six small sets, seeds 41-46, of 4-6 causes and 200-400 failures: a cause's wordings at small n); ``--confusion
@@ -112,6 +113,13 @@ def more_tuning_sets() -> list[tuple[str, int, int, int, str]]:
     return out + [("web", 41 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
 
 
+def more_held_out_sets() -> list[tuple[str, int, int, int, str]]:
+    """More held-out sets of ``web``, in its held-out shapes: seeds 310-317 (seen only after clusters@v7's choice)
+    and 320-327 (generated after clusters@v9's)."""
+    shapes = [row for row in HELD_OUT if row[0] == "web"]
+    return [("web", base + i, k, n, style) for base in (310, 320) for i, (_, _, k, n, style) in enumerate(shapes)]
+
+
 def held_out(
     folder: Path,
     minilm_max: int,
@@ -121,6 +129,7 @@ def held_out(
     tuning: bool = False,
     more_tuning: bool = False,
     confusion: float = 0.0,
+    more_held_out: bool = False,
 ) -> list[dict[str, Any]]:
     """ARI of each held-out set and model (``max_failures``: only sets of at most that many failures; ``tuning``:
     the tuning seeds instead, ``more_tuning``: and ``more_tuning_sets``; ``confusion``: print the table of cause by
@@ -130,6 +139,8 @@ def held_out(
 
     rows = []
     sets = (tuning_sets() + (more_tuning_sets() if more_tuning else [])) if tuning else HELD_OUT
+    if more_held_out and not tuning:
+        sets = sets + more_held_out_sets()
     for gen, seed, k, n, style in sets:
         if (generators and gen not in generators) or (max_failures and n > max_failures):
             continue
@@ -204,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--generator", action="append", choices=sorted(GENERATORS), help="only these generators' sets")
     ap.add_argument("--tuning", action="store_true", help="the tuning seeds 1-8 of each generator instead")
     ap.add_argument("--more-tuning", action="store_true", help="with --tuning: also web seeds 21-28 and 41-46")
+    ap.add_argument("--more-held-out", action="store_true", help="also web seeds 310-317 and 320-327")
     ap.add_argument("--confusion", type=float, default=0.0, help="print cause by cluster for sets under this ARI")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
@@ -219,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                 tuning=args.tuning,
                 more_tuning=args.more_tuning,
                 confusion=args.confusion,
+                more_held_out=args.more_held_out,
             )
         )
         if args.demo:

@@ -420,7 +420,7 @@ def failure_clusters(
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
 DOC_VERSION = "failure-doc@v1"  # bump when ``_segments`` or ``mask`` change: every document is built again
-CLUSTER_VERSION = "clusters@v8"  # bump when the clustering or the names change: every clustering is computed again
+CLUSTER_VERSION = "clusters@v9"  # bump when the clustering or the names change: every clustering is computed again
 
 
 def document_table(raw: pd.DataFrame) -> Any:
