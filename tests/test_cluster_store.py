@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from analytics import clusters as cl
-from store import reader
+from store import reader, writer
 
 
 def _extra_failures(path: Path, benchmark: str, n: int) -> Path:
@@ -122,13 +122,23 @@ def test_a_run_keeps_its_own_clustering_and_its_summary_survives_json(held_db: t
         "records"
     )
     assert isinstance(back.iloc[0]["codes"], dict) and isinstance(back.iloc[0]["representatives"][0], dict)
+    ids = stored.members[stored.members["cluster_id"] == 0]["attempt_id"].tolist()
+    with writer(db) as con:  # codes on the first member and on one past the first two (labels change no key)
+        con.executemany(
+            "INSERT INTO error_labels (attempt_id, code, source) VALUES (?, ?, 'label')",
+            [[ids[0], "ZA"], [ids[2], "ZB"]],
+        )
     with reader(db) as con:  # one cluster's members, the first few, as the page reads them
         top = cl.stored_members(con, benchmark=bm, run_id=f"{bm}-v2", cluster_id=0, limit=2)
         every = cl.stored_members(con, benchmark=bm, run_id=f"{bm}-v2", cluster_id=0)
         bare = cl.stored_clusters(con, benchmark=bm, run_id=f"{bm}-v2", with_members=False)
+        keyed = cl.stored_members(con, benchmark=bm, run_id=f"{bm}-v2", cluster_id=0, limit=2, key=stored.key)
     expected = stored.members[stored.members["cluster_id"] == 0].reset_index(drop=True)
     assert every.drop(columns="codes").equals(expected.drop(columns="codes")) and len(every) > 2
     assert top.drop(columns="codes").equals(expected.head(2).drop(columns="codes"))
+    codes = every["codes"].map(list).tolist()  # the first rows' codes are read for them alone: the same
+    assert top["codes"].map(list).tolist() == codes[:2] == [["ZA"], []] and codes[2] == ["ZB"]
+    assert keyed.drop(columns="codes").equals(top.drop(columns="codes")) and stored.key == bare.key != ""
     assert bare is not None and bare.members.empty and bare.summary.equals(stored.summary)
 
 
