@@ -38,16 +38,27 @@ DOC_BATCH = (
 )
 
 
-def store_vectors(con: object, texts: Sequence[str], vectors: np.ndarray, *, model: str, batch: int = BATCH) -> int:
+def store_vectors(
+    con: object,
+    texts: Sequence[str],
+    vectors: np.ndarray,
+    *,
+    model: str,
+    batch: int = BATCH,
+    rows: np.ndarray | None = None,
+) -> int:
     """Append (text hash, model, vector) rows to ``embeddings`` in batches of ``batch`` rows (the vectors go as an
-    Arrow list column, never one Python list per vector); ``con`` is a writer connection."""
+    Arrow list column, never one Python list per vector); ``con`` is a writer connection. ``rows``: the rows of
+    ``vectors`` that belong to ``texts``, in order (default: all of them), so a caller keeps one array of vectors
+    and no copy of the new ones (a batch is copied at a time)."""
     import pyarrow as pa
 
     if not len(texts):
         return 0
-    vecs = np.ascontiguousarray(vectors, dtype=np.float32)
     for s in range(0, len(texts), batch):
-        part = vecs[s : s + batch]
+        part = np.ascontiguousarray(
+            vectors[s : s + batch] if rows is None else vectors[rows[s : s + batch]], np.float32
+        )
         flat = pa.array(part.reshape(-1), pa.float32())
         offsets = pa.array(np.arange(0, part.size + 1, part.shape[1], dtype=np.int32), pa.int32())
         frame = pa.table(
@@ -144,36 +155,44 @@ def failure_vectors(
     encode: Callable[[list[str]], np.ndarray] | None = None,
     batch: int = BATCH,
     say: Callable[[float, str], None] | None = None,
-) -> tuple[np.ndarray, list[str], np.ndarray]:
+) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
     """The vector of each failure's text (one row per failure, in order): the cached ones read in one Arrow read,
-    the others embedded ``batch`` at a time (nothing written: ``con`` may be a reader). Returns the vectors, the
-    texts that had none and their new vectors (for ``store_vectors``)."""
+    the others embedded ``batch`` at a time (nothing written: ``con`` may be a reader).
+
+    Returns the vectors per failure, the texts that had none, and where their new vectors are: an array and the
+    row of each (``store_vectors(con, texts, array, rows=rows)``). The vectors are held once per distinct text
+    and, only when some texts repeat, once more per failure: each embedded batch is written into place, and when
+    every text is distinct (the usual case) the array per text is the array per failure (1.07M vectors of 256
+    float32: 1.09 GB once, where the list of batches, their concatenation and the two arrays made four)."""
     import pandas as pd
 
     from analytics.clusters import read_vectors
 
     codes, uniques = pd.factorize(pd.Series(failures["text"].tolist(), dtype=object))
     texts = [str(u) for u in uniques]
+    del uniques
     vecs, ix = read_vectors(con, [text_hash(t) for t in texts], model=model)  # type: ignore[arg-type]
     have = np.zeros(len(texts), dtype=bool)
     have[ix] = True
     todo = np.flatnonzero(~have)
     missing = [texts[i] for i in todo]
-    parts = []
-    if missing:
-        fn = encode or make_embedder(model).encode
-        for s in range(0, len(missing), batch):
-            if say is not None:
-                say(0.3 + 0.3 * s / len(missing), f"embedding failure texts: {s:,} of {len(missing):,} done")
-            parts.append(np.asarray(fn(missing[s : s + batch]), dtype=np.float32))
-    new = np.concatenate(parts) if parts else np.zeros((0, vecs.shape[1] if len(vecs) else 0), dtype=np.float32)
-    dims = vecs.shape[1] if len(vecs) else new.shape[1] if len(new) else 0
-    by_unique = np.empty((len(texts), dims), dtype=np.float32)
+    fn = (encode or make_embedder(model).encode) if missing else None
+    by_unique: np.ndarray | None = None
     if len(vecs):
+        by_unique = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
         by_unique[ix] = vecs
-    if len(new):
-        by_unique[todo] = new
-    return by_unique[codes], missing, new
+    del vecs
+    for s in range(0, len(missing), batch):
+        if say is not None:
+            say(0.3 + 0.3 * s / len(missing), f"embedding failure texts: {s:,} of {len(missing):,} done")
+        part = np.asarray(fn(missing[s : s + batch]), dtype=np.float32)  # type: ignore[misc]
+        if by_unique is None:
+            by_unique = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+        by_unique[todo[s : s + batch]] = part
+    if by_unique is None:  # no text at all
+        by_unique = np.zeros((len(texts), 0), dtype=np.float32)
+    per_failure = by_unique if len(texts) == len(codes) else by_unique[codes]  # all distinct: codes is 0, 1, 2 ...
+    return per_failure, missing, by_unique, todo
 
 
 def cluster_failures(
@@ -222,7 +241,9 @@ def cluster_failures(
             return key
         say(0.3, f"reading the documents of {n:,} failed attempts")
         failures = stored_failure_texts(con, benchmark=benchmark, run_id=run_id, pending=docs)
-        vectors, missing, new = failure_vectors(con, failures, model=model, encode=encode, batch=batch, say=say)
+        vectors, missing, new, new_rows = failure_vectors(
+            con, failures, model=model, encode=encode, batch=batch, say=say
+        )
     say(0.6, f"clustering {len(failures):,} failed attempts")  # 2. the clustering, the longest step
     clusters = build_clusters(failures, vectors, model=model)
     del vectors
@@ -238,7 +259,7 @@ def cluster_failures(
         with transaction(con):
             if docs is not None:
                 stored.insert_failure_documents(con, docs)
-            store_vectors(con, missing, new, model=model, batch=batch)
+            store_vectors(con, missing, new, model=model, batch=batch, rows=new_rows)
             same = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)[0] == key
             if same:
                 stored.replace_clustering(

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from analytics import clusters as cl
-from store import reader
+from store import reader, writer
 
 
 def _extra_failures(path: Path, benchmark: str, n: int) -> Path:
@@ -122,13 +122,23 @@ def test_a_run_keeps_its_own_clustering_and_its_summary_survives_json(held_db: t
         "records"
     )
     assert isinstance(back.iloc[0]["codes"], dict) and isinstance(back.iloc[0]["representatives"][0], dict)
+    ids = stored.members[stored.members["cluster_id"] == 0]["attempt_id"].tolist()
+    with writer(db) as con:  # codes on the first member and on one past the first two (labels change no key)
+        con.executemany(
+            "INSERT INTO error_labels (attempt_id, code, source) VALUES (?, ?, 'label')",
+            [[ids[0], "ZA"], [ids[2], "ZB"]],
+        )
     with reader(db) as con:  # one cluster's members, the first few, as the page reads them
         top = cl.stored_members(con, benchmark=bm, run_id=f"{bm}-v2", cluster_id=0, limit=2)
         every = cl.stored_members(con, benchmark=bm, run_id=f"{bm}-v2", cluster_id=0)
         bare = cl.stored_clusters(con, benchmark=bm, run_id=f"{bm}-v2", with_members=False)
+        keyed = cl.stored_members(con, benchmark=bm, run_id=f"{bm}-v2", cluster_id=0, limit=2, key=stored.key)
     expected = stored.members[stored.members["cluster_id"] == 0].reset_index(drop=True)
     assert every.drop(columns="codes").equals(expected.drop(columns="codes")) and len(every) > 2
     assert top.drop(columns="codes").equals(expected.head(2).drop(columns="codes"))
+    codes = every["codes"].map(list).tolist()  # the first rows' codes are read for them alone: the same
+    assert top["codes"].map(list).tolist() == codes[:2] == [["ZA"], []] and codes[2] == ["ZB"]
+    assert keyed.drop(columns="codes").equals(top.drop(columns="codes")) and stored.key == bare.key != ""
     assert bare is not None and bare.members.empty and bare.summary.equals(stored.summary)
 
 
@@ -197,3 +207,54 @@ def test_documents_and_vectors_are_computed_without_the_writer(tmp_path: Path) -
         again = cl.stored_clusters(con, benchmark=fs.benchmark)
         assert con.execute("SELECT count(*) FROM failure_documents").fetchall()[0][0] == 63
     assert again is not None and again.n_failures == 63
+
+
+def test_batch_boundaries_change_no_document_vector_or_cluster(tmp_path: Path) -> None:
+    """The job in batches of a few failures (documents) and texts (vectors) stores what it stores in one batch of
+    each: the same documents, vectors and clusters."""
+    from ingest.pipeline import ingest_paths
+    from jobs.failures import cluster_failures
+    from tests.failure_sets import failure_set
+
+    fs = failure_set(seed=8, n_causes=4, n_failures=60)
+    source = fs.write(tmp_path / "b.jsonl")
+    stored = []
+    for name, kwargs in (("whole", {"doc_batch": 1_000, "batch": 1_000}), ("batched", {"doc_batch": 7, "batch": 5})):
+        db = tmp_path / f"{name}.duckdb"
+        ingest_paths([source], db=db)
+        said: list[str] = []
+        cluster_failures(db, benchmark=fs.benchmark, progress=lambda f, m, said=said: said.append(m), **kwargs)  # type: ignore[arg-type]
+        with reader(db) as con:
+            docs = con.execute(
+                "SELECT attempt_id, segments, masked, content_hash FROM failure_documents ORDER BY attempt_id"
+            ).fetchall()
+            vecs = con.execute("SELECT text_hash, vector FROM embeddings ORDER BY text_hash").fetchall()
+            clusters = cl.stored_clusters(con, benchmark=fs.benchmark)
+        assert clusters is not None
+        members = clusters.members[["attempt_id", "cluster_id"]].to_dict("records")
+        stored.append((docs, vecs, members, clusters.summary.drop(columns="llm_label").to_dict("records"), said))
+    (docs, vecs, members, summary, _), (docs2, vecs2, members2, summary2, said2) = stored
+    assert sum("building the documents" in m for m in said2) == 9  # 60 failures, 7 at a time: the boundaries hit
+    assert len(docs) == 60 and docs2 == docs and len(vecs) > 5 and vecs2 == vecs
+    assert members2 == members and summary2 == summary
+
+
+def test_failure_vectors_hold_each_distinct_text_once(held_db: tuple[Path, str]) -> None:
+    """The vectors per failure are the embedder's, in the failures' order, repeated texts included; the new vectors
+    are found by their rows (what ``store_vectors`` writes); with every text distinct, no second array is made."""
+    import pandas as pd
+
+    from jobs.failures import failure_vectors
+
+    def encode(texts: list[str]) -> np.ndarray:
+        return np.array([[len(t), ord(t[0]), 1.0] for t in texts], dtype=np.float32)
+
+    db, _ = held_db
+    with reader(db) as con:
+        for texts in (["bb", "a", "bb", "ccc", "a"], ["bb", "a", "ccc"]):
+            vectors, missing, new, rows = failure_vectors(
+                con, pd.DataFrame({"text": texts}), model="test-model", encode=encode, batch=2
+            )
+            assert np.array_equal(vectors, encode(texts)) and missing == list(dict.fromkeys(texts))
+            assert np.array_equal(new[rows], encode(missing))
+            assert (vectors is new) == (len(set(texts)) == len(texts))

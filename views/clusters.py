@@ -141,7 +141,12 @@ for rep, doc in zip(picked["representatives"], picked["examples"], strict=True):
     )
     st.text(doc)
 shown = cached(
-    cl.stored_members, benchmark=filters.benchmark, run_id=run_id, cluster_id=int(cid), limit=MEMBERS_SHOWN
+    cl.stored_members,
+    benchmark=filters.benchmark,
+    run_id=run_id,
+    cluster_id=int(cid),
+    limit=MEMBERS_SHOWN,
+    key=clusters.key,  # the clustering shown (its key is not computed again: a pass over every failure)
 )  # a cluster of 100,000 attempts: its first rows (read, cached and drawn at once), the rest in the stored table
 shown = shown.assign(codes=shown["codes"].map(", ".join))
 if int(picked["n_attempts"]) > len(shown):

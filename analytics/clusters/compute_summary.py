@@ -229,6 +229,7 @@ class Clusters:
     members: pd.DataFrame  # attempt_id, run_id, task_id, sample, agent_version, codes, cluster_id
     n_failures: int
     model: str
+    key: str = ""  # the stored clustering's key (``clustering_key``); empty for a clustering computed, not stored
 
 
 def build_clusters(failures: pd.DataFrame, vectors: np.ndarray, *, model: str, **kwargs: Any) -> Clusters:

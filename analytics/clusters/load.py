@@ -23,6 +23,7 @@ Then **boilerplate** is cut: a segment (one of the lines above, digits and ids m
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import re
 from collections import Counter
@@ -392,7 +393,7 @@ def apply_llm_labels(con: duckdb.DuckDBPyConnection, clusters: Clusters, *, mode
     summary["llm_label"] = [
         None if cid < 0 else have.get(k) for cid, k in zip(summary["cluster_id"], summary["content_key"], strict=True)
     ]
-    return Clusters(summary=summary, members=clusters.members, n_failures=clusters.n_failures, model=clusters.model)
+    return dataclasses.replace(clusters, summary=summary)
 
 
 def failure_clusters(
@@ -568,16 +569,19 @@ _STORED_MEMBERS = """
         SELECT attempt_id, cluster_id FROM failure_cluster_members
         WHERE clustering_key = $key AND ($cluster_id IS NULL OR cluster_id = $cluster_id)
     ),
+    top AS (  -- the rows shown first: the codes are read for them only, not for every member of a large cluster
+        SELECT m.attempt_id, a.run_id, a.task_id, a.sample, m.cluster_id
+        FROM m JOIN attempts a USING (attempt_id) ORDER BY a.run_id, a.task_id, a.sample LIMIT $limit
+    ),
     codes AS (
         SELECT attempt_id, list(DISTINCT code ORDER BY code) AS codes
-        FROM error_labels SEMI JOIN m USING (attempt_id) WHERE source = 'label' GROUP BY attempt_id
+        FROM error_labels SEMI JOIN top USING (attempt_id) WHERE source = 'label' GROUP BY attempt_id
     )
-    SELECT m.attempt_id, a.run_id, a.task_id, a.sample, r.agent,
+    SELECT t.attempt_id, t.run_id, t.task_id, t.sample, r.agent,
            coalesce(r.agent_version, '(none)') AS agent_version, r.eval_date, coalesce(c.codes, []) AS codes,
-           m.cluster_id
-    FROM m JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) LEFT JOIN codes c USING (attempt_id)
-    ORDER BY a.run_id, a.task_id, a.sample
-    LIMIT $limit
+           t.cluster_id
+    FROM top t JOIN runs r USING (run_id) LEFT JOIN codes c USING (attempt_id)
+    ORDER BY t.run_id, t.task_id, t.sample
 """
 
 
@@ -608,7 +612,11 @@ def stored_clusters(
     members = query_df(con, sql, {"key": key, "cluster_id": None, "limit": None})
     summary_json, n_failures, stored_model = row[0]
     clusters = Clusters(
-        summary=summary_from_json(summary_json), members=members, n_failures=int(n_failures), model=stored_model
+        summary=summary_from_json(summary_json),
+        members=members,
+        n_failures=int(n_failures),
+        model=stored_model,
+        key=key,
     )
     return apply_llm_labels(con, clusters, model=label_model)
 
@@ -621,8 +629,12 @@ def stored_members(
     run_id: str | None = None,
     model: str = STATIC_MODEL,
     limit: int | None = None,
+    key: str | None = None,
 ) -> pd.DataFrame:
     """The member attempts of one cluster of the stored clustering of these failures (as ``Clusters.members``), the
-    first ``limit`` by run, task and sample; empty when no clustering is stored for the failures as they are now."""
-    key, _, _ = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)
+    first ``limit`` by run, task and sample; empty when no clustering is stored for the failures as they are now.
+    ``key``: the stored clustering's (``Clusters.key`` of ``stored_clusters``), not computed again from the
+    failures (a pass over all of them)."""
+    if key is None:
+        key = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)[0]
     return query_df(con, _STORED_MEMBERS, {"key": key, "cluster_id": int(cluster_id), "limit": limit})
