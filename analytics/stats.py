@@ -447,12 +447,14 @@ def bootstrap_mean_ci(
 def normal_mean_ci(values: np.ndarray, *, level: float = 0.95) -> tuple[float, float]:
     """The normal interval ``mean +- z * sd / sqrt(n)`` of the finite values (NaN when fewer than two)."""
     x = np.asarray(values, dtype=float)
-    x = x[np.isfinite(x)]
+    ok = np.isfinite(x)
+    x = x if x.ndim == 1 and ok.all() else x[ok]  # all finite: no copy (a sum does not depend on where values sit)
     if x.size < 2:
         return (float("nan"), float("nan")) if x.size == 0 else (float(x[0]), float(x[0]))
     z = Z95 if level == 0.95 else float(scipy_stats().norm.ppf(0.5 + level / 2.0))
     half = z * x.std(ddof=1) / np.sqrt(x.size)
-    return (float(x.mean() - half), float(x.mean() + half))
+    mean = x.mean()
+    return (float(mean - half), float(mean + half))
 
 
 def resample_weights(n_units: int, rng: np.random.Generator, *, n_boot: int = 1000) -> np.ndarray:

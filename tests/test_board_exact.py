@@ -90,3 +90,96 @@ def test_a_comparison_sets_columns_are_its_tasks() -> None:
         for cset in found.sets:
             assert cset.columns is not None
             assert set(names[cset.columns].tolist()) == set(cset.tasks)
+
+
+def _general_grid(indices: list[np.ndarray], place: np.ndarray, names: np.ndarray, values: np.ndarray):  # noqa: ANN202
+    """``verdicts._task_grid`` with its shortcut for rows on the same tasks patched away."""
+    shortcut = verdicts._full_grid
+    verdicts._full_grid = lambda *args: None  # type: ignore[assignment]
+    try:
+        return verdicts._task_grid(indices, place, names, values)
+    finally:
+        verdicts._full_grid = shortcut  # type: ignore[assignment]
+
+
+def test_the_grid_of_rows_on_the_same_tasks_is_the_general_one() -> None:
+    """Every row on the same tasks in order (the shortcut taken), and rows it must not take (a task missing, rows
+    out of task order, a task twice): the same names, flags, values, columns and own values as the general path."""
+    rng = np.random.default_rng(17)
+    for runs, tasks in ((1, 1), (3, 5), (13, 2_000)):
+        values = rng.random(runs * tasks)
+        values[rng.random(values.size) < 0.05] = np.nan
+        place = np.tile(np.sort(rng.choice(5 * tasks, tasks, replace=False)), runs)
+        names = np.arange(5 * tasks).astype(object)
+        cases = {
+            "same": [np.arange(r * tasks, (r + 1) * tasks) for r in range(runs)],
+            "missing": [np.arange(r * tasks, (r + 1) * tasks - (r == runs - 1)) for r in range(runs)],
+            "reversed": [np.arange((r + 1) * tasks - 1, r * tasks - 1, -1) for r in range(runs)],
+            "twice": [np.r_[np.arange(r * tasks, (r + 1) * tasks), r * tasks] for r in range(runs)],
+        }
+        for name, indices in cases.items():
+            sizes = np.array([len(i) for i in indices])
+            shortcut = verdicts._full_grid(
+                place[np.concatenate(indices)], sizes, names, values[np.concatenate(indices)]
+            )
+            assert (shortcut is not None) == (name == "same" or name == "reversed" and tasks == 1), name
+            got = verdicts._task_grid(indices, place, names, values)
+            want = _general_grid(indices, place, names, values)
+            assert np.array_equal(got.names, want.names) and np.array_equal(got.held, want.held), name
+            assert np.array_equal(got.value, want.value, equal_nan=True), name
+            assert all(np.array_equal(a, b) for a, b in zip(got.columns, want.columns, strict=True)), name
+            assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(got.own, want.own, strict=True)), name
+
+
+def test_a_span_reads_the_rows_positions_and_their_statistics_bit_for_bit() -> None:
+    """``verdicts.span``: a slice only for consecutive increasing positions; the values read through it are those
+    gathered, and their mean, sum, deviation and normal interval are the same bits (a view or a copy)."""
+    rng = np.random.default_rng(18)
+    assert verdicts.span(np.array([4, 5, 6])) == slice(4, 7)
+    for rows in (np.array([4, 6, 7]), np.array([6, 5, 4]), np.array([4, 5, 5, 6]), np.array([3])):
+        assert isinstance(verdicts.span(rows), np.ndarray)
+    for _ in range(300):
+        x = rng.random(int(rng.integers(2, 90_000))) * rng.choice([1e-3, 1.0, 1e3])
+        start = int(rng.integers(0, x.size - 1))
+        rows = np.arange(start, int(rng.integers(start + 2, x.size + 1)))
+        view, copy = x[verdicts.span(rows)], x[rows]
+        assert np.array_equal(view, copy)
+        assert view.mean() == copy.mean() and view.sum() == copy.sum() and view.std(ddof=1) == copy.std(ddof=1)
+        assert stats.normal_mean_ci(view) == stats.normal_mean_ci(copy.copy())
+        assert verdicts.nanmean(view) == verdicts.nanmean(copy)
+
+
+def test_a_normal_interval_without_the_copy_of_finite_values_is_the_same() -> None:
+    """``stats.normal_mean_ci`` of values all finite (no copy) equals the interval of their copy, in any layout; with
+    a NaN it leaves it out."""
+    rng = np.random.default_rng(19)
+    z = stats.Z95
+    for n in (2, 3, 50, 66_667):
+        x = rng.random(n)
+        for y in (x, x[::2] if n > 3 else x, x[::-1]):
+            c = np.array(y, copy=True)
+            half = z * c.std(ddof=1) / np.sqrt(c.size)
+            assert stats.normal_mean_ci(y) == (float(c.mean() - half), float(c.mean() + half))
+        x[0] = np.nan
+        assert stats.normal_mean_ci(x) == stats.normal_mean_ci(x[1:].copy())
+
+
+def test_a_runs_slices_counted_are_those_np_unique_found() -> None:
+    """The board's slices per run (``compute._slice_groups``: slice codes counted instead of ``np.unique``) are, in
+    order, the values and rows ``np.unique`` gives, with rows of no slice left out."""
+    from analytics.leaderboard import compute
+
+    rng = np.random.default_rng(20)
+    for _ in range(30):
+        runs, tasks = int(rng.integers(1, 5)), int(rng.integers(1, 40))
+        levels = np.array([None if v < 0 else f"L{v}" for v in rng.integers(-1, 4, tasks)], dtype=object)
+        run_pos = np.repeat(np.arange(runs), tasks)
+        codes = np.tile(np.arange(tasks), runs)
+        got = compute._slice_groups(run_pos, {"level": levels}, ("all", "level"), codes, kinds_per_task=True)
+        names = sorted({str(v) for v in levels if v is not None})
+        for pos, rows, slices in got:
+            want = [("all", rows)]
+            place = np.array([-1 if v is None else names.index(str(v)) for v in levels[codes[rows]]])
+            want += [(f"level={names[c]}", rows[place == c]) for c in np.unique(place[place >= 0])]
+            assert [n for n, _ in slices] == [n for n, _ in want], pos
+            assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(slices, want, strict=True))

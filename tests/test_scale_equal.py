@@ -406,3 +406,70 @@ def test_the_drilldowns_tool_calls_from_a_whole_page_equal_the_tool_calls_read(s
             pd.testing.assert_frame_equal(tr.tool_calls_in(page), calls)
             checked += not calls.empty
         assert checked > 10
+
+
+# run health's later runs of an eval set, as their own statement (before run health read them in its one statement)
+FORMER_SUPERSEDED = """
+SELECT r.run_id, min(later.run_id) AS superseded_by
+FROM runs r JOIN runs later
+  ON later.benchmark = r.benchmark AND later.run_id <> r.run_id
+ AND json_extract_string(later.extra, '$.inspect_eval_set_id') = json_extract_string(r.extra, '$.inspect_eval_set_id')
+ AND json_extract_string(later.extra, '$.inspect_task_id') = json_extract_string(r.extra, '$.inspect_task_id')
+ AND json_extract_string(later.extra, '$.inspect_created') > json_extract_string(r.extra, '$.inspect_created')
+WHERE r.benchmark = ?
+GROUP BY r.run_id
+"""
+
+
+def _former_run_health(con: Any, benchmark: str) -> pd.DataFrame:
+    """Run health as three statements (its rows, the later runs, the OTLP files), as it was read before."""
+    from analytics.runs import load as runs_load
+    from analytics.runs.compute import with_health
+
+    df = rdb.query_df(con, runs_load.HEALTH_SQL, {"benchmark": benchmark})
+    later = (
+        {} if df.empty else dict(rdb.query_df(con, FORMER_SUPERSEDED, [benchmark]).itertuples(index=False, name=None))
+    )
+    files = [int(f) for (f,) in rdb.query_rows(con, runs_load.OTLP_FILES_SQL)] if not df.empty else []
+    partial = dict(rdb.query_rows(con, runs_load.PARTIAL_SQL, [files, benchmark])) if files else {}
+    return with_health(df, later, partial)
+
+
+def test_run_health_in_one_statement_equals_the_three_former_ones(store_db: Path, tmp_path: Path) -> None:
+    """Run health's one statement gives the frame of the three it replaced, for every benchmark: on the store as it
+    is, and with runs of one eval set (a retry supersedes) and a partial trace of an OTLP file written into a copy;
+    there both must show the superseded run and the partial attempt, so a statement that lost them fails."""
+    from analytics.runs import load as runs_load
+    from tests.conftest import copy_store
+
+    def frames(db: Path) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+        with rdb.reader(db) as con:
+            benches = [b for (b,) in rdb.query_rows(con, "SELECT DISTINCT benchmark FROM runs ORDER BY 1")]
+            return {b: (runs_load.run_health(con, benchmark=b), _former_run_health(con, b)) for b in [*benches, "none"]}
+
+    for new, old in frames(store_db).values():
+        pd.testing.assert_frame_equal(new, old, check_exact=True)
+    db = copy_store(store_db, tmp_path)
+    with rdb.writer(db) as con:
+        bench, first, second = rdb.query_rows(
+            con,
+            "SELECT benchmark, min(run_id), max(run_id) FROM runs GROUP BY benchmark HAVING count(*) > 1 ORDER BY 1 LIMIT 1",
+        )[0]
+        for run_id, created in ((first, "2026-01-01"), (second, "2026-01-02")):
+            con.execute(
+                "UPDATE runs SET extra = json_object('inspect_eval_set_id', 's1', 'inspect_task_id', 't1', "
+                "'inspect_created', ?) WHERE run_id = ?",
+                [created, run_id],
+            )
+        file_id = rdb.query_rows(con, "SELECT file_id FROM attempts WHERE run_id = ? LIMIT 1", [second])[0][0]
+        con.execute("UPDATE ingest_log SET format = 'otlp' WHERE file_id = ?", [file_id])
+        con.execute(
+            "UPDATE attempts SET extra = json_object('trace_partial', true) WHERE attempt_id = "
+            "(SELECT min(attempt_id) FROM attempts WHERE run_id = ? AND file_id = ?)",
+            [second, file_id],
+        )
+    changed = frames(db)
+    for new, old in changed.values():
+        pd.testing.assert_frame_equal(new, old, check_exact=True)
+    row = changed[bench][0].set_index("run_id")
+    assert row.loc[first, "superseded_by"] == second and row.loc[second, "n_partial"] == 1

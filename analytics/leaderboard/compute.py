@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analytics import compare, stats
-from analytics.leaderboard.verdicts import COMPARISON_COLUMNS, compare_rows, nanmean
+from analytics.leaderboard.verdicts import COMPARISON_COLUMNS, compare_rows, nanmean, span
 from analytics.runs import RUN_COLUMNS, comparable_runs_of
 
 if TYPE_CHECKING:  # its type only: compute stays pure (frames and arrays in)
@@ -85,8 +85,10 @@ def _slice_groups(
         else:
             names, codes = _slice_codes(np.asarray(outcomes[kind], dtype=object), task_codes)
         for _, rows, run_slices in groups:
-            part = codes[rows]
-            for code in np.unique(part[part >= 0]):
+            part = codes[span(rows)]
+            # the run's slice codes, sorted: counted (codes are places in ``names``) instead of hashed by np.unique
+            held = part[part >= 0]
+            for code in np.flatnonzero(np.bincount(held, minlength=len(names))) if len(held) else ():
                 run_slices.append((f"{kind}={names[code]}", rows[part == code]))
     return groups
 
@@ -118,8 +120,9 @@ def _run_rows(
 ) -> list[dict[str, Any]]:
     """The leaderboard rows of one run (bootstrap intervals are added later, for all runs at once)."""
     out = []
-    for name, rows in slices:
-        n_tasks = len(rows)
+    for name, positions in slices:
+        n_tasks = len(positions)
+        rows = span(positions)  # a view of each column where the rows are consecutive
         ci: dict[str, list[float]] = {}
         pass_at: dict[str, float] = {}
         pass_hat: dict[str, float] = {}
@@ -172,7 +175,7 @@ def _add_bootstrap_cis(
     for i, (row, idx) in enumerate(zip(rows, indices, strict=True)):
         buckets.setdefault((row["slice"], len(idx)), []).append(i)
     for (slice_name, size), members in buckets.items():
-        columns = [arrays[col][indices[i]] for i in members for _, col in BOOTSTRAPPED]
+        columns = [arrays[col][span(indices[i])] for i in members for _, col in BOOTSTRAPPED]
         cis = stats.bootstrap_mean_cis_of(columns, stats.stable_rng(seed, slice_name, str(size)), n_boot=n_boot)
         for j, i in enumerate(members):
             for m, (name, _) in enumerate(BOOTSTRAPPED):
@@ -291,7 +294,7 @@ def _board(
         data.run_pos, data.kinds, slices, data.codes, kinds_per_task=data.kinds_per_task, order=data.order
     )
     for pos, run_rows, run_slices in groups:
-        k_max = int(arrays["n"][run_rows].min())  # Pass@k is defined up to the run's fewest samples per task
+        k_max = int(arrays["n"][span(run_rows)].min())  # Pass@k is defined up to the run's fewest samples per task
         rows += _run_rows(meta[pos], k_max, run_slices, arrays, rates)
         indices += [idx for _, idx in run_slices]
     _add_bootstrap_cis(rows, indices, arrays, seed=seed, n_boot=n_boot)
@@ -397,7 +400,8 @@ def _add_clustered_cis(
     (mean score): the same with Student's t (``compare.score_interval``, for small samples and zero-inflated
     scores). In place."""
     with_t = [s for s in STATISTICS if s.interval == "t"]
-    for row, idx in zip(rows, indices, strict=True):
+    for row, positions in zip(rows, indices, strict=True):
+        idx = span(positions)
         row["pass_at_1"] = row["pass_at"].get("1", float("nan"))
         if "pass@1" in row["ci95"]:
             row["ci95"]["pass@1"] = list(compare.wilson_clustered(pass1[idx], arrays["n"][idx]))

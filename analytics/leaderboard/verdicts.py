@@ -24,6 +24,18 @@ def nanmean(x: np.ndarray) -> float:
     return float(x[ok].mean()) if ok.any() else float("nan")
 
 
+def span(rows: np.ndarray) -> np.ndarray | slice:
+    """``rows`` (positions) as a slice when they are consecutive and increasing (a run's rows of the ``all`` slice,
+    read in order), else as they are: ``values[span(rows)]`` then is a view instead of a gathered copy (at 10M
+    attempts 66,667 values per run and column, read about ten times per row). The same values in the same order,
+    and a mean, sum or deviation of a view is that of its copy (numpy's sums do not depend on where the values
+    sit)."""
+    n = len(rows)
+    if n > 1 and int(rows[-1]) - int(rows[0]) == n - 1 and bool((rows[1:] > rows[:-1]).all()):
+        return slice(int(rows[0]), int(rows[0]) + n)
+    return rows
+
+
 # Added per slice by ``compare_rows``: the comparison against the slice's leader.
 COMPARISON_COLUMNS = [
     "metric",
@@ -84,7 +96,7 @@ def compare_rows(
     task_place, names = _task_places(tasks)
     for members in by_slice.values():
         grid = _task_grid([indices[i] for i in members], task_place, names, values)
-        single = [bool((n[indices[i]] == 1).all()) and metric == "pass@1" for i in members]
+        single = [bool((n[span(indices[i])] == 1).all()) and metric == "pass@1" for i in members]
         _compare_slice([rows[i] for i in members], grid, single, metric=metric, seed=seed)
 
 
@@ -130,13 +142,16 @@ def _task_grid(indices: list[np.ndarray], task_place: np.ndarray, names: np.ndar
     sizes = np.array([len(idx) for idx in indices], dtype=np.int64)
     flat = np.concatenate(indices) if indices else np.array([], dtype=np.int64)
     places = task_place[flat]
+    vals = np.asarray(values, dtype=float)[flat]
+    full = _full_grid(places, sizes, names, vals)
+    if full is not None:
+        return full
     # the slice's tasks, in task-id order, and each position's column: np.unique's answer counted instead of
     # sorted (the places are integers below len(names))
     seen = np.bincount(places, minlength=len(names)) > 0 if len(places) else np.zeros(len(names), dtype=bool)
     present = np.flatnonzero(seen)
     codes = (np.cumsum(seen) - 1)[places]
     row = np.repeat(np.arange(len(indices)), sizes)
-    vals = np.asarray(values, dtype=float)[flat]
     held = np.zeros((len(indices), len(present)), dtype=bool)
     value = np.full((len(indices), len(present)), np.nan)
     cells = row * len(present) + codes  # each position's cell, flat (one index array instead of two)
@@ -144,6 +159,22 @@ def _task_grid(indices: list[np.ndarray], task_place: np.ndarray, names: np.ndar
     value.reshape(-1)[cells] = vals
     bounds = np.cumsum(sizes)[:-1]
     return _TaskGrid(names[present], held, value, np.split(codes, bounds), np.split(vals, bounds))
+
+
+def _full_grid(places: np.ndarray, sizes: np.ndarray, names: np.ndarray, vals: np.ndarray) -> _TaskGrid | None:
+    """``_task_grid``'s answer when every row has the same tasks in task-id order (the usual board: every run on
+    every task of the slice): the matrix is the values as they come, row after row, with no cell numbers, counts or
+    scatter (at 10M attempts 867k positions, 0.05 of a board's 0.5 CPU s); None otherwise. The same arrays."""
+    if not len(sizes) or not (sizes == sizes[0]).all() or not sizes[0]:
+        return None
+    width = int(sizes[0])
+    first = places[:width]
+    if not bool((first[1:] > first[:-1]).all()) or not bool((places.reshape(len(sizes), width) == first).all()):
+        return None
+    codes = np.arange(width, dtype=np.int64)  # each row's positions are the columns in order
+    value = vals.reshape(len(sizes), width)
+    own = list(vals.reshape(len(sizes), width))  # each row's values, as the split of ``vals`` gives them
+    return _TaskGrid(names[first], np.ones((len(sizes), width), dtype=bool), value.copy(), [codes] * len(sizes), own)
 
 
 def _compare_slice(rows: list[dict[str, Any]], grid: _TaskGrid, single: list[bool], *, metric: str, seed: int) -> None:
@@ -232,7 +263,7 @@ def _paired(
         mask = both[j]
         if mask.any():
             groups.setdefault(np.packbits(mask).tobytes(), []).append(i)
-            diffs[i] = value[i, mask] - theirs[mask]
+            diffs[i] = value[i] - theirs if mask.all() else value[i, mask] - theirs[mask]  # no gathers when complete
     tested: list[tuple[int, compare.PairedTest, np.ndarray]] = []
     for members in groups.values():
         d = np.column_stack([diffs[i] for i in members])

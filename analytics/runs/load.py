@@ -42,18 +42,6 @@ FROM runs r LEFT JOIN held h USING (run_id)
 WHERE r.benchmark = $benchmark
 ORDER BY r.run_id
 """
-# Runs an eval set's retry superseded (a later log of the same task in the same eval set), with the later run.
-SUPERSEDED_SQL = """
-SELECT r.run_id, min(later.run_id) AS superseded_by
-FROM runs r JOIN runs later
-  ON later.benchmark = r.benchmark AND later.run_id <> r.run_id
- AND json_extract_string(later.extra, '$.inspect_eval_set_id') = json_extract_string(r.extra, '$.inspect_eval_set_id')
- AND json_extract_string(later.extra, '$.inspect_task_id') = json_extract_string(r.extra, '$.inspect_task_id')
- AND json_extract_string(later.extra, '$.inspect_created') > json_extract_string(r.extra, '$.inspect_created')
-WHERE r.benchmark = ?
-GROUP BY r.run_id
-"""
-
 # Attempts stored from a trace without its root span (the OTLP reader's and receiver's ``trace_partial`` mark), per
 # run. Only the attempts of OTLP files are read (the only reader that writes the mark): a store without any reads
 # no attempt, and the file list is a semi join, which DuckDB pushes into the attempts scan.
@@ -80,6 +68,29 @@ def load_runs(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) 
     return with_completeness(runs, held)
 
 
+# run health in one statement: HEALTH_SQL's rows ({health}, put in at the call), each run's later run of its eval set
+# (SUPERSEDED_SQL's, over one read of the benchmark's runs instead of two) and whether the store holds an OTLP file
+# (only then are partial traces looked for). At 10M attempts on a lake each statement reads its tables' catalog
+# entries: 0.065-0.075 CPU s against 0.09-0.1 for the three statements.
+HEALTH_PAGE_SQL = """
+WITH health AS ({health}),
+benchmark_runs AS MATERIALIZED (SELECT run_id, benchmark, extra FROM runs WHERE benchmark = $benchmark),
+later AS (
+    SELECT r.run_id, min(later.run_id) AS superseded_by
+    FROM benchmark_runs r JOIN benchmark_runs later
+      ON later.run_id <> r.run_id
+     AND json_extract_string(later.extra, '$.inspect_eval_set_id') = json_extract_string(r.extra, '$.inspect_eval_set_id')
+     AND json_extract_string(later.extra, '$.inspect_task_id') = json_extract_string(r.extra, '$.inspect_task_id')
+     AND json_extract_string(later.extra, '$.inspect_created') > json_extract_string(r.extra, '$.inspect_created')
+    GROUP BY r.run_id
+)
+SELECT h.*, l.superseded_by AS _superseded_by,
+       EXISTS (SELECT 1 FROM ingest_log WHERE format = 'otlp') AS _has_otlp
+FROM health h LEFT JOIN later l USING (run_id)
+ORDER BY h.run_id
+"""
+
+
 def run_health(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
     """One row per run of ``benchmark``: log status, completed/total, errored/limited/unscored counts, both rates.
 
@@ -89,8 +100,10 @@ def run_health(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFram
     root span never arrived, marked ``trace_partial``). ``superseded_by``: the run of an eval set's retry that
     replaced this one (the leaderboard leaves this one out), else None.
     """
-    df = query_df(con, HEALTH_SQL, {"benchmark": benchmark})
-    later = {} if df.empty else dict(query_df(con, SUPERSEDED_SQL, [benchmark]).itertuples(index=False, name=None))
-    files = [int(f) for (f,) in query_rows(con, OTLP_FILES_SQL)] if not df.empty else []
+    both = query_df(con, HEALTH_PAGE_SQL.replace("{health}", HEALTH_SQL), {"benchmark": benchmark})
+    df = both.drop(columns=["_superseded_by", "_has_otlp"])
+    later = {str(r): str(s) for r, s in zip(both["run_id"], both["_superseded_by"], strict=True) if pd.notna(s)}
+    has_otlp = not both.empty and bool(both["_has_otlp"].iloc[0])
+    files = [int(f) for (f,) in query_rows(con, OTLP_FILES_SQL)] if has_otlp else []
     partial = dict(query_rows(con, PARTIAL_SQL, [files, benchmark])) if files else {}
     return with_health(df, later, partial)
