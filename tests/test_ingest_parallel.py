@@ -225,3 +225,16 @@ def test_a_worker_validates_without_importing_pandas_and_can_still_use_it() -> N
         imported, rows = pool.submit(_pandas_after_validation, str(FIXTURES / "good.jsonl")).result()
     assert not imported
     assert rows == 2
+
+
+def test_the_writer_runs_on_one_thread_beside_its_workers_and_puts_the_setting_back() -> None:
+    from store.ingest_writer import one_thread
+
+    con = duckdb.connect()
+    con.execute("SET threads = 3")
+    threads = "SELECT current_setting('threads')"
+    with one_thread(con, True):
+        assert con.execute(threads).fetchall() == [(1,)]
+    assert con.execute(threads).fetchall() == [(3,)]
+    with one_thread(con, False):
+        assert con.execute(threads).fetchall() == [(3,)]
