@@ -25,7 +25,7 @@ from ingest.known import load_known
 from ingest.records import DEFINITION_TABLES, Bundle, Known, Normaliser, definition_key
 from ingest.tempdirs import SPILL_PREFIX, owned_temporary_folder, remove_orphans
 from store import Location, RunlensError, writer
-from store.ingest_writer import write_bundle
+from store.ingest_writer import one_thread, write_bundle
 
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024  # show a progress bar for files at least this large
 # A limit on the file's size only when RUNLENS_MAX_FILE_BYTES sets one (0 or unset: files of any size; what one
@@ -580,7 +580,7 @@ def ingest_paths(
     remove_orphans(SPILL_PREFIX)  # the spill folders of killed ingests (ingest.tempdirs)
     spills = n_jobs > 1 or any(_size(f) > CHUNK_BYTES or is_archive(f) for f in files)
     spill_folder = owned_temporary_folder(SPILL_PREFIX) if spills else contextlib.nullcontext(None)
-    with spill_folder as spill_dir, writer(db, short_session=is_short) as con:
+    with spill_folder as spill_dir, writer(db, short_session=is_short) as con, one_thread(con, n_jobs > 1):
         # Written blocks are on disk already: a small buffer pool only means less cached, and keeps a long
         # ingest's memory flat (measured at 1M attempts: 3.7 GB for this process at DuckDB's default, 1.3 GB here).
         con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")

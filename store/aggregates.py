@@ -164,7 +164,12 @@ def insert_file_rows(
     """``insert_file`` from the file's own Arrow tables, as the writer inserted them (``attempt_ix`` + ``id_base``
     is an attempt's id; the file's labels have source ``label``): the same rows, computed without reading the
     attempts and labels back from the store (on a lake each such scan pays for its catalog and file reads). For a
-    file written in one part; one read in parts has its attempts in several tables (``insert_file``)."""
+    file written in one part; one read in parts has its attempts in several tables (``insert_file``).
+
+    The per-task rows (``run_task_stats``, ``run_task_codes``) are computed once, into temporary tables of the
+    store's column types (in memory, not in the lake), then inserted; every table derived from them (the slices'
+    sums, the rows on codes of store/tmf_rows.py) reads those temporary tables instead of computing them again or
+    reading the rows just written back from the lake."""
     if attempts.num_rows == 0:
         return
     con.register("_rl_agg_new_attempts", attempts)
@@ -174,9 +179,10 @@ def insert_file_rows(
         params = {**base, "lo": int(id_base), "hi": int(id_base) + attempts.num_rows - 1}
         new_attempts = "SELECT *, attempt_ix + $base AS attempt_id FROM _rl_agg_new_attempts"
         new_labels = "SELECT attempt_ix + $base AS attempt_id, code, 'label' AS source FROM _rl_agg_new_labels"
-        _insert_rows(con, "run_task_stats", new_attempts, base, new_labels)
+        per_task = tuple(_PER_TASK_NAMED) if with_labels else ("run_task_stats",)
+        for table in per_task:  # an allow-list of table names
+            _computed(con, table, new_attempts, new_labels, params if "$lo" in load_sql(table) else base)
         if with_labels:
-            _insert_rows(con, "run_task_codes", new_attempts, params, new_labels)
             _insert_rows(con, "run_code_pairs", new_attempts, params, new_labels)
         # migration 009's tables in one statement each over the same tables, with no temporary table: the CTEs
         # stand for the store's tables in the SQL files (a CTE shadows a table of its name), so nothing is read
@@ -188,18 +194,37 @@ def insert_file_rows(
             "attempts": new_attempts,
             "error_labels": new_labels,
             "judge_verdicts": _NO_VERDICTS,
-            **{named: load_sql(table) for table, named in _PER_TASK_NAMED.items()},
+            **{table: f"SELECT * FROM {_COMPUTED}{table}" for table in per_task},
         }
         ctes = ", ".join(f"{name} AS ({sql})" for name, sql in stand_ins.items())
         for table in RUN_TABLES:  # an allow-list of table names
-            if table == "run_label_codes" and not with_labels:
-                continue
-            con.execute(f"INSERT INTO {table} WITH {ctes} SELECT * FROM ({load_sql(table)})", params)
+            if table in ("run_label_codes", "run_slice_codes") and not with_labels:
+                continue  # no label: neither table gets a row from the file
+            sql = f"INSERT INTO {table} WITH {ctes} SELECT * FROM ({load_sql(table)})"
+            con.execute(sql, {k: v for k, v in params.items() if f"${k}" in sql})
         task_first.insert(con, new_attempts, new_labels, base)
-        tmf_rows.refresh_runs(con, "SELECT run_id FROM _rl_agg_new_attempts", new=True)
+        tmf_rows.refresh_runs(
+            con, "SELECT run_id FROM _rl_agg_new_attempts", new=True, stats=f"{_COMPUTED}run_task_stats"
+        )
+        for table in per_task:  # (a failed statement: the transaction's rollback drops them)
+            con.execute(f"DROP TABLE {_COMPUTED}{table}")
     finally:
         con.unregister("_rl_agg_new_attempts")
         con.unregister("_rl_agg_new_labels")
+
+
+_COMPUTED = "_rl_new_"  # the temporary tables of ``_computed`` (in memory; never the lake's)
+
+
+def _computed(
+    con: duckdb.DuckDBPyConnection, table: str, attempts_sql: str, labels_sql: str, params: dict[str, object]
+) -> None:
+    """The rows of ``table`` its SELECT gives over ``attempts_sql`` and ``labels_sql``, computed once into the
+    temporary table ``_COMPUTED + table`` (the store's column types: each value cast as the insert into the store
+    casts it, so what is derived from it equals what the stored rows give), then inserted into ``table``."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {_COMPUTED}{table} AS SELECT * FROM {table} LIMIT 0")
+    insert_over_attempts(con, f"{_COMPUTED}{table}", attempts_sql, labels_sql, params, sql_of=table)
+    con.execute(f"INSERT INTO {table} SELECT * FROM {_COMPUTED}{table}")
 
 
 def refresh_file(con: duckdb.DuckDBPyConnection, file_id: int, *, revised_runs: Sequence[str] = ()) -> None:

@@ -5,9 +5,10 @@ Part of the store: all write SQL of the project lives under ``store/`` (tests/te
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -58,6 +59,25 @@ def _insert(
         con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {', '.join(exprs)} FROM _rl_batch", params)
     finally:
         con.unregister("_rl_batch")
+
+
+@contextlib.contextmanager
+def one_thread(con: duckdb.DuckDBPyConnection, on: bool = True) -> Iterator[None]:
+    """While ``on``, the session's statements run on one DuckDB thread; the setting is put back after (it is the
+    instance's). For an ingest whose validation workers keep the other cores busy: a second thread then finds no
+    idle core and costs CPU (task scheduling, partitioned aggregates, waiting for a core) without shortening the
+    ingest, whose pace the workers set (BENCHMARKS.md "Ingest, eighth pass": the 1M folder's writer 30.2 -> 23.6
+    CPU s)."""
+    if not on:
+        yield
+        return
+    threads = int(con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+    con.execute("SET threads = 1")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(duckdb.Error):  # (a failed transaction left open: its error is the one to see)
+            con.execute(f"SET threads = {threads}")
 
 
 def _next_ids(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:

@@ -49,15 +49,17 @@ def insert_over_attempts(
     params: dict[str, object] | None = None,
     *,
     order_by: str = "",
+    sql_of: str = "",
 ) -> None:
     """``INSERT INTO table`` the rows of its SELECT (``store/sql/<table>.sql``, a name from the store's own list,
     never user input) over the attempts ``attempts_sql`` selects and the labels ``labels_sql`` selects: one
     statement, the SELECT a subquery under the CTEs ``_rl_agg_attempts`` and ``_rl_agg_labels``, which DuckDB inlines
-    with filters and projections pushed down; ``order_by`` (column names) orders the rows as they are written."""
+    with filters and projections pushed down; ``order_by`` (column names) orders the rows as they are written;
+    ``sql_of``: the table whose SELECT it is, when ``table`` is another one (a temporary table of its columns)."""
     order = f" ORDER BY {order_by}" if order_by else ""
     con.execute(
         f"INSERT INTO {table} WITH _rl_agg_attempts AS ({attempts_sql}), _rl_agg_labels AS ({labels_sql}) "
-        f"SELECT * FROM ({load_sql(table)}){order}",
+        f"SELECT * FROM ({load_sql(sql_of or table)}){order}",
         params or {},
     )
 

@@ -22,10 +22,11 @@ CODED = ("run_task_tmf", "run_task_board", "run_health_sums")  # the tables on t
 
 # the (run, task) rows of the runs in the temporary table _rl_tmf_runs, from their run_task_stats rows (current);
 # {columns}: the table's own columns of run_task_stats (constants below); {runs}: the runs' ids as a constant list of
-# parameters, which a lake's scan skips other runs' files and row groups by
+# parameters, which a lake's scan skips other runs' files and row groups by; {stats}: run_task_stats, or a table of
+# its columns holding the runs' rows (``refresh_runs``)
 _CODED_ROWS = """
 SELECT rc.run_code, tc.task_code, {columns}
-FROM run_task_stats s
+FROM {stats} s
 JOIN _rl_tmf_runs k ON k.run_id = s.run_id
 JOIN tmf_run_codes rc ON rc.run_id = s.run_id
 JOIN tmf_task_codes tc ON tc.benchmark = k.benchmark AND tc.task_id = s.task_id
@@ -45,7 +46,7 @@ _BOARD_COLUMNS = (
 _HEALTH_SUMS = """
 SELECT rc.run_code, sum(s.n_attempts), sum(s.n_errored), sum(s.n_limited), sum(s.n_unscored), sum(s.n_scored),
        sum(s.n_scored_passed), sum(s.n_kept), sum(s.n_kept_passed)
-FROM run_task_stats s
+FROM {stats} s
 JOIN _rl_tmf_runs k ON k.run_id = s.run_id
 JOIN tmf_run_codes rc ON rc.run_id = s.run_id
 WHERE s.run_id IN ({runs})
@@ -53,11 +54,20 @@ GROUP BY rc.run_code
 ORDER BY rc.run_code"""
 
 
-def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object = None, *, new: bool = False) -> None:
+def refresh_runs(
+    con: duckdb.DuckDBPyConnection,
+    runs_sql: str,
+    params: object = None,
+    *,
+    new: bool = False,
+    stats: str = "run_task_stats",
+) -> None:
     """The rows of the runs ``runs_sql`` selects (a SELECT with a ``run_id`` column) written again from their
     ``run_task_stats`` rows, which must be current (inside the caller's transaction): a run or task without a code
     gets one (the next integers after the store's largest), the runs' rows go and come back in code order. ``new``:
-    the runs have no rows yet (an ingested file's new runs), so none is deleted."""
+    the runs have no rows yet (an ingested file's new runs), so none is deleted. ``stats``: a table of
+    ``run_task_stats``' columns that holds those runs' rows (an ingested batch's, computed in memory by
+    store/aggregates.py), read instead of the store's (a name from the store's own code, never user input)."""
     run_ids = [str(r[0]) for r in con.execute(f"SELECT DISTINCT run_id FROM ({runs_sql})", params).fetchall()]
     if not run_ids:
         return
@@ -86,7 +96,7 @@ def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object =
             INSERT INTO tmf_task_codes
             WITH new AS (
                 SELECT DISTINCT k.benchmark, s.task_id
-                FROM run_task_stats s JOIN _rl_tmf_runs k ON k.run_id = s.run_id
+                FROM {stats} s JOIN _rl_tmf_runs k ON k.run_id = s.run_id
                 WHERE s.run_id IN ({marks})
             )
             SELECT n.benchmark, n.task_id, ((SELECT coalesce(max(task_code), -1) FROM tmf_task_codes)
@@ -94,9 +104,13 @@ def refresh_runs(con: duckdb.DuckDBPyConnection, runs_sql: str, params: object =
             FROM new n ANTI JOIN tmf_task_codes c ON c.benchmark = n.benchmark AND c.task_id = n.task_id""",
             run_ids,
         )
-        con.execute(f"INSERT INTO run_task_tmf {_CODED_ROWS.format(columns=_TMF_COLUMNS, runs=marks)}", run_ids)
-        con.execute(f"INSERT INTO run_task_board {_CODED_ROWS.format(columns=_BOARD_COLUMNS, runs=marks)}", run_ids)
-        con.execute(f"INSERT INTO run_health_sums {_HEALTH_SUMS.format(runs=marks)}", run_ids)
+        con.execute(
+            f"INSERT INTO run_task_tmf {_CODED_ROWS.format(columns=_TMF_COLUMNS, runs=marks, stats=stats)}", run_ids
+        )
+        con.execute(
+            f"INSERT INTO run_task_board {_CODED_ROWS.format(columns=_BOARD_COLUMNS, runs=marks, stats=stats)}", run_ids
+        )
+        con.execute(f"INSERT INTO run_health_sums {_HEALTH_SUMS.format(runs=marks, stats=stats)}", run_ids)
     finally:
         con.execute("DROP TABLE IF EXISTS _rl_tmf_runs")
 

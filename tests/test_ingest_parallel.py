@@ -194,3 +194,47 @@ def test_a_bad_jobs_setting_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("RUNLENS_INGEST_JOBS", "two")
     with pytest.raises(RunlensError, match="RUNLENS_INGEST_JOBS must be a whole number.*'two'"):
         ingest_jobs([tmp_path / "a.jsonl", tmp_path / "b.jsonl"], None)
+
+
+def _pandas_after_validation(path: str) -> tuple[bool, int]:
+    """In a worker: whether validating ``path`` imported pandas, and the rows of a table converted to pandas after."""
+    import sys
+
+    import pyarrow as pa
+
+    from ingest.records import Known
+
+    prepared = pipeline.prepare_file(Path(path), Known())
+    assert prepared.error is None
+    imported = "pandas" in sys.modules
+    return imported, len(pa.table({"x": [1, 2]}).to_pandas())
+
+
+def test_a_worker_validates_without_importing_pandas_and_can_still_use_it() -> None:
+    """pyarrow's probe for pandas is answered "absent" in a validation worker (0.2-0.25 CPU s a worker), yet an
+    explicit conversion still imports and uses it."""
+    import multiprocessing
+    import os
+
+    from ingest import parallel
+
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+        1, mp_context=context, initializer=parallel._init_worker, initargs=(os.getpid(),)
+    ) as pool:
+        imported, rows = pool.submit(_pandas_after_validation, str(FIXTURES / "good.jsonl")).result()
+    assert not imported
+    assert rows == 2
+
+
+def test_the_writer_runs_on_one_thread_beside_its_workers_and_puts_the_setting_back() -> None:
+    from store.ingest_writer import one_thread
+
+    con = duckdb.connect()
+    con.execute("SET threads = 3")
+    threads = "SELECT current_setting('threads')"
+    with one_thread(con, True):
+        assert con.execute(threads).fetchall() == [(1,)]
+    assert con.execute(threads).fetchall() == [(3,)]
+    with one_thread(con, False):
+        assert con.execute(threads).fetchall() == [(3,)]
