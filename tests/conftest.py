@@ -77,6 +77,26 @@ def demo_db(demo_db_master: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def generated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3,000 attempts of 6 runs on 2 benchmarks (bench/gen_logs.py, seeded), ingested once per test process: the
+    test files comparing rewritten reads with their former versions share it (read-only: copy before writing)."""
+    from bench.gen_logs import generate
+    from ingest.pipeline import ingest_paths
+
+    folder = tmp_path_factory.mktemp("generated")
+    files = generate(folder / "logs", n_attempts=3000, n_runs=6, n_benchmarks=2, seed=33)
+    db = folder / "generated.duckdb"
+    ingest_paths(files, db=db, jobs=1)
+    return db
+
+
+@pytest.fixture(params=["demo", "generated"])
+def store_db(request: pytest.FixtureRequest, demo_db_master: Path, generated_db: Path) -> Path:
+    """The demo, then the generated store (both read-only: copy before writing)."""
+    return demo_db_master if request.param == "demo" else generated_db
+
+
+@pytest.fixture(scope="session")
 def demo_app(demo_db_master: Path, tmp_path_factory: pytest.TempPathFactory):
     """The app (``streamlit run``) over a private copy of the demo, started once per test process for the browser
     tests that only read the demo and need no fresh server (a cold first request is what the leaderboard's, the
