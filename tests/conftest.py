@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.schedule import file_of, longest_first
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -154,3 +156,26 @@ def lake(postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return location
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Test files longest first (tests/schedule.py): with ``--dist loadfile --no-loadscope-reorder`` (run.sh) the
+    two workers end on short files together, not on a long one that one worker runs alone."""
+    order = longest_first([item.nodeid for item in items])
+    items[:] = [items[i] for i in order]
+
+
+_SPENT: dict[str, float] = {}  # seconds per test file (setup, call and teardown), in the process that reports
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _SPENT[file_of(report.nodeid)] = _SPENT.get(file_of(report.nodeid), 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The slowest test files, for tests/schedule.py's ``FILE_SECONDS``."""
+    if not _SPENT:
+        return
+    terminalreporter.write_sep("=", "slowest 20 test files (setup + call + teardown)")
+    for name, seconds in sorted(_SPENT.items(), key=lambda kv: -kv[1])[:20]:
+        terminalreporter.write_line(f"{seconds:8.2f}s {name}")
