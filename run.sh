@@ -101,9 +101,11 @@ case "${1:-app}" in
     # pytest exits 5 when it collected no test: that is a failure here, like any other non-zero exit.
     # Two workers (CI has 2 cores), a test file per worker (module fixtures built once): much of the suite waits on
     # servers, browsers and subprocesses, so the whole run took 10:43 against 17:57 serially on this machine.
-    # The 30 slowest tests are listed at the end: where the suite's time goes, run by run.
+    # Files longest first (tests/schedule.py; --no-loadscope-reorder keeps that order instead of pytest-xdist's most
+    # tests first, which left the long browser files of one test for the end): both workers end on short files.
+    # The 30 slowest tests and the 20 slowest files are listed at the end: where the suite's time goes, run by run.
     exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${RUNLENS_TEST_WORKERS:-2}" --dist loadfile \
-      --durations=30 "$@" ;;
+      --no-loadscope-reorder --durations=30 "$@" ;;
   *)
     echo "usage: bash run.sh [app|test|team-demo|install]" >&2
     exit 2 ;;

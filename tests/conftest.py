@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.schedule import file_of, longest_first
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -77,6 +79,26 @@ def demo_db(demo_db_master: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def generated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3,000 attempts of 6 runs on 2 benchmarks (bench/gen_logs.py, seeded), ingested once per test process: the
+    test files comparing rewritten reads with their former versions share it (read-only: copy before writing)."""
+    from bench.gen_logs import generate
+    from ingest.pipeline import ingest_paths
+
+    folder = tmp_path_factory.mktemp("generated")
+    files = generate(folder / "logs", n_attempts=3000, n_runs=6, n_benchmarks=2, seed=33)
+    db = folder / "generated.duckdb"
+    ingest_paths(files, db=db, jobs=1)
+    return db
+
+
+@pytest.fixture(params=["demo", "generated"])
+def store_db(request: pytest.FixtureRequest, demo_db_master: Path, generated_db: Path) -> Path:
+    """The demo, then the generated store (both read-only: copy before writing)."""
+    return demo_db_master if request.param == "demo" else generated_db
+
+
+@pytest.fixture(scope="session")
 def demo_app(demo_db_master: Path, tmp_path_factory: pytest.TempPathFactory):
     """The app (``streamlit run``) over a private copy of the demo, started once per test process for the browser
     tests that only read the demo and need no fresh server (a cold first request is what the leaderboard's, the
@@ -134,3 +156,26 @@ def lake(postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return location
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Test files longest first (tests/schedule.py): with ``--dist loadfile --no-loadscope-reorder`` (run.sh) the
+    two workers end on short files together, not on a long one that one worker runs alone."""
+    order = longest_first([item.nodeid for item in items])
+    items[:] = [items[i] for i in order]
+
+
+_SPENT: dict[str, float] = {}  # seconds per test file (setup, call and teardown), in the process that reports
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _SPENT[file_of(report.nodeid)] = _SPENT.get(file_of(report.nodeid), 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The slowest test files, for tests/schedule.py's ``FILE_SECONDS``."""
+    if not _SPENT:
+        return
+    terminalreporter.write_sep("=", "slowest 20 test files (setup + call + teardown)")
+    for name, seconds in sorted(_SPENT.items(), key=lambda kv: -kv[1])[:20]:
+        terminalreporter.write_line(f"{seconds:8.2f}s {name}")

@@ -85,13 +85,15 @@ def spawn_worker(args: list[str], env: dict[str, str], *, drop: tuple[str, ...] 
 
 def writers_and_readers(
     plans: list[list[str]], env: dict[str, str], stop: Path, *, drop: tuple[str, ...] = ()
-) -> tuple[dict[str, list[str]], list[dict]]:
+) -> tuple[dict[str, list[str]], list[dict], dict[str, list[tuple[float, float]]]]:
     """Two reader processes, then one writer process per plan (its files uploaded one by one); when the writers
-    have ended, ``stop`` tells the readers to end. Returns each file's outcomes and each reader's report. Every
-    process is stopped whatever fails (a reader reads until told to stop)."""
+    have ended, ``stop`` tells the readers to end. Returns each file's outcomes, each reader's report and each
+    file's uploads as (began, ended) times (the writer lock's wait included). Every process is stopped whatever
+    fails (a reader reads until told to stop)."""
     readers = [spawn_worker(["read", str(stop)], env, drop=drop) for _ in range(2)]
     writers = [spawn_worker(["write", *plan], env, drop=drop) for plan in plans]
     outcomes: dict[str, list[str]] = {}
+    spans: dict[str, list[tuple[float, float]]] = {}
     reads = []
     try:
         for proc in writers:
@@ -100,6 +102,7 @@ def writers_and_readers(
             for line in out.splitlines():
                 row = json.loads(line)
                 outcomes.setdefault(row["file"], []).append(row["outcome"])
+                spans.setdefault(row["file"], []).append((row["started"], row["ended"]))
         stop.touch()
         for proc in readers:
             out, err = proc.communicate(timeout=120)
@@ -111,4 +114,14 @@ def writers_and_readers(
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
-    return outcomes, reads
+    return outcomes, reads, spans
+
+
+def overlapping(spans: list[tuple[float, float]]) -> bool:
+    """True when two of these uploads of one file were under way at the same time (one waited on the other)."""
+    latest_end = float("-inf")
+    for began, ended in sorted(spans):
+        if began < latest_end:
+            return True
+        latest_end = max(latest_end, ended)
+    return False

@@ -15,8 +15,11 @@ def write(files: list[str]) -> int:
     from ingest.pipeline import ingest_paths
 
     for name in files:
+        started = time.time()
         result = ingest_paths([name])[0]
-        print(json.dumps({"file": name, "outcome": result.outcome, "warnings": list(result.warnings)}), flush=True)
+        row = {"file": name, "outcome": result.outcome, "warnings": list(result.warnings)}
+        # when the upload began and ended (the writer lock's wait included): how the writers' uploads interleaved
+        print(json.dumps({**row, "started": started, "ended": time.time()}), flush=True)
     return 0
 
 

@@ -22,7 +22,6 @@ from analytics.diff.arrays import TaskColumn
 from analytics.diff.compute import SEED, _code_change, _code_changes_by_ids
 from analytics.stats import bootstrap_mean_ci, stable_rng
 from tests.test_aggregates import assert_same
-from tests.test_scale_equal import generated_db, store_db  # noqa: F401  (fixtures)
 
 
 def _bare(diff: rd.RunDiff) -> rd.RunDiff:
@@ -75,7 +74,7 @@ def _former_compare(con: Any, run_a: str, run_b: str, basis: str) -> tuple[rd.Ru
     return dataclasses.replace(diff, deltas=_former_slices(tasks, (run_a, run_b))), values
 
 
-def test_the_diff_gate_and_changes_over_arrays_equal_the_former_frames(store_db: Path) -> None:  # noqa: F811
+def test_the_diff_gate_and_changes_over_arrays_equal_the_former_frames(store_db: Path) -> None:
     n_checked = 0
     with rdb.reader(store_db) as con:
         for (bench,) in rdb.query_rows(con, "SELECT benchmark FROM runs GROUP BY 1 HAVING count(*) > 1 ORDER BY 1"):

@@ -18,7 +18,6 @@ from analytics import diff as rd
 from analytics.diff import load as diff_load
 from analytics.gate.compute import decide, sequential_test
 from tests.test_aggregates import assert_same
-from tests.test_scale_equal import generated_db, store_db  # noqa: F401  (fixtures)
 
 
 def _former_order(con: Any, candidate: str, shared: list[str]) -> np.ndarray:
@@ -93,7 +92,7 @@ def _former_measures(a: dict[str, Any], b: dict[str, Any], metric: str, paired: 
     return pd.DataFrame(rows, columns=rd.MEASURE_COLUMNS)
 
 
-def test_the_diff_and_gate_equal_the_per_task_loops(store_db: Path) -> None:  # noqa: F811
+def test_the_diff_and_gate_equal_the_per_task_loops(store_db: Path) -> None:
     n_checked = 0
     with rdb.reader(store_db) as con:
         for (bench,) in rdb.query_rows(con, "SELECT benchmark FROM runs GROUP BY 1 HAVING count(*) > 1 ORDER BY 1"):

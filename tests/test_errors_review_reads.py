@@ -13,7 +13,6 @@ import store as rdb
 from analytics import errors as er
 from analytics import review as rv
 from store import RunFilter
-from tests.test_scale_equal import generated_db, store_db  # noqa: F401  (fixtures)
 
 FORMER_ERROR_ATTEMPTS = """
 WITH labels AS (
@@ -58,7 +57,7 @@ def _copy(db: Path, tmp_path: Path) -> Path:
     return out
 
 
-def test_error_attempts_equal_the_former_query(store_db: Path) -> None:  # noqa: F811
+def test_error_attempts_equal_the_former_query(store_db: Path) -> None:
     with rdb.reader(store_db) as con:
         runs = [r[0] for r in rdb.query_rows(con, "SELECT run_id FROM runs ORDER BY run_id")]
         codes = [r[0] for r in rdb.query_rows(con, "SELECT DISTINCT code FROM error_labels ORDER BY 1")][:4]
@@ -75,7 +74,7 @@ def test_error_attempts_equal_the_former_query(store_db: Path) -> None:  # noqa:
         assert n_rows > 0
 
 
-def test_error_attempts_of_a_slice_and_a_small_limit_equal_the_former_query(store_db: Path) -> None:  # noqa: F811
+def test_error_attempts_of_a_slice_and_a_small_limit_equal_the_former_query(store_db: Path) -> None:
     """The rows shown are picked (slice, codes, order, limit) before their status and answer are read: the same rows
     as the former query for a level or category slice and for a limit smaller than the run's failed attempts."""
     with rdb.reader(store_db) as con:
@@ -112,7 +111,7 @@ def _check_current_reviews(db: Path) -> int:
 
 
 def test_current_reviews_equal_the_former_query_with_and_without_reviews(
-    store_db: Path,  # noqa: F811
+    store_db: Path,
     tmp_path: Path,
 ) -> None:
     from jobs.reviews import record_review

@@ -91,12 +91,15 @@ def test_migrate_store_moves_a_file_store_in_one_command(tmp_path: Path, monkeyp
 @pytest.mark.slow
 def test_writers_in_several_processes_while_others_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     location, env = _local(tmp_path, monkeypatch)
-    n_files, n_writers, n_uploads = 40, 4, 10
+    # as tests/test_lake_concurrency.py: writer w uploads files 4w .. 4w + 4, every other writer in reverse order, so
+    # two writers ask for each of the 4 contested files at the same time (16 distinct files, 20 uploads)
+    n_files, n_writers, n_uploads = 16, 4, 5
     files = [make_upload(tmp_path, i) for i in range(n_files)]
-    plans = [[str(files[(w * 7 + j) % n_files]) for j in range(n_uploads)] for w in range(n_writers)]
+    plans = [[str(files[(w * 4 + j) % n_files]) for j in range(n_uploads)] for w in range(n_writers)]
+    plans = [plan[::-1] if w % 2 else plan for w, plan in enumerate(plans)]
     rdb.ensure_snapshot(location)
     stop = tmp_path / "stop"
-    outcomes, reads = writers_and_readers(plans, env, stop, drop=("RUNLENS_LAKE_DATA_PATH",))
+    outcomes, reads, _ = writers_and_readers(plans, env, stop, drop=("RUNLENS_LAKE_DATA_PATH",))
     uploaded = {f for plan in plans for f in plan}
     assert set(outcomes) == uploaded
     assert all(o.count("ingested") == 1 for o in outcomes.values()), outcomes

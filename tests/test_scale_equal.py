@@ -16,22 +16,6 @@ from analytics.diff import load as diff_load
 from bench.gen_logs import generate
 from ingest.pipeline import ingest_paths
 
-
-@pytest.fixture(scope="module")
-def generated_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """3,000 attempts of 6 runs on 2 benchmarks (bench/gen_logs.py, seeded), ingested once for the module."""
-    folder = tmp_path_factory.mktemp("generated")
-    files = generate(folder / "logs", n_attempts=3000, n_runs=6, n_benchmarks=2, seed=33)
-    db = folder / "generated.duckdb"
-    ingest_paths(files, db=db, jobs=1)
-    return db
-
-
-@pytest.fixture(params=["demo", "generated"])
-def store_db(request: pytest.FixtureRequest, demo_db_master: Path, generated_db: Path) -> Path:
-    return demo_db_master if request.param == "demo" else generated_db
-
-
 FORMER_TASK_OUTCOMES = (
     "SELECT a.task_id, t.level, t.category, count(*) AS n, avg(a.passed::INT) AS rate, "
     "arg_min(a.passed, a.sample)::INT AS first, min(a.sample) AS first_sample, "
