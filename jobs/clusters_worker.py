@@ -27,6 +27,9 @@ WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "6144")) * MB
 # DuckDB's share, below the cap (as the SQL console's 384 MB is below its worker's 1 GiB): 1 GB kept the documents
 # step of 200,000 failed attempts at 10M at 1.38 GB resident (7.27 GB without a limit).
 DUCKDB_BYTES = min(1024 * MB, WORKER_BYTES // 4)
+# DuckDB's share after the documents step: reading every failure's document at once (string_agg over their segments)
+# does not spill, and at 10M (1.07M failures) it did not fit in 1 GB.
+DUCKDB_LATER_BYTES = WORKER_BYTES // 2
 WORKER_CPU_S = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_CPU_S", "7200"))
 CPU_GRACE_S = 60  # between the job's own stop at its CPU limit (SIGXCPU, reported) and the kernel's kill
 MEMORY_WORDS = ("memoryerror", "out of memory", "allocate")
@@ -41,17 +44,19 @@ def worker_request(store: str, *, benchmark: str, run_id: str | None) -> dict[st
         "run_id": run_id,
         "memory_bytes": WORKER_BYTES,
         "duckdb_bytes": DUCKDB_BYTES,
+        "duckdb_later_bytes": DUCKDB_LATER_BYTES,
         "cpu_s": WORKER_CPU_S,
     }
 
 
-def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int) -> str:
+def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int, later_bytes: int) -> str:
     """The error the page shows; an allocation that failed names the worker's memory limit."""
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, MemoryError) or any(word in text.lower() for word in MEMORY_WORDS):
         text += (
             f" (the clusters job's process may hold {memory_bytes / MB:,.0f} MB of address space, DuckDB "
-            f"{duckdb_bytes / MB:,.0f} MB of it: RUNLENS_CLUSTERS_WORKER_MB)"
+            f"{duckdb_bytes / MB:,.0f} MB of it while it builds the documents, {later_bytes / MB:,.0f} MB after: "
+            "RUNLENS_CLUSTERS_WORKER_MB)"
         )
     return text
 
@@ -86,6 +91,7 @@ def _worker_main() -> int:
         int(request["duckdb_bytes"]),
         int(request["cpu_s"]),
     )
+    later_bytes = int(request["duckdb_later_bytes"])
 
     def stop(signum: int, frame: object) -> None:
         say(error=f"the clusters job stopped at its CPU limit of {cpu_s:,} s (RUNLENS_CLUSTERS_WORKER_CPU_S)")
@@ -103,9 +109,10 @@ def _worker_main() -> int:
                 run_id=request.get("run_id"),
                 progress=lambda fraction, message: say(fraction=float(fraction), message=str(message)),
                 duckdb_settings={"memory_limit": f"{max(duckdb_bytes // MB, 1)}MB", "temp_directory": spill},
+                later_memory_limit=f"{max(later_bytes // MB, 1)}MB",
             )
     except Exception as exc:  # noqa: BLE001 -- reported to the page that waits for the job
-        say(error=error_text(exc, memory_bytes, duckdb_bytes))
+        say(error=error_text(exc, memory_bytes, duckdb_bytes, later_bytes))
         return 1
     say(done=key)
     return 0

@@ -218,6 +218,7 @@ def cluster_failures(
     doc_batch: int = DOC_BATCH,
     force: bool = False,
     duckdb_settings: Mapping[str, str] | None = None,
+    later_memory_limit: str | None = None,
 ) -> str:
     """Compute and store the clustering of the benchmark's (or run's) failures as they are now; return its key.
 
@@ -229,7 +230,10 @@ def cluster_failures(
     same benchmark and run. The clustering is stored only if the failures' key is still the one it was computed
     for (documents and vectors are stored either way: they do not depend on the other failures).
     ``progress(fraction, message)`` is told along the way (the page shows it). ``duckdb_settings``: set on the
-    reader's and the writer's DuckDB instances (``configure``; the job's own process bounds DuckDB's memory)."""
+    reader's and the writer's DuckDB instances (``configure``; the job's own process bounds DuckDB's memory);
+    ``later_memory_limit``: DuckDB's limit after the documents step (whose read of the steps spills to the temporary
+    folder; reading every document at once at 10M did not fit in 1 GB)."""
+    later = {**(duckdb_settings or {}), **({"memory_limit": later_memory_limit} if later_memory_limit else {})}
 
     def say(fraction: float, message: str) -> None:
         if progress is not None:
@@ -246,6 +250,7 @@ def cluster_failures(
             tables.append(document_table(raw))
             del raw
         docs = pa.concat_tables(tables) if tables else None
+        configure(con, later if duckdb_settings else None)
         key, n, n_missing = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model, pending=docs)
         if n_missing:  # a failure ingested between the two reads: the next visit documents it
             raise RuntimeError(f"{n_missing:,} failed attempts still have no document")
@@ -270,7 +275,7 @@ def cluster_failures(
     summary = summary_to_json(clusters.summary)
     say(0.95, "storing the clusters")
     with writer(db, publish_snapshot=False) as con:  # 3. one short write
-        configure(con, duckdb_settings)
+        configure(con, later if duckdb_settings else None)
         with transaction(con):
             if docs is not None:
                 stored.insert_failure_documents(con, docs)
