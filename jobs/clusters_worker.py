@@ -21,14 +21,15 @@ from typing import Any
 
 MB = 1024 * 1024
 # What the job's process may hold in all (address space: the interpreter, DuckDB, the documents, the vectors, the
-# model). At 1M attempts the job peaks at 1.5 GB resident; at 10M its vectors alone are 1.1 GB and the clustering and
-# the store held 3.9-4.2 GB (BENCHMARKS.md), so the cap is wider than the resident memory it keeps to.
-WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "6144")) * MB
+# model). At 1M attempts the job peaks at 1.2 GB resident; at 10M reading every failure's document at once needs more
+# than 3 GB of DuckDB's memory (it failed at 3 GB; it took the process from 1.5 to 7.2 GB unbounded), and the vectors
+# alone are 1.1 GB (BENCHMARKS.md), so the cap is far wider than the documents step needs.
+WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "12288")) * MB
 # DuckDB's share, below the cap (as the SQL console's 384 MB is below its worker's 1 GiB): 1 GB kept the documents
 # step of 200,000 failed attempts at 10M at 1.38 GB resident (7.27 GB without a limit).
 DUCKDB_BYTES = min(1024 * MB, WORKER_BYTES // 4)
 # DuckDB's share after the documents step: reading every failure's document at once (string_agg over their segments)
-# does not spill, and at 10M (1.07M failures) it did not fit in 1 GB.
+# does not spill, and at 10M (1.07M failures) it did not fit in 1 GB, nor in 3 GB.
 DUCKDB_LATER_BYTES = WORKER_BYTES // 2
 WORKER_CPU_S = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_CPU_S", "7200"))
 CPU_GRACE_S = 60  # between the job's own stop at its CPU limit (SIGXCPU, reported) and the kernel's kill
