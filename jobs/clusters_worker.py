@@ -23,8 +23,8 @@ MB = 1024 * 1024
 # What the job's process may hold in all (address space: the interpreter, DuckDB, the documents, the vectors, the
 # model). At 1M attempts the job peaks at 1.2 GB resident; at 10M reading every failure's document at once needs more
 # than 3 GB of DuckDB's memory (it failed at 3 GB; it took the process from 1.5 to 7.2 GB unbounded), and the vectors
-# alone are 1.1 GB (BENCHMARKS.md), so the cap is far wider than the documents step needs.
-WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "12288")) * MB
+# alone are 1.1 GB: the whole job at 10M peaked at 7.6 GB resident within 16 GB (failed at 12 GB; BENCHMARKS.md).
+WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "16384")) * MB
 # DuckDB's share, below the cap (as the SQL console's 384 MB is below its worker's 1 GiB): 1 GB kept the documents
 # step of 200,000 failed attempts at 10M at 1.38 GB resident (7.27 GB without a limit).
 DUCKDB_BYTES = min(1024 * MB, WORKER_BYTES // 4)
