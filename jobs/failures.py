@@ -5,7 +5,7 @@ analytics/ only reads; this job computes what is missing and appends it through 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -195,6 +195,17 @@ def failure_vectors(
     return per_failure, missing, by_unique, todo
 
 
+def configure(con: Any, settings: Mapping[str, str] | None) -> None:
+    """Apply DuckDB ``settings`` (``memory_limit``, ``temp_directory``) to ``con``'s instance: the clusters job's
+    own process sets them (``jobs.clusters_worker``); a server's instance is shared by every page and never is."""
+    for name, value in (settings or {}).items():
+        if name not in ("memory_limit", "temp_directory"):
+            raise ValueError(f"not a setting of the clusters job: {name!r}")
+        if name == "temp_directory" and con.execute("SELECT current_setting(?)", [name]).fetchall()[0][0] == value:
+            continue  # the reader's instance again (a lake's engine is one per process): DuckDB refuses to switch it
+        con.execute(f"SET {name} = ?", [value])
+
+
 def cluster_failures(
     db: Location,
     *,
@@ -206,6 +217,8 @@ def cluster_failures(
     batch: int = BATCH,
     doc_batch: int = DOC_BATCH,
     force: bool = False,
+    duckdb_settings: Mapping[str, str] | None = None,
+    later_memory_limit: str | None = None,
 ) -> str:
     """Compute and store the clustering of the benchmark's (or run's) failures as they are now; return its key.
 
@@ -216,13 +229,18 @@ def cluster_failures(
     stores the new documents, the new vectors and the clustering, which replaces the earlier clusterings of the
     same benchmark and run. The clustering is stored only if the failures' key is still the one it was computed
     for (documents and vectors are stored either way: they do not depend on the other failures).
-    ``progress(fraction, message)`` is told along the way (the page shows it)."""
+    ``progress(fraction, message)`` is told along the way (the page shows it). ``duckdb_settings``: set on the
+    reader's and the writer's DuckDB instances (``configure``; the job's own process bounds DuckDB's memory);
+    ``later_memory_limit``: DuckDB's limit after the documents step (whose read of the steps spills to the temporary
+    folder; reading every document at once at 10M did not fit in 1 GB)."""
+    later = {**(duckdb_settings or {}), **({"memory_limit": later_memory_limit} if later_memory_limit else {})}
 
     def say(fraction: float, message: str) -> None:
         if progress is not None:
             progress(fraction, message)
 
     with reader(db) as con:  # 1. what is missing, computed without the writer
+        configure(con, duckdb_settings)
         say(0.0, "finding the failed attempts without a document")
         todo = undocumented_failures(con, benchmark=benchmark, run_id=run_id)
         tables = []
@@ -232,6 +250,7 @@ def cluster_failures(
             tables.append(document_table(raw))
             del raw
         docs = pa.concat_tables(tables) if tables else None
+        configure(con, later if duckdb_settings else None)
         key, n, n_missing = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model, pending=docs)
         if n_missing:  # a failure ingested between the two reads: the next visit documents it
             raise RuntimeError(f"{n_missing:,} failed attempts still have no document")
@@ -256,6 +275,7 @@ def cluster_failures(
     summary = summary_to_json(clusters.summary)
     say(0.95, "storing the clusters")
     with writer(db, publish_snapshot=False) as con:  # 3. one short write
+        configure(con, later if duckdb_settings else None)
         with transaction(con):
             if docs is not None:
                 stored.insert_failure_documents(con, docs)

@@ -258,3 +258,23 @@ def test_failure_vectors_hold_each_distinct_text_once(held_db: tuple[Path, str])
             assert np.array_equal(vectors, encode(texts)) and missing == list(dict.fromkeys(texts))
             assert np.array_equal(new[rows], encode(missing))
             assert (vectors is new) == (len(set(texts)) == len(texts))
+
+
+def test_the_jobs_duckdb_settings_apply_again_to_an_instance_that_spilled(tmp_path: Path) -> None:
+    """The clusters job's process sets DuckDB's memory limit and temporary folder on its reader, then on its writer,
+    which for a lake is the same instance: once that instance has spilled, DuckDB refuses to switch the folder, even
+    to itself (the 1M lake's job failed so at its store step), so ``configure`` leaves an unchanged folder alone."""
+    import duckdb
+
+    from jobs.failures import configure
+
+    settings = {"memory_limit": "64MB", "temp_directory": str(tmp_path / "spill")}
+    con = duckdb.connect()
+    configure(con, settings)
+    con.execute("SET threads = 1")
+    sorted_rows = "SELECT count(*) FROM (SELECT i::VARCHAR || repeat('x', 24) AS s FROM range(3000000) t(i) ORDER BY s)"
+    assert con.execute(sorted_rows).fetchall() == [(3_000_000,)]
+    assert (tmp_path / "spill").is_dir()  # it spilled: a plain SET of the folder now fails
+    with pytest.raises(duckdb.NotImplementedException):
+        con.execute("SET temp_directory = ?", [settings["temp_directory"]])
+    configure(con, settings)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from store import reader
 from tests.apptest import open_page
 from tests.test_clusters import PER_CAUSE, failures_db  # noqa: F401  (the fixture)
 
@@ -27,46 +28,51 @@ def test_clusters_page_computes_then_clusters(failures_db: Path, monkeypatch: py
     assert len(at.get("plotly_chart")) == 1
 
 
-def test_the_first_visit_computes_in_the_background_with_progress(
+def _stored(db: str) -> dict[str, object]:
+    """What the clusters job stored: documents, vectors and the clustering (its key, members and summary)."""
+    with reader(db) as con:
+        return {
+            "documents": con.execute(
+                "SELECT attempt_id, doc_version, segments, masked, content_hash FROM failure_documents ORDER BY ALL"
+            ).fetchall(),
+            "vectors": con.execute("SELECT text_hash, model, vector FROM embeddings ORDER BY ALL").fetchall(),
+            "clusterings": con.execute(
+                "SELECT clustering_key, benchmark, run_id, model, n_failures, summary FROM failure_clusterings"
+            ).fetchall(),
+            "members": con.execute(
+                "SELECT clustering_key, attempt_id, cluster_id FROM failure_cluster_members ORDER BY ALL"
+            ).fetchall(),
+        }
+
+
+def test_the_first_visit_computes_in_a_process_of_its_own_with_todays_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first visit starts the job and shows its progress; a second visitor sees the same job; the page fills
-    once the clusters are stored, and a later visit reads them without starting anything."""
-    import threading
-
-    import jobs.failures
+    """The first visit starts the job in a process of its own (jobs/clusters_worker.py: DuckDB's memory bounded
+    there, never in the server), whose progress the page reads; a second visitor sees the same job; the page fills
+    once the clusters are stored, and a later visit reads them without starting anything. What the process stores
+    (documents, vectors, clustering) is what the job computed in the server stores."""
     from ingest.pipeline import ingest_paths
+    from jobs.failures import cluster_failures
     from tests.failure_sets import failure_set
     from ui import background
 
     fs = failure_set(seed=3, n_causes=4, n_failures=120)
-    fresh = tmp_path / "fresh.duckdb"
-    ingest_paths([fs.write(tmp_path / "f.jsonl")], db=fresh)
-    gate, reached = threading.Event(), threading.Event()
-    build = jobs.failures.build_clusters
-
-    def held_build(*args: object, **kwargs: object) -> object:  # the job waits here until the test has looked
-        reached.set()
-        assert gate.wait(timeout=120)
-        return build(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(jobs.failures, "build_clusters", held_build)
+    # local lakes, the default kind of store: one DuckDB instance per process serves its reader and its writer
+    fresh, inline = (f"ducklake:sqlite:{tmp_path / name}.lake" for name in ("fresh", "inline"))
+    for db in (fresh, inline):
+        ingest_paths([fs.write(tmp_path / "f.jsonl")], db=db)
     monkeypatch.setenv("RUNLENS_AUTO_FIT", "1")
-    try:
-        at = open_page("views/clusters.py", fresh, monkeypatch, benchmark=fs.benchmark)
-        assert any("in the background" in i.value for i in at.info)
-        jobs = [j for k, j in background._JOBS.items() if str(fresh) in k]
-        assert len(jobs) == 1 and jobs[0].thread is not None
-        assert reached.wait(timeout=120)
-        second = open_page("views/clusters.py", fresh, monkeypatch, benchmark=fs.benchmark)  # another visitor
-        assert len([k for k in background._JOBS if str(fresh) in k]) == 1  # the same job, not a second one
-        bars = second.get("progress")
-        assert len(bars) == 1 and "clustering 120 failed attempts" in str(bars[0].proto.text), bars
-        assert not second.dataframe
-    finally:
-        gate.set()
+    at = open_page("views/clusters.py", fresh, monkeypatch, benchmark=fs.benchmark)
+    assert any("in the background" in i.value for i in at.info)
+    jobs = [j for k, j in background._JOBS.items() if str(fresh) in k]
+    assert len(jobs) == 1 and jobs[0].process is not None and jobs[0].thread is not None  # a process, read by a thread
+    open_page("views/clusters.py", fresh, monkeypatch, benchmark=fs.benchmark)  # another visitor, meanwhile or after
+    assert len([k for k in background._JOBS if str(fresh) in k]) == 1  # the same job, not a second one
     jobs[0].thread.join(timeout=180)
     assert jobs[0].is_done and jobs[0].error is None, jobs[0].error
+    assert jobs[0].process.returncode == 0 and jobs[0].fraction == 1.0
+    assert jobs[0].message == "the clusters are stored"  # the process's progress lines, read into the job
     at.run()  # what the page's own timer does once the job is done
     assert not at.exception, [e.value for e in at.exception]
     assert sum(int(str(v).replace(",", "")) for v in at.dataframe[0].value["Failed attempts"]) == 120
@@ -75,6 +81,37 @@ def test_the_first_visit_computes_in_the_background_with_progress(
     later = open_page("views/clusters.py", fresh, monkeypatch, benchmark=fs.benchmark)  # a later visit: at once
     assert not [k for k in background._JOBS if str(fresh) in k] and not later.get("progress")
     assert len(later.dataframe[0].value) == len(at.dataframe[0].value)
+    cluster_failures(inline, benchmark=fs.benchmark)  # the job as the server ran it, in this process
+    by_process, by_server = _stored(fresh), _stored(inline)
+    assert len(by_process["documents"]) == 120 and len(by_process["members"]) == 120  # type: ignore[arg-type]
+    assert by_process["vectors"] and len(by_process["clusterings"]) == 1  # type: ignore[arg-type]
+    assert by_process == by_server
+
+
+def test_a_too_small_memory_limit_is_named_on_the_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The button (RUNLENS_AUTO_FIT=0) runs the job in its process too and waits for it; DuckDB's share of the
+    process's limit too small for the documents step gives the page an error naming the setting, not a crash."""
+    from ingest.pipeline import ingest_paths
+    from jobs import clusters_worker
+    from tests.failure_sets import failure_set
+    from ui import background
+
+    fs = failure_set(seed=5, n_causes=3, n_failures=60)
+    small = tmp_path / "small.duckdb"
+    ingest_paths([fs.write(tmp_path / "f.jsonl")], db=small)
+    monkeypatch.setattr(clusters_worker, "DUCKDB_BYTES", 1024 * 1024)
+    at = open_page("views/clusters.py", small, monkeypatch, benchmark=fs.benchmark)
+    try:
+        at.button(key="cl_compute").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        errors = [str(e.value).replace("\\", "") for e in at.error]  # shown as plain text (markdown escaped)
+        assert len(errors) == 1 and "Out of Memory Error" in errors[0], errors
+        assert "DuckDB 1 MB of it while it builds the documents" in errors[0], errors
+        assert errors[0].endswith("MB after: RUNLENS_CLUSTERS_WORKER_MB)"), errors
+        assert not at.dataframe
+    finally:
+        for key in [k for k in background._JOBS if str(small) in k]:
+            background.forget(key)
 
 
 def test_cluster_chart_keeps_ten_colours_and_greys_the_rest() -> None:

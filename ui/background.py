@@ -4,7 +4,8 @@ server.
 
 A job runs in a daemon thread of the server (``start``) or in a process of its own (``start_process``: the IRT fit,
 whose torch must never be imported by the server: a module being imported in one thread is visible half-initialised
-to every other thread, and scipy looks up ``sys.modules["torch"]`` on its array calls). A job is the project's own
+to every other thread, and scipy looks up ``sys.modules["torch"]`` on its array calls; the failure clusters, whose
+DuckDB memory limit would otherwise cap every page of the server). A job is the project's own
 computation (a fit through the one writer), never user-supplied code: the limits on user-controlled work
 (docs/security.md) do not apply; a job's thread is a daemon and a job's process is stopped with the server, so
 neither keeps a stopping server alive.

@@ -1,9 +1,11 @@
 """Failure clusters: failed attempts grouped by what went wrong (docs/failure_analysis.md), each named by its key
 phrases (and an LLM's line when a judge endpoint is configured), with representative attempts, its share per run
 and version and its trend, its error codes and its attempts (each opening the drilldown). Missing embeddings are
-computed in the background on the first visit (documents, vectors and the clustering, stored: migration 010), with
-progress; later visits read the stored clustering until the failures change. Deep link: ``clusters?cl_run=<run_id>``."""
+computed on the first visit, in the background and in a process of its own (documents, vectors and the clustering,
+stored: migration 010; jobs/clusters_worker.py), with progress; later visits read the stored clustering until the
+failures change. Deep link: ``clusters?cl_run=<run_id>``."""
 
+import time
 from dataclasses import replace
 
 import streamlit as st
@@ -11,7 +13,8 @@ import streamlit as st
 from analytics import clusters as cl
 from analytics import llm
 from analytics import trajectory as tr
-from jobs.failures import cluster_failures, label_clusters
+from jobs.clusters_worker import worker_request
+from jobs.failures import label_clusters
 from store import RunFilter
 from ui import background
 from ui.common import (
@@ -62,30 +65,36 @@ try:  # the stored clustering of the failures as they are now (computed once, by
 except cl.ClusterError as exc:
     empty_state(plain(f"{exc}."))
 if clusters is None:
-    if not background.is_enabled():
-        st.info(
-            "The clusters of these failures are not computed yet (RUNLENS_AUTO_FIT=0: nothing starts by itself). "
-            "Computing them builds each failure's document, embeds the new ones on this machine (thousands a "
-            "second) and clusters them; the result is kept until the failures change."
-        )
-        if st.button("Compute the clusters", key="cl_compute", type="primary"):
-            with st.spinner("Computing the clusters..."):
-                cluster_failures(db_path(), benchmark=filters.benchmark, run_id=run_id)
-            st.rerun()
-        st.stop()
-    # the first visit computes what is missing in the background (documents, vectors, the clustering), one job per
-    # store, benchmark and run: every visitor meanwhile sees that job, and the clusters show once they are stored
+    # what is missing is computed in a process of its own (documents, vectors, the clustering; DuckDB's memory and
+    # the process's bounded there: jobs/clusters_worker.py), one job per store, benchmark and run: every visitor
+    # meanwhile sees that job, and the clusters show once they are stored
     key = f"clusters|{db_path()}|{filters.benchmark}|{run_id}"
-    done = background.get(key)
-    if done is not None and done.is_done and done.error is None:  # it finished, and the failures changed since
+    job = background.get(key)
+    if job is not None and job.is_done and job.error is None:  # it finished, and the failures changed since
         background.forget(key)
-    job = background.start(key, cluster_failures, db_path(), benchmark=filters.benchmark, run_id=run_id)
-    if job.error is not None:
+        job = None
+    if job is not None and job.error is not None:
         st.error(f"Computing the clusters failed: {plain(job.error)}")
         if st.button("Try again", key="cl_retry"):
             background.forget(key)
             st.rerun()
         st.stop()
+    request = worker_request(db_path(), benchmark=str(filters.benchmark), run_id=run_id)
+    if job is None and not background.is_enabled():
+        st.info(
+            "The clusters of these failures are not computed yet (RUNLENS_AUTO_FIT=0: nothing starts by itself). "
+            "Computing them builds each failure's document, embeds the new ones on this machine (thousands a "
+            "second) and clusters them; the result is kept until the failures change."
+        )
+        if not st.button("Compute the clusters", key="cl_compute", type="primary"):
+            st.stop()
+        job = background.start_process(key, "jobs.clusters_worker", request)
+        bar = st.progress(0.0, text="Computing the clusters...")
+        while not job.is_done:  # the job's process computes; this session shows its progress until it ends
+            bar.progress(job.fraction, text=plain(job.message))
+            time.sleep(0.5)
+        st.rerun()
+    job = job or background.start_process(key, "jobs.clusters_worker", request)
     st.info(
         "The clusters of these failures are not computed yet: computing them now, in the background (the page "
         "fills itself when they are stored; later visits read them at once)."

@@ -1,0 +1,123 @@
+"""``python -m jobs.clusters_worker``: the Failure clusters job (``jobs.failures.cluster_failures``) in a process of its
+own (``worker_request``, ``ui.background.start_process``), as the IRT fit runs (``jobs.irt``).
+
+Its documents step reads the steps of a batch of failed attempts, and DuckDB's working memory for that read took the
+process to 7-8 GB at ten million attempts (BENCHMARKS.md). DuckDB's ``memory_limit`` bounds it, but it is a setting of
+the instance, which a server shares between every page: here it is this process's own, with a ``temp_directory`` in a
+temporary folder removed at the end, below an address-space cap on the whole process. The embedding model is loaded
+here, never in the server. Writes still go through the one writer (``store.writer``), as in the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+MB = 1024 * 1024
+# What the job's process may hold in all (address space: the interpreter, DuckDB, the documents, the vectors, the
+# model). At 1M attempts the job peaks at 1.2 GB resident; at 10M reading every failure's document at once needs more
+# than 3 GB of DuckDB's memory (it failed at 3 GB; it took the process from 1.5 to 7.2 GB unbounded), and the vectors
+# alone are 1.1 GB: the whole job at 10M peaked at 7.6 GB resident within 16 GB (failed at 12 GB; BENCHMARKS.md).
+WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "16384")) * MB
+# DuckDB's share, below the cap (as the SQL console's 384 MB is below its worker's 1 GiB): 1 GB kept the documents
+# step of 200,000 failed attempts at 10M at 1.38 GB resident (7.27 GB without a limit).
+DUCKDB_BYTES = min(1024 * MB, WORKER_BYTES // 4)
+# DuckDB's share after the documents step: reading every failure's document at once (string_agg over their segments)
+# does not spill, and at 10M (1.07M failures) it did not fit in 1 GB, nor in 3 GB.
+DUCKDB_LATER_BYTES = WORKER_BYTES // 2
+WORKER_CPU_S = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_CPU_S", "7200"))
+CPU_GRACE_S = 60  # between the job's own stop at its CPU limit (SIGXCPU, reported) and the kernel's kill
+MEMORY_WORDS = ("memoryerror", "out of memory", "allocate")
+
+
+def worker_request(store: str, *, benchmark: str, run_id: str | None) -> dict[str, Any]:
+    """The request ``python -m jobs.clusters_worker`` reads on its stdin: compute and store the clusters of
+    ``benchmark``'s (or ``run_id``'s) failures in ``store`` under the worker's limits."""
+    return {
+        "store": store,
+        "benchmark": benchmark,
+        "run_id": run_id,
+        "memory_bytes": WORKER_BYTES,
+        "duckdb_bytes": DUCKDB_BYTES,
+        "duckdb_later_bytes": DUCKDB_LATER_BYTES,
+        "cpu_s": WORKER_CPU_S,
+    }
+
+
+def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int, later_bytes: int) -> str:
+    """The error the page shows; an allocation that failed names the worker's memory limit."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, MemoryError) or any(word in text.lower() for word in MEMORY_WORDS):
+        text += (
+            f" (the clusters job's process may hold {memory_bytes / MB:,.0f} MB of address space, DuckDB "
+            f"{duckdb_bytes / MB:,.0f} MB of it while it builds the documents, {later_bytes / MB:,.0f} MB after: "
+            "RUNLENS_CLUSTERS_WORKER_MB)"
+        )
+    return text
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """End this process when its parent (the server) is gone."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(3)
+
+    if parent_pid:
+        threading.Thread(target=watch, daemon=True, name="runlens-parent-watch").start()
+
+
+def _worker_main() -> int:
+    """One JSON request on stdin (``worker_request`` and ``parent_pid``); one JSON object a line on the stdout it was
+    given (progress, then ``done`` with the clustering's key, or ``error``); anything else printed goes to stderr."""
+    request = json.loads(sys.stdin.buffer.read())
+    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # anything a library prints (DuckDB's progress bar) is not the job's channel
+
+    def say(**message: Any) -> None:
+        channel.write(json.dumps(message) + "\n")
+
+    from ingest import workers
+    from jobs.failures import cluster_failures  # numpy, pyarrow and DuckDB mapped before the cap
+
+    memory_bytes, duckdb_bytes, cpu_s = (
+        int(request["memory_bytes"]),
+        int(request["duckdb_bytes"]),
+        int(request["cpu_s"]),
+    )
+    later_bytes = int(request["duckdb_later_bytes"])
+
+    def stop(signum: int, frame: object) -> None:
+        say(error=f"the clusters job stopped at its CPU limit of {cpu_s:,} s (RUNLENS_CLUSTERS_WORKER_CPU_S)")
+        os._exit(4)
+
+    signal.signal(signal.SIGXCPU, stop)
+    workers.limit_this_process(memory_bytes, cpu_s + CPU_GRACE_S)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + CPU_GRACE_S))
+    _watch_parent(int(request.get("parent_pid") or 0))
+    try:
+        with tempfile.TemporaryDirectory(prefix="runlens-clusters-") as spill:
+            key = cluster_failures(
+                request["store"],
+                benchmark=request["benchmark"],
+                run_id=request.get("run_id"),
+                progress=lambda fraction, message: say(fraction=float(fraction), message=str(message)),
+                duckdb_settings={"memory_limit": f"{max(duckdb_bytes // MB, 1)}MB", "temp_directory": spill},
+                later_memory_limit=f"{max(later_bytes // MB, 1)}MB",
+            )
+    except Exception as exc:  # noqa: BLE001 -- reported to the page that waits for the job
+        say(error=error_text(exc, memory_bytes, duckdb_bytes, later_bytes))
+        return 1
+    say(done=key)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker_main())
