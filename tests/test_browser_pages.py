@@ -63,7 +63,9 @@ def leaderboard(page: Page, url: str) -> None:
 
 
 def progress(page: Page, url: str) -> None:
-    wait_text(page, "Abilities")  # the first visit fitted in the background (RUNLENS_AUTO_FIT=1 here)
+    # the first visit fits in the background (RUNLENS_AUTO_FIT=1 here); the heading, not the fit's progress message
+    # ("the abilities' sd: ..."), which get_by_text would also match
+    page.get_by_role("heading", name="Abilities", exact=True).first.wait_for(timeout=240_000)
     text = settle(page)
     assert "Velocity and breakthroughs" in text
 
