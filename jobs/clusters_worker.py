@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import resource
-import signal
 import sys
 import tempfile
-import threading
-import time
 from typing import Any
+
+from jobs import worker_process
 
 MB = 1024 * 1024
 # What the job's process may hold in all (address space: the interpreter, DuckDB, the documents, the vectors, the
@@ -32,7 +30,6 @@ DUCKDB_BYTES = min(1024 * MB, WORKER_BYTES // 4)
 # does not spill, and at 10M (1.07M failures) it did not fit in 1 GB, nor in 3 GB.
 DUCKDB_LATER_BYTES = WORKER_BYTES // 2
 WORKER_CPU_S = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_CPU_S", "7200"))
-CPU_GRACE_S = 60  # between the job's own stop at its CPU limit (SIGXCPU, reported) and the kernel's kill
 MEMORY_WORDS = ("memoryerror", "out of memory", "allocate")
 
 
@@ -62,18 +59,6 @@ def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int, later_b
     return text
 
 
-def _watch_parent(parent_pid: int) -> None:
-    """End this process when its parent (the server) is gone."""
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(1.0)
-        os._exit(3)
-
-    if parent_pid:
-        threading.Thread(target=watch, daemon=True, name="runlens-parent-watch").start()
-
-
 def _worker_main() -> int:
     """One JSON request on stdin (``worker_request`` and ``parent_pid``); one JSON object a line on the stdout it was
     given (progress, then ``done`` with the clustering's key, or ``error``); anything else printed goes to stderr."""
@@ -84,7 +69,6 @@ def _worker_main() -> int:
     def say(**message: Any) -> None:
         channel.write(json.dumps(message) + "\n")
 
-    from ingest import workers
     from jobs.failures import cluster_failures  # numpy, pyarrow and DuckDB mapped before the cap
 
     memory_bytes, duckdb_bytes, cpu_s = (
@@ -94,14 +78,13 @@ def _worker_main() -> int:
     )
     later_bytes = int(request["duckdb_later_bytes"])
 
-    def stop(signum: int, frame: object) -> None:
-        say(error=f"the clusters job stopped at its CPU limit of {cpu_s:,} s (RUNLENS_CLUSTERS_WORKER_CPU_S)")
-        os._exit(4)
-
-    signal.signal(signal.SIGXCPU, stop)
-    workers.limit_this_process(memory_bytes, cpu_s + CPU_GRACE_S)
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + CPU_GRACE_S))
-    _watch_parent(int(request.get("parent_pid") or 0))
+    worker_process.limit(
+        memory_bytes,
+        cpu_s,
+        say,
+        f"the clusters job stopped at its CPU limit of {cpu_s:,} s (RUNLENS_CLUSTERS_WORKER_CPU_S)",
+    )
+    worker_process.watch_parent(int(request.get("parent_pid") or 0))
     try:
         with tempfile.TemporaryDirectory(prefix="runlens-clusters-") as spill:
             key = cluster_failures(

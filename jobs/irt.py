@@ -10,11 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import resource
-import signal
 import sys
-import threading
-import time
 from typing import Any
 
 import duckdb
@@ -35,6 +31,7 @@ from analytics.irt import (
     read_fit,
     settings_for,
 )
+from jobs import worker_process
 from store import derived, query_rows
 from store import writer as store_writer
 
@@ -45,9 +42,6 @@ from store import writer as store_writer
 # not measured), so the cap is far wider than the SQL and upload workers'.
 IRT_WORKER_BYTES = int(os.environ.get("RUNLENS_IRT_WORKER_MB", "8192")) * 1024 * 1024
 IRT_WORKER_CPU_S = int(os.environ.get("RUNLENS_IRT_WORKER_CPU_S", "7200"))
-# CPU seconds between the worker's own stop at its CPU limit (SIGXCPU, which it reports) and the kernel's kill (a
-# handler runs between Python steps, so a long call into numpy or DuckDB delays it)
-CPU_GRACE_S = 60
 MEMORY_WORDS = ("memoryerror", "out of memory", "allocate")
 
 
@@ -116,30 +110,15 @@ def worker_request(store: str, *, benchmark: str, model: str) -> dict[str, Any]:
     }
 
 
-def _watch_parent(parent_pid: int) -> None:
-    """End this process when its parent (the server) is gone: its pid is no longer this process's parent."""
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(1.0)
-        os._exit(3)
-
-    if parent_pid:
-        threading.Thread(target=watch, daemon=True, name="runlens-parent-watch").start()
-
-
 def limit_worker(memory_bytes: int, cpu_s: int, say: Any) -> None:
     """Cap this process's address space at ``memory_bytes`` and its CPU at ``cpu_s`` seconds; at the CPU limit
     ``say(error=...)`` tells the page why the fit stopped, and the process ends (status 4)."""
-    from ingest import workers
-
-    def stop(signum: int, frame: object) -> None:
-        say(error=f"the fit stopped at its CPU limit of {cpu_s:,} s (RUNLENS_IRT_WORKER_CPU_S) before it finished")
-        os._exit(4)
-
-    signal.signal(signal.SIGXCPU, stop)
-    workers.limit_this_process(memory_bytes, cpu_s + CPU_GRACE_S)
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + CPU_GRACE_S))
+    worker_process.limit(
+        memory_bytes,
+        cpu_s,
+        say,
+        f"the fit stopped at its CPU limit of {cpu_s:,} s (RUNLENS_IRT_WORKER_CPU_S) before it finished",
+    )
 
 
 def error_text(exc: BaseException, memory_bytes: int) -> str:
@@ -162,7 +141,7 @@ def _worker_main() -> int:
         channel.write(json.dumps(message) + "\n")
 
     limit_worker(int(request["memory_bytes"]), int(request["cpu_s"]), say)
-    _watch_parent(int(request.get("parent_pid") or 0))
+    worker_process.watch_parent(int(request.get("parent_pid") or 0))
 
     try:
         with store_writer(request["store"]) as con:
