@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,18 @@ def own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     folder = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("RUNLENS_STATE_DIR", str(folder))
     return folder
+
+
+@pytest.fixture(autouse=True)
+def own_main_module() -> Iterator[None]:
+    """Each test starts with pytest's own ``__main__``: Streamlit's script runner (AppTest) installs the page it runs
+    as ``sys.modules["__main__"]`` and leaves it there, and a process started later with ``spawn`` (the validation
+    workers) imports the parent's ``__main__`` first: it ran the app's script and died, and the ingest went on without
+    its workers."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
 
 
 @pytest.fixture
