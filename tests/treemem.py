@@ -71,24 +71,44 @@ class TreePeak:
         self.pid = pid
         self.interval_s = interval_s
         self.peak_bytes = 0
+        self.at_peak: dict[int, tuple[int, str]] = {}  # the processes of the largest sample: resident bytes, command
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="tree-peak")
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.pid))
+            self._sample()
             time.sleep(self.interval_s)
 
+    def _sample(self) -> None:
+        sizes = {p: rss_bytes(p) for p in descendants(self.pid)}
+        if sum(sizes.values()) > self.peak_bytes:
+            self.peak_bytes = sum(sizes.values())
+            self.at_peak = {p: (n, _command(p)) for p, n in sizes.items()}
+
     def __enter__(self) -> TreePeak:
-        self.peak_bytes = tree_rss_bytes(self.pid)
+        self._sample()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak_bytes = max(self.peak_bytes, tree_rss_bytes(self.pid))
+        self._sample()
 
     @property
     def peak_mb(self) -> float:
         return self.peak_bytes / 1024**2
+
+    def __repr__(self) -> str:
+        """The peak and what held it, for a failed assertion's message."""
+        held = ", ".join(f"{p} {n / 1024**2:.0f} MB {cmd!r}" for p, (n, cmd) in self.at_peak.items())
+        return f"TreePeak({self.peak_mb:.0f} MB: {held})"
+
+
+def _command(pid: int) -> str:
+    """A process's command line, shortened (empty once it has ended)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
+    except OSError:
+        return ""
