@@ -9,7 +9,6 @@ here, never in the server. Writes still go through the one writer (``store.write
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -30,7 +29,6 @@ DUCKDB_BYTES = min(1024 * MB, WORKER_BYTES // 4)
 # does not spill, and at 10M (1.07M failures) it did not fit in 1 GB, nor in 3 GB.
 DUCKDB_LATER_BYTES = WORKER_BYTES // 2
 WORKER_CPU_S = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_CPU_S", "7200"))
-MEMORY_WORDS = ("memoryerror", "out of memory", "allocate")
 
 
 def worker_request(store: str, *, benchmark: str, run_id: str | None) -> dict[str, Any]:
@@ -50,7 +48,7 @@ def worker_request(store: str, *, benchmark: str, run_id: str | None) -> dict[st
 def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int, later_bytes: int) -> str:
     """The error the page shows; an allocation that failed names the worker's memory limit."""
     text = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, MemoryError) or any(word in text.lower() for word in MEMORY_WORDS):
+    if worker_process.is_memory_error(exc, text):
         text += (
             f" (the clusters job's process may hold {memory_bytes / MB:,.0f} MB of address space, DuckDB "
             f"{duckdb_bytes / MB:,.0f} MB of it while it builds the documents, {later_bytes / MB:,.0f} MB after: "
@@ -62,12 +60,7 @@ def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int, later_b
 def _worker_main() -> int:
     """One JSON request on stdin (``worker_request`` and ``parent_pid``); one JSON object a line on the stdout it was
     given (progress, then ``done`` with the clustering's key, or ``error``); anything else printed goes to stderr."""
-    request = json.loads(sys.stdin.buffer.read())
-    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    os.dup2(2, 1)  # anything a library prints (DuckDB's progress bar) is not the job's channel
-
-    def say(**message: Any) -> None:
-        channel.write(json.dumps(message) + "\n")
+    request, say = worker_process.channel()
 
     from jobs.failures import cluster_failures  # numpy, pyarrow and DuckDB mapped before the cap
 

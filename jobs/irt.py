@@ -42,7 +42,6 @@ from store import writer as store_writer
 # not measured), so the cap is far wider than the SQL and upload workers'.
 IRT_WORKER_BYTES = int(os.environ.get("RUNLENS_IRT_WORKER_MB", "8192")) * 1024 * 1024
 IRT_WORKER_CPU_S = int(os.environ.get("RUNLENS_IRT_WORKER_CPU_S", "7200"))
-MEMORY_WORDS = ("memoryerror", "out of memory", "allocate")
 
 
 def store_fit(
@@ -124,7 +123,7 @@ def limit_worker(memory_bytes: int, cpu_s: int, say: Any) -> None:
 def error_text(exc: BaseException, memory_bytes: int) -> str:
     """The error the page shows; an allocation that failed names the worker's memory limit."""
     text = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, MemoryError) or any(word in text.lower() for word in MEMORY_WORDS):
+    if worker_process.is_memory_error(exc, text):
         text += f" (the fit's process may hold {memory_bytes / 2**20:,.0f} MB of address space: RUNLENS_IRT_WORKER_MB)"
     return text
 
@@ -133,12 +132,7 @@ def _worker_main() -> int:
     """The fit's worker: one JSON request on stdin (``worker_request`` and ``parent_pid``); one JSON object a line
     on the stdout it was given (progress, then ``done`` with the fit's key or ``error``), everything else printed
     goes to stderr."""
-    request = json.loads(sys.stdin.buffer.read())
-    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    os.dup2(2, 1)  # anything a library prints (DuckDB's progress bar) is not the job's channel
-
-    def say(**message: Any) -> None:
-        channel.write(json.dumps(message) + "\n")
+    request, say = worker_process.channel()
 
     limit_worker(int(request["memory_bytes"]), int(request["cpu_s"]), say)
     worker_process.watch_parent(int(request.get("parent_pid") or 0))
