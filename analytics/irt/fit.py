@@ -183,35 +183,19 @@ def _jml_cells(
     return theta, b
 
 
-def jml_start(
-    arrays: Arrays,
-    *,
-    iters: int = 200,
-    ridge: float = 0.01,
-    weights: np.ndarray | None = None,
-    start: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+RIDGE = 0.01  # the JML's ridge on abilities and difficulties: all-pass / all-fail rows stay finite
+
+
+def jml_start(arrays: Arrays, *, iters: int = 200, ridge: float = RIDGE) -> tuple[np.ndarray, np.ndarray]:
     """Ridge-penalised joint maximum-likelihood 1PL (diagonal Newton): the starting point of SVI.
 
     Starting py-irt's guide at these values instead of zeros lets the fit converge in a few hundred epochs
     (on a loaded 2-core machine each Pyro epoch costs milliseconds); the ridge keeps all-pass / all-fail rows
-    finite. ``weights`` (per observation) weigh each observation; ``start`` warm-starts it. Without weights the
-    steps run on (agent, task) cells (``cells_of``): the same sums, a third of the rows when each task is tried three
-    times.
+    finite. The steps run on (agent, task) cells (``cells_of``): the sums of the observations', a third of the rows
+    when each task is tried three times.
     """
     n_s, n_i = len(arrays.subject_ids), len(arrays.item_ids)
-    if weights is None:
-        return _jml_cells(cells_of(arrays), n_s, n_i, iters=iters, ridge=ridge, start=start)
-    theta, b = (np.zeros(n_s), np.zeros(n_i)) if start is None else (start[0].copy(), start[1].copy())
-    s, i, y = arrays.subject_ix, arrays.item_ix, arrays.y
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-(theta[s] - b[i])))
-        theta += (np.bincount(s, weights * (y - p), n_s) - ridge * theta) / (
-            np.bincount(s, weights * p * (1 - p), n_s) + ridge
-        )
-        p = 1.0 / (1.0 + np.exp(-(theta[s] - b[i])))
-        b -= (np.bincount(i, weights * (y - p), n_i) + ridge * b) / (np.bincount(i, weights * p * (1 - p), n_i) + ridge)
-    return theta, b
+    return _jml_cells(cells_of(arrays), n_s, n_i, iters=iters, ridge=ridge, start=None)
 
 
 BOOT_TOL = 1e-7  # a replicate stops once no centred ability moves more than this in an iteration
@@ -242,7 +226,7 @@ def bootstrap_sd(
         counts = np.bincount(rng.integers(0, n_i, n_i), minlength=n_i).astype(float)
         drawn = counts[cells.item_ix] > 0
         part = Cells(cells.subject_ix[drawn], cells.item_ix[drawn], cells.trials[drawn], cells.passes[drawn])
-        theta, _ = _jml_cells(part, n_s, n_i, iters=iters, ridge=0.01, start=full, item_weights=counts, tol=tol)
+        theta, _ = _jml_cells(part, n_s, n_i, iters=iters, ridge=RIDGE, start=full, item_weights=counts, tol=tol)
         reps[k] = theta - theta.mean()
     return reps.std(axis=0, ddof=1)
 
