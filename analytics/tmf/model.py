@@ -104,15 +104,14 @@ def row_costs(
     ``cur`` (``current_prices`` by run_id) a run whose tokens give a cost at its family's current prices takes
     that cost for every task (NaN where a task has no tokens); other runs keep theirs.
     """
-    if cost_source == "tokens" or cur is not None:  # the tokens only when a cost is made of them (``load`` reads
-        # them only then: ``row_columns_for``)
-        tin = tasks["input_tokens"].to_numpy(dtype=float)
-        tout = tasks["output_tokens"].to_numpy(dtype=float)
-        has_tokens = np.isfinite(tin) | np.isfinite(tout)
 
     def priced(p_in: np.ndarray, p_out: np.ndarray) -> np.ndarray:
+        """The rows' tokens at these prices (the tokens are read only for a cost made of them: ``load`` reads them
+        only then, ``row_columns_for``)."""
+        tin = tasks["input_tokens"].to_numpy(dtype=float)
+        tout = tasks["output_tokens"].to_numpy(dtype=float)
         cost = (np.nan_to_num(tin) * p_in + np.nan_to_num(tout) * p_out) / 1e6
-        return np.where(has_tokens, cost, np.nan)
+        return np.where(np.isfinite(tin) | np.isfinite(tout), cost, np.nan)
 
     if cost_source == "logged":
         cost = tasks["cost_usd"].to_numpy(dtype=float)
