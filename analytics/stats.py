@@ -468,15 +468,24 @@ def resample_weights(n_units: int, rng: np.random.Generator, *, n_boot: int = 10
     # are counted one resample at a time, whose counts fit in the cache: one bincount over every resample with an
     # offset per resample, after drawing them all, was 5-7x slower at 66,700 tasks x 500 resamples (1.7 against
     # 0.25 CPU s, and 267 MB more memory to fault in). The same counts of the same draw.
-    block = max(1, _DRAW_BLOCK // max(n_units, 1))
+    block = max(1, DRAW_BLOCK // max(n_units, 1))
     for start in range(0, n_boot, block):
-        idx = rng.integers(0, n_units, size=(min(block, n_boot - start), n_units))
-        for b, row in enumerate(idx, start):
-            out[b] = np.bincount(row, minlength=n_units)
+        count_draws(out, start, rng.integers(0, n_units, size=(min(block, n_boot - start), n_units)))
     return out
 
 
-_DRAW_BLOCK = 1 << 21  # draws held at once by ``resample_weights`` (16 MB)
+def count_draws(out: np.ndarray, start: int, idx: np.ndarray) -> None:
+    """Rows ``start, start + 1, ...`` of ``out``: how often each unit is drawn in each row of ``idx`` (a block of
+    resamples' draws, one resample a row)."""
+    for b, row in enumerate(idx, start):
+        out[b] = np.bincount(row, minlength=out.shape[1])
+
+
+# draws held at once by ``resample_weights``: 1 MB of int64, under the 4 MB from which numpy asks the kernel for huge
+# pages (16 MB blocks cost 0.26-0.87 CPU s for 500 x 66,667 counts in a fresh process, up to 0.70 of it system time;
+# 1 MB blocks 0.20-0.40: BENCHMARKS.md "TMF first render at ten million, seventh pass"). The generator gives the same
+# integers in blocks of any size, so the block changes no count.
+DRAW_BLOCK = 1 << 17
 
 
 def bootstrap_mean_cis(

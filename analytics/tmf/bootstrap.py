@@ -283,8 +283,7 @@ class _SharedDraw:
                 with self._counting:
                     self._busy += 1
             try:
-                for b, row in enumerate(idx, start):
-                    out[b] = np.bincount(row, minlength=self._n_units)
+                stats.count_draws(out, start, idx)
             except BaseException as exc:
                 self._error = exc
                 raise
@@ -307,11 +306,7 @@ class _SharedDraw:
         return self._out
 
 
-# draws held at once: 1 MB of int64, under the 4 MB from which numpy asks the kernel for huge pages (16 MB blocks,
-# as ``stats.resample_weights`` draws them, cost 0.26-0.87 CPU s for 500 x 66,667 counts in a fresh process, up to
-# 0.70 of it system time; 1 MB blocks 0.20-0.40: BENCHMARKS.md "TMF first render at ten million, seventh pass").
-# The generator gives the same integers in blocks of any size.
-_DRAW_BLOCK = 1 << 17
+_DRAW_BLOCK = stats.DRAW_BLOCK  # draws held at once, as ``stats.resample_weights`` holds them
 _PREFETCHED: dict[WeightsKey, _SharedDraw] = {}
 _PREFETCH_LOCK = threading.Lock()
 _DRAWER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tmf-resample-weights")  # one draw at a time
