@@ -39,14 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import store as rdb
     from analytics.irt import IrtSettings, bootstrap_sd, jml_start, load_responses, prepare_arrays
-    from analytics.irt.fit import cells_of
+    from analytics.irt.fit import boot_replicates, cells_of
 
     out: dict[str, object] = {"db": args.db, "benchmark": args.benchmark, "load_average": os.getloadavg()[0]}
     with held(args.lock), rdb.reader(args.db) as con:
         obs = load_responses(con, benchmark=args.benchmark)
     arrays = prepare_arrays(obs)
     settings = IrtSettings()
-    n_boot = settings.n_boot if arrays.y.size <= 300_000 else max(30, settings.n_boot // 4)  # as estimate() does
+    n_boot = boot_replicates(settings, arrays.y.size)  # as estimate() draws them
     out.update(observations=int(arrays.y.size), cells=len(cells_of(arrays).trials), replicates=n_boot)
     cpu = time.process_time()
     start = jml_start(arrays)

@@ -198,6 +198,12 @@ def jml_start(arrays: Arrays, *, iters: int = 200, ridge: float = RIDGE) -> tupl
     return _jml_cells(cells_of(arrays), n_s, n_i, iters=iters, ridge=ridge, start=None)
 
 
+def boot_replicates(settings: IrtSettings, n_observations: int) -> int:
+    """How many task-bootstrap replicates ``estimate`` draws: ``settings.n_boot``, a quarter of it (at least 30)
+    above 300,000 observations."""
+    return settings.n_boot if n_observations <= 300_000 else max(30, settings.n_boot // 4)
+
+
 BOOT_TOL = 1e-7  # a replicate stops once no centred ability moves more than this in an iteration
 
 
@@ -473,7 +479,7 @@ def estimate(
     sd = raw.ability_sd
     boot_share = 0.0
     if settings.n_boot > 0:
-        n_boot = settings.n_boot if arrays.y.size <= 300_000 else max(30, settings.n_boot // 4)
+        n_boot = boot_replicates(settings, arrays.y.size)
         if progress is not None:
             progress(1.0, f"the abilities' sd: {n_boot} task-bootstrap replicates")
         boot = bootstrap_sd(arrays, n_boot=n_boot, seed=settings.seed, start=raw.jml)
