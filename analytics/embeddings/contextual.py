@@ -2,9 +2,11 @@
 
 ``NumpyMiniLM.encode`` gives the sentence vectors sentence-transformers gives (mean of the last layer over the
 text's tokens, unit length; equal to float rounding, checked in tests/test_clusters.py) from the
-package's ``model.safetensors`` and ``tokenizer.json``. No torch is imported, so a server's background job can use
-it (torch must never be imported there: ``static_model_path`` says why); the failure clusters use it on the
-distinct documents of a tree (at most a few thousand short texts), where a short text costs about a millisecond.
+package's ``model.safetensors`` and ``tokenizer.json``. No torch is imported: the clustering runs in the clusters
+job's own process (jobs/clusters_worker.py), and also in any process that clusters, where importing torch would
+cost its memory and start-up for a few hundred short texts (``static_model_path`` says why a server never imports
+it); the failure clusters use it on the distinct documents of a tree (at most a thousand short texts), where a short
+text costs 8-20 ms of CPU.
 """
 
 from __future__ import annotations
