@@ -1,0 +1,81 @@
+"""``inspect eval-retry`` outside an eval set, with Inspect's own CLI (the test-only ``.venv-inspect``): the retry
+is a new log (new ``eval_id`` and ``run_id``, no ``eval_set_id``) that keeps the errored log's ``task_id``, which is
+how Inspect relates a retry to its original. The errored run reads as superseded by its retry: not on the
+leaderboard, named in run health, and the retry alone is ranked (as an eval set's retry already was).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+
+from analytics.runs import incomplete_table, run_health
+from ingest.pipeline import ingest_paths
+from tests.test_inspect_real import INSPECT_PYTHON, ROOT
+
+
+def _inspect(*args: str, cwd: Path) -> None:
+    env = {**os.environ, "RETRIED_MARK": str(cwd / "errored_once"), "INSPECT_DISPLAY": "none"}
+    proc = subprocess.run(
+        [str(INSPECT_PYTHON), "-m", "inspect_ai", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0 or "failed the first time" in proc.stdout + proc.stderr, proc.stderr[-3000:]
+
+
+def _headers(*paths: Path) -> list[dict[str, str | None]]:
+    """What Inspect's ``read_eval_log`` says of each log: status and ids."""
+    code = (
+        "import json, sys; from inspect_ai.log import read_eval_log; ls = [read_eval_log(p, header_only=True) for p"
+        " in sys.argv[1:]]; print(json.dumps([{'status': l.status, 'eval_id': l.eval.eval_id, 'run_id':"
+        " l.eval.run_id, 'task_id': l.eval.task_id, 'eval_set_id': l.eval.eval_set_id} for l in ls]))"
+    )
+    out = subprocess.run(
+        [str(INSPECT_PYTHON), "-c", code, *map(str, paths)], capture_output=True, text=True, timeout=120
+    )
+    return list(json.loads(out.stdout))
+
+
+def test_a_plain_eval_retry_supersedes_the_errored_run(tmp_path: Path) -> None:
+    task_file = tmp_path / "retried.py"
+    task_file.write_text((ROOT / "tests" / "inspect_real" / "retried.py").read_text())
+    logs = tmp_path / "logs"
+    _inspect(
+        "eval", "retried.py", "--model", "mockllm/model", "--log-dir", str(logs), "--max-samples", "1", cwd=tmp_path
+    )
+    (errored_log,) = logs.glob("*.eval")
+    _inspect("eval-retry", str(errored_log), "--log-dir", str(logs), "--max-samples", "1", cwd=tmp_path)
+    (retry_log,) = set(logs.glob("*.eval")) - {errored_log}
+    errored, retry = _headers(errored_log, retry_log)
+    assert (errored["status"], retry["status"]) == ("error", "success")
+    assert retry["task_id"] == errored["task_id"] and retry["eval_set_id"] is None is errored["eval_set_id"]
+    assert retry["eval_id"] != errored["eval_id"] and retry["run_id"] != errored["run_id"]
+    first, second = f"retried-{errored['eval_id']}", f"retried-{retry['eval_id']}"
+
+    db = tmp_path / "r.duckdb"
+    res = ingest_paths([errored_log, retry_log], db=db)
+    assert [r.outcome for r in res] == ["ingested", "ingested"], [str(r.error) for r in res]
+    env = {**os.environ, "RUNLENS_DB": str(db)}
+    out = subprocess.run(
+        [sys.executable, "-m", "analytics", "leaderboard", "--benchmark", "retried", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    board = [r for r in json.loads(out.stdout)["rows"] if r["slice"] == "all"]
+    assert [(r["run_id"], r["rank"], r["is_complete"]) for r in board] == [(second, 1, True)]
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        health = run_health(con, benchmark="retried").set_index("run_id")
+    finally:
+        con.close()
+    assert health.loc[first, "superseded_by"] == second and health.loc[second, "superseded_by"] is None
+    assert (bool(health.loc[first, "is_complete"]), bool(health.loc[second, "is_complete"])) == (False, True)
+    shown = incomplete_table(health.reset_index())
+    assert list(shown["Log status"]) == [f"error (superseded by {second}: not ranked)"]
