@@ -79,3 +79,39 @@ def test_a_plain_eval_retry_supersedes_the_errored_run(tmp_path: Path) -> None:
     assert (bool(health.loc[first, "is_complete"]), bool(health.loc[second, "is_complete"])) == (False, True)
     shown = incomplete_table(health.reset_index())
     assert list(shown["Log status"]) == [f"error (superseded by {second}: not ranked)"]
+
+
+def test_a_run_retried_twice_names_the_last_retry(tmp_path: Path) -> None:
+    """An eval set retries a task up to ``retry_attempts`` times (10 by default), each retry keeping the task id:
+    the first errored run is superseded by the retry that stands (the latest), not by an errored one between them
+    (the old rule named the smallest later run id: here the second, itself superseded)."""
+    records: list[dict[str, object]] = [
+        {"record": "benchmark", "benchmark": "chain", "scoring": "binary"},
+        {"record": "task", "benchmark": "chain", "task_id": "T1"},
+    ]
+    for run_id, created, status in (
+        ("b-first", "01", "error"),
+        ("a-second", "02", "error"),
+        ("c-final", "03", "success"),
+    ):
+        extra = {"inspect_task_id": "task-1", "inspect_created": f"2026-11-27T12:00:{created}+00:00"}
+        records.append(
+            {"record": "run", "run_id": run_id, "benchmark": "chain", "agent": "m", "status": status, **extra}
+        )
+        records.append({"record": "attempt", "run_id": run_id, "task_id": "T1", "sample": 0, "score": 1})
+    log = tmp_path / "chain.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    db = tmp_path / "c.duckdb"
+    res = ingest_paths([log], db=db)
+    assert res[0].outcome == "ingested", res[0].error
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        health = run_health(con, benchmark="chain").set_index("run_id")
+        from analytics.runs import load_runs
+        from store import RunFilter
+
+        ranked = list(load_runs(con, RunFilter(benchmark="chain"))["run_id"])
+    finally:
+        con.close()
+    assert health["superseded_by"].to_dict() == {"a-second": "c-final", "b-first": "c-final", "c-final": None}
+    assert ranked == ["c-final"]

@@ -78,7 +78,9 @@ HEALTH_PAGE_SQL = """
 WITH health AS ({health}),
 benchmark_runs AS MATERIALIZED (SELECT run_id, benchmark, extra FROM runs WHERE benchmark = $benchmark),
 later AS (
-    SELECT r.run_id, min(later.run_id) AS superseded_by
+    -- the retry that stands: the latest (an eval set retries up to 10 times, each retry keeping the task id)
+    SELECT r.run_id,
+           arg_max(later.run_id, [json_extract_string(later.extra, '$.inspect_created'), later.run_id]) AS superseded_by
     FROM benchmark_runs r JOIN benchmark_runs later
       ON later.run_id <> r.run_id
      AND json_extract_string(later.extra, '$.inspect_task_id') = json_extract_string(r.extra, '$.inspect_task_id')
@@ -99,8 +101,8 @@ def run_health(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFram
     ``cancelled``, ``started``), when fewer samples completed than the log counts, or when an attempt errored,
     hit a limit or is unscored, or when it holds partial traces (``n_partial``: attempts stored from a trace whose
     root span never arrived, marked ``trace_partial``). ``superseded_by``: the run of the retry that
-    replaced this one (an eval set's or a plain ``inspect eval-retry``'s; the leaderboard leaves this one out), else
-    None.
+    replaced this one (an eval set's or a plain ``inspect eval-retry``'s; the latest of several), else None (the
+    leaderboard leaves a superseded run out).
     """
     both = query_df(con, HEALTH_PAGE_SQL.replace("{health}", HEALTH_SQL), {"benchmark": benchmark})
     df = both.drop(columns=["_superseded_by", "_has_otlp"])
