@@ -306,7 +306,7 @@ def team_demo(argv: list[str]) -> int:
         )
         command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), *streamlit_args]
         with contextlib.suppress(KeyboardInterrupt):
-            return subprocess.call(command, env=os.environ.copy())
+            return subprocess.call(command, env=os.environ.copy(), preexec_fn=die_with_parent())
     return 0
 
 
