@@ -1,8 +1,8 @@
 """The servers the tests and scripts start (scripts/servers.py) stop when their starter is killed with ``kill -9``
 (a test process ended by a timeout, a killed test run): two PostgreSQL servers of killed runs were found running
 with parent 1. Each server is started from a child process, the child is killed, and the server must be gone
-within a few seconds: PostgreSQL (``pg_ctl`` detaches it: a watchdog stops it and deletes its folder) and moto's
-S3 server (the kernel's parent-death signal).
+within a few seconds: PostgreSQL (``pg_ctl`` detaches it: a watchdog stops it and deletes its folder), moto's S3
+server and the tests' OTLP receiver (the kernel's parent-death signal).
 """
 
 from __future__ import annotations
@@ -27,9 +27,15 @@ if sys.argv[1] == "postgres":
     server = servers.start_postgres(durable=False)
     pid = int((server.folder / "data" / "postmaster.pid").read_text().split()[0])
     print(json.dumps({"pid": pid, "port": server.port, "folder": str(server.folder)}), flush=True)
-else:
+elif sys.argv[1] == "s3":
     s3 = servers.start_s3()
     print(json.dumps({"pid": s3.process.pid, "port": s3.port}), flush=True)
+else:
+    from pathlib import Path
+    from tests.test_otlp_receiver import Receiver, _free_port
+    folder = Path(sys.argv[2])
+    receiver = Receiver(folder / "live.duckdb", _free_port(), folder / "receiver.log")
+    print(json.dumps({"pid": receiver.proc.pid, "port": receiver.port}), flush=True)
 time.sleep(600)
 """
 
@@ -49,9 +55,9 @@ def _listening(port: int) -> bool:
     return False
 
 
-def _start_and_kill_the_starter(kind: str) -> tuple[dict[str, object], float]:
+def _start_and_kill_the_starter(kind: str, *args: str) -> tuple[dict[str, object], float]:
     """Start a ``kind`` server from a child process, ``kill -9`` the child; the server's facts and when it died."""
-    child = subprocess.Popen([sys.executable, "-c", STARTER, kind], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-c", STARTER, kind, *args], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None
     server = json.loads(child.stdout.readline())
     assert _alive(int(server["pid"])) and _listening(int(server["port"]))
@@ -89,6 +95,16 @@ def test_the_s3_server_stops_when_its_starter_is_killed() -> None:
     pid, port = int(server["pid"]), int(server["port"])
     try:
         assert _gone_within(pid, port, killed, 5), "moto's server still runs 5 s after its starter was killed"
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_the_tests_otlp_receiver_stops_when_its_starter_is_killed(tmp_path: Path) -> None:
+    server, killed = _start_and_kill_the_starter("otlp", str(tmp_path))
+    pid, port = int(server["pid"]), int(server["port"])
+    try:
+        assert _gone_within(pid, port, killed, 10), "the receiver still runs 10 s after its starter was killed"
     finally:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
