@@ -1,7 +1,8 @@
 """``inspect eval-retry`` outside an eval set, with Inspect's own CLI (the test-only ``.venv-inspect``): the retry
 is a new log (new ``eval_id`` and ``run_id``, no ``eval_set_id``) that keeps the errored log's ``task_id``, which is
-how Inspect relates a retry to its original. The errored run reads as superseded by its retry: not on the
-leaderboard, named in run health, and the retry alone is ranked (as an eval set's retry already was).
+how Inspect relates a retry to its original (every other eval, also of the same task, gets a new one). The errored
+run reads as superseded by its retry: not on the leaderboard, named in run health, the retry ranked in its place (as
+an eval set's retry already was); an independent eval of the same task is linked to neither.
 """
 
 from __future__ import annotations
@@ -9,13 +10,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 
-from analytics.runs import incomplete_table, run_health
+from analytics.runs import incomplete_table, load_runs, run_health
 from ingest.pipeline import ingest_paths
+from store import RunFilter
 from tests.test_inspect_real import INSPECT_PYTHON, ROOT
 
 
@@ -50,32 +51,27 @@ def test_a_plain_eval_retry_supersedes_the_errored_run(tmp_path: Path) -> None:
     (errored_log,) = logs.glob("*.eval")
     _inspect("eval-retry", str(errored_log), "--log-dir", str(logs), "--max-samples", "1", cwd=tmp_path)
     (retry_log,) = set(logs.glob("*.eval")) - {errored_log}
-    errored, retry = _headers(errored_log, retry_log)
+    fresh_dir = tmp_path / "fresh"  # the same task evaluated again, not retried: a run of its own, superseding none
+    _inspect("eval", "retried.py", "--model", "mockllm/model", "--log-dir", str(fresh_dir), cwd=tmp_path)
+    (fresh_log,) = fresh_dir.glob("*.eval")
+    errored, retry, fresh = _headers(errored_log, retry_log, fresh_log)
     assert (errored["status"], retry["status"]) == ("error", "success")
     assert retry["task_id"] == errored["task_id"] and retry["eval_set_id"] is None is errored["eval_set_id"]
     assert retry["eval_id"] != errored["eval_id"] and retry["run_id"] != errored["run_id"]
-    first, second = f"retried-{errored['eval_id']}", f"retried-{retry['eval_id']}"
+    assert fresh["status"] == "success" and fresh["task_id"] != errored["task_id"]
+    first, second, third = (f"retried-{log['eval_id']}" for log in (errored, retry, fresh))
 
     db = tmp_path / "r.duckdb"
-    res = ingest_paths([errored_log, retry_log], db=db)
-    assert [r.outcome for r in res] == ["ingested", "ingested"], [str(r.error) for r in res]
-    env = {**os.environ, "RUNLENS_DB": str(db)}
-    out = subprocess.run(
-        [sys.executable, "-m", "analytics", "leaderboard", "--benchmark", "retried", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=True,
-    )
-    board = [r for r in json.loads(out.stdout)["rows"] if r["slice"] == "all"]
-    assert [(r["run_id"], r["rank"], r["is_complete"]) for r in board] == [(second, 1, True)]
+    res = ingest_paths([retry_log, errored_log, fresh_log], db=db)  # the retry first: order does not matter
+    assert [r.outcome for r in res] == ["ingested"] * 3, [str(r.error) for r in res]
     con = duckdb.connect(str(db), read_only=True)
     try:
         health = run_health(con, benchmark="retried").set_index("run_id")
+        board = load_runs(con, RunFilter(benchmark="retried"))  # the leaderboard's runs
     finally:
         con.close()
-    assert health.loc[first, "superseded_by"] == second and health.loc[second, "superseded_by"] is None
+    assert sorted(zip(board["run_id"], board["is_complete"], strict=True)) == sorted([(second, True), (third, True)])
+    assert health["superseded_by"].to_dict() == {first: second, second: None, third: None}
     assert (bool(health.loc[first, "is_complete"]), bool(health.loc[second, "is_complete"])) == (False, True)
     shown = incomplete_table(health.reset_index())
     assert list(shown["Log status"]) == [f"error (superseded by {second}: not ranked)"]
@@ -107,9 +103,6 @@ def test_a_run_retried_twice_names_the_last_retry(tmp_path: Path) -> None:
     con = duckdb.connect(str(db), read_only=True)
     try:
         health = run_health(con, benchmark="chain").set_index("run_id")
-        from analytics.runs import load_runs
-        from store import RunFilter
-
         ranked = list(load_runs(con, RunFilter(benchmark="chain"))["run_id"])
     finally:
         con.close()
