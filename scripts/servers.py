@@ -1,7 +1,10 @@
 """Local servers for a team store (DuckLake): a throwaway PostgreSQL catalog and an S3-compatible object store.
 
 Used by the tests and by ``bash run.sh team-demo``; nothing here is assumed to be running already. Each server
-gets a free localhost port and a temporary folder, and stops with the process that started it.
+gets a free localhost port and a temporary folder, and stops with the process that started it, also when that
+process is killed without a chance to stop it (``kill -9``, a test run ended by a timeout): the S3 server gets
+``die_with_parent`` (the kernel's parent-death signal), PostgreSQL, which ``pg_ctl`` detaches from its starter, a
+watchdog (``watch_postgres``) that stops it and deletes its folder when its starter is gone.
 
 * PostgreSQL: Debian's ``postgresql`` binaries (``initdb``, ``pg_ctl``; ``run.sh`` installs the package). The
   cluster is made with ``initdb`` in a temporary folder, trust authentication on 127.0.0.1 only. PostgreSQL
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import glob
 import os
 import pwd
@@ -29,13 +33,35 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 S3_PYTHON = ROOT / ".venv-s3" / "bin" / "python"
 S3_KEYS = {"AWS_ACCESS_KEY_ID": "runlens", "AWS_SECRET_ACCESS_KEY": "runlens-secret", "AWS_REGION": "us-east-1"}
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when the thread that started it ends
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A ``preexec_fn`` for ``subprocess.Popen`` that makes the child get ``sig`` when its starter ends, however it
+    ends (``kill -9`` too); None where the kernel has no parent-death signal (not Linux).
+
+    The signal comes when the starting *thread* ends: start servers from a thread that outlives them (the main
+    thread, as the tests' fixtures do). A setuid program clears it: wrap no ``sudo``/``runuser`` in the child."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the child between fork and exec only calls it
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:  # the starter ended before the signal was asked for
+            os._exit(1)
+
+    return preexec
 
 
 class ServerError(RuntimeError):
@@ -74,6 +100,7 @@ class Postgres:
     folder: Path
     port: int
     user: str = "runlens"
+    watchdog: int | None = field(default=None, repr=False)  # the pipe end whose closing stops the server
 
     def conninfo(self, dbname: str = "runlens") -> str:
         """The libpq connection string of database ``dbname``."""
@@ -92,12 +119,50 @@ class Postgres:
         )
 
     def stop(self) -> None:
-        """Stop the server (fast shutdown) and delete its folder."""
+        """Stop the server (fast shutdown) and delete its folder; then its watchdog ends with nothing to do."""
         subprocess.run(
             [*_run_as(), _pg_binary("pg_ctl"), "-D", str(self.folder / "data"), "-m", "fast", "-w", "stop"],
             capture_output=True,
         )
         shutil.rmtree(self.folder, ignore_errors=True)
+        if self.watchdog is not None:
+            os.close(self.watchdog)
+            self.watchdog = None
+
+
+def watch_postgres(folder: Path) -> int:
+    """Start a watchdog that stops the cluster in ``folder`` (``pg_ctl stop -m immediate``) and deletes the folder
+    once the returned pipe end is closed: by ``Postgres.stop``, or by the kernel when this process ends, however it
+    ends. ``pg_ctl start`` detaches the server from its starter (no parent-death signal reaches it), so a test
+    process killed by a timeout used to leave its cluster running. The watchdog has a session of its own (a signal
+    to the starter's process group does not end it before it has stopped the server)."""
+    read_end, write_end = os.pipe()  # neither inherited by other children (PEP 446); the watchdog gets read_end
+    subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "watch-postgres", str(read_end), str(folder)],
+        pass_fds=(read_end,),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    os.close(read_end)
+    return write_end
+
+
+def _watchdog(read_end: int, folder: Path) -> int:
+    """The watchdog's side: wait for end of file on ``read_end``, then stop the cluster if its folder is still there."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        while os.read(read_end, 4096):
+            pass
+    if (folder / "data").exists():
+        subprocess.run(
+            [*_run_as(), _pg_binary("pg_ctl"), "-D", str(folder / "data"), "-m", "immediate", "-w", "stop"],
+            capture_output=True,
+            timeout=60,
+        )
+    shutil.rmtree(folder, ignore_errors=True)
+    return 0
 
 
 def start_postgres(*, durable: bool = True) -> Postgres:
@@ -119,6 +184,7 @@ def start_postgres(*, durable: bool = True) -> Postgres:
     if done.returncode:
         shutil.rmtree(folder, ignore_errors=True)
         raise ServerError(f"initdb failed: {done.stderr.strip() or done.stdout.strip()}")
+    watchdog = watch_postgres(folder)
     port = free_port()
     options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=200"
     if not durable:
@@ -129,7 +195,7 @@ def start_postgres(*, durable: bool = True) -> Postgres:
         capture_output=True,
         text=True,
     )
-    server = Postgres(folder, port)
+    server = Postgres(folder, port, watchdog=watchdog)
     if started.returncode:
         text = log.read_text(errors="replace") if log.exists() else started.stderr
         server.stop()
@@ -188,6 +254,7 @@ def start_s3(python: Path = S3_PYTHON) -> S3Server:
         [str(python), "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=die_with_parent(),
     )
     server = S3Server(process, port)
     deadline = time.monotonic() + 30
@@ -239,7 +306,7 @@ def team_demo(argv: list[str]) -> int:
         )
         command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), *streamlit_args]
         with contextlib.suppress(KeyboardInterrupt):
-            return subprocess.call(command, env=os.environ.copy())
+            return subprocess.call(command, env=os.environ.copy(), preexec_fn=die_with_parent())
     return 0
 
 
@@ -247,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["team-demo"]:
         return team_demo(argv[1:])
+    if argv[:1] == ["watch-postgres"] and len(argv) == 3:
+        return _watchdog(int(argv[1]), Path(argv[2]))
     if argv[:1] == ["postgres"]:
         pg = start_postgres()
         print(f"RUNLENS_DB='{pg.lake()}'  (Ctrl-C stops it)", flush=True)

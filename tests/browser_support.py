@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from scripts.servers import die_with_parent
 from tests.conftest import ARTIFACTS, ROOT
 
 CHROMIUM = "/usr/bin/chromium"
@@ -62,6 +63,7 @@ def streamlit_server(db: Path, *, timeout_s: float = 90.0, env: dict[str, str] |
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent(),  # a killed test process leaves no server running
         )
         url = f"http://127.0.0.1:{port}"
         try:

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from ingest.pipeline import ingest_paths
+from scripts.servers import die_with_parent
 from tests.browser_support import chromium_page, free_port, streamlit_server
 from tests.conftest import FIXTURES, ROOT
 from tests.test_browser_plaintext import open_page
@@ -41,6 +42,7 @@ def test_the_app_listens_on_loopback_by_default(tmp_path: Path) -> None:
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=die_with_parent(),  # a killed test process leaves no server running
     )
     try:
         deadline = time.monotonic() + 60

@@ -25,6 +25,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ingest.otlp_receiver import Limits, TraceBuffer
+from scripts.servers import die_with_parent
 from store import query_rows, reader
 from tests.otlp_producer import T0, expected_by_trace, make_spans, otlp_json_lines
 
@@ -50,6 +51,7 @@ class Receiver:
             cwd=ROOT,
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent(),  # a killed test process leaves no receiver running
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

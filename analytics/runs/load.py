@@ -58,7 +58,8 @@ GROUP BY a.run_id
 def load_runs(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) -> pd.DataFrame:
     """The runs of one benchmark that match the filter (``RUN_COLUMNS``, is_baseline, and log_status, completed,
     total, is_complete, inspect_results, headline_scorer), newest first; ``is_baseline`` is
-    ``compare.IS_BASELINE_SQL``. A run an eval set's retry superseded is left out. ``is_complete``: the log's
+    ``compare.IS_BASELINE_SQL``. A run a retry superseded is left out (a later Inspect log of the same
+    ``eval.task_id``: ``eval_retry`` keeps it, in an eval set or not). ``is_complete``: the log's
     status is a finished one (or unknown: not an Inspect log) and it holds every sample it counts (``total``).
     The filter names the benchmark (none: no run)."""
     sql = load_sql("leaderboard_runs").replace("$is_baseline", compare.IS_BASELINE_SQL)
@@ -68,18 +69,20 @@ def load_runs(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) 
     return with_completeness(runs, held)
 
 
-# run health in one statement: HEALTH_SQL's rows ({health}, put in at the call), each run's later run of its eval set
-# (SUPERSEDED_SQL's, over one read of the benchmark's runs instead of two) and whether the store holds an OTLP file
-# (only then are partial traces looked for). At 10M attempts on a lake each statement reads its tables' catalog
+# run health in one statement: HEALTH_SQL's rows ({health}, put in at the call), each run's retry (``later``: a
+# later Inspect log of the same ``eval.task_id``, which ``eval_retry`` keeps in an eval set or not; the rule of
+# leaderboard_runs.sql, over one read of the benchmark's runs) and whether the store holds an OTLP file (only then
+# are partial traces looked for). At 10M attempts on a lake each statement reads its tables' catalog
 # entries: 0.065-0.075 CPU s against 0.09-0.1 for the three statements.
 HEALTH_PAGE_SQL = """
 WITH health AS ({health}),
 benchmark_runs AS MATERIALIZED (SELECT run_id, benchmark, extra FROM runs WHERE benchmark = $benchmark),
 later AS (
-    SELECT r.run_id, min(later.run_id) AS superseded_by
+    -- the retry that stands: the latest (an eval set retries up to 10 times, each retry keeping the task id)
+    SELECT r.run_id,
+           arg_max(later.run_id, [json_extract_string(later.extra, '$.inspect_created'), later.run_id]) AS superseded_by
     FROM benchmark_runs r JOIN benchmark_runs later
       ON later.run_id <> r.run_id
-     AND json_extract_string(later.extra, '$.inspect_eval_set_id') = json_extract_string(r.extra, '$.inspect_eval_set_id')
      AND json_extract_string(later.extra, '$.inspect_task_id') = json_extract_string(r.extra, '$.inspect_task_id')
      AND json_extract_string(later.extra, '$.inspect_created') > json_extract_string(r.extra, '$.inspect_created')
     GROUP BY r.run_id
@@ -97,8 +100,9 @@ def run_health(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFram
     ``is_complete`` is false when the log's status is neither ``success`` nor ``completed`` (Inspect's ``error``,
     ``cancelled``, ``started``), when fewer samples completed than the log counts, or when an attempt errored,
     hit a limit or is unscored, or when it holds partial traces (``n_partial``: attempts stored from a trace whose
-    root span never arrived, marked ``trace_partial``). ``superseded_by``: the run of an eval set's retry that
-    replaced this one (the leaderboard leaves this one out), else None.
+    root span never arrived, marked ``trace_partial``). ``superseded_by``: the run of the retry that
+    replaced this one (an eval set's or a plain ``inspect eval-retry``'s; the latest of several), else None (the
+    leaderboard leaves a superseded run out).
     """
     both = query_df(con, HEALTH_PAGE_SQL.replace("{health}", HEALTH_SQL), {"benchmark": benchmark})
     df = both.drop(columns=["_superseded_by", "_has_otlp"])
