@@ -42,6 +42,9 @@ from store import writer as store_writer
 # not measured), so the cap is far wider than the SQL and upload workers'.
 IRT_WORKER_BYTES = int(os.environ.get("RUNLENS_IRT_WORKER_MB", "8192")) * 1024 * 1024
 IRT_WORKER_CPU_S = int(os.environ.get("RUNLENS_IRT_WORKER_CPU_S", "7200"))
+# The least the fit's process is started with when the memory budget (ingest.workers) cannot grant the whole cap:
+# at 1M attempts it peaked at 1.22 GB of address space (0.65 GB resident), at 10M at 3.0 GB (BENCHMARKS.md).
+IRT_WORKER_MIN_BYTES = min(1536 * 1024 * 1024, IRT_WORKER_BYTES)
 
 
 def store_fit(
@@ -99,14 +102,31 @@ def fit_and_store(
 
 def worker_request(store: str, *, benchmark: str, model: str) -> dict[str, Any]:
     """The request ``python -m jobs.irt`` reads on its stdin: fit (or find stored) ``model`` of ``benchmark`` in
-    ``store`` under the worker's memory and CPU limits."""
+    ``store`` under the worker's memory and CPU limits (``memory_bytes``: its cap, lowered to what the memory budget
+    grants when it starts, at least ``min_memory_bytes``; ``jobs.worker_process.reserve``)."""
     return {
         "store": store,
         "benchmark": benchmark,
         "model": model,
         "memory_bytes": IRT_WORKER_BYTES,
+        "min_memory_bytes": IRT_WORKER_MIN_BYTES,
+        "job": "The IRT fit",
+        "memory_setting": "RUNLENS_IRT_WORKER_MB",
         "cpu_s": IRT_WORKER_CPU_S,
     }
+
+
+def fit_in_process(store: str, *, benchmark: str, model: str, progress: ProgressFn | None = None) -> str:
+    """Fit (or find stored) ``model`` of ``benchmark`` as the Progress page does: in ``python -m jobs.irt`` under the
+    worker's caps and the memory budget's grant (``jobs.worker_process.run``); return the fit's key. The command
+    line's fit, so that a fit at any size is bounded like the page's.
+
+    Raises:
+        jobs.worker_process.JobFailed: the fit failed (its message, naming the cap it reached).
+    """
+    return str(
+        worker_process.run("jobs.irt", worker_request(store, benchmark=benchmark, model=model), progress=progress)
+    )
 
 
 def limit_worker(memory_bytes: int, cpu_s: int, say: Any) -> None:
