@@ -65,7 +65,7 @@ def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int, later_b
         text += (
             f" (the clusters job's process may hold {memory_bytes / MB:,.0f} MB of address space, DuckDB "
             f"{duckdb_bytes / MB:,.0f} MB of it while it builds the documents, {later_bytes / MB:,.0f} MB after: "
-            "RUNLENS_CLUSTERS_WORKER_MB)"
+            f"{worker_process.cap_setting(memory_bytes, WORKER_BYTES, 'RUNLENS_CLUSTERS_WORKER_MB')})"
         )
     return text
 

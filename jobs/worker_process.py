@@ -159,6 +159,14 @@ def is_memory_error(exc: BaseException, text: str) -> bool:
     return isinstance(exc, MemoryError) or any(word in text.lower() for word in MEMORY_WORDS)
 
 
+def cap_setting(memory_bytes: int, cap_bytes: int, setting: str) -> str:
+    """The setting that raises a job's memory limit of ``memory_bytes``: its own cap's ``setting`` when it runs with
+    its whole cap ``cap_bytes``, else the server's budget, which granted it less."""
+    if memory_bytes >= cap_bytes:
+        return setting
+    return f"RUNLENS_MEMORY_BUDGET_MB: the server's memory budget granted it less than its cap, {setting}"
+
+
 def limit(memory_bytes: int, cpu_s: int, say: Callable[..., Any], at_cpu_limit: str) -> None:
     """Cap this process's address space at ``memory_bytes`` and its CPU at ``cpu_s`` seconds; at the CPU limit
     ``say(error=at_cpu_limit)`` tells the page why the job stopped, and the process ends (status 4)."""
