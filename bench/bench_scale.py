@@ -405,8 +405,11 @@ def measure_job_worker(
     memory_mb: int | None = None,
 ) -> dict[str, object]:
     """A job's process (``python -m module``) given ``request`` (``memory_mb``: started with that address-space
-    limit instead of its cap, as when the server's memory budget grants less): each kept message with the process's
+    limit instead of its cap, as when the server's memory budget grants less), in the environment the server gives
+    it (``ingest.workers.worker_env``: its allocators): each kept message with the process's
     CPU, resident peak and address-space peak so far (``/proc``), its exit status, last message, CPU and peak RSS."""
+    from ingest import workers
+
     if memory_mb is not None:
         request = {**request, "memory_bytes": memory_mb * 1024 * 1024}
     request = {**request, "parent_pid": os.getpid()}
@@ -416,7 +419,12 @@ def measure_job_worker(
     with held(lock):
         wall, before = time.perf_counter(), _cpu()
         proc = subprocess.Popen(
-            [sys.executable, "-m", module], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-m", module],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=workers.worker_env(str(ROOT)),  # the page's allocators (the address space measures memory)
         )
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(request))
