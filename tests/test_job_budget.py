@@ -129,3 +129,28 @@ def test_the_command_lines_run_is_a_process_under_the_jobs_cap_without_a_budget(
     with pytest.raises(worker_process.JobFailed, match="status"):
         worker_process.run("tests.job_stub", {**stub(1200, 1024), "sleep_s": "x"})
     assert workers.jobs_running() == 0
+
+
+def test_the_real_jobs_ask_the_budget_for_their_caps_and_name_themselves() -> None:
+    from jobs import clusters_worker, irt
+
+    requests = [
+        irt.worker_request("db", benchmark="b", model="1pl"),
+        clusters_worker.worker_request("db", benchmark="b", run_id=None),
+    ]
+    workers.use_budget(SERVER + workers.WORKER_MEMORY_BYTES + workers.JOB_ROOM_BYTES + 4096 * MB)
+    for request in requests:
+        held = worker_process.reserve(request, wait=False)
+        assert held is not None
+        assert held[1]["memory_bytes"] == min(int(request["memory_bytes"]), 4096 * MB)
+        worker_process.release(held[0])
+    workers.use_budget(SERVER + workers.WORKER_MEMORY_BYTES + 1024 * MB)  # below either job's minimum
+    for request, name, setting in zip(
+        requests,
+        ("The IRT fit", "The failure clusters job"),
+        ("RUNLENS_IRT_WORKER_MB", "RUNLENS_CLUSTERS_WORKER_MB"),
+        strict=True,
+    ):
+        with pytest.raises(workers.JobRefused, match=f"{name} was not started: it needs at least") as refused:
+            worker_process.reserve(request)
+        assert setting in str(refused.value) and "RUNLENS_MEMORY_BUDGET_MB" in str(refused.value)
