@@ -34,6 +34,10 @@ Measured (``--measure``):
   ``RUNLENS_IRT_WORKER_CPU_S``), which fits 1PL of ``--irt-benchmark`` and **stores** it (a copy only). Each of its
   messages is logged with the worker's CPU, resident peak and address-space peak so far (``/proc``); then its exit
   status, its last message (``done`` or the ``error`` the page would show) and its CPU and peak RSS in all.
+* ``clusters-worker``: the Failure clusters page's job as the page starts it: ``python -m jobs.clusters_worker``
+  given ``jobs.clusters_worker.worker_request`` (its caps; ``--job-memory-mb`` starts it, or ``irt-worker``, with a
+  smaller limit, as when the server's memory budget grants less), which **stores** the clustering (a copy only);
+  logged as ``irt-worker`` is, a message per step.
 * ``clusters``: the failures of every benchmark (the count the Failure clusters page would cluster), then (not
   with ``--clusters-count-only``) the page's job on ``--clusters-benchmark`` (``bench/bench_clusters.py --page STORE --compute``: documents, vectors,
   clustering, stored), which **writes**: use it only with ``--store`` on a copy. With ``--clusters-steps`` the job
@@ -64,7 +68,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -359,17 +363,68 @@ def _proc_figures(pid: int) -> dict[str, float]:
     }
 
 
-def measure_irt_worker(location: str, lock: Path | None, *, benchmark: str) -> dict[str, object]:
+def measure_irt_worker(
+    location: str, lock: Path | None, *, benchmark: str, memory_mb: int | None = None
+) -> dict[str, object]:
     """``python -m jobs.irt`` as the Progress page starts it (its caps), on ``location`` (it stores the fit: a copy)."""
     from jobs.irt import worker_request
 
-    request = {**worker_request(location, benchmark=benchmark, model="1pl"), "parent_pid": os.getpid()}
+    def kept(message: dict[str, object]) -> bool:  # every message but the epochs between the first and the last
+        return "fraction" not in message or str(message.get("message", "")).startswith(("epoch 0/", "item", "the"))
+
+    request = worker_request(location, benchmark=benchmark, model="1pl")
+    return measure_job_worker("jobs.irt", request, lock, kept=kept, memory_mb=memory_mb)
+
+
+def measure_clusters_worker(
+    location: str, lock: Path | None, *, benchmark: str, memory_mb: int | None = None
+) -> dict[str, object]:
+    """``python -m jobs.clusters_worker`` as the Failure clusters page starts it (its caps), on ``location`` (it
+    stores the clustering: a copy); a message is kept when its step changes."""
+    from jobs.clusters_worker import worker_request
+
+    seen: set[str] = set()
+
+    def kept(message: dict[str, object]) -> bool:
+        step = str(message.get("message", "")).split(":")[0]
+        if step in seen and "fraction" in message:
+            return False
+        seen.add(step)
+        return True
+
+    request = worker_request(location, benchmark=benchmark, run_id=None)
+    return measure_job_worker("jobs.clusters_worker", request, lock, kept=kept, memory_mb=memory_mb)
+
+
+def measure_job_worker(
+    module: str,
+    request: dict[str, object],
+    lock: Path | None,
+    *,
+    kept: Callable[[dict[str, object]], bool],
+    memory_mb: int | None = None,
+) -> dict[str, object]:
+    """A job's process (``python -m module``) given ``request`` (``memory_mb``: started with that address-space
+    limit instead of its cap, as when the server's memory budget grants less), in the environment the server gives
+    it (``ingest.workers.worker_env``: its allocators): each kept message with the process's
+    CPU, resident peak and address-space peak so far (``/proc``), its exit status, last message, CPU and peak RSS."""
+    from ingest import workers
+
+    if memory_mb is not None:
+        request = {**request, "memory_bytes": memory_mb * 1024 * 1024}
+    request = {**request, "parent_pid": os.getpid()}
     out: dict[str, object] = {"request": request, "load_average": os.getloadavg()[0]}
     messages: list[dict[str, object]] = []
+    last: dict[str, object] | None = None
     with held(lock):
         wall, before = time.perf_counter(), _cpu()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "jobs.irt"], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [sys.executable, "-m", module],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=workers.worker_env(str(ROOT)),  # the page's allocators (the address space measures memory)
         )
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(request))
@@ -380,13 +435,13 @@ def measure_irt_worker(location: str, lock: Path | None, *, benchmark: str) -> d
             except ValueError:
                 continue
             row = {"wall_seconds": round(time.perf_counter() - wall, 1), **message, **_proc_figures(proc.pid)}
-            if "fraction" not in message or str(message.get("message", "")).startswith(("epoch 0/", "item", "the")):
-                messages.append(row)  # every message but the epochs between the first and the last
-                print(f"irt worker: {row}", file=sys.stderr)
+            if kept(message):
+                messages.append(row)
+                print(f"{module}: {row}", file=sys.stderr)
             last = row
         code = proc.wait()
     out["messages"] = messages
-    out["last_message"] = last if messages else None
+    out["last_message"] = last
     out["exit_status"] = code
     out["seconds"] = round(time.perf_counter() - wall, 1)
     out["cpu_seconds"] = round(_cpu() - before, 2)
@@ -493,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         "--measure",
         nargs="*",
         default=["upload"],
-        choices=["upload", "search", "sql", "irt", "irt-worker", "clusters"],
+        choices=["upload", "search", "sql", "irt", "irt-worker", "clusters", "clusters-worker"],
     )
     parser.add_argument("--store", help="measure this existing store (a copy for upload and clusters): no build")
     parser.add_argument("--lock", type=Path, help="an flock file held while a measurement reads the store")
@@ -503,6 +558,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clusters-benchmark", default="bench-0")
     parser.add_argument("--clusters-count-only", action="store_true", help="count the failures, run no job")
     parser.add_argument("--clusters-steps", action="store_true", help="the job alone: CPU and peak RSS of each step")
+    parser.add_argument(
+        "--job-memory-mb", type=int, help="start irt-worker / clusters-worker with this limit instead of its cap"
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--stream", action="store_true", help="build only the local lake, one log file at a time")
     args = parser.parse_args(argv)
@@ -527,7 +585,13 @@ def main(argv: list[str] | None = None) -> int:
             location, args.lock, benchmark=args.irt_benchmark, cap_cpu=args.irt_cap_cpu, cap_wall=args.irt_cap_wall
         )
     if "irt-worker" in args.measure:
-        result["irt_worker"] = measure_irt_worker(location, args.lock, benchmark=args.irt_benchmark)
+        result["irt_worker"] = measure_irt_worker(
+            location, args.lock, benchmark=args.irt_benchmark, memory_mb=args.job_memory_mb
+        )
+    if "clusters-worker" in args.measure:
+        result["clusters_worker"] = measure_clusters_worker(
+            location, args.lock, benchmark=args.clusters_benchmark, memory_mb=args.job_memory_mb
+        )
     if "clusters" in args.measure:
         result["clusters"] = measure_clusters(
             location,

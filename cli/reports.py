@@ -198,6 +198,17 @@ def gem_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def job_location(db: str | None) -> str:
+    """``--db`` as a job's process opens it (it runs in the project's folder): the default store named, a file's
+    path absolute."""
+    from pathlib import Path
+
+    from store import resolve_db_path
+
+    location = resolve_db_path(db)
+    return str(location.resolve() if isinstance(location, Path) else location)
+
+
 def irt_options(parser: argparse.ArgumentParser) -> None:
     from analytics.irt import MODELS
 
@@ -206,10 +217,10 @@ def irt_options(parser: argparse.ArgumentParser) -> None:
 
 
 def irt_run(args: argparse.Namespace) -> int:
-    """The cached fit of the current data, else fit and store it (through ``jobs.irt``)."""
+    """The cached fit of the current data, else fit and store it (``python -m jobs.irt``, its own process under the
+    fit's caps, as the Progress page runs it)."""
     from analytics import catalog, irt
-    from jobs.irt import fit_and_store
-    from store import writer
+    from jobs.irt import fit_in_process
 
     with reader(args.db) as con:
         benchmark = args.benchmark or catalog.default_benchmark(con)
@@ -222,8 +233,11 @@ def irt_run(args: argparse.Namespace) -> int:
         def show(frac: float, msg: str) -> None:
             print(f"\rfitting {benchmark} ({args.model}): {msg}   ", end="", file=sys.stderr, flush=True)
 
-        with writer(args.db) as con:
-            fit = fit_and_store(con, benchmark=benchmark, model=args.model, progress=show if shown else None)
+        key = fit_in_process(
+            job_location(args.db), benchmark=benchmark, model=args.model, progress=show if shown else None
+        )
+        with reader(args.db) as con:
+            fit = irt.read_fit(con, key)
         if shown:
             print(file=sys.stderr)
     if args.json:
@@ -487,17 +501,22 @@ def clusters_options(parser: argparse.ArgumentParser) -> None:
 def clusters_run(args: argparse.Namespace) -> int:
     """The stored clustering of the failures as they are now (migration 010, what the Failure clusters page reads);
     when none is stored for them (or with ``--recompute``), compute it first through the one writer (documents and
-    vectors of what is missing, the clustering, stored), then name and print it."""
+    vectors of what is missing, the clustering, stored; ``python -m jobs.clusters_worker``, its own process under the
+    job's caps, as the Failure clusters page runs it), then name and print it."""
     from analytics import clusters as cl
     from analytics.llm import llm_config
-    from jobs.failures import cluster_failures, label_clusters
+    from jobs import clusters_worker, worker_process
+    from jobs.failures import label_clusters
 
     clusters = None
     if not args.recompute:
         with reader(args.db) as con:
             clusters = cl.stored_clusters(con, benchmark=args.benchmark, run_id=args.run, model=args.model)
     if clusters is None:
-        cluster_failures(args.db, benchmark=args.benchmark, run_id=args.run, model=args.model, force=args.recompute)
+        request = clusters_worker.worker_request(
+            job_location(args.db), benchmark=args.benchmark, run_id=args.run, model=args.model, force=args.recompute
+        )
+        worker_process.run("jobs.clusters_worker", request)
         with reader(args.db) as con:
             clusters = cl.stored_clusters(con, benchmark=args.benchmark, run_id=args.run, model=args.model)
     if clusters is None:

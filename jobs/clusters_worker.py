@@ -29,16 +29,29 @@ DUCKDB_BYTES = min(1024 * MB, WORKER_BYTES // 4)
 # does not spill, and at 10M (1.07M failures) it did not fit in 1 GB, nor in 3 GB.
 DUCKDB_LATER_BYTES = WORKER_BYTES // 2
 WORKER_CPU_S = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_CPU_S", "7200"))
+# The least the job's process is started with when the memory budget (ingest.workers) cannot grant the whole cap
+# (at 1M attempts the job peaked at 2.6 GB of address space, 1.4 GB resident: BENCHMARKS.md).
+WORKER_MIN_BYTES = min(2048 * MB, WORKER_BYTES)
 
 
-def worker_request(store: str, *, benchmark: str, run_id: str | None) -> dict[str, Any]:
+def worker_request(
+    store: str, *, benchmark: str, run_id: str | None, model: str | None = None, force: bool = False
+) -> dict[str, Any]:
     """The request ``python -m jobs.clusters_worker`` reads on its stdin: compute and store the clusters of
-    ``benchmark``'s (or ``run_id``'s) failures in ``store`` under the worker's limits."""
+    ``benchmark``'s (or ``run_id``'s) failures in ``store`` under the worker's limits (``memory_bytes``: its cap,
+    lowered to what the memory budget grants when it starts, at least ``min_memory_bytes``; DuckDB's shares follow
+    the limit granted). ``model`` and ``force``: ``cluster_failures``' (the command line's ``--model``,
+    ``--recompute``)."""
     return {
         "store": store,
         "benchmark": benchmark,
         "run_id": run_id,
+        **({"model": model} if model else {}),
+        "force": force,
         "memory_bytes": WORKER_BYTES,
+        "min_memory_bytes": WORKER_MIN_BYTES,
+        "job": "The failure clusters job",
+        "memory_setting": "RUNLENS_CLUSTERS_WORKER_MB",
         "duckdb_bytes": DUCKDB_BYTES,
         "duckdb_later_bytes": DUCKDB_LATER_BYTES,
         "cpu_s": WORKER_CPU_S,
@@ -52,7 +65,7 @@ def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int, later_b
         text += (
             f" (the clusters job's process may hold {memory_bytes / MB:,.0f} MB of address space, DuckDB "
             f"{duckdb_bytes / MB:,.0f} MB of it while it builds the documents, {later_bytes / MB:,.0f} MB after: "
-            "RUNLENS_CLUSTERS_WORKER_MB)"
+            f"{worker_process.cap_setting(memory_bytes, WORKER_BYTES, 'RUNLENS_CLUSTERS_WORKER_MB')})"
         )
     return text
 
@@ -64,12 +77,10 @@ def _worker_main() -> int:
 
     from jobs.failures import cluster_failures  # numpy, pyarrow and DuckDB mapped before the cap
 
-    memory_bytes, duckdb_bytes, cpu_s = (
-        int(request["memory_bytes"]),
-        int(request["duckdb_bytes"]),
-        int(request["cpu_s"]),
-    )
-    later_bytes = int(request["duckdb_later_bytes"])
+    # memory_bytes: what the memory budget granted (its cap, or less); DuckDB's shares of it as at the full cap
+    memory_bytes, cpu_s = int(request["memory_bytes"]), int(request["cpu_s"])
+    duckdb_bytes = min(int(request["duckdb_bytes"]), memory_bytes // 4)
+    later_bytes = min(int(request["duckdb_later_bytes"]), memory_bytes // 2)
 
     worker_process.limit(
         memory_bytes,
@@ -84,6 +95,8 @@ def _worker_main() -> int:
                 request["store"],
                 benchmark=request["benchmark"],
                 run_id=request.get("run_id"),
+                **({"model": request["model"]} if request.get("model") else {}),
+                force=bool(request.get("force", False)),
                 progress=lambda fraction, message: say(fraction=float(fraction), message=str(message)),
                 duckdb_settings={"memory_limit": f"{max(duckdb_bytes // MB, 1)}MB", "temp_directory": spill},
                 later_memory_limit=f"{max(later_bytes // MB, 1)}MB",

@@ -42,6 +42,9 @@ from store import writer as store_writer
 # not measured), so the cap is far wider than the SQL and upload workers'.
 IRT_WORKER_BYTES = int(os.environ.get("RUNLENS_IRT_WORKER_MB", "8192")) * 1024 * 1024
 IRT_WORKER_CPU_S = int(os.environ.get("RUNLENS_IRT_WORKER_CPU_S", "7200"))
+# The least the fit's process is started with when the memory budget (ingest.workers) cannot grant the whole cap:
+# at 1M attempts it peaked at 1.22 GB of address space (0.65 GB resident), at 10M at 3.0 GB (BENCHMARKS.md).
+IRT_WORKER_MIN_BYTES = min(1536 * 1024 * 1024, IRT_WORKER_BYTES)
 
 
 def store_fit(
@@ -99,14 +102,31 @@ def fit_and_store(
 
 def worker_request(store: str, *, benchmark: str, model: str) -> dict[str, Any]:
     """The request ``python -m jobs.irt`` reads on its stdin: fit (or find stored) ``model`` of ``benchmark`` in
-    ``store`` under the worker's memory and CPU limits."""
+    ``store`` under the worker's memory and CPU limits (``memory_bytes``: its cap, lowered to what the memory budget
+    grants when it starts, at least ``min_memory_bytes``; ``jobs.worker_process.reserve``)."""
     return {
         "store": store,
         "benchmark": benchmark,
         "model": model,
         "memory_bytes": IRT_WORKER_BYTES,
+        "min_memory_bytes": IRT_WORKER_MIN_BYTES,
+        "job": "The IRT fit",
+        "memory_setting": "RUNLENS_IRT_WORKER_MB",
         "cpu_s": IRT_WORKER_CPU_S,
     }
+
+
+def fit_in_process(store: str, *, benchmark: str, model: str, progress: ProgressFn | None = None) -> str:
+    """Fit (or find stored) ``model`` of ``benchmark`` as the Progress page does: in ``python -m jobs.irt`` under the
+    worker's caps and the memory budget's grant (``jobs.worker_process.run``); return the fit's key. The command
+    line's fit, so that a fit at any size is bounded like the page's.
+
+    Raises:
+        jobs.worker_process.JobFailed: the fit failed (its message, naming the cap it reached).
+    """
+    return str(
+        worker_process.run("jobs.irt", worker_request(store, benchmark=benchmark, model=model), progress=progress)
+    )
 
 
 def limit_worker(memory_bytes: int, cpu_s: int, say: Any) -> None:
@@ -120,11 +140,17 @@ def limit_worker(memory_bytes: int, cpu_s: int, say: Any) -> None:
     )
 
 
+def duckdb_bytes(memory_bytes: int) -> int:
+    """DuckDB's memory limit in a fit's process of ``memory_bytes``: a quarter of it, at least 256 MB."""
+    return max(memory_bytes // 4, 256 * 2**20)
+
+
 def error_text(exc: BaseException, memory_bytes: int) -> str:
     """The error the page shows; an allocation that failed names the worker's memory limit."""
     text = f"{type(exc).__name__}: {exc}"
     if worker_process.is_memory_error(exc, text):
-        text += f" (the fit's process may hold {memory_bytes / 2**20:,.0f} MB of address space: RUNLENS_IRT_WORKER_MB)"
+        setting = worker_process.cap_setting(memory_bytes, IRT_WORKER_BYTES, "RUNLENS_IRT_WORKER_MB")
+        text += f" (the fit's process may hold {memory_bytes / 2**20:,.0f} MB of address space: {setting})"
     return text
 
 
@@ -139,6 +165,9 @@ def _worker_main() -> int:
 
     try:
         with store_writer(request["store"]) as con:
+            # DuckDB's share of the limit granted (its default, 80 % of the machine, is past the address-space cap: it
+            # would fail an allocation there instead of spilling); the responses' read at 10M is far below it
+            con.execute("SET memory_limit = ?", [f"{duckdb_bytes(int(request['memory_bytes'])) // 2**20}MB"])
             fit = fit_and_store(
                 con,
                 benchmark=request["benchmark"],

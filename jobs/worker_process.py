@@ -1,7 +1,13 @@
-"""What a job's own process (``ui.background.start_process``: ``python -m jobs.irt``, ``python -m
-jobs.clusters_worker``) does before its work: read its request and open its channel to the page, cap its memory and
-CPU, say why when it stops at the CPU cap, end when the server that started it is gone, and tell a failed allocation
-from other errors."""
+"""A job's own process (``python -m jobs.irt``, ``python -m jobs.clusters_worker``): how it is started and what it
+does before its work.
+
+Starting it (``ui.background.start_process`` in the server, ``run`` on the command line): the memory budget of the
+process tree (``ingest.workers.reserve_job``) grants the address-space limit it starts with (its own cap, or what is
+left, at least its minimum) and holds that much until the process has ended, however it ends (``reserve``,
+``release``); ``spawn`` starts it with its request on stdin and ``messages`` reads its channel.
+
+In the process: read its request and open its channel to the page, cap its memory and CPU, say why when it stops at
+the CPU cap, end when the server that started it is gone, and tell a failed allocation from other errors."""
 
 from __future__ import annotations
 
@@ -9,16 +15,129 @@ import json
 import os
 import resource
 import signal
+import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+from store import RunlensError
 
 # CPU seconds between the job's own stop at its CPU limit (SIGXCPU, which it reports) and the kernel's kill (a
 # handler runs between Python steps, so a long call into numpy or DuckDB delays it)
 CPU_GRACE_S = 60
 MEMORY_WORDS = ("memoryerror", "out of memory", "allocate")  # in an error's text: an allocation refused at the cap
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class JobFailed(RunlensError):
+    """A job's process ended with an error (its own ``error`` message, or its exit status and last stderr line)."""
+
+
+def reserve(
+    request: dict[str, Any], *, wait: bool = True, waiting: Callable[[str], None] | None = None
+) -> tuple[int, dict[str, Any]] | None:
+    """Reserve the memory budget's share for the job ``request`` describes (its ``worker_request``: ``memory_bytes``
+    its cap, ``min_memory_bytes``, ``job`` its name, ``memory_setting`` its cap's variable); return the ticket
+    (``release`` it once the process has ended) and the request with ``memory_bytes`` set to the limit granted.
+    ``wait``: False returns None when the budget cannot grant it now but could later.
+
+    Raises:
+        ingest.workers.JobRefused: the budget cannot grant it (at once, or within ``RUNLENS_JOB_WAIT_S``).
+    """
+    from ingest import workers
+
+    want = int(request["memory_bytes"])
+    held = workers.reserve_job(
+        str(request.get("job", "The job")),
+        want_bytes=want,
+        min_bytes=int(request.get("min_memory_bytes", want)),
+        setting=str(request.get("memory_setting", "its memory cap")),
+        wait_s=workers.JOB_WAIT_S if wait else None,
+        waiting=waiting,
+    )
+    if held is None:
+        return None
+    ticket, granted = held
+    return ticket, {**request, "memory_bytes": granted}
+
+
+def release(ticket: int) -> None:
+    """Give the job's reservation back (its process has ended)."""
+    from ingest import workers
+
+    workers.release_job(ticket)
+
+
+def spawn(module: str, request: dict[str, Any], *, stderr: IO[bytes] | int | None) -> subprocess.Popen[bytes]:
+    """Start ``python -m module`` with ``request`` (``parent_pid`` added) on its stdin, its stdout a pipe (its channel,
+    ``messages``), in the environment of the server's workers (the allocators that keep its limit honest)."""
+    from ingest import workers
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        cwd=ROOT,
+        env=workers.worker_env(ROOT),
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps({**request, "parent_pid": os.getpid()}).encode())
+    proc.stdin.close()
+    return proc
+
+
+def messages(proc: subprocess.Popen[bytes]) -> Iterator[dict[str, Any]]:
+    """The JSON objects the job's process writes on its channel, until it closes it."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue  # not the job's own line
+        if isinstance(message, dict):
+            yield message
+
+
+def run(module: str, request: dict[str, Any], *, progress: Callable[[float, str], None] | None = None) -> Any:
+    """Run the job ``python -m module`` to its end as the server does (its own process, its caps, its reservation
+    of the budget when one is in force): the command line's way to run a job, so that a run at any size is bounded
+    like the page's. Return its ``done`` value.
+
+    Raises:
+        JobFailed: the job reported an error, or its process ended without ``done``.
+        ingest.workers.JobRefused: the memory budget could not grant it.
+    """
+    import tempfile
+
+    held = reserve(request)
+    assert held is not None
+    ticket, granted = held
+    try:
+        with tempfile.TemporaryFile() as err:
+            proc = spawn(module, granted, stderr=err)
+            try:
+                for message in messages(proc):
+                    if "error" in message:
+                        raise JobFailed(str(message["error"]))
+                    if "done" in message:
+                        return message["done"]
+                    if "fraction" in message and progress is not None:
+                        progress(float(message["fraction"]), str(message.get("message", "")))
+                code = proc.wait()
+                err.seek(0)
+                tail = err.read().decode(errors="replace").strip().splitlines()[-1:]
+                raise JobFailed(f"the job's process ended with status {code}" + (f": {tail[0][:300]}" if tail else ""))
+            finally:
+                try:
+                    proc.wait(timeout=60)  # after ``done`` it only exits; the reservation is held until it has
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    finally:
+        release(ticket)
 
 
 def channel() -> tuple[dict[str, Any], Callable[..., None]]:
@@ -38,6 +157,14 @@ def channel() -> tuple[dict[str, Any], Callable[..., None]]:
 def is_memory_error(exc: BaseException, text: str) -> bool:
     """Whether ``exc`` (``text``: its message) is an allocation refused, by Python, numpy, torch or DuckDB."""
     return isinstance(exc, MemoryError) or any(word in text.lower() for word in MEMORY_WORDS)
+
+
+def cap_setting(memory_bytes: int, cap_bytes: int, setting: str) -> str:
+    """The setting that raises a job's memory limit of ``memory_bytes``: its own cap's ``setting`` when it runs with
+    its whole cap ``cap_bytes``, else the server's budget, which granted it less."""
+    if memory_bytes >= cap_bytes:
+        return setting
+    return f"RUNLENS_MEMORY_BUDGET_MB: the server's memory budget granted it less than its cap, {setting}"
 
 
 def limit(memory_bytes: int, cpu_s: int, say: Callable[..., Any], at_cpu_limit: str) -> None:

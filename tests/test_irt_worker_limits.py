@@ -29,6 +29,8 @@ def test_the_worker_reports_its_cpu_limit_and_ends() -> None:
 def test_a_failed_allocation_names_the_memory_limit() -> None:
     assert "RUNLENS_IRT_WORKER_MB" in error_text(MemoryError(), 8 << 30)
     assert "8,192 MB" in error_text(RuntimeError("DefaultCPUAllocator: can't allocate memory"), 8 << 30)
+    granted = error_text(MemoryError(), 2 << 30)  # the server's budget started it below its cap
+    assert "2,048 MB" in granted and "RUNLENS_MEMORY_BUDGET_MB: the server's memory budget granted it less" in granted
     assert (
         error_text(ValueError("benchmark 'x' has no attempts"), 8 << 30) == "ValueError: benchmark 'x' has no attempts"
     )

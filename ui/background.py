@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import atexit
 import importlib
-import json
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable
@@ -80,6 +78,11 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
     of its own, ``request`` as JSON on its stdin (``parent_pid`` added: the process ends itself when the server is
     gone).
 
+    The process starts with the limit the server's memory budget grants it (``jobs.worker_process.reserve``: its own
+    cap or what is left, at least its minimum) and holds that share until it has ended, however it ends; a job the
+    budget cannot hold yet waits in the job's thread (its message says why), and one it cannot hold at all is a
+    job with that error.
+
     The process writes one JSON object a line on its stdout: ``{"fraction": f, "message": m}`` for progress,
     ``{"error": text}`` when it failed, ``{"done": value}`` at the end; a thread of the server reads them into the
     job. A process that ends without ``done`` or ``error`` (killed, or over its memory limit) leaves the last line
@@ -89,40 +92,46 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
         if job is not None:
             return job
         job = _JOBS[key] = Job(key)
-    from ingest import workers  # the project on the worker's path, the allocators that keep its limit honest
+    from ingest import workers
+    from jobs import worker_process
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    err = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by the reader thread when the process ends
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", module],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            cwd=root,
-            env=workers.worker_env(root),
-        )
-    except OSError as exc:
-        err.close()
-        job.error, job.is_done = f"{type(exc).__name__}: {exc}", True
+        held = worker_process.reserve(request, wait=False)  # most often granted at once: the process starts now
+    except workers.JobRefused as exc:
+        job.error, job.is_done = str(exc), True
         return job
-    job.process = proc
-    _PROCESSES.add(proc)
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps({**request, "parent_pid": os.getpid()}).encode())
-    proc.stdin.close()
+    err = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by the reader thread when the process ends
+
+    def begin(granted: dict[str, Any]) -> subprocess.Popen[bytes]:
+        proc = worker_process.spawn(module, granted, stderr=err)
+        job.process = proc
+        _PROCESSES.add(proc)
+        return proc
+
+    proc = None
+    if held is not None:
+        try:
+            proc = begin(held[1])
+        except OSError as exc:
+            worker_process.release(held[0])
+            err.close()
+            job.error, job.is_done = f"{type(exc).__name__}: {exc}", True
+            return job
+
+    def waiting(message: str) -> None:
+        job.message = message
 
     def read() -> None:
-        assert proc.stdout is not None
+        nonlocal held, proc
         finished = False
         try:
-            for line in proc.stdout:
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    continue  # not the job's own line
-                if not isinstance(message, dict):
-                    continue
+            if held is None:  # wait for the budget's share here, not in the page
+                held = worker_process.reserve(request, waiting=waiting)
+                assert held is not None
+                job.message = "Starting..."
+                proc = begin(held[1])
+            assert proc is not None
+            for message in worker_process.messages(proc):
                 if "error" in message:
                     job.error, finished = str(message["error"]), True
                 elif "done" in message:
@@ -135,9 +144,15 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
                 err.seek(0)
                 tail = err.read().decode(errors="replace").strip().splitlines()[-1:]
                 job.error = f"the job's process ended with status {code}" + (f": {tail[0][:300]}" if tail else "")
+        except (workers.JobRefused, OSError) as exc:
+            job.error = str(exc) if isinstance(exc, workers.JobRefused) else f"{type(exc).__name__}: {exc}"
         finally:
+            if proc is not None:
+                proc.wait()  # the share is given back only once the process is gone
+                _PROCESSES.discard(proc)
+            if held is not None:
+                worker_process.release(held[0])
             err.close()
-            _PROCESSES.discard(proc)
             job.is_done = True
 
     job.thread = threading.Thread(target=read, daemon=True, name=f"runlens-job:{key}")
