@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.formats import is_archive
-from ingest.lazy_pandas import NoPandas
+from ingest.lazy_imports import Refusal
 from ingest.pipeline import Prepared, _size, prepare_file
 from ingest.records import Known
 
@@ -114,7 +114,7 @@ def _without_pandas_probe() -> None:
     (``to_pandas``, ``import pandas``) still imports it, since only this one probe is answered."""
     import pyarrow as pa
 
-    finder = NoPandas()
+    finder = Refusal(("pandas",))
     sys.meta_path.insert(0, finder)
     try:
         pa.array([0])

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import duckdb
 
-from ingest import lazy_pandas
+from ingest import lazy_imports
 from ingest.chunked import read_head, stream_hash, validate_in_parts
 from ingest.errors import IngestError, ProblemCollector
 from ingest.formats import ARCHIVE_SUFFIXES, FORMATS, Format, detect_format, is_archive, parse_with, walk_suffixes
@@ -582,7 +582,7 @@ def ingest_paths(
     spills = n_jobs > 1 or any(_size(f) > CHUNK_BYTES or is_archive(f) for f in files)
     spill_folder = owned_temporary_folder(SPILL_PREFIX) if spills else contextlib.nullcontext(None)
     with (
-        lazy_pandas.refused(),  # DuckDB's and pyarrow's probes for pandas: 0.2-0.25 CPU s of nothing here
+        lazy_imports.refused(),  # pandas and pyarrow.dataset: DuckDB and pyarrow probe for them (ingest.lazy_imports)
         spill_folder as spill_dir,
         writer(db, short_session=is_short) as con,
         one_thread(con, n_jobs > 1),

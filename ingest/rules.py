@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from ingest import lazy_pandas
+from ingest import lazy_imports
 from store import PROJECT_ROOT, RunlensError, query_df, query_rows, transaction
 
-if TYPE_CHECKING:  # imported where used: an ingest without a tool graph never imports pandas (ingest.lazy_pandas)
+if TYPE_CHECKING:  # imported where used: an ingest without a tool graph never imports pandas (ingest.lazy_imports)
     import pandas as pd
 
 DEFAULT_COMPUTE_TOOLS = ("calculator", "python", "code_interpreter", "execute_python")
@@ -188,7 +188,7 @@ def _benchmark_steps(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFram
 
 def compute_findings(con: duckdb.DuckDBPyConnection, *, benchmark: str, graph: Graph | None) -> pd.DataFrame:
     """Rule findings for every attempt of a benchmark (read run by run, so memory stays bounded)."""
-    lazy_pandas.allow()
+    lazy_imports.allow()
     import pandas as pd
 
     out: list[dict[str, Any]] = []
@@ -252,7 +252,7 @@ def label_file_attempts(
         graph = load_graph(con, bench)
         if graph is None:
             continue
-        lazy_pandas.allow()  # the findings are DataFrames (store.derived)
+        lazy_imports.allow()  # the findings are DataFrames (store.derived)
         import pandas as pd
 
         from store import derived

@@ -71,17 +71,17 @@ from ingest.pipeline import ingest_paths
 tmp = Path(sys.argv[1])
 files = [tmp / "a.jsonl", tmp / "b.jsonl"]
 plain = [r.outcome for r in ingest_paths(files, db=tmp / "plain.duckdb", jobs=1)]
-before = "pandas" in sys.modules
+before = [m for m in ("pandas", "pyarrow.dataset") if m in sys.modules]
 (tmp / "graphs" / "gb.json").write_text(json.dumps({"calculator": ["search"]}))
 graph = [r.outcome for r in ingest_paths(files, db=tmp / "graph.duckdb", jobs=1)]
 print(json.dumps([plain, before, graph, "pandas" in sys.modules]))
 """
 
 
-def test_an_ingest_imports_pandas_only_for_the_rule_findings_that_use_it(tmp_path: Path) -> None:
-    """In a process that has not imported pandas (``python -m ingest``), an ingest without a tool graph leaves it
-    unimported (DuckDB's and pyarrow's probes are answered "absent": ingest.lazy_pandas); one whose benchmark has a
-    graph imports it for the findings, which are then stored as in any process."""
+def test_an_ingest_imports_pandas_and_pyarrow_dataset_only_for_what_uses_them(tmp_path: Path) -> None:
+    """In a process that has not imported pandas (``python -m ingest``), an ingest without a tool graph leaves it and
+    ``pyarrow.dataset`` unimported (DuckDB's and pyarrow's probes are answered "absent": ingest.lazy_imports); one
+    whose benchmark has a graph imports pandas for the findings, which are then stored as in any process."""
     import os
     import subprocess
     import sys
@@ -94,9 +94,9 @@ def test_an_ingest_imports_pandas_only_for_the_rule_findings_that_use_it(tmp_pat
     out = subprocess.run(
         [sys.executable, "-c", _FRESH, str(tmp_path)], cwd=root, env=env, capture_output=True, text=True, check=True
     )
-    plain, pandas_before, graph, pandas_after = json.loads(out.stdout.strip().splitlines()[-1])
+    plain, imported_before, graph, pandas_after = json.loads(out.stdout.strip().splitlines()[-1])
     assert plain == graph == ["ingested", "ingested"]
-    assert not pandas_before and pandas_after
+    assert imported_before == [] and pandas_after
     assert _rule_codes(tmp_path / "plain.duckdb") == []
     codes = _rule_codes(tmp_path / "graph.duckdb")
     assert {run for run, _ in codes} == {"r1", "r2"} and ("r1", "DE") in codes
