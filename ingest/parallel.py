@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
-import importlib.abc
 import multiprocessing
 import os
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.formats import is_archive
+from ingest.lazy_imports import Refusal
 from ingest.pipeline import Prepared, _size, prepare_file
 from ingest.records import Known
 
@@ -107,15 +107,6 @@ def _init_worker(parent_pid: int) -> None:
     threading.Thread(target=watch, name="runlens-parent-watch", daemon=True).start()
 
 
-class _NoPandas(importlib.abc.MetaPathFinder):
-    """An import finder that refuses pandas (``_without_pandas_probe``)."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
-        if fullname == "pandas" or fullname.startswith("pandas."):
-            raise ImportError("pandas is not imported by a validation worker")
-        return None
-
-
 def _without_pandas_probe() -> None:
     """Keep pyarrow from importing pandas in a worker, where nothing uses it: pyarrow's first ``pa.array`` of a
     Python list asks whether pandas is there, to tell its arrays apart, and importing it cost each worker 0.2-0.25
@@ -123,7 +114,7 @@ def _without_pandas_probe() -> None:
     (``to_pandas``, ``import pandas``) still imports it, since only this one probe is answered."""
     import pyarrow as pa
 
-    finder = _NoPandas()
+    finder = Refusal(("pandas",))
     sys.meta_path.insert(0, finder)
     try:
         pa.array([0])

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 import duckdb
 
+from ingest import lazy_imports
 from ingest.chunked import read_head, stream_hash, validate_in_parts
 from ingest.errors import IngestError, ProblemCollector
 from ingest.formats import ARCHIVE_SUFFIXES, FORMATS, Format, detect_format, is_archive, parse_with, walk_suffixes
@@ -580,7 +581,12 @@ def ingest_paths(
     remove_orphans(SPILL_PREFIX)  # the spill folders of killed ingests (ingest.tempdirs)
     spills = n_jobs > 1 or any(_size(f) > CHUNK_BYTES or is_archive(f) for f in files)
     spill_folder = owned_temporary_folder(SPILL_PREFIX) if spills else contextlib.nullcontext(None)
-    with spill_folder as spill_dir, writer(db, short_session=is_short) as con, one_thread(con, n_jobs > 1):
+    with (
+        lazy_imports.refused(),  # pandas and pyarrow.dataset: DuckDB and pyarrow probe for them (ingest.lazy_imports)
+        spill_folder as spill_dir,
+        writer(db, short_session=is_short) as con,
+        one_thread(con, n_jobs > 1),
+    ):
         # Written blocks are on disk already: a small buffer pool only means less cached, and keeps a long
         # ingest's memory flat (measured at 1M attempts: 3.7 GB for this process at DuckDB's default, 1.3 GB here).
         con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")

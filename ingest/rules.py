@@ -29,12 +29,15 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
-from store import PROJECT_ROOT, RunlensError, derived, query_df, query_rows, transaction
+from ingest import lazy_imports
+from store import PROJECT_ROOT, RunlensError, query_df, query_rows, transaction
+
+if TYPE_CHECKING:  # imported where used: an ingest without a tool graph never imports pandas (ingest.lazy_imports)
+    import pandas as pd
 
 DEFAULT_COMPUTE_TOOLS = ("calculator", "python", "code_interpreter", "execute_python")
 GRAPHS_DIR = PROJECT_ROOT / "data" / "tool_graphs"
@@ -185,6 +188,9 @@ def _benchmark_steps(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFram
 
 def compute_findings(con: duckdb.DuckDBPyConnection, *, benchmark: str, graph: Graph | None) -> pd.DataFrame:
     """Rule findings for every attempt of a benchmark (read run by run, so memory stays bounded)."""
+    lazy_imports.allow()
+    import pandas as pd
+
     out: list[dict[str, Any]] = []
     for (run_id,) in query_rows(con, "SELECT run_id FROM runs WHERE benchmark = ? ORDER BY run_id", [benchmark]):
         steps = _benchmark_steps(con, run_id)
@@ -246,6 +252,11 @@ def label_file_attempts(
         graph = load_graph(con, bench)
         if graph is None:
             continue
+        lazy_imports.allow()  # the findings are DataFrames (store.derived)
+        import pandas as pd
+
+        from store import derived
+
         ghash = graph_hash(graph)
         older = query_rows(
             con,

@@ -62,3 +62,41 @@ def test_graph_file_labels_at_ingest_and_none_without(
         assert {run for run, _ in codes} == {"r1", "r2"} and ("r1", "DE") in codes
     else:
         assert codes == []
+
+
+_FRESH = """
+import json, sys
+from pathlib import Path
+from ingest.pipeline import ingest_paths
+tmp = Path(sys.argv[1])
+files = [tmp / "a.jsonl", tmp / "b.jsonl"]
+plain = [r.outcome for r in ingest_paths(files, db=tmp / "plain.duckdb", jobs=1)]
+before = [m for m in ("pandas", "pyarrow.dataset") if m in sys.modules]
+(tmp / "graphs" / "gb.json").write_text(json.dumps({"calculator": ["search"]}))
+graph = [r.outcome for r in ingest_paths(files, db=tmp / "graph.duckdb", jobs=1)]
+print(json.dumps([plain, before, graph, "pandas" in sys.modules]))
+"""
+
+
+def test_an_ingest_imports_pandas_and_pyarrow_dataset_only_for_what_uses_them(tmp_path: Path) -> None:
+    """In a process that has not imported pandas (``python -m ingest``), an ingest without a tool graph leaves it and
+    ``pyarrow.dataset`` unimported (DuckDB's and pyarrow's probes are answered "absent": ingest.lazy_imports); one
+    whose benchmark has a graph imports pandas for the findings, which are then stored as in any process."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "graphs").mkdir()
+    (tmp_path / "a.jsonl").write_bytes(_log("r1", define=True))
+    (tmp_path / "b.jsonl").write_bytes(_log("r2", define=False))
+    env = {**os.environ, "RUNLENS_TOOL_GRAPHS": str(tmp_path / "graphs")}
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", _FRESH, str(tmp_path)], cwd=root, env=env, capture_output=True, text=True, check=True
+    )
+    plain, imported_before, graph, pandas_after = json.loads(out.stdout.strip().splitlines()[-1])
+    assert plain == graph == ["ingested", "ingested"]
+    assert imported_before == [] and pandas_after
+    assert _rule_codes(tmp_path / "plain.duckdb") == []
+    codes = _rule_codes(tmp_path / "graph.duckdb")
+    assert {run for run, _ in codes} == {"r1", "r2"} and ("r1", "DE") in codes
