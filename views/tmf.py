@@ -17,6 +17,7 @@ from ui.common import (
     from_url,
     keep_in_url,
     plain,
+    query_param,
     selected_custom_data,
     show_fig,
 )
@@ -33,7 +34,7 @@ if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH`.")
 # IRT ability is offered when a fit is stored: asked first when the link or the session names it, else read with
 # the first view's runs (``view.has_irt_fit``: no statement of its own), so the options are read before the widgets
-asks_irt = "irt" in (st.session_state.get("tmf_perf"), st.query_params.get("performance"))
+asks_irt = "irt" in (st.session_state.get("tmf_perf"), query_param("performance"))
 has_irt: bool | None = cached(tmf.has_irt_fit, benchmark=filters.benchmark) if asks_irt else None
 perf_options = list(tmf.PERFORMANCES if has_irt is not False else tmf.PERFORMANCES[:2])
 # every assumption is kept in the URL, so a shared link (and the exports) carry the same numbers
