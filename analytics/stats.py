@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import zlib
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -480,6 +481,77 @@ def count_draws(out: np.ndarray, start: int, idx: np.ndarray) -> None:
     for b, row in enumerate(idx, start):
         out[b] = np.bincount(row, minlength=out.shape[1])
 
+
+class ResampleCounts:
+    """``resample_weights``' counts held as bytes: an ``(n_boot, n_units)`` uint8 matrix (an eighth of the float
+    matrix: 33 MB instead of 267 MB at 500 x 66,667, whose fresh pages cost the TMF page 0.4-0.8 CPU s at 10M
+    attempts), with the rare resample where a unit is drawn more than 255 times kept whole in ``wide``. ``sums``
+    gives the products with the counts without ever holding the float matrix; ``dense`` the float matrix itself
+    (the same counts as ``resample_weights``)."""
+
+    def __init__(self, n_boot: int, n_units: int) -> None:
+        self.small = np.empty((n_boot, n_units), dtype=np.uint8)
+        self.wide: dict[int, np.ndarray] = {}  # resample -> its counts, where one is above 255
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.small.shape
+
+    def count(self, start: int, idx: np.ndarray) -> None:
+        """Resamples ``start, start + 1, ...``: how often each unit is drawn in each row of ``idx`` (as
+        ``count_draws``)."""
+        n_units = self.small.shape[1]
+        for b, row in enumerate(idx, start):
+            counts = np.bincount(row, minlength=n_units)
+            self.small[b] = counts
+            if n_units > 255 and counts.max() > 255:
+                self.wide[b] = counts
+
+    def _rows(self, start: int, stop: int, out: np.ndarray) -> np.ndarray:
+        """Resamples ``start:stop`` as floats, written into ``out``'s first rows."""
+        rows = out[: stop - start]
+        rows[...] = self.small[start:stop]
+        for b, counts in self.wide.items():
+            if start <= b < stop:
+                rows[b - start] = counts
+        return rows
+
+    def dense(self) -> np.ndarray:
+        """The ``(n_boot, n_units)`` float matrix of the counts (``resample_weights``' matrix)."""
+        return self._rows(0, self.small.shape[0], np.empty(self.small.shape))
+
+    def sums(self, matrix: np.ndarray) -> np.ndarray:
+        """``self.dense() @ matrix`` (units x series -> resamples x series), in products of ``SUMS_BLOCK`` bytes of
+        resamples at a time: the same sums to about 1e-15 relative, not always to the last bit (the BLAS may add in
+        another order for a product of fewer rows: docs/tmf.md)."""
+        from threadpoolctl import threadpool_limits
+
+        n_boot, n_units = self.small.shape
+        out = np.empty((n_boot, matrix.shape[1]))
+        step = max(1, SUMS_BLOCK // (8 * max(n_units, 1)))
+        buf = np.empty((min(step, n_boot), n_units))  # one buffer for every block: its pages are faulted in once
+        # One BLAS thread (the process's setting: one caller at a time, so none restores another's): products of a
+        # few rows on two threads took 0.3-4.5 CPU s instead of 0.1 at 66,667 x 52 with the machine loaded (the
+        # second thread spins while it waits for a core).
+        with _ONE_BLAS_THREAD, threadpool_limits(1, user_api="blas"):
+            for start in range(0, n_boot, step):
+                stop = min(start + step, n_boot)
+                np.matmul(self._rows(start, stop, buf), matrix, out=out[start:stop])
+        return out
+
+
+def resample_counts(n_units: int, rng: np.random.Generator, *, n_boot: int = 1000) -> ResampleCounts:
+    """``resample_weights(n_units, rng, n_boot=n_boot)``'s counts (the same draw, the same counts) as
+    ``ResampleCounts``."""
+    out = ResampleCounts(n_boot, n_units)
+    block = max(1, DRAW_BLOCK // max(n_units, 1))
+    for start in range(0, n_boot, block):
+        out.count(start, rng.integers(0, n_units, size=(min(block, n_boot - start), n_units)))
+    return out
+
+
+SUMS_BLOCK = 16 << 20  # bytes of float counts multiplied at once by ``ResampleCounts.sums``
+_ONE_BLAS_THREAD = threading.Lock()
 
 # draws held at once by ``resample_weights``: 1 MB of int64, under the 4 MB from which numpy asks the kernel for huge
 # pages (16 MB blocks cost 0.26-0.87 CPU s for 500 x 66,667 counts in a fresh process, up to 0.70 of it system time;

@@ -224,6 +224,29 @@ def test_assumptions_travel_in_the_link_and_bad_values_give_notices(
     }
 
 
+def test_the_irt_choice_comes_from_the_first_views_read(fixture_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No IRT fit stored: IRT ability is not offered (a caption says why), known from the first view's runs'
+    statement without a statement of its own; a link naming it asks first, drops it with a notice and shows the
+    default analysis."""
+    asked: list[object] = []
+    real = tmf.has_irt_fit
+    monkeypatch.setattr(tmf, "has_irt_fit", lambda con, **kw: asked.append(kw) or real(con, **kw))
+    at = open_tmf(fixture_db, monkeypatch, "mini-bench")
+    assert asked == []
+    assert at.selectbox(key="tmf_perf").options == list(tmf.PERFORMANCES[:2])
+    assert "IRT ability is not offered" in " ".join(c.value for c in at.caption)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["benchmark"], at.query_params["performance"] = "mini-bench", "irt"
+    at.run()
+    at.switch_page("views/tmf.py").run()
+    assert not at.exception, at.exception
+    assert len(asked) == 1 and "irt" in " ".join(i.value for i in at.info)
+    assert at.selectbox(key="tmf_perf").value == tmf.PERFORMANCES[0]
+    with reader(fixture_db) as con:
+        expected = tmf.analyse(tmf.load(con, RunFilter(benchmark="mini-bench")))
+    assert metrics(at)["TMF stage"] == tmf.stage_label(expected).split(" · ")[0]
+
+
 def test_runs_without_costs_get_an_empty_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_tmf(_no_minutes_db(tmp_path, costs=(None, None)), monkeypatch, "nm-bench")
     assert any("has both a cost and a performance" in i.value for i in at.info)

@@ -220,7 +220,8 @@ def test_code_helpers_equal_pandas_on_random_rows() -> None:
 
 def test_the_irt_check_and_an_analysis_without_abilities_read_the_same(demo_db: Path) -> None:
     """``has_irt_fit`` asks without reading the abilities and says what ``irt_abilities`` being non-empty says
-    (no fit; a newest fit without abilities; one with); the page's analysis of Pass@1 reads no abilities and is the
+    (no fit; a newest fit without abilities; one with), and so does the runs' statement of ``load`` and the first
+    view (``prepare_current``); the page's analysis of Pass@1 reads no abilities and is the
     same as with them read; the IRT analysis still reads them."""
     from store import writer
 
@@ -231,6 +232,9 @@ def test_the_irt_check_and_an_analysis_without_abilities_read_the_same(demo_db: 
         with reader(demo_db) as con:
             has = tmf.has_irt_fit(con, benchmark=bench)
             assert has == (not tmf.irt_abilities(con, benchmark=bench).empty)
+            # the page's first view reads it with the runs
+            assert tmf.load(con, rf, with_abilities=False).has_irt_fit is has
+            assert tmf.prepare_current(con, rf, options=tmf.TmfOptions(n_replicates=0)).has_irt_fit is has
             return has
 
     assert not agrees()

@@ -4,10 +4,12 @@ the first view's analysis the same with and without it."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import store as rdb
 from analytics import stats, tmf
@@ -28,13 +30,14 @@ def test_a_prefetched_draw_equals_the_draw_in_place_and_is_taken_once() -> None:
     assert key == (700, 5, "all", 40)
     assert bootstrap.prefetch_weights(700, seed=5, slice_name="all", n_replicates=40) is None  # already drawing
     assert key in bootstrap._PREFETCHED
-    got = bootstrap.resample_weights(700, seed=5, slice_name="all", n_replicates=40)
+    got = bootstrap.resample_counts(700, seed=5, slice_name="all", n_replicates=40)
     assert key not in bootstrap._PREFETCHED
-    np.testing.assert_array_equal(got, direct(700, 5, "all", 40))
+    np.testing.assert_array_equal(got.dense(), direct(700, 5, "all", 40))
     # another key is drawn in place, and the one not taken goes with ``discard_weights``
     other = bootstrap.prefetch_weights(701, seed=5, slice_name="all", n_replicates=40)
     np.testing.assert_array_equal(
-        bootstrap.resample_weights(700, seed=5, slice_name="level=L1", n_replicates=40), direct(700, 5, "level=L1", 40)
+        bootstrap.resample_counts(700, seed=5, slice_name="level=L1", n_replicates=40).dense(),
+        direct(700, 5, "level=L1", 40),
     )
     assert other in bootstrap._PREFETCHED
     bootstrap.discard_weights(other)
@@ -95,9 +98,9 @@ def test_a_draw_shared_by_two_threads_gives_the_counts_of_the_draw_in_place() ->
                     for t in takers:
                         t.join()
                     assert len(got) == 3 and all(g is got[0] for g in got)
-                    np.testing.assert_array_equal(got[0], want)
+                    np.testing.assert_array_equal(got[0].dense(), want)
                 else:
-                    np.testing.assert_array_equal(draw.result(), want, err_msg=f"{n_units} {how}")
+                    np.testing.assert_array_equal(draw.result().dense(), want, err_msg=f"{n_units} {how}")
                 if worker is not None:
                     worker.join()
         finally:
@@ -106,3 +109,104 @@ def test_a_draw_shared_by_two_threads_gives_the_counts_of_the_draw_in_place() ->
     stopped.stop()
     stopped.work()
     assert stopped._next == 0  # no block drawn
+
+
+def test_the_replicate_means_from_the_counts_in_blocks_equal_the_product_over_the_whole_matrix() -> None:
+    """``bootstrap._replicate_means`` (the counts held as bytes, multiplied a block of replicates at a time, never
+    the float matrix) against the reference, ``_weighted_means`` over ``stats.resample_weights``' whole matrix: equal
+    to 1e-12 relative (the BLAS may add in another order for fewer rows; the counts themselves are equal exactly),
+    with and without cells left out, in one block and in several with a short last one. A block skipped, counted
+    twice or taken from the wrong replicates is far outside that tolerance (checked below on the same data)."""
+    rng = np.random.default_rng([33, 15])
+    real = stats.SUMS_BLOCK
+    try:
+        for n_units, n_boot, block in ((1, 5, real), (700, 40, real), (5_003, 41, 5_003 * 8 * 6), (20_011, 23, 1)):
+            stats.SUMS_BLOCK = block
+            counts = stats.resample_counts(n_units, stats.stable_rng(4, "tmf-boot", "all"), n_boot=n_boot)
+            weights = stats.resample_weights(n_units, stats.stable_rng(4, "tmf-boot", "all"), n_boot=n_boot)
+            np.testing.assert_array_equal(counts.dense(), weights)
+            full = rng.gamma(2.0, 0.3, (n_units, 2 * int(rng.integers(1, 14))))
+            for m in (full, np.where(rng.random(full.shape) < 0.2, np.nan, full)):
+                want = bootstrap._weighted_means(weights, m)
+                got = bootstrap._replicate_means(counts, m)
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, equal_nan=True, err_msg=f"{n_units}")
+                if n_boot > 1 and n_units > 1:  # a wrong block: the second replicate's counts in the first's place
+                    wrong = stats.ResampleCounts(n_boot, n_units)
+                    wrong.small[...] = counts.small
+                    wrong.small[0] = counts.small[1]
+                    bad = bootstrap._replicate_means(wrong, m)
+                    assert not np.allclose(bad, want, rtol=1e-12, atol=0, equal_nan=True)
+    finally:
+        stats.SUMS_BLOCK = real
+
+
+def test_a_unit_drawn_more_than_255_times_keeps_its_count() -> None:
+    """``ResampleCounts`` holds counts as bytes and the rare count above 255 whole: the float matrix and the
+    products are those of the counts as drawn."""
+    n_units = 400
+    idx = np.zeros((3, n_units), dtype=np.int64)
+    idx[0, :300] = 7  # unit 7 drawn 300 times in the first resample
+    idx[0, 300:] = np.arange(100)
+    idx[1] = np.arange(n_units)
+    idx[2, :] = 399  # every draw the last unit: 400
+    counts = stats.ResampleCounts(3, n_units)
+    counts.count(0, idx)
+    expected = np.stack([np.bincount(r, minlength=n_units) for r in idx]).astype(float)
+    np.testing.assert_array_equal(counts.dense(), expected)
+    m = np.random.default_rng(2).random((n_units, 3))
+    np.testing.assert_allclose(counts.sums(m), expected @ m, rtol=1e-12, atol=0)
+
+
+def _assert_same_to_ci(a: object, b: object, where: str = "") -> None:
+    """``assert_same``, but the bootstrap's value interval (``Uncertainty.value_ci95``) to 1e-12 relative: the one
+    number whose products' order changed (``_replicate_means``); every other number bit for bit."""
+    if isinstance(a, bootstrap.Uncertainty):
+        assert isinstance(b, bootstrap.Uncertainty), where
+        np.testing.assert_allclose(a.value_ci95, b.value_ci95, rtol=1e-12, atol=0, err_msg=where)
+        assert_same(dataclasses.replace(a, value_ci95=b.value_ci95), b, where)
+    elif dataclasses.is_dataclass(a) and not isinstance(a, type):
+        assert type(a) is type(b), where
+        for f in dataclasses.fields(a):
+            _assert_same_to_ci(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), where
+        for key in a:
+            _assert_same_to_ci(a[key], b[key], f"{where}[{key!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_same_to_ci(x, y, f"{where}[{i}]")
+    else:
+        assert_same(a, b, where)
+
+
+def test_the_bootstrapped_analyses_equal_the_ones_over_the_whole_matrix_of_counts(
+    store_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the demo and on a generated store, for the page's options (``test_tmf_codes.OPTIONS``): the analyses the
+    page bootstraps (overall and level slices) with the replicates' means from the counts in blocks of two
+    replicates equal, to 1e-12 relative in the value interval and exactly elsewhere, the analyses with the reference
+    product over the whole float matrix (``_weighted_means(counts.dense(), m)``)."""
+    from tests.test_tmf_codes import OPTIONS
+
+    def analyses(inputs: tmf.TmfInputs, opt: tmf.TmfOptions) -> list[tmf.TmfResult]:
+        supplies = (tmf.prepare(inputs, options=opt), *tmf.prepare_slices(inputs, kind="level", options=opt))
+        return [tmf.finish(s, opt) for s in supplies]
+
+    new = bootstrap._replicate_means
+    n_boots = 0
+    with rdb.reader(store_db) as con:
+        benches = [r[0] for r in rdb.query_rows(con, "SELECT benchmark FROM benchmarks ORDER BY 1")]
+        for bench in benches:
+            inputs = tmf.load(con, RunFilter(benchmark=bench))
+            if inputs.tasks.empty:
+                continue
+            for opt in OPTIONS:
+                monkeypatch.setattr(bootstrap, "_replicate_means", lambda c, m: bootstrap._weighted_means(c.dense(), m))
+                want = analyses(inputs, opt)
+                monkeypatch.setattr(bootstrap, "_replicate_means", new)
+                monkeypatch.setattr(stats, "SUMS_BLOCK", 2 * 8 * inputs.tasks["task_id"].nunique())
+                _assert_same_to_ci(analyses(inputs, opt), want, f"{bench} {opt}")
+                monkeypatch.undo()
+                n_boots += sum(r.uncertainty is not None for r in want)
+    assert n_boots > 0  # intervals were compared

@@ -17,6 +17,7 @@ from ui.common import (
     from_url,
     keep_in_url,
     plain,
+    query_param,
     selected_custom_data,
     show_fig,
 )
@@ -31,8 +32,11 @@ filters = page_setup(
 )
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH`.")
-has_irt = cached(tmf.has_irt_fit, benchmark=filters.benchmark)
-perf_options = list(tmf.PERFORMANCES if has_irt else tmf.PERFORMANCES[:2])
+# IRT ability is offered when a fit is stored: asked first when the link or the session names it, else read with
+# the first view's runs (``view.has_irt_fit``: no statement of its own), so the options are read before the widgets
+asks_irt = "irt" in (st.session_state.get("tmf_perf"), query_param("performance"))
+has_irt: bool | None = cached(tmf.has_irt_fit, benchmark=filters.benchmark) if asks_irt else None
+perf_options = list(tmf.PERFORMANCES if has_irt is not False else tmf.PERFORMANCES[:2])
 # every assumption is kept in the URL, so a shared link (and the exports) carry the same numbers
 URL_FIELDS = [
     UrlField("tmf_perf", "performance", perf_options[0], choices=perf_options),
@@ -55,8 +59,54 @@ def number(col: st.delta_generator.DeltaGenerator, label: str, field: UrlField, 
     return float(col.number_input(label, lo, hi, key=field.key, **start, **kwargs))
 
 
+def options_of(values: dict[str, Any]) -> tmf.TmfOptions:
+    """The analysis options of the widgets' values (by widget key)."""
+    performance, human_perf = values["tmf_perf"], float(values["tmf_hperf"])
+    return tmf.TmfOptions(
+        performance=performance,
+        axis=values["tmf_axis"],
+        cost_source=values["tmf_cost"],
+        is_repriced=bool(values["tmf_reprice"]),
+        supply=values["tmf_supply"],
+        hourly_usd=float(values["tmf_hourly"]),
+        human_minutes=float(values["tmf_minutes"]) or None,
+        human_performance=(human_perf / 100.0 if performance != "irt" else human_perf) or None,
+        willingness=float(values["tmf_willing"]),
+        exponent=float(values["tmf_exp"]),
+    )
+
+
 fields = {f.key: f for f in URL_FIELDS}
-with st.expander("Change the assumptions (performance, cost, human, market)", expanded=False):
+assumptions = st.expander("Change the assumptions (performance, cost, human, market)", expanded=False)
+
+FREQ = UrlField("tmf_freq", "period", "quarter", choices=list(tmf.PERIODS))
+from_url([FREQ])
+freq = st.segmented_control("Period", list(tmf.PERIODS), key="tmf_freq") or "quarter"
+keep_in_url([FREQ])
+
+
+def first_view(opt: tmf.TmfOptions) -> tmf.Overview:
+    """What the runs give is prepared once per supply-side choice; a new rate, human figure or market curve only
+    finishes it again (``tmf.finish_overview``), without reading or resampling the tasks. The first view is the
+    overall analysis and the periods' labels; every period's analysis (the movie) and the small multiples are
+    prepared when asked for (an earlier period picked, an expander opened below)."""
+    return cached_then(
+        tmf.prepare_current,
+        tmf.finish_overview,
+        {"options": opt},
+        run_filter=filters,
+        options=opt.supply_side(),
+        freq=freq,
+    )
+
+
+# the options as the widgets hold them (``from_url`` gave every one a value), analysed before the widgets are drawn
+opt = options_of({key: st.session_state[key] for key in fields})
+view = first_view(opt)
+if has_irt is None:
+    has_irt = view.has_irt_fit if view.has_irt_fit is not None else cached(tmf.has_irt_fit, benchmark=filters.benchmark)
+    perf_options = list(tmf.PERFORMANCES if has_irt else tmf.PERFORMANCES[:2])
+with assumptions:
     c1, c2, c3, c4 = st.columns(4)
     performance = c1.selectbox("Performance", perf_options, key="tmf_perf")
     axis = c1.selectbox("X axis", list(tmf.AXES), key="tmf_axis", help="cost per task (USD) or latency per task")
@@ -85,35 +135,22 @@ with st.expander("Change the assumptions (performance, cost, human, market)", ex
             "`python -m analytics irt`)."
         )
 keep_in_url(URL_FIELDS)
-opt = tmf.TmfOptions(
-    performance=performance,
-    axis=axis,
-    cost_source=cost_source,
-    is_repriced=reprice,
-    supply=supply,
-    hourly_usd=hourly,
-    human_minutes=minutes or None,
-    human_performance=(human_perf / 100.0 if performance != "irt" else human_perf) or None,
-    willingness=willing,
-    exponent=exponent,
+drawn = options_of(
+    {
+        "tmf_perf": performance,
+        "tmf_axis": axis,
+        "tmf_cost": cost_source,
+        "tmf_reprice": reprice,
+        "tmf_supply": supply,
+        "tmf_hourly": hourly,
+        "tmf_minutes": minutes,
+        "tmf_hperf": human_perf,
+        "tmf_willing": willing,
+        "tmf_exp": exponent,
+    }
 )
-
-FREQ = UrlField("tmf_freq", "period", "quarter", choices=list(tmf.PERIODS))
-from_url([FREQ])
-freq = st.segmented_control("Period", list(tmf.PERIODS), key="tmf_freq") or "quarter"
-keep_in_url([FREQ])
-# what the runs give is prepared once per supply-side choice; a new rate, human figure or market curve only
-# finishes it again (``tmf.finish_overview``), without reading or resampling the tasks. The first view is the
-# overall analysis and the periods' labels; every period's analysis (the movie) and the small multiples are
-# prepared when asked for (an earlier period picked, an expander opened below)
-view = cached_then(
-    tmf.prepare_current,
-    tmf.finish_overview,
-    {"options": opt},
-    run_filter=filters,
-    options=opt.supply_side(),
-    freq=freq,
-)
+if drawn != opt:  # a widget gave another value than the session held (not expected): analyse what it shows
+    opt, view = drawn, first_view(drawn)
 if view.overall is None:
     empty_state(
         f"No runs of **{plain(filters.benchmark)}** match the filters. Widen the agents or dates in the sidebar."

@@ -118,8 +118,8 @@ def replicates(
     r_codes, r_ids = factorize_ids(rows, "run_id")
     mx, my = (np.full((len(t_ids), len(r_ids)), np.nan) for _ in range(2))
     mx[t_codes, r_codes], my[t_codes, r_codes] = x, y
-    weights = resample_weights(len(t_ids), seed=seed, slice_name=slice_name, n_replicates=n_replicates)
-    bx, by = (_weighted_means(weights, m) for m in (mx, my))
+    counts = resample_counts(len(t_ids), seed=seed, slice_name=slice_name, n_replicates=n_replicates)
+    bx, by = np.hsplit(_replicate_means(counts, np.hstack([mx, my])), 2)
     ids = np.array([str(r) for r in r_ids], dtype=object)
     rank = np.argsort(np.argsort(ids))  # run-id order, the last tie-break of the analysis
     ok = np.isfinite(bx) & np.isfinite(by) & (bx > 0)
@@ -200,8 +200,22 @@ def _best_shares(tied: np.ndarray, n: int) -> list[float]:
     return [float(v) / n for v in np.cumsum(share, axis=0)[-1]]
 
 
+def _replicate_means(counts: stats.ResampleCounts, matrix: np.ndarray) -> np.ndarray:
+    """``_weighted_means(counts.dense(), matrix)`` without the float matrix of counts: its products in blocks of
+    replicates (``ResampleCounts.sums``: the same means to about 1e-15 relative), the values' and the counts'
+    products one product."""
+    ok = np.isfinite(matrix)
+    if ok.all():  # as ``_weighted_means``: the resample's size, not summed
+        return counts.sums(matrix) / float(counts.shape[1])
+    k = matrix.shape[1]
+    sums = counts.sums(np.hstack([np.where(ok, matrix, 0.0), ok.astype(float)]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums[:, :k] / sums[:, k:]
+
+
 def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """Per replicate and run, the mean of the finite cells over the resampled tasks: ``(replicates, runs)``."""
+    """Per replicate and run, the mean of the finite cells over the resampled tasks: ``(replicates, runs)``. The
+    reference of ``_replicate_means`` (one product over the whole float matrix of counts)."""
     ok = np.isfinite(matrix)
     if ok.all():  # every run has every task: each count is the resample's size, the number of units (columns of
         # ``weights``: a row of ``stats.resample_weights`` sums to it exactly, its counts being integers), not summed
@@ -240,18 +254,18 @@ WeightsKey = tuple[int, int, str, int]  # (tasks, seed, slice name, replicates):
 
 
 class _SharedDraw:
-    """``stats.resample_weights(n_units, rng, n_boot=n_boot)``, drawn a block of replicates at a time by whichever
+    """``stats.resample_counts(n_units, rng, n_boot=n_boot)``, drawn a block of replicates at a time by whichever
     thread asks for the next block: the thread of ``prefetch_weights`` from the start, and the thread that takes the
     result (``result``) as soon as it asks for it, instead of waiting. Each block's integers come from the generator
     under a lock, in block order (the generator gives the same integers in blocks of any size: ``_DRAW_BLOCK``), and
     are counted outside it: the same counts, row for row, while one core counts a block as the other draws the next
-    (the page's first view waited for the draw on the other core at 10M attempts: 33 million integers, a 267 MB
-    matrix of counts)."""
+    (the page's first view waited for the draw on the other core at 10M attempts: 33 million integers, 33 MB of
+    counts as bytes)."""
 
     def __init__(self, n_units: int, rng: np.random.Generator, n_boot: int) -> None:
         self._rng, self._n_units, self._n_boot = rng, n_units, n_boot
         self._block = max(1, _DRAW_BLOCK // max(n_units, 1))
-        self._out: np.ndarray | None = None
+        self._out: stats.ResampleCounts | None = None
         self._next = 0  # the first replicate no thread has drawn yet
         self._drawing = threading.Lock()  # the generator, and which block is next
         self._counting = threading.Condition()
@@ -273,7 +287,7 @@ class _SharedDraw:
                 stop = min(start + self._block, self._n_boot)
                 try:
                     if self._out is None:
-                        self._out = np.empty((self._n_boot, self._n_units))
+                        self._out = stats.ResampleCounts(self._n_boot, self._n_units)
                     idx = self._rng.integers(0, self._n_units, size=(stop - start, self._n_units))
                 except BaseException as exc:
                     self._error = exc
@@ -283,7 +297,7 @@ class _SharedDraw:
                 with self._counting:
                     self._busy += 1
             try:
-                stats.count_draws(out, start, idx)
+                out.count(start, idx)
             except BaseException as exc:
                 self._error = exc
                 raise
@@ -292,7 +306,7 @@ class _SharedDraw:
                     self._busy -= 1
                     self._counting.notify_all()
 
-    def result(self) -> np.ndarray:
+    def result(self) -> stats.ResampleCounts:
         """The counts: the blocks left are drawn here too, then the blocks in hand elsewhere are waited for."""
         try:
             self.work()
@@ -302,7 +316,7 @@ class _SharedDraw:
         if self._error is not None:
             raise self._error
         if self._out is None:  # no replicate (``prefetch_weights`` starts none)
-            return np.empty((self._n_boot, self._n_units))
+            return stats.ResampleCounts(self._n_boot, self._n_units)
         return self._out
 
 
@@ -312,22 +326,23 @@ _PREFETCH_LOCK = threading.Lock()
 _DRAWER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tmf-resample-weights")  # one draw at a time
 
 
-def resample_weights(n_tasks: int, *, seed: int, slice_name: str, n_replicates: int) -> np.ndarray:
-    """The bootstrap's seeded resample counts of ``n_tasks`` tasks (``stats.resample_weights`` with the slice's
-    generator): ``prefetch_weights``'s matrix of the same key when one was started (the same draw: the counts depend
-    on nothing else; this thread draws its blocks left with the drawing thread), else drawn here."""
+def resample_counts(n_tasks: int, *, seed: int, slice_name: str, n_replicates: int) -> stats.ResampleCounts:
+    """The bootstrap's seeded resample counts of ``n_tasks`` tasks (``stats.resample_counts`` with the slice's
+    generator: ``stats.resample_weights``' counts): ``prefetch_weights``'s counts of the same key when one was
+    started (the same draw: the counts depend on nothing else; this thread draws its blocks left with the drawing
+    thread), else drawn here."""
     key = (int(n_tasks), int(seed), str(slice_name), int(n_replicates))
     with _PREFETCH_LOCK:
         started = _PREFETCHED.pop(key, None)
     if started is not None:
         return started.result()
-    return stats.resample_weights(n_tasks, stats.stable_rng(seed, "tmf-boot", slice_name), n_boot=n_replicates)
+    return stats.resample_counts(n_tasks, stats.stable_rng(seed, "tmf-boot", slice_name), n_boot=n_replicates)
 
 
 def prefetch_weights(n_tasks: int, *, seed: int, slice_name: str, n_replicates: int) -> WeightsKey | None:
-    """Start drawing ``resample_weights(n_tasks, ...)`` in a thread of its own, so the draw (33 million seeded
+    """Start drawing ``resample_counts(n_tasks, ...)`` in a thread of its own, so the draw (33 million seeded
     integers and their counts at 10M attempts) runs while the caller reads and prepares the rows on the other core;
-    ``resample_weights`` of the same key takes the result (and draws the blocks still left beside that thread).
+    ``resample_counts`` of the same key takes the result (and draws the blocks still left beside that thread).
     Returns the key (for ``discard_weights``), None when nothing is drawn (no task or no replicate, or the same key is
     being drawn already)."""
     key = (int(n_tasks), int(seed), str(slice_name), int(n_replicates))
@@ -344,7 +359,7 @@ def prefetch_weights(n_tasks: int, *, seed: int, slice_name: str, n_replicates: 
 
 def discard_weights(key: WeightsKey | None) -> None:
     """Forget a ``prefetch_weights`` draw that nobody took (the analysis resampled another number of tasks, or
-    none), so its matrix is not kept."""
+    none), so its counts are not kept."""
     if key is not None:
         with _PREFETCH_LOCK:
             draw = _PREFETCHED.pop(key, None)

@@ -37,6 +37,7 @@ class TmfInputs:
     tasks: pd.DataFrame
     abilities: pd.DataFrame
     runs: pd.DataFrame | None = None
+    has_irt_fit: bool | None = None  # ``has_irt_fit`` of the benchmark, read with the runs by ``load`` (None: not read)
 
     def with_details(self) -> pd.DataFrame:
         """The rows with their run's details in every row (``attach_details``'s frame and column order, plus the
@@ -166,19 +167,21 @@ def load(
         con,
         with_run_filter(
             f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline,"
-            f" rc.run_code, (SELECT count(*) FROM tmf_task_codes WHERE benchmark = $benchmark) AS n_coded_tasks"
+            f" rc.run_code, (SELECT count(*) FROM tmf_task_codes WHERE benchmark = $benchmark) AS n_coded_tasks,"
+            f" ({_HAS_IRT_FIT_SQL.replace('?', '$benchmark')}) AS has_irt_fit"
             f" FROM runs r LEFT JOIN tmf_run_codes rc ON rc.run_id = r.run_id {_RUNS_WHERE} ORDER BY {_RUN_ORDER}"
         ),
         params,
     )
-    run_codes, n_coded = runs.pop("run_code"), runs.pop("n_coded_tasks")
+    run_codes, n_coded, has_irt = runs.pop("run_code"), runs.pop("n_coded_tasks"), runs.pop("has_irt_fit")
     if on_task_count is not None and len(n_coded):  # no run: nothing to analyse
         on_task_count(int(n_coded.iloc[0]))
     tasks, task_codes = _tasks_and_codes(con, benchmark)
     outcomes = _coded_rows(con, run_codes, task_codes, ROW_COLUMNS if row_columns is None else row_columns)
     outcomes["task_id"] = _task_ids(outcomes, tasks)
     abilities = irt_abilities(con, benchmark=benchmark) if with_abilities else pd.DataFrame(columns=ABILITY_COLUMNS)
-    return TmfInputs(benchmark, details_by_code(outcomes, runs, tasks, run_details=False), abilities, runs)
+    rows = details_by_code(outcomes, runs, tasks, run_details=False)
+    return TmfInputs(benchmark, rows, abilities, runs, bool(has_irt.iloc[0]) if len(has_irt) else None)
 
 
 ABILITY_COLUMNS = ["subject", "agent", "agent_version", "ability", "ability_lo", "ability_hi", "fit_key"]
@@ -417,11 +420,10 @@ def irt_abilities(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataF
 def has_irt_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> bool:
     """True when a stored IRT fit gives abilities for ``benchmark`` (``irt_abilities`` is not empty), asked without
     reading the abilities."""
-    rows = query_rows(
-        con,
-        """
-        WITH newest AS (SELECT fit_key FROM irt_fits WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1)
-        SELECT EXISTS (SELECT 1 FROM irt_abilities JOIN newest USING (fit_key))""",
-        [benchmark],
-    )
+    rows = query_rows(con, _HAS_IRT_FIT_SQL, [benchmark])
     return bool(rows[0][0])
+
+
+_HAS_IRT_FIT_SQL = """
+    WITH newest AS (SELECT fit_key FROM irt_fits WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1)
+    SELECT EXISTS (SELECT 1 FROM irt_abilities JOIN newest USING (fit_key))"""

@@ -46,6 +46,7 @@ class Overview:
     periods: tuple[
         str, ...
     ] = ()  # the movie's period labels, oldest first (also without the movie: ``prepare_current``)
+    has_irt_fit: bool | None = None  # ``has_irt_fit`` of the benchmark, read with the runs (``prepare_current``)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class PreparedOverview:
     movie: tuple[tuple[str, Supply], ...]
     by_kind: dict[str, tuple[Supply, ...]] = field(default_factory=dict)
     periods: tuple[str, ...] = ()  # the movie's period labels, oldest first
+    has_irt_fit: bool | None = None  # ``has_irt_fit`` of the benchmark, read with the runs (None: not read)
 
 
 def overview(
@@ -110,7 +112,8 @@ def prepare_current(
     """What the page shows first: ``prepare_overview``'s overall analysis (with its bootstrap) and its period
     labels (``period_labels``), without the analysis of every period (``prepare_movie``) and of every slice
     (``prepare_slice_results``), which the page prepares only when they are asked for. The same overall analysis
-    and labels as ``prepare_overview``."""
+    and labels as ``prepare_overview``; with them, whether the benchmark has a stored IRT fit (``has_irt_fit``,
+    read in the runs' statement: the page offers the IRT choice from it without a statement of its own)."""
     opt = options or TmfOptions()
     started: list[WeightsKey | None] = []
 
@@ -121,8 +124,9 @@ def prepare_current(
     try:
         inputs = _load(con, run_filter, opt, on_task_count=draw_weights)
         if inputs.tasks.empty:
-            return PreparedOverview(None, ())
-        return PreparedOverview(prepare(inputs, options=options), (), {}, tuple(period_labels(inputs, freq)))
+            return PreparedOverview(None, (), has_irt_fit=inputs.has_irt_fit)
+        labels = tuple(period_labels(inputs, freq))
+        return PreparedOverview(prepare(inputs, options=options), (), {}, labels, inputs.has_irt_fit)
     finally:
         for key in started:  # a draw the analysis did not take (another number of tasks, no human time yet)
             discard_weights(key)
@@ -169,12 +173,13 @@ def period_labels(inputs: TmfInputs, freq: str = "quarter") -> list[str]:
 def finish_overview(prepared: PreparedOverview, options: TmfOptions | None = None) -> Overview:
     """``prepared`` under the human and market options of ``options``."""
     if prepared.overall is None:
-        return Overview(None, ())
+        return Overview(None, (), has_irt_fit=prepared.has_irt_fit)
     return Overview(
         finish(prepared.overall, options),
         finish_movie(prepared.movie, options),
         {kind: finish_slices(supplies, options) for kind, supplies in prepared.by_kind.items()},
         prepared.periods,
+        prepared.has_irt_fit,
     )
 
 
