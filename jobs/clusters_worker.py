@@ -17,17 +17,15 @@ from typing import Any
 from jobs import worker_process
 
 MB = 1024 * 1024
-# What the job's process may hold in all (address space: the interpreter, DuckDB, the documents, the vectors, the
-# model). At 1M attempts the job peaks at 1.2 GB resident; at 10M reading every failure's document at once needs more
-# than 3 GB of DuckDB's memory (it failed at 3 GB; it took the process from 1.5 to 7.2 GB unbounded), and the vectors
-# alone are 1.1 GB: the whole job at 10M peaked at 7.6 GB resident within 16 GB (failed at 12 GB; BENCHMARKS.md).
-WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "16384")) * MB
-# DuckDB's share, below the cap (as the SQL console's 384 MB is below its worker's 1 GiB): 1 GB kept the documents
-# step of 200,000 failed attempts at 10M at 1.38 GB resident (7.27 GB without a limit).
+# What the job's process may hold in all (address space: the interpreter, DuckDB, the failures' texts, one array of
+# their vectors, the model). Nothing in the job holds every failure's document or a second copy of their vectors, so
+# what it needs grows with the failures by their texts and vectors alone (about 1.5 KB of memory a failure): at ten
+# million attempts (1.07M failures of one benchmark) see BENCHMARKS.md; the cap is that with a margin.
+WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "8192")) * MB
+# DuckDB's share, below the cap (as the SQL console's 384 MB is below its worker's 1 GiB), for the whole job: every
+# read spills beyond it (the documents step's read of the steps: 1.38 GB resident at 10M for 200,000 failed
+# attempts, 7.27 GB without a limit; the failures' texts are cut row by row and sorted, not aggregated per failure).
 DUCKDB_BYTES = min(1024 * MB, WORKER_BYTES // 4)
-# DuckDB's share after the documents step: reading every failure's document at once (string_agg over their segments)
-# does not spill, and at 10M (1.07M failures) it did not fit in 1 GB, nor in 3 GB.
-DUCKDB_LATER_BYTES = WORKER_BYTES // 2
 WORKER_CPU_S = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_CPU_S", "7200"))
 
 
@@ -40,19 +38,17 @@ def worker_request(store: str, *, benchmark: str, run_id: str | None) -> dict[st
         "run_id": run_id,
         "memory_bytes": WORKER_BYTES,
         "duckdb_bytes": DUCKDB_BYTES,
-        "duckdb_later_bytes": DUCKDB_LATER_BYTES,
         "cpu_s": WORKER_CPU_S,
     }
 
 
-def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int, later_bytes: int) -> str:
+def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int) -> str:
     """The error the page shows; an allocation that failed names the worker's memory limit."""
     text = f"{type(exc).__name__}: {exc}"
     if worker_process.is_memory_error(exc, text):
         text += (
             f" (the clusters job's process may hold {memory_bytes / MB:,.0f} MB of address space, DuckDB "
-            f"{duckdb_bytes / MB:,.0f} MB of it while it builds the documents, {later_bytes / MB:,.0f} MB after: "
-            "RUNLENS_CLUSTERS_WORKER_MB)"
+            f"{duckdb_bytes / MB:,.0f} MB of it: RUNLENS_CLUSTERS_WORKER_MB)"
         )
     return text
 
@@ -69,7 +65,6 @@ def _worker_main() -> int:
         int(request["duckdb_bytes"]),
         int(request["cpu_s"]),
     )
-    later_bytes = int(request["duckdb_later_bytes"])
 
     worker_process.limit(
         memory_bytes,
@@ -86,10 +81,10 @@ def _worker_main() -> int:
                 run_id=request.get("run_id"),
                 progress=lambda fraction, message: say(fraction=float(fraction), message=str(message)),
                 duckdb_settings={"memory_limit": f"{max(duckdb_bytes // MB, 1)}MB", "temp_directory": spill},
-                later_memory_limit=f"{max(later_bytes // MB, 1)}MB",
+                work_dir=spill,
             )
     except Exception as exc:  # noqa: BLE001 -- reported to the page that waits for the job
-        say(error=error_text(exc, memory_bytes, duckdb_bytes, later_bytes))
+        say(error=error_text(exc, memory_bytes, duckdb_bytes))
         return 1
     say(done=key)
     return 0
