@@ -21,7 +21,11 @@ DB is only read (``store.reader``); nothing is written to it, and no vector is s
 one writer session, timed) and read back ``--repeat`` times with ``analytics.clusters.cached_failure_vectors``.
 
 ``--stand-in`` loads no model at all: the sample's vectors are seeded random unit vectors too (the smoke test;
-no embedding rate is then reported). ``--page COPY --benchmark B [--compute]``: the Failure clusters page's own
+no embedding rate is then reported). ``--worker COPY --benchmark B [--mb MB]``: the job as the page starts it
+(``python -m jobs.clusters_worker``, its caps and environment; writes to COPY), its CPU seconds and resident and
+address-space peaks sampled every 0.1 s from /proc and reported per progress step (``worker_figures``), then a hash
+of what it stored (documents, vectors, clustering, members: compare two copies' runs).
+``--page COPY --benchmark B [--compute]``: the Failure clusters page's own
 path on a copy of a store it writes to (``page_figures``): the background job's time, then the page's first render.
 Each line gives wall and CPU seconds (this process, all threads; and its children that ended meanwhile),
 the time its threads waited for a core (run-queue wait, summed over threads, from /proc: the part of the wall a
@@ -292,6 +296,130 @@ def page_figures(store: Path, benchmark: str, *, compute: bool) -> dict[str, Any
     return out
 
 
+def _proc(pid: int) -> tuple[float, int, int]:
+    """CPU seconds (user + system, all threads), resident and address-space bytes of process ``pid`` now."""
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+    status = {k: v for k, _, v in (ln.partition(":") for ln in Path(f"/proc/{pid}/status").read_text().splitlines())}
+    return cpu, int(status["VmRSS"].split()[0]) * 1024, int(status["VmSize"].split()[0]) * 1024
+
+
+def stored_hash(store: str, benchmark: str) -> dict[str, Any]:
+    """A fingerprint of what the clusters job stored (documents, vectors, the clustering's summary and members) and
+    ``benchmark``'s clustering key: equal on two copies when the job stored the same."""
+    from analytics.clusters import clustering_key
+
+    out: dict[str, Any] = {}
+    with reader(store) as con:
+        key = clustering_key(con, benchmark=benchmark)[0]
+        tables = {  # an order-free fingerprint of each table: its rows and the sum of their hashes
+            "documents": "failure_documents",
+            "vectors": "embeddings",
+            "clustering": "(SELECT * EXCLUDE (created_at) FROM failure_clusterings)",
+            "members": "failure_cluster_members",
+        }
+        for name, table in tables.items():
+            n, total = con.execute(f"SELECT count(*), sum(hash(t)::HUGEINT)::VARCHAR FROM {table} t").fetchall()[0]
+            out[name] = {"rows": int(n), "hash_sum": total}
+    out["key"] = key
+    return out
+
+
+def worker_figures(store: str, benchmark: str, *, mb: int | None) -> dict[str, Any]:
+    """The page's job in its own process (``--worker``): CPU, resident and address-space peaks per progress step."""
+    import subprocess
+    import threading
+
+    from ingest import workers
+
+    env = workers.worker_env(str(ROOT))
+    if mb is not None:
+        env["RUNLENS_CLUSTERS_WORKER_MB"] = str(mb)
+    code = "import json, sys; from jobs.clusters_worker import worker_request as w; "
+    code += "print(json.dumps(w(sys.argv[1], benchmark=sys.argv[2], run_id=None)))"
+    request = subprocess.run(
+        [sys.executable, "-c", code, store, benchmark], env=env, cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    load = os.getloadavg()[0]
+    w0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobs.clusters_worker"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(request)
+    proc.stdin.close()
+    state = {"rss": 0, "vm": 0, "cpu": 0.0, "step_rss": 0, "step_vm": 0}
+    stop = threading.Event()
+    guard = threading.Lock()
+
+    def sample() -> None:
+        while not stop.is_set():
+            try:
+                cpu, rss, vm = _proc(proc.pid)
+            except (OSError, KeyError, IndexError, ValueError):
+                break  # ended
+            with guard:
+                state["cpu"] = cpu
+                for k, v in (("rss", rss), ("vm", vm), ("step_rss", rss), ("step_vm", vm)):
+                    state[k] = max(state[k], v)
+            time.sleep(0.1)
+
+    threading.Thread(target=sample, daemon=True).start()
+    steps: list[dict[str, Any]] = []
+    last: dict[str, Any] = {}
+    cpu0 = 0.0
+    for line in proc.stdout:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        with guard:
+            row = {
+                "step": last.get("message", "start"),
+                "cpu_s": round(state["cpu"] - cpu0, 1),
+                "peak_rss_mb": round(state["step_rss"] / 2**20),
+                "peak_vm_mb": round(state["step_vm"] / 2**20),
+            }
+            cpu0, state["step_rss"], state["step_vm"] = state["cpu"], 0, 0
+        if row["cpu_s"] or not steps:
+            steps.append(row)
+            print(f"  cpu {row['cpu_s']:7.1f} s  peak RSS {row['peak_rss_mb']:6,} MB  "
+                  f"peak VM {row['peak_vm_mb']:6,} MB  {row['step']}", flush=True)  # fmt: skip
+        else:  # a step without CPU: its peak goes to the next
+            state["step_rss"], state["step_vm"] = (
+                max(state["step_rss"], row["peak_rss_mb"] * 2**20),
+                max(state["step_vm"], row["peak_vm_mb"] * 2**20),
+            )
+        last = message
+    status = proc.wait()
+    stop.set()
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out: dict[str, Any] = {
+        "store": store,
+        "benchmark": benchmark,
+        "load_at_start": round(load, 2),
+        "load_at_end": round(os.getloadavg()[0], 2),
+        "wall_s": round(time.perf_counter() - w0, 1),
+        "status": status,
+        "last": last,
+        "steps": steps,
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),  # the worker's and the request's (tiny) processes
+        "peak_rss_mb": round(usage.ru_maxrss / 1024),
+        "peak_vm_mb": round(state["vm"] / 2**20),
+    }
+    print(f"worker: status {status}, {out['cpu_s']} CPU s, peak RSS {out['peak_rss_mb']:,} MB, peak address space "
+          f"{out['peak_vm_mb']:,} MB, {out['wall_s']} s wall, load {load:.1f} -> {out['load_at_end']}: {last}")  # fmt: skip
+    if status == 0:
+        out["stored"] = stored_hash(store, benchmark)
+        print(json.dumps(out["stored"]))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the two costs; with ``--json``, also write them to a file."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -307,8 +435,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-store", type=Path, help="NEW throwaway store: also time the cached-vector read")
     parser.add_argument("--page", type=Path, help="A COPY of a store: the page's job and first render (writes)")
     parser.add_argument("--compute", action="store_true", help="with --page: run and time the job first")
+    parser.add_argument("--worker", help="A COPY of a store (its location): the job in its own process (writes)")
+    parser.add_argument("--mb", type=int, help="with --worker: RUNLENS_CLUSTERS_WORKER_MB (default: the shipped one)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
+    if args.worker:
+        figures = worker_figures(args.worker, args.benchmark, mb=args.mb)
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2, default=float))
+        return 0 if figures["status"] == 0 else 1
     if args.page:
         figures = page_figures(args.page, args.benchmark, compute=args.compute)
         if args.json:

@@ -17,17 +17,16 @@ from typing import Any
 from jobs import worker_process
 
 MB = 1024 * 1024
-# What the job's process may hold in all (address space: the interpreter, DuckDB, the documents, the vectors, the
-# model). At 1M attempts the job peaks at 1.2 GB resident; at 10M reading every failure's document at once needs more
-# than 3 GB of DuckDB's memory (it failed at 3 GB; it took the process from 1.5 to 7.2 GB unbounded), and the vectors
-# alone are 1.1 GB: the whole job at 10M peaked at 7.6 GB resident within 16 GB (failed at 12 GB; BENCHMARKS.md).
-WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "16384")) * MB
-# DuckDB's share, below the cap (as the SQL console's 384 MB is below its worker's 1 GiB): 1 GB kept the documents
-# step of 200,000 failed attempts at 10M at 1.38 GB resident (7.27 GB without a limit).
+# What the job's process may hold in all (address space: the interpreter, DuckDB, the failures' texts, one array of
+# their vectors, the model). Nothing in the job holds every failure's document or a second copy of their vectors, so
+# what it needs grows with the failures by their texts and vectors alone: at ten million attempts (1.07M failures of
+# one benchmark) it peaked at 3.3 GB resident and 6.5 GB of address space (7.6 GB resident before; BENCHMARKS.md).
+# The cap is that with a margin, so it is a real bound: raise it for a benchmark of several million failures.
+WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "8192")) * MB
+# DuckDB's share, below the cap (as the SQL console's 384 MB is below its worker's 1 GiB), for the whole job: every
+# read spills beyond it (the documents step's read of the steps: 1.38 GB resident at 10M for 200,000 failed
+# attempts, 7.27 GB without a limit; the failures' texts are cut row by row and sorted, not aggregated per failure).
 DUCKDB_BYTES = min(1024 * MB, WORKER_BYTES // 4)
-# DuckDB's share after the documents step: reading every failure's document at once (string_agg over their segments)
-# does not spill, and at 10M (1.07M failures) it did not fit in 1 GB, nor in 3 GB.
-DUCKDB_LATER_BYTES = WORKER_BYTES // 2
 WORKER_CPU_S = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_CPU_S", "7200"))
 # The least the job's process is started with when the memory budget (ingest.workers) cannot grant the whole cap
 # (at 1M attempts the job peaked at 2.6 GB of address space, 1.4 GB resident: BENCHMARKS.md).
@@ -53,18 +52,17 @@ def worker_request(
         "job": "The failure clusters job",
         "memory_setting": "RUNLENS_CLUSTERS_WORKER_MB",
         "duckdb_bytes": DUCKDB_BYTES,
-        "duckdb_later_bytes": DUCKDB_LATER_BYTES,
         "cpu_s": WORKER_CPU_S,
     }
 
 
-def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int, later_bytes: int) -> str:
+def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int) -> str:
     """The error the page shows; an allocation that failed names the worker's memory limit."""
     text = f"{type(exc).__name__}: {exc}"
     if worker_process.is_memory_error(exc, text):
         text += (
             f" (the clusters job's process may hold {memory_bytes / MB:,.0f} MB of address space, DuckDB "
-            f"{duckdb_bytes / MB:,.0f} MB of it while it builds the documents, {later_bytes / MB:,.0f} MB after: "
+            f"{duckdb_bytes / MB:,.0f} MB of it: "
             f"{worker_process.cap_setting(memory_bytes, WORKER_BYTES, 'RUNLENS_CLUSTERS_WORKER_MB')})"
         )
     return text
@@ -77,10 +75,9 @@ def _worker_main() -> int:
 
     from jobs.failures import cluster_failures  # numpy, pyarrow and DuckDB mapped before the cap
 
-    # memory_bytes: what the memory budget granted (its cap, or less); DuckDB's shares of it as at the full cap
+    # memory_bytes: what the memory budget granted (its cap, or less); DuckDB's share of it as at the full cap
     memory_bytes, cpu_s = int(request["memory_bytes"]), int(request["cpu_s"])
     duckdb_bytes = min(int(request["duckdb_bytes"]), memory_bytes // 4)
-    later_bytes = min(int(request["duckdb_later_bytes"]), memory_bytes // 2)
 
     worker_process.limit(
         memory_bytes,
@@ -99,10 +96,10 @@ def _worker_main() -> int:
                 force=bool(request.get("force", False)),
                 progress=lambda fraction, message: say(fraction=float(fraction), message=str(message)),
                 duckdb_settings={"memory_limit": f"{max(duckdb_bytes // MB, 1)}MB", "temp_directory": spill},
-                later_memory_limit=f"{max(later_bytes // MB, 1)}MB",
+                work_dir=spill,
             )
     except Exception as exc:  # noqa: BLE001 -- reported to the page that waits for the job
-        say(error=error_text(exc, memory_bytes, duckdb_bytes, later_bytes))
+        say(error=error_text(exc, memory_bytes, duckdb_bytes))
         return 1
     say(done=key)
     return 0

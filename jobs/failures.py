@@ -5,6 +5,8 @@ analytics/ only reads; this job computes what is missing and appends it through 
 from __future__ import annotations
 
 import datetime as dt
+import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -218,7 +220,7 @@ def cluster_failures(
     doc_batch: int = DOC_BATCH,
     force: bool = False,
     duckdb_settings: Mapping[str, str] | None = None,
-    later_memory_limit: str | None = None,
+    work_dir: str | None = None,
 ) -> str:
     """Compute and store the clustering of the benchmark's (or run's) failures as they are now; return its key.
 
@@ -230,42 +232,111 @@ def cluster_failures(
     same benchmark and run. The clustering is stored only if the failures' key is still the one it was computed
     for (documents and vectors are stored either way: they do not depend on the other failures).
     ``progress(fraction, message)`` is told along the way (the page shows it). ``duckdb_settings``: set on the
-    reader's and the writer's DuckDB instances (``configure``; the job's own process bounds DuckDB's memory);
-    ``later_memory_limit``: DuckDB's limit after the documents step (whose read of the steps spills to the temporary
-    folder; reading every document at once at 10M did not fit in 1 GB)."""
-    later = {**(duckdb_settings or {}), **({"memory_limit": later_memory_limit} if later_memory_limit else {})}
+    reader's and the writer's DuckDB instances (``configure``; the job's own process bounds DuckDB's memory).
+
+    Nothing grows with the failures beyond their texts and one array of their vectors: the new documents wait for
+    the store step in a Parquet file and the new vectors in a file of their own, both in a temporary folder under
+    ``work_dir`` (default: the system's), removed at the end."""
 
     def say(fraction: float, message: str) -> None:
         if progress is not None:
             progress(fraction, message)
 
-    with reader(db) as con:  # 1. what is missing, computed without the writer
-        configure(con, duckdb_settings)
-        say(0.0, "finding the failed attempts without a document")
-        todo = undocumented_failures(con, benchmark=benchmark, run_id=run_id)
-        tables = []
+    with tempfile.TemporaryDirectory(dir=work_dir, prefix="runlens-clusters-job-") as work:
+        with reader(db) as con:  # 1. what is missing, computed without the writer
+            configure(con, duckdb_settings)
+            say(0.0, "finding the failed attempts without a document")
+            todo = undocumented_failures(con, benchmark=benchmark, run_id=run_id)
+            docs = _new_documents(con, todo, os.path.join(work, "documents.parquet"), benchmark, run_id, doc_batch, say)
+            key, n, n_missing = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model, pending=docs)
+            if n_missing:  # a failure ingested between the two reads: the next visit documents it
+                raise RuntimeError(f"{n_missing:,} failed attempts still have no document")
+            have = con.execute("SELECT count(*) FROM failure_clusterings WHERE clustering_key = ?", [key]).fetchall()
+            if have[0][0] and not force and docs is None:
+                say(1.0, "the clusters are stored")
+                return key
+            say(0.3, f"reading the documents of {n:,} failed attempts")
+            failures = stored_failure_texts(con, benchmark=benchmark, run_id=run_id, pending=docs)
+            vectors, missing, new, new_rows = failure_vectors(
+                con, failures, model=model, encode=encode, batch=batch, say=say
+            )
+        # the new vectors wait for the store step in a file, so the clustering may centre ``vectors`` in place (the
+        # new ones are rows of them when every text is distinct): one array of the vectors in memory, not two
+        kept = os.path.join(work, "vectors.f32")
+        width = int(new.shape[1]) if len(missing) else 0
+        with open(kept, "wb") as out:
+            for s in range(0, len(missing), batch):
+                out.write(np.ascontiguousarray(new[new_rows[s : s + batch]], dtype=np.float32).tobytes())
+        del new, new_rows
+        say(0.6, f"clustering {len(failures):,} failed attempts")  # 2. the clustering, the longest step
+        clusters = build_clusters(failures, vectors, model=model, overwrite=True)
+        del vectors, failures
+        same = _store(db, key, docs, missing, kept, width, clusters, benchmark, run_id, model, batch,
+                      duckdb_settings, say)  # fmt: skip
+    if same:
+        say(1.0, "the clusters are stored")
+    else:
+        say(1.0, "the failures changed while they were clustered: the next visit computes them again")
+    return key
+
+
+def _new_documents(
+    con: Any,
+    todo: np.ndarray,
+    path: str,
+    benchmark: str,
+    run_id: str | None,
+    doc_batch: int,
+    say: Callable[[float, str], None],
+) -> Any:
+    """The documents of the failed attempts ``todo``, built ``doc_batch`` at a time and written to the Parquet file
+    ``path`` as they are (a million failures' documents are most of a gigabyte), as a dataset DuckDB scans in place
+    of an Arrow table (None when there are none)."""
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    if not len(todo):
+        return None
+    out: Any = None
+    try:
         for s in range(0, len(todo), doc_batch):
             say(0.3 * s / len(todo), f"building the documents of failed attempts: {s:,} of {len(todo):,} done")
             raw = failure_frame(con, benchmark=benchmark, run_id=run_id, attempt_ids=todo[s : s + doc_batch])
-            tables.append(document_table(raw))
+            table = document_table(raw)
             del raw
-        docs = pa.concat_tables(tables) if tables else None
-        configure(con, later if duckdb_settings else None)
-        key, n, n_missing = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model, pending=docs)
-        if n_missing:  # a failure ingested between the two reads: the next visit documents it
-            raise RuntimeError(f"{n_missing:,} failed attempts still have no document")
-        have = con.execute("SELECT count(*) FROM failure_clusterings WHERE clustering_key = ?", [key]).fetchall()
-        if have[0][0] and not force and docs is None:
-            say(1.0, "the clusters are stored")
-            return key
-        say(0.3, f"reading the documents of {n:,} failed attempts")
-        failures = stored_failure_texts(con, benchmark=benchmark, run_id=run_id, pending=docs)
-        vectors, missing, new, new_rows = failure_vectors(
-            con, failures, model=model, encode=encode, batch=batch, say=say
-        )
-    say(0.6, f"clustering {len(failures):,} failed attempts")  # 2. the clustering, the longest step
-    clusters = build_clusters(failures, vectors, model=model)
-    del vectors
+            out = out or pq.ParquetWriter(path, table.schema)
+            out.write_table(table)
+            del table
+    finally:
+        if out is not None:
+            out.close()
+    return ds.dataset(path, format="parquet")
+
+
+def _kept_vectors(path: str, width: int, start: int, stop: int) -> np.ndarray:
+    """Rows ``start``..``stop`` of the float32 vectors of ``width`` written to the file ``path``."""
+    return np.fromfile(path, dtype=np.float32, count=(stop - start) * width, offset=start * width * 4).reshape(
+        stop - start, width
+    )
+
+
+def _store(
+    db: Location,
+    key: str,
+    docs: Any,
+    missing: list[str],
+    kept: str,
+    width: int,
+    clusters: Clusters,
+    benchmark: str,
+    run_id: str | None,
+    model: str,
+    batch: int,
+    duckdb_settings: Mapping[str, str] | None,
+    say: Callable[[float, str], None],
+) -> bool:
+    """The job's one short write: the new documents, the new vectors (read back from ``kept`` a batch at a time),
+    and the clustering if the failures' key is still ``key``; whether it was."""
     members = pa.table(
         {
             "attempt_id": pa.array(clusters.members["attempt_id"].to_numpy(dtype=np.int64)),
@@ -275,11 +346,13 @@ def cluster_failures(
     summary = summary_to_json(clusters.summary)
     say(0.95, "storing the clusters")
     with writer(db, publish_snapshot=False) as con:  # 3. one short write
-        configure(con, later if duckdb_settings else None)
+        configure(con, duckdb_settings)
         with transaction(con):
             if docs is not None:
                 stored.insert_failure_documents(con, docs)
-            store_vectors(con, missing, new, model=model, batch=batch, rows=new_rows)
+            for s in range(0, len(missing), batch):
+                part = missing[s : s + batch]
+                store_vectors(con, part, _kept_vectors(kept, width, s, s + len(part)), model=model, batch=batch)
             same = clustering_key(con, benchmark=benchmark, run_id=run_id, model=model)[0] == key
             if same:
                 stored.replace_clustering(
@@ -287,8 +360,4 @@ def cluster_failures(
                 )
         publish(con, resolve_db_path(db))
         say(0.99, "stored; publishing for readers")
-    if same:
-        say(1.0, "the clusters are stored")
-    else:
-        say(1.0, "the failures changed while they were clustered: the next visit computes them again")
-    return key
+    return same

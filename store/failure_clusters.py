@@ -5,14 +5,16 @@ caller's transaction; ``jobs/failures.py`` computes the rows."""
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 
-def insert_failure_documents(con: duckdb.DuckDBPyConnection, docs: pa.Table) -> int:
+def insert_failure_documents(con: duckdb.DuckDBPyConnection, docs: Any) -> int:
     """Store failure documents (columns ``attempt_id``, ``doc_version``, ``segments``, ``masked``,
-    ``content_hash``); a document already stored for its attempt and version stays. Returns the rows given."""
+    ``content_hash``: an Arrow table, or a dataset read as it is inserted); a document already stored for its
+    attempt and version stays. Returns the rows given."""
     con.register("_rl_fdocs", docs)
     try:
         con.execute(
@@ -22,7 +24,7 @@ def insert_failure_documents(con: duckdb.DuckDBPyConnection, docs: pa.Table) -> 
         )
     finally:
         con.unregister("_rl_fdocs")
-    return docs.num_rows
+    return int(docs.num_rows if isinstance(docs, pa.Table) else docs.count_rows())
 
 
 def replace_clustering(

@@ -71,6 +71,26 @@ def test_cluster_vectors_beyond_max_points_join_the_nearest_centre() -> None:
     assert pd.crosstab(got, truth).gt(0).sum(axis=1).eq(1).all()  # every assigned point joined its own cause
 
 
+def test_nearest_by_rows_and_centring_in_place_give_the_same_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What holds one array of a million vectors instead of two: the rows compared a chunk at a time (not copied
+    whole first) and the vectors centred in place (not copied) give the very numbers of the copies."""
+    from analytics.clusters import compute
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((500, 16)).astype(np.float32)
+    centres = rng.standard_normal((4, 16)).astype(np.float32)
+    rows = rng.permutation(500)[:300]
+    monkeypatch.setattr(compute, "CHUNK", 64)  # several chunks, the last one short
+    idx, sim = compute.nearest(x, centres, rows)
+    want_idx, want_sim = compute.nearest(x[rows], centres)
+    assert np.array_equal(idx, want_idx) and np.array_equal(sim, want_sim) and len(idx) == 300
+    assert not np.array_equal(idx, compute.nearest(x[:300], centres)[0])  # other rows: other answers
+    copied = compute.centred(x)
+    own = x.copy()
+    centred = compute.centred(own, in_place=True)
+    assert centred is own and np.array_equal(centred, copied) and not np.array_equal(own, x)
+
+
 def test_documents_keep_what_went_wrong_and_cut_boilerplate() -> None:
     base = {"status": "completed", "reference_answer": "6.3%", "reference_trajectory": None, "n_repeated": 0}
     raw = pd.DataFrame(

@@ -106,8 +106,7 @@ def test_a_too_small_memory_limit_is_named_on_the_page(tmp_path: Path, monkeypat
         assert not at.exception, [e.value for e in at.exception]
         errors = [str(e.value).replace("\\", "") for e in at.error]  # shown as plain text (markdown escaped)
         assert len(errors) == 1 and "Out of Memory Error" in errors[0], errors
-        assert "DuckDB 1 MB of it while it builds the documents" in errors[0], errors
-        assert errors[0].endswith("MB after: RUNLENS_CLUSTERS_WORKER_MB)"), errors
+        assert errors[0].endswith("DuckDB 1 MB of it: RUNLENS_CLUSTERS_WORKER_MB)"), errors
         assert not at.dataframe
     finally:
         for key in [k for k in background._JOBS if str(small) in k]:

@@ -80,9 +80,10 @@ GAP_CUT_MAX = 0.925  # ... among the merge heights up to this distance
 GAP_MIN = 0.03  # ... when that gap is at least this wide
 
 
-def centred(vectors: np.ndarray) -> np.ndarray:
-    """Rows minus their mean, unit length again (rows that become zero stay zero)."""
-    x = np.array(vectors, dtype=np.float32)  # one copy, then in place
+def centred(vectors: np.ndarray, *, in_place: bool = False) -> np.ndarray:
+    """Rows minus their mean, unit length again (rows that become zero stay zero). ``in_place``: in ``vectors``
+    itself when they are float32 (the caller's array is then the centred one: no second copy of a million rows)."""
+    x = np.asarray(vectors, dtype=np.float32) if in_place else np.array(vectors, dtype=np.float32)
     x -= x.mean(axis=0, dtype=np.float64).astype(np.float32)
     norms = np.sqrt(np.einsum("ij,ij->i", x, x))[:, None]  # a quarter of np.linalg.norm's time at 1M rows
     x /= np.where(norms > 1e-9, norms, 1.0)
@@ -431,13 +432,16 @@ def small_tree_cut(tree: np.ndarray, cut: float) -> float:
     return float((edges[i] + edges[i + 1]) / 2) if i > 0 and gaps[i] >= GAP_MIN else cut
 
 
-def nearest(x: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Index of each row's nearest centre (cosine) and the similarity, in chunks (bounded memory)."""
+def nearest(x: np.ndarray, centres: np.ndarray, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Index of each row's nearest centre (cosine) and the similarity, in chunks (bounded memory). ``rows``: only
+    these rows of ``x``, in this order (taken a chunk at a time: ``x[rows]`` whole would copy most of a million
+    vectors)."""
     unit = centres / np.maximum(np.linalg.norm(centres, axis=1, keepdims=True), 1e-9)
-    idx = np.empty(len(x), dtype=np.int64)
-    sim = np.empty(len(x), dtype=np.float32)
-    for s in range(0, len(x), CHUNK):
-        block = x[s : s + CHUNK] @ unit.T.astype(np.float32)
+    n = len(x) if rows is None else len(rows)
+    idx = np.empty(n, dtype=np.int64)
+    sim = np.empty(n, dtype=np.float32)
+    for s in range(0, n, CHUNK):
+        block = (x[s : s + CHUNK] if rows is None else x[rows[s : s + CHUNK]]) @ unit.T.astype(np.float32)
         idx[s : s + CHUNK] = block.argmax(axis=1)
         sim[s : s + CHUNK] = block.max(axis=1)
     return idx, sim
@@ -518,7 +522,7 @@ def cluster_vectors(
         reps = x[first[fit_u]]
         centres_x = np.stack([reps[fitted == g].mean(axis=0) for g in gids])
         rest = np.setdiff1d(np.arange(m), fit_u)
-        idx, sim = nearest(x[first[rest]], centres_x)
+        idx, sim = nearest(x, centres_x, first[rest])
         by_distinct[rest] = np.where(sim < MIN_SIMILARITY, -1, gids[idx])
     labels = by_distinct[codes]
     return renumber(absorb_small(x, labels, min_size=min_size), min_size=min_size)
@@ -540,6 +544,6 @@ def absorb_small(x: np.ndarray, labels: np.ndarray, *, min_size: int) -> np.ndar
     which = np.searchsorted(big, labels[rows_big])
     onehot = sparse.csr_matrix((np.ones(len(rows_big), dtype=np.float32), (which, rows_big)), shape=(len(big), len(x)))
     centres = np.asarray(onehot @ x)  # sums: ``nearest`` compares directions only
-    idx, sim = nearest(x[rows], centres)
+    idx, sim = nearest(x, centres, rows)
     out[rows] = np.where(sim > ABSORB_SIMILARITY, big[idx], labels[rows])
     return out

@@ -232,13 +232,16 @@ class Clusters:
     key: str = ""  # the stored clustering's key (``clustering_key``); empty for a clustering computed, not stored
 
 
-def build_clusters(failures: pd.DataFrame, vectors: np.ndarray, *, model: str, **kwargs: Any) -> Clusters:
+def build_clusters(
+    failures: pd.DataFrame, vectors: np.ndarray, *, model: str, overwrite: bool = False, **kwargs: Any
+) -> Clusters:
     """Cluster ``failures`` (rows of ``failure_texts``) by ``vectors`` (same order) and summarise each cluster:
-    key phrases, terms, representative attempts, size per run, share per run and version, and its trend."""
+    key phrases, terms, representative attempts, size per run, share per run and version, and its trend.
+    ``overwrite``: ``vectors`` (float32) may be centred in place (the caller no longer needs them as they were)."""
     if failures.empty:
         raise ClusterError("no failed attempts to cluster")
     texts = failures["text"].tolist()
-    x = centred(vectors)  # once: the clustering and the representatives share it
+    x = centred(vectors, in_place=overwrite)  # once: the clustering and the representatives share it
     labels = cluster_vectors(x, texts, is_centred=True, **kwargs)
     members = failures.drop(columns=["text"]).reset_index(drop=True).assign(cluster_id=labels)
     members["agent_version"] = members["agent_version"].fillna("(none)").astype(str)

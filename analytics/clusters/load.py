@@ -487,6 +487,9 @@ def undocumented_failures(con: duckdb.DuckDBPyConnection, *, benchmark: str, run
     return np.asarray(rows["attempt_id"], dtype=np.int64)
 
 
+TEXT_CHUNK = 48  # DuckDB vectors (2,048 rows each) fetched at a time by ``stored_failure_texts``
+
+
 def stored_failure_texts(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -499,38 +502,75 @@ def stored_failure_texts(
     rows), the boilerplate cut in SQL (the same cut as
     ``failure_documents``: a masked segment in at least ``boilerplate_share`` of the failures, when there are at
     least 10, is dropped; a document left empty keeps its segments). Failures without a stored document are left
-    out (``undocumented_failures`` lists them)."""
-    sql = f"""
+    out (``undocumented_failures`` lists them).
+
+    Two statements, neither of which holds every document at once: the boilerplate (the masked segments counted
+    over every document: a grouping, which spills), then each document's text cut with it row by row (a list filter,
+    not an ordered ``string_agg`` per failure, which does not spill: it took DuckDB past 3 GB at ten million
+    attempts), in order (a sort, which spills), fetched a chunk at a time."""
+    with_d = f"""
         WITH f AS ({_FAILED_OF}),
         d AS (
             SELECT attempt_id, segments, masked FROM failure_documents SEMI JOIN f USING (attempt_id)
             WHERE doc_version = $version
-        ),
-        u AS (
-            SELECT attempt_id, unnest(segments) AS seg, unnest(masked) AS m, generate_subscripts(segments, 1) AS pos
+        )
+    """
+    common_sql = f"""{with_d},
+        n AS (SELECT count(*) AS n FROM d)
+        SELECT m FROM (SELECT DISTINCT attempt_id, m FROM (SELECT attempt_id, unnest(masked) AS m FROM d)) GROUP BY m
+        HAVING count(*) >= $share * (SELECT n FROM n) AND (SELECT n FROM n) >= 10
+        ORDER BY m
+    """
+    texts_sql = f"""{with_d},
+        k AS (  -- the segments whose masked form is not boilerplate, in order
+            SELECT attempt_id, segments,
+                   list_filter(segments, (x, i) -> NOT list_contains($common::VARCHAR[], masked[i])) AS kept
             FROM d
-        ),
-        n AS (SELECT count(*) AS n FROM d),
-        common AS (
-            SELECT m FROM (SELECT DISTINCT attempt_id, m FROM u) GROUP BY m
-            HAVING count(*) >= $share * (SELECT n FROM n) AND (SELECT n FROM n) >= 10
-        ),
-        kept AS (
-            SELECT attempt_id, string_agg(seg, ' | ' ORDER BY pos) AS text
-            FROM u WHERE m NOT IN (SELECT m FROM common) GROUP BY attempt_id
         ),
         codes AS (
             SELECT attempt_id, list(DISTINCT code ORDER BY code) AS codes
             FROM error_labels SEMI JOIN f USING (attempt_id) WHERE source = 'label' GROUP BY attempt_id
         )
         SELECT f.attempt_id, f.run_id, f.task_id, f.sample, f.agent, f.agent_version, f.eval_date,
-               coalesce(c.codes, []) AS codes, coalesce(k.text, array_to_string(d.segments, ' | ')) AS text
-        FROM f JOIN d USING (attempt_id) LEFT JOIN kept k USING (attempt_id) LEFT JOIN codes c USING (attempt_id)
+               coalesce(c.codes, []) AS codes,
+               array_to_string(CASE WHEN len(k.kept) > 0 THEN k.kept ELSE k.segments END, ' | ') AS text
+        FROM f JOIN k USING (attempt_id) LEFT JOIN codes c USING (attempt_id)
         ORDER BY f.run_id, f.task_id, f.sample
     """
-    params = {"benchmark": benchmark, "run_id": run_id, "version": DOC_VERSION, "share": boilerplate_share}
+    params = {"benchmark": benchmark, "run_id": run_id, "version": DOC_VERSION}
     with _with_pending(con, pending) as docs:
-        return query_df(con, sql.replace("FROM failure_documents", f"FROM {docs}"), params)
+
+        def sql(text: str) -> str:
+            return text.replace("FROM failure_documents", f"FROM {docs}")
+
+        common = [r[0] for r in con.execute(sql(common_sql), {**params, "share": boilerplate_share}).fetchall()]
+        res = con.execute(sql(texts_sql), {**params, "common": common})
+        seen: dict[str, str] = {}
+        parts = [_shared(res.fetch_df_chunk(TEXT_CHUNK), seen)]
+        while len(parts[-1]):
+            parts.append(_shared(res.fetch_df_chunk(TEXT_CHUNK), seen))
+    if len(parts) > 1:
+        parts.pop()  # the empty chunk at the end
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+
+_REPEATED = ("run_id", "task_id", "agent", "agent_version")  # a few values each, repeated over the failures
+
+
+def _shared(chunk: pd.DataFrame, seen: dict[str, str]) -> pd.DataFrame:
+    """``chunk`` with each value of its ``_REPEATED`` columns one string object, shared with the earlier chunks
+    (``seen``): the same values, without one object per row (about 200 MB for a million failures)."""
+    for col in _REPEATED:
+        values = chunk[col].to_numpy(dtype=object)
+        codes, uniques = pd.factorize(values)
+        if not len(uniques):
+            continue
+        one = np.array([seen.setdefault(u, u) for u in uniques], dtype=object)
+        out = values.copy()
+        ok = codes >= 0
+        out[ok] = one[codes[ok]]
+        chunk[col] = out
+    return chunk
 
 
 def clustering_key(
