@@ -1,6 +1,6 @@
 """Put a store back to an older schema version, as a store written by an older Runlens would be: every table a
-later migration creates is dropped (and every column it adds) and ``meta`` records the older version, so the next writer applies the later
-migrations again (their backfills included)."""
+later migration creates is dropped (and every column it adds) and ``meta`` records the older version, so the next
+writer applies the later migrations again (their backfills included)."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def _places(codes: np.ndarray, of: np.ndarray) -> np.ndarray:
 
 class CodedRows(NamedTuple):
     """The kept rows of the runs asked for, as read (``_read_coded``): per row its run's and task's place among the
-    runs' and the benchmark's tasks' ids in their order (``run_ix``, ``task_ix``) and its columns; the keys."""
+    runs' and the benchmark's coded tasks' ids in their order (``run_ix``, ``task_ix``) and its columns; the keys."""
 
     run_ids: np.ndarray
     task_ids: np.ndarray
@@ -133,7 +133,7 @@ def _sorted_by(key: np.ndarray) -> np.ndarray | None:
 def _coded_read(
     con: duckdb.DuckDBPyConnection, params: dict[str, object], benchmark: str | None
 ) -> tuple[pd.DataFrame, np.ndarray | None, dict[str, np.ndarray]]:
-    """``_coded_outcomes``, each row's task code (its task's place among the benchmark's task ids in their order;
+    """``_coded_outcomes``, each row's task code (its task's place among the benchmark's coded task ids in their order;
     None when the text keys were read) and the benchmark's tasks' ``level`` and ``category`` in that order (empty
     when the text keys were read): ``_read_coded``'s rows put in (run, task) order, the frame built once from the
     arrays. A row whose task is not in the benchmark's ``tasks`` table has no place: then the text keys are read."""
@@ -161,7 +161,7 @@ class BoardRows(NamedTuple):
 
     Attributes:
         run_pos: per row, its run's row in the runs frame.
-        task_codes: per row, its task's place among the benchmark's task ids in their order.
+        task_codes: per row, its task's place among the benchmark's coded task ids in their order.
         columns: n, c, score, steps and cost_usd per row (``OUTCOME_COLUMNS``), as ``task_outcomes`` has them.
         task_kinds: the benchmark's tasks' ``level`` and ``category``, indexed by task code.
         order: the rows in the runs frame's order and, within a run, the task ids' (None: they are in it).
@@ -227,7 +227,7 @@ def coded_task_outcomes(
     scorer: str | None = None,
     threshold: float | None = None,
 ) -> tuple[pd.DataFrame, np.ndarray | None]:
-    """``task_outcomes`` and each row's task code: the place of its task id among the benchmark's task ids in
+    """``task_outcomes`` and each row's task code: the place of its task id among the benchmark's coded task ids in
     their order (so the codes sort as the ids do), or None when the rows were read by their text keys (a scorer's
     values, a task missing from the ``tasks`` table). With codes, a task's level and category are attached by
     its code instead of hashing every row's task id (0.2 s at 867k rows)."""
