@@ -12,6 +12,8 @@ labels (issue 33; migration 008 says what each column is):
 * ``run_task_tmf`` (migration 012, store/tmf_rows.py): per (run, task), the Tech-Market-Fit page's row on codes;
 * ``run_task_board`` (migration 013, store/tmf_rows.py): per (run, task), the Leaderboard's row on the same codes.
 * ``run_health_sums`` (migration 014, store/tmf_rows.py): per run, the sums of its counts that run health reads.
+* ``tmf_task_codes``' level, category and is_listed (migration 016, store/tmf_rows.py): per coded task, the tasks
+  table's values, given with the code (emptied and given again by a rebuild, with the tables on the codes).
 
 Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of
 those pairs for ``run_code_pairs``), so a row always equals what its attempts give: an ingested file (called by
@@ -288,7 +290,7 @@ def drop_run(con: duckdb.DuckDBPyConnection, run_id: str) -> None:
 
 
 # Every kept table, in the order ``compared`` can give it (the slices' tables after the per-task ones they sum).
-KEPT = (*TABLES, *RUN_TABLES, task_first.TABLE, *tmf_rows.CODED)
+KEPT = (*TABLES, *RUN_TABLES, task_first.TABLE, *tmf_rows.CODED, tmf_rows.KINDS)
 
 
 def compared(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, str, dict[str, object]]:
@@ -297,7 +299,8 @@ def compared(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, str, dict
     (store/sql/TABLE.sql) over every run and the whole range of attempt ids (the slices' tables sum per-task rows
     computed the same way, never the stored ones, so a wrong stored row shows in its own table only); for
     ``run_task_tmf`` and ``run_task_board``, their rows by run and task id against the ``run_task_stats`` rows they
-    copy. For ``doctor``."""
+    copy; for ``tmf_task_codes``, each coded task's kept level, category and listing against the ``tasks`` table's.
+    For ``doctor``."""
     if table not in KEPT:
         raise ValueError(f"not a kept table: {table!r}")
     if table == "run_task_tmf":
@@ -306,6 +309,8 @@ def compared(con: duckdb.DuckDBPyConnection, table: str) -> tuple[str, str, dict
         return tmf_rows.board_stored_sql, tmf_rows.board_expected_sql, {}
     if table == "run_health_sums":
         return tmf_rows.health_stored_sql, tmf_rows.health_expected_sql, {}
+    if table == tmf_rows.KINDS:
+        return tmf_rows.kinds_stored_sql, tmf_rows.kinds_expected_sql, {}
     lo, hi = con.execute("SELECT min(attempt_id), max(attempt_id) FROM attempts").fetchall()[0]
     params: dict[str, object] = {"lo": int(lo if lo is not None else 0), "hi": int(hi if hi is not None else -1)}
     every = "SELECT * FROM attempts"

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -67,6 +68,24 @@ def test_codes_in_any_order_give_the_text_keys_frame_and_a_wrong_kept_row_is_see
         compare(demo_db)
 
 
+def test_a_wrong_kept_level_is_seen_and_an_unlisted_task_reads_the_text_keys(demo_db: Path) -> None:
+    """The board's tasks' level and category are the ones kept on their codes (migration 016): a wrong one makes
+    the board differ from the one with the tasks table's (the comparison can fail); a coded task whose kept
+    listing says the tasks table lacks it sends the board to its text keys, which give the same board."""
+    query = (
+        "SELECT c.task_code, c.benchmark FROM tmf_task_codes c WHERE c.level IS NOT NULL AND c.task_code IN "
+        "(SELECT task_code FROM run_task_board) ORDER BY 1 LIMIT 1"
+    )
+    with rdb.writer(demo_db) as con:
+        code, bench = rdb.query_rows(con, query)[0]
+        con.execute("UPDATE tmf_task_codes SET is_listed = false WHERE task_code = ?", [code])
+    assert compare_boards(demo_db, listed=False, only=bench) > 0
+    with rdb.writer(demo_db) as con:
+        con.execute("UPDATE tmf_task_codes SET is_listed = true, level = level || '-wrong' WHERE task_code = ?", [code])
+    with pytest.raises(AssertionError):
+        compare_boards(demo_db, only=bench)
+
+
 @pytest.fixture(scope="module")
 def generated_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("gen")
@@ -87,11 +106,13 @@ def test_generated_lake_codes_give_the_text_keys_frame(
     assert compare(db) > 0
 
 
-def compare_boards(db: str | Path) -> int:
-    """The leaderboard through the task codes (``load.board_rows``: no id per row, the rows in the order read)
-    equals the leaderboard of the same rows by their text keys, given with the runs in another order (so the rows
-    are picked and reordered, and every task id hashed), for every benchmark, with and without errored attempts,
-    every slice kind."""
+def compare_boards(db: str | Path, *, listed: bool = True, only: str | None = None) -> int:
+    """The leaderboard through the task codes (``load.board_rows``: no id per row, the rows in the order read, each
+    task's level and category as kept on its code) equals the leaderboard of the same rows by their text keys, given
+    with the runs in another order (so the rows are picked and reordered, and every task id hashed) and each task's
+    level and category from the tasks table, for every benchmark, with and without errored attempts, every slice
+    kind. ``listed`` false: a coded task may be unlisted (the rows are then read by their text keys); ``only``: that
+    benchmark alone."""
     from analytics import leaderboard as lb
     from analytics.compare import ranking_metric as compare_metric
     from analytics.leaderboard import compute as lb_compute
@@ -101,14 +122,21 @@ def compare_boards(db: str | Path) -> int:
     n = 0
     with rdb.reader(db) as con:
         for (bench,) in rdb.query_rows(con, "SELECT DISTINCT benchmark FROM runs ORDER BY 1"):
+            if only is not None and bench != only:
+                continue
             rf = rdb.RunFilter(benchmark=bench)
             runs = load_runs(con, rf)
             for leave_out in (False, True):
                 coded, codes = lb_load.coded_task_outcomes(con, rf, runs=runs, exclude_errored=leave_out)
-                assert codes is not None and len(codes) == len(coded)
+                assert (codes is not None and len(codes) == len(coded)) or not listed
                 board = lb.leaderboard(con, rf, exclude_errored=leave_out)
                 # the runs in reverse order, each run's tasks in theirs (the rows a run's means are summed over)
                 by_text = coded.sort_values("run_id", ascending=False, kind="stable").reset_index(drop=True)
+                # each task's level and category from the tasks table itself, not the ones kept on its code
+                tasks = rdb.query_df(con, "SELECT task_id, level, category FROM tasks WHERE benchmark = ?", [bench])
+                at = pd.Index(tasks["task_id"]).get_indexer(by_text["task_id"])
+                for col in ("level", "category"):
+                    by_text[col] = np.where(at >= 0, tasks[col].to_numpy(dtype=object)[np.maximum(at, 0)], None)
                 _, scoring, _ = lb_load.ranked_score(con, benchmark=bench, scorer=None)
                 metric = compare_metric(scoring)
                 want = lb_compute.with_scale(

@@ -1,6 +1,7 @@
 """``run_task_tmf`` (migration 012, store/tmf_rows.py): the Tech-Market-Fit page's (run, task) rows on integer codes,
-``run_task_board`` (migration 013): the Leaderboard's, on the same codes, and ``run_health_sums`` (migration 014):
-each run's counts that run health sums; kept by the writer. After an ingest, a deletion, late scores, replaced attempts, judge labels and rule findings the
+``run_task_board`` (migration 013): the Leaderboard's, on the same codes, ``run_health_sums`` (migration 014):
+each run's counts that run health sums, and each coded task's level, category and listing (migration 016); kept by
+the writer. After an ingest, a deletion, late scores, replaced attempts, judge labels and rule findings the
 rows, read back by their codes' run and task ids, equal a recomputation from ``run_task_stats``, and every code is
 one run's or one (benchmark, task)'s; on the demo and on a generated store, on a file store and a local lake."""
 
@@ -41,6 +42,14 @@ def health_expected(con: Any) -> Any:
     return rdb.query_df(con, f"SELECT * FROM ({tmf_rows.health_expected_sql}) ORDER BY run_id")
 
 
+def kinds_stored(con: Any) -> Any:
+    return rdb.query_df(con, f"SELECT * FROM ({tmf_rows.kinds_stored_sql}) ORDER BY benchmark, task_id")
+
+
+def kinds_expected(con: Any) -> Any:
+    return rdb.query_df(con, f"SELECT * FROM ({tmf_rows.kinds_expected_sql}) ORDER BY benchmark, task_id")
+
+
 def check(db: str | Path) -> None:
     """The rows equal the recomputation; codes are unique; no row or code of a run that is gone."""
     with rdb.reader(db) as con:
@@ -53,6 +62,9 @@ def check(db: str | Path) -> None:
         sums = health_stored(con)
         assert len(sums) > 0
         assert_same(sums, health_expected(con), "run_health_sums")
+        kinds = kinds_stored(con)  # migration 016: each coded task's level, category and listing, as tasks has them
+        assert len(kinds) > 0 and kinds["is_listed"].all() and kinds["level"].notna().any()
+        assert_same(kinds, kinds_expected(con), "tmf_task_codes")
         dup = "SELECT count(*) FROM (SELECT {k} FROM {t} GROUP BY {k} HAVING count(*) > 1)"
         for table, key in [
             ("tmf_run_codes", "run_id"),
@@ -125,8 +137,9 @@ def test_migration_012_backfills_an_older_store(demo_db: Path) -> None:
     [
         (12, ["run_task_board", "run_health_sums"], board_stored, stored),  # 013: the Leaderboard's rows
         (13, ["run_health_sums"], health_stored, board_stored),  # 014: each run's sums
+        (14, [], kinds_stored, board_stored),  # 016: each coded task's level, category and listing
     ],
-    ids=["013", "014"],
+    ids=["013", "014", "016"],
 )
 def test_a_migration_backfills_an_older_store(
     demo_db: Path, version: int, dropped: list[str], backfilled: Any, untouched: Any

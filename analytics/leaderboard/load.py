@@ -15,18 +15,24 @@ from analytics.runs import load_runs
 from analytics.sqlfiles import load_sql
 from store import ALL_RUNS, QueryError, RunFilter, query_df
 
-# The runs asked for and the benchmark's tasks (with their level and category), each in id order, and their codes in
-# the kept (run, task) rows (migrations 012-013): the rows come as integers, each key becomes a Python string once (at
-# 10M attempts: 13 runs and 66,667 tasks instead of 867k x 2 strings, no text joined or sorted). One statement: each
-# costs a lake its catalog reads. A run without rows has no code; a task in no run's rows has none either.
+# The runs asked for and the benchmark's coded tasks the tasks table lists (with their level and category), each in
+# id order, and their codes in the kept (run, task) rows (migrations 012-013): the rows come as integers, each key
+# becomes a Python string once (at 10M attempts: 13 runs and 66,667 tasks instead of 867k x 2 strings, no text
+# joined or sorted). A task's level and category are kept on its code (migration 016), so the tasks are read from
+# one table, not the tasks table joined to their codes (0.1 -> 0.04 CPU s at 10M). A task no run has rows of has no
+# code and is not read (no row has its place); a coded task the tasks table does not list is not read either (its
+# rows have no place: the text keys are read). {task_key}: the task ids, or NULL when the caller needs none (the
+# board: 66,667 strings fewer). One statement: each costs a lake its catalog reads. A run without rows has no code.
 _KEYS = """
-SELECT 0 AS kind, k.run_id AS key, rc.run_code AS code, NULL AS level, NULL AS category
-FROM (SELECT DISTINCT unnest($run_ids) AS run_id) k LEFT JOIN tmf_run_codes rc ON rc.run_id = k.run_id
-UNION ALL
-SELECT 1, t.task_id, tc.task_code, t.level, t.category
-FROM tasks t LEFT JOIN tmf_task_codes tc ON tc.benchmark = t.benchmark AND tc.task_id = t.task_id
-WHERE t.benchmark = $benchmark
-ORDER BY kind, key
+SELECT kind, key, code, level, category FROM (
+    SELECT 0 AS kind, k.run_id AS key, k.run_id AS sort_key, rc.run_code AS code, NULL AS level, NULL AS category
+    FROM (SELECT DISTINCT unnest($run_ids) AS run_id) k LEFT JOIN tmf_run_codes rc ON rc.run_id = k.run_id
+    UNION ALL
+    SELECT 1, {task_key}, task_id, task_code, level, category
+    FROM tmf_task_codes
+    WHERE benchmark = $benchmark AND is_listed
+)
+ORDER BY kind, sort_key
 """
 # task_outcome_rows.sql's columns from the runs' kept rows (run_task_board, migration 013: run_task_stats's values
 # under the codes); {runs}: the runs' codes as a constant list of parameters, which a lake's scan skips other runs'
@@ -78,7 +84,7 @@ def _places(codes: np.ndarray, of: np.ndarray) -> np.ndarray:
 
 class CodedRows(NamedTuple):
     """The kept rows of the runs asked for, as read (``_read_coded``): per row its run's and task's place among the
-    runs' and the benchmark's tasks' ids in their order (``run_ix``, ``task_ix``) and its columns; the keys."""
+    runs' and the benchmark's coded tasks' ids in their order (``run_ix``, ``task_ix``) and its columns; the keys."""
 
     run_ids: np.ndarray
     task_ids: np.ndarray
@@ -88,12 +94,16 @@ class CodedRows(NamedTuple):
     described: dict[str, np.ndarray]
 
 
-def _read_coded(con: duckdb.DuckDBPyConnection, params: dict[str, object], benchmark: str | None) -> CodedRows | None:
+def _read_coded(
+    con: duckdb.DuckDBPyConnection, params: dict[str, object], benchmark: str | None, *, task_ids: bool = True
+) -> CodedRows | None:
     """The runs' kept rows on integer codes (``run_task_board``), read straight into numpy arrays (no text joined:
     at 10M attempts the joins of 867k rows' run and task ids to their places were most of the read), each code
     mapped to its key's place, in the order read; ``task_outcome_rows.sql``'s n, c, score, steps and cost_usd as
-    its frame has them. None when a row's task is not in the benchmark's ``tasks`` table (it has no place)."""
-    keys = query_df(con, _KEYS, {"run_ids": params["run_ids"], "benchmark": benchmark})
+    its frame has them. None when a row's task is not in the benchmark's ``tasks`` table (it has no place).
+    ``task_ids`` false: the tasks' ids are not read (``CodedRows.task_ids`` holds None per task)."""
+    sql = _KEYS.format(task_key="task_id" if task_ids else "NULL")
+    keys = query_df(con, sql, {"run_ids": params["run_ids"], "benchmark": benchmark})
     is_task = keys["kind"].to_numpy() == 1
     ids = keys["key"].to_numpy(dtype=object)
     codes = keys["code"].to_numpy(dtype=np.float64, na_value=-1.0).astype(np.int64)
@@ -123,7 +133,7 @@ def _sorted_by(key: np.ndarray) -> np.ndarray | None:
 def _coded_read(
     con: duckdb.DuckDBPyConnection, params: dict[str, object], benchmark: str | None
 ) -> tuple[pd.DataFrame, np.ndarray | None, dict[str, np.ndarray]]:
-    """``_coded_outcomes``, each row's task code (its task's place among the benchmark's task ids in their order;
+    """``_coded_outcomes``, each row's task code (its task's place among the benchmark's coded task ids in their order;
     None when the text keys were read) and the benchmark's tasks' ``level`` and ``category`` in that order (empty
     when the text keys were read): ``_read_coded``'s rows put in (run, task) order, the frame built once from the
     arrays. A row whose task is not in the benchmark's ``tasks`` table has no place: then the text keys are read."""
@@ -151,7 +161,7 @@ class BoardRows(NamedTuple):
 
     Attributes:
         run_pos: per row, its run's row in the runs frame.
-        task_codes: per row, its task's place among the benchmark's task ids in their order.
+        task_codes: per row, its task's place among the benchmark's coded task ids in their order.
         columns: n, c, score, steps and cost_usd per row (``OUTCOME_COLUMNS``), as ``task_outcomes`` has them.
         task_kinds: the benchmark's tasks' ``level`` and ``category``, indexed by task code.
         order: the rows in the runs frame's order and, within a run, the task ids' (None: they are in it).
@@ -173,7 +183,8 @@ def board_rows(
     their hashing into the runs frame and two copies of every column in another order were 0.1 CPU s). None when
     the rows must be read by their text keys (a task missing from the ``tasks`` table)."""
     run_ids = runs["run_id"].astype(str).tolist()
-    read = _read_coded(con, {"run_ids": run_ids, "exclude_errored": bool(exclude_errored)}, run_filter.benchmark)
+    params = {"run_ids": run_ids, "exclude_errored": bool(exclude_errored)}
+    read = _read_coded(con, params, run_filter.benchmark, task_ids=False)
     if read is None:
         return None
     frame_pos = pd.Index(run_ids).get_indexer(read.run_ids)  # each key's row in the runs frame (the keys: its ids)
@@ -216,7 +227,7 @@ def coded_task_outcomes(
     scorer: str | None = None,
     threshold: float | None = None,
 ) -> tuple[pd.DataFrame, np.ndarray | None]:
-    """``task_outcomes`` and each row's task code: the place of its task id among the benchmark's task ids in
+    """``task_outcomes`` and each row's task code: the place of its task id among the benchmark's coded task ids in
     their order (so the codes sort as the ids do), or None when the rows were read by their text keys (a scorer's
     values, a task missing from the ``tasks`` table). With codes, a task's level and category are attached by
     its code instead of hashing every row's task id (0.2 s at 867k rows)."""
