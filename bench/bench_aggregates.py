@@ -84,8 +84,8 @@ def build(db: Path, *, n_tasks: int, n_runs: int, n_benchmarks: int) -> None:
         for table in ("run_slice_stats", "run_slice_codes"):
             con.execute(f"INSERT INTO {table}\n" + migration.split(f"INSERT INTO {table}\n")[1].split(";")[0])
         # migrations 012 and 013's (run, task) rows on codes (the TMF page's and the Leaderboard's), 014's per-run
-        # sums (run health's) and 016's kept level and category of each coded task, as their backfills compute them
-        # (012's codes into the three columns it had: 016 added three more)
+        # sums (run health's) and 015's kept level and category of each coded task, as their backfills compute them
+        # (012's codes into the three columns it had: 015 added three more)
         for name in ("012_run_task_tmf.sql", "013_run_task_board.sql", "014_run_health_sums.sql"):
             text = (MIGRATIONS_DIR / name).read_text(encoding="utf-8")
             for statement in ("INSERT INTO" + text.split("INSERT INTO", 1)[1]).split(";"):
@@ -93,7 +93,7 @@ def build(db: Path, *, n_tasks: int, n_runs: int, n_benchmarks: int) -> None:
                     con.execute(
                         statement.replace("tmf_task_codes\n", "tmf_task_codes (benchmark, task_id, task_code)\n")
                     )
-        text = (MIGRATIONS_DIR / "016_task_code_kinds.sql").read_text(encoding="utf-8")
+        text = (MIGRATIONS_DIR / "015_task_code_kinds.sql").read_text(encoding="utf-8")
         for statement in ("UPDATE" + text.split("UPDATE", 1)[1]).split(";"):
             if statement.strip():
                 con.execute(statement)

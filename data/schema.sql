@@ -472,7 +472,7 @@ CREATE TABLE tmf_run_codes (
     PRIMARY KEY (run_id)
 );
 
--- (016) each coded task's level and category, and whether the tasks table lists it, given with the code
+-- (015) each coded task's level and category, and whether the tasks table lists it, given with the code
 CREATE TABLE tmf_task_codes (
     benchmark VARCHAR NOT NULL,
     task_id   VARCHAR NOT NULL,

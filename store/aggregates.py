@@ -12,7 +12,7 @@ labels (issue 33; migration 008 says what each column is):
 * ``run_task_tmf`` (migration 012, store/tmf_rows.py): per (run, task), the Tech-Market-Fit page's row on codes;
 * ``run_task_board`` (migration 013, store/tmf_rows.py): per (run, task), the Leaderboard's row on the same codes.
 * ``run_health_sums`` (migration 014, store/tmf_rows.py): per run, the sums of its counts that run health reads.
-* ``tmf_task_codes``' level, category and is_listed (migration 016, store/tmf_rows.py): per coded task, the tasks
+* ``tmf_task_codes``' level, category and is_listed (migration 015, store/tmf_rows.py): per coded task, the tasks
   table's values, given with the code (emptied and given again by a rebuild, with the tables on the codes).
 
 Every change refreshes the (run, task) pairs it touched from the attempts and labels themselves (and the runs of

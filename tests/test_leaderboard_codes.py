@@ -69,7 +69,7 @@ def test_codes_in_any_order_give_the_text_keys_frame_and_a_wrong_kept_row_is_see
 
 
 def test_a_wrong_kept_level_is_seen_and_an_unlisted_task_reads_the_text_keys(demo_db: Path) -> None:
-    """The board's tasks' level and category are the ones kept on their codes (migration 016): a wrong one makes
+    """The board's tasks' level and category are the ones kept on their codes (migration 015): a wrong one makes
     the board differ from the one with the tasks table's (the comparison can fail); a coded task whose kept
     listing says the tasks table lacks it sends the board to its text keys, which give the same board."""
     query = (

@@ -1,6 +1,6 @@
 """``run_task_tmf`` (migration 012, store/tmf_rows.py): the Tech-Market-Fit page's (run, task) rows on integer codes,
 ``run_task_board`` (migration 013): the Leaderboard's, on the same codes, ``run_health_sums`` (migration 014):
-each run's counts that run health sums, and each coded task's level, category and listing (migration 016); kept by
+each run's counts that run health sums, and each coded task's level, category and listing (migration 015); kept by
 the writer. After an ingest, a deletion, late scores, replaced attempts, judge labels and rule findings the
 rows, read back by their codes' run and task ids, equal a recomputation from ``run_task_stats``, and every code is
 one run's or one (benchmark, task)'s; on the demo and on a generated store, on a file store and a local lake."""
@@ -62,7 +62,7 @@ def check(db: str | Path) -> None:
         sums = health_stored(con)
         assert len(sums) > 0
         assert_same(sums, health_expected(con), "run_health_sums")
-        kinds = kinds_stored(con)  # migration 016: each coded task's level, category and listing, as tasks has them
+        kinds = kinds_stored(con)  # migration 015: each coded task's level, category and listing, as tasks has them
         assert len(kinds) > 0 and kinds["is_listed"].all() and kinds["level"].notna().any()
         assert_same(kinds, kinds_expected(con), "tmf_task_codes")
         dup = "SELECT count(*) FROM (SELECT {k} FROM {t} GROUP BY {k} HAVING count(*) > 1)"
@@ -137,9 +137,9 @@ def test_migration_012_backfills_an_older_store(demo_db: Path) -> None:
     [
         (12, ["run_task_board", "run_health_sums"], board_stored, stored),  # 013: the Leaderboard's rows
         (13, ["run_health_sums"], health_stored, board_stored),  # 014: each run's sums
-        (14, [], kinds_stored, board_stored),  # 016: each coded task's level, category and listing
+        (14, [], kinds_stored, board_stored),  # 015: each coded task's level, category and listing
     ],
-    ids=["013", "014", "016"],
+    ids=["013", "014", "015"],
 )
 def test_a_migration_backfills_an_older_store(
     demo_db: Path, version: int, dropped: list[str], backfilled: Any, untouched: Any

@@ -18,7 +18,7 @@ from store import ALL_RUNS, QueryError, RunFilter, query_df
 # The runs asked for and the benchmark's coded tasks the tasks table lists (with their level and category), each in
 # id order, and their codes in the kept (run, task) rows (migrations 012-013): the rows come as integers, each key
 # becomes a Python string once (at 10M attempts: 13 runs and 66,667 tasks instead of 867k x 2 strings, no text
-# joined or sorted). A task's level and category are kept on its code (migration 016), so the tasks are read from
+# joined or sorted). A task's level and category are kept on its code (migration 015), so the tasks are read from
 # one table, not the tasks table joined to their codes (0.1 -> 0.04 CPU s at 10M). A task no run has rows of has no
 # code and is not read (no row has its place); a coded task the tasks table does not list is not read either (its
 # rows have no place: the text keys are read). {task_key}: the task ids, or NULL when the caller needs none (the

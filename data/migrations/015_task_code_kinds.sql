@@ -1,4 +1,4 @@
--- 016_task_code_kinds: each coded task's level and category (migration 012's tmf_task_codes), and whether the
+-- 015_task_code_kinds: each coded task's level and category (migration 012's tmf_task_codes), and whether the
 -- benchmark's tasks table lists it, kept on its code by the writer when the code is given (store/tmf_rows.py: a
 -- task's row is stored before any attempt of it, in the same transaction or earlier, and never changes), so the
 -- Leaderboard's first view reads its benchmark's tasks from this one table instead of joining the tasks table to
