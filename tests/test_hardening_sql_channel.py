@@ -159,7 +159,7 @@ def test_a_worker_holding_too_much_is_stopped_with_a_message(fixture_db: Path, s
     ), outcome.error
     assert "Traceback" not in str(outcome.error)
     grown_mb = (peak.peak_bytes - before) / 1024**2
-    assert grown_mb < 1024 + 100, grown_mb  # one worker within its limit (and the test process's own growth)
+    assert grown_mb < 1024 + 100, (grown_mb, peak)  # one worker within its limit (and the test process's own growth)
 
 
 def test_the_worker_limit_follows_a_larger_duckdb_limit() -> None:

@@ -38,6 +38,22 @@ def rss_bytes(pid: int) -> int:
         return 0
 
 
+def process_state(pid: int) -> str:
+    """A process's state letter from /proc (``Z``: ended, not yet reaped; empty once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def parent_pid(pid: int) -> int:
+    """A process's parent (1 once it is gone: the walk up from it ends)."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 1
+
+
 def tree_rss_bytes(pid: int) -> int:
     """Resident bytes of ``pid`` and its descendants now."""
     return sum(rss_bytes(p) for p in descendants(pid))
