@@ -43,14 +43,19 @@ def own_main_module() -> Iterator[None]:
         sys.modules["__main__"] = main
 
 
+# the project's own worker, job and command-line processes (never a server a fixture keeps for later tests)
+WORKER_COMMANDS = ("-m jobs.", "-m ingest", "-m analytics", "-m cli.", "upload_worker", "sql_console.worker")
+
+
 @pytest.fixture(autouse=True)
 def no_process_left(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A process a test starts (a worker, a job, a CLI run) ends with it. The hardening tests measure the test
+    """A worker, job or command-line process a test starts ends with it. The hardening tests measure the test
     process's tree, and a process an earlier test left in it was counted as theirs (the tree "grew" by 0.4-1.3 GB
-    during a preview the worker held within 500 MB). Processes of session and module fixtures are started before
-    this fixture and are left alone, and so are their children (a job a module's server started belongs to it). One
-    the test started that still runs a few seconds after it is killed and named in
-    tests/artifacts/leftover-processes.txt."""
+    during a preview the worker held within 500 MB). Processes of session and module fixtures started before this
+    fixture are left alone, and so are their children (a job a module's server started belongs to it). One of the
+    project's worker or command-line processes (``WORKER_COMMANDS``) the test started that still runs a few
+    seconds after it is killed; every process the test left (a session fixture's server started inside the test
+    too) is named in tests/artifacts/leftover-processes.txt."""
     from tests.treemem import _command, descendants, parent_pid, process_state
 
     me = os.getpid()
@@ -62,10 +67,8 @@ def no_process_left(request: pytest.FixtureRequest) -> Iterator[None]:
             pid = parent_pid(pid)
         return pid == me
 
-    yield
-    deadline = time.monotonic() + 5
-    while True:
-        left = [
+    def left_running() -> list[int]:
+        return [
             p
             for p in descendants(me)
             if p not in started
@@ -73,14 +76,21 @@ def no_process_left(request: pytest.FixtureRequest) -> Iterator[None]:
             and the_tests(p)
             and "multiprocessing.resource_tracker" not in _command(p)  # one per process, for its lifetime
         ]
-        if not left or time.monotonic() > deadline:
-            break
+
+    def is_worker(pid: int) -> bool:
+        return any(word in _command(pid) for word in WORKER_COMMANDS)
+
+    yield
+    deadline = time.monotonic() + 5
+    left = left_running()
+    while any(is_worker(p) for p in left) and time.monotonic() < deadline:  # a worker ending by itself
         time.sleep(0.1)
+        left = left_running()
     if left:
         ARTIFACTS.mkdir(exist_ok=True)
         with (ARTIFACTS / "leftover-processes.txt").open("a") as fh:
             fh.writelines(f"{request.node.nodeid}: {p} {_command(p)}\n" for p in left)
-        for p in left:
+        for p in filter(is_worker, left):
             with contextlib.suppress(OSError):
                 os.kill(p, signal.SIGKILL)
 
