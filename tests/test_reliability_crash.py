@@ -171,3 +171,28 @@ def test_sigkill_at_random_points_never_half_writes_a_file(tmp_path: Path, jobs:
     with rdb.reader(db) as con:
         n = con.execute("SELECT count(*) FROM attempts").fetchall()[0][0]
     assert n == sum(a for a, _ in expected.values())
+
+
+def test_an_empty_file_left_by_a_kill_while_the_database_was_made_is_made_again(tmp_path: Path) -> None:
+    """DuckDB creates the file before it writes the header: a kill in between left an empty file that no open
+    accepted. The writer makes a new database whole (a temporary name, renamed once closed), so the empty file and
+    a half-made temporary one are replaced and the ingest goes on."""
+    db = tmp_path / "crash.duckdb"
+    db.touch()
+    making = tmp_path / ".crash.duckdb.creating"
+    making.write_bytes(b"\0" * 100)
+    with pytest.raises(duckdb.IOException, match="not a valid DuckDB database file"):
+        duckdb.connect(str(db)).close()
+    files = generate(tmp_path / "logs", n_attempts=20, n_runs=1, n_benchmarks=1, seed=5)
+    ingest_paths([str(tmp_path / "logs")], db=db)
+    assert _check_consistent(db, _expected(files)) == 1
+    assert not making.exists() and sorted(p.name for p in tmp_path.glob(".crash*")) == []
+
+
+def test_a_file_that_is_not_a_database_is_never_replaced(tmp_path: Path) -> None:
+    """Only an empty file is taken for one a kill left: anything else is the user's, and DuckDB's error stands."""
+    db = tmp_path / "notes.duckdb"
+    db.write_bytes(b"these are someone's notes, not a database\n")
+    with pytest.raises(duckdb.IOException, match="not a valid DuckDB database file"), rdb.writer(db):
+        pass
+    assert db.read_bytes() == b"these are someone's notes, not a database\n"

@@ -24,6 +24,7 @@ def test_newer_storage_gets_a_store_error(tmp_path: Path, monkeypatch: pytest.Mo
     def refuse(*_args: object, **_kwargs: object) -> duckdb.DuckDBPyConnection:
         raise duckdb.IOException(REAL_MESSAGE)
 
+    (tmp_path / "old.duckdb").write_bytes(bytes(12288))  # the file exists: only opening it is refused
     monkeypatch.setattr(connect.duckdb, "connect", refuse)
     with pytest.raises(store.StoreVersionError) as info, store.writer(tmp_path / "old.duckdb"):
         pass

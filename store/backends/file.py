@@ -185,8 +185,29 @@ def _enter(path: Path, *, wait_s: float, queue: bool) -> writelock._Holder:
         raise DatabaseBusyError(f"{path}: database is locked by another writer") from exc
 
 
+def _create_whole(path: Path) -> None:
+    """Make a new, empty database at ``path`` whole or not at all (the caller holds the writer lock).
+
+    DuckDB creates the file first and writes its header after: a process killed in between left an empty file that
+    no later open accepts ("exists, but it is not a valid DuckDB database file"). The file is made under a
+    temporary name and renamed into place once DuckDB has closed it. An empty file left by such a kill (with no
+    write-ahead log beside it) holds nothing: it is replaced. Any other file is left for DuckDB to judge.
+    """
+    try:
+        if path.stat().st_size > 0 or Path(f"{path}.wal").exists():
+            return
+    except FileNotFoundError:
+        pass
+    making = path.with_name(f".{path.name}.creating")
+    for leftover in (making, Path(f"{making}.wal")):  # from a process killed while it made the file
+        leftover.unlink(missing_ok=True)
+    duckdb.connect(str(making)).close()
+    os.replace(making, path)
+
+
 def _open_writer(path: Path, *, wait_s: float) -> duckdb.DuckDBPyConnection:
     """A read-write connection to the primary, migrated (the caller holds the writer lock)."""
+    _create_whole(path)
     con = _connect_with_retry(path, read_only=False, wait_s=wait_s)
     try:
         # Checkpoint every 256 MB of write-ahead log, not DuckDB's 16 MB: a checkpoint after nearly every ingested
