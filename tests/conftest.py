@@ -49,14 +49,14 @@ WORKER_COMMANDS = ("-m jobs.", "-m ingest", "-m analytics", "-m cli.", "upload_w
 
 @pytest.fixture(autouse=True)
 def no_process_left(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A worker, job or command-line process a test starts ends with it. The hardening tests measure the test
-    process's tree, and a process an earlier test left in it was counted as theirs (the tree "grew" by 0.4-1.3 GB
-    during a preview the worker held within 500 MB). Processes of session and module fixtures started before this
-    fixture are left alone, and so are their children (a job a module's server started belongs to it). One of the
-    project's worker or command-line processes (``WORKER_COMMANDS``) the test started that still runs a few
-    seconds after it is killed; every process the test left (a session fixture's server started inside the test
-    too) is named in tests/artifacts/leftover-processes.txt."""
-    from tests.treemem import _command, descendants, parent_pid, process_state
+    """A worker, job or command-line process a test starts ends with it: one left running holds memory and CPU
+    that later tests on the same pytest worker would pay for (and measure, where a test measures memory).
+    Processes of session and module fixtures started before this fixture are left alone, and so are their children
+    (a job a module's server started belongs to it). One of the project's worker or command-line processes
+    (``WORKER_COMMANDS``) the test started and that still runs a few seconds after the test ends is killed; every
+    process the test left (a session fixture's server started inside the test too) is named in
+    tests/artifacts/leftover-processes.txt."""
+    from tests.treemem import command, descendants, parent_pid, process_state
 
     me = os.getpid()
     started = set(descendants(me))
@@ -74,11 +74,11 @@ def no_process_left(request: pytest.FixtureRequest) -> Iterator[None]:
             if p not in started
             and process_state(p) not in ("", "Z")
             and the_tests(p)
-            and "multiprocessing.resource_tracker" not in _command(p)  # one per process, for its lifetime
+            and "multiprocessing.resource_tracker" not in command(p)  # one per process, for its lifetime
         ]
 
     def is_worker(pid: int) -> bool:
-        return any(word in _command(pid) for word in WORKER_COMMANDS)
+        return any(word in command(pid) for word in WORKER_COMMANDS)
 
     yield
     deadline = time.monotonic() + 5
@@ -89,7 +89,7 @@ def no_process_left(request: pytest.FixtureRequest) -> Iterator[None]:
     if left:
         ARTIFACTS.mkdir(exist_ok=True)
         with (ARTIFACTS / "leftover-processes.txt").open("a") as fh:
-            fh.writelines(f"{request.node.nodeid}: {p} {_command(p)}\n" for p in left)
+            fh.writelines(f"{request.node.nodeid}: {p} {command(p)}\n" for p in left)
         for p in filter(is_worker, left):
             with contextlib.suppress(OSError):
                 os.kill(p, signal.SIGKILL)

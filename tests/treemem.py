@@ -103,7 +103,7 @@ class TreePeak:
         sizes = {p: rss_bytes(p) for p in descendants(self.pid)}
         if sum(sizes.values()) > self.peak_bytes:
             self.peak_bytes = sum(sizes.values())
-            self.at_peak = {p: (n, _command(p)) for p, n in sizes.items()}
+            self.at_peak = {p: (n, command(p)) for p, n in sizes.items()}
 
     def __enter__(self) -> TreePeak:
         self._sample()
@@ -125,7 +125,7 @@ class TreePeak:
         return f"TreePeak({self.peak_mb:.0f} MB: {held})"
 
 
-def _command(pid: int) -> str:
+def command(pid: int) -> str:
     """A process's command line, shortened (empty once it has ended)."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()[:120]
