@@ -4,7 +4,7 @@ does before its work.
 Starting it (``ui.background.start_process`` in the server, ``run`` on the command line): the memory budget of the
 process tree (``ingest.workers.reserve_job``) grants the address-space limit it starts with (its own cap, or what is
 left, at least its minimum) and holds that much until the process has ended, however it ends (``reserve``,
-``release``); ``spawn`` starts it with its request on stdin and ``messages`` reads its channel.
+``release``); ``spawn`` starts it with its request on stdin and ``follow`` reads its channel.
 
 In the process: read its request and open its channel to the page, cap its memory and CPU, say why when it stops at
 the CPU cap, end when the server that started it is gone, and tell a failed allocation from other errors."""
@@ -101,6 +101,27 @@ def messages(proc: subprocess.Popen[bytes]) -> Iterator[dict[str, Any]]:
             yield message
 
 
+def follow(
+    proc: subprocess.Popen[bytes], stderr: IO[bytes], progress: Callable[[float, str], None]
+) -> tuple[bool, Any]:
+    """Read the job's channel to its end, as both the server and the command line do: each progress line goes to
+    ``progress(fraction, message)`` (the fraction held within 0-1); the first ``done`` gives ``(True, value)`` and
+    the first ``error`` ``(False, text)``. A process that ends without either (killed, or over its memory limit)
+    gives ``(False, text)`` naming its exit status and the last line of ``stderr`` (the file it was started with).
+    """
+    for message in messages(proc):
+        if "error" in message:
+            return False, str(message["error"])
+        if "done" in message:
+            return True, message["done"]
+        if "fraction" in message:
+            progress(min(max(float(message["fraction"]), 0.0), 1.0), str(message.get("message", "")))
+    code = proc.wait()
+    stderr.seek(0)
+    tail = stderr.read().decode(errors="replace").strip().splitlines()[-1:]
+    return False, f"the job's process ended with status {code}" + (f": {tail[0][:300]}" if tail else "")
+
+
 def run(module: str, request: dict[str, Any], *, progress: Callable[[float, str], None] | None = None) -> Any:
     """Run the job ``python -m module`` to its end as the server does (its own process, its caps, its reservation
     of the budget when one is in force): the command line's way to run a job, so that a run at any size is bounded
@@ -119,17 +140,10 @@ def run(module: str, request: dict[str, Any], *, progress: Callable[[float, str]
         with tempfile.TemporaryFile() as err:
             proc = spawn(module, granted, stderr=err)
             try:
-                for message in messages(proc):
-                    if "error" in message:
-                        raise JobFailed(str(message["error"]))
-                    if "done" in message:
-                        return message["done"]
-                    if "fraction" in message and progress is not None:
-                        progress(float(message["fraction"]), str(message.get("message", "")))
-                code = proc.wait()
-                err.seek(0)
-                tail = err.read().decode(errors="replace").strip().splitlines()[-1:]
-                raise JobFailed(f"the job's process ended with status {code}" + (f": {tail[0][:300]}" if tail else ""))
+                is_done, value = follow(proc, err, progress or (lambda _fraction, _message: None))
+                if not is_done:
+                    raise JobFailed(value)
+                return value
             finally:
                 try:
                     proc.wait(timeout=60)  # after ``done`` it only exits; the reservation is held until it has

@@ -121,9 +121,11 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
     def waiting(message: str) -> None:
         job.message = message
 
+    def progress(fraction: float, message: str) -> None:
+        job.fraction, job.message = fraction, message
+
     def read() -> None:
         nonlocal held, proc
-        finished = False
         try:
             if held is None:  # wait for the budget's share here, not in the page
                 held = worker_process.reserve(request, waiting=waiting)
@@ -131,19 +133,12 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
                 job.message = "Starting..."
                 proc = begin(held[1])
             assert proc is not None
-            for message in worker_process.messages(proc):
-                if "error" in message:
-                    job.error, finished = str(message["error"]), True
-                elif "done" in message:
-                    job.fraction, finished = 1.0, True
-                elif "fraction" in message:
-                    job.fraction = min(max(float(message["fraction"]), 0.0), 1.0)
-                    job.message = str(message.get("message", ""))
-            code = proc.wait()
-            if not finished:
-                err.seek(0)
-                tail = err.read().decode(errors="replace").strip().splitlines()[-1:]
-                job.error = f"the job's process ended with status {code}" + (f": {tail[0][:300]}" if tail else "")
+
+            is_done, value = worker_process.follow(proc, err, progress)
+            if is_done:
+                job.fraction = 1.0
+            else:
+                job.error = str(value)
         except (workers.JobRefused, OSError) as exc:
             job.error = str(exc) if isinstance(exc, workers.JobRefused) else f"{type(exc).__name__}: {exc}"
         finally:
