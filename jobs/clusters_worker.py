@@ -9,14 +9,17 @@ here, never in the server. Writes still go through the one writer (``store.write
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-import tempfile
+from collections.abc import Iterator
 from typing import Any
 
+from ingest.tempdirs import owned_temporary_folder, remove_orphans
 from jobs import worker_process
 
 MB = 1024 * 1024
+SPILL_PREFIX = "runlens-clusters-spill-"  # the job's folder in the system's temporary folder (spill_folder)
 # What the job's process may hold in all (address space: the interpreter, DuckDB, the failures' texts, one array of
 # their vectors, the model). Nothing in the job holds every failure's document or a second copy of their vectors, so
 # what it needs grows with the failures by their texts and vectors alone: at ten million attempts (1.07M failures of
@@ -68,6 +71,16 @@ def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int) -> str:
     return text
 
 
+@contextlib.contextmanager
+def spill_folder() -> Iterator[str]:
+    """The job's own folder for DuckDB's spill and its work files, named after its process
+    (``runlens-clusters-spill-p<pid>-s<start>-*``, ``ingest.tempdirs``) and deleted when the job ends; the folders
+    of jobs killed before they could delete theirs (SIGKILL, out of memory) are removed first."""
+    remove_orphans(SPILL_PREFIX)
+    with owned_temporary_folder(SPILL_PREFIX) as folder:
+        yield folder
+
+
 def _worker_main() -> int:
     """One JSON request on stdin (``worker_request`` and ``parent_pid``); one JSON object a line on the stdout it was
     given (progress, then ``done`` with the clustering's key, or ``error``); anything else printed goes to stderr."""
@@ -87,7 +100,7 @@ def _worker_main() -> int:
     )
     worker_process.watch_parent(int(request.get("parent_pid") or 0))
     try:
-        with tempfile.TemporaryDirectory(prefix="runlens-clusters-") as spill:
+        with spill_folder() as spill:
             key = cluster_failures(
                 request["store"],
                 benchmark=request["benchmark"],

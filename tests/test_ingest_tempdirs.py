@@ -178,3 +178,18 @@ def test_the_next_demo_load_removes_the_folder_of_a_killed_one(tmp_path: Path, p
     assert mine.exists()
     mine.rmdir()
     assert not list(private_tmp.glob(build.TEMP_PREFIX + "*"))
+
+
+def test_a_clusters_job_removes_the_spill_folder_of_a_killed_one(private_tmp: Path) -> None:
+    """A clusters job killed hard (out of memory, a measurement stopped) left its spill folder: the next removes it."""
+    from jobs import clusters_worker
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(timeout=30)
+    dead = private_tmp / f"{clusters_worker.SPILL_PREFIX}p{proc.pid}-s1-x"
+    dead.mkdir()
+    (dead / "documents.parquet").write_bytes(b"x")
+    with clusters_worker.spill_folder() as spill:
+        assert Path(spill).name.startswith(f"{clusters_worker.SPILL_PREFIX}p{os.getpid()}-")
+        assert not dead.exists()
+    assert not list(private_tmp.glob(clusters_worker.SPILL_PREFIX + "*"))
