@@ -446,15 +446,26 @@ SQLITE_BUSY_MS = 30_000  # how long a SQLite catalog connection of ours waits fo
 def _prepare_sqlite_catalog(path: Path) -> None:
     """Create a new SQLite catalog file in WAL mode before DuckLake first attaches it: with WAL, readers in other
     processes go on reading while a writer commits (the rollback journal would make them wait or fail). An
-    existing catalog is left as it is."""
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path)
+    existing catalog is left as it is, but for what a process killed while it made the file left: an empty file, or
+    a hot rollback journal beside it (killed while SQLite switched the file to WAL), which only a read-write open
+    rolls back (every read-only open failed with "attempt to write a readonly database")."""
     try:
-        db.execute("PRAGMA journal_mode = WAL")
+        if path.stat().st_size > 0 and not _journal(path).exists():
+            return
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=SQLITE_BUSY_MS / 1000)  # read-write: SQLite rolls back a hot journal here
+    try:
+        is_empty = not db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if is_empty and db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.execute("PRAGMA journal_mode = WAL")
     finally:
         db.close()
+
+
+def _journal(path: Path) -> Path:
+    """SQLite's rollback journal of the database file ``path``."""
+    return path.with_name(path.name + "-journal")
 
 
 @contextlib.contextmanager
@@ -463,6 +474,9 @@ def _sqlite_catalog(lake: Lake) -> Iterator[sqlite3.Connection | None]:
     if not lake.catalog_file.exists():
         yield None
         return
+    if _journal(lake.catalog_file).exists():  # perhaps left hot by a killed writer: a read-only open cannot roll back
+        with contextlib.suppress(sqlite3.Error, OSError):  # (no write permission: the read-only open says why)
+            _prepare_sqlite_catalog(lake.catalog_file)
     try:
         db = sqlite3.connect(f"{lake.catalog_file.as_uri()}?mode=ro", uri=True, timeout=SQLITE_BUSY_MS / 1000)
     except sqlite3.Error as exc:
