@@ -264,11 +264,16 @@ def test_the_irt_check_and_an_analysis_without_abilities_read_the_same(demo_db: 
             [f"{agent} {version}".strip(), agent, version],
         )
     assert agrees()
+    with writer(demo_db) as con:  # a newer fit of another benchmark, without abilities, is not this one's newest
+        con.execute(
+            "INSERT INTO irt_fits VALUES ('k-other', 'other-bench', '1pl', NULL, TIMESTAMP '2026-03-01', 1, 0, NULL)"
+        )
+    assert agrees()
     with reader(demo_db) as con:
         without = tmf.load(con, rf, with_abilities=False)
         full = tmf.load(con, rf)
         assert without.abilities.empty and list(without.abilities.columns) == list(full.abilities.columns)
-        assert len(full.abilities) == 1
+        assert full.abilities["fit_key"].tolist() == ["k-new"]
         opt = tmf.TmfOptions(n_replicates=40, n_boot=40)
         movie = tuple(tmf.prepare_periods(full, options=opt))
         assert_same(
