@@ -6,10 +6,12 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from analytics import compare
 from analytics.tmf.codes import (
@@ -212,10 +214,36 @@ def _query_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, o
     return out
 
 
+def _arrow_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> dict[str, np.ndarray]:
+    """``_query_columns`` of a statement of number columns, through Arrow: the same arrays (NULL: NaN, an integer
+    column with a NULL as floats), converted from DuckDB's Arrow batches, where ``fetchnumpy`` cost more for the
+    867k rows at 10M attempts (0.049 against 0.082 CPU s with the rows' filter below: BENCHMARKS.md "TMF first
+    render at ten million, ninth pass").
+
+    Raises:
+        QueryError: the statement failed (with its SQL and parameters).
+        TmfError: a column is not of numbers.
+    """
+    try:
+        table = con.execute(sql, params).to_arrow_table()
+    except duckdb.Error as exc:
+        raise QueryError(str(exc), sql, params) from exc
+    out = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        kind = column.type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            raise TmfError(f"column {name}: expected numbers, got {kind}")
+        if column.null_count:  # as ``np.ma.filled(values.astype(float), np.nan)``
+            column = column.cast(pa.float64())
+        out[name] = np.asarray(column.to_numpy())
+    return out
+
+
 _RUNS_WHERE = "WHERE r.benchmark = $benchmark AND $run_filter"
 
 
-_ROW_SQL = {c: "c::HUGEINT AS c" if c == "c" else c for c in ROW_COLUMNS}  # c as count_if gave it (a float)
+# c as count_if gave it (a HUGEINT, which numpy got as a float): a DOUBLE, the same floats (counts far below 2**53)
+_ROW_SQL = {c: "c::DOUBLE AS c" if c == "c" else c for c in ROW_COLUMNS}
 
 
 _RUN_ORDER = "r.eval_date NULLS LAST, r.agent, r.run_id"
@@ -277,12 +305,12 @@ def _coded_rows(
     selected = [_ROW_SQL[c] for c in ROW_COLUMNS if c in columns]
     codes = run_codes.to_numpy(dtype=float)
     present = np.flatnonzero(~np.isnan(codes))
-    rows = _query_columns(
+    rows = _arrow_columns(
         con,
         f"""
         SELECT {", ".join(["run_code", "task_code", *selected])}
         FROM run_task_tmf
-        WHERE run_code IN (SELECT unnest($codes::INTEGER[]))""",
+        WHERE list_contains($codes::INTEGER[], run_code)""",
         {"codes": [int(v) for v in codes[present]]},
     )
     run_code, task_code = (np.asarray(rows.pop(k), dtype=np.int64) for k in ("run_code", "task_code"))
@@ -305,17 +333,56 @@ def _coded_rows(
         unlisted[t_code] = task_codes["unlisted_task_id"]
         out["unlisted_task_id"] = unlisted[task_code]
     out.update(rows)
-    return out if order is None else {name: None if v is None else v[order] for name, v in out.items()}
+    return out if order is None else {name: None if v is None else _reordered(v, order) for name, v in out.items()}
 
 
-def _row_order(run_at: np.ndarray, rank: np.ndarray, n_ranks: int) -> np.ndarray | None:
+class Stretches(NamedTuple):
+    """A permutation that is a reordering of whole stretches of rows: output stretch ``i`` is the input's rows
+    ``starts[i]:stops[i]`` (``stops[i] - starts[i]`` rows), the stretches following one another in the output."""
+
+    starts: np.ndarray
+    stops: np.ndarray
+
+
+def _row_order(run_at: np.ndarray, rank: np.ndarray, n_ranks: int) -> np.ndarray | Stretches | None:
     """The permutation that puts rows in order of (``run_at``, ``rank``), None when they are in it already. The
     store keeps each run's rows together in task order, runs in the order of their codes rather than of the runs
-    read (by date): a stable sort (numpy's timsort of a few long sorted stretches) is a few ms for 867k rows."""
+    read (by date): then the permutation is one stretch per run (``Stretches``), which ``_reordered`` copies a
+    stretch at a time instead of gathering every row (0.054 of 0.067 CPU s of the reorder at 10M attempts, 867k
+    rows of 6 columns: BENCHMARKS.md "TMF first render at ten million, ninth pass"); otherwise a stable sort's
+    order (the rows as another writer or a scan in parallel may give them)."""
     key = run_at * n_ranks + rank
-    if bool((key[1:] > key[:-1]).all()):
+    rising = key[1:] > key[:-1]
+    if bool(rising.all()):
         return None
+    # the sorted stretches of one run each, as they come (a run's rows that follow another's in key order are a
+    # stretch of their own: runs 0, 2, 1 are three stretches, not "0, 2" and "1")
+    starts = np.flatnonzero(np.concatenate(([True], ~rising | (run_at[1:] != run_at[:-1]))))
+    if len(starts) > max(_MAX_STRETCHES, len(key) // 1024):  # short stretches: a copy each would cost more
+        return np.argsort(key, kind="stable")
+    stops = np.append(starts[1:], len(key))
+    by_key = np.argsort(key[starts], kind="stable")
+    starts, stops = starts[by_key], stops[by_key]
+    # whole stretches in order only when each one's last key is below the next one's first
+    if bool((key[stops[:-1] - 1] < key[starts[1:]]).all()):
+        return Stretches(starts, stops)
     return np.argsort(key, kind="stable")
+
+
+_MAX_STRETCHES = 256  # stretches copied one at a time at most (more when the rows are many: 1 a 1,024 rows)
+
+
+def _reordered(values: np.ndarray, order: np.ndarray | Stretches) -> np.ndarray:
+    """``values`` in the order ``_row_order`` gave: ``values[order]`` (a ``Stretches``' copied a stretch at a
+    time into one new array: the same values)."""
+    if not isinstance(order, Stretches):
+        return values[order]
+    out = np.empty_like(values)
+    at = 0
+    for start, stop in zip(order.starts.tolist(), order.stops.tolist(), strict=True):
+        out[at : at + stop - start] = values[start:stop]
+        at += stop - start
+    return out
 
 
 def _task_ids(outcomes: dict[str, np.ndarray | None], tasks: pd.DataFrame) -> np.ndarray:
