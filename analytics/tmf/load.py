@@ -250,32 +250,32 @@ _RUN_ORDER = "r.eval_date NULLS LAST, r.agent, r.run_id"
 
 
 def _tasks_and_codes(con: duckdb.DuckDBPyConnection, benchmark: str) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    """The benchmark's tasks (``TASK_COLUMNS``, by task id, as ``SELECT ... FROM tasks ORDER BY task_id`` gives them)
-    and its task codes (``tmf_task_codes``), one row per coded task: its place among the tasks (``task_at``, -1 for a
-    task the benchmark does not list, whose id is ``unlisted_task_id``) and among every coded task id
-    (``task_rank``). One statement: the two tables joined on the task id in task id order (one sort of the ids
-    instead of three in two statements)."""
+    """The benchmark's listed tasks that have a code (``TASK_COLUMNS``, by task id) and its task codes
+    (``tmf_task_codes``), one row per coded task: its place among those tasks (``task_at``, -1 for a task the
+    benchmark does not list, whose id is ``unlisted_task_id``) and among every coded task id (``task_rank``). One
+    statement: the codes joined to the tasks on the task id, in task id order. A listed task without a code has no
+    (run, task) row, so nothing takes its details: it is not read (the full join of every listed task cost 0.097
+    CPU s against 0.081 at 10M attempts: BENCHMARKS.md "TMF first render at ten million, ninth pass")."""
     both = _query_columns(
         con,
         f"""
         SELECT {", ".join("t." + c for c in TASK_COLUMNS)}, c.task_code, c.task_id AS coded_task_id
-        FROM (SELECT {", ".join(TASK_COLUMNS)} FROM tasks WHERE benchmark = $benchmark) t
-        FULL JOIN (SELECT task_code, task_id FROM tmf_task_codes WHERE benchmark = $benchmark) c
-            ON c.task_id = t.task_id
-        ORDER BY coalesce(t.task_id, c.task_id)""",
+        FROM (SELECT task_code, task_id FROM tmf_task_codes WHERE benchmark = $benchmark) c
+        LEFT JOIN (SELECT {", ".join(TASK_COLUMNS)} FROM tasks WHERE benchmark = $benchmark) t
+            ON t.task_id = c.task_id
+        ORDER BY c.task_id""",
         {"benchmark": benchmark},
     )
     coded_id = both.pop("coded_task_id")
     code = both.pop("task_code")
     listed = np.array([v is not None for v in both["task_id"]], dtype=bool)
-    coded = np.array([v is not None for v in coded_id], dtype=bool)
     tasks = pd.DataFrame({col: values[listed] for col, values in both.items()})
-    task_at = np.where(listed, np.cumsum(listed) - 1, -1)[coded]
+    task_at = np.where(listed, np.cumsum(listed) - 1, -1)
     codes = {
-        "task_code": np.asarray(code[coded], dtype=np.int64),
+        "task_code": np.asarray(code, dtype=np.int64),
         "task_at": task_at,
-        "unlisted_task_id": np.where(task_at < 0, coded_id[coded], None),
-        "task_rank": np.arange(int(coded.sum()), dtype=np.int64),
+        "unlisted_task_id": np.where(task_at < 0, coded_id, np.array(None, dtype=object)),
+        "task_rank": np.arange(len(code), dtype=np.int64),
     }
     return tasks, codes
 
