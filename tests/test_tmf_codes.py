@@ -264,11 +264,16 @@ def test_the_irt_check_and_an_analysis_without_abilities_read_the_same(demo_db: 
             [f"{agent} {version}".strip(), agent, version],
         )
     assert agrees()
+    with writer(demo_db) as con:  # a newer fit of another benchmark, without abilities, is not this one's newest
+        con.execute(
+            "INSERT INTO irt_fits VALUES ('k-other', 'other-bench', '1pl', NULL, TIMESTAMP '2026-03-01', 1, 0, NULL)"
+        )
+    assert agrees()
     with reader(demo_db) as con:
         without = tmf.load(con, rf, with_abilities=False)
         full = tmf.load(con, rf)
         assert without.abilities.empty and list(without.abilities.columns) == list(full.abilities.columns)
-        assert len(full.abilities) == 1
+        assert full.abilities["fit_key"].tolist() == ["k-new"]
         opt = tmf.TmfOptions(n_replicates=40, n_boot=40)
         movie = tuple(tmf.prepare_periods(full, options=opt))
         assert_same(
@@ -414,3 +419,55 @@ def test_run_intervals_without_a_draw_equal_those_of_the_matrix_of_every_run(mon
         finite = np.array([[np.isfinite(v[codes == r]).sum() for v in series] for r in range(n_runs)])
         without_draw += int(((finite <= 1) | (finite > 12)).all(axis=1).any())
     assert without_draw > 10
+
+
+def test_rows_reordered_a_run_at_a_time_equal_the_rows_gathered_by_a_stable_sort() -> None:
+    """``_row_order`` + ``_reordered`` (rows as the store keeps them: each run's rows together in task order, runs
+    in code order) give the rows of ``values[np.argsort(key, kind="stable")]``: runs permuted as whole stretches,
+    a run split in two stretches, stretches that interleave (one run's tasks inside another's: the sort), many short
+    stretches (the sort), and rows in order already (None). Fails with a stretch copied to the wrong place."""
+    rng = np.random.default_rng(3)
+    n_ranks = 50
+
+    def check(run_at: np.ndarray, rank: np.ndarray, expect: type | None) -> None:
+        key = run_at * (n_ranks + 1) + rank
+        order = tmf_load._row_order(run_at, rank, n_ranks + 1)
+        if expect is None:
+            assert order is None and bool((key[1:] > key[:-1]).all())
+            return
+        assert isinstance(order, expect)
+        want = np.argsort(key, kind="stable")
+        for values in (
+            rng.normal(size=len(key)),
+            np.arange(len(key)),
+            np.array([f"t{i}" for i in range(len(key))], dtype=object),
+        ):
+            got = tmf_load._reordered(values, order)
+            assert got.dtype == values.dtype
+            np.testing.assert_array_equal(got, values[want])
+
+    for n_runs in (1, 2, 13):
+        sizes = rng.integers(1, n_ranks, size=n_runs)
+        parts = [(np.full(k, r), np.sort(rng.choice(n_ranks, size=k, replace=False))) for r, k in enumerate(sizes)]
+        in_order = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
+        check(*in_order, None)
+        if n_runs == 1:
+            continue
+        shuffled = [parts[i] for i in rng.permutation(n_runs)]
+        while [int(p[0][0]) for p in shuffled] == list(range(n_runs)):
+            shuffled = [parts[i] for i in rng.permutation(n_runs)]
+        run_at, rank = (np.concatenate([p[i] for p in shuffled]) for i in (0, 1))
+        check(run_at, rank, tmf_load.Stretches)
+        # the first run's rows split in two, its second half placed last: still whole stretches
+        first, cut = parts[0], max(1, len(parts[0][0]) // 2)
+        if len(first[0]) > 1:
+            split = [(first[0][cut:], first[1][cut:]), *parts[1:], (first[0][:cut], first[1][:cut])]
+            check(*(np.concatenate([p[i] for p in split]) for i in (0, 1)), tmf_load.Stretches)
+    # a run in two stretches: whole stretches unless they interleave (then the stable sort's order)
+    run_at = np.array([1, 1, 0, 0, 1, 1])
+    check(run_at, np.array([0, 5, 1, 2, 6, 9]), tmf_load.Stretches)  # run 1 in two stretches that do not overlap
+    check(run_at, np.array([0, 5, 1, 2, 3, 9]), np.ndarray)  # run 1's second stretch starts inside its first
+    check(np.array([1, 1, 0, 0, 0, 1]), np.array([3, 4, 1, 2, 5, 0]), tmf_load.Stretches)  # run 1's stretches swapped
+    # many short stretches (every row its own): the sort
+    run_at = rng.permutation(np.repeat(np.arange(400), 1))
+    check(run_at, np.zeros(400, dtype=np.int64), np.ndarray)

@@ -116,10 +116,12 @@ def replicates(
         y = rows["score"].to_numpy(dtype=float)
     t_codes, t_ids = factorize_ids(rows, "task_id")
     r_codes, r_ids = factorize_ids(rows, "run_id")
-    mx, my = (np.full((len(t_ids), len(r_ids)), np.nan) for _ in range(2))
-    mx[t_codes, r_codes], my[t_codes, r_codes] = x, y
+    # the tasks x runs of x, then of y, side by side in one matrix (its two halves filled in place: no copy of
+    # each and of the two stacked, 14 MB at 66,667 tasks x 13 runs)
+    both = np.full((len(t_ids), 2 * len(r_ids)), np.nan)
+    both[t_codes, r_codes], both[t_codes, r_codes + len(r_ids)] = x, y
     counts = resample_counts(len(t_ids), seed=seed, slice_name=slice_name, n_replicates=n_replicates)
-    bx, by = np.hsplit(_replicate_means(counts, np.hstack([mx, my])), 2)
+    bx, by = np.hsplit(_replicate_means(counts, both), 2)
     ids = np.array([str(r) for r in r_ids], dtype=object)
     rank = np.argsort(np.argsort(ids))  # run-id order, the last tie-break of the analysis
     ok = np.isfinite(bx) & np.isfinite(by) & (bx > 0)

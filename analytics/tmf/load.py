@@ -6,10 +6,12 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from analytics import compare
 from analytics.tmf.codes import (
@@ -212,42 +214,68 @@ def _query_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, o
     return out
 
 
+def _arrow_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> dict[str, np.ndarray]:
+    """``_query_columns`` of a statement of number columns, through Arrow: the same arrays (NULL: NaN, an integer
+    column with a NULL as floats), converted from DuckDB's Arrow batches, where ``fetchnumpy`` cost more for the
+    867k rows at 10M attempts (0.049 against 0.082 CPU s with the rows' filter below: BENCHMARKS.md "TMF first
+    render at ten million, ninth pass").
+
+    Raises:
+        QueryError: the statement failed (with its SQL and parameters).
+        TmfError: a column is not of numbers.
+    """
+    try:
+        table = con.execute(sql, params).to_arrow_table()
+    except duckdb.Error as exc:
+        raise QueryError(str(exc), sql, params) from exc
+    out = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        kind = column.type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            raise TmfError(f"column {name}: expected numbers, got {kind}")
+        if column.null_count:  # as ``np.ma.filled(values.astype(float), np.nan)``
+            column = column.cast(pa.float64())
+        out[name] = np.asarray(column.to_numpy())
+    return out
+
+
 _RUNS_WHERE = "WHERE r.benchmark = $benchmark AND $run_filter"
 
 
-_ROW_SQL = {c: "c::HUGEINT AS c" if c == "c" else c for c in ROW_COLUMNS}  # c as count_if gave it (a float)
+# c as count_if gave it (a HUGEINT, which numpy got as a float): a DOUBLE, the same floats (counts far below 2**53)
+_ROW_SQL = {c: "c::DOUBLE AS c" if c == "c" else c for c in ROW_COLUMNS}
 
 
 _RUN_ORDER = "r.eval_date NULLS LAST, r.agent, r.run_id"
 
 
 def _tasks_and_codes(con: duckdb.DuckDBPyConnection, benchmark: str) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    """The benchmark's tasks (``TASK_COLUMNS``, by task id, as ``SELECT ... FROM tasks ORDER BY task_id`` gives them)
-    and its task codes (``tmf_task_codes``), one row per coded task: its place among the tasks (``task_at``, -1 for a
-    task the benchmark does not list, whose id is ``unlisted_task_id``) and among every coded task id
-    (``task_rank``). One statement: the two tables joined on the task id in task id order (one sort of the ids
-    instead of three in two statements)."""
+    """The benchmark's listed tasks that have a code (``TASK_COLUMNS``, by task id) and its task codes
+    (``tmf_task_codes``), one row per coded task: its place among those tasks (``task_at``, -1 for a task the
+    benchmark does not list, whose id is ``unlisted_task_id``) and among every coded task id (``task_rank``). One
+    statement: the codes joined to the tasks on the task id, in task id order. A listed task without a code has no
+    (run, task) row, so nothing takes its details: it is not read (the full join of every listed task cost 0.097
+    CPU s against 0.081 at 10M attempts: BENCHMARKS.md "TMF first render at ten million, ninth pass")."""
     both = _query_columns(
         con,
         f"""
         SELECT {", ".join("t." + c for c in TASK_COLUMNS)}, c.task_code, c.task_id AS coded_task_id
-        FROM (SELECT {", ".join(TASK_COLUMNS)} FROM tasks WHERE benchmark = $benchmark) t
-        FULL JOIN (SELECT task_code, task_id FROM tmf_task_codes WHERE benchmark = $benchmark) c
-            ON c.task_id = t.task_id
-        ORDER BY coalesce(t.task_id, c.task_id)""",
+        FROM (SELECT task_code, task_id FROM tmf_task_codes WHERE benchmark = $benchmark) c
+        LEFT JOIN (SELECT {", ".join(TASK_COLUMNS)} FROM tasks WHERE benchmark = $benchmark) t
+            ON t.task_id = c.task_id
+        ORDER BY c.task_id""",
         {"benchmark": benchmark},
     )
     coded_id = both.pop("coded_task_id")
     code = both.pop("task_code")
     listed = np.array([v is not None for v in both["task_id"]], dtype=bool)
-    coded = np.array([v is not None for v in coded_id], dtype=bool)
     tasks = pd.DataFrame({col: values[listed] for col, values in both.items()})
-    task_at = np.where(listed, np.cumsum(listed) - 1, -1)[coded]
+    task_at = np.where(listed, np.cumsum(listed) - 1, -1)
     codes = {
-        "task_code": np.asarray(code[coded], dtype=np.int64),
+        "task_code": np.asarray(code, dtype=np.int64),
         "task_at": task_at,
-        "unlisted_task_id": np.where(task_at < 0, coded_id[coded], None),
-        "task_rank": np.arange(int(coded.sum()), dtype=np.int64),
+        "unlisted_task_id": np.where(task_at < 0, coded_id, np.array(None, dtype=object)),
+        "task_rank": np.arange(len(code), dtype=np.int64),
     }
     return tasks, codes
 
@@ -277,12 +305,12 @@ def _coded_rows(
     selected = [_ROW_SQL[c] for c in ROW_COLUMNS if c in columns]
     codes = run_codes.to_numpy(dtype=float)
     present = np.flatnonzero(~np.isnan(codes))
-    rows = _query_columns(
+    rows = _arrow_columns(
         con,
         f"""
         SELECT {", ".join(["run_code", "task_code", *selected])}
         FROM run_task_tmf
-        WHERE run_code IN (SELECT unnest($codes::INTEGER[]))""",
+        WHERE list_contains($codes::INTEGER[], run_code)""",
         {"codes": [int(v) for v in codes[present]]},
     )
     run_code, task_code = (np.asarray(rows.pop(k), dtype=np.int64) for k in ("run_code", "task_code"))
@@ -305,17 +333,56 @@ def _coded_rows(
         unlisted[t_code] = task_codes["unlisted_task_id"]
         out["unlisted_task_id"] = unlisted[task_code]
     out.update(rows)
-    return out if order is None else {name: None if v is None else v[order] for name, v in out.items()}
+    return out if order is None else {name: None if v is None else _reordered(v, order) for name, v in out.items()}
 
 
-def _row_order(run_at: np.ndarray, rank: np.ndarray, n_ranks: int) -> np.ndarray | None:
+class Stretches(NamedTuple):
+    """A permutation that is a reordering of whole stretches of rows: output stretch ``i`` is the input's rows
+    ``starts[i]:stops[i]`` (``stops[i] - starts[i]`` rows), the stretches following one another in the output."""
+
+    starts: np.ndarray
+    stops: np.ndarray
+
+
+def _row_order(run_at: np.ndarray, rank: np.ndarray, n_ranks: int) -> np.ndarray | Stretches | None:
     """The permutation that puts rows in order of (``run_at``, ``rank``), None when they are in it already. The
     store keeps each run's rows together in task order, runs in the order of their codes rather than of the runs
-    read (by date): a stable sort (numpy's timsort of a few long sorted stretches) is a few ms for 867k rows."""
+    read (by date): then the permutation is one stretch per run (``Stretches``), which ``_reordered`` copies a
+    stretch at a time instead of gathering every row (0.054 of 0.067 CPU s of the reorder at 10M attempts, 867k
+    rows of 6 columns: BENCHMARKS.md "TMF first render at ten million, ninth pass"); otherwise a stable sort's
+    order (the rows as another writer or a scan in parallel may give them)."""
     key = run_at * n_ranks + rank
-    if bool((key[1:] > key[:-1]).all()):
+    rising = key[1:] > key[:-1]
+    if bool(rising.all()):
         return None
+    # the sorted stretches of one run each, as they come (a run's rows that follow another's in key order are a
+    # stretch of their own: runs 0, 2, 1 are three stretches, not "0, 2" and "1")
+    starts = np.flatnonzero(np.concatenate(([True], ~rising | (run_at[1:] != run_at[:-1]))))
+    if len(starts) > max(_MAX_STRETCHES, len(key) // 1024):  # short stretches: a copy each would cost more
+        return np.argsort(key, kind="stable")
+    stops = np.append(starts[1:], len(key))
+    by_key = np.argsort(key[starts], kind="stable")
+    starts, stops = starts[by_key], stops[by_key]
+    # whole stretches in order only when each one's last key is below the next one's first
+    if bool((key[stops[:-1] - 1] < key[starts[1:]]).all()):
+        return Stretches(starts, stops)
     return np.argsort(key, kind="stable")
+
+
+_MAX_STRETCHES = 256  # stretches copied one at a time at most (more when the rows are many: 1 a 1,024 rows)
+
+
+def _reordered(values: np.ndarray, order: np.ndarray | Stretches) -> np.ndarray:
+    """``values`` in the order ``_row_order`` gave: ``values[order]`` (a ``Stretches``' copied a stretch at a
+    time into one new array: the same values)."""
+    if not isinstance(order, Stretches):
+        return values[order]
+    out = np.empty_like(values)
+    at = 0
+    for start, stop in zip(order.starts.tolist(), order.stops.tolist(), strict=True):
+        out[at : at + stop - start] = values[start:stop]
+        at += stop - start
+    return out
 
 
 def _task_ids(outcomes: dict[str, np.ndarray | None], tasks: pd.DataFrame) -> np.ndarray:
@@ -409,8 +476,8 @@ def irt_abilities(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataF
     """Abilities of the newest IRT fit of ``benchmark`` (subject = agent + ' ' + version), or an empty frame."""
     return query_df(
         con,
-        """
-        WITH newest AS (SELECT fit_key FROM irt_fits WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1)
+        f"""
+        WITH newest AS ({_NEWEST_FIT_SQL})
         SELECT subject, agent, agent_version, ability, ability_lo, ability_hi, fit_key
         FROM irt_abilities JOIN newest USING (fit_key)""",
         [benchmark],
@@ -424,6 +491,13 @@ def has_irt_fit(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> bool:
     return bool(rows[0][0])
 
 
-_HAS_IRT_FIT_SQL = """
-    WITH newest AS (SELECT fit_key FROM irt_fits WHERE benchmark = ? ORDER BY created_at DESC LIMIT 1)
+# the newest fit of the benchmark (the largest key among fits made at the same instant). An aggregate whose FILTER
+# picks the benchmark, not a WHERE nor ORDER BY ... LIMIT 1: a lake keeps this small table inlined in its catalog, where
+# a filter pushed into the scan and a top-N's second scan cost 0.04-0.05 CPU s a statement at 10M attempts (the runs'
+# statement of the first view: 0.074 -> 0.030 for its IRT answer; BENCHMARKS.md "TMF first render at ten million,
+# ninth pass"). No fit of the benchmark: NULL, which joins no ability.
+_NEWEST_FIT_SQL = "SELECT max_by(fit_key, (created_at, fit_key)) FILTER (WHERE benchmark = ?) AS fit_key FROM irt_fits"
+
+_HAS_IRT_FIT_SQL = f"""
+    WITH newest AS ({_NEWEST_FIT_SQL})
     SELECT EXISTS (SELECT 1 FROM irt_abilities JOIN newest USING (fit_key))"""
