@@ -1,11 +1,13 @@
 """A run a retry superseded (``store.retries``: a later Inspect log of the same ``eval.task_id``, the leaderboard's
-rule) is left out of TMF, Version diff and Progress, each saying so. Logs as ``tests/test_inspect_retry.py`` writes
-them (native records carrying the Inspect task id and creation time a reader keeps); the errored run passes every task
-it holds, so counting it changes every number below.
+rule) is left out of TMF, Version diff and Progress, each saying so; the ingest line and the Upload preview name the
+stored run a file retries. Logs as ``tests/test_inspect_retry.py`` writes them (native records carrying the Inspect
+task id and creation time a reader keeps); the errored run passes every task it holds, so counting it changes every
+number below.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -72,6 +74,32 @@ def retried_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _pass_rate(run_id: str) -> float:
     _, _, _, _, _, n_tasks, every = RUNS[run_id]
     return sum(i % every == 0 for i in range(n_tasks)) / n_tasks
+
+
+def test_the_ingest_line_names_the_run_a_file_retries_and_the_retry_that_supersedes(tmp_path: Path) -> None:
+    db, out = tmp_path / "i.duckdb", io.StringIO()
+    ingest_paths([_log(tmp_path, "m-errored"), _log(tmp_path, "n-run")], db=db, out=out)
+    ingest_paths([_log(tmp_path, "m-retry")], db=db, out=out)
+    lines = out.getvalue().splitlines()
+    assert lines[-1].endswith("; run m-retry: retry of run m-errored (chain)"), lines
+    assert not any("retry" in line for line in lines[:-1]), lines  # the other task's run retries nothing
+    late, out = tmp_path / "late.duckdb", io.StringIO()  # the retry stored first: the errored log says it is replaced
+    ingest_paths([_log(tmp_path, "m-retry")], db=late, out=out)
+    ingest_paths([_log(tmp_path, "m-errored")], db=late, out=out)
+    assert (
+        out.getvalue().splitlines()[-1].endswith("; run m-errored: superseded by stored run m-retry (chain), its retry")
+    )
+
+
+def test_the_upload_preview_names_the_run_a_file_retries(tmp_path: Path) -> None:
+    from ingest import upload_worker
+
+    db = tmp_path / "u.duckdb"
+    ingest_paths([_log(tmp_path, "m-errored")], db=db)
+    uploads = [(f"{r}.jsonl", _log(tmp_path, r).read_bytes()) for r in ("m-retry", "n-run")]
+    retry, other = upload_worker.preview_uploads(uploads, db=db)  # in the page's worker, as the page calls it
+    assert retry.outcome == "ready" and retry.retries == ("run m-retry: retry of run m-errored (chain)",)
+    assert other.outcome == "ready" and other.retries == ()
 
 
 def test_tmf_leaves_the_superseded_run_out(retried_db: Path) -> None:
