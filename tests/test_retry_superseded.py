@@ -155,6 +155,8 @@ def test_the_pages_say_what_they_left_out(retried_db: Path, monkeypatch: pytest.
     assert len(at.selectbox(key="df_a").options) == 2 and "m-errored" not in " ".join(at.selectbox(key="df_a").options)
     assert (at.selectbox(key="df_a").value, at.selectbox(key="df_b").value) == ("n-run", "m-retry")
     assert any("1 run superseded by a retry" in c.value and "m-errored" in _plain(c.value) for c in at.caption)
+    at = open_page("views/diff.py", retried_db, monkeypatch, benchmark="chain", baseline="m-errored")
+    assert at.selectbox(key="df_a").value == "m-errored" and not at.info  # a link naming it still opens it
     at = open_page("views/tmf.py", retried_db, monkeypatch, benchmark="chain")
     assert any("1 run superseded by a retry (m-errored" in _plain(c.value) for c in at.caption)
     assert "m-errored" not in at.dataframe[0].value.to_string()
