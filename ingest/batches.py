@@ -30,6 +30,7 @@ import pyarrow as pa
 from ingest.pipeline import FileResult, Prepared, RuleLabels, _label_rules, _new_definitions, batch_rule_labels
 from ingest.records import DEFINITION_TABLES, Known
 from store.ingest_writer import BatchFile, batchable, write_batch
+from store.retries import retry_keys, retry_notes
 
 # 256 MB: four of the 1M generator's 56 MB files go together (measured on its 50 files into a new lake, load 17-21:
 # the writer's CPU 56.1 -> 29.9 s, its largest process 488 -> 836 MB; BENCHMARKS.md "Ingest, sixth pass")
@@ -142,6 +143,7 @@ class Batch:
         for p in pending:
             bundle = p.prepared.bundle
             assert bundle is not None
+            keys = retry_keys(bundle.runs)  # read before the bundle's parts are released
             bundle.release()
             self.emit(
                 FileResult(
@@ -155,6 +157,7 @@ class Batch:
                     p.prepared.seconds + share,
                     warnings=p.prepared.warnings + note,
                     n_partial=bundle.n_partial,
+                    retries=retry_notes(self.con, keys),
                 )
             )
 

@@ -27,6 +27,7 @@ from ingest.records import DEFINITION_TABLES, Bundle, Known, Normaliser, definit
 from ingest.tempdirs import SPILL_PREFIX, owned_temporary_folder, remove_orphans
 from store import Location, RunlensError, writer
 from store.ingest_writer import one_thread, write_bundle
+from store.retries import retry_keys, retry_notes
 
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024  # show a progress bar for files at least this large
 # A limit on the file's size only when RUNLENS_MAX_FILE_BYTES sets one (0 or unset: files of any size; what one
@@ -70,6 +71,7 @@ class FileResult:
     n_partial: int = 0  # attempts stored from a trace without its root span (marked ``trace_partial``)
     n_merged: int = 0  # OTLP traces stored earlier, merged with this file's spans (their attempts replaced)
     n_already: int = 0  # OTLP traces of this file whose every span was stored already
+    retries: tuple[str, ...] = ()  # its runs that retry a stored run, or that a stored retry supersedes (in words)
 
 
 def iter_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
@@ -382,6 +384,7 @@ def commit_prepared(
         rescored_runs=tuple(bundle.revised_runs),
         n_rescored=bundle.freeze()["score_updates"].num_rows,
         n_partial=bundle.n_partial,
+        retries=retry_notes(con, retry_keys(bundle.runs)),  # no statement for a file without Inspect task ids
     )
 
 
@@ -679,7 +682,8 @@ def describe(result: FileResult) -> str:
         from ingest.otlp.filemerge import merge_note
 
         line += f"; {merge_note(result.n_merged, result.n_already)}"
-    return line + (f"; {rescore_note(result)}" if result.rescored_runs else "")
+    line += f"; {rescore_note(result)}" if result.rescored_runs else ""
+    return line + "".join(f"; {note}" for note in result.retries)
 
 
 def rescore_note(result: FileResult) -> str:

@@ -147,6 +147,7 @@ def preview_uploads(
                 "errors": tuple(row["errors"]),
                 "runs": tuple(tuple(r) for r in row.get("runs", ())),
                 "rescores": tuple(row.get("rescores", ())),
+                "retries": tuple(row.get("retries", ())),
             }
         )
         for row in lines

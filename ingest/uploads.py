@@ -26,6 +26,7 @@ from ingest.known import load_known
 from ingest.pipeline import FileResult, choose_format, ingest_file, prepare_file, read_input
 from store import Location, query_df, writer
 from store import open as open_store
+from store.retries import retry_keys, retry_notes
 
 MAX_SIDECAR = 500
 FIRST_ERRORS = 5
@@ -86,6 +87,7 @@ class Preview:
     n_errors: int = 0
     runs: tuple[tuple[str, str, str], ...] = ()  # what it would create: (run_id, benchmark, agent)
     rescores: tuple[str, ...] = ()  # runs whose scores it would replace by a new revision (a re-scored log)
+    retries: tuple[str, ...] = ()  # its runs that retry a stored run, or that a stored retry supersedes (in words)
     n_partial: int = 0  # attempts it would store from a trace without its root span (marked ``trace_partial``)
 
 
@@ -169,6 +171,7 @@ def preview_file(con: duckdb.DuckDBPyConnection, path: Path, *, fmt: str = "auto
         ),
         rescores=tuple(bundle.revised_runs),
         n_partial=bundle.n_partial,
+        retries=retry_notes(con, retry_keys(bundle.runs)),  # the rule the pages read (store.retries)
     )
 
 

@@ -236,6 +236,9 @@ def test_eval_set_folder_ingests_and_a_retry_supersedes(variants: dict[str, Any]
     assert "eval set's manifest: read as nothing" in out.stdout + out.stderr
     retry = next(r for r in evalset["logs"] if r["task"] == "flaky")
     assert retry["task_id"] == errored["task_id"] and retry["eval_id"] != errored["eval_id"]
+    # the ingest line names the stored run the retry supersedes (store.retries, the leaderboard's rule)
+    assert f"run {_run_id(retry)}: retry of run {_run_id(errored)} (flaky)" in out.stdout + out.stderr
+    assert (out.stdout + out.stderr).count("retry of run") == 1  # the set's other task was not retried
     rep = json.loads(_cli("-m", "analytics", "leaderboard", "--benchmark", "flaky", "--json", db=db).stdout)
     assert [r["run_id"] for r in rep["rows"] if r["slice"] == "all"] == [_run_id(retry)]
     assert rows(db, "SELECT count(*) FROM runs WHERE benchmark = 'flaky'") == [(2,)]  # kept, not ranked
@@ -292,6 +295,12 @@ def test_upload_preview_says_a_log_rescores_a_run(variants: dict[str, Any], tmp_
     with store.reader(db) as con:
         preview = preview_file(con, Path(variants["rescored"]["path"]))
     assert preview.outcome == "ready" and preview.rescores == (_run_id(variants["rescored"]),) and preview.runs == ()
+    ingest_paths([variants["errored"]["path"]], db=db)  # the eval set's retry, previewed: it retries that run
+    retry = next(r for r in variants["evalset"]["logs"] if r["task"] == "flaky")
+    with store.reader(db) as con:
+        retried = preview_file(con, Path(retry["path"]))
+    assert retried.retries == (f"run {_run_id(retry)}: retry of run {_run_id(variants['errored'])} (flaky)",)
+    assert preview.retries == ()
     with store.reader(db) as con:
         for name in ("eval-set.json", "logs.json"):
             companion = preview_file(con, Path(variants["evalset"]["folder"]) / name)

@@ -36,10 +36,15 @@ filters = page_setup(
 )
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
-runs = cached(rd.run_pairs, benchmark=filters.benchmark)
+# a run a retry superseded is its retry's (the leaderboard's rule): out of the pickers unless a link names it
+named = [query_param(n) for n in ("baseline", "candidate", "a", "b")]
+runs, superseded = rd.without_superseded(cached(rd.run_pairs, benchmark=filters.benchmark), keep=named)
 pair = rd.default_pair(runs)
 if pair is None:
-    empty_state("A diff needs two runs of this benchmark; the database holds fewer.")
+    empty_state(
+        "A diff needs two runs of this benchmark; the database holds fewer"
+        + (f" (not counting {fmt.plural(len(superseded), 'run')} superseded by a retry)." if superseded else ".")
+    )
 
 ss = st.session_state
 ids = runs["run_id"].tolist()
@@ -58,6 +63,14 @@ for key, names, fallback in (("df_a", ("baseline", "a"), pair[0]), ("df_b", ("ca
 left, right, basis_col = st.columns([4, 4, 2])
 run_a = left.selectbox("Baseline run A (before)", ids, key="df_a", format_func=labels.__getitem__)
 run_b = right.selectbox("Candidate run B (after)", ids, key="df_b", format_func=labels.__getitem__)
+if superseded:
+    st.caption(
+        plain(
+            f"{fmt.plural(len(superseded), 'run')} superseded by a retry (a later Inspect log of the same task) "
+            f"{'is' if len(superseded) == 1 else 'are'} not offered, as on the Leaderboard: "
+            f"{', '.join(superseded)}. A link naming one still opens it."
+        )
+    )
 VIEW_FIELDS = [
     UrlField("df_basis", "basis", rd.BASES[0], choices=rd.BASES),
     UrlField("df_worse", "regressions_only", False),

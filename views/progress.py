@@ -65,6 +65,11 @@ def refit(label: str) -> None:
 
 
 view = common.cached(prog.progress_view, benchmark=flt.benchmark, model=model)
+if view.n_superseded:  # the leaderboard's rule (store.retries): a retried run is its retry's
+    st.caption(
+        f"{fmt.plural(view.n_superseded, 'run')} superseded by a retry (a later Inspect log of the same task) "
+        f"{'is' if view.n_superseded == 1 else 'are'} left out of the fit and the raw scores, as on the Leaderboard."
+    )
 if view.fit is None and (view.n_subjects_in_data < 2 or view.n_tasks_in_data < 2):
     common.empty_state(
         f"Too little data for an ability index on **{common.plain(flt.benchmark)}**: it has "

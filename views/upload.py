@@ -23,6 +23,7 @@ PREVIEW_COLS = [
     Col("steps", "Steps", "count"),
     Col("errors", "Problems", "count"),
     Col("rescores", "Re-scores (new revision)"),
+    Col("retries", "Retry"),
     Col("partial", "Partial traces (attempts)", "count"),
     Col("format", "Format"),
 ]
@@ -99,6 +100,8 @@ else:
                     )
                     or None,
                     "rescores": ", ".join(p.rescores) or None,
+                    # "run X: retry of run Y (benchmark)": the errored run it supersedes (store.retries)
+                    "retries": "; ".join(p.retries) or None,
                     # attempts of traces without their root span: stored, and marked partial (never as whole)
                     "partial": p.n_partial,
                 }

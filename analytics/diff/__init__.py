@@ -35,6 +35,7 @@ from analytics.diff.compute import (
     slice_deltas,
     tasks_by_change,
     values_by_task,
+    without_superseded,
 )
 from analytics.diff.figures import fig_deltas
 from analytics.diff.load import (
@@ -59,6 +60,7 @@ __all__ = [
     "aligned",
     "aligned_positions",
     "default_pair",
+    "without_superseded",
     "is_significant",
     "mcnemar_exact",
     "paired_test_of",

@@ -4,7 +4,7 @@ frames and the ``RunDiff`` out)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,15 @@ SEED = 20260122
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts ``b`` and ``c`` (binomial, p = 1/2)."""
     return compare.mcnemar_exact(b, c)
+
+
+def without_superseded(runs: pd.DataFrame, keep: Collection[object] = ()) -> tuple[pd.DataFrame, list[str]]:
+    """``runs`` (``run_pairs``) without those a retry superseded (``is_superseded``: the errored run is its retry's,
+    as on the leaderboard), except the runs in ``keep`` (named by a link); and the ids of the runs left out."""
+    if "is_superseded" not in runs:
+        return runs, []
+    gone = runs["is_superseded"].to_numpy(dtype=bool) & ~runs["run_id"].isin(list(keep)).to_numpy(dtype=bool)
+    return runs[~gone].reset_index(drop=True), [str(r) for r in runs["run_id"][gone]]
 
 
 def default_pair(runs: pd.DataFrame) -> tuple[str, str] | None:

@@ -15,14 +15,16 @@ from analytics.diff.arrays import pair_arrays, run_values, split_pair
 from analytics.diff.compute import BASES, RunDiff, run_diff_of, values_by_task
 from analytics.sqlfiles import load_sql
 from store import RunlensError, query_df, query_rows
+from store.retries import IS_SUPERSEDED_SQL
 
 
 def run_pairs(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
-    """Runs of a benchmark, newest first, with family and version (for the pickers)."""
+    """Runs of a benchmark, newest first, with family and version (for the pickers), and ``is_superseded``: a retry
+    superseded the run (``store.retries``, the leaderboard's rule; ``without_superseded`` leaves them out)."""
     return query_df(
         con,
-        "SELECT run_id, agent, family, agent_version, eval_date FROM runs WHERE benchmark = ? "
-        "ORDER BY eval_date DESC NULLS LAST, run_id DESC",
+        f"SELECT r.run_id, r.agent, r.family, r.agent_version, r.eval_date, {IS_SUPERSEDED_SQL} AS is_superseded "
+        "FROM runs r WHERE r.benchmark = ? ORDER BY r.eval_date DESC NULLS LAST, r.run_id DESC",
         [benchmark],
     )
 

@@ -28,6 +28,7 @@ class ProgressView:
     log: pd.DataFrame  # every stored fit of the benchmark (refit log)
     n_subjects_in_data: int
     n_tasks_in_data: int
+    n_superseded: int = 0  # runs of the benchmark left out as superseded by a retry (``store.retries``)
 
 
 def shown(view: ProgressView, run_filter: RunFilter = ALL_RUNS) -> ProgressView:

@@ -7,8 +7,9 @@
 -- log_status, completed, total: the log's own status and sample counts (Inspect's status and results, kept in
 -- the run); analytics.runs.load_runs counts the attempts of runs with a total and derives is_complete.
 -- A run superseded by a retry is left out: a later Inspect log with the same `eval.task_id`, which `eval_retry` keeps
--- (an eval set's retries and a plain `inspect eval-retry` alike; every other eval gets a new task id). The same rule
--- as analytics.runs.load.HEALTH_PAGE_SQL's `later`.
+-- (an eval set's retries and a plain `inspect eval-retry` alike; every other eval gets a new task id). $is_superseded
+-- is replaced by store.retries.IS_SUPERSEDED_SQL, the one definition (run health, TMF, Version diff, Progress and the
+-- ingest line read it too).
 SELECT $run_columns, $is_baseline AS is_baseline,
        r.status AS log_status,
        TRY_CAST(json_extract_string(r.extra, '$.completed_samples') AS BIGINT) AS completed,
@@ -17,9 +18,5 @@ SELECT $run_columns, $is_baseline AS is_baseline,
        json_extract_string(r.extra, '$.scorer') AS headline_scorer
 FROM runs r
 WHERE r.benchmark = $benchmark AND $run_filter
-  AND NOT EXISTS (
-      SELECT 1 FROM runs later
-      WHERE later.benchmark = r.benchmark AND later.run_id <> r.run_id
-        AND json_extract_string(later.extra, '$.inspect_task_id') = json_extract_string(r.extra, '$.inspect_task_id')
-        AND json_extract_string(later.extra, '$.inspect_created') > json_extract_string(r.extra, '$.inspect_created'))
+  AND NOT $is_superseded
 ORDER BY r.eval_date DESC NULLS LAST, r.agent, r.run_id

@@ -210,7 +210,13 @@ def prepare(
         table = table[sliced.table_in_matrix]
     elif cset:  # the human is costed on the tasks the agents are compared on
         table = table[table["task_id"].astype(str).isin(cset)]
-    facts = dict(comparison_set_size=len(cset), runs_on_other_tasks=other, baseline_runs=baselines, min_tasks=MIN_TASKS)
+    facts = dict(
+        comparison_set_size=len(cset),
+        runs_on_other_tasks=other,
+        baseline_runs=baselines,
+        superseded_runs=list(inputs.superseded),
+        min_tasks=MIN_TASKS,
+    )
     supply = _supply(table, points, opt, x_col, unit, slice_name, facts)
     if not with_uncertainty or opt.performance == "irt" or opt.n_replicates <= 0:
         return supply

@@ -24,6 +24,7 @@ from analytics.tmf.model import (
     slice_tasks,
 )
 from store import ALL_RUNS, QueryError, RunFilter, query_df, query_rows, with_run_filter
+from store.retries import IS_SUPERSEDED_SQL
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class TmfInputs:
     abilities: pd.DataFrame
     runs: pd.DataFrame | None = None
     has_irt_fit: bool | None = None  # ``has_irt_fit`` of the benchmark, read with the runs by ``load`` (None: not read)
+    superseded: tuple[str, ...] = ()  # runs left out because a retry superseded them (``store.retries``), by ``load``
 
     def with_details(self) -> pd.DataFrame:
         """The rows with their run's details in every row (``attach_details``'s frame and column order, plus the
@@ -155,6 +157,7 @@ def load(
     rows' frame has only those of them, in ``ROW_COLUMNS``' order; every other column is the same.
 
     Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
+    A run a retry superseded (``store.retries``: the leaderboard's rule) is left out, named in ``superseded``.
 
     Raises:
         TmfError: the filter names no benchmark (an analysis is of one benchmark).
@@ -171,11 +174,16 @@ def load(
             f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline,"
             f" rc.run_code, (SELECT count(*) FROM tmf_task_codes WHERE benchmark = $benchmark) AS n_coded_tasks,"
             f" ({_HAS_IRT_FIT_SQL.replace('?', '$benchmark')}) AS has_irt_fit"
+            f", {IS_SUPERSEDED_SQL} AS is_superseded"
             f" FROM runs r LEFT JOIN tmf_run_codes rc ON rc.run_id = r.run_id {_RUNS_WHERE} ORDER BY {_RUN_ORDER}"
         ),
         params,
     )
-    run_codes, n_coded, has_irt = runs.pop("run_code"), runs.pop("n_coded_tasks"), runs.pop("has_irt_fit")
+    n_coded, has_irt, is_superseded = runs.pop("n_coded_tasks"), runs.pop("has_irt_fit"), runs.pop("is_superseded")
+    superseded = tuple(str(r) for r in runs["run_id"][is_superseded.to_numpy(dtype=bool)])
+    if superseded:  # a retried run is the retry's (the leaderboard's rule): left out, as if never run
+        runs = runs[~is_superseded.to_numpy(dtype=bool)].reset_index(drop=True)
+    run_codes = runs.pop("run_code")
     if on_task_count is not None and len(n_coded):  # no run: nothing to analyse
         on_task_count(int(n_coded.iloc[0]))
     tasks, task_codes = _tasks_and_codes(con, benchmark)
@@ -183,7 +191,7 @@ def load(
     outcomes["task_id"] = _task_ids(outcomes, tasks)
     abilities = irt_abilities(con, benchmark=benchmark) if with_abilities else pd.DataFrame(columns=ABILITY_COLUMNS)
     rows = details_by_code(outcomes, runs, tasks, run_details=False)
-    return TmfInputs(benchmark, rows, abilities, runs, bool(has_irt.iloc[0]) if len(has_irt) else None)
+    return TmfInputs(benchmark, rows, abilities, runs, bool(has_irt.iloc[0]) if len(has_irt) else None, superseded)
 
 
 ABILITY_COLUMNS = ["subject", "agent", "agent_version", "ability", "ability_lo", "ability_hi", "fit_key"]

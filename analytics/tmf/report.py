@@ -362,6 +362,12 @@ def comparison_caption(result: TmfResult) -> str:
         if other
         else ""
     )
+    retried = a.get("superseded_runs") or []
+    if retried:
+        text += (
+            f"; {fmt.plural(len(retried), 'run')} superseded by a retry ({', '.join(retried)}: a later Inspect log "
+            "of the same task) left out, as on the Leaderboard"
+        )
     unc = result.uncertainty
     if unc is not None:
         text += (
