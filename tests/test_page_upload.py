@@ -146,12 +146,15 @@ def test_an_upload_says_how_many_attempts_are_partial_traces(tmp_path: Path, mon
 
     monkeypatch.delenv("RUNLENS_READ_ONLY", raising=False)
     at = _page(db, monkeypatch)
-    at.session_state["up_done"] = [(done, ())]  # what the page keeps after its ingest button, for the rerun
+    at.session_state["up_done"] = [(done, (), ())]  # what the page keeps after its ingest button, for the rerun
     at.run()
     assert not at.exception
     [message] = [s.value for s in at.success if md_plain("traces.jsonl") in s.value]
     assert "1 attempt stored as partial traces (no root span; marked partial)" in message
     whole = upload_worker.IngestSummary("whole.jsonl", "ingested", 1, 2, 3)
-    at.session_state["up_done"] = [(whole, ())]
+    # the preview's retry note (store.retries) stays with the file's result once it is ingested
+    at.session_state["up_done"] = [(whole, (), ("run r-2: retry of run r-1 (bench_a)",))]
     at.run()
     assert not any("partial" in s.value for s in at.success)  # nothing said when no attempt is partial
+    [message] = [s.value for s in at.success if md_plain("whole.jsonl") in s.value]
+    assert md_plain("run r-2: retry of run r-1 (bench_a)") in message

@@ -146,17 +146,17 @@ else:
                 results = []
                 st.error(plain(exc))
             bar.progress(1.0, text="Done")
-            created = {p.file: p.runs for p in previews}
+            created = {p.file: (p.runs, p.retries) for p in previews}
             # kept for the next run of the page, which the rerun below starts: the sidebar's counts include the
-            # new runs, and the results stay on screen with links to them
-            ss.up_done = [(r, created.get(r.file, ())) for r in results]
+            # new runs, and the results stay on screen with links to them (and the runs they retry)
+            ss.up_done = [(r, *created.get(r.file, ((), ()))) for r in results]
             ss.up_round = ss.get("up_round", 0) + 1  # empty the upload box: what is done is listed below
             st.rerun()
 
 done = ss.get("up_done") or []
 new_runs: dict[str, tuple[str, str]] = {}  # run id -> (benchmark, agent), each run once however many files made it
 notes: list[str] = []
-for r, runs in done:
+for r, runs, retries in done:
     name = plain(r.file)
     if r.outcome == "ingested":
         partial = (
@@ -164,9 +164,10 @@ for r, runs in done:
             if r.n_partial
             else ""
         )
+        retried = plain(f"; {'; '.join(retries)}") if retries else ""  # "run X: retry of run Y (benchmark)"
         st.success(
             f"{name}: {fmtx.plural(r.n_runs, 'run')}, {fmtx.plural(r.n_attempts, 'attempt')}, "
-            f"{fmtx.plural(r.n_steps, 'step')} in {r.seconds:.1f} s{partial}"
+            f"{fmtx.plural(r.n_steps, 'step')} in {r.seconds:.1f} s{partial}{retried}"
         )
         new_runs.update({run_id: (bench, agent) for run_id, bench, agent in runs})
     elif r.outcome == "duplicate":
