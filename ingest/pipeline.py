@@ -472,6 +472,8 @@ def _new_definitions(bundle: Bundle, known: Known) -> list[tuple[str, dict[str, 
             if seen is None:
                 keep.append(i)
                 new_rows.append((kind, row))
+                if kind == "benchmark":  # not in the store, nor any task of it: none to read (Known.ensure_tasks)
+                    known.loaded_benchmarks.add(str(row["benchmark"]))
             elif seen != row:
                 return None
         if len(keep) < len(next(iter(cols.values()), [])):
