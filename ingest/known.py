@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import duckdb
+from typing import TYPE_CHECKING
 
 from ingest.records import BENCHMARK_FIELDS, RUN_FIELDS, TASK_FIELDS, Known
+
+if TYPE_CHECKING:
+    import duckdb
 
 # the columns of each definition table a file may refer to: the record's fields, then its kept unknown fields
 _DEFINITION_COLS = {

@@ -14,10 +14,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import duckdb
-
+import store
 from ingest import lazy_imports
 from ingest.chunked import read_head, stream_hash, validate_in_parts
 from ingest.errors import IngestError, ProblemCollector
@@ -25,9 +24,12 @@ from ingest.formats import ARCHIVE_SUFFIXES, FORMATS, Format, detect_format, is_
 from ingest.known import load_known
 from ingest.records import DEFINITION_TABLES, Bundle, Known, Normaliser, definition_key
 from ingest.tempdirs import SPILL_PREFIX, owned_temporary_folder, remove_orphans
-from store import Location, RunlensError, writer
-from store.ingest_writer import one_thread, write_bundle
-from store.retries import retry_keys, retry_notes
+from store import RunlensError
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from store import Location
 
 PROGRESS_MIN_BYTES = 8 * 1024 * 1024  # show a progress bar for files at least this large
 # A limit on the file's size only when RUNLENS_MAX_FILE_BYTES sets one (0 or unset: files of any size; what one
@@ -352,6 +354,9 @@ def commit_prepared(
     new_rows = _new_definitions(bundle, known)
     if new_rows is None or _has_stored_attempts(con, bundle, new_rows):
         return None
+    from store.ingest_writer import write_bundle
+    from store.retries import retry_keys, retry_notes
+
     _, retries = write_bundle(
         con,
         bundle,
@@ -470,6 +475,8 @@ def _new_definitions(bundle: Bundle, known: Known) -> list[tuple[str, dict[str, 
             if seen is None:
                 keep.append(i)
                 new_rows.append((kind, row))
+                if kind == "benchmark":  # not in the store, nor any task of it: none to read (Known.ensure_tasks)
+                    known.loaded_benchmarks.add(str(row["benchmark"]))
             elif seen != row:
                 return None
         if len(keep) < len(next(iter(cols.values()), [])):
@@ -584,10 +591,12 @@ def ingest_paths(
     remove_orphans(SPILL_PREFIX)  # the spill folders of killed ingests (ingest.tempdirs)
     spills = n_jobs > 1 or any(_size(f) > CHUNK_BYTES or is_archive(f) for f in files)
     spill_folder = owned_temporary_folder(SPILL_PREFIX) if spills else contextlib.nullcontext(None)
+    from store.ingest_writer import one_thread
+
     with (
         lazy_imports.refused(),  # pandas and pyarrow.dataset: DuckDB and pyarrow probe for them (ingest.lazy_imports)
         spill_folder as spill_dir,
-        writer(db, short_session=is_short) as con,
+        store.writer(db, short_session=is_short) as con,
         one_thread(con, n_jobs > 1),
     ):
         # Written blocks are on disk already: a small buffer pool only means less cached, and keeps a long

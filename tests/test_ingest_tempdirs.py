@@ -25,12 +25,13 @@ KILLED_INGEST = textwrap.dedent(
     """
     import sys, time
     from ingest import pipeline
+    from store import ingest_writer
 
     def stop(*args, **kwargs):
         print("writing", flush=True)
         time.sleep(600)
 
-    pipeline.write_bundle = stop
+    ingest_writer.write_bundle = stop  # (the pipeline imports it when it writes)
     pipeline.ingest_paths([sys.argv[1]], db=sys.argv[2], jobs=1)
     """
 )

@@ -70,6 +70,11 @@ class Bundle:
     spilled: list[str] = field(default_factory=list)
     spilled_steps: int = 0
     spill_dir: str | None = None
+    # the one spilled part's tables once the writer has opened them (memory-mapped), for a file spilled whole by a
+    # validation worker: ``parts`` is asked several times a file, and opening its eight Arrow files each time cost
+    # CPU (BENCHMARKS.md "Ingest, tenth pass"). A file of several parts opens each part when asked, so that the
+    # writer maps one part at a time.
+    opened: dict[str, pa.Table] | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_attempts(self) -> int:
@@ -117,15 +122,18 @@ class Bundle:
 
     def parts(self) -> Iterator[dict[str, pa.Table]]:
         """The per-attempt tables part by part: the spilled ones (memory-mapped from disk), then those in memory."""
-        for part in self.spilled:
-            yield {
-                name: pa.ipc.open_file(pa.memory_map(os.path.join(part, f"{name}.arrow"))).read_all()
-                for name in _TABLES
-            }
+        if len(self.spilled) == 1:
+            if self.opened is None:
+                self.opened = _opened(self.spilled[0])
+            yield self.opened
+        else:
+            for part in self.spilled:
+                yield _opened(part)
         yield self.freeze()
 
     def release(self) -> None:
         """Remove the spilled parts from disk (the bundle is written, or given up)."""
+        self.opened = None
         if self.spill_dir is not None:
             shutil.rmtree(self.spill_dir, ignore_errors=True)
             self.spill_dir = None
@@ -166,6 +174,11 @@ class Bundle:
 
 
 _TABLES = ("ratings", "labels", "metrics", "scores", "score_updates", "attempts", "steps", "texts")
+
+
+def _opened(part: str) -> dict[str, pa.Table]:
+    """A spilled part's tables, memory-mapped from its Arrow files."""
+    return {name: pa.ipc.open_file(pa.memory_map(os.path.join(part, f"{name}.arrow"))).read_all() for name in _TABLES}
 
 
 _JSON = pa.json_(pa.string())  # JSON text: DuckDB stores it in a JSON column as is, without parsing it again
