@@ -22,6 +22,7 @@ from ingest.chunked import read_head, stream_hash, validate_in_parts
 from ingest.errors import IngestError, ProblemCollector
 from ingest.formats import ARCHIVE_SUFFIXES, FORMATS, Format, detect_format, is_archive, parse_with, walk_suffixes
 from ingest.known import load_known
+from ingest.outcome_text import describe
 from ingest.records import DEFINITION_TABLES, Bundle, Known, Normaliser, definition_key
 from ingest.tempdirs import SPILL_PREFIX, owned_temporary_folder, remove_orphans
 from store import RunlensError
@@ -673,32 +674,3 @@ def ingest_paths(
         finally:
             batch.release()
     return results
-
-
-def describe(result: FileResult) -> str:
-    """One line (or the error lines) for a file's outcome."""
-    if result.outcome == "duplicate" and result.n_already:
-        return f"{result.path}: every span of its {result.n_already} trace(s) is stored already; nothing added"
-    if result.outcome == "duplicate":
-        return f"{result.path}: already ingested (identical content as {result.duplicate_of}); nothing added"
-    if result.outcome == "failed":
-        return f"{result.error}\n{result.path}: not ingested; nothing written"
-    line = (
-        f"{result.path}: ingested as {result.format}: {result.n_runs} runs, {result.n_tasks} tasks, "
-        f"{result.n_attempts} attempts, {result.n_steps} steps in {result.seconds:.2f} s"
-    )
-    if result.n_merged or result.n_already:
-        from ingest.otlp.filemerge import merge_note
-
-        line += f"; {merge_note(result.n_merged, result.n_already)}"
-    line += f"; {rescore_note(result)}" if result.rescored_runs else ""
-    return line + "".join(f"; {note}" for note in result.retries)
-
-
-def rescore_note(result: FileResult) -> str:
-    """What a re-scored log did, in words (the CLI line and the Upload page say it)."""
-    runs = ", ".join(result.rescored_runs)
-    return (
-        f"re-scored run {runs}: the scores of {result.n_rescored} stored attempts replaced by a new revision "
-        "(the earlier scores are kept in history: tables scores, score_revisions)"
-    )

@@ -260,7 +260,7 @@ def _worker_main() -> int:
     workers.limit_this_process(cap, int(request["cpu_s"]))
     duck_limit = f"{max(64, (cap - DUCKDB_HEADROOM_BYTES) // 1024**2)}MB"  # DuckDB's own, below the worker's
     from ingest import uploads
-    from ingest.pipeline import rescore_note
+    from ingest.outcome_text import rescore_note
 
     paths = [Path(p) for p in request["paths"]]
     options = request.get("options") or {}

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from ingest.pipeline import describe, ingest_paths
+from ingest.outcome_text import describe
+from ingest.pipeline import ingest_paths
 from store import RunFilter
 from tests.adapter_helpers import rows
 from tests.apptest import open_page

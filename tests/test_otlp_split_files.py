@@ -21,7 +21,8 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import set_span_in_context
 
 from ingest.otlp_receiver.batches import write_batch
-from ingest.pipeline import describe, ingest_paths
+from ingest.outcome_text import describe
+from ingest.pipeline import ingest_paths
 from tests.adapter_helpers import counts, rows
 from tests.otlp_lines import otlp_line, otlp_span
 from tests.otlp_producer import MS, T0

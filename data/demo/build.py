@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TextIO
 
 from data.demo import adbench, gembench, history, liveagentbench, xbench
-from ingest.pipeline import FileResult, describe, ingest_paths
+from ingest.outcome_text import describe
+from ingest.pipeline import FileResult, ingest_paths
 from ingest.tempdirs import owned_temporary_folder, remove_orphans
 from store import Location, RunlensError
 
