@@ -246,34 +246,22 @@ def watch(page: Any) -> Any:
     return page
 
 
-# How often settle() looks at the page. The first look 100 ms after the call and the others 100 ms apart made a
-# wait for a page already still at least 0.5 s (the page unchanged from the second look through ``still_s``); the
-# first look at once and the others 50 ms apart, 0.35 s. A test file calls it tens of times (test_browser_history
-# 54, test_browser_tables 72), mostly on a page that is drawn. More looks within ``still_s`` see the same stillness
-# (a change between two of them is still seen); ``grace_s`` and ``since`` are unchanged.
-SETTLE_LOOK_MS = 50
-
-
 def settle(
     page: Any, *, since: float | None = None, timeout_s: float = 240.0, grace_s: float = 0.5, still_s: float = 0.3
 ) -> str:
     """Wait until the app has answered: the page connected to the app, no script run asked for or under way on its
-    websocket, nothing running, stale or undrawn on the page, and the page unchanged for ``still_s`` (looks
-    ``SETTLE_LOOK_MS`` apart, the first at once); and a run finished after ``since`` (time.monotonic() before a
-    page.goto: the new page's first run), or without ``since`` at least ``grace_s`` after the call unless a run
-    finished meanwhile (the request of an action just made is on its way). Returns the page's text; fails with
-    TimeoutError after ``timeout_s``."""
+    websocket, nothing running, stale or undrawn on the page, and the page unchanged for ``still_s`` (looks 100 ms
+    apart); and a run finished after ``since`` (time.monotonic() before a page.goto: the new page's first run), or
+    without ``since`` at least ``grace_s`` after the call unless a run finished meanwhile (the request of an action
+    just made is on its way). Returns the page's text; fails with TimeoutError after ``timeout_s``."""
     clock = _WATCHES.get(page)
     if clock is None:
         raise RuntimeError("settle() needs a page watched from its start: chromium_page() or watch(page)")
     start = time.monotonic()
     last: list[int] | None = None
     still_since: float | None = None
-    first = True
     while True:
-        if not first:
-            page.wait_for_timeout(SETTLE_LOOK_MS)
-        first = False
+        page.wait_for_timeout(100)
         now = time.monotonic()
         busy, *size = page.evaluate(PAGE_STATE_JS)
         quiet = clock.connected() and not clock.running() and busy == 0 and size == last
