@@ -48,16 +48,30 @@ def heading(page: Page) -> str:
     return str(main_area(page).locator("h1").first.inner_text()).strip()
 
 
-def opened_alone(page: Page, href: str) -> tuple[str, str | None, str]:
-    """The page's title, the sidebar's benchmark and the path the href shows, opened in a new tab."""
-    tab = watch(page.context.browser.new_page(viewport=page.viewport_size))  # a context of its own: no shared state
-    try:
-        tab.goto(href)
-        main_area(tab).locator("h1").first.wait_for(timeout=180_000)
-        settle(tab)
-        return heading(tab), sidebar_benchmark(tab) or None, urlsplit(tab.url).path.strip("/")
-    finally:
-        tab.close()
+TABS_AT_ONCE = 4  # tabs open together: the app draws one while the test waits for another to be still
+
+
+def opened_alone(page: Page, hrefs: list[str]) -> dict[str, tuple[str, str | None, str]]:
+    """Each href's page title, sidebar benchmark and shown path, the href opened in a new tab of its own (a browser
+    context of its own: no state shared with the page it was on, nor with the other tabs). ``TABS_AT_ONCE`` tabs are
+    opened together and each is read once its page is drawn and still (one after the other, the tests waited for
+    each page's stillness in turn while the app was idle)."""
+    out: dict[str, tuple[str, str | None, str]] = {}
+    for i in range(0, len(hrefs), TABS_AT_ONCE):
+        tabs: list[tuple[str, Page]] = []
+        try:
+            for href in hrefs[i : i + TABS_AT_ONCE]:
+                tab = watch(page.context.browser.new_page(viewport=page.viewport_size))
+                tabs.append((href, tab))
+                tab.goto(href)
+            for href, tab in tabs:
+                main_area(tab).locator("h1").first.wait_for(timeout=180_000)
+                settle(tab)
+                out[href] = (heading(tab), sidebar_benchmark(tab) or None, urlsplit(tab.url).path.strip("/"))
+        finally:
+            for _, tab in tabs:
+                tab.close()
+    return out
 
 
 def benchmark_of(href: str) -> str | None:
@@ -96,12 +110,12 @@ def test_every_page_link_opens_the_page_it_names_in_a_new_tab(demo_db: Path) -> 
             found = page_links(page, where='[data-testid="stMain"]')
             assert found, source
             checked += found
-        opened: dict[str, tuple[str, str | None, str]] = {}  # a link drawn twice (menu, pages) is opened once
+        for label, href in checked:
+            assert urlsplit(href).path.strip("/") in PAGE_TITLES, (label, href)  # every link names its page's own path
+        # a link drawn twice (menu, pages) is opened once
+        opened = opened_alone(page, list(dict.fromkeys(href for _, href in checked)))
         for label, href in checked:
             path = urlsplit(href).path.strip("/")
-            assert path in PAGE_TITLES, (label, href)  # every link names its page's own path
-            if href not in opened:
-                opened[href] = opened_alone(page, href)
             title, bench, shown = opened[href]
             assert (title, shown) == (PAGE_TITLES[path], path), (label, href, title, shown)
             if label in titles:  # a menu entry is named by its page's title

@@ -162,7 +162,7 @@ def test_ask_in_english_proposes_sql_and_runs_only_on_click(fixture_db: Path, mo
 def test_sql_page_in_chromium_runs_with_ctrl_enter(demo_db: Path) -> None:
     from urllib.parse import quote
 
-    from tests.browser_support import chromium_page, screenshot, streamlit_server
+    from tests.browser_support import chromium_page, screenshot, settle, streamlit_server
 
     with streamlit_server(demo_db) as url, chromium_page() as page:
         page.goto(url + "/sql?q=" + quote("SELECT * FROM v_runs ORDER BY run_id"), wait_until="domcontentloaded")
@@ -175,14 +175,14 @@ def test_sql_page_in_chromium_runs_with_ctrl_enter(demo_db: Path) -> None:
         editor.press("Control+Enter")
         page.wait_for_selector("text=rows · 2 columns", timeout=120_000)  # the new result, not the old one
         page.wait_for_function("() => location.search.includes('pass_pct')", timeout=30_000)
-        page.wait_for_timeout(1000)
+        settle(page)  # the run finished and the page drawn (was a fixed second)
         with page.expect_download(timeout=120_000) as download:
             page.get_by_text("CSV (full result)").click()
         lines = Path(download.value.path()).read_text(encoding="utf-8").splitlines()
         assert lines[0] == '"agent","pass_pct"' and len(lines) > 2
         page.get_by_text("Chart this").click()
         page.wait_for_selector(".js-plotly-plot", timeout=60_000)
-        page.wait_for_timeout(1500)
+        settle(page)  # the chart drawn (its SVG) and the page still (was a fixed 1.5 s)
         shot = screenshot(page, "sql")
     assert shot.stat().st_size > 10_000
 

@@ -102,12 +102,25 @@ def _ingest(path: Path, db: Path | str) -> None:
     assert [r.outcome for r in ingest_paths([path], db=db)] == ["ingested"]
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    """Two benchmarks, three runs of generated tricky texts, ingested but not indexed."""
-    out = tmp_path / "s.duckdb"
-    _ingest(_write(tmp_path / "a.jsonl", [("r-a", "sb"), ("r-b", "sb"), ("r-o", "other")], seed=7), out)
+@pytest.fixture(scope="module")
+def db_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two benchmarks, three runs of generated tricky texts, ingested once for the module (read-only: ``db`` copies
+    it)."""
+    folder = tmp_path_factory.mktemp("search-master")
+    out = folder / "s.duckdb"
+    _ingest(_write(folder / "a.jsonl", [("r-a", "sb"), ("r-b", "sb"), ("r-o", "other")], seed=7), out)
     return out
+
+
+@pytest.fixture
+def db(db_master: Path, tmp_path: Path) -> Path:
+    """A private copy of ``db_master`` (ingested but not indexed) that a test may change: the same store each test
+    built by ingesting the same file, without the ingest."""
+    assert not db_master.with_name(db_master.name + ".search").exists()  # no test indexed the master
+    for src in db_master.parent.iterdir():
+        if src.name.startswith(db_master.name):
+            shutil.copyfile(src, tmp_path / src.name)
+    return tmp_path / db_master.name
 
 
 def _both(con: duckdb.DuckDBPyConnection, query: str, **kw: Any) -> tuple[sr.SearchResult, sr.SearchResult]:
