@@ -97,6 +97,9 @@ try:
 except RunlensError as exc:
     empty_state(plain(f"These runs cannot be compared: {exc}"))
 
+cut_note = rd.incomplete_note(runs, result)  # a run cut short: the Leaderboard does not rank it
+if cut_note:
+    st.warning(plain(cut_note), icon=":material/warning:")
 if not result.is_testable:
     empty_state(
         "These runs share no task: the difference cannot be tested. The IRT Progress page compares runs "

@@ -70,6 +70,14 @@ if view.n_superseded:  # the leaderboard's rule (store.retries): a retried run i
         f"{fmt.plural(view.n_superseded, 'run')} superseded by a retry (a later Inspect log of the same task) "
         f"{'is' if view.n_superseded == 1 else 'are'} left out of the fit and the raw scores, as on the Leaderboard."
     )
+if view.incomplete:  # the leaderboard's rule: a run cut short would weigh its part of the tasks in its version
+    st.caption(
+        common.plain(
+            f"{fmt.plural(len(view.incomplete), 'incomplete run')} (an unfinished log, samples missing) "
+            f"{'is' if len(view.incomplete) == 1 else 'are'} left out of the fit and the raw scores, as the "
+            f"Leaderboard does not rank {'it' if len(view.incomplete) == 1 else 'them'}: {', '.join(view.incomplete)}."
+        )
+    )
 if view.fit is None and (view.n_subjects_in_data < 2 or view.n_tasks_in_data < 2):
     common.empty_state(
         f"Too little data for an ability index on **{common.plain(flt.benchmark)}**: it has "

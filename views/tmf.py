@@ -49,6 +49,7 @@ URL_FIELDS = [
     UrlField("tmf_hperf", "human_performance", 0.0, bounds=(0.0, 100.0)),
     UrlField("tmf_willing", "willingness", 1.0, bounds=(0.05, 10.0)),
     UrlField("tmf_exp", "acceptance_exponent", 1.0, bounds=(0.0, 5.0)),
+    UrlField("tmf_incomplete", "include_incomplete", False),
 ]
 from_url(URL_FIELDS)
 
@@ -73,6 +74,7 @@ def options_of(values: dict[str, Any]) -> tmf.TmfOptions:
         human_performance=(human_perf / 100.0 if performance != "irt" else human_perf) or None,
         willingness=float(values["tmf_willing"]),
         exponent=float(values["tmf_exp"]),
+        include_incomplete=bool(values["tmf_incomplete"]),
     )
 
 
@@ -129,6 +131,12 @@ with assumptions:
     human_perf = number(c3, "Human performance override (0 = from human runs, else 100%)", fields["tmf_hperf"])
     willing = number(c4, "Willingness to pay (share of human cost)", fields["tmf_willing"])
     exponent = number(c4, "Acceptance curve exponent (1 = linear, 0 = flat)", fields["tmf_exp"])
+    with_incomplete = c4.checkbox(
+        "Include incomplete runs",
+        key="tmf_incomplete",
+        help="A run cut short (an unfinished log, samples missing: the Leaderboard's rule) is on other tasks than "
+        "the others: it is no point unless asked, as the Leaderboard does not rank it",
+    )
     if not has_irt:
         st.caption(
             "IRT ability is not offered: no IRT fit is stored for this benchmark (run the IRT page or "
@@ -147,6 +155,7 @@ drawn = options_of(
         "tmf_hperf": human_perf,
         "tmf_willing": willing,
         "tmf_exp": exponent,
+        "tmf_incomplete": with_incomplete,
     }
 )
 if drawn != opt:  # a widget gave another value than the session held (not expected): analyse what it shows

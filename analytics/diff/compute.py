@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from analytics import compare
+from analytics import formatting as fmt
 from analytics.diff.arrays import TaskColumn, same_index
 from analytics.stats import bootstrap_mean_ci, stable_rng
 
@@ -32,6 +33,32 @@ def without_superseded(runs: pd.DataFrame, keep: Collection[object] = ()) -> tup
         return runs, []
     gone = runs["is_superseded"].to_numpy(dtype=bool) & ~runs["run_id"].isin(list(keep)).to_numpy(dtype=bool)
     return runs[~gone].reset_index(drop=True), [str(r) for r in runs["run_id"][gone]]
+
+
+def incomplete_note(runs: pd.DataFrame, result: RunDiff) -> str | None:
+    """What the page says above a comparison of ``result``'s pair when either run is incomplete (``run_pairs``'
+    ``is_complete``, the leaderboard's rule): which one, why, and how many tasks each holds; the counts and the
+    paired statistics are of the tasks both hold (``RunDiff.tasks``). None when both are complete."""
+    if "is_complete" not in runs:
+        return None
+    if bool(runs["is_complete"].all()):
+        return None
+    from analytics.leaderboard.report import incomplete_label  # the leaderboard's words, only when one is needed
+
+    rows = runs.set_index(runs["run_id"].astype(str))
+    held = {result.run_a: len(result.tasks) + result.n_only_a, result.run_b: len(result.tasks) + result.n_only_b}
+    cut = [
+        f"{name} {run} is incomplete ({incomplete_label(rows.loc[run])})"
+        for name, run in (("A", result.run_a), ("B", result.run_b))
+        if run in rows.index and not bool(rows.loc[run, "is_complete"])
+    ]
+    if not cut:
+        return None
+    return (
+        f"{' and '.join(cut)}: A holds {fmt.plural(held[result.run_a], 'task')}, B "
+        f"{fmt.plural(held[result.run_b], 'task')}. The flips, the paired test and the deltas are of the "
+        f"{fmt.plural(len(result.tasks), 'task')} both hold only."
+    )
 
 
 def default_pair(runs: pd.DataFrame) -> tuple[str, str] | None:

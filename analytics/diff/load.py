@@ -13,20 +13,27 @@ import pandas as pd
 from analytics import compare
 from analytics.diff.arrays import pair_arrays, run_values, split_pair
 from analytics.diff.compute import BASES, RunDiff, run_diff_of, values_by_task
+from analytics.runs.compute import HELD_SQL, RUN_STATE_SQL, with_completeness
 from analytics.sqlfiles import load_sql
 from store import RunlensError, query_df, query_rows
 from store.retries import IS_SUPERSEDED_SQL
 
 
 def run_pairs(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.DataFrame:
-    """Runs of a benchmark, newest first, with family and version (for the pickers), and ``is_superseded``: a retry
-    superseded the run (``store.retries``, the leaderboard's rule; ``without_superseded`` leaves them out)."""
-    return query_df(
+    """Runs of a benchmark, newest first, with family and version (for the pickers), ``is_superseded``: a retry
+    superseded the run (``store.retries``, the leaderboard's rule; ``without_superseded`` leaves them out), and
+    ``is_complete`` with the columns it is read from (log_status, completed, total: the leaderboard's rule,
+    ``runs.with_completeness``; ``incomplete_note`` says it of a pair). One statement."""
+    runs = query_df(
         con,
-        f"SELECT r.run_id, r.agent, r.family, r.agent_version, r.eval_date, {IS_SUPERSEDED_SQL} AS is_superseded "
+        f"SELECT r.run_id, r.agent, r.family, r.agent_version, r.eval_date, {IS_SUPERSEDED_SQL} AS is_superseded, "
+        f"{RUN_STATE_SQL}, {HELD_SQL} AS held "  # the attempts held: only of a log that counts its samples
         "FROM runs r WHERE r.benchmark = ? ORDER BY r.eval_date DESC NULLS LAST, r.run_id DESC",
         [benchmark],
     )
+    held = runs.pop("held")
+    counted = {str(r): int(h) for r, h in zip(runs["run_id"], held, strict=True) if pd.notna(h)}
+    return with_completeness(runs, counted)
 
 
 def task_values(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:

@@ -12,22 +12,25 @@ import pandas as pd
 from analytics.irt.data import fit_key
 from analytics.irt.fits import StoredFit
 from analytics.irt.settings import IrtError, settings_for
+from analytics.runs.compute import IS_COMPLETE_SQL
 from store import query_df, query_rows
 from store.retries import IS_SUPERSEDED_SQL
 
 # run -> subject. Subject = agent + version. A run without a version whose agent was evaluated on several dates
 # takes its evaluation date as the version (leaderboard exports such as SWE-bench reuse one name for different
 # systems over time); runs of one version on several dates are pooled (that is what links periods). A run a retry
-# superseded (``store.retries``, the leaderboard's rule) is no subject's: its retry answers for it (``rs_all`` keeps
-# every run of the benchmark with the flag, for a count of those left out).
+# superseded (``store.retries``, the leaderboard's rule) is no subject's: its retry answers for it; nor is an
+# incomplete run (``runs.IS_COMPLETE_SQL``, the leaderboard's rule): pooled, its part of the tasks would weigh in its
+# version's score (``rs_all`` keeps every run of the benchmark with the flags, to name those left out).
 SUBJECTS_CTE = f"""
 WITH rs_all AS (
-    SELECT r.run_id, r.agent, r.family, r.eval_date, r.agent_version, {IS_SUPERSEDED_SQL} AS is_superseded
+    SELECT r.run_id, r.agent, r.family, r.eval_date, r.agent_version, {IS_SUPERSEDED_SQL} AS is_superseded,
+           {IS_COMPLETE_SQL} AS is_complete
     FROM runs r WHERE r.benchmark = ?
 ), rs0 AS (
     SELECT run_id, agent, coalesce(family, agent) AS family, eval_date, nullif(agent_version, '') AS v,
            count(DISTINCT eval_date) OVER (PARTITION BY agent, agent_version IS NULL) AS n_dates
-    FROM rs_all WHERE NOT is_superseded
+    FROM rs_all WHERE NOT is_superseded AND is_complete
 ), rs AS (
     SELECT run_id, agent, family, eval_date,
            coalesce(v, CASE WHEN n_dates > 1 THEN strftime(eval_date, '%Y-%m-%d') END, '') AS agent_version
@@ -63,12 +66,12 @@ def load_responses(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.Data
 # (ingest, re-scored runs, late scores, replaced attempts, deletion), so the digest reads runs x tasks rows instead
 # of every attempt and changes whenever the IRT input does. Order-free: xor and a sum of row hashes (rows are unique
 # by their keys), plus counts.
-# The runs of SUBJECTS_CTE (superseded ones left out): a store without a retry digests as it did before the rule.
+# The runs of SUBJECTS_CTE (superseded and incomplete ones left out): a store without a retry digests as it did before the rule.
 DIGEST_SQL = f"""
 WITH rs AS (
     SELECT run_id, hash(run_id, agent, coalesce(agent_version, ''), coalesce(family, ''), eval_date) AS h,
            agent || coalesce(agent_version, '') AS subject
-    FROM runs r WHERE benchmark = ? AND NOT {IS_SUPERSEDED_SQL}
+    FROM runs r WHERE benchmark = ? AND NOT {IS_SUPERSEDED_SQL} AND {IS_COMPLETE_SQL}
 ), ts AS (
     SELECT hash(s.run_id, s.task_id, s.n_attempts, s.n_passed) AS h, s.n_attempts
     FROM run_task_stats s JOIN rs USING (run_id)

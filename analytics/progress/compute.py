@@ -29,6 +29,7 @@ class ProgressView:
     n_subjects_in_data: int
     n_tasks_in_data: int
     n_superseded: int = 0  # runs of the benchmark left out as superseded by a retry (``store.retries``)
+    incomplete: tuple[str, ...] = ()  # incomplete runs left out (``runs.IS_COMPLETE_SQL``, the leaderboard's rule)
 
 
 def shown(view: ProgressView, run_filter: RunFilter = ALL_RUNS) -> ProgressView:

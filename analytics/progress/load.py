@@ -35,7 +35,8 @@ RAW_AND_TASKS_SQL = (
     + """
 SELECT subject, (sum(s.n_passed)::DOUBLE / sum(s.n_attempts)::DOUBLE) AS raw_score,
        count(DISTINCT s.task_id) AS n_tasks_answered, grouping(subject) = 1 AS is_total,
-       (SELECT count(*) FROM rs_all WHERE is_superseded) AS n_superseded
+       (SELECT count(*) FROM rs_all WHERE is_superseded) AS n_superseded,
+       (SELECT list(run_id ORDER BY run_id) FROM rs_all WHERE NOT is_superseded AND NOT is_complete) AS incomplete
 FROM run_task_stats s JOIN subj USING (run_id)
 GROUP BY GROUPING SETS ((subject), ())
 """
@@ -50,24 +51,49 @@ def raw_scores(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> tuple[pd.Da
 
 def raw_scores_and_superseded(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> tuple[pd.DataFrame, int, int]:
     """``raw_scores`` and the number of the benchmark's runs left out as superseded by a retry, in one statement."""
+    frame, n_tasks, n_superseded, _ = raw_scores_and_left_out(con, benchmark=benchmark)
+    return frame, n_tasks, n_superseded
+
+
+def raw_scores_and_left_out(
+    con: duckdb.DuckDBPyConnection, *, benchmark: str
+) -> tuple[pd.DataFrame, int, int, tuple[str, ...]]:
+    """``raw_scores_and_superseded`` and the ids of the incomplete runs left out (``runs.IS_COMPLETE_SQL``, the
+    leaderboard's rule; a superseded one is counted as superseded only), in one statement."""
     both = query_df(con, RAW_AND_TASKS_SQL, [benchmark])
     total = both["is_total"].to_numpy(dtype=bool)
     n_tasks = int(both["n_tasks_answered"].to_numpy()[total][0]) if total.any() else 0
     n_superseded = int(both["n_superseded"].iloc[0]) if len(both) else 0
-    return both[~total].drop(columns=["is_total", "n_superseded"]).reset_index(drop=True), n_tasks, n_superseded
+    cut = both["incomplete"].iloc[0] if len(both) else None
+    incomplete = () if cut is None or (not isinstance(cut, list) and pd.isna(cut)) else tuple(str(r) for r in cut)
+    frame = both[~total].drop(columns=["is_total", "n_superseded", "incomplete"]).reset_index(drop=True)
+    return frame, n_tasks, n_superseded, incomplete
 
 
 def progress_view(con: duckdb.DuckDBPyConnection, *, benchmark: str, model: str = "1pl") -> ProgressView:
     """Read the stored fit for ``benchmark`` (current or stale) and derive the progress tables."""
     fit, log = irt.fit_and_log(con, benchmark=benchmark, model=model)  # irt_fits read once
-    raw, n_tasks, n_superseded = raw_scores_and_superseded(con, benchmark=benchmark)
+    raw, n_tasks, n_superseded, incomplete = raw_scores_and_left_out(con, benchmark=benchmark)
     if fit is None:
         empty = pd.DataFrame()
-        return ProgressView(benchmark, model, None, empty, empty, empty, empty, log, len(raw), n_tasks, n_superseded)
+        return ProgressView(
+            benchmark, model, None, empty, empty, empty, empty, log, len(raw), n_tasks, n_superseded, incomplete
+        )
     ab = fit.abilities.merge(raw[["subject", "raw_score"]], on="subject", how="left")
     ab["first_eval_date"] = pd.to_datetime(ab["first_eval_date"])
     ab["family"] = ab["family"].fillna(ab["agent"])
     ab = ab.sort_values(["first_eval_date", "subject"]).reset_index(drop=True)
     return ProgressView(
-        benchmark, model, fit, ab, frontier(ab), velocity(ab), breakthroughs(ab), log, len(raw), n_tasks, n_superseded
+        benchmark,
+        model,
+        fit,
+        ab,
+        frontier(ab),
+        velocity(ab),
+        breakthroughs(ab),
+        log,
+        len(raw),
+        n_tasks,
+        n_superseded,
+        incomplete,
     )

@@ -78,6 +78,29 @@ def comparable_runs_of(
     return compare.comparison_sets_of(matrix, eligible=eligible)
 
 
+# ``with_completeness``'s rule for a run ``r`` of the ``runs`` table, in SQL, for a statement that pools runs
+# (Progress's subjects, the IRT fit): the same status list, and the attempts held (run_task_stats, as
+# run_attempt_counts.sql counts them) against the log's total_samples. tests/test_incomplete_runs.py holds the two
+# to the same runs.
+_TOTAL_SQL = "TRY_CAST(json_extract_string(r.extra, '$.total_samples') AS BIGINT)"
+# the columns ``with_completeness`` reads of a run ``r`` besides its attempts (``leaderboard_runs.sql``'s), for a
+# statement that lists runs (TMF's, Version diff's)
+RUN_STATE_SQL = (
+    "r.status AS log_status,"
+    " TRY_CAST(json_extract_string(r.extra, '$.completed_samples') AS BIGINT) AS completed,"
+    f" {_TOTAL_SQL} AS total"
+)
+# the attempts a run ``r`` holds, read only when its log counts its samples: the guard inside the subquery keeps a
+# store without such a log from reading run_task_stats at all (0.04-0.05 CPU s a statement at 10M attempts without
+# it, BENCHMARKS.md "Incomplete runs in TMF, Version diff and Progress")
+HELD_SQL = f"(SELECT sum(s.n_attempts) FROM run_task_stats s WHERE s.run_id = r.run_id AND {_TOTAL_SQL} IS NOT NULL)"
+IS_COMPLETE_SQL = (
+    f"((r.status IS NULL OR r.status IN ({', '.join(repr(s) for s in COMPLETE_STATUSES)}))"
+    f" AND ({_TOTAL_SQL} IS NULL"
+    f" OR coalesce({HELD_SQL}, 0) >= {_TOTAL_SQL}))"
+)
+
+
 def with_completeness(runs: pd.DataFrame, held: Mapping[str, int]) -> pd.DataFrame:
     """``runs`` (with ``log_status`` and ``total``) with ``is_complete``: the log's status is a finished one (or
     unknown: not an Inspect log) and it holds every sample it counts (``held``: attempts per run id)."""

@@ -85,6 +85,7 @@ class TmfOptions:
     seed: int = 0
     n_boot: int = 500
     n_replicates: int = N_REPLICATES
+    include_incomplete: bool = False  # incomplete runs are points (the leaderboard's "rank incomplete runs")
 
     def supply_side(self) -> TmfOptions:
         """These options with the human and market ones at their defaults: all that ``prepare`` reads, so that
@@ -215,6 +216,8 @@ def prepare(
         runs_on_other_tasks=other,
         baseline_runs=baselines,
         superseded_runs=list(inputs.superseded),
+        incomplete_runs=list(inputs.incomplete),
+        incomplete_included=inputs.included_incomplete,
         min_tasks=MIN_TASKS,
     )
     supply = _supply(table, points, opt, x_col, unit, slice_name, facts)

@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analytics import compare
+from analytics.runs.compute import RUN_STATE_SQL, with_completeness
 from analytics.tmf.codes import (
     first_rows_of,
     run_values,
@@ -42,6 +43,10 @@ class TmfInputs:
     runs: pd.DataFrame | None = None
     has_irt_fit: bool | None = None  # ``has_irt_fit`` of the benchmark, read with the runs by ``load`` (None: not read)
     superseded: tuple[str, ...] = ()  # runs left out because a retry superseded them (``store.retries``), by ``load``
+    # incomplete runs (the leaderboard's ``is_complete``: ``runs.with_completeness``), each as "run id (why)": left
+    # out by ``load`` unless it was asked to include them (``included_incomplete``)
+    incomplete: tuple[str, ...] = ()
+    included_incomplete: bool = False
 
     def with_details(self) -> pd.DataFrame:
         """The rows with their run's details in every row (``attach_details``'s frame and column order, plus the
@@ -144,6 +149,7 @@ def load(
     with_abilities: bool = True,
     on_task_count: Callable[[int], object] | None = None,
     row_columns: tuple[str, ...] | None = None,
+    include_incomplete: bool = False,
 ) -> TmfInputs:
     """Per (run, task) rows of the filter's benchmark (human runs always included, whatever agents it names) and its
     newest IRT abilities (without ``with_abilities``: none read, an empty frame, for an analysis that is not of
@@ -157,7 +163,10 @@ def load(
     rows' frame has only those of them, in ``ROW_COLUMNS``' order; every other column is the same.
 
     Rows are ordered by the run's evaluation date (undated last), agent and run id, then task id.
-    A run a retry superseded (``store.retries``: the leaderboard's rule) is left out, named in ``superseded``.
+    A run a retry superseded (``store.retries``: the leaderboard's rule) is left out, named in ``superseded``. An
+    incomplete run (the leaderboard's rule, ``runs.with_completeness``: an unfinished log status, or fewer attempts
+    held than the log counts, counted from the rows read) is left out unless ``include_incomplete``, named in
+    ``incomplete`` either way.
 
     Raises:
         TmfError: the filter names no benchmark (an analysis is of one benchmark).
@@ -174,7 +183,7 @@ def load(
             f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline,"
             f" rc.run_code, (SELECT count(*) FROM tmf_task_codes WHERE benchmark = $benchmark) AS n_coded_tasks,"
             f" ({_HAS_IRT_FIT_SQL.replace('?', '$benchmark')}) AS has_irt_fit"
-            f", {IS_SUPERSEDED_SQL} AS is_superseded"
+            f", {IS_SUPERSEDED_SQL} AS is_superseded, {RUN_STATE_SQL}"
             f" FROM runs r LEFT JOIN tmf_run_codes rc ON rc.run_id = r.run_id {_RUNS_WHERE} ORDER BY {_RUN_ORDER}"
         ),
         params,
@@ -184,14 +193,57 @@ def load(
     if superseded:  # a retried run is the retry's (the leaderboard's rule): left out, as if never run
         runs = runs[~is_superseded.to_numpy(dtype=bool)].reset_index(drop=True)
     run_codes = runs.pop("run_code")
+    state = pd.DataFrame({c: runs.pop(c) for c in ("log_status", "completed", "total")})
     if on_task_count is not None and len(n_coded):  # no run: nothing to analyse
         on_task_count(int(n_coded.iloc[0]))
     tasks, task_codes = _tasks_and_codes(con, benchmark)
     outcomes = _coded_rows(con, run_codes, task_codes, ROW_COLUMNS if row_columns is None else row_columns)
+    incomplete, keep = _incomplete(runs, state, outcomes)
+    if keep is not None and not include_incomplete:  # a run cut short is on other tasks: no point by default
+        runs, outcomes = _without_runs(runs, outcomes, keep)
     outcomes["task_id"] = _task_ids(outcomes, tasks)
     abilities = irt_abilities(con, benchmark=benchmark) if with_abilities else pd.DataFrame(columns=ABILITY_COLUMNS)
     rows = details_by_code(outcomes, runs, tasks, run_details=False)
-    return TmfInputs(benchmark, rows, abilities, runs, bool(has_irt.iloc[0]) if len(has_irt) else None, superseded)
+    has_irt_fit = bool(has_irt.iloc[0]) if len(has_irt) else None
+    return TmfInputs(
+        benchmark, rows, abilities, runs, has_irt_fit, superseded, incomplete, include_incomplete and bool(incomplete)
+    )
+
+
+def _incomplete(
+    runs: pd.DataFrame, state: pd.DataFrame, outcomes: dict[str, np.ndarray | None]
+) -> tuple[tuple[str, ...], np.ndarray | None]:
+    """The incomplete runs, as "run id (log status, k of n samples)", and the mask of the runs to keep without them
+    (None: every run is complete). ``runs.with_completeness`` decides (the leaderboard's rule), with the attempts
+    each run holds summed from its rows (``n``, always read): no statement of its own."""
+    ids = runs["run_id"].astype(str).tolist()
+    held: dict[str, int] = {}
+    if state["total"].notna().any():  # the attempts are read only for a log that counts its samples
+        run_at = np.asarray(outcomes["run_at"], dtype=np.int64)
+        n = outcomes.get("n")
+        weights = None if n is None else np.asarray(n, dtype=float)
+        by_place = np.bincount(run_at, weights=weights, minlength=len(runs)) if len(run_at) else np.zeros(len(runs))
+        held = {r: int(h) for r, h in zip(ids, by_place, strict=True)}
+    rated = with_completeness(state.assign(run_id=ids), held)
+    complete = rated["is_complete"].to_numpy(dtype=bool)
+    if complete.all():
+        return (), None
+    from analytics.leaderboard.report import incomplete_label  # the leaderboard's words, only when one is needed
+
+    named = tuple(f"{r} ({incomplete_label(row)})" for r, row in zip(ids, state.to_dict("records"), strict=True))
+    return tuple(name for name, ok in zip(named, complete, strict=True) if not ok), complete
+
+
+def _without_runs(
+    runs: pd.DataFrame, outcomes: dict[str, np.ndarray | None], keep: np.ndarray
+) -> tuple[pd.DataFrame, dict[str, np.ndarray | None]]:
+    """``runs`` and their rows (``_coded_rows``'s, by ``run_at``) without the runs ``keep`` is false for."""
+    run_at = np.asarray(outcomes["run_at"], dtype=np.int64)
+    kept_rows = keep[run_at]
+    place = np.cumsum(keep) - 1
+    out = {k: None if v is None else np.asarray(v)[kept_rows] for k, v in outcomes.items()}
+    out["run_at"] = place[run_at[kept_rows]]
+    return runs[keep].reset_index(drop=True), out
 
 
 ABILITY_COLUMNS = ["subject", "agent", "agent_version", "ability", "ability_lo", "ability_hi", "fit_key"]

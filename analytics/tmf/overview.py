@@ -223,4 +223,5 @@ def _load(
         with_abilities=opt.performance == "irt",
         on_task_count=on_task_count,
         row_columns=row_columns_for(opt.performance, opt.cost_source, opt.is_repriced),
+        include_incomplete=opt.include_incomplete,
     )

@@ -368,6 +368,13 @@ def comparison_caption(result: TmfResult) -> str:
             f"; {fmt.plural(len(retried), 'run')} superseded by a retry ({', '.join(retried)}: a later Inspect log "
             "of the same task) left out, as on the Leaderboard"
         )
+    cut = a.get("incomplete_runs") or []
+    if cut:  # the leaderboard's rule: a run cut short is on other tasks than the others
+        text += (
+            f"; {fmt.plural(len(cut), 'incomplete run')} shown as points, as asked: {', '.join(cut)}"
+            if a.get("incomplete_included")
+            else f"; {fmt.plural(len(cut), 'incomplete run')} not shown, as on the Leaderboard: {', '.join(cut)}"
+        )
     unc = result.uncertainty
     if unc is not None:
         text += (
