@@ -8,7 +8,6 @@ number below.
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import duckdb
@@ -20,6 +19,7 @@ from analytics.progress.load import raw_scores_and_superseded
 from ingest.pipeline import ingest_paths
 from store import RunFilter
 from tests.apptest import open_page
+from tests.run_log import write_run_log
 
 N_TASKS = 24
 RUNS = {  # run id: (agent, Inspect task id, created, status, eval date, tasks held, passed when task index % n)
@@ -31,35 +31,17 @@ RUNS = {  # run id: (agent, Inspect task id, created, status, eval date, tasks h
 
 def _log(tmp_path: Path, run_id: str) -> Path:
     agent, task_id, created, status, date, n_tasks, every = RUNS[run_id]
-    records: list[dict[str, object]] = [{"record": "benchmark", "benchmark": "chain", "scoring": "binary"}]
-    records += [{"record": "task", "benchmark": "chain", "task_id": f"T{i:02d}"} for i in range(N_TASKS)]
-    records.append(
-        {
-            "record": "run",
-            "run_id": run_id,
-            "benchmark": "chain",
-            "agent": agent,
-            "agent_version": "1",
-            "eval_date": date,
-            "status": status,
-            "inspect_task_id": task_id,
-            "inspect_created": f"2026-11-27T12:00:{created}+00:00",
-        }
-    )
-    records += [
-        {
-            "record": "attempt",
-            "run_id": run_id,
-            "task_id": f"T{i:02d}",
-            "sample": 0,
-            "score": int(i % every == 0),
-            "cost_usd": 0.01 * (1 + i % 3),
-        }
-        for i in range(n_tasks)
-    ]
-    path = tmp_path / f"{run_id}.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
+    run = {
+        "run_id": run_id,
+        "benchmark": "chain",
+        "agent": agent,
+        "agent_version": "1",
+        "eval_date": date,
+        "status": status,
+        "inspect_task_id": task_id,
+        "inspect_created": f"2026-11-27T12:00:{created}+00:00",
+    }
+    return write_run_log(tmp_path / f"{run_id}.jsonl", run, n_listed=N_TASKS, n_held=n_tasks, every=every)
 
 
 @pytest.fixture(scope="module")
