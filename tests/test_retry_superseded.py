@@ -15,7 +15,7 @@ import pytest
 
 from analytics import diff as rd
 from analytics import tmf
-from analytics.progress.load import raw_scores_and_superseded
+from analytics.progress.load import raw_scores_and_left_out
 from ingest.pipeline import ingest_paths
 from store import RunFilter
 from tests.apptest import open_page
@@ -103,7 +103,7 @@ def test_tmf_leaves_the_superseded_run_out(retried_db: Path) -> None:
 def test_progress_scores_the_retry_alone(retried_db: Path) -> None:
     con = duckdb.connect(str(retried_db), read_only=True)
     try:
-        raw, n_tasks, n_superseded = raw_scores_and_superseded(con, benchmark="chain")
+        raw, n_tasks, n_superseded, _ = raw_scores_and_left_out(con, benchmark="chain")
     finally:
         con.close()
     # both m runs are one subject (same agent and version): the errored run's attempts would be pooled in

@@ -45,21 +45,16 @@ GROUP BY GROUPING SETS ((subject), ())
 
 def raw_scores(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> tuple[pd.DataFrame, int]:
     """RAW_SQL's frame (one row per subject, in no order) and N_TASKS_SQL's count, read in one statement."""
-    frame, n_tasks, _ = raw_scores_and_superseded(con, benchmark=benchmark)
+    frame, n_tasks, _, _ = raw_scores_and_left_out(con, benchmark=benchmark)
     return frame, n_tasks
-
-
-def raw_scores_and_superseded(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> tuple[pd.DataFrame, int, int]:
-    """``raw_scores`` and the number of the benchmark's runs left out as superseded by a retry, in one statement."""
-    frame, n_tasks, n_superseded, _ = raw_scores_and_left_out(con, benchmark=benchmark)
-    return frame, n_tasks, n_superseded
 
 
 def raw_scores_and_left_out(
     con: duckdb.DuckDBPyConnection, *, benchmark: str
 ) -> tuple[pd.DataFrame, int, int, tuple[str, ...]]:
-    """``raw_scores_and_superseded`` and the ids of the incomplete runs left out (``runs.IS_COMPLETE_SQL``, the
-    leaderboard's rule; a superseded one is counted as superseded only), in one statement."""
+    """``raw_scores``, the number of the benchmark's runs left out as superseded by a retry (``store.retries``) and
+    the ids of the incomplete runs left out (``runs.IS_COMPLETE_SQL``, the leaderboard's rule; a superseded one is
+    counted as superseded only), in one statement."""
     both = query_df(con, RAW_AND_TASKS_SQL, [benchmark])
     total = both["is_total"].to_numpy(dtype=bool)
     n_tasks = int(both["n_tasks_answered"].to_numpy()[total][0]) if total.any() else 0
