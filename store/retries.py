@@ -28,7 +28,13 @@ RETRY_OF_SQL = (
 )
 IS_SUPERSEDED_SQL = f"EXISTS (SELECT 1 FROM runs later WHERE later.benchmark = r.benchmark AND {RETRY_OF_SQL})"
 
-_CREATED = "[json_extract_string({t}.extra, '$.inspect_created'), {t}.run_id]"  # the latest: by creation, then id
+
+def latest_key(table: str) -> str:
+    """The key by which the latest of several runs (``table``'s alias) is the one that stands: its Inspect creation
+    time, then its id (for ``arg_max``)."""
+    return f"[json_extract_string({table}.extra, '$.inspect_created'), {table}.run_id]"
+
+
 # The file's runs (``f``: id, benchmark, extra as given) against the stored runs of their benchmarks, both ways:
 # the stored run each one retries (the latest before it) and the stored retry that supersedes it (the latest).
 _NOTES_SQL = f"""
@@ -37,12 +43,12 @@ WITH f AS (
            unnest($extras::VARCHAR[]) AS extra
 ),
 retried AS (
-    SELECT later.run_id, arg_max(r.run_id, {_CREATED.format(t="r")}) AS other
+    SELECT later.run_id, arg_max(r.run_id, {latest_key("r")}) AS other
     FROM f later JOIN runs r ON r.benchmark = later.benchmark AND {RETRY_OF_SQL}
     GROUP BY later.run_id
 ),
 superseding AS (
-    SELECT r.run_id, arg_max(later.run_id, {_CREATED.format(t="later")}) AS other
+    SELECT r.run_id, arg_max(later.run_id, {latest_key("later")}) AS other
     FROM f r JOIN runs later ON later.benchmark = r.benchmark AND {RETRY_OF_SQL}
     GROUP BY r.run_id
 )

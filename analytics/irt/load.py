@@ -66,7 +66,8 @@ def load_responses(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> pd.Data
 # (ingest, re-scored runs, late scores, replaced attempts, deletion), so the digest reads runs x tasks rows instead
 # of every attempt and changes whenever the IRT input does. Order-free: xor and a sum of row hashes (rows are unique
 # by their keys), plus counts.
-# The runs of SUBJECTS_CTE (superseded and incomplete ones left out): a store without a retry digests as it did before the rule.
+# The runs of SUBJECTS_CTE (superseded and incomplete ones left out): a store without either digests as it did
+# before the rule.
 DIGEST_SQL = f"""
 WITH rs AS (
     SELECT run_id, hash(run_id, agent, coalesce(agent_version, ''), coalesce(family, ''), eval_date) AS h,

@@ -14,10 +14,10 @@ import duckdb
 import pandas as pd
 
 from analytics import compare
-from analytics.runs.compute import with_completeness, with_health
+from analytics.runs.compute import RUN_STATE_SQL, with_completeness, with_health
 from analytics.sqlfiles import load_sql
 from store import ALL_RUNS, RunFilter, query_df, query_rows
-from store.retries import IS_SUPERSEDED_SQL, RETRY_OF_SQL
+from store.retries import IS_SUPERSEDED_SQL, RETRY_OF_SQL, latest_key
 
 # A run's own columns, as every view that lists runs selects them (``r.`` the runs table): the one list.
 RUN_COLUMNS = ("run_id", "agent", "agent_version", "family", "kind", "eval_date")
@@ -64,7 +64,7 @@ def load_runs(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) 
     status is a finished one (or unknown: not an Inspect log) and it holds every sample it counts (``total``).
     The filter names the benchmark (none: no run)."""
     sql = load_sql("leaderboard_runs").replace("$is_baseline", compare.IS_BASELINE_SQL)
-    sql = sql.replace("$is_superseded", IS_SUPERSEDED_SQL)
+    sql = sql.replace("$is_superseded", IS_SUPERSEDED_SQL).replace("$run_state", RUN_STATE_SQL)
     runs = query_df(con, sql.replace("$run_columns", RUN_SELECT), run_filter.params())
     counted = runs["run_id"][runs["total"].notna()].astype(str).tolist()  # logs that say how many samples they hold
     held = dict(query_rows(con, load_sql("run_attempt_counts"), {"run_ids": counted})) if counted else {}
@@ -73,16 +73,16 @@ def load_runs(con: duckdb.DuckDBPyConnection, run_filter: RunFilter = ALL_RUNS) 
 
 # run health in one statement: HEALTH_SQL's rows ({health}, put in at the call), each run's retry (``later``: a
 # later Inspect log of the same ``eval.task_id``, which ``eval_retry`` keeps in an eval set or not;
-# ``store.retries.RETRY_OF_SQL``, the rule of leaderboard_runs.sql, over one read of the benchmark's runs) and whether the store holds an OTLP file (only then
-# are partial traces looked for). At 10M attempts on a lake each statement reads its tables' catalog
-# entries: 0.065-0.075 CPU s against 0.09-0.1 for the three statements.
+# ``store.retries``' rule, the leaderboard's, over one read of the benchmark's runs) and whether the store holds an
+# OTLP file (only then are partial traces looked for). At 10M attempts on a lake each statement reads its tables'
+# catalog entries: 0.065-0.075 CPU s against 0.09-0.1 for the three statements.
 HEALTH_PAGE_SQL = f"""
 WITH health AS ({{health}}),
 benchmark_runs AS MATERIALIZED (SELECT run_id, benchmark, extra FROM runs WHERE benchmark = $benchmark),
 later AS (
     -- the retry that stands: the latest (an eval set retries up to 10 times, each retry keeping the task id)
     SELECT r.run_id,
-           arg_max(later.run_id, [json_extract_string(later.extra, '$.inspect_created'), later.run_id]) AS superseded_by
+           arg_max(later.run_id, {latest_key("later")}) AS superseded_by
     FROM benchmark_runs r JOIN benchmark_runs later
       ON {RETRY_OF_SQL}
     GROUP BY r.run_id
