@@ -30,6 +30,11 @@ WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "8192")) * MB
 # read spills beyond it (the documents step's read of the steps: 1.38 GB resident at 10M for 200,000 failed
 # attempts, 7.27 GB without a limit; the failures' texts are cut row by row and sorted, not aggregated per failure).
 DUCKDB_BYTES = min(1024 * MB, WORKER_BYTES // 4)
+# Below this share DuckDB runs the job's statements on one thread: each thread's share of the documents step's
+# statement does not spill, and at 512 MB (the 2,048 MB minimum grant) two threads ran out of DuckDB's memory at 1M
+# attempts where one did not (BENCHMARKS.md).
+ONE_THREAD_BELOW = 1024 * MB
+JEMALLOC_ENV = "DUCKDB_JE_MALLOC_CONF"  # DuckDB's allocator's options (its jemalloc's MALLOC_CONF)
 WORKER_CPU_S = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_CPU_S", "7200"))
 # The least the job's process is started with when the memory budget (ingest.workers) cannot grant the whole cap
 # (at 1M attempts the job peaked at 2.6 GB of address space, 1.4 GB resident: BENCHMARKS.md).
@@ -71,6 +76,24 @@ def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int) -> str:
     return text
 
 
+def duckdb_settings(duckdb_bytes: int, spill: str) -> dict[str, str]:
+    """DuckDB's settings in the job's process: its share of memory, its spill folder, and one thread when the
+    share is below ``ONE_THREAD_BELOW``."""
+    out = {"memory_limit": f"{max(duckdb_bytes // MB, 1)}MB", "temp_directory": spill}
+    if duckdb_bytes < ONE_THREAD_BELOW:
+        out["threads"] = "1"
+    return out
+
+
+def return_freed_address_space() -> None:
+    """Have DuckDB's allocator (its own jemalloc) unmap the memory it frees instead of keeping its address space
+    ("retain", its default): after the documents step at 1M attempts the job's process held about 800 MB of such
+    address space (140 MB of it resident), which the cap counts, and a job granted 2,048 MB stopped in its
+    embedding step (BENCHMARKS.md). Only in the job's own process, before DuckDB is loaded: its allocator reads
+    the setting once."""
+    os.environ.setdefault(JEMALLOC_ENV, "retain:false")
+
+
 @contextlib.contextmanager
 def spill_folder() -> Iterator[str]:
     """The job's own folder for DuckDB's spill and its work files, named after its process
@@ -86,6 +109,7 @@ def _worker_main() -> int:
     given (progress, then ``done`` with the clustering's key, or ``error``); anything else printed goes to stderr."""
     request, say = worker_process.channel()
 
+    return_freed_address_space()
     from jobs.failures import cluster_failures  # numpy, pyarrow and DuckDB mapped before the cap
 
     # memory_bytes: what the memory budget granted (its cap, or less); DuckDB's share of it as at the full cap
@@ -108,7 +132,7 @@ def _worker_main() -> int:
                 **({"model": request["model"]} if request.get("model") else {}),
                 force=bool(request.get("force", False)),
                 progress=lambda fraction, message: say(fraction=float(fraction), message=str(message)),
-                duckdb_settings={"memory_limit": f"{max(duckdb_bytes // MB, 1)}MB", "temp_directory": spill},
+                duckdb_settings=duckdb_settings(duckdb_bytes, spill),
                 work_dir=spill,
             )
     except Exception as exc:  # noqa: BLE001 -- reported to the page that waits for the job

@@ -198,10 +198,10 @@ def failure_vectors(
 
 
 def configure(con: Any, settings: Mapping[str, str] | None) -> None:
-    """Apply DuckDB ``settings`` (``memory_limit``, ``temp_directory``) to ``con``'s instance: the clusters job's
+    """Apply DuckDB ``settings`` (``memory_limit``, ``temp_directory``, ``threads``) to ``con``'s instance: the clusters job's
     own process sets them (``jobs.clusters_worker``); a server's instance is shared by every page and never is."""
     for name, value in (settings or {}).items():
-        if name not in ("memory_limit", "temp_directory"):
+        if name not in ("memory_limit", "temp_directory", "threads"):
             raise ValueError(f"not a setting of the clusters job: {name!r}")
         if name == "temp_directory" and con.execute("SELECT current_setting(?)", [name]).fetchall()[0][0] == value:
             continue  # the reader's instance again (a lake's engine is one per process): DuckDB refuses to switch it

@@ -5,6 +5,7 @@ and a new clustering when the failures change (only the new failures' documents 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -278,3 +279,47 @@ def test_the_jobs_duckdb_settings_apply_again_to_an_instance_that_spilled(tmp_pa
     with pytest.raises(duckdb.NotImplementedException):
         con.execute("SET temp_directory = ?", [settings["temp_directory"]])
     configure(con, settings)
+
+
+def test_the_jobs_duckdb_gives_back_the_address_space_it_frees() -> None:
+    """The clusters job's process (``jobs.clusters_worker``) has DuckDB's allocator unmap what it frees: the
+    address-space cap counts what is kept, and at 1M attempts DuckDB kept about 800 MB of it after the documents
+    step (a 2,048 MB grant stopped there). A sort of a few hundred MB leaves the process's address space where it
+    was once the connection is closed (the allocator's default kept about 200 MB more here)."""
+    import subprocess
+    import sys
+
+    script = """
+import jobs.clusters_worker as w
+w.return_freed_address_space()
+import duckdb
+def vm():
+    return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmSize")) // 1024
+con = duckdb.connect()
+con.execute("SET threads = 1")
+con.execute("SET enable_progress_bar = false")
+before = vm()
+con.execute("SELECT count(*) FROM (SELECT i::VARCHAR || repeat('x', 24) AS s FROM range(3000000) t(i) ORDER BY s)")
+con.close()
+print(vm() - before)
+"""
+    env = {k: v for k, v in os.environ.items() if k != "DUCKDB_JE_MALLOC_CONF"}
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True, cwd=root)
+    assert int(out.stdout) < 64, out.stdout
+
+
+def test_the_jobs_duckdb_runs_one_thread_below_a_gigabyte() -> None:
+    """The job's DuckDB runs one thread when its share of a small grant is below 1 GB (two threads' share of the
+    documents step's statement ran out of 512 MB at 1M attempts); at the full cap its threads are DuckDB's own."""
+    import duckdb
+
+    from jobs.clusters_worker import MB, duckdb_settings
+    from jobs.failures import configure
+
+    small, full = duckdb_settings(512 * MB, "spill"), duckdb_settings(1024 * MB, "spill")
+    assert small == {"memory_limit": "512MB", "temp_directory": "spill", "threads": "1"}
+    assert full == {"memory_limit": "1024MB", "temp_directory": "spill"}
+    con = duckdb.connect()
+    configure(con, {"threads": small["threads"]})
+    assert con.execute("SELECT current_setting('threads')").fetchall() == [(1,)]
