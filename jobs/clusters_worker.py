@@ -37,7 +37,7 @@ ONE_THREAD_BELOW = 1024 * MB
 JEMALLOC_ENV = "DUCKDB_JE_MALLOC_CONF"  # DuckDB's allocator's options (its jemalloc's MALLOC_CONF)
 WORKER_CPU_S = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_CPU_S", "7200"))
 # The least the job's process is started with when the memory budget (ingest.workers) cannot grant the whole cap
-# (at 1M attempts the job peaked at 2.6 GB of address space, 1.4 GB resident: BENCHMARKS.md).
+# (at 1M attempts, granted that, the job peaked at 1.48 GB of address space, 1.09 GB resident: BENCHMARKS.md).
 WORKER_MIN_BYTES = min(2048 * MB, WORKER_BYTES)
 
 
