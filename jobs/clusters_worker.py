@@ -23,8 +23,9 @@ SPILL_PREFIX = "runlens-clusters-spill-"  # the job's folder in the system's tem
 # What the job's process may hold in all (address space: the interpreter, DuckDB, the failures' texts, one array of
 # their vectors, the model). Nothing in the job holds every failure's document or a second copy of their vectors, so
 # what it needs grows with the failures by their texts and vectors alone: at ten million attempts (1.07M failures of
-# one benchmark) it peaked at 3.3 GB resident and 6.5 GB of address space (7.6 GB resident before; BENCHMARKS.md).
-# The cap is that with a margin, so it is a real bound: raise it for a benchmark of several million failures.
+# one benchmark) it peaked at 3.5 GB resident and 4.25 GB of address space (6.5 GB before DuckDB's allocator gave
+# back what it freed, 7.6 GB resident before that; BENCHMARKS.md). The cap is that with a margin, so it is a real
+# bound: raise it for a benchmark of several million failures.
 WORKER_BYTES = int(os.environ.get("RUNLENS_CLUSTERS_WORKER_MB", "8192")) * MB
 # DuckDB's share, below the cap (as the SQL console's 384 MB is below its worker's 1 GiB), for the whole job: every
 # read spills beyond it (the documents step's read of the steps: 1.38 GB resident at 10M for 200,000 failed
