@@ -166,8 +166,12 @@ def _sidebar(catalog: cat.Catalog) -> None:
             )
         flt = common.current_filters()
         # runs-level counts only: counting the view's attempts read every one of them at each start (the store's
-        # total comes from the table's row count)
-        n_runs = common.cached(cat.filtered_run_count, run_filter=flt)
+        # total comes from the table's row count). A view without dates counts from the catalog's rows: no statement
+        # (the landing view's, and each agent change's); with dates, from the runs table
+        if flt.date_from is None and flt.date_to is None:
+            n_runs = catalog.run_count(flt.benchmark, flt.agents)
+        else:
+            n_runs = common.cached(cat.filtered_run_count, run_filter=flt)
         in_view = "in this view" if flt.agents or flt.date_from else f"in {flt.benchmark}"
         st.caption(
             f"{fmt.plural(n_runs, 'run')} {common.plain(in_view)} "
