@@ -57,9 +57,12 @@ STORE_INTERNALS = {
 # Asking which kind a store is (a DuckDB file, a Parquet folder, a lake): only store/ may; callers ask the Store.
 KIND_ASK = re.compile(r"\b(is_lake|is_parquet_folder)\b|isinstance\([^)]*\b(Lake|FileStore|ParquetStore|LakeStore)\b")
 PUBLIC_ST = ("streamlit.testing", "streamlit.components", "streamlit.column_config")
-# The one exception, named: no public API gives uploaded files back to the server's memory budget (issue 30).
+# The exceptions, named: no public API gives uploaded files back to the server's memory budget (issue 30); none
+# spares the once-per-process REPL check at the first element drawn (ui.shell.skip_bare_script_check, issue 33: a
+# module flag, guarded, so a renamed flag only brings the check back).
 ALLOWED_INTERNALS = {
-    "ui/upload_memory.py": {"streamlit.runtime.scriptrunner", "streamlit.runtime.scriptrunner.get_script_run_ctx"}
+    "ui/upload_memory.py": {"streamlit.runtime.scriptrunner", "streamlit.runtime.scriptrunner.get_script_run_ctx"},
+    "ui/shell.py": {"streamlit.delta_generator"},
 }
 WRITE_SQL = re.compile(
     r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"

@@ -141,6 +141,15 @@ def test_the_sidebar_counts_follow_the_filters(fixture_db: Path, monkeypatch: py
         )
         assert filtered_run_count(con, rdb.RunFilter(benchmark=bench, agents=(agent,))) == one_runs
         assert filtered_run_count(con, rdb.RunFilter(benchmark=bench)) == all_runs
+        # the sidebar counts a view without dates from the catalog's rows: the same as the runs table's count
+        views = [
+            (b, agents) for b in (*everything.benchmarks, None) for agents in ((), everything.agents.get(b, ())[:1])
+        ]
+        views += [(bench, (agent, "no-such-agent")), (bench, tuple(everything.agents[bench]))]
+        for b, agents in views:
+            expected_runs = filtered_run_count(con, rdb.RunFilter(benchmark=b, agents=tuple(agents)))
+            assert everything.run_count(b, agents) == expected_runs, (b, agents)
+        assert everything.run_count(bench) == all_runs and everything.run_count(bench, (agent,)) == one_runs
     assert one_attempts == expected[0] and 0 < one_runs < all_runs and one_attempts < all_attempts
     at = open_page("views/leaderboard.py", fixture_db, monkeypatch, benchmark=bench, agents=agent)
     captions = [c.value for c in at.sidebar.caption]

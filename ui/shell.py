@@ -166,8 +166,12 @@ def _sidebar(catalog: cat.Catalog) -> None:
             )
         flt = common.current_filters()
         # runs-level counts only: counting the view's attempts read every one of them at each start (the store's
-        # total comes from the table's row count)
-        n_runs = common.cached(cat.filtered_run_count, run_filter=flt)
+        # total comes from the table's row count). A view without dates counts from the catalog's rows: no statement
+        # (the landing view's, and each agent change's); with dates, from the runs table
+        if flt.date_from is None and flt.date_to is None:
+            n_runs = catalog.run_count(flt.benchmark, flt.agents)
+        else:
+            n_runs = common.cached(cat.filtered_run_count, run_filter=flt)
         in_view = "in this view" if flt.agents or flt.date_from else f"in {flt.benchmark}"
         st.caption(
             f"{fmt.plural(n_runs, 'run')} {common.plain(in_view)} "
@@ -222,9 +226,25 @@ def freeze_long_lived() -> bool:
     return True
 
 
+def skip_bare_script_check() -> None:
+    """Spare Streamlit's check, made once per process at the first element drawn, of whether the script runs in a
+    Python REPL rather than by ``streamlit run`` (to print a warning): it is ``inspect.stack()``, which reads the source
+    line of every frame and resolves the file of every loaded module (1,300 with the landing page's imports): 0.02-0.035
+    CPU s of the app's first run, for a warning that never applies to it (a server or AppTest runs it, never a REPL).
+    Streamlit keeps "already shown" in a module flag; were it renamed, the check simply runs again."""
+    from streamlit import delta_generator
+
+    if hasattr(delta_generator, BARE_SCRIPT_FLAG):
+        setattr(delta_generator, BARE_SCRIPT_FLAG, True)
+
+
+BARE_SCRIPT_FLAG = "_use_warning_has_been_displayed"  # streamlit/delta_generator.py (1.67)
+
+
 def run_app(pages: Mapping[str, Sequence[st.Page]]) -> None:
     """The router: page configuration, the app's navigation over ``pages`` (app.py's ``PAGES``: sidebar section ->
     pages), the shared chrome (database, demo banner, filters), then the chosen page."""
+    skip_bare_script_check()
     # an icon file served by the app: a ":material/...:" page icon makes every page fetch it from fonts.gstatic.com
     st.set_page_config(page_title="Runlens", page_icon=str(PAGE_ICON), layout="wide")
     if is_streamlit_server():  # this server and its SQL and upload workers share one memory budget (ingest/workers.py)

@@ -4,7 +4,8 @@ demo flag and the order benchmarks are offered in. Pure: the per-(benchmark, age
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -22,6 +23,17 @@ class Catalog:
     is_demo: bool  # any demo run in the database
     demo_agents: frozenset[tuple[str, str]] = frozenset()  # (benchmark, agent) pairs with a demo run
     newest_first: tuple[str, ...] = ()  # benchmarks by their newest run (evaluation date), then runs, then name
+    runs_of: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (benchmark, agent) -> its runs
+
+    def run_count(self, benchmark: str | None, agents: Sequence[str] = ()) -> int:
+        """The runs of ``benchmark`` (every benchmark when None) by ``agents`` (all when empty): the count
+        ``filtered_run_count`` reads for a filter without dates, from the catalog's own rows (no statement)."""
+        picked = set(agents)
+        return sum(
+            n
+            for (b, a), n in self.runs_of.items()
+            if (benchmark is None or b == benchmark) and (not picked or a in picked)
+        )
 
     def shows_demo(self, benchmark: str | None, agents: tuple[str, ...] | list[str] = ()) -> bool:
         """True when the view of ``benchmark`` (and ``agents``, all when empty) holds demo runs."""
@@ -46,6 +58,7 @@ def catalog_from(df: pd.DataFrame, n_attempts: int) -> Catalog:
             (str(b), str(a)) for b, a, d in zip(df["benchmark"], df["agent"], df["demo"], strict=True) if d
         ),
         newest_first=newest_first(df),
+        runs_of={(b, a): int(n) for b, a, n in zip(df["benchmark"], df["agent"], df["n"], strict=True)},
     )
 
 
