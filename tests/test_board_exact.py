@@ -203,3 +203,25 @@ def test_a_runs_slices_counted_are_those_np_unique_found() -> None:
             want += [(f"level={names[c]}", rows[place == c]) for c in np.unique(place[place >= 0])]
             assert [n for n, _ in slices] == [n for n, _ in want], pos
             assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(slices, want, strict=True))
+
+
+def test_paired_tests_of_contiguous_columns_are_those_of_the_row_major_matrix() -> None:
+    """``verdicts.paired_columns`` (each column contiguous) gives ``compare.paired_tests`` the same tests as the
+    row-major ``np.column_stack`` it replaced: the bootstrap's intervals (2,000 tasks or fewer), the normal ones above,
+    McNemar and the sign flips, binary and graded differences."""
+    rng = np.random.default_rng(16)
+    n = 0
+    for tasks in (1, 2, 40, 300, 2_001, 30_000):
+        for width in (1, 5, 12):
+            for scale in (1.0, 3.0):
+                diffs = [rng.integers(-int(scale), int(scale) + 1, tasks) / scale for _ in range(width)]
+                flags = [bool(f) for f in rng.random(width) < 0.3]
+                columns = verdicts.paired_columns(diffs)
+                assert np.array_equal(columns, np.column_stack(diffs))
+                got = compare.paired_tests(columns, is_binary_single=flags, seed=3, n_perm=500, n_boot=200)
+                want = compare.paired_tests(
+                    np.column_stack(diffs), is_binary_single=flags, seed=3, n_perm=500, n_boot=200
+                )
+                assert repr(got) == repr(want), (tasks, width, scale)
+                n += 1
+    assert n == 36
