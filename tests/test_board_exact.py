@@ -96,8 +96,15 @@ def test_nanmean_without_a_copy_is_the_mean_of_the_finite_values() -> None:
             got = verdicts.nanmean(y)
             assert got == want or (np.isnan(got) and np.isnan(want))
         if n:
+            for y in (x, x[::3], (x * 7).round() / 7, np.full(n, 1 / 3)):  # the sum over the count is ``mean``
+                assert verdicts.nanmean(y) == float(y.mean())
             x[0] = np.nan
             assert verdicts.nanmean(x) == float(x[1:].mean()) if n > 1 else np.isnan(verdicts.nanmean(x))
+            x[-1] = np.inf  # an infinity is left out as a NaN is
+            assert verdicts.nanmean(x) == float(x[1:-1].mean()) if n > 2 else np.isnan(verdicts.nanmean(x))
+    big = np.full(10, 1e308)  # finite values whose sum overflows: their mean as numpy gives it
+    with np.errstate(over="ignore"):
+        assert verdicts.nanmean(big) == float(big.mean())
 
 
 def test_a_comparison_sets_columns_are_its_tasks() -> None:

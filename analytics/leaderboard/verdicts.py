@@ -17,10 +17,17 @@ from analytics.runs import comparable_runs_of, is_eligible
 
 def nanmean(x: np.ndarray) -> float:
     """The mean of the finite values (NaN when there is none); when every value is finite, their mean as they are
-    (the same sum: no copy of them first)."""
+    (the same sum: no copy of them first). A finite sum says every value is finite (a NaN or an infinity would
+    make it NaN or infinite), so the common case costs one sum and no flag per value; ``x.mean()`` is that sum over
+    the count, the same bits."""
+    if not x.size:
+        return float("nan")
+    total = x.sum()
+    if np.isfinite(total):
+        return float(total / x.size)
     ok = np.isfinite(x)
-    if ok.all():
-        return float(x.mean()) if x.size else float("nan")
+    if ok.all():  # finite values whose sum overflowed
+        return float(x.mean())
     return float(x[ok].mean()) if ok.any() else float("nan")
 
 
