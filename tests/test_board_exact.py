@@ -232,3 +232,17 @@ def test_paired_tests_of_contiguous_columns_are_those_of_the_row_major_matrix() 
                 assert repr(got) == repr(want), (tasks, width, scale)
                 n += 1
     assert n == 36
+
+
+def test_clustered_intervals_of_the_values_as_they_are_are_those_of_their_finite_copy() -> None:
+    """``compare.wilson_clustered``, ``clustered_n_eff`` and ``score_interval`` read finite values where they sit
+    (no copy): the same bits as of the finite values copied first, strided or not, with NaN left out."""
+    rng = np.random.default_rng(17)
+    for tasks in (1, 2, 30, 66_667):
+        x = (rng.integers(0, 4, tasks) / 3.0, rng.random(tasks))
+        n = rng.integers(1, 5, tasks)
+        for y in (*x, x[1][::2], np.where(rng.random(tasks) < 0.2, np.nan, x[1])):
+            copy = np.ascontiguousarray(y[np.isfinite(y)])
+            assert compare.wilson_clustered(y, n[: len(y)]) == compare.wilson_clustered(copy, n[: len(y)])
+            assert compare.clustered_n_eff(y) == compare.clustered_n_eff(copy)
+            assert compare.score_interval(y) == compare.score_interval(copy) or not len(copy)
