@@ -459,17 +459,19 @@ def _permutation_sd_of_runs(columns: np.ndarray, active: list[int]) -> float:
     for row in rows[1:]:
         total += row
     mean = total / m
-    spread = np.empty_like(mean)
-    for i, row in enumerate(rows):
-        d = row - mean
+    spread = np.subtract(rows[0], mean)
+    spread *= spread
+    d = np.empty_like(mean)
+    for row in rows[1:]:
+        np.subtract(row, mean, out=d)
         d *= d
-        if i:
-            spread += d
-        else:
-            spread[:] = d
-    with np.errstate(invalid="ignore", divide="ignore"):
-        var_t = np.nan_to_num((spread / m) * m / (m - 1))
-    per_run = np.full(m, float(np.add.reduce(var_t)) / n_tasks**2)
+        spread += d
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        var_t = (spread / m) * m / (m - 1)
+    summed = np.add.reduce(var_t)
+    if not np.isfinite(summed):  # a NaN or infinity among them (a finite sum says there is none): as nan_to_num says
+        summed = np.add.reduce(np.nan_to_num(var_t))
+    per_run = np.full(m, float(summed) / n_tasks**2)
     return float(np.sqrt(per_run.mean()))
 
 
