@@ -116,11 +116,15 @@ def sign_flip_pvalues(d: np.ndarray, rng: np.random.Generator, *, n_perm: int = 
     differences (Phipson and Smyth 2010: never 0). A column without a nonzero difference gets p = 1. Above
     ``stats.BOOTSTRAP_MAX_TASKS`` rows the distribution's normal limit is used (``_sign_flip_normal``).
     """
-    x = np.nan_to_num(np.asarray(d, dtype=float), nan=0.0)
+    x = np.asarray(d, dtype=float)
     if x.ndim == 1:
         x = x[:, None]
     if x.shape[0] > stats.BOOTSTRAP_MAX_TASKS:
-        return _sign_flip_normal(x)
+        sums = x.sum(axis=0)
+        if np.isfinite(sums).all():  # no NaN nor infinity in any column: nan_to_num's copy would be the same values
+            return _sign_flip_normal(x, sums)
+        return _sign_flip_normal(np.nan_to_num(x, nan=0.0))
+    x = np.nan_to_num(x, nan=0.0)
     observed = np.abs(x.sum(axis=0))
     tol = 1e-9 * np.maximum(1.0, np.abs(x).sum(axis=0))
     hits = np.zeros(x.shape[1])
@@ -135,11 +139,12 @@ def sign_flip_pvalues(d: np.ndarray, rng: np.random.Generator, *, n_perm: int = 
     return p
 
 
-def _sign_flip_normal(x: np.ndarray) -> np.ndarray:
+def _sign_flip_normal(x: np.ndarray, sums: np.ndarray | None = None) -> np.ndarray:
     """The sign-flip distribution's normal limit: ``T = sum(d)`` has mean 0 and variance ``sum(d^2)`` under
     random signs, so ``p = 2 (1 - Phi(|T| / sqrt(sum d^2)))`` (used above ``stats.BOOTSTRAP_MAX_TASKS`` tasks,
-    where drawing the flips would cost O(tasks x flips) for a distribution already normal to within 1e-3)."""
-    t = np.abs(x.sum(axis=0))
+    where drawing the flips would cost O(tasks x flips) for a distribution already normal to within 1e-3).
+    ``sums``: ``x.sum(axis=0)`` when the caller has it."""
+    t = np.abs(x.sum(axis=0) if sums is None else sums)
     sd = np.sqrt((x * x).sum(axis=0))
     with np.errstate(invalid="ignore", divide="ignore"):
         p = 2.0 * stats.norm_sf(t / sd)

@@ -252,3 +252,20 @@ def test_clustered_intervals_of_the_values_as_they_are_are_those_of_their_finite
             assert compare.wilson_clustered(y, n[: len(y)]) == compare.wilson_clustered(copy, n[: len(y)])
             assert compare.clustered_n_eff(y) == compare.clustered_n_eff(copy)
             assert compare.score_interval(y) == compare.score_interval(copy) or not len(copy)
+
+
+def test_sign_flips_without_the_copy_of_finite_differences_are_the_same() -> None:
+    """Above 2,000 tasks the sign-flip p-values of finite differences are computed on them as they are (no
+    ``nan_to_num`` copy): the same bits as of the copy, whatever the layout; a NaN still counts as a zero."""
+    rng = np.random.default_rng(18)
+    for tasks in (4_002, 30_000):  # every other row of them still above 2,000
+        d = rng.integers(-3, 4, (tasks, 6)) / 3.0
+        for x in (d, np.asfortranarray(d), d[:, [0, 2, 4]], d[::2], d[:, 1]):
+            want = compare._sign_flip_normal(np.nan_to_num(x if x.ndim == 2 else x[:, None], nan=0.0))
+            got = compare.sign_flip_pvalues(x, np.random.default_rng(0))
+            assert got.tobytes() == want.tobytes()
+        holed = d.copy()
+        holed[::7, 1] = np.nan
+        assert compare.sign_flip_pvalues(holed, np.random.default_rng(0)).tobytes() == (
+            compare._sign_flip_normal(np.where(np.isnan(holed), 0.0, holed)).tobytes()
+        )
