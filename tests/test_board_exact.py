@@ -156,6 +156,8 @@ def test_the_grid_of_rows_on_the_same_tasks_is_the_general_one() -> None:
                 place[np.concatenate(indices)], sizes, names, values[np.concatenate(indices)]
             )
             assert (shortcut is not None) == (name == "same" or name == "reversed" and tasks == 1), name
+            together = verdicts._one_span(indices)  # the positions read as one slice: consecutive rows only
+            assert (together is not None) == (name in ("same", "missing") and tasks > 1), name
             got = verdicts._task_grid(indices, place, names, values)
             want = _general_grid(indices, place, names, values)
             assert np.array_equal(got.names, want.names) and np.array_equal(got.held, want.held), name

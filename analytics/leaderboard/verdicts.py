@@ -147,9 +147,13 @@ def _task_grid(indices: list[np.ndarray], task_place: np.ndarray, names: np.ndar
     """The ``_TaskGrid`` of the rows whose positions are ``indices``; ``task_place``: per position, its task's place
     in ``names`` (every task id, sorted). No loop per task, no text hashed again."""
     sizes = np.array([len(idx) for idx in indices], dtype=np.int64)
-    flat = np.concatenate(indices) if indices else np.array([], dtype=np.int64)
-    places = task_place[flat]
-    vals = np.asarray(values, dtype=float)[flat]
+    together = _one_span(indices)
+    if together is not None:  # the rows' positions one after another (the ``all`` slice read in order): views
+        places, vals = task_place[together], np.asarray(values, dtype=float)[together]
+    else:
+        flat = np.concatenate(indices) if indices else np.array([], dtype=np.int64)
+        places = task_place[flat]
+        vals = np.asarray(values, dtype=float)[flat]
     full = _full_grid(places, sizes, names, vals)
     if full is not None:
         return full
@@ -166,6 +170,20 @@ def _task_grid(indices: list[np.ndarray], task_place: np.ndarray, names: np.ndar
     value.reshape(-1)[cells] = vals
     bounds = np.cumsum(sizes)[:-1]
     return _TaskGrid(names[present], held, value, np.split(codes, bounds), np.split(vals, bounds))
+
+
+def _one_span(indices: list[np.ndarray]) -> slice | None:
+    """``np.concatenate(indices)`` as one slice when it is consecutive and increasing (each row's positions a span
+    that starts where the previous one ends: a slice of every run's rows read in order), else None. At 10M attempts
+    the ``all`` slice's 867k positions are then read through views instead of three copies."""
+    start = end = None
+    for idx in indices:
+        part = span(idx)
+        if not isinstance(part, slice) or (end is not None and part.start != end):
+            return None
+        start = part.start if start is None else start
+        end = part.stop
+    return None if start is None else slice(start, end)
 
 
 def _full_grid(places: np.ndarray, sizes: np.ndarray, names: np.ndarray, vals: np.ndarray) -> _TaskGrid | None:
