@@ -201,8 +201,11 @@ def test_a_normal_interval_without_the_copy_of_finite_values_is_the_same() -> No
 
 def test_a_runs_slices_counted_are_those_np_unique_found() -> None:
     """The board's slices per run (``compute._slice_groups``: slice codes counted instead of ``np.unique``) are, in
-    order, the values and rows ``np.unique`` gives, with rows of no slice left out."""
-    from analytics.leaderboard import compute
+    order, the values and rows ``np.unique`` gives, with rows of no slice left out; the tasks' codes read from Arrow's
+    dictionary (``load._kind_codes``) are those ``compute._slice_codes`` makes of the values."""
+    import pyarrow as pa
+
+    from analytics.leaderboard import compute, load
 
     rng = np.random.default_rng(20)
     for _ in range(30):
@@ -210,7 +213,11 @@ def test_a_runs_slices_counted_are_those_np_unique_found() -> None:
         levels = np.array([None if v < 0 else f"L{v}" for v in rng.integers(-1, 4, tasks)], dtype=object)
         run_pos = np.repeat(np.arange(runs), tasks)
         codes = np.tile(np.arange(tasks), runs)
-        got = compute._slice_groups(run_pos, {"level": levels}, ("all", "level"), codes, kinds_per_task=True)
+        kinds = load._kind_codes(pa.chunked_array([levels.tolist()], type=pa.string()))  # as the keys' read gives
+        assert kinds.names == compute._slice_codes(levels, None)[0]
+        assert np.array_equal(kinds.codes, compute._slice_codes(levels, None)[1])
+        assert list(kinds.values()) == list(levels)
+        got = compute._slice_groups(run_pos, {"level": kinds}, ("all", "level"), codes, kinds_per_task=True)
         names = sorted({str(v) for v in levels if v is not None})
         for pos, rows, slices in got:
             want = [("all", rows)]
