@@ -25,6 +25,7 @@ from store import ALL_RUNS, QueryError, RunFilter, query_df
 # code and is not read (no row has its place); a coded task the tasks table does not list is not read either (its
 # rows have no place: the text keys are read). {task_key}: the task ids, or NULL when the caller needs none (the
 # board: 66,667 strings fewer). One statement: each costs a lake its catalog reads. A run without rows has no code.
+# Last (kind 2), the benchmark's scoring (``benchmark_scoring``'s), which the board ranks by: not a statement more.
 _KEYS = """
 SELECT kind, key, code, level, category FROM (
     SELECT 0 AS kind, k.run_id AS key, k.run_id AS sort_key, rc.run_code AS code, NULL AS level, NULL AS category
@@ -33,6 +34,8 @@ SELECT kind, key, code, level, category FROM (
     SELECT 1, {task_key}, task_id, task_code, level, category
     FROM tmf_task_codes
     WHERE benchmark = $benchmark AND is_listed
+    UNION ALL
+    SELECT 2, scoring, NULL, NULL, NULL, NULL FROM benchmarks WHERE benchmark = $benchmark
 )
 ORDER BY kind, sort_key
 """
@@ -86,7 +89,8 @@ def _places(codes: np.ndarray, of: np.ndarray) -> np.ndarray:
 
 class CodedRows(NamedTuple):
     """The kept rows of the runs asked for, as read (``_read_coded``): per row its run's and task's place among the
-    runs' and the benchmark's coded tasks' ids in their order (``run_ix``, ``task_ix``) and its columns; the keys."""
+    runs' and the benchmark's coded tasks' ids in their order (``run_ix``, ``task_ix``) and its columns; the keys;
+    the benchmark's scoring (``benchmark_scoring``'s, read with the keys)."""
 
     run_ids: np.ndarray
     task_ids: np.ndarray
@@ -94,6 +98,7 @@ class CodedRows(NamedTuple):
     task_ix: np.ndarray
     columns: dict[str, np.ndarray]
     described: dict[str, KindCodes]
+    scoring: str | None
 
 
 def _read_coded(
@@ -106,10 +111,11 @@ def _read_coded(
     ``task_ids`` false: the tasks' ids are not read (``CodedRows.task_ids`` holds None per task)."""
     sql = _KEYS.format(task_key="task_id" if task_ids else "NULL")
     keys = _arrow(con, sql, {"run_ids": params["run_ids"], "benchmark": benchmark})
-    is_task = keys.column("kind").to_numpy() == 1
+    kind = keys.column("kind").to_numpy()
+    is_task = kind == 1
     ids = keys.column("key").to_numpy(zero_copy_only=False)  # the keys' text (None for a task when not asked)
     codes = keys.column("code").fill_null(-1).to_numpy().astype(np.int64)
-    runs, tasks = ~is_task, is_task  # each kind's rows in id order: a key's place is its row among its kind's
+    runs, tasks = kind == 0, is_task  # each kind's rows in id order: a key's place is its row among its kind's
     run_codes = sorted({int(c) for c in codes[runs] if c >= 0})
     marks = ", ".join(f"$r{i}" for i in range(len(run_codes))) or "NULL"
     values = {"exclude_errored": params["exclude_errored"], **{f"r{i}": c for i, c in enumerate(run_codes)}}
@@ -123,9 +129,12 @@ def _read_coded(
         "c": np.asarray(rows["c"], dtype=np.float64),  # HUGEINT in the text read: pandas' float
         **{col: _float_column(rows[col]) for col in ("score", "steps", "cost_usd")},
     }
-    first_task = int(np.argmax(tasks)) if tasks.any() else len(tasks)  # the tasks follow the runs (ORDER BY kind)
-    described = {col: _kind_codes(keys.column(col).slice(first_task)) for col in ("level", "category")}
-    return CodedRows(ids[runs], ids[tasks], run_ix, task_ix, columns, described)
+    first_task = int(runs.sum())  # the tasks follow the runs (ORDER BY kind), the scoring follows them
+    kinds = {col: _kind_codes(keys.column(col).slice(first_task, int(tasks.sum()))) for col in ("level", "category")}
+    scoring = ids[kind == 2]
+    return CodedRows(
+        ids[runs], ids[tasks], run_ix, task_ix, columns, kinds, None if not len(scoring) else str(scoring[0])
+    )
 
 
 class KindCodes(NamedTuple):
@@ -203,6 +212,7 @@ class BoardRows(NamedTuple):
         columns: n, c, score, steps and cost_usd per row (``OUTCOME_COLUMNS``), as ``task_outcomes`` has them.
         task_kinds: the benchmark's tasks' ``level`` and ``category`` as codes (``KindCodes``), indexed by task code.
         order: the rows in the runs frame's order and, within a run, the task ids' (None: they are in it).
+        scoring: the benchmark's scoring (``benchmark_scoring``'s), read with the keys.
     """
 
     run_pos: np.ndarray
@@ -210,6 +220,7 @@ class BoardRows(NamedTuple):
     columns: dict[str, np.ndarray]
     task_kinds: dict[str, KindCodes]
     order: np.ndarray | None
+    scoring: str | None
 
 
 def board_rows(
@@ -228,7 +239,7 @@ def board_rows(
     frame_pos = pd.Index(run_ids).get_indexer(read.run_ids)  # each key's row in the runs frame (the keys: its ids)
     run_pos = frame_pos[read.run_ix] if len(read.run_ix) else np.empty(0, dtype=np.int64)
     order = _sorted_by(run_pos * max(len(read.task_ids), 1) + read.task_ix)
-    return BoardRows(run_pos, read.task_ix, read.columns, read.described, order)
+    return BoardRows(run_pos, read.task_ix, read.columns, read.described, order, read.scoring)
 
 
 class OutcomeOptions(TypedDict, total=False):
