@@ -199,7 +199,8 @@ def _full_grid(places: np.ndarray, sizes: np.ndarray, names: np.ndarray, vals: n
     codes = np.arange(width, dtype=np.int64)  # each row's positions are the columns in order
     value = vals.reshape(len(sizes), width)
     own = list(vals.reshape(len(sizes), width))  # each row's values, as the split of ``vals`` gives them
-    return _TaskGrid(names[first], np.ones((len(sizes), width), dtype=bool), value.copy(), [codes] * len(sizes), own)
+    value.flags.writeable = False  # the values as read (a view, no copy): nothing writes into a grid's values
+    return _TaskGrid(names[first], np.ones((len(sizes), width), dtype=bool), value, [codes] * len(sizes), own)
 
 
 def _compare_slice(rows: list[dict[str, Any]], grid: _TaskGrid, single: list[bool], *, metric: str, seed: int) -> None:
@@ -224,9 +225,12 @@ def _compare_slice(rows: list[dict[str, Any]], grid: _TaskGrid, single: list[boo
     members = {i for i in range(len(rows)) if primary is not None and i in primary.n_compared}
     point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
     # the rows' values as the tests see them: a member of the ranked set on the set's common tasks only
-    compared = grid.value.copy()
     member_rows = np.array(sorted(members), dtype=np.int64)
-    compared[np.ix_(member_rows, np.flatnonzero(~in_core))] = np.nan
+    outside = np.flatnonzero(~in_core)
+    compared = grid.value  # read only; a copy only where a member has tasks outside the set to hide
+    if len(outside) and len(member_rows):
+        compared = grid.value.copy()
+        compared[np.ix_(member_rows, outside)] = np.nan
     for i in members:
         point[i] = nanmean(grid.own[i][in_core[grid.columns[i]]])
     ranked = [i for i in sorted(members) if i in rankable and np.isfinite(point[i])]
