@@ -116,11 +116,15 @@ def sign_flip_pvalues(d: np.ndarray, rng: np.random.Generator, *, n_perm: int = 
     differences (Phipson and Smyth 2010: never 0). A column without a nonzero difference gets p = 1. Above
     ``stats.BOOTSTRAP_MAX_TASKS`` rows the distribution's normal limit is used (``_sign_flip_normal``).
     """
-    x = np.nan_to_num(np.asarray(d, dtype=float), nan=0.0)
+    x = np.asarray(d, dtype=float)
     if x.ndim == 1:
         x = x[:, None]
     if x.shape[0] > stats.BOOTSTRAP_MAX_TASKS:
-        return _sign_flip_normal(x)
+        sums = x.sum(axis=0)
+        if np.isfinite(sums).all():  # no NaN nor infinity in any column: nan_to_num's copy would be the same values
+            return _sign_flip_normal(x, sums)
+        return _sign_flip_normal(np.nan_to_num(x, nan=0.0))
+    x = np.nan_to_num(x, nan=0.0)
     observed = np.abs(x.sum(axis=0))
     tol = 1e-9 * np.maximum(1.0, np.abs(x).sum(axis=0))
     hits = np.zeros(x.shape[1])
@@ -135,11 +139,12 @@ def sign_flip_pvalues(d: np.ndarray, rng: np.random.Generator, *, n_perm: int = 
     return p
 
 
-def _sign_flip_normal(x: np.ndarray) -> np.ndarray:
+def _sign_flip_normal(x: np.ndarray, sums: np.ndarray | None = None) -> np.ndarray:
     """The sign-flip distribution's normal limit: ``T = sum(d)`` has mean 0 and variance ``sum(d^2)`` under
     random signs, so ``p = 2 (1 - Phi(|T| / sqrt(sum d^2)))`` (used above ``stats.BOOTSTRAP_MAX_TASKS`` tasks,
-    where drawing the flips would cost O(tasks x flips) for a distribution already normal to within 1e-3)."""
-    t = np.abs(x.sum(axis=0))
+    where drawing the flips would cost O(tasks x flips) for a distribution already normal to within 1e-3).
+    ``sums``: ``x.sum(axis=0)`` when the caller has it."""
+    t = np.abs(x.sum(axis=0) if sums is None else sums)
     sd = np.sqrt((x * x).sum(axis=0))
     with np.errstate(invalid="ignore", divide="ignore"):
         p = 2.0 * stats.norm_sf(t / sd)
@@ -243,6 +248,14 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     return out
 
 
+def _finite(values: np.ndarray) -> np.ndarray:
+    """The finite values as floats; the array itself (no copy) when every value is finite (a mean or variance does
+    not depend on where the values sit: at 10M attempts a run's 66,667 task means were copied three times per row)."""
+    m = np.asarray(values, dtype=float)
+    ok = np.isfinite(m)
+    return m if ok.all() else m[ok]
+
+
 def clustered_n_eff(task_means: np.ndarray, n_samples: np.ndarray | None = None) -> float:
     """Effective sample size ``p(1-p) / SE^2`` of the mean of per-task means, SE clustered by task.
 
@@ -252,8 +265,7 @@ def clustered_n_eff(task_means: np.ndarray, n_samples: np.ndarray | None = None)
     When p is 0 or 1, or there is a single task (whose samples cannot tell how other tasks would go), the number
     of tasks is returned (Wilson over tasks).
     """
-    m = np.asarray(task_means, dtype=float)
-    m = m[np.isfinite(m)]
+    m = _finite(task_means)
     t = m.size
     if t == 0:
         return float("nan")
@@ -269,8 +281,7 @@ def clustered_n_eff(task_means: np.ndarray, n_samples: np.ndarray | None = None)
 
 def wilson_clustered(task_means: np.ndarray, n_samples: np.ndarray | None = None) -> tuple[float, float]:
     """95% Wilson interval of Pass@1 (mean of per-task success rates) with the clustered effective size."""
-    m = np.asarray(task_means, dtype=float)
-    m = m[np.isfinite(m)]
+    m = _finite(task_means)
     if m.size == 0:
         return (float("nan"), float("nan"))
     return stats.wilson(float(m.mean()), clustered_n_eff(m, n_samples))
@@ -286,8 +297,7 @@ def score_interval(task_means: np.ndarray, *, level: float = 0.95) -> tuple[floa
     zero-inflated scores, where the bootstrap gave 58-94% (docs/statistics.md). One task: Wilson over one unit (its
     samples are not independent draws of the benchmark).
     """
-    m = np.asarray(task_means, dtype=float)
-    m = m[np.isfinite(m)]
+    m = _finite(task_means)
     t = m.size
     if t == 0:
         return (float("nan"), float("nan"))
@@ -370,6 +380,7 @@ def max_gap_test(
     tol = 1e-9 * max(1.0, float(np.nanmax(np.abs(x))) if np.isfinite(x).any() else 1.0)
     sigma = float("nan")
     complete = bool(np.isfinite(x).all())  # then so is every step's part of it
+    columns: np.ndarray | None = None  # the runs' values run by run, made once for every step's sigma
     while len(active) > 1:
         others = sorted((j for j in active if j != leader), key=lambda j: means[j])
         gaps = means[leader] - means[others]
@@ -381,7 +392,11 @@ def max_gap_test(
             p = (1.0 + (null[None, :] >= gaps[:, None] - tol).sum(axis=1)) / (1.0 + n_perm)
             first = p[:1]
         else:
-            sigma = _permutation_sd(x[:, active], complete=complete)
+            if complete and x.shape[0] > 1 and x.flags.c_contiguous:
+                columns = np.ascontiguousarray(x.T) if columns is None else columns
+                sigma = _permutation_sd_of_runs(columns, active)
+            else:
+                sigma = _permutation_sd(x[:, active], complete=complete)
             if np.isnan(critical):
                 critical = float(sigma * stats.normal_range_isf(alpha, len(active)))
             # the run furthest behind first: the others' tails only where the step-down stops (each gap's tail is
@@ -433,6 +448,35 @@ def _permutation_sd(x: np.ndarray, *, complete: bool = False) -> float:
     var_t = np.nan_to_num(var_t)
     n_j = present.sum(axis=0)
     per_run = (present * var_t[:, None]).sum(axis=0) / np.maximum(n_j, 1) ** 2
+    return float(np.sqrt(per_run.mean()))
+
+
+def _permutation_sd_of_runs(columns: np.ndarray, active: list[int]) -> float:
+    """``_permutation_sd(x[:, active], complete=True)`` of a complete, C-contiguous ``x`` of two or more tasks, from
+    ``columns`` (``x.T`` made contiguous: a run's values in a row) without copying ``x[:, active]`` at every step of
+    the step-down (at 10M attempts 66,667 tasks x up to 13 runs, 48 steps a board). ``x[:, active]`` is a copy with
+    contiguous columns, so numpy's variance over its rows adds the runs one after another (not pairwise): here the
+    same sums, means, differences and squares vector by vector, the same bits (``tests/test_board_exact.py``)."""
+    rows = [columns[j] for j in active]
+    m = len(rows)
+    n_tasks = columns.shape[1]
+    total = rows[0].copy()
+    for row in rows[1:]:
+        total += row
+    mean = total / m
+    spread = np.subtract(rows[0], mean)
+    spread *= spread
+    d = np.empty_like(mean)
+    for row in rows[1:]:
+        np.subtract(row, mean, out=d)
+        d *= d
+        spread += d
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        var_t = (spread / m) * m / (m - 1)
+    summed = np.add.reduce(var_t)
+    if not np.isfinite(summed):  # a NaN or infinity among them (a finite sum says there is none): as nan_to_num says
+        summed = np.add.reduce(np.nan_to_num(var_t))
+    per_run = np.full(m, float(summed) / n_tasks**2)
     return float(np.sqrt(per_run.mean()))
 
 

@@ -38,9 +38,35 @@ def test_the_max_gap_test_of_a_complete_matrix_is_that_of_the_general_sigma(monk
         fast = compare.max_gap_test(x, leader=leader, rng=np.random.default_rng(1))
         with monkeypatch.context() as patch:
             patch.setattr(compare, "_permutation_sd", lambda y, complete=False: general(y))
+            patch.setattr(compare, "_permutation_sd_of_runs", lambda runs, active: general(runs.T[:, active]))
             slow = compare.max_gap_test(x, leader=leader, rng=np.random.default_rng(1))
         assert np.array_equal(fast.p_adjusted, slow.p_adjusted, equal_nan=True)
         assert fast.critical_gap == slow.critical_gap
+
+
+def test_the_sigma_from_the_runs_rows_is_that_of_the_matrixs_columns() -> None:
+    """A step's sigma from the runs' rows (``_permutation_sd_of_runs``, no copy of ``x[:, active]``) is the sigma of
+    that copy, for 2 to 30 runs (numpy adds the copy's columns one after another; a pairwise sum, as numpy does over
+    a contiguous row of 8 or more, would differ in the last bit), binary, graded and continuous values, and values
+    whose squares overflow (numpy's infinite variance, as ``nan_to_num`` leaves it)."""
+    rng = np.random.default_rng(15)
+    n = 0
+    for tasks in (2, 9, 2_600):
+        for runs in range(2, 31):
+            for x in (
+                rng.random((tasks, runs)),
+                rng.integers(0, 4, (tasks, runs)) / 3.0,
+                rng.random((tasks, runs)) * 1e300,
+            ):
+                by_run = np.ascontiguousarray(x.T)
+                for size in {2, runs, int(rng.integers(2, runs + 1))}:
+                    active = sorted(rng.choice(runs, size=size, replace=False).tolist())
+                    with np.errstate(over="ignore", invalid="ignore"):
+                        fast = compare._permutation_sd_of_runs(by_run, active)
+                        slow = compare._permutation_sd(x[:, active], complete=True)
+                    assert fast == slow, (tasks, runs, active)
+                    n += 1
+    assert n > 400
 
 
 def test_a_range_tail_alone_is_the_same_as_among_others() -> None:
@@ -76,8 +102,15 @@ def test_nanmean_without_a_copy_is_the_mean_of_the_finite_values() -> None:
             got = verdicts.nanmean(y)
             assert got == want or (np.isnan(got) and np.isnan(want))
         if n:
+            for y in (x, x[::3], (x * 7).round() / 7, np.full(n, 1 / 3)):  # the sum over the count is ``mean``
+                assert verdicts.nanmean(y) == float(y.mean())
             x[0] = np.nan
             assert verdicts.nanmean(x) == float(x[1:].mean()) if n > 1 else np.isnan(verdicts.nanmean(x))
+            x[-1] = np.inf  # an infinity is left out as a NaN is
+            assert verdicts.nanmean(x) == float(x[1:-1].mean()) if n > 2 else np.isnan(verdicts.nanmean(x))
+    big = np.full(10, 1e308)  # finite values whose sum overflows: their mean as numpy gives it
+    with np.errstate(over="ignore"):
+        assert verdicts.nanmean(big) == float(big.mean())
 
 
 def test_a_comparison_sets_columns_are_its_tasks() -> None:
@@ -123,6 +156,8 @@ def test_the_grid_of_rows_on_the_same_tasks_is_the_general_one() -> None:
                 place[np.concatenate(indices)], sizes, names, values[np.concatenate(indices)]
             )
             assert (shortcut is not None) == (name == "same" or name == "reversed" and tasks == 1), name
+            together = verdicts._one_span(indices)  # the positions read as one slice: consecutive rows only
+            assert (together is not None) == (name in ("same", "missing") and tasks > 1), name
             got = verdicts._task_grid(indices, place, names, values)
             want = _general_grid(indices, place, names, values)
             assert np.array_equal(got.names, want.names) and np.array_equal(got.held, want.held), name
@@ -166,8 +201,11 @@ def test_a_normal_interval_without_the_copy_of_finite_values_is_the_same() -> No
 
 def test_a_runs_slices_counted_are_those_np_unique_found() -> None:
     """The board's slices per run (``compute._slice_groups``: slice codes counted instead of ``np.unique``) are, in
-    order, the values and rows ``np.unique`` gives, with rows of no slice left out."""
-    from analytics.leaderboard import compute
+    order, the values and rows ``np.unique`` gives, with rows of no slice left out; the tasks' codes read from Arrow's
+    dictionary (``load._kind_codes``) are those ``compute._slice_codes`` makes of the values."""
+    import pyarrow as pa
+
+    from analytics.leaderboard import compute, load
 
     rng = np.random.default_rng(20)
     for _ in range(30):
@@ -175,7 +213,11 @@ def test_a_runs_slices_counted_are_those_np_unique_found() -> None:
         levels = np.array([None if v < 0 else f"L{v}" for v in rng.integers(-1, 4, tasks)], dtype=object)
         run_pos = np.repeat(np.arange(runs), tasks)
         codes = np.tile(np.arange(tasks), runs)
-        got = compute._slice_groups(run_pos, {"level": levels}, ("all", "level"), codes, kinds_per_task=True)
+        kinds = load._kind_codes(pa.chunked_array([levels.tolist()], type=pa.string()))  # as the keys' read gives
+        assert kinds.names == compute._slice_codes(levels, None)[0]
+        assert np.array_equal(kinds.codes, compute._slice_codes(levels, None)[1])
+        assert list(kinds.values()) == list(levels)
+        got = compute._slice_groups(run_pos, {"level": kinds}, ("all", "level"), codes, kinds_per_task=True)
         names = sorted({str(v) for v in levels if v is not None})
         for pos, rows, slices in got:
             want = [("all", rows)]
@@ -183,3 +225,56 @@ def test_a_runs_slices_counted_are_those_np_unique_found() -> None:
             want += [(f"level={names[c]}", rows[place == c]) for c in np.unique(place[place >= 0])]
             assert [n for n, _ in slices] == [n for n, _ in want], pos
             assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(slices, want, strict=True))
+
+
+def test_paired_tests_of_contiguous_columns_are_those_of_the_row_major_matrix() -> None:
+    """``verdicts.paired_columns`` (each column contiguous) gives ``compare.paired_tests`` the same tests as the
+    row-major ``np.column_stack`` it replaced: the bootstrap's intervals (2,000 tasks or fewer), the normal ones above,
+    McNemar and the sign flips, binary and graded differences."""
+    rng = np.random.default_rng(16)
+    n = 0
+    for tasks in (1, 2, 40, 300, 2_001, 30_000):
+        for width in (1, 5, 12):
+            for scale in (1.0, 3.0):
+                diffs = [rng.integers(-int(scale), int(scale) + 1, tasks) / scale for _ in range(width)]
+                flags = [bool(f) for f in rng.random(width) < 0.3]
+                columns = verdicts.paired_columns(diffs)
+                assert np.array_equal(columns, np.column_stack(diffs))
+                got = compare.paired_tests(columns, is_binary_single=flags, seed=3, n_perm=500, n_boot=200)
+                want = compare.paired_tests(
+                    np.column_stack(diffs), is_binary_single=flags, seed=3, n_perm=500, n_boot=200
+                )
+                assert repr(got) == repr(want), (tasks, width, scale)
+                n += 1
+    assert n == 36
+
+
+def test_clustered_intervals_of_the_values_as_they_are_are_those_of_their_finite_copy() -> None:
+    """``compare.wilson_clustered``, ``clustered_n_eff`` and ``score_interval`` read finite values where they sit
+    (no copy): the same bits as of the finite values copied first, strided or not, with NaN left out."""
+    rng = np.random.default_rng(17)
+    for tasks in (1, 2, 30, 66_667):
+        x = (rng.integers(0, 4, tasks) / 3.0, rng.random(tasks))
+        n = rng.integers(1, 5, tasks)
+        for y in (*x, x[1][::2], np.where(rng.random(tasks) < 0.2, np.nan, x[1])):
+            copy = np.ascontiguousarray(y[np.isfinite(y)])
+            assert compare.wilson_clustered(y, n[: len(y)]) == compare.wilson_clustered(copy, n[: len(y)])
+            assert compare.clustered_n_eff(y) == compare.clustered_n_eff(copy)
+            assert compare.score_interval(y) == compare.score_interval(copy) or not len(copy)
+
+
+def test_sign_flips_without_the_copy_of_finite_differences_are_the_same() -> None:
+    """Above 2,000 tasks the sign-flip p-values of finite differences are computed on them as they are (no
+    ``nan_to_num`` copy): the same bits as of the copy, whatever the layout; a NaN still counts as a zero."""
+    rng = np.random.default_rng(18)
+    for tasks in (4_002, 30_000):  # every other row of them still above 2,000
+        d = rng.integers(-3, 4, (tasks, 6)) / 3.0
+        for x in (d, np.asfortranarray(d), d[:, [0, 2, 4]], d[::2], d[:, 1]):
+            want = compare._sign_flip_normal(np.nan_to_num(x if x.ndim == 2 else x[:, None], nan=0.0))
+            got = compare.sign_flip_pvalues(x, np.random.default_rng(0))
+            assert got.tobytes() == want.tobytes()
+        holed = d.copy()
+        holed[::7, 1] = np.nan
+        assert compare.sign_flip_pvalues(holed, np.random.default_rng(0)).tobytes() == (
+            compare._sign_flip_normal(np.where(np.isnan(holed), 0.0, holed)).tobytes()
+        )

@@ -138,6 +138,8 @@ def compare_boards(db: str | Path, *, listed: bool = True, only: str | None = No
                 for col in ("level", "category"):
                     by_text[col] = np.where(at >= 0, tasks[col].to_numpy(dtype=object)[np.maximum(at, 0)], None)
                 _, scoring, _ = lb_load.ranked_score(con, benchmark=bench, scorer=None)
+                read = lb_load.board_rows(con, rf, runs=runs, exclude_errored=leave_out)
+                assert read is None or read.scoring == scoring  # read with the keys, as its own statement gives it
                 metric = compare_metric(scoring)
                 want = lb_compute.with_scale(
                     lb.leaderboard_rows(runs, by_text, metric=metric), runs, scoring=scoring, scorer=None
@@ -149,6 +151,25 @@ def compare_boards(db: str | Path, *, listed: bool = True, only: str | None = No
 
 def test_demo_leaderboard_by_codes_equals_it_by_text_keys(demo_db: Path) -> None:
     assert compare_boards(demo_db) > 0
+
+
+def test_the_scoring_read_with_the_keys_is_the_benchmarks(demo_db: Path) -> None:
+    """The board's keys' statement reads the benchmark's scoring (``BoardRows.scoring``): the one
+    ``benchmark_scoring`` reads, binary and graded, and the graded board ranks by mean score."""
+    from analytics import leaderboard as lb
+    from analytics.runs import load_runs
+
+    db = demo_db  # the test's own copy
+    with rdb.reader(db) as con:
+        bench = rdb.query_rows(con, "SELECT min(benchmark) FROM runs")[0][0]
+        before = lb_load.benchmark_scoring(con, benchmark=bench)
+    with rdb.writer(db) as con:
+        con.execute("UPDATE benchmarks SET scoring = 'graded' WHERE benchmark = ?", [bench])
+    with rdb.reader(db) as con:
+        rf = rdb.RunFilter(benchmark=bench)
+        read = lb_load.board_rows(con, rf, runs=load_runs(con, rf))
+        assert read is not None and read.scoring == lb_load.benchmark_scoring(con, benchmark=bench) == "graded"
+        assert before != "graded" and set(lb.leaderboard(con, rf)["metric"]) == {"mean_score"}
 
 
 def test_generated_lake_leaderboard_by_codes_equals_it_by_text_keys(

@@ -41,11 +41,15 @@ def leaderboard(
     if benchmark is None:
         raise RunlensError("a leaderboard is of one benchmark: the run filter names none")
     runs = load_runs(con, run_filter)
-    scorer, scoring, threshold = ranked_score(con, benchmark=benchmark, scorer=scorer)
-    metric = compare.ranking_metric("continuous" if scoring == "raw" else scoring)
-    # the headline score's kept rows by their places only (no run or task id per row); a scorer's values, or a task
-    # missing from the tasks table, are read as a frame with their ids
+    # the headline score's kept rows by their places only (no run or task id per row), with the benchmark's scoring
+    # (``ranked_score``'s without a scorer); a scorer's values, or a task missing from the tasks table, are read as a
+    # frame with their ids
     rows = board_rows(con, run_filter, runs=runs, exclude_errored=exclude_errored) if scorer is None else None
+    if rows is not None:
+        scoring, threshold = rows.scoring, None
+    else:
+        scorer, scoring, threshold = ranked_score(con, benchmark=benchmark, scorer=scorer)
+    metric = compare.ranking_metric("continuous" if scoring == "raw" else scoring)
     if rows is not None:
         out = board_of_rows(
             runs, rows, slices=slices, metric=metric, seed=seed, n_boot=n_boot, rank_incomplete=rank_incomplete

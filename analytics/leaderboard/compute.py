@@ -68,10 +68,10 @@ def _slice_groups(
     """Per run with outcomes (``run_pos`` sorted, or put in order by ``order``): its position, all its rows, and its slices in display order
     as ``(name, row indices into outcomes)``. ``outcomes[kind]``: each row's level or category (a column or an
     array); ``task_codes`` (each row's task code, when known): the values are then hashed once per task, not
-    once per row (a task has one level and one category); ``kinds_per_task``: ``outcomes[kind]`` is indexed by task
-    code already (one value per task of the benchmark), so no row is read for it. ``order``: the rows in (run,
-    task) order when they are not (``run_pos`` then in any order): each run's rows are its places in it, the same
-    values in the same order as those of rows moved into it."""
+    once per row (a task has one level and one category); ``kinds_per_task``: ``outcomes[kind]`` is the tasks'
+    ``load.KindCodes`` (the names, and per task code its place among them), so no row nor value is read for it.
+    ``order``: the rows in (run, task) order when they are not (``run_pos`` then in any order): each run's rows are
+    its places in it, the same values in the same order as those of rows moved into it."""
     at = np.arange(len(run_pos)) if order is None else order
     in_order = run_pos if order is None else run_pos[order]
     by_run = np.split(at, np.flatnonzero(np.diff(in_order)) + 1) if len(run_pos) else []
@@ -80,7 +80,7 @@ def _slice_groups(
         if kind not in kinds:
             continue
         if kinds_per_task and task_codes is not None:
-            names, per_task = _slice_codes(np.asarray(outcomes[kind], dtype=object), None)
+            names, per_task = outcomes[kind]  # ``load.KindCodes``: the slice names, each task's place among them
             codes = per_task[task_codes]
         else:
             names, codes = _slice_codes(np.asarray(outcomes[kind], dtype=object), task_codes)
@@ -248,7 +248,8 @@ class _Rows:
         run_pos: per row, its run's row in the runs frame.
         arrays: ``OUTCOME_COLUMNS`` per row, as floats.
         tasks: per row, its task id or code (codes sort as the ids do).
-        kinds: ``level`` and ``category`` of the slices asked for: per row, or per task code (``kinds_per_task``).
+        kinds: ``level`` and ``category`` of the slices asked for: per row, or per task code as ``load.KindCodes``
+            (``kinds_per_task``).
         codes: per row, its task code (None when the rows have ids only).
         kinds_per_task: ``kinds`` are indexed by task code.
         order: the rows in (run, task) order; None when they are in it (``run_pos`` non-decreasing, each run's
@@ -258,7 +259,7 @@ class _Rows:
     run_pos: np.ndarray
     arrays: dict[str, np.ndarray]
     tasks: np.ndarray
-    kinds: dict[str, np.ndarray]
+    kinds: dict[str, Any]
     codes: np.ndarray | None
     kinds_per_task: bool
     order: np.ndarray | None

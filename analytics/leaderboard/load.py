@@ -9,6 +9,8 @@ from typing import NamedTuple, TypedDict, Unpack
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from analytics import scorers
 from analytics.runs import load_runs
@@ -23,6 +25,7 @@ from store import ALL_RUNS, QueryError, RunFilter, query_df
 # code and is not read (no row has its place); a coded task the tasks table does not list is not read either (its
 # rows have no place: the text keys are read). {task_key}: the task ids, or NULL when the caller needs none (the
 # board: 66,667 strings fewer). One statement: each costs a lake its catalog reads. A run without rows has no code.
+# Last (kind 2), the benchmark's scoring (``benchmark_scoring``'s), which the board ranks by: not a statement more.
 _KEYS = """
 SELECT kind, key, code, level, category FROM (
     SELECT 0 AS kind, k.run_id AS key, k.run_id AS sort_key, rc.run_code AS code, NULL AS level, NULL AS category
@@ -31,6 +34,8 @@ SELECT kind, key, code, level, category FROM (
     SELECT 1, {task_key}, task_id, task_code, level, category
     FROM tmf_task_codes
     WHERE benchmark = $benchmark AND is_listed
+    UNION ALL
+    SELECT 2, scoring, NULL, NULL, NULL, NULL FROM benchmarks WHERE benchmark = $benchmark
 )
 ORDER BY kind, sort_key
 """
@@ -84,14 +89,16 @@ def _places(codes: np.ndarray, of: np.ndarray) -> np.ndarray:
 
 class CodedRows(NamedTuple):
     """The kept rows of the runs asked for, as read (``_read_coded``): per row its run's and task's place among the
-    runs' and the benchmark's coded tasks' ids in their order (``run_ix``, ``task_ix``) and its columns; the keys."""
+    runs' and the benchmark's coded tasks' ids in their order (``run_ix``, ``task_ix``) and its columns; the keys;
+    the benchmark's scoring (``benchmark_scoring``'s, read with the keys)."""
 
     run_ids: np.ndarray
     task_ids: np.ndarray
     run_ix: np.ndarray
     task_ix: np.ndarray
     columns: dict[str, np.ndarray]
-    described: dict[str, np.ndarray]
+    described: dict[str, KindCodes]
+    scoring: str | None
 
 
 def _read_coded(
@@ -103,11 +110,12 @@ def _read_coded(
     its frame has them. None when a row's task is not in the benchmark's ``tasks`` table (it has no place).
     ``task_ids`` false: the tasks' ids are not read (``CodedRows.task_ids`` holds None per task)."""
     sql = _KEYS.format(task_key="task_id" if task_ids else "NULL")
-    keys = query_df(con, sql, {"run_ids": params["run_ids"], "benchmark": benchmark})
-    is_task = keys["kind"].to_numpy() == 1
-    ids = keys["key"].to_numpy(dtype=object)
-    codes = keys["code"].to_numpy(dtype=np.float64, na_value=-1.0).astype(np.int64)
-    runs, tasks = ~is_task, is_task  # each kind's rows in id order: a key's place is its row among its kind's
+    keys = _arrow(con, sql, {"run_ids": params["run_ids"], "benchmark": benchmark})
+    kind = keys.column("kind").to_numpy()
+    is_task = kind == 1
+    ids = keys.column("key").to_numpy(zero_copy_only=False)  # the keys' text (None for a task when not asked)
+    codes = keys.column("code").fill_null(-1).to_numpy().astype(np.int64)
+    runs, tasks = kind == 0, is_task  # each kind's rows in id order: a key's place is its row among its kind's
     run_codes = sorted({int(c) for c in codes[runs] if c >= 0})
     marks = ", ".join(f"$r{i}" for i in range(len(run_codes))) or "NULL"
     values = {"exclude_errored": params["exclude_errored"], **{f"r{i}": c for i, c in enumerate(run_codes)}}
@@ -121,8 +129,47 @@ def _read_coded(
         "c": np.asarray(rows["c"], dtype=np.float64),  # HUGEINT in the text read: pandas' float
         **{col: _float_column(rows[col]) for col in ("score", "steps", "cost_usd")},
     }
-    described = {col: keys[col].to_numpy(dtype=object)[tasks] for col in ("level", "category")}
-    return CodedRows(ids[runs], ids[tasks], run_ix, task_ix, columns, described)
+    first_task = int(runs.sum())  # the tasks follow the runs (ORDER BY kind), the scoring follows them
+    kinds = {col: _kind_codes(keys.column(col).slice(first_task, int(tasks.sum()))) for col in ("level", "category")}
+    scoring = ids[kind == 2]
+    return CodedRows(
+        ids[runs], ids[tasks], run_ix, task_ix, columns, kinds, None if not len(scoring) else str(scoring[0])
+    )
+
+
+class KindCodes(NamedTuple):
+    """The benchmark's tasks' level (or category) as codes: ``names``, the distinct values as text, sorted, and
+    per task (in the keys' order) its value's place among them (-1: none). The slices' own codes (``compute``'s
+    ``_slice_codes`` of the values), read from Arrow's dictionary of the column instead of one Python string per
+    task (66,667 at 10M attempts) hashed again."""
+
+    names: list[str]
+    codes: np.ndarray
+
+    def values(self) -> np.ndarray:
+        """Each task's value as text (None for none): the column as an object array."""
+        named = np.array([*self.names, None], dtype=object)
+        return named[self.codes]  # -1: the None at the end
+
+
+def _kind_codes(column: pa.ChunkedArray) -> KindCodes:
+    """``KindCodes`` of a text column (one value per task)."""
+    encoded = pc.dictionary_encode(column).combine_chunks()
+    found = [str(v) for v in encoded.dictionary.to_pylist()]
+    names = sorted(set(found))
+    place = np.array([names.index(v) for v in found], dtype=np.int64)
+    at = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return KindCodes(names, np.where(at >= 0, place[np.maximum(at, 0)] if len(place) else -1, -1))
+
+
+def _arrow(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> pa.Table:
+    """One parameterised statement's result as an Arrow table (``query_df``'s errors): text columns stay Arrow
+    strings, not one Python object per value."""
+    try:
+        result = con.execute(sql, params).arrow()
+    except duckdb.Error as exc:
+        raise QueryError(str(exc), sql, params) from exc
+    return result.read_all() if isinstance(result, pa.RecordBatchReader) else result
 
 
 def _sorted_by(key: np.ndarray) -> np.ndarray | None:
@@ -153,7 +200,7 @@ def _coded_read(
     }
     # copy=False: the arrays become the frame's columns as they are (consolidating the float columns into one block
     # copied them all: 0.04-0.1 CPU s at 867k rows)
-    return pd.DataFrame(columns, copy=False), task_ix, read.described
+    return pd.DataFrame(columns, copy=False), task_ix, {col: kind.values() for col, kind in read.described.items()}
 
 
 class BoardRows(NamedTuple):
@@ -163,15 +210,17 @@ class BoardRows(NamedTuple):
         run_pos: per row, its run's row in the runs frame.
         task_codes: per row, its task's place among the benchmark's coded task ids in their order.
         columns: n, c, score, steps and cost_usd per row (``OUTCOME_COLUMNS``), as ``task_outcomes`` has them.
-        task_kinds: the benchmark's tasks' ``level`` and ``category``, indexed by task code.
+        task_kinds: the benchmark's tasks' ``level`` and ``category`` as codes (``KindCodes``), indexed by task code.
         order: the rows in the runs frame's order and, within a run, the task ids' (None: they are in it).
+        scoring: the benchmark's scoring (``benchmark_scoring``'s), read with the keys.
     """
 
     run_pos: np.ndarray
     task_codes: np.ndarray
     columns: dict[str, np.ndarray]
-    task_kinds: dict[str, np.ndarray]
+    task_kinds: dict[str, KindCodes]
     order: np.ndarray | None
+    scoring: str | None
 
 
 def board_rows(
@@ -190,7 +239,7 @@ def board_rows(
     frame_pos = pd.Index(run_ids).get_indexer(read.run_ids)  # each key's row in the runs frame (the keys: its ids)
     run_pos = frame_pos[read.run_ix] if len(read.run_ix) else np.empty(0, dtype=np.int64)
     order = _sorted_by(run_pos * max(len(read.task_ids), 1) + read.task_ix)
-    return BoardRows(run_pos, read.task_ix, read.columns, read.described, order)
+    return BoardRows(run_pos, read.task_ix, read.columns, read.described, order, read.scoring)
 
 
 class OutcomeOptions(TypedDict, total=False):

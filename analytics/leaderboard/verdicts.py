@@ -17,10 +17,17 @@ from analytics.runs import comparable_runs_of, is_eligible
 
 def nanmean(x: np.ndarray) -> float:
     """The mean of the finite values (NaN when there is none); when every value is finite, their mean as they are
-    (the same sum: no copy of them first)."""
+    (the same sum: no copy of them first). A finite sum says every value is finite (a NaN or an infinity would
+    make it NaN or infinite), so the common case costs one sum and no flag per value; ``x.mean()`` is that sum over
+    the count, the same bits."""
+    if not x.size:
+        return float("nan")
+    total = x.sum()
+    if np.isfinite(total):
+        return float(total / x.size)
     ok = np.isfinite(x)
-    if ok.all():
-        return float(x.mean()) if x.size else float("nan")
+    if ok.all():  # finite values whose sum overflowed
+        return float(x.mean())
     return float(x[ok].mean()) if ok.any() else float("nan")
 
 
@@ -140,9 +147,13 @@ def _task_grid(indices: list[np.ndarray], task_place: np.ndarray, names: np.ndar
     """The ``_TaskGrid`` of the rows whose positions are ``indices``; ``task_place``: per position, its task's place
     in ``names`` (every task id, sorted). No loop per task, no text hashed again."""
     sizes = np.array([len(idx) for idx in indices], dtype=np.int64)
-    flat = np.concatenate(indices) if indices else np.array([], dtype=np.int64)
-    places = task_place[flat]
-    vals = np.asarray(values, dtype=float)[flat]
+    together = _one_span(indices)
+    if together is not None:  # the rows' positions one after another (the ``all`` slice read in order): views
+        places, vals = task_place[together], np.asarray(values, dtype=float)[together]
+    else:
+        flat = np.concatenate(indices) if indices else np.array([], dtype=np.int64)
+        places = task_place[flat]
+        vals = np.asarray(values, dtype=float)[flat]
     full = _full_grid(places, sizes, names, vals)
     if full is not None:
         return full
@@ -161,6 +172,20 @@ def _task_grid(indices: list[np.ndarray], task_place: np.ndarray, names: np.ndar
     return _TaskGrid(names[present], held, value, np.split(codes, bounds), np.split(vals, bounds))
 
 
+def _one_span(indices: list[np.ndarray]) -> slice | None:
+    """``np.concatenate(indices)`` as one slice when it is consecutive and increasing (each row's positions a span
+    that starts where the previous one ends: a slice of every run's rows read in order), else None. At 10M attempts
+    the ``all`` slice's 867k positions are then read through views instead of three copies."""
+    start = end = None
+    for idx in indices:
+        part = span(idx)
+        if not isinstance(part, slice) or (end is not None and part.start != end):
+            return None
+        start = part.start if start is None else start
+        end = part.stop
+    return None if start is None else slice(start, end)
+
+
 def _full_grid(places: np.ndarray, sizes: np.ndarray, names: np.ndarray, vals: np.ndarray) -> _TaskGrid | None:
     """``_task_grid``'s answer when every row has the same tasks in task-id order (the usual board: every run on
     every task of the slice): the matrix is the values as they come, row after row, with no cell numbers, counts or
@@ -174,7 +199,8 @@ def _full_grid(places: np.ndarray, sizes: np.ndarray, names: np.ndarray, vals: n
     codes = np.arange(width, dtype=np.int64)  # each row's positions are the columns in order
     value = vals.reshape(len(sizes), width)
     own = list(vals.reshape(len(sizes), width))  # each row's values, as the split of ``vals`` gives them
-    return _TaskGrid(names[first], np.ones((len(sizes), width), dtype=bool), value.copy(), [codes] * len(sizes), own)
+    value.flags.writeable = False  # the values as read (a view, no copy): nothing writes into a grid's values
+    return _TaskGrid(names[first], np.ones((len(sizes), width), dtype=bool), value, [codes] * len(sizes), own)
 
 
 def _compare_slice(rows: list[dict[str, Any]], grid: _TaskGrid, single: list[bool], *, metric: str, seed: int) -> None:
@@ -199,9 +225,12 @@ def _compare_slice(rows: list[dict[str, Any]], grid: _TaskGrid, single: list[boo
     members = {i for i in range(len(rows)) if primary is not None and i in primary.n_compared}
     point = np.array([r["pass_at_1"] if metric == "pass@1" else r["mean_score"] for r in rows], dtype=float)
     # the rows' values as the tests see them: a member of the ranked set on the set's common tasks only
-    compared = grid.value.copy()
     member_rows = np.array(sorted(members), dtype=np.int64)
-    compared[np.ix_(member_rows, np.flatnonzero(~in_core))] = np.nan
+    outside = np.flatnonzero(~in_core)
+    compared = grid.value  # read only; a copy only where a member has tasks outside the set to hide
+    if len(outside) and len(member_rows):
+        compared = grid.value.copy()
+        compared[np.ix_(member_rows, outside)] = np.nan
     for i in members:
         point[i] = nanmean(grid.own[i][in_core[grid.columns[i]]])
     ranked = [i for i in sorted(members) if i in rankable and np.isfinite(point[i])]
@@ -266,11 +295,20 @@ def _paired(
             diffs[i] = value[i] - theirs if mask.all() else value[i, mask] - theirs[mask]  # no gathers when complete
     tested: list[tuple[int, compare.PairedTest, np.ndarray]] = []
     for members in groups.values():
-        d = np.column_stack([diffs[i] for i in members])
+        d = paired_columns([diffs[i] for i in members])
         flags = [single[i] and single[ref] for i in members]
         tests = compare.paired_tests(d, is_binary_single=flags, seed=seed)
         tested += [(i, t, diffs[i]) for i, t in zip(members, tests, strict=True)]
     return tested
+
+
+def paired_columns(diffs: list[np.ndarray]) -> np.ndarray:
+    """The (tasks x rows) matrix of the rows' differences for ``compare.paired_tests``, each column contiguous (the
+    rows stacked, transposed: no copy): the tests read it column by column (a mean, counts, an interval per column,
+    and column sums of its copies with contiguous columns), which across a row-major matrix touched every cache line
+    once per column (66,667 tasks x 12 rows at 10M attempts: 0.034 -> 0.013 CPU s a slice). The same values, and
+    the same sums (a column's is the same wherever its values sit): ``tests/test_board_exact.py``."""
+    return np.array(diffs).T
 
 
 def _set_test(row: dict[str, Any], test: compare.PairedTest, p_adj: float, method: str, mde: float) -> None:
