@@ -93,10 +93,11 @@ def build(db: Path, *, n_tasks: int, n_runs: int, n_benchmarks: int) -> None:
                     con.execute(
                         statement.replace("tmf_task_codes\n", "tmf_task_codes (benchmark, task_id, task_code)\n")
                     )
-        text = (MIGRATIONS_DIR / "015_task_code_kinds.sql").read_text(encoding="utf-8")
-        for statement in ("UPDATE" + text.split("UPDATE", 1)[1]).split(";"):
-            if statement.strip():
-                con.execute(statement)
+        for name in ("015_task_code_kinds.sql", "016_task_code_minutes.sql"):  # 016: the kept human minutes
+            text = (MIGRATIONS_DIR / name).read_text(encoding="utf-8")
+            for statement in ("UPDATE" + text.split("UPDATE", 1)[1]).split(";"):
+                if statement.strip():
+                    con.execute(statement)
 
 
 def _best(fn: Callable[[], Any], repeat: int) -> dict[str, float]:

@@ -472,14 +472,16 @@ CREATE TABLE tmf_run_codes (
     PRIMARY KEY (run_id)
 );
 
--- (015) each coded task's level and category, and whether the tasks table lists it, given with the code
+-- (015) each coded task's level and category, and whether the tasks table lists it, and (016) its human minutes,
+-- given with the code
 CREATE TABLE tmf_task_codes (
-    benchmark VARCHAR NOT NULL,
-    task_id   VARCHAR NOT NULL,
-    task_code INTEGER NOT NULL,
-    level     VARCHAR,
-    category  VARCHAR,
-    is_listed BOOLEAN,
+    benchmark     VARCHAR NOT NULL,
+    task_id       VARCHAR NOT NULL,
+    task_code     INTEGER NOT NULL,
+    level         VARCHAR,
+    category      VARCHAR,
+    is_listed     BOOLEAN,
+    human_minutes DOUBLE,
     PRIMARY KEY (benchmark, task_id)
 );
 

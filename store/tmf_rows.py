@@ -19,7 +19,8 @@ import duckdb
 
 TABLES = ("tmf_run_codes", "tmf_task_codes", "run_task_tmf", "run_task_board", "run_health_sums")
 CODED = ("run_task_tmf", "run_task_board", "run_health_sums")  # the tables on the codes (a run's rows by its code)
-KINDS = "tmf_task_codes"  # its level, category and is_listed (migration 015) are kept: checked and rebuilt by doctor
+# its level, category and is_listed (migration 015) and human_minutes (016) are kept: checked and rebuilt by doctor
+KINDS = "tmf_task_codes"
 
 # the (run, task) rows of the runs in the temporary table _rl_tmf_runs, from their run_task_stats rows (current);
 # {columns}: the table's own columns of run_task_stats (constants below); {runs}: the runs' ids as a constant list of
@@ -66,7 +67,8 @@ def refresh_runs(
     """The rows of the runs ``runs_sql`` selects (a SELECT with a ``run_id`` column) written again from their
     ``run_task_stats`` rows, which must be current (inside the caller's transaction): a run or task without a code
     gets one (the next integers after the store's largest; a task's with its level and category and whether the
-    ``tasks`` table lists it, migration 015: a task's row is stored before its attempts and never changes), the
+    ``tasks`` table lists it, migration 015, and its human_minutes, 016: a task's row is stored before its attempts
+    and never changes), the
     runs' rows go and come back in code order. ``new``:
     the runs have no rows yet (an ingested file's new runs), so none is deleted. ``stats``: a table of
     ``run_task_stats``' columns that holds those runs' rows (an ingested batch's, computed in memory by
@@ -95,7 +97,7 @@ def refresh_runs(
             WHERE k.run_id NOT IN (SELECT run_id FROM tmf_run_codes)"""
         )
         # the runs' tasks without a code (in memory: none in the usual ingest into a benchmark already stored), then
-        # their codes with their level, category and listing (migration 015) only when there are some, so an
+        # their codes with their level, category, listing (migration 015) and human minutes (016) only when there are some, so an
         # ingest of known tasks reads no task and writes no code
         fresh = con.execute(
             f"""
@@ -112,10 +114,10 @@ def refresh_runs(
         if fresh and fresh[0][0]:
             con.execute(
                 """
-                INSERT INTO tmf_task_codes (benchmark, task_id, task_code, level, category, is_listed)
+                INSERT INTO tmf_task_codes (benchmark, task_id, task_code, level, category, is_listed, human_minutes)
                 SELECT n.benchmark, n.task_id, ((SELECT coalesce(max(task_code), -1) FROM tmf_task_codes)
                                                 + row_number() OVER (ORDER BY n.benchmark, n.task_id))::INTEGER,
-                       t.level, t.category, t.task_id IS NOT NULL
+                       t.level, t.category, t.task_id IS NOT NULL, t.human_minutes
                 FROM _rl_tmf_new n LEFT JOIN tasks t ON t.benchmark = n.benchmark AND t.task_id = n.task_id"""
             )
         con.execute(
@@ -180,9 +182,10 @@ SELECT rc.run_id, h.n_attempts, h.n_errored, h.n_limited, h.n_unscored, h.n_scor
 FROM run_health_sums h
 JOIN tmf_run_codes rc ON rc.run_code = h.run_code"""
 
-# the tasks' kept level, category and listing (migration 015): what they must be (the tasks table's), and as kept
+# the tasks' kept level, category and listing (migration 015) and human minutes (016): what they must be (the tasks
+# table's), and as kept
 kinds_expected_sql = """
-SELECT c.benchmark, c.task_id, t.level, t.category, t.task_id IS NOT NULL AS is_listed
+SELECT c.benchmark, c.task_id, t.level, t.category, t.task_id IS NOT NULL AS is_listed, t.human_minutes
 FROM tmf_task_codes c LEFT JOIN tasks t ON t.benchmark = c.benchmark AND t.task_id = c.task_id"""
 
-kinds_stored_sql = "SELECT benchmark, task_id, level, category, is_listed FROM tmf_task_codes"
+kinds_stored_sql = "SELECT benchmark, task_id, level, category, is_listed, human_minutes FROM tmf_task_codes"

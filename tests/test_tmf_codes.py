@@ -294,8 +294,9 @@ def test_the_irt_check_and_an_analysis_without_abilities_read_the_same(demo_db: 
 
 def test_rows_with_a_task_the_benchmark_does_not_list_come_in_task_id_order(demo_db: Path) -> None:
     """``load`` orders the rows by the task's code, which is its id's order only when every task is listed: with a
-    task missing from the benchmark's tasks (taken out here by hand), the rows are read again in task id order
-    and keep that task's id: the same frame as the details attached by id."""
+    task missing from the benchmark's tasks (taken out here by hand, with its code's kept listing and details as the
+    writer gives an unlisted task's: migrations 015 and 016), the rows are read again in task id order and keep
+    that task's id: the same frame as the details attached by id."""
     from store import writer
 
     with reader(demo_db) as con:
@@ -308,6 +309,11 @@ def test_rows_with_a_task_the_benchmark_does_not_list_come_in_task_id_order(demo
     assert "task_code" in listed.tasks
     with writer(demo_db) as con:
         con.execute("DELETE FROM tasks WHERE benchmark = ? AND task_id = ?", [bench, task])
+        con.execute(
+            "UPDATE tmf_task_codes SET is_listed = false, level = NULL, category = NULL, human_minutes = NULL"
+            " WHERE benchmark = ? AND task_id = ?",
+            [bench, task],
+        )
     with reader(demo_db) as con:
         rf = RunFilter(benchmark=bench)
         inputs = tmf.load(con, rf)
@@ -318,6 +324,35 @@ def test_rows_with_a_task_the_benchmark_does_not_list_come_in_task_id_order(demo
         # the task sorts first of the benchmark's ids: in task id order it leads every run's rows
         firsts = rows.groupby("run_id", sort=False)["task_id"].first()
         assert (firsts[rows.loc[rows["task_id"] == task, "run_id"].unique()] == task).all()
+
+
+def test_a_wrong_kept_human_minutes_is_seen(demo_db: Path) -> None:
+    """The rows' tasks' details are the ones kept on their codes (migrations 015 and 016), read without joining the
+    tasks table: a wrong kept human minutes makes the rows differ from those with the tasks table's details (the
+    comparison of ``check_store`` can fail)."""
+    from store import writer
+
+    with reader(demo_db) as con:
+        bench, task = query_rows(
+            con,
+            "SELECT c.benchmark, min(c.task_id) FROM tmf_task_codes c WHERE c.human_minutes IS NOT NULL"
+            " AND c.task_code IN (SELECT task_code FROM run_task_tmf) GROUP BY 1 ORDER BY 1 LIMIT 1",
+        )[0]
+    rf = RunFilter(benchmark=bench)
+
+    def plain_rows(con: object) -> pd.DataFrame:
+        rows = tmf.load(con, rf).with_details()  # type: ignore[arg-type]
+        return rows.drop(columns=[c for c in CODE_COLUMNS.values() if c in rows])
+
+    with reader(demo_db) as con:
+        assert_same(plain_rows(con), rows_by_id(con, rf), "rows")
+    with writer(demo_db) as con:
+        con.execute(
+            "UPDATE tmf_task_codes SET human_minutes = human_minutes + 1 WHERE benchmark = ? AND task_id = ?",
+            [bench, task],
+        )
+    with reader(demo_db) as con, pytest.raises(AssertionError):
+        assert_same(plain_rows(con), rows_by_id(con, rf), "rows")
 
 
 def test_codes_numbered_in_order_of_first_appearance_factorize_as_pandas_does() -> None:

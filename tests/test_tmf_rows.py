@@ -1,9 +1,10 @@
 """``run_task_tmf`` (migration 012, store/tmf_rows.py): the Tech-Market-Fit page's (run, task) rows on integer codes,
 ``run_task_board`` (migration 013): the Leaderboard's, on the same codes, ``run_health_sums`` (migration 014):
-each run's counts that run health sums, and each coded task's level, category and listing (migration 015); kept by
-the writer. After an ingest, a deletion, late scores, replaced attempts, judge labels and rule findings the
-rows, read back by their codes' run and task ids, equal a recomputation from ``run_task_stats``, and every code is
-one run's or one (benchmark, task)'s; on the demo and on a generated store, on a file store and a local lake."""
+each run's counts that run health sums, and each coded task's level, category and listing (migration 015) and human
+minutes (016); kept by the writer. After an ingest, a deletion, late scores, replaced attempts, judge labels and rule
+findings the rows, read back by their codes' run and task ids, equal a recomputation from ``run_task_stats``, and
+every code is one run's or one (benchmark, task)'s; on the demo and on a generated store, on a file store and a
+local lake."""
 
 from __future__ import annotations
 
@@ -62,8 +63,10 @@ def check(db: str | Path) -> None:
         sums = health_stored(con)
         assert len(sums) > 0
         assert_same(sums, health_expected(con), "run_health_sums")
-        kinds = kinds_stored(con)  # migration 015: each coded task's level, category and listing, as tasks has them
+        # migrations 015 and 016: each coded task's level, category, listing and human minutes, as tasks has them
+        kinds = kinds_stored(con)
         assert len(kinds) > 0 and kinds["is_listed"].all() and kinds["level"].notna().any()
+        assert kinds["human_minutes"].notna().any()
         assert_same(kinds, kinds_expected(con), "tmf_task_codes")
         dup = "SELECT count(*) FROM (SELECT {k} FROM {t} GROUP BY {k} HAVING count(*) > 1)"
         for table, key in [
@@ -132,14 +135,20 @@ def test_migration_012_backfills_an_older_store(demo_db: Path) -> None:
     check(demo_db)
 
 
+NEW_CODES = "tmf_task_codes_016"  # migration 016 makes tmf_task_codes again under this name (none after it)
+
+
 @pytest.mark.parametrize(
     ("version", "dropped", "backfilled", "untouched"),
     [
-        (12, ["run_task_board", "run_health_sums"], board_stored, stored),  # 013: the Leaderboard's rows
-        (13, ["run_health_sums"], health_stored, board_stored),  # 014: each run's sums
-        (14, [], kinds_stored, board_stored),  # 015: each coded task's level, category and listing
+        (12, ["run_task_board", "run_health_sums", NEW_CODES], board_stored, stored),  # 013: the Leaderboard's rows
+        (13, ["run_health_sums", NEW_CODES], health_stored, board_stored),  # 014: each run's sums
+        (14, [NEW_CODES], kinds_stored, board_stored),  # 015: each coded task's level, category and listing
+        # 016: each coded task's human minutes (015 and 016 in one transaction from 014: the table altered and
+        # updated, then made again)
+        (15, [NEW_CODES], kinds_stored, board_stored),
     ],
-    ids=["013", "014", "015"],
+    ids=["013", "014", "015", "016"],
 )
 def test_a_migration_backfills_an_older_store(
     demo_db: Path, version: int, dropped: list[str], backfilled: Any, untouched: Any

@@ -156,8 +156,8 @@ def load(
     IRT abilities and so never reads them).
 
     ``on_task_count``: called with the number of the benchmark's tasks that have rows in the store (its coded
-    tasks), before the tasks and the rows are read, when a run is read (the page starts the bootstrap's draw with
-    it: ``bootstrap.prefetch_weights``).
+    tasks), after the tasks' statement and before the runs and the rows are read, when there is one (the page
+    starts the bootstrap's draw with it: ``bootstrap.prefetch_weights``).
 
     ``row_columns``: the ``ROW_COLUMNS`` to read (``row_columns_for`` the options to be analysed; default: all). The
     rows' frame has only those of them, in ``ROW_COLUMNS``' order; every other column is the same.
@@ -174,29 +174,29 @@ def load(
     benchmark = run_filter.benchmark
     if benchmark is None:
         raise TmfError("a Tech-Market-Fit analysis is of one benchmark: the run filter names none")
-    # the runs first, with the number of the benchmark's coded tasks: the draw that waits for it starts before the
-    # tasks' statement (the larger of the two: 66,667 task ids joined and sorted at 10M attempts)
+    # the tasks first (their codes alone, migration 016): their number starts the draw that waits for it, before the
+    # runs' statement, which then counts no task of its own (0.02 CPU s of it at 10M attempts: BENCHMARKS.md "TMF
+    # first render at ten million, tenth pass")
+    tasks, task_codes = _tasks_and_codes(con, benchmark)
+    if on_task_count is not None and len(task_codes["task_code"]):  # no coded task: nothing to analyse
+        on_task_count(len(task_codes["task_code"]))
     params = dataclasses.replace(run_filter, with_humans=True).params()
     runs = query_df(
         con,
         with_run_filter(
             f"SELECT {', '.join('r.' + c for c in RUN_COLUMNS)}, {compare.IS_BASELINE_SQL} AS is_baseline,"
-            f" rc.run_code, (SELECT count(*) FROM tmf_task_codes WHERE benchmark = $benchmark) AS n_coded_tasks,"
-            f" ({_HAS_IRT_FIT_SQL.replace('?', '$benchmark')}) AS has_irt_fit"
+            f" rc.run_code, ({_HAS_IRT_FIT_SQL.replace('?', '$benchmark')}) AS has_irt_fit"
             f", {IS_SUPERSEDED_SQL} AS is_superseded, {RUN_STATE_SQL}"
             f" FROM runs r LEFT JOIN tmf_run_codes rc ON rc.run_id = r.run_id {_RUNS_WHERE} ORDER BY {_RUN_ORDER}"
         ),
         params,
     )
-    n_coded, has_irt, is_superseded = runs.pop("n_coded_tasks"), runs.pop("has_irt_fit"), runs.pop("is_superseded")
+    has_irt, is_superseded = runs.pop("has_irt_fit"), runs.pop("is_superseded")
     superseded = tuple(str(r) for r in runs["run_id"][is_superseded.to_numpy(dtype=bool)])
     if superseded:  # a retried run is the retry's (the leaderboard's rule): left out, as if never run
         runs = runs[~is_superseded.to_numpy(dtype=bool)].reset_index(drop=True)
     run_codes = runs.pop("run_code")
     state = pd.DataFrame({c: runs.pop(c) for c in ("log_status", "completed", "total")})
-    if on_task_count is not None and len(n_coded):  # no run: nothing to analyse
-        on_task_count(int(n_coded.iloc[0]))
-    tasks, task_codes = _tasks_and_codes(con, benchmark)
     outcomes = _coded_rows(con, run_codes, task_codes, ROW_COLUMNS if row_columns is None else row_columns)
     incomplete, keep = _incomplete(runs, state, outcomes)
     if keep is not None and not include_incomplete:  # a run cut short is on other tasks: no point by default
@@ -313,28 +313,27 @@ def _tasks_and_codes(con: duckdb.DuckDBPyConnection, benchmark: str) -> tuple[pd
     """The benchmark's listed tasks that have a code (``TASK_COLUMNS``, by task id) and its task codes
     (``tmf_task_codes``), one row per coded task: its place among those tasks (``task_at``, -1 for a task the
     benchmark does not list, whose id is ``unlisted_task_id``) and among every coded task id (``task_rank``). One
-    statement: the codes joined to the tasks on the task id, in task id order. A listed task without a code has no
-    (run, task) row, so nothing takes its details: it is not read (the full join of every listed task cost 0.097
-    CPU s against 0.081 at 10M attempts: BENCHMARKS.md "TMF first render at ten million, ninth pass")."""
+    statement of the codes alone, in task id order: each code keeps its task's level, category, listing (migration
+    015) and human minutes (016), the ``tasks`` table's, so no task is joined (the codes joined to the listed tasks
+    cost 0.076-0.095 CPU s against 0.040-0.046 at 10M attempts: BENCHMARKS.md "TMF first render at ten million, tenth
+    pass"). A listed task without a code has no (run, task) row, so nothing takes its details: it is not read."""
     both = _query_columns(
         con,
         f"""
-        SELECT {", ".join("t." + c for c in TASK_COLUMNS)}, c.task_code, c.task_id AS coded_task_id
-        FROM (SELECT task_code, task_id FROM tmf_task_codes WHERE benchmark = $benchmark) c
-        LEFT JOIN (SELECT {", ".join(TASK_COLUMNS)} FROM tasks WHERE benchmark = $benchmark) t
-            ON t.task_id = c.task_id
-        ORDER BY c.task_id""",
+        SELECT {", ".join(TASK_COLUMNS)}, is_listed IS TRUE AS is_listed, task_code
+        FROM tmf_task_codes
+        WHERE benchmark = $benchmark
+        ORDER BY task_id""",
         {"benchmark": benchmark},
     )
-    coded_id = both.pop("coded_task_id")
+    listed = np.asarray(both.pop("is_listed"), dtype=bool)
     code = both.pop("task_code")
-    listed = np.array([v is not None for v in both["task_id"]], dtype=bool)
     tasks = pd.DataFrame({col: values[listed] for col, values in both.items()})
     task_at = np.where(listed, np.cumsum(listed) - 1, -1)
     codes = {
         "task_code": np.asarray(code, dtype=np.int64),
         "task_at": task_at,
-        "unlisted_task_id": np.where(task_at < 0, coded_id, np.array(None, dtype=object)),
+        "unlisted_task_id": np.where(task_at < 0, both["task_id"], np.array(None, dtype=object)),
         "task_rank": np.arange(len(code), dtype=np.int64),
     }
     return tasks, codes
