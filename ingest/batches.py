@@ -3,7 +3,7 @@
 A file's write has a cost that does not follow its size: on a lake each COMMIT writes catalog rows and a
 snapshot, each statement (the inserts, the aggregates' eleven) pays for its catalog reads, and each insert writes
 Parquet files of its own. A folder of files of up to half a batch each therefore takes validated files into a
-batch, up to ``BATCH_BYTES`` of files (``RUNLENS_INGEST_BATCH_MB``, 256; 0: one transaction per file) or
+batch, up to ``BATCH_BYTES`` of files (``RUNLENS_INGEST_BATCH_MB``, 512; 0: one transaction per file) or
 ``BATCH_FILES`` files, and writes the batch with one statement per table and one commit
 (``store.ingest_writer.write_batch``): the same rows, file_ids and attempt ids as file after file.
 
@@ -32,9 +32,10 @@ from ingest.records import DEFINITION_TABLES, Known
 from store.ingest_writer import BatchFile, batchable, write_batch
 from store.retries import retry_keys, retry_notes
 
-# 256 MB: four of the 1M generator's 56 MB files go together (measured on its 50 files into a new lake, load 17-21:
-# the writer's CPU 56.1 -> 29.9 s, its largest process 488 -> 836 MB; BENCHMARKS.md "Ingest, sixth pass")
-BATCH_BYTES = int(float(os.environ.get("RUNLENS_INGEST_BATCH_MB") or 256) * 1024 * 1024)
+# 512 MB: nine of the 1M generator's 56 MB files go together (64 MB -> 256: the writer's CPU 56.1 -> 29.9 s, its
+# largest process 488 -> 836 MB, BENCHMARKS.md "Ingest, sixth pass"; 256 -> 512: fewer COMMITs and statements a
+# folder, "Ingest, eleventh pass")
+BATCH_BYTES = int(float(os.environ.get("RUNLENS_INGEST_BATCH_MB") or 512) * 1024 * 1024)
 BATCH_FILES = 64
 
 

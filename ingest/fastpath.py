@@ -64,8 +64,19 @@ class FastLine:
 
     __slots__ = ("attempt", "raw")
 
-    def __init__(self, attempt: FastAttempt, raw: bytes) -> None:
+    def __init__(self, attempt: FastAttempt, raw: bytes | memoryview) -> None:
         self.attempt = attempt
+        self.raw = raw
+
+
+class TaskLine:
+    """A native line that starts as a task record (``{"record":"task"``), its bytes not yet decoded: the
+    normaliser defines a line it has read before (the same bytes) from that line's row, and reads any other by the
+    record path (``Normaliser.feed_part``)."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: bytes) -> None:
         self.raw = raw
 
 
@@ -73,8 +84,9 @@ _DECODER = msgspec.json.Decoder(FastAttempt)
 _MISSES = (msgspec.MsgspecError, ValueError, RecursionError)  # ValueError: invalid UTF-8
 
 
-def decode_attempt(raw: bytes) -> FastLine | None:
-    """The line as a :class:`FastLine`, or None when it is not a plainly typed attempt record."""
+def decode_attempt(raw: bytes | memoryview) -> FastLine | None:
+    """The line as a :class:`FastLine`, or None when it is not a plainly typed attempt record. ``raw`` may be a
+    view of the line where it was read (no copy): the line's buffer then stays as long as the FastLine."""
     try:
         return FastLine(_DECODER.decode(raw), raw)
     except _MISSES:

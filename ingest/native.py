@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.errors import ProblemCollector
-from ingest.fastpath import decode_attempt
+from ingest.fastpath import TaskLine, decode_attempt
 from ingest.jsonline import MAX_RECORD_BYTES, Readable, load_record, record_too_long
 
 MAX_LINE_BYTES = MAX_RECORD_BYTES  # one record larger than this is refused, not parsed (nor copied)
@@ -127,6 +127,12 @@ def _refuse_long(
     return lineno, rest
 
 
+_OPEN = ord("{")
+# the start of a line of another record kind than an attempt: the fast path would refuse it at its first field
+_TASK = b'{"record":"task"'
+_OTHER_KIND = (b'{"record":"benchmark"', _TASK, b'{"record":"run"', b'{"record":"rating"')
+
+
 def _records(
     name: str,
     data: bytes,
@@ -139,6 +145,7 @@ def _records(
     """The records of the whole lines in ``data[start:stop]`` (read in place), the first being line ``lineno + 1``
     of file ``name``."""
     size = len(data) if stop is None else stop
+    view = memoryview(data)
     while start < size:
         end = data.find(b"\n", start, size)
         if end < 0:
@@ -150,16 +157,19 @@ def _records(
             problems.add(f"{name}:{lineno}", "-", record_too_long(end - start))
             start = end + 1
             continue
-        raw = data[start:end]
-        start = end + 1
-        if not raw or raw.isspace():  # no copy of the line, unlike strip()
+        line, start = start, end + 1
+        if data[line] != _OPEN and (line == end or data[line:end].isspace()):  # (an object's line starts with "{")
+            continue
+        if not data.startswith(_OTHER_KIND, line):  # maybe an attempt: decoded where it is in ``data`` (no copy)
+            fast = decode_attempt(view[line:end])
+            if fast is not None:
+                yield f"{name}:{lineno}", fast
+                continue
+        elif data.startswith(_TASK, line):  # read by the normaliser, once for lines of the same bytes
+            yield f"{name}:{lineno}", TaskLine(data[line:end])
             continue
         loc = f"{name}:{lineno}"
-        fast = decode_attempt(raw)
-        if fast is not None:
-            yield loc, fast
-            continue
-        record, reason = load_record(raw)
+        record, reason = load_record(data[line:end])
         if reason is not None:
             problems.add(loc, "-", reason)
             continue

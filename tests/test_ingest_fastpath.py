@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ingest.native
+import ingest.records.definitions
+import ingest.records.normaliser
 from ingest.errors import ProblemCollector
 from ingest.fastpath import FastLine, decode_attempt
 from ingest.native import parse_native
@@ -211,6 +213,125 @@ def test_plain_attempts_take_the_fast_path(tmp_path: Path, monkeypatch: pytest.M
     assert fast[2] == 2
     assert fast[1] == [] and fast[0]["steps"].num_rows == 4 and fast[0]["texts"].num_rows == 1
     assert fast[0]["attempts"].column("cost_usd").to_pylist() == [pytest.approx((1200 * 1.5 + 80 * 6.0) / 1e6)] * 2
+    assert_same(fast, general)
+
+
+def test_compact_lines_only_attempts_are_offered_to_the_fast_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compact lines (as a harness writes them): a line that starts as a benchmark, task, run or rating record is
+    not offered to the fast path; attempt lines are, as views of the file's bytes, and a line it hands back (an
+    unknown run) is read again from its bytes. Rows and problems are the general path's."""
+    lines = [
+        *HEADER,
+        {"record": "task", "benchmark": "nope", "task_id": "x"},  # refused: unknown benchmark
+        PLAIN,
+        {**PLAIN, "run_id": "r9"},  # decoded, then handed back: unknown run
+        {"sample": 2, **{k: v for k, v in PLAIN.items() if k != "sample"}},  # "record" not its first field
+    ]
+    data = "\n".join(json.dumps(r, separators=(",", ":")) for r in lines).encode()
+    offered: list[Any] = []
+    decode = ingest.native.decode_attempt
+
+    def counted(raw: Any) -> Any:
+        offered.append(raw)
+        return decode(raw)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest.native, "decode_attempt", counted)
+        fast = normalise(tmp_path / "compact.jsonl", data)
+    assert [bytes(raw) for raw in offered] == [line for line in data.split(b"\n") if b'"record":"attempt"' in line]
+    assert all(isinstance(raw, memoryview) for raw in offered)
+    assert fast[2] == 3
+    general = both_paths(tmp_path / "compact.jsonl", data, monkeypatch)[1]
+    assert_same(fast, general)
+    name = tmp_path / "compact.jsonl"
+    assert fast[1] == [
+        (f"{name}:9", "benchmark", "unknown benchmark 'nope': define it with a benchmark record first"),
+        (f"{name}:11", "run_id", "unknown run 'r9': define it with a run record first"),
+    ]
+
+
+def test_a_task_line_read_before_is_defined_as_the_record_path_defines_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task line whose bytes were read before (in this process) is defined from that line's row: its benchmark
+    still checked, an identical repeat skipped, a conflicting one refused, a line with an error reported as the
+    record path reports it. Files read one after another against one Known, with the repeat and without it."""
+    compact = [json.dumps(r, separators=(",", ":")) for r in HEADER[:3]]  # benchmarks bin and grad, task bin/t1
+    other_t1 = json.dumps({"record": "task", "benchmark": "bin", "task_id": "t1", "level": "L2"}, separators=(",", ":"))
+    files = [
+        [compact[2], *compact],  # t1 before its benchmark: refused; then defined
+        [compact[2], compact[2]],  # repeats of a known definition: skipped
+        [other_t1],  # the same task with another level: refused
+        [compact[2][:-1]],  # not JSON
+        [compact[2]],  # read before, but into a store that has no benchmark bin (a new Known): refused
+    ]
+
+    def read_all() -> list[Any]:
+        known, out = Known(), []
+        for i, lines in enumerate(files):
+            known = Known() if i == 4 else known
+            problems = ProblemCollector()
+            path = tmp_path / f"f{i}.jsonl"
+            bundle = Normaliser(known, problems).feed(parse_native(path, "\n".join(lines).encode(), problems))
+            out.append(([(p.location, p.field, p.reason) for p in problems.problems], bundle.tasks))
+        return out
+
+    ingest.records.definitions._TASK_ROWS.clear()
+    loads: list[Any] = []
+    load = ingest.records.normaliser.load_record
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest.records.normaliser, "load_record", lambda raw: loads.append(raw) or load(raw))
+        repeated = read_all()
+    # read until its row is made (f0's fourth line), then from the row; read again where its benchmark is unknown (f4)
+    assert loads.count(compact[2].encode()) == 3
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest.native, "_TASK", b"\0")  # every task line read by the record path
+        assert read_all() == repeated
+    assert [found for found, _ in repeated] == [
+        [
+            (
+                f"{tmp_path / 'f0.jsonl'}:1",
+                "benchmark",
+                "unknown benchmark 'bin': define it with a benchmark record first",
+            )
+        ],
+        [],
+        [(f"{tmp_path / 'f2.jsonl'}:1", "task", "'bin/t1' is already defined with different level")],
+        [(f"{tmp_path / 'f3.jsonl'}:1", "-", repeated[3][0][0][2])],
+        [
+            (
+                f"{tmp_path / 'f4.jsonl'}:1",
+                "benchmark",
+                "unknown benchmark 'bin': define it with a benchmark record first",
+            )
+        ],
+    ]
+    assert [len(tasks["task_id"]) for _, tasks in repeated] == [1, 0, 0, 0, 0]
+
+
+def test_each_path_counts_steps_tool_calls_and_rounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An attempt's step counts, counted in the pass that makes its step rows: a step without a round is in a
+    round of its own (its position + 1), a round given twice counts once, a tool call is a step of kind
+    ``tool_call`` (given, or a step with a tool and no kind)."""
+    steps = [
+        {"round": 1, "kind": "tool_call", "tool": "a"},
+        {"round": 1, "tool": "b"},  # kind taken from the tool
+        {"kind": "message", "content": "x"},  # no round: round 3
+        {"round": 3, "kind": "final", "content": "y"},  # round 3 again
+        {"kind": "tool_call", "tool": "c", "error": {"code": 1}},  # no round: round 5
+    ]
+    lines = [*HEADER, {**PLAIN, "steps": steps}, {**PLAIN, "sample": 1, "steps": []}]
+    data = "\n".join(map(json.dumps, lines)).encode()
+    fast, general = both_paths(tmp_path / "counts.jsonl", data, monkeypatch)
+    assert fast[2] == 2
+    for tables in (fast[0], general[0]):
+        counts = tables["attempts"].select(["n_steps", "n_tool_calls", "n_rounds"]).to_pylist()
+        assert counts == [
+            {"n_steps": 5, "n_tool_calls": 3, "n_rounds": 3},
+            {"n_steps": 0, "n_tool_calls": 0, "n_rounds": 0},
+        ]
     assert_same(fast, general)
 
 

@@ -131,10 +131,11 @@ class AttemptRecords(NormaliserState):
             self.bundle.scores.extend((None, stored, *row) for row in scores)
             return
         ix = self.bundle.ix_base + len(self.bundle.attempts)
-        steps = fields.steps(ix, self._long_text)
+        steps, n_tool, n_rounds = fields.steps(ix, self._long_text)
         answer = fields.answer()
         latency = fields.latency()
-        counts = self._append_steps(steps)
+        self.bundle.steps.extend(steps)
+        counts = (len(steps), n_tool, n_rounds)
         self._store_attempt(
             key,
             (score, raw, passed, answer, in_tok, out_tok, cost, computed, latency, status),
@@ -166,19 +167,6 @@ class AttemptRecords(NormaliserState):
         if metrics:
             self.bundle.metrics.extend((ix, *metric) for metric in metrics)
         self._file_attempts[key] = ix
-
-    def _append_steps(self, steps: list[tuple[Any, ...]]) -> tuple[int, int, int]:
-        """Append an attempt's step rows (from ``_record_steps`` or ``_fast_steps``); return (steps, tool calls,
-        rounds)."""
-        self.bundle.steps.extend(steps)
-        n_tool = 0
-        rounds: set[int] = set()
-        for row in steps:
-            if row[3] == "tool_call":
-                n_tool += 1
-            rnd = row[2]
-            rounds.add(row[1] + 1 if rnd is None else rnd)
-        return len(steps), n_tool, len(rounds)
 
     def _long_text(self, text: str) -> str:
         """Keep a long tool result once in ``texts``; return its key (the SHA-256 of its UTF-8)."""
@@ -247,7 +235,7 @@ class _RecordFields:
     def metrics(self) -> list[tuple[str, float]]:
         return _metrics(self.rec.get("metrics"))
 
-    def steps(self, ix: int, keep: Callable[[str], str]) -> list[tuple[Any, ...]]:
+    def steps(self, ix: int, keep: Callable[[str], str]) -> tuple[list[tuple[Any, ...]], int, int]:
         steps = self.rec.get("steps")
         if steps is not None and not isinstance(steps, list):
             raise _Bad("steps", f"expected an array of step objects, got {_type_name(steps)}")
@@ -334,7 +322,7 @@ class _FastFields:
         metrics = self.att.metrics
         return [(name, value) for name, value in metrics.items() if value is not None] if metrics else []
 
-    def steps(self, ix: int, keep: Callable[[str], str]) -> list[tuple[Any, ...]]:
+    def steps(self, ix: int, keep: Callable[[str], str]) -> tuple[list[tuple[Any, ...]], int, int]:
         return _fast_steps(self.att.steps or (), ix, keep)
 
     def answer(self) -> str | None:

@@ -25,6 +25,7 @@ class NormaliserState:
         self._rescored: set[tuple[str, str, int]] = set()
         self._revision_locs: dict[str, str] = {}  # revised run -> location of its run record
         self._revision_scored: set[str] = set()  # revised runs of which this file scores at least one attempt
+        self._task_line: bytes | None = None  # the bytes of the task line being read (a TaskLine), else None
 
     def _define(self, loc: str, key: tuple[str, ...], row: dict[str, Any], cols: dict[str, list[Any]]) -> bool:
         """Record a definition; identical repeats are skipped, conflicting ones are errors."""

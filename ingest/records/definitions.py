@@ -26,6 +26,12 @@ from ingest.records.fields import (
     _tool_graph,
 )
 
+# The rows of task lines read in this process, by the line's bytes: the logs of one benchmark's runs repeat its
+# task definitions line for line (the 1M generator's files, 6,666 a file, a quarter of their lines), and a row is a
+# function of the line alone (its benchmark known or not is checked again). Rows are never changed once made.
+_TASK_ROWS: dict[bytes, tuple[tuple[str, str], dict[str, Any]]] = {}
+TASK_ROWS_MAX = 30_000  # then emptied: about 45 MB at most (the 1M generator's 26,668 tasks fit)
+
 
 class DefinitionRecords(NormaliserState):
     """The handlers of benchmark, task and run records."""
@@ -76,6 +82,25 @@ class DefinitionRecords(NormaliserState):
         return name
 
     def _task(self, loc: str, rec: dict[str, Any]) -> None:
+        key, row = self._task_row(rec)
+        if self._task_line is not None:  # the line's bytes (a native reader's TaskLine): its row, for a repeat
+            if len(_TASK_ROWS) >= TASK_ROWS_MAX:
+                _TASK_ROWS.clear()
+            _TASK_ROWS[self._task_line] = (key, row)
+        self._define(loc, key, row, self.bundle.tasks)
+
+    def _repeated_task(self, loc: str, line: bytes) -> bool:
+        """Define the task of a line whose bytes an earlier line had (in this process): its row is that line's, so
+        only what depends on the state is done again -- its benchmark known (else False: the record path reports
+        it), then ``_define`` (a conflicting row raises ``_Bad`` as for the record). False when not a repeat."""
+        seen = _TASK_ROWS.get(line)
+        if seen is None or seen[1]["benchmark"] not in self.known.benchmarks:
+            return False
+        self._define(loc, seen[0], seen[1], self.bundle.tasks)
+        return True
+
+    def _task_row(self, rec: dict[str, Any]) -> tuple[tuple[str, str], dict[str, Any]]:
+        """A task record's definition key and row, each field checked (``_Bad``)."""
         bench = self._need_benchmark(rec)
         task_id = _ident(rec, "task_id")
         assert task_id is not None
@@ -94,7 +119,7 @@ class DefinitionRecords(NormaliserState):
             "reference_trajectory": _str_list(rec, "reference_trajectory"),
             "extra": _extra(rec, TASK_FIELDS),
         }
-        self._define(loc, ("task", f"{bench}/{task_id}"), row, self.bundle.tasks)
+        return ("task", f"{bench}/{task_id}"), row
 
     def _run(self, loc: str, rec: dict[str, Any]) -> None:
         run_id = _ident(rec, "run_id")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ingest.fastpath import FastLine
+from ingest.fastpath import FastLine, TaskLine
 from ingest.jsonline import load_record
 from ingest.records.attempt import _FastFields
 from ingest.records.bundle import Bundle, KeptSpans
@@ -38,6 +38,7 @@ class Normaliser(DefinitionRecords, RatingRecords):
             "rating": self._rating,
         }
         for loc, rec in records:
+            task_line = None
             if rec.__class__ is FastLine:
                 n_steps = len(self.bundle.steps)
                 try:
@@ -45,7 +46,19 @@ class Normaliser(DefinitionRecords, RatingRecords):
                     continue
                 except (_Bad, _Fallback):
                     del self.bundle.steps[n_steps:]  # the steps of the attempt appended before the check failed
-                rec, reason = load_record(rec.raw)
+                rec, reason = load_record(bytes(rec.raw))  # (a view of the line, from the native reader)
+                if reason is not None:
+                    self.problems.add(loc, "-", reason)
+                    continue
+            elif rec.__class__ is TaskLine:
+                try:
+                    if self._repeated_task(loc, rec.raw):
+                        continue
+                except _Bad as bad:
+                    self.problems.add(loc, bad.field, bad.reason)
+                    continue
+                task_line = rec.raw
+                rec, reason = load_record(task_line)
                 if reason is not None:
                     self.problems.add(loc, "-", reason)
                     continue
@@ -61,10 +74,13 @@ class Normaliser(DefinitionRecords, RatingRecords):
                 what = "missing" if kind is None else f"{kind!r} is not one of {', '.join(RECORD_KINDS)}"
                 self.problems.add(loc, "record", what)
                 continue
+            self._task_line = task_line  # (for ``_task``: the row of a TaskLine is kept for a repeat of its bytes)
             try:
                 handlers[kind](loc, rec)
             except _Bad as bad:
                 self.problems.add(loc, bad.field, bad.reason)
+            finally:
+                self._task_line = None
 
     def finish(self) -> Bundle:
         """The checks that need the whole file, once every part is fed; the bundle."""

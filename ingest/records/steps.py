@@ -25,10 +25,15 @@ from ingest.records.fields import (
 )
 
 
-def _record_steps(steps: list[Any] | tuple[()], ix: int, keep: Callable[[str], str]) -> list[tuple[Any, ...]]:
-    """The step rows of attempt ``ix`` from a decoded record, each step checked; ``_Bad`` names the step
-    (``steps[2].kind``). ``keep`` stores a long tool result apart and returns its key."""
+def _record_steps(
+    steps: list[Any] | tuple[()], ix: int, keep: Callable[[str], str]
+) -> tuple[list[tuple[Any, ...]], int, int]:
+    """The step rows of attempt ``ix`` from a decoded record, each step checked, with the attempt's counts of tool
+    calls and rounds (counted in the same pass); ``_Bad`` names the step (``steps[2].kind``). ``keep`` stores a long
+    tool result apart and returns its key."""
     rows = []
+    n_tool = 0
+    rounds: set[int] = set()
     for pos, raw in enumerate(steps):
         if not isinstance(raw, dict):
             raise _Bad(f"steps[{pos}]", f"expected an object, got {_type_name(raw)}")
@@ -44,15 +49,23 @@ def _record_steps(steps: list[Any] | tuple[()], ix: int, keep: Callable[[str], s
         rows.append(
             (ix, pos, rnd, kind, tool, args, content, result, digest, chars, in_tok, out_tok, latency, error, extra)
         )
-    return rows
+        if kind == "tool_call":
+            n_tool += 1
+        rounds.add(pos + 1 if rnd is None else rnd)
+    return rows, n_tool, len(rounds)
 
 
-def _fast_steps(steps: list[FastStep] | tuple[()], ix: int, keep: Callable[[str], str]) -> list[tuple[Any, ...]]:
+def _fast_steps(
+    steps: list[FastStep] | tuple[()], ix: int, keep: Callable[[str], str]
+) -> tuple[list[tuple[Any, ...]], int, int]:
     """``_record_steps`` for steps the fast path decoded: the hot loop of ingest. ``_Fallback`` where
     ``_record_steps`` would find a problem (the steps appended so far are then dropped by ``feed``)."""
     rows = []
+    n_tool = 0
+    rounds: set[int] = set()
     for pos, step in enumerate(steps):
-        tool, kind, args, content, result, error = (
+        rnd, tool, kind, args, content, result, error = (
+            step.round,
             step.tool,
             step.kind,
             step.args,
@@ -65,7 +78,10 @@ def _fast_steps(steps: list[FastStep] | tuple[()], ix: int, keep: Callable[[str]
         elif not kind:
             raise _Fallback
         if args is not None:
-            args = _fast_json(args)
+            try:  # (``_fast_json`` inline: the one call of every step)
+                args = orjson.dumps(args).decode("utf-8")
+            except (TypeError, orjson.JSONEncodeError):
+                raise _Fallback from None
         if content is not None and content.__class__ is not str:
             content = _fast_json(content)
         if error is not None and error.__class__ is not str:
@@ -78,10 +94,13 @@ def _fast_steps(steps: list[FastStep] | tuple[()], ix: int, keep: Callable[[str]
             if chars > INLINE_RESULT_CHARS:
                 digest, result = keep(result), None
         rows.append((
-            ix, pos, step.round, kind, tool, args, content, result, digest, chars,
+            ix, pos, rnd, kind, tool, args, content, result, digest, chars,
             step.input_tokens, step.output_tokens, step.latency_s, error, None,
         ))  # fmt: skip
-    return rows
+        if kind == "tool_call":
+            n_tool += 1
+        rounds.add(pos + 1 if rnd is None else rnd)
+    return rows, n_tool, len(rounds)
 
 
 _STEP_KNOWN = frozenset(STEP_FIELDS)
