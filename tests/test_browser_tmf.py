@@ -11,9 +11,12 @@ import pytest
 from PIL import Image
 
 from analytics import export, tmf
+from ingest.pipeline import ingest_paths
 from store import RunFilter, reader
-from tests.browser_support import MENU, chromium_page, screenshot, settle
+from tests.browser_support import MENU, chromium_page, screenshot, settle, streamlit_server
 from tests.conftest import ARTIFACTS
+from tests.test_browser_pages import url_param
+from tests.test_incomplete_runs import RUNS, _log
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a cold Chromium + kaleido take minutes under load
 
@@ -92,3 +95,36 @@ def test_export_module_renders_the_fixture_chart(fixture_db: Path) -> None:
     assert b"Human" in images["svg"]
     with pytest.raises(export.ExportError):
         export.fig_to_images(tmf.fig_tmf(result), formats=["gif"])
+
+
+# the run ids each Plotly chart of the page draws (its traces' data, as the browser holds it)
+CHART_DATA_JS = """() => JSON.stringify([...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+  .map(e => e.data || []))"""
+
+
+def test_tmf_incomplete_run_off_then_on_in_chromium(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run cut short (m-cut, cancelled: tests/test_incomplete_runs.py's runs) is no point of the chart and the
+    caption names it; "Include incomplete runs" ticked, it is drawn and the caption says so."""
+    monkeypatch.setenv("STREAMLIT_SERVER_FILE_WATCHER_TYPE", "none")
+    monkeypatch.setenv("RUNLENS_SKIP_DEMO", "1")
+    db = tmp_path / "cut.duckdb"
+    assert [r.outcome for r in ingest_paths([_log(tmp_path, r) for r in RUNS], db=db)] == ["ingested"] * len(RUNS)
+    with streamlit_server(db, env={"RUNLENS_AUTO_FIT": "0"}) as url, chromium_page(height=1100) as page:
+        page.goto(url + "/tmf?benchmark=cut", wait_until="domcontentloaded")
+        page.get_by_role("heading", name="Tech-Market-Fit", exact=True).first.wait_for(timeout=180_000)
+        page.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=120_000)
+        text = settle(page)
+        charts = page.evaluate(CHART_DATA_JS)
+        screenshot(page, "tmf-incomplete-off")
+        assert "1 incomplete run not shown, as on the Leaderboard: m-cut (cancelled)" in text, text[:3000]
+        assert "m-full" in charts and "m-cut" not in charts  # the complete runs are points, the cut one is not
+        page.get_by_text("Change the assumptions").first.click()
+        box = page.get_by_text("Include incomplete runs", exact=True).first
+        box.click()
+        text = settle(page)
+        charts = page.evaluate(CHART_DATA_JS)
+        screenshot(page, "tmf-incomplete-on")
+        assert url_param(page, "include_incomplete") == "1", page.url  # the view is in its link
+        assert "1 incomplete run shown as points, as asked: m-cut (cancelled)" in text, text[:3000]
+        assert "m-cut" in charts and "m-full" in charts
+        assert not page.locator('[data-testid="stException"]').count()

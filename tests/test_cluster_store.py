@@ -29,6 +29,9 @@ def _extra_failures(path: Path, benchmark: str, n: int) -> Path:
     return path
 
 
+# ``held_db`` is the module's and its tests change it in turn: test_a_run_keeps_its_own_clustering_... reads the
+# clustering the first test stored, and checks it outlived the second test's. They run as one file on one process
+# (``bash run.sh test``: ``--dist loadfile``); alone, or split over workers (``--dist load``), that test fails.
 @pytest.fixture(scope="module")
 def held_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     from ingest.pipeline import ingest_paths
