@@ -18,6 +18,10 @@ from store.backends.base import LOCK_WAIT_S, RawLocation, Store, register
 from store.lake import LakeError
 from store.migrate import latest_version, migrate, schema_version
 
+# A lake's (catalog, data path) -> the first snapshot ``LakeStore.ensure_snapshot`` found at this code's schema (a
+# later one is too: migrations only move forward)
+_CURRENT: dict[tuple[str, str | None], int] = {}
+
 
 @register
 class LakeStore(Store):
@@ -99,10 +103,27 @@ class LakeStore(Store):
     def ensure_snapshot(self) -> lake.Lake:
         """A new lake, or one older than this code, is created and migrated by a writer session; a lake is its own
         snapshot."""
-        if lake.snapshot_id(self._lake) is None:
-            with self.writer():
+        snapshot = lake.snapshot_id(self._lake)
+        if snapshot is None or not self._is_current(snapshot):
+            with self.writer():  # creates, or migrates
                 pass
         return self._lake
+
+    def _is_current(self, snapshot: int) -> bool:
+        """Whether ``snapshot`` is at this code's schema. Pages read pinned snapshots (``reader(as_of=...)``), which
+        never migrate: a lake an older Runlens wrote is migrated here, when the dashboard prepares it, or its pages
+        would read tables without the columns this code expects. Asked once per lake in a process."""
+        key = (self._lake.conninfo, self._lake.data_path)
+        if snapshot >= _CURRENT.get(key, snapshot + 1):
+            return True
+        con, _ = lake.pinned_reader(self._lake, snapshot)
+        try:
+            current = schema_version(con) >= latest_version()
+        finally:
+            lake.close(con)
+        if current:
+            _CURRENT[key] = snapshot
+        return current
 
     def version(self) -> str:
         return f"snapshot:{lake.snapshot_id(self._lake)}"
