@@ -140,6 +140,27 @@ def test_the_replicate_means_from_the_counts_in_blocks_equal_the_product_over_th
         stats.SUMS_BLOCK = real
 
 
+def test_the_replicate_sums_shared_between_two_threads_are_those_of_one_thread_bit_for_bit() -> None:
+    """``bootstrap._counts_sums`` (the blocks of replicates multiplied by this thread and a second one, whichever takes
+    the next) gives ``ResampleCounts.sums``' sums exactly, with a count above 255 kept whole, in one block, in many
+    and with a short last one; a block taken twice or skipped would not be equal."""
+    rng = np.random.default_rng([33, 16])
+    real = stats.SUMS_BLOCK
+    try:
+        for n_units, n_boot, rows in ((300, 7, 1), (5_003, 41, 6), (20_011, 23, 100), (700, 40, 3)):
+            stats.SUMS_BLOCK = rows * 8 * n_units
+            counts = stats.resample_counts(n_units, stats.stable_rng(5, "tmf-boot", "all"), n_boot=n_boot)
+            if n_units == 300:
+                counts.count(2, np.full((1, n_units), 4))  # unit 4 drawn 300 times in the third resample
+                assert 2 in counts.wide
+            m = rng.gamma(2.0, 0.3, (n_units, 2 * int(rng.integers(1, 14))))
+            want = counts.sums(m)
+            for _ in range(3):
+                np.testing.assert_array_equal(bootstrap._counts_sums(counts, m), want, err_msg=f"{n_units} {rows}")
+    finally:
+        stats.SUMS_BLOCK = real
+
+
 def test_a_unit_drawn_more_than_255_times_keeps_its_count() -> None:
     """``ResampleCounts`` holds counts as bytes and the rare count above 255 whole: the float matrix and the
     products are those of the counts as drawn."""

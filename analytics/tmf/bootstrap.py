@@ -208,11 +208,54 @@ def _replicate_means(counts: stats.ResampleCounts, matrix: np.ndarray) -> np.nda
     products one product."""
     ok = np.isfinite(matrix)
     if ok.all():  # as ``_weighted_means``: the resample's size, not summed
-        return counts.sums(matrix) / float(counts.shape[1])
+        return _counts_sums(counts, matrix) / float(counts.shape[1])
     k = matrix.shape[1]
-    sums = counts.sums(np.hstack([np.where(ok, matrix, 0.0), ok.astype(float)]))
+    sums = _counts_sums(counts, np.hstack([np.where(ok, matrix, 0.0), ok.astype(float)]))
     with np.errstate(invalid="ignore", divide="ignore"):
         return sums[:, :k] / sums[:, k:]
+
+
+def _counts_sums(counts: stats.ResampleCounts, matrix: np.ndarray) -> np.ndarray:
+    """``counts.sums(matrix)`` with its blocks shared between this thread and a second one (``_SUMMER``): the same
+    blocks of replicates (``stats.SUMS_BLOCK`` bytes of float counts), each one product on one BLAS thread, so the
+    same sums bit for bit, whichever thread multiplies which block. Each thread takes the next block not taken yet
+    (on a loaded machine the second may start late or not at all: this thread then multiplies the rest), into a
+    buffer of its own. At 10M attempts the page's first view multiplied 16 blocks of 66,667 x 52 on one core
+    (0.10-0.14 s) while the other, the draw's, was idle: 0.06-0.10 s wall shared (BENCHMARKS.md "TMF first render at
+    ten million, eleventh pass")."""
+    from threadpoolctl import threadpool_limits
+
+    n_boot, n_units = counts.shape
+    step = max(1, stats.SUMS_BLOCK // (8 * max(n_units, 1)))
+    if n_boot <= step:  # one block: nothing to share
+        return counts.sums(matrix)
+    out = np.empty((n_boot, matrix.shape[1]))
+    blocks = iter(range(0, n_boot, step))
+    taking = threading.Lock()
+
+    def work() -> None:
+        buf: np.ndarray | None = None
+        while True:
+            with taking:
+                start = next(blocks, None)
+            if start is None:
+                return
+            stop = min(start + step, n_boot)
+            if buf is None:
+                buf = np.empty((step, n_units))
+            np.matmul(counts._rows(start, stop, buf), matrix, out=out[start:stop])
+
+    # one BLAS thread each, as ``ResampleCounts.sums`` (under its lock: one caller sets and restores the limit)
+    with stats._ONE_BLAS_THREAD, threadpool_limits(1, user_api="blas"):
+        other = _SUMMER.submit(work)
+        try:
+            work()
+        finally:
+            other.result()
+    return out
+
+
+_SUMMER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tmf-replicate-sums")
 
 
 def _weighted_means(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
