@@ -460,7 +460,8 @@ def test_rows_reordered_a_run_at_a_time_equal_the_rows_gathered_by_a_stable_sort
     """``_row_order`` + ``_reordered`` (rows as the store keeps them: each run's rows together in task order, runs
     in code order) give the rows of ``values[np.argsort(key, kind="stable")]``: runs permuted as whole stretches,
     a run split in two stretches, stretches that interleave (one run's tasks inside another's: the sort), many short
-    stretches (the sort), and rows in order already (None). Fails with a stretch copied to the wrong place."""
+    stretches (the sort), and rows in order already (None); ``_all_reordered`` (the columns shared with a second
+    thread) gives each column its own rows. Fails with a stretch copied to the wrong place."""
     rng = np.random.default_rng(3)
     n_ranks = 50
 
@@ -480,6 +481,12 @@ def test_rows_reordered_a_run_at_a_time_equal_the_rows_gathered_by_a_stable_sort
             got = tmf_load._reordered(values, order)
             assert got.dtype == values.dtype
             np.testing.assert_array_equal(got, values[want])
+        # every column at once, every other one by the second thread (None kept): the same columns, each its own
+        columns = {"a": rng.normal(size=len(key)), "none": None, "b": np.arange(len(key)), "c": rng.random(len(key))}
+        done = tmf_load._all_reordered(columns, order)
+        assert list(done) == list(columns) and done["none"] is None
+        for name in ("a", "b", "c"):
+            np.testing.assert_array_equal(done[name], np.asarray(columns[name])[want], err_msg=name)
 
     for n_runs in (1, 2, 13):
         sizes = rng.integers(1, n_ranks, size=n_runs)
