@@ -70,9 +70,11 @@ class LakeStore(Store):
             self.ensure_snapshot()
             found = lake.refresh(self._lake) or (0, 0)
         snapshot = found[1] if when is None else lake.resolve_as_of(self._lake, when)[0]
-        con, is_new = lake.pinned_reader(self._lake, snapshot)
+        con, _ = lake.pinned_reader(self._lake, snapshot)
         try:
-            if when is None and is_new and schema_version(con) < latest_version():  # an older Runlens made it
+            if when is not None:
+                self._refuse_older(snapshot, con)
+            elif not self._is_current(snapshot, con):  # an older Runlens made it (asked once per lake in a process)
                 lake.close(con)
                 with self.writer():  # migrates
                     pass
@@ -109,20 +111,25 @@ class LakeStore(Store):
                 pass
         return self._lake
 
-    def _is_current(self, snapshot: int) -> bool:
-        """Whether ``snapshot`` is at this code's schema. Pages read pinned snapshots (``reader(as_of=...)``), which
-        never migrate: a lake an older Runlens wrote is migrated here, when the dashboard prepares it, or its pages
-        would read tables without the columns this code expects. Asked once per lake in a process."""
+    def _is_current(self, snapshot: int, con: duckdb.DuckDBPyConnection | None = None) -> bool:
+        """Whether ``snapshot`` is at this code's schema (read on ``con`` when it is given, pinned to it). Pages read
+        pinned snapshots (``reader(as_of=...)``), which never migrate: a lake an older Runlens wrote is migrated by
+        ``ensure_snapshot``, when the dashboard prepares it, or its pages would read tables without the columns this
+        code expects; a time-travel read of a snapshot older than the migration is refused by ``reader``. Asked once
+        per lake in a process (a later snapshot is current too: migrations only move forward)."""
         key = (self._lake.conninfo, self._lake.data_path)
         if snapshot >= _CURRENT.get(key, snapshot + 1):
             return True
-        con, _ = lake.pinned_reader(self._lake, snapshot)
+        own = con is None
+        if con is None:
+            con, _ = lake.pinned_reader(self._lake, snapshot)
         try:
             current = schema_version(con) >= latest_version()
         finally:
-            lake.close(con)
+            if own:
+                lake.close(con)
         if current:
-            _CURRENT[key] = snapshot
+            _CURRENT[key] = min(snapshot, _CURRENT.get(key, snapshot))
         return current
 
     def version(self) -> str:
@@ -135,7 +142,33 @@ class LakeStore(Store):
         when = lake.parse_as_of(as_of)
         if when is None:
             raise LakeError("--as-of: give a snapshot id (e.g. 42) or a time (e.g. 2026-11-24T09:00)")
-        return lake.resolve_as_of(self._lake, when)
+        found = lake.resolve_as_of(self._lake, when)
+        self._refuse_older(found[0])
+        return found
+
+    def _refuse_older(self, snapshot: int, con: duckdb.DuckDBPyConnection | None = None) -> None:
+        """A time-travel read of a snapshot an older Runlens wrote (before this code's migrations) is refused with a
+        sentence saying so, not left to fail on the first column it lacks (a Binder Error); a pinned read never
+        migrates, and a past snapshot cannot be.
+
+        Raises:
+            LakeError: ``snapshot`` is at an older schema version than this code's.
+        """
+        if self._is_current(snapshot, con):
+            return
+        own = con is None
+        if con is None:
+            con, _ = lake.pinned_reader(self._lake, snapshot)
+        try:
+            version = schema_version(con)
+        finally:
+            if own:
+                lake.close(con)
+        raise LakeError(
+            f"{self._lake.label}: snapshot {snapshot} predates this Runlens's schema (schema version {version}; this "
+            f"version reads {latest_version()}): time travel reads the snapshots written since this Runlens "
+            "migrated the lake (a read of the latest data migrates it)"
+        )
 
     def caption(self) -> str | None:
         if self._lake.is_local:
