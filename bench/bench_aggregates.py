@@ -93,11 +93,15 @@ def build(db: Path, *, n_tasks: int, n_runs: int, n_benchmarks: int) -> None:
                     con.execute(
                         statement.replace("tmf_task_codes\n", "tmf_task_codes (benchmark, task_id, task_code)\n")
                     )
-        for name in ("015_task_code_kinds.sql", "016_task_code_minutes.sql"):  # 016: the kept human minutes
-            text = (MIGRATIONS_DIR / name).read_text(encoding="utf-8")
-            for statement in ("UPDATE" + text.split("UPDATE", 1)[1]).split(";"):
-                if statement.strip():
-                    con.execute(statement)
+        text = (MIGRATIONS_DIR / "015_task_code_kinds.sql").read_text(encoding="utf-8")
+        for statement in ("UPDATE" + text.split("UPDATE", 1)[1]).split(";"):
+            if statement.strip():
+                con.execute(statement)
+        # 016's kept human minutes (its backfill makes the table again with them, from the tasks table)
+        con.execute(
+            "UPDATE tmf_task_codes SET human_minutes = t.human_minutes FROM tasks t "
+            "WHERE t.benchmark = tmf_task_codes.benchmark AND t.task_id = tmf_task_codes.task_id"
+        )
 
 
 def _best(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
