@@ -39,25 +39,16 @@ def _schema_at(location: str, snapshot: int) -> tuple[int, bool]:
 def test_an_older_lake_is_migrated_before_the_first_page_reads_it(
     page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ingest.pipeline import ingest_paths
     from ui import common
 
-    location = f"ducklake:sqlite:{tmp_path / 'team.lake'}"  # not the default lake: no demo data is loaded into it
-    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
-    ingest_paths([FIXTURES / "good.jsonl"], db=location)
-    written = lake.snapshot_id(lake.parse(location))
-    assert written is not None
-    # this code now has one migration more than the Runlens that wrote the lake
-    real = rdb.migrations()
-    newer = [*real, (real[-1][0] + 1, "999_upgrade_probe", f"CREATE TABLE {PROBE} (x INTEGER);")]
-    monkeypatch.setattr(migrate_module, "migrations", lambda: newer)
-    assert _schema_at(location, written) == (real[-1][0], False)
+    location, written, version = _older_lake(tmp_path, monkeypatch)
+    assert _schema_at(location, written) == (version - 1, False)
 
     at = open_page(page, Path(location), monkeypatch)
     pinned = str(at.session_state[common.PINNED_KEY])
     snapshot = int(pinned.removeprefix("snapshot:"))
     assert snapshot > written  # the page read the migrated snapshot, not the one the older code wrote
-    assert _schema_at(location, snapshot) == (newer[-1][0], True)
+    assert _schema_at(location, snapshot) == (version, True)
 
 
 def _older_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int, int]:
@@ -65,7 +56,7 @@ def _older_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, i
     the snapshot the older code wrote and the newer schema version."""
     from ingest.pipeline import ingest_paths
 
-    location = f"ducklake:sqlite:{tmp_path / 'team.lake'}"
+    location = f"ducklake:sqlite:{tmp_path / 'team.lake'}"  # not the default lake: no demo data is loaded into it
     monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
     ingest_paths([FIXTURES / "good.jsonl"], db=location)
     written = lake.snapshot_id(lake.parse(location))
