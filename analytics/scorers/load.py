@@ -26,6 +26,10 @@ def available_scorers(con: duckdb.DuckDBPyConnection, *, benchmark: str) -> list
     """The scorer names of the benchmark's attempts (current revision), sorted; none from a Parquet export written
     before the store kept every score (it has no ``scores`` table)."""
     try:
+        # most stores hold no per-scorer rows (native logs carry one score an attempt): asked first, as the join
+        # below costs a read of the attempts' file list even when ``scores`` is empty (0.04 s at 10M attempts)
+        if not query_rows(con, "SELECT 1 FROM scores WHERE is_current LIMIT 1"):
+            return []
         rows = query_rows(
             con,
             "SELECT DISTINCT s.scorer FROM scores s JOIN attempts a USING (attempt_id) JOIN runs r USING (run_id) "
