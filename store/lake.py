@@ -355,6 +355,38 @@ def close(con: duckdb.DuckDBPyConnection) -> None:
         con.close()
 
 
+# Every commit writes a Parquet file per table it adds rows to, and every statement on a table lists that table's
+# files from the catalog (with their column statistics, which grow with the count of files in the whole lake): a
+# lake fed by small uploads would make every page slower with every upload until someone ran ``maintain``. A writer
+# session therefore ends by merging the small files of one table once that table has SMALL_FILES of them: work
+# bounded by SMALL_FILES x SMALL_FILE_BYTES per session, nothing at all for most sessions, time travel unchanged
+# (DuckLake's merge keeps each snapshot's rows and their row ids). Files of a large ingest (megabytes each) are
+# left to ``maintain``, which merges every file below DuckLake's target size.
+SMALL_FILE_BYTES = 1024 * 1024
+SMALL_FILES = 16
+
+
+def merge_small_files(con: duckdb.DuckDBPyConnection) -> str | None:
+    """Merge the small files of the table with the most of them, when it has at least SMALL_FILES (a writer session
+    with no transaction open); the table merged, or None."""
+    name = alias(con)
+    rows = con.execute(
+        f"SELECT t.table_name FROM __ducklake_metadata_{name}.ducklake_data_file f "
+        f"JOIN __ducklake_metadata_{name}.ducklake_table t USING (table_id) "
+        "WHERE f.end_snapshot IS NULL AND t.end_snapshot IS NULL AND f.file_size_bytes < ? "
+        "GROUP BY t.table_name HAVING count(*) >= ? ORDER BY count(*) DESC, t.table_name LIMIT 1",
+        [SMALL_FILE_BYTES, SMALL_FILES],
+    ).fetchall()
+    if not rows:
+        return None
+    table = str(rows[0][0])
+    con.execute(
+        "CALL ducklake_merge_adjacent_files(?, ?, schema => 'main', max_file_size => ?)",
+        [name, table, SMALL_FILE_BYTES],
+    ).fetchall()
+    return table
+
+
 # Long texts are looked up by their hash (a step's result_hash), and hashes are random: in the Parquet files of one
 # ingest every row group spans every hash, so a lookup read the hash column of the whole table (0.3-0.55 CPU s at
 # 10M attempts). The ingest writes each file's texts sorted by hash, and a lake keeps the texts table in row

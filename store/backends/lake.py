@@ -56,6 +56,13 @@ class LakeStore(Store):
                 migrate(con)
                 lake.keep_texts_ordered(con, self._lake.label)
                 yield con
+                try:
+                    lake.merge_small_files(con)
+                except duckdb.Error as exc:
+                    raise LakeError(
+                        f"{self._lake.label}: the session's work is committed, but merging small data files failed "
+                        f"(they stay as they are; `python -m analytics maintain` merges them): {exc}"
+                    ) from exc
             finally:
                 lake.close(con)
 
