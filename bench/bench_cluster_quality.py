@@ -1,6 +1,6 @@
 """How far failure clusters match known causes: ``python bench/bench_cluster_quality.py [--minilm-max 1000]
-[--max-failures N] [--demo] [--generator failure_sets|ops|web] [--more-held-out] [--tuning [--more-tuning]]
-[--confusion ARI] [--json OUT.json]``.
+[--max-failures N] [--demo] [--generator failure_sets|ops|web] [--more-held-out] [--fresh] [--tuning
+[--more-tuning]] [--confusion ARI] [--keep DIR] [--json OUT.json]``.
 
 1. **Held-out sets** of three independent generators, 4-12 causes, 200-20,000 failures, two transcript styles
    each: ``failure_sets`` (tests/failure_sets.py; seeds 100-107), ``ops`` (tests/failure_sets_ops.py: another
@@ -14,6 +14,10 @@
    index against the causes is printed with the number of clusters and of distinct documents, the unclustered
    share and the times.
 ``--more-held-out`` adds ``web`` seeds 310-317 and 320-327 (the second generated after clusters@v9's choice).
+``--fresh`` runs sets first generated after clusters@v9 and used for no choice (``fresh_sets``: seeds 110-117,
+210-217 and 330-337 in the held-out shapes, and ``web`` 340-345 in the small shapes) instead of the held-out list.
+``--keep DIR`` ingests each set into ``DIR/<generator>-<seed>.duckdb`` and reuses that store when it is there (a
+variant of the clustering is then measured on the same failures without ingesting them again).
 ``--tuning`` runs the tuning seeds (1-8 of each generator, in the held-out list's shapes) instead, the only sets a
 change is chosen on; ``--more-tuning`` adds tuning sets of ``web`` (seeds 21-28 in the held-out list's shapes, and
 six small sets, seeds 41-46, of 4-6 causes and 200-400 failures: a cause's wordings at small n); ``--confusion
@@ -120,6 +124,15 @@ def more_held_out_sets() -> list[tuple[str, int, int, int, str]]:
     return [("web", base + i, k, n, style) for base in (310, 320) for i, (_, _, k, n, style) in enumerate(shapes)]
 
 
+def fresh_sets() -> list[tuple[str, int, int, int, str]]:
+    """Sets never used for a choice (first generated after clusters@v9): each generator's held-out shapes with
+    seeds 110-117 (``failure_sets``), 210-217 (``ops``) and 330-337 (``web``), and ``web`` 340-345 in the
+    ``SMALL_WEB`` shapes."""
+    base = {"failure_sets": 110, "ops": 210, "web": 330}
+    out = [(gen, base[gen] + seed % 10, k, n, style) for gen, seed, k, n, style in HELD_OUT]
+    return out + [("web", 340 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
+
+
 def held_out(
     folder: Path,
     minilm_max: int,
@@ -130,25 +143,31 @@ def held_out(
     more_tuning: bool = False,
     confusion: float = 0.0,
     more_held_out: bool = False,
+    fresh: bool = False,
+    keep: Path | None = None,
 ) -> list[dict[str, Any]]:
     """ARI of each held-out set and model (``max_failures``: only sets of at most that many failures; ``tuning``:
-    the tuning seeds instead, ``more_tuning``: and ``more_tuning_sets``; ``confusion``: print the table of cause by
-    cluster of every set under that ARI)."""
+    the tuning seeds instead, ``more_tuning``: and ``more_tuning_sets``; ``fresh``: ``fresh_sets`` instead;
+    ``confusion``: print the table of cause by cluster of every set under that ARI; ``keep``: the folder whose
+    stores are kept and reused)."""
     import pandas as pd
     from sklearn.metrics import adjusted_rand_score
 
     rows = []
     sets = (tuning_sets() + (more_tuning_sets() if more_tuning else [])) if tuning else HELD_OUT
-    if more_held_out and not tuning:
+    if fresh and not tuning:
+        sets = fresh_sets()
+    elif more_held_out and not tuning:
         sets = sets + more_held_out_sets()
     for gen, seed, k, n, style in sets:
         if (generators and gen not in generators) or (max_failures and n > max_failures):
             continue
         fs = GENERATORS[gen](seed=seed, n_causes=k, n_failures=n, style=style)
-        db = folder / f"held-{seed}.duckdb"
-        (res,) = ingest_paths([fs.write(folder / f"held-{seed}.jsonl")], db=db)
-        if res.outcome != "ingested":
-            raise SystemExit(f"{gen} seed {seed}: {res.outcome}: {res.error}")
+        db = (keep or folder) / f"{gen}-{seed}.duckdb"
+        if keep is None or not db.exists():
+            (res,) = ingest_paths([fs.write(folder / f"held-{seed}.jsonl")], db=db)
+            if res.outcome != "ingested":
+                raise SystemExit(f"{gen} seed {seed}: {res.outcome}: {res.error}")
         with reader(db) as con:
             failures = cl.failure_texts(con, benchmark=fs.benchmark)
         keys = zip(failures["run_id"], failures["task_id"], failures["sample"], strict=True)
@@ -216,9 +235,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tuning", action="store_true", help="the tuning seeds 1-8 of each generator instead")
     ap.add_argument("--more-tuning", action="store_true", help="with --tuning: also web seeds 21-28 and 41-46")
     ap.add_argument("--more-held-out", action="store_true", help="also web seeds 310-317 and 320-327")
+    ap.add_argument("--fresh", action="store_true", help="the sets never used for a choice (fresh_sets) instead")
+    ap.add_argument("--keep", type=Path, help="keep each set's store in this folder and reuse it when there")
     ap.add_argument("--confusion", type=float, default=0.0, help="print cause by cluster for sets under this ARI")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="runlens-cluster-quality-") as tmp:
         out = (
             []
@@ -232,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
                 more_tuning=args.more_tuning,
                 confusion=args.confusion,
                 more_held_out=args.more_held_out,
+                fresh=args.fresh,
+                keep=args.keep,
             )
         )
         if args.demo:

@@ -228,9 +228,11 @@ def test_bench_clusters_synthetic_and_quality_run(tmp_path: Path) -> None:
     assert result["store_vectors"]["wall_s"] > 0 and 0.0 <= result["ari"] <= 1.0
     bench_cluster_quality.HELD_OUT[:] = [("failure_sets", 100, 4, 200, "agent"), ("ops", 200, 4, 300, "trace")]
     quality = tmp_path / "quality.json"
-    assert bench_cluster_quality.main(["--minilm-max", "0", "--json", str(quality)]) == 0
+    keep = tmp_path / "keep"
+    assert bench_cluster_quality.main(["--minilm-max", "0", "--keep", str(keep), "--json", str(quality)]) == 0
     rows = json.loads(quality.read_text())
     assert [(r["generator"], r["seed"]) for r in rows] == [("failure_sets", 100), ("ops", 200)]
+    assert sorted(p.name for p in keep.glob("*.duckdb")) == ["failure_sets-100.duckdb", "ops-200.duckdb"]
     assert all(-1.0 <= r["ari"] <= 1.0 for r in rows)
 
 
