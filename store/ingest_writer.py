@@ -28,28 +28,33 @@ _T = TypeVar("_T")
 def _insert(
     con: duckdb.DuckDBPyConnection,
     table: str,
-    data: dict[str, list[Any]] | pa.Table,
+    data: dict[str, list[Any]] | pa.Table | pa.RecordBatchReader,
     fixed: dict[str, Any] | None = None,
     *,
     id_base: int | None = None,
 ) -> None:
-    """Insert columns (or an Arrow table) into ``table``, with ``fixed`` values for every row.
+    """Insert columns (or an Arrow table, or a stream of record batches) into ``table``, with ``fixed`` values for
+    every row.
 
     A column ``attempt_ix`` (an attempt's position in the file) becomes ``attempt_id = attempt_ix + id_base``;
     where the batch also has ``attempt_id`` (a rating of an attempt already in the database), that one is kept
     when ``attempt_ix`` is null.
     """
-    arrow = data if isinstance(data, pa.Table) else pa.table({n: pa.array(v) for n, v in data.items()})
-    if arrow.num_rows == 0:
-        return
-    names = [n for n in arrow.column_names if n not in ("attempt_ix", "attempt_id")]
+    if isinstance(data, pa.RecordBatchReader):
+        arrow: pa.Table | pa.RecordBatchReader = data
+    else:
+        arrow = data if isinstance(data, pa.Table) else pa.table({n: pa.array(v) for n, v in data.items()})
+        if arrow.num_rows == 0:
+            return
+    columns = arrow.schema.names
+    names = [n for n in columns if n not in ("attempt_ix", "attempt_id")]
     exprs = [f'"{n}"' for n in names]
     params = list((fixed or {}).values())
-    if "attempt_ix" in arrow.column_names:
+    if "attempt_ix" in columns:
         names.append("attempt_id")
-        exprs.append("coalesce(attempt_ix + ?, attempt_id)" if "attempt_id" in arrow.column_names else "attempt_ix + ?")
+        exprs.append("coalesce(attempt_ix + ?, attempt_id)" if "attempt_id" in columns else "attempt_ix + ?")
         params = [id_base, *params]
-    elif "attempt_id" in arrow.column_names:
+    elif "attempt_id" in columns:
         names.append("attempt_id")
         exprs.append("attempt_id")
     names += list(fixed or {})
@@ -366,29 +371,34 @@ def _write(
     _insert(con, "tasks", bundle.tasks)
     _insert(con, "runs", bundle.runs, {"file_id": file_id, "is_demo": is_demo})
     attempt_runs: set[str] = set()
-    has_labels = False
-    file_attempts: list[pa.Table] = []  # each part's attempts and labels (memory-mapped when spilled): small
+    # each part's attempts, labels, metrics, ratings and scores (memory-mapped when spilled): small, inserted once
+    # for the file after its parts, as are its steps (streamed part by part): a large file read in parts then makes
+    # one Parquet file a table, not one a part (every statement on a lake lists its table's files: store/lake.py)
+    file_attempts: list[pa.Table] = []
     file_labels: list[pa.Table] = []
+    file_metrics: list[pa.Table] = []
+    file_ratings: list[pa.Table] = []
+    file_scores: list[pa.Table] = []
     for tables in bundle.parts():  # one part, or a large file's parts in turn (ingest.records.Bundle.spill)
         file_attempts.append(tables["attempts"])
         file_labels.append(tables["labels"])
+        file_metrics.append(tables["metrics"])
+        file_ratings.append(tables["ratings"])
         attempt_runs.update(tables["attempts"].column("run_id").unique().to_pylist())
-        _insert(con, "attempts", tables["attempts"], {"file_id": file_id}, id_base=base)
-        _insert(con, "steps", tables["steps"], id_base=base)
-        if tables["texts"].num_rows:
-            con.register("_rl_texts", tables["texts"])
-            con.execute(
-                "INSERT INTO texts SELECT n.text_hash, n.text FROM _rl_texts n "  # hashes unique per part
-                # in hash order: a lake's row groups of texts then each hold a narrow range of hashes, which a
-                # lookup by hash prunes by (store/lake.py, keep_texts_ordered)
-                "ANTI JOIN texts t ON t.text_hash = n.text_hash ORDER BY n.text_hash"
-            )
-            con.unregister("_rl_texts")
-        _insert(con, "error_labels", tables["labels"], {"source": "label"}, id_base=base)
-        has_labels = has_labels or tables["labels"].num_rows > 0
-        _insert(con, "attempt_metrics", tables["metrics"], {"source": "log"}, id_base=base)
-        _insert(con, "ratings", tables["ratings"], id_base=base)
-        scores = tables["scores"]
+        file_scores.append(tables["scores"])
+    _insert_texts(con, _parts_stream(bundle, "texts") if bundle.spilled else bundle.freeze()["texts"])
+    # a file that only adds runs of its own (an upload, a harness's run log): its aggregate rows go in straight
+    # from its attempts (ids base .. base + n - 1); one that extends or re-scores stored runs replaces their rows
+    # (from its own tables, its parts' put together, not read back from the store: on a lake each such scan pays
+    # for its catalog and file reads, 0.6 CPU s a 56 MB file that validation workers had handed over on disk)
+    attempts, labels = _joined(file_attempts), _joined(file_labels)
+    _insert(con, "attempts", attempts, {"file_id": file_id}, id_base=base)
+    _insert(con, "steps", _parts_stream(bundle, "steps") if bundle.spilled else bundle.freeze()["steps"], id_base=base)
+    _insert(con, "error_labels", labels, {"source": "label"}, id_base=base)
+    has_labels = labels.num_rows > 0
+    _insert(con, "attempt_metrics", _joined(file_metrics), {"source": "log"}, id_base=base)
+    _insert(con, "ratings", _joined(file_ratings), id_base=base)
+    for scores in file_scores:
         if scores.num_rows:
             is_new = pc.is_valid(scores.column("attempt_ix"))
             new = scores.filter(is_new).drop_columns(["attempt_id"])
@@ -396,13 +406,7 @@ def _write(
             _write_revisions(con, bundle, scores.filter(pc.invert(is_new)), file_id)
         elif bundle.revised_runs:
             _write_revisions(con, bundle, scores, file_id)
-    # a file that only adds runs of its own (an upload, a harness's run log): its aggregate rows go in straight
-    # from its attempts (ids base .. base + n - 1); one that extends or re-scores stored runs replaces their rows
-    # (from its own tables, its parts' put together, not read back from the store: on a lake each such scan pays
-    # for its catalog and file reads, 0.6 CPU s a 56 MB file that validation workers had handed over on disk)
-    attempts = pa.concat_tables(file_attempts) if len(file_attempts) > 1 else file_attempts[0]
     if not bundle.revised_runs and attempt_runs <= set(bundle.runs["run_id"]):
-        labels = pa.concat_tables(file_labels) if len(file_labels) > 1 else file_labels[0]
         aggregates.insert_file_rows(con, attempts, labels, base, with_labels=has_labels)
     else:
         aggregates.refresh_file(con, file_id, revised_runs=tuple(bundle.revised_runs))
@@ -410,6 +414,43 @@ def _write(
     if before_commit is not None:
         before_commit(con, file_id)
     return file_id
+
+
+def _joined(tables: list[pa.Table]) -> pa.Table:
+    """The parts' tables as one (a column all null in one part and typed in another takes the type)."""
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
+
+
+def _parts_stream(bundle: Bundle, name: str) -> pa.RecordBatchReader:
+    """The table ``name`` of a file's parts as one stream, each part opened (memory-mapped) in turn: one INSERT of
+    them all holds one part at a time."""
+    parts = bundle.parts()
+    first = next(parts)[name]
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        yield from first.to_batches()
+        for tables in parts:
+            yield from tables[name].cast(first.schema).to_batches()
+
+    return pa.RecordBatchReader.from_batches(first.schema, batches())
+
+
+def _insert_texts(con: duckdb.DuckDBPyConnection, texts: pa.Table | pa.RecordBatchReader) -> None:
+    """A file's long texts not stored yet, in hash order: a lake's row groups of texts then each hold a narrow range
+    of hashes, which a lookup by hash prunes by (store/lake.py, keep_texts_ordered). Hashes are unique within a part;
+    the parts of a large file (a stream) may repeat one."""
+    if isinstance(texts, pa.Table) and texts.num_rows == 0:
+        return
+    streamed = isinstance(texts, pa.RecordBatchReader)
+    new = "(SELECT DISTINCT ON (text_hash) text_hash, text FROM _rl_texts)" if streamed else "_rl_texts"
+    con.register("_rl_texts", texts)
+    try:
+        con.execute(
+            f"INSERT INTO texts SELECT n.text_hash, n.text FROM {new} n "
+            "ANTI JOIN texts t ON t.text_hash = n.text_hash ORDER BY n.text_hash"
+        )
+    finally:
+        con.unregister("_rl_texts")
 
 
 def _log_file(

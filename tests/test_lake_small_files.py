@@ -75,3 +75,42 @@ def test_no_merge_below_the_threshold(tmp_path: Path, monkeypatch: pytest.Monkey
             if i == 1:
                 assert lake.merge_small_files(con) is None  # two small files, below the 16 that start a merge
     assert _small_files(lake.parse(location).catalog_file) == {"t0": 2}
+
+
+def test_a_large_file_read_in_parts_makes_one_data_file_a_table_with_the_rows_of_the_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path
+) -> None:
+    from bench.gen_logs import generate
+    from ingest import pipeline
+    from ingest.pipeline import ingest_paths
+
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    [path] = generate(tmp_path / "logs", n_attempts=600, n_runs=1, seed=3)
+    whole = f"ducklake:sqlite:{tmp_path / 'whole.lake'}"
+    ingest_paths([path], db=whole, jobs=1)
+    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 64 * 1024)  # parts of about 40 attempts
+    assert path.stat().st_size > 8 * 64 * 1024
+    parts = f"ducklake:sqlite:{tmp_path / 'parts.lake'}"
+    [result] = ingest_paths([path], db=parts, jobs=1)
+    assert result.outcome == "ingested"
+    tables = ("attempts", "steps", "error_labels", "texts")
+    found = {}
+    for location in (whole, parts):
+        with rdb.reader(location) as con:
+            name = lake.alias(con)
+            files = dict(
+                con.execute(
+                    f"SELECT t.table_name, count(*) FROM __ducklake_metadata_{name}.ducklake_data_file f "
+                    f"JOIN __ducklake_metadata_{name}.ducklake_table t USING (table_id) "
+                    "WHERE f.end_snapshot IS NULL AND t.end_snapshot IS NULL GROUP BY 1"
+                ).fetchall()
+            )
+            rows = {t: con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in tables}
+        found[location] = (files, rows)
+    assert found[parts][1] == found[whole][1] and len(found[parts][1]["steps"]) > 1000
+    # one Parquet file a table as for the file read whole, not one a part
+    assert (
+        {t: found[parts][0].get(t) for t in tables}
+        == {t: found[whole][0].get(t) for t in tables}
+        == {t: 1 for t in tables}
+    )
