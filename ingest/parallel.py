@@ -17,7 +17,7 @@ from typing import Any
 
 from ingest.formats import is_archive
 from ingest.lazy_imports import Refusal
-from ingest.pipeline import Prepared, _size, prepare_file
+from ingest.pipeline import Prepared, _memory_available, _size, prepare_file
 from ingest.records import Known
 
 WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init_worker)
@@ -25,7 +25,16 @@ PREFETCH_BYTES = 384 * 1024 * 1024  # validated files waiting for the writer, be
 
 
 def prepare_in_workers(
-    files: list[Path], known: Known, n_jobs: int, *, fmt: str, progress: bool, spill_dir: str, **options: Any
+    files: list[Path],
+    known: Known,
+    n_jobs: int,
+    *,
+    fmt: str,
+    progress: bool,
+    spill_dir: str,
+    memory_dir: str | None = None,
+    memory_bytes: int = 0,
+    **options: Any,
 ) -> Iterator[Prepared | None]:
     """Prepared files in order, validated by ``n_jobs`` worker processes ahead of the writer.
 
@@ -62,7 +71,16 @@ def prepare_in_workers(
                     pending[-1].set_result(None)
                 else:
                     pending.append(
-                        pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, spill_dir, options)
+                        pool.submit(
+                            _prepare_worker,
+                            files[handed],
+                            known.for_worker(),
+                            fmt,
+                            spill_dir,
+                            options,
+                            memory_dir,
+                            memory_bytes,
+                        )
                     )
                 handed += 1
 
@@ -122,12 +140,52 @@ def _without_pandas_probe() -> None:
         sys.meta_path.remove(finder)
 
 
-def _prepare_worker(path: Path, known: Known, fmt: str, spill_dir: str, options: dict[str, Any]) -> Prepared:
+def _prepare_worker(
+    path: Path,
+    known: Known,
+    fmt: str,
+    spill_dir: str,
+    options: dict[str, Any],
+    memory_dir: str | None = None,
+    memory_bytes: int = 0,
+) -> Prepared:
     prepared = prepare_file(path, known, fmt=fmt, spill_dir=spill_dir, **options)
     bundle = prepared.bundle
     if bundle is not None and not bundle.revised_runs and not bundle.freeze()["score_updates"].num_rows:
         # the rows wait for the writer on disk (a re-scored log is held whole); with no room on disk (OSError)
         # they go through the pipe instead, and the parts spilled before stay
+        parent = spill_dir
+        if memory_dir is not None and bundle.spill_dir is None:  # (a file read in parts stays where its parts are)
+            parent = _spill_parent(bundle.freeze(), spill_dir, memory_dir, memory_bytes)
         with contextlib.suppress(OSError):
-            bundle.spill(spill_dir)
+            bundle.spill(parent)
     return prepared
+
+
+MEMORY_MARGIN_BYTES = 256 * 1024 * 1024  # what a part leaves free in the memory folder's file system, at least
+
+
+def _spill_parent(tables: dict[str, Any], spill_dir: str, memory_dir: str, memory_bytes: int) -> str:
+    """Where a file's rows wait for the writer: ``memory_dir`` (tmpfs) when they fit beside the files already
+    there within ``memory_bytes``, leave ``MEMORY_MARGIN_BYTES`` free on its file system and at most a quarter of
+    the memory available; else ``spill_dir`` (on disk). Workers decide at once: the total may pass
+    ``memory_bytes`` by a file a worker."""
+    need = sum(int(t.nbytes) for t in tables.values())
+    try:
+        fs = os.statvfs(memory_dir)
+        if need + MEMORY_MARGIN_BYTES > fs.f_bavail * fs.f_frsize or _folder_bytes(memory_dir) + need > memory_bytes:
+            return spill_dir
+    except OSError:
+        return spill_dir
+    room = _memory_available()
+    return memory_dir if room is None or need <= room // 4 else spill_dir
+
+
+def _folder_bytes(folder: str) -> int:
+    """The bytes of the files under ``folder`` (a spill folder: a few dozen files)."""
+    total = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(OSError):  # (removed by the writer meanwhile)
+                total += os.stat(os.path.join(root, name)).st_size
+    return total
