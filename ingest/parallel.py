@@ -87,7 +87,8 @@ def prepare_in_workers(
                 handed += 1
 
         try:
-            hand_out(0)
+            with _worker_environment():  # (the pool starts its workers as the first files are handed out)
+                hand_out(0)
             for i in range(len(files)):
                 try:
                     ready = pending.popleft().result()
@@ -107,6 +108,27 @@ def prepare_in_workers(
                 future.cancel()
             if bar is not None:
                 bar.close()
+
+
+# The workers' environment beside this process's: Arrow's allocator (mimalloc) keeps the pages it freed instead of
+# giving them back to the system 10 ms later. A worker builds and frees a file's Arrow tables file after file, so
+# it took them back from the system every time: a 1M-attempt file's tables cost 0.035-0.063 system CPU s to build
+# (1,842 page faults), 0.008-0.018 (15 faults) with the pages kept. A worker's resident memory then stays at its
+# largest Arrow tables (about a file's size) between files. Read when the library loads, so it is set for the start.
+WORKER_ENV = {"MIMALLOC_PURGE_DELAY": "-1"}
+
+
+@contextlib.contextmanager
+def _worker_environment() -> Iterator[None]:
+    """``WORKER_ENV`` in this process's environment while the pool starts its workers (they inherit it), each
+    variable only where it is not set already; the environment is put back after."""
+    added = {name: value for name, value in WORKER_ENV.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def _init_worker(parent_pid: int) -> None:

@@ -305,3 +305,20 @@ def test_the_workers_known_is_pickled_again_only_when_it_changed_and_each_file_g
     known.runs["r1"] = ("b", 1.0, 2.0)  # a value changed, not the number of runs
     second = for_worker(known)
     assert second != first and _known_from(second) == known.for_worker()
+
+
+def test_the_workers_start_with_their_allocator_setting_and_this_process_keeps_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    from ingest.parallel import WORKER_ENV, _worker_environment
+
+    monkeypatch.delenv("MIMALLOC_PURGE_DELAY", raising=False)
+    with _worker_environment():
+        assert {k: os.environ.get(k) for k in WORKER_ENV} == WORKER_ENV
+    assert "MIMALLOC_PURGE_DELAY" not in os.environ
+    monkeypatch.setenv("MIMALLOC_PURGE_DELAY", "5")  # the user's own setting is kept
+    with _worker_environment():
+        assert os.environ["MIMALLOC_PURGE_DELAY"] == "5"
+    assert os.environ["MIMALLOC_PURGE_DELAY"] == "5"
