@@ -9,6 +9,7 @@ import contextlib
 import multiprocessing
 import os
 import pickle
+import shutil
 import sys
 import threading
 import time
@@ -213,11 +214,20 @@ def _prepare_worker(
     if bundle is not None and not bundle.revised_runs and not bundle.freeze()["score_updates"].num_rows:
         # the rows wait for the writer on disk (a re-scored log is held whole); with no room on disk (OSError)
         # they go through the pipe instead, and the parts spilled before stay
-        parent = spill_dir
-        if memory_dir is not None and bundle.spill_dir is None:  # (a file read in parts stays where its parts are)
-            parent = _spill_parent(bundle.freeze(), spill_dir, memory_dir, memory_bytes)
+        if (
+            memory_dir is not None
+            and bundle.spill_dir is None  # (a file read in parts stays where its parts are)
+            and _spill_parent(bundle.freeze(), spill_dir, memory_dir, memory_bytes) == memory_dir
+        ):
+            try:
+                bundle.spill(memory_dir)
+                return prepared
+            except OSError:  # (the memory folder filled meanwhile): on disk instead
+                if bundle.spill_dir is not None:
+                    shutil.rmtree(bundle.spill_dir, ignore_errors=True)
+                    bundle.spill_dir = None
         with contextlib.suppress(OSError):
-            bundle.spill(parent)
+            bundle.spill(spill_dir)
     return prepared
 
 

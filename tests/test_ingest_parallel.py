@@ -322,3 +322,17 @@ def test_the_workers_start_with_their_allocator_setting_and_this_process_keeps_i
     with _worker_environment():
         assert os.environ["MIMALLOC_PURGE_DELAY"] == "5"
     assert os.environ["MIMALLOC_PURGE_DELAY"] == "5"
+
+
+def test_rows_the_memory_folder_cannot_take_go_to_disk(tmp_path: Path) -> None:
+    from ingest.parallel import _prepare_worker
+    from ingest.records import Known
+
+    [path] = generate(tmp_path / "logs", n_attempts=20, n_runs=1, n_benchmarks=1, seed=6)
+    disk, not_a_folder = tmp_path / "disk", tmp_path / "memory"
+    disk.mkdir()
+    not_a_folder.write_bytes(b"")  # writing under it fails (OSError)
+    prepared = _prepare_worker(path, Known(), "auto", str(disk), {}, str(not_a_folder), 1 << 30)
+    assert prepared.bundle is not None and prepared.bundle.spill_dir is not None
+    assert Path(prepared.bundle.spill_dir).parent == disk and len(prepared.bundle.spilled) == 1
+    prepared.bundle.release()
