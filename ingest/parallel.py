@@ -8,6 +8,8 @@ import concurrent.futures
 import contextlib
 import multiprocessing
 import os
+import pickle
+import shutil
 import sys
 import threading
 import time
@@ -17,7 +19,7 @@ from typing import Any
 
 from ingest.formats import is_archive
 from ingest.lazy_imports import Refusal
-from ingest.pipeline import Prepared, _size, prepare_file
+from ingest.pipeline import Prepared, _memory_available, _size, prepare_file
 from ingest.records import Known
 
 WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init_worker)
@@ -25,7 +27,16 @@ PREFETCH_BYTES = 384 * 1024 * 1024  # validated files waiting for the writer, be
 
 
 def prepare_in_workers(
-    files: list[Path], known: Known, n_jobs: int, *, fmt: str, progress: bool, spill_dir: str, **options: Any
+    files: list[Path],
+    known: Known,
+    n_jobs: int,
+    *,
+    fmt: str,
+    progress: bool,
+    spill_dir: str,
+    memory_dir: str | None = None,
+    memory_bytes: int = 0,
+    **options: Any,
 ) -> Iterator[Prepared | None]:
     """Prepared files in order, validated by ``n_jobs`` worker processes ahead of the writer.
 
@@ -49,6 +60,7 @@ def prepare_in_workers(
     ) as pool:
         pending: collections.deque[concurrent.futures.Future[Prepared | None]] = collections.deque()
         handed = 0  # files handed out so far (files[i] for i < handed)
+        for_worker = _WorkerKnown()
 
         def hand_out(first: int) -> None:
             """Submit files from ``handed`` on while the budget allows; ``first`` is the oldest not yet yielded."""
@@ -62,12 +74,22 @@ def prepare_in_workers(
                     pending[-1].set_result(None)
                 else:
                     pending.append(
-                        pool.submit(_prepare_worker, files[handed], known.for_worker(), fmt, spill_dir, options)
+                        pool.submit(
+                            _prepare_worker,
+                            files[handed],
+                            for_worker(known),
+                            fmt,
+                            spill_dir,
+                            options,
+                            memory_dir,
+                            memory_bytes,
+                        )
                     )
                 handed += 1
 
         try:
-            hand_out(0)
+            with _worker_environment():  # (the pool starts its workers as the first files are handed out)
+                hand_out(0)
             for i in range(len(files)):
                 try:
                     ready = pending.popleft().result()
@@ -87,6 +109,27 @@ def prepare_in_workers(
                 future.cancel()
             if bar is not None:
                 bar.close()
+
+
+# The workers' environment beside this process's: Arrow's allocator (mimalloc) keeps the pages it freed instead of
+# giving them back to the system 10 ms later. A worker builds and frees a file's Arrow tables file after file, so
+# it took them back from the system every time: a 1M-attempt file's tables cost 0.035-0.063 system CPU s to build
+# (1,842 page faults), 0.008-0.018 (15 faults) with the pages kept. A worker's resident memory then stays at its
+# largest Arrow tables (about a file's size) between files. Read when the library loads, so it is set for the start.
+WORKER_ENV = {"MIMALLOC_PURGE_DELAY": "-1"}
+
+
+@contextlib.contextmanager
+def _worker_environment() -> Iterator[None]:
+    """``WORKER_ENV`` in this process's environment while the pool starts its workers (they inherit it), each
+    variable only where it is not set already; the environment is put back after."""
+    added = {name: value for name, value in WORKER_ENV.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def _init_worker(parent_pid: int) -> None:
@@ -122,12 +165,96 @@ def _without_pandas_probe() -> None:
         sys.meta_path.remove(finder)
 
 
-def _prepare_worker(path: Path, known: Known, fmt: str, spill_dir: str, options: dict[str, Any]) -> Prepared:
+class _WorkerKnown:
+    """``known.for_worker()`` pickled, for the workers: pickled again only when it changed since the last file
+    handed out (each file's definitions are the same as the last's until a file with new ones is written). At 1M
+    attempts it holds 26,664 tasks: 0.59 MB, 0.008-0.009 CPU s to pickle and 0.007-0.008 to read back, a file."""
+
+    def __init__(self) -> None:
+        self.sent: Known | None = None
+        self.blob = b""
+
+    def __call__(self, known: Known) -> bytes:
+        now = known.for_worker()
+        last = self.sent
+        if last is None or (now.benchmarks, now.runs, now.tasks, now.hashes) != (
+            last.benchmarks,
+            last.runs,
+            last.tasks,
+            last.hashes,
+        ):
+            self.sent, self.blob = now, pickle.dumps(now, protocol=pickle.HIGHEST_PROTOCOL)
+        return self.blob
+
+
+_RECEIVED: list[Any] = [b"", None]  # in a worker: the last pickled Known received, and it read back
+
+
+def _known_from(blob: bytes) -> Known:
+    """A worker's own copy of the pickled ``Known`` (read back only when it differs from the last one received)."""
+    if blob != _RECEIVED[0]:
+        _RECEIVED[:] = [blob, pickle.loads(blob)]
+    known: Known = _RECEIVED[1]
+    return known.copy()
+
+
+def _prepare_worker(
+    path: Path,
+    known: Known | bytes,
+    fmt: str,
+    spill_dir: str,
+    options: dict[str, Any],
+    memory_dir: str | None = None,
+    memory_bytes: int = 0,
+) -> Prepared:
+    if isinstance(known, bytes):
+        known = _known_from(known)
     prepared = prepare_file(path, known, fmt=fmt, spill_dir=spill_dir, **options)
     bundle = prepared.bundle
     if bundle is not None and not bundle.revised_runs and not bundle.freeze()["score_updates"].num_rows:
         # the rows wait for the writer on disk (a re-scored log is held whole); with no room on disk (OSError)
         # they go through the pipe instead, and the parts spilled before stay
+        if (
+            memory_dir is not None
+            and bundle.spill_dir is None  # (a file read in parts stays where its parts are)
+            and _spill_parent(bundle.freeze(), spill_dir, memory_dir, memory_bytes) == memory_dir
+        ):
+            try:
+                bundle.spill(memory_dir)
+                return prepared
+            except OSError:  # (the memory folder filled meanwhile): on disk instead
+                if bundle.spill_dir is not None:
+                    shutil.rmtree(bundle.spill_dir, ignore_errors=True)
+                    bundle.spill_dir = None
         with contextlib.suppress(OSError):
             bundle.spill(spill_dir)
     return prepared
+
+
+MEMORY_MARGIN_BYTES = 256 * 1024 * 1024  # what a part leaves free in the memory folder's file system, at least
+
+
+def _spill_parent(tables: dict[str, Any], spill_dir: str, memory_dir: str, memory_bytes: int) -> str:
+    """Where a file's rows wait for the writer: ``memory_dir`` (tmpfs) when they fit beside the files already
+    there within ``memory_bytes``, leave ``MEMORY_MARGIN_BYTES`` free on its file system and at most a quarter of
+    the memory available; else ``spill_dir`` (on disk). Workers decide at once: the total may pass
+    ``memory_bytes`` by a file a worker."""
+    need = sum(int(t.nbytes) for t in tables.values())
+    try:
+        fs = os.statvfs(memory_dir)
+        if need + MEMORY_MARGIN_BYTES > fs.f_bavail * fs.f_frsize or _folder_bytes(memory_dir) + need > memory_bytes:
+            return spill_dir
+    except OSError:
+        return spill_dir
+    room = _memory_available()
+    return memory_dir if room is None or need <= room // 4 else spill_dir
+
+
+def _folder_bytes(folder: str) -> int:
+    """The bytes of the files under ``folder`` (a spill folder: a few dozen files)."""
+    total = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(OSError):  # (removed by the writer meanwhile)
+                total += os.stat(os.path.join(root, name)).st_size
+    return total

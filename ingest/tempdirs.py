@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 SPILL_PREFIX = "runlens-ingest-"  # an ingest's folder of validated parts waiting for the writer
+MEMORY_PARENT = "/dev/shm"  # a memory-backed folder (tmpfs) where there is one: see ``memory_parent``
 LEGACY_STALE_AFTER_S = 24 * 3600  # a folder without an owner in its name, this old, was left by a killed process
 _OWNED = re.compile(r"p(\d+)-s(\w+)-")
 
@@ -99,11 +100,24 @@ def remove_orphans(prefix: str, *, now: float | None = None, parent: str | os.Pa
 
 
 @contextlib.contextmanager
-def owned_temporary_folder(prefix: str) -> Iterator[str]:
-    """A new owned folder in the system's temporary folder, deleted on exit (``remove_orphans`` removes those of
-    killed owners)."""
-    folder = owned_folder(prefix)
+def owned_temporary_folder(prefix: str, parent: str | os.PathLike[str] | None = None) -> Iterator[str]:
+    """A new owned folder in ``parent`` (the system's temporary folder when None), deleted on exit
+    (``remove_orphans`` removes those of killed owners)."""
+    folder = owned_folder(prefix, parent)
     try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def memory_parent() -> str | None:
+    """``MEMORY_PARENT`` when it is a memory-backed file system (``tmpfs`` in ``/proc/mounts``) this user may
+    write to, else None (no such folder: not Linux, or a container without it)."""
+    try:
+        with open("/proc/mounts", encoding="utf-8", errors="replace") as fh:
+            mounted = any(
+                f[1] == MEMORY_PARENT and f[2] == "tmpfs" for f in (line.split() for line in fh) if len(f) > 2
+            )
+    except OSError:
+        return None
+    return MEMORY_PARENT if mounted and os.access(MEMORY_PARENT, os.W_OK | os.X_OK) else None

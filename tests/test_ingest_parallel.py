@@ -263,3 +263,76 @@ def test_a_validation_worker_imports_nothing_of_the_database() -> None:
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", _WORKER_IMPORTS], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[:2] == ["[]", "migrate True True"]
+
+
+def test_a_worker_hands_its_rows_over_in_the_memory_folder_within_its_cap(tmp_path: Path) -> None:
+    """A file's rows go to the memory folder while the files there stay within the cap, else to the disk's; the
+    rows read back are the same either way, and the folder's files are counted."""
+    from ingest.parallel import _folder_bytes, _prepare_worker
+    from ingest.records import Known
+
+    [path] = generate(tmp_path / "logs", n_attempts=40, n_runs=1, n_benchmarks=1, seed=5)
+    disk, memory = tmp_path / "disk", tmp_path / "memory"
+    disk.mkdir()
+    memory.mkdir()
+    kept = _prepare_worker(path, Known(), "auto", str(disk), {}, str(memory), 1 << 30)
+    assert kept.bundle is not None and kept.bundle.spill_dir is not None
+    assert Path(kept.bundle.spill_dir).parent == memory
+    held = _folder_bytes(str(memory))
+    assert held > 0 and _folder_bytes(str(disk)) == 0
+    full = _prepare_worker(path, Known(), "auto", str(disk), {}, str(memory), held + 1)  # no room beside the first
+    off = _prepare_worker(path, Known(), "auto", str(disk), {}, None, 0)
+    for prepared in (full, off):
+        assert prepared.bundle is not None and prepared.bundle.spill_dir is not None
+        assert Path(prepared.bundle.spill_dir).parent == disk
+        assert list(prepared.bundle.parts())[0] == list(kept.bundle.parts())[0]
+    assert _folder_bytes(str(memory)) == held
+    for prepared in (kept, full, off):
+        prepared.bundle.release()
+
+
+def test_the_workers_known_is_pickled_again_only_when_it_changed_and_each_file_gets_its_own_copy() -> None:
+    from ingest.parallel import _known_from, _WorkerKnown
+    from ingest.records import Known
+
+    known = Known({"b": ("binary", 1.0)}, {"r1": ("b", None, None)}, {("b", "t1")}, hashes={"h": "f.jsonl"})
+    for_worker = _WorkerKnown()
+    first = for_worker(known)
+    assert for_worker(known) is first  # unchanged: the same bytes
+    got = _known_from(first)
+    got.tasks.add(("b", "t2"))  # a worker's file defines a task: the next file's copy does not have it
+    assert _known_from(first) == known.for_worker() and _known_from(first) is not got
+    known.runs["r1"] = ("b", 1.0, 2.0)  # a value changed, not the number of runs
+    second = for_worker(known)
+    assert second != first and _known_from(second) == known.for_worker()
+
+
+def test_the_workers_start_with_their_allocator_setting_and_this_process_keeps_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import os
+
+    from ingest.parallel import WORKER_ENV, _worker_environment
+
+    monkeypatch.delenv("MIMALLOC_PURGE_DELAY", raising=False)
+    with _worker_environment():
+        assert {k: os.environ.get(k) for k in WORKER_ENV} == WORKER_ENV
+    assert "MIMALLOC_PURGE_DELAY" not in os.environ
+    monkeypatch.setenv("MIMALLOC_PURGE_DELAY", "5")  # the user's own setting is kept
+    with _worker_environment():
+        assert os.environ["MIMALLOC_PURGE_DELAY"] == "5"
+    assert os.environ["MIMALLOC_PURGE_DELAY"] == "5"
+
+
+def test_rows_the_memory_folder_cannot_take_go_to_disk(tmp_path: Path) -> None:
+    from ingest.parallel import _prepare_worker
+    from ingest.records import Known
+
+    [path] = generate(tmp_path / "logs", n_attempts=20, n_runs=1, n_benchmarks=1, seed=6)
+    disk, not_a_folder = tmp_path / "disk", tmp_path / "memory"
+    disk.mkdir()
+    not_a_folder.write_bytes(b"")  # writing under it fails (OSError)
+    prepared = _prepare_worker(path, Known(), "auto", str(disk), {}, str(not_a_folder), 1 << 30)
+    assert prepared.bundle is not None and prepared.bundle.spill_dir is not None
+    assert Path(prepared.bundle.spill_dir).parent == disk and len(prepared.bundle.spilled) == 1
+    prepared.bundle.release()
