@@ -386,14 +386,14 @@ def _write(
         file_ratings.append(tables["ratings"])
         attempt_runs.update(tables["attempts"].column("run_id").unique().to_pylist())
         file_scores.append(tables["scores"])
-    _insert_texts(con, _parts_stream(bundle, "texts") if bundle.spilled else bundle.freeze()["texts"])
+    _insert_texts(con, _of_parts(bundle, "texts"))
     # a file that only adds runs of its own (an upload, a harness's run log): its aggregate rows go in straight
     # from its attempts (ids base .. base + n - 1); one that extends or re-scores stored runs replaces their rows
     # (from its own tables, its parts' put together, not read back from the store: on a lake each such scan pays
     # for its catalog and file reads, 0.6 CPU s a 56 MB file that validation workers had handed over on disk)
     attempts, labels = _joined(file_attempts), _joined(file_labels)
     _insert(con, "attempts", attempts, {"file_id": file_id}, id_base=base)
-    _insert(con, "steps", _parts_stream(bundle, "steps") if bundle.spilled else bundle.freeze()["steps"], id_base=base)
+    _insert(con, "steps", _of_parts(bundle, "steps"), id_base=base)
     _insert(con, "error_labels", labels, {"source": "label"}, id_base=base)
     has_labels = labels.num_rows > 0
     _insert(con, "attempt_metrics", _joined(file_metrics), {"source": "log"}, id_base=base)
@@ -419,6 +419,18 @@ def _write(
 def _joined(tables: list[pa.Table]) -> pa.Table:
     """The parts' tables as one (a column all null in one part and typed in another takes the type)."""
     return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="permissive")
+
+
+def _of_parts(bundle: Bundle, name: str) -> pa.Table | pa.RecordBatchReader:
+    """The table ``name`` of a file: its one part's (in memory, or spilled whole by a validation worker), or a stream
+    of its parts' (a large file read in parts). A table is scanned faster than a stream (at 1M attempts a stream for
+    every worker's file cost 5 CPU s of 48)."""
+    rest = bundle.freeze()[name]
+    if not bundle.spilled:
+        return rest
+    if len(bundle.spilled) == 1 and rest.num_rows == 0:
+        return next(iter(bundle.parts()))[name]  # (the spilled part, opened once)
+    return _parts_stream(bundle, name)
 
 
 def _parts_stream(bundle: Bundle, name: str) -> pa.RecordBatchReader:
