@@ -423,8 +423,8 @@ def _joined(tables: list[pa.Table]) -> pa.Table:
 
 def _of_parts(bundle: Bundle, name: str) -> pa.Table | pa.RecordBatchReader:
     """The table ``name`` of a file: its one part's (in memory, or spilled whole by a validation worker), or a stream
-    of its parts' (a large file read in parts). A table is scanned faster than a stream (at 1M attempts a stream for
-    every worker's file cost 5 CPU s of 48)."""
+    of its parts' (a large file read in parts): a stream only where several parts must go in one statement (the
+    texts' stream also drops a hash repeated across parts)."""
     rest = bundle.freeze()[name]
     if not bundle.spilled:
         return rest
