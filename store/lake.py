@@ -358,10 +358,11 @@ def close(con: duckdb.DuckDBPyConnection) -> None:
 # Every commit writes a Parquet file per table it adds rows to, and every statement on a table lists that table's
 # files from the catalog (with their column statistics, which grow with the count of files in the whole lake): a
 # lake fed by small uploads would make every page slower with every upload until someone ran ``maintain``. A writer
-# session therefore ends by merging the small files of one table once that table has SMALL_FILES of them: work
-# bounded by SMALL_FILES x SMALL_FILE_BYTES per session, nothing at all for most sessions, time travel unchanged
-# (DuckLake's merge keeps each snapshot's rows and their row ids). Files of a large ingest (megabytes each) are
-# left to ``maintain``, which merges every file below DuckLake's target size.
+# session therefore ends by merging the small files of one table once that table has SMALL_FILES of them: about
+# SMALL_FILES + (tables written) files below SMALL_FILE_BYTES a session (more once, for the backlog of a store
+# written before this), nothing at all for most sessions, time travel unchanged (DuckLake's merge keeps each
+# snapshot's rows and their row ids). Files of a large ingest (megabytes each) are left to ``maintain``, which merges
+# every file below DuckLake's target size.
 SMALL_FILE_BYTES = 1024 * 1024
 SMALL_FILES = 16
 
