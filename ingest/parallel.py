@@ -9,7 +9,6 @@ import contextlib
 import multiprocessing
 import os
 import pickle
-import shutil
 import sys
 import threading
 import time
@@ -217,15 +216,13 @@ def _prepare_worker(
         if (
             memory_dir is not None
             and bundle.spill_dir is None  # (a file read in parts stays where its parts are)
-            and _spill_parent(bundle.freeze(), spill_dir, memory_dir, memory_bytes) == memory_dir
+            and _fits_in_memory(bundle.freeze(), memory_dir, memory_bytes)
         ):
             try:
                 bundle.spill(memory_dir)
                 return prepared
             except OSError:  # (the memory folder filled meanwhile): on disk instead
-                if bundle.spill_dir is not None:
-                    shutil.rmtree(bundle.spill_dir, ignore_errors=True)
-                    bundle.spill_dir = None
+                pass
         with contextlib.suppress(OSError):
             bundle.spill(spill_dir)
     return prepared
@@ -234,20 +231,20 @@ def _prepare_worker(
 MEMORY_MARGIN_BYTES = 256 * 1024 * 1024  # what a part leaves free in the memory folder's file system, at least
 
 
-def _spill_parent(tables: dict[str, Any], spill_dir: str, memory_dir: str, memory_bytes: int) -> str:
-    """Where a file's rows wait for the writer: ``memory_dir`` (tmpfs) when they fit beside the files already
-    there within ``memory_bytes``, leave ``MEMORY_MARGIN_BYTES`` free on its file system and at most a quarter of
-    the memory available; else ``spill_dir`` (on disk). Workers decide at once: the total may pass
-    ``memory_bytes`` by a file a worker."""
+def _fits_in_memory(tables: dict[str, Any], memory_dir: str, memory_bytes: int) -> bool:
+    """Whether a file's rows wait for the writer in ``memory_dir`` (tmpfs), not on disk: they fit beside the files
+    already there within ``memory_bytes``, leave ``MEMORY_MARGIN_BYTES`` free on its file system and take at most a
+    quarter of the memory available. Workers decide at once: the total may pass ``memory_bytes`` by a file a
+    worker."""
     need = sum(int(t.nbytes) for t in tables.values())
     try:
         fs = os.statvfs(memory_dir)
         if need + MEMORY_MARGIN_BYTES > fs.f_bavail * fs.f_frsize or _folder_bytes(memory_dir) + need > memory_bytes:
-            return spill_dir
+            return False
     except OSError:
-        return spill_dir
+        return False
     room = _memory_available()
-    return memory_dir if room is None or need <= room // 4 else spill_dir
+    return room is None or need <= room // 4
 
 
 def _folder_bytes(folder: str) -> int:

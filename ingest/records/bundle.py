@@ -92,10 +92,12 @@ class Bundle:
         if self.revised_runs or self.score_updates or (self.arrow is not None and self.arrow["score_updates"].num_rows):
             raise ValueError("a re-scored log is not written in parts")  # its updates read every attempt at once
         tables = self.freeze()
+        made = self.spill_dir is None
         if self.spill_dir is None:
             # in the system's temporary folder, named after this process (removed by the next ingest if it is killed)
             self.spill_dir = tempfile.mkdtemp(prefix="file-", dir=parent) if parent else owned_folder(SPILL_PREFIX)
-        part = os.path.join(self.spill_dir, f"part-{len(self.spilled):05d}")
+        folder = self.spill_dir
+        part = os.path.join(folder, f"part-{len(self.spilled):05d}")
         try:
             os.mkdir(part)
             for name, table in tables.items():
@@ -105,7 +107,9 @@ class Bundle:
                 ):
                     out.write_table(table)
         except BaseException:  # (a full disk): the rows stay in memory, the parts spilled before stay valid
-            shutil.rmtree(part, ignore_errors=True)
+            shutil.rmtree(folder if made else part, ignore_errors=True)
+            if made:  # (the folder this call made goes too: a later spill may choose another parent)
+                self.spill_dir = None
             raise
         self.spilled.append(part)
         self.ix_base += tables["attempts"].num_rows
