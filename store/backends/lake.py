@@ -124,20 +124,26 @@ class LakeStore(Store):
         ``ensure_snapshot``, when the dashboard prepares it, or its pages would read tables without the columns this
         code expects; a time-travel read of a snapshot older than the migration is refused by ``reader``. Asked once
         per lake in a process (a later snapshot is current too: migrations only move forward)."""
+        return self._older_version(snapshot, con) is None
+
+    def _older_version(self, snapshot: int, con: duckdb.DuckDBPyConnection | None = None) -> int | None:
+        """The schema version of ``snapshot`` when it is older than this code's, else None (``_is_current``; read on
+        ``con`` when it is given, pinned to it)."""
         key = (self._lake.conninfo, self._lake.data_path)
         if snapshot >= _CURRENT.get(key, snapshot + 1):
-            return True
-        own = con is None
-        if con is None:
+            return None
+        if con is not None:
+            version = schema_version(con)
+        else:
             con, _ = lake.pinned_reader(self._lake, snapshot)
-        try:
-            current = schema_version(con) >= latest_version()
-        finally:
-            if own:
+            try:
+                version = schema_version(con)
+            finally:
                 lake.close(con)
-        if current:
-            _CURRENT[key] = min(snapshot, _CURRENT.get(key, snapshot))
-        return current
+        if version < latest_version():
+            return version
+        _CURRENT[key] = min(snapshot, _CURRENT.get(key, snapshot))
+        return None
 
     def version(self) -> str:
         return f"snapshot:{lake.snapshot_id(self._lake)}"
@@ -161,16 +167,9 @@ class LakeStore(Store):
         Raises:
             LakeError: ``snapshot`` is at an older schema version than this code's.
         """
-        if self._is_current(snapshot, con):
+        version = self._older_version(snapshot, con)
+        if version is None:
             return
-        own = con is None
-        if con is None:
-            con, _ = lake.pinned_reader(self._lake, snapshot)
-        try:
-            version = schema_version(con)
-        finally:
-            if own:
-                lake.close(con)
         raise LakeError(
             f"{self._lake.label}: snapshot {snapshot} predates this Runlens's schema (schema version {version}; this "
             f"version reads {latest_version()}): time travel reads the snapshots written since this Runlens "
