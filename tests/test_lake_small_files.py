@@ -20,14 +20,19 @@ def _contents(con: object) -> dict[str, list[tuple[object, ...]]]:
     return {t: con.execute(f"SELECT rowid, * FROM {t} ORDER BY rowid").fetchall() for t in TABLES}  # type: ignore[attr-defined]
 
 
-def _small_files(catalog: Path) -> dict[str, int]:
+def _data_files(catalog: Path, below: int | None = None) -> dict[str, int]:
+    """Each table's count of current data files (those smaller than ``below`` bytes when it is given)."""
     with sqlite3.connect(catalog) as db:
         rows = db.execute(
             "SELECT t.table_name, count(*) FROM ducklake_data_file f JOIN ducklake_table t USING (table_id) "
             "WHERE f.end_snapshot IS NULL AND t.end_snapshot IS NULL AND f.file_size_bytes < ? GROUP BY 1",
-            [lake.SMALL_FILE_BYTES],
+            [below if below is not None else 2**62],
         ).fetchall()
-    return {str(t): int(n) for t, n in rows if t in TABLES}
+    return {str(t): int(n) for t, n in rows}
+
+
+def _small_files(catalog: Path) -> dict[str, int]:
+    return {t: n for t, n in _data_files(catalog, lake.SMALL_FILE_BYTES).items() if t in TABLES}
 
 
 def test_small_commits_are_merged_rows_row_ids_and_time_travel_unchanged(
@@ -97,16 +102,8 @@ def test_a_large_file_read_in_parts_makes_one_data_file_a_table_with_the_rows_of
     found = {}
     for location in (whole, parts):
         with rdb.reader(location) as con:
-            name = lake.alias(con)
-            files = dict(
-                con.execute(
-                    f"SELECT t.table_name, count(*) FROM __ducklake_metadata_{name}.ducklake_data_file f "
-                    f"JOIN __ducklake_metadata_{name}.ducklake_table t USING (table_id) "
-                    "WHERE f.end_snapshot IS NULL AND t.end_snapshot IS NULL GROUP BY 1"
-                ).fetchall()
-            )
             rows = {t: con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in tables}
-        found[location] = (files, rows)
+        found[location] = (_data_files(lake.parse(location).catalog_file), rows)
     assert found[parts][1] == found[whole][1] and len(found[parts][1]["steps"]) > 1000
     # one Parquet file a table as for the file read whole, not one a part
     assert (
