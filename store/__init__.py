@@ -9,7 +9,8 @@ Everything above (ingest, analytics, jobs, ui, pages) reaches the database throu
   ``sidecar_path(suffix)`` ...
 * ``reader(db)`` / ``writer(db)``: ``open(db).reader()`` / ``open(db).writer()``: a read-only connection to the
   published data; the one read-write session (migrated, under the writer lock, publishes when it ends).
-* ``query_df`` / ``query_rows``: one parameterised statement, errors carry the SQL (``QueryError``).
+* ``query_df`` / ``query_rows`` / ``query_number_columns``: one parameterised statement, errors carry the SQL
+  (``QueryError``).
 * ``RunFilter`` / ``run_filter_params`` / ``with_run_filter``: the global run filter, its parameters and its one
   SQL condition (``store/sql/run_filter.sql``), used by every filtered query.
 * ``RunlensError``: base of the project's own errors (pages catch these, never bare Exception).
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from store.lake import LakeError, insert_snapshot_column
     from store.migrate import describe, latest_version, migrate, migrations, schema_version
     from store.paths import PROJECT_ROOT, SCHEMA_FILE, Location, legacy_default_notice, snapshot_path
-    from store.query import load_sql, query_df, query_rows, transaction
+    from store.query import load_sql, query_df, query_number_columns, query_rows, transaction
     from store.search_index import (
         AttachedIndex,
         SearchIndexRefresh,
@@ -67,7 +68,7 @@ _MODULE_OF = {
     **dict.fromkeys(
         ("PROJECT_ROOT", "SCHEMA_FILE", "Location", "legacy_default_notice", "snapshot_path"), "store.paths"
     ),
-    **dict.fromkeys(("load_sql", "query_df", "query_rows", "transaction"), "store.query"),
+    **dict.fromkeys(("load_sql", "query_df", "query_number_columns", "query_rows", "transaction"), "store.query"),
     **dict.fromkeys(
         (
             "AttachedIndex",
@@ -146,6 +147,7 @@ __all__ = [
     "open",
     "publish",
     "query_df",
+    "query_number_columns",
     "query_rows",
     "reader",
     "refresh_search_index",

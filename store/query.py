@@ -12,6 +12,7 @@ import duckdb
 from store.errors import QueryError
 
 if TYPE_CHECKING:  # pandas costs ~0.6 s to import: only the callers of query_df (which DuckDB serves) pay it
+    import numpy as np
     import pandas as pd
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
@@ -82,3 +83,33 @@ def query_rows(
         return con.execute(sql, params or []).fetchall()
     except duckdb.Error as exc:
         raise QueryError(str(exc), sql, params) from exc
+
+
+def query_number_columns(
+    con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | dict[str, Any] | None = None
+) -> dict[str, np.ndarray]:
+    """The columns of one parameterised statement of number columns as numpy arrays, as ``query_df`` gives them
+    (NULL: NaN; an integer column with a NULL as floats), without a DataFrame: converted from DuckDB's Arrow batches,
+    where ``fetchnumpy`` cost more for the 867k (run, task) rows of a benchmark at 10M attempts (the Leaderboard's
+    0.13-0.16 against 0.10 CPU s; TMF's 0.082 against 0.049: BENCHMARKS.md "TMF first render at ten million, ninth
+    pass").
+
+    Raises:
+        QueryError: the statement failed (with its SQL and parameters), or a column is not of numbers.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    try:
+        table = con.execute(sql, params or []).to_arrow_table()
+    except duckdb.Error as exc:
+        raise QueryError(str(exc), sql, params) from exc
+    out = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        kind = column.type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            raise QueryError(f"column {name}: expected numbers, got {kind}", sql, params)
+        if column.null_count:  # as ``np.ma.filled(values.astype(float), np.nan)``
+            column = column.cast(pa.float64())
+        out[name] = np.asarray(column.to_numpy())
+    return out

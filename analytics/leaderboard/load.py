@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from analytics import scorers
 from analytics.runs import load_runs
 from analytics.sqlfiles import load_sql
-from store import ALL_RUNS, QueryError, RunFilter, query_df
+from store import ALL_RUNS, QueryError, RunFilter, query_df, query_number_columns
 
 # The runs asked for and the benchmark's coded tasks the tasks table lists (with their level and category), each in
 # id order, and their codes in the kept (run, task) rows (migrations 012-013): the rows come as integers, each key
@@ -60,23 +60,6 @@ def _coded_outcomes(con: duckdb.DuckDBPyConnection, params: dict[str, object], b
     return _coded_read(con, params, benchmark)[0]
 
 
-def _arrays(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> dict[str, np.ndarray]:
-    """One parameterised statement's columns as numpy arrays, without a pandas frame (``query_df``'s errors): at
-    10M attempts the 867k (run, task) rows went DuckDB -> pandas -> numpy, and the frame was dropped at once. A
-    column with a null comes as a masked array."""
-    try:
-        return dict(con.execute(sql, params).fetchnumpy())
-    except duckdb.Error as exc:
-        raise QueryError(str(exc), sql, params) from exc
-
-
-def _float_column(values: np.ndarray) -> np.ndarray:
-    """A float column as ``query_df`` gives it: NaN where the database has a null."""
-    if isinstance(values, np.ma.MaskedArray):
-        return np.ma.filled(values.astype(np.float64), np.nan)
-    return values
-
-
 def _places(codes: np.ndarray, of: np.ndarray) -> np.ndarray:
     """The place in ``codes`` (keys' codes, -1 for none) of each of ``of``'s codes (-1: a code ``codes`` lacks), by a
     table indexed by code (codes are small integers: their store's runs or tasks)."""
@@ -119,15 +102,15 @@ def _read_coded(
     run_codes = sorted({int(c) for c in codes[runs] if c >= 0})
     marks = ", ".join(f"$r{i}" for i in range(len(run_codes))) or "NULL"
     values = {"exclude_errored": params["exclude_errored"], **{f"r{i}": c for i, c in enumerate(run_codes)}}
-    rows = _arrays(con, _ROWS.format(runs=marks), values)
+    rows = query_number_columns(con, _ROWS.format(runs=marks), values)
     run_ix = _places(codes[runs], np.asarray(rows["run_code"], dtype=np.int64))
     task_ix = _places(codes[tasks], np.asarray(rows["task_code"], dtype=np.int64))
     if (task_ix < 0).any() or (run_ix < 0).any():  # a task not in the tasks table: no place
         return None
     columns = {
-        "n": np.asarray(rows["n"]),
-        "c": np.asarray(rows["c"], dtype=np.float64),  # HUGEINT in the text read: pandas' float
-        **{col: _float_column(rows[col]) for col in ("score", "steps", "cost_usd")},
+        "n": rows["n"],
+        "c": rows["c"].astype(np.float64),  # HUGEINT in the text read: pandas' float
+        **{col: rows[col] for col in ("score", "steps", "cost_usd")},
     }
     first_task = int(runs.sum())  # the tasks follow the runs (ORDER BY kind), the scoring follows them
     kinds = {col: _kind_codes(keys.column(col).slice(first_task, int(tasks.sum()))) for col in ("level", "category")}

@@ -12,7 +12,6 @@ from typing import NamedTuple
 import duckdb
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from analytics import compare
 from analytics.runs.compute import RUN_STATE_SQL, with_completeness
@@ -25,7 +24,7 @@ from analytics.tmf.model import (
     slice_names,
     slice_tasks,
 )
-from store import ALL_RUNS, QueryError, RunFilter, query_df, query_rows, with_run_filter
+from store import ALL_RUNS, QueryError, RunFilter, query_df, query_number_columns, query_rows, with_run_filter
 from store.retries import IS_SUPERSEDED_SQL
 
 
@@ -275,31 +274,6 @@ def _query_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, o
     return out
 
 
-def _arrow_columns(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> dict[str, np.ndarray]:
-    """``_query_columns`` of a statement of number columns, through Arrow: the same arrays (NULL: NaN, an integer
-    column with a NULL as floats), converted from DuckDB's Arrow batches, where ``fetchnumpy`` cost more for the
-    867k rows at 10M attempts (0.049 against 0.082 CPU s with the rows' filter below: BENCHMARKS.md "TMF first
-    render at ten million, ninth pass").
-
-    Raises:
-        QueryError: the statement failed (with its SQL and parameters).
-        TmfError: a column is not of numbers.
-    """
-    try:
-        table = con.execute(sql, params).to_arrow_table()
-    except duckdb.Error as exc:
-        raise QueryError(str(exc), sql, params) from exc
-    out = {}
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        kind = column.type
-        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-            raise TmfError(f"column {name}: expected numbers, got {kind}")
-        if column.null_count:  # as ``np.ma.filled(values.astype(float), np.nan)``
-            column = column.cast(pa.float64())
-        out[name] = np.asarray(column.to_numpy())
-    return out
-
-
 _RUNS_WHERE = "WHERE r.benchmark = $benchmark AND $run_filter"
 
 
@@ -365,7 +339,7 @@ def _coded_rows(
     selected = [_ROW_SQL[c] for c in ROW_COLUMNS if c in columns]
     codes = run_codes.to_numpy(dtype=float)
     present = np.flatnonzero(~np.isnan(codes))
-    rows = _arrow_columns(
+    rows = query_number_columns(
         con,
         f"""
         SELECT {", ".join(["run_code", "task_code", *selected])}
