@@ -287,6 +287,18 @@ def test_fixture_db_end_to_end(fixture_db) -> None:
     assert any("mini-a-v1" in str(t.customdata) for t in fig.data if t.customdata is not None)
 
 
+@pytest.mark.parametrize(("passed", "below"), [(9, True), (2, False)])
+def test_the_best_points_label_keeps_clear_of_the_stage_badge(passed: int, below: bool) -> None:
+    # above a point high in the plot the label covered the stage badge and the AI value in the top-left corner, where
+    # the cheapest agent's point is when it is also the best: there it goes below the point
+    rows = [
+        {"run_id": "r", "agent": "A", "task_id": str(t), "cost_usd": 0.01, "c": float(t < passed)} for t in range(10)
+    ]
+    fig = tmf.fig_tmf(tmf.analyse(_inputs(rows)))
+    best = next(a for a in fig.layout.annotations if "Best operating point" in (a.text or ""))
+    assert best.y == pytest.approx(10 * passed) and (best.ay > 0) == below and best.ax > 0
+
+
 def test_cli_json(fixture_db, capsys) -> None:
     from cli import main
 

@@ -470,20 +470,39 @@ def _best_annotation(result: TmfResult) -> list[dict[str, Any]]:
     if val is None or val.best_run_id is None or val.best_saving <= 0:
         return []
     best = _rows(result, [val.best_run_id]).iloc[0]
+    x, y = math.log10(float(best[result.x_col])), float(best["performance"])
+    ax, ay = _label_offset(_fraction(x, _x_range(result)), _fraction(y, _y_range(result)))
     return [
         {
-            "x": math.log10(float(best[result.x_col])),
-            "y": float(best["performance"]) * _scale(result),
+            "x": x,
+            "y": y * _scale(result),
             "text": f"<b>Best operating point</b><br>saves {fmt_x(val.best_saving, result.unit)} per task",
             "showarrow": True,
             "arrowhead": 2,
-            "ax": 40,
-            "ay": -60,
+            "ax": ax,
+            "ay": ay,
             "font": {"color": "#2b8a3e", "size": 12},
             "bgcolor": "rgba(255,255,255,0.85)",
             "bordercolor": "#2b8a3e",
         }
     ]
+
+
+def _fraction(value: float, span: tuple[float, float]) -> float:
+    """Where ``value`` lies across the axis range ``span`` (0 at its start, 1 at its end)."""
+    lo, hi = span
+    return (value - lo) / (hi - lo) if hi > lo else 0.5
+
+
+def _label_offset(fx: float, fy: float) -> tuple[int, int]:
+    """The best operating point's label offset (pixels from the point, plotly's ``ax``/``ay``: ``ay`` > 0 is below)
+    for a point at (``fx``, ``fy``) of the plot's width and height: above and to the right of it, except where that
+    would cover the stage badge and the AI value in the top-left corner or leave the plot (a point high up: the
+    label below it; a point far right: the label to its left). The cheapest agent is often the best, so the point
+    is often in that corner."""
+    ax = -60 if fx > 0.7 else 60
+    ay = 60 if fy > 0.55 else -60
+    return ax, ay
 
 
 def subplot_grid(
