@@ -106,9 +106,9 @@ if not result.is_testable:
         "across task pools."
     )
 m = st.columns(5)
-m[0].metric("Matched tasks", len(result.tasks))
-m[1].metric("Regressions (A ✓, B ✗)", result.b_regressions)
-m[2].metric("Fixes (A ✗, B ✓)", result.c_fixes)
+m[0].metric("Matched tasks", f"{len(result.tasks):,}")
+m[1].metric("Regressions (A ✓, B ✗)", f"{result.b_regressions:,}")
+m[2].metric("Fixes (A ✗, B ✓)", f"{result.c_fixes:,}")
 m[3].metric("McNemar exact p", f"{result.p_value:.3g}")
 deltas = result.deltas.copy()
 paired = result.paired
@@ -141,7 +141,7 @@ if paired is not None:
         f"(95% CI {fmt.span(paired.ci95[0], paired.ci95[1], scale=100, is_signed=True)} pp), "
         f"p = {paired.p_value:.3g} "
         f"({paired.method}), {verdict} at 5%; B worse on {fmt.plural(paired.n_worse, 'task')}, "
-        f"better on {paired.n_better}."
+        f"better on {paired.n_better:,}."
     )
 if result.measures is not None:
     st.caption(

@@ -75,7 +75,7 @@ left, mid, right = st.columns(3)
 left.metric("Runs ranked", f"{len(ranked)} of {len(overall)}")
 mid.metric(
     "Comparison set",
-    f"{int(overall['comparison_set_size'].iloc[0])} tasks",
+    f"{int(overall['comparison_set_size'].iloc[0]):,} tasks",
     help="The tasks more than half of the ranked runs have; every run with at least 80% of them is ranked on the "
     "ones it has (its n is in the table), a run on more tasks on these only.",
 )
@@ -93,7 +93,7 @@ if not leader.empty:
 top_group = ranked[ranked["top_group"].eq(True)]
 top_labels = runs.unique_run_labels(top_group)
 st.caption(
-    f"Ranked by {metric_name} on {int(overall['comparison_set_size'].iloc[0])} shared tasks. "
+    f"Ranked by {metric_name} on {int(overall['comparison_set_size'].iloc[0]):,} shared tasks. "
     "Δ vs leader: the paired mean difference over shared tasks with its 95% bootstrap interval. "
     f"Top group ({len(top_group)} of {len(ranked)}, not distinguishable from the best at 5%): "
     + ", ".join(plain(top_labels[str(r)], max_chars=60) for r in top_group.sort_values("rank")["run_id"])

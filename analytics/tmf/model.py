@@ -380,10 +380,10 @@ def human_baseline(
     elif timed.empty:
         x, x_source = None, "no human_minutes on these tasks (enter minutes per task)"
     elif axis == "latency":
-        x, x_source = float(timed.mean() * 60.0), f"human_minutes of {len(timed)} tasks"
+        x, x_source = float(timed.mean() * 60.0), f"human_minutes of {len(timed):,} tasks"
     else:
         x = float(timed.mean() * hourly_usd / 60.0)
-        x_source = f"human_minutes of {len(timed)} tasks x {hourly_usd:g} USD/hour"
+        x_source = f"human_minutes of {len(timed):,} tasks x {hourly_usd:g} USD/hour"
     if human_performance is not None:
         perf, perf_source = float(human_performance), "input"
     elif humans["performance"].notna().any():

@@ -355,7 +355,7 @@ def comparison_caption(result: TmfResult) -> str:
     """Which task set the chart compares, which runs are left out, and the bootstrap behind the odds."""
     a = result.assumptions
     other = a.get("runs_on_other_tasks") or []
-    text = f"Compared on the {a.get('comparison_set_size', 0)} tasks most runs share"
+    text = f"Compared on the {a.get('comparison_set_size', 0):,} tasks most runs share"
     text += (
         f"; {fmt.plural(len(other), 'run')} on other tasks {'is' if len(other) == 1 else 'are'} left out (the IRT "
         "Progress page compares across pools)"
@@ -378,7 +378,7 @@ def comparison_caption(result: TmfResult) -> str:
     unc = result.uncertainty
     if unc is not None:
         text += (
-            f". Odds from {unc.n_replicates} seeded paired task-bootstrap replicates over {unc.n_tasks} tasks "
+            f". Odds from {unc.n_replicates:,} seeded paired task-bootstrap replicates over {unc.n_tasks:,} tasks "
             "(the human curve held at its estimate)"
         )
     return text + "."
