@@ -117,7 +117,7 @@ if int(t3["#Total"].sum()) == 0:
 rates = err.rate_table(table, slice_name=slice_name)
 st.caption(
     "Share of each run's attempts that failed, and that carry each code, in % with a Wilson 95% interval over the "
-    "run's attempts: runs of 48 and of 300 attempts compare fairly here."
+    "run's attempts, so that runs of different sizes compare fairly here."
 )
 show_table(rates, key="err_rates", name=f"error-rates-{filters.benchmark}-{slice_name}", is_display=True)
 with st.expander(

@@ -86,8 +86,8 @@ if view.fit is None and (view.n_subjects_in_data < 2 or view.n_tasks_in_data < 2
     )
 if view.fit is None:
     missing = (
-        f"No {model} fit of **{common.plain(flt.benchmark)}** yet ({view.n_subjects_in_data} agent versions, "
-        f"{view.n_tasks_in_data} tasks)"
+        f"No {model} fit of **{common.plain(flt.benchmark)}** yet ({view.n_subjects_in_data:,} agent versions, "
+        f"{view.n_tasks_in_data:,} tasks)"
     )
     if not background.is_enabled():
         st.info(

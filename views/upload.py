@@ -243,7 +243,7 @@ else:
             st.error(plain(exc))
         else:
             st.success(
-                f"Deleted {plain(done.run_id)}: {done.n_attempts} attempts, {done.n_steps} steps, "
+                f"Deleted {plain(done.run_id)}: {done.n_attempts:,} attempts, {done.n_steps:,} steps, "
                 f"{fmtx.plural(done.n_texts, 'long text')}."
             )
 if not gone.empty:

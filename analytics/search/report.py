@@ -72,7 +72,7 @@ def to_json(result: SearchResult) -> dict[str, Any]:
 def text_report(result: SearchResult) -> str:
     """One line per hit (tab-separated), after a count line."""
     if result.is_count_exact:
-        head = f"{result.n_attempts} attempts, {result.n_hits} hits ({len(result.hits)} listed)"
+        head = f"{result.n_attempts:,} attempts, {result.n_hits:,} hits ({len(result.hits):,} listed)"
     else:
         head = f"{count_text(result)}, at least {result.n_hits} hits ({len(result.hits)} listed)"
     lines = [head]
