@@ -254,6 +254,9 @@ def history_table(history: pd.DataFrame) -> pd.DataFrame:
     def text(value: Any) -> str:
         return "–" if value is None or value is pd.NA or value != value or value == "" else str(value)
 
+    def count(value: Any) -> str:  # 200,000 attempts, as every other table writes a count
+        return "–" if text(value) == "–" else f"{int(value):,}"
+
     paths = history["file"].astype(str)
     return pd.DataFrame(
         {
@@ -261,10 +264,10 @@ def history_table(history: pd.DataFrame) -> pd.DataFrame:
             "Folder": paths.map(lambda p: str(PurePath(p).parent) if PurePath(p).name else "–"),
             "Hash": history["content_hash"].map(lambda h: text(h)[:12] + "…" if text(h) != "–" else "–"),
             "Format": history["format"].map(text),
-            "Runs": history["n_runs"].map(text),
-            "Tasks": history["n_tasks"].map(text),
-            "Attempts": history["n_attempts"].map(text),
-            "Steps": history["n_steps"].map(text),
+            "Runs": history["n_runs"].map(count),
+            "Tasks": history["n_tasks"].map(count),
+            "Attempts": history["n_attempts"].map(count),
+            "Steps": history["n_steps"].map(count),
             "Ingested (UTC)": pd.to_datetime(history["started_at"]).dt.strftime("%Y-%m-%d %H:%M").fillna("–"),
             "Seconds": history["seconds"].map(lambda v: "–" if v is None or v != v else f"{float(v):.2f}"),
             "Outcome": history["outcome"].map(text),
