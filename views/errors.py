@@ -270,7 +270,7 @@ if len(run_ids) > 1:
         where = f", mostly on {r.mostly_on}" if fmt.text(r.mostly_on) != fmt.MISSING else ""
         st.text(
             f"{err.CODE_NAMES.get(r.code, r.code)} errors ({r.code}): {fmt.pct(r.rate_a)} → {fmt.pct(r.rate_b)} of "
-            f"attempts ({fmt.signed(r.rate_change)}; {r.n_a} → {r.n_b} attempts) from {labels[run_a]} to "
+            f"attempts ({fmt.signed(r.rate_change)}; {fmt.count(r.n_a)} → {fmt.count(r.n_b)} attempts) from {labels[run_a]} to "
             f"{labels[run_b]}{where}"
         )
     if moved.empty:

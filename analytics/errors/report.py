@@ -93,9 +93,9 @@ def diff_sentences(diff: pd.DataFrame, label_a: str, label_b: str, *, min_pct: f
         if np.isfinite(r.pct_change) and abs(r.pct_change) < min_pct:
             continue
         name = f"{CODE_NAMES.get(r.code, r.code)} errors ({r.code})"
-        pct = f"{r.pct_change:+.0f}%" if np.isfinite(r.pct_change) else f"new ({r.n_b})"
+        pct = f"{r.pct_change:+.0f}%" if np.isfinite(r.pct_change) else f"new ({r.n_b:,})"
         where = f", mostly on {r.mostly_on}" if r.mostly_on else ""
-        out.append(f"{name} {pct} from {label_a} to {label_b} ({r.n_a} -> {r.n_b}){where}")
+        out.append(f"{name} {pct} from {label_a} to {label_b} ({r.n_a:,} -> {r.n_b:,}){where}")
     return out
 
 

@@ -322,7 +322,7 @@ def runs_display(table: pd.DataFrame, result: TmfResult) -> pd.DataFrame:
             x_name: [
                 x_text(v, lo, hi) for v, lo, hi in zip(table[result.x_col], table["x_lo"], table["x_hi"], strict=True)
             ],
-            "Tasks": table["n_tasks"],
+            "Tasks": table["n_tasks"].map(fmt.count),
             "On the frontier": table["on_frontier"].map(lambda b: "✓" if bool(b) else ""),
             "Bootstrap share on frontier": table["p_frontier"].map(odds),
             "Bootstrap share best": table["p_best"].map(odds),
