@@ -327,6 +327,19 @@ def test_each_run_has_its_own_chart_row() -> None:
     assert sum(len(t.x) for t in points) == 3
 
 
+def test_the_cheapest_frontier_runs_are_labelled_on_their_right() -> None:
+    """A label to the left of a point near the cost axis's start ran off the chart (the name cut to its date)."""
+    runs = _runs("r1", "r2", "r3")
+    parts = [_costed("r1", [1, 0, 0, 0], 0.001), _costed("r2", [1, 1, 0, 0], 0.01), _costed("r3", [1, 1, 1, 0], 0.1)]
+    out = lb.leaderboard_rows(runs, pd.concat(parts))
+    (frontier,) = [t for t in lb.fig_cost_accuracy(out[out["slice"] == "all"]).data if t.name == "Pareto frontier"]
+    assert list(frontier.x) == [0.001, 0.01, 0.1] and list(frontier.textposition) == [
+        "top right",
+        "top left",
+        "top left",
+    ]
+
+
 def test_the_cost_axis_never_goes_below_zero() -> None:
     """One costed run (a fresh upload): the linear cost axis starts at $0, not at -0.5."""
     runs = _runs("r1")

@@ -62,6 +62,8 @@ def fig_cost_accuracy(df: pd.DataFrame) -> go.Figure:
     part["y"] = 100 * part["metric_value"].astype(float)
     labels = unique_run_labels(part)
     part["label"] = [labels[str(r)] for r in part["run_id"]]
+    positive = part["x"][part["x"] > 0]
+    is_log = len(positive) == len(part) and len(part) > 1 and positive.max() / positive.min() > 20
     fig = go.Figure()
     for is_optimal, group in part.groupby(part["is_pareto_optimal"].astype(bool), sort=True):
         group = group.sort_values("x")
@@ -72,7 +74,7 @@ def fig_cost_accuracy(df: pd.DataFrame) -> go.Figure:
                 mode="lines+markers+text" if is_optimal else "markers",
                 line={"color": "#1f77b4", "width": 2, "shape": "hv"} if is_optimal else None,
                 text=group["label"] if is_optimal else None,
-                textposition="top left",
+                textposition=_label_sides(group["x"], part["x"], is_log=is_log),
                 name="Pareto frontier" if is_optimal else "dominated",
                 marker={"size": 11 if is_optimal else 8, "color": "#1f77b4" if is_optimal else "#adb5bd"},
                 customdata=np.stack([group["run_id"], group["label"], group["n_tasks"]], axis=1),
@@ -80,8 +82,6 @@ def fig_cost_accuracy(df: pd.DataFrame) -> go.Figure:
                 "tasks %{customdata[2]}<br>run %{customdata[0]}<extra></extra>",
             )
         )
-    positive = part["x"][part["x"] > 0]
-    is_log = len(positive) == len(part) and len(part) > 1 and positive.max() / positive.min() > 20
     fig.update_layout(
         title=f"Cost vs {name}: the Pareto frontier (HAL)",
         xaxis={
@@ -96,3 +96,14 @@ def fig_cost_accuracy(df: pd.DataFrame) -> go.Figure:
         legend={"orientation": "h", "y": -0.15},
     )
     return fig
+
+
+def _label_sides(xs: pd.Series, every: pd.Series, *, is_log: bool) -> list[str]:
+    """Where each frontier point's label goes: to the left of the point, except in the left 40% of the cost axis,
+    where a label to the left ran off the chart (the cheapest run's name was cut to its date)."""
+    at, span = xs.to_numpy(dtype=float), every.to_numpy(dtype=float)
+    if is_log:  # (every cost is positive on a log axis)
+        at, span = np.log10(at), np.log10(span)
+    lo, hi = (float(np.nanmin(span)), float(np.nanmax(span))) if len(span) else (0.0, 0.0)
+    share = (at - lo) / (hi - lo) if hi > lo else np.full(len(at), 0.5)
+    return ["top right" if f < 0.4 else "top left" for f in share]
