@@ -247,3 +247,39 @@ def test_sentences_frame_marks_the_ad_sentences() -> None:
     assert list(frame["is_ad"]) == [False, True, False]
     assert frame.loc[1, "sentence"] == "Book at https://www.example-hotels.com today!"
     assert gem.marked_text(answer, ads).splitlines()[1].startswith(gem.AD_PREFIX)
+
+
+def test_solutions_of_one_cost_and_quality_are_named_apart() -> None:
+    """GIR-P and GIR-R of one dataset at nearly one point wrote their names over each other ("GIR-RGIR-P"): every
+    name drawn now fits the plot and overlaps no other name (boxes from the figure's own text and positions)."""
+    import pandas as pd
+
+    from analytics import figures as placing
+    from analytics.gem import figures as gem_figures
+
+    df = pd.DataFrame(
+        {
+            "dataset": ["CA", "CA", "CA", "LM"],
+            "solution": ["GIR-P", "GIR-R", "GI-R", "GIR-R"],
+            "cost": [953.0, 968.0, 109.0, 1106.0],
+            "qualitative": [58.5, 58.4, 54.5, float("nan")],
+        }
+    )
+    fig = gem.fig_quality_cost(df)
+    width, height = gem_figures.QUALITY_COST_PLOT_PX
+    xs, ys = gem_figures._across(df["cost"]) * width, gem_figures._across(df["qualitative"]) * height
+    at = {(d, sol): (x, y) for d, sol, x, y in zip(df["dataset"], df["solution"], xs, ys, strict=True)}
+    boxes = []
+    for trace in fig.data:
+        for text, pos, solution in zip(trace.text, trace.textposition, trace.customdata[:, 1], strict=True):
+            if not text:
+                continue
+            x, y = at[(trace.name, solution)]
+            w, h = len(text) * placing.LABEL_CHAR_PX, placing.LABEL_LINE_PX
+            vert, horiz = pos.split()
+            left = {"right": x + 6, "left": x - 6 - w, "center": x - w / 2}[horiz]
+            bottom = {"top": y + 3, "bottom": y - 3 - h, "middle": y - h / 2}[vert]
+            boxes.append((left, bottom, left + w, bottom + h))
+            assert left >= 0 and left + w <= width and bottom >= 0 and bottom + h <= height, (text, pos)
+    assert len(boxes) == 3  # the three with a quality; none without
+    assert not any(placing._overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])

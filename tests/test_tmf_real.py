@@ -124,6 +124,7 @@ def test_swebench_verified_costed_runs(tmp_path: Path, capsys: pytest.CaptureFix
 def test_hal_frontier_labels_stay_inside_and_apart(bench: str, hal_db: Path) -> None:
     """55 tau-bench runs with long HAL names: every frontier label drawn fits the plot and overlaps no other label
     or frontier marker (boxes recomputed here from the figure's own text and positions)."""
+    from analytics import figures as placing
     from analytics.tmf import figures
     from store import reader
 
@@ -131,7 +132,7 @@ def test_hal_frontier_labels_stay_inside_and_apart(bench: str, hal_db: Path) -> 
         result = tmf.overview(con, RunFilter(benchmark=bench), options=tmf.TmfOptions(), freq="quarter").overall
     assert result is not None
     front = next(t for t in tmf.fig_tmf(result).data if t.name == "Frontier runs")
-    width, height = figures.PLOT_PX
+    width, height = placing.PLOT_PX
     lx0, lx1 = figures._x_range(result)
     xs = (np.log10(np.asarray(front.x, dtype=float)) - lx0) / (lx1 - lx0) * width
     ys = np.asarray(front.y, dtype=float) / 100 * height
@@ -141,13 +142,13 @@ def test_hal_frontier_labels_stay_inside_and_apart(bench: str, hal_db: Path) -> 
         if not text:
             continue
         n_labelled += 1
-        assert len(text) <= figures.MAX_LABEL_CHARS
-        w, h = len(text) * figures.LABEL_CHAR_PX, figures.LABEL_LINE_PX
+        assert len(text) <= placing.MAX_LABEL_CHARS
+        w, h = len(text) * placing.LABEL_CHAR_PX, placing.LABEL_LINE_PX
         vert, horiz = pos.split()
         left = {"right": x + 6, "left": x - 6 - w, "center": x - w / 2}[horiz]
         bottom = {"top": y + 3, "bottom": y - 3 - h, "middle": y - h / 2}[vert]
         box = (left, bottom, left + w, bottom + h)
         assert box[0] >= 0 and box[2] <= width and box[1] >= 0 and box[3] <= height, (text, pos)
-        assert not any(figures._overlaps(box, b) for b in boxes), (text, pos)
+        assert not any(placing._overlaps(box, b) for b in boxes), (text, pos)
         boxes.append(box)
     assert n_labelled >= min(3, len(xs))  # most of the frontier keeps its name

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from analytics.figures import place_labels
 from analytics.gem.formulas import DIMENSIONS
 from analytics.gem.report import GemView
 
@@ -20,10 +21,19 @@ def quality_cost(v: GemView) -> pd.DataFrame:
     return df[df["k"] == 1].reset_index(drop=True)
 
 
+QUALITY_COST_PLOT_PX = (700.0, 340.0)  # the chart's plot area on the page (460 px high, the page's width)
+
+
 def fig_quality_cost(df: pd.DataFrame, *, quality: str = "qualitative") -> go.Figure:
-    """Quality (0-100) against cost (0.5 x ITTFT + OTTFT tokens), one marker per solution, one symbol per dataset."""
+    """Quality (0-100) against cost (0.5 x ITTFT + OTTFT tokens), one marker per solution, one symbol per dataset;
+    each solution's name placed clear of the other names and markers (``analytics.figures.place_labels``: two
+    solutions of one cost and quality wrote their names over each other), left out where there is no room."""
     fig = go.Figure()
     symbols = ["circle", "square", "diamond", "triangle-up", "x", "star"]
+    texts, where = place_labels(
+        _across(df["cost"]), _across(df[quality]), df["solution"].astype(str).tolist(), plot=QUALITY_COST_PLOT_PX
+    )
+    placed = pd.DataFrame({"text": texts, "where": where}, index=df.index)
     for i, (dataset, part) in enumerate(df.groupby("dataset", sort=True)):
         fig.add_trace(
             go.Scatter(
@@ -31,8 +41,8 @@ def fig_quality_cost(df: pd.DataFrame, *, quality: str = "qualitative") -> go.Fi
                 y=part[quality],
                 mode="markers+text",
                 name=str(dataset),
-                text=part["solution"],
-                textposition="top center",
+                text=placed.loc[part.index, "text"].tolist(),
+                textposition=placed.loc[part.index, "where"].tolist(),
                 marker={"size": 12, "symbol": symbols[i % len(symbols)]},
                 customdata=np.stack([part["dataset"], part["solution"]], axis=1),
                 hovertemplate="%{customdata[1]} on %{customdata[0]}<br>cost %{x:.0f} tokens<br>"
@@ -45,8 +55,21 @@ def fig_quality_cost(df: pd.DataFrame, *, quality: str = "qualitative") -> go.Fi
         yaxis_title=f"{quality} overall (0-100)",
         legend_title="dataset",
         margin={"t": 40},
+        height=460,
     )
     return fig
+
+
+def _across(values: pd.Series) -> np.ndarray:
+    """Each value's place across its axis, 0 to 1, within the 5% Plotly leaves on each side of the data's range
+    (a missing value off the plot: it draws no marker, so it is in no label's way)."""
+    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    finite = v[np.isfinite(v)]
+    if not len(finite) or finite.max() == finite.min():
+        return np.where(np.isfinite(v), 0.5, -10.0)
+    lo, hi = finite.min(), finite.max()
+    pad = 0.05 * (hi - lo)
+    return np.where(np.isfinite(v), (v - lo + pad) / (hi - lo + 2 * pad), -10.0)
 
 
 def density(v: GemView) -> pd.DataFrame:

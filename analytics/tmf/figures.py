@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from analytics.figures import place_labels as shared_place_labels
 from analytics.tmf.analysis import TmfResult
 from analytics.tmf.model import STAGE_NAMES, supply_cost
 from analytics.tmf.report import (
@@ -287,59 +288,14 @@ def frontier_labels(part: pd.DataFrame, result: TmfResult) -> list[str]:
     return out
 
 
-# label placement on a nominal plot area (the page's chart is about this size; the export is larger, so labels
-# placed here fit there too): Plotly draws text where it is told and never moves it out of another's way
-PLOT_PX = (1000.0, 480.0)
-LABEL_CHAR_PX, LABEL_LINE_PX, LABEL_GAP_PX, MARKER_PX = 6.4, 14.0, 6.0, 12.0
-MAX_LABEL_CHARS = 32
-POSITIONS = (
-    ("top right", 1, 1),
-    ("bottom right", 1, -1),
-    ("top left", -1, 1),
-    ("bottom left", -1, -1),
-    ("middle right", 1, 0),
-    ("middle left", -1, 0),
-    ("top center", 0, 1),
-    ("bottom center", 0, -1),
-)
-
-
-def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
 def place_labels(part: pd.DataFrame, result: TmfResult, names: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Greedy placement of the frontier labels, left to right: each takes the first of ``POSITIONS`` whose box
-    stays inside the plot and clear of the markers and of the labels already placed; a label with no free place
-    is left out (the point keeps its hover text). Long names are cut to ``MAX_LABEL_CHARS`` with an ellipsis.
-
-    Returns:
-        ``(texts, textpositions)``, one per row of ``part``.
-    """
-    width, height = PLOT_PX
+    """``analytics.figures.place_labels`` of the frontier labels, each point placed on the chart's axes (a log cost,
+    the performance's range). Returns ``(texts, textpositions)``, one per row of ``part``."""
     lx0, lx1 = _x_range(result)
     y0, y1 = _y_range(result)
-    xs = (np.log10(part[result.x_col].to_numpy(dtype=float)) - lx0) / (lx1 - lx0) * width
-    ys = (part["performance"].to_numpy(dtype=float) - y0) / (y1 - y0) * height
-    half = MARKER_PX / 2
-    taken = [(x - half, y - half, x + half, y + half) for x, y in zip(xs, ys, strict=True)]
-    texts, where = [""] * len(part), ["top right"] * len(part)
-    for i in np.argsort(xs, kind="mergesort"):
-        name = str(names[i])
-        if not name:
-            continue
-        name = name if len(name) <= MAX_LABEL_CHARS else name[: MAX_LABEL_CHARS - 1].rstrip() + "…"
-        w, h = len(name) * LABEL_CHAR_PX, LABEL_LINE_PX
-        for pos, dx, dy in POSITIONS:
-            left = xs[i] + (LABEL_GAP_PX if dx > 0 else -LABEL_GAP_PX - w if dx < 0 else -w / 2)
-            bottom = ys[i] + (LABEL_GAP_PX / 2 if dy > 0 else -LABEL_GAP_PX / 2 - h if dy < 0 else -h / 2)
-            box = (left, bottom, left + w, bottom + h)
-            inside = box[0] >= 0 and box[2] <= width and box[1] >= 0 and box[3] <= height
-            if inside and not any(_overlaps(box, t) for t in taken):
-                texts[i], where[i] = name, pos
-                taken.append(box)
-                break
-    return texts, where
+    xs = (np.log10(part[result.x_col].to_numpy(dtype=float)) - lx0) / (lx1 - lx0)
+    ys = (part["performance"].to_numpy(dtype=float) - y0) / (y1 - y0)
+    return shared_place_labels(xs, ys, names)
 
 
 def _human_traces(result: TmfResult, x0: float, *, show: bool) -> list[Trace]:
