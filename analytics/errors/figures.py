@@ -42,13 +42,16 @@ def fig_error_shares(long: pd.DataFrame, *, title: str = "Share of error labels 
             )
         )
     n_runs = long["run_id"].nunique()
+    height = 140 + 30 * n_runs
     fig.update_layout(
         barmode="stack",
         title=title,
         xaxis_title="share of labels on failed attempts (%)",
-        height=140 + 30 * n_runs,
+        height=height,
         margin={"l": 10, "r": 10, "t": 50, "b": 40},
-        legend={"orientation": "h", "y": -0.2},
+        # the codes in the bars' order (left to right), 70 px under the plot whatever its height (a fifth of the
+        # plot's height left 150 px of white between the axis and the legend with 35 runs)
+        legend={"orientation": "h", "y": -70 / (height - 90), "traceorder": "normal"},
     )
     return fig
 
