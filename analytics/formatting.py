@@ -61,25 +61,25 @@ def pct(value: Any, digits: int = 1) -> str:
 
 
 def interval(value: Any, ci: Sequence[Any] | None, *, scale: float = 100.0, digits: int = 1) -> str:
-    """An estimate with its interval: ``62.1 [55.0 to 69.0]`` (fractions times ``scale``: percentages by default);
-    the estimate alone when the interval is missing."""
+    """An estimate with its interval: ``62.1 [55.0 to 69.0]`` (fractions times ``scale``: percentages by default;
+    thousands separated, ``15,942 [15,010 to 16,874]``); the estimate alone when the interval is missing."""
     x = _number(value)
     if x is None:
         return MISSING
-    head = _clean(f"{scale * x:.{digits}f}")
+    head = _clean(f"{scale * x:,.{digits}f}")
     lo, hi = (_number(v) for v in ci) if ci is not None and len(ci) == 2 else (None, None)
     if lo is None or hi is None:
         return head
-    return f"{head} [{_clean(f'{scale * lo:.{digits}f}')} to {_clean(f'{scale * hi:.{digits}f}')}]"
+    return f"{head} [{_clean(f'{scale * lo:,.{digits}f}')} to {_clean(f'{scale * hi:,.{digits}f}')}]"
 
 
 def signed(value: Any, *, scale: float = 100.0, digits: int = 1, unit: str = " pp") -> str:
-    """A difference with its sign: ``+4.3 pp``, ``−2.0 pp``, ``0.0 pp`` (never ``-0.0``)."""
+    """A difference with its sign: ``+4.3 pp``, ``−2.0 pp``, ``0.0 pp`` (never ``-0.0``), ``+1,769`` tokens."""
     x = _number(value)
     if x is None:
         return MISSING
-    text = _clean(f"{scale * x:+.{digits}f}")
-    if text.lstrip("+") and float(text) == 0:
+    text = _clean(f"{scale * x:+,.{digits}f}")
+    if text.lstrip("+") and float(text.replace(",", "")) == 0:
         text = text.lstrip("+-")
     return text.replace("-", "−") + unit
 

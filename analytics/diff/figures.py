@@ -28,6 +28,9 @@ def fig_deltas(deltas: pd.DataFrame) -> go.Figure:
     )
     fig.add_vline(x=0, line_dash="dot")
     fig.update_layout(
-        xaxis_title="Pass@1 change, B - A (percentage points)", yaxis_title=None, height=max(260, 28 * len(d) + 100)
+        xaxis_title="Pass@1 change, B - A (percentage points)",
+        yaxis_title=None,
+        height=max(200, 28 * len(d) + 60),
+        margin={"t": 20},  # no title: the page's heading names it (the default 100 px stood empty above the chart)
     )
     return fig
