@@ -18,8 +18,9 @@ from typing import Any
 
 from ingest.formats import is_archive
 from ingest.lazy_imports import Refusal
-from ingest.pipeline import Prepared, _memory_available, _size, prepare_file
+from ingest.pipeline import Prepared, _size, prepare_file
 from ingest.records import Known
+from ingest.tempdirs import fits_in_memory
 
 WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init_worker)
 PREFETCH_BYTES = 384 * 1024 * 1024  # validated files waiting for the writer, beyond one per worker and one more
@@ -208,7 +209,9 @@ def _prepare_worker(
 ) -> Prepared:
     if isinstance(known, bytes):
         known = _known_from(known)
-    prepared = prepare_file(path, known, fmt=fmt, spill_dir=spill_dir, **options)
+    prepared = prepare_file(
+        path, known, fmt=fmt, spill_dir=spill_dir, memory_dir=memory_dir, memory_bytes=memory_bytes, **options
+    )
     bundle = prepared.bundle
     if bundle is not None and not bundle.revised_runs and not bundle.freeze()["score_updates"].num_rows:
         # the rows wait for the writer on disk (a re-scored log is held whole); with no room on disk (OSError)
@@ -216,7 +219,7 @@ def _prepare_worker(
         if (
             memory_dir is not None
             and bundle.spill_dir is None  # (a file read in parts stays where its parts are)
-            and _fits_in_memory(bundle.freeze(), memory_dir, memory_bytes)
+            and fits_in_memory(bundle.freeze(), memory_dir, memory_bytes)
         ):
             try:
                 bundle.spill(memory_dir)
@@ -226,32 +229,3 @@ def _prepare_worker(
         with contextlib.suppress(OSError):
             bundle.spill(spill_dir)
     return prepared
-
-
-MEMORY_MARGIN_BYTES = 256 * 1024 * 1024  # what a part leaves free in the memory folder's file system, at least
-
-
-def _fits_in_memory(tables: dict[str, Any], memory_dir: str, memory_bytes: int) -> bool:
-    """Whether a file's rows wait for the writer in ``memory_dir`` (tmpfs), not on disk: they fit beside the files
-    already there within ``memory_bytes``, leave ``MEMORY_MARGIN_BYTES`` free on its file system and take at most a
-    quarter of the memory available. Workers decide at once: the total may pass ``memory_bytes`` by a file a
-    worker."""
-    need = sum(int(t.nbytes) for t in tables.values())
-    try:
-        fs = os.statvfs(memory_dir)
-        if need + MEMORY_MARGIN_BYTES > fs.f_bavail * fs.f_frsize or _folder_bytes(memory_dir) + need > memory_bytes:
-            return False
-    except OSError:
-        return False
-    room = _memory_available()
-    return room is None or need <= room // 4
-
-
-def _folder_bytes(folder: str) -> int:
-    """The bytes of the files under ``folder`` (a spill folder: a few dozen files)."""
-    total = 0
-    for root, _, names in os.walk(folder):
-        for name in names:
-            with contextlib.suppress(OSError):  # (removed by the writer meanwhile)
-                total += os.stat(os.path.join(root, name)).st_size
-    return total

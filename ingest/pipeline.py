@@ -25,6 +25,7 @@ from ingest.known import load_known
 from ingest.outcome_text import describe
 from ingest.records import DEFINITION_TABLES, Bundle, Known, Normaliser, definition_key
 from ingest.tempdirs import SPILL_PREFIX, memory_parent, owned_temporary_folder, remove_orphans
+from ingest.tempdirs import memory_available as _memory_available
 from store import RunlensError
 
 if TYPE_CHECKING:
@@ -52,7 +53,9 @@ INGEST_MEMORY_LIMIT = "1GB"  # DuckDB's buffer pool while ingesting (its default
 # Validation workers hand their files' rows over in a memory-backed folder (tmpfs, ``ingest.tempdirs.memory_parent``)
 # while this ingest's files there come to at most this much, then in the temporary folder on disk: a file's rows
 # written to tmpfs cost its worker about a third of the system CPU of a disk's file system (measured on a 1M-attempt
-# file: 0.015-0.017 against 0.046-0.061 s), and no write-back. 0: always on disk.
+# file: 0.015-0.017 against 0.046-0.061 s), and no write-back. The parts of a large file (over ``CHUNK_BYTES``) wait
+# there too, part by part within the same total, whether a worker or this process reads it (a 560 MB file's nine
+# parts: 0.6 CPU s of system time less). 0: always on disk.
 MEMORY_SPILL_BYTES = int(float(os.environ.get("RUNLENS_INGEST_MEMORY_SPILL_MB") or 1024) * 1024 * 1024)
 # Ingests of at most this many bytes in all declare a short writer session: a writer finishing while one waits
 # may leave its snapshot publish to it (one publish per burst of small uploads; store.writer).
@@ -133,6 +136,8 @@ def prepare_file(
     progress: bool = False,
     data: bytes | None = None,
     spill_dir: str | None = None,
+    memory_dir: str | None = None,
+    memory_bytes: int = 0,
     **options: Any,
 ) -> Prepared:
     """Read, hash, parse and validate one file against ``known``; touch no database.
@@ -140,7 +145,8 @@ def prepare_file(
     The result holds either the validated bundle (frozen to Arrow), the error listing every problem, or the
     path under which identical content was already ingested. ``known`` is extended with the file's definitions.
     A file over ``CHUNK_BYTES`` in a format read in chunks is read from disk part by part, and the bundle keeps
-    the validated rows of its parts on disk under ``spill_dir`` (see ``Bundle.spill``; the caller releases it).
+    the validated rows of its parts on disk under ``spill_dir`` (see ``Bundle.spill``; the caller releases it), or
+    in ``memory_dir`` (a tmpfs folder) while they fit there within ``memory_bytes`` (``tempdirs.fits_in_memory``).
     """
     started = time.perf_counter()
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -150,7 +156,8 @@ def prepare_file(
         if data is None and _checked_size(path) > CHUNK_BYTES:
             chosen = choose_format(path, read_head(path), fmt)
             if chosen.chunks is not None:
-                return _prepare_in_chunks(path, known, chosen, started, started_at, progress, spill_dir, options)
+                spill = (spill_dir, memory_dir, memory_bytes)
+                return _prepare_in_chunks(path, known, chosen, started, started_at, progress, spill, options)
         data = read_input(path) if data is None else data
         chosen = choose_format(path, data, fmt)
         extra = chosen.fingerprint(path, data, options) if chosen.fingerprint is not None else {}
@@ -209,17 +216,21 @@ def _prepare_in_chunks(
     started: float,
     started_at: dt.datetime,
     progress: bool,
-    spill_dir: str | None,
+    spill: tuple[str | None, str | None, int],
     options: dict[str, Any],
 ) -> Prepared:
-    """``prepare_file`` of a large file read from disk in parts of at most ``CHUNK_BYTES`` (``ingest.chunked``)."""
+    """``prepare_file`` of a large file read from disk in parts of at most ``CHUNK_BYTES`` (``ingest.chunked``);
+    ``spill``: ``prepare_file``'s spill_dir, memory_dir and memory_bytes."""
     name = str(path)
     content_hash = stream_hash(path, chosen, options)
     if content_hash in known.hashes:
         return _duplicate(name, chosen.name, started, started_at, content_hash, known)
     bar = _progress_bar(_size(path), name, progress)
     try:
-        bundle, warnings = validate_in_parts(path, known, chosen, bar, CHUNK_BYTES, spill_dir)
+        spill_dir, memory_dir, memory_bytes = spill
+        bundle, warnings = validate_in_parts(
+            path, known, chosen, bar, CHUNK_BYTES, spill_dir, memory_dir=memory_dir, memory_bytes=memory_bytes
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -246,18 +257,6 @@ def out_of_memory(name: str) -> IngestError:
         "-",
         "ran out of memory holding this file's records; split it into smaller files (nothing was written)",
     )
-
-
-def _memory_available() -> int | None:
-    """MemAvailable from /proc/meminfo in bytes (None where there is no such file)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def read_input(path: Path) -> bytes:
@@ -291,6 +290,8 @@ def ingest_file(
     progress: bool = False,
     known: Known | None = None,
     spill_dir: str | None = None,
+    memory_dir: str | None = None,
+    memory_bytes: int = 0,
     **options: Any,
 ) -> FileResult:
     """Validate one file completely, then write it in one transaction (or nothing at all).
@@ -298,12 +299,22 @@ def ingest_file(
     Args:
         known: what the database holds (``load_known``), kept up to date across calls; loaded when None.
         spill_dir: where a large file's validated parts wait for the writer (the system's temporary folder).
+        memory_dir: where they wait instead while they fit within ``memory_bytes`` (a tmpfs folder; None: none).
 
     Raises:
         IngestError: the file is unreadable or invalid; every problem found is listed.
     """
     known = load_known(con) if known is None else known
-    prepared = prepare_file(path, known.copy(), fmt=fmt, progress=progress, spill_dir=spill_dir, **options)
+    prepared = prepare_file(
+        path,
+        known.copy(),
+        fmt=fmt,
+        progress=progress,
+        spill_dir=spill_dir,
+        memory_dir=memory_dir,
+        memory_bytes=memory_bytes,
+        **options,
+    )
     if prepared.format == "otlp":  # spans of traces stored already: merged with them (ingest.otlp.filemerge)
         from ingest.otlp.filemerge import merge_file
 
@@ -597,9 +608,10 @@ def ingest_paths(
     remove_orphans(SPILL_PREFIX)  # the spill folders of killed ingests (ingest.tempdirs)
     spills = n_jobs > 1 or any(_size(f) > CHUNK_BYTES or is_archive(f) for f in files)
     spill_folder = owned_temporary_folder(SPILL_PREFIX) if spills else contextlib.nullcontext(None)
-    in_memory = memory_parent() if n_jobs > 1 and MEMORY_SPILL_BYTES > 0 else None
-    if in_memory is not None:
-        remove_orphans(SPILL_PREFIX, parent=in_memory)
+    memory = memory_parent() if MEMORY_SPILL_BYTES > 0 else None
+    if memory is not None:  # (every ingest: a killed one's parts may wait there whatever this one needs)
+        remove_orphans(SPILL_PREFIX, parent=memory)
+    in_memory = memory if n_jobs > 1 or spills else None
     memory_folder = (
         owned_temporary_folder(SPILL_PREFIX, in_memory) if in_memory is not None else contextlib.nullcontext(None)
     )
@@ -647,6 +659,8 @@ def ingest_paths(
                         progress=progress and n_jobs == 1,
                         known=known,
                         spill_dir=spill_dir,
+                        memory_dir=memory_dir,
+                        memory_bytes=MEMORY_SPILL_BYTES,
                         **options,
                     )
             except IngestError as exc:
@@ -685,6 +699,8 @@ def ingest_paths(
                             fmt=fmt,
                             progress=progress and n_jobs == 1,
                             spill_dir=spill_dir,
+                            memory_dir=memory_dir,
+                            memory_bytes=MEMORY_SPILL_BYTES,
                             **options,
                         )
                     if batch.offer(ready, _size(path)):

@@ -21,8 +21,9 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 SPILL_PREFIX = "runlens-ingest-"  # an ingest's folder of validated parts waiting for the writer
 MEMORY_PARENT = "/dev/shm"  # a memory-backed folder (tmpfs) where there is one: see ``memory_parent``
@@ -121,3 +122,44 @@ def memory_parent() -> str | None:
     except OSError:
         return None
     return MEMORY_PARENT if mounted and os.access(MEMORY_PARENT, os.W_OK | os.X_OK) else None
+
+
+MEMORY_MARGIN_BYTES = 256 * 1024 * 1024  # what a file's rows leave free in the memory folder's file system, at least
+
+
+def memory_available() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes (None where there is no such file)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def fits_in_memory(tables: Mapping[str, Any], memory_dir: str, memory_bytes: int) -> bool:
+    """Whether validated rows (Arrow ``tables``: a file's, or one part of a large file's) wait for the writer in
+    ``memory_dir`` (tmpfs), not on disk: they fit beside the files already there within ``memory_bytes``, leave
+    ``MEMORY_MARGIN_BYTES`` free on its file system and take at most a quarter of the memory available. Workers
+    decide at once: the total may pass ``memory_bytes`` by a file (or a part) a worker."""
+    need = sum(int(t.nbytes) for t in tables.values())
+    try:
+        fs = os.statvfs(memory_dir)
+        if need + MEMORY_MARGIN_BYTES > fs.f_bavail * fs.f_frsize or folder_bytes(memory_dir) + need > memory_bytes:
+            return False
+    except OSError:
+        return False
+    room = memory_available()
+    return room is None or need <= room // 4
+
+
+def folder_bytes(folder: str) -> int:
+    """The bytes of the files under ``folder`` (a spill folder: a few dozen files)."""
+    total = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(OSError):  # (removed by the writer meanwhile)
+                total += os.stat(os.path.join(root, name)).st_size
+    return total

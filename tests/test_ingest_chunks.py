@@ -224,3 +224,33 @@ def test_a_spill_that_fails_changes_nothing(tmp_path: Path, monkeypatch: pytest.
     assert ix == list(range(60))
     bundle.release()
     assert bundle.spill_dir is None
+
+
+def test_a_large_files_parts_wait_in_memory_within_the_cap_then_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tmp: Path
+) -> None:
+    """The parts of a file read in parts go to the memory folder while they fit within RUNLENS_INGEST_MEMORY_SPILL_MB
+    (in this process too, without workers), the rest to the disk's: the same rows as the file read whole, and both
+    folders emptied."""
+    files = generate(tmp_path / "logs", n_attempts=200, n_runs=1, seed=7)
+    whole = ingest_paths(files, db=tmp_path / "whole.duckdb", jobs=1)
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    monkeypatch.setattr(pipeline, "memory_parent", lambda: str(memory))
+    monkeypatch.setattr(pipeline, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(pipeline, "MEMORY_SPILL_BYTES", 60_000)  # a few of its parts
+    parents: list[str] = []
+    spill = Bundle.spill
+
+    def kept(self: Bundle, parent: str | None = None) -> None:
+        parents.append(str(parent))
+        spill(self, parent)
+
+    monkeypatch.setattr(Bundle, "spill", kept)
+    parts = ingest_paths(files, db=tmp_path / "parts.duckdb", jobs=1)
+    assert outcomes(parts) == outcomes(whole)
+    assert snapshot(tmp_path / "parts.duckdb") == snapshot(tmp_path / "whole.duckdb")
+    in_memory = [p for p in parents if Path(p).parent == memory]
+    assert 0 < len(in_memory) < len(parents) and parents[: len(in_memory)] == in_memory  # memory first, then disk
+    assert all(Path(p).parent == private_tmp for p in parents[len(in_memory) :])
+    assert list(memory.iterdir()) == [] and list(private_tmp.iterdir()) == []

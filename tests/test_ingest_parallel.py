@@ -268,8 +268,9 @@ def test_a_validation_worker_imports_nothing_of_the_database() -> None:
 def test_a_worker_hands_its_rows_over_in_the_memory_folder_within_its_cap(tmp_path: Path) -> None:
     """A file's rows go to the memory folder while the files there stay within the cap, else to the disk's; the
     rows read back are the same either way, and the folder's files are counted."""
-    from ingest.parallel import _folder_bytes, _prepare_worker
+    from ingest.parallel import _prepare_worker
     from ingest.records import Known
+    from ingest.tempdirs import folder_bytes as _folder_bytes
 
     [path] = generate(tmp_path / "logs", n_attempts=40, n_runs=1, n_benchmarks=1, seed=5)
     disk, memory = tmp_path / "disk", tmp_path / "memory"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.gen_logs import generate
-from ingest import tempdirs
+from ingest import pipeline, tempdirs
 from ingest.pipeline import ingest_paths
 from store import PROJECT_ROOT
 from tests.conftest import FIXTURES
@@ -40,7 +40,12 @@ KILLED_INGEST = textwrap.dedent(
 def kill_an_ingest(log: Path, db: Path, tmp: Path) -> Path:
     """Run an ingest of ``log`` in a process of its own, SIGKILL it while its writer holds spilled parts; return the
     spill folder it left in ``tmp``."""
-    env = {**os.environ, "TMPDIR": str(tmp), "RUNLENS_INGEST_CHUNK_MB": str(4096 / 1024**2)}
+    env = {  # (parts on disk: none in the memory folder)
+        **os.environ,
+        "TMPDIR": str(tmp),
+        "RUNLENS_INGEST_CHUNK_MB": str(4096 / 1024**2),
+        "RUNLENS_INGEST_MEMORY_SPILL_MB": "0",
+    }
     proc = subprocess.Popen(
         [sys.executable, "-c", KILLED_INGEST, str(log), str(db)],
         cwd=PROJECT_ROOT,
@@ -79,6 +84,24 @@ def test_the_next_ingest_removes_the_spill_folder_of_a_killed_one(tmp_path: Path
     assert not left.exists()
     assert mine.exists() and other.exists()
     mine.rmdir()
+
+
+def test_the_next_ingest_removes_the_memory_folder_of_a_killed_one(
+    tmp_path: Path, private_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed ingest's parts waiting in the memory folder (tmpfs) go with the next ingest, even one that spills
+    nothing (a small file)."""
+    start = tempdirs.start_token(os.getpid())
+    if start in (None, "na"):
+        pytest.skip("no process start times on this system")
+    memory = tmp_path / "shm"
+    memory.mkdir()
+    monkeypatch.setattr(pipeline, "memory_parent", lambda: str(memory))
+    left = memory / f"{tempdirs.SPILL_PREFIX}p{os.getpid()}-s{int(start) + 1}-x"  # (a process gone: see below)
+    (left / "file-1" / "part-00000").mkdir(parents=True)
+    results = ingest_paths([FIXTURES / "good.jsonl"], db=tmp_path / "next.duckdb")
+    assert [r.outcome for r in results] == ["ingested"]
+    assert list(memory.iterdir()) == []
 
 
 def test_a_folder_whose_process_id_was_reused_is_removed(private_tmp: Path) -> None:

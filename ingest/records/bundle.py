@@ -69,7 +69,10 @@ class Bundle:
     traces: dict[str, str] = field(default_factory=dict)  # OTLP trace id -> the text hash of its kept spans
     spilled: list[str] = field(default_factory=list)
     spilled_steps: int = 0
-    spill_dir: str | None = None
+    spill_dir: str | None = None  # the folder of the first part spilled (None: none is)
+    # the folder made under each parent a part was spilled to ("": the system's temporary folder): the parts of a
+    # large file wait in a memory folder while they fit there, then on disk
+    spill_folders: dict[str, str] = field(default_factory=dict)
     # the one spilled part's tables once the writer has opened them (memory-mapped), for a file spilled whole by a
     # validation worker: ``parts`` is asked several times a file, and opening its eight Arrow files each time cost
     # CPU (BENCHMARKS.md "Ingest, tenth pass"). A file of several parts opens each part when asked, so that the
@@ -85,18 +88,19 @@ class Bundle:
         return self.spilled_steps + (self.arrow["steps"].num_rows if self.arrow is not None else len(self.steps))
 
     def spill(self, parent: str | None = None) -> None:
-        """Move the per-attempt rows gathered so far to Arrow files on disk (a folder made under ``parent``, the
-        system's temporary folder when None), so that memory holds one part of a file at a time; the writer reads
+        """Move the per-attempt rows gathered so far to Arrow files on disk (in a folder made under ``parent`` once,
+        the system's temporary folder when None; parts spilled under several parents are kept in a folder under
+        each), so that memory holds one part of a file at a time; the writer reads
         them back with ``parts``. Definitions stay in memory. Call ``release`` when the bundle is written or given
         up. When writing fails (``OSError``: a full disk) nothing changes: the rows stay in memory."""
         if self.revised_runs or self.score_updates or (self.arrow is not None and self.arrow["score_updates"].num_rows):
             raise ValueError("a re-scored log is not written in parts")  # its updates read every attempt at once
         tables = self.freeze()
-        made = self.spill_dir is None
-        if self.spill_dir is None:
+        folder = self.spill_folders.get(parent or "")
+        made = folder is None
+        if folder is None:
             # in the system's temporary folder, named after this process (removed by the next ingest if it is killed)
-            self.spill_dir = tempfile.mkdtemp(prefix="file-", dir=parent) if parent else owned_folder(SPILL_PREFIX)
-        folder = self.spill_dir
+            folder = tempfile.mkdtemp(prefix="file-", dir=parent) if parent else owned_folder(SPILL_PREFIX)
         part = os.path.join(folder, f"part-{len(self.spilled):05d}")
         try:
             os.mkdir(part)
@@ -107,10 +111,11 @@ class Bundle:
                 ):
                     out.write_table(table)
         except BaseException:  # (a full disk): the rows stay in memory, the parts spilled before stay valid
+            # (the folder this call made goes too: a later spill may choose another parent)
             shutil.rmtree(folder if made else part, ignore_errors=True)
-            if made:  # (the folder this call made goes too: a later spill may choose another parent)
-                self.spill_dir = None
             raise
+        self.spill_folders[parent or ""] = folder
+        self.spill_dir = self.spill_dir or folder
         self.spilled.append(part)
         self.ix_base += tables["attempts"].num_rows
         self.spilled_steps += tables["steps"].num_rows
@@ -138,10 +143,11 @@ class Bundle:
     def release(self) -> None:
         """Remove the spilled parts from disk (the bundle is written, or given up)."""
         self.opened = None
-        if self.spill_dir is not None:
-            shutil.rmtree(self.spill_dir, ignore_errors=True)
-            self.spill_dir = None
-            self.spilled = []
+        for folder in self.spill_folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
+        self.spill_folders = {}
+        self.spill_dir = None
+        self.spilled = []
 
     def freeze(self) -> dict[str, pa.Table]:
         """Turn the per-attempt columns into Arrow tables, once, and drop the Python lists.
