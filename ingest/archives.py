@@ -193,10 +193,19 @@ def _read_whole(loc: str, head: bytes, stream: Readable) -> bytes:
 
 
 def prepare_member(
-    loc: str, stream: Readable, known: Known, *, fmt: str, spill_dir: str | None, options: dict[str, Any]
+    loc: str,
+    stream: Readable,
+    known: Known,
+    *,
+    fmt: str,
+    spill_dir: str | None,
+    options: dict[str, Any],
+    memory_dir: str | None = None,
+    memory_bytes: int = 0,
 ) -> tuple[Prepared, bytes | None]:
-    """``prepare_file`` of an archive's member read from its stream (once); ``known`` as there. With it, the bytes of
-    an OTLP member (read whole), which a merge with stored traces reads again (``ingest.otlp.filemerge``)."""
+    """``prepare_file`` of an archive's member read from its stream (once); ``known``, ``spill_dir``, ``memory_dir``
+    and ``memory_bytes`` as there. With it, the bytes of an OTLP member (read whole), which a merge with stored
+    traces reads again (``ingest.otlp.filemerge``)."""
     started = time.perf_counter()
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     path = Path(loc)
@@ -212,7 +221,15 @@ def prepare_member(
         reader = _Hashing(head, stream)
         try:
             bundle, warnings = validate_in_parts(
-                path, known, chosen, None, pipeline.CHUNK_BYTES, spill_dir, stream=reader
+                path,
+                known,
+                chosen,
+                None,
+                pipeline.CHUNK_BYTES,
+                spill_dir,
+                stream=reader,
+                memory_dir=memory_dir,
+                memory_bytes=memory_bytes,
             )
         except IngestError:
             # content already ingested is a duplicate, never a failure (a plain file's hash is checked before it
@@ -244,16 +261,28 @@ def ingest_archive(
     fmt: str = "auto",
     is_demo: bool = False,
     spill_dir: str | None = None,
+    memory_dir: str | None = None,
+    memory_bytes: int = 0,
     **options: Any,
 ) -> Iterator[FileResult]:
     """Ingest an archive's members one after another, each in its own transaction; one result per member (a bad
     member is reported and skipped, the others still go in), or one failed result for an unreadable archive or
-    one with no member to read. ``known`` is kept up to date."""
+    one with no member to read. ``known`` is kept up to date; a member's parts wait as ``prepare_file``'s do
+    (``spill_dir``, ``memory_dir`` within ``memory_bytes``)."""
     n_members = 0
     try:
         for loc, stream in iter_members(path):
             n_members += 1
-            prepared, data = prepare_member(loc, stream, known.copy(), fmt=fmt, spill_dir=spill_dir, options=options)
+            prepared, data = prepare_member(
+                loc,
+                stream,
+                known.copy(),
+                fmt=fmt,
+                spill_dir=spill_dir,
+                options=options,
+                memory_dir=memory_dir,
+                memory_bytes=memory_bytes,
+            )
             try:
                 merged = None
                 if data is not None:  # an OTLP member naming stored traces: merged with them, as a file is

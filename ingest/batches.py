@@ -27,8 +27,10 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ingest.pipeline import FileResult, Prepared, RuleLabels, _label_rules, _new_definitions, batch_rule_labels
+from ingest.pipeline import FileResult, Prepared, _new_definitions
 from ingest.records import DEFINITION_TABLES, Known
+from ingest.rule_labels import RuleLabels, batch_rule_labels
+from ingest.rule_labels import label_rules as _label_rules
 from store.ingest_writer import BatchFile, batchable, write_batch
 from store.retries import retry_keys, retry_notes
 

@@ -149,7 +149,8 @@ def _unmergeable(path: Path, line: int, trace_id: str, stored: Stored) -> Proble
 
 
 def _write(con: Any, merged: Merged, known: Known, prepared: Prepared, started: float, is_demo: bool) -> FileResult:
-    from ingest.pipeline import FileResult, _label_rules, _new_definitions
+    from ingest.pipeline import FileResult, _new_definitions
+    from ingest.rule_labels import label_rules as _label_rules
     from store.ingest_writer import write_bundle
 
     path, merging, bundle = merged.path, merged.merging, merged.bundle
