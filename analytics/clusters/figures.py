@@ -52,7 +52,11 @@ def fig_clusters_by_run(long: pd.DataFrame, *, max_clusters: int = len(CLUSTER_C
         barmode="stack",
         xaxis={"title": "run", "categoryorder": "array", "categoryarray": runs},
         yaxis_title="failed attempts",
-        legend={"title": "cluster (largest first)", "traceorder": "normal"},
+        # above the bars, in rows (Plotly makes room for it): on their right, names of up to 60 characters left the
+        # bars half the chart's width for dozens of runs
+        legend={"title": "cluster (largest first)", "traceorder": "normal", "orientation": "h", "y": 1.02},
+        legend_yanchor="bottom",
+        height=540,  # the legend's rows and the runs' names take a third of it
         margin={"l": 10, "r": 10, "t": 20, "b": 40},  # no title: Plotly's default top margin of 100 px is a blank band
     )
     return fig
