@@ -267,7 +267,8 @@ def test_solutions_of_one_cost_and_quality_are_named_apart() -> None:
     )
     fig = gem.fig_quality_cost(df)
     width, height = gem_figures.QUALITY_COST_PLOT_PX
-    xs, ys = gem_figures._across(df["cost"]) * width, gem_figures._across(df["qualitative"]) * height
+    xs = placing.axis_fraction(df["cost"]) * width
+    ys = placing.axis_fraction(df["qualitative"]) * height
     at = {(d, sol): (x, y) for d, sol, x, y in zip(df["dataset"], df["solution"], xs, ys, strict=True)}
     boxes = []
     for trace in fig.data:
@@ -275,11 +276,8 @@ def test_solutions_of_one_cost_and_quality_are_named_apart() -> None:
             if not text:
                 continue
             x, y = at[(trace.name, solution)]
-            w, h = len(text) * placing.LABEL_CHAR_PX, placing.LABEL_LINE_PX
-            vert, horiz = pos.split()
-            left = {"right": x + 6, "left": x - 6 - w, "center": x - w / 2}[horiz]
-            bottom = {"top": y + 3, "bottom": y - 3 - h, "middle": y - h / 2}[vert]
-            boxes.append((left, bottom, left + w, bottom + h))
-            assert left >= 0 and left + w <= width and bottom >= 0 and bottom + h <= height, (text, pos)
+            box = placing.label_box(x, y, text, pos)
+            boxes.append(box)
+            assert box[0] >= 0 and box[2] <= width and box[1] >= 0 and box[3] <= height, (text, pos)
     assert len(boxes) == 3  # the three with a quality; none without
     assert not any(placing._overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -327,17 +328,41 @@ def test_each_run_has_its_own_chart_row() -> None:
     assert sum(len(t.x) for t in points) == 3
 
 
-def test_the_cheapest_frontier_runs_are_labelled_on_their_right() -> None:
-    """A label to the left of a point near the cost axis's start ran off the chart (the name cut to its date)."""
-    runs = _runs("r1", "r2", "r3")
-    parts = [_costed("r1", [1, 0, 0, 0], 0.001), _costed("r2", [1, 1, 0, 0], 0.01), _costed("r3", [1, 1, 1, 0], 0.1)]
+@pytest.mark.parametrize("costs", [(0.001, 0.01, 0.1, 0.2), (0.001, 0.002, 0.003, 0.004)])
+def test_frontier_labels_stay_on_the_chart_clear_of_the_line(costs: tuple[float, ...]) -> None:
+    """A label to the left of the cheapest run ran off the chart (the name cut to its date); one to the right of the
+    next crossed the frontier's step line. Every frontier run is named, inside the plot, clear of every marker, of
+    the other names and of the line (log and linear cost axes)."""
+    from analytics import figures as placing
+    from analytics.leaderboard import figures as lb_figures
+
+    runs = _runs("agent-one-long-name", "agent-two-long-name", "agent-three-long-name", "agent-four", "dominated")
+    outcomes = [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1], [1, 0, 0, 0]]
+    # the dominated run beside the cheapest on the frontier's line (the demo's: its marker took the name's place)
+    costs = (*costs, costs[0] * 1.8)
+    parts = [_costed(r, o, c) for r, o, c in zip(runs["run_id"], outcomes, costs, strict=True)]
     out = lb.leaderboard_rows(runs, pd.concat(parts))
-    (frontier,) = [t for t in lb.fig_cost_accuracy(out[out["slice"] == "all"]).data if t.name == "Pareto frontier"]
-    assert list(frontier.x) == [0.001, 0.01, 0.1] and list(frontier.textposition) == [
-        "top right",
-        "top left",
-        "top left",
-    ]
+    fig = lb.fig_cost_accuracy(out[out["slice"] == "all"])
+    (frontier,) = [t for t in fig.data if t.name == "Pareto frontier"]
+    width, height = lb_figures.COST_ACCURACY_PLOT_PX
+    is_log = fig.layout.xaxis.type == "log"
+    assert is_log == (costs[3] / costs[0] > 20)
+
+    def place(trace: Any) -> tuple[np.ndarray, np.ndarray]:
+        xs = placing.axis_fraction(list(trace.x), log=is_log, span=tuple(fig.layout.xaxis.range))
+        return xs * width, placing.axis_fraction(list(trace.y), span=tuple(fig.layout.yaxis.range)) * height
+
+    half = placing.MARKER_PX / 2
+    markers = [(x - half, y - half, x + half, y + half) for t in fig.data for x, y in zip(*place(t), strict=True)]
+    xs, ys = place(frontier)
+    line = placing.step_boxes(xs / width, ys / height, plot=(width, height))
+    boxes = []
+    for x, y, text, pos in zip(xs, ys, frontier.text, frontier.textposition, strict=True):
+        assert text, (list(frontier.text), list(frontier.textposition))
+        box = placing.label_box(x, y, text, pos)
+        assert box[0] >= 0 and box[2] <= width and box[1] >= 0 and box[3] <= height, (text, pos)
+        assert not any(placing._overlaps(box, other) for other in boxes + markers + line), (text, pos)
+        boxes.append(box)
 
 
 def test_the_cost_axis_never_goes_below_zero() -> None:
@@ -346,3 +371,4 @@ def test_the_cost_axis_never_goes_below_zero() -> None:
     out = lb.leaderboard_rows(runs, _costed("r1", [1, 0, 1, 0], 0.0018))
     fig = lb.fig_cost_accuracy(out[out["slice"] == "all"])
     assert fig.layout.xaxis.type == "linear" and fig.layout.xaxis.rangemode == "nonnegative"
+    assert 0.0 <= fig.layout.xaxis.range[0] < 0.0018 < fig.layout.xaxis.range[1]

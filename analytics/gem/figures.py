@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analytics.figures import place_labels
+from analytics.figures import axis_fraction, place_labels
 from analytics.gem.formulas import DIMENSIONS
 from analytics.gem.report import GemView
 
@@ -31,7 +31,10 @@ def fig_quality_cost(df: pd.DataFrame, *, quality: str = "qualitative") -> go.Fi
     fig = go.Figure()
     symbols = ["circle", "square", "diamond", "triangle-up", "x", "star"]
     texts, where = place_labels(
-        _across(df["cost"]), _across(df[quality]), df["solution"].astype(str).tolist(), plot=QUALITY_COST_PLOT_PX
+        axis_fraction(df["cost"]),
+        axis_fraction(df[quality]),
+        df["solution"].astype(str).tolist(),
+        plot=QUALITY_COST_PLOT_PX,
     )
     placed = pd.DataFrame({"text": texts, "where": where}, index=df.index)
     for i, (dataset, part) in enumerate(df.groupby("dataset", sort=True)):
@@ -58,18 +61,6 @@ def fig_quality_cost(df: pd.DataFrame, *, quality: str = "qualitative") -> go.Fi
         height=460,
     )
     return fig
-
-
-def _across(values: pd.Series) -> np.ndarray:
-    """Each value's place across its axis, 0 to 1, within the 5% Plotly leaves on each side of the data's range
-    (a missing value off the plot: it draws no marker, so it is in no label's way)."""
-    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
-    finite = v[np.isfinite(v)]
-    if not len(finite) or finite.max() == finite.min():
-        return np.where(np.isfinite(v), 0.5, -10.0)
-    lo, hi = finite.min(), finite.max()
-    pad = 0.05 * (hi - lo)
-    return np.where(np.isfinite(v), (v - lo + pad) / (hi - lo + 2 * pad), -10.0)
 
 
 def density(v: GemView) -> pd.DataFrame:

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from analytics.figures import axis_fraction, axis_range, place_labels, step_boxes
 from analytics.runs import unique_run_labels
 
 
@@ -64,6 +65,10 @@ def fig_cost_accuracy(df: pd.DataFrame) -> go.Figure:
     part["label"] = [labels[str(r)] for r in part["run_id"]]
     positive = part["x"][part["x"] > 0]
     is_log = len(positive) == len(part) and len(part) > 1 and positive.max() / positive.min() > 20
+    # explicit ranges, the labels placed on them: room above the best run for its name
+    x_range = axis_range(part["x"], log=is_log, floor=None if is_log else 0.0)
+    y_range = axis_range(part["y"], head=0.12)
+    part["text"], part["where"] = _frontier_labels(part, x_range, y_range, is_log=is_log)
     fig = go.Figure()
     for is_optimal, group in part.groupby(part["is_pareto_optimal"].astype(bool), sort=True):
         group = group.sort_values("x")
@@ -73,8 +78,8 @@ def fig_cost_accuracy(df: pd.DataFrame) -> go.Figure:
                 y=group["y"],
                 mode="lines+markers+text" if is_optimal else "markers",
                 line={"color": "#1f77b4", "width": 2, "shape": "hv"} if is_optimal else None,
-                text=group["label"] if is_optimal else None,
-                textposition=_label_sides(group["x"], part["x"], is_log=is_log),
+                text=group["text"] if is_optimal else None,
+                textposition=group["where"] if is_optimal else None,
                 name="Pareto frontier" if is_optimal else "dominated",
                 marker={"size": 11 if is_optimal else 8, "color": "#1f77b4" if is_optimal else "#adb5bd"},
                 customdata=np.stack([group["run_id"], group["label"], group["n_tasks"]], axis=1),
@@ -89,8 +94,9 @@ def fig_cost_accuracy(df: pd.DataFrame) -> go.Figure:
             "type": "log" if is_log else "linear",
             "dtick": 1 if is_log else None,
             "rangemode": None if is_log else "nonnegative",  # a cost is never below $0 (one run drew -0.5 to 1)
+            "range": list(x_range),
         },
-        yaxis_title=f"{name} (%)",
+        yaxis={"title": f"{name} (%)", "range": list(y_range)},
         height=480,
         margin={"l": 10, "r": 10, "t": 50, "b": 40},
         legend={"orientation": "h", "y": -0.15},
@@ -98,12 +104,19 @@ def fig_cost_accuracy(df: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def _label_sides(xs: pd.Series, every: pd.Series, *, is_log: bool) -> list[str]:
-    """Where each frontier point's label goes: to the left of the point, except in the left 40% of the cost axis,
-    where a label to the left ran off the chart (the cheapest run's name was cut to its date)."""
-    at, span = xs.to_numpy(dtype=float), every.to_numpy(dtype=float)
-    if is_log:  # (every cost is positive on a log axis)
-        at, span = np.log10(at), np.log10(span)
-    lo, hi = (float(np.nanmin(span)), float(np.nanmax(span))) if len(span) else (0.0, 0.0)
-    share = (at - lo) / (hi - lo) if hi > lo else np.full(len(at), 0.5)
-    return ["top right" if f < 0.4 else "top left" for f in share]
+COST_ACCURACY_PLOT_PX = (900.0, 340.0)  # the chart's plot area on the page (480 px high, legend below)
+
+
+def _frontier_labels(
+    part: pd.DataFrame, x_range: tuple[float, float], y_range: tuple[float, float], *, is_log: bool
+) -> tuple[list[str], list[str]]:
+    """The frontier runs' names placed clear of each other, of every marker and of the frontier's step line
+    (``analytics.figures.place_labels``; a label to the left of the cheapest run ran off the chart, one to the
+    right of the others crossed the line); the dominated runs unlabelled."""
+    xs = axis_fraction(part["x"], log=is_log, span=x_range)
+    ys = axis_fraction(part["y"], span=y_range)
+    optimal = part["is_pareto_optimal"].astype(bool).to_numpy()
+    order = np.argsort(np.where(optimal, xs, np.inf), kind="mergesort")[: int(optimal.sum())]
+    line = step_boxes(xs[order], ys[order], plot=COST_ACCURACY_PLOT_PX)
+    names = [str(n) if o else "" for n, o in zip(part["label"], optimal, strict=True)]
+    return place_labels(xs, ys, names, plot=COST_ACCURACY_PLOT_PX, obstacles=line)
