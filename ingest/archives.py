@@ -44,6 +44,7 @@ from ingest.pipeline import (
     prepare_file,
 )
 from ingest.records import Known
+from ingest.tempdirs import ON_DISK, SpillPlaces
 
 HEAD_BYTES = 65536  # what format detection reads
 BLOCK = 1024 * 1024
@@ -198,14 +199,12 @@ def prepare_member(
     known: Known,
     *,
     fmt: str,
-    spill_dir: str | None,
+    places: SpillPlaces,
     options: dict[str, Any],
-    memory_dir: str | None = None,
-    memory_bytes: int = 0,
 ) -> tuple[Prepared, bytes | None]:
-    """``prepare_file`` of an archive's member read from its stream (once); ``known``, ``spill_dir``, ``memory_dir``
-    and ``memory_bytes`` as there. With it, the bytes of an OTLP member (read whole), which a merge with stored
-    traces reads again (``ingest.otlp.filemerge``)."""
+    """``prepare_file`` of an archive's member read from its stream (once); ``known`` and ``places`` as there.
+    With it, the bytes of an OTLP member (read whole), which a merge with stored traces reads again
+    (``ingest.otlp.filemerge``)."""
     started = time.perf_counter()
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     path = Path(loc)
@@ -220,17 +219,7 @@ def prepare_member(
             return prepared, data if prepared.format == "otlp" else None
         reader = _Hashing(head, stream)
         try:
-            bundle, warnings = validate_in_parts(
-                path,
-                known,
-                chosen,
-                None,
-                pipeline.CHUNK_BYTES,
-                spill_dir,
-                stream=reader,
-                memory_dir=memory_dir,
-                memory_bytes=memory_bytes,
-            )
+            bundle, warnings = validate_in_parts(path, known, chosen, None, pipeline.CHUNK_BYTES, places, stream=reader)
         except IngestError:
             # content already ingested is a duplicate, never a failure (a plain file's hash is checked before it
             # is validated; a stream's is known once it is read to its end)
@@ -260,29 +249,18 @@ def ingest_archive(
     *,
     fmt: str = "auto",
     is_demo: bool = False,
-    spill_dir: str | None = None,
-    memory_dir: str | None = None,
-    memory_bytes: int = 0,
+    places: SpillPlaces = ON_DISK,
     **options: Any,
 ) -> Iterator[FileResult]:
     """Ingest an archive's members one after another, each in its own transaction; one result per member (a bad
     member is reported and skipped, the others still go in), or one failed result for an unreadable archive or
-    one with no member to read. ``known`` is kept up to date; a member's parts wait as ``prepare_file``'s do
-    (``spill_dir``, ``memory_dir`` within ``memory_bytes``)."""
+    one with no member to read. ``known`` is kept up to date; a member's parts wait in ``places`` as
+    ``prepare_file``'s do."""
     n_members = 0
     try:
         for loc, stream in iter_members(path):
             n_members += 1
-            prepared, data = prepare_member(
-                loc,
-                stream,
-                known.copy(),
-                fmt=fmt,
-                spill_dir=spill_dir,
-                options=options,
-                memory_dir=memory_dir,
-                memory_bytes=memory_bytes,
-            )
+            prepared, data = prepare_member(loc, stream, known.copy(), fmt=fmt, places=places, options=options)
             try:
                 merged = None
                 if data is not None:  # an OTLP member naming stored traces: merged with them, as a file is

@@ -18,7 +18,7 @@ from ingest.errors import IngestError, ProblemCollector
 from ingest.formats import Format
 from ingest.jsonline import Readable
 from ingest.records import Bundle, Known, Normaliser
-from ingest.tempdirs import fits_in_memory
+from ingest.tempdirs import SpillPlaces
 
 
 def stream_hash(path: Path, fmt: Format, options: dict[str, Any]) -> str:
@@ -55,18 +55,14 @@ def validate_in_parts(
     fmt: Format,
     progress: Any,
     chunk_bytes: int,
-    spill_dir: str | None,
+    places: SpillPlaces,
     stream: Readable | None = None,
-    *,
-    memory_dir: str | None = None,
-    memory_bytes: int = 0,
 ) -> tuple[Bundle, tuple[str, ...]]:
     """Validate a file part by part with one normaliser (definitions, duplicate attempts and every cross-record
-    check span the parts); each valid part's rows go to disk (``Bundle.spill``, under ``spill_dir``), or to
-    ``memory_dir`` (a tmpfs folder) while the part fits there within ``memory_bytes`` (``tempdirs.fits_in_memory``;
-    a write there that fails goes to disk). Once a problem is found nothing more is kept, but reading goes on so
-    that every problem is reported. With ``stream`` (an archive's member as it is decompressed), that is read once
-    from start to end, ``path`` naming it.
+    check span the parts); each valid part's rows wait for the writer in ``places`` (``SpillPlaces.spill``: the
+    memory folder while the part fits there, else disk). Once a problem is found nothing more is kept, but reading
+    goes on so that every problem is reported. With ``stream`` (an archive's member as it is decompressed), that is
+    read once from start to end, ``path`` naming it.
 
     Returns:
         The bundle (the caller writes it from its parts, then calls ``release``) and the reader's warnings.
@@ -93,7 +89,7 @@ def validate_in_parts(
                     bundle.drop_rows()  # nothing will be written: read on only to report every problem
                 else:
                     try:
-                        _spill_part(bundle, spill_dir, memory_dir, memory_bytes)
+                        places.spill(bundle)
                     except OSError as exc:  # a full disk: refused with the reason, nothing written
                         raise IngestError.single(
                             f"{path}:1",
@@ -111,14 +107,3 @@ def validate_in_parts(
         if collecting:
             gc.enable()
     return bundle, tuple(problems.warnings)
-
-
-def _spill_part(bundle: Bundle, spill_dir: str | None, memory_dir: str | None, memory_bytes: int) -> None:
-    """The part's rows to ``memory_dir`` while they fit there, else (or when that write fails) to ``spill_dir``."""
-    if memory_dir is not None and fits_in_memory(bundle.freeze(), memory_dir, memory_bytes):
-        try:
-            bundle.spill(memory_dir)
-            return
-        except OSError:  # (the memory folder filled meanwhile): on disk instead
-            pass
-    bundle.spill(spill_dir)

@@ -20,7 +20,7 @@ from ingest.formats import is_archive
 from ingest.lazy_imports import Refusal
 from ingest.pipeline import Prepared, _size, prepare_file
 from ingest.records import Known
-from ingest.tempdirs import fits_in_memory
+from ingest.tempdirs import SpillPlaces
 
 WORKER_NICENESS = 5  # validation workers yield the CPU to the writer (see _init_worker)
 PREFETCH_BYTES = 384 * 1024 * 1024  # validated files waiting for the writer, beyond one per worker and one more
@@ -33,9 +33,7 @@ def prepare_in_workers(
     *,
     fmt: str,
     progress: bool,
-    spill_dir: str,
-    memory_dir: str | None = None,
-    memory_bytes: int = 0,
+    places: SpillPlaces,
     **options: Any,
 ) -> Iterator[Prepared | None]:
     """Prepared files in order, validated by ``n_jobs`` worker processes ahead of the writer.
@@ -45,8 +43,9 @@ def prepare_in_workers(
     stays bounded. Each file is validated against ``known`` as it is when the file is handed out (earlier files
     may still be being written); a failed file is yielded as None, to be validated again in this process against
     the current database, so that its errors are exactly those of a file-by-file ingest. A worker hands its
-    validated rows over on disk, in Arrow files under ``spill_dir`` (``Bundle.spill``): files waiting for the
-    writer cost disk, not memory, and nothing large is pickled through a pipe.
+    validated rows over in Arrow files in ``places`` (``SpillPlaces.spill``; ``places.disk``: this ingest's folder,
+    not the system's temporary folder, which would name it after the worker): files waiting for the writer cost
+    disk or the memory folder, not this process's memory, and nothing large is pickled through a pipe.
     """
     sizes = [_size(f) for f in files]
     bar = None
@@ -79,10 +78,8 @@ def prepare_in_workers(
                             files[handed],
                             for_worker(known),
                             fmt,
-                            spill_dir,
+                            places,
                             options,
-                            memory_dir,
-                            memory_bytes,
                         )
                     )
                 handed += 1
@@ -202,30 +199,17 @@ def _prepare_worker(
     path: Path,
     known: Known | bytes,
     fmt: str,
-    spill_dir: str,
+    places: SpillPlaces,
     options: dict[str, Any],
-    memory_dir: str | None = None,
-    memory_bytes: int = 0,
 ) -> Prepared:
     if isinstance(known, bytes):
         known = _known_from(known)
-    prepared = prepare_file(
-        path, known, fmt=fmt, spill_dir=spill_dir, memory_dir=memory_dir, memory_bytes=memory_bytes, **options
-    )
+    prepared = prepare_file(path, known, fmt=fmt, places=places, **options)
     bundle = prepared.bundle
     if bundle is not None and not bundle.revised_runs and not bundle.freeze()["score_updates"].num_rows:
-        # the rows wait for the writer on disk (a re-scored log is held whole); with no room on disk (OSError)
-        # they go through the pipe instead, and the parts spilled before stay
-        if (
-            memory_dir is not None
-            and bundle.spill_dir is None  # (a file read in parts stays where its parts are)
-            and fits_in_memory(bundle.freeze(), memory_dir, memory_bytes)
-        ):
-            try:
-                bundle.spill(memory_dir)
-                return prepared
-            except OSError:  # (the memory folder filled meanwhile): on disk instead
-                pass
+        # the rows wait for the writer in ``places`` (a re-scored log is held whole); with no room on disk (OSError)
+        # they go through the pipe instead, and the parts spilled before stay; what is left of a file read in parts
+        # goes to disk (its parts were placed as they were read)
         with contextlib.suppress(OSError):
-            bundle.spill(spill_dir)
+            places.spill(bundle, to_memory=bundle.spill_dir is None)
     return prepared

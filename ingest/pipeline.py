@@ -25,7 +25,7 @@ from ingest.known import load_known
 from ingest.outcome_text import describe
 from ingest.records import DEFINITION_TABLES, Bundle, Known, Normaliser, definition_key
 from ingest.rule_labels import label_rules as _label_rules
-from ingest.tempdirs import SPILL_PREFIX, memory_parent, owned_temporary_folder, remove_orphans
+from ingest.tempdirs import ON_DISK, SPILL_PREFIX, SpillPlaces, memory_parent, owned_temporary_folder, remove_orphans
 from ingest.tempdirs import memory_available as _memory_available
 from store import RunlensError
 
@@ -136,9 +136,7 @@ def prepare_file(
     fmt: str = "auto",
     progress: bool = False,
     data: bytes | None = None,
-    spill_dir: str | None = None,
-    memory_dir: str | None = None,
-    memory_bytes: int = 0,
+    places: SpillPlaces = ON_DISK,
     **options: Any,
 ) -> Prepared:
     """Read, hash, parse and validate one file against ``known``; touch no database.
@@ -146,8 +144,7 @@ def prepare_file(
     The result holds either the validated bundle (frozen to Arrow), the error listing every problem, or the
     path under which identical content was already ingested. ``known`` is extended with the file's definitions.
     A file over ``CHUNK_BYTES`` in a format read in chunks is read from disk part by part, and the bundle keeps
-    the validated rows of its parts on disk under ``spill_dir`` (see ``Bundle.spill``; the caller releases it), or
-    in ``memory_dir`` (a tmpfs folder) while they fit there within ``memory_bytes`` (``tempdirs.fits_in_memory``).
+    the validated rows of its parts in ``places`` (``SpillPlaces.spill``; the caller releases the bundle).
     """
     started = time.perf_counter()
     started_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
@@ -157,8 +154,7 @@ def prepare_file(
         if data is None and _checked_size(path) > CHUNK_BYTES:
             chosen = choose_format(path, read_head(path), fmt)
             if chosen.chunks is not None:
-                spill = (spill_dir, memory_dir, memory_bytes)
-                return _prepare_in_chunks(path, known, chosen, started, started_at, progress, spill, options)
+                return _prepare_in_chunks(path, known, chosen, started, started_at, progress, places, options)
         data = read_input(path) if data is None else data
         chosen = choose_format(path, data, fmt)
         extra = chosen.fingerprint(path, data, options) if chosen.fingerprint is not None else {}
@@ -217,21 +213,18 @@ def _prepare_in_chunks(
     started: float,
     started_at: dt.datetime,
     progress: bool,
-    spill: tuple[str | None, str | None, int],
+    places: SpillPlaces,
     options: dict[str, Any],
 ) -> Prepared:
-    """``prepare_file`` of a large file read from disk in parts of at most ``CHUNK_BYTES`` (``ingest.chunked``);
-    ``spill``: ``prepare_file``'s spill_dir, memory_dir and memory_bytes."""
+    """``prepare_file`` of a large file read from disk in parts of at most ``CHUNK_BYTES`` (``ingest.chunked``),
+    its parts waiting in ``places``."""
     name = str(path)
     content_hash = stream_hash(path, chosen, options)
     if content_hash in known.hashes:
         return _duplicate(name, chosen.name, started, started_at, content_hash, known)
     bar = _progress_bar(_size(path), name, progress)
     try:
-        spill_dir, memory_dir, memory_bytes = spill
-        bundle, warnings = validate_in_parts(
-            path, known, chosen, bar, CHUNK_BYTES, spill_dir, memory_dir=memory_dir, memory_bytes=memory_bytes
-        )
+        bundle, warnings = validate_in_parts(path, known, chosen, bar, CHUNK_BYTES, places)
     finally:
         if bar is not None:
             bar.close()
@@ -290,32 +283,21 @@ def ingest_file(
     is_demo: bool = False,
     progress: bool = False,
     known: Known | None = None,
-    spill_dir: str | None = None,
-    memory_dir: str | None = None,
-    memory_bytes: int = 0,
+    places: SpillPlaces = ON_DISK,
     **options: Any,
 ) -> FileResult:
     """Validate one file completely, then write it in one transaction (or nothing at all).
 
     Args:
         known: what the database holds (``load_known``), kept up to date across calls; loaded when None.
-        spill_dir: where a large file's validated parts wait for the writer (the system's temporary folder).
-        memory_dir: where they wait instead while they fit within ``memory_bytes`` (a tmpfs folder; None: none).
+        places: where a large file's validated parts wait for the writer (``SpillPlaces``; by default the system's
+            temporary folder).
 
     Raises:
         IngestError: the file is unreadable or invalid; every problem found is listed.
     """
     known = load_known(con) if known is None else known
-    prepared = prepare_file(
-        path,
-        known.copy(),
-        fmt=fmt,
-        progress=progress,
-        spill_dir=spill_dir,
-        memory_dir=memory_dir,
-        memory_bytes=memory_bytes,
-        **options,
-    )
+    prepared = prepare_file(path, known.copy(), fmt=fmt, progress=progress, places=places, **options)
     if prepared.format == "otlp":  # spans of traces stored already: merged with them (ingest.otlp.filemerge)
         from ingest.otlp.filemerge import merge_file
 
@@ -562,21 +544,12 @@ def ingest_paths(
         # ingest's memory flat (measured at 1M attempts: 3.7 GB for this process at DuckDB's default, 1.3 GB here).
         con.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT}'")
         known = load_known(con)
+        places = SpillPlaces(spill_dir, memory_dir, MEMORY_SPILL_BYTES)
         if n_jobs > 1:
             assert spill_dir is not None
             from ingest.parallel import prepare_in_workers
 
-            prepared = prepare_in_workers(
-                files,
-                known,
-                n_jobs,
-                fmt=fmt,
-                progress=progress,
-                spill_dir=spill_dir,
-                memory_dir=memory_dir,
-                memory_bytes=MEMORY_SPILL_BYTES,
-                **options,
-            )
+            prepared = prepare_in_workers(files, known, n_jobs, fmt=fmt, progress=progress, places=places, **options)
         else:
             prepared = (None for _ in files)
 
@@ -592,9 +565,7 @@ def ingest_paths(
                         is_demo=is_demo,
                         progress=progress and n_jobs == 1,
                         known=known,
-                        spill_dir=spill_dir,
-                        memory_dir=memory_dir,
-                        memory_bytes=MEMORY_SPILL_BYTES,
+                        places=places,
                         **options,
                     )
             except IngestError as exc:
@@ -620,17 +591,7 @@ def ingest_paths(
                     from ingest.archives import ingest_archive
 
                     batch.flush()
-                    for done in ingest_archive(
-                        con,
-                        path,
-                        known,
-                        fmt=fmt,
-                        is_demo=is_demo,
-                        spill_dir=spill_dir,
-                        memory_dir=memory_dir,
-                        memory_bytes=MEMORY_SPILL_BYTES,
-                        **options,
-                    ):
+                    for done in ingest_archive(con, path, known, fmt=fmt, is_demo=is_demo, places=places, **options):
                         emit(done)
                     continue
                 if len(files) > 1:
@@ -640,9 +601,7 @@ def ingest_paths(
                             known.copy(),
                             fmt=fmt,
                             progress=progress and n_jobs == 1,
-                            spill_dir=spill_dir,
-                            memory_dir=memory_dir,
-                            memory_bytes=MEMORY_SPILL_BYTES,
+                            places=places,
                             **options,
                         )
                     if batch.offer(ready, _size(path)):

@@ -22,8 +22,12 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ingest.records import Bundle
 
 SPILL_PREFIX = "runlens-ingest-"  # an ingest's folder of validated parts waiting for the writer
 MEMORY_PARENT = "/dev/shm"  # a memory-backed folder (tmpfs) where there is one: see ``memory_parent``
@@ -139,20 +143,54 @@ def memory_available() -> int | None:
     return None
 
 
-def fits_in_memory(tables: Mapping[str, Any], memory_dir: str, memory_bytes: int) -> bool:
-    """Whether validated rows (Arrow ``tables``: a file's, or one part of a large file's) wait for the writer in
-    ``memory_dir`` (tmpfs), not on disk: they fit beside the files already there within ``memory_bytes``, leave
-    ``MEMORY_MARGIN_BYTES`` free on its file system and take at most a quarter of the memory available. Workers
-    decide at once: the total may pass ``memory_bytes`` by a file (or a part) a worker."""
-    need = sum(int(t.nbytes) for t in tables.values())
-    try:
-        fs = os.statvfs(memory_dir)
-        if need + MEMORY_MARGIN_BYTES > fs.f_bavail * fs.f_frsize or folder_bytes(memory_dir) + need > memory_bytes:
+@dataclass(frozen=True)
+class SpillPlaces:
+    """Where an ingest's validated rows wait for the writer (``Bundle.spill``: a large file's parts, a validation
+    worker's files): in ``memory``, a memory-backed folder (tmpfs, ``memory_parent``; None: none), while they fit
+    there within ``memory_bytes`` (``fits_in_memory``), else in ``disk`` (None: the system's temporary folder).
+    ``ON_DISK``, no memory folder and the system's temporary folder, is the default where a function takes one."""
+
+    disk: str | None = None
+    memory: str | None = None
+    memory_bytes: int = 0
+
+    def fits_in_memory(self, tables: Mapping[str, Any]) -> bool:
+        """Whether validated rows (Arrow ``tables``: a file's, or one part of a large file's) wait in ``memory``, not
+        on disk: there is a memory folder, they fit beside the files already there within ``memory_bytes``, leave
+        ``MEMORY_MARGIN_BYTES`` free on its file system and take at most a quarter of the memory available. Workers
+        decide at once: the total may pass ``memory_bytes`` by a file (or a part) a worker."""
+        if self.memory is None:
             return False
-    except OSError:
-        return False
-    room = memory_available()
-    return room is None or need <= room // 4
+        need = sum(int(t.nbytes) for t in tables.values())
+        try:
+            fs = os.statvfs(self.memory)
+            if (
+                need + MEMORY_MARGIN_BYTES > fs.f_bavail * fs.f_frsize
+                or folder_bytes(self.memory) + need > self.memory_bytes
+            ):
+                return False
+        except OSError:
+            return False
+        room = memory_available()
+        return room is None or need <= room // 4
+
+    def spill(self, bundle: Bundle, *, to_memory: bool = True) -> None:
+        """Move ``bundle``'s rows gathered so far (``Bundle.spill``) to ``memory`` while they fit there, else, or when
+        that write fails (the folder filled meanwhile), to ``disk``; with ``to_memory`` False, to ``disk``.
+
+        Raises:
+            OSError: the write to disk failed (a full disk); the rows stay in the bundle.
+        """
+        if to_memory and self.fits_in_memory(bundle.freeze()):
+            try:
+                bundle.spill(self.memory)
+                return
+            except OSError:  # (the memory folder filled meanwhile): on disk instead
+                pass
+        bundle.spill(self.disk)
+
+
+ON_DISK = SpillPlaces()  # no memory folder, the system's temporary folder: a file ingested on its own
 
 
 def folder_bytes(folder: str) -> int:

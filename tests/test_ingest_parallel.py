@@ -270,19 +270,21 @@ def test_a_worker_hands_its_rows_over_in_the_memory_folder_within_its_cap(tmp_pa
     rows read back are the same either way, and the folder's files are counted."""
     from ingest.parallel import _prepare_worker
     from ingest.records import Known
+    from ingest.tempdirs import SpillPlaces
     from ingest.tempdirs import folder_bytes as _folder_bytes
 
     [path] = generate(tmp_path / "logs", n_attempts=40, n_runs=1, n_benchmarks=1, seed=5)
     disk, memory = tmp_path / "disk", tmp_path / "memory"
     disk.mkdir()
     memory.mkdir()
-    kept = _prepare_worker(path, Known(), "auto", str(disk), {}, str(memory), 1 << 30)
+    kept = _prepare_worker(path, Known(), "auto", SpillPlaces(str(disk), str(memory), 1 << 30), {})
     assert kept.bundle is not None and kept.bundle.spill_dir is not None
     assert Path(kept.bundle.spill_dir).parent == memory
     held = _folder_bytes(str(memory))
     assert held > 0 and _folder_bytes(str(disk)) == 0
-    full = _prepare_worker(path, Known(), "auto", str(disk), {}, str(memory), held + 1)  # no room beside the first
-    off = _prepare_worker(path, Known(), "auto", str(disk), {}, None, 0)
+    no_room = SpillPlaces(str(disk), str(memory), held + 1)  # no room beside the first
+    full = _prepare_worker(path, Known(), "auto", no_room, {})
+    off = _prepare_worker(path, Known(), "auto", SpillPlaces(str(disk)), {})
     for prepared in (full, off):
         assert prepared.bundle is not None and prepared.bundle.spill_dir is not None
         assert Path(prepared.bundle.spill_dir).parent == disk
@@ -328,12 +330,13 @@ def test_the_workers_start_with_their_allocator_setting_and_this_process_keeps_i
 def test_rows_the_memory_folder_cannot_take_go_to_disk(tmp_path: Path) -> None:
     from ingest.parallel import _prepare_worker
     from ingest.records import Known
+    from ingest.tempdirs import SpillPlaces
 
     [path] = generate(tmp_path / "logs", n_attempts=20, n_runs=1, n_benchmarks=1, seed=6)
     disk, not_a_folder = tmp_path / "disk", tmp_path / "memory"
     disk.mkdir()
     not_a_folder.write_bytes(b"")  # writing under it fails (OSError)
-    prepared = _prepare_worker(path, Known(), "auto", str(disk), {}, str(not_a_folder), 1 << 30)
+    prepared = _prepare_worker(path, Known(), "auto", SpillPlaces(str(disk), str(not_a_folder), 1 << 30), {})
     assert prepared.bundle is not None and prepared.bundle.spill_dir is not None
     assert Path(prepared.bundle.spill_dir).parent == disk and len(prepared.bundle.spilled) == 1
     prepared.bundle.release()

@@ -104,6 +104,38 @@ def test_the_next_ingest_removes_the_memory_folder_of_a_killed_one(
     assert list(memory.iterdir()) == []
 
 
+def test_rows_wait_in_the_memory_folder_while_they_fit_else_on_disk(tmp_path: Path, private_tmp: Path) -> None:
+    """``SpillPlaces.spill``, the one choice for a large file's parts and a worker's files: the memory folder while
+    the rows fit within its cap, else the disk's folder; the disk's too when told to keep off the memory folder, and
+    the system's temporary folder when no folder is named."""
+    from ingest.records import Bundle, Known
+
+    [log] = generate(tmp_path / "logs", n_attempts=20, n_runs=1, n_benchmarks=1, seed=3)
+    disk, memory = tmp_path / "disk", tmp_path / "memory"
+    disk.mkdir()
+    memory.mkdir()
+    bundles: list[Bundle] = []
+
+    def placed(places: tempdirs.SpillPlaces, to_memory: bool = True) -> Path:
+        bundle = pipeline.prepare_file(log, Known()).bundle
+        assert bundle is not None and bundle.spill_dir is None
+        bundles.append(bundle)
+        places.spill(bundle, to_memory=to_memory)
+        assert bundle.spill_dir is not None and bundle.n_attempts == 20
+        return Path(bundle.spill_dir).parent
+
+    roomy = tempdirs.SpillPlaces(str(disk), str(memory), 1 << 30)
+    assert placed(roomy) == memory
+    held = tempdirs.folder_bytes(str(memory))
+    assert placed(tempdirs.SpillPlaces(str(disk), str(memory), held + 1)) == disk  # no room beside the first
+    assert placed(roomy, to_memory=False) == disk
+    assert placed(tempdirs.ON_DISK) == private_tmp
+    assert tempdirs.folder_bytes(str(memory)) == held
+    for bundle in bundles:
+        bundle.release()
+    assert list(memory.iterdir()) == list(disk.iterdir()) == list(private_tmp.iterdir()) == []
+
+
 def test_a_folder_whose_process_id_was_reused_is_removed(private_tmp: Path) -> None:
     """The owner's start time tells a reused process id from the owner: this process's id with another start time
     names a folder whose owner is gone."""

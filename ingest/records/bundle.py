@@ -62,8 +62,9 @@ class Bundle:
     revised_benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)  # binary -> continuous
     score_updates: list[tuple[Any, ...]] = field(default_factory=list)
     arrow: dict[str, pa.Table] | None = None  # the per-attempt tables once frozen (see ``freeze``)
-    # A file validated in parts (``spill``): the per-attempt tables of the earlier parts wait on disk, in Arrow
-    # files under ``spill_dir`` (one folder per part), and attempts are numbered from ``ix_base`` on.
+    # A file validated in parts (``spill``): the per-attempt tables of the earlier parts wait in Arrow files, one
+    # folder per part under the folder of each place they went to (``spill_folders``), and attempts are numbered
+    # from ``ix_base`` on.
     ix_base: int = 0
     n_partial: int = 0  # attempts of a trace without its root span (marked ``trace_partial`` in their extra)
     traces: dict[str, str] = field(default_factory=dict)  # OTLP trace id -> the text hash of its kept spans
