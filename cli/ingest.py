@@ -50,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--demo", action="store_true", help="load the demo dataset")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument(
+        "--no-search-index",
+        action="store_true",
+        help="leave the store's search index as it is (by default, when the store has one, the files' attempts are "
+        "added to it after they are ingested; search scans what it does not cover)",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         metavar="N",
@@ -115,7 +121,29 @@ def main(argv: list[str] | None = None) -> int:
             f"{sum(r.n_steps for r in ok)} steps in {time.perf_counter() - started:.1f} s -> {db}",
             file=sys.stderr,
         )
+    if ok and not args.no_search_index:
+        refresh_search_index_after(db)
     return 2 if failed else 0
+
+
+def refresh_search_index_after(db: object) -> None:
+    """Add what was just ingested to the store's search index when it has one (``jobs.search_index``, in a process
+    of its own under its caps, as the Upload page does); a refresh that fails leaves the ingest as it is and says so
+    (search scans what the index does not cover)."""
+    from ingest.workers import JobRefused
+    from jobs import search_index
+    from jobs.worker_process import JobFailed
+
+    if not search_index.has_index(str(db)):
+        return
+    try:
+        print(search_index.refresh_in_process(str(db)), file=sys.stderr)
+    except (JobFailed, JobRefused) as exc:
+        print(
+            f"warning: the search index was not refreshed ({exc}); search scans the new attempts until "
+            "`python -m analytics search-index` adds them",
+            file=sys.stderr,
+        )
 
 
 def scores_main(argv: list[str] | None = None) -> int:

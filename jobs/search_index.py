@@ -1,4 +1,6 @@
-"""Transcript search's index: build, refresh or drop it (``python -m analytics search-index``).
+"""Transcript search's index: build, refresh or drop it (``python -m analytics search-index``), and keep it up to
+date after each ingest (``python -m jobs.search_index``: the refresh in a process of its own, which the Upload page
+starts after an upload and ``python -m ingest`` runs after its files, whenever the store has an index).
 
 The index (store/search_index.py: a folder ``<db>.search/`` beside a file store or a local lake's catalog) is an
 inverted index of the texts' tokens: a phrase or words search takes its candidates from the postings of the
@@ -10,7 +12,21 @@ not cover, so a missed refresh costs time, never results.
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import Any
+
+from jobs import worker_process
 from store import Location, SearchIndexRefresh, drop_search_index, refresh_search_index
+from store.search_index import index_path, read_manifest
+
+MB = 1024 * 1024
+# What the refresh's process may hold in all (address space): DuckDB's share is store.search_index.MEMORY_LIMIT
+# (1,500 MB, beyond which it spills beside the index), the rest the interpreter and one batch of tokens; a build at
+# 1M attempts peaked at 1.75 GB resident (docs/failure_analysis.md). A refresh after an upload holds far less.
+WORKER_BYTES = int(os.environ.get("RUNLENS_SEARCH_INDEX_WORKER_MB", "4096")) * MB
+WORKER_MIN_BYTES = min(3072 * MB, WORKER_BYTES)
+WORKER_CPU_S = int(os.environ.get("RUNLENS_SEARCH_INDEX_WORKER_CPU_S", "7200"))
 
 
 def refresh(db: Location, *, rebuild: bool = False) -> SearchIndexRefresh:
@@ -21,3 +37,74 @@ def refresh(db: Location, *, rebuild: bool = False) -> SearchIndexRefresh:
 def drop(db: Location) -> bool:
     """Delete the index; True when there was one."""
     return drop_search_index(db)
+
+
+def has_index(db: Location) -> bool:
+    """Whether ``db`` has a search index to keep up to date (one built by ``search-index``; a team store or a Parquet
+    folder never has one)."""
+    folder = index_path(db)
+    return folder is not None and folder.is_dir() and read_manifest(folder) is not None
+
+
+def summary(done: SearchIndexRefresh) -> str:
+    """One line of what a refresh after an ingest did."""
+    if not done.attempts_added and not done.attempts_removed:
+        return f"search index: up to date ({done.attempts_covered:,} attempts covered)"
+    return (
+        f"search index: {done.attempts_added:,} attempts added ({done.attempts_covered:,} covered, "
+        f"{done.segments} segment(s)) in {done.seconds:.1f} s"
+    )
+
+
+def worker_request(store: str) -> dict[str, Any]:
+    """The request ``python -m jobs.search_index`` reads on its stdin: refresh ``store``'s index under the worker's
+    memory and CPU limits (``memory_bytes``: its cap, lowered to what the memory budget grants when it starts, at
+    least ``min_memory_bytes``; ``jobs.worker_process.reserve``)."""
+    return {
+        "store": store,
+        "memory_bytes": WORKER_BYTES,
+        "min_memory_bytes": WORKER_MIN_BYTES,
+        "job": "The search index's refresh",
+        "memory_setting": "RUNLENS_SEARCH_INDEX_WORKER_MB",
+        "cpu_s": WORKER_CPU_S,
+    }
+
+
+def refresh_in_process(store: str) -> str:
+    """Refresh ``store``'s index as the Upload page does: in ``python -m jobs.search_index`` under the worker's caps
+    and the memory budget's grant (``jobs.worker_process.run``); return ``summary``'s line.
+
+    Raises:
+        jobs.worker_process.JobFailed: the refresh failed (its message).
+    """
+    return str(worker_process.run("jobs.search_index", worker_request(store)))
+
+
+def _worker_main() -> int:
+    """One JSON request on stdin (``worker_request`` and ``parent_pid``); one JSON object a line on the stdout it was
+    given: the refresh's ``summary`` as its last progress message and as ``done``, or ``error``."""
+    request, say = worker_process.channel()
+    memory_bytes, cpu_s = int(request["memory_bytes"]), int(request["cpu_s"])
+    worker_process.limit(
+        memory_bytes,
+        cpu_s,
+        say,
+        f"the search index's refresh stopped at its CPU limit of {cpu_s:,} s (RUNLENS_SEARCH_INDEX_WORKER_CPU_S)",
+    )
+    worker_process.watch_parent(int(request.get("parent_pid") or 0))
+    say(fraction=0.0, message="Adding the new attempts to the search index...")
+    try:
+        line = summary(refresh(request["store"]))
+    except Exception as exc:  # noqa: BLE001 -- reported to the page that waits for the job
+        text = f"{type(exc).__name__}: {exc}"
+        if worker_process.is_memory_error(exc, text):
+            text += f" (at the refresh's memory limit of {memory_bytes / MB:,.0f} MB: RUNLENS_SEARCH_INDEX_WORKER_MB)"
+        say(error=text)
+        return 1
+    say(fraction=1.0, message=line)
+    say(done=line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker_main())

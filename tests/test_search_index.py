@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from analytics import search as sr
+from analytics.plaintext import md_plain
 from analytics.search import compute
 from analytics.search import load as search_load
 from ingest.records import INLINE_RESULT_CHARS
@@ -351,6 +352,60 @@ def test_ingest_after_the_build_is_found_and_a_refresh_covers_it(db: Path, tmp_p
     with reader(db) as con:
         assert (sr.index_coverage(con, ALL_RUNS) or ())[1:] == (0, None)
         assert sr.search(con, query="brand-new sentinel").n_attempts == 1
+
+
+def _unindexed(db: Path) -> int:
+    with reader(db) as con:
+        return int((sr.index_coverage(con, ALL_RUNS) or ("", -1, None))[1])
+
+
+def test_every_ingest_keeps_the_index_up_to_date(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once a store has an index, ``python -m ingest`` adds its files' attempts to it (``--no-search-index``: not),
+    and the Upload page refreshes it in the background after an upload (its job, and what the page says of it)."""
+    import time
+    from types import SimpleNamespace
+
+    from streamlit.testing.v1 import AppTest
+
+    from cli.ingest import main
+    from ingest.upload_worker import IngestSummary
+    from ui import background
+    from ui.index_refresh import start_index_refresh
+
+    assert start_index_refresh([SimpleNamespace(outcome="ingested")], str(db)) is None  # no index: nothing to keep
+    refresh(db)
+    new = _write(tmp_path / "new.jsonl", [("r-new", "sb")], seed=11, n_tasks=3)
+    assert main([str(new), "--db", str(db), "--no-progress"]) == 0
+    assert "search index: 6 attempts added" in capsys.readouterr().err
+    assert _unindexed(db) == 0
+    later = _write(tmp_path / "later.jsonl", [("r-later", "sb")], seed=12, n_tasks=2)
+    assert main([str(later), "--db", str(db), "--no-progress", "--no-search-index"]) == 0
+    assert "search index" not in capsys.readouterr().err and _unindexed(db) == 4
+
+    monkeypatch.setenv("RUNLENS_AUTO_FIT", "0")  # the tests' default: nothing starts by itself, the page says so
+    assert start_index_refresh([SimpleNamespace(outcome="ingested")], str(db)) == ""
+    monkeypatch.setenv("RUNLENS_AUTO_FIT", "1")
+    assert start_index_refresh([SimpleNamespace(outcome="duplicate")], str(db)) is None
+    key = start_index_refresh([SimpleNamespace(outcome="ingested")], str(db))
+    assert key
+    deadline = time.monotonic() + 120
+    while not (job := background.get(key)) or not job.is_done:
+        assert time.monotonic() < deadline, job
+        time.sleep(0.2)
+    assert job.error is None and job.message.startswith("search index: 4 attempts added"), job
+    assert _unindexed(db) == 0
+
+    monkeypatch.setenv("RUNLENS_DB", str(db))
+    monkeypatch.delenv("RUNLENS_READ_ONLY", raising=False)
+    at = AppTest.from_file(str(ROOT / "views" / "upload.py"), default_timeout=120)
+    at.session_state["up_done"] = [(IngestSummary("later.jsonl", "ingested", 1, 4, 8), (), ())]
+    at.session_state["up_index"] = key
+    at.run()
+    assert not at.exception, at.exception
+    said = md_plain("Search index: 4 attempts added")
+    assert any(said in c.value for c in at.caption), [c.value for c in at.caption]
 
 
 def test_a_deleted_run_is_gone_and_a_reused_attempt_id_finds_only_the_new_text(db: Path, tmp_path: Path) -> None:

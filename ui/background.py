@@ -181,6 +181,14 @@ def forget(key: str) -> None:
             del _JOBS[key]
 
 
+def forget_done(prefix: str) -> None:
+    """Drop every finished job whose key starts with ``prefix`` (jobs started one per action, such as the search
+    index's refresh after each upload: the finished ones are not kept for ever)."""
+    with _GUARD:
+        for key in [k for k, job in _JOBS.items() if k.startswith(prefix) and job.is_done]:
+            del _JOBS[key]
+
+
 def is_enabled() -> bool:
     """Pages start work by themselves unless ``RUNLENS_AUTO_FIT=0`` (the tests' default: explicit fits only)."""
     return os.environ.get("RUNLENS_AUTO_FIT", "1").lower() not in ("0", "false", "no", "off")

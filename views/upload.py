@@ -9,6 +9,7 @@ import store as rdb
 from analytics import formatting as fmtx
 from ingest import upload_worker, uploads
 from ui.common import cached, db_path, db_version, plain
+from ui.index_refresh import show_index_refresh, start_index_refresh
 from ui.shell import page_setup
 from ui.tables import Col, show_table
 from ui.upload_memory import release_uploads
@@ -151,6 +152,7 @@ else:
             # new runs, and the results stay on screen with links to them (and the runs they retry)
             ss.up_done = [(r, *created.get(r.file, ((), ()))) for r in results]
             ss.up_round = ss.get("up_round", 0) + 1  # empty the upload box: what is done is listed below
+            ss.up_index = start_index_refresh(results, str(db_path()))
             st.rerun()
 
 done = ss.get("up_done") or []
@@ -194,6 +196,8 @@ if new_runs:
             icon=":material/leaderboard:",
             query_params={"benchmark": bench},
         )
+if done:
+    show_index_refresh(ss.get("up_index"))
 if notes:  # e.g. Inspect samples not scored yet: one line, the list on demand
     st.warning(
         plain(f"{fmtx.plural(len(notes), 'note')} from reading the files, e.g. {notes[0]}"), icon=":material/info:"
