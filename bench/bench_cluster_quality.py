@@ -1,28 +1,31 @@
 """How far failure clusters match known causes: ``python bench/bench_cluster_quality.py [--minilm-max 1000]
-[--max-failures N] [--demo] [--generator failure_sets|ops|web] [--more-held-out] [--fresh] [--tuning
+[--max-failures N] [--demo] [--generator failure_sets|ops|web|code] [--more-held-out] [--fresh] [--tuning
 [--more-tuning]] [--confusion ARI] [--keep DIR] [--json OUT.json]``.
 
-1. **Held-out sets** of three independent generators, 4-12 causes, 200-20,000 failures, two transcript styles
+1. **Held-out sets** of four independent generators, 4-12 causes, 200-20,000 failures, two transcript styles
    each: ``failure_sets`` (tests/failure_sets.py; seeds 100-107), ``ops`` (tests/failure_sets_ops.py: another
-   vocabulary, the AD-Bench error taxonomy and sandbox failures, other step layouts and noise; seeds 200-207) and
+   vocabulary, the AD-Bench error taxonomy and sandbox failures, other step layouts and noise; seeds 200-207),
    ``web`` (tests/failure_sets_web.py: a web-shop browsing agent, driver boilerplate and a coarse error code shared
-   by causes inside the failing text; seeds 300-307, written before any result on it was seen). Nothing was tuned
-   on these seeds: the weights and the cut were chosen on seeds 1-8 of the first two generators. Each set is
-   ingested into a throwaway store, its failures' documents are read (``analytics.clusters.failure_texts``), each
-   distinct document is embedded once (as the cache does) by the static model (the default) and, for sets of at
-   most ``--minilm-max`` failures, by the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted Rand
-   index against the causes is printed with the number of clusters and of distinct documents, the unclustered
-   share and the times.
+   by causes inside the failing text; seeds 300-307, written before any result on it was seen) and ``code``
+   (tests/failure_sets_code.py: a coding agent on SWE-bench-like tasks, test-runner and traceback boilerplate
+   shared by the causes, causes in a tool's error, the test output, a model call's error, the answer or the
+   trajectory's shape; styles ``agent`` and ``terminal``; seeds 400-407, written and committed before any result on
+   it was seen, and in no tuning, fresh or more-held-out list). Nothing was tuned on these seeds: the weights and
+   the cut were chosen on seeds 1-8 of the first two generators. Each set is ingested into a throwaway store, its
+   failures' documents are read (``analytics.clusters.failure_texts``), each distinct document is embedded once
+   (as the cache does) by the static model (the default) and, for sets of at most ``--minilm-max`` failures, by
+   the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted Rand index against the causes is
+   printed with the number of clusters and of distinct documents, the unclustered share and the times.
 ``--more-held-out`` adds ``web`` seeds 310-317 and 320-327 (the second generated after clusters@v9's choice).
 ``--fresh`` runs sets first generated after clusters@v9 and used for no choice (``fresh_sets``: seeds 110-117,
 210-217 and 330-337 in the held-out shapes, and ``web`` 340-345 in the small shapes) instead of the held-out list.
 ``--keep DIR`` ingests each set into ``DIR/<generator>-<seed>.duckdb`` and reuses that store when it is there (a
 variant of the clustering is then measured on the same failures without ingesting them again).
-``--tuning`` runs the tuning seeds (1-8 of each generator, in the held-out list's shapes) instead, the only sets a
-change is chosen on; ``--more-tuning`` adds tuning sets of ``web`` (seeds 21-28 in the held-out list's shapes, and
-six small sets, seeds 41-46, of 4-6 causes and 200-400 failures: a cause's wordings at small n); ``--confusion
-0.8`` prints the table of cause by cluster of every set under ARI 0.8 (a column with several causes: they joined;
-a row over several clusters: a cause split).
+``--tuning`` runs the tuning seeds (1-8 of the first three generators, in the held-out list's shapes; ``code`` has
+none, so that no choice is made on it) instead, the only sets a change is chosen on; ``--more-tuning`` adds tuning
+sets of ``web`` (seeds 21-28 in the held-out list's shapes, and six small sets, seeds 41-46, of 4-6 causes and
+200-400 failures: a cause's wordings at small n); ``--confusion 0.8`` prints the table of cause by cluster of every
+set under ARI 0.8 (a column with several causes: they joined; a row over several clusters: a cause split).
 
 2. ``--demo``: the AD-Bench demo's failures against the log's error codes (failures with exactly one code,
    ``analytics.clusters.label_quality``), same two models (MiniLM only if the failures are few enough).
@@ -47,7 +50,7 @@ from analytics import clusters as cl  # noqa: E402
 from analytics.embeddings import STATIC_MODEL, Embedder, StaticEmbedder  # noqa: E402
 from ingest.pipeline import ingest_paths  # noqa: E402
 from store import reader  # noqa: E402
-from tests import failure_sets, failure_sets_ops, failure_sets_web  # noqa: E402
+from tests import failure_sets, failure_sets_code, failure_sets_ops, failure_sets_web  # noqa: E402
 
 HELD_OUT = [  # generator, seed, causes, failures, style
     ("failure_sets", 100, 4, 200, "agent"),
@@ -74,11 +77,20 @@ HELD_OUT = [  # generator, seed, causes, failures, style
     ("web", 305, 5, 20000, "script"),
     ("web", 306, 7, 400, "browser"),
     ("web", 307, 11, 9000, "script"),
+    ("code", 400, 4, 200, "agent"),
+    ("code", 401, 6, 1000, "terminal"),
+    ("code", 402, 8, 500, "agent"),
+    ("code", 403, 12, 3000, "agent"),
+    ("code", 404, 10, 2000, "terminal"),
+    ("code", 405, 5, 20000, "agent"),
+    ("code", 406, 7, 800, "terminal"),
+    ("code", 407, 11, 6000, "terminal"),
 ]
 GENERATORS = {
     "failure_sets": failure_sets.failure_set,
     "ops": failure_sets_ops.failure_set,
     "web": failure_sets_web.failure_set,
+    "code": failure_sets_code.failure_set,
 }
 
 
@@ -97,10 +109,14 @@ def _encode_distinct(emb: Any, texts: list[str]) -> Any:
     return emb.encode([str(u) for u in uniques])[codes]
 
 
+TUNED = ("failure_sets", "ops", "web")  # the generators with tuning sets: ``code`` is a held-out check only
+
+
 def tuning_sets() -> list[tuple[str, int, int, int, str]]:
-    """The tuning sets: seeds 1-8 of each generator, in the shapes (causes, failures, style) of its held-out list."""
+    """The tuning sets: seeds 1-8 of each generator in ``TUNED``, in the shapes (causes, failures, style) of its
+    held-out list."""
     out = []
-    for gen in GENERATORS:
+    for gen in TUNED:
         shapes = [row for row in HELD_OUT if row[0] == gen]
         out += [(gen, i + 1, k, n, style) for i, (_, _, k, n, style) in enumerate(shapes)]
     return out
@@ -129,7 +145,7 @@ def fresh_sets() -> list[tuple[str, int, int, int, str]]:
     seeds 110-117 (``failure_sets``), 210-217 (``ops``) and 330-337 (``web``), and ``web`` 340-345 in the
     ``SMALL_WEB`` shapes."""
     base = {"failure_sets": 110, "ops": 210, "web": 330}
-    out = [(gen, base[gen] + seed % 10, k, n, style) for gen, seed, k, n, style in HELD_OUT]
+    out = [(gen, base[gen] + seed % 10, k, n, style) for gen, seed, k, n, style in HELD_OUT if gen in base]
     return out + [("web", 340 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
 
 
