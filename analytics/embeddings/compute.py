@@ -99,7 +99,8 @@ def distill_static(*, dims: int = STATIC_DIMS, sif: float = STATIC_SIF, threads:
     every vocabulary token through the transformer as ``[CLS] token [SEP]``, mean-pooled over the three positions;
     PCA to ``dims`` dimensions (model2vec's eigen-decomposition, components sign-fixed); each row scaled by
     model2vec's SIF weight ``sif / (sif + p)`` with p the Zipf probability of the token's rank. Deterministic
-    (no sampling); about 20 s on two cores. Returns the table (float32) and the tokenizer."""
+    (no sampling; the transformer on ``threads`` threads, numpy's algebra on one, in any environment); about 20 s on
+    two cores. Returns the table (float32) and the tokenizer."""
     from tokenizers import Tokenizer
 
     path = packaged_model_path()
@@ -120,10 +121,16 @@ def distill_static(*, dims: int = STATIC_DIMS, sif: float = STATIC_SIF, threads:
             x = torch.stack([torch.full_like(ids, cls), ids, torch.full_like(ids, sep)], dim=1)
             hidden = model(input_ids=x, attention_mask=torch.ones_like(x), token_type_ids=torch.zeros_like(x))
             out[start : start + len(ids)] = hidden.last_hidden_state.mean(dim=1).double().numpy()
-    centred = out - out.mean(axis=0)
-    vals, vecs = np.linalg.eigh(centred.T @ centred / (n - 1))
-    comps = vecs[:, ::-1][:, :dims].T
-    scores = centred @ comps.T
+    # numpy's BLAS on one thread whatever the environment: its sums are ordered by its threads, and a job's process
+    # (OMP_NUM_THREADS=1, ingest.workers.worker_env) distilled a table one bit away from a page's (two threads) in
+    # a value of the 7.8 million, so the "same" model differed by where it was first used
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        centred = out - out.mean(axis=0)
+        vals, vecs = np.linalg.eigh(centred.T @ centred / (n - 1))
+        comps = vecs[:, ::-1][:, :dims].T
+        scores = centred @ comps.T
     scores *= np.sign(scores[np.argmax(np.abs(scores), axis=0), range(dims)])
     inv_rank = 1 / np.arange(2, n + 2)
     weights = sif / (sif + inv_rank / inv_rank.sum())
