@@ -52,8 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-search-index",
         action="store_true",
-        help="leave the store's search index as it is (by default, when the store has one, the files' attempts are "
-        "added to it after they are ingested; search scans what it does not cover)",
+        help="leave the store's search index as it is (by default, when the store has one, a process in the "
+        "background adds the files' attempts to it once they are ingested; search scans what it does not cover)",
     )
     parser.add_argument(
         "--jobs",
@@ -127,23 +127,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def refresh_search_index_after(db: object) -> None:
-    """Add what was just ingested to the store's search index when it has one (``jobs.search_index``, in a process
-    of its own under its caps, as the Upload page does); a refresh that fails leaves the ingest as it is and says so
-    (search scans what the index does not cover)."""
-    from ingest.workers import JobRefused
+    """Start adding what was just ingested to the store's search index when it has one (``jobs.search_index``, a
+    process of its own that outlives this one, under its own caps: the command returns at once); a refresh that
+    cannot start leaves the ingest as it is and says so (search scans what the index does not cover)."""
     from jobs import search_index
-    from jobs.worker_process import JobFailed
 
     if not search_index.has_index(str(db)):
         return
     try:
-        print(search_index.refresh_in_process(str(db)), file=sys.stderr)
-    except (JobFailed, JobRefused) as exc:
+        pid = search_index.refresh_in_background(str(db))
+    except OSError as exc:
         print(
-            f"warning: the search index was not refreshed ({exc}); search scans the new attempts until "
+            f"warning: the search index's refresh did not start ({exc}); search scans the new attempts until "
             "`python -m analytics search-index` adds them",
             file=sys.stderr,
         )
+        return
+    print(
+        f"search index: adding the new attempts in the background (process {pid}); search scans them until it ends",
+        file=sys.stderr,
+    )
 
 
 def scores_main(argv: list[str] | None = None) -> int:

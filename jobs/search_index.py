@@ -1,6 +1,6 @@
 """Transcript search's index: build, refresh or drop it (``python -m analytics search-index``), and keep it up to
 date after each ingest (``python -m jobs.search_index``: the refresh in a process of its own, which the Upload page
-starts after an upload and ``python -m ingest`` runs after its files, whenever the store has an index).
+and ``python -m ingest`` start in the background after they ingest something, whenever the store has an index).
 
 The index (store/search_index.py: a folder ``<db>.search/`` beside a file store or a local lake's catalog) is an
 inverted index of the texts' tokens: a phrase or words search takes its candidates from the postings of the
@@ -70,14 +70,11 @@ def worker_request(store: str) -> dict[str, Any]:
     }
 
 
-def refresh_in_process(store: str) -> str:
-    """Refresh ``store``'s index as the Upload page does: in ``python -m jobs.search_index`` under the worker's caps
-    and the memory budget's grant (``jobs.worker_process.run``); return ``summary``'s line.
-
-    Raises:
-        jobs.worker_process.JobFailed: the refresh failed (its message).
-    """
-    return str(worker_process.run("jobs.search_index", worker_request(store)))
+def refresh_in_background(store: str) -> int:
+    """Start ``python -m jobs.search_index`` on ``store`` as a process that outlives the caller (``python -m ingest``
+    returns at once: a small upload's seconds stay the store's); it caps its own memory and CPU, and a refresh lock
+    keeps it and any other refresh apart. Returns its pid. Until it ends, search scans what the index lacks."""
+    return worker_process.spawn("jobs.search_index", worker_request(store), stderr=None, detached=True).pid
 
 
 def _worker_main() -> int:

@@ -70,21 +70,26 @@ def release(ticket: int) -> None:
     workers.release_job(ticket)
 
 
-def spawn(module: str, request: dict[str, Any], *, stderr: IO[bytes] | int | None) -> subprocess.Popen[bytes]:
+def spawn(
+    module: str, request: dict[str, Any], *, stderr: IO[bytes] | int | None, detached: bool = False
+) -> subprocess.Popen[bytes]:
     """Start ``python -m module`` with ``request`` (``parent_pid`` added) on its stdin, its stdout a pipe (its channel,
-    ``messages``), in the environment of the server's workers (the allocators that keep its limit honest)."""
+    ``messages``), in the environment of the server's workers (the allocators that keep its limit honest).
+    ``detached``: a job that outlives this process (a session of its own, its channel and ``stderr`` discarded, no
+    ``parent_pid`` to watch), such as the search index's refresh after ``python -m ingest``."""
     from ingest import workers
 
     proc = subprocess.Popen(
         [sys.executable, "-m", module],
         stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
+        stdout=subprocess.DEVNULL if detached else subprocess.PIPE,
+        stderr=subprocess.DEVNULL if detached else stderr,
         cwd=ROOT,
         env=workers.worker_env(ROOT),
+        start_new_session=detached,
     )
     assert proc.stdin is not None
-    proc.stdin.write(json.dumps({**request, "parent_pid": os.getpid()}).encode())
+    proc.stdin.write(json.dumps({**request, "parent_pid": 0 if detached else os.getpid()}).encode())
     proc.stdin.close()
     return proc
 
