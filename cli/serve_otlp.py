@@ -14,6 +14,7 @@ from ingest.otlp_receiver.buffer import Limits, TraceBuffer
 from ingest.otlp_receiver.decode_pool import DecodePool
 from ingest.otlp_receiver.flusher import Flusher
 from ingest.otlp_receiver.http import make_app
+from jobs.search_index import IndexKeeper
 from store import resolve_db_path
 
 log = logging.getLogger("runlens.otlp")
@@ -116,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         def grpc_server() -> Any:
             return start_grpc_server(buffer, pool, host=args.host, port=args.grpc_port, token=token)
 
-    app = make_app(buffer, Flusher(db, buffer, options), token=token, db=db, grpc_server=grpc_server, pool=pool)
+    # the store's search index, when it has one, kept up with the traces written (a refresh at most every 30 s)
+    index = IndexKeeper(str(db), interval_s=float(os.environ.get("RUNLENS_OTLP_INDEX_INTERVAL_S", "30")))
+    flusher = Flusher(db, buffer, options, index=index)
+    app = make_app(buffer, flusher, token=token, db=db, grpc_server=grpc_server, pool=pool)
     log.info("receiving OTLP/HTTP traces on http://%s:%d/v1/traces -> %s", args.host, args.port, db)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0

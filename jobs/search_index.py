@@ -13,8 +13,12 @@ not cover, so a missed refresh costs time, never results.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
-from typing import Any
+import tempfile
+import time
+from collections.abc import Callable
+from typing import IO, Any
 
 from jobs import worker_process
 from store import Location, SearchIndexRefresh, drop_search_index, refresh_search_index
@@ -75,6 +79,49 @@ def refresh_in_background(store: str) -> int:
     returns at once: a small upload's seconds stay the store's); it caps its own memory and CPU, and a refresh lock
     keeps it and any other refresh apart. Returns its pid. Until it ends, search scans what the index lacks."""
     return worker_process.spawn("jobs.search_index", worker_request(store), stderr=None, detached=True).pid
+
+
+class IndexKeeper:
+    """Keeps a store's search index up with a writer that commits again and again (the live OTLP receiver's
+    flusher): ``written`` after each commit, ``tick`` on the writer's timer. At most one refresh runs at a time
+    (``python -m jobs.search_index``, a process of its own under its caps that ends with its parent), started at
+    least ``interval_s`` after the one before; commits made while one runs are covered by the next. A store without
+    an index is looked at again only after the next commit."""
+
+    def __init__(self, db: str, *, interval_s: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.db, self.interval_s, self._clock = db, interval_s, clock
+        self._pending = False
+        self._started: float | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._err: IO[bytes] | None = None
+
+    def written(self) -> None:
+        """Something was committed: the index lacks it."""
+        self._pending = True
+
+    @property
+    def running(self) -> bool:
+        """Whether a refresh runs now."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def tick(self) -> str | None:
+        """Collect a refresh that ended (its ``summary``, or why it failed, returned as a line to log) and start the
+        next when commits wait for one and ``interval_s`` has passed since the last start."""
+        line = None
+        if self._proc is not None and self._proc.poll() is not None:
+            assert self._err is not None
+            ok, value = worker_process.follow(self._proc, self._err, lambda _fraction, _message: None)
+            line = str(value) if ok else f"the search index's refresh failed: {value}"
+            self._err.close()
+            self._proc = self._err = None
+        due = self._started is None or self._clock() - self._started >= self.interval_s
+        if self._pending and self._proc is None and due:
+            self._pending = False
+            if has_index(self.db):
+                self._err = tempfile.TemporaryFile()  # noqa: SIM115 -- closed when the refresh is collected
+                self._proc = worker_process.spawn("jobs.search_index", worker_request(self.db), stderr=self._err)
+                self._started = self._clock()
+        return line
 
 
 def _worker_main() -> int:

@@ -402,6 +402,45 @@ def test_a_bad_trace_is_left_out_and_the_rest_of_its_batch_written(
     assert got == [(good, 1.0)]
 
 
+def test_the_flushers_writes_keep_the_search_index_up(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Once the store has a search index, each batch the flusher writes is added to it by a refresh in the
+    background (``jobs.search_index.IndexKeeper``: one at a time, the commits made meanwhile by the next); what it
+    did is logged."""
+    from analytics import search as sr
+    from ingest.otlp_receiver import Flusher
+    from jobs.search_index import IndexKeeper, refresh
+    from store import ALL_RUNS
+
+    clock = FakeClock()
+    buffer = TraceBuffer(Limits(settle_s=1), clock)
+    db = tmp_path / "db.duckdb"
+    keeper = IndexKeeper(str(db), interval_s=0.0)
+    flusher = Flusher(db, buffer, {}, index=keeper)
+
+    def write(trace: str, span: str) -> None:
+        buffer.add(json.loads(_request(_span(trace, span, score=0.5))))
+        clock.now += 2.0
+        flusher.flush()
+
+    write("7af7651916cd43dd8448eb211c80319c", "00000000000000f0")
+    flusher.keep_index()
+    assert not keeper.running  # no index yet: nothing to keep
+    refresh(db)
+    write("8bf7651916cd43dd8448eb211c80319c", "00000000000000f1")
+    write("9cf7651916cd43dd8448eb211c80319c", "00000000000000f2")
+    with caplog.at_level(logging.INFO, logger="runlens.otlp"):
+        deadline = time.monotonic() + 120
+        flusher.keep_index()
+        assert keeper.running
+        while "search index" not in caplog.text:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+            flusher.keep_index()
+    assert "search index: 2 attempts added" in caplog.text
+    with reader(db) as con:
+        assert (sr.index_coverage(con, ALL_RUNS) or ())[1:] == (0, None)
+
+
 # ---------------------------------------------------------------------------------------------
 # Late spans: merged into the stored attempt; a rootless fragment stored partial, then completed
 # ---------------------------------------------------------------------------------------------

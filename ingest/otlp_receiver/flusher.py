@@ -1,11 +1,13 @@
 """The flusher: a thread that writes the complete traces every ``flush_interval_s`` (``batches.write_batch``),
-puts them back when the database is busy, and writes everything at shutdown."""
+puts them back when the database is busy, and writes everything at shutdown; when the store has a search index, it
+keeps the index up with what it writes (an ``IndexKeeper``, ``jobs.search_index``'s, given by ``serve-otlp``: a
+refresh in the background at most every ``RUNLENS_OTLP_INDEX_INTERVAL_S``, 30 s)."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 
@@ -17,16 +19,27 @@ from store import Location, RunlensError
 log = logging.getLogger("runlens.otlp")
 
 
+class IndexKeeper(Protocol):
+    """What keeps the search index up with the flusher's writes (``jobs.search_index.IndexKeeper``)."""
+
+    def written(self) -> None: ...
+
+    def tick(self) -> str | None: ...
+
+
 class Flusher:
     """Writes complete traces every ``flush_interval_s`` in a thread of its own; ``stop`` flushes everything."""
 
-    def __init__(self, db: Location, buffer: TraceBuffer, options: dict[str, Any]) -> None:
+    def __init__(
+        self, db: Location, buffer: TraceBuffer, options: dict[str, Any], *, index: IndexKeeper | None = None
+    ) -> None:
         self.db = db
         self.buffer = buffer
         self.options = options
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="runlens-otlp-flusher", daemon=True)
         self.written = 0
+        self.index = index
 
     def start(self) -> None:
         """Start the background flushes."""
@@ -42,6 +55,19 @@ class Flusher:
         while not self._stop.wait(self.buffer.limits.flush_interval_s):
             while self.flush() and not self._stop.is_set():
                 pass  # a full batch: more traces may be complete
+            self.keep_index()
+
+    def keep_index(self) -> None:
+        """Start the search index's refresh when traces wait for it; log what the last one did."""
+        if self.index is None:
+            return
+        try:
+            line = self.index.tick()
+        except OSError as exc:  # (no process could start): the next commit tries again; search scans meanwhile
+            log.error("the search index's refresh did not start: %s", exc)
+            return
+        if line:
+            log.info("%s", line)
 
     def flush(self, *, everything: bool = False) -> bool:
         """Write what is complete now, at most ``max_batch_traces`` per transaction (everything at shutdown);
@@ -87,6 +113,8 @@ class Flusher:
             return
         self.buffer.mark_stored(result.written_ids)
         self.written += result.written
+        if self.index is not None and (result.written or result.merged):
+            self.index.written()
         for trace_id, why in result.rejected.items():
             log.warning("trace %s not written: %s", trace_id, why)
         for trace_id, why in result.unmergeable.items():
