@@ -10,8 +10,9 @@
    (tests/failure_sets_code.py: a coding agent on SWE-bench-like tasks, test-runner and traceback boilerplate
    shared by the causes, causes in a tool's error, the test output, a model call's error, the answer or the
    trajectory's shape; styles ``agent`` and ``terminal``; seeds 400-407, written and committed before any result on
-   it was seen, and in no tuning, fresh or more-held-out list). Nothing was tuned on these seeds: the weights and
-   the cut were chosen on seeds 1-8 of the first two generators. Each set is ingested into a throwaway store, its
+   it was seen, and in no fresh or more-held-out list). Nothing was tuned on these seeds: the weights and
+   the cut were chosen on seeds 1-8 of the first two generators, failure-doc@v2's reading of runner output on
+   seeds 1-8 of ``code``. Each set is ingested into a throwaway store, its
    failures' documents are read (``analytics.clusters.failure_texts``), each distinct document is embedded once
    (as the cache does) by the static model (the default) and, for sets of at most ``--minilm-max`` failures, by
    the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted Rand index against the causes is
@@ -21,8 +22,8 @@
 210-217 and 330-337 in the held-out shapes, and ``web`` 340-345 in the small shapes) instead of the held-out list.
 ``--keep DIR`` ingests each set into ``DIR/<generator>-<seed>.duckdb`` and reuses that store when it is there (a
 variant of the clustering is then measured on the same failures without ingesting them again).
-``--tuning`` runs the tuning seeds (1-8 of the first three generators, in the held-out list's shapes; ``code`` has
-none, so that no choice is made on it) instead, the only sets a change is chosen on; ``--more-tuning`` adds tuning
+``--tuning`` runs the tuning seeds (1-8 of each generator, in the held-out list's shapes; ``code``'s since
+failure-doc@v2) instead, the only sets a change is chosen on; ``--more-tuning`` adds tuning
 sets of ``web`` (seeds 21-28 in the held-out list's shapes, and six small sets, seeds 41-46, of 4-6 causes and
 200-400 failures: a cause's wordings at small n); ``--confusion 0.8`` prints the table of cause by cluster of every
 set under ARI 0.8 (a column with several causes: they joined; a row over several clusters: a cause split).
@@ -109,7 +110,7 @@ def _encode_distinct(emb: Any, texts: list[str]) -> Any:
     return emb.encode([str(u) for u in uniques])[codes]
 
 
-TUNED = ("failure_sets", "ops", "web")  # the generators with tuning sets: ``code`` is a held-out check only
+TUNED = ("failure_sets", "ops", "web", "code")  # the generators with tuning sets
 
 
 def tuning_sets() -> list[tuple[str, int, int, int, str]]:

@@ -7,7 +7,9 @@ The **document** of a failed attempt (``failure_documents``) is what went wrong,
   (``"ok": false``), or it is empty), unless the agent **recovered** from it (the same tool succeeded later): its
   text, at most the last ``MAX_ERRORS``; the final answer then only as it compares with the reference (the answer
   after a failed tool is a consequence, mostly an apology); a JSON result's keys and strings are its text
-  (``unjson``);
+  (``unjson``); a traceback is read by its exception line and a long text (a test runner's output) by the lines
+  that carry its failure (``FAILURE_LINES``), not by its head or last line; a crashed attempt's last message (a
+  harness saying why it stopped) is such a step too;
 * without such a step: the **final answer against the reference** ("final answer: 6.14 ad groups (a different
   number than the reference)") and the **last tool result**, what the agent saw before it answered ("last result:
   sold out"); after a repeated call, as what the loop kept seeing ("repeated call: report status: pending");
@@ -43,7 +45,7 @@ STEP_CHARS = 240
 ANSWER_CHARS = 240
 BOILERPLATE_SHARE = 0.5
 
-_FAILURE_SQL = """
+_FAILURE_SQL_TEMPLATE = """
 WITH f AS (
     SELECT a.attempt_id, a.run_id, a.task_id, a.sample, r.agent, r.agent_version, r.eval_date, a.answer, a.status,
            t.reference_answer, t.reference_trajectory
@@ -53,25 +55,31 @@ WITH f AS (
 ),
 s AS (
     SELECT s.attempt_id, s.step, s.kind, s.tool, s.args::VARCHAR AS args, s.error AS raw_error,
-           coalesce(s.result, tx.text, s.content) AS raw_body
-    FROM steps s SEMI JOIN f USING (attempt_id)
+           coalesce(s.result, tx.text, s.content) AS raw_body,
+           f.status = 'crashed' AND s.step = max(s.step) OVER (PARTITION BY s.attempt_id)
+               AS is_last_word  -- the last step of a crashed attempt: a harness's message there says why
+    FROM steps s JOIN (SELECT attempt_id, status FROM f) f USING (attempt_id)
     LEFT JOIN texts tx ON tx.text_hash = s.result_hash  -- an equality only: a hash join (its text is used only
                                                         -- when result is null: coalesce below)
 ),
-t AS (  -- a Python traceback is shown by its last line, the exception (the frames above it are the code's path)
-    SELECT attempt_id, step, kind, tool, args,
-           replace(left(CASE WHEN contains(raw_error, 'Traceback (most recent call last)')
-                             THEN trim(list_last(list_filter(string_split(raw_error, chr(10)), x -> trim(x) <> '')))
-                             ELSE raw_error END, $chars), chr(10), ' ') AS error,
+x AS (  -- the lines of a long text or a traceback, and those of them that carry the failure (``FAILURE_LINES``)
+    SELECT *, {lines_error}, {lines_body}
+    FROM (SELECT *, {split_error}, {split_body} FROM s)
+),
+t AS (  -- what a step shows: its failure's own lines, not a runner's header or footer
+    SELECT attempt_id, step, kind, tool, args, is_last_word,
+           replace(left({shown_error}, $chars), chr(10), ' ') AS error,
            replace(left(raw_body, $chars), chr(10), ' ') AS body,
-           replace(left(CASE WHEN contains(raw_body, 'Traceback (most recent call last)')
-                             THEN trim(list_last(list_filter(string_split(raw_body, chr(10)), x -> trim(x) <> '')))
-                             ELSE raw_body END, $chars), chr(10), ' ') AS shown
-    FROM s
+           replace(left({shown_body}, $chars), chr(10), ' ') AS shown,
+           coalesce(len(b_exc) + len(b_e) + len(b_sum) > 0, false) AS has_failure_lines
+    FROM x
 ),
 r AS (
-    SELECT *, coalesce(error, CASE WHEN kind = 'tool_call' AND regexp_matches(lower(coalesce(body, '')), $failing)
-                                   THEN shown END) AS raw_failure
+    SELECT *, coalesce(error, CASE WHEN kind = 'tool_call' AND (has_failure_lines
+                                                                 OR regexp_matches(lower(coalesce(body, '')), $failing))
+                                   THEN shown
+                                   WHEN kind = 'message' AND is_last_word AND trim(body) <> '' THEN shown END)
+                  AS raw_failure
     FROM t
 ),
 ok AS (  -- a failure the agent recovered from (the same tool succeeded later) is not why the attempt failed
@@ -115,6 +123,65 @@ FAILING_RESULT = (
     r"error|exception|traceback|fail|invalid|denied|refused|forbidden|unauthori[sz]ed|timed? ?out|not found|"
     r"does not exist|no such|unknown|too many|exceeded|unavailable|malformed|could not|cannot|can't|unable|"
     r"\"?\b(ok|success)\b\"?\s*:\s*false\b|\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|^\s*(\[\]|\{\}|null|none)?\s*$"
+)
+
+# The lines of a long text (a test runner's, a build's, longer than ``STEP_CHARS``) or of a traceback that carry the
+# failure, in order of preference: exception lines (``ValueError: ...``, a bare ``KeyError``, pytest's ``Failed:
+# Timeout``, after pytest's ``E`` or not), pytest's other ``E`` lines (``E       assert 1 == 2``), summary and
+# command error lines (``FAILED tests/...``, ``ERROR ...``, unittest's ``FAIL: ...``, git's ``error: ...``). Such a
+# text is shown by them, not by its head (pytest's session header) nor, for a traceback, by its last line (a
+# runner's footer, "Destroying test database", a shell prompt): a traceback by its last exception line.
+FAILURE_LINES = {
+    "exc": r"^(E\s+)?[A-Za-z_.]*(Error|Exception|Exit|Interrupt|Failed)(:\s.*|:)?\s*$",
+    "e": r"^E\s{2,}\S",
+    "sum": r"^(FAILED|FAIL|ERROR)(\s|:)|^(error|fatal)(\[[\w-]+\])?:\s",
+}
+_TRACEBACK = "Traceback (most recent call last)"
+
+
+def _split_sql(raw: str, name: str) -> str:
+    """SQL: the lines of ``raw`` when it is a traceback or longer than ``$chars`` (else null), as ``name``."""
+    return (
+        f"CASE WHEN contains({raw}, '{_TRACEBACK}') OR length({raw}) > $chars "
+        f"THEN string_split({raw}, chr(10)) END AS {name}"
+    )
+
+
+def _lines_sql(lines: str, prefix: str) -> str:
+    """SQL: the lines of ``lines`` of each kind of ``FAILURE_LINES``, as ``<prefix>exc``, ``<prefix>e``, ..."""
+    return ", ".join(
+        f"list_filter({lines}, l -> regexp_matches(l, '{pattern}')) AS {prefix}{kind}"
+        for kind, pattern in FAILURE_LINES.items()
+    )
+
+
+def _shown_sql(raw: str, lines: str, prefix: str) -> str:
+    """SQL: what a text shows (see ``FAILURE_LINES``): a traceback its last exception line (else its last line), a
+    long text its failure lines of the first kind it has (else its head), any other text itself."""
+
+    def joined(kind: str) -> str:
+        return f"array_to_string(list_transform({prefix}{kind}, l -> trim(regexp_replace(l, '^E\\s+', ''))), ' ')"
+
+    # a traceback without an exception line of that form: the first line at the margin after its last frame
+    frame = f"list_max(list_transform({lines}, (l, i) -> CASE WHEN regexp_matches(l, '^\\s+File \"') THEN i END))"
+    after = f"list_filter({lines}, (l, i) -> i > coalesce({frame}, 0) AND regexp_matches(l, '^\\S'))[1]"
+    last = f"trim(list_last(list_filter({lines}, l -> trim(l) <> '')))"
+    return (
+        f"CASE WHEN {lines} IS NULL THEN {raw} "
+        f"WHEN contains({raw}, '{_TRACEBACK}') "
+        f"THEN coalesce(trim(regexp_replace(coalesce(list_last({prefix}exc), {after}), '^E\\s+', '')), {last}) "
+        + " ".join(f"WHEN len({prefix}{k}) > 0 THEN {joined(k)}" for k in FAILURE_LINES)
+        + f" ELSE {raw} END"
+    )
+
+
+_FAILURE_SQL = (
+    _FAILURE_SQL_TEMPLATE.replace("{split_error}", _split_sql("raw_error", "el"))
+    .replace("{split_body}", _split_sql("raw_body", "bl"))
+    .replace("{lines_error}", _lines_sql("el", "e_"))
+    .replace("{lines_body}", _lines_sql("bl", "b_"))
+    .replace("{shown_error}", _shown_sql("raw_error", "el", "e_"))
+    .replace("{shown_body}", _shown_sql("raw_body", "bl", "b_"))
 )
 
 _MASK_NUMBER = re.compile(r"\b[\w.+-]*\d[\w.+-]*\b")  # ids and numbers: acct_045, 18342.17, 10.2.7.14:8443
@@ -183,7 +250,7 @@ _DIGIT = re.compile(r"\d")
 _NUMBER = re.compile(r"\b[\w.+:-]*\d[\w.+:-]*")  # ids and numbers: acct_045, 18342, 0x1f
 _HTTP_STATUS = re.compile(r"[45]\d\d")
 _COUNTED = re.compile(r" [a-z]")
-_STATUS_LEAD = re.compile(r"(?:^|^failed: |http |status |code |error )$")
+_STATUS_LEAD = re.compile(r"(?:^|^failed: |http |status |code |error |code: |status: )$")
 
 
 def _number(match: re.Match[str]) -> str:
@@ -212,11 +279,23 @@ def unjson(text: str) -> str:
     return out
 
 
+# A string field of an error body, JSON or a Python dict's repr inside a message ("Error code: 429 - {'type':
+# 'error', 'error': {'type': 'rate_limit_error', 'message': ...}}", an SDK's exception): its value names the error
+# and is kept, unquoted, where any other quoted value is cut as run-specific; so are the body's keys.
+_ERROR_FIELD = re.compile(
+    r"""(['"])(type|code|message|error|detail|reason|title|status)\1(\s*:\s*)(['"])((?:(?!\4)[^\n]){1,300})\4"""
+)
+_QUOTED_KEY = re.compile(r"""(['"])(\w{1,40})\1(?=\s*:\s*[{\['"\w])""")
+
+
 def strip_run_specific(text: str) -> str:
     """``text`` without its run-specific tokens (URLs, paths, quoted values, hosts, ids, numbers), lower case (a
     shouted error is the same error); the text itself when nothing else is left. A JSON text is unquoted first
-    (``unjson``)."""
-    out = unjson(text).lower()
+    (``unjson``), and so are the string fields of an error body inside a text (``_ERROR_FIELD``)."""
+    out = unjson(text)
+    if "'" in out or '"' in out:
+        out = _QUOTED_KEY.sub(r"\2", _ERROR_FIELD.sub(r"\2\3\5", out))
+    out = out.lower()
     for pattern, repl, needs in _RUN_SPECIFIC:
         for c in needs:
             if c in out:
@@ -420,7 +499,7 @@ def failure_clusters(
 
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
-DOC_VERSION = "failure-doc@v1"  # bump when ``_segments`` or ``mask`` change: every document is built again
+DOC_VERSION = "failure-doc@v2"  # bump when ``_segments`` or ``mask`` change: every document is built again
 CLUSTER_VERSION = "clusters@v9"  # bump when the clustering or the names change: every clustering is computed again
 
 

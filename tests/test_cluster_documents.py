@@ -1,0 +1,131 @@
+"""What a failure's document reads from a test runner's output, a traceback, an API error body and a crashed run's
+last message (analytics/clusters/load.py: ``FAILURE_LINES``, ``_ERROR_FIELD``, ``is_last_word``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analytics import clusters as cl
+from store import reader
+
+PYTEST_OUT = """============================= test session starts ==============================
+platform linux -- Python 3.11.4, pytest-8.1.1, pluggy-1.4.0
+rootdir: /testbed
+configfile: pyproject.toml
+collected 42 items
+
+tests/test_fields.py ...........F                                        [100%]
+
+=================================== FAILURES ===================================
+____________________________ test_to_python_roundtrip ____________________________
+
+    def test_to_python_roundtrip():
+>       assert to_python(value) == expected
+E       AssertionError: expected 3, got 4
+
+tests/test_fields.py:88: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_fields.py::test_to_python_roundtrip - AssertionError: expected 3, got 4
+========================= 1 failed, 41 passed in 2.31s ========================="""
+
+DJANGO_OUT = """Creating test database for alias 'default'...
+System check identified no issues (0 silenced).
+..E.
+======================================================================
+ERROR: test_clean (forms_tests.tests.FieldTests)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/testbed/django/forms/fields.py", line 120, in clean
+    value = self.to_python(value)
+AttributeError: 'Field' object has no attribute 'normalize_units'
+
+----------------------------------------------------------------------
+Ran 4 tests in 0.031s
+
+FAILED (errors=1)
+Destroying test database for alias 'default'..."""
+
+API_ERROR = (
+    "Error code: 429 - {'type': 'error', 'error': {'type': 'rate_limit_error', 'message': 'This request would "
+    "exceed the rate limit of 40,000 output tokens per minute.'}}"
+)
+
+
+def _store(folder: Path, attempts: list[dict[str, Any]]) -> Path:
+    """A store of one run whose attempts (status and steps each) all failed."""
+    from ingest.pipeline import ingest_paths
+
+    lines: list[dict[str, Any]] = [
+        {"record": "benchmark", "benchmark": "swe", "scoring": "binary"},
+        {"record": "run", "run_id": "r1", "benchmark": "swe", "agent": "A", "agent_version": "1"},
+    ]
+    for i, a in enumerate(attempts):
+        lines.append({"record": "task", "benchmark": "swe", "task_id": f"t{i}", "query": "fix it"})
+        lines.append({"record": "attempt", "run_id": "r1", "task_id": f"t{i}", "sample": 0, "score": 0.0,
+                      "answer": "", **a})  # fmt: skip
+    path = folder / "swe.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    db = folder / "swe.duckdb"
+    assert [r.outcome for r in ingest_paths([path], db=db)] == ["ingested"]
+    return db
+
+
+def _bash(result: str) -> dict[str, Any]:
+    return {"round": 1, "kind": "tool_call", "tool": "bash", "args": {"command": "python -m pytest"}, "result": result}
+
+
+@pytest.fixture(scope="module")
+def documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The documents of four failures: a pytest run, a Django run, a crashed run's last message, a model error."""
+    db = _store(
+        tmp_path_factory.mktemp("cluster_documents"),
+        [
+            {"status": "completed", "steps": [_bash(PYTEST_OUT)]},
+            {"status": "completed", "steps": [_bash(DJANGO_OUT + "\nbash-$")]},
+            {"status": "crashed", "steps": [_bash("ok"), {"round": 2, "kind": "message",
+                                                          "content": "prompt is too long: 201000 tokens > 200000"}]},
+            {"status": "crashed", "steps": [{"round": 1, "kind": "model_call", "error": API_ERROR}]},
+        ],
+    )  # fmt: skip
+    with reader(db) as con:
+        return cl.failure_texts(con, benchmark="swe")["text"].tolist()
+
+
+def test_a_long_runner_output_is_read_by_its_failure_lines_not_its_head(documents: list[str]) -> None:
+    """pytest's session header is the first 240 characters; the ``E`` line says what failed."""
+    assert documents[0] == "failed: assertionerror: expected, got | final answer: no final answer"
+
+
+def test_a_traceback_is_read_by_its_exception_line_not_the_runners_footer(documents: list[str]) -> None:
+    assert documents[1] == "failed: attributeerror: object has no attribute | final answer: no final answer"
+
+
+def test_a_crashed_runs_last_message_is_why_it_failed(documents: list[str]) -> None:
+    assert documents[2] == "failed: prompt is too long: tokens > | final answer: no final answer"
+
+
+def test_an_api_error_body_keeps_its_type_message_and_status(documents: list[str]) -> None:
+    assert documents[3] == (
+        "failed: code: 429 - {type: error, error: {type: rate_limit_error, message: this request would exceed the "
+        "rate limit of, output tokens per minute.}} | final answer: no final answer"
+    )
+    assert cl.strip_run_specific('{"error": {"type": "invalid_request_error", "message": "bad \'x\'"}}') == (
+        "{error: {type: invalid_request_error, message: bad }}"
+    )
+
+
+def test_source_code_is_not_an_exception_line() -> None:
+    """``raise ValueError(...)`` in a listing is code; ``ValueError: ...`` at a line's start is an exception."""
+    import re
+
+    from analytics.clusters.load import FAILURE_LINES
+
+    exc = re.compile(FAILURE_LINES["exc"])
+    for line in ("ValueError: cannot reshape array", "E       KeyError", "Failed: Timeout >60.0s"):
+        assert exc.match(line), line
+    assert not exc.match("    raise ValueError(f'invalid {value!r}')")
+    assert not exc.match("Error code: 429 - {'type': 'error'}")
