@@ -143,11 +143,7 @@ def test_hal_frontier_labels_stay_inside_and_apart(bench: str, hal_db: Path) -> 
             continue
         n_labelled += 1
         assert len(text) <= placing.MAX_LABEL_CHARS
-        w, h = len(text) * placing.LABEL_CHAR_PX, placing.LABEL_LINE_PX
-        vert, horiz = pos.split()
-        left = {"right": x + 6, "left": x - 6 - w, "center": x - w / 2}[horiz]
-        bottom = {"top": y + 3, "bottom": y - 3 - h, "middle": y - h / 2}[vert]
-        box = (left, bottom, left + w, bottom + h)
+        box = placing.label_box(x, y, text, pos)
         assert box[0] >= 0 and box[2] <= width and box[1] >= 0 and box[3] <= height, (text, pos)
         assert not any(placing._overlaps(box, b) for b in boxes), (text, pos)
         boxes.append(box)
