@@ -310,7 +310,7 @@ def documents(*, seed: int, n_causes: int, n: int) -> tuple[list[str], list[str]
     """``n`` failure documents as ``analytics.clusters.failure_documents`` writes them (no transcript, no store:
     for timing the embedding and the clustering at a million failures; run-specific tokens cut as it cuts them)
     and their causes."""
-    from analytics.clusters.load import strip_run_specific
+    from analytics.clusters.documents import strip_run_specific
 
     rng = np.random.default_rng(seed)
     chosen = [CAUSES[i] for i in rng.choice(len(CAUSES), n_causes, replace=False)]

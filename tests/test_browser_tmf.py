@@ -120,6 +120,8 @@ def test_tmf_incomplete_run_off_then_on_in_chromium(tmp_path: Path, monkeypatch:
         assert "m-full" in charts and "m-cut" not in charts  # the complete runs are points, the cut one is not
         page.get_by_text("Change the assumptions").first.click()
         box = page.get_by_text("Include incomplete runs", exact=True).first
+        box.wait_for(state="visible")
+        settle(page)  # the expander opened (a click while it unfolded was once lost: the box stayed unticked)
         box.click()
         text = settle(page)
         charts = page.evaluate(CHART_DATA_JS)

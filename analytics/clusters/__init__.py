@@ -1,7 +1,7 @@
 """Failure clusters: failed attempts grouped by what went wrong, named, with evidence and trends.
 
-``load`` (the document of each failure, cached vectors and labels: the only queries; ``failure_clusters`` loads and
-clusters), ``compute`` (the clustering), ``compute_summary`` (names, evidence, trends), ``report`` (tables, JSON,
+``load`` (each failure's rows, cached vectors and labels: the only queries; ``failure_clusters`` loads and
+clusters), ``documents`` (the document of each failure, from its rows), ``compute`` (the clustering), ``compute_summary`` (names, evidence, trends), ``report`` (tables, JSON,
 text), ``figures`` (Plotly).
 docs/failure_analysis.md explains the method and its measurements."""
 
@@ -35,11 +35,11 @@ from analytics.clusters.compute_summary import (
     summary_to_json,
     trend_sentence,
 )
+from analytics.clusters.documents import answer_against_reference, strip_run_specific
 from analytics.clusters.figures import CLUSTER_COLORS, fig_clusters_by_run
 from analytics.clusters.load import (
     CLUSTER_VERSION,
     DOC_VERSION,
-    answer_against_reference,
     apply_llm_labels,
     cached_failure_vectors,
     cached_labels,
@@ -53,7 +53,6 @@ from analytics.clusters.load import (
     stored_clusters,
     stored_failure_texts,
     stored_members,
-    strip_run_specific,
     undocumented_failures,
 )
 from analytics.clusters.report import by_run_frame, cut_at_word, display_table, text_report, to_json

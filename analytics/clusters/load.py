@@ -26,10 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
-import re
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import duckdb
@@ -37,13 +34,17 @@ import numpy as np
 import pandas as pd
 
 from analytics.clusters.compute_summary import LABEL_PROMPT_VERSION, ClusterError, Clusters, build_clusters
+from analytics.clusters.documents import (
+    BOILERPLATE_SHARE,
+    _segments_of,
+    failure_documents,
+)
 from analytics.embeddings import STATIC_MODEL
 from store import query_df
 
 MAX_ERRORS = 1
 STEP_CHARS = 240
 ANSWER_CHARS = 240
-BOILERPLATE_SHARE = 0.5
 
 _FAILURE_SQL_TEMPLATE = """
 WITH f AS (
@@ -183,191 +184,6 @@ _FAILURE_SQL = (
     .replace("{shown_error}", _shown_sql("raw_error", "el", "e_"))
     .replace("{shown_body}", _shown_sql("raw_body", "bl", "b_"))
 )
-
-_MASK_NUMBER = re.compile(r"\b[\w.+-]*\d[\w.+-]*\b")  # ids and numbers: acct_045, 18342.17, 10.2.7.14:8443
-
-
-def mask(text: str) -> str:
-    """A segment as boilerplate is recognised: lower case, every token with a digit replaced by ``#``."""
-    out = text.lower()
-    if _DIGIT.search(out):
-        out = _MASK_NUMBER.sub("#", out)
-    return " ".join(out.split())  # whitespace runs as one space, none at the ends
-
-
-def answer_against_reference(answer: str | None, reference: str | None) -> str:
-    """What the final answer says against the reference, in words (empty without a reference)."""
-    from analytics.judge import normalise_number, normalise_text
-
-    if answer is None or not str(answer).strip():
-        return "no final answer"
-    if reference is None or not str(reference).strip():
-        return ""
-    a, r = normalise_number(answer), normalise_number(reference)
-    if a is not None and r is not None:
-        return "the same number as the reference" if a == r else "a different number than the reference"
-    na, nr = normalise_text(answer), normalise_text(reference)
-    if na == nr:
-        return "the same as the reference"
-    first_a, first_r = (na.split() or [""])[0], (nr.split() or [""])[0]
-    if first_a in ("yes", "no") and first_r in ("yes", "no") and first_a != first_r:
-        return "the opposite yes/no of the reference"
-    nums_a, nums_r = re.findall(r"\d+(?:\.\d+)?", na), re.findall(r"\d+(?:\.\d+)?", nr)
-    if nums_r and nums_a and set(nums_a) != set(nums_r):
-        return "different numbers than the reference"
-    return "differs from the reference"
-
-
-_GENERIC_PREFIX = re.compile(
-    r"^(?:(?:error|exception(?: raised)?|tool (?:call )?failed(?: with)?|failed(?: with)?|fatal|warning)\s*[:\-]?\s*)+",
-    re.IGNORECASE,
-)
-
-
-def _error_line(line: str) -> str:
-    """``tool: text`` of a failing step as embedded: the text without its generic lead ("Error:", "tool failed -"),
-    which every failure shares; the tool's name stays out too (it is in the members table), so one cause reported by
-    several tools is one cluster."""
-    _, _, text = line.partition(": ")
-    text = unjson(text.strip())
-    return "failed: " + (_GENERIC_PREFIX.sub("", text) or text)
-
-
-# Run-specific tokens: what differs between two reports of one cause (an id, a number, a path, a host, a quoted
-# value) and says nothing about the cause. They are cut from the embedded document, so "connection refused
-# (10.2.7.14:8443)" and "connection refused" are one text with one vector.
-_RUN_SPECIFIC = [  # before the numbers; each with the characters a match needs (a text without them is skipped)
-    (re.compile(r"\bhttps?://\S+"), " ", ("://",)),  # URLs
-    (re.compile(r"(?<![\w/])(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]*)*|\b[\w.-]+(?:/[\w.-]+){2,}/?"), " ", ("/",)),  # paths
-    (re.compile(r"(?<!\w)'[^'\n]{1,80}'(?!\w)|\"[^\"\n]{1,80}\"|`[^`\n]{1,80}`"), " ", ("'", '"', "`")),  # quoted
-    (re.compile(r"\b[\w-]+(?:\.[\w-]+)+(?::\d+)?\b"), " ", (".",)),  # hosts, dotted names, ip:port, decimals
-]
-# after them: brackets left empty (not an empty result "[]"), then no space before a closing mark, then one space
-_EMPTY_BRACKETS = re.compile(r"\([\s:;,.#/-]*\)|\[[\s:;,.#/-]+\]")
-_SPACE_BEFORE = re.compile(r"\s+([,.;:)\]])")
-
-_DIGIT = re.compile(r"\d")
-_NUMBER = re.compile(r"\b[\w.+:-]*\d[\w.+:-]*")  # ids and numbers: acct_045, 18342, 0x1f
-_HTTP_STATUS = re.compile(r"[45]\d\d")
-_COUNTED = re.compile(r" [a-z]")
-_STATUS_LEAD = re.compile(r"(?:^|^failed: |http |status |code |error |code: |status: )$")
-
-
-def _number(match: re.Match[str]) -> str:
-    """A token with a digit is cut, except an HTTP status where one is reported ("404 not found", "http 429"):
-    401, 404 and 429 are different causes; and a count of zero is said in a word ("0 rows" is "zero rows")."""
-    token = match.group(0)
-    if len(token) == 3 and _HTTP_STATUS.fullmatch(token):
-        if _STATUS_LEAD.search(match.string[max(0, match.start() - 8) : match.start()]):
-            return token
-    elif token == "0" and _COUNTED.match(match.string, match.end()):
-        return " zero "  # "0 results" is "no results"; "call 0" is an index
-    return " "
-
-
-_JSON_STRING = re.compile(r'"((?:[^"\\\n]|\\.){0,400})"')
-_JSON_ESCAPE = re.compile(r"\\[nrt]|\\u[0-9a-fA-F]{4}|\\(.)")
-
-
-def unjson(text: str) -> str:
-    """A JSON object or list (a tool's structured result, possibly cut short) as plain text: its keys and string
-    values unquoted (``{"ok": false, "message": "sold out"}`` is ``{ok: false, message: sold out}``), so the
-    message is kept, not cut as a quoted value; any other text unchanged."""
-    if not text.lstrip().startswith(("{", "[{")):
-        return text
-    out = _JSON_STRING.sub(lambda m: _JSON_ESCAPE.sub(lambda e: e.group(1) or " ", m.group(1)), text)
-    return out
-
-
-# A string field of an error body, JSON or a Python dict's repr inside a message ("Error code: 429 - {'type':
-# 'error', 'error': {'type': 'rate_limit_error', 'message': ...}}", an SDK's exception): its value names the error
-# and is kept, unquoted, where any other quoted value is cut as run-specific; so are the body's keys.
-_ERROR_FIELD = re.compile(
-    r"""(['"])(type|code|message|error|detail|reason|title|status)\1(\s*:\s*)(['"])((?:(?!\4)[^\n]){1,300})\4"""
-)
-_QUOTED_KEY = re.compile(r"""(['"])(\w{1,40})\1(?=\s*:\s*[{\['"\w])""")
-
-
-def strip_run_specific(text: str) -> str:
-    """``text`` without its run-specific tokens (URLs, paths, quoted values, hosts, ids, numbers), lower case (a
-    shouted error is the same error); the text itself when nothing else is left. A JSON text is unquoted first
-    (``unjson``), and so are the string fields of an error body inside a text (``_ERROR_FIELD``)."""
-    out = unjson(text)
-    if "'" in out or '"' in out:
-        out = _QUOTED_KEY.sub(r"\2", _ERROR_FIELD.sub(r"\2\3\5", out))
-    out = out.lower()
-    for pattern, repl, needs in _RUN_SPECIFIC:
-        for c in needs:
-            if c in out:
-                out = pattern.sub(repl, out)
-                break
-    if _DIGIT.search(out):
-        out = _NUMBER.sub(_number, out)
-    if "(" in out or "[" in out:
-        out = _EMPTY_BRACKETS.sub(" ", out)
-    out = " ".join(_SPACE_BEFORE.sub(r"\1", out).split())  # what ``\s+`` -> " " did, without a regex
-    out = out.strip(" ,;:-|")
-    return out or text.strip()
-
-
-def _segments(row: dict[str, Any], strip: Callable[[str], str] = strip_run_specific) -> list[str]:
-    """The segments of one failure's document, most informative first: the failing steps (with the final answer
-    only as it compares with the reference), else the final answer; the attempt's status and the trajectory hints
-    only when no step failed (after a failed step, a crashed status or a retry is its consequence)."""
-    errors = row.get("errors")
-    out: list[str] = []
-    answer = row.get("answer")
-    versus = answer_against_reference(answer, row.get("reference_answer"))
-    failed = isinstance(errors, str) and bool(errors.strip())
-    if failed:
-        out += [_error_line(line) for line in str(errors).split("\n") if line.strip()]
-        if versus:
-            out.append(f"final answer: {versus}")
-    elif isinstance(answer, str) and answer.strip():
-        out.append(f"final answer: {answer}" + (f" ({versus})" if versus else ""))
-    else:
-        out.append(versus)
-    if not failed:
-        if int(row.get("n_tool_calls") or 0) == 0:
-            out.append("no tool called")
-        last = row.get("last_result")
-        last = unjson(last.strip()) if isinstance(last, str) and last.strip() else None
-        if int(row.get("n_repeated") or 0) > 0:  # a loop is told by what it kept seeing: the last tool result
-            out.append("repeated call" + (f": {last}" if last else ""))
-        elif last:  # nothing failed: what the agent saw last before it answered
-            out.append(f"last result: {last}")
-        ref = row.get("reference_trajectory")
-        tools = row.get("tools")
-        if ref is not None and len(ref) and tools is not None:
-            missing = [t for t in dict.fromkeys(ref) if t not in set(tools)]
-            if missing:
-                out.append("skipped " + ", ".join(missing))
-        status = row.get("status")
-        if isinstance(status, str) and status and status != "completed":
-            out.append(f"status {status}")
-    return [strip(s) for s in out if s]
-
-
-def _segments_of(raw: pd.DataFrame) -> tuple[list[list[str]], list[list[str]]]:
-    """The segments of each failure (``_segments``) and each segment masked (``mask``); a segment's text that
-    recurs (a cause's message, a tool's note) is cut and masked once."""
-    strip = functools.lru_cache(maxsize=None)(strip_run_specific)
-    masked_of = functools.lru_cache(maxsize=None)(mask)
-    segs = [_segments(r, strip) for r in raw.to_dict("records")]
-    return segs, [[masked_of(s) for s in ss] for ss in segs]
-
-
-def failure_documents(raw: pd.DataFrame, *, boilerplate_share: float = BOILERPLATE_SHARE) -> list[str]:
-    """The document of each failure (rows of ``failure_frame``), boilerplate cut (see the module docstring)."""
-    segs, masked = _segments_of(raw)
-    df = Counter(m for ms in masked for m in set(ms))
-    limit = boilerplate_share * len(segs)
-    common = {m for m, k in df.items() if k >= limit and len(segs) >= 10}
-    docs = []
-    for ss, ms in zip(segs, masked, strict=True):
-        kept = [s for s, m in zip(ss, ms, strict=True) if m not in common]
-        docs.append(" | ".join(kept or ss))
-    return docs
 
 
 def failure_frame(
