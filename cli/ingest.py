@@ -15,7 +15,7 @@ from ingest.errors import IngestError
 from ingest.formats import FORMATS
 from ingest.pipeline import ingest_paths
 from ingest.scores import apply_scores
-from store import RunlensError, resolve_db_path
+from store import Location, RunlensError, resolve_db_path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,13 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     return 2 if failed else 0
 
 
-def refresh_search_index_after(db: object) -> None:
+def refresh_search_index_after(db: Location) -> None:
     """Start adding what was just ingested to the store's search index when it has one (``jobs.search_index``, a
     process of its own that outlives this one, under its own caps: the command returns at once); a refresh that
     cannot start leaves the ingest as it is and says so (search scans what the index does not cover)."""
     from jobs import search_index
 
-    if not search_index.has_index(str(db)):
+    if not search_index.has_index(db):
         return
     try:
         pid = search_index.refresh_in_background(str(db))

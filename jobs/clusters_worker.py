@@ -67,14 +67,14 @@ def worker_request(
 
 def error_text(exc: BaseException, memory_bytes: int, duckdb_bytes: int) -> str:
     """The error the page shows; an allocation that failed names the worker's memory limit."""
-    text = f"{type(exc).__name__}: {exc}"
-    if worker_process.is_memory_error(exc, text):
-        text += (
-            f" (the clusters job's process may hold {memory_bytes / MB:,.0f} MB of address space, DuckDB "
-            f"{duckdb_bytes / MB:,.0f} MB of it: "
-            f"{worker_process.cap_setting(memory_bytes, WORKER_BYTES, 'RUNLENS_CLUSTERS_WORKER_MB')})"
-        )
-    return text
+    return worker_process.error_text(
+        exc,
+        memory_bytes,
+        WORKER_BYTES,
+        "RUNLENS_CLUSTERS_WORKER_MB",
+        holder="the clusters job's process",
+        detail=f", DuckDB {duckdb_bytes / MB:,.0f} MB of it",
+    )
 
 
 def duckdb_settings(duckdb_bytes: int, spill: str) -> dict[str, str]:

@@ -147,11 +147,9 @@ def duckdb_bytes(memory_bytes: int) -> int:
 
 def error_text(exc: BaseException, memory_bytes: int) -> str:
     """The error the page shows; an allocation that failed names the worker's memory limit."""
-    text = f"{type(exc).__name__}: {exc}"
-    if worker_process.is_memory_error(exc, text):
-        setting = worker_process.cap_setting(memory_bytes, IRT_WORKER_BYTES, "RUNLENS_IRT_WORKER_MB")
-        text += f" (the fit's process may hold {memory_bytes / 2**20:,.0f} MB of address space: {setting})"
-    return text
+    return worker_process.error_text(
+        exc, memory_bytes, IRT_WORKER_BYTES, "RUNLENS_IRT_WORKER_MB", holder="the fit's process"
+    )
 
 
 def _worker_main() -> int:

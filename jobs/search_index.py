@@ -13,12 +13,10 @@ not cover, so a missed refresh costs time, never results.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from typing import Any
 
 from jobs import worker_process
 from store import Location, SearchIndexRefresh, drop_search_index, refresh_search_index
@@ -92,8 +90,7 @@ class IndexKeeper:
         self.db, self.interval_s, self._clock = db, interval_s, clock
         self._pending = False
         self._started: float | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._err: IO[bytes] | None = None
+        self._job: worker_process.JobProcess | None = None
 
     def written(self) -> None:
         """Something was committed: the index lacks it."""
@@ -102,24 +99,22 @@ class IndexKeeper:
     @property
     def running(self) -> bool:
         """Whether a refresh runs now."""
-        return self._proc is not None and self._proc.poll() is None
+        return self._job is not None and self._job.running
 
     def tick(self) -> str | None:
         """Collect a refresh that ended (its ``summary``, or why it failed, returned as a line to log) and start the
         next when commits wait for one and ``interval_s`` has passed since the last start."""
         line = None
-        if self._proc is not None and self._proc.poll() is not None:
-            assert self._err is not None
-            ok, value = worker_process.follow(self._proc, self._err, lambda _fraction, _message: None)
+        if self._job is not None and not self._job.running:
+            ok, value = self._job.follow()
             line = str(value) if ok else f"the search index's refresh failed: {value}"
-            self._err.close()
-            self._proc = self._err = None
+            self._job.close()
+            self._job = None
         due = self._started is None or self._clock() - self._started >= self.interval_s
-        if self._pending and self._proc is None and due:
+        if self._pending and self._job is None and due:
             self._pending = False
             if has_index(self.db):
-                self._err = tempfile.TemporaryFile()  # noqa: SIM115 -- closed when the refresh is collected
-                self._proc = worker_process.spawn("jobs.search_index", worker_request(self.db), stderr=self._err)
+                self._job = worker_process.JobProcess("jobs.search_index", worker_request(self.db))
                 self._started = self._clock()
         return line
 
@@ -140,10 +135,11 @@ def _worker_main() -> int:
     try:
         line = summary(refresh(request["store"]))
     except Exception as exc:  # noqa: BLE001 -- reported to the page that waits for the job
-        text = f"{type(exc).__name__}: {exc}"
-        if worker_process.is_memory_error(exc, text):
-            text += f" (at the refresh's memory limit of {memory_bytes / MB:,.0f} MB: RUNLENS_SEARCH_INDEX_WORKER_MB)"
-        say(error=text)
+        say(
+            error=worker_process.error_text(
+                exc, memory_bytes, WORKER_BYTES, "RUNLENS_SEARCH_INDEX_WORKER_MB", holder="the refresh's process"
+            )
+        )
         return 1
     say(fraction=1.0, message=line)
     say(done=line)

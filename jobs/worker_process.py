@@ -17,6 +17,7 @@ import resource
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -127,6 +128,41 @@ def follow(
     return False, f"the job's process ended with status {code}" + (f": {tail[0][:300]}" if tail else "")
 
 
+class JobProcess:
+    """A job's process as its starter holds it: ``spawn``ed with its stderr in a temporary file (the last line of
+    which names why a process that ended without a word failed). ``running`` while it works, ``follow`` to read its
+    channel to the end, ``close`` once it has ended (waits for it, then drops the file); used by ``run`` (the command
+    line), ``ui.background.start_process`` (the pages) and ``jobs.search_index.IndexKeeper`` (the OTLP receiver)."""
+
+    def __init__(self, module: str, request: dict[str, Any]) -> None:
+        self.err = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by ``close``
+        try:
+            self.proc = spawn(module, request, stderr=self.err)
+        except BaseException:
+            self.err.close()
+            raise
+
+    @property
+    def running(self) -> bool:
+        """Whether the process has not ended yet."""
+        return self.proc.poll() is None
+
+    def follow(self, progress: Callable[[float, str], None] | None = None) -> tuple[bool, Any]:
+        """The job's outcome, read from its channel (``follow``): ``(True, done)`` or ``(False, why)``."""
+        return follow(self.proc, self.err, progress or (lambda _fraction, _message: None))
+
+    def close(self, *, kill_after_s: float | None = None) -> None:
+        """Wait for the process to end (killed when it has not ``kill_after_s`` seconds after it said ``done``: it only
+        exits then) and drop its stderr file."""
+        try:
+            self.proc.wait(timeout=kill_after_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        finally:
+            self.err.close()
+
+
 def run(module: str, request: dict[str, Any], *, progress: Callable[[float, str], None] | None = None) -> Any:
     """Run the job ``python -m module`` to its end as the server does (its own process, its caps, its reservation
     of the budget when one is in force): the command line's way to run a job, so that a run at any size is bounded
@@ -136,25 +172,18 @@ def run(module: str, request: dict[str, Any], *, progress: Callable[[float, str]
         JobFailed: the job reported an error, or its process ended without ``done``.
         ingest.workers.JobRefused: the memory budget could not grant it.
     """
-    import tempfile
-
     held = reserve(request)
     assert held is not None
     ticket, granted = held
     try:
-        with tempfile.TemporaryFile() as err:
-            proc = spawn(module, granted, stderr=err)
-            try:
-                is_done, value = follow(proc, err, progress or (lambda _fraction, _message: None))
-                if not is_done:
-                    raise JobFailed(value)
-                return value
-            finally:
-                try:
-                    proc.wait(timeout=60)  # after ``done`` it only exits; the reservation is held until it has
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+        job = JobProcess(module, granted)
+        try:
+            is_done, value = job.follow(progress)
+            if not is_done:
+                raise JobFailed(value)
+            return value
+        finally:
+            job.close(kill_after_s=60)  # the reservation is held until the process has ended
     finally:
         release(ticket)
 
@@ -184,6 +213,21 @@ def cap_setting(memory_bytes: int, cap_bytes: int, setting: str) -> str:
     if memory_bytes >= cap_bytes:
         return setting
     return f"RUNLENS_MEMORY_BUDGET_MB: the server's memory budget granted it less than its cap, {setting}"
+
+
+def error_text(
+    exc: BaseException, memory_bytes: int, cap_bytes: int, setting: str, *, holder: str, detail: str = ""
+) -> str:
+    """The error a job reports (``say(error=...)``): ``Name: message``, and when it is an allocation refused, the
+    limit it ran into: ``holder`` (who may hold ``memory_bytes`` of address space), ``detail`` (a share of it) and
+    the setting that raises it (``cap_setting``)."""
+    text = f"{type(exc).__name__}: {exc}"
+    if is_memory_error(exc, text):
+        text += (
+            f" ({holder} may hold {memory_bytes / 2**20:,.0f} MB of address space{detail}: "
+            f"{cap_setting(memory_bytes, cap_bytes, setting)})"
+        )
+    return text
 
 
 def limit(memory_bytes: int, cpu_s: int, say: Callable[..., Any], at_cpu_limit: str) -> None:

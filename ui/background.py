@@ -17,7 +17,6 @@ import atexit
 import importlib
 import os
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -100,13 +99,12 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
     except workers.JobRefused as exc:
         job.error, job.is_done = str(exc), True
         return job
-    err = tempfile.TemporaryFile()  # noqa: SIM115 -- closed by the reader thread when the process ends
 
-    def begin(granted: dict[str, Any]) -> subprocess.Popen[bytes]:
-        proc = worker_process.spawn(module, granted, stderr=err)
-        job.process = proc
-        _PROCESSES.add(proc)
-        return proc
+    def begin(granted: dict[str, Any]) -> worker_process.JobProcess:
+        started = worker_process.JobProcess(module, granted)
+        job.process = started.proc
+        _PROCESSES.add(started.proc)
+        return started
 
     proc = None
     if held is not None:
@@ -114,7 +112,6 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
             proc = begin(held[1])
         except OSError as exc:
             worker_process.release(held[0])
-            err.close()
             job.error, job.is_done = f"{type(exc).__name__}: {exc}", True
             return job
 
@@ -134,7 +131,7 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
                 proc = begin(held[1])
             assert proc is not None
 
-            is_done, value = worker_process.follow(proc, err, progress)
+            is_done, value = proc.follow(progress)
             if is_done:
                 job.fraction = 1.0
             else:
@@ -143,11 +140,10 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
             job.error = str(exc) if isinstance(exc, workers.JobRefused) else f"{type(exc).__name__}: {exc}"
         finally:
             if proc is not None:
-                proc.wait()  # the share is given back only once the process is gone
-                _PROCESSES.discard(proc)
+                proc.close()  # the share is given back only once the process is gone
+                _PROCESSES.discard(proc.proc)
             if held is not None:
                 worker_process.release(held[0])
-            err.close()
             job.is_done = True
 
     job.thread = threading.Thread(target=read, daemon=True, name=f"runlens-job:{key}")
