@@ -74,13 +74,24 @@ def _store(folder: Path, attempts: list[dict[str, Any]]) -> Path:
     return db
 
 
-def _bash(result: str) -> dict[str, Any]:
-    return {"round": 1, "kind": "tool_call", "tool": "bash", "args": {"command": "python -m pytest"}, "result": result}
+def _bash(result: str, round_: int = 1) -> dict[str, Any]:
+    return {"round": round_, "kind": "tool_call", "tool": "bash", "args": {"command": "python -m pytest"},
+            "result": result}  # fmt: skip
+
+
+READ_ONLY = "OSError: [Errno 30] Read-only file system: '/testbed/src/fields.py'"
+
+
+def _edit(**outcome: str) -> dict[str, Any]:
+    """An edit in step 1: ``error=...`` (it failed) or ``result=...``."""
+    args = {"command": "str_replace", "path": "/testbed/src/fields.py"}
+    return {"round": 1, "kind": "tool_call", "tool": "str_replace_editor", "args": args, **outcome}
 
 
 @pytest.fixture(scope="module")
 def documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The documents of four failures: a pytest run, a Django run, a crashed run's last message, a model error."""
+    """The documents of six failures: a pytest run, a Django run, a crashed run's last message, a model error, a
+    pytest run after a failed edit and one after an edit that printed nothing."""
     db = _store(
         tmp_path_factory.mktemp("cluster_documents"),
         [
@@ -89,6 +100,8 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
             {"status": "crashed", "steps": [_bash("ok"), {"round": 2, "kind": "message",
                                                           "content": "prompt is too long: 201000 tokens > 200000"}]},
             {"status": "crashed", "steps": [{"round": 1, "kind": "model_call", "error": API_ERROR}]},
+            {"status": "completed", "steps": [_edit(error=READ_ONLY), _bash(PYTEST_OUT, 2)]},
+            {"status": "completed", "steps": [_edit(result=""), _bash(PYTEST_OUT, 2)]},
         ],
     )  # fmt: skip
     with reader(db) as con:
@@ -129,3 +142,13 @@ def test_source_code_is_not_an_exception_line() -> None:
         assert exc.match(line), line
     assert not exc.match("    raise ValueError(f'invalid {value!r}')")
     assert not exc.match("Error code: 429 - {'type': 'error'}")
+
+
+def test_a_test_run_failing_after_a_failed_edit_is_its_consequence(documents: list[str]) -> None:
+    """The edit's error is why the attempt failed; the tests after it fail as they did before the edit."""
+    assert documents[4] == "failed: oserror: [errno] read-only file system | final answer: no final answer"
+
+
+def test_an_edit_that_printed_nothing_is_not_the_cause_of_the_test_run_after_it(documents: list[str]) -> None:
+    """An empty result reads as a failure, but says nothing: the test run's own failure is kept."""
+    assert documents[5] == documents[0]

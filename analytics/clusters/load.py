@@ -5,11 +5,14 @@ The **document** of a failed attempt (``failure_documents``) is what went wrong,
 * every step with an **error**, and every tool result that **reads as a failure** (``FAILING_RESULT``: it names an
   error, an exception, a refusal, an HTTP 4xx/5xx status, something missing, says so in a structured field
   (``"ok": false``), or it is empty), unless the agent **recovered** from it (the same tool succeeded later): its
-  text, at most the last ``MAX_ERRORS``; the final answer then only as it compares with the reference (the answer
-  after a failed tool is a consequence, mostly an apology); a JSON result's keys and strings are its text
-  (``unjson``); a traceback is read by its exception line and a long text (a test runner's output) by the lines
-  that carry its failure (``FAILURE_LINES``), not by its head or last line; a crashed attempt's last message (a
-  harness saying why it stopped) is such a step too;
+  text, at most the last ``MAX_ERRORS``, except that a **consequence** gives way to its cause: when the last is a
+  long output read by its failure lines (a test run's) right after a failure of another command (``what``: the
+  tool and its ``command`` argument's first word; not an empty result, ``EMPTY_RESULT``), that earlier failure is
+  kept (an edit refused by a read-only file system, then the tests failing as before the edit); the final answer
+  then only as it compares with the reference (the answer after a failed tool is a consequence, mostly an
+  apology); a JSON result's keys and strings are its text (``unjson``); a traceback is read by its exception line
+  and a long text (a test runner's output) by the lines that carry its failure (``FAILURE_LINES``), not by its
+  head or last line; a crashed attempt's last message (a harness saying why it stopped) is such a step too;
 * without such a step: the **final answer against the reference** ("final answer: 6.14 ad groups (a different
   number than the reference)") and the **last tool result**, what the agent saw before it answered ("last result:
   sold out"); after a repeated call, as what the loop kept seeing ("repeated call: report status: pending");
@@ -46,7 +49,7 @@ MAX_ERRORS = 1
 STEP_CHARS = 240
 ANSWER_CHARS = 240
 
-_FAILURE_SQL_TEMPLATE = """
+_FAILURE_SQL_TEMPLATE = r"""
 WITH f AS (
     SELECT a.attempt_id, a.run_id, a.task_id, a.sample, r.agent, r.agent_version, r.eval_date, a.answer, a.status,
            t.reference_answer, t.reference_trajectory
@@ -90,20 +93,32 @@ ok AS (  -- a failure the agent recovered from (the same tool succeeded later) i
 ),
 e AS (
     SELECT *, CASE WHEN raw_failure IS NOT NULL AND coalesce(last_ok, -1) < step THEN raw_failure END AS failure,
-           row_number() OVER (PARTITION BY attempt_id, failure IS NULL ORDER BY step DESC) AS back
+           row_number() OVER (PARTITION BY attempt_id, failure IS NULL ORDER BY step DESC) AS back,
+           CASE WHEN failure IS NOT NULL  -- the command that failed: its tool and its command's first word
+                THEN coalesce(tool, kind) || ' ' || coalesce(regexp_extract(args, '"command"\s*:\s*"([^" ]+)', 1), '')
+           END AS what
     FROM ok
+),
+c AS (  -- a test run's failure right after another command's failure is its consequence (see the module docstring):
+        -- ``consequence`` marks the test run, ``caused`` the failure before it
+    SELECT *, back = 1 AND has_failure_lines AND lag(what) OVER w <> what
+                  AND NOT regexp_matches(lower(lag(failure) OVER w), $empty) AS consequence,
+              lead(back = 1 AND has_failure_lines) OVER w AND lead(what) OVER w <> what
+                  AND NOT regexp_matches(lower(failure), $empty) AS caused
+    FROM e WINDOW w AS (PARTITION BY attempt_id ORDER BY step)
 ),
 agg AS (
     SELECT attempt_id,
            string_agg(coalesce(tool, kind) || ': ' || failure, chr(10) ORDER BY step)
-               FILTER (WHERE failure IS NOT NULL AND back <= $max_errors) AS errors,
+               FILTER (WHERE failure IS NOT NULL AND (back <= $max_errors AND NOT coalesce(consequence, false)
+                                                   OR caused)) AS errors,
            count(*) FILTER (WHERE kind = 'tool_call') AS n_tool_calls,
            list(DISTINCT tool) FILTER (WHERE tool IS NOT NULL) AS tools,
            count(*) FILTER (WHERE kind = 'tool_call') - count(DISTINCT tool || '|' || coalesce(args, ''))
                FILTER (WHERE kind = 'tool_call') AS n_repeated,
            arg_max(body, step) FILTER (WHERE kind = 'final') AS final_text,
            arg_max(shown, step) FILTER (WHERE kind = 'tool_call' AND raw_failure IS NULL) AS last_result
-    FROM e GROUP BY attempt_id
+    FROM c GROUP BY attempt_id
 ),
 codes AS (
     SELECT attempt_id, list(DISTINCT code ORDER BY code) AS codes
@@ -125,6 +140,10 @@ FAILING_RESULT = (
     r"does not exist|no such|unknown|too many|exceeded|unavailable|malformed|could not|cannot|can't|unable|"
     r"\"?\b(ok|success)\b\"?\s*:\s*false\b|\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|^\s*(\[\]|\{\}|null|none)?\s*$"
 )
+
+# A result that says nothing (it reads as a failure, ``FAILING_RESULT``'s last case): not a cause a test run's failure
+# after it could be the consequence of (an edit command prints nothing when it works).
+EMPTY_RESULT = r"^\s*(\[\]|\{\}|null|none)?\s*$"
 
 # The lines of a long text (a test runner's, a build's, longer than ``STEP_CHARS``) or of a traceback that carry the
 # failure, in order of preference: exception lines (``ValueError: ...``, a bare ``KeyError``, pytest's ``Failed:
@@ -204,6 +223,7 @@ def failure_frame(
         "answer_chars": ANSWER_CHARS,
         "max_errors": MAX_ERRORS,
         "failing": FAILING_RESULT,
+        "empty": EMPTY_RESULT,
     }
     if attempt_ids is None:
         return query_df(con, _FAILURE_SQL, params)
@@ -315,7 +335,7 @@ def failure_clusters(
 
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
-DOC_VERSION = "failure-doc@v2"  # bump when ``_segments`` or ``mask`` change: every document is built again
+DOC_VERSION = "failure-doc@v3"  # bump when ``_segments`` or ``mask`` change: every document is built again
 CLUSTER_VERSION = "clusters@v9"  # bump when the clustering or the names change: every clustering is computed again
 
 
