@@ -60,6 +60,28 @@ def test_uploads_are_staged_in_chunks(tmp_path: Path) -> None:
     assert 0 < upload.largest_read <= uw.CHUNK_BYTES
 
 
+def _fork_and_wait(write_mb: int) -> None:
+    """Fork a child that holds this process's pages for 0.5 s, writing ``write_mb`` MB of its own first."""
+    pid = os.fork()
+    if pid == 0:
+        own = bytearray(write_mb * MB)  # zero-filled: pages of its own
+        time.sleep(0.5)
+        os._exit(0 if own is not None else 1)
+    os.waitpid(pid, 0)
+
+
+def test_a_fork_counts_only_the_pages_it_holds_alone() -> None:
+    """The tree's peak counts a fork's shared pages once (a child between fork and exec has its parent's whole
+    resident set for a moment, which made the zip bomb's preview "grow" by 957 MB once), but what the fork writes
+    counts."""
+    ballast = bytearray(os.urandom(1) * (300 * MB))  # resident pages of this process the fork shares
+    _, grown_mb, held = measured_in_fork(lambda: _fork_and_wait(0))
+    assert grown_mb < 100, f"{grown_mb:.0f} MB: {held}"
+    _, grown_mb, held = measured_in_fork(lambda: _fork_and_wait(200))
+    assert 150 < grown_mb < 300, f"{grown_mb:.0f} MB: {held}"
+    del ballast
+
+
 def test_the_zip_bomb_preview_is_answered_fast_within_budget(fixture_db: Path, tmp_path: Path, budget) -> None:  # noqa: ANN001
     """The issue's 6.5 MB archive on the Upload page: the worker reached 3.65 GB and took 124 s; now refused at
     once with the reason, the worker within a few hundred MB."""
