@@ -180,7 +180,7 @@ def _segments(row: dict[str, Any], strip: Callable[[str], str] = strip_run_speci
     return [strip(s) for s in out if s]
 
 
-def _segments_of(raw: pd.DataFrame) -> tuple[list[list[str]], list[list[str]]]:
+def segments_of(raw: pd.DataFrame) -> tuple[list[list[str]], list[list[str]]]:
     """The segments of each failure (``_segments``) and each segment masked (``mask``); a segment's text that
     recurs (a cause's message, a tool's note) is cut and masked once."""
     strip = functools.lru_cache(maxsize=None)(strip_run_specific)
@@ -191,7 +191,7 @@ def _segments_of(raw: pd.DataFrame) -> tuple[list[list[str]], list[list[str]]]:
 
 def failure_documents(raw: pd.DataFrame, *, boilerplate_share: float = BOILERPLATE_SHARE) -> list[str]:
     """The document of each failure (rows of ``failure_frame``), boilerplate cut (see the module docstring)."""
-    segs, masked = _segments_of(raw)
+    segs, masked = segments_of(raw)
     df = Counter(m for ms in masked for m in set(ms))
     limit = boilerplate_share * len(segs)
     common = {m for m, k in df.items() if k >= limit and len(segs) >= 10}

@@ -39,8 +39,8 @@ import pandas as pd
 from analytics.clusters.compute_summary import LABEL_PROMPT_VERSION, ClusterError, Clusters, build_clusters
 from analytics.clusters.documents import (
     BOILERPLATE_SHARE,
-    _segments_of,
     failure_documents,
+    segments_of,
 )
 from analytics.embeddings import STATIC_MODEL
 from store import query_df
@@ -75,7 +75,7 @@ t AS (  -- what a step shows: its failure's own lines, not a runner's header or 
            replace(left({shown_error}, $chars), chr(10), ' ') AS error,
            replace(left(raw_body, $chars), chr(10), ' ') AS body,
            replace(left({shown_body}, $chars), chr(10), ' ') AS shown,
-           coalesce(len(b_exc) + len(b_e) + len(b_sum) > 0, false) AS has_failure_lines
+           coalesce({any_body_lines} > 0, false) AS has_failure_lines
     FROM x
 ),
 r AS (
@@ -133,17 +133,19 @@ FROM f LEFT JOIN agg g USING (attempt_id) LEFT JOIN codes c USING (attempt_id)
 ORDER BY f.run_id, f.task_id, f.sample
 """
 
-# A tool result that reads as a failure: it names an error, an exception, a refusal, an HTTP 4xx/5xx status, a
-# missing thing, it says so in a structured field (``"ok": false``, ``"success": false``), or it is empty. Such a result is where the attempt went wrong, like a step's ``error``.
-FAILING_RESULT = (
-    r"error|exception|traceback|fail|invalid|denied|refused|forbidden|unauthori[sz]ed|timed? ?out|not found|"
-    r"does not exist|no such|unknown|too many|exceeded|unavailable|malformed|could not|cannot|can't|unable|"
-    r"\"?\b(ok|success)\b\"?\s*:\s*false\b|\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|^\s*(\[\]|\{\}|null|none)?\s*$"
-)
-
 # A result that says nothing (it reads as a failure, ``FAILING_RESULT``'s last case): not a cause a test run's failure
 # after it could be the consequence of (an edit command prints nothing when it works).
 EMPTY_RESULT = r"^\s*(\[\]|\{\}|null|none)?\s*$"
+
+# A tool result that reads as a failure: it names an error, an exception, a refusal, an HTTP 4xx/5xx status, a
+# missing thing, it says so in a structured field (``"ok": false``, ``"success": false``), or it is empty
+# (``EMPTY_RESULT``). Such a result is where the attempt went wrong, like a step's ``error``.
+FAILING_RESULT = (
+    r"error|exception|traceback|fail|invalid|denied|refused|forbidden|unauthori[sz]ed|timed? ?out|not found|"
+    r"does not exist|no such|unknown|too many|exceeded|unavailable|malformed|could not|cannot|can't|unable|"
+    r"\"?\b(ok|success)\b\"?\s*:\s*false\b|\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|"
+    r"(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|" + EMPTY_RESULT
+)
 
 # The lines of a long text (a test runner's, a build's, longer than ``STEP_CHARS``) or of a traceback that carry the
 # failure, in order of preference: exception lines (``ValueError: ...``, a bare ``KeyError``, pytest's ``Failed:
@@ -202,6 +204,7 @@ _FAILURE_SQL = (
     .replace("{lines_body}", _lines_sql("bl", "b_"))
     .replace("{shown_error}", _shown_sql("raw_error", "el", "e_"))
     .replace("{shown_body}", _shown_sql("raw_body", "bl", "b_"))
+    .replace("{any_body_lines}", " + ".join(f"len(b_{kind})" for kind in FAILURE_LINES))
 )
 
 
@@ -346,7 +349,7 @@ def document_table(raw: pd.DataFrame) -> Any:
 
     import pyarrow as pa
 
-    segs, masked = _segments_of(raw)
+    segs, masked = segments_of(raw)
 
     def digest(ss: list[str]) -> int:
         h = hashlib.blake2b("\x1f".join(ss).encode("utf-8", "surrogatepass"), digest_size=8).digest()
