@@ -11,11 +11,11 @@
    shared by the causes, causes in a tool's error, the test output, a model call's error, the answer or the
    trajectory's shape; styles ``agent`` and ``terminal``; seeds 400-407, written and committed before any result on
    it was seen, and in no fresh or more-held-out list). Nothing was tuned on these seeds: the weights and
-   the cut were chosen on seeds 1-8 of the first two generators, failure-doc@v2's reading of runner output and
-   failure-doc@v3's consequences on seeds 1-8 of ``code``. Each set is ingested into a throwaway store, its
-   failures' documents are read (``analytics.clusters.failure_texts``), each distinct document is embedded once
-   (as the cache does) by the static model (the default) and, for sets of at most ``--minilm-max`` failures, by
-   the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted Rand index against the causes is
+   the cut were chosen on seeds 1-8 of the first two generators, failure-doc@v2's reading of runner output,
+   failure-doc@v3's consequences and failure-doc@v4's footers on seeds 1-8 of ``code``. Each set is ingested into
+   a throwaway store, its failures' documents are read (``analytics.clusters.failure_texts``), each distinct
+   document is embedded once (as the cache does) by the static model (the default) and, for sets of at most
+   ``--minilm-max`` failures, by the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted Rand index against the causes is
    printed with the number of clusters and of distinct documents, the unclustered share and the times.
 ``--more-held-out`` adds ``web`` seeds 310-317 and 320-327 (the second generated after clusters@v9's choice).
 ``--fresh`` runs sets first generated after clusters@v9 and used for no choice (``fresh_sets``: seeds 110-117,

@@ -79,6 +79,10 @@ def _bash(result: str, round_: int = 1) -> dict[str, Any]:
             "result": result}  # fmt: skip
 
 
+GREP_HIT = "src/fields.py:88:    def to_python(self, value):"
+PATCH = "error: patch failed: src/fields.py:88\nerror: src/fields.py: patch does not apply"
+FOOTER = "\n(Open file: /testbed/src/{}.py)\n(Current directory: /testbed)\nbash-$"  # SWE-agent's, on every result
+
 READ_ONLY = "OSError: [Errno 30] Read-only file system: '/testbed/src/fields.py'"
 
 
@@ -152,3 +156,37 @@ def test_a_test_run_failing_after_a_failed_edit_is_its_consequence(documents: li
 def test_an_edit_that_printed_nothing_is_not_the_cause_of_the_test_run_after_it(documents: list[str]) -> None:
     """An empty result reads as a failure, but says nothing: the test run's own failure is kept."""
     assert documents[5] == documents[0]
+
+
+@pytest.fixture(scope="module")
+def footer_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """A patch refused after a grep: with a harness's footer on both results, on neither, on the failing one only,
+    and with a failure line closing both."""
+    twice = "\nerror: build failed"
+    db = _store(
+        tmp_path_factory.mktemp("cluster_footers"),
+        [
+            {"status": "completed", "steps": [_bash(GREP_HIT + FOOTER.format("a")), _bash(PATCH + FOOTER.format("b"), 2)]},
+            {"status": "completed", "steps": [_bash(GREP_HIT), _bash(PATCH, 2)]},
+            {"status": "completed", "steps": [_bash(GREP_HIT), _bash(PATCH + FOOTER.format("b"), 2)]},
+            {"status": "completed", "steps": [_bash(GREP_HIT + twice), _bash(PATCH + twice, 2)]},
+        ],
+    )  # fmt: skip
+    with reader(db) as con:
+        return cl.failure_texts(con, benchmark="swe")["text"].tolist()
+
+
+def test_a_harness_footer_on_the_attempts_results_is_cut(footer_documents: list[str]) -> None:
+    """SWE-agent's "(Open file: ...) (Current directory: ...) bash-$" closes every result of the attempt: the failure
+    reads as it does without it."""
+    assert footer_documents[0] == footer_documents[1]
+    assert "bash-$" not in footer_documents[0] and "patch does not apply" in footer_documents[0]
+
+
+def test_a_line_that_closes_one_result_only_is_not_a_footer(footer_documents: list[str]) -> None:
+    assert "bash-$" in footer_documents[2]
+
+
+def test_a_failure_line_is_never_a_footer(footer_documents: list[str]) -> None:
+    """A line that reads as a failure says what went wrong, even when it closes two results of the attempt."""
+    assert "build failed" in footer_documents[3]

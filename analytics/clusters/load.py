@@ -12,7 +12,9 @@ The **document** of a failed attempt (``failure_documents``) is what went wrong,
   then only as it compares with the reference (the answer after a failed tool is a consequence, mostly an
   apology); a JSON result's keys and strings are its text (``unjson``); a traceback is read by its exception line
   and a long text (a test runner's output) by the lines that carry its failure (``FAILURE_LINES``), not by its
-  head or last line; a crashed attempt's last message (a harness saying why it stopped) is such a step too;
+  head or last line; a harness's **footer** (the lines it closes every observation with, "(Current directory:
+  /testbed)", a shell prompt: ``FOOTER_LINES``) is cut from the end of a text first; a crashed attempt's last
+  message (a harness saying why it stopped) is such a step too;
 * without such a step: the **final answer against the reference** ("final answer: 6.14 ad groups (a different
   number than the reference)") and the **last tool result**, what the agent saw before it answered ("last result:
   sold out"); after a repeated call, as what the loop kept seeing ("repeated call: report status: pending");
@@ -57,7 +59,7 @@ WITH f AS (
     LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id
     WHERE r.benchmark = $benchmark AND ($run_id IS NULL OR a.run_id = $run_id) AND a.passed = false
 ),
-s AS (
+s0 AS (
     SELECT s.attempt_id, s.step, s.kind, s.tool, s.args::VARCHAR AS args, s.error AS raw_error,
            coalesce(s.result, tx.text, s.content) AS raw_body,
            f.status = 'crashed' AND s.step = max(s.step) OVER (PARTITION BY s.attempt_id)
@@ -65,6 +67,23 @@ s AS (
     FROM steps s JOIN (SELECT attempt_id, status FROM f) f USING (attempt_id)
     LEFT JOIN texts tx ON tx.text_hash = s.result_hash  -- an equality only: a hash join (its text is used only
                                                         -- when result is null: coalesce below)
+),
+tails AS (  -- the last lines of each tool result of several lines, and each as a footer is recognised (``footer_key``)
+    SELECT attempt_id, h, line, {footer_key} AS key
+    FROM (SELECT attempt_id, hash(coalesce(raw_error, raw_body)) AS h, unnest({last_lines}) AS line
+          FROM s0 WHERE kind = 'tool_call' AND contains(coalesce(raw_error, raw_body), chr(10)))
+),
+feet AS (  -- a harness's footer (``FOOTER_LINES``): a line that closes two different results of the attempt, not a
+           -- failure's (the test on the few lines that close two results only)
+    SELECT attempt_id, list(key) AS feet
+    FROM (SELECT attempt_id, key, list(DISTINCT lower(line)) AS lines FROM tails WHERE key <> ''
+          GROUP BY ALL HAVING count(DISTINCT h) >= 2)
+    WHERE NOT list_bool_or(list_transform(lines, l -> regexp_matches(l, $failing)))
+    GROUP BY attempt_id
+),
+s AS (  -- each step's texts without their footer
+    SELECT * EXCLUDE (feet, back_error, back_body) REPLACE ({peel_error} AS raw_error, {peel_body} AS raw_body)
+    FROM (SELECT *, {back_error} AS back_error, {back_body} AS back_body FROM s0 LEFT JOIN feet USING (attempt_id))
 ),
 x AS (  -- the lines of a long text or a traceback, and those of them that carry the failure (``FAILURE_LINES``)
     SELECT *, {lines_error}, {lines_body}
@@ -197,8 +216,54 @@ def _shown_sql(raw: str, lines: str, prefix: str) -> str:
     )
 
 
+# A harness's footer: what it appends to every observation (SWE-agent's "(Open file: ...)", "(Current directory:
+# ...)" and its prompt, an "[exit code 1]" marker), said in the same words whatever the cause. A line among the last
+# ``FOOTER_LINES`` of two different tool results of one attempt that does not read as a failure (``FAILING_RESULT``)
+# is one, compared by ``_footer_key``; it is cut from the end of the attempt's texts (up to ``FOOTER_LINES`` lines,
+# never the whole text). Per attempt, so that a failure's document depends on its own attempt only.
+FOOTER_LINES = 3
+_TAIL_CHARS = 400  # the end of a text that its last lines are read from
+
+
+def _footer_key(line: str) -> str:
+    """SQL: ``line`` as a footer is recognised: lower case, without its tokens with a digit or a slash (a path, a
+    line number, an exit code), trimmed."""
+    return f"trim(regexp_replace(lower({line}), '\\S*[/\\d]\\S*', '', 'g'))"
+
+
+def _last_lines(raw: str) -> str:
+    """SQL: the last ``FOOTER_LINES`` lines of ``raw``, read from its end only."""
+    return f"list_slice(string_split(rtrim(right({raw}, {_TAIL_CHARS})), chr(10)), -{FOOTER_LINES}, -1)"
+
+
+def _back_sql(raw: str) -> str:
+    """SQL: the last lines of ``raw``, last first, when its attempt has a footer (else null)."""
+    return f"CASE WHEN feet IS NOT NULL AND contains({raw}, chr(10)) THEN list_reverse({_last_lines(raw)}) END"
+
+
+def _peel_sql(raw: str, back: str) -> str:
+    """SQL: ``raw`` without its last lines (``back``: ``_back_sql``) while they are the attempt's footer
+    (``feet``): at most ``FOOTER_LINES`` of them, never every line, never a line that reads as a failure."""
+    cut = " ".join(
+        f"WHEN NOT coalesce(list_contains(feet, {_footer_key(f'{back}[{i + 1}]')}) "
+        f"AND NOT regexp_matches(lower({back}[{i + 1}]), $failing), false) THEN {i}"
+        for i in range(FOOTER_LINES)
+    )
+    lines = f"string_split(rtrim({raw}), chr(10))"
+    kept = (
+        f"trim(array_to_string(list_slice({lines}, 1, len({lines}) - (CASE {cut} ELSE {FOOTER_LINES} END)), chr(10)))"
+    )
+    return f"CASE WHEN {back} IS NOT NULL THEN coalesce(nullif({kept}, ''), {raw}) ELSE {raw} END"
+
+
 _FAILURE_SQL = (
-    _FAILURE_SQL_TEMPLATE.replace("{split_error}", _split_sql("raw_error", "el"))
+    _FAILURE_SQL_TEMPLATE.replace("{last_lines}", _last_lines("coalesce(raw_error, raw_body)"))
+    .replace("{footer_key}", _footer_key("line"))
+    .replace("{back_error}", _back_sql("raw_error"))
+    .replace("{back_body}", _back_sql("raw_body"))
+    .replace("{peel_error}", _peel_sql("raw_error", "back_error"))
+    .replace("{peel_body}", _peel_sql("raw_body", "back_body"))
+    .replace("{split_error}", _split_sql("raw_error", "el"))
     .replace("{split_body}", _split_sql("raw_body", "bl"))
     .replace("{lines_error}", _lines_sql("el", "e_"))
     .replace("{lines_body}", _lines_sql("bl", "b_"))
@@ -338,7 +403,7 @@ def failure_clusters(
 
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
-DOC_VERSION = "failure-doc@v3"  # bump when ``_segments`` or ``mask`` change: every document is built again
+DOC_VERSION = "failure-doc@v4"  # bump when ``_segments`` or ``mask`` change: every document is built again
 CLUSTER_VERSION = "clusters@v9"  # bump when the clustering or the names change: every clustering is computed again
 
 
