@@ -15,8 +15,9 @@
    failure-doc@v3's consequences and failure-doc@v4's footers on seeds 1-8 of ``code``. Each set is ingested into
    a throwaway store, its failures' documents are read (``analytics.clusters.failure_texts``), each distinct
    document is embedded once (as the cache does) by the static model (the default) and, for sets of at most
-   ``--minilm-max`` failures, by the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted Rand index against the causes is
-   printed with the number of clusters and of distinct documents, the unclustered share and the times.
+   ``--minilm-max`` failures, by the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted Rand
+   index against the causes is printed with the number of clusters and of distinct documents, the unclustered
+   share and the times.
 ``--more-held-out`` adds ``web`` seeds 310-317 and 320-327 (the second generated after clusters@v9's choice).
 ``--fresh`` runs sets first generated after clusters@v9 and used for no choice (``fresh_sets``: seeds 110-117,
 210-217 and 330-337 in the held-out shapes, and ``web`` 340-345 in the small shapes) instead of the held-out list.

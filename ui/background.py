@@ -106,10 +106,10 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
         _PROCESSES.add(started.proc)
         return started
 
-    proc = None
+    worker = None
     if held is not None:
         try:
-            proc = begin(held[1])
+            worker = begin(held[1])
         except OSError as exc:
             worker_process.release(held[0])
             job.error, job.is_done = f"{type(exc).__name__}: {exc}", True
@@ -122,16 +122,16 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
         job.fraction, job.message = fraction, message
 
     def read() -> None:
-        nonlocal held, proc
+        nonlocal held, worker
         try:
             if held is None:  # wait for the budget's share here, not in the page
                 held = worker_process.reserve(request, waiting=waiting)
                 assert held is not None
                 job.message = "Starting..."
-                proc = begin(held[1])
-            assert proc is not None
+                worker = begin(held[1])
+            assert worker is not None
 
-            is_done, value = proc.follow(progress)
+            is_done, value = worker.follow(progress)
             if is_done:
                 job.fraction = 1.0
             else:
@@ -139,9 +139,9 @@ def start_process(key: str, module: str, request: dict[str, Any]) -> Job:
         except (workers.JobRefused, OSError) as exc:
             job.error = str(exc) if isinstance(exc, workers.JobRefused) else f"{type(exc).__name__}: {exc}"
         finally:
-            if proc is not None:
-                proc.close()  # the share is given back only once the process is gone
-                _PROCESSES.discard(proc.proc)
+            if worker is not None:
+                worker.close()  # the share is given back only once the process is gone
+                _PROCESSES.discard(worker.proc)
             if held is not None:
                 worker_process.release(held[0])
             job.is_done = True
