@@ -30,10 +30,16 @@ AGGREGATES = (
 
 
 def snapshot(db: str) -> dict[str, list[tuple]]:
-    """Every row the files wrote (timings and paths left out), the aggregates included."""
+    """Every row the files wrote (timings and paths left out), the aggregates included, each float to 12
+    significant digits: an aggregate's mean is summed in whatever order DuckDB's threads meet the rows, so one
+    build may store 0.79 where another stores 0.7899999999999999."""
     queries = {**TABLES, **{t: f"SELECT * FROM {t} ORDER BY ALL" for t in AGGREGATES}}
     with rdb.reader(db) as con:
-        return {name: con.execute(sql).fetchall() for name, sql in queries.items()}
+        return {name: [_settled(row) for row in con.execute(sql).fetchall()] for name, sql in queries.items()}
+
+
+def _settled(row: tuple) -> tuple:
+    return tuple(float(f"{v:.12g}") if isinstance(v, float) else v for v in row)
 
 
 def folder(tmp_path: Path) -> list[Path]:
