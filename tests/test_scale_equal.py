@@ -240,11 +240,11 @@ def test_the_drilldowns_task_marks_and_failed_neighbours_equal_those_of_every_at
 
 def test_the_drilldowns_task_attempts_equal_attempts_of_and_attempt_detail(store_db: Path) -> None:
     """One statement for a task's samples and the attempt shown: the same samples, verdicts and details as
-    ``attempts_of`` and ``attempt_detail`` (every 7th task of every run)."""
+    ``attempts_of`` and ``attempt_detail`` (every 15th task of every run)."""
     from analytics import trajectory as tr
 
     with rdb.reader(store_db) as con:
-        pairs = rdb.query_rows(con, "SELECT DISTINCT run_id, task_id FROM attempts ORDER BY ALL")[::7]
+        pairs = rdb.query_rows(con, "SELECT DISTINCT run_id, task_id FROM attempts ORDER BY ALL")[::15]
         n_samples = 0
         for run, task in pairs:
             got = tr.task_attempts(con, run_id=run, task_id=task)
@@ -369,7 +369,7 @@ def test_the_drilldowns_steps_page_equals_the_former_read_on_a_lake_and_a_file(
                 "(SELECT attempt_id FROM steps WHERE result_hash IS NOT NULL) ORDER BY 1",
             )
             assert len(rows) > 20
-            for attempt_id, n_steps, is_rerun in rows[::3]:
+            for attempt_id, n_steps, is_rerun in rows[::7]:
                 for offset, limit in ((0, 25), (0, 2), (max(int(n_steps) - 2, 0), 10)):
                     new = tr.steps_page(con, attempt_id=int(attempt_id), offset=offset, limit=limit)
                     old = _former_steps_page(con, int(attempt_id), offset, limit)
