@@ -215,9 +215,24 @@ def paired_test(
 
 
 def shared_differences(reference: Mapping[str, float], candidate: Mapping[str, float]) -> np.ndarray:
-    """``candidate - reference`` over the shared tasks with finite values in both, in task-id order."""
+    """``candidate - reference`` over the shared tasks with finite values in both, in task-id order (``differences``:
+    a difference in the last bits is none)."""
     ref, cand = shared_values(reference, candidate)
-    return cand - ref
+    return differences(cand, ref)
+
+
+# A task's value is a mean summed in whatever order the store met its samples (DuckDB's threads, the log's order of
+# the samples), so two runs with the same samples may hold 0.6433333333333334 and 0.6433333333333333: a difference
+# within this share of the values' size is none (a tie: the task is neither worse nor better, and counts as neither).
+TIE_RELATIVE = 1e-12
+
+
+def differences(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+    """``mine - theirs`` element by element, a difference within ``TIE_RELATIVE`` of the larger magnitude 0 (NaN
+    stays NaN)."""
+    d = np.subtract(mine, theirs, dtype=float)
+    tiny = np.abs(d) <= TIE_RELATIVE * np.maximum(np.abs(mine), np.abs(theirs))
+    return np.where(tiny, 0.0, d) if tiny.any() else d
 
 
 def shared_values(reference: Mapping[str, float], candidate: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:

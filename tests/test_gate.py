@@ -161,3 +161,35 @@ def test_gate_flags_two_sided_margin_and_sequential(gate_db: Path) -> None:
     assert s["e_worse"] >= s["threshold"] == 20.0
     text = _cli(gate_db, "--baseline", "base", "--candidate", "close", "--sequential")
     assert text.returncode == 0 and "sequential:" in text.stdout and "80% power" in text.stdout
+
+
+def test_the_same_samples_in_another_order_make_no_task_worse_or_better(tmp_path: Path) -> None:
+    """A task's mean is summed in the order its samples are met, so two runs with the same scores in another order
+    hold values that differ in their last bits (0.6433333333333334 against 0.6433333333333333): in the gate, the
+    diff and the leaderboard no task is worse or better and the difference is 0 (``compare.differences``)."""
+    rng = np.random.default_rng(3)
+    scores = {f"t{i:02d}": [round(float(x), 2) for x in rng.random(3)] for i in range(40)}
+    lines: list[dict] = [{"record": "benchmark", "benchmark": "c-bench", "scoring": "continuous"}]
+    lines += [{"record": "task", "benchmark": "c-bench", "task_id": t} for t in scores]
+    for run, step in (("a", 1), ("b", -1)):
+        lines.append({"record": "run", "run_id": run, "benchmark": "c-bench", "agent": run, "eval_date": "2026-01-01"})
+        for t, s in scores.items():
+            lines += [
+                {"record": "attempt", "run_id": run, "task_id": t, "sample": i, "score": v}
+                for i, v in enumerate(s[::step])
+            ]
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    db = tmp_path / "c.duckdb"
+    ingest_paths([path], db=db)
+    with rdb.reader(db) as con:
+        d = diff.compare_runs(con, run_a="a", run_b="b")
+        assert (d.tasks["score_a"] != d.tasks["score_b"]).any()  # the case: the stored means differ in their last bits
+        g = gate.gate(con, baseline="a", candidate="b", metric="mean_score")
+        board = lb.leaderboard(con, RunFilter(benchmark="c-bench")).set_index(["run_id", "slice"]).xs("all", level=1)
+    assert g.regressed == [] and (g.test.n_worse, g.test.n_better, g.test.diff) == (0, 0, 0.0)
+    assert d.paired is not None and (d.paired.n_worse, d.paired.n_better, d.paired.diff) == (0, 0, 0.0)
+    assert d.paired.ci95 == (0.0, 0.0) and d.paired.p_value == 1.0
+    tested = board[board["diff_vs_leader"].notna()]  # the run that is not the leader
+    assert list(tested["diff_vs_leader"]) == [0.0] and list(tested["diff_vs_leader_ci95"]) == [[0.0, 0.0]]
+    assert list(tested["is_tied"]) == [True]

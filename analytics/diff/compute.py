@@ -271,7 +271,7 @@ def paired_test_of(
     va: np.ndarray, vb: np.ndarray, *, is_binary_single: bool = False, seed: int = 0
 ) -> compare.PairedTest:
     """``compare.paired_test`` of two runs' aligned values (``aligned``): the same test, from the arrays."""
-    return compare.paired_tests((vb - va)[:, None], is_binary_single=[is_binary_single], seed=seed)[0]
+    return compare.paired_tests(compare.differences(vb, va)[:, None], is_binary_single=[is_binary_single], seed=seed)[0]
 
 
 def _single(values: dict[str, dict[str, Any]], metric: str) -> bool:
@@ -300,7 +300,7 @@ def measure_deltas(
     keys += [(k, k) for k in ("tokens", "steps") if k in a and k in b]
     for key, name in keys:
         _, va, vb = aligned(a[key], b[key])  # the shared tasks with a finite value in both
-        d = vb - va
+        d = compare.differences(vb, va)
         if key in ("tokens", "steps") and not np.any((va != 0) | (vb != 0)):
             continue  # neither run logs it (no values, or only the zeros of logs without steps): no row
         test = paired if key == "value" and paired is not None else paired_test_of(va, vb)

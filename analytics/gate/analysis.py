@@ -129,7 +129,7 @@ def gate(
     single = metric == "pass@1" and _single(values, metric)
     test = paired_test_of(va, vb, is_binary_single=single, seed=seed)
     sign = 1.0 if metric == "cost" else -1.0  # the direction in which a change is a regression
-    delta = vb - va
+    delta = compare.differences(vb, va)  # a difference in the last bits is no regression
     worse = np.flatnonzero(sign * delta > 0)
     worse = worse[np.argsort(-sign * delta[worse], kind="stable")]  # worst first; ties in task-id order
     regressed = [

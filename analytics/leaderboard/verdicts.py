@@ -292,7 +292,12 @@ def _paired(
         mask = both[j]
         if mask.any():
             groups.setdefault(np.packbits(mask).tobytes(), []).append(i)
-            diffs[i] = value[i] - theirs if mask.all() else value[i, mask] - theirs[mask]  # no gathers when complete
+            # no gathers when complete; a difference in the last bits is none (``compare.differences``)
+            diffs[i] = (
+                compare.differences(value[i], theirs)
+                if mask.all()
+                else compare.differences(value[i, mask], theirs[mask])
+            )
     tested: list[tuple[int, compare.PairedTest, np.ndarray]] = []
     for members in groups.values():
         d = paired_columns([diffs[i] for i in members])
