@@ -221,17 +221,11 @@ def shared_differences(reference: Mapping[str, float], candidate: Mapping[str, f
     return differences(cand, ref)
 
 
-# A task's value is a mean summed in whatever order the store met its samples (DuckDB's threads, the log's order of
-# the samples), so two runs with the same samples may hold 0.6433333333333334 and 0.6433333333333333: a difference
-# within this share of the values' size is none (a tie: the task is neither worse nor better, and counts as neither).
-TIE_RELATIVE = 1e-12
-
-
 def differences(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
-    """``mine - theirs`` element by element, a difference within ``TIE_RELATIVE`` of the larger magnitude 0 (NaN
-    stays NaN)."""
+    """``mine - theirs`` element by element, a difference within ``stats.TIE_RELATIVE`` of the larger magnitude 0
+    (a tie: the task is neither worse nor better, and counts as neither); NaN stays NaN."""
     d = np.subtract(mine, theirs, dtype=float)
-    tiny = np.abs(d) <= TIE_RELATIVE * np.maximum(np.abs(mine), np.abs(theirs))
+    tiny = np.abs(d) <= stats.TIE_RELATIVE * np.maximum(np.abs(mine), np.abs(theirs))
     return np.where(tiny, 0.0, d) if tiny.any() else d
 
 

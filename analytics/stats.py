@@ -621,14 +621,41 @@ def intervals_overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
+# A run's value on a task is a mean summed in whatever order the store met its samples (DuckDB's threads, the log's
+# order of the samples), so two runs with the same samples may hold 0.6433333333333334 and 0.6433333333333333, and
+# a mean over tasks (a BLAS product of two equal columns) may differ so too: values within this share of their size
+# are one value (``compare.differences``, ``settled``).
+TIE_RELATIVE = 1e-12
+
+
+def settled(a: np.ndarray) -> np.ndarray:
+    """``a`` with the values of each row (its last axis) that lie within ``TIE_RELATIVE`` of their neighbour in
+    sorted order one value, the smallest of them; NaN and infinities as they are. ``a`` itself when none does."""
+    a = np.asarray(a, dtype=float)
+    order = np.argsort(a, axis=-1, kind="stable")
+    s = np.take_along_axis(a, order, axis=-1)
+    close = np.zeros(s.shape, dtype=bool)
+    with np.errstate(invalid="ignore"):  # an infinity and NaN are never close to anything
+        gap = np.abs(s[..., 1:] - s[..., :-1])
+        close[..., 1:] = np.isfinite(gap) & (gap <= TIE_RELATIVE * np.maximum(np.abs(s[..., 1:]), np.abs(s[..., :-1])))
+    if not close.any():
+        return a
+    cols = np.broadcast_to(np.arange(s.shape[-1]), s.shape)
+    first = np.maximum.accumulate(np.where(close, 0, cols), axis=-1)  # the first of each stretch of close values
+    out = np.empty_like(a)
+    np.put_along_axis(out, order, np.take_along_axis(s, first, axis=-1), axis=-1)
+    return out
+
+
 def pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """True for points no other point dominates (x <= and y >= with one strict); NaNs are never on it.
 
     O(n log n): sort by x then -y; a point survives when its y beats every strictly cheaper point's y and it
-    is the best at its own x (exact duplicates all survive).
+    is the best at its own x (exact duplicates all survive; values within ``TIE_RELATIVE`` of each other are equal:
+    ``settled``).
     """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    x = settled(np.asarray(x, dtype=float))
+    y = settled(np.asarray(y, dtype=float))
     mask = np.zeros(x.shape, dtype=bool)
     ok = np.flatnonzero(np.isfinite(x) & np.isfinite(y))
     if ok.size == 0:

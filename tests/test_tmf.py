@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analytics import tmf
+from analytics import stats, tmf
 from store import RunFilter, reader
 
 
@@ -41,8 +41,20 @@ perf = st.sampled_from([0.0, 0.2, 0.5, 0.7, 1.0]) | st.floats(min_value=0.0, max
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(coarse | fine, perf), min_size=1, max_size=25))
 def test_pareto_mask_equals_brute_force(pairs: list[tuple[float, float]]) -> None:
-    x, y = [p[0] for p in pairs], [p[1] for p in pairs]
-    assert set(np.flatnonzero(tmf.pareto_mask(np.array(x), np.array(y)))) == brute_force_frontier(x, y)
+    x, y = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    # values within 1e-12 of each other are one value (stats.settled: (1.0, 0) and (0.9999999999999999, 0) tie)
+    want = brute_force_frontier(list(stats.settled(x)), list(stats.settled(y)))
+    assert set(np.flatnonzero(tmf.pareto_mask(x, y))) == want
+
+
+def test_settled_makes_values_within_their_last_bits_one_value() -> None:
+    a = np.array([[1.0, 0.9999999999999999, np.nan, 2.0, np.inf, 1.0 + 1e-9], [0.3, 0.1 + 0.2, -0.0, 0.0, 5.0, 5.0]])
+    got = stats.settled(a)
+    assert got[0, :2].tolist() == [0.9999999999999999] * 2 and np.isnan(got[0, 2])
+    assert got[0, 3:].tolist() == [2.0, np.inf, 1.0 + 1e-9]  # a difference above 1e-12 of the size stays
+    assert got[1].tolist() == [0.3, 0.3, 0.0, 0.0, 5.0, 5.0]
+    b = np.array([0.5, 0.25])
+    assert stats.settled(b) is b  # nothing close: the array itself
 
 
 @settings(max_examples=200, deadline=None)
@@ -608,6 +620,26 @@ def test_runs_tied_exactly_share_the_replicates_where_they_are_best() -> None:
     assert unc.p_best["a"] == unc.p_best["a2"] > 0 and unc.p_frontier["a"] == unc.p_frontier["a2"]
     assert sum(unc.p_best.values()) == pytest.approx(1.0)
     assert res.value.best_run_id in ("a", "a2")
+
+
+def test_runs_whose_task_values_differ_in_their_last_bits_are_tied() -> None:
+    """A task's mean is summed in the order its samples are met: a run with its twin's samples in another order may
+    hold 0.020000000000000004 where the twin holds 0.02. Both are one point (``stats.settled``): the same shares, and
+    both on the frontier."""
+    rng = np.random.default_rng(8)
+    pool = [f"p{i:02d}" for i in range(30)]
+    twin = _pool_rows("a", pool, 0.7, 0.02, rng)
+    nudged = [
+        {**r, "run_id": "a2", "agent": "A2", "cost_usd": float(np.nextafter(r["cost_usd"], 1.0)) if i % 3 else 0.02}
+        for i, r in enumerate(twin)
+    ]
+    res = tmf.analyse(
+        _inputs(twin + nudged + _pool_rows("c", pool, 0.3, 0.01, rng)), options=tmf.TmfOptions(n_replicates=100)
+    )
+    unc = res.uncertainty
+    assert unc is not None and unc.p_best["a"] == unc.p_best["a2"] > 0
+    assert unc.p_frontier["a"] == unc.p_frontier["a2"] == 1.0
+    assert set(res.points.loc[res.points["on_frontier"], "run_id"]) >= {"a", "a2"}
 
 
 def test_intervals_in_the_runs_table_read_a_to_b(fixture_db) -> None:

@@ -125,7 +125,8 @@ def replicates(
     ids = np.array([str(r) for r in r_ids], dtype=object)
     rank = np.argsort(np.argsort(ids))  # run-id order, the last tie-break of the analysis
     ok = np.isfinite(bx) & np.isfinite(by) & (bx > 0)
-    xs, ys = np.where(ok, bx, np.nan), np.where(ok, by, np.nan)
+    # two runs whose task values differ in their last bits are at one point (``stats.settled``), tied
+    xs, ys = stats.settled(np.where(ok, bx, np.nan)), stats.settled(np.where(ok, by, np.nan))
     on_front = _pareto_masks(xs, ys)
     # each replicate's frontier by increasing x, then performance, then run id (as ``_sorted_rows``; the keys
     # order every run, so one sort of all runs with the others put last gives the same rows)
