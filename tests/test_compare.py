@@ -144,3 +144,22 @@ def test_sign_flip_normal_limit_matches_the_permutation_distribution() -> None:
     assert np.allclose(mc, normal, atol=0.01), (mc, normal)
     big = np.concatenate([d, d])  # above stats.BOOTSTRAP_MAX_TASKS rows: the normal limit is used
     assert np.array_equal(compare.sign_flip_pvalues(big, np.random.default_rng(0)), compare._sign_flip_normal(big))
+
+
+def test_differences_are_the_plain_ones_with_last_bit_gaps_set_to_zero() -> None:
+    """``compare.differences`` (candidates found by the rows' largest magnitude, then each checked by its own) equals
+    the difference with every gap within 1e-12 of the larger magnitude set to 0, on values of very different sizes;
+    NaN and infinities stay."""
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        x = rng.random(50) * 10.0 ** rng.integers(-6, 6)
+        x[rng.integers(0, 50, 3)] *= 1e6  # a few large values: their scale must not tie the small ones
+        y = x.copy()
+        nudged = rng.integers(0, 50, 10)
+        y[nudged] = np.nextafter(y[nudged], np.inf)
+        y[rng.integers(0, 50, 5)] += rng.random(5)
+        want = np.where(np.abs(y - x) <= 1e-12 * np.maximum(np.abs(x), np.abs(y)), 0.0, y - x)
+        assert np.array_equal(compare.differences(y, x), want)
+    got = compare.differences(np.array([1.0, np.nan, 0.9999999999999999, 2.0]), np.array([1.0, 1.0, 1.0, np.inf]))
+    assert got[0] == got[2] == 0.0 and np.isnan(got[1]) and got[3] == -np.inf
+    assert compare.differences(np.array([]), np.array([])).size == 0
