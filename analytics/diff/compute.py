@@ -271,7 +271,12 @@ def paired_test_of(
     va: np.ndarray, vb: np.ndarray, *, is_binary_single: bool = False, seed: int = 0
 ) -> compare.PairedTest:
     """``compare.paired_test`` of two runs' aligned values (``aligned``): the same test, from the arrays."""
-    return compare.paired_tests(compare.differences(vb, va)[:, None], is_binary_single=[is_binary_single], seed=seed)[0]
+    return paired_test_on(compare.differences(vb, va), is_binary_single=is_binary_single, seed=seed)
+
+
+def paired_test_on(d: np.ndarray, *, is_binary_single: bool = False, seed: int = 0) -> compare.PairedTest:
+    """``paired_test_of`` from the differences B - A already taken (``compare.differences``)."""
+    return compare.paired_tests(d[:, None], is_binary_single=[is_binary_single], seed=seed)[0]
 
 
 def _single(values: dict[str, dict[str, Any]], metric: str) -> bool:
@@ -303,7 +308,7 @@ def measure_deltas(
         d = compare.differences(vb, va)
         if key in ("tokens", "steps") and not np.any((va != 0) | (vb != 0)):
             continue  # neither run logs it (no values, or only the zeros of logs without steps): no row
-        test = paired if key == "value" and paired is not None else paired_test_of(va, vb)
+        test = paired if key == "value" and paired is not None else paired_test_on(d)
         rows.append(
             {
                 "measure": MEASURES[name],

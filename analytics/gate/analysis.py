@@ -38,7 +38,7 @@ from analytics.diff import (
     aligned_positions,
     compare_runs_with_values,
     metric_values,
-    paired_test_of,
+    paired_test_on,
     run_benchmark,
     tasks_by_change,
 )
@@ -127,9 +127,9 @@ def gate(
     # the shared tasks (sorted ids) and both runs' values on them as aligned arrays: no Python loop per task
     shared, va, vb = aligned(a, b)
     single = metric == "pass@1" and _single(values, metric)
-    test = paired_test_of(va, vb, is_binary_single=single, seed=seed)
-    sign = 1.0 if metric == "cost" else -1.0  # the direction in which a change is a regression
     delta = compare.differences(vb, va)  # a difference in the last bits is no regression
+    test = paired_test_on(delta, is_binary_single=single, seed=seed)
+    sign = 1.0 if metric == "cost" else -1.0  # the direction in which a change is a regression
     worse = np.flatnonzero(sign * delta > 0)
     worse = worse[np.argsort(-sign * delta[worse], kind="stable")]  # worst first; ties in task-id order
     regressed = [

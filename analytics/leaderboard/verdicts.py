@@ -292,12 +292,8 @@ def _paired(
         mask = both[j]
         if mask.any():
             groups.setdefault(np.packbits(mask).tobytes(), []).append(i)
-            # no gathers when complete; a difference in the last bits is none (``compare.differences``)
-            diffs[i] = (
-                compare.differences(value[i], theirs)
-                if mask.all()
-                else compare.differences(value[i, mask], theirs[mask])
-            )
+            mine, them = (value[i], theirs) if mask.all() else (value[i, mask], theirs[mask])  # no gathers if complete
+            diffs[i] = compare.differences(mine, them)  # a difference in the last bits is none
     tested: list[tuple[int, compare.PairedTest, np.ndarray]] = []
     for members in groups.values():
         d = paired_columns([diffs[i] for i in members])
