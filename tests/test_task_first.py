@@ -143,7 +143,7 @@ def test_migration_011_backfills_an_older_store(demo_db: Path) -> None:
     with rdb.writer(demo_db) as con:
         assert rdb.schema_version(con) == rdb.latest_version()
         assert len(expected) > 0
-        assert_same(stored(con), expected, "backfilled")
+        assert_rounded(stored(con), expected, "backfilled")
 
 
 def test_refresh_of_every_pair_equals_the_backfill(demo_db: Path) -> None:
@@ -153,7 +153,7 @@ def test_refresh_of_every_pair_equals_the_backfill(demo_db: Path) -> None:
         with rdb.transaction(con):
             con.execute("DELETE FROM run_task_first")
             aggregates.refresh_pairs(con, pairs, with_stats=False)
-        assert_same(stored(con), before, "refreshed")
+        assert_rounded(stored(con), before, "refreshed")
 
 
 def test_a_deleted_run_takes_its_rows(demo_db: Path) -> None:
