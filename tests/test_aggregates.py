@@ -97,6 +97,18 @@ def assert_same(a: Any, b: Any, where: str = "", *, check_dtype: bool = True) ->
         assert a == b, where
 
 
+def assert_rounded(rows: pd.DataFrame, other: pd.DataFrame, what: str) -> None:
+    """The rows equal ``other``: exactly, except the means, to float rounding. A statement grouping attempts runs in
+    parallel, so its sums may add the same values in another order: a lake's local store of 3,000 attempts differs
+    in the last bit on about 15 of 1,000 means between two such reads (seen in run_task_first's backfill, and once in
+    the former per-run read under load: 31.597487402969858 against ...985). Used wherever a table of means is built
+    twice (its stored rows against its backfill or a refresh)."""
+    floats = [c for c in rows.columns if rows[c].dtype == float]
+    assert_same(rows.drop(columns=floats), other.drop(columns=floats), what)
+    for col in floats:
+        np.testing.assert_allclose(rows[col], other[col], rtol=1e-13, atol=0, err_msg=f"{what}: {col}")
+
+
 @contextmanager
 def reading_attempts(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The pages' reads as they were before the aggregate: every attempt, through the SQL of before."""
@@ -154,7 +166,7 @@ def check(db: str | Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with rdb.reader(db) as con:
         assert len(stored(con)) > 0
         for table in KEYS:
-            assert_same(stored(con, table), from_attempts(con, table), table)
+            assert_rounded(stored(con, table), from_attempts(con, table), table)
         new = page_results(con)
         with reading_attempts(monkeypatch):
             old = page_results(con)
@@ -278,7 +290,7 @@ def test_migration_008_backfills_an_older_store(demo_db: Path) -> None:
         assert rdb.schema_version(con) == rdb.latest_version()
         for table in KEYS:
             assert len(expected[table]) > 0
-            assert_same(stored(con, table), expected[table], f"backfilled {table}")
+            assert_rounded(stored(con, table), expected[table], f"backfilled {table}")
 
 
 def test_refresh_of_every_pair_equals_the_backfill(demo_db: Path) -> None:
@@ -290,7 +302,7 @@ def test_refresh_of_every_pair_equals_the_backfill(demo_db: Path) -> None:
                 con.execute(f"DELETE FROM {table}")
             aggregates.refresh_pairs(con, pairs)
         for table in KEYS:
-            assert_same(stored(con, table), before[table], f"refreshed {table}")
+            assert_rounded(stored(con, table), before[table], f"refreshed {table}")
 
 
 def test_bench_aggregates_builds_a_store_of_the_shape_and_reads_it(

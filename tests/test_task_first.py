@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -20,7 +19,7 @@ from analytics.diff import load as diff_load
 from store import aggregates
 from store.paths import MIGRATIONS_DIR
 from tests.migration_support import roll_back
-from tests.test_aggregates import assert_same, change_attempts, generated_logs  # noqa: F401  (a fixture)
+from tests.test_aggregates import assert_rounded, change_attempts, generated_logs  # noqa: F401  (a fixture)
 
 MIGRATION = (MIGRATIONS_DIR / "011_run_task_first.sql").read_text(encoding="utf-8")
 BACKFILL = MIGRATION.split("INSERT INTO run_task_first\n")[1].split(";")[0]
@@ -70,17 +69,6 @@ def backfilled(con: Any) -> pd.DataFrame:
     df = rdb.query_df(con, f"SELECT * FROM ({BACKFILL}) ORDER BY run_id, task_id")
     df.columns = stored(con).columns
     return df
-
-
-def assert_rounded(rows: pd.DataFrame, other: pd.DataFrame, what: str) -> None:
-    """The rows equal ``other``: exactly, except the means, to float rounding. A statement grouping attempts runs in
-    parallel, so its sums may add the same values in another order: a lake's local store of 3,000 attempts differs
-    in the last bit on about 15 of 1,000 means between two such reads (seen in the backfill, and once in the former
-    per-run read under load: 31.597487402969858 against ...985)."""
-    floats = [c for c in rows.columns if rows[c].dtype == float]
-    assert_same(rows.drop(columns=floats), other.drop(columns=floats), what)
-    for col in floats:
-        np.testing.assert_allclose(rows[col], other[col], rtol=1e-13, atol=0, err_msg=f"{what}: {col}")
 
 
 def check(db: str | Path) -> None:
