@@ -193,3 +193,4 @@ def test_the_same_samples_in_another_order_make_no_task_worse_or_better(tmp_path
     tested = board[board["diff_vs_leader"].notna()]  # the run that is not the leader
     assert list(tested["diff_vs_leader"]) == [0.0] and list(tested["diff_vs_leader_ci95"]) == [[0.0, 0.0]]
     assert list(tested["is_tied"]) == [True]
+    assert board["mde80"].isna().all()  # no spread to size a gap by: unknown (it was 0.0, "any gap would be found")

@@ -205,6 +205,7 @@ def _ref_test_ranked(
     ses = []
     for i, test, d in _ref_paired(compared, single, others, ref, seed=seed):
         se = float(np.std(d, ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
+        se = se if se > 0 else float("nan")
         ses.append(se)
         p_adj = float(sel.p_adjusted[ranked.index(i)])
         verdicts._set_test(rows[i], test, p_adj, verdicts.RANKED_P_METHOD, sel.critical_gap + compare.Z80 * se)
@@ -227,7 +228,7 @@ def _ref_test_apart(
     adjusted = compare.holm([t.p_value for _, t, _ in tested])
     for (i, test, d), p_adj in zip(tested, adjusted, strict=True):
         sd = float(np.sqrt(np.mean(d * d))) if d.size else float("nan")
-        mde = compare.mde80_normal(sd, d.size, alpha=compare.ALPHA / max(1, len(tested)))
+        mde = compare.mde80_normal(sd, d.size, alpha=compare.ALPHA / max(1, len(tested))) if sd > 0 else np.nan
         verdicts._set_test(rows[i], test, float(p_adj), verdicts.APART_P_METHOD, mde)
 
 

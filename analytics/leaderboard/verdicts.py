@@ -314,7 +314,8 @@ def paired_columns(diffs: list[np.ndarray]) -> np.ndarray:
 
 def _set_test(row: dict[str, Any], test: compare.PairedTest, p_adj: float, method: str, mde: float) -> None:
     """Write one row's test; ``mde80`` stays None when no gap within the metric's range (0 to 1) would be found
-    with 80% power (too few shared tasks)."""
+    with 80% power (too few shared tasks), or when it is unknown (NaN: the row's differences to the leader are all
+    equal, as between a run and its copy, so there is no spread to size a gap by; it was 0, "any gap")."""
     mde = mde if mde <= 1.0 else float("nan")
     row.update(
         diff_vs_leader=test.diff,
@@ -356,11 +357,12 @@ def _test_ranked(
     ses = []
     for i, test, d in _paired(compared, single, others, ref, seed=seed):
         se = float(np.std(d, ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
+        se = se if se > 0 else float("nan")  # no spread seen (the same values): the detectable gap is unknown, not 0
         ses.append(se)
         p_adj = float(sel.p_adjusted[ranked.index(i)])
         _set_test(rows[i], test, p_adj, RANKED_P_METHOD, sel.critical_gap + compare.Z80 * se)
         rows[i]["top_group"] = bool(p_adj >= compare.ALPHA)
-    finite = [se for se in ses if np.isfinite(se)]  # one-task comparisons have no standard error
+    finite = [se for se in ses if np.isfinite(se)]  # one-task comparisons and equal rows have no standard error
     lead = sel.critical_gap + compare.Z80 * float(np.median(finite)) if finite else float("nan")
     rows[ref]["mde80"] = float(lead) if np.isfinite(lead) and lead <= 1.0 else None
 
@@ -380,5 +382,5 @@ def _test_apart(
     adjusted = compare.holm([t.p_value for _, t, _ in tested])
     for (i, test, d), p_adj in zip(tested, adjusted, strict=True):
         sd = float(np.sqrt(np.mean(d * d))) if d.size else float("nan")
-        mde = compare.mde80_normal(sd, d.size, alpha=compare.ALPHA / max(1, len(tested)))
+        mde = compare.mde80_normal(sd, d.size, alpha=compare.ALPHA / max(1, len(tested))) if sd > 0 else np.nan
         _set_test(rows[i], test, float(p_adj), APART_P_METHOD, mde)
