@@ -190,6 +190,8 @@ def test_the_same_samples_in_another_order_make_no_task_worse_or_better(tmp_path
     assert g.regressed == [] and (g.test.n_worse, g.test.n_better, g.test.diff) == (0, 0, 0.0)
     assert d.paired is not None and (d.paired.n_worse, d.paired.n_better, d.paired.diff) == (0, 0, 0.0)
     assert d.paired.ci95 == (0.0, 0.0) and d.paired.p_value == 1.0
+    by_change = diff.tasks_by_change(d)  # the per-task table: every change 0, no task listed as a regression
+    assert (by_change["change_pp"] == 0).all() and diff.tasks_by_change(d, regressions_only=True).empty
     tested = board[board["diff_vs_leader"].notna()]  # the run that is not the leader
     assert list(tested["diff_vs_leader"]) == [0.0] and list(tested["diff_vs_leader_ci95"]) == [[0.0, 0.0]]
     assert list(tested["is_tied"]) == [True]

@@ -126,7 +126,7 @@ def pair_tasks(a: pd.DataFrame, b: pd.DataFrame, *, basis: str = "sample0") -> p
         ["regression", "fix", "both pass"],
         "both fail",
     )
-    m["delta"] = m["rate_b"] - m["rate_a"]
+    m["delta"] = compare.differences(m["rate_b"].to_numpy(), m["rate_a"].to_numpy())  # last-bit gaps are none
     m = m.sort_values(["change", "task_id"], key=lambda s: s.map(CHANGE_ORDER) if s.name == "change" else s)
     return m[
         [
@@ -345,6 +345,12 @@ def tasks_by_change(
     """
     t = result.tasks
     a, b = ("rate_a", "rate_b") if result.metric == "pass@1" else ("score_a", "score_b")
+
+    def change(name: str) -> np.ndarray:
+        """B - A of a per-task mean, a difference in the last bits none (``compare.differences``: the same samples
+        summed in another order are no regression)."""
+        return compare.differences(t[f"{name}_b"].to_numpy(dtype=float), t[f"{name}_a"].to_numpy(dtype=float))
+
     out = pd.DataFrame(
         {
             "task_id": t["task_id"],
@@ -352,11 +358,11 @@ def tasks_by_change(
             "category": t["category"],
             "metric_a": t[a],
             "metric_b": t[b],
-            "change_pp": 100.0 * (t[b] - t[a]),
-            "cost_change_usd": t["cost_usd_b"] - t["cost_usd_a"],
-            "latency_change_s": t["latency_s_b"] - t["latency_s_a"],
-            "tokens_change": t["tokens_b"] - t["tokens_a"],
-            "tool_calls_change": t["steps_b"] - t["steps_a"],
+            "change_pp": 100.0 * change(a[:-2]),
+            "cost_change_usd": change("cost_usd"),
+            "latency_change_s": change("latency_s"),
+            "tokens_change": change("tokens"),
+            "tool_calls_change": change("steps"),
             "error_codes": _code_changes(t["codes_a"], t["codes_b"])
             if result.code_ids is None or result.code_lists is None
             else _code_changes_by_ids(*result.code_ids, result.code_lists),
