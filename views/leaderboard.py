@@ -27,8 +27,9 @@ filters = page_setup(
     "over the tasks they share. The verdict of a ranked run allows for the leader being chosen by the data (a "
     "max-gap permutation test over the ranked runs): 'tied' means not distinguishable from the leader at 5%, and "
     "the tied runs with the leader are the top group. MDE80 is the gap to the leader a row's test detects with 80% "
-    "power. Rows shown apart get their own tests (Holm among themselves). Pass@1 intervals are Wilson with the "
-    "task-clustered effective sample size; Pass@k (k > 1) plain Wilson over tasks. docs/statistics.md says more.",
+    "power ('–' where unknown: a row identical to the leader on every task gives no spread to size it by). Rows "
+    "shown apart get their own tests (Holm among themselves). Pass@1 intervals are Wilson with the task-clustered "
+    "effective sample size; Pass@k (k > 1) plain Wilson over tasks. docs/statistics.md says more.",
 )
 if not filters.benchmark:
     empty_state("The database holds no benchmark yet. Ingest logs with `python -m ingest PATH` or on the Upload page.")
