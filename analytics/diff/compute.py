@@ -344,7 +344,7 @@ def tasks_by_change(
     and ``error_codes`` the codes that appeared (+) or went (-) between A's and B's attempts of the task.
     """
     t = result.tasks
-    a, b = ("rate_a", "rate_b") if result.metric == "pass@1" else ("score_a", "score_b")
+    metric = "rate" if result.metric == "pass@1" else "score"
 
     def change(name: str) -> np.ndarray:
         """B - A of a per-task mean, a difference in the last bits none (``compare.differences``: the same samples
@@ -356,9 +356,9 @@ def tasks_by_change(
             "task_id": t["task_id"],
             "level": t["level"],
             "category": t["category"],
-            "metric_a": t[a],
-            "metric_b": t[b],
-            "change_pp": 100.0 * change(a[:-2]),
+            "metric_a": t[f"{metric}_a"],
+            "metric_b": t[f"{metric}_b"],
+            "change_pp": 100.0 * change(metric),
             "cost_change_usd": change("cost_usd"),
             "latency_change_s": change("latency_s"),
             "tokens_change": change("tokens"),

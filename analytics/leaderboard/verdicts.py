@@ -315,7 +315,7 @@ def paired_columns(diffs: list[np.ndarray]) -> np.ndarray:
 def _set_test(row: dict[str, Any], test: compare.PairedTest, p_adj: float, method: str, mde: float) -> None:
     """Write one row's test; ``mde80`` stays None when no gap within the metric's range (0 to 1) would be found
     with 80% power (too few shared tasks), or when it is unknown (NaN: the row's differences to the leader are all
-    equal, as between a run and its copy, so there is no spread to size a gap by; it was 0, "any gap")."""
+    equal, as between a run and its copy, so there is no spread to size a gap by)."""
     mde = mde if mde <= 1.0 else float("nan")
     row.update(
         diff_vs_leader=test.diff,
