@@ -567,6 +567,12 @@ def mde80_normal(sd: float, n: int, *, alpha: float = ALPHA, sided: str = "two-s
     return float((-b + np.sqrt(b * b - 4.0 * a * c)) / (2.0 * a))
 
 
+def observed_mde80(sd: float, n: int, *, alpha: float = ALPHA, sided: str = "two-sided") -> float:
+    """``mde80_normal`` of differences as observed: NaN when they show no spread (``sd`` 0: a run against its copy
+    says nothing of the gap a test would find, which is unknown, not 0)."""
+    return mde80_normal(sd, n, alpha=alpha, sided=sided) if sd > 0 else float("nan")
+
+
 EXACT_MAX_TOTAL = 400_000  # the exact sign-flip distribution is computed when sum |d| (on its lattice) is below this
 LATTICE_SCALES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 20, 24, 30, 60, 120, 360, 2520)
 N_PERM_GATE = 20_000  # Monte Carlo sign flips when the differences are not on a small lattice

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analytics import compare
+
 CHANGES = np.array(["regression", "fix", "both fail", "both pass"], dtype=object)  # by CHANGE_ORDER
 
 # per-run columns of a pair's rows (load._PAIR_SQL): the outcome over the attempts with a verdict and the means over
@@ -180,7 +182,7 @@ def pair_arrays(
             "level": ca["level"][at],
             "category": ca["category"][at],
             **both("n", "rate"),
-            "delta": cb["rate"][at] - ca["rate"][at],
+            "delta": compare.differences(cb["rate"][at], ca["rate"][at]),  # as pair_tasks: last-bit gaps are none
             "pass_a": pass_a[order],
             "pass_b": pass_b[order],
             "change": CHANGES[change[order]],

@@ -330,7 +330,7 @@ def measure_deltas(
 
 def _mde80(d: np.ndarray) -> float:
     sd = float(np.std(d, ddof=1)) if len(d) > 1 else float("nan")
-    return compare.mde80_normal(sd, len(d)) if sd > 0 else float("nan")
+    return compare.observed_mde80(sd, len(d))
 
 
 def tasks_by_change(

@@ -151,7 +151,7 @@ def decide(
         bound = float(good.mean() + sps.norm.ppf(1.0 - level) * se) if np.isfinite(se) else float("nan")
         method = f"{low.method}-mid-p"
     # no spread anywhere (one task, or every value equal): the detectable effect is unknown, not 0
-    mde = compare.mde80_normal(sd, n, alpha=alpha, sided=sided) + margin if sd > 0 else float("nan")
+    mde = compare.observed_mde80(sd, n, alpha=alpha, sided=sided) + margin
     return Decision(float(p), method, sided, float(margin), float(bound), float(mde), sd)
 
 

@@ -382,5 +382,5 @@ def _test_apart(
     adjusted = compare.holm([t.p_value for _, t, _ in tested])
     for (i, test, d), p_adj in zip(tested, adjusted, strict=True):
         sd = float(np.sqrt(np.mean(d * d))) if d.size else float("nan")
-        mde = compare.mde80_normal(sd, d.size, alpha=compare.ALPHA / max(1, len(tested))) if sd > 0 else np.nan
+        mde = compare.observed_mde80(sd, d.size, alpha=compare.ALPHA / max(1, len(tested)))
         _set_test(rows[i], test, float(p_adj), APART_P_METHOD, mde)
