@@ -2,7 +2,7 @@
 clusters): a bounded pool, one memory budget over all of them, and the limits each runs under.
 
 One memory budget covers the dashboard's process tree: the Streamlit server plus the workers and jobs it runs at
-once. Four things keep it:
+once. Five things keep it:
 
 - **A bounded pool within a budget.** At most ``RUNLENS_WORKER_SLOTS`` (default 2) workers run at once per server
   process, SQL and uploads alike, and in the dashboard (``use_budget``) only while the server's resident memory
@@ -22,6 +22,10 @@ once. Four things keep it:
   measure of memory here because each worker starts with ``MALLOC_ARENA_MAX=2`` and Arrow's system allocator:
   without them glibc's per-thread arenas and Arrow's jemalloc reserve about 1.2 GB of address space that is never
   touched (measured: 1.58 GB of address space for 150 MB resident; with them, 0.46 GB).
+- **The server's own reads within a share.** The server's DuckDB sessions (every page's reads, its small writes)
+  run under DuckDB's ``memory_limit``: ``server_duckdb_bytes`` of the budget (a quarter, at least 512 MB;
+  ``RUNLENS_SERVER_DUCKDB_MB``); beyond it a statement spills to a temporary folder or fails with DuckDB's
+  out-of-memory error, which a page reports.
 - **Streams, not copies.** Workers write results to files and read uploads from files (``ingest.upload_worker``,
   ``analytics.sql_console.worker``); the server never holds a second copy.
 """
@@ -94,8 +98,27 @@ def server_rss_bytes() -> int:
 
 
 def use_budget(total_bytes: int | None = DEFAULT_BUDGET_BYTES) -> None:
-    """Hold this process and its workers to ``total_bytes`` (None: slots and per-worker limits only)."""
+    """Hold this process and its workers to ``total_bytes`` (None: slots and per-worker limits only), the server's
+    own DuckDB sessions to ``server_duckdb_bytes`` of it (``store.limit_memory``)."""
     _budget[0] = total_bytes
+    from store import limit_memory
+
+    limit_memory(None if total_bytes is None else server_duckdb_bytes(total_bytes))
+
+
+SERVER_DUCKDB_MIN_BYTES = 512 * MB
+
+
+def server_duckdb_bytes(total_bytes: int) -> int:
+    """DuckDB's memory in the server's own sessions (its pages' reads and its small writes) under a budget of
+    ``total_bytes``: ``RUNLENS_SERVER_DUCKDB_MB``, else a quarter of the budget, at least 512 MB. The rest is the
+    server's Python objects and its workers' and jobs' limits. Beyond it a statement spills to disk or, when it
+    cannot, fails with DuckDB's out-of-memory error (the Search page says so); without it one search that scanned ten
+    million attempts held 19.9 GB of the server (BENCHMARKS.md)."""
+    setting = os.environ.get("RUNLENS_SERVER_DUCKDB_MB", "").strip()
+    if setting:
+        return int(setting) * MB
+    return max(SERVER_DUCKDB_MIN_BYTES, total_bytes // 4)
 
 
 def budget_bytes() -> int | None:

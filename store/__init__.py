@@ -8,7 +8,8 @@ Everything above (ingest, analytics, jobs, ui, pages) reaches the database throu
   locked-down connection), ``publish(con)``, ``version()``, ``describe()``, ``caption()``, ``resolve_as_of(...)``,
   ``sidecar_path(suffix)`` ...
 * ``reader(db)`` / ``writer(db)``: ``open(db).reader()`` / ``open(db).writer()``: a read-only connection to the
-  published data; the one read-write session (migrated, under the writer lock, publishes when it ends).
+  published data; the one read-write session (migrated, under the writer lock, publishes when it ends);
+  ``limit_memory(bytes)``: the DuckDB memory of this process's sessions (the dashboard's, from its budget).
 * ``query_df`` / ``query_rows`` / ``query_number_columns``: one parameterised statement, errors carry the SQL
   (``QueryError``).
 * ``RunFilter`` / ``run_filter_params`` / ``with_run_filter``: the global run filter, its parameters and its one
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
         drop_search_index,
         refresh_search_index,
     )
-    from store.sessions import db_version, ensure_snapshot, publish, reader, writer
+    from store.sessions import db_version, ensure_snapshot, limit_memory, memory_limit, publish, reader, writer
 
 # where each public name is defined (imported from there when first asked for)
 _MODULE_OF = {
@@ -80,7 +81,10 @@ _MODULE_OF = {
         ),
         "store.search_index",
     ),
-    **dict.fromkeys(("db_version", "ensure_snapshot", "publish", "reader", "writer"), "store.sessions"),
+    **dict.fromkeys(
+        ("db_version", "ensure_snapshot", "limit_memory", "memory_limit", "publish", "reader", "writer"),
+        "store.sessions",
+    ),
 }
 
 
@@ -141,7 +145,9 @@ __all__ = [
     "insert_snapshot_column",
     "latest_version",
     "legacy_default_notice",
+    "limit_memory",
     "load_sql",
+    "memory_limit",
     "migrate",
     "migrations",
     "open",

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from contextlib import AbstractContextManager
+import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -14,27 +17,66 @@ from store.backends import open as open_store
 from store.lake import Lake
 from store.paths import Location
 
+# DuckDB's memory in this process's sessions (``limit_memory``): (memory_limit, temp_directory), or None
+_memory: list[tuple[str, str] | None] = [None]
 
+
+def limit_memory(limit_bytes: int | None, temp_directory: str | os.PathLike[str] | None = None) -> None:
+    """Hold the DuckDB instance each of this process's sessions (``reader``, ``writer``) runs in to ``limit_bytes``
+    (DuckDB's ``memory_limit``; None: DuckDB's default, 80 % of the machine's memory). Beyond it DuckDB spills what
+    it can (sorts, joins, aggregates) to ``temp_directory`` (default: a folder of this process under the system's
+    temporary folder) and fails a statement that still does not fit with its out-of-memory error. The dashboard sets
+    it from its memory budget (ui/shell.py, ``ingest.workers.server_duckdb_bytes``): a search that scans ten million
+    attempts held 19.9 GB of the server's memory without it (BENCHMARKS.md)."""
+    if limit_bytes is None:
+        _memory[0] = None
+        return
+    spill = temp_directory or Path(tempfile.gettempdir()) / f"runlens-spill-{os.getpid()}"
+    _memory[0] = (f"{max(int(limit_bytes) // 2**20, 1)}MiB", str(spill))
+
+
+def memory_limit() -> str | None:
+    """The DuckDB memory limit of this process's sessions (``limit_memory``), e.g. '3072MiB'; None: DuckDB's default."""
+    return None if _memory[0] is None else _memory[0][0]
+
+
+def _limited(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """``con`` with this process's limit applied to its instance (a global setting: every session of the instance)."""
+    if _memory[0] is not None:
+        limit, spill = _memory[0]
+        con.execute("SET memory_limit = ?", [limit])
+        if con.execute("SELECT current_setting('temp_directory')").fetchone() != (spill,):
+            # an instance that has spilled already keeps the folder it spills to
+            with contextlib.suppress(duckdb.Error):
+                con.execute("SET temp_directory = ?", [spill])
+    return con
+
+
+@contextlib.contextmanager
 def reader(
     db: Location | Store = None, *, wait_s: float = 30.0, as_of: str | int | dt.datetime | None = None
-) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only connection to the store's published data (``Store.reader``): the snapshot of a DuckDB file, a
-    Parquet folder's views, a lake at its newest snapshot or at ``as_of``.
+    Parquet folder's views, a lake at its newest snapshot or at ``as_of``; within this process's memory limit
+    (``limit_memory``).
 
     Raises:
         RunlensError: ``as_of`` on a store without time travel (a DuckDB file or a Parquet folder).
     """
-    return open_store(db).reader(wait_s=wait_s, as_of=as_of)
+    with open_store(db).reader(wait_s=wait_s, as_of=as_of) as con:
+        yield _limited(con)
 
 
+@contextlib.contextmanager
 def writer(
     db: Location | Store = None,
     *,
     wait_s: float = LOCK_WAIT_S,
     publish_snapshot: bool = True,
     short_session: bool = False,
-) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
-    """The store's one read-write session, migrated, published when it ends (``Store.writer``).
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The store's one read-write session, migrated, published when it ends (``Store.writer``), within this
+    process's memory limit (``limit_memory``).
 
     Args:
         db: the store (see ``store.open``).
@@ -47,7 +89,8 @@ def writer(
         DatabaseBusyError: another writer kept the lock for longer than ``wait_s``.
         RunlensError: the store is read-only (a Parquet folder).
     """
-    return open_store(db).writer(wait_s=wait_s, publish_snapshot=publish_snapshot, short_session=short_session)
+    with open_store(db).writer(wait_s=wait_s, publish_snapshot=publish_snapshot, short_session=short_session) as con:
+        yield _limited(con)
 
 
 def publish(con: duckdb.DuckDBPyConnection, db: Location | Store) -> None:

@@ -9,12 +9,14 @@ import io
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+import store as rdb
 from analytics import sql_console as sb
 from analytics.sql_console import worker as sql_worker
 from ingest import upload_worker as uw
@@ -117,6 +119,34 @@ def test_a_smaller_grant_lowers_duckdbs_limit_below_it() -> None:
     granted = sql_worker.granted_limits(sb.SandboxLimits(), 800 * MB)
     assert granted.memory_limit == "160MB" and granted.worker_memory_bytes() == 800 * MB
     assert sql_worker.granted_limits(sb.SandboxLimits(), 2048 * MB) == sb.SandboxLimits()
+
+
+@pytest.mark.parametrize("backend", ["file", "lake"])
+def test_the_servers_own_sessions_hold_duckdb_to_a_share_of_the_budget(
+    backend: str,
+    tmp_path: Path,
+    budget,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+) -> None:
+    """The server's reads and writes run in DuckDB instances of its own process, outside any worker's limit: the
+    budget switched on holds them to a quarter of it (at least 512 MiB, RUNLENS_SERVER_DUCKDB_MB), spilling to a
+    folder of this process, not to DuckDB's default (80 % of the machine; '.tmp' in the working folder)."""
+    from ingest.pipeline import ingest_paths
+
+    db = str(tmp_path / "s.duckdb") if backend == "file" else f"ducklake:sqlite:{tmp_path / 's.lake'}"
+    assert [r.outcome for r in ingest_paths([FIXTURES / "good.jsonl"], db=db)] == ["ingested"]
+    settings = "SELECT current_setting('memory_limit'), current_setting('temp_directory')"
+    budget(8192 * MB)
+    spill = str(Path(tempfile.gettempdir()) / f"runlens-spill-{os.getpid()}")
+    with rdb.reader(db) as con:
+        assert con.execute(settings).fetchone() == ("2.0 GiB", spill)
+    budget(1536 * MB)  # the floor's budget: the least
+    with rdb.writer(db) as con:
+        assert con.execute(settings).fetchone() == ("512.0 MiB", spill)
+    monkeypatch.setenv("RUNLENS_SERVER_DUCKDB_MB", "768")
+    budget(8192 * MB)
+    with rdb.reader(db) as con:
+        assert con.execute(settings).fetchone()[0] == "768.0 MiB"
 
 
 def test_four_memory_attacks_at_once_stay_within_the_budget(fixture_db: Path, budget) -> None:  # noqa: ANN001
