@@ -203,3 +203,39 @@ def test_cli_json_shape(search_db: Path) -> None:
         text=True,
     )
     assert bad.returncode == 2 and "invalid regular expression" in bad.stderr
+
+
+def test_a_scan_reads_runs_in_windows_and_stops_once_its_page_is_full(
+    generated_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the index (a regular expression, a store without one) a scan reads the runs kept in windows of whole
+    runs in the order hits are listed, and stops once its page is full and COUNT_CAP attempts are counted: the hits
+    are the one statement's over every attempt (``count_all``), the counts too when it read everything, else a
+    lower bound with an estimate, and the page says so. (One statement held 19.9 GB at ten million attempts.)"""
+    from analytics.search import load_scan
+
+    monkeypatch.setattr(load_scan, "SCAN_FIRST", 400)  # the generated store's runs: 500 attempts each
+    monkeypatch.setattr(load_scan, "SCAN_MOST", 800)
+    monkeypatch.setattr(load_scan, "COUNT_CAP", 100)
+    statements: list[str] = []
+    real = load_scan.query_df
+    monkeypatch.setattr(
+        load_scan, "query_df", lambda con, sql, params: statements.append(sql) or real(con, sql, params)
+    )
+    outcomes = []
+    with reader(generated_db) as con:
+        for query, mode in [("budget", "phrase"), ("[0-9]{3}", "regex"), ("zzz_none", "phrase"), ("total", "words")]:
+            for run_filter in (RunFilter(), RunFilter(benchmark="bench-0")):
+                full = sr.search(con, run_filter, query=query, mode=mode, limit=20, use_index=False, count_all=True)
+                statements.clear()
+                part = sr.search(con, run_filter, query=query, mode=mode, limit=20, use_index=False)
+                assert part.hits.to_dict("records") == full.hits.to_dict("records"), (query, run_filter)
+                if part.is_count_exact:
+                    assert (part.n_attempts, part.n_hits) == (full.n_attempts, full.n_hits), query
+                else:
+                    assert 100 <= part.n_attempts <= full.n_attempts and part.n_hits <= full.n_hits, query
+                    assert part.n_attempts_estimate is not None and part.n_attempts_estimate >= part.n_attempts
+                    assert "stopped once its page was full" in sr.how_searched(part)
+                outcomes.append((part.is_count_exact, len(statements)))
+    assert (False, 1) in outcomes  # a common query: its first window filled the page
+    assert any(exact and n > 2 for exact, n in outcomes)  # a rare one: every window read, the counts exact

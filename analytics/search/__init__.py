@@ -10,8 +10,8 @@ Definitions (docs/failure_analysis.md):
     * fields: the attempt's final ``answer`` (``step`` is null), and per step ``content``, ``args`` (the JSON
       text), ``result`` (inline, or the long result stored once in ``texts``) and ``error``;
     * ``n_attempts``: distinct attempts with at least one hit (all of them, not only the hits listed), or, when
-      ``is_count_exact`` is false (a search through the index that stopped once its page was full), those it found
-      before it stopped, with ``n_attempts_estimate`` extrapolating (shown as "at least" and "about");
+      ``is_count_exact`` is false (a search that stopped once its page was full), those it found before it
+      stopped, with ``n_attempts_estimate`` extrapolating (shown as "at least" and "about");
       ``hits``: one row per (attempt, step, field), ordered by run, task, sample, step, at most ``limit``.
 
 A phrase or words search reads the search index when the store has one (``python -m analytics search-index``: an
@@ -21,12 +21,14 @@ rarest runs of letters, digits and ``_`` (``compute.query_runs``), checked on th
 such run, run by run in the order hits are listed until the page is full; it scans only the attempts the index
 does not cover; the hits listed are the scan's (search.sql), hit for hit. Regular expressions, queries
 without a letter or digit, team stores and Parquet folders always scan, and the result says so (``how_searched``).
+A scan reads the runs kept in windows of whole runs in the same order and stops the same way (``load_scan.scan``), unless
+``count_all``.
 
 ``python -m analytics search [--benchmark B] [--regex|--words] "QUERY" --json`` prints
 ``{"query", "n_attempts", "hits": [{"run_id", "task_id", "sample", "step", "snippet"}]}``.
 
-Modules by role: ``compute`` (patterns and snippets, pure), ``load`` (the statements and the only queries) and
-``report`` (how it was searched, JSON, text). This package re-exports their public names: ``from analytics import
+Modules by role: ``compute`` (patterns and snippets, pure), ``load_scan`` (the search statement and the scan), ``load``
+(the index's statements and the walk) and ``report`` (how it was searched, JSON, text). This package re-exports their public names: ``from analytics import
 search``.
 """
 
@@ -47,11 +49,11 @@ from analytics.search.compute import (
 )
 from analytics.search.index_sql import INDEX_CATALOG
 from analytics.search.load import (
-    STEP_FIELDS,
     check_regex,
     index_coverage,
     search,
 )
+from analytics.search.load_scan import STEP_FIELDS
 from analytics.search.report import (
     count_text,
     how_searched,

@@ -45,74 +45,17 @@ from analytics.search.index_sql import (
     ints,
     segments_checked,
 )
+from analytics.search.load_scan import locate, predicate, scan, sql_params, statement, uncovered_statement
 from analytics.sqlfiles import load_sql
-from store import ALL_RUNS, QueryError, RunFilter, attach_search_index_runs, query_df, query_rows
-
-
-def _params(kind: str, patterns: list[str]) -> dict[str, str]:
-    """SQL parameters of the patterns: ``$q`` (the phrase or regex), or ``$w0``.. and ``$r0``.. per word."""
-    if kind != "words":
-        return {"q": patterns[0]}
-    out = {f"w{i}": w for i, w in enumerate(patterns)}
-    # a whole word: RE2 \b around the escaped word, case-insensitive; the substring test runs first (cheap)
-    return out | {f"r{i}": r"(?i)\b" + re.escape(w) + r"\b" for i, w in enumerate(patterns)}
-
-
-def _predicate(kind: str, column: str, n_words: int = 0) -> str:
-    """SQL that is true when ``column`` matches (the patterns are parameters, see ``_params``)."""
-    if kind == "contains":
-        return f"contains(lower({column}), $q)"
-    if kind == "regex":
-        return f"regexp_matches({column}, $q)"
-    low = f"lower({column})"
-    parts = [f"contains({low}, $w{i}) AND regexp_matches({column}, $r{i})" for i in range(n_words)]
-    return "(" + " AND ".join(parts) + ")"
-
-
-def _locate(kind: str, column: str) -> str:
-    """SQL for the 1-based position (``pos``) and the length (``mlen``) of the first match in ``column``."""
-    if kind == "contains":
-        return f"strpos(lower({column}), $q) AS pos, length($q) AS mlen"
-    pattern = "$q" if kind == "regex" else "$r0"
-    found = f"regexp_extract({column}, {pattern}, 0)"
-    return f"strpos({column}, {found}) AS pos, length({found}) AS mlen"
-
-
-STEP_FIELDS = {"content": "s.content", "args": "s.args::VARCHAR", "result": "s.result", "error": "s.error"}
-
-
-def _sql(kind: str, n_words: int, uncovered: list[int] | None = None) -> str:
-    """The search statement (search.sql): every field of every attempt the filters keep, matched by ``kind``; with
-    ``uncovered`` (files no segment of the index covers) only the attempts the index does not cover."""
-    preds = {name: _predicate(kind, col, n_words) for name, col in STEP_FIELDS.items()}
-    field_case = " ".join(f"WHEN {p} THEN '{name}'" for name, p in preds.items())
-    text_case = " ".join(f"WHEN {preds[name]} THEN {col}" for name, col in STEP_FIELDS.items())
-    parts = {
-        "match_answer": _predicate(kind, "k.answer", n_words),
-        "match_step": " OR ".join(f"coalesce({p}, false)" for p in preds.values()),
-        "field_case": f"CASE {field_case} END",
-        "text_case": f"CASE {text_case} END",
-        "locate": _locate(kind, "text"),
-    }
-    if uncovered is None:
-        only = {
-            "only_attempts": "true",
-            "only_steps": "true",
-            "long_texts": f"(SELECT t.text_hash, t.text FROM texts t WHERE {_predicate(kind, 't.text', n_words)})",
-            "match_long": "true",
-        }
-    else:
-        only = {
-            "only_attempts": "a.attempt_id >= $min_unindexed AND (a.file_id IN ("
-            + ints(uncovered)
-            + ") OR ($no_file AND a.file_id IS NULL))",
-            "only_steps": "s.attempt_id >= $min_unindexed",
-            "long_texts": "texts",
-            # the long text with an empty string that depends on the step: matched after the join
-            "match_long": _predicate(kind, "t.text || left(s.step::VARCHAR, 0)", n_words),
-        }
-    return load_sql("search").format(**parts, **only)
-
+from store import (
+    ALL_RUNS,
+    QueryError,
+    RunFilter,
+    attach_search_index_runs,
+    memory_limit,
+    query_df,
+    query_rows,
+)
 
 # a query checked on the text that has checked this share of the attempts kept (and at least SCAN_MIN) without
 # filling its page is finished by a scan: its words are common and it is rare (with word pairs, seldom: their
@@ -246,7 +189,9 @@ def search(
     it walks the runs kept in the order the hits are listed and stops once its page is full and, when the postings
     decide alone, it has counted ``COUNT_CAP`` attempts; the counts are then a lower bound with an estimate
     (``is_count_exact`` False). It scans only the attempts the index does not cover; regular expressions, queries
-    without a letter or digit and stores without an index are scanned. The hits listed are the scan's, always.
+    without a letter or digit and stores without an index are scanned (``load_scan.scan``: in windows of whole runs in
+    the same order, stopping once the page is full and ``COUNT_CAP`` attempts are counted). The hits listed are the
+    scan's of every attempt, always.
 
     Args:
         con: a read connection.
@@ -255,21 +200,39 @@ def search(
         mode: ``phrase``, ``words`` or ``regex`` (see the module docstring).
         limit: at most this many hits are returned.
         use_index: False scans even when an index exists (for comparisons).
-        count_all: through the index, read every candidate so the counts are exact (slower on common words).
+        count_all: read every candidate (through the index) or every attempt (a scan) so the counts are exact
+            (slower on common words).
 
     Raises:
-        SearchError: the query is refused (empty, too long, invalid regular expression).
+        SearchError: the query is refused (empty, too long, invalid regular expression), or it needed more memory
+            than DuckDB may take in this process (``store.limit_memory``: the dashboard's share of its budget).
     """
+    try:
+        return _search(con, run_filter, query, mode, limit, use_index=use_index, count_all=count_all)
+    except QueryError as exc:
+        if not isinstance(exc.__cause__, duckdb.OutOfMemoryException):
+            raise
+        raise SearchError(
+            f"This search needed more memory than the server gives its reads ({memory_limit() or 'DuckDB default'}): "
+            "its matches are too many to count. Narrow the sidebar's filters, search a phrase or words (read "
+            "through the search index when the store has one), or raise RUNLENS_SERVER_DUCKDB_MB."
+        ) from exc
+
+
+def _search(
+    con: duckdb.DuckDBPyConnection, run_filter: RunFilter, query: str, mode: str, limit: int, *, use_index: bool,
+    count_all: bool,
+) -> SearchResult:  # fmt: skip
     kind, patterns = match_pattern(query, mode)
     params: dict[str, Any] = (
-        _params(kind, patterns) | run_filter.params() | {"limit": int(limit), "context": SNIPPET_CONTEXT}
+        sql_params(kind, patterns) | run_filter.params() | {"limit": int(limit), "context": SNIPPET_CONTEXT}
     )
     if kind == "regex":
         check_regex(con, patterns[0])
     cov = _coverage(con, run_filter) if use_index and kind != "regex" else None
     runs = _index_runs(kind, patterns)
     if cov is None or not runs:
-        result = result_of(query, mode, query_df(con, _sql(kind, len(patterns)), params))
+        result = scan(con, run_filter, kind, patterns, params, query, mode, limit=limit, count_all=count_all)
         if cov is not None:
             return dataclasses.replace(result, scan_reason="the query has no letter or digit to look up")
         return result
@@ -348,10 +311,10 @@ class _Walk:
         sql = load_sql("search_chunk").format(
             candidates=self._candidates(ranges),
             if_verify="false" if self.is_exact else "true",
-            match_answer=_predicate(self.kind, "k.answer", self.n_words),
-            match_field=_predicate(self.kind, field_text, self.n_words),
+            match_answer=predicate(self.kind, "k.answer", self.n_words),
+            match_field=predicate(self.kind, field_text, self.n_words),
             field_text=field_text,
-            locate=_locate(self.kind, "text"),
+            locate=locate(self.kind, "text"),
             ids_a=in_ranges("a.attempt_id", ranges),
             ids_k=in_ranges("k.attempt_id", ranges),
             ids_s=in_ranges("s.attempt_id", ranges),
@@ -429,10 +392,10 @@ class _Walk:
                 f"SELECT text_hash, text FROM texts WHERE rowid BETWEEN {int(a)} AND {int(b)} AND rowid IN ({listed})"
                 for a, b in ranges
             ),
-            match=_predicate(self.kind, "text", self.n_words) if check else "true",
-            locate=_locate(self.kind, "text"),
+            match=predicate(self.kind, "text", self.n_words) if check else "true",
+            locate=locate(self.kind, "text"),
         )
-        found = _run(self.con, sql, _params(self.kind, self.patterns) | {"context": SNIPPET_CONTEXT})
+        found = _run(self.con, sql, sql_params(self.kind, self.patterns) | {"context": SNIPPET_CONTEXT})
         found = found[found["text_hash"].isin(wanted)].drop_duplicates("text_hash")
         self._long_unmatched |= set(found.loc[~found["matched"].astype(bool), "text_hash"])
         return found[found["matched"].astype(bool)].reset_index(drop=True)
@@ -455,7 +418,9 @@ class _Walk:
                     complete = False
                     break
                 if self._read(part, n_kept):
-                    result = result_of(query, mode, _run(self.con, _sql(self.kind, len(self.patterns)), self.params))
+                    result = result_of(
+                        query, mode, _run(self.con, statement(self.kind, len(self.patterns)), self.params)
+                    )
                     reason = (
                         f"its words are in most texts and it is in few: {self.checked:,} candidate attempts checked "
                         "through the index did not fill the page"
@@ -566,7 +531,7 @@ class _Walk:
         """Hits of the attempts no segment covers, scanned (their totals on every row, the first ``limit``)."""
         if not self.cov.n_unindexed:
             return None
-        sql = _sql(self.kind, len(self.patterns), self.cov.uncovered)
+        sql = uncovered_statement(self.kind, len(self.patterns), self.cov.uncovered)
         return _run(self.con, sql, self.params | {"no_file": self.cov.no_file, "min_unindexed": self.cov.lowest or 0})
 
     def _result(
@@ -617,13 +582,13 @@ class _Walk:
             return listed
         hits = listed.loc[~has].drop(columns=cols, errors="ignore")
         aids = [int(a) for a in hits["attempt_id"]]
-        params = {k: v for k, v in _params(self.kind, self.patterns).items()} | {
+        params = {k: v for k, v in sql_params(self.kind, self.patterns).items()} | {
             "aids": aids, "steps": [-1 if pd.isna(s) else int(s) for s in hits["step"]],
             "srcs": [int(s) for s in hits["src"]], "context": SNIPPET_CONTEXT,
         }  # fmt: skip
         ranges = id_ranges(aids)
         sql = load_sql("search_page").format(
-            locate=_locate(self.kind, "text"),
+            locate=locate(self.kind, "text"),
             ids_a=in_ranges("a.attempt_id", ranges),
             ids_s=in_ranges("s.attempt_id", ranges),
         )

@@ -21,13 +21,22 @@ def how_searched(result: SearchResult) -> str:
                 f"{count_text(result)} (`--count-all` on the command line reads everything)."
             )
         return f"Read through the search index{rest} (refresh it with `python -m analytics search-index`).{stop}"
+    scanned = "Scanned every transcript"
+    stop = ""
+    if not result.is_count_exact:
+        scanned = "Scanned the transcripts run by run in the order hits are listed"
+        stop = (
+            f" It stopped once its page was full, so the counts are of what it read: {count_text(result)} "
+            "(`--count-all` on the command line reads everything)."
+        )
     if result.mode == "regex":
-        return "Scanned every transcript (regular-expression searches always scan)."
+        return f"{scanned} (regular-expression searches always scan).{stop}"
     if result.scan_reason:
-        return f"Scanned every transcript: {result.scan_reason}."
+        return f"{scanned}: {result.scan_reason}.{stop}"
     return (
-        "Scanned every transcript: this store has no search index. On a file store or a local lake, "
+        f"{scanned}: this store has no search index. On a file store or a local lake, "
         "`python -m analytics search-index` builds one beside the database; phrase and word searches then read it."
+        + stop
     )
 
 
