@@ -149,6 +149,22 @@ def test_the_servers_own_sessions_hold_duckdb_to_a_share_of_the_budget(
         assert con.execute(settings).fetchone()[0] == "768.0 MiB"
 
 
+def test_a_search_beyond_the_servers_duckdb_share_says_so(
+    demo_db: Path,
+    budget,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+) -> None:
+    """A statement that cannot spill within the server's share fails with DuckDB's out-of-memory error: the Search
+    page shows a message naming the limit and what to do, not a traceback."""
+    from analytics import search as sr
+
+    monkeypatch.setenv("RUNLENS_SERVER_DUCKDB_MB", "4")
+    budget(8192 * MB)
+    refused = pytest.raises(sr.SearchError, match=r"more memory than the server gives its reads \(4MiB\)")
+    with rdb.reader(demo_db) as con, refused:
+        sr.search(con, query=".", mode="regex", count_all=True)  # every text matches, in one statement
+
+
 def test_four_memory_attacks_at_once_stay_within_the_budget(fixture_db: Path, budget) -> None:  # noqa: ANN001
     """Four SQL statements each needing GBs of Arrow memory (one was 2.18 GB, four 6.5 GB): at most two workers run,
     each within its limit; every statement ends with a message."""
