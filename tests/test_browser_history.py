@@ -53,25 +53,26 @@ def picked(page: Page, label: str) -> str:
 
 
 def test_each_page_visit_is_one_history_entry(demo_app: str) -> None:
+    """Every page of the menu opened in turn, each adding one entry; then Back from the last to the first, each Back
+    leaving its page for the view before it (not the same page again)."""
     url = demo_app
     with chromium_page(width=1280, height=900) as page:
         page.add_init_script(RECORD_HISTORY_JS)
         page.goto(f"{url}/?benchmark=ad-bench")
         heading(page, "Leaderboard")
         assert pushes(page) == 0, page.url  # a link that names the benchmark is kept as it came
-        before = page.url
+        visited = [("Leaderboard", page.url)]
         for title, head in PAGES:
             n = pushes(page)
             page.locator(MENU).get_by_text(title, exact=True).first.click()
             heading(page, head)
             assert pushes(page) == n + 1, (title, page.url)
             assert url_param(page, "benchmark") == "ad-bench", page.url  # the menu carries the filters
+            visited.append((head, page.url))
+        for (title, _), (head, before) in zip(reversed(visited[1:]), reversed(visited[:-1]), strict=True):
             page.go_back()  # the first Back leaves the page: the view before it, not the same page again
-            settle(page)
-            assert page.url == before, (title, page.url)
-            page.go_forward()
             heading(page, head)
-            before = page.url
+            assert page.url == before, (title, page.url)
 
 
 def test_diff_to_drilldown_back_and_forward(demo_app: str) -> None:
