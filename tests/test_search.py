@@ -224,18 +224,56 @@ def test_a_scan_reads_runs_in_windows_and_stops_once_its_page_is_full(
     )
     outcomes = []
     with reader(generated_db) as con:
-        for query, mode in [("budget", "phrase"), ("[0-9]{3}", "regex"), ("zzz_none", "phrase"), ("total", "words")]:
-            for run_filter in (RunFilter(), RunFilter(benchmark="bench-0")):
-                full = sr.search(con, run_filter, query=query, mode=mode, limit=20, use_index=False, count_all=True)
-                statements.clear()
-                part = sr.search(con, run_filter, query=query, mode=mode, limit=20, use_index=False)
-                assert part.hits.to_dict("records") == full.hits.to_dict("records"), (query, run_filter)
-                if part.is_count_exact:
-                    assert (part.n_attempts, part.n_hits) == (full.n_attempts, full.n_hits), query
-                else:
-                    assert 100 <= part.n_attempts <= full.n_attempts and part.n_hits <= full.n_hits, query
-                    assert part.n_attempts_estimate is not None and part.n_attempts_estimate >= part.n_attempts
-                    assert "stopped once its page was full" in sr.how_searched(part)
-                outcomes.append((part.is_count_exact, len(statements)))
-    assert (False, 1) in outcomes  # a common query: its first window filled the page
-    assert any(exact and n > 2 for exact, n in outcomes)  # a rare one: every window read, the counts exact
+        for rest in (load_scan.SCAN_REST, 0):  # few hits after the first window: the rest in one statement, or not
+            monkeypatch.setattr(load_scan, "SCAN_REST", rest)
+            for query, mode in [
+                ("budget", "phrase"),
+                ("[0-9]{3}", "regex"),
+                ("zzz_none", "phrase"),
+                ("total", "words"),
+            ]:
+                for run_filter in (RunFilter(), RunFilter(benchmark="bench-0")):
+                    full = sr.search(con, run_filter, query=query, mode=mode, limit=20, use_index=False, count_all=True)
+                    statements.clear()
+                    part = sr.search(con, run_filter, query=query, mode=mode, limit=20, use_index=False)
+                    assert part.hits.to_dict("records") == full.hits.to_dict("records"), (query, run_filter)
+                    if part.is_count_exact:
+                        assert (part.n_attempts, part.n_hits) == (full.n_attempts, full.n_hits), query
+                    else:
+                        assert 100 <= part.n_attempts <= full.n_attempts and part.n_hits <= full.n_hits, query
+                        assert part.n_attempts_estimate is not None and part.n_attempts_estimate >= part.n_attempts
+                        assert "stopped once its page was full" in sr.how_searched(part)
+                    outcomes.append((rest, part.is_count_exact, len(statements)))
+    assert (0, False, 1) in outcomes  # a common query: its first window filled the page
+    assert (load_scan.SCAN_REST, True, 2) in outcomes  # a rare one: its first window, then the rest at once
+    assert any(rest == 0 and exact and n > 2 for rest, exact, n in outcomes)  # or every window
+
+
+def test_a_rest_read_at_once_that_runs_out_of_memory_is_read_window_by_window(
+    generated_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rest of a rare pattern's scan in one statement needs memory for every attempt it reads: when DuckDB's
+    share cannot hold it, the scan goes on window by window, with the same result."""
+    import duckdb
+
+    from analytics.search import load_scan
+    from store import QueryError
+
+    monkeypatch.setattr(load_scan, "SCAN_FIRST", 400)
+    monkeypatch.setattr(load_scan, "SCAN_MOST", 800)
+    real, reads = load_scan._read, []
+
+    def tight(*args: object, long_once: bool) -> object:
+        reads.append(long_once)
+        if long_once:
+            raise QueryError(
+                "Out of Memory Error: could not allocate", "SELECT", None
+            ) from duckdb.OutOfMemoryException()
+        return real(*args, long_once=long_once)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(load_scan, "_read", tight)
+    with reader(generated_db) as con:
+        full = sr.search(con, query="zzz_none", limit=20, use_index=False, count_all=True)
+        part = sr.search(con, query="zzz_none", limit=20, use_index=False)
+    assert (part.n_attempts, part.n_hits, part.is_count_exact) == (full.n_attempts, full.n_hits, True)
+    assert reads[:3] == [False, True, False] and reads.count(True) == 1 and len(reads) > 3, reads

@@ -13,7 +13,7 @@ import pandas as pd
 from analytics.search.compute import COUNT_CAP, MAX_RANGES, SearchResult, result_of
 from analytics.search.index_sql import in_ranges, ints
 from analytics.sqlfiles import load_sql
-from store import RunFilter, query_df, query_rows
+from store import QueryError, RunFilter, query_df, query_rows
 
 
 def sql_params(kind: str, patterns: list[str]) -> dict[str, str]:
@@ -48,10 +48,13 @@ def locate(kind: str, column: str) -> str:
 STEP_FIELDS = {"content": "s.content", "args": "s.args::VARCHAR", "result": "s.result", "error": "s.error"}
 
 
-def statement(kind: str, n_words: int, attempts: str | None = None, steps: str = "true") -> str:
+def statement(
+    kind: str, n_words: int, attempts: str | None = None, steps: str = "true", *, long_once: bool | None = None
+) -> str:
     """The search statement (search.sql): every field of every attempt the filters keep, matched by ``kind``; with
     ``attempts`` (SQL on the attempts ``a``, and ``steps`` on their steps ``s``, the same attempts: integers of the
-    store, never user input) only those, their long texts joined first (a few attempts, or a window of a scan)."""
+    store, never user input) only those. Long texts are matched once each by a scan of them (``long_once``; the
+    default without ``attempts``), else joined to the attempts' steps first (a few attempts, a window of a scan)."""
     preds = {name: predicate(kind, col, n_words) for name, col in STEP_FIELDS.items()}
     field_case = " ".join(f"WHEN {p} THEN '{name}'" for name, p in preds.items())
     text_case = " ".join(f"WHEN {preds[name]} THEN {col}" for name, col in STEP_FIELDS.items())
@@ -67,11 +70,11 @@ def statement(kind: str, n_words: int, attempts: str | None = None, steps: str =
         "only_steps": steps,
     }
     long_steps = "FROM steps s {join} SEMI JOIN kept k ON k.attempt_id = s.attempt_id WHERE {only_steps} AND {match}"
-    if attempts is None:  # every long text matched once, by a scan of them; only its window joined
+    if attempts is None if long_once is None else long_once:  # each long text matched once; its window joined
         long = {
             "long_text_branch": "",
             "long_branch": "UNION ALL SELECT s.attempt_id, s.step, 'result', t.pos, t.mlen, t.w0, t.n_chars, t.win "
-            + long_steps.format(join="JOIN long_windows t ON t.text_hash = s.result_hash", only_steps="true",
+            + long_steps.format(join="JOIN long_windows t ON t.text_hash = s.result_hash", only_steps=steps,
                                 match="true"),
         }  # fmt: skip
     else:  # their long texts joined, then matched (an empty string that depends on the step)
@@ -102,6 +105,9 @@ def uncovered_statement(kind: str, n_words: int, uncovered: list[int]) -> str:
 # ten million attempts held 19.9 GB for a regular expression most attempts match (BENCHMARKS.md)
 SCAN_FIRST = 50_000
 SCAN_MOST = 1_000_000
+# once the attempts with a hit so far, extrapolated to the runs not read yet, are fewer than this, the rest is one
+# statement (its memory: the attempts kept and those with a hit, not the texts)
+SCAN_REST = 200_000
 
 
 def scan(
@@ -125,14 +131,26 @@ def scan(
     n_attempts = n_hits = walked = 0
     pages: list[pd.DataFrame] = []
     listed = 0
-    for i, window in enumerate(windows):
-        spans = [(int(r[1]), int(r[2])) for r in window]
-        sql = statement(
-            kind, len(patterns),
-            f"list_contains($window_runs, a.run_id) AND {in_ranges('a.attempt_id', merged_spans(spans))}",
-            in_ranges("s.attempt_id", merged_spans(spans)),
-        )  # fmt: skip
-        found = query_df(con, sql, params | {"window_runs": [str(r[0]) for r in window]})
+    may_rest = True
+    for i in range(len(windows)):
+        window = windows[i]
+        # few matches so far: the rest is read in one statement, each long text matched once (window by window, a
+        # rare pattern probed every long text once a window: 56 s against 28 at 10M); window by window again when
+        # that statement needs more memory than DuckDB may take here
+        is_rest = may_rest and 0 < i < len(windows) - 1 and listed < limit
+        is_rest = is_rest and n_attempts * (n_kept - walked) < SCAN_REST * walked
+        if is_rest:
+            try:
+                found = _read(
+                    con, kind, patterns, params, [run for rest in windows[i:] for run in rest], long_once=True
+                )
+                window = [run for rest in windows[i:] for run in rest]
+            except QueryError as exc:
+                if not isinstance(exc.__cause__, duckdb.OutOfMemoryException):
+                    raise
+                is_rest = may_rest = False
+        if not is_rest:
+            found = _read(con, kind, patterns, params, window, long_once=False)
         walked += sum(int(r[3]) for r in window)
         if len(found):
             n_attempts += int(found["n_attempts"].iloc[0])
@@ -141,6 +159,8 @@ def scan(
             if listed < limit and len(hits):
                 pages.append(hits.head(limit - listed))
                 listed += min(len(hits), limit - listed)
+        if is_rest:
+            break
         if listed >= limit and n_attempts >= COUNT_CAP and i + 1 < len(windows):
             estimate = max(n_attempts, round(n_attempts * n_kept / max(walked, 1)))
             return dataclasses.replace(
@@ -149,6 +169,19 @@ def scan(
             )  # fmt: skip
     page = pd.concat(pages, ignore_index=True) if pages else pd.DataFrame()
     return dataclasses.replace(result_of(query, mode, page), n_attempts=n_attempts, n_hits=n_hits)
+
+
+def _read(
+    con: duckdb.DuckDBPyConnection, kind: str, patterns: list[str], params: dict[str, Any],
+    runs: list[tuple[Any, ...]], *, long_once: bool,
+) -> pd.DataFrame:  # fmt: skip
+    """The search statement over ``runs`` (``(run_id, lowest attempt id, highest, attempts)``)."""
+    spans = merged_spans([(int(r[1]), int(r[2])) for r in runs])
+    sql = statement(
+        kind, len(patterns), f"list_contains($window_runs, a.run_id) AND {in_ranges('a.attempt_id', spans)}",
+        in_ranges("s.attempt_id", spans), long_once=long_once,
+    )  # fmt: skip
+    return query_df(con, sql, params | {"window_runs": [str(r[0]) for r in runs]})
 
 
 def merged_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
