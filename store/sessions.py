@@ -23,7 +23,8 @@ _memory: list[tuple[str, str] | None] = [None]
 
 def limit_memory(limit_bytes: int | None, temp_directory: str | os.PathLike[str] | None = None) -> None:
     """Hold the DuckDB instance each of this process's sessions (``reader``, ``writer``) runs in to ``limit_bytes``
-    (DuckDB's ``memory_limit``; None: DuckDB's default, 80 % of the machine's memory). Beyond it DuckDB spills what
+    (DuckDB's ``memory_limit``; None: sessions opened from now on are left as DuckDB sets them, 80 % of the
+    machine's memory by default). Beyond it DuckDB spills what
     it can (sorts, joins, aggregates) to ``temp_directory`` (default: a folder of this process under the system's
     temporary folder) and fails a statement that still does not fit with its out-of-memory error. The dashboard sets
     it from its memory budget (ui/shell.py, ``ingest.workers.server_duckdb_bytes``): a search that scans ten million
