@@ -3,6 +3,9 @@ and a browser timing of the leaderboard.
 
 ``python bench/bench_pages.py --db /tmp/runlens-bench/bench-100000.duckdb [--browser] [--json OUT.json]``
 
+``--pages`` names view files, each with its link's parameters if any (``"views/search.py?q=budget&mode=words"``:
+the Search page's first render with that query, through the search index when the store has one).
+
 *first* is the page's first render in a server that has already started (the app's bootstrap ran once) but whose
 data cache is empty -- what the first visitor after an ingest sees, since new data changes the cache key.
 *warm* is a rerun of the same session (cached aggregates). Wall and CPU (process time, all threads) are both
@@ -23,6 +26,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -76,11 +80,14 @@ def render_pages(db: Path, pages: list[str]) -> list[dict[str, object]]:
     for page in pages:
         st.cache_data.clear()
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=1800)
-        if page == "views/drilldown.py":
+        path, _, link = page.partition("?")  # a page with its link's parameters: views/search.py?q=budget&mode=words
+        for key, value in parse_qsl(link):
+            at.query_params[key] = value
+        if path == "views/drilldown.py" and not link:
             for key, value in one_attempt(db).items():
                 at.query_params[key] = value
-        if page != PAGES[0]:
-            at.switch_page(page)
+        if path != PAGES[0]:
+            at.switch_page(path)
         start = _clock()
         at.run()
         first = _since(start)

@@ -85,6 +85,7 @@ def test_bench_ingest_and_bench_pages_run(tmp_path: Path) -> None:
             "--pages",
             "views/leaderboard.py",
             "views/drilldown.py",
+            "views/search.py?q=step&mode=words",
             "--json",
             str(pages),
         ],
@@ -97,6 +98,8 @@ def test_bench_ingest_and_bench_pages_run(tmp_path: Path) -> None:
     result = json.loads(pages.read_text())
     timed = {p["page"]: p for p in result["pages"]}
     assert timed["views/leaderboard.py"]["first_wall_s"] > 0 and not timed["views/leaderboard.py"]["problems"]
+    searched = timed["views/search.py?q=step&mode=words"]  # a page with its link's parameters
+    assert searched["first_wall_s"] > 0 and not searched["problems"]
     assert result["drilldown_queries"]["wall_s"] > 0
     assert set(result["sql_table2"]) == {"shipped", "bench-0"}
     assert result["sql_table2"]["bench-0"]["rows"] and not result["sql_table2"]["bench-0"]["error"]
