@@ -2,7 +2,7 @@
 None or nan, and every table's default columns fit its width (the grid does not scroll sideways). Each page's first
 render at 1280 px is recorded (wall seconds to the app's answer, tests/artifacts/page-timings-1280.json; figures, not
 assertions: bench/bench_pages_browser.py is where times are measured, a second visit's too), and a screenshot of
-each page at each width is saved (tests/artifacts/browser-tables-<page>-<w>.png) to look at. A page is opened once
+each page at 1280 px is saved (tests/artifacts/browser-tables-<page>-1280.png) to look at. A page is opened once
 and checked at both widths by resizing the window; the pages of ui.tables' own check (TOUCHED) are checked on that
 visit too. The same checks after an upload: tests/test_browser_tables_uploaded.py."""
 
@@ -143,7 +143,8 @@ def every_page_problems(ready_url: str) -> dict[str, dict[str, list[str]]]:
                     page.set_viewport_size({"width": width, "height": 1000})
                     settle(page, grace_s=0.0)  # a resize asks for no script run
                 open_expanders(page)  # every table of the page, those in expanders too
-                shot = screenshot(page, f"browser-tables-{name}-{width}")
+                if width == WIDTHS[0]:  # one picture a page to look at (each costs about 0.8 s of the run)
+                    shot = screenshot(page, f"browser-tables-{name}-{width}")
                 found = problems_on(page)
                 if page.locator('[data-testid="stException"]').count():
                     found.append("an exception")
