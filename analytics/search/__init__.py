@@ -21,15 +21,15 @@ rarest runs of letters, digits and ``_`` (``compute.query_runs``), checked on th
 such run, run by run in the order hits are listed until the page is full; it scans only the attempts the index
 does not cover; the hits listed are the scan's (search.sql), hit for hit. Regular expressions, queries
 without a letter or digit, team stores and Parquet folders always scan, and the result says so (``how_searched``).
-A scan reads the runs kept in windows of whole runs in the same order and stops the same way (``load_scan.scan``), unless
-``count_all``.
+A scan reads the runs kept in windows of whole runs in the same order and stops the same way (``load_scan.scan``),
+unless ``count_all``.
 
 ``python -m analytics search [--benchmark B] [--regex|--words] "QUERY" --json`` prints
 ``{"query", "n_attempts", "hits": [{"run_id", "task_id", "sample", "step", "snippet"}]}``.
 
-Modules by role: ``compute`` (patterns and snippets, pure), ``load_scan`` (the search statement and the scan), ``load``
-(the index's statements and the walk) and ``report`` (how it was searched, JSON, text). This package re-exports their public names: ``from analytics import
-search``.
+Modules by role: ``compute`` (patterns and snippets, pure), ``load_scan`` (the search statement and the scan),
+``load`` (the index's statements and the walk) and ``report`` (how it was searched, JSON, text). This package
+re-exports their public names: ``from analytics import search``.
 """
 
 from __future__ import annotations

@@ -189,9 +189,9 @@ def search(
     it walks the runs kept in the order the hits are listed and stops once its page is full and, when the postings
     decide alone, it has counted ``COUNT_CAP`` attempts; the counts are then a lower bound with an estimate
     (``is_count_exact`` False). It scans only the attempts the index does not cover; regular expressions, queries
-    without a letter or digit and stores without an index are scanned (``load_scan.scan``: in windows of whole runs in
-    the same order, stopping once the page is full and ``COUNT_CAP`` attempts are counted). The hits listed are the
-    scan's of every attempt, always.
+    without a letter or digit and stores without an index are scanned (``load_scan.scan``: in windows of whole runs
+    in the same order, stopping once the page is full and ``COUNT_CAP`` attempts are counted). The hits listed are
+    the first of every attempt kept, always.
 
     Args:
         con: a read connection.
@@ -213,9 +213,9 @@ def search(
         if not isinstance(exc.__cause__, duckdb.OutOfMemoryException):
             raise
         raise SearchError(
-            f"This search needed more memory than the server gives its reads ({memory_limit() or 'DuckDB default'}): "
-            "its matches are too many to count. Narrow the sidebar's filters, search a phrase or words (read "
-            "through the search index when the store has one), or raise RUNLENS_SERVER_DUCKDB_MB."
+            f"This search needed more memory than the server gives its reads ({memory_limit() or 'DuckDB default'}). "
+            "Narrow the sidebar's filters, search a phrase or words (read through the search index when the store "
+            "has one), or raise RUNLENS_SERVER_DUCKDB_MB."
         ) from exc
 
 
