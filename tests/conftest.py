@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -239,10 +241,55 @@ _SPENT: dict[str, float] = {}  # seconds per test file (setup, call and teardown
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _SPENT[file_of(report.nodeid)] = _SPENT.get(file_of(report.nodeid), 0.0) + report.duration
+    if report.failed and "crashed while running" in str(report.longrepr):
+        _crashed.append(report.nodeid)
+
+
+FAULTS = ARTIFACTS / "faults"  # one file per pytest-xdist worker: a fatal signal's Python stacks (faulthandler)
+_fault_files: list[object] = []
+_crashed: list[str] = []  # tests whose worker died under them (seen by the controller)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own faulthandler plugin, which writes to the worker's stderr
+def pytest_configure(config: pytest.Config) -> None:
+    """A worker that dies of a fatal signal (a segmentation fault in a native library) leaves the Python stacks of
+    its threads in tests/artifacts/faults/<worker>.txt; the controller prints them in its summary (a worker's own
+    stderr is not in the report: pytest-xdist says only that the worker crashed)."""
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker is None:
+        shutil.rmtree(FAULTS, ignore_errors=True)  # the controller starts before its workers
+        return
+    FAULTS.mkdir(parents=True, exist_ok=True)
+    handle = (FAULTS / f"{worker}.txt").open("w")
+    _fault_files.append(handle)
+    faulthandler.enable(handle, all_threads=True)
+
+
+def _crash_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What is known of a worker that died: the stacks it left (``pytest_configure``) and the kernel's last words
+    on the machine's processes (an out-of-memory kill leaves no stack; the kernel names it)."""
+    stacks = sorted(f for f in FAULTS.glob("*.txt") if f.stat().st_size) if FAULTS.is_dir() else []
+    if not (_crashed or stacks):
+        return
+    terminalreporter.write_sep("=", "workers that died: " + ", ".join(_crashed or ["(none reported)"]))
+    for found in stacks:
+        terminalreporter.write_line(f"--- {found.name}: the fatal error's Python stacks")
+        runner = ("/_pytest/", "/pluggy/", "/xdist/", "/execnet/", "<string>")  # the same in every stack
+        lines = [line for line in found.read_text(errors="replace").splitlines() if not any(r in line for r in runner)]
+        for line in lines[:120]:
+            terminalreporter.write_line(line)
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        kernel = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10).stdout.splitlines()
+        words = ("out of memory", "killed process", "oom", "segfault", "general protection", "trap")
+        said = [line for line in kernel if any(w in line.lower() for w in words)][-20:]
+        terminalreporter.write_line("--- the kernel's messages on killed or faulting processes:")
+        for line in said or ["(none)"]:
+            terminalreporter.write_line(line)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The slowest test files, for tests/schedule.py's ``FILE_SECONDS``."""
+    """The slowest test files, for tests/schedule.py's ``FILE_SECONDS``; what is known of a worker that died."""
+    _crash_summary(terminalreporter)
     if not _SPENT:
         return
     terminalreporter.write_sep("=", "slowest 20 test files (setup + call + teardown)")
