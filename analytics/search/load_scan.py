@@ -140,11 +140,10 @@ def scan(
         is_rest = may_rest and 0 < i < len(windows) - 1 and listed < limit
         is_rest = is_rest and n_attempts * (n_kept - walked) < SCAN_REST * walked
         if is_rest:
+            rest = [run for later in windows[i:] for run in later]
             try:
-                found = _read(
-                    con, kind, patterns, params, [run for rest in windows[i:] for run in rest], long_once=True
-                )
-                window = [run for rest in windows[i:] for run in rest]
+                found = _read(con, kind, patterns, params, rest, long_once=True)
+                window = rest
             except QueryError as exc:
                 if not isinstance(exc.__cause__, duckdb.OutOfMemoryException):
                     raise
