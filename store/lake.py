@@ -37,6 +37,7 @@ import datetime as dt
 import itertools
 import os
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -330,6 +331,15 @@ def _evict(engine: duckdb.DuckDBPyConnection, conninfo: str, *, older_than: int 
             del _POOL_ALIASES[entry.alias]
             with contextlib.suppress(duckdb.Error):
                 engine.execute(f"DETACH {entry.alias}")
+
+
+def detach_idle(lake: Lake) -> None:
+    """Detach every idle snapshot attachment of ``lake`` in this process (``maintain`` does it before expiring
+    snapshots: an attachment is detached while its snapshot and files still exist, never left to go stale in the
+    instance that runs the expiry and the clean-up). Sessions in use keep theirs."""
+    with _POOL_GUARD:
+        if os.getpid() == _POOL_PID:
+            _evict(_engine(lake), lake.conninfo, older_than=sys.maxsize)
 
 
 def _release(entry: _Pinned) -> None:

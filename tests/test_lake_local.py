@@ -206,8 +206,14 @@ def test_the_sql_console_and_maintain_work_on_a_local_lake(tmp_path: Path, monke
     assert run_query("SELECT count(*) AS n FROM attempts", db=location).df["n"].tolist() == [120]
     refused = run_cli("analytics", "sql", "SELECT * FROM read_csv('/etc/passwd')", env=env)
     assert refused.returncode != 0 and "not allowed" in refused.stderr
+    with rdb.reader(location) as con:  # this process keeps the snapshot attached for the next reader
+        con.execute("SELECT count(*) FROM attempts").fetchall()
     done = maintain(location, keep=dt.timedelta(0))
     assert done.expired_snapshots >= 1
+    found = lake.parse(location)
+    oldest = lake.snapshot_range(found)[0]  # type: ignore[index]
+    # no attachment of this process was left on a snapshot the expiry removed (it was detached before)
+    assert [k[2] for k in lake._POOL if k[0] == found.conninfo and k[2] < oldest] == []
     with rdb.reader(location) as con:
         assert con.execute("SELECT count(*) FROM attempts").fetchall()[0][0] == 120
 

@@ -201,6 +201,7 @@ class LakeStore(Store):
         """Write inlined rows to Parquet, merge small files, expire snapshots older than ``cutoff`` and delete the
         files only those used (and orphans older than it): tables flushed, merged; snapshots expired; files
         removed."""
+        lake.detach_idle(self._lake)
         with self.writer() as con:
             alias = lake.alias(con)
             flushed = con.execute(f"CALL ducklake_flush_inlined_data('{alias}')").fetchall()
