@@ -279,11 +279,12 @@ def _crash_summary(terminalreporter: pytest.TerminalReporter) -> None:
         for line in lines[:120]:
             terminalreporter.write_line(line)
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        kernel = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10).stdout.splitlines()
+        kernel = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10)
         words = ("out of memory", "killed process", "oom", "segfault", "general protection", "trap")
-        said = [line for line in kernel if any(w in line.lower() for w in words)][-20:]
+        said = [line for line in kernel.stdout.splitlines() if any(w in line.lower() for w in words)][-20:]
         terminalreporter.write_line("--- the kernel's messages on killed or faulting processes:")
-        for line in said or ["(none)"]:
+        unread = f"(the kernel's log could not be read: {kernel.stderr.strip()})"
+        for line in said or ["(none)" if kernel.returncode == 0 else unread]:
             terminalreporter.write_line(line)
 
 
