@@ -3,8 +3,10 @@ and on a small generated store: each former query or loop is kept here as the re
 
 from __future__ import annotations
 
+import random
+from collections.abc import Hashable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -27,6 +29,26 @@ FORMER_TASK_OUTCOMES = (
     "LEFT JOIN tasks t ON t.benchmark = r.benchmark AND t.task_id = a.task_id "
     "WHERE a.run_id = ? AND a.passed IS NOT NULL GROUP BY ALL ORDER BY a.task_id"
 )
+
+
+T = TypeVar("T", bound=Hashable)
+
+
+def _sample(rows: Sequence[T], *, one_in: int, seed: int, keep: Iterable[T] = ()) -> list[T]:
+    """A seeded random one in ``one_in`` of ``rows`` (at least one) and the rows in ``keep``, in the rows' order: a
+    varied sample that still holds the cases a test names (a run's longest attempt, a task with the most samples)."""
+    picked = set(random.Random(seed).sample(range(len(rows)), max(1, len(rows) // one_in)))
+    kept = set(keep)
+    return [row for i, row in enumerate(rows) if i in picked or row in kept]
+
+
+def _first_per(rows: Sequence[T], group: Any, best: Any) -> list[T]:
+    """Per group of ``rows`` (``group(row)``), its first row with the highest ``best(row)``."""
+    out: dict[Any, T] = {}
+    for row in rows:
+        if group(row) not in out or best(row) > best(out[group(row)]):
+            out[group(row)] = row
+    return list(out.values())
 
 
 def _lists(col: pd.Series) -> list[Any]:
@@ -240,11 +262,20 @@ def test_the_drilldowns_task_marks_and_failed_neighbours_equal_those_of_every_at
 
 def test_the_drilldowns_task_attempts_equal_attempts_of_and_attempt_detail(store_db: Path) -> None:
     """One statement for a task's samples and the attempt shown: the same samples, verdicts and details as
-    ``attempts_of`` and ``attempt_detail`` (every 15th task of every run)."""
+    ``attempts_of`` and ``attempt_detail`` (a seeded one in 60 of the tasks of the runs, each run's task with the
+    most samples and the first tasks with each mix of statuses)."""
     from analytics import trajectory as tr
 
     with rdb.reader(store_db) as con:
-        pairs = rdb.query_rows(con, "SELECT DISTINCT run_id, task_id FROM attempts ORDER BY ALL")[::15]
+        rows = rdb.query_rows(
+            con,
+            "SELECT run_id, task_id, count(*), string_agg(DISTINCT status, ',' ORDER BY status) FROM attempts "
+            "GROUP BY ALL ORDER BY ALL",
+        )
+        most = _first_per(rows, lambda r: r[0], lambda r: r[2])
+        mixes = [r for mix in sorted({r[3] for r in rows}) for r in [x for x in rows if x[3] == mix][:3]]
+        pairs = [(run, task) for run, task, _, _ in _sample(rows, one_in=60, seed=15, keep=most + mixes)]
+        assert len({run for run, _ in pairs}) == len({r[0] for r in rows})  # every run
         n_samples = 0
         for run, task in pairs:
             got = tr.task_attempts(con, run_id=run, task_id=task)
@@ -365,11 +396,17 @@ def test_the_drilldowns_steps_page_equals_the_former_read_on_a_lake_and_a_file(
         with rdb.reader(db) as con:
             rows = rdb.query_rows(
                 con,
-                "SELECT a.attempt_id, a.n_steps, a.run_id LIKE 'rerun-%' FROM attempts a WHERE a.attempt_id IN "
-                "(SELECT attempt_id FROM steps WHERE result_hash IS NOT NULL) ORDER BY 1",
+                "SELECT a.attempt_id, a.n_steps, a.run_id LIKE 'rerun-%', a.run_id FROM attempts a WHERE a.attempt_id "
+                "IN (SELECT attempt_id FROM steps WHERE result_hash IS NOT NULL) ORDER BY 1",
             )
             assert len(rows) > 20
-            for attempt_id, n_steps, is_rerun in rows[::7]:
+            # of the lake, every 7th rerun and every 14th other attempt; of the file, a seeded one in 28 and each
+            # run's longest attempt
+            if db == location:
+                picks = sorted([r for r in rows if r[2]][::7] + [r for r in rows if not r[2]][::14])
+            else:
+                picks = _sample(rows, one_in=28, seed=7, keep=_first_per(rows, lambda r: r[3], lambda r: r[1]))
+            for attempt_id, n_steps, is_rerun, _ in picks:
                 for offset, limit in ((0, 25), (0, 2), (max(int(n_steps) - 2, 0), 10)):
                     new = tr.steps_page(con, attempt_id=int(attempt_id), offset=offset, limit=limit)
                     old = _former_steps_page(con, int(attempt_id), offset, limit)
@@ -382,9 +419,14 @@ def test_the_drilldowns_tool_calls_from_a_whole_page_equal_the_tool_calls_read(s
     from analytics import trajectory as tr
 
     with rdb.reader(store_db) as con:
-        ids = [r[0] for r in rdb.query_rows(con, "SELECT attempt_id, n_steps FROM attempts ORDER BY 1")]
+        rows = rdb.query_rows(con, "SELECT attempt_id, run_id, n_steps FROM attempts ORDER BY 1")
+        # a seeded one in 30 of the attempts, and each run's attempts with the most and the fewest steps
+        ends = [*_first_per(rows, lambda r: r[1], lambda r: r[2]), *_first_per(rows, lambda r: r[1], lambda r: -r[2])]
+        picks = _sample(rows, one_in=30, seed=5, keep=ends)
+        assert {r[1] for r in picks} == {r[1] for r in rows}  # every run
+        ids = [r[0] for r in picks]
         checked = 0
-        for attempt_id in ids[::5]:
+        for attempt_id in ids:
             page = tr.steps_page(con, attempt_id=int(attempt_id), offset=0, limit=100)
             calls = tr.tool_calls_of(con, attempt_id=int(attempt_id))
             pd.testing.assert_frame_equal(tr.tool_calls_in(page), calls)
