@@ -85,7 +85,7 @@ def main() -> None:
     _add(PHASES, "imports", time.process_time() - C0, time.perf_counter() - W0)
     _phase(lake_mod, "connect", "open: connect (extensions, attach)")
     _phase(lake_backend, "migrate", "open: migrations")
-    _phase(lake_mod, "keep_texts_ordered", "open: texts' row-group option")
+    _phase(lake_mod, "keep_row_groups", "open: the tables' row-group options")
     _phase(pipeline, "load_known", "open: what the store holds (load_known)")
     _phase(pipeline, "prepare_file", "validate: prepare_file")
     _phase(pipeline, "_has_stored_attempts", "check: stored attempts of the file's runs")

@@ -449,7 +449,7 @@ def _parts_stream(bundle: Bundle, name: str) -> pa.RecordBatchReader:
 
 def _insert_texts(con: duckdb.DuckDBPyConnection, texts: pa.Table | pa.RecordBatchReader) -> None:
     """A file's long texts not stored yet, in hash order: a lake's row groups of texts then each hold a narrow range
-    of hashes, which a lookup by hash prunes by (store/lake.py, keep_texts_ordered). Hashes are unique within a part;
+    of hashes, which a lookup by hash prunes by (store/lake.py, keep_row_groups). Hashes are unique within a part;
     the parts of a large file (a stream) may repeat one."""
     if isinstance(texts, pa.Table) and texts.num_rows == 0:
         return

@@ -403,31 +403,43 @@ def merge_small_files(con: duckdb.DuckDBPyConnection) -> str | None:
 # 10M attempts). The ingest writes each file's texts sorted by hash, and a lake keeps the texts table in row
 # groups of this many rows, so a lookup reads only the row group of each file whose hash range holds it.
 TEXTS_ROW_GROUP_ROWS = 2048
-_TEXTS_ORDERED: set[str] = set()  # the lakes (by label) this process has seen keep the option
+# Steps are read by attempt (a drilldown's page, search's check of a few hundred candidate attempts in page order):
+# in DuckDB's default row groups (122,880 rows, about 24,500 attempts) a read of a few attempts decoded the text
+# columns of every row group that holds one; in row groups of this many rows (about 3,300 attempts) it decodes about
+# a seventh as much, and the ingest writes them for less (DuckDB's dictionary attempts on high-cardinality strings
+# are per row group). BENCHMARKS.md "Steps in smaller row groups".
+STEPS_ROW_GROUP_ROWS = 16_384
+# each table's ``parquet_row_group_size`` (a DuckLake option of the table, kept in its catalog)
+ROW_GROUP_ROWS = {"texts": TEXTS_ROW_GROUP_ROWS, "steps": STEPS_ROW_GROUP_ROWS}
+_ROW_GROUPS_SET: set[str] = set()  # the lakes (by label) this process has seen keep the options
 
 
-def keep_texts_ordered(con: duckdb.DuckDBPyConnection, label: str) -> None:
-    """Set the lake's ``parquet_row_group_size`` of ``texts`` to ``TEXTS_ROW_GROUP_ROWS`` (a DuckLake option of
-    the table, kept in its catalog) unless it is set; once per process and lake. ``con``: a writer session."""
-    if label in _TEXTS_ORDERED:
+def keep_row_groups(con: duckdb.DuckDBPyConnection, label: str) -> None:
+    """Set the lake's ``parquet_row_group_size`` of each table of ``ROW_GROUP_ROWS`` that has none (a lake written
+    before keeps its files as they are; what it writes from now on takes the option); once per process and lake.
+    ``con``: a writer session."""
+    if label in _ROW_GROUPS_SET:
         return
     name = alias(con)
-    rows = con.execute(
-        "SELECT value FROM ducklake_options(?) WHERE option_name = 'parquet_row_group_size' AND scope = 'TABLE' "
-        "AND scope_entry = 'main.texts'",
-        [name],
-    ).fetchall()
-    if not rows:
-        con.execute(
-            "CALL ducklake_set_option(?, 'parquet_row_group_size', ?, table_name => 'texts')",
-            [name, TEXTS_ROW_GROUP_ROWS],
-        )
-    _TEXTS_ORDERED.add(label)
+    have = {
+        str(entry)
+        for (entry,) in con.execute(
+            "SELECT scope_entry FROM ducklake_options(?) WHERE option_name = 'parquet_row_group_size' "
+            "AND scope = 'TABLE'",
+            [name],
+        ).fetchall()
+    }
+    for table, rows in ROW_GROUP_ROWS.items():
+        if f"main.{table}" not in have:
+            con.execute(
+                "CALL ducklake_set_option(?, 'parquet_row_group_size', ?, table_name => ?)", [name, rows, table]
+            )
+    _ROW_GROUPS_SET.add(label)
 
 
 def rewrite_texts_ordered(con: duckdb.DuckDBPyConnection) -> int:
     """Rewrite a lake's texts file by file, each file's rows sorted by hash in the row groups of
-    ``keep_texts_ordered``: the layout the ingest now writes, for a store whose texts were written before it (its
+    ``keep_row_groups``: the layout the ingest now writes, for a store whose texts were written before it (its
     lookups then read one row group per file). Memory is bounded by one data file (a sort of the whole table
     spilled gigabytes at 10M attempts); returns the rows rewritten. Runs in the caller's writer transaction: the
     rows are deleted and each former file read again (its Parquet stays until the lake's old files are cleaned)."""

@@ -1,6 +1,7 @@
 """A lake keeps its long texts sorted by hash in small row groups (issue 33), so the drilldown's lookup of a step's
 result by hash reads one row group per file: the ingest writes them in hash order, the lake's table option holds
-the row-group size, and a store written before is rewritten in that order with the same rows."""
+the row-group size, and a store written before is rewritten in that order with the same rows. Its steps are kept
+in row groups of their own size (reads of a few attempts decode less)."""
 
 from __future__ import annotations
 
@@ -102,3 +103,48 @@ def test_doctor_rewrite_texts_sorts_a_lake_written_in_any_order(
     ingest_paths(generate(tmp_path / "logs2", n_attempts=60, n_runs=1, n_benchmarks=1, seed=6), db=file_store, jobs=1)
     assert main(["doctor", "--db", str(file_store), "--rewrite-texts", "--no-rehash"]) == 1
     assert "this store is not a lake (left as it is)" in capsys.readouterr().out
+
+
+def _row_groups(location: str, table: str) -> list[int]:
+    with rdb.reader(location) as con:
+        files = [
+            r[0]
+            for r in con.execute("SELECT data_file FROM ducklake_list_files(current_database(), ?)", [table]).fetchall()
+        ]
+    metas = [pq.ParquetFile(f).metadata for f in files]
+    return [m.row_group(i).num_rows for m in metas for i in range(m.num_row_groups)]
+
+
+def _option(location: str, table: str) -> list[tuple[str]]:
+    with rdb.reader(location) as con:
+        return con.execute(
+            "SELECT value FROM ducklake_options(current_database()) WHERE option_name = 'parquet_row_group_size' "
+            "AND scope_entry = ?",
+            [f"main.{table}"],
+        ).fetchall()
+
+
+def test_steps_are_written_in_the_lakes_row_groups_also_in_a_lake_written_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lake written before steps had their option (only texts') gets it at its next writer session; the steps
+    written from then on are in row groups of that many rows, and read the same."""
+    monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+    location = f"ducklake:sqlite:{tmp_path / 'store.lake'}"
+    monkeypatch.setattr(lake, "ROW_GROUP_ROWS", {"texts": lake.TEXTS_ROW_GROUP_ROWS})  # the former writer
+    ingest_paths(generate(tmp_path / "a", n_attempts=300, n_runs=1, n_benchmarks=1, seed=7), db=location, jobs=1)
+    assert _option(location, "steps") == [] and len(_row_groups(location, "steps")) == 1
+    monkeypatch.setattr(lake, "ROW_GROUP_ROWS", {"texts": lake.TEXTS_ROW_GROUP_ROWS, "steps": 2048})
+    monkeypatch.setattr(lake, "_ROW_GROUPS_SET", set())  # a new process
+    (more,) = generate(tmp_path / "b", n_attempts=2000, n_runs=1, n_benchmarks=1, seed=8)  # about 10,000 steps
+    more.write_text(more.read_text(encoding="utf-8").replace('"run-0', '"more-0'), encoding="utf-8")
+    assert [r.outcome for r in ingest_paths([more], db=location, jobs=1)] == ["ingested"]
+    assert _option(location, "steps") == [("2048",)] and _option(location, "texts") == [
+        (str(lake.TEXTS_ROW_GROUP_ROWS),)
+    ]
+    groups = _row_groups(location, "steps")
+    big = [g for g in groups if g > 2048]  # the first session's file, unless the small-file merge rewrote it
+    assert len(big) <= 1 and len(groups) - len(big) > 3, groups
+    with rdb.reader(location) as con:
+        (n_steps,) = con.execute("SELECT count(*) FROM steps").fetchone()
+    assert sum(groups) == n_steps

@@ -54,7 +54,7 @@ class LakeStore(Store):
             con = lake.connect(self._lake, read_only=False)
             try:
                 migrate(con)
-                lake.keep_texts_ordered(con, self._lake.label)
+                lake.keep_row_groups(con, self._lake.label)
                 yield con
                 try:
                     lake.merge_small_files(con)
