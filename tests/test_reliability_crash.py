@@ -147,7 +147,8 @@ def test_sigkill_at_random_points_never_half_writes_a_file(tmp_path: Path, jobs:
     started = time.perf_counter()
     assert _ingest_in_child(logs, db, kill_after_s=None, jobs=jobs)
     full_s = time.perf_counter() - started  # how long an uninterrupted job takes here, now
-    assert _check_consistent(db, expected) == N_FILES
+    landed = _check_consistent(db, expected)
+    assert landed == N_FILES
     rng = np.random.default_rng(2026 + jobs)
     partial_seen = set()
     trials = 0
@@ -156,7 +157,7 @@ def test_sigkill_at_random_points_never_half_writes_a_file(tmp_path: Path, jobs:
     # as many again) are allowed until kills have landed at two different points.
     while trials < n_trials or (len(partial_seen) < 2 and trials < 2 * n_trials):
         trials += 1
-        if _check_consistent(db, expected) == N_FILES:  # start again so later kills still land mid-job
+        if landed == N_FILES:  # (the last check's, of the store as it is) start again so later kills land mid-job
             for path in (db, Path(f"{db}.wal"), rdb.snapshot_path(db)):
                 path.unlink(missing_ok=True)
         share = float(rng.uniform(0.02, 1.1))
