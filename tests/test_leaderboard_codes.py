@@ -95,15 +95,21 @@ def generated_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_generated_lake_codes_give_the_text_keys_frame(
-    generated_logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture(scope="module")
+def generated_lake(generated_logs: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The generated logs ingested into a local lake once for the module: the tests below only read it."""
     from ingest.pipeline import ingest_paths
 
+    db = f"ducklake:sqlite:{tmp_path_factory.mktemp('gen-lake') / 'gen.lake'}"
+    with pytest.MonkeyPatch.context() as m:
+        m.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
+        assert {r.outcome for r in ingest_paths(sorted(generated_logs.glob("*")), db=db, jobs=1)} == {"ingested"}
+    return db
+
+
+def test_generated_lake_codes_give_the_text_keys_frame(generated_lake: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
-    db = f"ducklake:sqlite:{tmp_path / 'gen.lake'}"
-    assert {r.outcome for r in ingest_paths(sorted(generated_logs.glob("*")), db=db, jobs=1)} == {"ingested"}
-    assert compare(db) > 0
+    assert compare(generated_lake) > 0
 
 
 def compare_boards(db: str | Path, *, listed: bool = True, only: str | None = None) -> int:
@@ -173,14 +179,10 @@ def test_the_scoring_read_with_the_keys_is_the_benchmarks(demo_db: Path) -> None
 
 
 def test_generated_lake_leaderboard_by_codes_equals_it_by_text_keys(
-    generated_logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    generated_lake: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ingest.pipeline import ingest_paths
-
     monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
-    db = f"ducklake:sqlite:{tmp_path / 'gen.lake'}"
-    assert {r.outcome for r in ingest_paths(sorted(generated_logs.glob("*")), db=db, jobs=1)} == {"ingested"}
-    assert compare_boards(db) > 0
+    assert compare_boards(generated_lake) > 0
 
 
 def compare_slice_subsets(db: str | Path) -> int:
@@ -209,14 +211,10 @@ def test_demo_leaderboard_of_some_slices_is_the_full_boards_rows(demo_db: Path) 
 
 
 def test_generated_lake_leaderboard_of_some_slices_is_the_full_boards_rows(
-    generated_logs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    generated_lake: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ingest.pipeline import ingest_paths
-
     monkeypatch.delenv("RUNLENS_LAKE_DATA_PATH", raising=False)
-    db = f"ducklake:sqlite:{tmp_path / 'gen.lake'}"
-    assert {r.outcome for r in ingest_paths(sorted(generated_logs.glob("*")), db=db, jobs=1)} == {"ingested"}
-    assert compare_slice_subsets(db) > 0
+    assert compare_slice_subsets(generated_lake) > 0
 
 
 def test_task_places_of_codes_equal_those_of_the_codes_as_objects() -> None:
