@@ -13,7 +13,7 @@ import pytest
 
 from analytics.search import compute
 from analytics.search import load as search_load
-from analytics.search.compute import id_ranges, next_slice, slice_end
+from analytics.search.compute import FIRST_CHUNK, id_ranges, next_chunk, next_slice, slice_end
 from jobs.search_index import refresh
 from store import ALL_RUNS, RunFilter, reader
 from tests.test_search_index import QUERIES, _assert_same, _attempt, _both, _ingest, _random_queries, _write
@@ -55,6 +55,9 @@ def test_slices_are_whole_tasks_sized_from_the_hits_seen() -> None:
     # 27 hits in 1,000 attempts, 73 missing: about 2,700 attempts more, with a margin of 1.5
     assert next_slice(1_000, 10**6, listed=27, walked=1_000, need=73) == pytest.approx(1.5 * 73 * 1_000 / 27)
     assert next_slice(1_000, 3_000, listed=1, walked=1_000, need=100) == 3_000  # never past the most
+    # the first chunk: one hit a candidate, with the margin; then at the rate seen
+    assert next_chunk(0, 0, 500) == 750 and next_chunk(0, 0, 10) == FIRST_CHUNK
+    assert next_chunk(100, 1_000, 50) == 750 and next_chunk(10, 1_000, 50) == 4_000  # at most MAX_CHUNK
 
 
 @pytest.mark.parametrize("most_ranges", [16, 2])
@@ -93,3 +96,42 @@ def test_a_walk_in_slices_lists_the_scans_hits(
     assert n_stopped >= 5
     assert len(sliced) > 30 and any(p.t0 != p.t1 for p in sliced)  # slices were read, some of several tasks
     assert any(len(p.ranges) > 1 for p in sliced)  # by several ranges of ids
+
+
+def test_candidates_wait_until_they_could_fill_the_page_then_are_checked_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before any check, a walk reads slices until their candidates are as many as the hits the page needs, then
+    checks them in one chunk (a phrase whose first slice holds few candidates: one check of texts, not one a
+    slice); the hits listed stay the scan's."""
+    db = tmp_path / "s.duckdb"
+    _ingest(_write_by_sample(tmp_path / "a.jsonl", ["r-a", "r-b"], seed=7, n_tasks=12), db)
+    monkeypatch.setattr(search_load, "SCAN_SHARE", float("inf"))
+    monkeypatch.setattr(compute, "MIN_WINDOW", 1)  # slices of one task (3 attempts)
+    monkeypatch.setattr(search_load, "FIRST_WINDOW_HITS", 0)
+    refresh(db)
+    events: list[tuple[str, int]] = []
+    read, chunk = search_load._Walk._read, search_load._Walk._chunk
+
+    def spy_read(self: Any, part: Any, n_kept: int) -> bool:
+        out = read(self, part, n_kept)
+        events.append(("read", part.n))
+        return bool(out)
+
+    def spy_chunk(self: Any, attempts: Any) -> Any:
+        events.append(("check", len(attempts)))
+        return chunk(self, attempts)
+
+    monkeypatch.setattr(search_load._Walk, "_read", spy_read)
+    monkeypatch.setattr(search_load._Walk, "_chunk", spy_chunk)
+    with reader(db) as con:
+        for limit in (20, 100):
+            events.clear()
+            indexed, scanned = _both(con, "rate limit", limit=limit)
+            _assert_same(indexed, scanned)
+            first = next(i for i, (kind, _) in enumerate(events) if kind == "check")
+            # a slice read whole before the first check (the check runs inside the read of the slice that completes
+            # the candidates)
+            assert [k for k, _ in events[:first]].count("read") >= 1, events
+            assert events[first][1] >= min(limit, indexed.n_checked), events  # their candidates checked together
+            assert [k for k, _ in events].count("check") < [k for k, _ in events].count("read"), events

@@ -46,7 +46,7 @@ COUNT_CAP = 10_000
 FIRST_WINDOW_HITS = 2  # the first window of runs is sized to hold about this many times the page's hits
 MIN_WINDOW = 1_000  # attempts: no window of runs is planned smaller than this (each costs a statement)
 MAX_WINDOW_CANDIDATES = 1_000_000  # a window of runs is sized to hold about this many candidate texts at most
-FIRST_CHUNK = 256  # candidate attempts checked on their texts in the first chunk of a window
+FIRST_CHUNK = 256  # candidate attempts checked on their texts in a chunk at least
 MAX_CHUNK = 4_000  # and at most this many in one chunk (their ids travel to the scans as a list of constants)
 MAX_RUNS = 3  # at most this many runs intersected (the rarest); the others are checked on the text
 RUN_SPREAD = 20  # a run with more than this many times the rarest run's postings is checked on the text instead
@@ -144,10 +144,9 @@ def _is_sparse(window: list[tuple[str, int, int, int]], run: tuple[str, int, int
 
 def next_chunk(found: int, checked: int, need: int) -> int:
     """How many candidate attempts to check next: enough for the ``need`` hits still missing at the rate seen so
-    far (``found`` of ``checked``), with a margin, between ``FIRST_CHUNK`` and ``MAX_CHUNK``."""
-    if checked == 0:
-        return FIRST_CHUNK
-    rate = max(found, 1) / checked
+    far (``found`` of ``checked``; before any check, one hit a candidate: a matching candidate gives at least one),
+    with a margin, between ``FIRST_CHUNK`` and ``MAX_CHUNK``."""
+    rate = max(found, 1) / checked if checked else 1.0
     return int(min(max(1.5 * need / rate, FIRST_CHUNK), MAX_CHUNK))
 
 

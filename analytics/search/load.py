@@ -290,6 +290,9 @@ class _Walk:
         self._long_unmatched: set[str] = set()  # long results read that do not match (a hash names one text)
         self._slice_size = 0.0  # the planned size of the next slice of the run being read in slices
         self._long_matched: dict[str, dict[str, Any]] = {}  # long results found to match, with their windows
+        # candidates read before any was checked, waiting until they could fill the page (see ``_read``)
+        self._pending: list[pd.DataFrame] = []
+        self._n_pending = 0
 
     def _candidates(self, ranges: list[tuple[int, int]]) -> str:
         return candidates_sql(*self._cand_args, ranges)
@@ -418,24 +421,28 @@ class _Walk:
                     complete = False
                     break
                 if self._read(part, n_kept):
-                    result = result_of(
-                        query, mode, _run(self.con, statement(self.kind, len(self.patterns)), self.params)
-                    )
-                    reason = (
-                        f"its words are in most texts and it is in few: {self.checked:,} candidate attempts checked "
-                        "through the index did not fill the page"
-                    )
-                    return dataclasses.replace(result, scan_reason=reason)
+                    return self._scanned_instead(query, mode)
             if not complete:
                 break
             if is_sliced:  # the next run starts at the size this one's slices grew to (a rare phrase: whole runs)
                 size = max(size, self._slice_size)
+        if self._pending and self._check_window(self._take_pending(), n_kept):  # the last candidates read
+            return self._scanned_instead(query, mode)
         return self._result(query, mode, scanned, complete=complete and not self.is_partial, n_kept=n_kept)
+
+    def _scanned_instead(self, query: str, mode: str) -> SearchResult:
+        result = result_of(query, mode, _run(self.con, statement(self.kind, len(self.patterns)), self.params))
+        reason = (
+            f"its words are in most texts and it is in few: {self.checked:,} candidate attempts checked "
+            "through the index did not fill the page"
+        )
+        return dataclasses.replace(result, scan_reason=reason)
 
     def _slices(self, run: tuple[str, int, int, int], size: float, most: float) -> Iterator[WindowPart]:
         """The run's attempts in page order (search_order.sql, read when its first slice is needed) cut into slices
         of whole tasks (``compute.slice_end``), each with the few ranges of ids its attempts hold; after the first,
-        each is sized from the hits the walk has listed so far (``compute.next_slice``)."""
+        each is sized from the hits the walk has listed so far, or before any check from the candidates it has read
+        (``compute.next_slice``)."""
         order = _run(self.con, load_sql("search_order"), {"run": run[0], "lo": run[1], "hi": run[2]})
         aids = order["attempt_id"].to_numpy()
         is_start = order["task_start"].notna().to_numpy()
@@ -449,10 +456,9 @@ class _Walk:
             ranges = id_ranges([int(a) for a in aids[lo:hi]])
             yield WindowPart([run[0]], ranges, tasks[bisect.bisect_right(starts, lo) - 1], tasks[last], hi - lo)
             # resumed once the slice was read: its hits size the next
-            lo, size = (
-                hi,
-                next_slice(size, most, listed=self.n_listed, walked=self.walked, need=self.limit - self.n_listed),
-            )
+            # before any check, the candidates read stand for the hits (each that matches gives at least one)
+            listed = self.n_listed if self.checked else self._n_pending
+            lo, size = hi, next_slice(size, most, listed=listed, walked=self.walked, need=self.limit - self.n_listed)
             self._slice_size = size
 
     def _read(self, part: WindowPart, n_kept: int) -> bool:
@@ -467,7 +473,20 @@ class _Walk:
         if self.is_exact:
             self._exact_window(wdf)
             return False
+        if not self.checked and not self.count_all:
+            # nothing checked yet: candidates wait until they could fill the page (as many as the hits it needs, a
+            # matching candidate giving at least one), then are checked together (``next_chunk``), so a phrase
+            # whose first slice holds few candidates costs one check of their texts, not one a slice
+            self._pending.append(wdf)
+            self._n_pending += len(wdf)
+            if self._n_pending < self.limit - self.n_listed:
+                return False
+            wdf = self._take_pending()
         return self._check_window(wdf, n_kept)
+
+    def _take_pending(self) -> pd.DataFrame:
+        frames, self._pending, self._n_pending = self._pending, [], 0
+        return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
     def _kept_runs(self) -> list[tuple[str, int, int, int]]:
         """The runs kept with the range and count of their covered attempts, in page order: from the manifest's
