@@ -16,8 +16,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from analytics import ppi
 from analytics import review as rv
-from jobs.reviews import MAX_NOTE_CHARS, ReviewError, record_review
-from store import RunFilter, query_df, reader, writer
+from jobs.reviews import MAX_NOTE_CHARS, ReviewError, clean_review, record_review
+from store import RunFilter, derived, query_df, reader, writer
 
 N = 40
 
@@ -62,14 +62,31 @@ def review_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert [r.outcome for r in ingest_paths([path], db=db)] == ["ingested"]
     ids = _ids(db)
     t0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+    reviews: list[tuple[int, str, str, list[str]]] = []
     for i in range(N):
         codes = [] if human[i] else (["PE"] if i % 4 == 1 else ["HAL"])
-        verdict = "correct" if human[i] else "incorrect"
-        record_review(db, attempt_id=ids[i], reviewer="A", verdict=verdict, codes=codes, now=t0)
+        reviews.append((ids[i], "A", "correct" if human[i] else "incorrect", codes))
     for i in range(20):
         flip = i < 5
-        verdict = "correct" if human[i] != flip else "incorrect"
-        record_review(db, attempt_id=ids[i], reviewer="B", verdict=verdict, now=t0)
+        reviews.append((ids[i], "B", "correct" if human[i] != flip else "incorrect", []))
+    # the first through record_review; the rest as it records one (its cleaning, then derived.insert_review) in one
+    # writer session, published once instead of once a review
+    (first, reviewer, verdict, codes), *rest = reviews
+    record_review(db, attempt_id=first, reviewer=reviewer, verdict=verdict, codes=codes, now=t0)
+    with writer(db) as con:
+        for attempt_id, reviewer, verdict, codes in rest:
+            name, clean, note = clean_review(reviewer, verdict, codes, None)
+            at = t0.astimezone(dt.UTC).replace(tzinfo=None)  # as record_review stores ``now``
+            rid = derived.insert_review(
+                con,
+                attempt_id=attempt_id,
+                reviewer=name,
+                verdict=verdict,
+                codes=clean,
+                note=note or None,
+                created_at=at,
+            )
+            assert rid is not None
     return db
 
 
