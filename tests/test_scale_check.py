@@ -71,8 +71,14 @@ def _catalog_state(location: str) -> tuple[object, ...]:
     return snapshot, path, stored, files
 
 
-def test_scale_check_runs_on_tiny_stores_and_leaves_them_as_they_were(tmp_path: Path) -> None:
-    small, large = _tiny_lake(tmp_path / "small", 200), _tiny_lake(tmp_path / "large", 600)
+@pytest.fixture(scope="module")
+def small_lake(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny lake of 200 attempts, built once for the module: the tests below check that they leave it as it was."""
+    return _tiny_lake(tmp_path_factory.mktemp("small"), 200)
+
+
+def test_scale_check_runs_on_tiny_stores_and_leaves_them_as_they_were(tmp_path: Path, small_lake: str) -> None:
+    small, large = small_lake, _tiny_lake(tmp_path / "large", 600)
     before = _catalog_state(small), _catalog_state(large)
     out = tmp_path / "check.json"
     args = ["--small", small, "--large", large, "--work", str(tmp_path / "work"), "--pages", "views/upload.py"]
@@ -96,10 +102,10 @@ def test_scale_check_runs_on_tiny_stores_and_leaves_them_as_they_were(tmp_path: 
     assert not (tmp_path / "work" / "upload-large" / "copy").exists()
 
 
-def test_a_copied_lake_takes_an_upload_the_original_does_not_see(tmp_path: Path) -> None:
+def test_a_copied_lake_takes_an_upload_the_original_does_not_see(tmp_path: Path, small_lake: str) -> None:
     from store import query_rows, reader
 
-    source = _tiny_lake(tmp_path / "src", 200)
+    source = small_lake
     before = _catalog_state(source)
     copy = scale_check.copy_store(source, tmp_path / "copy")
     result = bench_scale.measure_upload({"copy": copy}, tmp_path / "up")
