@@ -7,8 +7,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
-from store import Location, RunlensError, derived, writer
+from store import Location, RunlensError, derived, query_rows, writer
 
 VERDICTS = ("correct", "incorrect")
 MAX_NOTE_CHARS = 4000
@@ -39,6 +40,16 @@ def clean_review(reviewer: str, verdict: str, codes: Sequence[str], note: str | 
     return name, clean, text
 
 
+class Review(NamedTuple):
+    """One human review to record: the attempt, who reviewed it, the verdict, error codes and a note."""
+
+    attempt_id: int
+    reviewer: str
+    verdict: str
+    codes: Sequence[str] = ()
+    note: str | None = None
+
+
 def record_review(
     db: Location,
     *,
@@ -54,18 +65,43 @@ def record_review(
     Raises:
         ReviewError: bad input, or no attempt with that id.
     """
-    name, clean, text = clean_review(reviewer, verdict, codes, note)
-    at = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(tzinfo=None)
-    with writer(db) as con:
-        review_id = derived.insert_review(
-            con,
-            attempt_id=int(attempt_id),
-            reviewer=name,
-            verdict=verdict,
-            codes=clean,
-            note=text or None,
-            created_at=at,
-        )
-    if review_id is None:
-        raise ReviewError(f"no attempt with id {attempt_id}")
+    (review_id,) = record_reviews(db, [Review(attempt_id, reviewer, verdict, codes, note)], now=now)
     return review_id
+
+
+def record_reviews(db: Location, reviews: Sequence[Review], *, now: dt.datetime | None = None) -> list[int]:
+    """Append several human reviews in one writer session, published once (not once a review); their
+    ``review_id`` in order. Every review is checked first: a bad one, or one of an attempt the store does not hold,
+    refuses them all before any is written.
+
+    Raises:
+        ReviewError: bad input, or no attempt with one of the ids.
+    """
+    cleaned = [clean_review(r.reviewer, r.verdict, r.codes, r.note) for r in reviews]
+    at = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(tzinfo=None)
+    if not reviews:
+        return []
+    with writer(db) as con:
+        wanted = sorted({int(r.attempt_id) for r in reviews})
+        held = {
+            int(a)
+            for (a,) in query_rows(con, "SELECT attempt_id FROM attempts WHERE list_contains(?, attempt_id)", [wanted])
+        }
+        missing = [a for a in wanted if a not in held]
+        if missing:
+            raise ReviewError(f"no attempt with id {', '.join(str(a) for a in missing)}")
+        ids = []
+        for r, (name, clean, text) in zip(reviews, cleaned, strict=True):
+            review_id = derived.insert_review(
+                con,
+                attempt_id=int(r.attempt_id),
+                reviewer=name,
+                verdict=r.verdict,
+                codes=clean,
+                note=text or None,
+                created_at=at,
+            )
+            if review_id is None:  # deleted since the check (a writer holds the lock: not expected)
+                raise ReviewError(f"no attempt with id {r.attempt_id}")
+            ids.append(review_id)
+    return ids

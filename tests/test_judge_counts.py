@@ -19,8 +19,8 @@ import store as rdb
 from analytics import ppi
 from analytics import review as rv
 from ingest import uploads
-from jobs.reviews import clean_review, record_review
-from store import aggregates, derived
+from jobs.reviews import Review, record_reviews
+from store import aggregates
 from store.paths import MIGRATIONS_DIR
 from tests.conftest import ROOT
 from tests.migration_support import roll_back
@@ -93,9 +93,8 @@ def check(db: str | Path) -> int:
 
 
 def review_some(db: str | Path, n: int) -> None:
-    """Reviews of the first ``n`` attempts of each benchmark's calibration order (so the sample is not empty): the
-    first through ``record_review``, the rest as it records one (its cleaning, then ``derived.insert_review``) in one
-    writer session, which publishes the store once instead of once a review (120 copies of the demo)."""
+    """Reviews of the first ``n`` attempts of each benchmark's calibration order (so the sample is not empty), in
+    one writer session (``record_reviews``: the store published once instead of once a review)."""
     with rdb.reader(db) as con:
         benches = [r[0] for r in rdb.query_rows(con, "SELECT benchmark FROM benchmarks ORDER BY 1")]
         queues = {b: rv.review_queue(con, rdb.RunFilter(benchmark=b), queue="calibration", n=n) for b in benches}
@@ -106,22 +105,7 @@ def review_some(db: str | Path, n: int) -> None:
             verdict = "correct" if (row.passed and i % 5) or (not row.passed and i % 7 == 0) else "incorrect"
             codes = [] if verdict == "correct" else (["PE"] if i % 3 else ["HAL", "TE"])
             reviews.append((int(row.attempt_id), verdict, codes))
-    (first, verdict, codes), *rest = reviews
-    record_review(db, attempt_id=first, reviewer="r1", verdict=verdict, codes=codes, now=t0)
-    at = t0.astimezone(dt.UTC).replace(tzinfo=None)  # as record_review stores ``now``
-    with rdb.writer(db) as con:
-        for attempt_id, verdict, codes in rest:
-            name, clean, note = clean_review("r1", verdict, codes, None)
-            review_id = derived.insert_review(
-                con,
-                attempt_id=attempt_id,
-                reviewer=name,
-                verdict=verdict,
-                codes=clean,
-                note=note or None,
-                created_at=at,
-            )
-            assert review_id is not None
+    record_reviews(db, [Review(a, "r1", verdict, codes) for a, verdict, codes in reviews], now=t0)  # one session
 
 
 def test_demo_counts_and_figures_after_changes_and_reviews(demo_db: Path) -> None:

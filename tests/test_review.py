@@ -16,8 +16,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from analytics import ppi
 from analytics import review as rv
-from jobs.reviews import MAX_NOTE_CHARS, ReviewError, clean_review, record_review
-from store import RunFilter, derived, query_df, reader, writer
+from jobs.reviews import MAX_NOTE_CHARS, Review, ReviewError, record_review, record_reviews
+from store import RunFilter, query_df, reader, writer
 
 N = 40
 
@@ -69,24 +69,8 @@ def review_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for i in range(20):
         flip = i < 5
         reviews.append((ids[i], "B", "correct" if human[i] != flip else "incorrect", []))
-    # the first through record_review; the rest as it records one (its cleaning, then derived.insert_review) in one
-    # writer session, published once instead of once a review
-    (first, reviewer, verdict, codes), *rest = reviews
-    record_review(db, attempt_id=first, reviewer=reviewer, verdict=verdict, codes=codes, now=t0)
-    with writer(db) as con:
-        for attempt_id, reviewer, verdict, codes in rest:
-            name, clean, note = clean_review(reviewer, verdict, codes, None)
-            at = t0.astimezone(dt.UTC).replace(tzinfo=None)  # as record_review stores ``now``
-            rid = derived.insert_review(
-                con,
-                attempt_id=attempt_id,
-                reviewer=name,
-                verdict=verdict,
-                codes=clean,
-                note=note or None,
-                created_at=at,
-            )
-            assert rid is not None
+    # in one writer session, published once instead of once a review
+    record_reviews(db, [Review(a, reviewer, verdict, codes) for a, reviewer, verdict, codes in reviews], now=t0)
     return db
 
 
@@ -175,6 +159,29 @@ def test_bad_reviews_are_refused(review_db: Path, kwargs: dict, message: str) ->
 def test_review_of_a_missing_attempt_is_refused(tmp_db: Path) -> None:
     with pytest.raises(ReviewError, match="no attempt"):
         record_review(tmp_db, attempt_id=12345, reviewer="A", verdict="correct")
+
+
+def test_reviews_in_one_session_are_all_or_none(review_db: Path) -> None:
+    """``record_reviews``: a batch with a bad review or an attempt the store does not hold writes none of them; a
+    good one writes each, in order, as ``record_review`` would."""
+    first, second = _ids(review_db)[:2]
+
+    def n_reviews() -> int:
+        with reader(review_db) as con:
+            return int(query_df(con, "SELECT count(*) AS n FROM reviews")["n"].iloc[0])
+
+    before = n_reviews()
+    with pytest.raises(ReviewError, match="no attempt with id 12345"):
+        record_reviews(review_db, [Review(first, "A", "correct"), Review(12345, "A", "correct")])
+    with pytest.raises(ReviewError, match="verdict"):
+        record_reviews(review_db, [Review(first, "A", "correct"), Review(second, "A", "maybe")])
+    assert n_reviews() == before
+    ids = record_reviews(review_db, [Review(first, " A ", "incorrect", ["pe"]), Review(second, "B", "correct")])
+    assert len(ids) == 2 and ids[1] == ids[0] + 1 and n_reviews() == before + 2
+    with reader(review_db) as con:
+        got = query_df(con, "SELECT attempt_id, reviewer, verdict, codes FROM reviews WHERE review_id = ?", [ids[0]])
+    assert got.iloc[0]["reviewer"] == "A" and list(got.iloc[0]["codes"]) == ["PE"]
+    assert record_reviews(review_db, []) == []
 
 
 def test_agreement_against_sklearn(review_db: Path) -> None:
