@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from store import Location, RunlensError, derived, query_rows, writer
+from store import Location, RunlensError, derived, transaction, writer
 
 VERDICTS = ("correct", "incorrect")
 MAX_NOTE_CHARS = 4000
@@ -70,9 +70,9 @@ def record_review(
 
 
 def record_reviews(db: Location, reviews: Sequence[Review], *, now: dt.datetime | None = None) -> list[int]:
-    """Append several human reviews in one writer session, published once (not once a review); their
-    ``review_id`` in order. Every review is checked first: a bad one, or one of an attempt the store does not hold,
-    refuses them all before any is written.
+    """Append several human reviews in one writer session and one transaction, published once (not once a
+    review); their ``review_id`` in order. A bad review, or one of an attempt the store does not hold, refuses them
+    all: none is written.
 
     Raises:
         ReviewError: bad input, or no attempt with one of the ids.
@@ -81,16 +81,8 @@ def record_reviews(db: Location, reviews: Sequence[Review], *, now: dt.datetime 
     at = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(tzinfo=None)
     if not reviews:
         return []
-    with writer(db) as con:
-        wanted = sorted({int(r.attempt_id) for r in reviews})
-        held = {
-            int(a)
-            for (a,) in query_rows(con, "SELECT attempt_id FROM attempts WHERE list_contains(?, attempt_id)", [wanted])
-        }
-        missing = [a for a in wanted if a not in held]
-        if missing:
-            raise ReviewError(f"no attempt with id {', '.join(str(a) for a in missing)}")
-        ids = []
+    ids = []
+    with writer(db) as con, transaction(con):
         for r, (name, clean, text) in zip(reviews, cleaned, strict=True):
             review_id = derived.insert_review(
                 con,
@@ -100,8 +92,9 @@ def record_reviews(db: Location, reviews: Sequence[Review], *, now: dt.datetime 
                 codes=clean,
                 note=text or None,
                 created_at=at,
+                own=False,
             )
-            if review_id is None:  # deleted since the check (a writer holds the lock: not expected)
+            if review_id is None:  # the transaction is rolled back: none of the batch is written
                 raise ReviewError(f"no attempt with id {r.attempt_id}")
             ids.append(review_id)
     return ids

@@ -189,10 +189,11 @@ def insert_review(
     codes: Sequence[str],
     note: str | None,
     created_at: dt.datetime,
+    own: bool = True,
 ) -> int | None:
-    """Append one human review (source 'human') in one transaction; its ``review_id``, or None when no attempt
-    has ``attempt_id``."""
-    with transaction(con):
+    """Append one human review (source 'human') in one transaction (``own=False``: in the caller's); its
+    ``review_id``, or None when no attempt has ``attempt_id``."""
+    with transaction(con, own=own):
         if not query_rows(con, "SELECT 1 FROM attempts WHERE attempt_id = ?", [attempt_id]):
             return None
         review_id = int(query_rows(con, "SELECT coalesce(max(review_id), 0) + 1 FROM reviews")[0][0])
