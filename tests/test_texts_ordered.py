@@ -17,12 +17,16 @@ from ingest.pipeline import ingest_paths
 from store import lake
 
 
-def _text_files(location: str) -> list[str]:
+def _data_files(location: str, table: str) -> list[str]:
     with rdb.reader(location) as con:
         return [
             r[0]
-            for r in con.execute("SELECT data_file FROM ducklake_list_files(current_database(), 'texts')").fetchall()
+            for r in con.execute("SELECT data_file FROM ducklake_list_files(current_database(), ?)", [table]).fetchall()
         ]
+
+
+def _text_files(location: str) -> list[str]:
+    return _data_files(location, "texts")
 
 
 def _check_files(files: list[str]) -> int:
@@ -106,12 +110,7 @@ def test_doctor_rewrite_texts_sorts_a_lake_written_in_any_order(
 
 
 def _row_groups(location: str, table: str) -> list[int]:
-    with rdb.reader(location) as con:
-        files = [
-            r[0]
-            for r in con.execute("SELECT data_file FROM ducklake_list_files(current_database(), ?)", [table]).fetchall()
-        ]
-    metas = [pq.ParquetFile(f).metadata for f in files]
+    metas = [pq.ParquetFile(f).metadata for f in _data_files(location, table)]
     return [m.row_group(i).num_rows for m in metas for i in range(m.num_row_groups)]
 
 
