@@ -158,6 +158,59 @@ def test_an_edit_that_printed_nothing_is_not_the_cause_of_the_test_run_after_it(
     assert documents[5] == documents[0]
 
 
+EDITED = (  # the editor's report of an edit that worked: the snippet it shows raises an exception in its code
+    "The file /testbed/src/fields.py has been edited. Here's the result of running `cat -n` on a snippet of "
+    "/testbed/src/fields.py:\n   118\t    if value is None:\n   119\t        raise ValueError(f'invalid {value!r}')\n"
+    "   120\t    return value\nReview the changes and make sure they are as expected."
+)
+SUBMITTED = (  # a patch submitted: its hunk header reads like an HTTP status ("@@ -471"), its lines like errors
+    "diff --git a/src/errors.py b/src/errors.py\nindex 544fb21..bffab76 100644\n--- a/src/errors.py\n"
+    "+++ b/src/errors.py\n@@ -471,7 +471,7 @@\n-    raise KeyError(key)\n+    return None"
+)
+
+
+def _tool(tool: str, round_: int, **outcome: Any) -> dict[str, Any]:
+    return {"round": round_, "kind": "tool_call", "tool": tool, "args": {"command": tool}, **outcome}
+
+
+@pytest.fixture(scope="module")
+def code_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The documents of three failures: a test run failing after an edit whose report shows code, a claim of
+    success after a submitted diff, and a search that failed before two other tools worked and a wrong answer."""
+    db = _store(
+        tmp_path_factory.mktemp("code_documents"),
+        [
+            {"status": "completed", "steps": [_edit(result=EDITED), _bash(PYTEST_OUT, 2)]},
+            {"status": "completed", "answer": "All tests pass now.",
+             "steps": [_edit(result=EDITED), _tool("submit", 2, result=SUBMITTED)]},
+            {"status": "completed", "answer": "All tests pass now.",
+             "steps": [_tool("find", 1, result="find: '/proc/12/map_files': Permission denied"),
+                       _edit(result="patching file src/fields.py") | {"round": 2},
+                       _tool("run_tests", 3, result="4 passed in 0.2s")]},
+            {"status": "completed", "answer": "All tests pass now.",
+             "steps": [_tool("find", 1, result="find: '/proc/12/map_files': Permission denied"),
+                       _edit(result="patching file src/fields.py") | {"round": 2}]},
+        ],
+    )  # fmt: skip
+    with reader(db) as con:
+        return cl.failure_texts(con, benchmark="swe")["text"].tolist()
+
+
+def test_code_a_tool_shows_is_not_a_failure(code_documents: list[str]) -> None:
+    """``raise ValueError`` in an editor's ``cat -n`` snippet and a diff's lines and hunk header (``@@ -471``) are
+    code, not a report of failure: the test run after the edit is why the first attempt failed (not its
+    consequence), and nothing failed in the second, which is read by its answer and what it last saw."""
+    assert code_documents[0] == "failed: assertionerror: expected, got | final answer: no final answer"
+    assert code_documents[1].startswith("final answer: all tests pass now. | last result: diff --git")
+
+
+def test_a_failure_two_other_tools_worked_after_is_not_why_the_attempt_failed(code_documents: list[str]) -> None:
+    """``find``'s complaint about /proc, then an edit and a test run that worked: the agent moved past it
+    (``MOVED_PAST_TOOLS``); with one other tool after it, it is still the failure."""
+    assert code_documents[2] == "final answer: all tests pass now. | last result: passed in"
+    assert code_documents[3] == "failed: find:: permission denied"
+
+
 @pytest.fixture(scope="module")
 def footer_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """A patch refused after a grep: with a harness's footer on both results, on neither, on the failing one only,

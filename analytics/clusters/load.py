@@ -4,7 +4,10 @@ The **document** of a failed attempt (``failure_documents``) is what went wrong,
 
 * every step with an **error**, and every tool result that **reads as a failure** (``FAILING_RESULT``: it names an
   error, an exception, a refusal, an HTTP 4xx/5xx status, something missing, says so in a structured field
-  (``"ok": false``), or it is empty), unless the agent **recovered** from it (the same tool succeeded later): its
+  (``"ok": false``), or it is empty; decided on its text without the code it shows, a listing's numbered lines or
+  a diff's: ``LISTING_LINE``, ``DIFF_LINE``), unless the agent **recovered** from it (the same tool succeeded
+  later) or **moved past** it (``MOVED_PAST_TOOLS`` other tools succeeded later: ``find``'s "Permission denied"
+  before an edit and a passing test run): its
   text, at most the last ``MAX_ERRORS``, except that a **consequence** gives way to its cause: when the last is a
   long output read by its failure lines (a test run's) right after a failure of another command (``what``: the
   tool and its ``command`` argument's first word; not an empty result, ``EMPTY_RESULT``), that earlier failure is
@@ -48,6 +51,7 @@ from analytics.embeddings import STATIC_MODEL
 from store import query_df
 
 MAX_ERRORS = 1
+MOVED_PAST_TOOLS = 2  # a failure after which this many other tools succeeded: the agent moved past it
 STEP_CHARS = 240
 ANSWER_CHARS = 240
 
@@ -93,25 +97,31 @@ t AS (  -- what a step shows: its failure's own lines, not a runner's header or 
     SELECT attempt_id, step, kind, tool, args, is_last_word,
            replace(left({shown_error}, $chars), chr(10), ' ') AS error,
            replace(left(raw_body, $chars), chr(10), ' ') AS body,
+           {prose_body} AS prose,
            replace(left({shown_body}, $chars), chr(10), ' ') AS shown,
            coalesce({any_body_lines} > 0, false) AS has_failure_lines
     FROM x
 ),
 r AS (
     SELECT *, coalesce(error, CASE WHEN kind = 'tool_call' AND (has_failure_lines
-                                                                 OR regexp_matches(lower(coalesce(body, '')), $failing))
+                                                                 OR regexp_matches(lower(coalesce(prose, '')), $failing))
                                    THEN shown
                                    WHEN kind = 'message' AND is_last_word AND trim(body) <> '' THEN shown END)
                   AS raw_failure
     FROM t
 ),
-ok AS (  -- a failure the agent recovered from (the same tool succeeded later) is not why the attempt failed
-    SELECT *, max(CASE WHEN kind = 'tool_call' AND raw_failure IS NULL THEN step END)
-                  OVER (PARTITION BY attempt_id, tool) AS last_ok
-    FROM r
+ok AS (  -- a failure the agent recovered from (the same tool succeeded later) or moved past (``MOVED_PAST_TOOLS``
+         -- other tools succeeded later) is not why the attempt failed
+    SELECT *, sum((kind = 'tool_call' AND raw_failure IS NULL AND step = last_ok)::INTEGER)
+                  OVER (PARTITION BY attempt_id ORDER BY step ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)
+                  AS n_past  -- the tools whose last call that did not fail comes after this step
+    FROM (SELECT *, max(CASE WHEN kind = 'tool_call' AND raw_failure IS NULL THEN step END)
+                        OVER (PARTITION BY attempt_id, tool) AS last_ok
+          FROM r)
 ),
 e AS (
-    SELECT *, CASE WHEN raw_failure IS NOT NULL AND coalesce(last_ok, -1) < step THEN raw_failure END AS failure,
+    SELECT *, CASE WHEN raw_failure IS NOT NULL AND coalesce(last_ok, -1) < step
+                   AND coalesce(n_past, 0) < $past THEN raw_failure END AS failure,
            row_number() OVER (PARTITION BY attempt_id, failure IS NULL ORDER BY step DESC) AS back,
            CASE WHEN failure IS NOT NULL  -- the command that failed: its tool and its command's first word
                 THEN coalesce(tool, kind) || ' ' || coalesce(regexp_extract(args, '"command"\s*:\s*"([^" ]+)', 1), '')
@@ -179,12 +189,34 @@ FAILURE_LINES = {
 }
 _TRACEBACK = "Traceback (most recent call last)"
 
+# Code a tool shows is not a report of failure: ``raise ValueError(...)`` in a file's listing (``cat -n``'s numbered
+# lines, as an editor shows the snippet it edited) or in a diff's lines (a patch submitted) names an exception the
+# code handles, not one that happened. Whether a result reads as a failure (``FAILING_RESULT``) is decided on its
+# text without those lines (``_prose_sql``); what the result shows is unchanged.
+LISTING_LINE = r"(?m)^[ \t]*\d+\t.*$"
+DIFF_HUNK = r"(?m)^@@ -\d"
+DIFF_LINE = r"(?m)^(diff --git .*|index [0-9a-f]+\.\.[0-9a-f]+.*|@@ .*|[-+ ].*)$"
+
 
 def _split_sql(raw: str, name: str) -> str:
     """SQL: the lines of ``raw`` when it is a traceback or longer than ``$chars`` (else null), as ``name``."""
     return (
         f"CASE WHEN contains({raw}, '{_TRACEBACK}') OR length({raw}) > $chars "
         f"THEN string_split({raw}, chr(10)) END AS {name}"
+    )
+
+
+def _prose_sql(raw: str) -> str:
+    """SQL: the head of ``raw`` (``$chars``) as its failure is read, without the lines of a listing or a diff
+    (``LISTING_LINE``, ``DIFF_LINE`` where a hunk is, ``DIFF_HUNK``), newlines as spaces; ``code`` when only such
+    lines were there (code alone is not an empty result)."""
+    head = f"left({raw}, $chars)"
+    no_listing = f"regexp_replace({head}, $listing, '', 'g')"
+    no_diff = f"CASE WHEN regexp_matches({head}, $hunk) THEN regexp_replace({no_listing}, $diff, '', 'g') ELSE {no_listing} END"
+    return (
+        f"CASE WHEN contains({head}, chr(9)) OR contains({head}, '@@ -') "
+        f"THEN coalesce(nullif(trim(replace({no_diff}, chr(10), ' ')), ''), 'code') "
+        f"ELSE replace({head}, chr(10), ' ') END"
     )
 
 
@@ -269,6 +301,7 @@ _FAILURE_SQL = (
     .replace("{lines_body}", _lines_sql("bl", "b_"))
     .replace("{shown_error}", _shown_sql("raw_error", "el", "e_"))
     .replace("{shown_body}", _shown_sql("raw_body", "bl", "b_"))
+    .replace("{prose_body}", _prose_sql("raw_body"))
     .replace("{any_body_lines}", " + ".join(f"len(b_{kind})" for kind in FAILURE_LINES))
 )
 
@@ -291,6 +324,10 @@ def failure_frame(
         "answer_chars": ANSWER_CHARS,
         "max_errors": MAX_ERRORS,
         "failing": FAILING_RESULT,
+        "past": MOVED_PAST_TOOLS,
+        "listing": LISTING_LINE,
+        "hunk": DIFF_HUNK,
+        "diff": DIFF_LINE,
         "empty": EMPTY_RESULT,
     }
     if attempt_ids is None:
@@ -404,7 +441,7 @@ def failure_clusters(
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
 DOC_VERSION = (
-    "failure-doc@v4"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
+    "failure-doc@v5"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
 )
 CLUSTER_VERSION = "clusters@v9"  # bump when the clustering or the names change: every clustering is computed again
 
