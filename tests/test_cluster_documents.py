@@ -148,6 +148,20 @@ def test_source_code_is_not_an_exception_line() -> None:
     assert not exc.match("Error code: 429 - {'type': 'error'}")
 
 
+def test_a_command_killed_for_its_time_reads_as_a_failure() -> None:
+    """timeout(1)'s ``Terminated``, a harness's "took longer than ... and was killed": failures in words that name
+    no error."""
+    import re
+
+    from analytics.clusters.load import FAILING_RESULT
+
+    failing = re.compile(FAILING_RESULT)
+    for text in ("Terminated\n[exit code 124]", "The command took longer than 30 seconds and was killed.",
+                 "The command took too long to execute (>300s)", "run_tests did not finish within 60 s"):  # fmt: skip
+        assert failing.search(text.lower()), text
+    assert not failing.search("4 passed in 0.21s")
+
+
 def test_a_test_run_failing_after_a_failed_edit_is_its_consequence(documents: list[str]) -> None:
     """The edit's error is why the attempt failed; the tests after it fail as they did before the edit."""
     assert documents[4] == "failed: oserror: [errno] read-only file system | final answer: no final answer"

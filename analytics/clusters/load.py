@@ -172,6 +172,7 @@ EMPTY_RESULT = r"^\s*(\[\]|\{\}|null|none)?\s*$"
 FAILING_RESULT = (
     r"error|exception|traceback|fail|invalid|denied|refused|forbidden|unauthori[sz]ed|timed? ?out|not found|"
     r"does not exist|no such|unknown|too many|exceeded|unavailable|malformed|could not|cannot|can't|unable|"
+    r"\bkilled\b|\bterminated\b|took (too )?long(er)?\b|did not finish|"
     r"\"?\b(ok|success)\b\"?\s*:\s*false\b|\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|"
     r"(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|" + EMPTY_RESULT
 )
