@@ -167,7 +167,8 @@ ORDER BY f.run_id, f.task_id, f.sample
 EMPTY_RESULT = r"^\s*(\[\]|\{\}|null|none)?\s*$"
 
 # A tool result that reads as a failure: it names an error, an exception, a refusal, an HTTP 4xx/5xx status, a
-# missing thing, it says so in a structured field (``"ok": false``, ``"success": false``), or it is empty
+# missing thing, a command killed or cut short for its time ("Terminated", "took too long"), it says so in a
+# structured field (``"ok": false``, ``"success": false``), or it is empty
 # (``EMPTY_RESULT``). Such a result is where the attempt went wrong, like a step's ``error``.
 FAILING_RESULT = (
     r"error|exception|traceback|fail|invalid|denied|refused|forbidden|unauthori[sz]ed|timed? ?out|not found|"
