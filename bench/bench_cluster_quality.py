@@ -12,7 +12,8 @@
    trajectory's shape; styles ``agent`` and ``terminal``; seeds 400-407, written and committed before any result on
    it was seen, and in no fresh or more-held-out list). Nothing was tuned on these seeds: the weights and
    the cut were chosen on seeds 1-8 of the first two generators, failure-doc@v2's reading of runner output,
-   failure-doc@v3's consequences and failure-doc@v4's footers on seeds 1-8 of ``code``. Each set is ingested into
+   failure-doc@v3's consequences, failure-doc@v4's footers and failure-doc@v5's code shown, moved-past failures
+   and killed commands on seeds 1-8 of ``code``. Each set is ingested into
    a throwaway store, its failures' documents are read (``analytics.clusters.failure_texts``), each distinct
    document is embedded once (as the cache does) by the static model (the default) and, for sets of at most
    ``--minilm-max`` failures, by the full all-MiniLM-L6-v2; clustered (``build_clusters``); the adjusted Rand
