@@ -218,6 +218,28 @@ def test_code_a_tool_shows_is_not_a_failure(code_documents: list[str]) -> None:
     assert code_documents[1].startswith("final answer: all tests pass now. | last result: diff --git")
 
 
+def test_only_a_listings_numbered_lines_and_a_diffs_lines_are_code() -> None:
+    """A table of rows whose first column is a number (no ``cat -n`` padding) and a list of errors without a hunk are
+    data: they still read as failures."""
+    import re
+
+    import duckdb
+
+    from analytics.clusters import load
+
+    params = {"chars": 240, "listing": load.LISTING_LINE, "hunk": load.DIFF_HUNK, "diff": load.DIFF_LINE}
+    con = duckdb.connect()
+
+    def reads_as_failure(text: str) -> bool:
+        (prose,) = con.execute(f"SELECT {load._prose_sql('$raw')}", params | {"raw": text}).fetchone() or ("",)
+        return bool(re.search(load.FAILING_RESULT, prose.lower()))
+
+    assert reads_as_failure("12\tpayment\terror: card declined\n13\trefund\tok")
+    assert reads_as_failure("- error: the date is invalid\n- the account is fine")
+    assert not reads_as_failure("   118\t        raise ValueError(f'invalid {value!r}')\n   119\t    return value")
+    assert not reads_as_failure(SUBMITTED)
+
+
 def test_a_failure_two_other_tools_worked_after_is_not_why_the_attempt_failed(code_documents: list[str]) -> None:
     """``find``'s complaint about /proc, then an edit and a test run that worked: the agent moved past it
     (``MOVED_PAST_TOOLS``); with one other tool after it, it is still the failure."""

@@ -195,7 +195,7 @@ _TRACEBACK = "Traceback (most recent call last)"
 # lines, as an editor shows the snippet it edited) or in a diff's lines (a patch submitted) names an exception the
 # code handles, not one that happened. Whether a result reads as a failure (``FAILING_RESULT``) is decided on its
 # text without those lines (``_prose_sql``); what the result shows is unchanged.
-LISTING_LINE = r"(?m)^[ \t]*\d+\t.*$"
+LISTING_LINE = r"(?m)^ +\d+\t.*$"  # cat -n: a number right-aligned in six columns, a tab
 DIFF_HUNK = r"(?m)^@@ -\d"
 DIFF_LINE = r"(?m)^(diff --git .*|index [0-9a-f]+\.\.[0-9a-f]+.*|@@ .*|[-+ ].*)$"
 
