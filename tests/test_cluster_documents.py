@@ -227,7 +227,8 @@ def test_only_a_listings_numbered_lines_and_a_diffs_lines_are_code() -> None:
 
     from analytics.clusters import load
 
-    params = {"chars": 240, "listing": load.LISTING_LINE, "hunk": load.DIFF_HUNK, "diff": load.DIFF_LINE}
+    params = {"chars": 240, "listing": load.LISTING, "listing_line": load.LISTING_LINE, "hunk": load.DIFF_HUNK,
+              "diff": load.DIFF_LINE}  # fmt: skip
     con = duckdb.connect()
 
     def reads_as_failure(text: str) -> bool:
@@ -237,6 +238,7 @@ def test_only_a_listings_numbered_lines_and_a_diffs_lines_are_code() -> None:
     assert reads_as_failure("12\tpayment\terror: card declined\n13\trefund\tok")
     assert reads_as_failure("- error: the date is invalid\n- the account is fine")
     assert not reads_as_failure("   118\t        raise ValueError(f'invalid {value!r}')\n   119\t    return value")
+    assert not reads_as_failure("118\t        raise ValueError(f'invalid')\n   119\t    return value")  # trimmed
     assert not reads_as_failure(SUBMITTED)
 
 

@@ -195,7 +195,8 @@ _TRACEBACK = "Traceback (most recent call last)"
 # lines, as an editor shows the snippet it edited) or in a diff's lines (a patch submitted) names an exception the
 # code handles, not one that happened. Whether a result reads as a failure (``FAILING_RESULT``) is decided on its
 # text without those lines (``_prose_sql``); what the result shows is unchanged.
-LISTING_LINE = r"(?m)^ +\d+\t.*$"  # cat -n: a number right-aligned in six columns, a tab
+LISTING = r"(?m)^ +\d+\t"  # cat -n: a number right-aligned in six columns, a tab (a table's first column is not)
+LISTING_LINE = r"(?m)^ *\d+\t.*$"  # ... and then every numbered line (a text's first may have lost its padding)
 DIFF_HUNK = r"(?m)^@@ -\d"
 DIFF_LINE = r"(?m)^(diff --git .*|index [0-9a-f]+\.\.[0-9a-f]+.*|@@ .*|[-+ ].*)$"
 
@@ -210,10 +211,11 @@ def _split_sql(raw: str, name: str) -> str:
 
 def _prose_sql(raw: str) -> str:
     """SQL: the head of ``raw`` (``$chars``) as its failure is read, without the lines of a listing or a diff
-    (``LISTING_LINE``, ``DIFF_LINE`` where a hunk is, ``DIFF_HUNK``), newlines as spaces; ``code`` when only such
-    lines were there (code alone is not an empty result)."""
+    (``LISTING_LINE`` where one is padded as ``cat -n`` pads, ``LISTING``; ``DIFF_LINE`` where a hunk is,
+    ``DIFF_HUNK``), newlines as spaces; ``code`` when only such lines were there (code alone is not an empty
+    result)."""
     head = f"left({raw}, $chars)"
-    no_listing = f"regexp_replace({head}, $listing, '', 'g')"
+    no_listing = f"CASE WHEN regexp_matches({head}, $listing) THEN regexp_replace({head}, $listing_line, '', 'g') ELSE {head} END"
     no_diff = f"CASE WHEN regexp_matches({head}, $hunk) THEN regexp_replace({no_listing}, $diff, '', 'g') ELSE {no_listing} END"
     return (
         f"CASE WHEN contains({head}, chr(9)) OR contains({head}, '@@ -') "
@@ -327,7 +329,8 @@ def failure_frame(
         "max_errors": MAX_ERRORS,
         "failing": FAILING_RESULT,
         "past": MOVED_PAST_TOOLS,
-        "listing": LISTING_LINE,
+        "listing": LISTING,
+        "listing_line": LISTING_LINE,
         "hunk": DIFF_HUNK,
         "diff": DIFF_LINE,
         "empty": EMPTY_RESULT,
