@@ -1,5 +1,5 @@
 """What a failure's document reads from a test runner's output, a traceback, an API error body and a crashed run's
-last message (analytics/clusters/load.py: ``FAILURE_LINES``, ``_ERROR_FIELD``, ``is_last_word``)."""
+last message (analytics/clusters/load.py and reading.py: ``FAILURE_LINES``, ``_ERROR_FIELD``, ``is_last_word``)."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def test_source_code_is_not_an_exception_line() -> None:
     """``raise ValueError(...)`` in a listing is code; ``ValueError: ...`` at a line's start is an exception."""
     import re
 
-    from analytics.clusters.load import FAILURE_LINES
+    from analytics.clusters.reading import FAILURE_LINES
 
     exc = re.compile(FAILURE_LINES["exc"])
     for line in ("ValueError: cannot reshape array", "E       KeyError", "Failed: Timeout >60.0s"):
@@ -153,7 +153,7 @@ def test_a_command_killed_for_its_time_reads_as_a_failure() -> None:
     no error."""
     import re
 
-    from analytics.clusters.load import FAILING_RESULT
+    from analytics.clusters.reading import FAILING_RESULT
 
     failing = re.compile(FAILING_RESULT)
     for text in ("Terminated\n[exit code 124]", "The command took longer than 30 seconds and was killed.",
@@ -225,15 +225,15 @@ def test_only_a_listings_numbered_lines_and_a_diffs_lines_are_code() -> None:
 
     import duckdb
 
-    from analytics.clusters import load
+    from analytics.clusters import reading
 
-    params = {"chars": 240, "listing": load.LISTING, "listing_line": load.LISTING_LINE, "hunk": load.DIFF_HUNK,
-              "diff": load.DIFF_LINE}  # fmt: skip
+    params = {"chars": 240, "listing": reading.LISTING, "listing_line": reading.LISTING_LINE,
+              "hunk": reading.DIFF_HUNK, "diff": reading.DIFF_LINE}  # fmt: skip
     con = duckdb.connect()
 
     def reads_as_failure(text: str) -> bool:
-        (prose,) = con.execute(f"SELECT {load._prose_sql('$raw')}", params | {"raw": text}).fetchone() or ("",)
-        return bool(re.search(load.FAILING_RESULT, prose.lower()))
+        (prose,) = con.execute(f"SELECT {reading.prose_sql('$raw')}", params | {"raw": text}).fetchone() or ("",)
+        return bool(re.search(reading.FAILING_RESULT, prose.lower()))
 
     assert reads_as_failure("12\tpayment\terror: card declined\n13\trefund\tok")
     assert reads_as_failure("- error: the date is invalid\n- the account is fine")
