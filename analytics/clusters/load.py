@@ -114,7 +114,7 @@ t AS (  -- what a step shows: its failure's own lines, not a runner's header or 
     SELECT attempt_id, step, kind, tool, args, is_last_word,
            replace(left({shown_error}, $chars), chr(10), ' ') AS error,
            replace(left(raw_body, $chars), chr(10), ' ') AS body,
-           {prose_body} AS prose,
+           CASE WHEN kind = 'tool_call' THEN {prose_body} END AS prose,  -- read of a tool's result only
            replace(left({shown_body}, $chars), chr(10), ' ') AS shown,
            coalesce({any_body_lines} > 0, false) AS has_failure_lines
     FROM x
