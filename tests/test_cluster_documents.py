@@ -183,14 +183,22 @@ SUBMITTED = (  # a patch submitted: its hunk header reads like an HTTP status ("
 )
 
 
+CUT_SHORT = (  # a test run killed for its time: pytest's session header, then the kill, past the first 240 characters
+    PYTEST_OUT.split("tests/test_fields.py ...")[0]
+    + "tests/unit/forms/test_fields_roundtrip.py ..Terminated\n[exit code 124]"
+)
+
+
 def _tool(tool: str, round_: int, **outcome: Any) -> dict[str, Any]:
     return {"round": round_, "kind": "tool_call", "tool": tool, "args": {"command": tool}, **outcome}
 
 
 @pytest.fixture(scope="module")
 def code_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The documents of three failures: a test run failing after an edit whose report shows code, a claim of
-    success after a submitted diff, and a search that failed before two other tools worked and a wrong answer."""
+    """The documents of seven failures: a test run failing after an edit whose report shows code, a claim of
+    success after a submitted diff, a search that failed before two other tools worked and a wrong answer (twice:
+    with two tools after it and with one), a test run cut short, and two attempts that ran out of steps (one
+    repeating a failing test run, one not)."""
     db = _store(
         tmp_path_factory.mktemp("code_documents"),
         [
@@ -204,6 +212,9 @@ def code_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
             {"status": "completed", "answer": "All tests pass now.",
              "steps": [_tool("find", 1, result="find: '/proc/12/map_files': Permission denied"),
                        _edit(result="patching file src/fields.py") | {"round": 2}]},
+            {"status": "completed", "steps": [_tool("run_tests", 1, error=CUT_SHORT)]},
+            {"status": "timeout", "steps": [_bash(PYTEST_OUT, i) for i in range(1, 5)]},
+            {"status": "timeout", "steps": [_bash(PYTEST_OUT, 1), _edit(error=READ_ONLY) | {"round": 2}]},
         ],
     )  # fmt: skip
     with reader(db) as con:
@@ -247,6 +258,20 @@ def test_a_failure_two_other_tools_worked_after_is_not_why_the_attempt_failed(co
     (``MOVED_PAST_TOOLS``); with one other tool after it, it is still the failure."""
     assert code_documents[2] == "final answer: all tests pass now. | last result: passed in"
     assert code_documents[3] == "failed: find:: permission denied"
+
+
+def test_a_long_output_without_failure_lines_is_read_by_its_end(code_documents: list[str]) -> None:
+    """A program says how it ended last: a test run killed for its time is read by its end ("Terminated"), not by
+    pytest's session header, which every run of every cause prints first."""
+    assert len(CUT_SHORT) > 240 and "Terminated" not in CUT_SHORT[:240]
+    assert "..terminated [exit code]" in code_documents[4] and "session starts" not in code_documents[4]
+
+
+def test_an_attempt_out_of_steps_repeating_a_call_failed_by_its_loop(code_documents: list[str]) -> None:
+    """The same failing test run four times until the step budget ran out: the loop is why it failed, with what it
+    kept seeing; an attempt out of steps that did not repeat itself is read by its failure alone."""
+    assert code_documents[5] == "failed: assertionerror: expected, got | repeated call | status timeout"
+    assert code_documents[6] == "failed: oserror: [errno] read-only file system | final answer: no final answer"
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 BOILERPLATE_SHARE = 0.5
+LOOP_REPEATS = 2  # repeated tool calls (beyond the first of each) that make an attempt out of budget a loop
 
 
 _MASK_NUMBER = re.compile(r"\b[\w.+-]*\d[\w.+-]*\b")  # ids and numbers: acct_045, 18342.17, 10.2.7.14:8443
@@ -145,15 +146,23 @@ def strip_run_specific(text: str) -> str:
 def _segments(row: dict[str, Any], strip: Callable[[str], str] = strip_run_specific) -> list[str]:
     """The segments of one failure's document, most informative first: the failing steps (with the final answer
     only as it compares with the reference), else the final answer; the attempt's status and the trajectory hints
-    only when no step failed (after a failed step, a crashed status or a retry is its consequence)."""
+    only when no step failed (after a failed step, a crashed status or a retry is its consequence), except for a
+    loop: out of its budget (``timeout``) after ``LOOP_REPEATS`` repeated calls, the failure it kept hitting,
+    "repeated call" and the status."""
     errors = row.get("errors")
     out: list[str] = []
     answer = row.get("answer")
     versus = answer_against_reference(answer, row.get("reference_answer"))
     failed = isinstance(errors, str) and bool(errors.strip())
+    status = row.get("status")
+    # a loop: the budget ran out (``timeout``) while the agent repeated calls; why it failed is the loop as well as
+    # the failure it kept hitting
+    looped = failed and status == "timeout" and int(row.get("n_repeated") or 0) >= LOOP_REPEATS
     if failed:
         out += [_error_line(line) for line in str(errors).split("\n") if line.strip()]
-        if versus:
+        if looped:
+            out += ["repeated call", f"status {status}"]
+        elif versus:
             out.append(f"final answer: {versus}")
     elif isinstance(answer, str) and answer.strip():
         out.append(f"final answer: {answer}" + (f" ({versus})" if versus else ""))
@@ -174,7 +183,6 @@ def _segments(row: dict[str, Any], strip: Callable[[str], str] = strip_run_speci
             missing = [t for t in dict.fromkeys(ref) if t not in set(tools)]
             if missing:
                 out.append("skipped " + ", ".join(missing))
-        status = row.get("status")
         if isinstance(status, str) and status and status != "completed":
             out.append(f"status {status}")
     return [strip(s) for s in out if s]

@@ -15,9 +15,11 @@ The **document** of a failed attempt (``failure_documents``) is what went wrong,
   then only as it compares with the reference (the answer after a failed tool is a consequence, mostly an
   apology); a JSON result's keys and strings are its text (``unjson``); a traceback is read by its exception line
   and a long text (a test runner's output) by the lines that carry its failure (``FAILURE_LINES``), not by its
-  head or last line; a harness's **footer** (the lines it closes every observation with, "(Current directory:
-  /testbed)", a shell prompt: ``FOOTER_LINES``) is cut from the end of a text first; a crashed attempt's last
-  message (a harness saying why it stopped) is such a step too;
+  head or last line, and without such lines by its end (a run killed for its time after pytest's header); a
+  **loop** (the attempt ran out of its budget, status ``timeout``, repeating tool calls: ``LOOP_REPEATS``) is its
+  failure, "repeated call" and the status; a harness's **footer** (the lines it closes every observation with,
+  "(Current directory: /testbed)", a shell prompt: ``FOOTER_LINES``) is cut from the end of a text first; a crashed
+  attempt's last message (a harness saying why it stopped) is such a step too;
 * without such a step: the **final answer against the reference** ("final answer: 6.14 ad groups (a different
   number than the reference)") and the **last tool result**, what the agent saw before it answered ("last result:
   sold out"); after a repeated call, as what the loop kept seeing ("repeated call: report status: pending");
@@ -333,7 +335,7 @@ def failure_clusters(
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
 DOC_VERSION = (
-    "failure-doc@v5"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
+    "failure-doc@v6"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
 )
 CLUSTER_VERSION = "clusters@v9"  # bump when the clustering or the names change: every clustering is computed again
 

@@ -27,7 +27,9 @@ FAILING_RESULT = (
 # Timeout``, after pytest's ``E`` or not), pytest's other ``E`` lines (``E       assert 1 == 2``), summary and
 # command error lines (``FAILED tests/...``, ``ERROR ...``, unittest's ``FAIL: ...``, git's ``error: ...``). Such a
 # text is shown by them, not by its head (pytest's session header) nor, for a traceback, by its last line (a
-# runner's footer, "Destroying test database", a shell prompt): a traceback by its last exception line.
+# runner's footer, "Destroying test database", a shell prompt): a traceback by its last exception line. A long text
+# without such lines is shown by its end (``tail_sql``): a program says how it ended last ("Terminated", "took
+# longer than 30 seconds and was killed", "5 passed"), after a header every run prints (failure-doc@v6).
 FAILURE_LINES = {
     "exc": r"^(E\s+)?[A-Za-z_.]*(Error|Exception|Exit|Interrupt|Failed)(:\s.*|:)?\s*$",
     "e": r"^E\s{2,}\S",
@@ -76,9 +78,16 @@ def lines_sql(lines: str, prefix: str) -> str:
     )
 
 
+def tail_sql(raw: str) -> str:
+    """SQL: the end of ``raw`` (``$chars``) from the first line that begins in it (the whole end when one line is
+    longer)."""
+    end = f"right({raw}, $chars)"
+    return f"coalesce(nullif(regexp_replace({end}, '^[^\\n]*\\n', ''), ''), {end})"
+
+
 def shown_sql(raw: str, lines: str, prefix: str) -> str:
     """SQL: what a text shows (see ``FAILURE_LINES``): a traceback its last exception line (else its last line), a
-    long text its failure lines of the first kind it has (else its head), any other text itself."""
+    long text its failure lines of the first kind it has (else its end, ``tail_sql``), any other text itself."""
 
     def joined(kind: str) -> str:
         return f"array_to_string(list_transform({prefix}{kind}, l -> trim(regexp_replace(l, '^E\\s+', ''))), ' ')"
@@ -92,6 +101,7 @@ def shown_sql(raw: str, lines: str, prefix: str) -> str:
         f"WHEN contains({raw}, '{_TRACEBACK}') "
         f"THEN coalesce(trim(regexp_replace(coalesce(list_last({prefix}exc), {after}), '^E\\s+', '')), {last}) "
         + " ".join(f"WHEN len({prefix}{k}) > 0 THEN {joined(k)}" for k in FAILURE_LINES)
+        + f" WHEN {lines} IS NOT NULL THEN {tail_sql(raw)}"
         + f" ELSE {raw} END"
     )
 
