@@ -101,8 +101,7 @@ def shown_sql(raw: str, lines: str, prefix: str) -> str:
         f"WHEN contains({raw}, '{_TRACEBACK}') "
         f"THEN coalesce(trim(regexp_replace(coalesce(list_last({prefix}exc), {after}), '^E\\s+', '')), {last}) "
         + " ".join(f"WHEN len({prefix}{k}) > 0 THEN {joined(k)}" for k in FAILURE_LINES)
-        + f" WHEN {lines} IS NOT NULL THEN {tail_sql(raw)}"
-        + f" ELSE {raw} END"
+        + f" ELSE {tail_sql(raw)} END"
     )
 
 
