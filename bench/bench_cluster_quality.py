@@ -27,7 +27,8 @@ variant of the clustering is then measured on the same failures without ingestin
 ``--tuning`` runs the tuning seeds (1-8 of each generator, in the held-out list's shapes; ``code``'s since
 failure-doc@v2) instead, the only sets a change is chosen on; ``--more-tuning`` adds tuning
 sets of ``web`` (seeds 21-28 in the held-out list's shapes, and six small sets, seeds 41-46, of 4-6 causes and
-200-400 failures: a cause's wordings at small n); ``--confusion 0.8`` prints the table of cause by cluster of every
+200-400 failures: a cause's wordings at small n) and of ``code`` (seeds 21-28 and 31-38 in its held-out shapes,
+since failure-doc@v6); ``--confusion 0.8`` prints the table of cause by cluster of every
 set under ARI 0.8 (a column with several causes: they joined; a row over several clusters: a cause split).
 
 2. ``--demo``: the AD-Bench demo's failures against the log's error codes (failures with exactly one code,
@@ -130,10 +131,14 @@ SMALL_WEB = [(4, 250, "browser"), (4, 200, "script"), (5, 300, "browser"), (4, 3
 
 
 def more_tuning_sets() -> list[tuple[str, int, int, int, str]]:
-    """More tuning sets of ``web``: seeds 21-28 in its held-out shapes and the small sets 41-46 (``SMALL_WEB``)."""
-    shapes = [row for row in HELD_OUT if row[0] == "web"]
-    out = [("web", 21 + i, k, n, style) for i, (_, _, k, n, style) in enumerate(shapes)]
-    return out + [("web", 41 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
+    """More tuning sets: ``web`` seeds 21-28 in its held-out shapes and the small sets 41-46 (``SMALL_WEB``); ``code``
+    seeds 21-28 and 31-38 in its held-out shapes (added after failure-doc@v6: eight sets no longer told small changes
+    apart)."""
+    web = [row for row in HELD_OUT if row[0] == "web"]
+    out = [("web", 21 + i, k, n, style) for i, (_, _, k, n, style) in enumerate(web)]
+    out += [("web", 41 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
+    code = [row for row in HELD_OUT if row[0] == "code"]
+    return out + [("code", base + i, k, n, style) for base in (21, 31) for i, (_, _, k, n, style) in enumerate(code)]
 
 
 def more_held_out_sets() -> list[tuple[str, int, int, int, str]]:
@@ -252,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-held-out", action="store_true")
     ap.add_argument("--generator", action="append", choices=sorted(GENERATORS), help="only these generators' sets")
     ap.add_argument("--tuning", action="store_true", help="the tuning seeds 1-8 of each generator instead")
-    ap.add_argument("--more-tuning", action="store_true", help="with --tuning: also web seeds 21-28 and 41-46")
+    ap.add_argument(
+        "--more-tuning", action="store_true", help="with --tuning: also web seeds 21-28 and 41-46, code 21-28 and 31-38"
+    )
     ap.add_argument("--more-held-out", action="store_true", help="also web seeds 310-317 and 320-327")
     ap.add_argument("--fresh", action="store_true", help="the sets never used for a choice (fresh_sets) instead")
     ap.add_argument("--keep", type=Path, help="keep each set's store in this folder and reuse it when there")
