@@ -196,7 +196,7 @@ def _tool(tool: str, round_: int, **outcome: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def code_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The documents of seven failures: a test run failing after an edit whose report shows code, a claim of
-    success after a submitted diff, a search that failed before two other tools worked and a wrong answer (twice:
+    success after a passing test run and a submitted diff, a search that failed before two other tools worked and a wrong answer (twice:
     with two tools after it and with one), a test run cut short, and two attempts that ran out of steps (one
     repeating a failing test run, one not)."""
     db = _store(
@@ -204,7 +204,8 @@ def code_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
         [
             {"status": "completed", "steps": [_edit(result=EDITED), _bash(PYTEST_OUT, 2)]},
             {"status": "completed", "answer": "All tests pass now.",
-             "steps": [_edit(result=EDITED), _tool("submit", 2, result=SUBMITTED)]},
+             "steps": [_edit(result=EDITED), _tool("run_tests", 2, result="4 passed in 0.2s"),
+                       _tool("submit", 3, result=SUBMITTED)]},
             {"status": "completed", "answer": "All tests pass now.",
              "steps": [_tool("find", 1, result="find: '/proc/12/map_files': Permission denied"),
                        _edit(result="patching file src/fields.py") | {"round": 2},
@@ -224,9 +225,10 @@ def code_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 def test_code_a_tool_shows_is_not_a_failure(code_documents: list[str]) -> None:
     """``raise ValueError`` in an editor's ``cat -n`` snippet and a diff's lines and hunk header (``@@ -471``) are
     code, not a report of failure: the test run after the edit is why the first attempt failed (not its
-    consequence), and nothing failed in the second, which is read by its answer and what it last saw."""
+    consequence), and nothing failed in the second, which is read by its answer and what it last saw: the test run
+    before the patch it submitted, not the patch (code alone is the agent's own code echoed back, not an outcome)."""
     assert code_documents[0] == "failed: assertionerror: expected, got | final answer: no final answer"
-    assert code_documents[1].startswith("final answer: all tests pass now. | last result: diff --git")
+    assert code_documents[1] == "final answer: all tests pass now. | last result: passed in"
 
 
 def test_only_a_listings_numbered_lines_and_a_diffs_lines_are_code() -> None:

@@ -22,7 +22,9 @@ The **document** of a failed attempt (``failure_documents``) is what went wrong,
   attempt's last message (a harness saying why it stopped) is such a step too;
 * without such a step: the **final answer against the reference** ("final answer: 6.14 ad groups (a different
   number than the reference)") and the **last tool result**, what the agent saw before it answered ("last result:
-  sold out"); after a repeated call, as what the loop kept seeing ("repeated call: report status: pending");
+  sold out"), leaving out results that are code alone (a listing's numbered lines, a diff: the file an agent
+  viewed, the patch it submitted, its own code echoed back, not an outcome; ``prose_sql`` says ``code``); after a
+  repeated call, as what the loop kept seeing ("repeated call: report status: pending");
 * what the **trajectory** says, in a few words: ``no tool called``, ``repeated call`` (a tool called again with the
   same arguments), ``skipped <tools>`` (reference tools never called);
 * the attempt's **status** when it is not ``completed`` (a step budget, a crash).
@@ -165,7 +167,8 @@ agg AS (
            count(*) FILTER (WHERE kind = 'tool_call') - count(DISTINCT tool || '|' || coalesce(args, ''))
                FILTER (WHERE kind = 'tool_call') AS n_repeated,
            arg_max(body, step) FILTER (WHERE kind = 'final') AS final_text,
-           arg_max(shown, step) FILTER (WHERE kind = 'tool_call' AND raw_failure IS NULL) AS last_result
+           arg_max(shown, step) FILTER (WHERE kind = 'tool_call' AND raw_failure IS NULL AND prose <> 'code')
+               AS last_result  -- not code alone (a listing, a diff): the agent's own code echoed back
     FROM c GROUP BY attempt_id
 ),
 codes AS (
@@ -335,7 +338,7 @@ def failure_clusters(
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
 DOC_VERSION = (
-    "failure-doc@v6"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
+    "failure-doc@v7"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
 )
 CLUSTER_VERSION = "clusters@v9"  # bump when the clustering or the names change: every clustering is computed again
 
