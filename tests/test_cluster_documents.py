@@ -196,9 +196,9 @@ def _tool(tool: str, round_: int, **outcome: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def code_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """The documents of seven failures: a test run failing after an edit whose report shows code, a claim of
-    success after a passing test run and a submitted diff, a search that failed before two other tools worked and a wrong answer (twice:
-    with two tools after it and with one), a test run cut short, and two attempts that ran out of steps (one
-    repeating a failing test run, one not)."""
+    success after a passing test run and a submitted diff, a search that failed before two other tools worked and a
+    wrong answer (twice: with two tools after it and with one), a test run cut short, and two attempts that ran out
+    of steps (one repeating a failing test run, one not)."""
     db = _store(
         tmp_path_factory.mktemp("code_documents"),
         [
