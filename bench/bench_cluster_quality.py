@@ -116,14 +116,16 @@ def _encode_distinct(emb: Any, texts: list[str]) -> Any:
 TUNED = ("failure_sets", "ops", "web", "code")  # the generators with tuning sets
 
 
+def in_shapes(gen: str, base: int) -> list[tuple[str, int, int, int, str]]:
+    """Sets of ``gen`` in the shapes (causes, failures, style) of its held-out list, seeds ``base``, ``base + 1``, ..."""
+    shapes = [row for row in HELD_OUT if row[0] == gen]
+    return [(gen, base + i, k, n, style) for i, (_, _, k, n, style) in enumerate(shapes)]
+
+
 def tuning_sets() -> list[tuple[str, int, int, int, str]]:
     """The tuning sets: seeds 1-8 of each generator in ``TUNED``, in the shapes (causes, failures, style) of its
     held-out list."""
-    out = []
-    for gen in TUNED:
-        shapes = [row for row in HELD_OUT if row[0] == gen]
-        out += [(gen, i + 1, k, n, style) for i, (_, _, k, n, style) in enumerate(shapes)]
-    return out
+    return [row for gen in TUNED for row in in_shapes(gen, 1)]
 
 
 SMALL_WEB = [(4, 250, "browser"), (4, 200, "script"), (5, 300, "browser"), (4, 300, "script"), (6, 250, "browser"),
@@ -134,26 +136,21 @@ def more_tuning_sets() -> list[tuple[str, int, int, int, str]]:
     """More tuning sets: ``web`` seeds 21-28 in its held-out shapes and the small sets 41-46 (``SMALL_WEB``); ``code``
     seeds 21-28 and 31-38 in its held-out shapes (added after failure-doc@v6: eight sets no longer told small changes
     apart)."""
-    web = [row for row in HELD_OUT if row[0] == "web"]
-    out = [("web", 21 + i, k, n, style) for i, (_, _, k, n, style) in enumerate(web)]
-    out += [("web", 41 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
-    code = [row for row in HELD_OUT if row[0] == "code"]
-    return out + [("code", base + i, k, n, style) for base in (21, 31) for i, (_, _, k, n, style) in enumerate(code)]
+    small = [("web", 41 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
+    return in_shapes("web", 21) + small + in_shapes("code", 21) + in_shapes("code", 31)
 
 
 def more_held_out_sets() -> list[tuple[str, int, int, int, str]]:
     """More held-out sets of ``web``, in its held-out shapes: seeds 310-317 (seen only after clusters@v7's choice)
     and 320-327 (generated after clusters@v9's)."""
-    shapes = [row for row in HELD_OUT if row[0] == "web"]
-    return [("web", base + i, k, n, style) for base in (310, 320) for i, (_, _, k, n, style) in enumerate(shapes)]
+    return in_shapes("web", 310) + in_shapes("web", 320)
 
 
 def fresh_sets() -> list[tuple[str, int, int, int, str]]:
     """Sets never used for a choice (first generated after clusters@v9): each generator's held-out shapes with
     seeds 110-117 (``failure_sets``), 210-217 (``ops``) and 330-337 (``web``), and ``web`` 340-345 in the
     ``SMALL_WEB`` shapes."""
-    base = {"failure_sets": 110, "ops": 210, "web": 330}
-    out = [(gen, base[gen] + seed % 10, k, n, style) for gen, seed, k, n, style in HELD_OUT if gen in base]
+    out = in_shapes("failure_sets", 110) + in_shapes("ops", 210) + in_shapes("web", 330)
     return out + [("web", 340 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
 
 

@@ -52,6 +52,7 @@ from analytics.clusters.documents import (
     segments_of,
 )
 from analytics.clusters.reading import (
+    CODE_ONLY,
     DIFF_HUNK,
     DIFF_LINE,
     EMPTY_RESULT,
@@ -167,7 +168,7 @@ agg AS (
            count(*) FILTER (WHERE kind = 'tool_call') - count(DISTINCT tool || '|' || coalesce(args, ''))
                FILTER (WHERE kind = 'tool_call') AS n_repeated,
            arg_max(body, step) FILTER (WHERE kind = 'final') AS final_text,
-           arg_max(shown, step) FILTER (WHERE kind = 'tool_call' AND raw_failure IS NULL AND prose <> 'code')
+           arg_max(shown, step) FILTER (WHERE kind = 'tool_call' AND raw_failure IS NULL AND prose <> '{code_only}')
                AS last_result  -- not code alone (a listing, a diff): the agent's own code echoed back
     FROM c GROUP BY attempt_id
 ),
@@ -198,6 +199,7 @@ _FAILURE_SQL = (
     .replace("{shown_error}", shown_sql("raw_error", "el", "e_"))
     .replace("{shown_body}", shown_sql("raw_body", "bl", "b_"))
     .replace("{prose_body}", prose_sql("raw_body"))
+    .replace("{code_only}", CODE_ONLY)
     .replace("{any_body_lines}", " + ".join(f"len(b_{kind})" for kind in FAILURE_LINES))
 )
 

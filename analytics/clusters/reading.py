@@ -55,6 +55,9 @@ def split_sql(raw: str, name: str) -> str:
     )
 
 
+CODE_ONLY = "code"  # what ``prose_sql`` reads a result of code alone as (not a failure; not a last result either)
+
+
 def prose_sql(raw: str) -> str:
     """SQL: the head of ``raw`` (``$chars``) as its failure is read, without the lines of a listing or a diff
     (``LISTING_LINE`` where one is padded as ``cat -n`` pads, ``LISTING``; ``DIFF_LINE`` where a hunk is,
@@ -65,7 +68,7 @@ def prose_sql(raw: str) -> str:
     no_diff = f"CASE WHEN regexp_matches({head}, $hunk) THEN regexp_replace({no_listing}, $diff, '', 'g') ELSE {no_listing} END"
     return (
         f"CASE WHEN contains({head}, chr(9)) OR contains({head}, '@@ -') "
-        f"THEN coalesce(nullif(trim(replace({no_diff}, chr(10), ' ')), ''), 'code') "
+        f"THEN coalesce(nullif(trim(replace({no_diff}, chr(10), ' ')), ''), '{CODE_ONLY}') "
         f"ELSE replace({head}, chr(10), ' ') END"
     )
 
