@@ -195,10 +195,11 @@ def _tool(tool: str, round_: int, **outcome: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def code_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The documents of seven failures: a test run failing after an edit whose report shows code, a claim of
+    """The documents of eight failures: a test run failing after an edit whose report shows code, a claim of
     success after a passing test run and a submitted diff, a search that failed before two other tools worked and a
-    wrong answer (twice: with two tools after it and with one), a test run cut short, and two attempts that ran out
-    of steps (one repeating a failing test run, one not)."""
+    wrong answer (twice: with two tools after it and with one), a test run cut short, and three attempts that ran
+    out of steps (one repeating a failing test run, one not, one repeating a file's view and stopped by its
+    harness)."""
     db = _store(
         tmp_path_factory.mktemp("code_documents"),
         [
@@ -216,6 +217,8 @@ def code_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
             {"status": "completed", "steps": [_tool("run_tests", 1, error=CUT_SHORT)]},
             {"status": "timeout", "steps": [_bash(PYTEST_OUT, i) for i in range(1, 5)]},
             {"status": "timeout", "steps": [_bash(PYTEST_OUT, 1), _edit(error=READ_ONLY) | {"round": 2}]},
+            {"status": "timeout", "answer": "exit_cost: the instance cost limit was hit",
+             "steps": [_tool("view", i, result=EDITED) for i in range(1, 4)]},
         ],
     )  # fmt: skip
     with reader(db) as con:
@@ -270,9 +273,12 @@ def test_a_long_output_without_failure_lines_is_read_by_its_end(code_documents: 
 
 
 def test_an_attempt_out_of_steps_repeating_a_call_failed_by_its_loop(code_documents: list[str]) -> None:
-    """The same failing test run four times until the step budget ran out: the loop is why it failed, with what it
-    kept seeing; an attempt out of steps that did not repeat itself is read by its failure alone."""
-    assert code_documents[5] == "failed: assertionerror: expected, got | repeated call | status timeout"
+    """The same failing test run four times until the step budget ran out, and the same file viewed three times
+    until its harness stopped it: the loop is why each failed, not what it kept seeing (a test failure, code) nor
+    what it said when stopped, so loops over different things read alike; an attempt out of steps that did not
+    repeat itself is read by its failure alone."""
+    assert code_documents[5] == "repeated call | status timeout"
+    assert code_documents[7] == code_documents[5]
     assert code_documents[6] == "failed: oserror: [errno] read-only file system | final answer: no final answer"
 
 

@@ -146,23 +146,21 @@ def strip_run_specific(text: str) -> str:
 def _segments(row: dict[str, Any], strip: Callable[[str], str] = strip_run_specific) -> list[str]:
     """The segments of one failure's document, most informative first: the failing steps (with the final answer
     only as it compares with the reference), else the final answer; the attempt's status and the trajectory hints
-    only when no step failed (after a failed step, a crashed status or a retry is its consequence), except for a
-    loop: out of its budget (``timeout``) after ``LOOP_REPEATS`` repeated calls, the failure it kept hitting,
-    "repeated call" and the status."""
+    only when no step failed (after a failed step, a crashed status or a retry is its consequence). A loop, out of
+    its budget (``timeout``) after ``LOOP_REPEATS`` repeated calls, is "repeated call" and the status alone."""
+    status = row.get("status")
+    if status == "timeout" and int(row.get("n_repeated") or 0) >= LOOP_REPEATS:
+        # the loop is why it failed: what it kept hitting (a test failure, a listing, a warning, nothing) or said
+        # when stopped differs from loop to loop and would split one cause by it (failure-doc@v8)
+        return [strip("repeated call"), strip(f"status {status}")]
     errors = row.get("errors")
     out: list[str] = []
     answer = row.get("answer")
     versus = answer_against_reference(answer, row.get("reference_answer"))
     failed = isinstance(errors, str) and bool(errors.strip())
-    status = row.get("status")
-    # a loop: the budget ran out (``timeout``) while the agent repeated calls; why it failed is the loop as well as
-    # the failure it kept hitting
-    looped = failed and status == "timeout" and int(row.get("n_repeated") or 0) >= LOOP_REPEATS
     if failed:
         out += [_error_line(line) for line in str(errors).split("\n") if line.strip()]
-        if looped:
-            out += ["repeated call", f"status {status}"]
-        elif versus:
+        if versus:
             out.append(f"final answer: {versus}")
     elif isinstance(answer, str) and answer.strip():
         out.append(f"final answer: {answer}" + (f" ({versus})" if versus else ""))

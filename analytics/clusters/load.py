@@ -16,15 +16,16 @@ The **document** of a failed attempt (``failure_documents``) is what went wrong,
   apology); a JSON result's keys and strings are its text (``unjson``); a traceback is read by its exception line
   and a long text (a test runner's output) by the lines that carry its failure (``FAILURE_LINES``), not by its
   head or last line, and without such lines by its end (a run killed for its time after pytest's header); a
-  **loop** (the attempt ran out of its budget, status ``timeout``, repeating tool calls: ``LOOP_REPEATS``) is its
-  failure, "repeated call" and the status; a harness's **footer** (the lines it closes every observation with,
-  "(Current directory: /testbed)", a shell prompt: ``FOOTER_LINES``) is cut from the end of a text first; a crashed
-  attempt's last message (a harness saying why it stopped) is such a step too;
+  harness's **footer** (the lines it closes every observation with, "(Current directory: /testbed)", a shell
+  prompt: ``FOOTER_LINES``) is cut from the end of a text first; a crashed attempt's last message (a harness saying
+  why it stopped) is such a step too;
+* a **loop** (the attempt ran out of its budget, status ``timeout``, repeating tool calls: ``LOOP_REPEATS``) is
+  "repeated call" and the status alone, whatever it kept hitting or said when it was stopped;
 * without such a step: the **final answer against the reference** ("final answer: 6.14 ad groups (a different
   number than the reference)") and the **last tool result**, what the agent saw before it answered ("last result:
   sold out"), leaving out results that are code alone (a listing's numbered lines, a diff: the file an agent
   viewed, the patch it submitted, its own code echoed back, not an outcome; ``prose_sql`` says ``code``); after a
-  repeated call, as what the loop kept seeing ("repeated call: report status: pending");
+  repeated call within the budget, as what it kept seeing ("repeated call: report status: pending");
 * what the **trajectory** says, in a few words: ``no tool called``, ``repeated call`` (a tool called again with the
   same arguments), ``skipped <tools>`` (reference tools never called);
 * the attempt's **status** when it is not ``completed`` (a step budget, a crash).
@@ -340,7 +341,7 @@ def failure_clusters(
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
 DOC_VERSION = (
-    "failure-doc@v7"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
+    "failure-doc@v8"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
 )
 CLUSTER_VERSION = "clusters@v9"  # bump when the clustering or the names change: every clustering is computed again
 
