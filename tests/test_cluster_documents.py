@@ -272,6 +272,31 @@ def test_a_long_output_without_failure_lines_is_read_by_its_end(code_documents: 
     assert "..terminated [exit code]" in code_documents[4] and "session starts" not in code_documents[4]
 
 
+def test_an_edit_that_does_not_parse_is_a_syntax_error_whatever_the_parser_called_it(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Python's IndentationError and TabError are SyntaxErrors: their documents name the family, so the three read
+    as one cause; an exception that only ends in "Error" the same way is left as it is. A script that does not parse
+    is reported by its frame without a Traceback line: it is read by its exception line all the same."""
+    tracebacks = [
+        "File \"/testbed/src/fields.py\", line 88\n    return x)\n            ^\nSyntaxError: unmatched ')'",
+        'File "/testbed/src/fields.py", line 88\n    return x\nIndentationError: unexpected indent',
+        'File "/testbed/src/fields.py", line 88\nTabError: inconsistent use of tabs and spaces in indentation',
+        "MyTabError: tab 3 is closed",
+    ]
+    db = _store(
+        tmp_path_factory.mktemp("syntax_family"),
+        [{"status": "completed", "steps": [_bash(text)]} for text in tracebacks],
+    )
+    with reader(db) as con:
+        docs = cl.failure_texts(con, benchmark="swe")["text"].tolist()
+    none = " | final answer: no final answer"
+    assert docs[0] == "failed: syntaxerror: unmatched" + none
+    assert docs[1] == "failed: syntaxerror: indentationerror: unexpected indent" + none
+    assert docs[2] == "failed: syntaxerror: taberror: inconsistent use of tabs and spaces in indentation" + none
+    assert docs[3] == "failed: mytaberror: tab is closed" + none
+
+
 def test_an_attempt_out_of_steps_repeating_a_call_failed_by_its_loop(code_documents: list[str]) -> None:
     """The same failing test run four times until the step budget ran out, and the same file viewed three times
     until its harness stopped it: the loop is why each failed, not what it kept seeing (a test failure, code) nor

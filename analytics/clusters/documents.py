@@ -60,10 +60,17 @@ _GENERIC_PREFIX = re.compile(
 def _error_line(line: str) -> str:
     """``tool: text`` of a failing step as embedded: the text without its generic lead ("Error:", "tool failed -"),
     which every failure shares; the tool's name stays out too (it is in the members table), so one cause reported by
-    several tools is one cluster."""
+    several tools is one cluster. Python's ``IndentationError`` and ``TabError`` are named with their family too
+    ("SyntaxError: IndentationError: unexpected indent"): one cause, an edit that does not parse, whatever the
+    parser called it."""
     _, _, text = line.partition(": ")
     text = unjson(text.strip())
+    if "Error" in text:
+        text = _SYNTAX_FAMILY.sub(r"SyntaxError: \1", text)
     return "failed: " + (_GENERIC_PREFIX.sub("", text) or text)
+
+
+_SYNTAX_FAMILY = re.compile(r"\b(IndentationError|TabError)\b")  # Python's subclasses of SyntaxError
 
 
 # Run-specific tokens: what differs between two reports of one cause (an id, a number, a path, a host, a quoted

@@ -36,6 +36,14 @@ FAILURE_LINES = {
     "sum": r"^(FAILED|FAIL|ERROR)(\s|:)|^(error|fatal)(\[[\w-]+\])?:\s",
 }
 _TRACEBACK = "Traceback (most recent call last)"
+_FRAME = r"(?m)^\s*File \"[^\"\n]*\", line \d+"  # a frame: Python's report of a SyntaxError has no Traceback line
+
+
+def _traceback(raw: str) -> str:
+    """SQL: whether ``raw`` is a traceback: it has Python's Traceback line or a frame (``File "x.py", line 3``: a
+    script that does not parse is reported by its frame and ``SyntaxError: ...`` alone)."""
+    return f"(contains({raw}, '{_TRACEBACK}') OR regexp_matches({raw}, '{_FRAME}'))"
+
 
 # Code a tool shows is not a report of failure: ``raise ValueError(...)`` in a file's listing (``cat -n``'s numbered
 # lines, as an editor shows the snippet it edited) or in a diff's lines (a patch submitted) names an exception the
@@ -49,10 +57,7 @@ DIFF_LINE = r"(?m)^(diff --git .*|index [0-9a-f]+\.\.[0-9a-f]+.*|@@ .*|[-+ ].*)$
 
 def split_sql(raw: str, name: str) -> str:
     """SQL: the lines of ``raw`` when it is a traceback or longer than ``$chars`` (else null), as ``name``."""
-    return (
-        f"CASE WHEN contains({raw}, '{_TRACEBACK}') OR length({raw}) > $chars "
-        f"THEN string_split({raw}, chr(10)) END AS {name}"
-    )
+    return f"CASE WHEN {_traceback(raw)} OR length({raw}) > $chars THEN string_split({raw}, chr(10)) END AS {name}"
 
 
 CODE_ONLY = "code"  # what ``prose_sql`` reads a result of code alone as (not a failure; not a last result either)
@@ -101,7 +106,7 @@ def shown_sql(raw: str, lines: str, prefix: str) -> str:
     last = f"trim(list_last(list_filter({lines}, l -> trim(l) <> '')))"
     return (
         f"CASE WHEN {lines} IS NULL THEN {raw} "
-        f"WHEN contains({raw}, '{_TRACEBACK}') "
+        f"WHEN {_traceback(raw)} "
         f"THEN coalesce(trim(regexp_replace(coalesce(list_last({prefix}exc), {after}), '^E\\s+', '')), {last}) "
         + " ".join(f"WHEN len({prefix}{k}) > 0 THEN {joined(k)}" for k in FAILURE_LINES)
         + f" ELSE {tail_sql(raw)} END"
