@@ -20,8 +20,8 @@
    index against the causes is printed with the number of clusters and of distinct documents, the unclustered
    share and the times.
 ``--more-held-out`` adds ``web`` seeds 310-317 and 320-327 (the second generated after clusters@v9's choice).
-``--fresh`` runs sets first generated after clusters@v9 and used for no choice (``fresh_sets``: seeds 110-117,
-210-217 and 330-337 in the held-out shapes, and ``web`` 340-345 in the small shapes) instead of the held-out list.
+``--fresh`` runs sets used for no choice (``fresh_sets``: seeds 110-117, 210-217, 330-337 and, of ``code``, 500-507
+and 510-517 in the held-out shapes, and ``web`` 340-345 in the small shapes) instead of the held-out list.
 ``--keep DIR`` ingests each set into ``DIR/<generator>-<seed>.duckdb`` and reuses that store when it is there (a
 variant of the clustering is then measured on the same failures without ingesting them again).
 ``--tuning`` runs the tuning seeds (1-8 of each generator, in the held-out list's shapes; ``code``'s since
@@ -147,11 +147,12 @@ def more_held_out_sets() -> list[tuple[str, int, int, int, str]]:
 
 
 def fresh_sets() -> list[tuple[str, int, int, int, str]]:
-    """Sets never used for a choice (first generated after clusters@v9): each generator's held-out shapes with
-    seeds 110-117 (``failure_sets``), 210-217 (``ops``) and 330-337 (``web``), and ``web`` 340-345 in the
-    ``SMALL_WEB`` shapes."""
+    """Sets never used for a choice: each generator's held-out shapes with seeds 110-117 (``failure_sets``), 210-217
+    (``ops``) and 330-337 (``web``), and ``web`` 340-345 in the ``SMALL_WEB`` shapes (first generated after
+    clusters@v9); ``code`` 500-507 and 510-517 in its held-out shapes (first generated after failure-doc@v5)."""
     out = in_shapes("failure_sets", 110) + in_shapes("ops", 210) + in_shapes("web", 330)
-    return out + [("web", 340 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
+    out += [("web", 340 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
+    return out + in_shapes("code", 500) + in_shapes("code", 510)
 
 
 def held_out(
