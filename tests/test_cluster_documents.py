@@ -307,6 +307,34 @@ def test_an_attempt_out_of_steps_repeating_a_call_failed_by_its_loop(code_docume
     assert code_documents[6] == "failed: oserror: [errno] read-only file system | final answer: no final answer"
 
 
+def test_an_answer_that_asks_the_user_is_why_the_attempt_failed(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An agent that stopped to ask the user failed by asking, whatever tool failed on its way (a grep in the wrong
+    folder) or what it saw last (pip's warning), and however the question is worded: the three read alike. An offer
+    of more work after a failure, and a question mark inside a link, are not questions to the user: those attempts
+    are read by their failures as before."""
+    grep = _tool("grep", 1, error="grep: src/: No such file or directory")
+    pip = _tool("pip", 1, result="WARNING: Running pip as the 'root' user can result in broken permissions")
+    db = _store(
+        tmp_path_factory.mktemp("asks_the_user"),
+        [
+            {"status": "completed", "answer": "Could you clarify what parse_args should return when axis is None?",
+             "steps": [grep]},
+            {"status": "completed", "answer": "I need more details about the expected behaviour of to_python."},
+            {"status": "completed", "answer": "Which do you expect here: 1 or 2? Let me know and I will continue.",
+             "steps": [pip]},
+            {"status": "completed", "answer": "I could not fix it. Would you like me to try another approach?",
+             "steps": [grep]},
+            {"status": "completed", "answer": "The fix is described at https://example.org/?q=fields now.",
+             "steps": [grep]},
+        ],
+    )  # fmt: skip
+    with reader(db) as con:
+        docs = cl.failure_texts(con, benchmark="swe")["text"].tolist()
+    asked = "the final answer asks the user a question"
+    assert docs[:3] == [asked] * 3
+    assert docs[3] == docs[4] == "failed: grep: src/: no such file or directory"
+
+
 @pytest.fixture(scope="module")
 def footer_documents(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     """A patch refused after a grep: with a harness's footer on both results, on neither, on the failing one only,

@@ -15,6 +15,14 @@ import pandas as pd
 
 BOILERPLATE_SHARE = 0.5
 LOOP_REPEATS = 2  # repeated tool calls (beyond the first of each) that make an attempt out of budget a loop
+# an answer that asks the user: a sentence ending in a question mark, or a request for more to go on ...
+ASKS_THE_USER = re.compile(
+    r"\?(?:\s|$)|\bI need more (?:details|information)\b|\bwait for your (?:answer|reply|confirmation|input)\b"
+    r"|\bplease (?:clarify|confirm)\b",
+    re.IGNORECASE,
+)
+# ... that is not an offer of more work (a closing, "Would you like me to also update the docs?")
+OFFERS_MORE = re.compile(r"\b(?:would you like me to|do you want me to|shall I|should I)\b", re.IGNORECASE)
 
 
 _MASK_NUMBER = re.compile(r"\b[\w.+-]*\d[\w.+-]*\b")  # ids and numbers: acct_045, 18342.17, 10.2.7.14:8443
@@ -150,11 +158,18 @@ def strip_run_specific(text: str) -> str:
     return out or text.strip()
 
 
+def asks_the_user(answer: object) -> bool:
+    """Whether a final answer asks the user something (``ASKS_THE_USER``, not ``OFFERS_MORE``): the agent stopped
+    to ask instead of doing the task."""
+    return isinstance(answer, str) and bool(ASKS_THE_USER.search(answer)) and not OFFERS_MORE.search(answer)
+
+
 def _segments(row: dict[str, Any], strip: Callable[[str], str] = strip_run_specific) -> list[str]:
     """The segments of one failure's document, most informative first: the failing steps (with the final answer
     only as it compares with the reference), else the final answer; the attempt's status and the trajectory hints
     only when no step failed (after a failed step, a crashed status or a retry is its consequence). A loop, out of
-    its budget (``timeout``) after ``LOOP_REPEATS`` repeated calls, is "repeated call" and the status alone."""
+    its budget (``timeout``) after ``LOOP_REPEATS`` repeated calls, is "repeated call" and the status alone; an
+    answer that asks the user (``asks_the_user``) is that alone, whatever failed before it."""
     status = row.get("status")
     if status == "timeout" and int(row.get("n_repeated") or 0) >= LOOP_REPEATS:
         # the loop is why it failed: what it kept hitting (a test failure, a listing, a warning, nothing) or said
@@ -164,6 +179,10 @@ def _segments(row: dict[str, Any], strip: Callable[[str], str] = strip_run_speci
     out: list[str] = []
     answer = row.get("answer")
     versus = answer_against_reference(answer, row.get("reference_answer"))
+    if asks_the_user(answer):
+        # the agent stopped to ask: a tool that failed on the way (a grep in the wrong folder) and what it last saw
+        # are noise of its own, and the question's words differ from one attempt to the next (failure-doc@v10)
+        return [strip("the final answer asks the user a question" + (f" ({versus})" if versus else ""))]
     failed = isinstance(errors, str) and bool(errors.strip())
     if failed:
         out += [_error_line(line) for line in str(errors).split("\n") if line.strip()]

@@ -23,6 +23,9 @@ The **document** of a failed attempt (``failure_documents``) is what went wrong,
   why it stopped) is such a step too;
 * a **loop** (the attempt ran out of its budget, status ``timeout``, repeating tool calls: ``LOOP_REPEATS``) is
   "repeated call" and the status alone, whatever it kept hitting or said when it was stopped;
+* a **question to the user** (a final answer with a sentence ending in "?", or asking for more details, to clarify
+  or confirm, not an offer of more work: ``asks_the_user``) is "the final answer asks the user a question" and
+  how it compares with the reference alone, whatever failed before it or was seen last;
 * without such a step: the **final answer against the reference** ("final answer: 6.14 ad groups (a different
   number than the reference)") and the **last tool result**, what the agent saw before it answered ("last result:
   sold out"), leaving out results that are code alone (a listing's numbered lines, a diff: the file an agent
@@ -343,7 +346,7 @@ def failure_clusters(
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
 DOC_VERSION = (
-    "failure-doc@v9"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
+    "failure-doc@v10"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
 )
 CLUSTER_VERSION = "clusters@v9"  # bump when the clustering or the names change: every clustering is computed again
 
