@@ -307,6 +307,29 @@ def test_an_attempt_out_of_steps_repeating_a_call_failed_by_its_loop(code_docume
     assert code_documents[6] == "failed: oserror: [errno] read-only file system | final answer: no final answer"
 
 
+def test_a_step_stopped_for_its_time_is_named_timed_out_whatever_stopped_it(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """pytest-timeout's banner, a harness killing a slow command, GNU timeout's exit status 124 and a browser's
+    ``ERR_TIMED_OUT`` all say a step was stopped for its time: each document is named "timed out" first, so one
+    cause read by several tools' words is one family. A process killed for its memory is not."""
+    texts = [
+        "+++++++++++++++++++ Timeout +++++++++++++++++++\n~~~~~~~~~ Stack of MainThread (140234) ~~~~~~~~~",
+        "The command took longer than 30 seconds and was killed.",
+        "Terminated\n[exit code 124]",
+        "net::ERR_TIMED_OUT at https://shop.example/cart",
+        "Killed\n[exit code 137]",
+    ]
+    db = _store(
+        tmp_path_factory.mktemp("timed_out"),
+        [{"status": "completed", "steps": [_tool("run_tests", 1, error=text)]} for text in texts],
+    )
+    with reader(db) as con:
+        docs = cl.failure_texts(con, benchmark="swe")["text"].tolist()
+    assert all(d.startswith("failed: timed out: ") for d in docs[:4]), docs
+    assert "timed out" not in docs[4] and "killed" in docs[4]
+
+
 def test_an_answer_that_asks_the_user_is_why_the_attempt_failed(tmp_path_factory: pytest.TempPathFactory) -> None:
     """An agent that stopped to ask the user failed by asking, whatever tool failed on its way (a grep in the wrong
     folder) or what it saw last (pip's warning), and however the question is worded: the three read alike. An offer

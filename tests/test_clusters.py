@@ -103,7 +103,7 @@ def test_documents_keep_what_went_wrong_and_cut_boilerplate() -> None:
         ]
     )  # fmt: skip
     docs = cl.failure_documents(raw)
-    assert docs[0] == "failed: upstream timeout (http 504) | final answer: differs from the reference"
+    assert docs[0] == "failed: timed out: upstream timeout (http 504) | final answer: differs from the reference"
     assert docs[1].startswith("failed: []")
     assert docs[2] == "final answer: % (a different number than the reference)"
     assert docs[3] == "no final answer | no tool called | status timeout"
@@ -309,7 +309,7 @@ def test_clusters_recover_known_causes_with_the_pinned_model(failures_db: Path) 
     assert sum(top["by_run"].values()) == top["n_attempts"] and set(top["by_run"]) <= {"v1", "v2"}
     assert clusters.summary["share_of_failures"].sum() == pytest.approx(1.0)
     timeout = clusters.summary[clusters.summary["codes"].map(lambda c: "TOOL" in c)].iloc[0]
-    assert {"timeout", "upstream"} & set(timeout["terms"]), timeout["terms"]
+    assert {"timeout", "timed", "upstream"} & set(timeout["terms"]), timeout["terms"]
 
 
 def test_cli_json_shape(failures_db: Path) -> None:

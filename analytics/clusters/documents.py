@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from analytics.clusters.reading import TIMED_OUT
+
 BOILERPLATE_SHARE = 0.5
 LOOP_REPEATS = 2  # repeated tool calls (beyond the first of each) that make an attempt out of budget a loop
 # an answer that asks the user: a sentence ending in a question mark, or a request for more to go on ...
@@ -70,15 +72,22 @@ def _error_line(line: str) -> str:
     which every failure shares; the tool's name stays out too (it is in the members table), so one cause reported by
     several tools is one cluster. Python's ``IndentationError`` and ``TabError`` are named with their family too
     ("SyntaxError: IndentationError: unexpected indent"): one cause, an edit that does not parse, whatever the
-    parser called it."""
+    parser called it; and so is a text that says something was stopped for its time (``_TIMED_OUT``: "timed out:
+    the command took longer than 30 seconds and was killed"), whatever stopped it."""
     _, _, text = line.partition(": ")
     text = unjson(text.strip())
     if "Error" in text:
         text = _SYNTAX_FAMILY.sub(r"SyntaxError: \1", text)
-    return "failed: " + (_GENERIC_PREFIX.sub("", text) or text)
+    text = _GENERIC_PREFIX.sub("", text) or text
+    if _TIMED_OUT.search(text) and not text.lower().startswith("timed out"):
+        text = "timed out: " + text
+    return "failed: " + text
 
 
 _SYNTAX_FAMILY = re.compile(r"\b(IndentationError|TabError)\b")  # Python's subclasses of SyntaxError
+# pytest-timeout's "Timeout", "took longer than 30 seconds and was killed", GNU timeout's exit status 124, gRPC's and
+# asyncio's "deadline exceeded" (failure-doc@v11)
+_TIMED_OUT = re.compile(TIMED_OUT + r"|exit code 124\b|deadline exceeded", re.IGNORECASE)
 
 
 # Run-specific tokens: what differs between two reports of one cause (an id, a number, a path, a host, a quoted

@@ -10,14 +10,17 @@ from __future__ import annotations
 # after it could be the consequence of (an edit command prints nothing when it works).
 EMPTY_RESULT = r"^\s*(\[\]|\{\}|null|none)?\s*$"
 
+# Words that say something was stopped for its time: a command, a test run, a page load.
+TIMED_OUT = r"timed?[ _-]?out|took (too )?long(er)?\b|did not finish"
+
 # A tool result that reads as a failure: it names an error, an exception, a refusal, an HTTP 4xx/5xx status, a
 # missing thing, a command killed or cut short for its time ("Terminated", "took too long"), it says so in a
 # structured field (``"ok": false``, ``"success": false``), or it is empty
 # (``EMPTY_RESULT``). Such a result is where the attempt went wrong, like a step's ``error``.
 FAILING_RESULT = (
-    r"error|exception|traceback|fail|invalid|denied|refused|forbidden|unauthori[sz]ed|timed? ?out|not found|"
+    r"error|exception|traceback|fail|invalid|denied|refused|forbidden|unauthori[sz]ed|not found|"
     r"does not exist|no such|unknown|too many|exceeded|unavailable|malformed|could not|cannot|can't|unable|"
-    r"\bkilled\b|\bterminated\b|took (too )?long(er)?\b|did not finish|"
+    r"\bkilled\b|\bterminated\b|" + TIMED_OUT + "|"
     r"\"?\b(ok|success)\b\"?\s*:\s*false\b|\bempty\b|no rows|no data|no results|\b0 (rows|results)\b|"
     r"(http|status|code)\W{0,3}[45]\d\d\b|^\W*[45]\d\d\b|" + EMPTY_RESULT
 )
