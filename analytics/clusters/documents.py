@@ -72,22 +72,38 @@ def _error_line(line: str) -> str:
     which every failure shares; the tool's name stays out too (it is in the members table), so one cause reported by
     several tools is one cluster. Python's ``IndentationError`` and ``TabError`` are named with their family too
     ("SyntaxError: IndentationError: unexpected indent"): one cause, an edit that does not parse, whatever the
-    parser called it; and so is a text that says something was stopped for its time (``_TIMED_OUT``: "timed out:
-    the command took longer than 30 seconds and was killed"), whatever stopped it."""
+    parser called it; and so is a text of a family whose tools word it each their own way (``FAMILIES``: "timed
+    out: the command took longer than 30 seconds and was killed", "edit not applied: Hunk #1 FAILED at 12")."""
     _, _, text = line.partition(": ")
     text = unjson(text.strip())
     if "Error" in text:
         text = _SYNTAX_FAMILY.sub(r"SyntaxError: \1", text)
     text = _GENERIC_PREFIX.sub("", text) or text
-    if _TIMED_OUT.search(text) and not text.lower().startswith("timed out"):
-        text = "timed out: " + text
+    for name, words in FAMILIES:
+        if words.search(text):
+            if not text.lower().startswith(name):
+                text = f"{name}: {text}"
+            break
     return "failed: " + text
 
 
 _SYNTAX_FAMILY = re.compile(r"\b(IndentationError|TabError)\b")  # Python's subclasses of SyntaxError
-# pytest-timeout's "Timeout", "took longer than 30 seconds and was killed", GNU timeout's exit status 124, gRPC's and
-# asyncio's "deadline exceeded" (failure-doc@v11)
-_TIMED_OUT = re.compile(TIMED_OUT + r"|exit code 124\b|deadline exceeded", re.IGNORECASE)
+# A failure's family, named first in its text (the first that matches): one cause that several tools word their own
+# way. Stopped for its time: pytest-timeout's "Timeout", "took longer than 30 seconds and was killed", GNU timeout's
+# exit status 124, "deadline exceeded" (failure-doc@v11). An edit that did not apply: git apply's "patch does not
+# apply" and "corrupt patch", patch's "Hunk #1 FAILED" and "malformed patch", str_replace editors' "No replacement was
+# performed" (failure-doc@v12).
+FAMILIES = (
+    ("timed out", re.compile(TIMED_OUT + r"|exit code 124\b|deadline exceeded", re.IGNORECASE)),
+    (
+        "edit not applied",
+        re.compile(
+            r"patch does not apply|hunk #?\s*\d* failed|corrupt patch|malformed patch|no replacement was performed"
+            r"|patch failed|can't find file to patch|previously applied|old_str .{0,40}did not appear",
+            re.IGNORECASE,
+        ),
+    ),
+)
 
 
 # Run-specific tokens: what differs between two reports of one cause (an id, a number, a path, a host, a quoted

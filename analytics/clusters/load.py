@@ -14,13 +14,13 @@ The **document** of a failed attempt (``failure_documents``) is what went wrong,
   kept (an edit refused by a read-only file system, then the tests failing as before the edit); the final answer
   then only as it compares with the reference (the answer after a failed tool is a consequence, mostly an
   apology); a JSON result's keys and strings are its text (``unjson``); ``IndentationError`` and ``TabError`` are
-  named with their family, ``SyntaxError``, and a text that says something was stopped for its time with its own,
-  "timed out: ..."; a traceback (or a frame alone, Python's report of a script that does not parse) is read by its
-  exception line and a long text (a test runner's output) by the lines that carry its failure (``FAILURE_LINES``),
-  not by its head or last line, and without such lines by its end (a run killed for its time after pytest's header); a
-  harness's **footer** (the lines it closes every observation with, "(Current directory: /testbed)", a shell
-  prompt: ``FOOTER_LINES``) is cut from the end of a text first; a crashed attempt's last message (a harness saying
-  why it stopped) is such a step too;
+  named with their family, ``SyntaxError``, and a text of a family several tools word their own way with its name
+  (``FAMILIES``: "timed out: ...", "edit not applied: ..."); a traceback (or a frame alone, Python's report of a
+  script that does not parse) is read by its exception line and a long text (a test runner's output) by the lines
+  that carry its failure (``FAILURE_LINES``), not by its head or last line, and without such lines by its end (a
+  run killed for its time after pytest's header); a harness's **footer** (the lines it closes every observation
+  with, "(Current directory: /testbed)", a shell prompt: ``FOOTER_LINES``) is cut from the end of a text first; a
+  crashed attempt's last message (a harness saying why it stopped) is such a step too;
 * a **loop** (the attempt ran out of its budget, status ``timeout``, repeating tool calls: ``LOOP_REPEATS``) is
   "repeated call" and the status alone, whatever it kept hitting or said when it was stopped;
 * a **question to the user** (a final answer with a sentence ending in "?", or asking for more details, to clarify
@@ -346,7 +346,7 @@ def failure_clusters(
 # ---- stored documents and clusterings (migration 010): what the page reads once the job has computed them ----
 
 DOC_VERSION = (
-    "failure-doc@v11"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
+    "failure-doc@v12"  # bump when the failure SQL, ``_segments`` or ``mask`` change: every document is built again
 )
 CLUSTER_VERSION = "clusters@v9"  # bump when the clustering or the names change: every clustering is computed again
 
