@@ -79,12 +79,24 @@ def _error_line(line: str) -> str:
     if "Error" in text:
         text = _SYNTAX_FAMILY.sub(r"SyntaxError: \1", text)
     text = _GENERIC_PREFIX.sub("", text) or text
+    said = _without_names(text)  # "test_timeout.py", 'timeout' as an argument's name: not what happened
     for name, words in FAMILIES:
-        if words.search(text):
+        if words.search(said):
             if not text.lower().startswith(name):
                 text = f"{name}: {text}"
             break
     return "failed: " + text
+
+
+def _without_names(text: str) -> str:
+    """``text`` without the URLs, paths, quoted values and dotted names that ``strip_run_specific`` cuts (an error
+    body's fields unquoted first, as there: its message is what happened)."""
+    if "'" in text or '"' in text:
+        text = _QUOTED_KEY.sub(r"\2", _ERROR_FIELD.sub(r"\2\3\5", text))
+    for pattern, repl, needs in _RUN_SPECIFIC:
+        if any(c in text for c in needs):
+            text = pattern.sub(repl, text)
+    return text
 
 
 _SYNTAX_FAMILY = re.compile(r"\b(IndentationError|TabError)\b")  # Python's subclasses of SyntaxError
