@@ -63,13 +63,24 @@ def test_hull_is_on_frontier_and_concave(pairs: list[tuple[float, float]]) -> No
     x, y = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
     hull = tmf.upper_hull(x, y)
     assert set(hull) <= set(np.flatnonzero(tmf.pareto_mask(x, y)))
-    assert np.all(np.diff(x[hull]) > 0) and np.all(np.diff(y[hull]) > 0)
+    # values a last bit apart are one value (stats.settled): (0.001, 0.0) and (0.0010000000000000002, 0.2) are at
+    # one cost, so the second is the cheapest point, and two points at one cost never both rise on the hull
+    sx, sy = stats.settled(x), stats.settled(y)
+    assert np.all(np.diff(sx[hull]) > 0) and np.all(np.diff(sy[hull]) > 0)
     # every frontier point lies on or under the hull's piecewise-linear curve
     for i in np.flatnonzero(tmf.pareto_mask(x, y)):
         if x[hull[0]] <= x[i] <= x[hull[-1]]:
             assert y[i] <= np.interp(x[i], x[hull], y[hull]) + 1e-9
     # the cheapest point with the best performance at that cost and the best point are hull ends
-    assert y[hull[-1]] == y.max() and x[hull[0]] == x.min()
+    assert sy[hull[-1]] == sy.max() and sx[hull[0]] == sx.min()
+
+
+def test_hull_of_two_runs_a_cost_last_bit_apart() -> None:
+    """Found by the property above: equal performances a cost's last bit apart are one point of the hull, not a
+    flat step; a better one a last bit dearer is the cheapest point."""
+    x = np.array([0.001, 0.0010000000000000002])
+    assert tmf.upper_hull(x, np.array([0.2, 0.2])).tolist() == [0]
+    assert tmf.upper_hull(x, np.array([0.0, 0.2])).tolist() == [1]
 
 
 def test_pareto_mask_ignores_nan_and_keeps_exact_duplicates() -> None:

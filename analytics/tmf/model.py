@@ -296,9 +296,11 @@ def upper_hull(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Indices of the rising part of the upper convex hull of the points, in increasing x.
 
     Starts at the cheapest-best point and ends at the best-cheapest point; points on a hull edge are left out.
+    Values within ``stats.TIE_RELATIVE`` of each other are one value, as on the frontier (``stats.settled``): two
+    runs a cost's last bits apart are at one cost, and the hull rises strictly.
     """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
+    x = stats.settled(np.asarray(x, dtype=float))
+    y = stats.settled(np.asarray(y, dtype=float))
     cand = np.flatnonzero(pareto_mask(x, y))
     if cand.size == 0:
         return cand
