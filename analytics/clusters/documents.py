@@ -89,10 +89,12 @@ def _error_line(line: str) -> str:
 
 
 def _without_names(text: str) -> str:
-    """``text`` without the URLs, paths, quoted values and dotted names that ``strip_run_specific`` cuts (an error
-    body's fields unquoted first, as there: its message is what happened)."""
+    """``text`` in lower case without its URLs, paths, quoted values and dotted names (``_RUN_SPECIFIC``), an error
+    body's fields unquoted first (``_ERROR_FIELD``: its message is what happened); ``strip_run_specific``'s first
+    steps."""
     if "'" in text or '"' in text:
         text = _QUOTED_KEY.sub(r"\2", _ERROR_FIELD.sub(r"\2\3\5", text))
+    text = text.lower()
     for pattern, repl, needs in _RUN_SPECIFIC:
         if any(c in text for c in needs):
             text = pattern.sub(repl, text)
@@ -177,15 +179,7 @@ def strip_run_specific(text: str) -> str:
     """``text`` without its run-specific tokens (URLs, paths, quoted values, hosts, ids, numbers), lower case (a
     shouted error is the same error); the text itself when nothing else is left. A JSON text is unquoted first
     (``unjson``), and so are the string fields of an error body inside a text (``_ERROR_FIELD``)."""
-    out = unjson(text)
-    if "'" in out or '"' in out:
-        out = _QUOTED_KEY.sub(r"\2", _ERROR_FIELD.sub(r"\2\3\5", out))
-    out = out.lower()
-    for pattern, repl, needs in _RUN_SPECIFIC:
-        for c in needs:
-            if c in out:
-                out = pattern.sub(repl, out)
-                break
+    out = _without_names(unjson(text))
     if _DIGIT.search(out):
         out = _NUMBER.sub(_number, out)
     if "(" in out or "[" in out:
