@@ -127,8 +127,8 @@ def test_a_crashed_runs_last_message_is_why_it_failed(documents: list[str]) -> N
 
 def test_an_api_error_body_keeps_its_type_message_and_status(documents: list[str]) -> None:
     assert documents[3] == (
-        "failed: code: 429 - {type: error, error: {type: rate_limit_error, message: this request would exceed the "
-        "rate limit of, output tokens per minute.}} | final answer: no final answer"
+        "failed: rate limited: code: 429 - {type: error, error: {type: rate_limit_error, message: this request would "
+        "exceed the rate limit of, output tokens per minute.}} | final answer: no final answer"
     )
     assert cl.strip_run_specific('{"error": {"type": "invalid_request_error", "message": "bad \'x\'"}}') == (
         "{error: {type: invalid_request_error, message: bad }}"
@@ -331,6 +331,37 @@ FAMILY_TEXTS = {  # a family's texts as several tools word them; texts of no fam
         ],
         ["KeyError: 'patch_id'", "ModuleNotFoundError: No module named 'patch_failed'"],  # a name, no refused edit
     ),
+    "rate limited": (
+        [
+            API_ERROR,
+            "openai.RateLimitError: You exceeded your current quota, please check your plan and billing details.",
+            "HTTP 429: retry after 20 s",
+            "Too many requests; retried 5 times with backoff, giving up",
+            "google.api_core.exceptions.ResourceExhausted: 429 RESOURCE_EXHAUSTED",
+            "botocore.exceptions.ClientError: ThrottlingException: Rate exceeded",
+        ],
+        [
+            "OSError: [Errno 122] Disk quota exceeded",  # a disk's quota
+            "FAILED tests/test_rate_limit.py::test_backoff - AssertionError: assert 3 == 2",  # a test's name
+            "KeyError: 'quota'",  # a key
+            'File "/testbed/src/fields.py", line 429, in to_python',  # a line number
+        ],
+    ),
+    "build failed": (
+        [
+            "error: subprocess-exited-with-error",
+            "ERROR: Failed building wheel for astropy",
+            "fatal error: Python.h: No such file or directory",
+            "error: command '/usr/bin/gcc' failed with exit code 1",
+            "Cython.Compiler.Errors.CompileError: sympy/_ext.pyx",
+            "× Getting requirements to build editable did not run successfully.",
+        ],
+        [
+            "ModuleNotFoundError: No module named 'build_ext'",  # a module's name
+            "cat: setup.py: No such file or directory",  # a file not there, not a compiler's header
+            "error Command failed with exit code 1.",  # a package script that failed (yarn)
+        ],
+    ),
 }
 
 
@@ -340,10 +371,12 @@ def test_a_failure_is_named_by_its_family_whatever_tool_worded_it(
 ) -> None:
     """pytest-timeout's banner, a harness killing a slow command, GNU timeout's exit status 124, a browser's
     ``ERR_TIMED_OUT`` and an API's error body all say a step was stopped for its time; git apply, patch and a
-    str_replace editor each refuse an edit in their own words. Each document is named by its family first ("timed
-    out: ...", "edit not applied: ..."), so one cause worded by several tools is one family; a text that only looks
-    alike is not: a process killed for its memory, or the family's words only in a name (a test file, an argument,
-    a key, a module), which the document cuts anyway."""
+    str_replace editor each refuse an edit in their own words; so do API providers refusing a request for its rate
+    and pip or a compiler failing a build. Each document is named by its family first ("timed out: ...", "edit not
+    applied: ...", "rate limited: ...", "build failed: ..."), so one cause worded by several tools is one family; a
+    text that only looks alike is not: a process killed for its memory, a disk's quota, a yarn script's exit, or
+    the family's words only in a name (a test file, an argument, a key, a module, a line number), which the document
+    cuts anyway."""
     texts, others = FAMILY_TEXTS[family]
     db = _store(
         tmp_path_factory.mktemp("family"),
@@ -351,7 +384,7 @@ def test_a_failure_is_named_by_its_family_whatever_tool_worded_it(
     )
     with reader(db) as con:
         docs = cl.failure_texts(con, benchmark="swe")["text"].tolist()
-    assert all(d.startswith(f"failed: {family}: ") for d in docs[: len(texts)]), docs
+    assert all(d.startswith(f"failed: {family}:") for d in docs[: len(texts)]), docs  # ":: " after a name cut
     assert not any(family in d for d in docs[len(texts) :]), docs
 
 

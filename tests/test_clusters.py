@@ -110,7 +110,7 @@ def test_documents_keep_what_went_wrong_and_cut_boilerplate() -> None:
     many = pd.concat([raw.iloc[[0]]] * 12, ignore_index=True)
     many["errors"] = [f"search: {w} error on call {i}" for i, w in enumerate(["quota", "auth", "parse"] * 4)]
     cut = cl.failure_documents(many)  # the answer's comparison is in all 12: boilerplate, cut; digits are masked
-    assert cut[:2] == ["failed: quota error on call", "failed: auth error on call"]
+    assert cut[:2] == ["failed: rate limited: quota error on call", "failed: auth error on call"]  # a quota: its family
     after_error = {**base, "errors": "q: boom", "answer": "x", "n_tool_calls": 4, "tools": [], "n_repeated": 2,
                    "status": "crashed", "reference_trajectory": ["q", "r"]}  # fmt: skip
     assert cl.failure_documents(pd.DataFrame([after_error])) == [

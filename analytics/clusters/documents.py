@@ -73,15 +73,18 @@ def _error_line(line: str) -> str:
     several tools is one cluster. Python's ``IndentationError`` and ``TabError`` are named with their family too
     ("SyntaxError: IndentationError: unexpected indent"): one cause, an edit that does not parse, whatever the
     parser called it; and so is a text of a family whose tools word it each their own way (``FAMILIES``: "timed
-    out: the command took longer than 30 seconds and was killed", "edit not applied: Hunk #1 FAILED at 12")."""
+    out: the command took longer than 30 seconds and was killed", "edit not applied: Hunk #1 FAILED at 12", "rate
+    limited: Too many requests", "build failed: Failed building wheel for astropy")."""
     _, _, text = line.partition(": ")
     text = unjson(text.strip())
     if "Error" in text:
         text = _SYNTAX_FAMILY.sub(r"SyntaxError: \1", text)
+    said = text  # with its lead: "fatal error: Python.h: No such file or directory" is a build's
     text = _GENERIC_PREFIX.sub("", text) or text
     for name, words in FAMILIES:
-        # what the text says, not a name in it ("test_timeout.py", 'timeout' as an argument's name)
-        if words.search(text) and words.search(_without_names(text)):
+        # what the text says, not a name in it ("test_timeout.py", 'timeout' as an argument's name); an exception's
+        # class is what it says ("openai.RateLimitError" is a rate limit)
+        if words.search(said) and words.search(_without_names(_EXCEPTION_CLASS.sub(r"\1", said))):
             if not text.lower().startswith(name):
                 text = f"{name}: {text}"
             break
@@ -106,7 +109,9 @@ _SYNTAX_FAMILY = re.compile(r"\b(IndentationError|TabError)\b")  # Python's subc
 # way. Stopped for its time: pytest-timeout's "Timeout", "took longer than 30 seconds and was killed", GNU timeout's
 # exit status 124, "deadline exceeded" (failure-doc@v11). An edit that did not apply: git apply's "patch does not
 # apply" and "corrupt patch", patch's "Hunk #1 FAILED" and "malformed patch", str_replace editors' "No replacement was
-# performed" (failure-doc@v12).
+# performed" (failure-doc@v12). Refused for its rate: HTTP 429, "rate limit", "too many requests", a quota; a build
+# that failed: pip's "Failed building wheel" and "subprocess-exited-with-error", a compiler's missing header or exit
+# status (failure-doc@v13).
 FAMILIES = (
     ("timed out", re.compile(TIMED_OUT + r"|exit code 124\b|deadline exceeded", re.IGNORECASE)),
     (
@@ -117,7 +122,25 @@ FAMILIES = (
             re.IGNORECASE,
         ),
     ),
+    (
+        "rate limited",
+        re.compile(
+            r"\brate[ _-]?limit|\btoo many requests|(?<!disk )\bquota\b|\bthrottl|\bresource[ _]exhausted"
+            r"|(?:http|status|code)\W{0,3}429\b|^\W*429\b",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "build failed",
+        re.compile(
+            r"failed building wheel|could not build wheels|subprocess-exited-with-error|did not run successfully"
+            r"|\bbuild_ext\b|compileerror|compilation (?:terminated|failed)|ld returned \d+ exit status"
+            r"|fatal error: .{0,80}no such file or directory|error: command .{0,100}failed with exit (?:code|status)",
+            re.IGNORECASE,
+        ),
+    ),
 )
+_EXCEPTION_CLASS = re.compile(r"\b(?:[A-Za-z_]\w*\.)+([A-Za-z_]\w*(?:Error|Exception))\b")
 
 
 # Run-specific tokens: what differs between two reports of one cause (an id, a number, a path, a host, a quoted
