@@ -81,9 +81,12 @@ def _error_line(line: str) -> str:
         text = _SYNTAX_FAMILY.sub(r"SyntaxError: \1", text)
     said = text  # with its lead: "fatal error: Python.h: No such file or directory" is a build's
     text = _GENERIC_PREFIX.sub("", text) or text
-    for name, words in FAMILIES:
+    low = said.lower()
+    for name, needles, words in FAMILIES:
         # what the text says, not a name in it ("test_timeout.py", 'timeout' as an argument's name); an exception's
         # class is what it says ("openai.RateLimitError" is a rate limit)
+        if not any(n in low for n in needles):
+            continue  # (a text without any of the words' needles is skipped: most are, and a search costs more)
         if words.search(said) and words.search(_without_names(_EXCEPTION_CLASS.sub(r"\1", said))):
             if not text.lower().startswith(name):
                 text = f"{name}: {text}"
@@ -112,10 +115,15 @@ _SYNTAX_FAMILY = re.compile(r"\b(IndentationError|TabError)\b")  # Python's subc
 # performed" (failure-doc@v12). Refused for its rate: HTTP 429, "rate limit", "too many requests", a quota; a build
 # that failed: pip's "Failed building wheel" and "subprocess-exited-with-error", a compiler's missing header or exit
 # status (failure-doc@v13).
-FAMILIES = (
-    ("timed out", re.compile(TIMED_OUT + r"|exit code 124\b|deadline exceeded", re.IGNORECASE)),
+FAMILIES = (  # a family's name, what every text it names has in lower case (any one of), its words
+    (
+        "timed out",
+        ("time", "took", "did not finish", "124", "deadline"),
+        re.compile(TIMED_OUT + r"|exit code 124\b|deadline exceeded", re.IGNORECASE),
+    ),
     (
         "edit not applied",
+        ("patch", "hunk", "no replacement", "previously applied", "old_str"),
         re.compile(
             r"patch does not apply|hunk #?\s*\d* failed|corrupt patch|malformed patch|no replacement was performed"
             r"|patch failed|can't find file to patch|previously applied|old_str .{0,40}did not appear",
@@ -124,6 +132,7 @@ FAMILIES = (
     ),
     (
         "rate limited",
+        ("rate", "too many", "quota", "throttl", "exhausted", "429"),
         re.compile(
             r"\brate[ _-]?limit|\btoo many requests|(?<!disk )\bquota\b|\bthrottl|\bresource[ _]exhausted"
             r"|(?:http|status|code)\W{0,3}429\b|^\W*429\b",
@@ -132,6 +141,16 @@ FAMILIES = (
     ),
     (
         "build failed",
+        (
+            "wheel",
+            "subprocess-exited",
+            "did not run successfully",
+            "build_ext",
+            "compil",
+            "ld returned",
+            "fatal error",
+            "error: command",
+        ),
         re.compile(
             r"failed building wheel|could not build wheels|subprocess-exited-with-error|did not run successfully"
             r"|\bbuild_ext\b|compileerror|compilation (?:terminated|failed)|ld returned \d+ exit status"
