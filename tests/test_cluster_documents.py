@@ -362,6 +362,34 @@ FAMILY_TEXTS = {  # a family's texts as several tools word them; texts of no fam
             "error Command failed with exit code 1.",  # a package script that failed (yarn)
         ],
     ),
+    "element not found": (
+        [
+            'Locator.click failed [E_ACTION]: no element matches the selector "#buy"\nCall log:\n  - waiting for',
+            "locator resolved to 0 elements (tried 3 times)",
+            "selenium.common.exceptions.NoSuchElementException: Message: no such element: Unable to locate element",
+            "Could not find the button on the page",
+            "Element is not attached to the DOM",
+        ],
+        [
+            "element is obscured by an overlay",  # the click went elsewhere: the element is there
+            "another element would receive the click",
+            "FileNotFoundError: [Errno 2] No such file or directory: 'cart.json'",
+        ],
+    ),
+    "browser crashed": (
+        [
+            "BrowserError [E_BROWSER] Aw, Snap! something went wrong while displaying this page",
+            "the renderer process crashed",
+            "Target page, context or browser has been closed",
+            "Browser has disconnected",
+            "Page crashed",
+        ],
+        [
+            "ConnectionResetError: connection closed by peer",  # a socket, not the browser
+            "FAILED tests/test_crash_report.py::test_upload - AssertionError",
+            "the cookie dialog was closed",
+        ],
+    ),
 }
 
 
@@ -371,8 +399,8 @@ def test_a_failure_is_named_by_its_family_whatever_tool_worded_it(
 ) -> None:
     """pytest-timeout's banner, a harness killing a slow command, GNU timeout's exit status 124, a browser's
     ``ERR_TIMED_OUT`` and an API's error body all say a step was stopped for its time; git apply, patch and a
-    str_replace editor each refuse an edit in their own words; so do API providers refusing a request for its rate
-    and pip or a compiler failing a build. Each document is named by its family first ("timed out: ...", "edit not
+    str_replace editor each refuse an edit in their own words; so do API providers refusing a request for its rate,
+    pip or a compiler failing a build, Playwright and Selenium not finding an element, a browser crashing. Each document is named by its family first ("timed out: ...", "edit not
     applied: ...", "rate limited: ...", "build failed: ..."), so one cause worded by several tools is one family; a
     text that only looks alike is not: a process killed for its memory, a disk's quota, a yarn script's exit, or
     the family's words only in a name (a test file, an argument, a key, a module, a line number), which the document

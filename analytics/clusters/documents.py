@@ -114,7 +114,10 @@ _SYNTAX_FAMILY = re.compile(r"\b(IndentationError|TabError)\b")  # Python's subc
 # apply" and "corrupt patch", patch's "Hunk #1 FAILED" and "malformed patch", str_replace editors' "No replacement was
 # performed" (failure-doc@v12). Refused for its rate: HTTP 429, "rate limit", "too many requests", a quota; a build
 # that failed: pip's "Failed building wheel" and "subprocess-exited-with-error", a compiler's missing header or exit
-# status (failure-doc@v13).
+# status (failure-doc@v13). A browser's element not found: Playwright's "no element matches the selector" and
+# "locator resolved to 0 elements", Selenium's "no such element: Unable to locate element", "not attached to the
+# DOM"; a browser that crashed: Chrome's "Aw, Snap!", "renderer process crashed", Playwright's "Target page, context
+# or browser has been closed" (failure-doc@v14).
 FAMILIES = (  # a family's name, what every text it names has in lower case (any one of), its words
     (
         "timed out",
@@ -155,6 +158,25 @@ FAMILIES = (  # a family's name, what every text it names has in lower case (any
             r"failed building wheel|could not build wheels|subprocess-exited-with-error|did not run successfully"
             r"|\bbuild_ext\b|compileerror|compilation (?:terminated|failed)|ld returned \d+ exit status"
             r"|fatal error: .{0,80}no such file or directory|error: command .{0,100}failed with exit (?:code|status)",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "element not found",
+        ("element", "locator", "could not find the", "no such", "unable to locate", "not attached"),
+        re.compile(
+            r"no element matches|\bresolved to (?:0|zero|no) elements|could not find the (?:button|element|link|field)"
+            r"|could not find the input|not attached to the dom|unable to locate (?:the )?element|no such element"
+            r"|element not found",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "browser crashed",
+        ("snap", "crash", "closed", "disconnected"),
+        re.compile(
+            r"\baw,? snap\b|renderer (?:process )?crashed|\bpage crashed|browser (?:process )?crashed"
+            r"|browser has (?:been )?(?:closed|disconnected)|target (?:page, context or browser|closed)",
             re.IGNORECASE,
         ),
     ),
