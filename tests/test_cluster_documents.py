@@ -376,6 +376,21 @@ FAMILY_TEXTS = {  # a family's texts as several tools word them; texts of no fam
             "FileNotFoundError: [Errno 2] No such file or directory: 'cart.json'",
         ],
     ),
+    "click intercepted": (
+        [
+            '<div class="modal-backdrop"> intercepts pointer events\nretrying click action, attempt #2',
+            "element click intercepted: Element <button> is not clickable at point (412, 88). Other element would "
+            "receive the click",
+            "cy.click() failed because this element is being covered by another element",
+            "element is obscured by an overlay",
+            "a cookie banner covers the element",
+        ],
+        [
+            "no element matches the selector",  # not there at all
+            "KeyError: 'intercept'",
+            "the request was intercepted by the proxy and rejected",
+        ],
+    ),
     "browser crashed": (
         [
             "BrowserError [E_BROWSER] Aw, Snap! something went wrong while displaying this page",
@@ -400,7 +415,8 @@ def test_a_failure_is_named_by_its_family_whatever_tool_worded_it(
     """pytest-timeout's banner, a harness killing a slow command, GNU timeout's exit status 124, a browser's
     ``ERR_TIMED_OUT`` and an API's error body all say a step was stopped for its time; git apply, patch and a
     str_replace editor each refuse an edit in their own words; so do API providers refusing a request for its rate,
-    pip or a compiler failing a build, Playwright and Selenium not finding an element, a browser crashing. Each document is named by its family first ("timed out: ...", "edit not
+    pip or a compiler failing a build, Playwright and Selenium not finding an element or a click taken by another,
+    a browser crashing. Each document is named by its family first ("timed out: ...", "edit not
     applied: ...", "rate limited: ...", "build failed: ..."), so one cause worded by several tools is one family; a
     text that only looks alike is not: a process killed for its memory, a disk's quota, a yarn script's exit, or
     the family's words only in a name (a test file, an argument, a key, a module, a line number), which the document

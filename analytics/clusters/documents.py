@@ -117,7 +117,9 @@ _SYNTAX_FAMILY = re.compile(r"\b(IndentationError|TabError)\b")  # Python's subc
 # status (failure-doc@v13). A browser's element not found: Playwright's "no element matches the selector" and
 # "locator resolved to 0 elements", Selenium's "no such element: Unable to locate element", "not attached to the
 # DOM"; a browser that crashed: Chrome's "Aw, Snap!", "renderer process crashed", Playwright's "Target page, context
-# or browser has been closed" (failure-doc@v14).
+# or browser has been closed" (failure-doc@v14). A click that another element took: Playwright's "... intercepts
+# pointer events", Selenium's "element click intercepted" and "Other element would receive the click", Cypress's "is
+# being covered by another element", an element obscured or covered (failure-doc@v15).
 FAMILIES = (  # a family's name, what every text it names has in lower case (any one of), its words
     (
         "timed out",
@@ -168,6 +170,15 @@ FAMILIES = (  # a family's name, what every text it names has in lower case (any
             r"no element matches|\bresolved to (?:0|zero|no) elements|could not find the (?:button|element|link|field)"
             r"|could not find the input|not attached to the dom|unable to locate (?:the )?element|no such element"
             r"|element not found",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "click intercepted",
+        ("intercept", "receive the click", "clickable", "covered by", "obscured", "covers the"),
+        re.compile(
+            r"intercepts pointer events|would receive the click|click intercepted|not clickable at point"
+            r"|is (?:being )?covered by another element|\bobscured by\b|\bcovers the (?:element|button|link)",
             re.IGNORECASE,
         ),
     ),
