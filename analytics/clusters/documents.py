@@ -74,7 +74,8 @@ def _error_line(line: str) -> str:
     ("SyntaxError: IndentationError: unexpected indent"): one cause, an edit that does not parse, whatever the
     parser called it; and so is a text of a family whose tools word it each their own way (``FAMILIES``: "timed
     out: the command took longer than 30 seconds and was killed", "edit not applied: Hunk #1 FAILED at 12", "rate
-    limited: Too many requests", "build failed: Failed building wheel for astropy")."""
+    limited: Too many requests", "build failed: Failed building wheel for astropy", "click intercepted: element is
+    obscured by an overlay")."""
     _, _, text = line.partition(": ")
     text = unjson(text.strip())
     if "Error" in text:
