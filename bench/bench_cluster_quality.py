@@ -150,7 +150,7 @@ def fresh_sets() -> list[tuple[str, int, int, int, str]]:
     """Sets never used for a choice: each generator's held-out shapes with seeds 110-117 (``failure_sets``), 210-217
     (``ops``) and 330-337 (``web``), and ``web`` 340-345 in the ``SMALL_WEB`` shapes (first generated after
     clusters@v9); ``code`` 500-507 and 510-517 in its held-out shapes (first generated after failure-doc@v5) and
-    600-607, 610-617 (first generated after failure-doc@v13's choice, which read 500)."""
+    600-607, 610-617 (first generated after failure-doc@v12, before failure-doc@v13's choice, which read 500)."""
     out = in_shapes("failure_sets", 110) + in_shapes("ops", 210) + in_shapes("web", 330)
     out += [("web", 340 + i, k, n, style) for i, (k, n, style) in enumerate(SMALL_WEB)]
     return out + in_shapes("code", 500) + in_shapes("code", 510) + in_shapes("code", 600) + in_shapes("code", 610)

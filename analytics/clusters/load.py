@@ -16,10 +16,10 @@ The **document** of a failed attempt (``failure_documents``) is what went wrong,
   apology); a JSON result's keys and strings are its text (``unjson``); ``IndentationError`` and ``TabError`` are
   named with their family, ``SyntaxError``, and a text of a family several tools word their own way with its name
   (``FAMILIES``: "timed out", "edit not applied", "rate limited", "build failed", "element not found", "click
-  intercepted", "browser crashed"); a traceback
-  (or a frame alone, Python's report of a script that does not parse) is read by its exception line and a long
-  text (a test runner's output) by the lines that carry its failure (``FAILURE_LINES``), not by its head or last
-  line, and without such lines by its end (a run killed for its time after pytest's header); a harness's **footer** (the lines it closes every observation
+  intercepted", "browser crashed"); a traceback (or a frame alone, Python's report of a script that does not
+  parse) is read by its exception line and a long text (a test runner's output) by the lines that carry its
+  failure (``FAILURE_LINES``), not by its head or last line, and without such lines by its end (a run killed for
+  its time after pytest's header); a harness's **footer** (the lines it closes every observation
   with, "(Current directory: /testbed)", a shell prompt: ``FOOTER_LINES``) is cut from the end of a text first; a
   crashed attempt's last message (a harness saying why it stopped) is such a step too;
 * a **loop** (the attempt ran out of its budget, status ``timeout``, repeating tool calls: ``LOOP_REPEATS``) is
